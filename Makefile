@@ -1,0 +1,47 @@
+# pykbroker — two commands matter: `make run` starts a broker, `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+ARGS ?=
+
+.PHONY: run test test-fast lint gen gen-check bench clean deps
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## run: start a single-node broker on localhost:9092 with data under ./data
+run: $(STAMP)
+	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
+
+## deps: everything the tests need on a fresh machine (Python deps, kcat, JVM jars)
+deps: $(STAMP)
+	bash tools/install_system_deps.sh
+
+## test: install what is missing, lint, check generated code, run all tests
+test: deps
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest $(ARGS)
+
+## test-fast: unit tests only (no stock clients)
+test-fast: $(STAMP)
+	$(PY) -m pytest tests $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+## gen: regenerate wire/messages from the JSON message definitions
+gen: $(STAMP)
+	$(PY) -m tools.generate_messages
+
+## bench: benchmarks (never part of `make test`)
+bench: deps
+	$(PY) -m bench $(ARGS)
+
+clean:
+	rm -rf data build *.egg-info .pytest_cache
