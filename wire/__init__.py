@@ -15,3 +15,45 @@ of Kafka's own JSON; regenerate with ``make gen``): one class per request/respon
 """
 # -- records & compression (wire/_records.py, wire/_compression.py) --
 # -- end records --
+
+from wire._errors import ApiKey, ErrorCode
+from wire._frames import DEFAULT_MAX_FRAME_SIZE, FrameError, FrameReader, frame
+from wire._headers import (
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+    peek_request_header,
+    request_header_version,
+    response_header_version,
+)
+from wire._message import FieldSpec, Message
+from wire._primitives import ZERO_UUID, DecodeError, FileRegion, Reader, Writer
+from wire.messages import REQUESTS, RESPONSES
+
+__all__ = [
+    "ApiKey",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "DecodeError",
+    "ErrorCode",
+    "FieldSpec",
+    "FileRegion",
+    "FrameError",
+    "FrameReader",
+    "Message",
+    "REQUESTS",
+    "RESPONSES",
+    "Reader",
+    "RequestHeader",
+    "Writer",
+    "ZERO_UUID",
+    "decode_request_header",
+    "decode_response_header",
+    "encode_request_header",
+    "encode_response_header",
+    "frame",
+    "peek_request_header",
+    "request_header_version",
+    "response_header_version",
+]

@@ -1,0 +1,82 @@
+"""Request header v0-v2 and response header v0-v1 (hand-written; Kafka's RequestHeader/ResponseHeader)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wire._errors import ApiKey
+from wire._primitives import Reader, Writer
+from wire.messages import REQUESTS
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    """Header of every request. ``client_id`` is a classic nullable string even in v2."""
+
+    request_api_key: int
+    request_api_version: int
+    correlation_id: int
+    client_id: str | None = None
+    header_version: int = 1
+    tagged_fields: dict[int, bytes] = field(default_factory=dict)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """2 for flexible request versions, else 1 (v0 only existed for ControlledShutdown v0)."""
+    cls = REQUESTS.get(api_key)
+    if cls is None or cls.FIRST_FLEXIBLE_VERSION is None:
+        return 1
+    return 2 if api_version >= cls.FIRST_FLEXIBLE_VERSION else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """1 for flexible versions, else 0; ApiVersions responses always use v0 so old clients can parse them."""
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if request_header_version(api_key, api_version) == 2 else 0
+
+
+def peek_request_header(r: Reader) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) without consuming: enough to answer any request with an error."""
+    pos = r.pos
+    try:
+        return r.int16(), r.int16(), r.int32()
+    finally:
+        r.pos = pos
+
+
+def decode_request_header(r: Reader) -> RequestHeader:
+    """Decode a request header; the header version follows from the api key and version."""
+    api_key = r.int16()
+    api_version = r.int16()
+    correlation_id = r.int32()
+    version = request_header_version(api_key, api_version)
+    client_id = r.nullable_string()
+    tags: dict[int, bytes] = {}
+    if version >= 2:
+        tags = {k: bytes(v) for k, v in r.tagged_fields().items()}
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version, tags)
+
+
+def encode_request_header(w: Writer, header: RequestHeader) -> None:
+    w.int16(header.request_api_key)
+    w.int16(header.request_api_version)
+    w.int32(header.correlation_id)
+    if header.header_version >= 1:
+        w.nullable_string(header.client_id)
+    if header.header_version >= 2:
+        w.tagged_fields(sorted(header.tagged_fields.items()))
+
+
+def encode_response_header(w: Writer, correlation_id: int, header_version: int) -> None:
+    w.int32(correlation_id)
+    if header_version >= 1:
+        w.empty_tagged_fields()
+
+
+def decode_response_header(r: Reader, header_version: int) -> int:
+    """Returns the correlation id (tagged fields, if any, are skipped)."""
+    correlation_id = r.int32()
+    if header_version >= 1:
+        r.tagged_fields()
+    return correlation_id
