@@ -7,7 +7,7 @@ class ErrorCode(IntEnum):
     """Error codes carried in responses (Kafka's ``Errors`` enum)."""
 
     UNKNOWN_SERVER_ERROR = -1
-    NO_ERROR = 0
+    NONE = 0
     OFFSET_OUT_OF_RANGE = 1
     CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -1,0 +1,3 @@
+"""One module per API; importing this package registers every handler in the registry."""
+
+from pykbroker.handlers import api_versions, describe_cluster, metadata  # noqa: F401

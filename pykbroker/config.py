@@ -1,0 +1,359 @@
+"""Broker configuration: Kafka's property names, one table of definitions and defaults, one typed Config.
+
+A property file in Kafka's ``server.properties`` format plus ``--override key=value`` pairs become a
+``Config``. Unknown names and invalid values fail at start with an error naming the property. Kafka
+properties that have no effect here (thread counts, socket buffers, KRaft quorum settings) are accepted
+and listed by ``Config.inert`` so a real Kafka ``server.properties`` still starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "parse_properties"]
+
+
+class ConfigError(ValueError):
+    """A property is unknown or has an invalid value; the message names the property."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse_list(cls, prop: str, value: str) -> tuple[Listener, ...]:
+        out = []
+        for item in filter(None, (s.strip() for s in value.split(","))):
+            m = re.fullmatch(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)", item)
+            if not m:
+                raise ConfigError(f"{prop}: '{item}' is not of the form NAME://host:port")
+            host = m.group(2).strip("[]")
+            port = int(m.group(3))
+            if not 0 <= port <= 65535:
+                raise ConfigError(f"{prop}: port {port} is out of range")
+            out.append(cls(m.group(1).upper(), host, port))
+        return tuple(out)
+
+
+def _bool(prop: str, v: str) -> bool:
+    s = v.strip().lower()
+    if s in ("true", "false"):
+        return s == "true"
+    raise ConfigError(f"{prop}: expected true or false, got '{v}'")
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(prop: str, v: str) -> int:
+        try:
+            n = int(v.strip())
+        except ValueError:
+            raise ConfigError(f"{prop}: expected an integer, got '{v}'") from None
+        if lo is not None and n < lo:
+            raise ConfigError(f"{prop}: {n} is below the minimum {lo}")
+        if hi is not None and n > hi:
+            raise ConfigError(f"{prop}: {n} is above the maximum {hi}")
+        return n
+
+    return parse
+
+
+def _float(lo: float | None = None, hi: float | None = None) -> Callable[[str, str], float]:
+    def parse(prop: str, v: str) -> float:
+        try:
+            n = float(v.strip())
+        except ValueError:
+            raise ConfigError(f"{prop}: expected a number, got '{v}'") from None
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise ConfigError(f"{prop}: {n} is outside [{lo}, {hi}]")
+        return n
+
+    return parse
+
+
+def _str(prop: str, v: str) -> str:
+    return v.strip()
+
+
+def _list(prop: str, v: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in v.split(",") if s.strip())
+
+
+def _choice(*options: str) -> Callable[[str, str], str]:
+    def parse(prop: str, v: str) -> str:
+        s = v.strip()
+        if s not in options:
+            raise ConfigError(f"{prop}: '{s}' is not one of {', '.join(options)}")
+        return s
+
+    return parse
+
+
+def _listeners(prop: str, v: str) -> tuple[Listener, ...]:
+    return Listener.parse_list(prop, v)
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """One broker property: its name, parser, default (as Kafka writes it) and documentation."""
+
+    name: str
+    parse: Callable[[str, str], Any]
+    default: str | None
+    doc: str
+    inert: bool = False  # accepted for compatibility with Kafka's server.properties, no effect here
+
+
+_MAX = 2**63 - 1
+_I32 = 2**31 - 1
+
+CONFIG_DEFS: tuple[ConfigDef, ...] = (
+    # -- identity and listeners ------------------------------------------------------------------
+    ConfigDef("node.id", _int(0, _I32), "1", "The node id of this broker."),
+    ConfigDef("broker.id", _int(-1, _I32), "-1", "Legacy name of node.id; used when node.id is not set."),
+    ConfigDef("listeners", _listeners, "PLAINTEXT://localhost:9092",
+              "Comma-separated NAME://host:port addresses to listen on; port 0 picks a free port."),
+    ConfigDef("advertised.listeners", _listeners, None,
+              "Addresses given to clients in Metadata; defaults to listeners."),
+    ConfigDef("broker.rack", _str, None, "The rack of this broker."),
+    ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
+    ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
+    ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
+    # -- topics --------------------------------------------------------------------------------------
+    ConfigDef("num.partitions", _int(1, _I32), "1", "Default number of partitions of a new topic."),
+    ConfigDef("default.replication.factor", _int(1, 32767), "1", "Default replication factor of a new topic."),
+    ConfigDef("auto.create.topics.enable", _bool, "true", "Create a topic when Metadata asks for an unknown one."),
+    ConfigDef("delete.topic.enable", _bool, "true", "Allow DeleteTopics."),
+    ConfigDef("min.insync.replicas", _int(1, _I32), "1", "Minimum ISR size to accept acks=all produces."),
+    ConfigDef("message.max.bytes", _int(0, _I32), "1048588", "Largest record batch size allowed."),
+    ConfigDef("compression.type", _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+              "producer", "Final compression type of topics."),
+    ConfigDef("log.message.timestamp.type", _choice("CreateTime", "LogAppendTime"), "CreateTime",
+              "Whether record timestamps are the producer's or the broker's."),
+    ConfigDef("log.message.timestamp.before.max.ms", _int(0, _MAX), str(_MAX),
+              "Largest allowed gap of a record timestamp before the broker's time."),
+    ConfigDef("log.message.timestamp.after.max.ms", _int(0, _MAX), "3600000",
+              "Largest allowed gap of a record timestamp after the broker's time."),
+    # -- log -----------------------------------------------------------------------------------------
+    ConfigDef("log.segment.bytes", _int(1048576, _I32), "1073741824", "Segment file size."),
+    ConfigDef("log.roll.ms", _int(1, _MAX), None, "Roll a segment after this many ms (wins over hours)."),
+    ConfigDef("log.roll.hours", _int(1, _I32), "168", "Roll a segment after this many hours."),
+    ConfigDef("log.index.size.max.bytes", _int(4, _I32), "10485760", "Maximum size of an offset index."),
+    ConfigDef("log.index.interval.bytes", _int(0, _I32), "4096", "Bytes between offset index entries."),
+    ConfigDef("log.retention.ms", _int(-1, _MAX), None, "Retention time in ms (wins over minutes/hours)."),
+    ConfigDef("log.retention.minutes", _int(-1, _I32), None, "Retention time in minutes."),
+    ConfigDef("log.retention.hours", _int(-1, _I32), "168", "Retention time in hours."),
+    ConfigDef("log.retention.bytes", _int(-1, _MAX), "-1", "Retention size per partition."),
+    ConfigDef("log.retention.check.interval.ms", _int(1, _MAX), "300000", "How often retention is checked."),
+    ConfigDef("log.cleanup.policy", _list, "delete", "delete, compact or both."),
+    ConfigDef("log.cleaner.enable", _bool, "true", "Run the log cleaner for compacted topics."),
+    ConfigDef("log.cleaner.threads", _int(0, 64), "1", "Log cleaner threads."),
+    ConfigDef("log.cleaner.backoff.ms", _int(0, _MAX), "15000", "Sleep of an idle cleaner."),
+    ConfigDef("log.cleaner.min.cleanable.ratio", _float(0.0, 1.0), "0.5", "Dirty ratio that triggers cleaning."),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", _int(0, _MAX), "0", "Minimum age before compaction."),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", _int(1, _MAX), str(_MAX), "Maximum age before compaction."),
+    ConfigDef("log.cleaner.delete.retention.ms", _int(0, _MAX), "86400000", "How long tombstones are kept."),
+    ConfigDef("log.cleaner.dedupe.buffer.size", _int(0, _MAX), "134217728", "Memory for the cleaner's key map."),
+    ConfigDef("log.flush.interval.messages", _int(1, _MAX), str(_MAX), "fsync after this many messages."),
+    ConfigDef("log.flush.interval.ms", _int(0, _MAX), None, "fsync after this many ms."),
+    ConfigDef("log.flush.scheduler.interval.ms", _int(0, _MAX), str(_MAX), "How often flush.ms is checked."),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(0, _I32), "60000", "Recovery-point checkpoint interval."),
+    ConfigDef("log.flush.start.offset.checkpoint.interval.ms", _int(0, _I32), "60000",
+              "Log-start-offset checkpoint interval."),
+    ConfigDef("log.segment.delete.delay.ms", _int(0, _MAX), "60000", "Delay before a deleted segment is removed."),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", _int(1, _MAX), "5000", "High-watermark checkpoint interval."),
+    ConfigDef("num.recovery.threads.per.data.dir", _int(1, _I32), "2", "Threads for log recovery at start."),
+    # -- requests ------------------------------------------------------------------------------------
+    ConfigDef("socket.request.max.bytes", _int(1, _I32), "104857600", "Largest request frame accepted."),
+    ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
+    ConfigDef("request.timeout.ms", _int(0, _I32), "30000", "Broker-side request timeout."),
+    # -- groups and offsets --------------------------------------------------------------------------
+    ConfigDef("offsets.topic.num.partitions", _int(1, _I32), "50", "Partitions of __consumer_offsets."),
+    ConfigDef("offsets.topic.replication.factor", _int(1, 32767), "3", "Replication factor of __consumer_offsets."),
+    ConfigDef("offsets.topic.segment.bytes", _int(1, _I32), "104857600", "Segment size of __consumer_offsets."),
+    ConfigDef("offsets.retention.minutes", _int(1, _I32), "10080", "How long committed offsets of empty groups are kept."),
+    ConfigDef("offsets.retention.check.interval.ms", _int(1, _MAX), "600000", "How often offsets expire."),
+    ConfigDef("offset.metadata.max.bytes", _int(0, _I32), "4096", "Largest offset commit metadata string."),
+    ConfigDef("group.initial.rebalance.delay.ms", _int(0, _I32), "3000", "Delay of the first rebalance of a group."),
+    ConfigDef("group.min.session.timeout.ms", _int(0, _I32), "6000", "Smallest session timeout allowed."),
+    ConfigDef("group.max.session.timeout.ms", _int(0, _I32), "1800000", "Largest session timeout allowed."),
+    ConfigDef("group.max.size", _int(1, _I32), str(_I32), "Largest number of members of a classic group."),
+    ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer", "Group protocols served."),
+    ConfigDef("group.consumer.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of consumer groups."),
+    ConfigDef("group.consumer.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of consumer groups."),
+    ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
+    ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
+    # -- transactions --------------------------------------------------------------------------------
+    ConfigDef("transaction.state.log.num.partitions", _int(1, _I32), "50", "Partitions of __transaction_state."),
+    ConfigDef("transaction.state.log.replication.factor", _int(1, 32767), "3", "Replication factor of __transaction_state."),
+    ConfigDef("transaction.state.log.min.isr", _int(1, _I32), "2", "min.insync.replicas of __transaction_state."),
+    ConfigDef("transaction.state.log.segment.bytes", _int(1, _I32), "104857600", "Segment size of __transaction_state."),
+    ConfigDef("transaction.max.timeout.ms", _int(1, _I32), "900000", "Largest transaction timeout allowed."),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int(1, _I32), "10000",
+              "How often expired transactions are aborted."),
+    ConfigDef("transactional.id.expiration.ms", _int(1, _I32), "604800000", "Expiry of idle transactional ids."),
+    ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
+    # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
+    ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
+    ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None, "ZooKeeper connection timeout."),
+    ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
+    ConfigDef("replica.fetch.max.bytes", _int(0, _I32), "1048576", "Bytes a follower fetches per partition."),
+    ConfigDef("replica.fetch.wait.max.ms", _int(0, _I32), "500", "Long-poll time of follower fetches."),
+    ConfigDef("num.replica.fetchers", _int(1, _I32), "1", "Replica fetcher tasks per source broker."),
+    ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
+    ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
+    # -- accepted for server.properties compatibility, no effect here --------------------------------
+    *(ConfigDef(name, _str, None, "Accepted for compatibility with Kafka; no effect in pykbroker.", inert=True)
+      for name in (
+          "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+          "background.threads", "queued.max.requests", "num.replica.alter.log.dirs.threads",
+          "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+          "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
+          "security.inter.broker.protocol", "share.coordinator.state.topic.replication.factor",
+          "share.coordinator.state.topic.min.isr", "group.share.enable", "metadata.log.dir",
+          "log.preallocate", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+      )),
+)
+
+_BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java-properties text (``key=value`` or ``key: value``, ``#``/``!`` comments, ``\\`` continuations)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        full = "".join(logical)
+        logical = []
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", full)
+        if m:
+            props[m.group(1)] = m.group(2).strip()
+        elif full:
+            props[full] = ""
+    return props
+
+
+class Config:
+    """Typed view of the broker properties. ``config["log.dirs"]`` gives the parsed value by Kafka name."""
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        given = dict(props or {})
+        unknown = sorted(k for k in given if k not in _BY_NAME)
+        if unknown:
+            raise ConfigError(
+                f"unknown property '{unknown[0]}'"
+                + (f" (and {len(unknown) - 1} more: {', '.join(unknown[1:])})" if len(unknown) > 1 else "")
+                + "; see `pykbroker --help-config` for the supported names"
+            )
+        self.explicit: dict[str, str] = given
+        self._values: dict[str, Any] = {}
+        for d in CONFIG_DEFS:
+            raw = given.get(d.name, d.default)
+            self._values[d.name] = None if raw is None else d.parse(d.name, raw)
+        self._derive()
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> Config:
+        """Properties file (optional) then ``key=value`` overrides, as ``kafka-server-start.sh --override``."""
+        props: dict[str, str] = {}
+        if path is not None:
+            try:
+                props.update(parse_properties(Path(path).read_text()))
+            except OSError as exc:
+                raise ConfigError(f"cannot read properties file {path}: {exc.strerror}") from None
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"--override '{item}' is not of the form key=value")
+            k, v = item.split("=", 1)
+            props[k.strip()] = v.strip()
+        return cls(props)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    @property
+    def inert(self) -> list[str]:
+        """Explicitly set properties that have no effect in pykbroker."""
+        return sorted(k for k in self.explicit if _BY_NAME[k].inert)
+
+    def is_default(self, name: str) -> bool:
+        return name not in self.explicit
+
+    def _derive(self) -> None:
+        v = self._values
+        node_id = v["node.id"] if "node.id" in self.explicit or v["broker.id"] < 0 else v["broker.id"]
+        self.node_id: int = node_id
+        self.listeners: tuple[Listener, ...] = v["listeners"]
+        if not self.listeners:
+            raise ConfigError("listeners: at least one listener is required")
+        self.advertised_listeners: tuple[Listener, ...] = v["advertised.listeners"] or self.listeners
+        self.rack: str | None = v["broker.rack"]
+        dirs = v["log.dirs"] if "log.dirs" in self.explicit or "log.dir" not in self.explicit else v["log.dir"]
+        self.log_dirs: tuple[str, ...] = tuple(dirs)
+        if not self.log_dirs:
+            raise ConfigError("log.dirs: at least one directory is required")
+        self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
+        self.num_partitions: int = v["num.partitions"]
+        self.default_replication_factor: int = v["default.replication.factor"]
+        self.auto_create_topics_enable: bool = v["auto.create.topics.enable"]
+        self.message_max_bytes: int = v["message.max.bytes"]
+        self.zookeeper_connect: str | None = v["zookeeper.connect"]
+        if v["log.retention.ms"] is not None:
+            self.log_retention_ms: int = v["log.retention.ms"]
+        elif v["log.retention.minutes"] is not None:
+            self.log_retention_ms = v["log.retention.minutes"] * 60_000
+        else:
+            self.log_retention_ms = v["log.retention.hours"] * 3_600_000
+        self.log_roll_ms: int = v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Broker-level defaults of topic configs, by topic config name (Kafka's synonyms)."""
+        v = self._values
+        flush_ms = v["log.flush.interval.ms"]
+        return {
+            "cleanup.policy": ",".join(v["log.cleanup.policy"]),
+            "compression.type": v["compression.type"],
+            "delete.retention.ms": str(v["log.cleaner.delete.retention.ms"]),
+            "file.delete.delay.ms": str(v["log.segment.delete.delay.ms"]),
+            "flush.messages": str(v["log.flush.interval.messages"]),
+            "flush.ms": str(flush_ms if flush_ms is not None else _MAX),
+            "index.interval.bytes": str(v["log.index.interval.bytes"]),
+            "max.compaction.lag.ms": str(v["log.cleaner.max.compaction.lag.ms"]),
+            "max.message.bytes": str(v["message.max.bytes"]),
+            "message.timestamp.type": v["log.message.timestamp.type"],
+            "message.timestamp.before.max.ms": str(v["log.message.timestamp.before.max.ms"]),
+            "message.timestamp.after.max.ms": str(v["log.message.timestamp.after.max.ms"]),
+            "min.cleanable.dirty.ratio": str(v["log.cleaner.min.cleanable.ratio"]),
+            "min.compaction.lag.ms": str(v["log.cleaner.min.compaction.lag.ms"]),
+            "min.insync.replicas": str(v["min.insync.replicas"]),
+            "retention.bytes": str(v["log.retention.bytes"]),
+            "retention.ms": str(self.log_retention_ms),
+            "segment.bytes": str(v["log.segment.bytes"]),
+            "segment.index.bytes": str(v["log.index.size.max.bytes"]),
+            "segment.ms": str(self.log_roll_ms),
+            "unclean.leader.election.enable": str(v["unclean.leader.election.enable"]).lower(),
+        }
+
+    @staticmethod
+    def help_text() -> str:
+        lines = []
+        for d in CONFIG_DEFS:
+            tag = " (no effect)" if d.inert else ""
+            lines.append(f"{d.name} = {d.default if d.default is not None else ''}{tag}\n    {d.doc}")
+        return "\n".join(lines)

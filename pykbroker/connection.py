@@ -1,0 +1,214 @@
+"""One client connection: frames in, one request at a time through the registry, responses out in order.
+
+Kafka processes a connection's requests strictly in order (the next request is read only after the
+previous response is queued); we do the same, so responses can never be reordered. Frames that arrive
+meanwhile are buffered, and reading pauses when too many wait. Bad input closes only this connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from typing import TYPE_CHECKING
+
+from wire import (
+    ApiKey,
+    DecodeError,
+    ErrorCode,
+    FrameError,
+    FrameReader,
+    Reader,
+    Writer,
+    decode_request_header,
+    encode_response_header,
+    frame,
+    peek_request_header,
+    response_header_version,
+)
+
+if TYPE_CHECKING:
+    from pykbroker.broker import Broker
+    from pykbroker.config import Listener
+
+from pykbroker.context import RequestContext
+
+log = logging.getLogger("pykbroker.connection")
+
+# Frames buffered beyond this pause reading from the socket until the backlog drains.
+MAX_PENDING_FRAMES = 64
+# The smallest request: api_key, api_version, correlation_id, client_id length.
+MIN_REQUEST_SIZE = 10
+
+
+class CloseConnection(Exception):
+    """Raised by dispatch when the only correct answer is to close the connection."""
+
+
+class Connection(asyncio.Protocol):
+    """asyncio protocol for one client socket."""
+
+    def __init__(self, broker: Broker, listener: Listener) -> None:
+        self.broker = broker
+        self.listener = listener
+        self.frames = FrameReader(broker.config.socket_request_max_bytes)
+        self.pending: deque[bytes] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self._wakeup = asyncio.Event()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._reading_paused = False
+        self._closed = False
+        self._task: asyncio.Task | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  (uvloop's transports are not subclasses)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.broker.connections.add(self)
+        self._task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        self.frames.feed(data)
+        try:
+            while (f := self.frames.next_frame()) is not None:
+                self.pending.append(f)
+        except FrameError as exc:
+            log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener.name, exc)
+            self.close()
+            return
+        if self.pending:
+            self._wakeup.set()
+            if len(self.pending) > MAX_PENDING_FRAMES and not self._reading_paused:
+                self._reading_paused = True
+                assert self.transport is not None
+                self.transport.pause_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._can_write.set()
+        self._wakeup.set()
+        self.broker.connections.discard(self)
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # -- request loop --------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """True while a request is being handled or waits to be."""
+        return bool(self.pending) or self._handling
+
+    _handling = False
+
+    async def _serve(self) -> None:
+        try:
+            while not self._closed:
+                if not self.pending:
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                frame_bytes = self.pending.popleft()
+                if self._reading_paused and len(self.pending) < MAX_PENDING_FRAMES // 2:
+                    self._reading_paused = False
+                    assert self.transport is not None
+                    self.transport.resume_reading()
+                self._handling = True
+                try:
+                    await self._handle_frame(frame_bytes)
+                finally:
+                    self._handling = False
+        except CloseConnection:
+            self.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("unexpected error on connection from %s; closing it", self.peer)
+            self.close()
+
+    async def _handle_frame(self, data: bytes) -> None:
+        if len(data) < MIN_REQUEST_SIZE:
+            log.warning("closing connection from %s: request of %d bytes is too short for a header",
+                        self.peer, len(data))
+            raise CloseConnection
+        r = Reader(data)
+        api_key, api_version, correlation_id = peek_request_header(r)
+        entry = self.broker.registry.get(api_key)
+        if entry is None:
+            name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else "unknown"
+            log.warning("closing connection from %s: API key %d (%s) is not served (correlation_id=%d)",
+                        self.peer, api_key, name, correlation_id)
+            raise CloseConnection
+        if not entry.serves(api_version):
+            if api_key == ApiKey.API_VERSIONS:
+                await self._send(self.broker.unsupported_api_versions_response(), correlation_id, 0, 0)
+                return
+            log.warning("closing connection from %s: %s v%d is not served (versions %d-%d, correlation_id=%d)",
+                        self.peer, entry.name, api_version, entry.min_version, entry.max_version, correlation_id)
+            raise CloseConnection
+        try:
+            header = decode_request_header(r)
+            if api_version < entry.request_class.LOWEST_VERSION:
+                request = None  # advertised for old clients but refused by the handler's error responder
+            else:
+                request = entry.request_class.decode(r.buf[r.pos :], api_version)
+        except DecodeError as exc:
+            log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
+                        self.peer, entry.name, api_version, correlation_id, exc)
+            raise CloseConnection from None
+        ctx = RequestContext(header, self.broker, self.listener, self.peer)
+        try:
+            if request is None:
+                assert entry.error_response is not None
+                response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
+            else:
+                response = await entry.handle(ctx, request)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("error handling %s v%d (%s)", entry.name, api_version, ctx.describe())
+            if entry.error_response is None or request is None:
+                raise CloseConnection from None
+            response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is None:  # e.g. Produce with acks=0: Kafka sends nothing back
+            return
+        await self._send(response, correlation_id, api_version, response_header_version(api_key, api_version))
+
+    async def _send(self, response, correlation_id: int, version: int, header_version: int) -> None:
+        if self._closed:
+            return
+        w = Writer()
+        encode_response_header(w, correlation_id, header_version)
+        response.encode_into(w, version)
+        assert self.transport is not None
+        self.transport.write(frame(len(w)))
+        for part in w.parts():
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                self.transport.write(part)
+            else:
+                self.transport.write(_read_region(part))
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._wakeup.set()
+            if self.transport is not None:
+                self.transport.close()
+
+
+def _read_region(region) -> bytes:
+    """Bytes of a file region (fallback when the transport cannot sendfile)."""
+    read_bytes = getattr(region, "read_bytes", None)
+    if read_bytes is not None:
+        return read_bytes()
+    return os.pread(region.file.fileno(), region.size, region.position)

@@ -1,0 +1,39 @@
+"""Per-request state handed to handlers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wire import RequestHeader
+
+if TYPE_CHECKING:
+    from pykbroker.broker import Broker
+    from pykbroker.config import Listener
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    header: RequestHeader
+    broker: Broker
+    listener: Listener
+    client_address: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    def describe(self) -> str:
+        """Ids for log lines."""
+        return (f"client_id={self.client_id} correlation_id={self.correlation_id} "
+                f"client={self.client_address}")

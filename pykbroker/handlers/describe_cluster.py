@@ -1,0 +1,46 @@
+"""DescribeCluster v0-2.
+
+- v0: brokers, controller id, cluster id, authorized operations when asked.
+- v1+: endpoint_type: a broker answers only BROKERS (1); CONTROLLERS (2) gets MISMATCHED_ENDPOINT_TYPE.
+- v2+: include_fenced_brokers and is_fenced (a single live broker is never fenced).
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import DescribeClusterRequest, DescribeClusterResponse
+from wire.messages.describe_cluster_response import DescribeClusterBroker
+
+ENDPOINT_TYPE_BROKERS = 1
+
+
+def error_response(request: DescribeClusterRequest | None, version: int, code: int) -> DescribeClusterResponse:
+    return DescribeClusterResponse(error_code=code, cluster_id="")
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER, 0, 2, error_response=error_response)
+async def handle_describe_cluster(ctx: RequestContext,
+                                  request: DescribeClusterRequest) -> DescribeClusterResponse:
+    broker = ctx.broker
+    if ctx.api_version >= 1 and request.endpoint_type != ENDPOINT_TYPE_BROKERS:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                          "type CONTROLLER" if request.endpoint_type == 2 else "Unsupported endpoint type",
+            endpoint_type=ENDPOINT_TYPE_BROKERS,
+            cluster_id=broker.cluster_id,
+        )
+    me = broker.advertised_listener(ctx.listener.name)
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NONE,
+        endpoint_type=ENDPOINT_TYPE_BROKERS,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id,
+        brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=me.host, port=me.port,
+                                       rack=broker.config.rack, is_fenced=False)],
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                       else AUTHORIZED_OPERATIONS_OMITTED),
+    )

@@ -1,0 +1,103 @@
+"""Metadata v0-13.
+
+- v0: an empty topic list means all topics; v1+: null means all topics, empty means none.
+- v1+: rack, controller id, is_internal. v2+: cluster id. v3+: throttle time. v4+: the request says
+  whether unknown topics may be auto-created. v5+: offline replicas. v7+: leader epoch.
+- v8+: authorized operations when asked (cluster ones only v8-10). v9+: flexible. v10+: topic ids;
+  v12+: topics may be named by id (unknown id: UNKNOWN_TOPIC_ID). v13+: top-level error code.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.authorized_operations import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+)
+from pykbroker.metadata_store import TopicState
+from pykbroker.registry import handler
+from pykbroker.topic_names import topic_name_error
+from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire.messages import MetadataRequest, MetadataResponse
+from wire.messages.metadata_response import (
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+
+def error_response(request: MetadataRequest | None, version: int, code: int) -> MetadataResponse:
+    return MetadataResponse(error_code=code)
+
+
+def topic_metadata(topic: TopicState, include_operations: bool) -> MetadataResponseTopic:
+    """One topic's entry: every partition with its leader, epoch, replicas and ISR."""
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=[
+            MetadataResponsePartition(
+                error_code=ErrorCode.NONE,
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+                offline_replicas=[],
+            )
+            for p in topic.partitions
+        ],
+        topic_authorized_operations=TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _missing(name: str | None, topic_id, code: int) -> MetadataResponseTopic:
+    return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+
+
+@handler(ApiKey.METADATA, 0, 13, error_response=error_response)
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    store = broker.metadata
+    version = ctx.api_version
+    include_ops = request.include_topic_authorized_operations
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    topics: list[MetadataResponseTopic] = []
+    if all_topics:
+        topics = [topic_metadata(t, include_ops) for t in store.topics.values()]
+    else:
+        for wanted in request.topics:
+            if wanted.name is None:
+                topic = store.topics_by_id.get(wanted.topic_id)
+                if topic is None:
+                    topics.append(_missing(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                    continue
+            else:
+                topic = store.topics.get(wanted.name)
+            if topic is not None:
+                topics.append(topic_metadata(topic, include_ops))
+                continue
+            name_error = topic_name_error(wanted.name)
+            if name_error is not None:
+                topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                continue
+            allow_create = request.allow_auto_topic_creation if version >= 4 else True
+            created = await broker.auto_create_topic(wanted.name) if allow_create else None
+            if created is not None:
+                topics.append(created if isinstance(created, MetadataResponseTopic)
+                              else topic_metadata(created, include_ops))
+            else:
+                topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    me = broker.advertised_listener(ctx.listener.name)
+    return MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=broker.node_id, host=me.host, port=me.port,
+                                        rack=broker.config.rack)],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id,
+        topics=topics,
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                       else AUTHORIZED_OPERATIONS_OMITTED),
+    )

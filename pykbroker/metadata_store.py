@@ -1,0 +1,195 @@
+"""Cluster metadata of the embedded single-node store: topics, partitions, topic ids and topic configs.
+
+On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
+fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
+Kafka's format. Access is from the event loop only (single writer).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id",
+           "write_atomically"]
+
+METADATA_FILE = "__cluster_metadata.json"
+META_PROPERTIES = "meta.properties"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write temp, fsync, rename over ``path``, fsync the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def new_uuid() -> uuid.UUID:
+    """A random UUID that is never the zero UUID nor Kafka's reserved metadata-topic id (1)."""
+    while True:
+        u = uuid.uuid4()
+        if u.int > 1:
+            return u
+
+
+def uuid_to_kafka_string(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString(): url-safe base64 without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def uuid_from_kafka_string(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            props[k.strip()] = v.strip()
+    return props
+
+
+def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str | None = None) -> str:
+    """Read or write ``meta.properties`` in every log dir; all dirs must agree on the cluster id and node id."""
+    found: dict[str, str] = {}
+    dirs = [Path(d) for d in log_dirs]
+    for d in dirs:
+        p = d / META_PROPERTIES
+        if p.exists():
+            props = _read_properties(p)
+            if "node.id" in props and int(props["node.id"]) != node_id:
+                raise RuntimeError(f"{p}: node.id {props['node.id']} does not match the configured node.id {node_id}; "
+                                   "point log.dirs at this node's own directory")
+            if "cluster.id" in props:
+                found[str(d)] = props["cluster.id"]
+    ids = set(found.values())
+    if len(ids) > 1:
+        raise RuntimeError(f"log dirs belong to different clusters: {found}")
+    cluster_id = ids.pop() if ids else (wanted or uuid_to_kafka_string(new_uuid()))
+    if wanted and wanted != cluster_id:
+        raise RuntimeError(f"cluster.id {wanted} does not match {cluster_id} stored in meta.properties")
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / META_PROPERTIES
+        if str(d) not in found:
+            props = _read_properties(p) if p.exists() else {}
+            body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
+                    f"node.id={node_id}\n"
+                    f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
+                    f"version=1\ncluster.id={cluster_id}\n")
+            write_atomically(p, body.encode())
+    return cluster_id
+
+
+@dataclass
+class PartitionState:
+    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    partition_epoch: int = 0
+
+
+@dataclass
+class TopicState:
+    """A topic: its stable non-zero id, partitions and explicitly set configs."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionState]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in ("__consumer_offsets", "__transaction_state", "__share_group_state")
+
+
+class EmbeddedMetadataStore:
+    """Topics of a single-node cluster, durable in the first log dir."""
+
+    def __init__(self, data_dir: str | Path, node_id: int) -> None:
+        self.path = Path(data_dir) / METADATA_FILE
+        self.node_id = node_id
+        self.topics: dict[str, TopicState] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicState] = {}
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        doc = json.loads(self.path.read_text())
+        for t in doc.get("topics", []):
+            topic = TopicState(
+                name=t["name"],
+                topic_id=uuid_from_kafka_string(t["topic_id"]),
+                partitions=[PartitionState(**p) for p in t["partitions"]],
+                configs=dict(t.get("configs", {})),
+            )
+            self._index(topic)
+
+    def _index(self, topic: TopicState) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def _save(self) -> None:
+        doc = {
+            "version": 1,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": uuid_to_kafka_string(t.topic_id),
+                    "partitions": [p.__dict__ for p in t.partitions],
+                    "configs": t.configs,
+                }
+                for t in self.topics.values()
+            ],
+        }
+        write_atomically(self.path, json.dumps(doc, indent=1).encode())
+
+    def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
+        """Create a topic with one replica list per partition; the first replica leads."""
+        if name in self.topics:
+            raise KeyError(name)
+        partitions = [PartitionState(i, replicas[0], 0, list(replicas), list(replicas))
+                      for i, replicas in enumerate(assignments)]
+        topic = TopicState(name, new_uuid(), partitions, dict(configs))
+        self._index(topic)
+        self._save()
+        return topic
+
+    def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+        topic = self.topics[name]
+        start = len(topic.partitions)
+        for i, replicas in enumerate(assignments):
+            topic.partitions.append(PartitionState(start + i, replicas[0], 0, list(replicas), list(replicas)))
+        self._save()
+        return topic
+
+    def delete_topic(self, name: str) -> TopicState:
+        topic = self.topics.pop(name)
+        del self.topics_by_id[topic.topic_id]
+        self._save()
+        return topic
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self._save()

@@ -1,0 +1,91 @@
+"""The asyncio server: bind listeners, serve connections, shut down gracefully on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+
+from pykbroker.broker import Broker
+from pykbroker.config import Config, Listener
+from pykbroker.connection import Connection
+
+log = logging.getLogger("pykbroker.server")
+
+# How long a graceful shutdown waits for in-flight requests before closing sockets anyway.
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+class Server:
+    """Owns the listening sockets and the broker's lifetime."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._stopping = asyncio.Event()
+        self._signals = 0
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.broker = broker = Broker(self.config)
+        loop = asyncio.get_running_loop()
+        for lst in self.config.listeners:
+            host = lst.host or None
+            srv = await loop.create_server(lambda lst=lst: Connection(broker, lst), host, lst.port,
+                                           reuse_address=True, backlog=1024)
+            sock = srv.sockets[0]
+            addr = sock.getsockname()
+            broker.bound_listeners[lst.name] = Listener(lst.name, lst.host, addr[1])
+            self._servers.append(srv)
+            log.info("listening on %s://%s:%d", lst.name, lst.host or "0.0.0.0", addr[1])
+        for name in self.config.inert:
+            log.info("property %s is accepted for compatibility but has no effect", name)
+        log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",
+                 broker.node_id, broker.cluster_id, ",".join(self.config.log_dirs),
+                 (time.monotonic() - started) * 1000)
+
+    def request_stop(self) -> None:
+        """First signal: graceful stop. Second: exit at once."""
+        self._signals += 1
+        if self._signals == 1:
+            log.info("shutting down (send the signal again to force)")
+            self._stopping.set()
+        else:
+            log.warning("second signal: forcing exit")
+            os._exit(1)
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self._stopping.wait()
+        await self.stop()
+
+    async def stop(self) -> None:
+        for srv in self._servers:
+            srv.close()
+        broker = self.broker
+        if broker is not None:
+            deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+            while any(c.busy for c in broker.connections) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            for conn in list(broker.connections):
+                conn.close()
+        for srv in self._servers:
+            await srv.wait_closed()
+        log.info("pykbroker stopped")
+
+
+def run(config: Config) -> None:
+    """Run a broker until SIGTERM/SIGINT (uvloop when installed)."""
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        runner = asyncio.run
+    runner(Server(config).serve_forever())
