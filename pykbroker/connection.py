@@ -159,7 +159,8 @@ class Connection(asyncio.Protocol):
             if api_version < entry.request_class.LOWEST_VERSION:
                 request = None  # advertised for old clients but refused by the handler's error responder
             else:
-                request = entry.request_class.decode(r.buf[r.pos :], api_version)
+                # Like Kafka, bytes after the body are ignored: librdkafka sends some with Metadata v13.
+                request = entry.request_class.decode_from(r, api_version)
         except DecodeError as exc:
             log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
                         self.peer, entry.name, api_version, correlation_id, exc)

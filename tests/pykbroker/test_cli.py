@@ -1,0 +1,69 @@
+"""The command line as users run it: errors name the property, signals stop the broker."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from pykbroker.testing import BrokerProcess, RawClient
+from wire.messages import ApiVersionsRequest
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pykbroker.cli", *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_unknown_property_fails_at_start_naming_it(tmp_path):
+    result = run_cli("--override", "log.dirs=" + str(tmp_path), "--override", "no.such.property=1")
+    assert result.returncode == 2
+    assert "no.such.property" in result.stderr
+
+
+def test_invalid_value_fails_at_start(tmp_path):
+    result = run_cli("--override", "log.dirs=" + str(tmp_path), "--override", "num.partitions=-1")
+    assert result.returncode == 2
+    assert "num.partitions" in result.stderr
+
+
+def test_missing_properties_file(tmp_path):
+    result = run_cli(str(tmp_path / "missing.properties"))
+    assert result.returncode == 2
+    assert "cannot read properties file" in result.stderr
+
+
+def test_help_config_lists_properties():
+    result = run_cli("--help-config")
+    assert result.returncode == 0
+    assert "auto.create.topics.enable" in result.stdout
+
+
+def test_sigterm_stops_gracefully_and_data_dir_is_reused(tmp_path):
+    broker = BrokerProcess(tmp_path / "b").start()
+    try:
+        with RawClient(broker.bootstrap) as c:
+            assert c.request(ApiVersionsRequest(), 0).error_code == 0
+        first_log = broker.log()
+        assert broker.stop() == 0
+        assert "pykbroker stopped" in broker.log()
+        broker.start()
+        cluster_ids = [line.split("cluster.id=")[1].split()[0] for line in broker.log().splitlines()
+                       if "cluster.id=" in line]
+        assert len(set(cluster_ids)) == 1 and len(cluster_ids) == 2, first_log
+    finally:
+        broker.close()
+
+
+def test_second_signal_forces_exit(tmp_path):
+    broker = BrokerProcess(tmp_path / "b").start()
+    try:
+        # A connection with a request in flight would delay a graceful stop; the second signal must not wait.
+        broker.proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        if broker.proc.poll() is None:
+            broker.proc.send_signal(signal.SIGINT)
+        assert broker.proc.wait(10) in (0, 1)
+    finally:
+        broker.close()

@@ -1,0 +1,52 @@
+"""Metadata and DescribeCluster answers for edge cases, over a real socket."""
+
+from __future__ import annotations
+
+import uuid
+
+from pykbroker.testing import RawClient
+from wire import ErrorCode
+from wire.messages import DescribeClusterRequest, MetadataRequest
+from wire.messages.metadata_request import MetadataRequestTopic
+
+
+def test_unknown_topic_without_auto_create(broker):
+    with RawClient(broker.bootstrap) as c:
+        response = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="no-such-topic")],
+                                             allow_auto_topic_creation=False), 12)
+    [topic] = response.topics
+    assert topic.name == "no-such-topic"
+    assert topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_invalid_topic_name(broker):
+    with RawClient(broker.bootstrap) as c:
+        response = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="bad/name")]), 9)
+    assert response.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+def test_unknown_topic_id(broker):
+    with RawClient(broker.bootstrap) as c:
+        wanted = uuid.uuid4()
+        response = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=None, topic_id=wanted)]), 12)
+    assert response.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert response.topics[0].topic_id == wanted
+
+
+def test_cluster_authorized_operations_only_when_asked(broker):
+    with RawClient(broker.bootstrap) as c:
+        plain = c.request(MetadataRequest(topics=[]), 10)
+        asked = c.request(MetadataRequest(topics=[], include_cluster_authorized_operations=True), 10)
+    assert plain.cluster_authorized_operations == -2147483648
+    assert asked.cluster_authorized_operations > 0
+
+
+def test_describe_cluster(broker):
+    with RawClient(broker.bootstrap) as c:
+        for version in (0, 1, 2):
+            response = c.request(DescribeClusterRequest(), version)
+            assert response.error_code == ErrorCode.NONE
+            assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(1, "127.0.0.1", broker.port)]
+            assert response.controller_id == 1
+        wrong = c.request(DescribeClusterRequest(endpoint_type=2), 1)
+    assert wrong.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
