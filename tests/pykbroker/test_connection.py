@@ -66,7 +66,7 @@ def test_responses_come_back_in_request_order(broker):
             else:
                 ids.append(c.send(ApiVersionsRequest(), 3))
         got = []
-        for i in range(50):
+        for _ in range(50):
             frame = c.recv_frame()
             got.append(struct.unpack_from(">i", frame)[0])
     assert got == ids
