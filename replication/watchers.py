@@ -1,0 +1,59 @@
+"""Delayed operations: futures that wait for a partition to change, woken by appends and offset moves.
+
+A long-poll fetch or an acks=all produce registers one future under every partition it cares about and
+awaits it with its timeout; an append (or high-watermark / last-stable-offset move) on a partition
+completes every future registered there. No polling, no sleep loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable, Iterable
+
+__all__ = ["PartitionWatchers"]
+
+
+class PartitionWatchers:
+    """Futures keyed by partition. Event-loop only."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[Hashable, set[asyncio.Future[None]]] = {}
+
+    def watch(self, keys: Iterable[Hashable]) -> asyncio.Future[None]:
+        """A future completed by the next ``notify`` of any of ``keys``."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(fut)
+        return fut
+
+    def unwatch(self, fut: asyncio.Future[None], keys: Iterable[Hashable]) -> None:
+        for key in keys:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(fut)
+                if not waiters:
+                    del self._waiters[key]
+
+    def notify(self, key: Hashable) -> None:
+        """Wake everything waiting on ``key``."""
+        waiters = self._waiters.pop(key, None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def waiting(self, key: Hashable) -> int:
+        return len(self._waiters.get(key, ()))
+
+    async def wait(self, keys: list[Hashable], timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for any of ``keys`` to change; True if one did."""
+        if timeout <= 0:
+            return False
+        fut = self.watch(keys)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self.unwatch(fut, keys)

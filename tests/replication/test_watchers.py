@@ -1,0 +1,36 @@
+"""Delayed-operation watchers wake on notify and time out without polling."""
+
+from __future__ import annotations
+
+import asyncio
+
+from replication.watchers import PartitionWatchers
+
+
+def test_notify_wakes_a_waiter_registered_on_several_keys():
+    async def main():
+        w = PartitionWatchers()
+        waiter = asyncio.create_task(w.wait([("t", 0), ("t", 1)], timeout=5))
+        await asyncio.sleep(0)
+        assert w.waiting(("t", 1)) == 1
+        w.notify(("t", 1))
+        assert await waiter is True
+        # the waiter unregistered itself from every key
+        assert w.waiting(("t", 0)) == 0 and w.waiting(("t", 1)) == 0
+
+    asyncio.run(main())
+
+
+def test_timeout_returns_false_and_cleans_up():
+    async def main():
+        w = PartitionWatchers()
+        assert await w.wait([("t", 0)], timeout=0.01) is False
+        assert w.waiting(("t", 0)) == 0
+        assert await w.wait([("t", 0)], timeout=0) is False
+
+    asyncio.run(main())
+
+
+def test_notify_without_waiters_is_harmless():
+    w = PartitionWatchers()
+    w.notify(("nobody", 0))
