@@ -58,10 +58,11 @@ class Server:
             os._exit(1)
 
     async def serve_forever(self) -> None:
-        await self.start()
         loop = asyncio.get_running_loop()
+        # Handlers first: a signal that arrives while we start must still mean a graceful stop.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
         await self._stopping.wait()
         await self.stop()
 
