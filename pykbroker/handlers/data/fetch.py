@@ -1,0 +1,121 @@
+"""Fetch v4-18.
+
+- Long poll: answer once ``min_bytes`` are available or ``max_wait_ms`` passed, woken by appends (no
+  sleep loops). ``max_bytes`` bounds the response, ``partition_max_bytes`` each partition, except that
+  the first partition with data always gets at least one whole batch.
+- v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
+- v5+: log_start_offset. v7+: fetch sessions (KIP-227): full and incremental, forgotten topics.
+- v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id,
+  preferred_read_replica (-1: read from the leader). v12+: flexible. v13+: topics by id
+  (UNKNOWN_TOPIC_ID). Records are never null: an empty record set is sent as zero bytes.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from replication.fetch_session import FINAL_EPOCH, CachedPartition
+from replication.replica_manager import FetchPartition
+from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire.messages import FetchRequest, FetchResponse
+from wire.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
+
+READ_COMMITTED = 1
+# Fetch v0-2 had no max_bytes; Kafka treats it as unbounded.
+UNBOUNDED = 2**31 - 1
+
+
+def error_response(request: FetchRequest | None, version: int, code: int) -> FetchResponse:
+    return FetchResponse(error_code=code, session_id=0, responses=[])
+
+
+def _partition_error(index: int, code: int) -> PartitionData:
+    return PartitionData(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                         log_start_offset=-1, records=b"")
+
+
+@handler(ApiKey.FETCH, 4, 18, error_response=error_response)
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    by_id = version >= 13
+    store = broker.metadata
+    read_committed = request.isolation_level == READ_COMMITTED
+
+    # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
+    unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
+    requested: list[CachedPartition] = []
+    for t in request.topics:
+        topic = store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic)
+        if topic is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            unresolved[(t.topic, t.topic_id)] = [_partition_error(p.partition, code) for p in t.partitions]
+            continue
+        for p in t.partitions:
+            requested.append(CachedPartition(topic.name, p.partition, topic.topic_id, p.fetch_offset,
+                                             p.partition_max_bytes, p.log_start_offset, p.current_leader_epoch,
+                                             p.last_fetched_epoch))
+    forgotten = []
+    for f in request.forgotten_topics_data:
+        topic = store.topics_by_id.get(f.topic_id) if by_id else store.topics.get(f.topic)
+        if topic is not None:
+            forgotten.extend((topic.name, p) for p in f.partitions)
+
+    if version >= 7:
+        fctx = broker.fetch_sessions.new_context(request.session_id, request.session_epoch, requested, forgotten,
+                                                 uses_topic_ids=by_id)
+    else:
+        fctx = broker.fetch_sessions.new_context(0, FINAL_EPOCH, requested, [])
+    if fctx.error:
+        return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
+
+    wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch)
+              for cp in fctx.partitions]
+    max_wait_ms = request.max_wait_ms if not unresolved else 0
+    fetched = await broker.replica_manager.fetch(
+        wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed)
+
+    by_topic: dict[str, list[PartitionData]] = {}
+    order: list[str] = []
+    for cp, fp in zip(fctx.partitions, fetched, strict=True):
+        read = fp.read
+        if read is None:
+            data = _partition_error(cp.partition, fp.error_code)
+        else:
+            aborted = None
+            if read_committed:
+                aborted = [AbortedTransaction(producer_id=pid, first_offset=first)
+                           for pid, first in (read.aborted_transactions or [])]
+            data = PartitionData(
+                partition_index=cp.partition,
+                error_code=fp.error_code,
+                high_watermark=read.high_watermark,
+                last_stable_offset=read.last_stable_offset,
+                log_start_offset=read.log_start_offset,
+                aborted_transactions=aborted,
+                preferred_read_replica=-1,
+                records=read.records,
+            )
+        if fctx.incremental and not cp.needs_response(
+            has_records=fp.size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
+            last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
+        ):
+            continue
+        if not fctx.incremental:
+            cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
+                              last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset)
+        if cp.topic not in by_topic:
+            by_topic[cp.topic] = []
+            order.append(cp.topic)
+        by_topic[cp.topic].append(data)
+
+    responses = []
+    for name in order:
+        topic = store.topics.get(name)
+        responses.append(FetchableTopicResponse(topic=name if not by_id else "",
+                                                topic_id=topic.topic_id if topic and by_id else ZERO_UUID,
+                                                partitions=by_topic[name]))
+    for (name, topic_id), parts in unresolved.items():
+        responses.append(FetchableTopicResponse(topic=name or "", topic_id=topic_id, partitions=parts))
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses)

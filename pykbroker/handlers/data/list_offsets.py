@@ -1,0 +1,86 @@
+"""ListOffsets v1-10.
+
+Special timestamps: -2 earliest (log start offset), -1 latest (high watermark; last stable offset in
+read_committed), -3 max timestamp (v7+), -4 earliest local (v8+), -5 latest tiered (v9+: no tiered
+storage here, so Kafka's "not found" answer). A timestamp >= 0 finds the first offset whose batch has a
+timestamp at or after it, below the high watermark.
+- v2+: isolation_level. v4+: current_leader_epoch fencing and the leader epoch of the answer.
+- v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from replication.partition import PartitionError
+from replication.replica_manager import storage_error_code
+from wire import ApiKey, ErrorCode
+from wire.messages import ListOffsetsRequest, ListOffsetsResponse
+from wire.messages.list_offsets_response import ListOffsetsPartitionResponse, ListOffsetsTopicResponse
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+READ_COMMITTED = 1
+
+
+def error_response(request: ListOffsetsRequest | None, version: int, code: int) -> ListOffsetsResponse:
+    topics = [] if request is None else request.topics
+    return ListOffsetsResponse(topics=[
+        ListOffsetsTopicResponse(name=t.name, partitions=[
+            ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code, timestamp=-1,
+                                         offset=-1, leader_epoch=-1) for p in t.partitions])
+        for t in topics])
+
+
+def list_offset(partition, timestamp: int, read_committed: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader_epoch) for one partition; raises PartitionError."""
+    log = partition.log
+    if timestamp == LATEST:
+        offset = log.last_stable_offset if read_committed else log.high_watermark
+        return -1, offset, log.latest_epoch_for_offset(offset)
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        offset = log.log_start_offset
+        return -1, offset, log.latest_epoch_for_offset(offset)
+    if timestamp == LATEST_TIERED:
+        return -1, -1, -1
+    found = log.fetch_offset_by_timestamp(timestamp)
+    if found is None:
+        return -1, -1, -1
+    ts, offset, epoch = found
+    limit = log.last_stable_offset if read_committed else log.high_watermark
+    if timestamp != MAX_TIMESTAMP and offset >= limit:
+        return -1, -1, -1
+    return ts, offset, epoch
+
+
+@handler(ApiKey.LIST_OFFSETS, 1, 10, error_response=error_response)
+async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    rm = ctx.broker.replica_manager
+    read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            answer = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1,
+                                                  leader_epoch=-1)
+            partition = rm.get_partition(t.name, p.partition_index)
+            try:
+                if partition is None:
+                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if not partition.is_leader:
+                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                partition.check_leader_epoch(p.current_leader_epoch)
+                if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
+                    raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
+                answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,
+                                                                                   read_committed)
+            except PartitionError as exc:
+                answer.error_code = exc.code
+            except Exception as exc:
+                answer.error_code, _ = storage_error_code(exc)
+            parts.append(answer)
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(topics=topics)

@@ -1,0 +1,81 @@
+"""Produce v3-13 (v0-2 are advertised, as Kafka 4.1 does for librdkafka, and answered UNSUPPORTED_VERSION).
+
+- acks 0: no response at all; 1: after the leader's append; -1: after every in-sync replica has it
+  (refused with NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas).
+- Batches are validated (magic 2, CRC-32C, sizes, timestamps, keys on compacted topics) and stored as
+  they arrived, compressed or not; offsets are assigned by rewriting the batch header.
+- v5+: log_start_offset. v8+: record_errors and error_message. v9+: flexible.
+- v13+: topics by id (unknown id: UNKNOWN_TOPIC_ID).
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire.messages import ProduceRequest, ProduceResponse
+from wire.messages.produce_response import (
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
+
+VALID_ACKS = (-1, 0, 1)
+
+
+def error_response(request: ProduceRequest | None, version: int, code: int) -> ProduceResponse:
+    topics = [] if request is None else request.topic_data
+    return ProduceResponse(responses=[
+        TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
+            PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1) for p in t.partition_data])
+        for t in topics
+    ])
+
+
+@handler(ApiKey.PRODUCE, 3, 13, error_response=error_response)
+async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    broker = ctx.broker
+    by_id = ctx.api_version >= 13
+    acks = request.acks
+    store = broker.metadata
+    if acks not in VALID_ACKS:
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUIRED_ACKS)
+
+    errors: dict[tuple[int, int], int] = {}  # (topic index, partition index) -> code for unresolvable entries
+    entries = {}
+    names: list[str | None] = []
+    for ti, t in enumerate(request.topic_data):
+        topic = store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name)
+        names.append(topic.name if topic else None)
+        for pi, p in enumerate(t.partition_data):
+            if topic is None:
+                errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.records is None:
+                errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
+            else:
+                entries[(topic.name, p.index)] = p.records
+    results = await broker.append_records(entries, acks, request.timeout_ms, ctx)
+    if acks == 0:
+        return None
+    responses = []
+    for ti, t in enumerate(request.topic_data):
+        parts = []
+        for pi, p in enumerate(t.partition_data):
+            code = errors.get((ti, pi))
+            if code is not None:
+                parts.append(PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1))
+                continue
+            r = results[(names[ti], p.index)]
+            parts.append(PartitionProduceResponse(
+                index=p.index,
+                error_code=r.error_code,
+                base_offset=r.base_offset,
+                log_append_time_ms=r.log_append_time_ms,
+                log_start_offset=r.log_start_offset,
+                record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                               for i, m in r.record_errors],
+                error_message=r.error_message,
+            ))
+        responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
+                                              partition_responses=parts))
+    return ProduceResponse(responses=responses)
