@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.registry import REGISTRY, Registry
@@ -29,6 +30,7 @@ class Broker:
         self.node_id = config.node_id
         self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
+        self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}

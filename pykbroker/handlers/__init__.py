@@ -1,3 +1,4 @@
 """One module per API; importing this package registers every handler in the registry."""
 
 from pykbroker.handlers import api_versions, describe_cluster, metadata  # noqa: F401
+from pykbroker.handlers.txn import init_producer_id  # noqa: F401

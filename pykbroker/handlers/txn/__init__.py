@@ -1,0 +1,1 @@
+"""Idempotence and transactions: InitProducerId, and (later) the transaction APIs."""

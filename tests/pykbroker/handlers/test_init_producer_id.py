@@ -1,0 +1,30 @@
+"""InitProducerId for idempotent producers: unique ids with epoch 0, durable across restarts."""
+
+from __future__ import annotations
+
+from pykbroker.testing import RawClient
+from wire import ErrorCode
+from wire.messages import InitProducerIdRequest
+
+
+def test_idempotent_producers_get_distinct_ids_with_epoch_zero(broker):
+    with RawClient(broker.bootstrap) as c:
+        answers = [c.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), v)
+                   for v in (0, 2, 4, 6)]
+    assert all(a.error_code == ErrorCode.NONE and a.producer_epoch == 0 for a in answers)
+    assert len({a.producer_id for a in answers}) == 4
+
+
+def test_ids_are_not_reused_after_kill_9(fresh_broker):
+    with RawClient(fresh_broker.bootstrap) as c:
+        before = c.request(InitProducerIdRequest(transactional_id=None), 4).producer_id
+    fresh_broker.restart(hard=True)
+    with RawClient(fresh_broker.bootstrap) as c:
+        after = c.request(InitProducerIdRequest(transactional_id=None), 4).producer_id
+    assert after > before
+
+
+def test_transactional_without_coordinator_is_retriable(broker):
+    with RawClient(broker.bootstrap) as c:
+        a = c.request(InitProducerIdRequest(transactional_id="tx-1", transaction_timeout_ms=60000), 4)
+    assert a.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
