@@ -1,0 +1,257 @@
+"""Compression codecs of record batches: gzip, snappy, lz4, zstd (attribute bits 0-2 of a v2 batch).
+
+What we write is what the Java client writes:
+- gzip: one gzip member (zlib deflate, level 6 unless told).
+- snappy: xerial ``SnappyOutputStream`` framing (a 16-byte header, then ``int32 length`` + raw snappy
+  block per 32 KiB of input), because Java consumers read it with ``SnappyInputStream``.
+- lz4: one LZ4 frame, independent 64 KiB blocks, no block or content checksum (Kafka's
+  ``Lz4BlockInputStream`` refuses dependent blocks).
+- zstd: one zstd frame.
+
+What we read is everything stock clients send: raw snappy (librdkafka) or xerial-framed snappy (Java,
+kafka-python); concatenated gzip members; lz4 frames with or without content size; zstd frames with or
+without content size (Java's streaming writer omits it), one or several.
+
+Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
+bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
+memory is spent).
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import zlib
+from enum import IntEnum
+
+import lz4.frame
+import snappy
+import zstandard
+
+from wire._errors import ErrorCode
+
+__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "compress", "decompress"]
+
+
+class RecordError(Exception):
+    """Base of record-batch errors; ``error_code`` is the Kafka error a produce answers with."""
+
+    error_code: int = ErrorCode.CORRUPT_MESSAGE
+
+
+class CorruptRecordError(RecordError):
+    """The bytes are not a well-formed batch: bad size, magic, CRC or compressed data (CORRUPT_MESSAGE)."""
+
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class CompressionType(IntEnum):
+    """Kafka's compression codec ids (bits 0-2 of a batch's attributes)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+# Kafka's default levels (compression.gzip.level, compression.lz4.level, compression.zstd.level).
+DEFAULT_LEVELS = {CompressionType.GZIP: 6, CompressionType.LZ4: 9, CompressionType.ZSTD: 3}
+
+# xerial snappy-java stream header: magic, then format version and minimum compatible version (both 1).
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_HEADER_SIZE = len(_XERIAL_HEADER)
+# snappy-java's SnappyOutputStream default block size, which Kafka uses.
+_XERIAL_BLOCK_SIZE = 32 * 1024
+_I32 = struct.Struct(">i")
+
+# Zstd's densest encoding (an RLE block: 4 input bytes for 128 KiB of output) bounds how much one chunk of
+# input can expand; we feed zstd at most (budget / _ZSTD_MAX_RATIO) bytes at a time so a bomb is caught
+# within one 128 KiB block of the limit.
+_ZSTD_MAX_RATIO = 32 * 1024
+_ZSTD_MIN_FEED = 64
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+_local = threading.local()  # zstd contexts are not thread-safe; compression runs in worker threads
+
+
+def _zstd_dctx() -> zstandard.ZstdDecompressor:
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
+    """Compress ``data`` as the Java client would for ``codec``; ``level`` None means Kafka's default."""
+    codec = CompressionType(codec)
+    if codec is CompressionType.NONE:
+        return bytes(data)
+    if level is None:
+        level = DEFAULT_LEVELS.get(codec, 0)
+    if codec is CompressionType.GZIP:
+        c = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return c.compress(data) + c.flush()
+    if codec is CompressionType.SNAPPY:
+        view = memoryview(data)
+        parts = [_XERIAL_HEADER]
+        for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
+            block = snappy.compress(view[start:start + _XERIAL_BLOCK_SIZE])
+            parts.append(_I32.pack(len(block)))
+            parts.append(block)
+        return b"".join(parts)
+    if codec is CompressionType.LZ4:
+        return lz4.frame.compress(
+            data,
+            compression_level=level,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            block_checksum=False,
+            store_size=False,
+        )
+    # ZSTD
+    return zstandard.ZstdCompressor(level=level).compress(data)
+
+
+def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
+               max_size: int | None = None) -> bytes:
+    """Decompress a batch's records section; raises CorruptRecordError on bad input or above ``max_size``."""
+    try:
+        codec = CompressionType(codec)
+    except ValueError:
+        raise CorruptRecordError(f"unknown compression codec id {codec}") from None
+    if codec is CompressionType.NONE:
+        out = bytes(data)
+        _check_size(len(out), max_size)
+        return out
+    try:
+        if codec is CompressionType.GZIP:
+            return _gunzip(data, max_size)
+        if codec is CompressionType.SNAPPY:
+            return _unsnappy(data, max_size)
+        if codec is CompressionType.LZ4:
+            return _unlz4(data, max_size)
+        return _unzstd(data, max_size)
+    except RecordError:
+        raise
+    except Exception as e:  # zlib.error, snappy.UncompressError, RuntimeError (lz4), ZstdError, ...
+        raise CorruptRecordError(f"invalid {codec.name.lower()} data: {e}") from e
+
+
+def _check_size(size: int, max_size: int | None) -> None:
+    if max_size is not None and size > max_size:
+        raise CorruptRecordError(f"decompressed size exceeds the limit of {max_size} bytes")
+
+
+def _gunzip(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    rest: bytes | bytearray | memoryview = data
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        part = d.decompress(rest, 0 if max_size is None else max_size - total + 1)
+        total += len(part)
+        _check_size(total, max_size)
+        parts.append(part)
+        if not d.eof:
+            raise CorruptRecordError("truncated gzip data")
+        rest = d.unused_data
+        # Further members are read (GZIPInputStream does); trailing non-gzip bytes are ignored, as Java does.
+        if rest[:2] != _GZIP_MAGIC:
+            return b"".join(parts)
+
+
+def _snappy_raw_length(data: bytes | memoryview, pos: int, end: int) -> int:
+    """The uncompressed length a raw snappy block declares (its leading varint)."""
+    result = shift = 0
+    while pos < end and shift <= 28:
+        b = data[pos]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result
+        pos += 1
+        shift += 7
+    raise CorruptRecordError("invalid snappy block length")
+
+
+def _unsnappy(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    view = memoryview(data)
+    n = len(view)
+    if not (n >= _XERIAL_HEADER_SIZE and view[:8] == _XERIAL_MAGIC):
+        _check_size(_snappy_raw_length(view, 0, n), max_size)  # raw snappy, as librdkafka writes it
+        return snappy.uncompress(view)
+    parts = []
+    total = 0
+    pos = _XERIAL_HEADER_SIZE
+    while pos < n:
+        if pos + 4 > n:
+            raise CorruptRecordError("truncated xerial snappy block length")
+        (size,) = _I32.unpack_from(view, pos)
+        if size < 0:
+            # snappy-java reads concatenated streams: a new header where a block length is expected.
+            if view[pos:pos + 8] == _XERIAL_MAGIC and pos + _XERIAL_HEADER_SIZE <= n:
+                pos += _XERIAL_HEADER_SIZE
+                continue
+            raise CorruptRecordError(f"invalid xerial snappy block length {size}")
+        pos += 4
+        end = pos + size
+        if end > n:
+            raise CorruptRecordError("truncated xerial snappy block")
+        total += _snappy_raw_length(view, pos, end)
+        _check_size(total, max_size)
+        parts.append(snappy.uncompress(view[pos:end]))
+        pos = end
+    return b"".join(parts)
+
+
+def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    rest: bytes | bytearray | memoryview = data
+    while True:
+        d = lz4.frame.LZ4FrameDecompressor()
+        part = d.decompress(rest, max_length=-1 if max_size is None else max_size - total + 1)
+        total += len(part)
+        _check_size(total, max_size)
+        parts.append(part)
+        if not d.eof:
+            raise CorruptRecordError("truncated lz4 frame")
+        rest = d.unused_data
+        if not rest:
+            return b"".join(parts)
+
+
+def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    dctx = _zstd_dctx()
+    size = zstandard.frame_content_size(data)
+    if size >= 0:  # content size in the header (librdkafka, python): one allocation, no streaming
+        _check_size(size, max_size)
+        try:
+            return dctx.decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # more than one frame, or bad data: the streaming path below tells which
+    view = memoryview(data)
+    n = len(view)
+    parts: list[bytes] = []
+    total = pos = 0
+    while pos < n:  # one frame per iteration
+        d = dctx.decompressobj()
+        while not d.eof:
+            if pos >= n:
+                raise CorruptRecordError("truncated zstd frame")
+            if max_size is None:
+                step = n - pos
+            else:
+                step = max(_ZSTD_MIN_FEED, (max_size - total) // _ZSTD_MAX_RATIO)
+            chunk = view[pos:pos + step]
+            pos += len(chunk)
+            part = d.decompress(chunk)
+            total += len(part)
+            _check_size(total, max_size)
+            parts.append(part)
+        # Input fed past the end of this frame is handed back; it starts the next frame.
+        pos -= len(d.unused_data)
+    return b"".join(parts)
