@@ -1,0 +1,692 @@
+"""Record batch v2 (magic 2): header, CRC-32C, records, control batches, in-place header rewrites.
+
+Layout (DefaultRecordBatch; all big-endian; offsets from the start of the batch)::
+
+    0  base_offset int64          17 crc uint32 (CRC-32C of bytes 21..end)   43 producer_id int64
+    8  batch_length int32          21 attributes int16                        51 producer_epoch int16
+    12 partition_leader_epoch int32 23 last_offset_delta int32                53 base_sequence int32
+    16 magic int8                  27 base_timestamp int64                    57 records_count int32
+                                   35 max_timestamp int64                     61 records (maybe compressed)
+
+``batch_length`` counts the bytes after itself, so a batch is ``batch_length + LOG_OVERHEAD`` bytes long.
+base_offset and partition_leader_epoch lie outside the CRC: the broker assigns them without recomputing it.
+
+A record (DefaultRecord) is ``length varint``, then ``attributes int8, timestamp_delta varlong,
+offset_delta varint, key (varint length, -1 = null), value (same), header count varint`` and per header
+``key (varint length + UTF-8), value (varint length, -1 = null)``. Varints are zigzag-encoded.
+
+Errors follow Kafka: a batch whose size, magic, CRC or compressed data is wrong raises
+``CorruptRecordError`` (CORRUPT_MESSAGE); a well-framed batch whose contents break the rules (record
+structure, offsets vs count, control batches from clients) raises ``InvalidRecordError`` (INVALID_RECORD).
+Both subclass ``RecordError``; nothing else escapes from decoding.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import NamedTuple
+
+import crc32c
+
+from wire._compression import CompressionType, CorruptRecordError, RecordError, compress, decompress
+from wire._errors import ErrorCode
+
+__all__ = [
+    "COMPRESSION_CODEC_MASK",
+    "CONTROL_FLAG_MASK",
+    "DELETE_HORIZON_FLAG_MASK",
+    "LOG_OVERHEAD",
+    "MAGIC_V2",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
+    "RECORD_BATCH_OVERHEAD",
+    "TIMESTAMP_TYPE_MASK",
+    "TRANSACTIONAL_FLAG_MASK",
+    "BatchScan",
+    "ControlRecordType",
+    "InvalidRecordError",
+    "Record",
+    "RecordBatchHeader",
+    "TimestampType",
+    "batch_crc_is_valid",
+    "build_batch",
+    "build_control_batch",
+    "build_simple_batch",
+    "decode_records",
+    "iter_batch_headers",
+    "parse_batch_header",
+    "parse_control_record",
+    "scan_batches",
+    "set_base_offset",
+    "set_log_append_time",
+    "set_partition_leader_epoch",
+    "validate_batch",
+]
+
+LOG_OVERHEAD = 12  # base_offset int64 + batch_length int32: the part of a batch batch_length does not count
+RECORD_BATCH_OVERHEAD = 61  # the whole v2 header; a batch with no records is this long
+MAGIC_V2 = 2
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+_KNOWN_ATTRIBUTES_MASK = 0x7F
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+_PARTITION_LEADER_EPOCH_OFFSET = 12
+_MAGIC_OFFSET = 16
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_MAX_TIMESTAMP_OFFSET = 35
+_MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49: a header and no records
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == RECORD_BATCH_OVERHEAD
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_END_TXN_MARKER = struct.Struct(">hi")  # version, coordinator_epoch
+
+_INT32_MAX = 0x7FFFFFFF
+_CODECS = tuple(CompressionType)
+
+
+class InvalidRecordError(RecordError):
+    """A well-framed batch breaks Kafka's rules for its contents (INVALID_RECORD)."""
+
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class TimestampType(IntEnum):
+    """Bit 3 of the attributes: whose clock the batch's timestamps are."""
+
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class ControlRecordType(IntEnum):
+    """The ``type`` in a control record's key (Kafka's ControlRecordType; UNKNOWN for ids it lacks)."""
+
+    UNKNOWN = -1
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+def _increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0."""
+    if sequence > _INT32_MAX - increment:
+        return increment - (_INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+class RecordBatchHeader(NamedTuple):
+    """The 61-byte header of a v2 batch, fields named and ordered as on the wire."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> CompressionType:
+        """The codec of the records section; CorruptRecordError for an id Kafka does not know."""
+        codec = self.attributes & COMPRESSION_CODEC_MASK
+        if codec >= len(_CODECS):
+            raise CorruptRecordError(f"unknown compression type id {codec}")
+        return _CODECS[codec]
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType.LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        """Set by compaction: base_timestamp then holds the delete horizon (KIP-534)."""
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG_MASK else None
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def total_size(self) -> int:
+        """Bytes of the whole batch, LOG_OVERHEAD included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record (wrapping as Kafka does), or NO_SEQUENCE."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return _increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    def offset_of(self, record: Record) -> int:
+        return self.base_offset + record.offset_delta
+
+    def timestamp_of(self, record: Record) -> int:
+        """A record's timestamp: the batch's max_timestamp under LOG_APPEND_TIME, else base + delta."""
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return self.max_timestamp
+        return self.base_timestamp + record.timestamp_delta
+
+
+_new_header = tuple.__new__
+
+
+@dataclass(slots=True)
+class Record:
+    """One record of a batch, with offset and timestamp relative to the batch's base values."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    attributes: int = 0
+
+
+class BatchScan(NamedTuple):
+    """What ``scan_batches`` found: whole batches, and how the bytes after them end.
+
+    ``valid_bytes == size``: a clean end. Otherwise bytes ``[valid_bytes, size)`` are either a torn tail
+    (the beginning of a batch that was never completely written; ``error`` is None) or not a batch at all
+    (``error`` says why). Recovery truncates at ``valid_bytes`` in both cases.
+    """
+
+    batches: list[tuple[int, RecordBatchHeader]]
+    valid_bytes: int
+    size: int
+    error: CorruptRecordError | None
+
+    @property
+    def is_clean(self) -> bool:
+        return self.valid_bytes == self.size
+
+    @property
+    def torn_tail(self) -> bool:
+        return self.valid_bytes != self.size and self.error is None
+
+
+Buffer = bytes | bytearray | memoryview
+
+
+# -- header -----------------------------------------------------------------------------------------------
+
+
+def parse_batch_header(buf: Buffer, pos: int = 0) -> RecordBatchHeader:
+    """The header of the batch at ``pos``; CorruptRecordError if short, not magic 2, or batch_length < 49."""
+    if pos < 0 or len(buf) - pos < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordError(
+            f"record batch is corrupt: {len(buf) - pos} bytes, fewer than the {RECORD_BATCH_OVERHEAD}-byte header")
+    fields = _HEADER.unpack_from(buf, pos)
+    if fields[3] != MAGIC_V2:
+        raise CorruptRecordError(f"unsupported magic {fields[3]} in record batch (only v2 is served)")
+    if fields[1] < _MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"record batch is corrupt: batch_length {fields[1]} is smaller than the minimum {_MIN_BATCH_LENGTH}")
+    return _new_header(RecordBatchHeader, fields)
+
+
+def iter_batch_headers(buf: Buffer, pos: int = 0) -> Iterator[tuple[int, RecordBatchHeader]]:
+    """(position, header) of each complete batch from ``pos``; stops silently at an incomplete tail.
+
+    Raises CorruptRecordError at a complete-looking header that is not a v2 batch. Use ``scan_batches``
+    to learn how the bytes end.
+    """
+    end = len(buf)
+    while end - pos >= RECORD_BATCH_OVERHEAD:
+        header = parse_batch_header(buf, pos)
+        size = header[1] + LOG_OVERHEAD
+        if end - pos < size:
+            return
+        yield pos, header
+        pos += size
+
+
+def scan_batches(buf: Buffer, *, check_crc: bool = False, max_batch_size: int | None = None) -> BatchScan:
+    """Walk the batches of ``buf`` (a segment file's bytes) and report where the valid prefix ends.
+
+    Stops at the first torn tail or corrupt batch (bad length or magic; bad CRC if ``check_crc``; larger
+    than ``max_batch_size``) — what log recovery needs to truncate.
+    """
+    end = len(buf)
+    pos = 0
+    batches: list[tuple[int, RecordBatchHeader]] = []
+    error: CorruptRecordError | None = None
+    unpack_length = _I32.unpack_from
+    while pos < end:
+        remaining = end - pos
+        if remaining < LOG_OVERHEAD:
+            break
+        (length,) = unpack_length(buf, pos + 8)
+        if length < _MIN_BATCH_LENGTH:
+            error = CorruptRecordError(f"batch at position {pos}: batch_length {length} is below the minimum")
+            break
+        size = length + LOG_OVERHEAD
+        if max_batch_size is not None and size > max_batch_size:
+            error = CorruptRecordError(f"batch at position {pos}: size {size} exceeds {max_batch_size}")
+            break
+        if remaining > _MAGIC_OFFSET and buf[pos + _MAGIC_OFFSET] != MAGIC_V2:
+            error = CorruptRecordError(f"batch at position {pos}: magic {buf[pos + _MAGIC_OFFSET]} is not 2")
+            break
+        if remaining < size:
+            break
+        header = _new_header(RecordBatchHeader, _HEADER.unpack_from(buf, pos))
+        if check_crc and not batch_crc_is_valid(buf, pos, header):
+            error = CorruptRecordError(f"batch at position {pos}: CRC mismatch")
+            break
+        batches.append((pos, header))
+        pos += size
+    return BatchScan(batches, pos, end, error)
+
+
+def _compute_crc(buf: Buffer, pos: int, end: int) -> int:
+    return crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end])
+
+
+def batch_crc_is_valid(buf: Buffer, pos: int, header: RecordBatchHeader) -> bool:
+    """Whether the CRC-32C stored in the header matches the bytes from attributes to the batch's end."""
+    end = pos + header[1] + LOG_OVERHEAD
+    if end > len(buf):
+        return False
+    return _compute_crc(buf, pos, end) == header[4]
+
+
+# -- in-place rewrites on the produce path (header only, no per-record work) --------------------------------
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Assign the batch's offsets (base_offset is outside the CRC, which stays valid)."""
+    _I64.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    """Stamp the leader epoch (outside the CRC, which stays valid)."""
+    _I32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
+    """Mark the batch LOG_APPEND_TIME with ``timestamp`` as its max_timestamp, and recompute the CRC.
+
+    As Kafka's DefaultRecordBatch.setMaxTimestamp: only max_timestamp is written (readers take every
+    record's timestamp from it); base_timestamp keeps the first record's create time (or the delete
+    horizon); attribute bits Kafka does not define are cleared; nothing is written if nothing changes.
+    """
+    (attributes,) = _I16.unpack_from(buf, pos + _ATTRIBUTES_OFFSET)
+    (current,) = _I64.unpack_from(buf, pos + _MAX_TIMESTAMP_OFFSET)
+    if attributes & TIMESTAMP_TYPE_MASK and current == timestamp:
+        return
+    attributes = (attributes & _KNOWN_ATTRIBUTES_MASK) | TIMESTAMP_TYPE_MASK
+    _I16.pack_into(buf, pos + _ATTRIBUTES_OFFSET, attributes)
+    _I64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, timestamp)
+    (length,) = _I32.unpack_from(buf, pos + 8)
+    _U32.pack_into(buf, pos + _CRC_OFFSET, _compute_crc(buf, pos, pos + length + LOG_OVERHEAD))
+
+
+# -- validation on the produce path ----------------------------------------------------------------------
+
+
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> RecordBatchHeader:
+    """Check the batch at ``pos`` as Kafka does before appending it, and return its header.
+
+    Always (CorruptRecordError): header present, magic 2, batch_length >= 49 and within ``buf``, a known
+    codec, CRC. With ``from_client`` (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
+    for AppendOrigin.CLIENT; InvalidRecordError): base_offset 0, last_offset_delta + 1 == records_count > 0,
+    not a control batch, a base_sequence when there is a producer id.
+    """
+    header = parse_batch_header(buf, pos)
+    size = header[1] + LOG_OVERHEAD
+    if size > len(buf) - pos:
+        raise CorruptRecordError(
+            f"record batch is corrupt: batch_length says {size} bytes, only {len(buf) - pos} present")
+    header.compression  # noqa: B018 -- raises CorruptRecordError for an unknown codec id
+    if from_client and header.base_offset != 0:
+        raise InvalidRecordError(f"the base_offset of the record batch should be 0, but it is {header.base_offset}")
+    computed = _compute_crc(buf, pos, pos + size)
+    if computed != header.crc:
+        raise CorruptRecordError(f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})")
+    if from_client:
+        count_from_offsets = header.last_offset_delta + 1
+        if count_from_offsets <= 0:
+            raise InvalidRecordError(
+                f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}]")
+        if header.records_count <= 0:
+            raise InvalidRecordError(f"Invalid reported count for record batch: {header.records_count}")
+        if count_from_offsets != header.records_count:
+            raise InvalidRecordError(
+                f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] "
+                f"and count of records {header.records_count}")
+        if header.is_control:
+            raise InvalidRecordError("Clients are not allowed to write control records")
+        if header.has_producer_id and header.base_sequence < 0:
+            raise InvalidRecordError(
+                f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id}")
+    return header
+
+
+# -- record-internal varints (zigzag; int32 up to 5 bytes, int64 up to 10, as Kafka's ByteUtils) ------------
+# wire/_primitives has the protocol's varints; these stay private to the record codec for now.
+
+
+def _record_read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    value = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise InvalidRecordError("varint is longer than 5 bytes")
+    value &= 0xFFFFFFFF
+    return (value >> 1) ^ -(value & 1), pos + 1
+
+
+def _record_read_varlong(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    value = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise InvalidRecordError("varlong is longer than 10 bytes")
+    value &= 0xFFFFFFFFFFFFFFFF
+    return (value >> 1) ^ -(value & 1), pos + 1
+
+
+def _record_write_varint(out: bytearray, value: int) -> None:
+    if not -0x80000000 <= value <= _INT32_MAX:
+        raise ValueError(f"{value} does not fit a varint (int32)")
+    v = (value << 1) ^ (value >> 31)
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _record_write_varlong(out: bytearray, value: int) -> None:
+    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"{value} does not fit a varlong (int64)")
+    v = (value << 1) ^ (value >> 63)
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+# -- records -----------------------------------------------------------------------------------------------
+
+
+def _decode_record_list(data: bytes, count: int) -> list[Record]:
+    """The ``count`` records that make up all of ``data`` (InvalidRecordError on any inconsistency)."""
+    read_varint = _record_read_varint
+    records: list[Record] = []
+    append = records.append
+    end = len(data)
+    pos = 0
+    try:
+        for _ in range(count):
+            size, pos = read_varint(data, pos)
+            record_end = pos + size
+            if size < 0 or record_end > end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected {size} bytes in record payload, {end - pos} remain")
+            attributes = data[pos]
+            timestamp_delta, pos = _record_read_varlong(data, pos + 1)
+            offset_delta, pos = read_varint(data, pos)
+            length, pos = read_varint(data, pos)
+            if length < 0:
+                key = None
+            else:
+                if pos + length > record_end:
+                    raise InvalidRecordError("record key runs past the record")
+                key = data[pos:pos + length]
+                pos += length
+            length, pos = read_varint(data, pos)
+            if length < 0:
+                value = None
+            else:
+                if pos + length > record_end:
+                    raise InvalidRecordError("record value runs past the record")
+                value = data[pos:pos + length]
+                pos += length
+            header_count, pos = read_varint(data, pos)
+            if header_count < 0 or header_count > record_end - pos:
+                raise InvalidRecordError(f"Found invalid number of record headers {header_count}")
+            headers = []
+            for _ in range(header_count):
+                length, pos = read_varint(data, pos)
+                if length < 0 or pos + length > record_end:
+                    raise InvalidRecordError(f"Invalid header key size {length}")
+                header_key = data[pos:pos + length].decode("utf-8", "surrogateescape")
+                pos += length
+                length, pos = read_varint(data, pos)
+                if length < 0:
+                    header_value = None
+                else:
+                    if pos + length > record_end:
+                        raise InvalidRecordError("record header value runs past the record")
+                    header_value = data[pos:pos + length]
+                    pos += length
+                headers.append((header_key, header_value))
+            if pos != record_end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected to read {size} bytes in record payload, "
+                    f"but instead read {size + pos - record_end}")
+            append(Record(offset_delta, timestamp_delta, key, value, headers, attributes))
+    except IndexError:
+        raise InvalidRecordError("Incorrect declared batch size, premature EOF reached") from None
+    if pos != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+    return records
+
+
+def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | None = None,
+                   ) -> tuple[RecordBatchHeader, list[Record]]:
+    """Decode the batch at ``pos``, decompressing its records (bounded by ``max_decompressed_size``).
+
+    The CRC is not checked here (``validate_batch`` does that).
+    """
+    header = parse_batch_header(buf, pos)
+    end = pos + header[1] + LOG_OVERHEAD
+    if end > len(buf):
+        raise CorruptRecordError(f"record batch is corrupt: {end - pos} bytes declared, {len(buf) - pos} present")
+    count = header.records_count
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
+    codec = header.compression
+    if codec is CompressionType.NONE:
+        data = bytes(body)
+    else:
+        data = decompress(codec, body, max_decompressed_size)
+    return header, _decode_record_list(data, count)
+
+
+def _encode_record(out: bytearray, record: Record) -> None:
+    body = bytearray()
+    body.append(record.attributes & 0xFF)
+    _record_write_varlong(body, record.timestamp_delta)
+    _record_write_varint(body, record.offset_delta)
+    for blob in (record.key, record.value):
+        if blob is None:
+            body.append(1)  # zigzag(-1)
+        else:
+            _record_write_varint(body, len(blob))
+            body += blob
+    _record_write_varint(body, len(record.headers))
+    for header_key, header_value in record.headers:
+        encoded = header_key.encode("utf-8", "surrogateescape")
+        _record_write_varint(body, len(encoded))
+        body += encoded
+        if header_value is None:
+            body.append(1)
+        else:
+            _record_write_varint(body, len(header_value))
+            body += header_value
+    _record_write_varint(out, len(body))
+    out += body
+
+
+def build_batch(records: Sequence[Record], *, base_offset: int = 0, base_timestamp: int,
+                compression: CompressionType | int = CompressionType.NONE, producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
+                is_transactional: bool = False, is_control: bool = False,
+                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+                timestamp_type: TimestampType | int = TimestampType.CREATE_TIME,
+                max_timestamp: int | None = None, last_offset_delta: int | None = None,
+                compression_level: int | None = None) -> bytes:
+    """Encode a v2 batch with a correct CRC.
+
+    ``max_timestamp`` defaults to the largest record timestamp and ``last_offset_delta`` to the last
+    record's; an empty batch (as compaction keeps for producer state) must give ``last_offset_delta``.
+    Offset deltas must increase.
+    """
+    if last_offset_delta is None:
+        if not records:
+            raise ValueError("an empty batch needs an explicit last_offset_delta")
+        last_offset_delta = records[-1].offset_delta
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    previous = -1
+    max_delta = None
+    for record in records:
+        if record.offset_delta <= previous:
+            raise ValueError(f"offset deltas must increase: {record.offset_delta} after {previous}")
+        previous = record.offset_delta
+        if max_delta is None or record.timestamp_delta > max_delta:
+            max_delta = record.timestamp_delta
+        _encode_record(out, record)
+    if max_timestamp is None:
+        max_timestamp = base_timestamp if max_delta is None else base_timestamp + max_delta
+    codec = CompressionType(compression)
+    if codec is not CompressionType.NONE:
+        with memoryview(out) as view:
+            compressed = compress(codec, view[RECORD_BATCH_OVERHEAD:], compression_level)
+        out = bytearray(RECORD_BATCH_OVERHEAD)
+        out += compressed
+    attributes = codec | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
+    _HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
+                      attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                      base_sequence, len(records))
+    _U32.pack_into(out, _CRC_OFFSET, _compute_crc(out, 0, len(out)))
+    return bytes(out)
+
+
+def build_simple_batch(values: Sequence[bytes | None], *, keys: Sequence[bytes | None] | None = None,
+                       timestamp: int, **kwargs: object) -> bytes:
+    """A batch of ``values`` (and ``keys``) at consecutive offsets, all with ``timestamp``; kwargs as build_batch."""
+    if keys is None:
+        keys = [None] * len(values)
+    elif len(keys) != len(values):
+        raise ValueError("keys and values differ in length")
+    records = [Record(i, 0, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True))]
+    return build_batch(records, base_timestamp=timestamp, **kwargs)  # type: ignore[arg-type]
+
+
+# -- control batches (transaction markers) -----------------------------------------------------------------
+
+
+def build_control_batch(control_type: ControlRecordType | int, *, producer_id: int, producer_epoch: int,
+                        base_offset: int = 0, timestamp: int, partition_leader_epoch: int,
+                        coordinator_epoch: int) -> bytes:
+    """An end-transaction marker (COMMIT or ABORT): a transactional control batch with one record."""
+    control_type = ControlRecordType(control_type)
+    if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        raise ValueError(f"{control_type!r} is not an end-transaction marker")
+    record = Record(0, 0, _CONTROL_KEY.pack(0, control_type), _END_TXN_MARKER.pack(0, coordinator_epoch))
+    return build_batch([record], base_offset=base_offset, base_timestamp=timestamp, producer_id=producer_id,
+                       producer_epoch=producer_epoch, is_transactional=True, is_control=True,
+                       partition_leader_epoch=partition_leader_epoch)
+
+
+def parse_control_record(record: Record) -> tuple[ControlRecordType, int | None]:
+    """(type, coordinator_epoch) of a control record; coordinator_epoch is None unless COMMIT/ABORT.
+
+    As Kafka, newer key/value versions are read as version 0; negative versions or short keys/values
+    raise InvalidRecordError.
+    """
+    key = record.key
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise InvalidRecordError(f"control record key must have at least {_CONTROL_KEY.size} bytes")
+    version, type_id = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise InvalidRecordError(f"Invalid version found for control record: {version}")
+    try:
+        control_type = ControlRecordType(type_id)
+    except ValueError:
+        control_type = ControlRecordType.UNKNOWN
+    if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return control_type, None
+    value = record.value
+    if value is None or len(value) < _END_TXN_MARKER.size:
+        raise InvalidRecordError(
+            f"Invalid value size found for end transaction marker. Must have at least {_END_TXN_MARKER.size} bytes")
+    version, coordinator_epoch = _END_TXN_MARKER.unpack_from(value)
+    if version < 0:
+        raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}")
+    return control_type, coordinator_epoch
