@@ -95,6 +95,9 @@ _MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49: a header and no 
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == RECORD_BATCH_OVERHEAD
+_unpack_header = _HEADER.unpack_from
+# batch_length, attributes and max_timestamp in one unpack (what set_log_append_time reads).
+_LENGTH_ATTRIBUTES_MAX_TIMESTAMP = struct.Struct(">8xi9xh12xq")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -264,16 +267,24 @@ Buffer = bytes | bytearray | memoryview
 
 def parse_batch_header(buf: Buffer, pos: int = 0) -> RecordBatchHeader:
     """The header of the batch at ``pos``; CorruptRecordError if short, not magic 2, or batch_length < 49."""
-    if pos < 0 or len(buf) - pos < RECORD_BATCH_OVERHEAD:
+    try:
+        fields = _unpack_header(buf, pos)
+    except struct.error:
         raise CorruptRecordError(
-            f"record batch is corrupt: {len(buf) - pos} bytes, fewer than the {RECORD_BATCH_OVERHEAD}-byte header")
-    fields = _HEADER.unpack_from(buf, pos)
+            f"record batch is corrupt: {len(buf) - pos} bytes, fewer than the {RECORD_BATCH_OVERHEAD}-byte header",
+        ) from None
+    if fields[3] != MAGIC_V2 or fields[1] < _MIN_BATCH_LENGTH or pos < 0:
+        _reject_header(fields, pos)
+    return _new_header(RecordBatchHeader, fields)
+
+
+def _reject_header(fields: tuple[int, ...], pos: int) -> None:
+    if pos < 0:
+        raise CorruptRecordError(f"negative batch position {pos}")
     if fields[3] != MAGIC_V2:
         raise CorruptRecordError(f"unsupported magic {fields[3]} in record batch (only v2 is served)")
-    if fields[1] < _MIN_BATCH_LENGTH:
-        raise CorruptRecordError(
-            f"record batch is corrupt: batch_length {fields[1]} is smaller than the minimum {_MIN_BATCH_LENGTH}")
-    return _new_header(RecordBatchHeader, fields)
+    raise CorruptRecordError(
+        f"record batch is corrupt: batch_length {fields[1]} is smaller than the minimum {_MIN_BATCH_LENGTH}")
 
 
 def iter_batch_headers(buf: Buffer, pos: int = 0) -> Iterator[tuple[int, RecordBatchHeader]]:
@@ -361,15 +372,12 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
     record's timestamp from it); base_timestamp keeps the first record's create time (or the delete
     horizon); attribute bits Kafka does not define are cleared; nothing is written if nothing changes.
     """
-    (attributes,) = _I16.unpack_from(buf, pos + _ATTRIBUTES_OFFSET)
-    (current,) = _I64.unpack_from(buf, pos + _MAX_TIMESTAMP_OFFSET)
+    length, attributes, current = _LENGTH_ATTRIBUTES_MAX_TIMESTAMP.unpack_from(buf, pos)
     if attributes & TIMESTAMP_TYPE_MASK and current == timestamp:
         return
-    attributes = (attributes & _KNOWN_ATTRIBUTES_MASK) | TIMESTAMP_TYPE_MASK
-    _I16.pack_into(buf, pos + _ATTRIBUTES_OFFSET, attributes)
+    _I16.pack_into(buf, pos + _ATTRIBUTES_OFFSET, (attributes & _KNOWN_ATTRIBUTES_MASK) | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, timestamp)
-    (length,) = _I32.unpack_from(buf, pos + 8)
-    _U32.pack_into(buf, pos + _CRC_OFFSET, _compute_crc(buf, pos, pos + length + LOG_OVERHEAD))
+    _U32.pack_into(buf, pos + _CRC_OFFSET, crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:pos + length + LOG_OVERHEAD]))
 
 
 # -- validation on the produce path ----------------------------------------------------------------------
@@ -384,33 +392,41 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
     not a control batch, a base_sequence when there is a producer id.
     """
     header = parse_batch_header(buf, pos)
-    size = header[1] + LOG_OVERHEAD
-    if size > len(buf) - pos:
+    (base_offset, batch_length, _, _, crc, attributes, last_offset_delta, _, _, producer_id, _, base_sequence,
+     records_count) = header
+    end = pos + batch_length + LOG_OVERHEAD
+    if end > len(buf):
         raise CorruptRecordError(
-            f"record batch is corrupt: batch_length says {size} bytes, only {len(buf) - pos} present")
-    header.compression  # noqa: B018 -- raises CorruptRecordError for an unknown codec id
-    if from_client and header.base_offset != 0:
-        raise InvalidRecordError(f"the base_offset of the record batch should be 0, but it is {header.base_offset}")
-    computed = _compute_crc(buf, pos, pos + size)
-    if computed != header.crc:
-        raise CorruptRecordError(f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})")
+            f"record batch is corrupt: batch_length says {end - pos} bytes, only {len(buf) - pos} present")
+    if attributes & COMPRESSION_CODEC_MASK >= len(_CODECS):
+        raise CorruptRecordError(f"unknown compression type id {attributes & COMPRESSION_CODEC_MASK}")
+    if from_client and base_offset != 0:
+        raise InvalidRecordError(f"the base_offset of the record batch should be 0, but it is {base_offset}")
+    computed = crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end])
+    if computed != crc:
+        raise CorruptRecordError(f"Record is corrupt (stored crc = {crc}, computed crc = {computed})")
     if from_client:
-        count_from_offsets = header.last_offset_delta + 1
-        if count_from_offsets <= 0:
-            raise InvalidRecordError(
-                f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}]")
-        if header.records_count <= 0:
-            raise InvalidRecordError(f"Invalid reported count for record batch: {header.records_count}")
-        if count_from_offsets != header.records_count:
-            raise InvalidRecordError(
-                f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] "
-                f"and count of records {header.records_count}")
-        if header.is_control:
-            raise InvalidRecordError("Clients are not allowed to write control records")
-        if header.has_producer_id and header.base_sequence < 0:
-            raise InvalidRecordError(
-                f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id}")
+        if last_offset_delta < 0 or records_count != last_offset_delta + 1 or attributes & CONTROL_FLAG_MASK or (
+                producer_id > NO_PRODUCER_ID and base_sequence < 0):
+            _reject_client_batch(header)
     return header
+
+
+def _reject_client_batch(header: RecordBatchHeader) -> None:
+    """The InvalidRecordError LogValidator.validateBatch raises for this client batch, checked in its order."""
+    count_from_offsets = header.last_offset_delta + 1
+    if count_from_offsets <= 0:
+        raise InvalidRecordError(f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}]")
+    if header.records_count <= 0:
+        raise InvalidRecordError(f"Invalid reported count for record batch: {header.records_count}")
+    if count_from_offsets != header.records_count:
+        raise InvalidRecordError(
+            f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] "
+            f"and count of records {header.records_count}")
+    if header.is_control:
+        raise InvalidRecordError("Clients are not allowed to write control records")
+    raise InvalidRecordError(
+        f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id}")
 
 
 # -- record-internal varints (zigzag; int32 up to 5 bytes, int64 up to 10, as Kafka's ByteUtils) ------------
@@ -512,8 +528,12 @@ def _decode_record_list(data: bytes, count: int) -> list[Record]:
                 value = data[pos:pos + length]
                 pos += length
             header_count, pos = read_varint(data, pos)
-            if header_count < 0 or header_count > record_end - pos:
+            if header_count < 0:
                 raise InvalidRecordError(f"Found invalid number of record headers {header_count}")
+            if header_count > record_end - pos:
+                raise InvalidRecordError(
+                    f"Found invalid number of record headers. {header_count} is larger than the remaining size "
+                    f"of the record")
             headers = []
             for _ in range(header_count):
                 length, pos = read_varint(data, pos)
