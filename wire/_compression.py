@@ -57,6 +57,9 @@ class CompressionType(IntEnum):
 
 # Kafka's default levels (compression.gzip.level, compression.lz4.level, compression.zstd.level).
 DEFAULT_LEVELS = {CompressionType.GZIP: 6, CompressionType.LZ4: 9, CompressionType.ZSTD: 3}
+# Kafka's Lz4BlockOutputStream uses lz4's fast compressor at the default level and the high-compression
+# one at any other; python-lz4 takes level 0 as "fast".
+_LZ4_FAST = 0
 
 # xerial snappy-java stream header: magic, then format version and minimum compatible version (both 1).
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -84,6 +87,16 @@ def _zstd_dctx() -> zstandard.ZstdDecompressor:
     return dctx
 
 
+def _zstd_cctx(level: int) -> zstandard.ZstdCompressor:
+    cctxs = getattr(_local, "cctxs", None)
+    if cctxs is None:
+        cctxs = _local.cctxs = {}
+    cctx = cctxs.get(level)
+    if cctx is None:
+        cctx = cctxs[level] = zstandard.ZstdCompressor(level=level)
+    return cctx
+
+
 def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
     """Compress ``data`` as the Java client would for ``codec``; ``level`` None means Kafka's default."""
     codec = CompressionType(codec)
@@ -105,7 +118,7 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
     if codec is CompressionType.LZ4:
         return lz4.frame.compress(
             data,
-            compression_level=level,
+            compression_level=_LZ4_FAST if level == DEFAULT_LEVELS[CompressionType.LZ4] else level,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -113,7 +126,7 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
             store_size=False,
         )
     # ZSTD
-    return zstandard.ZstdCompressor(level=level).compress(data)
+    return _zstd_cctx(level).compress(data)
 
 
 def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
