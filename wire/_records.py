@@ -377,7 +377,8 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
         return
     _I16.pack_into(buf, pos + _ATTRIBUTES_OFFSET, (attributes & _KNOWN_ATTRIBUTES_MASK) | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, timestamp)
-    _U32.pack_into(buf, pos + _CRC_OFFSET, crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:pos + length + LOG_OVERHEAD]))
+    crc = crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:pos + length + LOG_OVERHEAD])
+    _U32.pack_into(buf, pos + _CRC_OFFSET, crc)
 
 
 # -- validation on the produce path ----------------------------------------------------------------------
