@@ -107,14 +107,22 @@ def build_message(data: dict, source: str) -> Message:
         structs[name] = st
         for fj in fields_json:
             ftype = fj["type"]
+            if fj.get("flexibleVersions") is not None:
+                # Kafka allows a per-field override for strings/bytes (only RequestHeader.ClientId uses it,
+                # and the headers are hand-written); refuse it rather than generate the wrong bytes.
+                raise ValueError(f"{data['name']}.{fj['name']}: field-level flexibleVersions is not supported")
+            tagged = parse_versions(fj.get("taggedVersions"))
+            versions = parse_versions(fj.get("versions")) or tagged  # Kafka: versions default to taggedVersions
+            if versions is None:
+                raise ValueError(f"{data['name']}.{fj['name']}: no versions")
             f = Field(
                 name=snake(fj["name"]),
                 json_name=fj["name"],
                 type=ftype,
-                versions=parse_versions(fj.get("versions")) or (0, -1),
+                versions=versions,
                 nullable=parse_versions(fj.get("nullableVersions")),
                 tag=fj.get("tag"),
-                tagged=parse_versions(fj.get("taggedVersions")),
+                tagged=tagged,
                 default=fj.get("default"),
                 about=fj.get("about", ""),
             )
@@ -181,7 +189,7 @@ def default_expr(f: Field) -> str:
         return "None" if nullable_default else "[]"
     t = f.type
     if f.struct is not None:
-        return "None" if nullable_default or f.nullable else f"{f.struct.name}()"
+        return "None" if nullable_default else f"{f.struct.name}()"
     if t in ("int8", "int16", "uint16", "int32", "uint32", "int64"):
         if d is None or d == "":
             return "0"
@@ -230,21 +238,41 @@ class Emitter:
         self.lines.append("    " * indent + text if text else "")
 
 
+def _struct_markers(tagged: bool) -> tuple[str, str, str]:
+    """(write null, write present, read "is null") for a nullable struct.
+
+    In-line a nullable struct is prefixed by an int8 (-1 null, 1 present); as a tagged field by an
+    unsigned varint (0 null, 1 present), as Kafka's MessageDataGenerator writes them.
+    """
+    if tagged:
+        return "w.uvarint(0)", "w.uvarint(1)", "r.uvarint() == 0"
+    return "w.int8(-1)", "w.int8(1)", "r.int8() < 0"
+
+
 def emit_write_value(e: Emitter, ind: int, f: Field, expr: str, msg: Message, flex: str, *,
-                     elem: bool = False) -> None:
+                     elem: bool = False, tagged: bool = False) -> None:
     """Write one value (``expr``) of field f (or of its element type when elem)."""
     t = f.elem if elem or f.is_array else f.type
     nullable_cond = cond(f.nullable, msg) if f.nullable else "False"
     nc = "True" if nullable_cond is None else nullable_cond
     if f.struct is not None:
-        if f.nullable and not elem:
-            e(ind, f"if {expr} is None:")
-            e(ind + 1, "w.int8(-1)")
+        plain = f"{expr}.encode_into(w, version)"
+        if not f.nullable or elem or nc == "False":
+            e(ind, plain)
+            return
+        write_null, write_present, _ = _struct_markers(tagged)
+        i = ind
+        if nc != "True":  # the null marker exists only in the nullable versions
+            e(ind, f"if {nc}:")
+            i = ind + 1
+        e(i, f"if {expr} is None:")
+        e(i + 1, write_null)
+        e(i, "else:")
+        e(i + 1, write_present)
+        e(i + 1, plain)
+        if nc != "True":
             e(ind, "else:")
-            e(ind + 1, "w.int8(1)")
-            e(ind + 1, f"{expr}.encode_into(w, version)")
-        else:
-            e(ind, f"{expr}.encode_into(w, version)")
+            e(ind + 1, plain)
         return
     if t in ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "uuid"):
         e(ind, f"w.{t}({expr})")
@@ -276,7 +304,8 @@ def emit_write_value(e: Emitter, ind: int, f: Field, expr: str, msg: Message, fl
         e(ind + 1, f"w.nullable_{kind}({expr})")
 
 
-def emit_write_field(e: Emitter, ind: int, f: Field, msg: Message, flex: str, expr: str) -> None:
+def emit_write_field(e: Emitter, ind: int, f: Field, msg: Message, flex: str, expr: str, *,
+                     tagged: bool = False) -> None:
     if f.is_array:
         e(ind, f"_a = {expr}")
         e(ind, f"w.array_length(None if _a is None else len(_a), {flex})")
@@ -284,19 +313,28 @@ def emit_write_field(e: Emitter, ind: int, f: Field, msg: Message, flex: str, ex
         e(ind + 1, "for _x in _a:")
         emit_write_value(e, ind + 2, f, "_x", msg, flex, elem=True)
     else:
-        emit_write_value(e, ind, f, expr, msg, flex)
+        emit_write_value(e, ind, f, expr, msg, flex, tagged=tagged)
 
 
 def emit_read_value(e: Emitter, ind: int, f: Field, target: str, msg: Message, flex: str, *,
-                    elem: bool = False) -> None:
+                    elem: bool = False, tagged: bool = False) -> None:
     t = f.elem if elem or f.is_array else f.type
     nullable_cond = cond(f.nullable, msg) if f.nullable else "False"
     nc = "True" if nullable_cond is None else nullable_cond
     if f.struct is not None:
-        if f.nullable and not elem:
-            e(ind, f"{target} = None if r.int8() < 0 else {f.struct.name}.decode_from(r, version)")
+        plain = f"{target} = {f.struct.name}.decode_from(r, version)"
+        if not f.nullable or elem or nc == "False":
+            e(ind, plain)
+            return
+        _, _, read_is_null = _struct_markers(tagged)
+        nullable = f"{target} = None if {read_is_null} else {f.struct.name}.decode_from(r, version)"
+        if nc == "True":
+            e(ind, nullable)
         else:
-            e(ind, f"{target} = {f.struct.name}.decode_from(r, version)")
+            e(ind, f"if {nc}:")
+            e(ind + 1, nullable)
+            e(ind, "else:")
+            e(ind + 1, plain)
         return
     if t in ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "uuid"):
         e(ind, f"{target} = r.{t}()")
@@ -316,9 +354,10 @@ def emit_read_value(e: Emitter, ind: int, f: Field, target: str, msg: Message, f
         e(ind + 1, f"{target} = r.compact_{kind}() if {flex} else r.{kind}()")
 
 
-def emit_read_field(e: Emitter, ind: int, f: Field, msg: Message, flex: str, target: str) -> None:
+def emit_read_field(e: Emitter, ind: int, f: Field, msg: Message, flex: str, target: str, *,
+                    tagged: bool = False) -> None:
     if not f.is_array:
-        emit_read_value(e, ind, f, target, msg, flex)
+        emit_read_value(e, ind, f, target, msg, flex, tagged=tagged)
         return
     nullable_cond = cond(f.nullable, msg) if f.nullable else "False"
     nc = "True" if nullable_cond is None else nullable_cond
@@ -358,8 +397,8 @@ def emit_struct(e: Emitter, st: Struct, msg: Message, is_root: bool) -> None:
     flexible = msg.flexible
     e(0, f"class {st.name}(Message):")
     if is_root:
-        e(1, f'"""{msg.name} (Kafka {msg.kind}{"" if msg.api_key is None else f", api key {msg.api_key}"}, '
-             f'versions {msg.valid[0]}-{msg.valid[1]})."""')
+        key = "" if msg.api_key is None else f", {'api key' if msg.kind in ('request', 'response') else 'record type'} {msg.api_key}"
+        e(1, f'"""{msg.name} (Kafka {msg.kind}{key}, versions {msg.valid[0]}-{msg.valid[1]})."""')
     else:
         e(1, f'"""A {st.name} entry of {msg.name}."""')
     e(0, "")
@@ -431,7 +470,7 @@ def emit_struct(e: Emitter, st: Struct, msg: Message, is_root: bool) -> None:
                 full = " and ".join(x for x in [c_t, test] if x)
                 e(3, f"if {full}:")
                 e(4, "_outer, w = w, Writer()")
-                emit_write_field(e, 4, f, msg, "True", f"self.{f.name}")
+                emit_write_field(e, 4, f, msg, "True", f"self.{f.name}", tagged=True)
                 e(4, f"_tags.append(({f.tag}, bytes(w.buf)))")
                 e(4, "w = _outer")
             e(3, "w.tagged_fields(_tags)")
@@ -472,7 +511,7 @@ def emit_struct(e: Emitter, st: Struct, msg: Message, is_root: bool) -> None:
                 test = f"{f.tag} in _tags" + (f" and {c_t}" if c_t else "")
                 e(4, f"if {test}:")
                 e(5, f"r = Reader(_tags[{f.tag}])")
-                emit_read_field(e, 5, f, msg, "True", f"self.{f.name}")
+                emit_read_field(e, 5, f, msg, "True", f"self.{f.name}", tagged=True)
             e(4, "r = _outer")
     e(2, "return self")
     e(0, "")
