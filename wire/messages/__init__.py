@@ -19,6 +19,24 @@ from wire.messages.alter_user_scram_credentials_request import AlterUserScramCre
 from wire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from wire.messages.api_versions_request import ApiVersionsRequest
 from wire.messages.api_versions_response import ApiVersionsResponse
+from wire.messages.consumer_group_current_member_assignment_key import ConsumerGroupCurrentMemberAssignmentKey
+from wire.messages.consumer_group_current_member_assignment_value import ConsumerGroupCurrentMemberAssignmentValue
+from wire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from wire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse
+from wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+from wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from wire.messages.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from wire.messages.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
+from wire.messages.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from wire.messages.consumer_group_metadata_value import ConsumerGroupMetadataValue
+from wire.messages.consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
+from wire.messages.consumer_group_partition_metadata_value import ConsumerGroupPartitionMetadataValue
+from wire.messages.consumer_group_regular_expression_key import ConsumerGroupRegularExpressionKey
+from wire.messages.consumer_group_regular_expression_value import ConsumerGroupRegularExpressionValue
+from wire.messages.consumer_group_target_assignment_member_key import ConsumerGroupTargetAssignmentMemberKey
+from wire.messages.consumer_group_target_assignment_member_value import ConsumerGroupTargetAssignmentMemberValue
+from wire.messages.consumer_group_target_assignment_metadata_key import ConsumerGroupTargetAssignmentMetadataKey
+from wire.messages.consumer_group_target_assignment_metadata_value import ConsumerGroupTargetAssignmentMetadataValue
 from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
 from wire.messages.create_acls_request import CreateAclsRequest
@@ -65,6 +83,10 @@ from wire.messages.fetch_request import FetchRequest
 from wire.messages.fetch_response import FetchResponse
 from wire.messages.find_coordinator_request import FindCoordinatorRequest
 from wire.messages.find_coordinator_response import FindCoordinatorResponse
+from wire.messages.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
+from wire.messages.get_telemetry_subscriptions_response import GetTelemetrySubscriptionsResponse
+from wire.messages.group_metadata_key import GroupMetadataKey
+from wire.messages.group_metadata_value import GroupMetadataValue
 from wire.messages.heartbeat_request import HeartbeatRequest
 from wire.messages.heartbeat_response import HeartbeatResponse
 from wire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
@@ -87,8 +109,10 @@ from wire.messages.list_transactions_request import ListTransactionsRequest
 from wire.messages.list_transactions_response import ListTransactionsResponse
 from wire.messages.metadata_request import MetadataRequest
 from wire.messages.metadata_response import MetadataResponse
+from wire.messages.offset_commit_key import OffsetCommitKey
 from wire.messages.offset_commit_request import OffsetCommitRequest
 from wire.messages.offset_commit_response import OffsetCommitResponse
+from wire.messages.offset_commit_value import OffsetCommitValue
 from wire.messages.offset_delete_request import OffsetDeleteRequest
 from wire.messages.offset_delete_response import OffsetDeleteResponse
 from wire.messages.offset_fetch_request import OffsetFetchRequest
@@ -97,12 +121,16 @@ from wire.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRe
 from wire.messages.offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
 from wire.messages.produce_request import ProduceRequest
 from wire.messages.produce_response import ProduceResponse
+from wire.messages.push_telemetry_request import PushTelemetryRequest
+from wire.messages.push_telemetry_response import PushTelemetryResponse
 from wire.messages.sasl_authenticate_request import SaslAuthenticateRequest
 from wire.messages.sasl_authenticate_response import SaslAuthenticateResponse
 from wire.messages.sasl_handshake_request import SaslHandshakeRequest
 from wire.messages.sasl_handshake_response import SaslHandshakeResponse
 from wire.messages.sync_group_request import SyncGroupRequest
 from wire.messages.sync_group_response import SyncGroupResponse
+from wire.messages.transaction_log_key import TransactionLogKey
+from wire.messages.transaction_log_value import TransactionLogValue
 from wire.messages.txn_offset_commit_request import TxnOffsetCommitRequest
 from wire.messages.txn_offset_commit_response import TxnOffsetCommitResponse
 from wire.messages.update_features_request import UpdateFeaturesRequest
@@ -161,6 +189,10 @@ REQUESTS: dict[int, type] = {
     61: DescribeProducersRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    68: ConsumerGroupHeartbeatRequest,
+    69: ConsumerGroupDescribeRequest,
+    71: GetTelemetrySubscriptionsRequest,
+    72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
 }
@@ -215,6 +247,10 @@ RESPONSES: dict[int, type] = {
     61: DescribeProducersResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    68: ConsumerGroupHeartbeatResponse,
+    69: ConsumerGroupDescribeResponse,
+    71: GetTelemetrySubscriptionsResponse,
+    72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
 }
@@ -236,6 +272,24 @@ __all__ = [
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'ConsumerGroupCurrentMemberAssignmentKey',
+    'ConsumerGroupCurrentMemberAssignmentValue',
+    'ConsumerGroupDescribeRequest',
+    'ConsumerGroupDescribeResponse',
+    'ConsumerGroupHeartbeatRequest',
+    'ConsumerGroupHeartbeatResponse',
+    'ConsumerGroupMemberMetadataKey',
+    'ConsumerGroupMemberMetadataValue',
+    'ConsumerGroupMetadataKey',
+    'ConsumerGroupMetadataValue',
+    'ConsumerGroupPartitionMetadataKey',
+    'ConsumerGroupPartitionMetadataValue',
+    'ConsumerGroupRegularExpressionKey',
+    'ConsumerGroupRegularExpressionValue',
+    'ConsumerGroupTargetAssignmentMemberKey',
+    'ConsumerGroupTargetAssignmentMemberValue',
+    'ConsumerGroupTargetAssignmentMetadataKey',
+    'ConsumerGroupTargetAssignmentMetadataValue',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
     'CreateAclsRequest',
@@ -282,6 +336,10 @@ __all__ = [
     'FetchResponse',
     'FindCoordinatorRequest',
     'FindCoordinatorResponse',
+    'GetTelemetrySubscriptionsRequest',
+    'GetTelemetrySubscriptionsResponse',
+    'GroupMetadataKey',
+    'GroupMetadataValue',
     'HeartbeatRequest',
     'HeartbeatResponse',
     'IncrementalAlterConfigsRequest',
@@ -304,8 +362,10 @@ __all__ = [
     'ListTransactionsResponse',
     'MetadataRequest',
     'MetadataResponse',
+    'OffsetCommitKey',
     'OffsetCommitRequest',
     'OffsetCommitResponse',
+    'OffsetCommitValue',
     'OffsetDeleteRequest',
     'OffsetDeleteResponse',
     'OffsetFetchRequest',
@@ -314,12 +374,16 @@ __all__ = [
     'OffsetForLeaderEpochResponse',
     'ProduceRequest',
     'ProduceResponse',
+    'PushTelemetryRequest',
+    'PushTelemetryResponse',
     'SaslAuthenticateRequest',
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
+    'TransactionLogKey',
+    'TransactionLogValue',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitResponse',
     'UpdateFeaturesRequest',
