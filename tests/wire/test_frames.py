@@ -1,0 +1,117 @@
+"""The incremental frame reader: whole vs byte-at-a-time, size limits, and a fuzzer over chunkings."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wire import DEFAULT_MAX_FRAME_SIZE, FrameError, FrameReader, frame
+
+BODIES = [b"", b"\x00", b"\x00\x12\x00\x03\x00\x00\x00\x01", bytes(range(256)) * 3, b"x" * 70_000]
+
+
+def stream(bodies: list[bytes]) -> bytes:
+    return b"".join(frame(len(b)) + b for b in bodies)
+
+
+def read_all(reader: FrameReader, chunks: list[bytes]) -> list[bytes]:
+    out = []
+    for chunk in chunks:
+        reader.feed(chunk)
+        while (f := reader.next_frame()) is not None:
+            out.append(f)
+    return out
+
+
+def test_frame_prefix() -> None:
+    assert frame(0) == b"\x00\x00\x00\x00"
+    assert frame(258) == b"\x00\x00\x01\x02"
+
+
+def test_whole_and_byte_at_a_time_give_the_same_frames() -> None:
+    data = stream(BODIES)
+    whole = read_all(FrameReader(), [data])
+    one_by_one = read_all(FrameReader(), [data[i:i + 1] for i in range(len(data))])
+    assert whole == one_by_one == BODIES
+
+
+def test_needs_more_data_until_the_frame_is_whole() -> None:
+    reader = FrameReader()
+    assert reader.next_frame() is None
+    reader.feed(b"\x00\x00\x00")
+    assert reader.next_frame() is None
+    reader.feed(b"\x03ab")
+    assert reader.next_frame() is None
+    assert reader.buffered == 6
+    reader.feed(memoryview(b"cd"))
+    assert reader.next_frame() == b"abc"
+    assert reader.buffered == 1  # "d" starts the next size prefix
+    assert reader.next_frame() is None
+
+
+def test_negative_size_is_a_frame_error() -> None:
+    reader = FrameReader()
+    reader.feed(struct.pack(">i", -1))
+    with pytest.raises(FrameError, match="negative"):
+        reader.next_frame()
+
+
+def test_oversized_frame_is_refused_before_its_body_arrives() -> None:
+    reader = FrameReader(max_frame_size=1024)
+    reader.feed(frame(1024) + bytes(1024))
+    assert reader.next_frame() == bytes(1024)  # exactly the limit is fine
+    reader.feed(frame(1025))  # nothing of the body yet: refused on the size alone
+    with pytest.raises(FrameError, match="exceeds"):
+        reader.next_frame()
+    default = FrameReader()
+    default.feed(frame(DEFAULT_MAX_FRAME_SIZE + 1))
+    with pytest.raises(FrameError):
+        default.next_frame()
+    assert issubclass(FrameError, ValueError)
+
+
+def test_limit_applies_to_every_frame_in_a_stream() -> None:
+    reader = FrameReader(max_frame_size=8)
+    reader.feed(frame(3) + b"abc" + frame(9) + bytes(9))
+    assert reader.next_frame() == b"abc"
+    with pytest.raises(FrameError):
+        reader.next_frame()
+
+
+@st.composite
+def chunked(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    """``data`` cut at random points (including empty chunks)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), bodies=st.lists(st.binary(max_size=40), max_size=6))
+def test_fuzz_any_chunking_gives_the_same_frames(data: st.DataObject, bodies: list[bytes]) -> None:
+    raw = stream(bodies)
+    reader = FrameReader()
+    assert read_all(reader, data.draw(chunked(raw))) == bodies
+    assert reader.buffered == 0
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), garbage=st.binary(max_size=64), limit=st.integers(0, 64))
+def test_fuzz_garbage_gives_frames_or_frame_error(data: st.DataObject, garbage: bytes, limit: int) -> None:
+    """Whatever arrives, the reader either frames it or raises FrameError, the same for any chunking."""
+    def outcome(chunks: list[bytes]) -> tuple[list[bytes], bool]:
+        reader = FrameReader(max_frame_size=limit)
+        frames: list[bytes] = []
+        try:
+            for chunk in chunks:
+                reader.feed(chunk)
+                while (f := reader.next_frame()) is not None:
+                    frames.append(f)
+        except FrameError:
+            return frames, True
+        return frames, False
+
+    assert outcome(data.draw(chunked(garbage))) == outcome([garbage])
