@@ -54,7 +54,7 @@ _SCALARS = {
 }
 
 SETTINGS = settings(
-    max_examples=20,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
