@@ -1,0 +1,496 @@
+"""Log compaction (Kafka's LogCleaner / Cleaner / LogCleanerManager), on a background thread.
+
+For a log with cleanup.policy ``compact``:
+
+* The *dirty* section runs from the checkpointed first dirty offset to the first uncleanable offset: the
+  smallest of the active segment's base offset (the active segment is never touched), the last stable
+  offset (undecided transactions and data above the high watermark stay), and the first segment whose
+  largest timestamp is within ``min.compaction.lag.ms`` of now.
+* The cleaner picks the log with the highest dirty ratio (dirty bytes / all bytes up to the first
+  uncleanable offset) at or above ``min.cleanable.dirty.ratio``, or any log holding dirty data older than
+  ``max.compaction.lag.ms``.
+* It maps every key of the dirty section to its last offset, then recopies the segments from the log
+  start to the end of the mapped range, in groups that fit one segment, keeping a record only if no later
+  record has its key. Offsets never change (batches keep their base offset; gaps are normal). Batches
+  that lose no record are copied byte for byte; others are rebuilt, recompressed with their own codec.
+  Records without a key are dropped (they are invalid on a compacted topic), as Kafka does.
+* Tombstones (null values) get a delete horizon the first time they are recopied: the batch is marked
+  (attribute bit 6, KIP-534) and its base timestamp becomes now + ``delete.retention.ms``; a later
+  cleaning after that time drops them.
+* Transactions: control batches (markers) are kept; batches of aborted transactions are kept as they
+  are and never count as the latest value of a key; the last batch of each producer id is kept (empty
+  if all its records went) so producer state survives.
+* Swap (crash-safe, storage.local_log.replace_segments): the group is written to ``<base>.log.cleaned``
+  (+ indexes), fsynced, renamed ``.swap``, swapped into the log under the log's lock (only if the log
+  still has exactly those segments: a truncation or retention meanwhile aborts the cleaning), the old
+  segments renamed ``.deleted``, the ``.swap`` suffix dropped. Recovery completes or discards the rest.
+
+On disk it also keeps ``cleaner-offset-checkpoint`` per log dir (first dirty offset per partition).
+Threading: the cleaner thread reads old segments without the log's lock (they are immutable, and it
+holds a reference on each ``.log`` file), takes the lock only to swap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import crc32c
+
+from storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
+from storage.segment import CLEANED_FILE_SUFFIX, LogSegment, filename_prefix_from_offset
+from storage.segment import LOG_FILE_SUFFIX as _LOG
+from wire import (
+    DELETE_HORIZON_FLAG_MASK,
+    LOG_OVERHEAD,
+    RecordBatchHeader,
+    TimestampType,
+    build_batch,
+    decode_records,
+    parse_batch_header,
+)
+
+if TYPE_CHECKING:
+    from storage.log import Log
+
+log = logging.getLogger("storage.cleaner")
+
+__all__ = ["CleanResult", "LogCleaner", "LogToClean", "clean_log", "cleanable_offsets"]
+
+DEFAULT_MAX_MAP_ENTRIES = 2_000_000
+_ATTRIBUTES = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+_INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(slots=True)
+class LogToClean:
+    """A compacted log's cleanable range and dirty ratio (Kafka's LogToClean)."""
+
+    log: Log
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    needs_compaction_now: bool = False
+
+    @property
+    def cleanable_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+
+@dataclass(slots=True)
+class CleanResult:
+    """What one cleaning did."""
+
+    next_dirty_offset: int
+    segments_cleaned: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_removed: int = 0
+    aborted: bool = False
+    swapped_groups: list[int] = field(default_factory=list)
+
+
+def cleanable_offsets(log_: Log, checkpointed_dirty_offset: int | None, now_ms: int) -> tuple[int, int, bool]:
+    """(first dirty offset, first uncleanable offset, dirty data older than max.compaction.lag.ms)."""
+    config = log_.config
+    start = log_.log_start_offset
+    first_dirty = checkpointed_dirty_offset if checkpointed_dirty_offset is not None else start
+    if first_dirty < start or first_dirty > log_.log_end_offset:
+        first_dirty = start
+    segments = log_.local.segments.snapshot()
+    active_base = segments[-1].base_offset
+    candidates = [log_.last_stable_offset, active_base]
+    dirty_non_active = [s for s in segments[:-1] if _next_base(segments, s) > first_dirty]
+    if config.min_compaction_lag_ms > 0:
+        for segment in dirty_non_active:
+            if segment.largest_timestamp() > now_ms - config.min_compaction_lag_ms:
+                candidates.append(segment.base_offset)
+                break
+    first_uncleanable = max(first_dirty, min(candidates))
+    must_clean = False
+    if config.max_compaction_lag_ms < (1 << 63) - 1 and dirty_non_active:
+        first_ts = dirty_non_active[0].first_batch_timestamp()
+        must_clean = first_ts < (1 << 63) - 1 and now_ms - first_ts > config.max_compaction_lag_ms
+    return first_dirty, first_uncleanable, must_clean
+
+
+def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
+    i = segments.index(segment)
+    return segments[i + 1].base_offset if i + 1 < len(segments) else (1 << 63) - 1
+
+
+def _bytes_between(segments: list[LogSegment], start: int, end: int) -> int:
+    total = 0
+    for i, segment in enumerate(segments):
+        nxt = segments[i + 1].base_offset if i + 1 < len(segments) else (1 << 63) - 1
+        if segment.base_offset >= end or nxt <= start:
+            continue
+        total += segment.size
+    return total
+
+
+def log_to_clean(log_: Log, checkpointed_dirty_offset: int | None, now_ms: int) -> LogToClean:
+    first_dirty, first_uncleanable, must = cleanable_offsets(log_, checkpointed_dirty_offset, now_ms)
+    segments = log_.local.segments.snapshot()
+    clean = _bytes_between(segments, log_.log_start_offset, first_dirty)
+    dirty = _bytes_between(segments, first_dirty, first_uncleanable)
+    return LogToClean(log_, first_dirty, first_uncleanable, clean, dirty, must)
+
+
+# -- the cleaning ---------------------------------------------------------------------------------------
+
+
+class _Aborted:
+    """Which transactional batches belong to aborted transactions, walking in offset order."""
+
+    def __init__(self, log_: Log, start: int, end: int) -> None:
+        txns = sorted(log_.collect_aborted_transactions(start, end), key=lambda t: t.first_offset)
+        self._pending = txns
+        self._open: dict[int, int] = {}  # producer id -> last offset (marker) of its aborted txn
+
+    def is_aborted(self, header: RecordBatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        while self._pending and self._pending[0].first_offset <= header.base_offset:
+            txn = self._pending.pop(0)
+            self._open[txn.producer_id] = txn.last_offset
+        last = self._open.get(header.producer_id)
+        return last is not None and header.base_offset < last
+
+
+def _walk(segment: LogSegment, start: int = 0) -> Iterable[tuple[int, RecordBatchHeader]]:
+    return segment.log.batches_from(start)
+
+
+def _build_offset_map(log_: Log, segments: list[LogSegment], start: int, end: int,
+                      max_entries: int) -> tuple[dict[bytes, int], int]:
+    """key -> last offset for [start, end); stops at a segment boundary when the map is full. Returns
+    the map and the offset up to which it is complete."""
+    offset_map: dict[bytes, int] = {}
+    aborted = _Aborted(log_, start, end)
+    mapped_to = start
+    for segment in segments:
+        if segment.base_offset >= end:
+            break
+        if len(offset_map) >= max_entries:
+            break
+        for pos, header in _walk(segment):
+            if header.base_offset + header.last_offset_delta < start:
+                continue
+            if header.base_offset >= end:
+                break
+            if header.is_control or aborted.is_aborted(header):
+                continue
+            _, records = decode_records(segment.log.read(pos, header.batch_length + LOG_OVERHEAD))
+            base = header.base_offset
+            for record in records:
+                offset = base + record.offset_delta
+                if record.key is not None and start <= offset < end:
+                    offset_map[record.key] = offset
+        nxt = log_.local.segments.higher_segment(segment.base_offset)
+        mapped_to = min(end, nxt.base_offset if nxt is not None else end)
+    return offset_map, max(mapped_to, start)
+
+
+def _group_segments(segments: list[LogSegment], max_size: int, max_index_size: int) -> list[list[LogSegment]]:
+    """Consecutive segments whose combined log and index sizes fit one segment (Kafka's groupSegmentsBySize)."""
+    groups: list[list[LogSegment]] = []
+    rest = list(segments)
+    while rest:
+        group = [rest.pop(0)]
+        log_size = group[0].size
+        index_size = group[0].offset_index.entries * 8
+        time_index_size = group[0].time_index.entries * 12
+        while rest:
+            candidate = rest[0]
+            if (log_size + candidate.size > max_size or index_size + candidate.offset_index.entries * 8 > max_index_size
+                    or time_index_size + candidate.time_index.entries * 12 > max_index_size
+                    or candidate.read_next_offset() - 1 - group[0].base_offset > _INT32_MAX):
+                break
+            group.append(rest.pop(0))
+            log_size += candidate.size
+            index_size += candidate.offset_index.entries * 8
+            time_index_size += candidate.time_index.entries * 12
+        groups.append(group)
+    return groups
+
+
+def _set_delete_horizon(batch: bytearray) -> None:
+    (attributes,) = _ATTRIBUTES.unpack_from(batch, 21)
+    _ATTRIBUTES.pack_into(batch, 21, attributes | DELETE_HORIZON_FLAG_MASK)
+    _CRC.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[21:]))
+
+
+def _rebuild(header: RecordBatchHeader, records: list, horizon: int | None) -> bytes:
+    """A batch with ``records`` (a subset), same base offset, codec, producer fields and timestamps."""
+    log_append = header.timestamp_type is TimestampType.LOG_APPEND_TIME
+    base_ts = header.base_timestamp
+    if horizon is not None and not header.has_delete_horizon:
+        for r in records:
+            r.timestamp_delta = base_ts + r.timestamp_delta - horizon
+        base_ts = horizon
+    last_delta = records[-1].offset_delta if records else header.last_offset_delta
+    batch = bytearray(build_batch(
+        records, base_offset=header.base_offset, base_timestamp=base_ts, compression=header.compression,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, is_transactional=header.is_transactional,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
+        max_timestamp=header.max_timestamp, last_offset_delta=last_delta))
+    if horizon is not None or header.has_delete_horizon:
+        _set_delete_horizon(batch)
+    return bytes(batch)
+
+
+def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int | None = None,
+              max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES,
+              before_swap: Callable[[], None] | None = None) -> CleanResult:
+    """Compact ``log_`` once (see the module docstring); returns the next first dirty offset.
+
+    ``before_swap`` is a test hook called after the cleaned files are written, before the swap.
+    """
+    now = log_.time_ms() if now_ms is None else now_ms
+    with log_.lock:
+        target = log_to_clean(log_, first_dirty_offset, now)
+        segments = log_.local.segments.snapshot()
+        producer_last_offsets = {pid: e.last_data_offset for pid, e in log_.producer_state.producers.items()}
+        for segment in segments:
+            segment.log.file.retain()
+    try:
+        start, end = target.first_dirty_offset, target.first_uncleanable_offset
+        if end <= start:
+            return CleanResult(start)
+        offset_map, mapped_to = _build_offset_map(log_, [s for s in segments if _next_base(segments, s) > start],
+                                                  start, end, max_map_entries)
+        if mapped_to <= log_.log_start_offset:
+            return CleanResult(start)
+        to_clean = [s for s in segments[:-1] if s.base_offset < mapped_to and _next_base(segments, s) <= mapped_to]
+        if not to_clean:
+            return CleanResult(start)
+        result = CleanResult(mapped_to)
+        config = log_.config
+        horizon = now + config.delete_retention_ms
+        aborted = _Aborted(log_, log_.log_start_offset, mapped_to)
+        for group in _group_segments(to_clean, config.segment_size, config.max_index_size):
+            if not _clean_group(log_, group, offset_map, aborted, producer_last_offsets, now, horizon, result,
+                                before_swap):
+                result.aborted = True
+                result.next_dirty_offset = start
+                break
+        return result
+    finally:
+        for segment in segments:
+            segment.log.file.release()
+
+
+def _clean_group(log_: Log, group: list[LogSegment], offset_map: dict[bytes, int], aborted: _Aborted,
+                 producer_last_offsets: dict[int, int], now: int, horizon: int, result: CleanResult,
+                 before_swap: Callable[[], None] | None) -> bool:
+    directory = log_.dir
+    base = group[0].base_offset
+    prefix = os.path.join(directory, filename_prefix_from_offset(base))
+    for suffix in (_LOG, ".index", ".timeindex", ".txnindex"):
+        path = prefix + suffix + CLEANED_FILE_SUFFIX
+        if os.path.exists(path):
+            os.unlink(path)
+    config = log_.config
+    cleaned = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
+                              max_index_size=config.max_index_size, time_ms=log_.time_ms,
+                              suffix=CLEANED_FILE_SUFFIX)
+    try:
+        for segment in group:
+            # Aborted transactions whose markers are in this segment stay aborted in the cleaned one.
+            for txn in segment.txn_index.entries:
+                cleaned.txn_index.append(txn)
+            _copy_segment(segment, cleaned, offset_map, aborted, producer_last_offsets, now, horizon, result)
+            result.bytes_read += segment.size
+        cleaned.on_become_inactive_segment()
+        cleaned.flush()
+        mtime = os.stat(group[-1].log.path).st_mtime
+        os.utime(cleaned.log.path, (mtime, mtime))
+        if before_swap is not None:
+            before_swap()
+        with log_.lock:
+            current = {s.base_offset: s for s in log_.local.segments.snapshot()}
+            if log_.deleted or log_._closed or any(current.get(s.base_offset) is not s for s in group):
+                log.info("Cleaning of %s aborted: its segments changed meanwhile", log_.name)
+                cleaned.close_handlers()
+                for path in cleaned.file_paths():
+                    if os.path.exists(path):
+                        os.unlink(path)
+                return False
+            with log_._io("swapping cleaned segments"):
+                log_.local.replace_segments([cleaned], group)
+        result.bytes_written += cleaned.size
+        result.segments_cleaned += len(group)
+        result.swapped_groups.append(base)
+        return True
+    except BaseException:
+        cleaned.close_handlers()
+        for path in cleaned.file_paths():
+            if path.endswith(CLEANED_FILE_SUFFIX) and os.path.exists(path):
+                os.unlink(path)
+        raise
+
+
+def _copy_segment(segment: LogSegment, cleaned: LogSegment, offset_map: dict[bytes, int], aborted: _Aborted,
+                  producer_last_offsets: dict[int, int], now: int, horizon: int, result: CleanResult) -> None:
+    out = bytearray()
+    out_batches: list[tuple[int, RecordBatchHeader]] = []
+
+    def emit(data: bytes | bytearray) -> None:
+        out_batches.append((len(out), parse_batch_header(data, 0)))
+        out.extend(data)
+
+    for pos, header in _walk(segment):
+        data = segment.log.read(pos, header.batch_length + LOG_OVERHEAD)
+        if header.is_control or aborted.is_aborted(header):
+            emit(data)
+            continue
+        _, records = decode_records(data)
+        kept = []
+        has_tombstone = False
+        for record in records:
+            offset = header.base_offset + record.offset_delta
+            if record.key is None:
+                continue
+            if offset_map.get(record.key, -1) > offset:
+                continue
+            if record.value is None:
+                if header.has_delete_horizon and now >= header.base_timestamp:
+                    continue  # the tombstone's delete horizon has passed
+                has_tombstone = True
+            kept.append(record)
+        result.records_removed += len(records) - len(kept)
+        needs_horizon = has_tombstone and not header.has_delete_horizon
+        last_of_producer = header.producer_id >= 0 and producer_last_offsets.get(header.producer_id) == \
+            header.base_offset + header.last_offset_delta
+        if len(kept) == len(records) and not needs_horizon:
+            emit(data)
+        elif kept:
+            emit(_rebuild(header, kept, horizon if needs_horizon else None))
+        elif last_of_producer:
+            emit(_rebuild(header, [], None))  # keep the producer's last sequence and epoch
+        if len(out) >= 8 * 1024 * 1024:
+            cleaned.append(bytes(out), out_batches)
+            out.clear()
+            out_batches.clear()
+    if out_batches:
+        cleaned.append(bytes(out), out_batches)
+
+
+# -- the thread -------------------------------------------------------------------------------------------
+
+
+class LogCleaner:
+    """The cleaner thread: cleans the dirtiest compacted log, checkpoints, backs off when idle."""
+
+    def __init__(self, logs: Callable[[], list[Log]], *, backoff_ms: int = 15_000,
+                 time_ms: Callable[[], int] | None = None, max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES) -> None:
+        self._logs = logs
+        self.backoff_ms = backoff_ms
+        self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
+        self.max_map_entries = max_map_entries
+        self._checkpoints: dict[str, dict[tuple[str, int], int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.cleanings = 0
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def _checkpoint_file(self, log_dir: str) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
+
+    def checkpointed_offset(self, log_: Log) -> int | None:
+        with self._lock:
+            offsets = self._checkpoints.get(log_.parent_dir)
+            if offsets is None:
+                try:
+                    offsets = self._checkpoint_file(log_.parent_dir).read()
+                except Exception as exc:  # noqa: BLE001 - a bad checkpoint means: clean from the start
+                    log.warning("ignoring cleaner checkpoint in %s: %s", log_.parent_dir, exc)
+                    offsets = {}
+                self._checkpoints[log_.parent_dir] = offsets
+            return offsets.get((log_.topic, log_.partition))
+
+    def update_checkpoint(self, log_: Log, offset: int | None) -> None:
+        with self._lock:
+            offsets = self._checkpoints.setdefault(log_.parent_dir, {})
+            key = (log_.topic, log_.partition)
+            if offset is None:
+                offsets.pop(key, None)
+            else:
+                offsets[key] = offset
+            snapshot = dict(offsets)
+        self._checkpoint_file(log_.parent_dir).write(snapshot)
+
+    # -- one pass ---------------------------------------------------------------------------------------
+    def grab_filthiest_log(self) -> LogToClean | None:
+        now = self.time_ms()
+        best: LogToClean | None = None
+        for log_ in self._logs():
+            if not log_.config.compact or log_.deleted or log_._closed or log_.is_offline:
+                continue
+            with log_.lock:
+                candidate = log_to_clean(log_, self.checkpointed_offset(log_), now)
+            if candidate.first_uncleanable_offset <= candidate.first_dirty_offset:
+                continue
+            if candidate.cleanable_ratio < log_.config.min_cleanable_dirty_ratio and not candidate.needs_compaction_now:
+                continue
+            if best is None or candidate.cleanable_ratio > best.cleanable_ratio:
+                best = candidate
+        return best
+
+    def clean_once(self) -> CleanResult | None:
+        target = self.grab_filthiest_log()
+        if target is None:
+            return None
+        log_ = target.log
+        started = time.monotonic()
+        result = clean_log(log_, first_dirty_offset=target.first_dirty_offset, now_ms=self.time_ms(),
+                           max_map_entries=self.max_map_entries)
+        if not result.aborted:
+            self.update_checkpoint(log_, result.next_dirty_offset)
+        self.cleanings += 1
+        log.info("Cleaned log %s: %d segments, %d -> %d bytes, %d records removed in %d ms (next dirty offset %d)",
+                 log_.name, result.segments_cleaned, result.bytes_read, result.bytes_written, result.records_removed,
+                 (time.monotonic() - started) * 1000, result.next_dirty_offset)
+        return result
+
+    # -- thread ----------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="kafka-log-cleaner-thread-0", daemon=True)
+            self._thread.start()
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                result = self.clean_once()
+            except Exception:
+                log.exception("Error cleaning logs; backing off")
+                result = None
+            if result is None:
+                self._wake.wait(self.backoff_ms / 1000)
+                self._wake.clear()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

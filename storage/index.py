@@ -1,0 +1,182 @@
+"""The common part of the offset and time indexes: fixed-size entries, preallocated, trimmed on roll.
+
+On disk (Kafka's AbstractIndex): a file of fixed-size big-endian entries whose offsets are stored
+relative to the segment's base offset (4 bytes). A new, writable index is preallocated (ftruncate,
+sparse) to ``max_index_size`` rounded down to a whole entry, and trimmed to its entries when the segment
+becomes inactive or is closed; an index opened from an existing file has ``length // entry_size``
+entries, as in Kafka, except that trailing all-zero entries (a preallocated index left by a crash) end
+the list, as kafka-dump-log reads them. Nothing is checksummed: after a crash, recovery rebuilds indexes
+from the log.
+
+In memory the entries are two ``array('q')`` (keys and values, absolute offsets), searched with bisect,
+and every new entry is also written with one ``pwrite`` (no mmap: nothing to unmap before deleting, and
+a full disk is an OSError, not a SIGBUS). Writers are serialized by the owning log's lock; lookups may
+run on any thread.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+
+from storage.errors import CorruptIndexError
+
+__all__ = ["AbstractIndex", "INT32_MAX"]
+
+INT32_MAX = (1 << 31) - 1
+
+
+class AbstractIndex:
+    """Base of OffsetIndex and TimeIndex (see the module docstring for the format)."""
+
+    ENTRY_SIZE: int = 0
+    _STRUCT: struct.Struct
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, *, writable: bool = True) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.writable = writable
+        self.keys: array = array("q")
+        self.values: array = array("q")
+        self.corrupt_reason: str | None = None  # set when loading found entries that make no sense
+        existed = os.path.exists(path) and os.path.getsize(path) > 0
+        fd = os.open(path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
+        self._fd: int | None = fd
+        try:
+            if not existed and writable:
+                if max_index_size < self.ENTRY_SIZE:
+                    raise ValueError(f"Invalid max index size: {max_index_size}")
+                os.ftruncate(fd, self._round_down(max_index_size))
+            self.length = os.fstat(fd).st_size
+            if existed:
+                self._load(os.pread(fd, self.length, 0))
+        except BaseException:
+            os.close(fd)
+            self._fd = None
+            raise
+        self.max_index_size = max_index_size if max_index_size > 0 else self.length
+        self.max_entries = self.length // self.ENTRY_SIZE
+
+    # -- format hooks --------------------------------------------------------------------------------
+    def _parse(self, data: bytes, n: int) -> tuple[int, int, int]:
+        """(key, value, relative offset) of entry ``n``."""
+        raise NotImplementedError
+
+    def _check_order(self, key: int, value: int, prev_key: int, prev_value: int) -> bool:
+        raise NotImplementedError
+
+    def _load(self, data: bytes) -> None:
+        count = len(data) // self.ENTRY_SIZE
+        keys, values = self.keys, self.values
+        for n in range(count):
+            key, value, relative = self._parse(data, n)
+            if n > 0 and relative == 0 and not any(data[n * self.ENTRY_SIZE:(n + 1) * self.ENTRY_SIZE]):
+                break  # the zero-filled preallocated tail of an index that was not trimmed
+            if n > 0 and not self._check_order(key, value, keys[-1], values[-1]):
+                self.corrupt_reason = f"entry {n} ({key}, {value}) is out of order"
+                break
+            if relative < 0:
+                self.corrupt_reason = f"entry {n} has a negative relative offset {relative}"
+                break
+            keys.append(key)
+            values.append(value)
+        if len(data) % self.ENTRY_SIZE:
+            self.corrupt_reason = (f"Index file {self.path} is corrupt, found {len(data)} bytes which is neither "
+                                   f"positive nor a multiple of {self.ENTRY_SIZE}")
+
+    # -- state ----------------------------------------------------------------------------------------
+    def _round_down(self, n: int) -> int:
+        return n - n % self.ENTRY_SIZE
+
+    @property
+    def entries(self) -> int:
+        return len(self.keys)
+
+    def is_full(self) -> bool:
+        return len(self.keys) >= self.max_entries
+
+    def relative_offset(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise ValueError(f"offset {offset} is not within [{self.base_offset}, {self.base_offset + INT32_MAX}]")
+        return relative
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def sanity_check(self) -> None:
+        """Kafka's check at load (CorruptIndexError), plus out-of-order entries found while loading."""
+        if self.corrupt_reason is not None:
+            raise CorruptIndexError(f"Corrupt index found, index file ({self.path}): {self.corrupt_reason}")
+
+    # -- writes ---------------------------------------------------------------------------------------
+    def _write_entry(self, key: int, value: int, packed: bytes) -> None:
+        n = len(self.keys)
+        os.pwrite(self._require_fd(), packed, n * self.ENTRY_SIZE)
+        self.keys.append(key)
+        self.values.append(value)
+
+    def _require_fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"index {self.path} is closed")
+        return self._fd
+
+    def truncate_to_entries(self, n: int) -> None:
+        del self.keys[n:]
+        del self.values[n:]
+
+    def truncate(self) -> None:
+        """Remove every entry (the file keeps its preallocated size)."""
+        self.truncate_to_entries(0)
+
+    def reset(self) -> None:
+        """Empty and preallocated again: what recovery starts from."""
+        self.truncate()
+        self.resize(self.max_index_size)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file length to ``new_size`` rounded down to whole entries; max_entries follows it."""
+        rounded = max(self._round_down(new_size), len(self.keys) * self.ENTRY_SIZE)
+        if rounded == self.length:
+            return False
+        os.ftruncate(self._require_fd(), rounded)
+        self.length = rounded
+        self.max_entries = rounded // self.ENTRY_SIZE
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the preallocated tail (on roll and close); the index is then full."""
+        self.resize(len(self.keys) * self.ENTRY_SIZE)
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Trim (when writable) and close."""
+        if self._fd is None:
+            return
+        try:
+            if self.writable:
+                self.trim_to_valid_size()
+        finally:
+            self.close_handler()
+
+    def close_handler(self) -> None:
+        """Close without writing anything (the directory may have failed)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def rename(self, new_path: str) -> None:
+        os.rename(self.path, new_path)
+        self.path = new_path
+
+    def delete_if_exists(self) -> bool:
+        self.close_handler()
+        try:
+            os.unlink(self.path)
+            return True
+        except FileNotFoundError:
+            return False

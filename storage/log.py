@@ -1,0 +1,903 @@
+"""A partition's log: what the broker appends to and reads from (Kafka's UnifiedLog).
+
+On disk: the partition directory ``<topic>-<partition>`` (segments, ``*.snapshot`` producer state,
+``leader-epoch-checkpoint``, ``partition.metadata``); its offsets live in the data-dir checkpoints the log
+manager writes (recovery point, log start offset, high watermark).
+
+Offsets: ``log_start_offset <= high_watermark <= log_end_offset``; ``last_stable_offset <= high_watermark``
+(the first offset of an undecided or unreplicated transaction, else the high watermark). An offset, once
+assigned, never changes; the high watermark only moves forward, except by truncation.
+
+Concurrency — who serializes what:
+
+* ``Log.lock`` (an RLock) guards the segment map, every offset above, producer state and the leader-epoch
+  cache. Appends, reads, truncation, DeleteRecords, retention's and the cleaner's segment swaps take it,
+  each for a short, bounded time (page-cache writes, in-memory index lookups, header preads).
+* The event loop thread appends and reads. fsync (``flush``), delayed file deletion, checkpoint writes,
+  retention and recovery run on the storage scheduler / log manager threads, compaction on the cleaner
+  thread: none of them holds the lock while doing disk work.
+* Segment files are closed only on the scheduler thread (see storage.local_log), and read regions hold
+  their own file reference, so a region stays readable when its segment is deleted.
+
+Errors: a refused append (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...) writes
+nothing. An OSError takes the log directory offline (LogDirFailureChannel) and raises KafkaStorageError;
+every later call raises KafkaStorageError too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from storage.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA_FILE,
+    LeaderEpochCheckpointFile,
+    PartitionMetadataFile,
+)
+from storage.config import LogConfig
+from storage.errors import (
+    InconsistentTopicIdError,
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from storage.local_log import FetchDataInfo, LocalLog
+from storage.log_dir_failure import LogDirFailureChannel
+from storage.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+    control_marker,
+)
+from storage.scheduler import InlineScheduler
+from storage.segment import TimestampAndOffset
+from storage.transaction_index import AbortedTxn
+from wire import (
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    CompressionType,
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordBatchHeader,
+    TimestampType,
+    build_batch,
+    decode_records,
+    parse_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batch,
+)
+
+log = logging.getLogger("storage.log")
+
+__all__ = ["Log", "LogAppendInfo", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "parse_topic_partition_name",
+           "topic_partition_dir_name"]
+
+# ListOffsets special timestamps (Kafka's ListOffsetsRequest)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+_LONG_MAX = (1 << 63) - 1
+
+
+def topic_partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int]:
+    """``my-topic-3`` → ("my-topic", 3); ValueError for anything else."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Found directory {name}, '{name}' is not in the form of topic-partition")
+    return topic, int(partition)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class LogAppendInfo:
+    """What an append did (Kafka's LogAppendInfo).
+
+    ``offset_of_max_timestamp`` is the last offset of the batch with the largest timestamp (Kafka's
+    shallow offset). ``log_append_time`` is set when the topic uses LogAppendTime, else None.
+    ``duplicate``: the batch was a producer retry already in the log; its original offsets are returned
+    and nothing was written.
+    """
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int | None
+    log_start_offset: int
+    records_count: int
+    num_batches: int
+    valid_bytes: int
+    last_leader_epoch: int = -1
+    duplicate: bool = False
+
+
+class Log:
+    """One partition's log (see the module docstring for formats, invariants and locking)."""
+
+    def __init__(self, directory: str, config: LogConfig, local_log: LocalLog, *, log_start_offset: int,
+                 producer_state: ProducerStateManager, leader_epoch_cache: LeaderEpochFileCache,
+                 high_watermark: int = 0, scheduler: Any = None, time_ms: Callable[[], int] = _wall_clock_ms,
+                 failure_channel: LogDirFailureChannel | None = None, topic_id: uuid.UUID | None = None,
+                 lock: threading.RLock | None = None) -> None:
+        self.dir = directory
+        self.topic, self.partition = parse_topic_partition_name(os.path.basename(directory))
+        self.config = config
+        self.local = local_log
+        self.lock = lock or threading.RLock()
+        self.producer_state = producer_state
+        self.leader_epoch_cache = leader_epoch_cache
+        self.scheduler = scheduler if scheduler is not None else InlineScheduler()
+        self.time_ms = time_ms
+        self.failure_channel = failure_channel or LogDirFailureChannel()
+        self.partition_metadata_file = PartitionMetadataFile(os.path.join(directory, PARTITION_METADATA_FILE))
+        self.topic_id = topic_id
+        self._log_start_offset = log_start_offset
+        self._high_watermark = min(max(high_watermark, log_start_offset), local_log.log_end_offset)
+        self._truncations = 0  # bumped by every truncation: a flush started before one must not move the recovery point
+        self._flush_pending = False
+        self._closed = False
+        self.deleted = False
+
+    # -- opening ---------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str, config: LogConfig | None = None, *, log_start_offset: int = 0,
+             recovery_point: int = 0, high_watermark: int = 0, had_clean_shutdown: bool = False,
+             scheduler: Any = None, time_ms: Callable[[], int] = _wall_clock_ms,
+             failure_channel: LogDirFailureChannel | None = None, topic_id: uuid.UUID | None = None,
+             producer_id_expiration_ms: int = 86_400_000, log_recovery_progress: bool = True) -> Log:
+        """Open (creating if needed) and recover the log in ``directory``; see storage.recovery."""
+        from storage.recovery import LogLoader
+
+        config = config or LogConfig()
+        scheduler = scheduler if scheduler is not None else InlineScheduler()
+        os.makedirs(directory, exist_ok=True)
+        name = os.path.basename(directory)
+        producer_state = ProducerStateManager(directory, name, producer_id_expiration_ms=producer_id_expiration_ms)
+
+        def persist(write: Callable[[], None]) -> None:
+            scheduler.schedule_once(f"leader-epoch-checkpoint-{name}", write)
+
+        epoch_cache = LeaderEpochFileCache(
+            LeaderEpochCheckpointFile(os.path.join(directory, LEADER_EPOCH_CHECKPOINT)), persist)
+        loaded = LogLoader(directory, name, config, time_ms=time_ms, scheduler=scheduler,
+                           had_clean_shutdown=had_clean_shutdown, log_start_offset=log_start_offset,
+                           recovery_point=recovery_point, producer_state=producer_state, leader_epoch_cache=epoch_cache,
+                           log_progress=log_recovery_progress).load()
+        local = LocalLog(directory, config, loaded.segments, loaded.recovery_point, loaded.log_end_offset, name,
+                         time_ms, scheduler)
+        log_ = cls(directory, config, local, log_start_offset=loaded.log_start_offset, producer_state=producer_state,
+                   leader_epoch_cache=epoch_cache, high_watermark=high_watermark, scheduler=scheduler, time_ms=time_ms,
+                   failure_channel=failure_channel, topic_id=topic_id)
+        if topic_id is not None:
+            log_.assign_topic_id(topic_id)
+        elif log_.partition_metadata_file.exists():
+            try:
+                log_.topic_id = log_.partition_metadata_file.read()
+            except Exception as exc:  # noqa: BLE001 - a bad metadata file is rewritten when the id is known
+                log.warning("ignoring unreadable %s: %s", log_.partition_metadata_file.path, exc)
+        return log_
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Record the topic id in partition.metadata (InconsistentTopicIdError if another one is there)."""
+        with self.lock:
+            if self.partition_metadata_file.exists():
+                try:
+                    existing = self.partition_metadata_file.read()
+                except Exception:  # noqa: BLE001
+                    existing = None
+                if existing is not None and existing != topic_id:
+                    raise InconsistentTopicIdError(f"Tried to assign topic ID {topic_id} to log for topic partition "
+                                                   f"{self.name}, but log already contained topic ID {existing}")
+                if existing == topic_id:
+                    self.topic_id = topic_id
+                    return
+            with self._io("writing partition metadata"):
+                self.partition_metadata_file.write(topic_id)
+            self.topic_id = topic_id
+
+    # -- offsets ---------------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.local.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self.local.recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self.maybe_increment_high_watermark(value)
+
+    def maybe_increment_high_watermark(self, value: int) -> bool:
+        """Move the high watermark forward to ``value`` (capped at the log end offset); never backwards."""
+        with self.lock:
+            new = min(value, self.local.log_end_offset)
+            if new <= self._high_watermark:
+                return False
+            self._high_watermark = new
+            self.producer_state.on_high_watermark_updated(new)
+            return True
+
+    def update_high_watermark(self, value: int) -> int:
+        """Set the high watermark within [log_start_offset, log_end_offset], either way (follower sync)."""
+        with self.lock:
+            new = max(self._log_start_offset, min(value, self.local.log_end_offset))
+            self._high_watermark = new
+            self.producer_state.on_high_watermark_updated(new)
+            return new
+
+    @property
+    def last_stable_offset(self) -> int:
+        with self.lock:
+            unstable = self.producer_state.first_unstable_offset()
+            hw = self._high_watermark
+            return unstable if unstable is not None and unstable < hw else hw
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.producer_state.first_unstable_offset()
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.local.size_in_bytes()
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.local.segments)
+
+    @property
+    def segments(self):
+        return self.local.segments
+
+    @property
+    def active_segment(self):
+        return self.local.active_segment
+
+    @property
+    def is_offline(self) -> bool:
+        return self.failure_channel.is_offline(self.parent_dir)
+
+    @property
+    def parent_dir(self) -> str:
+        return os.path.dirname(os.path.abspath(self.dir))
+
+    # -- failure handling ------------------------------------------------------------------------------
+    def _check_online(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"The log for partition {self.name} is closed")
+        if self.failure_channel.is_offline(self.parent_dir):
+            raise KafkaStorageError(f"The log dir {self.parent_dir} of partition {self.name} is offline")
+
+    def _io(self, what: str):
+        return _IOGuard(self, what)
+
+    def _go_offline(self, what: str, exc: OSError) -> KafkaStorageError:
+        message = f"Error while {what} for {self.name} in dir {self.parent_dir}"
+        self.failure_channel.maybe_add_offline_log_dir(self.parent_dir, message, exc)
+        return KafkaStorageError(f"{message}: {exc}")
+
+    # -- append ----------------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
+                         log_append_time_ms: int | None = None, origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate, assign offsets to and append ``records`` (one or more v2 batches) as the leader.
+
+        Every batch is checked (magic, lengths, CRC-32C, Kafka's client rules, size, timestamps, producer
+        sequence) before anything is written; a refusal raises and writes nothing. Offsets are assigned by
+        rewriting each batch's base_offset and partition_leader_epoch in place (outside the CRC); under
+        LogAppendTime the max timestamp is rewritten too (and the CRC recomputed). Header-only work: the
+        records of a batch are decoded only for compacted topics (keys are required there), for a
+        topic-level compression.type that differs from the batch's codec, and for transaction markers.
+        """
+        return self._append(records, origin, leader_epoch=leader_epoch, assign_offsets=True,
+                            log_append_time_ms=log_append_time_ms)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches fetched from the leader, offsets and epochs as given (CRC and order checked).
+
+        A partial batch at the end (a fetch response may end with one) is dropped.
+        """
+        return self._append(records, AppendOrigin.REPLICATION, leader_epoch=None, assign_offsets=False,
+                            log_append_time_ms=None)
+
+    def _append(self, records: bytes | bytearray | memoryview, origin: str, *, leader_epoch: int | None,
+                assign_offsets: bool, log_append_time_ms: int | None) -> LogAppendInfo:
+        buf = records if isinstance(records, bytearray) else bytearray(records)
+        config = self.config
+        with self.lock:
+            self._check_online()
+            batches, buf = self._analyze_and_validate(buf, origin)
+            if not batches:
+                return LogAppendInfo(-1, -1, -1, -1, None, self._log_start_offset, 0, 0, 0)
+            now = self.time_ms()
+            log_append_time = None
+            if assign_offsets:
+                if config.timestamp_type is TimestampType.LOG_APPEND_TIME:
+                    log_append_time = log_append_time_ms if log_append_time_ms is not None else now
+                else:
+                    self._validate_timestamps(batches, now)
+                if origin == AppendOrigin.CLIENT:
+                    buf, batches = self._maybe_recompress(buf, batches)
+                if config.compact and origin == AppendOrigin.CLIENT:
+                    self._require_keys(buf, batches)
+                batches = self._assign_offsets(buf, batches, self.local.log_end_offset, leader_epoch, log_append_time)
+            else:
+                batches = self._check_follower_offsets(batches)
+
+            # Producer state: a retry of a batch already in the log answers with its original offsets.
+            duplicate = self._find_duplicate(batches, origin)
+            if duplicate is not None:
+                return duplicate
+            updates, completed = self._prepare_producer_updates(buf, batches, origin)
+
+            first_offset = batches[0][1].base_offset
+            last_header = batches[-1][1]
+            last_offset = last_header.base_offset + last_header.last_offset_delta
+            max_timestamp, offset_of_max = -1, first_offset
+            records_count = 0
+            for _, header in batches:
+                if header.max_timestamp > max_timestamp:
+                    max_timestamp = header.max_timestamp
+                    offset_of_max = header.base_offset + header.last_offset_delta
+                records_count += header.records_count
+            size = len(buf)
+            if size > config.segment_size:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {size} bytes in append to partition {self.name} which exceeds the "
+                    f"maximum configured segment size of {config.segment_size}.")
+            with self._io("appending to the log"):
+                self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
+                self.local.append(last_offset, buf, batches)
+                for _, header in batches:
+                    if header.partition_leader_epoch >= 0:
+                        latest = self.leader_epoch_cache.latest_epoch
+                        if latest is None or header.partition_leader_epoch > latest:
+                            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+                if self._high_watermark > self.local.log_end_offset:
+                    self._high_watermark = self.local.log_end_offset
+                for info in updates.values():
+                    self.producer_state.update(info)
+                for txn in completed:
+                    self._complete_txn(txn)
+                self.producer_state.update_map_end_offset(last_offset + 1)
+            if self.local.unflushed_messages() >= config.flush_messages:
+                self.schedule_flush()
+            return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max, log_append_time,
+                                 self._log_start_offset, records_count, len(batches), size,
+                                 last_header.partition_leader_epoch)
+
+    def _analyze_and_validate(self, buf: bytearray, origin: str) -> tuple[list[tuple[int, RecordBatchHeader]], bytearray]:
+        """Structural checks of every batch (Kafka's analyzeAndValidateRecords); nothing is written yet."""
+        batches: list[tuple[int, RecordBatchHeader]] = []
+        end = len(buf)
+        pos = 0
+        max_size = self.config.max_message_bytes
+        follower = origin == AppendOrigin.REPLICATION
+        while pos < end:
+            if follower:
+                if end - pos < RECORD_BATCH_OVERHEAD:
+                    break
+                header = parse_batch_header(buf, pos)
+                if pos + header.batch_length + LOG_OVERHEAD > end:
+                    break  # a partial batch at the end of a fetch response
+            header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT)
+            size = header.batch_length + LOG_OVERHEAD
+            if size > max_size and not follower:
+                raise RecordTooLargeError(
+                    f"The record batch size in the append to {self.name} is {size} bytes which exceeds the maximum "
+                    f"configured value of {max_size}.")
+            batches.append((pos, header))
+            pos += size
+        if follower and pos < end:
+            buf = buf[:pos]
+        if origin == AppendOrigin.CLIENT:
+            if not batches:
+                raise InvalidRecordError("Record batch has no batches at all")
+            if len(batches) > 1 and (any(h.attributes & 0x07 for _, h in batches)
+                                     or self.config.compression_type not in ("producer", "uncompressed")):
+                raise InvalidRecordError("Compressed outer record has more than one batch")
+        return batches, buf
+
+    def _validate_timestamps(self, batches: list[tuple[int, RecordBatchHeader]], now: int) -> None:
+        """CreateTime bounds (message.timestamp.before/after.max.ms), from the batch header's timestamps."""
+        before = self.config.message_timestamp_before_max_ms
+        after = self.config.message_timestamp_after_max_ms
+        if before >= _LONG_MAX and after >= _LONG_MAX:
+            return
+        for index, (_, header) in enumerate(batches):
+            for ts in (header.base_timestamp, header.max_timestamp):
+                if ts < 0 or header.has_delete_horizon:
+                    continue
+                if now - ts > before or ts - now > after:
+                    message = (f"Timestamp {ts} of message with offset 0 is out of range. The timestamp should be "
+                               f"within [{now - before}, {now + after}]")
+                    raise InvalidTimestampError(message, [(index, message)])
+
+    def _maybe_recompress(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]]):
+        """Rewrite batches into the topic's compression.type when it is not "producer" (per-record work)."""
+        target_name = self.config.compression_type
+        if target_name == "producer":
+            return buf, batches
+        target = CompressionType.NONE if target_name == "uncompressed" else CompressionType[target_name.upper()]
+        if all(h.attributes & 0x07 == target for _, h in batches):
+            return buf, batches
+        out = bytearray()
+        new_batches = []
+        for pos, header in batches:
+            _, records = decode_records(buf, pos)
+            level = {CompressionType.GZIP: self.config.compression_gzip_level,
+                     CompressionType.LZ4: self.config.compression_lz4_level,
+                     CompressionType.ZSTD: self.config.compression_zstd_level}.get(target)
+            rebuilt = build_batch(records, base_offset=header.base_offset, base_timestamp=header.base_timestamp,
+                                  compression=target, producer_id=header.producer_id,
+                                  producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                                  is_transactional=header.is_transactional,
+                                  timestamp_type=header.timestamp_type, max_timestamp=header.max_timestamp,
+                                  last_offset_delta=header.last_offset_delta,
+                                  compression_level=level if level is not None and level >= 0 else None)
+            new_batches.append((len(out), parse_batch_header(rebuilt, 0)))
+            out += rebuilt
+        return out, new_batches
+
+    def _require_keys(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]]) -> None:
+        for pos, _ in batches:
+            _, records = decode_records(buf, pos)
+            for record in records:
+                if record.key is None:
+                    raise InvalidRecordError(
+                        f"Compacted topic cannot accept message without key in topic partition {self.name}.")
+
+    @staticmethod
+    def _assign_offsets(buf: bytearray, batches: list[tuple[int, RecordBatchHeader]], next_offset: int,
+                        leader_epoch: int | None, log_append_time: int | None) -> list[tuple[int, RecordBatchHeader]]:
+        out = []
+        for pos, header in batches:
+            set_base_offset(buf, pos, next_offset)
+            changes: dict[str, int] = {"base_offset": next_offset}
+            if leader_epoch is not None:
+                set_partition_leader_epoch(buf, pos, leader_epoch)
+                changes["partition_leader_epoch"] = leader_epoch
+            if log_append_time is not None:
+                set_log_append_time(buf, pos, log_append_time)
+                out.append((pos, parse_batch_header(buf, pos)))
+            else:
+                out.append((pos, header._replace(**changes)))
+            next_offset += header.last_offset_delta + 1
+        return out
+
+    def _check_follower_offsets(self, batches: list[tuple[int, RecordBatchHeader]]) -> list[tuple[int, RecordBatchHeader]]:
+        first = batches[0][1]
+        if first.base_offset < self.local.log_end_offset:
+            raise UnexpectedAppendOffsetError(
+                f"Unexpected offset in append to {self.name}. First offset {first.base_offset} is less than the next "
+                f"offset {self.local.log_end_offset}. First 10 offsets in append: "
+                f"{[h.base_offset for _, h in batches[:10]]}")
+        previous = -1
+        for _, header in batches:
+            if header.base_offset <= previous:
+                raise UnexpectedAppendOffsetError(f"Out of order offsets found in append to {self.name}: "
+                                                  f"{[h.base_offset for _, h in batches[:10]]}")
+            previous = header.base_offset + header.last_offset_delta
+        return batches
+
+    def _find_duplicate(self, batches: list[tuple[int, RecordBatchHeader]], origin: str) -> LogAppendInfo | None:
+        if origin != AppendOrigin.CLIENT:
+            return None
+        for _, header in batches:
+            if header.producer_id < 0:
+                continue
+            entry = self.producer_state.last_entry(header.producer_id)
+            if entry is None:
+                continue
+            dup = entry.find_duplicate_batch(header)
+            if dup is not None:
+                return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset, None,
+                                     self._log_start_offset, header.records_count, 1, 0, duplicate=True)
+        return None
+
+    def _prepare_producer_updates(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]],
+                                  origin: str) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn]]:
+        updates: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        for pos, header in batches:
+            if header.producer_id < 0:
+                continue
+            info = updates.get(header.producer_id)
+            if info is None:
+                info = updates[header.producer_id] = self.producer_state.prepare_update(header.producer_id, origin)
+            if header.is_control:
+                control_type, coordinator_epoch = control_marker(buf, pos)
+                txn = info.append(header, control_type, coordinator_epoch)
+            else:
+                txn = info.append(header)
+            if txn is not None:
+                completed.append(txn)
+        return updates, completed
+
+    def _complete_txn(self, txn: CompletedTxn) -> None:
+        lso = self.producer_state.last_stable_offset(txn)
+        if txn.is_aborted:
+            self.local.active_segment.txn_index.append(
+                AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+        self.producer_state.complete_txn(txn)
+
+    # -- roll --------------------------------------------------------------------------------------------
+    def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, last_offset: int,
+                    now: int) -> None:
+        segment = self.local.active_segment
+        config = self.config
+        if segment.should_roll(max_segment_bytes=config.segment_size, messages_size=messages_size,
+                               max_timestamp_in_messages=max_timestamp, max_offset_in_messages=last_offset, now=now,
+                               max_segment_ms=config.max_segment_ms):
+            log.debug("Rolling new log segment for %s (log_size = %d/%d, time_since_roll = %d/%d, offset index full "
+                      "= %s)", self.name, segment.size, config.segment_size,
+                      segment.time_waited_for_roll(now, max_timestamp), config.max_segment_ms,
+                      segment.offset_index.is_full())
+            self._roll(first_offset)
+
+    def roll(self, expected_next_offset: int | None = None):
+        """Start a new active segment now (at the log end offset)."""
+        with self.lock:
+            self._check_online()
+            with self._io("rolling the log"):
+                return self._roll(expected_next_offset)
+
+    def _roll(self, expected_next_offset: int | None):
+        start = time.monotonic()
+        segment = self.local.roll(expected_next_offset)
+        self.producer_state.update_map_end_offset(segment.base_offset)
+        snapshot = self.producer_state.take_snapshot(sync=False)
+        log.info("Rolled new log segment at offset %d in %d ms (%s)", segment.base_offset,
+                 (time.monotonic() - start) * 1000, self.name)
+        base = segment.base_offset
+
+        def flush_rolled() -> None:
+            if snapshot is not None and os.path.exists(snapshot):
+                fd = os.open(snapshot, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            self.flush(base)
+
+        self.scheduler.schedule_once(f"flush-log-{self.name}", self._guard_background(flush_rolled, "flushing"))
+        return segment
+
+    def _guard_background(self, fn: Callable[[], None], what: str) -> Callable[[], None]:
+        def run() -> None:
+            if self._closed or self.deleted:
+                return
+            try:
+                fn()
+            except KafkaStorageError:
+                pass
+            except OSError as exc:
+                self._go_offline(what, exc)
+        return run
+
+    # -- flush -------------------------------------------------------------------------------------------
+    def flush(self, offset: int | None = None) -> None:
+        """fsync everything below ``offset`` (default: the log end offset) and move the recovery point.
+
+        Blocking: call it on a storage thread (``schedule_flush`` does), not on the event loop.
+        """
+        with self.lock:
+            self._check_online()
+            target = self.local.log_end_offset if offset is None else min(offset, self.local.log_end_offset)
+            if target <= self.local.recovery_point:
+                return
+            segments = self.local.segments_to_flush(target)
+            recovery_point = self.local.recovery_point
+            truncations = self._truncations
+        with self._io("flushing the log"):
+            self.local.flush_segments(segments, recovery_point)
+        with self.lock:
+            if truncations == self._truncations:
+                self.local.mark_flushed(target)
+
+    def schedule_flush(self) -> None:
+        """Flush on the scheduler thread (at most one pending at a time)."""
+        if self._flush_pending:
+            return
+        self._flush_pending = True
+
+        def run() -> None:
+            self._flush_pending = False
+            self.flush()
+
+        self.scheduler.schedule_once(f"flush-log-{self.name}", self._guard_background(run, "flushing"))
+
+    def time_since_last_flush_ms(self, now_ms: int | None = None) -> int:
+        return (self.time_ms() if now_ms is None else now_ms) - self.local.last_flush_time_ms
+
+    # -- read --------------------------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_message: bool = False) -> FetchDataInfo:
+        """Batches from the one holding ``fetch_offset`` as a sendfile-able region.
+
+        At most ``max_bytes`` (the first batch whole anyway with ``min_one_message``), and nothing at or
+        past ``max_offset`` (the high watermark or last stable offset for consumers; default: the log end
+        offset). OffsetOutOfRangeError below log_start_offset or above log_end_offset. The region keeps
+        its file open until released, even if the segment is deleted meanwhile.
+        """
+        with self.lock:
+            self._check_online()
+            leo = self.local.log_end_offset
+            if fetch_offset > leo or fetch_offset < self._log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {fetch_offset} for partition {self.name}, but we only have log "
+                    f"segments from offset {self._log_start_offset} up to {leo}.")
+            limit = leo if max_offset is None else min(max_offset, leo)
+            with self._io("reading the log"):
+                return self.local.read(fetch_offset, max_bytes, limit, min_one_message)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset) (read_committed fetches)."""
+        with self.lock:
+            found: list[AbortedTxn] = []
+            floor = self.local.segments.floor_segment(start_offset)
+            segments = self.local.segments.snapshot()
+            if floor is not None:
+                segments = [s for s in segments if s.base_offset >= floor.base_offset]
+            for segment in segments:
+                if segment.base_offset >= upper_bound_offset:
+                    break
+                result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+                found.extend(result.aborted_transactions)
+                if result.is_complete:
+                    break
+            return found
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: (timestamp, offset, leader_epoch) for ``target_timestamp``.
+
+        -2 earliest (log start offset), -4 earliest local (the same here), -1 latest (log end offset),
+        -3 the record with the largest timestamp, -5 latest tiered (no tiered storage: None), t >= 0 the
+        first record whose timestamp is >= t (None when there is none).
+        """
+        with self.lock:
+            self._check_online()
+            cache = self.leader_epoch_cache
+            if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                earliest = cache.earliest_entry
+                epoch = earliest[0] if earliest is not None and earliest[1] <= self._log_start_offset else -1
+                return TimestampAndOffset(-1, self._log_start_offset, epoch)
+            if target_timestamp == LATEST_TIMESTAMP:
+                latest = cache.latest_epoch
+                return TimestampAndOffset(-1, self.local.log_end_offset, latest if latest is not None else -1)
+            if target_timestamp == LATEST_TIERED_TIMESTAMP:
+                return None
+            segments = self.local.segments.snapshot()
+            with self._io("searching the log by timestamp"):
+                if target_timestamp == MAX_TIMESTAMP:
+                    return self._max_timestamp_entry(segments)
+                if target_timestamp < 0:
+                    return None
+                for segment in segments:
+                    if segment.largest_timestamp() >= target_timestamp:
+                        found = segment.find_offset_by_timestamp(target_timestamp, self._log_start_offset)
+                        if found is not None:
+                            return found
+            return None
+
+    def _max_timestamp_entry(self, segments: list) -> TimestampAndOffset | None:
+        if not segments or self.local.log_end_offset == self._log_start_offset:
+            return None
+        best = max(segments, key=lambda s: s.max_timestamp_so_far)
+        target = best.max_timestamp_and_offset_so_far
+        if target.timestamp < 0:
+            return None
+        position = best.offset_index.lookup(target.offset).position
+        for pos, header in best.log.batches_from(position):
+            if header.max_timestamp == target.timestamp:
+                epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else -1
+                if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+                    return TimestampAndOffset(header.max_timestamp, header.base_offset, epoch)
+                _, records = decode_records(best.log.read(pos, header.batch_length + LOG_OVERHEAD))
+                for record in records:
+                    if header.base_timestamp + record.timestamp_delta == header.max_timestamp:
+                        return TimestampAndOffset(header.max_timestamp, header.base_offset + record.offset_delta, epoch)
+                return TimestampAndOffset(header.max_timestamp, header.base_offset + header.last_offset_delta, epoch)
+        return None
+
+    # -- leader epochs -----------------------------------------------------------------------------------
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def latest_epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch in which ``offset`` was (or will be) written; -1 when unknown."""
+        with self.lock:
+            epoch = self.leader_epoch_cache.epoch_for_offset(offset)
+            return -1 if epoch is None else epoch
+
+    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        with self.lock:
+            self._check_online()
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset); (-1, -1) when the epoch is unknown."""
+        with self.lock:
+            epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.local.log_end_offset)
+            if offset == UNDEFINED_EPOCH_OFFSET:
+                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            return epoch, offset
+
+    # -- truncation and deletion -------------------------------------------------------------------------
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything at or after ``target_offset`` (a follower diverged); False when nothing to do."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
+        with self.lock:
+            self._check_online()
+            if target_offset >= self.local.log_end_offset:
+                log.info("Truncating to %d has no effect as the largest offset in the log is %d (%s)",
+                         target_offset, self.local.log_end_offset - 1, self.name)
+                return False
+            log.info("Truncating to offset %d (%s)", target_offset, self.name)
+            self._truncations += 1
+            with self._io("truncating the log"):
+                first = self.local.segments.first_segment()
+                if first is None or first.base_offset > target_offset:
+                    self._truncate_fully_and_start_at(target_offset)
+                else:
+                    self.local.truncate_to(target_offset)
+                    self.leader_epoch_cache.truncate_from_end(target_offset)
+                    self._log_start_offset = min(self._log_start_offset, target_offset)
+                    self._rebuild_producer_state(target_offset)
+                    if self._high_watermark > target_offset:
+                        self.update_high_watermark(target_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete all data and start empty at ``new_offset`` (a follower far behind the leader's start)."""
+        with self.lock:
+            self._check_online()
+            self._truncations += 1
+            with self._io("truncating the log"):
+                self._truncate_fully_and_start_at(new_offset)
+
+    def _truncate_fully_and_start_at(self, new_offset: int) -> None:
+        self.local.truncate_fully_and_start_at(new_offset)
+        self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
+        self._log_start_offset = new_offset
+        self._high_watermark = new_offset
+
+    def _rebuild_producer_state(self, last_offset: int) -> None:
+        from storage.recovery import rebuild_producer_state
+        rebuild_producer_state(self.producer_state, self.local.segments, self._log_start_offset, last_offset,
+                               self.time_ms())
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move log_start_offset up to ``offset`` (<= high watermark); returns the new one.
+
+        Segments wholly below the new log start offset are removed at once (renamed ``.deleted``, unlinked
+        after file.delete.delay.ms).
+        """
+        with self.lock:
+            self._check_online()
+            if offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {offset} of partition {self.name} since it is "
+                    f"larger than the high watermark {self._high_watermark}")
+            if self.maybe_increment_log_start_offset(offset, "client delete records request"):
+                from storage.retention import delete_log_start_offset_breached_segments
+                delete_log_start_offset_breached_segments(self)
+            return self._log_start_offset
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int, reason: str) -> bool:
+        with self.lock:
+            if new_log_start_offset <= self._log_start_offset:
+                return False
+            log.info("Incremented log start offset to %d due to %s (%s)", new_log_start_offset, reason, self.name)
+            self._log_start_offset = new_log_start_offset
+            if self._high_watermark < new_log_start_offset:
+                self._high_watermark = new_log_start_offset
+            self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+            self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
+            return True
+
+    def delete_old_segments(self) -> int:
+        """Retention: delete segments past retention.ms / retention.bytes / the log start offset; a count."""
+        from storage.retention import delete_old_segments
+        return delete_old_segments(self)
+
+    # -- config and lifecycle ----------------------------------------------------------------------------
+    def update_config(self, config: LogConfig) -> None:
+        with self.lock:
+            self.config = config
+            self.local.config = config
+
+    def take_producer_snapshot(self) -> None:
+        with self.lock:
+            with self._io("writing a producer snapshot"):
+                self.producer_state.take_snapshot()
+
+    def close(self) -> None:
+        """Snapshot producer state at the log end offset and close every file (no fsync: flush first)."""
+        with self.lock:
+            if self._closed:
+                return
+            try:
+                if not self.is_offline:
+                    self.producer_state.update_map_end_offset(self.local.log_end_offset)
+                    self.producer_state.take_snapshot()
+                    self.local.close()
+                else:
+                    self.local.close_handlers()
+            except OSError as exc:
+                self.local.close_handlers()
+                raise self._go_offline("closing the log", exc) from exc
+            finally:
+                self._closed = True
+
+    def close_handlers(self) -> None:
+        with self.lock:
+            self._closed = True
+            self.local.close_handlers()
+
+    def __repr__(self) -> str:
+        return (f"Log(dir={self.dir}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self.local.log_end_offset}, high_watermark={self._high_watermark})")
+
+
+class _IOGuard:
+    """``with log._io("what"):`` turns an OSError into an offline log dir and a KafkaStorageError."""
+
+    __slots__ = ("log", "what")
+
+    def __init__(self, log_: Log, what: str) -> None:
+        self.log = log_
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None and isinstance(exc, OSError):
+            raise self.log._go_offline(self.what, exc) from exc
+        return False
+
+
+__all__ += ["FetchDataInfo", "TimestampAndOffset", "AppendOrigin", "CorruptRecordError"]

@@ -1,0 +1,426 @@
+"""All partition logs of this broker, across its ``log.dirs`` (Kafka's LogManager).
+
+On disk, per log dir: ``.lock`` (held with flock while the broker runs: two brokers never share a dir),
+the partition directories ``<topic>-<partition>``, the checkpoints ``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (high watermarks) and
+``cleaner-offset-checkpoint``, and ``.kafka_cleanshutdown`` between a clean shutdown and the next start.
+A deleted partition's directory is renamed ``<topic>-<partition>.<uuid>-delete`` and removed after
+file.delete.delay.ms (or at the next start).
+
+Lifecycle: ``startup()`` (blocking: run it in a thread from asyncio) loads every log — in parallel,
+``num_recovery_threads_per_data_dir`` per dir, one log line per partition with progress counts — skips
+recovery where the dir was shut down cleanly, then starts the scheduler thread (retention every
+``log_retention_check_interval_ms``, time-based flush, checkpoints, delayed deletions) and the cleaner.
+``shutdown()`` (blocking) stops both, flushes and closes every log, writes the checkpoints (recovery
+points at the log end offsets) and the clean-shutdown marker.
+
+Concurrency: the map of logs is guarded by ``self._lock``; the event loop calls get/create/delete (fast,
+no fsync); everything periodic runs on the scheduler thread; each Log serializes itself. An I/O error
+takes a dir offline (LogDirFailureChannel): its logs are closed and dropped, the others keep serving.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from storage.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CleanShutdownFile,
+    CorruptCheckpointError,
+    OffsetCheckpointFile,
+)
+from storage.cleaner import LogCleaner
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import KafkaStorageError
+from storage.log import Log, parse_topic_partition_name, topic_partition_dir_name
+from storage.log_dir_failure import LogDirFailureChannel
+from storage.scheduler import Scheduler
+
+log = logging.getLogger("storage.log_manager")
+
+__all__ = ["LogManager"]
+
+TopicPartition = tuple[str, int]
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+LOCK_FILE_NAME = ".lock"
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogManager:
+    """Creates, loads, finds, deletes and maintains the logs of every log dir (module docstring).
+
+    Broker property → argument: ``log.dirs`` → log_dirs, ``log.retention.check.interval.ms``,
+    ``log.flush.scheduler.interval.ms``, ``log.flush.offset.checkpoint.interval.ms``,
+    ``log.flush.start.offset.checkpoint.interval.ms``, ``replica.high.watermark.checkpoint.interval.ms``,
+    ``num.recovery.threads.per.data.dir``, ``log.cleaner.enable``, ``log.cleaner.backoff.ms``,
+    ``producer.id.expiration.ms`` (same names, underscores); topic defaults → ``default_config``.
+    """
+
+    def __init__(self, log_dirs: list[str], *, default_config: LogConfig | None = None,
+                 log_retention_check_interval_ms: int = 300_000,
+                 log_flush_scheduler_interval_ms: int = LONG_MAX,
+                 log_flush_offset_checkpoint_interval_ms: int = 60_000,
+                 log_flush_start_offset_checkpoint_interval_ms: int = 60_000,
+                 replica_high_watermark_checkpoint_interval_ms: int = 5_000,
+                 num_recovery_threads_per_data_dir: int = 2,
+                 log_cleaner_enable: bool = True, log_cleaner_backoff_ms: int = 15_000,
+                 producer_id_expiration_ms: int = 86_400_000,
+                 time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self.retention_check_interval_ms = log_retention_check_interval_ms
+        self.flush_check_interval_ms = log_flush_scheduler_interval_ms
+        self.recovery_checkpoint_interval_ms = log_flush_offset_checkpoint_interval_ms
+        self.start_offset_checkpoint_interval_ms = log_flush_start_offset_checkpoint_interval_ms
+        self.hw_checkpoint_interval_ms = replica_high_watermark_checkpoint_interval_ms
+        self.recovery_threads = max(1, num_recovery_threads_per_data_dir)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.time_ms = time_ms
+        self.failure_channel = LogDirFailureChannel()
+        self.failure_channel.add_listener(self._on_dir_offline)
+        self.scheduler = Scheduler("kafka-scheduler")
+        self.cleaner = LogCleaner(self.all_logs, backoff_ms=log_cleaner_backoff_ms, time_ms=time_ms) \
+            if log_cleaner_enable else None
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.Lock()
+        self._dir_locks: dict[str, int] = {}
+        self._checkpoint_lock = threading.Lock()
+        self._started = False
+        self.had_clean_shutdown: dict[str, bool] = {}
+
+    # -- startup ------------------------------------------------------------------------------------------
+    def startup(self, config_for: Callable[[str], LogConfig] | Mapping[str, LogConfig] | None = None) -> None:
+        """Load every log (recovering where needed), then start the background threads. Blocking."""
+        self._config_for = _config_lookup(config_for, self.default_config)
+        self._create_and_lock_dirs()
+        for log_dir in self.log_dirs:
+            if self.failure_channel.is_offline(log_dir):
+                continue
+            try:
+                self._load_logs_in_dir(log_dir)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while loading log dir {log_dir}", exc)
+        self.scheduler.start()
+        self._schedule_tasks()
+        if self.cleaner is not None:
+            self.cleaner.start()
+        self._started = True
+
+    def _create_and_lock_dirs(self) -> None:
+        for log_dir in self.log_dirs:
+            try:
+                os.makedirs(log_dir, exist_ok=True)
+                fd = os.open(os.path.join(log_dir, LOCK_FILE_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    raise KafkaStorageError(f"Failed to acquire lock on file .lock in {log_dir}. A Kafka instance "
+                                            f"in another process or thread is using this directory.") from None
+                self._dir_locks[log_dir] = fd
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Failed to create or validate data "
+                                                               f"directory {log_dir}", exc)
+
+    def _read_checkpoint(self, log_dir: str, name: str) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
+        except CorruptCheckpointError as exc:
+            log.warning("Error reading %s in %s, all partitions in it are treated as having none: %s", name,
+                        log_dir, exc)
+            return {}
+
+    def _load_logs_in_dir(self, log_dir: str) -> None:
+        started = time.monotonic()
+        clean_file = CleanShutdownFile(log_dir)
+        had_clean_shutdown = clean_file.exists()
+        self.had_clean_shutdown[log_dir] = had_clean_shutdown
+        if had_clean_shutdown:
+            log.info("Skipping recovery of all logs in %s since clean shutdown file was found", log_dir)
+        else:
+            log.info("Attempting recovery of all logs in %s since no clean shutdown file was found", log_dir)
+        recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT)
+        to_load = []
+        for name in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                log.info("Deleting %s left by a topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(FUTURE_DIR_SUFFIX) or name.endswith(STRAY_DIR_SUFFIX):
+                continue
+            try:
+                to_load.append((path, parse_topic_partition_name(name)))
+            except ValueError:
+                log.warning("Ignoring %s in log dir %s: not a topic-partition directory", name, log_dir)
+        total = len(to_load)
+        done = [0]
+        progress_lock = threading.Lock()
+
+        def load(item: tuple[str, TopicPartition]) -> Log:
+            path, tp = item
+            t0 = time.monotonic()
+            log_ = Log.open(path, self._config_for(tp[0]), log_start_offset=start_offsets.get(tp, 0),
+                            recovery_point=recovery_points.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
+                            had_clean_shutdown=had_clean_shutdown, scheduler=self.scheduler, time_ms=self.time_ms,
+                            failure_channel=self.failure_channel,
+                            producer_id_expiration_ms=self.producer_id_expiration_ms)
+            with progress_lock:
+                done[0] += 1
+                log.info("Completed load of log %s with %d segments, local-log-start-offset %d, log-end-offset %d "
+                         "and high watermark %d in %d ms (%d/%d completed in %s)", log_.name, log_.num_segments,
+                         log_.log_start_offset, log_.log_end_offset, log_.high_watermark,
+                         (time.monotonic() - t0) * 1000, done[0], total, log_dir)
+            return log_
+
+        with ThreadPoolExecutor(self.recovery_threads, thread_name_prefix="log-recovery") as pool:
+            loaded = list(pool.map(load, to_load))
+        with self._lock:
+            for log_ in loaded:
+                key = (log_.topic, log_.partition)
+                if key in self._logs:
+                    raise KafkaStorageError(f"Duplicate log directories for {key} are found in both "
+                                            f"{self._logs[key].dir} and {log_.dir}.")
+                self._logs[key] = log_
+        clean_file.delete()
+        log.info("Loaded %d logs in %s in %d ms", total, log_dir, (time.monotonic() - started) * 1000)
+
+    def _schedule_tasks(self) -> None:
+        s = self.scheduler
+        s.schedule_periodic("kafka-log-retention", self.cleanup_logs, self.retention_check_interval_ms,
+                            self.retention_check_interval_ms)
+        if self.flush_check_interval_ms < LONG_MAX // 2:
+            s.schedule_periodic("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_interval_ms,
+                                self.flush_check_interval_ms)
+        s.schedule_periodic("kafka-recovery-point-checkpoint", self.checkpoint_recovery_offsets,
+                            self.recovery_checkpoint_interval_ms, self.recovery_checkpoint_interval_ms)
+        s.schedule_periodic("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
+                            self.start_offset_checkpoint_interval_ms, self.start_offset_checkpoint_interval_ms)
+        s.schedule_periodic("highwatermark-checkpoint", self.checkpoint_high_watermarks,
+                            self.hw_checkpoint_interval_ms, self.hw_checkpoint_interval_ms)
+
+    # -- the map ------------------------------------------------------------------------------------------
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, topic_id: uuid.UUID | None = None,
+                          config: LogConfig | None = None) -> Log:
+        """The log of ``topic-partition``, created in the log dir with the fewest partitions if absent.
+
+        With ``topic_id``, partition.metadata is written (or checked: InconsistentTopicIdError).
+        """
+        with self._lock:
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                if topic_id is not None and existing.topic_id != topic_id:
+                    existing.assign_topic_id(topic_id)
+                if config is not None and config != existing.config:
+                    existing.update_config(config)
+                return existing
+            log_dir = self._next_log_dir()
+            path = os.path.join(log_dir, topic_partition_dir_name(topic, partition))
+            try:
+                log_ = Log.open(path, config or self._config_for_topic(topic), scheduler=self.scheduler,
+                                time_ms=self.time_ms, failure_channel=self.failure_channel, topic_id=topic_id,
+                                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                                log_recovery_progress=False)
+            except OSError as exc:
+                message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
+                raise KafkaStorageError(f"{message}: {exc}") from exc
+            self._logs[(topic, partition)] = log_
+            log.info("Created log for partition %s-%d in %s", topic, partition, path)
+            return log_
+
+    def _config_for_topic(self, topic: str) -> LogConfig:
+        lookup = getattr(self, "_config_for", None)
+        return lookup(topic) if lookup is not None else self.default_config
+
+    def _next_log_dir(self) -> str:
+        online = [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
+        if not online:
+            raise KafkaStorageError(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        counts = {d: 0 for d in online}
+        for log_ in self._logs.values():
+            if log_.parent_dir in counts:
+                counts[log_.parent_dir] += 1
+        return min(online, key=lambda d: counts[d])
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        for log_ in self.all_logs():
+            if log_.topic == topic:
+                log_.update_config(config)
+
+    def delete_log(self, topic: str, partition: int) -> Log | None:
+        """Remove ``topic-partition``: renamed ``...-delete`` now, closed and removed on the scheduler thread
+        after file.delete.delay.ms (regions already handed out stay readable)."""
+        with self._lock:
+            log_ = self._logs.pop((topic, partition), None)
+        if log_ is None:
+            return None
+        with log_.lock:
+            log_.deleted = True
+            new_dir = os.path.join(log_.parent_dir, f"{os.path.basename(log_.dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            try:
+                os.rename(log_.dir, new_dir)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_.parent_dir, f"Error while renaming dir for "
+                                                               f"{log_.name} in log dir {log_.parent_dir}", exc)
+                raise KafkaStorageError(str(exc)) from exc
+        log.info("Log for partition %s is renamed to %s and is scheduled for deletion", log_.name, new_dir)
+        if self.cleaner is not None and self._started:
+            self.cleaner.update_checkpoint(log_, None)
+
+        def remove() -> None:
+            log_.close_handlers()
+            shutil.rmtree(new_dir, ignore_errors=True)
+            log.info("Deleted log for partition %s in %s", log_.name, new_dir)
+
+        self._run_on_scheduler(f"delete-log-{log_.name}", remove, log_.config.file_delete_delay_ms)
+        return log_
+
+    def _run_on_scheduler(self, name: str, fn: Callable[[], None], delay_ms: int = 0) -> None:
+        if self._started:
+            self.scheduler.schedule_once(name, fn, delay_ms)
+        else:
+            fn()
+
+    def _on_dir_offline(self, log_dir: str) -> None:
+        with self._lock:
+            dropped = [k for k, v in self._logs.items() if v.parent_dir == log_dir]
+            logs = [self._logs.pop(k) for k in dropped]
+        log.error("Stopped serving %d partitions in offline log dir %s: %s", len(logs), log_dir,
+                  ", ".join(f"{t}-{p}" for t, p in dropped))
+
+        def close() -> None:
+            for log_ in logs:
+                try:
+                    log_.close_handlers()
+                except OSError:
+                    pass
+
+        if self._started and not self.scheduler.is_on_thread():
+            self.scheduler.schedule_once(f"close-offline-{log_dir}", close)
+        else:
+            close()
+
+    # -- periodic work ------------------------------------------------------------------------------------
+    def cleanup_logs(self) -> int:
+        """Retention on every log (and producer id expiration); returns the number of segments deleted."""
+        total = 0
+        now = self.time_ms()
+        for log_ in self.all_logs():
+            try:
+                total += log_.delete_old_segments()
+                with log_.lock:
+                    log_.producer_state.remove_expired_producers(now)
+            except KafkaStorageError:
+                continue
+        if total:
+            log.debug("Log cleanup completed. %d segments deleted", total)
+        return total
+
+    def flush_dirty_logs(self) -> None:
+        """flush.ms: fsync every log whose last flush is older than its flush.ms."""
+        now = self.time_ms()
+        for log_ in self.all_logs():
+            try:
+                if log_.time_since_last_flush_ms(now) >= log_.config.flush_ms:
+                    log_.flush()
+            except KafkaStorageError:
+                continue
+
+    def _write_checkpoint(self, name: str, offset_of: Callable[[Log], int]) -> None:
+        with self._checkpoint_lock:
+            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            for log_ in self.all_logs():
+                if log_.parent_dir in by_dir:
+                    by_dir[log_.parent_dir][(log_.topic, log_.partition)] = offset_of(log_)
+            for log_dir, offsets in by_dir.items():
+                if self.failure_channel.is_offline(log_dir):
+                    continue
+                try:
+                    OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
+                except OSError as exc:
+                    self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Disk error while writing {name} to "
+                                                                   f"{log_dir}", exc)
+
+    def checkpoint_recovery_offsets(self) -> None:
+        self._write_checkpoint(RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._write_checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write_checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda lg: lg.high_watermark)
+
+    # -- shutdown -----------------------------------------------------------------------------------------
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Stop the threads, flush and close every log, write checkpoints and the clean-shutdown marker."""
+        log.info("Shutting down the log manager")
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
+        self.scheduler.shutdown(drain=True)
+        dirty_dirs = set(self.failure_channel.offline_dirs)
+        for log_ in self.all_logs():
+            try:
+                log_.flush()
+            except KafkaStorageError:
+                dirty_dirs.add(log_.parent_dir)
+        self.checkpoint_recovery_offsets()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for log_ in self.all_logs():
+            try:
+                log_.close()
+            except KafkaStorageError:
+                dirty_dirs.add(log_.parent_dir)
+        for log_dir in self.log_dirs:
+            if log_dir in dirty_dirs or self.failure_channel.is_offline(log_dir):
+                continue
+            try:
+                CleanShutdownFile(log_dir).write(broker_epoch)
+            except OSError as exc:
+                log.error("Could not write the clean shutdown file in %s: %s", log_dir, exc)
+        for fd in self._dir_locks.values():
+            os.close(fd)
+        self._dir_locks.clear()
+        with self._lock:
+            self._logs.clear()
+        self._started = False
+        log.info("Shutdown complete.")
+
+
+def _config_lookup(config_for, default: LogConfig) -> Callable[[str], LogConfig]:
+    if config_for is None:
+        return lambda topic: default
+    if callable(config_for):
+        return config_for
+    mapping = dict(config_for)
+    return lambda topic: mapping.get(topic, default)

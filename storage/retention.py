@@ -1,0 +1,102 @@
+"""Retention: which old segments a log deletes (Kafka's UnifiedLog.deleteOldSegments).
+
+Three rules, each deleting a prefix of whole segments, oldest first, stopping at the first segment that
+does not qualify:
+
+* ``retention.ms`` (topics with cleanup.policy delete; -1 = forever): a segment whose largest record
+  timestamp (its file's mtime when no record has one) is older than now − retention.ms;
+* ``retention.bytes`` (delete policy; -1 = unlimited): oldest segments while the log stays at or above
+  retention.bytes without them;
+* the log start offset (every policy): a segment whose successor starts at or below log_start_offset
+  (DeleteRecords moved it).
+
+Only segments below the high watermark, and never the active segment (it is deleted once rolled by
+segment.ms or segment.bytes). Deleted segments leave the log under the lock, are renamed ``.deleted``
+and unlinked after file.delete.delay.ms on the scheduler thread; the log start offset moves to the first
+remaining segment, producer snapshots below it are removed. No file of its own. Called on the log
+manager's scheduler thread; the clock is the log's (injectable).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from storage.segment import LogSegment
+
+if TYPE_CHECKING:
+    from storage.log import Log
+
+log = logging.getLogger("storage.retention")
+
+__all__ = ["delete_log_start_offset_breached_segments", "delete_old_segments",
+           "delete_retention_ms_breached_segments", "delete_retention_size_breached_segments"]
+
+Predicate = Callable[[LogSegment, LogSegment | None], bool]
+
+
+def delete_old_segments(log_: Log) -> int:
+    """Apply every retention rule; returns how many segments were deleted."""
+    if log_.config.delete:
+        return (delete_retention_ms_breached_segments(log_) + delete_retention_size_breached_segments(log_)
+                + delete_log_start_offset_breached_segments(log_))
+    return delete_log_start_offset_breached_segments(log_)
+
+
+def delete_retention_ms_breached_segments(log_: Log) -> int:
+    retention_ms = log_.config.retention_ms
+    if retention_ms < 0:
+        return 0
+    now = log_.time_ms()
+
+    def should_delete(segment: LogSegment, _next: LogSegment | None) -> bool:
+        return now - segment.largest_timestamp() > retention_ms
+
+    return _delete_segments(log_, should_delete, f"retention time {retention_ms}ms breach")
+
+
+def delete_retention_size_breached_segments(log_: Log) -> int:
+    retention_size = log_.config.retention_bytes
+    size = log_.size_in_bytes
+    if retention_size < 0 or size < retention_size:
+        return 0
+    diff = [size - retention_size]
+
+    def should_delete(segment: LogSegment, _next: LogSegment | None) -> bool:
+        if diff[0] - segment.size >= 0:
+            diff[0] -= segment.size
+            return True
+        return False
+
+    return _delete_segments(log_, should_delete, f"retention size {retention_size} breach, log size {size}")
+
+
+def delete_log_start_offset_breached_segments(log_: Log) -> int:
+    def should_delete(_segment: LogSegment, next_segment: LogSegment | None) -> bool:
+        return next_segment is not None and next_segment.base_offset <= log_.log_start_offset
+
+    return _delete_segments(log_, should_delete, f"log start offset {log_.log_start_offset} breach")
+
+
+def _delete_segments(log_: Log, predicate: Predicate, reason: str) -> int:
+    with log_.lock:
+        if log_.is_offline or log_.deleted:
+            return 0
+        segments = log_.local.segments.snapshot()
+        upper_bound = min(log_.high_watermark, log_.log_end_offset)
+        deletable: list[LogSegment] = []
+        for i, segment in enumerate(segments[:-1]):  # never the active segment
+            next_segment = segments[i + 1]
+            if next_segment.base_offset > upper_bound or not predicate(segment, next_segment):
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        with log_._io("deleting segments"):
+            log_.local.remove_and_delete_segments(deletable, reason=reason)
+            first = log_.local.segments.first_segment()
+            if first is not None:
+                log_.maybe_increment_log_start_offset(first.base_offset, "segment deletion")
+                log_.producer_state.delete_snapshots_before(first.base_offset)
+        return len(deletable)
