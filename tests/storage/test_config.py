@@ -1,0 +1,58 @@
+import pytest
+
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import LogConfigError
+from wire import TimestampType
+
+
+def test_kafka_defaults():
+    c = LogConfig()
+    assert c.segment_bytes == 1073741824
+    assert c.segment_ms == 604800000
+    assert c.segment_index_bytes == 10485760
+    assert c.index_interval_bytes == 4096
+    assert c.retention_ms == 604800000 and c.retention_bytes == -1
+    assert c.cleanup_policy == ("delete",) and c.delete and not c.compact
+    assert c.min_cleanable_dirty_ratio == 0.5
+    assert c.delete_retention_ms == 86400000
+    assert c.flush_messages == LONG_MAX and c.flush_ms == LONG_MAX
+    assert c.max_message_bytes == 1048588
+    assert c.file_delete_delay_ms == 60000
+    assert c.message_timestamp_type == "CreateTime"
+    assert c.message_timestamp_after_max_ms == 3600000
+    assert c.timestamp_type is TimestampType.CREATE_TIME
+
+
+def test_from_properties_uses_dotted_names():
+    c = LogConfig.from_properties({"segment.bytes": "1048576", "cleanup.policy": "compact,delete",
+                                   "min.cleanable.dirty.ratio": "0.1", "message.timestamp.type": "LogAppendTime",
+                                   "unclean.leader.election.enable": "TRUE"})
+    assert c.segment_bytes == 1048576 and c.segment_size == 1048576
+    assert c.compact and c.delete
+    assert c.min_cleanable_dirty_ratio == 0.1
+    assert c.timestamp_type is TimestampType.LOG_APPEND_TIME
+    assert c.unclean_leader_election_enable is True
+    assert LogConfig.from_properties(c.to_properties()) == c
+
+
+@pytest.mark.parametrize("name,value", [
+    ("segment.bytes", "1000"), ("segment.bytes", "abc"), ("segment.ms", "0"), ("retention.ms", "-2"),
+    ("min.cleanable.dirty.ratio", "1.5"), ("cleanup.policy", "forever"), ("message.timestamp.type", "Now"),
+    ("compression.type", "brotli"), ("unclean.leader.election.enable", "yes"), ("segment.index.bytes", "3"),
+    ("no.such.config", "1"), ("max.message.bytes", str(1 << 40)),
+])
+def test_invalid_values_name_the_property(name, value):
+    with pytest.raises(LogConfigError) as err:
+        LogConfig.from_properties({name: value})
+    assert name in str(err.value)
+
+
+def test_min_lag_above_max_lag_is_refused():
+    with pytest.raises(LogConfigError, match="min.compaction.lag.ms"):
+        LogConfig.from_properties({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+
+
+def test_internal_segment_bytes_overrides_for_tests():
+    c = LogConfig.from_properties({"internal.segment.bytes": "4096"})
+    assert c.segment_size == 4096
+    assert LogConfig(segment_ms=1000, max_compaction_lag_ms=100, cleanup_policy=("compact",)).max_segment_ms == 100

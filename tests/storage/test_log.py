@@ -1,0 +1,299 @@
+import errno
+import os
+
+import pytest
+
+from storage import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KafkaStorageError,
+    LogConfig,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+)
+from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from wire import CompressionType, TimestampType, build_control_batch, iter_batch_headers, parse_batch_header
+
+from .conftest import batch, keyed_batch, open_log, read_all, small_config
+
+
+def test_append_assigns_offsets_in_place_and_keeps_crc(log_dir):
+    log = open_log(log_dir)
+    raw = batch([b"a", b"b", b"c"])
+    info = log.append_as_leader(raw, 5)
+    assert (info.first_offset, info.last_offset, info.records_count, info.num_batches) == (0, 2, 3, 1)
+    info = log.append_as_leader(raw, 5)
+    assert (info.first_offset, info.last_offset) == (3, 5)
+    assert log.log_end_offset == 6
+    data = log.read(3, 10_000).records.read_bytes()
+    header = parse_batch_header(data)
+    assert header.base_offset == 3 and header.partition_leader_epoch == 5
+    assert header.crc == parse_batch_header(raw).crc  # base offset and epoch are outside the CRC
+    assert data[21:] == raw[21:]
+    assert [v for _, _, v in read_all(log)] == [b"a", b"b", b"c"] * 2
+    log.close()
+
+
+def test_compressed_batches_are_stored_as_received(log_dir):
+    log = open_log(log_dir)
+    for codec in (CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD):
+        raw = keyed_batch([(b"k", b"value" * 20)] * 4, compression=codec)
+        info = log.append_as_leader(raw, 0)
+        data = log.read(info.first_offset, 1 << 20).records.read_bytes()
+        assert data[:parse_batch_header(data).batch_length + 12][21:] == raw[21:]
+    assert len(read_all(log)) == 16
+    log.close()
+
+
+def test_refused_batches_write_nothing(log_dir):
+    log = open_log(log_dir, small_config(max_message_bytes=500))
+    good = batch([b"x"])
+    log.append_as_leader(good, 0)
+    size = os.path.getsize(os.path.join(log_dir, "00000000000000000000.log"))
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(bytes(good) + bytes(bad_crc), 0)  # the good first batch is not written either
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(good[:-3], 0)
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(b"", 0)
+    wrong_base = bytearray(good)
+    wrong_base[7] = 9
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(bytes(wrong_base), 0)
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(build_control_batch(0, producer_id=1, producer_epoch=0, timestamp=0,
+                                                 partition_leader_epoch=0, coordinator_epoch=0), 0)
+    with pytest.raises(RecordTooLargeError):
+        log.append_as_leader(batch([b"x" * 600]), 0)
+    two_compressed = keyed_batch([(b"k", b"v")], compression=CompressionType.GZIP) * 2
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(two_compressed, 0)
+    assert os.path.getsize(os.path.join(log_dir, "00000000000000000000.log")) == size
+    assert log.log_end_offset == 1
+    log.close()
+
+
+def test_timestamps_out_of_range(log_dir, clock):
+    log = open_log(log_dir, small_config(message_timestamp_after_max_ms=3_600_000), time_ms=clock)
+    with pytest.raises(InvalidTimestampError):
+        log.append_as_leader(batch([b"x"], timestamp=clock.now + 3_600_001), 0)
+    log.append_as_leader(batch([b"x"], timestamp=clock.now + 3_599_000), 0)
+    log.close()
+
+
+def test_log_append_time_rewrites_max_timestamp(log_dir, clock):
+    log = open_log(log_dir, small_config(message_timestamp_type="LogAppendTime"), time_ms=clock)
+    info = log.append_as_leader(batch([b"x", b"y"], timestamp=5), 0)
+    assert info.log_append_time == clock.now
+    header = parse_batch_header(log.read(0, 1000).records.read_bytes())
+    assert header.timestamp_type is TimestampType.LOG_APPEND_TIME and header.max_timestamp == clock.now
+    assert read_all(log)[1][2] == b"y"  # the CRC was recomputed: decoding works
+    log.close()
+
+
+def test_rolls_on_size_and_reads_across_segments(log_dir):
+    log = open_log(log_dir)
+    for i in range(60):
+        log.append_as_leader(batch([b"%03d" % i + b"x" * 200]), 0)
+    assert log.num_segments > 3
+    names = sorted(n for n in os.listdir(log_dir) if n.endswith(".log"))
+    assert all(len(n) == 24 for n in names)  # 20 digits + ".log"
+    assert [int(v[:3]) for _, _, v in read_all(log)] == list(range(60))
+    # every rolled segment's indexes were trimmed and a producer snapshot taken at the roll
+    for seg in log.segments.snapshot()[:-1]:
+        assert os.path.getsize(seg.offset_index.path) == seg.offset_index.entries * 8
+    assert any(n.endswith(".snapshot") for n in os.listdir(log_dir))
+    log.close()
+
+
+def test_roll_on_segment_ms(log_dir, clock):
+    log = open_log(log_dir, small_config(segment_ms=1000), time_ms=clock)
+    log.append_as_leader(batch([b"a"], timestamp=clock.now), 0)
+    log.append_as_leader(batch([b"b"], timestamp=clock.now + 500), 0)
+    assert log.num_segments == 1
+    log.append_as_leader(batch([b"c"], timestamp=clock.now + 1001), 0)
+    assert log.num_segments == 2 and log.active_segment.base_offset == 2
+    log.close()
+
+
+def test_roll_on_index_full(log_dir):
+    log = open_log(log_dir, small_config(internal_segment_bytes=1 << 20, segment_index_bytes=32, index_interval_bytes=0))
+    for _ in range(20):
+        log.append_as_leader(batch([b"z"]), 0)
+    assert log.num_segments > 2
+    assert all(s.offset_index.entries <= 4 for s in log.segments.snapshot())
+    log.close()
+
+
+def test_read_semantics(log_dir):
+    log = open_log(log_dir)
+    for i in range(10):
+        log.append_as_leader(batch([b"%d" % i] * 3), 0)  # offsets 3i..3i+2
+    info = log.read(4, 1)  # middle of a batch, max_bytes smaller than it
+    assert info.size == 1 and info.first_entry_incomplete
+    info = log.read(4, 1, min_one_message=True)
+    assert parse_batch_header(info.records.read_bytes()).base_offset == 3
+    assert info.size == parse_batch_header(info.records.read_bytes()).batch_length + 12
+    whole = log.read(0, 1 << 20)
+    assert [h.base_offset for _, h in iter_batch_headers(whole.records.read_bytes())] == list(range(0, 30, 3))
+    bounded = log.read(0, 1 << 20, max_offset=9)
+    assert [h.base_offset for _, h in iter_batch_headers(bounded.records.read_bytes())] == [0, 3, 6]
+    assert log.read(30, 100).size == 0
+    assert log.read(9, 100, max_offset=9).size == 0
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(31, 100)
+    log.high_watermark = 30
+    log.delete_records_before(6)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(5, 100)
+    log.close()
+
+
+def test_region_survives_segment_deletion(log_dir):
+    log = open_log(log_dir)
+    for i in range(40):
+        log.append_as_leader(batch([b"%03d" % i + b"y" * 200]), 0)
+    region = log.read(0, 1000).records
+    expected = region.read_bytes()
+    log.high_watermark = log.log_end_offset
+    log.delete_records_before(log.active_segment.base_offset)  # deletes (unlinks, closes) segment 0
+    assert not os.path.exists(os.path.join(log_dir, "00000000000000000000.log"))
+    assert region.read_bytes() == expected
+    out_r, out_w = os.pipe()
+    os.sendfile(out_w, region.file.fileno(), region.position, 64)
+    assert os.read(out_r, 64) == expected[:64]
+    region.release()
+    log.close()
+
+
+def test_fetch_offset_by_timestamp(log_dir):
+    log = open_log(log_dir)
+    base = 1_700_000_000_000
+    for i in range(30):
+        log.append_as_leader(batch([b"a" * 100, b"b"], timestamp=base + i * 10), 3)
+    assert log.fetch_offset_by_timestamp(base + 55) == (base + 60, 12, 3)
+    assert log.fetch_offset_by_timestamp(base) == (base, 0, 3)
+    assert log.fetch_offset_by_timestamp(base + 10_000) is None
+    assert log.fetch_offset_by_timestamp(MAX_TIMESTAMP) == (base + 290, 58, 3)
+    assert log.fetch_offset_by_timestamp(LATEST_TIMESTAMP) == (-1, 60, 3)
+    assert log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP) == (-1, 0, 3)
+    log.close()
+
+
+def test_high_watermark_and_truncation(log_dir):
+    log = open_log(log_dir)
+    for _ in range(20):
+        log.append_as_leader(batch([b"q" * 100]), 1)
+    log.assign_epoch_start_offset(2, 20)
+    for _ in range(20):
+        log.append_as_leader(batch([b"r" * 100]), 2)
+    log.high_watermark = 35
+    log.high_watermark = 30  # never backwards
+    assert log.high_watermark == 35
+    log.high_watermark = 1000
+    assert log.high_watermark == 40
+    assert log.end_offset_for_epoch(1) == (1, 20)
+    assert log.end_offset_for_epoch(2) == (2, 40)
+    assert log.truncate_to(25)
+    assert log.log_end_offset == 25 and log.high_watermark == 25
+    assert log.end_offset_for_epoch(2) == (2, 25)
+    assert len(read_all(log)) == 25
+    assert not log.truncate_to(30)
+    assert log.truncate_to(10)
+    assert log.leader_epoch_cache.entries() == [(1, 0)]
+    log.append_as_leader(batch([b"new"]), 3)
+    assert read_all(log)[-1] == (10, None, b"new")
+    log.close()
+
+
+def test_idempotent_producer_duplicates_and_gaps(log_dir):
+    log = open_log(log_dir)
+    first = batch([b"a", b"b"], producer_id=9, producer_epoch=0, base_sequence=0)
+    info = log.append_as_leader(first, 0)
+    again = log.append_as_leader(first, 0)  # a retry: original offsets, nothing written
+    assert again.duplicate and (again.first_offset, again.last_offset) == (info.first_offset, info.last_offset)
+    assert log.log_end_offset == 2
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append_as_leader(batch([b"c"], producer_id=9, producer_epoch=0, base_sequence=5), 0)
+    log.append_as_leader(batch([b"c"], producer_id=9, producer_epoch=0, base_sequence=2), 0)
+    assert log.producer_state.last_entry(9).last_seq == 2
+    log.close()
+
+
+def test_transaction_markers_fill_the_transaction_index(log_dir):
+    log = open_log(log_dir)
+    log.append_as_leader(batch([b"t1"], producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True), 0)
+    log.append_as_leader(batch([b"plain"]), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == 0
+    marker = build_control_batch(0, producer_id=4, producer_epoch=0, timestamp=1, partition_leader_epoch=0,
+                                 coordinator_epoch=0)
+    log.append_as_leader(marker, 0, origin="coordinator")
+    assert log.last_stable_offset == 0  # the marker is above the high watermark until it moves
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == 3
+    aborted = log.collect_aborted_transactions(0, 3)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(4, 0, 2)]
+    log.close()
+
+
+def test_follower_append_keeps_offsets_and_drops_partial_tail(log_dir, tmp_path):
+    leader = open_log(str(tmp_path / "leader-0"))
+    for i in range(5):
+        leader.append_as_leader(batch([b"%d" % i]), 7)
+    fetched = leader.read(0, 1 << 20).records.read_bytes()
+    follower = open_log(log_dir)
+    info = follower.append_as_follower(fetched + fetched[:30])
+    assert (info.first_offset, info.last_offset) == (0, 4)
+    assert follower.log_end_offset == 5 and follower.latest_epoch == 7
+    assert follower.read(0, 1 << 20).records.read_bytes() == fetched
+    leader.close()
+    follower.close()
+
+
+def test_io_error_takes_the_dir_offline(log_dir, monkeypatch):
+    log = open_log(log_dir)
+    log.append_as_leader(batch([b"x"]), 0)
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", disk_full)
+    with pytest.raises(KafkaStorageError):
+        log.append_as_leader(batch([b"y"]), 0)
+    monkeypatch.undo()
+    assert log.is_offline
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    with pytest.raises(KafkaStorageError):
+        log.append_as_leader(batch([b"z"]), 0)
+    log.close_handlers()
+
+
+def test_compacted_topic_requires_keys(log_dir):
+    log = open_log(log_dir, small_config(cleanup_policy=("compact",)))
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(batch([b"no key"]), 0)
+    log.append_as_leader(keyed_batch([(b"k", b"v")]), 0)
+    log.close()
+
+
+def test_topic_compression_type_recompresses(log_dir):
+    log = open_log(log_dir, small_config(compression_type="zstd"))
+    log.append_as_leader(keyed_batch([(b"k", b"v" * 100)] * 3), 0)
+    header = parse_batch_header(log.read(0, 10_000).records.read_bytes())
+    assert header.compression is CompressionType.ZSTD
+    assert [v for _, _, v in read_all(log)] == [b"v" * 100] * 3
+    log.close()
+
+
+def test_config_update_applies(log_dir):
+    log = open_log(log_dir)
+    log.update_config(LogConfig(max_message_bytes=10))
+    with pytest.raises(RecordTooLargeError):
+        log.append_as_leader(batch([b"x" * 20]), 0)
+    log.close()

@@ -1,0 +1,100 @@
+import os
+import struct
+
+import pytest
+
+from storage.errors import CorruptIndexError
+from storage.offset_index import OffsetIndex
+
+
+def test_append_lookup_and_on_disk_format(tmp_path):
+    path = str(tmp_path / "00000000000000000100.index")
+    index = OffsetIndex(path, 100, 80)
+    assert os.path.getsize(path) == 80  # preallocated
+    assert index.max_entries == 10
+    index.append(105, 0)
+    index.append(110, 4096)
+    index.append(120, 9000)
+    assert index.lookup(99) == (100, 0)
+    assert index.lookup(105) == (105, 0)
+    assert index.lookup(119) == (110, 4096)
+    assert index.lookup(1000) == (120, 9000)
+    with open(path, "rb") as f:
+        assert f.read(24) == struct.pack(">iiiiii", 5, 0, 10, 4096, 20, 9000)
+    index.close()
+    assert os.path.getsize(path) == 24  # trimmed on close
+    again = OffsetIndex(path, 100, 80)
+    assert again.entries == 3 and again.last_offset == 120
+    again.sanity_check()
+    assert again.is_full()  # a trimmed index is full until resized (the active segment is resized at load)
+    again.resize(80)
+    assert not again.is_full()
+    again.close()
+
+
+def test_offsets_must_increase_and_fit(tmp_path):
+    index = OffsetIndex(str(tmp_path / "0.index"), 0, 1024)
+    index.append(10, 0)
+    with pytest.raises(ValueError):
+        index.append(10, 100)
+    with pytest.raises(ValueError):
+        index.append(1 << 31, 200)
+    assert index.can_append_offset((1 << 31) - 1)
+    assert not index.can_append_offset(1 << 31)
+    index.close()
+
+
+def test_full_index_refuses(tmp_path):
+    index = OffsetIndex(str(tmp_path / "0.index"), 0, 16)
+    index.append(1, 0)
+    index.append(2, 10)
+    assert index.is_full()
+    with pytest.raises(ValueError):
+        index.append(3, 20)
+    index.close()
+
+
+def test_truncate_to(tmp_path):
+    index = OffsetIndex(str(tmp_path / "0.index"), 0, 1024)
+    for i in range(1, 6):
+        index.append(i * 10, i * 100)
+    index.truncate_to(30)  # removes the entry for 30 and above
+    assert list(index.keys) == [10, 20]
+    index.truncate_to(25)
+    assert list(index.keys) == [10, 20]
+    index.truncate_to(5)
+    assert index.entries == 0
+    index.close()
+
+
+def test_zero_tail_of_an_untrimmed_index_is_not_entries(tmp_path):
+    path = str(tmp_path / "0.index")
+    index = OffsetIndex(path, 0, 1024)
+    index.append(3, 0)
+    index.append(9, 500)
+    index.close_handler()  # a crash: the preallocated file is never trimmed
+    assert os.path.getsize(path) == 1024
+    loaded = OffsetIndex(path, 0, 1024)
+    assert list(loaded.keys) == [3, 9]
+    loaded.sanity_check()
+    loaded.close()
+
+
+def test_out_of_order_entries_are_corrupt(tmp_path):
+    path = str(tmp_path / "0.index")
+    with open(path, "wb") as f:
+        f.write(struct.pack(">iiii", 10, 100, 5, 50))
+    index = OffsetIndex(path, 0, 1024)
+    with pytest.raises(CorruptIndexError):
+        index.sanity_check()
+    index.close_handler()
+
+
+def test_partial_entry_is_corrupt(tmp_path):
+    path = str(tmp_path / "0.index")
+    with open(path, "wb") as f:
+        f.write(struct.pack(">ii", 10, 100) + b"\x00\x01")
+    index = OffsetIndex(path, 0, 1024)
+    with pytest.raises(CorruptIndexError):
+        index.sanity_check()
+    index.close_handler()

@@ -1,0 +1,92 @@
+import pytest
+
+from storage.errors import CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
+from storage.producer_state import (
+    AppendOrigin,
+    ProducerStateEntry,
+    ProducerStateManager,
+    read_snapshot,
+    write_snapshot,
+)
+from wire import ControlRecordType, parse_batch_header
+
+from .conftest import batch
+
+
+def header(base_offset, pid=7, epoch=0, seq=0, count=1, transactional=False):
+    raw = batch([b"v"] * count, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                is_transactional=transactional)
+    return parse_batch_header(raw)._replace(base_offset=base_offset)
+
+
+def test_sequences_must_follow(tmp_path):
+    psm = ProducerStateManager(str(tmp_path))
+    psm.check_and_update(header(0, seq=0, count=3))
+    psm.check_and_update(header(3, seq=3, count=2))
+    with pytest.raises(OutOfOrderSequenceError):
+        psm.check_and_update(header(5, seq=7))
+    entry = psm.last_entry(7)
+    assert entry.last_seq == 4 and entry.last_data_offset == 4
+    assert entry.find_duplicate_batch(header(99, seq=3, count=2)).first_offset == 3
+    # A new epoch starts at sequence 0; an older epoch is fenced.
+    with pytest.raises(OutOfOrderSequenceError):
+        psm.check_and_update(header(5, epoch=1, seq=5))
+    psm.check_and_update(header(5, epoch=1, seq=0))
+    with pytest.raises(InvalidProducerEpochError):
+        psm.check_and_update(header(6, epoch=0, seq=5))
+    # Replication never refuses.
+    psm.check_and_update(header(6, epoch=0, seq=42), origin=AppendOrigin.REPLICATION)
+
+
+def test_only_five_batches_are_kept(tmp_path):
+    psm = ProducerStateManager(str(tmp_path))
+    for i in range(8):
+        psm.check_and_update(header(i, seq=i))
+    assert [b.last_seq for b in psm.last_entry(7).batch_metadata] == [3, 4, 5, 6, 7]
+
+
+def test_transactions_and_last_stable_offset(tmp_path):
+    psm = ProducerStateManager(str(tmp_path))
+    psm.check_and_update(header(10, pid=1, transactional=True))
+    psm.check_and_update(header(11, pid=2, transactional=True))
+    assert psm.first_unstable_offset() == 10
+    with pytest.raises(InvalidTxnStateError):
+        psm.check_and_update(header(12, pid=1, seq=1))
+    marker = parse_batch_header(batch([b"x"], producer_id=1, producer_epoch=0, base_sequence=-1,
+                                      is_transactional=True))._replace(base_offset=12, attributes=0x30)
+    done = psm.check_and_update(marker, control=(ControlRecordType.ABORT, 0))
+    assert done.is_aborted and done.first_offset == 10 and done.last_offset == 12
+    assert psm.last_stable_offset(done) == 11
+    psm.complete_txn(done)
+    assert psm.first_unstable_offset() == 10  # not replicated yet
+    psm.on_high_watermark_updated(13)
+    assert psm.first_unstable_offset() == 11
+
+
+def test_snapshot_round_trip_and_corruption(tmp_path):
+    path = str(tmp_path / "00000000000000000010.snapshot")
+    entry = ProducerStateEntry(5, 2, 3, 1234, 8)
+    entry.add_batch(2, 9, 9, 2, 1234)
+    write_snapshot(path, [entry, ProducerStateEntry(6)])
+    entries = read_snapshot(path)
+    assert entries[0].producer_id == 5 and entries[0].producer_epoch == 2 and entries[0].coordinator_epoch == 3
+    assert entries[0].current_txn_first_offset == 8 and entries[0].last_seq == 9 and entries[0].last_data_offset == 9
+    assert entries[0].first_seq == 7
+    assert entries[1].is_empty and entries[1].current_txn_first_offset is None
+    data = bytearray(open(path, "rb").read())
+    data[-1] ^= 1
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(CorruptSnapshotError):
+        read_snapshot(path)
+
+
+def test_take_snapshot_and_reload(tmp_path):
+    psm = ProducerStateManager(str(tmp_path))
+    psm.check_and_update(header(0, seq=0, count=2))
+    psm.update_map_end_offset(2)
+    path = psm.take_snapshot()
+    assert path.endswith("00000000000000000002.snapshot")
+    other = ProducerStateManager(str(tmp_path))
+    other.truncate_and_reload(0, 2, now_ms=0)
+    assert other.last_entry(7).last_seq == 1
+    assert other.last_map_offset == 2

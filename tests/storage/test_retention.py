@@ -1,0 +1,102 @@
+import os
+
+import pytest
+
+from storage import OffsetOutOfRangeError
+
+from .conftest import batch, open_log, read_all, small_config
+
+DAY = 86_400_000
+
+
+def fill(log, n, ts):
+    for i in range(n):
+        log.append_as_leader(batch([b"%04d" % i + b"r" * 200], timestamp=ts), 0)
+
+
+def test_retention_ms_by_largest_timestamp(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=DAY), time_ms=clock)
+    fill(log, 30, clock.now - 2 * DAY)  # old data: several segments
+    old_segments = log.num_segments
+    fill(log, 30, clock.now)  # new data
+    log.high_watermark = log.log_end_offset
+    deleted = log.delete_old_segments()
+    assert deleted == old_segments - 1 or deleted == old_segments
+    assert log.log_start_offset == log.segments.first_segment().base_offset
+    assert all(s.largest_timestamp() >= clock.now - DAY for s in log.segments.snapshot())
+    assert not [n for n in os.listdir(log_dir) if n.endswith(".deleted")]  # file.delete.delay.ms = 0
+    clock.advance(2 * DAY)
+    log.delete_old_segments()
+    assert log.num_segments == 1  # never the active segment
+    assert log.log_start_offset == log.active_segment.base_offset
+    log.close()
+
+
+def test_retention_ms_minus_one_keeps_everything(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=-1), time_ms=clock)
+    fill(log, 40, 0)
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() == 0
+    log.close()
+
+
+def test_retention_bytes(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_bytes=9000, retention_ms=-1), time_ms=clock)
+    fill(log, 80, clock.now)
+    log.high_watermark = log.log_end_offset
+    before = log.size_in_bytes
+    log.delete_old_segments()
+    assert log.size_in_bytes <= before
+    assert log.size_in_bytes >= 9000 - 4096 and log.size_in_bytes - log.segments.first_segment().size < 9000
+    values = [int(v[:4]) for _, _, v in read_all(log)]
+    assert values == list(range(values[0], 80))
+    log.close()
+
+
+def test_only_segments_below_the_high_watermark(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=DAY), time_ms=clock)
+    fill(log, 40, clock.now - 2 * DAY)
+    log.high_watermark = 0
+    assert log.delete_old_segments() == 0
+    log.close()
+
+
+def test_compact_only_topics_keep_old_data(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=DAY, cleanup_policy=("compact",)), time_ms=clock)
+    for i in range(40):
+        log.append_as_leader(batch([b"x" * 200], keys=[b"k%d" % i], timestamp=clock.now - 2 * DAY), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() == 0
+    log.close()
+
+
+def test_delete_records_moves_the_log_start_offset(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=-1), time_ms=clock)
+    fill(log, 60, clock.now)
+    log.high_watermark = 50
+    with pytest.raises(OffsetOutOfRangeError):
+        log.delete_records_before(51)
+    second_base = log.segments.snapshot()[2].base_offset
+    assert log.delete_records_before(second_base + 1) == second_base + 1
+    assert log.segments.first_segment().base_offset == second_base
+    assert read_all(log)[0][0] == second_base + 1
+    assert log.fetch_offset_by_timestamp(-2).offset == second_base + 1
+    log.close()
+
+
+def test_segments_are_renamed_deleted_then_removed_after_the_delay(log_dir, clock):
+    from storage.scheduler import Scheduler
+    scheduler = Scheduler()
+    scheduler.start()
+    log = open_log(log_dir, small_config(retention_ms=DAY, file_delete_delay_ms=60_000), time_ms=clock,
+                   scheduler=scheduler)
+    fill(log, 40, clock.now - 2 * DAY)
+    fill(log, 1, clock.now)
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() > 0
+    assert [n for n in os.listdir(log_dir) if n.endswith(".log.deleted")]
+    scheduler.shutdown(drain=False)
+    log.close()
+    reopened = open_log(log_dir, small_config(retention_ms=DAY))  # a restart removes leftover .deleted files
+    assert not [n for n in os.listdir(log_dir) if n.endswith(".deleted")]
+    reopened.close()
