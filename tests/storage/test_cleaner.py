@@ -3,7 +3,7 @@ import os
 import pytest
 
 from storage.cleaner import LogCleaner, clean_log
-from wire import CompressionType, build_control_batch, decode_records, iter_batch_headers, parse_batch_header
+from wire import CompressionType, build_control_batch, decode_records, iter_batch_headers
 
 from .conftest import keyed_batch, open_log, read_all, small_config
 
@@ -53,10 +53,10 @@ def test_keeps_the_last_value_per_key_and_offsets(log_dir, clock):
 
 def test_tombstones_dropped_after_delete_retention(log_dir, clock):
     log = open_log(log_dir, compact_config(), time_ms=clock)
-    for i in range(30):
+    for _i in range(30):
         log.append_as_leader(keyed_batch([(b"a", b"x" * 100), (b"b", b"y" * 100)]), 0)
     log.append_as_leader(keyed_batch([(b"a", None)]), 0)  # delete key a
-    for i in range(30):
+    for _i in range(30):
         log.append_as_leader(keyed_batch([(b"c", b"z" * 100)]), 0)
     log.high_watermark = log.log_end_offset
     clean_log(log)

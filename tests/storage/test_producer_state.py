@@ -1,6 +1,11 @@
 import pytest
 
-from storage.errors import CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
+from storage.errors import (
+    CorruptSnapshotError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+)
 from storage.producer_state import (
     AppendOrigin,
     ProducerStateEntry,
