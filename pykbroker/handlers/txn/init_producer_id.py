@@ -1,11 +1,10 @@
-"""InitProducerId v0-6.
+"""InitProducerId v0-5 (Kafka 4.1: v6, two-phase commit, is not yet stable).
 
 - Idempotent producers (no transactional id): a fresh producer id with epoch 0 every time, as Kafka
   does (also when v3+ clients send their current id to recover from UNKNOWN_PRODUCER_ID).
 - Transactional producers: answered by the transaction coordinator once it exists; until then
   COORDINATOR_NOT_AVAILABLE, which clients treat as retriable.
-- v2+: flexible. v3+: producer_id/producer_epoch in the request. v6+: 2PC fields (not supported:
-  enable_2pc is refused with INVALID_REQUEST).
+- v2+: flexible. v3+: producer_id/producer_epoch in the request.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ def error_response(request: InitProducerIdRequest | None, version: int, code: in
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
-@handler(ApiKey.INIT_PRODUCER_ID, 0, 6, error_response=error_response)
+@handler(ApiKey.INIT_PRODUCER_ID, 0, 5, error_response=error_response)
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         coordinator = getattr(ctx.broker, "transaction_coordinator", None)
@@ -33,7 +32,5 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
                      request.transactional_id, ctx.describe())
             return error_response(request, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return await coordinator.init_producer_id(ctx, request)
-    if ctx.api_version >= 6 and request.enable2_pc:
-        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)
     producer_id = ctx.broker.producer_ids.next_producer_id()
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
