@@ -1,0 +1,125 @@
+import os
+import uuid
+
+import pytest
+
+from storage import KafkaStorageError, LogConfig, LogManager
+from storage.checkpoints import OffsetCheckpointFile, PartitionMetadataFile
+
+from .conftest import batch, small_config
+
+DAY = 86_400_000
+
+
+def manager(dirs, clock=None, **kw):
+    kw.setdefault("log_cleaner_enable", False)
+    m = LogManager([str(d) for d in dirs], default_config=small_config(), **({"time_ms": clock} if clock else {}), **kw)
+    m.startup()
+    return m
+
+
+def test_create_spread_over_dirs_and_reload(tmp_path):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs)
+    topic_id = uuid.uuid4()
+    logs = [m.get_or_create_log("orders", p, topic_id) for p in range(4)]
+    assert {os.path.dirname(lg.dir) for lg in logs} == {str(d) for d in dirs}
+    assert m.get_or_create_log("orders", 0) is logs[0]
+    for lg in logs:
+        for i in range(10):
+            lg.append_as_leader(batch([b"m%d" % i]), 0)
+        lg.high_watermark = 7
+    assert PartitionMetadataFile(os.path.join(logs[0].dir, "partition.metadata")).read() == topic_id
+    m.shutdown()
+    for d in dirs:
+        assert (d / ".kafka_cleanshutdown").exists()
+        cp = OffsetCheckpointFile(str(d / "recovery-point-offset-checkpoint")).read()
+        assert set(cp.values()) == {10}
+        assert set(OffsetCheckpointFile(str(d / "replication-offset-checkpoint")).read().values()) == {7}
+        assert set(OffsetCheckpointFile(str(d / "log-start-offset-checkpoint")).read().values()) == {0}
+    m = manager(dirs)
+    log = m.get_log("orders", 2)
+    assert log.log_end_offset == 10 and log.high_watermark == 7 and log.topic_id == topic_id
+    assert sorted(lg.partition for lg in m.all_logs()) == [0, 1, 2, 3]
+    m.shutdown()
+
+
+def test_the_dir_lock_keeps_a_second_broker_out(tmp_path):
+    m = manager([tmp_path])
+    other = LogManager([str(tmp_path)], log_cleaner_enable=False)
+    with pytest.raises(KafkaStorageError, match="Failed to acquire lock"):
+        other.startup()
+    m.shutdown()
+
+
+def test_delete_log_renames_then_removes(tmp_path):
+    m = manager([tmp_path])
+    log = m.get_or_create_log("gone", 0)
+    log.append_as_leader(batch([b"x"]), 0)
+    region = log.read(0, 100).records
+    m.delete_log("gone", 0)
+    assert m.get_log("gone", 0) is None
+    assert not (tmp_path / "gone-0").exists()
+    m.scheduler.shutdown(drain=True)  # file.delete.delay.ms is 0 in small_config: the removal is due now
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("gone-0")]
+    assert region.read_bytes()  # still readable
+    region.release()
+    m.shutdown()
+
+
+def test_retention_runs_from_the_manager_with_an_injected_clock(tmp_path, clock):
+    m = manager([tmp_path], clock, log_retention_check_interval_ms=10**9)
+    log = m.get_or_create_log("t", 0, config=small_config(retention_ms=DAY))
+    for _ in range(40):
+        log.append_as_leader(batch([b"x" * 200], timestamp=clock.now), 0)
+    log.high_watermark = log.log_end_offset
+    assert m.cleanup_logs() == 0
+    clock.advance(DAY + 1)
+    assert m.cleanup_logs() > 0
+    assert log.num_segments == 1
+    m.shutdown()
+
+
+def test_an_io_error_takes_only_its_dir_offline(tmp_path, monkeypatch):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    m = manager(dirs)
+    la = m.get_or_create_log("t", 0)
+    lb = m.get_or_create_log("t", 1)
+    bad, good = (la, lb) if os.path.dirname(la.dir) == str(dirs[0]) else (lb, la)
+    real = os.pwrite
+
+    def failing(fd, data, pos):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(os.path.dirname(bad.dir)):
+            raise OSError(5, "Input/output error")
+        return real(fd, data, pos)
+
+    monkeypatch.setattr(os, "pwrite", failing)
+    with pytest.raises(KafkaStorageError):
+        bad.append_as_leader(batch([b"x"]), 0)
+    good.append_as_leader(batch([b"y"]), 0)
+    monkeypatch.undo()
+    assert m.failure_channel.is_offline(os.path.dirname(bad.dir))
+    assert m.get_log(bad.topic, bad.partition) is None
+    assert m.get_log(good.topic, good.partition) is good
+    m.shutdown()
+    assert not (tmp_path / os.path.basename(os.path.dirname(bad.dir)) / ".kafka_cleanshutdown").exists()
+
+
+def test_flush_messages_moves_the_recovery_point(tmp_path):
+    m = manager([tmp_path])
+    log = m.get_or_create_log("f", 0, config=small_config(flush_messages=5))
+    for _ in range(12):
+        log.append_as_leader(batch([b"x"]), 0)
+    m.scheduler.shutdown(drain=True)
+    assert log.recovery_point >= 10
+    m.shutdown()
+
+
+def test_topic_configs_at_startup(tmp_path):
+    m = manager([tmp_path])
+    m.get_or_create_log("c", 0, config=LogConfig(cleanup_policy=("compact",)))
+    m.shutdown()
+    m = LogManager([str(tmp_path)], log_cleaner_enable=False)
+    m.startup({"c": LogConfig(cleanup_policy=("compact",), segment_ms=1234)})
+    assert m.get_log("c", 0).config.segment_ms == 1234
+    m.shutdown()
