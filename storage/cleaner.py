@@ -196,8 +196,7 @@ def _build_offset_map(log_: Log, segments: list[LogSegment], start: int, end: in
                 offset = base + record.offset_delta
                 if record.key is not None and start <= offset < end:
                     offset_map[record.key] = offset
-        nxt = log_.local.segments.higher_segment(segment.base_offset)
-        mapped_to = min(end, nxt.base_offset if nxt is not None else end)
+        mapped_to = min(end, _next_base(segments, segment))
     return offset_map, max(mapped_to, start)
 
 

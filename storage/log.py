@@ -806,8 +806,9 @@ class Log:
 
     def _rebuild_producer_state(self, last_offset: int) -> None:
         from storage.recovery import rebuild_producer_state
+        # No snapshot here (its fsync would stall the event loop); the next roll or close takes one.
         rebuild_producer_state(self.producer_state, self.local.segments, self._log_start_offset, last_offset,
-                               self.time_ms())
+                               self.time_ms(), take_snapshot=False)
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move log_start_offset up to ``offset`` (<= high watermark); returns the new one.
