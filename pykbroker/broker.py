@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
-from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
+from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.registry import REGISTRY, Registry
+from replication.fetch_session import FetchSessionCache
+from replication.replica_manager import AppendResult, ReplicaManager
+from storage import LogConfig, LogManager
 from wire import ErrorCode
 from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
@@ -32,6 +36,22 @@ class Broker:
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
+        self.default_log_config = LogConfig.from_properties(config.topic_defaults())
+        self.log_manager = LogManager(
+            list(config.log_dirs),
+            default_config=self.default_log_config,
+            log_retention_check_interval_ms=config["log.retention.check.interval.ms"],
+            log_flush_scheduler_interval_ms=config["log.flush.scheduler.interval.ms"],
+            log_flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            log_flush_start_offset_checkpoint_interval_ms=config["log.flush.start.offset.checkpoint.interval.ms"],
+            replica_high_watermark_checkpoint_interval_ms=config["replica.high.watermark.checkpoint.interval.ms"],
+            num_recovery_threads_per_data_dir=config["num.recovery.threads.per.data.dir"],
+            log_cleaner_enable=config["log.cleaner.enable"],
+            log_cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
+            producer_id_expiration_ms=config["producer.id.expiration.ms"],
+        )
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
+        self.fetch_sessions = FetchSessionCache()
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
@@ -65,9 +85,65 @@ class Broker:
         """The v0-encoded answer to an ApiVersions request newer than we serve."""
         return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
 
-    async def auto_create_topic(self, name: str):
-        """Create ``name`` for a Metadata request when auto.create.topics.enable; None when not allowed.
+    # -- lifecycle -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load (and recover) every log off the event loop, then lead every partition of every topic."""
+        await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
+        for topic in self.metadata.topics.values():
+            self._host_topic(topic)
 
-        The data path adds topic creation with logs; until then auto-creation is refused.
-        """
-        return None
+    async def shutdown(self) -> None:
+        """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await asyncio.to_thread(self.log_manager.shutdown)
+
+    def log_config_for_topic(self, topic_name: str) -> LogConfig:
+        """Broker defaults overlaid with the topic's explicitly set configs."""
+        topic = self.metadata.topics.get(topic_name)
+        if topic is None or not topic.configs:
+            return self.default_log_config
+        return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
+
+    def _host_topic(self, topic: TopicState) -> None:
+        log_config = self.log_config_for_topic(topic.name)
+        for p in topic.partitions:
+            if p.leader == self.node_id:
+                self.replica_manager.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch,
+                                                   p.replicas, p.isr, log_config)
+
+    # -- topics --------------------------------------------------------------------------------------
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
+        """Create a topic (metadata first, then its logs); the caller has validated everything."""
+        topic = self.metadata.create_topic(name, assignments, configs)
+        self._host_topic(topic)
+        log.info("created topic %s (id %s) with %d partitions", name, topic.topic_id, len(assignments))
+        return topic
+
+    async def delete_topic(self, name: str) -> None:
+        self.metadata.delete_topic(name)
+        self.replica_manager.delete_partitions(name)
+        self.fetch_sessions.remove_topic(name)
+        log.info("deleted topic %s", name)
+
+    async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:
+        topic = self.metadata.add_partitions(name, new_assignments)
+        self._host_topic(topic)
+
+    async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace the topic's explicitly set configs; live logs pick them up at once."""
+        self.metadata.set_topic_configs(name, configs)
+        self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+
+    async def auto_create_topic(self, name: str) -> TopicState | None:
+        """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
+        if not self.config.auto_create_topics_enable:
+            return None
+        existing = self.metadata.topics.get(name)
+        if existing is not None:
+            return existing
+        partitions = self.config.num_partitions
+        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+
+    # -- data path -----------------------------------------------------------------------------------
+    async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
+        """Append a Produce request's partitions. A single node's ISR is itself: acks=-1 completes at once."""
+        return self.replica_manager.append_records(entries, acks)

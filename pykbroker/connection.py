@@ -195,7 +195,12 @@ class Connection(asyncio.Protocol):
             if isinstance(part, (bytes, bytearray, memoryview)):
                 self.transport.write(part)
             else:
-                self.transport.write(_read_region(part))
+                try:
+                    self.transport.write(_read_region(part))
+                finally:
+                    release = getattr(part, "release", None)
+                    if release is not None:
+                        release()
         if not self._can_write.is_set():
             await self._can_write.wait()
 

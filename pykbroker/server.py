@@ -31,6 +31,7 @@ class Server:
     async def start(self) -> None:
         started = time.monotonic()
         self.broker = broker = Broker(self.config)
+        await broker.start()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
             host = lst.host or None
@@ -78,6 +79,8 @@ class Server:
                 conn.close()
         for srv in self._servers:
             await srv.wait_closed()
+        if broker is not None:
+            await broker.shutdown()
         log.info("pykbroker stopped")
 
 

@@ -98,7 +98,7 @@ class Partition:
         return False
 
     def append_records_to_leader(self, records: bytes | bytearray | memoryview, required_acks: int,
-                                 min_insync_replicas: int, **validation):
+                                 min_insync_replicas: int):
         """Append as leader; returns the storage's append info. Raises PartitionError or storage errors."""
         self._require_leader()
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
@@ -107,7 +107,7 @@ class Partition:
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {min_insync_replicas} for partition {self.topic}-{self.partition}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, **validation)
+        info = self.log.append_as_leader(records, self.leader_epoch)
         self._maybe_advance_high_watermark()
         return info
 
@@ -123,6 +123,6 @@ class Partition:
         info = log_.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
         aborted = None
         if read_committed:
-            aborted = log_.collect_aborted_transactions(fetch_offset, info.next_offset_upper_bound) \
-                if hasattr(log_, "collect_aborted_transactions") else []
+            upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
+            aborted = log_.collect_aborted_transactions(fetch_offset, upper)
         return ReadResult(info.records, hw, lso, log_.log_start_offset, aborted)

@@ -60,25 +60,23 @@ class FetchedPartition:
         return self.read.size if self.read is not None else 0
 
 
+# Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
+_ERROR_CODES_BY_NAME = {
+    "CorruptRecordError": ErrorCode.CORRUPT_MESSAGE,
+    "InvalidRecordError": ErrorCode.INVALID_RECORD,
+    "RecordTooLargeError": ErrorCode.MESSAGE_TOO_LARGE,
+    "RecordBatchTooLargeError": ErrorCode.RECORD_LIST_TOO_LARGE,
+    "InvalidTimestampError": ErrorCode.INVALID_TIMESTAMP,
+    "OffsetOutOfRangeError": ErrorCode.OFFSET_OUT_OF_RANGE,
+    "KafkaStorageError": ErrorCode.KAFKA_STORAGE_ERROR,
+}
+
+
 def storage_error_code(exc: BaseException) -> tuple[int, str | None]:
     """Map a storage exception to (Kafka error code, message)."""
-    name = type(exc).__name__
-    mapping = {
-        "CorruptRecordError": ErrorCode.CORRUPT_MESSAGE,
-        "InvalidRecordError": ErrorCode.INVALID_RECORD,
-        "RecordTooLargeError": ErrorCode.MESSAGE_TOO_LARGE,
-        "RecordBatchTooLargeError": ErrorCode.RECORD_LIST_TOO_LARGE,
-        "InvalidTimestampError": ErrorCode.INVALID_TIMESTAMP,
-        "OffsetOutOfRangeError": ErrorCode.OFFSET_OUT_OF_RANGE,
-        "KafkaStorageError": ErrorCode.KAFKA_STORAGE_ERROR,
-        "OutOfOrderSequenceError": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-        "DuplicateSequenceError": ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
-        "InvalidProducerEpochError": ErrorCode.INVALID_PRODUCER_EPOCH,
-        "UnknownProducerIdError": ErrorCode.UNKNOWN_PRODUCER_ID,
-    }
     code = getattr(exc, "error_code", None)
     if code is None:
-        code = mapping.get(name, ErrorCode.UNKNOWN_SERVER_ERROR)
+        code = _ERROR_CODES_BY_NAME.get(type(exc).__name__, ErrorCode.UNKNOWN_SERVER_ERROR)
     return code, str(exc) or None
 
 
@@ -119,8 +117,8 @@ class ReplicaManager:
                 p.log.update_config(log_config)
 
     # -- produce -------------------------------------------------------------------------------------
-    def append_records(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int,
-                       min_insync_replicas: dict[str, int], validation: dict[str, dict]) -> dict[TopicPartition, AppendResult]:
+    def append_records(self, entries: dict[TopicPartition, bytes | memoryview],
+                       required_acks: int) -> dict[TopicPartition, AppendResult]:
         """Append each partition's records as leader; per-partition errors, never an exception."""
         results: dict[TopicPartition, AppendResult] = {}
         for tp, records in entries.items():
@@ -129,8 +127,7 @@ class ReplicaManager:
                 results[tp] = AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
-                info = p.append_records_to_leader(records, required_acks, min_insync_replicas.get(tp[0], 1),
-                                                  **validation.get(tp[0], {}))
+                info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
                 continue

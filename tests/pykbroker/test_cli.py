@@ -64,6 +64,7 @@ def test_second_signal_forces_exit(tmp_path):
         time.sleep(0.05)
         if broker.proc.poll() is None:
             broker.proc.send_signal(signal.SIGINT)
-        assert broker.proc.wait(10) in (0, 1)
+        # 0: the graceful stop won the race; 1: forced exit; -SIGINT: the signal landed after the loop closed.
+        assert broker.proc.wait(10) in (0, 1, -signal.SIGINT)
     finally:
         broker.close()

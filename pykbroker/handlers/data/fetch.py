@@ -85,8 +85,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         else:
             aborted = None
             if read_committed:
-                aborted = [AbortedTransaction(producer_id=pid, first_offset=first)
-                           for pid, first in (read.aborted_transactions or [])]
+                aborted = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                           for a in (read.aborted_transactions or [])]
             data = PartitionData(
                 partition_index=cp.partition,
                 error_code=fp.error_code,
