@@ -54,7 +54,7 @@ class OffsetOutOfRangeError(StorageError):
 class RecordTooLargeError(StorageError):
     """A batch larger than max.message.bytes (MESSAGE_TOO_LARGE)."""
 
-    error_code = ErrorCode.MESSAGE_SIZE_TOO_LARGE
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class RecordBatchTooLargeError(StorageError):
