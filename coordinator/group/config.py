@@ -1,0 +1,64 @@
+"""The group coordinator's settings, by Kafka property name (``group.*``, ``offsets.*``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["GroupCoordinatorConfig"]
+
+_I32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class GroupCoordinatorConfig:
+    offsets_topic_num_partitions: int = 50
+    offsets_retention_ms: int = 10080 * 60_000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = _I32_MAX
+    # Kafka's GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member's parked
+    # JoinGroup is answered (and the member dropped) after this long if the rebalance has not finished.
+    classic_group_new_member_join_timeout_ms: int = 5 * 60_000
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_max_size: int = _I32_MAX
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    # Kafka's group.consumer.migration.policy (default BIDIRECTIONAL): classic <-> consumer conversion.
+    consumer_group_migration_policy: str = "bidirectional"
+
+    @classmethod
+    def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
+        """Build from a lookup of parsed broker properties by Kafka name (``Config.__getitem__``)."""
+        return cls(
+            offsets_topic_num_partitions=get("offsets.topic.num.partitions"),
+            offsets_retention_ms=get("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms"),
+            offset_metadata_max_bytes=get("offset.metadata.max.bytes"),
+            group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
+            group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
+            group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
+            group_max_size=get("group.max.size"),
+            rebalance_protocols=tuple(p.strip().lower() for p in get("group.coordinator.rebalance.protocols")),
+            consumer_group_session_timeout_ms=get("group.consumer.session.timeout.ms"),
+            consumer_group_heartbeat_interval_ms=get("group.consumer.heartbeat.interval.ms"),
+            consumer_group_max_size=get("group.consumer.max.size"),
+            consumer_group_assignors=tuple(a.strip().lower() for a in get("group.consumer.assignors")),
+        )
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        return "consumer" in self.rebalance_protocols
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_group_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_group_migration_policy in ("bidirectional", "downgrade")

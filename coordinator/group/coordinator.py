@@ -1,0 +1,329 @@
+"""The group coordinator service: what request handlers call (Kafka's GroupCoordinatorService).
+
+It routes each group to its __consumer_offsets partition (``partition_for``), refuses groups whose
+partition this node does not lead, applies the request-level checks Kafka makes before a shard sees
+a request (empty group id, session timeout bounds, unknown topics), runs the operation on the
+partition's shard through the runtime, and turns errors into each API's error response.
+
+What the broker must provide (see ``log.py`` for the log contract):
+
+- ``log_factory(partition) -> CoordinatorLog`` for each __consumer_offsets partition;
+- ``topics``: a ``TopicsImage`` (topic names, ids, partition counts) — the metadata store;
+- ``partition_leader(partition) -> node id | None``: who leads a __consumer_offsets partition. This
+  is the one place that decides which node coordinates a group; today every partition is led by the
+  local node, replication will answer from the partition state;
+- optionally ``ensure_offsets_topic()``, called when a group is first looked up, to create
+  __consumer_offsets on first use (as Kafka does from FindCoordinator).
+
+Shards are loaded lazily: the first call loads every partition this node leads (``load_all``);
+``on_election`` / ``on_resignation`` are the hooks for leadership changes once replication exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.group.clock import Clock, SystemClock
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.errors import ApiError
+from coordinator.group.log import CoordinatorLogFactory
+from coordinator.group.offsets import FetchTopic
+from coordinator.group.partitioner import partition_for
+from coordinator.group.result import RequestInfo
+from coordinator.group.runtime import CoordinatorRuntime
+from coordinator.group.shard import GroupCoordinatorShard
+from coordinator.group.timer import CoordinatorTimer
+from coordinator.group.topics import TopicsImage
+from wire import ErrorCode
+from wire.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from wire.messages import consumer_group_describe_response as cgd
+from wire.messages import offset_commit_response as ocr
+from wire.messages import offset_fetch_response as ofr
+from wire.messages.delete_groups_response import DeletableGroupResult
+from wire.messages.describe_groups_response import DescribedGroup
+from wire.messages.leave_group_response import MemberResponse
+from wire.messages.list_groups_response import ListedGroup
+
+__all__ = ["GroupCoordinator"]
+
+log = logging.getLogger("pykbroker.coordinator.group")
+
+
+def _error_code(exc: BaseException) -> int:
+    if isinstance(exc, ApiError):
+        return exc.error_code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _error_message(exc: BaseException) -> str | None:
+    return exc.message if isinstance(exc, ApiError) else None
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupCoordinatorConfig, node_id: int, topics: TopicsImage,
+                 log_factory: CoordinatorLogFactory, clock: Clock | None = None,
+                 partition_leader: Callable[[int], int | None] | None = None,
+                 ensure_offsets_topic: Callable[[], Any] | None = None,
+                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+        self.config = config
+        self.node_id = node_id
+        self.topics = topics
+        self.clock = clock or SystemClock()
+        self._partition_leader = partition_leader or (lambda _partition: node_id)
+        self._ensure_offsets_topic = ensure_offsets_topic
+        self._offsets_topic_ready = False
+        self._new_uuid = new_uuid
+        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock)
+        self._started = False
+
+    def _new_shard(self, partition: int, timer: CoordinatorTimer) -> GroupCoordinatorShard:
+        return GroupCoordinatorShard(partition, self.config, self.clock, timer, self.topics, self._new_uuid)
+
+    # -- placement --------------------------------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        return self.config.offsets_topic_num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def coordinator_for(self, group_id: str) -> int | None:
+        """The node coordinating ``group_id``: the leader of its __consumer_offsets partition."""
+        return self._partition_leader(self.partition_for(group_id))
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets on first use (FindCoordinator calls this)."""
+        if self._offsets_topic_ready or self._ensure_offsets_topic is None:
+            return
+        result = self._ensure_offsets_topic()
+        if asyncio.iscoroutine(result):
+            await result
+        self._offsets_topic_ready = True
+
+    def load_all(self) -> None:
+        """Load every __consumer_offsets partition this node leads (idempotent)."""
+        for partition in range(self.num_partitions):
+            if self._partition_leader(partition) == self.node_id:
+                self.runtime.load(partition)
+        self._started = True
+
+    def on_election(self, partition: int) -> None:
+        self.runtime.load(partition)
+
+    async def on_resignation(self, partition: int) -> None:
+        await self.runtime.unload(partition)
+
+    async def close(self) -> None:
+        await self.runtime.close()
+
+    def _partition(self, group_id: str) -> int:
+        if not self._started:
+            self.load_all()
+        partition = self.partition_for(group_id)
+        if self._partition_leader(partition) != self.node_id:
+            raise ApiError(ErrorCode.NOT_COORDINATOR)
+        self.runtime.load(partition)
+        return partition
+
+    async def _write(self, group_id: str, operation) -> Any:
+        return await self.runtime.write(self._partition(group_id), operation)
+
+    async def _parked(self, group_id: str, operation, error_response: Callable[[int], Any]) -> Any:
+        """Run an operation that answers through a callback, possibly much later (JoinGroup, SyncGroup)."""
+        partition = self._partition(group_id)
+        response: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def responder(r) -> None:
+            if not response.done():
+                response.set_result(r)
+
+        def on_done(f: asyncio.Future) -> None:
+            exc = f.exception() if not f.cancelled() else None
+            if exc is not None and not response.done():
+                response.set_result(error_response(_error_code(exc)))
+
+        self.runtime.submit(partition, lambda shard: operation(shard, responder)).add_done_callback(on_done)
+        return await response
+
+    # -- classic protocol -------------------------------------------------------------------------------
+    async def join_group(self, info: RequestInfo, request: JoinGroupRequest) -> JoinGroupResponse:
+        if not request.group_id:
+            return JoinGroupResponse(member_id=request.member_id, error_code=ErrorCode.INVALID_GROUP_ID)
+        if not (self.config.group_min_session_timeout_ms <= request.session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            return JoinGroupResponse(member_id=request.member_id, error_code=ErrorCode.INVALID_SESSION_TIMEOUT)
+        if info.api_version == 0:
+            request.rebalance_timeout_ms = request.session_timeout_ms
+        try:
+            return await self._parked(request.group_id, lambda shard, r: shard.join_group(info, request, r),
+                                      lambda code: JoinGroupResponse(member_id=request.member_id, error_code=code))
+        except ApiError as exc:
+            return JoinGroupResponse(member_id=request.member_id, error_code=exc.error_code)
+
+    async def sync_group(self, info: RequestInfo, request: SyncGroupRequest) -> SyncGroupResponse:
+        if not request.group_id:
+            return SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            return await self._parked(request.group_id, lambda shard, r: shard.sync_group(info, request, r),
+                                      lambda code: SyncGroupResponse(error_code=code))
+        except ApiError as exc:
+            return SyncGroupResponse(error_code=exc.error_code)
+
+    async def heartbeat(self, info: RequestInfo, request: HeartbeatRequest) -> HeartbeatResponse:
+        if not request.group_id:
+            return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            return await self._write(request.group_id, lambda shard: shard.heartbeat(info, request))
+        except Exception as exc:
+            return HeartbeatResponse(error_code=_error_code(exc))
+
+    async def leave_group(self, info: RequestInfo, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        if not request.group_id:
+            return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            return await self._write(request.group_id, lambda shard: shard.leave_group(info, request))
+        except Exception as exc:
+            code = _error_code(exc)
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                # The group does not exist: every member is unknown.
+                return LeaveGroupResponse(members=[
+                    MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                   error_code=ErrorCode.UNKNOWN_MEMBER_ID) for m in request.members])
+            return LeaveGroupResponse(error_code=code)
+
+    # -- consumer protocol ------------------------------------------------------------------------------
+    async def consumer_group_heartbeat(self, info: RequestInfo,
+                                       request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        if not self.config.consumer_protocol_enabled:
+            return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        try:
+            return await self._write(request.group_id, lambda shard: shard.consumer_group_heartbeat(info, request))
+        except Exception as exc:
+            return ConsumerGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def consumer_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[cgd.DescribedGroup]:
+        out = []
+        for group_id in group_ids:
+            if not group_id:
+                out.append(cgd.DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID, members=[]))
+                continue
+            try:
+                partition = self._partition(group_id)
+                out.extend(await self.runtime.read(partition, lambda shard, g=group_id: shard.consumer_group_describe([g])))
+            except Exception as exc:
+                out.append(cgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
+        return out
+
+    # -- offsets ----------------------------------------------------------------------------------------
+    def _unknown_partitions(self, topics) -> set[tuple[str, int]]:
+        unknown = set()
+        for topic in topics:
+            info = self.topics.by_name(topic.name)
+            for p in topic.partitions:
+                if info is None or not 0 <= p.partition_index < info.num_partitions:
+                    unknown.add((topic.name, p.partition_index))
+        return unknown
+
+    async def commit_offsets(self, info: RequestInfo, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        unknown = self._unknown_partitions(request.topics)
+        try:
+            return await self._write(request.group_id,
+                                     lambda shard: shard.commit_offset(info, request, unknown))
+        except Exception as exc:
+            code = _error_code(exc)
+            return OffsetCommitResponse(topics=[
+                ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
+                    ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                    for p in t.partitions])
+                for t in request.topics])
+
+    async def fetch_offsets(self, info: RequestInfo, group_id: str, topics: list[FetchTopic] | None,
+                            require_stable: bool = False, member_id: str | None = None,
+                            member_epoch: int = -1) -> ofr.OffsetFetchResponseGroup:
+        """One group of an OffsetFetch (``topics`` None: every committed offset)."""
+        try:
+            partition = self._partition(group_id)
+            if require_stable:
+                # Queued behind pending writes, so the answer includes every offset already accepted.
+                result = await self.runtime.write(partition, lambda shard: _result(
+                    shard.fetch_offsets(group_id, topics, member_id, member_epoch)))
+            else:
+                result = await self.runtime.read(
+                    partition, lambda shard: shard.fetch_offsets(group_id, topics, member_id, member_epoch))
+            return ofr.OffsetFetchResponseGroup(group_id=group_id, topics=result, error_code=ErrorCode.NONE)
+        except Exception as exc:
+            return ofr.OffsetFetchResponseGroup(group_id=group_id, topics=[], error_code=_error_code(exc))
+
+    async def delete_offsets(self, info: RequestInfo, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        if not request.group_id:
+            return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        unknown = self._unknown_partitions(request.topics)
+        try:
+            return await self._write(request.group_id, lambda shard: shard.delete_offsets(request, unknown))
+        except Exception as exc:
+            return OffsetDeleteResponse(error_code=_error_code(exc))
+
+    # -- whole groups -----------------------------------------------------------------------------------
+    async def list_groups(self, info: RequestInfo, states: list[str], types: list[str]) -> tuple[int, list[ListedGroup]]:
+        if not self._started:
+            self.load_all()
+        groups: list[ListedGroup] = []
+        for partition in range(self.num_partitions):
+            if self._partition_leader(partition) != self.node_id:
+                continue
+            try:
+                groups.extend(await self.runtime.read(partition, lambda shard: shard.list_groups(states, types)))
+            except ApiError as exc:
+                if exc.error_code != ErrorCode.NOT_COORDINATOR:
+                    return exc.error_code, []
+        return ErrorCode.NONE, groups
+
+    async def describe_groups(self, info: RequestInfo, group_ids: list[str]) -> list[DescribedGroup]:
+        out = []
+        for group_id in group_ids:
+            try:
+                partition = self._partition(group_id)
+                out.extend(await self.runtime.read(
+                    partition, lambda shard, g=group_id: shard.describe_groups([g], info.api_version)))
+            except Exception as exc:
+                out.append(DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
+        return out
+
+    async def delete_groups(self, info: RequestInfo, group_ids: list[str]) -> list[DeletableGroupResult]:
+        by_partition: dict[int, list[str]] = {}
+        out: list[DeletableGroupResult] = []
+        for group_id in group_ids:
+            try:
+                by_partition.setdefault(self._partition(group_id), []).append(group_id)
+            except Exception as exc:
+                out.append(DeletableGroupResult(group_id=group_id, error_code=_error_code(exc)))
+        for partition, ids in by_partition.items():
+            try:
+                out.extend(await self.runtime.write(partition, lambda shard, ids=ids: shard.delete_groups(ids)))
+            except Exception as exc:
+                out.extend(DeletableGroupResult(group_id=g, error_code=_error_code(exc)) for g in ids)
+        return out
+
+
+def _result(response):
+    from coordinator.group.result import CoordinatorResult
+    return CoordinatorResult(response=response)

@@ -1,0 +1,101 @@
+"""The narrow interface between the group coordinator and a __consumer_offsets partition's log.
+
+The coordinator never touches storage directly. For each __consumer_offsets partition it leads, it is
+given a ``CoordinatorLog`` (by a ``CoordinatorLogFactory``) and needs exactly two things from it:
+
+``await log.append(records) -> last_offset``
+    Append ``records`` — a list of ``(key: bytes | None, value: bytes | None)`` pairs encoded by
+    ``coordinator.group.records`` (a ``None`` value is a tombstone) — as ONE record batch, atomically,
+    and return the offset of the last record once the batch is committed (Kafka appends coordinator
+    batches with acks=all and completes the write when the high watermark passes it). Never called
+    with an empty list. The batch is a plain (non-transactional, non-control) v2 batch, without
+    headers, timestamps = append time, compression as configured for the topic; the real
+    implementation writes it to ``__consumer_offsets-<partition>`` through the replica manager as
+    leader (``ReplicaManager.appendRecords`` with ``origin=COORDINATOR``), so followers replicate it.
+    On failure raise ``coordinator.group.errors.CoordinatorLogError(error_code)`` with the Kafka error
+    (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, ...); the
+    coordinator maps it to the client error as Kafka does and drops the operation's state change.
+
+``log.read_all()``
+    Every record of the partition from the log start offset to the high watermark, in offset order,
+    as ``(offset, key, value)`` tuples (``value is None`` for tombstones; control records are
+    omitted). May be a plain or an async iterable. Called once when the shard is loaded (at start,
+    and later when this broker becomes leader of the partition); replaying these records rebuilds the
+    coordinator state exactly.
+
+Appends and reads of one partition are only ever issued by that partition's shard task, one at a
+time, so an implementation needs no locking of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+__all__ = ["CoordinatorLog", "CoordinatorLogFactory", "InMemoryCoordinatorLog", "InMemoryCoordinatorLogs"]
+
+LogEntry = tuple[int, bytes | None, bytes | None]
+
+
+@runtime_checkable
+class CoordinatorLog(Protocol):
+    """One __consumer_offsets partition, as seen by its coordinator shard."""
+
+    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+        """Append one batch atomically; the offset of its last record once committed."""
+        ...
+
+    def read_all(self) -> Iterable[LogEntry] | AsyncIterable[LogEntry]:
+        """All committed records in offset order, for replay at load."""
+        ...
+
+
+# Partition index -> that partition's log.
+CoordinatorLogFactory = Callable[[int], CoordinatorLog]
+
+
+class InMemoryCoordinatorLog:
+    """A CoordinatorLog kept in a list: unit tests, and the broker until the data path is wired.
+
+    ``fail_next_append`` makes the next append raise the given exception (to test failure handling).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[LogEntry] = []
+        self.batches: list[list[tuple[bytes | None, bytes | None]]] = []
+        self.fail_next_append: Exception | None = None
+
+    @property
+    def log_end_offset(self) -> int:
+        return len(self.entries)
+
+    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+        if not records:
+            raise ValueError("empty coordinator batch")
+        if self.fail_next_append is not None:
+            exc, self.fail_next_append = self.fail_next_append, None
+            raise exc
+        self.batches.append(list(records))
+        for key, value in records:
+            self.entries.append((len(self.entries), key, value))
+        return len(self.entries) - 1
+
+    def read_all(self) -> Iterable[LogEntry]:
+        return list(self.entries)
+
+
+class InMemoryCoordinatorLogs:
+    """A CoordinatorLogFactory of in-memory logs that outlive the coordinator using them (for replay tests)."""
+
+    def __init__(self) -> None:
+        self.logs: dict[int, InMemoryCoordinatorLog] = {}
+
+    def __call__(self, partition: int) -> InMemoryCoordinatorLog:
+        log = self.logs.get(partition)
+        if log is None:
+            log = self.logs[partition] = InMemoryCoordinatorLog()
+        return log
+
+    def all_entries(self) -> list[tuple[int, LogEntry]]:
+        """(partition, entry) for every record, partition by partition."""
+        return [(p, e) for p, log in sorted(self.logs.items()) for e in log.entries]

@@ -1,0 +1,316 @@
+"""The records of __consumer_offsets, byte-compatible with Apache Kafka 4.1.
+
+On disk every record is a plain key/value record in a v2 record batch (no headers):
+
+- key   = int16 record type + key struct encoded at version 0
+- value = int16 value version + value struct encoded at that version, or null for a tombstone
+
+The record type is the ``apiKey`` of the key's JSON definition (``wire/schemas/*Key.json``):
+
+==== =========================================== ==============================================
+type key / value                                 written by pykbroker
+==== =========================================== ==============================================
+0    OffsetCommitKey / OffsetCommitValue          never (legacy; read as type 1)
+1    OffsetCommitKey / OffsetCommitValue          value v3 (v1 when an expire timestamp is set)
+2    GroupMetadataKey / GroupMetadataValue        value v3 (classic groups)
+3    ConsumerGroupMetadataKey / ...Value          v0: group epoch + metadata hash (tagged)
+4    ConsumerGroupPartitionMetadataKey / ...      tombstones only (4.1 replaced it by the hash)
+5    ConsumerGroupMemberMetadataKey / ...         v0: a member's subscription
+6    ConsumerGroupTargetAssignmentMetadataKey     v0: the target assignment epoch
+7    ConsumerGroupTargetAssignmentMemberKey       v0: a member's target assignment
+8    ConsumerGroupCurrentMemberAssignmentKey      v0: a member's epochs, state and owned partitions
+16   ConsumerGroupRegularExpressionKey            v0: the topics a subscription regex resolved to
+==== =========================================== ==============================================
+
+Types 9-15 (share groups) and 17+ (streams groups) are skipped at load with a warning, as Kafka skips
+record types it does not know. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
+``kafka-console-consumer`` with the group-metadata formatter) read these records as written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from uuid import UUID
+
+from wire import DecodeError, Message, Reader, Writer
+from wire.messages import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from wire.messages import consumer_group_current_member_assignment_value as _current
+from wire.messages import consumer_group_target_assignment_member_value as _target
+
+__all__ = ["CoordinatorRecord", "OffsetAndMetadata", "RecordType", "UnknownRecordTypeError", "decode_record",
+           "GROUP_METADATA_VALUE_VERSION", "Assignment"]
+
+# Kafka 4.1 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
+# highest non-flexible versions, so older brokers can still read the log after a downgrade.
+GROUP_METADATA_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP = 1
+
+# A member's partitions: topic id -> partition indexes.
+Assignment = Mapping[UUID, frozenset[int]]
+
+
+class RecordType(IntEnum):
+    """The int16 prefix of a record key (the key definition's apiKey)."""
+
+    LEGACY_OFFSET_COMMIT = 0
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_PARTITION_METADATA = 4
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+
+
+_CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
+    RecordType.LEGACY_OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
+    RecordType.OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
+    RecordType.GROUP_METADATA: (GroupMetadataKey, GroupMetadataValue),
+    RecordType.CONSUMER_GROUP_METADATA: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    RecordType.CONSUMER_GROUP_PARTITION_METADATA: (ConsumerGroupPartitionMetadataKey,
+                                                   ConsumerGroupPartitionMetadataValue),
+    RecordType.CONSUMER_GROUP_MEMBER_METADATA: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: (ConsumerGroupTargetAssignmentMetadataKey,
+                                                           ConsumerGroupTargetAssignmentMetadataValue),
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: (ConsumerGroupTargetAssignmentMemberKey,
+                                                         ConsumerGroupTargetAssignmentMemberValue),
+    RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: (ConsumerGroupCurrentMemberAssignmentKey,
+                                                          ConsumerGroupCurrentMemberAssignmentValue),
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: (ConsumerGroupRegularExpressionKey,
+                                                   ConsumerGroupRegularExpressionValue),
+}
+
+
+class UnknownRecordTypeError(ValueError):
+    """A record type this coordinator does not read (share or streams groups); skipped at load."""
+
+    def __init__(self, record_type: int) -> None:
+        super().__init__(f"unknown __consumer_offsets record type {record_type}")
+        self.record_type = record_type
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorRecord:
+    """A key struct and a value struct (None for a tombstone) with the version the value is written at."""
+
+    key: Message
+    value: Message | None
+    value_version: int = 0
+
+    @property
+    def record_type(self) -> int:
+        return self.key.API_KEY
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        """The record's key and value bytes as they go into the log."""
+        kw = Writer()
+        kw.int16(self.key.API_KEY)
+        self.key.encode_into(kw, 0)
+        if self.value is None:
+            return kw.getvalue(), None
+        vw = Writer()
+        vw.int16(self.value_version)
+        self.value.encode_into(vw, self.value_version)
+        return kw.getvalue(), vw.getvalue()
+
+
+def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
+    """Parse a __consumer_offsets record; raises UnknownRecordTypeError or DecodeError.
+
+    As Kafka does, bytes after a known struct are ignored, so records written by newer versions that
+    only append fields still load.
+    """
+    if key is None or len(key) < 2:
+        raise DecodeError("__consumer_offsets record without a key")
+    r = Reader(key)
+    record_type = r.int16()
+    classes = _CLASSES.get(record_type)
+    if classes is None:
+        raise UnknownRecordTypeError(record_type)
+    key_class, value_class = classes
+    key_message = key_class.decode_from(r, 0)
+    if value is None:
+        return CoordinatorRecord(key_message, None)
+    vr = Reader(value)
+    version = vr.int16()
+    if version < value_class.LOWEST_VERSION:
+        raise DecodeError(f"{value_class.NAME} version {version} is unknown")
+    # Kafka reads a newer version with the newest schema it knows.
+    read_version = min(version, value_class.HIGHEST_VERSION)
+    return CoordinatorRecord(key_message, value_class.decode_from(vr, read_version), read_version)
+
+
+# -- offsets -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset as stored: Kafka's OffsetAndMetadata (leader_epoch None = unknown)."""
+
+    committed_offset: int
+    leader_epoch: int | None
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+    record_offset: int = -1
+
+    @classmethod
+    def from_record(cls, record_offset: int, value: OffsetCommitValue) -> OffsetAndMetadata:
+        return cls(
+            committed_offset=value.offset,
+            leader_epoch=None if value.leader_epoch == -1 else value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp_ms=value.commit_timestamp,
+            expire_timestamp_ms=None if value.expire_timestamp == -1 else value.expire_timestamp,
+            record_offset=record_offset,
+        )
+
+
+def offset_commit_record(group_id: str, topic: str, partition: int, om: OffsetAndMetadata) -> CoordinatorRecord:
+    version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP if om.expire_timestamp_ms is not None
+               else OFFSET_COMMIT_VALUE_VERSION)
+    return CoordinatorRecord(
+        OffsetCommitKey(group=group_id, topic=topic, partition=partition),
+        OffsetCommitValue(
+            offset=om.committed_offset,
+            leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+            metadata=om.metadata,
+            commit_timestamp=om.commit_timestamp_ms,
+            expire_timestamp=-1 if om.expire_timestamp_ms is None else om.expire_timestamp_ms,
+        ),
+        version,
+    )
+
+
+def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:
+    return CoordinatorRecord(OffsetCommitKey(group=group_id, topic=topic, partition=partition), None)
+
+
+# -- classic groups -----------------------------------------------------------------------------------
+
+def group_metadata_record(group_id: str, value: GroupMetadataValue) -> CoordinatorRecord:
+    return CoordinatorRecord(GroupMetadataKey(group=group_id), value, GROUP_METADATA_VALUE_VERSION)
+
+
+def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(GroupMetadataKey(group=group_id), None)
+
+
+# -- consumer groups (KIP-848) ---------------------------------------------------------------------------
+
+def _sorted_partitions(assignment: Mapping[UUID, Iterable[int]]) -> list[tuple[UUID, list[int]]]:
+    return [(topic_id, sorted(parts)) for topic_id, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))
+            if parts]
+
+
+def consumer_group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupMetadataKey(group_id=group_id),
+                             ConsumerGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash), 0)
+
+
+def consumer_group_epoch_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupMetadataKey(group_id=group_id), None)
+
+
+def consumer_group_partition_metadata_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupPartitionMetadataKey(group_id=group_id), None)
+
+
+def consumer_group_member_subscription_record(group_id: str, value: ConsumerGroupMemberMetadataValue,
+                                              member_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), value, 0)
+
+
+def consumer_group_member_subscription_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
+
+
+def consumer_group_target_assignment_record(group_id: str, member_id: str,
+                                            assignment: Mapping[UUID, Iterable[int]]) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
+        ConsumerGroupTargetAssignmentMemberValue(topic_partitions=[
+            _target.TopicPartition(topic_id=t, partitions=p) for t, p in _sorted_partitions(assignment)]),
+        0,
+    )
+
+
+def consumer_group_target_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
+
+
+def consumer_group_target_assignment_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
+                             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch), 0)
+
+
+def consumer_group_target_assignment_epoch_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), None)
+
+
+def consumer_group_current_assignment_record(group_id: str, member_id: str, member_epoch: int,
+                                             previous_member_epoch: int, state: int,
+                                             assigned: Mapping[UUID, Iterable[int]],
+                                             pending_revocation: Mapping[UUID, Iterable[int]]) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id),
+        ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=member_epoch,
+            previous_member_epoch=previous_member_epoch,
+            state=state,
+            assigned_partitions=[_current.TopicPartitions(topic_id=t, partitions=p)
+                                 for t, p in _sorted_partitions(assigned)],
+            partitions_pending_revocation=[_current.TopicPartitions(topic_id=t, partitions=p)
+                                           for t, p in _sorted_partitions(pending_revocation)],
+        ),
+        0,
+    )
+
+
+def consumer_group_current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
+
+
+def consumer_group_regex_record(group_id: str, regex: str, topics: Iterable[str], version: int,
+                                timestamp_ms: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+        ConsumerGroupRegularExpressionValue(topics=sorted(topics), version=version, timestamp=timestamp_ms),
+        0,
+    )
+
+
+def consumer_group_regex_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
+    return CoordinatorRecord(ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
+def assignment_from_record(topic_partitions) -> dict[UUID, frozenset[int]]:
+    """``[{topic_id, partitions}]`` of a record value -> topic id -> partitions."""
+    out: dict[UUID, frozenset[int]] = {}
+    for tp in topic_partitions:
+        if tp.partitions:
+            out[tp.topic_id] = out.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
+    return out

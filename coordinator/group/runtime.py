@@ -1,0 +1,296 @@
+"""The coordinator runtime: one single-writer task per loaded __consumer_offsets partition.
+
+Kafka's CoordinatorRuntime in miniature. Each shard has a queue drained by its own asyncio task, so
+shard state needs no locks. A write operation — a request or a due timeout — runs on that task:
+
+    result = operation(shard)            # reads the state, returns records + response
+    await log.append(encoded records)    # one batch; the next operation waits for it
+    shard.replay(offset, record) ...     # the state changes (unless result.replay is False)
+    result.on_appended(None)             # e.g. answer parked SyncGroups
+    -> response
+
+Because the task awaits each append before taking the next operation, state and log never diverge:
+an operation sees the effect of every earlier one, and a failed append changes nothing that is
+record-backed (the error goes to the caller, mapped as Kafka maps append errors). Reads run without
+queuing; they see the state as of the last completed write.
+
+A shard is loaded by replaying its whole log (``CoordinatorLog.read_all``) before it serves anything;
+operations for a loading shard wait for the load to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from coordinator.group import records as rec
+from coordinator.group.clock import Clock
+from coordinator.group.errors import (
+    ApiError,
+    CoordinatorLogError,
+    NotCoordinatorError,
+    append_error_to_response_error,
+)
+from coordinator.group.log import CoordinatorLog, CoordinatorLogFactory
+from coordinator.group.result import CoordinatorResult
+from coordinator.group.timer import CoordinatorTimer
+from wire import DecodeError, ErrorCode
+
+__all__ = ["CoordinatorRuntime", "Shard"]
+
+log = logging.getLogger("pykbroker.coordinator.runtime")
+
+T = TypeVar("T")
+
+
+class Shard(Protocol):
+    def replay(self, offset: int, record: rec.CoordinatorRecord) -> None: ...
+
+    def on_loaded(self) -> None: ...
+
+    def on_unloaded(self) -> None: ...
+
+
+ShardFactory = Callable[[int, CoordinatorTimer], Any]
+
+
+@dataclass
+class _Write:
+    operation: Callable[[Any], CoordinatorResult]
+    future: asyncio.Future | None
+
+
+@dataclass
+class _Timeout:
+    key: str
+    token: int
+
+
+class _ShardContext:
+    def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock) -> None:
+        self.partition = partition
+        self.log = log_
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.timer = CoordinatorTimer(clock, lambda key, token: self.queue.put_nowait(_Timeout(key, token)))
+        self.shard: Any = None
+        self.loaded = asyncio.Event()
+        self.failed: BaseException | None = None
+        self.busy = False
+        self.task: asyncio.Task | None = None
+
+
+class CoordinatorRuntime:
+    def __init__(self, shard_factory: ShardFactory, log_factory: CoordinatorLogFactory, clock: Clock) -> None:
+        self._shard_factory = shard_factory
+        self._log_factory = log_factory
+        self._clock = clock
+        self._contexts: dict[int, _ShardContext] = {}
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    def is_loaded(self, partition: int) -> bool:
+        ctx = self._contexts.get(partition)
+        return ctx is not None and ctx.loaded.is_set() and ctx.failed is None
+
+    def load(self, partition: int) -> None:
+        """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading."""
+        if self._closed:
+            raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if partition in self._contexts:
+            return
+        ctx = _ShardContext(partition, self._log_factory(partition), self._clock)
+        ctx.shard = self._shard_factory(partition, ctx.timer)
+        self._contexts[partition] = ctx
+        ctx.task = asyncio.get_running_loop().create_task(self._run(ctx), name=f"group-coordinator-{partition}")
+
+    async def unload(self, partition: int) -> None:
+        """Stop serving ``partition`` (this node is no longer its leader)."""
+        ctx = self._contexts.pop(partition, None)
+        if ctx is None:
+            return
+        await self._stop(ctx)
+
+    async def close(self) -> None:
+        self._closed = True
+        for partition in list(self._contexts):
+            await self.unload(partition)
+
+    async def _stop(self, ctx: _ShardContext) -> None:
+        if ctx.task is not None:
+            ctx.task.cancel()
+            try:
+                await ctx.task
+            except asyncio.CancelledError:
+                pass
+        if ctx.loaded.is_set() and ctx.failed is None:
+            try:
+                ctx.shard.on_unloaded()
+            except Exception:
+                log.exception("error unloading __consumer_offsets-%d", ctx.partition)
+        ctx.timer.cancel_all()
+        while not ctx.queue.empty():
+            item = ctx.queue.get_nowait()
+            if isinstance(item, _Write) and item.future is not None and not item.future.done():
+                item.future.set_exception(NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
+
+    async def _load(self, ctx: _ShardContext) -> None:
+        entries = ctx.log.read_all()
+        count = 0
+        if inspect.isawaitable(entries):
+            entries = await entries
+        if hasattr(entries, "__aiter__"):
+            async for entry in entries:
+                self._replay_entry(ctx, entry)
+                count += 1
+        else:
+            for entry in entries:
+                self._replay_entry(ctx, entry)
+                count += 1
+        ctx.shard.on_loaded()
+        log.info("__consumer_offsets-%d loaded from %d records", ctx.partition, count)
+
+    @staticmethod
+    def _replay_entry(ctx: _ShardContext, entry) -> None:
+        offset, key, value = entry[0], entry[1], entry[2]
+        try:
+            record = rec.decode_record(key, value)
+        except rec.UnknownRecordTypeError as exc:
+            log.warning("__consumer_offsets-%d offset %d: %s; skipped", ctx.partition, offset, exc)
+            return
+        except DecodeError as exc:
+            log.error("__consumer_offsets-%d offset %d: undecodable record skipped: %s", ctx.partition, offset, exc)
+            return
+        ctx.shard.replay(offset, record)
+
+    # -- the shard task ---------------------------------------------------------------------------------
+    async def _run(self, ctx: _ShardContext) -> None:
+        try:
+            await self._load(ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("loading __consumer_offsets-%d failed", ctx.partition)
+            ctx.failed = exc
+            ctx.loaded.set()
+            while not ctx.queue.empty():
+                item = ctx.queue.get_nowait()
+                if isinstance(item, _Write):
+                    _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        ctx.loaded.set()
+        while True:
+            item = await ctx.queue.get()
+            ctx.busy = True
+            try:
+                if isinstance(item, _Timeout):
+                    operation = ctx.timer.take(item.key, item.token)
+                    if operation is not None:
+                        await self._execute(ctx, lambda _shard, op=operation: op(), None, f"timeout {item.key}")
+                else:
+                    await self._execute(ctx, item.operation, item.future, "write")
+            finally:
+                ctx.busy = False
+
+    async def _execute(self, ctx: _ShardContext, operation, future: asyncio.Future | None, what: str) -> None:
+        try:
+            result = operation(ctx.shard)
+        except ApiError as exc:
+            _fail(future, exc)
+            return
+        except Exception as exc:
+            log.exception("__consumer_offsets-%d: %s failed", ctx.partition, what)
+            _fail(future, exc)
+            return
+        if result is None:
+            result = CoordinatorResult()
+        try:
+            await self._apply(ctx, result)
+        except ApiError as exc:
+            _fail(future, exc)
+            return
+        except Exception as exc:
+            log.exception("__consumer_offsets-%d: applying the result of %s failed", ctx.partition, what)
+            _fail(future, exc)
+            return
+        if future is not None and not future.done():
+            future.set_result(result.response)
+
+    async def _apply(self, ctx: _ShardContext, result: CoordinatorResult) -> None:
+        if result.records:
+            encoded = [r.encode() for r in result.records]
+            try:
+                last_offset = await ctx.log.append(encoded)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                code = exc.error_code if isinstance(exc, CoordinatorLogError) else ErrorCode.UNKNOWN_SERVER_ERROR
+                log.warning("__consumer_offsets-%d: append of %d records failed: %s", ctx.partition,
+                            len(encoded), exc)
+                if result.on_appended is not None:
+                    result.on_appended(exc)
+                raise ApiError(append_error_to_response_error(code)) from exc
+            if result.replay:
+                first = last_offset - len(result.records) + 1
+                for i, record in enumerate(result.records):
+                    ctx.shard.replay(first + i, record)
+        if result.on_appended is not None:
+            result.on_appended(None)
+
+    # -- scheduling -------------------------------------------------------------------------------------
+    async def _context(self, partition: int) -> _ShardContext:
+        ctx = self._contexts.get(partition)
+        if ctx is None:
+            raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
+        if not ctx.loaded.is_set():
+            await ctx.loaded.wait()
+        if ctx.failed is not None:
+            raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return ctx
+
+    async def write(self, partition: int, operation: Callable[[Any], CoordinatorResult]) -> Any:
+        """Run ``operation`` on the shard's task; its response once its records are appended."""
+        return await self.submit(partition, operation)
+
+    def submit(self, partition: int, operation: Callable[[Any], CoordinatorResult]) -> asyncio.Future:
+        """Queue ``operation`` on the shard's task; the future completes once it is applied."""
+        ctx = self._contexts.get(partition)
+        if ctx is None:
+            raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
+        if ctx.failed is not None:
+            raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        future = asyncio.get_running_loop().create_future()
+        ctx.queue.put_nowait(_Write(operation, future))
+        return future
+
+    async def read(self, partition: int, reader: Callable[[Any], T]) -> T:
+        ctx = await self._context(partition)
+        return reader(ctx.shard)
+
+    def loaded_partitions(self) -> list[int]:
+        return sorted(p for p in self._contexts if self.is_loaded(p))
+
+    def shard(self, partition: int) -> Any:
+        """The shard object (tests and introspection only)."""
+        return self._contexts[partition].shard
+
+    async def settle(self, rounds: int = 10_000) -> None:
+        """Wait until every queue is drained and no operation is running (tests)."""
+        idle_rounds = 0
+        for _ in range(rounds):
+            await asyncio.sleep(0)
+            if all(c.queue.empty() and not c.busy and c.loaded.is_set() for c in self._contexts.values()):
+                idle_rounds += 1
+                if idle_rounds >= 3:
+                    return
+            else:
+                idle_rounds = 0
+        raise TimeoutError("coordinator shards did not settle")
+
+
+def _fail(future: asyncio.Future | None, exc: BaseException) -> None:
+    if future is not None and not future.done():
+        future.set_exception(exc)

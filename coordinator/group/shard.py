@@ -1,0 +1,144 @@
+"""One __consumer_offsets partition's coordinator state machine (Kafka's GroupCoordinatorShard).
+
+The shard owns the groups and offsets whose group ids hash to its partition. Its operations run on
+the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
+way record-backed state changes — at load (every record of the partition, in order) and after each
+append. Operations never do I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+
+from coordinator.group import records as rec
+from coordinator.group.classic_group import Responder
+from coordinator.group.clock import Clock
+from coordinator.group.config import GroupCoordinatorConfig
+from coordinator.group.errors import ApiError
+from coordinator.group.group_metadata_manager import GroupMetadataManager
+from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
+from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.timer import CoordinatorTimer
+from coordinator.group.topics import TopicsImage
+from wire import ErrorCode
+from wire.messages import (
+    ConsumerGroupHeartbeatRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    SyncGroupRequest,
+)
+from wire.messages.delete_groups_response import DeletableGroupResult
+
+__all__ = ["GroupCoordinatorShard"]
+
+log = logging.getLogger("pykbroker.coordinator.group")
+
+GROUP_EXPIRATION_KEY = "expire-group-metadata"
+
+
+class GroupCoordinatorShard:
+    def __init__(self, partition: int, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer,
+                 topics: TopicsImage, new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.timer = timer
+        self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid)
+        self.offsets = OffsetMetadataManager(self.groups)
+
+    # -- replay and lifecycle --------------------------------------------------------------------------
+    def replay(self, offset: int, record: rec.CoordinatorRecord) -> None:
+        if record.record_type in (rec.RecordType.OFFSET_COMMIT, rec.RecordType.LEGACY_OFFSET_COMMIT):
+            self.offsets.replay(offset, record)
+        else:
+            self.groups.replay(record)
+
+    def on_loaded(self) -> None:
+        self.groups.on_loaded()
+        self._schedule_group_metadata_expiration()
+        log.info("loaded __consumer_offsets-%d: %d groups", self.partition, len(self.groups.groups))
+
+    def on_unloaded(self) -> None:
+        self.groups.on_unloaded()
+
+    # -- classic protocol -------------------------------------------------------------------------------
+    def join_group(self, info: RequestInfo, request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
+        return self.groups.classic_group_join(info, request, responder)
+
+    def sync_group(self, info: RequestInfo, request: SyncGroupRequest, responder: Responder) -> CoordinatorResult:
+        return self.groups.classic_group_sync(info, request, responder)
+
+    def heartbeat(self, info: RequestInfo, request: HeartbeatRequest) -> CoordinatorResult:
+        return self.groups.classic_group_heartbeat(info, request)
+
+    def leave_group(self, info: RequestInfo, request: LeaveGroupRequest) -> CoordinatorResult:
+        return self.groups.classic_group_leave(info, request)
+
+    # -- consumer protocol ------------------------------------------------------------------------------
+    def consumer_group_heartbeat(self, info: RequestInfo, request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
+        return self.groups.consumer_group_heartbeat(info, request)
+
+    # -- offsets ----------------------------------------------------------------------------------------
+    def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,
+                      unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
+        return self.offsets.commit_offset(info, request, unknown_partitions)
+
+    def fetch_offsets(self, group_id: str, topics: list[FetchTopic] | None, member_id: str | None,
+                      member_epoch: int):
+        return self.offsets.fetch_offsets(group_id, topics, member_id, member_epoch)
+
+    def delete_offsets(self, request: OffsetDeleteRequest, unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
+        return self.offsets.delete_offsets(request, unknown_partitions)
+
+    # -- groups -----------------------------------------------------------------------------------------
+    def delete_groups(self, group_ids: list[str]) -> CoordinatorResult:
+        records: list[rec.CoordinatorRecord] = []
+        results = []
+        deleted = []
+        offsets = 0
+        for group_id in group_ids:
+            try:
+                self.groups.validate_delete_group(group_id)
+                offsets += self.offsets.delete_all_offsets(group_id, records)
+                records.extend(self.groups.group_tombstone_records(group_id))
+                deleted.append(group_id)
+                results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE))
+            except ApiError as exc:
+                results.append(DeletableGroupResult(group_id=group_id, error_code=exc.error_code))
+        if deleted:
+            log.info("deleted groups %s and %d offsets", deleted, offsets)
+        return CoordinatorResult(records, results)
+
+    def list_groups(self, states: list[str], types: list[str]):
+        return self.groups.list_groups(states, types)
+
+    def describe_groups(self, group_ids: list[str], api_version: int):
+        return self.groups.describe_groups(group_ids, api_version)
+
+    def consumer_group_describe(self, group_ids: list[str]):
+        return self.groups.consumer_group_describe(group_ids)
+
+    # -- expiry -----------------------------------------------------------------------------------------
+    def cleanup_group_metadata(self) -> CoordinatorResult:
+        """Expire old offsets of groups not using them; delete empty groups left without offsets."""
+        records: list[rec.CoordinatorRecord] = []
+        for group_id in self.groups.group_ids():
+            if self.offsets.cleanup_expired_offsets(group_id, records):
+                self.groups.maybe_delete_group(group_id, records)
+        if records:
+            log.info("__consumer_offsets-%d: %d tombstones from offset and group expiry", self.partition, len(records))
+        self._schedule_group_metadata_expiration()
+        return CoordinatorResult(records)
+
+    def _schedule_group_metadata_expiration(self) -> None:
+        self.timer.schedule(GROUP_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms,
+                            self.cleanup_group_metadata)
+
+    # -- tests ------------------------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        return {"groups": self.groups.snapshot(), "offsets": self.offsets.snapshot()}
