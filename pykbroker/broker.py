@@ -6,6 +6,14 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from coordinator.group import (
+    GROUP_METADATA_TOPIC_NAME,
+    GroupCoordinator,
+    GroupCoordinatorConfig,
+    MetadataStoreTopics,
+)
+from coordinator.group.clock import SystemClock
+from coordinator.group.partition_log import ReplicaCoordinatorLog
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
@@ -52,6 +60,12 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
         self.fetch_sessions = FetchSessionCache()
+        # Consumer groups and committed offsets, stored in __consumer_offsets (created on first use).
+        clock = SystemClock()
+        self.group_coordinator = GroupCoordinator(
+            GroupCoordinatorConfig.from_properties(config.__getitem__), self.node_id, MetadataStoreTopics(self.metadata),
+            lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
+            partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
@@ -94,6 +108,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await self.group_coordinator.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -142,6 +157,23 @@ class Broker:
             return existing
         partitions = self.config.num_partitions
         return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+
+    # -- __consumer_offsets ---------------------------------------------------------------------------
+    def _offsets_partition_leader(self, partition: int) -> int | None:
+        """The coordinator of the groups of a __consumer_offsets partition: that partition's leader."""
+        topic = self.metadata.topics.get(GROUP_METADATA_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return self.node_id  # created on first use, led by this node
+        return topic.partitions[partition].leader
+
+    async def _ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets (compacted) on first use; one replica per partition on a single node."""
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+            return
+        partitions = self.config["offsets.topic.num.partitions"]
+        await self.create_topic(GROUP_METADATA_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+            "cleanup.policy": "compact", "compression.type": "producer",
+            "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:

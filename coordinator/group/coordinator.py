@@ -91,6 +91,7 @@ class GroupCoordinator:
         self._partition_leader = partition_leader or (lambda _partition: node_id)
         self._ensure_offsets_topic = ensure_offsets_topic
         self._offsets_topic_ready = False
+        self._offsets_topic_creation: asyncio.Future | None = None
         self._new_uuid = new_uuid
         self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock)
         self._started = False
@@ -111,13 +112,27 @@ class GroupCoordinator:
         return self._partition_leader(self.partition_for(group_id))
 
     async def ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets on first use (FindCoordinator calls this)."""
+        """Create __consumer_offsets on first use (FindCoordinator and the first group request call this)."""
         if self._offsets_topic_ready or self._ensure_offsets_topic is None:
             return
-        result = self._ensure_offsets_topic()
-        if asyncio.iscoroutine(result):
-            await result
+        if self._offsets_topic_creation is None:
+            async def create() -> None:
+                result = self._ensure_offsets_topic()
+                if asyncio.iscoroutine(result):
+                    await result
+            self._offsets_topic_creation = asyncio.ensure_future(create())
+        try:
+            await asyncio.shield(self._offsets_topic_creation)
+        except Exception:
+            self._offsets_topic_creation = None
+            log.exception("creating %s failed", "__consumer_offsets")
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
         self._offsets_topic_ready = True
+
+    async def _ready(self) -> None:
+        if not self._started:
+            await self.ensure_offsets_topic()
+            self.load_all()
 
     def load_all(self) -> None:
         """Load every __consumer_offsets partition this node leads (idempotent)."""
@@ -135,9 +150,8 @@ class GroupCoordinator:
     async def close(self) -> None:
         await self.runtime.close()
 
-    def _partition(self, group_id: str) -> int:
-        if not self._started:
-            self.load_all()
+    async def _partition(self, group_id: str) -> int:
+        await self._ready()
         partition = self.partition_for(group_id)
         if self._partition_leader(partition) != self.node_id:
             raise ApiError(ErrorCode.NOT_COORDINATOR)
@@ -145,11 +159,11 @@ class GroupCoordinator:
         return partition
 
     async def _write(self, group_id: str, operation) -> Any:
-        return await self.runtime.write(self._partition(group_id), operation)
+        return await self.runtime.write(await self._partition(group_id), operation)
 
     async def _parked(self, group_id: str, operation, error_response: Callable[[int], Any]) -> Any:
         """Run an operation that answers through a callback, possibly much later (JoinGroup, SyncGroup)."""
-        partition = self._partition(group_id)
+        partition = await self._partition(group_id)
         response: asyncio.Future = asyncio.get_running_loop().create_future()
 
         def responder(r) -> None:
@@ -227,7 +241,7 @@ class GroupCoordinator:
                 out.append(cgd.DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID, members=[]))
                 continue
             try:
-                partition = self._partition(group_id)
+                partition = await self._partition(group_id)
                 out.extend(await self.runtime.read(partition, lambda shard, g=group_id: shard.consumer_group_describe([g])))
             except Exception as exc:
                 out.append(cgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
@@ -261,7 +275,7 @@ class GroupCoordinator:
                             member_epoch: int = -1) -> ofr.OffsetFetchResponseGroup:
         """One group of an OffsetFetch (``topics`` None: every committed offset)."""
         try:
-            partition = self._partition(group_id)
+            partition = await self._partition(group_id)
             if require_stable:
                 # Queued behind pending writes, so the answer includes every offset already accepted.
                 result = await self.runtime.write(partition, lambda shard: _result(
@@ -284,8 +298,10 @@ class GroupCoordinator:
 
     # -- whole groups -----------------------------------------------------------------------------------
     async def list_groups(self, info: RequestInfo, states: list[str], types: list[str]) -> tuple[int, list[ListedGroup]]:
-        if not self._started:
-            self.load_all()
+        try:
+            await self._ready()
+        except ApiError as exc:
+            return exc.error_code, []
         groups: list[ListedGroup] = []
         for partition in range(self.num_partitions):
             if self._partition_leader(partition) != self.node_id:
@@ -301,7 +317,7 @@ class GroupCoordinator:
         out = []
         for group_id in group_ids:
             try:
-                partition = self._partition(group_id)
+                partition = await self._partition(group_id)
                 out.extend(await self.runtime.read(
                     partition, lambda shard, g=group_id: shard.describe_groups([g], info.api_version)))
             except Exception as exc:
@@ -313,7 +329,7 @@ class GroupCoordinator:
         out: list[DeletableGroupResult] = []
         for group_id in group_ids:
             try:
-                by_partition.setdefault(self._partition(group_id), []).append(group_id)
+                by_partition.setdefault(await self._partition(group_id), []).append(group_id)
             except Exception as exc:
                 out.append(DeletableGroupResult(group_id=group_id, error_code=_error_code(exc)))
         for partition, ids in by_partition.items():

@@ -290,7 +290,9 @@ class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
             if isinstance(g, ConsumerGroup):
                 out[gid] = g.snapshot()
             else:
-                out[gid] = {"type": "classic", "state": g.state.value, "generation": g.generation_id,
+                # A rebalance in progress is not durable: a loaded group is Stable with members, else Empty.
+                durable_state = "Stable" if g.members else "Empty"
+                out[gid] = {"type": "classic", "state": durable_state, "generation": g.generation_id,
                             "protocol_type": g.protocol_type, "protocol": g.protocol_name, "leader": g.leader_id,
                             "members": [(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                          m.rebalance_timeout_ms, m.session_timeout_ms,

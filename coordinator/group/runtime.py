@@ -151,7 +151,8 @@ class CoordinatorRuntime:
                 self._replay_entry(ctx, entry)
                 count += 1
         ctx.shard.on_loaded()
-        log.info("__consumer_offsets-%d loaded from %d records", ctx.partition, count)
+        log.log(logging.INFO if count else logging.DEBUG, "__consumer_offsets-%d loaded from %d records",
+                ctx.partition, count)
 
     @staticmethod
     def _replay_entry(ctx: _ShardContext, entry) -> None:

@@ -61,7 +61,8 @@ class GroupCoordinatorShard:
     def on_loaded(self) -> None:
         self.groups.on_loaded()
         self._schedule_group_metadata_expiration()
-        log.info("loaded __consumer_offsets-%d: %d groups", self.partition, len(self.groups.groups))
+        if self.groups.groups:
+            log.info("__consumer_offsets-%d: %d groups loaded", self.partition, len(self.groups.groups))
 
     def on_unloaded(self) -> None:
         self.groups.on_unloaded()

@@ -1,0 +1,88 @@
+"""``CoordinatorLog`` over a local ``__consumer_offsets-<partition>`` log, through the replica manager.
+
+Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
+producer id), written as leader with acks=all; the offset of the batch's last record is returned once
+the append is acknowledged (a single node's ISR is itself, so at once). ``read_all`` reads the
+partition from its log start offset to its high watermark and yields every data record, skipping
+control batches (transaction markers: transactional offset commits are not handled yet).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from coordinator.group.clock import Clock
+from coordinator.group.errors import CoordinatorLogError
+from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
+from replication.replica_manager import FetchPartition
+from wire import CONTROL_FLAG_MASK, ErrorCode, build_simple_batch, decode_records, iter_batch_headers
+
+__all__ = ["ReplicaCoordinatorLog"]
+
+log = logging.getLogger("pykbroker.coordinator.group")
+
+# How much one read of the partition asks for while loading.
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def _as_bytes(records: Any) -> bytes:
+    if isinstance(records, (bytes, bytearray, memoryview)):
+        return bytes(records)
+    try:
+        return records.read_bytes()
+    finally:
+        release = getattr(records, "release", None)
+        if release is not None:
+            release()
+
+
+class ReplicaCoordinatorLog:
+    """One __consumer_offsets partition led by this broker."""
+
+    def __init__(self, replica_manager: Any, partition: int, clock: Clock,
+                 topic: str = GROUP_METADATA_TOPIC_NAME) -> None:
+        self._rm = replica_manager
+        self.topic = topic
+        self.partition = partition
+        self._clock = clock
+
+    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+        batch = build_simple_batch([v for _, v in records], keys=[k for k, _ in records],
+                                   timestamp=self._clock.now_ms())
+        tp = (self.topic, self.partition)
+        result = self._rm.append_records({tp: batch}, -1)[tp]
+        if result.error_code != ErrorCode.NONE:
+            raise CoordinatorLogError(result.error_code, result.error_message)
+        return result.base_offset + len(records) - 1
+
+    def read_all(self) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+        partition = self._rm.get_partition(self.topic, self.partition)
+        if partition is None:
+            raise CoordinatorLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                      f"{self.topic}-{self.partition} is not hosted here")
+        offset = partition.log.log_start_offset
+        while True:
+            fetched = self._rm.read_partitions(
+                [FetchPartition(self.topic, self.partition, offset, READ_CHUNK_BYTES)], READ_CHUNK_BYTES, False)[0]
+            if fetched.error_code != ErrorCode.NONE:
+                raise CoordinatorLogError(fetched.error_code, f"reading {self.topic}-{self.partition} at {offset}")
+            data = _as_bytes(fetched.read.records)
+            if not data:
+                return
+            progressed = False
+            for pos, header in iter_batch_headers(data):
+                last = header.base_offset + header.last_offset_delta
+                if last < offset:
+                    continue
+                progressed = True
+                if not header.attributes & CONTROL_FLAG_MASK:
+                    _, batch_records = decode_records(data, pos)
+                    for r in batch_records:
+                        record_offset = header.base_offset + r.offset_delta
+                        if record_offset >= offset:
+                            yield record_offset, r.key, r.value
+                offset = last + 1
+            if not progressed or offset >= fetched.read.high_watermark:
+                return

@@ -1,0 +1,25 @@
+"""DeleteGroups v0-2: delete empty groups and their committed offsets (tombstones in __consumer_offsets).
+
+- v1+: on quota violation the response goes before throttling. v2+: flexible.
+A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.registry import handler
+from wire import ApiKey
+from wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
+from wire.messages.delete_groups_response import DeletableGroupResult
+
+
+def error_response(request: DeleteGroupsRequest | None, version: int, code: int) -> DeleteGroupsResponse:
+    names = [] if request is None else request.groups_names
+    return DeleteGroupsResponse(results=[DeletableGroupResult(group_id=g, error_code=code) for g in names])
+
+
+@handler(ApiKey.DELETE_GROUPS, 0, 2, error_response=error_response)
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    results = await coordinator(ctx).delete_groups(request_info(ctx), list(request.groups_names))
+    return DeleteGroupsResponse(results=results)

@@ -1,0 +1,65 @@
+"""FindCoordinator v0-6.
+
+- v0: one group id in ``key``; v1+: ``key_type`` (0 group, 1 transaction, 2 share) and an error message.
+- v3+: flexible. v4+: batched ``coordinator_keys``, answered one entry per key (KIP-699).
+- Groups: the coordinator is the leader of the group's __consumer_offsets partition (the coordinator
+  decides; today this node), created on first use as Kafka does. Transactions: answered by the
+  transaction coordinator once it exists (COORDINATOR_NOT_AVAILABLE until then). Share groups are
+  not enabled: INVALID_REQUEST, as Kafka with share groups off.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from wire.messages.find_coordinator_response import Coordinator
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2
+
+
+def error_response(request: FindCoordinatorRequest | None, version: int, code: int) -> FindCoordinatorResponse:
+    if version >= 4 and request is not None:
+        return FindCoordinatorResponse(coordinators=[
+            Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
+            for k in request.coordinator_keys])
+    return FindCoordinatorResponse(error_code=code, error_message=None, node_id=-1, host="", port=-1)
+
+
+async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
+    """(error code, message, node id, host, port) of the coordinator of ``key``."""
+    if key_type == KEY_TYPE_GROUP:
+        gc = coordinator(ctx)
+        await gc.ensure_offsets_topic()
+        node = gc.coordinator_for(key)
+    elif key_type == KEY_TYPE_TRANSACTION:
+        tc = getattr(ctx.broker, "transaction_coordinator", None)
+        node = tc.coordinator_for(key) if tc is not None else None
+    elif key_type == KEY_TYPE_SHARE:
+        return ErrorCode.INVALID_REQUEST, "Share groups are not enabled.", -1, "", -1
+    else:
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}.", -1, "", -1
+    if node != ctx.broker.node_id:
+        # Only this node's address is known until the cluster membership exists.
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+    me = ctx.broker.advertised_listener(ctx.listener.name)
+    return ErrorCode.NONE, None, ctx.broker.node_id, me.host, me.port
+
+
+@handler(ApiKey.FIND_COORDINATOR, 0, 6, error_response=error_response)
+async def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    version = ctx.api_version
+    key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
+    if version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            code, message, node, host, port = await _find(ctx, key_type, key)
+            coordinators.append(Coordinator(key=key, node_id=node, host=host, port=port, error_code=code,
+                                            error_message=message))
+        return FindCoordinatorResponse(coordinators=coordinators)
+    code, message, node, host, port = await _find(ctx, key_type, request.key)
+    return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)

@@ -1,0 +1,26 @@
+"""ListGroups v0-5: the groups this broker coordinates.
+
+- v1+: throttle time. v3+: flexible. v4+: ``states_filter`` and each group's state (KIP-518).
+- v5+: ``types_filter`` ("classic", "consumer") and each group's type (KIP-848).
+Filters are case-insensitive; an empty filter matches everything.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.registry import handler
+from wire import ApiKey
+from wire.messages import ListGroupsRequest, ListGroupsResponse
+
+
+def error_response(request: ListGroupsRequest | None, version: int, code: int) -> ListGroupsResponse:
+    return ListGroupsResponse(error_code=code, groups=[])
+
+
+@handler(ApiKey.LIST_GROUPS, 0, 5, error_response=error_response)
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    states = list(request.states_filter) if ctx.api_version >= 4 else []
+    types = list(request.types_filter) if ctx.api_version >= 5 else []
+    code, groups = await coordinator(ctx).list_groups(request_info(ctx), states, types)
+    return ListGroupsResponse(error_code=code, groups=groups)

@@ -1,0 +1,32 @@
+"""OffsetCommit v2-9 (v0-1 were removed in Kafka 4.0; v10's topic ids are not served yet).
+
+- v2-4: ``retention_time_ms`` (-1: the broker's ``offsets.retention.minutes``). v3+: throttle time.
+- v5+: no retention. v6+: ``committed_leader_epoch``. v7+: ``group_instance_id``. v8+: flexible.
+- v9+: usable by consumer-group (KIP-848) members, whose member epoch goes in
+  ``generation_id_or_member_epoch``; GROUP_ID_NOT_FOUND for unknown groups (ILLEGAL_GENERATION before).
+Generation -1 with no member id commits as a simple consumer: allowed only to an empty or unknown
+group (UNKNOWN_MEMBER_ID otherwise). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.registry import handler
+from wire import ApiKey
+from wire.messages import OffsetCommitRequest, OffsetCommitResponse
+from wire.messages.offset_commit_response import OffsetCommitResponsePartition, OffsetCommitResponseTopic
+
+
+def error_response(request: OffsetCommitRequest | None, version: int, code: int) -> OffsetCommitResponse:
+    if request is None:
+        return OffsetCommitResponse(topics=[])
+    return OffsetCommitResponse(topics=[
+        OffsetCommitResponseTopic(name=t.name, partitions=[
+            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in request.topics])
+
+
+@handler(ApiKey.OFFSET_COMMIT, 2, 9, error_response=error_response)
+async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    return await coordinator(ctx).commit_offsets(request_info(ctx), request)

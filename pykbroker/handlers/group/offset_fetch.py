@@ -1,0 +1,61 @@
+"""OffsetFetch v1-9 (v0 read ZooKeeper and was removed in Kafka 4.0; v10's topic ids are not served yet).
+
+- v1: the listed partitions of one group. v2+: ``topics`` null means every committed offset, and a
+  top-level error code. v3+: throttle time. v5+: ``committed_leader_epoch``. v6+: flexible.
+- v7+: ``require_stable``: answered after every offset already accepted is written.
+- v8+: several groups in one request, one result each. v9+: ``member_id``/``member_epoch`` of a
+  consumer-group member (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID when they do not match).
+A partition without a committed offset answers offset -1, leader epoch -1, metadata "".
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import OffsetFetchRequest, OffsetFetchResponse
+from wire.messages.offset_fetch_response import (
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+
+
+def error_response(request: OffsetFetchRequest | None, version: int, code: int) -> OffsetFetchResponse:
+    if version >= 8:
+        groups = [] if request is None else request.groups
+        return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
+                                           for g in groups])
+    if version < 2 and request is not None and request.topics:
+        return OffsetFetchResponse(topics=[OffsetFetchResponseTopic(name=t.name, partitions=[
+            OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="", error_code=code)
+            for p in t.partition_indexes]) for t in request.topics])
+    return OffsetFetchResponse(error_code=code, topics=[])
+
+
+@handler(ApiKey.OFFSET_FETCH, 1, 9, error_response=error_response)
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    gc = coordinator(ctx)
+    info = request_info(ctx)
+    version = ctx.api_version
+    require_stable = request.require_stable if version >= 7 else False
+    if version >= 8:
+        groups = []
+        for g in request.groups:
+            topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+            groups.append(await gc.fetch_offsets(info, g.group_id, topics, require_stable,
+                                                 g.member_id if version >= 9 else None,
+                                                 g.member_epoch if version >= 9 else -1))
+        return OffsetFetchResponse(groups=groups)
+    topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+    group = await gc.fetch_offsets(info, request.group_id, topics, require_stable)
+    if group.error_code != ErrorCode.NONE:
+        return error_response(request, version, group.error_code)
+    return OffsetFetchResponse(error_code=ErrorCode.NONE, topics=[
+        OffsetFetchResponseTopic(name=t.name, partitions=[
+            OffsetFetchResponsePartition(partition_index=p.partition_index, committed_offset=p.committed_offset,
+                                         committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+                                         error_code=p.error_code)
+            for p in t.partitions])
+        for t in group.topics])
