@@ -1,0 +1,180 @@
+"""confluent-kafka (librdkafka) consumer groups against pykbroker: classic assignors, the KIP-848
+protocol (group.protocol=consumer), commits, AdminClient group APIs, offsets across a kill -9."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pykbroker.testing import BrokerProcess
+
+GROUP_BROKER_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "num.partitions": "4",
+}
+
+
+@pytest.fixture(scope="module")
+def gbroker(tmp_path_factory):
+    with BrokerProcess(tmp_path_factory.mktemp("groups-ck"), overrides=GROUP_BROKER_OVERRIDES) as b:
+        yield b
+        assert b.alive, f"the broker died during the tests; its log:\n{b.log()}"
+
+
+def create_topic(broker, name: str) -> None:
+    """Through Metadata auto-creation (num.partitions=4 on this broker): CreateTopics is not served yet."""
+    from pykbroker.testing import RawClient
+    from wire.messages import MetadataRequest
+    from wire.messages.metadata_request import MetadataRequestTopic
+    client = RawClient(broker.bootstrap)
+    try:
+        response = client.request(MetadataRequest(topics=[MetadataRequestTopic(name=name)],
+                                                  allow_auto_topic_creation=True), 12)
+        assert response.topics[0].error_code == 0, response
+    finally:
+        client.sock.close()
+
+
+class Member:
+    """A confluent consumer that records its assignment through the rebalance callbacks."""
+
+    def __init__(self, broker, group: str, topic: str, **config) -> None:
+        from confluent_kafka import Consumer
+        self.partitions: set[int] = set()
+        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                "topic.metadata.refresh.interval.ms": 1000}
+        if config.get("group.protocol") != "consumer":
+            conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+        conf.update(config)
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_revoke)
+        self.incremental = conf.get("partition.assignment.strategy") == "cooperative-sticky" or \
+            conf.get("group.protocol") == "consumer"
+
+    def _on_assign(self, consumer, partitions) -> None:
+        if not self.incremental:
+            self.partitions = set()
+        self.partitions |= {p.partition for p in partitions}
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self.partitions -= {p.partition for p in partitions}
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def poll_until(members, predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, [sorted(m.partitions) for m in members]
+        for m in members:
+            m.consumer.poll(0.05)
+
+
+def covers(members, n: int = 4) -> bool:
+    got = sorted(p for m in members for p in m.partitions)
+    return got == list(range(n)) and all(m.partitions for m in members)
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
+def test_classic_assignors_share_and_rebalance(gbroker, strategy):
+    topic = f"ck-{strategy}"
+    create_topic(gbroker, topic)
+    members = [Member(gbroker, f"{topic}-g", topic, **{"partition.assignment.strategy": strategy})
+               for _ in range(2)]
+    try:
+        poll_until(members, lambda: covers(members))
+        members.append(Member(gbroker, f"{topic}-g", topic, **{"partition.assignment.strategy": strategy}))
+        poll_until(members, lambda: covers(members))
+        members.pop(0).close()
+        poll_until(members, lambda: covers(members))
+    finally:
+        for m in members:
+            m.close()
+
+
+def test_consumer_group_protocol_kip_848(gbroker):
+    from confluent_kafka.admin import AdminClient
+    create_topic(gbroker, "ck-848")
+    members = [Member(gbroker, "ck-848-g", "ck-848", **{"group.protocol": "consumer"}) for _ in range(2)]
+    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+    try:
+        poll_until(members, lambda: covers(members))
+        members.append(Member(gbroker, "ck-848-g", "ck-848", **{"group.protocol": "consumer"}))
+        poll_until(members, lambda: covers(members))
+        listed = admin.list_consumer_groups(request_timeout=10).result(timeout=10)
+        types = {g.group_id: g.type for g in listed.valid}
+        assert str(types["ck-848-g"]).endswith("CONSUMER")
+        described = admin.describe_consumer_groups(["ck-848-g"], request_timeout=10)["ck-848-g"].result(timeout=10)
+        assert len(described.members) == 3
+        assigned = sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions)
+        assert assigned == [0, 1, 2, 3]
+        members.pop(0).close()
+        poll_until(members, lambda: covers(members))
+    finally:
+        for m in members:
+            m.close()
+
+
+def test_commit_offsets_and_committed(gbroker):
+    from confluent_kafka import Consumer, TopicPartition
+    create_topic(gbroker, "ck-commit")
+    c = Consumer({"bootstrap.servers": gbroker.bootstrap, "group.id": "ck-commit-g", "enable.auto.commit": False})
+    try:
+        wanted = [TopicPartition("ck-commit", 0, 11, metadata="hello", leader_epoch=2),
+                  TopicPartition("ck-commit", 3, 7)]
+        c.commit(offsets=wanted, asynchronous=False)
+        got = c.committed([TopicPartition("ck-commit", p) for p in range(4)], timeout=10)
+        assert [(tp.partition, tp.offset) for tp in got] == [(0, 11), (1, -1001), (2, -1001), (3, 7)]
+        assert got[0].metadata == "hello" and got[0].leader_epoch == 2
+    finally:
+        c.close()
+
+
+def test_admin_list_describe_and_delete_groups(gbroker):
+    from confluent_kafka import ConsumerGroupState, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    create_topic(gbroker, "ck-admin")
+    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+    live = Member(gbroker, "ck-admin-live", "ck-admin")
+    try:
+        poll_until([live], lambda: covers([live]))
+        from confluent_kafka import Consumer
+        simple = Consumer({"bootstrap.servers": gbroker.bootstrap, "group.id": "ck-admin-empty"})
+        simple.commit(offsets=[TopicPartition("ck-admin", 1, 5)], asynchronous=False)
+        simple.close()
+        listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}, request_timeout=10).result(timeout=10)
+        assert "ck-admin-live" in {g.group_id for g in listed.valid}
+        assert "ck-admin-empty" not in {g.group_id for g in listed.valid}
+        described = admin.describe_consumer_groups(["ck-admin-live"], request_timeout=10)["ck-admin-live"].result(10)
+        assert described.state == ConsumerGroupState.STABLE and described.partition_assignor == "range"
+        futures = admin.delete_consumer_groups(["ck-admin-empty", "ck-admin-live"], request_timeout=10)
+        futures["ck-admin-empty"].result(timeout=10)
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            futures["ck-admin-live"].result(timeout=10)
+    finally:
+        live.close()
+
+
+def test_committed_offsets_survive_kill_9(fresh_broker):
+    from confluent_kafka import Consumer, TopicPartition
+    create_topic(fresh_broker, "ck-durable")
+
+    def new_consumer():
+        return Consumer({"bootstrap.servers": fresh_broker.bootstrap, "group.id": "ck-durable-g",
+                         "enable.auto.commit": False})
+
+    c = new_consumer()
+    c.commit(offsets=[TopicPartition("ck-durable", 0, 123)], asynchronous=False)
+    c.close()
+    fresh_broker.restart(hard=True)
+    c = new_consumer()
+    try:
+        got = c.committed([TopicPartition("ck-durable", 0)], timeout=10)
+        assert got[0].offset == 123
+    finally:
+        c.close()
