@@ -323,7 +323,7 @@ class ConsumerProtocol:
                 raise _invalid("InstanceId can't be null.")
         elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
-        if epoch != 0 and epoch != LEAVE_GROUP_MEMBER_EPOCH and not request.member_id.strip():
+        if epoch != 0 and not request.member_id.strip():
             raise _invalid("MemberId can't be empty.")
         if request.subscribed_topic_regex:
             try:
