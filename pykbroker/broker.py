@@ -134,9 +134,10 @@ class Broker:
         return topic
 
     async def delete_topic(self, name: str) -> None:
-        self.metadata.delete_topic(name)
+        topic = self.metadata.delete_topic(name)
         self.replica_manager.delete_partitions(name)
         self.fetch_sessions.remove_topic(name)
+        await self.group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:

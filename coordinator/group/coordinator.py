@@ -32,7 +32,7 @@ from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.errors import ApiError
 from coordinator.group.log import CoordinatorLogFactory
 from coordinator.group.offsets import FetchTopic
-from coordinator.group.partitioner import partition_for
+from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
 from coordinator.group.result import RequestInfo
 from coordinator.group.runtime import CoordinatorRuntime
 from coordinator.group.shard import GroupCoordinatorShard
@@ -295,6 +295,20 @@ class GroupCoordinator:
             return await self._write(request.group_id, lambda shard: shard.delete_offsets(request, unknown))
         except Exception as exc:
             return OffsetDeleteResponse(error_code=_error_code(exc))
+
+    async def on_partitions_deleted(self, topic_partitions: list[tuple[str, int]]) -> None:
+        """Drop the committed offsets of deleted partitions from every group this node coordinates.
+
+        Only loaded shards are cleaned: before the first group request nothing is loaded yet.
+        """
+        wanted = {(t, p) for t, p in topic_partitions if t != GROUP_METADATA_TOPIC_NAME}
+        if not wanted:
+            return
+        for partition in self.runtime.loaded_partitions():
+            try:
+                await self.runtime.write(partition, lambda shard: shard.on_partitions_deleted(wanted))
+            except Exception:
+                log.exception("removing offsets of deleted partitions from __consumer_offsets-%d failed", partition)
 
     # -- whole groups -----------------------------------------------------------------------------------
     async def list_groups(self, info: RequestInfo, states: list[str], types: list[str]) -> tuple[int, list[ListedGroup]]:

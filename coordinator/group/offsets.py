@@ -212,6 +212,16 @@ class OffsetMetadataManager:
                 n += 1
         return n
 
+    def on_partitions_deleted(self, topic_partitions: set[tuple[str, int]]) -> list[rec.CoordinatorRecord]:
+        """Tombstones for every committed offset of deleted partitions (Kafka's onPartitionsDeleted)."""
+        records = []
+        for group_id, by_topic in self.offsets.items():
+            for topic, partitions in by_topic.items():
+                for p in sorted(partitions):
+                    if (topic, p) in topic_partitions:
+                        records.append(rec.offset_commit_tombstone(group_id, topic, p))
+        return records
+
     # -- expiry -----------------------------------------------------------------------------------------
     def _expiration_base(self, group):
         """Kafka's offsetExpirationCondition: which timestamp an offset's retention counts from, or None."""

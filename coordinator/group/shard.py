@@ -96,6 +96,9 @@ class GroupCoordinatorShard:
     def delete_offsets(self, request: OffsetDeleteRequest, unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
         return self.offsets.delete_offsets(request, unknown_partitions)
 
+    def on_partitions_deleted(self, topic_partitions: set[tuple[str, int]]) -> CoordinatorResult:
+        return CoordinatorResult(self.offsets.on_partitions_deleted(topic_partitions))
+
     # -- groups -----------------------------------------------------------------------------------------
     def delete_groups(self, group_ids: list[str]) -> CoordinatorResult:
         records: list[rec.CoordinatorRecord] = []

@@ -183,3 +183,16 @@ async def test_retention_time_of_v2_commits_sets_expire_timestamp():
     assert written[0].value_version == 1 and written[0].value.expire_timestamp == h.clock.now_ms() + 5000
     await h.advance(6000)
     assert await fetched(h, G) == {}
+
+
+@run
+async def test_offsets_of_deleted_partitions_are_removed():
+    h = Harness()
+    c = h.coordinator
+    await c.commit_offsets(info(9), commit("g1", {("a", 0): 1, ("a", 1): 2, ("b", 0): 3}))
+    await c.commit_offsets(info(9), commit("g2", {("a", 3): 4}))
+    await c.on_partitions_deleted([("__consumer_offsets", 0)])
+    await c.on_partitions_deleted([("a", p) for p in range(4)])
+    assert await fetched(h, "g1") == {("b", 0): (3, 5, "meta", 0)}
+    assert await fetched(h, "g2") == {}
+    await h.assert_replay_matches()
