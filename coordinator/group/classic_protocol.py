@@ -118,10 +118,13 @@ class ClassicProtocol:
         if is_new_group and not result.records:
             # Commit the new group to the log even though nothing else is written yet.
             def on_appended(exc: BaseException | None) -> None:
-                if exc is not None:
-                    self.groups.pop(group_id, None) if self.groups.get(group_id) is group and group.is_empty else None
-                    code = append_error_to_response_error(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
-                    responder(JoinGroupResponse(member_id=UNKNOWN_MEMBER_ID, error_code=code))
+                if exc is None:
+                    return
+                # The group was never written: forget it again (Kafka reverts its snapshot).
+                if self.groups.get(group_id) is group and group.is_empty:
+                    del self.groups[group_id]
+                code = append_error_to_response_error(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+                responder(JoinGroupResponse(member_id=UNKNOWN_MEMBER_ID, error_code=code))
             records.append(rec.group_metadata_record(group_id, self._empty_group_value(group)))
             return CoordinatorResult(records, on_appended=on_appended, replay=False)
         if records:

@@ -165,7 +165,12 @@ class CoordinatorRuntime:
         except DecodeError as exc:
             log.error("__consumer_offsets-%d offset %d: undecodable record skipped: %s", ctx.partition, offset, exc)
             return
-        ctx.shard.replay(offset, record)
+        try:
+            ctx.shard.replay(offset, record)
+        except Exception:
+            # One inconsistent record must not make the whole partition unusable.
+            log.exception("__consumer_offsets-%d offset %d: replaying %s failed; skipped", ctx.partition, offset,
+                          type(record.key).__name__)
 
     # -- the shard task ---------------------------------------------------------------------------------
     async def _run(self, ctx: _ShardContext) -> None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from coordinator.group import ApiError
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator
 from pykbroker.registry import handler
@@ -34,7 +35,10 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
     """(error code, message, node id, host, port) of the coordinator of ``key``."""
     if key_type == KEY_TYPE_GROUP:
         gc = coordinator(ctx)
-        await gc.ensure_offsets_topic()
+        try:
+            await gc.ensure_offsets_topic()
+        except ApiError as exc:
+            return exc.error_code, None, -1, "", -1
         node = gc.coordinator_for(key)
     elif key_type == KEY_TYPE_TRANSACTION:
         tc = getattr(ctx.broker, "transaction_coordinator", None)

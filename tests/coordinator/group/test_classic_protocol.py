@@ -294,3 +294,91 @@ async def test_a_parked_join_whose_connection_closed_does_not_break_the_rebalanc
     await asyncio.sleep(0)
     j1 = await c.join_group(info(3, "c1"), join_request(G, member_id=r1.member_id))
     assert j1.error_code == ErrorCode.NONE and j1.generation_id == 2 and len(j1.members) == 2
+
+
+async def stable_pair(h: Harness):
+    c = h.coordinator
+    r1, r2 = await join_two(h, version=3)
+    follower = h.spawn(c.sync_group(info(3), sync_request(G, r2.member_id, 1)))
+    await c.sync_group(info(3), sync_request(G, r1.member_id, 1, {r1.member_id: b"L", r2.member_id: b"F"}))
+    await follower
+    return r1, r2
+
+
+@run
+async def test_leader_rejoin_forces_rebalance_but_follower_with_same_metadata_does_not():
+    h = Harness()
+    c = h.coordinator
+    r1, r2 = await stable_pair(h)
+    same = await c.join_group(info(3), join_request(G, member_id=r2.member_id))
+    assert (same.error_code, same.generation_id, same.members) == (0, 1, [])
+    assert h.group(G).state is ClassicGroupState.STABLE
+    t1 = h.spawn(c.join_group(info(3), join_request(G, member_id=r1.member_id)))
+    await h.settle()
+    assert h.group(G).state is ClassicGroupState.PREPARING_REBALANCE
+    t2 = h.spawn(c.join_group(info(3), join_request(G, member_id=r2.member_id)))
+    await h.settle()
+    j1, j2 = await t1, await t2
+    assert j1.generation_id == j2.generation_id == 2
+
+
+@run
+async def test_member_missing_its_sync_is_removed_after_the_rebalance_timeout():
+    h = Harness()
+    c = h.coordinator
+    r1, r2 = await join_two(h, version=3)
+    await c.sync_group(info(3), sync_request(G, r1.member_id, 1, {}))
+    # r2 never sends SyncGroup (it keeps heartbeating): after the rebalance timeout it is dropped.
+    for _ in range(6):
+        await h.advance(5000)
+        await c.heartbeat(info(3), HeartbeatRequest(group_id=G, generation_id=1, member_id=r1.member_id))
+        await c.heartbeat(info(3), HeartbeatRequest(group_id=G, generation_id=1, member_id=r2.member_id))
+    assert r2.member_id not in h.group(G).members
+    assert h.group(G).state is ClassicGroupState.PREPARING_REBALANCE
+
+
+@run
+async def test_static_member_removed_by_instance_id_alone():
+    h = Harness()
+    c = h.coordinator
+    t = h.spawn(c.join_group(info(5, "c1"), join_request(G, instance_id="i1")))
+    await h.settle()
+    r = await t
+    await c.sync_group(info(5), sync_request(G, r.member_id, 1, {}, instance_id="i1"))
+    resp = await c.leave_group(info(5), LeaveGroupRequest(group_id=G, members=[
+        MemberIdentity(member_id="", group_instance_id="i1"), MemberIdentity(member_id="", group_instance_id="i9")]))
+    assert [(m.group_instance_id, m.error_code) for m in resp.members] == [("i1", 0), ("i9", ErrorCode.UNKNOWN_MEMBER_ID)]
+    await h.settle()
+    assert h.group(G).state is ClassicGroupState.EMPTY
+
+
+@run
+async def test_static_leader_rejoining_on_v9_skips_assignment():
+    h = Harness()
+    c = h.coordinator
+    t = h.spawn(c.join_group(info(9, "c1"), join_request(G, instance_id="i1")))
+    await h.settle()
+    r = await t
+    await c.sync_group(info(9), sync_request(G, r.member_id, 1, {r.member_id: b"mine"}, instance_id="i1"))
+    again = await c.join_group(info(9, "c1"), join_request(G, instance_id="i1"))
+    assert again.error_code == 0 and again.skip_assignment and again.leader == again.member_id
+    assert len(again.members) == 1 and again.generation_id == 1
+    s = await c.sync_group(info(9), sync_request(G, again.member_id, 1, instance_id="i1"))
+    assert s.assignment == b"mine"
+
+
+@run
+async def test_unloading_answers_parked_requests_with_not_coordinator():
+    h = Harness()
+    c = h.coordinator
+    r1 = await c.join_group(info(3, "c1"), join_request(G))
+    await c.sync_group(info(3), sync_request(G, r1.member_id, 1, {}))
+    t2 = h.spawn(c.join_group(info(3, "c2"), join_request(G)))
+    await h.settle()
+    await c.on_resignation(c.partition_for(G))
+    r2 = await t2
+    assert r2.error_code == ErrorCode.NOT_COORDINATOR
+    # Still the partition's leader: the next request loads it again from the log, where the group is
+    # Stable at generation 1 (the rebalance in progress was not durable).
+    late = await c.heartbeat(info(3), HeartbeatRequest(group_id=G, generation_id=1, member_id=r1.member_id))
+    assert late.error_code == 0
