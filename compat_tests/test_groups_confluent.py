@@ -178,3 +178,49 @@ def test_committed_offsets_survive_kill_9(fresh_broker):
         assert got[0].offset == 123
     finally:
         c.close()
+
+
+def test_classic_group_upgrades_to_consumer_group_and_back(gbroker):
+    """A kafka-python (classic) member, then a librdkafka group.protocol=consumer member: the group is
+    converted to a consumer group (the classic member stays, via JoinGroup/SyncGroup), and back to a
+    classic group when the consumer-protocol member leaves."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer
+    create_topic(gbroker, "ck-mixed")
+    classic = KafkaConsumer("ck-mixed", bootstrap_servers=gbroker.bootstrap, group_id="ck-mixed-g",
+                            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=300)
+    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+
+    def group_type() -> str:
+        listed = admin.list_consumer_groups(request_timeout=10).result(timeout=10)
+        return str({g.group_id: g.type for g in listed.valid}["ck-mixed-g"]).rsplit(".", 1)[-1]
+
+    def classic_partitions() -> list[int]:
+        classic.poll(timeout_ms=50)
+        return sorted(tp.partition for tp in classic.assignment())
+
+    modern = None
+    try:
+        deadline = time.monotonic() + 20
+        while classic_partitions() != [0, 1, 2, 3]:
+            assert time.monotonic() < deadline
+        assert group_type() == "CLASSIC"
+        modern = Member(gbroker, "ck-mixed-g", "ck-mixed", **{"group.protocol": "consumer"})
+        deadline = time.monotonic() + 20
+        while True:
+            modern.consumer.poll(0.05)
+            got = classic_partitions()
+            if got and modern.partitions and sorted(got + sorted(modern.partitions)) == [0, 1, 2, 3]:
+                break
+            assert time.monotonic() < deadline, (got, modern.partitions)
+        assert group_type() == "CONSUMER"
+        modern.close()
+        modern = None
+        deadline = time.monotonic() + 20
+        while classic_partitions() != [0, 1, 2, 3]:
+            assert time.monotonic() < deadline
+        assert group_type() == "CLASSIC"
+    finally:
+        if modern is not None:
+            modern.close()
+        classic.close()
