@@ -33,7 +33,7 @@ from coordinator.group.errors import ApiError
 from coordinator.group.log import CoordinatorLogFactory
 from coordinator.group.offsets import FetchTopic
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
-from coordinator.group.result import RequestInfo
+from coordinator.group.result import CoordinatorResult, RequestInfo
 from coordinator.group.runtime import CoordinatorRuntime
 from coordinator.group.shard import GroupCoordinatorShard
 from coordinator.group.timer import CoordinatorTimer
@@ -278,8 +278,8 @@ class GroupCoordinator:
             partition = await self._partition(group_id)
             if require_stable:
                 # Queued behind pending writes, so the answer includes every offset already accepted.
-                result = await self.runtime.write(partition, lambda shard: _result(
-                    shard.fetch_offsets(group_id, topics, member_id, member_epoch)))
+                result = await self.runtime.write(partition, lambda shard: CoordinatorResult(
+                    response=shard.fetch_offsets(group_id, topics, member_id, member_epoch)))
             else:
                 result = await self.runtime.read(
                     partition, lambda shard: shard.fetch_offsets(group_id, topics, member_id, member_epoch))
@@ -353,7 +353,3 @@ class GroupCoordinator:
                 out.extend(DeletableGroupResult(group_id=g, error_code=_error_code(exc)) for g in ids)
         return out
 
-
-def _result(response):
-    from coordinator.group.result import CoordinatorResult
-    return CoordinatorResult(response=response)

@@ -59,17 +59,13 @@ from wire.messages import consumer_group_current_member_assignment_value as _cur
 from wire.messages import consumer_group_target_assignment_member_value as _target
 
 __all__ = ["CoordinatorRecord", "OffsetAndMetadata", "RecordType", "UnknownRecordTypeError", "decode_record",
-           "GROUP_METADATA_VALUE_VERSION", "Assignment"]
+           "GROUP_METADATA_VALUE_VERSION"]
 
 # Kafka 4.1 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
 # highest non-flexible versions, so older brokers can still read the log after a downgrade.
 GROUP_METADATA_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE_TIMESTAMP = 1
-
-# A member's partitions: topic id -> partition indexes.
-Assignment = Mapping[UUID, frozenset[int]]
-
 
 class RecordType(IntEnum):
     """The int16 prefix of a record key (the key definition's apiKey)."""

@@ -99,7 +99,8 @@ class Harness:
         return self.coordinator.runtime
 
     async def settle(self) -> None:
-        self.coordinator.load_all() if not self.coordinator._started else None
+        if not self.coordinator._started:
+            self.coordinator.load_all()
         await self.runtime.settle()
 
     async def advance(self, ms: int) -> None:
