@@ -105,6 +105,8 @@ class Broker:
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         for topic in self.metadata.topics.values():
             self._host_topic(topic)
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+            self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
