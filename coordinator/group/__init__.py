@@ -5,7 +5,7 @@ shard per partition (``runtime``). Modules:
 
 - ``coordinator`` — ``GroupCoordinator``, the service request handlers call;
 - ``log`` — ``CoordinatorLog``, the interface to a ``__consumer_offsets`` partition, and the
-  in-memory implementation;
+  in-memory implementation; ``partition_log`` — the implementation over the replica manager;
 - ``runtime`` — shard tasks, queues, appends, replay, timers; ``shard`` — one partition's state;
 - ``group_metadata_manager`` + ``classic_protocol`` + ``consumer_protocol`` — groups and membership;
 - ``offsets`` — committed offsets; ``records`` — the record formats (byte-compatible with Kafka);

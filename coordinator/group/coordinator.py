@@ -15,7 +15,8 @@ What the broker must provide (see ``log.py`` for the log contract):
 - optionally ``ensure_offsets_topic()``, called when a group is first looked up, to create
   __consumer_offsets on first use (as Kafka does from FindCoordinator).
 
-Shards are loaded lazily: the first call loads every partition this node leads (``load_all``);
+``load_all()`` replays every partition this node leads (the broker calls it at start when
+__consumer_offsets exists; otherwise the first group request does, after creating the topic).
 ``on_election`` / ``on_resignation`` are the hooks for leadership changes once replication exists.
 """
 

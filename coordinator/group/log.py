@@ -9,9 +9,10 @@ given a ``CoordinatorLog`` (by a ``CoordinatorLogFactory``) and needs exactly tw
     and return the offset of the last record once the batch is committed (Kafka appends coordinator
     batches with acks=all and completes the write when the high watermark passes it). Never called
     with an empty list. The batch is a plain (non-transactional, non-control) v2 batch, without
-    headers, timestamps = append time, compression as configured for the topic; the real
-    implementation writes it to ``__consumer_offsets-<partition>`` through the replica manager as
-    leader (``ReplicaManager.appendRecords`` with ``origin=COORDINATOR``), so followers replicate it.
+    headers, timestamps = append time, compression as configured for the topic. The broker's
+    implementation (``partition_log.ReplicaCoordinatorLog``) writes it to
+    ``__consumer_offsets-<partition>`` through the replica manager as leader with acks=all, so
+    followers will replicate it once replication exists.
     On failure raise ``coordinator.group.errors.CoordinatorLogError(error_code)`` with the Kafka error
     (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, ...); the
     coordinator maps it to the client error as Kafka does and drops the operation's state change.
