@@ -315,3 +315,22 @@ async def test_describe_list_and_delete():
     assert h.group(G) is None
     assert (await c.fetch_offsets(info(8), G, None)).topics == []
     await h.assert_replay_matches()
+
+
+@run
+async def test_classic_join_replaces_an_empty_consumer_group_and_keeps_its_offsets():
+    h = Harness()
+    c = h.coordinator
+    await c.consumer_group_heartbeat(info(1), join("m1"))
+    await c.commit_offsets(info(9), commit(G, {("a", 0): 3}, generation=1, member_id="m1"))
+    await c.consumer_group_heartbeat(info(1), hb("m1", -1))
+    assert h.group(G).is_empty
+    j = await c.join_group(info(3, "classic"), join_request(G))
+    assert j.error_code == 0 and j.generation_id == 1
+    assert type(h.group(G)).__name__ == "ClassicGroup"
+    fetched_group = await c.fetch_offsets(info(8), G, [("a", [0])])
+    assert fetched_group.topics[0].partitions[0].committed_offset == 3
+    wrong = await c.join_group(info(3, "x"), join_request(G, protocol_type="connect"))
+    assert wrong.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    await c.sync_group(info(3), sync_request(G, j.member_id, 1, {j.member_id: assignment({"a": [0]})}))
+    await h.assert_replay_matches()
