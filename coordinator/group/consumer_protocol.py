@@ -50,7 +50,7 @@ from coordinator.group.consumer_group import (
     MemberState,
     ResolvedRegex,
 )
-from coordinator.group.errors import INVALID_REGULAR_EXPRESSION, ApiError
+from coordinator.group.errors import ApiError
 from coordinator.group.reconciliation import next_assignment
 from coordinator.group.result import CoordinatorResult, RequestInfo
 from wire import ErrorCode
@@ -329,7 +329,7 @@ class ConsumerProtocol:
             try:
                 re.compile(request.subscribed_topic_regex)
             except re.error as exc:
-                raise ApiError(INVALID_REGULAR_EXPRESSION,
+                raise ApiError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not a valid regular "
                                f"expression: {exc}.") from None
         if request.server_assignor is not None and request.server_assignor not in self._assignor_names():

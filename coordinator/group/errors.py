@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from wire import ErrorCode
 
-__all__ = ["ApiError", "CoordinatorLogError", "INVALID_REGULAR_EXPRESSION", "NotCoordinatorError",
+__all__ = ["ApiError", "CoordinatorLogError", "NotCoordinatorError",
            "append_error_to_response_error"]
 
-# Kafka's Errors.INVALID_REGULAR_EXPRESSION (KIP-848); not in wire.ErrorCode yet.
-INVALID_REGULAR_EXPRESSION = 128
 
 
 class ApiError(Exception):
