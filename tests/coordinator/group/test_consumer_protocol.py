@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
-from coordinator.group.errors import INVALID_REGULAR_EXPRESSION
 from tests.coordinator.group.helpers import (
     TOPIC_A,
     TOPIC_B,
@@ -153,7 +152,7 @@ async def test_request_validation():
         (hb("m", -3), ErrorCode.INVALID_REQUEST),
         (hb("m", -2), ErrorCode.INVALID_REQUEST),  # static leave without instance id
         (join("m", assignor="sticky"), ErrorCode.UNSUPPORTED_ASSIGNOR),
-        (hb("m", 0, regex="(", owned={}, rebalance_timeout_ms=1), INVALID_REGULAR_EXPRESSION),
+        (hb("m", 0, regex="(", owned={}, rebalance_timeout_ms=1), ErrorCode.INVALID_REGULAR_EXPRESSION),
         (join("m", group_id=""), ErrorCode.INVALID_GROUP_ID),
     ]
     for request, code in bad:
