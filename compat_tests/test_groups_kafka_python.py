@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -51,13 +52,31 @@ def create_topic(broker, name: str) -> None:
 
 
 def poll_until(consumers, predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        for c in consumers:
-            c.poll(timeout_ms=50)
-        if predicate():
-            return
-        assert time.monotonic() < deadline, [c.assignment() for c in consumers]
+    """Keep every consumer polling in its own thread, as applications do, until predicate holds.
+
+    kafka-python 3.0.12 loses a JoinGroup/SyncGroup round that completes while its consumer is outside
+    poll(): driven from one thread in turns, or with polls shorter than the time a leader's JoinGroup
+    waits for the other members, a leader rejoins in a loop or stops heartbeating (seen in CI). Long
+    polls on one thread per consumer keep every round inside a poll.
+    """
+    stop = threading.Event()
+
+    def poll_forever(c):
+        while not stop.is_set():
+            c.poll(timeout_ms=1000)
+
+    threads = [threading.Thread(target=poll_forever, args=(c,), daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, [c.assignment() for c in consumers]
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
 
 
 def partitions(consumers) -> list[list]:
