@@ -8,6 +8,7 @@ meanwhile are buffered, and reading pauses when too many wait. Bad input closes 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 from collections import deque
@@ -40,6 +41,8 @@ log = logging.getLogger("pykbroker.connection")
 MAX_PENDING_FRAMES = 64
 # The smallest request: api_key, api_version, correlation_id, client_id length.
 MIN_REQUEST_SIZE = 10
+# sendfile errors that mean "not for this socket", after which the connection copies instead.
+_SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
 
 class CloseConnection(Exception):
@@ -62,10 +65,12 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._closed = False
         self._task: asyncio.Task | None = None
+        self._sock_fd: int | None = None
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  (uvloop's transports are not subclasses)
+        self._sock_fd = _socket_fd(transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.broker.connections.add(self)
@@ -196,13 +201,43 @@ class Connection(asyncio.Protocol):
                 self.transport.write(part)
             else:
                 try:
-                    self.transport.write(_read_region(part))
+                    self._write_region(part)
                 finally:
                     release = getattr(part, "release", None)
                     if release is not None:
                         release()
         if not self._can_write.is_set():
             await self._can_write.wait()
+
+    def _write_region(self, region) -> None:
+        """Send a file region with ``sendfile`` (no copy through Python) while the socket takes it.
+
+        Only when nothing is queued in the transport, so bytes cannot overtake earlier writes; whatever
+        the socket does not take at once (or everything, when sendfile is unavailable) is read and queued
+        through the transport, which never blocks the event loop.
+        """
+        assert self.transport is not None
+        sent = 0
+        if self._sock_fd is not None and self.transport.get_write_buffer_size() == 0:
+            try:
+                in_fd = region.file.fileno()
+                while sent < region.size:
+                    n = os.sendfile(self._sock_fd, in_fd, region.position + sent, region.size - sent)
+                    if n == 0:
+                        break
+                    sent += n
+            except (BlockingIOError, InterruptedError):
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                self.close()  # the client went away; connection_lost follows
+                return
+            except OSError as exc:
+                if sent == 0 and exc.errno in _SENDFILE_UNSUPPORTED:
+                    self._sock_fd = None  # e.g. a socket type sendfile refuses: copy from now on
+                else:
+                    raise
+        if sent < region.size:
+            self.transport.write(_read_region(region, sent))
 
     def close(self) -> None:
         if not self._closed:
@@ -212,9 +247,25 @@ class Connection(asyncio.Protocol):
                 self.transport.close()
 
 
-def _read_region(region) -> bytes:
-    """Bytes of a file region (fallback when the transport cannot sendfile)."""
-    read_bytes = getattr(region, "read_bytes", None)
-    if read_bytes is not None:
-        return read_bytes()
-    return os.pread(region.file.fileno(), region.size, region.position)
+def _read_region(region, skip: int = 0) -> bytes:
+    """Bytes of a file region after its first ``skip`` (the copy path, when sendfile cannot finish)."""
+    if skip == 0:
+        read_bytes = getattr(region, "read_bytes", None)
+        if read_bytes is not None:
+            return read_bytes()
+    want = region.size - skip
+    data = os.pread(region.file.fileno(), want, region.position + skip)
+    if len(data) != want:
+        raise OSError(f"short read of {region!r}: {len(data)} of {want} bytes at +{skip}")
+    return data
+
+
+def _socket_fd(transport: asyncio.BaseTransport) -> int | None:
+    """The descriptor of a plain TCP transport's socket (None for TLS or anything unusual)."""
+    if transport.get_extra_info("sslcontext") is not None or not hasattr(os, "sendfile"):
+        return None
+    sock = transport.get_extra_info("socket")
+    try:
+        return sock.fileno() if sock is not None else None
+    except (OSError, ValueError):
+        return None

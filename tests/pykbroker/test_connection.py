@@ -133,3 +133,53 @@ def test_trailing_bytes_after_a_request_body_are_ignored_like_kafka(broker):
         assert decode_response_header(r, 1) == 5
         response = MetadataResponse.decode(r.buf[r.pos:], 13)
     assert response.brokers[0].node_id == 1
+
+
+def _produce_batches(client: RawClient, topic: str, batches: list[bytes]) -> None:
+    from wire.messages import ProduceRequest
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+    for batch in batches:
+        request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
+        response = client.request(request, 9)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+
+def _fetch_request(topic: str, max_bytes: int):
+    from wire.messages import FetchRequest
+    from wire.messages.fetch_request import FetchPartition, FetchTopic
+    return FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, topics=[
+        FetchTopic(topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=0,
+                                                           partition_max_bytes=max_bytes)])])
+
+
+def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker):
+    """8 MiB fetches to a client that reads late: the socket fills mid-sendfile and the rest is copied."""
+    import socket
+    import time
+
+    from wire import build_simple_batch, decode_records, iter_batch_headers
+    from wire.messages import FetchResponse, MetadataRequest
+    from wire.messages.metadata_request import MetadataRequestTopic
+
+    topic = "big-fetch"
+    values = [bytes([i % 251]) * 2048 for i in range(4096)]  # 8 MiB in 64 batches of 128 KiB
+    batches = [build_simple_batch(values[i:i + 64], timestamp=1_700_000_000_000) for i in range(0, 4096, 64)]
+    with RawClient(broker.bootstrap) as client:
+        client.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True), 12)
+        _produce_batches(client, topic, batches)
+    with RawClient(broker.bootstrap) as slow:
+        slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        first = slow.send(_fetch_request(topic, 16 << 20), 12)
+        second = slow.send(_fetch_request(topic, 16 << 20), 12)
+        time.sleep(0.5)  # let the broker's socket buffer fill while nobody reads
+        for correlation_id in (first, second):
+            frame_bytes = slow.recv_frame()
+            r = Reader(frame_bytes)
+            assert decode_response_header(r, 1) == correlation_id
+            response = FetchResponse.decode_from(r, 12)
+            records = response.responses[0].partitions[0].records
+            assert len(records) == sum(len(b) for b in batches)
+            got = [rec.value for pos, _ in iter_batch_headers(records) for rec in decode_records(records, pos)[1]]
+            assert got == values
+    assert_still_serving(broker)
