@@ -1,0 +1,464 @@
+"""Side-by-side broker benchmark: pykbroker and Apache Kafka on this machine, in one run, same clients.
+
+    python -m bench broker        # BENCH_SCALE=1 (about 10 minutes); BENCH_SCALE=0.01 is a smoke run
+    BENCH_BROKERS=pykbroker python -m bench broker     # one broker only
+
+Each broker runs alone with its default settings (only ports and directories set), one after the other,
+driven by the same clients: Kafka's own ProducerPerformance, ConsumerPerformance and EndToEndLatency (the
+Java client, from the Maven jars of compat_tests/jvm) and the confluent-kafka (librdkafka) client. The
+machine's own limits (sequential disk write, loopback TCP) are measured in the same run. One table is
+printed with each figure for both brokers and the ratio pykbroker/Kafka, and the results are written as
+JSON under bench/results/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pykbroker.testing import BrokerProcess, free_port, wait_for_api_versions
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+JARS_SCRIPT = REPO / "compat_tests" / "jvm" / "fetch_jars.sh"
+RESULTS_DIR = HERE / "results"
+JAVA_HEAP = "-Xmx1g"
+
+
+# -- brokers under test ----------------------------------------------------------------------------------
+class Target:
+    """A broker process the bench can start, address, measure and stop."""
+
+    name = "?"
+    bootstrap = ""
+
+    def start(self) -> float:
+        """Start the broker; returns seconds from process start to its first ApiVersions answer."""
+        raise NotImplementedError
+
+    def pid(self) -> int:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class PykbrokerTarget(Target):
+    name = "pykbroker"
+
+    def __init__(self, root: Path) -> None:
+        self.process = BrokerProcess(root / "pykbroker")
+
+    def start(self) -> float:
+        started = time.perf_counter()
+        self.process.start(timeout=60)
+        self.bootstrap = self.process.bootstrap
+        return time.perf_counter() - started
+
+    def pid(self) -> int:
+        assert self.process.proc is not None
+        return self.process.proc.pid
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+class KafkaTarget(Target):
+    """Apache Kafka 4.1, single node in KRaft combined mode, started from the Maven jars."""
+
+    name = "kafka"
+
+    def __init__(self, root: Path, jars: Path) -> None:
+        self.root = root / "kafka"
+        self.jars = jars
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> float:
+        self.root.mkdir(parents=True)
+        port, controller_port = free_port(), free_port()
+        self.bootstrap = f"127.0.0.1:{port}"
+        props = self.root / "server.properties"
+        props.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.root / 'logs'}",
+            # A single node cannot meet the defaults' replication factor of 3 for internal topics.
+            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1",
+        ]) + "\n")
+        java = ["java", JAVA_HEAP, "-cp", f"{self.jars}/*"]
+        fmt = subprocess.run(java + ["org.apache.kafka.tools.StorageTool", "format", "-t",
+                                     "bench-cluster-00000000A", "-c", str(props), "--ignore-formatted"],
+                             capture_output=True, text=True, timeout=120)
+        if fmt.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed: {fmt.stderr or fmt.stdout}")
+        log = open(self.root / "server.log", "wb")
+        started = time.perf_counter()
+        self.proc = subprocess.Popen(java + ["-Dlog4j2.configurationFile=" + str(self._log4j()), "kafka.Kafka",
+                                             str(props)], stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        wait_for_api_versions("127.0.0.1", port, 120)
+        return time.perf_counter() - started
+
+    def _log4j(self) -> Path:
+        path = self.root / "log4j2.properties"
+        path.write_text("rootLogger.level=WARN\nrootLogger.appenderRef.stdout.ref=STDOUT\n"
+                        "appender.stdout.type=Console\nappender.stdout.name=STDOUT\n"
+                        "appender.stdout.layout.type=PatternLayout\nappender.stdout.layout.pattern=%m%n\n")
+        return path
+
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+# -- the clients -----------------------------------------------------------------------------------------
+def java_tool(jars: Path, main_class: str, args: list[str], timeout: float = 900) -> str:
+    """Run one of Kafka's Java tools; its stdout (raises with stderr when it fails)."""
+    result = subprocess.run(["java", JAVA_HEAP, "-cp", f"{jars}/*", main_class, *args],
+                            capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise RuntimeError(f"{main_class} failed ({result.returncode}): {result.stderr[-2000:]}")
+    return result.stdout
+
+
+def producer_performance(jars: Path, bootstrap: str, topic: str, records: int, size: int, acks: str,
+                         compression: str) -> dict[str, float]:
+    out = java_tool(jars, "org.apache.kafka.tools.ProducerPerformance", [
+        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"compression.type={compression}",
+        "linger.ms=5", "batch.size=65536"])
+    last = [line for line in out.splitlines() if "records sent" in line][-1]
+    m = re.search(r"records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency", last)
+    if m is None:
+        raise RuntimeError(f"cannot read ProducerPerformance output: {last}")
+    return {"records_per_s": float(m[1]), "mb_per_s": float(m[2]), "avg_latency_ms": float(m[3])}
+
+
+def consumer_performance(jars: Path, bootstrap: str, topic: str, records: int) -> dict[str, float]:
+    out = java_tool(jars, "org.apache.kafka.tools.ConsumerPerformance", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--timeout", "60000"])
+    lines = [line for line in out.splitlines() if line and line[0].isdigit()]
+    fields = [f.strip() for f in lines[-1].split(",")]
+    # start, end, MB, MB/s, msgs, msgs/s, rebalance ms, fetch ms, fetch MB/s, fetch msgs/s
+    return {"mb_per_s": float(fields[3]), "fetch_mb_per_s": float(fields[8]), "records": float(fields[4]),
+            "fetch_records_per_s": float(fields[9])}
+
+
+def end_to_end_latency(jars: Path, bootstrap: str, topic: str, messages: int, size: int) -> dict[str, float]:
+    out = java_tool(jars, "org.apache.kafka.tools.EndToEndLatency", [bootstrap, topic, str(messages), "1", str(size)])
+    avg = re.search(r"Avg latency: ([\d.]+) ms", out)
+    pct = re.search(r"50th = ([\d.]+), 99th = ([\d.]+), 99\.9th = ([\d.]+)", out)
+    if avg is None or pct is None:
+        raise RuntimeError(f"cannot read EndToEndLatency output: {out[-500:]}")
+    return {"avg_ms": float(avg[1]), "p50_ms": float(pct[1]), "p99_ms": float(pct[2]), "p999_ms": float(pct[3])}
+
+
+def confluent_produce(bootstrap: str, topic: str, records: int, size: int, acks: str, compression: str
+                      ) -> dict[str, float]:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "compression.type": compression,
+                         "linger.ms": 5, "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000})
+    value = os.urandom(size)
+    failures = []
+
+    def delivered(err, _msg) -> None:
+        if err is not None:
+            failures.append(err)
+
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{len(failures)} deliveries failed, first: {failures[0]}")
+    return {"records_per_s": records / elapsed, "mb_per_s": records * size / elapsed / 1e6}
+
+
+def confluent_consume(bootstrap: str, topic: str, records: int) -> dict[str, float]:
+    """A cold consumer reads ``records`` from offset 0 (assign, no group), timed from the first record."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = size = 0
+    started = None
+    deadline = time.monotonic() + 300
+    try:
+        while got < records and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, 1.0):
+                if msg.error() is None:
+                    started = started or time.perf_counter()
+                    got += 1
+                    size += len(msg.value())
+        elapsed = time.perf_counter() - (started or time.perf_counter())
+    finally:
+        consumer.close()
+    if got < records:
+        raise RuntimeError(f"consumed {got} of {records} records")
+    return {"records_per_s": got / elapsed, "mb_per_s": size / elapsed / 1e6}
+
+
+def confluent_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict[str, float]:
+    """End-to-end latency at a fixed rate: the producer stamps each record, the consumer subtracts."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer.produce(topic, b"warm-up")
+    producer.flush(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency",
+                         "fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+    consumer.assign([TopicPartition(topic, 0, -1)])  # from the end
+    latencies: list[float] = []
+    total = int(rate * seconds)
+    stop = threading.Event()
+
+    def consume() -> None:
+        while not stop.is_set() and len(latencies) < total:
+            msg = consumer.poll(0.1)  # consume(n, t) would hold records back until n arrive or t passes
+            if msg is not None and msg.error() is None and msg.value() != b"warm-up":
+                latencies.append(time.perf_counter() - float(msg.value()))
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    time.sleep(1.0)  # the consumer's first fetch is in flight before the first record
+    interval = 1.0 / rate
+    next_at = time.perf_counter()
+    for _ in range(total):
+        next_at += interval
+        while (now := time.perf_counter()) < next_at:
+            time.sleep(min(next_at - now, 0.001))
+        producer.produce(topic, repr(time.perf_counter()).encode())
+        producer.poll(0)
+    producer.flush(30)
+    reader.join(timeout=30)
+    stop.set()
+    reader.join()
+    consumer.close()
+    if len(latencies) < total:
+        raise RuntimeError(f"only {len(latencies)} of {total} records came back")
+    latencies.sort()
+    return {f"p{name}_ms": latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+            for name, q in (("50", 0.50), ("99", 0.99), ("99.9", 0.999))}
+
+
+# -- the machine -----------------------------------------------------------------------------------------
+def disk_write_mb_per_s(root: Path, megabytes: int) -> float:
+    path = root / "dd.bin"
+    chunk = os.urandom(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    started = time.perf_counter()
+    for _ in range(megabytes):
+        os.write(fd, chunk)
+    os.fsync(fd)
+    elapsed = time.perf_counter() - started
+    os.close(fd)
+    path.unlink()
+    return megabytes * (1 << 20) / elapsed / 1e6
+
+
+def loopback_tcp_mb_per_s(megabytes: int) -> float:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    total = megabytes << 20
+
+    def sink() -> None:
+        conn, _ = server.accept()
+        received = 0
+        while received < total:
+            n = len(conn.recv(1 << 20))
+            if n == 0:
+                break
+            received += n
+        conn.close()
+
+    reader = threading.Thread(target=sink)
+    reader.start()
+    chunk = b"\0" * (1 << 20)
+    with socket.create_connection(("127.0.0.1", port)) as client:
+        started = time.perf_counter()
+        for _ in range(megabytes):
+            client.sendall(chunk)
+        reader.join()
+        elapsed = time.perf_counter() - started
+    server.close()
+    return total / elapsed / 1e6
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (a JVM is one process)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# -- the run ---------------------------------------------------------------------------------------------
+@dataclass
+class Results:
+    """metric name -> broker name -> value, in the order the metrics were measured; the run's failures."""
+
+    values: dict[str, dict[str, float]] = field(default_factory=dict)
+    higher_is_better: dict[str, bool] = field(default_factory=dict)
+
+    def put(self, metric: str, broker: str, value: float, higher_is_better: bool = True) -> None:
+        self.values.setdefault(metric, {})[broker] = value
+        self.higher_is_better[metric] = higher_is_better
+        print(f"  {broker:<10} {metric:<52} {value:12.2f}", flush=True)
+
+
+def run_workloads(target: Target, jars: Path | None, scale: float, results: Results) -> list[str]:
+    """Every workload against one running broker; returns the failures (a failed workload is skipped)."""
+    name, bootstrap = target.name, target.bootstrap
+    failures: list[str] = []
+
+    def attempt(label: str, workload: Callable[[], None]) -> None:
+        try:
+            workload()
+        except Exception as exc:  # one broken workload must not hide the others' figures
+            failures.append(f"{name}: {label}: {exc}")
+            print(f"  {name:<10} {label}: FAILED: {str(exc)[:300]}", flush=True)
+
+    def produce(size: int, acks: str, compression: str) -> None:
+        records = max(1000, int(scale * 200_000_000 / size))
+        topic = f"produce-{size}-{acks}-{compression}"
+        label = f"produce {size} B acks={acks} {compression}"
+        if jars is not None:
+            r = producer_performance(jars, bootstrap, topic, records, size, acks, compression)
+            results.put(f"{label} (java) MB/s", name, r["mb_per_s"])
+            results.put(f"{label} (java) records/s", name, r["records_per_s"])
+        if compression == "none":
+            r = confluent_produce(bootstrap, topic + "-rdkafka", records // 2, size, acks, compression)
+            results.put(f"{label} (librdkafka) MB/s", name, r["mb_per_s"])
+
+    def consume() -> None:
+        records = max(1000, int(scale * 1024 * 1024))  # ~1 GiB of 1 KiB records at scale 1
+        if jars is not None:
+            producer_performance(jars, bootstrap, "consume-1k", records, 1024, "1", "none")
+            r = consumer_performance(jars, bootstrap, "consume-1k", records)
+            results.put("consume 1 KiB cold (java) fetch MB/s", name, r["fetch_mb_per_s"])
+        else:
+            confluent_produce(bootstrap, "consume-1k", records, 1024, "1", "none")
+        r = confluent_consume(bootstrap, "consume-1k", records)
+        results.put("consume 1 KiB cold (librdkafka) MB/s", name, r["mb_per_s"])
+
+    def java_latency() -> None:
+        assert jars is not None
+        r = end_to_end_latency(jars, bootstrap, "e2e-java", max(200, int(scale * 10_000)), 100)
+        for p in ("p50", "p99", "p999"):
+            results.put(f"end-to-end latency (java, sequential) {p} ms", name, r[f"{p}_ms"], False)
+
+    def librdkafka_latency() -> None:
+        r = confluent_latency(bootstrap, "e2e-rdkafka", rate=500, seconds=max(2.0, 20 * scale))
+        for p in ("p50", "p99", "p99.9"):
+            results.put(f"end-to-end latency (librdkafka, 500/s) {p} ms", name, r[f"{p}_ms"], False)
+
+    for size in (100, 1024):
+        for acks in ("1", "all"):
+            for compression in ("none", "lz4"):
+                attempt(f"produce {size} B acks={acks} {compression}",
+                        lambda s=size, a=acks, c=compression: produce(s, a, c))
+    attempt("consume", consume)
+    if jars is not None:
+        attempt("end-to-end latency (java)", java_latency)
+    attempt("end-to-end latency (librdkafka)", librdkafka_latency)
+    return failures
+
+
+def print_table(results: Results, brokers: list[str]) -> None:
+    header = f"{'metric':<56}" + "".join(f"{b:>12}" for b in brokers)
+    if len(brokers) == 2:
+        header += f"{'ratio':>9}"
+    print("\n" + header)
+    print("-" * len(header))
+    for metric, by_broker in results.values.items():
+        row = f"{metric:<56}" + "".join(f"{by_broker.get(b, float('nan')):12.2f}" for b in brokers)
+        if len(brokers) == 2 and by_broker.get(brokers[1]):
+            row += f"{by_broker.get(brokers[0], float('nan')) / by_broker[brokers[1]]:9.2f}"
+        print(row)
+    print("ratio = pykbroker / kafka (higher is better for throughput, lower for latency, start-up, memory)")
+
+
+def jars_dir() -> Path | None:
+    """The Kafka jars (fetched with Maven on first use); None without java or Maven."""
+    if shutil.which("java") is None:
+        return None
+    try:
+        out = subprocess.run(["bash", str(JARS_SCRIPT)], capture_output=True, text=True, timeout=900, check=True)
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"no Kafka jars ({exc}); the Java tools and Apache Kafka are left out")
+        return None
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def main(targets: list[str] | None = None, scale: float | None = None, *, java: bool = True,
+         results_dir: Path = RESULTS_DIR) -> tuple[Results, list[str]]:
+    """Run the bench; returns the results and the failed workloads. ``java=False`` leaves out the JVM."""
+    scale = float(os.environ.get("BENCH_SCALE", "1")) if scale is None else scale
+    wanted = targets or os.environ.get("BENCH_BROKERS", "pykbroker,kafka").split(",")
+    jars = jars_dir() if java else None
+    results = Results()
+    failures: list[str] = []
+    root = Path(tempfile.mkdtemp(prefix="broker-bench-"))
+    try:
+        print(f"machine: {os.cpu_count()} cores, {platform.platform()}; scale {scale}", flush=True)
+        volume = max(16, int(512 * scale))
+        results.put("machine: sequential disk write MB/s", "machine", disk_write_mb_per_s(root, volume))
+        results.put("machine: loopback TCP MB/s", "machine", loopback_tcp_mb_per_s(volume * 2))
+        factories: dict[str, Callable[[], Target]] = {"pykbroker": lambda: PykbrokerTarget(root)}
+        if jars is not None:
+            factories["kafka"] = lambda: KafkaTarget(root, jars)
+        brokers = [b for b in wanted if b in factories]
+        for broker in brokers:
+            target = factories[broker]()
+            print(f"== {broker} ==", flush=True)
+            try:
+                results.put("start-up to first ApiVersions s", broker, target.start(), False)
+                failures += run_workloads(target, jars, scale, results)
+                results.put("resident memory after the run MB", broker, rss_mb(target.pid()), False)
+            finally:
+                target.stop()
+        print_table(results, brokers)
+        for failure in failures:
+            print(f"FAILED {failure}")
+        results_dir.mkdir(parents=True, exist_ok=True)
+        out = results_dir / time.strftime("broker-%Y%m%d-%H%M%S.json")
+        out.write_text(json.dumps({"cores": os.cpu_count(), "platform": platform.platform(), "scale": scale,
+                                   "results": results.values, "failures": failures}, indent=2))
+        print(f"results written to {out}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return results, failures
