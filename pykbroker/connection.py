@@ -195,8 +195,13 @@ class Connection(asyncio.Protocol):
         encode_response_header(w, correlation_id, header_version)
         response.encode_into(w, version)
         assert self.transport is not None
-        self.transport.write(frame(len(w)))
-        for part in w.parts():
+        parts = w.parts()
+        if len(parts) == 1:  # no file regions: one write, one syscall
+            self.transport.write(frame(len(w)) + parts[0])
+            parts = []
+        else:
+            self.transport.write(frame(len(w)))
+        for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
                 self.transport.write(part)
             else:

@@ -17,34 +17,42 @@ class FrameError(ValueError):
 class FrameReader:
     """Feed bytes in, take whole frames out; ``next_frame`` returns None when more data is needed."""
 
-    __slots__ = ("_buf", "max_frame_size")
+    __slots__ = ("_buf", "_pos", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buf = bytearray()
+        self._pos = 0  # start of the unread bytes in _buf; consumed bytes are dropped lazily
         self.max_frame_size = max_frame_size
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._pos:
+            if self._pos == len(self._buf):
+                self._buf.clear()
+            else:
+                del self._buf[:self._pos]
+            self._pos = 0
         self._buf += data
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._buf) - self._pos
 
     def next_frame(self) -> bytes | None:
         """The next complete frame body, or None. Raises FrameError on an impossible size."""
-        buf = self._buf
-        if len(buf) < 4:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
             return None
-        (size,) = _SIZE.unpack_from(buf, 0)
+        (size,) = _SIZE.unpack_from(buf, pos)
         if size < 0:
             raise FrameError(f"negative frame size {size}")
         if size > self.max_frame_size:
             raise FrameError(f"frame of {size} bytes exceeds the limit of {self.max_frame_size} (socket.request.max.bytes)")
-        end = 4 + size
+        end = pos + 4 + size
         if len(buf) < end:
             return None
-        frame = bytes(buf[4:end])
-        del buf[:end]
+        with memoryview(buf) as view:
+            frame = bytes(view[pos + 4:end])  # one copy, out of the buffer
+        self._pos = end
         return frame
 
 
