@@ -548,19 +548,59 @@ def render_module(msg: Message) -> str:
 
 
 def render_init(messages: list[Message]) -> str:
+    """The package's __init__: classes load on first use (PEP 562), so start-up imports only what it needs."""
+    ordered = sorted(messages, key=lambda m: m.name)
     lines = [HEADER.format(source="all message definitions").rstrip("\n"),
-             '"""Generated message classes, and lookup tables by API key."""', "",
-             "from __future__ import annotations", ""]
-    for m in sorted(messages, key=lambda m: m.name):
-        lines.append(f"from wire.messages.{module_name(m.name)} import {m.name}")
-    lines += ["", "REQUESTS: dict[int, type] = {"]
+             '"""Generated message classes, and lookup tables by API key.',
+             "",
+             "Each class is imported from its module on first access (``from wire.messages import X`` works as",
+             "usual), and REQUESTS / RESPONSES import a class when it is looked up: a broker that answers only",
+             'ApiVersions never loads the other 130-odd modules."""',
+             "",
+             "from __future__ import annotations",
+             "",
+             "import importlib",
+             "from collections.abc import Iterator, Mapping",
+             "from typing import TYPE_CHECKING",
+             "",
+             "if TYPE_CHECKING:"]
+    for m in ordered:
+        lines.append(f"    from wire.messages.{module_name(m.name)} import {m.name}")
+    lines += ["", "_MODULES: dict[str, str] = {"]
+    for m in ordered:
+        lines.append(f"    {m.name!r}: {module_name(m.name)!r},")
+    lines += ["}", "", "", "def __getattr__(name: str) -> type:",
+              '    """Import a message class on first use and keep it as a module attribute."""',
+              "    module = _MODULES.get(name)",
+              "    if module is None:",
+              '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+              '    cls = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
+              "    globals()[name] = cls",
+              "    return cls",
+              "", "",
+              "class _ByApiKey(Mapping[int, type]):",
+              '    """API key -> message class, importing each class when it is first looked up."""',
+              "",
+              "    def __init__(self, names: dict[int, str]) -> None:",
+              "        self._names = names",
+              "",
+              "    def __getitem__(self, api_key: int) -> type:",
+              "        return __getattr__(self._names[api_key])",
+              "",
+              "    def __iter__(self) -> Iterator[int]:",
+              "        return iter(self._names)",
+              "",
+              "    def __len__(self) -> int:",
+              "        return len(self._names)",
+              "", "",
+              "REQUESTS: Mapping[int, type] = _ByApiKey({"]
     for m in sorted((m for m in messages if m.kind == "request"), key=lambda m: m.api_key):
-        lines.append(f"    {m.api_key}: {m.name},")
-    lines += ["}", "RESPONSES: dict[int, type] = {"]
+        lines.append(f"    {m.api_key}: {m.name!r},")
+    lines += ["})", "RESPONSES: Mapping[int, type] = _ByApiKey({"]
     for m in sorted((m for m in messages if m.kind == "response"), key=lambda m: m.api_key):
-        lines.append(f"    {m.api_key}: {m.name},")
-    lines += ["}", "", "__all__ = ["]
-    for m in sorted(messages, key=lambda m: m.name):
+        lines.append(f"    {m.api_key}: {m.name!r},")
+    lines += ["})", "", "__all__ = ["]
+    for m in ordered:
         lines.append(f"    {m.name!r},")
     lines += ['    "REQUESTS",', '    "RESPONSES",', "]", ""]
     return "\n".join(lines)
