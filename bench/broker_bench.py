@@ -102,7 +102,7 @@ class KafkaTarget(Target):
             "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1",
         ]) + "\n")
         java = ["java", JAVA_HEAP, "-cp", f"{self.jars}/*"]
-        fmt = subprocess.run(java + ["org.apache.kafka.tools.StorageTool", "format", "-t",
+        fmt = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t",
                                      "bench-cluster-00000000A", "-c", str(props), "--ignore-formatted"],
                              capture_output=True, text=True, timeout=120)
         if fmt.returncode != 0:
