@@ -1,0 +1,85 @@
+"""Topic and config administration with the stock admin clients: confluent-kafka, kafka-python, Kafka's CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+JARS = Path(__file__).parent / "jvm" / ".cache" / "jars"
+
+
+def test_confluent_admin_round_trip(broker):
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic("adm-c", 2, 1, config={"cleanup.policy": "compact"})]).values():
+        f.result(10)
+    with pytest.raises(KafkaException, match="already exists"):
+        admin.create_topics([NewTopic("adm-c", 2, 1)])["adm-c"].result(10)
+    with pytest.raises(KafkaException, match="Unknown topic config name"):
+        admin.create_topics([NewTopic("adm-c2", 1, 1, config={"nope": "1"})])["adm-c2"].result(10)
+    admin.create_partitions([NewPartitions("adm-c", 4)])["adm-c"].result(10)
+    assert len(admin.list_topics(timeout=10).topics["adm-c"].partitions) == 4
+    resource = ConfigResource("topic", "adm-c", incremental_configs=[
+        ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    described = admin.describe_configs([ConfigResource("topic", "adm-c")])
+    configs = next(iter(described.values())).result(10)
+    assert configs["retention.ms"].value == "86400000"
+    assert configs["cleanup.policy"].value == "compact"
+    assert configs["segment.bytes"].is_default
+    admin.delete_topics(["adm-c"])["adm-c"].result(10)
+    assert "adm-c" not in admin.list_topics(timeout=10).topics
+
+
+def test_kafka_python_admin_round_trip(broker):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+    from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("adm-k", 1, 1, topic_configs={"retention.ms": "3600000"})])
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic("adm-k", 1, 1)])
+        admin.create_partitions({"adm-k": NewPartitions(3)})
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({"adm-k": NewPartitions(2)})
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "adm-k", configs={"retention.ms": "7200000"})])
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "adm-k")])
+        assert "7200000" in str(described)
+        assert "adm-k" in admin.list_topics()
+        admin.delete_topics(["adm-k"])
+        assert "adm-k" not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+@pytest.mark.skipif(shutil.which("java") is None or not JARS.is_dir(), reason="needs java and Kafka's jars "
+                    "(compat_tests/jvm/fetch_jars.sh)")
+def test_kafka_cli_tools(broker):
+    def tool(main_class: str, *args: str) -> str:
+        result = subprocess.run(["java", "-Xmx256m", "-cp", f"{JARS}/*", main_class, "--bootstrap-server",
+                                 broker.bootstrap, *args], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    topics, configs = "org.apache.kafka.tools.TopicCommand", "kafka.admin.ConfigCommand"
+    assert "Created topic adm-j." in tool(topics, "--create", "--topic", "adm-j", "--partitions", "2",
+                                         "--config", "retention.ms=1000")
+    assert "PartitionCount: 2" in tool(topics, "--describe", "--topic", "adm-j")
+    tool(configs, "--entity-type", "topics", "--entity-name", "adm-j", "--alter", "--add-config", "retention.ms=2000")
+    assert "retention.ms=2000" in tool(configs, "--entity-type", "topics", "--entity-name", "adm-j", "--describe")
+    tool(topics, "--alter", "--topic", "adm-j", "--partitions", "3")
+    assert "PartitionCount: 3" in tool(topics, "--describe", "--topic", "adm-j")
+    tool(topics, "--delete", "--topic", "adm-j")
+    assert "adm-j" not in tool(topics, "--list").split()

@@ -1,0 +1,75 @@
+"""CreatePartitions v0-3: grow a topic's partition count, with explicit assignments or the defaults."""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
+from wire.messages.create_partitions_request import CreatePartitionsTopic
+from wire.messages.create_partitions_response import CreatePartitionsTopicResult
+
+log = logging.getLogger("pykbroker.handlers.create_partitions")
+
+
+def error_response(request: CreatePartitionsRequest | None, version: int, code: int) -> CreatePartitionsResponse:
+    topics = [] if request is None else request.topics
+    return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code)
+                                             for t in topics])
+
+
+def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | None, list[list[int]]]:
+    """(error code, message, replica lists of the new partitions)."""
+    state = ctx.broker.metadata.topics.get(topic.name)
+    if state is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", []
+    current = len(state.partitions)
+    if topic.count == current:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).", []
+    if topic.count < current:
+        return (ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {current} partition(s); "
+                f"{topic.count} would not be an increase.", [])
+    additional = topic.count - current
+    replication = len(state.partitions[0].replicas)
+    if topic.assignments is None:
+        return ErrorCode.NONE, None, [[ctx.broker.node_id] * replication for _ in range(additional)]
+    if len(topic.assignments) != additional:
+        return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional partition(s), "
+                f"but only {len(topic.assignments)} assignment(s) were specified.", [])
+    new = []
+    for i, a in enumerate(topic.assignments):
+        index = current + i
+        if len(a.broker_ids) != replication:
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a partition "
+                    f"with {len(a.broker_ids)} replica(s), but this is not consistent with previous partitions, "
+                    f"which have {replication} replica(s).", [])
+        unknown = [b for b in a.broker_ids if b != ctx.broker.node_id]
+        if unknown:
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker "
+                    f"{unknown[0]}, but no such broker is registered.", [])
+        if len(set(a.broker_ids)) != len(a.broker_ids):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment for partition {index} "
+                    f"includes the broker {a.broker_ids[0]} more than once.", [])
+        new.append(list(a.broker_ids))
+    return ErrorCode.NONE, None, new
+
+
+@handler(ApiKey.CREATE_PARTITIONS, 0, 3, error_response=error_response)
+async def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
+                                                       error_message="Duplicate topic name."))
+            continue
+        code, message, assignments = plan(ctx, topic)
+        if code == ErrorCode.NONE and not request.validate_only:
+            await ctx.broker.create_partitions(topic.name, assignments)
+            log.info("topic %s now has %d partitions (%s)", topic.name, topic.count, ctx.describe())
+        results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
+    return CreatePartitionsResponse(results=results)

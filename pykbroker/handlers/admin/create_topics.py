@@ -1,0 +1,144 @@
+"""CreateTopics v2-7, with Kafka's (KRaft controller's) validation order and error messages.
+
+Per topic: a legal, non-colliding name; not existing yet; configs known and valid; either explicit
+assignments (then num_partitions and replication_factor must be -1) or counts, where -1 means the broker
+defaults. ``validate_only`` runs every check and creates nothing. v5+ answers with the topic's partition
+count, replication factor and configs; v7 with its topic id.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from pykbroker.topic_config import topic_config_entries, topic_config_error
+from pykbroker.topic_names import topic_name_error
+from wire import ApiKey, ErrorCode
+from wire.messages import CreateTopicsRequest, CreateTopicsResponse
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_response import CreatableTopicConfigs, CreatableTopicResult
+
+log = logging.getLogger("pykbroker.handlers.create_topics")
+
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+
+def error_response(request: CreateTopicsRequest | None, version: int, code: int) -> CreateTopicsResponse:
+    topics = [] if request is None else request.topics
+    return CreateTopicsResponse(topics=[_failed(t.name, code, None) for t in topics])
+
+
+def _failed(name: str, code: int, message: str | None) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, error_code=code, error_message=message, num_partitions=-1,
+                                replication_factor=-1, configs=None)
+
+
+def collision_error(name: str, existing: list[str]) -> str | None:
+    """Kafka refuses a name that equals an existing one once '.' and '_' are unified."""
+    if "." not in name and "_" not in name:
+        return None
+    unified = name.replace(".", "_")
+    for other in existing:
+        if other != name and other.replace(".", "_") == unified:
+            return f"Topic '{name}' collides with existing topic: {other}"
+    return None
+
+
+def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | None, list[list[int]]]:
+    """(error code, message, one replica list per partition) for one requested topic."""
+    broker = ctx.broker
+    name = topic.name
+    message = topic_name_error(name)
+    if message is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
+    if name in broker.metadata.topics:
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", []
+    message = collision_error(name, list(broker.metadata.topics))
+    if message is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
+    message = topic_config_error({c.name: c.value for c in topic.configs})
+    if message is not None:
+        return ErrorCode.INVALID_CONFIG, message, []
+    live_brokers = {broker.node_id}
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but replication "
+                    "factor was not set to -1.", [])
+        if topic.num_partitions != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions "
+                    "was not set to -1.", [])
+        by_index: dict[int, list[int]] = {}
+        for a in topic.assignments:
+            if a.partition_index in by_index:
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                        f"Found multiple manual partition assignments for partition {a.partition_index}", [])
+            if not a.broker_ids:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty " \
+                    "replica list.", []
+            if len(set(a.broker_ids)) != len(a.broker_ids):
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes the broker "
+                        f"{a.broker_ids[0]} more than once.", [])
+            unknown = [b for b in a.broker_ids if b not in live_brokers]
+            if unknown:
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes broker "
+                        f"{unknown[0]}, but no such broker is registered.", [])
+            by_index[a.partition_index] = list(a.broker_ids)
+        if sorted(by_index) != list(range(len(by_index))):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "partitions should be a consecutive 0-based integer sequence", [])
+        return ErrorCode.NONE, None, [by_index[i] for i in range(len(by_index))]
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.", [])
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.", []
+    partitions = broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    replication = (broker.config.default_replication_factor if topic.replication_factor == -1
+                   else topic.replication_factor)
+    if replication > len(live_brokers):
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication} time(s): The target replication factor of "
+                f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.", [])
+    return ErrorCode.NONE, None, [[broker.node_id] for _ in range(partitions)]
+
+
+@handler(ApiKey.CREATE_TOPICS, 2, 7, error_response=error_response)
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    broker = ctx.broker
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    results = []
+    answered: set[str] = set()
+    for topic in request.topics:
+        name = topic.name
+        if counts[name] > 1:
+            if name not in answered:
+                answered.add(name)
+                results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        if name == CLUSTER_METADATA_TOPIC:
+            results.append(_failed(name, ErrorCode.INVALID_REQUEST,
+                                   f"Creation of internal topic {name} is prohibited."))
+            continue
+        code, message, assignments = plan_topic(ctx, topic)
+        if code != ErrorCode.NONE:
+            log.info("CreateTopics %s refused: %s (%s)", name, message, ctx.describe())
+            results.append(_failed(name, code, message))
+            continue
+        configs = {c.name: c.value for c in topic.configs}
+        topic_id = None
+        if not request.validate_only:
+            state = await broker.create_topic(name, assignments, configs)
+            topic_id = state.topic_id
+        result = CreatableTopicResult(name=name, error_code=ErrorCode.NONE, error_message=None,
+                                      num_partitions=len(assignments), replication_factor=len(assignments[0]))
+        if topic_id is not None:
+            result.topic_id = topic_id
+        result.configs = [
+            CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                                  is_sensitive=e.sensitive)
+            for e in topic_config_entries(broker.config, configs, broker.default_log_config.to_properties())]
+        results.append(result)
+    return CreateTopicsResponse(topics=results)

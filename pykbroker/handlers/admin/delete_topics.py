@@ -1,0 +1,86 @@
+"""DeleteTopics v1-6: by name (all versions) or, from v6, by topic id — as the KRaft controller answers.
+
+Duplicates in one request are refused with INVALID_REQUEST, unknown names with
+UNKNOWN_TOPIC_OR_PARTITION, unknown ids with UNKNOWN_TOPIC_ID, and everything is refused when
+``delete.topic.enable=false`` (INVALID_REQUEST before v3, TOPIC_DELETION_DISABLED after).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
+from wire.messages.delete_topics_response import DeletableTopicResult
+
+log = logging.getLogger("pykbroker.handlers.delete_topics")
+
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+
+def _requested(request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if request.topics:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
+def error_response(request: DeleteTopicsRequest | None, version: int, code: int) -> DeleteTopicsResponse:
+    wanted = [] if request is None else _requested(request)
+    return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, topic_id=i, error_code=code)
+                                           for n, i in wanted])
+
+
+@handler(ApiKey.DELETE_TOPICS, 1, 6, error_response=error_response)
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    wanted = _requested(request)
+    if not broker.config["delete.topic.enable"]:
+        code = ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+        message = "Topic deletion is disabled." if ctx.api_version < 3 else "Topic deletion is disabled."
+        return DeleteTopicsResponse(responses=[
+            DeletableTopicResult(name=n, topic_id=i, error_code=code, error_message=message) for n, i in wanted])
+    results: list[DeletableTopicResult] = []
+
+    def answer(name: str | None, topic_id: uuid.UUID, code: int, message: str | None = None) -> None:
+        results.append(DeletableTopicResult(name=name, topic_id=topic_id, error_code=code, error_message=message))
+
+    names = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+    ids = [i for n, i in wanted if n is None and i != ZERO_UUID]
+    for name, topic_id in wanted:
+        if name is None and topic_id == ZERO_UUID:
+            answer(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+        elif name is not None and topic_id != ZERO_UUID:
+            answer(name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+    to_delete: dict[str, uuid.UUID] = {}
+    for name in dict.fromkeys(names):
+        if names.count(name) > 1:
+            answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            continue
+        topic = broker.metadata.topics.get(name)
+        if topic is None:
+            answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+        else:
+            to_delete[name] = topic.topic_id
+    for topic_id in dict.fromkeys(ids):
+        if ids.count(topic_id) > 1:
+            answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+            continue
+        topic = broker.metadata.topics_by_id.get(topic_id)
+        if topic is None:
+            answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
+        elif topic.name in to_delete:
+            del to_delete[topic.name]
+            answer(topic.name, topic_id, ErrorCode.INVALID_REQUEST,
+                   "The provided topic name maps to an ID that was already supplied.")
+        else:
+            to_delete[topic.name] = topic_id
+    for name, topic_id in to_delete.items():
+        await broker.delete_topic(name)
+        log.info("deleted topic %s (id %s) on request (%s)", name, topic_id, ctx.describe())
+        answer(name, topic_id, ErrorCode.NONE)
+    return DeleteTopicsResponse(responses=results)

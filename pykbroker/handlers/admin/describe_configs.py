@@ -1,0 +1,78 @@
+"""DescribeConfigs v1-4 for topics and this broker, with synonyms and documentation when asked."""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from pykbroker.topic_config import ConfigEntry, broker_config_entries, topic_config_entries
+from pykbroker.topic_names import topic_name_error
+from wire import ApiKey, ErrorCode
+from wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
+from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.describe_configs_response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+
+def error_response(request: DescribeConfigsRequest | None, version: int, code: int) -> DescribeConfigsResponse:
+    resources = [] if request is None else request.resources
+    return DescribeConfigsResponse(results=[
+        DescribeConfigsResult(error_code=code, resource_type=r.resource_type, resource_name=r.resource_name,
+                              configs=[]) for r in resources])
+
+
+def _entry(e: ConfigEntry, synonyms: bool, documentation: bool) -> DescribeConfigsResourceResult:
+    return DescribeConfigsResourceResult(
+        name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+        is_default=e.source == 5, is_sensitive=e.sensitive, config_type=e.config_type,
+        documentation=e.documentation if documentation else None,
+        synonyms=[DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms] if synonyms else [])
+
+
+def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str | None, list[ConfigEntry]]:
+    """(error code, message, entries) for one resource."""
+    broker = ctx.broker
+    if r.resource_type == TOPIC:
+        message = topic_name_error(r.resource_name)
+        if message is not None:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
+        topic = broker.metadata.topics.get(r.resource_name)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, []
+        return ErrorCode.NONE, None, topic_config_entries(broker.config, topic.configs,
+                                                          broker.default_log_config.to_properties())
+    if r.resource_type == BROKER:
+        if not r.resource_name:
+            return ErrorCode.NONE, None, []  # cluster-wide dynamic defaults: none are set
+        if r.resource_name != str(broker.node_id):
+            return (ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                    f"but received {r.resource_name}", [])
+        return ErrorCode.NONE, None, broker_config_entries(broker.config)
+    if r.resource_type == BROKER_LOGGER:
+        if not r.resource_name:
+            return ErrorCode.INVALID_REQUEST, "Broker id must not be empty", []
+        if r.resource_name != str(broker.node_id):
+            return (ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but received "
+                    f"{r.resource_name}", [])
+        return ErrorCode.NONE, None, []
+    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
+
+
+@handler(ApiKey.DESCRIBE_CONFIGS, 1, 4, error_response=error_response)
+async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    results = []
+    for r in request.resources:
+        code, message, entries = describe(ctx, r)
+        if r.configuration_keys:
+            wanted = set(r.configuration_keys)
+            entries = [e for e in entries if e.name in wanted]
+        results.append(DescribeConfigsResult(
+            error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name,
+            configs=[_entry(e, request.include_synonyms, request.include_documentation) for e in entries]))
+    return DescribeConfigsResponse(results=results)

@@ -1,0 +1,207 @@
+"""Topic and broker configs as DescribeConfigs / CreateTopics show them, and topic config validation.
+
+The values and their parsing live in ``storage.LogConfig`` (topic configs) and ``pykbroker.config``
+(broker properties); this module adds what the admin APIs need on top: each topic config's type, its
+broker synonyms (``retention.ms`` <- ``log.retention.ms`` <- ``log.retention.minutes`` <-
+``log.retention.hours``), where an effective value comes from, and Kafka's error messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykbroker.config import CONFIG_DEFS, Config
+from storage import LogConfig
+from storage.errors import LogConfigError
+
+__all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries",
+           "topic_config_entries", "topic_config_error"]
+
+
+class ConfigSource:
+    """DescribeConfigs' config_source values."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigType:
+    """DescribeConfigs' config_type values (v3+)."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    """A topic config: its type, the broker properties it falls back to (first wins), its documentation."""
+
+    config_type: int
+    synonyms: tuple[str, ...]
+    doc: str
+
+
+_T = ConfigType
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef(_T.LIST, ("log.cleanup.policy",),
+                                     "Retention policy of old segments: delete, compact, or both."),
+    "compression.gzip.level": TopicConfigDef(_T.INT, ("compression.gzip.level",), "Gzip level when compression.type=gzip."),
+    "compression.lz4.level": TopicConfigDef(_T.INT, ("compression.lz4.level",), "Lz4 level when compression.type=lz4."),
+    "compression.type": TopicConfigDef(_T.STRING, ("compression.type",),
+                                       "Final compression of the topic's batches; 'producer' keeps the producer's."),
+    "compression.zstd.level": TopicConfigDef(_T.INT, ("compression.zstd.level",), "Zstd level when compression.type=zstd."),
+    "delete.retention.ms": TopicConfigDef(_T.LONG, ("log.cleaner.delete.retention.ms",),
+                                          "How long tombstones are kept on compacted topics."),
+    "file.delete.delay.ms": TopicConfigDef(_T.LONG, ("log.segment.delete.delay.ms",),
+                                           "Time to wait before deleting a file from the filesystem."),
+    "flush.messages": TopicConfigDef(_T.LONG, ("log.flush.interval.messages",),
+                                     "Records appended before the log is fsynced."),
+    "flush.ms": TopicConfigDef(_T.LONG, ("log.flush.interval.ms",), "Time after which the log is fsynced."),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        _T.LIST, ("follower.replication.throttled.replicas",), "Replicas throttled on the follower side."),
+    "index.interval.bytes": TopicConfigDef(_T.INT, ("log.index.interval.bytes",),
+                                           "Bytes between offset index entries."),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        _T.LIST, ("leader.replication.throttled.replicas",), "Replicas throttled on the leader side."),
+    "local.retention.bytes": TopicConfigDef(_T.LONG, ("log.local.retention.bytes",),
+                                            "Local size limit with tiered storage (-2: retention.bytes)."),
+    "local.retention.ms": TopicConfigDef(_T.LONG, ("log.local.retention.ms",),
+                                         "Local time limit with tiered storage (-2: retention.ms)."),
+    "max.compaction.lag.ms": TopicConfigDef(_T.LONG, ("log.cleaner.max.compaction.lag.ms",),
+                                            "Longest time a record stays uncompacted."),
+    "max.message.bytes": TopicConfigDef(_T.INT, ("message.max.bytes",), "Largest record batch size allowed."),
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        _T.LONG, ("log.message.timestamp.after.max.ms",), "Largest allowed timestamp ahead of the broker's clock."),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        _T.LONG, ("log.message.timestamp.before.max.ms",), "Largest allowed timestamp behind the broker's clock."),
+    "message.timestamp.type": TopicConfigDef(_T.STRING, ("log.message.timestamp.type",),
+                                             "CreateTime or LogAppendTime."),
+    "min.cleanable.dirty.ratio": TopicConfigDef(_T.DOUBLE, ("log.cleaner.min.cleanable.ratio",),
+                                                "Dirty ratio above which the log is compacted."),
+    "min.compaction.lag.ms": TopicConfigDef(_T.LONG, ("log.cleaner.min.compaction.lag.ms",),
+                                            "Shortest time a record stays uncompacted."),
+    "min.insync.replicas": TopicConfigDef(_T.INT, ("min.insync.replicas",),
+                                          "Minimum ISR size for acks=all produces."),
+    "preallocate": TopicConfigDef(_T.BOOLEAN, ("log.preallocate",), "Preallocate segment files."),
+    "remote.log.copy.disable": TopicConfigDef(_T.BOOLEAN, (), "Stop copying segments to remote storage."),
+    "remote.log.delete.on.disable": TopicConfigDef(_T.BOOLEAN, (), "Delete remote data when tiering is disabled."),
+    "remote.storage.enable": TopicConfigDef(_T.BOOLEAN, (), "Tiered storage for this topic."),
+    "retention.bytes": TopicConfigDef(_T.LONG, ("log.retention.bytes",), "Largest partition size before deletion."),
+    "retention.ms": TopicConfigDef(_T.LONG, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+                                   "Longest time a segment is kept before deletion."),
+    "segment.bytes": TopicConfigDef(_T.INT, ("log.segment.bytes",), "Segment file size."),
+    "segment.index.bytes": TopicConfigDef(_T.INT, ("log.index.size.max.bytes",), "Offset index file size."),
+    "segment.jitter.ms": TopicConfigDef(_T.LONG, ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                                        "Random jitter subtracted from segment.ms."),
+    "segment.ms": TopicConfigDef(_T.LONG, ("log.roll.ms", "log.roll.hours"), "Time after which a segment rolls."),
+    "unclean.leader.election.enable": TopicConfigDef(
+        _T.BOOLEAN, ("unclean.leader.election.enable",), "Allow out-of-ISR replicas to become leader."),
+}
+
+_BROKER_DEFS = {d.name: d for d in CONFIG_DEFS}
+_SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One described config; ``synonyms`` are (name, value, source), most specific first."""
+
+    name: str
+    value: str | None
+    source: int
+    config_type: int
+    read_only: bool
+    sensitive: bool
+    documentation: str | None
+    synonyms: tuple[tuple[str, str | None, int], ...]
+
+
+def topic_config_error(configs: dict[str, str | None]) -> str | None:
+    """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid."""
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        return "Null value not supported for topic configs: " + ",".join(nulls)
+    for name in configs:
+        if name not in TOPIC_CONFIGS and name != "internal.segment.bytes":
+            return f"Unknown topic config name: {name}"
+    try:
+        LogConfig.from_properties(configs)  # type: ignore[arg-type]
+    except LogConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _broker_value(config: Config, name: str) -> str | None:
+    """A broker property as Kafka prints it: the configured text, else the default text."""
+    if name in config.explicit:
+        return config.explicit[name]
+    d = _BROKER_DEFS.get(name)
+    return d.default if d is not None else None
+
+
+def topic_config_entries(config: Config, topic_configs: dict[str, str], defaults: dict[str, str]) -> list[ConfigEntry]:
+    """Every topic config with its effective value and source; ``defaults`` are the broker-level values."""
+    entries = []
+    for name, spec in sorted(TOPIC_CONFIGS.items()):
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in topic_configs:
+            synonyms.append((name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
+        for broker_name in spec.synonyms:
+            if broker_name in config.explicit:
+                synonyms.append((broker_name, config.explicit[broker_name], ConfigSource.STATIC_BROKER_CONFIG))
+        for broker_name in spec.synonyms:
+            d = _BROKER_DEFS.get(broker_name)
+            if d is not None and d.default is not None:
+                synonyms.append((broker_name, d.default, ConfigSource.DEFAULT_CONFIG))
+                break
+        if name in topic_configs:
+            value, source = topic_configs[name], ConfigSource.TOPIC_CONFIG
+        else:
+            value = defaults.get(name)
+            explicit = any(s[2] == ConfigSource.STATIC_BROKER_CONFIG for s in synonyms)
+            source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
+        entries.append(ConfigEntry(name, value, source, spec.config_type, False, False, spec.doc,
+                                   tuple(synonyms)))
+    return entries
+
+
+def broker_config_entries(config: Config) -> list[ConfigEntry]:
+    """Every broker property we know, static (read-only, as Kafka reports non-dynamic configs)."""
+    entries = []
+    for d in sorted(CONFIG_DEFS, key=lambda d: d.name):
+        sensitive = any(word in d.name for word in _SENSITIVE_WORDS)
+        value = None if sensitive else _broker_value(config, d.name)
+        source = ConfigSource.STATIC_BROKER_CONFIG if d.name in config.explicit else ConfigSource.DEFAULT_CONFIG
+        synonyms = ((d.name, value, source),)
+        entries.append(ConfigEntry(d.name, value, source, _broker_type(d.default), True, sensitive, d.doc,
+                                   synonyms))
+    return entries
+
+
+def _broker_type(default: str | None) -> int:
+    """A best guess of a broker property's ConfigDef type from its default text."""
+    if default in ("true", "false"):
+        return ConfigType.BOOLEAN
+    if default is not None:
+        try:
+            int(default)
+            return ConfigType.LONG if abs(int(default)) > 2**31 - 1 else ConfigType.INT
+        except ValueError:
+            try:
+                float(default)
+                return ConfigType.DOUBLE
+            except ValueError:
+                pass
+    return ConfigType.STRING
