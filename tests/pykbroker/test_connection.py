@@ -183,3 +183,19 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker):
             got = [rec.value for pos, _ in iter_batch_headers(records) for rec in decode_records(records, pos)[1]]
             assert got == values
     assert_still_serving(broker)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_produce_v0_to_v2_are_advertised_and_answered_unsupported_version(broker, version):
+    from wire.messages import ProduceRequest, ProduceResponse
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+    with RawClient(broker.bootstrap) as c:
+        versions = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        assert advertised[0] == (0, 13)
+        request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+            TopicProduceData(name="old-produce", partition_data=[PartitionProduceData(index=0, records=b"")])])
+        response = c.request(request, version)
+        assert isinstance(response, ProduceResponse)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert_still_serving(broker)

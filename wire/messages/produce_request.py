@@ -102,12 +102,12 @@ TopicProduceData.FIELDS = (FieldSpec('name', 'string', (0, 12), None, None, None
 
 
 class ProduceRequest(Message):
-    """ProduceRequest (Kafka request, api key 0, versions 3-13)."""
+    """ProduceRequest (Kafka request, api key 0, versions 0-13)."""
 
     __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data')
     NAME = 'ProduceRequest'
     API_KEY = 0
-    LOWEST_VERSION = 3
+    LOWEST_VERSION = 0
     HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
@@ -126,10 +126,11 @@ class ProduceRequest(Message):
 
     def encode_into(self, w: Writer, version: int) -> None:
         flexible = version >= 9
-        if flexible:
-            w.compact_nullable_string(self.transactional_id)
-        else:
-            w.nullable_string(self.transactional_id)
+        if version >= 3:
+            if flexible:
+                w.compact_nullable_string(self.transactional_id)
+            else:
+                w.nullable_string(self.transactional_id)
         w.int16(self.acks)
         w.int32(self.timeout_ms)
         _a = self.topic_data
@@ -144,7 +145,11 @@ class ProduceRequest(Message):
     def decode_from(cls, r: Reader, version: int) -> ProduceRequest:
         self = cls()
         flexible = version >= 9
-        self.transactional_id = r.compact_nullable_string() if flexible else r.nullable_string()
+        if version >= 3:
+            if version >= 3:
+                self.transactional_id = r.compact_nullable_string() if flexible else r.nullable_string()
+            else:
+                self.transactional_id = r.compact_string() if flexible else r.string()
         self.acks = r.int16()
         self.timeout_ms = r.int32()
         _n = r.array_length(flexible)

@@ -128,7 +128,8 @@ class PartitionProduceResponse(Message):
         w.int32(self.index)
         w.int16(self.error_code)
         w.int64(self.base_offset)
-        w.int64(self.log_append_time_ms)
+        if version >= 2:
+            w.int64(self.log_append_time_ms)
         if version >= 5:
             w.int64(self.log_start_offset)
         if version >= 8:
@@ -160,7 +161,8 @@ class PartitionProduceResponse(Message):
         self.index = r.int32()
         self.error_code = r.int16()
         self.base_offset = r.int64()
-        self.log_append_time_ms = r.int64()
+        if version >= 2:
+            self.log_append_time_ms = r.int64()
         if version >= 5:
             self.log_start_offset = r.int64()
         if version >= 8:
@@ -307,12 +309,12 @@ NodeEndpoint.FIELDS = (FieldSpec('node_id', 'int32', (10, 32767), None, None, No
 
 
 class ProduceResponse(Message):
-    """ProduceResponse (Kafka response, api key 0, versions 3-13)."""
+    """ProduceResponse (Kafka response, api key 0, versions 0-13)."""
 
     __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints')
     NAME = 'ProduceResponse'
     API_KEY = 0
-    LOWEST_VERSION = 3
+    LOWEST_VERSION = 0
     HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
@@ -334,7 +336,8 @@ class ProduceResponse(Message):
         if _a is not None:
             for _x in _a:
                 _x.encode_into(w, version)
-        w.int32(self.throttle_time_ms)
+        if version >= 1:
+            w.int32(self.throttle_time_ms)
         if version >= 10 and not (version >= 10):
             _a = self.node_endpoints
             w.array_length(None if _a is None else len(_a), flexible)
@@ -363,7 +366,8 @@ class ProduceResponse(Message):
             raise DecodeError("null array for non-nullable field Responses")
         else:
             self.responses = [TopicProduceResponse.decode_from(r, version) for _ in range(_n)]
-        self.throttle_time_ms = r.int32()
+        if version >= 1:
+            self.throttle_time_ms = r.int32()
         if version >= 10 and not (version >= 10):
             _n = r.array_length(flexible)
             if _n < 0:

@@ -32,9 +32,11 @@ def error_response(request: ProduceRequest | None, version: int, code: int) -> P
     ])
 
 
-@handler(ApiKey.PRODUCE, 3, 13, error_response=error_response)
+@handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
+    if ctx.api_version < 3:  # advertised for librdkafka's sake (KAFKA-18659), refused like Kafka 4.1 does
+        return None if request.acks == 0 else error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     by_id = ctx.api_version >= 13
     acks = request.acks
     store = broker.metadata
