@@ -19,12 +19,13 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache Kafka's jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache Kafka's and Spark's Kafka jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache Kafka jars from Maven Central (once; cached in compat_tests/jvm/.cache)"; \
+		echo "fetching Apache Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders under compat_tests/jvm)"; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint, check generated code, run all tests
