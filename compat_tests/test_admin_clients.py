@@ -83,3 +83,30 @@ def test_kafka_cli_tools(broker):
     assert "PartitionCount: 3" in tool(topics, "--describe", "--topic", "adm-j")
     tool(topics, "--delete", "--topic", "adm-j")
     assert "adm-j" not in tool(topics, "--list").split()
+
+
+def test_confluent_delete_records_describe_topics_and_log_dirs(broker):
+    from confluent_kafka import Producer, TopicCollection, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("adm-dr", 2, 1)])["adm-dr"].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce("adm-dr", b"v%d" % i, partition=0)
+    assert producer.flush(10) == 0
+    deleted = admin.delete_records([TopicPartition("adm-dr", 0, 6)])
+    assert next(iter(deleted.values())).result(10).low_watermark == 6
+    low, high = _watermarks(broker.bootstrap, "adm-dr")
+    assert (low, high) == (6, 10)
+    description = admin.describe_topics(TopicCollection(["adm-dr"]))["adm-dr"].result(10)
+    assert [p.id for p in description.partitions] == [0, 1]
+    assert description.partitions[0].leader.id == 1
+
+
+def _watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "adm-wm"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()

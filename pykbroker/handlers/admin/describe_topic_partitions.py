@@ -1,0 +1,85 @@
+"""DescribeTopicPartitions v0 (KIP-966; what the Java admin client's describeTopics uses).
+
+Topics come back sorted by name, all of them when the request names none. At most
+``response_partition_limit`` partitions (and never more than max.request.partition.size.limit) are
+answered; when that cuts a topic or leaves topics out, ``next_cursor`` says where the next request starts.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
+from pykbroker.registry import handler
+from pykbroker.topic_names import topic_name_error
+from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from wire.messages.describe_topic_partitions_response import (
+    Cursor,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
+
+MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+
+
+class CursorError(Exception):
+    """The cursor names a topic the request does not cover (INVALID_REQUEST)."""
+
+
+def error_response(request: DescribeTopicPartitionsRequest | None, version: int, code: int
+                   ) -> DescribeTopicPartitionsResponse:
+    topics = [] if request is None else request.topics
+    return DescribeTopicPartitionsResponse(topics=[
+        DescribeTopicPartitionsResponseTopic(error_code=code, name=t.name, topic_id=ZERO_UUID, partitions=[])
+        for t in topics], next_cursor=None)
+
+
+def _failed(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
+    return DescribeTopicPartitionsResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID, is_internal=False,
+                                                partitions=[], topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, error_response=error_response)
+async def handle_describe_topic_partitions(ctx: RequestContext, request: DescribeTopicPartitionsRequest
+                                           ) -> DescribeTopicPartitionsResponse:
+    store = ctx.broker.metadata
+    names = sorted({t.name for t in request.topics}) if request.topics else sorted(store.topics)
+    cursor = request.cursor
+    if cursor is not None:
+        if cursor.topic_name not in names:
+            return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)
+        names = [n for n in names if n >= cursor.topic_name]
+    remaining = max(1, min(request.response_partition_limit, MAX_PARTITIONS_PER_RESPONSE))
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
+    next_cursor = None
+    for i, name in enumerate(names):
+        message = topic_name_error(name)
+        if message is not None:
+            topics.append(_failed(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            continue
+        topic = store.topics.get(name)
+        if topic is None:
+            topics.append(_failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        if remaining == 0:
+            next_cursor = Cursor(topic_name=name, partition_index=0)
+            break
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        chosen = [p for p in topic.partitions if p.partition >= start][:remaining]
+        remaining -= len(chosen)
+        topics.append(DescribeTopicPartitionsResponseTopic(
+            error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
+            topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            partitions=[DescribeTopicPartitionsResponsePartition(
+                error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=p.leader,
+                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[]) for p in chosen]))
+        last = chosen[-1].partition if chosen else start - 1
+        if remaining == 0 and last + 1 < len(topic.partitions):
+            next_cursor = Cursor(topic_name=name, partition_index=last + 1)
+            break
+        if remaining == 0 and any(n in store.topics for n in names[i + 1:]):
+            next_cursor = Cursor(topic_name=next(n for n in names[i + 1:] if n in store.topics), partition_index=0)
+            break
+    return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
