@@ -1,0 +1,103 @@
+"""Every error Produce and Fetch answer with, provoked over a real socket, as Kafka answers them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from pykbroker.testing import RawClient
+from wire import ErrorCode, build_simple_batch
+from wire.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    CreateTopicsRequest,
+    FetchRequest,
+    ProduceRequest,
+)
+from wire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
+from wire.messages.fetch_request import FetchPartition, FetchTopic
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+NOW = int(time.time() * 1000)
+
+
+def create(c, name: str, **configs: str) -> uuid.UUID:
+    topic = CreatableTopic(name=name, num_partitions=1, replication_factor=1,
+                           configs=[CreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()])
+    result = c.request(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 7).topics[0]
+    assert result.error_code == ErrorCode.NONE
+    return result.topic_id
+
+
+def batch(count: int = 3, *, size: int = 10, timestamp: int = NOW, keys: bool = True) -> bytes:
+    return build_simple_batch([b"x" * size] * count, keys=[b"k%d" % i for i in range(count)] if keys else None,
+                              timestamp=timestamp)
+
+
+def produce(c, topic: str, records: bytes, *, acks: int = -1, partition: int = 0, version: int = 11,
+            topic_id: uuid.UUID | None = None):
+    data = TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])
+    if topic_id is not None:
+        data.topic_id = topic_id
+    response = c.request(ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[data]), version)
+    return response.responses[0].partition_responses[0]
+
+
+def fetch(c, topic: str, offset: int, *, epoch: int = -1, version: int = 12, topic_id: uuid.UUID | None = None):
+    t = FetchTopic(topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=epoch,
+                                                           partition_max_bytes=1 << 20)])
+    if topic_id is not None:
+        t.topic_id = topic_id
+    response = c.request(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[t]), version)
+    return response.responses[0].partitions[0]
+
+
+def test_produce_errors(broker):
+    with RawClient(broker.bootstrap) as c:
+        create(c, "pe-a")
+        create(c, "pe-small", max_message_bytes="1000")
+        create(c, "pe-compacted", cleanup_policy="compact")
+        create(c, "pe-isr", min_insync_replicas="2")
+        assert produce(c, "pe-a", batch(), acks=2).error_code == ErrorCode.INVALID_REQUIRED_ACKS
+        assert produce(c, "pe-a", batch(), partition=7).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce(c, "pe-missing", batch()).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce(c, "", batch(), version=13, topic_id=uuid.uuid4()).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        corrupt = bytearray(batch())
+        corrupt[-1] ^= 0xFF  # the CRC no longer matches
+        assert produce(c, "pe-a", bytes(corrupt)).error_code == ErrorCode.CORRUPT_MESSAGE
+        assert produce(c, "pe-small", batch(1, size=2000)).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        future = produce(c, "pe-a", batch(timestamp=NOW + 2 * 3_600_000))  # message.timestamp.after.max.ms: 1 h
+        assert future.error_code == ErrorCode.INVALID_TIMESTAMP
+        keyless = produce(c, "pe-compacted", batch(keys=False))
+        assert keyless.error_code == ErrorCode.INVALID_RECORD and keyless.error_message
+        assert produce(c, "pe-isr", batch()).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert produce(c, "pe-isr", batch(), acks=1).error_code == ErrorCode.NONE  # only acks=all needs the ISR
+        ok = produce(c, "pe-a", batch(), version=13, topic_id=create(c, "pe-by-id"))
+        assert (ok.error_code, ok.base_offset) == (ErrorCode.NONE, 0)
+
+
+def test_acks_zero_gets_no_response(broker):
+    with RawClient(broker.bootstrap) as c:
+        create(c, "pe-acks0")
+        request = ProduceRequest(acks=0, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="pe-acks0", partition_data=[PartitionProduceData(index=0, records=batch())])])
+        c.send(request, 9)
+        correlation_id = c.send(ApiVersionsRequest(), 0)
+        got, _ = c.recv(ApiVersionsResponse, 0)
+        assert got == correlation_id  # the first answer on the connection is the ApiVersions one
+        assert fetch(c, "pe-acks0", 0).high_watermark == 3
+
+
+def test_fetch_errors_and_empty_records(broker):
+    with RawClient(broker.bootstrap) as c:
+        topic_id = create(c, "fe-a")
+        assert produce(c, "fe-a", batch()).error_code == ErrorCode.NONE
+        at_end = fetch(c, "fe-a", 3)
+        assert (at_end.error_code, at_end.records, at_end.high_watermark) == (ErrorCode.NONE, b"", 3)
+        assert fetch(c, "fe-a", 50).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert fetch(c, "fe-a", 0, epoch=5).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert fetch(c, "fe-a", 0, epoch=0).error_code == ErrorCode.NONE
+        assert fetch(c, "", 0, version=13, topic_id=uuid.uuid4()).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        by_id = fetch(c, "", 0, version=13, topic_id=topic_id)
+        assert by_id.error_code == ErrorCode.NONE and len(by_id.records) == len(batch())
+        assert fetch(c, "fe-missing", 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
