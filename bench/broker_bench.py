@@ -399,12 +399,17 @@ def run_workloads(target: Target, jars: Path | None, scale: float, results: Resu
 
 
 def print_table(results: Results, brokers: list[str]) -> None:
+    for metric, by_broker in results.values.items():
+        if "machine" in by_broker:
+            print(f"{metric:<56}{by_broker['machine']:12.2f}")
     header = f"{'metric':<56}" + "".join(f"{b:>12}" for b in brokers)
     if len(brokers) == 2:
         header += f"{'ratio':>9}"
     print("\n" + header)
     print("-" * len(header))
     for metric, by_broker in results.values.items():
+        if "machine" in by_broker:
+            continue
         row = f"{metric:<56}" + "".join(f"{by_broker.get(b, float('nan')):12.2f}" for b in brokers)
         if len(brokers) == 2 and by_broker.get(brokers[1]):
             row += f"{by_broker.get(brokers[0], float('nan')) / by_broker[brokers[1]]:9.2f}"
