@@ -110,3 +110,20 @@ def test_elect_leaders_is_never_needed_on_one_node(broker):
                        ("el-missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
         everything = c.request(ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=5000), 2)
         assert all(r.partition_result == [] for r in everything.replica_election_results)
+
+
+def test_reassignments_on_one_node(broker):
+    from wire.messages import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
+    from wire.messages.alter_partition_reassignments_request import ReassignablePartition, ReassignableTopic
+    with RawClient(broker.bootstrap) as c:
+        create(c, "ra-a", 1)
+        request = AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[ReassignableTopic(name="ra-a", partitions=[
+            ReassignablePartition(partition_index=0, replicas=[1]),
+            ReassignablePartition(partition_index=0, replicas=[2]),
+            ReassignablePartition(partition_index=0, replicas=None),
+            ReassignablePartition(partition_index=9, replicas=[1])])])
+        got = [p.error_code for p in c.request(request, 0).responses[0].partitions]
+        assert got == [ErrorCode.NONE, ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                       ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        listed = c.request(ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None), 0)
+        assert (listed.error_code, listed.topics) == (ErrorCode.NONE, [])
