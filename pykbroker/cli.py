@@ -1,4 +1,7 @@
-"""Command line: ``pykbroker [server.properties] [--override key=value ...]``, as kafka-server-start.sh."""
+"""Command line: ``pykbroker [server.properties] [--override key=value ...]``, as kafka-server-start.sh.
+
+``pykbroker spark-load ...`` is the offline load of topics to Parquet with Spark (``pykbroker.spark``).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from pykbroker.config import Config, ConfigError
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="pykbroker",
-        description="A Kafka broker in Python. With no arguments: a single node on localhost:9092.",
+        description="A Kafka broker in Python. With no arguments: a single node on localhost:9092. "
+                    "`pykbroker spark-load --help`: the offline load of topics to Parquet with Spark.",
     )
     ap.add_argument("properties", nargs="?", help="a Kafka server.properties file")
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -23,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["spark-load"]:
+        from pykbroker.spark import main as spark_load
+
+        return spark_load(argv[1:])
     args = build_parser().parse_args(argv)
     if args.help_config:
         print(Config.help_text())
