@@ -187,8 +187,12 @@ def load(spark: SparkSession, topics: Iterable[str], output: str | Path, *, boot
             staged = out / STAGING_DIR / _batch_name(batch)
             df = _read(spark, bootstrap, start, end, consumer_options, fail_on_data_loss, include_headers)
             tasks = df.rdd.getNumPartitions()
-            df.write.parquet(str(staged))
-            records = spark.read.parquet(str(staged)).count() if _has_parquet(staged) else 0
+            try:
+                df.write.parquet(str(staged))
+                records = spark.read.parquet(str(staged)).count() if _has_parquet(staged) else 0
+            except BaseException:
+                shutil.rmtree(staged, ignore_errors=True)
+                raise
             committed = {t: dict(committed.get(t, {})) for t in set(committed) | set(end)}
             for t, parts in end.items():
                 committed[t].update(parts)
