@@ -81,6 +81,8 @@ def spark_session(bootstrap: str, app_name: str = "pykbroker", *, master: str = 
 
     Two local cores, two shuffle partitions, no UI, only error logs. ``bootstrap`` is recorded under
     ``spark.pykbroker.bootstrap`` for code that has only the session. ``conf`` adds or overrides settings.
+    PySpark starts one JVM per Python process, on the first session: the classpath, driver memory and
+    log settings of that first session stay for the later ones.
     """
     from pyspark.sql import SparkSession
 
@@ -88,7 +90,7 @@ def spark_session(bootstrap: str, app_name: str = "pykbroker", *, master: str = 
     tmp = Path(tempfile.gettempdir())
     log4j2 = tmp / "pykbroker-spark-log4j2.properties"
     if not log4j2.exists() or log4j2.read_text() != _LOG4J2:
-        log4j2.write_text(_LOG4J2)
+        _write_atomically(log4j2, _LOG4J2)
     # The driver binds to the loopback address, as the broker in tests does; Spark warns otherwise.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.master(master).appName(app_name)
@@ -107,7 +109,6 @@ def spark_session(bootstrap: str, app_name: str = "pykbroker", *, master: str = 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
 
 
 Offsets = dict[str, dict[int, int]]
@@ -196,6 +197,7 @@ def load(spark: SparkSession, topics: Iterable[str], output: str | Path, *, boot
             committed = {t: dict(committed.get(t, {})) for t in set(committed) | set(end)}
             for t, parts in end.items():
                 committed[t].update(parts)
+            _fsync_tree(staged)  # Spark does not sync what it writes; the commit below must not outlive it
             _write_atomically(staged / OFFSETS_FILE, json.dumps(
                 {"batch": batch, "offsets": committed, "start": start, "end": end, "records": records},
                 indent=1, sort_keys=True))
@@ -304,6 +306,18 @@ def _write_atomically(path: Path, text: str) -> None:
         os.fsync(f.fileno())
     os.rename(tmp, path)
     _fsync_dir(path.parent)
+
+
+def _fsync_tree(path: Path) -> None:
+    """fsync every file and directory under ``path``."""
+    for folder, _, files in os.walk(path, topdown=False):
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(folder))
 
 
 def _fsync_dir(path: Path) -> None:
