@@ -148,6 +148,25 @@ def test_batch_write_then_read_with_another_client(spark, broker):
         assert [k for q, k, _, _ in got if q == p] == [f"k{i}" for i in range(p, 30, 3)]
 
 
+def test_batch_write_compressed_and_read_by_pattern_with_headers(spark, broker):
+    """The Java producer's compressed batches (every codec) go through the broker and back."""
+    topic = new_topic(broker, 1)
+    codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
+    for codec in codecs:
+        df = spark.createDataFrame([(f"{codec} {i} " + "x" * 200, [("codec", codec.encode())])
+                                    for i in range(20)],
+                                   "value string, headers array<struct<key: string, value: binary>>")
+        (df.coalesce(1).write.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("topic", topic).option("includeHeaders", "true")
+         .option("kafka.compression.type", codec).option("kafka.linger.ms", "50").save())
+    rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribePattern", f"{topic}|{topic}-none").option("includeHeaders", "true").load()
+            .selectExpr("offset", "CAST(value AS STRING) AS value", "CAST(headers[0].value AS STRING) AS codec")
+            .orderBy("offset").collect())
+    assert [(r.offset, r.value, r.codec) for r in rows] == [
+        (n * 20 + i, f"{codec} {i} " + "x" * 200, codec) for n, codec in enumerate(codecs) for i in range(20)]
+
+
 def test_read_committed_without_transactions_returns_everything(spark, broker):
     topic = new_topic(broker, 2)
     produce(broker, topic, [{"partition": i % 2, "value": f"v{i % 2}-{i // 2}"} for i in range(20)])
