@@ -1,7 +1,8 @@
 """Spark's built-in ``kafka`` source and sink (spark-sql-kafka-0-10, kafka-clients 3.9) against pykbroker:
-batch reads by offsets and by timestamp, batch writes, a Structured Streaming query stopped and restarted
-from its checkpoint, read_committed, minPartitions, failOnDataLoss after DeleteRecords, and the offline
-load of ``pykbroker.spark`` (in process and through ``pykbroker spark-load``, killed mid-batch).
+batch reads by offsets and by timestamp, batch writes (every compression codec, headers), a Structured
+Streaming query stopped and restarted from its checkpoint, read_committed, minPartitions, failOnDataLoss
+after DeleteRecords, and the offline load of ``pykbroker.spark`` (in process and through
+``pykbroker spark-load``, killed mid-batch).
 
 One SparkSession (local[2]) for the whole module: Spark takes seconds to start.
 """
