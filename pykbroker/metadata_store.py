@@ -131,6 +131,8 @@ class EmbeddedMetadataStore:
         self.node_id = node_id
         self.topics: dict[str, TopicState] = {}
         self.topics_by_id: dict[uuid.UUID, TopicState] = {}
+        # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
+        self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
         self._load()
 
     def _load(self) -> None:
@@ -145,6 +147,8 @@ class EmbeddedMetadataStore:
                 configs=dict(t.get("configs", {})),
             )
             self._index(topic)
+        for user, by_mechanism in doc.get("scram_credentials", {}).items():
+            self.scram_credentials[user] = {int(m): tuple(v) for m, v in by_mechanism.items()}  # type: ignore[misc]
 
     def _index(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -162,6 +166,8 @@ class EmbeddedMetadataStore:
                 }
                 for t in self.topics.values()
             ],
+            "scram_credentials": {user: {str(m): list(v) for m, v in by_mechanism.items()}
+                                  for user, by_mechanism in self.scram_credentials.items()},
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
 
@@ -192,4 +198,16 @@ class EmbeddedMetadataStore:
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
+        self._save()
+
+    def alter_scram_credentials(self, deletions: list[tuple[str, int]],
+                                upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+        """Remove (user, mechanism) credentials and store (user, mechanism, iterations, salt, salted password)."""
+        for user, mechanism in deletions:
+            by_mechanism = self.scram_credentials.get(user, {})
+            by_mechanism.pop(mechanism, None)
+            if not by_mechanism:
+                self.scram_credentials.pop(user, None)
+        for user, mechanism, iterations, salt, salted_password in upsertions:
+            self.scram_credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
         self._save()
