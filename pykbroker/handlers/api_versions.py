@@ -2,7 +2,8 @@
 
 - v0-v4: the API ranges computed from the handler registry.
 - v1+: throttle_time_ms.
-- v3+: flexible; the client's software name and version must match Kafka's pattern, else INVALID_REQUEST.
+- v3+: flexible; the client's software name and version must match Kafka's pattern, else INVALID_REQUEST;
+  supported and finalized features (``pykbroker.features``).
 - A request newer than v4 never reaches here: the connection answers it in v0 format with
   UNSUPPORTED_VERSION and the supported ranges, so the client can retry with a version we serve.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 from pykbroker.context import RequestContext
+from pykbroker.features import FINALIZED_EPOCH, finalized_features, supported_features
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -31,4 +33,9 @@ async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) 
         and _SOFTWARE_PATTERN.fullmatch(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=ctx.broker.api_versions())
+    response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=ctx.broker.api_versions())
+    if ctx.api_version >= 3:
+        response.supported_features = supported_features(ctx.api_version)
+        response.finalized_features_epoch = FINALIZED_EPOCH
+        response.finalized_features = finalized_features()
+    return response

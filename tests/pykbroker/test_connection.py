@@ -199,3 +199,15 @@ def test_produce_v0_to_v2_are_advertised_and_answered_unsupported_version(broker
         assert isinstance(response, ProduceResponse)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
     assert_still_serving(broker)
+
+
+def test_api_versions_reports_features_like_kafka_41(broker):
+    with RawClient(broker.bootstrap) as c:
+        v3 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+        v4 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
+    assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 27)]
+    supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
+    assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (7, 27)
+    finalized = {f.name: f.max_version_level for f in v4.finalized_features}
+    assert finalized == {"group.version": 1, "metadata.version": 27}  # no transaction.version 2: no KIP-890 yet
+    assert v4.finalized_features_epoch > 0
