@@ -133,12 +133,15 @@ class EmbeddedMetadataStore:
         self.topics_by_id: dict[uuid.UUID, TopicState] = {}
         # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
         self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
+        # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
+        self.offset = 0
         self._load()
 
     def _load(self) -> None:
         if not self.path.exists():
             return
         doc = json.loads(self.path.read_text())
+        self.offset = int(doc.get("offset", 0))
         for t in doc.get("topics", []):
             topic = TopicState(
                 name=t["name"],
@@ -157,6 +160,7 @@ class EmbeddedMetadataStore:
     def _save(self) -> None:
         doc = {
             "version": 1,
+            "offset": self.offset + 1,
             "topics": [
                 {
                     "name": t.name,
@@ -170,6 +174,7 @@ class EmbeddedMetadataStore:
                                   for user, by_mechanism in self.scram_credentials.items()},
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
+        self.offset += 1
 
     def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
         """Create a topic with one replica list per partition; the first replica leads."""

@@ -50,3 +50,20 @@ def test_describe_cluster(broker):
             assert response.controller_id == 1
         wrong = c.request(DescribeClusterRequest(endpoint_type=2), 1)
     assert wrong.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
+
+
+def test_describe_quorum_shows_this_node_as_the_only_voter_and_leader(fresh_broker):
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap)
+    try:
+        before = admin.describe_metadata_quorum()
+        admin.create_topics([NewTopic("dq-a", 1, 1)])
+        after = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    (partition,) = after["topics"][0]["partitions"]
+    assert after["topics"][0]["topic_name"] == "__cluster_metadata"
+    assert partition["leader_id"] == 1 and [v["replica_id"] for v in partition["current_voters"]] == [1]
+    assert partition["high_watermark"] > before["topics"][0]["partitions"][0]["high_watermark"]
+    assert after["nodes"][0]["node_id"] == 1
