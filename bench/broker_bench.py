@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pykbroker.testing import BrokerProcess, free_port, wait_for_api_versions
+from compat_tests.jvm.kafka_broker import KafkaBroker
+from compat_tests.jvm.kafka_broker import jars_dir as kafka_jars
+from pykbroker.testing import BrokerProcess
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-JARS_SCRIPT = REPO / "compat_tests" / "jvm" / "fetch_jars.sh"
 RESULTS_DIR = HERE / "results"
 JAVA_HEAP = "-Xmx1g"
 
@@ -80,62 +80,18 @@ class KafkaTarget(Target):
     name = "kafka"
 
     def __init__(self, root: Path, jars: Path) -> None:
-        self.root = root / "kafka"
-        self.jars = jars
-        self.proc: subprocess.Popen | None = None
+        self.kafka = KafkaBroker(jars, root / "kafka", heap=JAVA_HEAP, quick_start=False)
 
     def start(self) -> float:
-        self.root.mkdir(parents=True)
-        port, controller_port = free_port(), free_port()
-        self.bootstrap = f"127.0.0.1:{port}"
-        props = self.root / "server.properties"
-        props.write_text("\n".join([
-            "process.roles=broker,controller", "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            f"log.dirs={self.root / 'logs'}",
-            # A single node cannot meet the defaults' replication factor of 3 for internal topics.
-            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1",
-        ]) + "\n")
-        java = ["java", JAVA_HEAP, "-cp", f"{self.jars}/*"]
-        fmt = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t",
-                                     "bench-cluster-00000000A", "-c", str(props), "--ignore-formatted"],
-                             capture_output=True, text=True, timeout=120)
-        if fmt.returncode != 0:
-            raise RuntimeError(f"kafka-storage format failed: {fmt.stderr or fmt.stdout}")
-        log = open(self.root / "server.log", "wb")
-        started = time.perf_counter()
-        self.proc = subprocess.Popen(java + ["-Dlog4j2.configurationFile=" + str(self._log4j()), "kafka.Kafka",
-                                             str(props)], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        log.close()
-        wait_for_api_versions("127.0.0.1", port, 120)
-        return time.perf_counter() - started
-
-    def _log4j(self) -> Path:
-        path = self.root / "log4j2.properties"
-        path.write_text("rootLogger.level=WARN\nrootLogger.appenderRef.stdout.ref=STDOUT\n"
-                        "appender.stdout.type=Console\nappender.stdout.name=STDOUT\n"
-                        "appender.stdout.layout.type=PatternLayout\nappender.stdout.layout.pattern=%m%n\n")
-        return path
+        took = self.kafka.start()
+        self.bootstrap = self.kafka.bootstrap
+        return took
 
     def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+        return self.kafka.pid()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        self.kafka.stop()
 
 
 # -- the clients -----------------------------------------------------------------------------------------
@@ -418,15 +374,11 @@ def print_table(results: Results, brokers: list[str]) -> None:
 
 
 def jars_dir() -> Path | None:
-    """The Kafka jars (fetched with Maven on first use); None without java or Maven."""
-    if shutil.which("java") is None:
-        return None
-    try:
-        out = subprocess.run(["bash", str(JARS_SCRIPT)], capture_output=True, text=True, timeout=900, check=True)
-    except (subprocess.SubprocessError, OSError) as exc:
-        print(f"no Kafka jars ({exc}); the Java tools and Apache Kafka are left out")
-        return None
-    return Path(out.stdout.strip().splitlines()[-1])
+    """The Kafka jars; None (with a message) without java or Maven: Kafka and the Java tools are left out."""
+    jars = kafka_jars()
+    if jars is None:
+        print("no Kafka jars (java or Maven missing); Apache Kafka and the Java tools are left out")
+    return jars
 
 
 def main(targets: list[str] | None = None, scale: float | None = None, *, java: bool = True,

@@ -9,14 +9,14 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def topic_name_error(name: str) -> str | None:
-    """Why ``name`` is not a legal topic name, or None when it is."""
+    """Why ``name`` is not a legal topic name (Kafka 4.1's wording), or None when it is."""
+    reason = None
     if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
-    if not _LEGAL.fullmatch(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
-                "'.', '_' and '-'")
-    return None
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = f"'{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    elif not _LEGAL.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None if reason is None else f"Topic name is invalid: {reason}"

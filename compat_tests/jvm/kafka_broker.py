@@ -1,0 +1,126 @@
+"""Apache Kafka 4.1 itself, started from the Maven jars (compat_tests/jvm/fetch_jars.sh): the judge.
+
+A single node in KRaft combined mode (broker and controller), on free ports in its own directory,
+formatted with Kafka's storage tool; only ports, directories and the replication factors a single node
+needs are set, everything else is Kafka's default. Used by the differential tests and by ``make bench``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from pykbroker.testing import free_port, wait_for_api_versions
+
+HERE = Path(__file__).resolve().parent
+FETCH_JARS = HERE / "fetch_jars.sh"
+CLUSTER_ID = "pykbroker-judge-000000A"
+
+
+def jars_dir() -> Path | None:
+    """Kafka's jars (fetched with Maven on first use), or None when java or Maven is missing."""
+    if shutil.which("java") is None:
+        return None
+    try:
+        out = subprocess.run(["bash", str(FETCH_JARS)], capture_output=True, text=True, timeout=900, check=True)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+class KafkaBroker:
+    """One Apache Kafka process; ``start()`` returns seconds from launch to the first ApiVersions answer."""
+
+    def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
+                 overrides: dict[str, str] | None = None, quick_start: bool = True) -> None:
+        """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench."""
+        self.jars = jars
+        self.quick_start = quick_start
+        self._tmp = None if root is not None else tempfile.mkdtemp(prefix="kafka-judge-")
+        self.root = Path(root or self._tmp)
+        self.heap = heap
+        self.overrides = dict(overrides or {})
+        self.proc: subprocess.Popen | None = None
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "server.log"
+
+    def _java(self) -> list[str]:
+        quick = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if self.quick_start else []
+        return ["java", self.heap, *quick, "-cp", f"{self.jars}/*"]
+
+    def _write_config(self) -> Path:
+        controller_port = free_port()
+        props = {
+            "process.roles": "broker,controller", "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.root / "logs"),
+            # A single node cannot meet the defaults' replication factor of 3 for internal topics.
+            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+            **self.overrides,
+        }
+        path = self.root / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.root / "log4j2.properties").write_text(
+            "rootLogger.level=WARN\nrootLogger.appenderRef.stdout.ref=STDOUT\nappender.stdout.type=Console\n"
+            "appender.stdout.name=STDOUT\nappender.stdout.layout.type=PatternLayout\n"
+            "appender.stdout.layout.pattern=%m%n\n")
+        return path
+
+    def start(self, timeout: float = 120.0) -> float:
+        self.root.mkdir(parents=True, exist_ok=True)
+        config = self._write_config()
+        fmt = subprocess.run(self._java() + ["kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config),
+                                             "--ignore-formatted"], capture_output=True, text=True, timeout=timeout)
+        if fmt.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed: {fmt.stderr or fmt.stdout}")
+        log = open(self.log_path, "wb")
+        started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            self._java() + [f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}", "kafka.Kafka", str(config)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        try:
+            wait_for_api_versions("127.0.0.1", self.port, timeout)
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(f"Kafka did not start; its log:\n{self.log_path.read_text(errors='replace')}") from None
+        return time.perf_counter() - started
+
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
