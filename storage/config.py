@@ -9,6 +9,7 @@ them, and refuses a bad value with a ``LogConfigError`` naming the property. Def
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,15 +143,18 @@ class LogConfig:
 # -- value parsers (Kafka's ConfigDef types and validators) ------------------------------------------------
 
 
-def _integer(lo: int, hi: int, type_lo: int, type_hi: int) -> Callable[[str, str], int]:
+# What Java's Integer.parseInt / Long.parseLong and Double.parseDouble accept (Python's int() and float()
+# also take underscores, non-ASCII digits and "inf"/"nan", which Kafka refuses).
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+
+
+def _integer(lo: int, hi: int, type_lo: int, type_hi: int, type_name: str) -> Callable[[str, str], int]:
     def parse(name: str, raw: str) -> int:
         text = str(raw).strip()
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise LogConfigError(name, raw, "not a number") from None
-        if not type_lo <= value <= type_hi:
-            raise LogConfigError(name, raw, "out of range for its type")
+        value = int(text, 10) if _JAVA_INTEGER.fullmatch(text) else None
+        if value is None or not type_lo <= value <= type_hi:  # Java's parse fails on overflow too
+            raise LogConfigError(name, raw, f"Not a number of type {type_name}")
         if not lo <= value <= hi:
             bound = f"Value must be at least {lo}" if hi == type_hi else f"Value must be in [{lo}, {hi}]"
             raise LogConfigError(name, raw, bound)
@@ -159,19 +163,19 @@ def _integer(lo: int, hi: int, type_lo: int, type_hi: int) -> Callable[[str, str
 
 
 def _int(lo: int = _INT_MIN, hi: int = INT_MAX) -> Callable[[str, str], int]:
-    return _integer(lo, hi, _INT_MIN, INT_MAX)
+    return _integer(lo, hi, _INT_MIN, INT_MAX, "INT")
 
 
 def _long(lo: int = _LONG_MIN, hi: int = LONG_MAX) -> Callable[[str, str], int]:
-    return _integer(lo, hi, _LONG_MIN, LONG_MAX)
+    return _integer(lo, hi, _LONG_MIN, LONG_MAX, "LONG")
 
 
 def _double(lo: float, hi: float) -> Callable[[str, str], float]:
     def parse(name: str, raw: str) -> float:
-        try:
-            value = float(str(raw).strip())
-        except ValueError:
-            raise LogConfigError(name, raw, "not a number") from None
+        text = str(raw).strip()
+        if not _JAVA_DOUBLE.fullmatch(text):
+            raise LogConfigError(name, raw, "Not a number of type DOUBLE")
+        value = float(text.rstrip("fFdD").replace("Infinity", "inf"))
         if not lo <= value <= hi:
             raise LogConfigError(name, raw, f"Value must be in [{lo}, {hi}]")
         return value

@@ -47,6 +47,17 @@ def test_invalid_values_name_the_property(name, value):
     assert name in str(err.value)
 
 
+@pytest.mark.parametrize("name,value,reason", [
+    ("retention.ms", "x", "Not a number of type LONG"), ("segment.bytes", "1_048_576", "Not a number of type INT"),
+    ("max.message.bytes", str(1 << 40), "Not a number of type INT"),
+    ("min.cleanable.dirty.ratio", "nan", "Not a number of type DOUBLE"),
+])
+def test_unparsable_numbers_read_as_in_kafka(name, value, reason):
+    with pytest.raises(LogConfigError) as err:
+        LogConfig.from_properties({name: value})
+    assert str(err.value) == f"Invalid value {value} for configuration {name}: {reason}"
+
+
 def test_min_lag_above_max_lag_is_refused():
     with pytest.raises(LogConfigError, match="min.compaction.lag.ms"):
         LogConfig.from_properties({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})

@@ -48,9 +48,9 @@ def apply_operations(current: dict[str, str], ops: list[tuple[str, int, str | No
         elif op == DELETE:
             result.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            if spec is None or spec.config_type != ConfigType.LIST:
-                verb = "append" if op == APPEND else "subtract"
-                return result, f"Config value {verb} is not allowed for config key: {name}"
+            if spec is None or spec.config_type != ConfigType.LIST:  # Kafka's wording, "SUBTRACT to" included
+                verb = "APPEND" if op == APPEND else "SUBTRACT"
+                return result, f"Can't {verb} to key {name} because its type is not LIST."
             items = [v for v in result.get(name, defaults.get(name, "")).split(",") if v]
             given = [v for v in (value or "").split(",") if v]
             if op == APPEND:
