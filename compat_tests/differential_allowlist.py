@@ -12,4 +12,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("api_versions", "supported.eligible.leader.replicas.version"):
         "No eligible leader replicas (KIP-966 ELR) on a single node yet.",
     ("api_versions", "supported.share.version"): "Share groups (KIP-932) are not implemented.",
+    ("topic_configs", "min.insync.replicas"):
+        "Kafka 4.1 enables ELR (KIP-966) on new clusters, and its controller then writes a cluster-level "
+        "min.insync.replicas (source DYNAMIC_DEFAULT_BROKER_CONFIG); pykbroker has no ELR and no dynamic "
+        "broker configs, so the value (1) comes from the static default.",
+    ("topic_configs", "min.insync.replicas.synonyms"):
+        "The extra DYNAMIC_DEFAULT_BROKER_CONFIG synonym is the cluster-level default written when ELR "
+        "(KIP-966) is enabled; see min.insync.replicas.",
 }

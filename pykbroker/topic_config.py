@@ -152,12 +152,17 @@ def _broker_value(config: Config, name: str) -> str | None:
 
 
 def topic_config_entries(config: Config, topic_configs: dict[str, str], defaults: dict[str, str]) -> list[ConfigEntry]:
-    """Every topic config with its effective value and source; ``defaults`` are the broker-level values."""
+    """Every topic config with its effective value and source; ``defaults`` are the broker-level values.
+
+    Synonyms are built as Kafka's ConfigHelper builds them: the topic's own value, then each broker
+    synonym set statically, then each with a default, and then everything before the first entry named
+    after the main broker property is dropped. So ``retention.ms`` shows no synonyms unless
+    ``log.retention.ms`` itself is set (``log.retention.hours``' default 168 goes), and the source of
+    a config with no synonyms left is DEFAULT_CONFIG.
+    """
     entries = []
     for name, spec in sorted(TOPIC_CONFIGS.items()):
         synonyms: list[tuple[str, str | None, int]] = []
-        if name in topic_configs:
-            synonyms.append((name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
         for broker_name in spec.synonyms:
             if broker_name in config.explicit:
                 synonyms.append((broker_name, config.explicit[broker_name], ConfigSource.STATIC_BROKER_CONFIG))
@@ -165,13 +170,12 @@ def topic_config_entries(config: Config, topic_configs: dict[str, str], defaults
             d = _BROKER_DEFS.get(broker_name)
             if d is not None and d.default is not None:
                 synonyms.append((broker_name, d.default, ConfigSource.DEFAULT_CONFIG))
-                break
+        while synonyms and synonyms[0][0] != spec.synonyms[0]:
+            synonyms.pop(0)
         if name in topic_configs:
-            value, source = topic_configs[name], ConfigSource.TOPIC_CONFIG
-        else:
-            value = defaults.get(name)
-            explicit = any(s[2] == ConfigSource.STATIC_BROKER_CONFIG for s in synonyms)
-            source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
+            synonyms.insert(0, (name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
+        value = topic_configs[name] if name in topic_configs else defaults.get(name)
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, spec.config_type, False, False, spec.doc,
                                    tuple(synonyms)))
     return entries
