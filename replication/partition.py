@@ -11,6 +11,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from storage import AppendOrigin
 from wire import ErrorCode
 
 log = logging.getLogger("replication.partition")
@@ -98,16 +99,19 @@ class Partition:
         return False
 
     def append_records_to_leader(self, records: bytes | bytearray | memoryview, required_acks: int,
-                                 min_insync_replicas: int):
+                                 min_insync_replicas: int, *, origin: str = AppendOrigin.CLIENT):
         """Append as leader; returns the storage's append info. Raises PartitionError or storage errors."""
         self._require_leader()
-        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+        # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
+        # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
+        min_isr = min(min_insync_replicas, max(len(self.replicas), 1))
+        if required_acks == -1 and len(self.isr) < min_isr:
             raise PartitionError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "
-                f"requirement of {min_insync_replicas} for partition {self.topic}-{self.partition}",
+                f"requirement of {min_isr} for partition {self.topic}-{self.partition}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
         self._maybe_advance_high_watermark()
         return info
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from replication.partition import Partition, PartitionError, ReadResult
 from replication.watchers import PartitionWatchers
+from storage import AppendOrigin
 from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
@@ -117,9 +118,12 @@ class ReplicaManager:
                 p.log.update_config(log_config)
 
     # -- produce -------------------------------------------------------------------------------------
-    def append_records(self, entries: dict[TopicPartition, bytes | memoryview],
-                       required_acks: int) -> dict[TopicPartition, AppendResult]:
-        """Append each partition's records as leader; per-partition errors, never an exception."""
+    def append_records(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int, *,
+                       origin: str = AppendOrigin.CLIENT) -> dict[TopicPartition, AppendResult]:
+        """Append each partition's records as leader; per-partition errors, never an exception.
+
+        ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
+        """
         results: dict[TopicPartition, AppendResult] = {}
         for tp, records in entries.items():
             p = self.partitions.get(tp)
@@ -127,7 +131,8 @@ class ReplicaManager:
                 results[tp] = AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             try:
-                info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas)
+                info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
+                                                  origin=origin)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
                 continue
@@ -169,8 +174,7 @@ class ReplicaManager:
                 code, _ = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("read of %s-%d at %d failed", fp.topic, fp.partition, fp.fetch_offset)
-                out.append(FetchedPartition(fp, code, ReadResult(b"", p.log.high_watermark,
-                                                                  p.log.last_stable_offset, p.log.log_start_offset)))
+                out.append(FetchedPartition(fp, code))  # as Kafka: no offsets with an error (all -1)
                 continue
             remaining = max(0, remaining - read.size)
             out.append(FetchedPartition(fp, ErrorCode.NONE, read))
