@@ -215,11 +215,10 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_fifty_long_polls_on_an_idle_topic_leave_the_broker_idle(broker):
-    from wire.messages import FetchRequest, MetadataRequest
+    from wire.messages import FetchRequest
     from wire.messages.fetch_request import FetchPartition, FetchTopic
-    from wire.messages.metadata_request import MetadataRequestTopic
     with RawClient(broker.bootstrap) as c:
-        c.request(MetadataRequest(topics=[MetadataRequestTopic(name="dp-idle")], allow_auto_topic_creation=True), 12)
+        c.wait_for_topics("dp-idle", auto_create=True)
     fetch = FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[
         FetchTopic(topic="dp-idle", partitions=[FetchPartition(partition=0, fetch_offset=0,
                                                                partition_max_bytes=1 << 20)])])

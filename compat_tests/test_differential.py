@@ -146,6 +146,7 @@ def produce_and_fetch(c: RawClient) -> Observations:
     create(c, topic("pf-a"), topic("pf-small", configs=[CreatableTopicConfig(name="max.message.bytes", value="1000")]),
            topic("pf-compacted", configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")]),
            topic("pf-isr", configs=[CreatableTopicConfig(name="min.insync.replicas", value="2")]))
+    c.wait_for_topics("pf-a", "pf-small", "pf-compacted", "pf-isr")  # Kafka elects leaders asynchronously
     corrupt = bytearray(batch())
     corrupt[-1] ^= 0xFF
     out: Observations = {

@@ -24,17 +24,10 @@ def gbroker(tmp_path_factory):
 
 
 def create_topic(broker, name: str) -> None:
-    """Through Metadata auto-creation (num.partitions=4 on this broker): CreateTopics is not served yet."""
+    """Through Metadata auto-creation (num.partitions=4 on this broker), asking until the topic appears."""
     from pykbroker.testing import RawClient
-    from wire.messages import MetadataRequest
-    from wire.messages.metadata_request import MetadataRequestTopic
-    client = RawClient(broker.bootstrap)
-    try:
-        response = client.request(MetadataRequest(topics=[MetadataRequestTopic(name=name)],
-                                                  allow_auto_topic_creation=True), 12)
-        assert response.topics[0].error_code == 0, response
-    finally:
-        client.sock.close()
+    with RawClient(broker.bootstrap) as client:
+        client.wait_for_topics(name, auto_create=True)
 
 
 def consumer(broker, group: str, *topics: str):

@@ -184,6 +184,37 @@ class RawClient:
             raise AssertionError(f"correlation id {got} != {cid}")
         return response
 
+    def wait_for_topics(self, *names: str, auto_create: bool = False, timeout: float = 10.0) -> dict:
+        """Metadata of ``names`` (by name) once each partition's leader serves it, asking as clients do.
+
+        With ``auto_create`` the requests may create missing topics. Kafka answers the request that
+        creates one with UNKNOWN_TOPIC_OR_PARTITION, and after CreateTopics its Metadata may show a leader
+        a moment before that broker acts as leader (NOT_LEADER_OR_FOLLOWER); pykbroker answers Metadata
+        the same way. So this asks again until Metadata shows every leader and ListOffsets (which only
+        a leader answers) succeeds on every partition.
+        """
+        from wire import ErrorCode
+        from wire.messages import ListOffsetsRequest, MetadataRequest
+        from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+        from wire.messages.metadata_request import MetadataRequestTopic
+
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.request(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names],
+                                                    allow_auto_topic_creation=auto_create), 12)
+            ready = all(t.error_code == ErrorCode.NONE and t.partitions
+                        and all(p.error_code == ErrorCode.NONE and p.leader_id >= 0 for p in t.partitions)
+                        for t in response.topics)
+            if ready:
+                offsets = self.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+                    name=t.name, partitions=[ListOffsetsPartition(partition_index=p.partition_index, timestamp=-1)
+                                             for p in t.partitions]) for t in response.topics]), 8)
+                if all(p.error_code == ErrorCode.NONE for t in offsets.topics for p in t.partitions):
+                    return {t.name: t for t in response.topics}
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topics not ready after {timeout}s: {response.topics}")
+            time.sleep(0.05)
+
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         """True when the broker closes the connection within ``timeout``."""
         self.sock.settimeout(timeout)

@@ -5,6 +5,8 @@
   whether unknown topics may be auto-created. v5+: offline replicas. v7+: leader epoch.
 - v8+: authorized operations when asked (cluster ones only v8-10). v9+: flexible. v10+: topic ids;
   v12+: topics may be named by id (unknown id: UNKNOWN_TOPIC_ID). v13+: top-level error code.
+- An unknown topic is auto-created when allowed, but, as in Kafka, the request that creates it answers
+  UNKNOWN_TOPIC_OR_PARTITION with no partitions; the topic shows from the next request on.
 """
 
 from __future__ import annotations
@@ -84,13 +86,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if name_error is not None:
                 topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
-            allow_create = request.allow_auto_topic_creation if version >= 4 else True
-            created = await broker.auto_create_topic(wanted.name) if allow_create else None
-            if created is not None:
-                topics.append(created if isinstance(created, MetadataResponseTopic)
-                              else topic_metadata(created, include_ops))
-            else:
-                topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            # Kafka answers the request that triggers auto-creation with UNKNOWN_TOPIC_OR_PARTITION: its
+            # controller creates the topic asynchronously, and clients retry until it appears. We create it
+            # at once, so the next Metadata request shows it, but this one answers as Kafka does.
+            if request.allow_auto_topic_creation or version < 4:
+                await broker.auto_create_topic(wanted.name)
+            topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     me = broker.advertised_listener(ctx.listener.name)
     return MetadataResponse(
         brokers=[MetadataResponseBroker(node_id=broker.node_id, host=me.host, port=me.port,

@@ -159,14 +159,13 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker):
     import time
 
     from wire import build_simple_batch, decode_records, iter_batch_headers
-    from wire.messages import FetchResponse, MetadataRequest
-    from wire.messages.metadata_request import MetadataRequestTopic
+    from wire.messages import FetchResponse
 
     topic = "big-fetch"
     values = [bytes([i % 251]) * 2048 for i in range(4096)]  # 8 MiB in 64 batches of 128 KiB
     batches = [build_simple_batch(values[i:i + 64], timestamp=1_700_000_000_000) for i in range(0, 4096, 64)]
     with RawClient(broker.bootstrap) as client:
-        client.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True), 12)
+        client.wait_for_topics(topic, auto_create=True)
         _produce_batches(client, topic, batches)
     with RawClient(broker.bootstrap) as slow:
         slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)

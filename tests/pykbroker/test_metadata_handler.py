@@ -19,6 +19,18 @@ def test_unknown_topic_without_auto_create(broker):
     assert topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_auto_create_answers_unknown_then_shows_the_topic(broker):
+    """As Kafka: the request that creates the topic answers UNKNOWN_TOPIC_OR_PARTITION, the next shows it."""
+    with RawClient(broker.bootstrap) as c:
+        first = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="md-auto")],
+                                          allow_auto_topic_creation=True), 12).topics[0]
+        assert (first.error_code, first.partitions) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
+        second = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="md-auto")],
+                                           allow_auto_topic_creation=False), 12).topics[0]
+        assert second.error_code == ErrorCode.NONE and second.partitions
+        assert list(c.wait_for_topics("md-auto-2", auto_create=True)) == ["md-auto-2"]
+
+
 def test_invalid_topic_name(broker):
     with RawClient(broker.bootstrap) as c:
         response = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="bad/name")]), 9)
