@@ -55,10 +55,13 @@ from wire.messages import (
     OffsetDeleteResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from wire.messages import consumer_group_describe_response as cgd
 from wire.messages import offset_commit_response as ocr
 from wire.messages import offset_fetch_response as ofr
+from wire.messages import txn_offset_commit_response as tocr
 from wire.messages.delete_groups_response import DeletableGroupResult
 from wire.messages.describe_groups_response import DescribedGroup
 from wire.messages.leave_group_response import MemberResponse
@@ -280,13 +283,39 @@ class GroupCoordinator:
             if require_stable:
                 # Queued behind pending writes, so the answer includes every offset already accepted.
                 result = await self.runtime.write(partition, lambda shard: CoordinatorResult(
-                    response=shard.fetch_offsets(group_id, topics, member_id, member_epoch)))
+                    response=shard.fetch_offsets(group_id, topics, member_id, member_epoch, True)))
             else:
                 result = await self.runtime.read(
                     partition, lambda shard: shard.fetch_offsets(group_id, topics, member_id, member_epoch))
             return ofr.OffsetFetchResponseGroup(group_id=group_id, topics=result, error_code=ErrorCode.NONE)
         except Exception as exc:
             return ofr.OffsetFetchResponseGroup(group_id=group_id, topics=[], error_code=_error_code(exc))
+
+    async def commit_transactional_offsets(self, info: RequestInfo,
+                                           request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        """TxnOffsetCommit: the offsets go into the producer's transaction in __consumer_offsets."""
+        unknown = self._unknown_partitions(request.topics)
+        try:
+            if not request.group_id:
+                raise ApiError(ErrorCode.INVALID_GROUP_ID)
+            return await self._write(request.group_id,
+                                     lambda shard: shard.commit_transactional_offset(info, request, unknown))
+        except Exception as exc:
+            code = _error_code(exc)
+            return TxnOffsetCommitResponse(topics=[
+                tocr.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+                    tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                    for p in t.partitions])
+                for t in request.topics])
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                                   coordinator_epoch: int, commit: bool) -> None:
+        """Write a transaction marker to ``__consumer_offsets-<partition>`` (the transaction coordinator's call)."""
+        await self._ready()
+        if self._partition_leader(partition) != self.node_id:
+            raise ApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.runtime.load(partition)
+        await self.runtime.complete_transaction(partition, producer_id, producer_epoch, coordinator_epoch, commit)
 
     async def delete_offsets(self, info: RequestInfo, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         if not request.group_id:

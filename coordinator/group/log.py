@@ -24,6 +24,16 @@ given a ``CoordinatorLog`` (by a ``CoordinatorLogFactory``) and needs exactly tw
     and later when this broker becomes leader of the partition); replaying these records rebuilds the
     coordinator state exactly.
 
+``await log.append(records, producer_id=pid, producer_epoch=epoch)``
+    The same, as a transactional batch of that producer (TxnOffsetCommit): the records stay pending
+    until a transaction marker of the producer ends the transaction.
+
+``await log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit) -> offset``
+    Append a COMMIT or ABORT control batch (the transaction coordinator's marker) as the coordinator.
+
+Replay entries of transactional data carry the producer id as a fourth element, and a marker is the
+entry ``(offset, None, None, producer_id, commit)``.
+
 Appends and reads of one partition are only ever issued by that partition's shard task, one at a
 time, so an implementation needs no locking of its own.
 """
@@ -35,15 +45,22 @@ from typing import Protocol, runtime_checkable
 
 __all__ = ["CoordinatorLog", "CoordinatorLogFactory", "InMemoryCoordinatorLog", "InMemoryCoordinatorLogs"]
 
-LogEntry = tuple[int, bytes | None, bytes | None]
+# (offset, key, value) or (offset, key, value, producer_id) or (offset, None, None, producer_id, commit).
+LogEntry = tuple
 
 
 @runtime_checkable
 class CoordinatorLog(Protocol):
     """One __consumer_offsets partition, as seen by its coordinator shard."""
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
         """Append one batch atomically; the offset of its last record once committed."""
+        ...
+
+    async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                            commit: bool) -> int:
+        """Append a transaction marker; its offset."""
         ...
 
     def read_all(self) -> Iterable[LogEntry] | AsyncIterable[LogEntry]:
@@ -70,7 +87,8 @@ class InMemoryCoordinatorLog:
     def log_end_offset(self) -> int:
         return len(self.entries)
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
         if not records:
             raise ValueError("empty coordinator batch")
         if self.fail_next_append is not None:
@@ -78,7 +96,13 @@ class InMemoryCoordinatorLog:
             raise exc
         self.batches.append(list(records))
         for key, value in records:
-            self.entries.append((len(self.entries), key, value))
+            entry = (len(self.entries), key, value)
+            self.entries.append(entry if producer_id < 0 else (*entry, producer_id))
+        return len(self.entries) - 1
+
+    async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                            commit: bool) -> int:
+        self.entries.append((len(self.entries), None, None, producer_id, commit))
         return len(self.entries) - 1
 
     def read_all(self) -> Iterable[LogEntry]:

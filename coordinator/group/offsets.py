@@ -18,10 +18,18 @@ from coordinator.group.errors import ApiError
 from coordinator.group.records import OffsetAndMetadata
 from coordinator.group.result import CoordinatorResult, RequestInfo
 from wire import ErrorCode
-from wire.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse
+from wire.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from wire.messages import offset_commit_response as ocr
 from wire.messages import offset_delete_response as odr
 from wire.messages import offset_fetch_response as ofr
+from wire.messages import txn_offset_commit_response as tocr
 
 if TYPE_CHECKING:
     from coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -45,6 +53,8 @@ class OffsetMetadataManager:
     def __init__(self, groups: GroupMetadataManager) -> None:
         self.groups = groups
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        # Offsets committed inside open transactions: producer id -> group -> topic -> partition.
+        self.pending: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
 
     @property
     def config(self):
@@ -56,6 +66,65 @@ class OffsetMetadataManager:
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self.offsets.get(group_id))
+
+    def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        return any(partition in by_group.get(group_id, {}).get(topic, {}) for by_group in self.pending.values())
+
+    # -- TxnOffsetCommit --------------------------------------------------------------------------------
+    def _validate_txn_commit(self, info: RequestInfo, request: TxnOffsetCommitRequest):
+        """Kafka's validateTransactionalOffsetCommit: member and generation when the request names them."""
+        group = self.groups.groups.get(request.group_id)
+        generation = request.generation_id if info.api_version >= 3 else -1
+        member_id = request.member_id if info.api_version >= 3 else ""
+        instance_id = request.group_instance_id if info.api_version >= 3 else None
+        if group is None:
+            if generation < 0:
+                return self.groups.get_or_create_classic_group(request.group_id, True)
+            raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+        if isinstance(group, ClassicGroup):
+            if group.state is S.DEAD:
+                raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if generation < 0 and not member_id and instance_id is None:
+                return group  # producers before KIP-447 (v0-2) carry no member information
+            group.validate_member(member_id, instance_id)
+            if generation != group.generation_id:
+                raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+            return group
+        if generation < 0 and not member_id:
+            return group
+        member = group.members.get(member_id)
+        if member is None:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != member.member_epoch:
+            raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+        return group
+
+    def commit_transactional_offset(self, info: RequestInfo, request: TxnOffsetCommitRequest,
+                                    unknown_partitions: set[tuple[str, int]] = frozenset()) -> CoordinatorResult:
+        """Offsets written in the producer's transaction; visible once the COMMIT marker is replayed."""
+        self._validate_txn_commit(info, request)
+        now = self.groups.clock.now_ms()
+        records = []
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                if (topic.name, p.partition_index) in unknown_partitions:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif p.committed_metadata is not None and len(p.committed_metadata) > self.config.offset_metadata_max_bytes:
+                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                else:
+                    code = ErrorCode.NONE
+                    epoch = p.committed_leader_epoch if info.api_version >= 2 else -1
+                    om = OffsetAndMetadata(committed_offset=p.committed_offset,
+                                           leader_epoch=None if epoch == -1 else epoch,
+                                           metadata=p.committed_metadata or "", commit_timestamp_ms=now,
+                                           expire_timestamp_ms=None)
+                    records.append(rec.offset_commit_record(request.group_id, topic.name, p.partition_index, om))
+                parts.append(tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
+            topics.append(tocr.TxnOffsetCommitResponseTopic(name=topic.name, partitions=parts))
+        return CoordinatorResult(records, TxnOffsetCommitResponse(topics=topics), producer_id=request.producer_id,
+                                 producer_epoch=request.producer_epoch)
 
     # -- OffsetCommit -----------------------------------------------------------------------------------
     def _validate_commit(self, info: RequestInfo, request: OffsetCommitRequest):
@@ -149,28 +218,39 @@ class OffsetMetadataManager:
         return True
 
     def fetch_offsets(self, group_id: str, topics: list[FetchTopic] | None, member_id: str | None = None,
-                      member_epoch: int = -1) -> list[ofr.OffsetFetchResponseTopics]:
-        """The committed offsets of ``topics`` (all committed ones when None), as OffsetFetch v8+ topics."""
+                      member_epoch: int = -1, require_stable: bool = False) -> list[ofr.OffsetFetchResponseTopics]:
+        """The committed offsets of ``topics`` (all committed ones when None), as OffsetFetch v8+ topics.
+
+        ``require_stable``: a partition with an offset pending in an open transaction answers
+        UNSTABLE_OFFSET_COMMIT (the client retries until the transaction ends).
+        """
         exists = self._validate_fetch(group_id, member_id, member_epoch)
         committed = self.offsets.get(group_id, {}) if exists else {}
+
+        def fetched(topic: str, partition: int, om: OffsetAndMetadata | None) -> ofr.OffsetFetchResponsePartitions:
+            if require_stable and self.has_pending_offset(group_id, topic, partition):
+                return self._fetched(partition, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            return self._fetched(partition, om)
+
         out = []
         if topics is None:
             for topic, partitions in committed.items():
                 out.append(ofr.OffsetFetchResponseTopics(name=topic, partitions=[
-                    self._fetched(p, om) for p, om in sorted(partitions.items())]))
+                    fetched(topic, p, om) for p, om in sorted(partitions.items())]))
             return out
         for name, indexes in topics:
             partitions = committed.get(name, {})
             out.append(ofr.OffsetFetchResponseTopics(name=name, partitions=[
-                self._fetched(p, partitions.get(p)) for p in indexes]))
+                fetched(name, p, partitions.get(p)) for p in indexes]))
         return out
 
     @staticmethod
-    def _fetched(partition: int, om: OffsetAndMetadata | None) -> ofr.OffsetFetchResponsePartitions:
+    def _fetched(partition: int, om: OffsetAndMetadata | None,
+                 error_code: int = ErrorCode.NONE) -> ofr.OffsetFetchResponsePartitions:
         if om is None:
             return ofr.OffsetFetchResponsePartitions(partition_index=partition, committed_offset=INVALID_OFFSET,
                                                      committed_leader_epoch=-1, metadata="",
-                                                     error_code=ErrorCode.NONE)
+                                                     error_code=error_code)
         return ofr.OffsetFetchResponsePartitions(
             partition_index=partition, committed_offset=om.committed_offset,
             committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch, metadata=om.metadata,
@@ -264,8 +344,15 @@ class OffsetMetadataManager:
         return all_expired
 
     # -- replay -----------------------------------------------------------------------------------------
-    def replay(self, record_offset: int, record: rec.CoordinatorRecord) -> None:
+    def replay(self, record_offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
         key, value = record.key, record.value
+        if producer_id >= 0:
+            if value is not None:
+                if key.group not in self.groups.groups:
+                    self.groups.get_or_create_classic_group(key.group, True)
+                self.pending.setdefault(producer_id, {}).setdefault(key.group, {}).setdefault(key.topic, {})[
+                    key.partition] = OffsetAndMetadata.from_record(record_offset, value)
+            return
         if value is not None:
             if key.group not in self.groups.groups:
                 self.groups.get_or_create_classic_group(key.group, True)
@@ -283,6 +370,19 @@ class OffsetMetadataManager:
             del by_topic[key.topic]
         if not by_topic:
             del self.offsets[key.group]
+
+    def replay_end_transaction(self, producer_id: int, commit: bool) -> None:
+        """A COMMIT marker makes the producer's pending offsets committed (unless a later commit won)."""
+        pending = self.pending.pop(producer_id, None)
+        if not pending or not commit:
+            return
+        for group_id, by_topic in pending.items():
+            for topic, partitions in by_topic.items():
+                committed = self.offsets.setdefault(group_id, {}).setdefault(topic, {})
+                for partition, om in partitions.items():
+                    existing = committed.get(partition)
+                    if existing is None or existing.record_offset < om.record_offset:
+                        committed[partition] = om
 
     def snapshot(self) -> dict:
         """Offsets without record offsets (those differ between a live shard and a replayed one)."""

@@ -3,8 +3,9 @@
 Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
 the append is acknowledged (a single node's ISR is itself, so at once). ``read_all`` reads the
-partition from its log start offset to its high watermark and yields every data record, skipping
-control batches (transaction markers: transactional offset commits are not handled yet).
+partition from its log start offset to its high watermark and yields every record; records of
+transactional batches carry their producer id, and transaction markers are yielded as
+``(offset, None, None, producer_id, commit)`` (see ``coordinator.group.log``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ from coordinator.group.clock import Clock
 from coordinator.group.errors import CoordinatorLogError
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
 from replication.replica_manager import FetchPartition
-from wire import CONTROL_FLAG_MASK, ErrorCode, build_simple_batch, decode_records, iter_batch_headers
+from storage import AppendOrigin
+from wire import (
+    CONTROL_FLAG_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    ControlRecordType,
+    ErrorCode,
+    build_control_batch,
+    build_simple_batch,
+    decode_records,
+    iter_batch_headers,
+    parse_control_record,
+)
 
 __all__ = ["ReplicaCoordinatorLog"]
 
@@ -48,14 +60,28 @@ class ReplicaCoordinatorLog:
         self.partition = partition
         self._clock = clock
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]]) -> int:
+    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                     producer_epoch: int = -1) -> int:
         batch = build_simple_batch([v for _, v in records], keys=[k for k, _ in records],
-                                   timestamp=self._clock.now_ms())
+                                   timestamp=self._clock.now_ms(), producer_id=producer_id,
+                                   producer_epoch=producer_epoch, is_transactional=producer_id >= 0)
+        return await self._append(batch) + len(records) - 1
+
+    async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                            commit: bool) -> int:
+        marker = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
+                                     timestamp=self._clock.now_ms(), partition_leader_epoch=-1,
+                                     coordinator_epoch=coordinator_epoch)
+        return await self._append(marker)
+
+    async def _append(self, batch: bytes) -> int:
+        """Append one batch as the coordinator; the offset of its first record."""
         tp = (self.topic, self.partition)
-        result = self._rm.append_records({tp: batch}, -1)[tp]
+        result = self._rm.append_records({tp: batch}, -1, origin=AppendOrigin.COORDINATOR)[tp]
         if result.error_code != ErrorCode.NONE:
             raise CoordinatorLogError(result.error_code, result.error_message)
-        return result.base_offset + len(records) - 1
+        return result.base_offset
 
     def read_all(self) -> Iterator[tuple[int, bytes | None, bytes | None]]:
         partition = self._rm.get_partition(self.topic, self.partition)
@@ -77,12 +103,22 @@ class ReplicaCoordinatorLog:
                 if last < offset:
                     continue
                 progressed = True
-                if not header.attributes & CONTROL_FLAG_MASK:
-                    _, batch_records = decode_records(data, pos)
+                _, batch_records = decode_records(data, pos)
+                if header.attributes & CONTROL_FLAG_MASK:
+                    for r in batch_records:
+                        control_type, _ = parse_control_record(r)
+                        if control_type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                            yield (header.base_offset + r.offset_delta, None, None, header.producer_id,
+                                   control_type == ControlRecordType.COMMIT)
+                else:
+                    transactional = bool(header.attributes & TRANSACTIONAL_FLAG_MASK)
                     for r in batch_records:
                         record_offset = header.base_offset + r.offset_delta
                         if record_offset >= offset:
-                            yield record_offset, r.key, r.value
+                            if transactional:
+                                yield record_offset, r.key, r.value, header.producer_id
+                            else:
+                                yield record_offset, r.key, r.value
                 offset = last + 1
             if not progressed or offset >= fetched.read.high_watermark:
                 return

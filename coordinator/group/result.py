@@ -21,12 +21,16 @@ class CoordinatorResult(Generic[T]):
     record-driven state; False when the operation has already updated the in-memory state itself, as
     classic groups do, so the records are only the durable snapshot).
     ``on_appended(error)``: called on the shard's task after the append, with None or the exception.
+    ``producer_id``/``producer_epoch``: set for TxnOffsetCommit, whose records are appended as a
+    transactional batch of that producer and stay pending until its transaction ends.
     """
 
     records: list[CoordinatorRecord] = field(default_factory=list)
     response: T | None = None
     on_appended: Callable[[BaseException | None], None] | None = None
     replay: bool = True
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(frozen=True)

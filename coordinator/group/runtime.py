@@ -65,6 +65,12 @@ class _Write:
 
 
 @dataclass
+class _AsyncWrite:
+    operation: Callable[[Any], Any]
+    future: asyncio.Future
+
+
+@dataclass
 class _Timeout:
     key: str
     token: int
@@ -134,7 +140,7 @@ class CoordinatorRuntime:
         ctx.timer.cancel_all()
         while not ctx.queue.empty():
             item = ctx.queue.get_nowait()
-            if isinstance(item, _Write) and item.future is not None and not item.future.done():
+            if isinstance(item, (_Write, _AsyncWrite)) and item.future is not None and not item.future.done():
                 item.future.set_exception(NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
 
     async def _load(self, ctx: _ShardContext) -> None:
@@ -157,6 +163,10 @@ class CoordinatorRuntime:
     @staticmethod
     def _replay_entry(ctx: _ShardContext, entry) -> None:
         offset, key, value = entry[0], entry[1], entry[2]
+        producer_id = entry[3] if len(entry) > 3 else -1
+        if len(entry) > 4:  # a transaction marker
+            ctx.shard.replay_end_transaction(offset, producer_id, entry[4])
+            return
         try:
             record = rec.decode_record(key, value)
         except rec.UnknownRecordTypeError as exc:
@@ -166,7 +176,7 @@ class CoordinatorRuntime:
             log.error("__consumer_offsets-%d offset %d: undecodable record skipped: %s", ctx.partition, offset, exc)
             return
         try:
-            ctx.shard.replay(offset, record)
+            _replay(ctx.shard, offset, record, producer_id)
         except Exception:
             # One inconsistent record must not make the whole partition unusable.
             log.exception("__consumer_offsets-%d offset %d: replaying %s failed; skipped", ctx.partition, offset,
@@ -184,7 +194,7 @@ class CoordinatorRuntime:
             ctx.loaded.set()
             while not ctx.queue.empty():
                 item = ctx.queue.get_nowait()
-                if isinstance(item, _Write):
+                if isinstance(item, (_Write, _AsyncWrite)):
                     _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         ctx.loaded.set()
@@ -196,6 +206,13 @@ class CoordinatorRuntime:
                     operation = ctx.timer.take(item.key, item.token)
                     if operation is not None:
                         await self._execute(ctx, lambda _shard, op=operation: op(), None, f"timeout {item.key}")
+                elif isinstance(item, _AsyncWrite):
+                    try:
+                        item.future.set_result(await item.operation(ctx))
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        _fail(item.future, exc)
                 else:
                     await self._execute(ctx, item.operation, item.future, "write")
             finally:
@@ -229,7 +246,11 @@ class CoordinatorRuntime:
         if result.records:
             encoded = [r.encode() for r in result.records]
             try:
-                last_offset = await ctx.log.append(encoded)
+                if result.producer_id >= 0:
+                    last_offset = await ctx.log.append(encoded, producer_id=result.producer_id,
+                                                       producer_epoch=result.producer_epoch)
+                else:
+                    last_offset = await ctx.log.append(encoded)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -242,7 +263,7 @@ class CoordinatorRuntime:
             if result.replay:
                 first = last_offset - len(result.records) + 1
                 for i, record in enumerate(result.records):
-                    ctx.shard.replay(first + i, record)
+                    _replay(ctx.shard, first + i, record, result.producer_id)
         if result.on_appended is not None:
             result.on_appended(None)
 
@@ -272,6 +293,25 @@ class CoordinatorRuntime:
         ctx.queue.put_nowait(_Write(operation, future))
         return future
 
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                                   coordinator_epoch: int, commit: bool) -> None:
+        """Write a transaction marker to ``partition`` on its shard's task, then apply it to the shard."""
+        async def write_marker(ctx: _ShardContext) -> None:
+            offset = await ctx.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+            ctx.shard.replay_end_transaction(offset, producer_id, commit)
+        await self.submit_async(partition, write_marker)
+
+    def submit_async(self, partition: int, operation: Callable[[_ShardContext], Any]) -> asyncio.Future:
+        """Queue a coroutine operation that runs on the shard's task with its context (markers)."""
+        ctx = self._contexts.get(partition)
+        if ctx is None:
+            raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
+        if ctx.failed is not None:
+            raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        future = asyncio.get_running_loop().create_future()
+        ctx.queue.put_nowait(_AsyncWrite(operation, future))
+        return future
+
     async def read(self, partition: int, reader: Callable[[Any], T]) -> T:
         ctx = await self._context(partition)
         return reader(ctx.shard)
@@ -295,6 +335,13 @@ class CoordinatorRuntime:
             else:
                 idle_rounds = 0
         raise TimeoutError("coordinator shards did not settle")
+
+
+def _replay(shard: Any, offset: int, record: rec.CoordinatorRecord, producer_id: int) -> None:
+    if producer_id >= 0:
+        shard.replay(offset, record, producer_id=producer_id)
+    else:
+        shard.replay(offset, record)
 
 
 def _fail(future: asyncio.Future | None, exc: BaseException) -> None:

@@ -31,6 +31,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from wire.messages.delete_groups_response import DeletableGroupResult
 
@@ -52,11 +53,15 @@ class GroupCoordinatorShard:
         self.offsets = OffsetMetadataManager(self.groups)
 
     # -- replay and lifecycle --------------------------------------------------------------------------
-    def replay(self, offset: int, record: rec.CoordinatorRecord) -> None:
+    def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
         if record.record_type in (rec.RecordType.OFFSET_COMMIT, rec.RecordType.LEGACY_OFFSET_COMMIT):
-            self.offsets.replay(offset, record)
-        else:
+            self.offsets.replay(offset, record, producer_id)
+        elif producer_id < 0:
             self.groups.replay(record)
+
+    def replay_end_transaction(self, offset: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker: the producer's pending offsets become committed or are dropped."""
+        self.offsets.replay_end_transaction(producer_id, commit)
 
     def on_loaded(self) -> None:
         self.groups.on_loaded()
@@ -89,9 +94,13 @@ class GroupCoordinatorShard:
                       unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
         return self.offsets.commit_offset(info, request, unknown_partitions)
 
+    def commit_transactional_offset(self, info: RequestInfo, request: TxnOffsetCommitRequest,
+                                    unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
+        return self.offsets.commit_transactional_offset(info, request, unknown_partitions)
+
     def fetch_offsets(self, group_id: str, topics: list[FetchTopic] | None, member_id: str | None,
-                      member_epoch: int):
-        return self.offsets.fetch_offsets(group_id, topics, member_id, member_epoch)
+                      member_epoch: int, require_stable: bool = False):
+        return self.offsets.fetch_offsets(group_id, topics, member_id, member_epoch, require_stable)
 
     def delete_offsets(self, request: OffsetDeleteRequest, unknown_partitions: set[tuple[str, int]]) -> CoordinatorResult:
         return self.offsets.delete_offsets(request, unknown_partitions)

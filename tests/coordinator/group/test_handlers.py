@@ -36,11 +36,22 @@ from wire.messages.offset_fetch_request import (
 LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
 
 
+class LocalTransactionCoordinator:
+    """Coordinates every transactional id on node 1, as a single node does."""
+
+    async def start(self) -> None:
+        pass
+
+    def coordinator_for(self, transactional_id: str) -> int:
+        return 1
+
+
 class FakeBroker:
     node_id = 1
 
     def __init__(self, coordinator) -> None:
         self.group_coordinator = coordinator
+        self.transaction_coordinator = LocalTransactionCoordinator()
 
     def advertised_listener(self, name: str) -> Listener:
         return Listener(name, "broker.example", 9093)
@@ -72,7 +83,7 @@ async def test_find_coordinator_all_versions():
     r = await call(h, FindCoordinatorRequest(key_type=0, coordinator_keys=["g1", "g2"]), 4)
     assert [(c.key, c.node_id, c.error_code) for c in r.coordinators] == [("g1", 1, 0), ("g2", 1, 0)]
     r = await call(h, FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 6)
-    assert r.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert [(c.key, c.node_id, c.error_code) for c in r.coordinators] == [("tx", 1, 0)]
     r = await call(h, FindCoordinatorRequest(key_type=2, coordinator_keys=["s:x:0"]), 6)
     assert r.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 

@@ -36,14 +36,25 @@ async def test_append_and_read_back(tmp_path):
     log = ReplicaCoordinatorLog(rm, 3, FakeClock())
     assert list(log.read_all()) == []
     assert await log.append([(b"k1", b"v1"), (b"k2", None)]) == 1
-    # A transaction marker (control batch) in between is skipped when reading.
+    # A transaction marker (control batch) in between is read as (offset, None, None, producer id, commit).
     partition_log = rm.get_partition(TOPIC, 3).log
     partition_log.append_as_leader(build_control_batch(0, producer_id=5, producer_epoch=0, timestamp=1,
                                                        partition_leader_epoch=0, coordinator_epoch=0),
                                    0, origin="coordinator")
     partition_log.high_watermark = partition_log.log_end_offset
     assert await log.append([(b"k3", b"v3")]) == 3
-    assert list(log.read_all()) == [(0, b"k1", b"v1"), (1, b"k2", None), (3, b"k3", b"v3")]
+    assert list(log.read_all()) == [(0, b"k1", b"v1"), (1, b"k2", None), (2, None, None, 5, False),
+                                    (3, b"k3", b"v3")]
+
+
+@run
+async def test_transactional_records_and_markers_read_back_with_their_producer(tmp_path):
+    rm = replica_manager(tmp_path)
+    log = ReplicaCoordinatorLog(rm, 3, FakeClock())
+    assert await log.append([(b"k1", b"v1")], producer_id=7, producer_epoch=2) == 0
+    assert await log.append_marker(7, 2, 0, commit=True) == 1
+    assert await log.append([(b"k2", b"v2")]) == 2
+    assert list(log.read_all()) == [(0, b"k1", b"v1", 7), (1, None, None, 7, True), (2, b"k2", b"v2")]
 
 
 @run
