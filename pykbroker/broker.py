@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from coordinator.group import (
@@ -14,6 +15,8 @@ from coordinator.group import (
 )
 from coordinator.group.clock import SystemClock
 from coordinator.group.partition_log import ReplicaCoordinatorLog
+from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
@@ -66,6 +69,16 @@ class Broker:
             GroupCoordinatorConfig.from_properties(config.__getitem__), self.node_id, MetadataStoreTopics(self.metadata),
             lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
             partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
+        # Transactions, stored in __transaction_state (created on first use).
+        self.transaction_coordinator = TransactionCoordinator(
+            TransactionConfig.from_properties(config.__getitem__), self.node_id,
+            log_factory=lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                                topic=TRANSACTION_STATE_TOPIC_NAME),
+            replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
+            producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
+            partition_leader=self._transaction_state_partition_leader,
+            coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms)
+        self.transaction_verification = bool(config["transaction.partition.verification.enable"])
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
@@ -107,9 +120,12 @@ class Broker:
             self._host_topic(topic)
         if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+            self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await self.transaction_coordinator.close()
         await self.group_coordinator.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
@@ -177,6 +193,31 @@ class Broker:
         await self.create_topic(GROUP_METADATA_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
             "cleanup.policy": "compact", "compression.type": "producer",
             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
+
+    # -- __transaction_state -------------------------------------------------------------------------
+    def _transaction_state_partition_leader(self, partition: int) -> int | None:
+        topic = self.metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return self.node_id  # created on first use, led by this node
+        return topic.partitions[partition].leader
+
+    def _transaction_state_leader_epoch(self, partition: int) -> int:
+        """The coordinator epoch of a __transaction_state partition: its leader epoch."""
+        p = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC_NAME, partition)
+        return max(p.leader_epoch, 0) if p is not None else 0
+
+    async def _ensure_transaction_state_topic(self) -> None:
+        """Create __transaction_state (compacted) on first use; one replica per partition on a single node."""
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+            return
+        partitions = self.config["transaction.state.log.num.partitions"]
+        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+            "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+            "min.insync.replicas": "1",
+            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:

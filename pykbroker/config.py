@@ -208,6 +208,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int(1, _I32), "10000",
               "How often expired transactions are aborted."),
     ConfigDef("transactional.id.expiration.ms", _int(1, _I32), "604800000", "Expiry of idle transactional ids."),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", _int(1, _I32), "3600000",
+              "How often expired transactional ids are removed."),
+    ConfigDef("transaction.partition.verification.enable", _bool, "true",
+              "Refuse transactional writes to partitions not added to the ongoing transaction (KIP-890)."),
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),

@@ -9,6 +9,6 @@ from pykbroker.handlers import (  # noqa: F401
     group,
     metadata,
     sasl,
+    txn,  # noqa: F401,E402
 )
 from pykbroker.handlers.data import fetch, list_offsets, offset_for_leader_epoch, produce  # noqa: F401
-from pykbroker.handlers.txn import init_producer_id  # noqa: F401

@@ -6,13 +6,23 @@
   they arrived, compressed or not; offsets are assigned by rewriting the batch header.
 - v5+: log_start_offset. v8+: record_errors and error_message. v9+: flexible.
 - v13+: topics by id (unknown id: UNKNOWN_TOPIC_ID).
+- Transactional batches (v3+ carry the transactional id) must belong to the producer's ongoing
+  transaction on this partition (KIP-890 verification, ``transaction.partition.verification.enable``):
+  otherwise INVALID_TXN_STATE (or the producer error), so a late write cannot hang the partition.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
-from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire import (
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+    ZERO_UUID,
+    ApiKey,
+    ErrorCode,
+    parse_batch_header,
+)
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.messages.produce_response import (
     BatchIndexAndErrorMessage,
@@ -30,6 +40,21 @@ def error_response(request: ProduceRequest | None, version: int, code: int) -> P
             PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1) for p in t.partition_data])
         for t in topics
     ])
+
+
+def _verify_transactional(ctx: RequestContext, transactional_id: str, topic: str, p) -> int:
+    """The error for a transactional batch outside the producer's ongoing transaction, else 0."""
+    records = p.records
+    if len(records) < RECORD_BATCH_OVERHEAD:
+        return ErrorCode.NONE  # storage refuses it with the right error
+    try:
+        header = parse_batch_header(records, 0)
+    except Exception:
+        return ErrorCode.NONE
+    if not header.attributes & TRANSACTIONAL_FLAG_MASK:
+        return ErrorCode.NONE
+    return ctx.broker.transaction_coordinator.verify_partition(transactional_id, header.producer_id,
+                                                               header.producer_epoch, (topic, p.index))
 
 
 @handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
@@ -54,6 +79,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.records is None:
                 errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
+            elif request.transactional_id and broker.transaction_verification \
+                    and (code := _verify_transactional(ctx, request.transactional_id, topic.name, p)):
+                errors[(ti, pi)] = code
             else:
                 entries[(topic.name, p.index)] = p.records
     results = await broker.append_records(entries, acks, request.timeout_ms, ctx)

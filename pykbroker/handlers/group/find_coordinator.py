@@ -3,12 +3,14 @@
 - v0: one group id in ``key``; v1+: ``key_type`` (0 group, 1 transaction, 2 share) and an error message.
 - v3+: flexible. v4+: batched ``coordinator_keys``, answered one entry per key (KIP-699).
 - Groups: the coordinator is the leader of the group's __consumer_offsets partition (the coordinator
-  decides; today this node), created on first use as Kafka does. Transactions: answered by the
-  transaction coordinator once it exists (COORDINATOR_NOT_AVAILABLE until then). Share groups are
+  decides; today this node), created on first use as Kafka does. Transactions: the leader of the
+  transactional id's __transaction_state partition, also created on first use. Share groups are
   not enabled: INVALID_REQUEST, as Kafka with share groups off.
 """
 
 from __future__ import annotations
+
+import logging
 
 from coordinator.group import ApiError
 from pykbroker.context import RequestContext
@@ -17,6 +19,8 @@ from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from wire.messages.find_coordinator_response import Coordinator
+
+log = logging.getLogger("pykbroker.handlers.find_coordinator")
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -41,8 +45,13 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
             return exc.error_code, None, -1, "", -1
         node = gc.coordinator_for(key)
     elif key_type == KEY_TYPE_TRANSACTION:
-        tc = getattr(ctx.broker, "transaction_coordinator", None)
-        node = tc.coordinator_for(key) if tc is not None else None
+        tc = ctx.broker.transaction_coordinator
+        try:
+            await tc.start()  # creates __transaction_state on first use, as Kafka does
+        except Exception:
+            log.exception("creating %s failed", "__transaction_state")
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+        node = tc.coordinator_for(key)
     elif key_type == KEY_TYPE_SHARE:
         return ErrorCode.INVALID_REQUEST, "Share groups are not enabled.", -1, "", -1
     else:

@@ -2,9 +2,10 @@
 
 - Idempotent producers (no transactional id): a fresh producer id with epoch 0 every time, as Kafka
   does (also when v3+ clients send their current id to recover from UNKNOWN_PRODUCER_ID).
-- Transactional producers: answered by the transaction coordinator once it exists; until then
-  COORDINATOR_NOT_AVAILABLE, which clients treat as retriable.
-- v2+: flexible. v3+: producer_id/producer_epoch in the request.
+- Transactional producers: the transaction coordinator bumps the epoch of the transactional id (or
+  hands out its first producer id), fencing older producers; an open transaction of a previous
+  producer is aborted first (CONCURRENT_TRANSACTIONS, the client retries).
+- v2+: flexible. v3+: producer_id/producer_epoch in the request (KIP-360 epoch bumps).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
+from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -25,12 +27,16 @@ def error_response(request: InitProducerIdRequest | None, version: int, code: in
 
 @handler(ApiKey.INIT_PRODUCER_ID, 0, 5, error_response=error_response)
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
-    if request.transactional_id is not None:
-        coordinator = getattr(ctx.broker, "transaction_coordinator", None)
-        if coordinator is None:
-            log.info("InitProducerId for transactional.id=%s refused: no transaction coordinator yet (%s)",
-                     request.transactional_id, ctx.describe())
-            return error_response(request, ctx.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return await coordinator.init_producer_id(ctx, request)
-    producer_id = ctx.broker.producer_ids.next_producer_id()
-    return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
+    if request.transactional_id is None:
+        producer_id = ctx.broker.producer_ids.next_producer_id()
+        return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
+    expected_id, expected_epoch = (request.producer_id, request.producer_epoch) if ctx.api_version >= 3 else (-1, -1)
+    try:
+        producer_id, epoch = await transaction_coordinator(ctx).init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, expected_id, expected_epoch)
+    except TxnError as exc:
+        if exc.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
+            log.info("InitProducerId for transactional.id=%s refused: %s (%s)", request.transactional_id, exc,
+                     ctx.describe())
+        return error_response(request, ctx.api_version, exc.error_code)
+    return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch)

@@ -24,7 +24,13 @@ def test_ids_are_not_reused_after_kill_9(fresh_broker):
     assert after > before
 
 
-def test_transactional_without_coordinator_is_retriable(broker):
+def test_transactional_ids_keep_their_producer_id_and_bump_the_epoch(broker):
     with RawClient(broker.bootstrap) as c:
-        a = c.request(InitProducerIdRequest(transactional_id="tx-1", transaction_timeout_ms=60000), 4)
-    assert a.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        first = c.request(InitProducerIdRequest(transactional_id="ipi-tx", transaction_timeout_ms=60000), 4)
+        again = c.request(InitProducerIdRequest(transactional_id="ipi-tx", transaction_timeout_ms=60000), 4)
+        other = c.request(InitProducerIdRequest(transactional_id="ipi-other", transaction_timeout_ms=60000), 0)
+        too_long = c.request(InitProducerIdRequest(transactional_id="ipi-x", transaction_timeout_ms=10**9), 4)
+    assert (first.error_code, first.producer_epoch) == (ErrorCode.NONE, 0)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (ErrorCode.NONE, first.producer_id, 1)
+    assert other.error_code == ErrorCode.NONE and other.producer_id != first.producer_id
+    assert too_long.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT

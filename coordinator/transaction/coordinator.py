@@ -1,0 +1,545 @@
+"""The transaction coordinator (Kafka's TransactionCoordinator and TransactionStateManager).
+
+Each transactional id belongs to one __transaction_state partition (``Utils.abs(id.hashCode()) % n``)
+and is coordinated by that partition's leader. A partition's state is rebuilt by replaying its log
+when this node starts leading it; transactions found half-way (PrepareCommit/PrepareAbort) are then
+completed.
+
+Every change is written before it takes effect: the coordinator computes the next state, marks the
+transaction pending (other requests on it get CONCURRENT_TRANSACTIONS), appends the record, and
+applies the state once the append succeeded. Ending a transaction is
+
+    Ongoing -> PrepareCommit/PrepareAbort (written; the decision is durable)
+            -> a COMMIT/ABORT marker on every partition of the transaction
+            -> CompleteCommit/CompleteAbort (written)
+
+On one node the markers are written at once, so EndTxn answers after the transaction completed and
+the producer's next transaction never waits; a marker that cannot be written yet is retried in the
+background while the transaction stays in its Prepare state.
+
+A background task aborts transactions older than their timeout (fencing their producer by bumping
+the epoch, as Kafka does) and forgets transactional ids idle longer than
+``transactional.id.expiration.ms``.
+
+The coordinator serves transaction version 0/1 clients (KIP-890 part 2 is not implemented and not
+advertised), with KIP-890 part 1 verification of produce and TxnOffsetCommit through
+``verify_partition``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
+from coordinator.transaction.metadata import (
+    COMPLETED_STATES,
+    MAX_PRODUCER_EPOCH,
+    TRANSACTION_STATE_TOPIC_NAME,
+    TopicPartition,
+    TransactionMetadata,
+    TxnState,
+    TxnTransit,
+    decode_txn_record,
+    encode_txn_record,
+)
+from storage import AppendOrigin
+from wire import ControlRecordType, DecodeError, ErrorCode, build_control_batch
+
+__all__ = ["TransactionCoordinator", "TransactionConfig", "TxnError"]
+
+log = logging.getLogger("pykbroker.coordinator.transaction")
+
+S = TxnState
+MARKER_RETRY_BACKOFF_S = 0.5
+
+
+class TxnError(Exception):
+    """A request refused with ``error_code``."""
+
+    def __init__(self, error_code: int, message: str | None = None) -> None:
+        super().__init__(message or ErrorCode(error_code).name)
+        self.error_code = error_code
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    num_partitions: int = 50
+    max_timeout_ms: int = 900_000
+    abort_timed_out_interval_ms: int = 10_000
+    transactional_id_expiration_ms: int = 604_800_000
+    remove_expired_interval_ms: int = 3_600_000
+
+    @classmethod
+    def from_properties(cls, get: Callable[[str], Any]) -> TransactionConfig:
+        return cls(
+            num_partitions=get("transaction.state.log.num.partitions"),
+            max_timeout_ms=get("transaction.max.timeout.ms"),
+            abort_timed_out_interval_ms=get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            transactional_id_expiration_ms=get("transactional.id.expiration.ms"),
+            remove_expired_interval_ms=get("transaction.remove.expired.transaction.cleanup.interval.ms"))
+
+
+class _Partition:
+    """The transactions of one loaded __transaction_state partition."""
+
+    def __init__(self, index: int, coordinator_epoch: int) -> None:
+        self.index = index
+        self.coordinator_epoch = coordinator_epoch
+        self.transactions: dict[str, TransactionMetadata] = {}
+
+
+class TransactionCoordinator:
+    """What the transaction request handlers call. Event-loop only."""
+
+    def __init__(self, config: TransactionConfig, node_id: int, *, log_factory: Callable[[int], Any],
+                 replica_manager: Any, group_coordinator: Any, producer_ids: Any,
+                 ensure_state_topic: Callable[[], Awaitable[None]],
+                 partition_leader: Callable[[int], int | None],
+                 coordinator_epoch: Callable[[int], int],
+                 now_ms: Callable[[], int]) -> None:
+        self.config = config
+        self.node_id = node_id
+        self._log_factory = log_factory
+        self._rm = replica_manager
+        self._groups = group_coordinator
+        self._producer_ids = producer_ids
+        self._ensure_state_topic = ensure_state_topic
+        self._partition_leader = partition_leader
+        self._coordinator_epoch = coordinator_epoch
+        self._now_ms = now_ms
+        self._partitions: dict[int, _Partition] = {}
+        self._logs: dict[int, Any] = {}
+        self._started = False
+        self._start_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task] = set()
+        self._background: asyncio.Task | None = None
+
+    # -- placement and loading ----------------------------------------------------------------------------
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.config.num_partitions)
+
+    def coordinator_for(self, transactional_id: str) -> int | None:
+        return self._partition_leader(self.partition_for(transactional_id))
+
+    async def start(self) -> None:
+        """Create __transaction_state if needed and load every partition this node leads (idempotent)."""
+        if self._started:
+            return
+        async with self._start_lock:
+            if self._started:
+                return
+            await self._ensure_state_topic()
+            self.load_all()
+
+    def load_all(self) -> None:
+        for index in range(self.config.num_partitions):
+            if self._partition_leader(index) == self.node_id and index not in self._partitions:
+                self._load(index)
+        self._started = True
+        if self._background is None:
+            self._background = asyncio.get_running_loop().create_task(self._run_background(),
+                                                                      name="transaction-expiration")
+
+    def _load(self, index: int) -> None:
+        partition = _Partition(index, self._coordinator_epoch(index))
+        log_ = self._logs[index] = self._log_factory(index)
+        count = 0
+        for entry in log_.read_all():
+            if len(entry) > 3:
+                continue  # __transaction_state holds no transactional data or markers
+            offset, key, value = entry[0], entry[1], entry[2]
+            try:
+                transactional_id, transit = decode_txn_record(key, value)
+            except (DecodeError, ValueError) as exc:
+                log.error("%s-%d offset %d: undecodable record skipped: %s", TRANSACTION_STATE_TOPIC_NAME,
+                          index, offset, exc)
+                continue
+            count += 1
+            if transit is None:
+                partition.transactions.pop(transactional_id, None)
+            else:
+                partition.transactions[transactional_id] = TransactionMetadata.from_transit(transactional_id, transit)
+        self._partitions[index] = partition
+        if count:
+            log.info("%s-%d loaded: %d records, %d transactional ids", TRANSACTION_STATE_TOPIC_NAME, index, count,
+                     len(partition.transactions))
+        for metadata in partition.transactions.values():
+            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                log.info("resuming the %s of transactional.id=%s (producer id %d, epoch %d) found at load",
+                         "commit" if metadata.state is S.PREPARE_COMMIT else "abort", metadata.transactional_id,
+                         metadata.producer_id, metadata.producer_epoch)
+                self._spawn(self._complete(partition, metadata))
+
+    async def close(self) -> None:
+        if self._background is not None:
+            self._background.cancel()
+        for task in list(self._tasks) + ([self._background] if self._background else []):
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _partition_of(self, transactional_id: str) -> _Partition:
+        index = self.partition_for(transactional_id)
+        if self._partition_leader(index) != self.node_id:
+            raise TxnError(ErrorCode.NOT_COORDINATOR)
+        partition = self._partitions.get(index)
+        if partition is None:
+            if not self._started:
+                raise TxnError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            self._load(index)
+            partition = self._partitions[index]
+        return partition
+
+    async def _lookup(self, transactional_id: str) -> tuple[_Partition, TransactionMetadata | None]:
+        if not transactional_id:
+            raise TxnError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
+        await self.start()
+        partition = self._partition_of(transactional_id)
+        return partition, partition.transactions.get(transactional_id)
+
+    # -- writing state --------------------------------------------------------------------------------------
+    async def _write(self, partition: _Partition, metadata: TransactionMetadata, transit: TxnTransit) -> None:
+        """Append ``transit`` to the partition's log, then apply it; on failure nothing changes."""
+        key, value = encode_txn_record(metadata.transactional_id, transit)
+        try:
+            await self._logs[partition.index].append([(key, value)])
+        except Exception as exc:
+            metadata.abort_transition()
+            code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+            log.warning("writing %s of transactional.id=%s to %s-%d failed: %s", transit.state.display_name,
+                        metadata.transactional_id, TRANSACTION_STATE_TOPIC_NAME, partition.index, exc)
+            # Kafka's mapping of append errors for the transaction log.
+            if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+                raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from exc
+            if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+                raise TxnError(ErrorCode.NOT_COORDINATOR) from exc
+            raise TxnError(ErrorCode.UNKNOWN_SERVER_ERROR) from exc
+        metadata.complete_transition(transit)
+
+    # -- InitProducerId ---------------------------------------------------------------------------------------
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int = -1,
+                               expected_epoch: int = -1) -> tuple[int, int]:
+        """(producer id, epoch) for a transactional producer; raises TxnError."""
+        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+            raise TxnError(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+                           f"The transaction timeout {timeout_ms} is larger than transaction.max.timeout.ms "
+                           f"({self.config.max_timeout_ms}) or not positive.")
+        partition, metadata = await self._lookup(transactional_id)
+        now = self._now_ms()
+        if metadata is None:
+            if expected_producer_id >= 0:
+                raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            metadata = TransactionMetadata(transactional_id, self._producer_ids.next_producer_id(), -1, timeout_ms)
+            partition.transactions[transactional_id] = metadata
+        if metadata.pending_state is not None:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if expected_producer_id >= 0 and not self._is_expected_producer(metadata, expected_producer_id,
+                                                                         expected_epoch):
+            raise TxnError(ErrorCode.PRODUCER_FENCED,
+                           f"Producer id {expected_producer_id} epoch {expected_epoch} is not the current "
+                           f"producer of transactional.id={transactional_id}.")
+        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.state is S.ONGOING:
+            # A new producer with this id fences the old one and aborts its open transaction; it retries.
+            log.info("InitProducerId for transactional.id=%s fences producer id %d epoch %d and aborts its "
+                     "open transaction", transactional_id, metadata.producer_id, metadata.producer_epoch)
+            await self._fence_and_abort(partition, metadata)
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.state is S.DEAD:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if expected_producer_id >= 0 and expected_epoch >= 0 and expected_epoch == metadata.last_producer_epoch \
+                and metadata.producer_id == expected_producer_id:
+            return metadata.producer_id, metadata.producer_epoch  # a retry of an InitProducerId that succeeded
+        if metadata.producer_epoch >= MAX_PRODUCER_EPOCH - 1:
+            transit = metadata.prepare_new_producer(self._producer_ids.next_producer_id(), timeout_ms, now)
+        else:
+            transit = metadata.prepare_increment_epoch(timeout_ms, now)
+        await self._write(partition, metadata, transit)
+        log.info("transactional.id=%s: producer id %d epoch %d initialized", transactional_id,
+                 metadata.producer_id, metadata.producer_epoch)
+        return metadata.producer_id, metadata.producer_epoch
+
+    @staticmethod
+    def _is_expected_producer(metadata: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+        if producer_id != metadata.producer_id:
+            return producer_id == metadata.last_producer_id
+        return epoch in (metadata.producer_epoch, metadata.last_producer_epoch) or epoch < 0
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------
+    def _check_producer(self, metadata: TransactionMetadata | None, producer_id: int, epoch: int) -> TransactionMetadata:
+        if metadata is None or metadata.producer_id != producer_id:
+            raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if metadata.producer_epoch != epoch:
+            raise TxnError(ErrorCode.PRODUCER_FENCED,
+                           f"Producer epoch {epoch} is not the current epoch {metadata.producer_epoch} of "
+                           f"transactional.id={metadata.transactional_id}; it was fenced by a newer producer.")
+        return metadata
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                             partitions: Iterable[TopicPartition]) -> None:
+        """Add ``partitions`` to the producer's transaction (starting it); raises TxnError."""
+        wanted = set(partitions)
+        partition, metadata = await self._lookup(transactional_id)
+        metadata = self._check_producer(metadata, producer_id, epoch)
+        if metadata.pending_state is not None or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.state is S.ONGOING and wanted <= metadata.partitions:
+            return
+        if metadata.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+            raise TxnError(ErrorCode.PRODUCER_FENCED)
+        started = metadata.state is not S.ONGOING
+        await self._write(partition, metadata, metadata.prepare_add_partitions(wanted, self._now_ms()))
+        if started:
+            log.debug("transactional.id=%s: transaction of producer id %d epoch %d started", transactional_id,
+                      producer_id, epoch)
+
+    async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                                partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn verify_only: which partitions are in the ongoing transaction (KIP-890)."""
+        wanted = list(partitions)
+        try:
+            _, metadata = await self._lookup(transactional_id)
+            metadata = self._check_producer(metadata, producer_id, epoch)
+            if metadata.pending_state is not None or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        except TxnError as exc:
+            return dict.fromkeys(wanted, exc.error_code)
+        ongoing = metadata.state is S.ONGOING
+        return {tp: ErrorCode.NONE if ongoing and tp in metadata.partitions else ErrorCode.INVALID_TXN_STATE
+                for tp in wanted}
+
+    def verify_partition(self, transactional_id: str | None, producer_id: int, epoch: int,
+                         tp: TopicPartition) -> int:
+        """Produce/TxnOffsetCommit check that a transactional write belongs to an ongoing transaction.
+
+        Without it a late write after the transaction ended would hang the partition's last stable
+        offset (KAFKA-14402). Answers the error the write gets, NONE when it may proceed.
+        """
+        if not transactional_id:
+            return ErrorCode.NONE
+        index = self.partition_for(transactional_id)
+        partition = self._partitions.get(index)
+        if partition is None:
+            return ErrorCode.NONE if self._partition_leader(index) != self.node_id else ErrorCode.INVALID_TXN_STATE
+        metadata = partition.transactions.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch > epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if metadata.state is not S.ONGOING or tp not in metadata.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
+        """The __consumer_offsets partition AddOffsetsToTxn adds for ``group_id``."""
+        return GROUP_METADATA_TOPIC_NAME, self._groups.partition_for(group_id)
+
+    # -- EndTxn ---------------------------------------------------------------------------------------------
+    async def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        """Commit or abort the producer's transaction; raises TxnError."""
+        partition, metadata = await self._lookup(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if metadata.producer_epoch != epoch:
+            raise TxnError(ErrorCode.PRODUCER_FENCED,
+                           f"Producer epoch {epoch} is not the current epoch {metadata.producer_epoch} of "
+                           f"transactional.id={transactional_id}; it was fenced by a newer producer.")
+        if metadata.pending_state is not None:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        state = metadata.state
+        if state is S.ONGOING:
+            await self._write(partition, metadata, metadata.prepare_end(commit, self._now_ms()))
+            log.debug("transactional.id=%s: %s of producer id %d epoch %d prepared", transactional_id,
+                      "commit" if commit else "abort", producer_id, epoch)
+            await self._complete(partition, metadata)
+            return
+        if (state is S.COMPLETE_COMMIT and commit) or (state is S.COMPLETE_ABORT and not commit):
+            return  # a retry of an EndTxn that succeeded
+        if (state is S.PREPARE_COMMIT and commit) or (state is S.PREPARE_ABORT and not commit):
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        raise TxnError(ErrorCode.INVALID_TXN_STATE,
+                       f"TransactionalId {transactional_id}: cannot {'commit' if commit else 'abort'} from "
+                       f"state {state.display_name}.")
+
+    async def _fence_and_abort(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+        """Bump the epoch of an ongoing transaction (fencing its producer), then abort it."""
+        now = self._now_ms()
+        metadata.complete_transition(metadata.prepare_fence_epoch(now))  # in memory only, as Kafka
+        await self._write(partition, metadata, metadata.prepare_end(False, now))
+        await self._complete(partition, metadata)
+
+    async def _complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+        """Write the markers of a prepared transaction, then its Complete state; retries in the background."""
+        commit = metadata.state is S.PREPARE_COMMIT
+        pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
+                                            partition.coordinator_epoch, commit, set(metadata.partitions),
+                                            metadata.transactional_id)
+        if pending:
+            log.warning("transactional.id=%s: markers for %s not written yet; retrying in the background",
+                        metadata.transactional_id, sorted(pending))
+            self._spawn(self._retry_complete(partition, metadata, pending))
+            return
+        await self._write_complete(partition, metadata)
+
+    async def _retry_complete(self, partition: _Partition, metadata: TransactionMetadata,
+                              pending: set[TopicPartition]) -> None:
+        commit = metadata.state is S.PREPARE_COMMIT
+        while pending:
+            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+            pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
+                                                partition.coordinator_epoch, commit, pending,
+                                                metadata.transactional_id)
+        await self._write_complete(partition, metadata)
+
+    async def _write_complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+        commit = metadata.state is S.PREPARE_COMMIT
+        while True:
+            try:
+                await self._write(partition, metadata, metadata.prepare_complete(self._now_ms()))
+                break
+            except TxnError as exc:
+                log.warning("transactional.id=%s: writing the completed state failed (%s); retrying",
+                            metadata.transactional_id, exc)
+                await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+        log.info("transactional.id=%s: transaction of producer id %d epoch %d %s", metadata.transactional_id,
+                 metadata.producer_id, metadata.producer_epoch, "committed" if commit else "aborted")
+
+    async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
+                             partitions: set[TopicPartition], transactional_id: str) -> set[TopicPartition]:
+        """Write the marker to each partition; the ones that must be retried."""
+        failed: set[TopicPartition] = set()
+        data: dict[TopicPartition, bytes] = {}
+        for tp in sorted(partitions):
+            if tp[0] == GROUP_METADATA_TOPIC_NAME:
+                try:
+                    await self._groups.complete_transaction(tp[1], producer_id, epoch, coordinator_epoch, commit)
+                except Exception as exc:
+                    log.warning("transaction marker for transactional.id=%s on %s-%d failed: %s",
+                                transactional_id, tp[0], tp[1], exc)
+                    failed.add(tp)
+                continue
+            data[tp] = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                           producer_id=producer_id, producer_epoch=epoch, timestamp=self._now_ms(),
+                                           partition_leader_epoch=-1, coordinator_epoch=coordinator_epoch)
+        failed |= self.write_markers(data)
+        return failed
+
+    def write_markers(self, markers: dict[TopicPartition, bytes]) -> set[TopicPartition]:
+        """Append marker batches as the coordinator; the partitions to retry (deleted ones are dropped)."""
+        if not markers:
+            return set()
+        results = self._rm.append_records(markers, -1, origin=AppendOrigin.COORDINATOR)
+        failed = set()
+        for tp, result in results.items():
+            if result.error_code == ErrorCode.NONE:
+                continue
+            if result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                log.info("transaction marker for deleted partition %s-%d dropped", tp[0], tp[1])
+                continue
+            log.warning("transaction marker on %s-%d failed: %s %s", tp[0], tp[1],
+                        ErrorCode(result.error_code).name, result.error_message or "")
+            failed.add(tp)
+        return failed
+
+    # -- expiration -----------------------------------------------------------------------------------------
+    async def _run_background(self) -> None:
+        abort_every = self.config.abort_timed_out_interval_ms / 1000
+        remove_every = self.config.remove_expired_interval_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_remove = loop.time() + remove_every
+        while True:
+            await asyncio.sleep(abort_every)
+            try:
+                await self.abort_timed_out_transactions()
+                if loop.time() >= next_remove:
+                    next_remove = loop.time() + remove_every
+                    await self.remove_expired_transactional_ids()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("transaction expiration failed")
+
+    async def abort_timed_out_transactions(self) -> int:
+        """Abort every ongoing transaction older than its timeout; how many were aborted."""
+        now = self._now_ms()
+        aborted = 0
+        for partition in list(self._partitions.values()):
+            for metadata in list(partition.transactions.values()):
+                if metadata.state is S.ONGOING and metadata.pending_state is None \
+                        and metadata.start_timestamp_ms + metadata.timeout_ms < now:
+                    log.info("transactional.id=%s: transaction of producer id %d epoch %d timed out after %d ms; "
+                             "aborting it and fencing the producer", metadata.transactional_id, metadata.producer_id,
+                             metadata.producer_epoch, metadata.timeout_ms)
+                    try:
+                        await self._fence_and_abort(partition, metadata)
+                        aborted += 1
+                    except TxnError as exc:
+                        log.warning("aborting timed-out transactional.id=%s failed: %s", metadata.transactional_id,
+                                    exc)
+        return aborted
+
+    async def remove_expired_transactional_ids(self) -> int:
+        """Forget transactional ids idle longer than transactional.id.expiration.ms (tombstones)."""
+        now = self._now_ms()
+        removed = 0
+        for partition in list(self._partitions.values()):
+            for metadata in list(partition.transactions.values()):
+                if metadata.state in COMPLETED_STATES and metadata.pending_state is None \
+                        and metadata.update_timestamp_ms + self.config.transactional_id_expiration_ms <= now:
+                    metadata.prepare_dead(now)
+                    key, value = encode_txn_record(metadata.transactional_id, None)
+                    try:
+                        await self._logs[partition.index].append([(key, value)])
+                    except Exception as exc:
+                        metadata.abort_transition()
+                        log.warning("expiring transactional.id=%s failed: %s", metadata.transactional_id, exc)
+                        continue
+                    partition.transactions.pop(metadata.transactional_id, None)
+                    removed += 1
+                    log.info("transactional.id=%s expired after %d ms without use", metadata.transactional_id,
+                             self.config.transactional_id_expiration_ms)
+        return removed
+
+    # -- describe and list ----------------------------------------------------------------------------------
+    async def describe(self, transactional_id: str) -> TransactionMetadata:
+        partition, metadata = await self._lookup(transactional_id)
+        if metadata is None or metadata.state is S.DEAD:
+            raise TxnError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        return metadata
+
+    async def list_transactions(self, states: set[TxnState] | None, producer_ids: set[int],
+                                duration_ms: int = -1, pattern: str | None = None) -> list[TransactionMetadata]:
+        await self.start()
+        now = self._now_ms()
+        regex = re.compile(pattern) if pattern else None
+        out = []
+        for partition in self._partitions.values():
+            for metadata in partition.transactions.values():
+                if metadata.state is S.DEAD:
+                    continue
+                if states and metadata.state not in states:
+                    continue
+                if producer_ids and metadata.producer_id not in producer_ids:
+                    continue
+                if duration_ms >= 0 and (metadata.state is not S.ONGOING
+                                         or now - metadata.start_timestamp_ms < duration_ms):
+                    continue
+                if regex is not None and not regex.fullmatch(metadata.transactional_id):
+                    continue
+                out.append(metadata)
+        return out

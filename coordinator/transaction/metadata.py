@@ -1,0 +1,244 @@
+"""A transactional id's state, its legal transitions, and its records in __transaction_state.
+
+Kafka's TransactionMetadata in miniature. The coordinator changes a transaction in two steps: it
+computes the next state (``TxnTransit``), appends it to __transaction_state, and only once the append
+succeeded applies it (``TransactionMetadata.complete_transition``). While an append is in flight the
+transaction has a ``pending_state`` and every other request on it gets CONCURRENT_TRANSACTIONS.
+
+Records are byte-compatible with Apache Kafka 4.1 (``kafka-dump-log --transaction-log-decoder``):
+
+- key   = int16 0 + TransactionLogKey v0 (the transactional id)
+- value = int16 0 + TransactionLogValue v0, or null (tombstone) once the id expired
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from wire import DecodeError, Reader, Writer
+from wire.messages import TransactionLogKey, TransactionLogValue
+from wire.messages.transaction_log_value import PartitionsSchema
+
+__all__ = ["TxnState", "TxnTransit", "TransactionMetadata", "decode_txn_record", "encode_txn_record",
+           "TRANSACTION_STATE_TOPIC_NAME"]
+
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+# Written as Kafka 4.1 writes for clients on transaction version 0/1.
+VALUE_VERSION = 0
+MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE; an epoch reaching MAX - 1 forces a new producer id
+
+TopicPartition = tuple[str, int]
+
+
+class TxnState(IntEnum):
+    """Kafka's TransactionState, with the ids stored in TransactionLogValue.transaction_status."""
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def display_name(self) -> str:
+        """The name DescribeTransactions and ListTransactions report (Kafka's stateName)."""
+        return _DISPLAY_NAMES[self]
+
+    @classmethod
+    def from_display_name(cls, name: str) -> TxnState | None:
+        return _BY_DISPLAY_NAME.get(name)
+
+
+_DISPLAY_NAMES = {
+    TxnState.EMPTY: "Empty", TxnState.ONGOING: "Ongoing", TxnState.PREPARE_COMMIT: "PrepareCommit",
+    TxnState.PREPARE_ABORT: "PrepareAbort", TxnState.COMPLETE_COMMIT: "CompleteCommit",
+    TxnState.COMPLETE_ABORT: "CompleteAbort", TxnState.DEAD: "Dead",
+    TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+_BY_DISPLAY_NAME = {v: k for k, v in _DISPLAY_NAMES.items()}
+
+S = TxnState
+# Kafka's TransactionState.validPreviousStates.
+VALID_PREVIOUS_STATES: dict[TxnState, frozenset[TxnState]] = {
+    S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.PREPARE_COMMIT: frozenset({S.ONGOING}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
+    S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
+    S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
+    S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
+}
+COMPLETED_STATES = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
+
+
+@dataclass(frozen=True, slots=True)
+class TxnTransit:
+    """The state a transaction moves to, as written to __transaction_state."""
+
+    producer_id: int
+    last_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    timeout_ms: int
+    state: TxnState
+    partitions: frozenset[TopicPartition]
+    start_timestamp_ms: int
+    update_timestamp_ms: int
+
+
+@dataclass(slots=True)
+class TransactionMetadata:
+    """One transactional id's state on its coordinator (event-loop only)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_timestamp_ms: int = -1
+    update_timestamp_ms: int = -1
+    last_producer_id: int = -1
+    last_producer_epoch: int = -1
+    pending_state: TxnState | None = None
+
+    # -- transitions --------------------------------------------------------------------------------
+    def _transit(self, state: TxnState, *, producer_id: int | None = None, producer_epoch: int | None = None,
+                 last_producer_epoch: int | None = None, timeout_ms: int | None = None,
+                 partitions: Iterable[TopicPartition] | None = None, start_ms: int | None = None,
+                 now_ms: int) -> TxnTransit:
+        if self.pending_state is not None:
+            raise IllegalTransition(f"transactional id {self.transactional_id} is already moving to "
+                                    f"{self.pending_state.display_name}")
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise IllegalTransition(f"transactional id {self.transactional_id}: {self.state.display_name} -> "
+                                    f"{state.display_name} is not a legal transition")
+        self.pending_state = state
+        return TxnTransit(
+            producer_id=self.producer_id if producer_id is None else producer_id,
+            last_producer_id=self.last_producer_id,
+            producer_epoch=self.producer_epoch if producer_epoch is None else producer_epoch,
+            last_producer_epoch=self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
+            timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
+            state=state,
+            partitions=frozenset(self.partitions if partitions is None else partitions),
+            start_timestamp_ms=self.start_timestamp_ms if start_ms is None else start_ms,
+            update_timestamp_ms=now_ms)
+
+    def prepare_new_producer(self, producer_id: int, timeout_ms: int, now_ms: int) -> TxnTransit:
+        """A fresh producer id at epoch 0 (first InitProducerId, or the epoch is exhausted)."""
+        return self._transit(S.EMPTY, producer_id=producer_id, producer_epoch=0,
+                             last_producer_epoch=-1, timeout_ms=timeout_ms, partitions=(), start_ms=-1,
+                             now_ms=now_ms)
+
+    def prepare_increment_epoch(self, timeout_ms: int, now_ms: int) -> TxnTransit:
+        """InitProducerId on a completed transaction: same producer id, next epoch."""
+        return self._transit(S.EMPTY, producer_epoch=self.producer_epoch + 1,
+                             last_producer_epoch=self.producer_epoch, timeout_ms=timeout_ms, partitions=(),
+                             start_ms=-1, now_ms=now_ms)
+
+    def prepare_fence_epoch(self, now_ms: int) -> TxnTransit:
+        """Bump the epoch of an ongoing transaction so its producer is fenced before it is aborted.
+
+        Not written to the log: Kafka keeps PrepareEpochFence as an in-memory step and writes the
+        PrepareAbort that follows with the bumped epoch.
+        """
+        epoch = self.producer_epoch + 1 if self.producer_epoch < MAX_PRODUCER_EPOCH else self.producer_epoch
+        return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=epoch, now_ms=now_ms)
+
+    def prepare_add_partitions(self, partitions: Iterable[TopicPartition], now_ms: int) -> TxnTransit:
+        start = now_ms if self.state in COMPLETED_STATES else self.start_timestamp_ms
+        new = set(partitions) if self.state in COMPLETED_STATES else self.partitions | set(partitions)
+        return self._transit(S.ONGOING, partitions=new, start_ms=start, now_ms=now_ms)
+
+    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
+        return self._transit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now_ms=now_ms)
+
+    def prepare_complete(self, now_ms: int) -> TxnTransit:
+        state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        return self._transit(state, partitions=(), now_ms=now_ms)
+
+    def prepare_dead(self, now_ms: int) -> TxnTransit:
+        return self._transit(S.DEAD, partitions=(), now_ms=now_ms)
+
+    def complete_transition(self, transit: TxnTransit) -> None:
+        """Apply ``transit`` once its record is in the log."""
+        self.producer_id = transit.producer_id
+        self.last_producer_id = transit.last_producer_id
+        self.producer_epoch = transit.producer_epoch
+        self.last_producer_epoch = transit.last_producer_epoch
+        self.timeout_ms = transit.timeout_ms
+        self.state = transit.state
+        self.partitions = set(transit.partitions)
+        self.start_timestamp_ms = transit.start_timestamp_ms
+        self.update_timestamp_ms = transit.update_timestamp_ms
+        self.pending_state = None
+
+    def abort_transition(self) -> None:
+        """The append failed: nothing changes."""
+        self.pending_state = None
+
+    @classmethod
+    def from_transit(cls, transactional_id: str, transit: TxnTransit) -> TransactionMetadata:
+        metadata = cls(transactional_id, transit.producer_id, transit.producer_epoch, transit.timeout_ms)
+        metadata.complete_transition(transit)
+        return metadata
+
+
+class IllegalTransition(RuntimeError):
+    """A transition the state machine forbids (a coordinator bug, never a client error)."""
+
+
+# -- records ---------------------------------------------------------------------------------------------
+
+def encode_txn_record(transactional_id: str, transit: TxnTransit | None) -> tuple[bytes, bytes | None]:
+    """The __transaction_state record of ``transit`` (None: the tombstone of an expired id)."""
+    kw = Writer()
+    kw.int16(0)
+    TransactionLogKey(transactional_id=transactional_id).encode_into(kw, 0)
+    if transit is None:
+        return kw.getvalue(), None
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(transit.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    value = TransactionLogValue(
+        producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
+        transaction_timeout_ms=transit.timeout_ms, transaction_status=int(transit.state),
+        transaction_partitions=[PartitionsSchema(topic=t, partition_ids=ps) for t, ps in by_topic.items()],
+        transaction_last_update_timestamp_ms=transit.update_timestamp_ms,
+        transaction_start_timestamp_ms=transit.start_timestamp_ms)
+    vw = Writer()
+    vw.int16(VALUE_VERSION)
+    value.encode_into(vw, VALUE_VERSION)
+    return kw.getvalue(), vw.getvalue()
+
+
+def decode_txn_record(key: bytes | None, value: bytes | None) -> tuple[str, TxnTransit | None]:
+    """(transactional id, state or None for a tombstone) of a __transaction_state record."""
+    if key is None or len(key) < 2:
+        raise DecodeError("__transaction_state record without a key")
+    r = Reader(key)
+    version = r.int16()
+    if version != 0:
+        raise DecodeError(f"unknown __transaction_state key version {version}")
+    transactional_id = TransactionLogKey.decode_from(r, 0).transactional_id
+    if value is None:
+        return transactional_id, None
+    vr = Reader(value)
+    value_version = vr.int16()
+    if value_version < 0:
+        raise DecodeError(f"unknown TransactionLogValue version {value_version}")
+    v = TransactionLogValue.decode_from(vr, min(value_version, TransactionLogValue.HIGHEST_VERSION))
+    partitions = frozenset((p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids)
+    return transactional_id, TxnTransit(
+        producer_id=v.producer_id, last_producer_id=getattr(v, "previous_producer_id", -1),
+        producer_epoch=v.producer_epoch, last_producer_epoch=-1, timeout_ms=v.transaction_timeout_ms,
+        state=TxnState(v.transaction_status), partitions=partitions,
+        start_timestamp_ms=v.transaction_start_timestamp_ms,
+        update_timestamp_ms=v.transaction_last_update_timestamp_ms)

@@ -1,0 +1,31 @@
+"""AddOffsetsToTxn v0-4: the group's __consumer_offsets partition joins the producer's transaction.
+
+The producer then sends TxnOffsetCommit to the group coordinator; the offsets become visible when
+the transaction commits. v3+: flexible.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+
+
+def error_response(request: AddOffsetsToTxnRequest | None, version: int, code: int) -> AddOffsetsToTxnResponse:
+    return AddOffsetsToTxnResponse(error_code=code)
+
+
+@handler(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, error_response=error_response)
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    tc = transaction_coordinator(ctx)
+    if not request.group_id:
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_GROUP_ID)
+    try:
+        await ctx.broker.group_coordinator.ensure_offsets_topic()
+        await tc.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
+                                [tc.offsets_partition(request.group_id)])
+    except TxnError as exc:
+        return error_response(request, ctx.api_version, exc.error_code)
+    return AddOffsetsToTxnResponse(error_code=ErrorCode.NONE)

@@ -1,0 +1,72 @@
+"""AddPartitionsToTxn v0-5.
+
+- v0-3 (clients): one transaction; its partitions join the producer's transaction (starting it).
+- v4+ (brokers, KIP-890): several transactions, each possibly ``verify_only`` (which partitions are
+  already in the ongoing transaction), with a top-level error code. v3+: flexible.
+- Partitions the cluster does not know get UNKNOWN_TOPIC_OR_PARTITION and the others of the same
+  transaction OPERATION_NOT_ATTEMPTED, without reaching the coordinator; a coordinator error
+  (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...) applies to every partition.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.txn._common import TxnError, transaction_coordinator, unknown_partitions
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from wire.messages.add_partitions_to_txn_response import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+)
+
+
+def _results(codes: dict[tuple[str, int], int]) -> list[AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
+    for (topic, partition), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            AddPartitionsToTxnPartitionResult(partition_index=partition, partition_error_code=code))
+    return [AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+def _partitions(topics) -> list[tuple[str, int]]:
+    return [(t.name, p) for t in topics for p in t.partitions]
+
+
+def error_response(request: AddPartitionsToTxnRequest | None, version: int, code: int) -> AddPartitionsToTxnResponse:
+    if version >= 4:
+        return AddPartitionsToTxnResponse(error_code=code, results_by_transaction=[])
+    partitions = [] if request is None else _partitions(request.v3_and_below_topics)
+    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(dict.fromkeys(partitions, code)))
+
+
+async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epoch: int,
+               partitions: list[tuple[str, int]], verify_only: bool) -> dict[tuple[str, int], int]:
+    unknown = unknown_partitions(ctx, partitions)
+    if unknown:
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in partitions}
+    tc = transaction_coordinator(ctx)
+    if verify_only:
+        return await tc.verify_partitions(transactional_id, producer_id, epoch, partitions)
+    try:
+        await tc.add_partitions(transactional_id, producer_id, epoch, partitions)
+    except TxnError as exc:
+        return dict.fromkeys(partitions, exc.error_code)
+    return dict.fromkeys(partitions, ErrorCode.NONE)
+
+
+@handler(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, error_response=error_response)
+async def handle_add_partitions_to_txn(ctx: RequestContext,
+                                       request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    if ctx.api_version < 4:
+        codes = await _add(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                           request.v3_and_below_producer_epoch, _partitions(request.v3_and_below_topics), False)
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(codes))
+    results = []
+    for txn in request.transactions:
+        codes = await _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, _partitions(txn.topics),
+                           txn.verify_only)
+        results.append(AddPartitionsToTxnResult(transactional_id=txn.transactional_id, topic_results=_results(codes)))
+    return AddPartitionsToTxnResponse(error_code=ErrorCode.NONE, results_by_transaction=results)

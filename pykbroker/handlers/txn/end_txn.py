@@ -1,0 +1,36 @@
+"""EndTxn v0-5: commit or abort the producer's transaction.
+
+The answer comes once the decision is durable in __transaction_state; on one node the markers and
+the completed state are written before it too, so the next transaction can start at once.
+v3+: flexible. v5+: the producer id and epoch in the answer (unchanged: no KIP-890 epoch bump).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import EndTxnRequest, EndTxnResponse
+
+log = logging.getLogger("pykbroker.handlers.end_txn")
+
+
+def error_response(request: EndTxnRequest | None, version: int, code: int) -> EndTxnResponse:
+    return EndTxnResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+@handler(ApiKey.END_TXN, 0, 5, error_response=error_response)
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    try:
+        await transaction_coordinator(ctx).end_transaction(request.transactional_id, request.producer_id,
+                                                           request.producer_epoch, request.committed)
+    except TxnError as exc:
+        if exc.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
+            log.info("EndTxn(%s) for transactional.id=%s refused: %s (%s)",
+                     "commit" if request.committed else "abort", request.transactional_id, exc, ctx.describe())
+        return error_response(request, ctx.api_version, exc.error_code)
+    return EndTxnResponse(error_code=ErrorCode.NONE, producer_id=request.producer_id,
+                          producer_epoch=request.producer_epoch)

@@ -1,0 +1,76 @@
+"""WriteTxnMarkers v1: write COMMIT/ABORT markers to partitions this broker leads.
+
+Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
+(``kafka-transactions.sh abort``) to end a hanging transaction. Markers on __consumer_offsets go
+through the group coordinator, which makes the transaction's offsets visible or drops them. A marker
+older than the partition's coordinator epoch gets TRANSACTION_COORDINATOR_FENCED.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
+from pykbroker.context import RequestContext
+from pykbroker.handlers.txn._common import error_code, unknown_partitions
+from pykbroker.registry import handler
+from replication.replica_manager import storage_error_code
+from storage import AppendOrigin
+from wire import ApiKey, ControlRecordType, ErrorCode, build_control_batch
+from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from wire.messages.write_txn_markers_response import (
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+)
+
+log = logging.getLogger("pykbroker.handlers.write_txn_markers")
+
+
+def error_response(request: WriteTxnMarkersRequest | None, version: int, code: int) -> WriteTxnMarkersResponse:
+    markers = [] if request is None else request.markers
+    return WriteTxnMarkersResponse(markers=[
+        WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+            WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                WritableTxnMarkerPartitionResult(partition_index=p, error_code=code) for p in t.partition_indexes])
+            for t in m.topics])
+        for m in markers])
+
+
+async def _write(ctx: RequestContext, marker, tp: tuple[str, int]) -> int:
+    if tp[0] == GROUP_METADATA_TOPIC_NAME:
+        try:
+            await ctx.broker.group_coordinator.complete_transaction(
+                tp[1], marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result)
+        except Exception as exc:
+            return error_code(exc)
+        return ErrorCode.NONE
+    batch = build_control_batch(ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT,
+                                producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                                timestamp=ctx.broker.now_ms(), partition_leader_epoch=-1,
+                                coordinator_epoch=marker.coordinator_epoch)
+    try:
+        result = ctx.broker.replica_manager.append_records({tp: batch}, -1, origin=AppendOrigin.COORDINATOR)[tp]
+    except Exception as exc:
+        return storage_error_code(exc)[0]
+    return result.error_code
+
+
+@handler(ApiKey.WRITE_TXN_MARKERS, 1, 1, error_response=error_response)
+async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    results = []
+    for marker in request.markers:
+        partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        unknown = unknown_partitions(ctx, partitions)
+        topics: dict[str, list[WritableTxnMarkerPartitionResult]] = {}
+        for tp in partitions:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else await _write(ctx, marker, tp)
+            if code != ErrorCode.NONE:
+                log.info("%s marker of producer id %d on %s-%d refused: %s (%s)",
+                         "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, tp[0], tp[1],
+                         ErrorCode(code).name, ctx.describe())
+            topics.setdefault(tp[0], []).append(WritableTxnMarkerPartitionResult(partition_index=tp[1],
+                                                                                 error_code=code))
+        results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+            WritableTxnMarkerTopicResult(name=name, partitions=ps) for name, ps in topics.items()]))
+    return WriteTxnMarkersResponse(markers=results)
