@@ -1,0 +1,288 @@
+"""TransactionCoordinator over real logs: the state machine, markers, fencing, timeouts, reloads, offsets."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from coordinator.group import FakeClock, GroupCoordinator, StaticTopics
+from coordinator.group.partition_log import ReplicaCoordinatorLog
+from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator, TxnError
+from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
+from coordinator.transaction.producer_ids import ProducerIdManager
+from replication.replica_manager import ReplicaManager
+from storage import LogConfig, LogManager
+from tests.coordinator.group.helpers import CONFIG, TOPIC_A, info, run
+from wire import ErrorCode, build_simple_batch, iter_batch_headers
+from wire.messages import TxnOffsetCommitRequest
+from wire.messages.txn_offset_commit_request import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+
+S = TxnState
+DATA = "a"  # TOPIC_A: the group coordinator knows it, so transactional offsets on it are accepted
+TXN_PARTITIONS = 3
+GROUP = "txn-group"
+
+
+class Node:
+    """A replica manager leading the data, offsets and transaction-state partitions, and both coordinators."""
+
+    def __init__(self, tmp_path, clock: FakeClock | None = None) -> None:
+        self.tmp_path = tmp_path
+        self.clock = clock or FakeClock()
+        manager = LogManager([str(tmp_path / "logs")], default_config=LogConfig(), log_cleaner_enable=False)
+        manager.startup(lambda _topic: LogConfig())
+        self.rm = ReplicaManager(manager, node_id=1)
+        for topic, count in ((DATA, 4), ("__consumer_offsets", CONFIG.offsets_topic_num_partitions),
+                             (TRANSACTION_STATE_TOPIC_NAME, TXN_PARTITIONS)):
+            for p in range(count):
+                self.rm.become_leader(topic, p, uuid.uuid5(uuid.NAMESPACE_DNS, topic), 0, [1], [1], LogConfig())
+        self.groups = GroupCoordinator(CONFIG, 1, StaticTopics([TOPIC_A]),
+                                       lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock), clock=self.clock)
+        self.producer_ids = ProducerIdManager(tmp_path, node_id=1)
+        self.txn = self.new_coordinator()
+
+    def new_coordinator(self, **config) -> TransactionCoordinator:
+        async def nothing_to_create() -> None:
+            pass
+        return TransactionCoordinator(
+            TransactionConfig(num_partitions=TXN_PARTITIONS, **config), 1,
+            log_factory=lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
+            replica_manager=self.rm, group_coordinator=self.groups, producer_ids=self.producer_ids,
+            ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
+            now_ms=self.clock.now_ms)
+
+    def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
+        """A transactional batch from producer ``pid``, as Produce appends it; its base offset."""
+        batch = build_simple_batch(list(values), timestamp=self.clock.now_ms(), producer_id=pid,
+                                   producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+        result = self.rm.append_records({(DATA, partition): batch}, -1)[(DATA, partition)]
+        assert result.error_code == ErrorCode.NONE, result
+        return result.base_offset
+
+    def log(self, partition: int):
+        return self.rm.get_partition(DATA, partition).log
+
+    def markers(self, partition: int) -> list[tuple[int, int]]:
+        """(offset, producer id) of each control batch in the data partition."""
+        log = self.log(partition)
+        region = log.read(0, 1 << 20).records
+        data = region.read_bytes()
+        region.release()
+        return [(h.base_offset, h.producer_id) for _, h in iter_batch_headers(data) if h.is_control]
+
+
+async def begin(node: Node, txn_id: str, *partitions: int) -> tuple[int, int]:
+    pid, epoch = await node.txn.init_producer_id(txn_id, 60_000)
+    await node.txn.add_partitions(txn_id, pid, epoch, [(DATA, p) for p in partitions])
+    return pid, epoch
+
+
+async def raises(code: int, coro) -> None:
+    with pytest.raises(TxnError) as exc:
+        await coro
+    assert exc.value.error_code == code, exc.value
+
+
+@run
+async def test_init_producer_id_keeps_the_id_and_bumps_the_epoch(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("t1", 60_000)
+    assert epoch == 0
+    assert await node.txn.init_producer_id("t1", 60_000) == (pid, 1)
+    other, _ = await node.txn.init_producer_id("t2", 60_000)
+    assert other != pid
+    await raises(ErrorCode.INVALID_TRANSACTION_TIMEOUT, node.txn.init_producer_id("t3", 900_001))
+    await raises(ErrorCode.INVALID_TRANSACTION_TIMEOUT, node.txn.init_producer_id("t3", 0))
+    await raises(ErrorCode.INVALID_REQUEST, node.txn.init_producer_id("", 1000))
+    await node.txn.close()
+
+
+@run
+async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stable_offset(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "c", 0, 1)
+    assert node.txn._partition_of("c").transactions["c"].state is S.ONGOING
+    node.produce(0, pid, epoch, 0, b"x", b"y")
+    node.produce(1, pid, epoch, 0, b"z")
+    assert node.log(0).last_stable_offset == 0  # the open transaction holds it
+    await node.txn.end_transaction("c", pid, epoch, commit=True)
+    metadata = (await node.txn.describe("c"))
+    assert (metadata.state, metadata.partitions) == (S.COMPLETE_COMMIT, set())
+    assert node.markers(0) == [(2, pid)] and node.markers(1) == [(1, pid)]
+    assert node.log(0).last_stable_offset == 3
+    assert node.log(0).collect_aborted_transactions(0, 3) == []
+    # A retried EndTxn succeeds; the opposite decision does not.
+    await node.txn.end_transaction("c", pid, epoch, commit=True)
+    await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("c", pid, epoch, commit=False))
+    await node.txn.close()
+
+
+@run
+async def test_abort_records_the_aborted_transaction_for_read_committed_fetches(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "ab", 2)
+    node.produce(2, pid, epoch, 0, b"gone")
+    await node.txn.end_transaction("ab", pid, epoch, commit=False)
+    assert (await node.txn.describe("ab")).state is S.COMPLETE_ABORT
+    aborted = node.log(2).collect_aborted_transactions(0, 10)
+    assert [(t.producer_id, t.first_offset) for t in aborted] == [(pid, 0)]
+    await node.txn.close()
+
+
+@run
+async def test_requests_from_a_wrong_or_old_producer_are_refused(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "w", 0)
+    await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING, node.txn.add_partitions("w", pid + 1, epoch, [(DATA, 1)]))
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.add_partitions("w", pid, epoch - 1, [(DATA, 1)]))
+    await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING, node.txn.end_transaction("unknown", pid, epoch, True))
+    await node.txn.end_transaction("w", pid, epoch, commit=False)
+    await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("w", pid, epoch, commit=True))
+    await node.txn.close()
+
+
+@run
+async def test_a_new_producer_fences_the_old_one_and_aborts_its_open_transaction(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "f", 0)
+    node.produce(0, pid, epoch, 0, b"orphan")
+    # The new producer is told to retry while the old transaction is aborted.
+    await raises(ErrorCode.CONCURRENT_TRANSACTIONS, node.txn.init_producer_id("f", 60_000))
+    assert node.markers(0) == [(1, pid)]
+    assert [t.first_offset for t in node.log(0).collect_aborted_transactions(0, 10)] == [0]
+    new_pid, new_epoch = await node.txn.init_producer_id("f", 60_000)
+    assert (new_pid, new_epoch) == (pid, epoch + 2)  # one bump fenced, one is the new producer's
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.add_partitions("f", pid, epoch, [(DATA, 0)]))
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("f", pid, epoch, commit=True))
+    assert node.txn.verify_partition("f", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_EPOCH
+    await node.txn.close()
+
+
+@run
+async def test_verify_partition_admits_only_writes_inside_the_ongoing_transaction(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "v", 0)
+    assert node.txn.verify_partition("v", pid, epoch, (DATA, 0)) == ErrorCode.NONE
+    assert node.txn.verify_partition("v", pid, epoch, (DATA, 1)) == ErrorCode.INVALID_TXN_STATE
+    assert node.txn.verify_partition("v", pid + 5, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert node.txn.verify_partition(None, pid, epoch, (DATA, 1)) == ErrorCode.NONE  # idempotent only
+    assert await node.txn.verify_partitions("v", pid, epoch, [(DATA, 0), (DATA, 1)]) == {
+        (DATA, 0): ErrorCode.NONE, (DATA, 1): ErrorCode.INVALID_TXN_STATE}
+    await node.txn.end_transaction("v", pid, epoch, commit=True)
+    # A late write after the commit would hold the last stable offset forever (KAFKA-14402).
+    assert node.txn.verify_partition("v", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_TXN_STATE
+    await node.txn.close()
+
+
+@run
+async def test_timed_out_transactions_are_aborted_and_their_producer_fenced(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("slow", 5_000)
+    await node.txn.add_partitions("slow", pid, epoch, [(DATA, 3)])
+    node.produce(3, pid, epoch, 0, b"late")
+    node.clock.advance(4_000)
+    assert await node.txn.abort_timed_out_transactions() == 0
+    node.clock.advance(2_000)
+    assert await node.txn.abort_timed_out_transactions() == 1
+    metadata = await node.txn.describe("slow")
+    assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    assert [t.producer_id for t in node.log(3).collect_aborted_transactions(0, 10)] == [pid]
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("slow", pid, epoch, commit=True))
+    await node.txn.close()
+
+
+@run
+async def test_idle_transactional_ids_expire(tmp_path):
+    node = Node(tmp_path)
+    node.txn = node.new_coordinator(transactional_id_expiration_ms=10_000)
+    await node.txn.init_producer_id("idle", 1_000)
+    node.clock.advance(9_000)
+    assert await node.txn.remove_expired_transactional_ids() == 0
+    node.clock.advance(1_000)
+    assert await node.txn.remove_expired_transactional_ids() == 1
+    await raises(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, node.txn.describe("idle"))
+    await node.txn.close()
+    reloaded = node.new_coordinator()  # the tombstone keeps it forgotten
+    await reloaded.start()
+    await raises(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, reloaded.describe("idle"))
+    await reloaded.close()
+
+
+@run
+async def test_state_is_rebuilt_from_the_log(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "durable", 0, 1)
+    await node.txn.close()
+    reloaded = node.new_coordinator()
+    await reloaded.start()
+    metadata = await reloaded.describe("durable")
+    assert (metadata.producer_id, metadata.producer_epoch, metadata.state) == (pid, epoch, S.ONGOING)
+    assert metadata.partitions == {(DATA, 0), (DATA, 1)}
+    assert [m.transactional_id for m in await reloaded.list_transactions({S.ONGOING}, set())] == ["durable"]
+    await reloaded.end_transaction("durable", pid, epoch, commit=True)
+    assert node.markers(0) and node.markers(1)
+    await reloaded.close()
+
+
+@run
+async def test_a_prepared_commit_found_at_load_is_completed(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "half", 2)
+    node.produce(2, pid, epoch, 0, b"decided")
+    metadata = node.txn._partition_of("half").transactions["half"]
+    # As if the node died after writing PrepareCommit, before any marker.
+    transit = metadata.prepare_end(True, node.clock.now_ms())
+    key, value = encode_txn_record("half", transit)
+    await node.txn._logs[node.txn.partition_for("half")].append([(key, value)])
+    await node.txn.close()
+    reloaded = node.new_coordinator()
+    await reloaded.start()
+    for _ in range(50):
+        if (await reloaded.describe("half")).state is S.COMPLETE_COMMIT:
+            break
+        await asyncio.sleep(0.01)
+    assert (await reloaded.describe("half")).state is S.COMPLETE_COMMIT
+    assert node.markers(2) == [(1, pid)]
+    assert node.log(2).last_stable_offset == 2
+    await reloaded.close()
+
+
+def offsets_commit(txn_id: str, pid: int, epoch: int, offsets: dict[int, int]) -> TxnOffsetCommitRequest:
+    return TxnOffsetCommitRequest(
+        transactional_id=txn_id, group_id=GROUP, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        member_id="", group_instance_id=None,
+        topics=[TxnOffsetCommitRequestTopic(name=DATA, partitions=[
+            TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                                            committed_metadata="") for p, o in offsets.items()])])
+
+
+async def committed(node: Node, require_stable: bool = False) -> dict[int, tuple[int, int]]:
+    """(offset, error code) per partition of DATA fetched for the group."""
+    g = await node.groups.fetch_offsets(info(8), GROUP, [(DATA, [0])], require_stable=require_stable)
+    assert g.error_code == ErrorCode.NONE
+    return {p.partition_index: (p.committed_offset, p.error_code) for t in g.topics for p in t.partitions}
+
+
+@run
+async def test_offsets_committed_in_a_transaction_show_only_once_it_commits(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await begin(node, "rpw", 0)
+    await node.txn.add_partitions("rpw", pid, epoch, [node.txn.offsets_partition(GROUP)])
+    response = await node.groups.commit_transactional_offsets(info(3), offsets_commit("rpw", pid, epoch, {0: 10}))
+    assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.NONE}
+    assert await committed(node) == {0: (-1, ErrorCode.NONE)}
+    assert await committed(node, require_stable=True) == {0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)}
+    await node.txn.end_transaction("rpw", pid, epoch, commit=True)
+    assert await committed(node, require_stable=True) == {0: (10, ErrorCode.NONE)}
+    # An aborted transaction's offsets never show.
+    await node.txn.add_partitions("rpw", pid, epoch, [node.txn.offsets_partition(GROUP)])
+    await node.groups.commit_transactional_offsets(info(3), offsets_commit("rpw", pid, epoch, {0: 99}))
+    await node.txn.end_transaction("rpw", pid, epoch, commit=False)
+    assert await committed(node, require_stable=True) == {0: (10, ErrorCode.NONE)}
+    await node.txn.close()
+    await node.groups.close()
