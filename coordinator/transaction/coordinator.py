@@ -310,39 +310,58 @@ class TransactionCoordinator:
 
     async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                                 partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """AddPartitionsToTxn verify_only: which partitions are in the ongoing transaction (KIP-890)."""
+        """AddPartitionsToTxn verify_only (KIP-890): NONE for each partition in the transaction.
+
+        As Kafka's coordinator answers it: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED or
+        CONCURRENT_TRANSACTIONS for all, else TRANSACTION_ABORTABLE for a partition not in it.
+        """
         wanted = list(partitions)
         try:
             _, metadata = await self._lookup(transactional_id)
-            metadata = self._check_producer(metadata, producer_id, epoch)
-            if metadata.pending_state is not None or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         except TxnError as exc:
             return dict.fromkeys(wanted, exc.error_code)
-        ongoing = metadata.state is S.ONGOING
-        return {tp: ErrorCode.NONE if ongoing and tp in metadata.partitions else ErrorCode.INVALID_TXN_STATE
-                for tp in wanted}
+        code = self._verification_error(metadata, producer_id, epoch)
+        if code != ErrorCode.NONE:
+            return dict.fromkeys(wanted, code)
+        return {tp: ErrorCode.NONE if tp in metadata.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in wanted}
+
+    @staticmethod
+    def _verification_error(metadata: TransactionMetadata | None, producer_id: int, epoch: int) -> int:
+        if metadata is None or metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.NONE
 
     def verify_partition(self, transactional_id: str | None, producer_id: int, epoch: int,
-                         tp: TopicPartition) -> int:
-        """Produce/TxnOffsetCommit check that a transactional write belongs to an ongoing transaction.
+                         tp: TopicPartition, *, abortable_error: bool) -> int:
+        """Produce/TxnOffsetCommit check that a transactional write belongs to the ongoing transaction.
 
         Without it a late write after the transaction ended would hang the partition's last stable
-        offset (KAFKA-14402). Answers the error the write gets, NONE when it may proceed.
+        offset (KAFKA-14402). Answers the error the write gets, NONE when it may proceed, mapped as
+        Kafka's partition leaders map the coordinator's answer: PRODUCER_FENCED becomes
+        INVALID_PRODUCER_EPOCH, and a partition outside the transaction is TRANSACTION_ABORTABLE for
+        clients that know it (``abortable_error``: Produce v11+, TxnOffsetCommit v4+), else
+        INVALID_TXN_STATE.
         """
         if not transactional_id:
             return ErrorCode.NONE
         index = self.partition_for(transactional_id)
         partition = self._partitions.get(index)
         if partition is None:
-            return ErrorCode.NONE if self._partition_leader(index) != self.node_id else ErrorCode.INVALID_TXN_STATE
+            if self._partition_leader(index) != self.node_id:
+                return ErrorCode.NONE  # another node coordinates it (no inter-broker verification yet)
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         metadata = partition.transactions.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if metadata.producer_epoch > epoch:
+        code = self._verification_error(metadata, producer_id, epoch)
+        if code == ErrorCode.PRODUCER_FENCED:
             return ErrorCode.INVALID_PRODUCER_EPOCH
-        if metadata.state is not S.ONGOING or tp not in metadata.partitions:
-            return ErrorCode.INVALID_TXN_STATE
+        if code != ErrorCode.NONE:
+            return code
+        if tp not in metadata.partitions:
+            return ErrorCode.TRANSACTION_ABORTABLE if abortable_error else ErrorCode.INVALID_TXN_STATE
         return ErrorCode.NONE
 
     def offsets_partition(self, group_id: str) -> TopicPartition:

@@ -53,8 +53,14 @@ def _verify_transactional(ctx: RequestContext, transactional_id: str, topic: str
         return ErrorCode.NONE
     if not header.attributes & TRANSACTIONAL_FLAG_MASK:
         return ErrorCode.NONE
-    return ctx.broker.transaction_coordinator.verify_partition(transactional_id, header.producer_id,
-                                                               header.producer_epoch, (topic, p.index))
+    code = ctx.broker.transaction_coordinator.verify_partition(
+        transactional_id, header.producer_id, header.producer_epoch, (topic, p.index),
+        abortable_error=ctx.api_version >= 11)
+    # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry.
+    if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return code
 
 
 @handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)

@@ -8,7 +8,7 @@ from coordinator.transaction.coordinator import TransactionCoordinator, TxnError
 from pykbroker.context import RequestContext
 from wire import ErrorCode
 
-__all__ = ["TxnError", "transaction_coordinator", "unknown_partitions", "error_code"]
+__all__ = ["TxnError", "transaction_coordinator", "unknown_partitions", "error_code", "for_version"]
 
 
 def transaction_coordinator(ctx: RequestContext) -> TransactionCoordinator:
@@ -30,3 +30,10 @@ def error_code(exc: BaseException) -> int:
     if isinstance(exc, TxnError):
         return exc.error_code
     return getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def for_version(code: int, version: int, first_fenced_version: int) -> int:
+    """PRODUCER_FENCED as clients older than ``first_fenced_version`` know it: INVALID_PRODUCER_EPOCH (Kafka)."""
+    if code == ErrorCode.PRODUCER_FENCED and version < first_fenced_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code

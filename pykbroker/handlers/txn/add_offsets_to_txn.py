@@ -1,13 +1,13 @@
 """AddOffsetsToTxn v0-4: the group's __consumer_offsets partition joins the producer's transaction.
 
 The producer then sends TxnOffsetCommit to the group coordinator; the offsets become visible when
-the transaction commits. v3+: flexible.
+the transaction commits. v0-1: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH. v3+: flexible.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
+from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
@@ -27,5 +27,5 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTx
         await tc.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                 [tc.offsets_partition(request.group_id)])
     except TxnError as exc:
-        return error_response(request, ctx.api_version, exc.error_code)
+        return error_response(request, ctx.api_version, for_version(exc.error_code, ctx.api_version, 2))
     return AddOffsetsToTxnResponse(error_code=ErrorCode.NONE)

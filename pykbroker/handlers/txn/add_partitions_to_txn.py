@@ -5,13 +5,14 @@
   already in the ongoing transaction), with a top-level error code. v3+: flexible.
 - Partitions the cluster does not know get UNKNOWN_TOPIC_OR_PARTITION and the others of the same
   transaction OPERATION_NOT_ATTEMPTED, without reaching the coordinator; a coordinator error
-  (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...) applies to every partition.
+  (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...) applies to every partition;
+  v0-1 get INVALID_PRODUCER_EPOCH for PRODUCER_FENCED, as Kafka answers them.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.txn._common import TxnError, transaction_coordinator, unknown_partitions
+from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator, unknown_partitions
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
@@ -63,6 +64,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
     if ctx.api_version < 4:
         codes = await _add(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                            request.v3_and_below_producer_epoch, _partitions(request.v3_and_below_topics), False)
+        codes = {tp: for_version(code, ctx.api_version, 2) for tp, code in codes.items()}
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(codes))
     results = []
     for txn in request.transactions:

@@ -2,7 +2,7 @@
 
 The answer comes once the decision is durable in __transaction_state; on one node the markers and
 the completed state are written before it too, so the next transaction can start at once.
-v3+: flexible. v5+: the producer id and epoch in the answer (unchanged: no KIP-890 epoch bump).
+v0-1: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH. v3+: flexible. v5+: the producer id and epoch in the answer (unchanged: no KIP-890 epoch bump).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
+from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import EndTxnRequest, EndTxnResponse
@@ -31,6 +31,6 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnR
         if exc.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
             log.info("EndTxn(%s) for transactional.id=%s refused: %s (%s)",
                      "commit" if request.committed else "abort", request.transactional_id, exc, ctx.describe())
-        return error_response(request, ctx.api_version, exc.error_code)
+        return error_response(request, ctx.api_version, for_version(exc.error_code, ctx.api_version, 2))
     return EndTxnResponse(error_code=ErrorCode.NONE, producer_id=request.producer_id,
                           producer_epoch=request.producer_epoch)

@@ -5,7 +5,7 @@
 - Transactional producers: the transaction coordinator bumps the epoch of the transactional id (or
   hands out its first producer id), fencing older producers; an open transaction of a previous
   producer is aborted first (CONCURRENT_TRANSACTIONS, the client retries).
-- v2+: flexible. v3+: producer_id/producer_epoch in the request (KIP-360 epoch bumps).
+- v0-3: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH. v2+: flexible. v3+: producer_id/producer_epoch in the request (KIP-360 epoch bumps).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
+from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -38,5 +38,5 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
         if exc.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
             log.info("InitProducerId for transactional.id=%s refused: %s (%s)", request.transactional_id, exc,
                      ctx.describe())
-        return error_response(request, ctx.api_version, exc.error_code)
+        return error_response(request, ctx.api_version, for_version(exc.error_code, ctx.api_version, 4))
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch)

@@ -38,7 +38,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
     if groups.coordinator_for(request.group_id) != ctx.broker.node_id:
         return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     code = tc.verify_partition(request.transactional_id, request.producer_id, request.producer_epoch,
-                               tc.offsets_partition(request.group_id))
+                               tc.offsets_partition(request.group_id), abortable_error=ctx.api_version >= 4)
     if code != ErrorCode.NONE:
         return error_response(request, ctx.api_version, code)
     return await groups.commit_transactional_offsets(request_info(ctx), request)

@@ -159,7 +159,8 @@ async def test_a_new_producer_fences_the_old_one_and_aborts_its_open_transaction
     assert (new_pid, new_epoch) == (pid, epoch + 2)  # one bump fenced, one is the new producer's
     await raises(ErrorCode.PRODUCER_FENCED, node.txn.add_partitions("f", pid, epoch, [(DATA, 0)]))
     await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("f", pid, epoch, commit=True))
-    assert node.txn.verify_partition("f", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert node.txn.verify_partition("f", pid, epoch, (DATA, 0), abortable_error=True) == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
     await node.txn.close()
 
 
@@ -167,15 +168,19 @@ async def test_a_new_producer_fences_the_old_one_and_aborts_its_open_transaction
 async def test_verify_partition_admits_only_writes_inside_the_ongoing_transaction(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "v", 0)
-    assert node.txn.verify_partition("v", pid, epoch, (DATA, 0)) == ErrorCode.NONE
-    assert node.txn.verify_partition("v", pid, epoch, (DATA, 1)) == ErrorCode.INVALID_TXN_STATE
-    assert node.txn.verify_partition("v", pid + 5, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    assert node.txn.verify_partition(None, pid, epoch, (DATA, 1)) == ErrorCode.NONE  # idempotent only
+    def verify(txn_id, producer_id, tp, abortable_error=True):
+        return node.txn.verify_partition(txn_id, producer_id, epoch, tp, abortable_error=abortable_error)
+    assert verify("v", pid, (DATA, 0)) == ErrorCode.NONE
+    assert verify("v", pid, (DATA, 1)) == ErrorCode.TRANSACTION_ABORTABLE
+    assert verify("v", pid, (DATA, 1), abortable_error=False) == ErrorCode.INVALID_TXN_STATE  # older clients
+    assert verify("v", pid + 5, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert verify(None, pid, (DATA, 1)) == ErrorCode.NONE  # idempotent only
     assert await node.txn.verify_partitions("v", pid, epoch, [(DATA, 0), (DATA, 1)]) == {
-        (DATA, 0): ErrorCode.NONE, (DATA, 1): ErrorCode.INVALID_TXN_STATE}
+        (DATA, 0): ErrorCode.NONE, (DATA, 1): ErrorCode.TRANSACTION_ABORTABLE}
+    assert await node.txn.verify_partitions("v", pid, epoch + 1, [(DATA, 0)]) == {(DATA, 0): ErrorCode.PRODUCER_FENCED}
     await node.txn.end_transaction("v", pid, epoch, commit=True)
     # A late write after the commit would hold the last stable offset forever (KAFKA-14402).
-    assert node.txn.verify_partition("v", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_TXN_STATE
+    assert verify("v", pid, (DATA, 0)) == ErrorCode.TRANSACTION_ABORTABLE
     await node.txn.close()
 
 
