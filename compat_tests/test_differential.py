@@ -15,19 +15,30 @@ from compat_tests.differential_allowlist import ALLOWED
 from pykbroker.testing import RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
     ApiVersionsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
     ElectLeadersRequest,
+    EndTxnRequest,
     FetchRequest,
+    FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
+    InitProducerIdRequest,
     ListOffsetsRequest,
+    ListTransactionsRequest,
     MetadataRequest,
+    OffsetFetchRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
 )
+from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import (
     CreatableReplicaAssignment,
@@ -36,12 +47,18 @@ from wire.messages.create_topics_request import (
 )
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.describe_producers_request import TopicRequest as DescribeProducersTopic
 from wire.messages.elect_leaders_request import TopicPartitions
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.offset_fetch_request import OffsetFetchRequestTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.txn_offset_commit_request import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 
 Observations = dict[str, object]
 NOW = int(time.time() * 1000)
@@ -173,9 +190,171 @@ def produce_and_fetch(c: RawClient) -> Observations:
     return out
 
 
+def producer_batch(pid: int, epoch: int, seq: int, count: int = 3, transactional: bool = False) -> bytes:
+    return build_simple_batch([b"v"] * count, keys=[b"k"] * count, timestamp=NOW, producer_id=pid,
+                              producer_epoch=epoch, base_sequence=seq, is_transactional=transactional)
+
+
+def produced(c: RawClient, name: str, records: bytes, transactional_id: str | None = None) -> tuple[int, int]:
+    """(error code, base offset) of a produce; the offset only when the produce succeeded."""
+    request = ProduceRequest(acks=-1, timeout_ms=5000, transactional_id=transactional_id, topic_data=[
+        TopicProduceData(name=name, partition_data=[PartitionProduceData(index=0, records=records)])])
+    p = c.request(request, 11).responses[0].partition_responses[0]
+    return p.error_code, p.base_offset if p.error_code == ErrorCode.NONE else -1
+
+
+def retried(c: RawClient, request, version: int, code_of: Callable, retriable: tuple[int, ...] = (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS), timeout: float = 30.0):
+    """Send ``request`` until its error is not one a client retries (Kafka loads coordinators asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = c.request(request, version)
+        if code_of(response) not in retriable or time.monotonic() > deadline:
+            return response
+        time.sleep(0.1)
+
+
+def fetch_committed(c: RawClient, name: str) -> tuple[int, int, list[tuple[int, int]], int]:
+    """(error, last stable offset, aborted (producer id, first offset), records?) of a read_committed fetch."""
+    request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=1, topics=[FetchTopic(
+        topic=name, partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    p = c.request(request, 12).responses[0].partitions[0]
+    return (p.error_code, p.last_stable_offset,
+            sorted((a.producer_id, a.first_offset) for a in p.aborted_transactions or []), len(p.records or b"") > 0)
+
+
+def end_offsets(c: RawClient, name: str) -> tuple[int, int]:
+    """(read_uncommitted, read_committed) latest offsets of partition 0."""
+    out = []
+    for isolation in (0, 1):
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[ListOffsetsTopic(
+            name=name, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])])
+        out.append(c.request(request, 7).topics[0].partitions[0].offset)
+    return out[0], out[1]
+
+
+def idempotence(c: RawClient) -> Observations:
+    create(c, topic("idem-a"))
+    c.wait_for_topics("idem-a")
+    init = retried(c, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4,
+                   lambda r: r.error_code)  # Kafka's first answer waits for a producer id block
+    pid = init.producer_id
+    out: Observations = {"init": (init.error_code, init.producer_epoch)}
+    out["first"] = produced(c, "idem-a", producer_batch(pid, 0, 0))
+    out["retried"] = produced(c, "idem-a", producer_batch(pid, 0, 0))
+    out["gap"] = produced(c, "idem-a", producer_batch(pid, 0, 5))
+    out["next"] = produced(c, "idem-a", producer_batch(pid, 0, 3))
+    out["older retried"] = produced(c, "idem-a", producer_batch(pid, 0, 0))
+    out["bumped epoch"] = produced(c, "idem-a", producer_batch(pid, 1, 0))
+    out["old epoch"] = produced(c, "idem-a", producer_batch(pid, 0, 6))
+    out["bumped epoch, not from 0"] = produced(c, "idem-a", producer_batch(pid, 2, 7))
+    out["new producer, not from 0"] = produced(c, "idem-a", producer_batch(pid + 1000, 0, 9))
+    out["end offsets"] = end_offsets(c, "idem-a")
+    r = c.request(DescribeProducersRequest(topics=[DescribeProducersTopic(name="idem-a", partition_indexes=[0, 3])]), 0)
+    for p in r.topics[0].partitions:
+        out[f"describe producers {p.partition_index}"] = (p.error_code, sorted(
+            (s.producer_id - pid, s.producer_epoch, s.last_sequence, s.current_txn_start_offset)
+            for s in p.active_producers))
+    return out
+
+
+def transactions(c: RawClient) -> Observations:
+    create(c, topic("txn-a"))
+    c.wait_for_topics("txn-a")
+    out: Observations = {}
+    find = retried(c, FindCoordinatorRequest(key_type=1, coordinator_keys=["dtx"]), 4,
+                   lambda r: r.coordinators[0].error_code)
+    out["find coordinator"] = find.coordinators[0].error_code
+    too_long = c.request(InitProducerIdRequest(transactional_id="dtx", transaction_timeout_ms=10**9), 4)
+    out["init too long"] = too_long.error_code
+    init = retried(c, InitProducerIdRequest(transactional_id="dtx", transaction_timeout_ms=60_000), 4,
+                   lambda r: r.error_code)
+    pid, epoch = init.producer_id, init.producer_epoch
+    out["init"] = (init.error_code, epoch)
+    out["produce before add"] = produced(c, "txn-a", producer_batch(pid, epoch, 0, transactional=True), "dtx")
+
+    def add(topic_name: str, partition: int, producer_epoch: int = epoch) -> int:
+        r = c.request(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="dtx", v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=producer_epoch, v3_and_below_topics=[
+                AddPartitionsToTxnTopic(name=topic_name, partitions=[partition])]), 3)
+        return r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+    out["add unknown topic"] = add("txn-missing", 0)
+    out["add old epoch"] = add("txn-a", 0, epoch - 1)
+    out["add"] = add("txn-a", 0)
+    out["produce"] = produced(c, "txn-a", producer_batch(pid, epoch, 0, transactional=True), "dtx")
+    out["ongoing end offsets"] = end_offsets(c, "txn-a")
+    out["ongoing fetch"] = fetch_committed(c, "txn-a")
+
+    def describe(txn_id: str = "dtx"):
+        s = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states[0]
+        return (s.error_code, s.transaction_state, s.producer_epoch - epoch if s.error_code == 0 else None,
+                sorted((t.topic, tuple(t.partitions)) for t in s.topics or []))
+
+    out["describe ongoing"] = describe()
+    out["describe unknown"] = describe("nobody")
+    listed = c.request(ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 1)
+    out["list"] = (listed.error_code, sorted((t.transactional_id, t.transaction_state)
+                                             for t in listed.transaction_states))
+    out["list unknown state"] = c.request(ListTransactionsRequest(state_filters=["Sleeping"], producer_id_filters=[]),
+                                          1).unknown_state_filters
+
+    def end(commit: bool, producer_epoch: int = epoch, version: int = 3) -> int:
+        return retried(c, EndTxnRequest(transactional_id="dtx", producer_id=pid, producer_epoch=producer_epoch,
+                                        committed=commit), version, lambda r: r.error_code).error_code
+
+    out["end old epoch"] = end(False, epoch - 1)
+    out["end old epoch v1"] = end(False, epoch - 1, 1)
+    out["abort"] = end(False)
+    out["abort again"] = end(False)
+    out["commit after abort"] = end(True)
+    out["describe aborted"] = describe()
+    out["aborted end offsets"] = end_offsets(c, "txn-a")
+    code, lso, aborted, has_records = fetch_committed(c, "txn-a")
+    out["aborted fetch"] = (code, lso, [(p == pid, first) for p, first in aborted], has_records)
+    out["produce after end"] = produced(c, "txn-a", producer_batch(pid, epoch, 3, transactional=True), "dtx")
+
+    # Offsets inside a transaction: visible once it commits.
+    c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=["dtx-group"]), 4)
+    add_offsets = retried(c, AddOffsetsToTxnRequest(transactional_id="dtx", producer_id=pid, producer_epoch=epoch,
+                                                    group_id="dtx-group"), 3, lambda r: r.error_code)
+    out["add offsets"] = add_offsets.error_code
+    commit = retried(c, TxnOffsetCommitRequest(
+        transactional_id="dtx", group_id="dtx-group", producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        member_id="", group_instance_id=None, topics=[TxnOffsetCommitRequestTopic(name="txn-a", partitions=[
+            TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=2, committed_leader_epoch=-1,
+                                            committed_metadata="m")])]), 3,
+        lambda r: r.topics[0].partitions[0].error_code)
+    out["txn offset commit"] = commit.topics[0].partitions[0].error_code
+
+    def fetched_offset(require_stable: bool):
+        r = c.request(OffsetFetchRequest(group_id="dtx-group", require_stable=require_stable, topics=[
+            OffsetFetchRequestTopic(name="txn-a", partition_indexes=[0])]), 7)
+        p = r.topics[0].partitions[0]
+        return r.error_code, p.error_code, p.committed_offset
+
+    out["offset fetch pending"] = fetched_offset(False)
+    out["offset fetch pending, stable"] = fetched_offset(True)
+    out["commit"] = end(True)
+    # Kafka answers EndTxn once the decision is written and writes the markers after; wait for them.
+    deadline = time.monotonic() + 10
+    while describe()[1].startswith("Prepare") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    out["describe committed"] = describe()
+    out["offset fetch committed, stable"] = fetched_offset(True)
+    fenced = retried(c, InitProducerIdRequest(transactional_id="dtx", transaction_timeout_ms=60_000), 4,
+                     lambda r: r.error_code)
+    out["reinit"] = (fenced.error_code, fenced.producer_id == pid, fenced.producer_epoch - epoch)
+    out["end fenced"] = end(True)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
+    "idempotence": idempotence, "transactions": transactions,
 }
 
 

@@ -1,0 +1,84 @@
+"""A read-process-write loop with confluent-kafka, exactly once: the test runs it as a process and kills it.
+
+Reads ``--input`` (read_committed) in group ``--group``, writes each value upper-cased to ``--output``
+and commits the consumed offsets inside the same transaction. ``--crash-after N`` commits N
+transactions, then opens one more, writes into it and dies (``os._exit``) without ending it, as a crashed
+process would. Without it, the loop stops once it has consumed everything up to the end of the input
+and prints ``done <count>``.
+
+    python -m compat_tests.eos_copier --bootstrap HOST:PORT --input in --output out --group g --txn-id t
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+BATCH = 20
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--txn-id", required=True)
+    parser.add_argument("--crash-after", type=int, default=-1, help="die inside transaction N+1")
+    args = parser.parse_args(argv)
+
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "session.timeout.ms": 6000})  # the crashed copier leaves the group quickly
+    producer = Producer({"bootstrap.servers": args.bootstrap, "transactional.id": args.txn_id,
+                         "transaction.timeout.ms": 60_000})
+    producer.init_transactions(60)
+    consumer.subscribe([args.input])
+    copied = transactions = 0
+    idle_since = time.monotonic()
+    while True:
+        messages = [m for m in consumer.consume(BATCH, timeout=1.0) if m.error() is None]
+        if not messages:
+            if time.monotonic() - idle_since > 3 and at_end(consumer):
+                break
+            continue
+        idle_since = time.monotonic()
+        producer.begin_transaction()
+        for m in messages:
+            producer.produce(args.output, key=m.key(), value=m.value().upper(), partition=m.partition())
+        if transactions == args.crash_after:
+            producer.flush(30)  # the records are in the log, the transaction stays open
+            print(f"crashing inside transaction {transactions + 1} after {copied} records", flush=True)
+            os._exit(3)
+        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                             consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        copied += len(messages)
+        transactions += 1
+    print(f"done {copied} records in {transactions} transactions", flush=True)
+    consumer.close()
+    return 0
+
+
+def at_end(consumer: Consumer) -> bool:
+    """Every assigned partition's position is at its (last stable) end."""
+    assignment = consumer.assignment()
+    if not assignment:
+        return False
+    for tp in consumer.position(assignment):
+        _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        if tp.offset < high and high > 0:  # an unread partition's position is negative
+            return False
+    return True
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KafkaException as exc:
+        print(f"eos_copier failed: {exc}", file=sys.stderr)
+        sys.exit(2)
