@@ -1,6 +1,7 @@
 """Spark's built-in ``kafka`` source and sink (spark-sql-kafka-0-10, kafka-clients 3.9) against pykbroker:
 batch reads by offsets and by timestamp, batch writes (every compression codec, headers), a Structured
-Streaming query stopped and restarted from its checkpoint, read_committed, minPartitions, failOnDataLoss
+Streaming query stopped and restarted from its checkpoint, read_committed over committed and aborted
+transactions, minPartitions, failOnDataLoss
 after DeleteRecords, and the offline load of ``pykbroker.spark`` (in process and through
 ``pykbroker spark-load``, killed mid-batch).
 
@@ -179,6 +180,25 @@ def test_read_committed_without_transactions_returns_everything(spark, broker):
     assert producer.flush(15) == 0
     assert read(spark, broker, topic, **{"kafka.isolation.level": "read_committed"}) == \
         expected(2, range(15))
+
+
+def test_read_committed_skips_aborted_transactions(spark, broker):
+    topic = new_topic(broker, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"spark-{topic}"})
+    producer.init_transactions(30)
+    for name, commit in (("committed", True), ("aborted", False), ("later", True)):
+        producer.begin_transaction()
+        for i in range(6):
+            producer.produce(topic, value=f"{name}-{i}", partition=i % 2)
+        producer.flush(15)
+        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+
+    def values(isolation: str) -> list[str]:
+        return sorted(v for _, _, v in read(spark, broker, topic, **{"kafka.isolation.level": isolation}))
+
+    wanted = sorted(f"{name}-{i}" for name in ("committed", "later") for i in range(6))
+    assert values("read_committed") == wanted
+    assert values("read_uncommitted") == sorted(wanted + [f"aborted-{i}" for i in range(6)])
 
 
 def test_min_partitions_splits_offset_ranges(spark, broker):
