@@ -7,10 +7,10 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    ("api_versions", "supported.transaction.version"):
-        "KIP-890 (transaction.version 2) is not implemented; claiming it would make clients use it.",
     ("api_versions", "supported.eligible.leader.replicas.version"):
         "No eligible leader replicas (KIP-966 ELR) on a single node yet.",
+    ("api_versions", "finalized.eligible.leader.replicas.version"):
+        "No eligible leader replicas (KIP-966 ELR) on a single node yet, so the feature is not finalized.",
     ("api_versions", "supported.share.version"): "Share groups (KIP-932) are not implemented.",
     ("topic_configs", "min.insync.replicas"):
         "Kafka 4.1 enables ELR (KIP-966) on new clusters, and its controller then writes a cluster-level "

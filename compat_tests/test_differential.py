@@ -89,6 +89,8 @@ def api_versions(c: RawClient) -> Observations:
     response = c.request(ApiVersionsRequest(client_software_name="diff", client_software_version="1"), 4)
     out: Observations = {f"api.{k.api_key}": (k.min_version, k.max_version) for k in response.api_keys}
     out.update({f"supported.{f.name}": (f.min_version, f.max_version) for f in response.supported_features})
+    out.update({f"finalized.{f.name}": (f.min_version_level, f.max_version_level)
+                for f in response.finalized_features})
     return out
 
 

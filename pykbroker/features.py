@@ -1,8 +1,8 @@
 """Feature flags (KIP-584) as ApiVersions v3+ reports them: what this broker supports, what is finalized.
 
-Only what is implemented is claimed. Consumer groups speak KIP-848, so group.version 1 is finalized; the
-transaction protocol is the classic one (KIP-890's transaction.version 2 is not implemented), so
-transaction.version stays at 0 and is not finalized; there are no eligible leader replicas or share
+Only what is implemented is claimed. Consumer groups speak KIP-848, so group.version 1 is finalized;
+transactions speak KIP-890 part 2, so transaction.version 2 is finalized as on a new Kafka 4.1 cluster
+(clients then bump the epoch with every transaction); there are no eligible leader replicas or share
 groups. Like Kafka 4.1, v3 answers list only metadata.version as supported (older clients choke on the
 rest); v4 lists every feature.
 """
@@ -16,9 +16,9 @@ SUPPORTED: tuple[tuple[str, int, int], ...] = (
     ("group.version", 0, 1),
     ("kraft.version", 0, 1),
     METADATA_VERSION,
-    ("transaction.version", 0, 0),
+    ("transaction.version", 0, 2),
 )
-FINALIZED: tuple[tuple[str, int], ...] = (("group.version", 1), ("metadata.version", 27))
+FINALIZED: tuple[tuple[str, int], ...] = (("group.version", 1), ("metadata.version", 27), ("transaction.version", 2))
 # Kafka reports the metadata log offset at which features were last changed; ours never change.
 FINALIZED_EPOCH = 1
 

@@ -221,6 +221,16 @@ public class AdminDriver {
                 state = admin.describeTransactions(List.of("jd-txn")).all().get().get("jd-txn").state().toString();
             } while (state.startsWith("Prepare") && System.currentTimeMillis() < deadline);
             observe("txn.committed", state);
+            // Transaction version 2 (KIP-890): every commit bumps the epoch, and the next transaction uses it.
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>("jd-a", 1, "k", "second")).get();
+            producer.commitTransaction();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>("jd-a", 1, "k", "aborted")).get();
+            producer.abortTransaction();
+            TransactionDescription after = admin.describeTransactions(List.of("jd-txn")).all().get().get("jd-txn");
+            observe("txn.epoch_after_three", after.producerEpoch() + " " + after.state());
+            observe("txn.end_offset_p1", offset(admin, new TopicPartition("jd-a", 1), OffsetSpec.latest()));
         }
         observe("txn.describe_missing", failure(() -> admin.describeTransactions(List.of("jd-nobody")).all().get()));
     }

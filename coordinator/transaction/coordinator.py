@@ -21,9 +21,12 @@ A background task aborts transactions older than their timeout (fencing their pr
 the epoch, as Kafka does) and forgets transactional ids idle longer than
 ``transactional.id.expiration.ms``.
 
-The coordinator serves transaction version 0/1 clients (KIP-890 part 2 is not implemented and not
-advertised), with KIP-890 part 1 verification of produce and TxnOffsetCommit through
-``verify_partition``.
+Transaction versions (KIP-890): clients of version 0/1 add partitions with AddPartitionsToTxn and keep
+their epoch; their transactional writes are verified (``verify_partition``, part 1). Version 2 clients
+(EndTxn v5+, finalized by this broker as by a new Kafka 4.1 cluster) add partitions by writing
+(Produce v12+, TxnOffsetCommit v5+: ``add_partition_from_write``), and every EndTxn bumps the epoch,
+moving to a new producer id when it is exhausted, so a late write of an ended transaction is fenced
+(part 2). Aborts the coordinator starts itself (timeouts, fencing) bump the epoch as version 2 does.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from coordinator.transaction.metadata import (
     TxnTransit,
     decode_txn_record,
     encode_txn_record,
+    is_epoch_exhausted,
 )
 from storage import AppendOrigin
 from wire import ControlRecordType, DecodeError, ErrorCode, build_control_batch
@@ -56,6 +60,11 @@ log = logging.getLogger("pykbroker.coordinator.transaction")
 
 S = TxnState
 MARKER_RETRY_BACKOFF_S = 0.5
+# Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a write's implicit add retries CONCURRENT_TRANSACTIONS.
+ADD_PARTITION_RETRY_BACKOFF_S = 0.02
+ADD_PARTITION_RETRY_MAX_S = 0.1
+# The transaction.version this broker finalizes (pykbroker.features): used for aborts it starts itself.
+SERVER_TRANSACTION_VERSION = 2
 
 
 class TxnError(Exception):
@@ -233,7 +242,11 @@ class TransactionCoordinator:
     # -- InitProducerId ---------------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int = -1,
                                expected_epoch: int = -1) -> tuple[int, int]:
-        """(producer id, epoch) for a transactional producer; raises TxnError."""
+        """(producer id, epoch) for a transactional producer; raises TxnError.
+
+        ``expected_producer_id``/``expected_epoch`` (v3+, KIP-360): the producer's current id and epoch when
+        it recovers from an abortable error; a stale one is fenced.
+        """
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             raise TxnError(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
                            f"The transaction timeout {timeout_ms} is larger than transaction.max.timeout.ms "
@@ -241,18 +254,19 @@ class TransactionCoordinator:
         partition, metadata = await self._lookup(transactional_id)
         now = self._now_ms()
         if metadata is None:
-            if expected_producer_id >= 0:
-                raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            metadata = TransactionMetadata(transactional_id, self._producer_ids.next_producer_id(), -1, timeout_ms)
+            metadata = TransactionMetadata(transactional_id, self._producer_ids.next_producer_id(), -1, timeout_ms,
+                                           update_timestamp_ms=now)
             partition.transactions[transactional_id] = metadata
+        expected = expected_producer_id >= 0
         if metadata.pending_state is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if expected_producer_id >= 0 and not self._is_expected_producer(metadata, expected_producer_id,
-                                                                         expected_epoch):
+        if expected and not (metadata.producer_epoch == -1 or expected_producer_id == metadata.producer_id
+                             or (expected_producer_id == metadata.prev_producer_id
+                                 and is_epoch_exhausted(expected_epoch))):
             raise TxnError(ErrorCode.PRODUCER_FENCED,
                            f"Producer id {expected_producer_id} epoch {expected_epoch} is not the current "
                            f"producer of transactional.id={transactional_id}.")
-        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
+        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata.state is S.ONGOING:
             # A new producer with this id fences the old one and aborts its open transaction; it retries.
@@ -260,53 +274,69 @@ class TransactionCoordinator:
                      "open transaction", transactional_id, metadata.producer_id, metadata.producer_epoch)
             await self._fence_and_abort(partition, metadata)
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if metadata.state is S.DEAD:
-            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if expected_producer_id >= 0 and expected_epoch >= 0 and expected_epoch == metadata.last_producer_epoch \
-                and metadata.producer_id == expected_producer_id:
-            return metadata.producer_id, metadata.producer_epoch  # a retry of an InitProducerId that succeeded
-        if metadata.producer_epoch >= MAX_PRODUCER_EPOCH - 1:
-            transit = metadata.prepare_new_producer(self._producer_ids.next_producer_id(), timeout_ms, now)
+        if metadata.state not in COMPLETED_STATES:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)  # Dead: being expired
+        if is_epoch_exhausted(metadata.producer_epoch) and (not expected or expected_epoch == metadata.producer_epoch):
+            transit = metadata.prepare_producer_id_rotation(self._producer_ids.next_producer_id(), timeout_ms, now,
+                                                            record_last_epoch=expected)
         else:
-            transit = metadata.prepare_increment_epoch(timeout_ms, now)
+            try:
+                transit = metadata.prepare_increment_epoch(timeout_ms, now, expected_epoch if expected else None)
+            except ValueError as exc:
+                raise TxnError(ErrorCode.PRODUCER_FENCED, str(exc)) from None
         await self._write(partition, metadata, transit)
         log.info("transactional.id=%s: producer id %d epoch %d initialized", transactional_id,
                  metadata.producer_id, metadata.producer_epoch)
         return metadata.producer_id, metadata.producer_epoch
 
-    @staticmethod
-    def _is_expected_producer(metadata: TransactionMetadata, producer_id: int, epoch: int) -> bool:
-        if producer_id != metadata.producer_id:
-            return producer_id == metadata.last_producer_id
-        return epoch in (metadata.producer_epoch, metadata.last_producer_epoch) or epoch < 0
-
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------
-    def _check_producer(self, metadata: TransactionMetadata | None, producer_id: int, epoch: int) -> TransactionMetadata:
+    async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                             partitions: Iterable[TopicPartition], client_version: int = 0) -> None:
+        """Add ``partitions`` to the producer's transaction (starting it); raises TxnError.
+
+        ``client_version`` 2 (KIP-890): added implicitly by Produce v12+ / TxnOffsetCommit v5+, or by
+        AddPartitionsToTxn v4+ from a broker.
+        """
+        wanted = set(partitions)
+        partition, metadata = await self._lookup(transactional_id)
+        if metadata is not None and metadata.pending_state is not None:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata is None or metadata.producer_id != producer_id:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if metadata.producer_epoch != epoch:
             raise TxnError(ErrorCode.PRODUCER_FENCED,
                            f"Producer epoch {epoch} is not the current epoch {metadata.producer_epoch} of "
-                           f"transactional.id={metadata.transactional_id}; it was fenced by a newer producer.")
-        return metadata
-
-    async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                             partitions: Iterable[TopicPartition]) -> None:
-        """Add ``partitions`` to the producer's transaction (starting it); raises TxnError."""
-        wanted = set(partitions)
-        partition, metadata = await self._lookup(transactional_id)
-        metadata = self._check_producer(metadata, producer_id, epoch)
-        if metadata.pending_state is not None or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                           f"transactional.id={transactional_id}; it was fenced by a newer producer.")
+        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata.state is S.ONGOING and wanted <= metadata.partitions:
             return
         if metadata.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
             raise TxnError(ErrorCode.PRODUCER_FENCED)
         started = metadata.state is not S.ONGOING
-        await self._write(partition, metadata, metadata.prepare_add_partitions(wanted, self._now_ms()))
+        await self._write(partition, metadata, metadata.prepare_add_partitions(wanted, self._now_ms(), client_version))
         if started:
             log.debug("transactional.id=%s: transaction of producer id %d epoch %d started", transactional_id,
                       producer_id, epoch)
+
+    async def add_partition_from_write(self, transactional_id: str, producer_id: int, epoch: int,
+                                       tp: TopicPartition) -> int:
+        """Produce v12+ / TxnOffsetCommit v5+ (transaction version 2): the write adds its partition itself.
+
+        Answers the error the write gets, as Kafka's partition leaders map it: PRODUCER_FENCED becomes
+        INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction is completing) is
+        retried briefly before it is answered.
+        """
+        deadline = asyncio.get_running_loop().time() + ADD_PARTITION_RETRY_MAX_S
+        while True:
+            try:
+                await self.add_partitions(transactional_id, producer_id, epoch, [tp], client_version=2)
+                return ErrorCode.NONE
+            except TxnError as exc:
+                code = exc.error_code
+            if code != ErrorCode.CONCURRENT_TRANSACTIONS or asyncio.get_running_loop().time() >= deadline:
+                return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+            await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
 
     async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                                 partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -369,10 +399,20 @@ class TransactionCoordinator:
         return GROUP_METADATA_TOPIC_NAME, self._groups.partition_for(group_id)
 
     # -- EndTxn ---------------------------------------------------------------------------------------------
-    async def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
-        """Commit or abort the producer's transaction; raises TxnError."""
+    async def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                              client_version: int = 0) -> tuple[int, int]:
+        """Commit or abort the producer's transaction; the producer id and epoch to use next. Raises TxnError.
+
+        ``client_version`` 2 (EndTxn v5+, KIP-890): the epoch is bumped with every transaction (a new
+        producer id once it is exhausted), a transaction that added nothing may be aborted, and a retry
+        is recognised by its epoch being one below the current one.
+        """
         partition, metadata = await self._lookup(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
+        if metadata is None:
+            raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if client_version >= 2:
+            return await self._end_v2(partition, metadata, producer_id, epoch, commit)
+        if metadata.producer_id != producer_id:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if metadata.producer_epoch != epoch:
             raise TxnError(ErrorCode.PRODUCER_FENCED,
@@ -382,24 +422,88 @@ class TransactionCoordinator:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         state = metadata.state
         if state is S.ONGOING:
-            await self._write(partition, metadata, metadata.prepare_end(commit, self._now_ms()))
-            log.debug("transactional.id=%s: %s of producer id %d epoch %d prepared", transactional_id,
-                      "commit" if commit else "abort", producer_id, epoch)
-            await self._complete(partition, metadata)
-            return
+            await self._prepare_and_complete(partition, metadata, commit, 0)
+            return -1, -1
         if (state is S.COMPLETE_COMMIT and commit) or (state is S.COMPLETE_ABORT and not commit):
-            return  # a retry of an EndTxn that succeeded
+            return -1, -1  # a retry of an EndTxn that succeeded
         if (state is S.PREPARE_COMMIT and commit) or (state is S.PREPARE_ABORT and not commit):
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        raise TxnError(ErrorCode.INVALID_TXN_STATE,
-                       f"TransactionalId {transactional_id}: cannot {'commit' if commit else 'abort'} from "
-                       f"state {state.display_name}.")
+        raise self._invalid_state(metadata, commit)
+
+    async def _end_v2(self, partition: _Partition, metadata: TransactionMetadata, producer_id: int, epoch: int,
+                      commit: bool) -> tuple[int, int]:
+        """EndTxn with transaction version 2, as Kafka's table of states, retries and epochs says."""
+        state = metadata.state
+        retry_on_overflow = (metadata.prev_producer_id == producer_id and epoch == MAX_PRODUCER_EPOCH - 1
+                             and metadata.producer_epoch == 0)
+        retry_on_bump = metadata.producer_epoch == epoch + 1
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or epoch == metadata.producer_epoch
+        else:
+            valid_epoch = epoch == metadata.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if metadata.pending_state is not None:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            raise TxnError(ErrorCode.PRODUCER_FENCED,
+                           f"Producer epoch {epoch} is not the current epoch {metadata.producer_epoch} of "
+                           f"transactional.id={metadata.transactional_id}; it was fenced by a newer producer.")
+        if state is S.ONGOING:
+            return await self._prepare_and_complete(partition, metadata, commit, 2)
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            if is_retry:
+                if commit == (state is S.COMPLETE_COMMIT):
+                    return metadata.producer_id, metadata.producer_epoch  # a retry of an EndTxn that succeeded
+                raise self._invalid_state(metadata, commit)
+            if not commit:  # abort of a transaction that added nothing: bumps the epoch all the same
+                return await self._prepare_and_complete(partition, metadata, commit, 2)
+            raise self._invalid_state(metadata, commit)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            if commit == (state is S.PREPARE_COMMIT):
+                raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise self._invalid_state(metadata, commit)
+        if state is S.EMPTY and not commit:
+            return await self._prepare_and_complete(partition, metadata, commit, 2)
+        raise self._invalid_state(metadata, commit)
+
+    @staticmethod
+    def _invalid_state(metadata: TransactionMetadata, commit: bool) -> TxnError:
+        return TxnError(ErrorCode.INVALID_TXN_STATE,
+                        f"TransactionalId {metadata.transactional_id}: cannot {'commit' if commit else 'abort'} "
+                        f"from state {metadata.state.display_name}.")
+
+    async def _prepare_and_complete(self, partition: _Partition, metadata: TransactionMetadata, commit: bool,
+                                    client_version: int) -> tuple[int, int]:
+        """Write Prepare*, then markers and Complete*; the producer id and epoch the client uses next."""
+        next_producer_id = -1
+        if client_version >= 2 and is_epoch_exhausted(metadata.producer_epoch):
+            next_producer_id = self._producer_ids.next_producer_id()
+        await self._write(partition, metadata, metadata.prepare_end(commit, self._now_ms(), client_version,
+                                                                    next_producer_id))
+        log.debug("transactional.id=%s: %s of producer id %d epoch %d prepared", metadata.transactional_id,
+                  "commit" if commit else "abort", metadata.producer_id, metadata.producer_epoch)
+        if client_version < 2:
+            await self._complete(partition, metadata)
+            return -1, -1
+        # The answer names the id and epoch the Complete state will have (Kafka answers before writing it).
+        if next_producer_id >= 0:
+            answer = next_producer_id, 0
+        else:
+            answer = metadata.producer_id, metadata.producer_epoch
+        await self._complete(partition, metadata)
+        return answer
 
     async def _fence_and_abort(self, partition: _Partition, metadata: TransactionMetadata) -> None:
-        """Bump the epoch of an ongoing transaction (fencing its producer), then abort it."""
-        now = self._now_ms()
-        metadata.complete_transition(metadata.prepare_fence_epoch(now))  # in memory only, as Kafka
-        await self._write(partition, metadata, metadata.prepare_end(False, now))
+        """Abort an ongoing transaction with a bumped epoch, fencing its producer (Kafka's PrepareEpochFence).
+
+        The server runs transaction version 2, so, as Kafka then does, the abort itself bumps the epoch
+        (the fence step stays in memory and is never written).
+        """
+        await self._write(partition, metadata, metadata.prepare_end(False, self._now_ms(), SERVER_TRANSACTION_VERSION))
         await self._complete(partition, metadata)
 
     async def _complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:

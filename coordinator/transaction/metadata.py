@@ -8,7 +8,8 @@ transaction has a ``pending_state`` and every other request on it gets CONCURREN
 Records are byte-compatible with Apache Kafka 4.1 (``kafka-dump-log --transaction-log-decoder``):
 
 - key   = int16 0 + TransactionLogKey v0 (the transactional id)
-- value = int16 0 + TransactionLogValue v0, or null (tombstone) once the id expired
+- value = int16 1 + TransactionLogValue v1 (with the KIP-890 tagged fields), or null (tombstone) once
+  the id expired; v0 values (older brokers) are read too
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ __all__ = ["TxnState", "TxnTransit", "TransactionMetadata", "decode_txn_record",
            "TRANSACTION_STATE_TOPIC_NAME"]
 
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-# Written as Kafka 4.1 writes for clients on transaction version 0/1.
-VALUE_VERSION = 0
+# Written as Kafka 4.1 writes with transaction.version 2 finalized: v1 (flexible, with tagged fields).
+VALUE_VERSION = 1
 MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE; an epoch reaching MAX - 1 forces a new producer id
 
 TopicPartition = tuple[str, int]
@@ -82,7 +83,8 @@ class TxnTransit:
     """The state a transaction moves to, as written to __transaction_state."""
 
     producer_id: int
-    last_producer_id: int
+    prev_producer_id: int  # the producer id before this transition (differs after a rotation)
+    next_producer_id: int  # TV2: the id the producer moves to once an exhausted epoch completes
     producer_epoch: int
     last_producer_epoch: int
     timeout_ms: int
@@ -90,11 +92,21 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     start_timestamp_ms: int
     update_timestamp_ms: int
+    client_transaction_version: int = 0
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Kafka never hands out MAX_PRODUCER_EPOCH, so the coordinator can always fence a producer."""
+    return epoch >= MAX_PRODUCER_EPOCH - 1
 
 
 @dataclass(slots=True)
 class TransactionMetadata:
-    """One transactional id's state on its coordinator (event-loop only)."""
+    """One transactional id's state on its coordinator (event-loop only).
+
+    ``client_transaction_version`` is the transaction version (KIP-890) of the client's last request
+    that changed the state: from 2 on every EndTxn bumps the epoch.
+    """
 
     transactional_id: str
     producer_id: int
@@ -104,15 +116,21 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_timestamp_ms: int = -1
     update_timestamp_ms: int = -1
-    last_producer_id: int = -1
+    prev_producer_id: int = -1
+    next_producer_id: int = -1
     last_producer_epoch: int = -1
+    client_transaction_version: int = 0
     pending_state: TxnState | None = None
 
+    @property
+    def supports_epoch_bump(self) -> bool:
+        return self.client_transaction_version >= 2
+
     # -- transitions --------------------------------------------------------------------------------
-    def _transit(self, state: TxnState, *, producer_id: int | None = None, producer_epoch: int | None = None,
-                 last_producer_epoch: int | None = None, timeout_ms: int | None = None,
-                 partitions: Iterable[TopicPartition] | None = None, start_ms: int | None = None,
-                 now_ms: int) -> TxnTransit:
+    def _transit(self, state: TxnState, *, producer_id: int | None = None, next_producer_id: int | None = None,
+                 producer_epoch: int | None = None, last_producer_epoch: int | None = None,
+                 timeout_ms: int | None = None, partitions: Iterable[TopicPartition] | None = None,
+                 start_ms: int | None = None, client_version: int | None = None, now_ms: int) -> TxnTransit:
         if self.pending_state is not None:
             raise IllegalTransition(f"transactional id {self.transactional_id} is already moving to "
                                     f"{self.pending_state.display_name}")
@@ -122,47 +140,73 @@ class TransactionMetadata:
         self.pending_state = state
         return TxnTransit(
             producer_id=self.producer_id if producer_id is None else producer_id,
-            last_producer_id=self.last_producer_id,
+            prev_producer_id=self.producer_id,
+            next_producer_id=self.next_producer_id if next_producer_id is None else next_producer_id,
             producer_epoch=self.producer_epoch if producer_epoch is None else producer_epoch,
             last_producer_epoch=self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
             timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
             state=state,
             partitions=frozenset(self.partitions if partitions is None else partitions),
             start_timestamp_ms=self.start_timestamp_ms if start_ms is None else start_ms,
-            update_timestamp_ms=now_ms)
+            update_timestamp_ms=now_ms,
+            client_transaction_version=(self.client_transaction_version if client_version is None
+                                        else client_version))
 
-    def prepare_new_producer(self, producer_id: int, timeout_ms: int, now_ms: int) -> TxnTransit:
-        """A fresh producer id at epoch 0 (first InitProducerId, or the epoch is exhausted)."""
+    def prepare_producer_id_rotation(self, producer_id: int, timeout_ms: int, now_ms: int, *,
+                                     record_last_epoch: bool) -> TxnTransit:
+        """A fresh producer id at epoch 0 (the epoch is exhausted)."""
         return self._transit(S.EMPTY, producer_id=producer_id, producer_epoch=0,
-                             last_producer_epoch=-1, timeout_ms=timeout_ms, partitions=(), start_ms=-1,
-                             now_ms=now_ms)
+                             last_producer_epoch=self.producer_epoch if record_last_epoch else -1,
+                             timeout_ms=timeout_ms, partitions=(), start_ms=-1, now_ms=now_ms)
 
-    def prepare_increment_epoch(self, timeout_ms: int, now_ms: int) -> TxnTransit:
-        """InitProducerId on a completed transaction: same producer id, next epoch."""
-        return self._transit(S.EMPTY, producer_epoch=self.producer_epoch + 1,
-                             last_producer_epoch=self.producer_epoch, timeout_ms=timeout_ms, partitions=(),
-                             start_ms=-1, now_ms=now_ms)
+    def prepare_increment_epoch(self, timeout_ms: int, now_ms: int, expected_epoch: int | None = None) -> TxnTransit:
+        """InitProducerId on a completed transaction: same producer id, next epoch (Kafka's rules).
 
-    def prepare_fence_epoch(self, now_ms: int) -> TxnTransit:
-        """Bump the epoch of an ongoing transaction so its producer is fenced before it is aborted.
-
-        Not written to the log: Kafka keeps PrepareEpochFence as an in-memory step and writes the
-        PrepareAbort that follows with the bumped epoch.
+        With ``expected_epoch`` (KIP-360 recovery): the current epoch (or none yet) bumps and remembers it;
+        the last epoch is a retry of a bump that succeeded and keeps the epoch; anything else is fenced
+        (raises ValueError, the coordinator answers PRODUCER_FENCED).
         """
-        epoch = self.producer_epoch + 1 if self.producer_epoch < MAX_PRODUCER_EPOCH else self.producer_epoch
-        return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=epoch, now_ms=now_ms)
+        bumped = self.producer_epoch + 1
+        if expected_epoch is None:
+            epoch, last = bumped, -1
+        elif self.producer_epoch == -1 or expected_epoch == self.producer_epoch:
+            epoch, last = bumped, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        else:
+            raise ValueError(f"expected epoch {expected_epoch} is neither the current epoch {self.producer_epoch} "
+                             f"nor the last one {self.last_producer_epoch}")
+        return self._transit(S.EMPTY, producer_epoch=epoch, last_producer_epoch=last, timeout_ms=timeout_ms,
+                             partitions=(), start_ms=-1, now_ms=now_ms)
 
-    def prepare_add_partitions(self, partitions: Iterable[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, partitions: Iterable[TopicPartition], now_ms: int,
+                               client_version: int = 0) -> TxnTransit:
         start = now_ms if self.state in COMPLETED_STATES else self.start_timestamp_ms
         new = set(partitions) if self.state in COMPLETED_STATES else self.partitions | set(partitions)
-        return self._transit(S.ONGOING, partitions=new, start_ms=start, now_ms=now_ms)
+        return self._transit(S.ONGOING, partitions=new, start_ms=start, client_version=client_version,
+                             now_ms=now_ms)
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
-        return self._transit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now_ms=now_ms)
+    def prepare_end(self, commit: bool, now_ms: int, client_version: int = 0, next_producer_id: int = -1) -> TxnTransit:
+        """PrepareCommit/PrepareAbort; from transaction version 2 the epoch is bumped with it (KIP-890).
+
+        An abort of a transaction that added nothing (TV2, from Empty or Complete*) starts now.
+        """
+        if client_version >= 2:
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        start = now_ms if self.state in COMPLETED_STATES else self.start_timestamp_ms
+        return self._transit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, producer_epoch=epoch,
+                             last_producer_epoch=last, next_producer_id=next_producer_id, start_ms=start,
+                             client_version=client_version, now_ms=now_ms)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """CompleteCommit/CompleteAbort, moving to the next producer id if the epoch overflowed (TV2)."""
         state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._transit(state, partitions=(), now_ms=now_ms)
+        if self.supports_epoch_bump and self.next_producer_id >= 0:
+            return self._transit(state, producer_id=self.next_producer_id, next_producer_id=-1, producer_epoch=0,
+                                 partitions=(), now_ms=now_ms)
+        return self._transit(state, next_producer_id=-1, partitions=(), now_ms=now_ms)
 
     def prepare_dead(self, now_ms: int) -> TxnTransit:
         return self._transit(S.DEAD, partitions=(), now_ms=now_ms)
@@ -170,7 +214,8 @@ class TransactionMetadata:
     def complete_transition(self, transit: TxnTransit) -> None:
         """Apply ``transit`` once its record is in the log."""
         self.producer_id = transit.producer_id
-        self.last_producer_id = transit.last_producer_id
+        self.prev_producer_id = transit.prev_producer_id
+        self.next_producer_id = transit.next_producer_id
         self.producer_epoch = transit.producer_epoch
         self.last_producer_epoch = transit.last_producer_epoch
         self.timeout_ms = transit.timeout_ms
@@ -178,6 +223,7 @@ class TransactionMetadata:
         self.partitions = set(transit.partitions)
         self.start_timestamp_ms = transit.start_timestamp_ms
         self.update_timestamp_ms = transit.update_timestamp_ms
+        self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
 
     def abort_transition(self) -> None:
@@ -212,7 +258,9 @@ def encode_txn_record(transactional_id: str, transit: TxnTransit | None) -> tupl
         transaction_timeout_ms=transit.timeout_ms, transaction_status=int(transit.state),
         transaction_partitions=[PartitionsSchema(topic=t, partition_ids=ps) for t, ps in by_topic.items()],
         transaction_last_update_timestamp_ms=transit.update_timestamp_ms,
-        transaction_start_timestamp_ms=transit.start_timestamp_ms)
+        transaction_start_timestamp_ms=transit.start_timestamp_ms,
+        previous_producer_id=transit.prev_producer_id, next_producer_id=transit.next_producer_id,
+        next_producer_epoch=-1, client_transaction_version=transit.client_transaction_version)
     vw = Writer()
     vw.int16(VALUE_VERSION)
     value.encode_into(vw, VALUE_VERSION)
@@ -236,9 +284,14 @@ def decode_txn_record(key: bytes | None, value: bytes | None) -> tuple[str, TxnT
         raise DecodeError(f"unknown TransactionLogValue version {value_version}")
     v = TransactionLogValue.decode_from(vr, min(value_version, TransactionLogValue.HIGHEST_VERSION))
     partitions = frozenset((p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids)
+    def tagged(name: str, default: int) -> int:
+        value = getattr(v, name, None)
+        return default if value is None else value
+
     return transactional_id, TxnTransit(
-        producer_id=v.producer_id, last_producer_id=getattr(v, "previous_producer_id", -1),
-        producer_epoch=v.producer_epoch, last_producer_epoch=-1, timeout_ms=v.transaction_timeout_ms,
-        state=TxnState(v.transaction_status), partitions=partitions,
+        producer_id=v.producer_id, prev_producer_id=tagged("previous_producer_id", -1),
+        next_producer_id=tagged("next_producer_id", -1), producer_epoch=v.producer_epoch, last_producer_epoch=-1,
+        timeout_ms=v.transaction_timeout_ms, state=TxnState(v.transaction_status), partitions=partitions,
         start_timestamp_ms=v.transaction_start_timestamp_ms,
-        update_timestamp_ms=v.transaction_last_update_timestamp_ms)
+        update_timestamp_ms=v.transaction_last_update_timestamp_ms,
+        client_transaction_version=tagged("client_transaction_version", 0))

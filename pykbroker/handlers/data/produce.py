@@ -8,7 +8,8 @@
 - v13+: topics by id (unknown id: UNKNOWN_TOPIC_ID).
 - Transactional batches (v3+ carry the transactional id) must belong to the producer's ongoing
   transaction on this partition (KIP-890 verification, ``transaction.partition.verification.enable``):
-  otherwise INVALID_TXN_STATE (or the producer error), so a late write cannot hang the partition.
+  otherwise TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE, so a late write cannot hang the partition.
+  v12+ (transaction version 2): the batch adds its partition to the transaction itself.
 """
 
 from __future__ import annotations
@@ -42,8 +43,13 @@ def error_response(request: ProduceRequest | None, version: int, code: int) -> P
     ])
 
 
-def _verify_transactional(ctx: RequestContext, transactional_id: str, topic: str, p) -> int:
-    """The error for a transactional batch outside the producer's ongoing transaction, else 0."""
+async def _check_transactional(ctx: RequestContext, transactional_id: str, topic: str, p) -> int:
+    """The error for a transactional batch that may not be written, else 0 (Kafka's transaction checks).
+
+    v12+ (transaction version 2): the write adds its partition to the producer's transaction. Older
+    versions, with ``transaction.partition.verification.enable``: the partition must already be in the
+    ongoing transaction.
+    """
     records = p.records
     if len(records) < RECORD_BATCH_OVERHEAD:
         return ErrorCode.NONE  # storage refuses it with the right error
@@ -53,9 +59,17 @@ def _verify_transactional(ctx: RequestContext, transactional_id: str, topic: str
         return ErrorCode.NONE
     if not header.attributes & TRANSACTIONAL_FLAG_MASK:
         return ErrorCode.NONE
-    code = ctx.broker.transaction_coordinator.verify_partition(
-        transactional_id, header.producer_id, header.producer_epoch, (topic, p.index),
-        abortable_error=ctx.api_version >= 11)
+    coordinator = ctx.broker.transaction_coordinator
+    if ctx.api_version >= 12:
+        code = await coordinator.add_partition_from_write(transactional_id, header.producer_id,
+                                                          header.producer_epoch, (topic, p.index))
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS:
+            return code  # as Kafka with transaction version 2: the client knows to retry it
+    elif ctx.broker.transaction_verification:
+        code = coordinator.verify_partition(transactional_id, header.producer_id, header.producer_epoch,
+                                            (topic, p.index), abortable_error=ctx.api_version >= 11)
+    else:
+        return ErrorCode.NONE
     # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry.
     if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
@@ -85,8 +99,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.records is None:
                 errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
-            elif request.transactional_id and broker.transaction_verification \
-                    and (code := _verify_transactional(ctx, request.transactional_id, topic.name, p)):
+            elif request.transactional_id \
+                    and (code := await _check_transactional(ctx, request.transactional_id, topic.name, p)):
                 errors[(ti, pi)] = code
             else:
                 entries[(topic.name, p.index)] = p.records

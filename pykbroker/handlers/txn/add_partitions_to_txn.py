@@ -52,7 +52,8 @@ async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epo
     if verify_only:
         return await tc.verify_partitions(transactional_id, producer_id, epoch, partitions)
     try:
-        await tc.add_partitions(transactional_id, producer_id, epoch, partitions)
+        await tc.add_partitions(transactional_id, producer_id, epoch, partitions,
+                                client_version=2 if ctx.api_version >= 4 else 0)
     except TxnError as exc:
         return dict.fromkeys(partitions, exc.error_code)
     return dict.fromkeys(partitions, ErrorCode.NONE)

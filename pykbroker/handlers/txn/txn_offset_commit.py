@@ -3,8 +3,9 @@
 The group coordinator writes them to __consumer_offsets as part of the producer's transaction; they
 are visible to OffsetFetch only after the COMMIT marker (OffsetFetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT meanwhile). The group's partition must have been added with AddOffsetsToTxn
-(checked as Kafka's transaction verification does). v2+: committed_leader_epoch. v3+: flexible, with
-member id, generation and group instance id (KIP-447), checked against the group.
+(checked as Kafka's transaction verification does); from v5 (transaction version 2) the commit adds
+it itself. v2+: committed_leader_epoch. v3+: flexible, with member id, generation and group instance
+id (KIP-447), checked against the group.
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
     tc = transaction_coordinator(ctx)
     if groups.coordinator_for(request.group_id) != ctx.broker.node_id:
         return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
-    code = tc.verify_partition(request.transactional_id, request.producer_id, request.producer_epoch,
-                               tc.offsets_partition(request.group_id), abortable_error=ctx.api_version >= 4)
+    offsets_partition = tc.offsets_partition(request.group_id)
+    if ctx.api_version >= 5:  # transaction version 2: the commit adds the group's partition itself
+        code = await tc.add_partition_from_write(request.transactional_id, request.producer_id,
+                                                 request.producer_epoch, offsets_partition)
+    else:
+        code = tc.verify_partition(request.transactional_id, request.producer_id, request.producer_epoch,
+                                   offsets_partition, abortable_error=ctx.api_version >= 4)
     if code != ErrorCode.NONE:
         return error_response(request, ctx.api_version, code)
     return await groups.commit_transactional_offsets(request_info(ctx), request)

@@ -291,3 +291,93 @@ async def test_offsets_committed_in_a_transaction_show_only_once_it_commits(tmp_
     assert await committed(node, require_stable=True) == {0: (10, ErrorCode.NONE)}
     await node.txn.close()
     await node.groups.close()
+
+
+# -- transaction version 2 (KIP-890 part 2) -------------------------------------------------------------------
+
+@run
+async def test_v2_writes_add_their_partition_and_every_end_bumps_the_epoch(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("v2", 60_000)
+    assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
+    node.produce(0, pid, epoch, 0, b"first")
+    assert await node.txn.end_transaction("v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
+    assert node.markers(0) == [(1, pid)]
+    assert node.log(0).last_stable_offset == 2
+    # A retry of that EndTxn (the old epoch) succeeds without another bump; the old epoch may write no more.
+    assert await node.txn.end_transaction("v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
+    assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_EPOCH
+    # The next transaction runs on the bumped epoch, its sequences from 0 again.
+    epoch += 1
+    assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
+    node.produce(0, pid, epoch, 0, b"second")
+    assert await node.txn.end_transaction("v2", pid, epoch, commit=False, client_version=2) == (pid, epoch + 1)
+    assert [t.first_offset for t in node.log(0).collect_aborted_transactions(0, 10)] == [2]
+    await node.txn.close()
+
+
+@run
+async def test_v2_end_rules_for_completed_and_empty_transactions(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("v2e", 60_000)
+    await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("v2e", pid, epoch, True, client_version=2))
+    # An abort with nothing added is allowed and bumps the epoch.
+    assert await node.txn.end_transaction("v2e", pid, epoch, False, client_version=2) == (pid, epoch + 1)
+    assert (await node.txn.describe("v2e")).state is S.COMPLETE_ABORT
+    await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("v2e", pid, epoch + 1, True, client_version=2))
+    assert await node.txn.end_transaction("v2e", pid, epoch + 1, False, client_version=2) == (pid, epoch + 2)
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("v2e", pid, epoch + 5, False, client_version=2))
+    await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                 node.txn.end_transaction("v2e", pid + 1, epoch + 2, False, client_version=2))
+    await node.txn.close()
+
+
+@run
+async def test_v2_an_exhausted_epoch_continues_on_a_new_producer_id(tmp_path):
+    node = Node(tmp_path)
+    pid, _ = await node.txn.init_producer_id("v2x", 60_000)
+    metadata = node.txn._partition_of("v2x").transactions["v2x"]
+    metadata.producer_epoch = 32_766  # as after 32766 transactions
+    assert await node.txn.add_partition_from_write("v2x", pid, 32_766, (DATA, 1)) == ErrorCode.NONE
+    new_pid, new_epoch = await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2)
+    assert new_pid != pid and new_epoch == 0
+    assert node.markers(1) == [(0, pid)]  # the marker closes the old producer id's transaction
+    # Retrying the EndTxn with the old id and last epoch is recognised.
+    assert await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2) == (new_pid, 0)
+    assert await node.txn.add_partition_from_write("v2x", new_pid, 0, (DATA, 1)) == ErrorCode.NONE
+    await node.txn.close()
+
+
+@run
+async def test_v2_fencing_and_timeouts_abort_with_a_bumped_epoch(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("v2f", 2_000)
+    assert await node.txn.add_partition_from_write("v2f", pid, epoch, (DATA, 2)) == ErrorCode.NONE
+    node.produce(2, pid, epoch, 0, b"stale")
+    node.clock.advance(3_000)
+    assert await node.txn.abort_timed_out_transactions() == 1
+    metadata = await node.txn.describe("v2f")
+    assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    # To Kafka's rules the old epoch now looks like a retry of an abort: its commit is refused.
+    await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("v2f", pid, epoch, True, client_version=2))
+    assert await node.txn.add_partition_from_write("v2f", pid, epoch, (DATA, 2)) == ErrorCode.INVALID_PRODUCER_EPOCH
+    # A new producer (InitProducerId) bumps again, after which the old epoch is plainly fenced.
+    assert await node.txn.init_producer_id("v2f", 2_000) == (pid, epoch + 2)
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("v2f", pid, epoch, True, client_version=2))
+    await node.txn.close()
+
+
+@run
+async def test_init_producer_id_recovery_with_the_expected_epoch(tmp_path):
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("kip360", 60_000)
+    # KIP-360: a producer recovering from an abortable error names its id and epoch: bumped once ...
+    assert await node.txn.init_producer_id("kip360", 60_000, pid, epoch) == (pid, epoch + 1)
+    # ... and a retry of that call (the last epoch) gets the same answer without another bump.
+    assert await node.txn.init_producer_id("kip360", 60_000, pid, epoch) == (pid, epoch + 1)
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.init_producer_id("kip360", 60_000, pid, epoch + 7))
+    await raises(ErrorCode.PRODUCER_FENCED, node.txn.init_producer_id("kip360", 60_000, pid + 50, epoch))
+    # An unknown transactional id with an expected producer starts fresh, as in Kafka.
+    fresh, fresh_epoch = await node.txn.init_producer_id("kip360-new", 60_000, 12345, 3)
+    assert fresh_epoch == 0 and fresh != 12345
+    await node.txn.close()
