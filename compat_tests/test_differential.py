@@ -353,10 +353,73 @@ def transactions(c: RawClient) -> Observations:
     return out
 
 
+def transactions_v2(c: RawClient) -> Observations:
+    """Transaction version 2 (KIP-890 part 2): writes add their partitions, every end bumps the epoch."""
+    create(c, topic("txn2-a"))
+    c.wait_for_topics("txn2-a")
+    retried(c, FindCoordinatorRequest(key_type=1, coordinator_keys=["dtx2"]), 4, lambda r: r.coordinators[0].error_code)
+    init = retried(c, InitProducerIdRequest(transactional_id="dtx2", transaction_timeout_ms=60_000), 5,
+                   lambda r: r.error_code)
+    pid, epoch = init.producer_id, init.producer_epoch
+    out: Observations = {"init": (init.error_code, epoch)}
+
+    def produce_v12(producer_epoch: int, seq: int) -> tuple[int, int]:
+        request = ProduceRequest(acks=-1, timeout_ms=5000, transactional_id="dtx2", topic_data=[TopicProduceData(
+            name="txn2-a", partition_data=[PartitionProduceData(
+                index=0, records=producer_batch(pid, producer_epoch, seq, transactional=True))])])
+        p = retried(c, request, 12, lambda r: r.responses[0].partition_responses[0].error_code).responses[0]
+        p = p.partition_responses[0]
+        return p.error_code, p.base_offset if p.error_code == ErrorCode.NONE else -1
+
+    def end(commit: bool, producer_epoch: int) -> tuple[int, bool, int]:
+        r = retried(c, EndTxnRequest(transactional_id="dtx2", producer_id=pid, producer_epoch=producer_epoch,
+                                     committed=commit), 5, lambda r: r.error_code)
+        return r.error_code, r.producer_id == pid, r.producer_epoch - epoch
+
+    def describe():
+        deadline = time.monotonic() + 10
+        while True:
+            s = c.request(DescribeTransactionsRequest(transactional_ids=["dtx2"]), 0).transaction_states[0]
+            if not s.transaction_state.startswith("Prepare") or time.monotonic() > deadline:
+                return (s.error_code, s.transaction_state, s.producer_epoch - epoch,
+                        sorted((t.topic, tuple(t.partitions)) for t in s.topics or []))
+            time.sleep(0.1)
+
+    out["produce adds the partition"] = produce_v12(epoch, 0)
+    out["describe ongoing"] = describe()
+    out["ongoing end offsets"] = end_offsets(c, "txn2-a")
+    out["commit"] = end(True, epoch)
+    out["describe committed"] = describe()
+    out["commit retried"] = end(True, epoch)
+    out["commit again"] = end(True, epoch + 1)
+    out["empty abort"] = end(False, epoch + 1)
+    out["describe after empty abort"] = describe()
+    out["produce old epoch"] = produce_v12(epoch, 3)
+    out["produce new epoch"] = produce_v12(epoch + 2, 0)
+    c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=["dtx2-group"]), 4)
+    commit = retried(c, TxnOffsetCommitRequest(
+        transactional_id="dtx2", group_id="dtx2-group", producer_id=pid, producer_epoch=epoch + 2, generation_id=-1,
+        member_id="", group_instance_id=None, topics=[TxnOffsetCommitRequestTopic(name="txn2-a", partitions=[
+            TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                            committed_metadata="")])]), 5,
+        lambda r: r.topics[0].partitions[0].error_code)
+    out["txn offset commit adds the group"] = commit.topics[0].partitions[0].error_code
+    out["describe with offsets"] = describe()
+    out["abort"] = end(False, epoch + 2)
+    out["describe aborted"] = describe()
+    out["end offsets"] = end_offsets(c, "txn2-a")
+    code, lso, aborted, has_records = fetch_committed(c, "txn2-a")
+    out["fetch committed"] = (code, lso, [(p == pid, first) for p, first in aborted], has_records)
+    r = c.request(OffsetFetchRequest(group_id="dtx2-group", require_stable=True, topics=[
+        OffsetFetchRequestTopic(name="txn2-a", partition_indexes=[0])]), 7)
+    out["offset after abort"] = (r.topics[0].partitions[0].error_code, r.topics[0].partitions[0].committed_offset)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
-    "idempotence": idempotence, "transactions": transactions,
+    "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
 }
 
 
