@@ -95,3 +95,15 @@ def test_take_snapshot_and_reload(tmp_path):
     other.truncate_and_reload(0, 2, now_ms=0)
     assert other.last_entry(7).last_seq == 1
     assert other.last_map_offset == 2
+
+
+def test_idle_producers_expire_but_not_with_an_open_transaction(tmp_path):
+    psm = ProducerStateManager(str(tmp_path), producer_id_expiration_ms=60_000)
+    psm.check_and_update(header(0, pid=1))  # timestamps are 1_700_000_000_000
+    psm.check_and_update(header(1, pid=2, transactional=True))
+    psm.remove_expired_producers(1_700_000_059_999)
+    assert psm.last_entry(1) is not None
+    psm.remove_expired_producers(1_700_000_060_000)
+    assert psm.last_entry(1) is None  # forgotten: its next batch starts as a new producer
+    assert psm.last_entry(2) is not None  # its transaction is still open
+    psm.check_and_update(header(2, pid=1, seq=17))
