@@ -120,3 +120,24 @@ def test_describe_and_list_transactions_and_producers(broker):
         producers = c.request(DescribeProducersRequest(topics=[TopicRequest(name="tx-list", partition_indexes=[0])]), 0)
         (state,) = producers.topics[0].partitions[0].active_producers
         assert state.current_txn_start_offset == -1  # the transaction is over
+
+
+def test_a_retried_batch_is_still_a_duplicate_after_kill_9(fresh_broker):
+    def send(c: RawClient, pid: int, seq: int) -> tuple[int, int]:
+        records = build_simple_batch([b"a", b"b"], timestamp=NOW, producer_id=pid, producer_epoch=0, base_sequence=seq)
+        r = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="idem-restart", partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
+        p = r.responses[0].partition_responses[0]
+        return p.error_code, p.base_offset
+
+    with RawClient(fresh_broker.bootstrap) as c:
+        c.wait_for_topics("idem-restart", auto_create=True)
+        pid = c.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4).producer_id
+        assert send(c, pid, 0) == (ErrorCode.NONE, 0)
+        assert send(c, pid, 2) == (ErrorCode.NONE, 2)
+    fresh_broker.restart(hard=True)  # the producer state is rebuilt from the log (and snapshots)
+    with RawClient(fresh_broker.bootstrap) as c:
+        c.wait_for_topics("idem-restart")
+        assert send(c, pid, 2) == (ErrorCode.NONE, 2)  # the retry gets its original offset, stored once
+        assert send(c, pid, 6)[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert send(c, pid, 4) == (ErrorCode.NONE, 4)
