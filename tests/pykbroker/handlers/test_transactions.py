@@ -141,3 +141,28 @@ def test_a_retried_batch_is_still_a_duplicate_after_kill_9(fresh_broker):
         assert send(c, pid, 2) == (ErrorCode.NONE, 2)  # the retry gets its original offset, stored once
         assert send(c, pid, 6)[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert send(c, pid, 4) == (ErrorCode.NONE, 4)
+
+
+def test_write_txn_markers_ends_a_hanging_transaction_on_its_partition(broker):
+    """What ``kafka-transactions.sh abort`` sends to a partition leader."""
+    from wire.messages import ListOffsetsRequest, WriteTxnMarkersRequest
+    from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+    from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
+
+    def stable_end(c: RawClient) -> int:
+        r = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[ListOffsetsTopic(
+            name="tx-hang", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
+        return r.topics[0].partitions[0].offset
+
+    with RawClient(broker.bootstrap) as c:
+        c.wait_for_topics("tx-hang", auto_create=True)
+        pid, epoch = init(c, "tx-hang")
+        add(c, "tx-hang", pid, epoch, "tx-hang")
+        assert produce(c, "tx-hang", pid, epoch, "tx-hang", 0) == ErrorCode.NONE
+        assert stable_end(c) == 0
+        r = c.request(WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+            topics=[WritableTxnMarkerTopic(name="tx-hang", partition_indexes=[0, 7])])]), 1)
+        codes = {p.partition_index: p.error_code for p in r.markers[0].topics[0].partitions}
+        assert codes == {0: ErrorCode.NONE, 7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert stable_end(c) == 2  # the data and the marker, now decided
