@@ -44,7 +44,9 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
             return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
         topic = broker.metadata.topics.get(r.resource_name)
         if topic is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, []
+            # Kafka's ConfigHelper sets only the code, so the message is its generated default "" (not null):
+            # clients print "UnknownTopicOrPartitionException: " rather than the exception's default text.
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", []
         return ErrorCode.NONE, None, topic_config_entries(broker.config, topic.configs,
                                                           broker.default_log_config.to_properties())
     if r.resource_type == BROKER:
