@@ -671,7 +671,12 @@ class Log:
                 return self.local.read(fetch_offset, max_bytes, limit, min_one_message)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [start_offset, upper_bound_offset) (read_committed fetches)."""
+        """Aborted transactions overlapping [start_offset, upper_bound_offset) (read_committed fetches).
+
+        An entry sits in the segment of its marker, which may be any later one: the search goes on from
+        the segment of ``start_offset`` until an entry's last stable offset reaches the upper bound, as
+        Kafka's LocalLog.collectAbortedTransactions.
+        """
         with self.lock:
             found: list[AbortedTxn] = []
             floor = self.local.segments.floor_segment(start_offset)
@@ -679,8 +684,6 @@ class Log:
             if floor is not None:
                 segments = [s for s in segments if s.base_offset >= floor.base_offset]
             for segment in segments:
-                if segment.base_offset >= upper_bound_offset:
-                    break
                 result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
                 found.extend(result.aborted_transactions)
                 if result.is_complete:

@@ -241,6 +241,22 @@ def test_transaction_markers_fill_the_transaction_index(log_dir):
     log.close()
 
 
+def test_aborted_transactions_are_found_in_the_segment_of_their_marker(log_dir):
+    log = open_log(log_dir)
+    log.append_as_leader(batch([b"t1"], producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True), 0)
+    log.append_as_leader(batch([b"plain"]), 0)
+    log.roll()
+    marker = build_control_batch(0, producer_id=4, producer_epoch=0, timestamp=1, partition_leader_epoch=0,
+                                 coordinator_epoch=0)
+    log.append_as_leader(marker, 0, origin="coordinator")
+    log.high_watermark = log.log_end_offset
+    # a read_committed fetch that ends with the first segment still needs the abort indexed in the second
+    aborted = log.collect_aborted_transactions(0, 2)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(4, 0, 2)]
+    assert log.collect_aborted_transactions(3, 3) == []
+    log.close()
+
+
 def test_follower_append_keeps_offsets_and_drops_partial_tail(log_dir, tmp_path):
     leader = open_log(str(tmp_path / "leader-0"))
     for i in range(5):
