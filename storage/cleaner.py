@@ -17,9 +17,24 @@ For a log with cleanup.policy ``compact``:
 * Tombstones (null values) get a delete horizon the first time they are recopied: the batch is marked
   (attribute bit 6, KIP-534) and its base timestamp becomes now + ``delete.retention.ms``; a later
   cleaning after that time drops them.
-* Transactions: control batches (markers) are kept; batches of aborted transactions are kept as they
-  are and never count as the latest value of a key; the last batch of each producer id is kept (empty
-  if all its records went) so producer state survives.
+* Transactions (Kafka's CleanedTransactionMetadata; everything cleaned is below the last stable offset,
+  so every transaction met is decided and the aborted ones are known ahead from the ``.txnindex`` files):
+
+  - data batches of aborted transactions are discarded whole; they never count as the latest value of
+    a key (nor enter the offset map);
+  - a COMMIT marker can go once the cleaning met none of its transaction's data batches, an ABORT
+    marker once the cleaning discarded none (met none): all its data is gone. Such a marker first gets
+    a delete horizon, like a tombstone (attribute bit 6, base timestamp now + ``delete.retention.ms``),
+    and a cleaning after that time drops it. Until then it stays, so a consumer that read the data
+    also reads the marker;
+  - the cleaned segment's ``.txnindex`` gets exactly the aborted transactions whose ABORT marker is
+    kept because data of theirs was met; the others' entries go with their data;
+  - the batch holding a producer id's last data offset (or, when its last record is a marker, that
+    marker of its current epoch) is kept, emptied of records if need be (Kafka's writeEmptyHeader: no
+    codec, both timestamps the old max timestamp), so producer state survives a reload;
+  - so is the batch that ends right at the first uncleanable offset (Kafka 4.1, KAFKA-17076).
+
+  The transaction state is carried from group to group through one cleaning, as in Kafka.
 * Swap (crash-safe, storage.local_log.replace_segments): the group is written to ``<base>.log.cleaned``
   (+ indexes), fsynced, renamed ``.swap``, swapped into the log under the log's lock (only if the log
   still has exactly those segments: a truncation or retention meanwhile aborts the cleaning), the old
@@ -32,6 +47,7 @@ holds a reference on each ``.log`` file), takes the lock only to swap.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import struct
@@ -39,21 +55,24 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import crc32c
 
 from storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from storage.segment import CLEANED_FILE_SUFFIX, LogSegment, filename_prefix_from_offset
 from storage.segment import LOG_FILE_SUFFIX as _LOG
+from storage.transaction_index import AbortedTxn, TransactionIndex
 from wire import (
     DELETE_HORIZON_FLAG_MASK,
-    LOG_OVERHEAD,
+    ControlRecordType,
+    Record,
     RecordBatchHeader,
     TimestampType,
     build_batch,
     decode_records,
     parse_batch_header,
+    parse_control_record,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +80,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("storage.cleaner")
 
-__all__ = ["CleanResult", "LogCleaner", "LogToClean", "clean_log", "cleanable_offsets"]
+__all__ = ["CleanResult", "CleanedTransactionMetadata", "LogCleaner", "LogToClean", "clean_log", "cleanable_offsets"]
 
 DEFAULT_MAX_MAP_ENTRIES = 2_000_000
 _ATTRIBUTES = struct.Struct(">h")
@@ -149,22 +168,94 @@ def log_to_clean(log_: Log, checkpointed_dirty_offset: int | None, now_ms: int) 
 # -- the cleaning ---------------------------------------------------------------------------------------
 
 
-class _Aborted:
-    """Which transactional batches belong to aborted transactions, walking in offset order."""
+class CleanedTransactionMetadata:
+    """The transactions met while the cleaner walks a log in offset order (Kafka's CleanedTransactionMetadata).
 
-    def __init__(self, log_: Log, start: int, end: int) -> None:
-        txns = sorted(log_.collect_aborted_transactions(start, end), key=lambda t: t.first_offset)
-        self._pending = txns
-        self._open: dict[int, int] = {}  # producer id -> last offset (marker) of its aborted txn
+    Fed the aborted transactions of the range ahead of the walk (``add_aborted_transactions``, from the
+    ``.txnindex`` files; duplicates are harmless), then every batch in offset order: ``on_batch_read``
+    says whether a data batch belongs to an aborted transaction (so it can go), ``on_control_batch_read``
+    whether a marker's transaction has no data left that this walk met (so the marker can go, after its
+    delete horizon). An ABORT marker that must stay appends its transaction to ``cleaned_index``.
+    Used by the cleaner thread only.
+    """
 
-    def is_aborted(self, header: RecordBatchHeader) -> bool:
-        if not header.is_transactional or header.is_control:
+    def __init__(self) -> None:
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []  # min-heap by first offset
+        self._pushed = 0
+        self._ongoing_committed: set[int] = set()  # producer ids with data met of a not yet ended txn
+        self._ongoing_aborted: dict[int, _AbortedTxnMetadata] = {}
+        self.cleaned_index: TransactionIndex | None = None
+
+    def add_aborted_transactions(self, txns: Iterable[AbortedTxn]) -> None:
+        for txn in txns:
+            heapq.heappush(self._aborted, (txn.first_offset, self._pushed, txn))
+            self._pushed += 1
+
+    def _consume_aborted_txns_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0][0] <= offset:
+            txn = heapq.heappop(self._aborted)[2]
+            self._ongoing_aborted.setdefault(txn.producer_id, _AbortedTxnMetadata(txn))
+
+    def on_batch_read(self, header: RecordBatchHeader) -> bool:
+        """A data batch was met; True if it belongs to an aborted transaction (safe to discard)."""
+        self._consume_aborted_txns_up_to(header.last_offset)
+        if not header.is_transactional:
             return False
-        while self._pending and self._pending[0].first_offset <= header.base_offset:
-            txn = self._pending.pop(0)
-            self._open[txn.producer_id] = txn.last_offset
-        last = self._open.get(header.producer_id)
-        return last is not None and header.base_offset < last
+        aborted = self._ongoing_aborted.get(header.producer_id)
+        if aborted is None:
+            self._ongoing_committed.add(header.producer_id)
+            return False
+        aborted.last_observed_batch_offset = header.last_offset
+        return True
+
+    def on_control_batch_read(self, header: RecordBatchHeader, records: list[Record]) -> bool:
+        """A control batch was met; True if no data of its transaction was met (safe to discard)."""
+        self._consume_aborted_txns_up_to(header.last_offset)
+        if not records:
+            return True  # emptied by an earlier cleaning
+        control_type, _ = parse_control_record(records[0])
+        if control_type is ControlRecordType.ABORT:
+            aborted = self._ongoing_aborted.pop(header.producer_id, None)
+            if aborted is not None and aborted.last_observed_batch_offset is not None:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(aborted.txn)
+                return False
+            return True
+        if control_type is ControlRecordType.COMMIT:
+            if header.producer_id in self._ongoing_committed:
+                self._ongoing_committed.discard(header.producer_id)
+                return False
+            return True
+        return False
+
+
+@dataclass(slots=True)
+class _AbortedTxnMetadata:
+    txn: AbortedTxn
+    last_observed_batch_offset: int | None = None
+
+
+class _LastRecord(NamedTuple):
+    """What the cleaner keeps of a producer id (Kafka's LastRecord): its last data offset, or None when
+    its producer state knows no data batch (then its latest marker of ``producer_epoch`` is kept)."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+def _last_records_of_active_producers(log_: Log) -> dict[int, _LastRecord]:
+    with log_.lock:
+        return {pid: _LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
+                for pid, e in log_.producer_state.producers.items()}
+
+
+def _is_last_record_of_producer(header: RecordBatchHeader, last_records: dict[int, _LastRecord]) -> bool:
+    last = last_records.get(header.producer_id)
+    if last is None:
+        return False
+    if last.last_data_offset is not None:
+        return header.last_offset == last.last_data_offset
+    return header.is_control and header.producer_epoch == last.producer_epoch
 
 
 def _walk(segment: LogSegment, start: int = 0) -> Iterable[tuple[int, RecordBatchHeader]]:
@@ -176,7 +267,8 @@ def _build_offset_map(log_: Log, segments: list[LogSegment], start: int, end: in
     """key -> last offset for [start, end); stops at a segment boundary when the map is full. Returns
     the map and the offset up to which it is complete."""
     offset_map: dict[bytes, int] = {}
-    aborted = _Aborted(log_, start, end)
+    txn_metadata = CleanedTransactionMetadata()
+    txn_metadata.add_aborted_transactions(log_.collect_aborted_transactions(start, end))
     mapped_to = start
     for segment in segments:
         if segment.base_offset >= end:
@@ -188,9 +280,13 @@ def _build_offset_map(log_: Log, segments: list[LogSegment], start: int, end: in
                 continue
             if header.base_offset >= end:
                 break
-            if header.is_control or aborted.is_aborted(header):
+            if header.is_control:
+                _, records = decode_records(segment.log.read(pos, header.total_size))
+                txn_metadata.on_control_batch_read(header, records)
                 continue
-            _, records = decode_records(segment.log.read(pos, header.batch_length + LOG_OVERHEAD))
+            if txn_metadata.on_batch_read(header):
+                continue  # an aborted transaction's data: never the latest value of a key
+            _, records = decode_records(segment.log.read(pos, header.total_size))
             base = header.base_offset
             for record in records:
                 offset = base + record.offset_delta
@@ -242,12 +338,23 @@ def _rebuild(header: RecordBatchHeader, records: list, horizon: int | None) -> b
         records, base_offset=header.base_offset, base_timestamp=base_ts, compression=header.compression,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence, is_transactional=header.is_transactional,
-        partition_leader_epoch=header.partition_leader_epoch,
+        is_control=header.is_control, partition_leader_epoch=header.partition_leader_epoch,
         timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
         max_timestamp=header.max_timestamp, last_offset_delta=last_delta))
     if horizon is not None or header.has_delete_horizon:
         _set_delete_horizon(batch)
     return bytes(batch)
+
+
+def _empty_batch(header: RecordBatchHeader) -> bytes:
+    """``header``'s batch with no records (Kafka's writeEmptyHeader): same offsets and producer fields,
+    no codec, both timestamps its max timestamp, no delete horizon."""
+    return build_batch(
+        [], base_offset=header.base_offset, base_timestamp=header.max_timestamp,
+        max_timestamp=header.max_timestamp, last_offset_delta=header.last_offset_delta,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional, is_control=header.is_control,
+        partition_leader_epoch=header.partition_leader_epoch, timestamp_type=header.timestamp_type)
 
 
 def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int | None = None,
@@ -261,7 +368,6 @@ def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int |
     with log_.lock:
         target = log_to_clean(log_, first_dirty_offset, now)
         segments = log_.local.segments.snapshot()
-        producer_last_offsets = {pid: e.last_data_offset for pid, e in log_.producer_state.producers.items()}
         for segment in segments:
             segment.log.file.retain()
     try:
@@ -277,11 +383,10 @@ def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int |
             return CleanResult(start)
         result = CleanResult(mapped_to)
         config = log_.config
-        horizon = now + config.delete_retention_ms
-        aborted = _Aborted(log_, log_.log_start_offset, mapped_to)
+        cleaning = _Cleaning(offset_map, CleanedTransactionMetadata(), now, now + config.delete_retention_ms, end,
+                             result)
         for group in _group_segments(to_clean, config.segment_size, config.max_index_size):
-            if not _clean_group(log_, group, offset_map, aborted, producer_last_offsets, now, horizon, result,
-                                before_swap):
+            if not _clean_group(log_, group, cleaning, before_swap):
                 result.aborted = True
                 result.next_dirty_offset = start
                 break
@@ -291,9 +396,21 @@ def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int |
             segment.log.file.release()
 
 
-def _clean_group(log_: Log, group: list[LogSegment], offset_map: dict[bytes, int], aborted: _Aborted,
-                 producer_last_offsets: dict[int, int], now: int, horizon: int, result: CleanResult,
+@dataclass(slots=True)
+class _Cleaning:
+    """What one cleaning carries from group to group."""
+
+    offset_map: dict[bytes, int]
+    txn_metadata: CleanedTransactionMetadata
+    now: int
+    delete_horizon_ms: int  # given to tombstones and markers first found removable
+    upper_bound_offset: int  # the first uncleanable offset: the batch ending there stays, even empty
+    result: CleanResult
+
+
+def _clean_group(log_: Log, group: list[LogSegment], cleaning: _Cleaning,
                  before_swap: Callable[[], None] | None) -> bool:
+    result = cleaning.result
     directory = log_.dir
     base = group[0].base_offset
     prefix = os.path.join(directory, filename_prefix_from_offset(base))
@@ -305,12 +422,16 @@ def _clean_group(log_: Log, group: list[LogSegment], offset_map: dict[bytes, int
     cleaned = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
                               max_index_size=config.max_index_size, time_ms=log_.time_ms,
                               suffix=CLEANED_FILE_SUFFIX)
+    cleaning.txn_metadata.cleaned_index = cleaned.txn_index
     try:
-        for segment in group:
-            # Aborted transactions whose markers are in this segment stay aborted in the cleaned one.
-            for txn in segment.txn_index.entries:
-                cleaned.txn_index.append(txn)
-            _copy_segment(segment, cleaned, offset_map, aborted, producer_last_offsets, now, horizon, result)
+        last_records = _last_records_of_active_producers(log_)
+        for i, segment in enumerate(group):
+            # The aborted transactions overlapping the whole segment: the cleaned .txnindex is rebuilt
+            # from those whose ABORT marker stays.
+            upper = group[i + 1].base_offset if i + 1 < len(group) else segment.read_next_offset()
+            cleaning.txn_metadata.add_aborted_transactions(
+                log_.collect_aborted_transactions(segment.base_offset, upper))
+            _copy_segment(segment, cleaned, cleaning, last_records)
             result.bytes_read += segment.size
         cleaned.on_become_inactive_segment()
         cleaned.flush()
@@ -341,8 +462,10 @@ def _clean_group(log_: Log, group: list[LogSegment], offset_map: dict[bytes, int
         raise
 
 
-def _copy_segment(segment: LogSegment, cleaned: LogSegment, offset_map: dict[bytes, int], aborted: _Aborted,
-                  producer_last_offsets: dict[int, int], now: int, horizon: int, result: CleanResult) -> None:
+def _copy_segment(segment: LogSegment, cleaned: LogSegment, cleaning: _Cleaning,
+                  last_records: dict[int, _LastRecord]) -> None:
+    """Recopy what ``segment`` keeps into ``cleaned`` (Kafka's cleanInto and its RecordFilter)."""
+    now, offset_map, txn_metadata = cleaning.now, cleaning.offset_map, cleaning.txn_metadata
     out = bytearray()
     out_batches: list[tuple[int, RecordBatchHeader]] = []
 
@@ -351,40 +474,60 @@ def _copy_segment(segment: LogSegment, cleaned: LogSegment, offset_map: dict[byt
         out.extend(data)
 
     for pos, header in _walk(segment):
-        data = segment.log.read(pos, header.batch_length + LOG_OVERHEAD)
-        if header.is_control or aborted.is_aborted(header):
-            emit(data)
+        data = segment.log.read(pos, header.total_size)
+        records: list[Record] | None = None
+        if header.is_control:
+            _, records = decode_records(data)
+            can_discard = txn_metadata.on_control_batch_read(header, records)
+            horizon = header.delete_horizon_ms
+            discard_records = can_discard and horizon is not None and horizon <= now
+        else:
+            can_discard = discard_records = txn_metadata.on_batch_read(header)
+        retain_empty = ((header.has_producer_id and _is_last_record_of_producer(header, last_records))
+                        or header.next_offset == cleaning.upper_bound_offset)
+        if discard_records:
+            cleaning.result.records_removed += header.records_count
+            if retain_empty:
+                emit(_empty_batch(header))
             continue
-        _, records = decode_records(data)
-        kept = []
-        has_tombstone = False
-        for record in records:
-            offset = header.base_offset + record.offset_delta
-            if record.key is None:
-                continue
-            if offset_map.get(record.key, -1) > offset:
-                continue
-            if record.value is None:
-                if header.has_delete_horizon and now >= header.base_timestamp:
-                    continue  # the tombstone's delete horizon has passed
-                has_tombstone = True
-            kept.append(record)
-        result.records_removed += len(records) - len(kept)
-        needs_horizon = has_tombstone and not header.has_delete_horizon
-        last_of_producer = header.producer_id >= 0 and producer_last_offsets.get(header.producer_id) == \
-            header.base_offset + header.last_offset_delta
-        if len(kept) == len(records) and not needs_horizon:
-            emit(data)
-        elif kept:
-            emit(_rebuild(header, kept, horizon if needs_horizon else None))
-        elif last_of_producer:
-            emit(_rebuild(header, [], None))  # keep the producer's last sequence and epoch
+        if records is None:
+            _, records = decode_records(data)
+        kept = records if header.is_control else _retained_records(header, records, offset_map, now)
+        cleaning.result.records_removed += len(records) - len(kept)
+        if not kept:
+            if retain_empty:
+                emit(_empty_batch(header))
+        else:
+            # A tombstone, or the marker of a transaction with no data left, gets a delete horizon.
+            has_tombstone = any(r.value is None for r in kept)
+            marker_for_empty_txn = can_discard and header.is_control
+            needs_horizon = (has_tombstone or marker_for_empty_txn) and not header.has_delete_horizon
+            if len(kept) == len(records) and not needs_horizon:
+                emit(data)
+            else:
+                emit(_rebuild(header, kept, cleaning.delete_horizon_ms if needs_horizon else None))
         if len(out) >= 8 * 1024 * 1024:
             cleaned.append(bytes(out), out_batches)
             out.clear()
             out_batches.clear()
     if out_batches:
         cleaned.append(bytes(out), out_batches)
+
+
+def _retained_records(header: RecordBatchHeader, records: list[Record], offset_map: dict[bytes, int],
+                      now: int) -> list[Record]:
+    """The records of a data batch that stay: keyed, the latest of their key, and not a tombstone past
+    its delete horizon (Kafka's Cleaner.shouldRetainRecord)."""
+    kept = []
+    for record in records:
+        if record.key is None:
+            continue
+        if offset_map.get(record.key, -1) > header.base_offset + record.offset_delta:
+            continue
+        if record.value is None and header.has_delete_horizon and now >= header.base_timestamp:
+            continue  # the tombstone's delete horizon has passed
+        kept.append(record)
+    return kept
 
 
 # -- the thread -------------------------------------------------------------------------------------------

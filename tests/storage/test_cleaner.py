@@ -3,7 +3,14 @@ import os
 import pytest
 
 from storage.cleaner import LogCleaner, clean_log
-from wire import CompressionType, build_control_batch, decode_records, iter_batch_headers
+from wire import (
+    CompressionType,
+    ControlRecordType,
+    build_control_batch,
+    decode_records,
+    iter_batch_headers,
+    parse_control_record,
+)
 
 from .conftest import keyed_batch, open_log, read_all, small_config
 
@@ -106,28 +113,6 @@ def test_recompresses_with_the_original_codec(log_dir, clock):
     log.close()
 
 
-def test_transactional_markers_and_producer_batches_survive(log_dir, clock):
-    log = open_log(log_dir, compact_config(), time_ms=clock)
-    log.append_as_leader(keyed_batch([(b"t", b"aborted")], producer_id=5, producer_epoch=0, base_sequence=0,
-                                     is_transactional=True), 0)
-    marker = build_control_batch(0, producer_id=5, producer_epoch=0, timestamp=clock.now, partition_leader_epoch=0,
-                                 coordinator_epoch=0)
-    log.append_as_leader(marker, 0, origin="coordinator")
-    for i in range(40):
-        log.append_as_leader(keyed_batch([(b"t", b"v%d" % i + b"." * 100)], producer_id=6, producer_epoch=0,
-                                         base_sequence=i), 0)
-    log.high_watermark = log.log_end_offset
-    clean_log(log)
-    first = log.segments.first_segment()
-    headers = [h for _, h in iter_batch_headers(first.log.read(0, first.size))]
-    assert headers[0].is_transactional and headers[1].is_control  # aborted data and marker kept
-    assert log.collect_aborted_transactions(0, 2)[0].producer_id == 5
-    log.close()
-    reopened = open_log(log_dir, compact_config())
-    assert reopened.producer_state.last_entry(6).last_seq == 39
-    reopened.close()
-
-
 @pytest.mark.parametrize("crash_point", ["before_swap"])
 def test_crash_before_swap_leaves_a_consistent_log(tmp_path, clock, crash_point):
     path = str(tmp_path / "c-0")
@@ -176,3 +161,264 @@ def test_cleaner_thread_picks_dirtiest_log_and_checkpoints(tmp_path, clock):
     assert cleaner.grab_filthiest_log() is None  # everything cleaned up to the active segments
     for log in logs:
         log.close()
+
+
+# -- transactions (Kafka's CleanedTransactionMetadata rules) ---------------------------------------------
+
+ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
+
+
+def txn_batch(pairs, pid, seq, epoch=0):
+    return keyed_batch(pairs, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+
+
+def end_txn(log, clock, pid, control_type, epoch=0):
+    marker = build_control_batch(control_type, producer_id=pid, producer_epoch=epoch, timestamp=clock.now,
+                                 partition_leader_epoch=0, coordinator_epoch=0)
+    return log.append_as_leader(marker, 0, origin="coordinator").first_offset
+
+
+def fetched_batches(log, max_offset=None):
+    """(header, records) of every batch Log.read serves from the log start up to ``max_offset``."""
+    out = []
+    offset = log.log_start_offset
+    limit = log.log_end_offset if max_offset is None else max_offset
+    while offset < limit:
+        info = log.read(offset, 1 << 20, max_offset=limit, min_one_message=True)
+        data = info.records.read_bytes()
+        info.records.release()
+        if not data:
+            break
+        for pos, header in iter_batch_headers(data):
+            if header.last_offset >= offset:
+                out.append((header, decode_records(data, pos)[1]))
+            offset = max(offset, header.next_offset)
+    return out
+
+
+def batch_offsets(log):
+    return [(h.base_offset, h.last_offset) for h, _ in fetched_batches(log)]
+
+
+def read_committed(log):
+    """(offset, key, value) a read_committed consumer gets up to the last stable offset: it takes the
+    fetch's aborted transactions and skips their producers' data until the ABORT marker, as Kafka's
+    consumer (CompletedFetch) does."""
+    lso = log.last_stable_offset
+    aborted = sorted(log.collect_aborted_transactions(log.log_start_offset, lso), key=lambda t: t.first_offset)
+    aborting, out = set(), []
+    for header, records in fetched_batches(log, lso):
+        while aborted and aborted[0].first_offset <= header.last_offset:
+            aborting.add(aborted.pop(0).producer_id)
+        if header.is_control:
+            if records and parse_control_record(records[0])[0] is ABORT:
+                aborting.discard(header.producer_id)
+            continue
+        if header.is_transactional and header.producer_id in aborting:
+            continue
+        out.extend((header.base_offset + r.offset_delta, r.key, r.value) for r in records)
+    return out
+
+
+def marker_at(log, offset):
+    found = [h for h, _ in fetched_batches(log) if h.base_offset == offset]
+    assert found and found[0].is_control
+    return found[0]
+
+
+def aborted_txns(log):
+    return [(t.producer_id, t.first_offset, t.last_offset)
+            for t in log.collect_aborted_transactions(log.log_start_offset, log.log_end_offset)]
+
+
+def test_aborted_data_goes_and_markers_go_after_their_delete_horizon(log_dir, clock):
+    log = open_log(log_dir, compact_config(), time_ms=clock)
+    log.append_as_leader(keyed_batch([(b"t", b"committed")]), 0)  # 0
+    log.append_as_leader(txn_batch([(b"t", b"aborted")], pid=5, seq=0), 0)  # 1
+    log.append_as_leader(txn_batch([(b"u", b"aborted")], pid=5, seq=1), 0)  # 2
+    assert end_txn(log, clock, 5, ABORT) == 3
+    log.append_as_leader(txn_batch([(b"c", b"c1")], pid=6, seq=0), 0)  # 4
+    assert end_txn(log, clock, 6, COMMIT) == 5
+    log.append_as_leader(txn_batch([(b"x", b"x1")], pid=5, seq=2), 0)  # 6: producer 5's last data
+    assert end_txn(log, clock, 5, COMMIT) == 7
+    log.append_as_leader(txn_batch([(b"c", b"c2")], pid=6, seq=1), 0)  # 8: producer 6's last data
+    assert end_txn(log, clock, 6, COMMIT) == 9
+    log.roll()
+    log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)  # 10, in the active segment
+    log.high_watermark = log.log_end_offset
+    assert aborted_txns(log) == [(5, 1, 3)]
+    expected = [(0, b"t", b"committed"), (6, b"x", b"x1"), (8, b"c", b"c2"), (10, b"z", b"active")]
+
+    # 1st: the aborted data goes (the aborted "t" never was the latest "t"; "u" only ever was aborted);
+    # c1 is compacted away; both markers of 3 and 5 stay (their data was met), the abort still indexed
+    result = clean_log(log)
+    assert result.records_removed == 3
+    assert batch_offsets(log) == [(0, 0), (3, 3), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10)]
+    assert not marker_at(log, 3).has_delete_horizon and not marker_at(log, 5).has_delete_horizon
+    assert aborted_txns(log) == [(5, 1, 3)]
+    assert read_committed(log) == expected
+
+    # 2nd: those two markers have no data left: each gets a delete horizon, the abort leaves the index
+    clock.advance(1000)
+    clean_log(log)
+    assert batch_offsets(log) == [(0, 0), (3, 3), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10)]
+    for offset in (3, 5):
+        assert marker_at(log, offset).delete_horizon_ms == clock.now + DAY
+    assert not marker_at(log, 7).has_delete_horizon and not marker_at(log, 9).has_delete_horizon
+    assert aborted_txns(log) == []
+    assert read_committed(log) == expected
+
+    # before the horizon they stay; after it they go
+    clock.advance(DAY - 1)
+    clean_log(log)
+    assert [o for o, _ in batch_offsets(log)] == [0, 3, 5, 6, 7, 8, 9, 10]
+    clock.advance(1)
+    clean_log(log)
+    assert batch_offsets(log) == [(0, 0), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10)]
+    assert read_committed(log) == expected
+    log.close()
+    reopened = open_log(log_dir, compact_config(), time_ms=clock)
+    reopened.high_watermark = reopened.log_end_offset
+    assert read_committed(reopened) == expected and aborted_txns(reopened) == []
+    assert reopened.producer_state.last_entry(5).last_seq == 2
+    assert reopened.producer_state.last_entry(6).last_seq == 1
+    reopened.close()
+
+
+def test_transactional_markers_and_producer_batches_survive(log_dir, clock):
+    log = open_log(log_dir, compact_config(), time_ms=clock)
+    log.append_as_leader(txn_batch([(b"t", b"aborted")], pid=5, seq=0), 0)
+    end_txn(log, clock, 5, ABORT)
+    for i in range(40):
+        log.append_as_leader(keyed_batch([(b"t", b"v%d" % i + b"." * 100)], producer_id=6, producer_epoch=0,
+                                         base_sequence=i), 0)
+    log.high_watermark = log.log_end_offset
+
+    def first_two():
+        return [h for h, _ in fetched_batches(log)[:2]]
+
+    # the aborted batch is producer 5's last: kept, emptied as Kafka's writeEmptyHeader; so the marker
+    # stays (its transaction still has a batch), and so does the index entry
+    for _ in range(2):
+        clean_log(log)
+        empty, marker = first_two()
+        assert (empty.base_offset, empty.records_count, empty.is_transactional, empty.is_control) == (0, 0, True, False)
+        assert empty.compression is CompressionType.NONE and empty.base_timestamp == empty.max_timestamp
+        assert (empty.producer_id, empty.base_sequence) == (5, 0) and not empty.has_delete_horizon
+        assert marker.is_control and marker.base_offset == 1 and marker.records_count == 1
+        assert aborted_txns(log) == [(5, 0, 1)]
+    assert b"aborted" not in {v for _, _, v in read_all(log)}
+    log.close()
+    reopened = open_log(log_dir, compact_config(), time_ms=clock)
+    assert reopened.producer_state.last_entry(6).last_seq == 39
+    assert reopened.producer_state.last_entry(5).last_seq == 0
+
+    # once producer 5 writes again, the empty batch goes; the marker waits one more cleaning (it met
+    # that batch), then gets its horizon, then goes
+    log = reopened
+    log.append_as_leader(keyed_batch([(b"p5", b"again")], producer_id=5, producer_epoch=0, base_sequence=1), 0)
+    log.roll()
+    log.high_watermark = log.log_end_offset
+    clean_log(log)
+    assert fetched_batches(log)[0][0].base_offset == 1
+    assert not marker_at(log, 1).has_delete_horizon and aborted_txns(log) == [(5, 0, 1)]
+    clean_log(log)
+    assert marker_at(log, 1).delete_horizon_ms == clock.now + DAY and aborted_txns(log) == []
+    clock.advance(DAY)
+    clean_log(log)
+    assert fetched_batches(log)[0][0].base_offset > 1
+    log.close()
+
+
+def test_a_producers_last_marker_is_kept_empty(log_dir, clock):
+    """Transaction version 2 bumps the epoch at every end: the marker is then the producer's last record
+    (its state knows no data batch of the new epoch), kept for the epoch even once emptied."""
+    log = open_log(log_dir, compact_config(), time_ms=clock)
+    log.append_as_leader(txn_batch([(b"k", b"in-txn")], pid=9, seq=0, epoch=0), 0)  # 0
+    assert end_txn(log, clock, 9, COMMIT, epoch=1) == 1
+    log.append_as_leader(keyed_batch([(b"k", b"newer")]), 0)  # 2
+    log.roll()
+    log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.producer_state.last_entry(9).last_data_offset == -1
+
+    clean_log(log)  # the superseded data goes; the marker met it, so it stays as it is
+    assert [o for o, _ in batch_offsets(log)] == [1, 2, 3]
+    assert not marker_at(log, 1).has_delete_horizon
+    clean_log(log)  # no data left: a delete horizon
+    assert marker_at(log, 1).delete_horizon_ms == clock.now + DAY
+    clock.advance(DAY)
+    for _ in range(2):  # past the horizon its record goes, but the batch stays: the producer's last
+        clean_log(log)
+        marker = marker_at(log, 1)
+        assert (marker.records_count, marker.producer_id, marker.producer_epoch) == (0, 9, 1)
+        assert marker.is_transactional and not marker.has_delete_horizon
+    assert read_committed(log) == [(2, b"k", b"newer"), (3, b"z", b"active")]
+    assert log.producer_state.last_entry(9).producer_epoch == 1
+    log.close()
+    reopened = open_log(log_dir, compact_config(), time_ms=clock)
+    # (a reload that replays the log learns no epoch from an emptied marker, as Kafka's ProducerAppendInfo)
+    assert marker_at(reopened, 1).records_count == 0
+    reopened.close()
+
+
+def test_an_ongoing_transaction_is_left_alone(log_dir, clock):
+    log = open_log(log_dir, compact_config(), time_ms=clock)
+    for i in range(5):
+        log.append_as_leader(keyed_batch([(b"k", b"old%d" % i)]), 0)  # 0-4
+    log.roll()
+    open_at = log.append_as_leader(txn_batch([(b"k", b"open")], pid=8, seq=0), 0).first_offset  # 5
+    log.append_as_leader(keyed_batch([(b"k", b"after")]), 0)  # 6
+    log.roll()
+    log.append_as_leader(keyed_batch([(b"j", b"x")]), 0)  # 7
+    log.roll()
+    log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)  # 8
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == open_at
+    undecided = {s.base_offset: s.log.read(0, s.size) for s in log.segments.snapshot() if s.base_offset >= open_at}
+
+    result = clean_log(log)  # only below the last stable offset
+    assert result.segments_cleaned == 1 and result.next_dirty_offset == open_at
+    assert {s.base_offset: s.log.read(0, s.size) for s in log.segments.snapshot()
+            if s.base_offset >= open_at} == undecided
+    assert [o for o, _ in batch_offsets(log)] == [4, 5, 6, 7, 8]
+    assert read_committed(log) == [(4, b"k", b"old4")]
+
+    commit = end_txn(log, clock, 8, COMMIT)  # 9
+    log.roll()
+    log.high_watermark = log.log_end_offset
+    clean_log(log)  # now decided: compacted like any other data, the marker stays while it met data
+    assert [o for o, _ in batch_offsets(log)] == [5, 6, 7, 8, commit]
+    headers = dict((h.base_offset, h) for h, _ in fetched_batches(log))
+    assert headers[5].records_count == 0  # producer 8's last data, superseded by "after"
+    assert read_committed(log) == [(6, b"k", b"after"), (7, b"j", b"x"), (8, b"z", b"active")]
+    log.close()
+
+
+def test_an_aborted_transaction_across_cleaning_groups(log_dir, clock):
+    """The transaction state is carried from group to group: the marker in the second group stays (and
+    stays indexed there) because the first group discarded its data."""
+    log = open_log(log_dir, compact_config(), time_ms=clock)
+    log.append_as_leader(txn_batch([(b"a", b"aborted")], pid=3, seq=0), 0)  # 0
+    for i in range(15):
+        log.append_as_leader(keyed_batch([(b"pad%d" % i, b"." * 100)]), 0)  # 1-15
+    log.roll()
+    for i in range(15):
+        log.append_as_leader(keyed_batch([(b"qad%d" % i, b"." * 100)]), 0)  # 16-30
+    abort = end_txn(log, clock, 3, ABORT)  # 31
+    log.append_as_leader(keyed_batch([(b"p3", b"later")], producer_id=3, producer_epoch=0, base_sequence=1), 0)
+    log.roll()
+    log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)
+    log.high_watermark = log.log_end_offset
+    second = log.segments.snapshot()[1]
+    assert second.base_offset == 16 and second.txn_index.entries[0].last_offset == abort
+
+    result = clean_log(log)
+    assert result.swapped_groups == [0, 16]  # two groups, two cleaned segments
+    assert batch_offsets(log)[0] == (1, 1)  # the aborted batch is gone
+    assert not marker_at(log, abort).has_delete_horizon
+    assert [(t.producer_id, t.first_offset) for t in log.segments.snapshot()[1].txn_index.entries] == [(3, 0)]
+    clean_log(log)
+    assert marker_at(log, abort).delete_horizon_ms == clock.now + DAY
+    assert log.segments.snapshot()[1].txn_index.entries == [] and aborted_txns(log) == []
+    log.close()
