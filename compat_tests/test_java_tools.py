@@ -386,6 +386,14 @@ def test_kafka_consumer_groups_list_describe_and_reset_offsets(tool, broker, jar
     assert sorted((r["PARTITION"], r["NEW-OFFSET"]) for r in reset) == [("0", "0"), ("1", "0"), ("2", "0")]
     rewound = table(tool(GROUPS, *b, "--describe", "--group", group).stdout, "GROUP")
     assert {r["CURRENT-OFFSET"] for r in rewound} == {"0"} and sum(int(r["LAG"]) for r in rewound) == 120
+    ends = {r["PARTITION"]: r["LOG-END-OFFSET"] for r in rewound}
+    # by timestamp (ListOffsets): nothing is that recent, so each partition's end; then relative moves
+    future = table(tool(GROUPS, *b, "--reset-offsets", "--to-datetime", "2999-01-01T00:00:00.000", "--group", group,
+                        "--topic", topic, "--dry-run").stdout, "GROUP")
+    assert {r["PARTITION"]: r["NEW-OFFSET"] for r in future} == ends
+    shifted = table(tool(GROUPS, *b, "--reset-offsets", "--shift-by", "2", "--group", group, "--topic", topic,
+                         "--execute").stdout, "GROUP")
+    assert {r["NEW-OFFSET"] for r in shifted} == {"2"}
 
     deleted = tool(GROUPS, *b, "--delete", "--group", group)
     assert f"Deletion of requested consumer groups ('{group}') was successful." in deleted.stdout
