@@ -31,7 +31,7 @@ For a log with cleanup.policy ``compact``:
     kept because data of theirs was met; the others' entries go with their data;
   - the batch holding a producer id's last data offset (or, when its last record is a marker, that
     marker of its current epoch) is kept, emptied of records if need be (Kafka's writeEmptyHeader: no
-    codec, both timestamps the old max timestamp), so producer state survives a reload;
+    codec, no base timestamp, the old max timestamp), so producer state survives a reload;
   - so is the batch that ends right at the first uncleanable offset (Kafka 4.1, KAFKA-17076).
 
   The transaction state is carried from group to group through one cleaning, as in Kafka.
@@ -65,6 +65,7 @@ from storage.segment import LOG_FILE_SUFFIX as _LOG
 from storage.transaction_index import AbortedTxn, TransactionIndex
 from wire import (
     DELETE_HORIZON_FLAG_MASK,
+    NO_TIMESTAMP,
     ControlRecordType,
     Record,
     RecordBatchHeader,
@@ -325,32 +326,37 @@ def _set_delete_horizon(batch: bytearray) -> None:
     _CRC.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[21:]))
 
 
-def _rebuild(header: RecordBatchHeader, records: list, horizon: int | None) -> bytes:
-    """A batch with ``records`` (a subset), same base offset, codec, producer fields and timestamps."""
+def _rebuild(header: RecordBatchHeader, records: list[Record], horizon: int | None) -> bytes:
+    """A batch of ``records`` (a non-empty subset of ``header``'s) as Kafka's MemoryRecordsBuilder writes it
+    for the cleaner: same base and last offsets, codec and producer fields; the base timestamp is the
+    delete horizon (``horizon`` if new, else the batch's own) or else the first kept record's, the max
+    timestamp that of the kept records (under LOG_APPEND_TIME the batch's)."""
     log_append = header.timestamp_type is TimestampType.LOG_APPEND_TIME
-    base_ts = header.base_timestamp
-    if horizon is not None and not header.has_delete_horizon:
-        for r in records:
-            r.timestamp_delta = base_ts + r.timestamp_delta - horizon
-        base_ts = horizon
-    last_delta = records[-1].offset_delta if records else header.last_offset_delta
+    timestamps = [header.timestamp_of(r) for r in records]
+    if horizon is None:
+        horizon = header.delete_horizon_ms
+    base_ts = horizon if horizon is not None else timestamps[0]
+    for record, timestamp in zip(records, timestamps, strict=True):
+        record.timestamp_delta = timestamp - base_ts
     batch = bytearray(build_batch(
         records, base_offset=header.base_offset, base_timestamp=base_ts, compression=header.compression,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence, is_transactional=header.is_transactional,
         is_control=header.is_control, partition_leader_epoch=header.partition_leader_epoch,
         timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
-        max_timestamp=header.max_timestamp, last_offset_delta=last_delta))
-    if horizon is not None or header.has_delete_horizon:
+        max_timestamp=header.max_timestamp if log_append else max(timestamps),
+        # the original last offset: it carries the producer's last sequence (Kafka's overrideLastOffset)
+        last_offset_delta=header.last_offset_delta))
+    if horizon is not None:
         _set_delete_horizon(batch)
     return bytes(batch)
 
 
 def _empty_batch(header: RecordBatchHeader) -> bytes:
-    """``header``'s batch with no records (Kafka's writeEmptyHeader): same offsets and producer fields,
-    no codec, both timestamps its max timestamp, no delete horizon."""
+    """``header``'s batch with no records (Kafka's writeEmptyHeader): same offsets, producer fields and max
+    timestamp, no codec, no base timestamp (-1), no delete horizon."""
     return build_batch(
-        [], base_offset=header.base_offset, base_timestamp=header.max_timestamp,
+        [], base_offset=header.base_offset, base_timestamp=NO_TIMESTAMP,
         max_timestamp=header.max_timestamp, last_offset_delta=header.last_offset_delta,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
         is_transactional=header.is_transactional, is_control=header.is_control,

@@ -303,7 +303,7 @@ def test_transactional_markers_and_producer_batches_survive(log_dir, clock):
         clean_log(log)
         empty, marker = first_two()
         assert (empty.base_offset, empty.records_count, empty.is_transactional, empty.is_control) == (0, 0, True, False)
-        assert empty.compression is CompressionType.NONE and empty.base_timestamp == empty.max_timestamp
+        assert empty.compression is CompressionType.NONE and empty.base_timestamp == -1 and empty.max_timestamp == clock.now
         assert (empty.producer_id, empty.base_sequence) == (5, 0) and not empty.has_delete_horizon
         assert marker.is_control and marker.base_offset == 1 and marker.records_count == 1
         assert aborted_txns(log) == [(5, 0, 1)]
