@@ -12,7 +12,8 @@ For a log with cleanup.policy ``compact``:
 * It maps every key of the dirty section to its last offset, then recopies the segments from the log
   start to the end of the mapped range, in groups that fit one segment, keeping a record only if no later
   record has its key. Offsets never change (batches keep their base offset; gaps are normal). Batches
-  that lose no record are copied byte for byte; others are rebuilt, recompressed with their own codec.
+  that lose no record are copied byte for byte; others are rebuilt as Kafka's MemoryRecordsBuilder
+  writes them (same base and last offset, recompressed with their own codec).
   Records without a key are dropped (they are invalid on a compacted topic), as Kafka does.
 * Tombstones (null values) get a delete horizon the first time they are recopied: the batch is marked
   (attribute bit 6, KIP-534) and its base timestamp becomes now + ``delete.retention.ms``; a later
@@ -22,8 +23,8 @@ For a log with cleanup.policy ``compact``:
 
   - data batches of aborted transactions are discarded whole; they never count as the latest value of
     a key (nor enter the offset map);
-  - a COMMIT marker can go once the cleaning met none of its transaction's data batches, an ABORT
-    marker once the cleaning discarded none (met none): all its data is gone. Such a marker first gets
+  - a COMMIT or ABORT marker can go once a cleaning meets none of its transaction's data batches (all
+    of them compacted or discarded by earlier cleanings). Such a marker first gets
     a delete horizon, like a tombstone (attribute bit 6, base timestamp now + ``delete.retention.ms``),
     and a cleaning after that time drops it. Until then it stays, so a consumer that read the data
     also reads the marker;
