@@ -336,6 +336,66 @@ def test_verifiable_producer_then_verifiable_consumer_reads_every_message(tool, 
     assert last_commit == {p: end for p, end in end_offsets.items() if end}
 
 
+def test_verifiable_consumers_share_a_group_through_rebalances(tool, broker, jars, tmp_path):
+    """A second consumer joins and leaves, the first leaves, a third finishes: every record is consumed and
+    the group's commits reach the end of every partition."""
+    b = ("--bootstrap-server", broker.bootstrap)
+    topic, group, n = unique("vr"), unique("vrg"), 2000
+    tool(TOPICS, *b, "--create", "--topic", topic, "--partitions", "4", "--replication-factor", "1")
+    consumer = (VERIFIABLE_CONSUMER, *b, "--topic", topic, "--group-id", group, "--session-timeout", "6000",
+                "--reset-policy", "earliest")
+    first_out, second_out = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+
+    def read(path: Path) -> list[dict]:
+        return events(path.read_text(errors="replace")) if path.exists() else []
+
+    def assigned(path: Path) -> set[int]:
+        """The partitions the consumer holds after its last assignment (eager: a revoke drops all)."""
+        held: set[int] = set()
+        for e in read(path):
+            if e["name"] == "partitions_revoked":
+                held -= {p["partition"] for p in e["partitions"]}
+            elif e["name"] == "partitions_assigned":
+                held |= {p["partition"] for p in e["partitions"]}
+        return held
+
+    with background_tool(jars, first_out, *consumer):
+        wait_for(lambda: assigned(first_out) == {0, 1, 2, 3}, "the first consumer owning every partition")
+        with background_tool(jars, tmp_path / "producer.jsonl", VERIFIABLE_PRODUCER, *b, "--topic", topic,
+                             "--max-messages", str(n), "--throughput", "500", "--acks", "-1",
+                             "--repeating-keys", "100") as producer:
+            with background_tool(jars, second_out, *consumer):
+                wait_for(lambda: assigned(second_out) and assigned(first_out)
+                         and assigned(first_out) | assigned(second_out) == {0, 1, 2, 3}, "the group split", 40)
+            # the second consumer left (SIGTERM): the first takes every partition back
+            wait_for(lambda: assigned(first_out) == {0, 1, 2, 3}, "the first consumer owning everything again", 40)
+            wait_for(lambda: producer.poll() is not None, "the producer finishing")
+    # Both have left: a third member picks up from the group's commits and reads to the end.
+    produced = [e for e in events((tmp_path / "producer.jsonl").read_text()) if e["name"] == "producer_send_success"]
+    assert len(produced) == n
+    ends = {p: 1 + max((e["offset"] for e in produced if e["partition"] == p), default=-1) for p in range(4)}
+    assert all(ends.values()), ends
+    last_out = tmp_path / "last.jsonl"
+    with background_tool(jars, last_out, *consumer):
+        def committed_to_end() -> bool:
+            done: dict[int, int] = {}
+            for path in (first_out, second_out, last_out):
+                for e in read(path):
+                    if e["name"] == "offsets_committed" and e["success"]:
+                        done.update({o["partition"]: o["offset"] for o in e["offsets"]})
+            return done == ends
+        wait_for(committed_to_end, "commits reaching the end of every partition", 60)
+    consumed: dict[int, set[int]] = {p: set() for p in range(4)}
+    for path in (first_out, second_out, last_out):
+        for e in read(path):
+            if e["name"] == "records_consumed":
+                for p in e["partitions"]:
+                    consumed[p["partition"]] |= set(range(p["minOffset"], p["maxOffset"] + 1))
+    assert all(consumed[p] == set(range(ends[p])) for p in range(4)), "every record consumed at least once"
+    revokes = [e for path in (first_out, second_out) for e in read(path) if e["name"] == "partitions_revoked"]
+    assert revokes, "the join of the second consumer rebalanced the group"
+
+
 # --- kafka-consumer-groups ------------------------------------------------------------------------------
 
 def test_kafka_consumer_groups_list_describe_and_reset_offsets(tool, broker, jars, tmp_path):
