@@ -2,7 +2,8 @@
 
 Each test drives one tool the way its kafka-*.sh script does, ``java -cp <jars>/* <main class> ...``, and
 checks what it prints: kafka-topics (TopicCommand), kafka-configs (kafka.admin.ConfigCommand),
-kafka-broker-api-versions, kafka-verifiable-producer/-consumer, kafka-consumer-groups,
+kafka-broker-api-versions, kafka-verifiable-producer/-consumer (also consumers through rebalances),
+kafka-consumer-groups,
 kafka-transactions and the TransactionalMessageCopier of Kafka's system tests (transactions end to end:
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, markers, read_committed),
 and kafka-dump-log (kafka.tools.DumpLogSegments) over the files pykbroker wrote.
