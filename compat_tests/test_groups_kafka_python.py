@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import threading
@@ -114,14 +115,17 @@ from kafka import KafkaConsumer
 c = KafkaConsumer('kp-kill', bootstrap_servers='{gbroker.bootstrap}', group_id='kp-kill-g', enable_auto_commit=False,
                   session_timeout_ms=2000, heartbeat_interval_ms=300)
 while True:
-    c.poll(timeout_ms=100)
+    c.poll(timeout_ms=1000)
     if c.assignment():
         print('assigned', flush=True)
 """
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     survivor = consumer(gbroker, "kp-kill-g", "kp-kill")
     try:
-        assert proc.stdout.readline().strip() == "assigned"
+        # Polls of 1 s: kafka-python 3.0.12 can lose a join that completes after poll() timed out (its
+        # heartbeat never restarts), which with 100 ms polls hung this test until max.poll.interval.ms.
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready and proc.stdout.readline().strip() == "assigned", "the member to kill got no partitions"
         poll_until([survivor], lambda: 0 < len(survivor.assignment()) < 4)
         proc.kill()
         proc.wait()
