@@ -7,35 +7,48 @@ runs it against both and fails on every difference not listed in ``differential_
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 
 import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
 from pykbroker.testing import RawClient
-from wire import ErrorCode, build_simple_batch
+from wire import ErrorCode, Writer, build_simple_batch
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     ApiVersionsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerProtocolSubscription,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeGroupsRequest,
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     ElectLeadersRequest,
     EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
     ListOffsetsRequest,
     ListTransactionsRequest,
     MetadataRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
 from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic
@@ -51,10 +64,15 @@ from wire.messages.describe_producers_request import TopicRequest as DescribePro
 from wire.messages.elect_leaders_request import TopicPartitions
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+from wire.messages.join_group_request import JoinGroupRequestProtocol
+from wire.messages.leave_group_request import MemberIdentity
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from wire.messages.offset_delete_request import OffsetDeleteRequestPartition, OffsetDeleteRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.sync_group_request import SyncGroupRequestAssignment
 from wire.messages.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
@@ -416,10 +434,169 @@ def transactions_v2(c: RawClient) -> Observations:
     return out
 
 
+def subscription(*topics: str) -> bytes:
+    """A consumer's JoinGroup metadata (ConsumerProtocolSubscription v0)."""
+    w = Writer()
+    w.int16(0)
+    ConsumerProtocolSubscription(topics=list(topics), owned_partitions=[]).encode_into(w, 0)
+    return w.getvalue()
+
+
+def group_coordinator_ready(c: RawClient, group: str) -> None:
+    """Wait, as clients retry, until the group's coordinator is found and loaded (Kafka loads it asynchronously)."""
+    retried(c, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, lambda r: r.coordinators[0].error_code)
+    retried(c, DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5,
+            lambda r: r.groups[0].error_code)
+
+
+def classic_groups(c: RawClient) -> Observations:
+    """The classic protocol: JoinGroup/SyncGroup/Heartbeat/LeaveGroup, offsets, describe, list, delete."""
+    create(c, topic("dg-t", partitions=2))
+    c.wait_for_topics("dg-t")
+    group = "dg-classic"
+    group_coordinator_ready(c, group)
+    out: Observations = {}
+
+    def join(member_id: str = "", group_id: str = group, session_ms: int = 10_000, protocol_type: str = "consumer"):
+        return c.request(JoinGroupRequest(
+            group_id=group_id, session_timeout_ms=session_ms, rebalance_timeout_ms=10_000, member_id=member_id,
+            group_instance_id=None, protocol_type=protocol_type,
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription("dg-t"))]), 9)
+
+    out["join empty group id"] = join(group_id="").error_code
+    out["join short session"] = join(session_ms=10).error_code
+    first = join()
+    member = first.member_id
+    out["join without member id"] = (first.error_code, bool(member))
+    joined = join(member)
+    out["join"] = (joined.error_code, joined.generation_id, joined.leader == member, joined.protocol_name,
+                   joined.protocol_type, len(joined.members))
+    out["join other protocol type"] = join(protocol_type="connect").error_code
+    out["join unknown member"] = join("nobody").error_code
+    generation = joined.generation_id
+    assignment = b"\x00\x00\x00\x00\x00\x01\x00\x04dg-t\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"
+
+    def sync(generation_id: int, member_id: str):
+        r = c.request(SyncGroupRequest(group_id=group, generation_id=generation_id, member_id=member_id,
+                                       group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                       assignments=[SyncGroupRequestAssignment(member_id=member,
+                                                                               assignment=assignment)]), 5)
+        return r.error_code, r.assignment == assignment if r.error_code == 0 else None
+
+    out["sync wrong generation"] = sync(generation + 1, member)
+    out["sync unknown member"] = sync(generation, "nobody")
+    out["sync"] = sync(generation, member)
+
+    def heartbeat(generation_id: int, member_id: str) -> int:
+        return c.request(HeartbeatRequest(group_id=group, generation_id=generation_id, member_id=member_id,
+                                          group_instance_id=None), 4).error_code
+
+    out["heartbeat"] = heartbeat(generation, member)
+    out["heartbeat wrong generation"] = heartbeat(generation + 1, member)
+    out["heartbeat unknown member"] = heartbeat(generation, "nobody")
+    out["heartbeat unknown group"] = c.request(HeartbeatRequest(group_id="dg-nothing", generation_id=1,
+                                                                member_id="x", group_instance_id=None), 4).error_code
+
+    def commit(generation_id: int, member_id: str, name: str = "dg-t", offset: int = 5) -> int:
+        r = c.request(OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=generation_id, member_id=member_id, group_instance_id=None,
+            retention_time_ms=-1, topics=[OffsetCommitRequestTopic(name=name, partitions=[
+                OffsetCommitRequestPartition(partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+                                             committed_metadata="m")])]), 8)
+        return r.topics[0].partitions[0].error_code
+
+    out["commit"] = commit(generation, member)
+    out["commit unknown topic"] = commit(generation, member, name="dg-missing")
+    out["commit wrong generation"] = commit(generation + 1, member)
+    out["commit as simple consumer"] = commit(-1, "")
+    out["commit unknown member"] = commit(generation, "nobody")
+
+    def fetched():
+        r = c.request(OffsetFetchRequest(group_id=group, require_stable=True, topics=[
+            OffsetFetchRequestTopic(name="dg-t", partition_indexes=[0, 1])]), 7)
+        return r.error_code, [(p.error_code, p.committed_offset, p.metadata) for t in r.topics for p in t.partitions]
+
+    out["fetch"] = fetched()
+
+    def described():
+        g = c.request(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5).groups[0]
+        return g.error_code, g.group_state, g.protocol_type, g.protocol_data, len(g.members)
+
+    out["describe stable"] = described()
+    listed = c.request(ListGroupsRequest(states_filter=["Stable"], types_filter=[]), 5)
+    out["list stable"] = (listed.error_code, sorted((g.group_id, g.protocol_type, g.group_state, g.group_type)
+                                                    for g in listed.groups if g.group_id.startswith("dg-")))
+
+    def delete(*names: str):
+        r = c.request(DeleteGroupsRequest(groups_names=list(names)), 2)
+        return sorted((g.group_id, g.error_code) for g in r.results)
+
+    out["delete non-empty and missing"] = delete(group, "dg-missing")
+
+    def offset_delete() -> tuple[int, int]:
+        r = c.request(OffsetDeleteRequest(group_id=group, topics=[OffsetDeleteRequestTopic(
+            name="dg-t", partitions=[OffsetDeleteRequestPartition(partition_index=0)])]), 0)
+        return r.error_code, r.topics[0].partitions[0].error_code if r.topics else None
+
+    out["offset delete subscribed"] = offset_delete()
+    left = c.request(LeaveGroupRequest(group_id=group, members=[
+        MemberIdentity(member_id=member, group_instance_id=None), MemberIdentity(member_id="nobody",
+                                                                                   group_instance_id=None)]), 3)
+    out["leave"] = (left.error_code, [m.error_code for m in left.members])
+    out["describe after leave"] = described()
+    out["offset delete"] = offset_delete()
+    out["fetch after offset delete"] = fetched()
+    out["delete"] = delete(group)
+    out["describe deleted"] = described()
+    return out
+
+
+def consumer_groups(c: RawClient) -> Observations:
+    """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
+    create(c, topic("dgc-t", partitions=3))
+    c.wait_for_topics("dgc-t")
+    group = "dg-consumer"
+    group_coordinator_ready(c, group)
+    out: Observations = {}
+    member = str(uuid.uuid4())
+
+    def heartbeat(epoch: int, member_id: str = member, topics: list[str] | None = None):
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000 if epoch == 0 else -1, subscribed_topic_names=topics,
+            server_assignor=None, topic_partitions=[] if epoch == 0 else None), 1)
+        owned = None if r.assignment is None else sum(len(t.partitions) for t in r.assignment.topic_partitions)
+        return r.error_code, r.member_epoch, r.heartbeat_interval_ms, owned
+
+    out["join without topics"] = heartbeat(0, topics=None)[0]
+    out["join"] = heartbeat(0, topics=["dgc-t"])
+    out["heartbeat"] = heartbeat(1)
+    out["heartbeat wrong epoch"] = heartbeat(7)[:2]
+    out["heartbeat unknown member"] = heartbeat(1, member_id=str(uuid.uuid4()))[:2]
+
+    def described():
+        g = c.request(ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+                      0).groups[0]
+        return (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name,
+                [(m.member_epoch, sorted(t.topic_name for t in m.assignment.topic_partitions), m.subscribed_topic_names)
+                 for m in g.members])
+
+    out["describe"] = described()
+    g = c.request(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5).groups[0]
+    out["classic describe of a consumer group"] = (g.error_code, g.group_state, g.protocol_type, len(g.members))
+    out["leave"] = heartbeat(-1)[:2]
+    out["describe after leave"] = described()
+    out["describe missing"] = c.request(ConsumerGroupDescribeRequest(group_ids=["dg-none"],
+                                                                     include_authorized_operations=False),
+                                        0).groups[0].error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
+    "classic_groups": classic_groups, "consumer_groups": consumer_groups,
 }
 
 
