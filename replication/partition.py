@@ -37,6 +37,7 @@ class ReadResult:
     last_stable_offset: int
     log_start_offset: int
     aborted_transactions: list | None = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) when the fetcher's log diverged
 
     @property
     def size(self) -> int:
@@ -116,17 +117,41 @@ class Partition:
         return info
 
     def read(self, fetch_offset: int, max_bytes: int, *, read_committed: bool, min_one_message: bool,
-             current_leader_epoch: int = -1) -> ReadResult:
-        """Records from ``fetch_offset`` up to the high watermark (or last stable offset)."""
+             current_leader_epoch: int = -1, last_fetched_epoch: int = -1) -> ReadResult:
+        """Records from ``fetch_offset`` up to the high watermark (or last stable offset).
+
+        ``last_fetched_epoch`` (Fetch v12+): the epoch of the fetcher's last batch. As Kafka's
+        Partition.readRecords, an unknown epoch is OFFSET_OUT_OF_RANGE, and a log that diverged
+        (that epoch ended here before ``fetch_offset``) is answered with no records and the epoch's end.
+        """
         self._require_leader()
         self.check_leader_epoch(current_leader_epoch)
         log_ = self.log
         hw = log_.high_watermark
         lso = log_.last_stable_offset
+        if last_fetched_epoch >= 0:
+            epoch, end_offset = log_.end_offset_for_epoch(last_fetched_epoch)
+            if epoch < 0 or end_offset < 0:
+                raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                     f"Could not determine the end offset of the last fetched epoch {last_fetched_epoch}")
+            if fetch_offset < log_.log_start_offset:
+                raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                     f"Received request for offset {fetch_offset} for partition {self.topic}-"
+                                     f"{self.partition}, but the log starts at {log_.log_start_offset}")
+            if epoch < last_fetched_epoch or end_offset < fetch_offset:
+                return ReadResult(b"", hw, lso, log_.log_start_offset, [] if read_committed else None,
+                                  diverging_epoch=(epoch, end_offset))
         max_offset = lso if read_committed else hw
         info = log_.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
+        records = info.records
+        if info.first_entry_incomplete:
+            # As Kafka: a first batch that does not fit is not sent in part; the consumer asks again
+            # (with a larger limit, or this partition first) instead of failing on a truncated batch.
+            if hasattr(records, "release"):
+                records.release()
+            records = b""
         aborted = None
         if read_committed:
             upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
             aborted = log_.collect_aborted_transactions(fetch_offset, upper)
-        return ReadResult(info.records, hw, lso, log_.log_start_offset, aborted)
+        return ReadResult(records, hw, lso, log_.log_start_offset, aborted)

@@ -46,6 +46,7 @@ class FetchPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -166,7 +167,8 @@ class ReplicaManager:
             limit = min(fp.max_bytes, remaining)
             try:
                 read = p.read(fp.fetch_offset, limit, read_committed=read_committed,
-                              min_one_message=remaining == max_bytes, current_leader_epoch=fp.current_leader_epoch)
+                              min_one_message=remaining == max_bytes, current_leader_epoch=fp.current_leader_epoch,
+                              last_fetched_epoch=fp.last_fetched_epoch)
             except PartitionError as exc:
                 out.append(FetchedPartition(fp, exc.code))
                 continue

@@ -18,7 +18,12 @@ from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchPartition
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import FetchRequest, FetchResponse
-from wire.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, PartitionData
+from wire.messages.fetch_response import (
+    AbortedTransaction,
+    EpochEndOffset,
+    FetchableTopicResponse,
+    PartitionData,
+)
 
 READ_COMMITTED = 1
 # Fetch v0-2 had no max_bytes; Kafka treats it as unbounded.
@@ -69,7 +74,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     if fctx.error:
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
 
-    wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch)
+    wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
+                             cp.last_fetched_epoch if version >= 12 else -1)
               for cp in fctx.partitions]
     max_wait_ms = request.max_wait_ms if not unresolved else 0
     fetched = await broker.replica_manager.fetch(
@@ -97,10 +103,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 preferred_read_replica=-1,
                 records=read.records,
             )
+            if read.diverging_epoch is not None:
+                data.diverging_epoch = EpochEndOffset(epoch=read.diverging_epoch[0],
+                                                      end_offset=read.diverging_epoch[1])
+        diverged = read is not None and read.diverging_epoch is not None
         if fctx.incremental and not cp.needs_response(
             has_records=fp.size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
             last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
-        ):
+        ) and not diverged:
             continue
         if not fctx.incremental:
             cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
