@@ -27,9 +27,11 @@ from wire.messages import (
     DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeProducersRequest,
+    DescribeTopicPartitionsRequest,
     DescribeTransactionsRequest,
     ElectLeadersRequest,
     EndTxnRequest,
@@ -47,6 +49,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
     ProduceRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
@@ -61,8 +64,9 @@ from wire.messages.create_topics_request import (
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.describe_configs_request import DescribeConfigsResource
 from wire.messages.describe_producers_request import TopicRequest as DescribeProducersTopic
+from wire.messages.describe_topic_partitions_request import TopicRequest as TopicRequestDTP
 from wire.messages.elect_leaders_request import TopicPartitions
-from wire.messages.fetch_request import FetchPartition, FetchTopic
+from wire.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.join_group_request import JoinGroupRequestProtocol
 from wire.messages.leave_group_request import MemberIdentity
@@ -71,6 +75,7 @@ from wire.messages.metadata_request import MetadataRequestTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_delete_request import OffsetDeleteRequestPartition, OffsetDeleteRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestTopic
+from wire.messages.offset_for_leader_epoch_request import OffsetForLeaderPartition, OffsetForLeaderTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 from wire.messages.sync_group_request import SyncGroupRequestAssignment
 from wire.messages.txn_offset_commit_request import (
@@ -592,11 +597,94 @@ def consumer_groups(c: RawClient) -> Observations:
     return out
 
 
+def fetch_paths(c: RawClient) -> Observations:
+    """Fetch sessions, size limits, epochs and old versions; OffsetForLeaderEpoch; ListOffsets v1;
+    DescribeTopicPartitions with a cursor; DescribeCluster."""
+    create(c, topic("fp-a", partitions=2), topic("fp-b"))
+    c.wait_for_topics("fp-a", "fp-b")
+    for _ in range(3):
+        produce(c, "fp-a", batch(5, size=100))
+    produce(c, "fp-a", batch(2), partition=1)
+    out: Observations = {}
+
+    def fetch(version: int, partitions: list[tuple[str, int, int]], *, session_id: int = 0, session_epoch: int = -1,
+              max_bytes: int = 1 << 20, partition_max: int = 1 << 20, forgotten: list[tuple[str, int]] = (),
+              epoch: int = -1, last_fetched_epoch: int = -1):
+        topics: dict[str, list[FetchPartition]] = {}
+        for name, index, offset in partitions:
+            topics.setdefault(name, []).append(FetchPartition(
+                partition=index, fetch_offset=offset, current_leader_epoch=epoch, last_fetched_epoch=last_fetched_epoch,
+                log_start_offset=-1, partition_max_bytes=partition_max))
+        request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
+                               session_id=session_id, session_epoch=session_epoch,
+                               topics=[FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+                               forgotten_topics_data=[ForgottenTopic(topic=t, partitions=[p]) for t, p in forgotten],
+                               rack_id="")
+        return c.request(request, version)
+
+    def summary(r):
+        return (r.error_code, sorted((t.topic, p.partition_index, p.error_code, p.high_watermark,
+                                      len(p.records or b"")) for t in r.responses for p in t.partitions))
+
+    out["fetch v4"] = summary(fetch(4, [("fp-a", 0, 0), ("fp-a", 1, 0)]))[1]
+    out["fetch v12 max_bytes 1 (first batch anyway)"] = summary(fetch(12, [("fp-a", 0, 0)], max_bytes=1))
+    out["fetch v12 partition max 1"] = summary(fetch(12, [("fp-a", 0, 0), ("fp-a", 1, 0)], partition_max=1))
+    out["fetch v12 from the middle of a batch"] = summary(fetch(12, [("fp-a", 0, 7)]))
+    out["fetch v12 diverging epoch"] = [
+        (p.error_code, p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
+        for t in fetch(12, [("fp-a", 0, 15)], epoch=0, last_fetched_epoch=5).responses for p in t.partitions]
+    out["fetch v12 fenced epoch"] = summary(fetch(12, [("fp-a", 0, 0)], epoch=9))
+    opened = fetch(12, [("fp-a", 0, 0), ("fp-a", 1, 0)], session_id=0, session_epoch=0)
+    out["session open"] = (opened.error_code, opened.session_id > 0, summary(opened)[1])
+    sid = opened.session_id
+    out["session incremental, nothing new"] = summary(fetch(12, [], session_id=sid, session_epoch=1))
+    produce(c, "fp-a", batch(1), partition=1)
+    out["session incremental, new data"] = summary(fetch(12, [], session_id=sid, session_epoch=2))
+    out["session wrong epoch"] = fetch(12, [], session_id=sid, session_epoch=7).error_code
+    out["session unknown id"] = fetch(12, [], session_id=sid + 12345, session_epoch=1).error_code
+    out["session forget"] = summary(fetch(12, [("fp-b", 0, 0)], session_id=sid, session_epoch=3,
+                                          forgotten=[("fp-a", 0)]))
+    out["session close"] = fetch(12, [], session_id=sid, session_epoch=-1).error_code
+
+    def epochs(leader_epoch: int, current: int = -1):
+        r = c.request(OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderTopic(
+            topic="fp-a", partitions=[OffsetForLeaderPartition(partition=0, current_leader_epoch=current,
+                                                               leader_epoch=leader_epoch)])]), 4)
+        p = r.topics[0].partitions[0]
+        return p.error_code, p.leader_epoch, p.end_offset
+
+    out["epoch 0"] = epochs(0)
+    out["epoch 3"] = epochs(3)
+    out["epoch fenced"] = epochs(0, current=4)
+
+    def list_offsets(version: int, ts: int):
+        r = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="fp-a", partitions=[
+            ListOffsetsPartition(partition_index=0, timestamp=ts, max_num_offsets=3)])]), version)
+        p = r.topics[0].partitions[0]
+        return p.error_code, p.offset
+
+    out["list offsets v1 latest"] = list_offsets(1, -1)
+    out["list offsets v1 earliest"] = list_offsets(1, -2)
+
+    described = c.request(DescribeTopicPartitionsRequest(topics=[TopicRequestDTP(name="fp-a"), TopicRequestDTP(
+        name="fp-missing")], response_partition_limit=1, cursor=None), 0)
+    out["describe topic partitions"] = (
+        sorted((t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in described.topics),
+        None if described.next_cursor is None else (described.next_cursor.topic_name,
+                                                     described.next_cursor.partition_index))
+    cluster = c.request(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1), 1)
+    out["describe cluster"] = (cluster.error_code, cluster.endpoint_type, len(cluster.brokers),
+                               cluster.controller_id == cluster.brokers[0].broker_id)
+    out["describe cluster controllers"] = c.request(DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=2), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
-    "classic_groups": classic_groups, "consumer_groups": consumer_groups,
+    "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
 }
 
 
