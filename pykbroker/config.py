@@ -111,6 +111,11 @@ class ConfigDef:
     doc: str
     inert: bool = False  # accepted for compatibility with Kafka's server.properties, no effect here
 
+    @property
+    def is_list(self) -> bool:
+        """Declared a LIST by Kafka (log.dirs and the listeners hold lists too, but Kafka declares them STRING)."""
+        return self.parse is _list and self.name not in ("log.dirs", "log.dir")
+
 
 _MAX = 2**63 - 1
 _I32 = 2**31 - 1

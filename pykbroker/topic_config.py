@@ -27,6 +27,7 @@ class ConfigSource:
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class ConfigType:
@@ -189,8 +190,8 @@ def broker_config_entries(config: Config) -> list[ConfigEntry]:
         value = None if sensitive else _broker_value(config, d.name)
         source = ConfigSource.STATIC_BROKER_CONFIG if d.name in config.explicit else ConfigSource.DEFAULT_CONFIG
         synonyms = ((d.name, value, source),)
-        entries.append(ConfigEntry(d.name, value, source, _broker_type(d.default), True, sensitive, d.doc,
-                                   synonyms))
+        config_type = ConfigType.LIST if d.is_list else _broker_type(d.default)
+        entries.append(ConfigEntry(d.name, value, source, config_type, True, sensitive, d.doc, synonyms))
     return entries
 
 

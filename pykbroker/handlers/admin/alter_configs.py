@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from pykbroker import loggers
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
@@ -80,10 +81,33 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
     return ErrorCode.NONE, None
 
 
+def alter_loggers(ctx: RequestContext, resource_name: str, ops: list[tuple[str, int, str | None]],
+                  validate_only: bool) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs on BROKER_LOGGER: log levels at runtime, checked as Kafka checks them."""
+    try:
+        node = int(resource_name)
+    except ValueError:
+        return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource_name}"
+    if node != ctx.broker.node_id:
+        return ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {ctx.broker.node_id}, but received {node}"
+    nulls = [name for name, op, value in ops if op != loggers.DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    try:
+        loggers.validate(ops)
+    except loggers.LoggerChangeError as exc:
+        return (ErrorCode.INVALID_CONFIG if exc.invalid_config else ErrorCode.INVALID_REQUEST), str(exc)
+    if not validate_only:
+        loggers.apply(ops)
+        log.info("log levels changed: %s (%s)", ops, ctx.describe())
+    return ErrorCode.NONE, None
+
+
 def broker_refusal(ctx: RequestContext, resource_type: int, resource_name: str, names: list[str]) -> tuple[int, str]:
-    """Why a broker or broker-logger change is refused here."""
+    """Why a broker change (or a legacy AlterConfigs on BROKER_LOGGER) is refused here."""
     if resource_type == BROKER_LOGGER:
-        return ErrorCode.INVALID_REQUEST, "Changing broker log levels is not supported by this broker."
+        # As Kafka: the legacy AlterConfigs does not know BROKER_LOGGER.
+        return ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}"
     if resource_name and resource_name != str(ctx.broker.node_id):
         return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, " \
             f"but received {resource_name}"
@@ -138,7 +162,10 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
                 code = ErrorCode.INVALID_CONFIG
             else:
                 code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only)
-        elif r.resource_type in (BROKER, BROKER_LOGGER):
+        elif r.resource_type == BROKER_LOGGER:
+            code, message = alter_loggers(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
+                                                                 for c in r.configs], request.validate_only)
+        elif r.resource_type == BROKER:
             code, message = broker_refusal(ctx, r.resource_type, r.resource_name, names)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"

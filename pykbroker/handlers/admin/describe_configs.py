@@ -1,10 +1,17 @@
-"""DescribeConfigs v1-4 for topics and this broker, with synonyms and documentation when asked."""
+"""DescribeConfigs v1-4 for topics, this broker and its loggers, with synonyms and documentation when asked."""
 
 from __future__ import annotations
 
+from pykbroker import loggers
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
-from pykbroker.topic_config import ConfigEntry, broker_config_entries, topic_config_entries
+from pykbroker.topic_config import (
+    ConfigEntry,
+    ConfigSource,
+    ConfigType,
+    broker_config_entries,
+    topic_config_entries,
+)
 from pykbroker.topic_names import topic_name_error
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeConfigsRequest, DescribeConfigsResponse
@@ -62,7 +69,9 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         if r.resource_name != str(broker.node_id):
             return (ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but received "
                     f"{r.resource_name}", [])
-        return ErrorCode.NONE, None, []
+        return ErrorCode.NONE, None, [
+            ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, False, False,
+                        None, ()) for name, level in loggers.current_levels().items()]
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 
 
