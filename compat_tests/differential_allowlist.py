@@ -19,4 +19,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("topic_configs", "min.insync.replicas.synonyms"):
         "The extra DYNAMIC_DEFAULT_BROKER_CONFIG synonym is the cluster-level default written when ELR "
         "(KIP-966) is enabled; see min.insync.replicas.",
+    ("admin_misc", "broker configs"):
+        "Kafka reports its dynamically updatable broker configs (compression.type, log.segment.bytes, ...) as "
+        "read_only=false and the ELR-written cluster default of min.insync.replicas; pykbroker has no dynamic "
+        "broker configs yet, so all are read-only static or default values (names, values and types match).",
 }

@@ -22,14 +22,17 @@ from wire.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     ConsumerProtocolSubscription,
+    CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    DescribeLogDirsRequest,
     DescribeProducersRequest,
     DescribeTopicPartitionsRequest,
     DescribeTransactionsRequest,
@@ -55,6 +58,7 @@ from wire.messages import (
     TxnOffsetCommitRequest,
 )
 from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic
+from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import (
     CreatableReplicaAssignment,
@@ -63,6 +67,7 @@ from wire.messages.create_topics_request import (
 )
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
 from wire.messages.describe_producers_request import TopicRequest as DescribeProducersTopic
 from wire.messages.describe_topic_partitions_request import TopicRequest as TopicRequestDTP
 from wire.messages.elect_leaders_request import TopicPartitions
@@ -680,11 +685,66 @@ def fetch_paths(c: RawClient) -> Observations:
     return out
 
 
+def admin_misc(c: RawClient) -> Observations:
+    """ACLs without an authorizer, log dirs, broker and broker-logger configs (client quotas: not served yet)."""
+    create(c, topic("am-a", partitions=2))
+    c.wait_for_topics("am-a")
+    out: Observations = {}
+    acls = c.request(DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                         principal_filter=None, host_filter=None, operation=1, permission_type=1), 3)
+    out["describe acls"] = (acls.error_code, len(acls.resources))
+    created = c.request(CreateAclsRequest(creations=[AclCreation(
+        resource_type=2, resource_name="am-a", resource_pattern_type=3, principal="User:alice", host="*",
+        operation=3, permission_type=3)]), 3)
+    out["create acls"] = [r.error_code for r in created.results]
+
+    dirs = c.request(DescribeLogDirsRequest(topics=[DescribableLogDirTopic(topic="am-a", partitions=[0, 1, 5])]), 4)
+    out["log dirs"] = (dirs.error_code, [(d.error_code, [(t.name, sorted(p.partition_index for p in t.partitions))
+                                                         for t in d.topics]) for d in dirs.results])
+
+    def configs(resource_type: int, name: str, keys: list[str] | None):
+        r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=resource_type, resource_name=name, configuration_keys=keys)], include_synonyms=False,
+            include_documentation=False), 4).results[0]
+        return r.error_code, sorted((e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type)
+                                    for e in r.configs)
+
+    broker_id = str(c.request(DescribeClusterRequest(include_cluster_authorized_operations=False), 1).brokers[0].broker_id)
+    keys = ["log.retention.hours", "num.partitions", "default.replication.factor", "auto.create.topics.enable",
+            "log.segment.bytes", "message.max.bytes", "offsets.topic.num.partitions", "group.min.session.timeout.ms",
+            "transaction.max.timeout.ms", "log.cleanup.policy", "compression.type", "min.insync.replicas",
+            "unclean.leader.election.enable", "log.message.timestamp.type", "delete.topic.enable"]
+    out["broker configs"] = configs(4, broker_id, keys)
+    out["broker configs, unknown broker"] = configs(4, "77", ["num.partitions"])[0]
+    out["broker configs, bad name"] = configs(4, "one", ["num.partitions"])[0]
+    logger = configs(8, broker_id, None)
+    # (the root level itself is each broker's own logging set-up)
+    out["broker logger"] = (logger[0], len(logger[1]) > 0, dict((e[0], e[2:]) for e in logger[1]).get("root"))
+
+    def set_logger(name: str, op: int, level: str | None, resource: str = broker_id):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
+            resource_type=8, resource_name=resource, configs=[AlterableConfig(name=name, config_operation=op,
+                                                                              value=level)])]), 1)
+        return r.responses[0].error_code
+
+    out["logger root to DEBUG"] = set_logger("root", 0, "DEBUG")
+    out["logger root now"] = dict((e[0], e[1]) for e in configs(8, broker_id, None)[1]).get("root")
+    out["logger root back to INFO"] = set_logger("root", 0, "INFO")
+    out["logger unknown"] = set_logger("no.such.logger", 0, "DEBUG")
+    out["logger bad level"] = set_logger("root", 0, "LOUD")
+    out["logger delete root"] = set_logger("root", 1, None)
+    out["logger append"] = set_logger("root", 2, "INFO")
+    out["logger bad node"] = set_logger("root", 0, "INFO", resource="x")
+    out["logger other node"] = set_logger("root", 0, "INFO", resource="77")
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
+    "admin_misc": admin_misc,
 }
 
 
