@@ -1,7 +1,9 @@
 """Produce v3-13 (v0-2 are advertised, as Kafka 4.1 does for librdkafka, and answered UNSUPPORTED_VERSION).
 
-- acks 0: no response at all; 1: after the leader's append; -1: after every in-sync replica has it
-  (refused with NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas).
+- acks 0: no response at all (an error closes the connection, as in Kafka); 1: after the leader's append;
+  -1: after every in-sync replica has it (NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas).
+- Each partition's records must be exactly one magic-2 batch (no zstd before v7), else INVALID_RECORD
+  (UNSUPPORTED_COMPRESSION_TYPE), as Kafka's ProduceRequest.validateRecords.
 - Batches are validated (magic 2, CRC-32C, sizes, timestamps, keys on compacted topics) and stored as
   they arrived, compressed or not; offsets are assigned by rewriting the batch header.
 - v5+: log_start_offset. v8+: record_errors and error_message. v9+: flexible.
@@ -14,6 +16,9 @@
 
 from __future__ import annotations
 
+import logging
+
+from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from wire import (
@@ -31,7 +36,42 @@ from wire.messages.produce_response import (
     TopicProduceResponse,
 )
 
+log = logging.getLogger("pykbroker.handlers.produce")
+
 VALID_ACKS = (-1, 0, 1)
+HEADER_SIZE_UP_TO_MAGIC = 17  # base offset, length, partition leader epoch, magic
+MIN_RECORD_OVERHEAD = 14  # the smallest legacy message after its offset and length
+ZSTD = 4
+
+
+def _records_error(version: int, records: bytes | memoryview) -> tuple[int, str] | None:
+    """Kafka's ProduceRequest.validateRecords: one magic-2 batch per partition (no zstd before v7)."""
+    def batch_at(pos: int) -> int | None:
+        """The size of the complete batch at ``pos``, None when there is none (a partial one is ignored)."""
+        if len(records) - pos < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+        if length < MIN_RECORD_OVERHEAD:
+            raise ValueError(f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})")
+        return length + 12 if len(records) - pos >= length + 12 else None
+
+    try:
+        first = batch_at(0)
+        if first is None:
+            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least one " \
+                "record batch per partition"
+        if records[16] != 2:
+            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain " \
+                "record batches with magic version 2"
+        if version < 7 and records[22] & 0x07 == ZSTD:
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not " \
+                "allowed to use ZStandard compression"
+        if batch_at(first) is not None:
+            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain " \
+                "exactly one record batch per partition"
+    except ValueError as exc:
+        return ErrorCode.CORRUPT_MESSAGE, str(exc)
+    return None
 
 
 def error_response(request: ProduceRequest | None, version: int, code: int) -> ProduceResponse:
@@ -99,6 +139,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.records is None:
                 errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
+            elif (invalid := _records_error(ctx.api_version, p.records)) is not None:
+                errors[(ti, pi)] = invalid[0]
+                log.debug("produce to %s-%d refused: %s (%s)", topic.name, p.index, invalid[1], ctx.describe())
             elif request.transactional_id \
                     and (code := await _check_transactional(ctx, request.transactional_id, topic.name, p)):
                 errors[(ti, pi)] = code
@@ -106,6 +149,15 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 entries[(topic.name, p.index)] = p.records
     results = await broker.append_records(entries, acks, request.timeout_ms, ctx)
     if acks == 0:
+        failed = {f"{request.topic_data[ti].name}-{request.topic_data[ti].partition_data[pi].index}": ErrorCode(code).name
+                  for (ti, pi), code in errors.items()}
+        failed.update({f"{tp[0]}-{tp[1]}": ErrorCode(r.error_code).name for tp, r in results.items()
+                       if r.error_code != ErrorCode.NONE})
+        if failed:
+            # As Kafka: an acks=0 producer gets no answer, so closing the connection is how it learns of the
+            # error (it reconnects and refreshes its metadata).
+            log.info("closing connection after an acks=0 produce failed (%s): %s", ctx.describe(), failed)
+            raise CloseConnection
         return None
     responses = []
     for ti, t in enumerate(request.topic_data):

@@ -102,3 +102,30 @@ def test_fetch_errors_and_empty_records(broker):
         by_id = fetch(c, "", 0, version=13, topic_id=topic_id)
         assert by_id.error_code == ErrorCode.NONE and len(by_id.records) == len(batch())
         assert fetch(c, "fe-missing", 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_each_partition_takes_exactly_one_magic_2_batch(broker):
+    from wire import CompressionType
+    with RawClient(broker.bootstrap) as c:
+        create(c, "pe-one")
+        magic_1 = bytes.fromhex("0000000000000000" "00000022" "9ed6b0e9" "01" "00" "00000171a1b2c3d4" "ffffffff"
+                                "00000008" "6f6c642d666d7421")
+        assert produce(c, "pe-one", magic_1).error_code == ErrorCode.INVALID_RECORD
+        assert produce(c, "pe-one", batch() + batch()).error_code == ErrorCode.INVALID_RECORD
+        assert produce(c, "pe-one", batch()[:30]).error_code == ErrorCode.INVALID_RECORD  # no whole batch
+        zstd = build_simple_batch([b"z"], timestamp=NOW, compression=CompressionType.ZSTD)
+        assert produce(c, "pe-one", zstd, version=6).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        assert produce(c, "pe-one", zstd, version=7).error_code == ErrorCode.NONE
+
+
+def test_a_failed_acks_0_produce_closes_the_connection(broker):
+    with RawClient(broker.bootstrap) as c:
+        create(c, "pe-acks0-err")
+    with RawClient(broker.bootstrap) as c:
+        c.send(ProduceRequest(acks=0, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="pe-acks0-err", partition_data=[PartitionProduceData(index=0, records=batch())])]), 9)
+        assert not c.is_closed_by_peer(1.0)  # success: no answer, connection kept
+    with RawClient(broker.bootstrap) as c:
+        c.send(ProduceRequest(acks=0, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="pe-acks0-err", partition_data=[PartitionProduceData(index=3, records=batch())])]), 9)
+        assert c.is_closed_by_peer()  # how an acks=0 producer learns of the error
