@@ -54,6 +54,7 @@ from wire.messages import (
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    SaslHandshakeRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -739,12 +740,70 @@ def admin_misc(c: RawClient) -> Observations:
     return out
 
 
+def protocol_edges(c: RawClient) -> Observations:
+    """What a broker does with odd requests: each on a fresh connection, noting whether it is closed."""
+    import struct
+    create(c, topic("pe-a"))
+    c.wait_for_topics("pe-a")
+    host, port = c.sock.getpeername()[:2]
+    bootstrap = f"{host}:{port}"
+    out: Observations = {}
+
+    def fresh(client_id: str | None = "diff") -> RawClient:
+        return RawClient(bootstrap, timeout=10, client_id=client_id)
+
+    def answer_or_close(request, version: int, summarize: Callable, client_id: str | None = "diff"):
+        with fresh(client_id) as raw:
+            try:
+                return summarize(raw.request(request, version))
+            except (ConnectionError, OSError):
+                return "closed"
+
+    with fresh() as raw:
+        # header v2 (ApiVersions v3+ is flexible): client id, then an empty tagged-field section
+        raw.send_bytes(struct.pack(">ihhi", 15, 18, 99, 7) + struct.pack(">h", 4) + b"diff" + b"\x00")
+        body = raw.recv_frame()
+        out["api versions v99"] = struct.unpack(">ih", body[:6])
+    with fresh() as raw:
+        raw.send_bytes(struct.pack(">ihhi", 14, 999, 0, 8) + struct.pack(">h", 4) + b"diff")
+        out["unknown api key"] = "closed" if raw.is_closed_by_peer() else "open"
+    with fresh() as raw:
+        raw.send_bytes(struct.pack(">ihhi", 14, 3, 77, 9) + struct.pack(">h", 4) + b"diff")
+        out["unsupported metadata version"] = "closed" if raw.is_closed_by_peer() else "open"
+
+    def acks0(name: str, records: bytes) -> str:
+        with fresh() as raw:
+            raw.send(ProduceRequest(acks=0, timeout_ms=5000, topic_data=[TopicProduceData(
+                name=name, partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
+            return "closed" if raw.is_closed_by_peer(2.0) else "open"
+
+    out["acks=0 ok"] = acks0("pe-a", batch())
+    out["acks=0 unknown topic"] = acks0("pe-missing", batch())
+    corrupt = bytearray(batch())
+    corrupt[-1] ^= 0xFF
+    out["acks=0 corrupt"] = acks0("pe-a", bytes(corrupt))
+    out["null client id"] = answer_or_close(
+        MetadataRequest(topics=[MetadataRequestTopic(name="pe-a")], allow_auto_topic_creation=False), 12,
+        lambda r: [(t.name, t.error_code) for t in r.topics], client_id=None)
+    out["metadata v1 all topics"] = answer_or_close(
+        MetadataRequest(topics=None), 1, lambda r: sorted(t.name for t in r.topics if t.name.startswith("pe-")))
+    out["sasl handshake on plaintext"] = answer_or_close(
+        SaslHandshakeRequest(mechanism="PLAIN"), 1, lambda r: (r.error_code, sorted(r.mechanisms)))
+    old_format = bytes.fromhex(  # one magic-1 message (MessageSet v1), as a 0.10 client wrote it
+        "0000000000000000" "00000022" "9ed6b0e9" "01" "00" "00000171a1b2c3d4" "ffffffff" "00000008" "6f6c642d666d7421")
+    out["produce magic 1"] = answer_or_close(
+        ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="pe-a", partition_data=[PartitionProduceData(index=0, records=old_format)])]), 7,
+        lambda r: r.responses[0].partition_responses[0].error_code)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
-    "admin_misc": admin_misc,
+    "admin_misc": admin_misc, "protocol_edges": protocol_edges,
 }
 
 
