@@ -20,6 +20,7 @@ from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
+from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
@@ -79,6 +80,13 @@ class Broker:
             partition_leader=self._transaction_state_partition_leader,
             coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms)
         self.transaction_verification = bool(config["transaction.partition.verification.enable"])
+        # Client quotas (stored in the metadata store), enforced on produced and fetched bytes.
+        self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
+                                          samples=config["quota.window.num"],
+                                          window_seconds=config["quota.window.size.seconds"])
+        self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.client_quotas,
+                                        samples=config["quota.window.num"],
+                                        window_seconds=config["quota.window.size.seconds"])
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None

@@ -184,9 +184,10 @@ class Connection(asyncio.Protocol):
             if entry.error_response is None or request is None:
                 raise CloseConnection from None
             response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
-        if response is None:  # e.g. Produce with acks=0: Kafka sends nothing back
-            return
-        await self._send(response, correlation_id, api_version, response_header_version(api_key, api_version))
+        if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back
+            await self._send(response, correlation_id, api_version, response_header_version(api_key, api_version))
+        if ctx.throttle_ms > 0:  # over its quota: the client's next request waits (Kafka mutes the channel)
+            await asyncio.sleep(ctx.throttle_ms / 1000)
 
     async def _send(self, response, correlation_id: int, version: int, header_version: int) -> None:
         if self._closed:

@@ -20,6 +20,9 @@ class RequestContext:
     broker: Broker
     listener: Listener
     client_address: str
+    # Set by a handler whose client went over its quota: the connection reads nothing more for this long
+    # after the response is sent (Kafka mutes the channel, KIP-219).
+    throttle_ms: int = 0
 
     @property
     def api_version(self) -> int:
@@ -32,6 +35,11 @@ class RequestContext:
     @property
     def correlation_id(self) -> int:
         return self.header.correlation_id
+
+    @property
+    def user(self) -> str:
+        """The client's principal name for quotas: every listener here is PLAINTEXT, so ANONYMOUS, as in Kafka."""
+        return "ANONYMOUS"
 
     def describe(self) -> str:
         """Ids for log lines."""

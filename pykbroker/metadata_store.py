@@ -1,4 +1,5 @@
-"""Cluster metadata of the embedded single-node store: topics, partitions, topic ids and topic configs.
+"""Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
+credentials and client quotas.
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -133,6 +134,8 @@ class EmbeddedMetadataStore:
         self.topics_by_id: dict[uuid.UUID, TopicState] = {}
         # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
         self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
+        # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.
+        self.client_quotas: dict[frozenset, dict[str, float]] = {}
         # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
         self.offset = 0
         self._load()
@@ -152,6 +155,8 @@ class EmbeddedMetadataStore:
             self._index(topic)
         for user, by_mechanism in doc.get("scram_credentials", {}).items():
             self.scram_credentials[user] = {int(m): tuple(v) for m, v in by_mechanism.items()}  # type: ignore[misc]
+        for q in doc.get("client_quotas", []):
+            self.client_quotas[frozenset((t, n) for t, n in q["entity"])] = {k: float(v) for k, v in q["values"].items()}
 
     def _index(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -172,6 +177,8 @@ class EmbeddedMetadataStore:
             ],
             "scram_credentials": {user: {str(m): list(v) for m, v in by_mechanism.items()}
                                   for user, by_mechanism in self.scram_credentials.items()},
+            "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": values}
+                              for entity, values in self.client_quotas.items()],
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         self.offset += 1
@@ -203,6 +210,21 @@ class EmbeddedMetadataStore:
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
+        self._save()
+
+    def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
+        """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
+        for entity, changes in alterations:
+            values = dict(self.client_quotas.get(entity, {}))
+            for key, value in changes.items():
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+            if values:
+                self.client_quotas[entity] = values
+            else:
+                self.client_quotas.pop(entity, None)
         self._save()
 
     def alter_scram_credentials(self, deletions: list[tuple[str, int]],

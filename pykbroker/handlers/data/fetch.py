@@ -82,6 +82,18 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed)
 
+    throttle_ms = broker.fetch_quota.record(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched),
+                                            broker.now_ms())
+    if throttle_ms > 0:
+        # As Kafka: over its quota, the client gets an empty answer (the bytes are not counted) and waits.
+        broker.fetch_quota.unrecord(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
+        for fp in fetched:
+            if fp.read is not None and hasattr(fp.read.records, "release"):
+                fp.read.records.release()
+        ctx.throttle_ms = throttle_ms
+        return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
+                             session_id=fctx.response_session_id, responses=[])
+
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
     for cp, fp in zip(fctx.partitions, fetched, strict=True):

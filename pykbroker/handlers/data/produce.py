@@ -148,6 +148,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             else:
                 entries[(topic.name, p.index)] = p.records
     results = await broker.append_records(entries, acks, request.timeout_ms, ctx)
+    ctx.throttle_ms = broker.produce_quota.record(ctx.user, ctx.client_id or "",
+                                                  sum(len(p.records or b"") for t in request.topic_data
+                                                      for p in t.partition_data), broker.now_ms())
     if acks == 0:
         failed = {f"{request.topic_data[ti].name}-{request.topic_data[ti].partition_data[pi].index}": ErrorCode(code).name
                   for (ti, pi), code in errors.items()}
@@ -180,4 +183,4 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             ))
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
-    return ProduceResponse(responses=responses)
+    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms)
