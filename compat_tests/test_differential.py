@@ -18,6 +18,7 @@ from wire import ErrorCode, Writer, build_simple_batch
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AlterClientQuotasRequest,
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -29,6 +30,7 @@ from wire.messages import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
@@ -59,6 +61,9 @@ from wire.messages import (
     TxnOffsetCommitRequest,
 )
 from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic
+from wire.messages.alter_client_quotas_request import EntityData as QuotaEntity
+from wire.messages.alter_client_quotas_request import EntryData as QuotaEntry
+from wire.messages.alter_client_quotas_request import OpData as QuotaOp
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import (
@@ -67,6 +72,7 @@ from wire.messages.create_topics_request import (
     CreatableTopicConfig,
 )
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
+from wire.messages.describe_client_quotas_request import ComponentData as QuotaComponent
 from wire.messages.describe_configs_request import DescribeConfigsResource
 from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
 from wire.messages.describe_producers_request import TopicRequest as DescribeProducersTopic
@@ -798,12 +804,60 @@ def protocol_edges(c: RawClient) -> Observations:
     return out
 
 
+def client_quotas(c: RawClient) -> Observations:
+    """AlterClientQuotas checks and DescribeClientQuotas filters (the controller's answers)."""
+    out: Observations = {}
+
+    def alter(entity: list[tuple[str, str | None]], ops: list[tuple[str, float | None]], validate_only=False):
+        r = c.request(AlterClientQuotasRequest(validate_only=validate_only, entries=[QuotaEntry(
+            entity=[QuotaEntity(entity_type=t, entity_name=n) for t, n in entity],
+            ops=[QuotaOp(key=k, value=0.0 if v is None else v, remove=v is None) for k, v in ops])]), 1)
+        return [(e.error_code, e.error_message) for e in r.entries]
+
+    out["user"] = alter([("user", "cq-alice")], [("producer_byte_rate", 1024.0), ("request_percentage", 12.5)])
+    out["user and client"] = alter([("user", "cq-alice"), ("client-id", "cq-app")], [("consumer_byte_rate", 2048.0)])
+    out["default client"] = alter([("client-id", None)], [("producer_byte_rate", 4096.0)])
+    out["ip"] = alter([("ip", "127.0.0.1")], [("connection_creation_rate", 10.0)])
+    out["validate only"] = alter([("client-id", "cq-dry")], [("producer_byte_rate", 1.0)], validate_only=True)
+    out["remove"] = alter([("user", "cq-alice")], [("request_percentage", None)])
+    out["fraction"] = alter([("user", "cq-bob")], [("producer_byte_rate", 10.5)])
+    out["zero"] = alter([("user", "cq-bob")], [("producer_byte_rate", 0.0)])
+    out["unknown key"] = alter([("user", "cq-bob")], [("no_such_quota", 1.0)])
+    out["ip key on user"] = alter([("user", "cq-bob")], [("connection_creation_rate", 1.0)])
+    out["ip with user"] = alter([("ip", "127.0.0.1"), ("user", "cq-bob")], [("connection_creation_rate", 1.0)])
+    out["empty entity"] = alter([], [("producer_byte_rate", 1.0)])
+    out["empty name"] = alter([("client-id", "")], [("producer_byte_rate", 1.0)])
+    out["unknown type"] = alter([("group", "g")], [("producer_byte_rate", 1.0)])
+
+    def describe(components: list[tuple[str, int, str | None]], strict: bool = False):
+        deadline = time.monotonic() + 5
+        while True:
+            r = c.request(DescribeClientQuotasRequest(components=[QuotaComponent(
+                entity_type=t, match_type=m, match=n) for t, m, n in components], strict=strict), 1)
+            entries = sorted((sorted(((e.entity_type, e.entity_name or "<default>") for e in q.entity)),
+                              sorted((v.key, v.value) for v in q.values)) for q in r.entries or []
+                             if any((e.entity_name or "").startswith("cq-") or e.entity_name is None
+                                    or e.entity_type == "ip" for e in q.entity))
+            if entries or r.error_code or time.monotonic() > deadline:  # Kafka applies alterations asynchronously
+                return r.error_code, r.error_message, entries
+            time.sleep(0.1)
+
+    out["describe user"] = describe([("user", 0, "cq-alice")])
+    out["describe user strict"] = describe([("user", 0, "cq-alice")], strict=True)
+    out["describe default clients"] = describe([("client-id", 1, None)])
+    out["describe any ip"] = describe([("ip", 2, None)])
+    out["describe bad exact"] = describe([("user", 0, None)])
+    out["describe ip and user"] = describe([("ip", 2, None), ("user", 2, None)])
+    out["describe unknown type"] = describe([("group", 2, None)])
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
-    "admin_misc": admin_misc, "protocol_edges": protocol_edges,
+    "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
 }
 
 
