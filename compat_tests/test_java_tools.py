@@ -270,6 +270,23 @@ def test_kafka_configs_add_delete_and_describe_topic_configs(tool, broker):
     assert "Caused by: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: \n" in missing.stderr
 
 
+def test_kafka_configs_client_and_user_quotas(tool, broker):
+    b = ("--bootstrap-server", broker.bootstrap)
+    client = ("--entity-type", "clients", "--entity-name", unique("qc"))
+    added = tool(CONFIGS, *b, "--alter", *client, "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048")
+    assert added.stdout.strip() == f"Completed updating config for client {client[-1]}."
+    assert tool(CONFIGS, *b, "--describe", *client).stdout.strip() == \
+        f"Quota configs for client-id '{client[-1]}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
+    tool(CONFIGS, *b, "--alter", *client, "--delete-config", "consumer_byte_rate")
+    assert "consumer_byte_rate" not in tool(CONFIGS, *b, "--describe", *client).stdout
+    tool(CONFIGS, *b, "--alter", "--entity-type", "users", "--entity-default", "--add-config",
+         "request_percentage=50")
+    assert "request_percentage=50.0" in tool(CONFIGS, *b, "--describe", "--entity-type", "users",
+                                             "--entity-default").stdout
+    bad = tool(CONFIGS, *b, "--alter", *client, "--add-config", "producer_byte_rate=1.5", ok=False)
+    assert bad.returncode != 0 and "producer_byte_rate cannot be a fractional value." in bad.stdout + bad.stderr
+
+
 # --- kafka-broker-api-versions --------------------------------------------------------------------------
 
 def test_kafka_broker_api_versions_prints_what_the_broker_advertises(tool, broker):
