@@ -7,16 +7,6 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from coordinator.group import (
-    GROUP_METADATA_TOPIC_NAME,
-    GroupCoordinator,
-    GroupCoordinatorConfig,
-    MetadataStoreTopics,
-)
-from coordinator.group.clock import SystemClock
-from coordinator.group.partition_log import ReplicaCoordinatorLog
-from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
-from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
@@ -30,7 +20,14 @@ from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
 
 if TYPE_CHECKING:
+    from coordinator.group import GroupCoordinator
+    from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.connection import Connection
+
+# The coordinators' topics, named here so that looking for them at start does not import the
+# coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
+GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -64,21 +61,9 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
         self.fetch_sessions = FetchSessionCache()
-        # Consumer groups and committed offsets, stored in __consumer_offsets (created on first use).
-        clock = SystemClock()
-        self.group_coordinator = GroupCoordinator(
-            GroupCoordinatorConfig.from_properties(config.__getitem__), self.node_id, MetadataStoreTopics(self.metadata),
-            lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
-            partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
-        # Transactions, stored in __transaction_state (created on first use).
-        self.transaction_coordinator = TransactionCoordinator(
-            TransactionConfig.from_properties(config.__getitem__), self.node_id,
-            log_factory=lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
-                                                                topic=TRANSACTION_STATE_TOPIC_NAME),
-            replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
-            producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
-            partition_leader=self._transaction_state_partition_leader,
-            coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms)
+        # Built on first use (or at start when their topics exist): importing them is a third of start-up.
+        self._group_coordinator: GroupCoordinator | None = None
+        self._transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verification = bool(config["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store), enforced on produced and fetched bytes.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
@@ -90,6 +75,45 @@ class Broker:
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        """Consumer groups and committed offsets, stored in __consumer_offsets (created on first use)."""
+        if self._group_coordinator is None:
+            from coordinator.group import (
+                GroupCoordinator,
+                GroupCoordinatorConfig,
+                MetadataStoreTopics,
+                SystemClock,
+            )
+            from coordinator.group.partition_log import ReplicaCoordinatorLog
+
+            clock = SystemClock()
+            self._group_coordinator = GroupCoordinator(
+                GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
+                MetadataStoreTopics(self.metadata),
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
+                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
+        return self._group_coordinator
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """Transactions, stored in __transaction_state (created on first use)."""
+        if self._transaction_coordinator is None:
+            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
+
+            group_coordinator = self.group_coordinator
+            clock = group_coordinator.clock
+            self._transaction_coordinator = TransactionCoordinator(
+                TransactionConfig.from_properties(self.config.__getitem__), self.node_id,
+                log_factory=lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                                    topic=TRANSACTION_STATE_TOPIC_NAME),
+                replica_manager=self.replica_manager, group_coordinator=group_coordinator,
+                producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
+                partition_leader=self._transaction_state_partition_leader,
+                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms)
+        return self._transaction_coordinator
 
     @property
     def controller_id(self) -> int:
@@ -133,8 +157,10 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
-        await self.transaction_coordinator.close()
-        await self.group_coordinator.close()
+        if self._transaction_coordinator is not None:
+            await self._transaction_coordinator.close()
+        if self._group_coordinator is not None:
+            await self._group_coordinator.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -163,7 +189,8 @@ class Broker:
         topic = self.metadata.delete_topic(name)
         self.replica_manager.delete_partitions(name)
         self.fetch_sessions.remove_topic(name)
-        await self.group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
+        if self._group_coordinator is not None:  # else no group has state yet
+            await self._group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:
