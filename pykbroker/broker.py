@@ -36,8 +36,6 @@ class Broker:
     """Everything request handlers share. Lives on the event loop; no locks needed."""
 
     def __init__(self, config: Config, registry: Registry = REGISTRY) -> None:
-        import pykbroker.handlers  # noqa: F401  (registers every handler)
-
         self.config = config
         self.registry = registry
         self.node_id = config.node_id

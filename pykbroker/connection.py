@@ -147,6 +147,8 @@ class Connection(asyncio.Protocol):
         r = Reader(data)
         api_key, api_version, correlation_id = peek_request_header(r)
         entry = self.broker.registry.get(api_key)
+        if entry is None:  # not served, or its module is not imported yet
+            entry = await self.broker.registry.load(api_key)
         if entry is None:
             name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else "unknown"
             log.warning("closing connection from %s: API key %d (%s) is not served (correlation_id=%d)",

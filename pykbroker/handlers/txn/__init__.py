@@ -1,11 +1,4 @@
 """Idempotence and transactions: one module per API (InitProducerId, AddPartitionsToTxn, EndTxn, ...).
 
-Importing this package imports every module in it, and so registers every handler.
+Each module is imported on its API's first request (``pykbroker.handlers.SERVED_APIS``).
 """
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    if not _module.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_module.name}")

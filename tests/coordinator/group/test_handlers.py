@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import pykbroker.handlers  # noqa: F401  (registers the handlers)
 from pykbroker.config import Listener
 from pykbroker.context import RequestContext
 from pykbroker.registry import REGISTRY
@@ -34,6 +33,7 @@ from wire.messages.offset_fetch_request import (
 )
 
 LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
+REGISTRY.load_all()
 
 
 class LocalTransactionCoordinator:
