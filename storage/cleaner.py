@@ -58,8 +58,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-import crc32c
-
 from storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from storage.segment import CLEANED_FILE_SUFFIX, LogSegment, filename_prefix_from_offset
 from storage.segment import LOG_FILE_SUFFIX as _LOG
@@ -322,6 +320,8 @@ def _group_segments(segments: list[LogSegment], max_size: int, max_index_size: i
 
 
 def _set_delete_horizon(batch: bytearray) -> None:
+    import crc32c  # here, not at the top: importing it costs ~20 ms of start-up (see wire._records)
+
     (attributes,) = _ATTRIBUTES.unpack_from(batch, 21)
     _ATTRIBUTES.pack_into(batch, 21, attributes | DELETE_HORIZON_FLAG_MASK)
     _CRC.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[21:]))

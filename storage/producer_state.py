@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import crc32c
-
 from storage.errors import (
     CorruptSnapshotError,
     InvalidProducerEpochError,
@@ -484,6 +482,8 @@ class ProducerStateManager:
 
 def write_snapshot(path: str, entries: Iterable[ProducerStateEntry], *, sync: bool = True) -> None:
     """Write a version-1 snapshot of ``entries`` to ``path`` (fsynced when ``sync``)."""
+    import crc32c  # here, not at the top: importing it costs ~20 ms of start-up (see wire._records)
+
     body = bytearray()
     count = 0
     for e in entries:
@@ -504,6 +504,8 @@ def write_snapshot(path: str, entries: Iterable[ProducerStateEntry], *, sync: bo
 
 def read_snapshot(path: str) -> list[ProducerStateEntry]:
     """Entries of a snapshot file; CorruptSnapshotError on a bad version, CRC or length."""
+    import crc32c  # here, not at the top: importing it costs ~20 ms of start-up (see wire._records)
+
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < _HEADER.size:

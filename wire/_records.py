@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-import crc32c
-
 from wire._compression import CompressionType, CorruptRecordError, RecordError, compress, decompress
 from wire._errors import ErrorCode
 
@@ -341,6 +339,10 @@ def scan_batches(buf: Buffer, *, check_crc: bool = False, max_batch_size: int | 
 
 
 def _compute_crc(buf: Buffer, pos: int, end: int) -> int:
+    # Imported here, not at the top: the crc32c package reads its own distribution metadata when
+    # imported, ~20 ms of the broker's start-up, and a fresh broker computes no CRC before serving.
+    import crc32c
+
     return crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end])
 
 
@@ -377,7 +379,7 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
         return
     _I16.pack_into(buf, pos + _ATTRIBUTES_OFFSET, (attributes & _KNOWN_ATTRIBUTES_MASK) | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, timestamp)
-    crc = crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:pos + length + LOG_OVERHEAD])
+    crc = _compute_crc(buf, pos, pos + length + LOG_OVERHEAD)
     _U32.pack_into(buf, pos + _CRC_OFFSET, crc)
 
 
@@ -403,7 +405,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
         raise CorruptRecordError(f"unknown compression type id {attributes & COMPRESSION_CODEC_MASK}")
     if from_client and base_offset != 0:
         raise InvalidRecordError(f"the base_offset of the record batch should be 0, but it is {base_offset}")
-    computed = crc32c.crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end])
+    computed = _compute_crc(buf, pos, end)
     if computed != crc:
         raise CorruptRecordError(f"Record is corrupt (stored crc = {crc}, computed crc = {computed})")
     if from_client:
