@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,9 @@ class Registry:
     def __init__(self, served: Iterable[tuple[int, int, int, str]]) -> None:
         self._served = {int(api_key): (lo, hi, module) for api_key, lo, hi, module in served}
         self._handlers: dict[int, ApiHandler] = {}
+        # One import at a time: two threads importing modules that import each other could each see the
+        # other's module half initialized.
+        self._import_lock = threading.Lock()
 
     def register(self, entry: ApiHandler) -> None:
         if entry.api_key in self._handlers:
@@ -79,13 +83,17 @@ class Registry:
         """
         entry = self._handlers.get(api_key)
         if entry is None and api_key in self._served:
-            await asyncio.to_thread(importlib.import_module, self._served[api_key][2])
+            await asyncio.to_thread(self._import, self._served[api_key][2])
             entry = self._handlers[api_key]
         return entry
 
     def load_all(self) -> None:
         """Import every handler module now (tests that call handlers directly)."""
         for _lo, _hi, module in self._served.values():
+            self._import(module)
+
+    def _import(self, module: str) -> None:
+        with self._import_lock:
             importlib.import_module(module)
 
     def api_versions(self) -> list[tuple[int, int, int]]:
