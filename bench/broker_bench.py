@@ -13,6 +13,7 @@ JSON under bench/results/ (git-ignored).
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import platform
@@ -34,6 +35,8 @@ from pykbroker.testing import BrokerProcess
 HERE = Path(__file__).resolve().parent
 RESULTS_DIR = HERE / "results"
 JAVA_HEAP = "-Xmx1g"
+# The broker's packages (pyproject.toml), byte-compiled before pykbroker is started.
+PACKAGES = ("pykbroker", "wire", "storage", "replication", "coordinator")
 
 
 # -- brokers under test ----------------------------------------------------------------------------------
@@ -59,6 +62,10 @@ class PykbrokerTarget(Target):
 
     def __init__(self, root: Path) -> None:
         self.process = BrokerProcess(root / "pykbroker")
+        # An installed broker starts from byte-compiled modules (pip compiles them when installing); this
+        # checkout may have none (PYTHONDONTWRITEBYTECODE), so compile them first, as an install would.
+        for package in PACKAGES:
+            compileall.compile_dir(HERE.parent / package, quiet=1)
 
     def start(self) -> float:
         started = time.perf_counter()
