@@ -396,11 +396,12 @@ def test_verifiable_consumers_share_a_group_through_rebalances(tool, broker, jar
     last_out = tmp_path / "last.jsonl"
     with background_tool(jars, last_out, *consumer):
         def committed_to_end() -> bool:
+            """The group's commits, replayed in time order across the three members, reach every end."""
+            commits = sorted((e["timestamp"], n, i, e) for n, path in enumerate((first_out, second_out, last_out))
+                             for i, e in enumerate(read(path)) if e["name"] == "offsets_committed" and e["success"])
             done: dict[int, int] = {}
-            for path in (first_out, second_out, last_out):
-                for e in read(path):
-                    if e["name"] == "offsets_committed" and e["success"]:
-                        done.update({o["partition"]: o["offset"] for o in e["offsets"]})
+            for *_, e in commits:
+                done.update({o["partition"]: o["offset"] for o in e["offsets"]})
             return done == ends
         wait_for(committed_to_end, "commits reaching the end of every partition", 60)
     consumed: dict[int, set[int]] = {p: set() for p in range(4)}

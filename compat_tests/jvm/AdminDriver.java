@@ -228,7 +228,11 @@ public class AdminDriver {
             producer.beginTransaction();
             producer.send(new ProducerRecord<>("jd-a", 1, "k", "aborted")).get();
             producer.abortTransaction();
-            TransactionDescription after = admin.describeTransactions(List.of("jd-txn")).all().get().get("jd-txn");
+            TransactionDescription after;
+            long abortDeadline = System.currentTimeMillis() + 10_000;
+            do {  // Kafka answers EndTxn before its markers are written: wait for the Complete state
+                after = admin.describeTransactions(List.of("jd-txn")).all().get().get("jd-txn");
+            } while (after.state().toString().startsWith("Prepare") && System.currentTimeMillis() < abortDeadline);
             observe("txn.epoch_after_three", after.producerEpoch() + " " + after.state());
             observe("txn.end_offset_p1", offset(admin, new TopicPartition("jd-a", 1), OffsetSpec.latest()));
         }
