@@ -99,6 +99,14 @@ class OffsetMetadataManager:
             raise ApiError(ErrorCode.ILLEGAL_GENERATION)
         return group
 
+    def _partition_error(self, topic: str, p, unknown_partitions: set[tuple[str, int]]) -> int:
+        """The error of one committed partition (OffsetCommit and TxnOffsetCommit alike), NONE when valid."""
+        if (topic, p.partition_index) in unknown_partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if p.committed_metadata is not None and len(p.committed_metadata) > self.config.offset_metadata_max_bytes:
+            return ErrorCode.OFFSET_METADATA_TOO_LARGE
+        return ErrorCode.NONE
+
     def commit_transactional_offset(self, info: RequestInfo, request: TxnOffsetCommitRequest,
                                     unknown_partitions: set[tuple[str, int]] = frozenset()) -> CoordinatorResult:
         """Offsets written in the producer's transaction; visible once the COMMIT marker is replayed."""
@@ -109,12 +117,8 @@ class OffsetMetadataManager:
         for topic in request.topics:
             parts = []
             for p in topic.partitions:
-                if (topic.name, p.partition_index) in unknown_partitions:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif p.committed_metadata is not None and len(p.committed_metadata) > self.config.offset_metadata_max_bytes:
-                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                else:
-                    code = ErrorCode.NONE
+                code = self._partition_error(topic.name, p, unknown_partitions)
+                if code == ErrorCode.NONE:
                     epoch = p.committed_leader_epoch if info.api_version >= 2 else -1
                     om = OffsetAndMetadata(committed_offset=p.committed_offset,
                                            leader_epoch=None if epoch == -1 else epoch,
@@ -183,12 +187,8 @@ class OffsetMetadataManager:
         for topic in request.topics:
             parts = []
             for p in topic.partitions:
-                if (topic.name, p.partition_index) in unknown_partitions:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif p.committed_metadata is not None and len(p.committed_metadata) > self.config.offset_metadata_max_bytes:
-                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                else:
-                    code = ErrorCode.NONE
+                code = self._partition_error(topic.name, p, unknown_partitions)
+                if code == ErrorCode.NONE:
                     om = OffsetAndMetadata(
                         committed_offset=p.committed_offset,
                         leader_epoch=None if p.committed_leader_epoch == -1 else p.committed_leader_epoch,

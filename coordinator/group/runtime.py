@@ -284,14 +284,7 @@ class CoordinatorRuntime:
 
     def submit(self, partition: int, operation: Callable[[Any], CoordinatorResult]) -> asyncio.Future:
         """Queue ``operation`` on the shard's task; the future completes once it is applied."""
-        ctx = self._contexts.get(partition)
-        if ctx is None:
-            raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
-        if ctx.failed is not None:
-            raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        future = asyncio.get_running_loop().create_future()
-        ctx.queue.put_nowait(_Write(operation, future))
-        return future
+        return self._enqueue(partition, lambda future: _Write(operation, future))
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
                                    coordinator_epoch: int, commit: bool) -> None:
@@ -303,13 +296,17 @@ class CoordinatorRuntime:
 
     def submit_async(self, partition: int, operation: Callable[[_ShardContext], Any]) -> asyncio.Future:
         """Queue a coroutine operation that runs on the shard's task with its context (markers)."""
+        return self._enqueue(partition, lambda future: _AsyncWrite(operation, future))
+
+    def _enqueue(self, partition: int, item: Callable[[asyncio.Future], Any]) -> asyncio.Future:
+        """Put ``item(future)`` on the shard's queue; the future it completes."""
         ctx = self._contexts.get(partition)
         if ctx is None:
             raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
         if ctx.failed is not None:
             raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         future = asyncio.get_running_loop().create_future()
-        ctx.queue.put_nowait(_AsyncWrite(operation, future))
+        ctx.queue.put_nowait(item(future))
         return future
 
     async def read(self, partition: int, reader: Callable[[Any], T]) -> T:
