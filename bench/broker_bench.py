@@ -2,6 +2,7 @@
 
     python -m bench broker        # BENCH_SCALE=1 (about 10 minutes); BENCH_SCALE=0.01 is a smoke run
     BENCH_BROKERS=pykbroker python -m bench broker     # one broker only
+    BENCH_REPEAT=5 python -m bench broker              # runs per throughput figure (default 3; the median is shown)
 
 Each broker runs alone with its default settings (only ports and directories set), one after the other,
 driven by the same clients: Kafka's own ProducerPerformance, ConsumerPerformance and EndToEndLatency (the
@@ -9,6 +10,11 @@ Java client, from the Maven jars of compat_tests/jvm) and the confluent-kafka (l
 machine's own limits (sequential disk write, loopback TCP) are measured in the same run. One table is
 printed with each figure for both brokers and the ratio pykbroker/Kafka, and the results are written as
 JSON under bench/results/ (git-ignored).
+
+On a 2-core machine a single run of a throughput workload varies by tens of percent (the client and the
+broker share the cores, the kernel writes back dirty pages), so each throughput figure is the median of
+BENCH_REPEAT runs, each on a fresh topic; the JSON keeps every run. The broker's own CPU time over the
+whole run (same work for both brokers) is reported too: it does not depend on how fast the clients are.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import platform
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -280,6 +287,13 @@ def loopback_tcp_mb_per_s(megabytes: int) -> float:
     return total / elapsed / 1e6
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children (a JVM is one process)."""
     with open(f"/proc/{pid}/status") as f:
@@ -296,15 +310,24 @@ class Results:
 
     values: dict[str, dict[str, float]] = field(default_factory=dict)
     higher_is_better: dict[str, bool] = field(default_factory=dict)
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     def put(self, metric: str, broker: str, value: float, higher_is_better: bool = True) -> None:
         self.values.setdefault(metric, {})[broker] = value
         self.higher_is_better[metric] = higher_is_better
         print(f"  {broker:<10} {metric:<52} {value:12.2f}", flush=True)
 
+    def put_median(self, metric: str, broker: str, runs: list[float], higher_is_better: bool = True) -> None:
+        """The median of repeated runs as the figure; every run is kept for the JSON."""
+        self.samples.setdefault(metric, {})[broker] = runs
+        self.put(metric, broker, statistics.median(runs), higher_is_better)
 
-def run_workloads(target: Target, jars: Path | None, scale: float, results: Results) -> list[str]:
-    """Every workload against one running broker; returns the failures (a failed workload is skipped)."""
+
+def run_workloads(target: Target, jars: Path | None, scale: float, repeat: int, results: Results) -> list[str]:
+    """Every workload against one running broker; returns the failures (a failed workload is skipped).
+
+    Each throughput workload runs ``repeat`` times, on a fresh topic each time; the median is the figure.
+    """
     name, bootstrap = target.name, target.bootstrap
     failures: list[str] = []
 
@@ -320,23 +343,25 @@ def run_workloads(target: Target, jars: Path | None, scale: float, results: Resu
         topic = f"produce-{size}-{acks}-{compression}"
         label = f"produce {size} B acks={acks} {compression}"
         if jars is not None:
-            r = producer_performance(jars, bootstrap, topic, records, size, acks, compression)
-            results.put(f"{label} (java) MB/s", name, r["mb_per_s"])
-            results.put(f"{label} (java) records/s", name, r["records_per_s"])
+            runs = [producer_performance(jars, bootstrap, f"{topic}-{i}", records, size, acks, compression)
+                    for i in range(repeat)]
+            results.put_median(f"{label} (java) MB/s", name, [r["mb_per_s"] for r in runs])
+            results.put_median(f"{label} (java) records/s", name, [r["records_per_s"] for r in runs])
         if compression == "none":
-            r = confluent_produce(bootstrap, topic + "-rdkafka", records // 2, size, acks, compression)
-            results.put(f"{label} (librdkafka) MB/s", name, r["mb_per_s"])
+            runs = [confluent_produce(bootstrap, f"{topic}-rdkafka-{i}", records, size, acks, compression)
+                    for i in range(repeat)]
+            results.put_median(f"{label} (librdkafka) MB/s", name, [r["mb_per_s"] for r in runs])
 
     def consume() -> None:
         records = max(1000, int(scale * 1024 * 1024))  # ~1 GiB of 1 KiB records at scale 1
         if jars is not None:
             producer_performance(jars, bootstrap, "consume-1k", records, 1024, "1", "none")
-            r = consumer_performance(jars, bootstrap, "consume-1k", records)
-            results.put("consume 1 KiB cold (java) fetch MB/s", name, r["fetch_mb_per_s"])
+            runs = [consumer_performance(jars, bootstrap, "consume-1k", records) for _ in range(repeat)]
+            results.put_median("consume 1 KiB cold (java) fetch MB/s", name, [r["fetch_mb_per_s"] for r in runs])
         else:
             confluent_produce(bootstrap, "consume-1k", records, 1024, "1", "none")
-        r = confluent_consume(bootstrap, "consume-1k", records)
-        results.put("consume 1 KiB cold (librdkafka) MB/s", name, r["mb_per_s"])
+        runs = [confluent_consume(bootstrap, "consume-1k", records) for _ in range(repeat)]
+        results.put_median("consume 1 KiB cold (librdkafka) MB/s", name, [r["mb_per_s"] for r in runs])
 
     def java_latency() -> None:
         assert jars is not None
@@ -389,16 +414,18 @@ def jars_dir() -> Path | None:
 
 
 def main(targets: list[str] | None = None, scale: float | None = None, *, java: bool = True,
-         results_dir: Path = RESULTS_DIR) -> tuple[Results, list[str]]:
+         repeat: int | None = None, results_dir: Path = RESULTS_DIR) -> tuple[Results, list[str]]:
     """Run the bench; returns the results and the failed workloads. ``java=False`` leaves out the JVM."""
     scale = float(os.environ.get("BENCH_SCALE", "1")) if scale is None else scale
+    repeat = max(1, int(os.environ.get("BENCH_REPEAT", "3"))) if repeat is None else repeat
     wanted = targets or os.environ.get("BENCH_BROKERS", "pykbroker,kafka").split(",")
     jars = jars_dir() if java else None
     results = Results()
     failures: list[str] = []
     root = Path(tempfile.mkdtemp(prefix="broker-bench-"))
     try:
-        print(f"machine: {os.cpu_count()} cores, {platform.platform()}; scale {scale}", flush=True)
+        print(f"machine: {os.cpu_count()} cores, {platform.platform()}; scale {scale}, {repeat} runs per "
+              "throughput figure", flush=True)
         volume = max(16, int(512 * scale))
         results.put("machine: sequential disk write MB/s", "machine", disk_write_mb_per_s(root, volume))
         results.put("machine: loopback TCP MB/s", "machine", loopback_tcp_mb_per_s(volume * 2))
@@ -411,7 +438,9 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
             print(f"== {broker} ==", flush=True)
             try:
                 results.put("start-up to first ApiVersions s", broker, target.start(), False)
-                failures += run_workloads(target, jars, scale, results)
+                cpu_before = cpu_seconds(target.pid())
+                failures += run_workloads(target, jars, scale, repeat, results)
+                results.put("broker CPU over the workloads s", broker, cpu_seconds(target.pid()) - cpu_before, False)
                 results.put("resident memory after the run MB", broker, rss_mb(target.pid()), False)
             finally:
                 target.stop()
@@ -421,7 +450,8 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
         results_dir.mkdir(parents=True, exist_ok=True)
         out = results_dir / time.strftime("broker-%Y%m%d-%H%M%S.json")
         out.write_text(json.dumps({"cores": os.cpu_count(), "platform": platform.platform(), "scale": scale,
-                                   "results": results.values, "failures": failures}, indent=2))
+                                   "repeat": repeat, "results": results.values, "runs": results.samples,
+                                   "failures": failures}, indent=2))
         print(f"results written to {out}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
