@@ -1,6 +1,6 @@
 """Side-by-side broker benchmark: pykbroker and Apache Kafka on this machine, in one run, same clients.
 
-    python -m bench broker        # BENCH_SCALE=1 (about 10 minutes); BENCH_SCALE=0.01 is a smoke run
+    python -m bench broker        # BENCH_SCALE=1 (about 6 minutes on 2 cores); BENCH_SCALE=0.01 is a smoke run
     BENCH_BROKERS=pykbroker python -m bench broker     # one broker only
     BENCH_REPEAT=5 python -m bench broker              # runs per throughput figure (default 3; the median is shown)
 
