@@ -187,6 +187,31 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- requests ------------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", _int(1, _I32), "104857600", "Largest request frame accepted."),
     ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
+    # -- security (pykbroker.security; each may be set per listener as listener.name.<name>.<property>) --------
+    ConfigDef("listener.security.protocol.map", _list,
+              "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+              "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."),
+    ConfigDef("sasl.enabled.mechanisms", _list, "GSSAPI", "SASL mechanisms served: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    ConfigDef("sasl.jaas.config", _str, None,
+              "Ignored by brokers, as in Kafka: set listener.name.<name>.<mechanism>.sasl.jaas.config."),
+    ConfigDef("sasl.server.max.receive.size", _int(1, _I32), "524288", "Largest frame before authentication."),
+    ConfigDef("connections.max.reauth.ms", _int(0, _MAX), "0",
+              "SASL session lifetime given to clients (KIP-368); 0: sessions do not expire."),
+    ConfigDef("ssl.keystore.type", _choice("JKS", "PKCS12", "PEM"), "JKS", "PEM or PKCS12 (JKS is not readable here)."),
+    ConfigDef("ssl.keystore.location", _str, None, "Key store file: the broker's key and certificate chain."),
+    ConfigDef("ssl.keystore.password", _str, None, "Password of the key store file."),
+    ConfigDef("ssl.keystore.key", _str, None, "PEM private key, inline (ssl.keystore.type=PEM)."),
+    ConfigDef("ssl.keystore.certificate.chain", _str, None, "PEM certificate chain, inline (ssl.keystore.type=PEM)."),
+    ConfigDef("ssl.key.password", _str, None, "Password of the private key."),
+    ConfigDef("ssl.truststore.type", _choice("JKS", "PKCS12", "PEM"), "JKS", "PEM or PKCS12 (JKS is not readable here)."),
+    ConfigDef("ssl.truststore.location", _str, None, "Trust store file: the CAs that sign client certificates."),
+    ConfigDef("ssl.truststore.password", _str, None, "Password of the trust store file."),
+    ConfigDef("ssl.truststore.certificates", _str, None, "PEM trusted certificates, inline (ssl.truststore.type=PEM)."),
+    ConfigDef("ssl.client.auth", _choice("required", "requested", "none"), "none", "Whether clients present certificates."),
+    ConfigDef("ssl.enabled.protocols", _list, "TLSv1.2,TLSv1.3", "TLS versions accepted."),
+    ConfigDef("ssl.cipher.suites", _list, "", "TLS 1.2 cipher suites (OpenSSL names); empty: the defaults."),
+    ConfigDef("ssl.principal.mapping.rules", _str, "DEFAULT",
+              "Principal of a client certificate: only DEFAULT (the distinguished name) is served."),
     ConfigDef("request.timeout.ms", _int(0, _I32), "30000", "Broker-side request timeout."),
     # -- groups and offsets --------------------------------------------------------------------------
     ConfigDef("offsets.topic.num.partitions", _int(1, _I32), "50", "Partitions of __consumer_offsets."),
@@ -236,14 +261,26 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
           "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
           "background.threads", "queued.max.requests", "num.replica.alter.log.dirs.threads",
           "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-          "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
-          "security.inter.broker.protocol", "share.coordinator.state.topic.replication.factor",
+          "controller.listener.names", "inter.broker.listener.name",
+          "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol", "ssl.protocol",
+          "ssl.endpoint.identification.algorithm", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+          "share.coordinator.state.topic.replication.factor",
           "share.coordinator.state.topic.min.isr", "group.share.enable", "metadata.log.dir",
           "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
       )),
 )
 
 _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
+
+
+# Per-mechanism properties a listener prefix may carry besides the ordinary ones.
+_MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.max\.reauth\.ms)")
+
+
+def _is_listener_property(key: str) -> bool:
+    """``listener.name.<name>.<property>``: a known property, or a SASL mechanism's JAAS / reauth setting."""
+    m = re.fullmatch(r"listener\.name\.[A-Za-z0-9_]+\.(.+)", key)
+    return m is not None and (m.group(1) in _BY_NAME or _MECHANISM_PROPERTY.fullmatch(m.group(1)) is not None)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -273,14 +310,20 @@ class Config:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         given = dict(props or {})
-        unknown = sorted(k for k in given if k not in _BY_NAME)
+        unknown = sorted(k for k in given if k not in _BY_NAME and not _is_listener_property(k))
         if unknown:
             raise ConfigError(
                 f"unknown property '{unknown[0]}'"
                 + (f" (and {len(unknown) - 1} more: {', '.join(unknown[1:])})" if len(unknown) > 1 else "")
                 + "; see `pykbroker --help-config` for the supported names"
             )
-        self.explicit: dict[str, str] = given
+        self.explicit: dict[str, str] = {k: v for k, v in given.items() if k in _BY_NAME}
+        # listener.name.<name>.<property> entries, by lower-case listener name (Kafka's prefix): raw text.
+        self.listener_properties: dict[str, dict[str, str]] = {}
+        for k, v in given.items():
+            if k not in _BY_NAME:
+                name, prop = k[len("listener.name."):].split(".", 1)
+                self.listener_properties.setdefault(name.lower(), {})[prop] = v
         self._values: dict[str, Any] = {}
         for d in CONFIG_DEFS:
             raw = given.get(d.name, d.default)
@@ -313,6 +356,13 @@ class Config:
 
     def is_default(self, name: str) -> bool:
         return name not in self.explicit
+
+    def listener_value(self, listener_name: str, name: str) -> Any:
+        """``name`` as ``listener.name.<listener_name>.<name>`` sets it, else the broker-wide value."""
+        raw = self.listener_properties.get(listener_name.lower(), {}).get(name)
+        if raw is None:
+            return self._values[name]
+        return _BY_NAME[name].parse(f"listener.name.{listener_name.lower()}.{name}", raw)
 
     def _derive(self) -> None:
         v = self._values

@@ -112,7 +112,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
 }
 
 _BROKER_DEFS = {d.name: d for d in CONFIG_DEFS}
-_SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
+_SENSITIVE_WORDS = ("password", "secret", "sasl.jaas", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                    "ssl.truststore.certificates")
 
 
 @dataclass(frozen=True)
