@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         run(config)
+    except ConfigError as exc:  # found at start: listener security (key stores, JAAS)
+        print(f"pykbroker: configuration error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"pykbroker: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -32,8 +32,10 @@ from wire import (
 if TYPE_CHECKING:
     from pykbroker.broker import Broker
     from pykbroker.config import Listener
+    from pykbroker.security.listeners import ListenerSecurity
+    from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
 
-from pykbroker.context import RequestContext
+from pykbroker.context import ANONYMOUS, RequestContext
 
 log = logging.getLogger("pykbroker.connection")
 
@@ -50,11 +52,19 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.Protocol):
-    """asyncio protocol for one client socket."""
+    """asyncio protocol for one client socket (TLS already done by the transport on SSL listeners).
 
-    def __init__(self, broker: Broker, listener: Listener) -> None:
+    On SASL listeners every frame goes through the connection's SaslServerAuthenticator until it is
+    authenticated (pykbroker.security.sasl_authenticator says what Kafka allows when), and frames are
+    limited to ``sasl.server.max.receive.size`` until then. ``principal`` is what requests run as.
+    """
+
+    def __init__(self, broker: Broker, listener: Listener, security: ListenerSecurity | None = None) -> None:
         self.broker = broker
         self.listener = listener
+        self.security = security
+        self.principal = ANONYMOUS
+        self.authenticator: SaslServerAuthenticator | None = None
         self.frames = FrameReader(broker.config.socket_request_max_bytes)
         self.pending: deque[bytes] = deque()
         self.transport: asyncio.Transport | None = None
@@ -70,9 +80,12 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  (uvloop's transports are not subclasses)
-        self._sock_fd = _socket_fd(transport)
+        tls = self.security is not None and self.security.ssl_context is not None
+        self._sock_fd = None if tls else _socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.security is not None:
+            self._start_security(transport)
         self.broker.connections.add(self)
         self._task = asyncio.get_running_loop().create_task(self._serve())
 
@@ -105,6 +118,59 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._can_write.set()
+
+    def _start_security(self, transport: asyncio.BaseTransport) -> None:
+        security = self.security
+        assert security is not None
+        if security.ssl_context is not None and not security.sasl:
+            from pykbroker.security.tls import peer_certificate_principal
+
+            self.principal = peer_certificate_principal(transport.get_extra_info("ssl_object")) or ANONYMOUS
+            log.info("TLS connection from %s on listener %s: principal %s", self.peer, self.listener.name,
+                     self.principal)
+        if security.sasl:
+            from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
+            from pykbroker.security.scram import stored_credentials
+
+            metadata = self.broker.metadata
+            self.authenticator = SaslServerAuthenticator(
+                security, lambda user, mechanism: stored_credentials(metadata, user, mechanism),
+                self.broker.now_ms, self.peer)
+            self.frames.max_frame_size = security.max_receive_size
+
+    async def _authenticate(self, data: bytes) -> bool:
+        """One frame through the SASL authenticator; True when it is to be served as an ordinary request."""
+        auth = self.authenticator
+        assert auth is not None
+        step = auth.receive(data)
+        if step.dispatch:
+            return True
+        if step.reply is not None and not self._closed:
+            assert self.transport is not None
+            self.transport.write(frame(len(step.reply)) + step.reply)
+        if step.error_code is not None:
+            await self._answer_with_error(data, step.error_code)
+        if step.close:
+            raise CloseConnection
+        if auth.complete:
+            self.principal = auth.principal or ANONYMOUS
+            self.frames.max_frame_size = self.broker.config.socket_request_max_bytes
+        return False
+
+    async def _answer_with_error(self, data: bytes, code: int) -> None:
+        """Answer a request with its API's error response (as Kafka does for requests during SASL), if it parses."""
+        r = Reader(data)
+        try:
+            api_key, api_version, correlation_id = peek_request_header(r)
+            entry = self.broker.registry.get(api_key) or await self.broker.registry.load(api_key)
+            if entry is None or not entry.serves(api_version) or entry.error_response is None:
+                return
+            decode_request_header(r)
+            request = entry.request_class.decode_from(r, api_version)
+        except (DecodeError, ValueError):
+            return
+        await self._send(entry.error_response(request, api_version, code), correlation_id, api_version,
+                         response_header_version(api_key, api_version))
 
     # -- request loop --------------------------------------------------------------------------------
     @property
@@ -140,6 +206,18 @@ class Connection(asyncio.Protocol):
             self.close()
 
     async def _handle_frame(self, data: bytes) -> None:
+        auth = self.authenticator
+        if auth is not None:
+            if not auth.complete:
+                if not await self._authenticate(data):
+                    return
+            elif data[:2] == b"\x00\x11" and auth.maybe_begin_reauthentication():  # SaslHandshake
+                await self._authenticate(data)
+                return
+            elif auth.session_expired():
+                log.info("closing connection from %s on listener %s: the SASL session of %s expired",
+                         self.peer, self.listener.name, self.principal)
+                raise CloseConnection
         if len(data) < MIN_REQUEST_SIZE:
             log.warning("closing connection from %s: request of %d bytes is too short for a header",
                         self.peer, len(data))
@@ -172,7 +250,7 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
                         self.peer, entry.name, api_version, correlation_id, exc)
             raise CloseConnection from None
-        ctx = RequestContext(header, self.broker, self.listener, self.peer)
+        ctx = RequestContext(header, self.broker, self.listener, self.peer, principal=self.principal)
         try:
             if request is None:
                 assert entry.error_response is not None

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 from wire import RequestHeader
 
+# Kafka's principal of unauthenticated connections (PLAINTEXT, and SSL without a client certificate).
+ANONYMOUS = "User:ANONYMOUS"
+
 if TYPE_CHECKING:
     from pykbroker.broker import Broker
     from pykbroker.config import Listener
@@ -23,6 +26,8 @@ class RequestContext:
     # Set by a handler whose client went over its quota: the connection reads nothing more for this long
     # after the response is sent (Kafka mutes the channel, KIP-219).
     throttle_ms: int = 0
+    # The authenticated principal, "<type>:<name>": User:ANONYMOUS, a SASL user, or a certificate's DN.
+    principal: str = ANONYMOUS
 
     @property
     def api_version(self) -> int:
@@ -38,10 +43,10 @@ class RequestContext:
 
     @property
     def user(self) -> str:
-        """The client's principal name for quotas: every listener here is PLAINTEXT, so ANONYMOUS, as in Kafka."""
-        return "ANONYMOUS"
+        """The principal's name, as client quotas key users (Kafka's ``principal.getName``)."""
+        return self.principal.split(":", 1)[1]
 
     def describe(self) -> str:
         """Ids for log lines."""
         return (f"client_id={self.client_id} correlation_id={self.correlation_id} "
-                f"client={self.client_address}")
+                f"client={self.client_address} principal={self.principal}")

@@ -11,6 +11,7 @@ import time
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
+from pykbroker.security.listeners import listener_security
 
 log = logging.getLogger("pykbroker.server")
 
@@ -30,18 +31,21 @@ class Server:
 
     async def start(self) -> None:
         started = time.monotonic()
+        security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
         await broker.start()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
             host = lst.host or None
-            srv = await loop.create_server(lambda lst=lst: Connection(broker, lst), host, lst.port,
-                                           reuse_address=True, backlog=1024)
+            sec = security[lst.name]
+            srv = await loop.create_server(lambda lst=lst, sec=sec: Connection(broker, lst, sec), host, lst.port,
+                                           reuse_address=True, backlog=1024, ssl=sec.ssl_context)
             sock = srv.sockets[0]
             addr = sock.getsockname()
             broker.bound_listeners[lst.name] = Listener(lst.name, lst.host, addr[1])
             self._servers.append(srv)
-            log.info("listening on %s://%s:%d", lst.name, lst.host or "0.0.0.0", addr[1])
+            log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
+                     f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
         for name in self.config.inert:
             log.info("property %s is accepted for compatibility but has no effect", name)
         log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",

@@ -1,7 +1,9 @@
-"""SaslHandshake v0-1 and SaslAuthenticate v0-2 on a PLAINTEXT listener.
+"""SaslHandshake v0-1 and SaslAuthenticate v0-2 outside a SASL authentication phase.
 
-Kafka advertises both on every listener; outside a SASL listener's authentication phase it answers
-ILLEGAL_SASL_STATE, which is what a client that tries SASL against a PLAINTEXT port gets here too.
+Kafka advertises both on every listener. A SASL listener's connection hands them to its authenticator
+(pykbroker.security.sasl_authenticator) until it is authenticated, and a SaslHandshake starts
+re-authentication when the session has a lifetime (KIP-368). Everywhere else, on PLAINTEXT and SSL
+listeners and on authenticated connections, Kafka answers ILLEGAL_SASL_STATE, and so does this module.
 """
 
 from __future__ import annotations

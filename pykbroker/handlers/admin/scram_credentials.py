@@ -1,7 +1,7 @@
 """DescribeUserScramCredentials v0 and AlterUserScramCredentials v0, as Kafka's controller answers them.
 
-Credentials (iterations, salt, salted password) are kept durably in the metadata store even though this
-broker's listeners are PLAINTEXT: tools can manage them exactly as on Kafka.
+Credentials (iterations, salt, salted password) are kept durably in the metadata store; SASL listeners
+with SCRAM-SHA-256/512 authenticate against them (pykbroker.security.scram).
 """
 
 from __future__ import annotations
