@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
+from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager
 from pykbroker.registry import REGISTRY, Registry
@@ -110,7 +111,8 @@ class Broker:
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
-                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms)
+                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
+                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0))
         return self._transaction_coordinator
 
     @property

@@ -1,32 +1,173 @@
-"""Feature flags (KIP-584) as ApiVersions v3+ reports them: what this broker supports, what is finalized.
+"""Feature flags (KIP-584): what this broker supports, what is finalized, and how UpdateFeatures changes it.
 
 Only what is implemented is claimed. Consumer groups speak KIP-848, so group.version 1 is finalized;
 transactions speak KIP-890 part 2, so transaction.version 2 is finalized as on a new Kafka 4.1 cluster
-(clients then bump the epoch with every transaction); there are no eligible leader replicas or share
-groups. Like Kafka 4.1, v3 answers list only metadata.version as supported (older clients choke on the
-rest); v4 lists every feature.
+(clients then bump the epoch with every transaction). Eligible leader replicas (KIP-966) are finalized at 1
+as on a new Kafka 4.1 cluster: on a single node the only replica leads, so the ELR is always empty, and the
+cluster-wide dynamic min.insync.replicas that ELR requires is kept (pykbroker.broker). There are no share
+groups. Like Kafka 4.1, ApiVersions v3 answers list only metadata.version as supported (older clients
+choke on the rest); v4 lists every feature.
+
+The finalized levels live in the metadata store and change only through UpdateFeatures
+(``kafka-features upgrade|downgrade``), validated as Kafka 4.1's controller does: the level must be in the
+supported range, a lower level needs a downgrade type, a higher one must not have one, a feature's
+dependencies must be finalized, and metadata.version refuses a downgrade that crosses a version whose
+metadata changed. A feature set to 0 is no longer finalized.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from wire import ErrorCode
 from wire.messages.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 
-METADATA_VERSION = ("metadata.version", 7, 27)  # 3.3-IV3 .. 4.1-IV1, as Kafka 4.1
-SUPPORTED: tuple[tuple[str, int, int], ...] = (
-    ("group.version", 0, 1),
-    ("kraft.version", 0, 1),
-    METADATA_VERSION,
-    ("transaction.version", 0, 2),
-)
-FINALIZED: tuple[tuple[str, int], ...] = (("group.version", 1), ("metadata.version", 27), ("transaction.version", 2))
-# Kafka reports the metadata log offset at which features were last changed; ours never change.
-FINALIZED_EPOCH = 1
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+GROUP_VERSION = "group.version"
+TRANSACTION_VERSION = "transaction.version"
+
+# metadata.version feature level -> (Kafka release name, whether that version changed the metadata format).
+METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
+    7: ("3.3-IV3", True), 8: ("3.4-IV0", True), 9: ("3.5-IV0", False), 10: ("3.5-IV1", False),
+    11: ("3.5-IV2", True), 12: ("3.6-IV0", False), 13: ("3.6-IV1", True), 14: ("3.6-IV2", True),
+    15: ("3.7-IV0", True), 16: ("3.7-IV1", False), 17: ("3.7-IV2", True), 18: ("3.7-IV3", False),
+    19: ("3.7-IV4", False), 20: ("3.8-IV0", False), 21: ("3.9-IV0", False), 22: ("4.0-IV0", False),
+    23: ("4.0-IV1", True), 24: ("4.0-IV2", False), 25: ("4.0-IV3", False), 26: ("4.1-IV0", False),
+    27: ("4.1-IV1", False), 28: ("4.2-IV0", False), 29: ("4.2-IV1", False),
+}
+MINIMUM_METADATA_VERSION = 7
+LATEST_TESTING_METADATA_VERSION = 29
+
+SUPPORTED: dict[str, tuple[int, int]] = {
+    GROUP_VERSION: (0, 1),
+    KRAFT_VERSION: (0, 1),
+    METADATA_VERSION: (MINIMUM_METADATA_VERSION, 27),  # 3.3-IV3 .. 4.1-IV1, as Kafka 4.1
+    TRANSACTION_VERSION: (0, 2),
+}
+# What a new cluster finalizes (Kafka 4.1's defaults for metadata.version 4.1-IV1, less what is not built).
+BOOTSTRAP_FINALIZED: dict[str, int] = {GROUP_VERSION: 1, METADATA_VERSION: 27, TRANSACTION_VERSION: 2}
+# Every feature Kafka 4.1 knows (its Feature enum), with the features each level >= 1 depends on.
+KNOWN_FEATURES: dict[str, dict[int, dict[str, int]]] = {
+    KRAFT_VERSION: {}, TRANSACTION_VERSION: {}, GROUP_VERSION: {},
+    "eligible.leader.replicas.version": {1: {METADATA_VERSION: 23}},
+    "share.version": {}, "streams.version": {}, "test.feature.version": {},
+}
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 def supported_features(api_version: int) -> list[SupportedFeatureKey]:
-    chosen = (METADATA_VERSION,) if api_version < 4 else SUPPORTED
-    return [SupportedFeatureKey(name=n, min_version=lo, max_version=hi) for n, lo, hi in chosen]
+    names = [METADATA_VERSION] if api_version < 4 else sorted(SUPPORTED)
+    return [SupportedFeatureKey(name=n, min_version=SUPPORTED[n][0], max_version=SUPPORTED[n][1]) for n in names]
 
 
-def finalized_features() -> list[FinalizedFeatureKey]:
-    return [FinalizedFeatureKey(name=n, min_version_level=level, max_version_level=level) for n, level in FINALIZED]
+def finalized_features(levels: dict[str, int]) -> list[FinalizedFeatureKey]:
+    return [FinalizedFeatureKey(name=n, min_version_level=level, max_version_level=level)
+            for n, level in sorted(levels.items()) if level > 0]
+
+
+@dataclass(frozen=True)
+class FeatureUpdate:
+    """One entry of an UpdateFeatures request."""
+
+    name: str
+    level: int
+    upgrade_type: int  # UPGRADE, SAFE_DOWNGRADE or UNSAFE_DOWNGRADE (anything else is unknown)
+
+
+class FeatureUpdateError(Exception):
+    """An update Kafka's controller would refuse; ``code`` is the protocol error, the text its message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def apply_updates(current: dict[str, int], updates: list[FeatureUpdate]) -> dict[str, int]:
+    """The finalized levels after ``updates`` (all or nothing); raises FeatureUpdateError for the first bad one.
+
+    Updates are checked in the order Kafka's controller visits them (its HashMap of feature names), so a
+    request with several bad updates reports the same one as Kafka.
+    """
+    by_name = {u.name: u for u in updates}
+    proposed = dict(current)
+    proposed.update({u.name: u.level for u in by_name.values()})
+    result = dict(current)
+    for name in _java_hash_map_order(list(by_name)):
+        update = by_name[name]
+        _check_update(update, current.get(name, 0), proposed)
+        if update.level > 0:
+            result[name] = update.level
+        else:
+            result.pop(name, None)
+    return result
+
+
+def _check_update(update: FeatureUpdate, current: int, proposed: dict[str, int]) -> None:
+    name, level = update.name, update.level
+
+    def invalid(message: str) -> FeatureUpdateError:
+        return FeatureUpdateError(ErrorCode.INVALID_UPDATE_VERSION,
+                                  f"Invalid update version {level} for feature {name}. {message}")
+
+    if update.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        raise invalid("The controller does not support the given upgrade type.")
+    if level < 0:
+        raise invalid("A feature version cannot be less than 0.")
+    lo, hi = SUPPORTED.get(name, (0, 0))
+    if not lo <= level <= hi:
+        raise invalid("Local controller 1 does not support this feature." if hi == 0
+                      else f"Local controller 1 only supports versions {lo}-{hi}")
+    if level < current and update.upgrade_type == UPGRADE:
+        raise invalid("Can't downgrade the version of this feature without setting the upgrade type to either "
+                      "safe or unsafe downgrade.")
+    if level > current and update.upgrade_type != UPGRADE:
+        raise invalid("Can't downgrade to a newer version.")
+    if name == METADATA_VERSION:
+        _check_metadata_version(level, current, update.upgrade_type == UNSAFE_DOWNGRADE)
+    elif name == KRAFT_VERSION:
+        if level < current:  # Kafka upgrades its quorum to dynamic voters (kraft.version 1) but never back
+            raise invalid("Can't downgrade the version of this feature.")
+    else:
+        if name not in KNOWN_FEATURES:
+            raise invalid(f"Feature {name} not found.")
+        mv = proposed.get(METADATA_VERSION)
+        if level >= 1 and (mv is None or mv < MINIMUM_METADATA_VERSION):
+            raise invalid(f"{name} could not be set to {level} because it depends on metadata.version="
+                          f"{MINIMUM_METADATA_VERSION} ({METADATA_VERSIONS[MINIMUM_METADATA_VERSION][0]})")
+        for dependency, needed in KNOWN_FEATURES[name].get(level, {}).items():
+            have = proposed.get(dependency)
+            if have is None or have < needed:
+                raise invalid(f"{name} could not be set to {level} because it depends on {dependency} level {needed}")
+
+
+def _check_metadata_version(level: int, current: int, unsafe: bool) -> None:
+    def invalid(message: str) -> FeatureUpdateError:
+        return FeatureUpdateError(ErrorCode.INVALID_UPDATE_VERSION, f"Invalid metadata.version {level}. {message}")
+
+    if level not in METADATA_VERSIONS:
+        raise invalid(f"Valid versions are from {MINIMUM_METADATA_VERSION} to {LATEST_TESTING_METADATA_VERSION}.")
+    if level < current and _metadata_changed_between(level, current):
+        if unsafe:
+            raise invalid("Unsafe metadata downgrade is not supported in this version.")
+        raise invalid("Refusing to perform the requested downgrade because it might delete metadata information.")
+
+
+def _metadata_changed_between(low: int, high: int) -> bool:
+    """True when a metadata.version in (low, high] changed the metadata format (a lossy downgrade)."""
+    return any(METADATA_VERSIONS[v][1] for v in range(low + 1, high + 1))
+
+
+def _java_hash_map_order(names: list[str]) -> list[str]:
+    """``names`` in the iteration order of a java.util.HashMap they were put into (in list order)."""
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        for unit in name.encode("utf-16-be").hex(" ", 2).split():
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(names, key=lambda n: (bucket(n), names.index(n)))

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pykbroker.features import BOOTSTRAP_FINALIZED
+
 __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id",
            "write_atomically"]
 
@@ -136,6 +138,9 @@ class EmbeddedMetadataStore:
         self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
         # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
+        # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
+        self.finalized_features: dict[str, int] = dict(BOOTSTRAP_FINALIZED)
+        self.features_epoch = 1
         # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
         self.offset = 0
         self._load()
@@ -157,6 +162,9 @@ class EmbeddedMetadataStore:
             self.scram_credentials[user] = {int(m): tuple(v) for m, v in by_mechanism.items()}  # type: ignore[misc]
         for q in doc.get("client_quotas", []):
             self.client_quotas[frozenset((t, n) for t, n in q["entity"])] = {k: float(v) for k, v in q["values"].items()}
+        if "finalized_features" in doc:
+            self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
+            self.features_epoch = int(doc.get("features_epoch", 1))
 
     def _index(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -179,6 +187,8 @@ class EmbeddedMetadataStore:
                                   for user, by_mechanism in self.scram_credentials.items()},
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": values}
                               for entity, values in self.client_quotas.items()],
+            "finalized_features": self.finalized_features,
+            "features_epoch": self.features_epoch,
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         self.offset += 1
@@ -225,6 +235,12 @@ class EmbeddedMetadataStore:
                 self.client_quotas[entity] = values
             else:
                 self.client_quotas.pop(entity, None)
+        self._save()
+
+    def set_finalized_features(self, levels: dict[str, int]) -> None:
+        """Replace the finalized feature levels (UpdateFeatures); the change's offset becomes their epoch."""
+        self.finalized_features = dict(levels)
+        self.features_epoch = self.offset + 1
         self._save()
 
     def alter_scram_credentials(self, deletions: list[tuple[str, int]],

@@ -63,7 +63,7 @@ MARKER_RETRY_BACKOFF_S = 0.5
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a write's implicit add retries CONCURRENT_TRANSACTIONS.
 ADD_PARTITION_RETRY_BACKOFF_S = 0.02
 ADD_PARTITION_RETRY_MAX_S = 0.1
-# The transaction.version this broker finalizes (pykbroker.features): used for aborts it starts itself.
+# The transaction.version a new cluster finalizes (pykbroker.features); the coordinator asks for the current one.
 SERVER_TRANSACTION_VERSION = 2
 
 
@@ -110,7 +110,9 @@ class TransactionCoordinator:
                  ensure_state_topic: Callable[[], Awaitable[None]],
                  partition_leader: Callable[[int], int | None],
                  coordinator_epoch: Callable[[int], int],
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int],
+                 transaction_version: Callable[[], int] = lambda: SERVER_TRANSACTION_VERSION) -> None:
+        """``transaction_version``: the finalized transaction.version, which aborts the broker starts follow."""
         self.config = config
         self.node_id = node_id
         self._log_factory = log_factory
@@ -121,6 +123,7 @@ class TransactionCoordinator:
         self._partition_leader = partition_leader
         self._coordinator_epoch = coordinator_epoch
         self._now_ms = now_ms
+        self._transaction_version = transaction_version
         self._partitions: dict[int, _Partition] = {}
         self._logs: dict[int, Any] = {}
         self._started = False
@@ -500,10 +503,18 @@ class TransactionCoordinator:
     async def _fence_and_abort(self, partition: _Partition, metadata: TransactionMetadata) -> None:
         """Abort an ongoing transaction with a bumped epoch, fencing its producer (Kafka's PrepareEpochFence).
 
-        The server runs transaction version 2, so, as Kafka then does, the abort itself bumps the epoch
-        (the fence step stays in memory and is never written).
+        The abort follows the finalized transaction.version, as Kafka's. Either way the PrepareAbort carries
+        the epoch plus one: with 2 the abort itself bumps it (the fence step stays in memory and is never
+        written); below 2 the fence bumps it and the abort keeps it.
         """
-        await self._write(partition, metadata, metadata.prepare_end(False, self._now_ms(), SERVER_TRANSACTION_VERSION))
+        version = self._transaction_version()
+        if version < 2:
+            # Kafka's transaction version 1 path applies the fence first: the abort is written with the
+            # bumped epoch and no last epoch, and records client version 0.
+            metadata.producer_epoch += 1
+            metadata.last_producer_epoch = -1
+            version = 0
+        await self._write(partition, metadata, metadata.prepare_end(False, self._now_ms(), version))
         await self._complete(partition, metadata)
 
     async def _complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:

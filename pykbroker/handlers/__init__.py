@@ -55,6 +55,7 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, "pykbroker.handlers.admin.scram_credentials"),
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, "pykbroker.handlers.admin.scram_credentials"),
     (ApiKey.DESCRIBE_QUORUM, 0, 2, "pykbroker.handlers.describe_quorum"),
+    (ApiKey.UPDATE_FEATURES, 0, 2, "pykbroker.handlers.admin.update_features"),
     (ApiKey.DESCRIBE_CLUSTER, 0, 2, "pykbroker.handlers.describe_cluster"),
     (ApiKey.DESCRIBE_PRODUCERS, 0, 0, "pykbroker.handlers.txn.describe_producers"),
     (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, "pykbroker.handlers.txn.describe_transactions"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from pykbroker.context import RequestContext
-from pykbroker.features import FINALIZED_EPOCH, finalized_features, supported_features
+from pykbroker.features import finalized_features, supported_features
 from pykbroker.registry import handler
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -36,6 +36,7 @@ async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) 
     response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=ctx.broker.api_versions())
     if ctx.api_version >= 3:
         response.supported_features = supported_features(ctx.api_version)
-        response.finalized_features_epoch = FINALIZED_EPOCH
-        response.finalized_features = finalized_features()
+        store = ctx.broker.metadata
+        response.finalized_features_epoch = store.features_epoch
+        response.finalized_features = finalized_features(store.finalized_features)
     return response

@@ -4,15 +4,16 @@
 - v1: the client chooses its member id (KIP-1082; empty is INVALID_REQUEST) and may subscribe with a
   regular expression (``subscribed_topic_regex``, INVALID_REGULAR_EXPRESSION when it does not compile).
 Epoch 0 joins, -1 leaves, -2 is a static member leaving for a while; otherwise the member's epoch.
-Refused with UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` lacks "consumer".
+Refused with UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` lacks "consumer" or
+group.version 1 is not finalized.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.handlers.group._common import consumer_protocol_enabled, coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from wire import ApiKey, ErrorCode
 from wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 
@@ -24,4 +25,6 @@ def error_response(request: ConsumerGroupHeartbeatRequest | None, version: int,
 @handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, error_response=error_response)
 async def handle_consumer_group_heartbeat(ctx: RequestContext,
                                           request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    if not consumer_protocol_enabled(ctx):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     return await coordinator(ctx).consumer_group_heartbeat(request_info(ctx), request)

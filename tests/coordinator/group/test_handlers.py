@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from pykbroker.config import Listener
 from pykbroker.context import RequestContext
+from pykbroker.features import BOOTSTRAP_FINALIZED
 from pykbroker.registry import REGISTRY
 from tests.coordinator.group.helpers import Harness, run, subscription
 from wire import ApiKey, ErrorCode, RequestHeader, request_header_version
@@ -52,6 +55,7 @@ class FakeBroker:
     def __init__(self, coordinator) -> None:
         self.group_coordinator = coordinator
         self.transaction_coordinator = LocalTransactionCoordinator()
+        self.metadata = SimpleNamespace(finalized_features=dict(BOOTSTRAP_FINALIZED))  # a new cluster's features
 
     def advertised_listener(self, name: str) -> Listener:
         return Listener(name, "broker.example", 9093)

@@ -46,7 +46,7 @@ class Node:
         self.producer_ids = ProducerIdManager(tmp_path, node_id=1)
         self.txn = self.new_coordinator()
 
-    def new_coordinator(self, **config) -> TransactionCoordinator:
+    def new_coordinator(self, transaction_version: int = 2, **config) -> TransactionCoordinator:
         async def nothing_to_create() -> None:
             pass
         return TransactionCoordinator(
@@ -54,7 +54,7 @@ class Node:
             log_factory=lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
             replica_manager=self.rm, group_coordinator=self.groups, producer_ids=self.producer_ids,
             ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
-            now_ms=self.clock.now_ms)
+            now_ms=self.clock.now_ms, transaction_version=lambda: transaction_version)
 
     def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
         """A transactional batch from producer ``pid``, as Produce appends it; its base offset."""
@@ -186,7 +186,15 @@ async def test_verify_partition_admits_only_writes_inside_the_ongoing_transactio
 
 @run
 async def test_timed_out_transactions_are_aborted_and_their_producer_fenced(tmp_path):
+    for version in (2, 1):
+        await _timed_out_transaction_is_aborted(tmp_path / f"tv{version}", version)
+
+
+async def _timed_out_transaction_is_aborted(tmp_path, transaction_version: int) -> None:
+    """Whatever the finalized transaction.version, the abort carries the epoch plus one (Kafka's fence);
+    below 2 the fence also forgets the last epoch, and the abort is recorded as client version 0."""
     node = Node(tmp_path)
+    node.txn = node.new_coordinator(transaction_version=transaction_version)
     pid, epoch = await node.txn.init_producer_id("slow", 5_000)
     await node.txn.add_partitions("slow", pid, epoch, [(DATA, 3)])
     node.produce(3, pid, epoch, 0, b"late")
@@ -196,6 +204,8 @@ async def test_timed_out_transactions_are_aborted_and_their_producer_fenced(tmp_
     assert await node.txn.abort_timed_out_transactions() == 1
     metadata = await node.txn.describe("slow")
     assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    assert (metadata.last_producer_epoch, metadata.client_transaction_version) == (
+        (epoch, 2) if transaction_version >= 2 else (-1, 0))
     assert [t.producer_id for t in node.log(3).collect_aborted_transactions(0, 10)] == [pid]
     await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("slow", pid, epoch, commit=True))
     await node.txn.close()

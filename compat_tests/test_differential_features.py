@@ -1,0 +1,101 @@
+"""UpdateFeatures (KIP-584) against pykbroker and Apache Kafka 4.1: the same requests, the same answers.
+
+A separate module from test_differential.py because it changes cluster-wide state: every scenario puts
+the finalized levels back as it found them, since the Kafka judge is shared by the whole session.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from compat_tests.differential_allowlist import ALLOWED
+from pykbroker.testing import BrokerProcess, RawClient
+from wire.messages import (
+    ApiVersionsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    UpdateFeaturesRequest,
+)
+from wire.messages.update_features_request import FeatureUpdateKey
+
+UPGRADE, SAFE, UNSAFE = 1, 2, 3
+
+
+def finalized(c: RawClient) -> dict[str, int]:
+    """Finalized levels, less ELR: pykbroker has none (see the api_versions entries of the allowlist)."""
+    response = c.request(ApiVersionsRequest(client_software_name="diff", client_software_version="1"), 4)
+    return {f.name: f.max_version_level for f in response.finalized_features
+            if f.name != "eligible.leader.replicas.version"}
+
+
+def update(c: RawClient, version: int, *updates: tuple[str, int, int], validate_only: bool = False,
+           allow_downgrade: bool = False) -> tuple:
+    keys = [FeatureUpdateKey(feature=name, max_version_level=level, upgrade_type=kind, allow_downgrade=allow_downgrade)
+            for name, level, kind in updates]
+    r = c.request(UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=keys, validate_only=validate_only), version)
+    return r.error_code, r.error_message, sorted((x.feature, x.error_code, x.error_message) for x in r.results)
+
+
+def update_features(c: RawClient) -> dict[str, object]:
+    out: dict[str, object] = {"initial": finalized(c)}
+    out["same level"] = update(c, 1, ("group.version", 1, UPGRADE))
+    out["empty"] = update(c, 1)
+    out["downgrade typed as upgrade"] = update(c, 1, ("group.version", 0, UPGRADE))
+    out["upgrade typed as downgrade"] = update(c, 1, ("transaction.version", 2, SAFE))
+    out["safe downgrade, validate only"] = update(c, 1, ("group.version", 0, SAFE), validate_only=True)
+    out["after validate only"] = finalized(c)
+    out["above the supported range"] = update(c, 1, ("group.version", 2, UPGRADE))
+    out["negative"] = update(c, 1, ("group.version", -1, SAFE))
+    out["unknown upgrade type"] = update(c, 1, ("group.version", 1, 0))
+    out["unknown upgrade type 9"] = update(c, 2, ("group.version", 1, 9))
+    out["unknown feature"] = update(c, 1, ("no.such.version", 1, UPGRADE))
+    out["unknown feature at 0"] = update(c, 1, ("no.such.version", 0, UPGRADE))
+    out["v0 allow_downgrade"] = update(c, 0, ("group.version", 0, UPGRADE), allow_downgrade=True)
+    out["several bad"] = update(c, 1, ("transaction.version", 7, UPGRADE), ("group.version", 5, UPGRADE),
+                                ("metadata.version", 99, UPGRADE))
+    out["one bad spoils all"] = update(c, 1, ("transaction.version", 1, SAFE), ("group.version", 9, UPGRADE))
+    out["after one bad"] = finalized(c)
+    # metadata.version: 27 is 4.1-IV1; down to 23 (4.0-IV1) changes no metadata, below it does.
+    out["mv unsupported"] = update(c, 1, ("metadata.version", 28, UPGRADE))
+    out["mv unknown"] = update(c, 1, ("metadata.version", 6, SAFE))
+    out["mv same"] = update(c, 1, ("metadata.version", 27, UPGRADE))
+    out["mv lossless downgrade"] = update(c, 1, ("metadata.version", 23, SAFE), validate_only=True)
+    out["mv lossy downgrade"] = update(c, 1, ("metadata.version", 22, SAFE), validate_only=True)
+    out["mv lossy unsafe"] = update(c, 1, ("metadata.version", 14, UNSAFE), validate_only=True)
+    out["kraft same"] = update(c, 1, ("kraft.version", 0, UPGRADE))
+    out["kraft upgrade"] = update(c, 1, ("kraft.version", 1, UPGRADE), validate_only=True)
+    # group.version 0 turns the consumer group protocol (KIP-848) off.
+    out["group.version 0"] = update(c, 2, ("group.version", 0, SAFE))
+    out["finalized without group.version"] = finalized(c)
+    hb = c.request(ConsumerGroupHeartbeatRequest(group_id="features-g", member_id="m" * 22, member_epoch=0,
+                                                 rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
+                                                 topic_partitions=[]), 1)
+    out["heartbeat without group.version"] = hb.error_code
+    described = c.request(ConsumerGroupDescribeRequest(group_ids=["features-g"]), 1)
+    out["describe without group.version"] = [g.error_code for g in described.groups]
+    out["group.version back"] = update(c, 1, ("group.version", 1, UPGRADE))
+    # transaction.version down to 1 and back, both in one request with an unchanged feature.
+    out["transaction.version 1"] = update(c, 0, ("transaction.version", 1, UPGRADE))
+    out["transaction.version 1 safe"] = update(c, 1, ("transaction.version", 1, SAFE), ("group.version", 1, UPGRADE))
+    out["finalized with transaction.version 1"] = finalized(c)
+    out["transaction.version back"] = update(c, 1, ("transaction.version", 2, UPGRADE))
+    out["final"] = finalized(c)
+    return out
+
+
+@pytest.fixture(scope="module")
+def judged_broker(tmp_path_factory):
+    with BrokerProcess(tmp_path_factory.mktemp("differential-features")) as b:
+        yield b
+
+
+def test_update_features_answers_as_kafka(judged_broker, kafka_judge):
+    with RawClient(kafka_judge.bootstrap, timeout=30) as c:
+        expected = update_features(c)
+    with RawClient(judged_broker.bootstrap, timeout=30) as c:
+        got = update_features(c)
+    assert expected["final"] == expected["initial"], "the scenario must leave Kafka's features as it found them"
+    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
+                   if expected.get(key) != got.get(key) and ("update_features", key) not in ALLOWED}
+    assert not differences, "\n".join(f"update_features / {k}:\n  kafka={e!r}\n  pykbroker={g!r}"
+                                      for k, (e, g) in differences.items())

@@ -1,0 +1,50 @@
+"""UpdateFeatures v0-2 (KIP-584, ``kafka-features upgrade|downgrade``): change the finalized feature levels.
+
+Validated as Kafka 4.1's controller does (``pykbroker.features.apply_updates``), all or nothing: a refused
+update fails the request with INVALID_UPDATE_VERSION and "The update failed for all features since the
+following feature had an error: ...". On success v0 and v1 list every feature (message "NONE", as
+Kafka's controller writes it); v2 lists none.
+The upgrade type is read from v1+ (v0's allow_downgrade is ignored, as Kafka's controller ignores it).
+``validate_only`` (v1+) checks without changing anything.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.features import FeatureUpdate, FeatureUpdateError, apply_updates
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+from wire.messages.update_features_response import UpdatableFeatureResult
+
+log = logging.getLogger("pykbroker.handlers.update_features")
+
+FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
+
+
+def error_response(request: UpdateFeaturesRequest | None, version: int, code: int) -> UpdateFeaturesResponse:
+    return UpdateFeaturesResponse(error_code=code, error_message=ErrorCode(code).name if code else None,
+                                  results=[])
+
+
+@handler(ApiKey.UPDATE_FEATURES, 0, 2, error_response=error_response)
+async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    store = ctx.broker.metadata
+    # v0 has no upgrade type: the field's default (upgrade) applies.
+    updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)
+               for u in request.feature_updates]
+    try:
+        levels = apply_updates(store.finalized_features, updates)
+    except FeatureUpdateError as exc:
+        log.warning("UpdateFeatures refused (%s): %s", ctx.describe(), exc)
+        return UpdateFeaturesResponse(error_code=exc.code, error_message=FAILED_PREFIX + str(exc), results=[])
+    validate_only = ctx.api_version >= 1 and request.validate_only
+    if not validate_only and levels != store.finalized_features:
+        log.info("finalized features changed from %s to %s (%s)", store.finalized_features, levels, ctx.describe())
+        store.set_finalized_features(levels)
+    results = [] if ctx.api_version >= 2 else [
+        UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE, error_message="NONE")
+        for u in request.feature_updates]
+    return UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None, results=results)
