@@ -255,8 +255,8 @@ class SaslServerAuthenticator:
                                              auth_bytes=b"")
             return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True)
         lifetime = self.security.reauth_ms.get(self.mechanism, 0) if self.complete else 0
-        reply = SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token,
-                                         session_lifetime_ms=lifetime)
+        reply = SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message="", auth_bytes=token,
+                                         session_lifetime_ms=lifetime)  # Kafka's default message is empty
         return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id))
 
     def _evaluate(self, token: bytes) -> bytes:
