@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
+from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+ELR_FEATURE = "eligible.leader.replicas.version"
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -44,7 +46,12 @@ class Broker:
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
-        self.default_log_config = LogConfig.from_properties(config.topic_defaults())
+        if self.elr_enabled:
+            self.ensure_elr_min_insync_replicas()
+        # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
+        self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
+                                                  self.metadata.broker_configs.get(str(self.node_id), {}))
+        self.default_log_config = LogConfig.from_properties(self.dynamic_config.current.topic_defaults())
         self.log_manager = LogManager(
             list(config.log_dirs),
             default_config=self.default_log_config,
@@ -63,7 +70,7 @@ class Broker:
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
-        self.transaction_verification = bool(config["transaction.partition.verification.enable"])
+        self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store), enforced on produced and fetched bytes.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
                                           samples=config["quota.window.num"],
@@ -201,6 +208,40 @@ class Broker:
         """Replace the topic's explicitly set configs; live logs pick them up at once."""
         self.metadata.set_topic_configs(name, configs)
         self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+
+    # -- dynamic broker configs --------------------------------------------------------------------------
+    @property
+    def elr_enabled(self) -> bool:
+        """Eligible leader replicas (KIP-966) are finalized: min.insync.replicas is then cluster-wide only."""
+        return self.metadata.finalized_features.get(ELR_FEATURE, 0) >= 1
+
+    def ensure_elr_min_insync_replicas(self) -> None:
+        """With ELR enabled the cluster holds a dynamic default min.insync.replicas and no broker overrides it;
+        Kafka's controller writes them when ELR gets enabled (a new cluster: at first start), and so does this."""
+        stored = self.metadata.broker_configs
+        if MIN_INSYNC_REPLICAS in stored.get("", {}) and not any(
+                MIN_INSYNC_REPLICAS in configs for name, configs in stored.items() if name):
+            return
+        changes = {name: {k: v for k, v in configs.items() if k != MIN_INSYNC_REPLICAS}
+                   for name, configs in stored.items() if name and MIN_INSYNC_REPLICAS in configs}
+        default = dict(stored.get("", {}))
+        default.setdefault(MIN_INSYNC_REPLICAS, str(self.config["min.insync.replicas"]))
+        changes[""] = default
+        self.metadata.set_broker_configs(changes)
+        log.info("generated cluster-level min.insync.replicas of %s (eligible leader replicas are enabled)",
+                 default[MIN_INSYNC_REPLICAS])
+
+    async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Store the dynamic configs of one BROKER resource and apply the new effective config at once."""
+        self.metadata.set_broker_configs({resource_name: configs})
+        self.dynamic_config.update(self.metadata.broker_configs.get("", {}),
+                                   self.metadata.broker_configs.get(str(self.node_id), {}))
+        current = self.dynamic_config.current
+        self.default_log_config = LogConfig.from_properties(current.topic_defaults())
+        self.log_manager.default_config = self.default_log_config
+        for topic in self.metadata.topics.values():
+            self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
+        self.transaction_verification = bool(current["transaction.partition.verification.enable"])
 
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""

@@ -1,5 +1,5 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials and client quotas.
+credentials, client quotas and dynamic broker configs.
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -13,7 +13,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +138,8 @@ class EmbeddedMetadataStore:
         self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
         # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
+        # Dynamic broker configs by BROKER resource name: "" is the cluster-wide default, "<node id>" one broker.
+        self.broker_configs: dict[str, dict[str, str]] = {}
         # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
         self.finalized_features: dict[str, int] = dict(BOOTSTRAP_FINALIZED)
         self.features_epoch = 1
@@ -162,6 +164,7 @@ class EmbeddedMetadataStore:
             self.scram_credentials[user] = {int(m): tuple(v) for m, v in by_mechanism.items()}  # type: ignore[misc]
         for q in doc.get("client_quotas", []):
             self.client_quotas[frozenset((t, n) for t, n in q["entity"])] = {k: float(v) for k, v in q["values"].items()}
+        self.broker_configs = {name: dict(configs) for name, configs in doc.get("broker_configs", {}).items()}
         if "finalized_features" in doc:
             self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
             self.features_epoch = int(doc.get("features_epoch", 1))
@@ -187,6 +190,7 @@ class EmbeddedMetadataStore:
                                   for user, by_mechanism in self.scram_credentials.items()},
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": values}
                               for entity, values in self.client_quotas.items()],
+            "broker_configs": self.broker_configs,
             "finalized_features": self.finalized_features,
             "features_epoch": self.features_epoch,
         }
@@ -220,6 +224,15 @@ class EmbeddedMetadataStore:
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
+        self._save()
+
+    def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """Replace the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
+        for resource_name, configs in changes.items():
+            if configs:
+                self.broker_configs[resource_name] = dict(configs)
+            else:
+                self.broker_configs.pop(resource_name, None)
         self._save()
 
     def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:

@@ -8,6 +8,7 @@ broker synonyms (``retention.ms`` <- ``log.retention.ms`` <- ``log.retention.min
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pykbroker.config import CONFIG_DEFS, Config
@@ -15,7 +16,7 @@ from storage import LogConfig
 from storage.errors import LogConfigError
 
 __all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries",
-           "topic_config_entries", "topic_config_error"]
+           "static_layers", "topic_config_entries", "topic_config_error"]
 
 
 class ConfigSource:
@@ -145,35 +146,39 @@ def topic_config_error(configs: dict[str, str | None]) -> str | None:
     return None
 
 
-def _broker_value(config: Config, name: str) -> str | None:
-    """A broker property as Kafka prints it: the configured text, else the default text."""
-    if name in config.explicit:
-        return config.explicit[name]
-    d = _BROKER_DEFS.get(name)
-    return d.default if d is not None else None
+Layers = Sequence[tuple[Mapping[str, str], int]]
 
 
-def topic_config_entries(config: Config, topic_configs: dict[str, str], defaults: dict[str, str]) -> list[ConfigEntry]:
+def static_layers(config: Config) -> Layers:
+    """The layers of a broker without dynamic configs: its properties, then the defaults."""
+    return [(config.explicit, ConfigSource.STATIC_BROKER_CONFIG),
+            ({d.name: d.default for d in CONFIG_DEFS if d.default is not None}, ConfigSource.DEFAULT_CONFIG)]
+
+
+def _synonyms(layers: Layers, names: Sequence[str], name: str) -> list[tuple[str, str | None, int]]:
+    """ConfigHelper.configSynonyms: every layer's value of every synonym (layer by layer), from ``name`` on."""
+    found = [(n, values[n], source) for values, source in layers for n in names if n in values]
+    while found and found[0][0] != name:
+        found.pop(0)
+    return found
+
+
+def topic_config_entries(layers: Layers | Config, topic_configs: dict[str, str], defaults: dict[str, str]
+                         ) -> list[ConfigEntry]:
     """Every topic config with its effective value and source; ``defaults`` are the broker-level values.
 
     Synonyms are built as Kafka's ConfigHelper builds them: the topic's own value, then each broker
-    synonym set statically, then each with a default, and then everything before the first entry named
-    after the main broker property is dropped. So ``retention.ms`` shows no synonyms unless
-    ``log.retention.ms`` itself is set (``log.retention.hours``' default 168 goes), and the source of
-    a config with no synonyms left is DEFAULT_CONFIG.
+    synonym of each broker layer (this broker's dynamic configs, the cluster's dynamic defaults, the
+    static properties, the defaults), and then everything before the first entry named after the main
+    broker property is dropped. So ``retention.ms`` shows no synonyms unless ``log.retention.ms``
+    itself is set (``log.retention.hours``' default 168 goes), and the source of a config with no
+    synonyms left is DEFAULT_CONFIG.
     """
+    if isinstance(layers, Config):
+        layers = static_layers(layers)
     entries = []
     for name, spec in sorted(TOPIC_CONFIGS.items()):
-        synonyms: list[tuple[str, str | None, int]] = []
-        for broker_name in spec.synonyms:
-            if broker_name in config.explicit:
-                synonyms.append((broker_name, config.explicit[broker_name], ConfigSource.STATIC_BROKER_CONFIG))
-        for broker_name in spec.synonyms:
-            d = _BROKER_DEFS.get(broker_name)
-            if d is not None and d.default is not None:
-                synonyms.append((broker_name, d.default, ConfigSource.DEFAULT_CONFIG))
-        while synonyms and synonyms[0][0] != spec.synonyms[0]:
-            synonyms.pop(0)
+        synonyms = _synonyms(layers, spec.synonyms, spec.synonyms[0]) if spec.synonyms else []
         if name in topic_configs:
             synonyms.insert(0, (name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
         value = topic_configs[name] if name in topic_configs else defaults.get(name)
@@ -183,16 +188,24 @@ def topic_config_entries(config: Config, topic_configs: dict[str, str], defaults
     return entries
 
 
-def broker_config_entries(config: Config) -> list[ConfigEntry]:
-    """Every broker property we know, static (read-only, as Kafka reports non-dynamic configs)."""
+def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool] = lambda name: False,
+                          synonyms_of: Callable[[str], Sequence[str]] = lambda name: [name],
+                          type_of: Callable[[str], int | None] = lambda name: None) -> list[ConfigEntry]:
+    """Every broker property we know with its effective value; read-only unless ``dynamic`` says otherwise,
+    typed by ``type_of`` where it knows (else guessed from the default)."""
+    if isinstance(layers, Config):
+        layers = static_layers(layers)
     entries = []
     for d in sorted(CONFIG_DEFS, key=lambda d: d.name):
         sensitive = any(word in d.name for word in _SENSITIVE_WORDS)
-        value = None if sensitive else _broker_value(config, d.name)
-        source = ConfigSource.STATIC_BROKER_CONFIG if d.name in config.explicit else ConfigSource.DEFAULT_CONFIG
-        synonyms = ((d.name, value, source),)
-        config_type = ConfigType.LIST if d.is_list else _broker_type(d.default)
-        entries.append(ConfigEntry(d.name, value, source, config_type, True, sensitive, d.doc, synonyms))
+        synonyms = _synonyms(layers, synonyms_of(d.name), d.name)
+        value = None if sensitive else (synonyms[0][1] if synonyms else d.default)
+        if sensitive:
+            synonyms = [(n, None, s) for n, _, s in synonyms]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        config_type = type_of(d.name) or (ConfigType.LIST if d.is_list else _broker_type(d.default))
+        entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
+                                   tuple(synonyms)))
     return entries
 
 

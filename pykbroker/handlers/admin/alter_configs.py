@@ -1,14 +1,15 @@
 """AlterConfigs v0-2 (replace a resource's configs) and IncrementalAlterConfigs v0-1 (SET, DELETE,
 APPEND, SUBTRACT). Topic configs are validated as a whole, persisted, and applied to the live logs at
-once; this broker has no dynamically updatable broker configs, so broker changes are refused as Kafka
-refuses static ones.
+once. Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
+as Kafka's ConfigAdminManager and controller check them (pykbroker.dynamic_config), stored in the
+metadata store, and applied at once.
 """
 
 from __future__ import annotations
 
 import logging
 
-from pykbroker import loggers
+from pykbroker import dynamic_config, loggers
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
@@ -103,15 +104,50 @@ def alter_loggers(ctx: RequestContext, resource_name: str, ops: list[tuple[str, 
     return ErrorCode.NONE, None
 
 
-def broker_refusal(ctx: RequestContext, resource_type: int, resource_name: str, names: list[str]) -> tuple[int, str]:
-    """Why a broker change (or a legacy AlterConfigs on BROKER_LOGGER) is refused here."""
-    if resource_type == BROKER_LOGGER:
-        # As Kafka: the legacy AlterConfigs does not know BROKER_LOGGER.
-        return ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}"
-    if resource_name and resource_name != str(ctx.broker.node_id):
-        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, " \
-            f"but received {resource_name}"
-    return ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(" + ", ".join(names) + ")"
+async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tuple[str, int, str | None]] | None,
+                       legacy: dict[str, str | None] | None, validate_only: bool) -> tuple[int, str | None]:
+    """One BROKER resource: incremental ``configs`` (name, operation, value) or the ``legacy`` whole set.
+
+    The order of checks is Kafka's: null values, the broker id, the forwarding broker's checks of the new set
+    (ConfigAdminManager.preprocess), the controller's (ELR's min.insync.replicas rules), then whether this
+    broker can run with the result (DynamicBrokerConfig.processReconfiguration).
+    """
+    broker = ctx.broker
+    names = [c[0] for c in configs] if configs is not None else list(legacy or {})
+    nulls = [c[0] for c in configs if c[1] != dynamic_config.DELETE and c[2] is None] if configs is not None \
+        else [k for k, v in (legacy or {}).items() if v is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if resource_name:
+        try:
+            node = int(resource_name)
+        except ValueError:
+            return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource_name}"
+        if node != broker.node_id:
+            return (ErrorCode.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
+    per_broker = bool(resource_name)
+    resource_name = str(broker.node_id) if per_broker else ""
+    stored = dict(broker.metadata.broker_configs.get(resource_name, {}))
+    try:
+        if configs is not None:
+            new = dynamic_config.apply_incremental(stored, configs)
+            checked = dynamic_config.apply_incremental(dynamic_config.valid_subset(stored, per_broker), configs)
+        else:
+            new = checked = dict(legacy or {})  # type: ignore[arg-type]
+        dynamic_config.validate(checked, per_broker)
+        dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
+        default = new if not per_broker else broker.metadata.broker_configs.get("", {})
+        mine = new if per_broker else broker.metadata.broker_configs.get(str(broker.node_id), {})
+        broker.dynamic_config.check_applicable(default, mine)
+    except dynamic_config.DynamicConfigError as exc:
+        return exc.code, exc.message
+    if not validate_only:
+        await broker.alter_broker_configs(resource_name, new)
+        log.info("dynamic configs of broker resource '%s' are now %s (%s)", resource_name,
+                 {k: v if dynamic_config.config_type_of(k) != ConfigType.PASSWORD else "[hidden]"
+                  for k, v in new.items()}, ctx.describe())
+    return ErrorCode.NONE, None
 
 
 def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -> AlterConfigsResponse:
@@ -128,8 +164,15 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         if r.resource_type == TOPIC:
             code, message = await alter_topic(ctx, r.resource_name, {c.name: c.value for c in r.configs},
                                               request.validate_only)
-        elif r.resource_type in (BROKER, BROKER_LOGGER):
-            code, message = broker_refusal(ctx, r.resource_type, r.resource_name, [c.name for c in r.configs])
+        elif r.resource_type == BROKER:
+            names = [c.name for c in r.configs]
+            if len(set(names)) != len(names):
+                code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+            else:
+                code, message = await alter_broker(ctx, r.resource_name, None, {c.name: c.value for c in r.configs},
+                                                   request.validate_only)
+        elif r.resource_type == BROKER_LOGGER:  # as Kafka: the legacy AlterConfigs does not know BROKER_LOGGER
+            code, message = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         responses.append(AlterConfigsResourceResponse(error_code=code, error_message=message,
@@ -166,7 +209,8 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
             code, message = alter_loggers(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                  for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER:
-            code, message = broker_refusal(ctx, r.resource_type, r.resource_name, names)
+            code, message = await alter_broker(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
+                                                                      for c in r.configs], None, request.validate_only)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         responses.append(IncrementalResourceResponse(error_code=code, error_message=message,

@@ -139,6 +139,6 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         result.configs = [
             CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
                                   is_sensitive=e.sensitive)
-            for e in topic_config_entries(broker.config, configs, broker.default_log_config.to_properties())]
+            for e in topic_config_entries(broker.dynamic_config.layers(), configs, broker.default_log_config.to_properties())]
         results.append(result)
     return CreateTopicsResponse(topics=results)

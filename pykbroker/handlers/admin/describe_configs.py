@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from pykbroker import loggers
 from pykbroker.context import RequestContext
+from pykbroker.dynamic_config import (
+    broker_config_synonyms,
+    config_type_of,
+    default_broker_config_entries,
+    is_dynamic,
+)
 from pykbroker.registry import handler
 from pykbroker.topic_config import (
     ConfigEntry,
@@ -54,15 +60,20 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
             # Kafka's ConfigHelper sets only the code, so the message is its generated default "" (not null):
             # clients print "UnknownTopicOrPartitionException: " rather than the exception's default text.
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", []
-        return ErrorCode.NONE, None, topic_config_entries(broker.config, topic.configs,
+        return ErrorCode.NONE, None, topic_config_entries(broker.dynamic_config.layers(), topic.configs,
                                                           broker.default_log_config.to_properties())
     if r.resource_type == BROKER:
         if not r.resource_name:
-            return ErrorCode.NONE, None, []  # cluster-wide dynamic defaults: none are set
-        if r.resource_name != str(broker.node_id):
+            return ErrorCode.NONE, None, default_broker_config_entries(broker.dynamic_config)
+        try:
+            node = int(r.resource_name)
+        except ValueError:
+            return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {r.resource_name}", []
+        if node != broker.node_id:
             return (ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, "
                     f"but received {r.resource_name}", [])
-        return ErrorCode.NONE, None, broker_config_entries(broker.config)
+        return ErrorCode.NONE, None, broker_config_entries(broker.dynamic_config.layers(), is_dynamic,
+                                                           broker_config_synonyms, config_type_of)
     if r.resource_type == BROKER_LOGGER:
         if not r.resource_name:
             return ErrorCode.INVALID_REQUEST, "Broker id must not be empty", []
@@ -84,6 +95,7 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
             wanted = set(r.configuration_keys)
             entries = [e for e in entries if e.name in wanted]
         results.append(DescribeConfigsResult(
-            error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name,
+            # Kafka leaves the message of a described resource empty: "" rather than null
+            error_code=code, error_message="" if message is None else message, resource_type=r.resource_type, resource_name=r.resource_name,
             configs=[_entry(e, request.include_synonyms, request.include_documentation) for e in entries]))
     return DescribeConfigsResponse(results=results)

@@ -1,0 +1,502 @@
+"""Dynamic broker configs as Kafka 4.1's DynamicBrokerConfig has them: which broker configs may change at
+runtime, Kafka's checks and messages for a change, and the effective config they make.
+
+Layers, lowest first: the static properties (``Config``), the cluster-wide dynamic defaults (BROKER resource
+``""``), this broker's dynamic configs (BROKER resource ``"<node.id>"``). A layer's value of ``log.retention.ms``
+replaces the lower layers' ``log.retention.minutes`` / ``log.retention.hours`` too (Kafka's overrideProps). The
+dynamic layers live in the metadata store; this module holds no I/O. Names that are neither Kafka broker configs
+nor broker quotas are custom configs: Kafka accepts and stores them, and so do we.
+
+Listener, SSL and SASL configs (per-broker in Kafka) would reconfigure listeners; pykbroker cannot apply
+them, so a per-broker change of one fails as a reconfiguration that Kafka cannot apply fails
+("Invalid dynamic configuration").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from pykbroker.broker_config_names import STATIC_BROKER_CONFIG_NAMES
+from pykbroker.config import CONFIG_DEFS, Config, ConfigError
+from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType
+
+__all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "broker_config_synonyms",
+           "is_kafka_config", "validate", "apply_incremental", "java_set", "default_broker_config_entries"]
+
+INVALID_REQUEST = 42
+INVALID_CONFIG = 40
+UNKNOWN_SERVER_ERROR = -1
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+MAX_VALUE_SIZE = 32767  # Kafka's ConfigRecord keeps a value in a 16-bit-length string
+
+
+class DynamicConfigError(Exception):
+    """A refused change: Kafka's error code and message."""
+
+    def __init__(self, code: int, message: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- Kafka's types and validators ---------------------------------------------------------------------
+_T = ConfigType
+_INT_RANGE = {_T.INT: (-2**31, 2**31 - 1), _T.SHORT: (-2**15, 2**15 - 1), _T.LONG: (-2**63, 2**63 - 1)}
+_TYPE_NAME = {_T.INT: "INT", _T.SHORT: "SHORT", _T.LONG: "LONG", _T.DOUBLE: "DOUBLE"}
+
+
+def _invalid(name: str, value: object, why: str) -> DynamicConfigError:
+    return DynamicConfigError(INVALID_REQUEST, f"Invalid value {value} for configuration {name}: {why}")
+
+
+def _java(n: int | float) -> str:
+    return repr(float(n)) if isinstance(n, float) else str(n)
+
+
+def _parse(name: str, config_type: int, raw: str) -> object:
+    """ConfigDef.parseType: the typed value, or Kafka's message for a value of the wrong type."""
+    s = raw.strip()
+    if config_type == _T.BOOLEAN:
+        if s.lower() not in ("true", "false"):
+            raise _invalid(name, raw, "Expected value to be either true or false")
+        return s.lower() == "true"
+    if config_type in _INT_RANGE:
+        lo, hi = _INT_RANGE[config_type]
+        try:
+            n = int(s)
+        except ValueError:
+            n = None
+        if n is None or not lo <= n <= hi:
+            raise _invalid(name, raw, f"Not a number of type {_TYPE_NAME[config_type]}")
+        return n
+    if config_type == _T.DOUBLE:
+        try:
+            return float(s)
+        except ValueError:
+            raise _invalid(name, raw, "Not a number of type DOUBLE") from None
+    if config_type == _T.LIST:
+        return [p.strip() for p in s.split(",")] if s else []
+    return s
+
+
+Check = Callable[[str, object], None]
+
+
+def _at_least(lo: int | float) -> Check:
+    def check(name: str, v: object) -> None:
+        if v < lo:  # type: ignore[operator]
+            raise _invalid(name, _java(v), f"Value must be at least {lo}")  # type: ignore[arg-type]
+    return check
+
+
+def _between(lo: int | float, hi: int | float) -> Check:
+    def check(name: str, v: object) -> None:
+        _at_least(lo)(name, v)
+        if v > hi:  # type: ignore[operator]
+            raise _invalid(name, _java(v), f"Value must be no more than {hi}")  # type: ignore[arg-type]
+    return check
+
+
+def _one_of(*options: str) -> Check:
+    def check(name: str, v: object) -> None:
+        for item in (v if isinstance(v, list) else [v]):
+            if item not in options:
+                raise _invalid(name, item, "String must be one of: " + ", ".join(options))
+    return check
+
+
+def _gzip_level(name: str, v: object) -> None:
+    if v > 9 or (v < 1 and v != -1):  # type: ignore[operator]
+        raise _invalid(name, v, "Value must be between 1 and 9 or equal to -1")
+
+
+@dataclass(frozen=True)
+class DynamicConfigDef:
+    """One dynamically updatable broker config: its Kafka type, check, and whether it is per-broker only."""
+
+    config_type: int
+    check: Check | None = None
+    per_broker: bool = False
+    kafka_config: bool = True  # False: a broker quota, validated but not one of KafkaConfig's names
+    default: str | None = None  # the ConfigDef default of a LIST, which APPEND and SUBTRACT start from
+
+
+def _d(config_type: int, check: Check | None = None, **kw) -> DynamicConfigDef:
+    return DynamicConfigDef(config_type, check, **kw)
+
+
+def _listener(config_type: int, check: Check | None = None, default: str | None = None) -> DynamicConfigDef:
+    return DynamicConfigDef(config_type, check, per_broker=True, default=default)
+
+
+_B, _S, _I, _SH, _L, _D, _LI, _C, _P = (_T.BOOLEAN, _T.STRING, _T.INT, _T.SHORT, _T.LONG, _T.DOUBLE, _T.LIST,
+                                        _T.CLASS, _T.PASSWORD)
+
+# SslConfigs.RECONFIGURABLE_CONFIGS: per listener only (listener.name.<listener>.<config>)
+SECURITY_CONFIGS: tuple[str, ...] = (
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.truststore.certificates")
+
+# DynamicBrokerConfig.AllDynamicConfigs, plus the broker quotas DynamicConfig.Broker also accepts.
+DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
+    # LogCleaner
+    "log.cleaner.threads": _d(_I, _at_least(0)),
+    "log.cleaner.dedupe.buffer.size": _d(_L),
+    "log.cleaner.io.buffer.load.factor": _d(_D),
+    "log.cleaner.io.buffer.size": _d(_I, _at_least(0)),
+    "message.max.bytes": _d(_I, _at_least(0)),
+    "log.cleaner.io.max.bytes.per.second": _d(_D),
+    "log.cleaner.backoff.ms": _d(_L, _at_least(0)),
+    # DynamicLogConfig: the broker synonyms of topic configs
+    "log.segment.bytes": _d(_I, _at_least(1024 * 1024)),
+    "log.roll.ms": _d(_L),
+    "log.roll.jitter.ms": _d(_L),
+    "log.index.size.max.bytes": _d(_I, _at_least(4)),
+    "log.flush.interval.messages": _d(_L, _at_least(1)),
+    "log.flush.interval.ms": _d(_L),
+    "log.retention.bytes": _d(_L),
+    "log.retention.ms": _d(_L),
+    "log.index.interval.bytes": _d(_I, _at_least(0)),
+    "log.cleaner.delete.retention.ms": _d(_L, _at_least(0)),
+    "log.cleaner.min.compaction.lag.ms": _d(_L, _at_least(0)),
+    "log.cleaner.max.compaction.lag.ms": _d(_L, _at_least(1)),
+    "log.segment.delete.delay.ms": _d(_L, _at_least(0)),
+    "log.cleaner.min.cleanable.ratio": _d(_D, _between(0, 1)),
+    "log.cleanup.policy": _d(_LI, _one_of("compact", "delete"), default="delete"),
+    "unclean.leader.election.enable": _d(_B),
+    "min.insync.replicas": _d(_I, _at_least(1)),
+    "compression.type": _d(_S, _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    "compression.gzip.level": _d(_I, _gzip_level),
+    "compression.lz4.level": _d(_I, _between(1, 17)),
+    "compression.zstd.level": _d(_I, _between(-131072, 22)),
+    "log.preallocate": _d(_B),
+    "log.message.timestamp.type": _d(_S, _one_of("CreateTime", "LogAppendTime")),
+    "log.message.timestamp.before.max.ms": _d(_L, _at_least(0)),
+    "log.message.timestamp.after.max.ms": _d(_L, _at_least(0)),
+    "log.local.retention.ms": _d(_L, _at_least(-2)),
+    "log.local.retention.bytes": _d(_L, _at_least(-2)),
+    # DynamicThreadPool, metrics, SocketServer
+    "num.io.threads": _d(_I, _at_least(1)),
+    "num.replica.fetchers": _d(_I),
+    "num.recovery.threads.per.data.dir": _d(_I, _at_least(1)),
+    "background.threads": _d(_I, _at_least(1)),
+    "metric.reporters": _d(_LI, default="org.apache.kafka.common.metrics.JmxReporter"),
+    "max.connections.per.ip": _d(_I, _at_least(0)),
+    "max.connections.per.ip.overrides": _d(_S),
+    "max.connections": _d(_I, _at_least(0)),
+    "max.connection.creation.rate": _d(_I, _at_least(0)),
+    "num.network.threads": _d(_I, _at_least(1)),
+    # producer state
+    "producer.id.expiration.ms": _d(_I, _at_least(1)),
+    "transaction.partition.verification.enable": _d(_B),
+    # tiered storage
+    "remote.log.index.file.cache.total.size.bytes": _d(_L, _at_least(1)),
+    "remote.fetch.max.wait.ms": _d(_I, _at_least(1)),
+    "remote.log.manager.copy.max.bytes.per.second": _d(_L, _at_least(1)),
+    "remote.log.manager.fetch.max.bytes.per.second": _d(_L, _at_least(1)),
+    "remote.list.offsets.request.timeout.ms": _d(_L, _at_least(1)),
+    "remote.log.manager.copier.thread.pool.size": _d(_I, _at_least(1)),
+    "remote.log.manager.expiration.thread.pool.size": _d(_I, _at_least(1)),
+    "remote.log.reader.threads": _d(_I, _at_least(1)),
+    # DynamicListenerConfig: per broker
+    "listeners": _listener(_S),
+    "listener.security.protocol.map": _listener(_S),
+    "principal.builder.class": _listener(_C),
+    "ssl.protocol": _listener(_S),
+    "ssl.provider": _listener(_S),
+    "ssl.cipher.suites": _listener(_LI, default=""),
+    "ssl.enabled.protocols": _listener(_LI, default="TLSv1.2,TLSv1.3"),
+    **{name: _listener(_P if "password" in name or name in (
+        "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates") else _S)
+       for name in SECURITY_CONFIGS},
+    "ssl.keymanager.algorithm": _listener(_S),
+    "ssl.trustmanager.algorithm": _listener(_S),
+    "ssl.endpoint.identification.algorithm": _listener(_S),
+    "ssl.secure.random.implementation": _listener(_S),
+    "ssl.client.auth": _listener(_S, _one_of("required", "requested", "none")),
+    "ssl.engine.factory.class": _listener(_C),
+    "sasl.mechanism.inter.broker.protocol": _listener(_S),
+    "sasl.jaas.config": _listener(_P),
+    "sasl.enabled.mechanisms": _listener(_LI, default="GSSAPI"),
+    "sasl.kerberos.service.name": _listener(_S),
+    "sasl.kerberos.kinit.cmd": _listener(_S),
+    "sasl.kerberos.ticket.renew.window.factor": _listener(_D),
+    "sasl.kerberos.ticket.renew.jitter": _listener(_D),
+    "sasl.kerberos.min.time.before.relogin": _listener(_L),
+    "sasl.kerberos.principal.to.local.rules": _listener(_LI, default="DEFAULT"),
+    "sasl.login.refresh.window.factor": _listener(_D),
+    "sasl.login.refresh.window.jitter": _listener(_D),
+    "sasl.login.refresh.min.period.seconds": _listener(_SH),
+    "sasl.login.refresh.buffer.seconds": _listener(_SH),
+    # QuotaConfig.brokerQuotaConfigs
+    "leader.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
+    "follower.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0), kafka_config=False),
+}
+
+_LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(("max.connections", "max.connection.creation.rate",
+                                             "num.network.threads"))
+_STATIC_TYPES = {d.name: d for d in CONFIG_DEFS}
+
+
+def is_dynamic(name: str) -> bool:
+    """In Kafka's AllDynamicConfigs (DescribeConfigs reports these with read_only=false)."""
+    spec = DYNAMIC_CONFIGS.get(name)
+    return spec is not None and spec.kafka_config
+
+
+def is_kafka_config(name: str) -> bool:
+    """One of KafkaConfig's names (APPEND and SUBTRACT know only these)."""
+    return name in STATIC_BROKER_CONFIG_NAMES or is_dynamic(name)
+
+
+def config_type_of(name: str) -> int | None:
+    """The Kafka type of a dynamic config; None for custom configs and quotas (Kafka reports UNKNOWN)."""
+    spec = DYNAMIC_CONFIGS.get(name)
+    return spec.config_type if spec is not None and spec.kafka_config else None
+
+
+def broker_config_synonyms(name: str) -> list[str]:
+    """DynamicBrokerConfig.brokerConfigSynonyms: the names a value of ``name`` may come from, first wins."""
+    for group in (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                  ("log.retention.ms", "log.retention.minutes", "log.retention.hours")):
+        if name in group:
+            return list(group)
+    if name == "log.flush.interval.ms":
+        return ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
+    m = _LISTENER_CONFIG.fullmatch(name)
+    if m:
+        return [name, m.group(1)]
+    return [name]
+
+
+def _java_hash(s: str) -> int:
+    data = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_properties_order(names: Iterable[str]) -> list[str]:
+    """The order a java.util.Properties (a ConcurrentHashMap) iterates ``names`` in, which Kafka's messages show."""
+    names = list(dict.fromkeys(names))
+    table = 16
+    while len(names) >= table * 3 // 4:
+        table *= 2
+
+    def bucket(s: str) -> int:
+        h = _java_hash(s)
+        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (table - 1)
+    return sorted(names, key=bucket)  # stable: insertion order within a bucket
+
+
+def java_set(names: Iterable[str], kind: str = "Set") -> str:
+    """A Scala set's toString, in the order Kafka built it."""
+    ordered = list(names)
+    return f"{kind if len(ordered) <= 4 or kind != 'Set' else 'HashSet'}({', '.join(ordered)})"
+
+
+# -- checks -------------------------------------------------------------------------------------------
+def _check_types(props: Mapping[str, str]) -> None:
+    """DynamicConfig.Broker.validate: dynamic names are typed and checked (listener prefixes stripped)."""
+    for key, raw in props.items():
+        m = _LISTENER_CONFIG.fullmatch(key)
+        name = m.group(1) if m else key
+        spec = DYNAMIC_CONFIGS.get(name)
+        if spec is None:
+            continue  # custom configs are allowed
+        value = _parse(name, spec.config_type, raw)
+        if spec.check is not None:
+            spec.check(name, value)
+
+
+def valid_subset(props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
+    """DynamicBrokerConfig.fromPersistentProps: what of a stored set applies (the invalid rest is ignored)."""
+    out = {}
+    for key, value in props.items():
+        if key in STATIC_BROKER_CONFIG_NAMES or key in SECURITY_CONFIGS:
+            continue
+        if not per_broker and _per_broker_names([key]):
+            continue
+        try:
+            _check_types({key: value})
+        except DynamicConfigError:
+            continue
+        out[key] = value
+    return out
+
+
+def _per_broker_names(names: Iterable[str]) -> list[str]:
+    out = []
+    for name in names:
+        m = _LISTENER_CONFIG.fullmatch(name)
+        spec = DYNAMIC_CONFIGS.get(name)
+        if (spec is not None and spec.per_broker and name not in _CLUSTER_LEVEL_LISTENER_CONFIGS) or \
+                (m is not None and m.group(1) not in _CLUSTER_LEVEL_LISTENER_CONFIGS):
+            out.append(name)
+    return out
+
+
+def validate(props: Mapping[str, str], per_broker: bool) -> None:
+    """DynamicBrokerConfig.validateConfigs for the whole new set of one resource, then what pykbroker can apply."""
+    order = java_properties_order(props)
+    static = [k for k in order if k in STATIC_BROKER_CONFIG_NAMES]
+    if static:
+        raise DynamicConfigError(INVALID_REQUEST, "Cannot update these configs dynamically: " + java_set(static))
+    security = [k for k in order if k in SECURITY_CONFIGS]
+    if security:
+        raise DynamicConfigError(INVALID_REQUEST, "These security configs can be dynamically updated only "
+                                 "per-listener using the listener prefix: " + java_set(security, "HashSet"))
+    _check_types({k: props[k] for k in order})
+    per_broker_only = _per_broker_names(order)
+    if per_broker_only and not per_broker:
+        raise DynamicConfigError(INVALID_REQUEST, "Cannot update these configs at default cluster level, broker id "
+                                 "must be specified: " + java_set(per_broker_only))
+    if per_broker_only:  # listener and security reconfiguration: pykbroker cannot apply them
+        raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
+    """ConfigAdminManager.prepareIncrementalConfigs: the resource's configs after ``ops``."""
+    for _, op, _ in ops:
+        if op not in (SET, DELETE, APPEND, SUBTRACT):
+            raise DynamicConfigError(INVALID_REQUEST, f"Unknown operations type {op}")
+    props = dict(current)
+    for name, op, value in ops:
+        if op == SET:
+            props[name] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            props.pop(name, None)
+        else:
+            if not is_kafka_config(name):
+                raise DynamicConfigError(UNKNOWN_SERVER_ERROR, None)  # Kafka: a failed lookup, NoSuchElementException
+            if _kafka_type(name) != _T.LIST:
+                verb = "append" if op == APPEND else "subtract"
+                raise DynamicConfigError(INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
+            start = props.get(name, _list_default(name))
+            given = (value or "").split(",")
+            if op == APPEND:
+                old = [v for v in start.split(",")] if start else []
+                props[name] = ",".join(old + [v for v in given if v not in old])
+            else:
+                old = start.split(",")
+                for v in given:
+                    if v in old:
+                        old.remove(v)
+                props[name] = ",".join(old)
+    return props
+
+
+def _kafka_type(name: str) -> int | None:
+    spec = DYNAMIC_CONFIGS.get(name)
+    if spec is not None:
+        return spec.config_type
+    d = _STATIC_TYPES.get(name)
+    return _T.LIST if d is not None and d.is_list else None
+
+
+def _list_default(name: str) -> str:
+    spec = DYNAMIC_CONFIGS.get(name)
+    if spec is not None and spec.default is not None:
+        return spec.default
+    d = _STATIC_TYPES.get(name)
+    return (d.default or "") if d is not None else ""
+
+
+def controller_check(resource_name: str, old: Mapping[str, str], new: Mapping[str, str],
+                     explicit: Iterable[str], elr_enabled: bool) -> None:
+    """The controller's checks (ConfigurationControlManager.validateAlterConfig): value sizes, and with ELR
+    enabled, min.insync.replicas stays cluster-wide."""
+    explicit = list(explicit)
+    touched = set(explicit) | {k for k in old if k not in new}
+    if elr_enabled and MIN_INSYNC_REPLICAS in touched:
+        if resource_name:
+            raise DynamicConfigError(INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR "
+                                     "is enabled.")
+        if MIN_INSYNC_REPLICAS not in new:
+            raise DynamicConfigError(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR "
+                                     "is enabled.")
+    for name in explicit:
+        if len(new.get(name) or "") > MAX_VALUE_SIZE:
+            raise DynamicConfigError(INVALID_CONFIG, "The configuration value cannot be added because it exceeds "
+                                     f"the maximum value size of {MAX_VALUE_SIZE} bytes.")
+
+
+# -- the effective config ------------------------------------------------------------------------------
+def _override(props: dict[str, str], overrides: Mapping[str, str]) -> None:
+    """DynamicBrokerConfig.overrideProps: a layer's value also hides the lower layers' synonyms."""
+    for key, value in overrides.items():
+        m = _LISTENER_CONFIG.fullmatch(key)
+        for synonym in ([key] if m else broker_config_synonyms(key)):
+            props.pop(synonym, None)
+        props[key] = value
+
+
+class DynamicBrokerConfig:
+    """The static config with the cluster default and per-broker dynamic layers on top.
+
+    ``default`` and ``per_broker`` are the stored configs of the BROKER resources ``""`` and ``"<node.id>"``;
+    ``current`` is the effective ``Config``. Rebuilt on every change (from the event loop only).
+    """
+
+    def __init__(self, static: Config, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        self.static = static
+        self.update(default, per_broker)
+
+    def update(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        self.default = valid_subset(default, per_broker=False)
+        self.per_broker = valid_subset(per_broker, per_broker=True)
+        self.current = self.merged(self.default, self.per_broker)
+
+    def merged(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> Config:
+        """The effective Config with these layers; ConfigError when pykbroker cannot take a value."""
+        props = dict(self.static.explicit)
+        _override(props, {k: v for k, v in default.items() if k in _STATIC_TYPES})
+        _override(props, {k: v for k, v in per_broker.items() if k in _STATIC_TYPES})
+        return Config(props)
+
+    def check_applicable(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        """processReconfiguration's validation: the new layers must make a config this broker can run with."""
+        try:
+            config = self.merged(valid_subset(default, False), valid_subset(per_broker, True))
+        except ConfigError:
+            raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration") from None
+        retention_ms, local_ms = config.log_retention_ms, config["log.local.retention.ms"]
+        retention_bytes, local_bytes = config["log.retention.bytes"], config["log.local.retention.bytes"]
+        if (retention_ms != -1 and local_ms != -2 and (local_ms == -1 or local_ms > retention_ms)) or \
+                (retention_bytes > -1 and local_bytes != -2 and (local_bytes == -1 or local_bytes > retention_bytes)):
+            raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
+
+    def layers(self) -> list[tuple[Mapping[str, str], int]]:
+        """(values, source) from the most to the least specific, as DescribeConfigs lists synonyms."""
+        defaults = {d.name: d.default for d in CONFIG_DEFS if d.default is not None}
+        return [(self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (self.default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.static.explicit, ConfigSource.STATIC_BROKER_CONFIG),
+                (defaults, ConfigSource.DEFAULT_CONFIG)]
+
+
+def default_broker_config_entries(dynamic: DynamicBrokerConfig) -> list[ConfigEntry]:
+    """DescribeConfigs of BROKER "": the cluster-wide dynamic defaults, with only that layer as synonyms."""
+    entries = []
+    for name, value in sorted(dynamic.default.items()):
+        config_type = config_type_of(name)
+        sensitive = config_type is None or config_type == _T.PASSWORD  # Kafka's maybeSensitive
+        shown = None if sensitive else value
+        synonyms = [(n, None if sensitive else dynamic.default[n], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                    for n in broker_config_synonyms(name) if n in dynamic.default]
+        while synonyms and synonyms[0][0] != name:
+            synonyms.pop(0)
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        doc = _STATIC_TYPES[name].doc if name in _STATIC_TYPES else None
+        entries.append(ConfigEntry(name, shown, source, config_type if config_type is not None else _T.UNKNOWN,
+                                   not is_dynamic(name), sensitive, doc, tuple(synonyms)))
+    return entries
