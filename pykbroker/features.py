@@ -40,13 +40,15 @@ MINIMUM_METADATA_VERSION = 7
 LATEST_TESTING_METADATA_VERSION = 29
 
 SUPPORTED: dict[str, tuple[int, int]] = {
+    "eligible.leader.replicas.version": (0, 1),
     GROUP_VERSION: (0, 1),
     KRAFT_VERSION: (0, 1),
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, 27),  # 3.3-IV3 .. 4.1-IV1, as Kafka 4.1
     TRANSACTION_VERSION: (0, 2),
 }
 # What a new cluster finalizes (Kafka 4.1's defaults for metadata.version 4.1-IV1, less what is not built).
-BOOTSTRAP_FINALIZED: dict[str, int] = {GROUP_VERSION: 1, METADATA_VERSION: 27, TRANSACTION_VERSION: 2}
+BOOTSTRAP_FINALIZED: dict[str, int] = {"eligible.leader.replicas.version": 1, GROUP_VERSION: 1, METADATA_VERSION: 27,
+                                       TRANSACTION_VERSION: 2}
 # Every feature Kafka 4.1 knows (its Feature enum), with the features each level >= 1 depends on.
 KNOWN_FEATURES: dict[str, dict[int, dict[str, int]]] = {
     KRAFT_VERSION: {}, TRANSACTION_VERSION: {}, GROUP_VERSION: {},

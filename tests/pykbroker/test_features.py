@@ -27,7 +27,7 @@ def refusal(*updates: FeatureUpdate, current: dict[str, int] = BOOTSTRAP_FINALIZ
 
 def test_downgrades_need_a_downgrade_type_and_upgrades_must_not_have_one():
     assert apply_updates(BOOTSTRAP_FINALIZED, [FeatureUpdate("group.version", 0, SAFE_DOWNGRADE)]) == {
-        "metadata.version": 27, "transaction.version": 2}
+        "eligible.leader.replicas.version": 1, "metadata.version": 27, "transaction.version": 2}
     assert refusal(FeatureUpdate("group.version", 0, UPGRADE)) == (
         "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without "
         "setting the upgrade type to either safe or unsafe downgrade.")
@@ -76,5 +76,5 @@ def test_kraft_version_moves_up_only():
 def test_api_versions_lists_levels_above_zero_and_v3_supports_only_metadata_version():
     assert [f.name for f in finalized_features({"group.version": 0, "metadata.version": 27})] == ["metadata.version"]
     assert [f.name for f in supported_features(3)] == ["metadata.version"]
-    assert [f.name for f in supported_features(4)] == ["group.version", "kraft.version", "metadata.version",
-                                                       "transaction.version"]
+    assert [f.name for f in supported_features(4)] == ["eligible.leader.replicas.version", "group.version",
+                                                       "kraft.version", "metadata.version", "transaction.version"]
