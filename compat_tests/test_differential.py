@@ -19,6 +19,7 @@ from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AlterClientQuotasRequest,
+    AlterConfigsRequest,
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -64,6 +65,8 @@ from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic
 from wire.messages.alter_client_quotas_request import EntityData as QuotaEntity
 from wire.messages.alter_client_quotas_request import EntryData as QuotaEntry
 from wire.messages.alter_client_quotas_request import OpData as QuotaOp
+from wire.messages.alter_configs_request import AlterableConfig as LegacyAlterable
+from wire.messages.alter_configs_request import AlterConfigsResource as LegacyAlterResource
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import (
@@ -852,12 +855,101 @@ def client_quotas(c: RawClient) -> Observations:
     return out
 
 
+def broker_configs(c: RawClient) -> Observations:
+    """Dynamic broker configs: per-broker and cluster-default changes, incremental ops, errors, validate_only,
+    the legacy whole-set AlterConfigs, and what DescribeConfigs shows afterwards (broker and topic)."""
+    create(c, topic("bc-a"))
+    c.wait_for_topics("bc-a")
+    broker_id = str(c.request(DescribeClusterRequest(include_cluster_authorized_operations=False), 1).brokers[0].broker_id)
+    out: Observations = {}
+
+    def incremental(name: str, ops: list[tuple[str, int, str | None]], validate_only: bool = False,
+                    resource_type: int = 4):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=resource_type, resource_name=name, configs=[
+                AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def legacy(name: str, configs: dict[str, str | None], validate_only: bool = False):
+        r = c.request(AlterConfigsRequest(validate_only=validate_only, resources=[LegacyAlterResource(
+            resource_type=4, resource_name=name, configs=[LegacyAlterable(name=k, value=v)
+                                                          for k, v in configs.items()])]), 2)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(resource_type: int, name: str, keys: list[str] | None = None, until: Callable | None = None):
+        deadline = time.monotonic() + 5
+        while True:  # Kafka's brokers apply committed changes asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=resource_type, resource_name=name, configuration_keys=keys)], include_synonyms=True,
+                include_documentation=False), 4).results[0]
+            got = (r.error_code, r.error_message, sorted(
+                (e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+                 [(s.name, s.value, s.source) for s in e.synonyms]) for e in r.configs))
+            if until is None or until(got) or time.monotonic() > deadline:
+                return got
+
+    def has(name: str, value: str | None) -> Callable:
+        return lambda got: any(e[0] == name and e[1] == value for e in got[2])
+
+    def lacks(name: str) -> Callable:
+        return lambda got: all(e[0] != name for e in got[2])
+
+    keys = ["log.retention.ms", "log.retention.hours", "message.max.bytes", "log.cleanup.policy",
+            "log.segment.bytes", "num.partitions", "min.insync.replicas", "compression.type",
+            "log.retention.bytes"]
+    out["default before"] = describe(4, "")
+    out["set per-broker"] = incremental(broker_id, [("log.retention.ms", 0, "3600000")])
+    out["set default"] = incremental("", [("log.retention.ms", 0, "7200000"), ("message.max.bytes", 0, "500000"),
+                                          ("compression.type", 0, "lz4")])
+    out["append list"] = incremental("", [("log.cleanup.policy", 2, "compact")])
+    out["subtract list"] = incremental(broker_id, [("log.cleanup.policy", 3, "delete")])
+    out["append non-list"] = incremental("", [("log.retention.ms", 2, "5")])
+    out["append unknown"] = incremental("", [("no.such.config", 2, "5")])
+    out["static"] = incremental("", [("num.partitions", 0, "3")])
+    out["static per-broker"] = incremental(broker_id, [("log.dirs", 0, "/tmp/x"), ("num.partitions", 0, "3")])
+    out["unknown name"] = incremental("", [("bc.custom.config", 0, "1")])
+    out["not a number"] = incremental("", [("log.retention.ms", 0, "soon")])
+    out["below minimum"] = incremental("", [("log.segment.bytes", 0, "10")])
+    out["bad boolean"] = incremental("", [("unclean.leader.election.enable", 0, "maybe")])
+    out["bad choice"] = incremental("", [("compression.type", 0, "brotli")])
+    out["bad double"] = incremental("", [("log.cleaner.min.cleanable.ratio", 0, "2.5")])
+    out["security without listener"] = incremental(broker_id, [("ssl.keystore.type", 0, "PKCS12")])
+    out["listener config at default"] = incremental("", [("listener.name.plaintext.ssl.keystore.type", 0, "PKCS12")])
+    out["null value"] = incremental("", [("log.retention.bytes", 0, None)])
+    out["duplicate keys"] = incremental("", [("log.retention.bytes", 0, "1"), ("log.retention.bytes", 0, "2")])
+    out["unknown operation"] = incremental("", [("log.retention.bytes", 7, "1")])
+    out["other broker"] = incremental("77", [("log.retention.bytes", 0, "1")])
+    out["not a broker id"] = incremental("x", [("log.retention.bytes", 0, "1")])
+    out["validate only"] = incremental("", [("log.retention.bytes", 0, "1000")], validate_only=True)
+    out["delete unset"] = incremental("", [("log.flush.interval.ms", 1, None)])
+    out["default after"] = describe(4, "", until=has("log.cleanup.policy", "delete,compact"))
+    out["broker after"] = describe(4, broker_id, keys, until=has("log.cleanup.policy", ""))
+    out["topic after"] = describe(2, "bc-a", ["retention.ms", "max.message.bytes", "cleanup.policy",
+                                              "compression.type", "min.insync.replicas"],
+                                  until=has("cleanup.policy", ""))
+
+    out["legacy static"] = legacy("", {"num.partitions": "3"})
+    out["legacy null"] = legacy("", {"log.retention.bytes": None})
+    out["legacy other broker"] = legacy("77", {"log.retention.bytes": "1"})
+    out["legacy validate only"] = legacy("", {"log.retention.bytes": "5000"}, validate_only=True)
+    out["legacy replace default"] = legacy("", {"log.retention.bytes": "5000", "min.insync.replicas": "1"})
+    out["default after legacy"] = describe(4, "", until=lacks("message.max.bytes"))
+    out["legacy replace per-broker"] = legacy(broker_id, {})
+    out["broker after legacy"] = describe(4, broker_id, keys, until=has("log.retention.ms", None))
+    out["topic after legacy"] = describe(2, "bc-a", ["retention.ms", "retention.bytes", "cleanup.policy"],
+                                         until=has("retention.bytes", "5000"))
+    out["restore"] = incremental("", [("log.retention.bytes", 1, None)])
+    out["default restored"] = describe(4, "", until=lacks("log.retention.bytes"))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
+    "broker_configs": broker_configs,
 }
 
 

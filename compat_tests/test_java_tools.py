@@ -1,7 +1,8 @@
 """Apache Kafka's own command-line tools (the Kafka 4.1 jars) against pykbroker, run as a user runs them.
 
 Each test drives one tool the way its kafka-*.sh script does, ``java -cp <jars>/* <main class> ...``, and
-checks what it prints: kafka-topics (TopicCommand), kafka-configs (kafka.admin.ConfigCommand),
+checks what it prints: kafka-topics (TopicCommand), kafka-configs (kafka.admin.ConfigCommand: topic,
+quota and dynamic broker configs),
 kafka-broker-api-versions, kafka-verifiable-producer/-consumer (also consumers through rebalances),
 kafka-consumer-groups,
 kafka-transactions and the TransactionalMessageCopier of Kafka's system tests (transactions end to end:
@@ -285,6 +286,46 @@ def test_kafka_configs_client_and_user_quotas(tool, broker):
                                              "--entity-default").stdout
     bad = tool(CONFIGS, *b, "--alter", *client, "--add-config", "producer_byte_rate=1.5", ok=False)
     assert bad.returncode != 0 and "producer_byte_rate cannot be a fractional value." in bad.stdout + bad.stderr
+
+
+def test_kafka_configs_alters_and_describes_dynamic_broker_configs(tool, broker):
+    b = ("--bootstrap-server", broker.bootstrap)
+    default = ("--entity-type", "brokers", "--entity-default")
+    one = ("--entity-type", "brokers", "--entity-name", "1")
+    assert tool(CONFIGS, *b, *default, "--alter", "--add-config", "log.retention.ms=86400000").stdout.strip() == \
+        "Completed updating default config for brokers in the cluster."
+    assert tool(CONFIGS, *b, *one, "--alter", "--add-config", "log.cleaner.threads=2").stdout.strip() == \
+        "Completed updating config for broker 1."
+    try:
+        # what follows is what kafka-configs prints against Kafka 4.1
+        assert tool(CONFIGS, *b, *default, "--describe").stdout.splitlines() == [
+            "Default configs for brokers in the cluster are:",
+            "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms"
+            "=86400000}",
+            "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}"]
+        assert tool(CONFIGS, *b, *one, "--describe").stdout.splitlines() == [
+            "Dynamic configs for broker 1 are:",
+            "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+            "DEFAULT_CONFIG:log.cleaner.threads=1}"]
+        every = tool(CONFIGS, *b, *one, "--describe", "--all").stdout.splitlines()
+        assert every[0] == "All configs for broker 1 are:"
+        for line in [
+            "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+            "DEFAULT_CONFIG:log.cleaner.threads=1}",
+            "  log.retention.minutes=null sensitive=false synonyms={}",
+            "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms"
+            "=86400000, DEFAULT_CONFIG:log.retention.hours=168}",
+            "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, "
+            "DEFAULT_CONFIG:min.insync.replicas=1}",
+            "  num.partitions=1 sensitive=false synonyms={DEFAULT_CONFIG:num.partitions=1}",
+        ]:
+            assert line in every
+        static = tool(CONFIGS, *b, *default, "--alter", "--add-config", "num.partitions=3", ok=False)
+        assert static.returncode != 0
+        assert "InvalidRequestException: Cannot update these configs dynamically: Set(num.partitions)" in static.stderr
+    finally:
+        tool(CONFIGS, *b, *default, "--alter", "--delete-config", "log.retention.ms")
+        tool(CONFIGS, *b, *one, "--alter", "--delete-config", "log.cleaner.threads")
 
 
 # --- kafka-broker-api-versions --------------------------------------------------------------------------
