@@ -1,7 +1,8 @@
-"""UpdateFeatures (KIP-584) against pykbroker and Apache Kafka 4.1: the same requests, the same answers.
+"""Cluster-wide admin APIs against pykbroker and Apache Kafka 4.1: the same requests, the same answers.
 
-A separate module from test_differential.py because it changes cluster-wide state: every scenario puts
-the finalized levels back as it found them, since the Kafka judge is shared by the whole session.
+UpdateFeatures (KIP-584) and ListConfigResources (KIP-1142). A separate module from test_differential.py
+because these touch cluster-wide state: every scenario leaves it as it found it, since the Kafka judge is
+shared by the whole session, and observes only what it created itself.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from wire.messages import (
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+    CreateTopicsRequest,
+    ListConfigResourcesRequest,
     UpdateFeaturesRequest,
 )
+from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.update_features_request import FeatureUpdateKey
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
@@ -83,19 +87,38 @@ def update_features(c: RawClient) -> dict[str, object]:
     return out
 
 
+def list_config_resources(c: RawClient) -> dict[str, object]:
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                                          for n in ("lcr-a", "lcr-b")], timeout_ms=10_000), 7)
+
+    def listed(version: int, *types: int) -> tuple:
+        r = c.request(ListConfigResourcesRequest(resource_types=list(types)), version)
+        mine = [(x.resource_type, x.resource_name) for x in r.config_resources
+                if x.resource_type != 2 or x.resource_name.startswith("lcr-")]
+        return r.error_code, sorted(mine) if 2 in types or not types else mine
+
+    return {"v0": listed(0), "v1 all": listed(1), "v1 topics": listed(1, 2), "v1 broker": listed(1, 4, 8),
+            "v1 groups and metrics": listed(1, 16, 32), "v1 unknown type": listed(1, 2, 64), "v1 type 1": listed(1, 1)}
+
+
+SCENARIOS = {"update_features": update_features, "list_config_resources": list_config_resources}
+
+
 @pytest.fixture(scope="module")
 def judged_broker(tmp_path_factory):
     with BrokerProcess(tmp_path_factory.mktemp("differential-features")) as b:
         yield b
 
 
-def test_update_features_answers_as_kafka(judged_broker, kafka_judge):
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_pykbroker_answers_as_kafka(scenario, judged_broker, kafka_judge):
     with RawClient(kafka_judge.bootstrap, timeout=30) as c:
-        expected = update_features(c)
+        expected = SCENARIOS[scenario](c)
     with RawClient(judged_broker.bootstrap, timeout=30) as c:
-        got = update_features(c)
-    assert expected["final"] == expected["initial"], "the scenario must leave Kafka's features as it found them"
+        got = SCENARIOS[scenario](c)
+    if scenario == "update_features":
+        assert expected["final"] == expected["initial"], "the scenario must leave Kafka's features as it found them"
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and ("update_features", key) not in ALLOWED}
-    assert not differences, "\n".join(f"update_features / {k}:\n  kafka={e!r}\n  pykbroker={g!r}"
+                   if expected.get(key) != got.get(key) and (scenario, key) not in ALLOWED}
+    assert not differences, "\n".join(f"{scenario} / {k}:\n  kafka={e!r}\n  pykbroker={g!r}"
                                       for k, (e, g) in differences.items())

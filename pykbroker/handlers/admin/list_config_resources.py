@@ -1,0 +1,40 @@
+"""ListConfigResources v0-1 (KIP-1142; v0 was ListClientMetricsResources): which resources have configs.
+
+v0 lists client-metrics resources only; v1 takes a list of resource types (empty: every supported one)
+and answers topics, this broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
+and client-metrics resources, in Kafka's order. An unsupported type fails the whole request with
+UNSUPPORTED_VERSION, as in Kafka. pykbroker keeps no group or client-metrics configs, so none are listed.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
+from wire.messages.list_config_resources_response import ConfigResource
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SUPPORTED_V1 = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
+
+
+def error_response(request: ListConfigResourcesRequest | None, version: int, code: int) -> ListConfigResourcesResponse:
+    return ListConfigResourcesResponse(error_code=code, config_resources=[])
+
+
+@handler(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, error_response=error_response)
+async def handle_list_config_resources(ctx: RequestContext,
+                                       request: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
+    supported = (CLIENT_METRICS,) if ctx.api_version == 0 else SUPPORTED_V1
+    wanted = set(request.resource_types if ctx.api_version >= 1 and request.resource_types else supported)
+    if not wanted <= set(supported):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    node = str(ctx.broker.node_id)
+    found: list[ConfigResource] = []
+    # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
+    for resource_type in (BROKER_LOGGER, BROKER):
+        if resource_type in wanted:
+            found.append(ConfigResource(resource_name=node, resource_type=resource_type))
+    if TOPIC in wanted:
+        found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.broker.metadata.topics)]
+    return ListConfigResourcesResponse(error_code=ErrorCode.NONE, config_resources=found)
