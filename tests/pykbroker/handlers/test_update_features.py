@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pykbroker.testing import RawClient
 from wire import ErrorCode
-from wire.messages import ApiVersionsRequest, ConsumerGroupHeartbeatRequest, UpdateFeaturesRequest
+from wire.messages import (
+    ApiVersionsRequest,
+    ConsumerGroupHeartbeatRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    UpdateFeaturesRequest,
+)
+from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.update_features_request import FeatureUpdateKey
 
 
@@ -56,3 +64,21 @@ def test_a_refused_update_changes_nothing(fresh_broker):
                                    "Invalid update version 3 for feature transaction.version. Local controller 1 "
                                    "only supports versions 0-2")
         assert features(c) == before
+
+
+def test_enabling_elr_writes_the_cluster_wide_min_insync_replicas(fresh_broker):
+    """As Kafka's controller does when eligible leader replicas (KIP-966) get enabled."""
+    def cluster_default(c: RawClient) -> list:
+        r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=4, resource_name="", configuration_keys=None)]), 4)
+        return [(x.name, x.value) for x in r.results[0].configs if x.name == "min.insync.replicas"]
+
+    with RawClient(fresh_broker.bootstrap) as c:
+        assert update(c, "eligible.leader.replicas.version", 0, 2).error_code == ErrorCode.NONE
+        removed = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=4, resource_name="", configs=[AlterableConfig(name="min.insync.replicas",
+                                                                        config_operation=1)])]), 1)
+        assert removed.responses[0].error_code == ErrorCode.NONE  # allowed while ELR is off
+        assert cluster_default(c) == []
+        assert update(c, "eligible.leader.replicas.version", 1, 1).error_code == ErrorCode.NONE
+        assert cluster_default(c) == [("min.insync.replicas", "1")]
