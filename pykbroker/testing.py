@@ -139,9 +139,13 @@ class BrokerProcess:
 class RawClient:
     """A minimal blocking client speaking our wire codec over a plain socket (for protocol tests)."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str | None = "raw-test") -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str | None = "raw-test",
+                 ssl_context=None) -> None:
+        """``ssl_context`` (an ``ssl.SSLContext``): talk TLS, for SSL and SASL_SSL listeners."""
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if ssl_context is not None:
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
         self.client_id = client_id
         self._correlation_id = 0
 

@@ -10,6 +10,7 @@ Java format that cannot be read here: a listener configured with one fails at st
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import tempfile
 from pathlib import Path
@@ -24,6 +25,20 @@ _TLS_VERSIONS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_
 def _prop(listener: str, name: str) -> str:
     """The property name to quote in errors (the listener's override when one is set)."""
     return f"listener.name.{listener.lower()}.{name}"
+
+
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+
+
+def normalize_pem(text: str) -> str:
+    """PEM blocks re-wrapped at 64 columns: Kafka accepts inline PEM on one line (a properties value), with the
+    base64 broken by spaces or by nothing at all."""
+    blocks = []
+    for kind, body in _PEM_BLOCK.findall(text):
+        b64 = "".join(body.split())
+        lines = "\n".join(b64[i:i + 64] for i in range(0, len(b64), 64))
+        blocks.append(f"-----BEGIN {kind}-----\n{lines}\n-----END {kind}-----\n")
+    return "".join(blocks)
 
 
 def _read(listener: str, name: str, path: str) -> bytes:
@@ -60,7 +75,7 @@ def _load_key_store(ctx: ssl.SSLContext, config: Config, listener: str) -> None:
         if not (inline_key and inline_chain):
             raise ConfigError(f"{_prop(listener, 'ssl.keystore.key')}: set both ssl.keystore.key and "
                               "ssl.keystore.certificate.chain")
-        pem = f"{inline_key.strip()}\n{inline_chain.strip()}\n".encode()
+        pem = (normalize_pem(inline_key) + normalize_pem(inline_chain)).encode()
     elif location is None:
         raise ConfigError(f"{_prop(listener, 'ssl.keystore.location')}: an SSL listener needs a key store")
     elif kind == "JKS":
@@ -101,7 +116,7 @@ def _load_trust_store(ctx: ssl.SSLContext, config: Config, listener: str) -> Non
     kind, location, inline = v("ssl.truststore.type"), v("ssl.truststore.location"), v("ssl.truststore.certificates")
     try:
         if inline:
-            ctx.load_verify_locations(cadata=inline)
+            ctx.load_verify_locations(cadata=normalize_pem(inline))
         elif location is None:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         elif kind == "JKS":
