@@ -208,5 +208,7 @@ def test_api_versions_reports_features_like_kafka_41(broker):
     supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
     assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (7, 27)
     finalized = {f.name: f.max_version_level for f in v4.finalized_features}
-    assert finalized == {"group.version": 1, "metadata.version": 27, "transaction.version": 2}
+    # As a new Kafka 4.1 cluster (the differential features scenario compares them with Kafka itself).
+    assert finalized == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 27,
+                         "transaction.version": 2}
     assert v4.finalized_features_epoch > 0
