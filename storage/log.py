@@ -144,6 +144,8 @@ class Log:
                  failure_channel: LogDirFailureChannel | None = None, topic_id: uuid.UUID | None = None,
                  lock: threading.RLock | None = None) -> None:
         self.dir = directory
+        # The log dir holding this partition's directory; fixed (a delete renames within the same dir).
+        self.parent_dir = os.path.dirname(os.path.abspath(directory))
         self.topic, self.partition = parse_topic_partition_name(os.path.basename(directory))
         self.config = config
         self.local = local_log
@@ -297,10 +299,6 @@ class Log:
     def is_offline(self) -> bool:
         return self.failure_channel.is_offline(self.parent_dir)
 
-    @property
-    def parent_dir(self) -> str:
-        return os.path.dirname(os.path.abspath(self.dir))
-
     # -- failure handling ------------------------------------------------------------------------------
     def _check_online(self) -> None:
         if self._closed:
@@ -341,7 +339,10 @@ class Log:
 
     def _append(self, records: bytes | bytearray | memoryview, origin: str, *, leader_epoch: int | None,
                 assign_offsets: bool, log_append_time_ms: int | None) -> LogAppendInfo:
-        buf = records if isinstance(records, bytearray) else bytearray(records)
+        # Offsets are assigned by rewriting batch headers in place: a writable buffer (a request's own
+        # frame, see wire's FrameReader) is used as it is, anything else is copied once.
+        buf = records if isinstance(records, bytearray) or (
+            isinstance(records, memoryview) and not records.readonly) else bytearray(records)
         config = self.config
         with self.lock:
             self._check_online()

@@ -21,12 +21,23 @@ class RequestHeader:
     tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
 
+# api key -> its first flexible version (None: never flexible), filled on first use: this runs twice
+# per request, and REQUESTS imports message classes lazily.
+_FIRST_FLEXIBLE_VERSION: dict[int, int | None] = {}
+
+
 def request_header_version(api_key: int, api_version: int) -> int:
     """2 for flexible request versions, else 1 (v0 only existed for ControlledShutdown v0)."""
-    cls = REQUESTS.get(api_key)
-    if cls is None or cls.FIRST_FLEXIBLE_VERSION is None:
+    try:
+        first_flexible = _FIRST_FLEXIBLE_VERSION[api_key]
+    except KeyError:
+        cls = REQUESTS.get(api_key)
+        if cls is None:
+            return 1  # an unknown key is not cached: garbage cannot grow the table
+        first_flexible = _FIRST_FLEXIBLE_VERSION[api_key] = cls.FIRST_FLEXIBLE_VERSION
+    if first_flexible is None:
         return 1
-    return 2 if api_version >= cls.FIRST_FLEXIBLE_VERSION else 1
+    return 2 if api_version >= first_flexible else 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
