@@ -3,6 +3,10 @@
 Kafka processes a connection's requests strictly in order (the next request is read only after the
 previous response is queued); we do the same, so responses can never be reordered. Frames that arrive
 meanwhile are buffered, and reading pauses when too many wait. Bad input closes only this connection.
+
+Responses are queued and written once per pass of the event loop (as Redis writes its replies before
+the loop sleeps): a client that pipelines requests (a producer's in-flight batches) gets the answers
+to all the frames handled in one pass in one write, and no answer waits for anything but that pass.
 """
 
 from __future__ import annotations
@@ -51,8 +55,11 @@ class CloseConnection(Exception):
     """Raised by dispatch when the only correct answer is to close the connection."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """asyncio protocol for one client socket (TLS already done by the transport on SSL listeners).
+
+    A BufferedProtocol: the socket is read straight into the frame reader's buffers, so a large
+    request (a produced batch) lands in a buffer of its own without being copied on the way.
 
     On SASL listeners every frame goes through the connection's SaslServerAuthenticator until it is
     authenticated (pykbroker.security.sasl_authenticator says what Kafka allows when), and frames are
@@ -66,7 +73,7 @@ class Connection(asyncio.Protocol):
         self.principal = ANONYMOUS
         self.authenticator: SaslServerAuthenticator | None = None
         self.frames = FrameReader(broker.config.socket_request_max_bytes)
-        self.pending: deque[bytes] = deque()
+        self.pending: deque[bytes | bytearray] = deque()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._wakeup = asyncio.Event()
@@ -76,6 +83,7 @@ class Connection(asyncio.Protocol):
         self._closed = False
         self._task: asyncio.Task | None = None
         self._sock_fd: int | None = None
+        self._out: list[bytes] = []  # response bytes not yet handed to the transport (see _write)
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -89,10 +97,13 @@ class Connection(asyncio.Protocol):
         self.broker.connections.add(self)
         self._task = asyncio.get_running_loop().create_task(self._serve())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
-        self.frames.feed(data)
+        self.frames.buffer_updated(nbytes)
         try:
             while (f := self.frames.next_frame()) is not None:
                 self.pending.append(f)
@@ -138,7 +149,7 @@ class Connection(asyncio.Protocol):
                 self.broker.now_ms, self.peer)
             self.frames.max_frame_size = security.max_receive_size
 
-    async def _authenticate(self, data: bytes) -> bool:
+    async def _authenticate(self, data: bytes | bytearray) -> bool:
         """One frame through the SASL authenticator; True when it is to be served as an ordinary request."""
         auth = self.authenticator
         assert auth is not None
@@ -146,8 +157,7 @@ class Connection(asyncio.Protocol):
         if step.dispatch:
             return True
         if step.reply is not None and not self._closed:
-            assert self.transport is not None
-            self.transport.write(frame(len(step.reply)) + step.reply)
+            self._write(frame(len(step.reply)) + step.reply)
         if step.error_code is not None:
             await self._answer_with_error(data, step.error_code)
         if step.close:
@@ -157,7 +167,7 @@ class Connection(asyncio.Protocol):
             self.frames.max_frame_size = self.broker.config.socket_request_max_bytes
         return False
 
-    async def _answer_with_error(self, data: bytes, code: int) -> None:
+    async def _answer_with_error(self, data: bytes | bytearray, code: int) -> None:
         """Answer a request with its API's error response (as Kafka does for requests during SASL), if it parses."""
         r = Reader(data)
         try:
@@ -205,7 +215,7 @@ class Connection(asyncio.Protocol):
             log.exception("unexpected error on connection from %s; closing it", self.peer)
             self.close()
 
-    async def _handle_frame(self, data: bytes) -> None:
+    async def _handle_frame(self, data: bytes | bytearray) -> None:
         auth = self.authenticator
         if auth is not None:
             if not auth.complete:
@@ -275,18 +285,18 @@ class Connection(asyncio.Protocol):
         w = Writer()
         encode_response_header(w, correlation_id, header_version)
         response.encode_into(w, version)
-        assert self.transport is not None
         parts = w.parts()
-        if len(parts) == 1:  # no file regions: one write, one syscall
-            self.transport.write(frame(len(w)) + parts[0])
+        if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
+            self._write(frame(len(w)) + parts[0])
             parts = []
         else:
-            self.transport.write(frame(len(w)))
+            self._write(frame(len(w)))
         for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
-                self.transport.write(part)
+                self._write(part)
             else:
                 try:
+                    self._flush()  # everything before the region goes first
                     self._write_region(part)
                 finally:
                     release = getattr(part, "release", None)
@@ -294,6 +304,22 @@ class Connection(asyncio.Protocol):
                         release()
         if not self._can_write.is_set():
             await self._can_write.wait()
+
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
+        """Queue ``data`` for the socket; the first queued part schedules one flush for this loop pass."""
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(data)
+
+    def _flush(self) -> None:
+        """Hand every queued part to the transport in one write, in the order queued."""
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        if self._closed or self.transport is None or self.transport.is_closing():
+            return
+        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _write_region(self, region) -> None:
         """Send a file region with ``sendfile`` (no copy through Python) while the socket takes it.
@@ -327,6 +353,7 @@ class Connection(asyncio.Protocol):
 
     def close(self) -> None:
         if not self._closed:
+            self._flush()  # answers already given still go out (the transport sends them, then closes)
             self._closed = True
             self._wakeup.set()
             if self.transport is not None:

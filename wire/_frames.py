@@ -1,13 +1,25 @@
-"""Incremental frame reader: 4-byte big-endian size prefix, then that many bytes."""
+"""Incremental frame reader: 4-byte big-endian size prefix, then that many bytes.
+
+Two ways in, one state machine: ``feed(data)`` copies bytes in (sans-IO use, tests), while
+``get_buffer()``/``buffer_updated(n)`` let a socket read straight into the reader (asyncio's
+BufferedProtocol). Small frames are assembled in a small scratch buffer and copied out; a large frame
+gets a buffer of its own as soon as its size is known and the socket reads its body straight into it,
+so a produced batch is copied once from the kernel and once more into the page cache, nothing else.
+"""
 
 from __future__ import annotations
 
 import struct
+from collections import deque
 
 _SIZE = struct.Struct(">i")
 
 # Kafka's default socket.request.max.bytes (100 MiB): a frame above it is refused before it is buffered.
 DEFAULT_MAX_FRAME_SIZE = 104_857_600
+# Frames up to this size are assembled in the scratch buffer; larger ones get a buffer of their own.
+SMALL_FRAME_SIZE = 4096
+# The scratch buffer: room for a few small frames per read without holding much per idle connection.
+SCRATCH_SIZE = 16384
 
 
 class FrameError(ValueError):
@@ -15,45 +27,110 @@ class FrameError(ValueError):
 
 
 class FrameReader:
-    """Feed bytes in, take whole frames out; ``next_frame`` returns None when more data is needed."""
+    """Bytes in, whole frames out; ``next_frame`` returns None when more data is needed.
 
-    __slots__ = ("_buf", "_pos", "max_frame_size")
+    Frames come out as ``bytes``, or as a ``bytearray`` for a frame larger than SMALL_FRAME_SIZE (its
+    own buffer, which the caller may keep and modify).
+    """
+
+    __slots__ = ("_scratch", "_pos", "_end", "_body", "_body_filled", "_ready", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self._buf = bytearray()
-        self._pos = 0  # start of the unread bytes in _buf; consumed bytes are dropped lazily
+        self._scratch = bytearray()  # allocated on first read
+        self._pos = 0  # unread bytes of the scratch buffer: [_pos, _end)
+        self._end = 0
+        self._body: bytearray | None = None  # the large frame being read, after its size prefix
+        self._body_filled = 0
+        self._ready: deque[bytearray] = deque()  # large frames read whole, not yet taken (in stream order)
         self.max_frame_size = max_frame_size
 
+    # -- BufferedProtocol side -----------------------------------------------------------------------
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes go (never empty): the rest of a large frame's body, else free scratch."""
+        if self._body is not None:
+            return memoryview(self._body)[self._body_filled:]
+        scratch = self._scratch
+        if self._pos == self._end:
+            self._pos = self._end = 0
+        if len(scratch) - self._end < SMALL_FRAME_SIZE + 4:
+            unread = self._end - self._pos
+            if len(scratch) - unread < SMALL_FRAME_SIZE + 4:  # first use, or bytes fed without taking frames
+                # A new buffer rather than a resize: a view handed out earlier may still be alive.
+                grown = bytearray(max(SCRATCH_SIZE, unread + SMALL_FRAME_SIZE + 4))
+                grown[:unread] = scratch[self._pos:self._end]
+                self._scratch = scratch = grown
+            elif self._pos:  # move the unread bytes (at most one partial small frame) to the front
+                scratch[:unread] = scratch[self._pos:self._end]
+            self._pos, self._end = 0, unread
+        return memoryview(scratch)[self._end:]
+
+    def buffer_updated(self, n: int) -> None:
+        """``n`` bytes were written at the start of the last ``get_buffer()``."""
+        body = self._body
+        if body is None:
+            self._end += n
+            return
+        self._body_filled += n
+        if self._body_filled == len(body):
+            self._ready.append(body)
+            self._body, self._body_filled = None, 0
+
+    # -- sans-IO side --------------------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        if self._pos:
-            if self._pos == len(self._buf):
-                self._buf.clear()
-            else:
-                del self._buf[:self._pos]
-            self._pos = 0
-        self._buf += data
+        """Copy ``data`` in (the same path a socket takes through ``get_buffer``)."""
+        view = memoryview(data).cast("B")
+        while view:
+            target = self.get_buffer()
+            n = min(len(target), len(view))
+            target[:n] = view[:n]
+            self.buffer_updated(n)
+            view = view[n:]
+            if self._body is None and self._end - self._pos >= 4:
+                (size,) = _SIZE.unpack_from(self._scratch, self._pos)
+                if 0 <= size <= self.max_frame_size:  # else next_frame raises FrameError
+                    self._start_large_frame(size)  # so a large body's bytes go to its own buffer
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._pos
+        return self._end - self._pos + self._body_filled + sum(len(f) for f in self._ready)
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytes | bytearray | None:
         """The next complete frame body, or None. Raises FrameError on an impossible size."""
-        buf, pos = self._buf, self._pos
-        if len(buf) - pos < 4:
+        if self._ready:
+            return self._ready.popleft()
+        if self._body is not None:
             return None
-        (size,) = _SIZE.unpack_from(buf, pos)
+        pos, end = self._pos, self._end
+        if end - pos < 4:
+            return None
+        size = self._checked_size()
+        if end - pos - 4 >= size:
+            with memoryview(self._scratch) as view:
+                frame = bytes(view[pos + 4:pos + 4 + size])  # a small copy out of the scratch buffer
+            self._pos = pos + 4 + size
+            return frame
+        self._start_large_frame(size)
+        return None
+
+    def _checked_size(self) -> int:
+        (size,) = _SIZE.unpack_from(self._scratch, self._pos)
         if size < 0:
             raise FrameError(f"negative frame size {size}")
         if size > self.max_frame_size:
             raise FrameError(f"frame of {size} bytes exceeds the limit of {self.max_frame_size} (socket.request.max.bytes)")
-        end = pos + 4 + size
-        if len(buf) < end:
-            return None
-        with memoryview(buf) as view:
-            frame = bytes(view[pos + 4:end])  # one copy, out of the buffer
-        self._pos = end
-        return frame
+        return size
+
+    def _start_large_frame(self, size: int) -> None:
+        """If the frame at the read position (of ``size`` bytes) is large and incomplete, move it to a
+        buffer of its own."""
+        pos, end = self._pos, self._end
+        have = end - pos - 4
+        if size <= SMALL_FRAME_SIZE or have >= size:
+            return
+        body = bytearray(size)
+        body[:have] = self._scratch[pos + 4:end]
+        self._body, self._body_filled = body, have
+        self._pos = self._end = 0
 
 
 def frame(parts_size: int) -> bytes:

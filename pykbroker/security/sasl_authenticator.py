@@ -228,7 +228,7 @@ class SaslServerAuthenticator:
         assert self._server is not None and self.mechanism is not None
         if self._raw_tokens:
             try:
-                token = self._evaluate(frame)
+                token = self._evaluate(bytes(frame))
             except (SaslAuthenticationError, SaslCredentialError) as exc:
                 self._fail(str(exc))
                 return AuthStep(close=True)

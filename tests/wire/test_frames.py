@@ -115,3 +115,46 @@ def test_fuzz_garbage_gives_frames_or_frame_error(data: st.DataObject, garbage: 
         return frames, False
 
     assert outcome(data.draw(chunked(garbage))) == outcome([garbage])
+
+
+def read_like_a_socket(reader: FrameReader, data: bytes, sizes: list[int]) -> list[bytes]:
+    """What a BufferedProtocol does: read at most ``sizes[i]`` bytes into ``get_buffer()``, then take frames."""
+    out: list[bytes] = []
+    pos = i = 0
+    while pos < len(data):
+        target = reader.get_buffer()
+        assert len(target) > 0
+        n = min(len(target), len(data) - pos, max(1, sizes[i % len(sizes)]) if sizes else len(data))
+        target[:n] = data[pos:pos + n]
+        reader.buffer_updated(n)
+        pos += n
+        i += 1
+        while (f := reader.next_frame()) is not None:
+            out.append(f)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(1, 20_000), max_size=8),
+       bodies=st.lists(st.sampled_from(BODIES) | st.binary(max_size=9000), max_size=6))
+def test_fuzz_socket_reads_of_any_size_give_the_same_frames(sizes: list[int], bodies: list[bytes]) -> None:
+    reader = FrameReader()
+    assert read_like_a_socket(reader, stream(bodies), sizes) == bodies
+    assert reader.buffered == 0
+
+
+def test_a_large_frame_is_read_into_a_buffer_of_its_own() -> None:
+    """After its size prefix, a large frame's body goes straight into its own buffer, which is returned."""
+    body = bytes(range(256)) * 400
+    reader = FrameReader()
+    target = reader.get_buffer()
+    target[:104] = frame(len(body)) + body[:100]
+    reader.buffer_updated(104)
+    assert reader.next_frame() is None
+    rest = reader.get_buffer()
+    assert len(rest) == len(body) - 100  # exactly the rest of the body: one read can finish it
+    rest[:] = body[100:]
+    reader.buffer_updated(len(body) - 100)
+    got = reader.next_frame()
+    assert isinstance(got, bytearray) and got == body
+    assert reader.next_frame() is None and reader.buffered == 0
