@@ -4,8 +4,10 @@
     BENCH_BROKERS=pykbroker python -m bench broker     # one broker only
     BENCH_REPEAT=5 python -m bench broker              # runs per throughput figure (default 3; the median is shown)
 
-Each broker runs alone with its default settings (only ports and directories set), one after the other,
-driven by the same clients: Kafka's own ProducerPerformance, ConsumerPerformance and EndToEndLatency (the
+Both brokers run with their default settings (only ports and directories set), started one after the
+other (each start is timed alone), then driven by the same clients with the runs of every workload
+interleaved between them (see ``run_interleaved``: alternating order, page cache written back before each
+run), so that drifts of this machine fall on both. The clients are Kafka's own ProducerPerformance, ConsumerPerformance and EndToEndLatency (the
 Java client, from the Maven jars of compat_tests/jvm) and the confluent-kafka (librdkafka) client. The
 machine's own limits (sequential disk write, loopback TCP) are measured in the same run. One table is
 printed with each figure for both brokers and the ratio pykbroker/Kafka, and the results are written as
@@ -13,8 +15,11 @@ JSON under bench/results/ (git-ignored).
 
 On a 2-core machine a single run of a throughput workload varies by tens of percent (the client and the
 broker share the cores, the kernel writes back dirty pages), so each throughput figure is the median of
-BENCH_REPEAT runs, each on a fresh topic; the JSON keeps every run. The broker's own CPU time over the
-whole run (same work for both brokers) is reported too: it does not depend on how fast the clients are.
+BENCH_REPEAT runs, each on a fresh topic; the JSON keeps every run. Without the write-back before each
+run, a run paid for the previous one's dirty pages: right after 3 GB of produce the librdkafka p99.9
+latency was 42 ms on either broker, 4 ms after a sync. The broker's own CPU time over its runs (same work
+for both brokers) is reported too: it does not depend on how fast the clients are. While one broker is
+measured the other idles beside it (Kafka's idle threads cost pykbroker's runs a little, not the reverse).
 """
 
 from __future__ import annotations
@@ -323,66 +328,122 @@ class Results:
         self.put(metric, broker, statistics.median(runs), higher_is_better)
 
 
-def run_workloads(target: Target, jars: Path | None, scale: float, repeat: int, results: Results) -> list[str]:
-    """Every workload against one running broker; returns the failures (a failed workload is skipped).
+@dataclass
+class Workload:
+    """One measurement: ``run(target, i)`` is one run against one broker (``i`` numbers the runs, for
+    fresh topic names) returning metric -> value; ``prepare`` is untimed set-up, once per broker."""
 
-    Each throughput workload runs ``repeat`` times, on a fresh topic each time; the median is the figure.
-    """
-    name, bootstrap = target.name, target.bootstrap
-    failures: list[str] = []
+    label: str
+    run: Callable[[Target, int], dict[str, float]]
+    repeated: bool = True  # throughput: ``repeat`` runs and their median; latency: one run
+    higher_is_better: bool = True
+    prepare: Callable[[Target], None] | None = None
 
-    def attempt(label: str, workload: Callable[[], None]) -> None:
-        try:
-            workload()
-        except Exception as exc:  # one broken workload must not hide the others' figures
-            failures.append(f"{name}: {label}: {exc}")
-            print(f"  {name:<10} {label}: FAILED: {str(exc)[:300]}", flush=True)
 
-    def produce(size: int, acks: str, compression: str) -> None:
-        records = max(1000, int(scale * 200_000_000 / size))
-        topic = f"produce-{size}-{acks}-{compression}"
-        label = f"produce {size} B acks={acks} {compression}"
-        if jars is not None:
-            runs = [producer_performance(jars, bootstrap, f"{topic}-{i}", records, size, acks, compression)
-                    for i in range(repeat)]
-            results.put_median(f"{label} (java) MB/s", name, [r["mb_per_s"] for r in runs])
-            results.put_median(f"{label} (java) records/s", name, [r["records_per_s"] for r in runs])
-        if compression == "none":
-            runs = [confluent_produce(bootstrap, f"{topic}-rdkafka-{i}", records, size, acks, compression)
-                    for i in range(repeat)]
-            results.put_median(f"{label} (librdkafka) MB/s", name, [r["mb_per_s"] for r in runs])
-
-    def consume() -> None:
-        records = max(1000, int(scale * 1024 * 1024))  # ~1 GiB of 1 KiB records at scale 1
-        if jars is not None:
-            producer_performance(jars, bootstrap, "consume-1k", records, 1024, "1", "none")
-            runs = [consumer_performance(jars, bootstrap, "consume-1k", records) for _ in range(repeat)]
-            results.put_median("consume 1 KiB cold (java) fetch MB/s", name, [r["fetch_mb_per_s"] for r in runs])
-        else:
-            confluent_produce(bootstrap, "consume-1k", records, 1024, "1", "none")
-        runs = [confluent_consume(bootstrap, "consume-1k", records) for _ in range(repeat)]
-        results.put_median("consume 1 KiB cold (librdkafka) MB/s", name, [r["mb_per_s"] for r in runs])
-
-    def java_latency() -> None:
-        assert jars is not None
-        r = end_to_end_latency(jars, bootstrap, "e2e-java", max(200, int(scale * 10_000)), 100)
-        for p in ("p50", "p99", "p999"):
-            results.put(f"end-to-end latency (java, sequential) {p} ms", name, r[f"{p}_ms"], False)
-
-    def librdkafka_latency() -> None:
-        r = confluent_latency(bootstrap, "e2e-rdkafka", rate=500, seconds=max(2.0, 20 * scale))
-        for p in ("p50", "p99", "p99.9"):
-            results.put(f"end-to-end latency (librdkafka, 500/s) {p} ms", name, r[f"{p}_ms"], False)
-
+def workloads(jars: Path | None, scale: float) -> list[Workload]:
+    """Every workload of the bench, in the order they run."""
+    out: list[Workload] = []
     for size in (100, 1024):
+        records = max(1000, int(scale * 200_000_000 / size))
         for acks in ("1", "all"):
             for compression in ("none", "lz4"):
-                attempt(f"produce {size} B acks={acks} {compression}",
-                        lambda s=size, a=acks, c=compression: produce(s, a, c))
-    attempt("consume", consume)
+                label = f"produce {size} B acks={acks} {compression}"
+                topic = f"produce-{size}-{acks}-{compression}"
+                if jars is not None:
+                    def java(t: Target, i: int, label=label, topic=topic, records=records, size=size, acks=acks,
+                             compression=compression) -> dict[str, float]:
+                        r = producer_performance(jars, t.bootstrap, f"{topic}-{i}", records, size, acks, compression)
+                        return {f"{label} (java) MB/s": r["mb_per_s"], f"{label} (java) records/s": r["records_per_s"]}
+                    out.append(Workload(f"{label} (java)", java))
+                if compression == "none":
+                    def rdkafka(t: Target, i: int, label=label, topic=topic, records=records, size=size,
+                                acks=acks) -> dict[str, float]:
+                        r = confluent_produce(t.bootstrap, f"{topic}-rdkafka-{i}", records, size, acks, "none")
+                        return {f"{label} (librdkafka) MB/s": r["mb_per_s"]}
+                    out.append(Workload(f"{label} (librdkafka)", rdkafka))
+
+    consume_records = max(1000, int(scale * 1024 * 1024))  # ~1 GiB of 1 KiB records at scale 1
+
+    def fill(t: Target) -> None:
+        if jars is not None:
+            producer_performance(jars, t.bootstrap, "consume-1k", consume_records, 1024, "1", "none")
+        else:
+            confluent_produce(t.bootstrap, "consume-1k", consume_records, 1024, "1", "none")
+
+    def consume(t: Target, _i: int) -> dict[str, float]:
+        r: dict[str, float] = {}
+        if jars is not None:
+            r["consume 1 KiB cold (java) fetch MB/s"] = consumer_performance(
+                jars, t.bootstrap, "consume-1k", consume_records)["fetch_mb_per_s"]
+        r["consume 1 KiB cold (librdkafka) MB/s"] = confluent_consume(t.bootstrap, "consume-1k", consume_records)["mb_per_s"]
+        return r
+
+    out.append(Workload("consume", consume, prepare=fill))
     if jars is not None:
-        attempt("end-to-end latency (java)", java_latency)
-    attempt("end-to-end latency (librdkafka)", librdkafka_latency)
+        def java_latency(t: Target, _i: int) -> dict[str, float]:
+            r = end_to_end_latency(jars, t.bootstrap, "e2e-java", max(200, int(scale * 10_000)), 100)
+            return {f"end-to-end latency (java, sequential) {p} ms": r[f"{p}_ms"] for p in ("p50", "p99", "p999")}
+        out.append(Workload("end-to-end latency (java)", java_latency, repeated=False, higher_is_better=False))
+
+    def rdkafka_latency(t: Target, _i: int) -> dict[str, float]:
+        r = confluent_latency(t.bootstrap, "e2e-rdkafka", rate=500, seconds=max(2.0, 20 * scale))
+        return {f"end-to-end latency (librdkafka, 500/s) {p} ms": r[f"{p}_ms"] for p in ("p50", "p99", "p99.9")}
+    out.append(Workload("end-to-end latency (librdkafka)", rdkafka_latency, repeated=False, higher_is_better=False))
+    return out
+
+
+def run_interleaved(targets: list[Target], work: list[Workload], repeat: int, results: Results) -> list[str]:
+    """Every workload against every (running) broker, runs interleaved; returns the failures.
+
+    Run i of a workload goes to the brokers in turn, the order reversed every other run (A B, B A, A B):
+    whatever slows this machine for a while (the kernel writing back dirty pages, another process) falls
+    on both brokers rather than on whichever ran then. Before each run (and each set-up) the page cache is
+    written back (sync), so no run pays for the previous one's writes. A failed workload is skipped for
+    that broker, and the others' figures still come.
+    """
+    failures: list[str] = []
+    cpu = {t.name: 0.0 for t in targets}
+
+    def timed(t: Target, what: Callable[..., object], *args: object) -> object:
+        os.sync()
+        before = cpu_seconds(t.pid())
+        try:
+            return what(*args)
+        finally:
+            cpu[t.name] += cpu_seconds(t.pid()) - before
+
+    for w in work:
+        broken: set[str] = set()
+        samples: dict[str, dict[str, list[float]]] = {t.name: {} for t in targets}
+        if w.prepare is not None:
+            for t in targets:
+                try:
+                    timed(t, w.prepare, t)
+                except Exception as exc:
+                    broken.add(t.name)
+                    failures.append(f"{t.name}: {w.label}: set-up: {exc}")
+                    print(f"  {t.name:<10} {w.label}: set-up FAILED: {str(exc)[:300]}", flush=True)
+        for i in range(repeat if w.repeated else 1):
+            for t in (targets if i % 2 == 0 else targets[::-1]):
+                if t.name in broken:
+                    continue
+                try:
+                    figures = timed(t, w.run, t, i)
+                except Exception as exc:  # one broken workload must not hide the others' figures
+                    broken.add(t.name)
+                    failures.append(f"{t.name}: {w.label}: {exc}")
+                    print(f"  {t.name:<10} {w.label}: FAILED: {str(exc)[:300]}", flush=True)
+                    continue
+                for metric, value in figures.items():  # type: ignore[union-attr]
+                    samples[t.name].setdefault(metric, []).append(value)
+        for t in targets:
+            for metric, values in samples[t.name].items():
+                if w.repeated:
+                    results.put_median(metric, t.name, values, w.higher_is_better)
+                else:
+                    results.put(metric, t.name, values[0], w.higher_is_better)
+    for t in targets:
+        results.put("broker CPU over the workloads s", t.name, cpu[t.name], False)
     return failures
 
 
@@ -433,16 +494,18 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
         if jars is not None:
             factories["kafka"] = lambda: KafkaTarget(root, jars)
         brokers = [b for b in wanted if b in factories]
-        for broker in brokers:
-            target = factories[broker]()
-            print(f"== {broker} ==", flush=True)
-            try:
+        targets: list[Target] = []
+        try:
+            for broker in brokers:  # one after the other: each starts alone (the others idle)
+                target = factories[broker]()
+                targets.append(target)
                 results.put("start-up to first ApiVersions s", broker, target.start(), False)
-                cpu_before = cpu_seconds(target.pid())
-                failures += run_workloads(target, jars, scale, repeat, results)
-                results.put("broker CPU over the workloads s", broker, cpu_seconds(target.pid()) - cpu_before, False)
-                results.put("resident memory after the run MB", broker, rss_mb(target.pid()), False)
-            finally:
+            print(f"== workloads, runs interleaved across {', '.join(brokers)} ==", flush=True)
+            failures += run_interleaved(targets, workloads(jars, scale), repeat, results)
+            for target in targets:
+                results.put("resident memory after the run MB", target.name, rss_mb(target.pid()), False)
+        finally:
+            for target in targets:
                 target.stop()
         print_table(results, brokers)
         for failure in failures:
@@ -450,7 +513,7 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
         results_dir.mkdir(parents=True, exist_ok=True)
         out = results_dir / time.strftime("broker-%Y%m%d-%H%M%S.json")
         out.write_text(json.dumps({"cores": os.cpu_count(), "platform": platform.platform(), "scale": scale,
-                                   "repeat": repeat, "results": results.values, "runs": results.samples,
+                                   "repeat": repeat, "interleaved": True, "results": results.values, "runs": results.samples,
                                    "failures": failures}, indent=2))
         print(f"results written to {out}")
     finally:
