@@ -212,3 +212,40 @@ def test_api_versions_reports_features_like_kafka_41(broker):
     assert finalized == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 27,
                          "transaction.version": 2}
     assert v4.finalized_features_epoch > 0
+
+
+def test_pipelined_large_produces_are_stored_intact_and_answered_in_order(broker):
+    """Large frames are read into buffers of their own and their batches rewritten in place (offsets)."""
+    from wire import build_simple_batch, decode_records, scan_batches
+    from wire.messages import CreateTopicsRequest, FetchRequest, ProduceRequest, ProduceResponse
+    from wire.messages.create_topics_request import CreatableTopic
+    from wire.messages.fetch_request import FetchPartition, FetchTopic
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+    values = [[bytes([i]) * 1000 + b"%d-%d" % (i, j) for j in range(60)] for i in range(12)]  # ~60 KB a batch
+    with RawClient(broker.bootstrap) as c:
+        c.request(CreateTopicsRequest(topics=[CreatableTopic(name="big-frames", num_partitions=1,
+                                                             replication_factor=1)], timeout_ms=5000), 7)
+        ids = []
+        for batch_values in values:
+            records = build_simple_batch(batch_values, timestamp=1_700_000_000_000)
+            ids.append(c.send(ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name="big-frames", partition_data=[PartitionProduceData(index=0, records=records)])]), 9))
+            ids.append(c.send(ApiVersionsRequest(), 3))  # a small frame between two large ones
+        base_offsets = []
+        for expected in ids:
+            frame = c.recv_frame()
+            assert struct.unpack_from(">i", frame)[0] == expected
+            if len(base_offsets) < len(values) and expected == ids[2 * len(base_offsets)]:
+                r = Reader(frame)
+                decode_response_header(r, 1)
+                base_offsets.append(ProduceResponse.decode_from(r, 9).responses[0].partition_responses[0].base_offset)
+        assert base_offsets == [60 * i for i in range(len(values))]
+        fetched = c.request(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, topics=[FetchTopic(
+            topic="big-frames", partitions=[FetchPartition(partition=0, fetch_offset=0,
+                                                           partition_max_bytes=8 << 20)])]), 12)
+    data = bytes(fetched.responses[0].partitions[0].records)
+    scan = scan_batches(data, check_crc=True)
+    assert scan.valid_bytes == len(data) and scan.error is None
+    stored = [r.value for pos, _ in scan.batches for r in decode_records(data, pos)[1]]
+    assert stored == [v for batch_values in values for v in batch_values]
