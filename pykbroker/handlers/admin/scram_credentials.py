@@ -2,6 +2,11 @@
 
 Credentials (iterations, salt, salted password) are kept durably in the metadata store; SASL listeners
 with SCRAM-SHA-256/512 authenticate against them (pykbroker.security.scram).
+
+AlterUserScramCredentials checks as Kafka's ScramControlManager: deletions, then upsertions, one user at a
+time. A user's first error sticks; a user named a second time in the request, even for another mechanism,
+gets DUPLICATE_RESOURCE and none of its alterations apply (so kafka-configs setting SCRAM-SHA-256 and
+SCRAM-SHA-512 in one --add-config is refused, as by Kafka 4.1). Successes carry a null error message.
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRe
         ctx.broker.metadata.alter_scram_credentials(list(deletions.values()), list(upsertions.values()))
         log.info("SCRAM credentials deleted for %s, set for %s (%s)", sorted(deletions), sorted(upsertions),
                  ctx.describe())
-    results = [AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE)
+    results = [AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE, error_message=None)
                for user in [*deletions, *upsertions]]
     results += [AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message)
                 for user, (code, message) in errors.items()]

@@ -73,3 +73,41 @@ def test_confluent_admin_manages_scram_credentials(broker):
     deletion = UserScramCredentialDeletion("grace", ScramMechanism.SCRAM_SHA_256)
     for f in admin.alter_user_scram_credentials([deletion]).values():
         f.result(10)
+
+
+def alter_results(c, deletions=(), upsertions=()) -> dict[str, tuple[int, str | None]]:
+    response = c.request(AlterUserScramCredentialsRequest(deletions=list(deletions), upsertions=list(upsertions)), 0)
+    return {r.user: (r.error_code, r.error_message) for r in response.results}
+
+
+TWICE = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+
+
+def test_alter_names_each_user_once_per_request_whatever_the_mechanism(broker):
+    """Expectations taken from Kafka 4.1 answering the same requests (its ScramControlManager checks per user)."""
+    with RawClient(broker.bootstrap) as c:
+        assert alter_results(c, upsertions=[upsert("dup1"), upsert("dup1", SHA512)]) == {"dup1": TWICE}
+        assert alter_results(c, upsertions=[upsert("dup2", SHA512), upsert("dup2"), upsert("dup2", 9)]) == {
+            "dup2": TWICE}
+        assert "dup1" not in describe(c) and "dup2" not in describe(c)
+        # A user's first error sticks: later alterations of it are neither checked nor counted twice.
+        assert alter_results(c, deletions=[ScramCredentialDeletion(name="dup3", mechanism=SHA256)],
+                             upsertions=[upsert("dup3", SHA512)]) == {
+            "dup3": (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")}
+        assert alter_results(c, upsertions=[upsert("dup4", 9), upsert("dup4")]) == {
+            "dup4": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")}
+        assert alter_results(c, upsertions=[upsert("dup5", iterations=100), upsert("dup5", SHA512)]) == {
+            "dup5": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")}
+        # Successes have a null error message; a valid deletion then an upsertion of the same user is twice.
+        assert alter_results(c, upsertions=[upsert("dup6")]) == {"dup6": (ErrorCode.NONE, None)}
+        assert alter_results(c, deletions=[ScramCredentialDeletion(name="dup6", mechanism=SHA256)],
+                             upsertions=[upsert("dup6", SHA512)]) == {"dup6": TWICE}
+        assert alter_results(c, deletions=[ScramCredentialDeletion(name="dup6", mechanism=SHA256),
+                                           ScramCredentialDeletion(name="dup6", mechanism=SHA512)]) == {"dup6": TWICE}
+        assert [i.mechanism for i in describe(c, "dup6")["dup6"].credential_infos] == [SHA256]
+        # Other users of the request are unaffected.
+        assert alter_results(c, upsertions=[upsert("dup7"), upsert("", SHA256), upsert("dup8", SHA512, 99999),
+                                            upsert("dup7", SHA512), upsert("dup9")]) == {
+            "dup9": (ErrorCode.NONE, None), "": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+            "dup7": TWICE, "dup8": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")}
+        assert sorted(u for u in describe(c) if u.startswith("dup")) == ["dup6", "dup9"]
