@@ -195,6 +195,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("sasl.jaas.config", _str, None,
               "Ignored by brokers, as in Kafka: set listener.name.<name>.<mechanism>.sasl.jaas.config."),
     ConfigDef("sasl.server.max.receive.size", _int(1, _I32), "524288", "Largest frame before authentication."),
+    ConfigDef("connection.failed.authentication.delay.ms", _int(0, _I32), "100",
+              "How long a failed SASL authentication waits before it is answered and its connection closed."),
     ConfigDef("connections.max.reauth.ms", _int(0, _MAX), "0",
               "SASL session lifetime given to clients (KIP-368); 0: sessions do not expire."),
     ConfigDef("ssl.keystore.type", _choice("JKS", "PKCS12", "PEM"), "JKS", "PEM or PKCS12 (JKS is not readable here)."),

@@ -156,6 +156,9 @@ class Connection(asyncio.BufferedProtocol):
         step = auth.receive(data)
         if step.dispatch:
             return True
+        delay_ms = self.broker.config["connection.failed.authentication.delay.ms"] if step.delayed else 0
+        if delay_ms > 0:  # as Kafka: a failed authentication is answered and closed only after this delay
+            await asyncio.sleep(delay_ms / 1000)
         if step.reply is not None and not self._closed:
             self._write(frame(len(step.reply)) + step.reply)
         if step.error_code is not None:

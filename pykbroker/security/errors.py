@@ -1,4 +1,4 @@
-"""How a SASL exchange fails, in Kafka's three ways (SaslServerAuthenticator's exception handling)."""
+"""How a SASL exchange fails, in Kafka's ways (SaslServerAuthenticator's exception handling)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,8 @@ class SaslCredentialError(Exception):
 
 class SaslProtocolError(Exception):
     """The client broke the protocol so badly that Kafka closes the connection without an answer."""
+
+
+class IllegalSaslStateError(SaslProtocolError):
+    """A Kafka request out of turn during the SASL handshake: Kafka's IllegalSaslStateException, an
+    authentication failure, so the close waits ``connection.failed.authentication.delay.ms``."""

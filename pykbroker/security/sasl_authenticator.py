@@ -4,6 +4,9 @@ Frames go in, and each ``receive`` says what to send and whether to close: SaslH
 may come first), then the mechanism's tokens, in SaslAuthenticate v0-2 requests after a v1 handshake or as
 raw size-prefixed tokens after a v0 one. Any other request before authentication closes the connection;
 during the token exchange it is answered with its API's ILLEGAL_SASL_STATE error first, as Kafka does.
+Authentication failures (Kafka's AuthenticationExceptions: wrong credentials, an unsupported mechanism, a
+request out of turn) are answered and closed only after ``connection.failed.authentication.delay.ms``;
+malformed input closes at once.
 
 KIP-368: with ``connections.max.reauth.ms`` the session lifetime goes back in SaslAuthenticate v1+;
 a SaslHandshake on an authenticated connection whose session has a lifetime starts re-authentication
@@ -18,7 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from pykbroker.security.errors import SaslAuthenticationError, SaslCredentialError, SaslProtocolError
+from pykbroker.security.errors import (
+    IllegalSaslStateError,
+    SaslAuthenticationError,
+    SaslCredentialError,
+    SaslProtocolError,
+)
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
 from pykbroker.security.scram import CredentialLookup, ScramServer
@@ -84,6 +92,9 @@ class AuthStep:
     close: bool = False  # close the connection once ``reply`` is sent
     dispatch: bool = False  # serve the frame as an ordinary request (ApiVersions before the handshake)
     error_code: int | None = None  # answer the frame with its API's error response of this code, then close
+    # An authentication failure (Kafka's AuthenticationException): the answer and the close wait
+    # connection.failed.authentication.delay.ms, as Kafka delays them to slow down password guessing.
+    delayed: bool = False
 
 
 def java_hash_set_order(names: tuple[str, ...]) -> list[str]:
@@ -170,7 +181,7 @@ class SaslServerAuthenticator:
             return self._handshake_phase(frame)
         except SaslProtocolError as exc:
             self._fail(f"{exc}")
-            return AuthStep(close=True)
+            return AuthStep(close=True, delayed=isinstance(exc, IllegalSaslStateError))
 
     def _fail(self, reason: str) -> None:
         self.state = SaslState.FAILED
@@ -196,7 +207,7 @@ class SaslServerAuthenticator:
             return AuthStep(dispatch=True)
         if api_key != ApiKey.SASL_HANDSHAKE:
             name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
-            raise SaslProtocolError(f"unexpected Kafka request of type {name} during SASL handshake")
+            raise IllegalSaslStateError(f"unexpected Kafka request of type {name} during SASL handshake")
         if version > 1:
             raise SaslProtocolError(f"SaslHandshake v{version} is not supported")
         try:
@@ -207,7 +218,7 @@ class SaslServerAuthenticator:
         if mechanism not in self.security.mechanisms:
             self._fail(f"unsupported SASL mechanism {mechanism!r}")
             reply = SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=self._mechanisms)
-            return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True)
+            return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True, delayed=True)
         reply = SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=self._mechanisms)
         self._raw_tokens = version == 0
         if self._previous is not None and self._previous[0] != mechanism:
@@ -231,13 +242,13 @@ class SaslServerAuthenticator:
                 token = self._evaluate(bytes(frame))
             except (SaslAuthenticationError, SaslCredentialError) as exc:
                 self._fail(str(exc))
-                return AuthStep(close=True)
+                return AuthStep(close=True, delayed=True)
             return AuthStep(reply=token)
         r, api_key, version, header = self._header(frame)
         if api_key != ApiKey.SASL_AUTHENTICATE:
             name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
             self._fail(f"unexpected Kafka request of type {name} during SASL authentication")
-            return AuthStep(error_code=ErrorCode.ILLEGAL_SASL_STATE, close=True)
+            return AuthStep(error_code=ErrorCode.ILLEGAL_SASL_STATE, close=True, delayed=True)
         if version > 2:
             raise SaslProtocolError(f"SaslAuthenticate v{version} is not supported")
         try:
@@ -253,7 +264,7 @@ class SaslServerAuthenticator:
             self._fail(str(exc))
             reply = SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message,
                                              auth_bytes=b"")
-            return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True)
+            return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True, delayed=True)
         lifetime = self.security.reauth_ms.get(self.mechanism, 0) if self.complete else 0
         reply = SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message="", auth_bytes=token,
                                          session_lifetime_ms=lifetime)  # Kafka's default message is empty

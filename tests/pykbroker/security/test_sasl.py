@@ -20,7 +20,9 @@ from wire.messages import (
     DescribeClusterRequest,
     MetadataRequest,
     SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
     SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 from wire.messages.alter_user_scram_credentials_request import ScramCredentialUpsertion
 
@@ -274,3 +276,28 @@ def test_handshake_after_authentication_without_lifetime_is_illegal(sasl):
         authenticate(c, plain_token("alice", "alice-secret"))
         assert handshake(c, "PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
         assert metadata_ok(c)
+
+
+def test_failed_authentication_is_answered_and_closed_after_the_configured_delay(tmp_path):
+    """connection.failed.authentication.delay.ms (Kafka's default 100) holds back a failed login's answer and
+    close, for a wrong password and an unsupported mechanism alike; other connections are served meanwhile."""
+    port, sasl_port, reauth_port = free_port(), free_port(), free_port()
+    overrides = {**sasl_overrides(port, sasl_port, reauth_port), "connection.failed.authentication.delay.ms": "1000"}
+    with BrokerProcess(tmp_path, port=port, overrides=overrides) as b:
+        sasl = f"127.0.0.1:{sasl_port}"
+        with RawClient(sasl) as wrong, RawClient(sasl) as unsupported:
+            handshake(wrong, "PLAIN")
+            started = time.monotonic()
+            wrong.send(SaslAuthenticateRequest(auth_bytes=plain_token("alice", "wrong")), 2)
+            unsupported.send(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
+            with RawClient(sasl) as good:  # served while the two failures wait
+                handshake(good, "PLAIN")
+                assert authenticate(good, plain_token("alice", "alice-secret")).error_code == ErrorCode.NONE
+                assert metadata_ok(good)
+            assert wrong.recv(SaslAuthenticateResponse, 2)[1].error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+            assert time.monotonic() - started >= 1.0
+            assert wrong.is_closed_by_peer()
+            assert unsupported.recv(SaslHandshakeResponse, 1)[1].error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+            assert time.monotonic() - started >= 1.0
+            assert unsupported.is_closed_by_peer()
+        assert b.alive
