@@ -12,7 +12,7 @@ from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
-from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager
+from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
@@ -71,13 +71,16 @@ class Broker:
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
-        # Client quotas (stored in the metadata store), enforced on produced and fetched bytes.
+        # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
                                           samples=config["quota.window.num"],
                                           window_seconds=config["quota.window.size.seconds"])
         self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.client_quotas,
                                         samples=config["quota.window.num"],
                                         window_seconds=config["quota.window.size.seconds"])
+        self.request_quota = RequestQuotaManager(lambda: self.metadata.client_quotas,
+                                                 samples=config["quota.window.num"],
+                                                 window_seconds=config["quota.window.size.seconds"])
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None

@@ -15,6 +15,7 @@ import asyncio
 import errno
 import logging
 import os
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
 
 from pykbroker.context import ANONYMOUS, RequestContext
+from pykbroker.request_time import apply_request_throttle, record_response_time, timed
 
 log = logging.getLogger("pykbroker.connection")
 
@@ -47,6 +49,8 @@ log = logging.getLogger("pykbroker.connection")
 MAX_PENDING_FRAMES = 64
 # The smallest request: api_key, api_version, correlation_id, client_id length.
 MIN_REQUEST_SIZE = 10
+# Requests never throttled by request quotas: Kafka's cluster actions (sendResponseExemptThrottle).
+_REQUEST_QUOTA_EXEMPT = frozenset({ApiKey.WRITE_TXN_MARKERS})
 # sendfile errors that mean "not for this socket", after which the connection copies instead.
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
@@ -264,10 +268,14 @@ class Connection(asyncio.BufferedProtocol):
                         self.peer, entry.name, api_version, correlation_id, exc)
             raise CloseConnection from None
         ctx = RequestContext(header, self.broker, self.listener, self.peer, principal=self.principal)
+        # Only while some client has a request_percentage quota: measuring costs every request a little.
+        ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and self.broker.request_quota.enabled()
         try:
             if request is None:
                 assert entry.error_response is not None
                 response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
+            elif ctx.measure_time:
+                response = await timed(entry.handle(ctx, request), ctx)
             else:
                 response = await entry.handle(ctx, request)
         except CloseConnection:
@@ -277,8 +285,13 @@ class Connection(asyncio.BufferedProtocol):
             if entry.error_response is None or request is None:
                 raise CloseConnection from None
             response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
-        if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back
+        if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back (nor counts its time)
+            if ctx.measure_time:
+                apply_request_throttle(ctx, response)
+            started = time.perf_counter()
             await self._send(response, correlation_id, api_version, response_header_version(api_key, api_version))
+            if ctx.measure_time:  # sending counts against the client's next requests
+                record_response_time(ctx, time.perf_counter() - started)
         if ctx.throttle_ms > 0:  # over its quota: the client's next request waits (Kafka mutes the channel)
             await asyncio.sleep(ctx.throttle_ms / 1000)
 

@@ -28,6 +28,12 @@ class RequestContext:
     throttle_ms: int = 0
     # The authenticated principal, "<type>:<name>": User:ANONYMOUS, a SASL user, or a certificate's DN.
     principal: str = ANONYMOUS
+    # Request quotas (request_percentage, pykbroker.request_time): whether this request's handling time is
+    # measured, the time so far, the start of the running step, and the throttle once recorded.
+    measure_time: bool = False
+    request_time_s: float = 0.0
+    step_started: float = 0.0
+    request_throttle: int | None = None
 
     @property
     def api_version(self) -> int:

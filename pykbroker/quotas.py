@@ -10,8 +10,10 @@ user+default client, user, default user+client, default user+default client, def
 default client); its bytes are measured over ``quota.window.num`` samples of
 ``quota.window.size.seconds``, and a request that takes the rate over the quota gets the throttle time
 that brings it back, which the broker reports and waits out before reading the connection's next
-request (KIP-219). ``request_percentage``, ``controller_mutation_rate`` and ``connection_creation_rate``
-are stored and described but not enforced yet.
+request (KIP-219). ``request_percentage`` is enforced as Kafka's ClientRequestQuotaManager enforces it: the
+time the broker spends on a client's requests, as a percentage of one thread per second, over the same
+windows; its throttle time is at most one window. ``controller_mutation_rate`` and
+``connection_creation_rate`` are stored and described but not enforced yet.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["USER", "CLIENT_ID", "IP", "Entity", "QuotaError", "validate_alteration", "describe", "QuotaManager",
-           "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE"]
+           "RequestQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE = "producer_byte_rate", "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
 # Kafka's QuotaConfig: the keys each kind of entity takes, with their types.
-USER_AND_CLIENT_KEYS = {PRODUCER_BYTE_RATE: "LONG", CONSUMER_BYTE_RATE: "LONG", "request_percentage": "DOUBLE",
+USER_AND_CLIENT_KEYS = {PRODUCER_BYTE_RATE: "LONG", CONSUMER_BYTE_RATE: "LONG", REQUEST_PERCENTAGE: "DOUBLE",
                         "controller_mutation_rate": "DOUBLE"}
 IP_KEYS = {"connection_creation_rate": "INT"}
 _MAX = {"LONG": 2**63 - 1, "INT": 2**31 - 1}
@@ -180,7 +183,10 @@ class _Sensor:
 
 
 class QuotaManager:
-    """Byte-rate throttling of one quota key (produce or fetch) for every (user, client id)."""
+    """Rate throttling of one quota key (produced or fetched bytes) for every (user, client id)."""
+
+    # The longest throttle one request can get (None: unbounded, as Kafka's byte-rate quotas).
+    max_throttle_ms: int | None = None
 
     def __init__(self, key: str, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
@@ -189,6 +195,10 @@ class QuotaManager:
         self.samples = samples
         self.window_ms = window_seconds * 1000
         self._sensors: dict[tuple[str, str], _Sensor] = {}
+
+    def enabled(self) -> bool:
+        """Whether any entity has a quota for this key (nothing needs measuring otherwise)."""
+        return any(self.key in values for values in self._quotas().values())
 
     def _bound(self, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
         """The quota binding (user, client id) and the key its usage is counted under (Kafka's metric tags)."""
@@ -223,10 +233,40 @@ class QuotaManager:
         rate, window = sensor.rate_and_window(now_ms)
         if rate <= quota:
             return 0
-        return round((rate - quota) / quota * window)
+        throttle = round((rate - quota) / quota * window)
+        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+
+    def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
+        """Count ``value`` without throttling this request (it counts against the next ones)."""
+        bound = self._bound(user, client_id or "")
+        if bound is not None:
+            sensor = self._sensors.get(bound[1])
+            if sensor is None:
+                sensor = self._sensors[bound[1]] = _Sensor(self.samples, self.window_ms)
+            sensor.record(value, now_ms)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back bytes that were not sent after all (a throttled fetch answers empty, as Kafka's)."""
         bound = self._bound(user, client_id or "")
         if bound is not None and bound[1] in self._sensors:
             self._sensors[bound[1]].record(-value, now_ms)
+
+
+class RequestQuotaManager(QuotaManager):
+    """``request_percentage``: the broker's time on a client's requests, in percent of one thread per second.
+
+    As Kafka's ClientRequestQuotaManager: a request's handling time counts and may throttle it, the time
+    spent sending its response counts against the next ones, and a throttle lasts one window at most.
+    """
+
+    def __init__(self, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
+                 window_seconds: int = 1) -> None:
+        super().__init__(REQUEST_PERCENTAGE, quotas, samples=samples, window_seconds=window_seconds)
+        self.max_throttle_ms = self.window_ms
+
+    def record_time(self, user: str, client_id: str, seconds: float, now_ms: int) -> int:
+        """Count ``seconds`` of request handling; the throttle time in ms (0 within the quota)."""
+        return self.record(user, client_id, seconds * 100.0, now_ms)
+
+    def record_time_no_throttle(self, user: str, client_id: str, seconds: float, now_ms: int) -> None:
+        self.record_no_throttle(user, client_id, seconds * 100.0, now_ms)

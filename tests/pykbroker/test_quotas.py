@@ -9,9 +9,11 @@ from pykbroker.quotas import (
     CONSUMER_BYTE_RATE,
     IP,
     PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
     USER,
     QuotaError,
     QuotaManager,
+    RequestQuotaManager,
     describe,
     validate_alteration,
 )
@@ -79,3 +81,16 @@ def test_usage_ages_out_of_the_window():
     m = QuotaManager(PRODUCER_BYTE_RATE, lambda: {frozenset({(CLIENT_ID, "c")}): {PRODUCER_BYTE_RATE: 1000.0}})
     assert m.record("", "c", 20_000, 0) > 0
     assert m.record("", "c", 1, 30_000) == 0  # 30 s later the burst is outside the 11 windows
+
+
+def test_request_percentage_counts_handling_time_and_throttles_at_most_one_window():
+    quotas = {frozenset({(CLIENT_ID, "busy")}): {REQUEST_PERCENTAGE: 10.0}}  # 10% of one thread
+    m = RequestQuotaManager(lambda: quotas, samples=11, window_seconds=1)
+    assert m.enabled() and not RequestQuotaManager(lambda: {}).enabled()
+    # 10 s window: 0.5 s of handling is 5% of a thread, within the quota; 1.5 s more is 20%, over it
+    assert m.record_time("", "busy", 0.5, 1_000_000) == 0
+    # (20 - 10) / 10 * 10 s would be 10 s; Kafka's ClientRequestQuotaManager caps it at one window
+    assert m.record_time("", "busy", 1.5, 1_000_000) == 1_000
+    m.record_time_no_throttle("", "busy", 5.0, 1_000_000)  # a response's send time: counted, never throttled
+    assert m.record_time("", "busy", 0.0, 1_000_000) == 1_000  # ...but the next request pays for it
+    assert m.record_time("", "idle", 5.0, 1_000_000) == 0  # no quota for this client

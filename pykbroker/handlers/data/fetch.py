@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.request_time import request_throttle_ms
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchPartition
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -84,8 +85,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     throttle_ms = broker.fetch_quota.record(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched),
                                             broker.now_ms())
+    if ctx.measure_time:  # request_percentage: the larger throttle wins, as in Kafka's handleFetchRequest
+        throttle_ms = max(throttle_ms, request_throttle_ms(ctx))
     if throttle_ms > 0:
-        # As Kafka: over its quota, the client gets an empty answer (the bytes are not counted) and waits.
+        # As Kafka: over a quota, the client gets an empty answer (the bytes are not counted) and waits.
         broker.fetch_quota.unrecord(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
         for fp in fetched:
             if fp.read is not None and hasattr(fp.read.records, "release"):

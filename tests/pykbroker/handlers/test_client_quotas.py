@@ -6,7 +6,13 @@ import time
 
 from pykbroker.testing import RawClient
 from wire import ErrorCode, build_simple_batch
-from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest, FetchRequest, ProduceRequest
+from wire.messages import (
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
+    FetchRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
 from wire.messages.describe_client_quotas_request import ComponentData
 from wire.messages.fetch_request import FetchPartition, FetchTopic
@@ -58,3 +64,27 @@ def test_a_client_over_its_byte_rate_is_told_to_wait(broker):
                 topic="cq-t", partitions=[FetchPartition(partition=0, fetch_offset=0,
                                                          partition_max_bytes=1 << 20)])]), 12)
         assert other.throttle_time_ms == 0 and len(other.responses[0].partitions[0].records) > 200_000
+
+
+def test_a_client_over_its_request_percentage_is_throttled_one_window_at_most(broker):
+    """request_percentage (Kafka's request quota): the broker's time on a client's requests, as a percentage of
+    one thread. Over it, responses carry a throttle time of at most one quota window (1 s by default), a fetch
+    is answered empty, and other clients are not affected."""
+    with RawClient(broker.bootstrap, client_id="cq-busy") as busy, RawClient(broker.bootstrap) as admin:
+        admin.wait_for_topics("cq-r", auto_create=True)
+        assert alter(admin, "cq-busy", request_percentage=0.001) == [(ErrorCode.NONE, None)]
+        try:
+            throttles = []
+            for _ in range(50):  # each Metadata request takes tens of microseconds: over 0.001% quickly
+                throttles.append(busy.request(MetadataRequest(topics=None), 12).throttle_time_ms)
+                if throttles[-1] > 0:
+                    break
+            assert 0 < throttles[-1] <= 1_000, throttles
+            fetched = busy.request(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[FetchTopic(
+                topic="cq-r", partitions=[FetchPartition(partition=0, fetch_offset=0,
+                                                         partition_max_bytes=1 << 20)])]), 12)
+            assert 0 < fetched.throttle_time_ms <= 1_000 and fetched.responses == []
+            with RawClient(broker.bootstrap, client_id="cq-other") as other:
+                assert other.request(MetadataRequest(topics=None), 12).throttle_time_ms == 0
+        finally:
+            assert alter(admin, "cq-busy", request_percentage=None) == [(ErrorCode.NONE, None)]
