@@ -88,6 +88,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Task | None = None
         self._sock_fd: int | None = None
         self._out: list[bytes] = []  # response bytes not yet handed to the transport (see _write)
+        self.last_active = asyncio.get_running_loop().time()  # last read or write, for connections.max.idle.ms
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -107,6 +108,7 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
+        self.last_active = asyncio.get_running_loop().time()
         self.frames.buffer_updated(nbytes)
         try:
             while (f := self.frames.next_frame()) is not None:
@@ -335,6 +337,7 @@ class Connection(asyncio.BufferedProtocol):
         self._out = []
         if self._closed or self.transport is None or self.transport.is_closing():
             return
+        self.last_active = asyncio.get_running_loop().time()
         self.transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _write_region(self, region) -> None:

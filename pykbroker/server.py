@@ -28,6 +28,7 @@ class Server:
         self._servers: list[asyncio.base_events.Server] = []
         self._stopping = asyncio.Event()
         self._signals = 0
+        self._idle_reaper: asyncio.Task | None = None
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -46,6 +47,9 @@ class Server:
             self._servers.append(srv)
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
+        idle_ms = self.config["connections.max.idle.ms"]
+        if idle_ms >= 0:
+            self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
         for name in self.config.inert:
             log.info("property %s is accepted for compatibility but has no effect", name)
         log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",
@@ -71,7 +75,23 @@ class Server:
         await self._stopping.wait()
         await self.stop()
 
+    async def _close_idle_connections(self, idle_s: float) -> None:
+        """connections.max.idle.ms: close connections with no reads or writes for that long, as Kafka's
+        Selector does (a connection with a request in progress, a long poll say, is left alone)."""
+        broker = self.broker
+        assert broker is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle_s / 10, 0.05), 30.0))
+            now = loop.time()
+            for conn in [c for c in broker.connections if not c.busy and now - c.last_active > idle_s]:
+                log.debug("closing the connection from %s on listener %s: idle for %.0f ms (connections.max.idle.ms)",
+                         conn.peer, conn.listener.name, (now - conn.last_active) * 1000)
+                conn.close()
+
     async def stop(self) -> None:
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
         for srv in self._servers:
             srv.close()
         broker = self.broker

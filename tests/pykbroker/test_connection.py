@@ -249,3 +249,20 @@ def test_pipelined_large_produces_are_stored_intact_and_answered_in_order(broker
     assert scan.valid_bytes == len(data) and scan.error is None
     stored = [r.value for pos, _ in scan.batches for r in decode_records(data, pos)[1]]
     assert stored == [v for batch_values in values for v in batch_values]
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
+    """As Kafka's Selector: no reads or writes for connections.max.idle.ms closes the connection."""
+    import time
+
+    from pykbroker.testing import BrokerProcess
+
+    with BrokerProcess(tmp_path, overrides={"connections.max.idle.ms": "1000"}) as b:
+        with RawClient(b.bootstrap) as idle, RawClient(b.bootstrap) as active:
+            assert idle.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert not idle.is_closed_by_peer(timeout=0.5)  # not before its time
+            for _ in range(10):  # 2.5 s of a request every 0.25 s: never idle for a second
+                time.sleep(0.25)
+                assert active.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert idle.is_closed_by_peer(timeout=1.0)
+        assert b.alive
