@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -46,6 +47,7 @@ class Broker:
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
+        self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         if self.elr_enabled:
             self.ensure_elr_min_insync_replicas()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.

@@ -8,7 +8,9 @@ and listed by ``Config.inert`` so a real Kafka ``server.properties`` still start
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +87,28 @@ def _str(prop: str, v: str) -> str:
 
 def _list(prop: str, v: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in v.split(",") if s.strip())
+
+
+def _connection_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides ("host:count,..."), by IP address (host names are resolved once)."""
+    out: dict[str, int] = {}
+    for item in (s.strip() for s in text.split(",") if s.strip()):
+        host, sep, count = item.rpartition(":")
+        try:
+            limit = int(count)
+        except ValueError:
+            limit = -1
+        if not sep or not host or limit < 0:
+            raise ConfigError(f"max.connections.per.ip.overrides: '{item}' is not of the form host:count")
+        try:
+            address = str(ipaddress.ip_address(host.strip("[]")))
+        except ValueError:
+            try:
+                address = socket.gethostbyname(host)
+            except OSError:
+                raise ConfigError(f"max.connections.per.ip.overrides: unknown host '{host}'") from None
+        out[address] = limit
+    return out
 
 
 def _choice(*options: str) -> Callable[[str, str], str]:
@@ -187,6 +211,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- requests ------------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", _int(1, _I32), "104857600", "Largest request frame accepted."),
     ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
+    ConfigDef("max.connections.per.ip", _int(0, _I32), "2147483647",
+              "Connections one address may hold; more are closed as they arrive."),
+    ConfigDef("max.connections.per.ip.overrides", _str, "",
+              "Per address or host name limits instead of max.connections.per.ip, as host:count,..."),
+    ConfigDef("max.connections", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.", inert=True),
+    ConfigDef("max.connection.creation.rate", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.",
+              inert=True),
     # -- security (pykbroker.security; each may be set per listener as listener.name.<name>.<property>) --------
     ConfigDef("listener.security.protocol.map", _list,
               "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
@@ -380,6 +411,10 @@ class Config:
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
+        self.max_connections_per_ip_overrides = _connection_overrides(v["max.connections.per.ip.overrides"])
+        if v["max.connections.per.ip"] == 0 and not self.max_connections_per_ip_overrides:
+            raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                              "property is set.")  # Kafka's own words
         self.num_partitions: int = v["num.partitions"]
         self.default_replication_factor: int = v["default.replication.factor"]
         self.auto_create_topics_enable: bool = v["auto.create.topics.enable"]

@@ -80,6 +80,7 @@ class Connection(asyncio.BufferedProtocol):
         self.pending: deque[bytes | bytearray] = deque()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.ip = "?"  # the client's address, for max.connections.per.ip
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -97,9 +98,11 @@ class Connection(asyncio.BufferedProtocol):
         self._sock_fd = None if tls else _socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.ip = peer[0] if peer else "?"
+        if not self._admit():
+            return
         if self.security is not None:
             self._start_security(transport)
-        self.broker.connections.add(self)
         self._task = asyncio.get_running_loop().create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -128,7 +131,26 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = True
         self._can_write.set()
         self._wakeup.set()
-        self.broker.connections.discard(self)
+        if self in self.broker.connections:
+            self.broker.connections.discard(self)
+            self.broker.connections_per_ip[self.ip] -= 1
+            if self.broker.connections_per_ip[self.ip] <= 0:
+                del self.broker.connections_per_ip[self.ip]
+
+    def _admit(self) -> bool:
+        """Count this connection against its address's max.connections.per.ip; False (and closed) when over."""
+        config = self.broker.dynamic_config.current
+        limit = config.max_connections_per_ip_overrides.get(self.ip, config["max.connections.per.ip"])
+        if self.broker.connections_per_ip[self.ip] >= limit:
+            log.info("Rejected connection from %s on listener %s, address already has the configured maximum of "
+                     "%d connections.", self.ip, self.listener.name, limit)  # Kafka's words
+            self._closed = True
+            assert self.transport is not None
+            self.transport.close()
+            return False
+        self.broker.connections_per_ip[self.ip] += 1
+        self.broker.connections.add(self)
+        return True
 
     def pause_writing(self) -> None:
         self._can_write.clear()

@@ -73,3 +73,15 @@ def test_topic_defaults_use_topic_config_names():
 def test_legacy_broker_id():
     assert Config({"broker.id": "7"}).node_id == 7
     assert Config({"broker.id": "7", "node.id": "2"}).node_id == 2
+
+
+def test_connection_limits_per_address():
+    config = Config({"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:2, localhost:5"})
+    assert config["max.connections.per.ip"] == 0
+    assert config.max_connections_per_ip_overrides == {"127.0.0.1": 5}  # localhost is 127.0.0.1: the last wins
+    assert Config().max_connections_per_ip_overrides == {}
+    with pytest.raises(ConfigError, match="can be set to zero only if max.connections.per.ip.overrides"):
+        Config({"max.connections.per.ip": "0"})
+    for bad in ("127.0.0.1", "127.0.0.1:x", ":3", "127.0.0.1:-1"):
+        with pytest.raises(ConfigError, match="not of the form host:count"):
+            Config({"max.connections.per.ip.overrides": bad})

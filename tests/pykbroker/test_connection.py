@@ -6,6 +6,7 @@ Every bad-input case is followed by a check that a well-behaved client is still 
 from __future__ import annotations
 
 import struct
+import time
 
 import pytest
 
@@ -253,8 +254,6 @@ def test_pipelined_large_produces_are_stored_intact_and_answered_in_order(broker
 
 def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
     """As Kafka's Selector: no reads or writes for connections.max.idle.ms closes the connection."""
-    import time
-
     from pykbroker.testing import BrokerProcess
 
     with BrokerProcess(tmp_path, overrides={"connections.max.idle.ms": "1000"}) as b:
@@ -266,3 +265,30 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
                 assert active.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
             assert idle.is_closed_by_peer(timeout=1.0)
         assert b.alive
+
+
+def test_max_connections_per_ip_closes_connections_over_the_limit(tmp_path):
+    """As Kafka's ConnectionQuotas: one address past its limit is closed at once; the limit can change at runtime."""
+    from pykbroker.testing import BrokerProcess
+    from wire.messages import IncrementalAlterConfigsRequest
+    from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+    with BrokerProcess(tmp_path, overrides={"max.connections.per.ip": "2"}) as b:
+        first, second = RawClient(b.bootstrap), RawClient(b.bootstrap)
+        for c in (first, second):
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        with RawClient(b.bootstrap) as third:
+            assert third.is_closed_by_peer(timeout=5)
+        second.close()
+        time.sleep(0.2)  # the broker sees the close
+        with RawClient(b.bootstrap) as again:  # a place is free again
+            assert again.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            raised = again.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
+                resource_type=4, resource_name="", configs=[AlterableConfig(
+                    name="max.connections.per.ip", config_operation=0, value="3")])]), 1).responses[0]
+            assert raised.error_code == ErrorCode.NONE, raised.error_message
+            with RawClient(b.bootstrap) as third:  # the cluster-wide default now allows three
+                assert third.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        first.close()
+        assert b.alive
+        assert "address already has the configured maximum of 2 connections" in b.log()
