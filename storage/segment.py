@@ -41,6 +41,8 @@ TXN_INDEX_FILE_SUFFIX = ".txnindex"
 CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
 DELETED_FILE_SUFFIX = ".deleted"
+# Appended batches a segment remembers for reads at the tail (see LogSegment.translate_offset).
+RECENT_BATCHES = 16
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -93,6 +95,11 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None  # None: not read from the time index yet
+        # The last batches appended, (base_offset, last_offset, position, size), oldest first: a consumer that
+        # keeps up asks for one of them, which is then found without scanning from the last index entry.
+        # Forgotten whenever the file is cut (truncate_to, finish_recovery). A tuple replaced whole, so a
+        # reader on another thread sees the old or the new one, never one being changed.
+        self._recent_batches: tuple[tuple[int, int, int, int], ...] = ()
 
     @classmethod
     def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
@@ -183,6 +190,9 @@ class LogSegment:
             self._rolling_based_timestamp = batches[0][1].max_timestamp
         self.log.append(buf)
         self._index_batches(base_position, batches)
+        added = tuple((header.base_offset, header.last_offset, base_position + pos, header.batch_length + 12)
+                      for pos, header in batches[-RECENT_BATCHES:])
+        self._recent_batches = (self._recent_batches + added)[-RECENT_BATCHES:]
 
     def _index_batches(self, base_position: int, batches: list[tuple[int, RecordBatchHeader]]) -> None:
         max_so_far = self.max_timestamp_and_offset_so_far
@@ -203,6 +213,14 @@ class LogSegment:
     # -- reads ----------------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
         """The batch holding the first offset >= ``offset``, or None when it is past the end."""
+        recent = self._recent_batches
+        # Offsets only grow, so no batch before the remembered ones can hold an offset >= their first base.
+        if recent and recent[0][0] <= offset <= recent[-1][1]:
+            for _base, last, position, size in recent:
+                if last >= offset:
+                    if position >= starting_position:
+                        return LogOffsetPosition(last, position, size)
+                    break
         mapping = self.offset_index.lookup(offset)
         for pos, header in self.log.batches_from(max(mapping.position, starting_position)):
             if header.base_offset + header.last_offset_delta >= offset:
@@ -257,6 +275,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose offsets are all >= ``offset`` (and their index entries); bytes removed."""
         mapping = self.translate_offset(offset)
+        self._recent_batches = ()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
@@ -308,6 +327,7 @@ class LogSegment:
     def finish_recovery(self, valid_bytes: int) -> int:
         """Cut the log at ``valid_bytes`` and close out the rebuilt indexes; returns the bytes removed."""
         removed = self.log.truncate_to(valid_bytes)
+        self._recent_batches = ()
         self.offset_index.trim_to_valid_size()
         best = self.max_timestamp_and_offset_so_far
         self.time_index.maybe_append(best.timestamp, best.offset, skip_full_check=True)
