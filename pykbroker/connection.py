@@ -51,6 +51,9 @@ MAX_PENDING_FRAMES = 64
 MIN_REQUEST_SIZE = 10
 # Requests never throttled by request quotas: Kafka's cluster actions (sendResponseExemptThrottle).
 _REQUEST_QUOTA_EXEMPT = frozenset({ApiKey.WRITE_TXN_MARKERS})
+# File regions smaller than this are copied into the response's one write rather than sent with sendfile:
+# for a few hundred bytes (a consumer that keeps up) a copy costs less than a second syscall and segment.
+COPY_REGIONS_BELOW = 16384
 # sendfile errors that mean "not for this socket", after which the connection copies instead.
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
@@ -326,6 +329,10 @@ class Connection(asyncio.BufferedProtocol):
         encode_response_header(w, correlation_id, header_version)
         response.encode_into(w, version)
         parts = w.parts()
+        if len(parts) > 1:
+            parts = [_small_region_read(p) for p in parts]
+            if all(isinstance(p, (bytes, bytearray, memoryview)) for p in parts):
+                parts = [b"".join(parts)]
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
             self._write(frame(len(w)) + parts[0])
             parts = []
@@ -399,6 +406,18 @@ class Connection(asyncio.BufferedProtocol):
             self._wakeup.set()
             if self.transport is not None:
                 self.transport.close()
+
+
+def _small_region_read(part):
+    """A file region below COPY_REGIONS_BELOW as its bytes (the region released); anything else as it is."""
+    if isinstance(part, (bytes, bytearray, memoryview)) or part.size >= COPY_REGIONS_BELOW:
+        return part
+    try:
+        return _read_region(part)
+    finally:
+        release = getattr(part, "release", None)
+        if release is not None:
+            release()
 
 
 def _read_region(region, skip: int = 0) -> bytes:
