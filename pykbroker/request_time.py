@@ -51,6 +51,7 @@ class _TimedCoroutine:
 
 
 def timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> _TimedCoroutine:
+    """``coro`` (a handler's coroutine), awaited with its running time added up in ``ctx``."""
     return _TimedCoroutine(coro, ctx)
 
 
