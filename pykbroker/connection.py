@@ -315,7 +315,7 @@ class Connection(asyncio.BufferedProtocol):
         if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back (nor counts its time)
             if ctx.measure_time:
                 apply_request_throttle(ctx, response)
-            started = time.perf_counter()
+            started = time.perf_counter() if ctx.measure_time else 0.0
             await self._send(response, correlation_id, api_version, response_header_version(api_key, api_version))
             if ctx.measure_time:  # sending counts against the client's next requests
                 record_response_time(ctx, time.perf_counter() - started)
@@ -346,9 +346,7 @@ class Connection(asyncio.BufferedProtocol):
                     self._flush()  # everything before the region goes first
                     self._write_region(part)
                 finally:
-                    release = getattr(part, "release", None)
-                    if release is not None:
-                        release()
+                    _release(part)
         if not self._can_write.is_set():
             await self._can_write.wait()
 
@@ -415,9 +413,14 @@ def _small_region_read(part):
     try:
         return _read_region(part)
     finally:
-        release = getattr(part, "release", None)
-        if release is not None:
-            release()
+        _release(part)
+
+
+def _release(region) -> None:
+    """Give back a region's hold on its segment file (a plain FileRegion holds nothing)."""
+    release = getattr(region, "release", None)
+    if release is not None:
+        release()
 
 
 def _read_region(region, skip: int = 0) -> bytes:
