@@ -67,7 +67,8 @@ class Broker:
             log_cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
-        self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
         self.fetch_sessions = FetchSessionCache()
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
@@ -103,7 +104,9 @@ class Broker:
             self._group_coordinator = GroupCoordinator(
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
-                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
+                clock=clock,
                 partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
         return self._group_coordinator
 
@@ -173,6 +176,7 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        await self.replica_manager.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -302,5 +306,5 @@ class Broker:
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
-        """Append a Produce request's partitions. A single node's ISR is itself: acks=-1 completes at once."""
-        return self.replica_manager.append_records(entries, acks)
+        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``."""
+        return await self.replica_manager.append_records(entries, acks, timeout_ms)

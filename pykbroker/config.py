@@ -250,6 +250,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("offsets.topic.num.partitions", _int(1, _I32), "50", "Partitions of __consumer_offsets."),
     ConfigDef("offsets.topic.replication.factor", _int(1, 32767), "3", "Replication factor of __consumer_offsets."),
     ConfigDef("offsets.topic.segment.bytes", _int(1, _I32), "104857600", "Segment size of __consumer_offsets."),
+    ConfigDef("offsets.commit.timeout.ms", _int(1, _I32), "5000",
+              "An offset commit waits this long for the whole ISR of its __consumer_offsets partition."),
     ConfigDef("offsets.retention.minutes", _int(1, _I32), "10080", "How long committed offsets of empty groups are kept."),
     ConfigDef("offsets.retention.check.interval.ms", _int(1, _MAX), "600000", "How often offsets expire."),
     ConfigDef("offset.metadata.max.bytes", _int(0, _I32), "4096", "Largest offset commit metadata string."),
