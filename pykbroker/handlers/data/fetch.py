@@ -47,7 +47,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     broker = ctx.broker
     version = ctx.api_version
     by_id = version >= 13
-    store = broker.metadata
+    store = ctx.metadata
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
 
