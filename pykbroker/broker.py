@@ -17,6 +17,7 @@ from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManage
 from pykbroker.registry import REGISTRY, Registry
 from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
+from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode
@@ -68,6 +69,12 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
+        self.replica_fetchers = ReplicaFetcherManager(
+            self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
+                max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
+                partition_max_bytes=config["replica.fetch.max.bytes"],
+                response_max_bytes=config["replica.fetch.response.max.bytes"],
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
         self.fetch_sessions = FetchSessionCache()
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
@@ -181,6 +188,7 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        await self.replica_fetchers.close()
         await self.replica_manager.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
@@ -200,11 +208,13 @@ class Broker:
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
             if p.leader == self.node_id:
+                self.replica_fetchers.unfollow(topic.name, p.partition)
                 rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
                                  list(p.isr), log_config, p.partition_epoch)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
+                self.replica_fetchers.follow(topic.name, p.partition, p.leader)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -225,6 +235,8 @@ class Broker:
             self._drop_topic(name)
 
     def _drop_topic(self, name: str) -> None:
+        for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
+            self.replica_fetchers.unfollow(topic, partition)
         self.replica_manager.delete_partitions(name)
         self.fetch_sessions.remove_topic(name)
 
@@ -247,6 +259,16 @@ class Broker:
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the topic's explicitly set configs; live logs pick them up at once."""
         await self.metadata.set_topic_configs(name, configs)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return self.config["inter.broker.listener.name"] or self.config.listeners[0].name
+
+    def _inter_broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """Where this broker reaches broker ``node_id`` (its registered inter-broker endpoint)."""
+        registered = self.metadata.image.brokers.get(node_id)
+        endpoint = registered.endpoint(self.inter_broker_listener_name) if registered is not None else None
+        return (endpoint.host, endpoint.port) if endpoint is not None else None
 
     async def register(self) -> None:
         """Publish this broker's endpoints (once its listeners are bound) in the cluster metadata."""
