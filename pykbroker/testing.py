@@ -10,13 +10,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import shutil
 import time
 from pathlib import Path
 
