@@ -46,7 +46,7 @@ log = logging.getLogger("pykbroker.zk")
 
 __all__ = [
     "ZooKeeperClient", "ZooKeeperConnectionTimeout", "ZooKeeperMultiError", "CreateOp", "SetDataOp", "DeleteOp",
-    "CheckOp", "split_chroot", "BadVersionError", "ConnectionClosedError", "ConnectionLoss", "NodeExistsError", "NoNodeError",
+    "CheckOp", "Op", "split_chroot", "BadVersionError", "ConnectionClosedError", "ConnectionLoss", "NodeExistsError", "NoNodeError",
     "NotEmptyError", "SessionExpiredError", "ZookeeperError", "WatchedEvent", "ZnodeStat",
 ]
 
@@ -125,6 +125,7 @@ class ZooKeeperClient:
         self._session_id: int | None = None
         self._expired_callbacks: list[Callable[[], Any]] = []
         self._new_session_callbacks: list[Callable[[], Any]] = []
+        self._wrappers: dict[tuple[str, Watch], Callable[[WatchedEvent], None]] = {}
 
     @classmethod
     def from_config(cls, config: Any, name: str = "broker") -> ZooKeeperClient:
@@ -153,13 +154,16 @@ class ZooKeeperClient:
         return self._kazoo
 
     def on_session_expired(self, callback: Callable[[], Any]) -> None:
-        """``callback()`` on the loop when the session is lost (ephemeral znodes and watches gone)."""
-        self._expired_callbacks.append(callback)
+        """``callback()`` on the loop when the session is lost (ephemeral znodes and watches gone).
+        Adding the same callback again has no effect."""
+        if callback not in self._expired_callbacks:
+            self._expired_callbacks.append(callback)
 
     def on_new_session(self, callback: Callable[[], Any]) -> None:
         """``callback()`` on the loop when a new session replaced an expired one (re-register, re-watch).
-        Coroutine functions are scheduled as tasks."""
-        self._new_session_callbacks.append(callback)
+        Coroutine functions are scheduled as tasks. Adding the same callback again has no effect."""
+        if callback not in self._new_session_callbacks:
+            self._new_session_callbacks.append(callback)
 
     async def start(self) -> None:
         """Create the chroot if missing, then open the session; raises ``ZooKeeperConnectionTimeout``."""
@@ -242,6 +246,7 @@ class ZooKeeperClient:
             log.info("ZooKeeper connection lost (session 0x%x); reconnecting", self._session_id or 0)
         elif state == KazooState.LOST:
             self._connected.clear()
+            self._wrappers.clear()  # the session's watches died with it
             if not self._closing:
                 log.warning("ZooKeeper session 0x%x expired", self._session_id or 0)
                 self._run_callbacks(self._expired_callbacks)
@@ -277,22 +282,30 @@ class ZooKeeperClient:
         async_result.rawlink(lambda result: loop.call_soon_threadsafe(transfer, result))
         return future
 
-    def _watcher(self, watch: Watch | None) -> Callable[[WatchedEvent], None] | None:
+    def _watcher(self, path: str, watch: Watch | None) -> Callable[[WatchedEvent], None] | None:
+        """kazoo's side of ``watch``. The same callable always gets the same wrapper, so watching a path
+        again with it before it fired sets one watch, not two (kazoo keeps a set of watchers per path)."""
+        key = (path, watch)
         if watch is None:
             return None
+        wrapper = self._wrappers.get(key)
+        if wrapper is not None:
+            return wrapper
         loop = self._loop
         assert loop is not None
 
         def fire(event: WatchedEvent) -> None:
             try:
-                loop.call_soon_threadsafe(self._run_watch, watch, event)
+                loop.call_soon_threadsafe(self._run_watch, key, event)
             except RuntimeError:
                 pass
 
+        self._wrappers[key] = fire
         return fire
 
-    @staticmethod
-    def _run_watch(watch: Watch, event: WatchedEvent) -> None:
+    def _run_watch(self, key: tuple[str, Watch], event: WatchedEvent) -> None:
+        self._wrappers.pop(key, None)
+        watch = key[1]
         try:
             result = watch(event)
             if asyncio.iscoroutine(result):
@@ -313,20 +326,20 @@ class ZooKeeperClient:
     async def get(self, path: str, watch: Watch | None = None) -> tuple[bytes | None, ZnodeStat] | None:
         """(data, stat) of ``path``, or None when it does not exist (a watch is then not set: use exists)."""
         try:
-            return await self._read(lambda: self.kazoo.get_async(path, self._watcher(watch)))
+            return await self._read(lambda: self.kazoo.get_async(path, self._watcher(path, watch)))
         except NoNodeError:
             return None
 
     async def get_children(self, path: str, watch: Watch | None = None) -> list[str] | None:
         """Child names of ``path`` (unsorted, as ZooKeeper returns them), or None when it does not exist."""
         try:
-            return await self._read(lambda: self.kazoo.get_children_async(path, self._watcher(watch)))
+            return await self._read(lambda: self.kazoo.get_children_async(path, self._watcher(path, watch)))
         except NoNodeError:
             return None
 
     async def exists(self, path: str, watch: Watch | None = None) -> ZnodeStat | None:
         """The stat of ``path`` or None; a watch fires on its creation, change or deletion."""
-        return await self._read(lambda: self.kazoo.exists_async(path, self._watcher(watch)))
+        return await self._read(lambda: self.kazoo.exists_async(path, self._watcher(path, watch)))
 
     async def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False,
                      sequential: bool = False, make_parents: bool = False) -> str:
