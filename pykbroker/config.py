@@ -283,7 +283,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
     ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
-    ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None, "ZooKeeper connection timeout."),
+    ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
+              "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
     ConfigDef("replica.fetch.max.bytes", _int(0, _I32), "1048576", "Bytes a follower fetches per partition."),
     ConfigDef("replica.fetch.wait.max.ms", _int(0, _I32), "500", "Long-poll time of follower fetches."),
@@ -428,6 +429,11 @@ class Config:
         self.auto_create_topics_enable: bool = v["auto.create.topics.enable"]
         self.message_max_bytes: int = v["message.max.bytes"]
         self.zookeeper_connect: str | None = v["zookeeper.connect"]
+        self.zookeeper_session_timeout_ms: int = v["zookeeper.session.timeout.ms"]
+        # Kafka: "If not set, the value in zookeeper.session.timeout.ms is used"
+        self.zookeeper_connection_timeout_ms: int = (v["zookeeper.connection.timeout.ms"]
+                                                     if v["zookeeper.connection.timeout.ms"] is not None
+                                                     else self.zookeeper_session_timeout_ms)
         if v["log.retention.ms"] is not None:
             self.log_retention_ms: int = v["log.retention.ms"]
         elif v["log.retention.minutes"] is not None:
