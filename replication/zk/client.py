@@ -380,7 +380,9 @@ class ZooKeeperClient:
         tx = self.kazoo.transaction()
         for op in ops:
             if isinstance(op, CreateOp):
-                tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+                # kazoo's transactions cannot write null data: a parent gets empty data instead.
+                tx.create(op.path, op.data if op.data is not None else b"", ephemeral=op.ephemeral,
+                          sequence=op.sequential)
             elif isinstance(op, SetDataOp):
                 tx.set_data(op.path, op.data, op.version)
             elif isinstance(op, DeleteOp):
