@@ -68,7 +68,8 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
-                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"])
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],

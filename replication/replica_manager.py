@@ -116,12 +116,15 @@ class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
-                 isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
+                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
+        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not)."""
         self.log_manager = log_manager
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.isr_updater: IsrUpdater = isr_updater or LocalIsrUpdater()
         self.time_ms = time_ms
+        self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
@@ -160,6 +163,10 @@ class ReplicaManager:
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn the leadership is gone
         return p
 
+    def _not_hosted_error(self, tp: TopicPartition) -> int:
+        """As Kafka: a partition the cluster has but this broker does not host is NOT_LEADER_OR_FOLLOWER."""
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
     def _on_high_watermark_changed(self, p: Partition) -> None:
         self.watchers.notify((p.topic, p.partition))
     def delete_partitions(self, topic: str) -> None:
@@ -185,7 +192,7 @@ class ReplicaManager:
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
-                results[tp] = AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                results[tp] = AppendResult(self._not_hosted_error(tp))
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
@@ -264,7 +271,7 @@ class ReplicaManager:
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:
-                out.append(FetchedPartition(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                out.append(FetchedPartition(fp, self._not_hosted_error((fp.topic, fp.partition))))
                 continue
             limit = min(fp.max_bytes, remaining)
             try:
