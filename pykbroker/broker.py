@@ -15,6 +15,7 @@ from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from replication.assignment import assign_replicas
 from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -94,6 +95,7 @@ class Broker:
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
+        self._background: set[asyncio.Task] = set()
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -208,14 +210,21 @@ class Broker:
             if old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] == p \
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
+            hosted = rm.get_partition(topic.name, p.partition)
+            was_leader = hosted is not None and hosted.is_leader
+            old_epoch = hosted.leader_epoch if hosted is not None else -1
             if p.leader == self.node_id:
                 self.replica_fetchers.unfollow(topic.name, p.partition)
                 rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
                                  list(p.isr), log_config, p.partition_epoch)
+                if not was_leader or old_epoch != p.leader_epoch:
+                    self._coordinator_elected(topic.name, p.partition)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -234,6 +243,24 @@ class Broker:
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
+
+    def _coordinator_elected(self, topic: str, partition: int) -> None:
+        """Leading a coordinator partition: its coordinator loads it (a coordinator not built yet loads on use)."""
+        if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
+            self._group_coordinator.on_election(partition)
+        elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
+            self._transaction_coordinator.on_election(partition)
+
+    def _coordinator_resigned(self, topic: str, partition: int) -> None:
+        if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
+            self._spawn(self._group_coordinator.on_resignation(partition))
+        elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
+            self._transaction_coordinator.on_resignation(partition)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _drop_topic(self, name: str) -> None:
         for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
@@ -334,12 +361,34 @@ class Broker:
             return self.node_id  # created on first use, led by this node
         return topic.partitions[partition].leader
 
+    @property
+    def cluster_mode(self) -> bool:
+        return self.config["zookeeper.connect"] is not None
+
+    def _internal_topic_assignment(self, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
+        """Replicas of a coordinator topic: a single node holds one replica of each partition; a cluster
+        places ``replication_factor`` of them, and refuses (COORDINATOR_NOT_AVAILABLE) until enough brokers
+        are registered, as Kafka does."""
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        if not self.cluster_mode:
+            return [[self.node_id] for _ in range(partitions)]
+        if len(live) < replication_factor:
+            # Imported here: a broker starts without importing the coordinators.
+            from coordinator.group.errors import ApiError
+
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                           f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
+                           f"'{replication_factor}' for the {name} topic")
+        return assign_replicas(partitions, replication_factor, live)
+
     async def _ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets (compacted) on first use; one replica per partition on a single node."""
+        """Create __consumer_offsets (compacted) on first use."""
         if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
             return
-        partitions = self.config["offsets.topic.num.partitions"]
-        await self.create_topic(GROUP_METADATA_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
+                                                     self.config["offsets.topic.num.partitions"],
+                                                     self.config["offsets.topic.replication.factor"])
+        await self.create_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "producer",
             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
@@ -356,13 +405,16 @@ class Broker:
         return max(p.leader_epoch, 0) if p is not None else 0
 
     async def _ensure_transaction_state_topic(self) -> None:
-        """Create __transaction_state (compacted) on first use; one replica per partition on a single node."""
+        """Create __transaction_state (compacted) on first use."""
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             return
-        partitions = self.config["transaction.state.log.num.partitions"]
-        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(TRANSACTION_STATE_TOPIC_NAME,
+                                                     self.config["transaction.state.log.num.partitions"],
+                                                     self.config["transaction.state.log.replication.factor"])
+        min_isr = min(self.config["transaction.state.log.min.isr"], len(assignment[0])) if self.cluster_mode else 1
+        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
-            "min.insync.replicas": "1",
+            "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
 
     def now_ms(self) -> int:

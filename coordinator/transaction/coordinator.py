@@ -159,6 +159,23 @@ class TransactionCoordinator:
             self._background = asyncio.get_running_loop().create_task(self._run_background(),
                                                                       name="transaction-expiration")
 
+    def on_election(self, index: int) -> None:
+        """This broker leads __transaction_state-``index`` (now, or in a new leader epoch): load its
+        transactions, or, still loaded, take the new leader epoch as the coordinator epoch of its markers."""
+        if not self._started:
+            return
+        loaded = self._partitions.get(index)
+        if loaded is None:
+            self._load(index)
+        else:
+            loaded.coordinator_epoch = self._coordinator_epoch(index)
+
+    def on_resignation(self, index: int) -> None:
+        """Another broker leads __transaction_state-``index`` now: forget its transactions (NOT_COORDINATOR)."""
+        if self._partitions.pop(index, None) is not None:
+            log.info("%s-%d unloaded: another broker is its coordinator now", TRANSACTION_STATE_TOPIC_NAME, index)
+        self._logs.pop(index, None)
+
     def _load(self, index: int) -> None:
         partition = _Partition(index, self._coordinator_epoch(index))
         log_ = self._logs[index] = self._log_factory(index)
