@@ -16,6 +16,7 @@ from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_clust
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from replication.assignment import assign_replicas
+from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -71,6 +72,8 @@ class Broker:
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
+                                               timeout_ms=config["request.timeout.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
@@ -136,7 +139,8 @@ class Broker:
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
                 coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
-                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0))
+                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
+                data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
 
     @property
@@ -192,6 +196,7 @@ class Broker:
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
         await self.replica_fetchers.close()
+        self.broker_clients.close()
         await self.replica_manager.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
@@ -256,6 +261,28 @@ class Broker:
             self._spawn(self._group_coordinator.on_resignation(partition))
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_resignation(partition)
+
+    def _partition_leader(self, topic: str, partition: int) -> int | None:
+        """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""
+        p = self.metadata.image.partition(topic, partition)
+        return p.leader if p is not None else None
+
+    async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """WriteTxnMarkers to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
+        from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+        from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
+
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            coordinator_epoch=coordinator_epoch,
+            topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+        response = await self.broker_clients.get(leader).request(request, 1, WriteTxnMarkersResponse)
+        return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
+                for p in t.partitions}
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
