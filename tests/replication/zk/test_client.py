@@ -214,3 +214,17 @@ def test_no_server_gives_a_connection_timeout(tmp_path):
             await zk.start()
 
     run(main())
+
+
+def test_multi_creates_null_data_znodes_as_kafka_does(zk_server, chroot):
+    async def main():
+        zk = ZooKeeperClient(f"{zk_server.connect}{chroot}")
+        await zk.start()
+        try:
+            await zk.multi([CreateOp("/parent"), CreateOp("/parent/empty", b"")])
+            assert (await zk.get("/parent"))[0] is None
+            assert (await zk.get("/parent/empty"))[0] == b""
+        finally:
+            await zk.close()
+
+    run(main())
