@@ -36,6 +36,7 @@ import base64
 import hashlib
 import hmac
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ __all__ = ["ScramCredential", "ZooKeeperMetadataStore", "java_double_string", "q
            "scram_credential_string"]
 
 SCRAM_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 _SCRAM_HASH = {1: "sha256", 2: "sha512"}
 
 
@@ -176,8 +178,11 @@ def _entity_from_path(config_type: str, path: str) -> frozenset | None:
 class ZooKeeperMetadataStore:
     """Topics, configs, quotas, SCRAM credentials and features of a cluster, in ZooKeeper."""
 
-    def __init__(self, zk: ZooKeeperClient, node_id: int, *, controller_epoch: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, zk: ZooKeeperClient, node_id: int, *, controller_epoch: Callable[[], int] = lambda: 0,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``controller_epoch()`` is written into new partition states; ``clock`` ages change notifications."""
         self.zk = zk
+        self.clock = clock
         self.node_id = node_id
         self.controller_epoch = controller_epoch
         self.topics: dict[str, TopicState] = {}
@@ -189,6 +194,8 @@ class ZooKeeperMetadataStore:
         self.topic_versions: dict[str, int] = {}  # znode version of /brokers/topics/<t>
         self._last_change = -1  # sequence number of the last config change notification applied
         self._listeners: list[Callable[[str, Any], Any]] = []
+        self._topic_watches: dict[str, Callable[[Any], None]] = {}
+        self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
 
     def add_listener(self, listener: Callable[[str, Any], Any]) -> None:
         """``listener(kind, key)`` after the view changed: ("topic", name), ("partition", (name, p)),
@@ -229,12 +236,15 @@ class ZooKeeperMetadataStore:
     def _forget_topic(self, name: str) -> None:
         topic = self.topics.pop(name, None)
         self.topic_versions.pop(name, None)
+        self._topic_watches.pop(name, None)
+        for key in [k for k in self._partition_watches if k[0] == name]:
+            del self._partition_watches[key]
         if topic is not None:
             self.topics_by_id.pop(topic.topic_id, None)
             self._changed("topic_deleted", name)
 
     async def _load_topic(self, name: str) -> None:
-        found = await self.zk.get(TopicZNode.path(name), watch=lambda _e, n=name: self._topic_event(n))
+        found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
         if found is None or found[0] is None:
             self._forget_topic(name)
             return
@@ -263,17 +273,32 @@ class ZooKeeperMetadataStore:
             await self._load_partition(name, state.partition)
         self._changed("topic", name)
 
-    def _topic_event(self, name: str) -> None:
-        asyncio.ensure_future(self._load_topic(name))
+    def _topic_watch(self, name: str) -> Callable[[Any], None]:
+        """The one watch callable of a topic znode: the same object every time, so rereading a topic
+        re-arms its watch instead of stacking a second one."""
+        watch = self._topic_watches.get(name)
+        if watch is None:
+            def watch(_event: Any, name: str = name) -> None:
+                asyncio.ensure_future(self._load_topic(name))
+
+            self._topic_watches[name] = watch
+        return watch
+
+    def _partition_watch(self, name: str, partition: int) -> Callable[[Any], None]:
+        watch = self._partition_watches.get((name, partition))
+        if watch is None:
+            def watch(event: Any, name: str = name, partition: int = partition) -> None:
+                asyncio.ensure_future(self._load_partition(name, partition, event))
+
+            self._partition_watches[(name, partition)] = watch
+        return watch
 
     async def _load_partition(self, name: str, partition: int, _event: Any = None) -> None:
         path = TopicPartitionStateZNode.path(name, partition)
-        found = await self.zk.get(path, watch=lambda e, n=name, p=partition: asyncio.ensure_future(
-            self._load_partition(n, p, e)))
+        found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is None:
             # not written yet (the controller writes it after the topic znode): watch for its creation
-            await self.zk.exists(path, watch=lambda e, n=name, p=partition: asyncio.ensure_future(
-                self._load_partition(n, p, e)))
+            await self.zk.exists(path, watch=self._partition_watch(name, partition))
             return
         topic = self.topics.get(name)
         if topic is None or partition >= len(topic.partitions) or found[0] is None:
@@ -338,16 +363,22 @@ class ZooKeeperMetadataStore:
         asyncio.ensure_future(self._apply_config_changes())
 
     async def _apply_config_changes(self) -> None:
-        """Kafka's ZkNodeChangeNotificationListener: reread the entity of each new notification, in order."""
+        """Kafka's ZkNodeChangeNotificationListener: reread the entity of each new notification, in order,
+        and delete notifications already applied that are older than ``CHANGE_EXPIRATION_MS``."""
         changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path, watch=self._config_changes) or []
+        now_ms = int(self.clock() * 1000)
         for child in sorted(changes, key=_sequence):
             seq = _sequence(child)
+            path = f"{ConfigEntityChangeNotificationZNode.path}/{child}"
             if seq <= self._last_change:
+                await self._purge_if_obsolete(path, now_ms)
                 continue
-            found = await self.zk.get(f"{ConfigEntityChangeNotificationZNode.path}/{child}")
+            found = await self.zk.get(path)
             self._last_change = seq
             if found is None:
                 continue
+            if found[1].ctime < now_ms - CHANGE_EXPIRATION_MS:
+                await self._purge_if_obsolete(path, now_ms)
             try:
                 entity_path = ConfigEntityChangeNotificationSequenceZNode.decode(found[0])
             except ZNodeDecodeError as exc:
@@ -355,6 +386,14 @@ class ZooKeeperMetadataStore:
                 continue
             config_type, _, name = entity_path.partition("/")
             await self._load_entity(config_type, name)
+
+    async def _purge_if_obsolete(self, path: str, now_ms: int) -> None:
+        stat = await self.zk.exists(path)
+        if stat is not None and stat.ctime < now_ms - CHANGE_EXPIRATION_MS:
+            try:
+                await self.zk.delete(path)
+            except NoNodeError:
+                pass  # another broker purged it
 
     async def _load_features(self, _event: Any = None) -> None:
         found = await self.zk.get(FeatureZNode.path, watch=self._load_features)

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -205,6 +206,51 @@ def test_after_a_session_expiry_the_view_is_reloaded_and_watched_again(zk_server
             await a.create_topic("after", [[2]], {})
             await a.set_topic_configs("before", {"retention.ms": "5"})
             await eventually(lambda: "after" in b.topics and b.topics["before"].configs == {"retention.ms": "5"})
+        finally:
+            await close(a, b)
+
+    run(main())
+
+
+def test_rereading_a_topic_rearms_its_watch_instead_of_stacking_them(zk_server):
+    async def main():
+        a, b = await two_brokers(zk_server)
+        reloads: list = []
+        b.add_listener(lambda kind, key: kind == "topic" and reloads.append(key))
+        try:
+            await a.create_topic("t", [[1]], {})
+            for _ in range(5):
+                await a.add_partitions("t", [[1]])
+                await b._load_topic("t")  # explicit rereads, as after b's own writes
+            await eventually(lambda: len(b.topics["t"].partitions) == 6)
+            watchers = b.zk.kazoo._data_watchers  # kazoo's client-side watchers, by path with the chroot
+            assert len(watchers[f"{b.zk.chroot}/brokers/topics/t"]) == 1
+            reloads.clear()
+            await a.add_partitions("t", [[1]])
+            await eventually(lambda: len(b.topics["t"].partitions) == 7)
+            await asyncio.sleep(0.2)
+            assert reloads == ["t"]  # one change, one reread
+        finally:
+            await close(a, b)
+
+    run(main())
+
+
+def test_applied_change_notifications_older_than_15_minutes_are_purged(zk_server):
+    async def main():
+        a, b = await two_brokers(zk_server)
+        try:
+            await a.set_broker_configs({"1": {"log.cleaner.threads": "2"}})
+            await a.set_broker_configs({"1": {"log.cleaner.threads": "3"}})
+            await eventually(lambda: b.broker_configs.get("1") == {"log.cleaner.threads": "3"})
+            assert len(await a.zk.get_children("/config/changes")) == 2
+            b.clock = lambda: time.time() + 16 * 60  # a quarter of an hour later
+            await a.set_broker_configs({"1": {"log.cleaner.threads": "4"}})
+            await eventually(lambda: b.broker_configs.get("1") == {"log.cleaner.threads": "4"})
+            deadline = asyncio.get_running_loop().time() + 10
+            while len(await a.zk.get_children("/config/changes")) > 0:
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.05)
         finally:
             await close(a, b)
 
