@@ -7,7 +7,6 @@ import asyncio
 import threading
 
 import pytest
-from kazoo.client import KazooClient
 
 from pykbroker.config import Config
 from pykbroker.testing import ZooKeeperProcess
@@ -23,19 +22,7 @@ from replication.zk.client import (
     ZooKeeperMultiError,
     split_chroot,
 )
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-def expire_session(server_connect: str, client: ZooKeeperClient) -> None:
-    """Really expire ``client``'s session: another connection takes it over with its id and password, then
-    closes it (ZooKeeper's documented way to test expiry)."""
-    thief = KazooClient(hosts=server_connect, client_id=client.kazoo.client_id, timeout=10)
-    thief.start(10)
-    thief.stop()
-    thief.close()
+from tests.replication.zk.zk_helpers import expire_session, run
 
 
 def test_split_chroot():
