@@ -6,7 +6,8 @@ Starts a ZooKeeper (pykbroker.testing.ZooKeeperProcess) and three Kafka 3.9.1 br
 compat_tests/jvm/kafka39/fetch_jars.sh) under the chroot ``/kafka``, does what an operator does (topics with
 configs, several partitions and replicas, more partitions, topic/broker/client/user/ip configs and quotas,
 SCRAM credentials, ACLs, an idempotent producer that makes the controller allocate producer ids, a topic
-deletion, a controller failover, a topic deletion left pending because a replica is offline), then writes
+deletion, a controller failover, a topic deletion left pending and a reassignment left in flight because a
+replica is offline), then writes
 every znode under the chroot with its data, version and ephemeral-ness to
 ``tests/replication/zk/golden/kafka_3_9_1_znodes.json`` (default).
 
@@ -232,6 +233,18 @@ def operate(jar_dir: Path, brokers: list[Kafka39], zk: KazooClient) -> dict:
         except Exception as exc:  # noqa: BLE001 - the deletion cannot finish with a replica offline
             step(f"delete_topics answered {exc}")
     wait_for(lambda: zk.exists(f"{CHROOT}/admin/delete_topics/doomed") is not None, "deletion pending")
+
+    # a partition of 'wide' (one replica r, not on the stopped broker v) moves to [o, v], o the third broker:
+    # adding [o, v], removing [r]; it cannot finish while v is down
+    wide = json.loads(zk.get(f"{CHROOT}/brokers/topics/wide")[0])["partitions"]
+    partition, (r,) = next((int(p), rs) for p, rs in sorted(wide.items(), key=lambda e: int(e[0]))
+                           if rs != [old_controller])
+    o = next(b for b in (1, 2, 3) if b not in (r, old_controller))
+    step(f"reassign 'wide' partition {partition} from [{r}] to [{o}, {old_controller}] (stopped): it stays in flight")
+    request = json.dumps({"version": 1, "partitions": [{"topic": "wide", "partition": partition,
+                                                        "replicas": [o, old_controller]}]}, separators=(",", ":"))
+    zk.create(f"{CHROOT}/admin/reassign_partitions", request.encode())
+    wait_for(lambda: json.loads(zk.get(f"{CHROOT}/brokers/topics/wide")[0])["removing_replicas"], "reassignment begun")
     # let the controller finish reacting to the broker's loss (partition states with a shrunk ISR)
     time.sleep(2)
     return {"written_and_consumed": written, "controller_failover": history}
