@@ -1,50 +1,57 @@
-"""The cluster's metadata in ZooKeeper, laid out as Kafka's ZooKeeper mode laid it out, with a view kept current
-by watches.
+"""The cluster's metadata in ZooKeeper, laid out as Kafka's ZooKeeper mode laid it out: a ``MetadataWriter``
+that publishes a ``MetadataImage`` whenever ZooKeeper's contents change, whoever changed them.
 
 What lives where (znode classes in ``replication.zk.znodes``):
+- the cluster id: ``/cluster/id`` (created by the first broker to start);
+- live brokers: the ephemeral ``/brokers/ids/<id>`` registrations; the controller: ``/controller``;
 - topics: ``/brokers/topics/<t>`` (assignment and topic id), ``.../partitions/<p>/state`` (leader, ISR, epochs;
   the znode version is the partition epoch) and ``/config/topics/<t>`` (its configs, ``{}`` when none);
 - dynamic broker configs: ``/config/brokers/<id>`` and ``/config/brokers/<default>``;
 - client quotas: ``/config/users/<u>``, ``/config/clients/<c>``, ``/config/users/<u>/clients/<c>``,
   ``/config/ips/<ip>`` (``<default>`` for default entities, names sanitized), values as Kafka writes them
   (LONG/INT quotas as integers, DOUBLE ones as Java doubles: ``50.0``);
-- SCRAM credentials: in ``/config/users/<u>`` beside the user's quotas, as Kafka's ``ScramCredentialUtils``
-  writes them: ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>`` (the salted password
-  itself is not kept, as in Kafka);
+- SCRAM credentials: in ``/config/users/<u>`` beside the user's quotas, in Kafka's stored form
+  ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``; the image holds them as
+  ``ScramCredential`` (the salted password is not kept, as in Kafka);
 - every config write is followed by a ``/config/changes/config_change_<seq>`` notification naming the entity;
-- finalized features: ``/feature`` (version 2).
+- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka.
 
-The view (``topics``, ``topics_by_id``, ``broker_configs``, ``client_quotas``, ``scram_credentials``,
-``finalized_features``) is loaded at ``start()`` and kept current by ZooKeeper watches, so writes made by any
-broker (or by Kafka's own tools) show up: the topic list, each topic znode and each partition state are
-watched; config entities are reread when a change notification names them (Kafka's mechanism); ``/feature``
-is watched. After a session expiry everything is reloaded and watched again. Writes are async and change
-the view as soon as ZooKeeper accepted them. Writes that can race are conditional on znode versions.
+How the image stays current: the topic list, each topic znode, each partition state, the broker list,
+``/controller`` and ``/feature`` are watched; config entities are reread when a change notification names
+them (Kafka's mechanism, so configs written by Kafka's own tools arrive too). Watch events are handled one
+at a time (a lock), each rereading the current znode, so images never go back in time. After a session
+expiry everything is reloaded and watched again, and this broker registers again. Writes are async, and
+the image reflects a write when it returns. Writes that can race are conditional on znode versions.
 
 Partition states at topic creation are what Kafka's controller writes then (leader = first replica, ISR =
-all replicas, leader epoch 0), with the controller epoch given by the caller; once the cluster controller
-exists it should own that step.
-
-The view's shapes follow ``EmbeddedMetadataStore`` except ``scram_credentials``, whose values are
-``ScramCredential`` (salt, stored key, server key, iterations), Kafka's stored form.
+all replicas, leader epoch 0, the current controller epoch); the controller (``replication.zk.controller``)
+corrects them for dead brokers. ``alter_partition`` is conditional on the partition epoch (znode version).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import hmac
 import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
-from pykbroker.metadata_store import PartitionState, TopicState
 from pykbroker.quotas import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
+from pykbroker.security.scram import ScramCredential, credential_from_salted_password
+from replication.metadata_image import (
+    BrokerImage,
+    Endpoint,
+    MetadataImage,
+    MetadataListener,
+    PartitionState,
+    TopicState,
+)
+from replication.zk.broker_registration import BrokerRegistration, live_brokers
 from replication.zk.client import (
     BadVersionError,
     CreateOp,
@@ -54,13 +61,14 @@ from replication.zk.client import (
     ZooKeeperClient,
     ZooKeeperMultiError,
 )
-from replication.zk.cluster_id import generate_cluster_id
+from replication.zk.cluster_id import generate_cluster_id, get_or_create_cluster_id
 from replication.zk.znodes import (
     DEFAULT_ENTITY,
     PERSISTENT_PATHS,
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityChangeNotificationZNode,
     ConfigEntityZNode,
+    ControllerZNode,
     DeleteTopicsTopicZNode,
     FeatureZNode,
     TopicPartitionStateZNode,
@@ -72,34 +80,23 @@ from replication.zk.znodes import (
     desanitize,
     sanitize,
 )
+from replication.zk.znodes import Endpoint as ZkEndpoint
 
 log = logging.getLogger("pykbroker.zk.metadata")
 
-__all__ = ["ScramCredential", "ZooKeeperMetadataStore", "java_double_string", "quota_entity_path",
-           "scram_credential_string"]
+__all__ = ["CHANGE_EXPIRATION_MS", "ZooKeeperMetadataStore", "java_double_string", "parse_scram_credential",
+           "quota_entity_path", "quota_value_string", "scram_credential_string"]
 
 SCRAM_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
-_SCRAM_HASH = {1: "sha256", 2: "sha512"}
+_EMPTY: Mapping = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class ScramCredential:
-    """A SCRAM credential as Kafka stores it (RFC 5802's server-side values)."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))
 
 
-def scram_credential(mechanism: int, iterations: int, salt: bytes, salted_password: bytes) -> ScramCredential:
-    """The stored form of a salted password (what AlterUserScramCredentials sends)."""
-    digest = _SCRAM_HASH[mechanism]
-    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
-    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
-                           hmac.new(salted_password, b"Server Key", digest).digest(), iterations)
-
+# -- Kafka's value formats --------------------------------------------------------------------------------
 
 def scram_credential_string(c: ScramCredential) -> str:
     """Kafka's ``ScramCredentialUtils.credentialToString``."""
@@ -109,10 +106,11 @@ def scram_credential_string(c: ScramCredential) -> str:
 
 
 def parse_scram_credential(text: str) -> ScramCredential:
+    """Kafka's ``ScramCredentialUtils.credentialFromString``."""
     fields = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
     try:
-        return ScramCredential(base64.b64decode(fields["salt"]), base64.b64decode(fields["stored_key"]),
-                               base64.b64decode(fields["server_key"]), int(fields["iterations"]))
+        return ScramCredential(int(fields["iterations"]), base64.b64decode(fields["salt"]),
+                               base64.b64decode(fields["stored_key"]), base64.b64decode(fields["server_key"]))
     except (KeyError, ValueError) as exc:
         raise ZNodeDecodeError(f"bad SCRAM credential: {exc}") from None
 
@@ -129,8 +127,7 @@ def java_double_string(value: float) -> str:
         return repr(float(value))  # plain notation in this range, as Java's
     sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
     text = "".join(map(str, digits))
-    mantissa = f"{text[0]}.{text[1:] or '0'}"
-    return f"{'-' if sign else ''}{mantissa}E{len(text) - 1 + exponent}"
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{len(text) - 1 + int(exponent)}"
 
 
 def quota_value_string(key: str, value: float) -> str:
@@ -175,111 +172,149 @@ def _entity_from_path(config_type: str, path: str) -> frozenset | None:
     return None
 
 
+def _topic_uuid(topic_id: str | None) -> uuid.UUID:
+    if topic_id is None:  # a topic created before Kafka 2.8 has none until a controller adds one
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+def _sequence(child: str) -> int:
+    try:
+        return int(child.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
 class ZooKeeperMetadataStore:
-    """Topics, configs, quotas, SCRAM credentials and features of a cluster, in ZooKeeper."""
+    """The ``MetadataWriter`` of a broker in a ZooKeeper cluster; ``await start()`` before use."""
 
     def __init__(self, zk: ZooKeeperClient, node_id: int, *, controller_epoch: Callable[[], int] = lambda: 0,
                  clock: Callable[[], float] = time.time) -> None:
-        """``controller_epoch()`` is written into new partition states; ``clock`` ages change notifications."""
+        """``controller_epoch()`` is written into partition states; ``clock`` ages change notifications."""
         self.zk = zk
-        self.clock = clock
         self.node_id = node_id
         self.controller_epoch = controller_epoch
-        self.topics: dict[str, TopicState] = {}
-        self.topics_by_id: dict[uuid.UUID, TopicState] = {}
-        self.broker_configs: dict[str, dict[str, str]] = {}
-        self.client_quotas: dict[frozenset, dict[str, float]] = {}
-        self.scram_credentials: dict[str, dict[int, ScramCredential]] = {}
-        self.finalized_features: dict[str, int] = {}
-        self.topic_versions: dict[str, int] = {}  # znode version of /brokers/topics/<t>
+        self.clock = clock
+        self._image = MetadataImage("")
+        self._listeners: list[MetadataListener] = []
+        self._lock = asyncio.Lock()
         self._last_change = -1  # sequence number of the last config change notification applied
-        self._listeners: list[Callable[[str, Any], Any]] = []
+        self._registration: BrokerRegistration | None = None
         self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
 
-    def add_listener(self, listener: Callable[[str, Any], Any]) -> None:
-        """``listener(kind, key)`` after the view changed: ("topic", name), ("partition", (name, p)),
-        ("topic_deleted", name), ("config", (type, entity path)), ("features", None)."""
+    # -- reading ---------------------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    def subscribe(self, listener: MetadataListener) -> None:
+        """Call ``listener(old, new)`` after every change of the image."""
         self._listeners.append(listener)
 
-    def _changed(self, kind: str, key: Any) -> None:
+    @property
+    def topics(self) -> Mapping[str, TopicState]:
+        return self._image.topics
+
+    @property
+    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
+        return self._image.topics_by_id
+
+    @property
+    def scram_credentials(self) -> Mapping[str, Mapping[int, ScramCredential]]:
+        return self._image.scram_credentials  # type: ignore[return-value]
+
+    @property
+    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
+        return self._image.client_quotas
+
+    @property
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        return self._image.broker_configs
+
+    @property
+    def finalized_features(self) -> Mapping[str, int]:
+        return self._image.finalized_features
+
+    @property
+    def features_epoch(self) -> int:
+        return self._image.features_epoch
+
+    @property
+    def offset(self) -> int:
+        """Count of images published so far."""
+        return self._image.offset
+
+    def _publish(self, **changes: Any) -> None:
+        old = self._image
+        new = replace(old, offset=old.offset + 1, **changes)
+        self._image = new
         for listener in self._listeners:
             try:
-                listener(kind, key)
+                listener(old, new)
             except Exception:
-                log.exception("metadata listener failed on %s %s", kind, key)
+                log.exception("metadata listener failed")
 
-    # -- loading and watching -----------------------------------------------------------------------------
-
+    # -- loading and watching ----------------------------------------------------------------------------
     async def start(self) -> None:
-        """Make sure Kafka's persistent paths exist, load everything, and watch."""
+        """Make sure Kafka's persistent paths exist, read (or create) the cluster id, load everything, watch."""
         for path in PERSISTENT_PATHS:
             await self.zk.ensure_path(path)
+        cluster_id = await get_or_create_cluster_id(self.zk)
+        self._image = replace(self._image, cluster_id=cluster_id)
         self.zk.on_new_session(self._reload)
         await self._reload()
 
     async def _reload(self) -> None:
-        self.topics.clear()
-        self.topics_by_id.clear()
-        await self._load_topics()
-        await self._load_configs()
-        await self._load_features()
+        """Read everything afresh (at start and in a new session: every watch is armed again)."""
+        async with self._lock:
+            names = await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or []
+            topics = {}
+            for name in names:
+                topic = await self._read_topic(name)
+                if topic is not None:
+                    topics[name] = topic
+            brokers = await self._read_brokers()
+            controller_id = await self._read_controller()
+            configs = await self._read_all_configs()
+            features, features_epoch = await self._read_features()
+            self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}),
+                          brokers=brokers, controller_id=controller_id, **configs,
+                          finalized_features=features, features_epoch=features_epoch)
 
-    async def _load_topics(self, _event: Any = None) -> None:
-        names = await self.zk.get_children(TopicsZNode.path, watch=self._load_topics) or []
-        for gone in set(self.topics) - set(names):
-            self._forget_topic(gone)
-        for name in names:
-            if name not in self.topics:
-                await self._load_topic(name)
+    def _in_task(self, coro_fn: Callable[..., Any], *args: Any) -> None:
+        """Run a watch's reread as a task, one at a time with the others."""
+        async def run() -> None:
+            async with self._lock:
+                await coro_fn(*args)
 
-    def _forget_topic(self, name: str) -> None:
-        topic = self.topics.pop(name, None)
-        self.topic_versions.pop(name, None)
-        self._topic_watches.pop(name, None)
-        for key in [k for k in self._partition_watches if k[0] == name]:
-            del self._partition_watches[key]
-        if topic is not None:
-            self.topics_by_id.pop(topic.topic_id, None)
-            self._changed("topic_deleted", name)
+        asyncio.ensure_future(run())
 
-    async def _load_topic(self, name: str) -> None:
-        found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
-        if found is None or found[0] is None:
-            self._forget_topic(name)
-            return
-        try:
-            assignment = TopicZNode.decode(name, found[0])
-        except ZNodeDecodeError as exc:
-            log.warning("ignoring unreadable topic %s: %s", name, exc)
-            return
-        old = self.topics.get(name)
-        topic_id = _topic_uuid(assignment.topic_id)
-        partitions = []
-        for p in sorted(assignment.partitions):
-            existing = old.partitions[p] if old is not None and p < len(old.partitions) else None
-            state = PartitionState(p, -1, 0, list(assignment.partitions[p]), [], 0) if existing is None else existing
-            state.replicas = list(assignment.partitions[p])
-            partitions.append(state)
-        config_found = await self.zk.get(ConfigEntityZNode.path("topics", name))
-        configs = ConfigEntityZNode.decode(config_found[0]) if config_found else {}
-        topic = TopicState(name, topic_id, partitions, configs)
-        if old is not None and old.topic_id != topic_id:
-            self.topics_by_id.pop(old.topic_id, None)
-        self.topics[name] = topic
-        self.topics_by_id[topic_id] = topic
-        self.topic_versions[name] = found[1].version
-        for state in partitions:
-            await self._load_partition(name, state.partition)
-        self._changed("topic", name)
+    # topics
+    def _topics_changed(self, _event: Any) -> None:
+        self._in_task(self._load_topics)
+
+    async def _load_topics(self) -> None:
+        names = set(await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or [])
+        image = self._image
+        topics = dict(image.topics)
+        for gone in set(topics) - names:
+            self._forget_watches(gone)
+            del topics[gone]
+        for name in names - set(topics):
+            topic = await self._read_topic(name)
+            if topic is not None:
+                topics[name] = topic
+        if topics.keys() != image.topics.keys():
+            self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}))
 
     def _topic_watch(self, name: str) -> Callable[[Any], None]:
-        """The one watch callable of a topic znode: the same object every time, so rereading a topic
-        re-arms its watch instead of stacking a second one."""
+        """The one watch callable of a topic znode (the same object every time, so a reread re-arms the
+        watch instead of stacking a second callback)."""
         watch = self._topic_watches.get(name)
         if watch is None:
             def watch(_event: Any, name: str = name) -> None:
-                asyncio.ensure_future(self._load_topic(name))
+                self._in_task(self._load_topic, name)
 
             self._topic_watches[name] = watch
         return watch
@@ -287,80 +322,152 @@ class ZooKeeperMetadataStore:
     def _partition_watch(self, name: str, partition: int) -> Callable[[Any], None]:
         watch = self._partition_watches.get((name, partition))
         if watch is None:
-            def watch(event: Any, name: str = name, partition: int = partition) -> None:
-                asyncio.ensure_future(self._load_partition(name, partition, event))
+            def watch(_event: Any, name: str = name, partition: int = partition) -> None:
+                self._in_task(self._load_partition, name, partition)
 
             self._partition_watches[(name, partition)] = watch
         return watch
 
-    async def _load_partition(self, name: str, partition: int, _event: Any = None) -> None:
+    def _forget_watches(self, name: str) -> None:
+        self._topic_watches.pop(name, None)
+        for key in [k for k in self._partition_watches if k[0] == name]:
+            del self._partition_watches[key]
+
+    async def _read_topic(self, name: str) -> TopicState | None:
+        """A topic as ZooKeeper has it now (watches armed), or None when it is gone or unreadable."""
+        found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
+        if found is None or found[0] is None:
+            return None
+        try:
+            assignment = TopicZNode.decode(name, found[0])
+        except ZNodeDecodeError as exc:
+            log.warning("ignoring unreadable topic %s: %s", name, exc)
+            return None
+        partitions = []
+        for p in sorted(assignment.partitions):
+            partitions.append(await self._read_partition(name, p, assignment.partitions[p]))
+        config = await self.zk.get(ConfigEntityZNode.path("topics", name))
+        configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
+        return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
+
+    async def _read_partition(self, name: str, partition: int, replicas: list[int]) -> PartitionState:
+        """A partition's state; before the controller wrote it: no leader, and its creation is watched."""
         path = TopicPartitionStateZNode.path(name, partition)
         found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is None:
-            # not written yet (the controller writes it after the topic znode): watch for its creation
             await self.zk.exists(path, watch=self._partition_watch(name, partition))
-            return
-        topic = self.topics.get(name)
-        if topic is None or partition >= len(topic.partitions) or found[0] is None:
-            return
-        try:
-            s = TopicPartitionStateZNode.decode(found[0], found[1].version, path)
-        except ZNodeDecodeError as exc:
-            log.warning("ignoring unreadable %s: %s", path, exc)
-            return
-        state = topic.partitions[partition]
-        state.leader, state.leader_epoch, state.isr, state.partition_epoch = s.leader, s.leader_epoch, s.isr, s.zk_version
-        if _event is not None:
-            self._changed("partition", (name, partition))
+        else:
+            try:
+                s = TopicPartitionStateZNode.decode(found[0], found[1].version, path)
+                return PartitionState(partition, s.leader, s.leader_epoch, tuple(replicas), tuple(s.isr), s.zk_version)
+            except ZNodeDecodeError as exc:
+                log.warning("ignoring unreadable %s: %s", path, exc)
+        return PartitionState(partition, -1, 0, tuple(replicas), (), 0)
 
-    async def _load_configs(self) -> None:
-        self.broker_configs.clear()
-        self.client_quotas.clear()
-        self.scram_credentials.clear()
-        for config_type in ("brokers", "clients", "ips", "users"):
-            for child in await self.zk.get_children(f"/config/{config_type}") or []:
-                await self._load_entity(config_type, child)
-                if config_type == "users":
-                    for client in await self.zk.get_children(f"/config/users/{child}/clients") or []:
-                        await self._load_entity("users", f"{child}/clients/{client}")
+    async def _load_topic(self, name: str) -> None:
+        topic = await self._read_topic(name)
+        image = self._image
+        topics = dict(image.topics)
+        by_id = dict(image.topics_by_id)
+        old = topics.pop(name, None)
+        if old is not None:
+            by_id.pop(old.topic_id, None)
+        if topic is not None:
+            topics[name] = topic
+            by_id[topic.topic_id] = topic
+        elif old is None:
+            return
+        else:
+            self._forget_watches(name)
+        self._publish(topics=_frozen(topics), topics_by_id=_frozen(by_id))
+
+    async def _load_partition(self, name: str, partition: int) -> None:
+        topic = self._image.topics.get(name)
+        if topic is None or partition >= len(topic.partitions):
+            return
+        current = topic.partitions[partition]
+        state = await self._read_partition(name, partition, list(current.replicas))
+        if state != current:
+            self._put_partition(name, state)
+
+    def _put_partition(self, name: str, state: PartitionState) -> None:
+        topic = self._image.topics[name]
+        partitions = list(topic.partitions)
+        partitions[state.partition] = state
+        topic = replace(topic, partitions=tuple(partitions))
+        self._publish(topics=_frozen({**self._image.topics, name: topic}),
+                      topics_by_id=_frozen({**self._image.topics_by_id, topic.topic_id: topic}))
+
+    # brokers and the controller
+    def _brokers_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            self._publish(brokers=await self._read_brokers())
+        self._in_task(load)
+
+    async def _read_brokers(self) -> Mapping[int, BrokerImage]:
+        brokers = await live_brokers(self.zk, watch=self._brokers_changed)
+        return _frozen({i: BrokerImage(i, tuple(Endpoint(e.listener_name, e.host or "", e.port, e.security_protocol)
+                                                for e in info.endpoints), info.rack)
+                        for i, (info, _epoch) in brokers.items()})
+
+    def _controller_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            controller_id = await self._read_controller()
+            if controller_id != self._image.controller_id:
+                self._publish(controller_id=controller_id)
+        self._in_task(load)
+
+    async def _read_controller(self) -> int:
+        if await self.zk.exists(ControllerZNode.path, watch=self._controller_changed) is None:
+            return -1
+        found = await self.zk.get(ControllerZNode.path)
+        try:
+            return ControllerZNode.decode(found[0]).broker_id if found is not None else -1
+        except ZNodeDecodeError:
+            return -1
+
+    # configs, quotas, credentials
+    async def _read_all_configs(self) -> dict[str, Mapping]:
+        broker_configs: dict[str, Mapping[str, str]] = {}
+        quotas: dict[frozenset, Mapping[str, float]] = {}
+        credentials: dict[str, Mapping[int, ScramCredential]] = {}
+        entities = [("brokers", c) for c in await self.zk.get_children("/config/brokers") or []]
+        entities += [("clients", c) for c in await self.zk.get_children("/config/clients") or []]
+        entities += [("ips", c) for c in await self.zk.get_children("/config/ips") or []]
+        for user in await self.zk.get_children("/config/users") or []:
+            entities.append(("users", user))
+            entities += [("users", f"{user}/clients/{c}")
+                         for c in await self.zk.get_children(f"/config/users/{user}/clients") or []]
+        for config_type, entity_path in entities:
+            found = await self.zk.get(ConfigEntityZNode.path(config_type, entity_path))
+            config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
+            _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
         changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path, watch=self._config_changes) or []
         self._last_change = max((_sequence(c) for c in changes), default=-1)
+        return {"broker_configs": _frozen(broker_configs), "client_quotas": _frozen(quotas),
+                "scram_credentials": _frozen(credentials)}
 
     async def _load_entity(self, config_type: str, entity_path: str) -> None:
-        """Reread one config entity into the view."""
+        """Reread one config entity into a new image."""
         found = await self.zk.get(ConfigEntityZNode.path(config_type, entity_path))
         config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
+        image = self._image
         if config_type == "topics":
-            topic = self.topics.get(entity_path)
-            if topic is not None:
-                topic.configs = config
-        elif config_type == "brokers":
-            name = "" if entity_path == DEFAULT_ENTITY else entity_path
-            if config:
-                self.broker_configs[name] = config
-            else:
-                self.broker_configs.pop(name, None)
-        else:
-            entity = _entity_from_path(config_type, entity_path)
-            if entity is None:
+            topic = image.topics.get(entity_path)
+            if topic is None or dict(topic.configs) == config:
                 return
-            quotas = {k: float(v) for k, v in config.items() if k in USER_AND_CLIENT_KEYS or k in IP_KEYS}
-            if quotas:
-                self.client_quotas[entity] = quotas
-            else:
-                self.client_quotas.pop(entity, None)
-            if config_type == "users" and "/" not in entity_path:
-                user = desanitize(entity_path)
-                creds = {m: parse_scram_credential(config[name]) for m, name in SCRAM_MECHANISM_NAMES.items()
-                         if name in config}
-                if creds:
-                    self.scram_credentials[user] = creds
-                else:
-                    self.scram_credentials.pop(user, None)
-        self._changed("config", (config_type, entity_path))
+            topic = replace(topic, configs=config)
+            self._publish(topics=_frozen({**image.topics, topic.name: topic}),
+                          topics_by_id=_frozen({**image.topics_by_id, topic.topic_id: topic}))
+            return
+        broker_configs, quotas = dict(image.broker_configs), dict(image.client_quotas)
+        credentials = dict(image.scram_credentials)
+        _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
+        self._publish(broker_configs=_frozen(broker_configs), client_quotas=_frozen(quotas),
+                      scram_credentials=_frozen(credentials))
 
     def _config_changes(self, _event: Any) -> None:
-        asyncio.ensure_future(self._apply_config_changes())
+        self._in_task(self._apply_config_changes)
 
     async def _apply_config_changes(self) -> None:
         """Kafka's ZkNodeChangeNotificationListener: reread the entity of each new notification, in order,
@@ -370,50 +477,46 @@ class ZooKeeperMetadataStore:
         for child in sorted(changes, key=_sequence):
             seq = _sequence(child)
             path = f"{ConfigEntityChangeNotificationZNode.path}/{child}"
-            if seq <= self._last_change:
-                await self._purge_if_obsolete(path, now_ms)
-                continue
-            found = await self.zk.get(path)
-            self._last_change = seq
-            if found is None:
-                continue
-            if found[1].ctime < now_ms - CHANGE_EXPIRATION_MS:
-                await self._purge_if_obsolete(path, now_ms)
-            try:
-                entity_path = ConfigEntityChangeNotificationSequenceZNode.decode(found[0])
-            except ZNodeDecodeError as exc:
-                log.warning("ignoring config change %s: %s", child, exc)
-                continue
-            config_type, _, name = entity_path.partition("/")
-            await self._load_entity(config_type, name)
+            if seq > self._last_change:
+                found = await self.zk.get(path)
+                self._last_change = seq
+                if found is not None:
+                    try:
+                        config_type, _, name = ConfigEntityChangeNotificationSequenceZNode.decode(found[0]).partition("/")
+                    except ZNodeDecodeError as exc:
+                        log.warning("ignoring config change %s: %s", child, exc)
+                    else:
+                        await self._load_entity(config_type, name)
+            stat = await self.zk.exists(path)
+            if stat is not None and stat.ctime < now_ms - CHANGE_EXPIRATION_MS:
+                try:
+                    await self.zk.delete(path)
+                except NoNodeError:
+                    pass  # another broker purged it
 
-    async def _purge_if_obsolete(self, path: str, now_ms: int) -> None:
-        stat = await self.zk.exists(path)
-        if stat is not None and stat.ctime < now_ms - CHANGE_EXPIRATION_MS:
-            try:
-                await self.zk.delete(path)
-            except NoNodeError:
-                pass  # another broker purged it
+    # features
+    def _features_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            features, epoch = await self._read_features()
+            self._publish(finalized_features=features, features_epoch=epoch)
+        self._in_task(load)
 
-    async def _load_features(self, _event: Any = None) -> None:
-        found = await self.zk.get(FeatureZNode.path, watch=self._load_features)
+    async def _read_features(self) -> tuple[Mapping[str, int], int]:
+        """Finalized features and their epoch (the /feature znode version, as Kafka's feature cache)."""
+        found = await self.zk.get(FeatureZNode.path, watch=self._features_changed)
         if found is None:
-            await self.zk.exists(FeatureZNode.path, watch=self._load_features)
-            self.finalized_features = {}
-        else:
-            self.finalized_features = dict(FeatureZNode.decode(found[0]).features)
-        if _event is not None:
-            self._changed("features", None)
+            await self.zk.exists(FeatureZNode.path, watch=self._features_changed)
+            return _EMPTY, -1
+        return _frozen(FeatureZNode.decode(found[0]).features), found[1].version
 
-    # -- writes ---------------------------------------------------------------------------------------------
-
-    async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
-        """Create a topic with one replica list per partition (Kafka's AdminZkClient, then the controller's
-        initial partition states), atomically. Raises ``KeyError`` if it exists."""
-        topic_id = _new_topic_id()
+    # -- writing -------------------------------------------------------------------------------------------
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
+        """Create a topic (Kafka's AdminZkClient writes, then the controller's initial partition states) in
+        one multi. Raises ``KeyError`` if it exists."""
+        topic_id = generate_cluster_id()  # Kafka's Uuid.randomUuid, as for the cluster id
         epoch = self.controller_epoch()
-        ops = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id)),
-               CreateOp(TopicPartitionsZNode.path(name))]
+        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id)),
+                     CreateOp(TopicPartitionsZNode.path(name))]
         for p, replicas in enumerate(assignments):
             ops += [CreateOp(TopicPartitionZNode.path(name, p)),
                     CreateOp(TopicPartitionStateZNode.path(name, p),
@@ -421,7 +524,7 @@ class ZooKeeperMetadataStore:
         config_path = ConfigEntityZNode.path("topics", name)
         if await self.zk.exists(config_path) is None:
             ops.insert(0, CreateOp(config_path, ConfigEntityZNode.encode(configs)))
-        else:  # left over by an earlier topic of that name: Kafka overwrites it
+        elif await self.zk.exists(TopicZNode.path(name)) is None:  # left by an old topic of that name
             await self.zk.set(config_path, ConfigEntityZNode.encode(configs))
         try:
             await self.zk.multi(ops)
@@ -430,8 +533,9 @@ class ZooKeeperMetadataStore:
                 raise KeyError(name) from None
             raise
         log.info("created topic %s (id %s) with %d partitions", name, topic_id, len(assignments))
-        await self._load_topic(name)
-        return self.topics[name]
+        async with self._lock:
+            await self._load_topic(name)
+        return self._image.topics[name]
 
     async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
         """Append partitions: the topic znode is rewritten conditionally on its version, with the new
@@ -448,25 +552,26 @@ class ZooKeeperMetadataStore:
                 partitions, current.topic_id, adding_replicas=current.adding_replicas,
                 removing_replicas=current.removing_replicas), found[1].version)]
             for i, replicas in enumerate(assignments):
-                p = start + i
-                ops += [CreateOp(TopicPartitionZNode.path(name, p)), CreateOp(
-                    TopicPartitionStateZNode.path(name, p), TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
+                ops += [CreateOp(TopicPartitionZNode.path(name, start + i)),
+                        CreateOp(TopicPartitionStateZNode.path(name, start + i),
+                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
             try:
                 await self.zk.multi(ops)
                 break
             except ZooKeeperMultiError as exc:
-                if isinstance(exc.error, BadVersionError):
-                    continue  # the topic changed meanwhile: recompute from its new assignment
-                raise
-        await self._load_topic(name)
-        return self.topics[name]
+                if not isinstance(exc.error, BadVersionError):
+                    raise
+                # the topic changed meanwhile: recompute from its new assignment
+        async with self._lock:
+            await self._load_topic(name)
+        return self._image.topics[name]
 
-    async def delete_topic(self, name: str) -> TopicState | None:
+    async def delete_topic(self, name: str) -> TopicState:
         """Delete a topic as Kafka does: mark ``/admin/delete_topics/<t>``, remove its znodes and config,
-        then the mark. Returns the topic as the view knew it. Raises ``KeyError`` if it does not exist."""
+        then the mark. Returns the topic as it was. Raises ``KeyError`` if it does not exist."""
+        topic = self._image.topics.get(name)
         if await self.zk.exists(TopicZNode.path(name)) is None:
             raise KeyError(name)
-        topic = self.topics.get(name)
         try:
             await self.zk.create(DeleteTopicsTopicZNode.path(name), make_parents=True)
         except NodeExistsError:
@@ -476,10 +581,30 @@ class ZooKeeperMetadataStore:
             await self.zk.delete(ConfigEntityZNode.path("topics", name))
         except NoNodeError:
             pass
-        await self.zk.delete(DeleteTopicsTopicZNode.path(name))
-        self._forget_topic(name)
+        try:
+            await self.zk.delete(DeleteTopicsTopicZNode.path(name))
+        except NoNodeError:
+            pass  # the controller finished it for us
         log.info("deleted topic %s", name)
-        return topic
+        async with self._lock:
+            await self._load_topic(name)
+        return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
+
+    async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
+        """Write one partition's leader and ISR if its partition epoch (the state znode's version) is still
+        ``state.partition_epoch - 1``; returns the committed state with its new epoch, None if refused."""
+        path = TopicPartitionStateZNode.path(topic, partition)
+        data = TopicPartitionStateZNode.encode(state.leader, state.leader_epoch, list(state.isr), self.controller_epoch())
+        try:
+            stat = await self.zk.set(path, data, state.partition_epoch - 1)
+        except (BadVersionError, NoNodeError):
+            return None
+        committed = replace(state, partition_epoch=stat.version)
+        async with self._lock:
+            current = self._image.partition(topic, partition)
+            if current is not None and current.partition_epoch < committed.partition_epoch:
+                self._put_partition(topic, replace(committed, replicas=current.replicas))
+        return committed
 
     async def _write_entity(self, config_type: str, entity_path: str,
                             change: Callable[[dict[str, str]], dict[str, str]]) -> None:
@@ -487,8 +612,7 @@ class ZooKeeperMetadataStore:
         path = ConfigEntityZNode.path(config_type, entity_path)
         while True:
             found = await self.zk.get(path)
-            config = change(ConfigEntityZNode.decode(found[0]) if found else {})
-            data = ConfigEntityZNode.encode(config)
+            data = ConfigEntityZNode.encode(change(ConfigEntityZNode.decode(found[0]) if found else {}))
             try:
                 if found is None:
                     await self.zk.create(path, data, make_parents=True)
@@ -500,10 +624,11 @@ class ZooKeeperMetadataStore:
         await self.zk.create(ConfigEntityChangeNotificationSequenceZNode.create_path,
                              ConfigEntityChangeNotificationSequenceZNode.encode(f"{config_type}/{entity_path}"),
                              sequential=True)
-        await self._load_entity(config_type, entity_path)
+        async with self._lock:
+            await self._load_entity(config_type, entity_path)
 
-    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        if name not in self.topics and await self.zk.exists(TopicZNode.path(name)) is None:
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        if await self.zk.exists(TopicZNode.path(name)) is None:
             raise KeyError(name)
         await self._write_entity("topics", name, lambda _old: dict(configs))
 
@@ -537,8 +662,9 @@ class ZooKeeperMetadataStore:
         for user, mechanism in deletions:
             by_user.setdefault(user, []).append((mechanism, None))
         for user, mechanism, iterations, salt, salted_password in upsertions:
-            by_user.setdefault(user, []).append((mechanism, scram_credential(mechanism, iterations, salt,
-                                                                            salted_password)))
+            credential = credential_from_salted_password(SCRAM_MECHANISM_NAMES[mechanism], iterations, salt,
+                                                         salted_password)
+            by_user.setdefault(user, []).append((mechanism, credential))
         for user, edits in by_user.items():
             def change(old: dict[str, str], edits=edits) -> dict[str, str]:
                 new = dict(old)
@@ -551,35 +677,63 @@ class ZooKeeperMetadataStore:
 
             await self._write_entity("users", sanitize(user), change)
 
-    async def set_finalized_features(self, levels: dict[str, int]) -> None:
+    async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels in /feature (conditional on its version)."""
+        features = {k: v for k, v in levels.items() if v > 0}
         while True:
             found = await self.zk.get(FeatureZNode.path)
-            data = FeatureZNode.encode({k: v for k, v in levels.items() if v > 0})
             try:
                 if found is None:
-                    await self.zk.create(FeatureZNode.path, data)
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(features))
+                    version = 0
                 else:
-                    await self.zk.set(FeatureZNode.path, data, found[1].version)
+                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(features), found[1].version)).version
                 break
             except (BadVersionError, NodeExistsError):
                 continue
-        self.finalized_features = {k: v for k, v in levels.items() if v > 0}
+        async with self._lock:
+            if version > self._image.features_epoch or self._image.features_epoch < 0:
+                self._publish(finalized_features=_frozen(features), features_epoch=version)
+
+    async def register_broker(self, broker: BrokerImage) -> None:
+        """This broker's ephemeral ``/brokers/ids/<id>`` (registered again in every new session)."""
+        self._registration = BrokerRegistration(
+            self.zk, broker.node_id, [ZkEndpoint(e.listener, e.host, e.port, e.security_protocol)
+                                      for e in broker.endpoints], rack=broker.rack)
+        await self._registration.register()
+        async with self._lock:
+            self._publish(brokers=await self._read_brokers())
 
 
-def _sequence(child: str) -> int:
-    try:
-        return int(child.rsplit("_", 1)[1])
-    except (IndexError, ValueError):
-        return -1
+def _apply_entity(config_type: str, entity_path: str, config: Mapping[str, str],
+                  broker_configs: dict, quotas: dict, credentials: dict) -> None:
+    """Fold one config entity's znode into the image's maps."""
+    if config_type == "brokers":
+        name = "" if entity_path == DEFAULT_ENTITY else entity_path
+        if config:
+            broker_configs[name] = _frozen(config)
+        else:
+            broker_configs.pop(name, None)
+        return
+    entity = _entity_from_path(config_type, entity_path)
+    if entity is None:
+        return
+    values = {k: float(v) for k, v in config.items() if k in USER_AND_CLIENT_KEYS or k in IP_KEYS}
+    if values:
+        quotas[entity] = _frozen(values)
+    else:
+        quotas.pop(entity, None)
+    if config_type == "users" and "/" not in entity_path:
+        user = desanitize(entity_path)
+        creds = {}
+        for mechanism, name in SCRAM_MECHANISM_NAMES.items():
+            if name in config:
+                try:
+                    creds[mechanism] = parse_scram_credential(config[name])
+                except ZNodeDecodeError as exc:
+                    log.warning("ignoring unreadable %s credential of %s: %s", name, user, exc)
+        if creds:
+            credentials[user] = _frozen(creds)
+        else:
+            credentials.pop(user, None)
 
-
-def _new_topic_id() -> str:
-    """A new topic id, as Kafka's Uuid.randomUuid (the cluster id's rule)."""
-    return generate_cluster_id()
-
-
-def _topic_uuid(topic_id: str | None) -> uuid.UUID:
-    if topic_id is None:  # a topic created before Kafka 2.8 has none: Kafka's controller adds one
-        return uuid.UUID(int=0)
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from pykbroker.security.scram import ScramCredential, credential_from_salted_password
 from pykbroker.testing import ZooKeeperProcess
 from pykbroker.zk_metadata_store import (
-    ScramCredential,
     ZooKeeperMetadataStore,
     java_double_string,
     quota_entity_path,
-    scram_credential,
     scram_credential_string,
 )
+from replication.metadata_image import BrokerImage, Endpoint, PartitionState
 from replication.zk.client import ZooKeeperClient
 from replication.zk.znodes import TopicPartitionStateZNode, TopicZNode
 
@@ -77,11 +77,11 @@ def test_scram_credentials_are_stored_as_kafka_3_9_1_stored_them():
     """Kafka 3.9.1 stored alice's password 'alice-secret' in the golden dump: from the same salt and
     iterations we must produce the same stored and server keys."""
     alice = json.loads(next(n["data"] for n in GOLDEN["znodes"] if n["path"] == "/config/users/alice"))["config"]
-    for mechanism, name, digest in ((1, "SCRAM-SHA-256", "sha256"), (2, "SCRAM-SHA-512", "sha512")):
+    for name, digest in (("SCRAM-SHA-256", "sha256"), ("SCRAM-SHA-512", "sha512")):
         fields = dict(part.split("=", 1) for part in alice[name].split(","))
         salt, iterations = base64.b64decode(fields["salt"]), int(fields["iterations"])
         salted = hashlib.pbkdf2_hmac(digest, b"alice-secret", salt, iterations)
-        assert scram_credential_string(scram_credential(mechanism, iterations, salt, salted)) == alice[name]
+        assert scram_credential_string(credential_from_salted_password(name, iterations, salt, salted)) == alice[name]
 
 
 def test_topics_are_kafkas_znodes_and_the_other_broker_follows(zk_server):
@@ -107,7 +107,7 @@ def test_topics_are_kafkas_znodes_and_the_other_broker_follows(zk_server):
 
             await a.add_partitions("orders", [[2, 1], [1, 2]])
             assert (await a.zk.get("/brokers/topics/orders"))[1].version == 1
-            await eventually(lambda: len(b.topics["orders"].partitions) == 5 and b.topics["orders"].partitions[4].isr == [1, 2])
+            await eventually(lambda: len(b.topics["orders"].partitions) == 5 and b.topics["orders"].partitions[4].isr == (1, 2))
 
             # the controller moves a leader (a conditional write of the state): both views follow
             path = "/brokers/topics/orders/partitions/0/state"
@@ -167,7 +167,7 @@ def test_configs_quotas_scram_and_features_reach_the_other_broker(zk_server):
             assert set(config) == {"request_percentage", "SCRAM-SHA-256", "SCRAM-SHA-512"}  # quota kept
             assert config["request_percentage"] == "50.0"
             await eventually(lambda: set(b.scram_credentials.get("alice", {})) == {1, 2})
-            assert b.scram_credentials["alice"][1] == scram_credential(1, 4096, salt, salted)
+            assert b.scram_credentials["alice"][1] == credential_from_salted_password("SCRAM-SHA-256", 4096, salt, salted)
             assert isinstance(b.scram_credentials["alice"][2], ScramCredential)
             await a.alter_scram_credentials([("alice", 1)], [])
             await eventually(lambda: set(b.scram_credentials["alice"]) == {2})
@@ -216,7 +216,8 @@ def test_rereading_a_topic_rearms_its_watch_instead_of_stacking_them(zk_server):
     async def main():
         a, b = await two_brokers(zk_server)
         reloads: list = []
-        b.add_listener(lambda kind, key: kind == "topic" and reloads.append(key))
+        b.subscribe(lambda old, new: "t" in new.topics and old.topics.get("t") is not new.topics["t"]
+                    and reloads.append("t"))
         try:
             await a.create_topic("t", [[1]], {})
             for _ in range(5):
@@ -251,6 +252,48 @@ def test_applied_change_notifications_older_than_15_minutes_are_purged(zk_server
             while len(await a.zk.get_children("/config/changes")) > 0:
                 assert asyncio.get_running_loop().time() < deadline
                 await asyncio.sleep(0.05)
+        finally:
+            await close(a, b)
+
+    run(main())
+
+
+def test_brokers_controller_partition_changes_and_features_in_the_image(zk_server):
+    from replication.zk.controller_election import ControllerElection
+
+    async def main():
+        a, b = await two_brokers(zk_server)
+        images: list = []
+        b.subscribe(lambda old, new: images.append(new))
+        try:
+            assert a.image.cluster_id == b.image.cluster_id and len(a.image.cluster_id) == 22
+            endpoints = (Endpoint("PLAINTEXT", "127.0.0.1", 9092), Endpoint("SSL", "127.0.0.1", 9093, "SSL"))
+            await a.register_broker(BrokerImage(1, endpoints, "rack-a"))
+            assert a.image.brokers[1] == BrokerImage(1, endpoints, "rack-a")
+            await eventually(lambda: b.image.brokers.get(1) == BrokerImage(1, endpoints, "rack-a"))
+
+            election = ControllerElection(a.zk, 1)
+            await election.start()
+            await eventually(lambda: b.image.controller_id == 1 and a.image.controller_id == 1)
+
+            await a.create_topic("t", [[1, 2]], {})
+            state = a.image.partition("t", 0)
+            assert (state.leader, state.isr, state.partition_epoch) == (1, (1, 2), 0)
+            shrunk = await a.alter_partition("t", 0, PartitionState(0, 1, 0, (1, 2), (1,), 1))
+            assert shrunk is not None and shrunk.partition_epoch == 1 and a.image.partition("t", 0).isr == (1,)
+            assert await a.alter_partition("t", 0, PartitionState(0, 1, 0, (1, 2), (1, 2), 1)) is None  # stale epoch
+            await eventually(lambda: b.image.partition("t", 0) == PartitionState(0, 1, 0, (1, 2), (1,), 1))
+
+            await a.set_finalized_features({"group.version": 1})
+            await a.set_finalized_features({"group.version": 1, "transaction.version": 2})
+            assert a.features_epoch == 1  # the /feature znode's version, as Kafka's feature cache
+            await eventually(lambda: b.finalized_features == {"group.version": 1, "transaction.version": 2}
+                             and b.features_epoch == 1)
+            assert [i.offset for i in images] == sorted(i.offset for i in images)  # images never go back
+
+            await election.close()
+            await a.zk.close()  # broker 1's session ends: its registration goes
+            await eventually(lambda: 1 not in b.image.brokers and b.image.controller_id == -1)
         finally:
             await close(a, b)
 
