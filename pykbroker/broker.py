@@ -293,6 +293,8 @@ class Broker:
                 continue
             if before is not None and before.configs != topic.configs:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+                if self.zk is not None:
+                    self.controller.topic_configs_changed(name)
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
