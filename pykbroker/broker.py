@@ -429,8 +429,16 @@ class Broker:
         existing = self.metadata.topics.get(name)
         if existing is not None:
             return existing
-        partitions = self.config.num_partitions
-        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.info("not creating topic %s: default.replication.factor %d exceeds the %d registered brokers",
+                     name, replication, len(live))
+            return None
+        try:
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+        except KeyError:  # created meanwhile (by another request, or another broker)
+            return self.metadata.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
