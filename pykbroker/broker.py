@@ -443,9 +443,14 @@ class Broker:
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
         """The coordinator of the groups of a __consumer_offsets partition: that partition's leader."""
-        topic = self.metadata.topics.get(GROUP_METADATA_TOPIC_NAME)
+        return self._coordinator_partition_leader(GROUP_METADATA_TOPIC_NAME, partition)
+
+    def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
+        """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
+        lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
+        topic = self.metadata.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
+            return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
 
     @property
@@ -481,10 +486,7 @@ class Broker:
 
     # -- __transaction_state -------------------------------------------------------------------------
     def _transaction_state_partition_leader(self, partition: int) -> int | None:
-        topic = self.metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(TRANSACTION_STATE_TOPIC_NAME, partition)
 
     def _transaction_state_leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a __transaction_state partition: its leader epoch."""
