@@ -768,11 +768,12 @@ def protocol_edges(c: RawClient) -> Observations:
             except (ConnectionError, OSError):
                 return "closed"
 
-    with fresh() as raw:
-        # header v2 (ApiVersions v3+ is flexible): client id, then an empty tagged-field section
-        raw.send_bytes(struct.pack(">ihhi", 15, 18, 99, 7) + struct.pack(">h", 4) + b"diff" + b"\x00")
-        body = raw.recv_frame()
-        out["api versions v99"] = struct.unpack(">ih", body[:6])
+    for version in (5, 99):  # newer than served: the whole answer, byte for byte (v0 format)
+        with fresh() as raw:
+            # header v2 (ApiVersions v3+ is flexible): client id, an empty tagged-field section, then a v3 body
+            body = struct.pack(">hhi", 18, version, 7) + struct.pack(">h", 4) + b"diff" + b"\x00" + b"\x05diff\x021\x00"
+            raw.send_bytes(struct.pack(">i", len(body)) + body)
+            out[f"api versions v{version}"] = raw.recv_frame().hex()
     with fresh() as raw:
         raw.send_bytes(struct.pack(">ihhi", 14, 999, 0, 8) + struct.pack(">h", 4) + b"diff")
         out["unknown api key"] = "closed" if raw.is_closed_by_peer() else "open"

@@ -18,7 +18,7 @@ from pykbroker.registry import REGISTRY, Registry
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
-from wire import ErrorCode
+from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
 
@@ -153,8 +153,10 @@ class Broker:
         return self._api_versions_cache
 
     def unsupported_api_versions_response(self) -> ApiVersionsResponse:
-        """The v0-encoded answer to an ApiVersions request newer than we serve."""
-        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
+        """The v0-encoded answer to an ApiVersions request newer than we serve: like Kafka's
+        ApiVersionsRequest.getErrorResponse, UNSUPPORTED_VERSION with ApiVersions' own range alone."""
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+            v for v in self.api_versions() if v.api_key == ApiKey.API_VERSIONS])
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self) -> None:
