@@ -57,6 +57,7 @@ class Broker:
         self.log_manager = LogManager(
             list(config.log_dirs),
             default_config=self.default_log_config,
+            log_initial_task_delay_ms=config["log.initial.task.delay.ms"],
             log_retention_check_interval_ms=config["log.retention.check.interval.ms"],
             log_flush_scheduler_interval_ms=config["log.flush.scheduler.interval.ms"],
             log_flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],

@@ -190,6 +190,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.retention.hours", _int(-1, _I32), "168", "Retention time in hours."),
     ConfigDef("log.retention.bytes", _int(-1, _MAX), "-1", "Retention size per partition."),
     ConfigDef("log.retention.check.interval.ms", _int(1, _MAX), "300000", "How often retention is checked."),
+    ConfigDef("log.initial.task.delay.ms", _int(0, _MAX), "30000",
+              "Delay before the first retention check, flush check and offset checkpoints after start."),
     ConfigDef("log.cleanup.policy", _list, "delete", "delete, compact or both."),
     ConfigDef("log.cleaner.enable", _bool, "true", "Run the log cleaner for compacted topics."),
     ConfigDef("log.cleaner.threads", _int(0, 64), "1", "Log cleaner threads."),
