@@ -17,9 +17,10 @@ from compat_tests.differential_allowlist import ALLOWED
 from compat_tests.test_differential import Observations, batch, create, produce, topic
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
-from wire.messages import DeleteRecordsRequest, FetchRequest, ListOffsetsRequest
+from wire.messages import DeleteRecordsRequest, DescribeConfigsRequest, FetchRequest, ListOffsetsRequest
 from wire.messages.create_topics_request import CreatableTopicConfig
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
+from wire.messages.describe_configs_request import DescribeConfigsResource
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
@@ -89,8 +90,17 @@ def retention(c: RawClient) -> Observations:
     return out
 
 
+def broker_config_definitions(c: RawClient) -> Observations:
+    """Every broker property described (names, types, read-only, sensitive): Kafka's whole list is served."""
+    r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=4, resource_name="1", configuration_keys=None)], include_synonyms=False), 4).results[0]
+    out: Observations = {"error": r.error_code}
+    out.update({e.name: (e.read_only, e.is_sensitive, e.config_type) for e in r.configs})
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
-    "retention": retention,
+    "retention": retention, "broker_config_definitions": broker_config_definitions,
 }
 
 

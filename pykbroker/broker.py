@@ -69,7 +69,7 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
-        self.fetch_sessions = FetchSessionCache()
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None

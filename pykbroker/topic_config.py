@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pykbroker.config import CONFIG_DEFS, Config
+from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from storage import LogConfig
 from storage.errors import LogConfigError
 
@@ -197,13 +198,19 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         layers = static_layers(layers)
     entries = []
     for d in sorted(CONFIG_DEFS, key=lambda d: d.name):
-        sensitive = any(word in d.name for word in _SENSITIVE_WORDS)
+        kafka_key = KAFKA_BROKER_CONFIGS.get(d.name)
+        sensitive = any(word in d.name for word in _SENSITIVE_WORDS) or (
+            kafka_key is not None and kafka_key.type == "PASSWORD")
         synonyms = _synonyms(layers, synonyms_of(d.name), d.name)
+        if kafka_key is not None and kafka_key.internal and all(
+                source == ConfigSource.DEFAULT_CONFIG for _, _, source in synonyms):
+            continue  # Kafka describes an internal config only where it is set
         value = None if sensitive else (synonyms[0][1] if synonyms else d.default)
         if sensitive:
             synonyms = [(n, None, s) for n, _, s in synonyms]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-        config_type = type_of(d.name) or (ConfigType.LIST if d.is_list else _broker_type(d.default))
+        config_type = type_of(d.name) or (getattr(ConfigType, kafka_key.type) if kafka_key is not None
+                                          else ConfigType.LIST if d.is_list else _broker_type(d.default))
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
     return entries
