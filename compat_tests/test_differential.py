@@ -6,6 +6,7 @@ runs it against both and fails on every difference not listed in ``differential_
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -14,7 +15,7 @@ import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
 from pykbroker.testing import RawClient
-from wire import ErrorCode, Writer, build_simple_batch
+from wire import CompressionType, ErrorCode, Record, TimestampType, Writer, build_batch, build_simple_batch
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -227,6 +228,60 @@ def produce_and_fetch(c: RawClient) -> Observations:
             ListOffsetsPartition(partition_index=0, timestamp=ts)])])
         p = c.request(request, 8).topics[0].partitions[0]
         out[f"list offsets {'time' if ts > 0 and ts < NOW else ts if ts < 0 else 'future'}"] = (p.error_code, p.offset)
+    return out
+
+
+def produce_answer(c: RawClient, name: str, records: bytes, version: int = 11) -> tuple:
+    """(error code, error message, record errors) of a produce; the timestamp window's bounds are elided
+    (they hold each broker's clock)."""
+    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name=name, partition_data=[PartitionProduceData(index=0, records=records)])])
+    p = c.request(request, version).responses[0].partition_responses[0]
+
+    def elide(message: str | None) -> str | None:
+        return None if message is None else re.sub(r"within \[-?\d+, -?\d+\]", "within [...]", message)
+
+    return (p.error_code, elide(p.error_message),
+            [(e.batch_index, elide(e.batch_index_error_message)) for e in p.record_errors or []])
+
+
+def record_errors(c: RawClient) -> Observations:
+    """Per-record errors (KIP-467): each refused record named by its index in the batch, as LogValidator."""
+    compact = [CreatableTopicConfig(name="cleanup.policy", value="compact")]
+    create(c, topic("re-compact", configs=compact), topic("re-plain"),
+           topic("re-compact-gzip", configs=compact + [CreatableTopicConfig(name="compression.type", value="gzip")]),
+           topic("re-append-time", configs=[CreatableTopicConfig(name="message.timestamp.type", value="LogAppendTime")]),
+           topic("re-before", configs=[CreatableTopicConfig(name="message.timestamp.before.max.ms", value="60000")]))
+    c.wait_for_topics("re-compact", "re-plain", "re-compact-gzip", "re-append-time", "re-before")
+
+    def records(n: int, keyless: set[int] = frozenset(), deltas: dict[int, int] | None = None) -> list[Record]:
+        return [Record(i, (deltas or {}).get(i, 0), None if i in keyless else b"k%d" % i, b"v") for i in range(n)]
+
+    def build(rs: list[Record], **kwargs) -> bytes:
+        return build_batch(rs, base_timestamp=kwargs.pop("base_timestamp", NOW), **kwargs)
+
+    hours2 = 2 * 3_600_000
+    out: Observations = {
+        "keyless 2 of 20": produce_answer(c, "re-compact", build(records(20, {3, 17}))),
+        "keyless 2 of 20 gzip": produce_answer(c, "re-compact", build(records(20, {3, 17}), compression=CompressionType.GZIP)),
+        "keyless 5 of 5": produce_answer(c, "re-compact", build(records(5, {0, 1, 2, 3, 4}))),
+        "keyless, topic recompresses": produce_answer(c, "re-compact-gzip", build(records(4, {1}))),
+        "keyless v7": produce_answer(c, "re-compact", build(records(4, {2})), version=7),
+        "future 1 of 4": produce_answer(c, "re-plain", build(records(4, deltas={2: hours2}))),
+        "future 1 of 4 lz4": produce_answer(c, "re-plain", build(records(4, deltas={2: hours2}),
+                                                                 compression=CompressionType.LZ4)),
+        "future base": produce_answer(c, "re-plain", build(records(3, deltas={1: -hours2, 2: -hours2}),
+                                                           base_timestamp=NOW + hours2)),
+        "past, before bound": produce_answer(c, "re-before", build(records(3, deltas={0: -hours2, 2: -hours2}))),
+        "future and keyless": produce_answer(c, "re-compact", build(records(4, {1}, {2: hours2}))),
+        "producer log append time": produce_answer(c, "re-plain", build(records(3),
+                                                                         timestamp_type=TimestampType.LOG_APPEND_TIME)),
+        "producer log append time, append-time topic": produce_answer(
+            c, "re-append-time", build(records(2), timestamp_type=TimestampType.LOG_APPEND_TIME)),
+        "future on append-time topic": produce_answer(c, "re-append-time", build(records(2, deltas={1: hours2}))),
+        "producer log append time, keyless": produce_answer(
+            c, "re-compact", build(records(3, {0}), timestamp_type=TimestampType.LOG_APPEND_TIME)),
+    }
     return out
 
 
@@ -950,7 +1005,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
-    "broker_configs": broker_configs,
+    "broker_configs": broker_configs, "record_errors": record_errors,
 }
 
 
