@@ -999,13 +999,71 @@ def broker_configs(c: RawClient) -> Observations:
     return out
 
 
+def listener_configs(c: RawClient) -> Observations:
+    """Per-broker listener, SASL and SSL configs (DynamicBrokerConfig): accepted and stored as Kafka does, and
+    refused once a listener's own prefixed configs differ from those it started with (DynamicListenerConfig)."""
+    out: Observations = {}
+
+    def incremental(ops: list[tuple[str, int, str | None]], validate_only: bool = False):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=4, resource_name="1", configs=[AlterableConfig(name=k, config_operation=op, value=v)
+                                                         for k, op, v in ops])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def legacy(configs: dict[str, str]):
+        r = c.request(AlterConfigsRequest(validate_only=False, resources=[LegacyAlterResource(
+            resource_type=4, resource_name="1", configs=[LegacyAlterable(name=k, value=v) for k, v in configs.items()])]), 2)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(keys: list[str], until: Callable | None = None):
+        deadline = time.monotonic() + 5
+        while True:  # Kafka's brokers apply committed changes asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=4, resource_name="1", configuration_keys=keys)], include_synonyms=True), 4).results[0]
+            got = (r.error_code, sorted((e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+                                         [(s.name, s.value, s.source) for s in e.synonyms]) for e in r.configs))
+            if until is None or until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    for name, value in (("sasl.kerberos.min.time.before.relogin", "58000"), ("sasl.kerberos.service.name", "kafka"),
+                        ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256"), ("sasl.login.refresh.window.factor", "0.9"),
+                        ("sasl.kerberos.min.time.before.relogin", "soon"), ("ssl.client.auth", "required"),
+                        ("ssl.keystore.type", "PKCS12")):
+        out[f"validate {name}={value}"] = incremental([(name, 0, value)], validate_only=True)
+    out["kerberos relogin"] = incremental([("sasl.kerberos.min.time.before.relogin", 0, "58000")])
+    out["legacy kerberos"] = legacy({"sasl.kerberos.min.time.before.relogin": "57000",
+                                     "sasl.kerberos.service.name": "kafka"})
+    keys = ["sasl.kerberos.min.time.before.relogin", "sasl.kerberos.service.name", "sasl.enabled.mechanisms",
+            "ssl.client.auth", "listener.name.plaintext.sasl.enabled.mechanisms"]
+    out["describe"] = describe(keys, until=lambda got: any(e[1] == "57000" for e in got[1]))
+    out["sasl mechanisms"] = incremental([("sasl.enabled.mechanisms", 0, "PLAIN")])
+    out["ssl client auth"] = incremental([("ssl.client.auth", 0, "required")])
+    out["listener ssl keystore type"] = incremental([("listener.name.plaintext.ssl.keystore.type", 0, "PKCS12")])
+    out["listener ssl keystore location"] = incremental([("listener.name.plaintext.ssl.keystore.location", 0,
+                                                          "/nonexistent.p12")])
+    out["listener sasl mechanisms"] = incremental([("listener.name.plaintext.sasl.enabled.mechanisms", 0, "PLAIN")])
+    prefixed = "listener.name.plaintext.sasl.enabled.mechanisms"
+    out["describe prefixed"] = describe(keys, until=lambda got: any(e[0] == prefixed for e in got[1]))
+    out["unknown listener"] = incremental([("listener.name.nosuch.ssl.keystore.type", 0, "PKCS12")])
+    out["then ssl client auth"] = incremental([("ssl.client.auth", 0, "none")])
+    out["then kerberos relogin"] = incremental([("sasl.kerberos.min.time.before.relogin", 0, "59000")])
+    out["then kerberos renew jitter"] = incremental([("sasl.kerberos.ticket.renew.jitter", 0, "0.1")])
+    out["then delete the listener's own"] = incremental([(prefixed, 1, None)])
+    out["describe deleted"] = describe(keys, until=lambda got: all(e[0] != prefixed for e in got[1]))
+    out["then kerberos renew jitter again"] = incremental([("sasl.kerberos.ticket.renew.jitter", 0, "0.2")])
+    out["describe after"] = describe(keys, until=lambda got: any(e[1] == "0.2" for e in got[1]))
+    out["clean up"] = legacy({})
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
-    "broker_configs": broker_configs, "record_errors": record_errors,
+    "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
 }
 
 

@@ -15,6 +15,8 @@ from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.security.listeners import ListenerSecurity
+from pykbroker.security.tls import reload_stores
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
@@ -69,6 +71,7 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
+        self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
@@ -242,14 +245,21 @@ class Broker:
     async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
         """Store the dynamic configs of one BROKER resource and apply the new effective config at once."""
         self.metadata.set_broker_configs({resource_name: configs})
+        before = self.dynamic_config.current
         self.dynamic_config.update(self.metadata.broker_configs.get("", {}),
                                    self.metadata.broker_configs.get(str(self.node_id), {}))
         current = self.dynamic_config.current
+        reload_tls = self.dynamic_config.reloaded_listeners(current, before)
         self.default_log_config = LogConfig.from_properties(current.topic_defaults())
         self.log_manager.default_config = self.default_log_config
         for topic in self.metadata.topics.values():
             self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
+        for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
+            security = self.listener_security.get(listener.name)
+            if security is not None and security.ssl_context is not None:
+                reload_stores(security.ssl_context, current, listener.name, security.protocol)
+                log.info("reloaded the key and trust stores of listener %s", listener.name)
 
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""

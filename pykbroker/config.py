@@ -18,7 +18,7 @@ from typing import Any
 
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 
-__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "parse_properties"]
+__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property", "parse_properties"]
 
 
 class ConfigError(ValueError):
@@ -327,7 +327,7 @@ _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 _MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.max\.reauth\.ms)")
 
 
-def _is_listener_property(key: str) -> bool:
+def is_listener_property(key: str) -> bool:
     """``listener.name.<name>.<property>``: a known property, or a SASL mechanism's JAAS / reauth setting."""
     m = re.fullmatch(r"listener\.name\.[A-Za-z0-9_]+\.(.+)", key)
     return m is not None and (m.group(1) in _BY_NAME or _MECHANISM_PROPERTY.fullmatch(m.group(1)) is not None)
@@ -360,7 +360,7 @@ class Config:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         given = dict(props or {})
-        unknown = sorted(k for k in given if k not in _BY_NAME and not _is_listener_property(k))
+        unknown = sorted(k for k in given if k not in _BY_NAME and not is_listener_property(k))
         if unknown:
             raise ConfigError(
                 f"unknown property '{unknown[0]}'"

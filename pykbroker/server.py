@@ -34,6 +34,7 @@ class Server:
         started = time.monotonic()
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
+        broker.listener_security = security  # dynamic key and trust store changes reload these contexts
         await broker.start()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:

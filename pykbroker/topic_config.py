@@ -213,6 +213,20 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
                                           else ConfigType.LIST if d.is_list else _broker_type(d.default))
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
+    # Listener-prefixed properties set in some layer: Kafka describes them from its originals, read-only (they are
+    # not among AllDynamicConfigs), typed and synonymed as the property they override.
+    known = {d.name for d in CONFIG_DEFS}
+    for name in sorted({n for values, _ in layers for n in values if n.startswith("listener.name.") and n not in known}):
+        base = name.split(".", 3)[3] if name.count(".") >= 3 else name
+        kafka_key = KAFKA_BROKER_CONFIGS.get(base)
+        sensitive = kafka_key is None or kafka_key.type == "PASSWORD"
+        synonyms = _synonyms(layers, synonyms_of(name), name)
+        value = None if sensitive else (synonyms[0][1] if synonyms else None)
+        if sensitive:
+            synonyms = [(n, None, s) for n, _, s in synonyms]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        config_type = getattr(ConfigType, kafka_key.type) if kafka_key is not None else ConfigType.PASSWORD
+        entries.append(ConfigEntry(name, value, source, config_type, True, sensitive, None, tuple(synonyms)))
     return entries
 
 
