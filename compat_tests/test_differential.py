@@ -49,6 +49,7 @@ from wire.messages import (
     InitProducerIdRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListConfigResourcesRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
     ListTransactionsRequest,
@@ -1057,6 +1058,98 @@ def listener_configs(c: RawClient) -> Observations:
     return out
 
 
+def group_configs(c: RawClient) -> Observations:
+    """GROUP config resources (KIP-848, type 32): described with the broker's defaults, altered within the
+    broker's group.consumer.* bounds, and in effect on the group (the heartbeat interval members are given)."""
+    create(c, topic("dgcfg-t"))
+    c.wait_for_topics("dgcfg-t")
+    group = "dg-configs"
+    group_coordinator_ready(c, group)
+    out: Observations = {}
+
+    def incremental(name: str, ops: list[tuple[str, int, str | None]], validate_only: bool = False):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=32, resource_name=name, configs=[AlterableConfig(name=k, config_operation=op, value=v)
+                                                           for k, op, v in ops])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message, r.responses[0].resource_type
+
+    def legacy(name: str, configs: dict[str, str]):
+        r = c.request(AlterConfigsRequest(validate_only=False, resources=[LegacyAlterResource(
+            resource_type=32, resource_name=name, configs=[LegacyAlterable(name=k, value=v)
+                                                           for k, v in configs.items()])]), 2)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(name: str, keys: list[str] | None = None, until: Callable | None = None):
+        deadline = time.monotonic() + 5
+        while True:  # Kafka's brokers apply committed changes asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=32, resource_name=name, configuration_keys=keys)], include_synonyms=True,
+                include_documentation=True), 4).results[0]
+            got = (r.error_code, r.error_message, [
+                (e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+                 [(s.name, s.value, s.source) for s in e.synonyms], e.documentation) for e in r.configs])
+            if until is None or until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def value_is(name: str, value: str) -> Callable:
+        return lambda got: any(e[0] == name and e[1] == value for e in got[2])
+
+    member = str(uuid.uuid4())
+
+    def heartbeat(epoch: int) -> tuple[int, int]:
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000 if epoch == 0 else -1, subscribed_topic_names=["dgcfg-t"] if epoch == 0 else None,
+            server_assignor=None, topic_partitions=[] if epoch == 0 else None), 1)
+        return r.error_code, r.heartbeat_interval_ms
+
+    out["describe unknown group"] = describe("dg-nobody")
+    out["describe empty name"] = describe("")[:2]
+    out["join"] = heartbeat(0)
+    for label, ops in (
+            ("set session", [("consumer.session.timeout.ms", 0, "50000")]),
+            ("set heartbeat", [("consumer.heartbeat.interval.ms", 0, "6000")]),
+            ("session below min", [("consumer.session.timeout.ms", 0, "1000")]),
+            ("session above max", [("consumer.session.timeout.ms", 0, "70000")]),
+            ("heartbeat below min", [("consumer.heartbeat.interval.ms", 0, "1000")]),
+            ("heartbeat above max", [("consumer.heartbeat.interval.ms", 0, "20000")]),
+            ("unknown name", [("no.such.config", 0, "1")]),
+            ("not a number", [("consumer.session.timeout.ms", 0, "soon")]),
+            ("append", [("consumer.session.timeout.ms", 2, "1")]),
+            ("null", [("consumer.session.timeout.ms", 0, None)]),
+            ("share reset", [("share.auto.offset.reset", 0, "by_duration:PT1H")]),
+            ("share reset bad", [("share.auto.offset.reset", 0, "middle")]),
+            ("share isolation bad", [("share.isolation.level", 0, "none")]),
+            ("standby above max", [("streams.num.standby.replicas", 0, "5")])):
+        out[label] = incremental(group, ops)
+    out["empty name"] = incremental("", [("consumer.session.timeout.ms", 0, "50000")])
+    out["validate only"] = incremental("dg-validate", [("consumer.session.timeout.ms", 0, "50000")], True)
+    out["describe"] = describe(group, until=value_is("consumer.heartbeat.interval.ms", "6000"))
+    out["describe keys"] = describe(group, ["consumer.session.timeout.ms", "no.such.config"])
+    out["describe validated only"] = describe("dg-validate", ["consumer.session.timeout.ms"])
+    out["heartbeat interval given"] = heartbeat(1)
+    out["delete heartbeat"] = incremental(group, [("consumer.heartbeat.interval.ms", 1, None)])
+    describe(group, until=value_is("consumer.heartbeat.interval.ms", "5000"))
+    out["heartbeat interval after delete"] = heartbeat(1)
+    out["legacy replace"] = legacy(group, {"consumer.heartbeat.interval.ms": "7000"})
+    out["describe after legacy"] = describe(group, ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"],
+                                            until=value_is("consumer.heartbeat.interval.ms", "7000"))
+    def listed(until: Callable) -> list[str]:
+        deadline = time.monotonic() + 5
+        while True:
+            r = c.request(ListConfigResourcesRequest(resource_types=[32]), 1)
+            names = sorted(x.resource_name for x in r.config_resources if x.resource_name.startswith("dg-"))
+            if until(names) or time.monotonic() > deadline:
+                return [r.error_code, *names]
+            time.sleep(0.1)
+
+    out["list config resources"] = listed(lambda names: group in names)
+    out["legacy clear"] = legacy(group, {})
+    out["list config resources after clear"] = listed(lambda names: group not in names)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
@@ -1064,6 +1157,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
     "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
+    "group_configs": group_configs,
 }
 
 

@@ -101,6 +101,7 @@ class Broker:
                 MetadataStoreTopics,
                 SystemClock,
             )
+            from coordinator.group.group_config import GroupConfigs
             from coordinator.group.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
@@ -108,7 +109,8 @@ class Broker:
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
-                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
+                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
+                group_configs=GroupConfigs(lambda: self.metadata.group_configs, lambda name: self.dynamic_config.current[name]))
         return self._group_coordinator
 
     @property
