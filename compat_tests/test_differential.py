@@ -48,6 +48,7 @@ from wire.messages import (
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     ListConfigResourcesRequest,
     ListGroupsRequest,
@@ -1150,6 +1151,127 @@ def group_configs(c: RawClient) -> Observations:
     return out
 
 
+def classic_first_generation(c: RawClient) -> Observations:
+    """How a classic group forms its first generations (Kafka's GroupMetadataManager): KIP-394 pending members
+    (MEMBER_ID_REQUIRED first), the initial delayed join that gathers members joining concurrently (static and
+    dynamic, two and three), and a join phase that waits for every known member, pending ones included."""
+    import select
+    create(c, topic("fg-t", partitions=3))
+    c.wait_for_topics("fg-t")
+    host, port = c.sock.getpeername()[:2]
+    out: Observations = {}
+
+    def join_request(group: str, member_id: str, instance: str | None = None) -> JoinGroupRequest:
+        return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                member_id=member_id, group_instance_id=instance, protocol_type="consumer",
+                                protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription("fg-t"))])
+
+    def answered_within(member: RawClient, seconds: float) -> bool:
+        return bool(select.select([member.sock], [], [], seconds)[0])
+
+    class Members:
+        """``n`` members of ``group``, each on its own connection; ids as the coordinator gave them."""
+
+        def __init__(self, group: str, n: int, static: bool) -> None:
+            group_coordinator_ready(c, group)
+            self.group, self.static = group, static
+            self.clients = [RawClient(f"{host}:{port}", timeout=30) for _ in range(n)]
+            self.ids = ["" for _ in range(n)]
+            self.generation = -1
+            self.leader = -1
+
+        def member_id_required(self, i: int) -> int:
+            r = self.clients[i].request(join_request(self.group, ""), 7)
+            self.ids[i] = r.member_id
+            return r.error_code
+
+        def send_join(self, i: int) -> None:
+            self.clients[i].send(join_request(self.group, self.ids[i], f"{self.group}-{i}" if self.static else None), 7)
+
+        def receive_join(self, i: int) -> tuple:
+            """(error, generation, leader?, members the leader is given): which member leads depends on the order
+            the joins are processed in, which Kafka's request threads do not keep across connections."""
+            r = self.clients[i].recv(JoinGroupResponse, 7)[1]
+            self.ids[i] = r.member_id or self.ids[i]
+            self.generation = max(self.generation, r.generation_id)
+            if r.leader and r.leader == r.member_id:
+                self.leader = i
+            return r.error_code, r.generation_id, r.leader == r.member_id, len(r.members)
+
+        def join_all(self, which: list[int]) -> list[tuple]:
+            """Each member's answer, and how many group.initial.rebalance.delay.ms (3 s) the join took: one, and
+            one more while members kept joining (Kafka's InitialDelayedJoin)."""
+            started = time.monotonic()
+            for i in which:
+                self.send_join(i)
+            answers = sorted(self.receive_join(i) for i in which)
+            return [*answers, ("initial delays", round((time.monotonic() - started) / 3.0))]
+
+        def heartbeat_until(self, i: int, code: int) -> int:
+            """Heartbeat until ``code`` (a request on another connection may not have been processed yet)."""
+            deadline = time.monotonic() + 5
+            while (got := self.heartbeat(i)) != code and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return got
+
+        def sync(self, i: int, leader: bool) -> int:
+            assignments = [SyncGroupRequestAssignment(member_id=m, assignment=b"") for m in self.ids if m] if leader else []
+            r = self.clients[i].request(SyncGroupRequest(
+                group_id=self.group, generation_id=self.generation, member_id=self.ids[i],
+                group_instance_id=f"{self.group}-{i}" if self.static else None, protocol_type="consumer",
+                protocol_name="range", assignments=assignments), 5)
+            return r.error_code
+
+        def heartbeat(self, i: int) -> int:
+            return self.clients[i].request(HeartbeatRequest(
+                group_id=self.group, generation_id=self.generation, member_id=self.ids[i],
+                group_instance_id=f"{self.group}-{i}" if self.static else None), 4).error_code
+
+        def close(self) -> None:
+            for client in self.clients:
+                client.close()
+
+    # Members joining at the same moment all land in the first generation (the initial delayed join).
+    for static in (False, True):
+        for n in (2, 3):
+            kind = "static" if static else "dynamic"
+            m = Members(f"fg-{kind}-{n}", n, static)
+            if not static:
+                out[f"{kind} {n}: member id required"] = [m.member_id_required(i) for i in range(n)]
+            out[f"{kind} {n}: first generation"] = m.join_all(list(range(n)))
+            m.close()
+
+    # A pending member (it got its id but has not rejoined yet) is not waited for by the initial join; when it
+    # joins, the group rebalances and the first member learns of it from its heartbeat.
+    m = Members("fg-pending-initial", 2, False)
+    out["pending initial: member ids"] = [m.member_id_required(0), m.member_id_required(1)]
+    out["pending initial: first generation"] = m.join_all([0])
+    out["pending initial: leader syncs"] = m.sync(0, leader=True)
+    m.send_join(1)
+    out["pending initial: newcomer answered at once"] = answered_within(m.clients[1], 1.0)
+    out["pending initial: leader heartbeat"] = m.heartbeat_until(0, ErrorCode.REBALANCE_IN_PROGRESS)
+    m.send_join(0)
+    out["pending initial: second generation"] = sorted([m.receive_join(1), m.receive_join(0)])
+    m.close()
+
+    # A later join phase waits for every known member, a pending one included (KIP-394).
+    m = Members("fg-pending-wait", 3, False)
+    out["pending wait: member ids"] = [m.member_id_required(0), m.member_id_required(1)]
+    out["pending wait: first generation"] = m.join_all([0, 1])
+    follower = 1 - m.leader  # the leader syncs first: a follower's SyncGroup waits for the leader's
+    out["pending wait: syncs"] = [m.sync(m.leader, leader=True), m.sync(follower, leader=False)]
+    out["pending wait: third member id"] = m.member_id_required(2)
+    out["pending wait: heartbeat after a pending member"] = m.heartbeat(follower)
+    m.send_join(m.leader)  # the leader's rejoin starts a rebalance
+    out["pending wait: heartbeat of the other"] = m.heartbeat_until(follower, ErrorCode.REBALANCE_IN_PROGRESS)
+    m.send_join(follower)
+    out["pending wait: answered while a member is pending"] = answered_within(m.clients[m.leader], 1.5)
+    m.send_join(2)
+    out["pending wait: generation with the pending member"] = sorted(m.receive_join(i) for i in range(3))
+    m.close()
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
@@ -1157,7 +1279,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
     "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
-    "group_configs": group_configs,
+    "group_configs": group_configs, "classic_first_generation": classic_first_generation,
 }
 
 
