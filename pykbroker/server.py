@@ -48,6 +48,7 @@ class Server:
             self._servers.append(srv)
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
+        await broker.register()
         idle_ms = self.config["connections.max.idle.ms"]
         if idle_ms >= 0:
             self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
@@ -97,6 +98,7 @@ class Server:
             srv.close()
         broker = self.broker
         if broker is not None:
+            broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             while any(c.busy for c in broker.connections) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)

@@ -2,8 +2,9 @@
 
 Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
-the append is acknowledged (a single node's ISR is itself, so at once). ``read_all`` reads the
-partition from its log start offset to its high watermark and yields every record; records of
+the append is acknowledged: committed to the whole ISR, or a CoordinatorLogError (REQUEST_TIMED_OUT
+after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``read_all`` reads the
+partition from its log start offset to its log end and yields every record; records of
 transactional batches carry their producer id, and transaction markers are yielded as
 ``(offset, None, None, producer_id, commit)`` (see ``coordinator.group.log``).
 """
@@ -17,7 +18,7 @@ from typing import Any
 from coordinator.group.clock import Clock
 from coordinator.group.errors import CoordinatorLogError
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
-from replication.replica_manager import FetchPartition
+from replication.partition import PartitionError
 from storage import AppendOrigin
 from wire import (
     CONTROL_FLAG_MASK,
@@ -54,8 +55,9 @@ class ReplicaCoordinatorLog:
     """One __consumer_offsets partition led by this broker."""
 
     def __init__(self, replica_manager: Any, partition: int, clock: Clock,
-                 topic: str = GROUP_METADATA_TOPIC_NAME) -> None:
+                 topic: str = GROUP_METADATA_TOPIC_NAME, append_timeout_ms: int = 5000) -> None:
         self._rm = replica_manager
+        self.append_timeout_ms = append_timeout_ms
         self.topic = topic
         self.partition = partition
         self._clock = clock
@@ -78,7 +80,8 @@ class ReplicaCoordinatorLog:
     async def _append(self, batch: bytes) -> int:
         """Append one batch as the coordinator; the offset of its first record."""
         tp = (self.topic, self.partition)
-        result = self._rm.append_records({tp: batch}, -1, origin=AppendOrigin.COORDINATOR)[tp]
+        result = (await self._rm.append_records({tp: batch}, -1, self.append_timeout_ms,
+                                                origin=AppendOrigin.COORDINATOR))[tp]
         if result.error_code != ErrorCode.NONE:
             raise CoordinatorLogError(result.error_code, result.error_message)
         return result.base_offset
@@ -90,11 +93,14 @@ class ReplicaCoordinatorLog:
                                       f"{self.topic}-{self.partition} is not hosted here")
         offset = partition.log.log_start_offset
         while True:
-            fetched = self._rm.read_partitions(
-                [FetchPartition(self.topic, self.partition, offset, READ_CHUNK_BYTES)], READ_CHUNK_BYTES, False)[0]
-            if fetched.error_code != ErrorCode.NONE:
-                raise CoordinatorLogError(fetched.error_code, f"reading {self.topic}-{self.partition} at {offset}")
-            data = _as_bytes(fetched.read.records)
+            # Up to the log end, as Kafka's coordinator loader: a new leader's high watermark may still trail
+            # records its predecessor committed, and they must not be missed.
+            try:
+                read = partition.read(offset, READ_CHUNK_BYTES, read_committed=False, min_one_message=True,
+                                      from_follower=True)
+            except PartitionError as exc:
+                raise CoordinatorLogError(exc.code, f"reading {self.topic}-{self.partition} at {offset}") from exc
+            data = _as_bytes(read.records)
             if not data:
                 return
             progressed = False
@@ -120,5 +126,5 @@ class ReplicaCoordinatorLog:
                             else:
                                 yield record_offset, r.key, r.value
                 offset = last + 1
-            if not progressed or offset >= fetched.read.high_watermark:
+            if not progressed or offset >= partition.log.log_end_offset:
                 return

@@ -74,7 +74,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
     message = topic_name_error(name)
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
-    if name not in ctx.broker.metadata.topics:
+    if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     message = topic_config_error(new_configs)  # type: ignore[arg-type]
     if message is not None:
@@ -131,7 +131,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
                     f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
     per_broker = bool(resource_name)
     resource_name = str(broker.node_id) if per_broker else ""
-    stored = dict(broker.metadata.broker_configs.get(resource_name, {}))
+    stored = dict(ctx.metadata.broker_configs.get(resource_name, {}))
     try:
         if configs is not None:
             new = dynamic_config.apply_incremental(stored, configs)
@@ -140,8 +140,8 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
-        default = new if not per_broker else broker.metadata.broker_configs.get("", {})
-        mine = new if per_broker else broker.metadata.broker_configs.get(str(broker.node_id), {})
+        default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
+        mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
         broker.dynamic_config.check_applicable(default, mine)
     except dynamic_config.DynamicConfigError as exc:
         return exc.code, exc.message
@@ -161,7 +161,7 @@ async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[
         return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
     if any(op not in (SET, DELETE, APPEND, SUBTRACT) for _, op, _ in ops):
         return ErrorCode.INVALID_REQUEST, f"Unknown operations type {next(op for _, op, _ in ops if op > 3)}"
-    configs = dict(ctx.broker.metadata.group_configs.get(group_id, {}))
+    configs = dict(ctx.metadata.group_configs.get(group_id, {}))
     for name, op, value in ops:
         if op == SET:
             configs[name] = value  # type: ignore[assignment]
@@ -190,7 +190,10 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: dict[str, str
     except group_config.GroupConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        broker.metadata.set_group_configs(group_id, configs)  # type: ignore[arg-type]
+        try:
+            await broker.metadata.set_group_configs(group_id, configs)  # type: ignore[arg-type]
+        except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
+            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
         log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -245,7 +248,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
         elif r.resource_type == TOPIC:
-            topic = ctx.broker.metadata.topics.get(r.resource_name)
+            topic = ctx.metadata.topics.get(r.resource_name)
             current = dict(topic.configs) if topic is not None else {}
             new, message = apply_operations(current, [(c.name, c.config_operation, c.value) for c in r.configs],
                                             ctx.broker.default_log_config.to_properties())

@@ -58,7 +58,7 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         message = topic_name_error(r.resource_name)
         if message is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
-        topic = broker.metadata.topics.get(r.resource_name)
+        topic = ctx.metadata.topics.get(r.resource_name)
         if topic is None:
             # Kafka's ConfigHelper sets only the code, so the message is its generated default "" (not null):
             # clients print "UnknownTopicOrPartitionException: " rather than the exception's default text.
@@ -89,7 +89,7 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
     if r.resource_type == GROUP:
         if not r.resource_name:
             return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
-        return ErrorCode.NONE, None, group_config_entries(broker.metadata.group_configs.get(r.resource_name, {}),
+        return ErrorCode.NONE, None, group_config_entries(ctx.metadata.group_configs.get(r.resource_name, {}),
                                                           lambda name: broker.dynamic_config.current[name])
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 

@@ -34,10 +34,11 @@ async def handle_list_config_resources(ctx: RequestContext,
     found: list[ConfigResource] = []
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
     if GROUP in wanted:
-        found += [ConfigResource(resource_name=group, resource_type=GROUP) for group in sorted(ctx.broker.metadata.group_configs)]
+        found += [ConfigResource(resource_name=group, resource_type=GROUP)
+                  for group in sorted(ctx.metadata.group_configs)]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
             found.append(ConfigResource(resource_name=node, resource_type=resource_type))
     if TOPIC in wanted:
-        found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.broker.metadata.topics)]
+        found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.metadata.topics)]
     return ListConfigResourcesResponse(error_code=ErrorCode.NONE, config_resources=found)
