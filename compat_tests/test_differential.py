@@ -163,6 +163,7 @@ def create_topics(c: RawClient) -> Observations:
 
 def topic_configs(c: RawClient) -> Observations:
     create(c, topic("tc-a", configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")]))
+    c.wait_for_topics("tc-a")  # Kafka's brokers learn of a new topic asynchronously
     response = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
         resource_type=2, resource_name="tc-a", configuration_keys=None)], include_synonyms=True), 4)
     out: Observations = {}
