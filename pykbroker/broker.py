@@ -15,6 +15,7 @@ from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.security.authorizer import build_authorizer
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
@@ -46,6 +47,7 @@ class Broker:
         self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        self.authorizer = build_authorizer(config, self.metadata)  # None without authorizer.class.name
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         if self.elr_enabled:

@@ -1,5 +1,5 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas and dynamic broker configs.
+credentials, client quotas, dynamic broker configs and ACLs.
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -13,11 +13,12 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykbroker.features import BOOTSTRAP_FINALIZED
+from pykbroker.security.acl import AclBinding
 
 __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id",
            "write_atomically"]
@@ -143,6 +144,8 @@ class EmbeddedMetadataStore:
         # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
         self.finalized_features: dict[str, int] = dict(BOOTSTRAP_FINALIZED)
         self.features_epoch = 1
+        # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
+        self.acls: list[AclBinding] = []
         # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
         self.offset = 0
         self._load()
@@ -168,6 +171,7 @@ class EmbeddedMetadataStore:
         if "finalized_features" in doc:
             self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
             self.features_epoch = int(doc.get("features_epoch", 1))
+        self.acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
 
     def _index(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -193,6 +197,7 @@ class EmbeddedMetadataStore:
             "broker_configs": self.broker_configs,
             "finalized_features": self.finalized_features,
             "features_epoch": self.features_epoch,
+            "acls": [a.to_json() for a in self.acls],
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         self.offset += 1
@@ -266,4 +271,14 @@ class EmbeddedMetadataStore:
                 self.scram_credentials.pop(user, None)
         for user, mechanism, iterations, salt, salted_password in upsertions:
             self.scram_credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
+        self._save()
+
+    # -- ACLs (pykbroker.security.authorizer.AclStore) --------------------------------------------------
+    def load_acls(self) -> list[AclBinding]:
+        return list(self.acls)
+
+    def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        """Add and remove ACL bindings in one durable change."""
+        gone = set(removed)
+        self.acls = [a for a in self.acls if a not in gone] + [a for a in added if a not in self.acls]
         self._save()

@@ -8,8 +8,15 @@
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
+from pykbroker.security.acl import CLUSTER_NAME
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    authorized_operations,
+)
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 from wire.messages.describe_cluster_response import DescribeClusterBroker
@@ -33,6 +40,10 @@ async def handle_describe_cluster(ctx: RequestContext,
             endpoint_type=ENDPOINT_TYPE_BROKERS,
             cluster_id=broker.cluster_id,
         )
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if request.include_cluster_authorized_operations:  # 0 without DESCRIBE on the cluster, as Kafka
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) if authorize_cluster(
+            ctx, AclOperation.DESCRIBE) else 0
     me = broker.advertised_listener(ctx.listener.name)
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
@@ -41,6 +52,5 @@ async def handle_describe_cluster(ctx: RequestContext,
         controller_id=broker.controller_id,
         brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=me.host, port=me.port,
                                        rack=broker.config.rack, is_fenced=False)],
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-                                       else AUTHORIZED_OPERATIONS_OMITTED),
+        cluster_authorized_operations=cluster_ops,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchPartition
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -40,6 +41,14 @@ def _partition_error(index: int, code: int) -> PartitionData:
                          log_start_offset=-1, records=b"")
 
 
+def _readable(ctx: RequestContext, request: FetchRequest, names: list[str]) -> set[str]:
+    """The topics the fetch may read: READ on each for consumers, CLUSTER_ACTION for all for followers."""
+    replica_id = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
+    if replica_id >= 0:
+        return set(names) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
+    return filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+
+
 @handler(ApiKey.FETCH, 4, 18, error_response=error_response)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     broker = ctx.broker
@@ -51,8 +60,15 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
     unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
     requested: list[CachedPartition] = []
-    for t in request.topics:
-        topic = store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic)
+    topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
+    readable = _readable(ctx, request, [(topic.name if topic else t.topic) for t, topic in
+                                        zip(request.topics, topics, strict=True) if topic or not by_id
+                                        for _ in t.partitions])
+    for t, topic in zip(request.topics, topics, strict=True):
+        if (topic is not None or not by_id) and (topic.name if topic else t.topic) not in readable:
+            unresolved[(t.topic, t.topic_id)] = [_partition_error(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                                                 for p in t.partitions]
+            continue
         if topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             unresolved[(t.topic, t.topic_id)] = [_partition_error(p.partition, code) for p in t.partitions]
