@@ -24,7 +24,7 @@ from pykbroker.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from pykbroker.security.auth_helper import authorize_cluster
+from pykbroker.security.auth_helper import authorize_cluster, not_authorized_message
 from pykbroker.security.authorizer import cluster_name_error
 from wire import ApiKey, ErrorCode
 from wire.messages import (
@@ -43,13 +43,6 @@ NO_AUTHORIZER = "No Authorizer is configured."
 NO_AUTHORIZER_DESCRIBE = "No Authorizer is configured on the broker"
 
 log = logging.getLogger("pykbroker.handlers.acls")
-
-
-def not_authorized(ctx: RequestContext) -> str:
-    """Kafka's ClusterAuthorizationException message for a request refused by authorizeClusterOperation."""
-    return (f"Request Request(connectionId={ctx.client_address}, session=Session({ctx.principal},/"
-            f"{ctx.client_address.rsplit(':', 1)[0]}), listenerName=ListenerName({ctx.listener.name})) "
-            "is not authorized.")
 
 
 def _filter(resource_type: int, name: str | None, pattern_type: int, principal: str | None, host: str | None,
@@ -73,7 +66,7 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
     acl_filter = _filter(request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter,
                          request.principal_filter, request.host_filter, request.operation, request.permission_type)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized(ctx))
+        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return describe_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
@@ -106,7 +99,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         bindings.append(AclBinding(ResourcePattern(kinds[0], c.resource_name, kinds[1]), c.principal, c.host,
                                    kinds[2], kinds[3]))
     if not authorize_cluster(ctx, AclOperation.ALTER):
-        return create_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized(ctx))
+        return create_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return create_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
@@ -139,7 +132,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
     filters = [_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                        f.host_filter, f.operation, f.permission_type) for f in request.filters]
     if not authorize_cluster(ctx, AclOperation.ALTER):
-        return delete_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized(ctx))
+        return delete_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return delete_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)

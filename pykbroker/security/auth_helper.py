@@ -87,3 +87,9 @@ def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name
         return authorized_operations_bits(supported)
     return authorized_operations_bits(op for op in supported if authorize(
         ctx, op, resource_type, name, log_if_allowed=False, log_if_denied=False))
+
+
+def not_authorized_message(ctx: RequestContext) -> str:
+    """The message of Kafka's ClusterAuthorizationException from authorizeClusterOperation (it names the request)."""
+    return (f"Request Request(connectionId={ctx.client_address}, session=Session({ctx.principal},/{_host(ctx)}), "
+            f"listenerName=ListenerName({ctx.listener.name})) is not authorized.")
