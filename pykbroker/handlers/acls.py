@@ -66,7 +66,8 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
     acl_filter = _filter(request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter,
                          request.principal_filter, request.host_filter, request.operation, request.permission_type)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
-        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
+        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                              not_authorized_message(ctx, AclOperation.DESCRIBE))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return describe_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
@@ -99,7 +100,8 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         bindings.append(AclBinding(ResourcePattern(kinds[0], c.resource_name, kinds[1]), c.principal, c.host,
                                    kinds[2], kinds[3]))
     if not authorize_cluster(ctx, AclOperation.ALTER):
-        return create_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
+        return create_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            not_authorized_message(ctx, AclOperation.ALTER))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return create_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
@@ -132,7 +134,8 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
     filters = [_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                        f.host_filter, f.operation, f.permission_type) for f in request.filters]
     if not authorize_cluster(ctx, AclOperation.ALTER):
-        return delete_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(ctx))
+        return delete_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            not_authorized_message(ctx, AclOperation.ALTER))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return delete_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)

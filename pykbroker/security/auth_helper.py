@@ -89,7 +89,8 @@ def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name
         ctx, op, resource_type, name, log_if_allowed=False, log_if_denied=False))
 
 
-def not_authorized_message(ctx: RequestContext) -> str:
-    """The message of Kafka's ClusterAuthorizationException from authorizeClusterOperation (it names the request)."""
+def not_authorized_message(ctx: RequestContext, operation: AclOperation) -> str:
+    """The message of Kafka's ClusterAuthorizationException from authorizeClusterOperation (it names the request
+    and the operation on the cluster it needed)."""
     return (f"Request Request(connectionId={ctx.client_address}, session=Session({ctx.principal},/{_host(ctx)}), "
-            f"listenerName=ListenerName({ctx.listener.name})) is not authorized.")
+            f"listenerName=ListenerName({ctx.listener.name})) needs {operation.name} permission.")

@@ -62,7 +62,7 @@ class AclStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class AclCreateResult:
     error_code: int = ErrorCode.NONE
-    error_message: str | None = None
+    error_message: str | None = ""  # Kafka answers a created ACL with an empty message
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +117,9 @@ class StandardAuthorizer:
         added: list[AclBinding] = []
         existing = set(self._all)
         for binding in bindings:
-            error = _validate_new_acl(binding)
-            if error is not None:
-                results.append(AclCreateResult(ErrorCode.INVALID_REQUEST, error))
+            refusal = _validate_new_acl(binding)
+            if refusal is not None:
+                results.append(refusal)
                 continue
             if binding not in existing:
                 existing.add(binding)
@@ -228,22 +228,24 @@ def _audit(principal: str, allowed: bool, operation: AclOperation, host: str, re
             f"{ref_count} based on rule {rule}")
 
 
-def _validate_new_acl(binding: AclBinding) -> str | None:
-    """Kafka's AclControlManager.validateNewAcl: the message of the INVALID_REQUEST, or None."""
+def _validate_new_acl(binding: AclBinding) -> AclCreateResult | None:
+    """The refusal of a new ACL as Kafka 4.1 answers it, or None.
+
+    A resource type, pattern type, operation or permission that cannot be stored (ANY, MATCH) fails inside
+    Kafka's authorizer as UNKNOWN_SERVER_ERROR without a message; a principal without a type is
+    INVALID_REQUEST (AclControlManager).
+    """
     p = binding.pattern
-    if p.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
-        return f"Invalid resourceType {p.resource_type.name}"
-    if p.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-        return f"Invalid patternType {p.pattern_type.name}"
-    if binding.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
-        return f"Invalid operation {binding.operation.name}"
-    if binding.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
-        return f"Invalid permissionType {binding.permission_type.name}"
+    if p.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY) \
+            or p.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED) \
+            or binding.operation in (AclOperation.UNKNOWN, AclOperation.ANY) \
+            or binding.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+        return AclCreateResult(ErrorCode.UNKNOWN_SERVER_ERROR, None)
     if not p.name:
-        return "Resource name should not be empty"
+        return AclCreateResult(ErrorCode.INVALID_REQUEST, "Resource name should not be empty")
     if _principal_type_and_name(binding.principal) is None:
-        return (f"Could not parse principal from `{binding.principal}` (no colon is present separating the "
-                "principal type from the principal name)")
+        return AclCreateResult(ErrorCode.INVALID_REQUEST, f"Could not parse principal from `{binding.principal}` "
+                               "(no colon is present separating the principal type from the principal name)")
     return None
 
 

@@ -33,7 +33,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
         return ElectLeadersResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, replica_election_results=[
             ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
                 partition_id=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                error_message=not_authorized_message(ctx)) for p in t.partitions])
+                error_message=not_authorized_message(ctx, AclOperation.ALTER)) for p in t.partitions])
             for t in request.topic_partitions or []])
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)

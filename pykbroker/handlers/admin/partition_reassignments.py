@@ -59,7 +59,7 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Alt
                                                ) -> AlterPartitionReassignmentsResponse:
     allow = request.allow_replication_factor_change if ctx.api_version >= 1 else True
     if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller
-        message = not_authorized_message(ctx)
+        message = not_authorized_message(ctx, AclOperation.ALTER)
         return AlterPartitionReassignmentsResponse(
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message,
             allow_replication_factor_change=allow, responses=[ReassignableTopicResponse(name=t.name, partitions=[
@@ -87,9 +87,10 @@ def list_error(request: ListPartitionReassignmentsRequest | None, version: int, 
 async def handle_list_partition_reassignments(ctx: RequestContext, request: ListPartitionReassignmentsRequest
                                               ) -> ListPartitionReassignmentsResponse:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        message = not_authorized_message(ctx, AclOperation.DESCRIBE)
         return ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                                  error_message=not_authorized_message(ctx), topics=[
+                                                  error_message=message, topics=[
             OngoingTopicReassignment(name=t.name, partitions=[OngoingPartitionReassignment(
                 partition_index=p, replicas=[], adding_replicas=[], removing_replicas=[]) for p in t.partition_indexes])
             for t in request.topics or []])
-    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, topics=[])
+    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[])

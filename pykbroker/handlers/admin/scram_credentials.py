@@ -38,7 +38,7 @@ DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request
 
 
 def describe_error(request, version: int, code: int) -> DescribeUserScramCredentialsResponse:
-    return DescribeUserScramCredentialsResponse(error_code=code, results=[])
+    return DescribeUserScramCredentialsResponse(error_code=code, error_message=None, results=[])
 
 
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, error_response=describe_error)
@@ -91,7 +91,7 @@ async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRe
     if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller, users sorted
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
-            user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=not_authorized_message(ctx))
+            user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=not_authorized_message(ctx, AclOperation.ALTER))
             for u in users])
     stored = ctx.broker.metadata.scram_credentials
     deletions: dict[str, tuple[str, int]] = {}

@@ -34,7 +34,7 @@ def error_response(request: UpdateFeaturesRequest | None, version: int, code: in
 async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
     if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller
         return UpdateFeaturesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                      error_message=not_authorized_message(ctx), results=[])
+                                      error_message=not_authorized_message(ctx, AclOperation.ALTER), results=[])
     store = ctx.broker.metadata
     # v0 has no upgrade type: the field's default (upgrade) applies.
     updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)

@@ -47,5 +47,7 @@ async def handle_describe_producers(ctx: RequestContext, request: DescribeProduc
     return DescribeProducersResponse(topics=[
         TopicResponse(name=t.name, partitions=[_describe(ctx, t.name, p) for p in t.partition_indexes])
         if topic_name_error(t.name) is not None or authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
-        else error_response(DescribeProducersRequest(topics=[t]), 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED).topics[0]
+        else TopicResponse(name=t.name, partitions=[PartitionResponse(
+            partition_index=p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Topic authorization failed.",
+            active_producers=[]) for p in t.partition_indexes])
         for t in request.topics])
