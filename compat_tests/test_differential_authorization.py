@@ -177,8 +177,8 @@ def set_up(admin: str) -> None:
             time.sleep(0.1)
         # Kafka loads coordinators asynchronously; clients retry until they are ready, and so does this.
         for key_type, key in ((0, "g1"), (1, "tx1")):
-            retried(c, lambda: c.request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4)
-                    .coordinators[0].error_code)
+            retried(c, lambda kt=key_type, k=key: c.request(FindCoordinatorRequest(key_type=kt, coordinator_keys=[k]),
+                                                            4).coordinators[0].error_code)
         retried(c, lambda: c.request(DescribeGroupsRequest(groups=["g1"]), 5).groups[0].error_code)
         retried(c, lambda: c.request(DescribeTransactionsRequest(transactional_ids=["tx1"]), 0)
                 .transaction_states[0].error_code, done=(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,))
