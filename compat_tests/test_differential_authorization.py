@@ -207,7 +207,7 @@ def kafka(tmp_path_factory) -> Iterator[tuple[str, str]]:
         pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars"
-    kb = KafkaBroker(jars, root=tmp_path_factory.mktemp("kafka-authz"))
+    kb = KafkaBroker(jars, root=tmp_path_factory.mktemp("kafka-authz"), loggers={"kafka.authorizer.logger": "INFO"})
     controller, sasl_port = free_port(), free_port()
     kb.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{kb.port},CONTROLLER://127.0.0.1:{controller},"
@@ -219,7 +219,7 @@ def kafka(tmp_path_factory) -> Iterator[tuple[str, str]]:
     try:
         kb.start()
         set_up(kb.bootstrap)
-        yield kb.bootstrap, f"127.0.0.1:{sasl_port}"
+        yield kb.bootstrap, f"127.0.0.1:{sasl_port}", lambda: kb.log_path.read_text(errors="replace")
     finally:
         kb.close()
 
@@ -232,7 +232,7 @@ def pykbroker(tmp_path_factory) -> Iterator[tuple[str, str]]:
                  **security_overrides()}
     with BrokerProcess(tmp_path_factory.mktemp("pyk-authz"), port=port, overrides=overrides) as b:
         set_up(b.bootstrap)
-        yield b.bootstrap, f"127.0.0.1:{sasl_port}"
+        yield b.bootstrap, f"127.0.0.1:{sasl_port}", b.log
 
 
 # -- observations --------------------------------------------------------------------------------------------------
@@ -543,18 +543,28 @@ def observe_acl_admin(admin: str) -> dict[str, object]:
     return out
 
 
-def observe(admin: str, sasl: str) -> dict[str, object]:
+def denials(log_text: str) -> list[str]:
+    """The authorizer's denial lines (Kafka's words), without timestamps, once each."""
+    return sorted({line[line.index("Principal = "):] for line in log_text.splitlines()
+                   if "Principal = " in line and " is Denied " in line})
+
+
+def observe(admin: str, sasl: str, log) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
         with login(sasl, user) as c:
             out.update(observe_user(c, user))
     out.update(observe_acl_admin(admin))
+    for line in denials(log()):
+        out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}
 
 
 def test_authorization_matches_kafka(kafka, pykbroker):
     expected = observe(*kafka)
     got = observe(*pykbroker)
+    logged = [k for k in expected if k.startswith("log: ")]
+    assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
                    if expected.get(key) != got.get(key) and (SCENARIO, key) not in ALLOWED}
     assert not differences, "\n".join(f"{SCENARIO} / {k}:\n  kafka={e!r}\n  pyk  ={g!r}"

@@ -35,14 +35,17 @@ class KafkaBroker:
     """One Apache Kafka process; ``start()`` returns seconds from launch to the first ApiVersions answer."""
 
     def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
-                 overrides: dict[str, str] | None = None, quick_start: bool = True) -> None:
-        """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench."""
+                 overrides: dict[str, str] | None = None, quick_start: bool = True,
+                 loggers: dict[str, str] | None = None) -> None:
+        """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench.
+        ``loggers``: log4j logger name -> level, for loggers a test reads (the rest log at WARN)."""
         self.jars = jars
         self.quick_start = quick_start
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="kafka-judge-")
         self.root = Path(root or self._tmp)
         self.heap = heap
         self.overrides = dict(overrides or {})
+        self.loggers = dict(loggers or {})
         self.proc: subprocess.Popen | None = None
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -75,7 +78,9 @@ class KafkaBroker:
         (self.root / "log4j2.properties").write_text(
             "rootLogger.level=WARN\nrootLogger.appenderRef.stdout.ref=STDOUT\nappender.stdout.type=Console\n"
             "appender.stdout.name=STDOUT\nappender.stdout.layout.type=PatternLayout\n"
-            "appender.stdout.layout.pattern=%m%n\n")
+            "appender.stdout.layout.pattern=%m%n\n"
+            + "".join(f"logger.l{i}.name={name}\nlogger.l{i}.level={level}\n"
+                      for i, (name, level) in enumerate(self.loggers.items())))
         return path
 
     def start(self, timeout: float = 120.0) -> float:
