@@ -10,6 +10,7 @@ messages name the request ("Request Request(processor=…) is not authorized.");
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
-from pykbroker.security.client import plain_token
+from pykbroker.security.client import ScramClient, plain_token
 from pykbroker.testing import BrokerProcess, RawClient, free_port
 from wire import ZERO_UUID, ErrorCode, build_simple_batch
 from wire.messages import (
@@ -30,6 +31,7 @@ from wire.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     CreateAclsRequest,
+    CreateDelegationTokenRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteAclsRequest,
@@ -40,6 +42,7 @@ from wire.messages import (
     DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
+    DescribeDelegationTokenRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
     DescribeProducersRequest,
@@ -48,6 +51,7 @@ from wire.messages import (
     DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     EndTxnRequest,
+    ExpireDelegationTokenRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -65,6 +69,7 @@ from wire.messages import (
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
+    RenewDelegationTokenRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
     SyncGroupRequest,
@@ -80,6 +85,7 @@ from wire.messages.alter_configs_request import AlterConfigsResource as LegacyAl
 from wire.messages.alter_partition_reassignments_request import ReassignablePartition, ReassignableTopic
 from wire.messages.alter_user_scram_credentials_request import ScramCredentialDeletion
 from wire.messages.create_acls_request import AclCreation
+from wire.messages.create_delegation_token_request import CreatableRenewers
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_acls_request import DeleteAclsFilter
@@ -87,6 +93,7 @@ from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteR
 from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.describe_client_quotas_request import ComponentData as QuotaComponent
 from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.describe_delegation_token_request import DescribeDelegationTokenOwner
 from wire.messages.describe_producers_request import TopicRequest as DescribeProducersTopic
 from wire.messages.describe_topic_partitions_request import TopicRequest as TopicRequestDTP
 from wire.messages.elect_leaders_request import TopicPartitions
@@ -138,9 +145,16 @@ ACLS = [
 ]
 
 
+TOKEN_KEY = "differential-token-secret"
+
+
 def security_overrides() -> dict[str, str]:
     return {"authorizer.class.name": AUTHORIZER, "super.users": "User:ANONYMOUS;User:admin",
-            "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "delegation.token.secret.key": TOKEN_KEY,
             "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1",
             "transaction.state.log.num.partitions": "1"}
 
@@ -543,10 +557,96 @@ def observe_acl_admin(admin: str) -> dict[str, object]:
     return out
 
 
+_TOKEN_RESOURCE = re.compile(r"DelegationToken:LITERAL:\S+")
+
+
 def denials(log_text: str) -> list[str]:
-    """The authorizer's denial lines (Kafka's words), without timestamps, once each."""
-    return sorted({line[line.index("Principal = "):] for line in log_text.splitlines()
-                   if "Principal = " in line and " is Denied " in line})
+    """The authorizer's denial lines (Kafka's words), without timestamps, once each; token ids are random."""
+    return sorted({_TOKEN_RESOURCE.sub("DelegationToken:LITERAL:<token id>", line[line.index("Principal = "):])
+                   for line in log_text.splitlines() if "Principal = " in line and " is Denied " in line})
+
+
+def token_login(address: str, token_id: str, hmac: bytes) -> tuple[RawClient, tuple]:
+    """SCRAM-SHA-256 with a delegation token: user name the token id, password the base64 HMAC."""
+    c = RawClient(address, timeout=15, client_id="authz-token")
+    h = c.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
+    client = ScramClient("SCRAM-SHA-256", token_id, base64.b64encode(hmac).decode(), "tokenauth=true")
+    first = c.request(SaslAuthenticateRequest(auth_bytes=client.first()), 2)
+    if first.error_code != 0:
+        return c, (h.error_code, first.error_code, first.error_message)
+    final = c.request(SaslAuthenticateRequest(auth_bytes=client.final(bytes(first.auth_bytes))), 2)
+    return c, (h.error_code, final.error_code, final.error_message, client.verify(bytes(final.auth_bytes)))
+
+
+def observe_tokens(admin: str, sasl: str) -> dict[str, object]:
+    """Delegation tokens: created, described, renewed, used to authenticate with SCRAM, expired."""
+    out: dict[str, object] = {}
+
+    def created(r) -> tuple:
+        return (r.error_code, r.principal_type, r.principal_name, r.token_requester_principal_type,
+                r.token_requester_principal_name, bool(r.token_id), len(r.hmac),
+                r.expiry_timestamp_ms - r.issue_timestamp_ms if r.error_code == 0 else r.expiry_timestamp_ms,
+                r.max_timestamp_ms - r.issue_timestamp_ms if r.error_code == 0 else r.max_timestamp_ms)
+
+    def described(c: RawClient, owners=None) -> tuple:
+        r = c.request(DescribeDelegationTokenRequest(owners=owners), 3)
+        return r.error_code, sorted((t.principal_name, t.token_requester_principal_name, len(t.hmac),
+                                     [x.principal_name for x in t.renewers]) for t in r.tokens)
+
+    with RawClient(admin, timeout=15) as c:
+        out["create on plaintext"] = created(c.request(CreateDelegationTokenRequest(
+            owner_principal_type=None, owner_principal_name=None, renewers=[], max_lifetime_ms=-1), 3))
+        out["describe on plaintext"] = described(c)
+    with login(sasl, "alice") as c:
+        r = c.request(CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None, renewers=[
+            CreatableRenewers(principal_type="User", principal_name="bob")], max_lifetime_ms=3_600_000), 3)
+        out["create"] = created(r)
+        token_id, hmac = r.token_id, bytes(r.hmac)
+        out["create v1"] = created(c.request(CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1), 1))[:3]
+        out["create for bob"] = created(c.request(CreateDelegationTokenRequest(
+            owner_principal_type="User", owner_principal_name="bob", renewers=[], max_lifetime_ms=-1), 3))
+        out["create with group renewer"] = created(c.request(CreateDelegationTokenRequest(
+            owner_principal_type=None, owner_principal_name=None, renewers=[
+                CreatableRenewers(principal_type="Group", principal_name="g")], max_lifetime_ms=-1), 3))
+        deadline = time.monotonic() + 30
+        while len(described(c)[1]) < 2:  # Kafka's brokers learn of tokens from the metadata log
+            assert time.monotonic() < deadline, "tokens never became visible"
+            time.sleep(0.1)
+        out["describe by owner"] = described(c)
+        out["describe empty owners"] = described(c, [])
+        out["describe owner bob"] = described(c, [DescribeDelegationTokenOwner(principal_type="User",
+                                                                               principal_name="bob")])
+        out["renew unknown"] = c.request(RenewDelegationTokenRequest(hmac=b"nope", renew_period_ms=1000), 2).error_code
+    with login(sasl, "bob") as c:
+        out["describe by renewer"] = described(c)
+        r = c.request(RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=600_000), 2)
+        out["renew by renewer"] = (r.error_code, r.expiry_timestamp_ms > 0)
+    with login(sasl, "carol") as c:
+        out["describe by other"] = described(c)
+        out["renew by other"] = c.request(RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=1000), 2).error_code
+        out["expire by other"] = c.request(ExpireDelegationTokenRequest(hmac=hmac, expiry_time_period_ms=-1),
+                                           2).error_code
+    c, out["scram with token"] = token_login(sasl, token_id, hmac)
+    with c:
+        m = c.request(MetadataRequest(topics=None), 12)
+        out["token principal sees"] = sorted(t.name for t in m.topics if not t.name.startswith("__"))
+        out["token creates token"] = created(c.request(CreateDelegationTokenRequest(
+            owner_principal_type=None, owner_principal_name=None, renewers=[], max_lifetime_ms=-1), 3))
+        out["token describes"] = described(c)
+    c, out["scram with wrong token"] = token_login(sasl, token_id, b"x" * 64)
+    c.close()
+    with login(sasl, "alice") as c:
+        r = c.request(ExpireDelegationTokenRequest(hmac=hmac, expiry_time_period_ms=-1), 2)
+        out["expire by owner"] = r.error_code
+        deadline = time.monotonic() + 30
+        while len(described(c)[1]) > 1:
+            assert time.monotonic() < deadline, "an expired token stayed"
+            time.sleep(0.1)
+        out["describe after expire"] = described(c)
+        out["renew expired"] = c.request(RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=1000), 2).error_code
+    c, out["scram with expired token"] = token_login(sasl, token_id, hmac)
+    c.close()
+    return {f"token {k}": v for k, v in out.items()}
 
 
 def observe(admin: str, sasl: str, log) -> dict[str, object]:
@@ -555,6 +655,7 @@ def observe(admin: str, sasl: str, log) -> dict[str, object]:
         with login(sasl, user) as c:
             out.update(observe_user(c, user))
     out.update(observe_acl_admin(admin))
+    out.update(observe_tokens(admin, sasl))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}

@@ -16,6 +16,7 @@ from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.security.authorizer import build_authorizer
+from pykbroker.security.delegation_tokens import DelegationTokenManager
 from replication.fetch_session import FetchSessionCache
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
@@ -48,6 +49,9 @@ class Broker:
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.authorizer = build_authorizer(config, self.metadata)  # None without authorizer.class.name
+        self.delegation_tokens = DelegationTokenManager(
+            self.metadata, config["delegation.token.secret.key"], config["delegation.token.max.lifetime.ms"],
+            config["delegation.token.expiry.time.ms"], config["delegation.token.expiry.check.interval.ms"], self.now_ms)
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         if self.elr_enabled:

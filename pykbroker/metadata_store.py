@@ -1,5 +1,5 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas, dynamic broker configs and ACLs.
+credentials, client quotas, dynamic broker configs, ACLs and delegation tokens (their information, not their HMACs).
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -146,6 +146,8 @@ class EmbeddedMetadataStore:
         self.features_epoch = 1
         # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
         self.acls: list[AclBinding] = []
+        # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
+        self.delegation_tokens: dict[str, dict] = {}
         # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
         self.offset = 0
         self._load()
@@ -172,6 +174,7 @@ class EmbeddedMetadataStore:
             self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
             self.features_epoch = int(doc.get("features_epoch", 1))
         self.acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
+        self.delegation_tokens = {t["token_id"]: t for t in doc.get("delegation_tokens", [])}
 
     def _index(self, topic: TopicState) -> None:
         self.topics[topic.name] = topic
@@ -198,6 +201,7 @@ class EmbeddedMetadataStore:
             "finalized_features": self.finalized_features,
             "features_epoch": self.features_epoch,
             "acls": [a.to_json() for a in self.acls],
+            "delegation_tokens": list(self.delegation_tokens.values()),
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         self.offset += 1
@@ -282,3 +286,17 @@ class EmbeddedMetadataStore:
         gone = set(removed)
         self.acls = [a for a in self.acls if a not in gone] + [a for a in added if a not in self.acls]
         self._save()
+
+    # -- delegation tokens (pykbroker.security.delegation_tokens.TokenStore) -------------------------------
+    def load_delegation_tokens(self) -> list:
+        from pykbroker.security.delegation_tokens import TokenInformation
+
+        return [TokenInformation.from_json(t) for t in self.delegation_tokens.values()]
+
+    def put_delegation_token(self, token) -> None:
+        self.delegation_tokens[token.token_id] = token.to_json()
+        self._save()
+
+    def remove_delegation_token(self, token_id: str) -> None:
+        if self.delegation_tokens.pop(token_id, None) is not None:
+            self._save()
