@@ -107,7 +107,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         return create_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
     errors = {i: cluster_name_error(b) for i, b in enumerate(bindings)}
     valid = [b for i, b in enumerate(bindings) if errors[i] is None]
-    created = iter(authorizer.create_acls(valid))
+    created = iter(await authorizer.create_acls(valid))
     results = []
     for i in range(len(bindings)):
         if errors[i] is not None:
@@ -139,7 +139,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return delete_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
-    results = authorizer.delete_acls(filters)
+    results = await authorizer.delete_acls(filters)
     log.info("DeleteAcls from %s: %d acl(s) removed", ctx.describe(), sum(len(r.matching) for r in results))
     return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(
         error_code=r.error_code, error_message=r.error_message,

@@ -17,6 +17,7 @@ from pykbroker.security.auth_helper import (
     authorize_cluster,
     authorized_operations,
 )
+from replication.metadata_image import live_endpoints
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 from wire.messages.describe_cluster_response import DescribeClusterBroker
@@ -44,13 +45,13 @@ async def handle_describe_cluster(ctx: RequestContext,
     if request.include_cluster_authorized_operations:  # 0 without DESCRIBE on the cluster, as Kafka
         cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) if authorize_cluster(
             ctx, AclOperation.DESCRIBE) else 0
-    me = broker.advertised_listener(ctx.listener.name)
+    image = ctx.metadata
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=ENDPOINT_TYPE_BROKERS,
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id,
-        brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=me.host, port=me.port,
-                                       rack=broker.config.rack, is_fenced=False)],
+        controller_id=image.controller_id,
+        brokers=[DescribeClusterBroker(broker_id=b.node_id, host=e.host, port=e.port, rack=b.rack, is_fenced=False)
+                 for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_authorized_operations=cluster_ops,
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
-from pykbroker.metadata_store import TopicState
 from pykbroker.registry import handler
 from pykbroker.security.acl import CLUSTER_NAME
 from pykbroker.security.auth_helper import (
@@ -24,6 +23,7 @@ from pykbroker.security.auth_helper import (
     filter_by_authorized,
 )
 from pykbroker.topic_names import topic_name_error
+from replication.metadata_image import MetadataImage, TopicState, live_endpoints, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 from wire.messages.metadata_response import (
@@ -39,26 +39,23 @@ def error_response(request: MetadataRequest | None, version: int, code: int) -> 
     return MetadataResponse(error_code=code)
 
 
-def topic_metadata(topic: TopicState, include_operations: bool = False) -> MetadataResponseTopic:
-    """One topic's entry: every partition with its leader, epoch, replicas and ISR (authorized operations are
-    filled in by the caller, who knows the principal)."""
+def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataImage,
+                   listener: str) -> MetadataResponseTopic:
+    """One topic's entry: every partition with its leader (LEADER_NOT_AVAILABLE while it has none), epoch,
+    replicas, ISR and offline replicas (authorized operations are filled in by the caller, who knows the
+    principal)."""
+    partitions = []
+    for p in topic.partitions:
+        code, leader, offline = partition_leader_view(image, p, listener)
+        partitions.append(MetadataResponsePartition(
+            error_code=code, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas), isr_nodes=list(p.isr), offline_replicas=offline))
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.internal,
-        partitions=[
-            MetadataResponsePartition(
-                error_code=ErrorCode.NONE,
-                partition_index=p.partition,
-                leader_id=p.leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas),
-                isr_nodes=list(p.isr),
-                offline_replicas=[],
-            )
-            for p in topic.partitions
-        ],
+        partitions=partitions,
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
@@ -70,7 +67,7 @@ def _missing(name: str | None, topic_id, code: int) -> MetadataResponseTopic:
 @handler(ApiKey.METADATA, 0, 13, error_response=error_response)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
-    store = broker.metadata
+    store = ctx.metadata
     version = ctx.api_version
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (version == 0 and not request.topics)
@@ -79,7 +76,8 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     if all_topics:  # topics the principal may not describe are left out
         visible = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, store.topics,
                                        log_if_denied=False)
-        topics = [topic_metadata(t, False) for t in store.topics.values() if t.name in visible]
+        topics = [topic_metadata(t, False, store, ctx.listener.name) for t in store.topics.values()
+                  if t.name in visible]
     else:
         wanted_names = [(w, store.topics_by_id[w.topic_id].name if w.name is None else w.name)
                         for w in request.topics if w.name is not None or w.topic_id in store.topics_by_id]
@@ -103,7 +101,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                     continue
                 topic = store.topics.get(wanted.name)
             if topic is not None:
-                topics.append(topic_metadata(topic, False))
+                topics.append(topic_metadata(topic, False, store, ctx.listener.name))
                 continue
             if creatable is not None and wanted.name not in creatable:
                 refused.insert(0, MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
@@ -128,12 +126,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     if request.include_cluster_authorized_operations and 8 <= version <= 10:
         cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) if authorize_cluster(
             ctx, AclOperation.DESCRIBE) else 0
-    me = broker.advertised_listener(ctx.listener.name)
+    image = ctx.metadata
     return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=broker.node_id, host=me.host, port=me.port,
-                                        rack=broker.config.rack)],
+        brokers=[MetadataResponseBroker(node_id=b.node_id, host=e.host, port=e.port, rack=b.rack)
+                 for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id,
+        controller_id=image.controller_id,
         topics=topics + refused,
         cluster_authorized_operations=cluster_ops,
     )

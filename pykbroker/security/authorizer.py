@@ -56,7 +56,7 @@ class AclStore(Protocol):
 
     def load_acls(self) -> list[AclBinding]: ...
 
-    def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None: ...
+    async def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ class StandardAuthorizer:
     def acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return [acl for acl in self._all if acl_filter.matches(acl)]
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
         """Validate and store bindings (one durable change); an ACL that exists already is a success."""
         results: list[AclCreateResult] = []
         added: list[AclBinding] = []
@@ -126,18 +126,18 @@ class StandardAuthorizer:
                 added.append(binding)
             results.append(AclCreateResult())
         if added:
-            self.store.alter_acls(added, [])
+            await self.store.alter_acls(added, [])
             self._set([*self._all, *added])
             for binding in added:
                 log.info("[StandardAuthorizer %d] added ACL %s", self.node_id, binding)
         return results
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
         """Remove every ACL each filter matches (one durable change); each result lists what its filter matched."""
         results = [AclDeleteResult(tuple(self.acls(f))) for f in filters]
         removed = list(dict.fromkeys(acl for r in results for acl in r.matching))
         if removed:
-            self.store.alter_acls([], removed)
+            await self.store.alter_acls([], removed)
             gone = set(removed)
             self._set(acl for acl in self._all if acl not in gone)
             for binding in removed:

@@ -65,9 +65,9 @@ class TokenStore(Protocol):
 
     def load_delegation_tokens(self) -> list[TokenInformation]: ...
 
-    def put_delegation_token(self, token: TokenInformation) -> None: ...
+    async def put_delegation_token(self, token: TokenInformation) -> None: ...
 
-    def remove_delegation_token(self, token_id: str) -> None: ...
+    async def remove_delegation_token(self, token_id: str) -> None: ...
 
 
 def _sum(now: int, duration: int) -> int:
@@ -100,12 +100,12 @@ class DelegationTokenManager:
     def _hmac_b64(self, token_id: str) -> str:
         return base64.b64encode(self.hmac(token_id)).decode()
 
-    def _token(self, hmac: bytes) -> TokenInformation | None:
-        self._maybe_sweep()
+    async def _token(self, hmac: bytes) -> TokenInformation | None:
+        await self._maybe_sweep()
         return self._by_hmac.get(base64.b64encode(hmac).decode())
 
     # -- the four APIs ----------------------------------------------------------------------------------------
-    def create(self, owner: str, requester: str, renewers: list[str], max_lifetime_ms: int
+    async def create(self, owner: str, requester: str, renewers: list[str], max_lifetime_ms: int
                ) -> tuple[int, TokenInformation | None]:
         if not self.enabled:
             return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, None
@@ -116,18 +116,18 @@ class DelegationTokenManager:
         max_ms = _sum(now, lifetime)
         token = TokenInformation(uuid_to_kafka_string(new_uuid()), owner, requester, list(renewers), now, max_ms,
                                  min(max_ms, _sum(now, self.renew_lifetime_ms)))
-        self.store.put_delegation_token(token)
+        await self.store.put_delegation_token(token)
         self._tokens[token.token_id] = token
         self._by_hmac[self._hmac_b64(token.token_id)] = token
         log.info("created delegation token %s for owner %s (requester %s, renewers %s)", token.token_id, owner,
                  requester, renewers)
         return ErrorCode.NONE, token
 
-    def renew(self, principal: str, hmac: bytes, renew_period_ms: int) -> tuple[int, int]:
+    async def renew(self, principal: str, hmac: bytes, renew_period_ms: int) -> tuple[int, int]:
         """(error code, new expiry)."""
         if not self.enabled:
             return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, 0
-        token = self._token(hmac)
+        token = await self._token(hmac)
         if token is None:
             return ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0
         now = self.now_ms()
@@ -137,33 +137,33 @@ class DelegationTokenManager:
             return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0
         period = min(self.renew_lifetime_ms, renew_period_ms) if renew_period_ms > 0 else self.renew_lifetime_ms
         token.expiry_ms = min(token.max_ms, now + period)
-        self.store.put_delegation_token(token)
+        await self.store.put_delegation_token(token)
         log.info("renewed delegation token %s: expires at %d", token.token_id, token.expiry_ms)
         return ErrorCode.NONE, token.expiry_ms
 
-    def expire(self, principal: str, hmac: bytes, expiry_period_ms: int) -> tuple[int, int]:
+    async def expire(self, principal: str, hmac: bytes, expiry_period_ms: int) -> tuple[int, int]:
         """(error code, new expiry); a negative period removes the token at once."""
         if not self.enabled:
             return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, 0
-        token = self._token(hmac)
+        token = await self._token(hmac)
         if token is None:
             return ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0
         if not token.owner_or_renewer(principal):
             return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0
         now = self.now_ms()
         if expiry_period_ms < 0:
-            self._remove(token)
+            await self._remove(token)
             log.info("expired delegation token %s on request", token.token_id)
             return ErrorCode.NONE, now
         if token.max_ms < now or token.expiry_ms < now:
             return ErrorCode.DELEGATION_TOKEN_EXPIRED, 0
         token.expiry_ms = min(token.max_ms, _sum(now, expiry_period_ms))
-        self.store.put_delegation_token(token)
+        await self.store.put_delegation_token(token)
         return ErrorCode.NONE, token.expiry_ms
 
-    def tokens(self, eligible: Callable[[TokenInformation], bool]) -> list[tuple[TokenInformation, bytes]]:
+    async def tokens(self, eligible: Callable[[TokenInformation], bool]) -> list[tuple[TokenInformation, bytes]]:
         """(token, HMAC) of the tokens ``eligible`` accepts."""
-        self._maybe_sweep()
+        await self._maybe_sweep()
         return [(t, self.hmac(t.token_id)) for t in self._tokens.values() if eligible(t)]
 
     # -- authentication ---------------------------------------------------------------------------------------------
@@ -184,12 +184,12 @@ class DelegationTokenManager:
         return token.owner.split(":", 1)[1], credential
 
     # -- expiry -------------------------------------------------------------------------------------------------------
-    def _remove(self, token: TokenInformation) -> None:
-        self.store.remove_delegation_token(token.token_id)
+    async def _remove(self, token: TokenInformation) -> None:
+        await self.store.remove_delegation_token(token.token_id)
         self._tokens.pop(token.token_id, None)
         self._by_hmac = {k: v for k, v in self._by_hmac.items() if v.token_id != token.token_id}
 
-    def _maybe_sweep(self) -> None:
+    async def _maybe_sweep(self) -> None:
         now = self.now_ms()
         if now - self._last_sweep < self.check_interval_ms:
             return
@@ -197,7 +197,7 @@ class DelegationTokenManager:
         for token in list(self._tokens.values()):
             if token.max_ms < now or token.expiry_ms < now:
                 log.info("Delegation token expired for token: %s for owner: %s", token.token_id, token.owner)
-                self._remove(token)
+                await self._remove(token)
 
 
 def filter_token(requester: str, owners: Iterable[str] | None, token: TokenInformation,

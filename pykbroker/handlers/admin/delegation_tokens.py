@@ -75,7 +75,7 @@ async def handle_create_delegation_token(ctx: RequestContext, request: CreateDel
     if any(not r.startswith("User:") for r in renewers):
         return _create_response(ErrorCode.INVALID_PRINCIPAL_TYPE, owner, requester)
     tokens = ctx.broker.delegation_tokens
-    code, token = tokens.create(owner, requester, renewers, request.max_lifetime_ms)
+    code, token = await tokens.create(owner, requester, renewers, request.max_lifetime_ms)
     if token is None:  # the controller's answer: its timestamps are not set
         return _create_response(code, owner, requester, 0, 0, 0)
     return _create_response(code, owner, requester, token.issue_ms, token.expiry_ms, token.max_ms, token.token_id,
@@ -91,7 +91,7 @@ async def handle_renew_delegation_token(ctx: RequestContext, request: RenewDeleg
                                         ) -> RenewDelegationTokenResponse:
     if not _allow_token_requests(ctx):
         return renew_error(request, ctx.api_version, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
-    code, expiry = ctx.broker.delegation_tokens.renew(ctx.principal, bytes(request.hmac), request.renew_period_ms)
+    code, expiry = await ctx.broker.delegation_tokens.renew(ctx.principal, bytes(request.hmac), request.renew_period_ms)
     return RenewDelegationTokenResponse(error_code=code, expiry_timestamp_ms=expiry)
 
 
@@ -105,7 +105,7 @@ async def handle_expire_delegation_token(ctx: RequestContext, request: ExpireDel
                                          ) -> ExpireDelegationTokenResponse:
     if not _allow_token_requests(ctx):
         return expire_error(request, ctx.api_version, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
-    code, expiry = ctx.broker.delegation_tokens.expire(ctx.principal, bytes(request.hmac),
+    code, expiry = await ctx.broker.delegation_tokens.expire(ctx.principal, bytes(request.hmac),
                                                        request.expiry_time_period_ms)
     return ExpireDelegationTokenResponse(error_code=code, expiry_timestamp_ms=expiry)
 
@@ -126,7 +126,7 @@ async def handle_describe_delegation_token(ctx: RequestContext, request: Describ
     if request.owners is not None and not request.owners:
         return describe_error(request, ctx.api_version, ErrorCode.NONE)
     owners = None if request.owners is None else [f"{o.principal_type}:{o.principal_name}" for o in request.owners]
-    found = tokens.tokens(lambda t: filter_token(
+    found = await tokens.tokens(lambda t: filter_token(
         ctx.principal, owners, t,
         lambda token_id: authorize(ctx, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token_id),
         lambda owner: authorize(ctx, AclOperation.DESCRIBE_TOKENS, ResourceType.USER, owner)))

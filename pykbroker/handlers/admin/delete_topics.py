@@ -64,7 +64,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     # As Kafka's controller: DELETE on the cluster, else DESCRIBE and DELETE on each topic; a topic named by an
     # id the principal may not describe is not named back.
     checked = [n for n in names if names.count(n) == 1] + [
-        broker.metadata.topics_by_id[i].name for i in ids if ids.count(i) == 1 and i in broker.metadata.topics_by_id]
+        ctx.metadata.topics_by_id[i].name for i in ids if ids.count(i) == 1 and i in ctx.metadata.topics_by_id]
     if authorize_cluster(ctx, AclOperation.DELETE, log_if_denied=False):
         describable = deletable = set(checked)
     else:
@@ -74,7 +74,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         if names.count(name) > 1:
             answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             continue
-        topic = broker.metadata.topics.get(name)
+        topic = ctx.metadata.topics.get(name)
         if name not in describable or (topic is not None and name not in deletable):
             answer(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_MESSAGE)
         elif topic is None:
@@ -85,7 +85,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         if ids.count(topic_id) > 1:
             answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
             continue
-        topic = broker.metadata.topics_by_id.get(topic_id)
+        topic = ctx.metadata.topics_by_id.get(topic_id)
         if topic is None:
             answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
         elif topic.name not in deletable:

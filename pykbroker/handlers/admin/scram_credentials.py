@@ -46,7 +46,7 @@ async def handle_describe(ctx: RequestContext, request: DescribeUserScramCredent
                           ) -> DescribeUserScramCredentialsResponse:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    stored = ctx.broker.metadata.scram_credentials
+    stored = ctx.metadata.scram_credentials
     duplicated: dict[str, bool] = {}
     if not request.users:
         duplicated = {user: False for user in stored}
@@ -93,7 +93,7 @@ async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRe
         return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
             user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=not_authorized_message(ctx, AclOperation.ALTER))
             for u in users])
-    stored = ctx.broker.metadata.scram_credentials
+    stored = ctx.metadata.scram_credentials
     deletions: dict[str, tuple[str, int]] = {}
     upsertions: dict[str, tuple[str, int, int, bytes, bytes]] = {}
     errors: dict[str, tuple[int, str]] = {}
@@ -126,7 +126,7 @@ async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRe
         else:
             upsertions[u.name] = (u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
     if deletions or upsertions:
-        ctx.broker.metadata.alter_scram_credentials(list(deletions.values()), list(upsertions.values()))
+        await ctx.broker.metadata.alter_scram_credentials(list(deletions.values()), list(upsertions.values()))
         log.info("SCRAM credentials deleted for %s, set for %s (%s)", sorted(deletions), sorted(upsertions),
                  ctx.describe())
     results = [AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE, error_message=None)

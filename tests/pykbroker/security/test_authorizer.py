@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -20,6 +21,10 @@ from pykbroker.security.acl import (
 from pykbroker.security.authorizer import StandardAuthorizer
 
 Op, P, T, R = AclOperation, PatternType, AclPermissionType, ResourceType
+
+
+def run(coro):
+    return asyncio.run(coro)
 
 
 def acl(name: str, op: AclOperation, permission: AclPermissionType = T.ALLOW, principal: str = "User:alice",
@@ -44,28 +49,28 @@ def test_no_acl_follows_allow_everyone_if_no_acl_found(store):
 
 def test_a_resource_with_acls_denies_everyone_else_even_when_allow_everyone_is_set(store):
     a = StandardAuthorizer(store, 1, allow_everyone_if_no_acl_found=True)
-    a.create_acls([acl("t", Op.READ)])
+    run(a.create_acls([acl("t", Op.READ)]))
     assert decide(a, Op.READ, "t") and not decide(a, Op.READ, "t", principal="User:bob")
     assert decide(a, Op.READ, "other", principal="User:bob")
 
 
 def test_deny_wins_and_implications_are_allow_only(store):
     a = StandardAuthorizer(store, 1)
-    a.create_acls([acl("t", Op.WRITE), acl("t", Op.ALTER_CONFIGS), acl("t", Op.READ, T.DENY)])
+    run(a.create_acls([acl("t", Op.WRITE), acl("t", Op.ALTER_CONFIGS), acl("t", Op.READ, T.DENY)]))
     assert decide(a, Op.WRITE, "t") and decide(a, Op.DESCRIBE, "t") and decide(a, Op.DESCRIBE_CONFIGS, "t")
     assert not decide(a, Op.READ, "t")
-    a.create_acls([acl("u", Op.ALL), acl("u", Op.DELETE, T.DENY), acl("v", Op.DESCRIBE), acl("v", Op.READ, T.DENY)])
+    run(a.create_acls([acl("u", Op.ALL), acl("u", Op.DELETE, T.DENY), acl("v", Op.DESCRIBE), acl("v", Op.READ, T.DENY)]))
     assert decide(a, Op.READ, "u") and not decide(a, Op.DELETE, "u")
     assert decide(a, Op.DESCRIBE, "v")  # a DENY of READ does not deny DESCRIBE
-    a.create_acls([acl("*", Op.DESCRIBE, T.DENY)])
+    run(a.create_acls([acl("*", Op.DESCRIBE, T.DENY)]))
     assert not decide(a, Op.DESCRIBE, "v") and not decide(a, Op.DESCRIBE, "t")
 
 
 def test_prefixed_wildcard_principal_and_host(store):
     a = StandardAuthorizer(store, 1)
-    a.create_acls([acl("fin-", Op.READ, pattern=P.PREFIXED, principal="User:*"),
+    run(a.create_acls([acl("fin-", Op.READ, pattern=P.PREFIXED, principal="User:*"),
                    acl("fin-secret", Op.READ, T.DENY, principal="User:bob", pattern=P.PREFIXED),
-                   acl("h", Op.READ, host="10.0.0.1")])
+                   acl("h", Op.READ, host="10.0.0.1")]))
     assert decide(a, Op.READ, "fin-x", principal="User:bob") and not decide(a, Op.READ, "fin-secret-1", "User:bob")
     assert decide(a, Op.READ, "fin-secret-1", principal="User:carol") and not decide(a, Op.READ, "fin")
     assert decide(a, Op.READ, "h") and not decide(a, Op.READ, "h", host="10.0.0.2")
@@ -73,23 +78,23 @@ def test_prefixed_wildcard_principal_and_host(store):
 
 def test_super_users_may_do_anything(store):
     a = StandardAuthorizer(store, 1, super_users=["User:admin"])
-    a.create_acls([acl("*", Op.ALL, T.DENY, principal="User:*")])
+    run(a.create_acls([acl("*", Op.ALL, T.DENY, principal="User:*")]))
     assert decide(a, Op.ALTER, "t", principal="User:admin") and not decide(a, Op.ALTER, "t")
 
 
 def test_authorize_by_resource_type(store):
     a = StandardAuthorizer(store, 1)
     assert not a.authorize_by_resource_type("User:alice", "h", Op.WRITE, R.TOPIC, "Test")
-    a.create_acls([acl("pre", Op.WRITE, pattern=P.PREFIXED)])
+    run(a.create_acls([acl("pre", Op.WRITE, pattern=P.PREFIXED)]))
     assert a.authorize_by_resource_type("User:alice", "h", Op.WRITE, R.TOPIC, "Test")
-    a.create_acls([acl("p", Op.WRITE, T.DENY, pattern=P.PREFIXED)])  # covers every name starting with "pre"
+    run(a.create_acls([acl("p", Op.WRITE, T.DENY, pattern=P.PREFIXED)]))  # covers every name starting with "pre"
     assert not a.authorize_by_resource_type("User:alice", "h", Op.WRITE, R.TOPIC, "Test")
 
 
 def test_filters_match_as_kafka(store):
     a = StandardAuthorizer(store, 1)
     acls = [acl("foo", Op.READ), acl("fo", Op.WRITE, pattern=P.PREFIXED), acl("*", Op.READ), acl("bar", Op.READ)]
-    a.create_acls(acls)
+    run(a.create_acls(acls))
 
     def f(name, pattern, **kw):
         return set(a.acls(AclBindingFilter(kw.get("rtype", R.ANY), name, pattern, kw.get("principal"), None,
@@ -103,15 +108,15 @@ def test_filters_match_as_kafka(store):
 def test_acls_persist_and_duplicates_are_kept_once(tmp_path):
     store = EmbeddedMetadataStore(tmp_path, 1)
     a = StandardAuthorizer(store, 1)
-    results = a.create_acls([acl("t", Op.READ), acl("t", Op.READ), acl("", Op.READ),
-                             acl("t", Op.READ, principal="alice")])
+    results = run(a.create_acls([acl("t", Op.READ), acl("t", Op.READ), acl("", Op.READ),
+                             acl("t", Op.READ, principal="alice")]))
     assert [r.error_code for r in results] == [0, 0, 42, 42]
     assert results[3].error_message.startswith("Could not parse principal from `alice`")
     again = StandardAuthorizer(EmbeddedMetadataStore(tmp_path, 1), 1)
     assert again.acls(AclBindingFilter(R.ANY, None, P.ANY, None, None, Op.ANY, T.ANY)) == [acl("t", Op.READ)]
-    deleted = again.delete_acls([AclBindingFilter(R.TOPIC, "t", P.MATCH, None, None, Op.ANY, T.ANY)])
+    deleted = run(again.delete_acls([AclBindingFilter(R.TOPIC, "t", P.MATCH, None, None, Op.ANY, T.ANY)]))
     assert deleted[0].matching == (acl("t", Op.READ),)
-    assert EmbeddedMetadataStore(tmp_path, 1).acls == []
+    assert EmbeddedMetadataStore(tmp_path, 1).load_acls() == []
 
 
 def test_denials_are_logged_in_kafkas_words(store, caplog):
