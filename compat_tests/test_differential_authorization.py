@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import re
+import ssl
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
+from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import ScramClient, plain_token
 from pykbroker.testing import BrokerProcess, RawClient, free_port
 from wire import ZERO_UUID, ErrorCode, build_simple_batch
@@ -142,10 +144,35 @@ ACLS = [
     (CLUSTER, "kafka-cluster", LITERAL, "User:bob", "*", DESCRIBE, ALLOW),
     (CLUSTER, "kafka-cluster", LITERAL, "User:bob", "*", ALTER_CONFIGS, ALLOW),
     (TXN, "tx1", LITERAL, "User:alice", "*", WRITE, ALLOW),
+    (TOPIC, "orders", LITERAL, "User:O=pykbroker,CN=writer", "*", WRITE, ALLOW),  # a client certificate's DN
 ]
 
 
 TOKEN_KEY = "differential-token-secret"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> dict[str, object]:
+    """One CA for both brokers: their key stores, the trust store, and the client certificate of "writer"."""
+    d = tmp_path_factory.mktemp("authz-pki")
+    ca = CertificateAuthority()
+    (d / "ca.pem").write_text(ca.pem)
+    client = ca.issue(server=False, CN="writer", O="pykbroker")
+    (d / "client.pem").write_text(client.chain_pem)
+    (d / "client.key").write_text(client.key_pem)
+    server = ca.issue(CN="localhost").write_pkcs12(d / "server.p12", "keystore-pass")
+    return {"dir": d, "overrides": {
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(server), "ssl.keystore.password": "keystore-pass",
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(d / "ca.pem"),
+        "listener.name.mtls.ssl.client.auth": "required"}}
+
+
+def tls(pki, client_cert: bool) -> ssl.SSLContext:
+    d = pki["dir"]
+    context = ssl.create_default_context(cafile=str(d / "ca.pem"))
+    if client_cert:
+        context.load_cert_chain(str(d / "client.pem"), str(d / "client.key"))
+    return context
 
 
 def security_overrides() -> dict[str, str]:
@@ -212,7 +239,7 @@ def retried(c: RawClient, call, done: tuple[int, ...] = (ErrorCode.NONE,), timeo
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory) -> Iterator[tuple[str, str]]:
+def kafka(tmp_path_factory, pki) -> Iterator[tuple]:
     import shutil
 
     from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
@@ -222,31 +249,36 @@ def kafka(tmp_path_factory) -> Iterator[tuple[str, str]]:
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars"
     kb = KafkaBroker(jars, root=tmp_path_factory.mktemp("kafka-authz"), loggers={"kafka.authorizer.logger": "INFO"})
-    controller, sasl_port = free_port(), free_port()
+    controller, sasl_port, mtls_port, tls_port = free_port(), free_port(), free_port(), free_port()
+    tls_listeners = f"MTLS://127.0.0.1:{mtls_port},TLS://127.0.0.1:{tls_port}"
     kb.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{kb.port},CONTROLLER://127.0.0.1:{controller},"
-                     f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kb.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+                     f"SASL_PLAINTEXT://127.0.0.1:{sasl_port},{tls_listeners}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kb.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                                f"{tls_listeners}",
         "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        **security_overrides()})
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                          "MTLS:SSL,TLS:SSL",
+        **security_overrides(), **pki["overrides"]})
     try:
         kb.start()
         set_up(kb.bootstrap)
-        yield kb.bootstrap, f"127.0.0.1:{sasl_port}", lambda: kb.log_path.read_text(errors="replace")
+        yield (kb.bootstrap, f"127.0.0.1:{sasl_port}", lambda: kb.log_path.read_text(errors="replace"),
+               f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}")
     finally:
         kb.close()
 
 
 @pytest.fixture(scope="module")
-def pykbroker(tmp_path_factory) -> Iterator[tuple[str, str]]:
-    port, sasl_port = free_port(), free_port()
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-                 **security_overrides()}
+def pykbroker(tmp_path_factory, pki) -> Iterator[tuple]:
+    port, sasl_port, mtls_port, tls_port = free_port(), free_port(), free_port(), free_port()
+    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                              f"MTLS://127.0.0.1:{mtls_port},TLS://127.0.0.1:{tls_port}",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,MTLS:SSL,TLS:SSL",
+                 **security_overrides(), **pki["overrides"]}
     with BrokerProcess(tmp_path_factory.mktemp("pyk-authz"), port=port, overrides=overrides) as b:
         set_up(b.bootstrap)
-        yield b.bootstrap, f"127.0.0.1:{sasl_port}", b.log
+        yield b.bootstrap, f"127.0.0.1:{sasl_port}", b.log, f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}"
 
 
 # -- observations --------------------------------------------------------------------------------------------------
@@ -649,21 +681,44 @@ def observe_tokens(admin: str, sasl: str) -> dict[str, object]:
     return {f"token {k}": v for k, v in out.items()}
 
 
-def observe(admin: str, sasl: str, log) -> dict[str, object]:
+def observe_tls(mtls: str, one_way: str, pki) -> dict[str, object]:
+    """A client certificate's DN as the principal (mutual TLS), and ANONYMOUS over one-way TLS."""
+    out: dict[str, object] = {}
+    records = build_simple_batch([b"v"], keys=None, timestamp=int(time.time() * 1000))
+    for name, address, cert in (("mtls", mtls, True), ("one-way tls", one_way, False)):
+        with RawClient(address, timeout=15, ssl_context=tls(pki, cert)) as c:
+            m = c.request(MetadataRequest(topics=None, include_topic_authorized_operations=True), 12)
+            out[f"{name} metadata"] = sorted((t.name, t.topic_authorized_operations) for t in m.topics
+                                             if not t.name.startswith("__"))
+            p = c.request(ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name=n, partition_data=[PartitionProduceData(index=0, records=records)]) for n in ("orders", "hidden")]),
+                9)
+            out[f"{name} produce"] = sorted((t.name, t.partition_responses[0].error_code) for t in p.responses)
+            t = c.request(CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None,
+                                                       renewers=[], max_lifetime_ms=-1), 3)
+            out[f"{name} create token"] = (t.error_code, t.principal_type, t.principal_name)
+    return out
+
+
+def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
         with login(sasl, user) as c:
             out.update(observe_user(c, user))
     out.update(observe_acl_admin(admin))
     out.update(observe_tokens(admin, sasl))
+    out.update(observe_tls(mtls, one_way, pki))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}
 
 
-def test_authorization_matches_kafka(kafka, pykbroker):
-    expected = observe(*kafka)
-    got = observe(*pykbroker)
+def test_authorization_matches_kafka(kafka, pykbroker, pki):
+    expected = observe(*kafka, pki)
+    got = observe(*pykbroker, pki)
+    # The scenario exercises what it claims: the certificate's DN is a principal with its own ACL.
+    assert expected["mtls produce"] == [("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("orders", ErrorCode.NONE)]
+    assert expected["token scram with token"][:2] == (ErrorCode.NONE, ErrorCode.NONE)
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
