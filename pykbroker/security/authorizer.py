@@ -102,11 +102,19 @@ class StandardAuthorizer:
         log.info("[StandardAuthorizer %d] Initialized with %d acl(s).", self.node_id, len(self._all))
 
     def _set(self, acls: Iterable[AclBinding]) -> None:
+        """Index the ACLs: by type (authorize_by_resource_type), and by type and literal name or prefix, so a
+        decision looks at the ACLs of the name, of ``*`` and of each of the name's prefixes only."""
         self._all = list(dict.fromkeys(acls))
         by_type: dict[ResourceType, list[AclBinding]] = {}
+        literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         for acl in self._all:
-            by_type.setdefault(acl.pattern.resource_type, []).append(acl)
-        self._by_type = by_type
+            p = acl.pattern
+            by_type.setdefault(p.resource_type, []).append(acl)
+            index = literal if p.pattern_type == PatternType.LITERAL else prefixed
+            index.setdefault((p.resource_type, p.name), []).append(acl)
+        self._by_type, self._literal, self._prefixed = by_type, literal, prefixed
+        self._prefix_lengths = {t: sorted({len(n) for (rt, n) in prefixed if rt == t}) for t in by_type}
 
     def acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return [acl for acl in self._all if acl_filter.matches(acl)]
@@ -160,27 +168,27 @@ class StandardAuthorizer:
         return allowed
 
     def _find_rule(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
-                   name: str) -> tuple[bool, str]:
-        principals = (principal, WILDCARD_PRINCIPAL)
+                   name: str) -> tuple[bool, AclBinding | str]:
+        """(allowed, the deciding ACL or Kafka's name of the default rule)."""
+        candidates = [self._literal.get((resource_type, name)), self._literal.get((resource_type, WILDCARD_RESOURCE))]
+        candidates += [self._prefixed.get((resource_type, name[:n]))
+                       for n in self._prefix_lengths.get(resource_type, ()) if n <= len(name)]
         allow: AclBinding | None = None
         has_resource_acls = False
-        for acl in self._by_type.get(resource_type, ()):
-            p = acl.pattern
-            if p.pattern_type == PatternType.LITERAL:
-                if p.name != name and p.name != WILDCARD_RESOURCE:
-                    continue
-            elif not name.startswith(p.name):
+        for acls in candidates:
+            if not acls:
                 continue
             has_resource_acls = True
-            if acl.principal not in principals or acl.host not in (WILDCARD_HOST, host):
-                continue
-            if not implies(acl.operation, acl.permission_type, operation):
-                continue
-            if acl.permission_type == AclPermissionType.DENY:
-                return False, f"MatchingAcl(acl={acl})"
-            allow = acl
+            for acl in acls:
+                if acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.host not in (WILDCARD_HOST, host):
+                    continue
+                if not implies(acl.operation, acl.permission_type, operation):
+                    continue
+                if acl.permission_type == AclPermissionType.DENY:
+                    return False, acl
+                allow = acl
         if allow is not None:
-            return True, f"MatchingAcl(acl={allow})"
+            return True, allow
         if has_resource_acls:
             return False, "DefaultDeny"
         return self.allow_if_no_acl, "DefaultAllow" if self.allow_if_no_acl else "DefaultDeny"
@@ -221,8 +229,10 @@ class StandardAuthorizer:
 
 
 def _audit(principal: str, allowed: bool, operation: AclOperation, host: str, resource_type: ResourceType,
-           name: str, api_name: str, ref_count: int, rule: str) -> str:
+           name: str, api_name: str, ref_count: int, rule: AclBinding | str) -> str:
     resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
+    if isinstance(rule, AclBinding):
+        rule = f"MatchingAcl(acl={rule})"
     return (f"Principal = {principal} is {'Allowed' if allowed else 'Denied'} operation = {operation.name} "
             f"from host = {host} on resource = {resource} for request = {api_name} with resourceRefCount = "
             f"{ref_count} based on rule {rule}")
