@@ -607,7 +607,10 @@ def token_login(address: str, token_id: str, hmac: bytes) -> tuple[RawClient, tu
     if first.error_code != 0:
         return c, (h.error_code, first.error_code, first.error_message)
     final = c.request(SaslAuthenticateRequest(auth_bytes=client.final(bytes(first.auth_bytes))), 2)
-    return c, (h.error_code, final.error_code, final.error_message, client.verify(bytes(final.auth_bytes)))
+    # A token's session lasts until the token expires (KIP-368): about a day here, to the minute.
+    lifetime_minutes = round(final.session_lifetime_ms / 60_000)
+    return c, (h.error_code, final.error_code, final.error_message, client.verify(bytes(final.auth_bytes)),
+               lifetime_minutes)
 
 
 def observe_tokens(admin: str, sasl: str) -> dict[str, object]:
@@ -653,6 +656,11 @@ def observe_tokens(admin: str, sasl: str) -> dict[str, object]:
         out["describe by renewer"] = described(c)
         r = c.request(RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=600_000), 2)
         out["renew by renewer"] = (r.error_code, r.expiry_timestamp_ms > 0)
+        deadline = time.monotonic() + 30
+        while r.expiry_timestamp_ms not in [t.expiry_timestamp for t in c.request(DescribeDelegationTokenRequest(
+                owners=None), 3).tokens]:  # Kafka's brokers learn of the renewal from the metadata log
+            assert time.monotonic() < deadline, "the renewal never became visible"
+            time.sleep(0.1)
     with login(sasl, "carol") as c:
         out["describe by other"] = described(c)
         out["renew by other"] = c.request(RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=1000), 2).error_code

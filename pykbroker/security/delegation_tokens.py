@@ -167,8 +167,8 @@ class DelegationTokenManager:
         return [(t, self.hmac(t.token_id)) for t in self._tokens.values() if eligible(t)]
 
     # -- authentication ---------------------------------------------------------------------------------------------
-    def scram_credential(self, token_id: str, mechanism: str) -> tuple[str, tuple[int, bytes, bytes]] | None:
-        """(owner's name, SCRAM credential) of a live token, for SCRAM with ``tokenauth=true``; else None."""
+    def scram_credential(self, token_id: str, mechanism: str) -> tuple[str, tuple[int, bytes, bytes], int] | None:
+        """(owner's name, SCRAM credential, expiry) of a live token, for SCRAM with ``tokenauth=true``; else None."""
         token = self._tokens.get(token_id)
         if token is None or not self.enabled:
             return None
@@ -181,7 +181,7 @@ class DelegationTokenManager:
             password = base64.b64encode(self.hmac(token_id))
             salted = hashlib.pbkdf2_hmac(SCRAM_MECHANISMS[mechanism][1], password, salt, MIN_ITERATIONS)
             credential = token.scram[mechanism] = (MIN_ITERATIONS, salt, salted)
-        return token.owner.split(":", 1)[1], credential
+        return token.owner.split(":", 1)[1], credential, token.expiry_ms
 
     # -- expiry -------------------------------------------------------------------------------------------------------
     async def _remove(self, token: TokenInformation) -> None:

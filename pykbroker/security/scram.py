@@ -34,8 +34,8 @@ _CLIENT_FINAL = re.compile(rf"c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE})
 
 # user -> (iterations, salt, salted password) for this mechanism, or None
 CredentialLookup = Callable[[str], "tuple[int, bytes, bytes] | None"]
-# token id -> (owner's name, (iterations, salt, salted password)) of a live delegation token, or None
-TokenLookup = Callable[[str], "tuple[str, tuple[int, bytes, bytes]] | None"]
+# token id -> (owner's name, (iterations, salt, salted password), expiry in ms) of a live delegation token, or None
+TokenLookup = Callable[[str], "tuple[str, tuple[int, bytes, bytes], int] | None"]
 
 
 def _username(sasl_name: str) -> str:
@@ -65,6 +65,7 @@ class ScramServer:
         self._credentials = credentials
         self._tokens = tokens
         self.token_authenticated = False
+        self.credential_expiry_ms: int | None = None  # a token's expiry: the session may not outlive it
         self.complete = False
         self.authorization_id: str | None = None
         self._state = "client-first"
@@ -101,7 +102,7 @@ class ScramServer:
             found = self._tokens(username) if self._tokens is not None else None
             if found is None:
                 raise SaslCredentialError(f"Token Authentication failed: Invalid tokenId : {username}")
-            authorization_id, credential = found
+            authorization_id, credential, self.credential_expiry_ms = found
             self.token_authenticated = True
         else:
             credential = self._credentials(username)
