@@ -708,6 +708,24 @@ def observe_tls(mtls: str, one_way: str, pki) -> dict[str, object]:
     return out
 
 
+def observe_group_topics(admin: str, sasl: str) -> dict[str, object]:
+    """A consumer group (KIP-848) whose members are assigned topics a describer may not see is not described."""
+    out: dict[str, object] = {}
+    with RawClient(admin, timeout=15) as c:
+        member = "m" * 22
+        for epoch in (0, 1):
+            hb = c.request(ConsumerGroupHeartbeatRequest(group_id="g3", member_id=member, member_epoch=epoch,
+                                                         rebalance_timeout_ms=10000, subscribed_topic_names=["orders"],
+                                                         topic_partitions=[] if epoch == 0 else None), 1)
+            out[f"admin heartbeat {epoch}"] = hb.error_code
+    for user in ("bob", "alice"):
+        with login(sasl, user) as c:
+            d = c.request(ConsumerGroupDescribeRequest(group_ids=["g3"], include_authorized_operations=True), 1)
+            g = d.groups[0]
+            out[f"{user} describes g3"] = (g.error_code, g.error_message, len(g.members), g.authorized_operations)
+    return {f"group topics {k}": v for k, v in out.items()}
+
+
 def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
@@ -716,6 +734,7 @@ def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[st
     out.update(observe_acl_admin(admin))
     out.update(observe_tokens(admin, sasl))
     out.update(observe_tls(mtls, one_way, pki))
+    out.update(observe_group_topics(admin, sasl))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}
@@ -727,6 +746,7 @@ def test_authorization_matches_kafka(kafka, pykbroker, pki):
     # The scenario exercises what it claims: the certificate's DN is a principal with its own ACL.
     assert expected["mtls produce"] == [("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("orders", ErrorCode.NONE)]
     assert expected["token scram with token"][:2] == (ErrorCode.NONE, ErrorCode.NONE)
+    assert expected["group topics bob describes g3"][0] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
