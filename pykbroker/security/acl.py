@@ -164,7 +164,7 @@ class AclBindingFilter:
 
     @property
     def unknown(self) -> bool:
-        return ResourceType.UNKNOWN in (self.resource_type,) or self.pattern_type == PatternType.UNKNOWN \
+        return self.resource_type == ResourceType.UNKNOWN or self.pattern_type == PatternType.UNKNOWN \
             or self.operation == AclOperation.UNKNOWN or self.permission_type == AclPermissionType.UNKNOWN
 
     def matches_pattern(self, pattern: ResourcePattern) -> bool:
