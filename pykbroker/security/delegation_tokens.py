@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pykbroker.metadata_store import new_uuid, uuid_to_kafka_string
-from pykbroker.security.scram import MIN_ITERATIONS, SCRAM_MECHANISMS
+from pykbroker.security.scram import (
+    MIN_ITERATIONS,
+    SCRAM_MECHANISMS,
+    ScramCredential,
+    credential_from_salted_password,
+)
 from wire import ErrorCode
 
 __all__ = ["DelegationTokenManager", "TokenInformation", "TokenStore"]
@@ -44,7 +49,7 @@ class TokenInformation:
     max_ms: int
     expiry_ms: int
     # SCRAM credentials derived from the HMAC (random salt per mechanism), made on first use; not stored.
-    scram: dict[str, tuple[int, bytes, bytes]] = field(default_factory=dict, repr=False, compare=False)
+    scram: dict[str, ScramCredential] = field(default_factory=dict, repr=False, compare=False)
 
     def owner_or_renewer(self, principal: str) -> bool:
         return principal == self.owner or principal in self.renewers
@@ -167,7 +172,7 @@ class DelegationTokenManager:
         return [(t, self.hmac(t.token_id)) for t in self._tokens.values() if eligible(t)]
 
     # -- authentication ---------------------------------------------------------------------------------------------
-    def scram_credential(self, token_id: str, mechanism: str) -> tuple[str, tuple[int, bytes, bytes], int] | None:
+    def scram_credential(self, token_id: str, mechanism: str) -> tuple[str, ScramCredential, int] | None:
         """(owner's name, SCRAM credential, expiry) of a live token, for SCRAM with ``tokenauth=true``; else None."""
         token = self._tokens.get(token_id)
         if token is None or not self.enabled:
@@ -180,7 +185,8 @@ class DelegationTokenManager:
             salt = secrets.token_bytes(32)
             password = base64.b64encode(self.hmac(token_id))
             salted = hashlib.pbkdf2_hmac(SCRAM_MECHANISMS[mechanism][1], password, salt, MIN_ITERATIONS)
-            credential = token.scram[mechanism] = (MIN_ITERATIONS, salt, salted)
+            credential = token.scram[mechanism] = credential_from_salted_password(mechanism, MIN_ITERATIONS, salt,
+                                                                                  salted)
         return token.owner.split(":", 1)[1], credential, token.expiry_ms
 
     # -- expiry -------------------------------------------------------------------------------------------------------

@@ -127,8 +127,8 @@ class SaslServerAuthenticator:
                  clock_ms: Callable[[], int], peer: str,
                  token_credentials: Callable[[str, str], tuple | None] | None = None) -> None:
         self.security = security
-        self._scram_credentials = scram_credentials  # (user, mechanism) -> (iterations, salt, salted password)
-        # (token id, mechanism) -> (owner's name, SCRAM credential) of a live delegation token
+        self._scram_credentials = scram_credentials  # (user, mechanism) -> ScramCredential
+        # (token id, mechanism) -> (owner's name, ScramCredential, expiry) of a live delegation token
         self._token_credentials = token_credentials
         self.token_authenticated = False
         self._session_lifetime_ms = 0  # what SaslAuthenticate reports once authenticated
