@@ -10,7 +10,13 @@ import pytest
 
 from pykbroker.testing import ClusterProcesses, RawClient
 from wire import ErrorCode
-from wire.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest, MetadataRequest
+from wire.messages import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+    DescribeDelegationTokenRequest,
+    MetadataRequest,
+)
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.delete_acls_request import DeleteAclsFilter
 from wire.messages.metadata_request import MetadataRequestTopic
@@ -28,7 +34,7 @@ def cluster(tmp_path_factory):
     # use it, and ANONYMOUS (these PLAINTEXT clients) may not.
     with ClusterProcesses(tmp_path_factory.mktemp("authz-cluster"), size=2, overrides={
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "allow.everyone.if.no.acl.found": "true"}) as c:
+            "allow.everyone.if.no.acl.found": "true", "delegation.token.secret.key": "cluster-secret"}) as c:
         yield c
 
 
@@ -67,3 +73,12 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(cluster):
     denial = ("Principal = User:ANONYMOUS is Denied operation = DESCRIBE from host = 127.0.0.1 on resource = "
               "Topic:LITERAL:guarded for request = Metadata")
     assert denial in cluster.broker(1).log() and denial in cluster.broker(2).log()
+
+
+def test_token_requests_are_served_in_a_cluster(cluster):
+    """Tokens live in ZooKeeper's /delegation_token there (shared by the brokers; see
+    tests/pykbroker/security/test_zk_token_store.py); over PLAINTEXT they are refused, as in Kafka."""
+    for node in (1, 2):
+        with RawClient(cluster.broker(node).bootstrap) as c:
+            r = c.request(DescribeDelegationTokenRequest(owners=None), 3)
+            assert r.error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED

@@ -44,22 +44,6 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 log = logging.getLogger("pykbroker.broker")
 
 
-class _NoTokens:
-    """The token store of a cluster until tokens live in ZooKeeper: empty (tokens are disabled there)."""
-
-    def load_delegation_tokens(self) -> list:
-        return []
-
-    async def put_delegation_token(self, token) -> None:
-        raise RuntimeError("delegation tokens are disabled in cluster mode")
-
-    async def remove_delegation_token(self, token_id: str) -> None:
-        raise RuntimeError("delegation tokens are disabled in cluster mode")
-
-
-_NO_TOKENS = _NoTokens()
-
-
 class Broker:
     """Everything request handlers share. Lives on the event loop; no locks needed."""
 
@@ -213,17 +197,16 @@ class Broker:
         return ZooKeeperAclStore(self.zk)
 
     def _delegation_token_manager(self) -> DelegationTokenManager:
-        """Tokens in the embedded store. A cluster does not share tokens through ZooKeeper yet, so there they
-        are disabled (DELEGATION_TOKEN_AUTH_DISABLED) rather than known to one broker only."""
+        """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
         config = self.config
-        key = config["delegation.token.secret.key"]
         store = self.metadata
         if self.cluster_mode:
-            if key:
-                log.warning("delegation.token.secret.key is set, but delegation tokens are not shared through "
-                            "ZooKeeper yet: delegation tokens are disabled in cluster mode")
-            key, store = None, _NO_TOKENS
-        return DelegationTokenManager(store, key, config["delegation.token.max.lifetime.ms"],
+            from pykbroker.security.zk_token_store import ZooKeeperTokenStore
+
+            assert self.zk is not None
+            store = ZooKeeperTokenStore(self.zk)
+        return DelegationTokenManager(store, config["delegation.token.secret.key"],
+                                      config["delegation.token.max.lifetime.ms"],
                                       config["delegation.token.expiry.time.ms"],
                                       config["delegation.token.expiry.check.interval.ms"], self.now_ms)
 
@@ -258,6 +241,9 @@ class Broker:
         if self.authorizer is not None:  # ACLs in ZooKeeper; other brokers' changes reload the authorizer
             await self.acl_store.start(on_change=self.authorizer.reload)
             self.authorizer.reload()
+        if self.delegation_tokens.enabled:  # and tokens, likewise
+            await self.delegation_tokens.store.start(on_change=self.delegation_tokens.reload)  # type: ignore[attr-defined]
+            self.delegation_tokens.reload()
         self._apply_broker_configs(self.metadata.image)
         log.info("broker %d joined cluster %s through ZooKeeper at %s", self.node_id, self.cluster_id,
                  self.config["zookeeper.connect"])

@@ -90,9 +90,15 @@ class DelegationTokenManager:
         self.renew_lifetime_ms = renew_lifetime_ms
         self.check_interval_ms = check_interval_ms
         self.now_ms = now_ms
-        self._tokens: dict[str, TokenInformation] = {t.token_id: t for t in store.load_delegation_tokens()}
-        self._by_hmac = {self._hmac_b64(t.token_id): t for t in self._tokens.values()} if self.enabled else {}
+        self._tokens: dict[str, TokenInformation] = {}
+        self._by_hmac: dict[str, TokenInformation] = {}
+        self.reload()
         self._last_sweep = now_ms()
+
+    def reload(self) -> None:
+        """Read every token from the store again (after a change made through another broker)."""
+        self._tokens = {t.token_id: t for t in self.store.load_delegation_tokens()}
+        self._by_hmac = {self._hmac_b64(t.token_id): t for t in self._tokens.values()} if self.enabled else {}
 
     @property
     def enabled(self) -> bool:
