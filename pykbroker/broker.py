@@ -327,6 +327,8 @@ class Broker:
                 continue
             if before is not None and before.configs != topic.configs:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+                if self.zk is not None:
+                    self.controller.topic_configs_changed(name)
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
@@ -461,8 +463,16 @@ class Broker:
         existing = self.metadata.topics.get(name)
         if existing is not None:
             return existing
-        partitions = self.config.num_partitions
-        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.info("not creating topic %s: default.replication.factor %d exceeds the %d registered brokers",
+                     name, replication, len(live))
+            return None
+        try:
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+        except KeyError:  # created meanwhile (by another request, or another broker)
+            return self.metadata.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
