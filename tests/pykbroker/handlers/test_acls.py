@@ -88,3 +88,33 @@ def test_authorizer_class_names():
     assert Config({})["authorizer.class.name"] == ""
     with pytest.raises(ConfigError, match="authorizer.class.name"):
         Config({"authorizer.class.name": "com.example.MyAuthorizer"})
+
+
+def test_a_fetch_session_loses_a_revoked_topic_at_once(secured):
+    """Incremental fetches authorize every partition of the session, not only those the request names."""
+    from wire.messages import FetchRequest
+    from wire.messages.fetch_request import FetchPartition, FetchTopic
+
+    broker, sasl = secured
+    read_orders = AclCreation(resource_type=2, resource_name="orders", resource_pattern_type=3,
+                              principal="User:alice", host="*", operation=3, permission_type=3)
+    with RawClient(broker.bootstrap) as admin:
+        assert admin.request(CreateAclsRequest(creations=[read_orders]), 3).results[0].error_code == 0
+        with RawClient(sasl) as c:
+            c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+            c.request(SaslAuthenticateRequest(auth_bytes=plain_token("alice", "alice-secret")), 2)
+
+            def fetch(session_id: int, epoch: int, topics: list) -> tuple:
+                r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                                           isolation_level=0, session_id=session_id, session_epoch=epoch,
+                                           topics=topics, forgotten_topics_data=[], rack_id=""), 12)
+                return r.session_id, [(t.topic, [p.error_code for p in t.partitions]) for t in r.responses]
+
+            session, first = fetch(0, 0, [FetchTopic(topic="orders", partitions=[FetchPartition(
+                partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                partition_max_bytes=1 << 20)])])
+            assert session and first == [("orders", [ErrorCode.NONE])]
+            admin.request(DeleteAclsRequest(filters=[DeleteAclsFilter(
+                resource_type_filter=2, resource_name_filter="orders", pattern_type_filter=3,
+                principal_filter="User:alice", host_filter=None, operation=3, permission_type=1)]), 3)
+            assert fetch(session, 1, []) == (session, [("orders", [ErrorCode.TOPIC_AUTHORIZATION_FAILED])])
