@@ -269,11 +269,9 @@ class ZooKeeperMetadataStore:
         """Read everything afresh (at start and in a new session: every watch is armed again)."""
         async with self._lock:
             names = await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or []
-            topics = {}
-            for name in names:
-                topic = await self._read_topic(name)
-                if topic is not None:
-                    topics[name] = topic
+            # all reads in flight at once: kazoo pipelines them over the one connection
+            read = await asyncio.gather(*(self._read_topic(name) for name in names))
+            topics = {t.name: t for t in read if t is not None}
             brokers = await self._read_brokers()
             controller_id = await self._read_controller()
             configs = await self._read_all_configs()
@@ -301,10 +299,9 @@ class ZooKeeperMetadataStore:
         for gone in set(topics) - names:
             self._forget_watches(gone)
             del topics[gone]
-        for name in names - set(topics):
-            topic = await self._read_topic(name)
+        for topic in await asyncio.gather(*(self._read_topic(name) for name in names - set(topics))):
             if topic is not None:
-                topics[name] = topic
+                topics[topic.name] = topic
         if topics.keys() != image.topics.keys():
             self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}))
 
@@ -343,9 +340,8 @@ class ZooKeeperMetadataStore:
         except ZNodeDecodeError as exc:
             log.warning("ignoring unreadable topic %s: %s", name, exc)
             return None
-        partitions = []
-        for p in sorted(assignment.partitions):
-            partitions.append(await self._read_partition(name, p, assignment.partitions[p]))
+        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p])
+                                            for p in sorted(assignment.partitions)))
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
         return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
