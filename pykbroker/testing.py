@@ -5,6 +5,9 @@
 
     with ZooKeeperProcess() as zk:            # a standalone ZooKeeper server, for cluster mode
         broker = BrokerProcess(overrides={"zookeeper.connect": zk.connect})
+
+    with BrokerCluster(3) as cluster:         # ZooKeeper and brokers 1-3 sharing it
+        cluster.broker(2).kill()
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["BrokerProcess", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
+__all__ = ["BrokerCluster", "BrokerProcess", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
            "zookeeper_jars"]
 
 
@@ -448,6 +451,75 @@ class ZooKeeperProcess:
             self._tmp = None
 
     def __enter__(self) -> ZooKeeperProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BrokerCluster:
+    """ZooKeeper plus ``size`` pykbroker brokers (node ids 1..size) sharing it under one chroot: a cluster on
+    this machine, for tests and ``make cluster``. ``bootstrap`` lists every broker; ``broker(node_id)`` gives
+    one to stop, kill or restart.
+
+        with BrokerCluster(3) as cluster:
+            producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    """
+
+    def __init__(self, size: int = 3, root: str | Path | None = None, *, ports: list[int] | None = None,
+                 zookeeper_port: int | None = None, chroot: str = "/pykbroker", session_timeout_ms: int = 6000,
+                 overrides: dict[str, str] | None = None) -> None:
+        self._tmp = None
+        if root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-cluster-")
+            root = self._tmp.name
+        self.root = Path(root)
+        self.zookeeper = ZooKeeperProcess(self.root / "zookeeper", port=zookeeper_port)
+        self.chroot = chroot
+        common = {"zookeeper.connect": self.zookeeper_connect,
+                  "zookeeper.session.timeout.ms": str(session_timeout_ms), **(overrides or {})}
+        self.brokers = [
+            BrokerProcess(self.root / f"broker-{node_id}", overrides={"node.id": str(node_id), **common},
+                          port=ports[node_id - 1] if ports else None, log_path=self.root / f"broker-{node_id}.log")
+            for node_id in range(1, size + 1)]
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"{self.zookeeper.connect}{self.chroot}"
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def broker(self, node_id: int) -> BrokerProcess:
+        return self.brokers[node_id - 1]
+
+    def start(self, timeout: float = 60.0) -> BrokerCluster:
+        """ZooKeeper first, then every broker; on any failure everything started is stopped again."""
+        try:
+            self.zookeeper.start(timeout)
+            for broker in self.brokers:
+                broker.start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Every broker gracefully, then ZooKeeper."""
+        for broker in self.brokers:
+            broker.stop()
+        self.zookeeper.stop()
+
+    def close(self) -> None:
+        for broker in self.brokers:
+            broker.close()
+        self.zookeeper.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> BrokerCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
