@@ -197,11 +197,14 @@ class ZooKeeperClient:
                 f"no connection to ZooKeeper at {self.hosts} within {self.connection_timeout_ms} ms") from None
         try:
             if bootstrap.exists(self.chroot) is None:
-                try:
-                    bootstrap.create(self.chroot, None, makepath=True)
-                    log.info("created the ZooKeeper chroot %s", self.chroot)
-                except NodeExistsError:
-                    pass  # another broker made it first
+                current = ""
+                for part in filter(None, self.chroot.split("/")):  # every level with null data, as Kafka's
+                    current += "/" + part
+                    try:
+                        bootstrap.create(current, None)
+                    except NodeExistsError:
+                        pass  # there already, or another broker made it first
+                log.info("created the ZooKeeper chroot %s", self.chroot)
         finally:
             bootstrap.stop()
             bootstrap.close()
