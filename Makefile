@@ -21,7 +21,9 @@ run: $(STAMP)
 
 ## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); Ctrl-C stops them
 cluster: $(STAMP)
-	$(VENV)/bin/pykbroker cluster --data ./data/cluster $(ARGS)
+	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
+	bash tools/zookeeper/fetch_jars.sh >/dev/null
+	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)

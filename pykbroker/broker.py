@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
@@ -20,7 +20,7 @@ from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
-from replication.replica_manager import AppendResult, ReplicaManager
+from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.connection import Connection
+    from replication.metadata_image import MetadataWriter
+    from replication.zk.client import ZooKeeperClient
 
 # The coordinators' topics, named here so that looking for them at start does not import the
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
@@ -47,9 +49,15 @@ class Broker:
         self.config = config
         self.registry = registry
         self.node_id = config.node_id
-        self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
-        self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
-        self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        self.zk: ZooKeeperClient | None = None
+        self.metadata: MetadataWriter
+        self.producer_ids: Any
+        if self.cluster_mode:
+            self._init_cluster_mode()
+        else:
+            self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
+            self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
+            self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
@@ -71,6 +79,7 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"])
@@ -173,9 +182,43 @@ class Broker:
         return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
 
     # -- lifecycle -----------------------------------------------------------------------------------
+    def _init_cluster_mode(self) -> None:
+        """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
+        from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
+        from replication.zk.client import ZooKeeperClient
+        from replication.zk.controller import ZkController
+        from replication.zk.controller_election import ControllerElection
+        from replication.zk.producer_id_block import ZkProducerIdManager
+
+        self.cluster_id = ""  # read from /cluster/id at start
+        self.zk = ZooKeeperClient.from_config(self.config)
+        self.election = ControllerElection(self.zk, self.node_id)
+        self.controller = ZkController(self.zk, self.election, self.node_id,
+                                       unclean_leader_election_default=lambda: bool(
+                                           self.dynamic_config.current["unclean.leader.election.enable"]))
+        self.election.on_elected = self.controller.on_elected
+        self.election.on_resigned = self.controller.on_resigned
+        self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
+                                               controller_epoch=lambda: max(self.election.epoch, 0))
+        self.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+
+    async def _start_cluster_mode(self) -> None:
+        """Connect to ZooKeeper, load the cluster's metadata and check this node's log dirs belong to it."""
+        assert self.zk is not None
+        await self.zk.start()
+        await self.metadata.start()  # type: ignore[attr-defined]
+        self.cluster_id = self.metadata.image.cluster_id
+        await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
+        await self.producer_ids.start()
+        self._apply_broker_configs(self.metadata.image)
+        log.info("broker %d joined cluster %s through ZooKeeper at %s", self.node_id, self.cluster_id,
+                 self.config["zookeeper.connect"])
+
     async def start(self) -> None:
         """Load (and recover) every log off the event loop, then host every partition assigned here;
         from then on every published metadata image is applied as it comes."""
+        if self.cluster_mode:
+            await self._start_cluster_mode()
         if self.elr_enabled:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
@@ -198,6 +241,11 @@ class Broker:
         await self.replica_fetchers.close()
         self.broker_clients.close()
         await self.replica_manager.close()
+        if self.zk is not None:
+            # Leaving ZooKeeper ends this broker's registration, so the controller moves its leaderships.
+            await self.controller.close()
+            await self.election.close()
+            await self.zk.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -334,6 +382,8 @@ class Broker:
                                    protocols.get(lst.name, lst.name))
                           for lst in self.config.advertised_listeners)
         await self.metadata.register_broker(BrokerImage(self.node_id, endpoints, self.config.rack))
+        if self.zk is not None:
+            await self.election.start()  # after registering, as Kafka's controller startup
 
     # -- dynamic broker configs --------------------------------------------------------------------------
     @property

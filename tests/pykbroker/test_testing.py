@@ -55,19 +55,3 @@ def test_a_start_that_cannot_serve_raises_and_leaves_no_process(tmp_path):
             zk.start(timeout=15)
     assert zk.proc is None
 
-
-def test_broker_cluster_starts_zookeeper_and_brokers_and_stops_them(tmp_path):
-    from pykbroker.testing import BrokerCluster, wait_for_api_versions
-
-    with BrokerCluster(2, tmp_path / "cluster") as cluster:
-        assert four_letter_word("127.0.0.1", cluster.zookeeper.port, "ruok") == "imok"
-        assert cluster.zookeeper_connect.endswith("/pykbroker")
-        for broker in cluster.brokers:
-            assert broker.overrides["zookeeper.connect"] == cluster.zookeeper_connect
-            wait_for_api_versions("127.0.0.1", broker.port, 10)
-        assert [b.overrides["node.id"] for b in cluster.brokers] == ["1", "2"]
-        cluster.broker(2).kill()
-        assert not cluster.broker(2).alive
-        cluster.broker(2).start()
-        wait_for_api_versions("127.0.0.1", cluster.broker(2).port, 10)
-    assert not cluster.zookeeper.alive and not any(b.alive for b in cluster.brokers)
