@@ -40,7 +40,7 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
-async def eventually(predicate, timeout: float = 10.0) -> None:
+async def eventually(predicate, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:

@@ -27,7 +27,7 @@ def test_rules():
     assert not must_resign(True, 1, 1) and not must_resign(False, 2, 1)
 
 
-async def wait_until(predicate, timeout: float = 15.0) -> float:
+async def wait_until(predicate, timeout: float = 30.0) -> float:
     """Seconds until ``predicate()`` held; raises TimeoutError."""
     loop = asyncio.get_running_loop()
     started = loop.time()
