@@ -293,6 +293,8 @@ class Broker:
                 continue
             if before is not None and before.configs != topic.configs:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+                if self.zk is not None:
+                    self.controller.topic_configs_changed(name)
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
@@ -427,15 +429,28 @@ class Broker:
         existing = self.metadata.topics.get(name)
         if existing is not None:
             return existing
-        partitions = self.config.num_partitions
-        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.info("not creating topic %s: default.replication.factor %d exceeds the %d registered brokers",
+                     name, replication, len(live))
+            return None
+        try:
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+        except KeyError:  # created meanwhile (by another request, or another broker)
+            return self.metadata.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
         """The coordinator of the groups of a __consumer_offsets partition: that partition's leader."""
-        topic = self.metadata.topics.get(GROUP_METADATA_TOPIC_NAME)
+        return self._coordinator_partition_leader(GROUP_METADATA_TOPIC_NAME, partition)
+
+    def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
+        """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
+        lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
+        topic = self.metadata.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
+            return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
 
     @property
@@ -471,10 +486,7 @@ class Broker:
 
     # -- __transaction_state -------------------------------------------------------------------------
     def _transaction_state_partition_leader(self, partition: int) -> int | None:
-        topic = self.metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(TRANSACTION_STATE_TOPIC_NAME, partition)
 
     def _transaction_state_leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a __transaction_state partition: its leader epoch."""
