@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Ours and not KafkaConfig's: ZooKeeper mode (Kafka 3.9's), the cluster id, and the StandardAuthorizer's own
 # configs (Kafka reads them from the broker's properties, outside its ConfigDef).
 OURS_ONLY = {"cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
-             "allow.everyone.if.no.acl.found", "super.users"}
+             "allow.everyone.if.no.acl.found", "super.users", "controlled.shutdown.max.retries",
+             "controlled.shutdown.retry.backoff.ms"}
 
 
 def test_the_two_lists_of_property_names_agree():
