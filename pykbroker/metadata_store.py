@@ -198,6 +198,7 @@ class EmbeddedMetadataStore:
                                    _frozen({k: float(v) for k, v in q["values"].items()})
                                    for q in doc.get("client_quotas", [])}),
             broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
+            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
             finalized_features=_frozen(features),
             features_epoch=features_epoch,
         )
@@ -224,6 +225,7 @@ class EmbeddedMetadataStore:
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": dict(values)}
                               for entity, values in new.client_quotas.items()],
             "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
+            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
             "finalized_features": dict(new.finalized_features),
             "features_epoch": new.features_epoch,
             "acls": [a.to_json() for a in self._acls],
@@ -294,6 +296,13 @@ class EmbeddedMetadataStore:
             else:
                 configs_by_name.pop(resource_name, None)
         self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
+        removed keeps its (empty) entry: ListConfigResources still lists it."""
+        group_configs = dict(self._image.group_configs)
+        group_configs[group_id] = _frozen(configs)
+        self._commit(replace(self._image, group_configs=_frozen(group_configs)))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
