@@ -14,10 +14,11 @@ from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from pykbroker.testing import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
-# Ours alone: the embedded store's cluster id, the ZooKeeper-mode connection (Kafka 3.9's names), and the
-# authorizer's own properties (not KafkaConfig's: Kafka's StandardAuthorizer reads them from the originals).
+# Ours alone: the embedded store's cluster id and the ZooKeeper-mode connection (Kafka 3.9's names).
+# Ours and not KafkaConfig's: ZooKeeper mode (Kafka 3.9's), the cluster id, and the StandardAuthorizer's own
+# configs (Kafka reads them from the broker's properties, outside its ConfigDef).
 OURS_ONLY = {"cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
-             "super.users", "allow.everyone.if.no.acl.found"}
+             "allow.everyone.if.no.acl.found", "super.users"}
 
 
 def test_the_two_lists_of_property_names_agree():
