@@ -1,11 +1,10 @@
-"""Shared broker state: configuration, cluster metadata, the handler registry, open connections."""
+"""Shared broker state: configuration, cluster metadata, the handler registry."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -25,7 +24,6 @@ from wire.messages.api_versions_response import ApiVersion
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.transaction.coordinator import TransactionCoordinator
-    from pykbroker.connection import Connection
 
 # The coordinators' topics, named here so that looking for them at start does not import the
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
@@ -46,8 +44,6 @@ class Broker:
         self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
         self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
-        self.connections: set[Connection] = set()
-        self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         if self.elr_enabled:
             self.ensure_elr_min_insync_replicas()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.

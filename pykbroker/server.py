@@ -11,6 +11,7 @@ import time
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
+from pykbroker.connection_quotas import ConnectionQuotas
 from pykbroker.security.listeners import listener_security
 
 log = logging.getLogger("pykbroker.server")
@@ -29,17 +30,19 @@ class Server:
         self._stopping = asyncio.Event()
         self._signals = 0
         self._idle_reaper: asyncio.Task | None = None
+        self.quotas: ConnectionQuotas | None = None
 
     async def start(self) -> None:
         started = time.monotonic()
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
         await broker.start()
+        self.quotas = quotas = ConnectionQuotas(broker.dynamic_config)
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
             host = lst.host or None
             sec = security[lst.name]
-            srv = await loop.create_server(lambda lst=lst, sec=sec: Connection(broker, lst, sec), host, lst.port,
+            srv = await loop.create_server(lambda lst=lst, sec=sec: Connection(broker, lst, sec, quotas), host, lst.port,
                                            reuse_address=True, backlog=1024, ssl=sec.ssl_context)
             sock = srv.sockets[0]
             addr = sock.getsockname()
@@ -78,13 +81,13 @@ class Server:
     async def _close_idle_connections(self, idle_s: float) -> None:
         """connections.max.idle.ms: close connections with no reads or writes for that long, as Kafka's
         Selector does (a connection with a request in progress, a long poll say, is left alone)."""
-        broker = self.broker
-        assert broker is not None
+        quotas = self.quotas
+        assert quotas is not None
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(min(max(idle_s / 10, 0.05), 30.0))
             now = loop.time()
-            for conn in [c for c in broker.connections if not c.busy and now - c.last_active > idle_s]:
+            for conn in [c for c in quotas.connections if not c.busy and now - c.last_active > idle_s]:
                 log.debug("closing the connection from %s on listener %s: idle for %.0f ms (connections.max.idle.ms)",
                          conn.peer, conn.listener.name, (now - conn.last_active) * 1000)
                 conn.close()
@@ -97,9 +100,10 @@ class Server:
         broker = self.broker
         if broker is not None:
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
-            while any(c.busy for c in broker.connections) and time.monotonic() < deadline:
+            connections = self.quotas.connections if self.quotas is not None else set()
+            while any(c.busy for c in connections) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            for conn in list(broker.connections):
+            for conn in list(connections):
                 conn.close()
         for srv in self._servers:
             await srv.wait_closed()
