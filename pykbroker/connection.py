@@ -4,6 +4,11 @@ Kafka processes a connection's requests strictly in order (the next request is r
 previous response is queued); we do the same, so responses can never be reordered. Frames that arrive
 meanwhile are buffered, and reading pauses when too many wait. Bad input closes only this connection.
 
+Reading is paused (the channel muted, in Kafka's words) for any of these reasons, and resumes when none
+is left: too many of this connection's frames wait (``backlog``); the broker-wide request queue is full
+(``queue``, queued.max.requests); the next frame does not fit in the request memory pool (``memory``,
+queued.max.request.bytes); the client does not read its responses (``response``).
+
 The jobs around it are objects of their own: ConnectionQuotas (pykbroker.connection_quotas) admits the
 connection, a Dispatcher (pykbroker.dispatch) runs each request through its handler, and a
 ResponseWriter (pykbroker.response_writer) writes the answers in order.
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
     from pykbroker.broker import Broker
     from pykbroker.config import Listener
     from pykbroker.connection_quotas import ConnectionQuotas
+    from pykbroker.request_channel import RequestChannel
     from pykbroker.security.listeners import ListenerSecurity
     from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
 
@@ -49,23 +55,26 @@ class Connection(asyncio.BufferedProtocol):
     """
 
     def __init__(self, broker: Broker, listener: Listener, security: ListenerSecurity | None,
-                 quotas: ConnectionQuotas) -> None:
+                 quotas: ConnectionQuotas, channel: RequestChannel, ip: str = "?") -> None:
         self.broker = broker
         self.listener = listener
         self.listener_name = listener.name
         self.security = security
         self.quotas = quotas
+        self.channel = channel
+        self._pool = channel.memory_pool if channel.memory_pool.bounded else None
         self.principal = ANONYMOUS
         self.authenticator: SaslServerAuthenticator | None = None
-        self.frames = FrameReader(broker.config.socket_request_max_bytes)
+        self.frames = FrameReader(broker.config.socket_request_max_bytes,
+                                  self._pool.try_allocate if self._pool is not None else None)
         self.pending: deque[bytes | bytearray] = deque()
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.dispatcher: Dispatcher | None = None
         self.peer = "?"
-        self.ip = "?"  # the client's address, for max.connections.per.ip
+        self.ip = ip  # the client's address, for max.connections.per.ip
         self._wakeup = asyncio.Event()
-        self._reading_paused = False
+        self._muted: set[str] = set()  # why reading is paused (see the module docstring)
         self._closed = False
         self._task: asyncio.Task | None = None
         self._last_read = asyncio.get_running_loop().time()
@@ -83,13 +92,8 @@ class Connection(asyncio.BufferedProtocol):
         sock_fd = None if tls else socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.ip = peer[0] if peer else "?"
         self.writer = ResponseWriter(self.transport, sock_fd, self.close)  # type: ignore[arg-type]
         self.dispatcher = Dispatcher(self.broker, self.listener, self.peer, self.writer)
-        if not self.quotas.admit(self):
-            self._closed = True
-            transport.close()
-            return
         if self.security is not None:
             self._start_security(transport)
         self._task = asyncio.get_running_loop().create_task(self._serve())
@@ -102,19 +106,50 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._last_read = asyncio.get_running_loop().time()
         self.frames.buffer_updated(nbytes)
+        self._take_frames()
+
+    def _take_frames(self) -> None:
+        """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""
+        frames, pending, channel = self.frames, self.pending, self.channel
         try:
-            while (f := self.frames.next_frame()) is not None:
-                self.pending.append(f)
+            while (f := frames.next_frame()) is not None:
+                pending.append(f)
+                channel.enqueue()
         except FrameError as exc:
             log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener.name, exc)
             self.close()
             return
-        if self.pending:
+        if frames.waiting_for_memory:
+            self._mute("memory")
+            assert self._pool is not None
+            self._pool.wait(self._memory_released)
+        if pending:
             self._wakeup.set()
-            if len(self.pending) > MAX_PENDING_FRAMES and not self._reading_paused:
-                self._reading_paused = True
-                assert self.transport is not None
-                self.transport.pause_reading()
+            if len(pending) > MAX_PENDING_FRAMES:
+                self._mute("backlog")
+        if channel.full and "queue" not in self._muted:
+            self._mute("queue")
+            channel.wait(self._queue_has_room)
+
+    def _memory_released(self) -> None:
+        if not self._closed:
+            self._unmute("memory")
+            self._take_frames()
+
+    def _queue_has_room(self) -> None:
+        if not self._closed:
+            self._unmute("queue")
+
+    def _mute(self, reason: str) -> None:
+        if not self._muted and self.transport is not None and not self._closed:
+            self.transport.pause_reading()
+        self._muted.add(reason)
+
+    def _unmute(self, reason: str) -> None:
+        if reason in self._muted:
+            self._muted.discard(reason)
+            if not self._muted and self.transport is not None and not self._closed:
+                self.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -123,14 +158,26 @@ class Connection(asyncio.BufferedProtocol):
             self.writer.resume_writing()
         self._wakeup.set()
         self.quotas.release(self)
+        # Requests never to be handled leave the queue and give their memory back.
+        if self.pending:
+            if self._pool is not None:
+                self._pool.release(sum(len(f) for f in self.pending))
+            n = len(self.pending)
+            self.pending.clear()
+            self.channel.dequeue(n)
+        if self._pool is not None and (held := self.frames.held_bytes()):
+            self._pool.release(held)
 
     def pause_writing(self) -> None:
+        """The client is not reading its responses: read no more requests from it until it does."""
         assert self.writer is not None
         self.writer.pause_writing()
+        self._mute("response")
 
     def resume_writing(self) -> None:
         assert self.writer is not None
         self.writer.resume_writing()
+        self._unmute("response")
 
     # -- identity: TLS and SASL ----------------------------------------------------------------------
     def _start_security(self, transport: asyncio.BaseTransport) -> None:
@@ -174,6 +221,17 @@ class Connection(asyncio.BufferedProtocol):
         return False
 
     # -- request loop --------------------------------------------------------------------------------
+    def idle_for(self, now: float) -> float | None:
+        """Seconds without reads or writes, for connections.max.idle.ms; None while a request is in progress
+        (a long poll is not idle), unless the client is not reading its response: that is idle, as in Kafka."""
+        writer = self.writer
+        if writer is not None and writer.blocked:
+            writer.check_progress(now)
+            return now - max(self._last_read, writer.last_write)
+        if self.busy:
+            return None
+        return now - self.last_active
+
     @property
     def busy(self) -> bool:
         """True while a request is being handled or waits to be."""
@@ -191,10 +249,9 @@ class Connection(asyncio.BufferedProtocol):
                     await self._wakeup.wait()
                     continue
                 frame_bytes = self.pending.popleft()
-                if self._reading_paused and len(self.pending) < MAX_PENDING_FRAMES // 2:
-                    self._reading_paused = False
-                    assert self.transport is not None
-                    self.transport.resume_reading()
+                self.channel.dequeue()
+                if "backlog" in self._muted and len(self.pending) < MAX_PENDING_FRAMES // 2:
+                    self._unmute("backlog")
                 self._handling = True
                 try:
                     if self.authenticator is None or await self._authenticated(frame_bytes):
@@ -203,6 +260,8 @@ class Connection(asyncio.BufferedProtocol):
                             await asyncio.sleep(throttle_ms / 1000)
                 finally:
                     self._handling = False
+                    if self._pool is not None:  # answered: its bytes leave the pool (Kafka's releaseBuffer)
+                        self._pool.release(len(frame_bytes))
         except CloseConnection:
             self.close()
         except asyncio.CancelledError:

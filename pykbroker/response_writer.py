@@ -6,7 +6,9 @@ to all the frames handled in one pass in one write, and no answer waits for anyt
 
 A Fetch response's records are file regions. Small ones (a consumer that keeps up) are read with
 ``pread`` into the response's one write; large ones go with ``sendfile`` while the socket takes them,
-and whatever it does not take is read and queued behind the bytes before it.
+and whatever it does not take is read and queued behind the bytes before it, REGION_CHUNK at a time
+with a wait for the client to read in between: a client that does not read holds at most about one
+chunk (plus the transport's high-water mark) of its response in memory, never the whole fetch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from wire import Writer, encode_response_header, frame
 # for a few hundred bytes (a consumer that keeps up) a copy costs less than a second syscall and segment.
 COPY_REGIONS_BELOW = 16384
 # sendfile errors that mean "not for this socket", after which the connection copies instead.
+# The most of a file region read into memory at once when sendfile cannot send it (see the docstring).
+REGION_CHUNK = 1 << 20
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
 
@@ -33,7 +37,8 @@ class ResponseWriter:
     ``last_write`` is the loop time of the last write, for connections.max.idle.ms.
     """
 
-    __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write")
+    __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write",
+                 "_unsent")
 
     def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None]) -> None:
         self.transport = transport
@@ -44,10 +49,19 @@ class ResponseWriter:
         self._can_write.set()
         self.closed = False
         self.last_write = 0.0
+        self._unsent = 0  # the transport's buffered bytes when last looked at, while blocked
 
     # -- flow control, from the protocol -------------------------------------------------------------
     def pause_writing(self) -> None:
         self._can_write.clear()
+        self._unsent = self.transport.get_write_buffer_size()
+
+    def check_progress(self, now: float) -> None:
+        """While blocked: count the client taking any of the buffered bytes as a write (idle time)."""
+        unsent = self.transport.get_write_buffer_size()
+        if unsent < self._unsent:
+            self.last_write = now
+        self._unsent = unsent
 
     def resume_writing(self) -> None:
         self._can_write.set()
@@ -80,7 +94,7 @@ class ResponseWriter:
             else:
                 try:
                     self.flush()  # everything before the region goes first
-                    self._write_region(part)
+                    await self._write_region(part)
                 finally:
                     _release(part)
         if not self._can_write.is_set():
@@ -109,36 +123,49 @@ class ResponseWriter:
         self.closed = True
         self._can_write.set()
 
-    def _write_region(self, region) -> None:
+    async def _write_region(self, region) -> None:
         """Send a file region with ``sendfile`` (no copy through Python) while the socket takes it.
 
         Only when nothing is queued in the transport, so bytes cannot overtake earlier writes; whatever
-        the socket does not take at once (or everything, when sendfile is unavailable) is read and queued
-        through the transport, which never blocks the event loop.
+        the socket does not take (or everything, when sendfile is unavailable) is read and queued through
+        the transport, which never blocks the event loop, a chunk at a time while the client reads.
         """
         sent = 0
-        if self._sock_fd is not None and self.transport.get_write_buffer_size() == 0:
-            try:
-                in_fd = region.file.fileno()
-                while sent < region.size:
-                    n = os.sendfile(self._sock_fd, in_fd, region.position + sent, region.size - sent)
-                    if n == 0:
-                        break
-                    sent += n
-            except (BlockingIOError, InterruptedError):
-                pass
-            except (BrokenPipeError, ConnectionResetError):
-                self._on_peer_gone()  # the client went away; connection_lost follows
-                return
-            except OSError as exc:
-                if sent == 0 and exc.errno in _SENDFILE_UNSUPPORTED:
-                    self._sock_fd = None  # e.g. a socket type sendfile refuses: copy from now on
-                else:
-                    raise
-        if sent:
+        while sent < region.size and not self.closed:
+            if self._sock_fd is not None and self.transport.get_write_buffer_size() == 0:
+                sent = self._sendfile(region, sent)
+                if sent < 0:
+                    return  # the client went away
+            if sent < region.size:
+                n = min(region.size - sent, REGION_CHUNK)
+                self.transport.write(_read_region(region, sent, n))
+                sent += n
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+
+    def _sendfile(self, region, sent: int) -> int:
+        """``sendfile`` from ``sent`` until the socket would block; the new ``sent``, -1 if the peer is gone."""
+        start = sent
+        try:
+            in_fd = region.file.fileno()
+            while sent < region.size:
+                n = os.sendfile(self._sock_fd, in_fd, region.position + sent, region.size - sent)
+                if n == 0:
+                    break
+                sent += n
+        except (BlockingIOError, InterruptedError):
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            self._on_peer_gone()  # connection_lost follows
+            return -1
+        except OSError as exc:
+            if sent == start and exc.errno in _SENDFILE_UNSUPPORTED:
+                self._sock_fd = None  # e.g. a socket type sendfile refuses: copy from now on
+            else:
+                raise
+        if sent > start:
             self.last_write = asyncio.get_running_loop().time()
-        if sent < region.size:
-            self.transport.write(_read_region(region, sent))
+        return sent
 
 
 def _small_region_read(part):
@@ -158,13 +185,14 @@ def _release(region) -> None:
         release()
 
 
-def _read_region(region, skip: int = 0) -> bytes:
-    """Bytes of a file region after its first ``skip`` (the copy path, when sendfile cannot finish)."""
-    if skip == 0:
+def _read_region(region, skip: int = 0, want: int | None = None) -> bytes:
+    """``want`` bytes (default: the rest) of a file region after its first ``skip`` (the copy path)."""
+    if want is None:
+        want = region.size - skip
+    if skip == 0 and want == region.size:
         read_bytes = getattr(region, "read_bytes", None)
         if read_bytes is not None:
             return read_bytes()
-    want = region.size - skip
     data = os.pread(region.file.fileno(), want, region.position + skip)
     if len(data) != want:
         raise OSError(f"short read of {region!r}: {len(data)} of {want} bytes at +{skip}")
