@@ -285,11 +285,16 @@ class Connection(asyncio.BufferedProtocol):
             raise CloseConnection
         return True
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Close: answers already given still go out (the transport sends them, then closes), unless
+        ``abort``, for a client that does not read them: they are dropped and the socket closed at once."""
         if not self._closed:
             if self.writer is not None:
-                self.writer.close()  # answers already given still go out (the transport sends them, then closes)
+                self.writer.close()
             self._closed = True
             self._wakeup.set()
             if self.transport is not None:
-                self.transport.close()
+                if abort:
+                    self.transport.abort()
+                else:
+                    self.transport.close()

@@ -135,7 +135,7 @@ class Server:
                 if idle is not None and idle > idle_s:
                     log.debug("closing the connection from %s on listener %s: idle for %.0f ms "
                               "(connections.max.idle.ms)", conn.peer, conn.listener.name, idle * 1000)
-                    conn.close()
+                    conn.close(abort=conn.writer is not None and conn.writer.blocked)
 
     async def stop(self) -> None:
         if self._idle_reaper is not None:
