@@ -50,6 +50,10 @@ FUZZ_TARGET ?= all
 fuzz: $(STAMP)
 	$(PY) -m fuzz $(FUZZ_TARGET) --seconds $(FUZZ_SECONDS)
 
+## fuzz-live: mutated real client sessions against a running broker beside a normal producer and consumer
+fuzz-live: $(STAMP)
+	$(PY) -m fuzz.live --seconds $(FUZZ_SECONDS)
+
 ## bench: benchmarks (never part of `make test`)
 bench: deps
 	$(PY) -m bench $(ARGS)
