@@ -78,7 +78,7 @@ def frame(body: bytes, rng: random.Random) -> bytes:
 async def attack(host: str, port: int, session: list[bytes], rng: random.Random, stats: dict) -> None:
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 5)
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         stats["connect_failed"] += 1
         return
     try:
@@ -95,7 +95,7 @@ async def attack(host: str, port: int, session: list[bytes], rng: random.Random,
         try:
             while await asyncio.wait_for(reader.read(65536), 0.2 if rng.random() < 0.8 else 2):
                 stats["responses"] += 1
-        except asyncio.TimeoutError:
+        except TimeoutError:
             stats["open_after"] += 1
         else:
             stats["closed_by_broker"] += 1
