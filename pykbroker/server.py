@@ -61,6 +61,7 @@ class Server:
             self._acceptors += [loop.create_task(self._accept(sock, lst, sec)) for sock in socks]
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
+        await broker.register()
         idle_ms = self.config["connections.max.idle.ms"]
         if idle_ms >= 0:
             self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))

@@ -17,9 +17,9 @@ from pykbroker.handlers.authorized_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
 )
-from pykbroker.metadata_store import TopicState
 from pykbroker.registry import handler
 from pykbroker.topic_names import topic_name_error
+from replication.metadata_image import TopicState, live_endpoints
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 from wire.messages.metadata_response import (
@@ -63,7 +63,7 @@ def _missing(name: str | None, topic_id, code: int) -> MetadataResponseTopic:
 @handler(ApiKey.METADATA, 0, 13, error_response=error_response)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
-    store = broker.metadata
+    store = ctx.metadata
     version = ctx.api_version
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (version == 0 and not request.topics)
@@ -92,12 +92,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if request.allow_auto_topic_creation or version < 4:
                 await broker.auto_create_topic(wanted.name)
             topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-    me = broker.advertised_listener(ctx.listener.name)
+    image = ctx.metadata
     return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=broker.node_id, host=me.host, port=me.port,
-                                        rack=broker.config.rack)],
+        brokers=[MetadataResponseBroker(node_id=b.node_id, host=e.host, port=e.port, rack=b.rack)
+                 for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id,
+        controller_id=image.controller_id,
         topics=topics,
         cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),

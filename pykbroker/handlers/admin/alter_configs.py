@@ -71,7 +71,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
     message = topic_name_error(name)
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
-    if name not in ctx.broker.metadata.topics:
+    if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     message = topic_config_error(new_configs)  # type: ignore[arg-type]
     if message is not None:
@@ -128,7 +128,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
                     f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
     per_broker = bool(resource_name)
     resource_name = str(broker.node_id) if per_broker else ""
-    stored = dict(broker.metadata.broker_configs.get(resource_name, {}))
+    stored = dict(ctx.metadata.broker_configs.get(resource_name, {}))
     try:
         if configs is not None:
             new = dynamic_config.apply_incremental(stored, configs)
@@ -137,8 +137,8 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
-        default = new if not per_broker else broker.metadata.broker_configs.get("", {})
-        mine = new if per_broker else broker.metadata.broker_configs.get(str(broker.node_id), {})
+        default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
+        mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
         broker.dynamic_config.check_applicable(default, mine)
     except dynamic_config.DynamicConfigError as exc:
         return exc.code, exc.message
@@ -197,7 +197,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
         elif r.resource_type == TOPIC:
-            topic = ctx.broker.metadata.topics.get(r.resource_name)
+            topic = ctx.metadata.topics.get(r.resource_name)
             current = dict(topic.configs) if topic is not None else {}
             new, message = apply_operations(current, [(c.name, c.config_operation, c.value) for c in r.configs],
                                             ctx.broker.default_log_config.to_properties())

@@ -43,7 +43,7 @@ def _failed(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, error_response=error_response)
 async def handle_describe_topic_partitions(ctx: RequestContext, request: DescribeTopicPartitionsRequest
                                            ) -> DescribeTopicPartitionsResponse:
-    store = ctx.broker.metadata
+    store = ctx.metadata
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(store.topics)
     cursor = request.cursor
     if cursor is not None:

@@ -124,7 +124,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         return None if request.acks == 0 else error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     by_id = ctx.api_version >= 13
     acks = request.acks
-    store = broker.metadata
+    store = ctx.metadata
     if acks not in VALID_ACKS:
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUIRED_ACKS)
 
