@@ -112,7 +112,8 @@ def test_a_full_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path, small
         metadata = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 12)
         partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
         assert partitions[on_big].error_code == ErrorCode.NONE
-        # Not yet as Kafka: its controller would also mark the offline dir's replica offline in Metadata.
+        # Not yet as Kafka (compat_tests/test_differential_disk_faults.py): its controller also takes the
+        # partition's leadership away (Metadata: LEADER_NOT_AVAILABLE, leader -1, the replica offline).
         assert broker.alive
     log = broker.log()
     assert f"Stopped serving 1 partitions in offline log dir {small_fs}" in log or "offline log dir" in log
