@@ -114,7 +114,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
-                channel.enqueue()
+                channel.queued += 1
         except FrameError as exc:
             log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener.name, exc)
             self.close()
@@ -127,7 +127,7 @@ class Connection(asyncio.BufferedProtocol):
             self._wakeup.set()
             if len(pending) > MAX_PENDING_FRAMES:
                 self._mute("backlog")
-        if channel.full and "queue" not in self._muted:
+        if channel.queued >= channel.queued_max_requests and "queue" not in self._muted:
             self._mute("queue")
             channel.wait(self._queue_has_room)
 

@@ -80,8 +80,9 @@ class RequestChannel:
     def dequeue(self, n: int = 1) -> None:
         """``n`` queued requests were taken (or dropped with their connection): wake a waiting reader."""
         self.queued -= n
-        while self._waiters and not self.full:
-            self._waiters.popleft()()
+        if self._waiters:  # (the common case, nobody waiting, costs one test per request)
+            while self._waiters and self.queued < self.queued_max_requests:
+                self._waiters.popleft()()
 
     def wait(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the queue has room."""
