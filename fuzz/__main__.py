@@ -65,12 +65,16 @@ def child(target: str, libfuzzer_args: list[str]) -> None:
     """In the child: instrument our packages, then hand the target to atheris (never returns)."""
     import atheris
 
-    with atheris.instrument_imports(include=["wire", "pykbroker", "storage"]):
+    with atheris.instrument_imports(include=["wire", "pykbroker", "storage", "replication", "coordinator"]):
         from fuzz.targets import SERVED, TARGETS
         from wire import REQUESTS
 
         for api_key in SERVED:  # message classes are imported on first use: import them here, instrumented
             REQUESTS[api_key]
+        if target == "dispatch":
+            import fuzz.dispatch_target  # noqa: F401
+            from pykbroker.registry import REGISTRY
+            REGISTRY.load_all()  # every handler, instrumented
     fn = TARGETS[target][0]
     atheris.Setup([sys.argv[0], *libfuzzer_args], lambda data: fn(bytes(data)))
     atheris.Fuzz()

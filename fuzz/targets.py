@@ -188,4 +188,11 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, ...]]] = {
     "decompressors": (decompressors, ("compressed",)),
     "sasl_authenticator": (sasl_authenticator, ("sasl_frames",)),
     "sasl_tokens": (sasl_tokens, ("sasl",)),
+    "dispatch": (lambda data: _dispatch(data), ("requests", "generated")),
 }
+
+
+def _dispatch(data: bytes) -> None:
+    from fuzz.dispatch_target import dispatch  # a broker in this process: built on first use only
+
+    dispatch(data)

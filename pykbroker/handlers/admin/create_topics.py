@@ -4,6 +4,11 @@ Per topic: a legal, non-colliding name; not existing yet; configs known and vali
 assignments (then num_partitions and replication_factor must be -1) or counts, where -1 means the broker
 defaults. ``validate_only`` runs every check and creates nothing. v5+ answers with the topic's partition
 count, replication factor and configs; v7 with its topic id.
+
+Before anything else, as Kafka's controller: more than MAX_PARTITIONS_PER_BATCH partitions in the whole
+request fails every topic with POLICY_VIOLATION, and so does a request whose topics would take more than
+MAX_RECORDS_PER_USER_OP metadata records (each topic, its partitions, its configs): no request can make
+the broker build an unbounded number of partitions.
 """
 
 from __future__ import annotations
@@ -23,6 +28,27 @@ from wire.messages.create_topics_response import CreatableTopicConfigs, Creatabl
 log = logging.getLogger("pykbroker.handlers.create_topics")
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+# Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH and QuorumController's MAX_RECORDS_PER_USER_OP.
+MAX_PARTITIONS_PER_BATCH = 10_000
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+def _over_limits(ctx: RequestContext, request: CreateTopicsRequest, counts: dict[str, int]) -> str | None:
+    """Kafka's per-request limits: the POLICY_VIOLATION message for every topic, or None."""
+    single = [t for t in request.topics if counts[t.name] == 1]
+    total_partitions = sum(len(t.assignments) if t.assignments else ctx.broker.config.num_partitions
+                           if t.num_partitions == -1 else max(t.num_partitions, 0) for t in single)
+    if total_partitions > MAX_PARTITIONS_PER_BATCH:
+        return TOO_MANY_PARTITIONS
+    records = 0
+    for t in single:
+        if t.name != CLUSTER_METADATA_TOPIC:
+            code, _, assignments = plan_topic(ctx, t)
+            if code == ErrorCode.NONE:
+                records += 1 + len(assignments) + len(t.configs)
+    return TOO_MANY_RECORDS if records > MAX_RECORDS_PER_USER_OP else None
 
 
 def error_response(request: CreateTopicsRequest | None, version: int, code: int) -> CreateTopicsResponse:
@@ -112,12 +138,16 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
     answered: set[str] = set()
+    over_limits = _over_limits(ctx, request, counts)
     for topic in request.topics:
         name = topic.name
         if counts[name] > 1:
             if name not in answered:
                 answered.add(name)
                 results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        if over_limits is not None:
+            results.append(_failed(name, ErrorCode.POLICY_VIOLATION, over_limits))
             continue
         if name == CLUSTER_METADATA_TOPIC:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST,
