@@ -13,8 +13,11 @@ may come, broker-wide, per listener and per address.
   least all windows but one).
 
 Limits are read from the broker's dynamic config on every use, so a change through
-IncrementalAlterConfigs applies to the next connection. The counters are this object's own. Kafka
-exempts its inter-broker listener from the broker-wide limits; a single node has none, so none is.
+IncrementalAlterConfigs applies to the next connection. The counters are this object's own.
+As in Kafka, on a broker with more than one listener the inter-broker listener
+(``inter.broker.listener.name``, else the first) is exempt from the broker-wide limits: only its own
+listener-level limits apply to it, so followers can always connect. (Kafka then closes the least recently
+used connection of another listener; not done here.)
 """
 
 from __future__ import annotations
@@ -69,8 +72,11 @@ class ConnectionQuotas:
     Lives on the event loop; no locks.
     """
 
-    def __init__(self, dynamic_config: DynamicBrokerConfig, clock=time.monotonic) -> None:
+    def __init__(self, dynamic_config: DynamicBrokerConfig, protected_listener: str | None = None,
+                 clock=time.monotonic) -> None:
+        """``protected_listener``: the inter-broker listener when the broker has several (else None)."""
         self._dynamic_config = dynamic_config
+        self._protected_listener = protected_listener
         self._clock = clock
         self._per_ip: Counter[str] = Counter()
         self._per_listener: Counter[str] = Counter()
@@ -99,6 +105,8 @@ class ConnectionQuotas:
         """Return when ``listener_name``'s acceptor may accept its next connection."""
         while True:
             broker_max, listener_max = self._listener_limit(listener_name, "max.connections")
+            if listener_name == self._protected_listener:
+                broker_max = _UNLIMITED
             if len(self.connections) >= broker_max or self._per_listener[listener_name] >= listener_max:
                 self.blocked_accepts += 1
                 log.info("max.connections reached on listener %s (%d open in the broker, %d on the listener): "
@@ -120,6 +128,8 @@ class ConnectionQuotas:
         broker_rate, listener_rate = self._listener_limit(listener_name, "max.connection.creation.rate")
         now = self._clock()
         throttle = 0.0
+        if listener_name == self._protected_listener:
+            broker_rate = 0  # not checked below
         for key, limit in ((None, broker_rate), (listener_name, listener_rate)):
             rate = self._accepted_rates.get(key)
             if rate is None or limit <= 0:

@@ -49,7 +49,9 @@ class Server:
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
         await broker.start()
-        self.quotas = ConnectionQuotas(broker.dynamic_config)
+        listeners = self.config.listeners
+        protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
+        self.quotas = ConnectionQuotas(broker.dynamic_config, protected)
         self.channel = RequestChannel(self.config["queued.max.requests"], self.config["queued.max.request.bytes"])
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -147,6 +149,7 @@ class Server:
             sock.close()
         broker = self.broker
         if broker is not None:
+            broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             connections = self.quotas.connections if self.quotas is not None else set()
             while any(c.busy for c in connections) and time.monotonic() < deadline:

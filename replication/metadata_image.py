@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+from wire import ErrorCode
+
 __all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionState",
-           "TopicState", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints"]
+           "TopicState", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
 
 NO_LEADER = -1
 INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
@@ -128,6 +130,19 @@ def live_endpoints(image: MetadataImage, listener: str) -> list[tuple[BrokerImag
         if e is not None:
             out.append((b, e))
     return out
+
+
+def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str) -> tuple[int, int, list[int]]:
+    """(error code, leader id, offline replicas) of ``p`` as Kafka's metadata cache answers on ``listener``:
+    a leader that is not registered is LEADER_NOT_AVAILABLE, one without that listener LISTENER_NOT_FOUND
+    (both with leader -1); replicas of unregistered brokers are offline."""
+    offline = [r for r in p.replicas if r not in image.brokers]
+    leader = image.brokers.get(p.leader)
+    if leader is None:
+        return ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, offline
+    if leader.endpoint(listener) is None:
+        return ErrorCode.LISTENER_NOT_FOUND, NO_LEADER, offline
+    return ErrorCode.NONE, p.leader, offline
 
 
 class MetadataListener(Protocol):

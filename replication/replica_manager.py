@@ -18,9 +18,10 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from replication.metadata_image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
 from replication.watchers import PartitionWatchers
 from storage import AppendOrigin
@@ -28,7 +29,8 @@ from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
 
-__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "ReplicaManager"]
+__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "MetadataIsrUpdater",
+           "ReplicaManager"]
 
 TopicPartition = tuple[str, int]
 
@@ -112,20 +114,41 @@ class LocalIsrUpdater:
         return partition_epoch + 1
 
 
+class MetadataIsrUpdater:
+    """ISR changes committed to the cluster's metadata: the partition's state with the new ISR, written only
+    if the partition is still at the leader and partition epochs the leader knows (else refused)."""
+
+    def __init__(self, store: MetadataWriter) -> None:
+        self.store = store
+
+    async def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                        isr: list[int]) -> int | None:
+        current = self.store.image.partition(topic, partition)
+        if current is None or current.leader_epoch != leader_epoch or current.partition_epoch != partition_epoch:
+            return None
+        committed = await self.store.alter_partition(topic, partition, replace(
+            current, isr=tuple(isr), partition_epoch=partition_epoch + 1))
+        return committed.partition_epoch if committed is not None else None
+
+
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
-                 isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
+                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
+        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not)."""
         self.log_manager = log_manager
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.isr_updater: IsrUpdater = isr_updater or LocalIsrUpdater()
         self.time_ms = time_ms
+        self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
+        self._closing = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -160,6 +183,10 @@ class ReplicaManager:
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn the leadership is gone
         return p
 
+    def _not_hosted_error(self, tp: TopicPartition) -> int:
+        """As Kafka: a partition the cluster has but this broker does not host is NOT_LEADER_OR_FOLLOWER."""
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
     def _on_high_watermark_changed(self, p: Partition) -> None:
         self.watchers.notify((p.topic, p.partition))
     def delete_partitions(self, topic: str) -> None:
@@ -185,7 +212,7 @@ class ReplicaManager:
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
-                results[tp] = AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                results[tp] = AppendResult(self._not_hosted_error(tp))
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
@@ -264,7 +291,7 @@ class ReplicaManager:
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:
-                out.append(FetchedPartition(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                out.append(FetchedPartition(fp, self._not_hosted_error((fp.topic, fp.partition))))
                 continue
             limit = min(fp.max_bytes, remaining)
             try:
@@ -297,7 +324,7 @@ class ReplicaManager:
         while True:
             result = self.read_partitions(wanted, max_bytes, read_committed, replica_id)
             total = sum(r.size for r in result)
-            if total >= min_bytes or any(r.error_code for r in result) or not wanted:
+            if total >= min_bytes or any(r.error_code for r in result) or not wanted or self._closing:
                 return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -363,6 +390,11 @@ class ReplicaManager:
 
         if self._isr_expiration is None:
             self._isr_expiration = asyncio.get_running_loop().create_task(run())
+
+    def begin_shutdown(self) -> None:
+        """Answer every waiting fetch now and every new one at once: the broker is stopping."""
+        self._closing = True
+        self.watchers.notify_all()
 
     async def close(self) -> None:
         tasks = [t for t in (self._isr_expiration, *self._isr_tasks) if t is not None]

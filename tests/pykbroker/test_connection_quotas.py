@@ -107,3 +107,28 @@ def _rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise AssertionError("no VmRSS")
+
+
+def test_the_inter_broker_listener_is_exempt_from_the_broker_wide_limit(tmp_path):
+    """With two listeners, max.connections blocks the client listener but not the inter-broker one (Kafka's
+    protected listener), so followers can always connect."""
+    from pykbroker.testing import free_port
+
+    client_port = free_port()
+    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{{port}},CLIENT://127.0.0.1:{client_port}",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+                 "inter.broker.listener.name": "PLAINTEXT", "max.connections": "2"}
+    broker = BrokerProcess(tmp_path)
+    overrides["listeners"] = overrides["listeners"].format(port=broker.port)
+    broker.overrides.update(overrides)
+    with broker:
+        clients = [RawClient(f"127.0.0.1:{client_port}") for _ in range(2)]
+        for c in clients:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        with RawClient(f"127.0.0.1:{client_port}") as blocked:
+            assert not _answers_within(blocked, 1.0)
+            with RawClient(broker.bootstrap) as follower:  # the inter-broker listener
+                assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        for c in clients:
+            c.close()
+        assert broker.alive

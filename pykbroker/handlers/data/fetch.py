@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
+from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
@@ -25,6 +26,8 @@ from wire.messages.fetch_response import (
     AbortedTransaction,
     EpochEndOffset,
     FetchableTopicResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 
@@ -103,6 +106,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
+    hints = LeaderHints(store, ctx.listener.name)
     for cp, fp in zip(fctx.partitions, fetched, strict=True):
         read = fp.read
         if read is None:
@@ -125,6 +129,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if read.diverging_epoch is not None:
                 data.diverging_epoch = EpochEndOffset(epoch=read.diverging_epoch[0],
                                                       end_offset=read.diverging_epoch[1])
+        leader = hints.leader(cp.topic, cp.partition, data.error_code)
+        if leader is not None:
+            data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
         diverged = read is not None and read.diverging_epoch is not None
         if fctx.incremental and not cp.needs_response(
             has_records=fp.size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
@@ -147,4 +154,5 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                                                 partitions=by_topic[name]))
     for (name, topic_id), parts in unresolved.items():
         responses.append(FetchableTopicResponse(topic=name or "", topic_id=topic_id, partitions=parts))
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses)
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
+                         node_endpoints=hints.node_endpoints(NodeEndpoint))

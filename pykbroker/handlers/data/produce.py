@@ -20,7 +20,9 @@ import logging
 
 from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
+from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
+from pykbroker.transaction_checks import check_transactional_write
 from wire import (
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK,
@@ -32,6 +34,8 @@ from wire import (
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.messages.produce_response import (
     BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
 )
@@ -99,17 +103,13 @@ async def _check_transactional(ctx: RequestContext, transactional_id: str, topic
         return ErrorCode.NONE
     if not header.attributes & TRANSACTIONAL_FLAG_MASK:
         return ErrorCode.NONE
-    coordinator = ctx.broker.transaction_coordinator
-    if ctx.api_version >= 12:
-        code = await coordinator.add_partition_from_write(transactional_id, header.producer_id,
-                                                          header.producer_epoch, (topic, p.index))
-        if code == ErrorCode.CONCURRENT_TRANSACTIONS:
-            return code  # as Kafka with transaction version 2: the client knows to retry it
-    elif ctx.broker.transaction_verification:
-        code = coordinator.verify_partition(transactional_id, header.producer_id, header.producer_epoch,
-                                            (topic, p.index), abortable_error=ctx.api_version >= 11)
-    else:
+    if ctx.api_version < 12 and not ctx.broker.transaction_verification:
         return ErrorCode.NONE
+    code = await check_transactional_write(ctx.broker, transactional_id, header.producer_id, header.producer_epoch,
+                                           (topic, p.index), add=ctx.api_version >= 12,
+                                           abortable_error=ctx.api_version >= 11)
+    if ctx.api_version >= 12 and code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        return code  # as Kafka with transaction version 2: the client knows to retry it
     # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry.
     if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
@@ -163,6 +163,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             raise CloseConnection
         return None
     responses = []
+    hints = LeaderHints(ctx.metadata, ctx.listener.name)
     for ti, t in enumerate(request.topic_data):
         parts = []
         for pi, p in enumerate(t.partition_data):
@@ -171,7 +172,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 parts.append(PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1))
                 continue
             r = results[(names[ti], p.index)]
-            parts.append(PartitionProduceResponse(
+            answer = PartitionProduceResponse(
                 index=p.index,
                 error_code=r.error_code,
                 base_offset=r.base_offset,
@@ -180,7 +181,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                for i, m in r.record_errors],
                 error_message=r.error_message,
-            ))
+            )
+            leader = hints.leader(names[ti], p.index, r.error_code)  # type: ignore[arg-type]
+            if leader is not None:
+                answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+            parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
-    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms)
+    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms,
+                           node_endpoints=hints.node_endpoints(NodeEndpoint))

@@ -17,7 +17,7 @@ from replication.zk.znodes import (
     TopicPartitionStateZNode,
     TopicZNode,
 )
-from tests.replication.zk.test_client import run
+from tests.replication.zk.zk_helpers import run
 
 
 async def until(predicate, timeout: float = 15.0) -> None:
