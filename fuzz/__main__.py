@@ -8,6 +8,10 @@ Each target runs in its own process, seeded from fuzz/corpus (see fuzz.targets.T
 fuzz/regressions/<target>; new interesting inputs go to a scratch folder, crashes to fuzz/crashes/.
 The summary line per target gives the inputs executed and whether it crashed. A crash found becomes a
 file in fuzz/regressions/<target>/ (replayed by tests/fuzz/test_targets.py) and a fix.
+
+Targets (fuzz.targets): frames, request_header, requests (every served API and version), record_batches,
+decompressors, sasl_authenticator, sasl_tokens, and dispatch (whole frames through a real in-process
+broker's handlers, fuzz.dispatch_target). Live-socket fuzzing of a running broker is fuzz.live.
 """
 
 from __future__ import annotations
