@@ -210,3 +210,14 @@ def test_kafka_topics_describes_leaders_and_isr_of_the_cluster(cluster):
                                                    [int(x) for x in f[f.index("Isr:") + 1].split(",")]) for f in lines}
     assert described == parts
     assert kafka_topics("--describe", "--under-replicated-partitions").strip() == ""
+
+
+def test_a_topic_auto_created_by_a_producer_gets_a_leader_in_the_cluster(cluster):
+    topic = unique("auto")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    delivered = []
+    producer.produce(topic, b"first", on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+    assert producer.flush(60) == 0 and delivered == [(None, 0)]
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10).topics[topic]
+    [(leader, replicas)] = [(p.leader, p.replicas) for p in md.partitions.values()]  # num.partitions=1, RF 1
+    assert replicas == [leader] and leader in (1, 2, 3)

@@ -14,6 +14,10 @@ from pykbroker.features import TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.security.authorizer import build_authorizer
+from pykbroker.security.delegation_tokens import DelegationTokenManager
+from pykbroker.security.listeners import ListenerSecurity
+from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
@@ -21,7 +25,7 @@ from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, Top
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from storage import LogConfig, LogManager
-from wire import ErrorCode
+from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
 
@@ -56,6 +60,10 @@ class Broker:
             self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
             self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
             self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        # ACLs: the embedded store's, or ZooKeeper's /kafka-acl in a cluster (loaded when the broker starts).
+        self.acl_store = self._acl_store()
+        self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
+        self.delegation_tokens = self._delegation_token_manager()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
         self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
                                                   self.metadata.broker_configs.get(str(self.node_id), {}))
@@ -63,6 +71,7 @@ class Broker:
         self.log_manager = LogManager(
             list(config.log_dirs),
             default_config=self.default_log_config,
+            log_initial_task_delay_ms=config["log.initial.task.delay.ms"],
             log_retention_check_interval_ms=config["log.retention.check.interval.ms"],
             log_flush_scheduler_interval_ms=config["log.flush.scheduler.interval.ms"],
             log_flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
@@ -85,7 +94,8 @@ class Broker:
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
-        self.fetch_sessions = FetchSessionCache()
+        self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
@@ -115,6 +125,7 @@ class Broker:
                 MetadataStoreTopics,
                 SystemClock,
             )
+            from coordinator.group.group_config import GroupConfigs
             from coordinator.group.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
@@ -124,7 +135,9 @@ class Broker:
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
-                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
+                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
+                group_configs=GroupConfigs(lambda: self.metadata.image.group_configs,
+                                           lambda name: self.dynamic_config.current[name]))
         return self._group_coordinator
 
     @property
@@ -174,10 +187,34 @@ class Broker:
         return self._api_versions_cache
 
     def unsupported_api_versions_response(self) -> ApiVersionsResponse:
-        """The v0-encoded answer to an ApiVersions request newer than we serve."""
-        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
+        """The v0-encoded answer to an ApiVersions request newer than we serve: like Kafka's
+        ApiVersionsRequest.getErrorResponse, UNSUPPORTED_VERSION with ApiVersions' own range alone."""
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+            v for v in self.api_versions() if v.api_key == ApiKey.API_VERSIONS])
 
     # -- lifecycle -----------------------------------------------------------------------------------
+    def _acl_store(self):
+        if not self.cluster_mode:
+            return self.metadata
+        from pykbroker.security.zk_acl_store import ZooKeeperAclStore
+
+        assert self.zk is not None
+        return ZooKeeperAclStore(self.zk)
+
+    def _delegation_token_manager(self) -> DelegationTokenManager:
+        """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
+        config = self.config
+        store = self.metadata
+        if self.cluster_mode:
+            from pykbroker.security.zk_token_store import ZooKeeperTokenStore
+
+            assert self.zk is not None
+            store = ZooKeeperTokenStore(self.zk)
+        return DelegationTokenManager(store, config["delegation.token.secret.key"],
+                                      config["delegation.token.max.lifetime.ms"],
+                                      config["delegation.token.expiry.time.ms"],
+                                      config["delegation.token.expiry.check.interval.ms"], self.now_ms)
+
     def _init_cluster_mode(self) -> None:
         """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
         from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
@@ -206,6 +243,12 @@ class Broker:
         self.cluster_id = self.metadata.image.cluster_id
         await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
         await self.producer_ids.start()
+        if self.authorizer is not None:  # ACLs in ZooKeeper; other brokers' changes reload the authorizer
+            await self.acl_store.start(on_change=self.authorizer.reload)
+            self.authorizer.reload()
+        if self.delegation_tokens.enabled:  # and tokens, likewise
+            await self.delegation_tokens.store.start(on_change=self.delegation_tokens.reload)  # type: ignore[attr-defined]
+            self.delegation_tokens.reload()
         self._apply_broker_configs(self.metadata.image)
         log.info("broker %d joined cluster %s through ZooKeeper at %s", self.node_id, self.cluster_id,
                  self.config["zookeeper.connect"])
@@ -289,6 +332,8 @@ class Broker:
                 continue
             if before is not None and before.configs != topic.configs:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+                if self.zk is not None:
+                    self.controller.topic_configs_changed(name)
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
@@ -408,13 +453,20 @@ class Broker:
         await self.metadata.set_broker_configs({resource_name: configs})
 
     def _apply_broker_configs(self, image: MetadataImage) -> None:
+        before = self.dynamic_config.current
         self.dynamic_config.update(image.broker_configs.get("", {}), image.broker_configs.get(str(self.node_id), {}))
         current = self.dynamic_config.current
+        reload_tls = self.dynamic_config.reloaded_listeners(current, before)
         self.default_log_config = LogConfig.from_properties(current.topic_defaults())
         self.log_manager.default_config = self.default_log_config
         for topic in image.topics.values():
             self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
+        for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
+            security = self.listener_security.get(listener.name)
+            if security is not None and security.ssl_context is not None:
+                reload_stores(security.ssl_context, current, listener.name, security.protocol)
+                log.info("reloaded the key and trust stores of listener %s", listener.name)
 
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
@@ -423,15 +475,28 @@ class Broker:
         existing = self.metadata.topics.get(name)
         if existing is not None:
             return existing
-        partitions = self.config.num_partitions
-        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.info("not creating topic %s: default.replication.factor %d exceeds the %d registered brokers",
+                     name, replication, len(live))
+            return None
+        try:
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+        except KeyError:  # created meanwhile (by another request, or another broker)
+            return self.metadata.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
         """The coordinator of the groups of a __consumer_offsets partition: that partition's leader."""
-        topic = self.metadata.topics.get(GROUP_METADATA_TOPIC_NAME)
+        return self._coordinator_partition_leader(GROUP_METADATA_TOPIC_NAME, partition)
+
+    def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
+        """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
+        lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
+        topic = self.metadata.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
+            return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
 
     @property
@@ -467,10 +532,7 @@ class Broker:
 
     # -- __transaction_state -------------------------------------------------------------------------
     def _transaction_state_partition_leader(self, partition: int) -> int | None:
-        topic = self.metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(TRANSACTION_STATE_TOPIC_NAME, partition)
 
     def _transaction_state_leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a __transaction_state partition: its leader epoch."""

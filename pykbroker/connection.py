@@ -194,9 +194,10 @@ class Connection(asyncio.BufferedProtocol):
             from pykbroker.security.scram import stored_credentials
 
             metadata = self.broker.metadata
+            tokens = getattr(self.broker, "delegation_tokens", None)
             self.authenticator = SaslServerAuthenticator(
                 security, lambda user, mechanism: stored_credentials(metadata, user, mechanism),
-                self.broker.now_ms, self.peer)
+                self.broker.now_ms, self.peer, tokens.scram_credential if tokens is not None else None)
             self.frames.max_frame_size = security.max_receive_size
 
     async def _authenticate(self, data: bytes | bytearray) -> bool:
@@ -255,7 +256,9 @@ class Connection(asyncio.BufferedProtocol):
                 self._handling = True
                 try:
                     if self.authenticator is None or await self._authenticated(frame_bytes):
-                        throttle_ms = await dispatcher.dispatch(frame_bytes, self.principal)
+                        throttle_ms = await dispatcher.dispatch(
+                            frame_bytes, self.principal,
+                            self.authenticator is not None and self.authenticator.token_authenticated)
                         if throttle_ms > 0:  # over its quota: the next request waits (Kafka mutes the channel)
                             await asyncio.sleep(throttle_ms / 1000)
                 finally:

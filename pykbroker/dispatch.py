@@ -53,8 +53,9 @@ class Dispatcher:
         self.peer = peer
         self.writer = writer
 
-    async def dispatch(self, data: bytes | bytearray, principal: str) -> int:
-        """Handle one request frame as ``principal``; returns the throttle (ms) to mute the connection for."""
+    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False) -> int:
+        """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token);
+        returns the throttle (ms) to mute the connection for."""
         if len(data) < MIN_REQUEST_SIZE:
             log.warning("closing connection from %s: request of %d bytes is too short for a header",
                         self.peer, len(data))
@@ -88,7 +89,8 @@ class Dispatcher:
             log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
                         self.peer, entry.name, api_version, correlation_id, exc)
             raise CloseConnection from None
-        ctx = RequestContext(header, broker, self.listener, self.peer, principal=principal)
+        ctx = RequestContext(header, broker, self.listener, self.peer, principal=principal,
+                             token_authenticated=token_authenticated)
         # Only while some client has a request_percentage quota: measuring costs every request a little.
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         try:

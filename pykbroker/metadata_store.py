@@ -1,5 +1,7 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``.
+credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``;
+and the ACLs and delegation tokens (their information, never their HMACs) that the authorizer and the token
+manager keep in memory, behind their small store interfaces (``AclStore``, ``TokenStore``).
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -14,12 +16,13 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
 from pykbroker.features import BOOTSTRAP_FINALIZED
+from pykbroker.security.acl import AclBinding
 from replication.metadata_image import (
     BrokerImage,
     MetadataImage,
@@ -128,6 +131,10 @@ class EmbeddedMetadataStore:
         self._listeners: list[MetadataListener] = []
         self._image = MetadataImage(cluster_id, finalized_features=MappingProxyType(dict(BOOTSTRAP_FINALIZED)),
                                     controller_id=node_id)
+        # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
+        self._acls: list[AclBinding] = []
+        # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
+        self._delegation_tokens: dict[str, dict] = {}
         self._load()
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -182,6 +189,8 @@ class EmbeddedMetadataStore:
                              partitions=tuple(PartitionState(**p) for p in t["partitions"]),
                              configs=t.get("configs", {}))
                   for t in doc.get("topics", [])]
+        self._acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
+        self._delegation_tokens = {t["token_id"]: t for t in doc.get("delegation_tokens", [])}
         features = dict(self._image.finalized_features)
         features_epoch = self._image.features_epoch
         if "finalized_features" in doc:
@@ -198,6 +207,7 @@ class EmbeddedMetadataStore:
                                    _frozen({k: float(v) for k, v in q["values"].items()})
                                    for q in doc.get("client_quotas", [])}),
             broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
+            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
             finalized_features=_frozen(features),
             features_epoch=features_epoch,
         )
@@ -224,8 +234,11 @@ class EmbeddedMetadataStore:
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": dict(values)}
                               for entity, values in new.client_quotas.items()],
             "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
+            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
             "finalized_features": dict(new.finalized_features),
             "features_epoch": new.features_epoch,
+            "acls": [a.to_json() for a in self._acls],
+            "delegation_tokens": list(self._delegation_tokens.values()),
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         old, self._image = self._image, new
@@ -293,6 +306,13 @@ class EmbeddedMetadataStore:
                 configs_by_name.pop(resource_name, None)
         self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
 
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
+        removed keeps its (empty) entry: ListConfigResources still lists it."""
+        group_configs = dict(self._image.group_configs)
+        group_configs[group_id] = _frozen(configs)
+        self._commit(replace(self._image, group_configs=_frozen(group_configs)))
+
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
         quotas = dict(self._image.client_quotas)
@@ -333,6 +353,31 @@ class EmbeddedMetadataStore:
         self._image = replace(old, brokers=_frozen({**old.brokers, broker.node_id: broker}))
         for listener in self._listeners:
             listener(old, self._image)
+
+
+    # -- ACLs (pykbroker.security.authorizer.AclStore) --------------------------------------------------
+    def load_acls(self) -> list[AclBinding]:
+        return list(self._acls)
+
+    async def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        """Add and remove ACL bindings in one durable change."""
+        gone = set(removed)
+        self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
+        self._commit(self._image)
+
+    # -- delegation tokens (pykbroker.security.delegation_tokens.TokenStore) -------------------------------
+    def load_delegation_tokens(self) -> list:
+        from pykbroker.security.delegation_tokens import TokenInformation
+
+        return [TokenInformation.from_json(t) for t in self._delegation_tokens.values()]
+
+    async def put_delegation_token(self, token) -> None:
+        self._delegation_tokens[token.token_id] = token.to_json()
+        self._commit(self._image)
+
+    async def remove_delegation_token(self, token_id: str) -> None:
+        if self._delegation_tokens.pop(token_id, None) is not None:
+            self._commit(self._image)
 
 
 def _frozen(d: Mapping) -> Mapping:

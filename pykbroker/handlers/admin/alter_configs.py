@@ -2,16 +2,19 @@
 APPEND, SUBTRACT). Topic configs are validated as a whole, persisted, and applied to the live logs at
 once. Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
 as Kafka's ConfigAdminManager and controller check them (pykbroker.dynamic_config), stored in the
-metadata store, and applied at once.
+metadata store, and applied at once. Group configs (KIP-848's GROUP resource) are checked against the broker's
+group.* bounds (coordinator.group.group_config) and stored with the group's metadata; the coordinator reads them.
 """
 
 from __future__ import annotations
 
 import logging
 
+from coordinator.group import group_config
 from pykbroker import dynamic_config, loggers
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
 from pykbroker.topic_names import topic_name_error
 from wire import ApiKey, ErrorCode
@@ -31,6 +34,7 @@ log = logging.getLogger("pykbroker.handlers.alter_configs")
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -85,15 +89,17 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
 def alter_loggers(ctx: RequestContext, resource_name: str, ops: list[tuple[str, int, str | None]],
                   validate_only: bool) -> tuple[int, str | None]:
     """IncrementalAlterConfigs on BROKER_LOGGER: log levels at runtime, checked as Kafka checks them."""
+    nulls = [name for name, op, value in ops if op != loggers.DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
     try:
         node = int(resource_name)
     except ValueError:
         return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource_name}"
     if node != ctx.broker.node_id:
         return ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {ctx.broker.node_id}, but received {node}"
-    nulls = [name for name, op, value in ops if op != loggers.DELETE and value is None]
-    if nulls:
-        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
     try:
         loggers.validate(ops)
     except loggers.LoggerChangeError as exc:
@@ -136,6 +142,8 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
         else:
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
+        if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # the controller's check, after the broker's
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
         default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
         mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
@@ -150,6 +158,51 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
     return ErrorCode.NONE, None
 
 
+async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]],
+                                  validate_only: bool) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs of one GROUP resource (Kafka's ConfigAdminManager.prepareIncrementalConfigs)."""
+    nulls = [name for name, op, value in ops if op != DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if any(op not in (SET, DELETE, APPEND, SUBTRACT) for _, op, _ in ops):
+        return ErrorCode.INVALID_REQUEST, f"Unknown operations type {next(op for _, op, _ in ops if op > 3)}"
+    configs = dict(ctx.metadata.group_configs.get(group_id, {}))
+    for name, op, value in ops:
+        if op == SET:
+            configs[name] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            configs.pop(name, None)
+        elif name not in group_config.GROUP_CONFIGS:
+            return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
+        else:  # no group config is a LIST
+            verb = "APPEND" if op == APPEND else "SUBTRACT"
+            return ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
+    return await alter_group(ctx, group_id, configs, validate_only)
+
+
+async def alter_group(ctx: RequestContext, group_id: str, configs: dict[str, str | None], validate_only: bool
+                      ) -> tuple[int, str | None]:
+    """A GROUP resource's whole new set of configs: checked against the broker's group.* bounds, stored with the
+    group's metadata (the coordinator reads them from there), as Kafka's controller does."""
+    if not group_id:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    broker = ctx.broker
+    try:
+        group_config.validate(configs, lambda name: broker.dynamic_config.current[name])  # type: ignore[arg-type]
+    except group_config.GroupConfigError as exc:
+        return exc.code, exc.message
+    if not validate_only:
+        try:
+            await broker.metadata.set_group_configs(group_id, configs)  # type: ignore[arg-type]
+        except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
+            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
+        log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
+    return ErrorCode.NONE, None
+
+
 def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -> AlterConfigsResponse:
     resources = [] if request is None else request.resources
     return AlterConfigsResponse(responses=[
@@ -161,7 +214,10 @@ def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -
 async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for r in request.resources:
-        if r.resource_type == TOPIC:
+        if r.resource_type == TOPIC and not authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC,
+                                                      r.resource_name):
+            code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        elif r.resource_type == TOPIC:
             code, message = await alter_topic(ctx, r.resource_name, {c.name: c.value for c in r.configs},
                                               request.validate_only)
         elif r.resource_type == BROKER:
@@ -171,6 +227,9 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
             else:
                 code, message = await alter_broker(ctx, r.resource_name, None, {c.name: c.value for c in r.configs},
                                                    request.validate_only)
+        elif r.resource_type == GROUP:
+            code, message = await alter_group(ctx, r.resource_name, {c.name: c.value for c in r.configs},
+                                              request.validate_only)
         elif r.resource_type == BROKER_LOGGER:  # as Kafka: the legacy AlterConfigs does not know BROKER_LOGGER
             code, message = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
@@ -196,6 +255,9 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         names = [c.name for c in r.configs]
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+        elif r.resource_type == TOPIC and not authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC,
+                                                        r.resource_name):
+            code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
         elif r.resource_type == TOPIC:
             topic = ctx.metadata.topics.get(r.resource_name)
             current = dict(topic.configs) if topic is not None else {}
@@ -205,6 +267,9 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
                 code = ErrorCode.INVALID_CONFIG
             else:
                 code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only)
+        elif r.resource_type == GROUP:
+            code, message = await alter_group_incremental(ctx, r.resource_name, [
+                (c.name, c.config_operation, c.value) for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER_LOGGER:
             code, message = alter_loggers(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                  for c in r.configs], request.validate_only)

@@ -17,6 +17,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from pykbroker.topic_config import topic_config_entries, topic_config_error
 from pykbroker.topic_names import topic_name_error
 from replication.assignment import assign_replicas
@@ -35,19 +36,18 @@ TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 
-def _over_limits(ctx: RequestContext, request: CreateTopicsRequest, counts: dict[str, int]) -> str | None:
-    """Kafka's per-request limits: the POLICY_VIOLATION message for every topic, or None."""
-    single = [t for t in request.topics if counts[t.name] == 1]
+def _over_limits(ctx: RequestContext, single: list[CreatableTopic]) -> str | None:
+    """Kafka's per-request limits over the topics the controller gets (distinct, authorized): the
+    POLICY_VIOLATION message for each of them, or None."""
     total_partitions = sum(len(t.assignments) if t.assignments else ctx.broker.config.num_partitions
                            if t.num_partitions == -1 else max(t.num_partitions, 0) for t in single)
     if total_partitions > MAX_PARTITIONS_PER_BATCH:
         return TOO_MANY_PARTITIONS
     records = 0
     for t in single:
-        if t.name != CLUSTER_METADATA_TOPIC:
-            code, _, assignments = plan_topic(ctx, t)
-            if code == ErrorCode.NONE:
-                records += 1 + len(assignments) + len(t.configs)
+        code, _, assignments = plan_topic(ctx, t)
+        if code == ErrorCode.NONE:
+            records += 1 + len(assignments) + len(t.configs)
     return TOO_MANY_RECORDS if records > MAX_RECORDS_PER_USER_OP else None
 
 
@@ -138,7 +138,12 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
     answered: set[str] = set()
-    over_limits = _over_limits(ctx, request, counts)
+    names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
+    creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
+        filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    over_limits = _over_limits(ctx, [t for t in request.topics if t.name in creatable])  # the controller's checks
+    configs_visible = filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
+                                           log_if_denied=False)
     for topic in request.topics:
         name = topic.name
         if counts[name] > 1:
@@ -146,12 +151,15 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 answered.add(name)
                 results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
             continue
-        if over_limits is not None:
-            results.append(_failed(name, ErrorCode.POLICY_VIOLATION, over_limits))
-            continue
         if name == CLUSTER_METADATA_TOPIC:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST,
                                    f"Creation of internal topic {name} is prohibited."))
+            continue
+        if name not in creatable:
+            results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+            continue
+        if over_limits is not None:
+            results.append(_failed(name, ErrorCode.POLICY_VIOLATION, over_limits))
             continue
         code, message, assignments = plan_topic(ctx, topic)
         if code != ErrorCode.NONE:
@@ -167,6 +175,11 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                                       num_partitions=len(assignments), replication_factor=len(assignments[0]))
         if topic_id is not None:
             result.topic_id = topic_id
+        if name not in configs_visible:  # created, but its configs are not shown (Kafka's controller)
+            result.num_partitions = result.replication_factor = -1
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append(result)
+            continue
         result.configs = [
             CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
                                   is_sensitive=e.sensitive)

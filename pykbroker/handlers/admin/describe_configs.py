@@ -1,7 +1,9 @@
-"""DescribeConfigs v1-4 for topics, this broker and its loggers, with synonyms and documentation when asked."""
+"""DescribeConfigs v1-4 for topics, this broker and its loggers, and groups (KIP-848's GROUP resource: the group's
+own configs over the broker's defaults), with synonyms and documentation when asked."""
 
 from __future__ import annotations
 
+from coordinator.group import group_config
 from pykbroker import loggers
 from pykbroker.context import RequestContext
 from pykbroker.dynamic_config import (
@@ -11,6 +13,7 @@ from pykbroker.dynamic_config import (
     is_dynamic,
 )
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from pykbroker.topic_config import (
     ConfigEntry,
     ConfigSource,
@@ -31,6 +34,7 @@ from wire.messages.describe_configs_response import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 
 def error_response(request: DescribeConfigsRequest | None, version: int, code: int) -> DescribeConfigsResponse:
@@ -83,13 +87,36 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         return ErrorCode.NONE, None, [
             ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, False, False,
                         None, ()) for name, level in loggers.current_levels().items()]
+    if r.resource_type == GROUP:
+        if not r.resource_name:
+            return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
+        return ErrorCode.NONE, None, group_config_entries(ctx.metadata.group_configs.get(r.resource_name, {}),
+                                                          lambda name: broker.dynamic_config.current[name])
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
+
+
+def group_config_entries(stored: dict[str, str], broker_property) -> list[ConfigEntry]:
+    """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order."""
+    defaults = group_config.defaults(broker_property)
+    entries = []
+    for name in group_config.describe_order():
+        d = group_config.GROUP_CONFIGS[name]
+        source = ConfigSource.GROUP_CONFIG if name in stored else ConfigSource.DEFAULT_CONFIG
+        value = stored.get(name, defaults[name])
+        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, ((name, value, source),)))
+    return entries
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS, 1, 4, error_response=error_response)
 async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
+    refused = []  # answered after the others, as Kafka's ConfigHelper does
     for r in request.resources:
+        refusal = _refusal(ctx, r)
+        if refusal is not None:
+            refused.append(DescribeConfigsResult(error_code=refusal[0], error_message=refusal[1], configs=[],
+                                                 resource_type=r.resource_type, resource_name=r.resource_name))
+            continue
         code, message, entries = describe(ctx, r)
         if r.configuration_keys:
             wanted = set(r.configuration_keys)
@@ -98,4 +125,14 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
             # Kafka leaves the message of a described resource empty: "" rather than null
             error_code=code, error_message="" if message is None else message, resource_type=r.resource_type, resource_name=r.resource_name,
             configs=[_entry(e, request.include_synonyms, request.include_documentation) for e in entries]))
-    return DescribeConfigsResponse(results=results)
+    return DescribeConfigsResponse(results=results + refused)
+
+
+def _refusal(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str] | None:
+    """DESCRIBE_CONFIGS on the cluster (broker, broker logger) or on the topic; the error when refused."""
+    if r.resource_type == TOPIC:
+        if not authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, r.resource_name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    elif r.resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster, not_authorized_message
 from wire import ApiKey, ErrorCode
 from wire.messages import ElectLeadersRequest, ElectLeadersResponse
 from wire.messages.elect_leaders_response import PartitionResult, ReplicaElectionResult
@@ -28,6 +29,12 @@ def elect(ctx: RequestContext, topic: str, partition: int) -> tuple[int, str]:
 
 @handler(ApiKey.ELECT_LEADERS, 0, 2, error_response=error_response)
 async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller
+        return ElectLeadersResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, replica_election_results=[
+            ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
+                partition_id=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                error_message=not_authorized_message(ctx, AclOperation.ALTER)) for p in t.partitions])
+            for t in request.topic_partitions or []])
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)
     results = []

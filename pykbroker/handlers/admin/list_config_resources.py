@@ -3,13 +3,15 @@
 v0 lists client-metrics resources only; v1 takes a list of resource types (empty: every supported one)
 and answers topics, this broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
 and client-metrics resources, in Kafka's order. An unsupported type fails the whole request with
-UNSUPPORTED_VERSION, as in Kafka. pykbroker keeps no group or client-metrics configs, so none are listed.
+UNSUPPORTED_VERSION, as in Kafka. Groups are those with GROUP configs set (sorted by id); pykbroker keeps no
+client-metrics configs, so none are listed.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 from wire.messages.list_config_resources_response import ConfigResource
@@ -25,6 +27,8 @@ def error_response(request: ListConfigResourcesRequest | None, version: int, cod
 @handler(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, error_response=error_response)
 async def handle_list_config_resources(ctx: RequestContext,
                                        request: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     supported = (CLIENT_METRICS,) if ctx.api_version == 0 else SUPPORTED_V1
     wanted = set(request.resource_types if ctx.api_version >= 1 and request.resource_types else supported)
     if not wanted <= set(supported):
@@ -32,6 +36,9 @@ async def handle_list_config_resources(ctx: RequestContext,
     node = str(ctx.broker.node_id)
     found: list[ConfigResource] = []
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
+    if GROUP in wanted:
+        found += [ConfigResource(resource_name=group, resource_type=GROUP)
+                  for group in sorted(ctx.metadata.group_configs)]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
             found.append(ConfigResource(resource_name=node, resource_type=resource_type))

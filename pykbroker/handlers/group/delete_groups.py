@@ -9,7 +9,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
+from wire import ApiKey, ErrorCode
 from wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
 from wire.messages.delete_groups_response import DeletableGroupResult
 
@@ -21,5 +22,10 @@ def error_response(request: DeleteGroupsRequest | None, version: int, code: int)
 
 @handler(ApiKey.DELETE_GROUPS, 0, 2, error_response=error_response)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = await coordinator(ctx).delete_groups(request_info(ctx), list(request.groups_names))
-    return DeleteGroupsResponse(results=results)
+    names = list(dict.fromkeys(request.groups_names))
+    allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    results = await coordinator(ctx).delete_groups(request_info(ctx), [g for g in names if g in allowed]) \
+        if allowed else []
+    return DeleteGroupsResponse(results=list(results) + [
+        DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        for g in names if g not in allowed])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from wire import ApiKey
 from wire.messages import ListGroupsRequest, ListGroupsResponse
 
@@ -23,4 +24,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     states = list(request.states_filter) if ctx.api_version >= 4 else []
     types = list(request.types_filter) if ctx.api_version >= 5 else []
     code, groups = await coordinator(ctx).list_groups(request_info(ctx), states, types)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):  # else only describable groups
+        groups = [g for g in groups if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id,
+                                                 log_if_denied=False)]
     return ListGroupsResponse(error_code=code, groups=groups)
