@@ -18,7 +18,7 @@ from pykbroker.security.errors import SaslAuthenticationError, SaslCredentialErr
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
 from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
-from pykbroker.security.scram import ScramServer
+from pykbroker.security.scram import ScramServer, credential_from_salted_password
 from wire import (
     REQUESTS,
     DecodeError,
@@ -132,8 +132,8 @@ def decompressors(data: bytes) -> None:
 _SECURITY = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
                              {"alice": "alice-secret"}, {"PLAIN": 3600_000})
 _SALT = b"salt"
-_CREDENTIALS = {m: (4096, _SALT, salted_password(m, "carol-scram", _SALT, 4096)) for m in ("SCRAM-SHA-256",
-                                                                                            "SCRAM-SHA-512")}
+_CREDENTIALS = {m: credential_from_salted_password(m, 4096, _SALT, salted_password(m, "carol-scram", _SALT, 4096))
+                for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")}
 
 
 def _scram_credentials(user: str, mechanism: str):

@@ -37,7 +37,8 @@ def test_every_served_request_version_has_a_seed():
 
     for api_key, (lo, hi) in SERVED.items():
         for version in range(max(lo, REQUESTS[api_key].LOWEST_VERSION), hi + 1):
-            assert any(n.startswith(f"{api_key}-v{version}-") for n in names), (api_key, version)
+            assert any(n.startswith(f"{api_key}-v{version}-") for n in names), \
+                f"no seed for API {api_key} v{version}: run python -m fuzz.seeds"
 
 
 def test_captured_corpus_comes_from_every_client():
