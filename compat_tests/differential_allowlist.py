@@ -11,8 +11,4 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("disk_full", "metadata offline partition"): "Kafka's controller moves leadership off an offline log dir "
     "(leader -1, ISR empty, epoch + 1, replica offline); pykbroker keeps the partition's state and answers "
     "KAFKA_STORAGE_ERROR to its produces and fetches.",
-    **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
-       "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.1 has no ZooKeeper mode)."
-       for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
-                    "zookeeper.session.timeout.ms")},
 }

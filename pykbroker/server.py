@@ -150,6 +150,7 @@ class Server:
             sock.close()
         broker = self.broker
         if broker is not None:
+            await broker.controlled_shutdown()  # a cluster's partitions move before anything stops
             broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             connections = self.quotas.connections if self.quotas is not None else set()
