@@ -1,11 +1,10 @@
-"""Shared broker state: configuration, cluster metadata, the handler registry, open connections."""
+"""Shared broker state: configuration, cluster metadata, the handler registry."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -33,7 +32,6 @@ from wire.messages.api_versions_response import ApiVersion
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.transaction.coordinator import TransactionCoordinator
-    from pykbroker.connection import Connection
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -66,8 +64,6 @@ class Broker:
         self.acl_store = self._acl_store()
         self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
         self.delegation_tokens = self._delegation_token_manager()
-        self.connections: set[Connection] = set()
-        self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
         self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
                                                   self.metadata.broker_configs.get(str(self.node_id), {}))

@@ -236,9 +236,15 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Incremental fetch sessions (KIP-227) kept; the least recently used is evicted beyond."),
     ConfigDef("max.connections.per.ip.overrides", _str, "",
               "Per address or host name limits instead of max.connections.per.ip, as host:count,..."),
-    ConfigDef("max.connections", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.", inert=True),
-    ConfigDef("max.connection.creation.rate", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.",
-              inert=True),
+    ConfigDef("max.connections", _int(0, _I32), "2147483647",
+              "Open connections allowed in the broker (listener.name.X.max.connections per listener); new ones "
+              "wait to be accepted."),
+    ConfigDef("max.connection.creation.rate", _int(0, _I32), "2147483647",
+              "New connections accepted per second (per listener with listener.name.X.); faster ones wait."),
+    ConfigDef("queued.max.requests", _int(1, _I32), "500",
+              "Requests read but not yet being handled, across connections, before connections stop being read."),
+    ConfigDef("queued.max.request.bytes", _int(-1, _MAX), "-1",
+              "Bytes of requests in memory (read, not yet answered) before no more are read; -1: no limit."),
     # -- security (pykbroker.security; each may be set per listener as listener.name.<name>.<property>) --------
     ConfigDef("listener.security.protocol.map", _list,
               "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
@@ -470,6 +476,8 @@ class Config:
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
+        if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
+            raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's
         self.max_connections_per_ip_overrides = _connection_overrides(v["max.connections.per.ip.overrides"])
         if v["max.connections.per.ip"] == 0 and not self.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import time
 import uuid
@@ -35,6 +36,8 @@ __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_cre
 
 METADATA_FILE = "__cluster_metadata.json"
 META_PROPERTIES = "meta.properties"
+
+log = logging.getLogger("pykbroker.metadata_store")
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -98,16 +101,22 @@ def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str
     cluster_id = ids.pop() if ids else (wanted or uuid_to_kafka_string(new_uuid()))
     if wanted and wanted != cluster_id:
         raise RuntimeError(f"cluster.id {wanted} does not match {cluster_id} stored in meta.properties")
-    for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
+    for i, d in enumerate(dirs):
         p = d / META_PROPERTIES
         if str(d) not in found:
-            props = _read_properties(p) if p.exists() else {}
-            body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
-                    f"node.id={node_id}\n"
-                    f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
-                    f"version=1\ncluster.id={cluster_id}\n")
-            write_atomically(p, body.encode())
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                props = _read_properties(p) if p.exists() else {}
+                body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
+                        f"node.id={node_id}\n"
+                        f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
+                        f"version=1\ncluster.id={cluster_id}\n")
+                write_atomically(p, body.encode())
+            except OSError as exc:
+                if i == 0:  # the metadata dir: without it the broker cannot run (Kafka stops too)
+                    raise
+                # As Kafka with a failed log dir at start: the log manager takes it offline, the others serve.
+                log.error("cannot write %s (the log manager will take %s offline): %s", p, d, exc)
     return cluster_id
 
 
