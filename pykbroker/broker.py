@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
-from pykbroker.features import TRANSACTION_VERSION
+from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
@@ -24,6 +24,7 @@ from wire.messages.api_versions_response import ApiVersion
 
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
+    from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.connection import Connection
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 log = logging.getLogger("pykbroker.broker")
@@ -72,6 +74,7 @@ class Broker:
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
+        self._share_groups: ShareGroupService | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
@@ -128,6 +131,47 @@ class Broker:
         return self._transaction_coordinator
 
     @property
+    def share_groups(self) -> ShareGroupService:
+        """Share groups (KIP-932): state in __share_group_state (created on first use)."""
+        if self._share_groups is None:
+            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.share.service import ShareGroupService
+
+            clock = self.group_coordinator.clock
+
+            def topic_by_name(name: str):
+                topic = self.metadata.topics.get(name)
+                return (topic.topic_id, len(topic.partitions)) if topic is not None else None
+
+            def topic_name(topic_id):
+                topic = self.metadata.topics_by_id.get(topic_id)
+                return topic.name if topic is not None else None
+
+            self._share_groups = ShareGroupService(
+                self.config.__getitem__, self.node_id, self.replica_manager,
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=SHARE_GROUP_STATE_TOPIC_NAME),
+                topic_by_name=topic_by_name, topic_name=topic_name,
+                group_configs=lambda group_id: self.metadata.group_configs.get(group_id, {}),
+                ensure_state_topic=self._ensure_share_group_state_topic, clock=clock)
+        return self._share_groups
+
+    @property
+    def share_groups_enabled(self) -> bool:
+        """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
+        return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+
+    async def _ensure_share_group_state_topic(self) -> None:
+        """Create __share_group_state (compacted) on first use; one replica per partition on a single node."""
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            return
+        partitions = self.config["share.coordinator.state.topic.num.partitions"]
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+            "cleanup.policy": "compact,delete", "compression.type": "producer", "retention.ms": "-1",
+            "min.insync.replicas": "1",
+            "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
+
+    @property
     def controller_id(self) -> int:
         """Single node: this broker is the controller."""
         return self.node_id
@@ -166,9 +210,13 @@ class Broker:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        if self._share_groups is not None:
+            await self._share_groups.close()
         if self._transaction_coordinator is not None:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:

@@ -140,6 +140,8 @@ class EmbeddedMetadataStore:
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
         # Dynamic broker configs by BROKER resource name: "" is the cluster-wide default, "<node id>" one broker.
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # Group configs (GROUP resources, e.g. share.auto.offset.reset) by group id.
+        self.group_configs: dict[str, dict[str, str]] = {}
         # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
         self.finalized_features: dict[str, int] = dict(BOOTSTRAP_FINALIZED)
         self.features_epoch = 1
@@ -165,6 +167,7 @@ class EmbeddedMetadataStore:
         for q in doc.get("client_quotas", []):
             self.client_quotas[frozenset((t, n) for t, n in q["entity"])] = {k: float(v) for k, v in q["values"].items()}
         self.broker_configs = {name: dict(configs) for name, configs in doc.get("broker_configs", {}).items()}
+        self.group_configs = {name: dict(configs) for name, configs in doc.get("group_configs", {}).items()}
         if "finalized_features" in doc:
             self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
             self.features_epoch = int(doc.get("features_epoch", 1))
@@ -191,6 +194,7 @@ class EmbeddedMetadataStore:
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": values}
                               for entity, values in self.client_quotas.items()],
             "broker_configs": self.broker_configs,
+            "group_configs": self.group_configs,
             "finalized_features": self.finalized_features,
             "features_epoch": self.features_epoch,
         }
@@ -248,6 +252,14 @@ class EmbeddedMetadataStore:
                 self.client_quotas[entity] = values
             else:
                 self.client_quotas.pop(entity, None)
+        self._save()
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace the configs of one group (IncrementalAlterConfigs on a GROUP resource); empty removes them."""
+        if configs:
+            self.group_configs[group_id] = dict(configs)
+        else:
+            self.group_configs.pop(group_id, None)
         self._save()
 
     def set_finalized_features(self, levels: dict[str, int]) -> None:

@@ -139,7 +139,7 @@ class SharePartitionManager:
             # the first offset at or after now - duration; without a time index lookup here, the log start
             log.warning("share.auto.offset.reset=%s is served as earliest", strategy)
             return partition.log.log_start_offset
-        return partition.high_watermark
+        return partition.log.high_watermark
 
     def _on_release(self, key: SharePartitionKey) -> None:
         entry = self._entries.get(key)

@@ -1,7 +1,8 @@
 """DeleteGroups v0-2: delete empty groups and their committed offsets (tombstones in __consumer_offsets).
 
 - v1+: on quota violation the response goes before throttling. v2+: flexible.
-A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
+A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND. Share groups (while share
+groups are on) are deleted with their share-partition state in __share_group_state.
 """
 
 from __future__ import annotations
@@ -21,5 +22,16 @@ def error_response(request: DeleteGroupsRequest | None, version: int, code: int)
 
 @handler(ApiKey.DELETE_GROUPS, 0, 2, error_response=error_response)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = await coordinator(ctx).delete_groups(request_info(ctx), list(request.groups_names))
+    names = list(request.groups_names)
+    shared: list[DeletableGroupResult] = []
+    if ctx.broker.share_groups_enabled:
+        share = ctx.broker.share_groups
+        for name in [n for n in names if n in share.groups.groups]:
+            names.remove(name)
+            code = share.groups.delete(name)
+            if code == 0:
+                for key in await share.coordinator.all_states(name):
+                    await share.partitions.delete(key)
+            shared.append(DeletableGroupResult(group_id=name, error_code=code))
+    results = (await coordinator(ctx).delete_groups(request_info(ctx), names) if names else []) + shared
     return DeleteGroupsResponse(results=results)

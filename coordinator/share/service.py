@@ -1,0 +1,76 @@
+"""Share groups as one service for the broker: the share coordinator, share-partitions, sessions, members.
+
+``ShareGroupService`` owns:
+
+- ``coordinator``: the ``ShareCoordinator`` over __share_group_state (created on first use);
+- ``partitions``: the ``SharePartitionManager`` (in-flight records, acquisitions, acknowledgements);
+- ``sessions``: the ``ShareSessionCache``;
+- ``groups``: the ``ShareGroupCoordinator`` (members, heartbeats, assignment).
+
+The broker gives it callables for what lives above this layer (topic lookups, group configs, creating the
+state topic), so nothing here imports pykbroker. ``settings(group_id)`` merges the broker's ``group.share.*``
+defaults with the group's configs (``share.auto.offset.reset``, ``share.isolation.level``,
+``share.record.lock.duration.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.group.clock import Clock, SystemClock
+from coordinator.group.log import CoordinatorLogFactory
+from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.share_group import ShareGroupCoordinator
+from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
+from coordinator.share.share_session import ShareSessionCache
+
+__all__ = ["ShareGroupService"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+
+class ShareGroupService:
+    def __init__(self, config: Callable[[str], Any], node_id: int, replica_manager, log_factory: CoordinatorLogFactory,
+                 *, topic_by_name: Callable[[str], tuple[uuid.UUID, int] | None],
+                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], dict[str, str]],
+                 ensure_state_topic: Callable[[], Any] | None = None,
+                 partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self._group_configs = group_configs
+        self.coordinator = ShareCoordinator(
+            node_id, config("share.coordinator.state.topic.num.partitions"), log_factory, clock=self.clock,
+            snapshot_every=config("share.coordinator.snapshot.update.records.per.snapshot"),
+            partition_leader=partition_leader, ensure_state_topic=ensure_state_topic)
+        self.partitions = SharePartitionManager(replica_manager, self.coordinator, topic_name, self.settings,
+                                                self.clock)
+        self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
+        self.groups = ShareGroupCoordinator(
+            self.clock, topic_by_name, session_timeout_ms=config("group.share.session.timeout.ms"),
+            heartbeat_interval_ms=config("group.share.heartbeat.interval.ms"),
+            max_size=config("group.share.max.size"), on_member_removed=self._member_removed)
+
+    def settings(self, group_id: str) -> ShareGroupSettings:
+        configs = self._group_configs(group_id)
+        lock_ms = int(configs.get("share.record.lock.duration.ms", self.config("group.share.record.lock.duration.ms")))
+        return ShareGroupSettings(
+            auto_offset_reset=configs.get("share.auto.offset.reset", "latest").lower(),
+            read_committed=configs.get("share.isolation.level", "read_uncommitted").lower() == "read_committed",
+            record_lock_duration_ms=lock_ms,
+            delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
+            max_record_locks=int(self.config("group.share.partition.max.record.locks")))
+
+    async def _member_removed(self, group_id: str, member_id: str) -> None:
+        self.sessions.remove(group_id, member_id)
+        await self.partitions.release_member(group_id, member_id)
+
+    def load_all(self) -> None:
+        self.coordinator.load_all()
+
+    async def close(self) -> None:
+        self.groups.close()
+        self.partitions.close()
+        await self.coordinator.close()

@@ -1,0 +1,57 @@
+"""ShareGroupHeartbeat v1 (KIP-932): join (epoch 0, with the subscribed topics), heartbeat, leave (epoch -1).
+
+The member chooses its id; an empty or too long one is INVALID_REQUEST ("Invalid member id in the request.").
+Partitions are initialized (their share-partition start offset fixed by ``share.auto.offset.reset`` and
+written to __share_group_state) when first assigned, as Kafka's group coordinator does, so "latest" means
+the end of the log when the member joined, not when it first fetched. The answer carries the member epoch, the heartbeat interval and, when it changed, the assignment (topic ids
+and partitions) from the simple assignor. UNSUPPORTED_VERSION while share groups are off.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.share._common import client_host, enabled, member_id_valid, service
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from wire.messages.share_group_heartbeat_response import Assignment, TopicPartitions
+
+log = logging.getLogger("pykbroker.handlers.share_group_heartbeat")
+
+
+def error_response(request: ShareGroupHeartbeatRequest | None, version: int, code: int,
+                   message: str | None = None) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(error_code=code, error_message=message)
+
+
+@handler(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, error_response=error_response)
+async def handle_share_group_heartbeat(ctx: RequestContext,
+                                       request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    if not enabled(ctx):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not member_id_valid(request.member_id):
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    result = service(ctx).groups.heartbeat(request.group_id, request.member_id, request.member_epoch, request.rack_id,
+                                           request.subscribed_topic_names, ctx.client_id or "", client_host(ctx))
+    if result.error_code != ErrorCode.NONE:
+        return error_response(request, ctx.api_version, result.error_code, result.error_message)
+    assignment = None
+    if result.assignment is not None:
+        await _initialize(ctx, request.group_id, result.assignment)
+        assignment = Assignment(topic_partitions=[TopicPartitions(topic_id=t, partitions=p)
+                                                  for t, p in result.assignment.items()])
+    return ShareGroupHeartbeatResponse(error_code=ErrorCode.NONE, member_id=result.member_id,
+                                       member_epoch=result.member_epoch,
+                                       heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+async def _initialize(ctx: RequestContext, group_id: str, assignment) -> None:
+    partitions = service(ctx).partitions
+    for topic_id, indexes in assignment.items():
+        for index in indexes:
+            try:
+                await partitions.share_partition((group_id, topic_id, index))
+            except Exception as exc:  # the first ShareFetch tries again and reports the error
+                log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
