@@ -25,6 +25,7 @@ deps: $(STAMP)
 	@if command -v java >/dev/null; then \
 		echo "fetching Apache Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders under compat_tests/jvm)"; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 

@@ -89,6 +89,8 @@ class SharePartition:
     _acquisitions: dict[int, Acquisition] = field(default_factory=dict)
     _next_token: int = 1
     _dirty: _Dirty = field(default_factory=_Dirty)
+    _start_to_write: int = 0
+    _trimmed: list[StateBatch] = field(default_factory=list)  # terminal records that left the window, unwritten
 
     # -- load --------------------------------------------------------------------------------------------
     def load(self, start_offset: int, batches: list[StateBatch], state_epoch: int = 0) -> None:
@@ -107,6 +109,12 @@ class SharePartition:
                 self._counts[i] = b.delivery_count
         self._advance_start()
         self._dirty = _Dirty()
+        self._trimmed = []
+        self._start_to_write = self.start_offset
+
+    def force_start_write(self) -> None:
+        """The start offset is not persisted yet: the next write must carry it even with no state change."""
+        self._dirty.start_moved = True
 
     @property
     def end_offset(self) -> int:
@@ -286,6 +294,7 @@ class SharePartition:
         while n < len(states) and states[n] in (_ACKNOWLEDGED, _ARCHIVED):
             n += 1
         if n:
+            self._remember_trimmed(n)
             del self._states[:n]
             del self._counts[:n]
             del self._tokens[:n]
@@ -299,12 +308,22 @@ class SharePartition:
         n = min(offset - self.start_offset, len(self._states))
         for i in range(n):
             self._drop_hold(i)
+            self._states[i] = _ARCHIVED
+        self._remember_trimmed(n)
         del self._states[:n]
         del self._counts[:n]
         del self._tokens[:n]
         self.start_offset = offset
         self._dirty.start_moved = True
         self._advance_start()
+
+    def _remember_trimmed(self, n: int) -> None:
+        """The first ``n`` (terminal) offsets leave the window: keep their states for the next write."""
+        for i in range(n):
+            self._trimmed.append(StateBatch(self.start_offset + i, self.start_offset + i, self._states[i],
+                                            self._counts[i]))
+        if len(self._trimmed) > 64:
+            self._trimmed = combine(self._trimmed)
 
     def reset(self, offset: int) -> None:
         """AlterShareGroupOffsets: forget everything in flight and start at ``offset``."""
@@ -317,12 +336,21 @@ class SharePartition:
 
     # -- persistence -------------------------------------------------------------------------------------
     def has_dirty(self) -> bool:
-        return self._dirty.low is not None or self._dirty.start_moved
+        return self._dirty.low is not None or self._dirty.start_moved or bool(self._trimmed)
 
     def take_dirty(self) -> tuple[int, list[StateBatch]]:
-        """(start offset, state batches of the dirty in-flight offsets) to write; clears the dirty marks."""
+        """(start offset, state batches of the dirty in-flight offsets) to write; clears the dirty marks.
+
+        The start offset written is the one the partition had at the previous write, as Kafka's SharePartition
+        writes the start offset it had before applying the acknowledgements being persisted (it moves the
+        start offset once the write succeeds): the persisted start offset, which DescribeShareGroupOffsets and
+        ``kafka-share-groups`` report, lags by one write. Nothing is lost by it: the acknowledged and archived
+        batches above the written start offset are in the state, and loading moves past them.
+        """
         dirty, self._dirty = self._dirty, _Dirty()
-        batches: list[StateBatch] = []
+        start, self._start_to_write = self._start_to_write, self.start_offset
+        batches: list[StateBatch] = [b for b in self._trimmed if b.last_offset >= start]
+        self._trimmed = []
         if dirty.low is not None:
             lo = max(dirty.low, self.start_offset)
             hi = min(dirty.high, self.end_offset - 1)
@@ -330,7 +358,7 @@ class SharePartition:
                 i = off - self.start_offset
                 state = self._states[i]
                 batches.append(StateBatch(off, off, _AVAILABLE if state == _ACQUIRED else state, self._counts[i]))
-        return self.start_offset, combine(batches)
+        return start, combine(batches)
 
     def acquired_count(self) -> int:
         return sum(1 for s in self._states if s == _ACQUIRED)

@@ -116,11 +116,15 @@ class SharePartitionManager:
             settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
             self.clock, on_release=lambda: self._on_release(key))
         state = await self.coordinator.read_state(key)
-        if state is None:
+        if state is None or state.start_offset < 0:
+            # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
+            # now, and the offset is written with the next state write (as Kafka's SharePartition does).
             start = self._reset_offset(partition, settings.auto_offset_reset)
-            await self.coordinator.initialize_state(key, 0, start)
-            sp.load(start, [], 0)
-            log.info("share group %s %s-%d: share-partition initialized at offset %d (share.auto.offset.reset=%s)",
+            if state is None:
+                await self.coordinator.initialize_state(key, 0, start)
+            sp.load(start, [], state.state_epoch if state is not None else 0)
+            sp.force_start_write()
+            log.info("share group %s %s-%d: share-partition starts at offset %d (share.auto.offset.reset=%s)",
                      group_id, topic, index, start, settings.auto_offset_reset)
         else:
             sp.load(state.start_offset, state.state_batches, state.state_epoch)
@@ -130,6 +134,12 @@ class SharePartitionManager:
         if sp.start_offset < log_start:
             sp.move_start(log_start)
         entry.partition = sp
+
+    async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
+        """A partition newly assigned to the group: state with start offset -1 unless it has state already."""
+        if key in self._entries or await self.coordinator.read_state(key) is not None:
+            return
+        await self.coordinator.initialize_state(key, 0, -1)
 
     @staticmethod
     def _reset_offset(partition, strategy: str) -> int:

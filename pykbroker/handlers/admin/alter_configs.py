@@ -1,6 +1,7 @@
 """AlterConfigs v0-2 (replace a resource's configs) and IncrementalAlterConfigs v0-1 (SET, DELETE,
 APPEND, SUBTRACT). Topic configs are validated as a whole, persisted, and applied to the live logs at
-once. Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
+once. Group configs (IncrementalAlterConfigs on GROUP, ``pykbroker.group_config``) are checked and stored.
+Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
 as Kafka's ConfigAdminManager and controller check them (pykbroker.dynamic_config), stored in the
 metadata store, and applied at once.
 """
@@ -11,6 +12,7 @@ import logging
 
 from pykbroker import dynamic_config, loggers
 from pykbroker.context import RequestContext
+from pykbroker.group_config import GROUP, GroupConfigError, validate_group_configs
 from pykbroker.registry import handler
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
 from pykbroker.topic_names import topic_name_error
@@ -180,6 +182,25 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
     return AlterConfigsResponse(responses=responses)
 
 
+def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool
+                ) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs on a GROUP: Kafka's group configs (pykbroker.group_config), stored and live."""
+    if not group_id:
+        return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+    store = ctx.broker.metadata
+    new, message = apply_operations(dict(store.group_configs.get(group_id, {})), ops, {})
+    if message is not None:
+        return ErrorCode.INVALID_CONFIG, message
+    try:
+        validate_group_configs(new, ctx.broker.config.__getitem__)
+    except GroupConfigError as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
+    if not validate_only:
+        store.set_group_configs(group_id, new)
+        log.info("configs of group %s set to %s (%s)", group_id, new, ctx.describe())
+    return ErrorCode.NONE, None
+
+
 def _incremental_error(request: IncrementalAlterConfigsRequest | None, version: int, code: int
                        ) -> IncrementalAlterConfigsResponse:
     resources = [] if request is None else request.resources
@@ -211,6 +232,9 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         elif r.resource_type == BROKER:
             code, message = await alter_broker(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                       for c in r.configs], None, request.validate_only)
+        elif r.resource_type == GROUP:
+            code, message = alter_group(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
+                                                               for c in r.configs], request.validate_only)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         responses.append(IncrementalResourceResponse(error_code=code, error_message=message,

@@ -1,9 +1,9 @@
 """ShareGroupHeartbeat v1 (KIP-932): join (epoch 0, with the subscribed topics), heartbeat, leave (epoch -1).
 
 The member chooses its id; an empty or too long one is INVALID_REQUEST ("Invalid member id in the request.").
-Partitions are initialized (their share-partition start offset fixed by ``share.auto.offset.reset`` and
-written to __share_group_state) when first assigned, as Kafka's group coordinator does, so "latest" means
-the end of the log when the member joined, not when it first fetched. The answer carries the member epoch, the heartbeat interval and, when it changed, the assignment (topic ids
+A partition's share state is initialized when it is first assigned, as Kafka's group coordinator does: with
+start offset -1 ("not yet known"; DescribeShareGroupOffsets shows -1), which the first ShareFetch turns into
+an offset by ``share.auto.offset.reset``. The answer carries the member epoch, the heartbeat interval and, when it changed, the assignment (topic ids
 and partitions) from the simple assignor. UNSUPPORTED_VERSION while share groups are off.
 """
 
@@ -52,6 +52,6 @@ async def _initialize(ctx: RequestContext, group_id: str, assignment) -> None:
     for topic_id, indexes in assignment.items():
         for index in indexes:
             try:
-                await partitions.share_partition((group_id, topic_id, index))
+                await partitions.initialize_uninitialized((group_id, topic_id, index))
             except Exception as exc:  # the first ShareFetch tries again and reports the error
                 log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
