@@ -299,8 +299,8 @@ def tool_scenario(jars: Path, bootstrap: str) -> dict:
     after_reset = start_offsets(bootstrap, group)
     deleted = share_groups_tool(jars, bootstrap, "--delete", "--group", group)
     return {"listed": listed, "members header": members[0], "member rows": len(members) - 1,
-            "offsets header": described[0], "offsets": sorted(r[1:4] + r[5:] for r in described[1:]),
-            "reset": sorted(r[1:] for r in reset[1:]), "after reset": after_reset,
+            "offsets header": described[0], "offsets": sorted(r[2:] for r in described[1:]),
+            "reset header": reset[0], "reset": sorted(r[2:] for r in reset[1:]), "after reset": after_reset,
             "deleted": deleted.replace(group, "<group>").strip(),
             "gone": group not in share_groups_tool(jars, bootstrap, "--list").split()}
 
