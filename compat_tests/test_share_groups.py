@@ -349,3 +349,41 @@ def test_kill_9_during_share_consumption_loses_and_repeats_nothing_acknowledged(
         assert pending <= set(after)
     finally:
         b.close()
+
+
+# -- the Java KafkaShareConsumer -----------------------------------------------------------------------------
+def java_share_consumers(jars: Path, bootstrap: str) -> dict:
+    """Kafka 4.2's console share consumer (KafkaShareConsumer) reads 200 records, then with --reject a
+    second group rejects them all; ShareConsumerPerformance with two consumers reads 1000."""
+    topic, group = prepared(bootstrap, 2)
+    produce(bootstrap, topic, 200, 2)
+
+    def console(group_id: str, *extra: str) -> list[str]:
+        done = subprocess.run([*JAVA, "-cp", f"{jars}/*", "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+                               "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
+                               "--max-messages", "200", "--timeout-ms", "60000", *extra],
+                              capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return sorted(done.stdout.split())
+
+    read = console(group)
+    rejecting = f"{group}-reject"
+    set_group_configs(bootstrap, rejecting, share_auto_offset_reset="earliest")
+    rejected = console(rejecting, "--reject")
+    perf_topic, perf_group = prepared(bootstrap, 2)
+    produce(bootstrap, perf_topic, 1000, 2)
+    perf = subprocess.run([*JAVA, "-cp", f"{jars}/*", "org.apache.kafka.tools.ShareConsumerPerformance",
+                           "--bootstrap-server", bootstrap, "--topic", perf_topic, "--group", perf_group,
+                           "--num-records", "1000", "--threads", "2", "--timeout", "60000", "--hide-header"],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert perf.returncode == 0, perf.stderr[-3000:]
+    return {"read": read == sorted(f"record-{i}" for i in range(200)), "rejected": rejected == read,
+            "start offsets after reject": start_offsets(bootstrap, rejecting),
+            # start.time, end.time, data.consumed.in.MB, MB.sec, nMsg.sec, data.consumed.in.nMsg, fetch.time.ms
+            "perf records": [f.strip() for f in perf.stdout.strip().splitlines()[-1].split(",")][5]}
+
+
+def test_java_share_consumer_as_kafka_4_2(jars, share_broker, kafka_share_judge):
+    expected = java_share_consumers(jars, kafka_share_judge.bootstrap)
+    got = java_share_consumers(jars, share_broker.bootstrap)
+    assert expected["read"] and got == expected, f"kafka={expected!r}\npykbroker={got!r}"
