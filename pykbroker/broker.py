@@ -156,6 +156,11 @@ class Broker:
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock)
         return self._share_groups
 
+    def connection_closed(self, peer: str) -> None:
+        """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
+        if self._share_groups is not None:
+            self._share_groups.connection_closed(peer)
+
     @property
     def share_groups_enabled(self) -> bool:
         """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""

@@ -134,6 +134,7 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = True
         self._can_write.set()
         self._wakeup.set()
+        self.broker.connection_closed(self.peer)
         if self in self.broker.connections:
             self.broker.connections.discard(self)
             self.broker.connections_per_ip[self.ip] -= 1

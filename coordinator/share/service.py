@@ -15,6 +15,7 @@ defaults with the group's configs (``share.auto.offset.reset``, ``share.isolatio
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -48,10 +49,11 @@ class ShareGroupService:
         self.partitions = SharePartitionManager(replica_manager, self.coordinator, topic_name, self.settings,
                                                 self.clock)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
+        self._tasks: set[asyncio.Task] = set()
         self.groups = ShareGroupCoordinator(
             self.clock, topic_by_name, session_timeout_ms=config("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config("group.share.heartbeat.interval.ms"),
-            max_size=config("group.share.max.size"), on_member_removed=self._member_removed)
+            max_size=config("group.share.max.size"))
 
     def settings(self, group_id: str) -> ShareGroupSettings:
         configs = self._group_configs(group_id)
@@ -63,9 +65,15 @@ class ShareGroupService:
             delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
             max_record_locks=int(self.config("group.share.partition.max.record.locks")))
 
-    async def _member_removed(self, group_id: str, member_id: str) -> None:
-        self.sessions.remove(group_id, member_id)
-        await self.partitions.release_member(group_id, member_id)
+    def connection_closed(self, connection: object) -> None:
+        """Kafka's ShareSessionCache disconnect listener: end the sessions opened on ``connection`` and release
+        what their members hold."""
+        for session in self.sessions.sessions_of(connection):
+            self.sessions.remove(session.group_id, session.member_id)
+            keys = [(session.group_id, t, p) for t, p in session.partitions]
+            task = asyncio.ensure_future(self.partitions.release_member(session.group_id, session.member_id, keys))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def load_all(self) -> None:
         self.coordinator.load_all()

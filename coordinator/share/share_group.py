@@ -5,9 +5,8 @@ member id), heartbeats every ``group.share.heartbeat.interval.ms`` and leaves wi
 silent for ``group.share.session.timeout.ms`` is removed. Any change of members, subscriptions or the
 subscribed topics' partitions bumps the group epoch and recomputes the target assignment with
 ``simple_assign``; share groups have no revocation, so a member takes its new assignment (and the group
-epoch as its member epoch) on its next heartbeat. When a member expires, its share session ends and the
-records it holds are released to the others; one that leaves closes its share session itself (with its
-last acknowledgements), which releases the rest.
+epoch as its member epoch) on its next heartbeat. As in Kafka, membership does not hold records: a
+member's share session does, and ends (releasing them) when the client closes it or its connection.
 
 Group states as Kafka names them: Empty (no members), Stable, Dead (deleted).
 
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.group.clock import Clock, TimerHandle
@@ -91,17 +90,13 @@ class HeartbeatResult:
 
 class ShareGroupCoordinator:
     def __init__(self, clock: Clock, topics: Callable[[str], tuple[uuid.UUID, int] | None], *,
-                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_size: int = 200,
-                 on_member_removed: Callable[[str, str], Awaitable[None]] | None = None) -> None:
-        """``on_member_removed(group_id, member_id)``: a member expired (end its session, release its records)."""
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_size: int = 200) -> None:
         self.clock = clock
         self._topics = topics
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_size = max_size
-        self._on_member_removed = on_member_removed
         self.groups: dict[str, ShareGroup] = {}
-        self._pending: set = set()
 
     # -- heartbeat ---------------------------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
@@ -113,8 +108,7 @@ class ShareGroupCoordinator:
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is not None and member_id in group.members:
-                # its share session stays: the client closes it next, with its last acknowledgements
-                self._remove_member(group, member_id, "left the group", expired=False)
+                self._remove_member(group, member_id, "left the group")
             return HeartbeatResult(ErrorCode.NONE, member_id, LEAVE_GROUP_MEMBER_EPOCH, 0)
         if member_epoch == JOIN_GROUP_MEMBER_EPOCH:
             if subscribed_topic_names is None:
@@ -193,20 +187,15 @@ class ShareGroupCoordinator:
     def _expire(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
         if group is not None and member_id in group.members:
-            self._remove_member(group, member_id, "session timed out", expired=True)
+            self._remove_member(group, member_id, "session timed out")
 
-    def _remove_member(self, group: ShareGroup, member_id: str, why: str, expired: bool) -> None:
+    def _remove_member(self, group: ShareGroup, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
         if member.timer is not None:
             member.timer.cancel()
         group.group_epoch += 1
         self._maybe_reassign(group)
         log.info("share group %s: member %s %s; group epoch %d", group.group_id, member_id, why, group.group_epoch)
-        if expired and self._on_member_removed is not None:
-            import asyncio
-            task = asyncio.ensure_future(self._on_member_removed(group.group_id, member_id))
-            self._pending.add(task)
-            task.add_done_callback(self._pending.discard)
 
     # -- admin -------------------------------------------------------------------------------------------
     def ensure_group(self, group_id: str) -> ShareGroup:

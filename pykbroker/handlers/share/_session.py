@@ -53,7 +53,7 @@ def session_for(ctx: RequestContext, group_id: str, member_id: str, epoch: int,
     """Open (epoch 0) or advance the member's share session; raises ShareSessionError."""
     sessions = service(ctx).sessions
     if epoch == INITIAL_EPOCH:
-        return sessions.open(group_id, member_id, added)
+        return sessions.open(group_id, member_id, added, connection=ctx.client_address)
     session = sessions.advance(group_id, member_id, epoch)
     return session
 

@@ -239,3 +239,22 @@ def test_group_configs_are_checked_as_kafka_checks_them(broker):
             ErrorCode.INVALID_CONFIG,
             "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms")
         assert alter("no.such.config", "1") == (ErrorCode.INVALID_CONFIG, "Unknown group config name: no.such.config")
+
+
+def test_a_closed_connection_ends_its_share_sessions_and_releases_their_records(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "disconnect")
+        m2, _ = join(c, "g-disconnect", "disconnect")
+        produce(c, "disconnect", 4)
+        with RawClient(broker.bootstrap) as gone:
+            m1, _ = join(gone, "g-disconnect", "disconnect")
+            assert acquired(fetch(gone, "g-disconnect", m1, 0, tid)) == [(0, 3, 1)]
+        # no lock duration to wait for: the records come back as soon as the connection is gone
+        deadline = time.monotonic() + 10
+        got = []
+        epoch = 0
+        while not got and time.monotonic() < deadline:
+            got = acquired(fetch(c, "g-disconnect", m2, epoch, tid, wait_ms=500))
+            epoch += 1
+        assert got == [(0, 3, 2)]
