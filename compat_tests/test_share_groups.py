@@ -231,6 +231,39 @@ def stalled_consumer_loses_its_locks(bootstrap: str) -> dict:
             "after the lock duration": waited >= LOCK_MS / 1000 - 1.5}
 
 
+def read_committed_skips_aborted_records(bootstrap: str) -> dict:
+    """share.isolation.level=read_committed: committed records only; aborted ones and markers never delivered."""
+    topic, group = prepared(bootstrap, share_isolation_level="read_committed")
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}"})
+    producer.init_transactions(30)
+    for label, commit in (("a", True), ("b", False), ("c", True)):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, f"{label}{i}".encode())
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    c = consumer(bootstrap, group)
+    c.subscribe([topic])
+    values: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(values) < 6:
+            batch = records(c.poll(0.5))
+            values.extend(m.value().decode() for m in batch)
+            if batch:
+                c.commit_sync()
+        quiet_until = time.monotonic() + 2
+        while time.monotonic() < quiet_until:
+            batch = records(c.poll(0.5))
+            values.extend(m.value().decode() for m in batch)
+    finally:
+        c.close()
+    return {"values": sorted(values)}
+
+
 SCENARIOS = {
     "two consumers, one partition": shared_by(2, 1),
     "three consumers, two partitions": shared_by(3, 2),
@@ -238,6 +271,7 @@ SCENARIOS = {
     "reject archives": reject_archives,
     "delivery limit": delivery_limit_archives_a_poison_record,
     "stalled consumer": stalled_consumer_loses_its_locks,
+    "read_committed": read_committed_skips_aborted_records,
 }
 
 

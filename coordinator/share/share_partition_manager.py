@@ -231,8 +231,12 @@ class SharePartitionManager:
         data = _as_bytes(fetched.read.records)
         if not data:
             return ShareFetchResult()
-        aborted = {a.producer_id: a.first_offset for a in (fetched.read.aborted_transactions or [])} \
-            if settings.read_committed else {}
+        # read_committed: per producer, the first offsets of its aborted transactions in this read, in order;
+        # a transaction runs from its first offset to the producer's next control batch (the ABORT marker)
+        aborted: dict[int, list[int]] = {}
+        if settings.read_committed:
+            for a in sorted(fetched.read.aborted_transactions or [], key=lambda a: a.first_offset):
+                aborted.setdefault(a.producer_id, []).append(a.first_offset)
         ranges: list[tuple[int, int]] = []
         spans: list[tuple[int, int, int, int]] = []  # first, last, byte start, byte end
         skip: set[int] = set()
@@ -245,10 +249,12 @@ class SharePartitionManager:
                 continue
             ranges.append((first, last))
             spans.append((first, last, pos, end))
+            starts = aborted.get(header.producer_id)
             if header.attributes & CONTROL_FLAG_MASK:
-                skip.update(range(first, last + 1))
-            elif header.attributes & TRANSACTIONAL_FLAG_MASK and header.producer_id in aborted \
-                    and aborted[header.producer_id] <= last:
+                skip.update(range(first, last + 1))  # markers are never delivered
+                if starts and starts[0] <= first:
+                    starts.pop(0)  # this producer's aborted transaction ends here
+            elif header.attributes & TRANSACTIONAL_FLAG_MASK and starts and starts[0] <= first:
                 skip.update(range(first, last + 1))
         acquired = sp.acquire(member_id, ranges, max_records, record_limit,
                               archive=(lambda off: off in skip) if skip else None)
