@@ -1,6 +1,6 @@
 """Share groups (KIP-932): share-consumer throughput on pykbroker and Apache Kafka 4.2, in one run.
 
-    python -m bench share                 # BENCH_SCALE=1: 40,000 records per run (about 5 minutes on 2 cores)
+    python -m bench share                 # BENCH_SCALE=1: 200,000 records per run (about 6 minutes on 2 cores)
     BENCH_SCALE=0.1 python -m bench share  # a smoke run
 
 For 1, 2 and 4 consumers on a 4-partition topic (records of 100 bytes, produced before the consumers start,
@@ -122,7 +122,7 @@ def bytes_per_in_flight_record(count: int = 200_000) -> float:
 
 def main() -> None:
     scale = float(os.environ.get("BENCH_SCALE", "1"))
-    records = max(1000, int(40_000 * scale))
+    records = max(1000, int(200_000 * scale))
     jars = kafka_jars(SHARE_GROUPS_JUDGE)
     results: dict[str, dict[str, float]] = {}
     root = Path(os.environ.get("BENCH_DIR", "/tmp")) / f"share-bench-{uuid.uuid4().hex[:6]}"

@@ -153,7 +153,8 @@ class Broker:
                                                         topic=SHARE_GROUP_STATE_TOPIC_NAME),
                 topic_by_name=topic_by_name, topic_name=topic_name,
                 group_configs=lambda group_id: self.metadata.group_configs.get(group_id, {}),
-                ensure_state_topic=self._ensure_share_group_state_topic, clock=clock)
+                ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
+                existing_topics=lambda: self.metadata.topics)
         return self._share_groups
 
     def connection_closed(self, peer: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from coordinator.group.clock import Clock, SystemClock
 from coordinator.group.log import CoordinatorLogFactory
 from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
 from coordinator.share.share_group import ShareGroupCoordinator
 from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
 from coordinator.share.share_session import ShareSessionCache
@@ -38,7 +39,8 @@ class ShareGroupService:
                  *, topic_by_name: Callable[[str], tuple[uuid.UUID, int] | None],
                  topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], dict[str, str]],
                  ensure_state_topic: Callable[[], Any] | None = None,
-                 partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None) -> None:
+                 partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
+                 existing_topics: Callable[[], Any] = lambda: ()) -> None:
         self.config = config
         self.clock = clock or SystemClock()
         self._group_configs = group_configs
@@ -50,6 +52,8 @@ class ShareGroupService:
                                                 self.clock)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
+        self._groups_loaded = False
+        self._existing_topics = existing_topics
         self.groups = ShareGroupCoordinator(
             self.clock, topic_by_name, session_timeout_ms=config("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config("group.share.heartbeat.interval.ms"),
@@ -64,6 +68,15 @@ class ShareGroupService:
             record_lock_duration_ms=lock_ms,
             delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
             max_record_locks=int(self.config("group.share.partition.max.record.locks")))
+
+    async def groups_with_state(self) -> None:
+        """Groups known only from __share_group_state (after a restart, before any member is back) are
+        listed as Empty groups, as Kafka lists the share groups its __consumer_offsets records."""
+        if self._groups_loaded or SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
+            return
+        for key in await self.coordinator.all_states():
+            self.groups.ensure_group(key[0])
+        self._groups_loaded = True
 
     def connection_closed(self, connection: object) -> None:
         """Kafka's ShareSessionCache disconnect listener: end the sessions opened on ``connection`` and release

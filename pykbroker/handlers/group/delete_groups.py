@@ -26,6 +26,7 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
     shared: list[DeletableGroupResult] = []
     if ctx.broker.share_groups_enabled:
         share = ctx.broker.share_groups
+        await share.groups_with_state()
         for name in [n for n in names if n in share.groups.groups]:
             names.remove(name)
             code = share.groups.delete(name)

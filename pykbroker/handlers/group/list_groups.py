@@ -26,6 +26,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     types = list(request.types_filter) if ctx.api_version >= 5 else []
     code, groups = await coordinator(ctx).list_groups(request_info(ctx), states, types)
     if code == 0 and ctx.broker.share_groups_enabled:
+        await ctx.broker.share_groups.groups_with_state()
         groups = groups + share_groups_listed(ctx, states, types)
     return ListGroupsResponse(error_code=code, groups=groups)
 

@@ -27,6 +27,7 @@ async def handle_share_group_describe(ctx: RequestContext,
                                       request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    await service(ctx).groups_with_state()
     groups = service(ctx).groups.groups
     topics_by_id = ctx.broker.metadata.topics_by_id
     out = []

@@ -258,3 +258,21 @@ def test_a_closed_connection_ends_its_share_sessions_and_releases_their_records(
             got = acquired(fetch(c, "g-disconnect", m2, epoch, tid, wait_ms=500))
             epoch += 1
         assert got == [(0, 3, 2)]
+
+
+def test_a_group_with_state_is_listed_after_a_restart(tmp_path):
+    b = BrokerProcess(tmp_path).start()
+    try:
+        with RawClient(b.bootstrap) as c:
+            enable(c)
+            tid = create_topic(c, "relisted")
+            m, _ = join(c, "g-relisted", "relisted")
+            fetch(c, "g-relisted", m, 0, tid, wait_ms=0)
+        b.restart(hard=True)
+        with RawClient(b.bootstrap) as c:
+            listed = c.request(ListGroupsRequest(types_filter=["share"]), 5).groups
+            assert [(g.group_id, g.group_state) for g in listed] == [("g-relisted", "Empty")]
+            described = c.request(ShareGroupDescribeRequest(group_ids=["g-relisted"]), 1).groups[0]
+            assert (described.error_code, described.group_state, described.members) == (ErrorCode.NONE, "Empty", [])
+    finally:
+        b.close()
