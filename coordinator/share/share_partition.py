@@ -156,7 +156,12 @@ class SharePartition:
             if last >= self.end_offset:
                 if len(self._states) >= self.config.max_record_locks and first >= self.end_offset:
                     break
+                gap = self.end_offset
                 self._grow(last + 1)
+                if first > gap:  # offsets without a record (compacted away, or before the log start): archived
+                    for off in range(gap, first):
+                        self._states[off - self.start_offset] = _ARCHIVED
+                    self._dirty.mark(gap, first - 1)
             lo = max(first, self.start_offset)
             run_first = -1
             run_count = -1

@@ -145,3 +145,11 @@ def test_the_next_write_carries_the_start_offset_of_the_previous_one():
     p.acquire("m1", [(5, 5)], 100)
     p.acknowledge("m1", 5, 5, [A.REJECT])
     assert p.take_dirty() == (5, [B(5, 5, 4, 1)])
+
+
+def test_offsets_between_batches_without_records_are_archived():
+    p = sp()
+    assert p.acquire("m1", [(0, 1), (5, 6)], 100) == [AcquiredRecords(0, 1, 1), AcquiredRecords(5, 6, 1)]
+    assert p.state_of(3) == (S.ARCHIVED, 0)
+    p.acknowledge("m1", 0, 1, [A.ACCEPT])
+    assert p.start_offset == 5  # the gap does not hold the start offset back
