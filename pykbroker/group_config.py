@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GROUP_CONFIG_NAMES", "GroupConfigError", "validate_group_configs"]
+__all__ = ["GROUP_CONFIG_NAMES", "GroupConfigError", "group_config_values", "validate_group_configs"]
 
 GROUP = 32  # ConfigResource.Type.GROUP
 
@@ -66,3 +66,29 @@ def validate_group_configs(configs: dict[str, str], broker: Callable[[str], Any]
     if level is not None and level not in ("read_committed", "read_uncommitted"):
         raise GroupConfigError(f"Invalid value {level} for configuration share.isolation.level: "
                                "String must be one of: read_committed, read_uncommitted")
+
+
+# Each group config's default: the broker property it defaults to, or a fixed value (Kafka's GroupConfig).
+_DEFAULTS: dict[str, str] = {
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+}
+_FIXED_DEFAULTS = {"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
+                   "streams.session.timeout.ms": "45000", "streams.heartbeat.interval.ms": "5000",
+                   "streams.num.standby.replicas": "0", "streams.initial.rebalance.delay.ms": "3000"}
+
+
+def group_config_values(configs: dict[str, str], broker: Callable[[str], Any]) -> list[tuple[str, str, bool, bool]]:
+    """(name, value, set for the group, is an INT) of every group config, sorted by name (DescribeConfigs)."""
+    out = []
+    for name in sorted(GROUP_CONFIG_NAMES):
+        if name in configs:
+            value, explicit = configs[name], True
+        else:
+            value = str(broker(_DEFAULTS[name])) if name in _DEFAULTS else _FIXED_DEFAULTS[name]
+            explicit = False
+        out.append((name, value, explicit, name in _INT_AT_LEAST))
+    return out

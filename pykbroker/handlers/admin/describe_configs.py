@@ -1,4 +1,4 @@
-"""DescribeConfigs v1-4 for topics, this broker and its loggers, with synonyms and documentation when asked."""
+"""DescribeConfigs v1-4 for topics, this broker, its loggers and groups, with synonyms and documentation when asked."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pykbroker.dynamic_config import (
     default_broker_config_entries,
     is_dynamic,
 )
+from pykbroker.group_config import GROUP, group_config_values
 from pykbroker.registry import handler
 from pykbroker.topic_config import (
     ConfigEntry,
@@ -31,6 +32,7 @@ from wire.messages.describe_configs_response import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP_CONFIG_SOURCE = 8  # ConfigSource.GROUP_CONFIG
 
 
 def error_response(request: DescribeConfigsRequest | None, version: int, code: int) -> DescribeConfigsResponse:
@@ -83,6 +85,12 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         return ErrorCode.NONE, None, [
             ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, False, False,
                         None, ()) for name, level in loggers.current_levels().items()]
+    if r.resource_type == GROUP:  # Kafka's GroupConfig: set ones as GROUP_CONFIG, the others as defaults
+        configs = broker.metadata.group_configs.get(r.resource_name, {})
+        return ErrorCode.NONE, None, [
+            ConfigEntry(name, value, GROUP_CONFIG_SOURCE if explicit else ConfigSource.DEFAULT_CONFIG,
+                        ConfigType.INT if is_int else ConfigType.STRING, False, False, None, ())
+            for name, value, explicit, is_int in group_config_values(configs, broker.config.__getitem__)]
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 
 

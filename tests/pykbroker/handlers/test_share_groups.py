@@ -276,3 +276,22 @@ def test_a_group_with_state_is_listed_after_a_restart(tmp_path):
             assert (described.error_code, described.group_state, described.members) == (ErrorCode.NONE, "Empty", [])
     finally:
         b.close()
+
+
+def test_group_configs_are_described(broker):
+    from wire.messages import DescribeConfigsRequest
+    from wire.messages.describe_configs_request import DescribeConfigsResource
+    with RawClient(broker.bootstrap) as c:
+        earliest(c, "g-described")
+        r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=GROUP, resource_name="g-described", configuration_keys=None)]), 4)
+        entries = {e.name: (e.value, e.config_source) for e in r.results[0].configs}
+        assert entries["share.auto.offset.reset"] == ("earliest", 8)
+        assert entries["share.record.lock.duration.ms"] == ("30000", 5)
+
+
+def test_group_share_enable_turns_share_groups_on_at_start(tmp_path):
+    with BrokerProcess(tmp_path, overrides={"group.share.enable": "true"}) as b, RawClient(b.bootstrap) as c:
+        create_topic(c, "t")
+        _, r = join(c, "g", "t")
+        assert r.error_code == ErrorCode.NONE
