@@ -24,11 +24,11 @@ import tracemalloc
 import uuid
 from pathlib import Path
 
-from confluent_kafka import ShareConsumer
+from confluent_kafka import Producer, ShareConsumer
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, KafkaBroker
 from compat_tests.jvm.kafka_broker import jars_dir as kafka_jars
-from compat_tests.test_share_groups import enable_share_groups, prepared, produce
+from compat_tests.test_share_groups import enable_share_groups, prepared
 from pykbroker.testing import BrokerProcess
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +36,20 @@ RESULTS_DIR = HERE / "results"
 JAVA = ["java", "-Xmx1g"]
 CONSUMER_COUNTS = (1, 2, 4)
 PARTITIONS = 4
+
+
+def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
+    """``records`` values of 100 bytes, spread over the partitions."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    value = b"x" * 100
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(120) == 0
 
 
 def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> float:
