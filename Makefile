@@ -19,11 +19,12 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders under compat_tests/jvm)"; \
+		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
+		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \

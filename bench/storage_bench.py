@@ -62,7 +62,7 @@ def main() -> None:
         log.flush()
         synced_s = time.perf_counter() - start
         volume = batches * len(raw)
-        log.high_watermark = log.log_end_offset
+        log.maybe_increment_high_watermark(log.log_end_offset)
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         start = time.perf_counter()

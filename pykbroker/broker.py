@@ -12,10 +12,12 @@ from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
-from pykbroker.metadata_store import EmbeddedMetadataStore, TopicState, load_or_create_cluster_id
+from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from replication.fetch_session import FetchSessionCache
+from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
+from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode
@@ -46,12 +48,10 @@ class Broker:
         self.registry = registry
         self.node_id = config.node_id
         self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
-        self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id)
+        self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
         self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
-        if self.elr_enabled:
-            self.ensure_elr_min_insync_replicas()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
         self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
                                                   self.metadata.broker_configs.get(str(self.node_id), {}))
@@ -69,7 +69,15 @@ class Broker:
             log_cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
-        self.replica_manager = ReplicaManager(self.log_manager, self.node_id)
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
+                                              replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.replica_fetchers = ReplicaFetcherManager(
+            self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
+                max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
+                partition_max_bytes=config["replica.fetch.max.bytes"],
+                response_max_bytes=config["replica.fetch.response.max.bytes"],
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
         self.fetch_sessions = FetchSessionCache()
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
@@ -106,7 +114,9 @@ class Broker:
             self._group_coordinator = GroupCoordinator(
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
-                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock), clock=clock,
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
+                clock=clock,
                 partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
         return self._group_coordinator
 
@@ -168,19 +178,20 @@ class Broker:
         return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
 
     async def _ensure_share_group_state_topic(self) -> None:
-        """Create __share_group_state (compacted) on first use; one replica per partition on a single node."""
+        """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
+        creates it); one replica per partition on a single node."""
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
             return
         partitions = self.config["share.coordinator.state.topic.num.partitions"]
         await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
-            "cleanup.policy": "compact,delete", "compression.type": "producer", "retention.ms": "-1",
+            "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
             "min.insync.replicas": "1",
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
     def controller_id(self) -> int:
-        """Single node: this broker is the controller."""
-        return self.node_id
+        """The controller's node id, as the cluster metadata has it (a single node is its own controller)."""
+        return self.metadata.image.controller_id
 
     def advertised_listener(self, listener_name: str) -> Listener:
         """The address clients connected on ``listener_name`` should use for this broker."""
@@ -208,10 +219,16 @@ class Broker:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Load (and recover) every log off the event loop, then lead every partition of every topic."""
+        """Load (and recover) every log off the event loop, then host every partition assigned here;
+        from then on every published metadata image is applied as it comes."""
+        if self.elr_enabled:
+            await self.ensure_elr_min_insync_replicas()
+            self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
-        for topic in self.metadata.topics.values():
+        for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
+        self.metadata.subscribe(self._apply_metadata)
+        self.replica_manager.start_isr_expiration()
         if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
@@ -227,6 +244,8 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        await self.replica_fetchers.close()
+        await self.replica_manager.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -236,37 +255,86 @@ class Broker:
             return self.default_log_config
         return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
 
-    def _host_topic(self, topic: TopicState) -> None:
+    def _host_topic(self, topic: TopicState, old: TopicState | None = None) -> None:
+        """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``."""
         log_config = self.log_config_for_topic(topic.name)
+        rm = self.replica_manager
         for p in topic.partitions:
+            if old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] == p \
+                    and rm.get_partition(topic.name, p.partition) is not None:
+                continue
             if p.leader == self.node_id:
-                self.replica_manager.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch,
-                                                   p.replicas, p.isr, log_config)
+                self.replica_fetchers.unfollow(topic.name, p.partition)
+                rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
+                                 list(p.isr), log_config, p.partition_epoch)
+            elif self.node_id in p.replicas:
+                rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
+                                   list(p.replicas), list(p.isr), log_config, p.partition_epoch)
+                self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+
+    def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
+        """Make this broker match a newly published image: host new and changed partitions, drop deleted
+        topics, reload changed topic and broker configs."""
+        if new.broker_configs is not old.broker_configs:
+            self._apply_broker_configs(new)
+        for name, topic in new.topics.items():
+            before = old.topics.get(name)
+            if before is not None and before.topic_id != topic.topic_id:
+                self._drop_topic(name)  # deleted and created again between two images
+                before = None
+            if before is topic:
+                continue
+            if before is not None and before.configs != topic.configs:
+                self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+            self._host_topic(topic, before)
+        for name in old.topics.keys() - new.topics.keys():
+            self._drop_topic(name)
+
+    def _drop_topic(self, name: str) -> None:
+        for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
+            self.replica_fetchers.unfollow(topic, partition)
+        self.replica_manager.delete_partitions(name)
+        self.fetch_sessions.remove_topic(name)
 
     # -- topics --------------------------------------------------------------------------------------
     async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
-        """Create a topic (metadata first, then its logs); the caller has validated everything."""
-        topic = self.metadata.create_topic(name, assignments, configs)
-        self._host_topic(topic)
+        """Create a topic (metadata first; its logs follow the published image); the caller has validated it."""
+        topic = await self.metadata.create_topic(name, assignments, configs)
         log.info("created topic %s (id %s) with %d partitions", name, topic.topic_id, len(assignments))
         return topic
 
     async def delete_topic(self, name: str) -> None:
-        topic = self.metadata.delete_topic(name)
-        self.replica_manager.delete_partitions(name)
-        self.fetch_sessions.remove_topic(name)
+        topic = await self.metadata.delete_topic(name)
         if self._group_coordinator is not None:  # else no group has state yet
             await self._group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:
-        topic = self.metadata.add_partitions(name, new_assignments)
-        self._host_topic(topic)
+        await self.metadata.add_partitions(name, new_assignments)
 
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the topic's explicitly set configs; live logs pick them up at once."""
-        self.metadata.set_topic_configs(name, configs)
-        self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+        await self.metadata.set_topic_configs(name, configs)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return self.config["inter.broker.listener.name"] or self.config.listeners[0].name
+
+    def _inter_broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """Where this broker reaches broker ``node_id`` (its registered inter-broker endpoint)."""
+        registered = self.metadata.image.brokers.get(node_id)
+        endpoint = registered.endpoint(self.inter_broker_listener_name) if registered is not None else None
+        return (endpoint.host, endpoint.port) if endpoint is not None else None
+
+    async def register(self) -> None:
+        """Publish this broker's endpoints (once its listeners are bound) in the cluster metadata."""
+        from pykbroker.security.listeners import protocol_map
+
+        protocols = protocol_map(self.config)
+        endpoints = tuple(Endpoint(lst.name, (a := self.advertised_listener(lst.name)).host, a.port,
+                                   protocols.get(lst.name, lst.name))
+                          for lst in self.config.advertised_listeners)
+        await self.metadata.register_broker(BrokerImage(self.node_id, endpoints, self.config.rack))
 
     # -- dynamic broker configs --------------------------------------------------------------------------
     @property
@@ -274,7 +342,7 @@ class Broker:
         """Eligible leader replicas (KIP-966) are finalized: min.insync.replicas is then cluster-wide only."""
         return self.metadata.finalized_features.get(ELR_FEATURE, 0) >= 1
 
-    def ensure_elr_min_insync_replicas(self) -> None:
+    async def ensure_elr_min_insync_replicas(self) -> None:
         """With ELR enabled the cluster holds a dynamic default min.insync.replicas and no broker overrides it;
         Kafka's controller writes them when ELR gets enabled (a new cluster: at first start), and so does this."""
         stored = self.metadata.broker_configs
@@ -286,19 +354,20 @@ class Broker:
         default = dict(stored.get("", {}))
         default.setdefault(MIN_INSYNC_REPLICAS, str(self.config["min.insync.replicas"]))
         changes[""] = default
-        self.metadata.set_broker_configs(changes)
+        await self.metadata.set_broker_configs(changes)
         log.info("generated cluster-level min.insync.replicas of %s (eligible leader replicas are enabled)",
                  default[MIN_INSYNC_REPLICAS])
 
     async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
-        """Store the dynamic configs of one BROKER resource and apply the new effective config at once."""
-        self.metadata.set_broker_configs({resource_name: configs})
-        self.dynamic_config.update(self.metadata.broker_configs.get("", {}),
-                                   self.metadata.broker_configs.get(str(self.node_id), {}))
+        """Store the dynamic configs of one BROKER resource; the published image applies them at once."""
+        await self.metadata.set_broker_configs({resource_name: configs})
+
+    def _apply_broker_configs(self, image: MetadataImage) -> None:
+        self.dynamic_config.update(image.broker_configs.get("", {}), image.broker_configs.get(str(self.node_id), {}))
         current = self.dynamic_config.current
         self.default_log_config = LogConfig.from_properties(current.topic_defaults())
         self.log_manager.default_config = self.default_log_config
-        for topic in self.metadata.topics.values():
+        for topic in image.topics.values():
             self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
 
@@ -356,5 +425,5 @@ class Broker:
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
-        """Append a Produce request's partitions. A single node's ISR is itself: acks=-1 completes at once."""
-        return self.replica_manager.append_records(entries, acks)
+        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``."""
+        return await self.replica_manager.append_records(entries, acks, timeout_ms)

@@ -250,6 +250,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("offsets.topic.num.partitions", _int(1, _I32), "50", "Partitions of __consumer_offsets."),
     ConfigDef("offsets.topic.replication.factor", _int(1, 32767), "3", "Replication factor of __consumer_offsets."),
     ConfigDef("offsets.topic.segment.bytes", _int(1, _I32), "104857600", "Segment size of __consumer_offsets."),
+    ConfigDef("offsets.commit.timeout.ms", _int(1, _I32), "5000",
+              "An offset commit waits this long for the whole ISR of its __consumer_offsets partition."),
     ConfigDef("offsets.retention.minutes", _int(1, _I32), "10080", "How long committed offsets of empty groups are kept."),
     ConfigDef("offsets.retention.check.interval.ms", _int(1, _MAX), "600000", "How often offsets expire."),
     ConfigDef("offset.metadata.max.bytes", _int(0, _I32), "4096", "Largest offset commit metadata string."),
@@ -304,11 +306,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
     ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
-    ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None, "ZooKeeper connection timeout."),
+    ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
+              "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
     ConfigDef("replica.fetch.max.bytes", _int(0, _I32), "1048576", "Bytes a follower fetches per partition."),
     ConfigDef("replica.fetch.wait.max.ms", _int(0, _I32), "500", "Long-poll time of follower fetches."),
     ConfigDef("num.replica.fetchers", _int(1, _I32), "1", "Replica fetcher tasks per source broker."),
+    ConfigDef("replica.fetch.min.bytes", _int(1, _I32), "1", "Bytes a follower's fetch waits for."),
+    ConfigDef("replica.fetch.response.max.bytes", _int(0, _I32), "10485760", "Bytes of one follower fetch answer."),
+    ConfigDef("replica.fetch.backoff.ms", _int(0, _I32), "1000", "A follower's pause after a failed fetch."),
+    ConfigDef("replica.socket.timeout.ms", _int(1, _I32), "30000", "Timeout of a follower's fetch requests."),
+    ConfigDef("inter.broker.listener.name", _str, None,
+              "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
     # -- accepted for server.properties compatibility, no effect here --------------------------------
@@ -317,7 +326,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
           "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
           "background.threads", "queued.max.requests", "num.replica.alter.log.dirs.threads",
           "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-          "controller.listener.names", "inter.broker.listener.name",
+          "controller.listener.names",
           "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol", "ssl.protocol",
           "ssl.endpoint.identification.algorithm", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
           "share.coordinator.state.topic.replication.factor",
@@ -443,6 +452,11 @@ class Config:
         self.auto_create_topics_enable: bool = v["auto.create.topics.enable"]
         self.message_max_bytes: int = v["message.max.bytes"]
         self.zookeeper_connect: str | None = v["zookeeper.connect"]
+        self.zookeeper_session_timeout_ms: int = v["zookeeper.session.timeout.ms"]
+        # Kafka: "If not set, the value in zookeeper.session.timeout.ms is used"
+        self.zookeeper_connection_timeout_ms: int = (v["zookeeper.connection.timeout.ms"]
+                                                     if v["zookeeper.connection.timeout.ms"] is not None
+                                                     else self.zookeeper_session_timeout_ms)
         if v["log.retention.ms"] is not None:
             self.log_retention_ms: int = v["log.retention.ms"]
         elif v["log.retention.minutes"] is not None:

@@ -13,6 +13,7 @@ ANONYMOUS = "User:ANONYMOUS"
 if TYPE_CHECKING:
     from pykbroker.broker import Broker
     from pykbroker.config import Listener
+    from replication.metadata_image import MetadataImage
 
 
 @dataclass(slots=True)
@@ -34,6 +35,11 @@ class RequestContext:
     request_time_s: float = 0.0
     step_started: float = 0.0
     request_throttle: int | None = None
+
+    @property
+    def metadata(self) -> MetadataImage:
+        """The cluster metadata image as it is now (topics, partitions, brokers, configs, features)."""
+        return self.broker.metadata.image
 
     @property
     def api_version(self) -> int:

@@ -1,5 +1,6 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas and dynamic broker configs.
+credentials, client quotas, dynamic broker configs, group configs and finalized features, published as a
+``MetadataImage``.
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -14,10 +15,18 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 from pykbroker.features import BOOTSTRAP_FINALIZED
+from replication.metadata_image import (
+    BrokerImage,
+    MetadataImage,
+    MetadataListener,
+    PartitionState,
+    TopicState,
+)
 
 __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id",
            "write_atomically"]
@@ -100,182 +109,238 @@ def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str
     return cluster_id
 
 
-@dataclass
-class PartitionState:
-    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders."""
-
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: list[int]
-    isr: list[int]
-    partition_epoch: int = 0
-
-
-@dataclass
-class TopicState:
-    """A topic: its stable non-zero id, partitions and explicitly set configs."""
-
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[PartitionState]
-    configs: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def internal(self) -> bool:
-        return self.name in ("__consumer_offsets", "__transaction_state", "__share_group_state")
-
-
 class EmbeddedMetadataStore:
-    """Topics of a single-node cluster, durable in the first log dir."""
+    """The metadata of a single-node cluster, durable in the first log dir; publishes a ``MetadataImage``
+    after every change. Writes are ``async`` as the ``MetadataWriter`` interface has them (a cluster's
+    store waits for ZooKeeper), and commit before they return."""
 
-    def __init__(self, data_dir: str | Path, node_id: int) -> None:
+    def __init__(self, data_dir: str | Path, node_id: int, cluster_id: str = "") -> None:
         self.path = Path(data_dir) / METADATA_FILE
         self.node_id = node_id
-        self.topics: dict[str, TopicState] = {}
-        self.topics_by_id: dict[uuid.UUID, TopicState] = {}
-        # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
-        self.scram_credentials: dict[str, dict[int, tuple[int, str, str]]] = {}
-        # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.
-        self.client_quotas: dict[frozenset, dict[str, float]] = {}
-        # Dynamic broker configs by BROKER resource name: "" is the cluster-wide default, "<node id>" one broker.
-        self.broker_configs: dict[str, dict[str, str]] = {}
-        # Group configs (GROUP resources, e.g. share.auto.offset.reset) by group id.
-        self.group_configs: dict[str, dict[str, str]] = {}
-        # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
-        self.finalized_features: dict[str, int] = dict(BOOTSTRAP_FINALIZED)
-        self.features_epoch = 1
-        # Count of committed metadata changes: this store's equivalent of the metadata log's end offset.
-        self.offset = 0
+        self._listeners: list[MetadataListener] = []
+        self._image = MetadataImage(cluster_id, finalized_features=MappingProxyType(dict(BOOTSTRAP_FINALIZED)),
+                                    controller_id=node_id)
         self._load()
 
+    # -- reading ---------------------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    def subscribe(self, listener: MetadataListener) -> None:
+        """Call ``listener(old, new)`` after every committed change."""
+        self._listeners.append(listener)
+
+    # The image's parts, for callers that read the live store rather than a request's image.
+    @property
+    def topics(self) -> Mapping[str, TopicState]:
+        return self._image.topics
+
+    @property
+    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
+        return self._image.topics_by_id
+
+    @property
+    def scram_credentials(self) -> Mapping[str, Mapping[int, tuple[int, str, str]]]:
+        return self._image.scram_credentials
+
+    @property
+    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
+        return self._image.client_quotas
+
+    @property
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        return self._image.broker_configs
+
+    @property
+    def group_configs(self) -> Mapping[str, Mapping[str, str]]:
+        return self._image.group_configs
+
+    @property
+    def finalized_features(self) -> Mapping[str, int]:
+        return self._image.finalized_features
+
+    @property
+    def features_epoch(self) -> int:
+        return self._image.features_epoch
+
+    @property
+    def offset(self) -> int:
+        """Count of committed metadata changes: this store's equivalent of the metadata log's end offset."""
+        return self._image.offset
+
+    # -- persistence -----------------------------------------------------------------------------------
     def _load(self) -> None:
         if not self.path.exists():
             return
         doc = json.loads(self.path.read_text())
-        self.offset = int(doc.get("offset", 0))
-        for t in doc.get("topics", []):
-            topic = TopicState(
-                name=t["name"],
-                topic_id=uuid_from_kafka_string(t["topic_id"]),
-                partitions=[PartitionState(**p) for p in t["partitions"]],
-                configs=dict(t.get("configs", {})),
-            )
-            self._index(topic)
-        for user, by_mechanism in doc.get("scram_credentials", {}).items():
-            self.scram_credentials[user] = {int(m): tuple(v) for m, v in by_mechanism.items()}  # type: ignore[misc]
-        for q in doc.get("client_quotas", []):
-            self.client_quotas[frozenset((t, n) for t, n in q["entity"])] = {k: float(v) for k, v in q["values"].items()}
-        self.broker_configs = {name: dict(configs) for name, configs in doc.get("broker_configs", {}).items()}
-        self.group_configs = {name: dict(configs) for name, configs in doc.get("group_configs", {}).items()}
+        topics = [TopicState(name=t["name"], topic_id=uuid_from_kafka_string(t["topic_id"]),
+                             partitions=tuple(PartitionState(**p) for p in t["partitions"]),
+                             configs=t.get("configs", {}))
+                  for t in doc.get("topics", [])]
+        features = dict(self._image.finalized_features)
+        features_epoch = self._image.features_epoch
         if "finalized_features" in doc:
-            self.finalized_features = {k: int(v) for k, v in doc["finalized_features"].items()}
-            self.features_epoch = int(doc.get("features_epoch", 1))
+            features = {k: int(v) for k, v in doc["finalized_features"].items()}
+            features_epoch = int(doc.get("features_epoch", 1))
+        self._image = replace(
+            self._image,
+            offset=int(doc.get("offset", 0)),
+            topics=_frozen({t.name: t for t in topics}),
+            topics_by_id=_frozen({t.topic_id: t for t in topics}),
+            scram_credentials=_frozen({user: _frozen({int(m): tuple(v) for m, v in by_mechanism.items()})
+                                       for user, by_mechanism in doc.get("scram_credentials", {}).items()}),
+            client_quotas=_frozen({frozenset((t, n) for t, n in q["entity"]):
+                                   _frozen({k: float(v) for k, v in q["values"].items()})
+                                   for q in doc.get("client_quotas", [])}),
+            broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
+            finalized_features=_frozen(features),
+            features_epoch=features_epoch,
+            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
+        )
 
-    def _index(self, topic: TopicState) -> None:
-        self.topics[topic.name] = topic
-        self.topics_by_id[topic.topic_id] = topic
-
-    def _save(self) -> None:
+    def _commit(self, new: MetadataImage) -> None:
+        """Persist ``new`` (as the next offset), make it current, then tell the listeners."""
+        new = replace(new, offset=self._image.offset + 1)
         doc = {
             "version": 1,
-            "offset": self.offset + 1,
+            "offset": new.offset,
             "topics": [
                 {
                     "name": t.name,
                     "topic_id": uuid_to_kafka_string(t.topic_id),
-                    "partitions": [p.__dict__ for p in t.partitions],
-                    "configs": t.configs,
+                    "partitions": [{"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
+                                    "replicas": list(p.replicas), "isr": list(p.isr),
+                                    "partition_epoch": p.partition_epoch} for p in t.partitions],
+                    "configs": dict(t.configs),
                 }
-                for t in self.topics.values()
+                for t in new.topics.values()
             ],
             "scram_credentials": {user: {str(m): list(v) for m, v in by_mechanism.items()}
-                                  for user, by_mechanism in self.scram_credentials.items()},
-            "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": values}
-                              for entity, values in self.client_quotas.items()],
-            "broker_configs": self.broker_configs,
-            "group_configs": self.group_configs,
-            "finalized_features": self.finalized_features,
-            "features_epoch": self.features_epoch,
+                                  for user, by_mechanism in new.scram_credentials.items()},
+            "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": dict(values)}
+                              for entity, values in new.client_quotas.items()],
+            "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
+            "finalized_features": dict(new.finalized_features),
+            "features_epoch": new.features_epoch,
+            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
-        self.offset += 1
+        old, self._image = self._image, new
+        for listener in self._listeners:
+            listener(old, new)
 
-    def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
+    def _with_topic(self, topic: TopicState) -> MetadataImage:
+        image = self._image
+        topics = dict(image.topics)
+        by_id = dict(image.topics_by_id)
+        topics[topic.name] = topic
+        by_id[topic.topic_id] = topic
+        return replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id))
+
+    # -- writing ---------------------------------------------------------------------------------------
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
         """Create a topic with one replica list per partition; the first replica leads."""
-        if name in self.topics:
+        if name in self._image.topics:
             raise KeyError(name)
-        partitions = [PartitionState(i, replicas[0], 0, list(replicas), list(replicas))
-                      for i, replicas in enumerate(assignments)]
-        topic = TopicState(name, new_uuid(), partitions, dict(configs))
-        self._index(topic)
-        self._save()
+        partitions = tuple(PartitionState(i, replicas[0], 0, tuple(replicas), tuple(replicas))
+                           for i, replicas in enumerate(assignments))
+        topic = TopicState(name, new_uuid(), partitions, configs)
+        self._commit(self._with_topic(topic))
         return topic
 
-    def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
-        topic = self.topics[name]
+    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+        topic = self._image.topics[name]
         start = len(topic.partitions)
-        for i, replicas in enumerate(assignments):
-            topic.partitions.append(PartitionState(start + i, replicas[0], 0, list(replicas), list(replicas)))
-        self._save()
+        added = tuple(PartitionState(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
+                      for i, replicas in enumerate(assignments))
+        topic = replace(topic, partitions=topic.partitions + added)
+        self._commit(self._with_topic(topic))
         return topic
 
-    def delete_topic(self, name: str) -> TopicState:
-        topic = self.topics.pop(name)
-        del self.topics_by_id[topic.topic_id]
-        self._save()
+    async def delete_topic(self, name: str) -> TopicState:
+        image = self._image
+        topic = image.topics[name]
+        topics = {k: v for k, v in image.topics.items() if k != name}
+        by_id = {k: v for k, v in image.topics_by_id.items() if k != topic.topic_id}
+        self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
         return topic
 
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.topics[name].configs = dict(configs)
-        self._save()
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self._commit(self._with_topic(replace(self._image.topics[name], configs=configs)))
 
-    def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+    async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
+        """Replace one partition's state if its partition epoch is still the one ``state`` was made from
+        (``state.partition_epoch`` - 1); the committed state with its new epoch, None if refused."""
+        current = self._image.partition(topic, partition)
+        if current is None or current.partition_epoch != state.partition_epoch - 1:
+            return None
+        t = self._image.topics[topic]
+        parts = list(t.partitions)
+        parts[partition] = state
+        self._commit(self._with_topic(replace(t, partitions=tuple(parts))))
+        return state
+
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
+        configs_by_name = dict(self._image.broker_configs)
         for resource_name, configs in changes.items():
             if configs:
-                self.broker_configs[resource_name] = dict(configs)
+                configs_by_name[resource_name] = _frozen(configs)
             else:
-                self.broker_configs.pop(resource_name, None)
-        self._save()
+                configs_by_name.pop(resource_name, None)
+        self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
 
-    def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of one group (IncrementalAlterConfigs on a GROUP resource); empty removes them."""
+        by_group = dict(self._image.group_configs)
+        if configs:
+            by_group[group_id] = _frozen(configs)
+        else:
+            by_group.pop(group_id, None)
+        self._commit(replace(self._image, group_configs=_frozen(by_group)))
+
+    async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
+        quotas = dict(self._image.client_quotas)
         for entity, changes in alterations:
-            values = dict(self.client_quotas.get(entity, {}))
+            values = dict(quotas.get(entity, {}))
             for key, value in changes.items():
                 if value is None:
                     values.pop(key, None)
                 else:
                     values[key] = value
             if values:
-                self.client_quotas[entity] = values
+                quotas[entity] = _frozen(values)
             else:
-                self.client_quotas.pop(entity, None)
-        self._save()
+                quotas.pop(entity, None)
+        self._commit(replace(self._image, client_quotas=_frozen(quotas)))
 
-    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
-        """Replace the configs of one group (IncrementalAlterConfigs on a GROUP resource); empty removes them."""
-        if configs:
-            self.group_configs[group_id] = dict(configs)
-        else:
-            self.group_configs.pop(group_id, None)
-        self._save()
-
-    def set_finalized_features(self, levels: dict[str, int]) -> None:
+    async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels (UpdateFeatures); the change's offset becomes their epoch."""
-        self.finalized_features = dict(levels)
-        self.features_epoch = self.offset + 1
-        self._save()
+        self._commit(replace(self._image, finalized_features=_frozen(levels), features_epoch=self._image.offset + 1))
 
-    def alter_scram_credentials(self, deletions: list[tuple[str, int]],
-                                upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+    async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
+                                      upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
         """Remove (user, mechanism) credentials and store (user, mechanism, iterations, salt, salted password)."""
+        credentials = {user: dict(by_mechanism) for user, by_mechanism in self._image.scram_credentials.items()}
         for user, mechanism in deletions:
-            by_mechanism = self.scram_credentials.get(user, {})
+            by_mechanism = credentials.get(user, {})
             by_mechanism.pop(mechanism, None)
             if not by_mechanism:
-                self.scram_credentials.pop(user, None)
+                credentials.pop(user, None)
         for user, mechanism, iterations, salt, salted_password in upsertions:
-            self.scram_credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
-        self._save()
+            credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
+        self._commit(replace(self._image, scram_credentials=_frozen(
+            {user: _frozen(by_mechanism) for user, by_mechanism in credentials.items()})))
+
+    async def register_broker(self, broker: BrokerImage) -> None:
+        """This node's registration: live while the process runs, so not persisted."""
+        old = self._image
+        self._image = replace(old, brokers=_frozen({**old.brokers, broker.node_id: broker}))
+        for listener in self._listeners:
+            listener(old, self._image)
+
+
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))

@@ -47,6 +47,7 @@ class Server:
             self._servers.append(srv)
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
+        await broker.register()
         idle_ms = self.config["connections.max.idle.ms"]
         if idle_ms >= 0:
             self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))

@@ -2,11 +2,15 @@
 
     with BrokerProcess(tmp_path) as broker:
         producer = Producer({"bootstrap.servers": broker.bootstrap})
+
+    with ZooKeeperProcess() as zk:            # a standalone ZooKeeper server, for cluster mode
+        broker = BrokerProcess(overrides={"zookeeper.connect": zk.connect})
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -16,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["BrokerProcess", "RawClient", "free_port", "wait_for_api_versions"]
+__all__ = ["BrokerProcess", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
+           "zookeeper_jars"]
 
 
 def free_port() -> int:
@@ -253,3 +258,197 @@ def _response_class(request):
     from wire import RESPONSES
 
     return RESPONSES[request.API_KEY]
+
+
+_REPO = Path(__file__).resolve().parent.parent
+ZOOKEEPER_FETCH_JARS = _REPO / "tools" / "zookeeper" / "fetch_jars.sh"
+
+
+def zookeeper_jars() -> Path:
+    """The directory of ZooKeeper's server jars: ``$PYKBROKER_ZOOKEEPER_JARS``, else the cache that
+    ``tools/zookeeper/fetch_jars.sh`` fills from Maven Central (run by ``make deps``; run here if missing)."""
+    env = os.environ.get("PYKBROKER_ZOOKEEPER_JARS")
+    if env:
+        return Path(env)
+    cached = ZOOKEEPER_FETCH_JARS.parent / ".cache" / "jars"
+    if cached.is_dir() and any(cached.glob("zookeeper-*.jar")):
+        return cached
+    if not ZOOKEEPER_FETCH_JARS.exists():
+        raise RuntimeError("ZooKeeper's jars are missing: set PYKBROKER_ZOOKEEPER_JARS to a directory holding them")
+    out = subprocess.run(["bash", str(ZOOKEEPER_FETCH_JARS)], capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"tools/zookeeper/fetch_jars.sh failed: {out.stderr.strip()}")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
+    """Send one of ZooKeeper's four-letter-word commands (``ruok``, ``srvr``, ``mntr``) and return the answer."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := s.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+_LOGBACK = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{ISO8601}} %-5level [%thread] %logger{{0}} - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.apache.zookeeper.server.NIOServerCnxn" level="WARN"/>
+  <logger name="org.apache.zookeeper.server.command.FourLetterCommands" level="WARN"/>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+class ZooKeeperProcess:
+    """A standalone Apache ZooKeeper server (a JVM subprocess) on 127.0.0.1; ``connect`` is its address.
+
+    Free port and temp data dir unless given; ready when the ``srvr`` four-letter word reports a serving
+    server. ``stop()`` (SIGTERM), ``kill()`` (SIGKILL) and ``start()`` again on the same port and data dir,
+    so sessions and znodes survive a restart as with a real ensemble member.
+
+    ``tick_time_ms`` is ZooKeeper's tickTime; sessions may ask for ``min_session_timeout_ms`` up to
+    ``max_session_timeout_ms`` (ZooKeeper's own defaults would be 2 and 20 ticks, which caps Kafka's
+    18 s default at 40 s with tickTime 2000 but refuses a test's 1 s session).
+    """
+
+    def __init__(self, data_dir: str | Path | None = None, port: int | None = None, *,
+                 tick_time_ms: int = 250, min_session_timeout_ms: int = 500,
+                 max_session_timeout_ms: int = 60_000, heap: str = "-Xmx256m") -> None:
+        self._tmp = None
+        if data_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-zk-")
+            data_dir = self._tmp.name
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.tick_time_ms = tick_time_ms
+        self.min_session_timeout_ms = min_session_timeout_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.heap = heap
+        self.proc: subprocess.Popen | None = None
+        self._log_start = 0
+
+    @property
+    def connect(self) -> str:
+        """The ``zookeeper.connect`` string (no chroot)."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "zookeeper.log"
+
+    def _write_config(self) -> Path:
+        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        props = {
+            "tickTime": self.tick_time_ms, "dataDir": self.data_dir / "data", "clientPort": self.port,
+            "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0,
+            "minSessionTimeout": self.min_session_timeout_ms, "maxSessionTimeout": self.max_session_timeout_ms,
+            "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+            # a test server: no fsync per write (ZooKeeper's own tests do the same)
+            "forceSync": "no",
+        }
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.data_dir / "logback.xml").write_text(_LOGBACK.format(log=self.log_path))
+        return cfg
+
+    def command(self) -> list[str]:
+        if shutil.which("java") is None:
+            raise RuntimeError("java is required to run ZooKeeper (Java 17: apt-get install openjdk-17-jre-headless)")
+        return ["java", self.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlogback.configurationFile={self.data_dir / 'logback.xml'}",
+                "-Dzookeeper.jmx.log4j.disable=true",
+                "-cp", f"{zookeeper_jars()}/*", "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(self._write_config())]
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
+        """Start the server and wait until it serves; returns self. Kills it and raises on failure."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = self.command()
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        out = open(self.data_dir / "zookeeper.out", "ab")
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                code = self.proc.returncode
+                self.proc = None
+                raise RuntimeError(f"ZooKeeper exited with {code}; its log:\n{self.log()}")
+            try:
+                if "Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0):
+                    return self
+            except OSError:
+                pass
+            # ZooKeeper's main thread can die (a missing class, a corrupt snapshot) while its network threads
+            # keep the JVM alive and answering four-letter words with "not serving"
+            if time.monotonic() > deadline or self._main_died():
+                self.kill()
+                raise RuntimeError(f"ZooKeeper did not serve within {timeout}s; its log:\n{self.log()}")
+            time.sleep(0.05)
+
+    def _main_died(self) -> bool:
+        """Whether this run's log (past ``_log_start``) says the main thread died."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                return b"Thread[main," in f.read()
+        except OSError:
+            return False
+
+    def log(self, last: int = 40) -> str:
+        """The last ``last`` lines of the server's console output and of its log."""
+        parts = []
+        for path in (self.data_dir / "zookeeper.out", self.log_path):
+            try:
+                parts.extend(path.read_text(errors="replace").splitlines()[-last:])
+            except OSError:
+                pass
+        return "\n".join(parts)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Graceful stop (SIGTERM), SIGKILL if it does not exit within ``timeout``."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        """``kill -9`` of the server: clients see their connection drop."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self, *, hard: bool = False) -> ZooKeeperProcess:
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.kill()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> ZooKeeperProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

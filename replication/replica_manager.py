@@ -1,8 +1,14 @@
-"""The replica manager: partitions hosted here, appends with acks, reads with long polls.
+"""The replica manager: partitions hosted here, leadership, appends with acks, reads with long polls.
 
-It owns the Partition objects (created from cluster metadata), turns storage and leadership errors
-into Kafka error codes, and wakes delayed fetches through ``PartitionWatchers`` whenever an append or
-an offset move happens. Event-loop only.
+It owns the Partition objects (made leader or follower from cluster metadata), turns storage and
+leadership errors into Kafka error codes, and is the one append path for every caller: clients'
+produces, coordinator records and transaction markers. An acks=all append completes once the high
+watermark passes it (a delayed produce woken by high-watermark moves) or times out with
+REQUEST_TIMED_OUT. Reads serve consumers up to the high watermark and followers (``replica_id`` >= 0)
+up to the log end, and a follower's fetch position moves the leader's high watermark and ISR. ISR
+changes go through an ``IsrUpdater`` (the cluster's metadata) and apply once committed; a task shrinks
+the ISR of followers that lag past ``replica.lag.time.max.ms``. Delayed fetches and produces wait on
+``PartitionWatchers``, woken by appends and offset moves. Event-loop only.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from replication.partition import Partition, PartitionError, ReadResult
 from replication.watchers import PartitionWatchers
@@ -20,7 +28,7 @@ from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
 
-__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "ReplicaManager"]
+__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "ReplicaManager"]
 
 TopicPartition = tuple[str, int]
 
@@ -47,6 +55,7 @@ class FetchPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    log_start_offset: int = -1  # a follower's own log start offset (Fetch v5+)
 
 
 @dataclass(slots=True)
@@ -82,30 +91,84 @@ def storage_error_code(exc: BaseException) -> tuple[int, str | None]:
     return code, str(exc) or None
 
 
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class IsrUpdater(Protocol):
+    """Where a leader's ISR changes are committed (Kafka's AlterPartition path to the controller)."""
+
+    async def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                        isr: list[int]) -> int | None:
+        """Commit ``isr`` if the partition is still at these epochs; the new partition epoch, None if refused."""
+        ...
+
+
+class LocalIsrUpdater:
+    """A single node's ISR changes: nobody else to ask, so every change commits at once."""
+
+    async def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                        isr: list[int]) -> int | None:
+        return partition_epoch + 1
+
+
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
-    def __init__(self, log_manager, node_id: int) -> None:
+    def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
+                 isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
+                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
+        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not)."""
         self.log_manager = log_manager
         self.node_id = node_id
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.isr_updater: IsrUpdater = isr_updater or LocalIsrUpdater()
+        self.time_ms = time_ms
+        self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
         self.watchers = PartitionWatchers()
+        self._isr_tasks: set[asyncio.Task] = set()
+        self._isr_expiration: asyncio.Task | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 
-    def become_leader(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int,
-                      replicas: list[int], isr: list[int], log_config) -> Partition:
-        """Host ``topic-partition`` as leader, creating its log if needed."""
+    def _partition(self, topic: str, partition: int, topic_id: uuid.UUID, log_config) -> Partition:
         p = self.partitions.get((topic, partition))
         if p is None:
             log_ = self.log_manager.get_or_create_log(topic, partition, topic_id, log_config)
-            p = Partition(topic, partition, topic_id, log_, self.node_id)
+            p = Partition(topic, partition, topic_id, log_, self.node_id,
+                          on_high_watermark_changed=self._on_high_watermark_changed)
             self.partitions[(topic, partition)] = p
-        p.make_leader(leader_epoch, replicas, isr)
         return p
 
+    def become_leader(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int,
+                      replicas: list[int], isr: list[int], log_config, partition_epoch: int = 0) -> Partition:
+        """Host ``topic-partition`` as leader, creating its log if needed."""
+        p = self._partition(topic, partition, topic_id, log_config)
+        if p.make_leader(leader_epoch, replicas, isr, partition_epoch, now_ms=self.time_ms()):
+            log.debug("%s-%d: leader in epoch %d from offset %d (replicas %s, isr %s)", topic, partition,
+                     leader_epoch, p.log.log_end_offset, replicas, isr)
+        self.watchers.notify((topic, partition))
+        return p
+
+    def become_follower(self, topic: str, partition: int, topic_id: uuid.UUID, leader_id: int, leader_epoch: int,
+                        replicas: list[int], isr: list[int], log_config, partition_epoch: int = 0) -> Partition:
+        """Host ``topic-partition`` as a follower of ``leader_id`` (-1: no leader), creating its log if needed."""
+        p = self._partition(topic, partition, topic_id, log_config)
+        if p.make_follower(leader_id, leader_epoch, replicas, isr, partition_epoch):
+            log.debug("%s-%d: follower of broker %d in epoch %d at offset %d", topic, partition, leader_id,
+                     leader_epoch, p.log.log_end_offset)
+        self.watchers.notify((topic, partition))  # waiting produces and fetches learn the leadership is gone
+        return p
+
+    def _not_hosted_error(self, tp: TopicPartition) -> int:
+        """As Kafka: a partition the cluster has but this broker does not host is NOT_LEADER_OR_FOLLOWER."""
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _on_high_watermark_changed(self, p: Partition) -> None:
+        self.watchers.notify((p.topic, p.partition))
     def delete_partitions(self, topic: str) -> None:
         """Stop hosting every partition of ``topic`` and delete their logs."""
         for key in [k for k in self.partitions if k[0] == topic]:
@@ -119,21 +182,21 @@ class ReplicaManager:
                 p.log.update_config(log_config)
 
     # -- produce -------------------------------------------------------------------------------------
-    def append_records(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int, *,
-                       origin: str = AppendOrigin.CLIENT) -> dict[TopicPartition, AppendResult]:
-        """Append each partition's records as leader; per-partition errors, never an exception.
-
-        ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
-        """
+    def _append_local(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int,
+                      origin: str) -> tuple[dict[TopicPartition, AppendResult], dict[TopicPartition, tuple[Partition, int]]]:
+        """Append each partition's records as leader: per-partition results, and for the successful
+        ones the partition and the offset its high watermark must reach for acks=all."""
         results: dict[TopicPartition, AppendResult] = {}
+        appended: dict[TopicPartition, tuple[Partition, int]] = {}
+        now_ms = self.time_ms()
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
-                results[tp] = AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                results[tp] = AppendResult(self._not_hosted_error(tp))
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
-                                                  origin=origin)
+                                                  origin=origin, now_ms=now_ms)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
                 continue
@@ -151,24 +214,75 @@ class ReplicaManager:
                 log_append_time_ms=info.log_append_time if info.log_append_time is not None else -1,
                 log_start_offset=p.log.log_start_offset,
             )
-            self.watchers.notify(tp)
+            # A retry answered from producer state waits for its original records; an empty append for none.
+            appended[tp] = (p, info.last_offset + 1 if info.last_offset >= 0 else p.log.log_end_offset)
+            self.watchers.notify(tp)  # followers and long polls waiting for the log end
+        return results, appended
+
+    async def append_records(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int,
+                             timeout_ms: int, *, origin: str = AppendOrigin.CLIENT) -> dict[TopicPartition, AppendResult]:
+        """Append each partition's records as leader; per-partition errors, never an exception.
+
+        acks=all (-1) returns once every appended partition's high watermark reached its records, or
+        after ``timeout_ms`` with REQUEST_TIMED_OUT for those still short (Kafka's DelayedProduce).
+        ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
+        """
+        results, appended = self._append_local(entries, required_acks, origin)
+        if required_acks == -1 and appended:
+            await self._wait_for_high_watermarks(appended, results, timeout_ms)
         return results
 
+    async def _wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
+                                        results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        waiting = dict(appended)
+        while True:
+            for tp, (p, required_offset) in list(waiting.items()):
+                current = self.partitions.get(tp)
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER if current is not p else p.acks_all_error(
+                    required_offset, p.log.config.min_insync_replicas)
+                if code is None:
+                    continue
+                del waiting[tp]
+                if code != ErrorCode.NONE:
+                    results[tp] = AppendResult(code, log_start_offset=results[tp].log_start_offset)
+            if not waiting:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            await self.watchers.wait(list(waiting), remaining)
+        for tp in waiting:
+            log.debug("acks=all produce to %s-%d timed out after %d ms", tp[0], tp[1], timeout_ms)
+            results[tp] = AppendResult(ErrorCode.REQUEST_TIMED_OUT, log_start_offset=results[tp].log_start_offset)
+
     # -- fetch ---------------------------------------------------------------------------------------
-    def read_partitions(self, wanted: list[FetchPartition], max_bytes: int, read_committed: bool) -> list[FetchedPartition]:
-        """One pass over ``wanted``: the first partition with data may exceed ``max_bytes`` by one batch."""
+    def read_partitions(self, wanted: list[FetchPartition], max_bytes: int, read_committed: bool,
+                        replica_id: int = -1) -> list[FetchedPartition]:
+        """One pass over ``wanted``: the first partition with data may exceed ``max_bytes`` by one batch.
+
+        A follower's read (``replica_id`` >= 0) goes up to the log end and records its fetch position.
+        """
         out: list[FetchedPartition] = []
         remaining = max_bytes
+        from_follower = replica_id >= 0
+        now_ms = self.time_ms() if from_follower else 0
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:
-                out.append(FetchedPartition(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                out.append(FetchedPartition(fp, self._not_hosted_error((fp.topic, fp.partition))))
                 continue
             limit = min(fp.max_bytes, remaining)
             try:
                 read = p.read(fp.fetch_offset, limit, read_committed=read_committed,
                               min_one_message=remaining == max_bytes, current_leader_epoch=fp.current_leader_epoch,
-                              last_fetched_epoch=fp.last_fetched_epoch)
+                              last_fetched_epoch=fp.last_fetched_epoch, from_follower=from_follower)
+                if from_follower and read.diverging_epoch is None:
+                    expanded = p.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset,
+                                                             now_ms, self.replica_lag_time_max_ms)
+                    if expanded is not None:
+                        self._submit_isr(p, expanded)
             except PartitionError as exc:
                 out.append(FetchedPartition(fp, exc.code))
                 continue
@@ -183,12 +297,12 @@ class ReplicaManager:
         return out
 
     async def fetch(self, wanted: list[FetchPartition], *, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                    read_committed: bool) -> list[FetchedPartition]:
+                    read_committed: bool, replica_id: int = -1) -> list[FetchedPartition]:
         """Read now; if fewer than ``min_bytes`` are there and nothing failed, wait for appends (long poll)."""
         deadline = time.monotonic() + max_wait_ms / 1000
         keys = [(fp.topic, fp.partition) for fp in wanted]
         while True:
-            result = self.read_partitions(wanted, max_bytes, read_committed)
+            result = self.read_partitions(wanted, max_bytes, read_committed, replica_id)
             total = sum(r.size for r in result)
             if total >= min_bytes or any(r.error_code for r in result) or not wanted:
                 return result
@@ -196,7 +310,7 @@ class ReplicaManager:
             if remaining <= 0:
                 return result
             if not await self.watchers.wait(keys, remaining):
-                return self.read_partitions(wanted, max_bytes, read_committed)
+                return self.read_partitions(wanted, max_bytes, read_committed, replica_id)
 
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)
@@ -205,5 +319,64 @@ class ReplicaManager:
         """Offsets of ``topic-partition`` moved (append, high watermark, last stable offset)."""
         self.watchers.notify((topic, partition))
 
+    # -- ISR -----------------------------------------------------------------------------------------
+    def _submit_isr(self, p: Partition, isr: list[int]) -> None:
+        """Propose ``isr`` for ``p`` (pending until committed by the ``IsrUpdater``)."""
+        p.pending_isr = list(isr)
+        task = asyncio.get_running_loop().create_task(self._alter_isr(p, list(isr)))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def _alter_isr(self, p: Partition, isr: list[int]) -> None:
+        old = list(p.isr)
+        leader_epoch = p.leader_epoch
+        try:
+            partition_epoch = await self.isr_updater.alter_isr(p.topic, p.partition, leader_epoch,
+                                                               p.partition_epoch, isr)
+        except Exception as exc:  # noqa: BLE001 - the change is retried by the next fetch or expiration check
+            log.warning("%s-%d: ISR change %s -> %s failed: %s", p.topic, p.partition, old, isr, exc)
+            partition_epoch = None
+        if self.partitions.get((p.topic, p.partition)) is not p or p.leader_epoch != leader_epoch:
+            return  # leadership moved meanwhile: the new state came with it
+        if partition_epoch is None:
+            p.pending_isr = None
+            return
+        p.commit_isr(isr, partition_epoch, self.time_ms())
+        log.info("%s-%d: ISR %s from %s (leader epoch %d, partition epoch %d)",
+                 p.topic, p.partition, "expanded" if len(isr) > len(old) else "shrunk", isr, old, leader_epoch,
+                 partition_epoch)
+        self.watchers.notify((p.topic, p.partition))
+
+    def shrink_lagging_isrs(self) -> int:
+        """Propose to drop followers lagging past replica.lag.time.max.ms from every ISR led here."""
+        now_ms = self.time_ms()
+        proposed = 0
+        for p in self.partitions.values():
+            lagging = p.out_of_sync_replicas(now_ms, self.replica_lag_time_max_ms)
+            if lagging:
+                log.info("%s-%d: shrinking ISR, followers %s lag past %d ms (log end offset %d, high watermark %d)",
+                         p.topic, p.partition, lagging, self.replica_lag_time_max_ms, p.log.log_end_offset,
+                         p.log.high_watermark)
+                self._submit_isr(p, [r for r in p.isr if r not in lagging])
+                proposed += 1
+        return proposed
+
+    def start_isr_expiration(self) -> None:
+        """Check for lagging followers every half replica.lag.time.max.ms, as Kafka's isr-expiration task."""
+        async def run() -> None:
+            while True:
+                await asyncio.sleep(self.replica_lag_time_max_ms / 2000)
+                self.shrink_lagging_isrs()
+
+        if self._isr_expiration is None:
+            self._isr_expiration = asyncio.get_running_loop().create_task(run())
+
     async def close(self) -> None:
-        await asyncio.sleep(0)
+        tasks = [t for t in (self._isr_expiration, *self._isr_tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass

@@ -246,10 +246,6 @@ class Log:
     def high_watermark(self) -> int:
         return self._high_watermark
 
-    @high_watermark.setter
-    def high_watermark(self, value: int) -> None:
-        self.maybe_increment_high_watermark(value)
-
     def maybe_increment_high_watermark(self, value: int) -> bool:
         """Move the high watermark forward to ``value`` (capped at the log end offset); never backwards."""
         with self.lock:

@@ -2,7 +2,8 @@
 
 Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
-the append is acknowledged (a single node's ISR is itself, so at once). ``read_all`` reads the
+the append is acknowledged: committed to the whole ISR, or a CoordinatorLogError (REQUEST_TIMED_OUT
+after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``read_all`` reads the
 partition from its log start offset to its high watermark and yields every record; records of
 transactional batches carry their producer id, and transaction markers are yielded as
 ``(offset, None, None, producer_id, commit)`` (see ``coordinator.group.log``).
@@ -54,8 +55,9 @@ class ReplicaCoordinatorLog:
     """One __consumer_offsets partition led by this broker."""
 
     def __init__(self, replica_manager: Any, partition: int, clock: Clock,
-                 topic: str = GROUP_METADATA_TOPIC_NAME) -> None:
+                 topic: str = GROUP_METADATA_TOPIC_NAME, append_timeout_ms: int = 5000) -> None:
         self._rm = replica_manager
+        self.append_timeout_ms = append_timeout_ms
         self.topic = topic
         self.partition = partition
         self._clock = clock
@@ -78,7 +80,8 @@ class ReplicaCoordinatorLog:
     async def _append(self, batch: bytes) -> int:
         """Append one batch as the coordinator; the offset of its first record."""
         tp = (self.topic, self.partition)
-        result = self._rm.append_records({tp: batch}, -1, origin=AppendOrigin.COORDINATOR)[tp]
+        result = (await self._rm.append_records({tp: batch}, -1, self.append_timeout_ms,
+                                                origin=AppendOrigin.COORDINATOR))[tp]
         if result.error_code != ErrorCode.NONE:
             raise CoordinatorLogError(result.error_code, result.error_message)
         return result.base_offset

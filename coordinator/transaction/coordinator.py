@@ -82,6 +82,7 @@ class TransactionConfig:
     abort_timed_out_interval_ms: int = 10_000
     transactional_id_expiration_ms: int = 604_800_000
     remove_expired_interval_ms: int = 3_600_000
+    request_timeout_ms: int = 30_000  # for appends of transaction markers, as Kafka's request.timeout.ms
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> TransactionConfig:
@@ -90,7 +91,8 @@ class TransactionConfig:
             max_timeout_ms=get("transaction.max.timeout.ms"),
             abort_timed_out_interval_ms=get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             transactional_id_expiration_ms=get("transactional.id.expiration.ms"),
-            remove_expired_interval_ms=get("transaction.remove.expired.transaction.cleanup.interval.ms"))
+            remove_expired_interval_ms=get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+            request_timeout_ms=get("request.timeout.ms"))
 
 
 class _Partition:
@@ -570,14 +572,15 @@ class TransactionCoordinator:
             data[tp] = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
                                            producer_id=producer_id, producer_epoch=epoch, timestamp=self._now_ms(),
                                            partition_leader_epoch=-1, coordinator_epoch=coordinator_epoch)
-        failed |= self.write_markers(data)
+        failed |= await self.write_markers(data)
         return failed
 
-    def write_markers(self, markers: dict[TopicPartition, bytes]) -> set[TopicPartition]:
+    async def write_markers(self, markers: dict[TopicPartition, bytes]) -> set[TopicPartition]:
         """Append marker batches as the coordinator; the partitions to retry (deleted ones are dropped)."""
         if not markers:
             return set()
-        results = self._rm.append_records(markers, -1, origin=AppendOrigin.COORDINATOR)
+        results = await self._rm.append_records(markers, -1, self.config.request_timeout_ms,
+                                                origin=AppendOrigin.COORDINATOR)
         failed = set()
         for tp, result in results.items():
             if result.error_code == ErrorCode.NONE:

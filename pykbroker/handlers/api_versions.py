@@ -36,7 +36,7 @@ async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) 
     response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=ctx.broker.api_versions())
     if ctx.api_version >= 3:
         response.supported_features = supported_features(ctx.api_version)
-        store = ctx.broker.metadata
+        store = ctx.metadata
         response.finalized_features_epoch = store.features_epoch
         response.finalized_features = finalized_features(store.finalized_features)
     return response

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
 from pykbroker.registry import handler
+from replication.metadata_image import live_endpoints
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 from wire.messages.describe_cluster_response import DescribeClusterBroker
@@ -33,14 +34,14 @@ async def handle_describe_cluster(ctx: RequestContext,
             endpoint_type=ENDPOINT_TYPE_BROKERS,
             cluster_id=broker.cluster_id,
         )
-    me = broker.advertised_listener(ctx.listener.name)
+    image = ctx.metadata
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=ENDPOINT_TYPE_BROKERS,
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id,
-        brokers=[DescribeClusterBroker(broker_id=broker.node_id, host=me.host, port=me.port,
-                                       rack=broker.config.rack, is_fenced=False)],
+        controller_id=image.controller_id,
+        brokers=[DescribeClusterBroker(broker_id=b.node_id, host=e.host, port=e.port, rack=b.rack, is_fenced=False)
+                 for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),
     )

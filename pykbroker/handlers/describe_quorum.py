@@ -35,7 +35,7 @@ async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumReq
         topic, partition = wanted[0] if wanted else (METADATA_TOPIC, 0)
         return _partition_error(topic, partition)
     broker = ctx.broker
-    end_offset = broker.metadata.offset
+    end_offset = ctx.metadata.offset
     now_ms = int(time.time() * 1000)
     voter = ReplicaState(replica_id=broker.node_id, log_end_offset=end_offset, last_fetch_timestamp=now_ms,
                          last_caught_up_timestamp=now_ms)

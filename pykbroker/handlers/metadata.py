@@ -17,9 +17,9 @@ from pykbroker.handlers.authorized_operations import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
 )
-from pykbroker.metadata_store import TopicState
 from pykbroker.registry import handler
 from pykbroker.topic_names import topic_name_error
+from replication.metadata_image import MetadataImage, TopicState, live_endpoints, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 from wire.messages.metadata_response import (
@@ -33,25 +33,22 @@ def error_response(request: MetadataRequest | None, version: int, code: int) -> 
     return MetadataResponse(error_code=code)
 
 
-def topic_metadata(topic: TopicState, include_operations: bool) -> MetadataResponseTopic:
-    """One topic's entry: every partition with its leader, epoch, replicas and ISR."""
+def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataImage,
+                   listener: str) -> MetadataResponseTopic:
+    """One topic's entry: every partition with its leader (LEADER_NOT_AVAILABLE while it has none), epoch,
+    replicas, ISR and offline replicas."""
+    partitions = []
+    for p in topic.partitions:
+        code, leader, offline = partition_leader_view(image, p, listener)
+        partitions.append(MetadataResponsePartition(
+            error_code=code, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas), isr_nodes=list(p.isr), offline_replicas=offline))
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.internal,
-        partitions=[
-            MetadataResponsePartition(
-                error_code=ErrorCode.NONE,
-                partition_index=p.partition,
-                leader_id=p.leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas),
-                isr_nodes=list(p.isr),
-                offline_replicas=[],
-            )
-            for p in topic.partitions
-        ],
+        partitions=partitions,
         topic_authorized_operations=TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
@@ -63,13 +60,13 @@ def _missing(name: str | None, topic_id, code: int) -> MetadataResponseTopic:
 @handler(ApiKey.METADATA, 0, 13, error_response=error_response)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
-    store = broker.metadata
+    store = ctx.metadata
     version = ctx.api_version
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (version == 0 and not request.topics)
     topics: list[MetadataResponseTopic] = []
     if all_topics:
-        topics = [topic_metadata(t, include_ops) for t in store.topics.values()]
+        topics = [topic_metadata(t, include_ops, store, ctx.listener.name) for t in store.topics.values()]
     else:
         for wanted in request.topics:
             if wanted.name is None:
@@ -80,7 +77,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             else:
                 topic = store.topics.get(wanted.name)
             if topic is not None:
-                topics.append(topic_metadata(topic, include_ops))
+                topics.append(topic_metadata(topic, include_ops, store, ctx.listener.name))
                 continue
             name_error = topic_name_error(wanted.name)
             if name_error is not None:
@@ -92,12 +89,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if request.allow_auto_topic_creation or version < 4:
                 await broker.auto_create_topic(wanted.name)
             topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-    me = broker.advertised_listener(ctx.listener.name)
+    image = ctx.metadata
     return MetadataResponse(
-        brokers=[MetadataResponseBroker(node_id=broker.node_id, host=me.host, port=me.port,
-                                        rack=broker.config.rack)],
+        brokers=[MetadataResponseBroker(node_id=b.node_id, host=e.host, port=e.port, rack=b.rack)
+                 for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id,
+        controller_id=image.controller_id,
         topics=topics,
         cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),

@@ -85,3 +85,14 @@ def test_connection_limits_per_address():
     for bad in ("127.0.0.1", "127.0.0.1:x", ":3", "127.0.0.1:-1"):
         with pytest.raises(ConfigError, match="not of the form host:count"):
             Config({"max.connections.per.ip.overrides": bad})
+
+
+def test_zookeeper_properties_default_as_in_kafka():
+    c = Config()
+    assert c.zookeeper_connect is None
+    assert c.zookeeper_session_timeout_ms == 18000
+    assert c.zookeeper_connection_timeout_ms == 18000  # unset: the session timeout
+    c = Config({"zookeeper.connect": "h:2181/kafka", "zookeeper.session.timeout.ms": "6000",
+                "zookeeper.connection.timeout.ms": "2000"})
+    assert (c.zookeeper_connect, c.zookeeper_session_timeout_ms, c.zookeeper_connection_timeout_ms) == \
+        ("h:2181/kafka", 6000, 2000)

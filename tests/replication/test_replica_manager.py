@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from replication.replica_manager import FetchPartition, ReplicaManager
@@ -23,7 +24,8 @@ def leader(tmp_path, partitions: int = 2) -> ReplicaManager:
 
 def append(rm: ReplicaManager, partition: int, count: int, size: int = 100) -> None:
     batch = build_simple_batch([b"x" * size] * count, timestamp=1_700_000_000_000)
-    assert rm.append_records({(TOPIC, partition): batch}, 1)[(TOPIC, partition)].error_code == ErrorCode.NONE
+    result = asyncio.run(rm.append_records({(TOPIC, partition): batch}, 1, 1000))
+    assert result[(TOPIC, partition)].error_code == ErrorCode.NONE
 
 
 def sizes(fetched) -> list[tuple[int, int]]:
@@ -55,3 +57,92 @@ def test_the_last_fetched_epoch_is_checked_against_the_leader_epochs(tmp_path):
     assert read(5, 2) == (ErrorCode.NONE, None)
     assert read(5, 1) == (ErrorCode.NONE, (0, 3))  # an epoch this log never had: the one before it
     assert read(5, 7) == (ErrorCode.OFFSET_OUT_OF_RANGE, None)  # an epoch from the future
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 1_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def replicated_leader(tmp_path, replicas: list[int], isr: list[int], clock: Clock) -> ReplicaManager:
+    manager = LogManager([str(tmp_path / "logs")], default_config=LogConfig(), log_cleaner_enable=False)
+    manager.startup(lambda _topic: LogConfig())
+    rm = ReplicaManager(manager, node_id=1, replica_lag_time_max_ms=10_000, time_ms=clock)
+    rm.become_leader(TOPIC, 0, TOPIC_ID, 0, replicas, isr, LogConfig())
+    return rm
+
+
+def test_acks_all_completes_when_the_in_sync_follower_fetches_past_the_batch(tmp_path):
+    async def scenario() -> None:
+        rm = replicated_leader(tmp_path, [1, 2], [1, 2], Clock())
+        produce = asyncio.create_task(rm.append_records({(TOPIC, 0): build_simple_batch([b"a", b"b"], timestamp=1_700_000_000_000)}, -1, 5000))
+        await asyncio.sleep(0.01)
+        assert not produce.done()  # broker 2 has not fetched yet
+        (fetched,) = await rm.fetch([FetchPartition(TOPIC, 0, 0, 1 << 20)], max_wait_ms=0, min_bytes=1,
+                                    max_bytes=1 << 20, read_committed=False, replica_id=2)
+        assert fetched.size > 0 and fetched.read.high_watermark == 0  # a follower reads past the high watermark
+        await asyncio.sleep(0.01)
+        assert not produce.done()  # fetching offset 0 does not say the follower has offsets 0-1
+        await rm.fetch([FetchPartition(TOPIC, 0, 2, 1 << 20)], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       read_committed=False, replica_id=2)
+        result = (await asyncio.wait_for(produce, 1))[(TOPIC, 0)]
+        assert result.error_code == ErrorCode.NONE and result.base_offset == 0
+        assert rm.get_partition(TOPIC, 0).log.high_watermark == 2
+        await rm.close()
+
+    asyncio.run(scenario())
+
+
+def test_acks_all_times_out_with_request_timed_out_when_a_follower_never_fetches(tmp_path):
+    async def scenario() -> None:
+        rm = replicated_leader(tmp_path, [1, 2], [1, 2], Clock())
+        result = await rm.append_records({(TOPIC, 0): build_simple_batch([b"a"], timestamp=1_700_000_000_000)}, -1, 50)
+        assert result[(TOPIC, 0)].error_code == ErrorCode.REQUEST_TIMED_OUT
+        # acks=1 is answered by the leader's append alone.
+        result = await rm.append_records({(TOPIC, 0): build_simple_batch([b"b"], timestamp=1_700_000_000_000)}, 1, 50)
+        assert result[(TOPIC, 0)].error_code == ErrorCode.NONE and result[(TOPIC, 0)].base_offset == 1
+        await rm.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_waiting_acks_all_produce_learns_that_leadership_moved(tmp_path):
+    async def scenario() -> None:
+        rm = replicated_leader(tmp_path, [1, 2], [1, 2], Clock())
+        produce = asyncio.create_task(rm.append_records({(TOPIC, 0): build_simple_batch([b"a"], timestamp=1_700_000_000_000)}, -1, 5000))
+        await asyncio.sleep(0.01)
+        rm.become_follower(TOPIC, 0, TOPIC_ID, 2, 1, [1, 2], [1, 2], LogConfig())
+        result = (await asyncio.wait_for(produce, 1))[(TOPIC, 0)]
+        assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        (fetched,) = rm.read_partitions([FetchPartition(TOPIC, 0, 0, 1 << 20)], 1 << 20, False)
+        assert fetched.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        await rm.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_isr_expands_when_a_follower_catches_up_and_shrinks_when_it_lags(tmp_path):
+    async def scenario() -> None:
+        clock = Clock()
+        rm = replicated_leader(tmp_path, [1, 2], [1], clock)
+        p = rm.get_partition(TOPIC, 0)
+        await rm.append_records({(TOPIC, 0): build_simple_batch([b"a", b"b", b"c"], timestamp=1_700_000_000_000)}, -1, 1000)
+        assert p.log.high_watermark == 3  # alone in the ISR
+        rm.read_partitions([FetchPartition(TOPIC, 0, 3, 1 << 20)], 1 << 20, False, replica_id=2)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert p.isr == [1, 2] and p.partition_epoch == 1  # committed by the (local) ISR updater
+        clock.ms += 4_000
+        assert rm.shrink_lagging_isrs() == 0
+        await rm.append_records({(TOPIC, 0): build_simple_batch([b"d"], timestamp=1_700_000_000_000)}, 1, 1000)
+        clock.ms += 10_001  # broker 2 has not fetched offset 4 for longer than replica.lag.time.max.ms
+        assert rm.shrink_lagging_isrs() == 1
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert p.isr == [1] and p.partition_epoch == 2 and p.log.high_watermark == 4
+        await rm.close()
+
+    asyncio.run(scenario())

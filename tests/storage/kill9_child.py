@@ -43,7 +43,7 @@ def main() -> None:
         os.write(ack, b"%d\n" % info.last_offset)
         n += 1
         if n % 16 == 0:
-            log.high_watermark = log.log_end_offset
+            log.maybe_increment_high_watermark(log.log_end_offset)
             log.delete_old_segments()
 
 

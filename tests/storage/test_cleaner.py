@@ -37,7 +37,7 @@ def test_keeps_the_last_value_per_key_and_offsets(log_dir, clock):
         key, value = b"k%d" % (i % 7), b"v%03d" % i + b"." * 60
         info = log.append_as_leader(keyed_batch([(key, value)]), 0)
         written.append((info.first_offset, key, value))
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     before = read_all(log)
     active_base = log.active_segment.base_offset
     result = clean_log(log)
@@ -65,7 +65,7 @@ def test_tombstones_dropped_after_delete_retention(log_dir, clock):
     log.append_as_leader(keyed_batch([(b"a", None)]), 0)  # delete key a
     for _i in range(30):
         log.append_as_leader(keyed_batch([(b"c", b"z" * 100)]), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     clean_log(log)
     keys = {k: v for _, k, v in read_all(log)}
     assert keys[b"a"] is None  # the tombstone stays, marked with a delete horizon
@@ -89,7 +89,7 @@ def test_min_compaction_lag_protects_recent_segments(log_dir, clock):
     log = open_log(log_dir, compact_config(min_compaction_lag_ms=DAY), time_ms=clock)
     for i in range(60):
         log.append_as_leader(keyed_batch([(b"k", b"v%d" % i + b"." * 100)], timestamp=clock.now), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     before = read_all(log)
     assert clean_log(log).segments_cleaned == 0
     assert read_all(log) == before
@@ -103,7 +103,7 @@ def test_recompresses_with_the_original_codec(log_dir, clock):
     for i in range(40):
         log.append_as_leader(keyed_batch([(b"k%d" % (i % 2), b"v%d" % i + b"." * 80), (b"u%d" % i, b"w")],
                                          compression=CompressionType.LZ4), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     clean_log(log)
     seg = log.segments.first_segment()
     data = seg.log.read(0, seg.size)
@@ -119,7 +119,7 @@ def test_crash_before_swap_leaves_a_consistent_log(tmp_path, clock, crash_point)
     log = open_log(path, compact_config(), time_ms=clock)
     for i in range(80):
         log.append_as_leader(keyed_batch([(b"k%d" % (i % 3), b"v%d" % i + b"." * 100)]), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     before = read_all(log)
 
     class Crash(Exception):
@@ -147,7 +147,7 @@ def test_cleaner_thread_picks_dirtiest_log_and_checkpoints(tmp_path, clock):
         logs[0].append_as_leader(keyed_batch([(b"same", b"v%d" % i + b"." * 100)]), 0)
         logs[1].append_as_leader(keyed_batch([(b"k%d" % i, b"v" + b"." * 100)]), 0)
     for log in logs:
-        log.high_watermark = log.log_end_offset
+        log.maybe_increment_high_watermark(log.log_end_offset)
     cleaner = LogCleaner(lambda: logs, time_ms=clock)
     first = cleaner.grab_filthiest_log()
     assert first is not None and first.cleanable_ratio == 1.0
@@ -245,7 +245,7 @@ def test_aborted_data_goes_and_markers_go_after_their_delete_horizon(log_dir, cl
     assert end_txn(log, clock, 6, COMMIT) == 9
     log.roll()
     log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)  # 10, in the active segment
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert aborted_txns(log) == [(5, 1, 3)]
     expected = [(0, b"t", b"committed"), (6, b"x", b"x1"), (8, b"c", b"c2"), (10, b"z", b"active")]
 
@@ -278,7 +278,7 @@ def test_aborted_data_goes_and_markers_go_after_their_delete_horizon(log_dir, cl
     assert read_committed(log) == expected
     log.close()
     reopened = open_log(log_dir, compact_config(), time_ms=clock)
-    reopened.high_watermark = reopened.log_end_offset
+    reopened.maybe_increment_high_watermark(reopened.log_end_offset)
     assert read_committed(reopened) == expected and aborted_txns(reopened) == []
     assert reopened.producer_state.last_entry(5).last_seq == 2
     assert reopened.producer_state.last_entry(6).last_seq == 1
@@ -292,7 +292,7 @@ def test_transactional_markers_and_producer_batches_survive(log_dir, clock):
     for i in range(40):
         log.append_as_leader(keyed_batch([(b"t", b"v%d" % i + b"." * 100)], producer_id=6, producer_epoch=0,
                                          base_sequence=i), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
 
     def first_two():
         return [h for h, _ in fetched_batches(log)[:2]]
@@ -318,7 +318,7 @@ def test_transactional_markers_and_producer_batches_survive(log_dir, clock):
     log = reopened
     log.append_as_leader(keyed_batch([(b"p5", b"again")], producer_id=5, producer_epoch=0, base_sequence=1), 0)
     log.roll()
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     clean_log(log)
     assert fetched_batches(log)[0][0].base_offset == 1
     assert not marker_at(log, 1).has_delete_horizon and aborted_txns(log) == [(5, 0, 1)]
@@ -339,7 +339,7 @@ def test_a_producers_last_marker_is_kept_empty(log_dir, clock):
     log.append_as_leader(keyed_batch([(b"k", b"newer")]), 0)  # 2
     log.roll()
     log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.producer_state.last_entry(9).last_data_offset == -1
 
     clean_log(log)  # the superseded data goes; the marker met it, so it stays as it is
@@ -373,7 +373,7 @@ def test_an_ongoing_transaction_is_left_alone(log_dir, clock):
     log.append_as_leader(keyed_batch([(b"j", b"x")]), 0)  # 7
     log.roll()
     log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)  # 8
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == open_at
     undecided = {s.base_offset: s.log.read(0, s.size) for s in log.segments.snapshot() if s.base_offset >= open_at}
 
@@ -386,7 +386,7 @@ def test_an_ongoing_transaction_is_left_alone(log_dir, clock):
 
     commit = end_txn(log, clock, 8, COMMIT)  # 9
     log.roll()
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     clean_log(log)  # now decided: compacted like any other data, the marker stays while it met data
     assert [o for o, _ in batch_offsets(log)] == [5, 6, 7, 8, commit]
     headers = dict((h.base_offset, h) for h, _ in fetched_batches(log))
@@ -409,7 +409,7 @@ def test_an_aborted_transaction_across_cleaning_groups(log_dir, clock):
     log.append_as_leader(keyed_batch([(b"p3", b"later")], producer_id=3, producer_epoch=0, base_sequence=1), 0)
     log.roll()
     log.append_as_leader(keyed_batch([(b"z", b"active")]), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     second = log.segments.snapshot()[1]
     assert second.base_offset == 16 and second.txn_index.entries[0].last_offset == abort
 

@@ -100,7 +100,7 @@ def build(path, clock):
     end(5, commit)
     log.roll()
     data([(b"active", b"y")])
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     log.close()
 
 
@@ -116,7 +116,7 @@ def test_our_cleaner_writes_what_kafkas_writes(tmp_path, kafka_clean):
     for step in (0, 1000, DAY - 1000, 1, DAY):
         clock.advance(step)
         log = open_log(ours, clock)
-        log.high_watermark = log.log_end_offset
+        log.maybe_increment_high_watermark(log.log_end_offset)
         _, first_uncleanable, _ = cleanable_offsets(log, None, clock.now)
         result = clean_log(log, first_dirty_offset=log.log_start_offset, now_ms=clock.now)
         log.close()

@@ -62,7 +62,7 @@ def build_log(directory: str) -> Log:
                                              partition_leader_epoch=5, coordinator_epoch=3), 5, origin="coordinator")
     for i in range(30):
         log.append_as_leader(batch([b"tail-%d" % i], timestamp=ts + 200 + i), 5)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     return log
 
 
@@ -122,7 +122,7 @@ def test_kafka_dump_log_reads_compacted_segments(jars, tmp_path, clock):
     log.append_as_leader(keyed_batch([(b"k0", None), (b"k1", None)], timestamp=clock.now + 200), 0)  # tombstones
     for i in range(200):
         log.append_as_leader(keyed_batch([(b"later%d" % i, b"w" * 40)], timestamp=clock.now + 201 + i), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert clean_log(log).segments_cleaned > 0
     log.close()
     files = sorted(glob.glob(os.path.join(directory, "*.log")))

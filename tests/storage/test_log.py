@@ -146,7 +146,7 @@ def test_read_semantics(log_dir):
     assert log.read(9, 100, max_offset=9).size == 0
     with pytest.raises(OffsetOutOfRangeError):
         log.read(31, 100)
-    log.high_watermark = 30
+    log.maybe_increment_high_watermark(30)
     log.delete_records_before(6)
     with pytest.raises(OffsetOutOfRangeError):
         log.read(5, 100)
@@ -159,7 +159,7 @@ def test_region_survives_segment_deletion(log_dir):
         log.append_as_leader(batch([b"%03d" % i + b"y" * 200]), 0)
     region = log.read(0, 1000).records
     expected = region.read_bytes()
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     log.delete_records_before(log.active_segment.base_offset)  # deletes (unlinks, closes) segment 0
     assert not os.path.exists(os.path.join(log_dir, "00000000000000000000.log"))
     assert region.read_bytes() == expected
@@ -191,10 +191,10 @@ def test_high_watermark_and_truncation(log_dir):
     log.assign_epoch_start_offset(2, 20)
     for _ in range(20):
         log.append_as_leader(batch([b"r" * 100]), 2)
-    log.high_watermark = 35
-    log.high_watermark = 30  # never backwards
+    log.maybe_increment_high_watermark(35)
+    log.maybe_increment_high_watermark(30)  # never backwards
     assert log.high_watermark == 35
-    log.high_watermark = 1000
+    log.maybe_increment_high_watermark(1000)
     assert log.high_watermark == 40
     assert log.end_offset_for_epoch(1) == (1, 20)
     assert log.end_offset_for_epoch(2) == (2, 40)
@@ -228,13 +228,13 @@ def test_transaction_markers_fill_the_transaction_index(log_dir):
     log = open_log(log_dir)
     log.append_as_leader(batch([b"t1"], producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True), 0)
     log.append_as_leader(batch([b"plain"]), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 0
     marker = build_control_batch(0, producer_id=4, producer_epoch=0, timestamp=1, partition_leader_epoch=0,
                                  coordinator_epoch=0)
     log.append_as_leader(marker, 0, origin="coordinator")
     assert log.last_stable_offset == 0  # the marker is above the high watermark until it moves
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 3
     aborted = log.collect_aborted_transactions(0, 3)
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(4, 0, 2)]
@@ -249,7 +249,7 @@ def test_aborted_transactions_are_found_in_the_segment_of_their_marker(log_dir):
     marker = build_control_batch(0, producer_id=4, producer_epoch=0, timestamp=1, partition_leader_epoch=0,
                                  coordinator_epoch=0)
     log.append_as_leader(marker, 0, origin="coordinator")
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     # a read_committed fetch that ends with the first segment still needs the abort indexed in the second
     aborted = log.collect_aborted_transactions(0, 2)
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(4, 0, 2)]

@@ -28,7 +28,7 @@ def test_create_spread_over_dirs_and_reload(tmp_path):
     for lg in logs:
         for i in range(10):
             lg.append_as_leader(batch([b"m%d" % i]), 0)
-        lg.high_watermark = 7
+        lg.maybe_increment_high_watermark(7)
     assert PartitionMetadataFile(os.path.join(logs[0].dir, "partition.metadata")).read() == topic_id
     m.shutdown()
     for d in dirs:
@@ -72,7 +72,7 @@ def test_retention_runs_from_the_manager_with_an_injected_clock(tmp_path, clock)
     log = m.get_or_create_log("t", 0, config=small_config(retention_ms=DAY))
     for _ in range(40):
         log.append_as_leader(batch([b"x" * 200], timestamp=clock.now), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert m.cleanup_logs() == 0
     clock.advance(DAY + 1)
     assert m.cleanup_logs() > 0

@@ -19,7 +19,7 @@ def test_retention_ms_by_largest_timestamp(log_dir, clock):
     fill(log, 30, clock.now - 2 * DAY)  # old data: several segments
     old_segments = log.num_segments
     fill(log, 30, clock.now)  # new data
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     deleted = log.delete_old_segments()
     assert deleted == old_segments - 1 or deleted == old_segments
     assert log.log_start_offset == log.segments.first_segment().base_offset
@@ -35,7 +35,7 @@ def test_retention_ms_by_largest_timestamp(log_dir, clock):
 def test_retention_ms_minus_one_keeps_everything(log_dir, clock):
     log = open_log(log_dir, small_config(retention_ms=-1), time_ms=clock)
     fill(log, 40, 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.delete_old_segments() == 0
     log.close()
 
@@ -43,7 +43,7 @@ def test_retention_ms_minus_one_keeps_everything(log_dir, clock):
 def test_retention_bytes(log_dir, clock):
     log = open_log(log_dir, small_config(retention_bytes=9000, retention_ms=-1), time_ms=clock)
     fill(log, 80, clock.now)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     before = log.size_in_bytes
     log.delete_old_segments()
     assert log.size_in_bytes <= before
@@ -56,7 +56,7 @@ def test_retention_bytes(log_dir, clock):
 def test_only_segments_below_the_high_watermark(log_dir, clock):
     log = open_log(log_dir, small_config(retention_ms=DAY), time_ms=clock)
     fill(log, 40, clock.now - 2 * DAY)
-    log.high_watermark = 0
+    log.maybe_increment_high_watermark(0)
     assert log.delete_old_segments() == 0
     log.close()
 
@@ -65,7 +65,7 @@ def test_compact_only_topics_keep_old_data(log_dir, clock):
     log = open_log(log_dir, small_config(retention_ms=DAY, cleanup_policy=("compact",)), time_ms=clock)
     for i in range(40):
         log.append_as_leader(batch([b"x" * 200], keys=[b"k%d" % i], timestamp=clock.now - 2 * DAY), 0)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.delete_old_segments() == 0
     log.close()
 
@@ -73,7 +73,7 @@ def test_compact_only_topics_keep_old_data(log_dir, clock):
 def test_delete_records_moves_the_log_start_offset(log_dir, clock):
     log = open_log(log_dir, small_config(retention_ms=-1), time_ms=clock)
     fill(log, 60, clock.now)
-    log.high_watermark = 50
+    log.maybe_increment_high_watermark(50)
     with pytest.raises(OffsetOutOfRangeError):
         log.delete_records_before(51)
     second_base = log.segments.snapshot()[2].base_offset
@@ -92,7 +92,7 @@ def test_segments_are_renamed_deleted_then_removed_after_the_delay(log_dir, cloc
                    scheduler=scheduler)
     fill(log, 40, clock.now - 2 * DAY)
     fill(log, 1, clock.now)
-    log.high_watermark = log.log_end_offset
+    log.maybe_increment_high_watermark(log.log_end_offset)
     assert log.delete_old_segments() > 0
     assert [n for n in os.listdir(log_dir) if n.endswith(".log.deleted")]
     scheduler.shutdown(drain=False)

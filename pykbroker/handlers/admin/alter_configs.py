@@ -73,7 +73,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
     message = topic_name_error(name)
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
-    if name not in ctx.broker.metadata.topics:
+    if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     message = topic_config_error(new_configs)  # type: ignore[arg-type]
     if message is not None:
@@ -130,7 +130,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
                     f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
     per_broker = bool(resource_name)
     resource_name = str(broker.node_id) if per_broker else ""
-    stored = dict(broker.metadata.broker_configs.get(resource_name, {}))
+    stored = dict(ctx.metadata.broker_configs.get(resource_name, {}))
     try:
         if configs is not None:
             new = dynamic_config.apply_incremental(stored, configs)
@@ -139,8 +139,8 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
-        default = new if not per_broker else broker.metadata.broker_configs.get("", {})
-        mine = new if per_broker else broker.metadata.broker_configs.get(str(broker.node_id), {})
+        default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
+        mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
         broker.dynamic_config.check_applicable(default, mine)
     except dynamic_config.DynamicConfigError as exc:
         return exc.code, exc.message
@@ -182,8 +182,8 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
     return AlterConfigsResponse(responses=responses)
 
 
-def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool
-                ) -> tuple[int, str | None]:
+async def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]],
+                      validate_only: bool) -> tuple[int, str | None]:
     """IncrementalAlterConfigs on a GROUP: Kafka's group configs (pykbroker.group_config), stored and live."""
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
@@ -196,7 +196,7 @@ def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, st
     except GroupConfigError as exc:
         return ErrorCode.INVALID_CONFIG, str(exc)
     if not validate_only:
-        store.set_group_configs(group_id, new)
+        await store.set_group_configs(group_id, new)
         log.info("configs of group %s set to %s (%s)", group_id, new, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -218,7 +218,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
         elif r.resource_type == TOPIC:
-            topic = ctx.broker.metadata.topics.get(r.resource_name)
+            topic = ctx.metadata.topics.get(r.resource_name)
             current = dict(topic.configs) if topic is not None else {}
             new, message = apply_operations(current, [(c.name, c.config_operation, c.value) for c in r.configs],
                                             ctx.broker.default_log_config.to_properties())
@@ -233,7 +233,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
             code, message = await alter_broker(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                       for c in r.configs], None, request.validate_only)
         elif r.resource_type == GROUP:
-            code, message = alter_group(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
+            code, message = await alter_group(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                for c in r.configs], request.validate_only)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"

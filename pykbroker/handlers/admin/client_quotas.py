@@ -35,7 +35,7 @@ def describe_error(request: DescribeClientQuotasRequest | None, version: int, co
 async def handle_describe_client_quotas(ctx: RequestContext, request: DescribeClientQuotasRequest
                                         ) -> DescribeClientQuotasResponse:
     try:
-        found = describe(ctx.broker.metadata.client_quotas,
+        found = describe(ctx.metadata.client_quotas,
                          [(c.entity_type, c.match_type, c.match) for c in request.components], request.strict)
     except QuotaError as exc:
         return DescribeClientQuotasResponse(error_code=exc.error_code, error_message=str(exc), entries=None)
@@ -73,7 +73,7 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQu
                                   error_message=message,
                                   entity=[AlterEntity(entity_type=t, entity_name=n) for t, n in pairs]))
     if accepted and not request.validate_only:
-        ctx.broker.metadata.alter_client_quotas(accepted)
+        await ctx.broker.metadata.alter_client_quotas(accepted)
         log.info("client quotas altered: %s (%s)", [(sorted(e, key=lambda p: p[0]), c) for e, c in accepted],
                  ctx.describe())
     return AlterClientQuotasResponse(entries=results)

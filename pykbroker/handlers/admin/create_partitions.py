@@ -6,6 +6,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from replication.assignment import assign_replicas, start_index_for_new_partitions
 from wire import ApiKey, ErrorCode
 from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
 from wire.messages.create_partitions_request import CreatePartitionsTopic
@@ -22,7 +23,7 @@ def error_response(request: CreatePartitionsRequest | None, version: int, code: 
 
 def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | None, list[list[int]]]:
     """(error code, message, replica lists of the new partitions)."""
-    state = ctx.broker.metadata.topics.get(topic.name)
+    state = ctx.metadata.topics.get(topic.name)
     if state is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", []
     current = len(state.partitions)
@@ -33,8 +34,16 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
                 f"{topic.count} would not be an increase.", [])
     additional = topic.count - current
     replication = len(state.partitions[0].replicas)
+    live_brokers = ctx.metadata.live_broker_ids()
     if topic.assignments is None:
-        return ErrorCode.NONE, None, [[ctx.broker.node_id] * replication for _ in range(additional)]
+        if replication > len(live_brokers):
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {replication} time(s): The target replication factor of "
+                    f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.",
+                    [])
+        start = start_index_for_new_partitions(state.partitions[0].replicas[0], live_brokers)
+        return ErrorCode.NONE, None, assign_replicas(additional, replication, live_brokers, start_index=start,
+                                                     start_partition_id=current)
     if len(topic.assignments) != additional:
         return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional partition(s), "
                 f"but only {len(topic.assignments)} assignment(s) were specified.", [])
@@ -45,7 +54,7 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a partition "
                     f"with {len(a.broker_ids)} replica(s), but this is not consistent with previous partitions, "
                     f"which have {replication} replica(s).", [])
-        unknown = [b for b in a.broker_ids if b != ctx.broker.node_id]
+        unknown = [b for b in a.broker_ids if b not in live_brokers]
         if unknown:
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker "
                     f"{unknown[0]}, but no such broker is registered.", [])

@@ -14,6 +14,7 @@ from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from pykbroker.topic_config import topic_config_entries, topic_config_error
 from pykbroker.topic_names import topic_name_error
+from replication.assignment import assign_replicas
 from wire import ApiKey, ErrorCode
 from wire.messages import CreateTopicsRequest, CreateTopicsResponse
 from wire.messages.create_topics_request import CreatableTopic
@@ -52,15 +53,15 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
     message = topic_name_error(name)
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
-    if name in broker.metadata.topics:
+    if name in ctx.metadata.topics:
         return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", []
-    message = collision_error(name, list(broker.metadata.topics))
+    message = collision_error(name, list(ctx.metadata.topics))
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
     message = topic_config_error({c.name: c.value for c in topic.configs})
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message, []
-    live_brokers = {broker.node_id}
+    live_brokers = ctx.metadata.live_broker_ids()
     if topic.assignments:
         if topic.replication_factor != -1:
             return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but replication "
@@ -100,7 +101,7 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor of "
                 f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.", [])
-    return ErrorCode.NONE, None, [[broker.node_id] for _ in range(partitions)]
+    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers)
 
 
 @handler(ApiKey.CREATE_TOPICS, 2, 7, error_response=error_response)

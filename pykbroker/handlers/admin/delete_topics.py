@@ -61,7 +61,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         if names.count(name) > 1:
             answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             continue
-        topic = broker.metadata.topics.get(name)
+        topic = ctx.metadata.topics.get(name)
         if topic is None:
             answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
         else:
@@ -70,7 +70,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         if ids.count(topic_id) > 1:
             answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
             continue
-        topic = broker.metadata.topics_by_id.get(topic_id)
+        topic = ctx.metadata.topics_by_id.get(topic_id)
         if topic is None:
             answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
         elif topic.name in to_delete:

@@ -57,7 +57,7 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         message = topic_name_error(r.resource_name)
         if message is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
-        topic = broker.metadata.topics.get(r.resource_name)
+        topic = ctx.metadata.topics.get(r.resource_name)
         if topic is None:
             # Kafka's ConfigHelper sets only the code, so the message is its generated default "" (not null):
             # clients print "UnknownTopicOrPartitionException: " rather than the exception's default text.

@@ -11,6 +11,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
 from pykbroker.topic_names import topic_name_error
+from replication.metadata_image import MetadataImage, PartitionState, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from wire.messages.describe_topic_partitions_response import (
@@ -35,6 +36,14 @@ def error_response(request: DescribeTopicPartitionsRequest | None, version: int,
         for t in topics], next_cursor=None)
 
 
+def _partition(image: MetadataImage, p: PartitionState, listener: str) -> DescribeTopicPartitionsResponsePartition:
+    code, leader, offline = partition_leader_view(image, p, listener)
+    return DescribeTopicPartitionsResponsePartition(
+        error_code=code, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
+        replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[], last_known_elr=[],
+        offline_replicas=offline)
+
+
 def _failed(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
     return DescribeTopicPartitionsResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID, is_internal=False,
                                                 partitions=[], topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
@@ -43,7 +52,7 @@ def _failed(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, error_response=error_response)
 async def handle_describe_topic_partitions(ctx: RequestContext, request: DescribeTopicPartitionsRequest
                                            ) -> DescribeTopicPartitionsResponse:
-    store = ctx.broker.metadata
+    store = ctx.metadata
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(store.topics)
     cursor = request.cursor
     if cursor is not None:
@@ -71,10 +80,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
         topics.append(DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
             topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-            partitions=[DescribeTopicPartitionsResponsePartition(
-                error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=p.leader,
-                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[]) for p in chosen]))
+            partitions=[_partition(store, p, ctx.listener.name) for p in chosen]))
         last = chosen[-1].partition if chosen else start - 1
         if remaining == 0 and last + 1 < len(topic.partitions):
             next_cursor = Cursor(topic_name=name, partition_index=last + 1)

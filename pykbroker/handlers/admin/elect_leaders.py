@@ -18,7 +18,7 @@ def error_response(request: ElectLeadersRequest | None, version: int, code: int)
 
 
 def elect(ctx: RequestContext, topic: str, partition: int) -> tuple[int, str]:
-    state = ctx.broker.metadata.topics.get(topic)
+    state = ctx.metadata.topics.get(topic)
     if state is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
     if not 0 <= partition < len(state.partitions):
@@ -32,7 +32,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)
     results = []
     if request.topic_partitions is None:  # every partition; the ones needing no election are left out
-        for name in ctx.broker.metadata.topics:
+        for name in ctx.metadata.topics:
             results.append(ReplicaElectionResult(topic=name, partition_result=[]))
     else:
         for t in request.topic_partitions:

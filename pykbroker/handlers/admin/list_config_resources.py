@@ -36,5 +36,5 @@ async def handle_list_config_resources(ctx: RequestContext,
         if resource_type in wanted:
             found.append(ConfigResource(resource_name=node, resource_type=resource_type))
     if TOPIC in wanted:
-        found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.broker.metadata.topics)]
+        found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.metadata.topics)]
     return ListConfigResourcesResponse(error_code=ErrorCode.NONE, config_resources=found)

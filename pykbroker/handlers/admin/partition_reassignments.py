@@ -28,7 +28,7 @@ def alter_error(request: AlterPartitionReassignmentsRequest | None, version: int
 
 def reassign(ctx: RequestContext, topic: str, partition: int, replicas: list[int] | None,
              allow_rf_change: bool) -> tuple[int, str | None]:
-    state = ctx.broker.metadata.topics.get(topic)
+    state = ctx.metadata.topics.get(topic)
     if state is None or not 0 <= partition < len(state.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     if replicas is None:

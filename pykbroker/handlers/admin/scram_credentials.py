@@ -43,7 +43,7 @@ def describe_error(request, version: int, code: int) -> DescribeUserScramCredent
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, error_response=describe_error)
 async def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest
                           ) -> DescribeUserScramCredentialsResponse:
-    stored = ctx.broker.metadata.scram_credentials
+    stored = ctx.metadata.scram_credentials
     duplicated: dict[str, bool] = {}
     if not request.users:
         duplicated = {user: False for user in stored}
@@ -85,7 +85,7 @@ def alter_error(request, version: int, code: int) -> AlterUserScramCredentialsRe
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, error_response=alter_error)
 async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest
                        ) -> AlterUserScramCredentialsResponse:
-    stored = ctx.broker.metadata.scram_credentials
+    stored = ctx.metadata.scram_credentials
     deletions: dict[str, tuple[str, int]] = {}
     upsertions: dict[str, tuple[str, int, int, bytes, bytes]] = {}
     errors: dict[str, tuple[int, str]] = {}
@@ -118,7 +118,7 @@ async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRe
         else:
             upsertions[u.name] = (u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
     if deletions or upsertions:
-        ctx.broker.metadata.alter_scram_credentials(list(deletions.values()), list(upsertions.values()))
+        await ctx.broker.metadata.alter_scram_credentials(list(deletions.values()), list(upsertions.values()))
         log.info("SCRAM credentials deleted for %s, set for %s (%s)", sorted(deletions), sorted(upsertions),
                  ctx.describe())
     results = [AlterUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE, error_message=None)

@@ -43,10 +43,10 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
     validate_only = ctx.api_version >= 1 and request.validate_only
     if not validate_only and levels != store.finalized_features:
         log.info("finalized features changed from %s to %s (%s)", store.finalized_features, levels, ctx.describe())
-        store.set_finalized_features(levels)
+        await store.set_finalized_features(levels)
         broker = ctx.broker
         if broker.elr_enabled:  # as Kafka's controller: enabling ELR makes min.insync.replicas cluster-wide
-            broker.ensure_elr_min_insync_replicas()
+            await broker.ensure_elr_min_insync_replicas()
             await broker.alter_broker_configs("", dict(store.broker_configs.get("", {})))
     results = [] if ctx.api_version >= 2 else [
         UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE, error_message="NONE")

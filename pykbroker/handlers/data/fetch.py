@@ -8,11 +8,14 @@
 - v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id,
   preferred_read_replica (-1: read from the leader). v12+: flexible. v13+: topics by id
   (UNKNOWN_TOPIC_ID). Records are never null: an empty record set is sent as zero bytes.
+- A fetch with a replica id (v0-14: ``replica_id``, v15+: ``replica_state``) is a follower's: it reads up
+  to the log end and its position moves the leader's high watermark and ISR; client quotas skip it.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
+from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
@@ -23,6 +26,8 @@ from wire.messages.fetch_response import (
     AbortedTransaction,
     EpochEndOffset,
     FetchableTopicResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 
@@ -45,8 +50,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     broker = ctx.broker
     version = ctx.api_version
     by_id = version >= 13
-    store = broker.metadata
-    read_committed = request.isolation_level == READ_COMMITTED
+    store = ctx.metadata
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
 
     # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
     unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
@@ -76,15 +82,16 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
 
     wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
-                             cp.last_fetched_epoch if version >= 12 else -1)
+                             cp.last_fetched_epoch if version >= 12 else -1, cp.log_start_offset)
               for cp in fctx.partitions]
     max_wait_ms = request.max_wait_ms if not unresolved else 0
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed)
+        max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
+        replica_id=replica_id)
 
-    throttle_ms = broker.fetch_quota.record(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched),
-                                            broker.now_ms())
+    throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
+        ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
     if ctx.measure_time:  # request_percentage: the larger throttle wins, as in Kafka's handleFetchRequest
         throttle_ms = max(throttle_ms, request_throttle_ms(ctx))
     if throttle_ms > 0:
@@ -99,6 +106,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
+    hints = LeaderHints(store, ctx.listener.name)
     for cp, fp in zip(fctx.partitions, fetched, strict=True):
         read = fp.read
         if read is None:
@@ -121,6 +129,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if read.diverging_epoch is not None:
                 data.diverging_epoch = EpochEndOffset(epoch=read.diverging_epoch[0],
                                                       end_offset=read.diverging_epoch[1])
+        leader = hints.leader(cp.topic, cp.partition, data.error_code)
+        if leader is not None:
+            data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
         diverged = read is not None and read.diverging_epoch is not None
         if fctx.incremental and not cp.needs_response(
             has_records=fp.size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
@@ -143,4 +154,5 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                                                 partitions=by_topic[name]))
     for (name, topic_id), parts in unresolved.items():
         responses.append(FetchableTopicResponse(topic=name or "", topic_id=topic_id, partitions=parts))
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses)
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
+                         node_endpoints=hints.node_endpoints(NodeEndpoint))

@@ -6,6 +6,8 @@ storage here, so Kafka's "not found" answer). A timestamp >= 0 finds the first o
 timestamp at or after it, below the high watermark.
 - v2+: isolation_level. v4+: current_leader_epoch fencing and the leader epoch of the answer.
 - v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
+- A request with a replica id other than -1 (a follower, or -2 for debugging) is not a client's: its
+  latest offset is the log end offset, as Kafka answers followers that handle an out-of-range fetch.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ def error_response(request: ListOffsetsRequest | None, version: int, code: int) 
         for t in topics])
 
 
-def list_offset(partition, timestamp: int, read_committed: bool) -> tuple[int, int, int]:
+def list_offset(partition, timestamp: int, read_committed: bool, from_replica: bool = False) -> tuple[int, int, int]:
     """(timestamp, offset, leader_epoch) for one partition; raises PartitionError."""
     log = partition.log
     if timestamp == LATEST:
-        offset = log.last_stable_offset if read_committed else log.high_watermark
+        offset = log.log_end_offset if from_replica else log.last_stable_offset if read_committed \
+            else log.high_watermark
         return -1, offset, log.latest_epoch_for_offset(offset)
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         offset = log.log_start_offset
@@ -60,6 +63,7 @@ def list_offset(partition, timestamp: int, read_committed: bool) -> tuple[int, i
 async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     rm = ctx.broker.replica_manager
     read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
+    from_replica = request.replica_id != -1
     topics = []
     for t in request.topics:
         parts = []
@@ -76,7 +80,7 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
                 answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,
-                                                                                   read_committed)
+                                                                                   read_committed, from_replica)
             except PartitionError as exc:
                 answer.error_code = exc.code
             except Exception as exc:

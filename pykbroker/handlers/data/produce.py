@@ -20,6 +20,7 @@ import logging
 
 from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
+from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
 from wire import (
     RECORD_BATCH_OVERHEAD,
@@ -32,6 +33,8 @@ from wire import (
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.messages.produce_response import (
     BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
 )
@@ -124,7 +127,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         return None if request.acks == 0 else error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     by_id = ctx.api_version >= 13
     acks = request.acks
-    store = broker.metadata
+    store = ctx.metadata
     if acks not in VALID_ACKS:
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUIRED_ACKS)
 
@@ -163,6 +166,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             raise CloseConnection
         return None
     responses = []
+    hints = LeaderHints(ctx.metadata, ctx.listener.name)
     for ti, t in enumerate(request.topic_data):
         parts = []
         for pi, p in enumerate(t.partition_data):
@@ -171,7 +175,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 parts.append(PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1))
                 continue
             r = results[(names[ti], p.index)]
-            parts.append(PartitionProduceResponse(
+            answer = PartitionProduceResponse(
                 index=p.index,
                 error_code=r.error_code,
                 base_offset=r.base_offset,
@@ -180,7 +184,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                for i, m in r.record_errors],
                 error_message=r.error_message,
-            ))
+            )
+            leader = hints.leader(names[ti], p.index, r.error_code)  # type: ignore[arg-type]
+            if leader is not None:
+                answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+            parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
-    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms)
+    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms,
+                           node_endpoints=hints.node_endpoints(NodeEndpoint))

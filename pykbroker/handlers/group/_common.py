@@ -17,7 +17,7 @@ def consumer_protocol_enabled(ctx: RequestContext) -> bool:
     """Kafka's isConsumerGroupProtocolEnabled: "consumer" in group.coordinator.rebalance.protocols and
     group.version >= 1 finalized (``kafka-features downgrade --feature group.version=0`` turns KIP-848 off)."""
     return (ctx.broker.group_coordinator.config.consumer_protocol_enabled
-            and ctx.broker.metadata.finalized_features.get(GROUP_VERSION, 0) >= 1)
+            and ctx.metadata.finalized_features.get(GROUP_VERSION, 0) >= 1)
 
 
 def request_info(ctx: RequestContext) -> RequestInfo:

@@ -56,11 +56,11 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
         return ErrorCode.INVALID_REQUEST, "Share groups are not enabled.", -1, "", -1
     else:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}.", -1, "", -1
-    if node != ctx.broker.node_id:
-        # Only this node's address is known until the cluster membership exists.
+    registered = ctx.metadata.brokers.get(node) if node is not None else None
+    endpoint = registered.endpoint(ctx.listener.name) if registered is not None else None
+    if endpoint is None:  # no leader, or a leader that is not registered (or not on this listener)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
-    me = ctx.broker.advertised_listener(ctx.listener.name)
-    return ErrorCode.NONE, None, ctx.broker.node_id, me.host, me.port
+    return ErrorCode.NONE, None, node, endpoint.host, endpoint.port
 
 
 @handler(ApiKey.FIND_COORDINATOR, 0, 6, error_response=error_response)

@@ -17,7 +17,7 @@ def transaction_coordinator(ctx: RequestContext) -> TransactionCoordinator:
 
 def unknown_partitions(ctx: RequestContext, partitions: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
     """The partitions the cluster does not have (UNKNOWN_TOPIC_OR_PARTITION)."""
-    topics = ctx.broker.metadata.topics
+    topics = ctx.metadata.topics
     unknown = set()
     for topic, partition in partitions:
         state = topics.get(topic)

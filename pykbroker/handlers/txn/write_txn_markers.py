@@ -50,7 +50,8 @@ async def _write(ctx: RequestContext, marker, tp: tuple[str, int]) -> int:
                                 timestamp=ctx.broker.now_ms(), partition_leader_epoch=-1,
                                 coordinator_epoch=marker.coordinator_epoch)
     try:
-        result = ctx.broker.replica_manager.append_records({tp: batch}, -1, origin=AppendOrigin.COORDINATOR)[tp]
+        result = (await ctx.broker.replica_manager.append_records(
+            {tp: batch}, -1, ctx.broker.config["request.timeout.ms"], origin=AppendOrigin.COORDINATOR))[tp]
     except Exception as exc:
         return storage_error_code(exc)[0]
     return result.error_code

@@ -10,6 +10,7 @@ from pykbroker.config import Listener
 from pykbroker.context import RequestContext
 from pykbroker.features import BOOTSTRAP_FINALIZED
 from pykbroker.registry import REGISTRY
+from replication.metadata_image import BrokerImage, Endpoint, MetadataImage
 from tests.coordinator.group.helpers import Harness, run, subscription
 from wire import ApiKey, ErrorCode, RequestHeader, request_header_version
 from wire.messages import (
@@ -56,10 +57,10 @@ class FakeBroker:
     def __init__(self, coordinator) -> None:
         self.group_coordinator = coordinator
         self.transaction_coordinator = LocalTransactionCoordinator()
-        self.metadata = SimpleNamespace(finalized_features=dict(BOOTSTRAP_FINALIZED))  # a new cluster's features
-
-    def advertised_listener(self, name: str) -> Listener:
-        return Listener(name, "broker.example", 9093)
+        # A new cluster's features, and this broker registered at the address clients are sent to.
+        self.metadata = SimpleNamespace(image=MetadataImage(
+            "cluster", finalized_features=dict(BOOTSTRAP_FINALIZED),
+            brokers={1: BrokerImage(1, (Endpoint("PLAINTEXT", "broker.example", 9093),))}))
 
 
 async def call(h: Harness, request, version: int):

@@ -41,7 +41,7 @@ async def test_append_and_read_back(tmp_path):
     partition_log.append_as_leader(build_control_batch(0, producer_id=5, producer_epoch=0, timestamp=1,
                                                        partition_leader_epoch=0, coordinator_epoch=0),
                                    0, origin="coordinator")
-    partition_log.high_watermark = partition_log.log_end_offset
+    partition_log.maybe_increment_high_watermark(partition_log.log_end_offset)
     assert await log.append([(b"k3", b"v3")]) == 3
     assert list(log.read_all()) == [(0, b"k1", b"v1"), (1, b"k2", None), (2, None, None, 5, False),
                                     (3, b"k3", b"v3")]

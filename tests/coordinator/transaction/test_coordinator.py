@@ -56,11 +56,11 @@ class Node:
             ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
             now_ms=self.clock.now_ms, transaction_version=lambda: transaction_version)
 
-    def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
+    async def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
         """A transactional batch from producer ``pid``, as Produce appends it; its base offset."""
         batch = build_simple_batch(list(values), timestamp=self.clock.now_ms(), producer_id=pid,
                                    producer_epoch=epoch, base_sequence=seq, is_transactional=True)
-        result = self.rm.append_records({(DATA, partition): batch}, -1)[(DATA, partition)]
+        result = (await self.rm.append_records({(DATA, partition): batch}, -1, 1000))[(DATA, partition)]
         assert result.error_code == ErrorCode.NONE, result
         return result.base_offset
 
@@ -107,8 +107,8 @@ async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stabl
     node = Node(tmp_path)
     pid, epoch = await begin(node, "c", 0, 1)
     assert node.txn._partition_of("c").transactions["c"].state is S.ONGOING
-    node.produce(0, pid, epoch, 0, b"x", b"y")
-    node.produce(1, pid, epoch, 0, b"z")
+    await node.produce(0, pid, epoch, 0, b"x", b"y")
+    await node.produce(1, pid, epoch, 0, b"z")
     assert node.log(0).last_stable_offset == 0  # the open transaction holds it
     await node.txn.end_transaction("c", pid, epoch, commit=True)
     metadata = (await node.txn.describe("c"))
@@ -126,7 +126,7 @@ async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stabl
 async def test_abort_records_the_aborted_transaction_for_read_committed_fetches(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "ab", 2)
-    node.produce(2, pid, epoch, 0, b"gone")
+    await node.produce(2, pid, epoch, 0, b"gone")
     await node.txn.end_transaction("ab", pid, epoch, commit=False)
     assert (await node.txn.describe("ab")).state is S.COMPLETE_ABORT
     aborted = node.log(2).collect_aborted_transactions(0, 10)
@@ -150,7 +150,7 @@ async def test_requests_from_a_wrong_or_old_producer_are_refused(tmp_path):
 async def test_a_new_producer_fences_the_old_one_and_aborts_its_open_transaction(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "f", 0)
-    node.produce(0, pid, epoch, 0, b"orphan")
+    await node.produce(0, pid, epoch, 0, b"orphan")
     # The new producer is told to retry while the old transaction is aborted.
     await raises(ErrorCode.CONCURRENT_TRANSACTIONS, node.txn.init_producer_id("f", 60_000))
     assert node.markers(0) == [(1, pid)]
@@ -197,7 +197,7 @@ async def _timed_out_transaction_is_aborted(tmp_path, transaction_version: int) 
     node.txn = node.new_coordinator(transaction_version=transaction_version)
     pid, epoch = await node.txn.init_producer_id("slow", 5_000)
     await node.txn.add_partitions("slow", pid, epoch, [(DATA, 3)])
-    node.produce(3, pid, epoch, 0, b"late")
+    await node.produce(3, pid, epoch, 0, b"late")
     node.clock.advance(4_000)
     assert await node.txn.abort_timed_out_transactions() == 0
     node.clock.advance(2_000)
@@ -248,7 +248,7 @@ async def test_state_is_rebuilt_from_the_log(tmp_path):
 async def test_a_prepared_commit_found_at_load_is_completed(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "half", 2)
-    node.produce(2, pid, epoch, 0, b"decided")
+    await node.produce(2, pid, epoch, 0, b"decided")
     metadata = node.txn._partition_of("half").transactions["half"]
     # As if the node died after writing PrepareCommit, before any marker.
     transit = metadata.prepare_end(True, node.clock.now_ms())
@@ -310,7 +310,7 @@ async def test_v2_writes_add_their_partition_and_every_end_bumps_the_epoch(tmp_p
     node = Node(tmp_path)
     pid, epoch = await node.txn.init_producer_id("v2", 60_000)
     assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
-    node.produce(0, pid, epoch, 0, b"first")
+    await node.produce(0, pid, epoch, 0, b"first")
     assert await node.txn.end_transaction("v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
     assert node.markers(0) == [(1, pid)]
     assert node.log(0).last_stable_offset == 2
@@ -320,7 +320,7 @@ async def test_v2_writes_add_their_partition_and_every_end_bumps_the_epoch(tmp_p
     # The next transaction runs on the bumped epoch, its sequences from 0 again.
     epoch += 1
     assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
-    node.produce(0, pid, epoch, 0, b"second")
+    await node.produce(0, pid, epoch, 0, b"second")
     assert await node.txn.end_transaction("v2", pid, epoch, commit=False, client_version=2) == (pid, epoch + 1)
     assert [t.first_offset for t in node.log(0).collect_aborted_transactions(0, 10)] == [2]
     await node.txn.close()
@@ -363,7 +363,7 @@ async def test_v2_fencing_and_timeouts_abort_with_a_bumped_epoch(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await node.txn.init_producer_id("v2f", 2_000)
     assert await node.txn.add_partition_from_write("v2f", pid, epoch, (DATA, 2)) == ErrorCode.NONE
-    node.produce(2, pid, epoch, 0, b"stale")
+    await node.produce(2, pid, epoch, 0, b"stale")
     node.clock.advance(3_000)
     assert await node.txn.abort_timed_out_transactions() == 1
     metadata = await node.txn.describe("v2f")

@@ -1,0 +1,62 @@
+"""Leader and ISR rules of the controller, as pure functions (Kafka's PartitionLeaderElectionAlgorithms and
+the ZooKeeper-era controller's replica state changes).
+
+- A new partition is led by the first live replica of its assignment, with every live replica in sync.
+- An offline partition (its leader died, or it had none) elects the first replica of the assignment that
+  is alive and in the ISR; with unclean leader election allowed and no such replica, the first live
+  replica, alone in a new ISR (data the old ISR had may be lost, as Kafka documents).
+- A replica that goes offline leaves every ISR it is in, unless it is the last member (the ISR then keeps
+  it, so the partition knows whom to wait for); if it led, the partition has no leader until elected.
+Every change of leader or ISR made by the controller bumps the leader epoch, as Kafka's ZooKeeper-mode
+controller does (``LeaderAndIsr.newLeaderAndIsr``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+__all__ = ["LeaderAndIsr", "NO_LEADER", "initial_leader_and_isr", "offline_partition_election",
+           "remove_replica_from_isr"]
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's leader (-1: none), leader epoch and ISR; ``unclean`` when elected from outside the ISR."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    unclean: bool = False
+
+
+def initial_leader_and_isr(assignment: Sequence[int], live: Collection[int]) -> LeaderAndIsr | None:
+    """A new partition's first state; None while none of its replicas is alive (it stays offline)."""
+    live_replicas = tuple(r for r in assignment if r in live)
+    if not live_replicas:
+        return None
+    return LeaderAndIsr(live_replicas[0], 0, live_replicas)
+
+
+def offline_partition_election(current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int],
+                               unclean_allowed: bool) -> LeaderAndIsr | None:
+    """Elect a leader for a partition whose leader is gone; None when no replica may lead yet."""
+    for r in assignment:
+        if r in live and r in current.isr:
+            return LeaderAndIsr(r, current.leader_epoch + 1, tuple(i for i in current.isr if i in live))
+    if unclean_allowed:
+        for r in assignment:
+            if r in live:
+                return LeaderAndIsr(r, current.leader_epoch + 1, (r,), unclean=True)
+    return None
+
+
+def remove_replica_from_isr(current: LeaderAndIsr, replica: int) -> LeaderAndIsr | None:
+    """``replica`` went offline: its new state, or None if it was neither leader nor in the ISR."""
+    if replica not in current.isr and replica != current.leader:
+        return None
+    isr = current.isr if len(current.isr) == 1 else tuple(r for r in current.isr if r != replica)
+    leader = NO_LEADER if replica == current.leader else current.leader
+    return LeaderAndIsr(leader, current.leader_epoch + 1, isr)

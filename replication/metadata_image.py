@@ -1,0 +1,181 @@
+"""The cluster metadata image: an immutable snapshot of everything brokers agree on.
+
+A metadata store (the embedded single-node store, or ZooKeeper in a cluster) publishes a new
+``MetadataImage`` after every committed change; handlers read the image current when their request
+started, coordinators and the replica manager read it too, and the broker applies the difference
+between two images (partitions to lead, follow or delete, configs to reload). Nothing here changes
+after construction: a change builds a new image that shares every untouched topic with the old one.
+Writes go through the store's ``MetadataWriter`` methods, never through an image.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from wire import ErrorCode
+
+__all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionState",
+           "TopicState", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
+
+NO_LEADER = -1
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replicas", tuple(self.replicas))
+        object.__setattr__(self, "isr", tuple(self.isr))
+
+    def offline_replicas(self, live_brokers: Mapping[int, object]) -> list[int]:
+        return [r for r in self.replicas if r not in live_brokers]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicState:
+    """A topic: its stable non-zero id, partitions (index = partition id) and explicitly set configs."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[PartitionState, ...]
+    configs: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+        object.__setattr__(self, "configs", MappingProxyType(dict(self.configs)))
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener of a broker, as clients on that listener must reach it."""
+
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerImage:
+    """A live (registered) broker: its id, endpoints by listener and rack."""
+
+    node_id: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        for e in self.endpoints:
+            if e.listener == listener:
+                return e
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """Everything the brokers of a cluster agree on, at store offset ``offset``."""
+
+    cluster_id: str
+    offset: int = 0
+    topics: Mapping[str, TopicState] = field(default_factory=lambda: _EMPTY)
+    topics_by_id: Mapping[uuid.UUID, TopicState] = field(default_factory=lambda: _EMPTY)
+    brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)
+    controller_id: int = NO_LEADER
+    # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
+    scram_credentials: Mapping[str, Mapping[int, tuple[int, str, str]]] = field(default_factory=lambda: _EMPTY)
+    # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.
+    client_quotas: Mapping[frozenset, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
+    # Dynamic broker configs by BROKER resource name: "" is the cluster-wide default, "<node id>" one broker.
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
+    # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
+    finalized_features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    features_epoch: int = 1
+    # Group configs (GROUP config resources, e.g. share.auto.offset.reset) by group id.
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
+
+    def topic(self, name: str) -> TopicState | None:
+        return self.topics.get(name)
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+
+def live_endpoints(image: MetadataImage, listener: str) -> list[tuple[BrokerImage, Endpoint]]:
+    """The registered brokers reachable on ``listener`` (as Kafka, brokers without it are left out), by id."""
+    out = []
+    for node_id in sorted(image.brokers):
+        b = image.brokers[node_id]
+        e = b.endpoint(listener)
+        if e is not None:
+            out.append((b, e))
+    return out
+
+
+def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str) -> tuple[int, int, list[int]]:
+    """(error code, leader id, offline replicas) of ``p`` as Kafka's metadata cache answers on ``listener``:
+    a leader that is not registered is LEADER_NOT_AVAILABLE, one without that listener LISTENER_NOT_FOUND
+    (both with leader -1); replicas of unregistered brokers are offline."""
+    offline = [r for r in p.replicas if r not in image.brokers]
+    leader = image.brokers.get(p.leader)
+    if leader is None:
+        return ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, offline
+    if leader.endpoint(listener) is None:
+        return ErrorCode.LISTENER_NOT_FOUND, NO_LEADER, offline
+    return ErrorCode.NONE, p.leader, offline
+
+
+class MetadataListener(Protocol):
+    def __call__(self, old: MetadataImage, new: MetadataImage) -> None: ...
+
+
+class MetadataWriter(Protocol):
+    """The writes a metadata store takes; each publishes a new image once committed."""
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def subscribe(self, listener: MetadataListener) -> None: ...
+
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState: ...
+
+    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState: ...
+
+    async def delete_topic(self, name: str) -> TopicState: ...
+
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None: ...
+
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None: ...
+
+    async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None: ...
+
+    async def set_finalized_features(self, levels: Mapping[str, int]) -> None: ...
+
+    async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
+                                      upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None: ...
+
+    async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None: ...
+
+    async def register_broker(self, broker: BrokerImage) -> None: ...

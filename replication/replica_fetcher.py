@@ -1,0 +1,274 @@
+"""Replica fetchers: a follower copies its partitions from their leader with the Fetch API.
+
+One ``ReplicaFetcher`` per leader broker (Kafka's ReplicaFetcherThread, here an asyncio task) fetches
+every partition this broker follows from that leader, as Kafka's fetcher does:
+- each request names the partition's fetch offset (this log's end), the leader epoch the follower
+  knows (the leader fences a stale one), and the epoch of the follower's last batch; a leader whose
+  log diverged answers with the end of that epoch, and the follower truncates to it (KIP-595's
+  truncation on fetch; the next fetch checks again until the logs agree);
+- fetched batches are appended with the leader's offsets and epochs, then the follower takes the
+  leader's high watermark and log start offset;
+- OFFSET_OUT_OF_RANGE: if the leader's log end is below the follower's, the follower truncates to it;
+  if the leader's log start is past the follower's end, the follower starts over there;
+- a partition whose leader answers NOT_LEADER_OR_FOLLOWER, a fenced or unknown epoch, or an unknown
+  partition waits ``replica.fetch.backoff.ms`` for new metadata; a failed connection backs off the
+  whole fetcher.
+``ReplicaFetcherManager`` starts and stops fetchers as partitions change leaders. Event-loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from replication.broker_client import BrokerClient, BrokerConnectionError
+from replication.partition import Partition
+from wire import ErrorCode
+from wire.messages import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from wire.messages.fetch_request import FetchPartition as FetchRequestPartition
+from wire.messages.fetch_request import FetchTopic
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+__all__ = ["FetcherConfig", "ReplicaFetcher", "ReplicaFetcherManager"]
+
+log = logging.getLogger("replication.replica_fetcher")
+
+FETCH_VERSION = 12  # topic names, replica_id, last_fetched_epoch and diverging epochs, flexible
+LIST_OFFSETS_VERSION = 7
+EARLIEST, LATEST = -2, -1
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """The follower's replica.* settings, with Kafka's defaults."""
+
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    partition_max_bytes: int = 1_048_576  # replica.fetch.max.bytes
+    response_max_bytes: int = 10_485_760  # replica.fetch.response.max.bytes
+    backoff_ms: int = 1_000  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+
+
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from broker ``leader_id``."""
+
+    def __init__(self, node_id: int, leader_id: int, client: BrokerClient,
+                 partition_lookup: Callable[[str, int], Partition | None], config: FetcherConfig) -> None:
+        self.node_id = node_id
+        self.leader_id = leader_id
+        self.client = client
+        self._partition = partition_lookup
+        self.config = config
+        self._delayed_until: dict[TopicPartition, float] = {}  # partitions and when they may be fetched again
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    @property
+    def partitions(self) -> set[TopicPartition]:
+        return set(self._delayed_until)
+
+    def add_partitions(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._delayed_until[tp] = 0.0
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.leader_id}")
+
+    def remove_partitions(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._delayed_until.pop(tp, None)
+        self._changed.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+            self._task = None
+        self.client.close()
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def _following(self, tp: TopicPartition) -> Partition | None:
+        p = self._partition(*tp)
+        if p is None or p.leader_id != self.leader_id or p.is_leader:
+            return None
+        return p
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        backoff_s = self.config.backoff_ms / 1000
+        while True:
+            now = loop.time()
+            ready = {tp: p for tp, until in self._delayed_until.items()
+                     if until <= now and (p := self._following(tp)) is not None}
+            if not ready:
+                self._changed.clear()
+                waits = [until - now for until in self._delayed_until.values() if until > now]
+                try:
+                    await asyncio.wait_for(self._changed.wait(), min(waits) if waits else None)
+                except TimeoutError:
+                    pass
+                continue
+            try:
+                await self._fetch_once(ready)
+            except BrokerConnectionError as exc:
+                log.warning("fetch from broker %d failed, retrying in %d ms: %s", self.leader_id,
+                            self.config.backoff_ms, exc)
+                self._delay(list(ready), backoff_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("replica fetcher of broker %d failed; retrying in %d ms", self.leader_id,
+                              self.config.backoff_ms)
+                self._delay(list(ready), backoff_s)
+
+    def _delay(self, partitions: list[TopicPartition], seconds: float) -> None:
+        until = asyncio.get_running_loop().time() + seconds
+        for tp in partitions:
+            if tp in self._delayed_until:
+                self._delayed_until[tp] = until
+
+    def _fetch_request(self, ready: dict[TopicPartition, Partition]) -> FetchRequest:
+        by_topic: dict[str, list[FetchRequestPartition]] = {}
+        for (topic, index), p in ready.items():
+            latest = p.log.latest_epoch
+            by_topic.setdefault(topic, []).append(FetchRequestPartition(
+                partition=index, current_leader_epoch=p.leader_epoch, fetch_offset=p.log.log_end_offset,
+                last_fetched_epoch=latest if latest is not None else -1, log_start_offset=p.log.log_start_offset,
+                partition_max_bytes=self.config.partition_max_bytes))
+        return FetchRequest(replica_id=self.node_id, max_wait_ms=self.config.max_wait_ms,
+                            min_bytes=self.config.min_bytes, max_bytes=self.config.response_max_bytes,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=[FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+
+    async def _fetch_once(self, ready: dict[TopicPartition, Partition]) -> None:
+        response = await self.client.request(self._fetch_request(ready), FETCH_VERSION, FetchResponse)
+        backoff_s = self.config.backoff_ms / 1000
+        if response.error_code != ErrorCode.NONE:
+            log.warning("broker %d refused a replica fetch: %s", self.leader_id, ErrorCode(response.error_code).name)
+            self._delay(list(ready), backoff_s)
+            return
+        for t in response.responses:
+            for data in t.partitions:
+                tp = (t.topic, data.partition_index)
+                p = ready.get(tp)
+                if p is None or self._following(tp) is not p or tp not in self._delayed_until:
+                    continue  # no longer followed from this leader: the answer is stale
+                await self._process(tp, p, data, backoff_s)
+
+    async def _process(self, tp: TopicPartition, p: Partition, data, backoff_s: float) -> None:
+        code = data.error_code
+        if code == ErrorCode.NONE:
+            diverging = data.diverging_epoch
+            if diverging is not None and diverging.epoch >= 0:
+                self._truncate_to_diverging_epoch(tp, p, diverging.epoch, diverging.end_offset)
+                return
+            if data.records is not None and len(data.records):
+                p.append_records_as_follower(data.records, data.high_watermark)
+            else:
+                p.update_follower_high_watermark(data.high_watermark)
+            if data.log_start_offset > p.log.log_start_offset:
+                p.log.maybe_increment_log_start_offset(min(data.log_start_offset, p.log.high_watermark),
+                                                       "leader offset increment")
+            return
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            await self._handle_out_of_range(tp, p)
+            return
+        log.info("%s-%d: leader %d answered %s; waiting %d ms for new metadata", tp[0], tp[1], self.leader_id,
+                 ErrorCode(code).name, self.config.backoff_ms)
+        self._delay([tp], backoff_s)
+
+    def _truncate_to_diverging_epoch(self, tp: TopicPartition, p: Partition, epoch: int, end_offset: int) -> None:
+        """The leader's ``epoch`` ended at ``end_offset``: keep no more of it than the leader has."""
+        own_epoch, own_end = p.log.end_offset_for_epoch(epoch)
+        target = min(end_offset, own_end) if own_epoch == epoch and own_end >= 0 else end_offset
+        target = min(target, p.log.log_end_offset)
+        log.info("%s-%d: log diverged from leader %d (its epoch %d ends at %d); truncating from %d to %d",
+                 tp[0], tp[1], self.leader_id, epoch, end_offset, p.log.log_end_offset, target)
+        p.log.truncate_to(max(target, 0))
+
+    async def _handle_out_of_range(self, tp: TopicPartition, p: Partition) -> None:
+        leader_end = await self._leader_offset(tp, p, LATEST)
+        own_end = p.log.log_end_offset
+        if leader_end is None:
+            self._delay([tp], self.config.backoff_ms / 1000)
+        elif leader_end < own_end:
+            log.warning("%s-%d: truncating from %d to the leader's log end %d (out of range)", tp[0], tp[1],
+                        own_end, leader_end)
+            p.log.truncate_to(leader_end)
+        else:
+            leader_start = await self._leader_offset(tp, p, EARLIEST)
+            if leader_start is not None and leader_start > own_end:
+                log.warning("%s-%d: the leader's log starts at %d, past this log's end %d: starting over there",
+                            tp[0], tp[1], leader_start, own_end)
+                p.log.truncate_fully_and_start_at(leader_start)
+
+    async def _leader_offset(self, tp: TopicPartition, p: Partition, timestamp: int) -> int | None:
+        request = ListOffsetsRequest(replica_id=self.node_id, isolation_level=0, topics=[ListOffsetsTopic(
+            name=tp[0], partitions=[ListOffsetsPartition(partition_index=tp[1], current_leader_epoch=p.leader_epoch,
+                                                         timestamp=timestamp)])])
+        response = await self.client.request(request, LIST_OFFSETS_VERSION, ListOffsetsResponse)
+        answer = response.topics[0].partitions[0]
+        if answer.error_code != ErrorCode.NONE:
+            log.info("%s-%d: leader %d answered ListOffsets with %s", tp[0], tp[1], self.leader_id,
+                     ErrorCode(answer.error_code).name)
+            return None
+        return answer.offset
+
+
+class ReplicaFetcherManager:
+    """Which leader each followed partition is fetched from; one fetcher per leader broker."""
+
+    def __init__(self, node_id: int, partition_lookup: Callable[[str, int], Partition | None],
+                 endpoint_lookup: Callable[[int], tuple[str, int] | None], config: FetcherConfig) -> None:
+        self.node_id = node_id
+        self._partition = partition_lookup
+        self._endpoint = endpoint_lookup
+        self.config = config
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._leader_of: dict[TopicPartition, int] = {}
+
+    def follow(self, topic: str, partition: int, leader_id: int) -> None:
+        """Fetch ``topic-partition`` from ``leader_id`` (moving it from its previous leader's fetcher)."""
+        tp = (topic, partition)
+        previous = self._leader_of.get(tp)
+        if previous == leader_id and leader_id in self.fetchers:
+            self.fetchers[leader_id].add_partitions([tp])  # a new epoch: fetch again at once
+            return
+        self.unfollow(topic, partition)
+        if leader_id < 0:
+            return
+        endpoint = self._endpoint(leader_id)
+        if endpoint is None:
+            log.warning("%s-%d: leader %d has no known endpoint; not fetching", topic, partition, leader_id)
+            return
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is None or (fetcher.client.host, fetcher.client.port) != endpoint:
+            fetcher = ReplicaFetcher(self.node_id, leader_id, BrokerClient(
+                leader_id, endpoint[0], endpoint[1], client_id=f"broker-{self.node_id}-fetcher-{leader_id}",
+                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config)
+            old = self.fetchers.pop(leader_id, None)
+            if old is not None:
+                fetcher.add_partitions(list(old.partitions))
+                asyncio.get_running_loop().create_task(old.close())
+            self.fetchers[leader_id] = fetcher
+        fetcher.add_partitions([tp])
+        self._leader_of[tp] = leader_id
+
+    def unfollow(self, topic: str, partition: int) -> None:
+        tp = (topic, partition)
+        leader_id = self._leader_of.pop(tp, None)
+        if leader_id is not None and leader_id in self.fetchers:
+            self.fetchers[leader_id].remove_partitions([tp])
+
+    async def close(self) -> None:
+        for fetcher in self.fetchers.values():
+            await fetcher.close()
+        self.fetchers.clear()
+        self._leader_of.clear()

@@ -1,0 +1,56 @@
+"""ZooKeeperProcess: a real standalone ZooKeeper that starts, serves kazoo, survives restarts and dies on demand."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+
+import pytest
+from kazoo.client import KazooClient, KazooState
+
+from pykbroker.testing import ZooKeeperProcess, four_letter_word
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+
+
+def test_serves_kazoo_and_keeps_znodes_across_a_restart(tmp_path):
+    with ZooKeeperProcess(tmp_path / "zk") as zk:
+        assert four_letter_word("127.0.0.1", zk.port, "ruok") == "imok"
+        client = KazooClient(hosts=zk.connect, timeout=10)
+        client.start(timeout=10)
+        try:
+            client.create("/brokers/ids", b"", makepath=True)
+            zk.restart(hard=True)  # same port, same data dir
+            client.ensure_path("/x")  # kazoo reconnects by itself
+            assert client.exists("/brokers/ids") is not None
+        finally:
+            client.stop()
+            client.close()
+    assert not zk.alive
+
+
+def test_kill_drops_client_connections(tmp_path):
+    zk = ZooKeeperProcess(tmp_path / "zk").start()
+    client = KazooClient(hosts=zk.connect, timeout=10, connection_retry={"max_tries": -1})
+    client.start(timeout=10)
+    suspended = threading.Event()
+    client.add_listener(lambda state: state == KazooState.SUSPENDED and suspended.set())
+    try:
+        zk.kill()
+        assert not zk.alive
+        assert suspended.wait(10)
+    finally:
+        client.stop()
+        client.close()
+        zk.close()
+
+
+def test_a_start_that_cannot_serve_raises_and_leaves_no_process(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        zk = ZooKeeperProcess(tmp_path / "zk", port=taken.getsockname()[1])
+        with pytest.raises(RuntimeError, match="ZooKeeper"):
+            zk.start(timeout=15)
+    assert zk.proc is None

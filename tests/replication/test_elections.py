@@ -1,0 +1,38 @@
+"""The controller's leader and ISR rules, as Kafka's ZooKeeper-era controller applies them."""
+
+from __future__ import annotations
+
+from replication.elections import (
+    NO_LEADER,
+    LeaderAndIsr,
+    initial_leader_and_isr,
+    offline_partition_election,
+    remove_replica_from_isr,
+)
+
+
+def test_a_new_partition_is_led_by_its_first_live_replica_with_every_live_replica_in_sync():
+    assert initial_leader_and_isr([2, 3, 1], {1, 2, 3}) == LeaderAndIsr(2, 0, (2, 3, 1))
+    assert initial_leader_and_isr([2, 3, 1], {1, 3}) == LeaderAndIsr(3, 0, (3, 1))
+    assert initial_leader_and_isr([2, 3], {1}) is None
+
+
+def test_an_offline_partition_elects_the_first_live_in_sync_replica_of_the_assignment():
+    current = LeaderAndIsr(1, 4, (1, 3, 2))
+    assert offline_partition_election(current, [1, 2, 3], {2, 3}, False) == LeaderAndIsr(2, 5, (3, 2))
+    assert offline_partition_election(LeaderAndIsr(1, 4, (1, 3)), [1, 2, 3], {2, 3}, False) == \
+        LeaderAndIsr(3, 5, (3,))
+
+
+def test_without_a_live_in_sync_replica_only_unclean_election_gives_a_leader():
+    current = LeaderAndIsr(NO_LEADER, 7, (1,))
+    assert offline_partition_election(current, [1, 2, 3], {2, 3}, False) is None
+    assert offline_partition_election(current, [1, 2, 3], {2, 3}, True) == LeaderAndIsr(2, 8, (2,), unclean=True)
+    assert offline_partition_election(current, [1, 2, 3], {1, 3}, False) == LeaderAndIsr(1, 8, (1,))
+
+
+def test_an_offline_replica_leaves_the_isr_but_the_last_member_stays():
+    assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1, 2, 3)), 3) == LeaderAndIsr(1, 3, (1, 2))
+    assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1, 2)), 1) == LeaderAndIsr(NO_LEADER, 3, (2,))
+    assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1,)), 1) == LeaderAndIsr(NO_LEADER, 3, (1,))
+    assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1, 2)), 3) is None

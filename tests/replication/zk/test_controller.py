@@ -1,0 +1,172 @@
+"""The ZooKeeper controller over a real ZooKeeper: partition states of new topics, leader election when a
+broker's session ends (in-sync replicas first, unclean only when the topic allows it), leadership back to
+a returning broker of an offline partition, and topic deletion."""
+
+from __future__ import annotations
+
+import asyncio
+
+from replication.zk.client import ZooKeeperClient
+from replication.zk.controller import ZkController
+from replication.zk.controller_election import ControllerElection
+from replication.zk.znodes import (
+    BrokerIdZNode,
+    ConfigEntityZNode,
+    DeleteTopicsTopicZNode,
+    Endpoint,
+    TopicPartitionStateZNode,
+    TopicZNode,
+)
+from tests.replication.zk.test_client import run
+
+
+async def until(predicate, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await predicate():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.05)
+
+
+class Cluster:
+    """Broker registrations as separate sessions (closing one is a broker dying) and one controller."""
+
+    def __init__(self, connect: str) -> None:
+        self.connect = connect
+        self.sessions: dict[int, ZooKeeperClient] = {}
+
+    async def __aenter__(self) -> Cluster:
+        self.admin = ZooKeeperClient(self.connect, session_timeout_ms=6000)
+        await self.admin.start()
+        for path in ("/brokers/ids", "/brokers/topics", "/admin/delete_topics", "/config/topics"):
+            await self.admin.ensure_path(path)
+        self.controller_zk = ZooKeeperClient(self.connect, session_timeout_ms=6000)
+        await self.controller_zk.start()
+        self.election = ControllerElection(self.controller_zk, 100)
+        self.controller = ZkController(self.controller_zk, self.election, 100)
+        self.election.on_elected = self.controller.on_elected
+        self.election.on_resigned = self.controller.on_resigned
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.controller.close()
+        await self.election.close()
+        for zk in [*self.sessions.values(), self.controller_zk, self.admin]:
+            await zk.close()
+
+    async def start_broker(self, broker_id: int) -> None:
+        zk = ZooKeeperClient(self.connect, session_timeout_ms=6000)
+        await zk.start()
+        await zk.create(BrokerIdZNode.path(broker_id), BrokerIdZNode.encode(
+            broker_id, [Endpoint("PLAINTEXT", "localhost", 9000 + broker_id, "PLAINTEXT")], timestamp_ms=0),
+            ephemeral=True)
+        self.sessions[broker_id] = zk
+
+    async def stop_broker(self, broker_id: int) -> None:
+        await self.sessions.pop(broker_id).close()
+
+    async def create_topic(self, name: str, assignment: dict[int, list[int]], configs: dict | None = None) -> None:
+        await self.admin.create(ConfigEntityZNode.path("topics", name), ConfigEntityZNode.encode(configs or {}))
+        await self.admin.create(TopicZNode.path(name), TopicZNode.encode(assignment, "AAAAAAAAAAAAAAAAAAAAAQ"))
+
+    async def state(self, topic: str, partition: int) -> tuple[int, int, list[int]] | None:
+        found = await self.admin.get(TopicPartitionStateZNode.path(topic, partition))
+        if found is None:
+            return None
+        s = TopicPartitionStateZNode.decode(found[0], found[1].version)
+        return s.leader, s.leader_epoch, s.isr
+
+    def has_state(self, topic: str, partition: int, expected) -> object:
+        async def check() -> bool:
+            return await self.state(topic, partition) == expected
+        return check
+
+
+def test_new_topics_get_leaders_and_a_dead_leader_is_replaced_from_the_isr(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2, 3):
+                await c.start_broker(b)
+            await c.election.start()
+            assert c.election.is_active
+            await c.create_topic("t", {0: [1, 2, 3], 1: [2, 3, 1]})
+            await until(c.has_state("t", 0, (1, 0, [1, 2, 3])))
+            await until(c.has_state("t", 1, (2, 0, [2, 3, 1])))
+            await c.stop_broker(2)
+            await until(c.has_state("t", 1, (3, 1, [3, 1])))  # leader 2 died: the next live ISR replica leads
+            await until(c.has_state("t", 0, (1, 1, [1, 3])))  # a dead follower leaves the ISR
+            await c.start_broker(2)
+            await c.controller.idle()
+            assert await c.state("t", 1) == (3, 1, [3, 1])  # a returning follower rejoins through its leader
+    run(main())
+
+
+def test_an_offline_partition_waits_for_its_isr_and_unclean_election_is_per_topic(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.create_topic("clean", {0: [1, 2]})
+            await c.create_topic("unclean", {0: [1, 2]}, {"unclean.leader.election.enable": "true"})
+            await until(c.has_state("clean", 0, (1, 0, [1, 2])))
+            await until(c.has_state("unclean", 0, (1, 0, [1, 2])))
+            await c.stop_broker(2)
+            await until(c.has_state("clean", 0, (1, 1, [1])))
+            await until(c.has_state("unclean", 0, (1, 1, [1])))
+            await c.stop_broker(1)  # the last in-sync replica dies: no leader, the ISR remembers it
+            await until(c.has_state("clean", 0, (-1, 2, [1])))
+            await until(c.has_state("unclean", 0, (-1, 2, [1])))
+            await c.start_broker(2)  # out of sync: it may lead only where unclean election is allowed
+            await until(c.has_state("unclean", 0, (2, 3, [2])))
+            await c.controller.idle()
+            assert await c.state("clean", 0) == (-1, 2, [1])
+            await c.start_broker(1)
+            await until(c.has_state("clean", 0, (1, 3, [1])))
+    run(main())
+
+
+def test_topic_deletion_removes_its_znodes_and_the_request(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            await c.start_broker(1)
+            await c.election.start()
+            await c.create_topic("gone", {0: [1], 1: [1]})
+            await until(c.has_state("gone", 1, (1, 0, [1])))
+            await c.admin.create(DeleteTopicsTopicZNode.path("gone"))
+
+            async def deleted() -> bool:
+                return all([await c.admin.exists(TopicZNode.path("gone")) is None,
+                            await c.admin.exists(ConfigEntityZNode.path("topics", "gone")) is None,
+                            await c.admin.exists(DeleteTopicsTopicZNode.path("gone")) is None])
+            await until(deleted)
+    run(main())
+
+
+def test_a_new_controller_finishes_what_the_old_one_left(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2):
+                await c.start_broker(b)
+            # A topic created before any controller waits for one.
+            await c.create_topic("early", {0: [2, 1]})
+            await c.election.start()
+            await until(c.has_state("early", 0, (2, 0, [2, 1])))
+            standby_zk = ZooKeeperClient(c.connect, session_timeout_ms=6000)
+            await standby_zk.start()
+            standby_election = ControllerElection(standby_zk, 101)
+            standby = ZkController(standby_zk, standby_election, 101)
+            standby_election.on_elected, standby_election.on_resigned = standby.on_elected, standby.on_resigned
+            try:
+                await standby_election.start()
+                assert not standby_election.is_active
+                await c.controller.close()
+                await c.election.close()  # the controller steps down, then broker 2 dies with no controller
+                await c.stop_broker(2)
+                await until(c.has_state("early", 0, (1, 1, [1])))  # the standby took over and elected broker 1
+                assert standby_election.is_active
+            finally:
+                await standby.close()
+                await standby_election.close()
+                await standby_zk.close()
+    run(main())
