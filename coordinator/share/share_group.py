@@ -17,6 +17,7 @@ the groups themselves and their share-partition state survive through __share_gr
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,18 +35,41 @@ JOIN_GROUP_MEMBER_EPOCH = 0
 Assignment = dict[uuid.UUID, list[int]]
 
 
-def simple_assign(members: list[str], partitions: list[tuple[uuid.UUID, int]]) -> dict[str, Assignment]:
-    """Kafka's SimpleAssignor for a homogeneous group: every partition goes to ceil(members/partitions)
-    members, and every member gets an even share of those slots (none twice)."""
+def simple_assign(members: list[str], partitions: list[tuple[uuid.UUID, int]],
+                  current: dict[str, Assignment] | None = None) -> dict[str, Assignment]:
+    """Kafka's SimpleAssignor for a homogeneous group, sticky: every partition goes to
+    ``ceil(members / partitions)`` members, member ``i`` (in ``members`` order) wants its even share of those
+    slots, and a member keeps what it has (``current``) up to that share; only the rest moves."""
     out: dict[str, Assignment] = {m: {} for m in members}
     if not members or not partitions:
         return out
     sharing = -(-len(members) // len(partitions))
-    slot = 0
-    for _ in range(sharing):
-        for topic_id, index in partitions:
-            out[members[slot % len(members)]].setdefault(topic_id, []).append(index)
-            slot += 1
+    precise = sharing * len(partitions) / len(members)
+    desired = [math.ceil(precise * (i + 1)) - math.ceil(precise * i) for i in range(len(members))]
+    wanted = set(partitions)
+    holders: dict[tuple[uuid.UUID, int], list[str]] = {tp: [] for tp in partitions}
+    owned: dict[str, set[tuple[uuid.UUID, int]]] = {m: set() for m in members}
+    for i, m in enumerate(members):  # keep what is still wanted, up to the member's share and the sharing
+        for topic_id, indexes in sorted((current or {}).get(m, {}).items()):
+            for index in sorted(indexes):
+                tp = (topic_id, index)
+                if tp in wanted and len(owned[m]) < desired[i] and len(holders[tp]) < sharing:
+                    owned[m].add(tp)
+                    holders[tp].append(m)
+    order = sorted(range(len(members)), key=lambda i: len(owned[members[i]]))
+    for tp in partitions:  # fill the partitions' free slots from the least loaded members with room
+        while len(holders[tp]) < sharing:
+            candidates = [i for i in order if len(owned[members[i]]) < desired[i] and tp not in owned[members[i]]]
+            if not candidates:
+                candidates = [i for i in order if tp not in owned[members[i]]]
+                if not candidates:
+                    break
+            i = min(candidates, key=lambda i: (len(owned[members[i]]) - desired[i], i))
+            owned[members[i]].add(tp)
+            holders[tp].append(members[i])
+    for m in members:
+        for topic_id, index in sorted(owned[m], key=lambda tp: (str(tp[0]), tp[1])):
+            out[m].setdefault(topic_id, []).append(index)
     return out
 
 
@@ -174,7 +198,7 @@ class ShareGroupCoordinator:
         target: dict[str, Assignment] = {}
         for topics, members in by_subscription.items():
             wanted = [(t, p) for t, p in partitions if any(self._topics(n) and self._topics(n)[0] == t for n in topics)]
-            target.update(simple_assign(sorted(members), wanted))
+            target.update(simple_assign(members, wanted, group.target))
         group.target = target
         group.assignment_epoch = group.group_epoch
 
