@@ -7,8 +7,10 @@ For 1, 2 and 4 consumers on a 4-partition topic (records of 100 bytes, produced 
 group share.auto.offset.reset=earliest), each broker in turn (the order alternates) is measured with:
 
 - confluent-kafka's ShareConsumer in explicit mode, every record acknowledged on its own (ACCEPT, sent
-  with the next poll): records per second from the first record received to the last;
-- Kafka 4.2's ShareConsumerPerformance (the Java KafkaShareConsumer, implicit acknowledgement): its nMsg.sec.
+  with the next poll): the consumers join and settle first, then the records are produced; records per
+  second from the first record received to the last;
+- Kafka 4.2's ShareConsumerPerformance (the Java KafkaShareConsumer, implicit acknowledgement, records
+  produced beforehand): its nMsg.sec, which includes joining the group (FindCoordinator, heartbeats).
 
 Then the memory a share-partition holds per in-flight (acquired, unacknowledged) record is measured in this
 process with tracemalloc. Results are printed and written as JSON under bench/results/ (git-ignored).
@@ -28,7 +30,7 @@ from confluent_kafka import Producer, ShareConsumer
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, KafkaBroker
 from compat_tests.jvm.kafka_broker import jars_dir as kafka_jars
-from compat_tests.test_share_groups import enable_share_groups, prepared
+from compat_tests.test_share_groups import enable_share_groups, prepared, set_group_configs
 from pykbroker.testing import BrokerProcess
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +38,7 @@ RESULTS_DIR = HERE / "results"
 JAVA = ["java", "-Xmx1g"]
 CONSUMER_COUNTS = (1, 2, 4)
 PARTITIONS = 4
+SETTLE_S = 12
 
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
@@ -53,12 +56,18 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
 
 
 def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> float:
-    """Records per second of ``consumers`` ShareConsumers acknowledging every record on its own."""
+    """Records per second of ``consumers`` ShareConsumers acknowledging every record on its own.
+
+    The consumers join first and poll until the group has settled (a few heartbeat intervals), then the
+    records are produced; the rate is taken from the first record received to the last, so neither the
+    join nor the assignment's settling is counted.
+    """
     topic, group = prepared(bootstrap, PARTITIONS)
-    produce(bootstrap, topic, records, PARTITIONS)
+    set_group_configs(bootstrap, group, share_auto_offset_reset="latest")
     seen: set[tuple[int, int]] = set()
     lock = threading.Lock()
     done = threading.Event()
+    polled = threading.Barrier(consumers + 1)
     first: list[float] = []
     last = [0.0]
 
@@ -67,9 +76,13 @@ def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> flo
                            "share.acknowledgement.mode": "explicit"})
         c.subscribe([topic])
         deadline = time.monotonic() + 600
+        joined = False
         try:
             while not done.is_set() and time.monotonic() < deadline:
                 batch = c.poll(0.5)
+                if not joined:
+                    joined = True
+                    polled.wait()
                 for m in batch:
                     if m.error() is None:
                         c.acknowledge(m)
@@ -90,6 +103,9 @@ def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> flo
     threads = [threading.Thread(target=run) for _ in range(consumers)]
     for t in threads:
         t.start()
+    polled.wait()
+    time.sleep(SETTLE_S)  # every member joined and fetching; assignments settle (heartbeat interval 5 s)
+    produce(bootstrap, topic, records, PARTITIONS)
     for t in threads:
         t.join()
     if len(seen) < records:
