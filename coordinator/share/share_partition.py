@@ -22,8 +22,10 @@ from __future__ import annotations
 import logging
 import uuid
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from coordinator.group.clock import Clock, TimerHandle
 from coordinator.share.record_state import AcknowledgeType, RecordState
@@ -59,6 +61,9 @@ class Acquisition:
     member_id: str
     handle: TimerHandle | None = None
     held: int = 0  # offsets still held; the acquisition is dropped at 0
+
+
+_NOBODY = Acquisition("")
 
 
 @dataclass
@@ -206,27 +211,46 @@ class SharePartition:
     # -- acknowledge -------------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int]) -> None:
         """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing."""
-        if last < first or (len(types) != 1 and len(types) != last - first + 1):
+        n = last - first + 1
+        if n <= 0 or (len(types) != 1 and len(types) != n):
             raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
-        for off in range(first, last + 1):
-            i = off - self.start_offset
-            if i < 0 or i >= len(self._states) or self._states[i] != _ACQUIRED \
-                    or self._acquisitions.get(self._tokens[i], Acquisition("")).member_id != member_id:
-                raise InvalidRecordStateError(f"offset {off} is not acquired by member {member_id}")
-        for off in range(first, last + 1):
-            kind = types[0] if len(types) == 1 else types[off - first]
-            i = off - self.start_offset
-            if kind == AcknowledgeType.RENEW:
-                self._renew(i, member_id)
-                continue
-            if kind == AcknowledgeType.ACCEPT:
-                self._finish(i, _ACKNOWLEDGED)
-            elif kind == AcknowledgeType.RELEASE:
-                self._release(i)
-            else:  # REJECT, GAP
-                self._finish(i, _ARCHIVED)
+        lo = first - self.start_offset
+        hi = lo + n
+        if lo < 0 or hi > len(self._states) or self._states.count(_ACQUIRED, lo, hi) != n:
+            raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired")
+        for token in set(self._tokens[lo:hi]):
+            if self._acquisitions.get(token, _NOBODY).member_id != member_id:
+                raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired by member {member_id}")
+        if len(types) == 1 and types[0] in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.GAP):
+            # the common case, in slices: one state for the whole range
+            self._drop_holds(lo, hi)
+            state = _ACKNOWLEDGED if types[0] == AcknowledgeType.ACCEPT else _ARCHIVED
+            self._states[lo:hi] = bytes((state,)) * n
+        else:
+            for i in range(lo, hi):
+                kind = types[0] if len(types) == 1 else types[i - lo]
+                if kind == AcknowledgeType.RENEW:
+                    self._renew(i, member_id)
+                elif kind == AcknowledgeType.ACCEPT:
+                    self._finish(i, _ACKNOWLEDGED)
+                elif kind == AcknowledgeType.RELEASE:
+                    self._release(i)
+                else:  # REJECT, GAP
+                    self._finish(i, _ARCHIVED)
         self._dirty.mark(first, last)
         self._advance_start()
+
+    def _drop_holds(self, lo: int, hi: int) -> None:
+        """``_drop_hold`` for every index in ``lo..hi-1`` at once."""
+        for token, held in Counter(self._tokens[lo:hi]).items():
+            acquisition = self._acquisitions.get(token)
+            if acquisition is not None:
+                acquisition.held -= held
+                if acquisition.held <= 0:
+                    del self._acquisitions[token]
+                    if acquisition.handle is not None:
+                        acquisition.handle.cancel()
+        self._tokens[lo:hi] = array("q", bytes(8 * (hi - lo)))
 
     def _renew(self, i: int, member_id: str) -> None:
         """Restart the lock of one held offset (RENEW, ShareFetch/ShareAcknowledge v2)."""
@@ -324,11 +348,19 @@ class SharePartition:
 
     def _remember_trimmed(self, n: int) -> None:
         """The first ``n`` (terminal) offsets leave the window: keep their states for the next write."""
-        for i in range(n):
-            self._trimmed.append(StateBatch(self.start_offset + i, self.start_offset + i, self._states[i],
-                                            self._counts[i]))
+        self._trimmed.extend(self._runs(0, n))
         if len(self._trimmed) > 64:
             self._trimmed = combine(self._trimmed)
+
+    def _runs(self, lo: int, hi: int) -> list[StateBatch]:
+        """State batches of window indexes ``lo..hi-1`` (acquired written as available), equal neighbours joined."""
+        out: list[StateBatch] = []
+        offset = self.start_offset + lo
+        for (state, count), run in groupby(zip(self._states[lo:hi], self._counts[lo:hi], strict=True)):
+            length = sum(1 for _ in run)
+            out.append(StateBatch(offset, offset + length - 1, _AVAILABLE if state == _ACQUIRED else state, count))
+            offset += length
+        return out
 
     def reset(self, offset: int) -> None:
         """AlterShareGroupOffsets: forget everything in flight and start at ``offset``."""
@@ -357,12 +389,10 @@ class SharePartition:
         batches: list[StateBatch] = [b for b in self._trimmed if b.last_offset >= start]
         self._trimmed = []
         if dirty.low is not None:
-            lo = max(dirty.low, self.start_offset)
-            hi = min(dirty.high, self.end_offset - 1)
-            for off in range(lo, hi + 1):
-                i = off - self.start_offset
-                state = self._states[i]
-                batches.append(StateBatch(off, off, _AVAILABLE if state == _ACQUIRED else state, self._counts[i]))
+            lo = max(dirty.low, self.start_offset) - self.start_offset
+            hi = min(dirty.high, self.end_offset - 1) - self.start_offset
+            if hi >= lo:
+                batches.extend(self._runs(lo, hi + 1))
         return start, combine(batches)
 
     def acquired_count(self) -> int:
