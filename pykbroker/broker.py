@@ -164,6 +164,7 @@ class Broker:
                 topic_by_name=topic_by_name, topic_name=topic_name,
                 group_configs=lambda group_id: self.metadata.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
+                partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.topics)
         return self._share_groups
 
@@ -176,6 +177,13 @@ class Broker:
     def share_groups_enabled(self) -> bool:
         """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
         return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+
+    def _share_group_state_partition_leader(self, partition: int) -> int | None:
+        """The share coordinator of a __share_group_state partition: that partition's leader."""
+        topic = self.metadata.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return self.node_id  # created on first use, led by this node
+        return topic.partitions[partition].leader
 
     async def _ensure_share_group_state_topic(self) -> None:
         """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
