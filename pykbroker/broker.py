@@ -315,6 +315,8 @@ class Broker:
         topic = await self.metadata.delete_topic(name)
         if self._group_coordinator is not None:  # else no group has state yet
             await self._group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
+        if self._share_groups is not None:  # as Kafka: the share groups' state of the topic goes with it
+            await self._share_groups.on_topic_deleted(topic.topic_id)
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:

@@ -78,6 +78,22 @@ class ShareGroupService:
             self.groups.ensure_group(key[0])
         self._groups_loaded = True
 
+    async def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """A topic was deleted: drop its share-partitions and delete their persisted state."""
+        try:
+            states = await self.coordinator.all_states()
+        except Exception as exc:
+            log.warning("deleting share state of deleted topic %s failed: %s", topic_id, exc)
+            return
+        for key in [k for k in states if k[1] == topic_id]:
+            try:
+                await self.partitions.delete(key)
+            except Exception as exc:
+                log.warning("deleting share state %s failed: %s", key, exc)
+        for session in self.sessions.all():
+            for tp in [tp for tp in session.partitions if tp[0] == topic_id]:
+                session.partitions.pop(tp, None)
+
     def connection_closed(self, connection: object) -> None:
         """Kafka's ShareSessionCache disconnect listener: end the sessions opened on ``connection`` and release
         what their members hold."""

@@ -85,6 +85,9 @@ class ShareSessionCache:
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
 
+    def all(self) -> list[ShareSession]:
+        return list(self._sessions.values())
+
     def sessions_of(self, connection: object) -> list[ShareSession]:
         return [s for s in self._sessions.values() if s.connection is connection]
 

@@ -295,3 +295,17 @@ def test_group_share_enable_turns_share_groups_on_at_start(tmp_path):
         create_topic(c, "t")
         _, r = join(c, "g", "t")
         assert r.error_code == ErrorCode.NONE
+
+
+def test_deleting_a_topic_deletes_its_share_state(broker):
+    from wire.messages import DeleteTopicsRequest
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "doomed")
+        m, _ = join(c, "g-doomed", "doomed")
+        produce(c, "doomed", 2)
+        assert acquired(fetch(c, "g-doomed", m, 0, tid)) == [(0, 1, 1)]
+        c.request(DeleteTopicsRequest(topic_names=["doomed"], timeout_ms=5000), 5)
+        offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id="g-doomed", topics=None)]), 1)
+        assert offsets.groups[0].topics == []
