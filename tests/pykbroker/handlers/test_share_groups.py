@@ -309,3 +309,17 @@ def test_deleting_a_topic_deletes_its_share_state(broker):
         offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
             group_id="g-doomed", topics=None)]), 1)
         assert offsets.groups[0].topics == []
+
+
+def test_a_consumer_group_id_is_not_a_share_group(broker):
+    from wire.messages import OffsetCommitRequest
+    from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        create_topic(c, "taken")
+        c.request(OffsetCommitRequest(group_id="g-taken", generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequestTopic(name="taken", partitions=[
+                OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]), 8)
+        r = c.request(ShareGroupHeartbeatRequest(group_id="g-taken", member_id="m" * 22, member_epoch=0,
+                                                 subscribed_topic_names=["taken"]), 1)
+        assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g-taken is not a share group.")
