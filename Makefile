@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run test test-fast lint gen gen-check bench clean deps
+.PHONY: run cluster test test-fast lint gen gen-check bench clean deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml | $(PY)
 ## run: start a single-node broker on localhost:9092 with data under ./data
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
+
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); Ctrl-C stops them
+cluster: $(STAMP)
+	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
+	bash tools/zookeeper/fetch_jars.sh >/dev/null
+	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)

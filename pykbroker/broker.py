@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
@@ -15,10 +15,12 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from replication.assignment import assign_replicas
+from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
-from replication.replica_manager import AppendResult, ReplicaManager
+from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.connection import Connection
+    from replication.metadata_image import MetadataWriter
+    from replication.zk.client import ZooKeeperClient
 
 # The coordinators' topics, named here so that looking for them at start does not import the
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
@@ -47,9 +51,15 @@ class Broker:
         self.config = config
         self.registry = registry
         self.node_id = config.node_id
-        self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
-        self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
-        self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        self.zk: ZooKeeperClient | None = None
+        self.metadata: MetadataWriter
+        self.producer_ids: Any
+        if self.cluster_mode:
+            self._init_cluster_mode()
+        else:
+            self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
+            self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
+            self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
@@ -71,7 +81,10 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+                                              isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
+                                               timeout_ms=config["request.timeout.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
@@ -97,6 +110,7 @@ class Broker:
         # Set by the server once sockets are bound (port 0 becomes the real port).
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
+        self._background: set[asyncio.Task] = set()
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -137,7 +151,8 @@ class Broker:
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
                 coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
-                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0))
+                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
+                data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
 
     @property
@@ -226,9 +241,43 @@ class Broker:
         return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
 
     # -- lifecycle -----------------------------------------------------------------------------------
+    def _init_cluster_mode(self) -> None:
+        """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
+        from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
+        from replication.zk.client import ZooKeeperClient
+        from replication.zk.controller import ZkController
+        from replication.zk.controller_election import ControllerElection
+        from replication.zk.producer_id_block import ZkProducerIdManager
+
+        self.cluster_id = ""  # read from /cluster/id at start
+        self.zk = ZooKeeperClient.from_config(self.config)
+        self.election = ControllerElection(self.zk, self.node_id)
+        self.controller = ZkController(self.zk, self.election, self.node_id,
+                                       unclean_leader_election_default=lambda: bool(
+                                           self.dynamic_config.current["unclean.leader.election.enable"]))
+        self.election.on_elected = self.controller.on_elected
+        self.election.on_resigned = self.controller.on_resigned
+        self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
+                                               controller_epoch=lambda: max(self.election.epoch, 0))
+        self.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+
+    async def _start_cluster_mode(self) -> None:
+        """Connect to ZooKeeper, load the cluster's metadata and check this node's log dirs belong to it."""
+        assert self.zk is not None
+        await self.zk.start()
+        await self.metadata.start()  # type: ignore[attr-defined]
+        self.cluster_id = self.metadata.image.cluster_id
+        await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
+        await self.producer_ids.start()
+        self._apply_broker_configs(self.metadata.image)
+        log.info("broker %d joined cluster %s through ZooKeeper at %s", self.node_id, self.cluster_id,
+                 self.config["zookeeper.connect"])
+
     async def start(self) -> None:
         """Load (and recover) every log off the event loop, then host every partition assigned here;
         from then on every published metadata image is applied as it comes."""
+        if self.cluster_mode:
+            await self._start_cluster_mode()
         if self.elr_enabled:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
@@ -253,7 +302,13 @@ class Broker:
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
         await self.replica_fetchers.close()
+        self.broker_clients.close()
         await self.replica_manager.close()
+        if self.zk is not None:
+            # Leaving ZooKeeper ends this broker's registration, so the controller moves its leaderships.
+            await self.controller.close()
+            await self.election.close()
+            await self.zk.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
@@ -271,14 +326,21 @@ class Broker:
             if old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] == p \
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
+            hosted = rm.get_partition(topic.name, p.partition)
+            was_leader = hosted is not None and hosted.is_leader
+            old_epoch = hosted.leader_epoch if hosted is not None else -1
             if p.leader == self.node_id:
                 self.replica_fetchers.unfollow(topic.name, p.partition)
                 rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
                                  list(p.isr), log_config, p.partition_epoch)
+                if not was_leader or old_epoch != p.leader_epoch:
+                    self._coordinator_elected(topic.name, p.partition)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -294,9 +356,51 @@ class Broker:
                 continue
             if before is not None and before.configs != topic.configs:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
+                if self.zk is not None:
+                    self.controller.topic_configs_changed(name)
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
+
+    def _coordinator_elected(self, topic: str, partition: int) -> None:
+        """Leading a coordinator partition: its coordinator loads it (a coordinator not built yet loads on use)."""
+        if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
+            self._group_coordinator.on_election(partition)
+        elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
+            self._transaction_coordinator.on_election(partition)
+
+    def _coordinator_resigned(self, topic: str, partition: int) -> None:
+        if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
+            self._spawn(self._group_coordinator.on_resignation(partition))
+        elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
+            self._transaction_coordinator.on_resignation(partition)
+
+    def _partition_leader(self, topic: str, partition: int) -> int | None:
+        """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""
+        p = self.metadata.image.partition(topic, partition)
+        return p.leader if p is not None else None
+
+    async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """WriteTxnMarkers to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
+        from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+        from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
+
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            coordinator_epoch=coordinator_epoch,
+            topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+        response = await self.broker_clients.get(leader).request(request, 1, WriteTxnMarkersResponse)
+        return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
+                for p in t.partitions}
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _drop_topic(self, name: str) -> None:
         for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
@@ -345,6 +449,8 @@ class Broker:
                                    protocols.get(lst.name, lst.name))
                           for lst in self.config.advertised_listeners)
         await self.metadata.register_broker(BrokerImage(self.node_id, endpoints, self.config.rack))
+        if self.zk is not None:
+            await self.election.start()  # after registering, as Kafka's controller startup
 
     # -- dynamic broker configs --------------------------------------------------------------------------
     @property
@@ -388,8 +494,16 @@ class Broker:
         existing = self.metadata.topics.get(name)
         if existing is not None:
             return existing
-        partitions = self.config.num_partitions
-        return await self.create_topic(name, [[self.node_id] for _ in range(partitions)], {})
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.info("not creating topic %s: default.replication.factor %d exceeds the %d registered brokers",
+                     name, replication, len(live))
+            return None
+        try:
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+        except KeyError:  # created meanwhile (by another request, or another broker)
+            return self.metadata.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
@@ -399,12 +513,34 @@ class Broker:
             return self.node_id  # created on first use, led by this node
         return topic.partitions[partition].leader
 
+    @property
+    def cluster_mode(self) -> bool:
+        return self.config["zookeeper.connect"] is not None
+
+    def _internal_topic_assignment(self, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
+        """Replicas of a coordinator topic: a single node holds one replica of each partition; a cluster
+        places ``replication_factor`` of them, and refuses (COORDINATOR_NOT_AVAILABLE) until enough brokers
+        are registered, as Kafka does."""
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        if not self.cluster_mode:
+            return [[self.node_id] for _ in range(partitions)]
+        if len(live) < replication_factor:
+            # Imported here: a broker starts without importing the coordinators.
+            from coordinator.group.errors import ApiError
+
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                           f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
+                           f"'{replication_factor}' for the {name} topic")
+        return assign_replicas(partitions, replication_factor, live)
+
     async def _ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets (compacted) on first use; one replica per partition on a single node."""
+        """Create __consumer_offsets (compacted) on first use."""
         if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
             return
-        partitions = self.config["offsets.topic.num.partitions"]
-        await self.create_topic(GROUP_METADATA_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
+                                                     self.config["offsets.topic.num.partitions"],
+                                                     self.config["offsets.topic.replication.factor"])
+        await self.create_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "producer",
             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
@@ -421,13 +557,16 @@ class Broker:
         return max(p.leader_epoch, 0) if p is not None else 0
 
     async def _ensure_transaction_state_topic(self) -> None:
-        """Create __transaction_state (compacted) on first use; one replica per partition on a single node."""
+        """Create __transaction_state (compacted) on first use."""
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             return
-        partitions = self.config["transaction.state.log.num.partitions"]
-        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(TRANSACTION_STATE_TOPIC_NAME,
+                                                     self.config["transaction.state.log.num.partitions"],
+                                                     self.config["transaction.state.log.replication.factor"])
+        min_isr = min(self.config["transaction.state.log.min.isr"], len(assignment[0])) if self.cluster_mode else 1
+        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
-            "min.insync.replicas": "1",
+            "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
 
     def now_ms(self) -> int:

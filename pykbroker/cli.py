@@ -1,6 +1,7 @@
 """Command line: ``pykbroker [server.properties] [--override key=value ...]``, as kafka-server-start.sh.
 
 ``pykbroker spark-load ...`` is the offline load of topics to Parquet with Spark (``pykbroker.spark``).
+``pykbroker local-cluster ...`` runs ZooKeeper and N brokers on this machine (``make cluster``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         from pykbroker.spark import main as spark_load
 
         return spark_load(argv[1:])
+    if argv[:1] == ["local-cluster"]:
+        from pykbroker.local_cluster import main as local_cluster
+
+        return local_cluster(argv[1:])
     args = build_parser().parse_args(argv)
     if args.help_config:
         print(Config.help_text())

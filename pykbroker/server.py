@@ -97,6 +97,7 @@ class Server:
             srv.close()
         broker = self.broker
         if broker is not None:
+            broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             while any(c.busy for c in broker.connections) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)

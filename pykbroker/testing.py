@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["BrokerProcess", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
+__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
            "zookeeper_jars"]
 
 
@@ -448,6 +448,91 @@ class ZooKeeperProcess:
             self._tmp = None
 
     def __enter__(self) -> ZooKeeperProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ClusterProcesses:
+    """A real cluster for tests: one ZooKeeper and ``size`` pykbroker processes (node ids 1..size) on free
+    ports under ``root``, each broker restartable and killable on its own.
+
+        with ClusterProcesses(tmp_path, size=3) as cluster:
+            producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    """
+
+    def __init__(self, root: str | Path | None = None, size: int = 3, overrides: dict[str, str] | None = None,
+                 *, zookeeper_session_timeout_ms: int = 6000) -> None:
+        self._tmp = None
+        if root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-cluster-")
+            root = self._tmp.name
+        self.root = Path(root)
+        self.size = size
+        self.overrides = dict(overrides or {})
+        self.zookeeper_session_timeout_ms = zookeeper_session_timeout_ms
+        self.zookeeper = ZooKeeperProcess(self.root / "zookeeper")
+        self.brokers: dict[int, BrokerProcess] = {}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def broker(self, node_id: int) -> BrokerProcess:
+        return self.brokers[node_id]
+
+    def add_broker(self, node_id: int, overrides: dict[str, str] | None = None) -> BrokerProcess:
+        """Start broker ``node_id`` in this cluster (a new member, or the given id's first start)."""
+        broker = BrokerProcess(self.root / f"broker-{node_id}", {
+            "node.id": str(node_id), "zookeeper.connect": self.zookeeper.connect,
+            "zookeeper.session.timeout.ms": str(self.zookeeper_session_timeout_ms),
+            **self.overrides, **(overrides or {})}, log_path=self.root / f"broker-{node_id}.log")
+        self.brokers[node_id] = broker
+        broker.start()
+        return broker
+
+    def start(self) -> ClusterProcesses:
+        self.zookeeper.start()
+        try:
+            for node_id in range(1, self.size + 1):
+                self.add_broker(node_id)
+            self.wait_for_brokers(self.size)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def wait_for_brokers(self, count: int, timeout: float = 30.0) -> None:
+        """Until every live broker's Metadata lists ``count`` brokers."""
+        from wire.messages import MetadataRequest
+
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = []
+            for b in self.brokers.values():
+                if not b.alive:
+                    continue
+                try:
+                    with RawClient(b.bootstrap) as c:
+                        seen.append(len(c.request(MetadataRequest(topics=[]), 9).brokers))
+                except OSError:
+                    seen.append(-1)
+            if seen and all(n == count for n in seen):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"brokers see {seen} registered brokers, not {count}; logs under {self.root}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        for b in self.brokers.values():
+            b.close()
+        self.zookeeper.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> ClusterProcesses:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from wire import (
@@ -22,7 +23,7 @@ from wire import (
     response_header_version,
 )
 
-__all__ = ["BrokerClient", "BrokerConnectionError"]
+__all__ = ["BrokerClient", "BrokerClientPool", "BrokerConnectionError"]
 
 _SIZE = struct.Struct(">i")
 # The largest answer accepted from another broker: a fetch response is bounded by replica.fetch.response.max.bytes
@@ -46,6 +47,7 @@ class BrokerClient:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
+        self._lock = asyncio.Lock()  # one request in flight: callers take turns
 
     @property
     def connected(self) -> bool:
@@ -61,6 +63,10 @@ class BrokerClient:
 
     async def request(self, request: Any, version: int, response_class: Any) -> Any:
         """Send ``request`` at ``version`` and return the decoded ``response_class`` answer."""
+        async with self._lock:
+            return await self._request(request, version, response_class)
+
+    async def _request(self, request: Any, version: int, response_class: Any) -> Any:
         if not self.connected:
             await self._connect()
         assert self._reader is not None and self._writer is not None
@@ -93,3 +99,33 @@ class BrokerClient:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+
+
+class BrokerClientPool:
+    """One connection per other broker, opened on first use (and again after a failure)."""
+
+    def __init__(self, node_id: int, endpoint_lookup: Callable[[int], tuple[str, int] | None], *,
+                 timeout_ms: int = 30_000) -> None:
+        self.node_id = node_id
+        self._endpoint = endpoint_lookup
+        self.timeout_ms = timeout_ms
+        self._clients: dict[int, BrokerClient] = {}
+
+    def get(self, node_id: int) -> BrokerClient:
+        """The connection to ``node_id``; BrokerConnectionError when its endpoint is not known."""
+        endpoint = self._endpoint(node_id)
+        if endpoint is None:
+            raise BrokerConnectionError(f"broker {node_id} is not registered")
+        client = self._clients.get(node_id)
+        if client is None or (client.host, client.port) != endpoint:
+            if client is not None:
+                client.close()
+            client = self._clients[node_id] = BrokerClient(node_id, endpoint[0], endpoint[1],
+                                                           client_id=f"broker-{self.node_id}",
+                                                           timeout_ms=self.timeout_ms)
+        return client
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()

@@ -66,6 +66,7 @@ class ReplicaFetcher:
         self._delayed_until: dict[TopicPartition, float] = {}  # partitions and when they may be fetched again
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._failures = 0  # consecutive failed fetches: only the first is a warning
 
     @property
     def partitions(self) -> set[TopicPartition]:
@@ -117,9 +118,14 @@ class ReplicaFetcher:
                 continue
             try:
                 await self._fetch_once(ready)
+                if self._failures:
+                    log.info("fetching from broker %d again after %d failed attempts", self.leader_id, self._failures)
+                    self._failures = 0
             except BrokerConnectionError as exc:
-                log.warning("fetch from broker %d failed, retrying in %d ms: %s", self.leader_id,
-                            self.config.backoff_ms, exc)
+                self._failures += 1
+                log.log(logging.WARNING if self._failures == 1 else logging.DEBUG,
+                        "fetch from broker %d failed, retrying every %d ms: %s", self.leader_id,
+                        self.config.backoff_ms, exc)
                 self._delay(list(ready), backoff_s)
             except asyncio.CancelledError:
                 raise

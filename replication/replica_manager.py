@@ -18,9 +18,10 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from replication.metadata_image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
 from replication.watchers import PartitionWatchers
 from storage import AppendOrigin
@@ -28,7 +29,8 @@ from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
 
-__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "ReplicaManager"]
+__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "MetadataIsrUpdater",
+           "ReplicaManager"]
 
 TopicPartition = tuple[str, int]
 
@@ -112,6 +114,23 @@ class LocalIsrUpdater:
         return partition_epoch + 1
 
 
+class MetadataIsrUpdater:
+    """ISR changes committed to the cluster's metadata: the partition's state with the new ISR, written only
+    if the partition is still at the leader and partition epochs the leader knows (else refused)."""
+
+    def __init__(self, store: MetadataWriter) -> None:
+        self.store = store
+
+    async def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                        isr: list[int]) -> int | None:
+        current = self.store.image.partition(topic, partition)
+        if current is None or current.leader_epoch != leader_epoch or current.partition_epoch != partition_epoch:
+            return None
+        committed = await self.store.alter_partition(topic, partition, replace(
+            current, isr=tuple(isr), partition_epoch=partition_epoch + 1))
+        return committed.partition_epoch if committed is not None else None
+
+
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
@@ -129,6 +148,7 @@ class ReplicaManager:
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
+        self._closing = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -304,7 +324,7 @@ class ReplicaManager:
         while True:
             result = self.read_partitions(wanted, max_bytes, read_committed, replica_id)
             total = sum(r.size for r in result)
-            if total >= min_bytes or any(r.error_code for r in result) or not wanted:
+            if total >= min_bytes or any(r.error_code for r in result) or not wanted or self._closing:
                 return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -370,6 +390,11 @@ class ReplicaManager:
 
         if self._isr_expiration is None:
             self._isr_expiration = asyncio.get_running_loop().create_task(run())
+
+    def begin_shutdown(self) -> None:
+        """Answer every waiting fetch now and every new one at once: the broker is stopping."""
+        self._closing = True
+        self.watchers.notify_all()
 
     async def close(self) -> None:
         tasks = [t for t in (self._isr_expiration, *self._isr_tasks) if t is not None]

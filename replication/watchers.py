@@ -42,6 +42,11 @@ class PartitionWatchers:
                 if not fut.done():
                     fut.set_result(None)
 
+    def notify_all(self) -> None:
+        """Wake everything waiting on any key."""
+        for key in list(self._waiters):
+            self.notify(key)
+
     def waiting(self, key: Hashable) -> int:
         return len(self._waiters.get(key, ()))
 

@@ -41,9 +41,14 @@ class KafkaBroker:
     """One Apache Kafka process; ``start()`` returns seconds from launch to the first ApiVersions answer."""
 
     def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
-                 overrides: dict[str, str] | None = None, quick_start: bool = True) -> None:
-        """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench."""
+                 overrides: dict[str, str] | None = None, quick_start: bool = True, *, node_id: int = 1,
+                 controller_port: int | None = None, voters: str | None = None) -> None:
+        """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench.
+        ``voters`` (``id@host:port,...``) makes this node one of a cluster's (see ``KafkaCluster``)."""
         self.jars = jars
+        self.node_id = node_id
+        self.controller_port = controller_port or free_port()
+        self.voters = voters
         self.quick_start = quick_start
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="kafka-judge-")
         self.root = Path(root or self._tmp)
@@ -62,18 +67,21 @@ class KafkaBroker:
         return ["java", self.heap, *quick, "-cp", f"{self.jars}/*"]
 
     def _write_config(self) -> Path:
-        controller_port = free_port()
+        controller_port = self.controller_port
+        single_node = {
+            # A single node cannot meet the defaults' replication factor of 3 for internal topics.
+            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+        } if self.voters is None else {}
         props = {
-            "process.roles": "broker,controller", "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "process.roles": "broker,controller", "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters or f"{self.node_id}@127.0.0.1:{controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.root / "logs"),
-            # A single node cannot meet the defaults' replication factor of 3 for internal topics.
-            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+            **single_node,
             **self.overrides,
         }
         path = self.root / "server.properties"
@@ -118,6 +126,13 @@ class KafkaBroker:
                 self.proc.wait()
         self.proc = None
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
     def close(self) -> None:
         self.stop()
         if self._tmp is not None:
@@ -125,6 +140,50 @@ class KafkaBroker:
             self._tmp = None
 
     def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KafkaCluster:
+    """Apache Kafka 4.1 as a cluster of ``size`` combined broker+controller nodes (a three-voter KRaft quorum),
+    Kafka's defaults otherwise: the judge of cluster behaviour and the cluster bench's reference."""
+
+    def __init__(self, jars: Path, root: Path, size: int = 3, heap: str = "-Xmx512m",
+                 overrides: dict[str, str] | None = None, quick_start: bool = True) -> None:
+        ports = [free_port() for _ in range(size)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
+        self.nodes = [KafkaBroker(jars, root / f"kafka-{i + 1}", heap, overrides, quick_start, node_id=i + 1,
+                                  controller_port=ports[i], voters=voters) for i in range(size)]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def node(self, node_id: int) -> KafkaBroker:
+        return self.nodes[node_id - 1]
+
+    def start(self, timeout: float = 180.0) -> float:
+        """Start every node (they wait for each other's quorum); seconds until all answer ApiVersions."""
+        import concurrent.futures
+
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
+            for f in [pool.submit(n.start, timeout) for n in self.nodes]:
+                f.result()
+        return time.perf_counter() - started
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()
+
+    def close(self) -> None:
+        for n in self.nodes:
+            n.close()
+
+    def __enter__(self) -> KafkaCluster:
         self.start()
         return self
 

@@ -4,7 +4,7 @@ Appends are one v2 record batch per operation (no compression, create-time times
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
 the append is acknowledged: committed to the whole ISR, or a CoordinatorLogError (REQUEST_TIMED_OUT
 after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``read_all`` reads the
-partition from its log start offset to its high watermark and yields every record; records of
+partition from its log start offset to its log end and yields every record; records of
 transactional batches carry their producer id, and transaction markers are yielded as
 ``(offset, None, None, producer_id, commit)`` (see ``coordinator.group.log``).
 """
@@ -18,7 +18,7 @@ from typing import Any
 from coordinator.group.clock import Clock
 from coordinator.group.errors import CoordinatorLogError
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
-from replication.replica_manager import FetchPartition
+from replication.partition import PartitionError
 from storage import AppendOrigin
 from wire import (
     CONTROL_FLAG_MASK,
@@ -93,11 +93,14 @@ class ReplicaCoordinatorLog:
                                       f"{self.topic}-{self.partition} is not hosted here")
         offset = partition.log.log_start_offset
         while True:
-            fetched = self._rm.read_partitions(
-                [FetchPartition(self.topic, self.partition, offset, READ_CHUNK_BYTES)], READ_CHUNK_BYTES, False)[0]
-            if fetched.error_code != ErrorCode.NONE:
-                raise CoordinatorLogError(fetched.error_code, f"reading {self.topic}-{self.partition} at {offset}")
-            data = _as_bytes(fetched.read.records)
+            # Up to the log end, as Kafka's coordinator loader: a new leader's high watermark may still trail
+            # records its predecessor committed, and they must not be missed.
+            try:
+                read = partition.read(offset, READ_CHUNK_BYTES, read_committed=False, min_one_message=True,
+                                      from_follower=True)
+            except PartitionError as exc:
+                raise CoordinatorLogError(exc.code, f"reading {self.topic}-{self.partition} at {offset}") from exc
+            data = _as_bytes(read.records)
             if not data:
                 return
             progressed = False
@@ -123,5 +126,5 @@ class ReplicaCoordinatorLog:
                             else:
                                 yield record_offset, r.key, r.value
                 offset = last + 1
-            if not progressed or offset >= fetched.read.high_watermark:
+            if not progressed or offset >= partition.log.log_end_offset:
                 return

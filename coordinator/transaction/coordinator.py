@@ -36,7 +36,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
 from coordinator.transaction.metadata import (
@@ -104,6 +104,14 @@ class _Partition:
         self.transactions: dict[str, TransactionMetadata] = {}
 
 
+class RemoteMarkers(Protocol):
+    """Sends one transaction's markers to the broker leading ``partitions`` (WriteTxnMarkers); error codes
+    by partition."""
+
+    def __call__(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                 partitions: list[TopicPartition]) -> Awaitable[dict[TopicPartition, int]]: ...
+
+
 class TransactionCoordinator:
     """What the transaction request handlers call. Event-loop only."""
 
@@ -113,8 +121,12 @@ class TransactionCoordinator:
                  partition_leader: Callable[[int], int | None],
                  coordinator_epoch: Callable[[int], int],
                  now_ms: Callable[[], int],
-                 transaction_version: Callable[[], int] = lambda: SERVER_TRANSACTION_VERSION) -> None:
-        """``transaction_version``: the finalized transaction.version, which aborts the broker starts follow."""
+                 transaction_version: Callable[[], int] = lambda: SERVER_TRANSACTION_VERSION,
+                 data_partition_leader: Callable[[str, int], int | None] = lambda _t, _p: None,
+                 remote_markers: RemoteMarkers | None = None) -> None:
+        """``transaction_version``: the finalized transaction.version, which aborts the broker starts follow.
+        ``data_partition_leader(topic, partition)``: who leads a partition of the transaction (None: this
+        broker or unknown); markers for partitions led elsewhere go through ``remote_markers``."""
         self.config = config
         self.node_id = node_id
         self._log_factory = log_factory
@@ -126,6 +138,8 @@ class TransactionCoordinator:
         self._coordinator_epoch = coordinator_epoch
         self._now_ms = now_ms
         self._transaction_version = transaction_version
+        self._data_partition_leader = data_partition_leader
+        self._remote_markers = remote_markers
         self._partitions: dict[int, _Partition] = {}
         self._logs: dict[int, Any] = {}
         self._started = False
@@ -158,6 +172,23 @@ class TransactionCoordinator:
         if self._background is None:
             self._background = asyncio.get_running_loop().create_task(self._run_background(),
                                                                       name="transaction-expiration")
+
+    def on_election(self, index: int) -> None:
+        """This broker leads __transaction_state-``index`` (now, or in a new leader epoch): load its
+        transactions, or, still loaded, take the new leader epoch as the coordinator epoch of its markers."""
+        if not self._started:
+            return
+        loaded = self._partitions.get(index)
+        if loaded is None:
+            self._load(index)
+        else:
+            loaded.coordinator_epoch = self._coordinator_epoch(index)
+
+    def on_resignation(self, index: int) -> None:
+        """Another broker leads __transaction_state-``index`` now: forget its transactions (NOT_COORDINATOR)."""
+        if self._partitions.pop(index, None) is not None:
+            log.info("%s-%d unloaded: another broker is its coordinator now", TRANSACTION_STATE_TOPIC_NAME, index)
+        self._logs.pop(index, None)
 
     def _load(self, index: int) -> None:
         partition = _Partition(index, self._coordinator_epoch(index))
@@ -560,7 +591,15 @@ class TransactionCoordinator:
         """Write the marker to each partition; the ones that must be retried."""
         failed: set[TopicPartition] = set()
         data: dict[TopicPartition, bytes] = {}
+        remote: dict[int, list[TopicPartition]] = {}
         for tp in sorted(partitions):
+            leader = self._data_partition_leader(*tp)
+            if leader is not None and leader < 0:
+                failed.add(tp)  # no leader right now: retried in the background
+                continue
+            if leader is not None and leader != self.node_id and self._remote_markers is not None:
+                remote.setdefault(leader, []).append(tp)
+                continue
             if tp[0] == GROUP_METADATA_TOPIC_NAME:
                 try:
                     await self._groups.complete_transaction(tp[1], producer_id, epoch, coordinator_epoch, commit)
@@ -573,6 +612,23 @@ class TransactionCoordinator:
                                            producer_id=producer_id, producer_epoch=epoch, timestamp=self._now_ms(),
                                            partition_leader_epoch=-1, coordinator_epoch=coordinator_epoch)
         failed |= await self.write_markers(data)
+        for leader, tps in remote.items():
+            assert self._remote_markers is not None
+            try:
+                codes = await self._remote_markers(leader, producer_id, epoch, coordinator_epoch, commit, tps)
+            except Exception as exc:  # noqa: BLE001 - the leader is unreachable: retried in the background
+                log.warning("transaction markers for transactional.id=%s to broker %d failed: %s", transactional_id,
+                            leader, exc)
+                failed.update(tps)
+                continue
+            for tp in tps:
+                code = codes.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    log.info("transaction marker for deleted partition %s-%d dropped", tp[0], tp[1])
+                elif code != ErrorCode.NONE:
+                    log.warning("transaction marker on %s-%d (broker %d) failed: %s", tp[0], tp[1], leader,
+                                ErrorCode(code).name)
+                    failed.add(tp)
         return failed
 
     async def write_markers(self, markers: dict[TopicPartition, bytes]) -> set[TopicPartition]:

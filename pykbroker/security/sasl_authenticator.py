@@ -126,7 +126,7 @@ class SaslServerAuthenticator:
     def __init__(self, security: ListenerSecurity, scram_credentials: Callable[[str, str], tuple | None],
                  clock_ms: Callable[[], int], peer: str) -> None:
         self.security = security
-        self._scram_credentials = scram_credentials  # (user, mechanism) -> (iterations, salt, salted password)
+        self._scram_credentials = scram_credentials  # (user, mechanism) -> ScramCredential
         self._clock_ms = clock_ms
         self.peer = peer
         self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST

@@ -12,6 +12,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Callable
+from typing import NamedTuple
 
 from pykbroker.security.errors import SaslAuthenticationError, SaslCredentialError, SaslProtocolError
 
@@ -32,8 +33,29 @@ _CLIENT_FIRST = re.compile(
     rf"(?P<extensions>{_EXTENSIONS})")
 _CLIENT_FINAL = re.compile(rf"c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS},p=(?P<proof>{_BASE64})")
 
-# user -> (iterations, salt, salted password) for this mechanism, or None
-CredentialLookup = Callable[[str], "tuple[int, bytes, bytes] | None"]
+
+
+class ScramCredential(NamedTuple):
+    """A SCRAM credential in the form a server keeps (RFC 5802; Kafka's ``ScramCredential``, which is what
+    ZooKeeper's ``/config/users/<user>`` holds): the password itself cannot be recovered from it."""
+
+    iterations: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+
+
+def credential_from_salted_password(mechanism: str, iterations: int, salt: bytes,
+                                    salted_password: bytes) -> ScramCredential:
+    """The stored form of what AlterUserScramCredentials sends (``mechanism``: ``SCRAM-SHA-256``/``-512``)."""
+    digest = SCRAM_MECHANISMS[mechanism][1]
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    return ScramCredential(iterations, salt, hashlib.new(digest, client_key).digest(),
+                           hmac.new(salted_password, b"Server Key", digest).digest())
+
+
+# user -> its credential for this mechanism, or None
+CredentialLookup = Callable[[str], "ScramCredential | None"]
 
 
 def _username(sasl_name: str) -> str:
@@ -67,7 +89,7 @@ class ScramServer:
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
-        self._salted_password = b""
+        self._stored_key = self._server_key = b""
 
     def _hmac(self, key: bytes, data: bytes) -> bytes:
         return hmac.new(key, data, self._hash).digest()
@@ -82,7 +104,7 @@ class ScramServer:
             raise SaslProtocolError(f"Unexpected challenge in Sasl server state {self._state}")
         except (SaslAuthenticationError, SaslCredentialError, SaslProtocolError):
             self._state = "failed"
-            self._salted_password = b""
+            self._stored_key = self._server_key = b""
             raise
 
     def _client_first(self, token: bytes) -> bytes:
@@ -101,7 +123,7 @@ class ScramServer:
         if authzid and authzid != username:
             raise SaslAuthenticationError(
                 "Authentication failed: Client requested an authorization id that is different from username")
-        iterations, salt, self._salted_password = credential
+        iterations, salt, self._stored_key, self._server_key = credential
         if iterations < MIN_ITERATIONS:
             raise SaslCredentialError(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS}")
         self.authorization_id = username
@@ -123,8 +145,7 @@ class ScramServer:
             raise SaslCredentialError("Invalid client nonce in the final client message.")
         channel = base64.b64encode(base64.b64decode(m.group("channel"))).decode()
         auth_message = f"{self._client_first_bare},{self._server_first},c={channel},r={self._nonce}".encode()
-        client_key = self._hmac(self._salted_password, b"Client Key")
-        stored_key = hashlib.new(self._hash, client_key).digest()
+        stored_key = self._stored_key
         proof = base64.b64decode(m.group("proof"))
         if len(proof) != len(stored_key):  # Kafka's xor throws: the connection closes without an answer
             raise SaslProtocolError("client proof of the wrong length")
@@ -132,17 +153,21 @@ class ScramServer:
         computed = hashlib.new(self._hash, bytes(a ^ b for a, b in zip(proof, signature, strict=True))).digest()
         if not hmac.compare_digest(computed, stored_key):
             raise SaslCredentialError("Invalid client credentials")
-        server_key = self._hmac(self._salted_password, b"Server Key")
-        self._salted_password = b""
+        server_key = self._server_key
+        self._stored_key = self._server_key = b""
         self._state = "complete"
         self.complete = True
         return b"v=" + base64.b64encode(self._hmac(server_key, auth_message))
 
 
-def stored_credentials(metadata, user: str, mechanism: str) -> tuple[int, bytes, bytes] | None:
-    """(iterations, salt, salted password) AlterUserScramCredentials stored for ``user`` and ``mechanism``."""
+def stored_credentials(metadata, user: str, mechanism: str) -> ScramCredential | None:
+    """The credential AlterUserScramCredentials stored for ``user`` and ``mechanism``: a ``ScramCredential``
+    as the ZooKeeper store keeps it, or the embedded store's (iterations, salt hex, salted password hex)."""
     stored = getattr(metadata, "scram_credentials", {}).get(user, {}).get(SCRAM_MECHANISMS[mechanism][0])
     if stored is None:
         return None
+    if isinstance(stored, ScramCredential):
+        return stored
     iterations, salt_hex, salted_hex = stored
-    return int(iterations), bytes.fromhex(salt_hex), bytes.fromhex(salted_hex)
+    return credential_from_salted_password(mechanism, int(iterations), bytes.fromhex(salt_hex),
+                                           bytes.fromhex(salted_hex))

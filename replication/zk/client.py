@@ -380,9 +380,9 @@ class ZooKeeperClient:
         tx = self.kazoo.transaction()
         for op in ops:
             if isinstance(op, CreateOp):
-                # kazoo's transactions cannot write null data: a parent gets empty data instead.
-                tx.create(op.path, op.data if op.data is not None else b"", ephemeral=op.ephemeral,
-                          sequence=op.sequential)
+                tx.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequential)
+                if op.data is None:  # kazoo's transactions refuse null data, which Kafka's parents carry
+                    tx.operations[-1] = tx.operations[-1]._replace(data=None)
             elif isinstance(op, SetDataOp):
                 tx.set_data(op.path, op.data, op.version)
             elif isinstance(op, DeleteOp):

@@ -114,6 +114,12 @@ class ZkController:
     def active(self) -> bool:
         return self.election.is_active
 
+    def topic_configs_changed(self, topic: str) -> None:
+        """A topic's configs changed (unclean.leader.election.enable may now allow electing its offline
+        partitions, as Kafka's controller reacts to that config): decide its partitions again."""
+        if self.active:
+            self._enqueue("topic", topic)
+
     def _enqueue(self, kind: str, arg: Any = None) -> None:
         self._events.put_nowait((self._generation, kind, arg))
 
@@ -190,11 +196,11 @@ class ZkController:
         await self._reconcile([tp for tp in self._all_partitions() if tp[0] in added])
 
     async def _topic_changed(self, name: str) -> None:
-        before = set(self.context.assignments.get(name, {}))
+        """The topic's assignment (or its configs) changed: new partitions get states, offline ones another
+        chance at an election."""
         if not await self._load_topic(name):
             return
-        added = [(name, p) for p in self.context.assignments[name] if p not in before]
-        await self._reconcile(added)
+        await self._reconcile([(name, p) for p in sorted(self.context.assignments[name])])
 
     async def _load_topic(self, name: str) -> bool:
         found = await self.zk.get(TopicZNode.path(name), watch=self._watch("topic", name))

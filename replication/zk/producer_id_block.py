@@ -9,6 +9,7 @@ empty at start-up; empty means "no block yet".
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from replication.zk.client import BadVersionError, NodeExistsError, ZooKeeperClient
@@ -16,7 +17,7 @@ from replication.zk.znodes import ProducerIdBlock, ProducerIdBlockZNode
 
 log = logging.getLogger("pykbroker.zk.producer_ids")
 
-__all__ = ["PRODUCER_ID_BLOCK_SIZE", "ProducerIdsExhaustedError", "allocate_producer_id_block", "next_block"]
+__all__ = ["PRODUCER_ID_BLOCK_SIZE", "ProducerIdsExhaustedError", "allocate_producer_id_block", "next_block", "ZkProducerIdManager"]
 
 PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 _MAX_PRODUCER_ID = (1 << 63) - 1
@@ -59,3 +60,48 @@ async def allocate_producer_id_block(zk: ZooKeeperClient, broker_id: int,
         log.info("broker %d acquired producer id block %d-%d (znode version %d, %d attempt(s))", broker_id,
                  block.first, block.last, stat.version + 1, attempts)
         return block
+
+
+class ZkProducerIdManager:
+    """Producer ids from blocks claimed in ``/latest_producer_id_block`` (Kafka's ZkProducerIdManager): ids
+    never repeat across brokers or restarts. The next block is claimed in the background once 90 % of the
+    current one is used, so handing out an id never waits for ZooKeeper; ``start()`` claims the first."""
+
+    def __init__(self, zk: ZooKeeperClient, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.size = size
+        self._block: ProducerIdBlock | None = None
+        self._next = 0
+        self._prefetched: ProducerIdBlock | None = None
+        self._prefetching: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._block = await allocate_producer_id_block(self.zk, self.broker_id, self.size)
+        self._next = self._block.first
+
+    def next_producer_id(self) -> int:
+        """The next unused id; ``ProducerIdsExhaustedError`` if the next block has not arrived yet."""
+        if self._block is None or self._next > self._block.last:
+            if self._prefetched is None:
+                self._prefetch()
+                raise ProducerIdsExhaustedError("the next producer id block is being claimed; retry")
+            self._block, self._prefetched = self._prefetched, None
+            self._next = self._block.first
+        pid = self._next
+        self._next += 1
+        if self._next - self._block.first >= self._block.size * 9 // 10:
+            self._prefetch()
+        return pid
+
+    def _prefetch(self) -> None:
+        if self._prefetched is not None or (self._prefetching is not None and not self._prefetching.done()):
+            return
+
+        async def claim() -> None:
+            try:
+                self._prefetched = await allocate_producer_id_block(self.zk, self.broker_id, self.size)
+            except Exception as exc:  # noqa: BLE001 - tried again by the next id handed out
+                log.warning("broker %d: claiming a producer id block failed: %s", self.broker_id, exc)
+
+        self._prefetching = asyncio.get_running_loop().create_task(claim())

@@ -6,7 +6,8 @@ Starts a ZooKeeper (pykbroker.testing.ZooKeeperProcess) and three Kafka 3.9.1 br
 compat_tests/jvm/kafka39/fetch_jars.sh) under the chroot ``/kafka``, does what an operator does (topics with
 configs, several partitions and replicas, more partitions, topic/broker/client/user/ip configs and quotas,
 SCRAM credentials, ACLs, an idempotent producer that makes the controller allocate producer ids, a topic
-deletion, a controller failover, a topic deletion left pending because a replica is offline), then writes
+deletion, a controller failover, a topic deletion left pending and a reassignment left in flight because a
+replica is offline), then writes
 every znode under the chroot with its data, version and ephemeral-ness to
 ``tests/replication/zk/golden/kafka_3_9_1_znodes.json`` (default).
 
@@ -34,66 +35,14 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from pykbroker.testing import ZooKeeperProcess, free_port, wait_for_api_versions
+from compat_tests.jvm.kafka39.broker import Kafka39, jars_dir, java
+from pykbroker.testing import ZooKeeperProcess
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
 GOLDEN = REPO / "tests" / "replication" / "zk" / "golden" / "kafka_3_9_1_znodes.json"
 CHROOT = "/kafka"
 FIXED_TIMESTAMP = 1700000000000  # replaces every timestamp in the fixture
-
-
-def jars() -> Path:
-    out = subprocess.run(["bash", str(HERE / "fetch_jars.sh")], capture_output=True, text=True, check=True)
-    return Path(out.stdout.strip().splitlines()[-1])
-
-
-def java(jar_dir: Path, *args: str, heap: str = "-Xmx256m") -> list[str]:
-    return ["java", heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir}/*", *args]
-
-
-class Kafka39:
-    """One Kafka 3.9.1 broker in ZooKeeper mode."""
-
-    def __init__(self, jar_dir: Path, root: Path, broker_id: int, zk_connect: str, rack: str) -> None:
-        self.jar_dir, self.root, self.broker_id = jar_dir, root / f"broker-{broker_id}", broker_id
-        self.port = free_port()
-        self.props = {
-            "broker.id": broker_id, "zookeeper.connect": zk_connect, "broker.rack": rack,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.root / "logs",
-            "zookeeper.session.timeout.ms": 6000,
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS",
-            "group.initial.rebalance.delay.ms": 0,
-        }
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        config = self.root / "server.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
-        (self.root / "log4j.properties").write_text(
-            "log4j.rootLogger=INFO, F\nlog4j.appender.F=org.apache.log4j.FileAppender\n"
-            f"log4j.appender.F.File={self.root / 'server.log'}\nlog4j.appender.F.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.F.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
-        out = open(self.root / "stdout.log", "ab")
-        self.proc = subprocess.Popen(
-            java(self.jar_dir, f"-Dlog4j.configuration=file:{self.root / 'log4j.properties'}", "kafka.Kafka",
-                 str(config), heap="-Xmx384m"), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        out.close()
-
-    def wait(self) -> None:
-        wait_for_api_versions("127.0.0.1", self.port, 120)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
 
 
 def step(msg: str) -> None:
@@ -284,6 +233,18 @@ def operate(jar_dir: Path, brokers: list[Kafka39], zk: KazooClient) -> dict:
         except Exception as exc:  # noqa: BLE001 - the deletion cannot finish with a replica offline
             step(f"delete_topics answered {exc}")
     wait_for(lambda: zk.exists(f"{CHROOT}/admin/delete_topics/doomed") is not None, "deletion pending")
+
+    # a partition of 'wide' (one replica r, not on the stopped broker v) moves to [o, v], o the third broker:
+    # adding [o, v], removing [r]; it cannot finish while v is down
+    wide = json.loads(zk.get(f"{CHROOT}/brokers/topics/wide")[0])["partitions"]
+    partition, (r,) = next((int(p), rs) for p, rs in sorted(wide.items(), key=lambda e: int(e[0]))
+                           if rs != [old_controller])
+    o = next(b for b in (1, 2, 3) if b not in (r, old_controller))
+    step(f"reassign 'wide' partition {partition} from [{r}] to [{o}, {old_controller}] (stopped): it stays in flight")
+    request = json.dumps({"version": 1, "partitions": [{"topic": "wide", "partition": partition,
+                                                        "replicas": [o, old_controller]}]}, separators=(",", ":"))
+    zk.create(f"{CHROOT}/admin/reassign_partitions", request.encode())
+    wait_for(lambda: json.loads(zk.get(f"{CHROOT}/brokers/topics/wide")[0])["removing_replicas"], "reassignment begun")
     # let the controller finish reacting to the broker's loss (partition states with a shrunk ISR)
     time.sleep(2)
     return {"written_and_consumed": written, "controller_failover": history}
@@ -336,10 +297,15 @@ def main() -> None:
     out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else GOLDEN
     if shutil.which("java") is None:
         raise SystemExit("java is required")
-    jar_dir = jars()
+    jar_dir = jars_dir()
+    if jar_dir is None:
+        raise SystemExit("compat_tests/jvm/kafka39/fetch_jars.sh failed (java and Maven are needed)")
     root = Path(tempfile.mkdtemp(prefix="kafka39-zk-"))
     zk_server = ZooKeeperProcess(root / "zk").start()
-    brokers = [Kafka39(jar_dir, root, i, f"{zk_server.connect}{CHROOT}", f"rack-{'abc'[i - 1]}") for i in (1, 2, 3)]
+    acl_authorizer = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                      "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS"}
+    brokers = [Kafka39(jar_dir, root, i, f"{zk_server.connect}{CHROOT}", f"rack-{'abc'[i - 1]}", acl_authorizer)
+               for i in (1, 2, 3)]
     zk = KazooClient(hosts=zk_server.connect)
     zk.start(timeout=30)
     try:
@@ -358,10 +324,7 @@ def main() -> None:
     except BaseException:
         for b in brokers:
             print(f"--- broker {b.broker_id} log tail ---", file=sys.stderr)
-            try:
-                print("\n".join((b.root / "server.log").read_text().splitlines()[-30:]), file=sys.stderr)
-            except OSError:
-                pass
+            print(b.log(30), file=sys.stderr)
         raise
     finally:
         zk.stop()

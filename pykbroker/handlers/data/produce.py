@@ -22,6 +22,7 @@ from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
+from pykbroker.transaction_checks import check_transactional_write
 from wire import (
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK,
@@ -102,17 +103,13 @@ async def _check_transactional(ctx: RequestContext, transactional_id: str, topic
         return ErrorCode.NONE
     if not header.attributes & TRANSACTIONAL_FLAG_MASK:
         return ErrorCode.NONE
-    coordinator = ctx.broker.transaction_coordinator
-    if ctx.api_version >= 12:
-        code = await coordinator.add_partition_from_write(transactional_id, header.producer_id,
-                                                          header.producer_epoch, (topic, p.index))
-        if code == ErrorCode.CONCURRENT_TRANSACTIONS:
-            return code  # as Kafka with transaction version 2: the client knows to retry it
-    elif ctx.broker.transaction_verification:
-        code = coordinator.verify_partition(transactional_id, header.producer_id, header.producer_epoch,
-                                            (topic, p.index), abortable_error=ctx.api_version >= 11)
-    else:
+    if ctx.api_version < 12 and not ctx.broker.transaction_verification:
         return ErrorCode.NONE
+    code = await check_transactional_write(ctx.broker, transactional_id, header.producer_id, header.producer_epoch,
+                                           (topic, p.index), add=ctx.api_version >= 12,
+                                           abortable_error=ctx.api_version >= 11)
+    if ctx.api_version >= 12 and code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        return code  # as Kafka with transaction version 2: the client knows to retry it
     # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry.
     if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):

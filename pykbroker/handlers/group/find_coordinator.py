@@ -48,6 +48,8 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
         tc = ctx.broker.transaction_coordinator
         try:
             await tc.start()  # creates __transaction_state on first use, as Kafka does
+        except ApiError as exc:
+            return exc.error_code, None, -1, "", -1
         except Exception:
             log.exception("creating %s failed", "__transaction_state")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1

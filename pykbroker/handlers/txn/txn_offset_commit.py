@@ -14,6 +14,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import request_info
 from pykbroker.handlers.txn._common import transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.transaction_checks import check_transactional_write
 from wire import ApiKey, ErrorCode
 from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from wire.messages.txn_offset_commit_response import (
@@ -39,12 +40,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
     if groups.coordinator_for(request.group_id) != ctx.broker.node_id:
         return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     offsets_partition = tc.offsets_partition(request.group_id)
-    if ctx.api_version >= 5:  # transaction version 2: the commit adds the group's partition itself
-        code = await tc.add_partition_from_write(request.transactional_id, request.producer_id,
-                                                 request.producer_epoch, offsets_partition)
-    else:
-        code = tc.verify_partition(request.transactional_id, request.producer_id, request.producer_epoch,
-                                   offsets_partition, abortable_error=ctx.api_version >= 4)
+    # Transaction version 2 (v5+): the commit adds the group's partition itself; before, it must be in.
+    code = await check_transactional_write(ctx.broker, request.transactional_id, request.producer_id,
+                                           request.producer_epoch, offsets_partition, add=ctx.api_version >= 5,
+                                           abortable_error=ctx.api_version >= 4)
     if code != ErrorCode.NONE:
         return error_response(request, ctx.api_version, code)
     return await groups.commit_transactional_offsets(request_info(ctx), request)

@@ -16,7 +16,7 @@ from replication.zk.broker_registration import (
 )
 from replication.zk.client import ZooKeeperClient
 from replication.zk.znodes import PERSISTENT_PATHS, BrokerIdZNode, Endpoint
-from tests.replication.zk.test_client import expire_session, run
+from tests.replication.zk.zk_helpers import expire_session, run
 from tests.replication.zk.zk_member import spawn_member
 
 ENDPOINTS = [Endpoint("PLAINTEXT", "127.0.0.1", 9092), Endpoint("SSL", "127.0.0.1", 9093, "SSL")]

@@ -7,7 +7,6 @@ import asyncio
 import threading
 
 import pytest
-from kazoo.client import KazooClient
 
 from pykbroker.config import Config
 from pykbroker.testing import ZooKeeperProcess
@@ -23,19 +22,7 @@ from replication.zk.client import (
     ZooKeeperMultiError,
     split_chroot,
 )
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-def expire_session(server_connect: str, client: ZooKeeperClient) -> None:
-    """Really expire ``client``'s session: another connection takes it over with its id and password, then
-    closes it (ZooKeeper's documented way to test expiry)."""
-    thief = KazooClient(hosts=server_connect, client_id=client.kazoo.client_id, timeout=10)
-    thief.start(10)
-    thief.stop()
-    thief.close()
+from tests.replication.zk.zk_helpers import expire_session, run
 
 
 def test_split_chroot():
@@ -212,5 +199,19 @@ def test_no_server_gives_a_connection_timeout(tmp_path):
         zk = ZooKeeperClient(f"127.0.0.1:{free_port()}", session_timeout_ms=4000, connection_timeout_ms=500)
         with pytest.raises(ZooKeeperConnectionTimeout):
             await zk.start()
+
+    run(main())
+
+
+def test_multi_creates_null_data_znodes_as_kafka_does(zk_server, chroot):
+    async def main():
+        zk = ZooKeeperClient(f"{zk_server.connect}{chroot}")
+        await zk.start()
+        try:
+            await zk.multi([CreateOp("/parent"), CreateOp("/parent/empty", b"")])
+            assert (await zk.get("/parent"))[0] is None
+            assert (await zk.get("/parent/empty"))[0] == b""
+        finally:
+            await zk.close()
 
     run(main())

@@ -8,7 +8,7 @@ import re
 
 from replication.zk.client import ZooKeeperClient
 from replication.zk.cluster_id import generate_cluster_id, get_or_create_cluster_id
-from tests.replication.zk.test_client import run
+from tests.replication.zk.zk_helpers import run
 
 
 def test_generated_ids_are_kafka_uuids():

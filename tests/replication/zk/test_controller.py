@@ -17,7 +17,7 @@ from replication.zk.znodes import (
     TopicPartitionStateZNode,
     TopicZNode,
 )
-from tests.replication.zk.test_client import run
+from tests.replication.zk.zk_helpers import run
 
 
 async def until(predicate, timeout: float = 15.0) -> None:
@@ -121,8 +121,14 @@ def test_an_offline_partition_waits_for_its_isr_and_unclean_election_is_per_topi
             await until(c.has_state("unclean", 0, (2, 3, [2])))
             await c.controller.idle()
             assert await c.state("clean", 0) == (-1, 2, [1])
+            # Allowing unclean election later (the topic's config changed) elects the waiting replica at once.
+            await c.admin.set(ConfigEntityZNode.path("topics", "clean"),
+                              ConfigEntityZNode.encode({"unclean.leader.election.enable": "true"}))
+            c.controller.topic_configs_changed("clean")
+            await until(c.has_state("clean", 0, (2, 3, [2])))
             await c.start_broker(1)
-            await until(c.has_state("clean", 0, (1, 3, [1])))
+            await c.controller.idle()
+            assert await c.state("clean", 0) == (2, 3, [2])  # the old ISR member now follows
     run(main())
 
 

@@ -16,7 +16,7 @@ from replication.zk.controller_election import (
     won_election,
 )
 from replication.zk.znodes import ControllerEpochZNode, ControllerZNode
-from tests.replication.zk.test_client import expire_session, run
+from tests.replication.zk.zk_helpers import expire_session, run
 from tests.replication.zk.zk_member import spawn_member
 
 

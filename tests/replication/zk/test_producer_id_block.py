@@ -14,7 +14,7 @@ from replication.zk.producer_id_block import (
     next_block,
 )
 from replication.zk.znodes import ProducerIdBlock
-from tests.replication.zk.test_client import run
+from tests.replication.zk.zk_helpers import run
 
 
 def test_next_block():

@@ -88,6 +88,7 @@ def _extended_acl_change(path: str, data: bytes) -> bytes:
 # path pattern -> re-encoder (None: Kafka writes null data there)
 LAYOUT: list[tuple[str, object]] = [
     (r"/", None), (r"/admin", None), (r"/admin/delete_topics", None), (r"/admin/delete_topics/[^/]+", None),
+    (r"/admin/reassign_partitions", lambda p, d: ReassignPartitionsZNode.encode(ReassignPartitionsZNode.decode(d))),
     (r"/brokers", None), (r"/brokers/ids", None), (r"/brokers/ids/\d+", _broker), (r"/brokers/seqid", None),
     (r"/brokers/topics", None), (r"/brokers/topics/[^/]+", _topic), (r"/brokers/topics/[^/]+/partitions", None),
     (r"/brokers/topics/[^/]+/partitions/\d+", None), (r"/brokers/topics/[^/]+/partitions/\d+/state", _state),
@@ -185,12 +186,23 @@ def test_encoding_from_arguments_matches_kafka():
     assert LiteralAclChangeZNode.encode("TransactionalId", "t") == b"TRANSACTIONAL_ID:t"
 
 
+def test_a_reassignment_in_flight_is_kafkas():
+    """Kafka 3.9.1 moved a partition onto a stopped broker: replicas are target + removing until it is done."""
+    wide = TopicZNode.decode("wide", ZNODES["/brokers/topics/wide"]["data"].encode())
+    (partition, adding), = wide.adding_replicas.items()
+    assert wide.removing_replicas[partition] and wide.partitions[partition] == adding + wide.removing_replicas[partition]
+    assert ReassignPartitionsZNode.decode(ZNODES["/admin/reassign_partitions"]["data"].encode()) == \
+        {("wide", partition): adding}
+    assert TopicZNode.encode(wide.partitions, wide.topic_id, adding_replicas=wide.adding_replicas,
+                             removing_replicas=wide.removing_replicas).decode() == ZNODES["/brokers/topics/wide"]["data"]
+
+
 def test_wide_topic_partition_order_and_large_config_order_are_kafkas():
     """Kafka's hash-map order: not numeric past ten partitions; a 13-entry Properties grows its table."""
     wide = TopicZNode.decode("wide", ZNODES["/brokers/topics/wide"]["data"].encode())
     assert len(wide.partitions) == 24
-    assert TopicZNode.encode(dict(sorted(wide.partitions.items())), wide.topic_id).decode() == \
-        ZNODES["/brokers/topics/wide"]["data"]
+    assert TopicZNode.encode(dict(sorted(wide.partitions.items())), wide.topic_id, adding_replicas=wide.adding_replicas,
+                             removing_replicas=wide.removing_replicas).decode() == ZNODES["/brokers/topics/wide"]["data"]
     tuned = ConfigEntityZNode.decode(ZNODES["/config/topics/tuned"]["data"].encode())
     assert len(tuned) == 13
     assert ConfigEntityZNode.encode(dict(sorted(tuned.items()))).decode() == ZNODES["/config/topics/tuned"]["data"]

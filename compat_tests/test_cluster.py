@@ -1,0 +1,223 @@
+"""Stock clients and Kafka's tools against a real three-broker cluster (ZooKeeper and three pykbroker
+processes): topics replicated three times, data through every client, consumer groups and transactions
+spanning brokers, Kafka 4.1's tools reading leaders and ISRs."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat_tests.jvm.kafka_broker import jars_dir
+from pykbroker.testing import ClusterProcesses
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with ClusterProcesses(tmp_path_factory.mktemp("cluster"), size=3) as c:
+        yield c
+        dead = [n for n, b in c.brokers.items() if not b.alive]
+        assert not dead, f"brokers {dead} died during the tests; logs under {c.root}"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(cluster: ClusterProcesses, name: str, partitions: int = 3, replication: int = 3,
+                 config: dict | None = None) -> dict[int, tuple[int, list[int], list[int]]]:
+    """Create ``name`` and wait until every partition has a leader; {partition: (leader, replicas, isr)}."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, replication, config=config or {})])[name].result(30)
+    deadline = time.monotonic() + 30
+    while True:
+        topic = admin.list_topics(name, timeout=10).topics[name]
+        parts = {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in topic.partitions.values()}
+        if len(parts) == partitions and all(leader >= 0 for leader, _, _ in parts.values()):
+            return parts
+        assert time.monotonic() < deadline, f"{name} has no leaders yet: {parts}"
+        time.sleep(0.2)
+
+
+def consume_all(cluster: ClusterProcesses, topic: str, count: int, **config) -> list:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": unique("g"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **config})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m)
+    finally:
+        consumer.close()
+    return got
+
+
+def test_a_topic_is_spread_over_the_brokers_with_three_in_sync_replicas(cluster):
+    parts = create_topic(cluster, unique("spread"), partitions=6)
+    assert sorted(leader for leader, _, _ in parts.values()) == [1, 1, 2, 2, 3, 3]  # leaders round-robin
+    for leader, replicas, isr in parts.values():
+        assert sorted(replicas) == [1, 2, 3] and sorted(isr) == [1, 2, 3] and replicas[0] == leader
+
+
+def test_every_client_writes_with_acks_all_and_reads_back_from_every_leader(cluster):
+    topic = unique("clients")
+    create_topic(cluster, topic)
+    acked = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
+    for i in range(100):
+        producer.produce(topic, f"ck-{i}".encode(), key=str(i).encode(),
+                         on_delivery=lambda err, msg: acked.append(err))
+    assert producer.flush(30) == 0 and acked == [None] * 100
+
+    from kafka import KafkaProducer
+    kp = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for i in range(100):
+        kp.send(topic, f"kp-{i}".encode(), key=str(i).encode()).get(30)
+    kp.close()
+
+    async def aiokafka_produce() -> None:
+        from aiokafka import AIOKafkaProducer
+        ap = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        await ap.start()
+        try:
+            for i in range(100):
+                await ap.send_and_wait(topic, f"ak-{i}".encode(), key=str(i).encode())
+        finally:
+            await ap.stop()
+    asyncio.run(aiokafka_produce())
+
+    values = sorted(m.value().decode() for m in consume_all(cluster, topic, 300))
+    assert values == sorted([f"{p}-{i}" for p in ("ck", "kp", "ak") for i in range(100)])
+
+    from kafka import KafkaConsumer
+    kc = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                       consumer_timeout_ms=10_000, group_id=unique("kc"))
+    assert len([m for m in kc]) == 300
+    kc.close()
+
+    async def aiokafka_consume() -> int:
+        from aiokafka import AIOKafkaConsumer
+        ac = AIOKafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                              group_id=unique("ac"))
+        await ac.start()
+        seen = 0
+        try:
+            while seen < 300:
+                batch = await ac.getmany(timeout_ms=10_000)
+                if not batch:
+                    break
+                seen += sum(len(ms) for ms in batch.values())
+        finally:
+            await ac.stop()
+        return seen
+    assert asyncio.run(aiokafka_consume()) == 300
+
+
+def test_followers_hold_what_the_leader_acknowledged(cluster):
+    """Every replica's log ends where the leader's does once acks=all answered: read each broker's copy."""
+    topic = unique("copies")
+    parts = create_topic(cluster, topic, partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(50):
+        producer.produce(topic, str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    leader = parts[0][0]
+    for node_id in (1, 2, 3):
+        log_dir = cluster.broker(node_id).data_dir / "logs" / f"{topic}-0"
+        segment = next(log_dir.glob("*.log"))
+        assert segment.stat().st_size > 0, f"broker {node_id} (leader {leader}) has no data"
+    # The same bytes on every replica: the follower appended the leader's batches as they were.
+    contents = {n: next((cluster.broker(n).data_dir / "logs" / f"{topic}-0").glob("*.log")).read_bytes()
+                for n in (1, 2, 3)}
+    assert len(set(contents.values())) == 1
+
+
+def test_a_consumer_group_and_a_transaction_span_brokers(cluster):
+    source, sink = unique("txn-in"), unique("txn-out")
+    create_topic(cluster, source)
+    create_topic(cluster, sink)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(30):
+        producer.produce(source, str(i).encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+
+    group = unique("copier")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.subscribe([source])
+    txn = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": unique("tx")})
+    txn.init_transactions(30)
+    copied = 0
+    deadline = time.monotonic() + 60
+    while copied < 30 and time.monotonic() < deadline:
+        batch = consumer.consume(30, 1.0)
+        batch = [m for m in batch if not m.error()]
+        if not batch:
+            continue
+        txn.begin_transaction()
+        for m in batch:
+            txn.produce(sink, m.value(), partition=int(m.value()) % 3)
+        txn.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                        consumer.consumer_group_metadata(), 30)
+        txn.commit_transaction(30)
+        copied += len(batch)
+    # One aborted transaction across all three partitions: never visible to read_committed.
+    txn.begin_transaction()
+    for p in range(3):
+        txn.produce(sink, b"aborted", partition=p)
+    txn.flush(30)
+    txn.abort_transaction(30)
+    consumer.close()
+    assert copied == 30
+
+    values = sorted(int(m.value()) for m in consume_all(cluster, sink, 30, **{"isolation.level": "read_committed"}))
+    assert values == list(range(30))
+    check = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    committed = check.committed([TopicPartition(source, p) for p in range(3)], 30)
+    check.close()
+    assert sorted(tp.offset for tp in committed) == [10, 10, 10]
+
+
+def test_kafka_topics_describes_leaders_and_isr_of_the_cluster(cluster):
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    topic = unique("described")
+    parts = create_topic(cluster, topic)
+
+    def kafka_topics(*args: str) -> str:
+        done = subprocess.run(["java", "-cp", f"{jars}/*", "org.apache.kafka.tools.TopicCommand",
+                               "--bootstrap-server", cluster.bootstrap, *args], capture_output=True, text=True,
+                              timeout=90, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    out = kafka_topics("--describe", "--topic", topic)
+    lines = [line.split() for line in out.splitlines() if line.strip().startswith("Topic:") and "Partition:" in line]
+    described = {int(f[f.index("Partition:") + 1]): (int(f[f.index("Leader:") + 1]),
+                                                   [int(x) for x in f[f.index("Replicas:") + 1].split(",")],
+                                                   [int(x) for x in f[f.index("Isr:") + 1].split(",")]) for f in lines}
+    assert described == parts
+    assert kafka_topics("--describe", "--under-replicated-partitions").strip() == ""
+
+
+def test_a_topic_auto_created_by_a_producer_gets_a_leader_in_the_cluster(cluster):
+    topic = unique("auto")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    delivered = []
+    producer.produce(topic, b"first", on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+    assert producer.flush(60) == 0 and delivered == [(None, 0)]
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10).topics[topic]
+    [(leader, replicas)] = [(p.leader, p.replicas) for p in md.partitions.values()]  # num.partitions=1, RF 1
+    assert replicas == [leader] and leader in (1, 2, 3)
