@@ -177,7 +177,7 @@ class Broker:
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
                                                         topic=SHARE_GROUP_STATE_TOPIC_NAME),
                 topic_by_name=topic_by_name, topic_name=topic_name,
-                group_configs=lambda group_id: self.metadata.group_configs.get(group_id, {}),
+                group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.topics)

@@ -188,7 +188,9 @@ async def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, i
     if not group_id:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
     store = ctx.broker.metadata
-    new, message = apply_operations(dict(store.group_configs.get(group_id, {})), ops, {})
+    if not hasattr(store, "set_group_configs"):  # ZooKeeper mode: Kafka has group configs in KRaft only
+        return ErrorCode.INVALID_REQUEST, "Group configs are not supported by a ZooKeeper-based cluster"
+    new, message = apply_operations(dict(store.image.group_configs.get(group_id, {})), ops, {})
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     try:

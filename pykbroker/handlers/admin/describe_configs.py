@@ -86,7 +86,7 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
             ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, False, False,
                         None, ()) for name, level in loggers.current_levels().items()]
     if r.resource_type == GROUP:  # Kafka's GroupConfig: set ones as GROUP_CONFIG, the others as defaults
-        configs = broker.metadata.group_configs.get(r.resource_name, {})
+        configs = broker.metadata.image.group_configs.get(r.resource_name, {})
         return ErrorCode.NONE, None, [
             ConfigEntry(name, value, GROUP_CONFIG_SOURCE if explicit else ConfigSource.DEFAULT_CONFIG,
                         ConfigType.INT if is_int else ConfigType.STRING, False, False, None, ())
