@@ -421,3 +421,44 @@ def test_java_share_consumer_as_kafka_4_2(jars, share_broker, kafka_share_judge)
     expected = java_share_consumers(jars, kafka_share_judge.bootstrap)
     got = java_share_consumers(jars, share_broker.bootstrap)
     assert expected["read"] and got == expected, f"kafka={expected!r}\npykbroker={got!r}"
+
+
+# -- the records of __share_group_state --------------------------------------------------------------------
+def test_kafka_reads_the_share_group_state_records(jars, tmp_path):
+    """Kafka 4.2's kafka-dump-log --share-group-state-decoder decodes what pykbroker writes."""
+    import json
+
+    b = BrokerProcess(tmp_path / "broker").start()
+    try:
+        enable_share_groups(b.bootstrap)
+        topic, group = prepared(b.bootstrap)
+        produce(b.bootstrap, topic, 4)
+        c = consumer(b.bootstrap, group, explicit=True)
+        c.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 4 and time.monotonic() < deadline:
+            for m in records(c.poll(0.5)):
+                c.acknowledge(m, AcknowledgeType.REJECT if m.offset() == 1 else AcknowledgeType.ACCEPT)
+                got += 1
+        c.commit_sync()
+        c.close()
+    finally:
+        b.stop()
+    decoded = []
+    for segment in sorted((tmp_path / "broker" / "logs").glob("__share_group_state-*/*.log")):
+        if segment.stat().st_size == 0:
+            continue
+        done = subprocess.run([*JAVA, "-cp", f"{jars}/*", "kafka.tools.DumpLogSegments", "--files", str(segment),
+                               "--share-group-state-decoder", "--print-data-log"], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        for line in done.stdout.splitlines():
+            if " key: " in line:
+                key, payload = line.split(" key: ", 1)[1].split(" payload: ", 1)
+                decoded.append((json.loads(key), json.loads(payload)))
+    assert decoded, "no __share_group_state records"
+    assert {k["data"]["groupId"] for k, _ in decoded} == {group}
+    assert decoded[0][0]["type"] == "0"  # the first record is a ShareSnapshot
+    batches = [b for _, p in decoded for b in p["data"]["stateBatches"]]
+    assert {"firstOffset": 1, "lastOffset": 1, "deliveryState": 4, "deliveryCount": 1} in batches  # rejected
