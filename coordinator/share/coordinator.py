@@ -11,9 +11,7 @@ The broker's share-partition manager calls ``read_state`` / ``write_state`` / ``
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +24,7 @@ from coordinator.group.timer import CoordinatorTimer
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
 from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
 from coordinator.share.state_batch import StateBatch
+from storage.checkpoints import topic_id_to_string
 from wire import ErrorCode
 
 __all__ = ["ShareCoordinator", "coordinator_key"]
@@ -33,13 +32,9 @@ __all__ = ["ShareCoordinator", "coordinator_key"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 
-def _kafka_uuid(u: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-
-
 def coordinator_key(key: SharePartitionKey) -> str:
     """Kafka's SharePartitionKey.asCoordinatorKey(): ``groupId:topicId:partition``."""
-    return f"{key[0]}:{_kafka_uuid(key[1])}:{key[2]}"
+    return f"{key[0]}:{topic_id_to_string(key[1])}:{key[2]}"
 
 
 class ShareCoordinator:
