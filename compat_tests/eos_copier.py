@@ -54,14 +54,44 @@ def main(argv: list[str] | None = None) -> int:
             producer.flush(30)  # the records are in the log, the transaction stays open
             print(f"crashing inside transaction {transactions + 1} after {copied} records", flush=True)
             os._exit(3)
-        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                             consumer.consumer_group_metadata(), 30)
-        producer.commit_transaction(30)
+        try:
+            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                 consumer.consumer_group_metadata(), 30)
+            commit(producer)
+        except KafkaException as exc:
+            if not exc.args[0].txn_requires_abort():
+                raise
+            # A broker failed under the transaction (as the cluster fault tests make them): abort it and
+            # copy the same records again from the last committed offsets, as an exactly-once app does.
+            print(f"aborting transaction {transactions + 1}: {exc.args[0]}", flush=True)
+            producer.abort_transaction(60)
+            rewind(consumer)
+            continue
         copied += len(messages)
         transactions += 1
     print(f"done {copied} records in {transactions} transactions", flush=True)
     consumer.close()
     return 0
+
+
+def commit(producer: Producer) -> None:
+    """Commit, retrying what the client says is retriable (a coordinator moving to another broker)."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            producer.commit_transaction(30)
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def rewind(consumer: Consumer) -> None:
+    """Go back to the group's committed offsets (what the aborted transaction read is read again)."""
+    assignment = consumer.assignment()
+    for tp in consumer.committed(assignment, timeout=30):
+        consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
 
 def at_end(consumer: Consumer) -> bool:

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -187,3 +190,56 @@ def test_unclean_leader_election_trades_data_for_availability(tmp_path):
         cluster.broker(1).start()
         wait_for(lambda: partition_state(admin, clean)[0][0] == 1, "the clean topic back with broker 1")
         assert [v for _, v in read_partition(cluster.bootstrap, clean, 0)] == [b"both-replicas", b"only-broker-1"]
+
+
+def test_a_transactional_copier_is_exactly_once_through_broker_kills(tmp_path):
+    """compat_tests/eos_copier (read_committed, offsets in the transaction) copies while brokers holding its
+    partitions and coordinators are killed and restarted: every input is in the output exactly once."""
+    rng = random.Random(SEED + 1)
+    with ClusterProcesses(tmp_path, size=3, overrides={"replica.lag.time.max.ms": "4000"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        source, sink = unique("eos-in"), unique("eos-out")
+        for name in (source, sink):
+            admin.create_topics([NewTopic(name, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[name].result(30)
+            wait_for(lambda n=name: all(leader >= 0 for leader, _ in partition_state(admin, n).values()), "leaders")
+        inputs = [f"v{i:04d}".encode() for i in range(3000)]
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i, v in enumerate(inputs):
+            producer.produce(source, v, partition=i % PARTITIONS)
+        assert producer.flush(60) == 0
+        copier = subprocess.Popen(
+            [sys.executable, "-m", "compat_tests.eos_copier", "--bootstrap", cluster.bootstrap, "--input", source,
+             "--output", sink, "--group", unique("eos-g"), "--txn-id", unique("eos")],
+            cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        kills_while_copying = 0
+        try:
+            for _ in range(2):
+                time.sleep(rng.uniform(2.0, 4.0))
+                if copier.poll() is not None:
+                    break
+                kills_while_copying += 1
+                victim = rng.choice([1, 2, 3])
+                cluster.broker(victim).kill()
+                time.sleep(rng.uniform(1.0, 3.0))
+                cluster.broker(victim).start()
+            out, _ = copier.communicate(timeout=240)
+        finally:
+            if copier.poll() is None:
+                copier.kill()
+        assert copier.returncode == 0, out[-3000:]
+        assert kills_while_copying >= 1, "the copier finished before any broker was killed"
+        stored = []
+        for p in range(PARTITIONS):
+            consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": unique("read"),
+                                 "isolation.level": "read_committed", "enable.partition.eof": True})
+            consumer.assign([TopicPartition(sink, p, 0)])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                m = consumer.poll(0.5)
+                if m is None:
+                    continue
+                if m.error():
+                    break  # end of the partition (read_committed: its last stable offset)
+                stored.append(m.value())
+            consumer.close()
+        assert sorted(stored) == sorted(v.upper() for v in inputs), f"{len(stored)} copies; copier said {out[-500:]}"

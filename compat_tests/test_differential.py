@@ -6,6 +6,7 @@ runs it against both and fails on every difference not listed in ``differential_
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -14,7 +15,7 @@ import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
 from pykbroker.testing import RawClient
-from wire import ErrorCode, Writer, build_simple_batch
+from wire import CompressionType, ErrorCode, Record, TimestampType, Writer, build_batch, build_simple_batch
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -47,7 +48,9 @@ from wire.messages import (
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
+    ListConfigResourcesRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
     ListTransactionsRequest,
@@ -160,6 +163,7 @@ def create_topics(c: RawClient) -> Observations:
 
 def topic_configs(c: RawClient) -> Observations:
     create(c, topic("tc-a", configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")]))
+    c.wait_for_topics("tc-a")  # Kafka's brokers learn of a new topic asynchronously
     response = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
         resource_type=2, resource_name="tc-a", configuration_keys=None)], include_synonyms=True), 4)
     out: Observations = {}
@@ -227,6 +231,60 @@ def produce_and_fetch(c: RawClient) -> Observations:
             ListOffsetsPartition(partition_index=0, timestamp=ts)])])
         p = c.request(request, 8).topics[0].partitions[0]
         out[f"list offsets {'time' if ts > 0 and ts < NOW else ts if ts < 0 else 'future'}"] = (p.error_code, p.offset)
+    return out
+
+
+def produce_answer(c: RawClient, name: str, records: bytes, version: int = 11) -> tuple:
+    """(error code, error message, record errors) of a produce; the timestamp window's bounds are elided
+    (they hold each broker's clock)."""
+    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name=name, partition_data=[PartitionProduceData(index=0, records=records)])])
+    p = c.request(request, version).responses[0].partition_responses[0]
+
+    def elide(message: str | None) -> str | None:
+        return None if message is None else re.sub(r"within \[-?\d+, -?\d+\]", "within [...]", message)
+
+    return (p.error_code, elide(p.error_message),
+            [(e.batch_index, elide(e.batch_index_error_message)) for e in p.record_errors or []])
+
+
+def record_errors(c: RawClient) -> Observations:
+    """Per-record errors (KIP-467): each refused record named by its index in the batch, as LogValidator."""
+    compact = [CreatableTopicConfig(name="cleanup.policy", value="compact")]
+    create(c, topic("re-compact", configs=compact), topic("re-plain"),
+           topic("re-compact-gzip", configs=compact + [CreatableTopicConfig(name="compression.type", value="gzip")]),
+           topic("re-append-time", configs=[CreatableTopicConfig(name="message.timestamp.type", value="LogAppendTime")]),
+           topic("re-before", configs=[CreatableTopicConfig(name="message.timestamp.before.max.ms", value="60000")]))
+    c.wait_for_topics("re-compact", "re-plain", "re-compact-gzip", "re-append-time", "re-before")
+
+    def records(n: int, keyless: set[int] = frozenset(), deltas: dict[int, int] | None = None) -> list[Record]:
+        return [Record(i, (deltas or {}).get(i, 0), None if i in keyless else b"k%d" % i, b"v") for i in range(n)]
+
+    def build(rs: list[Record], **kwargs) -> bytes:
+        return build_batch(rs, base_timestamp=kwargs.pop("base_timestamp", NOW), **kwargs)
+
+    hours2 = 2 * 3_600_000
+    out: Observations = {
+        "keyless 2 of 20": produce_answer(c, "re-compact", build(records(20, {3, 17}))),
+        "keyless 2 of 20 gzip": produce_answer(c, "re-compact", build(records(20, {3, 17}), compression=CompressionType.GZIP)),
+        "keyless 5 of 5": produce_answer(c, "re-compact", build(records(5, {0, 1, 2, 3, 4}))),
+        "keyless, topic recompresses": produce_answer(c, "re-compact-gzip", build(records(4, {1}))),
+        "keyless v7": produce_answer(c, "re-compact", build(records(4, {2})), version=7),
+        "future 1 of 4": produce_answer(c, "re-plain", build(records(4, deltas={2: hours2}))),
+        "future 1 of 4 lz4": produce_answer(c, "re-plain", build(records(4, deltas={2: hours2}),
+                                                                 compression=CompressionType.LZ4)),
+        "future base": produce_answer(c, "re-plain", build(records(3, deltas={1: -hours2, 2: -hours2}),
+                                                           base_timestamp=NOW + hours2)),
+        "past, before bound": produce_answer(c, "re-before", build(records(3, deltas={0: -hours2, 2: -hours2}))),
+        "future and keyless": produce_answer(c, "re-compact", build(records(4, {1}, {2: hours2}))),
+        "producer log append time": produce_answer(c, "re-plain", build(records(3),
+                                                                         timestamp_type=TimestampType.LOG_APPEND_TIME)),
+        "producer log append time, append-time topic": produce_answer(
+            c, "re-append-time", build(records(2), timestamp_type=TimestampType.LOG_APPEND_TIME)),
+        "future on append-time topic": produce_answer(c, "re-append-time", build(records(2, deltas={1: hours2}))),
+        "producer log append time, keyless": produce_answer(
+            c, "re-compact", build(records(3, {0}), timestamp_type=TimestampType.LOG_APPEND_TIME)),
+    }
     return out
 
 
@@ -768,11 +826,12 @@ def protocol_edges(c: RawClient) -> Observations:
             except (ConnectionError, OSError):
                 return "closed"
 
-    with fresh() as raw:
-        # header v2 (ApiVersions v3+ is flexible): client id, then an empty tagged-field section
-        raw.send_bytes(struct.pack(">ihhi", 15, 18, 99, 7) + struct.pack(">h", 4) + b"diff" + b"\x00")
-        body = raw.recv_frame()
-        out["api versions v99"] = struct.unpack(">ih", body[:6])
+    for version in (5, 99):  # newer than served: the whole answer, byte for byte (v0 format)
+        with fresh() as raw:
+            # header v2 (ApiVersions v3+ is flexible): client id, an empty tagged-field section, then a v3 body
+            body = struct.pack(">hhi", 18, version, 7) + struct.pack(">h", 4) + b"diff" + b"\x00" + b"\x05diff\x021\x00"
+            raw.send_bytes(struct.pack(">i", len(body)) + body)
+            out[f"api versions v{version}"] = raw.recv_frame().hex()
     with fresh() as raw:
         raw.send_bytes(struct.pack(">ihhi", 14, 999, 0, 8) + struct.pack(">h", 4) + b"diff")
         out["unknown api key"] = "closed" if raw.is_closed_by_peer() else "open"
@@ -943,13 +1002,285 @@ def broker_configs(c: RawClient) -> Observations:
     return out
 
 
+def listener_configs(c: RawClient) -> Observations:
+    """Per-broker listener, SASL and SSL configs (DynamicBrokerConfig): accepted and stored as Kafka does, and
+    refused once a listener's own prefixed configs differ from those it started with (DynamicListenerConfig)."""
+    out: Observations = {}
+
+    def incremental(ops: list[tuple[str, int, str | None]], validate_only: bool = False):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=4, resource_name="1", configs=[AlterableConfig(name=k, config_operation=op, value=v)
+                                                         for k, op, v in ops])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def legacy(configs: dict[str, str]):
+        r = c.request(AlterConfigsRequest(validate_only=False, resources=[LegacyAlterResource(
+            resource_type=4, resource_name="1", configs=[LegacyAlterable(name=k, value=v) for k, v in configs.items()])]), 2)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(keys: list[str], until: Callable | None = None):
+        deadline = time.monotonic() + 5
+        while True:  # Kafka's brokers apply committed changes asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=4, resource_name="1", configuration_keys=keys)], include_synonyms=True), 4).results[0]
+            got = (r.error_code, sorted((e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+                                         [(s.name, s.value, s.source) for s in e.synonyms]) for e in r.configs))
+            if until is None or until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    for name, value in (("sasl.kerberos.min.time.before.relogin", "58000"), ("sasl.kerberos.service.name", "kafka"),
+                        ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256"), ("sasl.login.refresh.window.factor", "0.9"),
+                        ("sasl.kerberos.min.time.before.relogin", "soon"), ("ssl.client.auth", "required"),
+                        ("ssl.keystore.type", "PKCS12")):
+        out[f"validate {name}={value}"] = incremental([(name, 0, value)], validate_only=True)
+    out["kerberos relogin"] = incremental([("sasl.kerberos.min.time.before.relogin", 0, "58000")])
+    out["legacy kerberos"] = legacy({"sasl.kerberos.min.time.before.relogin": "57000",
+                                     "sasl.kerberos.service.name": "kafka"})
+    keys = ["sasl.kerberos.min.time.before.relogin", "sasl.kerberos.service.name", "sasl.enabled.mechanisms",
+            "ssl.client.auth", "listener.name.plaintext.sasl.enabled.mechanisms"]
+    out["describe"] = describe(keys, until=lambda got: any(e[1] == "57000" for e in got[1]))
+    out["sasl mechanisms"] = incremental([("sasl.enabled.mechanisms", 0, "PLAIN")])
+    out["ssl client auth"] = incremental([("ssl.client.auth", 0, "required")])
+    out["listener ssl keystore type"] = incremental([("listener.name.plaintext.ssl.keystore.type", 0, "PKCS12")])
+    out["listener ssl keystore location"] = incremental([("listener.name.plaintext.ssl.keystore.location", 0,
+                                                          "/nonexistent.p12")])
+    out["listener sasl mechanisms"] = incremental([("listener.name.plaintext.sasl.enabled.mechanisms", 0, "PLAIN")])
+    prefixed = "listener.name.plaintext.sasl.enabled.mechanisms"
+    out["describe prefixed"] = describe(keys, until=lambda got: any(e[0] == prefixed for e in got[1]))
+    out["unknown listener"] = incremental([("listener.name.nosuch.ssl.keystore.type", 0, "PKCS12")])
+    out["then ssl client auth"] = incremental([("ssl.client.auth", 0, "none")])
+    out["then kerberos relogin"] = incremental([("sasl.kerberos.min.time.before.relogin", 0, "59000")])
+    out["then kerberos renew jitter"] = incremental([("sasl.kerberos.ticket.renew.jitter", 0, "0.1")])
+    out["then delete the listener's own"] = incremental([(prefixed, 1, None)])
+    out["describe deleted"] = describe(keys, until=lambda got: all(e[0] != prefixed for e in got[1]))
+    out["then kerberos renew jitter again"] = incremental([("sasl.kerberos.ticket.renew.jitter", 0, "0.2")])
+    out["describe after"] = describe(keys, until=lambda got: any(e[1] == "0.2" for e in got[1]))
+    out["clean up"] = legacy({})
+    return out
+
+
+def group_configs(c: RawClient) -> Observations:
+    """GROUP config resources (KIP-848, type 32): described with the broker's defaults, altered within the
+    broker's group.consumer.* bounds, and in effect on the group (the heartbeat interval members are given)."""
+    create(c, topic("dgcfg-t"))
+    c.wait_for_topics("dgcfg-t")
+    group = "dg-configs"
+    group_coordinator_ready(c, group)
+    out: Observations = {}
+
+    def incremental(name: str, ops: list[tuple[str, int, str | None]], validate_only: bool = False):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=32, resource_name=name, configs=[AlterableConfig(name=k, config_operation=op, value=v)
+                                                           for k, op, v in ops])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message, r.responses[0].resource_type
+
+    def legacy(name: str, configs: dict[str, str]):
+        r = c.request(AlterConfigsRequest(validate_only=False, resources=[LegacyAlterResource(
+            resource_type=32, resource_name=name, configs=[LegacyAlterable(name=k, value=v)
+                                                           for k, v in configs.items()])]), 2)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(name: str, keys: list[str] | None = None, until: Callable | None = None):
+        deadline = time.monotonic() + 5
+        while True:  # Kafka's brokers apply committed changes asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=32, resource_name=name, configuration_keys=keys)], include_synonyms=True,
+                include_documentation=True), 4).results[0]
+            got = (r.error_code, r.error_message, [
+                (e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+                 [(s.name, s.value, s.source) for s in e.synonyms], e.documentation) for e in r.configs])
+            if until is None or until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def value_is(name: str, value: str) -> Callable:
+        return lambda got: any(e[0] == name and e[1] == value for e in got[2])
+
+    member = str(uuid.uuid4())
+
+    def heartbeat(epoch: int) -> tuple[int, int]:
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000 if epoch == 0 else -1, subscribed_topic_names=["dgcfg-t"] if epoch == 0 else None,
+            server_assignor=None, topic_partitions=[] if epoch == 0 else None), 1)
+        return r.error_code, r.heartbeat_interval_ms
+
+    out["describe unknown group"] = describe("dg-nobody")
+    out["describe empty name"] = describe("")[:2]
+    out["join"] = heartbeat(0)
+    for label, ops in (
+            ("set session", [("consumer.session.timeout.ms", 0, "50000")]),
+            ("set heartbeat", [("consumer.heartbeat.interval.ms", 0, "6000")]),
+            ("session below min", [("consumer.session.timeout.ms", 0, "1000")]),
+            ("session above max", [("consumer.session.timeout.ms", 0, "70000")]),
+            ("heartbeat below min", [("consumer.heartbeat.interval.ms", 0, "1000")]),
+            ("heartbeat above max", [("consumer.heartbeat.interval.ms", 0, "20000")]),
+            ("unknown name", [("no.such.config", 0, "1")]),
+            ("not a number", [("consumer.session.timeout.ms", 0, "soon")]),
+            ("append", [("consumer.session.timeout.ms", 2, "1")]),
+            ("null", [("consumer.session.timeout.ms", 0, None)]),
+            ("share reset", [("share.auto.offset.reset", 0, "by_duration:PT1H")]),
+            ("share reset bad", [("share.auto.offset.reset", 0, "middle")]),
+            ("share isolation bad", [("share.isolation.level", 0, "none")]),
+            ("standby above max", [("streams.num.standby.replicas", 0, "5")])):
+        out[label] = incremental(group, ops)
+    out["empty name"] = incremental("", [("consumer.session.timeout.ms", 0, "50000")])
+    out["validate only"] = incremental("dg-validate", [("consumer.session.timeout.ms", 0, "50000")], True)
+    out["describe"] = describe(group, until=value_is("consumer.heartbeat.interval.ms", "6000"))
+    out["describe keys"] = describe(group, ["consumer.session.timeout.ms", "no.such.config"])
+    out["describe validated only"] = describe("dg-validate", ["consumer.session.timeout.ms"])
+    out["heartbeat interval given"] = heartbeat(1)
+    out["delete heartbeat"] = incremental(group, [("consumer.heartbeat.interval.ms", 1, None)])
+    describe(group, until=value_is("consumer.heartbeat.interval.ms", "5000"))
+    out["heartbeat interval after delete"] = heartbeat(1)
+    out["legacy replace"] = legacy(group, {"consumer.heartbeat.interval.ms": "7000"})
+    out["describe after legacy"] = describe(group, ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"],
+                                            until=value_is("consumer.heartbeat.interval.ms", "7000"))
+    def listed(until: Callable) -> list[str]:
+        deadline = time.monotonic() + 5
+        while True:
+            r = c.request(ListConfigResourcesRequest(resource_types=[32]), 1)
+            names = sorted(x.resource_name for x in r.config_resources if x.resource_name.startswith("dg-"))
+            if until(names) or time.monotonic() > deadline:
+                return [r.error_code, *names]
+            time.sleep(0.1)
+
+    out["list config resources"] = listed(lambda names: group in names)
+    out["legacy clear"] = legacy(group, {})
+    out["list config resources after clear"] = listed(lambda names: group not in names)
+    return out
+
+
+def classic_first_generation(c: RawClient) -> Observations:
+    """How a classic group forms its first generations (Kafka's GroupMetadataManager): KIP-394 pending members
+    (MEMBER_ID_REQUIRED first), the initial delayed join that gathers members joining concurrently (static and
+    dynamic, two and three), and a join phase that waits for every known member, pending ones included."""
+    import select
+    create(c, topic("fg-t", partitions=3))
+    c.wait_for_topics("fg-t")
+    host, port = c.sock.getpeername()[:2]
+    out: Observations = {}
+
+    def join_request(group: str, member_id: str, instance: str | None = None) -> JoinGroupRequest:
+        return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                member_id=member_id, group_instance_id=instance, protocol_type="consumer",
+                                protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription("fg-t"))])
+
+    def answered_within(member: RawClient, seconds: float) -> bool:
+        return bool(select.select([member.sock], [], [], seconds)[0])
+
+    class Members:
+        """``n`` members of ``group``, each on its own connection; ids as the coordinator gave them."""
+
+        def __init__(self, group: str, n: int, static: bool) -> None:
+            group_coordinator_ready(c, group)
+            self.group, self.static = group, static
+            self.clients = [RawClient(f"{host}:{port}", timeout=30) for _ in range(n)]
+            self.ids = ["" for _ in range(n)]
+            self.generation = -1
+            self.leader = -1
+
+        def member_id_required(self, i: int) -> int:
+            r = self.clients[i].request(join_request(self.group, ""), 7)
+            self.ids[i] = r.member_id
+            return r.error_code
+
+        def send_join(self, i: int) -> None:
+            self.clients[i].send(join_request(self.group, self.ids[i], f"{self.group}-{i}" if self.static else None), 7)
+
+        def receive_join(self, i: int) -> tuple:
+            """(error, generation, leader?, members the leader is given): which member leads depends on the order
+            the joins are processed in, which Kafka's request threads do not keep across connections."""
+            r = self.clients[i].recv(JoinGroupResponse, 7)[1]
+            self.ids[i] = r.member_id or self.ids[i]
+            self.generation = max(self.generation, r.generation_id)
+            if r.leader and r.leader == r.member_id:
+                self.leader = i
+            return r.error_code, r.generation_id, r.leader == r.member_id, len(r.members)
+
+        def join_all(self, which: list[int]) -> list[tuple]:
+            """Each member's answer, and how many group.initial.rebalance.delay.ms (3 s) the join took: one, and
+            one more while members kept joining (Kafka's InitialDelayedJoin)."""
+            started = time.monotonic()
+            for i in which:
+                self.send_join(i)
+            answers = sorted(self.receive_join(i) for i in which)
+            return [*answers, ("initial delays", round((time.monotonic() - started) / 3.0))]
+
+        def heartbeat_until(self, i: int, code: int) -> int:
+            """Heartbeat until ``code`` (a request on another connection may not have been processed yet)."""
+            deadline = time.monotonic() + 5
+            while (got := self.heartbeat(i)) != code and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return got
+
+        def sync(self, i: int, leader: bool) -> int:
+            assignments = [SyncGroupRequestAssignment(member_id=m, assignment=b"") for m in self.ids if m] if leader else []
+            r = self.clients[i].request(SyncGroupRequest(
+                group_id=self.group, generation_id=self.generation, member_id=self.ids[i],
+                group_instance_id=f"{self.group}-{i}" if self.static else None, protocol_type="consumer",
+                protocol_name="range", assignments=assignments), 5)
+            return r.error_code
+
+        def heartbeat(self, i: int) -> int:
+            return self.clients[i].request(HeartbeatRequest(
+                group_id=self.group, generation_id=self.generation, member_id=self.ids[i],
+                group_instance_id=f"{self.group}-{i}" if self.static else None), 4).error_code
+
+        def close(self) -> None:
+            for client in self.clients:
+                client.close()
+
+    # Members joining at the same moment all land in the first generation (the initial delayed join).
+    for static in (False, True):
+        for n in (2, 3):
+            kind = "static" if static else "dynamic"
+            m = Members(f"fg-{kind}-{n}", n, static)
+            if not static:
+                out[f"{kind} {n}: member id required"] = [m.member_id_required(i) for i in range(n)]
+            out[f"{kind} {n}: first generation"] = m.join_all(list(range(n)))
+            m.close()
+
+    # A pending member (it got its id but has not rejoined yet) is not waited for by the initial join; when it
+    # joins, the group rebalances and the first member learns of it from its heartbeat.
+    m = Members("fg-pending-initial", 2, False)
+    out["pending initial: member ids"] = [m.member_id_required(0), m.member_id_required(1)]
+    out["pending initial: first generation"] = m.join_all([0])
+    out["pending initial: leader syncs"] = m.sync(0, leader=True)
+    m.send_join(1)
+    out["pending initial: newcomer answered at once"] = answered_within(m.clients[1], 1.0)
+    out["pending initial: leader heartbeat"] = m.heartbeat_until(0, ErrorCode.REBALANCE_IN_PROGRESS)
+    m.send_join(0)
+    out["pending initial: second generation"] = sorted([m.receive_join(1), m.receive_join(0)])
+    m.close()
+
+    # A later join phase waits for every known member, a pending one included (KIP-394).
+    m = Members("fg-pending-wait", 3, False)
+    out["pending wait: member ids"] = [m.member_id_required(0), m.member_id_required(1)]
+    out["pending wait: first generation"] = m.join_all([0, 1])
+    follower = 1 - m.leader  # the leader syncs first: a follower's SyncGroup waits for the leader's
+    out["pending wait: syncs"] = [m.sync(m.leader, leader=True), m.sync(follower, leader=False)]
+    out["pending wait: third member id"] = m.member_id_required(2)
+    out["pending wait: heartbeat after a pending member"] = m.heartbeat(follower)
+    m.send_join(m.leader)  # the leader's rejoin starts a rebalance
+    out["pending wait: heartbeat of the other"] = m.heartbeat_until(follower, ErrorCode.REBALANCE_IN_PROGRESS)
+    m.send_join(follower)
+    out["pending wait: answered while a member is pending"] = answered_within(m.clients[m.leader], 1.5)
+    m.send_join(2)
+    out["pending wait: generation with the pending member"] = sorted(m.receive_join(i) for i in range(3))
+    m.close()
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
     "idempotence": idempotence, "transactions": transactions, "transactions_v2": transactions_v2,
     "classic_groups": classic_groups, "consumer_groups": consumer_groups, "fetch_paths": fetch_paths,
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
-    "broker_configs": broker_configs,
+    "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
+    "group_configs": group_configs, "classic_first_generation": classic_first_generation,
 }
 
 

@@ -21,7 +21,6 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, jars_dir
-from pykbroker.group_config import GROUP
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
 from wire.messages import (
@@ -38,6 +37,7 @@ from wire.messages.update_features_request import FeatureUpdateKey
 if shutil.which("java") is None:
     pytest.skip("java is not installed: share groups are judged by Apache Kafka 4.2", allow_module_level=True)
 
+GROUP = 32  # ConfigResource.Type.GROUP
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 LOCK_MS = 15_000  # the smallest share.record.lock.duration.ms Kafka allows by default
 

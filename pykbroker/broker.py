@@ -15,6 +15,8 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.security.listeners import ListenerSecurity
+from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
@@ -22,7 +24,7 @@ from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, Top
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from storage import LogConfig, LogManager
-from wire import ErrorCode
+from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
 
@@ -69,6 +71,7 @@ class Broker:
         self.log_manager = LogManager(
             list(config.log_dirs),
             default_config=self.default_log_config,
+            log_initial_task_delay_ms=config["log.initial.task.delay.ms"],
             log_retention_check_interval_ms=config["log.retention.check.interval.ms"],
             log_flush_scheduler_interval_ms=config["log.flush.scheduler.interval.ms"],
             log_flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
@@ -91,7 +94,8 @@ class Broker:
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
-        self.fetch_sessions = FetchSessionCache()
+        self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
@@ -122,6 +126,7 @@ class Broker:
                 MetadataStoreTopics,
                 SystemClock,
             )
+            from coordinator.group.group_config import GroupConfigs
             from coordinator.group.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
@@ -131,7 +136,9 @@ class Broker:
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
-                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic)
+                partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
+                group_configs=GroupConfigs(lambda: self.metadata.image.group_configs,
+                                           lambda name: self.dynamic_config.current[name]))
         return self._group_coordinator
 
     @property
@@ -237,8 +244,10 @@ class Broker:
         return self._api_versions_cache
 
     def unsupported_api_versions_response(self) -> ApiVersionsResponse:
-        """The v0-encoded answer to an ApiVersions request newer than we serve."""
-        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self.api_versions())
+        """The v0-encoded answer to an ApiVersions request newer than we serve: like Kafka's
+        ApiVersionsRequest.getErrorResponse, UNSUPPORTED_VERSION with ApiVersions' own range alone."""
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+            v for v in self.api_versions() if v.api_key == ApiKey.API_VERSIONS])
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def _init_cluster_mode(self) -> None:
@@ -479,13 +488,20 @@ class Broker:
         await self.metadata.set_broker_configs({resource_name: configs})
 
     def _apply_broker_configs(self, image: MetadataImage) -> None:
+        before = self.dynamic_config.current
         self.dynamic_config.update(image.broker_configs.get("", {}), image.broker_configs.get(str(self.node_id), {}))
         current = self.dynamic_config.current
+        reload_tls = self.dynamic_config.reloaded_listeners(current, before)
         self.default_log_config = LogConfig.from_properties(current.topic_defaults())
         self.log_manager.default_config = self.default_log_config
         for topic in image.topics.values():
             self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
+        for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
+            security = self.listener_security.get(listener.name)
+            if security is not None and security.ssl_context is not None:
+                reload_stores(security.ssl_context, current, listener.name, security.protocol)
+                log.info("reloaded the key and trust stores of listener %s", listener.name)
 
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
@@ -508,9 +524,14 @@ class Broker:
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
         """The coordinator of the groups of a __consumer_offsets partition: that partition's leader."""
-        topic = self.metadata.topics.get(GROUP_METADATA_TOPIC_NAME)
+        return self._coordinator_partition_leader(GROUP_METADATA_TOPIC_NAME, partition)
+
+    def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
+        """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
+        lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
+        topic = self.metadata.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
+            return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
 
     @property
@@ -546,10 +567,7 @@ class Broker:
 
     # -- __transaction_state -------------------------------------------------------------------------
     def _transaction_state_partition_leader(self, partition: int) -> int | None:
-        topic = self.metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(TRANSACTION_STATE_TOPIC_NAME, partition)
 
     def _transaction_state_leader_epoch(self, partition: int) -> int:
         """The coordinator epoch of a __transaction_state partition: its leader epoch."""

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "parse_properties"]
+from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property", "parse_properties"]
 
 
 class ConfigError(ValueError):
@@ -183,6 +185,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.segment.bytes", _int(1048576, _I32), "1073741824", "Segment file size."),
     ConfigDef("log.roll.ms", _int(1, _MAX), None, "Roll a segment after this many ms (wins over hours)."),
     ConfigDef("log.roll.hours", _int(1, _I32), "168", "Roll a segment after this many hours."),
+    ConfigDef("log.roll.jitter.ms", _int(0, _MAX), None, "Random jitter subtracted from the roll time (wins over hours)."),
+    ConfigDef("log.roll.jitter.hours", _int(0, _I32), "0", "Random jitter subtracted from the roll time, in hours."),
     ConfigDef("log.index.size.max.bytes", _int(4, _I32), "10485760", "Maximum size of an offset index."),
     ConfigDef("log.index.interval.bytes", _int(0, _I32), "4096", "Bytes between offset index entries."),
     ConfigDef("log.retention.ms", _int(-1, _MAX), None, "Retention time in ms (wins over minutes/hours)."),
@@ -190,6 +194,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.retention.hours", _int(-1, _I32), "168", "Retention time in hours."),
     ConfigDef("log.retention.bytes", _int(-1, _MAX), "-1", "Retention size per partition."),
     ConfigDef("log.retention.check.interval.ms", _int(1, _MAX), "300000", "How often retention is checked."),
+    ConfigDef("log.initial.task.delay.ms", _int(0, _MAX), "30000",
+              "Delay before the first retention check, flush check and offset checkpoints after start."),
     ConfigDef("log.cleanup.policy", _list, "delete", "delete, compact or both."),
     ConfigDef("log.cleaner.enable", _bool, "true", "Run the log cleaner for compacted topics."),
     ConfigDef("log.cleaner.threads", _int(0, 64), "1", "Log cleaner threads."),
@@ -213,6 +219,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
     ConfigDef("max.connections.per.ip", _int(0, _I32), "2147483647",
               "Connections one address may hold; more are closed as they arrive."),
+    ConfigDef("max.incremental.fetch.session.cache.slots", _int(0, _I32), "1000",
+              "Incremental fetch sessions (KIP-227) kept; the least recently used is evicted beyond."),
     ConfigDef("max.connections.per.ip.overrides", _str, "",
               "Per address or host name limits instead of max.connections.per.ip, as host:count,..."),
     ConfigDef("max.connections", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.", inert=True),
@@ -262,6 +270,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer", "Group protocols served."),
     ConfigDef("group.consumer.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of consumer groups."),
     ConfigDef("group.consumer.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of consumer groups."),
+    ConfigDef("group.consumer.min.session.timeout.ms", _int(1, _I32), "45000",
+              "Smallest consumer.session.timeout.ms a group config may set."),
+    ConfigDef("group.consumer.max.session.timeout.ms", _int(1, _I32), "60000",
+              "Largest consumer.session.timeout.ms a group config may set."),
+    ConfigDef("group.consumer.min.heartbeat.interval.ms", _int(1, _I32), "5000",
+              "Smallest consumer.heartbeat.interval.ms a group config may set."),
+    ConfigDef("group.consumer.max.heartbeat.interval.ms", _int(1, _I32), "15000",
+              "Largest consumer.heartbeat.interval.ms a group config may set."),
     ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
     ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
@@ -320,20 +336,21 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
-    # -- accepted for server.properties compatibility, no effect here --------------------------------
-    *(ConfigDef(name, _str, None, "Accepted for compatibility with Kafka; no effect in pykbroker.", inert=True)
-      for name in (
-          "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-          "background.threads", "queued.max.requests", "num.replica.alter.log.dirs.threads",
-          "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-          "controller.listener.names",
-          "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol", "ssl.protocol",
-          "ssl.endpoint.identification.algorithm", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-          "share.coordinator.state.topic.replication.factor",
-          "share.coordinator.state.topic.min.isr", "metadata.log.dir",
-          "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-      )),
 )
+
+
+def _kafka_parser(kafka_type: str) -> Callable[[str, str], Any]:
+    """A parser that checks a value as Kafka's ConfigDef.Type does (ranges and validators are not checked)."""
+    return {"BOOLEAN": _bool, "INT": _int(-2**31, _I32), "SHORT": _int(-2**15, 2**15 - 1), "LONG": _int(-2**63, _MAX),
+            "DOUBLE": _float(), "LIST": _list}.get(kafka_type, _str)
+
+
+# Every other property Kafka 4.1's broker defines (pykbroker.kafka_broker_configs, generated from its jars):
+# accepted, checked by type, and reported once at start as having no effect here.
+CONFIG_DEFS += tuple(
+    ConfigDef(name, _kafka_parser(key.type), key.default, "Accepted for compatibility with Kafka; no effect in pykbroker.",
+              inert=True)
+    for name, key in KAFKA_BROKER_CONFIGS.items() if name not in {d.name for d in CONFIG_DEFS})
 
 _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 
@@ -342,7 +359,7 @@ _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 _MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.max\.reauth\.ms)")
 
 
-def _is_listener_property(key: str) -> bool:
+def is_listener_property(key: str) -> bool:
     """``listener.name.<name>.<property>``: a known property, or a SASL mechanism's JAAS / reauth setting."""
     m = re.fullmatch(r"listener\.name\.[A-Za-z0-9_]+\.(.+)", key)
     return m is not None and (m.group(1) in _BY_NAME or _MECHANISM_PROPERTY.fullmatch(m.group(1)) is not None)
@@ -375,7 +392,7 @@ class Config:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         given = dict(props or {})
-        unknown = sorted(k for k in given if k not in _BY_NAME and not _is_listener_property(k))
+        unknown = sorted(k for k in given if k not in _BY_NAME and not is_listener_property(k))
         if unknown:
             raise ConfigError(
                 f"unknown property '{unknown[0]}'"
@@ -496,6 +513,8 @@ class Config:
             "segment.bytes": str(v["log.segment.bytes"]),
             "segment.index.bytes": str(v["log.index.size.max.bytes"]),
             "segment.ms": str(self.log_roll_ms),
+            "segment.jitter.ms": str(v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None
+                                     else v["log.roll.jitter.hours"] * 3_600_000),
             "unclean.leader.election.enable": str(v["unclean.leader.election.enable"]).lower(),
         }
 

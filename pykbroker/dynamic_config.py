@@ -7,9 +7,12 @@ replaces the lower layers' ``log.retention.minutes`` / ``log.retention.hours`` t
 dynamic layers live in the metadata store; this module holds no I/O. Names that are neither Kafka broker configs
 nor broker quotas are custom configs: Kafka accepts and stores them, and so do we.
 
-Listener, SSL and SASL configs (per-broker in Kafka) would reconfigure listeners; pykbroker cannot apply
-them, so a per-broker change of one fails as a reconfiguration that Kafka cannot apply fails
-("Invalid dynamic configuration").
+Listener, SSL and SASL configs are per-broker, as in Kafka: stored and described, with Kafka's checks
+(DynamicListenerConfig.validateReconfiguration: a change touching a listener-reconfigurable name is refused
+while a listener's own ``listener.name.<name>.`` configs differ from those it was started with, the
+reloadable keystore and truststore configs excepted). Applied here: a listener-prefixed keystore or
+truststore of an SSL listener is reloaded (``pykbroker.security``); the other SASL and SSL settings, like
+Kafka's for existing listeners, take effect when the broker restarts.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pykbroker.broker_config_names import STATIC_BROKER_CONFIG_NAMES
-from pykbroker.config import CONFIG_DEFS, Config, ConfigError
+from pykbroker.config import CONFIG_DEFS, Config, ConfigError, is_listener_property
+from pykbroker.security.listeners import protocol_map
+from pykbroker.security.tls import server_ssl_context
 from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType
 
 __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "broker_config_synonyms",
@@ -241,6 +246,21 @@ _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
 _CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(("max.connections", "max.connection.creation.rate",
                                              "num.network.threads"))
 _STATIC_TYPES = {d.name: d for d in CONFIG_DEFS}
+# DynamicListenerConfig.ReconfigurableConfigs: a change of one of these runs its validateReconfiguration.
+LISTENER_RECONFIGURABLE_CONFIGS = frozenset((
+    "listeners", "listener.security.protocol.map", "principal.builder.class", "num.network.threads",
+    "max.connections", "max.connection.creation.rate", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
+    "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
+    "ssl.client.auth", "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
+    "sasl.enabled.mechanisms", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds"))
+# SocketServer's and DataPlaneAcceptor's ListenerReconfigurableConfigs: a listener may change these itself.
+_LISTENER_OWN_RECONFIGURABLE = frozenset(("max.connections", "max.connection.creation.rate", "num.network.threads"))
 
 
 def is_dynamic(name: str) -> bool:
@@ -357,7 +377,7 @@ def validate(props: Mapping[str, str], per_broker: bool) -> None:
     if per_broker_only and not per_broker:
         raise DynamicConfigError(INVALID_REQUEST, "Cannot update these configs at default cluster level, broker id "
                                  "must be specified: " + java_set(per_broker_only))
-    if per_broker_only:  # listener and security reconfiguration: pykbroker cannot apply them
+    if "listeners" in props:  # KRaft brokers cannot add or remove listeners at runtime either
         raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
 
 
@@ -459,28 +479,88 @@ class DynamicBrokerConfig:
     def merged(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> Config:
         """The effective Config with these layers; ConfigError when pykbroker cannot take a value."""
         props = dict(self.static.explicit)
+        for listener, values in self.static.listener_properties.items():
+            props.update({f"listener.name.{listener}.{k}": v for k, v in values.items()})
         _override(props, {k: v for k, v in default.items() if k in _STATIC_TYPES})
-        _override(props, {k: v for k, v in per_broker.items() if k in _STATIC_TYPES})
+        _override(props, {k: v for k, v in per_broker.items() if k in _STATIC_TYPES or is_listener_property(k)})
         return Config(props)
 
     def check_applicable(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
         """processReconfiguration's validation: the new layers must make a config this broker can run with."""
+        self._check_listeners(self.effective_props(default, per_broker))
         try:
             config = self.merged(valid_subset(default, False), valid_subset(per_broker, True))
         except ConfigError:
             raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration") from None
+        for listener in self.reloaded_listeners(config):
+            try:
+                server_ssl_context(config, listener.name, protocol_map(config)[listener.name])
+            except ConfigError as exc:
+                raise DynamicConfigError(INVALID_REQUEST, "Invalid value org.apache.kafka.common.config."
+                                         "ConfigException: Validation of dynamic config update of SSLFactory "
+                                         f"failed: {exc} for configuration Invalid dynamic configuration") from None
         retention_ms, local_ms = config.log_retention_ms, config["log.local.retention.ms"]
         retention_bytes, local_bytes = config["log.retention.bytes"], config["log.local.retention.bytes"]
         if (retention_ms != -1 and local_ms != -2 and (local_ms == -1 or local_ms > retention_ms)) or \
                 (retention_bytes > -1 and local_bytes != -2 and (local_bytes == -1 or local_bytes > retention_bytes)):
             raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
 
+    def reloaded_listeners(self, new: Config, old: Config | None = None) -> list:
+        """The SSL and SASL_SSL listeners whose key or trust store configs ``new`` changes from ``old`` (default:
+        the current config); Kafka's SslFactory reloads these."""
+        old = old or self.current
+        protocols = protocol_map(new)
+        return [lst for lst in self.static.listeners if protocols.get(lst.name) in ("SSL", "SASL_SSL") and any(
+            new.listener_value(lst.name, name) != old.listener_value(lst.name, name) for name in SECURITY_CONFIGS)]
+
+    def effective_props(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> dict[str, str]:
+        """Every property of the broker as text (static, then these dynamic layers), listener-prefixed ones too."""
+        props = dict(self.static.explicit)
+        for listener, values in self.static.listener_properties.items():
+            props.update({f"listener.name.{listener}.{k}": v for k, v in values.items()})
+        _override(props, valid_subset(default, False))
+        _override(props, valid_subset(per_broker, True))
+        return props
+
+    def _check_listeners(self, new: Mapping[str, str]) -> None:
+        """DynamicListenerConfig.validateReconfiguration, run when a change touches one of its names: an existing
+        listener's immutable prefixed configs must be those it started with (Kafka compares with the config
+        the broker was started with), and its security protocol must stay."""
+        current = self.effective_props(self.default, self.per_broker)
+        if not any(current.get(k) != v for k, v in new.items() if k in LISTENER_RECONFIGURABLE_CONFIGS):
+            return
+        started = self.effective_props({}, {})
+
+        def immutable(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+            return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix) and k[len(prefix):]
+                    not in SECURITY_CONFIGS and k[len(prefix):] not in _LISTENER_OWN_RECONFIGURABLE}
+
+        def protocol(props: Mapping[str, str], listener: str) -> str | None:
+            text = props.get("listener.security.protocol.map", self.static["listener.security.protocol.map"])
+            pairs = (item.split(":", 1) for item in (text if isinstance(text, str) else ",".join(text)).split(","))
+            return {k.strip().upper(): v.strip().upper() for k, v in (p for p in pairs if len(p) == 2)}.get(listener)
+
+        for listener in self.static.listeners:
+            prefix = f"listener.name.{listener.name.lower()}."
+            why = None
+            if immutable(new, prefix) != immutable(started, prefix):
+                why = (f"Configs cannot be updated dynamically for existing listener ListenerName({listener.name}), "
+                       "restart broker or create a new listener for update")
+            elif protocol(new, listener.name) != protocol(started, listener.name):
+                why = f"Security protocol cannot be updated for existing listener ListenerName({listener.name})"
+            if why is not None:
+                raise DynamicConfigError(INVALID_REQUEST, "Invalid value org.apache.kafka.common.config."
+                                         f"ConfigException: {why} for configuration Invalid dynamic configuration")
+
     def layers(self) -> list[tuple[Mapping[str, str], int]]:
         """(values, source) from the most to the least specific, as DescribeConfigs lists synonyms."""
         defaults = {d.name: d.default for d in CONFIG_DEFS if d.default is not None}
+        static = dict(self.static.explicit)
+        for listener, values in self.static.listener_properties.items():
+            static.update({f"listener.name.{listener}.{k}": v for k, v in values.items()})
         return [(self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
                 (self.default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                (self.static.explicit, ConfigSource.STATIC_BROKER_CONFIG),
+                (static, ConfigSource.STATIC_BROKER_CONFIG),
                 (defaults, ConfigSource.DEFAULT_CONFIG)]
 
 

@@ -1,6 +1,5 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas, dynamic broker configs, group configs and finalized features, published as a
-``MetadataImage``.
+credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``.
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -153,10 +152,6 @@ class EmbeddedMetadataStore:
         return self._image.broker_configs
 
     @property
-    def group_configs(self) -> Mapping[str, Mapping[str, str]]:
-        return self._image.group_configs
-
-    @property
     def finalized_features(self) -> Mapping[str, int]:
         return self._image.finalized_features
 
@@ -194,9 +189,9 @@ class EmbeddedMetadataStore:
                                    _frozen({k: float(v) for k, v in q["values"].items()})
                                    for q in doc.get("client_quotas", [])}),
             broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
+            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
             finalized_features=_frozen(features),
             features_epoch=features_epoch,
-            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
         )
 
     def _commit(self, new: MetadataImage) -> None:
@@ -221,9 +216,9 @@ class EmbeddedMetadataStore:
             "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": dict(values)}
                               for entity, values in new.client_quotas.items()],
             "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
+            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
             "finalized_features": dict(new.finalized_features),
             "features_epoch": new.features_epoch,
-            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         old, self._image = self._image, new
@@ -292,13 +287,11 @@ class EmbeddedMetadataStore:
         self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
-        """Replace the configs of one group (IncrementalAlterConfigs on a GROUP resource); empty removes them."""
-        by_group = dict(self._image.group_configs)
-        if configs:
-            by_group[group_id] = _frozen(configs)
-        else:
-            by_group.pop(group_id, None)
-        self._commit(replace(self._image, group_configs=_frozen(by_group)))
+        """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
+        removed keeps its (empty) entry: ListConfigResources still lists it."""
+        group_configs = dict(self._image.group_configs)
+        group_configs[group_id] = _frozen(configs)
+        self._commit(replace(self._image, group_configs=_frozen(group_configs)))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""

@@ -34,6 +34,7 @@ class Server:
         started = time.monotonic()
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
+        broker.listener_security = security  # dynamic key and trust store changes reload these contexts
         await broker.start()
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -51,8 +52,8 @@ class Server:
         idle_ms = self.config["connections.max.idle.ms"]
         if idle_ms >= 0:
             self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
-        for name in self.config.inert:
-            log.info("property %s is accepted for compatibility but has no effect", name)
+        if self.config.inert:
+            log.info("accepted, no effect in pykbroker: %s", ", ".join(self.config.inert))
         log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",
                  broker.node_id, broker.cluster_id, ",".join(self.config.log_dirs),
                  (time.monotonic() - started) * 1000)

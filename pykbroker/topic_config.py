@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pykbroker.config import CONFIG_DEFS, Config
+from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from storage import LogConfig
 from storage.errors import LogConfigError
 
@@ -29,6 +30,8 @@ class ConfigSource:
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigType:
@@ -197,15 +200,35 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         layers = static_layers(layers)
     entries = []
     for d in sorted(CONFIG_DEFS, key=lambda d: d.name):
-        sensitive = any(word in d.name for word in _SENSITIVE_WORDS)
+        kafka_key = KAFKA_BROKER_CONFIGS.get(d.name)
+        sensitive = any(word in d.name for word in _SENSITIVE_WORDS) or (
+            kafka_key is not None and kafka_key.type == "PASSWORD")
         synonyms = _synonyms(layers, synonyms_of(d.name), d.name)
+        if kafka_key is not None and kafka_key.internal and all(
+                source == ConfigSource.DEFAULT_CONFIG for _, _, source in synonyms):
+            continue  # Kafka describes an internal config only where it is set
         value = None if sensitive else (synonyms[0][1] if synonyms else d.default)
         if sensitive:
             synonyms = [(n, None, s) for n, _, s in synonyms]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-        config_type = type_of(d.name) or (ConfigType.LIST if d.is_list else _broker_type(d.default))
+        config_type = type_of(d.name) or (getattr(ConfigType, kafka_key.type) if kafka_key is not None
+                                          else ConfigType.LIST if d.is_list else _broker_type(d.default))
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
+    # Listener-prefixed properties set in some layer: Kafka describes them from its originals, read-only (they are
+    # not among AllDynamicConfigs), typed and synonymed as the property they override.
+    known = {d.name for d in CONFIG_DEFS}
+    for name in sorted({n for values, _ in layers for n in values if n.startswith("listener.name.") and n not in known}):
+        base = name.split(".", 3)[3] if name.count(".") >= 3 else name
+        kafka_key = KAFKA_BROKER_CONFIGS.get(base)
+        sensitive = kafka_key is None or kafka_key.type == "PASSWORD"
+        synonyms = _synonyms(layers, synonyms_of(name), name)
+        value = None if sensitive else (synonyms[0][1] if synonyms else None)
+        if sensitive:
+            synonyms = [(n, None, s) for n, _, s in synonyms]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        config_type = getattr(ConfigType, kafka_key.type) if kafka_key is not None else ConfigType.PASSWORD
+        entries.append(ConfigEntry(name, value, source, config_type, True, sensitive, None, tuple(synonyms)))
     return entries
 
 

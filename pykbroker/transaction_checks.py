@@ -40,12 +40,12 @@ async def check_transactional_write(broker: Broker, transactional_id: str, produ
     """
     coordinator = broker.transaction_coordinator
     node = coordinator.coordinator_for(transactional_id)
-    if node is None or node == broker.node_id:
+    if node == broker.node_id:
         if add:
             return await coordinator.add_partition_from_write(transactional_id, producer_id, producer_epoch, tp)
         return coordinator.verify_partition(transactional_id, producer_id, producer_epoch, tp,
                                             abortable_error=abortable_error)
-    if node < 0:
+    if node is None or node < 0:  # __transaction_state not known here yet, or the partition has no leader
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnTransaction(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,

@@ -637,6 +637,10 @@ class ZooKeeperMetadataStore:
         for resource_name, configs in changes.items():
             await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, lambda _old, c=configs: dict(c))
 
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Kafka 3.9's ZooKeeper mode has no GROUP config resources (they came with KRaft and KIP-848)."""
+        raise NotImplementedError("group configs are not stored in ZooKeeper")
+
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; other keys of the znode (a user's SCRAM
         credentials) are kept."""

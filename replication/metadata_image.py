@@ -104,11 +104,11 @@ class MetadataImage:
     client_quotas: Mapping[frozenset, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     # Dynamic broker configs by BROKER resource name: "" is the cluster-wide default, "<node id>" one broker.
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
+    # Group configs (KIP-848 GROUP config resources) by group id: the values set (an emptied group keeps {}).
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
     # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
     finalized_features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     features_epoch: int = 1
-    # Group configs (GROUP config resources, e.g. share.auto.offset.reset) by group id.
-    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
 
     def topic(self, name: str) -> TopicState | None:
         return self.topics.get(name)
@@ -168,6 +168,8 @@ class MetadataWriter(Protocol):
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None: ...
 
     async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None: ...
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None: ...
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None: ...
 

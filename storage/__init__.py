@@ -39,6 +39,7 @@ from storage.errors import (
     OutOfOrderSequenceError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
+    RecordValidationError,
     StorageError,
     TransactionCoordinatorFencedError,
     UnexpectedAppendOffsetError,
@@ -71,7 +72,7 @@ __all__ = [
     "LATEST_TIMESTAMP", "LeaderEpochCheckpointFile", "LeaderEpochFileCache", "Log", "LogAppendInfo", "LogCleaner",
     "LogConfig", "LogConfigError", "LogDirFailureChannel", "LogManager", "LogOffsetMetadata", "MAX_TIMESTAMP",
     "OffsetCheckpointFile", "OffsetOutOfRangeError", "OutOfOrderSequenceError", "PartitionMetadataFile",
-    "ProducerStateManager", "RecordBatchTooLargeError", "RecordTooLargeError", "Scheduler", "StorageError",
+    "ProducerStateManager", "RecordBatchTooLargeError", "RecordTooLargeError", "RecordValidationError", "Scheduler", "StorageError",
     "TimestampAndOffset", "TransactionCoordinatorFencedError", "UnexpectedAppendOffsetError",
     "UnknownProducerIdError", "clean_log", "topic_id_from_string", "topic_id_to_string",
 ]

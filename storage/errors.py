@@ -25,6 +25,7 @@ __all__ = [
     "RecordBatchTooLargeError",
     "RecordError",
     "RecordTooLargeError",
+    "RecordValidationError",
     "StorageError",
     "TransactionCoordinatorFencedError",
     "InconsistentTopicIdError",
@@ -63,8 +64,21 @@ class RecordBatchTooLargeError(StorageError):
     error_code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
+class RecordValidationError(InvalidRecordError, StorageError):
+    """Records of a batch refused one by one (Kafka's RecordValidationException wrapping an
+    InvalidRecordException, KIP-467): ``record_errors`` holds (index of the record in its batch, message)
+    for each; INVALID_RECORD. An InvalidRecordError, as before per-record errors existed."""
+
+    error_code = ErrorCode.INVALID_RECORD
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str | None]] | None = None) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors or []
+
+
 class InvalidTimestampError(StorageError):
-    """A CreateTime timestamp outside message.timestamp.before/after.max.ms (INVALID_TIMESTAMP)."""
+    """A CreateTime timestamp outside message.timestamp.before/after.max.ms, or a producer's LogAppendTime
+    (INVALID_TIMESTAMP); ``record_errors`` as RecordValidationError's."""
 
     error_code = ErrorCode.INVALID_TIMESTAMP
 

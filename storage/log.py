@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from storage import log_validator
 from storage.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA_FILE,
@@ -44,12 +45,9 @@ from storage.checkpoints import (
 from storage.config import LogConfig
 from storage.errors import (
     InconsistentTopicIdError,
-    InvalidTimestampError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
-    RecordTooLargeError,
-    UnexpectedAppendOffsetError,
 )
 from storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from storage.local_log import FetchDataInfo, LocalLog
@@ -66,19 +64,10 @@ from storage.segment import TimestampAndOffset
 from storage.transaction_index import AbortedTxn
 from wire import (
     LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD,
-    CompressionType,
     CorruptRecordError,
-    InvalidRecordError,
     RecordBatchHeader,
     TimestampType,
-    build_batch,
     decode_records,
-    parse_batch_header,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-    validate_batch,
 )
 
 log = logging.getLogger("storage.log")
@@ -319,7 +308,8 @@ class Log:
         sequence) before anything is written; a refusal raises and writes nothing. Offsets are assigned by
         rewriting each batch's base_offset and partition_leader_epoch in place (outside the CRC); under
         LogAppendTime the max timestamp is rewritten too (and the CRC recomputed). Header-only work: the
-        records of a batch are decoded only for compacted topics (keys are required there), for a
+        records of a batch are decoded only when storage.log_validator needs them (keys on compacted topics,
+        timestamps past a bound), for a
         topic-level compression.type that differs from the batch's codec, and for transaction markers.
         """
         return self._append(records, origin, leader_epoch=leader_epoch, assign_offsets=True,
@@ -342,7 +332,7 @@ class Log:
         config = self.config
         with self.lock:
             self._check_online()
-            batches, buf = self._analyze_and_validate(buf, origin)
+            batches, buf = log_validator.analyze_and_validate(buf, origin, config, self.name)
             if not batches:
                 return LogAppendInfo(-1, -1, -1, -1, None, self._log_start_offset, 0, 0, 0)
             now = self.time_ms()
@@ -350,15 +340,14 @@ class Log:
             if assign_offsets:
                 if config.timestamp_type is TimestampType.LOG_APPEND_TIME:
                     log_append_time = log_append_time_ms if log_append_time_ms is not None else now
-                else:
-                    self._validate_timestamps(batches, now)
+                log_validator.validate_records(buf, batches, config, self.name, now,
+                                               require_keys=config.compact and origin == AppendOrigin.CLIENT)
                 if origin == AppendOrigin.CLIENT:
-                    buf, batches = self._maybe_recompress(buf, batches)
-                if config.compact and origin == AppendOrigin.CLIENT:
-                    self._require_keys(buf, batches)
-                batches = self._assign_offsets(buf, batches, self.local.log_end_offset, leader_epoch, log_append_time)
+                    buf, batches = log_validator.maybe_recompress(buf, batches, config)
+                batches = log_validator.assign_offsets(buf, batches, self.local.log_end_offset, leader_epoch,
+                                                       log_append_time)
             else:
-                batches = self._check_follower_offsets(batches)
+                batches = log_validator.check_follower_offsets(batches, self.local.log_end_offset, self.name)
 
             # Producer state: a retry of a batch already in the log answers with its original offsets.
             duplicate = self._find_duplicate(batches, origin)
@@ -401,120 +390,6 @@ class Log:
             return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max, log_append_time,
                                  self._log_start_offset, records_count, len(batches), size,
                                  last_header.partition_leader_epoch)
-
-    def _analyze_and_validate(self, buf: bytearray, origin: str) -> tuple[list[tuple[int, RecordBatchHeader]], bytearray]:
-        """Structural checks of every batch (Kafka's analyzeAndValidateRecords); nothing is written yet."""
-        batches: list[tuple[int, RecordBatchHeader]] = []
-        end = len(buf)
-        pos = 0
-        max_size = self.config.max_message_bytes
-        follower = origin == AppendOrigin.REPLICATION
-        while pos < end:
-            if follower:
-                if end - pos < RECORD_BATCH_OVERHEAD:
-                    break
-                header = parse_batch_header(buf, pos)
-                if pos + header.batch_length + LOG_OVERHEAD > end:
-                    break  # a partial batch at the end of a fetch response
-            header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT)
-            size = header.batch_length + LOG_OVERHEAD
-            if size > max_size and not follower:
-                raise RecordTooLargeError(
-                    f"The record batch size in the append to {self.name} is {size} bytes which exceeds the maximum "
-                    f"configured value of {max_size}.")
-            batches.append((pos, header))
-            pos += size
-        if follower and pos < end:
-            buf = buf[:pos]
-        if origin == AppendOrigin.CLIENT:
-            if not batches:
-                raise InvalidRecordError("Record batch has no batches at all")
-            if len(batches) > 1 and (any(h.attributes & 0x07 for _, h in batches)
-                                     or self.config.compression_type not in ("producer", "uncompressed")):
-                raise InvalidRecordError("Compressed outer record has more than one batch")
-        return batches, buf
-
-    def _validate_timestamps(self, batches: list[tuple[int, RecordBatchHeader]], now: int) -> None:
-        """CreateTime bounds (message.timestamp.before/after.max.ms), from the batch header's timestamps."""
-        before = self.config.message_timestamp_before_max_ms
-        after = self.config.message_timestamp_after_max_ms
-        if before >= _LONG_MAX and after >= _LONG_MAX:
-            return
-        for index, (_, header) in enumerate(batches):
-            for ts in (header.base_timestamp, header.max_timestamp):
-                if ts < 0 or header.has_delete_horizon:
-                    continue
-                if now - ts > before or ts - now > after:
-                    message = (f"Timestamp {ts} of message with offset 0 is out of range. The timestamp should be "
-                               f"within [{now - before}, {now + after}]")
-                    raise InvalidTimestampError(message, [(index, message)])
-
-    def _maybe_recompress(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]]):
-        """Rewrite batches into the topic's compression.type when it is not "producer" (per-record work)."""
-        target_name = self.config.compression_type
-        if target_name == "producer":
-            return buf, batches
-        target = CompressionType.NONE if target_name == "uncompressed" else CompressionType[target_name.upper()]
-        if all(h.attributes & 0x07 == target for _, h in batches):
-            return buf, batches
-        out = bytearray()
-        new_batches = []
-        for pos, header in batches:
-            _, records = decode_records(buf, pos)
-            level = {CompressionType.GZIP: self.config.compression_gzip_level,
-                     CompressionType.LZ4: self.config.compression_lz4_level,
-                     CompressionType.ZSTD: self.config.compression_zstd_level}.get(target)
-            rebuilt = build_batch(records, base_offset=header.base_offset, base_timestamp=header.base_timestamp,
-                                  compression=target, producer_id=header.producer_id,
-                                  producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
-                                  is_transactional=header.is_transactional,
-                                  timestamp_type=header.timestamp_type, max_timestamp=header.max_timestamp,
-                                  last_offset_delta=header.last_offset_delta,
-                                  compression_level=level if level is not None and level >= 0 else None)
-            new_batches.append((len(out), parse_batch_header(rebuilt, 0)))
-            out += rebuilt
-        return out, new_batches
-
-    def _require_keys(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]]) -> None:
-        for pos, _ in batches:
-            _, records = decode_records(buf, pos)
-            for record in records:
-                if record.key is None:
-                    raise InvalidRecordError(
-                        f"Compacted topic cannot accept message without key in topic partition {self.name}.")
-
-    @staticmethod
-    def _assign_offsets(buf: bytearray, batches: list[tuple[int, RecordBatchHeader]], next_offset: int,
-                        leader_epoch: int | None, log_append_time: int | None) -> list[tuple[int, RecordBatchHeader]]:
-        out = []
-        for pos, header in batches:
-            set_base_offset(buf, pos, next_offset)
-            changes: dict[str, int] = {"base_offset": next_offset}
-            if leader_epoch is not None:
-                set_partition_leader_epoch(buf, pos, leader_epoch)
-                changes["partition_leader_epoch"] = leader_epoch
-            if log_append_time is not None:
-                set_log_append_time(buf, pos, log_append_time)
-                out.append((pos, parse_batch_header(buf, pos)))
-            else:
-                out.append((pos, header._replace(**changes)))
-            next_offset += header.last_offset_delta + 1
-        return out
-
-    def _check_follower_offsets(self, batches: list[tuple[int, RecordBatchHeader]]) -> list[tuple[int, RecordBatchHeader]]:
-        first = batches[0][1]
-        if first.base_offset < self.local.log_end_offset:
-            raise UnexpectedAppendOffsetError(
-                f"Unexpected offset in append to {self.name}. First offset {first.base_offset} is less than the next "
-                f"offset {self.local.log_end_offset}. First 10 offsets in append: "
-                f"{[h.base_offset for _, h in batches[:10]]}")
-        previous = -1
-        for _, header in batches:
-            if header.base_offset <= previous:
-                raise UnexpectedAppendOffsetError(f"Out of order offsets found in append to {self.name}: "
-                                                  f"{[h.base_offset for _, h in batches[:10]]}")
-            previous = header.base_offset + header.last_offset_delta
-        return batches
 
     def _find_duplicate(self, batches: list[tuple[int, RecordBatchHeader]], origin: str) -> LogAppendInfo | None:
         if origin != AppendOrigin.CLIENT:

@@ -10,7 +10,8 @@ file.delete.delay.ms (or at the next start).
 Lifecycle: ``startup()`` (blocking: run it in a thread from asyncio) loads every log — in parallel,
 ``num_recovery_threads_per_data_dir`` per dir, one log line per partition with progress counts — skips
 recovery where the dir was shut down cleanly, then starts the scheduler thread (retention every
-``log_retention_check_interval_ms``, time-based flush, checkpoints, delayed deletions) and the cleaner.
+``log_retention_check_interval_ms``, time-based flush, checkpoints, delayed deletions; the first run of
+retention, flush and the two offset checkpoints after ``log_initial_task_delay_ms``) and the cleaner.
 ``shutdown()`` (blocking) stops both, flushes and closes every log, writes the checkpoints (recovery
 points at the log end offsets) and the clean-shutdown marker.
 
@@ -64,7 +65,8 @@ def _wall_clock_ms() -> int:
 class LogManager:
     """Creates, loads, finds, deletes and maintains the logs of every log dir (module docstring).
 
-    Broker property → argument: ``log.dirs`` → log_dirs, ``log.retention.check.interval.ms``,
+    Broker property → argument: ``log.dirs`` → log_dirs, ``log.initial.task.delay.ms``,
+    ``log.retention.check.interval.ms``,
     ``log.flush.scheduler.interval.ms``, ``log.flush.offset.checkpoint.interval.ms``,
     ``log.flush.start.offset.checkpoint.interval.ms``, ``replica.high.watermark.checkpoint.interval.ms``,
     ``num.recovery.threads.per.data.dir``, ``log.cleaner.enable``, ``log.cleaner.backoff.ms``,
@@ -72,6 +74,7 @@ class LogManager:
     """
 
     def __init__(self, log_dirs: list[str], *, default_config: LogConfig | None = None,
+                 log_initial_task_delay_ms: int = 30_000,
                  log_retention_check_interval_ms: int = 300_000,
                  log_flush_scheduler_interval_ms: int = LONG_MAX,
                  log_flush_offset_checkpoint_interval_ms: int = 60_000,
@@ -85,6 +88,7 @@ class LogManager:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.default_config = default_config or LogConfig()
+        self.initial_task_delay_ms = log_initial_task_delay_ms
         self.retention_check_interval_ms = log_retention_check_interval_ms
         self.flush_check_interval_ms = log_flush_scheduler_interval_ms
         self.recovery_checkpoint_interval_ms = log_flush_offset_checkpoint_interval_ms
@@ -208,15 +212,14 @@ class LogManager:
 
     def _schedule_tasks(self) -> None:
         s = self.scheduler
-        s.schedule_periodic("kafka-log-retention", self.cleanup_logs, self.retention_check_interval_ms,
-                            self.retention_check_interval_ms)
+        delay = self.initial_task_delay_ms  # Kafka's LogManager.startup: log.initial.task.delay.ms
+        s.schedule_periodic("kafka-log-retention", self.cleanup_logs, delay, self.retention_check_interval_ms)
         if self.flush_check_interval_ms < LONG_MAX // 2:
-            s.schedule_periodic("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_interval_ms,
-                                self.flush_check_interval_ms)
-        s.schedule_periodic("kafka-recovery-point-checkpoint", self.checkpoint_recovery_offsets,
-                            self.recovery_checkpoint_interval_ms, self.recovery_checkpoint_interval_ms)
-        s.schedule_periodic("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
-                            self.start_offset_checkpoint_interval_ms, self.start_offset_checkpoint_interval_ms)
+            s.schedule_periodic("kafka-log-flusher", self.flush_dirty_logs, delay, self.flush_check_interval_ms)
+        s.schedule_periodic("kafka-recovery-point-checkpoint", self.checkpoint_recovery_offsets, delay,
+                            self.recovery_checkpoint_interval_ms)
+        s.schedule_periodic("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets, delay,
+                            self.start_offset_checkpoint_interval_ms)
         s.schedule_periodic("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                             self.hw_checkpoint_interval_ms, self.hw_checkpoint_interval_ms)
 

@@ -1,20 +1,24 @@
 """Retention: which old segments a log deletes (Kafka's UnifiedLog.deleteOldSegments).
 
-Three rules, each deleting a prefix of whole segments, oldest first, stopping at the first segment that
-does not qualify:
+Three rules, applied in Kafka's order, each deleting a prefix of whole segments, oldest first, stopping
+at the first segment that does not qualify:
 
-* ``retention.ms`` (topics with cleanup.policy delete; -1 = forever): a segment whose largest record
-  timestamp (its file's mtime when no record has one) is older than now − retention.ms;
+* the log start offset (every policy): a segment whose successor starts at or below log_start_offset
+  (DeleteRecords moved it); the active segment has no successor, so this rule never takes it;
 * ``retention.bytes`` (delete policy; -1 = unlimited): oldest segments while the log stays at or above
   retention.bytes without them;
-* the log start offset (every policy): a segment whose successor starts at or below log_start_offset
-  (DeleteRecords moved it).
+* ``retention.ms`` (topics with cleanup.policy delete; -1 = forever): a segment whose largest record
+  timestamp (its file's mtime when no record has one) is older than now − retention.ms.
 
-Only segments below the high watermark, and never the active segment (it is deleted once rolled by
-segment.ms or segment.bytes). Deleted segments leave the log under the lock, are renamed ``.deleted``
-and unlinked after file.delete.delay.ms on the scheduler thread; the log start offset moves to the first
-remaining segment, producer snapshots below it are removed. No file of its own. Called on the log
-manager's scheduler thread; the clock is the log's (injectable).
+The active segment counts like any other (Kafka's LocalLog.deletableSegments), unless it is empty; a
+segment qualifies only when every offset in it is below the high watermark (its successor's base offset,
+or the log end offset for the active one). When every segment qualifies, a new active segment is rolled
+first at the log end offset, so a quiet topic's data expires too and the log keeps one segment.
+
+Deleted segments leave the log under the lock, are renamed ``.deleted`` and unlinked after
+file.delete.delay.ms on the scheduler thread; the log start offset moves to the first remaining segment,
+producer snapshots below it are removed. No file of its own. Called on the log manager's scheduler
+thread; the clock is the log's (injectable).
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ Predicate = Callable[[LogSegment, LogSegment | None], bool]
 def delete_old_segments(log_: Log) -> int:
     """Apply every retention rule; returns how many segments were deleted."""
     if log_.config.delete:
-        return (delete_retention_ms_breached_segments(log_) + delete_retention_size_breached_segments(log_)
-                + delete_log_start_offset_breached_segments(log_))
+        return (delete_log_start_offset_breached_segments(log_) + delete_retention_size_breached_segments(log_)
+                + delete_retention_ms_breached_segments(log_))
     return delete_log_start_offset_breached_segments(log_)
 
 
@@ -84,17 +88,25 @@ def _delete_segments(log_: Log, predicate: Predicate, reason: str) -> int:
         if log_.is_offline or log_.deleted:
             return 0
         segments = log_.local.segments.snapshot()
-        upper_bound = min(log_.high_watermark, log_.log_end_offset)
+        high_watermark = log_.high_watermark
         deletable: list[LogSegment] = []
-        for i, segment in enumerate(segments[:-1]):  # never the active segment
-            next_segment = segments[i + 1]
-            if next_segment.base_offset > upper_bound or not predicate(segment, next_segment):
+        for i, segment in enumerate(segments):
+            next_segment = segments[i + 1] if i + 1 < len(segments) else None
+            if next_segment is None and segment.size == 0:
+                break  # an empty active segment stays
+            upper_bound = next_segment.base_offset if next_segment is not None else log_.local.log_end_offset
+            if high_watermark < upper_bound or not predicate(segment, next_segment):
                 break
             deletable.append(segment)
         if not deletable:
             return 0
         with log_._io("deleting segments"):
-            log_.local.remove_and_delete_segments(deletable, reason=reason)
+            if len(deletable) == len(segments):  # the log always keeps a segment: roll a new one first
+                rolled = log_._roll(None)
+                if deletable[-1].base_offset == rolled.base_offset:
+                    deletable.pop()
+            if deletable:
+                log_.local.remove_and_delete_segments(deletable, reason=reason)
             first = log_.local.segments.first_segment()
             if first is not None:
                 log_.maybe_increment_log_start_offset(first.base_offset, "segment deletion")

@@ -126,11 +126,24 @@ def _signed64(data: bytes) -> int:
 class ConsumerProtocol:
     """ConsumerGroupHeartbeat, and classic-protocol members of consumer groups."""
 
+    # -- the group's configs (KIP-848 group config resources) --------------------------------------------
+    def consumer_session_timeout_ms(self: GroupMetadataManager, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's group.consumer.session.timeout.ms."""
+        if self.group_configs is None:
+            return self.config.consumer_group_session_timeout_ms
+        return int(self.group_configs.get(group_id, "consumer.session.timeout.ms"))
+
+    def consumer_heartbeat_interval_ms(self: GroupMetadataManager, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's group.consumer.heartbeat.interval.ms."""
+        if self.group_configs is None:
+            return self.config.consumer_group_heartbeat_interval_ms
+        return int(self.group_configs.get(group_id, "consumer.heartbeat.interval.ms"))
+
     # -- timers -----------------------------------------------------------------------------------------
     def schedule_consumer_session_timeout(self: GroupMetadataManager, group_id: str, member_id: str,
                                           timeout_ms: int | None = None) -> None:
         if timeout_ms is None:
-            timeout_ms = self.config.consumer_group_session_timeout_ms
+            timeout_ms = self.consumer_session_timeout_ms(group_id)
         self.timer.schedule(session_timeout_key(group_id, member_id), timeout_ms,
                             lambda: self._fence_member_operation(group_id, member_id, "the member session expired"))
 
@@ -644,7 +657,7 @@ class ConsumerProtocol:
         self.schedule_consumer_session_timeout(group.group_id, reconciled.member_id)
         response = ConsumerGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms)
+            heartbeat_interval_ms=self.consumer_heartbeat_interval_ms(group.group_id))
         full = create or (request.rebalance_timeout_ms != -1
                           and (request.subscribed_topic_names is not None
                                or request.subscribed_topic_regex is not None)

@@ -31,6 +31,7 @@ from typing import Any
 from coordinator.group.clock import Clock, SystemClock
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.errors import ApiError
+from coordinator.group.group_config import GroupConfigs
 from coordinator.group.log import CoordinatorLogFactory
 from coordinator.group.offsets import FetchTopic
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
@@ -87,8 +88,9 @@ class GroupCoordinator:
                  log_factory: CoordinatorLogFactory, clock: Clock | None = None,
                  partition_leader: Callable[[int], int | None] | None = None,
                  ensure_offsets_topic: Callable[[], Any] | None = None,
-                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4, group_configs: GroupConfigs | None = None) -> None:
         self.config = config
+        self.group_configs = group_configs
         self.node_id = node_id
         self.topics = topics
         self.clock = clock or SystemClock()
@@ -101,7 +103,8 @@ class GroupCoordinator:
         self._started = False
 
     def _new_shard(self, partition: int, timer: CoordinatorTimer) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(partition, self.config, self.clock, timer, self.topics, self._new_uuid)
+        return GroupCoordinatorShard(partition, self.config, self.clock, timer, self.topics, self._new_uuid,
+                                     self.group_configs)
 
     # -- placement --------------------------------------------------------------------------------------
     @property

@@ -22,6 +22,7 @@ from coordinator.group.consumer_group import ConsumerGroup, ResolvedRegex
 from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.embedded_protocol import PROTOCOL_TYPE
 from coordinator.group.errors import ApiError
+from coordinator.group.group_config import GroupConfigs
 from coordinator.group.timer import CoordinatorTimer
 from coordinator.group.topics import TopicsImage
 from wire import ErrorCode
@@ -50,8 +51,9 @@ def group_state_name(group: Group) -> str:
 
 class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
     def __init__(self, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer, topics: TopicsImage,
-                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4, group_configs: GroupConfigs | None = None) -> None:
         self.config = config
+        self.group_configs = group_configs  # per-group overrides (GROUP config resources); None: the broker's
         self.clock = clock
         self.timer = timer
         self.topics = topics
@@ -165,7 +167,7 @@ class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
                     self.schedule_consumer_session_timeout(
                         group.group_id, member.member_id,
                         member.classic_member_metadata.session_timeout_ms if member.uses_classic_protocol
-                        else self.config.consumer_group_session_timeout_ms)
+                        else self.consumer_session_timeout_ms(group.group_id))
                     self.maybe_schedule_rebalance_timeout(group.group_id, member)
             else:
                 for member in group.members.values():

@@ -17,6 +17,7 @@ from coordinator.group.classic_group import Responder
 from coordinator.group.clock import Clock
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.errors import ApiError
+from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
 from coordinator.group.result import CoordinatorResult, RequestInfo
@@ -44,12 +45,13 @@ GROUP_EXPIRATION_KEY = "expire-group-metadata"
 
 class GroupCoordinatorShard:
     def __init__(self, partition: int, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer,
-                 topics: TopicsImage, new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+                 topics: TopicsImage, new_uuid: Callable[[], uuid.UUID] = uuid.uuid4,
+                 group_configs: GroupConfigs | None = None) -> None:
         self.partition = partition
         self.config = config
         self.clock = clock
         self.timer = timer
-        self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid)
+        self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid, group_configs)
         self.offsets = OffsetMetadataManager(self.groups)
 
     # -- replay and lifecycle --------------------------------------------------------------------------

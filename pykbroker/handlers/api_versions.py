@@ -5,7 +5,8 @@
 - v3+: flexible; the client's software name and version must match Kafka's pattern, else INVALID_REQUEST;
   supported and finalized features (``pykbroker.features``).
 - A request newer than v4 never reaches here: the connection answers it in v0 format with
-  UNSUPPORTED_VERSION and the supported ranges, so the client can retry with a version we serve.
+  UNSUPPORTED_VERSION and, as Kafka 4.1, a key list holding ApiVersions' own range alone, so the client can
+  retry with a version we serve.
 """
 
 from __future__ import annotations

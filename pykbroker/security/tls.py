@@ -172,6 +172,17 @@ def server_ssl_context(config: Config, listener: str, protocol: str) -> ssl.SSLC
     return ctx
 
 
+def reload_stores(ctx: ssl.SSLContext, config: Config, listener: str, protocol: str) -> None:
+    """Load ``listener``'s key store (and trust store, when clients are verified) from ``config`` into the live
+    context, as Kafka's SslFactory reconfigures: new handshakes use them, open connections keep theirs. The
+    new stores are checked on a fresh context first (ConfigError), so a bad store changes nothing. Trusted
+    certificates are added to those already trusted (an SSLContext cannot forget one)."""
+    check = server_ssl_context(config, listener, protocol)
+    _load_key_store(ctx, config, listener)
+    if check.verify_mode != ssl.CERT_NONE:
+        _load_trust_store(ctx, config, listener)
+
+
 def peer_certificate_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
     """``User:<distinguished name>`` of a verified client certificate (RFC 2253 order, as Kafka's DEFAULT
     mapping rule gives it), or None when the client presented none."""

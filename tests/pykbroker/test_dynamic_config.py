@@ -44,11 +44,31 @@ def refusal(props: dict[str, str], per_broker: bool = False) -> tuple[int, str |
      "using the listener prefix: HashSet(ssl.keystore.type)"),
     ({"listener.name.plaintext.ssl.keystore.type": "PKCS12"}, False, "Cannot update these configs at default "
      "cluster level, broker id must be specified: Set(listener.name.plaintext.ssl.keystore.type)"),
-    # per-broker listener reconfiguration: pykbroker cannot apply it
-    ({"listener.name.plaintext.ssl.keystore.type": "PKCS12"}, True, "Invalid dynamic configuration"),
+    # a KRaft broker cannot add or remove listeners at runtime
+    ({"listeners": "PLAINTEXT://127.0.0.1:9093"}, True, "Invalid dynamic configuration"),
 ])
 def test_refusals_carry_kafkas_messages(props, per_broker, expected):
     assert refusal(props, per_broker) == (42, expected)
+
+
+def test_per_broker_listener_and_sasl_configs_pass():
+    validate({"listener.name.plaintext.ssl.keystore.type": "PKCS12", "sasl.kerberos.min.time.before.relogin": "58000",
+              "listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN", "ssl.client.auth": "required"},
+             per_broker=True)
+
+
+def test_a_listener_reconfiguration_is_refused_while_the_listeners_own_configs_changed():
+    """DynamicListenerConfig compares a listener's prefixed configs with those the broker started with."""
+    from pykbroker.config import Config
+    from pykbroker.dynamic_config import DynamicBrokerConfig
+    static = Config({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    dynamic = DynamicBrokerConfig(static, {}, {"listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN"})
+    dynamic.check_applicable({}, {"listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN",
+                                  "message.max.bytes": "2000"})  # not a listener-reconfigurable name
+    with pytest.raises(DynamicConfigError, match=r"existing listener ListenerName\(PLAINTEXT\)"):
+        dynamic.check_applicable({}, {"listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN",
+                                      "sasl.kerberos.min.time.before.relogin": "1000"})
+    DynamicBrokerConfig(static, {}, {}).check_applicable({}, {"sasl.kerberos.min.time.before.relogin": "1000"})
 
 
 def test_dynamic_and_custom_configs_pass():

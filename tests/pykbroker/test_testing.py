@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper 
 def test_serves_kazoo_and_keeps_znodes_across_a_restart(tmp_path):
     with ZooKeeperProcess(tmp_path / "zk") as zk:
         assert four_letter_word("127.0.0.1", zk.port, "ruok") == "imok"
-        client = KazooClient(hosts=zk.connect, timeout=10)
+        client = KazooClient(hosts=zk.connect, timeout=30)  # a session outlives a slow restart on a busy machine
         client.start(timeout=10)
         try:
             client.create("/brokers/ids", b"", makepath=True)

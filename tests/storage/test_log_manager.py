@@ -80,6 +80,26 @@ def test_retention_runs_from_the_manager_with_an_injected_clock(tmp_path, clock)
     m.shutdown()
 
 
+def test_log_initial_task_delay_ms_sets_when_retention_first_runs(tmp_path, clock):
+    """log.initial.task.delay.ms=0: the first retention check runs at start, not one interval later."""
+    import time
+    m = manager([tmp_path])
+    log = m.get_or_create_log("t", 0)
+    log.append_as_leader(batch([b"x"] * 10, timestamp=clock.now), 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    m.shutdown()
+    clock.advance(2 * DAY)
+    m = LogManager([str(tmp_path)], default_config=small_config(retention_ms=DAY), time_ms=clock,
+                   log_cleaner_enable=False, log_initial_task_delay_ms=0, log_retention_check_interval_ms=10**9)
+    m.startup()
+    log = m.get_log("t", 0)
+    deadline = time.monotonic() + 10
+    while log.log_start_offset != 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log.log_start_offset == 10
+    m.shutdown()
+
+
 def test_an_io_error_takes_only_its_dir_offline(tmp_path, monkeypatch):
     dirs = [tmp_path / "a", tmp_path / "b"]
     m = manager(dirs)

@@ -27,8 +27,56 @@ def test_retention_ms_by_largest_timestamp(log_dir, clock):
     assert not [n for n in os.listdir(log_dir) if n.endswith(".deleted")]  # file.delete.delay.ms = 0
     clock.advance(2 * DAY)
     log.delete_old_segments()
-    assert log.num_segments == 1  # never the active segment
-    assert log.log_start_offset == log.active_segment.base_offset
+    assert log.num_segments == 1  # every segment expired: a new, empty active segment was rolled first
+    assert log.active_segment.size == 0
+    assert log.log_start_offset == log.active_segment.base_offset == log.log_end_offset == 60
+    log.close()
+
+
+def test_a_quiet_logs_only_segment_expires(log_dir, clock):
+    """Kafka's UnifiedLog.deleteOldSegments counts the active segment and rolls when all are deletable."""
+    log = open_log(log_dir, small_config(retention_ms=1500, internal_segment_bytes=1 << 20), time_ms=clock)
+    log.append_as_leader(batch([b"v"] * 500, timestamp=clock.now), 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    assert log.delete_old_segments() == 0  # not yet expired
+    clock.advance(1501)
+    assert log.delete_old_segments() == 1
+    assert (log.num_segments, log.log_start_offset, log.log_end_offset) == (1, 500, 500)
+    assert log.active_segment.base_offset == 500 and log.active_segment.size == 0
+    assert log.delete_old_segments() == 0  # an empty active segment is never deleted
+    info = log.append_as_leader(batch([b"w"], timestamp=clock.now), 0)
+    assert info.first_offset == 500
+    log.close()
+
+
+def test_the_active_segment_waits_for_the_high_watermark(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=1500), time_ms=clock)
+    log.append_as_leader(batch([b"v"] * 10, timestamp=clock.now), 0)
+    clock.advance(5000)
+    log.maybe_increment_high_watermark(9)  # offset 9 is not replicated yet
+    assert log.delete_old_segments() == 0
+    log.maybe_increment_high_watermark(10)
+    assert log.delete_old_segments() == 1
+    assert log.log_start_offset == 10
+    log.close()
+
+
+def test_retention_bytes_zero_deletes_the_active_segment_too(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_bytes=0, retention_ms=-1), time_ms=clock)
+    log.append_as_leader(batch([b"v"] * 100, timestamp=clock.now), 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    assert log.delete_old_segments() == 1
+    assert (log.num_segments, log.log_start_offset, log.size_in_bytes) == (1, 100, 0)
+    log.close()
+
+
+def test_the_log_start_offset_rule_never_takes_the_active_segment(log_dir, clock):
+    log = open_log(log_dir, small_config(retention_ms=-1), time_ms=clock)
+    log.append_as_leader(batch([b"v"] * 100, timestamp=clock.now), 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    log.delete_records_before(100)
+    assert log.delete_old_segments() == 0
+    assert (log.num_segments, log.log_start_offset, log.active_segment.base_offset) == (1, 100, 0)
     log.close()
 
 

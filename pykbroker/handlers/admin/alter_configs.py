@@ -1,18 +1,18 @@
 """AlterConfigs v0-2 (replace a resource's configs) and IncrementalAlterConfigs v0-1 (SET, DELETE,
 APPEND, SUBTRACT). Topic configs are validated as a whole, persisted, and applied to the live logs at
-once. Group configs (IncrementalAlterConfigs on GROUP, ``pykbroker.group_config``) are checked and stored.
-Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
+once. Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for this broker) are checked
 as Kafka's ConfigAdminManager and controller check them (pykbroker.dynamic_config), stored in the
-metadata store, and applied at once.
+metadata store, and applied at once. Group configs (KIP-848's GROUP resource) are checked against the broker's
+group.* bounds (coordinator.group.group_config) and stored with the group's metadata; the coordinator reads them.
 """
 
 from __future__ import annotations
 
 import logging
 
+from coordinator.group import group_config
 from pykbroker import dynamic_config, loggers
 from pykbroker.context import RequestContext
-from pykbroker.group_config import GROUP, GroupConfigError, validate_group_configs
 from pykbroker.registry import handler
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
 from pykbroker.topic_names import topic_name_error
@@ -33,6 +33,7 @@ log = logging.getLogger("pykbroker.handlers.alter_configs")
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -152,6 +153,51 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
     return ErrorCode.NONE, None
 
 
+async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]],
+                                  validate_only: bool) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs of one GROUP resource (Kafka's ConfigAdminManager.prepareIncrementalConfigs)."""
+    nulls = [name for name, op, value in ops if op != DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if any(op not in (SET, DELETE, APPEND, SUBTRACT) for _, op, _ in ops):
+        return ErrorCode.INVALID_REQUEST, f"Unknown operations type {next(op for _, op, _ in ops if op > 3)}"
+    configs = dict(ctx.metadata.group_configs.get(group_id, {}))
+    for name, op, value in ops:
+        if op == SET:
+            configs[name] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            configs.pop(name, None)
+        elif name not in group_config.GROUP_CONFIGS:
+            return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
+        else:  # no group config is a LIST
+            verb = "APPEND" if op == APPEND else "SUBTRACT"
+            return ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
+    return await alter_group(ctx, group_id, configs, validate_only)
+
+
+async def alter_group(ctx: RequestContext, group_id: str, configs: dict[str, str | None], validate_only: bool
+                      ) -> tuple[int, str | None]:
+    """A GROUP resource's whole new set of configs: checked against the broker's group.* bounds, stored with the
+    group's metadata (the coordinator reads them from there), as Kafka's controller does."""
+    if not group_id:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    broker = ctx.broker
+    try:
+        group_config.validate(configs, lambda name: broker.dynamic_config.current[name])  # type: ignore[arg-type]
+    except group_config.GroupConfigError as exc:
+        return exc.code, exc.message
+    if not validate_only:
+        try:
+            await broker.metadata.set_group_configs(group_id, configs)  # type: ignore[arg-type]
+        except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
+            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
+        log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
+    return ErrorCode.NONE, None
+
+
 def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -> AlterConfigsResponse:
     resources = [] if request is None else request.resources
     return AlterConfigsResponse(responses=[
@@ -173,6 +219,9 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
             else:
                 code, message = await alter_broker(ctx, r.resource_name, None, {c.name: c.value for c in r.configs},
                                                    request.validate_only)
+        elif r.resource_type == GROUP:
+            code, message = await alter_group(ctx, r.resource_name, {c.name: c.value for c in r.configs},
+                                              request.validate_only)
         elif r.resource_type == BROKER_LOGGER:  # as Kafka: the legacy AlterConfigs does not know BROKER_LOGGER
             code, message = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
@@ -180,27 +229,6 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         responses.append(AlterConfigsResourceResponse(error_code=code, error_message=message,
                                                       resource_type=r.resource_type, resource_name=r.resource_name))
     return AlterConfigsResponse(responses=responses)
-
-
-async def alter_group(ctx: RequestContext, group_id: str, ops: list[tuple[str, int, str | None]],
-                      validate_only: bool) -> tuple[int, str | None]:
-    """IncrementalAlterConfigs on a GROUP: Kafka's group configs (pykbroker.group_config), stored and live."""
-    if not group_id:
-        return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
-    store = ctx.broker.metadata
-    if not hasattr(store, "set_group_configs"):  # ZooKeeper mode: Kafka has group configs in KRaft only
-        return ErrorCode.INVALID_REQUEST, "Group configs are not supported by a ZooKeeper-based cluster"
-    new, message = apply_operations(dict(store.image.group_configs.get(group_id, {})), ops, {})
-    if message is not None:
-        return ErrorCode.INVALID_CONFIG, message
-    try:
-        validate_group_configs(new, ctx.broker.config.__getitem__)
-    except GroupConfigError as exc:
-        return ErrorCode.INVALID_CONFIG, str(exc)
-    if not validate_only:
-        await store.set_group_configs(group_id, new)
-        log.info("configs of group %s set to %s (%s)", group_id, new, ctx.describe())
-    return ErrorCode.NONE, None
 
 
 def _incremental_error(request: IncrementalAlterConfigsRequest | None, version: int, code: int
@@ -228,15 +256,15 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
                 code = ErrorCode.INVALID_CONFIG
             else:
                 code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only)
+        elif r.resource_type == GROUP:
+            code, message = await alter_group_incremental(ctx, r.resource_name, [
+                (c.name, c.config_operation, c.value) for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER_LOGGER:
             code, message = alter_loggers(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                  for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER:
             code, message = await alter_broker(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
                                                                       for c in r.configs], None, request.validate_only)
-        elif r.resource_type == GROUP:
-            code, message = await alter_group(ctx, r.resource_name, [(c.name, c.config_operation, c.value)
-                                                               for c in r.configs], request.validate_only)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         responses.append(IncrementalResourceResponse(error_code=code, error_message=message,

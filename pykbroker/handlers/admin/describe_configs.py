@@ -1,7 +1,9 @@
-"""DescribeConfigs v1-4 for topics, this broker, its loggers and groups, with synonyms and documentation when asked."""
+"""DescribeConfigs v1-4 for topics, this broker and its loggers, and groups (KIP-848's GROUP resource: the group's
+own configs over the broker's defaults), with synonyms and documentation when asked."""
 
 from __future__ import annotations
 
+from coordinator.group import group_config
 from pykbroker import loggers
 from pykbroker.context import RequestContext
 from pykbroker.dynamic_config import (
@@ -10,7 +12,6 @@ from pykbroker.dynamic_config import (
     default_broker_config_entries,
     is_dynamic,
 )
-from pykbroker.group_config import GROUP, group_config_values
 from pykbroker.registry import handler
 from pykbroker.topic_config import (
     ConfigEntry,
@@ -32,7 +33,7 @@ from wire.messages.describe_configs_response import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
-GROUP_CONFIG_SOURCE = 8  # ConfigSource.GROUP_CONFIG
+GROUP = 32
 
 
 def error_response(request: DescribeConfigsRequest | None, version: int, code: int) -> DescribeConfigsResponse:
@@ -85,13 +86,24 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         return ErrorCode.NONE, None, [
             ConfigEntry(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, False, False,
                         None, ()) for name, level in loggers.current_levels().items()]
-    if r.resource_type == GROUP:  # Kafka's GroupConfig: set ones as GROUP_CONFIG, the others as defaults
-        configs = broker.metadata.image.group_configs.get(r.resource_name, {})
-        return ErrorCode.NONE, None, [
-            ConfigEntry(name, value, GROUP_CONFIG_SOURCE if explicit else ConfigSource.DEFAULT_CONFIG,
-                        ConfigType.INT if is_int else ConfigType.STRING, False, False, None, ())
-            for name, value, explicit, is_int in group_config_values(configs, broker.config.__getitem__)]
+    if r.resource_type == GROUP:
+        if not r.resource_name:
+            return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
+        return ErrorCode.NONE, None, group_config_entries(ctx.metadata.group_configs.get(r.resource_name, {}),
+                                                          lambda name: broker.dynamic_config.current[name])
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
+
+
+def group_config_entries(stored: dict[str, str], broker_property) -> list[ConfigEntry]:
+    """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order."""
+    defaults = group_config.defaults(broker_property)
+    entries = []
+    for name in group_config.describe_order():
+        d = group_config.GROUP_CONFIGS[name]
+        source = ConfigSource.GROUP_CONFIG if name in stored else ConfigSource.DEFAULT_CONFIG
+        value = stored.get(name, defaults[name])
+        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, ((name, value, source),)))
+    return entries
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS, 1, 4, error_response=error_response)

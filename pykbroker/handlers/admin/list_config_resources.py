@@ -3,7 +3,8 @@
 v0 lists client-metrics resources only; v1 takes a list of resource types (empty: every supported one)
 and answers topics, this broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
 and client-metrics resources, in Kafka's order. An unsupported type fails the whole request with
-UNSUPPORTED_VERSION, as in Kafka. pykbroker keeps no group or client-metrics configs, so none are listed.
+UNSUPPORTED_VERSION, as in Kafka. Groups are those with GROUP configs set (sorted by id); pykbroker keeps no
+client-metrics configs, so none are listed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ async def handle_list_config_resources(ctx: RequestContext,
     node = str(ctx.broker.node_id)
     found: list[ConfigResource] = []
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
+    if GROUP in wanted:
+        found += [ConfigResource(resource_name=group, resource_type=GROUP)
+                  for group in sorted(ctx.metadata.group_configs)]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
             found.append(ConfigResource(resource_name=node, resource_type=resource_type))

@@ -382,3 +382,28 @@ async def test_unloading_answers_parked_requests_with_not_coordinator():
     # Stable at generation 1 (the rebalance in progress was not durable).
     late = await c.heartbeat(info(3), HeartbeatRequest(group_id=G, generation_id=1, member_id=r1.member_id))
     assert late.error_code == 0
+
+
+@run
+async def test_a_join_phase_waits_for_a_pending_member_but_the_initial_join_does_not():
+    """KIP-394: a member that got MEMBER_ID_REQUIRED is known; later join phases wait for it to rejoin (or for
+    the rebalance timeout), while the initial delayed join completes without it (Kafka's hasAllMembersJoined)."""
+    h = Harness(GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=3000))
+    c = h.coordinator
+    first = await c.join_group(info(5, "c1"), join_request(G))
+    pending = await c.join_group(info(5, "c2"), join_request(G))
+    assert first.error_code == pending.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    t1 = h.spawn(c.join_group(info(5, "c1"), join_request(G, member_id=first.member_id)))
+    await h.advance(3000)
+    r1 = await t1
+    assert (r1.generation_id, [m.member_id for m in r1.members]) == (1, [first.member_id])
+    await c.sync_group(info(5), sync_request(G, first.member_id, 1, {}))
+    # The leader rejoins: the join phase now waits for the pending member too.
+    t1 = h.spawn(c.join_group(info(5, "c1"), join_request(G, member_id=first.member_id)))
+    await h.advance(1000)
+    assert not t1.done()
+    t2 = h.spawn(c.join_group(info(5, "c2"), join_request(G, member_id=pending.member_id)))
+    await h.settle()
+    r1, r2 = await t1, await t2
+    assert r1.generation_id == r2.generation_id == 2
+    assert sorted(m.member_id for m in r1.members) == sorted([first.member_id, pending.member_id])

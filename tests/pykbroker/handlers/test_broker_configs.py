@@ -118,7 +118,7 @@ def test_a_lowered_message_max_bytes_refuses_large_batches_at_once(tmp_path):
 
 
 def test_a_cluster_wide_retention_deletes_old_segments_of_running_topics(tmp_path):
-    with BrokerProcess(tmp_path, overrides={"log.retention.check.interval.ms": "100"}) as b, \
+    with BrokerProcess(tmp_path, overrides={"log.retention.check.interval.ms": "100", "log.initial.task.delay.ms": "0"}) as b, \
             RawClient(b.bootstrap) as c:
         create(c, "bc-retention")
         old = int(time.time() * 1000) - 3_600_000

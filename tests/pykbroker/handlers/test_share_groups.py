@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 
-from pykbroker.group_config import GROUP
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
@@ -38,6 +37,7 @@ from wire.messages.share_acknowledge_request import AcknowledgePartition, Acknow
 from wire.messages.share_fetch_request import AcknowledgementBatch, FetchPartition, FetchTopic
 from wire.messages.update_features_request import FeatureUpdateKey
 
+GROUP = 32  # ConfigResource.Type.GROUP
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 

@@ -166,3 +166,40 @@ def test_bad_security_configs_refuse_to_start(props, message):
 def test_unknown_listener_property_is_refused():
     with pytest.raises(ConfigError, match="unknown property"):
         Config({"listener.name.sasl_plaintext.no.such.thing": "1"})
+
+
+def test_a_per_broker_keystore_change_is_reloaded_for_new_connections(tmp_path, ca):
+    """listener.name.<ssl listener>.ssl.keystore.location set per broker: new handshakes get the new
+    certificate (Kafka's SslFactory reload); a store that cannot be read is refused and changes nothing."""
+    from wire.messages import IncrementalAlterConfigsRequest
+    from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+    first, second = ca.issue(CN="first"), ca.issue(CN="second")
+    ports = {"PLAINTEXT": free_port(), "SSL": free_port()}
+    overrides = {"listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL", "ssl.keystore.type": "PEM",
+                 "ssl.keystore.location": str(first.write_pem(tmp_path / "first.pem"))}
+
+    def served_common_name() -> str:
+        with RawClient(f"127.0.0.1:{ports['SSL']}", ssl_context=client_context(ca)) as c:
+            subject = dict(x[0] for x in c.sock.getpeercert()["subject"])
+            return subject["commonName"]
+
+    def alter(admin: RawClient, location: str) -> tuple[int, str | None]:
+        r = admin.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
+            resource_type=4, resource_name="1", configs=[
+                AlterableConfig(name="listener.name.ssl.ssl.keystore.location", config_operation=0, value=location),
+                AlterableConfig(name="listener.name.ssl.ssl.keystore.type", config_operation=0, value="PEM")])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    with BrokerProcess(tmp_path / "data", port=ports["PLAINTEXT"], overrides=overrides) as b, \
+            RawClient(b.bootstrap) as admin:
+        assert served_common_name() == "first"
+        with RawClient(f"127.0.0.1:{ports['SSL']}", ssl_context=client_context(ca)) as open_before:
+            assert alter(admin, str(second.write_pem(tmp_path / "second.pem"))) == (ErrorCode.NONE, None)
+            assert served_common_name() == "second"
+            assert open_before.request(MetadataRequest(topics=[]), 12).brokers  # open connections keep serving
+        code, message = alter(admin, str(tmp_path / "missing.pem"))
+        assert code == ErrorCode.INVALID_REQUEST and "SSLFactory" in message
+        assert served_common_name() == "second"
+        assert "reloaded the key and trust stores of listener SSL" in b.log()
