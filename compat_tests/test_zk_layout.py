@@ -55,7 +55,7 @@ def test_kafka_3_9_1_serves_our_znodes_and_we_follow_its_writes(tmp_path):
     async def main(server: ZooKeeperProcess) -> None:
         zk = ZooKeeperClient(f"{server.connect}/kafka", session_timeout_ms=6000)
         await zk.start()
-        store = ZooKeeperMetadataStore(zk, 2)
+        store = ZooKeeperMetadataStore(zk, 2, with_controller=False)  # we write the partition states too
         try:
             # -- 1. we write, Kafka serves ------------------------------------------------------------------
             cluster_id = await get_or_create_cluster_id(zk)

@@ -15,6 +15,8 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.security.authorizer import build_authorizer
+from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
@@ -62,6 +64,10 @@ class Broker:
             self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
             self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
             self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        # ACLs: the embedded store's, or ZooKeeper's /kafka-acl in a cluster (loaded when the broker starts).
+        self.acl_store = self._acl_store()
+        self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
+        self.delegation_tokens = self._delegation_token_manager()
         self.connections: set[Connection] = set()
         self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
@@ -250,6 +256,28 @@ class Broker:
             v for v in self.api_versions() if v.api_key == ApiKey.API_VERSIONS])
 
     # -- lifecycle -----------------------------------------------------------------------------------
+    def _acl_store(self):
+        if not self.cluster_mode:
+            return self.metadata
+        from pykbroker.security.zk_acl_store import ZooKeeperAclStore
+
+        assert self.zk is not None
+        return ZooKeeperAclStore(self.zk)
+
+    def _delegation_token_manager(self) -> DelegationTokenManager:
+        """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
+        config = self.config
+        store = self.metadata
+        if self.cluster_mode:
+            from pykbroker.security.zk_token_store import ZooKeeperTokenStore
+
+            assert self.zk is not None
+            store = ZooKeeperTokenStore(self.zk)
+        return DelegationTokenManager(store, config["delegation.token.secret.key"],
+                                      config["delegation.token.max.lifetime.ms"],
+                                      config["delegation.token.expiry.time.ms"],
+                                      config["delegation.token.expiry.check.interval.ms"], self.now_ms)
+
     def _init_cluster_mode(self) -> None:
         """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
         from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
@@ -263,7 +291,12 @@ class Broker:
         self.election = ControllerElection(self.zk, self.node_id)
         self.controller = ZkController(self.zk, self.election, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
-                                           self.dynamic_config.current["unclean.leader.election.enable"]))
+                                           self.dynamic_config.current["unclean.leader.election.enable"]),
+                                       auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
+                                       leader_imbalance_check_interval_s=self.config[
+                                           "leader.imbalance.check.interval.seconds"],
+                                       leader_imbalance_per_broker_percentage=self.config[
+                                           "leader.imbalance.per.broker.percentage"])
         self.election.on_elected = self.controller.on_elected
         self.election.on_resigned = self.controller.on_resigned
         self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
@@ -278,6 +311,12 @@ class Broker:
         self.cluster_id = self.metadata.image.cluster_id
         await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
         await self.producer_ids.start()
+        if self.authorizer is not None:  # ACLs in ZooKeeper; other brokers' changes reload the authorizer
+            await self.acl_store.start(on_change=self.authorizer.reload)
+            self.authorizer.reload()
+        if self.delegation_tokens.enabled:  # and tokens, likewise
+            await self.delegation_tokens.store.start(on_change=self.delegation_tokens.reload)  # type: ignore[attr-defined]
+            self.delegation_tokens.reload()
         self._apply_broker_configs(self.metadata.image)
         log.info("broker %d joined cluster %s through ZooKeeper at %s", self.node_id, self.cluster_id,
                  self.config["zookeeper.connect"])

@@ -82,6 +82,19 @@ def _float(lo: float | None = None, hi: float | None = None) -> Callable[[str, s
 
     return parse
 
+def _authorizer_class(prop: str, v: str) -> str:
+    name = v.strip()
+    if name and name not in _AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"{prop}: class {name} cannot be found (served: "
+                          f"{', '.join(sorted(_AUTHORIZER_CLASS_NAMES))})")
+    return name
+
+
+# pykbroker.security.authorizer.AUTHORIZER_CLASS_NAMES (not imported: config must not import the security package)
+_AUTHORIZER_CLASS_NAMES = frozenset({"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                     "kafka.security.authorizer.AclAuthorizer"})
+
+
 
 def _str(prop: str, v: str) -> str:
     return v.strip()
@@ -253,6 +266,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("ssl.cipher.suites", _list, "", "TLS 1.2 cipher suites (OpenSSL names); empty: the defaults."),
     ConfigDef("ssl.principal.mapping.rules", _str, "DEFAULT",
               "Principal of a client certificate: only DEFAULT (the distinguished name) is served."),
+    # -- authorization (pykbroker.security.authorizer) and delegation tokens --------------------------------
+    ConfigDef("authorizer.class.name", _authorizer_class, "",
+              "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+              "enforces ACLs; empty: no authorizer, every client may do anything."),
+    ConfigDef("super.users", _str, None, "Principals allowed everything, as User:a;User:b."),
+    ConfigDef("allow.everyone.if.no.acl.found", _bool, "false", "Allow actions on resources that have no ACL."),
+    ConfigDef("delegation.token.secret.key", _str, None,
+              "Secret that signs delegation tokens; unset, delegation tokens are disabled."),
+    ConfigDef("delegation.token.max.lifetime.ms", _int(1, _MAX), "604800000", "Longest a token can be renewed for."),
+    ConfigDef("delegation.token.expiry.time.ms", _int(1, _MAX), "86400000", "Validity of a token until renewed."),
+    ConfigDef("delegation.token.expiry.check.interval.ms", _int(1, _MAX), "3600000",
+              "How often expired tokens are removed."),
     ConfigDef("request.timeout.ms", _int(0, _I32), "30000", "Broker-side request timeout."),
     # -- groups and offsets --------------------------------------------------------------------------
     ConfigDef("offsets.topic.num.partitions", _int(1, _I32), "50", "Partitions of __consumer_offsets."),
@@ -336,6 +361,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
+    ConfigDef("auto.leader.rebalance.enable", _bool, "true",
+              "The controller moves leadership back to preferred replicas when brokers lead too few of theirs."),
+    ConfigDef("leader.imbalance.check.interval.seconds", _int(1, _MAX), "300", "How often the controller checks."),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int(0, _I32), "10",
+              "The share of its preferred partitions a broker may not lead before leadership moves back."),
 )
 
 

@@ -176,9 +176,10 @@ class Connection(asyncio.BufferedProtocol):
             from pykbroker.security.scram import stored_credentials
 
             metadata = self.broker.metadata
+            tokens = getattr(self.broker, "delegation_tokens", None)
             self.authenticator = SaslServerAuthenticator(
                 security, lambda user, mechanism: stored_credentials(metadata, user, mechanism),
-                self.broker.now_ms, self.peer)
+                self.broker.now_ms, self.peer, tokens.scram_credential if tokens is not None else None)
             self.frames.max_frame_size = security.max_receive_size
 
     async def _authenticate(self, data: bytes | bytearray) -> bool:
@@ -295,7 +296,8 @@ class Connection(asyncio.BufferedProtocol):
             log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
                         self.peer, entry.name, api_version, correlation_id, exc)
             raise CloseConnection from None
-        ctx = RequestContext(header, self.broker, self.listener, self.peer, principal=self.principal)
+        ctx = RequestContext(header, self.broker, self.listener, self.peer, principal=self.principal,
+                             token_authenticated=auth is not None and auth.token_authenticated)
         # Only while some client has a request_percentage quota: measuring costs every request a little.
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and self.broker.request_quota.enabled()
         try:

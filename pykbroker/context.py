@@ -29,6 +29,8 @@ class RequestContext:
     throttle_ms: int = 0
     # The authenticated principal, "<type>:<name>": User:ANONYMOUS, a SASL user, or a certificate's DN.
     principal: str = ANONYMOUS
+    # Authenticated with a delegation token (SCRAM with tokenauth=true): such clients may not manage tokens.
+    token_authenticated: bool = False
     # Request quotas (request_percentage, pykbroker.request_time): whether this request's handling time is
     # measured, the time so far, the start of the running step, and the throttle once recorded.
     measure_time: bool = False

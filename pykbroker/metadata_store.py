@@ -1,5 +1,7 @@
 """Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
-credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``.
+credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``;
+and the ACLs and delegation tokens (their information, never their HMACs) that the authorizer and the token
+manager keep in memory, behind their small store interfaces (``AclStore``, ``TokenStore``).
 
 On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
 fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
@@ -13,12 +15,13 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
 from pykbroker.features import BOOTSTRAP_FINALIZED
+from pykbroker.security.acl import AclBinding
 from replication.metadata_image import (
     BrokerImage,
     MetadataImage,
@@ -119,6 +122,10 @@ class EmbeddedMetadataStore:
         self._listeners: list[MetadataListener] = []
         self._image = MetadataImage(cluster_id, finalized_features=MappingProxyType(dict(BOOTSTRAP_FINALIZED)),
                                     controller_id=node_id)
+        # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
+        self._acls: list[AclBinding] = []
+        # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
+        self._delegation_tokens: dict[str, dict] = {}
         self._load()
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -173,6 +180,8 @@ class EmbeddedMetadataStore:
                              partitions=tuple(PartitionState(**p) for p in t["partitions"]),
                              configs=t.get("configs", {}))
                   for t in doc.get("topics", [])]
+        self._acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
+        self._delegation_tokens = {t["token_id"]: t for t in doc.get("delegation_tokens", [])}
         features = dict(self._image.finalized_features)
         features_epoch = self._image.features_epoch
         if "finalized_features" in doc:
@@ -219,6 +228,8 @@ class EmbeddedMetadataStore:
             "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
             "finalized_features": dict(new.finalized_features),
             "features_epoch": new.features_epoch,
+            "acls": [a.to_json() for a in self._acls],
+            "delegation_tokens": list(self._delegation_tokens.values()),
         }
         write_atomically(self.path, json.dumps(doc, indent=1).encode())
         old, self._image = self._image, new
@@ -333,6 +344,31 @@ class EmbeddedMetadataStore:
         self._image = replace(old, brokers=_frozen({**old.brokers, broker.node_id: broker}))
         for listener in self._listeners:
             listener(old, self._image)
+
+
+    # -- ACLs (pykbroker.security.authorizer.AclStore) --------------------------------------------------
+    def load_acls(self) -> list[AclBinding]:
+        return list(self._acls)
+
+    async def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        """Add and remove ACL bindings in one durable change."""
+        gone = set(removed)
+        self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
+        self._commit(self._image)
+
+    # -- delegation tokens (pykbroker.security.delegation_tokens.TokenStore) -------------------------------
+    def load_delegation_tokens(self) -> list:
+        from pykbroker.security.delegation_tokens import TokenInformation
+
+        return [TokenInformation.from_json(t) for t in self._delegation_tokens.values()]
+
+    async def put_delegation_token(self, token) -> None:
+        self._delegation_tokens[token.token_id] = token.to_json()
+        self._commit(self._image)
+
+    async def remove_delegation_token(self, token_id: str) -> None:
+        if self._delegation_tokens.pop(token_id, None) is not None:
+            self._commit(self._image)
 
 
 def _frozen(d: Mapping) -> Mapping:

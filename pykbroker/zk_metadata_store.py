@@ -23,9 +23,12 @@ at a time (a lock), each rereading the current znode, so images never go back in
 expiry everything is reloaded and watched again, and this broker registers again. Writes are async, and
 the image reflects a write when it returns. Writes that can race are conditional on znode versions.
 
-Partition states at topic creation are what Kafka's controller writes then (leader = first replica, ISR =
-all replicas, leader epoch 0, the current controller epoch); the controller (``replication.zk.controller``)
-corrects them for dead brokers. ``alter_partition`` is conditional on the partition epoch (znode version).
+Topic creation, new partitions and deletion go as in Kafka: this store writes the topic's znodes (or the
+deletion request) and the controller (``replication.zk.controller``) writes partition states and carries
+deletions out; the store waits for the image to show the result. Built ``with_controller=False`` (a
+single writer, tests), the store writes the initial states itself (leader = first replica, ISR = all
+replicas, leader epoch 0) and deletes directly. ``alter_partition`` is conditional on the partition epoch
+(the state znode's version).
 """
 
 from __future__ import annotations
@@ -188,11 +191,18 @@ def _sequence(child: str) -> int:
 class ZooKeeperMetadataStore:
     """The ``MetadataWriter`` of a broker in a ZooKeeper cluster; ``await start()`` before use."""
 
-    def __init__(self, zk: ZooKeeperClient, node_id: int, *, controller_epoch: Callable[[], int] = lambda: 0,
-                 clock: Callable[[], float] = time.time) -> None:
-        """``controller_epoch()`` is written into partition states; ``clock`` ages change notifications."""
+    def __init__(self, zk: ZooKeeperClient, node_id: int, *, with_controller: bool = True,
+                 controller_epoch: Callable[[], int] = lambda: 0, clock: Callable[[], float] = time.time,
+                 admin_timeout_s: float = 30.0) -> None:
+        """``with_controller``: a controller (``replication.zk.controller``) writes partition states and carries
+        out deletions, as in Kafka; without one this store does both itself. ``controller_epoch()`` is
+        written into the partition states this store writes; ``clock`` ages change notifications;
+        ``admin_timeout_s`` bounds the wait for the controller in create/delete/add-partitions."""
         self.zk = zk
         self.node_id = node_id
+        self.with_controller = with_controller
+        self.admin_timeout_s = admin_timeout_s
+        self._waiters: list[tuple[Callable[[MetadataImage], bool], asyncio.Future]] = []
         self.controller_epoch = controller_epoch
         self.clock = clock
         self._image = MetadataImage("")
@@ -254,6 +264,25 @@ class ZooKeeperMetadataStore:
                 listener(old, new)
             except Exception:
                 log.exception("metadata listener failed")
+        for waiter in [w for w in self._waiters if w[0](new)]:
+            self._waiters.remove(waiter)
+            if not waiter[1].done():
+                waiter[1].set_result(None)
+
+    async def wait_for(self, predicate: Callable[[MetadataImage], bool], timeout_s: float) -> bool:
+        """Wait until an image satisfies ``predicate``; False if none did within ``timeout_s``."""
+        if predicate(self._image):
+            return True
+        waiter = (predicate, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter[1], timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
 
     # -- loading and watching ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -269,11 +298,9 @@ class ZooKeeperMetadataStore:
         """Read everything afresh (at start and in a new session: every watch is armed again)."""
         async with self._lock:
             names = await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or []
-            topics = {}
-            for name in names:
-                topic = await self._read_topic(name)
-                if topic is not None:
-                    topics[name] = topic
+            # all reads in flight at once: kazoo pipelines them over the one connection
+            read = await asyncio.gather(*(self._read_topic(name) for name in names))
+            topics = {t.name: t for t in read if t is not None}
             brokers = await self._read_brokers()
             controller_id = await self._read_controller()
             configs = await self._read_all_configs()
@@ -301,10 +328,9 @@ class ZooKeeperMetadataStore:
         for gone in set(topics) - names:
             self._forget_watches(gone)
             del topics[gone]
-        for name in names - set(topics):
-            topic = await self._read_topic(name)
+        for topic in await asyncio.gather(*(self._read_topic(name) for name in names - set(topics))):
             if topic is not None:
-                topics[name] = topic
+                topics[topic.name] = topic
         if topics.keys() != image.topics.keys():
             self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}))
 
@@ -343,9 +369,8 @@ class ZooKeeperMetadataStore:
         except ZNodeDecodeError as exc:
             log.warning("ignoring unreadable topic %s: %s", name, exc)
             return None
-        partitions = []
-        for p in sorted(assignment.partitions):
-            partitions.append(await self._read_partition(name, p, assignment.partitions[p]))
+        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p])
+                                            for p in sorted(assignment.partitions)))
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
         return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
@@ -511,16 +536,19 @@ class ZooKeeperMetadataStore:
 
     # -- writing -------------------------------------------------------------------------------------------
     async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
-        """Create a topic (Kafka's AdminZkClient writes, then the controller's initial partition states) in
-        one multi. Raises ``KeyError`` if it exists."""
+        """Create a topic as Kafka's AdminZkClient does: its config znode and its assignment, in one multi.
+        With a controller, wait (up to ``admin_timeout_s``) until it has written every partition's state,
+        as Kafka's CreateTopics waits for leaders; without one, write those states here (leader = first
+        replica, ISR = all replicas). Returns the topic as the image has it. Raises ``KeyError`` if it exists."""
         topic_id = generate_cluster_id()  # Kafka's Uuid.randomUuid, as for the cluster id
         epoch = self.controller_epoch()
-        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id)),
-                     CreateOp(TopicPartitionsZNode.path(name))]
-        for p, replicas in enumerate(assignments):
-            ops += [CreateOp(TopicPartitionZNode.path(name, p)),
-                    CreateOp(TopicPartitionStateZNode.path(name, p),
-                             TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
+        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id))]
+        if not self.with_controller:
+            ops.append(CreateOp(TopicPartitionsZNode.path(name)))
+            for p, replicas in enumerate(assignments):
+                ops += [CreateOp(TopicPartitionZNode.path(name, p)),
+                        CreateOp(TopicPartitionStateZNode.path(name, p),
+                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
         config_path = ConfigEntityZNode.path("topics", name)
         if await self.zk.exists(config_path) is None:
             ops.insert(0, CreateOp(config_path, ConfigEntityZNode.encode(configs)))
@@ -535,6 +563,7 @@ class ZooKeeperMetadataStore:
         log.info("created topic %s (id %s) with %d partitions", name, topic_id, len(assignments))
         async with self._lock:
             await self._load_topic(name)
+        await self.wait_for(lambda image: _states_written(image, name, len(assignments)), self.admin_timeout_s)
         return self._image.topics[name]
 
     async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
@@ -551,7 +580,7 @@ class ZooKeeperMetadataStore:
             ops: list = [SetDataOp(TopicZNode.path(name), TopicZNode.encode(
                 partitions, current.topic_id, adding_replicas=current.adding_replicas,
                 removing_replicas=current.removing_replicas), found[1].version)]
-            for i, replicas in enumerate(assignments):
+            for i, replicas in enumerate(assignments if not self.with_controller else ()):
                 ops += [CreateOp(TopicPartitionZNode.path(name, start + i)),
                         CreateOp(TopicPartitionStateZNode.path(name, start + i),
                                  TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
@@ -564,11 +593,14 @@ class ZooKeeperMetadataStore:
                 # the topic changed meanwhile: recompute from its new assignment
         async with self._lock:
             await self._load_topic(name)
+        await self.wait_for(lambda image: _states_written(image, name, len(partitions)), self.admin_timeout_s)
         return self._image.topics[name]
 
     async def delete_topic(self, name: str) -> TopicState:
-        """Delete a topic as Kafka does: mark ``/admin/delete_topics/<t>``, remove its znodes and config,
-        then the mark. Returns the topic as it was. Raises ``KeyError`` if it does not exist."""
+        """Delete a topic as Kafka does: ``/admin/delete_topics/<t>`` asks for it; the controller removes the
+        topic's znodes and config, then the request (this store waits for that up to ``admin_timeout_s``; a
+        deletion that cannot finish, a replica being offline, stays pending as in Kafka). Without a
+        controller this store does the removal. Returns the topic as it was; ``KeyError`` if unknown."""
         topic = self._image.topics.get(name)
         if await self.zk.exists(TopicZNode.path(name)) is None:
             raise KeyError(name)
@@ -576,6 +608,9 @@ class ZooKeeperMetadataStore:
             await self.zk.create(DeleteTopicsTopicZNode.path(name), make_parents=True)
         except NodeExistsError:
             pass
+        if self.with_controller:
+            await self.wait_for(lambda image: name not in image.topics, self.admin_timeout_s)
+            return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
         await self.zk.delete(TopicZNode.path(name), recursive=True)
         try:
             await self.zk.delete(ConfigEntityZNode.path("topics", name))
@@ -707,6 +742,13 @@ class ZooKeeperMetadataStore:
         await self._registration.register()
         async with self._lock:
             self._publish(brokers=await self._read_brokers())
+
+
+def _states_written(image: MetadataImage, name: str, partitions: int) -> bool:
+    """Whether the image has ``partitions`` partitions of ``name``, each with a state the controller wrote."""
+    topic = image.topics.get(name)
+    return topic is not None and len(topic.partitions) >= partitions and all(
+        p.leader >= 0 or p.isr for p in topic.partitions)
 
 
 def _apply_entity(config_type: str, entity_path: str, config: Mapping[str, str],

@@ -42,9 +42,11 @@ class KafkaBroker:
 
     def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
                  overrides: dict[str, str] | None = None, quick_start: bool = True, *, node_id: int = 1,
-                 controller_port: int | None = None, voters: str | None = None) -> None:
+                 controller_port: int | None = None, voters: str | None = None,
+                 loggers: dict[str, str] | None = None) -> None:
         """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench.
-        ``voters`` (``id@host:port,...``) makes this node one of a cluster's (see ``KafkaCluster``)."""
+        ``voters`` (``id@host:port,...``) makes this node one of a cluster's (see ``KafkaCluster``).
+        ``loggers``: log4j logger name -> level, for loggers a test reads (the rest log at WARN)."""
         self.jars = jars
         self.node_id = node_id
         self.controller_port = controller_port or free_port()
@@ -54,6 +56,7 @@ class KafkaBroker:
         self.root = Path(root or self._tmp)
         self.heap = heap
         self.overrides = dict(overrides or {})
+        self.loggers = dict(loggers or {})
         self.proc: subprocess.Popen | None = None
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -89,7 +92,9 @@ class KafkaBroker:
         (self.root / "log4j2.properties").write_text(
             "rootLogger.level=WARN\nrootLogger.appenderRef.stdout.ref=STDOUT\nappender.stdout.type=Console\n"
             "appender.stdout.name=STDOUT\nappender.stdout.layout.type=PatternLayout\n"
-            "appender.stdout.layout.pattern=%m%n\n")
+            "appender.stdout.layout.pattern=%m%n\n"
+            + "".join(f"logger.l{i}.name={name}\nlogger.l{i}.level={level}\n"
+                      for i, (name, level) in enumerate(self.loggers.items())))
         return path
 
     def start(self, timeout: float = 120.0) -> float:

@@ -8,8 +8,15 @@
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
+from pykbroker.security.acl import CLUSTER_NAME
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    authorized_operations,
+)
 from replication.metadata_image import live_endpoints
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
@@ -34,6 +41,10 @@ async def handle_describe_cluster(ctx: RequestContext,
             endpoint_type=ENDPOINT_TYPE_BROKERS,
             cluster_id=broker.cluster_id,
         )
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if request.include_cluster_authorized_operations:  # 0 without DESCRIBE on the cluster, as Kafka
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) if authorize_cluster(
+            ctx, AclOperation.DESCRIBE) else 0
     image = ctx.metadata
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
@@ -42,6 +53,5 @@ async def handle_describe_cluster(ctx: RequestContext,
         controller_id=image.controller_id,
         brokers=[DescribeClusterBroker(broker_id=b.node_id, host=e.host, port=e.port, rack=b.rack, is_fenced=False)
                  for b, e in live_endpoints(image, ctx.listener.name)],
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-                                       else AUTHORIZED_OPERATIONS_OMITTED),
+        cluster_authorized_operations=cluster_ops,
     )

@@ -10,6 +10,7 @@ import time
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeQuorumRequest, DescribeQuorumResponse
 from wire.messages.describe_quorum_response import Listener, Node, PartitionData, ReplicaState, TopicData
@@ -30,6 +31,8 @@ def _partition_error(topic: str, partition: int) -> DescribeQuorumResponse:
 
 @handler(ApiKey.DESCRIBE_QUORUM, 0, 2, error_response=error_response)
 async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):  # answered by Kafka's controller
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     wanted = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
     if wanted != [(METADATA_TOPIC, 0)]:
         topic, partition = wanted[0] if wanted else (METADATA_TOPIC, 0)

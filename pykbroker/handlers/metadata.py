@@ -12,12 +12,16 @@
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.authorized_operations import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-)
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
+from pykbroker.security.acl import CLUSTER_NAME
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    authorized_operations,
+    filter_by_authorized,
+)
 from pykbroker.topic_names import topic_name_error
 from replication.metadata_image import MetadataImage, TopicState, live_endpoints, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -28,6 +32,8 @@ from wire.messages.metadata_response import (
     MetadataResponseTopic,
 )
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
 
 def error_response(request: MetadataRequest | None, version: int, code: int) -> MetadataResponse:
     return MetadataResponse(error_code=code)
@@ -36,7 +42,8 @@ def error_response(request: MetadataRequest | None, version: int, code: int) -> 
 def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataImage,
                    listener: str) -> MetadataResponseTopic:
     """One topic's entry: every partition with its leader (LEADER_NOT_AVAILABLE while it has none), epoch,
-    replicas, ISR and offline replicas."""
+    replicas, ISR and offline replicas (authorized operations are filled in by the caller, who knows the
+    principal)."""
     partitions = []
     for p in topic.partitions:
         code, leader, offline = partition_leader_view(image, p, listener)
@@ -49,7 +56,7 @@ def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataI
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
@@ -65,19 +72,41 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     include_ops = request.include_topic_authorized_operations
     all_topics = request.topics is None or (version == 0 and not request.topics)
     topics: list[MetadataResponseTopic] = []
-    if all_topics:
-        topics = [topic_metadata(t, include_ops, store, ctx.listener.name) for t in store.topics.values()]
+    refused: list[MetadataResponseTopic] = []  # after the others, as Kafka lists them
+    if all_topics:  # topics the principal may not describe are left out
+        visible = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, store.topics,
+                                       log_if_denied=False)
+        topics = [topic_metadata(t, False, store, ctx.listener.name) for t in store.topics.values()
+                  if t.name in visible]
     else:
+        wanted_names = [(w, store.topics_by_id[w.topic_id].name if w.name is None else w.name)
+                        for w in request.topics if w.name is not None or w.topic_id in store.topics_by_id]
+        describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                           dict.fromkeys(name for _, name in wanted_names))
+        auto_create = (request.allow_auto_topic_creation or version < 4) and broker.config.auto_create_topics_enable
+        creatable = _creatable(ctx, [name for _, name in wanted_names
+                                     if name in describable and name not in store.topics]) if auto_create else None
         for wanted in request.topics:
             if wanted.name is None:
                 topic = store.topics_by_id.get(wanted.topic_id)
                 if topic is None:
-                    topics.append(_missing(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                    topics.insert(0, _missing(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                    continue
+                if topic.name not in describable:  # topic ids are not secret: the id is named
+                    refused.append(_missing(None, topic.topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
             else:
+                if wanted.name not in describable:  # nor is the topic's existence disclosed
+                    refused.append(_missing(wanted.name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 topic = store.topics.get(wanted.name)
             if topic is not None:
-                topics.append(topic_metadata(topic, include_ops, store, ctx.listener.name))
+                topics.append(topic_metadata(topic, False, store, ctx.listener.name))
+                continue
+            if creatable is not None and wanted.name not in creatable:
+                refused.insert(0, MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                        name=wanted.name, topic_id=ZERO_UUID, partitions=[],
+                                                        is_internal=wanted.name in INTERNAL_TOPICS))
                 continue
             name_error = topic_name_error(wanted.name)
             if name_error is not None:
@@ -89,13 +118,27 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if request.allow_auto_topic_creation or version < 4:
                 await broker.auto_create_topic(wanted.name)
             topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    if include_ops and version >= 8:
+        for t in topics:
+            if t.name is not None:
+                t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if request.include_cluster_authorized_operations and 8 <= version <= 10:
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) if authorize_cluster(
+            ctx, AclOperation.DESCRIBE) else 0
     image = ctx.metadata
     return MetadataResponse(
         brokers=[MetadataResponseBroker(node_id=b.node_id, host=e.host, port=e.port, rack=b.rack)
                  for b, e in live_endpoints(image, ctx.listener.name)],
         cluster_id=broker.cluster_id,
         controller_id=image.controller_id,
-        topics=topics,
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-                                       else AUTHORIZED_OPERATIONS_OMITTED),
+        topics=topics + refused,
+        cluster_authorized_operations=cluster_ops,
     )
+
+
+def _creatable(ctx: RequestContext, missing: list[str]) -> set[str]:
+    """Of the missing topics, those the principal may auto-create (CREATE on the cluster, else on each)."""
+    if not missing or authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
+        return set(missing)
+    return filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, dict.fromkeys(missing))

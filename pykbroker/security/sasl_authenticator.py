@@ -29,7 +29,7 @@ from pykbroker.security.errors import (
 )
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
-from pykbroker.security.scram import CredentialLookup, ScramServer
+from pykbroker.security.scram import CredentialLookup, ScramServer, TokenLookup
 from wire import (
     ApiKey,
     DecodeError,
@@ -124,9 +124,14 @@ class SaslServerAuthenticator:
     """One connection's SASL state; ``clock_ms`` is injected so tests control session expiry."""
 
     def __init__(self, security: ListenerSecurity, scram_credentials: Callable[[str, str], tuple | None],
-                 clock_ms: Callable[[], int], peer: str) -> None:
+                 clock_ms: Callable[[], int], peer: str,
+                 token_credentials: Callable[[str, str], tuple | None] | None = None) -> None:
         self.security = security
         self._scram_credentials = scram_credentials  # (user, mechanism) -> ScramCredential
+        # (token id, mechanism) -> (owner's name, ScramCredential, expiry) of a live delegation token
+        self._token_credentials = token_credentials
+        self.token_authenticated = False
+        self._session_lifetime_ms = 0  # what SaslAuthenticate reports once authenticated
         self._clock_ms = clock_ms
         self.peer = peer
         self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
@@ -228,12 +233,16 @@ class SaslServerAuthenticator:
         else:
             self.mechanism = mechanism
             self._server = (PlainServer(self.security.plain_users) if mechanism == "PLAIN"
-                            else ScramServer(mechanism, self._scram_lookup(mechanism)))
+                            else ScramServer(mechanism, self._scram_lookup(mechanism), self._token_lookup(mechanism)))
             self.transition_to(SaslState.AUTHENTICATE)
         return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id))
 
     def _scram_lookup(self, mechanism: str) -> CredentialLookup:
         return lambda user: self._scram_credentials(user, mechanism)
+
+    def _token_lookup(self, mechanism: str) -> TokenLookup | None:
+        tokens = self._token_credentials
+        return None if tokens is None else (lambda token_id: tokens(token_id, mechanism))
 
     def _token(self, frame: bytes) -> AuthStep:
         assert self._server is not None and self.mechanism is not None
@@ -265,7 +274,7 @@ class SaslServerAuthenticator:
             reply = SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message,
                                              auth_bytes=b"")
             return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id), close=True, delayed=True)
-        lifetime = self.security.reauth_ms.get(self.mechanism, 0) if self.complete else 0
+        lifetime = self._session_lifetime_ms if self.complete else 0
         reply = SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message="", auth_bytes=token,
                                          session_lifetime_ms=lifetime)  # Kafka's default message is empty
         return AuthStep(reply=_encode(reply, api_key, version, header.correlation_id))
@@ -281,11 +290,17 @@ class SaslServerAuthenticator:
                 raise SaslAuthenticationError(f"Cannot change principals during re-authentication from "
                                               f"{old[0]}.{old[1]}: {new[0]}.{new[1]}")
             reauth_ms = self.security.reauth_ms.get(self.mechanism, 0)
-            self.session_expiration_ms = self._clock_ms() + reauth_ms if reauth_ms > 0 else None
+            now = self._clock_ms()
+            # Kafka's session lifetime: connections.max.reauth.ms, and never past a token's expiry (KIP-368).
+            expiry = getattr(self._server, "credential_expiry_ms", None)
+            lifetimes = ([reauth_ms] if reauth_ms > 0 else []) + ([max(0, expiry - now)] if expiry is not None else [])
+            self._session_lifetime_ms = min(lifetimes) if lifetimes else 0
+            self.session_expiration_ms = now + self._session_lifetime_ms if lifetimes else None
             self.principal = principal
+            self.token_authenticated = getattr(self._server, "token_authenticated", False)
             log.info("SASL %s succeeded for %s on listener %s: principal %s, mechanism %s%s", self._doing,
                      self.peer, self.security.name, principal, self.mechanism,
-                     f", session lifetime {reauth_ms} ms" if reauth_ms > 0 else "")
+                     f", session lifetime {self._session_lifetime_ms} ms" if lifetimes else "")
             self._previous = None
             self.transition_to(SaslState.COMPLETE)
         return answer

@@ -1,7 +1,7 @@
 """SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) against the credentials AlterUserScramCredentials
 stored, as Kafka's ScramSaslServer: the same message grammar, the same failures, and Kafka's extension
-handling (unknown extensions are ignored; ``tokenauth=true`` asks for a delegation token, which this
-broker never has, so it fails as an unknown token does on Kafka).
+handling (unknown extensions are ignored; ``tokenauth=true`` authenticates with a delegation token: the user
+name is the token id, the password the base64 of its HMAC, and the principal the token's owner).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ def credential_from_salted_password(mechanism: str, iterations: int, salt: bytes
 
 # user -> its credential for this mechanism, or None
 CredentialLookup = Callable[[str], "ScramCredential | None"]
+# token id -> (owner's name, its credential for this mechanism, expiry in ms) of a live delegation token, or None
+TokenLookup = Callable[[str], "tuple[str, ScramCredential, int] | None"]
 
 
 def _username(sasl_name: str) -> str:
@@ -79,10 +81,13 @@ def _base36(n: int) -> str:
 class ScramServer:
     """One SCRAM exchange: client-first → server-first, client-final → server-final."""
 
-    def __init__(self, mechanism: str, credentials: CredentialLookup) -> None:
+    def __init__(self, mechanism: str, credentials: CredentialLookup, tokens: TokenLookup | None = None) -> None:
         self.mechanism = mechanism
         self._hash = SCRAM_MECHANISMS[mechanism][1]
         self._credentials = credentials
+        self._tokens = tokens
+        self.token_authenticated = False
+        self.credential_expiry_ms: int | None = None  # a token's expiry: the session may not outlive it
         self.complete = False
         self.authorization_id: str | None = None
         self._state = "client-first"
@@ -114,9 +119,15 @@ class ScramServer:
             raise SaslCredentialError("Invalid SCRAM client first message format")
         extensions = dict(e.partition("=")[::2] for e in m.group("extensions")[1:].split(",") if e)
         username = _username(m.group("saslname"))
+        authorization_id = username
         if extensions.get("tokenauth", "").lower() == "true":
-            raise SaslCredentialError(f"Token Authentication failed: Invalid tokenId : {username}")
-        credential = self._credentials(username)
+            found = self._tokens(username) if self._tokens is not None else None
+            if found is None:
+                raise SaslCredentialError(f"Token Authentication failed: Invalid tokenId : {username}")
+            authorization_id, credential, self.credential_expiry_ms = found
+            self.token_authenticated = True
+        else:
+            credential = self._credentials(username)
         if credential is None:
             raise SaslCredentialError("Authentication failed: Invalid user credentials")
         authzid = m.group("authzid") or ""
@@ -126,7 +137,7 @@ class ScramServer:
         iterations, salt, self._stored_key, self._server_key = credential
         if iterations < MIN_ITERATIONS:
             raise SaslCredentialError(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS}")
-        self.authorization_id = username
+        self.authorization_id = authorization_id
         # What Kafka signs: the bare message rebuilt from what it parsed, extensions in the client's order.
         bare = f"n={m.group('saslname')},r={m.group('nonce')}"
         if extensions:

@@ -5,15 +5,16 @@
 - ``zookeeper.session.timeout.ms`` is the session timeout asked of the server; ``zookeeper.connection.timeout.ms``
   (default: the session timeout) bounds the wait for the first connection.
 - Every request is kazoo's asynchronous call completed on the event loop: nothing blocks the loop. Only
-  start, stop and recursive deletes, which kazoo does synchronously, run in a worker thread.
+  start and stop, which kazoo does synchronously, run in a worker thread.
 - Watches fire once (ZooKeeper's semantics); their callbacks run on the event loop with kazoo's
   ``WatchedEvent``. Session callbacks run on the loop too: ``on_session_expired`` when the session is lost
   (its ephemeral znodes and watches are gone), ``on_new_session`` when kazoo has a new session in its place,
   which is where a broker registers itself again (Kafka's ``afterInitializingSession``).
-- Requests made while disconnected wait in kazoo's queue until the session reconnects; a request in flight
-  when the connection drops fails with ``ConnectionLoss``; any request after expiry fails with
-  ``SessionExpiredError`` until the new session is up. Reads (``get``, ``get_children``, ``exists``) are
-  retried across a connection loss; writes are not (the caller knows whether a retry is safe).
+- Requests made while disconnected (or between an expired session and its successor) wait for the
+  connection at most ``zookeeper.connection.timeout.ms``, then fail with ``ZooKeeperConnectionTimeout``
+  (Kafka's ZooKeeperClientTimeoutException); a request in flight when the connection drops fails with
+  ``ConnectionLoss``. Reads (``get``, ``get_children``, ``exists``) are retried across a connection loss;
+  writes are not (the caller knows whether a retry is safe).
 - Conditional writes: ``set``/``delete`` take the expected znode version (-1: any), and ``multi`` runs
   create/set/delete/check operations atomically (Kafka fences a controller's writes with a ``CheckOp`` on
   the controller epoch znode's version).
@@ -197,11 +198,14 @@ class ZooKeeperClient:
                 f"no connection to ZooKeeper at {self.hosts} within {self.connection_timeout_ms} ms") from None
         try:
             if bootstrap.exists(self.chroot) is None:
-                try:
-                    bootstrap.create(self.chroot, None, makepath=True)
-                    log.info("created the ZooKeeper chroot %s", self.chroot)
-                except NodeExistsError:
-                    pass  # another broker made it first
+                current = ""
+                for part in filter(None, self.chroot.split("/")):  # every level with null data, as Kafka's
+                    current += "/" + part
+                    try:
+                        bootstrap.create(current, None)
+                    except NodeExistsError:
+                        pass  # there already, or another broker made it first
+                log.info("created the ZooKeeper chroot %s", self.chroot)
         finally:
             bootstrap.stop()
             bootstrap.close()
@@ -264,6 +268,19 @@ class ZooKeeperClient:
         assert self._connected is not None, "start() first"
         await asyncio.wait_for(self._connected.wait(), timeout)
 
+    async def _request(self, call: Callable[[], Any]) -> Any:
+        """Send a request once connected. As Kafka's ZooKeeperClient, a request waits for a lost connection
+        (or a new session) at most ``zookeeper.connection.timeout.ms``, then fails with
+        ``ZooKeeperConnectionTimeout`` instead of hanging while ZooKeeper is away."""
+        if not self.connected:
+            try:
+                await self.wait_connected(self.connection_timeout_ms / 1000)
+            except TimeoutError:
+                raise ZooKeeperConnectionTimeout(
+                    f"Timed out waiting for connection to ZooKeeper at {self.hosts} "
+                    f"({self.connection_timeout_ms} ms)") from None
+        return await self._future(call())
+
     # -- bridging kazoo's completions and watches to the loop -----------------------------------------------
 
     def _future(self, async_result: Any) -> asyncio.Future:
@@ -317,9 +334,9 @@ class ZooKeeperClient:
         """A read, retried after a connection loss once the session is back."""
         while True:
             try:
-                return await self._future(call())
+                return await self._request(call)
             except ConnectionLoss:
-                await self.wait_connected(self.session_timeout_ms / 1000)
+                continue  # the next attempt waits for the connection (bounded by the connection timeout)
 
     # -- requests ---------------------------------------------------------------------------------------
 
@@ -349,7 +366,8 @@ class ZooKeeperClient:
             parent = path.rsplit("/", 1)[0]
             if parent:
                 await self.ensure_path(parent)
-        return await self._future(self.kazoo.create_async(path, data, ephemeral=ephemeral, sequence=sequential))
+        return await self._request(lambda: self.kazoo.create_async(path, data, ephemeral=ephemeral,
+                                                                  sequence=sequential))
 
     async def ensure_path(self, path: str) -> None:
         """Create ``path`` and its missing parents, each with null data (Kafka's makeSurePersistentPathExists)."""
@@ -359,20 +377,24 @@ class ZooKeeperClient:
             current += "/" + part
             if await self.exists(current) is None:
                 try:
-                    await self._future(self.kazoo.create_async(current, None))
+                    await self._request(lambda path=current: self.kazoo.create_async(path, None))
                 except NodeExistsError:
                     pass
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         """Set ``path``'s data if its version is ``version`` (-1: any); raises ``BadVersionError``/``NoNodeError``."""
-        return await self._future(self.kazoo.set_async(path, data, version))
+        return await self._request(lambda: self.kazoo.set_async(path, data, version))
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        """Delete ``path`` (at ``version``; -1: any). ``recursive`` deletes its subtree too (not atomic)."""
+        """Delete ``path`` (at ``version``; -1: any). ``recursive`` deletes its subtree first, children before
+        parents (not atomic; a child someone else deleted meanwhile is fine), as Kafka's deleteRecursive."""
         if recursive:
-            await asyncio.to_thread(self.kazoo.delete, path, version, True)
-        else:
-            await self._future(self.kazoo.delete_async(path, version))
+            for child in await self.get_children(path) or []:
+                try:
+                    await self.delete(f"{path.rstrip('/')}/{child}", recursive=True)
+                except NoNodeError:
+                    pass
+        await self._request(lambda: self.kazoo.delete_async(path, version))
 
     async def multi(self, ops: Sequence[Op]) -> list[Any]:
         """All of ``ops`` atomically, or none: raises ``ZooKeeperMultiError`` naming the failed operation.
@@ -391,7 +413,7 @@ class ZooKeeperClient:
                 tx.check(op.path, op.version)
             else:
                 raise TypeError(f"not a ZooKeeper operation: {op!r}")
-        results = await self._future(tx.commit_async())
+        results = await self._request(tx.commit_async)
         for i, result in enumerate(results):
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
                 raise ZooKeeperMultiError(i, ops[i], result)

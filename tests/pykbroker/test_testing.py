@@ -54,3 +54,4 @@ def test_a_start_that_cannot_serve_raises_and_leaves_no_process(tmp_path):
         with pytest.raises(RuntimeError, match="ZooKeeper"):
             zk.start(timeout=15)
     assert zk.proc is None
+

@@ -40,7 +40,7 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
-async def eventually(predicate, timeout: float = 10.0) -> None:
+async def eventually(predicate, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
@@ -48,14 +48,15 @@ async def eventually(predicate, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def two_brokers(zk_server):
-    """Two stores on two sessions under a fresh chroot: ``a`` writes, ``b`` must see it."""
+async def two_brokers(zk_server, with_controller: bool = False):
+    """Two stores on two sessions under a fresh chroot: ``a`` writes, ``b`` must see it. Without a controller
+    (unless asked) the stores write partition states and carry out deletions themselves."""
     connect = f"{zk_server.connect}/t-{uuid.uuid4().hex[:12]}"
     stores = []
     for node_id in (1, 2):
         zk = ZooKeeperClient(connect, session_timeout_ms=4000)
         await zk.start()
-        store = ZooKeeperMetadataStore(zk, node_id, controller_epoch=lambda: 1)
+        store = ZooKeeperMetadataStore(zk, node_id, with_controller=with_controller, controller_epoch=lambda: 1)
         await store.start()
         stores.append(store)
     return stores
@@ -295,6 +296,43 @@ def test_brokers_controller_partition_changes_and_features_in_the_image(zk_serve
             await a.zk.close()  # broker 1's session ends: its registration goes
             await eventually(lambda: 1 not in b.image.brokers and b.image.controller_id == -1)
         finally:
+            await close(a, b)
+
+    run(main())
+
+
+def test_with_the_controller_creation_and_deletion_go_through_it_as_in_kafka(zk_server):
+    from replication.zk.controller import ZkController
+    from replication.zk.controller_election import ControllerElection
+
+    async def main():
+        a, b = await two_brokers(zk_server, with_controller=True)
+        election = ControllerElection(a.zk, 1)
+        controller = ZkController(a.zk, election, 1)
+        election.on_elected, election.on_resigned = controller.on_elected, controller.on_resigned
+        try:
+            for store in (a, b):
+                await store.register_broker(BrokerImage(store.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9090),)))
+            await election.start()
+            topic = await b.create_topic("t", [[2, 1], [1, 2]], {"retention.ms": "1000"})
+            assert [(p.leader, p.isr) for p in topic.partitions] == [(2, (2, 1)), (1, (1, 2))]
+            state = json.loads((await b.zk.get("/brokers/topics/t/partitions/0/state"))[0])
+            assert state["controller_epoch"] == election.epoch  # written by the controller, not by the store
+            topic = await b.add_partitions("t", [[1, 2]])
+            assert (topic.partitions[2].leader, topic.partitions[2].isr) == (1, (1, 2))
+
+            b.admin_timeout_s = 1.0
+            offline = await b.create_topic("offline", [[3]], {})  # broker 3 is not registered
+            assert offline.partitions[0].leader == -1  # Kafka's CreateTopics times out the same way
+
+            deleted = await b.delete_topic("t")
+            assert deleted.name == "t" and "t" not in b.topics
+            await eventually(lambda: "t" not in a.topics)
+            for path in ("/brokers/topics/t", "/config/topics/t", "/admin/delete_topics/t"):
+                assert await b.zk.exists(path) is None, path
+        finally:
+            await controller.close()
+            await election.close()
             await close(a, b)
 
     run(main())

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
     from wire.messages.create_acls_request import CreateAclsRequest
     from wire.messages.create_acls_response import CreateAclsResponse
+    from wire.messages.create_delegation_token_request import CreateDelegationTokenRequest
+    from wire.messages.create_delegation_token_response import CreateDelegationTokenResponse
     from wire.messages.create_partitions_request import CreatePartitionsRequest
     from wire.messages.create_partitions_response import CreatePartitionsResponse
     from wire.messages.create_topics_request import CreateTopicsRequest
@@ -74,6 +76,8 @@ if TYPE_CHECKING:
     from wire.messages.describe_cluster_response import DescribeClusterResponse
     from wire.messages.describe_configs_request import DescribeConfigsRequest
     from wire.messages.describe_configs_response import DescribeConfigsResponse
+    from wire.messages.describe_delegation_token_request import DescribeDelegationTokenRequest
+    from wire.messages.describe_delegation_token_response import DescribeDelegationTokenResponse
     from wire.messages.describe_groups_request import DescribeGroupsRequest
     from wire.messages.describe_groups_response import DescribeGroupsResponse
     from wire.messages.describe_log_dirs_request import DescribeLogDirsRequest
@@ -94,6 +98,8 @@ if TYPE_CHECKING:
     from wire.messages.elect_leaders_response import ElectLeadersResponse
     from wire.messages.end_txn_request import EndTxnRequest
     from wire.messages.end_txn_response import EndTxnResponse
+    from wire.messages.expire_delegation_token_request import ExpireDelegationTokenRequest
+    from wire.messages.expire_delegation_token_response import ExpireDelegationTokenResponse
     from wire.messages.fetch_request import FetchRequest
     from wire.messages.fetch_response import FetchResponse
     from wire.messages.find_coordinator_request import FindCoordinatorRequest
@@ -138,6 +144,8 @@ if TYPE_CHECKING:
     from wire.messages.produce_response import ProduceResponse
     from wire.messages.push_telemetry_request import PushTelemetryRequest
     from wire.messages.push_telemetry_response import PushTelemetryResponse
+    from wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
+    from wire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
     from wire.messages.sasl_authenticate_request import SaslAuthenticateRequest
     from wire.messages.sasl_authenticate_response import SaslAuthenticateResponse
     from wire.messages.sasl_handshake_request import SaslHandshakeRequest
@@ -206,6 +214,8 @@ _MODULES: dict[str, str] = {
     'ConsumerProtocolSubscription': 'consumer_protocol_subscription',
     'CreateAclsRequest': 'create_acls_request',
     'CreateAclsResponse': 'create_acls_response',
+    'CreateDelegationTokenRequest': 'create_delegation_token_request',
+    'CreateDelegationTokenResponse': 'create_delegation_token_response',
     'CreatePartitionsRequest': 'create_partitions_request',
     'CreatePartitionsResponse': 'create_partitions_response',
     'CreateTopicsRequest': 'create_topics_request',
@@ -228,6 +238,8 @@ _MODULES: dict[str, str] = {
     'DescribeClusterResponse': 'describe_cluster_response',
     'DescribeConfigsRequest': 'describe_configs_request',
     'DescribeConfigsResponse': 'describe_configs_response',
+    'DescribeDelegationTokenRequest': 'describe_delegation_token_request',
+    'DescribeDelegationTokenResponse': 'describe_delegation_token_response',
     'DescribeGroupsRequest': 'describe_groups_request',
     'DescribeGroupsResponse': 'describe_groups_response',
     'DescribeLogDirsRequest': 'describe_log_dirs_request',
@@ -248,6 +260,8 @@ _MODULES: dict[str, str] = {
     'ElectLeadersResponse': 'elect_leaders_response',
     'EndTxnRequest': 'end_txn_request',
     'EndTxnResponse': 'end_txn_response',
+    'ExpireDelegationTokenRequest': 'expire_delegation_token_request',
+    'ExpireDelegationTokenResponse': 'expire_delegation_token_response',
     'FetchRequest': 'fetch_request',
     'FetchResponse': 'fetch_response',
     'FindCoordinatorRequest': 'find_coordinator_request',
@@ -292,6 +306,8 @@ _MODULES: dict[str, str] = {
     'ProduceResponse': 'produce_response',
     'PushTelemetryRequest': 'push_telemetry_request',
     'PushTelemetryResponse': 'push_telemetry_response',
+    'RenewDelegationTokenRequest': 'renew_delegation_token_request',
+    'RenewDelegationTokenResponse': 'renew_delegation_token_response',
     'SaslAuthenticateRequest': 'sasl_authenticate_request',
     'SaslAuthenticateResponse': 'sasl_authenticate_response',
     'SaslHandshakeRequest': 'sasl_handshake_request',
@@ -382,6 +398,10 @@ REQUESTS: Mapping[int, type] = _ByApiKey({
     35: 'DescribeLogDirsRequest',
     36: 'SaslAuthenticateRequest',
     37: 'CreatePartitionsRequest',
+    38: 'CreateDelegationTokenRequest',
+    39: 'RenewDelegationTokenRequest',
+    40: 'ExpireDelegationTokenRequest',
+    41: 'DescribeDelegationTokenRequest',
     42: 'DeleteGroupsRequest',
     43: 'ElectLeadersRequest',
     44: 'IncrementalAlterConfigsRequest',
@@ -447,6 +467,10 @@ RESPONSES: Mapping[int, type] = _ByApiKey({
     35: 'DescribeLogDirsResponse',
     36: 'SaslAuthenticateResponse',
     37: 'CreatePartitionsResponse',
+    38: 'CreateDelegationTokenResponse',
+    39: 'RenewDelegationTokenResponse',
+    40: 'ExpireDelegationTokenResponse',
+    41: 'DescribeDelegationTokenResponse',
     42: 'DeleteGroupsResponse',
     43: 'ElectLeadersResponse',
     44: 'IncrementalAlterConfigsResponse',
@@ -519,6 +543,8 @@ __all__ = [
     'ConsumerProtocolSubscription',
     'CreateAclsRequest',
     'CreateAclsResponse',
+    'CreateDelegationTokenRequest',
+    'CreateDelegationTokenResponse',
     'CreatePartitionsRequest',
     'CreatePartitionsResponse',
     'CreateTopicsRequest',
@@ -541,6 +567,8 @@ __all__ = [
     'DescribeClusterResponse',
     'DescribeConfigsRequest',
     'DescribeConfigsResponse',
+    'DescribeDelegationTokenRequest',
+    'DescribeDelegationTokenResponse',
     'DescribeGroupsRequest',
     'DescribeGroupsResponse',
     'DescribeLogDirsRequest',
@@ -561,6 +589,8 @@ __all__ = [
     'ElectLeadersResponse',
     'EndTxnRequest',
     'EndTxnResponse',
+    'ExpireDelegationTokenRequest',
+    'ExpireDelegationTokenResponse',
     'FetchRequest',
     'FetchResponse',
     'FindCoordinatorRequest',
@@ -605,6 +635,8 @@ __all__ = [
     'ProduceResponse',
     'PushTelemetryRequest',
     'PushTelemetryResponse',
+    'RenewDelegationTokenRequest',
+    'RenewDelegationTokenResponse',
     'SaslAuthenticateRequest',
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',

@@ -14,6 +14,7 @@ from coordinator.group import group_config
 from pykbroker import dynamic_config, loggers
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from pykbroker.topic_config import TOPIC_CONFIGS, ConfigType, topic_config_error
 from pykbroker.topic_names import topic_name_error
 from wire import ApiKey, ErrorCode
@@ -88,15 +89,17 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
 def alter_loggers(ctx: RequestContext, resource_name: str, ops: list[tuple[str, int, str | None]],
                   validate_only: bool) -> tuple[int, str | None]:
     """IncrementalAlterConfigs on BROKER_LOGGER: log levels at runtime, checked as Kafka checks them."""
+    nulls = [name for name, op, value in ops if op != loggers.DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
     try:
         node = int(resource_name)
     except ValueError:
         return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource_name}"
     if node != ctx.broker.node_id:
         return ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {ctx.broker.node_id}, but received {node}"
-    nulls = [name for name, op, value in ops if op != loggers.DELETE and value is None]
-    if nulls:
-        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
     try:
         loggers.validate(ops)
     except loggers.LoggerChangeError as exc:
@@ -139,6 +142,8 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
         else:
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
+        if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # the controller's check, after the broker's
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
         default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
         mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
@@ -209,7 +214,10 @@ def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -
 async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for r in request.resources:
-        if r.resource_type == TOPIC:
+        if r.resource_type == TOPIC and not authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC,
+                                                      r.resource_name):
+            code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        elif r.resource_type == TOPIC:
             code, message = await alter_topic(ctx, r.resource_name, {c.name: c.value for c in r.configs},
                                               request.validate_only)
         elif r.resource_type == BROKER:
@@ -247,6 +255,9 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
         names = [c.name for c in r.configs]
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+        elif r.resource_type == TOPIC and not authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC,
+                                                        r.resource_name):
+            code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
         elif r.resource_type == TOPIC:
             topic = ctx.metadata.topics.get(r.resource_name)
             current = dict(topic.configs) if topic is not None else {}

@@ -12,6 +12,7 @@ import logging
 from pykbroker.context import RequestContext
 from pykbroker.quotas import QuotaError, describe, validate_alteration
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import (
     AlterClientQuotasRequest,
@@ -34,6 +35,8 @@ def describe_error(request: DescribeClientQuotasRequest | None, version: int, co
 @handler(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, error_response=describe_error)
 async def handle_describe_client_quotas(ctx: RequestContext, request: DescribeClientQuotasRequest
                                         ) -> DescribeClientQuotasResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         found = describe(ctx.metadata.client_quotas,
                          [(c.entity_type, c.match_type, c.match) for c in request.components], request.strict)
@@ -57,6 +60,11 @@ def alter_error(request: AlterClientQuotasRequest | None, version: int, code: in
 @handler(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, error_response=alter_error)
 async def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQuotasRequest
                                      ) -> AlterClientQuotasResponse:
+    if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # answered by Kafka's controller
+        response = alter_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        for entry in response.entries:
+            entry.error_message = "Cluster authorization failed."
+        return response
     results = []
     accepted = []
     seen: set[frozenset] = set()

@@ -6,6 +6,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.assignment import assign_replicas, start_index_for_new_partitions
 from wire import ApiKey, ErrorCode
 from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
@@ -71,10 +72,15 @@ async def handle_create_partitions(ctx: RequestContext, request: CreatePartition
     for t in request.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
+    alterable = filter_by_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, [n for n, c in counts.items() if c == 1])
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
                                                        error_message="Duplicate topic name."))
+            continue
+        if topic.name not in alterable:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                       error_message=None))
             continue
         code, message, assignments = plan(ctx, topic)
         if code == ErrorCode.NONE and not request.validate_only:

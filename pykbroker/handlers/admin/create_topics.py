@@ -12,6 +12,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from pykbroker.topic_config import topic_config_entries, topic_config_error
 from pykbroker.topic_names import topic_name_error
 from replication.assignment import assign_replicas
@@ -112,6 +113,11 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
     answered: set[str] = set()
+    names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
+    creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
+        filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    configs_visible = filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
+                                           log_if_denied=False)
     for topic in request.topics:
         name = topic.name
         if counts[name] > 1:
@@ -122,6 +128,9 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         if name == CLUSTER_METADATA_TOPIC:
             results.append(_failed(name, ErrorCode.INVALID_REQUEST,
                                    f"Creation of internal topic {name} is prohibited."))
+            continue
+        if name not in creatable:
+            results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         code, message, assignments = plan_topic(ctx, topic)
         if code != ErrorCode.NONE:
@@ -137,6 +146,11 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                                       num_partitions=len(assignments), replication_factor=len(assignments[0]))
         if topic_id is not None:
             result.topic_id = topic_id
+        if name not in configs_visible:  # created, but its configs are not shown (Kafka's controller)
+            result.num_partitions = result.replication_factor = -1
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append(result)
+            continue
         result.configs = [
             CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
                                   is_sensitive=e.sensitive)

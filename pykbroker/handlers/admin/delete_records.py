@@ -6,6 +6,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from storage.errors import OffsetOutOfRangeError
 from wire import ApiKey, ErrorCode
 from wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
@@ -46,7 +47,12 @@ def delete_before(ctx: RequestContext, topic: str, partition: int, offset: int) 
 @handler(ApiKey.DELETE_RECORDS, 0, 2, error_response=error_response)
 async def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     topics = []
+    deletable = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
+        if t.name not in deletable:
+            topics.append(error_response(DeleteRecordsRequest(topics=[t]), ctx.api_version,
+                                         ErrorCode.TOPIC_AUTHORIZATION_FAILED).topics[0])
+            continue
         results = []
         for p in t.partitions:
             code, low = delete_before(ctx, t.name, p.partition_index, p.offset)

@@ -12,6 +12,7 @@ import uuid
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from wire import ApiKey, ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from wire.messages.delete_topics_response import DeletableTopicResult
@@ -33,6 +34,9 @@ def error_response(request: DeleteTopicsRequest | None, version: int, code: int)
     wanted = [] if request is None else _requested(request)
     return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, topic_id=i, error_code=code)
                                            for n, i in wanted])
+
+
+TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."
 
 
 @handler(ApiKey.DELETE_TOPICS, 1, 6, error_response=error_response)
@@ -57,12 +61,23 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         elif name is not None and topic_id != ZERO_UUID:
             answer(name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
     to_delete: dict[str, uuid.UUID] = {}
+    # As Kafka's controller: DELETE on the cluster, else DESCRIBE and DELETE on each topic; a topic named by an
+    # id the principal may not describe is not named back.
+    checked = [n for n in names if names.count(n) == 1] + [
+        ctx.metadata.topics_by_id[i].name for i in ids if ids.count(i) == 1 and i in ctx.metadata.topics_by_id]
+    if authorize_cluster(ctx, AclOperation.DELETE, log_if_denied=False):
+        describable = deletable = set(checked)
+    else:
+        describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, checked)
+        deletable = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, checked)
     for name in dict.fromkeys(names):
         if names.count(name) > 1:
             answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             continue
         topic = ctx.metadata.topics.get(name)
-        if topic is None:
+        if name not in describable or (topic is not None and name not in deletable):
+            answer(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_MESSAGE)
+        elif topic is None:
             answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
         else:
             to_delete[name] = topic.topic_id
@@ -73,6 +88,9 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         topic = ctx.metadata.topics_by_id.get(topic_id)
         if topic is None:
             answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
+        elif topic.name not in deletable:
+            answer(topic.name if topic.name in describable else None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                   TOPIC_AUTHORIZATION_MESSAGE)
         elif topic.name in to_delete:
             del to_delete[topic.name]
             answer(topic.name, topic_id, ErrorCode.INVALID_REQUEST,

@@ -13,6 +13,7 @@ from pykbroker.dynamic_config import (
     is_dynamic,
 )
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from pykbroker.topic_config import (
     ConfigEntry,
     ConfigSource,
@@ -109,7 +110,13 @@ def group_config_entries(stored: dict[str, str], broker_property) -> list[Config
 @handler(ApiKey.DESCRIBE_CONFIGS, 1, 4, error_response=error_response)
 async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
+    refused = []  # answered after the others, as Kafka's ConfigHelper does
     for r in request.resources:
+        refusal = _refusal(ctx, r)
+        if refusal is not None:
+            refused.append(DescribeConfigsResult(error_code=refusal[0], error_message=refusal[1], configs=[],
+                                                 resource_type=r.resource_type, resource_name=r.resource_name))
+            continue
         code, message, entries = describe(ctx, r)
         if r.configuration_keys:
             wanted = set(r.configuration_keys)
@@ -118,4 +125,14 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
             # Kafka leaves the message of a described resource empty: "" rather than null
             error_code=code, error_message="" if message is None else message, resource_type=r.resource_type, resource_name=r.resource_name,
             configs=[_entry(e, request.include_synonyms, request.include_documentation) for e in entries]))
-    return DescribeConfigsResponse(results=results)
+    return DescribeConfigsResponse(results=results + refused)
+
+
+def _refusal(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str] | None:
+    """DESCRIBE_CONFIGS on the cluster (broker, broker logger) or on the topic; the error when refused."""
+    if r.resource_type == TOPIC:
+        if not authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, r.resource_name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    elif r.resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return None

@@ -6,6 +6,7 @@ import os
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from wire.messages.describe_log_dirs_response import (
@@ -21,6 +22,8 @@ def error_response(request: DescribeLogDirsRequest | None, version: int, code: i
 
 @handler(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, error_response=error_response)
 async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}

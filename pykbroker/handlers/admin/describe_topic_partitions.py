@@ -10,6 +10,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
 from pykbroker.topic_names import topic_name_error
 from replication.metadata_image import MetadataImage, PartitionState, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -54,6 +55,11 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
                                            ) -> DescribeTopicPartitionsResponse:
     store = ctx.metadata
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(store.topics)
+    # Topics the principal may not describe: left out of "all topics", TOPIC_AUTHORIZATION_FAILED when named.
+    describable = {n for n in names if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n,
+                                                 log_if_denied=bool(request.topics))}
+    refused = [_failed(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in names if n not in describable]
+    names = [n for n in names if n in describable]
     cursor = request.cursor
     if cursor is not None:
         if cursor.topic_name not in names:
@@ -88,4 +94,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
         if remaining == 0 and any(n in store.topics for n in names[i + 1:]):
             next_cursor = Cursor(topic_name=next(n for n in names[i + 1:] if n in store.topics), partition_index=0)
             break
-    return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
+    for t in topics:
+        t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
+    return DescribeTopicPartitionsResponse(topics=topics + (refused if request.topics else []),
+                                           next_cursor=next_cursor)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 from wire.messages.list_config_resources_response import ConfigResource
@@ -26,6 +27,8 @@ def error_response(request: ListConfigResourcesRequest | None, version: int, cod
 @handler(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, error_response=error_response)
 async def handle_list_config_resources(ctx: RequestContext,
                                        request: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     supported = (CLIENT_METRICS,) if ctx.api_version == 0 else SUPPORTED_V1
     wanted = set(request.resource_types if ctx.api_version >= 1 and request.resource_types else supported)
     if not wanted <= set(supported):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster, not_authorized_message
 from wire import ApiKey, ErrorCode
 from wire.messages import (
     AlterPartitionReassignmentsRequest,
@@ -18,6 +19,10 @@ from wire.messages import (
 from wire.messages.alter_partition_reassignments_response import (
     ReassignablePartitionResponse,
     ReassignableTopicResponse,
+)
+from wire.messages.list_partition_reassignments_response import (
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
 )
 
 
@@ -53,6 +58,14 @@ def reassign(ctx: RequestContext, topic: str, partition: int, replicas: list[int
 async def handle_alter_partition_reassignments(ctx: RequestContext, request: AlterPartitionReassignmentsRequest
                                                ) -> AlterPartitionReassignmentsResponse:
     allow = request.allow_replication_factor_change if ctx.api_version >= 1 else True
+    if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller
+        message = not_authorized_message(ctx, AclOperation.ALTER)
+        return AlterPartitionReassignmentsResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message,
+            allow_replication_factor_change=allow, responses=[ReassignableTopicResponse(name=t.name, partitions=[
+                ReassignablePartitionResponse(partition_index=p.partition_index,
+                                              error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message)
+                for p in t.partitions]) for t in request.topics])
     responses = []
     for t in request.topics:
         results = []
@@ -73,4 +86,11 @@ def list_error(request: ListPartitionReassignmentsRequest | None, version: int, 
 @handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, error_response=list_error)
 async def handle_list_partition_reassignments(ctx: RequestContext, request: ListPartitionReassignmentsRequest
                                               ) -> ListPartitionReassignmentsResponse:
-    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, topics=[])
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        message = not_authorized_message(ctx, AclOperation.DESCRIBE)
+        return ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                  error_message=message, topics=[
+            OngoingTopicReassignment(name=t.name, partitions=[OngoingPartitionReassignment(
+                partition_index=p, replicas=[], adding_replicas=[], removing_replicas=[]) for p in t.partition_indexes])
+            for t in request.topics or []])
+    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[])

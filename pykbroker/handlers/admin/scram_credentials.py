@@ -15,6 +15,7 @@ import logging
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster, not_authorized_message
 from wire import ApiKey, ErrorCode
 from wire.messages import (
     AlterUserScramCredentialsRequest,
@@ -37,12 +38,14 @@ DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request
 
 
 def describe_error(request, version: int, code: int) -> DescribeUserScramCredentialsResponse:
-    return DescribeUserScramCredentialsResponse(error_code=code, results=[])
+    return DescribeUserScramCredentialsResponse(error_code=code, error_message=None, results=[])
 
 
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, error_response=describe_error)
 async def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest
                           ) -> DescribeUserScramCredentialsResponse:
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return describe_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     stored = ctx.metadata.scram_credentials
     duplicated: dict[str, bool] = {}
     if not request.users:
@@ -85,6 +88,11 @@ def alter_error(request, version: int, code: int) -> AlterUserScramCredentialsRe
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, error_response=alter_error)
 async def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest
                        ) -> AlterUserScramCredentialsResponse:
+    if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller, users sorted
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
+            user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=not_authorized_message(ctx, AclOperation.ALTER))
+            for u in users])
     stored = ctx.metadata.scram_credentials
     deletions: dict[str, tuple[str, int]] = {}
     upsertions: dict[str, tuple[str, int, int, bytes, bytes]] = {}

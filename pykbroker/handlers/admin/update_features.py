@@ -15,6 +15,7 @@ import logging
 from pykbroker.context import RequestContext
 from pykbroker.features import FeatureUpdate, FeatureUpdateError, apply_updates
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster, not_authorized_message
 from wire import ApiKey, ErrorCode
 from wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 from wire.messages.update_features_response import UpdatableFeatureResult
@@ -31,6 +32,9 @@ def error_response(request: UpdateFeaturesRequest | None, version: int, code: in
 
 @handler(ApiKey.UPDATE_FEATURES, 0, 2, error_response=error_response)
 async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    if not authorize_cluster(ctx, AclOperation.ALTER):  # answered by Kafka's controller
+        return UpdateFeaturesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                      error_message=not_authorized_message(ctx, AclOperation.ALTER), results=[])
     store = ctx.broker.metadata
     # v0 has no upgrade type: the field's default (upgrade) applies.
     updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)

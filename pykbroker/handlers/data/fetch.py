@@ -18,6 +18,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchPartition
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -45,6 +46,14 @@ def _partition_error(index: int, code: int) -> PartitionData:
                          log_start_offset=-1, records=b"")
 
 
+def _readable(ctx: RequestContext, request: FetchRequest, names: list[str]) -> set[str]:
+    """The topics the fetch may read: READ on each for consumers, CLUSTER_ACTION for all for followers."""
+    replica_id = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
+    if replica_id >= 0:
+        return set(names) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set()
+    return filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+
+
 @handler(ApiKey.FETCH, 4, 18, error_response=error_response)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     broker = ctx.broker
@@ -57,10 +66,15 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
     unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
     requested: list[CachedPartition] = []
-    for t in request.topics:
-        topic = store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic)
+    topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
+    # A topic named but unknown is, as in Kafka, refused when the principal may not read it (not disclosed).
+    readable_unknown = _readable(ctx, request, [t.topic for t, topic in zip(request.topics, topics, strict=True)
+                                                if topic is None and not by_id for _ in t.partitions])
+    for t, topic in zip(request.topics, topics, strict=True):
         if topic is None:
             code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if not by_id and t.topic not in readable_unknown:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             unresolved[(t.topic, t.topic_id)] = [_partition_error(p.partition, code) for p in t.partitions]
             continue
         for p in t.partitions:
@@ -81,9 +95,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     if fctx.error:
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
 
+    # Every partition of the session is authorized on every fetch (incremental ones too), as in Kafka: one the
+    # principal may no longer read is answered TOPIC_AUTHORIZATION_FAILED instead of its records.
+    readable = _readable(ctx, request, [cp.topic for cp in fctx.partitions])
+    allowed = [cp for cp in fctx.partitions if cp.topic in readable]
     wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
                              cp.last_fetched_epoch if version >= 12 else -1, cp.log_start_offset)
-              for cp in fctx.partitions]
+              for cp in allowed]
     max_wait_ms = request.max_wait_ms if not unresolved else 0
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
@@ -107,9 +125,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
     hints = LeaderHints(store, ctx.listener.name)
-    for cp, fp in zip(fctx.partitions, fetched, strict=True):
-        read = fp.read
-        if read is None:
+    fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
+    for cp in fctx.partitions:
+        fp = fetched_by.get((cp.topic, cp.partition))
+        read = fp.read if fp is not None else None
+        size = fp.size if fp is not None else 0
+        if fp is None:
+            data = _partition_error(cp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif read is None:
             data = _partition_error(cp.partition, fp.error_code)
         else:
             aborted = None
@@ -134,7 +157,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
         diverged = read is not None and read.diverging_epoch is not None
         if fctx.incremental and not cp.needs_response(
-            has_records=fp.size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
+            has_records=size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
             last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
         ) and not diverged:
             continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.partition import PartitionError
 from replication.replica_manager import storage_error_code
 from wire import ApiKey, ErrorCode
@@ -65,7 +66,14 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
     read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
     from_replica = request.replica_id != -1
     topics = []
+    unauthorized = []
+    describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     for t in request.topics:
+        if t.name not in describable:  # answered after the authorized topics, as Kafka does
+            unauthorized.append(ListOffsetsTopicResponse(name=t.name, partitions=[ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1,
+                offset=-1, leader_epoch=-1) for p in t.partitions]))
+            continue
         parts = []
         for p in t.partitions:
             answer = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1,
@@ -87,4 +95,4 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                 answer.error_code, _ = storage_error_code(exc)
             parts.append(answer)
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
-    return ListOffsetsResponse(topics=topics)
+    return ListOffsetsResponse(topics=topics + unauthorized)

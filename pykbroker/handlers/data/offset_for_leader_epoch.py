@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from replication.partition import PartitionError
 from wire import ApiKey, ErrorCode
 from wire.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
@@ -31,7 +32,16 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
                                          request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     rm = ctx.broker.replica_manager
     topics = []
+    refused = []  # after the others, as Kafka: CLUSTER_ACTION allows all, else DESCRIBE on each topic
+    names = [t.topic for t in request.topics]
+    describable = set(names) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False) else \
+        filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for t in request.topics:
+        if t.topic not in describable:
+            refused.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=[EpochEndOffset(
+                partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, leader_epoch=-1, end_offset=-1)
+                for p in t.partitions]))
+            continue
         parts = []
         for p in t.partitions:
             answer = EpochEndOffset(partition=p.partition, leader_epoch=-1, end_offset=-1)
@@ -47,4 +57,4 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
                 answer.error_code = exc.code
             parts.append(answer)
         topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
-    return OffsetForLeaderEpochResponse(topics=topics)
+    return OffsetForLeaderEpochResponse(topics=topics + refused)

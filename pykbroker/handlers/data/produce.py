@@ -22,6 +22,7 @@ from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from pykbroker.transaction_checks import check_transactional_write
 from wire import (
     RECORD_BATCH_OVERHEAD,
@@ -117,6 +118,17 @@ async def _check_transactional(ctx: RequestContext, transactional_id: str, topic
     return code
 
 
+def _has_transactional_records(request: ProduceRequest) -> bool:
+    """Kafka's ProduceRequest.hasTransactionalRecords: some partition's (magic 2) batch is transactional."""
+    for t in request.topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if records is not None and len(records) >= 23 and records[16] == 2 \
+                    and int.from_bytes(records[21:23], "big") & TRANSACTIONAL_FLAG_MASK:
+                return True
+    return False
+
+
 @handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
@@ -128,15 +140,28 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     if acks not in VALID_ACKS:
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUIRED_ACKS)
 
+    if _has_transactional_records(request) and not (request.transactional_id and authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)):
+        if acks == 0:
+            raise CloseConnection  # Kafka's error response to acks=0 is a closed connection
+        return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     errors: dict[tuple[int, int], int] = {}  # (topic index, partition index) -> code for unresolvable entries
     entries = {}
     names: list[str | None] = []
+    topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name) for t in request.topic_data]
+    writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [
+        topic.name if by_id else t.name for t, topic in zip(request.topic_data, topics, strict=True)
+        if topic is not None or not by_id for _ in t.partition_data])
     for ti, t in enumerate(request.topic_data):
-        topic = store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name)
+        topic = topics[ti]
         names.append(topic.name if topic else None)
         for pi, p in enumerate(t.partition_data):
-            if topic is None:
-                errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic is None and by_id:
+                errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID
+            elif (topic.name if topic else t.name) not in writable:
+                errors[(ti, pi)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None:
+                errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.records is None:
                 errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
             elif (invalid := _records_error(ctx.api_version, p.records)) is not None:

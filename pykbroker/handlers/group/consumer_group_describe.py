@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import consumer_protocol_enabled, coordinator, request_info
-from pykbroker.handlers.group.describe_groups import GROUP_OPERATIONS
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorized_operations,
+    filter_by_authorized,
+)
 from wire import ApiKey, ErrorCode
 from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from wire.messages.consumer_group_describe_response import DescribedGroup
@@ -29,9 +35,24 @@ async def handle_consumer_group_describe(ctx: RequestContext,
                                          request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     if not consumer_protocol_enabled(ctx):  # as Kafka: every group gets UNSUPPORTED_VERSION
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    groups = await coordinator(ctx).consumer_group_describe(request_info(ctx), list(request.group_ids))
+    refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    allowed = [g for g in request.group_ids if g not in refused]
+    groups = await coordinator(ctx).consumer_group_describe(request_info(ctx), allowed) if allowed else []
     if request.include_authorized_operations:
         for g in groups:
             if g.error_code == 0:
-                g.authorized_operations = GROUP_OPERATIONS
-    return ConsumerGroupDescribeResponse(groups=groups)
+                g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
+    # Kafka 4.1: a group whose members are assigned topics the principal may not describe is not described.
+    assigned = {tp.topic_name for g in groups for m in g.members for a in (m.assignment, m.target_assignment)
+                if a is not None for tp in a.topic_partitions}
+    describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, assigned) if assigned else set()
+    groups = [g if all(tp.topic_name in describable for m in g.members for a in (m.assignment, m.target_assignment)
+                       if a is not None for tp in a.topic_partitions)
+              else DescribedGroup(group_id=g.group_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=HIDDEN_TOPICS, members=[]) for g in groups]
+    return ConsumerGroupDescribeResponse(groups=[
+        *[DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]) for g in refused],
+        *groups])
+
+
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import consumer_protocol_enabled, coordinator, request_info
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from wire import ApiKey, ErrorCode
 from wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -27,4 +28,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext,
                                           request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     if not consumer_protocol_enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if request.subscribed_topic_names:  # every subscribed topic must be describable (Kafka 4.1)
+        wanted = set(request.subscribed_topic_names)
+        if len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)) < len(wanted):
+            return error_response(request, ctx.api_version, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     return await coordinator(ctx).consumer_group_heartbeat(request_info(ctx), request)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
+from wire import ApiKey, ErrorCode
 from wire.messages import DeleteGroupsRequest, DeleteGroupsResponse
 from wire.messages.delete_groups_response import DeletableGroupResult
 
@@ -22,9 +23,13 @@ def error_response(request: DeleteGroupsRequest | None, version: int, code: int)
 
 @handler(ApiKey.DELETE_GROUPS, 0, 2, error_response=error_response)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    names = list(request.groups_names)
+    names = list(dict.fromkeys(request.groups_names))
+    allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    denied = [DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+              for g in names if g not in allowed]
+    names = [g for g in names if g in allowed]
     shared: list[DeletableGroupResult] = []
-    if ctx.broker.share_groups_enabled:
+    if names and ctx.broker.share_groups_enabled:
         share = ctx.broker.share_groups
         await share.groups_with_state()
         for name in [n for n in names if n in share.groups.groups]:
@@ -34,5 +39,5 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
                 for key in await share.coordinator.all_states(name):
                     await share.partitions.delete(key)
             shared.append(DeletableGroupResult(group_id=name, error_code=code))
-    results = (await coordinator(ctx).delete_groups(request_info(ctx), names) if names else []) + shared
-    return DeleteGroupsResponse(results=results)
+    results = await coordinator(ctx).delete_groups(request_info(ctx), names) if names else []
+    return DeleteGroupsResponse(results=list(results) + shared + denied)

@@ -10,14 +10,12 @@ Member metadata and the protocol are only filled in while the group is Stable.
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.authorized_operations import AclOperation
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
+from wire import ApiKey, ErrorCode
 from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from wire.messages.describe_groups_response import DescribedGroup
-
-GROUP_OPERATIONS = sum(1 << op for op in (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE))
 
 
 def error_response(request: DescribeGroupsRequest | None, version: int, code: int) -> DescribeGroupsResponse:
@@ -27,9 +25,13 @@ def error_response(request: DescribeGroupsRequest | None, version: int, code: in
 
 @handler(ApiKey.DESCRIBE_GROUPS, 0, 6, error_response=error_response)
 async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    groups = await coordinator(ctx).describe_groups(request_info(ctx), list(request.groups))
+    refused = [g for g in request.groups if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    allowed = [g for g in request.groups if g not in refused]
+    groups = await coordinator(ctx).describe_groups(request_info(ctx), allowed) if allowed else []
     if ctx.api_version >= 3 and request.include_authorized_operations:
         for g in groups:
             if g.error_code == 0:
-                g.authorized_operations = GROUP_OPERATIONS
-    return DescribeGroupsResponse(groups=groups)
+                g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
+    return DescribeGroupsResponse(groups=[*[
+        DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]) for g in refused],
+        *groups])

@@ -16,6 +16,7 @@ from coordinator.group import ApiError
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from wire.messages.find_coordinator_response import Coordinator
@@ -37,6 +38,13 @@ def error_response(request: FindCoordinatorRequest | None, version: int, code: i
 
 async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
     """(error code, message, node id, host, port) of the coordinator of ``key``."""
+    old = ctx.api_version < 4  # v0-3 errors carry the error's message, v4+ an empty one
+    if key_type == KEY_TYPE_GROUP and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed." if old else "", -1, "", -1
+    if key_type == KEY_TYPE_TRANSACTION and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                          key):
+        return (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactional Id authorization failed." if old
+                else "", -1, "", -1)
     if key_type == KEY_TYPE_GROUP:
         gc = coordinator(ctx)
         try:
@@ -74,7 +82,7 @@ async def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorR
         for key in request.coordinator_keys:
             code, message, node, host, port = await _find(ctx, key_type, key)
             coordinators.append(Coordinator(key=key, node_id=node, host=host, port=port, error_code=code,
-                                            error_message=message))
+                                            error_message=message if message is not None or code else ""))
         return FindCoordinatorResponse(coordinators=coordinators)
     code, message, node, host, port = await _find(ctx, key_type, request.key)
     return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)

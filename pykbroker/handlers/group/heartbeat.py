@@ -10,7 +10,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
+from wire import ApiKey, ErrorCode
 from wire.messages import HeartbeatRequest, HeartbeatResponse
 
 
@@ -20,4 +21,6 @@ def error_response(request: HeartbeatRequest | None, version: int, code: int) ->
 
 @handler(ApiKey.HEARTBEAT, 0, 4, error_response=error_response)
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return await coordinator(ctx).heartbeat(request_info(ctx), request)

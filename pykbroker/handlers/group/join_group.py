@@ -13,7 +13,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
+from wire import ApiKey, ErrorCode
 from wire.messages import JoinGroupRequest, JoinGroupResponse
 
 
@@ -24,6 +25,9 @@ def error_response(request: JoinGroupRequest | None, version: int, code: int) ->
 
 @handler(ApiKey.JOIN_GROUP, 0, 9, error_response=error_response)
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, member_id="",
+                                 leader="", protocol_name=None if ctx.api_version >= 7 else "")
     response = await coordinator(ctx).join_group(request_info(ctx), request)
     if ctx.api_version < 7 and response.protocol_name is None:
         response.protocol_name = ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import LeaveGroupRequest, LeaveGroupResponse
 from wire.messages.leave_group_request import MemberIdentity
@@ -21,6 +22,8 @@ def error_response(request: LeaveGroupRequest | None, version: int, code: int) -
 
 @handler(ApiKey.LEAVE_GROUP, 0, 5, error_response=error_response)
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if ctx.api_version < 3:
         request.members = [MemberIdentity(member_id=request.member_id, group_instance_id=None)]
     response = await coordinator(ctx).leave_group(request_info(ctx), request)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from wire import ApiKey
 from wire.messages import ListGroupsRequest, ListGroupsResponse
 from wire.messages.list_groups_response import ListedGroup
@@ -28,6 +29,9 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     if code == 0 and ctx.broker.share_groups_enabled:
         await ctx.broker.share_groups.groups_with_state()
         groups = groups + share_groups_listed(ctx, states, types)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):  # else only describable groups
+        groups = [g for g in groups if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id,
+                                                 log_if_denied=False)]
     return ListGroupsResponse(error_code=code, groups=groups)
 
 

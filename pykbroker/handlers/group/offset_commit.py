@@ -13,7 +13,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
+from wire import ApiKey, ErrorCode
 from wire.messages import OffsetCommitRequest, OffsetCommitResponse
 from wire.messages.offset_commit_response import OffsetCommitResponsePartition, OffsetCommitResponseTopic
 
@@ -29,4 +30,18 @@ def error_response(request: OffsetCommitRequest | None, version: int, code: int)
 
 @handler(ApiKey.OFFSET_COMMIT, 2, 9, error_response=error_response)
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
-    return await coordinator(ctx).commit_offsets(request_info(ctx), request)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    allowed = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    refused = [t for t in request.topics if t.name not in allowed]
+    if refused:
+        request.topics = [t for t in request.topics if t.name in allowed]
+    refused_response = [OffsetCommitResponseTopic(name=t.name, partitions=[OffsetCommitResponsePartition(
+        partition_index=p.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions])
+        for t in refused]
+    if not request.topics:  # as Kafka: nothing left to commit is answered without the coordinator
+        return OffsetCommitResponse(topics=refused_response)
+    response = await coordinator(ctx).commit_offsets(request_info(ctx), request)
+    if refused_response:
+        response.topics = refused_response + list(response.topics)
+    return response

@@ -13,12 +13,15 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from wire import ApiKey, ErrorCode
 from wire.messages import OffsetFetchRequest, OffsetFetchResponse
 from wire.messages.offset_fetch_response import (
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 
 
@@ -34,22 +37,45 @@ def error_response(request: OffsetFetchRequest | None, version: int, code: int) 
     return OffsetFetchResponse(error_code=code, topics=[])
 
 
+async def _fetch_group(ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
+                       require_stable: bool, member_id: str | None = None,
+                       member_epoch: int = -1) -> OffsetFetchResponseGroup:
+    """One group's offsets as Kafka authorizes them: DESCRIBE on the group, and only topics the principal may
+    describe (left out of "all offsets", TOPIC_AUTHORIZATION_FAILED when named)."""
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return OffsetFetchResponseGroup(group_id=group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[])
+    gc = coordinator(ctx)
+    if topics is None:
+        group = await gc.fetch_offsets(request_info(ctx), group_id, None, require_stable, member_id, member_epoch)
+        if group.error_code == ErrorCode.NONE:
+            visible = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in group.topics))
+            group.topics = [t for t in group.topics if t.name in visible]
+        return group
+    allowed = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in topics))
+    group = await gc.fetch_offsets(request_info(ctx), group_id, [t for t in topics if t[0] in allowed],
+                                   require_stable, member_id, member_epoch)
+    if group.error_code == ErrorCode.NONE:
+        group.topics = list(group.topics) + [OffsetFetchResponseTopics(name=name, partitions=[
+            OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1,
+                                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in partitions])
+            for name, partitions in topics if name not in allowed]
+    return group
+
+
 @handler(ApiKey.OFFSET_FETCH, 1, 9, error_response=error_response)
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
-    gc = coordinator(ctx)
-    info = request_info(ctx)
     version = ctx.api_version
     require_stable = request.require_stable if version >= 7 else False
     if version >= 8:
         groups = []
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            groups.append(await gc.fetch_offsets(info, g.group_id, topics, require_stable,
-                                                 g.member_id if version >= 9 else None,
-                                                 g.member_epoch if version >= 9 else -1))
+            groups.append(await _fetch_group(ctx, g.group_id, topics, require_stable,
+                                             g.member_id if version >= 9 else None,
+                                             g.member_epoch if version >= 9 else -1))
         return OffsetFetchResponse(groups=groups)
     topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-    group = await gc.fetch_offsets(info, request.group_id, topics, require_stable)
+    group = await _fetch_group(ctx, request.group_id, topics, require_stable)
     if group.error_code != ErrorCode.NONE:
         return error_response(request, version, group.error_code)
     return OffsetFetchResponse(error_code=ErrorCode.NONE, topics=[

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
-from wire import ApiKey
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
+from wire import ApiKey, ErrorCode
 from wire.messages import SyncGroupRequest, SyncGroupResponse
 
 
@@ -21,4 +22,6 @@ def error_response(request: SyncGroupRequest | None, version: int, code: int) ->
 
 @handler(ApiKey.SYNC_GROUP, 0, 5, error_response=error_response)
 async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return await coordinator(ctx).sync_group(request_info(ctx), request)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
@@ -19,6 +20,10 @@ def error_response(request: AddOffsetsToTxnRequest | None, version: int, code: i
 
 @handler(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, error_response=error_response)
 async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     tc = transaction_coordinator(ctx)
     if not request.group_id:
         return error_response(request, ctx.api_version, ErrorCode.INVALID_GROUP_ID)

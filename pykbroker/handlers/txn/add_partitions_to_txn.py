@@ -14,6 +14,13 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator, unknown_partitions
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorize_cluster,
+    filter_by_authorized,
+)
 from wire import ApiKey, ErrorCode
 from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from wire.messages.add_partitions_to_txn_response import (
@@ -45,9 +52,16 @@ def error_response(request: AddPartitionsToTxnRequest | None, version: int, code
 async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epoch: int,
                partitions: list[tuple[str, int]], verify_only: bool) -> dict[tuple[str, int], int]:
     unknown = unknown_partitions(ctx, partitions)
-    if unknown:
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                for tp in partitions}
+    refused: set[tuple[str, int]] = set()
+    if ctx.api_version < 4:  # from clients: WRITE on the transactional id and on each (non-internal) topic
+        if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                        [t for t, _ in partitions if t not in INTERNAL_TOPICS])
+        refused = {tp for tp in partitions if tp[0] not in writable}
+    if unknown or refused:
+        return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in refused else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
     tc = transaction_coordinator(ctx)
     if verify_only:
         return await tc.verify_partitions(transactional_id, producer_id, epoch, partitions)
@@ -59,6 +73,9 @@ async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epo
     return dict.fromkeys(partitions, ErrorCode.NONE)
 
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
 @handler(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, error_response=error_response)
 async def handle_add_partitions_to_txn(ctx: RequestContext,
                                        request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
@@ -67,6 +84,8 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
                            request.v3_and_below_producer_epoch, _partitions(request.v3_and_below_topics), False)
         codes = {tp: for_version(code, ctx.api_version, 2) for tp, code in codes.items()}
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_results(codes))
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):  # v4+ come from brokers
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     results = []
     for txn in request.transactions:
         codes = await _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, _partitions(txn.topics),

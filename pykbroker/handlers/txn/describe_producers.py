@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
+from pykbroker.topic_names import topic_name_error
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeProducersRequest, DescribeProducersResponse
 from wire.messages.describe_producers_response import PartitionResponse, ProducerState, TopicResponse
@@ -44,4 +46,8 @@ def _describe(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
 async def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     return DescribeProducersResponse(topics=[
         TopicResponse(name=t.name, partitions=[_describe(ctx, t.name, p) for p in t.partition_indexes])
+        if topic_name_error(t.name) is not None or authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
+        else TopicResponse(name=t.name, partitions=[PartitionResponse(
+            partition_index=p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message="Topic authorization failed.",
+            active_producers=[]) for p in t.partition_indexes])
         for t in request.topics])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
 from wire.messages.describe_transactions_response import TopicData, TransactionState
@@ -31,6 +32,9 @@ async def handle_describe_transactions(ctx: RequestContext,
     tc = transaction_coordinator(ctx)
     states = []
     for transactional_id in request.transactional_ids:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(_error_state(transactional_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            continue
         try:
             m = await tc.describe(transactional_id)
         except TxnError as exc:
@@ -43,5 +47,6 @@ async def handle_describe_transactions(ctx: RequestContext,
             error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state=m.state.display_name,
             transaction_timeout_ms=m.timeout_ms, transaction_start_time_ms=m.start_timestamp_ms,
             producer_id=m.producer_id, producer_epoch=m.producer_epoch,
-            topics=[TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+            topics=[TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()  # only describable topics
+                    if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t)]))
     return DescribeTransactionsResponse(transaction_states=states)

@@ -13,6 +13,7 @@ import logging
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import EndTxnRequest, EndTxnResponse
 
@@ -25,6 +26,8 @@ def error_response(request: EndTxnRequest | None, version: int, code: int) -> En
 
 @handler(ApiKey.END_TXN, 0, 5, error_response=error_response)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     try:
         producer_id, epoch = await transaction_coordinator(ctx).end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,

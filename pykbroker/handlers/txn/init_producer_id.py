@@ -15,6 +15,13 @@ import logging
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, for_version, transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorize_by_resource_type,
+    authorize_cluster,
+)
 from wire import ApiKey, ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
 
@@ -27,6 +34,12 @@ def error_response(request: InitProducerIdRequest | None, version: int, code: in
 
 @handler(ApiKey.INIT_PRODUCER_ID, 0, 5, error_response=error_response)
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if request.transactional_id is not None:
+        if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False) \
+            and not authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is None:
         producer_id = ctx.broker.producer_ids.next_producer_id()
         return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)

@@ -12,6 +12,7 @@ from coordinator.transaction.metadata import TxnState
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import TxnError, transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import ListTransactionsRequest, ListTransactionsResponse
 from wire.messages.list_transactions_response import TransactionState
@@ -48,4 +49,5 @@ async def handle_list_transactions(ctx: RequestContext, request: ListTransaction
     return ListTransactionsResponse(error_code=ErrorCode.NONE, unknown_state_filters=unknown, transaction_states=[
         TransactionState(transactional_id=m.transactional_id, producer_id=m.producer_id,
                          transaction_state=m.state.display_name)
-        for m in sorted(listed, key=lambda m: m.transactional_id)])
+        for m in sorted(listed, key=lambda m: m.transactional_id)
+        if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactional_id)])

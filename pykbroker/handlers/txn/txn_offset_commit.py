@@ -14,6 +14,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import request_info
 from pykbroker.handlers.txn._common import transaction_coordinator
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from pykbroker.transaction_checks import check_transactional_write
 from wire import ApiKey, ErrorCode
 from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
@@ -35,6 +36,21 @@ def error_response(request: TxnOffsetCommitRequest | None, version: int, code: i
 
 @handler(ApiKey.TXN_OFFSET_COMMIT, 0, 5, error_response=error_response)
 async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    refused = [t for t in request.topics if t.name not in readable]
+    if refused:  # answered first; the rest goes on (nothing left: answered at once, as Kafka)
+        request.topics = [t for t in request.topics if t.name in readable]
+        refused_response = error_response(TxnOffsetCommitRequest(topics=refused), ctx.api_version,
+                                          ErrorCode.TOPIC_AUTHORIZATION_FAILED).topics
+        if not request.topics:
+            return TxnOffsetCommitResponse(topics=refused_response)
+        response = await handle_txn_offset_commit(ctx, request)
+        response.topics = refused_response + list(response.topics)
+        return response
     groups = ctx.broker.group_coordinator
     tc = transaction_coordinator(ctx)
     if groups.coordinator_for(request.group_id) != ctx.broker.node_id:

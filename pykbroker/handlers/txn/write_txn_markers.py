@@ -14,6 +14,7 @@ from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
 from pykbroker.context import RequestContext
 from pykbroker.handlers.txn._common import error_code, unknown_partitions
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, authorize_cluster
 from replication.replica_manager import storage_error_code
 from storage import AppendOrigin
 from wire import ApiKey, ControlRecordType, ErrorCode, build_control_batch
@@ -59,6 +60,9 @@ async def _write(ctx: RequestContext, marker, tp: tuple[str, int]) -> int:
 
 @handler(ApiKey.WRITE_TXN_MARKERS, 1, 1, error_response=error_response)
 async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    if not authorize_cluster(ctx, AclOperation.ALTER, log_if_denied=False) \
+            and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     results = []
     for marker in request.markers:
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]

@@ -161,7 +161,7 @@ async def test_describe_list_delete_and_offset_delete():
     r = await call(h, DescribeGroupsRequest(groups=["d", "missing"], include_authorized_operations=True), 5)
     assert r.groups[0].group_state == "Stable" and r.groups[0].protocol_data == "range"
     assert r.groups[0].members[0].client_id == "client-x" and r.groups[0].members[0].client_host == "/127.0.0.1"
-    assert r.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+    assert r.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)  # Kafka 4.1
     assert (r.groups[1].group_state, r.groups[1].error_code) == ("Dead", 0)
     r = await call(h, DescribeGroupsRequest(groups=["missing"]), 6)
     assert (r.groups[0].error_code, r.groups[0].error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,

@@ -22,7 +22,7 @@ def test_acl_apis_say_no_authorizer_is_configured(broker):
         described = c.request(DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                                   permission_type=1), 3)
         assert (described.error_code, described.error_message) == (ErrorCode.SECURITY_DISABLED,
-                                                                   "No Authorizer is configured.")
+                                                                   "No Authorizer is configured on the broker")
         created = c.request(CreateAclsRequest(creations=[AclCreation(resource_type=2, resource_name="t",
                                                                      resource_pattern_type=3, principal="User:a",
                                                                      host="*", operation=3, permission_type=3)]), 3)

@@ -87,7 +87,7 @@ def test_a_killed_brokers_registration_is_waited_out_until_its_session_expires(z
                 loop = asyncio.get_running_loop()
                 started = loop.time()
                 await BrokerRegistration(zk, 1, ENDPOINTS).register(stale_wait_s=10)
-                assert loop.time() - started < 1.5 + 2.0  # within the dead session's timeout (plus slack)
+                assert loop.time() - started < 1.5 + 5.0  # within the dead session's timeout (plus slack)
                 assert (await zk.get("/brokers/ids/1"))[1].ephemeralOwner == zk.session_id
             finally:
                 await zk.close()

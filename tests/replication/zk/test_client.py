@@ -13,6 +13,7 @@ from pykbroker.testing import ZooKeeperProcess
 from replication.zk.client import (
     BadVersionError,
     CheckOp,
+    ConnectionLoss,
     CreateOp,
     NodeExistsError,
     NoNodeError,
@@ -44,8 +45,8 @@ def test_chroot_is_created_and_paths_are_relative_to_it(zk_server, chroot):
         await raw.start()
         try:
             assert await raw.exists(f"{chroot}/nested/brokers/ids") is not None
-            data, _ = await raw.get(f"{chroot}/nested")
-            assert data is None  # Kafka's parents carry null data
+            for path in (chroot, f"{chroot}/nested", f"{chroot}/nested/brokers"):
+                assert (await raw.get(path))[0] is None, path  # Kafka's parents carry null data
         finally:
             await raw.close()
 
@@ -174,7 +175,9 @@ def test_session_expiry_is_reported_and_a_new_session_follows(zk_server, chroot)
 
 def test_a_server_restart_within_the_session_timeout_keeps_the_session(tmp_path):
     async def main(server: ZooKeeperProcess):
-        zk = ZooKeeperClient(server.connect, session_timeout_ms=10_000)
+        # a generous connection timeout: the restart may be slow on a loaded machine, and this test is about
+        # the session surviving it
+        zk = ZooKeeperClient(server.connect, session_timeout_ms=30_000, connection_timeout_ms=30_000)
         await zk.start()
         expired = asyncio.Event()
         zk.on_session_expired(expired.set)
@@ -215,3 +218,28 @@ def test_multi_creates_null_data_znodes_as_kafka_does(zk_server, chroot):
             await zk.close()
 
     run(main())
+
+
+def test_requests_while_zookeeper_is_away_time_out_then_work_again(tmp_path):
+    async def main(server: ZooKeeperProcess):
+        zk = ZooKeeperClient(server.connect, session_timeout_ms=10_000, connection_timeout_ms=1000)
+        await zk.start()
+        try:
+            await zk.create("/a", b"1")
+            await asyncio.to_thread(server.kill)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises((ZooKeeperConnectionTimeout, ConnectionLoss)):
+                await zk.get("/a")
+            with pytest.raises(ZooKeeperConnectionTimeout):
+                await zk.set("/a", b"2")
+            assert loop.time() - started < 5  # bounded by the connection timeout, not hanging
+            await asyncio.to_thread(server.start)
+            await zk.wait_connected(10)
+            await zk.set("/a", b"3")
+            assert (await zk.get("/a"))[0] == b"3"
+        finally:
+            await zk.close()
+
+    with ZooKeeperProcess(tmp_path / "zk") as server:
+        run(main(server))
