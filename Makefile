@@ -32,6 +32,7 @@ deps: $(STAMP)
 		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 

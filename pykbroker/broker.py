@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
-from pykbroker.features import TRANSACTION_VERSION
+from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
@@ -31,6 +31,7 @@ from wire.messages.api_versions_response import ApiVersion
 
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
+    from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 log = logging.getLogger("pykbroker.broker")
@@ -99,6 +101,7 @@ class Broker:
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
+        self._share_groups: ShareGroupService | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
@@ -160,6 +163,62 @@ class Broker:
                 transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
+
+    @property
+    def share_groups(self) -> ShareGroupService:
+        """Share groups (KIP-932): state in __share_group_state (created on first use)."""
+        if self._share_groups is None:
+            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.share.service import ShareGroupService
+
+            clock = self.group_coordinator.clock
+
+            def topic_by_name(name: str):
+                topic = self.metadata.topics.get(name)
+                return (topic.topic_id, len(topic.partitions)) if topic is not None else None
+
+            def topic_name(topic_id):
+                topic = self.metadata.topics_by_id.get(topic_id)
+                return topic.name if topic is not None else None
+
+            self._share_groups = ShareGroupService(
+                self.config.__getitem__, self.node_id, self.replica_manager,
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=SHARE_GROUP_STATE_TOPIC_NAME),
+                topic_by_name=topic_by_name, topic_name=topic_name,
+                group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
+                ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
+                partition_leader=self._share_group_state_partition_leader,
+                existing_topics=lambda: self.metadata.topics)
+        return self._share_groups
+
+    def connection_closed(self, peer: str) -> None:
+        """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
+        if self._share_groups is not None:
+            self._share_groups.connection_closed(peer)
+
+    @property
+    def share_groups_enabled(self) -> bool:
+        """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
+        return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+
+    def _share_group_state_partition_leader(self, partition: int) -> int | None:
+        """The share coordinator of a __share_group_state partition: that partition's leader."""
+        topic = self.metadata.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return self.node_id  # created on first use, led by this node
+        return topic.partitions[partition].leader
+
+    async def _ensure_share_group_state_topic(self) -> None:
+        """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
+        creates it); one replica per partition on a single node."""
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            return
+        partitions = self.config["share.coordinator.state.topic.num.partitions"]
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+            "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
+            "min.insync.replicas": "1",
+            "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
     def controller_id(self) -> int:
@@ -275,6 +334,8 @@ class Broker:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -323,6 +384,8 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        if self._share_groups is not None:
+            await self._share_groups.close()
         if self._transaction_coordinator is not None:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
@@ -445,6 +508,8 @@ class Broker:
         topic = await self.metadata.delete_topic(name)
         if self._group_coordinator is not None:  # else no group has state yet
             await self._group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
+        if self._share_groups is not None:  # as Kafka: the share groups' state of the topic goes with it
+            await self._share_groups.on_topic_deleted(topic.topic_id)
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:

@@ -157,6 +157,7 @@ class Connection(asyncio.BufferedProtocol):
             self.writer.closed = True
             self.writer.resume_writing()
         self._wakeup.set()
+        self.broker.connection_closed(self.peer)  # share sessions of this client end with it
         self.quotas.release(self)
         # Requests never to be handled leave the queue and give their memory back.
         if self.pending:
