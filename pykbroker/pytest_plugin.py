@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from pykbroker.admin import KafkaAdmin
+# Nothing of the broker (wire codec, admin client) is imported until a fixture is used: the plugin loads
+# in every pytest run of every project that installs pykbroker.
 
 # Kafka's legal topic name characters and length (Topic.validate).
 _TOPIC_ILLEGAL = re.compile(r"[^a-zA-Z0-9._-]+")
@@ -81,6 +82,8 @@ class KafkaBrokerFixture:
     """What ``kafka_broker`` yields: the address of a running broker and topic administration."""
 
     def __init__(self, process) -> None:
+        from pykbroker.admin import KafkaAdmin
+
         self.process = process  # a pykbroker.testing.BrokerProcess
         self.admin = KafkaAdmin(process.bootstrap)
 
@@ -118,6 +121,8 @@ class KafkaClusterFixture(KafkaBrokerFixture):
     """What ``kafka_cluster`` yields: ``processes`` is the ``pykbroker.testing.ClusterProcesses``."""
 
     def __init__(self, processes) -> None:
+        from pykbroker.admin import KafkaAdmin
+
         self.processes = processes
         self.admin = KafkaAdmin(processes.bootstrap)
 

@@ -141,9 +141,22 @@ def brokers_seen(tmp_path) -> dict[str, str]:
     return dict(json.loads(line) for line in (tmp_path / "brokers-seen.jsonl").read_text().splitlines())
 
 
-def test_the_entry_point_is_declared():
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert pyproject["project"]["entry-points"]["pytest11"] == {"pykbroker": "pykbroker.pytest_plugin"}
+def test_pytest_finds_the_plugin_through_the_declared_entry_point(pytester, tmp_path, monkeypatch):
+    """An installed distribution carrying pyproject's ``pytest11`` entry points (as the wheel's
+    entry_points.txt does) is enough: no ``-p``, no conftest."""
+    import os
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert declared == {"pykbroker": "pykbroker.pytest_plugin"}
+    dist = tmp_path / "site" / "pykbroker_entry_point_probe-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pykbroker-entry-point-probe\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), os.environ["PYTHONPATH"]]))
+    pytester.makepyfile(test_found="def test_found(kafka_settings):\n    assert kafka_settings.partitions == 5\n")
+    result = pytester.runpytest_subprocess("--kafka-partitions", "5")
+    result.assert_outcomes(passed=1)
+    assert "--kafka-broker-property" in pytester.runpytest_subprocess("--help").stdout.str()
 
 
 def test_a_sample_project_runs_against_the_fixtures(sample, tmp_path):
