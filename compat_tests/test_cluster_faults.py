@@ -243,3 +243,31 @@ def test_a_transactional_copier_is_exactly_once_through_broker_kills(tmp_path):
                 stored.append(m.value())
             consumer.close()
         assert sorted(stored) == sorted(v.upper() for v in inputs), f"{len(stored)} copies; copier said {out[-500:]}"
+
+
+def test_leadership_goes_back_to_preferred_replicas_on_request(tmp_path):
+    """A restarted broker leads nothing until a preferred election (ElectLeaders from confluent-kafka, sent
+    to the controller); a second election is not needed."""
+    from confluent_kafka import ElectionType
+
+    with ClusterProcesses(tmp_path, size=3, overrides={"auto.leader.rebalance.enable": "false"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("preferred")
+        admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+        wait_for(lambda: all(leader >= 0 for leader, _ in partition_state(admin, topic).values()), "leaders")
+        preferred = {p.id: p.replicas[0] for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()}
+        victim = preferred[0]
+        cluster.broker(victim).kill()
+        wait_for(lambda: all(leader not in (victim, -1) for leader, _ in partition_state(admin, topic).values()),
+                 "leaders off the killed broker")
+        cluster.broker(victim).start()
+        wait_for(lambda: all(len(isr) == 3 for _, isr in partition_state(admin, topic).values()), "full ISRs")
+        assert partition_state(admin, topic)[0][0] != victim  # leadership does not come back by itself here
+        tps = [TopicPartition(topic, p) for p in range(3)]
+        results = admin.elect_leaders(ElectionType.PREFERRED, tps).result(60)
+        errors = {tp.partition: (None if e is None else e.code()) for tp, e in results.items()}
+        assert errors[0] is None  # elected
+        wait_for(lambda: {p: leader for p, (leader, _) in partition_state(admin, topic).items()} == preferred,
+                 "preferred leaders")
+        again = admin.elect_leaders(ElectionType.PREFERRED, tps).result(60)
+        assert {e.code() for e in again.values() if e is not None} == {KafkaError.ELECTION_NOT_NEEDED}

@@ -232,7 +232,12 @@ class Broker:
         self.election = ControllerElection(self.zk, self.node_id)
         self.controller = ZkController(self.zk, self.election, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
-                                           self.dynamic_config.current["unclean.leader.election.enable"]))
+                                           self.dynamic_config.current["unclean.leader.election.enable"]),
+                                       auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
+                                       leader_imbalance_check_interval_s=self.config[
+                                           "leader.imbalance.check.interval.seconds"],
+                                       leader_imbalance_per_broker_percentage=self.config[
+                                           "leader.imbalance.per.broker.percentage"])
         self.election.on_elected = self.controller.on_elected
         self.election.on_resigned = self.controller.on_resigned
         self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,

@@ -338,6 +338,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
+    ConfigDef("auto.leader.rebalance.enable", _bool, "true",
+              "The controller moves leadership back to preferred replicas when brokers lead too few of theirs."),
+    ConfigDef("leader.imbalance.check.interval.seconds", _int(1, _MAX), "300", "How often the controller checks."),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int(0, _I32), "10",
+              "The share of its preferred partitions a broker may not lead before leadership moves back."),
 )
 
 
