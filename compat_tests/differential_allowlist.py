@@ -8,8 +8,4 @@ from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
     ("api_versions", "supported.share.version"): "Share groups (KIP-932) are not implemented.",
-    **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
-       "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.1 has no ZooKeeper mode)."
-       for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
-                    "zookeeper.session.timeout.ms")},
 }

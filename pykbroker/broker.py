@@ -280,6 +280,51 @@ class Broker:
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
 
+    async def controlled_shutdown(self) -> None:
+        """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
+        ISRs it is in (controlled.shutdown.enable), retrying controlled.shutdown.max.retries times after
+        controlled.shutdown.retry.backoff.ms; what is left then stays as it is, as Kafka stops anyway.
+
+        Kafka's broker asks the controller to do this; here the broker writes the partition states itself,
+        each conditional on the partition epoch it read (the controller's and leaders' concurrent writes
+        make it read and decide again), which changes the same znodes the same way.
+        """
+        from replication.elections import LeaderAndIsr, controlled_shutdown_election
+        from replication.metadata_image import PartitionState
+
+        if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
+            return
+        attempts = self.config["controlled.shutdown.max.retries"] + 1
+        for attempt in range(1, attempts + 1):
+            image = self.metadata.image
+            remaining = 0
+            moved = 0
+            for topic in image.topics.values():
+                for p in topic.partitions:
+                    if self.node_id not in p.replicas:
+                        continue
+                    new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                                       image.brokers, self.node_id)
+                    if new is None:
+                        # Led here with nobody else in sync: waiting helps only if another replica is alive.
+                        remaining += p.leader == self.node_id and any(
+                            r != self.node_id and r in image.brokers for r in p.replicas)
+                        continue
+                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                    if committed is None:
+                        remaining += 1
+                    else:
+                        moved += 1
+            log.info("controlled shutdown of broker %d, attempt %d: %d partitions handed over, %d remaining",
+                     self.node_id, attempt, moved, remaining)
+            if not remaining:
+                return
+            if attempt < attempts:
+                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+        log.warning("controlled shutdown of broker %d: %d partitions still led here after %d attempts; stopping "
+                    "anyway", self.node_id, remaining, attempts)
+
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
         if self._transaction_coordinator is not None:

@@ -338,6 +338,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
+    # ZooKeeper mode's (Kafka 3.9): how often a broker tries to hand its partitions over before stopping anyway.
+    ConfigDef("controlled.shutdown.max.retries", _int(0, _I32), "3", "Hand-over attempts before stopping anyway."),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", _int(0, _MAX), "5000", "Pause between hand-over attempts."),
     ConfigDef("auto.leader.rebalance.enable", _bool, "true",
               "The controller moves leadership back to preferred replicas when brokers lead too few of theirs."),
     ConfigDef("leader.imbalance.check.interval.seconds", _int(1, _MAX), "300", "How often the controller checks."),

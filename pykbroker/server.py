@@ -102,6 +102,7 @@ class Server:
             srv.close()
         broker = self.broker
         if broker is not None:
+            await broker.controlled_shutdown()  # a cluster's partitions move before anything stops
             broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             while any(c.busy for c in broker.connections) and time.monotonic() < deadline:

@@ -739,7 +739,9 @@ class ZooKeeperMetadataStore:
         self._registration = BrokerRegistration(
             self.zk, broker.node_id, [ZkEndpoint(e.listener, e.host, e.port, e.security_protocol)
                                       for e in broker.endpoints], rack=broker.rack)
-        await self._registration.register()
+        # A broker restarted right after a crash finds its old registration until that session expires: it
+        # waits for it (Kafka refuses to start instead, and the operator has to retry).
+        await self._registration.register(stale_wait_s=1.5 * self.zk.session_timeout_ms / 1000)
         async with self._lock:
             self._publish(brokers=await self._read_brokers())
 

@@ -17,7 +17,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["LeaderAndIsr", "NO_LEADER", "initial_leader_and_isr", "offline_partition_election",
-           "preferred_replica_election", "remove_replica_from_isr", "imbalanced_brokers"]
+           "preferred_replica_election", "remove_replica_from_isr", "imbalanced_brokers",
+           "controlled_shutdown_election"]
 
 NO_LEADER = -1
 
@@ -77,6 +78,22 @@ def imbalanced_brokers(leaders: dict[tuple[str, int], int], assignments: dict[tu
         if not_led and len(not_led) * 100 > percentage * len(tps):
             out[broker] = not_led
     return out
+
+
+def controlled_shutdown_election(current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int],
+                                 shutting_down: int) -> LeaderAndIsr | None:
+    """A broker shutting down hands over (Kafka's ControlledShutdownPartitionLeaderElectionStrategy): a
+    partition it leads goes to the first replica of the assignment that is alive and in sync; it leaves the
+    ISR of the others (unless it is their last member). None when nothing can or need change."""
+    if current.leader == shutting_down:
+        for r in assignment:
+            if r != shutting_down and r in live and r in current.isr:
+                return LeaderAndIsr(r, current.leader_epoch + 1, tuple(i for i in current.isr if i != shutting_down))
+        return None
+    if shutting_down in current.isr and len(current.isr) > 1:
+        return LeaderAndIsr(current.leader, current.leader_epoch + 1,
+                            tuple(i for i in current.isr if i != shutting_down))
+    return None
 
 
 def remove_replica_from_isr(current: LeaderAndIsr, replica: int) -> LeaderAndIsr | None:

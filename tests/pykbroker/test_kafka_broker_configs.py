@@ -15,10 +15,12 @@ from pykbroker.testing import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 # Ours alone: the embedded store's cluster id and the ZooKeeper-mode connection (Kafka 3.9's names).
-# Ours and not KafkaConfig's: ZooKeeper mode (Kafka 3.9's), the cluster id, and the StandardAuthorizer's own
+# Ours and not KafkaConfig's: ZooKeeper mode's (Kafka 3.9's, including its controlled-shutdown retries and
+# leader-imbalance threshold), the cluster id, and the StandardAuthorizer's own
 # configs (Kafka reads them from the broker's properties, outside its ConfigDef).
 OURS_ONLY = {"cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
-             "allow.everyone.if.no.acl.found", "super.users"}
+             "allow.everyone.if.no.acl.found", "super.users", "controlled.shutdown.max.retries",
+             "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage"}
 
 
 def test_the_two_lists_of_property_names_agree():

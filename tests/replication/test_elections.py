@@ -55,3 +55,12 @@ def test_leader_imbalance_per_broker_as_kafkas_auto_rebalance_counts_it():
     assert imbalanced_brokers(leaders, assignments, 10) == {}
     leaders[("t", 3)] = 2  # now 2 of 10
     assert imbalanced_brokers(leaders, assignments, 10) == {1: [("t", 0), ("t", 3)]}
+
+
+def test_a_broker_shutting_down_hands_its_leaderships_to_in_sync_replicas_and_leaves_the_isrs():
+    from replication.elections import controlled_shutdown_election
+    assert controlled_shutdown_election(LeaderAndIsr(1, 4, (1, 2, 3)), [1, 3, 2], {1, 2, 3}, 1) == \
+        LeaderAndIsr(3, 5, (2, 3))
+    assert controlled_shutdown_election(LeaderAndIsr(1, 4, (1,)), [1, 2], {1, 2}, 1) is None  # nobody in sync
+    assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2, 1)), [2, 1], {1, 2}, 1) == LeaderAndIsr(2, 5, (2,))
+    assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2,)), [2, 1], {1, 2}, 1) is None  # not in the ISR
