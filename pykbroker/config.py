@@ -398,6 +398,11 @@ _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 _MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.max\.reauth\.ms)")
 
 
+def is_known_property(key: str) -> bool:
+    """A property pykbroker accepts (Kafka's name, or a listener-prefixed one)."""
+    return key in _BY_NAME or is_listener_property(key)
+
+
 def is_listener_property(key: str) -> bool:
     """``listener.name.<name>.<property>``: a known property, or a SASL mechanism's JAAS / reauth setting."""
     m = re.fullmatch(r"listener\.name\.[A-Za-z0-9_]+\.(.+)", key)

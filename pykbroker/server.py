@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
@@ -84,12 +85,15 @@ class Server:
             log.warning("second signal: forcing exit")
             os._exit(1)
 
-    async def serve_forever(self) -> None:
+    async def serve_forever(self, on_started: Callable[[Server], None] | None = None) -> None:
+        """Start, call ``on_started`` (the CLI's ready line), serve until a signal, stop."""
         loop = asyncio.get_running_loop()
         # Handlers first: a signal that arrives while we start must still mean a graceful stop.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         await self.start()
+        if on_started is not None:
+            on_started(self)
         await self._stopping.wait()
         await self.stop()
 
@@ -163,15 +167,15 @@ class Server:
         log.info("pykbroker stopped")
 
 
-def run(config: Config) -> None:
-    """Run a broker until SIGTERM/SIGINT (uvloop when installed)."""
+def run(config: Config, on_started: Callable[[Server], None] | None = None) -> None:
+    """Run a broker until SIGTERM/SIGINT (uvloop when installed); ``on_started`` once it listens."""
     try:
         import uvloop
 
         runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         runner = asyncio.run
-    runner(Server(config).serve_forever())
+    runner(Server(config).serve_forever(on_started))
 
 
 def _bind(host: str | None, port: int) -> list[socket.socket]:
