@@ -248,9 +248,29 @@ def test_the_java_client_produces_and_consumes_in_a_group_on_the_cluster(cluster
     sent = [e for e in produced if e["name"] == "producer_send_success"]
     assert sorted(int(e["value"]) for e in sent) == list(range(n))
     assert not [e for e in produced if e["name"] == "producer_send_error"]
-    consumed = events("org.apache.kafka.tools.VerifiableConsumer", "--topic", topic, "--group-id", unique("jg"),
+    group = unique("jg")
+    consumed = events("org.apache.kafka.tools.VerifiableConsumer", "--topic", topic, "--group-id", group,
                       "--max-messages", str(n))
     count = sum(p["count"] for e in consumed if e["name"] == "records_consumed" for p in e["partitions"])
     assert count == n
     commits = [e for e in consumed if e["name"] == "offsets_committed"]
     assert commits and all(e["success"] for e in commits)
+
+    def tool(main_class: str, *args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([*java, main_class, "--bootstrap-server", cluster.bootstrap, *args], input=stdin,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    # kafka-consumer-groups --describe: the group's committed offsets are at the end of each partition (lag 0).
+    described = tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--describe", "--group", group)
+    rows = [line.split() for line in described.splitlines() if line.startswith(group)]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...: one row per partition the group committed
+    assert rows and all(r[5] == "0" for r in rows) and sum(int(r[3]) for r in rows) == n, described
+    # kafka-console-producer / kafka-console-consumer on another topic
+    other = unique("console")
+    create_topic(cluster, other, partitions=1)
+    tool("org.apache.kafka.tools.ConsoleProducer", "--topic", other, stdin="one\ntwo\nthree\n")
+    out = tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--topic", other, "--from-beginning",
+               "--max-messages", "3", "--timeout-ms", "30000")
+    assert out.split() == ["one", "two", "three"]
