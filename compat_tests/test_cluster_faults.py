@@ -301,3 +301,45 @@ def test_a_rolling_restart_under_load_loses_nothing_and_ends_with_full_isrs(tmp_
             values = [v for _, v in stored]
             assert len(values) == len(set(values))
             assert {v: o for o, v in stored if v in {a for _, a in load.acked[p]}} == {v: o for o, v in load.acked[p]}
+
+
+def test_a_full_log_dir_hands_its_partitions_to_the_other_replicas(tmp_path):
+    """Broker 1's only log dir is a small tmpfs that fills up: its partitions' leadership moves to in-sync
+    replicas on other brokers (Kafka's controller does so on a log dir event) and idempotent acks=all writes
+    go on there; every acknowledged record is readable afterwards."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    cluster = ClusterProcesses(tmp_path / "cluster", size=0)
+    try:
+        cluster.start()
+        cluster.add_broker(1, {"log.dirs": str(small), "log.segment.bytes": "1048576"})
+        cluster.add_broker(2)
+        cluster.add_broker(3)
+        cluster.wait_for_brokers(3)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("full")
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]])])[topic].result(30)
+        wait_for(lambda: partition_state(admin, topic).get(0, (-1, []))[0] == 1, "broker 1 leading")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "message.timeout.ms": 120_000, "linger.ms": 5})
+        acked: list[tuple[int, bytes]] = []
+        failed: list[str] = []
+
+        def delivered(err, msg) -> None:
+            (failed.append(str(err)) if err else acked.append((msg.offset(), msg.value())))
+
+        value = b"x" * 20_000
+        for i in range(400):  # 8 MB: more than the 3 MiB the leader's dir holds
+            producer.produce(topic, value + str(i).encode(), partition=0, on_delivery=delivered)
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        assert failed == [], failed[:3]
+        assert partition_state(admin, topic)[0][0] in (2, 3)  # leadership left the full dir
+        stored = read_partition(cluster.broker(2).bootstrap + "," + cluster.broker(3).bootstrap, topic, 0)
+        assert {v: o for o, v in stored} == {v: o for o, v in acked} and len(acked) == 400
+    finally:
+        cluster.close()
+        subprocess.run(["umount", "-l", str(small)], check=False)

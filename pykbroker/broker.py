@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -117,6 +118,8 @@ class Broker:
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
         self._background: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -320,6 +323,7 @@ class Broker:
     async def start(self) -> None:
         """Load (and recover) every log off the event loop, then host every partition assigned here;
         from then on every published metadata image is applied as it comes."""
+        self._loop = asyncio.get_running_loop()
         if self.cluster_mode:
             await self._start_cluster_mode()
         if self.elr_enabled:
@@ -346,19 +350,37 @@ class Broker:
         each conditional on the partition epoch it read (the controller's and leaders' concurrent writes
         make it read and decide again), which changes the same znodes the same way.
         """
+        if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
+            return
+        await self._hand_over(lambda topic, partition: True, "controlled shutdown",
+                              self.config["controlled.shutdown.max.retries"] + 1)
+
+    def _on_log_dir_offline(self, log_dir: str) -> None:
+        """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
+        controller moves them on a log dir event; on a single node they answer KAFKA_STORAGE_ERROR."""
+        if not self.cluster_mode or self._loop is None:
+            return
+
+        def in_dir(topic: str, partition: int) -> bool:
+            p = self.replica_manager.get_partition(topic, partition)
+            return p is not None and p.log.parent_dir == log_dir
+
+        self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(in_dir, f"log dir {log_dir} offline",
+                                                                            attempts=10)))
+
+    async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
+        """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's
+        controlled-shutdown election), conditionally on each partition epoch, in up to ``attempts`` rounds."""
         from replication.elections import LeaderAndIsr, controlled_shutdown_election
         from replication.metadata_image import PartitionState
 
-        if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
-            return
-        attempts = self.config["controlled.shutdown.max.retries"] + 1
+        remaining = 0
         for attempt in range(1, attempts + 1):
             image = self.metadata.image
-            remaining = 0
-            moved = 0
+            remaining = moved = 0
             for topic in image.topics.values():
                 for p in topic.partitions:
-                    if self.node_id not in p.replicas:
+                    if self.node_id not in p.replicas or not selected(topic.name, p.partition):
                         continue
                     new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
                                                        image.brokers, self.node_id)
@@ -373,14 +395,14 @@ class Broker:
                         remaining += 1
                     else:
                         moved += 1
-            log.info("controlled shutdown of broker %d, attempt %d: %d partitions handed over, %d remaining",
-                     self.node_id, attempt, moved, remaining)
+            log.info("%s of broker %d, attempt %d: %d partitions handed over, %d remaining", why, self.node_id,
+                     attempt, moved, remaining)
             if not remaining:
                 return
             if attempt < attempts:
                 await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        log.warning("controlled shutdown of broker %d: %d partitions still led here after %d attempts; stopping "
-                    "anyway", self.node_id, remaining, attempts)
+        log.warning("%s of broker %d: %d partitions still led here after %d attempts", why, self.node_id, remaining,
+                    attempts)
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""

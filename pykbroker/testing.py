@@ -518,7 +518,7 @@ class ClusterProcesses:
                         seen.append(len(c.request(MetadataRequest(topics=[]), 9).brokers))
                 except OSError:
                     seen.append(-1)
-            if seen and all(n == count for n in seen):
+            if (seen or count == 0) and all(n == count for n in seen):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"brokers see {seen} registered brokers, not {count}; logs under {self.root}")
