@@ -76,6 +76,10 @@ class BrokerProcess:
         return cmd
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start the broker and wait for its first ApiVersions answer; a running broker is left as it is
+        (so ``with broker:`` after ``broker.start()`` does not start a second process)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
