@@ -28,6 +28,7 @@ from replication.metadata_image import (
     MetadataImage,
     MetadataListener,
     PartitionState,
+    PublishedImage,
     TopicState,
 )
 
@@ -120,7 +121,7 @@ def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str
     return cluster_id
 
 
-class EmbeddedMetadataStore:
+class EmbeddedMetadataStore(PublishedImage):
     """The metadata of a single-node cluster, durable in the first log dir; publishes a ``MetadataImage``
     after every change. Writes are ``async`` as the ``MetadataWriter`` interface has them (a cluster's
     store waits for ZooKeeper), and commit before they return."""
@@ -136,49 +137,6 @@ class EmbeddedMetadataStore:
         # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
         self._delegation_tokens: dict[str, dict] = {}
         self._load()
-
-    # -- reading ---------------------------------------------------------------------------------------
-    @property
-    def image(self) -> MetadataImage:
-        return self._image
-
-    def subscribe(self, listener: MetadataListener) -> None:
-        """Call ``listener(old, new)`` after every committed change."""
-        self._listeners.append(listener)
-
-    # The image's parts, for callers that read the live store rather than a request's image.
-    @property
-    def topics(self) -> Mapping[str, TopicState]:
-        return self._image.topics
-
-    @property
-    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
-        return self._image.topics_by_id
-
-    @property
-    def scram_credentials(self) -> Mapping[str, Mapping[int, tuple[int, str, str]]]:
-        return self._image.scram_credentials
-
-    @property
-    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
-        return self._image.client_quotas
-
-    @property
-    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
-        return self._image.broker_configs
-
-    @property
-    def finalized_features(self) -> Mapping[str, int]:
-        return self._image.finalized_features
-
-    @property
-    def features_epoch(self) -> int:
-        return self._image.features_epoch
-
-    @property
-    def offset(self) -> int:
-        """Count of committed metadata changes: this store's equivalent of the metadata log's end offset."""
-        return self._image.offset
 
     # -- persistence -----------------------------------------------------------------------------------
     def _load(self) -> None:

@@ -29,6 +29,7 @@ from coordinator.share.share_partition import (
     SharePartition,
     SharePartitionConfig,
 )
+from replication.partition import read_bytes
 from replication.replica_manager import FetchPartition
 from wire import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, ErrorCode, iter_batch_headers
 
@@ -56,17 +57,6 @@ class ShareFetchResult:
     records: bytes = b""
     acquired: list[AcquiredRecords] | None = None
     acknowledge_error_code: int = ErrorCode.NONE
-
-
-def _as_bytes(records) -> bytes:
-    if isinstance(records, (bytes, bytearray, memoryview)):
-        return bytes(records)
-    try:
-        return records.read_bytes()
-    finally:
-        release = getattr(records, "release", None)
-        if release is not None:
-            release()
 
 
 class _Entry:
@@ -228,7 +218,7 @@ class SharePartitionManager:
             return ShareFetchResult()
         if fetched.error_code != ErrorCode.NONE:
             return ShareFetchResult(fetched.error_code)
-        data = _as_bytes(fetched.read.records)
+        data = read_bytes(fetched.read.records)
         if not data:
             return ShareFetchResult()
         # read_committed: per producer, the first offsets of its aborted transactions in this read, in order;
