@@ -91,7 +91,17 @@ class Server:
         # Handlers first: a signal that arrives while we start must still mean a graceful stop.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            # A start that failed half-way (a broker id still registered, ZooKeeper out of reach) must not
+            # leave listeners serving or ZooKeeper's threads keeping the process alive.
+            log.error("start failed; stopping what was started")
+            try:
+                await self.stop(controlled=False)
+            except Exception:  # noqa: BLE001 - the start's own error is the one to report
+                log.exception("stopping after the failed start failed too")
+            raise
         if on_started is not None:
             on_started(self)
         await self._stopping.wait()
@@ -145,7 +155,9 @@ class Server:
                               "(connections.max.idle.ms)", conn.peer, conn.listener.name, idle * 1000)
                     conn.close(abort=conn.writer is not None and conn.writer.blocked)
 
-    async def stop(self) -> None:
+    async def stop(self, *, controlled: bool = True) -> None:
+        """Stop accepting, answer long polls, let in-flight requests finish, close the broker; ``controlled``:
+        a cluster broker first hands its partitions over (controlled shutdown)."""
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
         for task in self._acceptors:
@@ -154,7 +166,8 @@ class Server:
             sock.close()
         broker = self.broker
         if broker is not None:
-            await broker.controlled_shutdown()  # a cluster's partitions move before anything stops
+            if controlled:
+                await broker.controlled_shutdown()  # a cluster's partitions move before anything stops
             broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
             connections = self.quotas.connections if self.quotas is not None else set()
