@@ -338,9 +338,10 @@ class ZooKeeperMetadataStore(PublishedImage):
         """A partition's state; before the controller wrote it: no leader, and its creation is watched."""
         path = TopicPartitionStateZNode.path(name, partition)
         found = await self.zk.get(path, watch=self._partition_watch(name, partition))
-        if found is None:
-            await self.zk.exists(path, watch=self._partition_watch(name, partition))
-        else:
+        if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:
+            # Created between the two reads: the exists watch would only fire on its next change, so read it now.
+            found = await self.zk.get(path, watch=self._partition_watch(name, partition))
+        if found is not None:
             try:
                 s = TopicPartitionStateZNode.decode(found[0], found[1].version, path)
                 return PartitionState(partition, s.leader, s.leader_epoch, tuple(replicas), tuple(s.isr), s.zk_version)
