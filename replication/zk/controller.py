@@ -73,6 +73,8 @@ class _Context:
     """What the controller knows (Kafka's ControllerContext): live brokers and assignments."""
 
     live: set[int] = field(default_factory=set)
+    # Broker epochs: the creation zxid of each live broker's registration (a new one means it restarted).
+    epochs: dict[int, int] = field(default_factory=dict)
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
 
 
@@ -198,7 +200,8 @@ class ZkController:
     # -- events ----------------------------------------------------------------------------------------
     async def _startup(self, _arg: Any) -> None:
         await self.zk.ensure_path(DeleteTopicsZNode.path)
-        self.context.live = await self._read_live_brokers()
+        self.context.epochs = await self._read_live_brokers()
+        self.context.live = set(self.context.epochs)
         names = await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or []
         for name in names:
             await self._load_topic(name)
@@ -207,21 +210,37 @@ class ZkController:
         await self._reconcile(self._all_partitions())
         await self._deletions_changed(None)
 
-    async def _read_live_brokers(self) -> set[int]:
+    async def _read_live_brokers(self) -> dict[int, int]:
+        """Live brokers and their broker epochs (their registration's creation zxid), watching for changes."""
         children = await self.zk.get_children(BrokerIdsZNode.path, watch=self._watch("brokers")) or []
-        return {int(c) for c in children if c.lstrip("-").isdigit()}
+        epochs = {}
+        for child in children:
+            if child.lstrip("-").isdigit():
+                stat = await self.zk.exists(f"{BrokerIdsZNode.path}/{child}")
+                if stat is not None:
+                    epochs[int(child)] = stat.czxid
+        return epochs
 
     async def _brokers_changed(self, _arg: Any) -> None:
-        live = await self._read_live_brokers()
+        epochs = await self._read_live_brokers()
+        live = set(epochs)
         dead, born = self.context.live - live, live - self.context.live
-        self.context.live = live
+        # As Kafka's controller: a broker registered again with a new broker epoch restarted between two
+        # looks (its old registration expired and a new one appeared); it fails over, then starts again,
+        # so it does not come back leading with its old epoch and a stale high watermark.
+        bounced = {b for b in live & self.context.live if epochs[b] != self.context.epochs.get(b)}
         if dead:
             log.info("controller %d: brokers %s failed", self.broker_id, sorted(dead))
+        if bounced:
+            log.info("controller %d: brokers %s restarted (new broker epochs)", self.broker_id, sorted(bounced))
+            self.context.live = live - bounced
+            await self._reconcile([tp for tp in self._all_partitions()
+                                   if any(r in bounced for r in self._replicas(tp))])
         if born:
             log.info("controller %d: brokers %s started", self.broker_id, sorted(born))
-        affected = [tp for tp in self._all_partitions()
-                    if any(r in dead or r in born for r in self._replicas(tp))]
-        await self._reconcile(affected)
+        self.context.live, self.context.epochs = live, epochs
+        changed = dead | born | bounced
+        await self._reconcile([tp for tp in self._all_partitions() if any(r in changed for r in self._replicas(tp))])
 
     async def _topics_changed(self, _arg: Any) -> None:
         names = set(await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or [])

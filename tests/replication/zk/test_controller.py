@@ -205,3 +205,24 @@ def test_leadership_returns_to_preferred_replicas_by_request_and_by_the_imbalanc
             assert await c.controller.elect_leaders(None, preferred=True) == {
                 ("pref", 0): ErrorCode.ELECTION_NOT_NEEDED, ("pref", 1): ErrorCode.ELECTION_NOT_NEEDED}
     run(main())
+
+
+def test_a_broker_that_restarted_between_two_looks_fails_over_like_a_dead_one(zk_server, chroot):
+    """Broker 2's registration is replaced by a new session's (a restart quicker than the controller's
+    watch): the new broker epoch tells the controller it restarted, so its leaderships move, as in Kafka."""
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.create_topic("bounce", {0: [2, 1]})
+            await until(c.has_state("bounce", 0, (2, 0, [2, 1])))
+            old = c.sessions.pop(2)
+            replacement = ZooKeeperClient(c.connect, session_timeout_ms=6000)
+            await replacement.start()
+            await old.close()  # the old registration goes...
+            await replacement.create(BrokerIdZNode.path(2), BrokerIdZNode.encode(
+                2, [Endpoint("PLAINTEXT", "localhost", 9002, "PLAINTEXT")], timestamp_ms=0), ephemeral=True)
+            c.sessions[2] = replacement  # ...and a new one with a new broker epoch takes its place at once
+            await until(c.has_state("bounce", 0, (1, 1, [1])))
+    run(main())
