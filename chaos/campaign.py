@@ -56,7 +56,7 @@ def create_topics(bootstrap: str) -> None:
     deadline = time.monotonic() + 60
     while True:
         md = admin.list_topics(timeout=10).topics
-        if all(t.name in md and all(p.leader >= 0 for p in md[t.name].partitions.values()) for t in topics):
+        if all(t.topic in md and all(p.leader >= 0 for p in md[t.topic].partitions.values()) for t in topics):
             return
         if time.monotonic() > deadline:
             raise TimeoutError("workload topics have no leaders after 60s")

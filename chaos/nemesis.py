@@ -23,7 +23,7 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient
 
 from chaos.history import Fault, History
-from pykbroker.testing import ClusterProcesses
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper")
 
@@ -33,7 +33,7 @@ class Nemesis:
                  *, topic: str, group: str, lag_ms: int, session_ms: int) -> None:
         self.cluster, self.history, self.clock, self.rng = cluster, history, clock, rng
         self.topic, self.group, self.lag_ms, self.session_ms = topic, group, lag_ms, session_ms
-        self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
         self.paused: set[int] = set()
         self.slow_heals: list[str] = []
 
@@ -64,8 +64,8 @@ class Nemesis:
                       "kill-coordinator": self.coordinator}[kind]()
             fault = Fault(kind, f"broker {victim}", self.clock())
             self.cluster.broker(victim).kill()
-            time.sleep(self.rng.uniform(0.5, 4.0))
-            self.cluster.broker(victim).start(timeout=60)
+            time.sleep(self.rng.uniform(1.0, 1.5 * self.session_ms / 1000))
+            self.restart(victim)
         elif kind.startswith("pause-"):
             victim = self.random_broker()
             hold = 1.5 * (self.lag_ms if kind == "pause-isr" else self.session_ms) / 1000
@@ -89,6 +89,21 @@ class Nemesis:
         self.history.add(fault)
         self.wait_healthy(fault)
         return fault
+
+    def restart(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start a killed broker until it is registered. One restarted before ZooKeeper expired its old
+        session finds its /brokers/ids znode owned by that session and exits (as Kafka's does: "node
+        already exists and owner does not match"); like a supervisor, start it again."""
+        broker = self.cluster.broker(node_id)
+        deadline = time.monotonic() + timeout
+        while True:
+            if not broker.alive:
+                self.restart(broker_id(self.cluster, broker))
+            if registered(broker.bootstrap, node_id):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {node_id} not registered {timeout}s after its restart")
+            time.sleep(0.5)
 
     def wait_healthy(self, fault: Fault, timeout: float = 90.0) -> None:
         """Until every broker is registered and every partition of the workload topic has a full ISR."""
@@ -120,4 +135,19 @@ class Nemesis:
             self.cluster.zookeeper.start(timeout=60)
         for broker in self.cluster.brokers.values():
             if not broker.alive:
-                broker.start(timeout=60)
+                self.restart(broker_id(self.cluster, broker))
+
+
+def registered(bootstrap: str, node_id: int) -> bool:
+    """Whether the broker at ``bootstrap`` answers Metadata listing itself (its registration is live)."""
+    from wire.messages import MetadataRequest
+
+    try:
+        with RawClient(bootstrap, timeout=5) as c:
+            return any(b.node_id == node_id for b in c.request(MetadataRequest(topics=[]), 9).brokers)
+    except OSError:
+        return False
+
+
+def broker_id(cluster: ClusterProcesses, broker: BrokerProcess) -> int:
+    return next(i for i, b in cluster.brokers.items() if b is broker)

@@ -66,7 +66,7 @@ class ProducerWorkload(Workload):
                  rate: float = 150.0, keys: int = 0) -> None:
         super().__init__(name, history, clock)
         self.topic, self.partitions, self.rate, self.keys = topic, partitions, rate, keys
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+        self.producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2, "acks": "all", "enable.idempotence": True,
                                   "linger.ms": 5, "message.timeout.ms": 120_000, "retry.backoff.ms": 50,
                                   "client.id": name})
 
@@ -120,7 +120,7 @@ class GroupWorkload(Workload):
 
     def _member(self, index: int) -> None:
         reader = f"group:{self.group}:m{index}"
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": 2, "group.id": self.group, "enable.auto.commit": False,
                              "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
                              "client.id": f"{self.name}-m{index}"})
         consumer.subscribe([self.topic])
@@ -163,7 +163,7 @@ class TransactionWorkload(Workload):
         self.outcomes = {"committed": 0, "aborted": 0, "unknown": 0}
 
     def _producer(self) -> Producer:
-        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": self.name, "linger.ms": 5,
+        p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.name, "linger.ms": 5,
                       "transaction.timeout.ms": 30_000, "client.id": self.name})
         p.init_transactions(60)
         return p
@@ -265,7 +265,7 @@ class WatermarkSampler(Workload):
                  interval: float = 0.5) -> None:
         super().__init__(name, history, clock)
         self.topics, self.interval = topics, interval
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{name}-unused",
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 2, "group.id": f"{name}-unused",
                                   "client.id": name})
 
     def _run(self) -> None:
@@ -290,7 +290,7 @@ def read_back(bootstrap: str, topic: str, partition: int, history: History, cloc
     """Read ``topic-partition`` from its start to its end (the high watermark, or the last stable offset
     with ``committed``) into ``history`` as reader ``final`` / ``final-committed``; returns the count."""
     reader = "final-committed" if committed else "final"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-read-{topic}-{partition}",
+    consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 2, "group.id": f"chaos-read-{topic}-{partition}",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed" if committed else "read_uncommitted"})
     try:
