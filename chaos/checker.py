@@ -212,22 +212,22 @@ def check_copiers(h: History) -> CheckResult:
 
 
 def check_compacted_last_value(h: History) -> CheckResult:
-    """A compacted topic keeps, for each key, its last acknowledged value (or a later write whose delivery
+    """A compacted topic keeps, for each key of each partition, its last acknowledged value (or a later write whose delivery
     failed and so may or may not have landed)."""
     name = "compacted topics keep the last acknowledged value per key"
     violations: list[Violation] = []
     checked = 0
     final = _final_reads(h)
     for topic in h.compacted_topics:
-        writes: dict[str | None, list[Produced]] = defaultdict(list)
+        writes: dict[tuple[int, str | None], list[Produced]] = defaultdict(list)
         for p in h.produced:
             if p.topic == topic:
-                writes[p.key].append(p)
-        stored: dict[str | None, Consumed] = {}
-        for (t, _), records in final.items():
+                writes[(p.partition, p.key)].append(p)
+        stored: dict[tuple[int, str | None], Consumed] = {}
+        for (t, partition), records in final.items():
             if t == topic:
                 for c in records:
-                    stored[c.key] = c  # records are in offset order: the last one wins
+                    stored[(partition, c.key)] = c  # records are in offset order: the last one wins
         for key, ws in writes.items():
             acked = [w for w in ws if w.ok]
             if not acked:
@@ -237,7 +237,7 @@ def check_compacted_last_value(h: History) -> CheckResult:
             allowed = {last.value} | {w.value for w in ws if not w.ok and w.seq > last.seq}
             have = stored.get(key)
             if have is None or have.value not in allowed:
-                violations.append(_violation(h, name, f"{topic} key {key!r}: last acknowledged {last.value!r} "
+                violations.append(_violation(h, name, f"{topic}-{key[0]} key {key[1]!r}: last acknowledged {last.value!r} "
                                              f"(offset {last.offset}), stored "
                                              f"{None if have is None else (have.value, have.offset)}",
                                              last.acked, [last, have]))

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient
 
 from chaos.history import Fault, History
-from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
+from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper")
 
@@ -96,10 +96,12 @@ class Nemesis:
         already exists and owner does not match"); like a supervisor, start it again."""
         broker = self.cluster.broker(node_id)
         deadline = time.monotonic() + timeout
+        mark = f"broker {node_id} registered at /brokers/ids/{node_id}".encode()
         while True:
             if not broker.alive:
-                self.restart(broker_id(self.cluster, broker))
-            if registered(broker.bootstrap, node_id):
+                log_start = broker.log_path.stat().st_size if broker.log_path.exists() else 0
+                broker.start(timeout=60)
+            if broker.alive and mark in _read_from(broker.log_path, log_start):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"broker {node_id} not registered {timeout}s after its restart")
@@ -138,15 +140,10 @@ class Nemesis:
                 self.restart(broker_id(self.cluster, broker))
 
 
-def registered(bootstrap: str, node_id: int) -> bool:
-    """Whether the broker at ``bootstrap`` answers Metadata listing itself (its registration is live)."""
-    from wire.messages import MetadataRequest
-
-    try:
-        with RawClient(bootstrap, timeout=5) as c:
-            return any(b.node_id == node_id for b in c.request(MetadataRequest(topics=[]), 9).brokers)
-    except OSError:
-        return False
+def _read_from(path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read()
 
 
 def broker_id(cluster: ClusterProcesses, broker: BrokerProcess) -> int:

@@ -86,8 +86,8 @@ class ProducerWorkload(Workload):
         interval = 1.0 / self.rate
         next_at = time.monotonic()
         while not self._stop.is_set():
-            partition = seq % self.partitions
             key = f"k{seq % self.keys}" if self.keys else None
+            partition = (seq % self.keys if self.keys else seq) % self.partitions  # a key lives in one partition
             value = f"{self.name}-{seq}"
             try:
                 self.producer.produce(self.topic, value.encode(), key.encode() if key else None, partition=partition,
@@ -96,7 +96,8 @@ class ProducerWorkload(Workload):
             except BufferError:
                 self.producer.poll(0.05)
             next_at += interval
-            self.producer.poll(max(0.0, next_at - time.monotonic()))
+            while (wait := next_at - time.monotonic()) > 0:
+                self.producer.poll(wait)  # returns early when it served a delivery callback
             if time.monotonic() - next_at > 1.0:
                 next_at = time.monotonic()  # behind (the cluster stalled): do not burst to catch up
         self.producer.flush(130)

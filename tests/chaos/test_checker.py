@@ -162,7 +162,7 @@ def test_a_compacted_topic_keeps_the_last_acknowledged_value():
     assert check_compacted_last_value(h).ok
     h.consumed = [c for c in h.consumed if c.key != "k1"] + [read("k1=1", 0, topic="c", key="k1")]
     [v] = check_compacted_last_value(h).violations
-    assert "last acknowledged 'k1=2'" in v.message
+    assert "c-0 key 'k1': last acknowledged 'k1=2'" in v.message
     h.consumed = [c for c in h.consumed if c.key != "k1"]
     assert not check_compacted_last_value(h).ok
 
@@ -198,3 +198,12 @@ def test_a_history_round_trips_through_json():
     again = History.from_json(h.to_json())
     assert again.to_json() == h.to_json()
     assert [r.ok for r in check_all(again)] == [r.ok for r in check_all(h)]
+
+
+def test_compaction_is_judged_per_partition():
+    h = History(compacted_topics=["c"])
+    h.add(acked("k=a", 0, topic="c", key="k", partition=0))
+    h.add(acked("k=b", 0, topic="c", key="k", partition=1, seq=1))
+    h.add(read("k=a", 0, topic="c", key="k", partition=0))
+    h.add(read("k=b", 0, topic="c", key="k", partition=1))
+    assert check_compacted_last_value(h).ok
