@@ -99,7 +99,11 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             while clock() < duration:
                 time.sleep(rng.uniform(1.0, 3.0))
                 kind = rng.choice(faults)
-                fault = nemesis.run(kind)
+                try:
+                    fault = nemesis.run(kind)
+                except Exception as exc:  # noqa: BLE001 - a fault that cannot be healed fails the run, reported
+                    errors.append(f"{kind} at {clock():.1f}s could not be healed: {exc!r}")
+                    break
                 log(f"{fault.start:7.1f}s {fault.kind:<18} {fault.target:<10} healed at {fault.end:.1f}s {fault.note}")
         finally:
             nemesis.heal_all()
