@@ -60,6 +60,7 @@ bench: deps
 chaos: $(STAMP)
 	@command -v java >/dev/null || { echo "make chaos needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
+	bash compat_tests/jvm/fetch_jars.sh >/dev/null
 	$(PY) -m chaos $(ARGS)
 
 clean:

@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, action="append", help="seed (repeat for several campaigns)")
     parser.add_argument("--faults", default=",".join(KINDS), help=f"comma-separated mix of {', '.join(KINDS)}")
     parser.add_argument("--rate", type=float, default=100.0, help="records/s of each acks=all producer")
+    parser.add_argument("--no-java", action="store_true", help="without the Java client's VerifiableProducer")
     parser.add_argument("--out", type=Path, default=Path("chaos-runs"), help="where runs are written")
     args = parser.parse_args(argv)
     faults = [f for f in args.faults.split(",") if f]
@@ -28,10 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         out = args.out / f"seed-{seed}-{time.strftime('%Y%m%dT%H%M%S')}"
         print(f"campaign seed {seed}, {args.duration:.0f}s, faults {faults}, output {out}", flush=True)
-        outcome = run(args.duration, seed, faults, out, rate=args.rate, log=lambda s: print(s, flush=True))
+        outcome = run(args.duration, seed, faults, out, rate=args.rate, log=lambda s: print(s, flush=True),
+                      java=not args.no_java)
         failed += not outcome.ok
         print(f"reproduce: make chaos ARGS=\"--duration {args.duration:g} --seed {seed} --faults {','.join(faults)} "
-              f"--rate {args.rate:g}\"", flush=True)
+              f"--rate {args.rate:g}{' --no-java' if args.no_java else ''}\"", flush=True)
     return 1 if failed else 0
 
 

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.checker import CheckResult, check_all, unavailability
 from chaos.history import CopierRun, History
+from chaos.java_workload import JavaProducerWorkload, java_jars
 from chaos.nemesis import KINDS, Nemesis
 from chaos.timeline import render
 from chaos.workloads import (
@@ -64,14 +65,14 @@ def create_topics(bootstrap: str) -> None:
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
-        log=print) -> Outcome:
+        log=print, java: bool = True) -> Outcome:
     """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
     history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
-                                                            "rate": rate})
+                                                            "rate": rate, "java": java})
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
@@ -85,6 +86,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         producers.append(ProducerWorkload("keyed", history, clock, bootstrap, "compacted", PARTITIONS, rate / 4,
                                           keys=20))
         producers.append(ProducerWorkload("copy-feed", history, clock, bootstrap, "copy-in", PARTITIONS, rate / 4))
+        jars = java_jars() if java else None
+        if jars is not None:
+            producers.append(JavaProducerWorkload("java-producer", history, clock, bootstrap, "acks", rate, jars,
+                                                  out_dir / "java-producer.properties"))
+        elif java:
+            errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
         group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
         txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")

@@ -283,15 +283,22 @@ def check_all(h: History) -> list[CheckResult]:
 
 
 def unavailability(h: History) -> dict[str, list[float]]:
-    """Per fault kind, each fault's longest stretch without an acknowledged write, from its start until the
-    first acknowledgement after its heal (seconds)."""
-    acks = sorted(p.acked for p in h.produced if p.ok and not p.txn)
+    """Per fault kind, each fault's unavailability: the longest stretch without an acknowledged write to
+    any one partition (of non-transactional, non-compacted topics), from the fault's start until that
+    partition's first acknowledgement after the heal (seconds)."""
+    acks_by_tp: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for p in _plain_acked(h):
+        acks_by_tp[(p.topic, p.partition)].append(p.acked)
     out: dict[str, list[float]] = defaultdict(list)
     for f in h.faults:
-        end = f.end if f.end >= 0 else (acks[-1] if acks else f.start)
-        points = [f.start] + [t for t in acks if f.start < t <= end]
-        after = next((t for t in acks if t > end), None)
-        if after is not None:
-            points.append(after)
-        out[f.kind].append(max((b - a for a, b in zip(points, points[1:], strict=False)), default=0.0))
+        worst = 0.0
+        for acks in acks_by_tp.values():
+            acks.sort()
+            end = f.end if f.end >= 0 else (acks[-1] if acks else f.start)
+            points = [f.start] + [t for t in acks if f.start < t <= end]
+            after = next((t for t in acks if t > end), None)
+            if after is not None:
+                points.append(after)
+            worst = max(worst, *(b - a for a, b in zip(points, points[1:], strict=False)), 0.0)
+        out[f.kind].append(worst)
     return dict(out)

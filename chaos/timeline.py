@@ -19,7 +19,8 @@ def per_second(h: History) -> tuple[dict[int, int], dict[int, list[float]]]:
     for p in h.produced:
         if p.ok and not p.txn:
             count[int(p.acked)] += 1
-            latency[int(p.acked)].append(p.acked - p.sent)
+            if p.acked > p.sent:  # the Java tool reports no send time
+                latency[int(p.acked)].append(p.acked - p.sent)
     return count, latency
 
 

@@ -207,3 +207,13 @@ def test_compaction_is_judged_per_partition():
     h.add(read("k=a", 0, topic="c", key="k", partition=0))
     h.add(read("k=b", 0, topic="c", key="k", partition=1))
     assert check_compacted_last_value(h).ok
+
+
+def test_unavailability_is_the_worst_partition():
+    h = History()
+    for i, t in enumerate([9.0, 11.0, 12.0, 13.0, 21.0]):
+        h.add(acked(f"a{i}", i, at=t, partition=0))
+    for i, t in enumerate([9.0, 19.0]):
+        h.add(acked(f"b{i}", i, at=t, partition=1))
+    h.add(Fault("kill-leader", "b1", 10.0, 15.0))
+    assert unavailability(h) == {"kill-leader": [9.0]}
