@@ -62,14 +62,14 @@ class Nemesis:
         if kind.startswith("kill-"):
             victim = {"kill-leader": self.leader_of_random_partition, "kill-controller": self.controller,
                       "kill-coordinator": self.coordinator}[kind]()
-            fault = Fault(kind, f"broker {victim}", self.clock())
+            fault = self._begin(Fault(kind, f"broker {victim}", self.clock()))
             self.cluster.broker(victim).kill()
             time.sleep(self.rng.uniform(1.0, 1.5 * self.session_ms / 1000))
             self.restart(victim)
         elif kind.startswith("pause-"):
             victim = self.random_broker()
             hold = 1.5 * (self.lag_ms if kind == "pause-isr" else self.session_ms) / 1000
-            fault = Fault(kind, f"broker {victim}", self.clock(), note=f"SIGSTOP for {hold:.1f}s")
+            fault = self._begin(Fault(kind, f"broker {victim}", self.clock(), note=f"SIGSTOP for {hold:.1f}s"))
             pid = self.cluster.broker(victim).proc.pid
             os.kill(pid, signal.SIGSTOP)
             self.paused.add(victim)
@@ -79,15 +79,19 @@ class Nemesis:
                 os.kill(pid, signal.SIGCONT)
                 self.paused.discard(victim)
         elif kind == "restart-zookeeper":
-            fault = Fault(kind, "zookeeper", self.clock())
+            fault = self._begin(Fault(kind, "zookeeper", self.clock()))
             self.cluster.zookeeper.kill()
             time.sleep(self.rng.uniform(1.0, 5.0))
             self.cluster.zookeeper.start(timeout=60)
         else:
             raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
         fault.end = self.clock()
-        self.history.add(fault)
         self.wait_healthy(fault)
+        return fault
+
+    def _begin(self, fault: Fault) -> Fault:
+        """Record the fault as it starts (end -1 until healed: an unhealed fault stays open in the history)."""
+        self.history.add(fault)
         return fault
 
     def restart(self, node_id: int, timeout: float = 90.0) -> None:
