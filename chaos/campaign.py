@@ -99,40 +99,46 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         workloads = [*producers, group, txn, copier, sampler]
         for w in workloads:
             w.start()
-        nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
-                          session_ms=SESSION_MS)
         try:
-            time.sleep(2.0)
-            while clock() < duration:
-                time.sleep(rng.uniform(1.0, 3.0))
-                kind = rng.choice(faults)
-                try:
-                    fault = nemesis.run(kind)
-                except Exception as exc:  # noqa: BLE001 - a fault that cannot be healed fails the run, reported
-                    errors.append(f"{kind} at {clock():.1f}s could not be healed: {exc!r}")
-                    break
-                log(f"{fault.start:7.1f}s {fault.kind:<18} {fault.target:<10} healed at {fault.end:.1f}s {fault.note}")
+            nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
+                              session_ms=SESSION_MS)
+            try:
+                time.sleep(2.0)
+                while clock() < duration:
+                    time.sleep(rng.uniform(1.0, 3.0))
+                    kind = rng.choice(faults)
+                    try:
+                        fault = nemesis.run(kind)
+                    except Exception as exc:  # noqa: BLE001 - a fault that cannot be healed fails the run, reported
+                        errors.append(f"{kind} at {clock():.1f}s could not be healed: {exc!r}")
+                        break
+                    log(f"{fault.start:7.1f}s {fault.kind:<18} {fault.target:<10} healed at {fault.end:.1f}s {fault.note}")
+            finally:
+                nemesis.heal_all()
+            errors += nemesis.slow_heals
+            log(f"nemesis done ({clock():.1f}s); stopping workloads")
+            for w in [*producers, txn]:
+                w.stop()
+            for w in (copier, group, sampler):
+                w.stop(240)
+            errors += [e for w in workloads for e in w.errors]
+            nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
+            for topic in ("acks", "compacted", "copy-in"):
+                for p in range(PARTITIONS):
+                    read_back(bootstrap, topic, p, history, clock)
+            for topic in ("txn", "copy-out"):
+                for p in range(PARTITIONS):
+                    read_back(bootstrap, topic, p, history, clock, committed=True)
+            history.add(CopierRun("copy-in", "copy-out",
+                                  inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
+                                  outputs=[c.value for c in history.consumed
+                                           if c.reader == "final-committed" and c.topic == "copy-out"]))
+            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
         finally:
-            nemesis.heal_all()
-        errors += nemesis.slow_heals
-        log(f"nemesis done ({clock():.1f}s); stopping workloads")
-        for w in [*producers, txn]:
-            w.stop()
-        for w in (copier, group, sampler):
-            w.stop(240)
-        errors += [e for w in workloads for e in w.errors]
-        nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
-        for topic in ("acks", "compacted", "copy-in"):
-            for p in range(PARTITIONS):
-                read_back(bootstrap, topic, p, history, clock)
-        for topic in ("txn", "copy-out"):
-            for p in range(PARTITIONS):
-                read_back(bootstrap, topic, p, history, clock, committed=True)
-        history.add(CopierRun("copy-in", "copy-out",
-                              inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
-                              outputs=[c.value for c in history.consumed
-                                       if c.reader == "final-committed" and c.topic == "copy-out"]))
-        history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
+            copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
+            for w in producers:
+                if isinstance(w, JavaProducerWorkload):
+                    w.kill()
     results = check_all(history)
     outcome = Outcome(seed, history, results, errors, out_dir)
     (out_dir / "history.json").write_text(history.to_json())

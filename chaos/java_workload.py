@@ -34,7 +34,7 @@ class JavaProducerWorkload(Workload):
                  jars: Path, config_path: Path, prefix: int = 7) -> None:
         super().__init__(name, history, clock)
         self.topic, self.prefix = topic, prefix
-        config_path.write_text("enable.idempotence=true\nlinger.ms=5\ndelivery.timeout.ms=120000\n"
+        config_path.write_text("enable.idempotence=true\nretries=2147483647\nlinger.ms=5\ndelivery.timeout.ms=120000\n"
                                "retry.backoff.ms=50\nmax.in.flight.requests.per.connection=5\n")
         self.command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*",
                         "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap,
@@ -65,6 +65,14 @@ class JavaProducerWorkload(Workload):
                                           f"{event.get('exception')}: {event.get('message')}", sent=now,
                                           acked=now, producer=self.name, seq=seq))
         self.proc.wait()
+        self.acked = sum(1 for p in self.history.produced if p.producer == self.name and p.ok)
+        if not self._stop.is_set() or not self.acked:
+            self.errors.append(f"{self.name}: VerifiableProducer exited with {self.proc.returncode} after "
+                               f"{self.acked} acknowledged records; see {self.stderr_path}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
 
     def stop(self, timeout: float = 150.0) -> None:
         """SIGTERM: the tool closes its producer (delivering or failing what is in flight) and exits."""

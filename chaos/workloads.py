@@ -239,13 +239,19 @@ class CopierWorkload(Workload):
         self.bootstrap, self.source, self.sink, self.log_path = bootstrap, source, sink, log_path
         self.runs = 0
         self.failed_runs = 0
+        self.proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        """Kill the running copier process (the campaign is being torn down)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
 
     def _run(self) -> None:
         draining = False
         with open(self.log_path, "a") as log:
             while True:
                 draining = self._stop.is_set()
-                proc = subprocess.Popen([sys.executable, "-m", "compat_tests.eos_copier", "--bootstrap", self.bootstrap,
+                self.proc = proc = subprocess.Popen([sys.executable, "-m", "compat_tests.eos_copier", "--bootstrap", self.bootstrap,
                                          "--input", self.source, "--output", self.sink, "--group", f"{self.name}-g",
                                          "--txn-id", self.name], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
                 self.runs += 1
