@@ -116,6 +116,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             finally:
                 nemesis.heal_all()
             errors += nemesis.slow_heals
+            errors += [f"a restarted broker neither registered nor exited: {s}" for s in nemesis.stuck_starts]
             log(f"nemesis done ({clock():.1f}s); stopping workloads")
             for w in [*producers, txn]:
                 w.stop()

@@ -36,6 +36,7 @@ class Nemesis:
         self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
         self.paused: set[int] = set()
         self.slow_heals: list[str] = []
+        self.stuck_starts: list[str] = []  # restarts that neither registered nor exited (killed, started again)
 
     # --- choosing victims ---------------------------------------------------------------------------
     def leader_of_random_partition(self) -> int:
@@ -101,10 +102,15 @@ class Nemesis:
         broker = self.cluster.broker(node_id)
         deadline = time.monotonic() + timeout
         mark = f"broker {node_id} registered at /brokers/ids/{node_id}".encode()
+        attempt_deadline = 0.0
         while True:
-            if not broker.alive:
+            if not broker.alive or time.monotonic() > attempt_deadline:
+                if broker.alive:  # alive but never registered: a start that failed without exiting; again
+                    self.stuck_starts.append(f"broker {node_id} at {self.clock():.1f}s")
+                    broker.kill()
                 log_start = broker.log_path.stat().st_size if broker.log_path.exists() else 0
                 broker.start(timeout=60)
+                attempt_deadline = time.monotonic() + 1.5 * self.session_ms / 1000 + 10
             if broker.alive and mark in _read_from(broker.log_path, log_start):
                 return
             if time.monotonic() > deadline:
