@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench chaos clean deps
+.PHONY: run cluster test test-fast lint gen gen-check bench chaos clean deps fuzz fuzz-live
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,7 @@ deps: $(STAMP)
 		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
@@ -50,6 +51,16 @@ lint: $(STAMP)
 ## gen: regenerate wire/messages from the JSON message definitions
 gen: $(STAMP)
 	$(PY) -m tools.generate_messages
+
+## fuzz: coverage-guided fuzzing of the codecs (atheris), FUZZ_SECONDS per target (FUZZ_TARGET=all or one)
+FUZZ_SECONDS ?= 300
+FUZZ_TARGET ?= all
+fuzz: $(STAMP)
+	$(PY) -m fuzz $(FUZZ_TARGET) --seconds $(FUZZ_SECONDS)
+
+## fuzz-live: mutated real client sessions against a running broker beside a normal producer and consumer
+fuzz-live: $(STAMP)
+	$(PY) -m fuzz.live --seconds $(FUZZ_SECONDS)
 
 ## bench: benchmarks (never part of `make test`)
 bench: deps

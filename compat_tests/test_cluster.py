@@ -221,3 +221,56 @@ def test_a_topic_auto_created_by_a_producer_gets_a_leader_in_the_cluster(cluster
     md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10).topics[topic]
     [(leader, replicas)] = [(p.leader, p.replicas) for p in md.partitions.values()]  # num.partitions=1, RF 1
     assert replicas == [leader] and leader in (1, 2, 3)
+
+
+def test_the_java_client_produces_and_consumes_in_a_group_on_the_cluster(cluster, tmp_path):
+    """Kafka's VerifiableProducer (acks=-1, idempotent) and VerifiableConsumer (a consumer group) from the
+    4.1 jars: every record acknowledged once, every one consumed, offsets committed."""
+    import json
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    topic, n = unique("java"), 300
+    create_topic(cluster, topic)
+    java = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*"]
+
+    def events(main_class: str, *args: str) -> list[dict]:
+        done = subprocess.run([*java, main_class, "--bootstrap-server", cluster.bootstrap, *args],
+                              capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+    config = tmp_path / "producer.properties"
+    config.write_text("enable.idempotence=true\nretries=2147483647\n")
+    produced = events("org.apache.kafka.tools.VerifiableProducer", "--topic", topic, "--max-messages", str(n),
+                      "--acks", "-1", "--producer.config", str(config))
+    sent = [e for e in produced if e["name"] == "producer_send_success"]
+    assert sorted(int(e["value"]) for e in sent) == list(range(n))
+    assert not [e for e in produced if e["name"] == "producer_send_error"]
+    group = unique("jg")
+    consumed = events("org.apache.kafka.tools.VerifiableConsumer", "--topic", topic, "--group-id", group,
+                      "--max-messages", str(n))
+    count = sum(p["count"] for e in consumed if e["name"] == "records_consumed" for p in e["partitions"])
+    assert count == n
+    commits = [e for e in consumed if e["name"] == "offsets_committed"]
+    assert commits and all(e["success"] for e in commits)
+
+    def tool(main_class: str, *args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([*java, main_class, "--bootstrap-server", cluster.bootstrap, *args], input=stdin,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    # kafka-consumer-groups --describe: the group's committed offsets are at the end of each partition (lag 0).
+    described = tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--describe", "--group", group)
+    rows = [line.split() for line in described.splitlines() if line.startswith(group)]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...: one row per partition the group committed
+    assert rows and all(r[5] == "0" for r in rows) and sum(int(r[3]) for r in rows) == n, described
+    # kafka-console-producer / kafka-console-consumer on another topic
+    other = unique("console")
+    create_topic(cluster, other, partitions=1)
+    tool("org.apache.kafka.tools.ConsoleProducer", "--topic", other, stdin="one\ntwo\nthree\n")
+    out = tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--topic", other, "--from-beginning",
+               "--max-messages", "3", "--timeout-ms", "30000")
+    assert out.split() == ["one", "two", "three"]

@@ -172,6 +172,9 @@ def test_unclean_leader_election_trades_data_for_availability(tmp_path):
             assert producer.flush(60) == 0
 
         produce(b"both-replicas")
+        # In sync after the write: broker 2 has it (a follower slow to start may have left the ISR meanwhile,
+        # and acks=all then needed broker 1 alone; it rejoins only once it has the record).
+        wait_for(lambda: all(partition_state(admin, n)[0] == (1, [1, 2]) for n in (clean, unclean)), "ISR [1, 2]")
         cluster.broker(2).kill()
         wait_for(lambda: all(partition_state(admin, n)[0] == (1, [1]) for n in (clean, unclean)), "ISR [1]")
         produce(b"only-broker-1")  # acknowledged by the whole (shrunk) ISR: broker 1 alone
@@ -243,3 +246,100 @@ def test_a_transactional_copier_is_exactly_once_through_broker_kills(tmp_path):
                 stored.append(m.value())
             consumer.close()
         assert sorted(stored) == sorted(v.upper() for v in inputs), f"{len(stored)} copies; copier said {out[-500:]}"
+
+
+def test_leadership_goes_back_to_preferred_replicas_on_request(tmp_path):
+    """A restarted broker leads nothing until a preferred election (ElectLeaders from confluent-kafka, sent
+    to the controller); a second election is not needed."""
+    from confluent_kafka import ElectionType
+
+    with ClusterProcesses(tmp_path, size=3, overrides={"auto.leader.rebalance.enable": "false"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("preferred")
+        admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+        wait_for(lambda: all(leader >= 0 for leader, _ in partition_state(admin, topic).values()), "leaders")
+        preferred = {p.id: p.replicas[0] for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()}
+        victim = preferred[0]
+        cluster.broker(victim).kill()
+        wait_for(lambda: all(leader not in (victim, -1) for leader, _ in partition_state(admin, topic).values()),
+                 "leaders off the killed broker")
+        cluster.broker(victim).start()
+        wait_for(lambda: all(len(isr) == 3 for _, isr in partition_state(admin, topic).values()), "full ISRs")
+        assert partition_state(admin, topic)[0][0] != victim  # leadership does not come back by itself here
+        tps = [TopicPartition(topic, p) for p in range(3)]
+        results = admin.elect_leaders(ElectionType.PREFERRED, tps).result(60)
+        errors = {tp.partition: (None if e is None else e.code()) for tp, e in results.items()}
+        assert errors[0] is None  # elected
+        wait_for(lambda: {p: leader for p, (leader, _) in partition_state(admin, topic).items()} == preferred,
+                 "preferred leaders")
+        again = admin.elect_leaders(ElectionType.PREFERRED, tps).result(60)
+        assert {e.code() for e in again.values() if e is not None} == {KafkaError.ELECTION_NOT_NEEDED}
+
+
+def test_a_rolling_restart_under_load_loses_nothing_and_ends_with_full_isrs(tmp_path):
+    """Each broker in turn stopped with SIGTERM (controlled shutdown hands its partitions over first) and
+    started again, under idempotent acks=all writes: no send fails, nothing acknowledged is lost or doubled,
+    and every partition ends with its whole ISR."""
+    with ClusterProcesses(tmp_path, size=3, overrides={"controlled.shutdown.retry.backoff.ms": "500"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("rolling")
+        admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+        wait_for(lambda: all(leader >= 0 for leader, _ in partition_state(admin, topic).values()), "leaders")
+        load = Load(cluster.bootstrap, topic).start()
+        try:
+            for node_id in (1, 2, 3):
+                time.sleep(1.0)
+                cluster.broker(node_id).stop()
+                cluster.broker(node_id).start()
+                wait_for(lambda: all(len(isr) == 3 for _, isr in partition_state(admin, topic).values()),
+                         f"full ISRs after restarting broker {node_id}")
+        finally:
+            load.stop()
+        assert load.failed == [], load.failed[:5]
+        for p in range(PARTITIONS):
+            stored = read_partition(cluster.bootstrap, topic, p)
+            values = [v for _, v in stored]
+            assert len(values) == len(set(values))
+            assert {v: o for o, v in stored if v in {a for _, a in load.acked[p]}} == {v: o for o, v in load.acked[p]}
+
+
+def test_a_full_log_dir_hands_its_partitions_to_the_other_replicas(tmp_path):
+    """Broker 1's only log dir is a small tmpfs that fills up: its partitions' leadership moves to in-sync
+    replicas on other brokers (Kafka's controller does so on a log dir event) and idempotent acks=all writes
+    go on there; every acknowledged record is readable afterwards."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    cluster = ClusterProcesses(tmp_path / "cluster", size=0)
+    try:
+        cluster.start()
+        cluster.add_broker(1, {"log.dirs": str(small), "log.segment.bytes": "1048576"})
+        cluster.add_broker(2)
+        cluster.add_broker(3)
+        cluster.wait_for_brokers(3)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("full")
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]])])[topic].result(30)
+        wait_for(lambda: partition_state(admin, topic).get(0, (-1, []))[0] == 1, "broker 1 leading")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "message.timeout.ms": 120_000, "linger.ms": 5})
+        acked: list[tuple[int, bytes]] = []
+        failed: list[str] = []
+
+        def delivered(err, msg) -> None:
+            (failed.append(str(err)) if err else acked.append((msg.offset(), msg.value())))
+
+        value = b"x" * 20_000
+        for i in range(400):  # 8 MB: more than the 3 MiB the leader's dir holds
+            producer.produce(topic, value + str(i).encode(), partition=0, on_delivery=delivered)
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        assert failed == [], failed[:3]
+        assert partition_state(admin, topic)[0][0] in (2, 3)  # leadership left the full dir
+        stored = read_partition(cluster.broker(2).bootstrap + "," + cluster.broker(3).bootstrap, topic, 0)
+        assert {v: o for o, v in stored} == {v: o for o, v in acked} and len(acked) == 400
+    finally:
+        cluster.close()
+        subprocess.run(["umount", "-l", str(small)], check=False)

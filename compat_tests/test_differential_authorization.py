@@ -571,6 +571,13 @@ def observe_acl_admin(admin: str) -> dict[str, object]:
         out["describe write"] = described(operation=WRITE)
         out["describe users"] = described(resource_type_filter=7)
         out["describe v1"] = c.request(DescribeAclsRequest(**any_filter(resource_type_filter=6)), 1).error_code
+        configs = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=4, resource_name="1", configuration_keys=[
+                "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "delegation.token.secret.key",
+                "delegation.token.max.lifetime.ms"])], include_synonyms=True, include_documentation=False), 4)
+        out["broker configs"] = sorted((e.name, e.value, e.is_sensitive, e.config_source, e.config_type, e.read_only,
+                                        [(y.name, y.value, y.source) for y in e.synonyms])
+                                       for e in configs.results[0].configs)
         d = c.request(DeleteAclsRequest(filters=[
             DeleteAclsFilter(**any_filter(resource_name_filter="dup")),
             DeleteAclsFilter(**any_filter(resource_type_filter=7)),

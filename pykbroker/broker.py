@@ -1,17 +1,17 @@
-"""Shared broker state: configuration, cluster metadata, the handler registry, open connections."""
+"""Shared broker state: configuration, cluster metadata, the handler registry."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
-from pykbroker.features import TRANSACTION_VERSION
+from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
@@ -32,8 +32,8 @@ from wire.messages.api_versions_response import ApiVersion
 
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
+    from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
-    from pykbroker.connection import Connection
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 log = logging.getLogger("pykbroker.broker")
@@ -66,8 +67,6 @@ class Broker:
         self.acl_store = self._acl_store()
         self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
         self.delegation_tokens = self._delegation_token_manager()
-        self.connections: set[Connection] = set()
-        self.connections_per_ip: Counter[str] = Counter()  # for max.connections.per.ip
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
         self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
                                                   self.metadata.broker_configs.get(str(self.node_id), {}))
@@ -103,6 +102,7 @@ class Broker:
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
         self._group_coordinator: GroupCoordinator | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
+        self._share_groups: ShareGroupService | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
         self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
@@ -118,6 +118,8 @@ class Broker:
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
         self._background: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -164,6 +166,62 @@ class Broker:
                 transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
+
+    @property
+    def share_groups(self) -> ShareGroupService:
+        """Share groups (KIP-932): state in __share_group_state (created on first use)."""
+        if self._share_groups is None:
+            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.share.service import ShareGroupService
+
+            clock = self.group_coordinator.clock
+
+            def topic_by_name(name: str):
+                topic = self.metadata.topics.get(name)
+                return (topic.topic_id, len(topic.partitions)) if topic is not None else None
+
+            def topic_name(topic_id):
+                topic = self.metadata.topics_by_id.get(topic_id)
+                return topic.name if topic is not None else None
+
+            self._share_groups = ShareGroupService(
+                self.config.__getitem__, self.node_id, self.replica_manager,
+                lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=SHARE_GROUP_STATE_TOPIC_NAME),
+                topic_by_name=topic_by_name, topic_name=topic_name,
+                group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
+                ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
+                partition_leader=self._share_group_state_partition_leader,
+                existing_topics=lambda: self.metadata.topics)
+        return self._share_groups
+
+    def connection_closed(self, peer: str) -> None:
+        """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
+        if self._share_groups is not None:
+            self._share_groups.connection_closed(peer)
+
+    @property
+    def share_groups_enabled(self) -> bool:
+        """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
+        return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+
+    def _share_group_state_partition_leader(self, partition: int) -> int | None:
+        """The share coordinator of a __share_group_state partition: that partition's leader."""
+        topic = self.metadata.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return self.node_id  # created on first use, led by this node
+        return topic.partitions[partition].leader
+
+    async def _ensure_share_group_state_topic(self) -> None:
+        """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
+        creates it); one replica per partition on a single node."""
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            return
+        partitions = self.config["share.coordinator.state.topic.num.partitions"]
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+            "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
+            "min.insync.replicas": "1",
+            "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
     def controller_id(self) -> int:
@@ -232,7 +290,12 @@ class Broker:
         self.election = ControllerElection(self.zk, self.node_id)
         self.controller = ZkController(self.zk, self.election, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
-                                           self.dynamic_config.current["unclean.leader.election.enable"]))
+                                           self.dynamic_config.current["unclean.leader.election.enable"]),
+                                       auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
+                                       leader_imbalance_check_interval_s=self.config[
+                                           "leader.imbalance.check.interval.seconds"],
+                                       leader_imbalance_per_broker_percentage=self.config[
+                                           "leader.imbalance.per.broker.percentage"])
         self.election.on_elected = self.controller.on_elected
         self.election.on_resigned = self.controller.on_resigned
         self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
@@ -260,6 +323,7 @@ class Broker:
     async def start(self) -> None:
         """Load (and recover) every log off the event loop, then host every partition assigned here;
         from then on every published metadata image is applied as it comes."""
+        self._loop = asyncio.get_running_loop()
         if self.cluster_mode:
             await self._start_cluster_mode()
         if self.elr_enabled:
@@ -274,9 +338,76 @@ class Broker:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
         if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+            self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+
+    async def controlled_shutdown(self) -> None:
+        """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
+        ISRs it is in (controlled.shutdown.enable), retrying controlled.shutdown.max.retries times after
+        controlled.shutdown.retry.backoff.ms; what is left then stays as it is, as Kafka stops anyway.
+
+        Kafka's broker asks the controller to do this; here the broker writes the partition states itself,
+        each conditional on the partition epoch it read (the controller's and leaders' concurrent writes
+        make it read and decide again), which changes the same znodes the same way.
+        """
+        if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
+            return
+        await self._hand_over(lambda topic, partition: True, "controlled shutdown",
+                              self.config["controlled.shutdown.max.retries"] + 1)
+
+    def _on_log_dir_offline(self, log_dir: str) -> None:
+        """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
+        controller moves them on a log dir event; on a single node they answer KAFKA_STORAGE_ERROR."""
+        if not self.cluster_mode or self._loop is None:
+            return
+
+        def in_dir(topic: str, partition: int) -> bool:
+            p = self.replica_manager.get_partition(topic, partition)
+            return p is not None and p.log.parent_dir == log_dir
+
+        self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(in_dir, f"log dir {log_dir} offline",
+                                                                            attempts=10)))
+
+    async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
+        """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's
+        controlled-shutdown election), conditionally on each partition epoch, in up to ``attempts`` rounds."""
+        from replication.elections import LeaderAndIsr, controlled_shutdown_election
+        from replication.metadata_image import PartitionState
+
+        remaining = 0
+        for attempt in range(1, attempts + 1):
+            image = self.metadata.image
+            remaining = moved = 0
+            for topic in image.topics.values():
+                for p in topic.partitions:
+                    if self.node_id not in p.replicas or not selected(topic.name, p.partition):
+                        continue
+                    new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                                       image.brokers, self.node_id)
+                    if new is None:
+                        # Led here with nobody else in sync: waiting helps only if another replica is alive.
+                        remaining += p.leader == self.node_id and any(
+                            r != self.node_id and r in image.brokers for r in p.replicas)
+                        continue
+                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                    if committed is None:
+                        remaining += 1
+                    else:
+                        moved += 1
+            log.info("%s of broker %d, attempt %d: %d partitions handed over, %d remaining", why, self.node_id,
+                     attempt, moved, remaining)
+            if not remaining:
+                return
+            if attempt < attempts:
+                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+        log.warning("%s of broker %d: %d partitions still led here after %d attempts", why, self.node_id, remaining,
+                    attempts)
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        if self._share_groups is not None:
+            await self._share_groups.close()
         if self._transaction_coordinator is not None:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
@@ -399,6 +530,8 @@ class Broker:
         topic = await self.metadata.delete_topic(name)
         if self._group_coordinator is not None:  # else no group has state yet
             await self._group_coordinator.on_partitions_deleted([(name, p.partition) for p in topic.partitions])
+        if self._share_groups is not None:  # as Kafka: the share groups' state of the topic goes with it
+            await self._share_groups.on_topic_deleted(topic.topic_id)
         log.info("deleted topic %s", name)
 
     async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:

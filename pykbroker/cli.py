@@ -2,15 +2,23 @@
 
 ``pykbroker spark-load ...`` is the offline load of topics to Parquet with Spark (``pykbroker.spark``).
 ``pykbroker local-cluster ...`` runs ZooKeeper and N brokers on this machine (``make cluster``).
+``pykbroker --ephemeral`` is a broker for another program's tests: a temporary data dir deleted on exit, a
+free port unless ``listeners`` is given, and one line on stdout once it serves:
+``pykbroker ready bootstrap.servers=127.0.0.1:PORT``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+import tempfile
 
 from pykbroker.config import Config, ConfigError
+
+# The first line an --ephemeral broker prints on stdout once it serves; the bootstrap address follows.
+READY_PREFIX = "pykbroker ready bootstrap.servers="
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +32,28 @@ def build_parser() -> argparse.ArgumentParser:
                     help="set a property (repeatable), after the properties file")
     ap.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     ap.add_argument("--help-config", action="store_true", help="list every supported property and exit")
+    ap.add_argument("--ephemeral", action="store_true",
+                    help="for tests: a temporary data dir deleted on exit, a free port on 127.0.0.1 unless "
+                         f"listeners is set, and the line '{READY_PREFIX}HOST:PORT' on stdout when ready")
     return ap
+
+
+def ephemeral_overrides(config: Config, data_dir: str) -> list[str]:
+    """What --ephemeral adds to the given properties: a data dir, a free port, a quick first group join."""
+    extra = []
+    if "log.dirs" not in config.explicit and "log.dir" not in config.explicit:
+        extra.append(f"log.dirs={data_dir}")
+    if "listeners" not in config.explicit:
+        extra.append("listeners=PLAINTEXT://127.0.0.1:0")
+    if "group.initial.rebalance.delay.ms" not in config.explicit:
+        extra.append("group.initial.rebalance.delay.ms=0")
+    return extra
+
+
+def print_ready_line(server) -> None:
+    """The --ephemeral ready line: the first listener's address, as bound."""
+    listener = next(iter(server.broker.bound_listeners.values()))
+    print(f"{READY_PREFIX}{listener.host or '127.0.0.1'}:{listener.port}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,15 +75,29 @@ def main(argv: list[str] | None = None) -> int:
         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    data_dir = None
     try:
         config = Config.load(args.properties, args.override)
+        if args.ephemeral:
+            data_dir = tempfile.mkdtemp(prefix="pykbroker-ephemeral-")
+            config = Config.load(args.properties, [*args.override, *ephemeral_overrides(config, data_dir)])
     except ConfigError as exc:
         print(f"pykbroker: configuration error: {exc}", file=sys.stderr)
+        if data_dir is not None:
+            shutil.rmtree(data_dir, ignore_errors=True)
         return 2
+    try:
+        return _run(config, print_ready_line if args.ephemeral else None)
+    finally:
+        if data_dir is not None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _run(config: Config, on_started) -> int:
     from pykbroker.server import run
 
     try:
-        run(config)
+        run(config, on_started)
     except ConfigError as exc:  # found at start: listener security (key stores, JAAS)
         print(f"pykbroker: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -236,9 +236,15 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Incremental fetch sessions (KIP-227) kept; the least recently used is evicted beyond."),
     ConfigDef("max.connections.per.ip.overrides", _str, "",
               "Per address or host name limits instead of max.connections.per.ip, as host:count,..."),
-    ConfigDef("max.connections", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.", inert=True),
-    ConfigDef("max.connection.creation.rate", _int(0, _I32), "2147483647", "Accepted for compatibility; no effect.",
-              inert=True),
+    ConfigDef("max.connections", _int(0, _I32), "2147483647",
+              "Open connections allowed in the broker (listener.name.X.max.connections per listener); new ones "
+              "wait to be accepted."),
+    ConfigDef("max.connection.creation.rate", _int(0, _I32), "2147483647",
+              "New connections accepted per second (per listener with listener.name.X.); faster ones wait."),
+    ConfigDef("queued.max.requests", _int(1, _I32), "500",
+              "Requests read but not yet being handled, across connections, before connections stop being read."),
+    ConfigDef("queued.max.request.bytes", _int(-1, _MAX), "-1",
+              "Bytes of requests in memory (read, not yet answered) before no more are read; -1: no limit."),
     # -- security (pykbroker.security; each may be set per listener as listener.name.<name>.<property>) --------
     ConfigDef("listener.security.protocol.map", _list,
               "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
@@ -305,6 +311,29 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Largest consumer.heartbeat.interval.ms a group config may set."),
     ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
     ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
+    # -- share groups (KIP-932) ----------------------------------------------------------------------
+    ConfigDef("group.share.enable", _bool, "false",
+              "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),
+    ConfigDef("group.share.record.lock.duration.ms", _int(1000, 3_600_000), "30000",
+              "How long a share consumer holds acquired records before they go back to the others."),
+    ConfigDef("group.share.min.record.lock.duration.ms", _int(1000, 30_000), "15000",
+              "Smallest share.record.lock.duration.ms a group may set."),
+    ConfigDef("group.share.max.record.lock.duration.ms", _int(30_000, 3_600_000), "60000",
+              "Largest share.record.lock.duration.ms a group may set."),
+    ConfigDef("group.share.delivery.count.limit", _int(2, 10), "5",
+              "Deliveries of a record before it is archived (a poison record)."),
+    ConfigDef("group.share.partition.max.record.locks", _int(100, 10_000), "2000",
+              "In-flight records per share-partition."),
+    ConfigDef("group.share.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of share group members."),
+    ConfigDef("group.share.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of share groups."),
+    ConfigDef("group.share.max.size", _int(1, 1000), "200", "Largest share group."),
+    ConfigDef("group.share.max.share.sessions", _int(1, _I32), "2000", "Share sessions a broker keeps."),
+    ConfigDef("share.coordinator.state.topic.num.partitions", _int(1, _I32), "50",
+              "Partitions of __share_group_state."),
+    ConfigDef("share.coordinator.state.topic.segment.bytes", _int(1, _I32), "104857600",
+              "Segment size of __share_group_state."),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _int(0, 500), "500",
+              "ShareUpdate records written for a share-partition before the next ShareSnapshot."),
     # -- transactions --------------------------------------------------------------------------------
     ConfigDef("transaction.state.log.num.partitions", _int(1, _I32), "50", "Partitions of __transaction_state."),
     ConfigDef("transaction.state.log.replication.factor", _int(1, 32767), "3", "Replication factor of __transaction_state."),
@@ -338,6 +367,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "The listener brokers use to reach each other (default: the first listener)."),
     ConfigDef("unclean.leader.election.enable", _bool, "false", "Allow out-of-sync replicas to become leader."),
     ConfigDef("controlled.shutdown.enable", _bool, "true", "Move leadership away before shutting down."),
+    # ZooKeeper mode's (Kafka 3.9): how often a broker tries to hand its partitions over before stopping anyway.
+    ConfigDef("controlled.shutdown.max.retries", _int(0, _I32), "3", "Hand-over attempts before stopping anyway."),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", _int(0, _MAX), "5000", "Pause between hand-over attempts."),
+    ConfigDef("auto.leader.rebalance.enable", _bool, "true",
+              "The controller moves leadership back to preferred replicas when brokers lead too few of theirs."),
+    ConfigDef("leader.imbalance.check.interval.seconds", _int(1, _MAX), "300", "How often the controller checks."),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int(0, _I32), "10",
+              "The share of its preferred partitions a broker may not lead before leadership moves back."),
 )
 
 
@@ -359,6 +396,11 @@ _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 
 # Per-mechanism properties a listener prefix may carry besides the ordinary ones.
 _MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.max\.reauth\.ms)")
+
+
+def is_known_property(key: str) -> bool:
+    """A property pykbroker accepts (Kafka's name, or a listener-prefixed one)."""
+    return key in _BY_NAME or is_listener_property(key)
 
 
 def is_listener_property(key: str) -> bool:
@@ -462,6 +504,8 @@ class Config:
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
+        if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
+            raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's
         self.max_connections_per_ip_overrides = _connection_overrides(v["max.connections.per.ip.overrides"])
         if v["max.connections.per.ip"] == 0 and not self.max_connections_per_ip_overrides:
             raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "

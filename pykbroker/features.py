@@ -4,8 +4,9 @@ Only what is implemented is claimed. Consumer groups speak KIP-848, so group.ver
 transactions speak KIP-890 part 2, so transaction.version 2 is finalized as on a new Kafka 4.1 cluster
 (clients then bump the epoch with every transaction). Eligible leader replicas (KIP-966) are finalized at 1
 as on a new Kafka 4.1 cluster: on a single node the only replica leads, so the ELR is always empty, and the
-cluster-wide dynamic min.insync.replicas that ELR requires is kept (pykbroker.broker). There are no share
-groups. Like Kafka 4.1, ApiVersions v3 answers list only metadata.version as supported (older clients
+cluster-wide dynamic min.insync.replicas that ELR requires is kept (pykbroker.broker). Share groups
+(KIP-932) are supported at share.version 1 but not finalized, as on a new Kafka 4.1 cluster (4.2 finalizes
+it with metadata.version 4.2-IV0): ``kafka-features upgrade --feature share.version=1`` turns them on. Like Kafka 4.1, ApiVersions v3 answers list only metadata.version as supported (older clients
 choke on the rest); v4 lists every feature.
 
 The finalized levels live in the metadata store and change only through UpdateFeatures
@@ -26,6 +27,7 @@ METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
+SHARE_VERSION = "share.version"
 
 # metadata.version feature level -> (Kafka release name, whether that version changed the metadata format).
 METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
@@ -44,6 +46,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     GROUP_VERSION: (0, 1),
     KRAFT_VERSION: (0, 1),
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, 27),  # 3.3-IV3 .. 4.1-IV1, as Kafka 4.1
+    SHARE_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
 }
 # What a new cluster finalizes (Kafka 4.1's defaults for metadata.version 4.1-IV1, less what is not built).
@@ -53,7 +56,7 @@ BOOTSTRAP_FINALIZED: dict[str, int] = {"eligible.leader.replicas.version": 1, GR
 KNOWN_FEATURES: dict[str, dict[int, dict[str, int]]] = {
     KRAFT_VERSION: {}, TRANSACTION_VERSION: {}, GROUP_VERSION: {},
     "eligible.leader.replicas.version": {1: {METADATA_VERSION: 23}},
-    "share.version": {}, "streams.version": {}, "test.feature.version": {},
+    SHARE_VERSION: {}, "streams.version": {}, "test.feature.version": {},
 }
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import time
 import uuid
@@ -27,6 +28,7 @@ from replication.metadata_image import (
     MetadataImage,
     MetadataListener,
     PartitionState,
+    PublishedImage,
     TopicState,
 )
 
@@ -35,6 +37,8 @@ __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_cre
 
 METADATA_FILE = "__cluster_metadata.json"
 META_PROPERTIES = "meta.properties"
+
+log = logging.getLogger("pykbroker.metadata_store")
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -98,20 +102,26 @@ def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str
     cluster_id = ids.pop() if ids else (wanted or uuid_to_kafka_string(new_uuid()))
     if wanted and wanted != cluster_id:
         raise RuntimeError(f"cluster.id {wanted} does not match {cluster_id} stored in meta.properties")
-    for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
+    for i, d in enumerate(dirs):
         p = d / META_PROPERTIES
         if str(d) not in found:
-            props = _read_properties(p) if p.exists() else {}
-            body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
-                    f"node.id={node_id}\n"
-                    f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
-                    f"version=1\ncluster.id={cluster_id}\n")
-            write_atomically(p, body.encode())
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                props = _read_properties(p) if p.exists() else {}
+                body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
+                        f"node.id={node_id}\n"
+                        f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
+                        f"version=1\ncluster.id={cluster_id}\n")
+                write_atomically(p, body.encode())
+            except OSError as exc:
+                if i == 0:  # the metadata dir: without it the broker cannot run (Kafka stops too)
+                    raise
+                # As Kafka with a failed log dir at start: the log manager takes it offline, the others serve.
+                log.error("cannot write %s (the log manager will take %s offline): %s", p, d, exc)
     return cluster_id
 
 
-class EmbeddedMetadataStore:
+class EmbeddedMetadataStore(PublishedImage):
     """The metadata of a single-node cluster, durable in the first log dir; publishes a ``MetadataImage``
     after every change. Writes are ``async`` as the ``MetadataWriter`` interface has them (a cluster's
     store waits for ZooKeeper), and commit before they return."""
@@ -127,49 +137,6 @@ class EmbeddedMetadataStore:
         # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
         self._delegation_tokens: dict[str, dict] = {}
         self._load()
-
-    # -- reading ---------------------------------------------------------------------------------------
-    @property
-    def image(self) -> MetadataImage:
-        return self._image
-
-    def subscribe(self, listener: MetadataListener) -> None:
-        """Call ``listener(old, new)`` after every committed change."""
-        self._listeners.append(listener)
-
-    # The image's parts, for callers that read the live store rather than a request's image.
-    @property
-    def topics(self) -> Mapping[str, TopicState]:
-        return self._image.topics
-
-    @property
-    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
-        return self._image.topics_by_id
-
-    @property
-    def scram_credentials(self) -> Mapping[str, Mapping[int, tuple[int, str, str]]]:
-        return self._image.scram_credentials
-
-    @property
-    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
-        return self._image.client_quotas
-
-    @property
-    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
-        return self._image.broker_configs
-
-    @property
-    def finalized_features(self) -> Mapping[str, int]:
-        return self._image.finalized_features
-
-    @property
-    def features_epoch(self) -> int:
-        return self._image.features_epoch
-
-    @property
-    def offset(self) -> int:
-        """Count of committed metadata changes: this store's equivalent of the metadata log's end offset."""
-        return self._image.offset
 
     # -- persistence -----------------------------------------------------------------------------------
     def _load(self) -> None:

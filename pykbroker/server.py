@@ -1,4 +1,8 @@
-"""The asyncio server: bind listeners, serve connections, shut down gracefully on SIGTERM/SIGINT."""
+"""The asyncio server: bind listeners, accept and serve connections, shut down gracefully on SIGTERM/SIGINT.
+
+Each listener has an acceptor task (Kafka's Acceptor): it accepts only when ConnectionQuotas allows
+(max.connections, max.connection.creation.rate), so clients over the limits wait in the kernel's backlog.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,25 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import time
+from collections.abc import Callable
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
+from pykbroker.connection_quotas import ConnectionQuotas
+from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
 log = logging.getLogger("pykbroker.server")
 
 # How long a graceful shutdown waits for in-flight requests before closing sockets anyway.
 SHUTDOWN_GRACE_SECONDS = 10.0
+# Connections the kernel completes and queues for each listener while the acceptor waits (its listen backlog).
+LISTEN_BACKLOG = 1024
+# After accept() fails for want of descriptors (EMFILE), the acceptor retries after this long.
+ACCEPT_RETRY_SECONDS = 0.1
 
 
 class Server:
@@ -25,10 +37,13 @@ class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.broker: Broker | None = None
-        self._servers: list[asyncio.base_events.Server] = []
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task] = []
         self._stopping = asyncio.Event()
         self._signals = 0
         self._idle_reaper: asyncio.Task | None = None
+        self.quotas: ConnectionQuotas | None = None
+        self.channel: RequestChannel | None = None
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -36,16 +51,18 @@ class Server:
         self.broker = broker = Broker(self.config)
         broker.listener_security = security  # dynamic key and trust store changes reload these contexts
         await broker.start()
+        listeners = self.config.listeners
+        protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
+        self.quotas = ConnectionQuotas(broker.dynamic_config, protected)
+        self.channel = RequestChannel(self.config["queued.max.requests"], self.config["queued.max.request.bytes"])
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
-            host = lst.host or None
             sec = security[lst.name]
-            srv = await loop.create_server(lambda lst=lst, sec=sec: Connection(broker, lst, sec), host, lst.port,
-                                           reuse_address=True, backlog=1024, ssl=sec.ssl_context)
-            sock = srv.sockets[0]
-            addr = sock.getsockname()
+            socks = _bind(lst.host or None, lst.port)
+            addr = socks[0].getsockname()
             broker.bound_listeners[lst.name] = Listener(lst.name, lst.host, addr[1])
-            self._servers.append(srv)
+            self._sockets += socks
+            self._acceptors += [loop.create_task(self._accept(sock, lst, sec)) for sock in socks]
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
         await broker.register()
@@ -68,55 +85,137 @@ class Server:
             log.warning("second signal: forcing exit")
             os._exit(1)
 
-    async def serve_forever(self) -> None:
+    async def serve_forever(self, on_started: Callable[[Server], None] | None = None) -> None:
+        """Start, call ``on_started`` (the CLI's ready line), serve until a signal, stop."""
         loop = asyncio.get_running_loop()
         # Handlers first: a signal that arrives while we start must still mean a graceful stop.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            # A start that failed half-way (a broker id still registered, ZooKeeper out of reach) must not
+            # leave listeners serving or ZooKeeper's threads keeping the process alive.
+            log.error("start failed; stopping what was started")
+            try:
+                await self.stop(controlled=False)
+            except Exception:  # noqa: BLE001 - the start's own error is the one to report
+                log.exception("stopping after the failed start failed too")
+            raise
+        if on_started is not None:
+            on_started(self)
         await self._stopping.wait()
         await self.stop()
+
+    async def _accept(self, sock: socket.socket, lst: Listener, sec) -> None:
+        """One listener socket's acceptor: wait for the quotas, accept, admit, start the connection."""
+        loop = asyncio.get_running_loop()
+        quotas, channel, broker = self.quotas, self.channel, self.broker
+        assert quotas is not None and channel is not None and broker is not None
+        while True:
+            await quotas.wait_to_accept(lst.name)
+            try:
+                client, address = await loop.sock_accept(sock)
+            except OSError as exc:  # out of descriptors, say: the backlog keeps the clients meanwhile
+                log.warning("accepting on listener %s failed: %s", lst.name, exc)
+                await asyncio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            quotas.record_accept(lst.name)
+            conn = Connection(broker, lst, sec, quotas, channel, address[0])
+            if not quotas.admit(conn):
+                client.close()
+                continue
+            if sec.ssl_context is None:
+                await self._start_connection(conn, client, None)
+            else:  # the TLS handshake must not hold up the next accept
+                loop.create_task(self._start_connection(conn, client, sec.ssl_context))
+
+    async def _start_connection(self, conn: Connection, client: socket.socket, ssl_context) -> None:
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: conn, client, ssl=ssl_context)
+        except (OSError, ConnectionError) as exc:  # a failed TLS handshake, a client already gone
+            log.info("connection from %s on listener %s failed before it started: %s", conn.ip,
+                     conn.listener_name, exc)
+            self.quotas.release(conn)  # type: ignore[union-attr]
+            client.close()
 
     async def _close_idle_connections(self, idle_s: float) -> None:
         """connections.max.idle.ms: close connections with no reads or writes for that long, as Kafka's
         Selector does (a connection with a request in progress, a long poll say, is left alone)."""
-        broker = self.broker
-        assert broker is not None
+        quotas = self.quotas
+        assert quotas is not None
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(min(max(idle_s / 10, 0.05), 30.0))
             now = loop.time()
-            for conn in [c for c in broker.connections if not c.busy and now - c.last_active > idle_s]:
-                log.debug("closing the connection from %s on listener %s: idle for %.0f ms (connections.max.idle.ms)",
-                         conn.peer, conn.listener.name, (now - conn.last_active) * 1000)
-                conn.close()
+            for conn in list(quotas.connections):
+                idle = conn.idle_for(now)
+                if idle is not None and idle > idle_s:
+                    log.debug("closing the connection from %s on listener %s: idle for %.0f ms "
+                              "(connections.max.idle.ms)", conn.peer, conn.listener.name, idle * 1000)
+                    conn.close(abort=conn.writer is not None and conn.writer.blocked)
 
-    async def stop(self) -> None:
+    async def stop(self, *, controlled: bool = True) -> None:
+        """Stop accepting, answer long polls, let in-flight requests finish, close the broker; ``controlled``:
+        a cluster broker first hands its partitions over (controlled shutdown)."""
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
-        for srv in self._servers:
-            srv.close()
+        for task in self._acceptors:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
         broker = self.broker
         if broker is not None:
+            if controlled:
+                await broker.controlled_shutdown()  # a cluster's partitions move before anything stops
             broker.replica_manager.begin_shutdown()  # long polls (consumers', followers') answer now
             deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
-            while any(c.busy for c in broker.connections) and time.monotonic() < deadline:
+            connections = self.quotas.connections if self.quotas is not None else set()
+            while any(c.busy for c in connections) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            for conn in list(broker.connections):
+            for conn in list(connections):
                 conn.close()
-        for srv in self._servers:
-            await srv.wait_closed()
         if broker is not None:
             await broker.shutdown()
         log.info("pykbroker stopped")
 
 
-def run(config: Config) -> None:
-    """Run a broker until SIGTERM/SIGINT (uvloop when installed)."""
+def run(config: Config, on_started: Callable[[Server], None] | None = None) -> None:
+    """Run a broker until SIGTERM/SIGINT (uvloop when installed); ``on_started`` once it listens."""
     try:
         import uvloop
 
         runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
         runner = asyncio.run
-    runner(Server(config).serve_forever())
+    runner(Server(config).serve_forever(on_started))
+
+
+def _bind(host: str | None, port: int) -> list[socket.socket]:
+    """Listening sockets for ``host`` (every address family it resolves to; None: all interfaces)."""
+    socks: list[socket.socket] = []
+    infos = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    seen = set()
+    for family, kind, proto, _, address in infos:
+        if (family, address) in seen:
+            continue
+        seen.add((family, address))
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and socks:  # port 0 on several families: one port for all, as a client expects
+                address = (address[0], socks[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            if family == socket.AF_INET6 and host is None:
+                continue  # no IPv6 here: IPv4 alone
+            for s in socks:
+                s.close()
+            raise
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+        socks.append(sock)
+    return socks

@@ -76,6 +76,10 @@ class BrokerProcess:
         return cmd
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start the broker and wait for its first ApiVersions answer; a running broker is left as it is
+        (so ``with broker:`` after ``broker.start()`` does not start a second process)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
@@ -518,7 +522,7 @@ class ClusterProcesses:
                         seen.append(len(c.request(MetadataRequest(topics=[]), 9).brokers))
                 except OSError:
                     seen.append(-1)
-            if seen and all(n == count for n in seen):
+            if (seen or count == 0) and all(n == count for n in seen):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"brokers see {seen} registered brokers, not {count}; logs under {self.root}")

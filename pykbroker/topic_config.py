@@ -204,15 +204,17 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         sensitive = any(word in d.name for word in _SENSITIVE_WORDS) or (
             kafka_key is not None and kafka_key.type == "PASSWORD")
         synonyms = _synonyms(layers, synonyms_of(d.name), d.name)
-        if kafka_key is not None and kafka_key.internal and all(
+        if (kafka_key is None or kafka_key.internal) and all(
                 source == ConfigSource.DEFAULT_CONFIG for _, _, source in synonyms):
-            continue  # Kafka describes an internal config only where it is set
+            continue  # Kafka describes an internal config, or a name it does not define, only where it is set
+        if kafka_key is None:  # from Kafka's originals (super.users, zookeeper.connect): of unknown type, so hidden
+            sensitive = True
         value = None if sensitive else (synonyms[0][1] if synonyms else d.default)
         if sensitive:
             synonyms = [(n, None, s) for n, _, s in synonyms]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         config_type = type_of(d.name) or (getattr(ConfigType, kafka_key.type) if kafka_key is not None
-                                          else ConfigType.LIST if d.is_list else _broker_type(d.default))
+                                          else ConfigType.UNKNOWN)
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
     # Listener-prefixed properties set in some layer: Kafka describes them from its originals, read-only (they are
@@ -230,20 +232,3 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         config_type = getattr(ConfigType, kafka_key.type) if kafka_key is not None else ConfigType.PASSWORD
         entries.append(ConfigEntry(name, value, source, config_type, True, sensitive, None, tuple(synonyms)))
     return entries
-
-
-def _broker_type(default: str | None) -> int:
-    """A best guess of a broker property's ConfigDef type from its default text."""
-    if default in ("true", "false"):
-        return ConfigType.BOOLEAN
-    if default is not None:
-        try:
-            int(default)
-            return ConfigType.LONG if abs(int(default)) > 2**31 - 1 else ConfigType.INT
-        except ValueError:
-            try:
-                float(default)
-                return ConfigType.DOUBLE
-            except ValueError:
-                pass
-    return ConfigType.STRING

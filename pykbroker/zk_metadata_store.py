@@ -52,6 +52,7 @@ from replication.metadata_image import (
     MetadataImage,
     MetadataListener,
     PartitionState,
+    PublishedImage,
     TopicState,
 )
 from replication.zk.broker_registration import BrokerRegistration, live_brokers
@@ -188,7 +189,7 @@ def _sequence(child: str) -> int:
         return -1
 
 
-class ZooKeeperMetadataStore:
+class ZooKeeperMetadataStore(PublishedImage):
     """The ``MetadataWriter`` of a broker in a ZooKeeper cluster; ``await start()`` before use."""
 
     def __init__(self, zk: ZooKeeperClient, node_id: int, *, with_controller: bool = True,
@@ -212,48 +213,6 @@ class ZooKeeperMetadataStore:
         self._registration: BrokerRegistration | None = None
         self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
-
-    # -- reading ---------------------------------------------------------------------------------------
-    @property
-    def image(self) -> MetadataImage:
-        return self._image
-
-    def subscribe(self, listener: MetadataListener) -> None:
-        """Call ``listener(old, new)`` after every change of the image."""
-        self._listeners.append(listener)
-
-    @property
-    def topics(self) -> Mapping[str, TopicState]:
-        return self._image.topics
-
-    @property
-    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
-        return self._image.topics_by_id
-
-    @property
-    def scram_credentials(self) -> Mapping[str, Mapping[int, ScramCredential]]:
-        return self._image.scram_credentials  # type: ignore[return-value]
-
-    @property
-    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
-        return self._image.client_quotas
-
-    @property
-    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
-        return self._image.broker_configs
-
-    @property
-    def finalized_features(self) -> Mapping[str, int]:
-        return self._image.finalized_features
-
-    @property
-    def features_epoch(self) -> int:
-        return self._image.features_epoch
-
-    @property
-    def offset(self) -> int:
-        """Count of images published so far."""
-        return self._image.offset
 
     def _publish(self, **changes: Any) -> None:
         old = self._image
@@ -739,7 +698,9 @@ class ZooKeeperMetadataStore:
         self._registration = BrokerRegistration(
             self.zk, broker.node_id, [ZkEndpoint(e.listener, e.host, e.port, e.security_protocol)
                                       for e in broker.endpoints], rack=broker.rack)
-        await self._registration.register()
+        # A broker restarted right after a crash finds its old registration until that session expires: it
+        # waits for it (Kafka refuses to start instead, and the operator has to retry).
+        await self._registration.register(stale_wait_s=1.5 * self.zk.session_timeout_ms / 1000)
         async with self._lock:
             self._publish(brokers=await self._read_brokers())
 

@@ -17,7 +17,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["LeaderAndIsr", "NO_LEADER", "initial_leader_and_isr", "offline_partition_election",
-           "remove_replica_from_isr"]
+           "preferred_replica_election", "remove_replica_from_isr", "imbalanced_brokers",
+           "controlled_shutdown_election"]
 
 NO_LEADER = -1
 
@@ -50,6 +51,48 @@ def offline_partition_election(current: LeaderAndIsr, assignment: Sequence[int],
         for r in assignment:
             if r in live:
                 return LeaderAndIsr(r, current.leader_epoch + 1, (r,), unclean=True)
+    return None
+
+
+def preferred_replica_election(current: LeaderAndIsr, assignment: Sequence[int],
+                               live: Collection[int]) -> LeaderAndIsr | None:
+    """Leadership back to the preferred (first) replica when it is alive and in sync; None when it cannot
+    lead (the caller tells "not needed", when it already leads, from "not available")."""
+    preferred = assignment[0]
+    if preferred == current.leader or preferred not in live or preferred not in current.isr:
+        return None
+    return LeaderAndIsr(preferred, current.leader_epoch + 1, current.isr)
+
+
+def imbalanced_brokers(leaders: dict[tuple[str, int], int], assignments: dict[tuple[str, int], Sequence[int]],
+                       percentage: int) -> dict[int, list[tuple[str, int]]]:
+    """Kafka's auto leader rebalance check: for each broker, the partitions it prefers but does not lead,
+    when they are more than ``percentage`` % of the partitions it prefers (leader.imbalance.per.broker.percentage)."""
+    preferred_by: dict[int, list[tuple[str, int]]] = {}
+    for tp, assignment in assignments.items():
+        if assignment:
+            preferred_by.setdefault(assignment[0], []).append(tp)
+    out = {}
+    for broker, tps in preferred_by.items():
+        not_led = [tp for tp in tps if leaders.get(tp) != broker]
+        if not_led and len(not_led) * 100 > percentage * len(tps):
+            out[broker] = not_led
+    return out
+
+
+def controlled_shutdown_election(current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int],
+                                 shutting_down: int) -> LeaderAndIsr | None:
+    """A broker shutting down hands over (Kafka's ControlledShutdownPartitionLeaderElectionStrategy): a
+    partition it leads goes to the first replica of the assignment that is alive and in sync; it leaves the
+    ISR of the others (unless it is their last member). None when nothing can or need change."""
+    if current.leader == shutting_down:
+        for r in assignment:
+            if r != shutting_down and r in live and r in current.isr:
+                return LeaderAndIsr(r, current.leader_epoch + 1, tuple(i for i in current.isr if i != shutting_down))
+        return None
+    if shutting_down in current.isr and len(current.isr) > 1:
+        return LeaderAndIsr(current.leader, current.leader_epoch + 1,
+                            tuple(i for i in current.isr if i != shutting_down))
     return None
 
 

@@ -14,12 +14,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from wire import ErrorCode
 
 __all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionState",
-           "TopicState", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
+           "TopicState", "PublishedImage", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
 
 NO_LEADER = -1
 INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
@@ -149,6 +149,55 @@ def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str
 
 class MetadataListener(Protocol):
     def __call__(self, old: MetadataImage, new: MetadataImage) -> None: ...
+
+
+class PublishedImage:
+    """A store's current image and the listeners it tells of new ones; the image's parts as properties, for
+    callers that read the live store rather than a request's image. Stores set ``_image`` and ``_listeners``."""
+
+    _image: MetadataImage
+    _listeners: list[MetadataListener]
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    def subscribe(self, listener: MetadataListener) -> None:
+        """Call ``listener(old, new)`` after every committed change."""
+        self._listeners.append(listener)
+
+    @property
+    def topics(self) -> Mapping[str, TopicState]:
+        return self._image.topics
+
+    @property
+    def topics_by_id(self) -> Mapping[uuid.UUID, TopicState]:
+        return self._image.topics_by_id
+
+    @property
+    def scram_credentials(self) -> Mapping[str, Mapping[int, Any]]:
+        return self._image.scram_credentials
+
+    @property
+    def client_quotas(self) -> Mapping[frozenset, Mapping[str, float]]:
+        return self._image.client_quotas
+
+    @property
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        return self._image.broker_configs
+
+    @property
+    def finalized_features(self) -> Mapping[str, int]:
+        return self._image.finalized_features
+
+    @property
+    def features_epoch(self) -> int:
+        return self._image.features_epoch
+
+    @property
+    def offset(self) -> int:
+        """Count of published changes: a store's equivalent of the metadata log's end offset."""
+        return self._image.offset
 
 
 class MetadataWriter(Protocol):

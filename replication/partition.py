@@ -23,7 +23,7 @@ from wire import ErrorCode
 
 log = logging.getLogger("replication.partition")
 
-__all__ = ["Partition", "PartitionError", "ReadResult", "ReplicaState"]
+__all__ = ["Partition", "PartitionError", "ReadResult", "ReplicaState", "read_bytes"]
 
 
 class PartitionError(Exception):
@@ -77,6 +77,18 @@ class ReplicaState:
 
     def is_caught_up(self, leader_end_offset: int, now_ms: int, lag_time_max_ms: int) -> bool:
         return leader_end_offset == self.log_end_offset or self.last_caught_up_time_ms > now_ms - lag_time_max_ms
+
+
+def read_bytes(records: object) -> bytes:
+    """The bytes of a read's records (bytes, or a file region, which is released)."""
+    if isinstance(records, (bytes, bytearray, memoryview)):
+        return bytes(records)
+    try:
+        return records.read_bytes()  # type: ignore[attr-defined]
+    finally:
+        release = getattr(records, "release", None)
+        if release is not None:
+            release()
 
 
 class Partition:

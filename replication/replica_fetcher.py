@@ -20,22 +20,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from replication.broker_client import BrokerClient, BrokerConnectionError
+from replication.fetch_session import INITIAL_EPOCH
 from replication.partition import Partition
 from wire import ErrorCode
 from wire.messages import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 from wire.messages.fetch_request import FetchPartition as FetchRequestPartition
-from wire.messages.fetch_request import FetchTopic
+from wire.messages.fetch_request import FetchTopic, ForgottenTopic, ReplicaState
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 __all__ = ["FetcherConfig", "ReplicaFetcher", "ReplicaFetcherManager"]
 
 log = logging.getLogger("replication.replica_fetcher")
 
-FETCH_VERSION = 12  # topic names, replica_id, last_fetched_epoch and diverging epochs, flexible
+FETCH_VERSION = 17  # as Kafka 4.1's fetcher: topic ids, ReplicaState, diverging epochs, sessions
+MAX_EPOCH = 2**31 - 1
 LIST_OFFSETS_VERSION = 7
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
@@ -67,6 +70,13 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._failures = 0  # consecutive failed fetches: only the first is a warning
+        # The fetch session (KIP-227): its id (0: none yet), next epoch, and each partition's position as the
+        # leader holds it; the request in flight's positions, committed to the session once answered.
+        self._session_id = 0
+        self._session_epoch = INITIAL_EPOCH
+        self._session: dict[TopicPartition, tuple[int, int, int, int]] = {}
+        self._pending: tuple[dict[TopicPartition, tuple[int, int, int, int]], bool] = ({}, True)
+        self._topic_ids: dict[str, uuid.UUID] = {}
 
     @property
     def partitions(self) -> set[TopicPartition]:
@@ -122,6 +132,7 @@ class ReplicaFetcher:
                     log.info("fetching from broker %d again after %d failed attempts", self.leader_id, self._failures)
                     self._failures = 0
             except BrokerConnectionError as exc:
+                self._reset_session()  # whether the leader saw the request is unknown: start a new session
                 self._failures += 1
                 log.log(logging.WARNING if self._failures == 1 else logging.DEBUG,
                         "fetch from broker %d failed, retrying every %d ms: %s", self.leader_id,
@@ -130,6 +141,7 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                self._reset_session()
                 log.exception("replica fetcher of broker %d failed; retrying in %d ms", self.leader_id,
                               self.config.backoff_ms)
                 self._delay(list(ready), backoff_s)
@@ -141,28 +153,71 @@ class ReplicaFetcher:
                 self._delayed_until[tp] = until
 
     def _fetch_request(self, ready: dict[TopicPartition, Partition]) -> FetchRequest:
-        by_topic: dict[str, list[FetchRequestPartition]] = {}
-        for (topic, index), p in ready.items():
-            latest = p.log.latest_epoch
-            by_topic.setdefault(topic, []).append(FetchRequestPartition(
-                partition=index, current_leader_epoch=p.leader_epoch, fetch_offset=p.log.log_end_offset,
-                last_fetched_epoch=latest if latest is not None else -1, log_start_offset=p.log.log_start_offset,
+        """The next request of this fetcher's fetch session (KIP-227, as Kafka's FetchSessionHandler): the
+        first one full (epoch 0), later ones naming only partitions whose fetch position changed and
+        forgetting those no longer fetched; the leader answers only partitions with something new."""
+        wanted = {tp: self._position(p) for tp, p in ready.items()}
+        full = self._session_id == 0
+        changed = wanted if full else {tp: pos for tp, pos in wanted.items() if self._session.get(tp) != pos}
+        forgotten = [] if full else [tp for tp in self._session if tp not in wanted]
+        by_topic: dict[uuid.UUID, list[FetchRequestPartition]] = {}
+        for (topic, index), (fetch_offset, log_start, leader_epoch, last_fetched_epoch) in changed.items():
+            by_topic.setdefault(ready[(topic, index)].topic_id, []).append(FetchRequestPartition(
+                partition=index, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset,
+                last_fetched_epoch=last_fetched_epoch, log_start_offset=log_start,
                 partition_max_bytes=self.config.partition_max_bytes))
-        return FetchRequest(replica_id=self.node_id, max_wait_ms=self.config.max_wait_ms,
-                            min_bytes=self.config.min_bytes, max_bytes=self.config.response_max_bytes,
-                            isolation_level=0, session_id=0, session_epoch=-1,
-                            topics=[FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        forgotten_by_topic: dict[uuid.UUID, list[int]] = {}
+        for topic, index in forgotten:
+            topic_id = self._topic_ids.get(topic)
+            if topic_id is not None:
+                forgotten_by_topic.setdefault(topic_id, []).append(index)
+        self._pending = (wanted, full)
+        self._topic_ids.update({t: p.topic_id for (t, _), p in ready.items()})
+        return FetchRequest(replica_state=ReplicaState(replica_id=self.node_id, replica_epoch=-1),
+                            max_wait_ms=self.config.max_wait_ms, min_bytes=self.config.min_bytes,
+                            max_bytes=self.config.response_max_bytes, isolation_level=0,
+                            session_id=self._session_id, session_epoch=self._session_epoch,
+                            topics=[FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+                            forgotten_topics_data=[ForgottenTopic(topic_id=t, partitions=ps)
+                                                   for t, ps in forgotten_by_topic.items()])
+
+    @staticmethod
+    def _position(p: Partition) -> tuple[int, int, int, int]:
+        """What a fetch says of a partition: fetch offset, log start, leader epoch, last fetched epoch."""
+        latest = p.log.latest_epoch
+        return (p.log.log_end_offset, p.log.log_start_offset, p.leader_epoch, latest if latest is not None else -1)
+
+    def _reset_session(self) -> None:
+        self._session_id, self._session_epoch, self._session = 0, INITIAL_EPOCH, {}
 
     async def _fetch_once(self, ready: dict[TopicPartition, Partition]) -> None:
         response = await self.client.request(self._fetch_request(ready), FETCH_VERSION, FetchResponse)
         backoff_s = self.config.backoff_ms / 1000
+        if response.error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+            log.info("fetch session %d with broker %d: %s; starting a new one", self._session_id, self.leader_id,
+                     ErrorCode(response.error_code).name)
+            self._reset_session()
+            return
         if response.error_code != ErrorCode.NONE:
             log.warning("broker %d refused a replica fetch: %s", self.leader_id, ErrorCode(response.error_code).name)
+            self._reset_session()
             self._delay(list(ready), backoff_s)
             return
+        wanted, _full = self._pending
+        if response.session_id:
+            if response.session_id != self._session_id:
+                self._session_id, self._session_epoch = response.session_id, INITIAL_EPOCH
+            self._session = dict(wanted)
+            self._session_epoch = self._session_epoch + 1 if self._session_epoch < MAX_EPOCH else 1
+        else:
+            self._reset_session()  # the leader keeps no session for us (its cache is full): full fetches
+        names = {p.topic_id: t for (t, _), p in ready.items()}
         for t in response.responses:
+            topic = names.get(t.topic_id)
+            if topic is None:
+                continue
             for data in t.partitions:
-                tp = (t.topic, data.partition_index)
+                tp = (topic, data.partition_index)
                 p = ready.get(tp)
                 if p is None or self._following(tp) is not p or tp not in self._delayed_until:
                     continue  # no longer followed from this leader: the answer is stale

@@ -116,15 +116,20 @@ class LocalIsrUpdater:
 
 class MetadataIsrUpdater:
     """ISR changes committed to the cluster's metadata: the partition's state with the new ISR, written only
-    if the partition is still at the leader and partition epochs the leader knows (else refused)."""
+    if the partition is still at the leader and partition epochs the leader knows (else refused). As Kafka's
+    controller (KIP-841), a broker that is not registered may not join an ISR: a replica of a broker still
+    starting up fetches, but counts as in sync only once the cluster knows it is alive."""
 
     def __init__(self, store: MetadataWriter) -> None:
         self.store = store
 
     async def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
                         isr: list[int]) -> int | None:
-        current = self.store.image.partition(topic, partition)
+        image = self.store.image
+        current = image.partition(topic, partition)
         if current is None or current.leader_epoch != leader_epoch or current.partition_epoch != partition_epoch:
+            return None
+        if any(r not in current.isr and r not in image.brokers for r in isr):
             return None
         committed = await self.store.alter_partition(topic, partition, replace(
             current, isr=tuple(isr), partition_epoch=partition_epoch + 1))

@@ -5,12 +5,18 @@ Two ways in, one state machine: ``feed(data)`` copies bytes in (sans-IO use, tes
 BufferedProtocol). Small frames are assembled in a small scratch buffer and copied out; a large frame
 gets a buffer of its own as soon as its size is known and the socket reads its body straight into it,
 so a produced batch is copied once from the kernel and once more into the page cache, nothing else.
+
+An optional ``allocate(size)`` hook (a memory pool) is asked before each frame's bytes are taken: a
+small frame when it is complete, a large one before its buffer exists. When it says no, ``next_frame``
+returns None with ``waiting_for_memory`` set, nothing allocated; the caller stops reading and calls
+``next_frame`` again once memory is released. ``held_bytes`` is what was allocated and not yet returned.
 """
 
 from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Callable
 
 _SIZE = struct.Struct(">i")
 
@@ -33,9 +39,11 @@ class FrameReader:
     own buffer, which the caller may keep and modify).
     """
 
-    __slots__ = ("_scratch", "_pos", "_end", "_body", "_body_filled", "_ready", "max_frame_size")
+    __slots__ = ("_scratch", "_pos", "_end", "_body", "_body_filled", "_ready", "max_frame_size", "allocate",
+                 "waiting_for_memory")
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 allocate: Callable[[int], bool] | None = None) -> None:
         self._scratch = bytearray()  # allocated on first read
         self._pos = 0  # unread bytes of the scratch buffer: [_pos, _end)
         self._end = 0
@@ -43,6 +51,8 @@ class FrameReader:
         self._body_filled = 0
         self._ready: deque[bytearray] = deque()  # large frames read whole, not yet taken (in stream order)
         self.max_frame_size = max_frame_size
+        self.allocate = allocate
+        self.waiting_for_memory = False
 
     # -- BufferedProtocol side -----------------------------------------------------------------------
     def get_buffer(self) -> memoryview:
@@ -94,6 +104,10 @@ class FrameReader:
     def buffered(self) -> int:
         return self._end - self._pos + self._body_filled + sum(len(f) for f in self._ready)
 
+    def held_bytes(self) -> int:
+        """Bytes allocated through ``allocate`` and not yet returned by ``next_frame``."""
+        return (len(self._body) if self._body is not None else 0) + sum(len(f) for f in self._ready)
+
     def next_frame(self) -> bytes | bytearray | None:
         """The next complete frame body, or None. Raises FrameError on an impossible size."""
         if self._ready:
@@ -105,6 +119,10 @@ class FrameReader:
             return None
         size = self._checked_size()
         if end - pos - 4 >= size:
+            if self.allocate is not None:
+                self.waiting_for_memory = not self.allocate(size)
+                if self.waiting_for_memory:
+                    return None
             with memoryview(self._scratch) as view:
                 frame = bytes(view[pos + 4:pos + 4 + size])  # a small copy out of the scratch buffer
             self._pos = pos + 4 + size
@@ -127,6 +145,10 @@ class FrameReader:
         have = end - pos - 4
         if size <= SMALL_FRAME_SIZE or have >= size:
             return
+        if self.allocate is not None:
+            self.waiting_for_memory = not self.allocate(size)
+            if self.waiting_for_memory:
+                return
         body = bytearray(size)
         body[:have] = self._scratch[pos + 4:end]
         self._body, self._body_filled = body, have

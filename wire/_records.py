@@ -565,7 +565,12 @@ def _decode_record_list(data: bytes, count: int) -> list[Record]:
     return records
 
 
-def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | None = None,
+# The most one batch's records may decompress to: what one request could carry uncompressed (Kafka's
+# default socket.request.max.bytes). A batch above it (a decompression bomb) is refused as corrupt.
+MAX_DECOMPRESSED_BATCH_SIZE = 104_857_600
+
+
+def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | None = MAX_DECOMPRESSED_BATCH_SIZE,
                    ) -> tuple[RecordBatchHeader, list[Record]]:
     """Decode the batch at ``pos``, decompressing its records (bounded by ``max_decompressed_size``).
 

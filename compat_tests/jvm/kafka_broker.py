@@ -1,5 +1,8 @@
 """Apache Kafka 4.1 itself, started from the Maven jars (compat_tests/jvm/fetch_jars.sh): the judge.
 
+Share groups (KIP-932) are judged by Kafka 4.2 (``SHARE_GROUPS_JUDGE``), where they are released; 4.1 has
+them as a preview with known broken behaviour. ``jars_dir("4.2.0")`` fetches that version beside 4.1's jars.
+
 A single node in KRaft combined mode (broker and controller), on free ports in its own directory,
 formatted with Kafka's storage tool; only ports, directories and the replication factors a single node
 needs are set, everything else is Kafka's default. Used by the differential tests and by ``make bench``.
@@ -18,14 +21,17 @@ from pykbroker.testing import free_port, wait_for_api_versions
 HERE = Path(__file__).resolve().parent
 FETCH_JARS = HERE / "fetch_jars.sh"
 CLUSTER_ID = "pykbroker-judge-000000A"
+SHARE_GROUPS_JUDGE = "4.2.0"
 
 
-def jars_dir() -> Path | None:
-    """Kafka's jars (fetched with Maven on first use), or None when java or Maven is missing."""
+def jars_dir(version: str | None = None) -> Path | None:
+    """Kafka's jars (fetched with Maven on first use; ``version``: another than the pom's 4.1), or None when
+    java or Maven is missing."""
     if shutil.which("java") is None:
         return None
     try:
-        out = subprocess.run(["bash", str(FETCH_JARS)], capture_output=True, text=True, timeout=900, check=True)
+        out = subprocess.run(["bash", str(FETCH_JARS), *([version] if version else [])], capture_output=True,
+                             text=True, timeout=900, check=True)
     except (subprocess.SubprocessError, OSError):
         return None
     return Path(out.stdout.strip().splitlines()[-1])

@@ -18,7 +18,7 @@ from typing import Any
 from coordinator.group.clock import Clock
 from coordinator.group.errors import CoordinatorLogError
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
-from replication.partition import PartitionError
+from replication.partition import PartitionError, read_bytes
 from storage import AppendOrigin
 from wire import (
     CONTROL_FLAG_MASK,
@@ -38,17 +38,6 @@ log = logging.getLogger("pykbroker.coordinator.group")
 
 # How much one read of the partition asks for while loading.
 READ_CHUNK_BYTES = 4 * 1024 * 1024
-
-
-def _as_bytes(records: Any) -> bytes:
-    if isinstance(records, (bytes, bytearray, memoryview)):
-        return bytes(records)
-    try:
-        return records.read_bytes()
-    finally:
-        release = getattr(records, "release", None)
-        if release is not None:
-            release()
 
 
 class ReplicaCoordinatorLog:
@@ -100,7 +89,7 @@ class ReplicaCoordinatorLog:
                                       from_follower=True)
             except PartitionError as exc:
                 raise CoordinatorLogError(exc.code, f"reading {self.topic}-{self.partition} at {offset}") from exc
-            data = _as_bytes(read.records)
+            data = read_bytes(read.records)
             if not data:
                 return
             progressed = False

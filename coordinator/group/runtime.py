@@ -90,7 +90,13 @@ class _ShardContext:
 
 
 class CoordinatorRuntime:
-    def __init__(self, shard_factory: ShardFactory, log_factory: CoordinatorLogFactory, clock: Clock) -> None:
+    def __init__(self, shard_factory: ShardFactory, log_factory: CoordinatorLogFactory, clock: Clock, *,
+                 decode_record: Callable[[bytes, bytes | None], Any] = rec.decode_record,
+                 topic: str = "__consumer_offsets") -> None:
+        """``decode_record`` and ``topic``: the record format and name of the coordinator's topic (the share
+        coordinator runs on this runtime over __share_group_state)."""
+        self._decode_record = decode_record
+        self.topic = topic
         self._shard_factory = shard_factory
         self._log_factory = log_factory
         self._clock = clock
@@ -111,7 +117,7 @@ class CoordinatorRuntime:
         ctx = _ShardContext(partition, self._log_factory(partition), self._clock)
         ctx.shard = self._shard_factory(partition, ctx.timer)
         self._contexts[partition] = ctx
-        ctx.task = asyncio.get_running_loop().create_task(self._run(ctx), name=f"group-coordinator-{partition}")
+        ctx.task = asyncio.get_running_loop().create_task(self._run(ctx), name=f"coordinator-{self.topic}-{partition}")
 
     async def unload(self, partition: int) -> None:
         """Stop serving ``partition`` (this node is no longer its leader)."""
@@ -136,7 +142,7 @@ class CoordinatorRuntime:
             try:
                 ctx.shard.on_unloaded()
             except Exception:
-                log.exception("error unloading __consumer_offsets-%d", ctx.partition)
+                log.exception("error unloading %s-%d", self.topic, ctx.partition)
         ctx.timer.cancel_all()
         while not ctx.queue.empty():
             item = ctx.queue.get_nowait()
@@ -157,29 +163,28 @@ class CoordinatorRuntime:
                 self._replay_entry(ctx, entry)
                 count += 1
         ctx.shard.on_loaded()
-        log.log(logging.INFO if count else logging.DEBUG, "__consumer_offsets-%d loaded from %d records",
-                ctx.partition, count)
+        log.log(logging.INFO if count else logging.DEBUG, "%s-%d loaded from %d records",
+                self.topic, ctx.partition, count)
 
-    @staticmethod
-    def _replay_entry(ctx: _ShardContext, entry) -> None:
+    def _replay_entry(self, ctx: _ShardContext, entry) -> None:
         offset, key, value = entry[0], entry[1], entry[2]
         producer_id = entry[3] if len(entry) > 3 else -1
         if len(entry) > 4:  # a transaction marker
             ctx.shard.replay_end_transaction(offset, producer_id, entry[4])
             return
         try:
-            record = rec.decode_record(key, value)
+            record = self._decode_record(key, value)
         except rec.UnknownRecordTypeError as exc:
-            log.warning("__consumer_offsets-%d offset %d: %s; skipped", ctx.partition, offset, exc)
+            log.warning("%s-%d offset %d: %s; skipped", self.topic, ctx.partition, offset, exc)
             return
         except DecodeError as exc:
-            log.error("__consumer_offsets-%d offset %d: undecodable record skipped: %s", ctx.partition, offset, exc)
+            log.error("%s-%d offset %d: undecodable record skipped: %s", self.topic, ctx.partition, offset, exc)
             return
         try:
             _replay(ctx.shard, offset, record, producer_id)
         except Exception:
             # One inconsistent record must not make the whole partition unusable.
-            log.exception("__consumer_offsets-%d offset %d: replaying %s failed; skipped", ctx.partition, offset,
+            log.exception("%s-%d offset %d: replaying %s failed; skipped", self.topic, ctx.partition, offset,
                           type(record.key).__name__)
 
     # -- the shard task ---------------------------------------------------------------------------------
@@ -189,7 +194,7 @@ class CoordinatorRuntime:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("loading __consumer_offsets-%d failed", ctx.partition)
+            log.exception("loading %s-%d failed", self.topic, ctx.partition)
             ctx.failed = exc
             ctx.loaded.set()
             while not ctx.queue.empty():
@@ -225,7 +230,7 @@ class CoordinatorRuntime:
             _fail(future, exc)
             return
         except Exception as exc:
-            log.exception("__consumer_offsets-%d: %s failed", ctx.partition, what)
+            log.exception("%s-%d: %s failed", self.topic, ctx.partition, what)
             _fail(future, exc)
             return
         if result is None:
@@ -236,7 +241,7 @@ class CoordinatorRuntime:
             _fail(future, exc)
             return
         except Exception as exc:
-            log.exception("__consumer_offsets-%d: applying the result of %s failed", ctx.partition, what)
+            log.exception("%s-%d: applying the result of %s failed", self.topic, ctx.partition, what)
             _fail(future, exc)
             return
         if future is not None and not future.done():
@@ -255,7 +260,7 @@ class CoordinatorRuntime:
                 raise
             except Exception as exc:
                 code = exc.error_code if isinstance(exc, CoordinatorLogError) else ErrorCode.UNKNOWN_SERVER_ERROR
-                log.warning("__consumer_offsets-%d: append of %d records failed: %s", ctx.partition,
+                log.warning("%s-%d: append of %d records failed: %s", self.topic, ctx.partition,
                             len(encoded), exc)
                 if result.on_appended is not None:
                     result.on_appended(exc)

@@ -68,4 +68,11 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "pykbroker.handlers.group.consumer_group_describe"),
     (ApiKey.LIST_CONFIG_RESOURCES, 0, 1, "pykbroker.handlers.admin.list_config_resources"),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, "pykbroker.handlers.admin.describe_topic_partitions"),
+    (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "pykbroker.handlers.share.share_group_heartbeat"),
+    (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, "pykbroker.handlers.share.share_group_describe"),
+    (ApiKey.SHARE_FETCH, 1, 2, "pykbroker.handlers.share.share_fetch"),
+    (ApiKey.SHARE_ACKNOWLEDGE, 1, 2, "pykbroker.handlers.share.share_acknowledge"),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, "pykbroker.handlers.share.share_group_offsets"),
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "pykbroker.handlers.share.share_group_offsets"),
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, "pykbroker.handlers.share.share_group_offsets"),
 )

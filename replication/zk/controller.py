@@ -31,8 +31,10 @@ from typing import Any
 from replication.elections import (
     NO_LEADER,
     LeaderAndIsr,
+    imbalanced_brokers,
     initial_leader_and_isr,
     offline_partition_election,
+    preferred_replica_election,
     remove_replica_from_isr,
 )
 from replication.zk.client import (
@@ -57,6 +59,7 @@ from replication.zk.znodes import (
     TopicZNode,
     ZNodeDecodeError,
 )
+from wire import ErrorCode
 
 log = logging.getLogger("pykbroker.controller")
 
@@ -77,11 +80,20 @@ class ZkController:
     """The controller duties of one broker, active only while ``election`` says it is the controller."""
 
     def __init__(self, zk: ZooKeeperClient, election: ControllerElection, broker_id: int, *,
-                 unclean_leader_election_default: Callable[[], bool] = lambda: False) -> None:
+                 unclean_leader_election_default: Callable[[], bool] = lambda: False,
+                 auto_leader_rebalance: bool = True, leader_imbalance_check_interval_s: float = 300.0,
+                 leader_imbalance_per_broker_percentage: int = 10) -> None:
+        """With ``auto_leader_rebalance`` (auto.leader.rebalance.enable) leadership goes back to preferred
+        replicas every ``leader_imbalance_check_interval_s`` for brokers whose share of preferred partitions
+        they do not lead exceeds ``leader_imbalance_per_broker_percentage``, as Kafka's controller does."""
         self.zk = zk
         self.election = election
         self.broker_id = broker_id
         self._unclean_default = unclean_leader_election_default
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
+        self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
+        self._rebalance_task: asyncio.Task | None = None
         self._events: asyncio.Queue[tuple[int, str, Any]] = asyncio.Queue()
         self._generation = 0  # bumped on every election and resignation: older watch events are dropped
         self._task: asyncio.Task | None = None
@@ -95,6 +107,9 @@ class ZkController:
         self._enqueue("startup")
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="controller")
+        if self.auto_leader_rebalance and self._rebalance_task is None:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_periodically(),
+                                                                          name="leader-rebalance")
 
     async def on_resigned(self) -> None:
         self._generation += 1
@@ -102,13 +117,32 @@ class ZkController:
 
     async def close(self) -> None:
         self._generation += 1
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._task = None
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        self._task = self._rebalance_task = None
+
+    async def elect_leaders(self, partitions: list[TopicPartition] | None,
+                            preferred: bool) -> dict[TopicPartition, int]:
+        """ElectLeaders: a preferred (or unclean) election of each partition (every partition for None); the
+        error code of each: NONE, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+        ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION. NOT_CONTROLLER if this broker is not
+        (or stops being) the controller."""
+        if not self.active:
+            raise ControllerMovedError(f"broker {self.broker_id} is not the controller")
+        future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        self._enqueue("elect", (partitions, preferred, future))
+        return await future
+
+    async def _rebalance_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.leader_imbalance_check_interval_s)
+            if self.active:
+                self._enqueue("imbalance")
 
     @property
     def active(self) -> bool:
@@ -137,12 +171,15 @@ class ZkController:
 
     async def _run(self) -> None:
         handlers = {"startup": self._startup, "brokers": self._brokers_changed, "topics": self._topics_changed,
-                    "topic": self._topic_changed, "deletions": self._deletions_changed}
+                    "topic": self._topic_changed, "deletions": self._deletions_changed, "elect": self._elect,
+                    "imbalance": self._check_leader_imbalance}
         while True:
             generation, kind, arg = await self._events.get()
             try:
                 if generation == self._generation and self.active:
                     await handlers[kind](arg)
+                elif kind == "elect" and not arg[2].done():
+                    arg[2].set_exception(ControllerMovedError(f"broker {self.broker_id} is not the controller"))
             except ControllerMovedError:
                 log.info("broker %d: controller event %s dropped, another broker is the controller", self.broker_id,
                          kind)
@@ -214,6 +251,66 @@ class ZkController:
             return False
         self.context.assignments[name] = {p: list(r) for p, r in assignment.partitions.items()}
         return True
+
+    async def _elect(self, arg: tuple[list[TopicPartition] | None, bool, asyncio.Future]) -> None:
+        partitions, preferred, future = arg
+        try:
+            # The registrations as they are now (a broker that just came back may be ahead of the watch, whose
+            # event will still reconcile what changed).
+            children = await self.zk.get_children(BrokerIdsZNode.path) or []
+            live = {int(c) for c in children if c.lstrip("-").isdigit()}
+            wanted = self._all_partitions() if partitions is None else partitions
+            results = {tp: await self._elect_one(tp, preferred, live) for tp in wanted}
+        except Exception as exc:  # the caller answers it; the controller goes on
+            if not future.done():
+                future.set_exception(exc)
+            raise
+        if not future.done():
+            future.set_result(results)
+
+    async def _elect_one(self, tp: TopicPartition, preferred: bool, live: set[int] | None = None) -> int:
+        assignment = self._replicas(tp)
+        if not assignment:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for _attempt in range(5):
+            current = await self._read_state(tp)
+            if current is None:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if preferred else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            state, version = current
+            live = self.context.live if live is None else live
+            if preferred:
+                if state.leader == assignment[0]:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                new = preferred_replica_election(state, assignment, live)
+                if new is None:
+                    return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            else:
+                if state.leader != NO_LEADER and state.leader in live:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                new = offline_partition_election(state, assignment, live, unclean_allowed=True)
+                if new is None:
+                    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            if await self._write_state(tp, state, new, version):
+                return ErrorCode.NONE
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    async def _check_leader_imbalance(self, _arg: Any) -> None:
+        """Kafka's auto leader rebalance: preferred elections for brokers leading too few of their partitions."""
+        partitions = self._all_partitions()
+        leaders: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            current = await self._read_state(tp)
+            if current is not None:
+                leaders[tp] = current[0].leader
+        imbalanced = imbalanced_brokers(leaders, {tp: self._replicas(tp) for tp in partitions},
+                                        self.leader_imbalance_per_broker_percentage)
+        for broker, tps in sorted(imbalanced.items()):
+            if broker not in self.context.live:
+                continue
+            log.info("controller %d: broker %d leads too few of its preferred partitions; moving %d back", self.broker_id,
+                     broker, len(tps))
+            for tp in tps:
+                await self._elect_one(tp, preferred=True)
 
     async def _deletions_changed(self, _arg: Any) -> None:
         pending = await self.zk.get_children(DeleteTopicsZNode.path, watch=self._watch("deletions")) or []

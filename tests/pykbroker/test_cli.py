@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -68,3 +69,48 @@ def test_second_signal_forces_exit(tmp_path):
         assert broker.proc.wait(10) in (0, 1, -signal.SIGINT)
     finally:
         broker.close()
+
+
+def ephemeral(*args: str) -> tuple[subprocess.Popen, str]:
+    """A ``pykbroker --ephemeral`` process and the bootstrap address of its ready line."""
+    from pykbroker.cli import READY_PREFIX
+
+    proc = subprocess.Popen([sys.executable, "-m", "pykbroker.cli", "--ephemeral", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith(READY_PREFIX), (line, proc.stderr.read() if proc.poll() is not None else "")
+    return proc, line[len(READY_PREFIX):].strip()
+
+
+def test_ephemeral_prints_one_ready_line_serves_and_removes_its_data_on_exit():
+    from confluent_kafka import Producer
+
+    proc, bootstrap = ephemeral()
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap})
+        producer.produce("from-a-shell-suite", b"x")
+        assert producer.flush(15) == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert stdout == ""  # the ready line was the only one
+    data_dir = next(line.split("log.dirs=")[1].split()[0] for line in stderr.splitlines() if "log.dirs=" in line)
+    assert "pykbroker-ephemeral-" in data_dir
+    assert not os.path.exists(data_dir)
+
+
+def test_ephemeral_keeps_given_listeners_and_data_dir(tmp_path):
+    from pykbroker.testing import free_port
+
+    port = free_port()
+    proc, bootstrap = ephemeral("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                                "--override", f"log.dirs={tmp_path / 'kept'}")
+    try:
+        assert bootstrap == f"127.0.0.1:{port}"
+        with RawClient(bootstrap) as c:
+            c.wait_for_topics("t", auto_create=True)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert (tmp_path / "kept" / "t-0").is_dir()  # a data dir the user named is the user's

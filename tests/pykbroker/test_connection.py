@@ -292,3 +292,29 @@ def test_max_connections_per_ip_closes_connections_over_the_limit(tmp_path):
         first.close()
         assert b.alive
         assert "address already has the configured maximum of 2 connections" in b.log()
+
+
+def test_a_decompression_bomb_is_refused_with_corrupt_message(broker):
+    """A topic that recompresses (compression.type=gzip) must decompress what it is sent: a batch that
+    inflates past 100 MiB is refused, the broker stays up and small, the next produce succeeds."""
+    from tests.pykbroker.test_connection_quotas import _rss_mb
+    from tests.wire.test_records import zstd_bomb
+    from wire import build_simple_batch
+    from wire.messages import CreateTopicsRequest, ProduceRequest
+    from wire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+    with RawClient(broker.bootstrap) as c:
+        created = c.request(CreateTopicsRequest(topics=[CreatableTopic(
+            name="bombed", num_partitions=1, replication_factor=1,
+            configs=[CreatableTopicConfig(name="compression.type", value="gzip")])], timeout_ms=5000), 5)
+        assert created.topics[0].error_code == ErrorCode.NONE
+        c.wait_for_topics("bombed")
+        before = _rss_mb(broker.proc.pid)
+        for batch, expected in ((zstd_bomb(120 << 20), ErrorCode.CORRUPT_MESSAGE),
+                                (build_simple_batch([b"fine"], timestamp=1_700_000_000_000), ErrorCode.NONE)):
+            response = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name="bombed", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+            assert response.responses[0].partition_responses[0].error_code == expected
+        assert _rss_mb(broker.proc.pid) - before < 150
+    assert_still_serving(broker)

@@ -40,7 +40,8 @@ def test_downgrades_need_a_downgrade_type_and_upgrades_must_not_have_one():
 
 def test_levels_outside_the_supported_range_and_unknown_features_are_refused():
     assert refusal(FeatureUpdate("group.version", 2, UPGRADE)).endswith("Local controller 1 only supports versions 0-1")
-    assert refusal(FeatureUpdate("share.version", 1, UPGRADE)).endswith("Local controller 1 does not support this feature.")
+    assert refusal(FeatureUpdate("streams.version", 1, UPGRADE)).endswith("Local controller 1 does not support this feature.")
+    assert apply_updates(BOOTSTRAP_FINALIZED, [FeatureUpdate("share.version", 1, UPGRADE)])["share.version"] == 1
     assert refusal(FeatureUpdate("no.such", 0, UPGRADE)).endswith("Feature no.such not found.")
     assert refusal(FeatureUpdate("group.version", 1, 0)).endswith("The controller does not support the given upgrade type.")
     assert refusal(FeatureUpdate("group.version", -1, SAFE_DOWNGRADE)).endswith("A feature version cannot be less than 0.")
@@ -77,4 +78,5 @@ def test_api_versions_lists_levels_above_zero_and_v3_supports_only_metadata_vers
     assert [f.name for f in finalized_features({"group.version": 0, "metadata.version": 27})] == ["metadata.version"]
     assert [f.name for f in supported_features(3)] == ["metadata.version"]
     assert [f.name for f in supported_features(4)] == ["eligible.leader.replicas.version", "group.version",
-                                                       "kraft.version", "metadata.version", "transaction.version"]
+                                                       "kraft.version", "metadata.version", "share.version",
+                                                       "transaction.version"]

@@ -36,3 +36,31 @@ def test_an_offline_replica_leaves_the_isr_but_the_last_member_stays():
     assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1, 2)), 1) == LeaderAndIsr(NO_LEADER, 3, (2,))
     assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1,)), 1) == LeaderAndIsr(NO_LEADER, 3, (1,))
     assert remove_replica_from_isr(LeaderAndIsr(1, 2, (1, 2)), 3) is None
+
+
+def test_the_preferred_replica_leads_again_only_when_alive_and_in_sync():
+    from replication.elections import preferred_replica_election
+    assert preferred_replica_election(LeaderAndIsr(2, 3, (2, 1)), [1, 2], {1, 2}) == LeaderAndIsr(1, 4, (2, 1))
+    assert preferred_replica_election(LeaderAndIsr(1, 3, (1, 2)), [1, 2], {1, 2}) is None  # leads already
+    assert preferred_replica_election(LeaderAndIsr(2, 3, (2,)), [1, 2], {1, 2}) is None  # not in sync yet
+    assert preferred_replica_election(LeaderAndIsr(2, 3, (2, 1)), [1, 2], {2}) is None  # not alive
+
+
+def test_leader_imbalance_per_broker_as_kafkas_auto_rebalance_counts_it():
+    from replication.elections import imbalanced_brokers
+    assignments = {("t", p): [1 + p % 3, 1 + (p + 1) % 3] for p in range(30)}  # each broker prefers 10
+    leaders = {tp: a[0] for tp, a in assignments.items()}
+    assert imbalanced_brokers(leaders, assignments, 10) == {}
+    leaders[("t", 0)] = 2  # broker 1 leads 9 of its 10: 10 % is not more than 10 %
+    assert imbalanced_brokers(leaders, assignments, 10) == {}
+    leaders[("t", 3)] = 2  # now 2 of 10
+    assert imbalanced_brokers(leaders, assignments, 10) == {1: [("t", 0), ("t", 3)]}
+
+
+def test_a_broker_shutting_down_hands_its_leaderships_to_in_sync_replicas_and_leaves_the_isrs():
+    from replication.elections import controlled_shutdown_election
+    assert controlled_shutdown_election(LeaderAndIsr(1, 4, (1, 2, 3)), [1, 3, 2], {1, 2, 3}, 1) == \
+        LeaderAndIsr(3, 5, (2, 3))
+    assert controlled_shutdown_election(LeaderAndIsr(1, 4, (1,)), [1, 2], {1, 2}, 1) is None  # nobody in sync
+    assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2, 1)), [2, 1], {1, 2}, 1) == LeaderAndIsr(2, 5, (2,))
+    assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2,)), [2, 1], {1, 2}, 1) is None  # not in the ISR

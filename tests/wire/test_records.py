@@ -449,3 +449,48 @@ def test_damaged_batches_only_raise_record_errors(data: st.DataObject, base: byt
             entry(bytes(buf))
         except RecordError:
             pass
+
+
+def zstd_bomb(value_size: int) -> bytes:
+    """A one-record zstd batch whose record value is ``value_size`` zero bytes (compressed as a stream, so the
+    frame does not state its decompressed size; a few KiB on the wire)."""
+    import struct as _struct
+
+    import crc32c
+    import zstandard
+
+    def varint(n: int) -> bytes:
+        z, out = (n << 1) ^ (n >> 63), bytearray()
+        while z > 0x7F:
+            out.append(z & 0x7F | 0x80)
+            z >>= 7
+        out.append(z)
+        return bytes(out)
+
+    body = b"\x00" + varint(0) + varint(0) + varint(-1) + varint(value_size)
+    record_length = len(body) + value_size + 1
+    compressor = zstandard.ZstdCompressor().compressobj()
+    compressed = [compressor.compress(varint(record_length) + body)]
+    chunk = b"\x00" * (1 << 20)
+    for _ in range(value_size >> 20):
+        compressed.append(compressor.compress(chunk))
+    compressed.append(compressor.compress(b"\x00" * (value_size & ((1 << 20) - 1)) + varint(0)))
+    compressed.append(compressor.flush())
+    template = bytearray(build_simple_batch([b"x"], timestamp=T0, compression=CompressionType.ZSTD)[:61])
+    batch = template + b"".join(compressed)
+    _struct.pack_into(">i", batch, 8, len(batch) - 12)
+    _struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+def test_a_decompression_bomb_is_refused_by_default() -> None:
+    """Every caller is bounded: one batch's records decompress to at most MAX_DECOMPRESSED_BATCH_SIZE."""
+    from wire._records import MAX_DECOMPRESSED_BATCH_SIZE
+
+    bomb = zstd_bomb(MAX_DECOMPRESSED_BATCH_SIZE + (1 << 20))
+    assert len(bomb) < 64 * 1024
+    validate_batch(bomb)  # a well-formed batch: only its size is wrong
+    with pytest.raises(CorruptRecordError, match="exceeds"):
+        decode_records(bomb)
+    header, [record] = decode_records(zstd_bomb(1 << 20))
+    assert record.value == b"\x00" * (1 << 20)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from wire.messages.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
     from wire.messages.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
     from wire.messages.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+    from wire.messages.alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+    from wire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
     from wire.messages.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
     from wire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from wire.messages.api_versions_request import ApiVersionsRequest
@@ -62,6 +64,8 @@ if TYPE_CHECKING:
     from wire.messages.delete_groups_response import DeleteGroupsResponse
     from wire.messages.delete_records_request import DeleteRecordsRequest
     from wire.messages.delete_records_response import DeleteRecordsResponse
+    from wire.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+    from wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
     from wire.messages.delete_topics_request import DeleteTopicsRequest
     from wire.messages.delete_topics_response import DeleteTopicsResponse
     from wire.messages.describe_acls_request import DescribeAclsRequest
@@ -82,6 +86,8 @@ if TYPE_CHECKING:
     from wire.messages.describe_producers_response import DescribeProducersResponse
     from wire.messages.describe_quorum_request import DescribeQuorumRequest
     from wire.messages.describe_quorum_response import DescribeQuorumResponse
+    from wire.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
+    from wire.messages.describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
     from wire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
     from wire.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
     from wire.messages.describe_transactions_request import DescribeTransactionsRequest
@@ -144,6 +150,18 @@ if TYPE_CHECKING:
     from wire.messages.sasl_authenticate_response import SaslAuthenticateResponse
     from wire.messages.sasl_handshake_request import SaslHandshakeRequest
     from wire.messages.sasl_handshake_response import SaslHandshakeResponse
+    from wire.messages.share_acknowledge_request import ShareAcknowledgeRequest
+    from wire.messages.share_acknowledge_response import ShareAcknowledgeResponse
+    from wire.messages.share_fetch_request import ShareFetchRequest
+    from wire.messages.share_fetch_response import ShareFetchResponse
+    from wire.messages.share_group_describe_request import ShareGroupDescribeRequest
+    from wire.messages.share_group_describe_response import ShareGroupDescribeResponse
+    from wire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+    from wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+    from wire.messages.share_snapshot_key import ShareSnapshotKey
+    from wire.messages.share_snapshot_value import ShareSnapshotValue
+    from wire.messages.share_update_key import ShareUpdateKey
+    from wire.messages.share_update_value import ShareUpdateValue
     from wire.messages.sync_group_request import SyncGroupRequest
     from wire.messages.sync_group_response import SyncGroupResponse
     from wire.messages.transaction_log_key import TransactionLogKey
@@ -168,6 +186,8 @@ _MODULES: dict[str, str] = {
     'AlterPartitionReassignmentsResponse': 'alter_partition_reassignments_response',
     'AlterReplicaLogDirsRequest': 'alter_replica_log_dirs_request',
     'AlterReplicaLogDirsResponse': 'alter_replica_log_dirs_response',
+    'AlterShareGroupOffsetsRequest': 'alter_share_group_offsets_request',
+    'AlterShareGroupOffsetsResponse': 'alter_share_group_offsets_response',
     'AlterUserScramCredentialsRequest': 'alter_user_scram_credentials_request',
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
@@ -206,6 +226,8 @@ _MODULES: dict[str, str] = {
     'DeleteGroupsResponse': 'delete_groups_response',
     'DeleteRecordsRequest': 'delete_records_request',
     'DeleteRecordsResponse': 'delete_records_response',
+    'DeleteShareGroupOffsetsRequest': 'delete_share_group_offsets_request',
+    'DeleteShareGroupOffsetsResponse': 'delete_share_group_offsets_response',
     'DeleteTopicsRequest': 'delete_topics_request',
     'DeleteTopicsResponse': 'delete_topics_response',
     'DescribeAclsRequest': 'describe_acls_request',
@@ -226,6 +248,8 @@ _MODULES: dict[str, str] = {
     'DescribeProducersResponse': 'describe_producers_response',
     'DescribeQuorumRequest': 'describe_quorum_request',
     'DescribeQuorumResponse': 'describe_quorum_response',
+    'DescribeShareGroupOffsetsRequest': 'describe_share_group_offsets_request',
+    'DescribeShareGroupOffsetsResponse': 'describe_share_group_offsets_response',
     'DescribeTopicPartitionsRequest': 'describe_topic_partitions_request',
     'DescribeTopicPartitionsResponse': 'describe_topic_partitions_response',
     'DescribeTransactionsRequest': 'describe_transactions_request',
@@ -288,6 +312,18 @@ _MODULES: dict[str, str] = {
     'SaslAuthenticateResponse': 'sasl_authenticate_response',
     'SaslHandshakeRequest': 'sasl_handshake_request',
     'SaslHandshakeResponse': 'sasl_handshake_response',
+    'ShareAcknowledgeRequest': 'share_acknowledge_request',
+    'ShareAcknowledgeResponse': 'share_acknowledge_response',
+    'ShareFetchRequest': 'share_fetch_request',
+    'ShareFetchResponse': 'share_fetch_response',
+    'ShareGroupDescribeRequest': 'share_group_describe_request',
+    'ShareGroupDescribeResponse': 'share_group_describe_response',
+    'ShareGroupHeartbeatRequest': 'share_group_heartbeat_request',
+    'ShareGroupHeartbeatResponse': 'share_group_heartbeat_response',
+    'ShareSnapshotKey': 'share_snapshot_key',
+    'ShareSnapshotValue': 'share_snapshot_value',
+    'ShareUpdateKey': 'share_update_key',
+    'ShareUpdateValue': 'share_update_value',
     'SyncGroupRequest': 'sync_group_request',
     'SyncGroupResponse': 'sync_group_response',
     'TransactionLogKey': 'transaction_log_key',
@@ -388,6 +424,13 @@ REQUESTS: Mapping[int, type] = _ByApiKey({
     72: 'PushTelemetryRequest',
     74: 'ListConfigResourcesRequest',
     75: 'DescribeTopicPartitionsRequest',
+    76: 'ShareGroupHeartbeatRequest',
+    77: 'ShareGroupDescribeRequest',
+    78: 'ShareFetchRequest',
+    79: 'ShareAcknowledgeRequest',
+    90: 'DescribeShareGroupOffsetsRequest',
+    91: 'AlterShareGroupOffsetsRequest',
+    92: 'DeleteShareGroupOffsetsRequest',
 })
 RESPONSES: Mapping[int, type] = _ByApiKey({
     0: 'ProduceResponse',
@@ -450,6 +493,13 @@ RESPONSES: Mapping[int, type] = _ByApiKey({
     72: 'PushTelemetryResponse',
     74: 'ListConfigResourcesResponse',
     75: 'DescribeTopicPartitionsResponse',
+    76: 'ShareGroupHeartbeatResponse',
+    77: 'ShareGroupDescribeResponse',
+    78: 'ShareFetchResponse',
+    79: 'ShareAcknowledgeResponse',
+    90: 'DescribeShareGroupOffsetsResponse',
+    91: 'AlterShareGroupOffsetsResponse',
+    92: 'DeleteShareGroupOffsetsResponse',
 })
 
 __all__ = [
@@ -465,6 +515,8 @@ __all__ = [
     'AlterPartitionReassignmentsResponse',
     'AlterReplicaLogDirsRequest',
     'AlterReplicaLogDirsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'AlterUserScramCredentialsRequest',
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
@@ -503,6 +555,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -523,6 +577,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -585,6 +641,18 @@ __all__ = [
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse',
+    'ShareFetchRequest',
+    'ShareFetchResponse',
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse',
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse',
+    'ShareSnapshotKey',
+    'ShareSnapshotValue',
+    'ShareUpdateKey',
+    'ShareUpdateValue',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
+from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.assignment import assign_replicas, start_index_for_new_partitions
@@ -34,6 +35,8 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
         return (ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {current} partition(s); "
                 f"{topic.count} would not be an increase.", [])
     additional = topic.count - current
+    if additional > MAX_RECORDS_PER_USER_OP:  # as Kafka 4.1: its controller's bounded record list overflows
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None, []
     replication = len(state.partitions[0].replicas)
     live_brokers = ctx.metadata.live_broker_ids()
     if topic.assignments is None:

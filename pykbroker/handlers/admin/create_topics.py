@@ -4,6 +4,11 @@ Per topic: a legal, non-colliding name; not existing yet; configs known and vali
 assignments (then num_partitions and replication_factor must be -1) or counts, where -1 means the broker
 defaults. ``validate_only`` runs every check and creates nothing. v5+ answers with the topic's partition
 count, replication factor and configs; v7 with its topic id.
+
+Before anything else, as Kafka's controller: more than MAX_PARTITIONS_PER_BATCH partitions in the whole
+request fails every topic with POLICY_VIOLATION, and so does a request whose topics would take more than
+MAX_RECORDS_PER_USER_OP metadata records (each topic, its partitions, its configs): no request can make
+the broker build an unbounded number of partitions.
 """
 
 from __future__ import annotations
@@ -24,6 +29,26 @@ from wire.messages.create_topics_response import CreatableTopicConfigs, Creatabl
 log = logging.getLogger("pykbroker.handlers.create_topics")
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+# Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH and QuorumController's MAX_RECORDS_PER_USER_OP.
+MAX_PARTITIONS_PER_BATCH = 10_000
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+def _over_limits(ctx: RequestContext, single: list[CreatableTopic]) -> str | None:
+    """Kafka's per-request limits over the topics the controller gets (distinct, authorized): the
+    POLICY_VIOLATION message for each of them, or None."""
+    total_partitions = sum(len(t.assignments) if t.assignments else ctx.broker.config.num_partitions
+                           if t.num_partitions == -1 else max(t.num_partitions, 0) for t in single)
+    if total_partitions > MAX_PARTITIONS_PER_BATCH:
+        return TOO_MANY_PARTITIONS
+    records = 0
+    for t in single:
+        code, _, assignments = plan_topic(ctx, t)
+        if code == ErrorCode.NONE:
+            records += 1 + len(assignments) + len(t.configs)
+    return TOO_MANY_RECORDS if records > MAX_RECORDS_PER_USER_OP else None
 
 
 def error_response(request: CreateTopicsRequest | None, version: int, code: int) -> CreateTopicsResponse:
@@ -116,6 +141,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
     creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
         filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    over_limits = _over_limits(ctx, [t for t in request.topics if t.name in creatable])  # the controller's checks
     configs_visible = filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
                                            log_if_denied=False)
     for topic in request.topics:
@@ -131,6 +157,9 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             continue
         if name not in creatable:
             results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+            continue
+        if over_limits is not None:
+            results.append(_failed(name, ErrorCode.POLICY_VIOLATION, over_limits))
             continue
         code, message, assignments = plan_topic(ctx, topic)
         if code != ErrorCode.NONE:

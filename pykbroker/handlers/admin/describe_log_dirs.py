@@ -35,10 +35,13 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
         log_dir = os.path.abspath(p.log.parent_dir)
         by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(DescribeLogDirsPartition(
             partition_index=partition, partition_size=p.log.size_in_bytes, offset_lag=0, is_future_key=False))
+    failures = ctx.broker.log_manager.failure_channel
+    offline_dirs = {os.path.abspath(d): failures.is_offline(d) for d in ctx.broker.config.log_dirs}
     results = []
     for log_dir, topics in by_dir.items():
-        offline = any(p.log.is_offline for p in ctx.broker.replica_manager.partitions.values()
-                      if os.path.abspath(p.log.parent_dir) == log_dir)
+        offline = offline_dirs.get(log_dir, False) or any(
+            p.log.is_offline for p in ctx.broker.replica_manager.partitions.values()
+            if os.path.abspath(p.log.parent_dir) == log_dir)  # a dir offline with no partitions is offline too
         try:
             st = os.statvfs(log_dir)
             total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize

@@ -1,7 +1,8 @@
 """DeleteGroups v0-2: delete empty groups and their committed offsets (tombstones in __consumer_offsets).
 
 - v1+: on quota violation the response goes before throttling. v2+: flexible.
-A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
+A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND. Share groups (while share
+groups are on) are deleted with their share-partition state in __share_group_state.
 """
 
 from __future__ import annotations
@@ -24,8 +25,19 @@ def error_response(request: DeleteGroupsRequest | None, version: int, code: int)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
     allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
-    results = await coordinator(ctx).delete_groups(request_info(ctx), [g for g in names if g in allowed]) \
-        if allowed else []
-    return DeleteGroupsResponse(results=list(results) + [
-        DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        for g in names if g not in allowed])
+    denied = [DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+              for g in names if g not in allowed]
+    names = [g for g in names if g in allowed]
+    shared: list[DeletableGroupResult] = []
+    if names and ctx.broker.share_groups_enabled:
+        share = ctx.broker.share_groups
+        await share.groups_with_state()
+        for name in [n for n in names if n in share.groups.groups]:
+            names.remove(name)
+            code = share.groups.delete(name)
+            if code == 0:
+                for key in await share.coordinator.all_states(name):
+                    await share.partitions.delete(key)
+            shared.append(DeletableGroupResult(group_id=name, error_code=code))
+    results = await coordinator(ctx).delete_groups(request_info(ctx), names) if names else []
+    return DeleteGroupsResponse(results=list(results) + shared + denied)

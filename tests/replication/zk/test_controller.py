@@ -18,6 +18,7 @@ from replication.zk.znodes import (
     TopicZNode,
 )
 from tests.replication.zk.zk_helpers import run
+from wire import ErrorCode
 
 
 async def until(predicate, timeout: float = 15.0) -> None:
@@ -175,4 +176,32 @@ def test_a_new_controller_finishes_what_the_old_one_left(zk_server, chroot):
                 await standby.close()
                 await standby_election.close()
                 await standby_zk.close()
+    run(main())
+
+
+def test_leadership_returns_to_preferred_replicas_by_request_and_by_the_imbalance_check(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            c.controller.leader_imbalance_check_interval_s = 0.5
+            for b in (1, 2):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.create_topic("pref", {0: [1, 2], 1: [2, 1]})
+            await until(c.has_state("pref", 0, (1, 0, [1, 2])))
+            await c.stop_broker(1)
+            await until(c.has_state("pref", 0, (2, 1, [2])))
+            assert await c.controller.elect_leaders([("pref", 0)], preferred=True) == {
+                ("pref", 0): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE}
+            await c.start_broker(1)
+            assert await c.controller.elect_leaders([("pref", 0), ("pref", 1)], preferred=True) == {
+                ("pref", 0): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,  # broker 1 is not back in the ISR yet
+                ("pref", 1): ErrorCode.ELECTION_NOT_NEEDED}
+            # Broker 1's leader lets it back into the ISR (as a leader's conditional write does)...
+            found = await c.admin.get(TopicPartitionStateZNode.path("pref", 0))
+            await c.admin.set(TopicPartitionStateZNode.path("pref", 0),
+                              TopicPartitionStateZNode.encode(2, 1, [2, 1], 1), found[1].version)
+            # ...and the periodic imbalance check (no request) gives it its preferred partition back.
+            await until(c.has_state("pref", 0, (1, 2, [2, 1])))
+            assert await c.controller.elect_leaders(None, preferred=True) == {
+                ("pref", 0): ErrorCode.ELECTION_NOT_NEEDED, ("pref", 1): ErrorCode.ELECTION_NOT_NEEDED}
     run(main())

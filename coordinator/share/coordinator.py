@@ -1,0 +1,121 @@
+"""The share coordinator: share-partition state persisted in ``__share_group_state`` (KIP-932).
+
+Kafka's ShareCoordinatorService in one process: each __share_group_state partition this node leads is a
+``ShareCoordinatorShard`` on the coordinator runtime (single-writer task, records appended through the
+replica manager, state = replay of the partition). A share-partition's key ``groupId:topicId:partition``
+picks the partition as Kafka does (``Utils.abs(key.hashCode()) % share.coordinator.state.topic.num.partitions``).
+The broker's share-partition manager calls ``read_state`` / ``write_state`` / ``initialize_state`` /
+``delete_state`` directly (on a single node the Read/WriteShareGroupState RPCs would go to itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.group.clock import Clock, SystemClock
+from coordinator.group.errors import ApiError
+from coordinator.group.log import CoordinatorLogFactory
+from coordinator.group.partitioner import java_string_hash
+from coordinator.group.runtime import CoordinatorRuntime
+from coordinator.group.timer import CoordinatorTimer
+from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
+from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
+from coordinator.share.state_batch import StateBatch
+from storage.checkpoints import topic_id_to_string
+from wire import ErrorCode
+
+__all__ = ["ShareCoordinator", "coordinator_key"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+
+def coordinator_key(key: SharePartitionKey) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey(): ``groupId:topicId:partition``."""
+    return f"{key[0]}:{topic_id_to_string(key[1])}:{key[2]}"
+
+
+class ShareCoordinator:
+    def __init__(self, node_id: int, num_partitions: int, log_factory: CoordinatorLogFactory, *,
+                 clock: Clock | None = None, snapshot_every: int = 500,
+                 partition_leader: Callable[[int], int | None] | None = None,
+                 ensure_state_topic: Callable[[], Any] | None = None) -> None:
+        self.node_id = node_id
+        self.num_partitions = num_partitions
+        self.clock = clock or SystemClock()
+        self.snapshot_every = snapshot_every
+        self._partition_leader = partition_leader or (lambda _p: node_id)
+        self._ensure_state_topic = ensure_state_topic
+        self._ready_future: asyncio.Future | None = None
+        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock, decode_record=decode_record,
+                                          topic=SHARE_GROUP_STATE_TOPIC_NAME)
+
+    def _new_shard(self, partition: int, timer: CoordinatorTimer) -> ShareCoordinatorShard:
+        return ShareCoordinatorShard(partition, self.snapshot_every, self.clock.now_ms)
+
+    def partition_for(self, key: SharePartitionKey) -> int:
+        h = java_string_hash(coordinator_key(key))
+        return (0 if h == -(1 << 31) else abs(h)) % self.num_partitions
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    def load_all(self) -> None:
+        for partition in range(self.num_partitions):
+            if self._partition_leader(partition) == self.node_id:
+                self.runtime.load(partition)
+
+    async def _ready(self) -> None:
+        if self._ready_future is None:
+            async def start() -> None:
+                if self._ensure_state_topic is not None:
+                    result = self._ensure_state_topic()
+                    if asyncio.iscoroutine(result):
+                        await result
+                self.load_all()
+            self._ready_future = asyncio.ensure_future(start())
+        try:
+            await asyncio.shield(self._ready_future)
+        except Exception:
+            self._ready_future = None
+            log.exception("creating %s failed", SHARE_GROUP_STATE_TOPIC_NAME)
+            raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+
+    async def close(self) -> None:
+        await self.runtime.close()
+
+    async def _partition(self, key: SharePartitionKey) -> int:
+        await self._ready()
+        partition = self.partition_for(key)
+        if self._partition_leader(partition) != self.node_id:
+            raise ApiError(ErrorCode.NOT_COORDINATOR)
+        self.runtime.load(partition)
+        return partition
+
+    # -- the persister's operations --------------------------------------------------------------------
+    async def read_state(self, key: SharePartitionKey) -> ShareGroupOffset | None:
+        return await self.runtime.read(await self._partition(key), lambda shard: shard.read_state(key))
+
+    async def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
+        await self.runtime.write(await self._partition(key),
+                                 lambda shard: shard.initialize_state(key, state_epoch, start_offset))
+
+    async def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                          batches: list[StateBatch], delivery_complete_count: int = -1) -> None:
+        await self.runtime.write(await self._partition(key), lambda shard: shard.write_state(
+            key, state_epoch, leader_epoch, start_offset, batches, delivery_complete_count))
+
+    async def delete_state(self, key: SharePartitionKey) -> None:
+        await self.runtime.write(await self._partition(key), lambda shard: shard.delete_state(key))
+
+    async def all_states(self, group_id: str | None = None) -> dict[SharePartitionKey, ShareGroupOffset]:
+        """Every persisted share-partition (of ``group_id``), for describe and delete."""
+        await self._ready()
+        out: dict[SharePartitionKey, ShareGroupOffset] = {}
+        for partition in range(self.num_partitions):
+            if self._partition_leader(partition) != self.node_id:
+                continue
+            self.runtime.load(partition)
+            states = await self.runtime.read(partition, lambda shard: dict(shard.state))
+            out.update({k: v for k, v in states.items() if group_id is None or k[0] == group_id})
+        return out

@@ -1,0 +1,61 @@
+"""The records of __share_group_state, byte-compatible with Apache Kafka 4.2.
+
+Each record is a plain key/value record in a v2 record batch, framed as in __consumer_offsets
+(``coordinator.group.records.CoordinatorRecord``): key = int16 record type + key struct at version 0,
+value = int16 version + value struct (v0, flexible), or null for a tombstone.
+
+==== ============================== ===========================================================
+type key / value                     meaning
+==== ============================== ===========================================================
+0    ShareSnapshotKey / ...Value     the whole state of one share-partition (replaces what was there)
+1    ShareUpdateKey / ...Value       a delta: a new start offset (or -1) and the state batches that changed
+==== ============================== ===========================================================
+
+Both keys are (group id, topic id, partition); a tombstone of the snapshot key deletes the state.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from coordinator.group.records import CoordinatorRecord, UnknownRecordTypeError
+from wire import DecodeError, Reader
+from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
+
+__all__ = ["CoordinatorRecord", "RecordType", "SHARE_GROUP_STATE_TOPIC_NAME", "decode_record"]
+
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
+
+
+class RecordType(IntEnum):
+    """The int16 prefix of a __share_group_state record key."""
+
+    SHARE_SNAPSHOT = 0
+    SHARE_UPDATE = 1
+
+
+_CLASSES = {
+    RecordType.SHARE_SNAPSHOT: (ShareSnapshotKey, ShareSnapshotValue),
+    RecordType.SHARE_UPDATE: (ShareUpdateKey, ShareUpdateValue),
+}
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord:
+    """Parse a __share_group_state record; raises UnknownRecordTypeError or DecodeError."""
+    if key is None or len(key) < 2:
+        raise DecodeError("__share_group_state record without a key")
+    r = Reader(key)
+    record_type = r.int16()
+    classes = _CLASSES.get(record_type)
+    if classes is None:
+        raise UnknownRecordTypeError(record_type)
+    key_class, value_class = classes
+    key_message = key_class.decode_from(r, 0)
+    if value is None:
+        return CoordinatorRecord(key_message, None)
+    vr = Reader(value)
+    version = vr.int16()
+    if version < value_class.LOWEST_VERSION:
+        raise DecodeError(f"{value_class.NAME} version {version} is unknown")
+    read_version = min(version, value_class.HIGHEST_VERSION)
+    return CoordinatorRecord(key_message, value_class.decode_from(vr, read_version), read_version)

@@ -1,0 +1,113 @@
+"""Share groups as one service for the broker: the share coordinator, share-partitions, sessions, members.
+
+``ShareGroupService`` owns:
+
+- ``coordinator``: the ``ShareCoordinator`` over __share_group_state (created on first use);
+- ``partitions``: the ``SharePartitionManager`` (in-flight records, acquisitions, acknowledgements);
+- ``sessions``: the ``ShareSessionCache``;
+- ``groups``: the ``ShareGroupCoordinator`` (members, heartbeats, assignment).
+
+The broker gives it callables for what lives above this layer (topic lookups, group configs, creating the
+state topic), so nothing here imports pykbroker. ``settings(group_id)`` merges the broker's ``group.share.*``
+defaults with the group's configs (``share.auto.offset.reset``, ``share.isolation.level``,
+``share.record.lock.duration.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.group.clock import Clock, SystemClock
+from coordinator.group.log import CoordinatorLogFactory
+from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
+from coordinator.share.share_group import ShareGroupCoordinator
+from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
+from coordinator.share.share_session import ShareSessionCache
+
+__all__ = ["ShareGroupService"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+
+class ShareGroupService:
+    def __init__(self, config: Callable[[str], Any], node_id: int, replica_manager, log_factory: CoordinatorLogFactory,
+                 *, topic_by_name: Callable[[str], tuple[uuid.UUID, int] | None],
+                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], dict[str, str]],
+                 ensure_state_topic: Callable[[], Any] | None = None,
+                 partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
+                 existing_topics: Callable[[], Any] = lambda: ()) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self._group_configs = group_configs
+        self.coordinator = ShareCoordinator(
+            node_id, config("share.coordinator.state.topic.num.partitions"), log_factory, clock=self.clock,
+            snapshot_every=config("share.coordinator.snapshot.update.records.per.snapshot"),
+            partition_leader=partition_leader, ensure_state_topic=ensure_state_topic)
+        self.partitions = SharePartitionManager(replica_manager, self.coordinator, topic_name, self.settings,
+                                                self.clock)
+        self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
+        self._tasks: set[asyncio.Task] = set()
+        self._groups_loaded = False
+        self._existing_topics = existing_topics
+        self.groups = ShareGroupCoordinator(
+            self.clock, topic_by_name, session_timeout_ms=config("group.share.session.timeout.ms"),
+            heartbeat_interval_ms=config("group.share.heartbeat.interval.ms"),
+            max_size=config("group.share.max.size"))
+
+    def settings(self, group_id: str) -> ShareGroupSettings:
+        configs = self._group_configs(group_id)
+        lock_ms = int(configs.get("share.record.lock.duration.ms", self.config("group.share.record.lock.duration.ms")))
+        return ShareGroupSettings(
+            auto_offset_reset=configs.get("share.auto.offset.reset", "latest").lower(),
+            read_committed=configs.get("share.isolation.level", "read_uncommitted").lower() == "read_committed",
+            record_lock_duration_ms=lock_ms,
+            delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
+            max_record_locks=int(self.config("group.share.partition.max.record.locks")))
+
+    async def groups_with_state(self) -> None:
+        """Groups known only from __share_group_state (after a restart, before any member is back) are
+        listed as Empty groups, as Kafka lists the share groups its __consumer_offsets records."""
+        if self._groups_loaded or SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
+            return
+        for key in await self.coordinator.all_states():
+            self.groups.ensure_group(key[0])
+        self._groups_loaded = True
+
+    async def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """A topic was deleted: drop its share-partitions and delete their persisted state."""
+        try:
+            states = await self.coordinator.all_states()
+        except Exception as exc:
+            log.warning("deleting share state of deleted topic %s failed: %s", topic_id, exc)
+            return
+        for key in [k for k in states if k[1] == topic_id]:
+            try:
+                await self.partitions.delete(key)
+            except Exception as exc:
+                log.warning("deleting share state %s failed: %s", key, exc)
+        for session in self.sessions.all():
+            for tp in [tp for tp in session.partitions if tp[0] == topic_id]:
+                session.partitions.pop(tp, None)
+
+    def connection_closed(self, connection: object) -> None:
+        """Kafka's ShareSessionCache disconnect listener: end the sessions opened on ``connection`` and release
+        what their members hold."""
+        for session in self.sessions.sessions_of(connection):
+            self.sessions.remove(session.group_id, session.member_id)
+            keys = [(session.group_id, t, p) for t, p in session.partitions]
+            task = asyncio.ensure_future(self.partitions.release_member(session.group_id, session.member_id, keys))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def load_all(self) -> None:
+        self.coordinator.load_all()
+
+    async def close(self) -> None:
+        self.groups.close()
+        self.partitions.close()
+        await self.coordinator.close()

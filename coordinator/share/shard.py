@@ -1,0 +1,150 @@
+"""One __share_group_state partition's state machine (Kafka's ShareCoordinatorShard).
+
+The shard holds the persisted state of every share-partition whose key (``group:topicId:partition``)
+hashes to its partition. Write operations return a ``CoordinatorResult`` with the records to append;
+``replay`` applies one record and is the only way the state changes, so loading a partition is replaying
+it. A write appends a ShareUpdate (a delta) until ``snapshot_update_records_per_snapshot`` updates have
+been written for the key since its last snapshot; then it writes a ShareSnapshot of the merged state,
+as Kafka does, so replay never has to fold an unbounded chain of deltas.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from coordinator.group.errors import ApiError
+from coordinator.group.records import CoordinatorRecord
+from coordinator.group.result import CoordinatorResult
+from coordinator.share.state_batch import StateBatch, combine, merge
+from wire import ErrorCode
+from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
+from wire.messages import share_snapshot_value as _snap
+from wire.messages import share_update_value as _upd
+
+__all__ = ["ShareCoordinatorShard", "ShareGroupOffset", "SharePartitionKey"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+# (group id, topic id, partition): Kafka's SharePartitionKey.
+SharePartitionKey = tuple[str, uuid.UUID, int]
+
+
+@dataclass
+class ShareGroupOffset:
+    """The persisted state of one share-partition (Kafka's ShareGroupOffset)."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    state_batches: list[StateBatch] = field(default_factory=list)
+    delivery_complete_count: int = -1
+    create_timestamp: int = -1
+    write_timestamp: int = -1
+
+
+def _batches(values) -> list[StateBatch]:
+    return [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in values]
+
+
+class ShareCoordinatorShard:
+    def __init__(self, partition: int, snapshot_every: int, now_ms) -> None:
+        self.partition = partition
+        self.snapshot_every = snapshot_every
+        self._now_ms = now_ms
+        self.state: dict[SharePartitionKey, ShareGroupOffset] = {}
+        self._updates_since_snapshot: dict[SharePartitionKey, int] = {}
+
+    # -- lifecycle (the runtime's Shard protocol) ------------------------------------------------------
+    def on_loaded(self) -> None:
+        log.debug("__share_group_state-%d loaded: %d share-partitions", self.partition, len(self.state))
+
+    def on_unloaded(self) -> None:
+        pass
+
+    # -- replay ----------------------------------------------------------------------------------------
+    def replay(self, offset: int, record: CoordinatorRecord) -> None:
+        key = (record.key.group_id, record.key.topic_id, record.key.partition)
+        value = record.value
+        if isinstance(record.key, ShareSnapshotKey):
+            if value is None:
+                self.state.pop(key, None)
+                self._updates_since_snapshot.pop(key, None)
+                return
+            self.state[key] = ShareGroupOffset(
+                value.snapshot_epoch, value.state_epoch, value.leader_epoch, value.start_offset,
+                combine(_batches(value.state_batches)), value.delivery_complete_count, value.create_timestamp,
+                value.write_timestamp)
+            self._updates_since_snapshot[key] = 0
+        elif isinstance(record.key, ShareUpdateKey):
+            current = self.state.get(key)
+            if value is None or current is None:
+                return  # an update with no snapshot before it (deleted state): nothing to apply it to
+            start = value.start_offset if value.start_offset >= 0 else current.start_offset
+            current.start_offset = start
+            current.leader_epoch = value.leader_epoch
+            current.state_batches = merge(current.state_batches, _batches(value.state_batches), start)
+            current.delivery_complete_count = value.delivery_complete_count
+            self._updates_since_snapshot[key] = self._updates_since_snapshot.get(key, 0) + 1
+
+    # -- operations ------------------------------------------------------------------------------------
+    def read_state(self, key: SharePartitionKey) -> ShareGroupOffset | None:
+        return self.state.get(key)
+
+    def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> CoordinatorResult:
+        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches."""
+        now = self._now_ms()
+        current = self.state.get(key)
+        snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
+        return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(
+            snapshot_epoch, state_epoch, -1, start_offset, [], 0, now, now))])
+
+    def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                    batches: list[StateBatch], delivery_complete_count: int = -1) -> CoordinatorResult:
+        """WriteShareGroupState: a ShareUpdate, or a ShareSnapshot when one is due or there is no state yet."""
+        current = self.state.get(key)
+        if current is not None and state_epoch < current.state_epoch:
+            raise ApiError(ErrorCode.FENCED_STATE_EPOCH, f"state epoch {state_epoch} < {current.state_epoch}")
+        if current is not None and 0 <= leader_epoch < current.leader_epoch:
+            raise ApiError(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch {leader_epoch} < {current.leader_epoch}")
+        now = self._now_ms()
+        if current is None or self._updates_since_snapshot.get(key, 0) >= self.snapshot_every:
+            base = current or ShareGroupOffset(-1, state_epoch, leader_epoch, start_offset, [], -1, now, now)
+            start = start_offset if start_offset >= 0 else base.start_offset
+            merged = merge(base.state_batches, batches, start)
+            return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(
+                base.snapshot_epoch + 1, max(state_epoch, base.state_epoch), leader_epoch, start, merged,
+                delivery_complete_count, base.create_timestamp, now))])
+        value = ShareUpdateValue(
+            snapshot_epoch=current.snapshot_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
+            delivery_complete_count=delivery_complete_count,
+            state_batches=[_upd.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
+                                           delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                           for b in batches])
+        return CoordinatorResult([CoordinatorRecord(
+            ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), value)])
+
+    def delete_state(self, key: SharePartitionKey) -> CoordinatorResult:
+        """DeleteShareGroupState: tombstones for the snapshot and the update key."""
+        if key not in self.state:
+            return CoordinatorResult()
+        return CoordinatorResult([
+            CoordinatorRecord(ShareSnapshotKey(group_id=key[0], topic_id=key[1], partition=key[2]), None),
+            CoordinatorRecord(ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), None)])
+
+    @staticmethod
+    def _snapshot_record(key: SharePartitionKey, state: ShareGroupOffset) -> CoordinatorRecord:
+        value = ShareSnapshotValue(
+            snapshot_epoch=state.snapshot_epoch, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+            start_offset=state.start_offset, delivery_complete_count=state.delivery_complete_count,
+            create_timestamp=state.create_timestamp, write_timestamp=state.write_timestamp,
+            state_batches=[_snap.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
+                                            delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                           for b in state.state_batches])
+        return CoordinatorRecord(ShareSnapshotKey(group_id=key[0], topic_id=key[1], partition=key[2]), value)
+
+    def snapshot(self) -> dict:
+        """The whole state (tests: replay into a fresh shard must give the same)."""
+        return {k: (v.start_offset, v.state_epoch, tuple(v.state_batches)) for k, v in self.state.items()}

@@ -1,0 +1,405 @@
+"""One share-partition: the in-flight records a share group holds on one topic partition (Kafka's SharePartition).
+
+State, for offsets ``start_offset .. end_offset - 1`` (the in-flight window; everything below
+``start_offset`` is done, everything from ``end_offset`` on has never been delivered):
+
+- ``_states``: a bytearray of ``RecordState`` per offset; ``_counts``: the delivery count per offset;
+- ``_tokens``: per offset, the acquisition that holds it (0 = none). An ``Acquisition`` is one ShareFetch's
+  lock for one member: its timer returns the offsets it still holds to AVAILABLE (or ARCHIVED at the
+  delivery count limit) when ``record_lock_duration_ms`` passes.
+
+So an in-flight record costs 11 bytes plus its share of one Acquisition. The window only grows by
+acquiring records at ``end_offset`` and only while it holds fewer than ``max_record_locks`` offsets; it
+shrinks at the front when the first records reach a terminal state (the start offset moves on).
+
+Every change is marked dirty; ``take_dirty`` turns the dirty offsets into state batches for the share
+coordinator (acquired records are written as available, as Kafka persists them). The object does no I/O:
+``SharePartitionManager`` reads the log, persists, and answers. One event loop, no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import groupby
+
+from coordinator.group.clock import Clock, TimerHandle
+from coordinator.share.record_state import AcknowledgeType, RecordState
+from coordinator.share.state_batch import StateBatch, combine
+
+__all__ = ["AcquiredRecords", "InvalidRecordStateError", "SharePartition", "SharePartitionConfig"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+_AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVED = (int(s) for s in RecordState)
+
+
+class InvalidRecordStateError(Exception):
+    """An acknowledgement of records the member does not hold (INVALID_RECORD_STATE)."""
+
+
+@dataclass(frozen=True)
+class SharePartitionConfig:
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(slots=True)
+class Acquisition:
+    member_id: str
+    handle: TimerHandle | None = None
+    held: int = 0  # offsets still held; the acquisition is dropped at 0
+
+
+_NOBODY = Acquisition("")
+
+
+@dataclass
+class _Dirty:
+    low: int | None = None
+    high: int = -1
+    start_moved: bool = False
+
+    def mark(self, first: int, last: int) -> None:
+        self.low = first if self.low is None else min(self.low, first)
+        self.high = max(self.high, last)
+
+
+@dataclass
+class SharePartition:
+    group_id: str
+    topic: str
+    topic_id: uuid.UUID
+    partition: int
+    config: SharePartitionConfig
+    clock: Clock
+    on_release: Callable[[], None] = lambda: None  # records became available again (wake long polls)
+    start_offset: int = 0
+    state_epoch: int = 0
+    _states: bytearray = field(default_factory=bytearray)
+    _counts: array = field(default_factory=lambda: array("h"))
+    _tokens: array = field(default_factory=lambda: array("q"))
+    _acquisitions: dict[int, Acquisition] = field(default_factory=dict)
+    _next_token: int = 1
+    _dirty: _Dirty = field(default_factory=_Dirty)
+    _start_to_write: int = 0
+    _trimmed: list[StateBatch] = field(default_factory=list)  # terminal records that left the window, unwritten
+
+    # -- load --------------------------------------------------------------------------------------------
+    def load(self, start_offset: int, batches: list[StateBatch], state_epoch: int = 0) -> None:
+        """Rebuild from persisted state: offsets a batch does not cover (below its end) are available, count 0."""
+        self.start_offset = start_offset
+        self.state_epoch = state_epoch
+        end = max([b.last_offset + 1 for b in batches] + [start_offset])
+        n = end - start_offset
+        self._states = bytearray(n)
+        self._counts = array("h", bytes(2 * n))
+        self._tokens = array("q", bytes(8 * n))
+        for b in batches:
+            for off in range(max(b.first_offset, start_offset), b.last_offset + 1):
+                i = off - start_offset
+                self._states[i] = _AVAILABLE if b.delivery_state == _ACQUIRED else b.delivery_state
+                self._counts[i] = b.delivery_count
+        self._advance_start()
+        self._dirty = _Dirty()
+        self._trimmed = []
+        self._start_to_write = self.start_offset
+
+    def force_start_write(self) -> None:
+        """The start offset is not persisted yet: the next write must carry it even with no state change."""
+        self._dirty.start_moved = True
+
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + len(self._states)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._states)
+
+    def state_of(self, offset: int) -> tuple[RecordState, int] | None:
+        """(state, delivery count) of an in-flight offset (tests and describe)."""
+        i = offset - self.start_offset
+        if 0 <= i < len(self._states):
+            return RecordState(self._states[i]), self._counts[i]
+        return None
+
+    # -- fetch -------------------------------------------------------------------------------------------
+    def next_fetch_offset(self) -> int:
+        """The first available in-flight offset (redelivery first, as Kafka), else the end offset."""
+        i = self._states.find(_AVAILABLE)
+        return self.start_offset + i if i >= 0 else self.end_offset
+
+    def can_acquire(self) -> bool:
+        return self._states.find(_AVAILABLE) >= 0 or len(self._states) < self.config.max_record_locks
+
+    def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int,
+                record_limit: bool = False, archive: Callable[[int], bool] | None = None) -> list[AcquiredRecords]:
+        """Acquire for ``member_id`` the available offsets of ``batches`` ((first, last) of each log batch read
+        from ``next_fetch_offset``), at most ``max_records`` — whole batches unless ``record_limit`` (Kafka's
+        batch-optimized mode may pass the limit to end at a batch boundary). ``archive(offset)`` says which
+        fresh offsets are archived rather than delivered (aborted transactions under read_committed)."""
+        token = self._next_token
+        self._next_token += 1
+        acquired: list[AcquiredRecords] = []
+        taken = 0
+        for first, last in batches:
+            if taken >= max_records:
+                break
+            if last >= self.end_offset:
+                if len(self._states) >= self.config.max_record_locks and first >= self.end_offset:
+                    break
+                gap = self.end_offset
+                self._grow(last + 1)
+                if first > gap:  # offsets without a record (compacted away, or before the log start): archived
+                    for off in range(gap, first):
+                        self._states[off - self.start_offset] = _ARCHIVED
+                    self._dirty.mark(gap, first - 1)
+            lo = max(first, self.start_offset)
+            run_first = -1
+            run_count = -1
+            for off in range(lo, last + 1):
+                i = off - self.start_offset
+                ok = self._states[i] == _AVAILABLE and (not record_limit or taken < max_records)
+                if ok and archive is not None and self._counts[i] == 0 and archive(off):
+                    self._states[i] = _ARCHIVED
+                    self._dirty.mark(off, off)
+                    ok = False
+                if ok:
+                    count = self._counts[i] + 1
+                    self._states[i] = _ACQUIRED
+                    self._counts[i] = count
+                    self._tokens[i] = token
+                    taken += 1
+                    if run_first >= 0 and count == run_count:
+                        continue
+                    if run_first >= 0:
+                        acquired.append(AcquiredRecords(run_first, off - 1, run_count))
+                    run_first, run_count = off, count
+                elif run_first >= 0:
+                    acquired.append(AcquiredRecords(run_first, off - 1, run_count))
+                    run_first = -1
+            if run_first >= 0:
+                acquired.append(AcquiredRecords(run_first, last, run_count))
+        if taken:
+            acquisition = Acquisition(member_id, held=taken)
+            acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
+                                                       lambda: self._lock_expired(token))
+            self._acquisitions[token] = acquisition
+        self._advance_start()
+        return acquired
+
+    def _grow(self, end: int) -> None:
+        extra = end - self.end_offset
+        if extra > 0:
+            self._states.extend(bytes(extra))
+            self._counts.extend(array("h", bytes(2 * extra)))
+            self._tokens.extend(array("q", bytes(8 * extra)))
+
+    # -- acknowledge -------------------------------------------------------------------------------------
+    def acknowledge(self, member_id: str, first: int, last: int, types: list[int]) -> None:
+        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing."""
+        n = last - first + 1
+        if n <= 0 or (len(types) != 1 and len(types) != n):
+            raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
+        lo = first - self.start_offset
+        hi = lo + n
+        if lo < 0 or hi > len(self._states) or self._states.count(_ACQUIRED, lo, hi) != n:
+            raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired")
+        for token in set(self._tokens[lo:hi]):
+            if self._acquisitions.get(token, _NOBODY).member_id != member_id:
+                raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired by member {member_id}")
+        if len(types) == 1 and types[0] in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.GAP):
+            # the common case, in slices: one state for the whole range
+            self._drop_holds(lo, hi)
+            state = _ACKNOWLEDGED if types[0] == AcknowledgeType.ACCEPT else _ARCHIVED
+            self._states[lo:hi] = bytes((state,)) * n
+        else:
+            for i in range(lo, hi):
+                kind = types[0] if len(types) == 1 else types[i - lo]
+                if kind == AcknowledgeType.RENEW:
+                    self._renew(i, member_id)
+                elif kind == AcknowledgeType.ACCEPT:
+                    self._finish(i, _ACKNOWLEDGED)
+                elif kind == AcknowledgeType.RELEASE:
+                    self._release(i)
+                else:  # REJECT, GAP
+                    self._finish(i, _ARCHIVED)
+        self._dirty.mark(first, last)
+        self._advance_start()
+
+    def _drop_holds(self, lo: int, hi: int) -> None:
+        """``_drop_hold`` for every index in ``lo..hi-1`` at once."""
+        for token, held in Counter(self._tokens[lo:hi]).items():
+            acquisition = self._acquisitions.get(token)
+            if acquisition is not None:
+                acquisition.held -= held
+                if acquisition.held <= 0:
+                    del self._acquisitions[token]
+                    if acquisition.handle is not None:
+                        acquisition.handle.cancel()
+        self._tokens[lo:hi] = array("q", bytes(8 * (hi - lo)))
+
+    def _renew(self, i: int, member_id: str) -> None:
+        """Restart the lock of one held offset (RENEW, ShareFetch/ShareAcknowledge v2)."""
+        self._drop_hold(i)
+        token = self._next_token
+        self._next_token += 1
+        acquisition = Acquisition(member_id, held=1)
+        acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
+                                                   lambda: self._lock_expired(token))
+        self._acquisitions[token] = acquisition
+        self._tokens[i] = token
+
+    def _drop_hold(self, i: int) -> None:
+        token = self._tokens[i]
+        self._tokens[i] = 0
+        acquisition = self._acquisitions.get(token)
+        if acquisition is not None:
+            acquisition.held -= 1
+            if acquisition.held <= 0:
+                del self._acquisitions[token]
+                if acquisition.handle is not None:
+                    acquisition.handle.cancel()
+
+    def _finish(self, i: int, state: int) -> None:
+        self._drop_hold(i)
+        self._states[i] = state
+
+    def _release(self, i: int) -> None:
+        """ACQUIRED -> AVAILABLE, or ARCHIVED once the delivery count has reached the limit."""
+        self._drop_hold(i)
+        self._states[i] = _ARCHIVED if self._counts[i] >= self.config.delivery_count_limit else _AVAILABLE
+
+    def release_member(self, member_id: str) -> int:
+        """Release every record ``member_id`` holds (its share session ended or it left the group)."""
+        tokens = {t for t, a in self._acquisitions.items() if a.member_id == member_id}
+        return self._release_tokens(tokens)
+
+    def _lock_expired(self, token: int) -> None:
+        released = self._release_tokens({token})
+        if released:
+            log.info("share group %s %s-%d: acquisition lock expired, %d records released", self.group_id,
+                     self.topic, self.partition, released)
+
+    def _release_tokens(self, tokens: set[int]) -> int:
+        if not tokens:
+            return 0
+        released = 0
+        low, high = None, -1
+        for i, t in enumerate(self._tokens):
+            if t in tokens and self._states[i] == _ACQUIRED:
+                self._release(i)
+                released += 1
+                off = self.start_offset + i
+                low = off if low is None else low
+                high = off
+        for t in tokens:
+            a = self._acquisitions.pop(t, None)
+            if a is not None and a.handle is not None:
+                a.handle.cancel()
+        if released:
+            self._dirty.mark(low, high)
+            self._advance_start()
+            self.on_release()
+        return released
+
+    # -- start offset ------------------------------------------------------------------------------------
+    def _advance_start(self) -> None:
+        n = 0
+        states = self._states
+        while n < len(states) and states[n] in (_ACKNOWLEDGED, _ARCHIVED):
+            n += 1
+        if n:
+            self._remember_trimmed(n)
+            del self._states[:n]
+            del self._counts[:n]
+            del self._tokens[:n]
+            self.start_offset += n
+            self._dirty.start_moved = True
+
+    def move_start(self, offset: int) -> None:
+        """Records below ``offset`` are gone (log start moved, or offsets were reset): archive them."""
+        if offset <= self.start_offset:
+            return
+        n = min(offset - self.start_offset, len(self._states))
+        for i in range(n):
+            self._drop_hold(i)
+            self._states[i] = _ARCHIVED
+        self._remember_trimmed(n)
+        del self._states[:n]
+        del self._counts[:n]
+        del self._tokens[:n]
+        self.start_offset = offset
+        self._dirty.start_moved = True
+        self._advance_start()
+
+    def _remember_trimmed(self, n: int) -> None:
+        """The first ``n`` (terminal) offsets leave the window: keep their states for the next write."""
+        self._trimmed.extend(self._runs(0, n))
+        if len(self._trimmed) > 64:
+            self._trimmed = combine(self._trimmed)
+
+    def _runs(self, lo: int, hi: int) -> list[StateBatch]:
+        """State batches of window indexes ``lo..hi-1`` (acquired written as available), equal neighbours joined."""
+        out: list[StateBatch] = []
+        offset = self.start_offset + lo
+        for (state, count), run in groupby(zip(self._states[lo:hi], self._counts[lo:hi], strict=True)):
+            length = sum(1 for _ in run)
+            out.append(StateBatch(offset, offset + length - 1, _AVAILABLE if state == _ACQUIRED else state, count))
+            offset += length
+        return out
+
+    def reset(self, offset: int) -> None:
+        """AlterShareGroupOffsets: forget everything in flight and start at ``offset``."""
+        for a in self._acquisitions.values():
+            if a.handle is not None:
+                a.handle.cancel()
+        self._acquisitions.clear()
+        self.load(offset, [], self.state_epoch + 1)
+        self._dirty.start_moved = True
+
+    # -- persistence -------------------------------------------------------------------------------------
+    def has_dirty(self) -> bool:
+        return self._dirty.low is not None or self._dirty.start_moved or bool(self._trimmed)
+
+    def take_dirty(self) -> tuple[int, list[StateBatch]]:
+        """(start offset, state batches of the dirty in-flight offsets) to write; clears the dirty marks.
+
+        The start offset written is the one the partition had at the previous write, as Kafka's SharePartition
+        writes the start offset it had before applying the acknowledgements being persisted (it moves the
+        start offset once the write succeeds): the persisted start offset, which DescribeShareGroupOffsets and
+        ``kafka-share-groups`` report, lags by one write. Nothing is lost by it: the acknowledged and archived
+        batches above the written start offset are in the state, and loading moves past them.
+        """
+        dirty, self._dirty = self._dirty, _Dirty()
+        start, self._start_to_write = self._start_to_write, self.start_offset
+        batches: list[StateBatch] = [b for b in self._trimmed if b.last_offset >= start]
+        self._trimmed = []
+        if dirty.low is not None:
+            lo = max(dirty.low, self.start_offset) - self.start_offset
+            hi = min(dirty.high, self.end_offset - 1) - self.start_offset
+            if hi >= lo:
+                batches.extend(self._runs(lo, hi + 1))
+        return start, combine(batches)
+
+    def acquired_count(self) -> int:
+        return sum(1 for s in self._states if s == _ACQUIRED)
+
+    def close(self) -> None:
+        for a in self._acquisitions.values():
+            if a.handle is not None:
+                a.handle.cancel()
+        self._acquisitions.clear()

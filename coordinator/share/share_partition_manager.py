@@ -1,0 +1,327 @@
+"""The broker side of share groups: share-partitions, their log reads, acknowledgements and persistence.
+
+Kafka's SharePartitionManager. A ``SharePartition`` is created on the first ShareFetch of a group for a
+topic partition: its persisted state is read from the share coordinator, or — the first time — its start
+offset comes from the group's ``share.auto.offset.reset`` (latest by default) and is written as the
+initial state. A ShareFetch acquires records for the member from the first available offset (released
+records before new ones), reading the log as a consumer would (read_committed per the group's
+``share.isolation.level``: up to the last stable offset, records of aborted transactions archived). An
+acknowledgement (and a lock expiry) changes the in-memory state at once and is answered only once the
+changed state batches are written to __share_group_state, so an acknowledged record survives ``kill -9``.
+Writes of one share-partition are serialized and each carries the state as of its start, so a later write
+never carries older state than an earlier one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coordinator.group.clock import Clock
+from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.share_partition import (
+    AcquiredRecords,
+    InvalidRecordStateError,
+    SharePartition,
+    SharePartitionConfig,
+)
+from replication.partition import read_bytes
+from replication.replica_manager import FetchPartition
+from wire import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, ErrorCode, iter_batch_headers
+
+__all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
+
+log = logging.getLogger("pykbroker.coordinator.share")
+
+SharePartitionKey = tuple[str, uuid.UUID, int]
+
+
+@dataclass(frozen=True)
+class ShareGroupSettings:
+    """The settings of one share group (broker defaults overlaid with its group configs)."""
+
+    auto_offset_reset: str = "latest"
+    read_committed: bool = False
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+
+
+@dataclass
+class ShareFetchResult:
+    error_code: int = ErrorCode.NONE
+    records: bytes = b""
+    acquired: list[AcquiredRecords] | None = None
+    acknowledge_error_code: int = ErrorCode.NONE
+
+
+class _Entry:
+    """A share-partition with its initialization and its serialized writes."""
+
+    def __init__(self) -> None:
+        self.partition: SharePartition | None = None
+        self.ready: asyncio.Future | None = None
+        self.write_lock = asyncio.Lock()
+
+
+class SharePartitionManager:
+    def __init__(self, replica_manager, coordinator: ShareCoordinator, topic_name: Callable[[uuid.UUID], str | None],
+                 settings: Callable[[str], ShareGroupSettings], clock: Clock) -> None:
+        self._rm = replica_manager
+        self.coordinator = coordinator
+        self._topic_name = topic_name
+        self._settings = settings
+        self.clock = clock
+        self._entries: dict[SharePartitionKey, _Entry] = {}
+
+    # -- share-partitions ---------------------------------------------------------------------------------
+    async def share_partition(self, key: SharePartitionKey) -> SharePartition:
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry()
+        if entry.partition is not None:
+            return entry.partition
+        if entry.ready is None:
+            entry.ready = asyncio.ensure_future(self._initialize(key, entry))
+        try:
+            await asyncio.shield(entry.ready)
+        except Exception:
+            entry.ready = None
+            raise
+        assert entry.partition is not None
+        return entry.partition
+
+    async def _initialize(self, key: SharePartitionKey, entry: _Entry) -> None:
+        group_id, topic_id, index = key
+        topic = self._topic_name(topic_id)
+        partition = self._rm.get_partition(topic, index) if topic is not None else None
+        if partition is None:
+            raise _PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        settings = self._settings(group_id)
+        sp = SharePartition(group_id, topic, topic_id, index, SharePartitionConfig(
+            settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
+            self.clock, on_release=lambda: self._on_release(key))
+        state = await self.coordinator.read_state(key)
+        if state is None or state.start_offset < 0:
+            # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
+            # now, and the offset is written with the next state write (as Kafka's SharePartition does).
+            start = self._reset_offset(partition, settings.auto_offset_reset)
+            if state is None:
+                await self.coordinator.initialize_state(key, 0, start)
+            sp.load(start, [], state.state_epoch if state is not None else 0)
+            sp.force_start_write()
+            log.info("share group %s %s-%d: share-partition starts at offset %d (share.auto.offset.reset=%s)",
+                     group_id, topic, index, start, settings.auto_offset_reset)
+        else:
+            sp.load(state.start_offset, state.state_batches, state.state_epoch)
+            log.info("share group %s %s-%d: share-partition loaded: start offset %d, %d in flight", group_id, topic,
+                     index, sp.start_offset, sp.in_flight)
+        log_start = partition.log.log_start_offset
+        if sp.start_offset < log_start:
+            sp.move_start(log_start)
+        entry.partition = sp
+
+    async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
+        """A partition newly assigned to the group: state with start offset -1 unless it has state already."""
+        if key in self._entries or await self.coordinator.read_state(key) is not None:
+            return
+        await self.coordinator.initialize_state(key, 0, -1)
+
+    @staticmethod
+    def _reset_offset(partition, strategy: str) -> int:
+        if strategy == "earliest":
+            return partition.log.log_start_offset
+        if strategy.startswith("by_duration:"):
+            # the first offset at or after now - duration; without a time index lookup here, the log start
+            log.warning("share.auto.offset.reset=%s is served as earliest", strategy)
+            return partition.log.log_start_offset
+        return partition.log.high_watermark
+
+    def _on_release(self, key: SharePartitionKey) -> None:
+        entry = self._entries.get(key)
+        if entry is None or entry.partition is None:
+            return
+        self._rm.notify(entry.partition.topic, entry.partition.partition)
+        asyncio.ensure_future(self._persist_logged(key))
+
+    async def _persist_logged(self, key: SharePartitionKey) -> None:
+        try:
+            await self.persist(key)
+        except Exception as exc:
+            log.warning("share group %s topic %s partition %d: writing state failed: %s", key[0], key[1], key[2], exc)
+
+    async def persist(self, key: SharePartitionKey) -> None:
+        """Write the dirty state of ``key`` to the share coordinator (serialized per share-partition)."""
+        entry = self._entries.get(key)
+        if entry is None or entry.partition is None:
+            return
+        async with entry.write_lock:
+            sp = entry.partition
+            if not sp.has_dirty():
+                return
+            start, batches = sp.take_dirty()
+            await self.coordinator.write_state(key, sp.state_epoch, 0, start, batches)
+
+    # -- fetch -------------------------------------------------------------------------------------------
+    async def fetch(self, group_id: str, member_id: str, keys: list[SharePartitionKey], *, max_wait_ms: int,
+                    min_bytes: int, max_bytes: int, max_records: int, record_limit: bool) -> dict[SharePartitionKey, ShareFetchResult]:
+        deadline = time.monotonic() + max(0, max_wait_ms) / 1000
+        while True:
+            results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit)
+            got = sum(len(r.records) for r in results.values() if r.acquired)
+            if got >= max(1, min_bytes) or any(r.error_code for r in results.values()) or not keys:
+                return results
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return results
+            watch = [(self._topic_name(k[1]), k[2]) for k in keys if self._topic_name(k[1]) is not None]
+            if not await self._rm.wait_for(watch, remaining):
+                return await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit)
+
+    async def _fetch_once(self, group_id: str, member_id: str, keys: list[SharePartitionKey], max_bytes: int,
+                          max_records: int, record_limit: bool) -> dict[SharePartitionKey, ShareFetchResult]:
+        out: dict[SharePartitionKey, ShareFetchResult] = {}
+        budget = max_bytes
+        records_left = max_records
+        for key in keys:
+            try:
+                sp = await self.share_partition(key)
+            except _PartitionError as exc:
+                out[key] = ShareFetchResult(exc.code)
+                continue
+            except Exception as exc:
+                log.warning("share group %s: share-partition %s-%d unavailable: %s", group_id, key[1], key[2], exc)
+                out[key] = ShareFetchResult(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+                continue
+            if budget <= 0 or records_left <= 0 or not sp.can_acquire():
+                out[key] = ShareFetchResult()
+                continue
+            out[key] = result = self._acquire(sp, member_id, budget, records_left, record_limit)
+            budget -= len(result.records)
+            records_left -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired or [])
+        return out
+
+    def _acquire(self, sp: SharePartition, member_id: str, max_bytes: int, max_records: int,
+                 record_limit: bool) -> ShareFetchResult:
+        settings = self._settings(sp.group_id)
+        offset = sp.next_fetch_offset()
+        fetched = self._rm.read_partitions([FetchPartition(sp.topic, sp.partition, offset, max_bytes)], max_bytes,
+                                           settings.read_committed)[0]
+        if fetched.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            partition = self._rm.get_partition(sp.topic, sp.partition)
+            if partition is not None and offset < partition.log.log_start_offset:
+                sp.move_start(partition.log.log_start_offset)
+            return ShareFetchResult()
+        if fetched.error_code != ErrorCode.NONE:
+            return ShareFetchResult(fetched.error_code)
+        data = read_bytes(fetched.read.records)
+        if not data:
+            return ShareFetchResult()
+        # read_committed: per producer, the first offsets of its aborted transactions in this read, in order;
+        # a transaction runs from its first offset to the producer's next control batch (the ABORT marker)
+        aborted: dict[int, list[int]] = {}
+        if settings.read_committed:
+            for a in sorted(fetched.read.aborted_transactions or [], key=lambda a: a.first_offset):
+                aborted.setdefault(a.producer_id, []).append(a.first_offset)
+        ranges: list[tuple[int, int]] = []
+        spans: list[tuple[int, int, int, int]] = []  # first, last, byte start, byte end
+        skip: set[int] = set()
+        for pos, header in iter_batch_headers(data):
+            end = pos + header.total_size
+            if end > len(data):
+                break
+            first, last = header.base_offset, header.last_offset
+            if last < offset:
+                continue
+            ranges.append((first, last))
+            spans.append((first, last, pos, end))
+            starts = aborted.get(header.producer_id)
+            if header.attributes & CONTROL_FLAG_MASK:
+                skip.update(range(first, last + 1))  # markers are never delivered
+                if starts and starts[0] <= first:
+                    starts.pop(0)  # this producer's aborted transaction ends here
+            elif header.attributes & TRANSACTIONAL_FLAG_MASK and starts and starts[0] <= first:
+                skip.update(range(first, last + 1))
+        acquired = sp.acquire(member_id, ranges, max_records, record_limit,
+                              archive=(lambda off: off in skip) if skip else None)
+        if skip and sp.has_dirty():  # archived without an acknowledgement (markers, aborted): persist too
+            asyncio.ensure_future(self._persist_logged((sp.group_id, sp.topic_id, sp.partition)))
+        if not acquired:
+            return ShareFetchResult()
+        lo, hi = acquired[0].first_offset, acquired[-1].last_offset
+        start = next(p for f, last, p, _ in spans if last >= lo)
+        stop = max(e for f, _, _, e in spans if f <= hi)
+        return ShareFetchResult(records=data[start:stop], acquired=acquired)
+
+    # -- acknowledge -------------------------------------------------------------------------------------
+    async def acknowledge(self, group_id: str, member_id: str,
+                          acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]]) -> dict[SharePartitionKey, int]:
+        """Apply each partition's acknowledgement batches; the error code per partition once persisted."""
+        out: dict[SharePartitionKey, int] = {}
+        touched = []
+        for key, batches in acks.items():
+            entry = self._entries.get(key)
+            if entry is None or entry.partition is None:
+                out[key] = ErrorCode.INVALID_RECORD_STATE
+                continue
+            sp = entry.partition
+            code = ErrorCode.NONE
+            for first, last, types in batches:
+                try:
+                    sp.acknowledge(member_id, first, last, types)
+                except InvalidRecordStateError as exc:
+                    log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
+                             sp.topic, sp.partition, exc)
+                    code = ErrorCode.INVALID_RECORD_STATE
+            out[key] = code
+            touched.append(key)
+        for key in touched:
+            try:
+                await self.persist(key)
+            except Exception as exc:
+                log.warning("share group %s: writing the state of %s-%d failed: %s", group_id, key[1], key[2], exc)
+                if out[key] == ErrorCode.NONE:
+                    out[key] = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+        return out
+
+    async def release_member(self, group_id: str, member_id: str, keys: list[SharePartitionKey] | None = None) -> None:
+        """Release what ``member_id`` holds (its share session closed, or it left or expired)."""
+        for key, entry in list(self._entries.items()):
+            if key[0] != group_id or entry.partition is None or (keys is not None and key not in keys):
+                continue
+            if entry.partition.release_member(member_id):
+                await self._persist_logged(key)
+
+    # -- admin -------------------------------------------------------------------------------------------
+    def loaded(self, group_id: str) -> dict[SharePartitionKey, SharePartition]:
+        return {k: e.partition for k, e in self._entries.items() if k[0] == group_id and e.partition is not None}
+
+    async def reset(self, key: SharePartitionKey, offset: int) -> None:
+        """AlterShareGroupOffsets: a new state epoch starting at ``offset``."""
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.partition is not None:
+            entry.partition.close()
+        current = await self.coordinator.read_state(key)
+        await self.coordinator.initialize_state(key, (current.state_epoch + 1) if current else 0, offset)
+
+    async def delete(self, key: SharePartitionKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.partition is not None:
+            entry.partition.close()
+        await self.coordinator.delete_state(key)
+
+    def close(self) -> None:
+        for entry in self._entries.values():
+            if entry.partition is not None:
+                entry.partition.close()
+        self._entries.clear()
+
+
+class _PartitionError(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"error {code}")
+        self.code = code

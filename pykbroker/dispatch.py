@@ -1,0 +1,134 @@
+"""One request frame to its handler and back: header decode, registry lookup, handler call, error answers.
+
+What cannot be answered is refused by raising CloseConnection, as Kafka closes the channel: an API key
+or version not served (ApiVersions excepted: it is answered in v0 with UNSUPPORTED_VERSION), a body
+that does not decode, a frame too short for a header. A handler that fails gets its API's error
+response with UNKNOWN_SERVER_ERROR (or a close when the API has none).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from wire import (
+    ApiKey,
+    DecodeError,
+    ErrorCode,
+    Reader,
+    decode_request_header,
+    peek_request_header,
+    response_header_version,
+)
+
+if TYPE_CHECKING:
+    from pykbroker.broker import Broker
+    from pykbroker.config import Listener
+    from pykbroker.response_writer import ResponseWriter
+
+from pykbroker.context import RequestContext
+from pykbroker.request_time import apply_request_throttle, record_response_time, timed
+
+log = logging.getLogger("pykbroker.connection")
+
+# The smallest request: api_key, api_version, correlation_id, client_id length.
+MIN_REQUEST_SIZE = 10
+# Requests never throttled by request quotas: Kafka's cluster actions (sendResponseExemptThrottle).
+_REQUEST_QUOTA_EXEMPT = frozenset({ApiKey.WRITE_TXN_MARKERS})
+
+
+class CloseConnection(Exception):
+    """Raised by dispatch (or a handler) when the only correct answer is to close the connection."""
+
+
+class Dispatcher:
+    """Runs one connection's requests through the broker's handler registry; answers go to ``writer``."""
+
+    __slots__ = ("broker", "listener", "peer", "writer")
+
+    def __init__(self, broker: Broker, listener: Listener, peer: str, writer: ResponseWriter) -> None:
+        self.broker = broker
+        self.listener = listener
+        self.peer = peer
+        self.writer = writer
+
+    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False) -> int:
+        """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token);
+        returns the throttle (ms) to mute the connection for."""
+        if len(data) < MIN_REQUEST_SIZE:
+            log.warning("closing connection from %s: request of %d bytes is too short for a header",
+                        self.peer, len(data))
+            raise CloseConnection
+        broker = self.broker
+        r = Reader(data)
+        api_key, api_version, correlation_id = peek_request_header(r)
+        entry = broker.registry.get(api_key)
+        if entry is None:  # not served, or its module is not imported yet
+            entry = await broker.registry.load(api_key)
+        if entry is None:
+            name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else "unknown"
+            log.warning("closing connection from %s: API key %d (%s) is not served (correlation_id=%d)",
+                        self.peer, api_key, name, correlation_id)
+            raise CloseConnection
+        if not entry.serves(api_version):
+            if api_key == ApiKey.API_VERSIONS:
+                await self.writer.send(broker.unsupported_api_versions_response(), correlation_id, 0, 0)
+                return 0
+            log.warning("closing connection from %s: %s v%d is not served (versions %d-%d, correlation_id=%d)",
+                        self.peer, entry.name, api_version, entry.min_version, entry.max_version, correlation_id)
+            raise CloseConnection
+        try:
+            header = decode_request_header(r)
+            if api_version < entry.request_class.LOWEST_VERSION:
+                request = None  # advertised for old clients but refused by the handler's error responder
+            else:
+                # Like Kafka, bytes after the body are ignored: librdkafka sends some with Metadata v13.
+                request = entry.request_class.decode_from(r, api_version)
+        except DecodeError as exc:
+            log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
+                        self.peer, entry.name, api_version, correlation_id, exc)
+            raise CloseConnection from None
+        ctx = RequestContext(header, broker, self.listener, self.peer, principal=principal,
+                             token_authenticated=token_authenticated)
+        # Only while some client has a request_percentage quota: measuring costs every request a little.
+        ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
+        try:
+            if request is None:
+                assert entry.error_response is not None
+                response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
+            elif ctx.measure_time:
+                response = await timed(entry.handle(ctx, request), ctx)
+            else:
+                response = await entry.handle(ctx, request)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("error handling %s v%d (%s)", entry.name, api_version, ctx.describe())
+            if entry.error_response is None or request is None:
+                raise CloseConnection from None
+            response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back (nor counts its time)
+            if ctx.measure_time:
+                apply_request_throttle(ctx, response)
+            started = time.perf_counter() if ctx.measure_time else 0.0
+            await self.writer.send(response, correlation_id, api_version,
+                                   response_header_version(api_key, api_version))
+            if ctx.measure_time:  # sending counts against the client's next requests
+                record_response_time(ctx, time.perf_counter() - started)
+        return ctx.throttle_ms
+
+    async def answer_with_error(self, data: bytes | bytearray, code: int) -> None:
+        """Answer a request with its API's error response (as Kafka does for requests during SASL), if it parses."""
+        r = Reader(data)
+        try:
+            api_key, api_version, correlation_id = peek_request_header(r)
+            entry = self.broker.registry.get(api_key) or await self.broker.registry.load(api_key)
+            if entry is None or not entry.serves(api_version) or entry.error_response is None:
+                return
+            decode_request_header(r)
+            request = entry.request_class.decode_from(r, api_version)
+        except (DecodeError, ValueError):
+            return
+        await self.writer.send(entry.error_response(request, api_version, code), correlation_id, api_version,
+                               response_header_version(api_key, api_version))

@@ -1,0 +1,125 @@
+"""ShareFetch v1-2 (KIP-932): acknowledge (piggybacked), then acquire records for the member.
+
+- Share session: epoch 0 opens it with the listed partitions (acknowledgements there are INVALID_REQUEST),
+  n > 0 continues it (adding ``topics``, dropping ``forgotten_topics_data``), -1 closes it after its
+  acknowledgements and releases what the member still holds. A wrong epoch is INVALID_SHARE_SESSION_EPOCH,
+  a missing session SHARE_SESSION_NOT_FOUND (top-level errors).
+- Records come from the first available offset of each share-partition, whole batches up to
+  ``max_records`` (v2 ``share_acquire_mode`` 1 stops at exactly ``max_records``), long-polling up to
+  ``max_wait_ms`` for ``min_bytes``. Each partition answers its acquired ranges with their delivery count
+  and the batches holding them; ``acquisition_lock_timeout_ms`` is the group's lock duration.
+- v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
+- A full session (epoch 0) answers every partition; later requests only those with records, errors or
+  acknowledgement results. UNSUPPORTED_VERSION while share groups are off.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
+from pykbroker.context import RequestContext
+from pykbroker.handlers.share._common import enabled, member_id_valid, service
+from pykbroker.handlers.share._session import (
+    acknowledge,
+    close_session,
+    parse_acks,
+    session_for,
+    valid_ack_types,
+)
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import ShareFetchRequest, ShareFetchResponse
+from wire.messages.share_fetch_response import (
+    AcquiredRecords,
+    LeaderIdAndEpoch,
+    PartitionData,
+    ShareFetchableTopicResponse,
+)
+
+log = logging.getLogger("pykbroker.handlers.share_fetch")
+
+RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit
+
+
+def error_response(request: ShareFetchRequest | None, version: int, code: int,
+                   message: str | None = None) -> ShareFetchResponse:
+    return ShareFetchResponse(error_code=code, error_message=message, responses=[])
+
+
+@handler(ApiKey.SHARE_FETCH, 1, 2, error_response=error_response)
+async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    if not enabled(ctx):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if not group_id or not member_id_valid(member_id):
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
+                              "Invalid group id or member id in the request.")
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    acks = parse_acks(group_id, request.topics)
+    if acks and epoch == INITIAL_EPOCH:
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
+                              "Acknowledge data present on initial epoch")
+    if not valid_ack_types(acks, ctx.api_version >= 2):
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid acknowledge type")
+    svc = service(ctx)
+    added = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+    forgotten = [(f.topic_id, p) for f in request.forgotten_topics_data for p in f.partitions]
+    try:
+        session = session_for(ctx, group_id, member_id, epoch, added)
+    except ShareSessionError as exc:
+        log.info("ShareFetch of group %s member %s refused: %s (%s)", group_id, member_id, exc, ctx.describe())
+        return error_response(request, ctx.api_version, exc.code, str(exc))
+    if epoch > INITIAL_EPOCH:
+        svc.sessions.update(session, added, forgotten)
+
+    ack_codes = await acknowledge(ctx, group_id, member_id, acks) if acks else {}
+    settings = svc.settings(group_id)
+    results = {}
+    if epoch == FINAL_EPOCH:
+        await close_session(ctx, group_id, member_id)
+    elif not renew:
+        topics_by_id = ctx.broker.metadata.topics_by_id
+        keys = [(group_id, t, p) for t, p in session.partitions if t in topics_by_id]
+        results = await svc.partitions.fetch(
+            group_id, member_id, keys, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
+            record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT)
+
+    full = epoch == INITIAL_EPOCH
+    wanted = list(session.partitions) if epoch != FINAL_EPOCH else []
+    for key in ack_codes:
+        if (key[1], key[2]) not in session.partitions:
+            wanted.append((key[1], key[2]))
+    by_topic: dict = {}
+    for topic_id, index in wanted:
+        key = (group_id, topic_id, index)
+        result = results.get(key)
+        ack_code = ack_codes.get(key)
+        if topic_id not in ctx.broker.metadata.topics_by_id:
+            data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                 acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
+                                 current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
+        else:
+            has_records = result is not None and bool(result.acquired)
+            error = result.error_code if result is not None else ErrorCode.NONE
+            if not (full or has_records or error or ack_code is not None):
+                continue
+            data = PartitionData(
+                partition_index=index, error_code=error, acknowledge_error_code=ack_code or ErrorCode.NONE,
+                current_leader=_leader(ctx, topic_id, index), records=result.records if has_records else b"",
+                acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
+                                                  delivery_count=a.delivery_count)
+                                  for a in (result.acquired or [])] if has_records else [])
+        by_topic.setdefault(topic_id, []).append(data)
+    return ShareFetchResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
+                              responses=[ShareFetchableTopicResponse(topic_id=t, partitions=parts)
+                                         for t, parts in by_topic.items()], node_endpoints=[])
+
+
+def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
+    topic = ctx.broker.metadata.topics_by_id.get(topic_id)
+    if topic is None or index >= len(topic.partitions):
+        return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    p = topic.partitions[index]
+    return LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)

@@ -1,0 +1,54 @@
+"""ShareGroupDescribe v1 (KIP-932): state, epochs, assignor ("simple") and members with their assignments.
+
+An unknown group is GROUP_ID_NOT_FOUND ("Group <id> not found."). UNSUPPORTED_VERSION while share groups are off.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, AclOperation
+from pykbroker.handlers.share._common import enabled, service
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from wire.messages.share_group_describe_response import Assignment, DescribedGroup, Member, TopicPartitions
+
+# Kafka's share-group operations (no authorizer yet: all allowed).
+SHARE_GROUP_OPERATIONS = (1 << AclOperation.READ) | (1 << AclOperation.DELETE) | (1 << AclOperation.DESCRIBE)
+
+
+def error_response(request: ShareGroupDescribeRequest | None, version: int, code: int) -> ShareGroupDescribeResponse:
+    ids = [] if request is None else request.group_ids
+    return ShareGroupDescribeResponse(groups=[DescribedGroup(group_id=g, error_code=code) for g in ids])
+
+
+@handler(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, error_response=error_response)
+async def handle_share_group_describe(ctx: RequestContext,
+                                      request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+    if not enabled(ctx):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    await service(ctx).groups_with_state()
+    groups = service(ctx).groups.groups
+    topics_by_id = ctx.broker.metadata.topics_by_id
+    out = []
+    for group_id in request.group_ids:
+        group = groups.get(group_id)
+        if group is None:
+            out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                      error_message=f"Group {group_id} not found."))
+            continue
+        members = []
+        for m in group.members.values():
+            tps = [TopicPartitions(topic_id=t, topic_name=topics_by_id[t].name, partitions=sorted(p))
+                   for t, p in m.assignment.items() if t in topics_by_id]
+            members.append(Member(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                                  client_id=m.client_id, client_host=m.client_host,
+                                  subscribed_topic_names=list(m.subscribed_topic_names),
+                                  assignment=Assignment(topic_partitions=tps)))
+        authorized = AUTHORIZED_OPERATIONS_OMITTED
+        if request.include_authorized_operations:
+            authorized = SHARE_GROUP_OPERATIONS
+        out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.NONE, group_state=group.state,
+                                  group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                  assignor_name="simple", members=members, authorized_operations=authorized))
+    return ShareGroupDescribeResponse(groups=out)

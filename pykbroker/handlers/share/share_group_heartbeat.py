@@ -1,0 +1,70 @@
+"""ShareGroupHeartbeat v1 (KIP-932): join (epoch 0, with the subscribed topics), heartbeat, leave (epoch -1).
+
+The member chooses its id; an empty or too long one is INVALID_REQUEST ("Invalid member id in the request.").
+A partition's share state is initialized when it is first assigned, as Kafka's group coordinator does: with
+start offset -1 ("not yet known"; DescribeShareGroupOffsets shows -1), which the first ShareFetch turns into
+an offset by ``share.auto.offset.reset``. A group id already used by a classic or consumer group is GROUP_ID_NOT_FOUND ("Group <id> is not a share
+group."). The answer carries the member epoch, the heartbeat interval and, when it changed, the assignment (topic ids
+and partitions) from the simple assignor. UNSUPPORTED_VERSION while share groups are off.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import request_info
+from pykbroker.handlers.share._common import client_host, enabled, member_id_valid, service
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from wire.messages.share_group_heartbeat_response import Assignment, TopicPartitions
+
+log = logging.getLogger("pykbroker.handlers.share_group_heartbeat")
+
+
+def error_response(request: ShareGroupHeartbeatRequest | None, version: int, code: int,
+                   message: str | None = None) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(error_code=code, error_message=message)
+
+
+@handler(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, error_response=error_response)
+async def handle_share_group_heartbeat(ctx: RequestContext,
+                                       request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    if not enabled(ctx):
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not member_id_valid(request.member_id):
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    if request.group_id not in service(ctx).groups.groups and await _other_kind_of_group(ctx, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
+                              f"Group {request.group_id} is not a share group.")
+    result = service(ctx).groups.heartbeat(request.group_id, request.member_id, request.member_epoch, request.rack_id,
+                                           request.subscribed_topic_names, ctx.client_id or "", client_host(ctx))
+    if result.error_code != ErrorCode.NONE:
+        return error_response(request, ctx.api_version, result.error_code, result.error_message)
+    assignment = None
+    if result.assignment is not None:
+        await _initialize(ctx, request.group_id, result.assignment)
+        assignment = Assignment(topic_partitions=[TopicPartitions(topic_id=t, partitions=p)
+                                                  for t, p in result.assignment.items()])
+    return ShareGroupHeartbeatResponse(error_code=ErrorCode.NONE, member_id=result.member_id,
+                                       member_epoch=result.member_epoch,
+                                       heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+async def _initialize(ctx: RequestContext, group_id: str, assignment) -> None:
+    partitions = service(ctx).partitions
+    for topic_id, indexes in assignment.items():
+        for index in indexes:
+            try:
+                await partitions.initialize_uninitialized((group_id, topic_id, index))
+            except Exception as exc:  # the first ShareFetch tries again and reports the error
+                log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
+
+
+async def _other_kind_of_group(ctx: RequestContext, group_id: str) -> bool:
+    """Whether ``group_id`` is a classic or consumer group (Kafka refuses to make it a share group too)."""
+    if not group_id:
+        return False
+    code, groups = await ctx.broker.group_coordinator.list_groups(request_info(ctx), [], [])
+    return code == ErrorCode.NONE and any(g.group_id == group_id for g in groups)

@@ -1,0 +1,189 @@
+"""DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0, DeleteShareGroupOffsets v0 (KIP-932 admin).
+
+A share group's "offset" of a partition is its share-partition start offset, read from __share_group_state.
+- Describe: the listed partitions (``topics`` null: every partition with state); no state is start offset -1.
+  v1 adds the lag: records from the start offset to the high watermark not yet acknowledged or archived.
+- Alter (``kafka-share-groups --reset-offsets``): only while the group has no members (NON_EMPTY_GROUP);
+  each partition starts again at the given offset with a new state epoch.
+- Delete: only while empty; the state of every partition of the named topics is deleted.
+An unknown group (no members, no state) is GROUP_ID_NOT_FOUND. UNSUPPORTED_VERSION while share groups are off.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from coordinator.share.record_state import RecordState
+from pykbroker.context import RequestContext
+from pykbroker.handlers.share._common import enabled, service
+from pykbroker.registry import handler
+from wire import ApiKey, ErrorCode
+from wire.messages import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
+from wire.messages.alter_share_group_offsets_response import (
+    AlterShareGroupOffsetsResponsePartition,
+    AlterShareGroupOffsetsResponseTopic,
+)
+from wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponseTopic
+from wire.messages.describe_share_group_offsets_response import (
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
+    DescribeShareGroupOffsetsResponseTopic,
+)
+
+log = logging.getLogger("pykbroker.handlers.share_group_offsets")
+
+_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
+    svc = service(ctx)
+    return group_id in svc.groups.groups or bool(await svc.coordinator.all_states(group_id))
+
+
+# -- describe ----------------------------------------------------------------------------------------------
+def describe_error(request: DescribeShareGroupOffsetsRequest | None, version: int,
+                   code: int) -> DescribeShareGroupOffsetsResponse:
+    groups = [] if request is None else request.groups
+    return DescribeShareGroupOffsetsResponse(groups=[DescribeShareGroupOffsetsResponseGroup(
+        group_id=g.group_id, error_code=code, topics=[]) for g in groups])
+
+
+@handler(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, error_response=describe_error)
+async def handle_describe_share_group_offsets(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+                                              ) -> DescribeShareGroupOffsetsResponse:
+    if not enabled(ctx):
+        return describe_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    svc = service(ctx)
+    store = ctx.broker.metadata
+    out = []
+    for g in request.groups:
+        states = await svc.coordinator.all_states(g.group_id)
+        if g.group_id not in svc.groups.groups and not states:
+            out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
+                                                              error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                                              error_message=f"Group {g.group_id} not found."))
+            continue
+        if g.topics is None:
+            wanted: dict[str, list[int]] = {}
+            for (_, topic_id, index) in sorted(states, key=lambda k: (str(k[1]), k[2])):
+                topic = store.topics_by_id.get(topic_id)
+                if topic is not None:
+                    wanted.setdefault(topic.name, []).append(index)
+        else:
+            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+        topics = []
+        for name, indexes in wanted.items():
+            topic = store.topics.get(name)
+            if topic is None:
+                topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+                    DescribeShareGroupOffsetsResponsePartition(
+                        partition_index=i, start_offset=-1, leader_epoch=-1, lag=-1,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.name) for i in indexes]))
+                continue
+            parts = []
+            for i in indexes:
+                state = states.get((g.group_id, topic.topic_id, i))
+                start, lag, epoch = -1, -1, -1
+                if state is not None:
+                    start = state.start_offset
+                    epoch = state.leader_epoch
+                    partition = ctx.broker.replica_manager.get_partition(name, i)
+                    if partition is not None:
+                        hw = partition.log.high_watermark
+                        done = sum(min(b.last_offset, hw - 1) - b.first_offset + 1 for b in state.state_batches
+                                   if b.delivery_state in _DONE and b.first_offset < hw)
+                        lag = max(0, hw - start - done)
+                parts.append(DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=start,
+                                                                        leader_epoch=epoch, lag=lag))
+            topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, topic_id=topic.topic_id,
+                                                                 partitions=parts))
+        out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=topics))
+    return DescribeShareGroupOffsetsResponse(groups=out)
+
+
+# -- alter -------------------------------------------------------------------------------------------------
+def alter_error(request: AlterShareGroupOffsetsRequest | None, version: int, code: int,
+                message: str | None = None) -> AlterShareGroupOffsetsResponse:
+    return AlterShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[])
+
+
+@handler(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, error_response=alter_error)
+async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+                                           ) -> AlterShareGroupOffsetsResponse:
+    if not enabled(ctx):
+        return alter_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    svc = service(ctx)
+    group = svc.groups.groups.get(request.group_id)
+    if group is not None and group.members:
+        return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
+                           "The group is not empty.")
+    svc.groups.ensure_group(request.group_id)
+    store = ctx.broker.metadata
+    responses = []
+    for t in request.topics:
+        topic = store.topics.get(t.topic_name)
+        parts = []
+        for p in t.partitions:
+            code, message = ErrorCode.NONE, None
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist."
+            else:
+                try:
+                    await svc.partitions.reset((request.group_id, topic.topic_id, p.partition_index), p.start_offset)
+                    log.info("share group %s %s-%d: start offset reset to %d (%s)", request.group_id, t.topic_name,
+                             p.partition_index, p.start_offset, ctx.describe())
+                except Exception as exc:
+                    code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+                    message = str(exc)
+            parts.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
+                                                                 error_message=message))
+        responses.append(AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=parts))
+    return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=responses)
+
+
+# -- delete ------------------------------------------------------------------------------------------------
+def delete_error(request: DeleteShareGroupOffsetsRequest | None, version: int, code: int,
+                 message: str | None = None) -> DeleteShareGroupOffsetsResponse:
+    return DeleteShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[])
+
+
+@handler(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, error_response=delete_error)
+async def handle_delete_share_group_offsets(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+                                            ) -> DeleteShareGroupOffsetsResponse:
+    if not enabled(ctx):
+        return delete_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    svc = service(ctx)
+    if not await _group_exists(ctx, request.group_id):
+        return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
+                            f"Group {request.group_id} not found.")
+    group = svc.groups.groups.get(request.group_id)
+    if group is not None and group.members:
+        return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    store = ctx.broker.metadata
+    states = await svc.coordinator.all_states(request.group_id)
+    responses = []
+    for t in request.topics:
+        topic = store.topics.get(t.topic_name)
+        if topic is None:
+            responses.append(DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message="The topic does not exist."))
+            continue
+        code, message = ErrorCode.NONE, None
+        for key in [k for k in states if k[1] == topic.topic_id]:
+            try:
+                await svc.partitions.delete(key)
+            except Exception as exc:
+                code, message = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR), str(exc)
+        responses.append(DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id,
+                                                              error_code=code, error_message=message))
+    return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=responses)

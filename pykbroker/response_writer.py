@@ -1,0 +1,210 @@
+"""Response bytes out of one connection, in the order given, coalesced and (for file regions) zero-copy.
+
+Responses are queued and written once per pass of the event loop (as Redis writes its replies before
+the loop sleeps): a client that pipelines requests (a producer's in-flight batches) gets the answers
+to all the frames handled in one pass in one write, and no answer waits for anything but that pass.
+
+A Fetch response's records are file regions. Small ones (a consumer that keeps up) are read with
+``pread`` into the response's one write; large ones go with ``sendfile`` while the socket takes them,
+and whatever it does not take is read and queued behind the bytes before it, REGION_CHUNK at a time
+with a wait for the client to read in between: a client that does not read holds at most about one
+chunk (plus the transport's high-water mark) of its response in memory, never the whole fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from collections.abc import Callable
+
+from wire import Writer, encode_response_header, frame
+
+# File regions smaller than this are copied into the response's one write rather than sent with sendfile:
+# for a few hundred bytes (a consumer that keeps up) a copy costs less than a second syscall and segment.
+COPY_REGIONS_BELOW = 16384
+# sendfile errors that mean "not for this socket", after which the connection copies instead.
+# The most of a file region read into memory at once when sendfile cannot send it (see the docstring).
+REGION_CHUNK = 1 << 20
+_SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
+
+
+class ResponseWriter:
+    """Writes one connection's responses to its transport.
+
+    ``sock_fd`` is the plain socket's descriptor for ``sendfile`` (None on TLS, where bytes must go
+    through the transport). ``on_peer_gone`` is called when the client went away mid-sendfile.
+    ``last_write`` is the loop time of the last write, for connections.max.idle.ms.
+    """
+
+    __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write",
+                 "_unsent")
+
+    def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None]) -> None:
+        self.transport = transport
+        self._sock_fd = sock_fd
+        self._on_peer_gone = on_peer_gone
+        self._out: list[bytes | bytearray | memoryview] = []  # bytes not yet handed to the transport
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self.closed = False
+        self.last_write = 0.0
+        self._unsent = 0  # the transport's buffered bytes when last looked at, while blocked
+
+    # -- flow control, from the protocol -------------------------------------------------------------
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+        self._unsent = self.transport.get_write_buffer_size()
+
+    def check_progress(self, now: float) -> None:
+        """While blocked: count the client taking any of the buffered bytes as a write (idle time)."""
+        unsent = self.transport.get_write_buffer_size()
+        if unsent < self._unsent:
+            self.last_write = now
+        self._unsent = unsent
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    @property
+    def blocked(self) -> bool:
+        """True while the transport's buffer is over its high-water mark (the client is not reading)."""
+        return not self._can_write.is_set()
+
+    async def send(self, response, correlation_id: int, version: int, header_version: int) -> None:
+        """Encode and queue a response; returns once the transport can take more (backpressure)."""
+        if self.closed:
+            return
+        w = Writer()
+        encode_response_header(w, correlation_id, header_version)
+        response.encode_into(w, version)
+        parts = w.parts()
+        if len(parts) > 1:
+            parts = [_small_region_read(p) for p in parts]
+            if all(isinstance(p, (bytes, bytearray, memoryview)) for p in parts):
+                parts = [b"".join(parts)]
+        if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
+            self.write(frame(len(w)) + parts[0])
+            parts = []
+        else:
+            self.write(frame(len(w)))
+        for part in parts:
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                self.write(part)
+            else:
+                try:
+                    self.flush()  # everything before the region goes first
+                    await self._write_region(part)
+                finally:
+                    _release(part)
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Queue ``data`` for the socket; the first queued part schedules one flush for this loop pass."""
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._out.append(data)
+
+    def flush(self) -> None:
+        """Hand every queued part to the transport in one write, in the order queued."""
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        if self.closed or self.transport.is_closing():
+            return
+        self.last_write = asyncio.get_running_loop().time()
+        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+
+    def close(self) -> None:
+        """Flush what is queued (answers already given still go out), then write nothing more."""
+        self.flush()
+        self.closed = True
+        self._can_write.set()
+
+    async def _write_region(self, region) -> None:
+        """Send a file region with ``sendfile`` (no copy through Python) while the socket takes it.
+
+        Only when nothing is queued in the transport, so bytes cannot overtake earlier writes; whatever
+        the socket does not take (or everything, when sendfile is unavailable) is read and queued through
+        the transport, which never blocks the event loop, a chunk at a time while the client reads.
+        """
+        sent = 0
+        while sent < region.size and not self.closed:
+            if self._sock_fd is not None and self.transport.get_write_buffer_size() == 0:
+                sent = self._sendfile(region, sent)
+                if sent < 0:
+                    return  # the client went away
+            if sent < region.size:
+                n = min(region.size - sent, REGION_CHUNK)
+                self.transport.write(_read_region(region, sent, n))
+                sent += n
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+
+    def _sendfile(self, region, sent: int) -> int:
+        """``sendfile`` from ``sent`` until the socket would block; the new ``sent``, -1 if the peer is gone."""
+        start = sent
+        try:
+            in_fd = region.file.fileno()
+            while sent < region.size:
+                n = os.sendfile(self._sock_fd, in_fd, region.position + sent, region.size - sent)
+                if n == 0:
+                    break
+                sent += n
+        except (BlockingIOError, InterruptedError):
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            self._on_peer_gone()  # connection_lost follows
+            return -1
+        except OSError as exc:
+            if sent == start and exc.errno in _SENDFILE_UNSUPPORTED:
+                self._sock_fd = None  # e.g. a socket type sendfile refuses: copy from now on
+            else:
+                raise
+        if sent > start:
+            self.last_write = asyncio.get_running_loop().time()
+        return sent
+
+
+def _small_region_read(part):
+    """A file region below COPY_REGIONS_BELOW as its bytes (the region released); anything else as it is."""
+    if isinstance(part, (bytes, bytearray, memoryview)) or part.size >= COPY_REGIONS_BELOW:
+        return part
+    try:
+        return _read_region(part)
+    finally:
+        _release(part)
+
+
+def _release(region) -> None:
+    """Give back a region's hold on its segment file (a plain FileRegion holds nothing)."""
+    release = getattr(region, "release", None)
+    if release is not None:
+        release()
+
+
+def _read_region(region, skip: int = 0, want: int | None = None) -> bytes:
+    """``want`` bytes (default: the rest) of a file region after its first ``skip`` (the copy path)."""
+    if want is None:
+        want = region.size - skip
+    if skip == 0 and want == region.size:
+        read_bytes = getattr(region, "read_bytes", None)
+        if read_bytes is not None:
+            return read_bytes()
+    data = os.pread(region.file.fileno(), want, region.position + skip)
+    if len(data) != want:
+        raise OSError(f"short read of {region!r}: {len(data)} of {want} bytes at +{skip}")
+    return data
+
+
+def socket_fd(transport: asyncio.BaseTransport) -> int | None:
+    """The descriptor of a plain TCP transport's socket (None for TLS or anything unusual)."""
+    if transport.get_extra_info("sslcontext") is not None or not hasattr(os, "sendfile"):
+        return None
+    sock = transport.get_extra_info("socket")
+    try:
+        return sock.fileno() if sock is not None else None
+    except (OSError, ValueError):
+        return None

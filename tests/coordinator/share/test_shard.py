@@ -1,0 +1,65 @@
+"""The share coordinator's shard: records written, replay gives the same state, snapshots, fencing."""
+
+import uuid
+
+import pytest
+
+from coordinator.group.errors import ApiError
+from coordinator.share.records import decode_record
+from coordinator.share.shard import ShareCoordinatorShard
+from coordinator.share.state_batch import StateBatch as B
+from wire import ErrorCode
+from wire.messages import ShareSnapshotKey, ShareUpdateKey
+
+KEY = ("g", uuid.UUID(int=7), 0)
+
+
+def apply(shard, result, log):
+    for record in result.records:
+        key, value = record.encode()
+        decoded = decode_record(key, value)  # what replay at load sees
+        log.append((key, value))
+        shard.replay(len(log) - 1, decoded)
+
+
+def replayed(log, snapshot_every=500):
+    fresh = ShareCoordinatorShard(0, snapshot_every, lambda: 1)
+    for i, (k, v) in enumerate(log):
+        fresh.replay(i, decode_record(k, v))
+    return fresh
+
+
+def test_initialize_then_updates_then_replay():
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 0, 10), log)
+    assert isinstance(decode_record(*log[0]).key, ShareSnapshotKey)
+    apply(shard, shard.write_state(KEY, 0, 0, 10, [B(10, 14, 2, 1), B(15, 15, 0, 2)]), log)
+    apply(shard, shard.write_state(KEY, 0, 0, 15, [B(15, 15, 4, 3)]), log)
+    assert isinstance(decode_record(*log[1]).key, ShareUpdateKey)
+    state = shard.read_state(KEY)
+    assert state.start_offset == 15 and state.state_batches == [B(15, 15, 4, 3)]
+    assert replayed(log).snapshot() == shard.snapshot()
+
+
+def test_a_snapshot_replaces_the_updates_when_due():
+    shard, log = ShareCoordinatorShard(0, 2, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 0, 0), log)
+    for i in range(4):
+        apply(shard, shard.write_state(KEY, 0, 0, 0, [B(i, i, 2, 1)]), log)
+    types = [type(decode_record(k, v).key).__name__ for k, v in log]
+    assert types == ["ShareSnapshotKey", "ShareUpdateKey", "ShareUpdateKey", "ShareSnapshotKey", "ShareUpdateKey"]
+    assert shard.read_state(KEY).state_batches == [B(0, 3, 2, 1)]
+    assert replayed(log, 2).snapshot() == shard.snapshot()
+    assert replayed(log[3:], 2).snapshot() == shard.snapshot()  # the snapshot alone carries the state
+
+
+def test_an_older_state_epoch_is_fenced_and_delete_writes_tombstones():
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 3, 0), log)
+    with pytest.raises(ApiError) as err:
+        shard.write_state(KEY, 2, 0, 0, [])
+    assert err.value.error_code == ErrorCode.FENCED_STATE_EPOCH
+    apply(shard, shard.delete_state(KEY), log)
+    assert shard.read_state(KEY) is None
+    assert replayed(log).snapshot() == {}
+    assert log[-1][1] is None and log[-2][1] is None

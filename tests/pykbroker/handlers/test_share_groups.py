@@ -1,0 +1,331 @@
+"""Share-group APIs over real sockets against a broker process: sessions, acquisition, acknowledgement,
+admin APIs, the share.version switch, and state surviving kill -9."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from pykbroker.testing import BrokerProcess, RawClient
+from wire import ErrorCode, build_simple_batch
+from wire.messages import (
+    AlterShareGroupOffsetsRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DescribeShareGroupOffsetsRequest,
+    IncrementalAlterConfigsRequest,
+    ListGroupsRequest,
+    ProduceRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+    UpdateFeaturesRequest,
+)
+from wire.messages.alter_share_group_offsets_request import (
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequestGroup
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.share_acknowledge_request import AcknowledgementBatch as AckBatch
+from wire.messages.share_acknowledge_request import AcknowledgePartition, AcknowledgeTopic
+from wire.messages.share_fetch_request import AcknowledgementBatch, FetchPartition, FetchTopic
+from wire.messages.update_features_request import FeatureUpdateKey
+
+GROUP = 32  # ConfigResource.Type.GROUP
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with BrokerProcess(tmp_path_factory.mktemp("share")) as b:
+        yield b
+
+
+def enable(c: RawClient) -> None:
+    r = c.request(UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[
+        FeatureUpdateKey(feature="share.version", max_version_level=1, upgrade_type=1)]), 1)
+    assert r.error_code == ErrorCode.NONE
+
+
+def create_topic(c: RawClient, name: str, partitions: int = 1) -> uuid.UUID:
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+                                  timeout_ms=5000), 7)
+    return c.wait_for_topics(name)[name].topic_id
+
+
+def produce(c: RawClient, topic: str, count: int, partition: int = 0) -> None:
+    batch = build_simple_batch([b"v%d" % i for i in range(count)], timestamp=int(time.time() * 1000))
+    r = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=topic, partition_data=[
+        PartitionProduceData(index=partition, records=batch)])]), 9)
+    assert r.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+
+def earliest(c: RawClient, group: str) -> None:
+    """share.auto.offset.reset=earliest for ``group`` (the default, latest, is the log end at the first fetch)."""
+    r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=GROUP, resource_name=group, configs=[
+            AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])]), 1)
+    assert r.responses[0].error_code == ErrorCode.NONE, r
+
+
+def join(c: RawClient, group: str, topic: str, member: str | None = None):
+    earliest(c, group)
+    member = member or uuid.uuid4().hex[:22]
+    r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                             subscribed_topic_names=[topic]), 1)
+    assert r.error_code == ErrorCode.NONE, r
+    return member, r
+
+
+def fetch(c: RawClient, group: str, member: str, epoch: int, topic_id, acks=None, wait_ms: int = 200,
+          partitions=(0,), version: int = 2, max_records: int = 500):
+    parts = [FetchPartition(partition_index=p, acknowledgement_batches=[
+        AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t) for f, la, t in (acks or {}).get(p, [])])
+        for p in partitions]
+    return c.request(ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms,
+                                       min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500,
+                                       topics=[FetchTopic(topic_id=topic_id, partitions=parts)]), version)
+
+
+def acquired(response) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count) for t in response.responses for p in t.partitions
+            for a in p.acquired_records]
+
+
+def test_share_apis_are_advertised_but_refused_until_share_version_is_finalized(tmp_path):
+    with BrokerProcess(tmp_path) as b, RawClient(b.bootstrap) as c:
+        r = c.request(ShareGroupHeartbeatRequest(group_id="g", member_id="m" * 22, member_epoch=0,
+                                                 subscribed_topic_names=["t"]), 1)
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
+        r = c.request(ShareFetchRequest(group_id="g", member_id="m" * 22), 1)
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
+        enable(c)
+        create_topic(c, "t")
+        _, r = join(c, "g", "t")
+        assert r.member_epoch == 1 and r.assignment.topic_partitions[0].partitions == [0]
+
+
+def test_records_go_to_one_member_and_acknowledgements_settle_them(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "acks")
+        m1, _ = join(c, "g-acks", "acks")
+        m2, _ = join(c, "g-acks", "acks")
+        produce(c, "acks", 5)
+        assert acquired(fetch(c, "g-acks", m1, 0, tid)) == [(0, 4, 1)]
+        assert acquired(fetch(c, "g-acks", m2, 0, tid, wait_ms=50)) == []
+        # m1 accepts 0-1, releases 2, rejects 3-4 (alone: a ShareFetch would take 2 back at once);
+        # m2 then gets 2 with a delivery count of 2
+        r = c.request(ShareAcknowledgeRequest(group_id="g-acks", member_id=m1, share_session_epoch=1, topics=[
+            AcknowledgeTopic(topic_id=tid, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                AckBatch(first_offset=0, last_offset=4, acknowledge_types=[ACCEPT, ACCEPT, RELEASE, REJECT, REJECT])])])]),
+            1)
+        assert r.responses[0].partitions[0].error_code == ErrorCode.NONE
+        assert acquired(fetch(c, "g-acks", m2, 1, tid)) == [(2, 2, 2)]
+        # acknowledging what another member holds is INVALID_RECORD_STATE
+        r = c.request(ShareAcknowledgeRequest(group_id="g-acks", member_id=m1, share_session_epoch=2, topics=[
+            AcknowledgeTopic(topic_id=tid, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                AckBatch(first_offset=2, last_offset=2, acknowledge_types=[ACCEPT])])])]), 1)
+        assert r.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+        r = c.request(ShareAcknowledgeRequest(group_id="g-acks", member_id=m2, share_session_epoch=2, topics=[
+            AcknowledgeTopic(topic_id=tid, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                AckBatch(first_offset=2, last_offset=2, acknowledge_types=[ACCEPT])])])]), 1)
+        assert r.error_code == ErrorCode.NONE and r.responses[0].partitions[0].error_code == ErrorCode.NONE
+        offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id="g-acks", topics=None)]), 1)
+        part = offsets.groups[0].topics[0].partitions[0]
+        # the persisted start offset lags by one write, as Kafka's: 2 is where the last write started
+        assert (part.start_offset, part.lag) == (2, 0)
+
+
+def test_share_session_epochs(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "sessions")
+        m, _ = join(c, "g-sessions", "sessions")
+        assert fetch(c, "g-sessions", m, 3, tid).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert fetch(c, "g-sessions", m, 0, tid, wait_ms=0).error_code == ErrorCode.NONE
+        assert fetch(c, "g-sessions", m, 5, tid).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert fetch(c, "g-sessions", m, 1, tid, wait_ms=0).error_code == ErrorCode.NONE
+        r = fetch(c, "g-sessions", m, 0, tid, acks={0: [(0, 0, [ACCEPT])]})
+        assert r.error_code == ErrorCode.INVALID_REQUEST
+        r = c.request(ShareAcknowledgeRequest(group_id="g-sessions", member_id=m, share_session_epoch=0), 1)
+        assert r.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert fetch(c, "g-sessions", m, -1, tid).error_code == ErrorCode.NONE
+        assert fetch(c, "g-sessions", m, 1, tid).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+def test_closing_the_session_releases_what_the_member_holds(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "close")
+        m1, _ = join(c, "g-close", "close")
+        m2, _ = join(c, "g-close", "close")
+        produce(c, "close", 3)
+        assert acquired(fetch(c, "g-close", m1, 0, tid)) == [(0, 2, 1)]
+        fetch(c, "g-close", m1, -1, tid, acks={0: [(0, 0, [ACCEPT])]})
+        assert acquired(fetch(c, "g-close", m2, 0, tid)) == [(1, 2, 2)]
+
+
+def test_record_limit_mode_and_describe_list_reset_delete(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "admin")
+        m, hb = join(c, "g-admin", "admin")
+        produce(c, "admin", 10)
+        assert acquired(fetch(c, "g-admin", m, 0, tid, max_records=3)) == [(0, 9, 1)]  # whole batch
+        described = c.request(ShareGroupDescribeRequest(group_ids=["g-admin", "nope"]), 1).groups
+        assert (described[0].group_state, described[0].assignor_name, len(described[0].members)) == ("Stable", "simple", 1)
+        assert described[1].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        listed = c.request(ListGroupsRequest(types_filter=["share"]), 5).groups
+        assert [(g.group_id, g.group_type, g.group_state) for g in listed if g.group_id == "g-admin"] == [
+            ("g-admin", "share", "Stable")]
+        alter = AlterShareGroupOffsetsRequest(group_id="g-admin", topics=[AlterShareGroupOffsetsRequestTopic(
+            topic_name="admin", partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=7)])])
+        assert c.request(alter, 0).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert c.request(DeleteGroupsRequest(groups_names=["g-admin"]), 2).results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+        c.request(ShareGroupHeartbeatRequest(group_id="g-admin", member_id=m, member_epoch=-1), 1)
+        r = c.request(alter, 0)
+        assert r.error_code == ErrorCode.NONE and r.responses[0].partitions[0].error_code == ErrorCode.NONE
+        offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id="g-admin", topics=None)]), 1)
+        assert offsets.groups[0].topics[0].partitions[0].start_offset == 7
+        m2, _ = join(c, "g-admin", "admin")
+        assert acquired(fetch(c, "g-admin", m2, 0, tid, max_records=2, version=2)) == [(7, 9, 1)]
+        c.request(ShareGroupHeartbeatRequest(group_id="g-admin", member_id=m2, member_epoch=-1), 1)
+        assert c.request(DeleteGroupsRequest(groups_names=["g-admin"]), 2).results[0].error_code == ErrorCode.NONE
+        offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id="g-admin", topics=None)]), 1)
+        assert offsets.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_acknowledged_state_survives_kill_9(tmp_path):
+    b = BrokerProcess(tmp_path).start()
+    try:
+        with RawClient(b.bootstrap) as c:
+            enable(c)
+            tid = create_topic(c, "durable")
+            m, _ = join(c, "g-durable", "durable")
+            produce(c, "durable", 6)
+            assert acquired(fetch(c, "g-durable", m, 0, tid)) == [(0, 5, 1)]
+            r = fetch(c, "g-durable", m, 1, tid, acks={0: [(0, 5, [ACCEPT, REJECT, RELEASE, ACCEPT, ACCEPT, ACCEPT])]},
+                      wait_ms=0)
+            assert r.responses[0].partitions[0].acknowledge_error_code == ErrorCode.NONE
+        b.restart(hard=True)
+        with RawClient(b.bootstrap) as c:
+            m, _ = join(c, "g-durable", "durable")
+            # only the released record comes back, with its delivery count
+            deadline = time.monotonic() + 10
+            r = fetch(c, "g-durable", m, 0, tid, wait_ms=1000)
+            epoch = 1
+            while not acquired(r) and time.monotonic() < deadline:
+                r = fetch(c, "g-durable", m, epoch, tid, wait_ms=1000)
+                epoch += 1
+            assert acquired(r) == [(2, 2, 2)], r
+    finally:
+        b.close()
+
+
+def test_group_configs_are_checked_as_kafka_checks_them(broker):
+    with RawClient(broker.bootstrap) as c:
+        def alter(name: str, value: str):
+            r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=GROUP, resource_name="g-configs", configs=[
+                    AlterableConfig(name=name, config_operation=0, value=value)])]), 1)
+            return r.responses[0].error_code, r.responses[0].error_message
+        assert alter("share.auto.offset.reset", "by_duration:PT1H") == (ErrorCode.NONE, None)
+        assert alter("share.auto.offset.reset", "sometimes")[0] == ErrorCode.INVALID_CONFIG
+        assert alter("share.record.lock.duration.ms", "1000") == (
+            ErrorCode.INVALID_CONFIG,
+            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms")
+        assert alter("no.such.config", "1") == (ErrorCode.INVALID_CONFIG, "Unknown group config name: no.such.config")
+
+
+def test_a_closed_connection_ends_its_share_sessions_and_releases_their_records(broker):
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "disconnect")
+        m2, _ = join(c, "g-disconnect", "disconnect")
+        produce(c, "disconnect", 4)
+        with RawClient(broker.bootstrap) as gone:
+            m1, _ = join(gone, "g-disconnect", "disconnect")
+            assert acquired(fetch(gone, "g-disconnect", m1, 0, tid)) == [(0, 3, 1)]
+        # no lock duration to wait for: the records come back as soon as the connection is gone
+        deadline = time.monotonic() + 10
+        got = []
+        epoch = 0
+        while not got and time.monotonic() < deadline:
+            got = acquired(fetch(c, "g-disconnect", m2, epoch, tid, wait_ms=500))
+            epoch += 1
+        assert got == [(0, 3, 2)]
+
+
+def test_a_group_with_state_is_listed_after_a_restart(tmp_path):
+    b = BrokerProcess(tmp_path).start()
+    try:
+        with RawClient(b.bootstrap) as c:
+            enable(c)
+            tid = create_topic(c, "relisted")
+            m, _ = join(c, "g-relisted", "relisted")
+            fetch(c, "g-relisted", m, 0, tid, wait_ms=0)
+        b.restart(hard=True)
+        with RawClient(b.bootstrap) as c:
+            listed = c.request(ListGroupsRequest(types_filter=["share"]), 5).groups
+            assert [(g.group_id, g.group_state) for g in listed] == [("g-relisted", "Empty")]
+            described = c.request(ShareGroupDescribeRequest(group_ids=["g-relisted"]), 1).groups[0]
+            assert (described.error_code, described.group_state, described.members) == (ErrorCode.NONE, "Empty", [])
+    finally:
+        b.close()
+
+
+def test_group_configs_are_described(broker):
+    from wire.messages import DescribeConfigsRequest
+    from wire.messages.describe_configs_request import DescribeConfigsResource
+    with RawClient(broker.bootstrap) as c:
+        earliest(c, "g-described")
+        r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=GROUP, resource_name="g-described", configuration_keys=None)]), 4)
+        entries = {e.name: (e.value, e.config_source) for e in r.results[0].configs}
+        assert entries["share.auto.offset.reset"] == ("earliest", 8)
+        assert entries["share.record.lock.duration.ms"] == ("30000", 5)
+
+
+def test_group_share_enable_turns_share_groups_on_at_start(tmp_path):
+    with BrokerProcess(tmp_path, overrides={"group.share.enable": "true"}) as b, RawClient(b.bootstrap) as c:
+        create_topic(c, "t")
+        _, r = join(c, "g", "t")
+        assert r.error_code == ErrorCode.NONE
+
+
+def test_deleting_a_topic_deletes_its_share_state(broker):
+    from wire.messages import DeleteTopicsRequest
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "doomed")
+        m, _ = join(c, "g-doomed", "doomed")
+        produce(c, "doomed", 2)
+        assert acquired(fetch(c, "g-doomed", m, 0, tid)) == [(0, 1, 1)]
+        c.request(DeleteTopicsRequest(topic_names=["doomed"], timeout_ms=5000), 5)
+        offsets = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id="g-doomed", topics=None)]), 1)
+        assert offsets.groups[0].topics == []
+
+
+def test_a_consumer_group_id_is_not_a_share_group(broker):
+    from wire.messages import OffsetCommitRequest
+    from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        create_topic(c, "taken")
+        c.request(OffsetCommitRequest(group_id="g-taken", generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequestTopic(name="taken", partitions=[
+                OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]), 8)
+        r = c.request(ShareGroupHeartbeatRequest(group_id="g-taken", member_id="m" * 22, member_epoch=0,
+                                                 subscribed_topic_names=["taken"]), 1)
+        assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g-taken is not a share group.")

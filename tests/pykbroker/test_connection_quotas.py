@@ -1,0 +1,134 @@
+"""max.connections and max.connection.creation.rate, over real sockets against a real broker process
+(max.connections.per.ip is in test_connection.py)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from pykbroker.testing import BrokerProcess, RawClient
+from wire import ErrorCode
+from wire.messages import ApiVersionsRequest
+
+
+def _answers_within(client: RawClient, timeout: float) -> bool:
+    client.send(ApiVersionsRequest(), 0)
+    client.sock.settimeout(timeout)
+    try:
+        client.recv_frame()
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_max_connections_holds_new_connections_until_one_closes(tmp_path):
+    """As Kafka's Acceptor: at max.connections the next client waits in the backlog, served once a slot frees."""
+    with BrokerProcess(tmp_path, overrides={"max.connections": "3"}) as b:
+        open_ = [RawClient(b.bootstrap) for _ in range(3)]
+        for c in open_:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        waiting = RawClient(b.bootstrap)  # the kernel completes the handshake; the broker does not accept yet
+        assert not _answers_within(waiting, 1.0)
+        open_.pop().close()
+        waiting.sock.settimeout(10)
+        waiting.recv_frame()  # the request sent while waiting is answered once accepted
+        assert waiting.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        for c in [*open_, waiting]:
+            c.close()
+        assert b.alive
+        assert "max.connections reached on listener PLAINTEXT" in b.log()
+
+
+def test_listener_max_connections_applies_to_its_listener(tmp_path):
+    """listener.name.X.max.connections: a per-listener limit below the broker-wide one."""
+    with BrokerProcess(tmp_path, overrides={"listener.name.plaintext.max.connections": "1"}) as b:
+        with RawClient(b.bootstrap) as first:
+            assert first.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            with RawClient(b.bootstrap) as second:
+                assert not _answers_within(second, 1.0)
+        assert b.alive
+
+
+def test_max_connection_creation_rate_paces_accepts(tmp_path):
+    """A burst of 40 connections against a rate of 10/s (2 windows of 1 s): Kafka's Rate lets the first ones
+    in at once and throttles the rest, so the last is served only seconds later; without the limit, at once."""
+    def burst(b: BrokerProcess) -> float:
+        started = time.monotonic()
+        clients = [RawClient(b.bootstrap, timeout=30) for _ in range(40)]
+        for c in clients:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        elapsed = time.monotonic() - started
+        for c in clients:
+            c.close()
+        return elapsed
+
+    overrides = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+    with BrokerProcess(tmp_path / "free", overrides=overrides) as b:
+        free = burst(b)
+    with BrokerProcess(tmp_path / "paced", overrides={**overrides, "max.connection.creation.rate": "10"}) as b:
+        paced = burst(b)
+        assert b.alive
+    assert paced > 2.0 > free, (paced, free)
+
+
+def test_a_connection_storm_is_served_with_bounded_memory(tmp_path):
+    """1,000 connections open at once (each sends one request), then all served; resident memory stays small."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"at most {hard} open files allowed here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # the broker inherits it
+    with BrokerProcess(tmp_path) as b:
+        host, port = b.bootstrap.rsplit(":", 1)
+        socks = [socket.create_connection((host, int(port)), timeout=30) for _ in range(1000)]
+        try:
+            clients = []
+            for s in socks:
+                c = RawClient.__new__(RawClient)
+                c.sock, c.client_id, c._correlation_id = s, "storm", 0
+                c.send(ApiVersionsRequest(), 0)
+                clients.append(c)
+            for c in clients:
+                c.recv_frame()
+            rss_mb = _rss_mb(b.proc.pid)
+        finally:
+            for s in socks:
+                s.close()
+        assert b.alive
+        assert rss_mb < 250, rss_mb
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_the_inter_broker_listener_is_exempt_from_the_broker_wide_limit(tmp_path):
+    """With two listeners, max.connections blocks the client listener but not the inter-broker one (Kafka's
+    protected listener), so followers can always connect."""
+    from pykbroker.testing import free_port
+
+    client_port = free_port()
+    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{{port}},CLIENT://127.0.0.1:{client_port}",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+                 "inter.broker.listener.name": "PLAINTEXT", "max.connections": "2"}
+    broker = BrokerProcess(tmp_path)
+    overrides["listeners"] = overrides["listeners"].format(port=broker.port)
+    broker.overrides.update(overrides)
+    with broker:
+        clients = [RawClient(f"127.0.0.1:{client_port}") for _ in range(2)]
+        for c in clients:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        with RawClient(f"127.0.0.1:{client_port}") as blocked:
+            assert not _answers_within(blocked, 1.0)
+            with RawClient(broker.bootstrap) as follower:  # the inter-broker listener
+                assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        for c in clients:
+            c.close()
+        assert broker.alive

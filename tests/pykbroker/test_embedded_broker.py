@@ -1,0 +1,115 @@
+"""The embedded broker: a real server on a thread of the test process, used by real clients; fast to
+start, and gone without a trace (threads, file descriptors, listening socket, data dir) once stopped."""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka import KafkaConsumer, KafkaProducer
+
+import pykbroker
+from pykbroker.config import ConfigError
+from pykbroker.embedded_broker import EmbeddedBroker
+from pykbroker.testing import RawClient
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def refused(bootstrap: str) -> bool:
+    host, port = bootstrap.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_ready_in_under_200_ms_and_leaves_nothing_behind():
+    with pykbroker.embedded():  # the first start pays for imports; the one measured is a warm start
+        pass
+    gc.collect()
+    threads, fds = set(threading.enumerate()), open_fds()
+    started = time.monotonic()
+    with pykbroker.embedded() as broker:
+        ready = time.monotonic() - started
+        bootstrap, data_dir = broker.bootstrap, broker.data_dir
+        with RawClient(bootstrap) as c:
+            c.wait_for_topics("leaks", auto_create=True)
+        assert broker.server is not None and (data_dir / "logs" / "leaks-0").is_dir()
+    assert ready < 0.2, f"ready after {ready:.3f}s"
+    gc.collect()
+    assert set(threading.enumerate()) == threads
+    assert open_fds() == fds
+    assert refused(bootstrap)
+    assert not data_dir.exists()
+
+
+def test_confluent_kafka_and_kafka_python_produce_and_consume_in_a_group():
+    with pykbroker.embedded({"num.partitions": "1"}) as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(3):
+            producer.produce("orders", f"c{i}".encode())
+        assert producer.flush(15) == 0
+        kp = KafkaProducer(bootstrap_servers=broker.bootstrap)
+        kp.send("orders", b"k3").get(15)
+        kp.close()
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["orders"])
+        got, deadline = [], time.monotonic() + 30
+        while len(got) < 4 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        assert got == [b"c0", b"c1", b"c2", b"k3"]
+        kc = KafkaConsumer("orders", bootstrap_servers=broker.bootstrap, group_id="g", consumer_timeout_ms=2000)
+        assert [m.value for m in kc] == []  # the group's committed offsets are where confluent-kafka left them
+        kc.close()
+
+
+def test_two_embedded_brokers_side_by_side_and_a_restart_keeps_the_data(tmp_path):
+    with EmbeddedBroker(data_dir=tmp_path / "a") as a, EmbeddedBroker() as b:
+        assert a.bootstrap != b.bootstrap
+        for broker in (a, b):
+            with RawClient(broker.bootstrap) as c:
+                c.wait_for_topics("t", auto_create=True)
+        producer = Producer({"bootstrap.servers": a.bootstrap})
+        producer.produce("t", b"kept")
+        assert producer.flush(15) == 0
+    again = EmbeddedBroker(data_dir=tmp_path / "a").start()
+    try:
+        consumer = KafkaConsumer("t", bootstrap_servers=again.bootstrap, auto_offset_reset="earliest",
+                                 consumer_timeout_ms=5000)
+        assert [m.value for m in consumer] == [b"kept"]
+        consumer.close()
+    finally:
+        again.close()
+    assert (tmp_path / "a" / "logs").is_dir()  # a data dir of the caller's is the caller's to remove
+
+
+def test_a_bad_property_is_raised_in_the_caller():
+    threads = set(threading.enumerate())
+    with pytest.raises(ConfigError):
+        EmbeddedBroker({"num.partitions": "zero"}).start()
+    assert set(threading.enumerate()) == threads
+
+
+def test_a_port_in_use_is_raised_and_leaves_no_thread():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        threads = set(threading.enumerate())
+        broker = EmbeddedBroker(port=taken.getsockname()[1])
+        with pytest.raises(OSError):
+            broker.start()
+        broker.close()
+        assert set(threading.enumerate()) == threads
