@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench clean deps fuzz fuzz-live
+.PHONY: run cluster test test-fast lint gen gen-check bench chaos clean deps fuzz fuzz-live
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,14 @@ fuzz-live: $(STAMP)
 ## bench: benchmarks (never part of `make test`)
 bench: deps
 	$(PY) -m bench $(ARGS)
+
+## chaos: the fault campaign on a 3-broker cluster (not part of `make test`); ARGS: --duration S (600)
+##        --seed N (repeatable) --faults kill-leader,... --rate R; writes chaos-runs/seed-N-*/{history.json,timeline.html}
+chaos: $(STAMP)
+	@command -v java >/dev/null || { echo "make chaos needs java (ZooKeeper runs on it)"; exit 1; }
+	bash tools/zookeeper/fetch_jars.sh >/dev/null
+	bash compat_tests/jvm/fetch_jars.sh >/dev/null
+	$(PY) -m chaos $(ARGS)
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

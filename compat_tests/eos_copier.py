@@ -99,9 +99,13 @@ def at_end(consumer: Consumer) -> bool:
     assignment = consumer.assignment()
     if not assignment:
         return False
-    for tp in consumer.position(assignment):
+    positions = consumer.position(assignment)
+    committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(assignment, timeout=10)}
+    for tp in positions:
         _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
-        if tp.offset < high and high > 0:  # an unread partition's position is negative
+        # a partition nothing was read from since the assignment has no position: its committed offset is
+        offset = tp.offset if tp.offset >= 0 else committed.get((tp.topic, tp.partition), -1)
+        if offset < high and high > 0:
             return False
     return True
 

@@ -367,7 +367,7 @@ class ReplicaManager:
             p.pending_isr = None
             return
         p.commit_isr(isr, partition_epoch, self.time_ms())
-        log.info("%s-%d: ISR %s from %s (leader epoch %d, partition epoch %d)",
+        log.info("%s-%d: ISR %s to %s from %s (leader epoch %d, partition epoch %d)",
                  p.topic, p.partition, "expanded" if len(isr) > len(old) else "shrunk", isr, old, leader_epoch,
                  partition_epoch)
         self.watchers.notify((p.topic, p.partition))

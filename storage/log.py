@@ -648,6 +648,10 @@ class Log:
             if target_offset >= self.local.log_end_offset:
                 log.info("Truncating to %d has no effect as the largest offset in the log is %d (%s)",
                          target_offset, self.local.log_end_offset - 1, self.name)
+                # As Kafka: an epoch this replica assigned at its log end as leader, without appending under
+                # it, conflicts with the new leader's; left in place, the follower's next fetch names it as its
+                # last fetched epoch and diverges again, forever.
+                self.leader_epoch_cache.truncate_from_end(self.local.log_end_offset)
                 return False
             log.info("Truncating to offset %d (%s)", target_offset, self.name)
             self._truncations += 1

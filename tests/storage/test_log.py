@@ -210,6 +210,21 @@ def test_high_watermark_and_truncation(log_dir):
     log.close()
 
 
+def test_truncating_at_the_log_end_drops_an_epoch_started_there(log_dir):
+    """A broker that became leader (epoch 1 starts at its log end) and appended nothing before losing
+    leadership: the new leader's diverging-epoch answer truncates to the log end, which must drop that
+    epoch (Kafka's UnifiedLog.truncateTo), or every later fetch diverges again (found by make chaos)."""
+    log = open_log(log_dir)
+    for _ in range(5):
+        log.append_as_leader(batch([b"a"]), 0)
+    log.assign_epoch_start_offset(1, 5)
+    assert log.leader_epoch_cache.entries() == [(0, 0), (1, 5)]
+    assert not log.truncate_to(5)
+    assert log.leader_epoch_cache.entries() == [(0, 0)]
+    assert log.log_end_offset == 5
+    log.close()
+
+
 def test_idempotent_producer_duplicates_and_gaps(log_dir):
     log = open_log(log_dir)
     first = batch([b"a", b"b"], producer_id=9, producer_epoch=0, base_sequence=0)

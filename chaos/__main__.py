@@ -1,0 +1,41 @@
+"""``python -m chaos``: one or more campaigns (``make chaos ARGS="--duration 120 --seed 7"``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from chaos.campaign import run
+from chaos.nemesis import KINDS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description="pykbroker's fault campaign")
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of faults per campaign (600)")
+    parser.add_argument("--seed", type=int, action="append", help="seed (repeat for several campaigns)")
+    parser.add_argument("--faults", default=",".join(KINDS), help=f"comma-separated mix of {', '.join(KINDS)}")
+    parser.add_argument("--rate", type=float, default=100.0, help="records/s of each acks=all producer")
+    parser.add_argument("--no-java", action="store_true", help="without the Java client's VerifiableProducer")
+    parser.add_argument("--out", type=Path, default=Path("chaos-runs"), help="where runs are written")
+    args = parser.parse_args(argv)
+    faults = [f for f in args.faults.split(",") if f]
+    unknown = sorted(set(faults) - set(KINDS))
+    if unknown:
+        parser.error(f"unknown fault kinds {unknown}; known: {', '.join(KINDS)}")
+    seeds = args.seed or [int(time.time()) % 100_000]
+    failed = 0
+    for seed in seeds:
+        out = args.out / f"seed-{seed}-{time.strftime('%Y%m%dT%H%M%S')}"
+        print(f"campaign seed {seed}, {args.duration:.0f}s, faults {faults}, output {out}", flush=True)
+        outcome = run(args.duration, seed, faults, out, rate=args.rate, log=lambda s: print(s, flush=True),
+                      java=not args.no_java)
+        failed += not outcome.ok
+        print(f"reproduce: make chaos ARGS=\"--duration {args.duration:g} --seed {seed} --faults {','.join(faults)} "
+              f"--rate {args.rate:g}{' --no-java' if args.no_java else ''}\"", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

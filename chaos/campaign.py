@@ -1,0 +1,180 @@
+"""One campaign: a 3-broker cluster on ZooKeeper, the workloads, the nemesis for ``duration`` seconds, then
+heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from chaos.checker import CheckResult, check_all, unavailability
+from chaos.history import CopierRun, History
+from chaos.java_workload import JavaProducerWorkload, java_jars
+from chaos.nemesis import KINDS, Nemesis
+from chaos.timeline import render
+from chaos.workloads import (
+    CopierWorkload,
+    GroupWorkload,
+    ProducerWorkload,
+    TransactionWorkload,
+    WatermarkSampler,
+    read_back,
+)
+from pykbroker.testing import ClusterProcesses
+
+PARTITIONS = 3
+LAG_MS = 3000
+SESSION_MS = 8000
+
+
+@dataclass
+class Outcome:
+    seed: int
+    history: History
+    results: list[CheckResult]
+    errors: list[str] = field(default_factory=list)
+    out_dir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and all(r.ok for r in self.results)
+
+
+def create_topics(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    strict = {"min.insync.replicas": "2"}
+    topics = [NewTopic("acks", PARTITIONS, 3, config=strict), NewTopic("txn", PARTITIONS, 3, config=strict),
+              NewTopic("copy-in", PARTITIONS, 3, config=strict), NewTopic("copy-out", PARTITIONS, 3, config=strict),
+              NewTopic("compacted", PARTITIONS, 3, config={**strict, "cleanup.policy": "compact", "segment.ms": "5000",
+                                                           "min.cleanable.dirty.ratio": "0.01"})]
+    for future in admin.create_topics(topics).values():
+        future.result(60)
+    deadline = time.monotonic() + 60
+    while True:
+        md = admin.list_topics(timeout=10).topics
+        if all(t.topic in md and all(p.leader >= 0 for p in md[t.topic].partitions.values()) for t in topics):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("workload topics have no leaders after 60s")
+        time.sleep(0.2)
+
+
+def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
+        log=print, java: bool = True) -> Outcome:
+    """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``."""
+    rng = random.Random(seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
+    history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
+                                                            "rate": rate, "java": java})
+    errors: list[str] = []
+    overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
+                 "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
+    with ClusterProcesses(out_dir / "cluster", size=3, overrides=overrides,
+                          zookeeper_session_timeout_ms=SESSION_MS) as cluster:
+        bootstrap = cluster.bootstrap
+        create_topics(bootstrap)
+        log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
+        producers = [ProducerWorkload(f"producer-{i}", history, clock, bootstrap, "acks", PARTITIONS, rate)
+                     for i in range(2)]
+        producers.append(ProducerWorkload("keyed", history, clock, bootstrap, "compacted", PARTITIONS, rate / 4,
+                                          keys=20))
+        producers.append(ProducerWorkload("copy-feed", history, clock, bootstrap, "copy-in", PARTITIONS, rate / 4))
+        jars = java_jars() if java else None
+        if jars is not None:
+            producers.append(JavaProducerWorkload("java-producer", history, clock, bootstrap, "acks", rate, jars,
+                                                  out_dir / "java-producer.properties"))
+        elif java:
+            errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
+        group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
+        txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
+        copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
+        sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
+        workloads = [*producers, group, txn, copier, sampler]
+        for w in workloads:
+            w.start()
+        try:
+            nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
+                              session_ms=SESSION_MS)
+            try:
+                time.sleep(2.0)
+                while clock() < duration:
+                    time.sleep(rng.uniform(1.0, 3.0))
+                    kind = rng.choice(faults)
+                    try:
+                        fault = nemesis.run(kind)
+                    except Exception as exc:  # noqa: BLE001 - a fault that cannot be healed fails the run, reported
+                        errors.append(f"{kind} at {clock():.1f}s could not be healed: {exc!r}")
+                        break
+                    log(f"{fault.start:7.1f}s {fault.kind:<18} {fault.target:<10} healed at {fault.end:.1f}s {fault.note}")
+            finally:
+                nemesis.heal_all()
+            errors += nemesis.slow_heals
+            errors += [f"a restarted broker neither registered nor exited: {s}" for s in nemesis.stuck_starts]
+            log(f"nemesis done ({clock():.1f}s); stopping workloads")
+            for w in [*producers, txn]:
+                w.stop()
+            for w in (copier, group, sampler):
+                w.stop(240)
+            errors += [e for w in workloads for e in w.errors]
+            nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
+            for topic in ("acks", "compacted", "copy-in"):
+                for p in range(PARTITIONS):
+                    read_back(bootstrap, topic, p, history, clock)
+            for topic in ("txn", "copy-out"):
+                for p in range(PARTITIONS):
+                    read_back(bootstrap, topic, p, history, clock, committed=True)
+            history.add(CopierRun("copy-in", "copy-out",
+                                  inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
+                                  outputs=[c.value for c in history.consumed
+                                           if c.reader == "final-committed" and c.topic == "copy-out"]))
+            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
+        finally:
+            copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
+            for w in producers:
+                if isinstance(w, JavaProducerWorkload):
+                    w.kill()
+    results = check_all(history)
+    outcome = Outcome(seed, history, results, errors, out_dir)
+    (out_dir / "history.json").write_text(history.to_json())
+    (out_dir / "timeline.html").write_text(render(history, f"pykbroker chaos seed {seed}"))
+    verdict = format_verdict(outcome)
+    (out_dir / "verdict.txt").write_text(verdict)
+    log(verdict)
+    return outcome
+
+
+class _NoFault:
+    kind, start, note = "none", 0.0, ""
+
+
+def format_verdict(o: Outcome) -> str:
+    h = o.history
+    lines = [f"seed {o.seed}: {'PASS' if o.ok else 'FAIL'}  ({len(h.faults)} faults, "
+             f"{sum(1 for p in h.produced if p.ok)} acknowledged writes, {len(h.consumed)} reads, "
+             f"{len(h.commits)} commits, {len(h.watermarks)} watermarks)", "",
+             f"{'check':<72} {'checked':>8} {'violations':>10}"]
+    for r in o.results:
+        lines.append(f"{r.name:<72} {r.checked:>8} {len(r.violations):>10}")
+    lines += ["", f"{'fault':<20} {'count':>5} {'no-ack p50 s':>13} {'no-ack max s':>13}"]
+    for kind, gaps in sorted(unavailability(h).items()):
+        lines.append(f"{kind:<20} {len(gaps):>5} {statistics.median(gaps):>13.2f} {max(gaps):>13.2f}")
+    lines.append("")
+    lines.append(f"meta: {json.dumps(h.meta)}")
+    for r in o.results:
+        for v in r.violations[:20]:
+            lines.append(f"VIOLATION {v}")
+    for e in o.errors:
+        lines.append(f"ERROR {e}")
+    if o.out_dir:
+        lines.append(f"history: {o.out_dir / 'history.json'}  timeline: {o.out_dir / 'timeline.html'}")
+    return "\n".join(lines)
+
+
+__all__ = ["KINDS", "Outcome", "format_verdict", "run"]

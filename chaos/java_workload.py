@@ -1,0 +1,86 @@
+"""The Java client as a workload: Kafka's own ``VerifiableProducer`` (org.apache.kafka.tools, the tool
+Kafka's system tests drive) from Kafka 4.1's jars, acks=all and idempotent, its JSON events recorded.
+
+Each acknowledged send prints ``{"name":"producer_send_success","value":"<prefix>.<n>","offset":..,
+"partition":..}``; a failed one ``producer_send_error`` with the exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from chaos.history import History, Produced
+from chaos.workloads import Clock, Workload
+
+JARS = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / ".cache" / "jars"
+
+
+def java_jars() -> Path | None:
+    """Kafka 4.1's jars (compat_tests/jvm/fetch_jars.sh, run by ``make deps``), or None without java."""
+    if shutil.which("java") is None or not any(JARS.glob("kafka-tools-*.jar")):
+        return None
+    return JARS
+
+
+class JavaProducerWorkload(Workload):
+    """VerifiableProducer writing ``<prefix>.<n>`` to ``topic`` at ``rate`` records/s until stopped."""
+
+    def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, rate: float,
+                 jars: Path, config_path: Path, prefix: int = 7) -> None:
+        super().__init__(name, history, clock)
+        self.topic, self.prefix = topic, prefix
+        config_path.write_text("enable.idempotence=true\nretries=2147483647\nlinger.ms=5\ndelivery.timeout.ms=120000\n"
+                               "retry.backoff.ms=50\nmax.in.flight.requests.per.connection=5\n")
+        self.command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*",
+                        "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap,
+                        "--topic", topic, "--max-messages", "-1", "--throughput", str(int(rate)), "--acks", "-1",
+                        "--value-prefix", str(prefix), "--producer.config", str(config_path)]
+        self.proc: subprocess.Popen | None = None
+        self.stderr_path = config_path.with_suffix(".log")
+
+    def _run(self) -> None:
+        with open(self.stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=err, text=True)
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            name = event.get("name")
+            if name not in ("producer_send_success", "producer_send_error"):
+                continue
+            value = str(event.get("value"))
+            seq = int(value.rsplit(".", 1)[-1])
+            now = self.clock()
+            if name == "producer_send_success":
+                self.history.add(Produced(self.topic, event["partition"], None, value, True, event["offset"],
+                                          sent=now, acked=now, producer=self.name, seq=seq))
+            else:
+                self.history.add(Produced(self.topic, event.get("partition", -1), None, value, False, -1,
+                                          f"{event.get('exception')}: {event.get('message')}", sent=now,
+                                          acked=now, producer=self.name, seq=seq))
+        self.proc.wait()
+        self.acked = sum(1 for p in self.history.produced if p.producer == self.name and p.ok)
+        if not self._stop.is_set() or not self.acked:
+            self.errors.append(f"{self.name}: VerifiableProducer exited with {self.proc.returncode} after "
+                               f"{self.acked} acknowledged records; see {self.stderr_path}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def stop(self, timeout: float = 150.0) -> None:
+        """SIGTERM: the tool closes its producer (delivering or failing what is in flight) and exits."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+        super().stop(timeout)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+
+__all__ = ["JavaProducerWorkload", "java_jars"]

@@ -1,0 +1,160 @@
+"""The nemesis: faults on a ``ClusterProcesses`` cluster, each bounded and healed before the next.
+
+Kinds (``KINDS``):
+- ``kill-leader``: ``kill -9`` of the leader of a random partition of the workload topic, restarted after a hold.
+- ``kill-controller``: ``kill -9`` of the broker holding ``/controller`` (Metadata's controller id).
+- ``kill-coordinator``: ``kill -9`` of the broker coordinating the workload's consumer group.
+- ``pause-isr``: SIGSTOP of a broker for 1.5 x ``replica.lag.time.max.ms`` (dropped from ISRs, stays
+  registered), then SIGCONT.
+- ``pause-session``: SIGSTOP for 1.5 x the ZooKeeper session timeout (its session expires, its
+  leaderships move; it comes back to a fenced world), then SIGCONT.
+- ``restart-zookeeper``: ``kill -9`` of ZooKeeper, restarted after a hold of 1-5 s.
+Every fault is recorded in the history with its start and heal time; ``heal_all`` undoes anything left.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+
+from confluent_kafka.admin import AdminClient
+
+from chaos.history import Fault, History
+from pykbroker.testing import BrokerProcess, ClusterProcesses
+
+KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper")
+
+
+class Nemesis:
+    def __init__(self, cluster: ClusterProcesses, history: History, clock: Callable[[], float], rng: random.Random,
+                 *, topic: str, group: str, lag_ms: int, session_ms: int) -> None:
+        self.cluster, self.history, self.clock, self.rng = cluster, history, clock, rng
+        self.topic, self.group, self.lag_ms, self.session_ms = topic, group, lag_ms, session_ms
+        self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+        self.paused: set[int] = set()
+        self.slow_heals: list[str] = []
+        self.stuck_starts: list[str] = []  # restarts that neither registered nor exited (killed, started again)
+
+    # --- choosing victims ---------------------------------------------------------------------------
+    def leader_of_random_partition(self) -> int:
+        md = self.admin.list_topics(self.topic, timeout=10).topics[self.topic]
+        leaders = [p.leader for p in md.partitions.values() if p.leader >= 0]
+        return self.rng.choice(leaders) if leaders else self.random_broker()
+
+    def controller(self) -> int:
+        controller = self.admin.list_topics(timeout=10).controller_id
+        return controller if controller in self.cluster.brokers else self.random_broker()
+
+    def coordinator(self) -> int:
+        try:
+            return self.admin.describe_consumer_groups([self.group])[self.group].result(10).coordinator.id
+        except Exception:  # noqa: BLE001 - the group is not there (yet): any broker
+            return self.random_broker()
+
+    def random_broker(self) -> int:
+        return self.rng.choice(sorted(self.cluster.brokers))
+
+    # --- faults -------------------------------------------------------------------------------------
+    def run(self, kind: str) -> Fault:
+        """Inject one fault of ``kind``, hold it, heal it, record it; then wait for a healthy cluster."""
+        if kind.startswith("kill-"):
+            victim = {"kill-leader": self.leader_of_random_partition, "kill-controller": self.controller,
+                      "kill-coordinator": self.coordinator}[kind]()
+            fault = self._begin(Fault(kind, f"broker {victim}", self.clock()))
+            self.cluster.broker(victim).kill()
+            time.sleep(self.rng.uniform(1.0, 1.5 * self.session_ms / 1000))
+            self.restart(victim)
+        elif kind.startswith("pause-"):
+            victim = self.random_broker()
+            hold = 1.5 * (self.lag_ms if kind == "pause-isr" else self.session_ms) / 1000
+            fault = self._begin(Fault(kind, f"broker {victim}", self.clock(), note=f"SIGSTOP for {hold:.1f}s"))
+            pid = self.cluster.broker(victim).proc.pid
+            os.kill(pid, signal.SIGSTOP)
+            self.paused.add(victim)
+            try:
+                time.sleep(hold)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+                self.paused.discard(victim)
+        elif kind == "restart-zookeeper":
+            fault = self._begin(Fault(kind, "zookeeper", self.clock()))
+            self.cluster.zookeeper.kill()
+            time.sleep(self.rng.uniform(1.0, 5.0))
+            self.cluster.zookeeper.start(timeout=60)
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
+        fault.end = self.clock()
+        self.wait_healthy(fault)
+        return fault
+
+    def _begin(self, fault: Fault) -> Fault:
+        """Record the fault as it starts (end -1 until healed: an unhealed fault stays open in the history)."""
+        self.history.add(fault)
+        return fault
+
+    def restart(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start a killed broker until it is registered. One restarted before ZooKeeper expired its old
+        session finds its /brokers/ids znode owned by that session and exits (as Kafka's does: "node
+        already exists and owner does not match"); like a supervisor, start it again."""
+        broker = self.cluster.broker(node_id)
+        deadline = time.monotonic() + timeout
+        mark = f"broker {node_id} registered at /brokers/ids/{node_id}".encode()
+        attempt_deadline = 0.0
+        while True:
+            if not broker.alive or time.monotonic() > attempt_deadline:
+                if broker.alive:  # alive but never registered: a start that failed without exiting; again
+                    self.stuck_starts.append(f"broker {node_id} at {self.clock():.1f}s")
+                    broker.kill()
+                log_start = broker.log_path.stat().st_size if broker.log_path.exists() else 0
+                broker.start(timeout=60)
+                attempt_deadline = time.monotonic() + 1.5 * self.session_ms / 1000 + 10
+            if broker.alive and mark in _read_from(broker.log_path, log_start):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {node_id} not registered {timeout}s after its restart")
+            time.sleep(0.5)
+
+    def wait_healthy(self, fault: Fault, timeout: float = 90.0) -> None:
+        """Until every broker is registered and every partition of the workload topic has a full ISR."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.cluster.wait_for_brokers(len(self.cluster.brokers), timeout=timeout)
+        except TimeoutError as exc:
+            self.slow_heals.append(f"{fault.kind} at {fault.start:.1f}s: {exc}")
+            return
+        while time.monotonic() < deadline:
+            try:
+                md = self.admin.list_topics(self.topic, timeout=5).topics[self.topic]
+                if all(p.leader >= 0 and len(p.isrs) == len(self.cluster.brokers) for p in md.partitions.values()):
+                    fault.note = (fault.note + f"; healthy {self.clock() - fault.end:.1f}s after heal").lstrip("; ")
+                    return
+            except Exception:  # noqa: BLE001 - metadata not answered now; ask again
+                pass
+            time.sleep(0.2)
+        self.slow_heals.append(f"{fault.kind} at {fault.start:.1f}s: ISRs not full {timeout}s after the heal")
+
+    def heal_all(self) -> None:
+        """SIGCONT every paused broker, start every dead one and ZooKeeper."""
+        for node_id in list(self.paused):
+            proc = self.cluster.broker(node_id).proc
+            if proc is not None:
+                os.kill(proc.pid, signal.SIGCONT)
+            self.paused.discard(node_id)
+        if not self.cluster.zookeeper.alive:
+            self.cluster.zookeeper.start(timeout=60)
+        for broker in self.cluster.brokers.values():
+            if not broker.alive:
+                self.restart(broker_id(self.cluster, broker))
+
+
+def _read_from(path, offset: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read()
+
+
+def broker_id(cluster: ClusterProcesses, broker: BrokerProcess) -> int:
+    return next(i for i, b in cluster.brokers.items() if b is broker)
