@@ -12,7 +12,7 @@ from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
-from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id
+from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.security.authorizer import build_authorizer
@@ -523,7 +523,8 @@ class Broker:
     async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
         """Create a topic (metadata first; its logs follow the published image); the caller has validated it."""
         topic = await self.metadata.create_topic(name, assignments, configs)
-        log.info("created topic %s (id %s) with %d partitions", name, topic.topic_id, len(assignments))
+        log.info("created topic %s (id %s) with %d partitions", name, uuid_to_kafka_string(topic.topic_id),
+                 len(assignments))
         return topic
 
     async def delete_topic(self, name: str) -> None:
