@@ -256,6 +256,12 @@ class ZooKeeperMetadataStore(PublishedImage):
     async def _reload(self) -> None:
         """Read everything afresh (at start and in a new session: every watch is armed again)."""
         async with self._lock:
+            # The change notifications first: a config changed while the rest is read comes with a newer
+            # notification and is applied after (reading them last could count a change as seen whose entity
+            # was read before it was written).
+            changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path,
+                                                 watch=self._config_changes) or []
+            self._last_change = max((_sequence(c) for c in changes), default=-1)
             names = await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or []
             # all reads in flight at once: kazoo pipelines them over the one connection
             read = await asyncio.gather(*(self._read_topic(name) for name in names))
@@ -427,8 +433,6 @@ class ZooKeeperMetadataStore(PublishedImage):
             found = await self.zk.get(ConfigEntityZNode.path(config_type, entity_path))
             config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
             _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
-        changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path, watch=self._config_changes) or []
-        self._last_change = max((_sequence(c) for c in changes), default=-1)
         return {"broker_configs": _frozen(broker_configs), "client_quotas": _frozen(quotas),
                 "scram_credentials": _frozen(credentials)}
 
