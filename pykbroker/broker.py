@@ -330,6 +330,8 @@ class Broker:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
+        if self.cluster_mode:
+            self._delete_stray_logs()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
         self.metadata.subscribe(self._apply_metadata)
@@ -340,6 +342,17 @@ class Broker:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
+        deletes stray replicas."""
+        image = self.metadata.image
+        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
+            p = image.partition(topic, partition)
+            if p is not None and self.node_id not in p.replicas:
+                log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,
+                         list(p.replicas))
+                self.log_manager.delete_log(topic, partition)
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -452,6 +465,14 @@ class Broker:
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+            elif hosted is not None:
+                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+                self.replica_fetchers.unfollow(topic.name, p.partition)
+                rm.stop_replica(topic.name, p.partition)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
+                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                         topic.name, p.partition, list(p.replicas))
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted

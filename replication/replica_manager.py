@@ -194,6 +194,14 @@ class ReplicaManager:
 
     def _on_high_watermark_changed(self, p: Partition) -> None:
         self.watchers.notify((p.topic, p.partition))
+    def stop_replica(self, topic: str, partition: int) -> None:
+        """This broker no longer holds ``topic-partition`` (reassigned away): stop serving it, delete its log."""
+        p = self.partitions.pop((topic, partition), None)
+        if p is None:
+            return
+        self.log_manager.delete_log(topic, partition)
+        self.watchers.notify((topic, partition))  # waiting produces and fetches learn it is gone
+
     def delete_partitions(self, topic: str) -> None:
         """Stop hosting every partition of ``topic`` and delete their logs."""
         for key in [k for k in self.partitions if k[0] == topic]:
