@@ -15,6 +15,7 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
@@ -89,6 +90,7 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.replica_manager.leader_quota = self._replication_quota("leader")
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
@@ -96,7 +98,8 @@ class Broker:
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+            quota=self._replication_quota("follower"))
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
@@ -120,6 +123,18 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+
+    def _replication_quota(self, side: str) -> ReplicationQuotaManager:
+        """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
+        def topic_configs(name: str):
+            topic = self.metadata.topics.get(name)
+            return topic.configs if topic is not None else None
+
+        return ReplicationQuotaManager(
+            self.node_id, f"{side}.replication.throttled.rate", f"{side}.replication.throttled.replicas",
+            lambda: (self.dynamic_config.per_broker, self.dynamic_config.default), topic_configs,
+            samples=self.config["replication.quota.window.num"],
+            window_seconds=self.config["replication.quota.window.size.seconds"])
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -349,6 +349,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Refuse transactional writes to partitions not added to the ongoing transaction (KIP-890)."),
     ConfigDef("quota.window.num", _int(1, _I32), "11", "Samples kept to measure a client's byte rate."),
     ConfigDef("quota.window.size.seconds", _int(1, _I32), "1", "Time span of each quota sample."),
+    ConfigDef("replication.quota.window.num", _int(1, _I32), "11", "Samples kept to measure a replication throttle."),
+    ConfigDef("replication.quota.window.size.seconds", _int(1, _I32), "1", "Time span of each replication throttle sample."),
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),

@@ -136,6 +136,16 @@ class MetadataIsrUpdater:
         return committed.partition_epoch if committed is not None else None
 
 
+class ReplicationQuota(Protocol):
+    """A replication throttle (Kafka's ReplicaQuota): which partitions it applies to, and whether it is spent."""
+
+    def is_throttled(self, topic: str, partition: int) -> bool: ...
+
+    def is_quota_exceeded(self) -> bool: ...
+
+    def record(self, size: int) -> None: ...
+
+
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
@@ -150,6 +160,8 @@ class ReplicaManager:
         self.time_ms = time_ms
         self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
+        # The leader's replication throttle (leader.replication.throttled.*), applied to out-of-sync followers.
+        self.leader_quota: ReplicationQuota | None = None
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
@@ -312,6 +324,7 @@ class ReplicaManager:
                               min_one_message=remaining == max_bytes, current_leader_epoch=fp.current_leader_epoch,
                               last_fetched_epoch=fp.last_fetched_epoch, from_follower=from_follower)
                 if from_follower and read.diverging_epoch is None:
+                    read = self._maybe_throttle(p, replica_id, read)
                     expanded = p.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset,
                                                              now_ms, self.replica_lag_time_max_ms)
                     if expanded is not None:
@@ -328,6 +341,20 @@ class ReplicaManager:
             remaining = max(0, remaining - read.size)
             out.append(FetchedPartition(fp, ErrorCode.NONE, read))
         return out
+
+    def _maybe_throttle(self, p: Partition, replica_id: int, read: ReadResult) -> ReadResult:
+        """Kafka's shouldLeaderThrottle: an out-of-sync follower of a throttled partition gets no records while
+        the leader's replication quota is spent; what it does get counts against the quota."""
+        quota = self.leader_quota
+        if quota is None or replica_id in p.isr or not read.size or not quota.is_throttled(p.topic, p.partition):
+            return read
+        if quota.is_quota_exceeded():
+            release = getattr(read.records, "release", None)
+            if release is not None:
+                release()
+            return replace(read, records=b"")
+        quota.record(read.size)
+        return read
 
     async def fetch(self, wanted: list[FetchPartition], *, max_wait_ms: int, min_bytes: int, max_bytes: int,
                     read_committed: bool, replica_id: int = -1) -> list[FetchedPartition]:

@@ -13,8 +13,8 @@ from replication.zk.znodes import (
     BrokerIdZNode,
     ConfigEntityZNode,
     DeleteTopicsTopicZNode,
-    ReassignPartitionsZNode,
     Endpoint,
+    ReassignPartitionsZNode,
     TopicPartitionStateZNode,
     TopicZNode,
 )
