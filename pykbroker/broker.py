@@ -642,6 +642,10 @@ class Broker:
                 reload_stores(security.ssl_context, current, listener.name, security.protocol)
                 log.info("reloaded the key and trust stores of listener %s", listener.name)
 
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
+        return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
+
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         if not self.config.auto_create_topics_enable:
@@ -656,7 +660,8 @@ class Broker:
                      name, replication, len(live))
             return None
         try:
-            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live,
+                                                                   racks=self.broker_racks()), {})
         except KeyError:  # created meanwhile (by another request, or another broker)
             return self.metadata.topics.get(name)
 
@@ -691,7 +696,7 @@ class Broker:
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
                            f"'{replication_factor}' for the {name} topic")
-        return assign_replicas(partitions, replication_factor, live)
+        return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
