@@ -26,6 +26,7 @@ from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
+from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -91,6 +92,8 @@ class Broker:
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
+        self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"])
         self.replica_fetchers = ReplicaFetcherManager(

@@ -168,6 +168,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("advertised.listeners", _listeners, None,
               "Addresses given to clients in Metadata; defaults to listeners."),
     ConfigDef("broker.rack", _str, None, "The rack of this broker."),
+    ConfigDef("replica.selector.class", _str, None,
+              "The replica selector for consumers' fetches (KIP-392): org.apache.kafka.common.replica."
+              "RackAwareReplicaSelector lets consumers read from a replica in their rack; unset: the leader."),
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
