@@ -162,6 +162,12 @@ class ZkController:
         self._enqueue("reassign", (reassignments, future))
         return await future
 
+    def ongoing_reassignments(self) -> dict[TopicPartition, ReplicaAssignment]:
+        """Every move in progress as this controller has it (ListPartitionReassignments)."""
+        if not self.active:
+            raise ControllerMovedError(f"broker {self.broker_id} is not the controller")
+        return {tp: self.reassignment(tp) for tp in sorted(self.context.moving)}
+
     def reassignment(self, tp: TopicPartition) -> ReplicaAssignment:
         """The controller's view of a partition's assignment (replicas, adding, removing)."""
         adding, removing = self.context.moving.get(tp, ((), ()))

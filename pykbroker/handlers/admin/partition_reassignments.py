@@ -5,7 +5,8 @@ every other target is refused with the controller's messages, and no reassignmen
 In a cluster the controller moves partitions (``replication.zk.controller``; another broker answers
 NOT_CONTROLLER and the admin client asks the controller Metadata names, as in Kafka's ZooKeeper mode);
 v1's ``allow_replication_factor_change`` false refuses targets of another size here first. Ongoing moves
-are listed from the metadata image (full replicas, adding and removing ones), by any broker.
+are listed by the controller from its own state, by other brokers from their metadata image (full replicas,
+adding and removing ones).
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: List
                 partition_index=p, replicas=[], adding_replicas=[], removing_replicas=[]) for p in t.partition_indexes])
             for t in request.topics or []])
     wanted = None if request.topics is None else {t.name: t.partition_indexes for t in request.topics}
+    if ctx.broker.cluster_mode and ctx.broker.controller.active:
+        return _list_from_controller(ctx, wanted)
     topics = []
     for name in sorted(ctx.metadata.topics) if wanted is None else wanted:
         state = ctx.metadata.topics.get(name)
@@ -156,3 +159,18 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: List
         if ongoing:
             topics.append(OngoingTopicReassignment(name=name, partitions=ongoing))
     return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=topics)
+
+
+def _list_from_controller(ctx: RequestContext, wanted: dict[str, list[int]] | None
+                          ) -> ListPartitionReassignmentsResponse:
+    """The controller's own view: a move shows from the moment AlterPartitionReassignments answered, as Kafka's
+    controller answers, before the brokers' metadata has caught up with it."""
+    by_topic: dict[str, list[OngoingPartitionReassignment]] = {}
+    for (topic, partition), a in ctx.broker.controller.ongoing_reassignments().items():
+        if wanted is not None and partition not in wanted.get(topic, ()):
+            continue
+        by_topic.setdefault(topic, []).append(OngoingPartitionReassignment(
+            partition_index=partition, replicas=list(a.replicas), adding_replicas=list(a.adding),
+            removing_replicas=list(a.removing)))
+    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[
+        OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()])
