@@ -227,3 +227,46 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
         [ConfigResource("TOPIC", topic)]).values())).result(30).items()}
     assert not values.get("leader.replication.throttled.replicas") and not values.get(
         "follower.replication.throttled.replicas")
+
+
+def controller_id(cluster: ClusterProcesses) -> int:
+    from wire.messages import MetadataRequest
+
+    broker = next(b for b in cluster.brokers.values() if b.alive)
+    with RawClient(broker.bootstrap) as c:
+        return c.request(MetadataRequest(topics=[]), 9).controller_id
+
+
+def test_a_cancelled_move_goes_back_and_a_move_survives_its_controller(cluster, jars, tmp_path):
+    """--cancel during a throttled move puts the original replicas back and deletes the new one's copy; a move
+    whose controller is killed meanwhile is finished by the next controller."""
+    controller = controller_id(cluster)
+    others = sorted(set(cluster.brokers) - {controller})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    cancelled, resumed = unique("cancelled"), unique("resumed")
+    for topic in (cancelled, resumed):
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[others[0]]])])[topic].result(30)
+        wait_for(lambda t=topic: partitions(admin, t)[0][0] == others[0], "a leader")
+        produce(cluster.bootstrap, topic, 1500, size=10_000)  # 15 MB: a 1 MB/s throttle holds the copy back
+    before = read_partition(cluster.bootstrap, resumed, 0)
+
+    plan = plan_file(tmp_path, {(cancelled, 0): [others[0], others[1]]})
+    tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file", str(plan),
+         "--throttle", "1000000")
+    assert ongoing(cluster) == {(cancelled, 0): ([others[0], others[1]], [others[1]], [])}
+    out = tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--cancel", "--reassignment-json-file",
+               str(plan))
+    assert f"Successfully cancelled reassignment of {cancelled}-0" in out or "Successfully cancelled" in out, out
+    assert ongoing(cluster) == {}
+    wait_for(lambda: partitions(admin, cancelled)[0] == (others[0], [others[0]], [others[0]]), "the old replicas")
+    wait_for(lambda: log_dirs_holding(cluster, cancelled, 0) == {others[0]}, "the cancelled copy to be deleted")
+
+    plan = plan_file(tmp_path, {(resumed, 0): [others[1]]})
+    tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file", str(plan),
+         "--throttle", "1000000")
+    cluster.broker(controller).kill()
+    wait_for(lambda: controller_id(cluster) not in (-1, controller), "another controller")
+    wait_for(lambda: partitions(admin, resumed)[0] == (others[1], [others[1]], [others[1]]), "the move to finish",
+             timeout=90)
+    assert read_partition(cluster.bootstrap, resumed, 0) == before
+    cluster.broker(controller).start()
