@@ -192,6 +192,8 @@ def test_a_broker_added_gets_partitions_only_when_moved_and_a_retired_one_leaves
     described = tool(jars, TOPICS, "--bootstrap-server", cluster.broker(2).bootstrap, "--describe", "--topic", topic,
                      "--under-replicated-partitions")
     assert described.strip() == ""
+    cluster.broker(1).start()
+    cluster.wait_for_brokers(4)
 
 
 def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, jars, tmp_path):
@@ -270,3 +272,4 @@ def test_a_cancelled_move_goes_back_and_a_move_survives_its_controller(cluster, 
              timeout=90)
     assert read_partition(cluster.bootstrap, resumed, 0) == before
     cluster.broker(controller).start()
+    cluster.wait_for_brokers(len(cluster.brokers))
