@@ -159,6 +159,17 @@ class ReplicaManager:
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int) -> Partition:
+        """The partition if this broker leads it in ``current_leader_epoch`` (-1: any epoch), else PartitionError
+        with Kafka's code (getPartitionOrException, then the epoch check, then leadership)."""
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            raise PartitionError(self._not_hosted_error((topic, partition)))
+        p.check_leader_epoch(current_leader_epoch)
+        if not p.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return p
+
     def _partition(self, topic: str, partition: int, topic_id: uuid.UUID, log_config) -> Partition:
         p = self.partitions.get((topic, partition))
         if p is None:
