@@ -27,8 +27,9 @@ from coordinator.group.classic_group import (
     ClassicGroupState,
     Responder,
 )
-from coordinator.group.errors import ApiError, append_error_to_response_error
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError, append_error_to_response_error
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     HeartbeatRequest,

@@ -28,7 +28,7 @@ from enum import Enum, IntEnum
 from uuid import UUID
 
 from coordinator.group import records as rec
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentValue,

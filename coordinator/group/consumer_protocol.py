@@ -50,9 +50,10 @@ from coordinator.group.consumer_group import (
     MemberState,
     ResolvedRegex,
 )
-from coordinator.group.errors import ApiError
 from coordinator.group.reconciliation import next_assignment
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,

@@ -28,18 +28,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
+from coordinator.group import records as rec
 from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
-from coordinator.group.log import CoordinatorLogFactory
 from coordinator.group.offsets import FetchTopic
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
-from coordinator.group.result import CoordinatorResult, RequestInfo
-from coordinator.group.runtime import CoordinatorRuntime
+from coordinator.group.request_info import RequestInfo
 from coordinator.group.shard import GroupCoordinatorShard
-from coordinator.group.timer import CoordinatorTimer
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import CoordinatorLogFactory
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -99,7 +101,8 @@ class GroupCoordinator:
         self._offsets_topic_ready = False
         self._offsets_topic_creation: asyncio.Future | None = None
         self._new_uuid = new_uuid
-        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock)
+        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock, decode_record=rec.decode_record,
+                                          topic=GROUP_METADATA_TOPIC_NAME)
         self._started = False
 
     def _new_shard(self, partition: int, timer: CoordinatorTimer) -> GroupCoordinatorShard:

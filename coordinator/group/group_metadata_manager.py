@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterable
 from coordinator.group import records as rec
 from coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from coordinator.group.classic_protocol import ClassicProtocol
-from coordinator.group.clock import Clock
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.consumer_group import ConsumerGroup, ResolvedRegex
 from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.embedded_protocol import PROTOCOL_TYPE
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
-from coordinator.group.timer import CoordinatorTimer
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import consumer_group_describe_response as cgd
 from wire.messages.describe_groups_response import DescribedGroup

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from coordinator.group import records as rec
 from coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from coordinator.group.consumer_group import ConsumerGroup
-from coordinator.group.errors import ApiError
 from coordinator.group.records import OffsetAndMetadata
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     OffsetCommitRequest,

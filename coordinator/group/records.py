@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from uuid import UUID
 
+from coordinator.runtime.errors import UnknownRecordTypeError
 from wire import DecodeError, Message, Reader, Writer
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -99,14 +100,6 @@ _CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
     RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: (ConsumerGroupRegularExpressionKey,
                                                    ConsumerGroupRegularExpressionValue),
 }
-
-
-class UnknownRecordTypeError(ValueError):
-    """A record type this coordinator does not read (share or streams groups); skipped at load."""
-
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"unknown __consumer_offsets record type {record_type}")
-        self.record_type = record_type
 
 
 @dataclass(frozen=True, slots=True)

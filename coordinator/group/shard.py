@@ -14,15 +14,16 @@ from collections.abc import Callable
 
 from coordinator.group import records as rec
 from coordinator.group.classic_group import Responder
-from coordinator.group.clock import Clock
 from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
-from coordinator.group.result import CoordinatorResult, RequestInfo
-from coordinator.group.timer import CoordinatorTimer
+from coordinator.group.request_info import RequestInfo
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from coordinator.group import FakeClock, GroupCoordinator, StaticTopics
-from coordinator.group.partition_log import ReplicaCoordinatorLog
+from coordinator.group import GROUP_METADATA_TOPIC_NAME, FakeClock, GroupCoordinator, StaticTopics
+from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator, TxnError
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -42,7 +42,8 @@ class Node:
             for p in range(count):
                 self.rm.become_leader(topic, p, uuid.uuid5(uuid.NAMESPACE_DNS, topic), 0, [1], [1], LogConfig())
         self.groups = GroupCoordinator(CONFIG, 1, StaticTopics([TOPIC_A]),
-                                       lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock), clock=self.clock)
+                                       lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=GROUP_METADATA_TOPIC_NAME),
+                                       clock=self.clock)
         self.producer_ids = ProducerIdManager(tmp_path, node_id=1)
         self.txn = self.new_coordinator()
 

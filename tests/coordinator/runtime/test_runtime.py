@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from coordinator.group.errors import CoordinatorLogError
+from coordinator.runtime.errors import CoordinatorLogError
 from tests.coordinator.group.helpers import Harness, info, run, types
 from tests.coordinator.group.test_offsets import codes, commit, fetched
 from wire import ErrorCode
