@@ -163,7 +163,7 @@ class Broker:
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
-                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
+                coordinator_epoch=self._transaction_state_leader_epoch, clock=clock,
                 transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator

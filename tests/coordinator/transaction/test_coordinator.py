@@ -55,7 +55,7 @@ class Node:
             log_factory=lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
             replica_manager=self.rm, group_coordinator=self.groups, producer_ids=self.producer_ids,
             ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
-            now_ms=self.clock.now_ms, transaction_version=lambda: transaction_version)
+            clock=self.clock, transaction_version=lambda: transaction_version)
 
     async def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
         """A transactional batch from producer ``pid``, as Produce appends it; its base offset."""
@@ -107,7 +107,7 @@ async def test_init_producer_id_keeps_the_id_and_bumps_the_epoch(tmp_path):
 async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stable_offset(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "c", 0, 1)
-    assert node.txn._partition_of("c").transactions["c"].state is S.ONGOING
+    assert (await node.txn._lookup("c"))[0].transactions["c"].state is S.ONGOING
     await node.produce(0, pid, epoch, 0, b"x", b"y")
     await node.produce(1, pid, epoch, 0, b"z")
     assert node.log(0).last_stable_offset == 0  # the open transaction holds it
@@ -250,11 +250,13 @@ async def test_a_prepared_commit_found_at_load_is_completed(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "half", 2)
     await node.produce(2, pid, epoch, 0, b"decided")
-    metadata = node.txn._partition_of("half").transactions["half"]
+    metadata = (await node.txn._lookup("half"))[0].transactions["half"]
     # As if the node died after writing PrepareCommit, before any marker.
     transit = metadata.prepare_end(True, node.clock.now_ms())
     key, value = encode_txn_record("half", transit)
-    await node.txn._logs[node.txn.partition_for("half")].append([(key, value)])
+    state_log = ReplicaCoordinatorLog(node.rm, node.txn.partition_for("half"), node.clock,
+                                      topic=TRANSACTION_STATE_TOPIC_NAME)
+    await state_log.append([(key, value)])
     await node.txn.close()
     reloaded = node.new_coordinator()
     await reloaded.start()
@@ -347,7 +349,7 @@ async def test_v2_end_rules_for_completed_and_empty_transactions(tmp_path):
 async def test_v2_an_exhausted_epoch_continues_on_a_new_producer_id(tmp_path):
     node = Node(tmp_path)
     pid, _ = await node.txn.init_producer_id("v2x", 60_000)
-    metadata = node.txn._partition_of("v2x").transactions["v2x"]
+    metadata = (await node.txn._lookup("v2x"))[0].transactions["v2x"]
     metadata.producer_epoch = 32_766  # as after 32766 transactions
     assert await node.txn.add_partition_from_write("v2x", pid, 32_766, (DATA, 1)) == ErrorCode.NONE
     new_pid, new_epoch = await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2)
