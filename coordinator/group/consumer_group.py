@@ -108,6 +108,13 @@ class ConsumerGroupMember:
     classic_member_metadata: ClassicMemberMetadata | None = None
 
     @property
+    def classic_metadata(self) -> ClassicMemberMetadata:
+        """The classic protocol's metadata of a member that uses that protocol."""
+        if self.classic_member_metadata is None:
+            raise ValueError(f"member {self.member_id} does not use the classic protocol")
+        return self.classic_member_metadata
+
+    @property
     def uses_classic_protocol(self) -> bool:
         return self.classic_member_metadata is not None
 
@@ -254,7 +261,7 @@ class ConsumerGroup:
         classic = [m for m in self.members.values() if m.uses_classic_protocol]
         if not classic:
             return True
-        return any(all(n in {p for p, _ in m.classic_member_metadata.supported_protocols} for m in classic)
+        return any(all(n in {p for p, _ in m.classic_metadata.supported_protocols} for m in classic)
                    for n in names)
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:

@@ -123,11 +123,12 @@ class GroupCoordinator:
 
     async def ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets on first use (FindCoordinator and the first group request call this)."""
-        if self._offsets_topic_ready or self._ensure_offsets_topic is None:
+        ensure = self._ensure_offsets_topic
+        if self._offsets_topic_ready or ensure is None:
             return
         if self._offsets_topic_creation is None:
             async def create() -> None:
-                result = self._ensure_offsets_topic()
+                result = ensure()
                 if asyncio.iscoroutine(result):
                     await result
             self._offsets_topic_creation = asyncio.ensure_future(create())
@@ -252,7 +253,7 @@ class GroupCoordinator:
                 continue
             try:
                 partition = await self._partition(group_id)
-                out.extend(await self.runtime.read(partition, lambda shard, g=group_id: shard.consumer_group_describe([g])))
+                out.extend(await self.runtime.read(partition, lambda shard: shard.consumer_group_describe([group_id])))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.append(cgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
         return out
@@ -369,7 +370,7 @@ class GroupCoordinator:
             try:
                 partition = await self._partition(group_id)
                 out.extend(await self.runtime.read(
-                    partition, lambda shard, g=group_id: shard.describe_groups([g], info.api_version)))
+                    partition, lambda shard: shard.describe_groups([group_id], info.api_version)))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.append(DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
         return out
@@ -384,7 +385,7 @@ class GroupCoordinator:
                 out.append(DeletableGroupResult(group_id=group_id, error_code=_error_code(exc)))
         for partition, ids in by_partition.items():
             try:
-                out.extend(await self.runtime.write(partition, lambda shard, ids=ids: shard.delete_groups(ids)))
+                out.extend(await self.runtime.write(partition, lambda shard: shard.delete_groups(ids)))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.extend(DeletableGroupResult(group_id=g, error_code=_error_code(exc)) for g in ids)
         return out

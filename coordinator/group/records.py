@@ -32,10 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 from uuid import UUID
 
 from coordinator.runtime.errors import UnknownRecordTypeError
-from wire import DecodeError, Message, Reader, Writer
+from wire import DecodeError, Reader, Writer
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -83,7 +84,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 
-_CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
+_CLASSES: dict[int, tuple[Any, Any]] = {
     RecordType.LEGACY_OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
     RecordType.OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
     RecordType.GROUP_METADATA: (GroupMetadataKey, GroupMetadataValue),
@@ -104,10 +105,14 @@ _CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorRecord:
-    """A key struct and a value struct (None for a tombstone) with the version the value is written at."""
+    """A key struct and a value struct (None for a tombstone) with the version the value is written at.
 
-    key: Message
-    value: Message | None
+    Key and value are generated structs of one of the record types (``RecordType``): which fields they
+    have depends on ``record_type``, a union no checker follows, so they are typed ``Any``.
+    """
+
+    key: Any
+    value: Any
     value_version: int = 0
 
     @property

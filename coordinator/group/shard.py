@@ -77,20 +77,20 @@ class GroupCoordinatorShard:
 
     # -- classic protocol -------------------------------------------------------------------------------
     def join_group(self, info: RequestInfo, request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
-        return self.groups.classic_group_join(info, request, responder)
+        return self.groups.classic.classic_group_join(info, request, responder)
 
     def sync_group(self, info: RequestInfo, request: SyncGroupRequest, responder: Responder) -> CoordinatorResult:
-        return self.groups.classic_group_sync(info, request, responder)
+        return self.groups.classic.classic_group_sync(info, request, responder)
 
     def heartbeat(self, info: RequestInfo, request: HeartbeatRequest) -> CoordinatorResult:
-        return self.groups.classic_group_heartbeat(info, request)
+        return self.groups.classic.classic_group_heartbeat(info, request)
 
     def leave_group(self, info: RequestInfo, request: LeaveGroupRequest) -> CoordinatorResult:
-        return self.groups.classic_group_leave(info, request)
+        return self.groups.classic.classic_group_leave(info, request)
 
     # -- consumer protocol ------------------------------------------------------------------------------
     def consumer_group_heartbeat(self, info: RequestInfo, request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
-        return self.groups.consumer_group_heartbeat(info, request)
+        return self.groups.consumer.consumer_group_heartbeat(info, request)
 
     # -- offsets ----------------------------------------------------------------------------------------
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,

@@ -230,7 +230,8 @@ class CoordinatorRuntime(Generic[ShardT]):
                 if isinstance(item, _Timeout):
                     timeout = ctx.timer.take(item.key, item.token)
                     if timeout is not None:
-                        await self._execute(ctx, lambda _shard, op=timeout: op(), None, f"timeout {item.key}")
+                        await self._execute(ctx, lambda _shard: timeout(),  # noqa: B023 - called at once
+                                            None, f"timeout {item.key}")
                 elif isinstance(item, _AsyncWrite):
                     try:
                         item.future.set_result(await item.operation(ctx))

@@ -383,7 +383,7 @@ class TransactionCoordinator:
         except TxnError as exc:
             return dict.fromkeys(wanted, exc.error_code)
         code = self._verification_error(metadata, producer_id, epoch)
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE or metadata is None:  # None: code is INVALID_PRODUCER_ID_MAPPING
             return dict.fromkeys(wanted, code)
         return {tp: ErrorCode.NONE if tp in metadata.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in wanted}
 
@@ -419,7 +419,7 @@ class TransactionCoordinator:
         code = self._verification_error(metadata, producer_id, epoch)
         if code == ErrorCode.PRODUCER_FENCED:
             return ErrorCode.INVALID_PRODUCER_EPOCH
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE or metadata is None:  # None: code is INVALID_PRODUCER_ID_MAPPING
             return code
         if tp not in metadata.partitions:
             return ErrorCode.TRANSACTION_ABORTABLE if abortable_error else ErrorCode.INVALID_TXN_STATE
