@@ -20,7 +20,8 @@ write.
 Records are the truth: a shard is loaded (this node was elected leader of the partition) by
 replaying its whole log (``CoordinatorLog.read_all``) on its task before it serves anything;
 operations for a loading shard wait for the load to finish. Unloading (resignation) stops the task,
-fails what is queued with NOT_COORDINATOR and tells the shard (``on_unloaded``).
+fails the operation in flight and what is queued with NOT_COORDINATOR and tells the shard
+(``on_unloaded``).
 """
 
 from __future__ import annotations
@@ -126,11 +127,17 @@ class CoordinatorRuntime(Generic[ShardT]):
         ctx = self._contexts.get(partition)
         return ctx is not None and ctx.loaded.is_set() and ctx.failed is None
 
+    def is_loading_or_loaded(self, partition: int) -> bool:
+        ctx = self._contexts.get(partition)
+        return ctx is not None and ctx.failed is None
+
     def load(self, partition: int) -> None:
-        """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading."""
+        """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading.
+        A load that failed is started again."""
         if self._closed:
             raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if partition in self._contexts:
+        existing = self._contexts.get(partition)
+        if existing is not None and existing.failed is None:
             return
         ctx = _ShardContext(partition, self._log_factory(partition), self._clock, self._shard_factory)
         self._contexts[partition] = ctx
@@ -241,6 +248,10 @@ class CoordinatorRuntime(Generic[ShardT]):
                         _fail(item.future, exc)
                 else:
                     await self._execute(ctx, item.operation, item.future, "write")
+            except asyncio.CancelledError:
+                if not isinstance(item, _Timeout):  # unloaded while its append was in flight
+                    _fail(item.future, NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
+                raise
             finally:
                 ctx.busy = False
 

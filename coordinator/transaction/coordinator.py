@@ -201,7 +201,7 @@ class TransactionCoordinator:
         transactions, or, still loaded, take the new leader epoch as the coordinator epoch of its markers."""
         if not self._started:
             return
-        if index in self._runtime.hosted_partitions():
+        if self._runtime.is_loading_or_loaded(index):
             self._runtime.shard(index).coordinator_epoch = self._coordinator_epoch(index)
         else:
             self._runtime.load(index)

@@ -8,6 +8,8 @@ import uuid
 import pytest
 
 from coordinator.group import GROUP_METADATA_TOPIC_NAME, FakeClock, GroupCoordinator, StaticTopics
+from coordinator.runtime.errors import CoordinatorLogError
+from coordinator.runtime.log import InMemoryCoordinatorLogs
 from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator, TxnError
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
@@ -394,3 +396,61 @@ async def test_init_producer_id_recovery_with_the_expected_epoch(tmp_path):
     fresh, fresh_epoch = await node.txn.init_producer_id("kip360-new", 60_000, 12345, 3)
     assert fresh_epoch == 0 and fresh != 12345
     await node.txn.close()
+
+
+def in_memory_coordinator(node: Node, logs: InMemoryCoordinatorLogs, leaders: dict[int, int]) -> TransactionCoordinator:
+    """A coordinator whose __transaction_state partitions are in-memory logs, led as ``leaders`` says."""
+    async def nothing_to_create() -> None:
+        pass
+    return TransactionCoordinator(
+        TransactionConfig(num_partitions=TXN_PARTITIONS), 1, log_factory=logs, replica_manager=node.rm,
+        group_coordinator=node.groups, producer_ids=node.producer_ids, ensure_state_topic=nothing_to_create,
+        partition_leader=lambda p: leaders.get(p, 1), coordinator_epoch=lambda p: 0, clock=node.clock)
+
+
+@run
+async def test_a_failed_state_append_changes_nothing_and_maps_the_error_as_kafka_does(tmp_path):
+    node = Node(tmp_path)
+    logs = InMemoryCoordinatorLogs()
+    txn = in_memory_coordinator(node, logs, {})
+    pid, epoch = await txn.init_producer_id("f", 60_000)
+    log = logs(txn.partition_for("f"))
+    written = log.log_end_offset
+    # The transaction log's mapping (Kafka's TransactionStateManager), not the group coordinator's.
+    for append_error, answer in ((ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                                 (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+                                 (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.UNKNOWN_SERVER_ERROR)):
+        log.fail_next_append = CoordinatorLogError(append_error)
+        await raises(answer, txn.add_partitions("f", pid, epoch, [(DATA, 0)]))
+        metadata = await txn.describe("f")
+        assert (metadata.state, metadata.pending_state, metadata.partitions) == (S.EMPTY, None, set())
+    assert log.log_end_offset == written
+    await txn.add_partitions("f", pid, epoch, [(DATA, 0)])  # nothing is left pending
+    assert (await txn.describe("f")).state is S.ONGOING
+    await txn.close()
+
+
+@run
+async def test_resignation_unloads_and_election_loads_the_partition_by_replaying_it(tmp_path):
+    node = Node(tmp_path)
+    logs = InMemoryCoordinatorLogs()
+    leaders: dict[int, int] = {}
+    txn = in_memory_coordinator(node, logs, leaders)
+    pid, epoch = await txn.init_producer_id("moving", 60_000)
+    await txn.add_partitions("moving", pid, epoch, [(DATA, 1)])
+    index = txn.partition_for("moving")
+    before = await txn.describe("moving")
+    state = (before.producer_id, before.producer_epoch, before.state, before.partitions)
+
+    leaders[index] = 2  # another broker won the election
+    txn.on_resignation(index)
+    await raises(ErrorCode.NOT_COORDINATOR, txn.describe("moving"))
+    assert txn.verify_partition("moving", pid, epoch, (DATA, 1), abortable_error=True) == ErrorCode.NONE
+
+    leaders[index] = 1  # and this one again
+    txn.on_election(index)
+    after = await txn.describe("moving")
+    assert after is not before  # a fresh shard, rebuilt from the records alone
+    assert (after.producer_id, after.producer_epoch, after.state, after.partitions) == state
+    assert txn.verify_partition("moving", pid, epoch, (DATA, 1), abortable_error=True) == ErrorCode.NONE
+    await txn.close()
