@@ -230,8 +230,9 @@ class TransactionCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     async def _shard(self, index: int) -> TransactionStateShard:
-        """The shard of a partition this node leads, once loaded."""
+        """The shard of a partition this node leads, once loaded (a load that failed is started again)."""
         try:
+            self._runtime.load(index)
             return await self._runtime.read(index, lambda shard: shard)
         except ApiError as exc:
             raise TxnError(exc.error_code) from None
@@ -246,7 +247,6 @@ class TransactionCoordinator:
         index = self.partition_for(transactional_id)
         if self._partition_leader(index) != self.node_id:
             raise TxnError(ErrorCode.NOT_COORDINATOR)
-        self._runtime.load(index)
         shard = await self._shard(index)
         return shard, shard.transactions.get(transactional_id)
 
