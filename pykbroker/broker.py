@@ -132,13 +132,14 @@ class Broker:
                 SystemClock,
             )
             from coordinator.group.group_config import GroupConfigs
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
             self._group_coordinator = GroupCoordinator(
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=GROUP_METADATA_TOPIC_NAME,
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
                 partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
@@ -150,7 +151,7 @@ class Broker:
     def transaction_coordinator(self) -> TransactionCoordinator:
         """Transactions, stored in __transaction_state (created on first use)."""
         if self._transaction_coordinator is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
             group_coordinator = self.group_coordinator
@@ -162,7 +163,7 @@ class Broker:
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
-                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
+                coordinator_epoch=self._transaction_state_leader_epoch, clock=clock,
                 transaction_version=lambda: self.metadata.image.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
@@ -171,7 +172,7 @@ class Broker:
     def share_groups(self) -> ShareGroupService:
         """Share groups (KIP-932): state in __share_group_state (created on first use)."""
         if self._share_groups is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.share.service import ShareGroupService
 
             clock = self.group_coordinator.clock
@@ -653,7 +654,7 @@ class Broker:
             return [[self.node_id] for _ in range(partitions)]
         if len(live) < replication_factor:
             # Imported here: a broker starts without importing the coordinators.
-            from coordinator.group.errors import ApiError
+            from coordinator.runtime.errors import ApiError
 
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "

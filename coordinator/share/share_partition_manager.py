@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.group.clock import Clock
+from coordinator.runtime.clock import Clock
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.share_partition import (
     AcquiredRecords,
