@@ -15,6 +15,7 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
 from pykbroker.security.listeners import ListenerSecurity
@@ -25,6 +26,7 @@ from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
+from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -89,6 +91,9 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
+        self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
@@ -96,7 +101,8 @@ class Broker:
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+            quota=self._replication_quota("follower"))
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
@@ -120,6 +126,18 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+
+    def _replication_quota(self, side: str) -> ReplicationQuotaManager:
+        """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
+        def topic_configs(name: str):
+            topic = self.metadata.topics.get(name)
+            return topic.configs if topic is not None else None
+
+        return ReplicationQuotaManager(
+            self.node_id, f"{side}.replication.throttled.rate", f"{side}.replication.throttled.replicas",
+            lambda: (self.dynamic_config.per_broker, self.dynamic_config.default), topic_configs,
+            samples=self.config["replication.quota.window.num"],
+            window_seconds=self.config["replication.quota.window.size.seconds"])
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -334,6 +352,8 @@ class Broker:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
+        if self.cluster_mode:
+            self._delete_stray_logs()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
         self.metadata.subscribe(self._apply_metadata)
@@ -344,6 +364,17 @@ class Broker:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
+        deletes stray replicas."""
+        image = self.metadata.image
+        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
+            p = image.partition(topic, partition)
+            if p is not None and self.node_id not in p.replicas:
+                log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,
+                         list(p.replicas))
+                self.log_manager.delete_log(topic, partition)
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -456,6 +487,14 @@ class Broker:
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+            elif hosted is not None:
+                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+                self.replica_fetchers.unfollow(topic.name, p.partition)
+                rm.stop_replica(topic.name, p.partition)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
+                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                         topic.name, p.partition, list(p.replicas))
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -610,6 +649,10 @@ class Broker:
                 reload_stores(security.ssl_context, current, listener.name, security.protocol)
                 log.info("reloaded the key and trust stores of listener %s", listener.name)
 
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
+        return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
+
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         if not self.config.auto_create_topics_enable:
@@ -624,7 +667,8 @@ class Broker:
                      name, replication, len(live))
             return None
         try:
-            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live,
+                                                                   racks=self.broker_racks()), {})
         except KeyError:  # created meanwhile (by another request, or another broker)
             return self.metadata.image.topics.get(name)
 
@@ -659,7 +703,7 @@ class Broker:
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
                            f"'{replication_factor}' for the {name} topic")
-        return assign_replicas(partitions, replication_factor, live)
+        return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""

@@ -168,6 +168,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("advertised.listeners", _listeners, None,
               "Addresses given to clients in Metadata; defaults to listeners."),
     ConfigDef("broker.rack", _str, None, "The rack of this broker."),
+    ConfigDef("replica.selector.class", _str, None,
+              "The replica selector for consumers' fetches (KIP-392): org.apache.kafka.common.replica."
+              "RackAwareReplicaSelector lets consumers read from a replica in their rack; unset: the leader."),
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
@@ -349,6 +352,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Refuse transactional writes to partitions not added to the ongoing transaction (KIP-890)."),
     ConfigDef("quota.window.num", _int(1, _I32), "11", "Samples kept to measure a client's byte rate."),
     ConfigDef("quota.window.size.seconds", _int(1, _I32), "1", "Time span of each quota sample."),
+    ConfigDef("replication.quota.window.num", _int(1, _I32), "11", "Samples kept to measure a replication throttle."),
+    ConfigDef("replication.quota.window.size.seconds", _int(1, _I32), "1", "Time span of each replication throttle sample."),
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),

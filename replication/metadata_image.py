@@ -28,7 +28,9 @@ _EMPTY: Mapping = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class PartitionState:
-    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes."""
+    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes.
+    While it is reassigned, ``replicas`` is the full set and ``adding_replicas``/``removing_replicas`` say
+    which of them join and which leave."""
 
     partition: int
     leader: int
@@ -36,10 +38,14 @@ class PartitionState:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "replicas", tuple(self.replicas))
         object.__setattr__(self, "isr", tuple(self.isr))
+        object.__setattr__(self, "adding_replicas", tuple(self.adding_replicas))
+        object.__setattr__(self, "removing_replicas", tuple(self.removing_replicas))
 
     def offline_replicas(self, live_brokers: Mapping[int, object]) -> list[int]:
         return [r for r in self.replicas if r not in live_brokers]

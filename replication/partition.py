@@ -290,15 +290,18 @@ class Partition:
             self._on_high_watermark_changed(self)
 
     def read(self, fetch_offset: int, max_bytes: int, *, read_committed: bool, min_one_message: bool,
-             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False) -> ReadResult:
+             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False,
+             allow_follower_read: bool = False) -> ReadResult:
         """Records from ``fetch_offset`` up to the high watermark (or last stable offset); a follower's
         fetch (``from_follower``) reads up to the log end offset.
 
         ``last_fetched_epoch`` (Fetch v12+): the epoch of the fetcher's last batch. As Kafka's
         Partition.readRecords, an unknown epoch is OFFSET_OUT_OF_RANGE, and a log that diverged
         (that epoch ended here before ``fetch_offset``) is answered with no records and the epoch's end.
+        ``allow_follower_read``: a consumer's fetch that a follower may serve (KIP-392), up to its high watermark.
         """
-        self._require_leader()
+        if from_follower or not allow_follower_read or not self.is_follower:
+            self._require_leader()
         self.check_leader_epoch(current_leader_epoch)
         log_ = self.log
         hw = log_.high_watermark
