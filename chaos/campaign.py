@@ -13,9 +13,10 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.checker import CheckResult, check_all, unavailability
+from chaos.cluster import ProxiedCluster
 from chaos.history import CopierRun, History
 from chaos.java_workload import JavaProducerWorkload, java_jars
-from chaos.nemesis import KINDS, Nemesis
+from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
 from chaos.timeline import render
 from chaos.workloads import (
     CopierWorkload,
@@ -76,8 +77,9 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
-    with ClusterProcesses(out_dir / "cluster", size=3, overrides=overrides,
-                          zookeeper_session_timeout_ms=SESSION_MS) as cluster:
+    cluster_class = ProxiedCluster if set(faults) & set(PARTITION_KINDS) else ClusterProcesses
+    with cluster_class(out_dir / "cluster", size=3, overrides=overrides,
+                       zookeeper_session_timeout_ms=SESSION_MS) as cluster:
         bootstrap = cluster.bootstrap
         create_topics(bootstrap)
         log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
