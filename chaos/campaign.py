@@ -1,8 +1,9 @@
-"""One campaign: a 3-broker cluster on ZooKeeper, the workloads, the nemesis for ``duration`` seconds, then
-heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
+"""One campaign: a cluster of ``brokers`` (3 or 5) on ZooKeeper, the workloads, the nemesis for ``duration``
+seconds, then heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import statistics
@@ -15,7 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from chaos.checker import CheckResult, check_all, unavailability
 from chaos.cluster import ProxiedCluster
 from chaos.history import CopierRun, History
-from chaos.java_workload import JavaProducerWorkload, java_jars
+from chaos.java_workload import JavaGroupMember, JavaProducerWorkload, JavaToolWorkload, java_jars
+from chaos.kafka_target import KAFKA_KINDS, KafkaTarget
 from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
 from chaos.timeline import render
 from chaos.workloads import (
@@ -66,20 +68,30 @@ def create_topics(bootstrap: str) -> None:
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
-        log=print, java: bool = True) -> Outcome:
-    """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``."""
+        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker") -> Outcome:
+    """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``.
+    ``target="kafka"``: Apache Kafka 4.1 (KRaft) instead of pykbroker, under the faults that apply to it."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
     history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
-                                                            "rate": rate, "java": java})
+                                                            "rate": rate, "java": java,
+                                                            "brokers": brokers, "target": target})
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
-    cluster_class = ProxiedCluster if set(faults) & set(PARTITION_KINDS) else ClusterProcesses
-    with cluster_class(out_dir / "cluster", size=3, overrides=overrides,
-                       zookeeper_session_timeout_ms=SESSION_MS) as cluster:
+    if target == "kafka":
+        jars = java_jars()
+        if jars is None:
+            raise RuntimeError("the Kafka target needs java and Kafka's jars (make deps)")
+        faults = [f for f in faults if f in KAFKA_KINDS]
+        history.meta["faults"] = faults
+        cluster_factory = functools.partial(KafkaTarget, jars)
+    else:
+        cluster_factory = ProxiedCluster if set(faults) & set(PARTITION_KINDS) else ClusterProcesses
+    with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,
+                         zookeeper_session_timeout_ms=SESSION_MS) as cluster:
         bootstrap = cluster.bootstrap
         create_topics(bootstrap)
         log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
@@ -94,11 +106,13 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                                   out_dir / "java-producer.properties"))
         elif java:
             errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
+        java_group = [JavaGroupMember(f"java-member-{i}", history, clock, bootstrap, "acks", "chaos-java-group", jars,
+                                      out_dir / f"java-member-{i}.log") for i in range(2)] if jars is not None else []
         group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
         txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
         sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
-        workloads = [*producers, group, txn, copier, sampler]
+        workloads = [*producers, group, *java_group, txn, copier, sampler]
         for w in workloads:
             w.start()
         try:
@@ -122,7 +136,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             log(f"nemesis done ({clock():.1f}s); stopping workloads")
             for w in [*producers, txn]:
                 w.stop()
-            for w in (copier, group, sampler):
+            for w in (copier, group, *java_group, sampler):
                 w.stop(240)
             errors += [e for w in workloads for e in w.errors]
             nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
@@ -139,8 +153,8 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
-            for w in producers:
-                if isinstance(w, JavaProducerWorkload):
+            for w in [*producers, *java_group]:
+                if isinstance(w, JavaToolWorkload):
                     w.kill()
     results = check_all(history)
     outcome = Outcome(seed, history, results, errors, out_dir)
