@@ -33,6 +33,7 @@ from pykbroker.testing import ClusterProcesses
 PARTITIONS = 3
 LAG_MS = 3000
 SESSION_MS = 8000
+DISK_MB = 64  # each broker's log dir, a tmpfs, when the mix has disk-full
 
 
 @dataclass
@@ -89,7 +90,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         history.meta["faults"] = faults
         cluster_factory = functools.partial(KafkaTarget, jars)
     else:
-        cluster_factory = ProxiedCluster if set(faults) & set(PARTITION_KINDS) else ClusterProcesses
+        if "disk-full" in faults:
+            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB)
+        elif set(faults) & set(PARTITION_KINDS):
+            cluster_factory = ProxiedCluster
+        else:
+            cluster_factory = ClusterProcesses
     with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,
                          zookeeper_session_timeout_ms=SESSION_MS) as cluster:
         bootstrap = cluster.bootstrap

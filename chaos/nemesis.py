@@ -20,6 +20,9 @@ Network partitions (a ``ProxiedCluster``'s ``Network``; clients keep reaching ev
   it (chosen at random); the other direction flows.
 - ``partition-halves``: brokers and ZooKeeper split into two random non-empty sides, cut both ways.
 - ``partition-clients``: one broker unreachable from every client both ways (brokers still reach it).
+- ``disk-full``: a partition leader's log dir (a tmpfs of the ``ProxiedCluster``) filled up to ENOSPC; its
+  writes fail, the dir goes offline and its partitions move to other replicas. Healed by freeing the space
+  and, when the dir went offline, restarting the broker (a dir stays offline until then, as in Kafka).
 Every fault is recorded in the history with its start and heal time; ``heal_all`` undoes anything left.
 """
 
@@ -40,7 +43,7 @@ from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper",
          "partition-zk", "partition-leader", "partition-followers", "partition-one-way", "partition-halves",
-         "partition-clients")
+         "partition-clients", "disk-full")
 PARTITION_KINDS = tuple(k for k in KINDS if k.startswith("partition-"))
 
 
@@ -97,6 +100,8 @@ class Nemesis:
                 self.paused.discard(victim)
         elif kind in PARTITION_KINDS:
             fault = self.partition(kind)
+        elif kind == "disk-full":
+            fault = self.disk_full()
         elif kind == "restart-zookeeper":
             fault = self._begin(Fault(kind, "zookeeper", self.clock()))
             self.cluster.zookeeper.kill()
@@ -146,6 +151,35 @@ class Nemesis:
             time.sleep(hold)
         finally:
             network.heal()
+        return fault
+
+    def disk_full(self) -> Fault:
+        """Fill a leader's log dir, hold, free it; restart the broker if its dir went offline meanwhile."""
+        disks = getattr(self.cluster, "disks", None)
+        if not disks:
+            raise ValueError("disk-full needs a ProxiedCluster with disk_mb (a tmpfs log dir per broker)")
+        victim = self.leader_of_random_partition()
+        broker = self.cluster.broker(victim)
+        hold = self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000
+        log_start = broker.log_path.stat().st_size
+        fault = self._begin(Fault("disk-full", f"broker {victim}", self.clock(), note=f"held {hold:.1f}s"))
+        filler = disks[victim] / "chaos-filler"
+        try:
+            with open(filler, "wb") as f:
+                chunk = b"\0" * (1 << 20)
+                try:
+                    while True:
+                        f.write(chunk)
+                        f.flush()
+                except OSError:
+                    pass  # ENOSPC: full
+            time.sleep(hold)
+        finally:
+            filler.unlink(missing_ok=True)
+        if not broker.alive or b"offline log dir" in _read_from(broker.log_path, log_start):
+            broker.kill()
+            self.restart(victim)
+            fault.note += "; log dir went offline: broker restarted"
         return fault
 
     def _begin(self, fault: Fault) -> Fault:
