@@ -156,7 +156,8 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                   inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
                                   outputs=[c.value for c in history.consumed
                                            if c.reader == "final-committed" and c.topic == "copy-out"]))
-            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
+            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs,
+                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes)
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
             for w in [*producers, *java_group]:
