@@ -174,6 +174,13 @@ class Partition:
         self.leader_epoch_start_offset = -1
         return changed
 
+    @property
+    def high_watermark_behind_epoch_start(self) -> bool:
+        """Leader: the high watermark is still below the offset this leadership started at (KIP-207). After
+        an election the new leader learns the high watermark only as its followers fetch; until then a
+        client must not be told a latest offset below data it may already have seen elsewhere."""
+        return self.is_leader and self.leader_epoch_start_offset > self.log.high_watermark
+
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client's epoch older than ours is fenced, a newer one is unknown to us."""
         if current_leader_epoch < 0:
