@@ -1,0 +1,131 @@
+"""The cost of metrics: produce throughput and broker CPU with ``metrics.port`` on vs off (goal: ≤ 3 % apart).
+
+    python -m bench metrics                 # BENCH_SCALE=1 (about 2 minutes on 2 cores)
+    BENCH_REPEAT=7 python -m bench metrics  # runs per figure (default 5; the median is shown)
+
+Two pykbroker brokers, identical but for ``metrics.port``, run side by side; each workload's runs go to
+them in turn, the order reversed every other run, with the page cache written back before each run (as
+bench/broker_bench.py does), so drifts of this shared machine fall on both. A Prometheus scrape is taken
+every second from the broker with metrics during its runs, as a Prometheus server would (more often than
+the usual 15 s, so its cost shows if it has one). Two produce workloads with confluent-kafka: 1 KiB records
+batched (linger 5 ms: large requests, bytes dominate) and 100-byte records unbatched (linger 0: many small
+requests, where per-request costs such as request timing dominate). Per workload: records/s of each
+broker (median) and the broker's CPU seconds per 100k records (median), and their ratios.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from bench.broker_bench import cpu_seconds
+from pykbroker.testing import BrokerProcess, free_port
+
+
+def _produce(bootstrap: str, topic: str, records: int, size: int, linger_ms: int) -> float:
+    """Produce ``records`` of ``size`` bytes (acks=1); returns records per second."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": linger_ms,
+                         "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
+                         "max.in.flight.requests.per.connection": 5})
+    value = os.urandom(size)
+    failures: list[object] = []
+
+    def delivered(err, _msg) -> None:
+        if err is not None:
+            failures.append(err)
+
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{len(failures)} deliveries failed, first: {failures[0]}")
+    return records / elapsed
+
+
+class _Scraper:
+    """Scrapes ``url`` every ``interval`` seconds while running (a Prometheus server's load)."""
+
+    def __init__(self, url: str, interval: float = 1.0) -> None:
+        self.url = url
+        self.interval = interval
+        self.scrapes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with urllib.request.urlopen(self.url, timeout=10) as r:
+                r.read()
+            self.scrapes += 1
+
+    def __enter__(self) -> _Scraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def main(scale: float | None = None, repeat: int | None = None) -> dict[str, dict[str, float]]:
+    scale = float(os.environ.get("BENCH_SCALE", "1")) if scale is None else scale
+    repeat = int(os.environ.get("BENCH_REPEAT", "5")) if repeat is None else repeat
+    workloads = [("1 KiB records, linger 5 ms", 1024, 5, max(int(200_000 * scale), 1000)),
+                 ("100 B records, linger 0", 100, 0, max(int(100_000 * scale), 1000))]
+    report: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="metrics-bench-") as root:
+        metrics_port = free_port()
+        brokers = {"off": BrokerProcess(Path(root) / "off"),
+                   "on": BrokerProcess(Path(root) / "on", overrides={"metrics.port": str(metrics_port)})}
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+        try:
+            for b in brokers.values():
+                b.start(timeout=60)
+            for label, size, linger, records in workloads:
+                rates: dict[str, list[float]] = {"off": [], "on": []}
+                cpu: dict[str, list[float]] = {"off": [], "on": []}
+                for i in range(repeat):
+                    for name in (("off", "on") if i % 2 == 0 else ("on", "off")):
+                        b = brokers[name]
+                        assert b.proc is not None
+                        os.sync()
+                        before = cpu_seconds(b.proc.pid)
+                        topic = f"bench-{size}-{linger}-{i}"
+                        if name == "on":
+                            with _Scraper(url):
+                                rates[name].append(_produce(b.bootstrap, topic, records, size, linger))
+                        else:
+                            rates[name].append(_produce(b.bootstrap, topic, records, size, linger))
+                        cpu[name].append((cpu_seconds(b.proc.pid) - before) / records * 100_000)
+                on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+                cpu_on, cpu_off = statistics.median(cpu["on"]), statistics.median(cpu["off"])
+                report[label] = {"records_per_s_off": off, "records_per_s_on": on, "throughput_on_off": on / off,
+                                 "cpu_s_per_100k_off": cpu_off, "cpu_s_per_100k_on": cpu_on,
+                                 "cpu_on_off": cpu_on / cpu_off if cpu_off else float("nan")}
+                print(f"  {label:<28} records/s off {off:10.0f}  on {on:10.0f}  on/off {on / off:6.3f}   "
+                      f"CPU s/100k off {cpu_off:6.3f}  on {cpu_on:6.3f}  on/off {report[label]['cpu_on_off']:6.3f}",
+                      flush=True)
+                print(f"    runs off {[round(r) for r in rates['off']]} on {[round(r) for r in rates['on']]}",
+                      flush=True)
+        finally:
+            for b in brokers.values():
+                b.stop()
+    return report
+
+
+if __name__ == "__main__":
+    main()
