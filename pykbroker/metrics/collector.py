@@ -134,8 +134,11 @@ class BrokerCollector(Collector):
             name = _name(bean, "Count")
             family = Metric(name, bean.object_name() + " Count (and the MBean without topic: all topics)", "unknown")
             family.add_sample(name, {}, getattr(rec.all_topics, field))
+            lazy = meter.startswith("Failed")  # as Kafka's, a topic's failure meters exist once marked
             for topic, stats in list(rec.topics.items()):
-                family.add_sample(name, {"topic": topic}, getattr(stats, field))
+                count = getattr(stats, field)
+                if count or not lazy:
+                    family.add_sample(name, {"topic": topic}, count)
             yield family
 
     def _request_metrics(self) -> Iterator[Metric]:
@@ -257,8 +260,8 @@ class BrokerCollector(Collector):
         yield by_protocol
         by_state = self._gauge(MBean("kafka.server", "group-coordinator-metrics", None, ("state",)),
                                "consumer-group-count")
-        for s in ("empty", "assigning", "reconciling", "stable", "dead"):
-            by_state.add_metric([s], sum(1 for g in groups if g.type == "consumer" and g.state.lower() == s))
+        for s in ("Empty", "Assigning", "Reconciling", "Stable", "Dead"):  # Kafka's tag values
+            by_state.add_metric([s], sum(1 for g in groups if g.type == "consumer" and g.state == s))
         yield by_state
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "Group lag: high watermark - committed offset "
                                 "(kafka_exporter's name)", labels=["consumergroup", "topic", "partition"])
@@ -315,10 +318,13 @@ class BrokerCollector(Collector):
         now = time.monotonic()
         families = {}
         for quota_type in ("Produce", "Fetch", "Request"):
-            families[quota_type] = self._gauge(MBean("kafka.server", quota_type, None, ("user", "client-id")),
-                                               "throttle-time")
+            bean = MBean("kafka.server", quota_type, None, ("user", "client-id"))
+            families[quota_type] = Metric(_name(bean, "throttle-time"), bean.object_name() + " throttle-time", "gauge")
         for (quota_type, user, client_id), stats in list(self.recorder.throttles.items()):
             # Kafka's throttle-time sensor: the average throttle over its window (11 one-second samples).
             recent = [ms for t, ms in stats.recent if now - t <= 11.0]
-            families[quota_type].add_metric([user, client_id], sum(recent) / len(recent) if recent else 0.0)
+            # As Kafka's JmxReporter, which leaves tags with empty values out of the MBean name.
+            labels = {k: v for k, v in (("user", user), ("client_id", client_id)) if v}
+            family = families[quota_type]
+            family.add_sample(family.name, labels, sum(recent) / len(recent) if recent else 0.0)
         yield from families.values()

@@ -103,7 +103,8 @@ def test_bytes_and_messages_in_are_the_batches_appended(metered):
         s["kafka_server_brokertopicmetrics_bytesinpersec"][t] for t in topics)
     produces = value(s, "kafka_server_brokertopicmetrics_totalproducerequestspersec", topic=TOPIC)
     assert 1 <= produces <= RECORDS
-    assert value(s, "kafka_server_brokertopicmetrics_failedproducerequestspersec", topic=TOPIC) == 0
+    # As Kafka's, a topic's failure meter appears once a failure marks it: none here.
+    assert s["kafka_server_brokertopicmetrics_failedproducerequestspersec"] == {(): 0}
 
 
 def test_bytes_out_are_what_the_consumer_fetched(metered):
@@ -187,7 +188,7 @@ def test_connections_per_listener_and_idle_ratio(metered):
 
 def test_throttle_time_per_quota_type(metered):
     _, _, s, _ = metered
-    throttle = value(s, "kafka_server_produce_throttle_time", user="", client_id="throttled")
+    throttle = value(s, "kafka_server_produce_throttle_time", client_id="throttled")
     assert throttle > 0
 
 
