@@ -46,7 +46,7 @@ class Server:
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
         self.metrics: BrokerMetrics | None = None
-        self.console = None
+        self.console = None  # pykbroker.console.Console while console.listener is set
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -72,6 +72,11 @@ class Server:
         await broker.register()
         if self.metrics is not None:
             await self.metrics.start(self)
+            if self.config["console.listener"]:
+                from pykbroker.console import Console
+
+                self.console = Console(broker, self.metrics.recorder)
+                await self.console.start()
         idle_ms = self.config["connections.max.idle.ms"]
         if idle_ms >= 0:
             self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
@@ -181,6 +186,8 @@ class Server:
                 await asyncio.sleep(0.02)
             for conn in list(connections):
                 conn.close()
+        if self.console is not None:
+            await self.console.close()
         if self.metrics is not None:
             await self.metrics.close()
         if broker is not None:
