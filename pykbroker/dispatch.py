@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pykbroker.response_writer import ResponseWriter
 
 from pykbroker.context import RequestContext
-from pykbroker.request_time import apply_request_throttle, record_response_time, timed
+from pykbroker.request_time import apply_request_throttle, record_response_time, run_timed
 
 log = logging.getLogger("pykbroker.connection")
 
@@ -103,7 +103,9 @@ class Dispatcher:
                 assert entry.error_response is not None
                 response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
             elif ctx.measure_time or metrics is not None:
-                response = await timed(entry.handle(ctx, request), ctx)
+                finished, response = run_timed(entry.handle(ctx, request), ctx)
+                if not finished:
+                    response = await response
             else:
                 response = await entry.handle(ctx, request)
         except CloseConnection:

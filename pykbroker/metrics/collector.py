@@ -128,12 +128,13 @@ class BrokerCollector(Collector):
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
+        all_topics = rec.all_topics
         for meter, field in zip(_TOPIC_METERS, _TOPIC_FIELDS, strict=True):
             # One family for the MBean of all topics (no labels) and those of each topic, as the exporter has it.
             bean = MBean("kafka.server", "BrokerTopicMetrics", meter, ("topic",))
             name = _name(bean, "Count")
             family = Metric(name, bean.object_name() + " Count (and the MBean without topic: all topics)", "unknown")
-            family.add_sample(name, {}, getattr(rec.all_topics, field))
+            family.add_sample(name, {}, getattr(all_topics, field))
             lazy = meter.startswith("Failed")  # as Kafka's, a topic's failure meters exist once marked
             for topic, stats in list(rec.topics.items()):
                 count = getattr(stats, field)
@@ -144,21 +145,23 @@ class BrokerCollector(Collector):
     def _request_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
         requests = self._count(MBean("kafka.network", "RequestMetrics", "RequestsPerSec", ("request", "version")))
-        for api, stats in sorted(rec.requests.items()):
+        apis = sorted(((stats.name, stats) for stats in list(rec.requests.values())), key=lambda x: x[0])
+        for api, stats in apis:
             for version, n in sorted(stats.by_version.items()):
                 requests.add_metric([api, str(version)], n)
         yield requests
         columns = [*REQUEST_TIMES, "RequestBytes"]
+        times = {api: stats.times_ms() for api, stats in apis}
         for i, metric in enumerate(columns):
             bean = MBean("kafka.network", "RequestMetrics", metric, ("request",), histogram=True)
             quantiles = GaugeMetricFamily(_name(bean, "50thPercentile"), bean.object_name() + " percentiles",
                                           labels=["request", "quantile"])
             count = self._count(bean)
-            for api, stats in sorted(rec.requests.items()):
+            for api, stats in apis:
                 if metric == "RequestBytes":
-                    values = sorted(stats.sizes)
+                    values = sorted(stats.sizes())
                 else:
-                    values = sorted(sample[i] for sample in stats.times)
+                    values = sorted(sample[i] for sample in times[api])
                 for q in QUANTILES:
                     quantiles.add_metric([api, quantile_label(f"{q}thPercentile")], _percentile(values, q))
                 count.add_metric([api], stats.count)

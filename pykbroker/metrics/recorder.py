@@ -43,18 +43,37 @@ class TopicStats:
         self.total_fetch = 0
         self.failed_fetch = 0
 
+    def add(self, other: TopicStats) -> None:
+        for name in TopicStats.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 class RequestStats:
-    """Kafka's RequestMetrics of one API: requests per version, and the last SAMPLES requests' times (ms)
-    and sizes (bytes)."""
+    """Kafka's RequestMetrics of one API: requests per version, and the last SAMPLES requests as recorded
+    (size and perf_counter times, turned into REQUEST_TIMES only when scraped)."""
 
-    __slots__ = ("count", "by_version", "times", "sizes")
+    __slots__ = ("name", "by_version", "samples")
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.by_version: dict[int, int] = {}
-        self.times: deque[tuple[float, ...]] = deque(maxlen=SAMPLES)
-        self.sizes: deque[int] = deque(maxlen=SAMPLES)
+        self.samples: deque[tuple[int, float, float, float, float, float, float, int]] = deque(maxlen=SAMPLES)
+
+    @property
+    def count(self) -> int:
+        return sum(self.by_version.values())
+
+    def times_ms(self) -> list[tuple[float, ...]]:
+        """The samples' REQUEST_TIMES in ms (see ``Recorder.request`` for what each is)."""
+        out = []
+        for _size, arrived, started, local_s, handled, send_started, sent, throttle_ms in list(self.samples):
+            out.append(((started - arrived) * 1000, local_s * 1000, max(handled - started - local_s, 0.0) * 1000,
+                        float(throttle_ms), (send_started - handled) * 1000, (sent - send_started) * 1000,
+                        (sent - arrived) * 1000))
+        return out
+
+    def sizes(self) -> list[int]:
+        return [sample[0] for sample in list(self.samples)]
 
 
 class ThrottleStats:
@@ -74,9 +93,9 @@ class Recorder:
 
     def __init__(self) -> None:
         self.started = time.time()
-        self.all_topics = TopicStats()
         self.topics: dict[str, TopicStats] = {}
-        self.requests: dict[str, RequestStats] = {}
+        self.deleted_topics = TopicStats()  # the counts of topics deleted since: still in the all-topics totals
+        self.requests: dict[int, RequestStats] = {}  # by API key
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.connections_created: dict[str, int] = {}
@@ -92,62 +111,58 @@ class Recorder:
         return stats
 
     def forget_topic(self, name: str) -> None:
-        """A deleted topic's series go away, as Kafka removes its BrokerTopicMetrics."""
-        self.topics.pop(name, None)
+        """A deleted topic's series go away, as Kafka removes its BrokerTopicMetrics (its counts stay in
+        the all-topics totals)."""
+        stats = self.topics.pop(name, None)
+        if stats is not None:
+            self.deleted_topics.add(stats)
+
+    @property
+    def all_topics(self) -> TopicStats:
+        """Kafka's BrokerTopicMetrics without a topic: every topic's, deleted ones included."""
+        total = TopicStats()
+        total.add(self.deleted_topics)
+        for stats in list(self.topics.values()):
+            total.add(stats)
+        return total
 
     # -- the data path -----------------------------------------------------------------------------------
     def appended(self, topic: str, size: int, messages: int) -> None:
         """A produce (or coordinator) append of ``size`` bytes and ``messages`` records to ``topic``."""
-        stats = self.topics.get(topic) or self.topic(topic)
+        stats = self.topics.get(topic)
+        if stats is None:
+            stats = self.topic(topic)
         stats.bytes_in += size
         stats.messages_in += messages
         stats.total_produce += 1
-        a = self.all_topics
-        a.bytes_in += size
-        a.messages_in += messages
-        a.total_produce += 1
 
     def append_failed(self, topic: str) -> None:
         stats = self.topics.get(topic) or self.topic(topic)
         stats.total_produce += 1
         stats.failed_produce += 1
-        self.all_topics.total_produce += 1
-        self.all_topics.failed_produce += 1
 
     def fetched(self, topic: str, size: int, failed: bool) -> None:
         """One partition of a consumer's fetch answered with ``size`` bytes (followers' are not counted)."""
         stats = self.topics.get(topic) or self.topic(topic)
-        a = self.all_topics
         stats.total_fetch += 1
-        a.total_fetch += 1
         if failed:
             stats.failed_fetch += 1
-            a.failed_fetch += 1
         else:
             stats.bytes_out += size
-            a.bytes_out += size
 
     def request(self, api_key: int, version: int, size: int, arrived: float, started: float, local_s: float,
                 handled: float, send_started: float, sent: float, throttle_ms: int) -> None:
-        """One request answered (perf_counter times): it arrived (its frame was read), its handler
-        ``started``, worked ``local_s`` of the time until it ``handled`` it (the rest it waited: remote),
-        its response was handed to the writer at ``send_started`` and written (or queued) by ``sent``."""
-        if not arrived:
-            arrived = started
-        self.request_times(REQUEST_NAMES.get(api_key, str(api_key)), version, size, (
-            (started - arrived) * 1000, local_s * 1000, max(handled - started - local_s, 0.0) * 1000,
-            float(throttle_ms), (send_started - handled) * 1000, (sent - send_started) * 1000,
-            (sent - arrived) * 1000))
-
-    def request_times(self, api: str, version: int, size: int, times_ms: tuple[float, ...]) -> None:
-        """One request answered: its API name, version, size and its REQUEST_TIMES in ms."""
-        stats = self.requests.get(api)
+        """One request answered (perf_counter times): it arrived (its frame was read and the previous
+        request of its connection answered), its handler ``started``, worked ``local_s`` of the time until
+        it ``handled`` it (the rest it waited: remote), its response was handed to the writer at
+        ``send_started`` and written (or queued) by ``sent``. Kept as given; the split is computed when
+        scraped (RequestStats.times_ms)."""
+        stats = self.requests.get(api_key)
         if stats is None:
-            stats = self.requests[api] = RequestStats()
-        stats.count += 1
-        stats.by_version[version] = stats.by_version.get(version, 0) + 1
-        stats.times.append(times_ms)
-        stats.sizes.append(size)
+            stats = self.requests[api_key] = RequestStats(REQUEST_NAMES.get(api_key, str(api_key)))
+        by_version = stats.by_version
+        by_version[version] = by_version.get(version, 0) + 1
+        stats.samples.append((size, arrived or started, started, local_s, handled, send_started, sent, throttle_ms))
 
     # -- replication, connections, quotas, storage -------------------------------------------------------
     def isr_changed(self, old: list[int], new: list[int]) -> None:
