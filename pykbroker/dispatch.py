@@ -97,14 +97,14 @@ class Dispatcher:
         # Only while some client has a request_percentage quota: measuring costs every request a little.
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them
-        started = time.perf_counter() if metrics is not None else 0.0
+        started = handled = time.perf_counter() if metrics is not None else 0.0
         try:
             if request is None:
                 assert entry.error_response is not None
                 response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
             elif ctx.measure_time or metrics is not None:
-                finished, response = run_timed(entry.handle(ctx, request), ctx)
-                if not finished:
+                handled, response = run_timed(entry.handle(ctx, request), ctx, started or time.perf_counter())
+                if not handled:  # it waits: the rest is timed step by step
                     response = await response
             else:
                 response = await entry.handle(ctx, request)
@@ -115,16 +115,17 @@ class Dispatcher:
             if entry.error_response is None or request is None:
                 raise CloseConnection from None
             response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
-        handled = time.perf_counter() if metrics is not None else 0.0
+            handled = 0.0
+        if metrics is not None and not handled:
+            handled = time.perf_counter()
         send_started = sent = handled
         if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back (nor counts its time)
             if ctx.measure_time:
                 apply_request_throttle(ctx, response)
-            if ctx.measure_time or metrics is not None:
                 send_started = time.perf_counter()
             await self.writer.send(response, correlation_id, api_version,
                                    response_header_version(api_key, api_version))
-            if ctx.measure_time or metrics is not None:
+            if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests
                 record_response_time(ctx, sent - send_started)

@@ -63,23 +63,25 @@ def timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> _TimedCoroutin
     return _TimedCoroutine(coro, ctx)
 
 
-def run_timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> tuple[bool, Any]:
-    """Run ``coro``'s first step, timed into ``ctx``: (True, its result) when it finished there (most
-    handlers never wait: nothing more to pay), else (False, an awaitable of the rest, timed step by step)."""
-    ctx.step_started = started = time.perf_counter()
+def run_timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext, started: float) -> tuple[float, Any]:
+    """Run ``coro``'s first step from ``started`` (perf_counter), timed into ``ctx``: (when it finished,
+    its result) when it finished there (most handlers never wait: nothing more to pay), else (0.0, an
+    awaitable of the rest, timed step by step)."""
+    ctx.step_started = started
     try:
         yielded = coro.send(None)
     except StopIteration as done:
-        ctx.request_time_s += time.perf_counter() - started
+        finished = time.perf_counter()
+        ctx.request_time_s += finished - started
         ctx.step_started = 0.0
-        return True, done.value
+        return finished, done.value
     except BaseException:
         ctx.request_time_s += time.perf_counter() - started
         ctx.step_started = 0.0
         raise
     ctx.request_time_s += time.perf_counter() - started
     ctx.step_started = 0.0
-    return False, _TimedCoroutine(coro, ctx, yielded)
+    return 0.0, _TimedCoroutine(coro, ctx, yielded)
 
 
 def request_throttle_ms(ctx: RequestContext) -> int:

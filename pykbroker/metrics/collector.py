@@ -147,7 +147,7 @@ class BrokerCollector(Collector):
         requests = self._count(MBean("kafka.network", "RequestMetrics", "RequestsPerSec", ("request", "version")))
         apis = sorted(((stats.name, stats) for stats in list(rec.requests.values())), key=lambda x: x[0])
         for api, stats in apis:
-            for version, n in sorted(stats.by_version.items()):
+            for version, n in stats.versions().items():
                 requests.add_metric([api, str(version)], n)
         yield requests
         columns = [*REQUEST_TIMES, "RequestBytes"]

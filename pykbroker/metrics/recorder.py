@@ -21,6 +21,8 @@ __all__ = ["Recorder", "TopicStats", "RequestStats", "ThrottleStats", "SAMPLES",
 
 # Kafka's names of the APIs, as its RequestMetrics ``request`` tag has them (API_VERSIONS -> ApiVersions).
 REQUEST_NAMES = {int(k): "".join(part.capitalize() for part in k.name.split("_")) for k in ApiKey}
+# API versions counted per API (Kafka's highest today is below 20; a request above is refused before).
+MAX_VERSIONS = 64
 # Samples kept per histogram: Kafka's (Yammer's) reservoir size.
 SAMPLES = 1028
 # The parts of a request's time, in the order kept per sample: Kafka's RequestMetrics histograms.
@@ -56,12 +58,15 @@ class RequestStats:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.by_version: dict[int, int] = {}
+        self.by_version = [0] * MAX_VERSIONS  # requests per API version
         self.samples: deque[tuple[int, float, float, float, float, float, float, int]] = deque(maxlen=SAMPLES)
 
     @property
     def count(self) -> int:
-        return sum(self.by_version.values())
+        return sum(self.by_version)
+
+    def versions(self) -> dict[int, int]:
+        return {v: n for v, n in enumerate(self.by_version) if n}
 
     def times_ms(self) -> list[tuple[float, ...]]:
         """The samples' REQUEST_TIMES in ms (see ``Recorder.request`` for what each is)."""
@@ -160,8 +165,7 @@ class Recorder:
         stats = self.requests.get(api_key)
         if stats is None:
             stats = self.requests[api_key] = RequestStats(REQUEST_NAMES.get(api_key, str(api_key)))
-        by_version = stats.by_version
-        by_version[version] = by_version.get(version, 0) + 1
+        stats.by_version[version] += 1
         stats.samples.append((size, arrived or started, started, local_s, handled, send_started, sent, throttle_ms))
 
     # -- replication, connections, quotas, storage -------------------------------------------------------
