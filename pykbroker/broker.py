@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
+    from pykbroker.metrics.recorder import Recorder
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -51,6 +52,9 @@ log = logging.getLogger("pykbroker.broker")
 
 class Broker:
     """Everything request handlers share. Lives on the event loop; no locks needed."""
+
+    # What the request path counts for metrics and the console (pykbroker.metrics); None while both are off.
+    metrics: Recorder | None = None
 
     def __init__(self, config: Config, registry: Registry = REGISTRY) -> None:
         self.config = config

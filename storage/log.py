@@ -72,6 +72,10 @@ from wire import (
 
 log = logging.getLogger("storage.log")
 
+# Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
+# broker's metrics; None: nobody listens).
+flush_observer: Callable[[float], None] | None = None
+
 __all__ = ["Log", "LogAppendInfo", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "parse_topic_partition_name",
            "topic_partition_dir_name"]
@@ -500,8 +504,11 @@ class Log:
             segments = self.local.segments_to_flush(target)
             recovery_point = self.local.recovery_point
             truncations = self._truncations
+        started = time.perf_counter()
         with self._io("flushing the log"):
             self.local.flush_segments(segments, recovery_point)
+        if flush_observer is not None:
+            flush_observer((time.perf_counter() - started) * 1000)
         with self.lock:
             if truncations == self._truncations:
                 self.local.mark_flushed(target)

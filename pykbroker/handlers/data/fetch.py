@@ -126,6 +126,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
                              session_id=fctx.response_session_id, responses=[])
 
+    if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
+        for fp in fetched:
+            broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
     hints = LeaderHints(store, ctx.listener.name)
