@@ -65,7 +65,9 @@ class Broker:
     name = "?"
     bootstrap = ""
 
-    def start(self) -> None:
+    def start(self) -> float:
+        """Start the broker; seconds from the launch of its process to its first ApiVersions answer (Kafka's
+        separate ``kafka-storage format`` run before it is not counted)."""
         raise NotImplementedError
 
     def stop(self) -> None:
@@ -88,8 +90,10 @@ class Pykbroker(Broker):
         self.process = BrokerProcess(root / "pykbroker", {"group.initial.rebalance.delay.ms": "0"})
         self.bootstrap = self.process.bootstrap
 
-    def start(self) -> None:
+    def start(self) -> float:
+        started = time.perf_counter()
         self.process.start(timeout=600)
+        return time.perf_counter() - started
 
     def stop(self) -> None:
         self.process.stop(timeout=600)
@@ -110,8 +114,8 @@ class Kafka(Broker):
                                  overrides={"group.initial.rebalance.delay.ms": "0"})
         self.bootstrap = self.kafka.bootstrap
 
-    def start(self) -> None:
-        self.kafka.start(timeout=600)
+    def start(self) -> float:
+        return self.kafka.start(timeout=600)
 
     def stop(self) -> None:
         self.kafka.stop(timeout=600)
@@ -204,23 +208,24 @@ def restart_to_serving(broker: Broker, partitions: int, hard: bool, tag: bytes) 
     else:
         broker.stop()
     os.sync()
+    answering = broker.start()
     started = time.perf_counter()
-    broker.start()
-    answering = time.perf_counter() - started
     produce_to_all(broker.bootstrap, TOPIC, partitions, tag)
-    return answering, time.perf_counter() - started
+    return answering, answering + time.perf_counter() - started
 
 
 def partitions_section(brokers: list[Broker], results: Results, partitions: int) -> None:
     for b in brokers:
         os.sync()
         rss0, fds0 = rss_mb(b.pid()), open_fds(b.pid())
-        results.put(f"create {partitions} partitions, until all led s", b.name,
-                    create_partitions(b.bootstrap, TOPIC, partitions), False)
+        led = create_partitions(b.bootstrap, TOPIC, partitions)
+        results.put(f"create {partitions} partitions, until all led s", b.name, led, False)
         started = time.perf_counter()
         produce_to_all(b.bootstrap, TOPIC, partitions, b"first")
-        results.put(f"produce 1 record to each of {partitions} partitions s", b.name,
-                    time.perf_counter() - started, False)
+        produced = time.perf_counter() - started
+        results.put("then 1 record acknowledged by each partition s", b.name, produced, False)
+        # Kafka's metadata shows leaders before the broker has created the logs; serving is the fair end.
+        results.put(f"create {partitions} partitions, until all serve s", b.name, led + produced, False)
         time.sleep(1.0)  # let the broker settle (its first checkpoints) before reading its size
         results.put("memory per partition KB", b.name, (rss_mb(b.pid()) - rss0) * 1024 / partitions, False)
         results.put("open files per partition", b.name, (open_fds(b.pid()) - fds0) / partitions, False)
