@@ -313,14 +313,20 @@ def active_clients(bootstrap: str, topic: str, producers: int, consumers: int, r
     out.put(latencies)
 
 
-def connections_section(brokers: list[Broker], results: Results, idle: int, active: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the future is done
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    leaders_ready(bootstrap, topic, partitions, 60)
+    produce_to_all(bootstrap, topic, partitions, b"ready", 300)  # serving, not only led (Kafka's logs come later)
+
+
+def connections_section(brokers: list[Broker], results: Results, idle: int, active: int) -> None:
     ctx = multiprocessing.get_context("spawn")
     for b in brokers:
         topic = "connections"
-        AdminClient({"bootstrap.servers": b.bootstrap}).create_topics([NewTopic(topic, 8, 1)])[topic].result(60)
-        leaders_ready(b.bootstrap, topic, 8, 60)
+        create_topic(b.bootstrap, topic, 8)
         rss0 = rss_mb(b.pid())
         release = ctx.Event()
         holders, ready = [], []
@@ -381,13 +387,10 @@ def commit_offsets(bootstrap: str, topic: str, groups: list[str], commits: int, 
 
 
 def groups_section(brokers: list[Broker], results: Results, groups: int, commits: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     ctx = multiprocessing.get_context("spawn")
     for b in brokers:
         topic = "groups"
-        AdminClient({"bootstrap.servers": b.bootstrap}).create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
-        leaders_ready(b.bootstrap, topic, 4, 60)
+        create_topic(b.bootstrap, topic, 4)
         names = [f"group-{i}" for i in range(groups)]
         # The first commit of a group loads its __consumer_offsets partition: warm every coordinator first.
         commit_offsets_local = ctx.Queue()
@@ -455,23 +458,17 @@ def produce_throughput(bootstrap: str, topic: str, partitions: int, generators: 
 
 
 def cores_section(root: Path, kafka: Broker | None, results: Results, seconds: float, generators: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     partitions = 8
     if kafka is not None:
         topic = "cores"
-        AdminClient({"bootstrap.servers": kafka.bootstrap}).create_topics([NewTopic(topic, partitions, 1)])[
-            topic].result(60)
-        leaders_ready(kafka.bootstrap, topic, partitions, 60)
+        create_topic(kafka.bootstrap, topic, partitions)
         results.put("produce records/s, 1 process (Kafka: its threads)", "kafka",
                     produce_throughput(kafka.bootstrap, topic, partitions, generators, seconds))
     for size in (1, 2):
         with ClusterProcesses(root / f"cluster-{size}", size=size) as cluster:
             topic = "cores"
             # Partitions spread over the brokers: each process leads partitions / size of them.
-            AdminClient({"bootstrap.servers": cluster.bootstrap}).create_topics(
-                [NewTopic(topic, partitions, 1)])[topic].result(60)
-            leaders_ready(cluster.bootstrap, topic, partitions, 60)
+            create_topic(cluster.bootstrap, topic, partitions)
             rate = produce_throughput(cluster.bootstrap, topic, partitions, generators, seconds)
             results.put("produce records/s, 1 process (Kafka: its threads)" if size == 1 else
                         f"produce records/s, {size} pykbroker processes (cluster)", "pykbroker", rate)

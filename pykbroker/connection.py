@@ -115,6 +115,7 @@ class Connection(asyncio.BufferedProtocol):
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
                 channel.queued += 1
+            frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:
             log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener.name, exc)
             self.close()
