@@ -20,10 +20,12 @@ Sections (each figure for both brokers and the ratio pykbroker / Kafka):
 - groups: SCALE_GROUPS groups (default 500) each committing offsets for 4 partitions SCALE_COMMITS times
   (default 4) through OffsetCommit (AdminClient.alter_consumer_group_offsets, many in flight), from two
   processes: commits per second and the p99 of one commit.
-- cores (pykbroker only; Kafka already uses every core with threads): produce throughput of a cluster of
-  1 and of 2 pykbroker processes on this machine (ZooKeeper mode, one ZooKeeper), from the same load
-  generators (several librdkafka producer processes, acks=1), next to Kafka's single node with the same
-  load; see the report for the model beyond 2 cores.
+- cores: the same produce load (SCALE_GENERATORS librdkafka producer processes, acks=1, 100-byte records,
+  SCALE_CORES_SECONDS long, 8 partitions) against Kafka's single node (its threads use every core) and
+  against a pykbroker cluster of 1 and of 2 processes on this machine (ZooKeeper mode, partitions spread
+  over the processes): records per second, and records per second of broker CPU time (the work a core
+  does, which the load generators sharing the 2 cores do not distort); see the report for the model
+  beyond 2 cores.
 
 The load generators run in their own processes (``multiprocessing`` spawn) so that the client side is not
 one Python interpreter's bottleneck. Results go to bench/results/scale-*.json (git-ignored).
@@ -42,7 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.broker_bench import RESULTS_DIR, Results, jars_dir, print_table, rss_mb
+from bench.broker_bench import RESULTS_DIR, Results, cpu_seconds, jars_dir, print_table, rss_mb
 from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
@@ -458,20 +460,26 @@ def produce_throughput(bootstrap: str, topic: str, partitions: int, generators: 
 
 
 def cores_section(root: Path, kafka: Broker | None, results: Results, seconds: float, generators: int) -> None:
+    """Throughput and the brokers' CPU time for the same load: records per second, and records per second of
+    broker CPU (a core's worth of work), which does not depend on the load generators sharing the cores."""
     partitions = 8
+
+    def measure(label: str, name: str, bootstrap: str, pids: list[int]) -> None:
+        create_topic(bootstrap, "cores", partitions)
+        before = sum(cpu_seconds(pid) for pid in pids)
+        rate = produce_throughput(bootstrap, "cores", partitions, generators, seconds)
+        cpu = sum(cpu_seconds(pid) for pid in pids) - before
+        results.put(f"produce records/s, {label}", name, rate)
+        results.put(f"produce records per broker CPU second, {label}", name, rate * seconds / max(cpu, 1e-9))
+        results.put(f"broker CPU cores busy, {label}", name, cpu / seconds, False)
+
     if kafka is not None:
-        topic = "cores"
-        create_topic(kafka.bootstrap, topic, partitions)
-        results.put("produce records/s, 1 process (Kafka: its threads)", "kafka",
-                    produce_throughput(kafka.bootstrap, topic, partitions, generators, seconds))
+        measure("1 process", "kafka", kafka.bootstrap, [kafka.pid()])
     for size in (1, 2):
         with ClusterProcesses(root / f"cluster-{size}", size=size) as cluster:
-            topic = "cores"
-            # Partitions spread over the brokers: each process leads partitions / size of them.
-            create_topic(cluster.bootstrap, topic, partitions)
-            rate = produce_throughput(cluster.bootstrap, topic, partitions, generators, seconds)
-            results.put("produce records/s, 1 process (Kafka: its threads)" if size == 1 else
-                        f"produce records/s, {size} pykbroker processes (cluster)", "pykbroker", rate)
+            pids = [b.proc.pid for b in cluster.brokers.values() if b.proc is not None]
+            measure("1 process" if size == 1 else f"{size} processes (pykbroker cluster; Kafka: 1)", "pykbroker",
+                    cluster.bootstrap, pids)
 
 
 # -- the run -------------------------------------------------------------------------------------------------
