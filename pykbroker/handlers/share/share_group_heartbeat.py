@@ -42,6 +42,9 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
         wanted = set(request.subscribed_topic_names)
         if len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)) < len(wanted):
             return error_response(request, ctx.api_version, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if ctx.broker.cluster_mode and ctx.broker.group_coordinator.coordinator_for(request.group_id) != ctx.broker.node_id:
+        # the group's coordinator leads its __consumer_offsets partition; the client finds it again
+        return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     if request.group_id not in service(ctx).groups.groups and await _other_kind_of_group(ctx, request.group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                               f"Group {request.group_id} is not a share group.")

@@ -51,7 +51,7 @@ TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTH
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
     svc = service(ctx)
-    return group_id in svc.groups.groups or bool(await svc.coordinator.all_states(group_id))
+    return group_id in svc.groups.groups or bool(await svc.states(group_id))
 
 
 # -- describe ----------------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
-        states = await svc.coordinator.all_states(g.group_id)
+        states = await svc.states(g.group_id)
         if g.group_id not in svc.groups.groups and not states:
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -116,7 +116,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                     if partition is not None:
                         hw = partition.log.high_watermark
                         done = sum(min(b.last_offset, hw - 1) - b.first_offset + 1 for b in state.state_batches
-                                   if b.delivery_state in _DONE and b.first_offset < hw)
+                                   if b.delivery_state in _DONE and b.first_offset < hw) if state.state_batches \
+                            else max(state.delivery_complete_count, 0)  # a summary from another coordinator
                         lag = max(0, hw - start - done)
                 parts.append(DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=start,
                                                                         leader_epoch=epoch, lag=lag))
@@ -203,7 +204,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     store = ctx.broker.metadata
-    states = await svc.coordinator.all_states(request.group_id)
+    states = await svc.states(request.group_id)
     responses = [DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
                                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                       error_message=TOPIC_AUTHORIZATION_MESSAGE)
