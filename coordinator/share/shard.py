@@ -122,9 +122,15 @@ class ShareCoordinatorShard:
                                 current.start_offset, [], done, current.create_timestamp, current.write_timestamp)
 
     def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> CoordinatorResult:
-        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches."""
+        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches. State that exists
+        is only replaced by a higher state epoch (an offsets reset), else FENCED_STATE_EPOCH: two brokers that
+        both found no state (the group coordinator assigning the partition, its leader's first fetch) must not
+        wipe what the first one has since written."""
         now = self._now_ms()
         current = self.state.get(key)
+        if current is not None and state_epoch <= current.state_epoch:
+            raise ApiError(ErrorCode.FENCED_STATE_EPOCH,
+                           f"state epoch {state_epoch} is not above the current {current.state_epoch}")
         snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
         return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(
             snapshot_epoch, state_epoch, -1, start_offset, [], 0, now, now))])

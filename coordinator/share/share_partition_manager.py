@@ -173,7 +173,11 @@ class SharePartitionManager:
         """A partition newly assigned to the group: state with start offset -1 unless it has state already."""
         if key in self._entries or await self.persister.read_state(key) is not None:
             return
-        await self.persister.initialize_state(key, 0, -1)
+        try:
+            await self.persister.initialize_state(key, 0, -1)
+        except ApiError as exc:
+            if exc.error_code != ErrorCode.FENCED_STATE_EPOCH:  # else initialized meanwhile: fine
+                raise
 
     @staticmethod
     def _reset_offset(partition, strategy: str) -> int:
