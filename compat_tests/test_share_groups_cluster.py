@@ -34,6 +34,7 @@ if shutil.which("java") is None:
 DRIVER = Path(__file__).resolve().parent / "jvm" / "ShareConsumerDriver.java"
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 TOTAL = 3000
+PAUSE_MS = 100
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +49,9 @@ class Driver:
     """The Java share consumer in the background; its lines are collected as they come."""
 
     def __init__(self, jars: Path, bootstrap: str, group: str, topic: str, count: int, seconds: int) -> None:
+        # 100 records a poll and a pause after each: consumption lasts long enough to kill a broker in its middle
         self.proc = subprocess.Popen([*JAVA, "-cp", f"{jars}/*", str(DRIVER), bootstrap, group, topic, str(count),
-                                      str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      str(seconds), str(PAUSE_MS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -60,12 +62,13 @@ class Driver:
         for line in self.proc.stdout:
             self.lines.append(line.strip())
 
-    def confirmed(self) -> int:
-        return sum(1 for line in list(self.lines) if line.startswith("ACK "))
+    def confirmed(self, partition: int | None = None) -> int:
+        prefix = "ACK " if partition is None else f"ACK {partition} "
+        return sum(1 for line in list(self.lines) if line.startswith(prefix))
 
-    def wait_for_confirmed(self, n: int, timeout: float) -> None:
+    def wait_for_confirmed(self, n: int, timeout: float, partition: int | None = None) -> None:
         deadline = time.monotonic() + timeout
-        while self.confirmed() < n:
+        while self.confirmed(partition) < n:
             assert self.proc.poll() is None, f"the share consumer ended early: {self.tail()}"
             assert time.monotonic() < deadline, f"{self.confirmed()} of {n} confirmed: {self.tail()}"
             time.sleep(0.1)
@@ -129,6 +132,7 @@ def test_kill_9_of_a_single_node_during_java_share_consumption(jars, tmp_path):
         driver.wait_for_confirmed(TOTAL // 3, 90)
         b.kill()
         killed_at = len(driver.lines)
+        assert driver.confirmed() < TOTAL, "all was consumed before the broker was killed"
         b.start()
         lines = driver.finish(180)
         assert any(line.startswith("ACK ") for line in lines[killed_at:])
@@ -165,10 +169,11 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
                 p.error_code == ErrorCode.NONE for t in r.responses for p in t.partitions), r
         produce(bootstrap, topic, TOTAL, 2)
         driver = Driver(jars, bootstrap, group, topic, TOTAL, 200)
-        driver.wait_for_confirmed(TOTAL // 3, 120)
+        driver.wait_for_confirmed(TOTAL // 6, 120, partition=0)  # a third of partition 0's records
         victim = leader_of(cluster.broker(2).bootstrap, topic, 0)
         cluster.broker(victim).kill()
         killed_at = len(driver.lines)
+        assert driver.confirmed() < TOTAL, "all was consumed before the leader was killed"
         survivor = cluster.broker(next(n for n in (1, 2, 3) if n != victim)).bootstrap
         deadline = time.monotonic() + 60
         while leader_of(survivor, topic, 0) in (victim, -1):  # the controller moves leadership off the dead broker

@@ -1,5 +1,8 @@
 // A Java KafkaShareConsumer that accepts every record it gets, one commitSync per poll, and says what happened.
-// Run as a single-file program: java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS
+// Run as a single-file program:
+//   java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS [PAUSE_MS]
+// (PAUSE_MS: a pause after each poll of at most 100 records (share.acquire.mode record_limit), so a test can
+// act in the middle of the consumption.)
 //
 // Prints, in order, one line per event:
 //   GOT <partition> <offset> <delivery count>   a record was delivered to this consumer
@@ -27,11 +30,16 @@ public class ShareConsumerDriver {
         String bootstrap = args[0], group = args[1], topic = args[2];
         int count = Integer.parseInt(args[3]);
         long deadline = System.currentTimeMillis() + Long.parseLong(args[4]) * 1000;
+        long pauseMs = args.length > 5 ? Long.parseLong(args[5]) : 0;
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
         props.put("client.id", "share-driver");
         props.put("share.acknowledgement.mode", "explicit");
+        if (pauseMs > 0) {
+            props.put("max.poll.records", "100");
+            props.put("share.acquire.mode", "record_limit");
+        }
         props.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         props.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         Set<String> confirmed = new HashSet<>();
@@ -73,6 +81,13 @@ public class ShareConsumerDriver {
                     System.out.println("ERR commit " + e);
                 }
                 System.out.flush();
+                if (pauseMs > 0) {
+                    try {
+                        Thread.sleep(pauseMs);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
             }
         }
         System.out.println("DONE " + confirmed.size());
