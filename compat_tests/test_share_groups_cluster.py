@@ -1,8 +1,9 @@
 """Share groups survive their brokers: Kafka 4.2's Java KafkaShareConsumer (``jvm/ShareConsumerDriver.java``)
 accepts every record while the leader of the partition it reads is killed with ``kill -9`` — on a single node
-(restarted) and in a 3-broker ZooKeeper cluster (the partition's leadership moves to another broker, which
-loads the share-partition's state from the share coordinator). No record whose acceptance the broker
-confirmed is delivered again, and every record is accepted in the end.
+(restarted) and in a 3-broker ZooKeeper cluster, where the killed broker also coordinates the group and the
+share-partition's state: the partition's leadership, the group and the __share_group_state partition move to
+other brokers, and the new leader loads the share-partition's state from the new share coordinator. No record
+whose acceptance the broker confirmed is delivered again, and every record is accepted in the end.
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ import pytest
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, jars_dir
 from compat_tests.test_share_groups import enable_share_groups, produce, set_group_configs
+from coordinator.group.partitioner import partition_for
+from coordinator.share.coordinator import coordinator_key
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode
-from wire.messages import AlterShareGroupOffsetsRequest, CreateTopicsRequest, MetadataRequest
+from wire.messages import (
+    AlterShareGroupOffsetsRequest,
+    CreateTopicsRequest,
+    FindCoordinatorRequest,
+    MetadataRequest,
+)
 from wire.messages.alter_share_group_offsets_request import (
     AlterShareGroupOffsetsRequestPartition,
     AlterShareGroupOffsetsRequestTopic,
@@ -116,6 +124,18 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
         return next((p.leader_id for p in md.topics[0].partitions if p.partition_index == partition), -1)
 
 
+def coordinator_of(bootstrap: str, key_type: int, key: str) -> int:
+    """FindCoordinator (v6; creates the coordinator topic on first use), asked until it names a node."""
+    deadline = time.monotonic() + 60
+    with RawClient(bootstrap, timeout=30) as c:
+        while True:
+            found = c.request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 6).coordinators[0]
+            if found.error_code == ErrorCode.NONE:
+                return found.node_id
+            assert time.monotonic() < deadline, found
+            time.sleep(0.2)
+
+
 def test_kill_9_of_a_single_node_during_java_share_consumption(jars, tmp_path):
     b = BrokerProcess(tmp_path / "broker").start()
     try:
@@ -148,7 +168,7 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
                  "offsets.topic.num.partitions": "5", "share.coordinator.state.topic.num.partitions": "5"}
     with ClusterProcesses(tmp_path, size=3, overrides=overrides) as cluster:
         bootstrap = cluster.bootstrap
-        topic, group = f"share-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+        topic = f"share-{uuid.uuid4().hex[:8]}"
         with RawClient(cluster.broker(2).bootstrap, timeout=30) as c:
             r = c.request(CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
                 name=topic, num_partitions=-1, replication_factor=-1, assignments=[
@@ -159,6 +179,18 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
         while min(leader_of(cluster.broker(2).bootstrap, topic, p) for p in (0, 1)) < 0:
             assert time.monotonic() < deadline, "no leaders"
             time.sleep(0.1)
+        # a group whose coordinator and whose partition 0 share coordinator are partition 0's leader
+        asked = cluster.broker(2).bootstrap
+        with RawClient(asked, timeout=30) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 12)
+        topic_id, victim = md.topics[0].topic_id, leader_of(asked, topic, 0)
+        coordinator_of(asked, 0, "any-group")
+        coordinator_of(asked, 2, coordinator_key(("any-group", topic_id, 0)))
+        group_leaders = {p: leader_of(asked, "__consumer_offsets", p) for p in range(5)}
+        state_leaders = {p: leader_of(asked, "__share_group_state", p) for p in range(5)}
+        group = next(g for g in (f"sg-{uuid.uuid4().hex[:8]}" for _ in range(1000))
+                     if group_leaders[partition_for(g, 5)] == victim
+                     and state_leaders[partition_for(coordinator_key((g, topic_id, 0)), 5)] == victim)
         # ZooKeeper mode has no group configs: the group starts at offset 0 by an offsets reset (as
         # kafka-share-groups --reset-offsets --to-earliest does) before it has members
         with RawClient(cluster.broker(2).bootstrap, timeout=30) as c:
@@ -170,7 +202,8 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
         produce(bootstrap, topic, TOTAL, 2)
         driver = Driver(jars, bootstrap, group, topic, TOTAL, 200)
         driver.wait_for_confirmed(TOTAL // 6, 120, partition=0)  # a third of partition 0's records
-        victim = leader_of(cluster.broker(2).bootstrap, topic, 0)
+        assert coordinator_of(asked, 0, group) == victim
+        assert coordinator_of(asked, 2, coordinator_key((group, topic_id, 0))) == victim
         cluster.broker(victim).kill()
         killed_at = len(driver.lines)
         assert driver.confirmed() < TOTAL, "all was consumed before the leader was killed"
