@@ -134,7 +134,7 @@ class Broker:
     def _replication_quota(self, side: str) -> ReplicationQuotaManager:
         """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
         def topic_configs(name: str):
-            topic = self.metadata.topics.get(name)
+            topic = self.metadata.image.topics.get(name)
             return topic.configs if topic is not None else None
 
         return ReplicationQuotaManager(
@@ -215,8 +215,13 @@ class Broker:
                 group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
-                existing_topics=lambda: self.metadata.image.topics)
+                existing_topics=lambda: self.metadata.image.topics,
+                send=self._send_to_broker if self.cluster_mode else None)
         return self._share_groups
+
+    async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
+        """One request to another broker of the cluster (the share coordinator's state RPCs)."""
+        return await self.broker_clients.get(node_id).request(request, version, response_class)
 
     def connection_closed(self, peer: str) -> None:
         """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
@@ -230,20 +235,22 @@ class Broker:
 
     def _share_group_state_partition_leader(self, partition: int) -> int | None:
         """The share coordinator of a __share_group_state partition: that partition's leader."""
-        topic = self.metadata.image.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(SHARE_GROUP_STATE_TOPIC_NAME, partition)
 
     async def _ensure_share_group_state_topic(self) -> None:
         """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
-        creates it); one replica per partition on a single node."""
+        creates it): one replica per partition on a single node, share.coordinator.state.topic.replication.factor
+        in a cluster with min.insync.replicas share.coordinator.state.topic.min.isr."""
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
-        partitions = self.config["share.coordinator.state.topic.num.partitions"]
-        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(
+            SHARE_GROUP_STATE_TOPIC_NAME, self.config["share.coordinator.state.topic.num.partitions"],
+            self.config["share.coordinator.state.topic.replication.factor"])
+        min_isr = min(self.config["share.coordinator.state.topic.min.isr"], len(assignment[0])) \
+            if self.cluster_mode else 1
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
-            "min.insync.replicas": "1",
+            "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
@@ -485,20 +492,28 @@ class Broker:
                                  list(p.isr), log_config, p.partition_epoch)
                 if not was_leader or old_epoch != p.leader_epoch:
                     self._coordinator_elected(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
             elif hosted is not None:
                 # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
                 self.replica_fetchers.unfollow(topic.name, p.partition)
                 rm.stop_replica(topic.name, p.partition)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
                 log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
                          topic.name, p.partition, list(p.replicas))
+
+    def _share_leadership_changed(self, topic: TopicState, partition: int) -> None:
+        """Share-partitions of a partition this broker stopped leading (or leads anew) are loaded again."""
+        if self._share_groups is not None:
+            self._share_groups.partitions.on_leadership_changed(topic.topic_id, partition)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -526,12 +541,16 @@ class Broker:
             self._group_coordinator.on_election(partition)
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_election(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._share_groups.coordinator.on_election(partition)
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
             self._spawn(self._group_coordinator.on_resignation(partition))
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_resignation(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._spawn(self._share_groups.coordinator.on_resignation(partition))
 
     def _partition_leader(self, topic: str, partition: int) -> int | None:
         """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""

@@ -352,6 +352,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Partitions of __share_group_state."),
     ConfigDef("share.coordinator.state.topic.segment.bytes", _int(1, _I32), "104857600",
               "Segment size of __share_group_state."),
+    ConfigDef("share.coordinator.state.topic.replication.factor", _int(1, 32767), "3",
+              "Replication factor of __share_group_state (a cluster's)."),
+    ConfigDef("share.coordinator.state.topic.min.isr", _int(1, 32767), "2",
+              "min.insync.replicas of __share_group_state (a cluster's)."),
     ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _int(0, 500), "500",
               "ShareUpdate records written for a share-partition before the next ShareSnapshot."),
     # -- transactions --------------------------------------------------------------------------------
