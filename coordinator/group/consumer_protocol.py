@@ -470,15 +470,23 @@ class ConsumerProtocol:
         records.append(new.current_assignment_record(gid))
 
     # -- subscriptions, metadata hash, regexes -------------------------------------------------------------
-    def _resolve_regex(self: GroupMetadataManager, regex: str) -> frozenset[str]:
+    def _resolve_regex(self: GroupMetadataManager, regex: str, info: RequestInfo) -> frozenset[str]:
+        """The topics ``regex`` matches that the requesting member may DESCRIBE (Kafka 4.1's
+        refreshRegularExpressions: a topic the member may not describe is never subscribed through a regex)."""
         pattern = re.compile(regex)
-        return frozenset(t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name))
+        matched = [t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name)]
+        if info.describable_topics is None:
+            return frozenset(matched)
+        return frozenset(info.describable_topics(matched))
 
     def _subscription_after(self: GroupMetadataManager, group: ConsumerGroup, old: ConsumerGroupMember | None,
                             new: ConsumerGroupMember | None, records: list[rec.CoordinatorRecord],
+                            info: RequestInfo | None = None,
                             ) -> tuple[set[str], dict[str, ResolvedRegex], bool]:
         """Subscribed topics of the group once ``old`` is replaced by ``new``, resolving regexes.
 
+        Regexes are resolved only with a member's request (``info``), whose principal must be allowed to
+        DESCRIBE every topic they resolve to; without one (a member fenced by a timer) nothing is resolved.
         Returns (topics, resolved regexes, whether a regex resolution changed). Writes regex records.
         """
         names = Counter(group.subscribed_topic_counts)
@@ -500,8 +508,9 @@ class ConsumerProtocol:
                     del resolved[regex]
                     records.append(rec.consumer_group_regex_tombstone(group.group_id, regex))
                 continue
-            if new is not None and regex == new.subscribed_topic_regex or regex not in resolved:
-                topics = self._resolve_regex(regex)
+            if info is not None and (new is not None and regex == new.subscribed_topic_regex
+                                     or regex not in resolved):
+                topics = self._resolve_regex(regex, info)
                 if regex not in resolved or resolved[regex].topics != topics:
                     resolved[regex] = ResolvedRegex(topics, 0, now)
                     records.append(rec.consumer_group_regex_record(group.group_id, regex, topics, 0, now))
@@ -595,7 +604,7 @@ class ConsumerProtocol:
         return updated
 
     def _member_update(self: GroupMetadataManager, group: ConsumerGroup, member: ConsumerGroupMember,
-                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord],
+                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord], info: RequestInfo,
                        ) -> tuple[int, Partitions, int]:
         """Steps 1 and 2: persist the member, maybe bump the epoch, maybe compute a new target.
 
@@ -611,7 +620,7 @@ class ConsumerProtocol:
             if (is_new or updated.subscribed_topic_names != member.subscribed_topic_names
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex):
                 bump = True
-        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records)
+        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records, info)
         bump = bump or regex_changed
         metadata_hash = self._metadata_hash(topics)
         if metadata_hash != group.metadata_hash:
@@ -652,7 +661,7 @@ class ConsumerProtocol:
             updated = replace(updated, subscribed_topic_regex=request.subscribed_topic_regex or None)
         updated = replace(updated, client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=None)
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         reconciled = self._reconcile(group, updated, target_epoch, target, owned if not create else [], records)
         self.schedule_consumer_session_timeout(group.group_id, reconciled.member_id)
         response = ConsumerGroupHeartbeatResponse(
@@ -712,7 +721,7 @@ class ConsumerProtocol:
                           client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=ClassicMemberMetadata(request.session_timeout_ms,
                                                                         tuple(protocols)))
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         owned = [(tid, sorted(parts)) for tid, parts in embedded_protocol.to_topic_id_partitions(
             subscription.owned_partitions, self.topics).items()]
         updated = self._reconcile(group, updated, target_epoch, target, owned, records)

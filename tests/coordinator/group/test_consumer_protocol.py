@@ -184,6 +184,38 @@ async def test_regex_subscription_resolves_and_follows_new_topics():
 
 
 @run
+async def test_regex_resolves_only_topics_the_member_may_describe():
+    """Kafka 4.1 filters a regex's topics through the authorizer with the heartbeating member's principal."""
+    h = Harness()
+    c = h.coordinator
+    allowed = {"a"}
+    seen: list[list[str]] = []
+
+    def describable(names):
+        names = sorted(names)
+        seen.append(names)
+        return {n for n in names if n in allowed}
+
+    member = replace(info(1), describable_topics=describable)
+    r = await c.consumer_group_heartbeat(member, hb("m1", 0, regex="[ab]", owned={}, rebalance_timeout_ms=1000))
+    assert r.error_code == 0 and assigned(r) == {A: {0, 1, 2, 3}}
+    assert seen == [["a", "b"]]
+    regex_records = [x for x in h.records(G) if type(x.key).__name__ == "ConsumerGroupRegularExpressionKey"]
+    assert [(x.key.regular_expression, x.value.topics) for x in regex_records] == [("[ab]", ["a"])]
+    # Once DESCRIBE on b is granted, the member's next heartbeat resolves b too and the group rebalances.
+    allowed.add("b")
+    r = await c.consumer_group_heartbeat(member, hb("m1", 1, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}, B: {0, 1}}
+    # Revoked again: b is taken back (the member first revokes it at its epoch, then moves on).
+    allowed.discard("b")
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
+    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}}
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 3
+    await h.assert_replay_matches()
+
+
+@run
 async def test_partition_count_change_bumps_epoch():
     h = Harness()
     c = h.coordinator
