@@ -2,6 +2,8 @@
 
 Each listener has an acceptor task (Kafka's Acceptor): it accepts only when ConnectionQuotas allows
 (max.connections, max.connection.creation.rate), so clients over the limits wait in the kernel's backlog.
+A connection over its address's connection_creation_rate quota is held unserved for the throttle time,
+then closed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Server:
         self._idle_reaper: asyncio.Task | None = None
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
+        self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -53,7 +56,8 @@ class Server:
         await broker.start()
         listeners = self.config.listeners
         protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
-        self.quotas = ConnectionQuotas(broker.dynamic_config, protected)
+        self.quotas = ConnectionQuotas(broker.dynamic_config, protected,
+                                       client_quotas=lambda: broker.metadata.client_quotas)
         self.channel = RequestChannel(self.config["queued.max.requests"], self.config["queued.max.request.bytes"])
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -121,6 +125,11 @@ class Server:
                 await asyncio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
             quotas.record_accept(lst.name)
+            throttle_s = quotas.ip_throttle_s(address[0], lst.name)
+            if throttle_s > 0:  # over its address's connection_creation_rate: held unserved, then closed
+                self._throttled_sockets.add(client)
+                loop.call_later(throttle_s, self._close_throttled, client)
+                continue
             conn = Connection(broker, lst, sec, quotas, channel, address[0])
             if not quotas.admit(conn):
                 client.close()
@@ -129,6 +138,11 @@ class Server:
                 await self._start_connection(conn, client, None)
             else:  # the TLS handshake must not hold up the next accept
                 loop.create_task(self._start_connection(conn, client, sec.ssl_context))
+
+    def _close_throttled(self, client: socket.socket) -> None:
+        if client in self._throttled_sockets:
+            self._throttled_sockets.discard(client)
+            client.close()
 
     async def _start_connection(self, conn: Connection, client: socket.socket, ssl_context) -> None:
         try:
@@ -164,6 +178,8 @@ class Server:
             task.cancel()
         for sock in self._sockets:
             sock.close()
+        for client in list(self._throttled_sockets):
+            self._close_throttled(client)
         broker = self.broker
         if broker is not None:
             if controlled:

@@ -132,3 +132,55 @@ def test_the_inter_broker_listener_is_exempt_from_the_broker_wide_limit(tmp_path
         for c in clients:
             c.close()
         assert broker.alive
+
+
+def _connect_from(bootstrap: str, source: str) -> RawClient:
+    host, port = bootstrap.rsplit(":", 1)
+    c = RawClient.__new__(RawClient)
+    c.sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+    c.client_id, c._correlation_id = "ip-rate", 0
+    return c
+
+
+def _served(c: RawClient) -> bool:
+    """Answered (True), or closed unanswered by the broker (False)."""
+    c.send(ApiVersionsRequest(), 0)
+    try:
+        c.recv_frame()
+        return True
+    except (ConnectionError, EOFError, OSError):
+        return False
+
+
+def _set_ip_rate(c: RawClient, ip: str | None, rate: float | None) -> None:
+    from wire.messages import AlterClientQuotasRequest
+    from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
+
+    r = c.request(AlterClientQuotasRequest(entries=[EntryData(
+        entity=[EntityData(entity_type="ip", entity_name=ip)],
+        ops=[OpData(key="connection_creation_rate", value=rate or 0.0, remove=rate is None)])]), 1)
+    assert [e.error_code for e in r.entries] == [ErrorCode.NONE], [e.error_message for e in r.entries]
+
+
+def test_an_ip_connection_creation_rate_quota_throttles_that_address_only(tmp_path):
+    """KIP-612: with connection_creation_rate 2 on 127.0.0.1 (2 windows of 1 s), a burst of 10 connections from
+    it gets 2 served; the others are held unanswered and then closed, as Kafka's DelayedCloseSocket. Another
+    address is served throughout; removing the quota lifts the throttle."""
+    overrides = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+    with BrokerProcess(tmp_path, overrides=overrides) as b:
+        with RawClient(b.bootstrap) as admin:
+            _set_ip_rate(admin, "127.0.0.1", 2)
+        time.sleep(2.1)  # the admin's own connection leaves the measured windows
+        started = time.monotonic()
+        burst = [_connect_from(b.bootstrap, "127.0.0.1") for _ in range(10)]
+        others = [_connect_from(b.bootstrap, "127.0.0.2") for _ in range(10)]
+        assert all(_served(c) for c in others)
+        served = [_served(c) for c in burst]
+        assert served.count(True) == 2, served
+        assert time.monotonic() - started < 5  # held at most one window each, not forever
+        for c in burst + others:
+            c.sock.close()
+        with _connect_from(b.bootstrap, "127.0.0.2") as admin:
+            _set_ip_rate(admin, "127.0.0.1", None)
+        assert all(_served(_connect_from(b.bootstrap, "127.0.0.1")) for _ in range(10))
+        assert b.alive
