@@ -21,8 +21,9 @@ IncrementalAlterConfigs applies to the next connection. The counters are this ob
 As in Kafka, on a broker with more than one listener the inter-broker listener
 (``inter.broker.listener.name``, else the first) is exempt from the broker-wide limits: only its own
 listener-level limits apply to it, so followers can always connect; it is not counted in the broker-wide
-creation rate either. (Kafka then closes the least recently used connection of another listener when the
-broker is over ``max.connections``; not done here.)
+creation rate either. When the broker is then over ``max.connections`` (or the limit was lowered), the
+least recently used connections of the other listeners are closed until it is not (Kafka's Processor
+closeExcessConnections with Selector.lowestPriorityChannel).
 """
 
 from __future__ import annotations
@@ -46,10 +47,14 @@ IP_CONNECTION_RATE = "connection_creation_rate"  # the client-quota key of an ``
 
 
 class Admitted(Protocol):
-    """What the quotas need of a connection: its address and listener, to count and to log."""
+    """What the quotas need of a connection: its address and listener, to count and to log; when it was last
+    read from or written to, to find the least recently used."""
 
     ip: str
     listener_name: str
+
+    @property
+    def last_active(self) -> float: ...
 
 
 class _Rate:
@@ -222,6 +227,18 @@ class ConnectionQuotas:
         log.debug("connection_creation_rate of %s reached on listener %s: closing the connection in %.0f ms",
                   ip, listener_name, throttle * 1000)
         return throttle
+
+    # -- over max.connections --------------------------------------------------------------------------------
+    def excess_connections(self) -> list[Admitted]:
+        """Connections to close because the broker holds more than ``max.connections``: least recently used
+        first, never the inter-broker listener's (Kafka's maxConnectionsExceeded on a processor of another
+        listener, each closing its lowest priority channel)."""
+        broker_max = self._dynamic_config.current["max.connections"]
+        over = len(self.connections) - broker_max
+        if over <= 0:
+            return []
+        others = [c for c in self.connections if c.listener_name != self._protected_listener]
+        return sorted(others, key=lambda c: c.last_active)[:over]
 
     # -- the connection's side ----------------------------------------------------------------------------
     def admit(self, conn: Admitted) -> bool:

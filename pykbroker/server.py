@@ -31,6 +31,8 @@ SHUTDOWN_GRACE_SECONDS = 10.0
 LISTEN_BACKLOG = 1024
 # After accept() fails for want of descriptors (EMFILE), the acceptor retries after this long.
 ACCEPT_RETRY_SECONDS = 0.1
+# The reaper's longest sleep: how soon a lowered max.connections closes the excess connections.
+EXCESS_CHECK_SECONDS = 1.0
 
 
 class Server:
@@ -71,8 +73,7 @@ class Server:
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
         await broker.register()
         idle_ms = self.config["connections.max.idle.ms"]
-        if idle_ms >= 0:
-            self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
+        self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000 if idle_ms >= 0 else None))
         if self.config.inert:
             log.info("accepted, no effect in pykbroker: %s", ", ".join(self.config.inert))
         log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",
@@ -134,10 +135,23 @@ class Server:
             if not quotas.admit(conn):
                 client.close()
                 continue
+            self._close_excess_connections()
             if sec.ssl_context is None:
                 await self._start_connection(conn, client, None)
             else:  # the TLS handshake must not hold up the next accept
                 loop.create_task(self._start_connection(conn, client, sec.ssl_context))
+
+    def _close_excess_connections(self) -> None:
+        """Over max.connections (the inter-broker listener got in past it, or the limit was lowered): close
+        other listeners' least recently used connections."""
+        assert self.quotas is not None
+        for conn in self.quotas.excess_connections():
+            if conn.transport is None:  # still starting (a TLS handshake): it is the most recent anyway
+                continue
+            log.info("closing the least recently used connection from %s on listener %s: the broker is over "
+                     "max.connections (%d open)", conn.peer, conn.listener_name, self.quotas.count())
+            conn.close()
+            self.quotas.release(conn)
 
     def _close_throttled(self, client: socket.socket) -> None:
         if client in self._throttled_sockets:
@@ -153,14 +167,19 @@ class Server:
             self.quotas.release(conn)  # type: ignore[union-attr]
             client.close()
 
-    async def _close_idle_connections(self, idle_s: float) -> None:
-        """connections.max.idle.ms: close connections with no reads or writes for that long, as Kafka's
-        Selector does (a connection with a request in progress, a long poll say, is left alone)."""
+    async def _close_idle_connections(self, idle_s: float | None) -> None:
+        """connections.max.idle.ms (None: -1, never): close connections with no reads or writes for that long,
+        as Kafka's Selector does (a connection with a request in progress, a long poll say, is left alone).
+        Also closes the connections over max.connections."""
         quotas = self.quotas
         assert quotas is not None
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(min(max(idle_s / 10, 0.05), 30.0))
+            await asyncio.sleep(EXCESS_CHECK_SECONDS if idle_s is None
+                                else min(max(idle_s / 10, 0.05), EXCESS_CHECK_SECONDS))
+            self._close_excess_connections()  # a lowered max.connections takes effect here
+            if idle_s is None:
+                continue
             now = loop.time()
             for conn in list(quotas.connections):
                 idle = conn.idle_for(now)

@@ -184,3 +184,65 @@ def test_an_ip_connection_creation_rate_quota_throttles_that_address_only(tmp_pa
             _set_ip_rate(admin, "127.0.0.1", None)
         assert all(_served(_connect_from(b.bootstrap, "127.0.0.1")) for _ in range(10))
         assert b.alive
+
+
+def _closed_by_broker(c: RawClient, timeout: float = 10.0) -> bool:
+    """The broker closed ``c`` (EOF) within ``timeout``, without ``c`` sending anything."""
+    c.sock.settimeout(timeout)
+    try:
+        return c.sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_the_inter_broker_listener_going_over_max_connections_closes_another_listeners_lru_connection(tmp_path):
+    """Kafka's closeExcessConnections: when the inter-broker listener takes the broker past max.connections, the
+    least recently used connection of another listener is closed; the others keep being served."""
+    from pykbroker.testing import free_port
+
+    client_port = free_port()
+    broker = BrokerProcess(tmp_path)
+    broker.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CLIENT://127.0.0.1:{client_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT", "max.connections": "2"})
+    with broker:
+        oldest, recent = RawClient(f"127.0.0.1:{client_port}"), RawClient(f"127.0.0.1:{client_port}")
+        assert oldest.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        time.sleep(0.05)
+        assert recent.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        with RawClient(broker.bootstrap) as follower:
+            assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert _closed_by_broker(oldest)
+            assert recent.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        oldest.close()
+        recent.close()
+        assert "closing the least recently used connection from 127.0.0.1" in broker.log()
+
+
+def test_lowering_max_connections_closes_the_least_recently_used_connections(tmp_path):
+    """A dynamic max.connections below the open count closes the excess, least recently used first (Kafka's
+    processors check maxConnectionsExceeded on every poll)."""
+    from wire.messages import IncrementalAlterConfigsRequest
+    from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+    with BrokerProcess(tmp_path) as b:
+        clients = [RawClient(b.bootstrap) for _ in range(3)]
+        for c in clients:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            time.sleep(0.05)
+        with RawClient(b.bootstrap) as admin:
+            r = admin.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=4, resource_name="", configs=[AlterableConfig(
+                    name="max.connections", config_operation=0, value="2")])]), 1)
+            assert [x.error_code for x in r.responses] == [ErrorCode.NONE]
+            # Four open, two allowed: the two least recently used client connections go, the admin stays.
+            assert _closed_by_broker(clients[0]) and _closed_by_broker(clients[1])
+            assert clients[2].request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert admin.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        for c in clients:
+            c.close()
+        assert b.alive
