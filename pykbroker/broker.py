@@ -90,7 +90,8 @@ class Broker:
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
-                                               timeout_ms=config["request.timeout.ms"])
+                                               timeout_ms=config["request.timeout.ms"],
+                                               max_idle_ms=config["connections.max.idle.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
