@@ -82,8 +82,7 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
             try:
                 if partition is None:
                     raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not partition.is_leader:
-                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                partition.require_leader()
                 partition.check_leader_epoch(p.current_leader_epoch)
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)

@@ -49,8 +49,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
             try:
                 if partition is None:
                     raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not partition.is_leader:
-                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                partition.require_leader()
                 partition.check_leader_epoch(p.current_leader_epoch)
                 answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
             except PartitionError as exc:
