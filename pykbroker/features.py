@@ -18,6 +18,7 @@ metadata changed. A feature set to 0 is no longer finalized.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wire import ErrorCode
@@ -66,7 +67,7 @@ def supported_features(api_version: int) -> list[SupportedFeatureKey]:
     return [SupportedFeatureKey(name=n, min_version=SUPPORTED[n][0], max_version=SUPPORTED[n][1]) for n in names]
 
 
-def finalized_features(levels: dict[str, int]) -> list[FinalizedFeatureKey]:
+def finalized_features(levels: Mapping[str, int]) -> list[FinalizedFeatureKey]:
     return [FinalizedFeatureKey(name=n, min_version_level=level, max_version_level=level)
             for n, level in sorted(levels.items()) if level > 0]
 
@@ -88,7 +89,7 @@ class FeatureUpdateError(Exception):
         self.code = code
 
 
-def apply_updates(current: dict[str, int], updates: list[FeatureUpdate]) -> dict[str, int]:
+def apply_updates(current: Mapping[str, int], updates: list[FeatureUpdate]) -> dict[str, int]:
     """The finalized levels after ``updates`` (all or nothing); raises FeatureUpdateError for the first bad one.
 
     Updates are checked in the order Kafka's controller visits them (its HashMap of feature names), so a

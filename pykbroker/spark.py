@@ -177,7 +177,7 @@ def load(spark: SparkSession, topics: Iterable[str], output: str | Path, *, boot
         shutil.rmtree(out / STAGING_DIR, ignore_errors=True)
         batch, committed = committed_offsets(out)
         log_start, log_end = _log_offsets(spark, bootstrap, topics, consumer_options)
-        results = []
+        results: list[BatchResult] = []
         while True:
             start, end = _next_ranges(topics, committed, log_start, log_end, max_offsets_per_partition,
                                       fail_on_data_loss)
@@ -255,6 +255,7 @@ def _log_offsets(spark: SparkSession, bootstrap: str, topics: list[str],
     ``isolation.level=read_committed`` the end is the last stable offset, as for Spark.
     """
     jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a PySpark session has a JVM gateway"
     props = jvm.java.util.Properties()
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     settings = {"bootstrap.servers": bootstrap, "key.deserializer": deserializer,

@@ -274,6 +274,7 @@ class BrokerIdZNode:
         version = _field(obj, "version", int, what)
         if version < 1:
             raise ZNodeDecodeError(f"{what}: unsupported registration version {version}")
+        endpoints: tuple[Endpoint, ...]
         if version == 1:
             endpoints = (Endpoint("PLAINTEXT", _field(obj, "host", str, what), _field(obj, "port", int, what)),)
         else:
@@ -299,8 +300,7 @@ def _parse_endpoint(s: Any, protocols: Mapping[str, str], what: str) -> Endpoint
     host, sep, port = rest.rpartition(":")
     if not sep or not port.lstrip("-").isdigit():
         raise ZNodeDecodeError(f"{what}: bad endpoint {s!r}")
-    host = host.strip("[]") or None
-    return Endpoint(name, host, int(port), protocols.get(name, name))
+    return Endpoint(name, host.strip("[]"), int(port), protocols.get(name, name))
 
 
 class TopicsZNode:
