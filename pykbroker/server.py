@@ -59,7 +59,7 @@ class Server:
         listeners = self.config.listeners
         protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
         self.quotas = ConnectionQuotas(broker.dynamic_config, protected,
-                                       client_quotas=lambda: broker.metadata.client_quotas)
+                                       client_quotas=lambda: broker.metadata.image.client_quotas)
         self.channel = RequestChannel(self.config["queued.max.requests"], self.config["queued.max.request.bytes"])
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -146,7 +146,7 @@ class Server:
         other listeners' least recently used connections."""
         assert self.quotas is not None
         for conn in self.quotas.excess_connections():
-            if conn.transport is None:  # still starting (a TLS handshake): it is the most recent anyway
+            if not isinstance(conn, Connection) or conn.transport is None:  # still starting: the most recent anyway
                 continue
             log.info("closing the least recently used connection from %s on listener %s: the broker is over "
                      "max.connections (%d open)", conn.peer, conn.listener_name, self.quotas.count())
