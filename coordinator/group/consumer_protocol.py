@@ -79,6 +79,9 @@ log = logging.getLogger("pykbroker.coordinator.group")
 EMPTY_RESULT: CoordinatorResult = CoordinatorResult()
 # ConsumerGroupHeartbeat v1+ (KIP-1082): the client generates its member id.
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+# How old a regex's resolution must be before a heartbeat resolves it again (Kafka's
+# REGEX_BATCH_REFRESH_INTERVAL_MS): new topics and ACL changes reach a regex subscription within it.
+REGEX_REFRESH_INTERVAL_MS = 10_000
 
 Partitions = dict[UUID, frozenset[int]]
 
@@ -487,6 +490,9 @@ class ConsumerProtocol:
 
         Regexes are resolved only with a member's request (``info``), whose principal must be allowed to
         DESCRIBE every topic they resolve to; without one (a member fenced by a timer) nothing is resolved.
+        A new regex is resolved at once; a resolved one again by its members' heartbeats once its resolution
+        is REGEX_REFRESH_INTERVAL_MS old (Kafka's batch refresh interval), so members whose principals see
+        different topics do not re-resolve it back and forth on every heartbeat.
         Returns (topics, resolved regexes, whether a regex resolution changed). Writes regex records.
         """
         names = Counter(group.subscribed_topic_counts)
@@ -508,7 +514,8 @@ class ConsumerProtocol:
                     del resolved[regex]
                     records.append(rec.consumer_group_regex_tombstone(group.group_id, regex))
                 continue
-            if info is not None and (new is not None and regex == new.subscribed_topic_regex
+            stale = regex in resolved and now - resolved[regex].timestamp_ms >= REGEX_REFRESH_INTERVAL_MS
+            if info is not None and (new is not None and regex == new.subscribed_topic_regex and stale
                                      or regex not in resolved):
                 topics = self._resolve_regex(regex, info)
                 if regex not in resolved or resolved[regex].topics != topics:
