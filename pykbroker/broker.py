@@ -99,7 +99,8 @@ class Broker:
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
-                                               timeout_ms=config["request.timeout.ms"])
+                                               timeout_ms=config["request.timeout.ms"],
+                                               max_idle_ms=config["connections.max.idle.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
@@ -365,6 +366,8 @@ class Broker:
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         if self.cluster_mode:
             self._delete_stray_logs()
+        else:
+            await self._elect_recovered_replicas()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
         self.metadata.subscribe(self._apply_metadata)
@@ -403,16 +406,77 @@ class Broker:
 
     def _on_log_dir_offline(self, log_dir: str) -> None:
         """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
-        controller moves them on a log dir event; on a single node they answer KAFKA_STORAGE_ERROR."""
-        if not self.cluster_mode or self._loop is None:
+        controller moves them on a log dir event; on a single node they are left without a leader, as Kafka's
+        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here."""
+        if self._loop is None:
             return
 
         def in_dir(topic: str, partition: int) -> bool:
             p = self.replica_manager.get_partition(topic, partition)
             return p is not None and p.log.parent_dir == log_dir
 
-        self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(in_dir, f"log dir {log_dir} offline",
-                                                                            attempts=10)))
+        if self.cluster_mode:
+            self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(
+                in_dir, f"log dir {log_dir} offline", attempts=10)))
+        else:
+            self._loop.call_soon_threadsafe(lambda: self._spawn(self._directory_offline(in_dir, log_dir)))
+
+    def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
+        on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
+        its offline dirs and the controller marks their replicas offline); in a cluster none (the controller
+        moves the leadership away)."""
+        if self.cluster_mode:
+            return ()
+        p = self.replica_manager.get_partition(topic, partition)
+        return (self.node_id,) if p is not None and p.log.is_offline else ()
+
+    async def _directory_offline(self, selected: Callable[[str, int], bool], log_dir: str) -> None:
+        """Single node: the partitions of an offline log dir lose their leader (leader -1, a new leader epoch,
+        this replica out of the ISR with ELR) as Kafka's controller answers a heartbeat naming the dir
+        (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline."""
+        from replication.elections import LeaderAndIsr, directory_offline_change
+        from replication.metadata_image import PartitionState
+
+        image = self.metadata.image
+        changed = 0
+        for topic in image.topics.values():
+            for p in topic.partitions:
+                if self.node_id not in p.replicas or not selected(topic.name, p.partition):
+                    continue
+                new = directory_offline_change(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                               image.brokers, self.node_id, self.elr_enabled)
+                if new is None:
+                    continue
+                try:
+                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
+                    log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
+                    return
+                changed += committed is not None
+        log.info("log dir %s offline: %d partitions of broker %d left without a leader", log_dir, changed,
+                 self.node_id)
+
+    async def _elect_recovered_replicas(self) -> None:
+        """Single node, at start: a partition left leaderless by an offline log dir whose log is online again is
+        led by this broker once more, as Kafka's controller elects the last eligible replica when its broker
+        registers with the dir online."""
+        from replication.elections import LeaderAndIsr, recovered_replica_election
+        from replication.metadata_image import PartitionState
+
+        image = self.metadata.image
+        for topic in image.topics.values():
+            for p in topic.partitions:
+                new = recovered_replica_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                                 self.node_id)
+                log_ = self.log_manager.get_log(topic.name, p.partition)
+                if new is None or log_ is None or log_.is_offline:
+                    continue
+                await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                log.info("%s-%d: led by broker %d again in epoch %d, its log dir online", topic.name, p.partition,
+                         self.node_id, new.leader_epoch)
 
     async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
         """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's

@@ -83,6 +83,9 @@ log = logging.getLogger("pykbroker.coordinator.group")
 EMPTY_RESULT: CoordinatorResult = CoordinatorResult()
 # ConsumerGroupHeartbeat v1+ (KIP-1082): the client generates its member id.
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+# How old a regex's resolution must be before a heartbeat resolves it again (Kafka's
+# REGEX_BATCH_REFRESH_INTERVAL_MS): new topics and ACL changes reach a regex subscription within it.
+REGEX_REFRESH_INTERVAL_MS = 10_000
 
 Partitions = dict[UUID, frozenset[int]]
 
@@ -485,15 +488,26 @@ class ConsumerProtocol:
         records.append(new.current_assignment_record(gid))
 
     # -- subscriptions, metadata hash, regexes -------------------------------------------------------------
-    def _resolve_regex(self, regex: str) -> frozenset[str]:
+    def _resolve_regex(self, regex: str, info: RequestInfo) -> frozenset[str]:
+        """The topics ``regex`` matches that the requesting member may DESCRIBE (Kafka 4.1's
+        refreshRegularExpressions: a topic the member may not describe is never subscribed through a regex)."""
         pattern = re.compile(regex)
-        return frozenset(t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name))
+        matched = [t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name)]
+        if info.describable_topics is None:
+            return frozenset(matched)
+        return frozenset(info.describable_topics(matched))
 
     def _subscription_after(self, group: ConsumerGroup, old: ConsumerGroupMember | None,
                             new: ConsumerGroupMember | None, records: list[rec.CoordinatorRecord],
+                            info: RequestInfo | None = None,
                             ) -> tuple[set[str], dict[str, ResolvedRegex], bool]:
         """Subscribed topics of the group once ``old`` is replaced by ``new``, resolving regexes.
 
+        Regexes are resolved only with a member's request (``info``), whose principal must be allowed to
+        DESCRIBE every topic they resolve to; without one (a member fenced by a timer) nothing is resolved.
+        A new regex is resolved at once; a resolved one again by its members' heartbeats once its resolution
+        is REGEX_REFRESH_INTERVAL_MS old (Kafka's batch refresh interval), so members whose principals see
+        different topics do not re-resolve it back and forth on every heartbeat.
         Returns (topics, resolved regexes, whether a regex resolution changed). Writes regex records.
         """
         names = Counter(group.subscribed_topic_counts)
@@ -516,11 +530,13 @@ class ConsumerProtocol:
                     del resolved[regex]
                     records.append(rec.consumer_group_regex_tombstone(group.group_id, regex))
                 continue
-            if new is not None and regex == new.subscribed_topic_regex or regex not in resolved:
-                matched = self._resolve_regex(regex)
-                if regex not in resolved or resolved[regex].topics != matched:
-                    resolved[regex] = ResolvedRegex(matched, 0, now)
-                    records.append(rec.consumer_group_regex_record(group.group_id, regex, matched, 0, now))
+            stale = regex in resolved and now - resolved[regex].timestamp_ms >= REGEX_REFRESH_INTERVAL_MS
+            if info is not None and (new is not None and regex == new.subscribed_topic_regex and stale
+                                     or regex not in resolved):
+                topics = self._resolve_regex(regex, info)
+                if regex not in resolved or resolved[regex].topics != topics:
+                    resolved[regex] = ResolvedRegex(topics, 0, now)
+                    records.append(rec.consumer_group_regex_record(group.group_id, regex, topics, 0, now))
                     changed = True
         topics = {t for t, c in names.items() if c > 0}
         for regex, count in regexes.items():
@@ -613,7 +629,7 @@ class ConsumerProtocol:
         return updated
 
     def _member_update(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord],
+                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord], info: RequestInfo,
                        ) -> tuple[int, Partitions, int]:
         """Steps 1 and 2: persist the member, maybe bump the epoch, maybe compute a new target.
 
@@ -629,7 +645,7 @@ class ConsumerProtocol:
             if (is_new or updated.subscribed_topic_names != member.subscribed_topic_names
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex):
                 bump = True
-        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records)
+        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records, info)
         bump = bump or regex_changed
         metadata_hash = self._metadata_hash(topics)
         if metadata_hash != group.metadata_hash:
@@ -670,7 +686,7 @@ class ConsumerProtocol:
             updated = replace(updated, subscribed_topic_regex=request.subscribed_topic_regex or None)
         updated = replace(updated, client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=None)
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         reconciled = self._reconcile(group, updated, target_epoch, target, owned if not create else [], records)
         self.schedule_consumer_session_timeout(group.group_id, reconciled.member_id)
         response = ConsumerGroupHeartbeatResponse(
@@ -730,7 +746,7 @@ class ConsumerProtocol:
                           client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=ClassicMemberMetadata(request.session_timeout_ms,
                                                                         tuple(protocols)))
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         owned = [(tid, sorted(parts)) for tid, parts in embedded_protocol.to_topic_id_partitions(
             subscription.owned_partitions, self.topics).items()]
         updated = self._reconcile(group, updated, target_epoch, target, owned, records)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 __all__ = ["RequestInfo"]
 
@@ -14,3 +15,6 @@ class RequestInfo:
     api_version: int = 0
     client_id: str = ""
     client_host: str = ""
+    # The subset of the given topic names the request's principal may DESCRIBE (Kafka filters a member's
+    # regex resolution through the authorizer with the heartbeat's context); None: no authorizer, all.
+    describable_topics: Callable[[Iterable[str]], set[str]] | None = field(default=None, compare=False)
