@@ -32,7 +32,7 @@ def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_all
 
 async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks) -> dict[Key, int]:
     """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID."""
-    known = {k: v for k, v in acks.items() if k[1] in ctx.broker.metadata.topics_by_id}
+    known = {k: v for k, v in acks.items() if k[1] in ctx.broker.metadata.image.topics_by_id}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
     for key in acks:
         codes.setdefault(key, ErrorCode.UNKNOWN_TOPIC_ID)

@@ -79,7 +79,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     elif not renew:
-        topics_by_id = ctx.broker.metadata.topics_by_id
+        topics_by_id = ctx.broker.metadata.image.topics_by_id
         keys = [(group_id, t, p) for t, p in session.partitions if t in topics_by_id]
         results = await svc.partitions.fetch(
             group_id, member_id, keys, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
@@ -96,7 +96,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         key = (group_id, topic_id, index)
         result = results.get(key)
         ack_code = ack_codes.get(key)
-        if topic_id not in ctx.broker.metadata.topics_by_id:
+        if topic_id not in ctx.broker.metadata.image.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                  acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
                                  current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
@@ -118,7 +118,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
 
 def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
-    topic = ctx.broker.metadata.topics_by_id.get(topic_id)
+    topic = ctx.broker.metadata.image.topics_by_id.get(topic_id)
     if topic is None or index >= len(topic.partitions):
         return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
     p = topic.partitions[index]

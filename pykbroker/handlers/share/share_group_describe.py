@@ -29,7 +29,7 @@ async def handle_share_group_describe(ctx: RequestContext,
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     await service(ctx).groups_with_state()
     groups = service(ctx).groups.groups
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.broker.metadata.image.topics_by_id
     out = []
     for group_id in request.group_ids:
         group = groups.get(group_id)
