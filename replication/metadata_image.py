@@ -11,7 +11,7 @@ Writes go through the store's ``MetadataWriter`` methods, never through an image
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -140,11 +140,13 @@ def live_endpoints(image: MetadataImage, listener: str) -> list[tuple[BrokerImag
     return out
 
 
-def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str) -> tuple[int, int, list[int]]:
+def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str,
+                          lost: Collection[int] = ()) -> tuple[int, int, list[int]]:
     """(error code, leader id, offline replicas) of ``p`` as Kafka's metadata cache answers on ``listener``:
     a leader that is not registered is LEADER_NOT_AVAILABLE, one without that listener LISTENER_NOT_FOUND
-    (both with leader -1); replicas of unregistered brokers are offline."""
-    offline = [r for r in p.replicas if r not in image.brokers]
+    (both with leader -1); replicas of unregistered brokers are offline, and so are ``lost`` ones (their
+    log dir is offline)."""
+    offline = [r for r in p.replicas if r not in image.brokers or r in lost]
     leader = image.brokers.get(p.leader)
     if leader is None:
         return ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, offline

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from replication.metadata_image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
@@ -151,6 +151,9 @@ class ReplicationQuota(Protocol):
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
 
+    # Counts appends and ISR changes for metrics (pykbroker.metrics.Recorder); None while metrics are off.
+    metrics: Any = None
+
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
                  isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
                  in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
@@ -175,6 +178,17 @@ class ReplicaManager:
     # -- lifecycle -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
+
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int) -> Partition:
+        """The partition if this broker leads it in ``current_leader_epoch`` (-1: any epoch), else PartitionError
+        with Kafka's code (getPartitionOrException, then the epoch check, then leadership)."""
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            raise PartitionError(self._not_hosted_error((topic, partition)))
+        p.check_leader_epoch(current_leader_epoch)
+        if not p.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return p
 
     def _partition(self, topic: str, partition: int, topic_id: uuid.UUID, log_config) -> Partition:
         p = self.partitions.get((topic, partition))
@@ -225,6 +239,8 @@ class ReplicaManager:
             p = self.partitions.pop(key)
             self.log_manager.delete_log(p.topic, p.partition)
             self.watchers.notify(key)
+        if self.metrics is not None:
+            self.metrics.forget_topic(topic)
 
     def update_log_config(self, topic: str, log_config) -> None:
         for (t, _), p in self.partitions.items():
@@ -239,18 +255,25 @@ class ReplicaManager:
         results: dict[TopicPartition, AppendResult] = {}
         appended: dict[TopicPartition, tuple[Partition, int]] = {}
         now_ms = self.time_ms()
+        metrics = self.metrics
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
                 results[tp] = AppendResult(self._not_hosted_error(tp))
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
                                                   origin=origin, now_ms=now_ms)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 continue
             except Exception as exc:  # storage refusals: corrupt, too large, invalid, disk errors
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 code, message = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("append to %s-%d failed", tp[0], tp[1])
@@ -266,6 +289,8 @@ class ReplicaManager:
             )
             # A retry answered from producer state waits for its original records; an empty append for none.
             appended[tp] = (p, info.last_offset + 1 if info.last_offset >= 0 else p.log.log_end_offset)
+            if metrics is not None and not info.duplicate:
+                metrics.appended(tp[0], len(records), info.records_count)
             self.watchers.notify(tp)  # followers and long polls waiting for the log end
         return results, appended
 
@@ -436,6 +461,8 @@ class ReplicaManager:
             p.pending_isr = None
             return
         p.commit_isr(isr, partition_epoch, self.time_ms())
+        if self.metrics is not None:
+            self.metrics.isr_changed(old, isr)
         log.info("%s-%d: ISR %s to %s from %s (leader epoch %d, partition epoch %d)",
                  p.topic, p.partition, "expanded" if len(isr) > len(old) else "shrunk", isr, old, leader_epoch,
                  partition_epoch)
