@@ -215,6 +215,9 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
     values = {k: v.value for k, v in next(iter(configs.values())).result(30).items()}
     assert values["leader.replication.throttled.replicas"] == "0:1"
     assert values["follower.replication.throttled.replicas"] == "0:2"
+    # kafka-topics shows the move in progress.
+    described = tool(jars, TOPICS, "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic)
+    assert "Replicas: 1,2" in described and "Adding Replicas: 2" in described, described
     wait_for(lambda: not ongoing(cluster), "the throttled move to complete", timeout=120)
     took = time.monotonic() - started
     # Kafka's rate counts over at least 10 of its 11 one-second windows: about 10 s x rate passes at once,

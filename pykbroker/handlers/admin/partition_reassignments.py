@@ -119,9 +119,9 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Alt
     for t in request.topics:
         results = []
         for p in t.partitions:
-            code, message = reassign(ctx, t.name, p.partition_index, p.replicas, allow)
+            code, error_message = reassign(ctx, t.name, p.partition_index, p.replicas, allow)
             results.append(ReassignablePartitionResponse(partition_index=p.partition_index, error_code=code,
-                                                         error_message=message))
+                                                         error_message=error_message))
         responses.append(ReassignableTopicResponse(name=t.name, partitions=results))
     return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NONE, responses=responses,
                                                allow_replication_factor_change=allow)
