@@ -207,9 +207,9 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
     rate, size = 500_000, 9_000_000
     produce(cluster.bootstrap, topic, size // 10_000, size=10_000)
     plan = plan_file(tmp_path, {(topic, 0): [1, 2]})
-    started = time.monotonic()
     executed = tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute",
                     "--reassignment-json-file", str(plan), "--throttle", str(rate))
+    started = time.monotonic()  # the move started at most a JVM start earlier (the tool's own start-up)
     assert f"The inter-broker throttle limit was set to {rate} B/s" in executed
     configs = admin.describe_configs([ConfigResource("TOPIC", topic)])
     values = {k: v.value for k, v in next(iter(configs.values())).result(30).items()}
@@ -223,8 +223,9 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
     # Kafka's rate counts over at least 10 of its 11 one-second windows: about 10 s x rate passes at once,
     # the rest at the rate.
     expected = (size - 10 * rate) / rate
-    assert took >= 0.8 * expected, f"{size} bytes moved in {took:.1f} s under a {rate} B/s throttle"
-    assert took <= 1.2 * expected + 10, f"{size} bytes took {took:.1f} s under a {rate} B/s throttle"
+    assert took >= 0.8 * expected - 3, f"{size} bytes moved in {took:.1f} s under a {rate} B/s throttle"
+    # Slower only by the machine (the test shares it): well within twice the throttle's time.
+    assert took <= 2 * expected + 5, f"{size} bytes took {took:.1f} s under a {rate} B/s throttle"
     out = tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--verify", "--reassignment-json-file",
                str(plan))
     assert "Clearing broker-level throttles on brokers" in out and f"Clearing topic-level throttles on topic {topic}" in out
