@@ -116,7 +116,8 @@ def dispatch_cost(requests: int = 20_000, rounds: int = 7) -> dict[str, float]:
         await broker.create_topic("bench", [[broker.node_id]], {})
         metrics = BrokerMetrics.install(broker)
         recorder = broker.metrics
-        dispatcher = Dispatcher(broker, Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1:1", _EncodingWriter())
+        dispatcher = Dispatcher(broker, Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1:1",
+                                _EncodingWriter())  # type: ignore[arg-type]
         batch = build_simple_batch([b"x" * 100], timestamp=1_700_000_000_000)
         version = 11
         frames = []

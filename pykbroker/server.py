@@ -13,12 +13,16 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
 from pykbroker.connection_quotas import ConnectionQuotas
 from pykbroker.metrics import BrokerMetrics
+
+if TYPE_CHECKING:
+    from pykbroker.console import Console
 from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
@@ -46,7 +50,7 @@ class Server:
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
         self.metrics: BrokerMetrics | None = None
-        self.console = None  # pykbroker.console.Console while console.listener is set
+        self.console: Console | None = None  # while console.listener is set
 
     async def start(self) -> None:
         started = time.monotonic()

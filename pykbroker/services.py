@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.config import Config, Listener
     from pykbroker.dynamic_config import DynamicBrokerConfig
+    from pykbroker.metrics.recorder import Recorder
     from pykbroker.quotas import QuotaManager, RequestQuotaManager
     from pykbroker.security.authorizer import StandardAuthorizer
     from pykbroker.security.delegation_tokens import DelegationTokenManager
@@ -76,6 +77,8 @@ class BrokerServices(Protocol):
     def fetch_sessions(self) -> FetchSessionCache: ...
     async def append_records(self, entries: Any, acks: int, timeout_ms: int,
                              ctx: Any) -> dict[tuple[str, int], AppendResult]: ...
+    @property
+    def metrics(self) -> Recorder | None: ...  # counts for metrics and the console; None while both are off
 
     # -- coordinators --------------------------------------------------------------------------------------
     @property
