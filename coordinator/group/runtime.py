@@ -35,6 +35,7 @@ from coordinator.group.errors import (
     NotCoordinatorError,
     append_error_to_response_error,
 )
+from coordinator.group.load_progress import with_progress
 from coordinator.group.log import CoordinatorLog, CoordinatorLogFactory
 from coordinator.group.result import CoordinatorResult
 from coordinator.group.timer import CoordinatorTimer
@@ -154,6 +155,7 @@ class CoordinatorRuntime:
         count = 0
         if inspect.isawaitable(entries):
             entries = await entries
+        entries = with_progress(entries, f"{self.topic}-{ctx.partition}", getattr(ctx.log, "log_end_offset", None))
         if hasattr(entries, "__aiter__"):
             async for entry in entries:
                 self._replay_entry(ctx, entry)
