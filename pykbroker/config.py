@@ -180,6 +180,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("advertised.listeners", _listeners, None,
               "Addresses given to clients in Metadata; defaults to listeners."),
     ConfigDef("broker.rack", _str, None, "The rack of this broker."),
+    ConfigDef("replica.selector.class", _str, None,
+              "The replica selector for consumers' fetches (KIP-392): org.apache.kafka.common.replica."
+              "RackAwareReplicaSelector lets consumers read from a replica in their rack; unset: the leader."),
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
@@ -349,6 +352,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Partitions of __share_group_state."),
     ConfigDef("share.coordinator.state.topic.segment.bytes", _int(1, _I32), "104857600",
               "Segment size of __share_group_state."),
+    ConfigDef("share.coordinator.state.topic.replication.factor", _int(1, 32767), "3",
+              "Replication factor of __share_group_state (a cluster's)."),
+    ConfigDef("share.coordinator.state.topic.min.isr", _int(1, 32767), "2",
+              "min.insync.replicas of __share_group_state (a cluster's)."),
     ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _int(0, 500), "500",
               "ShareUpdate records written for a share-partition before the next ShareSnapshot."),
     # -- transactions --------------------------------------------------------------------------------
@@ -366,6 +373,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Refuse transactional writes to partitions not added to the ongoing transaction (KIP-890)."),
     ConfigDef("quota.window.num", _int(1, _I32), "11", "Samples kept to measure a client's byte rate."),
     ConfigDef("quota.window.size.seconds", _int(1, _I32), "1", "Time span of each quota sample."),
+    ConfigDef("replication.quota.window.num", _int(1, _I32), "11", "Samples kept to measure a replication throttle."),
+    ConfigDef("replication.quota.window.size.seconds", _int(1, _I32), "1", "Time span of each replication throttle sample."),
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),

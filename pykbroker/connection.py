@@ -121,6 +121,7 @@ class Connection(asyncio.BufferedProtocol):
                 pending.append(f)
                 self.arrived.append(now)
                 channel.queued += 1
+            frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:
             log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener.name, exc)
             self.close()

@@ -12,8 +12,9 @@ default client); its bytes are measured over ``quota.window.num`` samples of
 that brings it back, which the broker reports and waits out before reading the connection's next
 request (KIP-219). ``request_percentage`` is enforced as Kafka's ClientRequestQuotaManager enforces it: the
 time the broker spends on a client's requests, as a percentage of one thread per second, over the same
-windows; its throttle time is at most one window. ``controller_mutation_rate`` and
-``connection_creation_rate`` are stored and described but not enforced yet.
+windows; its throttle time is at most one window. ``connection_creation_rate`` of ``ip`` entities is
+enforced by pykbroker.connection_quotas. ``controller_mutation_rate`` is stored and described but not
+enforced yet.
 """
 
 from __future__ import annotations

@@ -63,6 +63,7 @@ class BrokerServices(Protocol):
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
     async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
     async def ensure_elr_min_insync_replicas(self) -> None: ...
+    def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]: ...  # on an offline log dir
     @property
     def controller(self) -> ZkController: ...  # cluster mode only
     @property
@@ -77,8 +78,6 @@ class BrokerServices(Protocol):
     def fetch_sessions(self) -> FetchSessionCache: ...
     async def append_records(self, entries: Any, acks: int, timeout_ms: int,
                              ctx: Any) -> dict[tuple[str, int], AppendResult]: ...
-    @property
-    def metrics(self) -> Recorder | None: ...  # counts for metrics and the console; None while both are off
 
     # -- coordinators --------------------------------------------------------------------------------------
     @property
@@ -103,3 +102,7 @@ class BrokerServices(Protocol):
     def fetch_quota(self) -> QuotaManager: ...
     @property
     def request_quota(self) -> RequestQuotaManager: ...
+
+    # -- observation ---------------------------------------------------------------------------------------
+    @property
+    def metrics(self) -> Recorder | None: ...  # None while metrics and the console are off

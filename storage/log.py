@@ -211,8 +211,15 @@ class Log:
                     self.topic_id = topic_id
                     return
             with self._io("writing partition metadata"):
-                self.partition_metadata_file.write(topic_id)
+                self.partition_metadata_file.record(topic_id)
             self.topic_id = topic_id
+        self.scheduler.schedule_once(f"flush-metadata-file-{self.name}",
+                                     self._guard_background(self._flush_partition_metadata, "flushing partition metadata"))
+
+    def _flush_partition_metadata(self) -> None:
+        with self.lock:
+            if not (self._closed or self.deleted):
+                self.partition_metadata_file.flush()
 
     # -- offsets ---------------------------------------------------------------------------------------
     @property

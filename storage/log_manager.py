@@ -296,6 +296,8 @@ class LogManager:
         online = [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
         if not online:
             raise KafkaStorageError(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        if len(online) == 1:  # as Kafka's nextLogDirs: no count of every log (creating N logs is not N^2)
+            return online[0]
         counts = {d: 0 for d in online}
         for log_ in self._logs.values():
             if log_.parent_dir in counts:

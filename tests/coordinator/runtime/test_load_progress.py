@@ -6,8 +6,8 @@ import asyncio
 import itertools
 import logging
 
-from coordinator.group import load_progress
-from coordinator.group.load_progress import with_progress
+from coordinator.runtime import load_progress
+from coordinator.runtime.load_progress import with_progress
 
 
 def fake_clock(step: float):

@@ -1,6 +1,6 @@
 """Progress lines while a coordinator partition is loaded by replaying its log: never a silent minute.
 
-Loading replays every record of a __consumer_offsets partition before the partition serves anything; a
+Loading replays every record of a coordinator partition (__consumer_offsets, ...) before it serves anything; a
 large one takes a while. ``with_progress`` passes the entries through unchanged and, at most every
 PROGRESS_INTERVAL_S, logs how far the replay is: records so far, the offset reached and (when the log
 end offset is known) the share of offsets done, and the time spent. The runtime's own line at the end
