@@ -212,13 +212,13 @@ def main(scale: float | None = None, repeat: int | None = None) -> dict[str, dic
                 print(f"    runs off {[round(r) for r in rates['off']]} on {[round(r) for r in rates['on']]}",
                       flush=True)
             # What one scrape costs the broker (every topic of the runs above is in it).
-            on = brokers["on"]
-            assert on.proc is not None
-            before, started, size = cpu_seconds(on.proc.pid), time.perf_counter(), 0
+            scraped = brokers["on"]
+            assert scraped.proc is not None
+            before, started, size = cpu_seconds(scraped.proc.pid), time.perf_counter(), 0
             for _ in range(20):
                 with urllib.request.urlopen(url, timeout=10) as r:
                     size = len(r.read())
-            scrape = {"cpu_ms": (cpu_seconds(on.proc.pid) - before) / 20 * 1000,
+            scrape = {"cpu_ms": (cpu_seconds(scraped.proc.pid) - before) / 20 * 1000,
                       "wall_ms": (time.perf_counter() - started) / 20 * 1000, "bytes": size}
             report["scrape"] = scrape
             print(f"  one scrape: {scrape['cpu_ms']:.1f} ms of broker CPU, {scrape['wall_ms']:.1f} ms, "

@@ -62,4 +62,4 @@ def with_progress(entries: Iterable[Any] | AsyncIterable[Any], what: str, end_of
         for entry in source:
             progress.step(entry)
             yield entry
-    return gen(entries)  # type: ignore[arg-type]
+    return gen(entries)
