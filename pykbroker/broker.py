@@ -16,7 +16,7 @@ from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_clust
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.security.authorizer import build_authorizer
-from pykbroker.security.delegation_tokens import DelegationTokenManager
+from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
@@ -68,8 +68,8 @@ class Broker:
         self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
         self.delegation_tokens = self._delegation_token_manager()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
-        self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
-                                                  self.metadata.broker_configs.get(str(self.node_id), {}))
+        self.dynamic_config = DynamicBrokerConfig(config, self.metadata.image.broker_configs.get("", {}),
+                                                  self.metadata.image.broker_configs.get(str(self.node_id), {}))
         self.default_log_config = LogConfig.from_properties(self.dynamic_config.current.topic_defaults())
         self.log_manager = LogManager(
             list(config.log_dirs),
@@ -105,13 +105,13 @@ class Broker:
         self._share_groups: ShareGroupService | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
-        self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
+        self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.image.client_quotas,
                                           samples=config["quota.window.num"],
                                           window_seconds=config["quota.window.size.seconds"])
-        self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.client_quotas,
+        self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.image.client_quotas,
                                         samples=config["quota.window.num"],
                                         window_seconds=config["quota.window.size.seconds"])
-        self.request_quota = RequestQuotaManager(lambda: self.metadata.client_quotas,
+        self.request_quota = RequestQuotaManager(lambda: self.metadata.image.client_quotas,
                                                  samples=config["quota.window.num"],
                                                  window_seconds=config["quota.window.size.seconds"])
         # Set by the server once sockets are bound (port 0 becomes the real port).
@@ -163,7 +163,7 @@ class Broker:
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
                 coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
-                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
+                transaction_version=lambda: self.metadata.image.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
 
@@ -177,11 +177,11 @@ class Broker:
             clock = self.group_coordinator.clock
 
             def topic_by_name(name: str):
-                topic = self.metadata.topics.get(name)
+                topic = self.metadata.image.topics.get(name)
                 return (topic.topic_id, len(topic.partitions)) if topic is not None else None
 
             def topic_name(topic_id):
-                topic = self.metadata.topics_by_id.get(topic_id)
+                topic = self.metadata.image.topics_by_id.get(topic_id)
                 return topic.name if topic is not None else None
 
             self._share_groups = ShareGroupService(
@@ -192,7 +192,7 @@ class Broker:
                 group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
-                existing_topics=lambda: self.metadata.topics,
+                existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None)
         return self._share_groups
 
@@ -208,7 +208,7 @@ class Broker:
     @property
     def share_groups_enabled(self) -> bool:
         """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
-        return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+        return self.metadata.image.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
 
     def _share_group_state_partition_leader(self, partition: int) -> int | None:
         """The share coordinator of a __share_group_state partition: that partition's leader."""
@@ -218,7 +218,7 @@ class Broker:
         """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
         creates it): one replica per partition on a single node, share.coordinator.state.topic.replication.factor
         in a cluster with min.insync.replicas share.coordinator.state.topic.min.isr."""
-        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
         assignment = self._internal_topic_assignment(
             SHARE_GROUP_STATE_TOPIC_NAME, self.config["share.coordinator.state.topic.num.partitions"],
@@ -273,12 +273,15 @@ class Broker:
     def _delegation_token_manager(self) -> DelegationTokenManager:
         """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
         config = self.config
-        store = self.metadata
+        store: TokenStore
         if self.cluster_mode:
             from pykbroker.security.zk_token_store import ZooKeeperTokenStore
 
             assert self.zk is not None
             store = ZooKeeperTokenStore(self.zk)
+        else:
+            assert isinstance(self.metadata, EmbeddedMetadataStore)
+            store = self.metadata
         return DelegationTokenManager(store, config["delegation.token.secret.key"],
                                       config["delegation.token.max.lifetime.ms"],
                                       config["delegation.token.expiry.time.ms"],
@@ -341,11 +344,11 @@ class Broker:
             self._host_topic(topic)
         self.metadata.subscribe(self._apply_metadata)
         self.replica_manager.start_isr_expiration()
-        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
-        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
-        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
 
     async def controlled_shutdown(self) -> None:
@@ -431,7 +434,7 @@ class Broker:
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
         """Broker defaults overlaid with the topic's explicitly set configs."""
-        topic = self.metadata.topics.get(topic_name)
+        topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
         return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
@@ -586,12 +589,12 @@ class Broker:
     @property
     def elr_enabled(self) -> bool:
         """Eligible leader replicas (KIP-966) are finalized: min.insync.replicas is then cluster-wide only."""
-        return self.metadata.finalized_features.get(ELR_FEATURE, 0) >= 1
+        return self.metadata.image.finalized_features.get(ELR_FEATURE, 0) >= 1
 
     async def ensure_elr_min_insync_replicas(self) -> None:
         """With ELR enabled the cluster holds a dynamic default min.insync.replicas and no broker overrides it;
         Kafka's controller writes them when ELR gets enabled (a new cluster: at first start), and so does this."""
-        stored = self.metadata.broker_configs
+        stored = self.metadata.image.broker_configs
         if MIN_INSYNC_REPLICAS in stored.get("", {}) and not any(
                 MIN_INSYNC_REPLICAS in configs for name, configs in stored.items() if name):
             return
@@ -628,7 +631,7 @@ class Broker:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         if not self.config.auto_create_topics_enable:
             return None
-        existing = self.metadata.topics.get(name)
+        existing = self.metadata.image.topics.get(name)
         if existing is not None:
             return existing
         live = self.metadata.image.live_broker_ids() or [self.node_id]
@@ -640,7 +643,7 @@ class Broker:
         try:
             return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
         except KeyError:  # created meanwhile (by another request, or another broker)
-            return self.metadata.topics.get(name)
+            return self.metadata.image.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
@@ -650,7 +653,7 @@ class Broker:
     def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
         """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
         lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
-        topic = self.metadata.topics.get(topic_name)
+        topic = self.metadata.image.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
             return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
@@ -677,7 +680,7 @@ class Broker:
 
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
-        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             return
         assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
                                                      self.config["offsets.topic.num.partitions"],
@@ -697,7 +700,7 @@ class Broker:
 
     async def _ensure_transaction_state_topic(self) -> None:
         """Create __transaction_state (compacted) on first use."""
-        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
         assignment = self._internal_topic_assignment(TRANSACTION_STATE_TOPIC_NAME,
                                                      self.config["transaction.state.log.num.partitions"],

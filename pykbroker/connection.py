@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from wire import FrameError, FrameReader, frame
 
@@ -87,12 +87,12 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  (uvloop's transports are not subclasses)
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
         tls = self.security is not None and self.security.ssl_context is not None
         sock_fd = None if tls else socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.writer = ResponseWriter(self.transport, sock_fd, self.close)  # type: ignore[arg-type]
+        self.writer = ResponseWriter(self.transport, sock_fd, self.close)
         self.dispatcher = Dispatcher(self.broker, self.listener, self.peer, self.writer)
         if self.security is not None:
             self._start_security(transport)

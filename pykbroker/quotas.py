@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["USER", "CLIENT_ID", "IP", "Entity", "QuotaError", "validate_alteration", "describe", "QuotaManager",
@@ -107,8 +107,8 @@ def _is_ip_or_host(name: str | None) -> bool:
         return False
 
 
-def describe(quotas: dict[Entity, dict[str, float]], components: list[tuple[str, int, str | None]],
-             strict: bool) -> list[tuple[Entity, dict[str, float]]]:
+def describe(quotas: Mapping[Entity, Mapping[str, float]], components: list[tuple[str, int, str | None]],
+             strict: bool) -> list[tuple[Entity, Mapping[str, float]]]:
     """The entities matching the filter components (type, match type, match), as Kafka filters them."""
     from wire import ErrorCode
 
@@ -188,7 +188,7 @@ class QuotaManager:
     # The longest throttle one request can get (None: unbounded, as Kafka's byte-rate quotas).
     max_throttle_ms: int | None = None
 
-    def __init__(self, key: str, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
+    def __init__(self, key: str, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
         self.key = key
         self._quotas = quotas
@@ -205,7 +205,7 @@ class QuotaManager:
         quotas = self._quotas()
         if not quotas:
             return None
-        candidates = []
+        candidates: list[tuple[set[tuple[str, str | None]], tuple[str, str]]] = []
         if user:
             candidates += [({(USER, user), (CLIENT_ID, client_id)}, (user, client_id)),
                            ({(USER, user), (CLIENT_ID, None)}, (user, client_id)),
@@ -259,7 +259,7 @@ class RequestQuotaManager(QuotaManager):
     spent sending its response counts against the next ones, and a throttle lasts one window at most.
     """
 
-    def __init__(self, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
+    def __init__(self, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
         super().__init__(REQUEST_PERCENTAGE, quotas, samples=samples, window_seconds=window_seconds)
         self.max_throttle_ms = self.window_ms

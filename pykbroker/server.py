@@ -185,10 +185,10 @@ def run(config: Config, on_started: Callable[[Server], None] | None = None) -> N
     try:
         import uvloop
 
-        runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        runner = asyncio.run
-    runner(Server(config).serve_forever(on_started))
+        asyncio.run(Server(config).serve_forever(on_started))
+    else:
+        uvloop.run(Server(config).serve_forever(on_started))
 
 
 def _bind(host: str | None, port: int) -> list[socket.socket]:

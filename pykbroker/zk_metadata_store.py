@@ -96,6 +96,11 @@ CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListene
 _EMPTY: Mapping = MappingProxyType({})
 
 
+def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """A config entity change that replaces whatever the entity held with ``configs``."""
+    return lambda _old: dict(configs)
+
+
 def _frozen(d: Mapping) -> Mapping:
     return MappingProxyType(dict(d))
 
@@ -634,7 +639,7 @@ class ZooKeeperMetadataStore(PublishedImage):
     async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the dynamic configs of each BROKER resource ("" is the cluster default)."""
         for resource_name, configs in changes.items():
-            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, lambda _old, c=configs: dict(c))
+            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, _replaced_by(configs))
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
         """Kafka 3.9's ZooKeeper mode has no GROUP config resources (they came with KRaft and KIP-848)."""

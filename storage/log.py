@@ -406,7 +406,7 @@ class Log:
                                      self._log_start_offset, header.records_count, 1, 0, duplicate=True)
         return None
 
-    def _prepare_producer_updates(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]],
+    def _prepare_producer_updates(self, buf: bytearray | memoryview, batches: list[tuple[int, RecordBatchHeader]],
                                   origin: str) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn]]:
         updates: dict[int, ProducerAppendInfo] = {}
         completed: list[CompletedTxn] = []
@@ -774,10 +774,9 @@ class _IOGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if exc is not None and isinstance(exc, OSError):
             raise self.log._go_offline(self.what, exc) from exc
-        return False
 
 
 __all__ += ["FetchDataInfo", "TimestampAndOffset", "AppendOrigin", "CorruptRecordError"]

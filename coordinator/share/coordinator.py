@@ -18,14 +18,13 @@ from typing import Any
 from coordinator.group.clock import Clock, SystemClock
 from coordinator.group.errors import ApiError
 from coordinator.group.log import CoordinatorLogFactory
-from coordinator.group.partitioner import java_string_hash
 from coordinator.group.runtime import CoordinatorRuntime
 from coordinator.group.timer import CoordinatorTimer
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
 from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
 from coordinator.share.state_batch import StateBatch
 from storage.checkpoints import topic_id_to_string
-from wire import ErrorCode
+from wire import ErrorCode, java
 
 __all__ = ["ShareCoordinator", "coordinator_key"]
 
@@ -56,7 +55,7 @@ class ShareCoordinator:
         return ShareCoordinatorShard(partition, self.snapshot_every, self.clock.now_ms)
 
     def partition_for(self, key: SharePartitionKey) -> int:
-        h = java_string_hash(coordinator_key(key))
+        h = java.string_hash(coordinator_key(key))
         return (0 if h == -(1 << 31) else abs(h)) % self.num_partitions
 
     # -- lifecycle --------------------------------------------------------------------------------------

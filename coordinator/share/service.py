@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordinator.group.clock import Clock, SystemClock
@@ -39,7 +39,7 @@ log = logging.getLogger("pykbroker.coordinator.share")
 class ShareGroupService:
     def __init__(self, config: Callable[[str], Any], node_id: int, replica_manager, log_factory: CoordinatorLogFactory,
                  *, topic_by_name: Callable[[str], tuple[uuid.UUID, int] | None],
-                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], dict[str, str]],
+                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], Mapping[str, str]],
                  ensure_state_topic: Callable[[], Any] | None = None,
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
                  existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None) -> None:

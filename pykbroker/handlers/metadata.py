@@ -79,6 +79,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
         topics = [topic_metadata(t, False, store, ctx.listener.name) for t in store.topics.values()
                   if t.name in visible]
     else:
+        assert request.topics is not None  # not all topics: a list was asked for
         wanted_names = [(w, store.topics_by_id[w.topic_id].name if w.name is None else w.name)
                         for w in request.topics if w.name is not None or w.topic_id in store.topics_by_id]
         describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
@@ -103,6 +104,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if topic is not None:
                 topics.append(topic_metadata(topic, False, store, ctx.listener.name))
                 continue
+            assert wanted.name is not None  # a topic asked for by id was answered above
             if creatable is not None and wanted.name not in creatable:
                 refused.insert(0, MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                         name=wanted.name, topic_id=ZERO_UUID, partitions=[],

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,7 @@ class ZkController:
         await self._events.join()
 
     async def _run(self) -> None:
-        handlers = {"startup": self._startup, "brokers": self._brokers_changed, "topics": self._topics_changed,
+        handlers: dict[str, Callable[[Any], Awaitable[None]]] = {"startup": self._startup, "brokers": self._brokers_changed, "topics": self._topics_changed,
                     "topic": self._topic_changed, "deletions": self._deletions_changed, "elect": self._elect,
                     "imbalance": self._check_leader_imbalance}
         while True:

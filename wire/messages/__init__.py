@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from wire._message import Message
+
 if TYPE_CHECKING:
     from wire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
     from wire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
@@ -367,13 +369,13 @@ def __getattr__(name: str) -> type:
     return cls
 
 
-class _ByApiKey(Mapping[int, type]):
+class _ByApiKey(Mapping[int, type[Message]]):
     """API key -> message class, importing each class when it is first looked up."""
 
     def __init__(self, names: dict[int, str]) -> None:
         self._names = names
 
-    def __getitem__(self, api_key: int) -> type:
+    def __getitem__(self, api_key: int) -> type[Message]:
         return __getattr__(self._names[api_key])
 
     def __iter__(self) -> Iterator[int]:
@@ -383,7 +385,7 @@ class _ByApiKey(Mapping[int, type]):
         return len(self._names)
 
 
-REQUESTS: Mapping[int, type] = _ByApiKey({
+REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     0: 'ProduceRequest',
     1: 'FetchRequest',
     2: 'ListOffsetsRequest',
@@ -457,7 +459,7 @@ REQUESTS: Mapping[int, type] = _ByApiKey({
     91: 'AlterShareGroupOffsetsRequest',
     92: 'DeleteShareGroupOffsetsRequest',
 })
-RESPONSES: Mapping[int, type] = _ByApiKey({
+RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     0: 'ProduceResponse',
     1: 'FetchResponse',
     2: 'ListOffsetsResponse',

@@ -166,7 +166,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             log.info("CreateTopics %s refused: %s (%s)", name, message, ctx.describe())
             results.append(_failed(name, code, message))
             continue
-        configs = {c.name: c.value for c in topic.configs}
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}  # nulls were refused
         topic_id = None
         if not request.validate_only:
             state = await broker.create_topic(name, assignments, configs)

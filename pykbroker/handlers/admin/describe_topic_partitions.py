@@ -95,6 +95,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
             next_cursor = Cursor(topic_name=next(n for n in names[i + 1:] if n in store.topics), partition_index=0)
             break
     for t in topics:
+        assert t.name is not None  # every described topic has its name
         t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
     return DescribeTopicPartitionsResponse(topics=topics + (refused if request.topics else []),
                                            next_cursor=next_cursor)

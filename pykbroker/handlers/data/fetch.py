@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
@@ -64,7 +66,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
 
     # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
-    unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
+    unresolved: dict[tuple[str | None, uuid.UUID], list[PartitionData]] = {}
     requested: list[CachedPartition] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
     # A topic named but unknown is, as in Kafka, refused when the principal may not read it (not disclosed).
@@ -81,7 +83,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             requested.append(CachedPartition(topic.name, p.partition, topic.topic_id, p.fetch_offset,
                                              p.partition_max_bytes, p.log_start_offset, p.current_leader_epoch,
                                              p.last_fetched_epoch))
-    forgotten = []
+    forgotten: list[tuple[str, int]] = []
     for f in request.forgotten_topics_data:
         topic = store.topics_by_id.get(f.topic_id) if by_id else store.topics.get(f.topic)
         if topic is not None:
@@ -127,13 +129,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     hints = LeaderHints(store, ctx.listener.name)
     fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
     for cp in fctx.partitions:
-        fp = fetched_by.get((cp.topic, cp.partition))
-        read = fp.read if fp is not None else None
-        size = fp.size if fp is not None else 0
-        if fp is None:
+        found = fetched_by.get((cp.topic, cp.partition))
+        read = found.read if found is not None else None
+        size = found.size if found is not None else 0
+        if found is None:
             data = _partition_error(cp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         elif read is None:
-            data = _partition_error(cp.partition, fp.error_code)
+            data = _partition_error(cp.partition, found.error_code)
         else:
             aborted = None
             if read_committed:
@@ -141,7 +143,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                            for a in (read.aborted_transactions or [])]
             data = PartitionData(
                 partition_index=cp.partition,
-                error_code=fp.error_code,
+                error_code=found.error_code,
                 high_watermark=read.high_watermark,
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
@@ -175,7 +177,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         responses.append(FetchableTopicResponse(topic=name if not by_id else "",
                                                 topic_id=topic.topic_id if topic and by_id else ZERO_UUID,
                                                 partitions=by_topic[name]))
-    for (name, topic_id), parts in unresolved.items():
-        responses.append(FetchableTopicResponse(topic=name or "", topic_id=topic_id, partitions=parts))
+    for (unknown, topic_id), parts in unresolved.items():
+        responses.append(FetchableTopicResponse(topic=unknown or "", topic_id=topic_id, partitions=parts))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
                          node_endpoints=hints.node_endpoints(NodeEndpoint))

@@ -81,7 +81,7 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}.", -1, "", -1
     registered = ctx.metadata.brokers.get(node) if node is not None else None
     endpoint = registered.endpoint(ctx.listener.name) if registered is not None else None
-    if endpoint is None:  # no leader, or a leader that is not registered (or not on this listener)
+    if node is None or endpoint is None:  # no leader, or a leader not registered (or not on this listener)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
     return ErrorCode.NONE, None, node, endpoint.host, endpoint.port
 

@@ -64,7 +64,7 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     for (_, topic_id, index), code in codes.items():
         topic = topics_by_id.get(topic_id)
         leader = LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)

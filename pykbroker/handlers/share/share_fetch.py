@@ -77,7 +77,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if epoch > INITIAL_EPOCH:
         svc.sessions.update(session, added, forgotten)
 
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     readable = readable_topic_ids(ctx, {t for t, _ in session.partitions} | {k[1] for k in acks})
     ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
     settings = svc.settings(group_id)
@@ -103,7 +103,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         key = (group_id, topic_id, index)
         result = results.get(key)
         ack_code = ack_codes.get(key)
-        if topic_id not in ctx.broker.metadata.topics_by_id:
+        if topic_id not in ctx.metadata.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                  acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
                                  current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
@@ -125,7 +125,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
 
 def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
-    topic = ctx.broker.metadata.topics_by_id.get(topic_id)
+    topic = ctx.metadata.topics_by_id.get(topic_id)
     if topic is None or index >= len(topic.partitions):
         return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
     p = topic.partitions[index]

@@ -38,7 +38,7 @@ async def handle_share_group_describe(ctx: RequestContext,
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     await service(ctx).groups_with_state()
     groups = service(ctx).groups.groups
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     out = []
     for group_id in [g for g in request.group_ids if g not in refused]:
