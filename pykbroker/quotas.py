@@ -12,8 +12,9 @@ default client); its bytes are measured over ``quota.window.num`` samples of
 that brings it back, which the broker reports and waits out before reading the connection's next
 request (KIP-219). ``request_percentage`` is enforced as Kafka's ClientRequestQuotaManager enforces it: the
 time the broker spends on a client's requests, as a percentage of one thread per second, over the same
-windows; its throttle time is at most one window. ``controller_mutation_rate`` and
-``connection_creation_rate`` are stored and described but not enforced yet.
+windows; its throttle time is at most one window. ``connection_creation_rate`` of ``ip`` entities is
+enforced by pykbroker.connection_quotas. ``controller_mutation_rate`` is stored and described but not
+enforced yet.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ class QuotaManager:
 
     # The longest throttle one request can get (None: unbounded, as Kafka's byte-rate quotas).
     max_throttle_ms: int | None = None
+    # Told of every throttle given, as (user, client id, ms): metrics' throttle-time (None: nobody listens).
+    on_throttle: Callable[[str, str, int], None] | None = None
 
     def __init__(self, key: str, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
@@ -234,7 +237,11 @@ class QuotaManager:
         if rate <= quota:
             return 0
         throttle = round((rate - quota) / quota * window)
-        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+        if self.max_throttle_ms is not None:
+            throttle = min(throttle, self.max_throttle_ms)
+        if self.on_throttle is not None:
+            self.on_throttle(tags[0], tags[1], throttle)
+        return throttle
 
     def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Count ``value`` without throttling this request (it counts against the next ones)."""

@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
-from coordinator.group.errors import ApiError
-from coordinator.group.log import CoordinatorLogFactory
-from coordinator.group.runtime import CoordinatorRuntime
-from coordinator.group.timer import CoordinatorTimer
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import CoordinatorLogFactory
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.runtime.timer import CoordinatorTimer
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
 from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
 from coordinator.share.state_batch import StateBatch

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.shard import ShareGroupOffset, SharePartitionKey
 from coordinator.share.state_batch import StateBatch

@@ -22,8 +22,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
-from coordinator.group.log import CoordinatorLogFactory
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.log import CoordinatorLogFactory
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.persister import Send, SharePersister
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME

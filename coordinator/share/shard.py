@@ -14,9 +14,9 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from coordinator.group.errors import ApiError
 from coordinator.group.records import CoordinatorRecord
-from coordinator.group.result import CoordinatorResult
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from coordinator.share.state_batch import StateBatch, combine, merge
 from wire import ErrorCode
 from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.group.clock import Clock
-from coordinator.group.errors import ApiError
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
 from coordinator.share.persister import SharePersister
 from coordinator.share.share_partition import (
     AcquiredRecords,

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # configs (Kafka reads them from the broker's properties, outside its ConfigDef).
 OURS_ONLY = {"cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
              "allow.everyone.if.no.acl.found", "super.users", "controlled.shutdown.max.retries",
-             "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage"}
+             "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage",
+             "metrics.port", "console.listener"}
 
 
 def test_the_two_lists_of_property_names_agree():

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import service
 from pykbroker.security.auth_helper import AclOperation, authorize_cluster

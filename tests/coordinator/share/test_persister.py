@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from coordinator.group.clock import FakeClock
-from coordinator.group.errors import ApiError
-from coordinator.group.log import InMemoryCoordinatorLogs
+from coordinator.runtime.clock import FakeClock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import InMemoryCoordinatorLogs
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.persister import SharePersister
 from coordinator.share.state_batch import StateBatch as B

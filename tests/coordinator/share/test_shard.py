@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from coordinator.share.records import decode_record
 from coordinator.share.shard import ShareCoordinatorShard
 from coordinator.share.state_batch import StateBatch as B
