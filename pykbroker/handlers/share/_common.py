@@ -23,7 +23,7 @@ def service(ctx: RequestContext) -> ShareGroupService:
 
 def member_id_valid(member_id: str | None) -> bool:
     """Kafka's isMemberIdValid: non-empty and at most 36 characters (a UUID's string form)."""
-    return bool(member_id) and len(member_id) <= 36
+    return member_id is not None and 0 < len(member_id) <= 36
 
 
 def client_host(ctx: RequestContext) -> str:

@@ -43,7 +43,7 @@ def error_response(request: ShareAcknowledgeRequest | None, version: int, code: 
 async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id or not member_id_valid(member_id):

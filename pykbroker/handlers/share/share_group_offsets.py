@@ -23,7 +23,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, service
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
-from wire import ApiKey, ErrorCode
+from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
@@ -68,7 +68,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
     if not enabled(ctx):
         return describe_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     svc = service(ctx)
-    store = ctx.broker.metadata
+    store = ctx.metadata
     out = []
     for g in request.groups:
         if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
@@ -150,13 +150,13 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
                            "The group is not empty.")
     svc.groups.ensure_group(request.group_id)
-    store = ctx.broker.metadata
+    store = ctx.metadata
     denied, responses = [], []
     for t in request.topics:
         topic = store.topics.get(t.topic_name)
         if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
             denied.append(AlterShareGroupOffsetsResponseTopic(
-                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=[
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else ZERO_UUID, partitions=[
                     AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
                                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                             error_message=TOPIC_AUTHORIZATION_MESSAGE)
@@ -178,7 +178,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
             parts.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
                                                                  error_message=message))
         responses.append(AlterShareGroupOffsetsResponseTopic(
-            topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=parts))
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else ZERO_UUID, partitions=parts))
     return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=denied + responses)
 
 
@@ -203,7 +203,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     group = svc.groups.groups.get(request.group_id)
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
-    store = ctx.broker.metadata
+    store = ctx.metadata
     states = await svc.states(request.group_id)
     responses = [DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
                                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
