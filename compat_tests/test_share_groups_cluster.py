@@ -27,6 +27,7 @@ from wire.messages import (
     AlterShareGroupOffsetsRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
+    ListGroupsRequest,
     MetadataRequest,
 )
 from wire.messages.alter_share_group_offsets_request import (
@@ -214,6 +215,14 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
             time.sleep(0.2)
         lines = driver.finish(240)
         logs = {n: b.log()[-3000:] for n, b in cluster.brokers.items() if n != victim}
+        # ListGroups (as kafka-share-groups --list asks every broker): the group once, from its new coordinator
+        listed = []
+        for n, b in cluster.brokers.items():
+            if n != victim:
+                with RawClient(b.bootstrap, timeout=30) as c:
+                    r = c.request(ListGroupsRequest(types_filter=["share"]), 5)
+                    listed += [n for g in r.groups if g.group_id == group]
+        assert listed == [coordinator_of(survivor, 0, group)], listed
     result = judge(lines, 2)
     # partition 0 went on from its new leader, which loaded the share-partition's state
     assert any(line.startswith("ACK 0 ") for line in lines[killed_at:]), (result, logs)

@@ -217,8 +217,13 @@ class Broker:
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
-                send=self._send_to_broker if self.cluster_mode else None)
+                send=self._send_to_broker if self.cluster_mode else None,
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
         return self._share_groups
+
+    def _coordinates_group(self, group_id: str) -> bool:
+        """Whether this broker is ``group_id``'s coordinator (leads its __consumer_offsets partition)."""
+        return self.group_coordinator.coordinator_for(group_id) == self.node_id
 
     async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
         """One request to another broker of the cluster (the share coordinator's state RPCs)."""
