@@ -193,8 +193,8 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
                      if group_leaders[partition_for(g, 5)] == victim
                      and state_leaders[partition_for(coordinator_key((g, topic_id, 0)), 5)] == victim)
         # ZooKeeper mode has no group configs: the group starts at offset 0 by an offsets reset (as
-        # kafka-share-groups --reset-offsets --to-earliest does) before it has members
-        with RawClient(cluster.broker(2).bootstrap, timeout=30) as c:
+        # kafka-share-groups --reset-offsets --to-earliest does) before it has members, on its coordinator
+        with RawClient(cluster.broker(victim).bootstrap, timeout=30) as c:
             r = c.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
                 topic_name=topic, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=0)
                                               for p in (0, 1)])]), 0)

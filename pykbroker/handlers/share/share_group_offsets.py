@@ -1,5 +1,6 @@
 """DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0, DeleteShareGroupOffsets v0 (KIP-932 admin).
 
+In a cluster only the group's coordinator answers; the other brokers say NOT_COORDINATOR.
 A share group's "offset" of a partition is its share-partition start offset, read from __share_group_state.
 - Describe: the listed partitions (``topics`` null: every partition with state); no state is start offset -1.
   v1 adds the lag: records from the start offset to the high watermark not yet acknowledged or archived.
@@ -75,6 +76,10 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
+        if not svc.coordinates(g.group_id):  # a cluster's other brokers: the client finds the coordinator
+            out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
+                                                              error_code=ErrorCode.NOT_COORDINATOR))
+            continue
         states = await svc.states(g.group_id)
         if g.group_id not in svc.groups.groups and not states:
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
@@ -145,6 +150,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return alter_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     svc = service(ctx)
+    if not svc.coordinates(request.group_id):  # only the coordinator knows whether the group has members
+        return alter_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     group = svc.groups.groups.get(request.group_id)
     if group is not None and group.members:
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
@@ -197,6 +204,8 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable = [t for t in request.topics if authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name)]
     svc = service(ctx)
+    if not svc.coordinates(request.group_id):
+        return delete_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     if not await _group_exists(ctx, request.group_id):
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                             f"Group {request.group_id} not found.")
