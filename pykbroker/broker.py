@@ -612,6 +612,8 @@ class Broker:
             self._transaction_coordinator.on_election(partition)
         elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
             self._share_groups.coordinator.on_election(partition)
+        if topic in (GROUP_METADATA_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME) and self._share_groups is not None:
+            self._share_groups.coordination_changed()
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:

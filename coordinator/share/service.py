@@ -88,6 +88,11 @@ class ShareGroupService:
                 self.groups.ensure_group(key[0])
         self._groups_loaded = True
 
+    def coordination_changed(self) -> None:
+        """This node leads another __consumer_offsets or __share_group_state partition: the groups known from
+        persisted state are looked for again on the next listing."""
+        self._groups_loaded = False
+
     async def states(self, group_id: str) -> dict:
         """Every persisted share-partition state of ``group_id``, wherever it is coordinated (describe, delete)."""
         topics = self._existing_topics()
