@@ -51,6 +51,10 @@ def _mounted_dirs(root: Path) -> tuple[Path, Path]:
     return big, small
 
 
+def _make_room(small: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,size=32m", "tmpfs", str(small)], check=True)
+
+
 def _produce(c: RawClient, partition: int, value: bytes) -> int:
     response = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
         name="t", partition_data=[PartitionProduceData(index=partition, records=build_simple_batch(
@@ -98,6 +102,30 @@ def observe(bootstrap: str, big: Path, small: Path) -> dict[str, object]:
         out["describe topic partitions offline partition"] = (d.error_code, d.leader_id, d.leader_epoch, d.isr_nodes,
                                                               d.offline_replicas)
         out["describe topic partitions offline partition elr"] = (d.eligible_leader_replicas, d.last_known_elr)
+    out["on_small"] = on_small
+    return out
+
+
+def observe_after_restart(bootstrap: str, on_small: int) -> dict[str, object]:
+    """The full dir got room and the broker restarted: is the partition led again, and how?"""
+    out: dict[str, object] = {}
+    with RawClient(bootstrap, timeout=30) as c:
+        deadline = time.monotonic() + 30
+        while True:  # Kafka's controller elects once the restarted broker is unfenced
+            metadata = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 12)
+            p = {x.partition_index: x for x in metadata.topics[0].partitions}[on_small]
+            if p.leader_id >= 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        out["restarted: metadata partition"] = (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes,
+                                                p.offline_replicas)
+        described = c.request(DescribeTopicPartitionsRequest(topics=[TopicRequest(name="t")],
+                                                             response_partition_limit=10), 0)
+        d = {x.partition_index: x for x in described.topics[0].partitions}[on_small]
+        out["restarted: describe topic partitions elr"] = (d.eligible_leader_replicas, d.last_known_elr)
+        out["restarted: produce"] = _produce(c, on_small, b"back")
+        dirs = c.request(DescribeLogDirsRequest(topics=None), 4)
+        out["restarted: log dir errors"] = sorted(r.error_code for r in dirs.results)
     return out
 
 
@@ -113,13 +141,23 @@ def test_a_full_log_dir_as_kafka(tmp_path):
                 with KafkaBroker(jars_dir(), tmp_path / name / "kafka", overrides=overrides) as k:
                     runs[name] = observe(k.bootstrap, big, small)
                     assert k.proc is not None and k.proc.poll() is None
+                    k.stop()
+                    _make_room(small)
+                    k.start()
+                    runs[name].update(observe_after_restart(k.bootstrap, runs[name]["on_small"]))
             else:
                 with BrokerProcess(tmp_path / name / "broker", overrides=overrides) as b:
                     runs[name] = observe(b.bootstrap, big, small)
                     assert b.alive
+                    b.stop()
+                    _make_room(small)
+                    b.start()
+                    runs[name].update(observe_after_restart(b.bootstrap, runs[name]["on_small"]))
         finally:
             subprocess.run(["umount", "-l", str(small)], check=False)
     expected, got = runs["kafka"], runs["pykbroker"]
+    for run in (expected, got):
+        del run["on_small"]  # where the partition landed: the observations say what matters about it
     print(f"kafka: {expected}\npykbroker: {got}")
     differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
                    if expected.get(k) != got.get(k) and (SCENARIO, k) not in ALLOWED}
