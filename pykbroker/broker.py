@@ -392,7 +392,12 @@ class Broker:
         """Single node: the partitions of an offline log dir lose their leader (leader -1, a new leader epoch,
         this replica out of the ISR with ELR) as Kafka's controller answers a heartbeat naming the dir
         (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline."""
-        from replication.elections import LeaderAndIsr, directory_offline_change
+        from replication.elections import (
+            NO_LEADER,
+            LeaderAndIsr,
+            directory_offline_change,
+            eligible_leader_replicas,
+        )
         from replication.metadata_image import PartitionState
 
         image = self.metadata.image
@@ -405,9 +410,12 @@ class Broker:
                                                image.brokers, self.node_id, self.elr_enabled)
                 if new is None:
                     continue
+                min_isr = self.log_config_for_topic(topic.name).min_insync_replicas
+                elr = eligible_leader_replicas(p.isr, new.isr, p.elr, min_isr, self.elr_enabled)
                 try:
                     committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1,
+                        elr, elr if new.leader == NO_LEADER else ()))
                 except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
                     log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
                     return
