@@ -150,6 +150,9 @@ class ReplicaManager:
         self.time_ms = time_ms
         self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Assigned here but their log is in a dir that was offline at start: not hosted and never created
+        # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
+        self.offline_partitions: set[TopicPartition] = set()
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
@@ -188,14 +191,24 @@ class ReplicaManager:
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn the leadership is gone
         return p
 
-    def _not_hosted_error(self, tp: TopicPartition) -> int:
-        """As Kafka: a partition the cluster has but this broker does not host is NOT_LEADER_OR_FOLLOWER."""
+    def mark_offline(self, topic: str, partition: int) -> None:
+        """``topic-partition`` is assigned here but its log dir is offline: do not host it (Kafka's
+        markPartitionOffline)."""
+        self.offline_partitions.add((topic, partition))
+        log.warning("%s-%d: its log dir is offline; the partition is offline on broker %d", topic, partition,
+                    self.node_id)
+
+    def not_hosted_error(self, tp: TopicPartition) -> int:
+        """As Kafka's getPartitionOrException for a partition not hosted here (one offline since the start
+        included): NOT_LEADER_OR_FOLLOWER when the cluster has it, else UNKNOWN_TOPIC_OR_PARTITION."""
         return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
 
     def _on_high_watermark_changed(self, p: Partition) -> None:
         self.watchers.notify((p.topic, p.partition))
     def delete_partitions(self, topic: str) -> None:
         """Stop hosting every partition of ``topic`` and delete their logs."""
+        self.offline_partitions = {tp for tp in self.offline_partitions if tp[0] != topic}
         for key in [k for k in self.partitions if k[0] == topic]:
             p = self.partitions.pop(key)
             self.log_manager.delete_log(p.topic, p.partition)
@@ -217,7 +230,7 @@ class ReplicaManager:
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
-                results[tp] = AppendResult(self._not_hosted_error(tp))
+                results[tp] = AppendResult(self.not_hosted_error(tp))
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
@@ -296,7 +309,7 @@ class ReplicaManager:
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:
-                out.append(FetchedPartition(fp, self._not_hosted_error((fp.topic, fp.partition))))
+                out.append(FetchedPartition(fp, self.not_hosted_error((fp.topic, fp.partition))))
                 continue
             limit = min(fp.max_bytes, remaining)
             try:

@@ -200,3 +200,22 @@ def test_a_read_only_log_dir_at_start_is_offline_and_the_broker_starts(tmp_path,
         c.wait_for_topics("u")
         assert all(_produce(c, "u", p, b"v") == ErrorCode.NONE for p in range(3))  # all placed in the good dir
         assert not any(os.scandir(small_fs))
+
+
+def test_a_partition_whose_dir_is_offline_at_start_is_not_created_afresh_elsewhere(tmp_path, small_fs):
+    """Its log is in the dir that failed: creating an empty one in the other dir would serve offsets from 0 again
+    beside the old data. As Kafka (compat_tests/test_differential_disk_faults.py) it stays unhosted and
+    leaderless, its replica offline, and refuses writes."""
+    broker, big = _start(tmp_path, small_fs)
+    with broker, RawClient(broker.bootstrap) as c:
+        on_small, on_big = _topic_in_both_dirs(c, small_fs)
+        assert _produce(c, "t", on_small, b"kept") == ErrorCode.NONE
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    with broker.start(), RawClient(broker.bootstrap) as c:
+        p = _metadata(c)[on_small]
+        assert (p.error_code, p.leader_id, p.isr_nodes, p.offline_replicas) == (
+            ErrorCode.LEADER_NOT_AVAILABLE, -1, [], [1])
+        assert _produce(c, "t", on_small, b"lost?") == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert _produce(c, "t", on_big, b"fine") == ErrorCode.NONE
+        assert not (big / f"t-{on_small}").exists()
+    assert "its log dir is offline; the partition is offline on broker 1" in broker.log()

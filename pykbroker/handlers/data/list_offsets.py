@@ -81,7 +81,7 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
             partition = rm.get_partition(t.name, p.partition_index)
             try:
                 if partition is None:
-                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    raise PartitionError(rm.not_hosted_error((t.name, p.partition_index)))
                 partition.require_leader()
                 partition.check_leader_epoch(p.current_leader_epoch)
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:

@@ -48,7 +48,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
             partition = rm.get_partition(t.topic, p.partition)
             try:
                 if partition is None:
-                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    raise PartitionError(rm.not_hosted_error((t.topic, p.partition)))
                 partition.require_leader()
                 partition.check_leader_epoch(p.current_leader_epoch)
                 answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
