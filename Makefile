@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench chaos clean deps fuzz fuzz-live
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ fuzz-live: $(STAMP)
 bench: deps
 	$(PY) -m bench $(ARGS)
 
+## bench-scale: the scale section alone (partitions, connections, groups, cores; SCALE_PARTITIONS=10000 etc.,
+##              see bench/scale_bench.py)
+bench-scale: deps
+	$(PY) -m bench scale
+
 ## chaos: the fault campaign on a 3-broker cluster (not part of `make test`); ARGS: --duration S (600)
 ##        --seed N (repeatable) --faults kill-leader,... --rate R; writes chaos-runs/seed-N-*/{history.json,timeline.html}
 chaos: $(STAMP)
@@ -73,6 +78,11 @@ chaos: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	bash compat_tests/jvm/fetch_jars.sh >/dev/null
 	$(PY) -m chaos $(ARGS)
+
+## chaos-kill-loop: single node, kill -9 cycles under acks=all load, then every acknowledged record checked;
+##        ARGS: --cycles N (1000) --seed N --rate R
+chaos-kill-loop: $(STAMP)
+	$(PY) -m chaos.kill_loop $(ARGS)
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

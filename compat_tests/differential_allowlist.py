@@ -13,6 +13,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("api_versions", "api.78"): "ShareFetch v1-2 as Kafka 4.2 (4.1: v1).",
     ("api_versions", "api.79"): "ShareAcknowledge v1-2 as Kafka 4.2 (4.1: v1).",
     ("api_versions", "api.90"): "DescribeShareGroupOffsets v0-1 as Kafka 4.2 (4.1: v0).",
+    ("api_versions", "api.85"): "WriteShareGroupState v0-1 as Kafka 4.2 (4.1: v0; v1 adds DeliveryCompleteCount).",
+    ("api_versions", "api.87"): "ReadShareGroupStateSummary v0-1 as Kafka 4.2 (4.1: v0).",
     **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
        "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.1 has no ZooKeeper mode)."
        for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",

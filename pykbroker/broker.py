@@ -15,6 +15,7 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
 from pykbroker.security.listeners import ListenerSecurity
@@ -25,6 +26,7 @@ from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
+from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
+    from pykbroker.metrics.recorder import Recorder
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -49,6 +52,9 @@ log = logging.getLogger("pykbroker.broker")
 
 class Broker:
     """Everything request handlers share. Lives on the event loop; no locks needed."""
+
+    # What the request path counts for metrics and the console (pykbroker.metrics); None while both are off.
+    metrics: Recorder | None = None
 
     def __init__(self, config: Config, registry: Registry = REGISTRY) -> None:
         self.config = config
@@ -89,6 +95,9 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
+        self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
@@ -97,7 +106,8 @@ class Broker:
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+            quota=self._replication_quota("follower"))
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
@@ -122,6 +132,18 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
 
+    def _replication_quota(self, side: str) -> ReplicationQuotaManager:
+        """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
+        def topic_configs(name: str):
+            topic = self.metadata.image.topics.get(name)
+            return topic.configs if topic is not None else None
+
+        return ReplicationQuotaManager(
+            self.node_id, f"{side}.replication.throttled.rate", f"{side}.replication.throttled.replicas",
+            lambda: (self.dynamic_config.per_broker, self.dynamic_config.default), topic_configs,
+            samples=self.config["replication.quota.window.num"],
+            window_seconds=self.config["replication.quota.window.size.seconds"])
+
     @property
     def group_coordinator(self) -> GroupCoordinator:
         """Consumer groups and committed offsets, stored in __consumer_offsets (created on first use)."""
@@ -133,13 +155,14 @@ class Broker:
                 SystemClock,
             )
             from coordinator.group.group_config import GroupConfigs
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
             self._group_coordinator = GroupCoordinator(
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=GROUP_METADATA_TOPIC_NAME,
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
                 partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
@@ -151,7 +174,7 @@ class Broker:
     def transaction_coordinator(self) -> TransactionCoordinator:
         """Transactions, stored in __transaction_state (created on first use)."""
         if self._transaction_coordinator is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
             group_coordinator = self.group_coordinator
@@ -163,7 +186,7 @@ class Broker:
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
-                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
+                coordinator_epoch=self._transaction_state_leader_epoch, clock=clock,
                 transaction_version=lambda: self.metadata.image.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
@@ -172,7 +195,7 @@ class Broker:
     def share_groups(self) -> ShareGroupService:
         """Share groups (KIP-932): state in __share_group_state (created on first use)."""
         if self._share_groups is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.share.service import ShareGroupService
 
             clock = self.group_coordinator.clock
@@ -193,8 +216,13 @@ class Broker:
                 group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
-                existing_topics=lambda: self.metadata.image.topics)
+                existing_topics=lambda: self.metadata.image.topics,
+                send=self._send_to_broker if self.cluster_mode else None)
         return self._share_groups
+
+    async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
+        """One request to another broker of the cluster (the share coordinator's state RPCs)."""
+        return await self.broker_clients.get(node_id).request(request, version, response_class)
 
     def connection_closed(self, peer: str) -> None:
         """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
@@ -208,20 +236,22 @@ class Broker:
 
     def _share_group_state_partition_leader(self, partition: int) -> int | None:
         """The share coordinator of a __share_group_state partition: that partition's leader."""
-        topic = self.metadata.image.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(SHARE_GROUP_STATE_TOPIC_NAME, partition)
 
     async def _ensure_share_group_state_topic(self) -> None:
         """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
-        creates it); one replica per partition on a single node."""
+        creates it): one replica per partition on a single node, share.coordinator.state.topic.replication.factor
+        in a cluster with min.insync.replicas share.coordinator.state.topic.min.isr."""
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
-        partitions = self.config["share.coordinator.state.topic.num.partitions"]
-        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(
+            SHARE_GROUP_STATE_TOPIC_NAME, self.config["share.coordinator.state.topic.num.partitions"],
+            self.config["share.coordinator.state.topic.replication.factor"])
+        min_isr = min(self.config["share.coordinator.state.topic.min.isr"], len(assignment[0])) \
+            if self.cluster_mode else 1
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
-            "min.insync.replicas": "1",
+            "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
@@ -335,7 +365,9 @@ class Broker:
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         offline_at_start = self._mark_offline_at_start()
-        if not self.cluster_mode:
+        if self.cluster_mode:
+            self._delete_stray_logs()
+        else:
             await self._elect_recovered_replicas()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
@@ -353,6 +385,17 @@ class Broker:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
+        deletes stray replicas."""
+        image = self.metadata.image
+        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
+            p = image.partition(topic, partition)
+            if p is not None and self.node_id not in p.replicas:
+                log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,
+                         list(p.replicas))
+                self.log_manager.delete_log(topic, partition)
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -446,7 +489,7 @@ class Broker:
                 try:
                     committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
                         p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1,
-                        elr, last_known))
+                        elr=elr, last_known_elr=last_known))
                 except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
                     log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
                     return
@@ -554,12 +597,28 @@ class Broker:
                                  list(p.isr), log_config, p.partition_epoch)
                 if not was_leader or old_epoch != p.leader_epoch:
                     self._coordinator_elected(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
+            elif hosted is not None:
+                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+                self.replica_fetchers.unfollow(topic.name, p.partition)
+                rm.stop_replica(topic.name, p.partition)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
+                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                         topic.name, p.partition, list(p.replicas))
+
+    def _share_leadership_changed(self, topic: TopicState, partition: int) -> None:
+        """Share-partitions of a partition this broker stopped leading (or leads anew) are loaded again."""
+        if self._share_groups is not None:
+            self._share_groups.partitions.on_leadership_changed(topic.topic_id, partition)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -587,12 +646,16 @@ class Broker:
             self._group_coordinator.on_election(partition)
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_election(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._share_groups.coordinator.on_election(partition)
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
             self._spawn(self._group_coordinator.on_resignation(partition))
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_resignation(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._spawn(self._share_groups.coordinator.on_resignation(partition))
 
     def _partition_leader(self, topic: str, partition: int) -> int | None:
         """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""
@@ -714,6 +777,10 @@ class Broker:
                 reload_stores(security.ssl_context, current, listener.name, security.protocol)
                 log.info("reloaded the key and trust stores of listener %s", listener.name)
 
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
+        return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
+
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         if not self.config.auto_create_topics_enable:
@@ -728,7 +795,8 @@ class Broker:
                      name, replication, len(live))
             return None
         try:
-            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live,
+                                                                   racks=self.broker_racks()), {})
         except KeyError:  # created meanwhile (by another request, or another broker)
             return self.metadata.image.topics.get(name)
 
@@ -758,12 +826,12 @@ class Broker:
             return [[self.node_id] for _ in range(partitions)]
         if len(live) < replication_factor:
             # Imported here: a broker starts without importing the coordinators.
-            from coordinator.group.errors import ApiError
+            from coordinator.runtime.errors import ApiError
 
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
                            f"'{replication_factor}' for the {name} topic")
-        return assign_replicas(partitions, replication_factor, live)
+        return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wire import ErrorCode
+from wire import ErrorCode, java
 from wire.messages.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 
 METADATA_VERSION = "metadata.version"
@@ -166,14 +166,4 @@ def _metadata_changed_between(low: int, high: int) -> bool:
 
 def _java_hash_map_order(names: list[str]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashMap they were put into (in list order)."""
-    capacity = 16
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        for unit in name.encode("utf-16-be").hex(" ", 2).split():
-            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=lambda n: (bucket(n), names.index(n)))
+    return java.iteration_order(names, java.grown_table_size(len(names)))

@@ -188,6 +188,8 @@ class QuotaManager:
 
     # The longest throttle one request can get (None: unbounded, as Kafka's byte-rate quotas).
     max_throttle_ms: int | None = None
+    # Told of every throttle given, as (user, client id, ms): metrics' throttle-time (None: nobody listens).
+    on_throttle: Callable[[str, str, int], None] | None = None
 
     def __init__(self, key: str, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
@@ -235,7 +237,11 @@ class QuotaManager:
         if rate <= quota:
             return 0
         throttle = round((rate - quota) / quota * window)
-        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+        if self.max_throttle_ms is not None:
+            throttle = min(throttle, self.max_throttle_ms)
+        if self.on_throttle is not None:
+            self.on_throttle(tags[0], tags[1], throttle)
+        return throttle
 
     def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Count ``value`` without throttling this request (it counts against the next ones)."""

@@ -15,11 +15,16 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
 from pykbroker.connection_quotas import ConnectionQuotas
+from pykbroker.metrics import BrokerMetrics
+
+if TYPE_CHECKING:
+    from pykbroker.console import Console
 from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
@@ -48,6 +53,8 @@ class Server:
         self._idle_reaper: asyncio.Task | None = None
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
+        self.metrics: BrokerMetrics | None = None
+        self.console: Console | None = None  # while console.listener is set
         self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:
@@ -55,6 +62,7 @@ class Server:
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
         broker.listener_security = security  # dynamic key and trust store changes reload these contexts
+        self.metrics = BrokerMetrics.install(broker)  # before any request: the request path records into it
         await broker.start()
         listeners = self.config.listeners
         protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
@@ -72,6 +80,13 @@ class Server:
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
         await broker.register()
+        if self.metrics is not None:
+            await self.metrics.start(self)
+            if self.config["console.listener"]:
+                from pykbroker.console import Console
+
+                self.console = Console(broker, self.metrics.recorder)
+                await self.console.start()
         idle_ms = self.config["connections.max.idle.ms"]
         self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000 if idle_ms >= 0 else None))
         if self.config.inert:
@@ -210,6 +225,10 @@ class Server:
                 await asyncio.sleep(0.02)
             for conn in list(connections):
                 conn.close()
+        if self.console is not None:
+            await self.console.close()
+        if self.metrics is not None:
+            await self.metrics.close()
         if broker is not None:
             await broker.shutdown()
         log.info("pykbroker stopped")

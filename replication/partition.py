@@ -174,6 +174,13 @@ class Partition:
         self.leader_epoch_start_offset = -1
         return changed
 
+    @property
+    def high_watermark_behind_epoch_start(self) -> bool:
+        """Leader: the high watermark is still below the offset this leadership started at (KIP-207). After
+        an election the new leader learns the high watermark only as its followers fetch; until then a
+        client must not be told a latest offset below data it may already have seen elsewhere."""
+        return self.is_leader and self.leader_epoch_start_offset > self.log.high_watermark
+
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client's epoch older than ours is fenced, a newer one is unknown to us."""
         if current_leader_epoch < 0:
@@ -183,12 +190,16 @@ class Partition:
         if current_leader_epoch > self.leader_epoch:
             raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
-    def require_leader(self) -> None:
-        """As Kafka's getPartitionOrException then leader check: a partition whose log dir is offline answers
-        KAFKA_STORAGE_ERROR whoever leads it; otherwise a replica that does not lead NOT_LEADER_OR_FOLLOWER."""
+    def check_online(self) -> None:
+        """As Kafka's getPartitionOrException: a partition whose log dir is offline answers KAFKA_STORAGE_ERROR
+        whoever leads it, before any epoch or leadership check."""
         if self.log.is_offline:
             raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
                                  f"Partition {self.topic}-{self.partition} is in an offline log directory")
+
+    def require_leader(self) -> None:
+        """The offline check, then: a replica that does not lead answers NOT_LEADER_OR_FOLLOWER."""
+        self.check_online()
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
@@ -295,15 +306,18 @@ class Partition:
             self._on_high_watermark_changed(self)
 
     def read(self, fetch_offset: int, max_bytes: int, *, read_committed: bool, min_one_message: bool,
-             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False) -> ReadResult:
+             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False,
+             allow_follower_read: bool = False) -> ReadResult:
         """Records from ``fetch_offset`` up to the high watermark (or last stable offset); a follower's
         fetch (``from_follower``) reads up to the log end offset.
 
         ``last_fetched_epoch`` (Fetch v12+): the epoch of the fetcher's last batch. As Kafka's
         Partition.readRecords, an unknown epoch is OFFSET_OUT_OF_RANGE, and a log that diverged
         (that epoch ended here before ``fetch_offset``) is answered with no records and the epoch's end.
+        ``allow_follower_read``: a consumer's fetch that a follower may serve (KIP-392), up to its high watermark.
         """
-        self.require_leader()
+        if from_follower or not allow_follower_read or not self.is_follower:
+            self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
         log_ = self.log
         hw = log_.high_watermark

@@ -4,6 +4,7 @@ with the repository nowhere on its path."""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import venv
@@ -46,8 +47,13 @@ def test_an_import_binding_a_layers_bare_name_is_refused():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(REPO)],
+    """The wheel, built from a copy of what it is made of (an in-tree build would leave build/ behind)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for package in ("pykbroker", "wire", "storage", "replication", "coordinator", "chaos"):
+        shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(source)],
                    check=True, timeout=600)
     return next(out.glob("pykbroker-*.whl"))
 

@@ -248,12 +248,17 @@ class Reader:
 _NO_TAGS: dict[int, memoryview] = {}
 
 
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
+def append_uvarint(out: bytearray, value: int) -> None:
+    """Append ``value`` (non-negative) as an unsigned LEB128 varint: the protocol's and the records' encoding."""
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    append_uvarint(out, value)
     return bytes(out)
 
 

@@ -38,6 +38,7 @@ from wire import (
     Writer,
     decode_request_header,
     encode_response_header,
+    java,
     peek_request_header,
     response_header_version,
 )
@@ -100,17 +101,7 @@ class AuthStep:
 def java_hash_set_order(names: tuple[str, ...]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashSet built from them, the order in which Kafka lists
     the enabled mechanisms (``new ArrayList<>(new HashSet<>(enabledMechanisms))``)."""
-    capacity = 16
-    while capacity < max(int(len(names) / 0.75) + 1, 16):
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        for unit in name.encode("utf-16-be").hex(" ", 2).split():
-            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(dict.fromkeys(names), key=bucket)  # stable: one bucket keeps insertion order
+    return java.iteration_order(names, java.presized_table_size(len(names)))
 
 
 def _encode(response, api_key: int, version: int, correlation_id: int) -> bytes:

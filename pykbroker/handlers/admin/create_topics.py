@@ -127,7 +127,8 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor of "
                 f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.", [])
-    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers)
+    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers,
+                                                  racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
 
 
 @handler(ApiKey.CREATE_TOPICS, 2, 7, error_response=error_response)

@@ -5,8 +5,10 @@
   the first partition with data always gets at least one whole batch.
 - v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
 - v5+: log_start_offset. v7+: fetch sessions (KIP-227): full and incremental, forgotten topics.
-- v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id,
-  preferred_read_replica (-1: read from the leader). v12+: flexible. v13+: topics by id
+- v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id and
+  follower fetching (KIP-392): a follower serves consumers up to its high watermark, and with
+  replica.selector.class set a leader may answer with a preferred_read_replica (-1: read from the
+  leader) and no records. v12+: flexible. v13+: topics by id
   (UNKNOWN_TOPIC_ID). Records are never null: an empty record set is sent as zero bytes.
 - A fetch with a replica id (v0-14: ``replica_id``, v15+: ``replica_state``) is a follower's: it reads up
   to the log end and its position moves the leader's high watermark and ISR; client quotas skip it.
@@ -108,7 +110,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
-        replica_id=replica_id)
+        replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 
     throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
         ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
@@ -124,6 +126,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
                              session_id=fctx.response_session_id, responses=[])
 
+    if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
+        for fp in fetched:
+            broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
     hints = LeaderHints(store, ctx.listener.name)
@@ -148,7 +153,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
                 aborted_transactions=aborted,
-                preferred_read_replica=-1,
+                preferred_read_replica=found.preferred_read_replica,
                 records=read.records,
             )
             if read.diverging_epoch is not None:

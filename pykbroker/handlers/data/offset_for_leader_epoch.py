@@ -45,12 +45,8 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
         parts = []
         for p in t.partitions:
             answer = EpochEndOffset(partition=p.partition, leader_epoch=-1, end_offset=-1)
-            partition = rm.get_partition(t.topic, p.partition)
             try:
-                if partition is None:
-                    raise PartitionError(rm.not_hosted_error((t.topic, p.partition)))
-                partition.require_leader()
-                partition.check_leader_epoch(p.current_leader_epoch)
+                partition = rm.leader_partition(t.topic, p.partition, p.current_leader_epoch)
                 answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
             except PartitionError as exc:
                 answer.error_code = exc.code
