@@ -217,8 +217,13 @@ class Broker:
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
-                send=self._send_to_broker if self.cluster_mode else None)
+                send=self._send_to_broker if self.cluster_mode else None,
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
         return self._share_groups
+
+    def _coordinates_group(self, group_id: str) -> bool:
+        """Whether this broker is ``group_id``'s coordinator (leads its __consumer_offsets partition)."""
+        return self.group_coordinator.coordinator_for(group_id) == self.node_id
 
     async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
         """One request to another broker of the cluster (the share coordinator's state RPCs)."""
@@ -648,6 +653,8 @@ class Broker:
             self._transaction_coordinator.on_election(partition)
         elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
             self._share_groups.coordinator.on_election(partition)
+        if topic in (GROUP_METADATA_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME) and self._share_groups is not None:
+            self._share_groups.coordination_changed()
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
