@@ -167,8 +167,14 @@ class TransactionWorkload(Workload):
     def _producer(self) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.name, "linger.ms": 5,
                       "transaction.timeout.ms": 30_000, "client.id": self.name})
-        p.init_transactions(60)
-        return p
+        deadline = time.monotonic() + 300
+        while True:  # a timeout is retriable ("retry call to resume"): the coordinator is still moving or loading
+            try:
+                p.init_transactions(60)
+                return p
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
 
     def _run(self) -> None:
         producer = self._producer()
