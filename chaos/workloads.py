@@ -75,7 +75,9 @@ class ProducerWorkload(Workload):
         def delivered(err, msg) -> None:
             now = self.clock()
             if err is None:
-                self.history.add(Produced(self.topic, partition, key, value, True, msg.offset(), sent=sent,
+                offset = msg.offset()  # None: acknowledged without an offset (see checker._known)
+                self.history.add(Produced(self.topic, partition, key, value, True, -1 if offset is None else offset,
+                                          sent=sent,
                                           acked=now, producer=self.name, seq=seq))
             else:
                 self.history.add(Produced(self.topic, partition, key, value, False, -1, str(err), sent=sent,
@@ -186,7 +188,8 @@ class TransactionWorkload(Workload):
             def delivered(err, msg, _pending=pending) -> None:
                 value = msg.value().decode()
                 _pending.append(Produced(self.topic, msg.partition(), None, value, err is None,
-                                         msg.offset() if err is None else -1, "" if err is None else str(err),
+                                         msg.offset() if err is None and msg.offset() is not None else -1,
+                                         "" if err is None else str(err),
                                          acked=self.clock(), producer=self.name, seq=len(_pending)))
             outcome = "unknown"
             try:
