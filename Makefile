@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench chaos chaos-kill-loop clean deps fuzz fuzz-live
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ fuzz-live: $(STAMP)
 ## bench: benchmarks (never part of `make test`)
 bench: deps
 	$(PY) -m bench $(ARGS)
+
+## bench-scale: the scale section alone (partitions, connections, groups, cores; SCALE_PARTITIONS=10000 etc.,
+##              see bench/scale_bench.py)
+bench-scale: deps
+	$(PY) -m bench scale
 
 ## chaos: the fault campaign on a 3-broker cluster (not part of `make test`); ARGS: --duration S (600)
 ##        --seed N (repeatable) --faults kill-leader,... --rate R; writes chaos-runs/seed-N-*/{history.json,timeline.html}

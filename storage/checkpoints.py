@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from storage.errors import StorageError
-from storage.file_records import atomic_write
+from storage.file_records import atomic_write, fsync_dir
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE_NAME", "CLEANER_OFFSET_CHECKPOINT", "LEADER_EPOCH_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT",
@@ -145,7 +145,29 @@ class PartitionMetadataFile:
         return os.path.exists(self.path)
 
     def write(self, topic_id: uuid.UUID) -> None:
-        atomic_write(self.path, f"version: {_VERSION}\ntopic_id: {topic_id_to_string(topic_id)}".encode())
+        atomic_write(self.path, self._content(topic_id))
+
+    def record(self, topic_id: uuid.UUID) -> None:
+        """Write the file (temp file renamed over it) without waiting for the disk; ``flush()`` makes it
+        durable. Kafka's UnifiedLog.assignTopicId records the id and flushes the file on its scheduler, so
+        that creating thousands of partitions does not wait for two fsyncs each."""
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(self._content(topic_id))
+        os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        """fsync the file and its directory (after ``record``)."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    @staticmethod
+    def _content(topic_id: uuid.UUID) -> bytes:
+        return f"version: {_VERSION}\ntopic_id: {topic_id_to_string(topic_id)}".encode()
 
     def read(self) -> uuid.UUID:
         lines = _read_lines(self.path)

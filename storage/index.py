@@ -10,8 +10,11 @@ from the log.
 
 In memory the entries are two ``array('q')`` (keys and values, absolute offsets), searched with bisect,
 and every new entry is also written with one ``pwrite`` (no mmap: nothing to unmap before deleting, and
-a full disk is an OSError, not a SIGBUS). Writers are serialized by the owning log's lock; lookups may
-run on any thread.
+a full disk is an OSError, not a SIGBUS). Loading reads the file in chunks and stops at the zero-filled
+tail. The file descriptor is opened by the first entry written and closed when the index is trimmed
+(its segment rolled or recovered): a broker with thousands of partitions holds one per index being
+written, not two per segment (Kafka's LazyIndex and its mmaps hold none). Writers are serialized by the
+owning log's lock; lookups may run on any thread.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from storage.errors import CorruptIndexError
 __all__ = ["AbstractIndex", "INT32_MAX"]
 
 INT32_MAX = (1 << 31) - 1
+_READ_CHUNK = 96 * 1024  # bytes read at a time when loading: a multiple of both entry sizes (8, 12)
 
 
 class AbstractIndex:
@@ -40,21 +44,29 @@ class AbstractIndex:
         self.keys: array = array("q")
         self.values: array = array("q")
         self.corrupt_reason: str | None = None  # set when loading found entries that make no sense
-        existed = os.path.exists(path) and os.path.getsize(path) > 0
-        fd = os.open(path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY, 0o644)
-        self._fd: int | None = fd
+        self._fd: int | None = None  # opened by the first entry written (see _require_fd)
+        self._closed = False
+        self._dirty = False  # written (or resized) since the last fsync
         try:
-            if not existed and writable:
-                if max_index_size < self.ENTRY_SIZE:
-                    raise ValueError(f"Invalid max index size: {max_index_size}")
-                os.ftruncate(fd, self._round_down(max_index_size))
-            self.length = os.fstat(fd).st_size
-            if existed:
-                self._load(os.pread(fd, self.length, 0))
-        except BaseException:
-            os.close(fd)
-            self._fd = None
-            raise
+            length = os.stat(path).st_size
+        except FileNotFoundError:
+            if not writable:
+                raise
+            length = 0
+        self.length = length
+        if length == 0 and writable:
+            if max_index_size < self.ENTRY_SIZE:
+                raise ValueError(f"Invalid max index size: {max_index_size}")
+            length = self._round_down(max_index_size)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.ftruncate(fd, length)
+            finally:
+                os.close(fd)
+            self._dirty = True
+        elif length > 0:
+            self._load_file()
+        self.length = length
         self.max_index_size = max_index_size if max_index_size > 0 else self.length
         self.max_entries = self.length // self.ENTRY_SIZE
 
@@ -66,24 +78,42 @@ class AbstractIndex:
     def _check_order(self, key: int, value: int, prev_key: int, prev_value: int) -> bool:
         raise NotImplementedError
 
-    def _load(self, data: bytes) -> None:
+    def _load_file(self) -> None:
+        """Read the entries, a chunk at a time, up to the zero-filled preallocated tail: an index left
+        untrimmed by a crash is mostly that tail, and reading it whole would cost its full size."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            position = 0
+            while position < self.length:
+                data = os.pread(fd, min(_READ_CHUNK, self.length - position), position)
+                if not data or not self._load(data, position // self.ENTRY_SIZE):
+                    break
+                position += len(data)
+        finally:
+            os.close(fd)
+        if self.length % self.ENTRY_SIZE:
+            self.corrupt_reason = (f"Index file {self.path} is corrupt, found {self.length} bytes which is neither "
+                                   f"positive nor a multiple of {self.ENTRY_SIZE}")
+
+    def _load(self, data: bytes, first: int) -> bool:
+        """Append the entries of ``data`` (entry ``first`` onwards); False once the list ended in it."""
         count = len(data) // self.ENTRY_SIZE
         keys, values = self.keys, self.values
-        for n in range(count):
-            key, value, relative = self._parse(data, n)
-            if n > 0 and relative == 0 and not any(data[n * self.ENTRY_SIZE:(n + 1) * self.ENTRY_SIZE]):
-                break  # the zero-filled preallocated tail of an index that was not trimmed
+        size = self.ENTRY_SIZE
+        for i in range(count):
+            n = first + i
+            key, value, relative = self._parse(data, i)
+            if n > 0 and relative == 0 and not any(data[i * size:(i + 1) * size]):
+                return False  # the zero-filled preallocated tail of an index that was not trimmed
             if n > 0 and not self._check_order(key, value, keys[-1], values[-1]):
                 self.corrupt_reason = f"entry {n} ({key}, {value}) is out of order"
-                break
+                return False
             if relative < 0:
                 self.corrupt_reason = f"entry {n} has a negative relative offset {relative}"
-                break
+                return False
             keys.append(key)
             values.append(value)
-        if len(data) % self.ENTRY_SIZE:
-            self.corrupt_reason = (f"Index file {self.path} is corrupt, found {len(data)} bytes which is neither "
-                                   f"positive nor a multiple of {self.ENTRY_SIZE}")
+        return True
 
     # -- state ----------------------------------------------------------------------------------------
     def _round_down(self, n: int) -> int:
@@ -114,13 +144,25 @@ class AbstractIndex:
     def _write_entry(self, key: int, value: int, packed: bytes) -> None:
         n = len(self.keys)
         os.pwrite(self._require_fd(), packed, n * self.ENTRY_SIZE)
+        self._dirty = True
         self.keys.append(key)
         self.values.append(value)
 
     def _require_fd(self) -> int:
-        if self._fd is None:
+        """The open file, opened now if needed: an index holds a descriptor only while entries are being
+        written to it (the active segment's), not for every segment of every partition (Kafka maps its
+        indexes and holds none)."""
+        if self._closed:
             raise ValueError(f"index {self.path} is closed")
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
         return self._fd
+
+    def release(self) -> None:
+        """Close the descriptor (if open) and keep the entries: the next write opens it again."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def truncate_to_entries(self, n: int) -> None:
         del self.keys[n:]
@@ -140,22 +182,43 @@ class AbstractIndex:
         rounded = max(self._round_down(new_size), len(self.keys) * self.ENTRY_SIZE)
         if rounded == self.length:
             return False
-        os.ftruncate(self._require_fd(), rounded)
+        if self._fd is None:
+            if self._closed:
+                raise ValueError(f"index {self.path} is closed")
+            os.truncate(self.path, rounded)
+        else:
+            os.ftruncate(self._fd, rounded)
+        self._dirty = True
         self.length = rounded
         self.max_entries = rounded // self.ENTRY_SIZE
         return True
 
     def trim_to_valid_size(self) -> None:
-        """Cut the preallocated tail (on roll and close); the index is then full."""
+        """Cut the preallocated tail (on roll and close); the index is then full, and its descriptor is
+        closed until a resize makes room again."""
         self.resize(len(self.keys) * self.ENTRY_SIZE)
+        self.release()
 
     def flush(self) -> None:
+        if not self._dirty or self._closed:
+            return
         if self._fd is not None:
             os.fsync(self._fd)
+        else:  # fsync applies to the file, whichever descriptor asks
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._dirty = False
+
+    @property
+    def is_open(self) -> bool:
+        return not self._closed
 
     def close(self) -> None:
         """Trim (when writable) and close."""
-        if self._fd is None:
+        if self._closed:
             return
         try:
             if self.writable:
@@ -165,9 +228,8 @@ class AbstractIndex:
 
     def close_handler(self) -> None:
         """Close without writing anything (the directory may have failed)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self._closed = True
+        self.release()
 
     def rename(self, new_path: str) -> None:
         os.rename(self.path, new_path)

@@ -355,7 +355,7 @@ class LogSegment:
 
     def close(self) -> None:
         try:
-            if self._max_timestamp_and_offset is not None and self.offset_index._fd is not None:
+            if self._max_timestamp_and_offset is not None and self.offset_index.is_open:
                 best = self._max_timestamp_and_offset
                 self.time_index.maybe_append(best.timestamp, best.offset, skip_full_check=True)
         except (OSError, ValueError) as exc:

@@ -130,6 +130,13 @@ class FrameReader:
         self._start_large_frame(size)
         return None
 
+    def release_scratch(self) -> None:
+        """Drop the scratch buffer when nothing in it is unread, so an idle connection holds none (the next
+        read allocates it again)."""
+        if self._pos == self._end and self._scratch:
+            self._scratch = bytearray()
+            self._pos = self._end = 0
+
     def _checked_size(self) -> int:
         (size,) = _SIZE.unpack_from(self._scratch, self._pos)
         if size < 0:

@@ -158,3 +158,19 @@ def test_a_large_frame_is_read_into_a_buffer_of_its_own() -> None:
     got = reader.next_frame()
     assert isinstance(got, bytearray) and got == body
     assert reader.next_frame() is None and reader.buffered == 0
+
+
+def test_release_scratch_drops_the_buffer_only_when_nothing_is_unread() -> None:
+    reader = FrameReader()
+    data = stream([b"first", b"second"])
+    cut = len(frame(5)) + 5 + 3  # the first frame and 3 bytes of the next
+    reader.feed(data[:cut])
+    assert reader.next_frame() == b"first"
+    reader.release_scratch()  # a partial frame is unread: kept
+    assert reader.buffered == 3
+    reader.feed(data[cut:])
+    assert reader.next_frame() == b"second"
+    reader.release_scratch()
+    assert reader.buffered == 0 and len(reader._scratch) == 0  # an idle connection holds no read buffer
+    reader.feed(stream([b"third"]))
+    assert reader.next_frame() == b"third"

@@ -94,13 +94,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
         for p in t.partitions:
             answer = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1,
                                                   leader_epoch=-1)
-            partition = rm.get_partition(t.name, p.partition_index)
             try:
-                if partition is None:
-                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not partition.is_leader:
-                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                partition.check_leader_epoch(p.current_leader_epoch)
+                partition = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
                 answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,

@@ -1,0 +1,543 @@
+"""Scale benchmark: cost per partition, per connection, per group and per core, pykbroker against Apache
+Kafka 4.1 (single node, KRaft combined mode, from the Maven jars) on this machine, in one run.
+
+    python -m bench scale                     # or: make bench-scale
+    SCALE_PARTITIONS=10000 python -m bench scale
+    SCALE_SECTIONS=partitions,connections,groups,cores  SCALE_BROKERS=pykbroker,kafka
+
+Sections (each figure for both brokers and the ratio pykbroker / Kafka):
+- partitions: CreateTopics of one topic with SCALE_PARTITIONS partitions (default 2,000, sized for a
+  2-core machine shared with other work; the issue's 10,000 with SCALE_PARTITIONS=10000), timed until the
+  metadata shows a leader for every partition; then one record produced to every partition (acks=all,
+  librdkafka); the broker's resident memory and open file descriptors per partition (growth over the
+  idle broker, divided by the partition count); then a clean restart (SIGTERM) and a ``kill -9``
+  restart, each timed from the launch of the process until a record produced to every partition is
+  acknowledged again, and a check that every acknowledged record is still there after the kill.
+- connections: SCALE_IDLE idle connections (default 1,000; each sent one ApiVersions, then stays open)
+  held by two load-generator processes, plus SCALE_ACTIVE active clients (default 20 producers and 20
+  consumers, acks=1, 50 records/s each) in four more processes; the producers' p99 acknowledgement
+  latency and the broker's memory per idle connection.
+- groups: SCALE_GROUPS groups (default 500) each committing offsets for 4 partitions SCALE_COMMITS times
+  (default 4) through OffsetCommit (AdminClient.alter_consumer_group_offsets, many in flight), from two
+  processes: commits per second and the p99 of one commit.
+- cores: the same produce load (SCALE_GENERATORS librdkafka producer processes, acks=1, 100-byte records,
+  SCALE_CORES_SECONDS long, 8 partitions) against Kafka's single node (its threads use every core) and
+  against a pykbroker cluster of 1 and of 2 processes on this machine (ZooKeeper mode, partitions spread
+  over the processes): records per second, and records per second of broker CPU time (the work a core
+  does, which the load generators sharing the 2 cores do not distort); see the report for the model
+  beyond 2 cores.
+
+The load generators run in their own processes (``multiprocessing`` spawn) so that the client side is not
+one Python interpreter's bottleneck. Results go to bench/results/scale-*.json (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.broker_bench import RESULTS_DIR, Results, cpu_seconds, jars_dir, print_table, rss_mb
+from compat_tests.jvm.kafka_broker import KafkaBroker
+from pykbroker.testing import BrokerProcess, ClusterProcesses
+
+TOPIC = "scale"
+JAVA_HEAP = "-Xmx1g"
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+# -- brokers -------------------------------------------------------------------------------------------------
+class Broker:
+    """One single-node broker the bench can start, stop cleanly, kill -9 and restart on the same data."""
+
+    name = "?"
+    bootstrap = ""
+
+    def start(self) -> float:
+        """Start the broker; seconds from the launch of its process to its first ApiVersions answer (Kafka's
+        separate ``kafka-storage format`` run before it is not counted)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def pid(self) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.stop()
+
+
+class Pykbroker(Broker):
+    name = "pykbroker"
+
+    def __init__(self, root: Path) -> None:
+        self.process = BrokerProcess(root / "pykbroker", {"group.initial.rebalance.delay.ms": "0"})
+        self.bootstrap = self.process.bootstrap
+
+    def start(self) -> float:
+        started = time.perf_counter()
+        self.process.start(timeout=600)
+        return time.perf_counter() - started
+
+    def stop(self) -> None:
+        self.process.stop(timeout=600)
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    def pid(self) -> int:
+        assert self.process.proc is not None
+        return self.process.proc.pid
+
+
+class Kafka(Broker):
+    name = "kafka"
+
+    def __init__(self, root: Path, jars: Path) -> None:
+        self.kafka = KafkaBroker(jars, root / "kafka", heap=JAVA_HEAP, quick_start=False,
+                                 overrides={"group.initial.rebalance.delay.ms": "0"})
+        self.bootstrap = self.kafka.bootstrap
+
+    def start(self) -> float:
+        return self.kafka.start(timeout=600)
+
+    def stop(self) -> None:
+        self.kafka.stop(timeout=600)
+
+    def kill(self) -> None:
+        self.kafka.kill()
+
+    def pid(self) -> int:
+        return self.kafka.pid()
+
+
+# -- partitions ----------------------------------------------------------------------------------------------
+def leaders_ready(bootstrap: str, topic: str, partitions: int, timeout: float) -> None:
+    """Until the metadata shows ``partitions`` partitions of ``topic``, each with a leader."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            md = admin.list_topics(topic, timeout=30).topics.get(topic)
+            if md is not None and md.error is None and len(md.partitions) >= partitions and all(
+                    p.leader >= 0 for p in md.partitions.values()):
+                return
+        except Exception:  # noqa: BLE001 - not there yet
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: not every one of {partitions} partitions has a leader after {timeout}s")
+        time.sleep(0.05)
+
+
+def create_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 600) -> float:
+    """Seconds from CreateTopics until every partition has a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    started = time.perf_counter()
+    admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=timeout)[topic].result(timeout)
+    leaders_ready(bootstrap, topic, partitions, timeout)
+    return time.perf_counter() - started
+
+
+def produce_to_all(bootstrap: str, topic: str, partitions: int, tag: bytes, timeout: float = 600) -> int:
+    """One acks=all record (value ``tag``) to every partition; retries until all are acknowledged (a broker
+    still loading answers with retriable errors). Returns how many were acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "log_level": 3,
+                         "message.timeout.ms": int(timeout * 1000), "retry.backoff.ms": 20,
+                         "topic.metadata.refresh.interval.ms": 1000})
+    acked: list[int] = []
+    failed: list[object] = []
+
+    def done(err, msg) -> None:
+        (failed if err is not None else acked).append(err or msg.partition())
+
+    for p in range(partitions):
+        producer.produce(topic, tag, partition=p, on_delivery=done)
+    producer.flush(timeout)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {partitions} records not acknowledged, first: {failed[0]}")
+    return len(acked)
+
+
+def count_tagged(bootstrap: str, topic: str, partitions: int, tags: set[bytes], timeout: float = 300) -> int:
+    """How many records with a value in ``tags`` the partitions hold, read from offset 0 of each."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-check", "enable.auto.commit": False,
+                         "log_level": 3,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    found = eof = 0
+    deadline = time.monotonic() + timeout
+    while eof < partitions and time.monotonic() < deadline:
+        for msg in consumer.consume(10_000, 1.0):
+            if msg.error() is None:
+                found += msg.value() in tags
+            elif msg.error().code() == -191:  # _PARTITION_EOF
+                eof += 1
+    consumer.close()
+    return found
+
+
+def restart_to_serving(broker: Broker, partitions: int, hard: bool, tag: bytes) -> tuple[float, float]:
+    """Stop (or kill -9) the broker and start it; seconds from the launch until its first ApiVersions answer
+    and until a record was acknowledged by every partition again."""
+    if hard:
+        broker.kill()
+    else:
+        broker.stop()
+    os.sync()
+    answering = broker.start()
+    started = time.perf_counter()
+    produce_to_all(broker.bootstrap, TOPIC, partitions, tag)
+    return answering, answering + time.perf_counter() - started
+
+
+def partitions_section(brokers: list[Broker], results: Results, partitions: int) -> None:
+    for b in brokers:
+        os.sync()
+        rss0, fds0 = rss_mb(b.pid()), open_fds(b.pid())
+        led = create_partitions(b.bootstrap, TOPIC, partitions)
+        results.put(f"create {partitions} partitions, until all led s", b.name, led, False)
+        started = time.perf_counter()
+        produce_to_all(b.bootstrap, TOPIC, partitions, b"first")
+        produced = time.perf_counter() - started
+        results.put("then 1 record acknowledged by each partition s", b.name, produced, False)
+        # Kafka's metadata shows leaders before the broker has created the logs; serving is the fair end.
+        results.put(f"create {partitions} partitions, until all serve s", b.name, led + produced, False)
+        time.sleep(1.0)  # let the broker settle (its first checkpoints) before reading its size
+        results.put("memory per partition KB", b.name, (rss_mb(b.pid()) - rss0) * 1024 / partitions, False)
+        results.put("open files per partition", b.name, (open_fds(b.pid()) - fds0) / partitions, False)
+        for how, hard, tag in (("clean", False, b"after-clean"), ("kill -9", True, b"after-kill")):
+            answering, serving = restart_to_serving(b, partitions, hard, tag)
+            results.put(f"{how} restart: first ApiVersions s", b.name, answering, False)
+            results.put(f"{how} restart: all {partitions} partitions serve s", b.name, serving, False)
+        kept = count_tagged(b.bootstrap, TOPIC, partitions, {b"first", b"after-clean", b"after-kill"})
+        if kept != 3 * partitions:
+            raise RuntimeError(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
+        results.put("acknowledged records kept after kill -9 %", b.name, 100.0 * kept / (3 * partitions))
+
+
+# -- connections ---------------------------------------------------------------------------------------------
+def hold_idle_connections(bootstrap: str, count: int, ready, release) -> None:
+    """Load generator: ``count`` connections, each answered one ApiVersions, held until ``release``."""
+    import socket
+    import struct
+
+    host, port = bootstrap.split(":")
+    request = struct.pack(">hhih", 18, 0, 1, -1)
+    sockets = []
+    for _ in range(count):
+        s = socket.create_connection((host, int(port)), timeout=60)
+        s.sendall(struct.pack(">i", len(request)) + request)
+        sockets.append(s)
+    for s in sockets:
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        s.recv(size, socket.MSG_WAITALL)
+    ready.set()
+    release.wait(3600)
+    for s in sockets:
+        s.close()
+
+
+def active_clients(bootstrap: str, topic: str, producers: int, consumers: int, rate: int, seconds: float,
+                   out) -> None:
+    """Load generator: ``producers`` librdkafka producers at ``rate`` records/s each (acks=1, latency of each
+    acknowledgement) and ``consumers`` consumers reading the topic; puts the latencies (ms) on ``out``."""
+    import threading
+
+    from confluent_kafka import Consumer, Producer
+
+    latencies: list[float] = []
+    stop = threading.Event()
+
+    def consume(i: int) -> None:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"active-{os.getpid()}-{i}",
+                      "auto.offset.reset": "latest"})
+        c.subscribe([topic])
+        while not stop.is_set():
+            c.poll(0.2)
+        c.close()
+
+    readers = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(consumers)]
+    for r in readers:
+        r.start()
+    clients = [Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0}) for _ in range(producers)]
+    for p in clients:
+        p.list_topics(topic, timeout=30)
+
+    def delivered(err, msg, sent: float) -> None:
+        if err is None:
+            latencies.append((time.perf_counter() - sent) * 1000)
+
+    interval = 1.0 / rate
+    next_at = time.perf_counter() + 2.0  # the consumers join their groups first
+    end = next_at + seconds
+    while (now := time.perf_counter()) < end:
+        if now < next_at:
+            for p in clients:
+                p.poll(0)
+            time.sleep(min(next_at - now, 0.002))
+            continue
+        next_at += interval
+        for p in clients:
+            sent = time.perf_counter()
+            p.produce(topic, b"x" * 100, on_delivery=lambda e, m, sent=sent: delivered(e, m, sent))
+            p.poll(0)
+    for p in clients:
+        p.flush(30)
+    stop.set()
+    for r in readers:
+        r.join(10)
+    out.put(latencies)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the future is done
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    leaders_ready(bootstrap, topic, partitions, 60)
+    produce_to_all(bootstrap, topic, partitions, b"ready", 300)  # serving, not only led (Kafka's logs come later)
+
+
+def connections_section(brokers: list[Broker], results: Results, idle: int, active: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    for b in brokers:
+        topic = "connections"
+        create_topic(b.bootstrap, topic, 8)
+        rss0 = rss_mb(b.pid())
+        release = ctx.Event()
+        holders, ready = [], []
+        for _ in range(2):
+            r = ctx.Event()
+            p = ctx.Process(target=hold_idle_connections, args=(b.bootstrap, idle // 2, r, release))
+            p.start()
+            holders.append(p)
+            ready.append(r)
+        try:
+            for r in ready:
+                if not r.wait(300):
+                    raise TimeoutError("idle connections not established")
+            time.sleep(1.0)
+            rss_idle = rss_mb(b.pid())
+            results.put(f"memory per idle connection KB ({idle} idle)", b.name, (rss_idle - rss0) * 1024 / idle, False)
+            out = ctx.Queue()
+            procs = [ctx.Process(target=active_clients, args=(b.bootstrap, topic, active // 4, active // 4, 50, 20.0,
+                                                               out)) for _ in range(4)]
+            for p in procs:
+                p.start()
+            latencies = sorted(x for _ in procs for x in out.get(timeout=300))
+            for p in procs:
+                p.join(60)
+            results.put(f"{active} active clients beside {idle} idle: produce p99 ms", b.name,
+                        latencies[int(0.99 * (len(latencies) - 1))], False)
+            results.put(f"{active} active clients beside {idle} idle: produce p50 ms", b.name,
+                        statistics.median(latencies), False)
+            results.put(f"broker memory with {idle} idle + {active} active MB", b.name, rss_mb(b.pid()), False)
+        finally:
+            release.set()
+            for p in holders:
+                p.join(60)
+
+
+# -- groups --------------------------------------------------------------------------------------------------
+def commit_offsets(bootstrap: str, topic: str, groups: list[str], commits: int, out) -> None:
+    """Load generator: every group commits offsets for 4 partitions ``commits`` times, all groups in flight
+    at once (one OffsetCommit per group per round); puts (seconds, latencies in ms) on ``out``."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for round_ in range(commits):
+        sent = time.perf_counter()
+        futures = []
+        for g in groups:
+            offsets = [TopicPartition(topic, p, round_ * 10 + 1) for p in range(4)]
+            futures += admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, offsets)]).values()
+        pending = set(futures)
+        for f in futures:
+            f.add_done_callback(lambda f, sent=sent: latencies.append((time.perf_counter() - sent) * 1000))
+        for f in pending:
+            f.result(120)
+    out.put((time.perf_counter() - started, latencies))
+
+
+def groups_section(brokers: list[Broker], results: Results, groups: int, commits: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    for b in brokers:
+        topic = "groups"
+        create_topic(b.bootstrap, topic, 4)
+        names = [f"group-{i}" for i in range(groups)]
+        # The first commit of a group loads its __consumer_offsets partition: warm every coordinator first.
+        commit_offsets_local = ctx.Queue()
+        warm = ctx.Process(target=commit_offsets, args=(b.bootstrap, topic, names, 1, commit_offsets_local))
+        warm.start()
+        commit_offsets_local.get(timeout=600)
+        warm.join(60)
+        out = ctx.Queue()
+        procs = [ctx.Process(target=commit_offsets, args=(b.bootstrap, topic, names[i::2], commits, out))
+                 for i in range(2)]
+        started = time.perf_counter()
+        for p in procs:
+            p.start()
+        parts = [out.get(timeout=600) for _ in procs]
+        elapsed = time.perf_counter() - started
+        for p in procs:
+            p.join(60)
+        latencies = sorted(x for _, lat in parts for x in lat)
+        results.put(f"{groups} groups x {commits} offset commits: commits/s", b.name, groups * commits / elapsed)
+        results.put(f"{groups} groups x {commits} offset commits: p99 ms", b.name,
+                    latencies[int(0.99 * (len(latencies) - 1))], False)
+        results.put(f"broker memory after {groups} groups MB", b.name, rss_mb(b.pid()), False)
+
+
+# -- cores ---------------------------------------------------------------------------------------------------
+def produce_load(bootstrap: str, topic: str, partitions: list[int], seconds: float, out) -> None:
+    """Load generator: one librdkafka producer, acks=1, 100-byte records as fast as it can to ``partitions``
+    for ``seconds``; puts the acknowledged record count on ``out``."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 65536,
+                         "queue.buffering.max.messages": 200_000})
+    producer.list_topics(topic, timeout=30)
+    acked = [0]
+
+    def done(err, _msg) -> None:
+        acked[0] += err is None
+
+    value = b"v" * 100
+    end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < end:
+        try:
+            producer.produce(topic, value, partition=partitions[i % len(partitions)], on_delivery=done)
+            i += 1
+        except BufferError:
+            producer.poll(0.005)
+        if i % 1000 == 0:
+            producer.poll(0)
+    producer.flush(60)
+    out.put(acked[0])
+
+
+def produce_throughput(bootstrap: str, topic: str, partitions: int, generators: int, seconds: float) -> float:
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=produce_load, args=(bootstrap, topic, list(range(i, partitions, generators)),
+                                                    seconds, out)) for i in range(generators)]
+    for p in procs:
+        p.start()
+    total = sum(out.get(timeout=seconds + 300) for _ in procs)
+    for p in procs:
+        p.join(60)
+    return total / seconds
+
+
+def cores_section(root: Path, kafka: Broker | None, results: Results, seconds: float, generators: int) -> None:
+    """Throughput and the brokers' CPU time for the same load: records per second, and records per second of
+    broker CPU (a core's worth of work), which does not depend on the load generators sharing the cores."""
+    partitions = 8
+
+    def measure(label: str, name: str, bootstrap: str, pids: list[int]) -> None:
+        create_topic(bootstrap, "cores", partitions)
+        before = sum(cpu_seconds(pid) for pid in pids)
+        rate = produce_throughput(bootstrap, "cores", partitions, generators, seconds)
+        cpu = sum(cpu_seconds(pid) for pid in pids) - before
+        results.put(f"produce records/s, {label}", name, rate)
+        results.put(f"produce records per broker CPU second, {label}", name, rate * seconds / max(cpu, 1e-9))
+        results.put(f"broker CPU cores busy, {label}", name, cpu / seconds, False)
+
+    if kafka is not None:
+        measure("1 process", "kafka", kafka.bootstrap, [kafka.pid()])
+    for size in (1, 2):
+        with ClusterProcesses(root / f"cluster-{size}", size=size) as cluster:
+            pids = [b.proc.pid for b in cluster.brokers.values() if b.proc is not None]
+            measure("1 process" if size == 1 else f"{size} processes (pykbroker cluster; Kafka: 1)", "pykbroker",
+                    cluster.bootstrap, pids)
+
+
+# -- the run -------------------------------------------------------------------------------------------------
+def main() -> None:
+    partitions = env_int("SCALE_PARTITIONS", 2000)
+    sections = os.environ.get("SCALE_SECTIONS", "partitions,connections,groups,cores").split(",")
+    wanted = os.environ.get("SCALE_BROKERS", "pykbroker,kafka").split(",")
+    jars = jars_dir() if "kafka" in wanted else None
+    results = Results()
+    failures: list[str] = []
+    root = Path(tempfile.mkdtemp(prefix="scale-bench-"))
+    factories: dict[str, Callable[[], Broker]] = {"pykbroker": lambda: Pykbroker(root)}
+    if jars is not None:
+        factories["kafka"] = lambda: Kafka(root, jars)
+    names = [n for n in wanted if n in factories]
+    print(f"machine: {os.cpu_count()} cores, {platform.platform()}; {partitions} partitions; sections "
+          f"{', '.join(sections)}", flush=True)
+    brokers: list[Broker] = []
+    try:
+        for name in names:
+            b = factories[name]()
+            brokers.append(b)
+            b.start()
+        runs: list[tuple[str, Callable[[], None]]] = [
+            ("partitions", lambda: partitions_section(brokers, results, partitions)),
+            ("connections", lambda: connections_section(brokers, results, env_int("SCALE_IDLE", 1000),
+                                                        env_int("SCALE_ACTIVE", 40))),
+            ("groups", lambda: groups_section(brokers, results, env_int("SCALE_GROUPS", 500),
+                                              env_int("SCALE_COMMITS", 4))),
+            ("cores", lambda: cores_section(root, next((b for b in brokers if b.name == "kafka"), None), results,
+                                            float(env_int("SCALE_CORES_SECONDS", 15)),
+                                            env_int("SCALE_GENERATORS", 2))),
+        ]
+        for section, run in runs:
+            if section not in sections:
+                continue
+            print(f"== scale: {section} ==", flush=True)
+            try:
+                run()
+            except Exception as exc:  # one broken section must not hide the others' figures
+                failures.append(f"{section}: {exc}")
+                print(f"  {section}: FAILED: {str(exc)[:500]}", flush=True)
+    finally:
+        for b in brokers:
+            try:
+                b.close()
+            except Exception:  # noqa: BLE001 - the rest still get stopped
+                pass
+        print_table(results, names)
+        for failure in failures:
+            print(f"FAILED {failure}")
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        out = RESULTS_DIR / time.strftime("scale-%Y%m%d-%H%M%S.json")
+        out.write_text(json.dumps({"cores": os.cpu_count(), "platform": platform.platform(), "partitions": partitions,
+                                   "results": results.values, "failures": failures}, indent=2))
+        print(f"results written to {out}")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
