@@ -181,7 +181,8 @@ def format_verdict(o: Outcome) -> str:
     h = o.history
     lines = [f"seed {o.seed}: {'PASS' if o.ok else 'FAIL'}  ({len(h.faults)} faults, "
              f"{sum(1 for p in h.produced if p.ok)} acknowledged writes, {len(h.consumed)} reads, "
-             f"{len(h.commits)} commits, {len(h.watermarks)} watermarks)", "",
+             f"{len(h.commits)} commits, {len(h.watermarks)} watermarks, "
+             f"{sum(1 for p in h.produced if p.ok and not p.txn and p.offset < 0)} acknowledged without an offset)", "",
              f"{'check':<72} {'checked':>8} {'violations':>10}"]
     for r in o.results:
         lines.append(f"{r.name:<72} {r.checked:>8} {len(r.violations):>10}")

@@ -75,7 +75,9 @@ class ProducerWorkload(Workload):
         def delivered(err, msg) -> None:
             now = self.clock()
             if err is None:
-                self.history.add(Produced(self.topic, partition, key, value, True, msg.offset(), sent=sent,
+                offset = msg.offset()  # None: acknowledged without an offset (see checker._known)
+                self.history.add(Produced(self.topic, partition, key, value, True, -1 if offset is None else offset,
+                                          sent=sent,
                                           acked=now, producer=self.name, seq=seq))
             else:
                 self.history.add(Produced(self.topic, partition, key, value, False, -1, str(err), sent=sent,
@@ -167,8 +169,14 @@ class TransactionWorkload(Workload):
     def _producer(self) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.name, "linger.ms": 5,
                       "transaction.timeout.ms": 30_000, "client.id": self.name})
-        p.init_transactions(60)
-        return p
+        deadline = time.monotonic() + 300
+        while True:  # a timeout is retriable ("retry call to resume"): the coordinator is still moving or loading
+            try:
+                p.init_transactions(60)
+                return p
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
 
     def _run(self) -> None:
         producer = self._producer()
@@ -180,7 +188,8 @@ class TransactionWorkload(Workload):
             def delivered(err, msg, _pending=pending) -> None:
                 value = msg.value().decode()
                 _pending.append(Produced(self.topic, msg.partition(), None, value, err is None,
-                                         msg.offset() if err is None else -1, "" if err is None else str(err),
+                                         msg.offset() if err is None and msg.offset() is not None else -1,
+                                         "" if err is None else str(err),
                                          acked=self.clock(), producer=self.name, seq=len(_pending)))
             outcome = "unknown"
             try:
