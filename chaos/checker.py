@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from chaos.history import Consumed, Fault, History, Produced
+from chaos.history import Commit, Consumed, Fault, History, Produced
 
 GRACE = 10.0  # seconds after a fault's heal during which its effects (elections, rejoins) still count
 
@@ -99,9 +99,9 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
     for p in acked:
         if _known(p):
             per_producer[(p.producer, p.topic, p.partition)].append(p)
-    for (_, topic, partition), records in per_producer.items():
-        records.sort(key=lambda p: p.seq)
-        for a, b in zip(records, records[1:], strict=False):
+    for (_, topic, partition), sent in per_producer.items():
+        sent.sort(key=lambda p: p.seq)
+        for a, b in zip(sent, sent[1:], strict=False):
             if b.offset <= a.offset:
                 violations.append(_violation(h, name, f"{topic}-{partition}: {b.value!r} sent after {a.value!r} "
                                              f"but acknowledged at offset {b.offset} <= {a.offset}", b.acked, [a, b]))
@@ -114,7 +114,7 @@ def check_offsets_unique(h: History) -> CheckResult:
     watermark, which is never truncated)."""
     name = "offsets never reused"
     violations: list[Violation] = []
-    seen: dict[tuple[str, int, int], object] = {}
+    seen: dict[tuple[str, int, int], Produced | Consumed] = {}
     checked = 0
     for p in h.produced:
         if not p.ok or not _known(p):
@@ -141,8 +141,8 @@ def check_groups_skip_nothing(h: History) -> CheckResult:
     name = "groups never skip acknowledged records"
     violations: list[Violation] = []
     last_commit: dict[tuple[str, str, int], tuple[int, float]] = {}
-    for c in sorted(h.commits, key=lambda c: c.at):
-        last_commit[(c.group, c.topic, c.partition)] = (c.offset, c.at)
+    for commit in sorted(h.commits, key=lambda c: c.at):
+        last_commit[(commit.group, commit.topic, commit.partition)] = (commit.offset, commit.at)
     read: dict[tuple[str, str, int], set[int]] = defaultdict(set)
     for c in h.consumed:
         if c.reader.startswith("group:"):
@@ -168,7 +168,7 @@ def check_commits_monotonic(h: History) -> CheckResult:
     """A group's committed offset of a partition never moves backwards."""
     name = "committed offsets never go backwards"
     violations: list[Violation] = []
-    last: dict[tuple[str, str, int], object] = {}
+    last: dict[tuple[str, str, int], Commit] = {}
     for c in sorted(h.commits, key=lambda c: c.at):
         key = (c.group, c.topic, c.partition)
         prev = last.get(key)
