@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from replication.broker_client import BrokerClient, BrokerConnectionError
+from replication.catch_up_progress import CatchUpProgress
 from replication.fetch_session import INITIAL_EPOCH
 from replication.partition import Partition
 from replication.replica_manager import ReplicationQuota
@@ -84,6 +85,7 @@ class ReplicaFetcher:
         self._session: dict[TopicPartition, tuple[int, int, int, int]] = {}
         self._pending: tuple[dict[TopicPartition, tuple[int, int, int, int]], bool] = ({}, True)
         self._topic_ids: dict[str, uuid.UUID] = {}
+        self.progress = CatchUpProgress(leader_id)
 
     @property
     def partitions(self) -> set[TopicPartition]:
@@ -99,6 +101,7 @@ class ReplicaFetcher:
     def remove_partitions(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._delayed_until.pop(tp, None)
+            self.progress.forget(tp)
         self._changed.set()
 
     async def close(self) -> None:
@@ -254,6 +257,7 @@ class ReplicaFetcher:
             if data.log_start_offset > p.log.log_start_offset:
                 p.log.maybe_increment_log_start_offset(min(data.log_start_offset, p.log.high_watermark),
                                                        "leader offset increment")
+            self.progress.observe(tp, self.node_id in p.isr, p.log.log_end_offset, data.high_watermark)
             return
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(tp, p)
