@@ -19,7 +19,8 @@ Sections (each figure for both brokers and the ratio pykbroker / Kafka):
   latency and the broker's memory per idle connection.
 - groups: SCALE_GROUPS groups (default 500) each committing offsets for 4 partitions SCALE_COMMITS times
   (default 4) through OffsetCommit (AdminClient.alter_consumer_group_offsets, many in flight), from two
-  processes: commits per second and the p99 of one commit.
+  processes: commits per second and the p99 of one commit. Then SCALE_MEMBERS consumers (default 100, from
+  four processes) join one group on a topic with as many partitions: seconds until each holds one.
 - cores: the same produce load (SCALE_GENERATORS librdkafka producer processes, acks=1, 100-byte records,
   SCALE_CORES_SECONDS long, 8 partitions) against Kafka's single node (its threads use every core) and
   against a pykbroker cluster of 1 and of 2 processes on this machine (ZooKeeper mode, partitions spread
@@ -388,6 +389,66 @@ def commit_offsets(bootstrap: str, topic: str, groups: list[str], commits: int, 
     out.put((time.perf_counter() - started, latencies))
 
 
+def group_members(bootstrap: str, topic: str, group: str, first: int, count: int, assigned, release) -> None:
+    """Load generator: ``count`` consumers (threads) in ``group``; member ``first + i`` keeps the number of
+    partitions it holds in ``assigned[first + i]`` (shared memory) until ``release``."""
+    import threading
+
+    from confluent_kafka import Consumer
+
+    stop = threading.Event()
+
+    def member(i: int) -> None:
+        def on_assign(_c, partitions) -> None:
+            assigned[first + i] = len(partitions)
+
+        def on_revoke(_c, _partitions) -> None:
+            assigned[first + i] = 0
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3,
+                      "partition.assignment.strategy": "range", "session.timeout.ms": 45000})
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        while not stop.is_set():
+            c.poll(0.1)
+        c.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    release.wait(900)
+    stop.set()
+    for t in threads:
+        t.join(60)
+
+
+def rebalance_seconds(bootstrap: str, members: int, processes: int = 4) -> float:
+    """``members`` consumers join one group (from ``processes`` processes) on a topic of ``members``
+    partitions; seconds until each of them holds exactly one partition (the final assignment)."""
+    ctx = multiprocessing.get_context("spawn")
+    topic = f"rebalance-{members}"
+    create_topic(bootstrap, topic, members)
+    assigned = ctx.Array("i", members, lock=False)
+    release = ctx.Event()
+    per = members // processes
+    procs = [ctx.Process(target=group_members, args=(bootstrap, topic, "one-big-group", i * per,
+                                                      per if i < processes - 1 else members - i * per, assigned,
+                                                      release)) for i in range(processes)]
+    started = time.perf_counter()
+    for p in procs:
+        p.start()
+    try:
+        deadline = time.monotonic() + 900
+        while any(n != 1 for n in assigned):
+            if time.monotonic() > deadline or not all(p.is_alive() for p in procs):
+                raise RuntimeError(f"{sum(n == 1 for n in assigned)} of {members} members hold one partition")
+            time.sleep(0.05)
+        return time.perf_counter() - started
+    finally:
+        release.set()
+        for p in procs:
+            p.join(120)
+
+
 def groups_section(brokers: list[Broker], results: Results, groups: int, commits: int) -> None:
     ctx = multiprocessing.get_context("spawn")
     for b in brokers:
@@ -415,6 +476,9 @@ def groups_section(brokers: list[Broker], results: Results, groups: int, commits
         results.put(f"{groups} groups x {commits} offset commits: p99 ms", b.name,
                     latencies[int(0.99 * (len(latencies) - 1))], False)
         results.put(f"broker memory after {groups} groups MB", b.name, rss_mb(b.pid()), False)
+        members = env_int("SCALE_MEMBERS", 100)
+        results.put(f"{members} members join one group, until each holds a partition s", b.name,
+                    rebalance_seconds(b.bootstrap, members), False)
 
 
 # -- cores ---------------------------------------------------------------------------------------------------
