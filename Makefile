@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos clean deps fuzz fuzz-live
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ chaos: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	bash compat_tests/jvm/fetch_jars.sh >/dev/null
 	$(PY) -m chaos $(ARGS)
+
+## chaos-kill-loop: single node, kill -9 cycles under acks=all load, then every acknowledged record checked;
+##        ARGS: --cycles N (1000) --seed N --rate R
+chaos-kill-loop: $(STAMP)
+	$(PY) -m chaos.kill_loop $(ARGS)
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

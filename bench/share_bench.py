@@ -132,7 +132,7 @@ def bytes_per_in_flight_record(count: int = 200_000) -> float:
     """tracemalloc's view of what a SharePartition holds per acquired record (batches of 500 records)."""
     import asyncio
 
-    from coordinator.group.clock import SystemClock
+    from coordinator.runtime.clock import SystemClock
     from coordinator.share.share_partition import SharePartition, SharePartitionConfig
 
     async def measure() -> float:

@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, action="append", help="seed (repeat for several campaigns)")
     parser.add_argument("--faults", default=",".join(KINDS), help=f"comma-separated mix of {', '.join(KINDS)}")
     parser.add_argument("--rate", type=float, default=100.0, help="records/s of each acks=all producer")
+    parser.add_argument("--brokers", type=int, default=3, help="brokers in the cluster (3; topics keep RF 3)")
+    parser.add_argument("--target", choices=("pykbroker", "kafka"), default="pykbroker",
+                        help="the cluster under test: pykbroker on ZooKeeper, or Apache Kafka 4.1 (KRaft) to compare")
     parser.add_argument("--no-java", action="store_true", help="without the Java client's VerifiableProducer")
     parser.add_argument("--out", type=Path, default=Path("chaos-runs"), help="where runs are written")
     args = parser.parse_args(argv)
@@ -30,10 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / f"seed-{seed}-{time.strftime('%Y%m%dT%H%M%S')}"
         print(f"campaign seed {seed}, {args.duration:.0f}s, faults {faults}, output {out}", flush=True)
         outcome = run(args.duration, seed, faults, out, rate=args.rate, log=lambda s: print(s, flush=True),
-                      java=not args.no_java)
+                      java=not args.no_java, brokers=args.brokers, target=args.target)
         failed += not outcome.ok
         print(f"reproduce: make chaos ARGS=\"--duration {args.duration:g} --seed {seed} --faults {','.join(faults)} "
-              f"--rate {args.rate:g}{' --no-java' if args.no_java else ''}\"", flush=True)
+              f"--rate {args.rate:g} --brokers {args.brokers} --target {args.target}{' --no-java' if args.no_java else ''}\"", flush=True)
     return 1 if failed else 0
 
 

@@ -1,8 +1,9 @@
-"""One campaign: a 3-broker cluster on ZooKeeper, the workloads, the nemesis for ``duration`` seconds, then
-heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
+"""One campaign: a cluster of ``brokers`` (3 or 5) on ZooKeeper, the workloads, the nemesis for ``duration``
+seconds, then heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import statistics
@@ -13,9 +14,11 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.checker import CheckResult, check_all, unavailability
+from chaos.cluster import ProxiedCluster
 from chaos.history import CopierRun, History
-from chaos.java_workload import JavaProducerWorkload, java_jars
-from chaos.nemesis import KINDS, Nemesis
+from chaos.java_workload import JavaGroupMember, JavaProducerWorkload, JavaToolWorkload, java_jars
+from chaos.kafka_target import KAFKA_KINDS, KafkaTarget
+from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
 from chaos.timeline import render
 from chaos.workloads import (
     CopierWorkload,
@@ -30,6 +33,7 @@ from pykbroker.testing import ClusterProcesses
 PARTITIONS = 3
 LAG_MS = 3000
 SESSION_MS = 8000
+DISK_MB = 64  # each broker's log dir, a tmpfs, when the mix has disk-full
 
 
 @dataclass
@@ -65,19 +69,35 @@ def create_topics(bootstrap: str) -> None:
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
-        log=print, java: bool = True) -> Outcome:
-    """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``."""
+        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker") -> Outcome:
+    """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``.
+    ``target="kafka"``: Apache Kafka 4.1 (KRaft) instead of pykbroker, under the faults that apply to it."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
     history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
-                                                            "rate": rate, "java": java})
+                                                            "rate": rate, "java": java,
+                                                            "brokers": brokers, "target": target})
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
-    with ClusterProcesses(out_dir / "cluster", size=3, overrides=overrides,
-                          zookeeper_session_timeout_ms=SESSION_MS) as cluster:
+    if target == "kafka":
+        jars = java_jars()
+        if jars is None:
+            raise RuntimeError("the Kafka target needs java and Kafka's jars (make deps)")
+        faults = [f for f in faults if f in KAFKA_KINDS]
+        history.meta["faults"] = faults
+        cluster_factory = functools.partial(KafkaTarget, jars)
+    else:
+        if "disk-full" in faults:
+            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB)
+        elif set(faults) & set(PARTITION_KINDS):
+            cluster_factory = ProxiedCluster
+        else:
+            cluster_factory = ClusterProcesses
+    with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,
+                         zookeeper_session_timeout_ms=SESSION_MS) as cluster:
         bootstrap = cluster.bootstrap
         create_topics(bootstrap)
         log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
@@ -92,11 +112,13 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                                   out_dir / "java-producer.properties"))
         elif java:
             errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
+        java_group = [JavaGroupMember(f"java-member-{i}", history, clock, bootstrap, "acks", "chaos-java-group", jars,
+                                      out_dir / f"java-member-{i}.log") for i in range(2)] if jars is not None else []
         group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
         txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
         sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
-        workloads = [*producers, group, txn, copier, sampler]
+        workloads = [*producers, group, *java_group, txn, copier, sampler]
         for w in workloads:
             w.start()
         try:
@@ -120,7 +142,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             log(f"nemesis done ({clock():.1f}s); stopping workloads")
             for w in [*producers, txn]:
                 w.stop()
-            for w in (copier, group, sampler):
+            for w in (copier, group, *java_group, sampler):
                 w.stop(240)
             errors += [e for w in workloads for e in w.errors]
             nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
@@ -134,11 +156,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                   inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
                                   outputs=[c.value for c in history.consumed
                                            if c.reader == "final-committed" and c.topic == "copy-out"]))
-            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs, txn_outcomes=txn.outcomes)
+            history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs,
+                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes)
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
-            for w in producers:
-                if isinstance(w, JavaProducerWorkload):
+            for w in [*producers, *java_group]:
+                if isinstance(w, JavaToolWorkload):
                     w.kill()
     results = check_all(history)
     outcome = Outcome(seed, history, results, errors, out_dir)

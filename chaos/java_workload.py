@@ -1,8 +1,11 @@
-"""The Java client as a workload: Kafka's own ``VerifiableProducer`` (org.apache.kafka.tools, the tool
-Kafka's system tests drive) from Kafka 4.1's jars, acks=all and idempotent, its JSON events recorded.
+"""The Java client as a workload: Kafka's own ``VerifiableProducer`` and ``VerifiableConsumer``
+(org.apache.kafka.tools, the tools Kafka's system tests drive) from Kafka 4.1's jars, their JSON events
+recorded.
 
 Each acknowledged send prints ``{"name":"producer_send_success","value":"<prefix>.<n>","offset":..,
-"partition":..}``; a failed one ``producer_send_error`` with the exception.
+"partition":..}``; a failed one ``producer_send_error`` with the exception. A consumer started with
+``--verbose`` prints ``record_data`` (topic, partition, offset, key, value) for each record it returns and
+``offsets_committed`` (offsets, success) after each synchronous commit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from chaos.history import History, Produced
+from chaos.history import Commit, Consumed, History, Produced
 from chaos.workloads import Clock, Workload
 
 JARS = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / ".cache" / "jars"
@@ -27,7 +30,25 @@ def java_jars() -> Path | None:
     return JARS
 
 
-class JavaProducerWorkload(Workload):
+class JavaToolWorkload(Workload):
+    """A workload whose work is one Java tool process (``self.proc``)."""
+
+    proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def stop(self, timeout: float = 150.0) -> None:
+        """SIGTERM: the tool closes its client (a producer delivers or fails what is in flight) and exits."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+        super().stop(timeout)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+
+class JavaProducerWorkload(JavaToolWorkload):
     """VerifiableProducer writing ``<prefix>.<n>`` to ``topic`` at ``rate`` records/s until stopped."""
 
     def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, rate: float,
@@ -70,17 +91,53 @@ class JavaProducerWorkload(Workload):
             self.errors.append(f"{self.name}: VerifiableProducer exited with {self.proc.returncode} after "
                                f"{self.acked} acknowledged records; see {self.stderr_path}")
 
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-
-    def stop(self, timeout: float = 150.0) -> None:
-        """SIGTERM: the tool closes its producer (delivering or failing what is in flight) and exits."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-        super().stop(timeout)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
 
 
-__all__ = ["JavaProducerWorkload", "java_jars"]
+class JavaGroupMember(JavaToolWorkload):
+    """One VerifiableConsumer of ``group`` on ``topic``, committing synchronously after every poll; records and
+    successful commits go into the history, anything else it prints into ``log_path``. The classic
+    protocol: a cluster on ZooKeeper has no KIP-848 groups (Kafka's neither; the client is told
+    UNSUPPORTED_VERSION and the tool stops)."""
+
+    def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, group: str,
+                 jars: Path, log_path: Path, protocol: str = "classic") -> None:
+        super().__init__(name, history, clock)
+        self.group = group
+        self.command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*",
+                        "org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server", bootstrap,
+                        "--topic", topic, "--group-id", group, "--group-protocol", protocol, "--verbose",
+                        "--reset-policy", "earliest"]
+        self.proc: subprocess.Popen | None = None
+        self.log_path = log_path
+        self.consumed = 0
+
+    def _run(self) -> None:
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=log, text=True)
+            self._read_events(log)
+
+    def _read_events(self, log) -> None:
+        reader = f"group:{self.group}:{self.name}"
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                log.write(line)
+                log.flush()
+                continue
+            name = event.get("name")
+            if name == "record_data":
+                self.consumed += 1
+                self.history.add(Consumed(event["topic"], event["partition"], event["offset"], event.get("key"),
+                                          str(event["value"]), reader, self.clock()))
+            elif name == "offsets_committed" and event.get("success"):
+                now = self.clock()
+                for o in event.get("offsets", []):
+                    self.history.add(Commit(self.group, o["topic"], o["partition"], o["offset"], now))
+        self.proc.wait()
+        if not self._stop.is_set() or not self.consumed:
+            self.errors.append(f"{self.name}: VerifiableConsumer exited with {self.proc.returncode} after "
+                               f"{self.consumed} records; see {self.log_path}")
+
+
+__all__ = ["JavaGroupMember", "JavaProducerWorkload", "java_jars"]

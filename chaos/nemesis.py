@@ -9,6 +9,20 @@ Kinds (``KINDS``):
 - ``pause-session``: SIGSTOP for 1.5 x the ZooKeeper session timeout (its session expires, its
   leaderships move; it comes back to a fenced world), then SIGCONT.
 - ``restart-zookeeper``: ``kill -9`` of ZooKeeper, restarted after a hold of 1-5 s.
+Network partitions (a ``ProxiedCluster``'s ``Network``; clients keep reaching every broker unless said):
+- ``partition-zk``: a partition leader cut from ZooKeeper both ways for 1.5 x the session timeout (its
+  session expires; the controller moves its leaderships while it still serves clients).
+- ``partition-leader``: a partition leader cut from ZooKeeper and every other broker, both ways (the
+  split brain: it still answers clients, but can neither replicate nor shrink its ISR).
+- ``partition-followers``: a partition leader cut from the other brokers both ways, not from ZooKeeper
+  (its followers fall out of the ISR; acks=all with min.insync.replicas=2 is refused).
+- ``partition-one-way``: a partition leader's bytes to ZooKeeper and the other brokers dropped, or theirs to
+  it (chosen at random); the other direction flows.
+- ``partition-halves``: brokers and ZooKeeper split into two random non-empty sides, cut both ways.
+- ``partition-clients``: one broker unreachable from every client both ways (brokers still reach it).
+- ``disk-full``: a partition leader's log dir (a tmpfs of the ``ProxiedCluster``) filled up to ENOSPC; its
+  writes fail, the dir goes offline and its partitions move to other replicas. Healed by freeing the space
+  and, when the dir went offline, restarting the broker (a dir stays offline until then, as in Kafka).
 Every fault is recorded in the history with its start and heal time; ``heal_all`` undoes anything left.
 """
 
@@ -22,10 +36,15 @@ from collections.abc import Callable
 
 from confluent_kafka.admin import AdminClient
 
+from chaos.cluster import ZOOKEEPER, node_name
 from chaos.history import Fault, History
+from chaos.network import CLIENT
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
-KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper")
+KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper",
+         "partition-zk", "partition-leader", "partition-followers", "partition-one-way", "partition-halves",
+         "partition-clients", "disk-full")
+PARTITION_KINDS = tuple(k for k in KINDS if k.startswith("partition-"))
 
 
 class Nemesis:
@@ -79,6 +98,10 @@ class Nemesis:
             finally:
                 os.kill(pid, signal.SIGCONT)
                 self.paused.discard(victim)
+        elif kind in PARTITION_KINDS:
+            fault = self.partition(kind)
+        elif kind == "disk-full":
+            fault = self.disk_full()
         elif kind == "restart-zookeeper":
             fault = self._begin(Fault(kind, "zookeeper", self.clock()))
             self.cluster.zookeeper.kill()
@@ -90,6 +113,75 @@ class Nemesis:
         self.wait_healthy(fault)
         return fault
 
+    def partition(self, kind: str) -> Fault:
+        """Cut links of the cluster's network as ``kind`` says, hold, heal."""
+        network = getattr(self.cluster, "network", None)
+        if network is None:
+            raise ValueError(f"{kind} needs a ProxiedCluster (a network to cut)")
+        victim = self.leader_of_random_partition()
+        me = node_name(victim)
+        peers = [node_name(i) for i in sorted(self.cluster.brokers) if i != victim]
+        hold = self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000
+        if kind == "partition-zk":
+            hold = 1.5 * self.session_ms / 1000
+            cuts, what = [(me, ZOOKEEPER, True)], f"{me} x zookeeper"
+        elif kind == "partition-leader":
+            cuts, what = [(me, other, True) for other in [ZOOKEEPER, *peers]], f"{me} x zookeeper, {', '.join(peers)}"
+        elif kind == "partition-followers":
+            cuts, what = [(me, other, True) for other in peers], f"{me} x {', '.join(peers)}"
+        elif kind == "partition-one-way":
+            inbound = self.rng.random() < 0.5
+            cuts = [((other, me) if inbound else (me, other)) + (False,) for other in [ZOOKEEPER, *peers]]
+            what = f"zookeeper, {', '.join(peers)} -> {me}" if inbound else f"{me} -> zookeeper, {', '.join(peers)}"
+        elif kind == "partition-halves":
+            nodes = [ZOOKEEPER, *(node_name(i) for i in sorted(self.cluster.brokers))]
+            self.rng.shuffle(nodes)
+            cut_at = self.rng.randint(1, len(nodes) - 1)
+            left, right = nodes[:cut_at], nodes[cut_at:]
+            cuts = [(a, b, True) for a in left for b in right]
+            what = f"{{{', '.join(sorted(left))}}} x {{{', '.join(sorted(right))}}}"
+        elif kind == "partition-clients":
+            cuts, what = [(CLIENT, me, True)], f"clients x {me}"
+        else:
+            raise ValueError(f"unknown partition kind {kind!r}")
+        fault = self._begin(Fault(kind, me, self.clock(), note=f"{what} for {hold:.1f}s"))
+        try:
+            for a, b, both in cuts:
+                network.cut(a, b, both=both)
+            time.sleep(hold)
+        finally:
+            network.heal()
+        return fault
+
+    def disk_full(self) -> Fault:
+        """Fill a leader's log dir, hold, free it; restart the broker if its dir went offline meanwhile."""
+        disks = getattr(self.cluster, "disks", None)
+        if not disks:
+            raise ValueError("disk-full needs a ProxiedCluster with disk_mb (a tmpfs log dir per broker)")
+        victim = self.leader_of_random_partition()
+        broker = self.cluster.broker(victim)
+        hold = self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000
+        log_start = broker.log_path.stat().st_size
+        fault = self._begin(Fault("disk-full", f"broker {victim}", self.clock(), note=f"held {hold:.1f}s"))
+        filler = disks[victim] / "chaos-filler"
+        try:
+            with open(filler, "wb") as f:
+                chunk = b"\0" * (1 << 20)
+                try:
+                    while True:
+                        f.write(chunk)
+                        f.flush()
+                except OSError:
+                    pass  # ENOSPC: full
+            time.sleep(hold)
+        finally:
+            filler.unlink(missing_ok=True)
+        if not broker.alive or b"offline log dir" in _read_from(broker.log_path, log_start):
+            broker.kill()
+            self.restart(victim)
+            fault.note += "; log dir went offline: broker restarted"
+        return fault
+
     def _begin(self, fault: Fault) -> Fault:
         """Record the fault as it starts (end -1 until healed: an unhealed fault stays open in the history)."""
         self.history.add(fault)
@@ -99,6 +191,9 @@ class Nemesis:
         """Start a killed broker until it is registered. One restarted before ZooKeeper expired its old
         session finds its /brokers/ids znode owned by that session and exits (as Kafka's does: "node
         already exists and owner does not match"); like a supervisor, start it again."""
+        if hasattr(self.cluster, "restart_broker"):  # not pykbroker (Kafka 4.1 for comparison): its own way back
+            self.cluster.restart_broker(node_id, timeout)
+            return
         broker = self.cluster.broker(node_id)
         deadline = time.monotonic() + timeout
         mark = f"broker {node_id} registered at /brokers/ids/{node_id}".encode()
@@ -128,7 +223,7 @@ class Nemesis:
         while time.monotonic() < deadline:
             try:
                 md = self.admin.list_topics(self.topic, timeout=5).topics[self.topic]
-                if all(p.leader >= 0 and len(p.isrs) == len(self.cluster.brokers) for p in md.partitions.values()):
+                if all(p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in md.partitions.values()):
                     fault.note = (fault.note + f"; healthy {self.clock() - fault.end:.1f}s after heal").lstrip("; ")
                     return
             except Exception:  # noqa: BLE001 - metadata not answered now; ask again
@@ -137,13 +232,16 @@ class Nemesis:
         self.slow_heals.append(f"{fault.kind} at {fault.start:.1f}s: ISRs not full {timeout}s after the heal")
 
     def heal_all(self) -> None:
-        """SIGCONT every paused broker, start every dead one and ZooKeeper."""
+        """Heal the network, SIGCONT every paused broker, start every dead one and ZooKeeper."""
+        network = getattr(self.cluster, "network", None)
+        if network is not None:
+            network.heal()
         for node_id in list(self.paused):
             proc = self.cluster.broker(node_id).proc
             if proc is not None:
                 os.kill(proc.pid, signal.SIGCONT)
             self.paused.discard(node_id)
-        if not self.cluster.zookeeper.alive:
+        if self.cluster.zookeeper is not None and not self.cluster.zookeeper.alive:
             self.cluster.zookeeper.start(timeout=60)
         for broker in self.cluster.brokers.values():
             if not broker.alive:

@@ -22,6 +22,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from chaos.history import Commit, Consumed, History, Produced, Watermark
+from compat_tests.eos_copier import STUCK_EXIT
 
 Clock = Callable[[], float]
 REPO = Path(__file__).resolve().parent.parent
@@ -239,6 +240,7 @@ class CopierWorkload(Workload):
         self.bootstrap, self.source, self.sink, self.log_path = bootstrap, source, sink, log_path
         self.runs = 0
         self.failed_runs = 0
+        self.stuck_runs = 0  # ended by the copier's watchdog (librdkafka#5456), counted among the failed ones
         self.proc: subprocess.Popen | None = None
 
     def kill(self) -> None:
@@ -259,6 +261,7 @@ class CopierWorkload(Workload):
                     time.sleep(0.2)
                 if proc.returncode != 0:
                     self.failed_runs += 1
+                    self.stuck_runs += proc.returncode == STUCK_EXIT
                 elif draining:
                     return
                 log.write(f"--- copier exited with {proc.returncode} at {self.clock():.1f}s; running it again\n")

@@ -7,15 +7,17 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    ("disk_full", "metadata offline partition"): "Kafka's controller moves leadership off an offline log dir "
-    "(leader -1, ISR empty, epoch + 1, replica offline); pykbroker keeps the partition's state and answers "
-    "KAFKA_STORAGE_ERROR to its produces and fetches.",
+    ("disk_full", "describe topic partitions offline partition elr"): "Eligible leader replicas (KIP-966) are not "
+    "kept in pykbroker's partition state: Kafka lists the replica that left the ISR for an offline dir as eligible "
+    "(and last known eligible); pykbroker answers empty lists (it elects that replica again all the same).",
     # Share groups are served at Kafka 4.2's versions, where KIP-932 is released (4.1's are its preview):
     # ShareFetch and ShareAcknowledge v2 (KIP-1206 acquire mode, KIP-1222 renew) and DescribeShareGroupOffsets
     # v1 (KIP-1226 lag) are what 4.2 brokers and the 4.2 Java client use.
     ("api_versions", "api.78"): "ShareFetch v1-2 as Kafka 4.2 (4.1: v1).",
     ("api_versions", "api.79"): "ShareAcknowledge v1-2 as Kafka 4.2 (4.1: v1).",
     ("api_versions", "api.90"): "DescribeShareGroupOffsets v0-1 as Kafka 4.2 (4.1: v0).",
+    ("api_versions", "api.85"): "WriteShareGroupState v0-1 as Kafka 4.2 (4.1: v0; v1 adds DeliveryCompleteCount).",
+    ("api_versions", "api.87"): "ReadShareGroupStateSummary v0-1 as Kafka 4.2 (4.1: v0).",
     **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
        "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.1 has no ZooKeeper mode)."
        for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",

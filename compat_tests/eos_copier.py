@@ -6,6 +6,11 @@ transactions, then opens one more, writes into it and dies (``os._exit``) withou
 process would. Without it, the loop stops once it has consumed everything up to the end of the input
 and prints ``done <count>``.
 
+librdkafka's ``send_offsets_to_transaction`` can block forever past its timeout when the group coordinator
+goes away under it (confluentinc/librdkafka#5456, open; the chaos campaign hits it against Apache Kafka 4.1
+as against pykbroker): a watchdog ends the process with exit code 5 when the call outlives its timeout by
+30 s, so that whoever runs the copier starts it again, as a supervisor would.
+
     python -m compat_tests.eos_copier --bootstrap HOST:PORT --input in --output out --group g --txn-id t
 """
 
@@ -14,11 +19,40 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 BATCH = 20
+STUCK_EXIT = 5
+
+
+class Watchdog:
+    """Exits the process (``STUCK_EXIT``) when a call made inside ``guard(seconds)`` runs past ``seconds``."""
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+        self.what = ""
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def guard(self, seconds: float, what: str) -> Watchdog:
+        self.limit, self.what = seconds, what
+        return self
+
+    def __enter__(self) -> None:
+        self.deadline = time.monotonic() + self.limit
+
+    def __exit__(self, *exc: object) -> None:
+        self.deadline = None
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(1.0)
+            deadline = self.deadline
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"{self.what} blocked past its timeout (librdkafka#5456); exiting", flush=True)
+                os._exit(STUCK_EXIT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     producer = Producer({"bootstrap.servers": args.bootstrap, "transactional.id": args.txn_id,
                          "transaction.timeout.ms": 60_000})
     producer.init_transactions(60)
+    watchdog = Watchdog()
     consumer.subscribe([args.input])
     copied = transactions = 0
     idle_since = time.monotonic()
@@ -55,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"crashing inside transaction {transactions + 1} after {copied} records", flush=True)
             os._exit(3)
         try:
-            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                                 consumer.consumer_group_metadata(), 30)
+            with watchdog.guard(60, "send_offsets_to_transaction"):
+                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                     consumer.consumer_group_metadata(), 30)
             commit(producer)
         except KafkaException as exc:
             if not exc.args[0].txn_requires_abort():

@@ -19,7 +19,7 @@ import pytest
 
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.testing import BrokerProcess, RawClient, free_port
-from wire.messages import CreateAclsRequest, CreateTopicsRequest
+from wire.messages import ConsumerGroupDescribeRequest, CreateAclsRequest, CreateTopicsRequest
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_topics_request import CreatableTopic
 
@@ -30,7 +30,7 @@ WRITER_DN = "O=pykbroker,CN=writer"  # RFC 2253: the last RDN of the subject fir
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 ACLS = [  # (resource type, name, pattern, principal, operation, permission)
     (2, "granted", 3, "User:alice", 4, 3), (2, "granted", 3, "User:alice", 3, 3),
-    (3, "alice-group", 3, "User:alice", 3, 3),
+    (3, "alice-group", 3, "User:alice", 3, 3), (3, "alice-regex", 3, "User:alice", 3, 3),
     (2, "granted", 3, "User:bob", 3, 3),
     (2, "granted", 3, f"User:{WRITER_DN}", 4, 3),
 ]
@@ -132,6 +132,48 @@ def test_confluent_consumer_allowed(secured):
     finally:
         consumer.close()
     assert got == b"v"
+
+
+def test_confluent_regex_consumer_is_assigned_only_topics_it_may_describe(secured):
+    """KIP-848 (group.protocol=consumer): librdkafka sends a regex subscription to the broker, which resolves it
+    to the matching topics the member may DESCRIBE (Kafka 4.1's GroupMetadataManager filters through the
+    authorizer): alice matches "granted" and "denied" but is assigned only "granted", silently."""
+    from confluent_kafka import Consumer, Producer
+
+    _, addresses, _, _ = secured
+    admin = Producer({"bootstrap.servers": addresses["PLAINTEXT"]})  # ANONYMOUS is a super user
+    for topic in ("granted", "denied"):
+        admin.produce(topic, value=topic.encode())
+    assert admin.flush(20) == 0
+    consumer = Consumer({**sasl(addresses, "alice"), "group.id": "alice-regex", "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["^(granted|denied)$"])
+    seen: set[str] = set()
+    errors = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "granted" not in seen:
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                if msg.error() is None:
+                    seen.add(msg.topic())
+                else:
+                    errors.append(msg.error())
+        for _ in range(4):  # a moment more: nothing from "denied" either
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.add(msg.topic())
+        assignment = sorted(tp.topic for tp in consumer.assignment())
+        with RawClient(addresses["PLAINTEXT"]) as c:  # the broker resolved a regex (the client sent no names)
+            members = c.request(ConsumerGroupDescribeRequest(group_ids=["alice-regex"]), 1).groups[0].members
+    finally:
+        consumer.close()
+    assert seen == {"granted"} and assignment == ["granted"], (seen, assignment, errors)
+    # librdkafka sends its regexes (each in parentheses), and the broker assigns "granted" alone: librdkafka
+    # would also leave out a topic its Metadata does not show, so the broker's own view is what tells.
+    assert [(m.subscribed_topic_names, m.subscribed_topic_regex, sorted(t.topic_name for t in m.assignment.topic_partitions),
+             sorted(t.topic_name for t in m.target_assignment.topic_partitions)) for m in members] == [
+        ([], "(^(granted|denied)$)", ["granted"], ["granted"])]
 
 
 def test_mutual_tls_principal_is_the_certificate_dn(secured):

@@ -86,6 +86,7 @@ from wire.messages.alter_configs_request import AlterableConfig as LegacyAlterab
 from wire.messages.alter_configs_request import AlterConfigsResource as LegacyAlterResource
 from wire.messages.alter_partition_reassignments_request import ReassignablePartition, ReassignableTopic
 from wire.messages.alter_user_scram_credentials_request import ScramCredentialDeletion
+from wire.messages.consumer_group_heartbeat_request import TopicPartitions as CghTopicPartitions
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_delegation_token_request import CreatableRenewers
 from wire.messages.create_partitions_request import CreatePartitionsTopic
@@ -144,6 +145,7 @@ ACLS = [
     (CLUSTER, "kafka-cluster", LITERAL, "User:bob", "*", DESCRIBE, ALLOW),
     (CLUSTER, "kafka-cluster", LITERAL, "User:bob", "*", ALTER_CONFIGS, ALLOW),
     (TXN, "tx1", LITERAL, "User:alice", "*", WRITE, ALLOW),
+    (GROUP, "rx", LITERAL, "User:alice", "*", READ, ALLOW),
     (TOPIC, "orders", LITERAL, "User:O=pykbroker,CN=writer", "*", WRITE, ALLOW),  # a client certificate's DN
 ]
 
@@ -733,6 +735,35 @@ def observe_group_topics(admin: str, sasl: str) -> dict[str, object]:
     return {f"group topics {k}": v for k, v in out.items()}
 
 
+def observe_regex(admin: str, sasl: str) -> dict[str, object]:
+    """A KIP-848 member subscribing with a regex is assigned only the matching topics it may DESCRIBE: orders
+    (implied by READ and WRITE), secret (ALL for User:*; alice's READ DENY leaves DESCRIBE alone) and pub-a
+    (prefixed DESCRIBE), not hidden (no ACL) nor cfg (ALTER_CONFIGS implies DESCRIBE_CONFIGS only)."""
+    with RawClient(admin, timeout=15) as c:
+        ids = {t.topic_id: t.name for t in c.request(MetadataRequest(topics=None), 12).topics}
+    member, epoch, owned = "r" * 22, 0, {}
+    deadline = time.monotonic() + 30
+    with login(sasl, "alice") as c:
+        while True:
+            hb = c.request(ConsumerGroupHeartbeatRequest(
+                group_id="rx", member_id=member, member_epoch=epoch, rebalance_timeout_ms=10000,
+                subscribed_topic_regex="orders|secret|hidden|cfg|pub-.*" if epoch == 0 else None,
+                topic_partitions=[CghTopicPartitions(topic_id=t, partitions=p) for t, p in owned.items()]), 1)
+            assert hb.error_code == ErrorCode.NONE, (hb.error_code, hb.error_message)
+            epoch = hb.member_epoch
+            if hb.assignment is not None:
+                owned = {tp.topic_id: sorted(tp.partitions) for tp in hb.assignment.topic_partitions}
+            if owned or time.monotonic() > deadline:  # Kafka resolves the regex a moment after the join
+                break
+            time.sleep(0.2)
+    with RawClient(admin, timeout=15) as c:
+        d = c.request(ConsumerGroupDescribeRequest(group_ids=["rx"]), 1).groups[0]
+        described = sorted((m.subscribed_topic_regex, sorted(t.topic_name for t in m.assignment.topic_partitions))
+                           for m in d.members)
+    return {"regex assignment": sorted((ids.get(t), p) for t, p in owned.items()),
+            "regex described members": described}
+
+
 def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
@@ -742,6 +773,7 @@ def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[st
     out.update(observe_tokens(admin, sasl))
     out.update(observe_tls(mtls, one_way, pki))
     out.update(observe_group_topics(admin, sasl))
+    out.update(observe_regex(admin, sasl))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}
@@ -754,6 +786,7 @@ def test_authorization_matches_kafka(kafka, pykbroker, pki):
     assert expected["mtls produce"] == [("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("orders", ErrorCode.NONE)]
     assert expected["token scram with token"][:2] == (ErrorCode.NONE, ErrorCode.NONE)
     assert expected["group topics bob describes g3"][0] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert expected["regex assignment"] == [("orders", [0, 1]), ("pub-a", [0]), ("secret", [0])]
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))

@@ -4,8 +4,9 @@ each with two log dirs, the second a small tmpfs mounted by the test (needs root
 Kafka takes the full dir offline and keeps serving the other: produce to the full dir's partition answers
 KAFKA_STORAGE_ERROR from the first failed write on, DescribeLogDirs reports the dir with
 KAFKA_STORAGE_ERROR and no topics. Its controller also moves the partition's leadership away (leader -1,
-ISR empty, epoch + 1, the replica offline: Metadata answers LEADER_NOT_AVAILABLE); pykbroker does not
-yet (allow-listed in differential_allowlist.py).
+ISR empty, epoch + 1, the replica offline: Metadata answers LEADER_NOT_AVAILABLE), and so does pykbroker.
+After a restart with the dir repaired, pykbroker leads the partition again (Kafka elects its last eligible
+replica when the broker registers with the dir online).
 """
 
 from __future__ import annotations
@@ -21,8 +22,19 @@ from compat_tests.differential_allowlist import ALLOWED
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import build_simple_batch
-from wire.messages import CreateTopicsRequest, DescribeLogDirsRequest, MetadataRequest, ProduceRequest
+from wire.messages import (
+    CreateTopicsRequest,
+    DescribeLogDirsRequest,
+    DescribeTopicPartitionsRequest,
+    FetchRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.describe_topic_partitions_request import TopicRequest
+from wire.messages.fetch_request import FetchPartition, FetchTopic
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
@@ -73,6 +85,19 @@ def observe(bootstrap: str, big: Path, small: Path) -> dict[str, object]:
         p = parts[on_small]
         out["metadata offline partition"] = (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes,
                                              p.offline_replicas)
+        fetched = c.request(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchTopic(
+            topic="t", partitions=[FetchPartition(partition=on_small, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+            12)
+        out["fetch from the offline partition"] = fetched.responses[0].partitions[0].error_code
+        listed = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="t", partitions=[
+            ListOffsetsPartition(partition_index=on_small, timestamp=-1)])]), 7)
+        out["list offsets of the offline partition"] = listed.topics[0].partitions[0].error_code
+        described = c.request(DescribeTopicPartitionsRequest(topics=[TopicRequest(name="t")],
+                                                             response_partition_limit=10), 0)
+        d = {x.partition_index: x for x in described.topics[0].partitions}[on_small]
+        out["describe topic partitions offline partition"] = (d.error_code, d.leader_id, d.leader_epoch, d.isr_nodes,
+                                                              d.offline_replicas)
+        out["describe topic partitions offline partition elr"] = (d.eligible_leader_replicas, d.last_known_elr)
     return out
 
 

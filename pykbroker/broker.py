@@ -15,8 +15,9 @@ from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
-from pykbroker.security.delegation_tokens import DelegationTokenManager
+from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
@@ -25,6 +26,7 @@ from replication.fetch_session import FetchSessionCache
 from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
+from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
+    from pykbroker.metrics.recorder import Recorder
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -49,6 +52,9 @@ log = logging.getLogger("pykbroker.broker")
 
 class Broker:
     """Everything request handlers share. Lives on the event loop; no locks needed."""
+
+    # What the request path counts for metrics and the console (pykbroker.metrics); None while both are off.
+    metrics: Recorder | None = None
 
     def __init__(self, config: Config, registry: Registry = REGISTRY) -> None:
         self.config = config
@@ -68,8 +74,8 @@ class Broker:
         self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
         self.delegation_tokens = self._delegation_token_manager()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
-        self.dynamic_config = DynamicBrokerConfig(config, self.metadata.broker_configs.get("", {}),
-                                                  self.metadata.broker_configs.get(str(self.node_id), {}))
+        self.dynamic_config = DynamicBrokerConfig(config, self.metadata.image.broker_configs.get("", {}),
+                                                  self.metadata.image.broker_configs.get(str(self.node_id), {}))
         self.default_log_config = LogConfig.from_properties(self.dynamic_config.current.topic_defaults())
         self.log_manager = LogManager(
             list(config.log_dirs),
@@ -89,14 +95,19 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
+        self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
+        self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
-                                               timeout_ms=config["request.timeout.ms"])
+                                               timeout_ms=config["request.timeout.ms"],
+                                               max_idle_ms=config["connections.max.idle.ms"])
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]))
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+            quota=self._replication_quota("follower"))
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.
@@ -105,13 +116,13 @@ class Broker:
         self._share_groups: ShareGroupService | None = None
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
         # Client quotas (stored in the metadata store): produced and fetched bytes, and request handling time.
-        self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.client_quotas,
+        self.produce_quota = QuotaManager(PRODUCER_BYTE_RATE, lambda: self.metadata.image.client_quotas,
                                           samples=config["quota.window.num"],
                                           window_seconds=config["quota.window.size.seconds"])
-        self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.client_quotas,
+        self.fetch_quota = QuotaManager(CONSUMER_BYTE_RATE, lambda: self.metadata.image.client_quotas,
                                         samples=config["quota.window.num"],
                                         window_seconds=config["quota.window.size.seconds"])
-        self.request_quota = RequestQuotaManager(lambda: self.metadata.client_quotas,
+        self.request_quota = RequestQuotaManager(lambda: self.metadata.image.client_quotas,
                                                  samples=config["quota.window.num"],
                                                  window_seconds=config["quota.window.size.seconds"])
         # Set by the server once sockets are bound (port 0 becomes the real port).
@@ -120,6 +131,18 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+
+    def _replication_quota(self, side: str) -> ReplicationQuotaManager:
+        """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
+        def topic_configs(name: str):
+            topic = self.metadata.image.topics.get(name)
+            return topic.configs if topic is not None else None
+
+        return ReplicationQuotaManager(
+            self.node_id, f"{side}.replication.throttled.rate", f"{side}.replication.throttled.replicas",
+            lambda: (self.dynamic_config.per_broker, self.dynamic_config.default), topic_configs,
+            samples=self.config["replication.quota.window.num"],
+            window_seconds=self.config["replication.quota.window.size.seconds"])
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -132,13 +155,14 @@ class Broker:
                 SystemClock,
             )
             from coordinator.group.group_config import GroupConfigs
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 
             clock = SystemClock()
             self._group_coordinator = GroupCoordinator(
                 GroupCoordinatorConfig.from_properties(self.config.__getitem__), self.node_id,
                 MetadataStoreTopics(self.metadata),
                 lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
+                                                        topic=GROUP_METADATA_TOPIC_NAME,
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
                 partition_leader=self._offsets_partition_leader, ensure_offsets_topic=self._ensure_offsets_topic,
@@ -150,7 +174,7 @@ class Broker:
     def transaction_coordinator(self) -> TransactionCoordinator:
         """Transactions, stored in __transaction_state (created on first use)."""
         if self._transaction_coordinator is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
             group_coordinator = self.group_coordinator
@@ -162,8 +186,8 @@ class Broker:
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
-                coordinator_epoch=self._transaction_state_leader_epoch, now_ms=clock.now_ms,
-                transaction_version=lambda: self.metadata.finalized_features.get(TRANSACTION_VERSION, 0),
+                coordinator_epoch=self._transaction_state_leader_epoch, clock=clock,
+                transaction_version=lambda: self.metadata.image.finalized_features.get(TRANSACTION_VERSION, 0),
                 data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
         return self._transaction_coordinator
 
@@ -171,17 +195,17 @@ class Broker:
     def share_groups(self) -> ShareGroupService:
         """Share groups (KIP-932): state in __share_group_state (created on first use)."""
         if self._share_groups is None:
-            from coordinator.group.partition_log import ReplicaCoordinatorLog
+            from coordinator.runtime.partition_log import ReplicaCoordinatorLog
             from coordinator.share.service import ShareGroupService
 
             clock = self.group_coordinator.clock
 
             def topic_by_name(name: str):
-                topic = self.metadata.topics.get(name)
+                topic = self.metadata.image.topics.get(name)
                 return (topic.topic_id, len(topic.partitions)) if topic is not None else None
 
             def topic_name(topic_id):
-                topic = self.metadata.topics_by_id.get(topic_id)
+                topic = self.metadata.image.topics_by_id.get(topic_id)
                 return topic.name if topic is not None else None
 
             self._share_groups = ShareGroupService(
@@ -192,8 +216,13 @@ class Broker:
                 group_configs=lambda group_id: self.metadata.image.group_configs.get(group_id, {}),
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
-                existing_topics=lambda: self.metadata.topics)
+                existing_topics=lambda: self.metadata.image.topics,
+                send=self._send_to_broker if self.cluster_mode else None)
         return self._share_groups
+
+    async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
+        """One request to another broker of the cluster (the share coordinator's state RPCs)."""
+        return await self.broker_clients.get(node_id).request(request, version, response_class)
 
     def connection_closed(self, peer: str) -> None:
         """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
@@ -203,24 +232,26 @@ class Broker:
     @property
     def share_groups_enabled(self) -> bool:
         """As Kafka: share.version >= 1 finalized, or the internal switch group.share.enable."""
-        return self.metadata.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
+        return self.metadata.image.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
 
     def _share_group_state_partition_leader(self, partition: int) -> int | None:
         """The share coordinator of a __share_group_state partition: that partition's leader."""
-        topic = self.metadata.topics.get(SHARE_GROUP_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return self.node_id  # created on first use, led by this node
-        return topic.partitions[partition].leader
+        return self._coordinator_partition_leader(SHARE_GROUP_STATE_TOPIC_NAME, partition)
 
     async def _ensure_share_group_state_topic(self) -> None:
         """Create __share_group_state on first use (delete policy, retention -1, as Kafka's share coordinator
-        creates it); one replica per partition on a single node."""
-        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+        creates it): one replica per partition on a single node, share.coordinator.state.topic.replication.factor
+        in a cluster with min.insync.replicas share.coordinator.state.topic.min.isr."""
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
-        partitions = self.config["share.coordinator.state.topic.num.partitions"]
-        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, [[self.node_id] for _ in range(partitions)], {
+        assignment = self._internal_topic_assignment(
+            SHARE_GROUP_STATE_TOPIC_NAME, self.config["share.coordinator.state.topic.num.partitions"],
+            self.config["share.coordinator.state.topic.replication.factor"])
+        min_isr = min(self.config["share.coordinator.state.topic.min.isr"], len(assignment[0])) \
+            if self.cluster_mode else 1
+        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
-            "min.insync.replicas": "1",
+            "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
 
     @property
@@ -266,12 +297,15 @@ class Broker:
     def _delegation_token_manager(self) -> DelegationTokenManager:
         """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
         config = self.config
-        store = self.metadata
+        store: TokenStore
         if self.cluster_mode:
             from pykbroker.security.zk_token_store import ZooKeeperTokenStore
 
             assert self.zk is not None
             store = ZooKeeperTokenStore(self.zk)
+        else:
+            assert isinstance(self.metadata, EmbeddedMetadataStore)
+            store = self.metadata
         return DelegationTokenManager(store, config["delegation.token.secret.key"],
                                       config["delegation.token.max.lifetime.ms"],
                                       config["delegation.token.expiry.time.ms"],
@@ -330,16 +364,31 @@ class Broker:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
+        if self.cluster_mode:
+            self._delete_stray_logs()
+        else:
+            await self._elect_recovered_replicas()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
         self.metadata.subscribe(self._apply_metadata)
         self.replica_manager.start_isr_expiration()
-        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
-        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
-        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.topics:
+        if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
+        deletes stray replicas."""
+        image = self.metadata.image
+        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
+            p = image.partition(topic, partition)
+            if p is not None and self.node_id not in p.replicas:
+                log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,
+                         list(p.replicas))
+                self.log_manager.delete_log(topic, partition)
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -357,16 +406,77 @@ class Broker:
 
     def _on_log_dir_offline(self, log_dir: str) -> None:
         """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
-        controller moves them on a log dir event; on a single node they answer KAFKA_STORAGE_ERROR."""
-        if not self.cluster_mode or self._loop is None:
+        controller moves them on a log dir event; on a single node they are left without a leader, as Kafka's
+        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here."""
+        if self._loop is None:
             return
 
         def in_dir(topic: str, partition: int) -> bool:
             p = self.replica_manager.get_partition(topic, partition)
             return p is not None and p.log.parent_dir == log_dir
 
-        self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(in_dir, f"log dir {log_dir} offline",
-                                                                            attempts=10)))
+        if self.cluster_mode:
+            self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(
+                in_dir, f"log dir {log_dir} offline", attempts=10)))
+        else:
+            self._loop.call_soon_threadsafe(lambda: self._spawn(self._directory_offline(in_dir, log_dir)))
+
+    def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
+        on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
+        its offline dirs and the controller marks their replicas offline); in a cluster none (the controller
+        moves the leadership away)."""
+        if self.cluster_mode:
+            return ()
+        p = self.replica_manager.get_partition(topic, partition)
+        return (self.node_id,) if p is not None and p.log.is_offline else ()
+
+    async def _directory_offline(self, selected: Callable[[str, int], bool], log_dir: str) -> None:
+        """Single node: the partitions of an offline log dir lose their leader (leader -1, a new leader epoch,
+        this replica out of the ISR with ELR) as Kafka's controller answers a heartbeat naming the dir
+        (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline."""
+        from replication.elections import LeaderAndIsr, directory_offline_change
+        from replication.metadata_image import PartitionState
+
+        image = self.metadata.image
+        changed = 0
+        for topic in image.topics.values():
+            for p in topic.partitions:
+                if self.node_id not in p.replicas or not selected(topic.name, p.partition):
+                    continue
+                new = directory_offline_change(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                               image.brokers, self.node_id, self.elr_enabled)
+                if new is None:
+                    continue
+                try:
+                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
+                    log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
+                    return
+                changed += committed is not None
+        log.info("log dir %s offline: %d partitions of broker %d left without a leader", log_dir, changed,
+                 self.node_id)
+
+    async def _elect_recovered_replicas(self) -> None:
+        """Single node, at start: a partition left leaderless by an offline log dir whose log is online again is
+        led by this broker once more, as Kafka's controller elects the last eligible replica when its broker
+        registers with the dir online."""
+        from replication.elections import LeaderAndIsr, recovered_replica_election
+        from replication.metadata_image import PartitionState
+
+        image = self.metadata.image
+        for topic in image.topics.values():
+            for p in topic.partitions:
+                new = recovered_replica_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                                 self.node_id)
+                log_ = self.log_manager.get_log(topic.name, p.partition)
+                if new is None or log_ is None or log_.is_offline:
+                    continue
+                await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                log.info("%s-%d: led by broker %d again in epoch %d, its log dir online", topic.name, p.partition,
+                         self.node_id, new.leader_epoch)
 
     async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
         """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's
@@ -424,7 +534,7 @@ class Broker:
 
     def log_config_for_topic(self, topic_name: str) -> LogConfig:
         """Broker defaults overlaid with the topic's explicitly set configs."""
-        topic = self.metadata.topics.get(topic_name)
+        topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
         return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
@@ -446,12 +556,28 @@ class Broker:
                                  list(p.isr), log_config, p.partition_epoch)
                 if not was_leader or old_epoch != p.leader_epoch:
                     self._coordinator_elected(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
                 self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
+            elif hosted is not None:
+                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+                self.replica_fetchers.unfollow(topic.name, p.partition)
+                rm.stop_replica(topic.name, p.partition)
+                if was_leader:
+                    self._coordinator_resigned(topic.name, p.partition)
+                    self._share_leadership_changed(topic, p.partition)
+                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                         topic.name, p.partition, list(p.replicas))
+
+    def _share_leadership_changed(self, topic: TopicState, partition: int) -> None:
+        """Share-partitions of a partition this broker stopped leading (or leads anew) are loaded again."""
+        if self._share_groups is not None:
+            self._share_groups.partitions.on_leadership_changed(topic.topic_id, partition)
 
     def _apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         """Make this broker match a newly published image: host new and changed partitions, drop deleted
@@ -479,12 +605,16 @@ class Broker:
             self._group_coordinator.on_election(partition)
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_election(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._share_groups.coordinator.on_election(partition)
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:
             self._spawn(self._group_coordinator.on_resignation(partition))
         elif topic == TRANSACTION_STATE_TOPIC_NAME and self._transaction_coordinator is not None:
             self._transaction_coordinator.on_resignation(partition)
+        elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
+            self._spawn(self._share_groups.coordinator.on_resignation(partition))
 
     def _partition_leader(self, topic: str, partition: int) -> int | None:
         """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""
@@ -568,12 +698,12 @@ class Broker:
     @property
     def elr_enabled(self) -> bool:
         """Eligible leader replicas (KIP-966) are finalized: min.insync.replicas is then cluster-wide only."""
-        return self.metadata.finalized_features.get(ELR_FEATURE, 0) >= 1
+        return self.metadata.image.finalized_features.get(ELR_FEATURE, 0) >= 1
 
     async def ensure_elr_min_insync_replicas(self) -> None:
         """With ELR enabled the cluster holds a dynamic default min.insync.replicas and no broker overrides it;
         Kafka's controller writes them when ELR gets enabled (a new cluster: at first start), and so does this."""
-        stored = self.metadata.broker_configs
+        stored = self.metadata.image.broker_configs
         if MIN_INSYNC_REPLICAS in stored.get("", {}) and not any(
                 MIN_INSYNC_REPLICAS in configs for name, configs in stored.items() if name):
             return
@@ -606,11 +736,15 @@ class Broker:
                 reload_stores(security.ssl_context, current, listener.name, security.protocol)
                 log.info("reloaded the key and trust stores of listener %s", listener.name)
 
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
+        return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
+
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         if not self.config.auto_create_topics_enable:
             return None
-        existing = self.metadata.topics.get(name)
+        existing = self.metadata.image.topics.get(name)
         if existing is not None:
             return existing
         live = self.metadata.image.live_broker_ids() or [self.node_id]
@@ -620,9 +754,10 @@ class Broker:
                      name, replication, len(live))
             return None
         try:
-            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live), {})
+            return await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live,
+                                                                   racks=self.broker_racks()), {})
         except KeyError:  # created meanwhile (by another request, or another broker)
-            return self.metadata.topics.get(name)
+            return self.metadata.image.topics.get(name)
 
     # -- __consumer_offsets ---------------------------------------------------------------------------
     def _offsets_partition_leader(self, partition: int) -> int | None:
@@ -632,7 +767,7 @@ class Broker:
     def _coordinator_partition_leader(self, topic_name: str, partition: int) -> int | None:
         """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
         lead it (it creates it on first use); a cluster's broker does not know yet (None)."""
-        topic = self.metadata.topics.get(topic_name)
+        topic = self.metadata.image.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):
             return None if self.cluster_mode else self.node_id
         return topic.partitions[partition].leader
@@ -650,16 +785,16 @@ class Broker:
             return [[self.node_id] for _ in range(partitions)]
         if len(live) < replication_factor:
             # Imported here: a broker starts without importing the coordinators.
-            from coordinator.group.errors import ApiError
+            from coordinator.runtime.errors import ApiError
 
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
                            f"'{replication_factor}' for the {name} topic")
-        return assign_replicas(partitions, replication_factor, live)
+        return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
-        if GROUP_METADATA_TOPIC_NAME in self.metadata.topics:
+        if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             return
         assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
                                                      self.config["offsets.topic.num.partitions"],
@@ -679,7 +814,7 @@ class Broker:
 
     async def _ensure_transaction_state_topic(self) -> None:
         """Create __transaction_state (compacted) on first use."""
-        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.topics:
+        if TRANSACTION_STATE_TOPIC_NAME in self.metadata.image.topics:
             return
         assignment = self._internal_topic_assignment(TRANSACTION_STATE_TOPIC_NAME,
                                                      self.config["transaction.state.log.num.partitions"],

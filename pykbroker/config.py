@@ -126,6 +126,18 @@ def _connection_overrides(text: str) -> dict[str, int]:
     return out
 
 
+def _console_listener(prop: str, v: str) -> str | None:
+    from pykbroker.metrics.http import parse_host_port
+
+    if not v.strip():
+        return None
+    try:
+        parse_host_port(prop, v)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return v.strip()
+
+
 def _choice(*options: str) -> Callable[[str, str], str]:
     def parse(prop: str, v: str) -> str:
         s = v.strip()
@@ -168,6 +180,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("advertised.listeners", _listeners, None,
               "Addresses given to clients in Metadata; defaults to listeners."),
     ConfigDef("broker.rack", _str, None, "The rack of this broker."),
+    ConfigDef("replica.selector.class", _str, None,
+              "The replica selector for consumers' fetches (KIP-392): org.apache.kafka.common.replica."
+              "RackAwareReplicaSelector lets consumers read from a replica in their rack; unset: the leader."),
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
@@ -230,6 +245,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- requests ------------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", _int(1, _I32), "104857600", "Largest request frame accepted."),
     ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
+    # pykbroker's own (Kafka has JMX instead): Prometheus metrics and a read-only console page over HTTP.
+    ConfigDef("metrics.port", _int(-1, 65535), "-1",
+              "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
+    ConfigDef("console.listener", _console_listener, None,
+              "Serve the read-only console page at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
     ConfigDef("max.connections.per.ip", _int(0, _I32), "2147483647",
               "Connections one address may hold; more are closed as they arrive."),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(0, _I32), "1000",
@@ -332,6 +352,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Partitions of __share_group_state."),
     ConfigDef("share.coordinator.state.topic.segment.bytes", _int(1, _I32), "104857600",
               "Segment size of __share_group_state."),
+    ConfigDef("share.coordinator.state.topic.replication.factor", _int(1, 32767), "3",
+              "Replication factor of __share_group_state (a cluster's)."),
+    ConfigDef("share.coordinator.state.topic.min.isr", _int(1, 32767), "2",
+              "min.insync.replicas of __share_group_state (a cluster's)."),
     ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _int(0, 500), "500",
               "ShareUpdate records written for a share-partition before the next ShareSnapshot."),
     # -- transactions --------------------------------------------------------------------------------
@@ -349,6 +373,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Refuse transactional writes to partitions not added to the ongoing transaction (KIP-890)."),
     ConfigDef("quota.window.num", _int(1, _I32), "11", "Samples kept to measure a client's byte rate."),
     ConfigDef("quota.window.size.seconds", _int(1, _I32), "1", "Time span of each quota sample."),
+    ConfigDef("replication.quota.window.num", _int(1, _I32), "11", "Samples kept to measure a replication throttle."),
+    ConfigDef("replication.quota.window.size.seconds", _int(1, _I32), "1", "Time span of each replication throttle sample."),
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),

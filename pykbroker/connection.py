@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from wire import FrameError, FrameReader, frame
 
@@ -68,6 +69,7 @@ class Connection(asyncio.BufferedProtocol):
         self.frames = FrameReader(broker.config.socket_request_max_bytes,
                                   self._pool.try_allocate if self._pool is not None else None)
         self.pending: deque[bytes | bytearray] = deque()
+        self.arrived: deque[float] = deque()  # when each pending frame was read (perf_counter), for metrics
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.dispatcher: Dispatcher | None = None
@@ -87,15 +89,17 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  (uvloop's transports are not subclasses)
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
         tls = self.security is not None and self.security.ssl_context is not None
         sock_fd = None if tls else socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.writer = ResponseWriter(self.transport, sock_fd, self.close)  # type: ignore[arg-type]
+        self.writer = ResponseWriter(self.transport, sock_fd, self.close)
         self.dispatcher = Dispatcher(self.broker, self.listener, self.peer, self.writer)
         if self.security is not None:
             self._start_security(transport)
+        if self.broker.metrics is not None:
+            self.broker.metrics.connection_created(self.listener_name)
         self._task = asyncio.get_running_loop().create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -111,9 +115,11 @@ class Connection(asyncio.BufferedProtocol):
     def _take_frames(self) -> None:
         """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""
         frames, pending, channel = self.frames, self.pending, self.channel
+        now = time.perf_counter()
         try:
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
+                self.arrived.append(now)
                 channel.queued += 1
             frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:
@@ -159,6 +165,8 @@ class Connection(asyncio.BufferedProtocol):
             self.writer.resume_writing()
         self._wakeup.set()
         self.broker.connection_closed(self.peer)  # share sessions of this client end with it
+        if self.broker.metrics is not None:
+            self.broker.metrics.connection_closed(self.listener_name)
         self.quotas.release(self)
         # Requests never to be handled leave the queue and give their memory back.
         if self.pending:
@@ -166,6 +174,7 @@ class Connection(asyncio.BufferedProtocol):
                 self._pool.release(sum(len(f) for f in self.pending))
             n = len(self.pending)
             self.pending.clear()
+            self.arrived.clear()
             self.channel.dequeue(n)
         if self._pool is not None and (held := self.frames.held_bytes()):
             self._pool.release(held)
@@ -252,6 +261,7 @@ class Connection(asyncio.BufferedProtocol):
                     await self._wakeup.wait()
                     continue
                 frame_bytes = self.pending.popleft()
+                arrived = self.arrived.popleft()
                 self.channel.dequeue()
                 if "backlog" in self._muted and len(self.pending) < MAX_PENDING_FRAMES // 2:
                     self._unmute("backlog")
@@ -260,7 +270,7 @@ class Connection(asyncio.BufferedProtocol):
                     if self.authenticator is None or await self._authenticated(frame_bytes):
                         throttle_ms = await dispatcher.dispatch(
                             frame_bytes, self.principal,
-                            self.authenticator is not None and self.authenticator.token_authenticated)
+                            self.authenticator is not None and self.authenticator.token_authenticated, arrived)
                         if throttle_ms > 0:  # over its quota: the next request waits (Kafka mutes the channel)
                             await asyncio.sleep(throttle_ms / 1000)
                 finally:

@@ -11,8 +11,8 @@ from wire import RequestHeader
 ANONYMOUS = "User:ANONYMOUS"
 
 if TYPE_CHECKING:
-    from pykbroker.broker import Broker
     from pykbroker.config import Listener
+    from pykbroker.services import BrokerServices
     from replication.metadata_image import MetadataImage
 
 
@@ -21,7 +21,7 @@ class RequestContext:
     """What a handler knows about the request besides its body."""
 
     header: RequestHeader
-    broker: Broker
+    broker: BrokerServices  # the named services a handler may use, not the whole Broker
     listener: Listener
     client_address: str
     # Set by a handler whose client went over its quota: the connection reads nothing more for this long

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pykbroker.response_writer import ResponseWriter
 
 from pykbroker.context import RequestContext
-from pykbroker.request_time import apply_request_throttle, record_response_time, timed
+from pykbroker.request_time import apply_request_throttle, record_response_time, run_timed
 
 log = logging.getLogger("pykbroker.connection")
 
@@ -45,17 +45,20 @@ class CloseConnection(Exception):
 class Dispatcher:
     """Runs one connection's requests through the broker's handler registry; answers go to ``writer``."""
 
-    __slots__ = ("broker", "listener", "peer", "writer")
+    __slots__ = ("broker", "listener", "peer", "writer", "last_sent")
 
     def __init__(self, broker: Broker, listener: Listener, peer: str, writer: ResponseWriter) -> None:
         self.broker = broker
         self.listener = listener
         self.peer = peer
         self.writer = writer
+        self.last_sent = 0.0  # when the previous response was written (metrics: queue time starts after it)
 
-    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False) -> int:
-        """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token);
-        returns the throttle (ms) to mute the connection for."""
+    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False,
+                       arrived: float = 0.0) -> int:
+        """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token),
+        read at ``arrived`` (perf_counter, for metrics' request queue time); returns the throttle (ms) to
+        mute the connection for."""
         if len(data) < MIN_REQUEST_SIZE:
             log.warning("closing connection from %s: request of %d bytes is too short for a header",
                         self.peer, len(data))
@@ -93,12 +96,16 @@ class Dispatcher:
                              token_authenticated=token_authenticated)
         # Only while some client has a request_percentage quota: measuring costs every request a little.
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
+        metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them
+        started = handled = time.perf_counter() if metrics is not None else 0.0
         try:
             if request is None:
                 assert entry.error_response is not None
                 response = entry.error_response(None, api_version, ErrorCode.UNSUPPORTED_VERSION)
-            elif ctx.measure_time:
-                response = await timed(entry.handle(ctx, request), ctx)
+            elif ctx.measure_time or metrics is not None:
+                handled, response = run_timed(entry.handle(ctx, request), ctx, started or time.perf_counter())
+                if not handled:  # it waits: the rest is timed step by step
+                    response = await response
             else:
                 response = await entry.handle(ctx, request)
         except CloseConnection:
@@ -108,14 +115,27 @@ class Dispatcher:
             if entry.error_response is None or request is None:
                 raise CloseConnection from None
             response = entry.error_response(request, api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
+            handled = 0.0
+        if metrics is not None and not handled:
+            handled = time.perf_counter()
+        send_started = sent = handled
         if response is not None:  # None, e.g. Produce with acks=0: Kafka sends nothing back (nor counts its time)
             if ctx.measure_time:
                 apply_request_throttle(ctx, response)
-            started = time.perf_counter() if ctx.measure_time else 0.0
+                send_started = time.perf_counter()
             await self.writer.send(response, correlation_id, api_version,
                                    response_header_version(api_key, api_version))
+            if metrics is not None or ctx.measure_time:
+                sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests
-                record_response_time(ctx, time.perf_counter() - started)
+                record_response_time(ctx, sent - send_started)
+        if metrics is not None:
+            # As Kafka, which reads a connection's next request only once the previous one is answered,
+            # a frame read earlier starts queueing when the one before it was answered.
+            arrived = max(arrived, self.last_sent)
+            self.last_sent = sent
+            metrics.request(api_key, api_version, len(data), arrived, started, ctx.request_time_s, handled,
+                            send_started, sent, ctx.throttle_ms)
         return ctx.throttle_ms
 
     async def answer_with_error(self, data: bytes | bytearray, code: int) -> None:

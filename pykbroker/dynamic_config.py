@@ -26,6 +26,7 @@ from pykbroker.config import CONFIG_DEFS, Config, ConfigError, is_listener_prope
 from pykbroker.security.listeners import protocol_map
 from pykbroker.security.tls import server_ssl_context
 from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType
+from wire import java
 
 __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "broker_config_synonyms",
            "is_kafka_config", "validate", "apply_incremental", "java_set", "default_broker_config_entries"]
@@ -294,25 +295,10 @@ def broker_config_synonyms(name: str) -> list[str]:
     return [name]
 
 
-def _java_hash(s: str) -> int:
-    data = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def java_properties_order(names: Iterable[str]) -> list[str]:
     """The order a java.util.Properties (a ConcurrentHashMap) iterates ``names`` in, which Kafka's messages show."""
-    names = list(dict.fromkeys(names))
-    table = 16
-    while len(names) >= table * 3 // 4:
-        table *= 2
-
-    def bucket(s: str) -> int:
-        h = _java_hash(s)
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (table - 1)
-    return sorted(names, key=bucket)  # stable: insertion order within a bucket
+    unique = list(dict.fromkeys(names))
+    return java.iteration_order(unique, java.concurrent_table_size(len(unique)))
 
 
 def java_set(names: Iterable[str], kind: str = "Set") -> str:

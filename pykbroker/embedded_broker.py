@@ -17,8 +17,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pykbroker.config import Config
+
+if TYPE_CHECKING:
+    from pykbroker.server import Server
 
 __all__ = ["EmbeddedBroker", "embedded"]
 
@@ -40,7 +44,7 @@ class EmbeddedBroker:
                            **TEST_DEFAULTS, **{k: str(v) for k, v in (properties or {}).items()}}
         self.host = host
         self.port: int | None = None
-        self.server = None  # a pykbroker.server.Server while running
+        self.server: Server | None = None  # while running
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None

@@ -18,9 +18,10 @@ metadata changed. A feature set to 0 is no longer finalized.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wire import ErrorCode
+from wire import ErrorCode, java
 from wire.messages.api_versions_response import FinalizedFeatureKey, SupportedFeatureKey
 
 METADATA_VERSION = "metadata.version"
@@ -66,7 +67,7 @@ def supported_features(api_version: int) -> list[SupportedFeatureKey]:
     return [SupportedFeatureKey(name=n, min_version=SUPPORTED[n][0], max_version=SUPPORTED[n][1]) for n in names]
 
 
-def finalized_features(levels: dict[str, int]) -> list[FinalizedFeatureKey]:
+def finalized_features(levels: Mapping[str, int]) -> list[FinalizedFeatureKey]:
     return [FinalizedFeatureKey(name=n, min_version_level=level, max_version_level=level)
             for n, level in sorted(levels.items()) if level > 0]
 
@@ -88,7 +89,7 @@ class FeatureUpdateError(Exception):
         self.code = code
 
 
-def apply_updates(current: dict[str, int], updates: list[FeatureUpdate]) -> dict[str, int]:
+def apply_updates(current: Mapping[str, int], updates: list[FeatureUpdate]) -> dict[str, int]:
     """The finalized levels after ``updates`` (all or nothing); raises FeatureUpdateError for the first bad one.
 
     Updates are checked in the order Kafka's controller visits them (its HashMap of feature names), so a
@@ -165,14 +166,4 @@ def _metadata_changed_between(low: int, high: int) -> bool:
 
 def _java_hash_map_order(names: list[str]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashMap they were put into (in list order)."""
-    capacity = 16
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        for unit in name.encode("utf-16-be").hex(" ", 2).split():
-            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=lambda n: (bucket(n), names.index(n)))
+    return java.iteration_order(names, java.grown_table_size(len(names)))

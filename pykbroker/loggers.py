@@ -85,6 +85,7 @@ def apply(ops: list[tuple[str, int, str | None]]) -> None:
         logger = _logger(name)
         assert logger is not None
         if op == SET:
+            assert level is not None  # validated: SET names a level
             logger.setLevel(_TO_PYTHON[level])
             log.warning("Updated the log level of %s to %s", name, level)
         else:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,29 +30,14 @@ from replication.metadata_image import (
     PublishedImage,
     TopicState,
 )
+from storage.file_records import atomic_write
 
-__all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id",
-           "write_atomically"]
+__all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id"]
 
 METADATA_FILE = "__cluster_metadata.json"
 META_PROPERTIES = "meta.properties"
 
 log = logging.getLogger("pykbroker.metadata_store")
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write temp, fsync, rename over ``path``, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def new_uuid() -> uuid.UUID:
@@ -112,7 +96,7 @@ def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str
                         f"node.id={node_id}\n"
                         f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
                         f"version=1\ncluster.id={cluster_id}\n")
-                write_atomically(p, body.encode())
+                atomic_write(p, body.encode())
             except OSError as exc:
                 if i == 0:  # the metadata dir: without it the broker cannot run (Kafka stops too)
                     raise
@@ -198,7 +182,7 @@ class EmbeddedMetadataStore(PublishedImage):
             "acls": [a.to_json() for a in self._acls],
             "delegation_tokens": list(self._delegation_tokens.values()),
         }
-        write_atomically(self.path, json.dumps(doc, indent=1).encode())
+        atomic_write(self.path, json.dumps(doc, indent=1).encode())
         old, self._image = self._image, new
         for listener in self._listeners:
             listener(old, new)

@@ -170,7 +170,8 @@ def kafka_cluster(kafka_settings: KafkaSettings, tmp_path_factory: pytest.TempPa
 
     size = kafka_settings.cluster_size
     properties = {"default.replication.factor": str(min(3, size)),
-                  "offsets.topic.replication.factor": str(min(3, size)), **kafka_settings.properties}
+                  "offsets.topic.replication.factor": str(min(3, size)),
+                  "share.coordinator.state.topic.replication.factor": str(min(3, size)), **kafka_settings.properties}
     with ClusterProcesses(tmp_path_factory.mktemp("kafka_cluster"), size=size, overrides=properties) as processes:
         yield KafkaClusterFixture(processes)
 

@@ -12,15 +12,16 @@ default client); its bytes are measured over ``quota.window.num`` samples of
 that brings it back, which the broker reports and waits out before reading the connection's next
 request (KIP-219). ``request_percentage`` is enforced as Kafka's ClientRequestQuotaManager enforces it: the
 time the broker spends on a client's requests, as a percentage of one thread per second, over the same
-windows; its throttle time is at most one window. ``controller_mutation_rate`` and
-``connection_creation_rate`` are stored and described but not enforced yet.
+windows; its throttle time is at most one window. ``connection_creation_rate`` of ``ip`` entities is
+enforced by pykbroker.connection_quotas. ``controller_mutation_rate`` is stored and described but not
+enforced yet.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["USER", "CLIENT_ID", "IP", "Entity", "QuotaError", "validate_alteration", "describe", "QuotaManager",
@@ -107,8 +108,8 @@ def _is_ip_or_host(name: str | None) -> bool:
         return False
 
 
-def describe(quotas: dict[Entity, dict[str, float]], components: list[tuple[str, int, str | None]],
-             strict: bool) -> list[tuple[Entity, dict[str, float]]]:
+def describe(quotas: Mapping[Entity, Mapping[str, float]], components: list[tuple[str, int, str | None]],
+             strict: bool) -> list[tuple[Entity, Mapping[str, float]]]:
     """The entities matching the filter components (type, match type, match), as Kafka filters them."""
     from wire import ErrorCode
 
@@ -187,8 +188,10 @@ class QuotaManager:
 
     # The longest throttle one request can get (None: unbounded, as Kafka's byte-rate quotas).
     max_throttle_ms: int | None = None
+    # Told of every throttle given, as (user, client id, ms): metrics' throttle-time (None: nobody listens).
+    on_throttle: Callable[[str, str, int], None] | None = None
 
-    def __init__(self, key: str, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
+    def __init__(self, key: str, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
         self.key = key
         self._quotas = quotas
@@ -205,7 +208,7 @@ class QuotaManager:
         quotas = self._quotas()
         if not quotas:
             return None
-        candidates = []
+        candidates: list[tuple[set[tuple[str, str | None]], tuple[str, str]]] = []
         if user:
             candidates += [({(USER, user), (CLIENT_ID, client_id)}, (user, client_id)),
                            ({(USER, user), (CLIENT_ID, None)}, (user, client_id)),
@@ -234,7 +237,11 @@ class QuotaManager:
         if rate <= quota:
             return 0
         throttle = round((rate - quota) / quota * window)
-        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+        if self.max_throttle_ms is not None:
+            throttle = min(throttle, self.max_throttle_ms)
+        if self.on_throttle is not None:
+            self.on_throttle(tags[0], tags[1], throttle)
+        return throttle
 
     def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Count ``value`` without throttling this request (it counts against the next ones)."""
@@ -259,7 +266,7 @@ class RequestQuotaManager(QuotaManager):
     spent sending its response counts against the next ones, and a throttle lasts one window at most.
     """
 
-    def __init__(self, quotas: Callable[[], dict[Entity, dict[str, float]]], *, samples: int = 11,
+    def __init__(self, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]], *, samples: int = 11,
                  window_seconds: int = 1) -> None:
         super().__init__(REQUEST_PERCENTAGE, quotas, samples=samples, window_seconds=window_seconds)
         self.max_throttle_ms = self.window_ms

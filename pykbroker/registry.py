@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pykbroker.handlers import SERVED_APIS
-from wire import REQUESTS, RESPONSES, ApiKey
+from wire import REQUESTS, RESPONSES, ApiKey, Message
 
 if TYPE_CHECKING:
     from pykbroker.context import RequestContext
 
-Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+Handler = Callable[["RequestContext", Any], Coroutine[Any, Any, Any]]
 ErrorResponder = Callable[[Any, int, int], Any]
 
 __all__ = ["ApiHandler", "REGISTRY", "handler", "Registry"]
@@ -36,7 +36,7 @@ class ApiHandler:
     max_version: int
     handle: Handler
     error_response: ErrorResponder | None
-    request_class: type
+    request_class: type[Message]
     response_class: type
 
     @property

@@ -14,22 +14,30 @@ from typing import Any
 
 from pykbroker.context import RequestContext
 
-__all__ = ["timed", "request_throttle_ms", "apply_request_throttle", "record_response_time"]
+__all__ = ["timed", "run_timed", "request_throttle_ms", "apply_request_throttle", "record_response_time"]
+
+_NOTHING: Any = object()
 
 
 class _TimedCoroutine:
     """Awaitable running ``coro`` and adding the time of each of its steps to ``ctx.request_time_s``."""
 
-    __slots__ = ("coro", "ctx")
+    __slots__ = ("coro", "ctx", "first")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any], ctx: RequestContext, first: Any = _NOTHING) -> None:
         self.coro = coro
         self.ctx = ctx
+        self.first = first  # what the coroutine yielded from a first step already run (run_timed)
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro, ctx = self.coro, self.ctx
         send_value: Any = None
         error: BaseException | None = None
+        if self.first is not _NOTHING:
+            try:
+                send_value = yield self.first
+            except BaseException as exc:  # delivered to the coroutine at its await (e.g. cancellation)
+                error = exc
         while True:
             ctx.step_started = time.perf_counter()
             try:
@@ -53,6 +61,27 @@ class _TimedCoroutine:
 def timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> _TimedCoroutine:
     """``coro`` (a handler's coroutine), awaited with its running time added up in ``ctx``."""
     return _TimedCoroutine(coro, ctx)
+
+
+def run_timed(coro: Coroutine[Any, Any, Any], ctx: RequestContext, started: float) -> tuple[float, Any]:
+    """Run ``coro``'s first step from ``started`` (perf_counter), timed into ``ctx``: (when it finished,
+    its result) when it finished there (most handlers never wait: nothing more to pay), else (0.0, an
+    awaitable of the rest, timed step by step)."""
+    ctx.step_started = started
+    try:
+        yielded = coro.send(None)
+    except StopIteration as done:
+        finished = time.perf_counter()
+        ctx.request_time_s += finished - started
+        ctx.step_started = 0.0
+        return finished, done.value
+    except BaseException:
+        ctx.request_time_s += time.perf_counter() - started
+        ctx.step_started = 0.0
+        raise
+    ctx.request_time_s += time.perf_counter() - started
+    ctx.step_started = 0.0
+    return 0.0, _TimedCoroutine(coro, ctx, yielded)
 
 
 def request_throttle_ms(ctx: RequestContext) -> int:

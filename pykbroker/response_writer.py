@@ -17,6 +17,7 @@ import asyncio
 import errno
 import os
 from collections.abc import Callable
+from typing import cast
 
 from wire import Writer, encode_response_header, frame
 
@@ -82,9 +83,9 @@ class ResponseWriter:
         if len(parts) > 1:
             parts = [_small_region_read(p) for p in parts]
             if all(isinstance(p, (bytes, bytearray, memoryview)) for p in parts):
-                parts = [b"".join(parts)]
+                parts = [b"".join(cast(list[bytes], parts))]
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
-            self.write(frame(len(w)) + parts[0])
+            self.write(frame(len(w)) + cast(bytes, parts[0]))
             parts = []
         else:
             self.write(frame(len(w)))
@@ -146,6 +147,7 @@ class ResponseWriter:
     def _sendfile(self, region, sent: int) -> int:
         """``sendfile`` from ``sent`` until the socket would block; the new ``sent``, -1 if the peer is gone."""
         start = sent
+        assert self._sock_fd is not None  # sendfile is only chosen for a plain socket
         try:
             in_fd = region.file.fileno()
             while sent < region.size:

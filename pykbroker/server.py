@@ -2,6 +2,8 @@
 
 Each listener has an acceptor task (Kafka's Acceptor): it accepts only when ConnectionQuotas allows
 (max.connections, max.connection.creation.rate), so clients over the limits wait in the kernel's backlog.
+A connection over its address's connection_creation_rate quota is held unserved for the throttle time,
+then closed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
 from pykbroker.connection_quotas import ConnectionQuotas
+from pykbroker.metrics import BrokerMetrics
 from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
@@ -29,6 +32,8 @@ SHUTDOWN_GRACE_SECONDS = 10.0
 LISTEN_BACKLOG = 1024
 # After accept() fails for want of descriptors (EMFILE), the acceptor retries after this long.
 ACCEPT_RETRY_SECONDS = 0.1
+# The reaper's longest sleep: how soon a lowered max.connections closes the excess connections.
+EXCESS_CHECK_SECONDS = 1.0
 
 
 class Server:
@@ -44,16 +49,21 @@ class Server:
         self._idle_reaper: asyncio.Task | None = None
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
+        self.metrics: BrokerMetrics | None = None
+        self.console = None  # pykbroker.console.Console while console.listener is set
+        self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:
         started = time.monotonic()
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
         self.broker = broker = Broker(self.config)
         broker.listener_security = security  # dynamic key and trust store changes reload these contexts
+        self.metrics = BrokerMetrics.install(broker)  # before any request: the request path records into it
         await broker.start()
         listeners = self.config.listeners
         protected = (self.config["inter.broker.listener.name"] or listeners[0].name) if len(listeners) > 1 else None
-        self.quotas = ConnectionQuotas(broker.dynamic_config, protected)
+        self.quotas = ConnectionQuotas(broker.dynamic_config, protected,
+                                       client_quotas=lambda: broker.metadata.image.client_quotas)
         self.channel = RequestChannel(self.config["queued.max.requests"], self.config["queued.max.request.bytes"])
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
@@ -66,9 +76,15 @@ class Server:
             log.info("listening on %s://%s:%d (%s%s)", lst.name, lst.host or "0.0.0.0", addr[1], sec.protocol,
                      f", SASL mechanisms {','.join(sec.mechanisms)}" if sec.sasl else "")
         await broker.register()
+        if self.metrics is not None:
+            await self.metrics.start(self)
+            if self.config["console.listener"]:
+                from pykbroker.console import Console
+
+                self.console = Console(broker, self.metrics.recorder)
+                await self.console.start()
         idle_ms = self.config["connections.max.idle.ms"]
-        if idle_ms >= 0:
-            self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000))
+        self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000 if idle_ms >= 0 else None))
         if self.config.inert:
             log.info("accepted, no effect in pykbroker: %s", ", ".join(self.config.inert))
         log.info("pykbroker started: node.id=%d cluster.id=%s log.dirs=%s in %.0f ms",
@@ -121,14 +137,37 @@ class Server:
                 await asyncio.sleep(ACCEPT_RETRY_SECONDS)
                 continue
             quotas.record_accept(lst.name)
+            throttle_s = quotas.ip_throttle_s(address[0], lst.name)
+            if throttle_s > 0:  # over its address's connection_creation_rate: held unserved, then closed
+                self._throttled_sockets.add(client)
+                loop.call_later(throttle_s, self._close_throttled, client)
+                continue
             conn = Connection(broker, lst, sec, quotas, channel, address[0])
             if not quotas.admit(conn):
                 client.close()
                 continue
+            self._close_excess_connections()
             if sec.ssl_context is None:
                 await self._start_connection(conn, client, None)
             else:  # the TLS handshake must not hold up the next accept
                 loop.create_task(self._start_connection(conn, client, sec.ssl_context))
+
+    def _close_excess_connections(self) -> None:
+        """Over max.connections (the inter-broker listener got in past it, or the limit was lowered): close
+        other listeners' least recently used connections."""
+        assert self.quotas is not None
+        for conn in self.quotas.excess_connections():
+            if not isinstance(conn, Connection) or conn.transport is None:  # still starting: the most recent anyway
+                continue
+            log.info("closing the least recently used connection from %s on listener %s: the broker is over "
+                     "max.connections (%d open)", conn.peer, conn.listener_name, self.quotas.count())
+            conn.close()
+            self.quotas.release(conn)
+
+    def _close_throttled(self, client: socket.socket) -> None:
+        if client in self._throttled_sockets:
+            self._throttled_sockets.discard(client)
+            client.close()
 
     async def _start_connection(self, conn: Connection, client: socket.socket, ssl_context) -> None:
         try:
@@ -139,14 +178,19 @@ class Server:
             self.quotas.release(conn)  # type: ignore[union-attr]
             client.close()
 
-    async def _close_idle_connections(self, idle_s: float) -> None:
-        """connections.max.idle.ms: close connections with no reads or writes for that long, as Kafka's
-        Selector does (a connection with a request in progress, a long poll say, is left alone)."""
+    async def _close_idle_connections(self, idle_s: float | None) -> None:
+        """connections.max.idle.ms (None: -1, never): close connections with no reads or writes for that long,
+        as Kafka's Selector does (a connection with a request in progress, a long poll say, is left alone).
+        Also closes the connections over max.connections."""
         quotas = self.quotas
         assert quotas is not None
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(min(max(idle_s / 10, 0.05), 30.0))
+            await asyncio.sleep(EXCESS_CHECK_SECONDS if idle_s is None
+                                else min(max(idle_s / 10, 0.05), EXCESS_CHECK_SECONDS))
+            self._close_excess_connections()  # a lowered max.connections takes effect here
+            if idle_s is None:
+                continue
             now = loop.time()
             for conn in list(quotas.connections):
                 idle = conn.idle_for(now)
@@ -164,6 +208,8 @@ class Server:
             task.cancel()
         for sock in self._sockets:
             sock.close()
+        for client in list(self._throttled_sockets):
+            self._close_throttled(client)
         broker = self.broker
         if broker is not None:
             if controlled:
@@ -175,6 +221,10 @@ class Server:
                 await asyncio.sleep(0.02)
             for conn in list(connections):
                 conn.close()
+        if self.console is not None:
+            await self.console.close()
+        if self.metrics is not None:
+            await self.metrics.close()
         if broker is not None:
             await broker.shutdown()
         log.info("pykbroker stopped")
@@ -185,10 +235,10 @@ def run(config: Config, on_started: Callable[[Server], None] | None = None) -> N
     try:
         import uvloop
 
-        runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        runner = asyncio.run
-    runner(Server(config).serve_forever(on_started))
+        asyncio.run(Server(config).serve_forever(on_started))
+    else:
+        uvloop.run(Server(config).serve_forever(on_started))
 
 
 def _bind(host: str | None, port: int) -> list[socket.socket]:

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from storage.file_records import atomic_write, fsync_dir
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -90,7 +92,7 @@ def spark_session(bootstrap: str, app_name: str = "pykbroker", *, master: str = 
     tmp = Path(tempfile.gettempdir())
     log4j2 = tmp / "pykbroker-spark-log4j2.properties"
     if not log4j2.exists() or log4j2.read_text() != _LOG4J2:
-        _write_atomically(log4j2, _LOG4J2)
+        atomic_write(log4j2, _LOG4J2.encode())
     # The driver binds to the loopback address, as the broker in tests does; Spark warns otherwise.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.master(master).appName(app_name)
@@ -177,7 +179,7 @@ def load(spark: SparkSession, topics: Iterable[str], output: str | Path, *, boot
         shutil.rmtree(out / STAGING_DIR, ignore_errors=True)
         batch, committed = committed_offsets(out)
         log_start, log_end = _log_offsets(spark, bootstrap, topics, consumer_options)
-        results = []
+        results: list[BatchResult] = []
         while True:
             start, end = _next_ranges(topics, committed, log_start, log_end, max_offsets_per_partition,
                                       fail_on_data_loss)
@@ -198,11 +200,11 @@ def load(spark: SparkSession, topics: Iterable[str], output: str | Path, *, boot
             for t, parts in end.items():
                 committed[t].update(parts)
             _fsync_tree(staged)  # Spark does not sync what it writes; the commit below must not outlive it
-            _write_atomically(staged / OFFSETS_FILE, json.dumps(
+            atomic_write(staged / OFFSETS_FILE, json.dumps(
                 {"batch": batch, "offsets": committed, "start": start, "end": end, "records": records},
-                indent=1, sort_keys=True))
+                indent=1, sort_keys=True).encode())
             os.rename(staged, out / _batch_name(batch))  # the commit
-            _fsync_dir(out)
+            fsync_dir(out)
             result = BatchResult(batch, out / _batch_name(batch), tasks, records, start, end,
                                  time.monotonic() - began)
             results.append(result)
@@ -255,6 +257,7 @@ def _log_offsets(spark: SparkSession, bootstrap: str, topics: list[str],
     ``isolation.level=read_committed`` the end is the last stable offset, as for Spark.
     """
     jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a PySpark session has a JVM gateway"
     props = jvm.java.util.Properties()
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
     settings = {"bootstrap.servers": bootstrap, "key.deserializer": deserializer,
@@ -297,17 +300,6 @@ def _has_parquet(path: Path) -> bool:
     return any(name.endswith(".parquet") for name in _listdir(path))
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file, fsync, rename, fsync of the directory."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, path)
-    _fsync_dir(path.parent)
-
-
 def _fsync_tree(path: Path) -> None:
     """fsync every file and directory under ``path``."""
     for folder, _, files in os.walk(path, topdown=False):
@@ -317,15 +309,7 @@ def _fsync_tree(path: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        _fsync_dir(Path(folder))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fsync_dir(Path(folder))
 
 
 def build_parser() -> argparse.ArgumentParser:

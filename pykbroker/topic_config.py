@@ -134,7 +134,7 @@ class ConfigEntry:
     synonyms: tuple[tuple[str, str | None, int], ...]
 
 
-def topic_config_error(configs: dict[str, str | None]) -> str | None:
+def topic_config_error(configs: Mapping[str, str | None]) -> str | None:
     """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid."""
     nulls = [name for name, value in configs.items() if value is None]
     if nulls:
@@ -160,13 +160,14 @@ def static_layers(config: Config) -> Layers:
 
 def _synonyms(layers: Layers, names: Sequence[str], name: str) -> list[tuple[str, str | None, int]]:
     """ConfigHelper.configSynonyms: every layer's value of every synonym (layer by layer), from ``name`` on."""
-    found = [(n, values[n], source) for values, source in layers for n in names if n in values]
+    found: list[tuple[str, str | None, int]] = [(n, values[n], source) for values, source in layers for n in names
+                                                if n in values]
     while found and found[0][0] != name:
         found.pop(0)
     return found
 
 
-def topic_config_entries(layers: Layers | Config, topic_configs: dict[str, str], defaults: dict[str, str]
+def topic_config_entries(layers: Layers | Config, topic_configs: Mapping[str, str], defaults: Mapping[str, str]
                          ) -> list[ConfigEntry]:
     """Every topic config with its effective value and source; ``defaults`` are the broker-level values.
 

@@ -20,7 +20,7 @@ from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction
 
 if TYPE_CHECKING:
-    from pykbroker.broker import Broker
+    from pykbroker.services import BrokerServices
 
 __all__ = ["check_transactional_write"]
 
@@ -30,7 +30,7 @@ TopicPartition = tuple[str, int]
 ADD_PARTITIONS_VERSION = 5
 
 
-async def check_transactional_write(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int,
+async def check_transactional_write(broker: BrokerServices, transactional_id: str, producer_id: int, producer_epoch: int,
                                     tp: TopicPartition, *, add: bool, abortable_error: bool) -> int:
     """The error a transactional write to ``tp`` gets (NONE: it may proceed).
 

@@ -96,6 +96,11 @@ CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListene
 _EMPTY: Mapping = MappingProxyType({})
 
 
+def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """A config entity change that replaces whatever the entity held with ``configs``."""
+    return lambda _old: dict(configs)
+
+
 def _frozen(d: Mapping) -> Mapping:
     return MappingProxyType(dict(d))
 
@@ -334,14 +339,18 @@ class ZooKeeperMetadataStore(PublishedImage):
         except ZNodeDecodeError as exc:
             log.warning("ignoring unreadable topic %s: %s", name, exc)
             return None
-        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p])
+        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p],
+                                                                 assignment.adding_replicas.get(p, ()),
+                                                                 assignment.removing_replicas.get(p, ()))
                                             for p in sorted(assignment.partitions)))
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
         return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
 
-    async def _read_partition(self, name: str, partition: int, replicas: list[int]) -> PartitionState:
-        """A partition's state; before the controller wrote it: no leader, and its creation is watched."""
+    async def _read_partition(self, name: str, partition: int, replicas: list[int], adding: Any = (),
+                              removing: Any = ()) -> PartitionState:
+        """A partition's state (``replicas`` and the moving ones from the topic znode); before the controller
+        wrote it: no leader, and its creation is watched."""
         path = TopicPartitionStateZNode.path(name, partition)
         found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:
@@ -350,10 +359,11 @@ class ZooKeeperMetadataStore(PublishedImage):
         if found is not None:
             try:
                 s = TopicPartitionStateZNode.decode(found[0], found[1].version, path)
-                return PartitionState(partition, s.leader, s.leader_epoch, tuple(replicas), tuple(s.isr), s.zk_version)
+                return PartitionState(partition, s.leader, s.leader_epoch, tuple(replicas), tuple(s.isr), s.zk_version,
+                                      tuple(adding), tuple(removing))
             except ZNodeDecodeError as exc:
                 log.warning("ignoring unreadable %s: %s", path, exc)
-        return PartitionState(partition, -1, 0, tuple(replicas), (), 0)
+        return PartitionState(partition, -1, 0, tuple(replicas), (), 0, tuple(adding), tuple(removing))
 
     async def _load_topic(self, name: str) -> None:
         topic = await self._read_topic(name)
@@ -377,7 +387,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         if topic is None or partition >= len(topic.partitions):
             return
         current = topic.partitions[partition]
-        state = await self._read_partition(name, partition, list(current.replicas))
+        state = await self._read_partition(name, partition, list(current.replicas), current.adding_replicas,
+                                           current.removing_replicas)
         if state != current:
             self._put_partition(name, state)
 
@@ -602,7 +613,9 @@ class ZooKeeperMetadataStore(PublishedImage):
         async with self._lock:
             current = self._image.partition(topic, partition)
             if current is not None and current.partition_epoch < committed.partition_epoch:
-                self._put_partition(topic, replace(committed, replicas=current.replicas))
+                self._put_partition(topic, replace(committed, replicas=current.replicas,
+                                                   adding_replicas=current.adding_replicas,
+                                                   removing_replicas=current.removing_replicas))
         return committed
 
     async def _write_entity(self, config_type: str, entity_path: str,
@@ -634,7 +647,7 @@ class ZooKeeperMetadataStore(PublishedImage):
     async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the dynamic configs of each BROKER resource ("" is the cluster default)."""
         for resource_name, configs in changes.items():
-            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, lambda _old, c=configs: dict(c))
+            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, _replaced_by(configs))
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
         """Kafka 3.9's ZooKeeper mode has no GROUP config resources (they came with KRaft and KIP-848)."""

@@ -4,12 +4,19 @@ Used by replica fetchers and, later, by the controller and the transaction coord
 request in flight at a time is all those callers need (Kafka's fetcher also waits for each answer), so
 there is no pipelining: ``request`` writes a frame and reads the next one. Any I/O error, or no answer
 within ``timeout_ms``, closes the connection and raises ``BrokerConnectionError``; the caller reconnects.
+
+Connections are bounded as Kafka's inter-broker NetworkClients bound theirs: one unused for
+``connections.max.idle.ms`` is closed (its Selector's idle expiry), to be opened again on the next request;
+and ``BrokerClientPool`` keeps at most ``max_connections`` open, closing the least recently used idle one
+when a request needs one more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +32,15 @@ from wire import (
 
 __all__ = ["BrokerClient", "BrokerClientPool", "BrokerConnectionError"]
 
+log = logging.getLogger("replication.broker_client")
+
 _SIZE = struct.Struct(">i")
 # The largest answer accepted from another broker: a fetch response is bounded by replica.fetch.response.max.bytes
 # (10 MiB by default) plus headers; anything far beyond means a broken stream.
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+# Open connections a pool keeps to other brokers: one per peer it talks to, so in a large cluster a broker that
+# sends markers or checks to many peers holds a bounded number of descriptors (least recently used closed first).
+MAX_POOLED_CONNECTIONS = 256
 
 
 class BrokerConnectionError(ConnectionError):
@@ -38,20 +50,46 @@ class BrokerConnectionError(ConnectionError):
 class BrokerClient:
     """One connection to broker ``node_id`` at ``host:port``."""
 
-    def __init__(self, node_id: int, host: str, port: int, *, client_id: str, timeout_ms: int = 30_000) -> None:
+    def __init__(self, node_id: int, host: str, port: int, *, client_id: str, timeout_ms: int = 30_000,
+                 max_idle_ms: int = -1) -> None:
+        """``max_idle_ms``: close the connection after this long without a request (-1: never)."""
         self.node_id = node_id
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_ms / 1000
+        self.max_idle_s = max_idle_ms / 1000 if max_idle_ms >= 0 else None
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
         self._lock = asyncio.Lock()  # one request in flight: callers take turns
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.last_used = 0.0  # loop time the last request ended
 
     @property
     def connected(self) -> bool:
         return self._writer is not None and not self._writer.is_closing()
+
+    @property
+    def in_use(self) -> bool:
+        """A request is in flight or waiting for its turn."""
+        return self._lock.locked()
+
+    def _arm_idle_timer(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.last_used = loop.time()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if self.max_idle_s is not None and self.connected:
+            self._idle_timer = loop.call_later(self.max_idle_s, self._close_if_idle)
+
+    def _close_if_idle(self) -> None:
+        self._idle_timer = None
+        if self.connected and not self.in_use:
+            log.debug("closing the idle connection to broker %d at %s:%d (connections.max.idle.ms)", self.node_id,
+                      self.host, self.port)
+            self.close()
 
     async def _connect(self) -> None:
         try:
@@ -64,7 +102,10 @@ class BrokerClient:
     async def request(self, request: Any, version: int, response_class: Any) -> Any:
         """Send ``request`` at ``version`` and return the decoded ``response_class`` answer."""
         async with self._lock:
-            return await self._request(request, version, response_class)
+            try:
+                return await self._request(request, version, response_class)
+            finally:
+                self._arm_idle_timer()
 
     async def _request(self, request: Any, version: int, response_class: Any) -> Any:
         if not self.connected:
@@ -96,20 +137,27 @@ class BrokerClient:
         return response_class.decode(r.buf[r.pos:], version)
 
     def close(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
 
 
 class BrokerClientPool:
-    """One connection per other broker, opened on first use (and again after a failure)."""
+    """One connection per other broker, opened on first use (and again after a failure or an idle close);
+    at most ``max_connections`` open at once, the least recently used idle one closed to make room."""
 
     def __init__(self, node_id: int, endpoint_lookup: Callable[[int], tuple[str, int] | None], *,
-                 timeout_ms: int = 30_000) -> None:
+                 timeout_ms: int = 30_000, max_idle_ms: int = -1,
+                 max_connections: int = MAX_POOLED_CONNECTIONS) -> None:
         self.node_id = node_id
         self._endpoint = endpoint_lookup
         self.timeout_ms = timeout_ms
-        self._clients: dict[int, BrokerClient] = {}
+        self.max_idle_ms = max_idle_ms
+        self.max_connections = max_connections
+        self._clients: OrderedDict[int, BrokerClient] = OrderedDict()  # least recently used first
 
     def get(self, node_id: int) -> BrokerClient:
         """The connection to ``node_id``; BrokerConnectionError when its endpoint is not known."""
@@ -122,8 +170,30 @@ class BrokerClientPool:
                 client.close()
             client = self._clients[node_id] = BrokerClient(node_id, endpoint[0], endpoint[1],
                                                            client_id=f"broker-{self.node_id}",
-                                                           timeout_ms=self.timeout_ms)
+                                                           timeout_ms=self.timeout_ms, max_idle_ms=self.max_idle_ms)
+        self._clients.move_to_end(node_id)
+        if not client.connected:
+            self._make_room()
         return client
+
+    def _make_room(self) -> None:
+        """Close least recently used idle connections until one more fits under ``max_connections``."""
+        open_clients = [c for c in self._clients.values() if c.connected]
+        excess = len(open_clients) + 1 - self.max_connections
+        for client in open_clients:
+            if excess <= 0:
+                break
+            if client.in_use:
+                continue
+            log.info("closing the least recently used connection to broker %d at %s:%d: %d connections to other "
+                     "brokers open", client.node_id, client.host, client.port, len(open_clients))
+            client.close()
+            del self._clients[client.node_id]
+            excess -= 1
+
+    def open_connections(self) -> list[int]:
+        """The brokers this pool holds an open connection to, least recently used first."""
+        return [n for n, c in self._clients.items() if c.connected]
 
     def close(self) -> None:
         for client in self._clients.values():

@@ -7,6 +7,10 @@ the ZooKeeper-era controller's replica state changes).
   replica, alone in a new ISR (data the old ISR had may be lost, as Kafka documents).
 - A replica that goes offline leaves every ISR it is in, unless it is the last member (the ISR then keeps
   it, so the partition knows whom to wait for); if it led, the partition has no leader until elected.
+- A replica whose log dir goes offline (Kafka's KRaft controller, handleDirectoriesOffline) leaves the ISR
+  and, if it led, the lead passes to another live in-sync replica or to none; with eligible leader replicas
+  (KIP-966) even the last member leaves the ISR (it stays eligible), without them it stays. Once its log is
+  back online it may lead again as the last eligible replica (``recovered_replica_election``).
 Every change of leader or ISR made by the controller bumps the leader epoch, as Kafka's ZooKeeper-mode
 controller does (``LeaderAndIsr.newLeaderAndIsr``).
 """
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 
 __all__ = ["LeaderAndIsr", "NO_LEADER", "initial_leader_and_isr", "offline_partition_election",
            "preferred_replica_election", "remove_replica_from_isr", "imbalanced_brokers",
-           "controlled_shutdown_election"]
+           "controlled_shutdown_election", "directory_offline_change", "recovered_replica_election"]
 
 NO_LEADER = -1
 
@@ -103,3 +107,27 @@ def remove_replica_from_isr(current: LeaderAndIsr, replica: int) -> LeaderAndIsr
     isr = current.isr if len(current.isr) == 1 else tuple(r for r in current.isr if r != replica)
     leader = NO_LEADER if replica == current.leader else current.leader
     return LeaderAndIsr(leader, current.leader_epoch + 1, isr)
+
+
+def directory_offline_change(current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int], replica: int,
+                             elr_enabled: bool) -> LeaderAndIsr | None:
+    """``replica``'s log dir went offline: the partition's new state, None if the replica neither leads nor is
+    in the ISR (nothing to change)."""
+    if replica not in current.isr and replica != current.leader:
+        return None
+    isr = tuple(r for r in current.isr if r != replica)
+    if not isr and not elr_enabled:
+        isr = current.isr  # without ELR the last member stays, so the partition knows whom to wait for
+    leader = current.leader
+    if leader == replica:
+        leader = next((r for r in assignment if r != replica and r in live and r in isr), NO_LEADER)
+    return LeaderAndIsr(leader, current.leader_epoch + 1, isr)
+
+
+def recovered_replica_election(current: LeaderAndIsr, assignment: Sequence[int], replica: int) -> LeaderAndIsr | None:
+    """A leaderless partition whose ``replica`` was its last in-sync member (ELR, or the ISR kept without it)
+    and whose log is back online: ``replica`` leads alone. None when the partition has a leader, or another
+    member of its ISR could lead."""
+    if current.leader != NO_LEADER or replica not in assignment or any(r != replica for r in current.isr):
+        return None
+    return LeaderAndIsr(replica, current.leader_epoch + 1, (replica,))

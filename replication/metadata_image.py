@@ -11,7 +11,7 @@ Writes go through the store's ``MetadataWriter`` methods, never through an image
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -28,7 +28,9 @@ _EMPTY: Mapping = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class PartitionState:
-    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes."""
+    """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes.
+    While it is reassigned, ``replicas`` is the full set and ``adding_replicas``/``removing_replicas`` say
+    which of them join and which leave."""
 
     partition: int
     leader: int
@@ -36,10 +38,14 @@ class PartitionState:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "replicas", tuple(self.replicas))
         object.__setattr__(self, "isr", tuple(self.isr))
+        object.__setattr__(self, "adding_replicas", tuple(self.adding_replicas))
+        object.__setattr__(self, "removing_replicas", tuple(self.removing_replicas))
 
     def offline_replicas(self, live_brokers: Mapping[int, object]) -> list[int]:
         return [r for r in self.replicas if r not in live_brokers]
@@ -134,11 +140,13 @@ def live_endpoints(image: MetadataImage, listener: str) -> list[tuple[BrokerImag
     return out
 
 
-def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str) -> tuple[int, int, list[int]]:
+def partition_leader_view(image: MetadataImage, p: PartitionState, listener: str,
+                          lost: Collection[int] = ()) -> tuple[int, int, list[int]]:
     """(error code, leader id, offline replicas) of ``p`` as Kafka's metadata cache answers on ``listener``:
     a leader that is not registered is LEADER_NOT_AVAILABLE, one without that listener LISTENER_NOT_FOUND
-    (both with leader -1); replicas of unregistered brokers are offline."""
-    offline = [r for r in p.replicas if r not in image.brokers]
+    (both with leader -1); replicas of unregistered brokers are offline, and so are ``lost`` ones (their
+    log dir is offline)."""
+    offline = [r for r in p.replicas if r not in image.brokers or r in lost]
     leader = image.brokers.get(p.leader)
     if leader is None:
         return ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER, offline

@@ -174,6 +174,13 @@ class Partition:
         self.leader_epoch_start_offset = -1
         return changed
 
+    @property
+    def high_watermark_behind_epoch_start(self) -> bool:
+        """Leader: the high watermark is still below the offset this leadership started at (KIP-207). After
+        an election the new leader learns the high watermark only as its followers fetch; until then a
+        client must not be told a latest offset below data it may already have seen elsewhere."""
+        return self.is_leader and self.leader_epoch_start_offset > self.log.high_watermark
+
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing: a client's epoch older than ours is fenced, a newer one is unknown to us."""
         if current_leader_epoch < 0:
@@ -183,7 +190,12 @@ class Partition:
         if current_leader_epoch > self.leader_epoch:
             raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
-    def _require_leader(self) -> None:
+    def require_leader(self) -> None:
+        """As Kafka's getPartitionOrException then leader check: a partition whose log dir is offline answers
+        KAFKA_STORAGE_ERROR whoever leads it; otherwise a replica that does not lead NOT_LEADER_OR_FOLLOWER."""
+        if self.log.is_offline:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"Partition {self.topic}-{self.partition} is in an offline log directory")
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
@@ -246,7 +258,7 @@ class Partition:
     def append_records_to_leader(self, records: bytes | bytearray | memoryview, required_acks: int,
                                  min_insync_replicas: int, *, origin: str = AppendOrigin.CLIENT, now_ms: int = 0):
         """Append as leader; returns the storage's append info. Raises PartitionError or storage errors."""
-        self._require_leader()
+        self.require_leader()
         # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
         # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
         min_isr = self.effective_min_isr(min_insync_replicas)
@@ -290,15 +302,18 @@ class Partition:
             self._on_high_watermark_changed(self)
 
     def read(self, fetch_offset: int, max_bytes: int, *, read_committed: bool, min_one_message: bool,
-             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False) -> ReadResult:
+             current_leader_epoch: int = -1, last_fetched_epoch: int = -1, from_follower: bool = False,
+             allow_follower_read: bool = False) -> ReadResult:
         """Records from ``fetch_offset`` up to the high watermark (or last stable offset); a follower's
         fetch (``from_follower``) reads up to the log end offset.
 
         ``last_fetched_epoch`` (Fetch v12+): the epoch of the fetcher's last batch. As Kafka's
         Partition.readRecords, an unknown epoch is OFFSET_OUT_OF_RANGE, and a log that diverged
         (that epoch ended here before ``fetch_offset``) is answered with no records and the epoch's end.
+        ``allow_follower_read``: a consumer's fetch that a follower may serve (KIP-392), up to its high watermark.
         """
-        self._require_leader()
+        if from_follower or not allow_follower_read or not self.is_follower:
+            self.require_leader()
         self.check_leader_epoch(current_leader_epoch)
         log_ = self.log
         hw = log_.high_watermark

@@ -13,6 +13,9 @@ every partition this broker follows from that leader, as Kafka's fetcher does:
 - a partition whose leader answers NOT_LEADER_OR_FOLLOWER, a fenced or unknown epoch, or an unknown
   partition waits ``replica.fetch.backoff.ms`` for new metadata; a failed connection backs off the
   whole fetcher.
+With a follower replication throttle (``quota``), a partition this broker is not in the ISR of and the
+throttle names is left out of fetches while the throttle is spent (Kafka's shouldFollowerThrottle), and
+the bytes it brings count against it.
 ``ReplicaFetcherManager`` starts and stops fetchers as partitions change leaders. Event-loop only.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from replication.broker_client import BrokerClient, BrokerConnectionError
 from replication.fetch_session import INITIAL_EPOCH
 from replication.partition import Partition
+from replication.replica_manager import ReplicationQuota
 from wire import ErrorCode
 from wire.messages import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 from wire.messages.fetch_request import FetchPartition as FetchRequestPartition
@@ -42,6 +46,7 @@ MAX_EPOCH = 2**31 - 1
 LIST_OFFSETS_VERSION = 7
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
+THROTTLE_RECHECK_S = 0.1  # how soon a partition left out by a spent throttle is considered again
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +65,10 @@ class ReplicaFetcher:
     """Fetches the partitions this broker follows from broker ``leader_id``."""
 
     def __init__(self, node_id: int, leader_id: int, client: BrokerClient,
-                 partition_lookup: Callable[[str, int], Partition | None], config: FetcherConfig) -> None:
+                 partition_lookup: Callable[[str, int], Partition | None], config: FetcherConfig,
+                 quota: ReplicationQuota | None = None) -> None:
         self.node_id = node_id
+        self.quota = quota
         self.leader_id = leader_id
         self.client = client
         self._partition = partition_lookup
@@ -118,6 +125,11 @@ class ReplicaFetcher:
             now = loop.time()
             ready = {tp: p for tp, until in self._delayed_until.items()
                      if until <= now and (p := self._following(tp)) is not None}
+            throttled = [tp for tp, p in ready.items() if self._throttled(p)]
+            if throttled and self.quota is not None and self.quota.is_quota_exceeded():
+                for tp in throttled:
+                    del ready[tp]
+                self._delay(throttled, THROTTLE_RECHECK_S)
             if not ready:
                 self._changed.clear()
                 waits = [until - now for until in self._delayed_until.values() if until > now]
@@ -145,6 +157,9 @@ class ReplicaFetcher:
                 log.exception("replica fetcher of broker %d failed; retrying in %d ms", self.leader_id,
                               self.config.backoff_ms)
                 self._delay(list(ready), backoff_s)
+
+    def _throttled(self, p: Partition) -> bool:
+        return self.quota is not None and self.node_id not in p.isr and self.quota.is_throttled(p.topic, p.partition)
 
     def _delay(self, partitions: list[TopicPartition], seconds: float) -> None:
         until = asyncio.get_running_loop().time() + seconds
@@ -231,6 +246,8 @@ class ReplicaFetcher:
                 self._truncate_to_diverging_epoch(tp, p, diverging.epoch, diverging.end_offset)
                 return
             if data.records is not None and len(data.records):
+                if self._throttled(p):
+                    self.quota.record(len(data.records))  # type: ignore[union-attr]
                 p.append_records_as_follower(data.records, data.high_watermark)
             else:
                 p.update_follower_high_watermark(data.high_watermark)
@@ -287,8 +304,10 @@ class ReplicaFetcherManager:
     """Which leader each followed partition is fetched from; one fetcher per leader broker."""
 
     def __init__(self, node_id: int, partition_lookup: Callable[[str, int], Partition | None],
-                 endpoint_lookup: Callable[[int], tuple[str, int] | None], config: FetcherConfig) -> None:
+                 endpoint_lookup: Callable[[int], tuple[str, int] | None], config: FetcherConfig,
+                 quota: ReplicationQuota | None = None) -> None:
         self.node_id = node_id
+        self.quota = quota
         self._partition = partition_lookup
         self._endpoint = endpoint_lookup
         self.config = config
@@ -313,7 +332,7 @@ class ReplicaFetcherManager:
         if fetcher is None or (fetcher.client.host, fetcher.client.port) != endpoint:
             fetcher = ReplicaFetcher(self.node_id, leader_id, BrokerClient(
                 leader_id, endpoint[0], endpoint[1], client_id=f"broker-{self.node_id}-fetcher-{leader_id}",
-                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config)
+                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota)
             old = self.fetchers.pop(leader_id, None)
             if old is not None:
                 fetcher.add_partitions(list(old.partitions))

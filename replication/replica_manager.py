@@ -17,12 +17,13 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from replication.metadata_image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
+from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
 from storage import AppendOrigin
 from wire import ErrorCode
@@ -67,6 +68,7 @@ class FetchedPartition:
     request: FetchPartition
     error_code: int = ErrorCode.NONE
     read: ReadResult | None = None
+    preferred_read_replica: int = -1  # KIP-392: the replica the consumer should fetch from instead (-1: here)
 
     @property
     def size(self) -> int:
@@ -136,8 +138,21 @@ class MetadataIsrUpdater:
         return committed.partition_epoch if committed is not None else None
 
 
+class ReplicationQuota(Protocol):
+    """A replication throttle (Kafka's ReplicaQuota): which partitions it applies to, and whether it is spent."""
+
+    def is_throttled(self, topic: str, partition: int) -> bool: ...
+
+    def is_quota_exceeded(self) -> bool: ...
+
+    def record(self, size: int) -> None: ...
+
+
 class ReplicaManager:
     """Partitions of this broker and the append/read paths over them."""
+
+    # Counts appends and ISR changes for metrics (pykbroker.metrics.Recorder); None while metrics are off.
+    metrics: Any = None
 
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
                  isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
@@ -150,6 +165,11 @@ class ReplicaManager:
         self.time_ms = time_ms
         self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
+        # The leader's replication throttle (leader.replication.throttled.*), applied to out-of-sync followers.
+        self.leader_quota: ReplicationQuota | None = None
+        # Follower fetching (KIP-392): replica.selector.class's choice, and the registered brokers' racks.
+        self.replica_selector: Callable[[str | None, ReplicaView, list[ReplicaView]], ReplicaView] | None = None
+        self.broker_racks: Callable[[], Mapping[int, str | None]] = dict
         self.watchers = PartitionWatchers()
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
@@ -158,6 +178,17 @@ class ReplicaManager:
     # -- lifecycle -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
+
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int) -> Partition:
+        """The partition if this broker leads it in ``current_leader_epoch`` (-1: any epoch), else PartitionError
+        with Kafka's code (getPartitionOrException, then the epoch check, then leadership)."""
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            raise PartitionError(self._not_hosted_error((topic, partition)))
+        p.check_leader_epoch(current_leader_epoch)
+        if not p.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return p
 
     def _partition(self, topic: str, partition: int, topic_id: uuid.UUID, log_config) -> Partition:
         p = self.partitions.get((topic, partition))
@@ -194,12 +225,22 @@ class ReplicaManager:
 
     def _on_high_watermark_changed(self, p: Partition) -> None:
         self.watchers.notify((p.topic, p.partition))
+    def stop_replica(self, topic: str, partition: int) -> None:
+        """This broker no longer holds ``topic-partition`` (reassigned away): stop serving it, delete its log."""
+        p = self.partitions.pop((topic, partition), None)
+        if p is None:
+            return
+        self.log_manager.delete_log(topic, partition)
+        self.watchers.notify((topic, partition))  # waiting produces and fetches learn it is gone
+
     def delete_partitions(self, topic: str) -> None:
         """Stop hosting every partition of ``topic`` and delete their logs."""
         for key in [k for k in self.partitions if k[0] == topic]:
             p = self.partitions.pop(key)
             self.log_manager.delete_log(p.topic, p.partition)
             self.watchers.notify(key)
+        if self.metrics is not None:
+            self.metrics.forget_topic(topic)
 
     def update_log_config(self, topic: str, log_config) -> None:
         for (t, _), p in self.partitions.items():
@@ -214,18 +255,25 @@ class ReplicaManager:
         results: dict[TopicPartition, AppendResult] = {}
         appended: dict[TopicPartition, tuple[Partition, int]] = {}
         now_ms = self.time_ms()
+        metrics = self.metrics
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
                 results[tp] = AppendResult(self._not_hosted_error(tp))
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
                                                   origin=origin, now_ms=now_ms)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 continue
             except Exception as exc:  # storage refusals: corrupt, too large, invalid, disk errors
+                if metrics is not None:
+                    metrics.append_failed(tp[0])
                 code, message = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("append to %s-%d failed", tp[0], tp[1])
@@ -241,6 +289,8 @@ class ReplicaManager:
             )
             # A retry answered from producer state waits for its original records; an empty append for none.
             appended[tp] = (p, info.last_offset + 1 if info.last_offset >= 0 else p.log.log_end_offset)
+            if metrics is not None and not info.duplicate:
+                metrics.appended(tp[0], len(records), info.records_count)
             self.watchers.notify(tp)  # followers and long polls waiting for the log end
         return results, appended
 
@@ -284,15 +334,18 @@ class ReplicaManager:
 
     # -- fetch ---------------------------------------------------------------------------------------
     def read_partitions(self, wanted: list[FetchPartition], max_bytes: int, read_committed: bool,
-                        replica_id: int = -1) -> list[FetchedPartition]:
+                        replica_id: int = -1, client_metadata: tuple[str | None] | None = None
+                        ) -> list[FetchedPartition]:
         """One pass over ``wanted``: the first partition with data may exceed ``max_bytes`` by one batch.
 
         A follower's read (``replica_id`` >= 0) goes up to the log end and records its fetch position.
+        ``client_metadata`` (the client's rack, from a consumer's Fetch v11+): followers may serve the read,
+        and a leader may answer with a preferred read replica instead of records (KIP-392).
         """
         out: list[FetchedPartition] = []
         remaining = max_bytes
         from_follower = replica_id >= 0
-        now_ms = self.time_ms() if from_follower else 0
+        now_ms = self.time_ms() if from_follower or client_metadata is not None else 0
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:
@@ -300,10 +353,21 @@ class ReplicaManager:
                 continue
             limit = min(fp.max_bytes, remaining)
             try:
+                if client_metadata is not None and self.replica_selector is not None and p.is_leader:
+                    preferred = self._preferred_read_replica(p, client_metadata[0], fp.fetch_offset, now_ms)
+                    if preferred is not None:
+                        p.check_leader_epoch(fp.current_leader_epoch)
+                        log_ = p.log
+                        out.append(FetchedPartition(fp, ErrorCode.NONE, ReadResult(
+                            b"", log_.high_watermark, log_.last_stable_offset, log_.log_start_offset,
+                            [] if read_committed else None), preferred_read_replica=preferred))
+                        continue
                 read = p.read(fp.fetch_offset, limit, read_committed=read_committed,
                               min_one_message=remaining == max_bytes, current_leader_epoch=fp.current_leader_epoch,
-                              last_fetched_epoch=fp.last_fetched_epoch, from_follower=from_follower)
+                              last_fetched_epoch=fp.last_fetched_epoch, from_follower=from_follower,
+                              allow_follower_read=client_metadata is not None)
                 if from_follower and read.diverging_epoch is None:
+                    read = self._maybe_throttle(p, replica_id, read)
                     expanded = p.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset,
                                                              now_ms, self.replica_lag_time_max_ms)
                     if expanded is not None:
@@ -321,21 +385,51 @@ class ReplicaManager:
             out.append(FetchedPartition(fp, ErrorCode.NONE, read))
         return out
 
+    def _preferred_read_replica(self, p: Partition, client_rack: str | None, fetch_offset: int,
+                                now_ms: int) -> int | None:
+        """Kafka's findPreferredReadReplica: the selector's choice among the leader and the in-sync followers
+        holding ``fetch_offset``; None when it is the leader (or a broker no longer registered)."""
+        racks = self.broker_racks()
+        candidates = [ReplicaView(r, racks.get(r), s.log_end_offset, now_ms - s.last_caught_up_time_ms)
+                      for r, s in p.remote_replicas.items()
+                      if r in p.isr and r in racks and s.log_start_offset <= fetch_offset <= s.log_end_offset]
+        leader = ReplicaView(self.node_id, racks.get(self.node_id), p.log.log_end_offset, 0)
+        assert self.replica_selector is not None
+        chosen = self.replica_selector(client_rack, leader, [*candidates, leader])
+        return None if chosen.broker_id == self.node_id else chosen.broker_id
+
+    def _maybe_throttle(self, p: Partition, replica_id: int, read: ReadResult) -> ReadResult:
+        """Kafka's shouldLeaderThrottle: an out-of-sync follower of a throttled partition gets no records while
+        the leader's replication quota is spent; what it does get counts against the quota."""
+        quota = self.leader_quota
+        if quota is None or replica_id in p.isr or not read.size or not quota.is_throttled(p.topic, p.partition):
+            return read
+        if quota.is_quota_exceeded():
+            release = getattr(read.records, "release", None)
+            if release is not None:
+                release()
+            return replace(read, records=b"")
+        quota.record(read.size)
+        return read
+
     async def fetch(self, wanted: list[FetchPartition], *, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                    read_committed: bool, replica_id: int = -1) -> list[FetchedPartition]:
-        """Read now; if fewer than ``min_bytes`` are there and nothing failed, wait for appends (long poll)."""
+                    read_committed: bool, replica_id: int = -1,
+                    client_metadata: tuple[str | None] | None = None) -> list[FetchedPartition]:
+        """Read now; if fewer than ``min_bytes`` are there and nothing failed or points the consumer to
+        another replica, wait for appends (long poll)."""
         deadline = time.monotonic() + max_wait_ms / 1000
         keys = [(fp.topic, fp.partition) for fp in wanted]
         while True:
-            result = self.read_partitions(wanted, max_bytes, read_committed, replica_id)
+            result = self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
             total = sum(r.size for r in result)
-            if total >= min_bytes or any(r.error_code for r in result) or not wanted or self._closing:
+            if (total >= min_bytes or any(r.error_code or r.preferred_read_replica >= 0 for r in result)
+                    or not wanted or self._closing):
                 return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return result
             if not await self.watchers.wait(keys, remaining):
-                return self.read_partitions(wanted, max_bytes, read_committed, replica_id)
+                return self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
 
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)
@@ -367,6 +461,8 @@ class ReplicaManager:
             p.pending_isr = None
             return
         p.commit_isr(isr, partition_epoch, self.time_ms())
+        if self.metrics is not None:
+            self.metrics.isr_changed(old, isr)
         log.info("%s-%d: ISR %s to %s from %s (leader epoch %d, partition epoch %d)",
                  p.topic, p.partition, "expanded" if len(isr) > len(old) else "shrunk", isr, old, leader_epoch,
                  partition_epoch)

@@ -8,7 +8,7 @@ completes every future registered there. No polling, no sleep loops.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 
 __all__ = ["PartitionWatchers"]
 
@@ -50,7 +50,7 @@ class PartitionWatchers:
     def waiting(self, key: Hashable) -> int:
         return len(self._waiters.get(key, ()))
 
-    async def wait(self, keys: list[Hashable], timeout: float) -> bool:
+    async def wait(self, keys: Sequence[Hashable], timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for any of ``keys`` to change; True if one did."""
         if timeout <= 0:
             return False

@@ -282,7 +282,7 @@ class FileRecords:
         return None
 
 
-def fsync_dir(path: str) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so that renames and creations in it are durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -291,8 +291,9 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Kafka's checkpoint write: ``path.tmp`` written and fsynced, renamed over ``path``, directory fsynced."""
+    path = os.fspath(path)
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:

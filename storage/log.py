@@ -72,6 +72,10 @@ from wire import (
 
 log = logging.getLogger("storage.log")
 
+# Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
+# broker's metrics; None: nobody listens).
+flush_observer: Callable[[float], None] | None = None
+
 __all__ = ["Log", "LogAppendInfo", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "parse_topic_partition_name",
            "topic_partition_dir_name"]
@@ -413,7 +417,7 @@ class Log:
                                      self._log_start_offset, header.records_count, 1, 0, duplicate=True)
         return None
 
-    def _prepare_producer_updates(self, buf: bytearray, batches: list[tuple[int, RecordBatchHeader]],
+    def _prepare_producer_updates(self, buf: bytearray | memoryview, batches: list[tuple[int, RecordBatchHeader]],
                                   origin: str) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn]]:
         updates: dict[int, ProducerAppendInfo] = {}
         completed: list[CompletedTxn] = []
@@ -507,8 +511,11 @@ class Log:
             segments = self.local.segments_to_flush(target)
             recovery_point = self.local.recovery_point
             truncations = self._truncations
+        started = time.perf_counter()
         with self._io("flushing the log"):
             self.local.flush_segments(segments, recovery_point)
+        if flush_observer is not None:
+            flush_observer((time.perf_counter() - started) * 1000)
         with self.lock:
             if truncations == self._truncations:
                 self.local.mark_flushed(target)
@@ -781,10 +788,9 @@ class _IOGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if exc is not None and isinstance(exc, OSError):
             raise self.log._go_offline(self.what, exc) from exc
-        return False
 
 
 __all__ += ["FetchDataInfo", "TimestampAndOffset", "AppendOrigin", "CorruptRecordError"]

@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -56,6 +56,9 @@ DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 LOCK_FILE_NAME = ".lock"
+# While a log dir is recovered after an unclean shutdown, a progress line (percent, counts, time left) at
+# least this often, even while no log completes (one large log being scanned): never a silent minute.
+RECOVERY_PROGRESS_INTERVAL_S = 10.0
 
 
 def _wall_clock_ms() -> int:
@@ -108,6 +111,7 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()
         self._started = False
         self.had_clean_shutdown: dict[str, bool] = {}
+        self._recovery_progress_logged: dict[str, float] = {}  # log dir -> when its last progress line was
 
     # -- startup ------------------------------------------------------------------------------------------
     def startup(self, config_for: Callable[[str], LogConfig] | Mapping[str, LogConfig] | None = None) -> None:
@@ -199,7 +203,14 @@ class LogManager:
             return log_
 
         with ThreadPoolExecutor(self.recovery_threads, thread_name_prefix="log-recovery") as pool:
-            loaded = list(pool.map(load, to_load))
+            futures = {pool.submit(load, item): item for item in to_load}
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=RECOVERY_PROGRESS_INTERVAL_S, return_when=FIRST_COMPLETED)
+                if not had_clean_shutdown and total:
+                    self._log_recovery_progress(log_dir, total - len(pending), total, started,
+                                                [futures[f][1] for f in pending if f.running()])
+            loaded = [f.result() for f in futures]  # in directory order; the first failure is raised
         with self._lock:
             for log_ in loaded:
                 key = (log_.topic, log_.partition)
@@ -209,6 +220,22 @@ class LogManager:
                 self._logs[key] = log_
         clean_file.delete()
         log.info("Loaded %d logs in %s in %d ms", total, log_dir, (time.monotonic() - started) * 1000)
+
+    def _log_recovery_progress(self, log_dir: str, done: int, total: int, started: float,
+                               in_progress: list[TopicPartition]) -> None:
+        """One progress line of an unclean-shutdown recovery of ``log_dir``, at most every
+        RECOVERY_PROGRESS_INTERVAL_S (and the last): percent, counts, time so far and left."""
+        now = time.monotonic()
+        last = self._recovery_progress_logged.get(log_dir, 0.0)
+        if done < total and now - last < RECOVERY_PROGRESS_INTERVAL_S:
+            return
+        self._recovery_progress_logged[log_dir] = now
+        elapsed = now - started
+        left = f", about {elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+        working = (f"; recovering {', '.join(f'{t}-{p}' for t, p in in_progress[:5])}"
+                   + (" ..." if len(in_progress) > 5 else "")) if in_progress else ""
+        log.info("Recovery of log dir %s: %d%% (%d/%d logs) in %.1f s%s%s", log_dir, done * 100 // total, done,
+                 total, elapsed, left, working)
 
     def _schedule_tasks(self) -> None:
         s = self.scheduler

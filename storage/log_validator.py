@@ -49,11 +49,13 @@ __all__ = ["analyze_and_validate", "assign_offsets", "check_follower_offsets", "
            "validate_records"]
 
 Batches = list[tuple[int, RecordBatchHeader]]
+# a record set whose batch headers can be rewritten in place (offsets, timestamps)
+WritableBuffer = bytearray | memoryview
 _LONG_MAX = (1 << 63) - 1
 _NO_TIMESTAMP = -1
 
 
-def analyze_and_validate(buf: bytearray, origin: str, config: LogConfig, name: str) -> tuple[Batches, bytearray]:
+def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, name: str) -> tuple[Batches, WritableBuffer]:
     """Structural checks of every batch (Kafka's analyzeAndValidateRecords); returns (batches, buf)."""
     batches: Batches = []
     end = len(buf)
@@ -86,7 +88,7 @@ def analyze_and_validate(buf: bytearray, origin: str, config: LogConfig, name: s
     return batches, buf
 
 
-def validate_records(buf: bytearray, batches: Batches, config: LogConfig, name: str, now: int, *,
+def validate_records(buf: WritableBuffer, batches: Batches, config: LogConfig, name: str, now: int, *,
                      require_keys: bool) -> None:
     """Per-record rules of LogValidator.validateRecord; raises RecordValidationError for the first batch
     with refused records. ``require_keys``: a client's append to a compacted topic."""
@@ -129,7 +131,7 @@ def _describe(record: Record, timestamp: int) -> str:
 
 def _raise_record_errors(errors: list[tuple[int, int, str]]) -> None:
     """LogValidator.processRecordErrors: one exception for the batch, every refused record listed."""
-    record_errors = [(index, message) for index, _, message in errors]
+    record_errors: list[tuple[int, str | None]] = [(index, message) for index, _, message in errors]
     if any(code == ErrorCode.INVALID_TIMESTAMP for _, code, _ in errors):
         raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp", record_errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message in record_errors[:3])
@@ -138,7 +140,7 @@ def _raise_record_errors(errors: list[tuple[int, int, str]]) -> None:
         f"first three errors at most: [{shown}]", record_errors)
 
 
-def maybe_recompress(buf: bytearray, batches: Batches, config: LogConfig) -> tuple[bytearray, Batches]:
+def maybe_recompress(buf: WritableBuffer, batches: Batches, config: LogConfig) -> tuple[WritableBuffer, Batches]:
     """Rewrite batches into the topic's compression.type when it is not "producer" (per-record work)."""
     target_name = config.compression_type
     if target_name == "producer":
@@ -164,7 +166,7 @@ def maybe_recompress(buf: bytearray, batches: Batches, config: LogConfig) -> tup
     return out, new_batches
 
 
-def assign_offsets(buf: bytearray, batches: Batches, next_offset: int, leader_epoch: int | None,
+def assign_offsets(buf: WritableBuffer, batches: Batches, next_offset: int, leader_epoch: int | None,
                    log_append_time: int | None) -> Batches:
     """A leader's offsets from ``next_offset`` on, rewritten in the headers (outside the CRC, except under
     LogAppendTime, whose max timestamp rewrite recomputes it)."""

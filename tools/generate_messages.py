@@ -567,6 +567,8 @@ def render_init(messages: list[Message]) -> str:
              "from collections.abc import Iterator, Mapping",
              "from typing import TYPE_CHECKING",
              "",
+             "from wire._message import Message",
+             "",
              "if TYPE_CHECKING:"]
     for m in ordered:
         lines.append(f"    from wire.messages.{module_name(m.name)} import {m.name}")
@@ -582,13 +584,13 @@ def render_init(messages: list[Message]) -> str:
               "    globals()[name] = cls",
               "    return cls",
               "", "",
-              "class _ByApiKey(Mapping[int, type]):",
+              "class _ByApiKey(Mapping[int, type[Message]]):",
               '    """API key -> message class, importing each class when it is first looked up."""',
               "",
               "    def __init__(self, names: dict[int, str]) -> None:",
               "        self._names = names",
               "",
-              "    def __getitem__(self, api_key: int) -> type:",
+              "    def __getitem__(self, api_key: int) -> type[Message]:",
               "        return __getattr__(self._names[api_key])",
               "",
               "    def __iter__(self) -> Iterator[int]:",
@@ -597,10 +599,10 @@ def render_init(messages: list[Message]) -> str:
               "    def __len__(self) -> int:",
               "        return len(self._names)",
               "", "",
-              "REQUESTS: Mapping[int, type] = _ByApiKey({"]
+              "REQUESTS: Mapping[int, type[Message]] = _ByApiKey({"]
     for m in sorted((m for m in messages if m.kind == "request"), key=lambda m: m.api_key):
         lines.append(f"    {m.api_key}: {m.name!r},")
-    lines += ["})", "RESPONSES: Mapping[int, type] = _ByApiKey({"]
+    lines += ["})", "RESPONSES: Mapping[int, type[Message]] = _ByApiKey({"]
     for m in sorted((m for m in messages if m.kind == "response"), key=lambda m: m.api_key):
         lines.append(f"    {m.api_key}: {m.name!r},")
     lines += ["})", "", "__all__ = ["]

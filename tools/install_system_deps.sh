@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the non-Python tools the tests drive: kcat (librdkafka's CLI).
+# Installs the non-Python tools the tests drive: kcat (librdkafka's CLI), chromium (the console page's
+# browser test, headless).
 # Idempotent: does nothing when everything is already present.
 set -euo pipefail
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}"
   SUDO=""

@@ -24,9 +24,14 @@ class FieldSpec(NamedTuple):
 class Message:
     """A generated message or struct. Subclasses define ``__slots__``, ``FIELDS`` and the codecs."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     NAME: ClassVar[str] = ""
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
+    # set by requests and responses (not by their structs)
+    API_KEY: ClassVar[int]
+    LOWEST_VERSION: ClassVar[int]
+    HIGHEST_VERSION: ClassVar[int]
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None]
 
     def encode_into(self, w: Writer, version: int) -> None:  # pragma: no cover - generated
         raise NotImplementedError

@@ -7,6 +7,7 @@ files (``FileRegion``) are kept as separate parts so the server can send them wi
 
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid
 from dataclasses import dataclass
@@ -188,25 +189,25 @@ class Reader:
             raise DecodeError("null where non-nullable bytes are required")
         return self._raw(self._length(n))
 
-    def nullable_bytes(self) -> bytes | None:
+    def nullable_bytes(self) -> builtins.bytes | None:
         n = self.int32()
         if n < 0:
             return None
         return self._raw(self._length(n))
 
-    def compact_bytes(self) -> bytes:
+    def compact_bytes(self) -> builtins.bytes:
         n = self.uvarint() - 1
         if n < 0:
             raise DecodeError("null where non-nullable bytes are required")
         return self._raw(self._length(n))
 
-    def compact_nullable_bytes(self) -> bytes | None:
+    def compact_nullable_bytes(self) -> builtins.bytes | None:
         n = self.uvarint() - 1
         if n < 0:
             return None
         return self._raw(self._length(n))
 
-    def records(self, flexible: bool) -> memoryview | None:
+    def records(self, flexible: builtins.bool) -> memoryview | None:
         """A record set: a view into the request buffer (no copy), or None."""
         n = (self.uvarint() - 1) if flexible else self.int32()
         if n < 0:
@@ -215,7 +216,7 @@ class Reader:
         return self.buf[pos : pos + n]
 
     # -- arrays --------------------------------------------------------------------------------------
-    def array_length(self, flexible: bool) -> int:
+    def array_length(self, flexible: builtins.bool) -> int:
         """Element count of an array; -1 for null."""
         n = (self.uvarint() - 1) if flexible else self.int32()
         if n < -1:
@@ -247,12 +248,17 @@ class Reader:
 _NO_TAGS: dict[int, memoryview] = {}
 
 
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
+def append_uvarint(out: bytearray, value: int) -> None:
+    """Append ``value`` (non-negative) as an unsigned LEB128 varint: the protocol's and the records' encoding."""
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    append_uvarint(out, value)
     return bytes(out)
 
 
@@ -349,23 +355,23 @@ class Writer:
         self.buf += _I32.pack(len(v))
         self.buf += v
 
-    def nullable_bytes(self, v: bytes | bytearray | memoryview | None) -> None:
+    def nullable_bytes(self, v: builtins.bytes | bytearray | memoryview | None) -> None:
         if v is None:
             self.buf += b"\xff\xff\xff\xff"
         else:
             self.bytes(v)
 
-    def compact_bytes(self, v: bytes | bytearray | memoryview) -> None:
+    def compact_bytes(self, v: builtins.bytes | bytearray | memoryview) -> None:
         self.uvarint(len(v) + 1)
         self.buf += v
 
-    def compact_nullable_bytes(self, v: bytes | bytearray | memoryview | None) -> None:
+    def compact_nullable_bytes(self, v: builtins.bytes | bytearray | memoryview | None) -> None:
         if v is None:
             self.buf.append(0)
         else:
             self.compact_bytes(v)
 
-    def records(self, v: bytes | bytearray | memoryview | RecordsLike | None, flexible: bool) -> None:
+    def records(self, v: builtins.bytes | bytearray | memoryview | RecordsLike | None, flexible: builtins.bool) -> None:
         """A record set; a file region is kept as its own part (sent later without a copy)."""
         if v is None:
             if flexible:
@@ -390,13 +396,13 @@ class Writer:
             self._parts_size += len(self.buf) + size
             self.buf = bytearray()
 
-    def array_length(self, n: int | None, flexible: bool) -> None:
+    def array_length(self, n: int | None, flexible: builtins.bool) -> None:
         if flexible:
             self.uvarint(0 if n is None else n + 1)
         else:
             self.buf += _I32.pack(-1 if n is None else n)
 
-    def tagged_fields(self, fields: list[tuple[int, bytes]]) -> None:
+    def tagged_fields(self, fields: list[tuple[int, builtins.bytes]]) -> None:
         """Write a tagged-field section: ``fields`` must be sorted by tag."""
         self.uvarint(len(fields))
         for tag, data in fields:

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from wire._compression import CompressionType, CorruptRecordError, RecordError, compress, decompress
 from wire._errors import ErrorCode
+from wire._primitives import append_uvarint
 
 __all__ = [
     "COMPRESSION_CODEC_MASK",
@@ -433,7 +434,8 @@ def _reject_client_batch(header: RecordBatchHeader) -> None:
 
 
 # -- record-internal varints (zigzag; int32 up to 5 bytes, int64 up to 10, as Kafka's ByteUtils) ------------
-# wire/_primitives has the protocol's varints; these stay private to the record codec for now.
+# Encoding is the protocol's (wire._primitives.append_uvarint); decoding reads from a buffer position and
+# raises InvalidRecordError, in the record codec's inner loop, so it stays here.
 
 
 def _record_read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -477,21 +479,13 @@ def _record_read_varlong(data: bytes, pos: int) -> tuple[int, int]:
 def _record_write_varint(out: bytearray, value: int) -> None:
     if not -0x80000000 <= value <= _INT32_MAX:
         raise ValueError(f"{value} does not fit a varint (int32)")
-    v = (value << 1) ^ (value >> 31)
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    append_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def _record_write_varlong(out: bytearray, value: int) -> None:
     if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
         raise ValueError(f"{value} does not fit a varlong (int64)")
-    v = (value << 1) ^ (value >> 63)
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
+    append_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 # -- records -----------------------------------------------------------------------------------------------

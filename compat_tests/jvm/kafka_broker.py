@@ -43,10 +43,11 @@ class KafkaBroker:
     def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
                  overrides: dict[str, str] | None = None, quick_start: bool = True, *, node_id: int = 1,
                  controller_port: int | None = None, voters: str | None = None,
-                 loggers: dict[str, str] | None = None) -> None:
+                 loggers: dict[str, str] | None = None, jvm_args: list[str] | None = None) -> None:
         """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench.
         ``voters`` (``id@host:port,...``) makes this node one of a cluster's (see ``KafkaCluster``).
-        ``loggers``: log4j logger name -> level, for loggers a test reads (the rest log at WARN)."""
+        ``loggers``: log4j logger name -> level, for loggers a test reads (the rest log at WARN).
+        ``jvm_args``: more JVM options for the broker process only (not the storage tool), e.g. remote JMX."""
         self.jars = jars
         self.node_id = node_id
         self.controller_port = controller_port or free_port()
@@ -57,6 +58,7 @@ class KafkaBroker:
         self.heap = heap
         self.overrides = dict(overrides or {})
         self.loggers = dict(loggers or {})
+        self.jvm_args = list(jvm_args or [])
         self.proc: subprocess.Popen | None = None
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -107,7 +109,7 @@ class KafkaBroker:
         log = open(self.log_path, "wb")
         started = time.perf_counter()
         self.proc = subprocess.Popen(
-            self._java() + [f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}", "kafka.Kafka", str(config)],
+            self._java() + self.jvm_args + [f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}", "kafka.Kafka", str(config)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         try:

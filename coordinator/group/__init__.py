@@ -1,32 +1,33 @@
 """The group coordinator: consumer groups (classic protocol and KIP-848) and committed offsets.
 
 State is the replay of the records of ``__consumer_offsets`` (see ``records``), one single-writer
-shard per partition (``runtime``). Modules:
+shard per partition on the shared ``coordinator.runtime``. Modules:
 
 - ``coordinator`` — ``GroupCoordinator``, the service request handlers call;
-- ``log`` — ``CoordinatorLog``, the interface to a ``__consumer_offsets`` partition, and the
-  in-memory implementation; ``partition_log`` — the implementation over the replica manager;
-- ``runtime`` — shard tasks, queues, appends, replay, timers; ``shard`` — one partition's state;
+- ``shard`` — one partition's state and operations;
 - ``group_metadata_manager`` + ``classic_protocol`` + ``consumer_protocol`` — groups and membership;
 - ``offsets`` — committed offsets; ``records`` — the record formats (byte-compatible with Kafka);
 - ``classic_group`` / ``consumer_group`` — the group state machines; ``reconciliation`` and
   ``assignors`` — KIP-848 assignment; ``partitioner`` — group id -> partition;
-- ``clock`` / ``timer`` — injected time; ``config`` — ``group.*`` / ``offsets.*`` settings.
+- ``config`` — ``group.*`` / ``offsets.*`` settings; ``request_info`` — what an operation knows of
+  the request.
+
+The runtime's clock, logs and errors are re-exported for the handlers and tests.
 """
 
-from coordinator.group.clock import Clock, FakeClock, SystemClock
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.coordinator import GroupCoordinator
-from coordinator.group.errors import ApiError, CoordinatorLogError
-from coordinator.group.log import (
+from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
+from coordinator.group.request_info import RequestInfo
+from coordinator.group.topics import MetadataStoreTopics, StaticTopics, TopicInfo, TopicsImage
+from coordinator.runtime.clock import Clock, FakeClock, SystemClock
+from coordinator.runtime.errors import ApiError, CoordinatorLogError
+from coordinator.runtime.log import (
     CoordinatorLog,
     CoordinatorLogFactory,
     InMemoryCoordinatorLog,
     InMemoryCoordinatorLogs,
 )
-from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
-from coordinator.group.result import RequestInfo
-from coordinator.group.topics import MetadataStoreTopics, StaticTopics, TopicInfo, TopicsImage
 
 __all__ = [
     "ApiError",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from coordinator.group import embedded_protocol
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 from wire.messages import GroupMetadataValue, JoinGroupResponse, SyncGroupResponse
 from wire.messages.describe_groups_response import DescribedGroupMember

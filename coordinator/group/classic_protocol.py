@@ -1,7 +1,8 @@
 """The classic group membership protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
 
-Mixed into ``GroupMetadataManager`` (``self`` has ``groups``, ``timer``, ``clock``, ``config``). The
-logic follows Kafka's GroupMetadataManager step by step: a rebalance parks JoinGroups until every
+A collaborator of ``GroupMetadataManager`` (``manager``), whose group map, config, clock and timer it
+shares; JoinGroup and friends for consumer groups go to the consumer protocol (``manager.consumer``).
+The logic follows Kafka's GroupMetadataManager step by step: a rebalance parks JoinGroups until every
 member has rejoined (or the rebalance timeout passes; the first rebalance of an empty group waits
 ``group.initial.rebalance.delay.ms`` more for others to join), elects a leader, answers every
 JoinGroup with the new generation, then waits for the leader's SyncGroup. The assignment is stored as
@@ -27,8 +28,9 @@ from coordinator.group.classic_group import (
     ClassicGroupState,
     Responder,
 )
-from coordinator.group.errors import ApiError, append_error_to_response_error
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError, append_error_to_response_error
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     HeartbeatRequest,
@@ -85,23 +87,31 @@ def _is_protocol_inconsistent(requested: str | None, current: str | None) -> boo
 class ClassicProtocol:
     """JoinGroup / SyncGroup / Heartbeat / LeaveGroup against classic groups."""
 
+    def __init__(self, manager: GroupMetadataManager) -> None:
+        self.manager = manager
+        self.groups = manager.groups  # the manager's group map, shared
+        self.config = manager.config
+        self.clock = manager.clock
+        self.timer = manager.timer
+        self.new_uuid = manager.new_uuid
+
     # -- JoinGroup --------------------------------------------------------------------------------------
-    def classic_group_join(self: GroupMetadataManager, info: RequestInfo, request: JoinGroupRequest,
+    def classic_group_join(self, info: RequestInfo, request: JoinGroupRequest,
                            responder: Responder) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
         group = self.groups.get(request.group_id)
         if isinstance(group, ConsumerGroup) and not group.is_empty:
-            return self.classic_group_join_to_consumer_group(group, info, request, responder)
+            return self.manager.consumer.classic_group_join_to_consumer_group(group, info, request, responder)
         return self._classic_group_join_to_classic_group(info, request, responder)
 
-    def _classic_group_join_to_classic_group(self: GroupMetadataManager, info: RequestInfo,
+    def _classic_group_join_to_classic_group(self, info: RequestInfo,
                                              request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
         group_id, member_id = request.group_id, request.member_id
         is_unknown = member_id == UNKNOWN_MEMBER_ID
-        records = self.maybe_delete_empty_consumer_group(group_id)
+        records = self.manager.consumer.maybe_delete_empty_consumer_group(group_id)
         is_new_group = group_id not in self.groups
         try:
-            group = self.get_or_create_classic_group(group_id, is_unknown)
+            group = self.manager.get_or_create_classic_group(group_id, is_unknown)
         except ApiError:
             responder(JoinGroupResponse(member_id=member_id, error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return CoordinatorResult(records, replay=False) if records else EMPTY_RESULT
@@ -128,7 +138,7 @@ class ClassicProtocol:
             records.append(rec.group_metadata_record(group_id, self._empty_group_value(group)))
             return CoordinatorResult(records, on_appended=on_appended, replay=False)
         if records:
-            return CoordinatorResult(records + result.records, result.response, result.on_appended, replay=False)
+            return CoordinatorResult([*records, *result.records], result.response, result.on_appended, replay=False)
         return result
 
     def _empty_group_value(self, group: ClassicGroup):
@@ -137,7 +147,7 @@ class ClassicProtocol:
                                   current_state_timestamp=(-1 if group.current_state_timestamp is None
                                                            else group.current_state_timestamp), members=[])
 
-    def _accept_joining_member(self: GroupMetadataManager, group: ClassicGroup, member_id: str) -> bool:
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.group_max_size
         if group.state in (S.EMPTY, S.DEAD):
             return True
@@ -146,10 +156,10 @@ class ClassicProtocol:
             return (member is not None and member.is_awaiting_join) or group.num_members_awaiting_join < max_size
         return member_id in group.members or len(group.members) < max_size
 
-    def _generate_member_id(self: GroupMetadataManager, client_id: str, instance_id: str | None) -> str:
+    def _generate_member_id(self, client_id: str, instance_id: str | None) -> str:
         return f"{instance_id if instance_id is not None else client_id}{MEMBER_ID_DELIMITER}{self.new_uuid()}"
 
-    def _join_new_member(self: GroupMetadataManager, info: RequestInfo, request: JoinGroupRequest,
+    def _join_new_member(self, info: RequestInfo, request: JoinGroupRequest,
                          group: ClassicGroup, responder: Responder) -> CoordinatorResult:
         if group.state is S.DEAD:
             responder(JoinGroupResponse(member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -174,7 +184,7 @@ class ClassicProtocol:
             return EMPTY_RESULT
         return self._add_member_then_rebalance_or_complete_join(info, request, group, new_member_id, responder)
 
-    def _join_existing_member(self: GroupMetadataManager, info: RequestInfo, request: JoinGroupRequest,
+    def _join_existing_member(self, info: RequestInfo, request: JoinGroupRequest,
                               group: ClassicGroup, responder: Responder) -> CoordinatorResult:
         member_id = request.member_id
         if group.state is S.DEAD:
@@ -221,14 +231,14 @@ class ClassicProtocol:
             member_id=member_id, generation_id=group.generation_id, protocol_name=group.protocol_name,
             protocol_type=group.protocol_type, leader=group.leader_id or "", skip_assignment=skip_assignment)
 
-    def _update_member_then_rebalance_or_complete_join(self: GroupMetadataManager, request: JoinGroupRequest,
+    def _update_member_then_rebalance_or_complete_join(self, request: JoinGroupRequest,
                                                        group: ClassicGroup, member: ClassicGroupMember,
                                                        responder: Responder) -> CoordinatorResult:
         group.update_member(member, _protocols(request), request.rebalance_timeout_ms, request.session_timeout_ms,
                             responder)
         return self.maybe_prepare_rebalance_or_complete_join(group, f"member {member.member_id} rejoined")
 
-    def _add_member_then_rebalance_or_complete_join(self: GroupMetadataManager, info: RequestInfo,
+    def _add_member_then_rebalance_or_complete_join(self, info: RequestInfo,
                                                     request: JoinGroupRequest, group: ClassicGroup, member_id: str,
                                                     responder: Responder) -> CoordinatorResult:
         member = ClassicGroupMember(
@@ -243,13 +253,13 @@ class ClassicProtocol:
         self._reschedule_heartbeat(group, member, self.config.classic_group_new_member_join_timeout_ms)
         return self.maybe_prepare_rebalance_or_complete_join(group, f"adding new member {member_id}")
 
-    def maybe_prepare_rebalance_or_complete_join(self: GroupMetadataManager, group: ClassicGroup,
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup,
                                                  reason: str) -> CoordinatorResult:
         if group.can_rebalance():
             return self.prepare_rebalance(group, reason)
         return self._maybe_complete_join_phase(group)
 
-    def prepare_rebalance(self: GroupMetadataManager, group: ClassicGroup, reason: str) -> CoordinatorResult:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> CoordinatorResult:
         if group.state is S.COMPLETING_REBALANCE:
             self._reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
@@ -264,14 +274,14 @@ class ClassicProtocol:
         log.info("preparing to rebalance group %s (generation %d): %s", group.group_id, group.generation_id, reason)
         return EMPTY_RESULT if initial else self._maybe_complete_join_else_schedule(group)
 
-    def _maybe_complete_join_else_schedule(self: GroupMetadataManager, group: ClassicGroup) -> CoordinatorResult:
+    def _maybe_complete_join_else_schedule(self, group: ClassicGroup) -> CoordinatorResult:
         if group.has_all_members_joined():
             return self._complete_join(group)
         gid = group.group_id
         self.timer.schedule(join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
         return EMPTY_RESULT
 
-    def _try_complete_initial_rebalance(self: GroupMetadataManager, group_id: str, delay_ms: int,
+    def _try_complete_initial_rebalance(self, group_id: str, delay_ms: int,
                                         remaining_ms: int) -> CoordinatorResult:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup):
@@ -286,7 +296,7 @@ class ClassicProtocol:
             return EMPTY_RESULT
         return self._complete_join(group)
 
-    def _maybe_complete_join_phase(self: GroupMetadataManager, group: ClassicGroup) -> CoordinatorResult:
+    def _maybe_complete_join_phase(self, group: ClassicGroup) -> CoordinatorResult:
         if group.state is not S.PREPARING_REBALANCE:
             return EMPTY_RESULT
         if group.previous_state is S.EMPTY:
@@ -295,13 +305,13 @@ class ClassicProtocol:
             return EMPTY_RESULT
         return self._complete_join(group)
 
-    def _complete_join_by_id(self: GroupMetadataManager, group_id: str) -> CoordinatorResult:
+    def _complete_join_by_id(self, group_id: str) -> CoordinatorResult:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup):
             return EMPTY_RESULT
         return self._complete_join(group)
 
-    def _complete_join(self: GroupMetadataManager, group: ClassicGroup) -> CoordinatorResult:
+    def _complete_join(self, group: ClassicGroup) -> CoordinatorResult:
         """End the join phase: drop dynamic members that did not rejoin, start the next generation."""
         gid = group.group_id
         self.timer.cancel(join_key(gid))
@@ -331,10 +341,13 @@ class ClassicProtocol:
         return EMPTY_RESULT
 
     def _update_static_member_then_rebalance_or_complete_join(
-            self: GroupMetadataManager, info: RequestInfo, request: JoinGroupRequest, group: ClassicGroup,
+            self, info: RequestInfo, request: JoinGroupRequest, group: ClassicGroup,
             old_member_id: str, new_member_id: str, responder: Responder) -> CoordinatorResult:
         current_leader = group.leader_id
-        new_member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)
+        instance_id = request.group_instance_id
+        if instance_id is None:
+            raise ValueError("a static member joins with its group instance id")
+        new_member = group.replace_static_member(instance_id, old_member_id, new_member_id)
         self.timer.cancel(heartbeat_key(group.group_id, old_member_id))
         self.reschedule_classic_heartbeat(group, new_member)
         old_rebalance_timeout = new_member.rebalance_timeout_ms
@@ -345,7 +358,6 @@ class ClassicProtocol:
         if group.state is S.STABLE:
             if group.protocol_name == group.select_protocol():
                 # Same protocol: persist the new member id without a rebalance.
-                instance_id = request.group_instance_id
                 assignment = group.group_assignment()
 
                 def on_appended(exc: BaseException | None) -> None:
@@ -379,16 +391,16 @@ class ClassicProtocol:
         return self._maybe_complete_join_phase(group)
 
     # -- heartbeats and expiry --------------------------------------------------------------------------
-    def reschedule_classic_heartbeat(self: GroupMetadataManager, group: ClassicGroup,
+    def reschedule_classic_heartbeat(self, group: ClassicGroup,
                                      member: ClassicGroupMember) -> None:
         self._reschedule_heartbeat(group, member, member.session_timeout_ms)
 
-    def _reschedule_heartbeat(self: GroupMetadataManager, group: ClassicGroup, member: ClassicGroupMember,
+    def _reschedule_heartbeat(self, group: ClassicGroup, member: ClassicGroupMember,
                               timeout_ms: int) -> None:
         gid, mid = group.group_id, member.member_id
         self.timer.schedule(heartbeat_key(gid, mid), timeout_ms, lambda: self._expire_classic_heartbeat(gid, mid))
 
-    def _expire_classic_heartbeat(self: GroupMetadataManager, group_id: str, member_id: str) -> CoordinatorResult:
+    def _expire_classic_heartbeat(self, group_id: str, member_id: str) -> CoordinatorResult:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup) or group.state is S.DEAD:
             return EMPTY_RESULT
@@ -404,7 +416,7 @@ class ClassicProtocol:
         log.info("member %s of group %s has failed (session timeout); removing it", member_id, group_id)
         return self._remove_member_and_update_group(group, member, "session timeout")
 
-    def _remove_member_and_update_group(self: GroupMetadataManager, group: ClassicGroup, member: ClassicGroupMember,
+    def _remove_member_and_update_group(self, group: ClassicGroup, member: ClassicGroupMember,
                                         reason: str) -> CoordinatorResult:
         group.complete_join(member, JoinGroupResponse(member_id=UNKNOWN_MEMBER_ID,
                                                       error_code=ErrorCode.UNKNOWN_MEMBER_ID))
@@ -415,11 +427,11 @@ class ClassicProtocol:
             return self._complete_join(group)
         return EMPTY_RESULT
 
-    def _remove_sync_expiration(self: GroupMetadataManager, group: ClassicGroup) -> None:
+    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
         self.timer.cancel(sync_key(group.group_id))
 
-    def _expire_pending_sync(self: GroupMetadataManager, group_id: str, generation_id: int) -> CoordinatorResult:
+    def _expire_pending_sync(self, group_id: str, generation_id: int) -> CoordinatorResult:
         group = self.groups.get(group_id)
         if not isinstance(group, ClassicGroup) or generation_id != group.generation_id:
             return EMPTY_RESULT
@@ -432,7 +444,7 @@ class ClassicProtocol:
         return EMPTY_RESULT
 
     # -- SyncGroup --------------------------------------------------------------------------------------
-    def classic_group_sync(self: GroupMetadataManager, info: RequestInfo, request: SyncGroupRequest,
+    def classic_group_sync(self, info: RequestInfo, request: SyncGroupRequest,
                            responder: Responder) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
         group = self.groups.get(request.group_id)
@@ -440,7 +452,7 @@ class ClassicProtocol:
             responder(SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return EMPTY_RESULT
         if isinstance(group, ConsumerGroup):
-            return self.classic_group_sync_to_consumer_group(group, info, request, responder)
+            return self.manager.consumer.classic_group_sync_to_consumer_group(group, info, request, responder)
         return self._sync_classic(group, request, responder)
 
     def _validate_sync(self, group: ClassicGroup, request: SyncGroupRequest) -> int | None:
@@ -457,7 +469,7 @@ class ClassicProtocol:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 
-    def _sync_classic(self: GroupMetadataManager, group: ClassicGroup, request: SyncGroupRequest,
+    def _sync_classic(self, group: ClassicGroup, request: SyncGroupRequest,
                       responder: Responder) -> CoordinatorResult:
         member_id = request.member_id
         error = self._validate_sync(group, request)
@@ -499,18 +511,18 @@ class ClassicProtocol:
                                     assignment=group.members[member_id].assignment, error_code=ErrorCode.NONE))
         return EMPTY_RESULT
 
-    def _remove_pending_sync_member(self: GroupMetadataManager, group: ClassicGroup, member_id: str) -> None:
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
         if group.state in (S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync_members:
             self.timer.cancel(sync_key(group.group_id))
 
-    def _reset_and_propagate_assignment_with_error(self: GroupMetadataManager, group: ClassicGroup,
+    def _reset_and_propagate_assignment_with_error(self, group: ClassicGroup,
                                                    error: int) -> None:
         for m in group.members.values():
             m.assignment = EMPTY_ASSIGNMENT
         self._propagate_assignment(group, error)
 
-    def _propagate_assignment(self: GroupMetadataManager, group: ClassicGroup, error: int) -> None:
+    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
         ok = error == ErrorCode.NONE
         for member in list(group.members.values()):
             response = SyncGroupResponse(error_code=error, assignment=member.assignment,
@@ -520,14 +532,14 @@ class ClassicProtocol:
                 self.reschedule_classic_heartbeat(group, member)
 
     # -- Heartbeat --------------------------------------------------------------------------------------
-    def classic_group_heartbeat(self: GroupMetadataManager, info: RequestInfo,
+    def classic_group_heartbeat(self, info: RequestInfo,
                                 request: HeartbeatRequest) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
         group = self.groups.get(request.group_id)
         if group is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {request.group_id} not found.")
         if isinstance(group, ConsumerGroup):
-            return self.classic_group_heartbeat_to_consumer_group(group, info, request)
+            return self.manager.consumer.classic_group_heartbeat_to_consumer_group(group, info, request)
         if group.state is S.DEAD:
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         group.validate_member(request.member_id, request.group_instance_id)
@@ -541,25 +553,26 @@ class ClassicProtocol:
         return CoordinatorResult(response=HeartbeatResponse(error_code=ErrorCode.NONE))
 
     # -- LeaveGroup -------------------------------------------------------------------------------------
-    def classic_group_leave(self: GroupMetadataManager, info: RequestInfo,
+    def classic_group_leave(self, info: RequestInfo,
                             request: LeaveGroupRequest) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
         group = self.groups.get(request.group_id)
         if group is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {request.group_id} not found.")
         if isinstance(group, ConsumerGroup):
-            return self.classic_group_leave_to_consumer_group(group, info, request)
+            return self.manager.consumer.classic_group_leave_to_consumer_group(group, info, request)
         if group.state is S.DEAD:
             return CoordinatorResult(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses: list[MemberResponse] = []
         left: list[str] = []
         for identity in request.members:
             mid, iid = identity.member_id, identity.group_instance_id
-            code = ErrorCode.NONE
+            code: int = ErrorCode.NONE
             if mid == UNKNOWN_MEMBER_ID:
                 # Administrative removal of a static member by instance id.
-                if iid is not None and group.static_member_id(iid) is not None:
-                    self._remove_current_member(group, group.static_member_id(iid))
+                static_member_id = group.static_member_id(iid) if iid is not None else None
+                if static_member_id is not None:
+                    self._remove_current_member(group, static_member_id)
                 else:
                     code = ErrorCode.UNKNOWN_MEMBER_ID
             elif group.is_pending_member(mid):
@@ -583,7 +596,7 @@ class ClassicProtocol:
         return CoordinatorResult(result.records, LeaveGroupResponse(error_code=ErrorCode.NONE, members=responses),
                                  result.on_appended, replay=False)
 
-    def _remove_current_member(self: GroupMetadataManager, group: ClassicGroup, member_id: str) -> None:
+    def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
         self.timer.cancel(heartbeat_key(group.group_id, member_id))
         log.info("member %s left group %s through LeaveGroup", member_id, group.group_id)

@@ -28,7 +28,7 @@ from enum import Enum, IntEnum
 from uuid import UUID
 
 from coordinator.group import records as rec
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -106,6 +106,13 @@ class ConsumerGroupMember:
     assigned_partitions: Mapping[UUID, frozenset[int]] = field(default_factory=dict)
     partitions_pending_revocation: Mapping[UUID, frozenset[int]] = field(default_factory=dict)
     classic_member_metadata: ClassicMemberMetadata | None = None
+
+    @property
+    def classic_metadata(self) -> ClassicMemberMetadata:
+        """The classic protocol's metadata of a member that uses that protocol."""
+        if self.classic_member_metadata is None:
+            raise ValueError(f"member {self.member_id} does not use the classic protocol")
+        return self.classic_member_metadata
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -254,7 +261,7 @@ class ConsumerGroup:
         classic = [m for m in self.members.values() if m.uses_classic_protocol]
         if not classic:
             return True
-        return any(all(n in {p for p, _ in m.classic_member_metadata.supported_protocols} for m in classic)
+        return any(all(n in {p for p, _ in m.classic_metadata.supported_protocols} for m in classic)
                    for n in names)
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:

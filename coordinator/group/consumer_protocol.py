@@ -1,6 +1,8 @@
 """The consumer group protocol of KIP-848, and classic members inside consumer groups.
 
-Mixed into ``GroupMetadataManager``. A ConsumerGroupHeartbeat runs Kafka's three steps:
+A collaborator of ``GroupMetadataManager`` (``manager``), whose group map, config, clock and timer it
+shares; it calls the classic protocol (``manager.classic``) to rebalance groups it converts. A
+ConsumerGroupHeartbeat runs Kafka's three steps:
 
 1. create or update the member; if its subscription changed, or the subscribed topics' metadata
    (ids, partition counts — summarised as the metadata hash) changed, bump the group epoch;
@@ -27,6 +29,7 @@ import logging
 import re
 import struct
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -50,9 +53,10 @@ from coordinator.group.consumer_group import (
     MemberState,
     ResolvedRegex,
 )
-from coordinator.group.errors import ApiError
 from coordinator.group.reconciliation import next_assignment
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -79,6 +83,9 @@ log = logging.getLogger("pykbroker.coordinator.group")
 EMPTY_RESULT: CoordinatorResult = CoordinatorResult()
 # ConsumerGroupHeartbeat v1+ (KIP-1082): the client generates its member id.
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+# How old a regex's resolution must be before a heartbeat resolves it again (Kafka's
+# REGEX_BATCH_REFRESH_INTERVAL_MS): new topics and ACL changes reach a regex subscription within it.
+REGEX_REFRESH_INTERVAL_MS = 10_000
 
 Partitions = dict[UUID, frozenset[int]]
 
@@ -113,7 +120,7 @@ def _owned(topic_partitions) -> list[tuple[UUID, list[int]]] | None:
     return [(tp.topic_id, list(tp.partitions)) for tp in topic_partitions]
 
 
-def _is_subset(owned: list[tuple[UUID, list[int]]] | None, target: Partitions) -> bool:
+def _is_subset(owned: list[tuple[UUID, list[int]]] | None, target: Mapping[UUID, frozenset[int]]) -> bool:
     if owned is None:
         return False
     return all(p in target.get(topic_id, frozenset()) for topic_id, parts in owned for p in parts)
@@ -126,28 +133,38 @@ def _signed64(data: bytes) -> int:
 class ConsumerProtocol:
     """ConsumerGroupHeartbeat, and classic-protocol members of consumer groups."""
 
+    def __init__(self, manager: GroupMetadataManager) -> None:
+        self.manager = manager
+        self.groups = manager.groups  # the manager's group map, shared
+        self.config = manager.config
+        self.group_configs = manager.group_configs
+        self.clock = manager.clock
+        self.timer = manager.timer
+        self.topics = manager.topics
+        self.new_uuid = manager.new_uuid
+
     # -- the group's configs (KIP-848 group config resources) --------------------------------------------
-    def consumer_session_timeout_ms(self: GroupMetadataManager, group_id: str) -> int:
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
         """The group's consumer.session.timeout.ms, else the broker's group.consumer.session.timeout.ms."""
         if self.group_configs is None:
             return self.config.consumer_group_session_timeout_ms
         return int(self.group_configs.get(group_id, "consumer.session.timeout.ms"))
 
-    def consumer_heartbeat_interval_ms(self: GroupMetadataManager, group_id: str) -> int:
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's consumer.heartbeat.interval.ms, else the broker's group.consumer.heartbeat.interval.ms."""
         if self.group_configs is None:
             return self.config.consumer_group_heartbeat_interval_ms
         return int(self.group_configs.get(group_id, "consumer.heartbeat.interval.ms"))
 
     # -- timers -----------------------------------------------------------------------------------------
-    def schedule_consumer_session_timeout(self: GroupMetadataManager, group_id: str, member_id: str,
+    def schedule_consumer_session_timeout(self, group_id: str, member_id: str,
                                           timeout_ms: int | None = None) -> None:
         if timeout_ms is None:
             timeout_ms = self.consumer_session_timeout_ms(group_id)
         self.timer.schedule(session_timeout_key(group_id, member_id), timeout_ms,
                             lambda: self._fence_member_operation(group_id, member_id, "the member session expired"))
 
-    def maybe_schedule_rebalance_timeout(self: GroupMetadataManager, group_id: str,
+    def maybe_schedule_rebalance_timeout(self, group_id: str,
                                          member: ConsumerGroupMember) -> None:
         if member.uses_classic_protocol:
             return
@@ -169,12 +186,12 @@ class ConsumerProtocol:
 
         self.timer.schedule(key, max(member.rebalance_timeout_ms, 0), expire)
 
-    def _cancel_member_timers(self: GroupMetadataManager, group_id: str, member_id: str) -> None:
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
         for key in (session_timeout_key(group_id, member_id), rebalance_timeout_key(group_id, member_id),
                     consumer_join_key(group_id, member_id), consumer_sync_key(group_id, member_id)):
             self.timer.cancel(key)
 
-    def _fence_member_operation(self: GroupMetadataManager, group_id: str, member_id: str,
+    def _fence_member_operation(self, group_id: str, member_id: str,
                                 reason: str) -> CoordinatorResult:
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup) or member_id not in group.members:
@@ -183,7 +200,7 @@ class ConsumerProtocol:
         return self._fence_member(group, group.members[member_id], None)
 
     # -- groups -----------------------------------------------------------------------------------------
-    def maybe_delete_empty_consumer_group(self: GroupMetadataManager, group_id: str) -> list[rec.CoordinatorRecord]:
+    def maybe_delete_empty_consumer_group(self, group_id: str) -> list[rec.CoordinatorRecord]:
         """Before a classic JoinGroup: an empty consumer group gives way (tombstones; removed directly)."""
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup) and group.is_empty:
@@ -192,7 +209,7 @@ class ConsumerProtocol:
             return records
         return []
 
-    def get_or_maybe_create_consumer_group(self: GroupMetadataManager, group_id: str, create: bool,
+    def get_or_maybe_create_consumer_group(self, group_id: str, create: bool,
                                            records: list[rec.CoordinatorRecord]) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is None and not create:
@@ -209,7 +226,7 @@ class ConsumerProtocol:
             return self._convert_to_consumer_group(group, records)
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
-    def _validate_online_upgrade(self: GroupMetadataManager, group: ClassicGroup) -> bool:
+    def _validate_online_upgrade(self, group: ClassicGroup) -> bool:
         if not self.config.upgrade_enabled:
             log.info("cannot upgrade classic group %s: online upgrade is disabled", group.group_id)
             return False
@@ -220,7 +237,7 @@ class ConsumerProtocol:
             return False
         return True
 
-    def _convert_to_consumer_group(self: GroupMetadataManager, classic: ClassicGroup,
+    def _convert_to_consumer_group(self, classic: ClassicGroup,
                                    records: list[rec.CoordinatorRecord]) -> ConsumerGroup:
         """Kafka's ConsumerGroup.fromClassicGroup: members keep their last assignment, all Stable."""
         generation = classic.generation_id
@@ -252,14 +269,14 @@ class ConsumerProtocol:
         records.extend(creation)
         group = ConsumerGroup(classic.group_id)
         _replay_into(group, creation)
-        for m in members:
-            self.timer.cancel(f"heartbeat-{classic.group_id}-{m.member_id}")
-            self.schedule_consumer_session_timeout(classic.group_id, m.member_id,
-                                                   m.classic_member_metadata.session_timeout_ms)
+        for member in members:
+            self.timer.cancel(f"heartbeat-{classic.group_id}-{member.member_id}")
+            self.schedule_consumer_session_timeout(classic.group_id, member.member_id,
+                                                   member.classic_metadata.session_timeout_ms)
         log.info("upgraded classic group %s to a consumer group", classic.group_id)
         return group
 
-    def _validate_online_downgrade(self: GroupMetadataManager, group: ConsumerGroup, leaving_member_id: str,
+    def _validate_online_downgrade(self, group: ConsumerGroup, leaving_member_id: str,
                                    replaced: bool = False) -> bool:
         if not group.all_members_use_classic_protocol_except(leaving_member_id):
             return False
@@ -270,7 +287,7 @@ class ConsumerProtocol:
         remaining = len(group.members) if replaced else len(group.members) - 1
         return remaining <= self.config.group_max_size
 
-    def _convert_to_classic_group(self: GroupMetadataManager, group: ConsumerGroup, leaving_member_id: str,
+    def _convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str,
                                   joining: ConsumerGroupMember | None,
                                   records: list[rec.CoordinatorRecord]) -> ClassicGroup:
         """Kafka's ClassicGroup.fromConsumerGroup; updates the group map directly (replay=False)."""
@@ -286,7 +303,7 @@ class ConsumerProtocol:
         if joining is not None:
             sources.append((joining, leaving_member_id))
         for m, _ in sources:
-            meta = m.classic_member_metadata
+            meta = m.classic_metadata
             classic.add(ClassicGroupMember(
                 member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
                 client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
@@ -304,14 +321,14 @@ class ConsumerProtocol:
             self._cancel_member_timers(gid, member_id)
         self.groups[gid] = classic
         for member in classic.members.values():
-            self.reschedule_classic_heartbeat(classic, member)
+            self.manager.classic.reschedule_classic_heartbeat(classic, member)
         if joining is None:
-            self.prepare_rebalance(classic, f"downgrade of group {gid} from consumer to classic")
+            self.manager.classic.prepare_rebalance(classic, f"downgrade of group {gid} from consumer to classic")
         log.info("downgraded consumer group %s to a classic group", gid)
         return classic
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
-    def _validate_heartbeat_request(self: GroupMetadataManager, request: ConsumerGroupHeartbeatRequest,
+    def _validate_heartbeat_request(self, request: ConsumerGroupHeartbeatRequest,
                                     api_version: int) -> None:
         if api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION and not request.member_id.strip():
             raise _invalid("MemberId can't be empty.")
@@ -350,10 +367,10 @@ class ConsumerProtocol:
                            f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
                            f"{', '.join(self._assignor_names())}.")
 
-    def _assignor_names(self: GroupMetadataManager) -> list[str]:
+    def _assignor_names(self) -> list[str]:
         return [a for a in self.config.consumer_group_assignors if a in ASSIGNORS]
 
-    def consumer_group_heartbeat(self: GroupMetadataManager, info: RequestInfo,
+    def consumer_group_heartbeat(self, info: RequestInfo,
                                  request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
         self._validate_heartbeat_request(request, info.api_version)
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -361,17 +378,18 @@ class ConsumerProtocol:
                                               request.member_epoch)
         return self._consumer_group_heartbeat(info, request)
 
-    def _consumer_group_leave(self: GroupMetadataManager, group_id: str, instance_id: str | None, member_id: str,
+    def _consumer_group_leave(self, group_id: str, instance_id: str | None, member_id: str,
                               member_epoch: int) -> CoordinatorResult:
-        group = self.consumer_group(group_id)
+        group = self.manager.consumer_group(group_id)
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=member_epoch)
         if instance_id is None:
             member = group.member(member_id)
             log.info("member %s left consumer group %s", member_id, group_id)
             return self._fence_member(group, member, response)
-        member = group.static_member(instance_id)
-        if member is None:
+        static = group.static_member(instance_id)
+        if static is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        member = static
         self._throw_if_instance_id_fenced(member, group_id, member_id, instance_id)
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # The static member leaves for a while and keeps its place (epoch -2) until its session ends.
@@ -407,14 +425,14 @@ class ConsumerProtocol:
                                f"known by the group coordinator ({member.member_epoch}). The member must abandon "
                                "all its partitions and rejoin.")
 
-    def _throw_if_full(self: GroupMetadataManager, group: ConsumerGroup, member_id: str) -> None:
+    def _throw_if_full(self, group: ConsumerGroup, member_id: str) -> None:
         if len(group.members) >= self.config.consumer_group_max_size and (
                 not member_id or member_id not in group.members):
             raise ApiError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                            f"The consumer group has reached its maximum capacity of "
                            f"{self.config.consumer_group_max_size} members.")
 
-    def _get_or_subscribe_member(self: GroupMetadataManager, group: ConsumerGroup, member_id: str, epoch: int,
+    def _get_or_subscribe_member(self, group: ConsumerGroup, member_id: str, epoch: int,
                                  instance_id: str | None, owned, create: bool, classic: bool,
                                  records: list[rec.CoordinatorRecord]) -> ConsumerGroupMember:
         if instance_id is None:
@@ -461,7 +479,7 @@ class ConsumerProtocol:
         records.append(rec.consumer_group_target_assignment_tombstone(group_id, member_id))
         records.append(rec.consumer_group_member_subscription_tombstone(group_id, member_id))
 
-    def _replace_member_records(self: GroupMetadataManager, records: list[rec.CoordinatorRecord],
+    def _replace_member_records(self, records: list[rec.CoordinatorRecord],
                                 group: ConsumerGroup, old: ConsumerGroupMember, new: ConsumerGroupMember) -> None:
         gid = group.group_id
         self._remove_member_records(records, gid, old.member_id)
@@ -470,23 +488,35 @@ class ConsumerProtocol:
         records.append(new.current_assignment_record(gid))
 
     # -- subscriptions, metadata hash, regexes -------------------------------------------------------------
-    def _resolve_regex(self: GroupMetadataManager, regex: str) -> frozenset[str]:
+    def _resolve_regex(self, regex: str, info: RequestInfo) -> frozenset[str]:
+        """The topics ``regex`` matches that the requesting member may DESCRIBE (Kafka 4.1's
+        refreshRegularExpressions: a topic the member may not describe is never subscribed through a regex)."""
         pattern = re.compile(regex)
-        return frozenset(t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name))
+        matched = [t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name)]
+        if info.describable_topics is None:
+            return frozenset(matched)
+        return frozenset(info.describable_topics(matched))
 
-    def _subscription_after(self: GroupMetadataManager, group: ConsumerGroup, old: ConsumerGroupMember | None,
+    def _subscription_after(self, group: ConsumerGroup, old: ConsumerGroupMember | None,
                             new: ConsumerGroupMember | None, records: list[rec.CoordinatorRecord],
+                            info: RequestInfo | None = None,
                             ) -> tuple[set[str], dict[str, ResolvedRegex], bool]:
         """Subscribed topics of the group once ``old`` is replaced by ``new``, resolving regexes.
 
+        Regexes are resolved only with a member's request (``info``), whose principal must be allowed to
+        DESCRIBE every topic they resolve to; without one (a member fenced by a timer) nothing is resolved.
+        A new regex is resolved at once; a resolved one again by its members' heartbeats once its resolution
+        is REGEX_REFRESH_INTERVAL_MS old (Kafka's batch refresh interval), so members whose principals see
+        different topics do not re-resolve it back and forth on every heartbeat.
         Returns (topics, resolved regexes, whether a regex resolution changed). Writes regex records.
         """
         names = Counter(group.subscribed_topic_counts)
         regexes = Counter(group.regex_subscriber_counts)
         if old is not None and old.member_id in group.members:
             names.subtract(group.members[old.member_id].subscribed_topic_names)
-            if group.members[old.member_id].subscribed_topic_regex:
-                regexes[group.members[old.member_id].subscribed_topic_regex] -= 1
+            old_regex = group.members[old.member_id].subscribed_topic_regex
+            if old_regex:
+                regexes[old_regex] -= 1
         if new is not None:
             names.update(new.subscribed_topic_names)
             if new.subscribed_topic_regex:
@@ -500,8 +530,10 @@ class ConsumerProtocol:
                     del resolved[regex]
                     records.append(rec.consumer_group_regex_tombstone(group.group_id, regex))
                 continue
-            if new is not None and regex == new.subscribed_topic_regex or regex not in resolved:
-                topics = self._resolve_regex(regex)
+            stale = regex in resolved and now - resolved[regex].timestamp_ms >= REGEX_REFRESH_INTERVAL_MS
+            if info is not None and (new is not None and regex == new.subscribed_topic_regex and stale
+                                     or regex not in resolved):
+                topics = self._resolve_regex(regex, info)
                 if regex not in resolved or resolved[regex].topics != topics:
                     resolved[regex] = ResolvedRegex(topics, 0, now)
                     records.append(rec.consumer_group_regex_record(group.group_id, regex, topics, 0, now))
@@ -512,7 +544,7 @@ class ConsumerProtocol:
                 topics |= resolved[regex].topics
         return topics, resolved, changed
 
-    def _metadata_hash(self: GroupMetadataManager, topics: set[str]) -> int:
+    def _metadata_hash(self, topics: set[str]) -> int:
         """A hash of every subscribed topic's name, id and partition count (Kafka 4.1's MetadataHash)."""
         h = hashlib.blake2b(digest_size=8)
         found = False
@@ -526,7 +558,7 @@ class ConsumerProtocol:
             h.update(info.num_partitions.to_bytes(4, "big"))
         return _signed64(h.digest()) if found else 0
 
-    def _member_topic_ids(self: GroupMetadataManager, member: ConsumerGroupMember,
+    def _member_topic_ids(self, member: ConsumerGroupMember,
                           resolved: dict[str, ResolvedRegex]) -> frozenset[UUID]:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex and member.subscribed_topic_regex in resolved:
@@ -538,14 +570,16 @@ class ConsumerProtocol:
                 ids.add(info.topic_id)
         return frozenset(ids)
 
-    def _update_target_assignment(self: GroupMetadataManager, group: ConsumerGroup, group_epoch: int,
+    def _update_target_assignment(self, group: ConsumerGroup, group_epoch: int,
                                   old: ConsumerGroupMember | None, updated: ConsumerGroupMember | None,
                                   resolved: dict[str, ResolvedRegex],
                                   records: list[rec.CoordinatorRecord]) -> Partitions:
         """Run the assignor for ``group_epoch``; writes changed targets and the new assignment epoch."""
         counts = Counter(group.server_assignor_counts)
-        if old is not None and old.member_id in group.members and group.members[old.member_id].server_assignor:
-            counts[group.members[old.member_id].server_assignor] -= 1
+        old_assignor = group.members[old.member_id].server_assignor \
+            if old is not None and old.member_id in group.members else None
+        if old_assignor:
+            counts[old_assignor] -= 1
         if updated is not None and updated.server_assignor:
             counts[updated.server_assignor] += 1
         assignor_name = group.preferred_server_assignor(counts) or self._assignor_names()[0]
@@ -583,7 +617,7 @@ class ConsumerProtocol:
                  group_epoch, assignor_name)
         return new_targets.get(updated.member_id, {}) if updated is not None else {}
 
-    def _reconcile(self: GroupMetadataManager, group: ConsumerGroup, member: ConsumerGroupMember,
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
                    target_epoch: int, target: Partitions, owned, records: list[rec.CoordinatorRecord],
                    ) -> ConsumerGroupMember:
         if member.is_reconciled_to(target_epoch):
@@ -594,8 +628,8 @@ class ConsumerProtocol:
             self.maybe_schedule_rebalance_timeout(group.group_id, updated)
         return updated
 
-    def _member_update(self: GroupMetadataManager, group: ConsumerGroup, member: ConsumerGroupMember,
-                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord],
+    def _member_update(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                       updated: ConsumerGroupMember, records: list[rec.CoordinatorRecord], info: RequestInfo,
                        ) -> tuple[int, Partitions, int]:
         """Steps 1 and 2: persist the member, maybe bump the epoch, maybe compute a new target.
 
@@ -611,7 +645,7 @@ class ConsumerProtocol:
             if (is_new or updated.subscribed_topic_names != member.subscribed_topic_names
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex):
                 bump = True
-        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records)
+        topics, resolved, regex_changed = self._subscription_after(group, member, updated, records, info)
         bump = bump or regex_changed
         metadata_hash = self._metadata_hash(topics)
         if metadata_hash != group.metadata_hash:
@@ -626,7 +660,7 @@ class ConsumerProtocol:
             return group_epoch, target, group_epoch
         return group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id), group_epoch
 
-    def _consumer_group_heartbeat(self: GroupMetadataManager, info: RequestInfo,
+    def _consumer_group_heartbeat(self, info: RequestInfo,
                                   request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
         records: list[rec.CoordinatorRecord] = []
         epoch = request.member_epoch
@@ -652,7 +686,7 @@ class ConsumerProtocol:
             updated = replace(updated, subscribed_topic_regex=request.subscribed_topic_regex or None)
         updated = replace(updated, client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=None)
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         reconciled = self._reconcile(group, updated, target_epoch, target, owned if not create else [], records)
         self.schedule_consumer_session_timeout(group.group_id, reconciled.member_id)
         response = ConsumerGroupHeartbeatResponse(
@@ -668,7 +702,7 @@ class ConsumerProtocol:
                 for t, p in sorted(reconciled.assigned_partitions.items(), key=lambda kv: str(kv[0]))])
         return CoordinatorResult(records, response)
 
-    def _fence_member(self: GroupMetadataManager, group: ConsumerGroup, member: ConsumerGroupMember,
+    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
                       response) -> CoordinatorResult:
         records: list[rec.CoordinatorRecord] = []
         if self._validate_online_downgrade(group, member.member_id):
@@ -682,7 +716,7 @@ class ConsumerProtocol:
         return CoordinatorResult(records, response)
 
     # -- classic members of consumer groups ------------------------------------------------------------
-    def classic_group_join_to_consumer_group(self: GroupMetadataManager, group: ConsumerGroup, info: RequestInfo,
+    def classic_group_join_to_consumer_group(self, group: ConsumerGroup, info: RequestInfo,
                                              request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
         records: list[rec.CoordinatorRecord] = []
         gid, instance_id = group.group_id, request.group_instance_id
@@ -712,14 +746,14 @@ class ConsumerProtocol:
                           client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=ClassicMemberMetadata(request.session_timeout_ms,
                                                                         tuple(protocols)))
-        target_epoch, target, _ = self._member_update(group, member, updated, records)
+        target_epoch, target, _ = self._member_update(group, member, updated, records, info)
         owned = [(tid, sorted(parts)) for tid, parts in embedded_protocol.to_topic_id_partitions(
             subscription.owned_partitions, self.topics).items()]
         updated = self._reconcile(group, updated, target_epoch, target, owned, records)
         existing_static = group.static_member_id(instance_id)
         downgrade = (existing_static is not None and existing_static != updated.member_id
                      and self._validate_online_downgrade(group, existing_static, replaced=True))
-        if downgrade:
+        if downgrade and existing_static is not None:
             self._convert_to_classic_group(group, existing_static, updated, records)
         response = JoinGroupResponse(error_code=ErrorCode.NONE, member_id=updated.member_id,
                                      generation_id=updated.member_epoch,
@@ -739,59 +773,62 @@ class ConsumerProtocol:
 
         return CoordinatorResult(records, None, on_appended, replay=not downgrade)
 
-    def _validate_classic_member(self: GroupMetadataManager, group: ConsumerGroup, member_id: str,
+    def _validate_classic_member(self, group: ConsumerGroup, member_id: str,
                                  instance_id: str | None) -> ConsumerGroupMember:
         if instance_id is None:
             member = group.member(member_id)
         else:
-            member = group.static_member(instance_id)
-            if member is None:
+            static = group.static_member(instance_id)
+            if static is None:
                 raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID,
                                f"Member with instance id {instance_id} is not a member of group {group.group_id}.")
+            member = static
             self._throw_if_instance_id_fenced(member, group.group_id, member_id, instance_id)
         if not member.uses_classic_protocol:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
         return member
 
-    def classic_group_sync_to_consumer_group(self: GroupMetadataManager, group: ConsumerGroup, info: RequestInfo,
+    def classic_group_sync_to_consumer_group(self, group: ConsumerGroup, info: RequestInfo,
                                              request: SyncGroupRequest, responder: Responder) -> CoordinatorResult:
         member = self._validate_classic_member(group, request.member_id, request.group_instance_id)
         if member.member_epoch != request.generation_id:
             raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-        protocol_name = member.classic_member_metadata.supported_protocols[0][0]
+        protocol_name = member.classic_metadata.supported_protocols[0][0]
         if request.protocol_type is not None and request.protocol_type != embedded_protocol.PROTOCOL_TYPE:
             raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if request.protocol_name is not None and request.protocol_name != protocol_name:
             raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         self._throw_if_rebalance_in_progress(group, member)
         gid, mid = group.group_id, member.member_id
-        version = embedded_protocol.parse_version(member.classic_member_metadata.supported_protocols[0][1])
+        version = embedded_protocol.parse_version(member.classic_metadata.supported_protocols[0][1])
         assignment = embedded_protocol.serialize_assignment(member.assigned_partitions, self.topics, version)
         # Nothing to write: every earlier write of this shard is already committed (one writer, in order).
         self.timer.cancel(consumer_sync_key(gid, mid))
-        self.schedule_consumer_session_timeout(gid, mid, member.classic_member_metadata.session_timeout_ms)
+        self.schedule_consumer_session_timeout(gid, mid, member.classic_metadata.session_timeout_ms)
         responder(SyncGroupResponse(error_code=ErrorCode.NONE, protocol_type=request.protocol_type,
                                     protocol_name=request.protocol_name, assignment=assignment))
         return EMPTY_RESULT
 
-    def _throw_if_rebalance_in_progress(self: GroupMetadataManager, group: ConsumerGroup,
+    def _throw_if_rebalance_in_progress(self, group: ConsumerGroup,
                                         member: ConsumerGroupMember) -> None:
         if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            self.timer.schedule_if_absent(
-                consumer_join_key(group.group_id, member.member_id), max(member.rebalance_timeout_ms, 0),
-                lambda gid=group.group_id, mid=member.member_id: self._fence_member_operation(
-                    gid, mid, "the classic member failed to join within the rebalance timeout"))
+            gid, mid = group.group_id, member.member_id
+
+            def fence() -> CoordinatorResult:
+                return self._fence_member_operation(gid, mid, "the classic member failed to join within the "
+                                                              "rebalance timeout")
+            self.timer.schedule_if_absent(consumer_join_key(gid, mid), max(member.rebalance_timeout_ms, 0), fence)
             raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS,
                            f"A new rebalance is triggered in group {group.group_id} and member {member.member_id} "
                            "should rejoin to catch up.")
 
-    def classic_group_heartbeat_to_consumer_group(self: GroupMetadataManager, group: ConsumerGroup,
+    def classic_group_heartbeat_to_consumer_group(self, group: ConsumerGroup,
                                                   info: RequestInfo, request: HeartbeatRequest) -> CoordinatorResult:
         member = self._validate_classic_member(group, request.member_id, request.group_instance_id)
         if member.member_epoch != request.generation_id:
             raise ApiError(ErrorCode.ILLEGAL_GENERATION)
         self.schedule_consumer_session_timeout(group.group_id, member.member_id,
-                                               member.classic_member_metadata.session_timeout_ms)
+                                               member.classic_metadata.session_timeout_ms)
         error = ErrorCode.NONE
         if (member.member_epoch < group.group_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
@@ -803,7 +840,7 @@ class ConsumerProtocol:
                                               gid, mid, "the classic member failed to join within the rebalance timeout"))
         return CoordinatorResult(response=HeartbeatResponse(error_code=error))
 
-    def classic_group_leave_to_consumer_group(self: GroupMetadataManager, group: ConsumerGroup, info: RequestInfo,
+    def classic_group_leave_to_consumer_group(self, group: ConsumerGroup, info: RequestInfo,
                                               request: LeaveGroupRequest) -> CoordinatorResult:
         gid = group.group_id
         responses: list[MemberResponse] = []
@@ -817,9 +854,10 @@ class ConsumerProtocol:
                     if not member.uses_classic_protocol:
                         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
                 else:
-                    member = group.static_member(iid)
-                    if member is None:
+                    static = group.static_member(iid)
+                    if static is None:
                         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {iid} is unknown.")
+                    member = static
                     if mid != UNKNOWN_MEMBER_ID:
                         self._throw_if_instance_id_fenced(member, gid, mid, iid)
                     if not member.uses_classic_protocol:

@@ -28,18 +28,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
+from coordinator.group import records as rec
 from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
-from coordinator.group.log import CoordinatorLogFactory
 from coordinator.group.offsets import FetchTopic
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
-from coordinator.group.result import CoordinatorResult, RequestInfo
-from coordinator.group.runtime import CoordinatorRuntime
+from coordinator.group.request_info import RequestInfo
 from coordinator.group.shard import GroupCoordinatorShard
-from coordinator.group.timer import CoordinatorTimer
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import CoordinatorLogFactory
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -99,7 +101,8 @@ class GroupCoordinator:
         self._offsets_topic_ready = False
         self._offsets_topic_creation: asyncio.Future | None = None
         self._new_uuid = new_uuid
-        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock)
+        self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock, decode_record=rec.decode_record,
+                                          topic=GROUP_METADATA_TOPIC_NAME)
         self._started = False
 
     def _new_shard(self, partition: int, timer: CoordinatorTimer) -> GroupCoordinatorShard:
@@ -120,11 +123,12 @@ class GroupCoordinator:
 
     async def ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets on first use (FindCoordinator and the first group request call this)."""
-        if self._offsets_topic_ready or self._ensure_offsets_topic is None:
+        ensure = self._ensure_offsets_topic
+        if self._offsets_topic_ready or ensure is None:
             return
         if self._offsets_topic_creation is None:
             async def create() -> None:
-                result = self._ensure_offsets_topic()
+                result = ensure()
                 if asyncio.iscoroutine(result):
                     await result
             self._offsets_topic_creation = asyncio.ensure_future(create())
@@ -249,7 +253,7 @@ class GroupCoordinator:
                 continue
             try:
                 partition = await self._partition(group_id)
-                out.extend(await self.runtime.read(partition, lambda shard, g=group_id: shard.consumer_group_describe([g])))
+                out.extend(await self.runtime.read(partition, lambda shard: shard.consumer_group_describe([group_id])))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.append(cgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
         return out
@@ -366,7 +370,7 @@ class GroupCoordinator:
             try:
                 partition = await self._partition(group_id)
                 out.extend(await self.runtime.read(
-                    partition, lambda shard, g=group_id: shard.describe_groups([g], info.api_version)))
+                    partition, lambda shard: shard.describe_groups([group_id], info.api_version)))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.append(DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
         return out
@@ -381,7 +385,7 @@ class GroupCoordinator:
                 out.append(DeletableGroupResult(group_id=group_id, error_code=_error_code(exc)))
         for partition, ids in by_partition.items():
             try:
-                out.extend(await self.runtime.write(partition, lambda shard, ids=ids: shard.delete_groups(ids)))
+                out.extend(await self.runtime.write(partition, lambda shard: shard.delete_groups(ids)))  # noqa: B023 - awaited here
             except Exception as exc:
                 out.extend(DeletableGroupResult(group_id=g, error_code=_error_code(exc)) for g in ids)
         return out

@@ -37,6 +37,7 @@ def parse_version(data: bytes | None) -> int:
 
 def parse_subscription(data: bytes | None) -> ConsumerProtocolSubscription:
     version = parse_version(data)
+    assert data is not None  # parse_version refused it
     r = Reader(data)
     r.int16()
     try:

@@ -2,9 +2,9 @@
 
 This module holds the group map, looks groups up, replays group records, and answers the
 whole-group APIs (ListGroups, DescribeGroups, ConsumerGroupDescribe, DeleteGroups). The membership
-protocols are mixed in from ``classic_protocol`` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
-``consumer_protocol`` (ConsumerGroupHeartbeat, and classic members of consumer groups), which share
-this state. Everything runs on the shard's task.
+protocols are its two collaborators, ``classic`` (``classic_protocol``: JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup) and ``consumer`` (``consumer_protocol``: ConsumerGroupHeartbeat, and classic
+members of consumer groups), which share this state. Everything runs on the shard's task.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterable
 from coordinator.group import records as rec
 from coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from coordinator.group.classic_protocol import ClassicProtocol
-from coordinator.group.clock import Clock
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.consumer_group import ConsumerGroup, ResolvedRegex
 from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.embedded_protocol import PROTOCOL_TYPE
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
-from coordinator.group.timer import CoordinatorTimer
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import consumer_group_describe_response as cgd
 from wire.messages.describe_groups_response import DescribedGroup
@@ -49,7 +49,7 @@ def group_state_name(group: Group) -> str:
     return group.state.value
 
 
-class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
+class GroupMetadataManager:
     def __init__(self, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer, topics: TopicsImage,
                  new_uuid: Callable[[], uuid.UUID] = uuid.uuid4, group_configs: GroupConfigs | None = None) -> None:
         self.config = config
@@ -59,6 +59,8 @@ class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
         self.topics = topics
         self.new_uuid = new_uuid
         self.groups: dict[str, Group] = {}
+        self.classic = ClassicProtocol(self)
+        self.consumer = ConsumerProtocol(self)
 
     # -- lookups ----------------------------------------------------------------------------------------
     def group(self, group_id: str) -> Group:
@@ -128,7 +130,9 @@ class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
                 if isinstance(g, ConsumerGroup):
                     self._remove_group(gid)
                 return
-            self._persisted_consumer_group(gid, True).replay_epoch(value.epoch, value.metadata_hash)
+            created = self._persisted_consumer_group(gid, True)
+            assert created is not None  # create=True
+            created.replay_epoch(value.epoch, value.metadata_hash)
         elif t == rec.RecordType.CONSUMER_GROUP_PARTITION_METADATA:
             # Kafka 4.0's subscription metadata: replaced by the metadata hash in 4.1; nothing to keep.
             return
@@ -164,16 +168,16 @@ class GroupMetadataManager(ClassicProtocol, ConsumerProtocol):
         for group in list(self.groups.values()):
             if isinstance(group, ConsumerGroup):
                 for member in group.members.values():
-                    self.schedule_consumer_session_timeout(
+                    self.consumer.schedule_consumer_session_timeout(
                         group.group_id, member.member_id,
-                        member.classic_member_metadata.session_timeout_ms if member.uses_classic_protocol
-                        else self.consumer_session_timeout_ms(group.group_id))
-                    self.maybe_schedule_rebalance_timeout(group.group_id, member)
+                        member.classic_metadata.session_timeout_ms if member.uses_classic_protocol
+                        else self.consumer.consumer_session_timeout_ms(group.group_id))
+                    self.consumer.maybe_schedule_rebalance_timeout(group.group_id, member)
             else:
-                for member in group.members.values():
-                    self.reschedule_classic_heartbeat(group, member)
+                for classic_member in group.members.values():
+                    self.classic.reschedule_classic_heartbeat(group, classic_member)
                 if len(group.members) > self.config.group_max_size:
-                    self.prepare_rebalance(group, "freshly loaded group is over capacity")
+                    self.classic.prepare_rebalance(group, "freshly loaded group is over capacity")
 
     def on_unloaded(self) -> None:
         """Answer parked requests so clients look up the coordinator again (Kafka's onUnloaded)."""

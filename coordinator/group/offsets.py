@@ -9,14 +9,16 @@ using ``assign()`` commit to.
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from coordinator.group import records as rec
 from coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from coordinator.group.consumer_group import ConsumerGroup
-from coordinator.group.errors import ApiError
 from coordinator.group.records import OffsetAndMetadata
-from coordinator.group.result import CoordinatorResult, RequestInfo
+from coordinator.group.request_info import RequestInfo
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
 from wire.messages import (
     OffsetCommitRequest,
@@ -99,7 +101,7 @@ class OffsetMetadataManager:
             raise ApiError(ErrorCode.ILLEGAL_GENERATION)
         return group
 
-    def _partition_error(self, topic: str, p, unknown_partitions: set[tuple[str, int]]) -> int:
+    def _partition_error(self, topic: str, p, unknown_partitions: AbstractSet[tuple[str, int]]) -> int:
         """The error of one committed partition (OffsetCommit and TxnOffsetCommit alike), NONE when valid."""
         if (topic, p.partition_index) in unknown_partitions:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -108,7 +110,7 @@ class OffsetMetadataManager:
         return ErrorCode.NONE
 
     def commit_transactional_offset(self, info: RequestInfo, request: TxnOffsetCommitRequest,
-                                    unknown_partitions: set[tuple[str, int]] = frozenset()) -> CoordinatorResult:
+                                    unknown_partitions: AbstractSet[tuple[str, int]] = frozenset()) -> CoordinatorResult:
         """Offsets written in the producer's transaction; visible once the COMMIT marker is replayed."""
         self._validate_txn_commit(info, request)
         now = self.groups.clock.now_ms()
@@ -171,14 +173,14 @@ class OffsetMetadataManager:
         return group
 
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,
-                      unknown_partitions: set[tuple[str, int]] = frozenset()) -> CoordinatorResult:
+                      unknown_partitions: AbstractSet[tuple[str, int]] = frozenset()) -> CoordinatorResult:
         """``unknown_partitions``: (topic, partition) the caller found missing from the cluster."""
         group = self._validate_commit(info, request)
         if isinstance(group, ClassicGroup) and group.state in (S.STABLE, S.PREPARING_REBALANCE):
             member = group.members.get(request.member_id)
             if member is not None:
                 # Commits keep a classic member's session alive.
-                self.groups.reschedule_classic_heartbeat(group, member)
+                self.groups.classic.reschedule_classic_heartbeat(group, member)
         now = self.groups.clock.now_ms()
         retention = request.retention_time_ms if 2 <= info.api_version <= 4 else DEFAULT_RETENTION_TIME
         expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
@@ -258,7 +260,7 @@ class OffsetMetadataManager:
 
     # -- OffsetDelete -----------------------------------------------------------------------------------
     def delete_offsets(self, request: OffsetDeleteRequest,
-                       unknown_partitions: set[tuple[str, int]] = frozenset()) -> CoordinatorResult:
+                       unknown_partitions: AbstractSet[tuple[str, int]] = frozenset()) -> CoordinatorResult:
         group = self.groups.group(request.group_id)
         if isinstance(group, ClassicGroup):
             if group.state is S.DEAD:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from uuid import UUID
 
 from coordinator.group.consumer_group import ConsumerGroupMember, MemberState
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 
 __all__ = ["next_assignment"]

@@ -32,9 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 from uuid import UUID
 
-from wire import DecodeError, Message, Reader, Writer
+from coordinator.runtime.errors import UnknownRecordTypeError
+from wire import DecodeError, Reader, Writer
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -82,7 +84,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 
-_CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
+_CLASSES: dict[int, tuple[Any, Any]] = {
     RecordType.LEGACY_OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
     RecordType.OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
     RecordType.GROUP_METADATA: (GroupMetadataKey, GroupMetadataValue),
@@ -101,20 +103,16 @@ _CLASSES: dict[int, tuple[type[Message], type[Message]]] = {
 }
 
 
-class UnknownRecordTypeError(ValueError):
-    """A record type this coordinator does not read (share or streams groups); skipped at load."""
-
-    def __init__(self, record_type: int) -> None:
-        super().__init__(f"unknown __consumer_offsets record type {record_type}")
-        self.record_type = record_type
-
-
 @dataclass(frozen=True, slots=True)
 class CoordinatorRecord:
-    """A key struct and a value struct (None for a tombstone) with the version the value is written at."""
+    """A key struct and a value struct (None for a tombstone) with the version the value is written at.
 
-    key: Message
-    value: Message | None
+    Key and value are generated structs of one of the record types (``RecordType``): which fields they
+    have depends on ``record_type``, a union no checker follows, so they are typed ``Any``.
+    """
+
+    key: Any
+    value: Any
     value_version: int = 0
 
     @property

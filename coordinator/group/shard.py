@@ -14,15 +14,16 @@ from collections.abc import Callable
 
 from coordinator.group import records as rec
 from coordinator.group.classic_group import Responder
-from coordinator.group.clock import Clock
 from coordinator.group.config import GroupCoordinatorConfig
-from coordinator.group.errors import ApiError
 from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
-from coordinator.group.result import CoordinatorResult, RequestInfo
-from coordinator.group.timer import CoordinatorTimer
+from coordinator.group.request_info import RequestInfo
 from coordinator.group.topics import TopicsImage
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -76,20 +77,20 @@ class GroupCoordinatorShard:
 
     # -- classic protocol -------------------------------------------------------------------------------
     def join_group(self, info: RequestInfo, request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
-        return self.groups.classic_group_join(info, request, responder)
+        return self.groups.classic.classic_group_join(info, request, responder)
 
     def sync_group(self, info: RequestInfo, request: SyncGroupRequest, responder: Responder) -> CoordinatorResult:
-        return self.groups.classic_group_sync(info, request, responder)
+        return self.groups.classic.classic_group_sync(info, request, responder)
 
     def heartbeat(self, info: RequestInfo, request: HeartbeatRequest) -> CoordinatorResult:
-        return self.groups.classic_group_heartbeat(info, request)
+        return self.groups.classic.classic_group_heartbeat(info, request)
 
     def leave_group(self, info: RequestInfo, request: LeaveGroupRequest) -> CoordinatorResult:
-        return self.groups.classic_group_leave(info, request)
+        return self.groups.classic.classic_group_leave(info, request)
 
     # -- consumer protocol ------------------------------------------------------------------------------
     def consumer_group_heartbeat(self, info: RequestInfo, request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
-        return self.groups.consumer_group_heartbeat(info, request)
+        return self.groups.consumer.consumer_group_heartbeat(info, request)
 
     # -- offsets ----------------------------------------------------------------------------------------
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,

@@ -15,17 +15,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
-from coordinator.group.errors import ApiError
-from coordinator.group.log import CoordinatorLogFactory
-from coordinator.group.partitioner import java_string_hash
-from coordinator.group.runtime import CoordinatorRuntime
-from coordinator.group.timer import CoordinatorTimer
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import CoordinatorLogFactory
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.runtime.timer import CoordinatorTimer
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
 from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
 from coordinator.share.state_batch import StateBatch
 from storage.checkpoints import topic_id_to_string
-from wire import ErrorCode
+from wire import ErrorCode, java
 
 __all__ = ["ShareCoordinator", "coordinator_key"]
 
@@ -56,7 +55,7 @@ class ShareCoordinator:
         return ShareCoordinatorShard(partition, self.snapshot_every, self.clock.now_ms)
 
     def partition_for(self, key: SharePartitionKey) -> int:
-        h = java_string_hash(coordinator_key(key))
+        h = java.string_hash(coordinator_key(key))
         return (0 if h == -(1 << 31) else abs(h)) % self.num_partitions
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -64,6 +63,10 @@ class ShareCoordinator:
         for partition in range(self.num_partitions):
             if self._partition_leader(partition) == self.node_id:
                 self.runtime.load(partition)
+
+    async def ready(self) -> None:
+        """__share_group_state exists (created on first use) and the partitions led here are loading."""
+        await self._ready()
 
     async def _ready(self) -> None:
         if self._ready_future is None:
@@ -84,6 +87,18 @@ class ShareCoordinator:
     async def close(self) -> None:
         await self.runtime.close()
 
+    def on_election(self, partition: int) -> None:
+        """This node leads __share_group_state-``partition`` now: load it by replaying it."""
+        self.runtime.load(partition)
+
+    async def on_resignation(self, partition: int) -> None:
+        """Another node leads it now: stop serving it (its requests get NOT_COORDINATOR)."""
+        await self.runtime.unload(partition)
+
+    def leader_of(self, key: SharePartitionKey) -> int | None:
+        """The node that coordinates ``key``: the leader of its __share_group_state partition (None: unknown)."""
+        return self._partition_leader(self.partition_for(key))
+
     async def _partition(self, key: SharePartitionKey) -> int:
         await self._ready()
         partition = self.partition_for(key)
@@ -93,8 +108,15 @@ class ShareCoordinator:
         return partition
 
     # -- the persister's operations --------------------------------------------------------------------
-    async def read_state(self, key: SharePartitionKey) -> ShareGroupOffset | None:
-        return await self.runtime.read(await self._partition(key), lambda shard: shard.read_state(key))
+    async def read_state(self, key: SharePartitionKey, leader_epoch: int = -1) -> ShareGroupOffset | None:
+        """The state of ``key``; a share-partition leader passes its leader epoch, which fences older leaders."""
+        partition = await self._partition(key)
+        if leader_epoch < 0:
+            return await self.runtime.read(partition, lambda shard: shard.read_state(key))
+        return await self.runtime.write(partition, lambda shard: shard.read_state_with_leader_epoch(key, leader_epoch))
+
+    async def read_summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:
+        return await self.runtime.read(await self._partition(key), lambda shard: shard.summary(key))
 
     async def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
         await self.runtime.write(await self._partition(key),

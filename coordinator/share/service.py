@@ -2,7 +2,8 @@
 
 ``ShareGroupService`` owns:
 
-- ``coordinator``: the ``ShareCoordinator`` over __share_group_state (created on first use);
+- ``coordinator``: the ``ShareCoordinator`` over the __share_group_state partitions this node leads;
+- ``persister``: the ``SharePersister``, the way to any share-partition's state (local or by RPC);
 - ``partitions``: the ``SharePartitionManager`` (in-flight records, acquisitions, acknowledgements);
 - ``sessions``: the ``ShareSessionCache``;
 - ``groups``: the ``ShareGroupCoordinator`` (members, heartbeats, assignment).
@@ -18,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.group.clock import Clock, SystemClock
-from coordinator.group.log import CoordinatorLogFactory
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.log import CoordinatorLogFactory
 from coordinator.share.coordinator import ShareCoordinator
+from coordinator.share.persister import Send, SharePersister
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
 from coordinator.share.share_group import ShareGroupCoordinator
 from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
@@ -37,10 +39,12 @@ log = logging.getLogger("pykbroker.coordinator.share")
 class ShareGroupService:
     def __init__(self, config: Callable[[str], Any], node_id: int, replica_manager, log_factory: CoordinatorLogFactory,
                  *, topic_by_name: Callable[[str], tuple[uuid.UUID, int] | None],
-                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], dict[str, str]],
+                 topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], Mapping[str, str]],
                  ensure_state_topic: Callable[[], Any] | None = None,
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
-                 existing_topics: Callable[[], Any] = lambda: ()) -> None:
+                 existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None) -> None:
+        """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
+        a single node, where every __share_group_state partition is led here)."""
         self.config = config
         self.clock = clock or SystemClock()
         self._group_configs = group_configs
@@ -48,7 +52,9 @@ class ShareGroupService:
             node_id, config("share.coordinator.state.topic.num.partitions"), log_factory, clock=self.clock,
             snapshot_every=config("share.coordinator.snapshot.update.records.per.snapshot"),
             partition_leader=partition_leader, ensure_state_topic=ensure_state_topic)
-        self.partitions = SharePartitionManager(replica_manager, self.coordinator, topic_name, self.settings,
+        self.persister = SharePersister(node_id, self.coordinator, send,
+                                        timeout_ms=int(config("request.timeout.ms")))
+        self.partitions = SharePartitionManager(replica_manager, self.persister, topic_name, self.settings,
                                                 self.clock)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
@@ -77,6 +83,13 @@ class ShareGroupService:
         for key in await self.coordinator.all_states():
             self.groups.ensure_group(key[0])
         self._groups_loaded = True
+
+    async def states(self, group_id: str) -> dict:
+        """Every persisted share-partition state of ``group_id``, wherever it is coordinated (describe, delete)."""
+        topics = self._existing_topics()
+        candidates = [(t.topic_id, p) for name, t in getattr(topics, "items", lambda: [])()
+                      if not name.startswith("__") for p in range(len(t.partitions))]
+        return await self.persister.states(group_id, candidates)
 
     async def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
         """A topic was deleted: drop its share-partitions and delete their persisted state."""

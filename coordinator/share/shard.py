@@ -14,9 +14,9 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from coordinator.group.errors import ApiError
 from coordinator.group.records import CoordinatorRecord
-from coordinator.group.result import CoordinatorResult
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.result import CoordinatorResult
 from coordinator.share.state_batch import StateBatch, combine, merge
 from wire import ErrorCode
 from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
@@ -93,10 +93,44 @@ class ShareCoordinatorShard:
     def read_state(self, key: SharePartitionKey) -> ShareGroupOffset | None:
         return self.state.get(key)
 
+    def read_state_with_leader_epoch(self, key: SharePartitionKey, leader_epoch: int) -> CoordinatorResult:
+        """ReadShareGroupState from a share-partition leader at ``leader_epoch`` (Kafka's
+        readStateAndMaybeUpdateLeaderEpoch): a lower epoch than the one stored is FENCED_LEADER_EPOCH; a higher
+        one is recorded (a ShareUpdate with no batches), so the previous leader's later writes are fenced.
+        The response is the state as it was read (None: no state)."""
+        current = self.state.get(key)
+        if current is None or leader_epoch < 0:
+            return CoordinatorResult(response=current)
+        if leader_epoch < current.leader_epoch:
+            raise ApiError(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch {leader_epoch} < {current.leader_epoch}")
+        if leader_epoch == current.leader_epoch:
+            return CoordinatorResult(response=current)
+        value = ShareUpdateValue(snapshot_epoch=current.snapshot_epoch, leader_epoch=leader_epoch, start_offset=-1,
+                                 delivery_complete_count=current.delivery_complete_count, state_batches=[])
+        return CoordinatorResult([CoordinatorRecord(
+            ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), value)], response=current)
+
+    def summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:
+        """ReadShareGroupStateSummary: the state without its batches, with the number of acknowledged or
+        archived offsets at or above the start offset as its delivery complete count."""
+        current = self.state.get(key)
+        if current is None:
+            return None
+        done = sum(b.last_offset - max(b.first_offset, current.start_offset) + 1 for b in current.state_batches
+                   if b.delivery_state in (2, 4) and b.last_offset >= current.start_offset)
+        return ShareGroupOffset(current.snapshot_epoch, current.state_epoch, current.leader_epoch,
+                                current.start_offset, [], done, current.create_timestamp, current.write_timestamp)
+
     def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> CoordinatorResult:
-        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches."""
+        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches. State that exists
+        is only replaced by a higher state epoch (an offsets reset), else FENCED_STATE_EPOCH: two brokers that
+        both found no state (the group coordinator assigning the partition, its leader's first fetch) must not
+        wipe what the first one has since written."""
         now = self._now_ms()
         current = self.state.get(key)
+        if current is not None and state_epoch <= current.state_epoch:
+            raise ApiError(ErrorCode.FENCED_STATE_EPOCH,
+                           f"state epoch {state_epoch} is not above the current {current.state_epoch}")
         snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
         return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(
             snapshot_epoch, state_epoch, -1, start_offset, [], 0, now, now))])

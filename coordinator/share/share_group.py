@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coordinator.group.clock import Clock, TimerHandle
+from coordinator.runtime.clock import Clock, TimerHandle
 from wire import ErrorCode
 
 __all__ = ["ShareGroup", "ShareGroupCoordinator", "ShareMember", "simple_assign"]

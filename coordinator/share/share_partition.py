@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from coordinator.group.clock import Clock, TimerHandle
+from coordinator.runtime.clock import Clock, TimerHandle
 from coordinator.share.record_state import AcknowledgeType, RecordState
 from coordinator.share.state_batch import StateBatch, combine
 

@@ -10,6 +10,13 @@ acknowledgement (and a lock expiry) changes the in-memory state at once and is a
 changed state batches are written to __share_group_state, so an acknowledged record survives ``kill -9``.
 Writes of one share-partition are serialized and each carries the state as of its start, so a later write
 never carries older state than an earlier one.
+
+In a cluster the state lives with the share coordinator of the share-partition's __share_group_state
+partition, reached through the ``SharePersister`` (the local coordinator or its RPCs). A share-partition is
+served by the leader of its topic partition only: its reads and writes carry the leader epoch it was loaded
+at, which fences an earlier leader's writes at the coordinator. When this broker stops leading the partition
+(or leads it at a new epoch) the in-memory share-partition is dropped — acquired records it held are
+available again as persisted — and the next leader loads the persisted state.
 """
 
 from __future__ import annotations
@@ -21,8 +28,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.group.clock import Clock
-from coordinator.share.coordinator import ShareCoordinator
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.share.persister import SharePersister
 from coordinator.share.share_partition import (
     AcquiredRecords,
     InvalidRecordStateError,
@@ -66,21 +74,50 @@ class _Entry:
         self.partition: SharePartition | None = None
         self.ready: asyncio.Future | None = None
         self.write_lock = asyncio.Lock()
+        self.leader_epoch = -1  # the topic partition's leader epoch when the share-partition was loaded
 
 
 class SharePartitionManager:
-    def __init__(self, replica_manager, coordinator: ShareCoordinator, topic_name: Callable[[uuid.UUID], str | None],
+    def __init__(self, replica_manager, persister: SharePersister, topic_name: Callable[[uuid.UUID], str | None],
                  settings: Callable[[str], ShareGroupSettings], clock: Clock) -> None:
         self._rm = replica_manager
-        self.coordinator = coordinator
+        self.persister = persister
         self._topic_name = topic_name
         self._settings = settings
         self.clock = clock
         self._entries: dict[SharePartitionKey, _Entry] = {}
 
     # -- share-partitions ---------------------------------------------------------------------------------
+    def _leader_epoch(self, key: SharePartitionKey) -> int | None:
+        """The leader epoch of the topic partition if this broker leads it, else None."""
+        topic = self._topic_name(key[1])
+        partition = self._rm.get_partition(topic, key[2]) if topic is not None else None
+        if partition is None or not partition.is_leader:
+            return None
+        return partition.leader_epoch
+
+    def _drop(self, key: SharePartitionKey, why: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.partition is not None:
+            entry.partition.close()
+            log.info("share group %s %s-%d: share-partition dropped (%s)", key[0], entry.partition.topic, key[2], why)
+
+    def on_leadership_changed(self, topic_id: uuid.UUID, partition: int) -> None:
+        """The broker stopped leading ``topic_id-partition`` or leads it at a new epoch: its share-partitions
+        are loaded again from the persisted state by whoever leads it next."""
+        for key in [k for k in self._entries if k[1] == topic_id and k[2] == partition]:
+            if self._leader_epoch(key) != self._entries[key].leader_epoch:
+                self._drop(key, "leadership changed")
+
     async def share_partition(self, key: SharePartitionKey) -> SharePartition:
         entry = self._entries.get(key)
+        epoch = self._leader_epoch(key)
+        if entry is not None and entry.partition is not None and entry.leader_epoch != epoch:
+            self._drop(key, "leadership changed")
+            entry = None
+        if epoch is None:
+            raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER
+                                  if self._topic_name(key[1]) is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if entry is None:
             entry = self._entries[key] = _Entry()
         if entry.partition is not None:
@@ -101,17 +138,20 @@ class SharePartitionManager:
         partition = self._rm.get_partition(topic, index) if topic is not None else None
         if partition is None:
             raise _PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not partition.is_leader:
+            raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        leader_epoch = partition.leader_epoch
         settings = self._settings(group_id)
         sp = SharePartition(group_id, topic, topic_id, index, SharePartitionConfig(
             settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
             self.clock, on_release=lambda: self._on_release(key))
-        state = await self.coordinator.read_state(key)
+        state = await self.persister.read_state(key, leader_epoch)
         if state is None or state.start_offset < 0:
             # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
             # now, and the offset is written with the next state write (as Kafka's SharePartition does).
             start = self._reset_offset(partition, settings.auto_offset_reset)
             if state is None:
-                await self.coordinator.initialize_state(key, 0, start)
+                await self.persister.initialize_state(key, 0, start)
             sp.load(start, [], state.state_epoch if state is not None else 0)
             sp.force_start_write()
             log.info("share group %s %s-%d: share-partition starts at offset %d (share.auto.offset.reset=%s)",
@@ -123,13 +163,21 @@ class SharePartitionManager:
         log_start = partition.log.log_start_offset
         if sp.start_offset < log_start:
             sp.move_start(log_start)
+        if self._leader_epoch(key) != leader_epoch:  # leadership moved while the state was read
+            sp.close()
+            raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        entry.leader_epoch = leader_epoch
         entry.partition = sp
 
     async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
         """A partition newly assigned to the group: state with start offset -1 unless it has state already."""
-        if key in self._entries or await self.coordinator.read_state(key) is not None:
+        if key in self._entries or await self.persister.read_state(key) is not None:
             return
-        await self.coordinator.initialize_state(key, 0, -1)
+        try:
+            await self.persister.initialize_state(key, 0, -1)
+        except ApiError as exc:
+            if exc.error_code != ErrorCode.FENCED_STATE_EPOCH:  # else initialized meanwhile: fine
+                raise
 
     @staticmethod
     def _reset_offset(partition, strategy: str) -> int:
@@ -164,7 +212,12 @@ class SharePartitionManager:
             if not sp.has_dirty():
                 return
             start, batches = sp.take_dirty()
-            await self.coordinator.write_state(key, sp.state_epoch, 0, start, batches)
+            try:
+                await self.persister.write_state(key, sp.state_epoch, entry.leader_epoch, start, batches)
+            except ApiError as exc:
+                if exc.error_code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
+                    self._drop(key, f"its state write was fenced: {ErrorCode(exc.error_code).name}")
+                raise
 
     # -- fetch -------------------------------------------------------------------------------------------
     async def fetch(self, group_id: str, member_id: str, keys: list[SharePartitionKey], *, max_wait_ms: int,
@@ -265,6 +318,13 @@ class SharePartitionManager:
         touched = []
         for key, batches in acks.items():
             entry = self._entries.get(key)
+            epoch = self._leader_epoch(key)
+            if epoch is None:
+                out[key] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                continue
+            if entry is not None and entry.partition is not None and entry.leader_epoch != epoch:
+                self._drop(key, "leadership changed")
+                entry = None
             if entry is None or entry.partition is None:
                 out[key] = ErrorCode.INVALID_RECORD_STATE
                 continue
@@ -305,14 +365,14 @@ class SharePartitionManager:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.partition is not None:
             entry.partition.close()
-        current = await self.coordinator.read_state(key)
-        await self.coordinator.initialize_state(key, (current.state_epoch + 1) if current else 0, offset)
+        current = await self.persister.read_state(key)
+        await self.persister.initialize_state(key, (current.state_epoch + 1) if current else 0, offset)
 
     async def delete(self, key: SharePartitionKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.partition is not None:
             entry.partition.close()
-        await self.coordinator.delete_state(key)
+        await self.persister.delete_state(key)
 
     def close(self) -> None:
         for entry in self._entries.values():

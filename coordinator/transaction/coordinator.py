@@ -1,13 +1,16 @@
 """The transaction coordinator (Kafka's TransactionCoordinator and TransactionStateManager).
 
 Each transactional id belongs to one __transaction_state partition (``Utils.abs(id.hashCode()) % n``)
-and is coordinated by that partition's leader. A partition's state is rebuilt by replaying its log
-when this node starts leading it; transactions found half-way (PrepareCommit/PrepareAbort) are then
-completed.
+and is coordinated by that partition's leader. Each partition this node leads is a shard
+(``shard.TransactionStateShard``) on the coordinator runtime shared with the group coordinator: its
+state is rebuilt by replaying its log when this node starts leading it (transactions found half-way,
+PrepareCommit/PrepareAbort, are then completed), and its appends go through the shard's ordered
+write path (acks=all).
 
 Every change is written before it takes effect: the coordinator computes the next state, marks the
 transaction pending (other requests on it get CONCURRENT_TRANSACTIONS), appends the record, and
-applies the state once the append succeeded. Ending a transaction is
+the state changes when the runtime replays that record once the append succeeded. Ending a
+transaction is
 
     Ongoing -> PrepareCommit/PrepareAbort (written; the decision is durable)
             -> a COMMIT/ABORT marker on every partition of the transaction
@@ -39,20 +42,27 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME, partition_for
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import ApiError
+from coordinator.runtime.log import CoordinatorLogFactory
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.runtime.timer import CoordinatorTimer
 from coordinator.transaction.metadata import (
     COMPLETED_STATES,
     MAX_PRODUCER_EPOCH,
     TRANSACTION_STATE_TOPIC_NAME,
     TopicPartition,
+    TransactionLogRecord,
     TransactionMetadata,
     TxnState,
     TxnTransit,
-    decode_txn_record,
-    encode_txn_record,
+    decode_record,
     is_epoch_exhausted,
 )
+from coordinator.transaction.shard import TransactionStateShard
 from storage import AppendOrigin
-from wire import ControlRecordType, DecodeError, ErrorCode, build_control_batch
+from wire import ControlRecordType, ErrorCode, build_control_batch
 
 __all__ = ["TransactionCoordinator", "TransactionConfig", "TxnError"]
 
@@ -95,13 +105,14 @@ class TransactionConfig:
             request_timeout_ms=get("request.timeout.ms"))
 
 
-class _Partition:
-    """The transactions of one loaded __transaction_state partition."""
-
-    def __init__(self, index: int, coordinator_epoch: int) -> None:
-        self.index = index
-        self.coordinator_epoch = coordinator_epoch
-        self.transactions: dict[str, TransactionMetadata] = {}
+def append_error_to_response_error(code: int) -> int:
+    """Kafka's mapping of a failed __transaction_state append to the error a client is given."""
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class RemoteMarkers(Protocol):
@@ -115,12 +126,12 @@ class RemoteMarkers(Protocol):
 class TransactionCoordinator:
     """What the transaction request handlers call. Event-loop only."""
 
-    def __init__(self, config: TransactionConfig, node_id: int, *, log_factory: Callable[[int], Any],
+    def __init__(self, config: TransactionConfig, node_id: int, *, log_factory: CoordinatorLogFactory,
                  replica_manager: Any, group_coordinator: Any, producer_ids: Any,
                  ensure_state_topic: Callable[[], Awaitable[None]],
                  partition_leader: Callable[[int], int | None],
                  coordinator_epoch: Callable[[int], int],
-                 now_ms: Callable[[], int],
+                 clock: Clock,
                  transaction_version: Callable[[], int] = lambda: SERVER_TRANSACTION_VERSION,
                  data_partition_leader: Callable[[str, int], int | None] = lambda _t, _p: None,
                  remote_markers: RemoteMarkers | None = None) -> None:
@@ -129,19 +140,19 @@ class TransactionCoordinator:
         broker or unknown); markers for partitions led elsewhere go through ``remote_markers``."""
         self.config = config
         self.node_id = node_id
-        self._log_factory = log_factory
         self._rm = replica_manager
         self._groups = group_coordinator
         self._producer_ids = producer_ids
         self._ensure_state_topic = ensure_state_topic
         self._partition_leader = partition_leader
         self._coordinator_epoch = coordinator_epoch
-        self._now_ms = now_ms
+        self._now_ms = clock.now_ms
         self._transaction_version = transaction_version
         self._data_partition_leader = data_partition_leader
         self._remote_markers = remote_markers
-        self._partitions: dict[int, _Partition] = {}
-        self._logs: dict[int, Any] = {}
+        self._runtime = CoordinatorRuntime(self._new_shard, log_factory, clock, decode_record=decode_record,
+                                           topic=TRANSACTION_STATE_TOPIC_NAME,
+                                           map_append_error=append_error_to_response_error)
         self._started = False
         self._start_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task] = set()
@@ -166,59 +177,40 @@ class TransactionCoordinator:
 
     def load_all(self) -> None:
         for index in range(self.config.num_partitions):
-            if self._partition_leader(index) == self.node_id and index not in self._partitions:
-                self._load(index)
+            if self._partition_leader(index) == self.node_id:
+                self._runtime.load(index)
         self._started = True
         if self._background is None:
             self._background = asyncio.get_running_loop().create_task(self._run_background(),
                                                                       name="transaction-expiration")
+
+    def _new_shard(self, index: int, _timer: CoordinatorTimer) -> TransactionStateShard:
+        return TransactionStateShard(index, self._coordinator_epoch(index), self._resume_prepared)
+
+    def _resume_prepared(self, shard: TransactionStateShard) -> None:
+        """A partition was loaded: complete the transactions found half-way (PrepareCommit/PrepareAbort)."""
+        for metadata in shard.transactions.values():
+            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                log.info("resuming the %s of transactional.id=%s (producer id %d, epoch %d) found at load",
+                         "commit" if metadata.state is S.PREPARE_COMMIT else "abort", metadata.transactional_id,
+                         metadata.producer_id, metadata.producer_epoch)
+                self._spawn(self._complete(shard, metadata))
 
     def on_election(self, index: int) -> None:
         """This broker leads __transaction_state-``index`` (now, or in a new leader epoch): load its
         transactions, or, still loaded, take the new leader epoch as the coordinator epoch of its markers."""
         if not self._started:
             return
-        loaded = self._partitions.get(index)
-        if loaded is None:
-            self._load(index)
+        if self._runtime.is_loading_or_loaded(index):
+            self._runtime.shard(index).coordinator_epoch = self._coordinator_epoch(index)
         else:
-            loaded.coordinator_epoch = self._coordinator_epoch(index)
+            self._runtime.load(index)
 
     def on_resignation(self, index: int) -> None:
         """Another broker leads __transaction_state-``index`` now: forget its transactions (NOT_COORDINATOR)."""
-        if self._partitions.pop(index, None) is not None:
+        if self._runtime.is_loaded(index):
             log.info("%s-%d unloaded: another broker is its coordinator now", TRANSACTION_STATE_TOPIC_NAME, index)
-        self._logs.pop(index, None)
-
-    def _load(self, index: int) -> None:
-        partition = _Partition(index, self._coordinator_epoch(index))
-        log_ = self._logs[index] = self._log_factory(index)
-        count = 0
-        for entry in log_.read_all():
-            if len(entry) > 3:
-                continue  # __transaction_state holds no transactional data or markers
-            offset, key, value = entry[0], entry[1], entry[2]
-            try:
-                transactional_id, transit = decode_txn_record(key, value)
-            except (DecodeError, ValueError) as exc:
-                log.error("%s-%d offset %d: undecodable record skipped: %s", TRANSACTION_STATE_TOPIC_NAME,
-                          index, offset, exc)
-                continue
-            count += 1
-            if transit is None:
-                partition.transactions.pop(transactional_id, None)
-            else:
-                partition.transactions[transactional_id] = TransactionMetadata.from_transit(transactional_id, transit)
-        self._partitions[index] = partition
-        if count:
-            log.info("%s-%d loaded: %d records, %d transactional ids", TRANSACTION_STATE_TOPIC_NAME, index, count,
-                     len(partition.transactions))
-        for metadata in partition.transactions.values():
-            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                log.info("resuming the %s of transactional.id=%s (producer id %d, epoch %d) found at load",
-                         "commit" if metadata.state is S.PREPARE_COMMIT else "abort", metadata.transactional_id,
-                         metadata.producer_id, metadata.producer_epoch)
-                self._spawn(self._complete(partition, metadata))
+        self._spawn(self._runtime.unload(index))
 
     async def close(self) -> None:
         if self._background is not None:
@@ -230,50 +222,54 @@ class TransactionCoordinator:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks.clear()
+        await self._runtime.close()
 
-    def _spawn(self, coro) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _partition_of(self, transactional_id: str) -> _Partition:
-        index = self.partition_for(transactional_id)
-        if self._partition_leader(index) != self.node_id:
-            raise TxnError(ErrorCode.NOT_COORDINATOR)
-        partition = self._partitions.get(index)
-        if partition is None:
-            if not self._started:
-                raise TxnError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            self._load(index)
-            partition = self._partitions[index]
-        return partition
+    async def _shard(self, index: int) -> TransactionStateShard:
+        """The shard of a partition this node leads, once loaded (a load that failed is started again)."""
+        try:
+            self._runtime.load(index)
+            return await self._runtime.read(index, lambda shard: shard)
+        except ApiError as exc:
+            raise TxnError(exc.error_code) from None
 
-    async def _lookup(self, transactional_id: str) -> tuple[_Partition, TransactionMetadata | None]:
+    def _loaded_shards(self) -> list[TransactionStateShard]:
+        return [self._runtime.shard(index) for index in self._runtime.loaded_partitions()]
+
+    async def _lookup(self, transactional_id: str) -> tuple[TransactionStateShard, TransactionMetadata | None]:
         if not transactional_id:
             raise TxnError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
         await self.start()
-        partition = self._partition_of(transactional_id)
-        return partition, partition.transactions.get(transactional_id)
+        index = self.partition_for(transactional_id)
+        if self._partition_leader(index) != self.node_id:
+            raise TxnError(ErrorCode.NOT_COORDINATOR)
+        shard = await self._shard(index)
+        return shard, shard.transactions.get(transactional_id)
 
     # -- writing state --------------------------------------------------------------------------------------
-    async def _write(self, partition: _Partition, metadata: TransactionMetadata, transit: TxnTransit) -> None:
-        """Append ``transit`` to the partition's log, then apply it; on failure nothing changes."""
-        key, value = encode_txn_record(metadata.transactional_id, transit)
+    async def _write(self, shard: TransactionStateShard, metadata: TransactionMetadata,
+                     transit: TxnTransit | None) -> None:
+        """Append ``transit`` (None: the id's tombstone) on the partition's shard task; replaying the record
+        applies it. On failure nothing changes."""
+        record = TransactionLogRecord(metadata.transactional_id, transit)
+
+        def operation(current: TransactionStateShard) -> CoordinatorResult[None]:
+            if current is not shard:
+                raise ApiError(ErrorCode.NOT_COORDINATOR)  # the partition was reloaded meanwhile
+            return CoordinatorResult([record])
+
         try:
-            await self._logs[partition.index].append([(key, value)])
-        except Exception as exc:
+            await self._runtime.write(shard.index, operation)
+        except ApiError as exc:
             metadata.abort_transition()
-            code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
-            log.warning("writing %s of transactional.id=%s to %s-%d failed: %s", transit.state.display_name,
-                        metadata.transactional_id, TRANSACTION_STATE_TOPIC_NAME, partition.index, exc)
-            # Kafka's mapping of append errors for the transaction log.
-            if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
-                raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from exc
-            if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-                raise TxnError(ErrorCode.NOT_COORDINATOR) from exc
-            raise TxnError(ErrorCode.UNKNOWN_SERVER_ERROR) from exc
-        metadata.complete_transition(transit)
+            log.warning("writing %s of transactional.id=%s to %s-%d failed: %s",
+                        transit.state.display_name if transit is not None else "the tombstone",
+                        metadata.transactional_id, TRANSACTION_STATE_TOPIC_NAME, shard.index, exc.__cause__ or exc)
+            raise TxnError(exc.error_code) from exc
 
     # -- InitProducerId ---------------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int = -1,
@@ -287,12 +283,12 @@ class TransactionCoordinator:
             raise TxnError(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
                            f"The transaction timeout {timeout_ms} is larger than transaction.max.timeout.ms "
                            f"({self.config.max_timeout_ms}) or not positive.")
-        partition, metadata = await self._lookup(transactional_id)
+        shard, metadata = await self._lookup(transactional_id)
         now = self._now_ms()
         if metadata is None:
             metadata = TransactionMetadata(transactional_id, self._producer_ids.next_producer_id(), -1, timeout_ms,
                                            update_timestamp_ms=now)
-            partition.transactions[transactional_id] = metadata
+            shard.transactions[transactional_id] = metadata
         expected = expected_producer_id >= 0
         if metadata.pending_state is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -308,7 +304,7 @@ class TransactionCoordinator:
             # A new producer with this id fences the old one and aborts its open transaction; it retries.
             log.info("InitProducerId for transactional.id=%s fences producer id %d epoch %d and aborts its "
                      "open transaction", transactional_id, metadata.producer_id, metadata.producer_epoch)
-            await self._fence_and_abort(partition, metadata)
+            await self._fence_and_abort(shard, metadata)
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata.state not in COMPLETED_STATES:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)  # Dead: being expired
@@ -320,7 +316,7 @@ class TransactionCoordinator:
                 transit = metadata.prepare_increment_epoch(timeout_ms, now, expected_epoch if expected else None)
             except ValueError as exc:
                 raise TxnError(ErrorCode.PRODUCER_FENCED, str(exc)) from None
-        await self._write(partition, metadata, transit)
+        await self._write(shard, metadata, transit)
         log.info("transactional.id=%s: producer id %d epoch %d initialized", transactional_id,
                  metadata.producer_id, metadata.producer_epoch)
         return metadata.producer_id, metadata.producer_epoch
@@ -334,7 +330,7 @@ class TransactionCoordinator:
         AddPartitionsToTxn v4+ from a broker.
         """
         wanted = set(partitions)
-        partition, metadata = await self._lookup(transactional_id)
+        shard, metadata = await self._lookup(transactional_id)
         if metadata is not None and metadata.pending_state is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata is None or metadata.producer_id != producer_id:
@@ -350,7 +346,7 @@ class TransactionCoordinator:
         if metadata.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
             raise TxnError(ErrorCode.PRODUCER_FENCED)
         started = metadata.state is not S.ONGOING
-        await self._write(partition, metadata, metadata.prepare_add_partitions(wanted, self._now_ms(), client_version))
+        await self._write(shard, metadata, metadata.prepare_add_partitions(wanted, self._now_ms(), client_version))
         if started:
             log.debug("transactional.id=%s: transaction of producer id %d epoch %d started", transactional_id,
                       producer_id, epoch)
@@ -387,7 +383,7 @@ class TransactionCoordinator:
         except TxnError as exc:
             return dict.fromkeys(wanted, exc.error_code)
         code = self._verification_error(metadata, producer_id, epoch)
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE or metadata is None:  # None: code is INVALID_PRODUCER_ID_MAPPING
             return dict.fromkeys(wanted, code)
         return {tp: ErrorCode.NONE if tp in metadata.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in wanted}
 
@@ -415,16 +411,15 @@ class TransactionCoordinator:
         if not transactional_id:
             return ErrorCode.NONE
         index = self.partition_for(transactional_id)
-        partition = self._partitions.get(index)
-        if partition is None:
+        if not self._runtime.is_loaded(index):
             if self._partition_leader(index) != self.node_id:
                 return ErrorCode.NONE  # another node coordinates it (no inter-broker verification yet)
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        metadata = partition.transactions.get(transactional_id)
+        metadata = self._runtime.shard(index).transactions.get(transactional_id)
         code = self._verification_error(metadata, producer_id, epoch)
         if code == ErrorCode.PRODUCER_FENCED:
             return ErrorCode.INVALID_PRODUCER_EPOCH
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE or metadata is None:  # None: code is INVALID_PRODUCER_ID_MAPPING
             return code
         if tp not in metadata.partitions:
             return ErrorCode.TRANSACTION_ABORTABLE if abortable_error else ErrorCode.INVALID_TXN_STATE
@@ -443,11 +438,11 @@ class TransactionCoordinator:
         producer id once it is exhausted), a transaction that added nothing may be aborted, and a retry
         is recognised by its epoch being one below the current one.
         """
-        partition, metadata = await self._lookup(transactional_id)
+        shard, metadata = await self._lookup(transactional_id)
         if metadata is None:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if client_version >= 2:
-            return await self._end_v2(partition, metadata, producer_id, epoch, commit)
+            return await self._end_v2(shard, metadata, producer_id, epoch, commit)
         if metadata.producer_id != producer_id:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if metadata.producer_epoch != epoch:
@@ -458,7 +453,7 @@ class TransactionCoordinator:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         state = metadata.state
         if state is S.ONGOING:
-            await self._prepare_and_complete(partition, metadata, commit, 0)
+            await self._prepare_and_complete(shard, metadata, commit, 0)
             return -1, -1
         if (state is S.COMPLETE_COMMIT and commit) or (state is S.COMPLETE_ABORT and not commit):
             return -1, -1  # a retry of an EndTxn that succeeded
@@ -466,7 +461,7 @@ class TransactionCoordinator:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         raise self._invalid_state(metadata, commit)
 
-    async def _end_v2(self, partition: _Partition, metadata: TransactionMetadata, producer_id: int, epoch: int,
+    async def _end_v2(self, shard: TransactionStateShard, metadata: TransactionMetadata, producer_id: int, epoch: int,
                       commit: bool) -> tuple[int, int]:
         """EndTxn with transaction version 2, as Kafka's table of states, retries and epochs says."""
         state = metadata.state
@@ -489,21 +484,21 @@ class TransactionCoordinator:
                            f"Producer epoch {epoch} is not the current epoch {metadata.producer_epoch} of "
                            f"transactional.id={metadata.transactional_id}; it was fenced by a newer producer.")
         if state is S.ONGOING:
-            return await self._prepare_and_complete(partition, metadata, commit, 2)
+            return await self._prepare_and_complete(shard, metadata, commit, 2)
         if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             if is_retry:
                 if commit == (state is S.COMPLETE_COMMIT):
                     return metadata.producer_id, metadata.producer_epoch  # a retry of an EndTxn that succeeded
                 raise self._invalid_state(metadata, commit)
             if not commit:  # abort of a transaction that added nothing: bumps the epoch all the same
-                return await self._prepare_and_complete(partition, metadata, commit, 2)
+                return await self._prepare_and_complete(shard, metadata, commit, 2)
             raise self._invalid_state(metadata, commit)
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             if commit == (state is S.PREPARE_COMMIT):
                 raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
             raise self._invalid_state(metadata, commit)
         if state is S.EMPTY and not commit:
-            return await self._prepare_and_complete(partition, metadata, commit, 2)
+            return await self._prepare_and_complete(shard, metadata, commit, 2)
         raise self._invalid_state(metadata, commit)
 
     @staticmethod
@@ -512,28 +507,28 @@ class TransactionCoordinator:
                         f"TransactionalId {metadata.transactional_id}: cannot {'commit' if commit else 'abort'} "
                         f"from state {metadata.state.display_name}.")
 
-    async def _prepare_and_complete(self, partition: _Partition, metadata: TransactionMetadata, commit: bool,
+    async def _prepare_and_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata, commit: bool,
                                     client_version: int) -> tuple[int, int]:
         """Write Prepare*, then markers and Complete*; the producer id and epoch the client uses next."""
         next_producer_id = -1
         if client_version >= 2 and is_epoch_exhausted(metadata.producer_epoch):
             next_producer_id = self._producer_ids.next_producer_id()
-        await self._write(partition, metadata, metadata.prepare_end(commit, self._now_ms(), client_version,
+        await self._write(shard, metadata, metadata.prepare_end(commit, self._now_ms(), client_version,
                                                                     next_producer_id))
         log.debug("transactional.id=%s: %s of producer id %d epoch %d prepared", metadata.transactional_id,
                   "commit" if commit else "abort", metadata.producer_id, metadata.producer_epoch)
         if client_version < 2:
-            await self._complete(partition, metadata)
+            await self._complete(shard, metadata)
             return -1, -1
         # The answer names the id and epoch the Complete state will have (Kafka answers before writing it).
         if next_producer_id >= 0:
             answer = next_producer_id, 0
         else:
             answer = metadata.producer_id, metadata.producer_epoch
-        await self._complete(partition, metadata)
+        await self._complete(shard, metadata)
         return answer
 
-    async def _fence_and_abort(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+    async def _fence_and_abort(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
         """Abort an ongoing transaction with a bumped epoch, fencing its producer (Kafka's PrepareEpochFence).
 
         The abort follows the finalized transaction.version, as Kafka's. Either way the PrepareAbort carries
@@ -547,37 +542,37 @@ class TransactionCoordinator:
             metadata.producer_epoch += 1
             metadata.last_producer_epoch = -1
             version = 0
-        await self._write(partition, metadata, metadata.prepare_end(False, self._now_ms(), version))
-        await self._complete(partition, metadata)
+        await self._write(shard, metadata, metadata.prepare_end(False, self._now_ms(), version))
+        await self._complete(shard, metadata)
 
-    async def _complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+    async def _complete(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
         """Write the markers of a prepared transaction, then its Complete state; retries in the background."""
         commit = metadata.state is S.PREPARE_COMMIT
         pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
-                                            partition.coordinator_epoch, commit, set(metadata.partitions),
+                                            shard.coordinator_epoch, commit, set(metadata.partitions),
                                             metadata.transactional_id)
         if pending:
             log.warning("transactional.id=%s: markers for %s not written yet; retrying in the background",
                         metadata.transactional_id, sorted(pending))
-            self._spawn(self._retry_complete(partition, metadata, pending))
+            self._spawn(self._retry_complete(shard, metadata, pending))
             return
-        await self._write_complete(partition, metadata)
+        await self._write_complete(shard, metadata)
 
-    async def _retry_complete(self, partition: _Partition, metadata: TransactionMetadata,
+    async def _retry_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata,
                               pending: set[TopicPartition]) -> None:
         commit = metadata.state is S.PREPARE_COMMIT
         while pending:
             await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
             pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
-                                                partition.coordinator_epoch, commit, pending,
+                                                shard.coordinator_epoch, commit, pending,
                                                 metadata.transactional_id)
-        await self._write_complete(partition, metadata)
+        await self._write_complete(shard, metadata)
 
-    async def _write_complete(self, partition: _Partition, metadata: TransactionMetadata) -> None:
+    async def _write_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
         commit = metadata.state is S.PREPARE_COMMIT
         while True:
             try:
-                await self._write(partition, metadata, metadata.prepare_complete(self._now_ms()))
+                await self._write(shard, metadata, metadata.prepare_complete(self._now_ms()))
                 break
             except TxnError as exc:
                 log.warning("transactional.id=%s: writing the completed state failed (%s); retrying",
@@ -671,15 +666,15 @@ class TransactionCoordinator:
         """Abort every ongoing transaction older than its timeout; how many were aborted."""
         now = self._now_ms()
         aborted = 0
-        for partition in list(self._partitions.values()):
-            for metadata in list(partition.transactions.values()):
+        for shard in self._loaded_shards():
+            for metadata in list(shard.transactions.values()):
                 if metadata.state is S.ONGOING and metadata.pending_state is None \
                         and metadata.start_timestamp_ms + metadata.timeout_ms < now:
                     log.info("transactional.id=%s: transaction of producer id %d epoch %d timed out after %d ms; "
                              "aborting it and fencing the producer", metadata.transactional_id, metadata.producer_id,
                              metadata.producer_epoch, metadata.timeout_ms)
                     try:
-                        await self._fence_and_abort(partition, metadata)
+                        await self._fence_and_abort(shard, metadata)
                         aborted += 1
                     except TxnError as exc:
                         log.warning("aborting timed-out transactional.id=%s failed: %s", metadata.transactional_id,
@@ -690,19 +685,16 @@ class TransactionCoordinator:
         """Forget transactional ids idle longer than transactional.id.expiration.ms (tombstones)."""
         now = self._now_ms()
         removed = 0
-        for partition in list(self._partitions.values()):
-            for metadata in list(partition.transactions.values()):
+        for shard in self._loaded_shards():
+            for metadata in list(shard.transactions.values()):
                 if metadata.state in COMPLETED_STATES and metadata.pending_state is None \
                         and metadata.update_timestamp_ms + self.config.transactional_id_expiration_ms <= now:
                     metadata.prepare_dead(now)
-                    key, value = encode_txn_record(metadata.transactional_id, None)
                     try:
-                        await self._logs[partition.index].append([(key, value)])
-                    except Exception as exc:
-                        metadata.abort_transition()
+                        await self._write(shard, metadata, None)
+                    except TxnError as exc:
                         log.warning("expiring transactional.id=%s failed: %s", metadata.transactional_id, exc)
                         continue
-                    partition.transactions.pop(metadata.transactional_id, None)
                     removed += 1
                     log.info("transactional.id=%s expired after %d ms without use", metadata.transactional_id,
                              self.config.transactional_id_expiration_ms)
@@ -710,7 +702,7 @@ class TransactionCoordinator:
 
     # -- describe and list ----------------------------------------------------------------------------------
     async def describe(self, transactional_id: str) -> TransactionMetadata:
-        partition, metadata = await self._lookup(transactional_id)
+        shard, metadata = await self._lookup(transactional_id)
         if metadata is None or metadata.state is S.DEAD:
             raise TxnError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
         return metadata
@@ -721,8 +713,12 @@ class TransactionCoordinator:
         now = self._now_ms()
         regex = re.compile(pattern) if pattern else None
         out = []
-        for partition in self._partitions.values():
-            for metadata in partition.transactions.values():
+        for index in self._runtime.hosted_partitions():
+            try:
+                shard = await self._shard(index)  # one still loading is waited for
+            except TxnError:
+                continue
+            for metadata in shard.transactions.values():
                 if metadata.state is S.DEAD:
                     continue
                 if states and metadata.state not in states:

@@ -22,8 +22,8 @@ from wire import DecodeError, Reader, Writer
 from wire.messages import TransactionLogKey, TransactionLogValue
 from wire.messages.transaction_log_value import PartitionsSchema
 
-__all__ = ["TxnState", "TxnTransit", "TransactionMetadata", "decode_txn_record", "encode_txn_record",
-           "TRANSACTION_STATE_TOPIC_NAME"]
+__all__ = ["TxnState", "TxnTransit", "TransactionLogRecord", "TransactionMetadata", "decode_record",
+           "decode_txn_record", "encode_txn_record", "TRANSACTION_STATE_TOPIC_NAME"]
 
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 # Written as Kafka 4.1 writes with transaction.version 2 finalized: v1 (flexible, with tagged fields).
@@ -295,3 +295,26 @@ def decode_txn_record(key: bytes | None, value: bytes | None) -> tuple[str, TxnT
         start_timestamp_ms=v.transaction_start_timestamp_ms,
         update_timestamp_ms=v.transaction_last_update_timestamp_ms,
         client_transaction_version=tagged("client_transaction_version", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogRecord:
+    """One __transaction_state record as the coordinator runtime appends and replays it.
+
+    ``transit`` None is the tombstone of an expired id. A record replayed after its own append keeps
+    what the bytes do not hold (the last producer epoch); one decoded at load has it as -1.
+    """
+
+    transactional_id: str
+    transit: TxnTransit | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        return encode_txn_record(self.transactional_id, self.transit)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> TransactionLogRecord:
+    """The runtime's decoder for __transaction_state; raises DecodeError."""
+    try:
+        return TransactionLogRecord(*decode_txn_record(key, value))
+    except ValueError as exc:  # e.g. an unknown transaction status
+        raise DecodeError(str(exc)) from exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pykbroker.metadata_store import write_atomically
+from storage.file_records import atomic_write
 
 __all__ = ["BLOCK_SIZE", "ProducerIdManager"]
 
@@ -35,7 +35,7 @@ class ProducerIdManager:
 
     def _reserve_block(self) -> None:
         end = self._block_end + BLOCK_SIZE
-        write_atomically(self.path, json.dumps({"version": 1, "broker_id": self.node_id,
+        atomic_write(self.path, json.dumps({"version": 1, "broker_id": self.node_id,
                                                 "block_start": self._block_end, "block_end": end}).encode())
         self._next = self._block_end
         self._block_end = end

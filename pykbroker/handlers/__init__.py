@@ -75,4 +75,9 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, "pykbroker.handlers.share.share_group_offsets"),
     (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, "pykbroker.handlers.share.share_group_offsets"),
     (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, "pykbroker.handlers.share.share_group_offsets"),
+    (ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, "pykbroker.handlers.share.initialize_share_group_state"),
+    (ApiKey.READ_SHARE_GROUP_STATE, 0, 0, "pykbroker.handlers.share.read_share_group_state"),
+    (ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1, "pykbroker.handlers.share.write_share_group_state"),
+    (ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, "pykbroker.handlers.share.delete_share_group_state"),
+    (ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, "pykbroker.handlers.share.read_share_group_state_summary"),
 )

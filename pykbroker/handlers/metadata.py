@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
@@ -39,14 +41,15 @@ def error_response(request: MetadataRequest | None, version: int, code: int) -> 
     return MetadataResponse(error_code=code)
 
 
-def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataImage,
-                   listener: str) -> MetadataResponseTopic:
+def topic_metadata(topic: TopicState, include_operations: bool, image: MetadataImage, listener: str,
+                   lost_replicas: Callable[[str, int], Collection[int]] | None = None) -> MetadataResponseTopic:
     """One topic's entry: every partition with its leader (LEADER_NOT_AVAILABLE while it has none), epoch,
     replicas, ISR and offline replicas (authorized operations are filled in by the caller, who knows the
     principal)."""
     partitions = []
     for p in topic.partitions:
-        code, leader, offline = partition_leader_view(image, p, listener)
+        lost = lost_replicas(topic.name, p.partition) if lost_replicas is not None else ()
+        code, leader, offline = partition_leader_view(image, p, listener, lost)
         partitions.append(MetadataResponsePartition(
             error_code=code, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
             replica_nodes=list(p.replicas), isr_nodes=list(p.isr), offline_replicas=offline))
@@ -76,9 +79,10 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     if all_topics:  # topics the principal may not describe are left out
         visible = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, store.topics,
                                        log_if_denied=False)
-        topics = [topic_metadata(t, False, store, ctx.listener.name) for t in store.topics.values()
+        topics = [topic_metadata(t, False, store, ctx.listener.name, broker.lost_replicas) for t in store.topics.values()
                   if t.name in visible]
     else:
+        assert request.topics is not None  # not all topics: a list was asked for
         wanted_names = [(w, store.topics_by_id[w.topic_id].name if w.name is None else w.name)
                         for w in request.topics if w.name is not None or w.topic_id in store.topics_by_id]
         describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
@@ -101,8 +105,9 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                     continue
                 topic = store.topics.get(wanted.name)
             if topic is not None:
-                topics.append(topic_metadata(topic, False, store, ctx.listener.name))
+                topics.append(topic_metadata(topic, False, store, ctx.listener.name, broker.lost_replicas))
                 continue
+            assert wanted.name is not None  # a topic asked for by id was answered above
             if creatable is not None and wanted.name not in creatable:
                 refused.insert(0, MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                         name=wanted.name, topic_id=ZERO_UUID, partitions=[],

@@ -157,6 +157,7 @@ class StandardAuthorizer:
                   api_name: str, *, log_if_allowed: bool = True, log_if_denied: bool = True,
                   ref_count: int = 1) -> bool:
         """Whether ``principal`` connected from ``host`` may do ``operation`` on the literal resource."""
+        rule: AclBinding | str
         if principal in self.super_users:
             allowed, rule = True, "SuperUser"
         else:

@@ -29,7 +29,7 @@ from pykbroker.security.errors import (
 )
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
-from pykbroker.security.scram import CredentialLookup, ScramServer, TokenLookup
+from pykbroker.security.scram import CredentialLookup, ScramCredential, ScramServer, TokenLookup
 from wire import (
     ApiKey,
     DecodeError,
@@ -38,6 +38,7 @@ from wire import (
     Writer,
     decode_request_header,
     encode_response_header,
+    java,
     peek_request_header,
     response_header_version,
 )
@@ -100,17 +101,7 @@ class AuthStep:
 def java_hash_set_order(names: tuple[str, ...]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashSet built from them, the order in which Kafka lists
     the enabled mechanisms (``new ArrayList<>(new HashSet<>(enabledMechanisms))``)."""
-    capacity = 16
-    while capacity < max(int(len(names) / 0.75) + 1, 16):
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        for unit in name.encode("utf-16-be").hex(" ", 2).split():
-            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(dict.fromkeys(names), key=bucket)  # stable: one bucket keeps insertion order
+    return java.iteration_order(names, java.presized_table_size(len(names)))
 
 
 def _encode(response, api_key: int, version: int, correlation_id: int) -> bytes:
@@ -123,7 +114,7 @@ def _encode(response, api_key: int, version: int, correlation_id: int) -> bytes:
 class SaslServerAuthenticator:
     """One connection's SASL state; ``clock_ms`` is injected so tests control session expiry."""
 
-    def __init__(self, security: ListenerSecurity, scram_credentials: Callable[[str, str], tuple | None],
+    def __init__(self, security: ListenerSecurity, scram_credentials: Callable[[str, str], ScramCredential | None],
                  clock_ms: Callable[[], int], peer: str,
                  token_credentials: Callable[[str, str], tuple | None] | None = None) -> None:
         self.security = security
@@ -176,7 +167,7 @@ class SaslServerAuthenticator:
         return True
 
     # -- frames ------------------------------------------------------------------------------------------
-    def receive(self, frame: bytes) -> AuthStep:
+    def receive(self, frame: bytes | bytearray) -> AuthStep:
         """Handle one frame received before authentication completes (or a re-authentication's handshake)."""
         try:
             if self.state is SaslState.REAUTH_BAD_MECHANISM:
@@ -193,7 +184,7 @@ class SaslServerAuthenticator:
         log.warning("SASL %s failed for %s on listener %s (mechanism %s): %s", self._doing, self.peer,
                     self.security.name, self.mechanism or "-", reason)
 
-    def _header(self, frame: bytes):
+    def _header(self, frame: bytes | bytearray):
         r = Reader(frame)
         try:
             api_key, version, _ = peek_request_header(r)
@@ -202,7 +193,7 @@ class SaslServerAuthenticator:
             raise SaslProtocolError("invalid request: a client configured with the wrong security protocol, "
                                     "or not a Kafka client") from None
 
-    def _handshake_phase(self, frame: bytes) -> AuthStep:
+    def _handshake_phase(self, frame: bytes | bytearray) -> AuthStep:
         r, api_key, version, header = self._header(frame)
         if api_key == ApiKey.API_VERSIONS and self._previous is None:
             if self.state is not SaslState.HANDSHAKE_OR_VERSIONS_REQUEST:
@@ -244,7 +235,7 @@ class SaslServerAuthenticator:
         tokens = self._token_credentials
         return None if tokens is None else (lambda token_id: tokens(token_id, mechanism))
 
-    def _token(self, frame: bytes) -> AuthStep:
+    def _token(self, frame: bytes | bytearray) -> AuthStep:
         assert self._server is not None and self.mechanism is not None
         if self._raw_tokens:
             try:

@@ -120,6 +120,7 @@ class ScramServer:
         extensions = dict(e.partition("=")[::2] for e in m.group("extensions")[1:].split(",") if e)
         username = _username(m.group("saslname"))
         authorization_id = username
+        credential: ScramCredential | None
         if extensions.get("tokenauth", "").lower() == "true":
             found = self._tokens(username) if self._tokens is not None else None
             if found is None:

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -189,6 +190,7 @@ class ZooKeeperClient:
                  self._session_id, self.hosts, self.chroot or "/", self.session_timeout_ms)
 
     def _create_chroot(self, timeout_s: float) -> None:
+        assert self.chroot is not None
         bootstrap = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000)
         try:
             bootstrap.start(timeout_s)
@@ -302,9 +304,9 @@ class ZooKeeperClient:
     def _watcher(self, path: str, watch: Watch | None) -> Callable[[WatchedEvent], None] | None:
         """kazoo's side of ``watch``. The same callable always gets the same wrapper, so watching a path
         again with it before it fired sets one watch, not two (kazoo keeps a set of watchers per path)."""
-        key = (path, watch)
         if watch is None:
             return None
+        key = (path, watch)
         wrapper = self._wrappers.get(key)
         if wrapper is not None:
             return wrapper
@@ -377,7 +379,7 @@ class ZooKeeperClient:
             current += "/" + part
             if await self.exists(current) is None:
                 try:
-                    await self._request(lambda path=current: self.kazoo.create_async(path, None))
+                    await self._request(functools.partial(self.kazoo.create_async, current, None))
                 except NodeExistsError:
                     pass
 

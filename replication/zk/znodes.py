@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wire import java
+
 __all__ = [
     "ZNodeDecodeError", "Endpoint", "sanitize", "desanitize", "DEFAULT_ENTITY", "PERSISTENT_PATHS",
     "ClusterIdZNode", "BrokerIdsZNode", "BrokerIdZNode", "BrokerInfo", "BrokerSequenceIdZNode",
@@ -84,15 +86,6 @@ def _int_list(value: Any, what: str) -> list[int]:
     return list(value)
 
 
-def _java_string_hash(s: str) -> int:
-    """``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    units = s.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def _signed(x: int) -> int:
     x &= 0xFFFFFFFF
     return x - (1 << 32) if x & 0x80000000 else x
@@ -113,7 +106,7 @@ def _scala_mutable_map(items: Iterable[tuple[str, Any]], table_size: int = 16) -
     size = table_size
     while len(items) >= size * 0.75:
         size *= 2
-    hashed = [(_spread(_java_string_hash(k)), k, v) for k, v in items]
+    hashed = [(_spread(java.string_hash(k)), k, v) for k, v in items]
     hashed.sort(key=lambda e: (e[0] & (size - 1), e[0]))
     return {k: v for _, k, v in hashed}
 
@@ -144,7 +137,7 @@ def _scala_immutable_map(items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
         nested = [e for _, es in sorted(by_fragment.items()) if len(es) > 1 for e in walk(es, shift + 5)]
         return own + nested
 
-    return {k: v for _, k, v in walk([(_scala_improve(_java_string_hash(k)), k, v) for k, v in items], 0)}
+    return {k: v for _, k, v in walk([(_scala_improve(java.string_hash(k)), k, v) for k, v in items], 0)}
 
 
 def _java_properties(items: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -154,7 +147,7 @@ def _java_properties(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     size = 16
     while len(items) >= size * 0.75:
         size *= 2
-    order = sorted(range(len(items)), key=lambda i: ((_spread(_java_string_hash(items[i][0])) & 0x7FFFFFFF)
+    order = sorted(range(len(items)), key=lambda i: ((_spread(java.string_hash(items[i][0])) & 0x7FFFFFFF)
                                                      & (size - 1), i))
     return {items[i][0]: items[i][1] for i in order}
 
@@ -274,6 +267,7 @@ class BrokerIdZNode:
         version = _field(obj, "version", int, what)
         if version < 1:
             raise ZNodeDecodeError(f"{what}: unsupported registration version {version}")
+        endpoints: tuple[Endpoint, ...]
         if version == 1:
             endpoints = (Endpoint("PLAINTEXT", _field(obj, "host", str, what), _field(obj, "port", int, what)),)
         else:
@@ -299,8 +293,7 @@ def _parse_endpoint(s: Any, protocols: Mapping[str, str], what: str) -> Endpoint
     host, sep, port = rest.rpartition(":")
     if not sep or not port.lstrip("-").isdigit():
         raise ZNodeDecodeError(f"{what}: bad endpoint {s!r}")
-    host = host.strip("[]") or None
-    return Endpoint(name, host, int(port), protocols.get(name, name))
+    return Endpoint(name, host.strip("[]"), int(port), protocols.get(name, name))
 
 
 class TopicsZNode:

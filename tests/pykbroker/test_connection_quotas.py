@@ -132,3 +132,117 @@ def test_the_inter_broker_listener_is_exempt_from_the_broker_wide_limit(tmp_path
         for c in clients:
             c.close()
         assert broker.alive
+
+
+def _connect_from(bootstrap: str, source: str) -> RawClient:
+    host, port = bootstrap.rsplit(":", 1)
+    c = RawClient.__new__(RawClient)
+    c.sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+    c.client_id, c._correlation_id = "ip-rate", 0
+    return c
+
+
+def _served(c: RawClient) -> bool:
+    """Answered (True), or closed unanswered by the broker (False)."""
+    c.send(ApiVersionsRequest(), 0)
+    try:
+        c.recv_frame()
+        return True
+    except (ConnectionError, EOFError, OSError):
+        return False
+
+
+def _set_ip_rate(c: RawClient, ip: str | None, rate: float | None) -> None:
+    from wire.messages import AlterClientQuotasRequest
+    from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
+
+    r = c.request(AlterClientQuotasRequest(entries=[EntryData(
+        entity=[EntityData(entity_type="ip", entity_name=ip)],
+        ops=[OpData(key="connection_creation_rate", value=rate or 0.0, remove=rate is None)])]), 1)
+    assert [e.error_code for e in r.entries] == [ErrorCode.NONE], [e.error_message for e in r.entries]
+
+
+def test_an_ip_connection_creation_rate_quota_throttles_that_address_only(tmp_path):
+    """KIP-612: with connection_creation_rate 2 on 127.0.0.1 (2 windows of 1 s), a burst of 10 connections from
+    it gets 2 served; the others are held unanswered and then closed, as Kafka's DelayedCloseSocket. Another
+    address is served throughout; removing the quota lifts the throttle."""
+    overrides = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+    with BrokerProcess(tmp_path, overrides=overrides) as b:
+        with RawClient(b.bootstrap) as admin:
+            _set_ip_rate(admin, "127.0.0.1", 2)
+        time.sleep(2.1)  # the admin's own connection leaves the measured windows
+        started = time.monotonic()
+        burst = [_connect_from(b.bootstrap, "127.0.0.1") for _ in range(10)]
+        others = [_connect_from(b.bootstrap, "127.0.0.2") for _ in range(10)]
+        assert all(_served(c) for c in others)
+        served = [_served(c) for c in burst]
+        assert served.count(True) == 2, served
+        assert time.monotonic() - started < 5  # held at most one window each, not forever
+        for c in burst + others:
+            c.sock.close()
+        with _connect_from(b.bootstrap, "127.0.0.2") as admin:
+            _set_ip_rate(admin, "127.0.0.1", None)
+        assert all(_served(_connect_from(b.bootstrap, "127.0.0.1")) for _ in range(10))
+        assert b.alive
+
+
+def _closed_by_broker(c: RawClient, timeout: float = 10.0) -> bool:
+    """The broker closed ``c`` (EOF) within ``timeout``, without ``c`` sending anything."""
+    c.sock.settimeout(timeout)
+    try:
+        return c.sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_the_inter_broker_listener_going_over_max_connections_closes_another_listeners_lru_connection(tmp_path):
+    """Kafka's closeExcessConnections: when the inter-broker listener takes the broker past max.connections, the
+    least recently used connection of another listener is closed; the others keep being served."""
+    from pykbroker.testing import free_port
+
+    client_port = free_port()
+    broker = BrokerProcess(tmp_path)
+    broker.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CLIENT://127.0.0.1:{client_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT", "max.connections": "2"})
+    with broker:
+        oldest, recent = RawClient(f"127.0.0.1:{client_port}"), RawClient(f"127.0.0.1:{client_port}")
+        assert oldest.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        time.sleep(0.05)
+        assert recent.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        with RawClient(broker.bootstrap) as follower:
+            assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert _closed_by_broker(oldest)
+            assert recent.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert follower.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        oldest.close()
+        recent.close()
+        assert "closing the least recently used connection from 127.0.0.1" in broker.log()
+
+
+def test_lowering_max_connections_closes_the_least_recently_used_connections(tmp_path):
+    """A dynamic max.connections below the open count closes the excess, least recently used first (Kafka's
+    processors check maxConnectionsExceeded on every poll)."""
+    from wire.messages import IncrementalAlterConfigsRequest
+    from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+    with BrokerProcess(tmp_path) as b:
+        clients = [RawClient(b.bootstrap) for _ in range(3)]
+        for c in clients:
+            assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            time.sleep(0.05)
+        with RawClient(b.bootstrap) as admin:
+            r = admin.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=4, resource_name="", configs=[AlterableConfig(
+                    name="max.connections", config_operation=0, value="2")])]), 1)
+            assert [x.error_code for x in r.responses] == [ErrorCode.NONE]
+            # Four open, two allowed: the two least recently used client connections go, the admin stays.
+            assert _closed_by_broker(clients[0]) and _closed_by_broker(clients[1])
+            assert clients[2].request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert admin.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        for c in clients:
+            c.close()
+        assert b.alive

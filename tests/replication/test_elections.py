@@ -5,8 +5,10 @@ from __future__ import annotations
 from replication.elections import (
     NO_LEADER,
     LeaderAndIsr,
+    directory_offline_change,
     initial_leader_and_isr,
     offline_partition_election,
+    recovered_replica_election,
     remove_replica_from_isr,
 )
 
@@ -64,3 +66,24 @@ def test_a_broker_shutting_down_hands_its_leaderships_to_in_sync_replicas_and_le
     assert controlled_shutdown_election(LeaderAndIsr(1, 4, (1,)), [1, 2], {1, 2}, 1) is None  # nobody in sync
     assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2, 1)), [2, 1], {1, 2}, 1) == LeaderAndIsr(2, 5, (2,))
     assert controlled_shutdown_election(LeaderAndIsr(2, 4, (2,)), [2, 1], {1, 2}, 1) is None  # not in the ISR
+
+
+def test_a_replica_whose_log_dir_goes_offline_leaves_the_isr_and_the_lead():
+    # The leader's dir fails: the next live in-sync replica leads, the failed one leaves the ISR.
+    assert directory_offline_change(LeaderAndIsr(1, 4, (1, 2, 3)), [1, 2, 3], {1, 2, 3}, 1, True) == \
+        LeaderAndIsr(2, 5, (2, 3))
+    # A follower's: only the ISR changes (with a new epoch, as every controller change).
+    assert directory_offline_change(LeaderAndIsr(1, 4, (1, 2)), [1, 2], {1, 2}, 2, True) == LeaderAndIsr(1, 5, (1,))
+    # The last member: no leader; with ELR it leaves the ISR (it stays eligible), without it stays.
+    assert directory_offline_change(LeaderAndIsr(1, 0, (1,)), [1], {1}, 1, True) == LeaderAndIsr(NO_LEADER, 1, ())
+    assert directory_offline_change(LeaderAndIsr(1, 0, (1,)), [1], {1}, 1, False) == LeaderAndIsr(NO_LEADER, 1, (1,))
+    # Already out: nothing to change.
+    assert directory_offline_change(LeaderAndIsr(NO_LEADER, 1, ()), [1], {1}, 1, True) is None
+
+
+def test_a_recovered_last_eligible_replica_leads_again():
+    assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, ()), [1], 1) == LeaderAndIsr(1, 2, (1,))
+    assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, (1,)), [1], 1) == LeaderAndIsr(1, 2, (1,))
+    assert recovered_replica_election(LeaderAndIsr(1, 1, (1,)), [1], 1) is None  # it leads already
+    assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, (2,)), [1, 2], 1) is None  # 2 should lead
+    assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, ()), [2], 1) is None  # not a replica here

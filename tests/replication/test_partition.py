@@ -128,3 +128,23 @@ def test_a_follower_appends_the_leaders_batches_and_takes_its_high_watermark(tmp
     with pytest.raises(PartitionError) as exc:
         follower.append_records_to_leader(batch(), 1, 1)
     assert exc.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_new_leader_whose_high_watermark_is_behind_its_epoch_start_says_so_until_followers_catch_up(tmp_path):
+    """KIP-207: the follower elected leader knows its log end (3), not yet the high watermark it had not
+    been told (0); ListOffsets answers OFFSET_NOT_AVAILABLE until an in-sync follower fetched up to 3."""
+    old_leader = leader(tmp_path, [1, 2, 3], [1, 2, 3])
+    old_leader.append_records_to_leader(batch(3), 1, 1)
+    follower, _ = new_partition(tmp_path, node_id=2)
+    follower.make_follower(1, 0, [1, 2, 3], [1, 2, 3])
+    read = old_leader.read(0, 1 << 20, read_committed=False, min_one_message=True, from_follower=True)
+    follower.append_records_as_follower(read.records if isinstance(read.records, bytes) else read.records.read_bytes(),
+                                        read.high_watermark)
+    assert not follower.high_watermark_behind_epoch_start  # a follower is never asked
+    follower.make_leader(1, [1, 2, 3], [2, 3], now_ms=0)
+    assert follower.leader_epoch_start_offset == 3 and follower.log.high_watermark == 0
+    assert follower.high_watermark_behind_epoch_start
+    follower.update_follower_fetch_state(3, 2, 0, now_ms=1, lag_time_max_ms=LAG_MS)
+    assert follower.log.high_watermark == 2 and follower.high_watermark_behind_epoch_start
+    follower.update_follower_fetch_state(3, 3, 0, now_ms=2, lag_time_max_ms=LAG_MS)
+    assert follower.log.high_watermark == 3 and not follower.high_watermark_behind_epoch_start

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from replication.partition import PartitionError
 from replication.replica_manager import FetchPartition, ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode, build_simple_batch
@@ -146,3 +147,23 @@ def test_the_isr_expands_when_a_follower_catches_up_and_shrinks_when_it_lags(tmp
         await rm.close()
 
     asyncio.run(scenario())
+
+
+def test_leader_partition_answers_with_kafkas_codes(tmp_path):
+    rm = leader(tmp_path, partitions=1)
+    rm.in_metadata = lambda topic, partition: (topic, partition) == (TOPIC, 1)  # in the cluster, not hosted
+    rm.become_follower(TOPIC, 2, TOPIC_ID, 2, 3, [2, 1], [2, 1], LogConfig())
+
+    def code(partition: int, epoch: int) -> int:
+        try:
+            rm.leader_partition(TOPIC, partition, epoch)
+        except PartitionError as exc:
+            return exc.code
+        return ErrorCode.NONE
+
+    assert code(0, -1) == code(0, 0) == ErrorCode.NONE
+    assert code(0, 1) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert code(1, -1) == ErrorCode.NOT_LEADER_OR_FOLLOWER  # the cluster has it: this broker is not its leader
+    assert code(9, -1) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert code(2, -1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert code(2, 1) == ErrorCode.FENCED_LEADER_EPOCH  # the epoch is checked before leadership, as Kafka

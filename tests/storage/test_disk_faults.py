@@ -13,14 +13,22 @@ import fcntl
 import os
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode, build_simple_batch
-from wire.messages import CreateTopicsRequest, DescribeLogDirsRequest, MetadataRequest, ProduceRequest
+from wire.messages import (
+    CreateTopicsRequest,
+    DescribeLogDirsRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
@@ -109,14 +117,50 @@ def test_a_full_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path, small
         assert all(code == ErrorCode.KAFKA_STORAGE_ERROR for code in codes[first_error:]), codes
         assert _produce(c, "t", on_big, b"fine") == ErrorCode.NONE
         assert _log_dir_errors(c) == {str(big): ErrorCode.NONE, str(small_fs): ErrorCode.KAFKA_STORAGE_ERROR}
-        metadata = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 12)
-        partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
-        assert partitions[on_big].error_code == ErrorCode.NONE
-        # Not yet as Kafka (compat_tests/test_differential_disk_faults.py): its controller also takes the
-        # partition's leadership away (Metadata: LEADER_NOT_AVAILABLE, leader -1, the replica offline).
+        # As Kafka's controller (compat_tests/test_differential_disk_faults.py): the full dir's partition has no
+        # leader, a new leader epoch, an empty ISR (eligible leader replicas are on) and its replica offline.
+        partitions = _metadata(c)
+        assert partitions[on_big].error_code == ErrorCode.NONE and partitions[on_big].leader_id == 1
+        p = partitions[on_small]
+        assert (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes, p.offline_replicas) == (
+            ErrorCode.LEADER_NOT_AVAILABLE, -1, 1, [], [1])
         assert broker.alive
     log = broker.log()
     assert f"Stopped serving 1 partitions in offline log dir {small_fs}" in log or "offline log dir" in log
+
+
+def _metadata(c: RawClient) -> dict:
+    """Partition index -> Metadata v12 partition of topic t (waits out the moment the new state takes)."""
+    deadline = time.monotonic() + 10
+    while True:
+        metadata = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 12)
+        partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
+        if all(p.leader_id >= 0 or p.offline_replicas for p in partitions.values()) or time.monotonic() > deadline:
+            return partitions
+        time.sleep(0.05)
+
+
+def test_a_partition_left_leaderless_by_a_full_dir_is_led_again_after_a_restart_with_room(tmp_path, small_fs):
+    """Kafka elects the last eligible replica again when its broker registers with the dir online: after the
+    dir gets room and the broker restarts, the partition has its leader back (one more epoch), keeps every
+    acknowledged record, and takes produces again."""
+    broker, big = _start(tmp_path, small_fs)
+    with broker, RawClient(broker.bootstrap) as c:
+        on_small, _ = _topic_in_both_dirs(c, small_fs)
+        codes = [_produce(c, "t", on_small, b"x" * (256 << 10)) for _ in range(12)]
+        acked = codes.index(ErrorCode.KAFKA_STORAGE_ERROR)
+        assert acked > 0 and _metadata(c)[on_small].leader_id == -1
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_fs)], check=True)
+    with broker.start(), RawClient(broker.bootstrap) as c:
+        p = _metadata(c)[on_small]
+        assert (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes, p.offline_replicas) == (
+            ErrorCode.NONE, 1, 2, [1], [])
+        assert _log_dir_errors(c) == {str(big): ErrorCode.NONE, str(small_fs): ErrorCode.NONE}
+        listed = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="t", partitions=[
+            ListOffsetsPartition(partition_index=on_small, timestamp=-1)])]), 7)
+        assert listed.topics[0].partitions[0].offset == acked  # every acknowledged record, nothing more
+        assert _produce(c, "t", on_small, b"back") == ErrorCode.NONE
+    assert "led by broker 1 again in epoch 2" in broker.log()
 
 
 def test_a_disk_that_fails_under_the_broker_takes_only_its_dir_offline(tmp_path, ext4_fs):

@@ -1,4 +1,5 @@
 import os
+import re
 import uuid
 
 import pytest
@@ -142,4 +143,57 @@ def test_topic_configs_at_startup(tmp_path):
     m = LogManager([str(tmp_path)], log_cleaner_enable=False)
     m.startup({"c": LogConfig(cleanup_policy=("compact",), segment_ms=1234)})
     assert m.get_log("c", 0).config.segment_ms == 1234
+    m.shutdown()
+
+
+def test_recovery_after_an_unclean_shutdown_reports_progress_per_log_dir(tmp_path, caplog, monkeypatch):
+    import logging
+    import time as time_module
+
+    import storage.log_manager as log_manager_module
+    from storage.log import Log
+
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs)
+    topic_id = uuid.uuid4()
+    for p in range(6):
+        lg = m.get_or_create_log("orders", p, topic_id)
+        for i in range(5):
+            lg.append_as_leader(batch([b"m%d" % i]), 0)
+    m.shutdown()
+    for d in dirs:
+        (d / ".kafka_cleanshutdown").unlink()  # as after kill -9: every log is recovered
+    # One log slower than the progress interval: a line comes while it is still being recovered.
+    monkeypatch.setattr(log_manager_module, "RECOVERY_PROGRESS_INTERVAL_S", 0.2)
+    real_open = Log.open
+
+    def slow_open(path, *args, **kwargs):
+        if path.endswith("orders-0"):
+            time_module.sleep(0.7)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(Log, "open", staticmethod(slow_open))
+    with caplog.at_level(logging.INFO, logger="storage.log_manager"):
+        m = manager(dirs)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Recovery of log dir")]
+    for d in dirs:
+        mine = [line for line in lines if f"log dir {d}:" in line]
+        assert mine and mine[-1].startswith(f"Recovery of log dir {d}: 100% (3/3 logs)"), lines
+    slow_dir = next(d for d in dirs if (d / "orders-0").exists())
+    waiting = [line for line in lines if f"log dir {slow_dir}:" in line and "recovering orders-0" in line]
+    assert waiting, lines  # said while orders-0 was still being read
+    assert re.search(r": \d+% \(\d/3 logs\) in \d+\.\d s", waiting[0]), waiting[0]
+    assert sorted(lg.partition for lg in m.all_logs()) == list(range(6))
+    m.shutdown()
+
+
+def test_a_clean_start_prints_no_recovery_progress(tmp_path, caplog):
+    import logging
+
+    m = manager([tmp_path])
+    m.get_or_create_log("orders", 0, uuid.uuid4())
+    m.shutdown()
+    with caplog.at_level(logging.INFO, logger="storage.log_manager"):
+        m = manager([tmp_path])
+    assert not [r for r in caplog.records if r.getMessage().startswith("Recovery of log dir")]
     m.shutdown()

@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from wire._message import Message
+
 if TYPE_CHECKING:
     from wire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
     from wire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
@@ -66,6 +68,8 @@ if TYPE_CHECKING:
     from wire.messages.delete_records_response import DeleteRecordsResponse
     from wire.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
     from wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
+    from wire.messages.delete_share_group_state_request import DeleteShareGroupStateRequest
+    from wire.messages.delete_share_group_state_response import DeleteShareGroupStateResponse
     from wire.messages.delete_topics_request import DeleteTopicsRequest
     from wire.messages.delete_topics_response import DeleteTopicsResponse
     from wire.messages.describe_acls_request import DescribeAclsRequest
@@ -114,6 +118,8 @@ if TYPE_CHECKING:
     from wire.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
     from wire.messages.init_producer_id_request import InitProducerIdRequest
     from wire.messages.init_producer_id_response import InitProducerIdResponse
+    from wire.messages.initialize_share_group_state_request import InitializeShareGroupStateRequest
+    from wire.messages.initialize_share_group_state_response import InitializeShareGroupStateResponse
     from wire.messages.join_group_request import JoinGroupRequest
     from wire.messages.join_group_response import JoinGroupResponse
     from wire.messages.leave_group_request import LeaveGroupRequest
@@ -144,6 +150,10 @@ if TYPE_CHECKING:
     from wire.messages.produce_response import ProduceResponse
     from wire.messages.push_telemetry_request import PushTelemetryRequest
     from wire.messages.push_telemetry_response import PushTelemetryResponse
+    from wire.messages.read_share_group_state_request import ReadShareGroupStateRequest
+    from wire.messages.read_share_group_state_response import ReadShareGroupStateResponse
+    from wire.messages.read_share_group_state_summary_request import ReadShareGroupStateSummaryRequest
+    from wire.messages.read_share_group_state_summary_response import ReadShareGroupStateSummaryResponse
     from wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
     from wire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
     from wire.messages.sasl_authenticate_request import SaslAuthenticateRequest
@@ -170,6 +180,8 @@ if TYPE_CHECKING:
     from wire.messages.txn_offset_commit_response import TxnOffsetCommitResponse
     from wire.messages.update_features_request import UpdateFeaturesRequest
     from wire.messages.update_features_response import UpdateFeaturesResponse
+    from wire.messages.write_share_group_state_request import WriteShareGroupStateRequest
+    from wire.messages.write_share_group_state_response import WriteShareGroupStateResponse
     from wire.messages.write_txn_markers_request import WriteTxnMarkersRequest
     from wire.messages.write_txn_markers_response import WriteTxnMarkersResponse
 
@@ -228,6 +240,8 @@ _MODULES: dict[str, str] = {
     'DeleteRecordsResponse': 'delete_records_response',
     'DeleteShareGroupOffsetsRequest': 'delete_share_group_offsets_request',
     'DeleteShareGroupOffsetsResponse': 'delete_share_group_offsets_response',
+    'DeleteShareGroupStateRequest': 'delete_share_group_state_request',
+    'DeleteShareGroupStateResponse': 'delete_share_group_state_response',
     'DeleteTopicsRequest': 'delete_topics_request',
     'DeleteTopicsResponse': 'delete_topics_response',
     'DescribeAclsRequest': 'describe_acls_request',
@@ -276,6 +290,8 @@ _MODULES: dict[str, str] = {
     'IncrementalAlterConfigsResponse': 'incremental_alter_configs_response',
     'InitProducerIdRequest': 'init_producer_id_request',
     'InitProducerIdResponse': 'init_producer_id_response',
+    'InitializeShareGroupStateRequest': 'initialize_share_group_state_request',
+    'InitializeShareGroupStateResponse': 'initialize_share_group_state_response',
     'JoinGroupRequest': 'join_group_request',
     'JoinGroupResponse': 'join_group_response',
     'LeaveGroupRequest': 'leave_group_request',
@@ -306,6 +322,10 @@ _MODULES: dict[str, str] = {
     'ProduceResponse': 'produce_response',
     'PushTelemetryRequest': 'push_telemetry_request',
     'PushTelemetryResponse': 'push_telemetry_response',
+    'ReadShareGroupStateRequest': 'read_share_group_state_request',
+    'ReadShareGroupStateResponse': 'read_share_group_state_response',
+    'ReadShareGroupStateSummaryRequest': 'read_share_group_state_summary_request',
+    'ReadShareGroupStateSummaryResponse': 'read_share_group_state_summary_response',
     'RenewDelegationTokenRequest': 'renew_delegation_token_request',
     'RenewDelegationTokenResponse': 'renew_delegation_token_response',
     'SaslAuthenticateRequest': 'sasl_authenticate_request',
@@ -332,6 +352,8 @@ _MODULES: dict[str, str] = {
     'TxnOffsetCommitResponse': 'txn_offset_commit_response',
     'UpdateFeaturesRequest': 'update_features_request',
     'UpdateFeaturesResponse': 'update_features_response',
+    'WriteShareGroupStateRequest': 'write_share_group_state_request',
+    'WriteShareGroupStateResponse': 'write_share_group_state_response',
     'WriteTxnMarkersRequest': 'write_txn_markers_request',
     'WriteTxnMarkersResponse': 'write_txn_markers_response',
 }
@@ -347,13 +369,13 @@ def __getattr__(name: str) -> type:
     return cls
 
 
-class _ByApiKey(Mapping[int, type]):
+class _ByApiKey(Mapping[int, type[Message]]):
     """API key -> message class, importing each class when it is first looked up."""
 
     def __init__(self, names: dict[int, str]) -> None:
         self._names = names
 
-    def __getitem__(self, api_key: int) -> type:
+    def __getitem__(self, api_key: int) -> type[Message]:
         return __getattr__(self._names[api_key])
 
     def __iter__(self) -> Iterator[int]:
@@ -363,7 +385,7 @@ class _ByApiKey(Mapping[int, type]):
         return len(self._names)
 
 
-REQUESTS: Mapping[int, type] = _ByApiKey({
+REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     0: 'ProduceRequest',
     1: 'FetchRequest',
     2: 'ListOffsetsRequest',
@@ -428,11 +450,16 @@ REQUESTS: Mapping[int, type] = _ByApiKey({
     77: 'ShareGroupDescribeRequest',
     78: 'ShareFetchRequest',
     79: 'ShareAcknowledgeRequest',
+    83: 'InitializeShareGroupStateRequest',
+    84: 'ReadShareGroupStateRequest',
+    85: 'WriteShareGroupStateRequest',
+    86: 'DeleteShareGroupStateRequest',
+    87: 'ReadShareGroupStateSummaryRequest',
     90: 'DescribeShareGroupOffsetsRequest',
     91: 'AlterShareGroupOffsetsRequest',
     92: 'DeleteShareGroupOffsetsRequest',
 })
-RESPONSES: Mapping[int, type] = _ByApiKey({
+RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     0: 'ProduceResponse',
     1: 'FetchResponse',
     2: 'ListOffsetsResponse',
@@ -497,6 +524,11 @@ RESPONSES: Mapping[int, type] = _ByApiKey({
     77: 'ShareGroupDescribeResponse',
     78: 'ShareFetchResponse',
     79: 'ShareAcknowledgeResponse',
+    83: 'InitializeShareGroupStateResponse',
+    84: 'ReadShareGroupStateResponse',
+    85: 'WriteShareGroupStateResponse',
+    86: 'DeleteShareGroupStateResponse',
+    87: 'ReadShareGroupStateSummaryResponse',
     90: 'DescribeShareGroupOffsetsResponse',
     91: 'AlterShareGroupOffsetsResponse',
     92: 'DeleteShareGroupOffsetsResponse',
@@ -557,6 +589,8 @@ __all__ = [
     'DeleteRecordsResponse',
     'DeleteShareGroupOffsetsRequest',
     'DeleteShareGroupOffsetsResponse',
+    'DeleteShareGroupStateRequest',
+    'DeleteShareGroupStateResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -605,6 +639,8 @@ __all__ = [
     'IncrementalAlterConfigsResponse',
     'InitProducerIdRequest',
     'InitProducerIdResponse',
+    'InitializeShareGroupStateRequest',
+    'InitializeShareGroupStateResponse',
     'JoinGroupRequest',
     'JoinGroupResponse',
     'LeaveGroupRequest',
@@ -635,6 +671,10 @@ __all__ = [
     'ProduceResponse',
     'PushTelemetryRequest',
     'PushTelemetryResponse',
+    'ReadShareGroupStateRequest',
+    'ReadShareGroupStateResponse',
+    'ReadShareGroupStateSummaryRequest',
+    'ReadShareGroupStateSummaryResponse',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
     'SaslAuthenticateRequest',
@@ -661,6 +701,8 @@ __all__ = [
     'TxnOffsetCommitResponse',
     'UpdateFeaturesRequest',
     'UpdateFeaturesResponse',
+    'WriteShareGroupStateRequest',
+    'WriteShareGroupStateResponse',
     'WriteTxnMarkersRequest',
     'WriteTxnMarkersResponse',
     "REQUESTS",

@@ -9,6 +9,7 @@ group.* bounds (coordinator.group.group_config) and stored with the group's meta
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from coordinator.group import group_config
 from pykbroker import dynamic_config, loggers
@@ -69,7 +70,7 @@ def apply_operations(current: dict[str, str], ops: list[tuple[str, int, str | No
     return result, None
 
 
-async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str], validate_only: bool
+async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, str | None], validate_only: bool
                       ) -> tuple[int, str | None]:
     """Validate and (unless validate_only) store ``new_configs`` as the topic's configs."""
     message = topic_name_error(name)
@@ -77,11 +78,11 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: dict[str, str
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
     if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    message = topic_config_error(new_configs)  # type: ignore[arg-type]
+    message = topic_config_error(new_configs)
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     if not validate_only:
-        await ctx.broker.alter_topic_configs(name, new_configs)
+        await ctx.broker.alter_topic_configs(name, {k: v for k, v in new_configs.items() if v is not None})
         log.info("configs of topic %s are now %s (%s)", name, new_configs, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -180,7 +181,7 @@ async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[
     return await alter_group(ctx, group_id, configs, validate_only)
 
 
-async def alter_group(ctx: RequestContext, group_id: str, configs: dict[str, str | None], validate_only: bool
+async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, str | None], validate_only: bool
                       ) -> tuple[int, str | None]:
     """A GROUP resource's whole new set of configs: checked against the broker's group.* bounds, stored with the
     group's metadata (the coordinator reads them from there), as Kafka's controller does."""
@@ -189,14 +190,15 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: dict[str, str
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    values = {k: v for k, v in configs.items() if v is not None}
     broker = ctx.broker
     try:
-        group_config.validate(configs, lambda name: broker.dynamic_config.current[name])  # type: ignore[arg-type]
+        group_config.validate(values, lambda name: broker.dynamic_config.current[name])
     except group_config.GroupConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
         try:
-            await broker.metadata.set_group_configs(group_id, configs)  # type: ignore[arg-type]
+            await broker.metadata.set_group_configs(group_id, values)
         except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
             return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
         log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
@@ -214,6 +216,8 @@ def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -
 async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for r in request.resources:
+        code: int
+        message: str | None
         if r.resource_type == TOPIC and not authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC,
                                                       r.resource_name):
             code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
@@ -252,6 +256,8 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
                                            ) -> IncrementalAlterConfigsResponse:
     responses = []
     for r in request.resources:
+        code: int
+        message: str | None
         names = [c.name for c in r.configs]
         if len(set(names)) != len(names):
             code, message = ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"

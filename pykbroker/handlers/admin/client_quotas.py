@@ -62,8 +62,8 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: AlterClientQu
                                      ) -> AlterClientQuotasResponse:
     if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # answered by Kafka's controller
         response = alter_error(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        for entry in response.entries:
-            entry.error_message = "Cluster authorization failed."
+        for answered in response.entries:
+            answered.error_message = "Cluster authorization failed."
         return response
     results = []
     accepted = []

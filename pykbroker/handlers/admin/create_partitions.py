@@ -47,7 +47,8 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
                     [])
         start = start_index_for_new_partitions(state.partitions[0].replicas[0], live_brokers)
         return ErrorCode.NONE, None, assign_replicas(additional, replication, live_brokers, start_index=start,
-                                                     start_partition_id=current)
+                                                     start_partition_id=current,
+                                                     racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
     if len(topic.assignments) != additional:
         return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional partition(s), "
                 f"but only {len(topic.assignments)} assignment(s) were specified.", [])

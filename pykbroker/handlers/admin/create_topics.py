@@ -127,7 +127,8 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor of "
                 f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.", [])
-    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers)
+    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers,
+                                                  racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
 
 
 @handler(ApiKey.CREATE_TOPICS, 2, 7, error_response=error_response)
@@ -166,7 +167,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             log.info("CreateTopics %s refused: %s (%s)", name, message, ctx.describe())
             results.append(_failed(name, code, message))
             continue
-        configs = {c.name: c.value for c in topic.configs}
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}  # nulls were refused
         topic_id = None
         if not request.validate_only:
             state = await broker.create_topic(name, assignments, configs)

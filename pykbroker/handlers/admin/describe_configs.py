@@ -3,6 +3,8 @@ own configs over the broker's defaults), with synonyms and documentation when as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from coordinator.group import group_config
 from pykbroker import loggers
 from pykbroker.context import RequestContext
@@ -95,7 +97,7 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 
 
-def group_config_entries(stored: dict[str, str], broker_property) -> list[ConfigEntry]:
+def group_config_entries(stored: Mapping[str, str], broker_property) -> list[ConfigEntry]:
     """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order."""
     defaults = group_config.defaults(broker_property)
     entries = []

@@ -7,6 +7,8 @@ answered; when that cuts a topic or leaves topics out, ``next_cursor`` says wher
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
@@ -37,10 +39,11 @@ def error_response(request: DescribeTopicPartitionsRequest | None, version: int,
         for t in topics], next_cursor=None)
 
 
-def _partition(image: MetadataImage, p: PartitionState, listener: str) -> DescribeTopicPartitionsResponsePartition:
-    code, leader, offline = partition_leader_view(image, p, listener)
-    return DescribeTopicPartitionsResponsePartition(
-        error_code=code, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
+def _partition(image: MetadataImage, p: PartitionState, listener: str,
+               lost: Collection[int]) -> DescribeTopicPartitionsResponsePartition:
+    _, leader, offline = partition_leader_view(image, p, listener, lost)
+    return DescribeTopicPartitionsResponsePartition(  # no error code: Kafka answers a leaderless one with leader -1
+        error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
         replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[], last_known_elr=[],
         offline_replicas=offline)
 
@@ -86,7 +89,8 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
         topics.append(DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
             topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-            partitions=[_partition(store, p, ctx.listener.name) for p in chosen]))
+            partitions=[_partition(store, p, ctx.listener.name, ctx.broker.lost_replicas(name, p.partition))
+                        for p in chosen]))
         last = chosen[-1].partition if chosen else start - 1
         if remaining == 0 and last + 1 < len(topic.partitions):
             next_cursor = Cursor(topic_name=name, partition_index=last + 1)
@@ -95,6 +99,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Describ
             next_cursor = Cursor(topic_name=next(n for n in names[i + 1:] if n in store.topics), partition_index=0)
             break
     for t in topics:
+        assert t.name is not None  # every described topic has its name
         t.topic_authorized_operations = authorized_operations(ctx, ResourceType.TOPIC, t.name)
     return DescribeTopicPartitionsResponse(topics=topics + (refused if request.topics else []),
                                            next_cursor=next_cursor)

@@ -82,7 +82,7 @@ async def _elect_in_cluster(ctx: RequestContext, request: ElectLeadersRequest) -
 
 
 # Kafka's default messages of the errors an election answers.
-_MESSAGES = {
+_MESSAGES: dict[int, str] = {
     ErrorCode.ELECTION_NOT_NEEDED: NOT_NEEDED_MESSAGE,
     ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",

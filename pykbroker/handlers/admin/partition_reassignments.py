@@ -2,6 +2,11 @@
 
 On one node a partition can only be "moved" onto the replicas it already has, which completes at once;
 every other target is refused with the controller's messages, and no reassignment is ever in progress.
+In a cluster the controller moves partitions (``replication.zk.controller``; another broker answers
+NOT_CONTROLLER and the admin client asks the controller Metadata names, as in Kafka's ZooKeeper mode);
+v1's ``allow_replication_factor_change`` false refuses targets of another size here first. Ongoing moves
+are listed by the controller from its own state, by other brokers from their metadata image (full replicas,
+adding and removing ones).
 """
 
 from __future__ import annotations
@@ -29,6 +34,48 @@ from wire.messages.list_partition_reassignments_response import (
 def alter_error(request: AlterPartitionReassignmentsRequest | None, version: int, code: int
                 ) -> AlterPartitionReassignmentsResponse:
     return AlterPartitionReassignmentsResponse(error_code=code, responses=[])
+
+
+def _rf_change(ctx: RequestContext, topic: str, partition: int, replicas: list[int] | None,
+               allow_rf_change: bool) -> tuple[int, str | None] | None:
+    """Kafka 4.1's refusal of a target that changes the replication factor when v1 forbids it."""
+    state = ctx.metadata.topics.get(topic)
+    if allow_rf_change or replicas is None or state is None or not 0 <= partition < len(state.partitions):
+        return None
+    p = state.partitions[partition]
+    current = [r for r in p.replicas if r not in p.adding_replicas]
+    if replicas and len(replicas) != len(current):
+        return (ErrorCode.INVALID_REPLICATION_FACTOR, f"The replication factor is changed from {len(current)} "
+                f"to {len(replicas)}")
+    return None
+
+
+async def _reassign_in_cluster(ctx: RequestContext, request: AlterPartitionReassignmentsRequest, allow: bool
+                               ) -> AlterPartitionReassignmentsResponse:
+    from replication.zk.controller_election import ControllerMovedError
+
+    refused: dict[tuple[str, int], tuple[int, str | None]] = {}
+    wanted: dict[tuple[str, int], list[int] | None] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            refusal = _rf_change(ctx, t.name, p.partition_index, p.replicas, allow)
+            if refusal is not None:
+                refused[tp] = refusal
+            else:
+                wanted[tp] = None if p.replicas is None else list(p.replicas)
+    try:
+        results = {**refused, **await ctx.broker.controller.alter_partition_reassignments(wanted)}
+    except ControllerMovedError:
+        return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER, responses=[],
+                                                   allow_replication_factor_change=allow)
+    return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NONE, allow_replication_factor_change=allow,
+                                               responses=[ReassignableTopicResponse(name=t.name, partitions=[
+                                                   ReassignablePartitionResponse(
+                                                       partition_index=p.partition_index,
+                                                       error_code=results[(t.name, p.partition_index)][0],
+                                                       error_message=results[(t.name, p.partition_index)][1])
+                                                   for p in t.partitions]) for t in request.topics])
 
 
 def reassign(ctx: RequestContext, topic: str, partition: int, replicas: list[int] | None,
@@ -66,6 +113,8 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Alt
                 ReassignablePartitionResponse(partition_index=p.partition_index,
                                               error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message)
                 for p in t.partitions]) for t in request.topics])
+    if ctx.broker.cluster_mode:
+        return await _reassign_in_cluster(ctx, request, allow)
     responses = []
     for t in request.topics:
         results = []
@@ -93,4 +142,35 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: List
             OngoingTopicReassignment(name=t.name, partitions=[OngoingPartitionReassignment(
                 partition_index=p, replicas=[], adding_replicas=[], removing_replicas=[]) for p in t.partition_indexes])
             for t in request.topics or []])
-    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[])
+    wanted = None if request.topics is None else {t.name: t.partition_indexes for t in request.topics}
+    if ctx.broker.cluster_mode and ctx.broker.controller.active:
+        return _list_from_controller(ctx, wanted)
+    topics = []
+    for name in sorted(ctx.metadata.topics) if wanted is None else wanted:
+        state = ctx.metadata.topics.get(name)
+        if state is None:
+            continue  # as Kafka 4.1: unknown topics are left out
+        indexes = range(len(state.partitions)) if wanted is None else wanted[name]
+        ongoing = [OngoingPartitionReassignment(partition_index=i, replicas=list(p.replicas),
+                                                adding_replicas=list(p.adding_replicas),
+                                                removing_replicas=list(p.removing_replicas))
+                   for i in indexes if 0 <= i < len(state.partitions)
+                   and ((p := state.partitions[i]).adding_replicas or p.removing_replicas)]
+        if ongoing:
+            topics.append(OngoingTopicReassignment(name=name, partitions=ongoing))
+    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=topics)
+
+
+def _list_from_controller(ctx: RequestContext, wanted: dict[str, list[int]] | None
+                          ) -> ListPartitionReassignmentsResponse:
+    """The controller's own view: a move shows from the moment AlterPartitionReassignments answered, as Kafka's
+    controller answers, before the brokers' metadata has caught up with it."""
+    by_topic: dict[str, list[OngoingPartitionReassignment]] = {}
+    for (topic, partition), a in ctx.broker.controller.ongoing_reassignments().items():
+        if wanted is not None and partition not in wanted.get(topic, ()):
+            continue
+        by_topic.setdefault(topic, []).append(OngoingPartitionReassignment(
+            partition_index=partition, replicas=list(a.replicas), adding_replicas=list(a.adding),
+            removing_replicas=list(a.removing)))
+    return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[
+        OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()])

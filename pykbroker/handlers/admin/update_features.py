@@ -40,18 +40,18 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
     updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)
                for u in request.feature_updates]
     try:
-        levels = apply_updates(store.finalized_features, updates)
+        levels = apply_updates(store.image.finalized_features, updates)
     except FeatureUpdateError as exc:
         log.warning("UpdateFeatures refused (%s): %s", ctx.describe(), exc)
         return UpdateFeaturesResponse(error_code=exc.code, error_message=FAILED_PREFIX + str(exc), results=[])
     validate_only = ctx.api_version >= 1 and request.validate_only
-    if not validate_only and levels != store.finalized_features:
-        log.info("finalized features changed from %s to %s (%s)", store.finalized_features, levels, ctx.describe())
+    if not validate_only and levels != store.image.finalized_features:
+        log.info("finalized features changed from %s to %s (%s)", store.image.finalized_features, levels, ctx.describe())
         await store.set_finalized_features(levels)
         broker = ctx.broker
         if broker.elr_enabled:  # as Kafka's controller: enabling ELR makes min.insync.replicas cluster-wide
             await broker.ensure_elr_min_insync_replicas()
-            await broker.alter_broker_configs("", dict(store.broker_configs.get("", {})))
+            await broker.alter_broker_configs("", dict(store.image.broker_configs.get("", {})))
     results = [] if ctx.api_version >= 2 else [
         UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE, error_message="NONE")
         for u in request.feature_updates]

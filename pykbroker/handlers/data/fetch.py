@@ -5,14 +5,18 @@
   the first partition with data always gets at least one whole batch.
 - v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
 - v5+: log_start_offset. v7+: fetch sessions (KIP-227): full and incremental, forgotten topics.
-- v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id,
-  preferred_read_replica (-1: read from the leader). v12+: flexible. v13+: topics by id
+- v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id and
+  follower fetching (KIP-392): a follower serves consumers up to its high watermark, and with
+  replica.selector.class set a leader may answer with a preferred_read_replica (-1: read from the
+  leader) and no records. v12+: flexible. v13+: topics by id
   (UNKNOWN_TOPIC_ID). Records are never null: an empty record set is sent as zero bytes.
 - A fetch with a replica id (v0-14: ``replica_id``, v15+: ``replica_state``) is a follower's: it reads up
   to the log end and its position moves the leader's high watermark and ISR; client quotas skip it.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
@@ -64,7 +68,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
 
     # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
-    unresolved: dict[tuple[str | None, object], list[PartitionData]] = {}
+    unresolved: dict[tuple[str | None, uuid.UUID], list[PartitionData]] = {}
     requested: list[CachedPartition] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
     # A topic named but unknown is, as in Kafka, refused when the principal may not read it (not disclosed).
@@ -81,7 +85,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             requested.append(CachedPartition(topic.name, p.partition, topic.topic_id, p.fetch_offset,
                                              p.partition_max_bytes, p.log_start_offset, p.current_leader_epoch,
                                              p.last_fetched_epoch))
-    forgotten = []
+    forgotten: list[tuple[str, int]] = []
     for f in request.forgotten_topics_data:
         topic = store.topics_by_id.get(f.topic_id) if by_id else store.topics.get(f.topic)
         if topic is not None:
@@ -106,7 +110,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
-        replica_id=replica_id)
+        replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 
     throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
         ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
@@ -122,18 +126,21 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
                              session_id=fctx.response_session_id, responses=[])
 
+    if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
+        for fp in fetched:
+            broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
     by_topic: dict[str, list[PartitionData]] = {}
     order: list[str] = []
     hints = LeaderHints(store, ctx.listener.name)
     fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
     for cp in fctx.partitions:
-        fp = fetched_by.get((cp.topic, cp.partition))
-        read = fp.read if fp is not None else None
-        size = fp.size if fp is not None else 0
-        if fp is None:
+        found = fetched_by.get((cp.topic, cp.partition))
+        read = found.read if found is not None else None
+        size = found.size if found is not None else 0
+        if found is None:
             data = _partition_error(cp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         elif read is None:
-            data = _partition_error(cp.partition, fp.error_code)
+            data = _partition_error(cp.partition, found.error_code)
         else:
             aborted = None
             if read_committed:
@@ -141,12 +148,12 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                            for a in (read.aborted_transactions or [])]
             data = PartitionData(
                 partition_index=cp.partition,
-                error_code=fp.error_code,
+                error_code=found.error_code,
                 high_watermark=read.high_watermark,
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
                 aborted_transactions=aborted,
-                preferred_read_replica=-1,
+                preferred_read_replica=fp.preferred_read_replica,
                 records=read.records,
             )
             if read.diverging_epoch is not None:
@@ -175,7 +182,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         responses.append(FetchableTopicResponse(topic=name if not by_id else "",
                                                 topic_id=topic.topic_id if topic and by_id else ZERO_UUID,
                                                 partitions=by_topic[name]))
-    for (name, topic_id), parts in unresolved.items():
-        responses.append(FetchableTopicResponse(topic=name or "", topic_id=topic_id, partitions=parts))
+    for (unknown, topic_id), parts in unresolved.items():
+        responses.append(FetchableTopicResponse(topic=unknown or "", topic_id=topic_id, partitions=parts))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
                          node_endpoints=hints.node_endpoints(NodeEndpoint))

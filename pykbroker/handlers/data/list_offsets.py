@@ -8,6 +8,9 @@ timestamp at or after it, below the high watermark.
 - v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
 - A request with a replica id other than -1 (a follower, or -2 for debugging) is not a client's: its
   latest offset is the log end offset, as Kafka answers followers that handle an out-of-range fetch.
+- KIP-207: a new leader whose high watermark is still below the start offset of its leader epoch answers
+  a client's latest offset, and a timestamp search that finds nothing below the high watermark, with
+  OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5), both retriable; earliest offsets are answered.
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ def error_response(request: ListOffsetsRequest | None, version: int, code: int) 
 def list_offset(partition, timestamp: int, read_committed: bool, from_replica: bool = False) -> tuple[int, int, int]:
     """(timestamp, offset, leader_epoch) for one partition; raises PartitionError."""
     log = partition.log
+    lagging = not from_replica and partition.high_watermark_behind_epoch_start
     if timestamp == LATEST:
+        if lagging:
+            raise _offset_not_available(partition)
         offset = log.log_end_offset if from_replica else log.last_stable_offset if read_committed \
             else log.high_watermark
         return -1, offset, log.latest_epoch_for_offset(offset)
@@ -51,13 +57,23 @@ def list_offset(partition, timestamp: int, read_committed: bool, from_replica: b
     if timestamp == LATEST_TIERED:
         return -1, -1, -1
     found = log.fetch_offset_by_timestamp(timestamp)
+    limit = log.last_stable_offset if read_committed else log.high_watermark
+    if lagging and (found is None or found[1] >= limit):
+        raise _offset_not_available(partition)
     if found is None:
         return -1, -1, -1
     ts, offset, epoch = found
-    limit = log.last_stable_offset if read_committed else log.high_watermark
     if timestamp != MAX_TIMESTAMP and offset >= limit:
         return -1, -1, -1
     return ts, offset, epoch
+
+
+def _offset_not_available(partition) -> PartitionError:
+    return PartitionError(ErrorCode.OFFSET_NOT_AVAILABLE,
+                          f"Failed to fetch offsets for partition {partition.topic}-{partition.partition} with leader "
+                          f"epoch {partition.leader_epoch} as its high watermark ({partition.log.high_watermark}) is "
+                          f"lagging behind the start offset from the beginning of this epoch "
+                          f"({partition.leader_epoch_start_offset}).")
 
 
 @handler(ApiKey.LIST_OFFSETS, 1, 10, error_response=error_response)
@@ -78,19 +94,16 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
         for p in t.partitions:
             answer = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1,
                                                   leader_epoch=-1)
-            partition = rm.get_partition(t.name, p.partition_index)
             try:
-                if partition is None:
-                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not partition.is_leader:
-                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                partition.check_leader_epoch(p.current_leader_epoch)
+                partition = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
                 answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,
                                                                                    read_committed, from_replica)
             except PartitionError as exc:
                 answer.error_code = exc.code
+                if exc.code == ErrorCode.OFFSET_NOT_AVAILABLE and ctx.api_version < 5:
+                    answer.error_code = ErrorCode.LEADER_NOT_AVAILABLE
             except Exception as exc:
                 answer.error_code, _ = storage_error_code(exc)
             parts.append(answer)

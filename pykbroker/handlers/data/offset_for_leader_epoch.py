@@ -45,13 +45,8 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext,
         parts = []
         for p in t.partitions:
             answer = EpochEndOffset(partition=p.partition, leader_epoch=-1, end_offset=-1)
-            partition = rm.get_partition(t.topic, p.partition)
             try:
-                if partition is None:
-                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not partition.is_leader:
-                    raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                partition.check_leader_epoch(p.current_leader_epoch)
+                partition = rm.leader_partition(t.topic, p.partition, p.current_leader_epoch)
                 answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
             except PartitionError as exc:
                 answer.error_code = exc.code

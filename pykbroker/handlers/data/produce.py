@@ -150,7 +150,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     names: list[str | None] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name) for t in request.topic_data]
     writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [
-        topic.name if by_id else t.name for t, topic in zip(request.topic_data, topics, strict=True)
+        topic.name if by_id and topic is not None else t.name for t, topic in zip(request.topic_data, topics, strict=True)
         if topic is not None or not by_id for _ in t.partition_data])
     for ti, t in enumerate(request.topic_data):
         topic = topics[ti]
@@ -192,11 +192,13 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     for ti, t in enumerate(request.topic_data):
         parts = []
         for pi, p in enumerate(t.partition_data):
-            code = errors.get((ti, pi))
-            if code is not None:
-                parts.append(PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1))
+            refused = errors.get((ti, pi))
+            if refused is not None:
+                parts.append(PartitionProduceResponse(index=p.index, error_code=refused, base_offset=-1))
                 continue
-            r = results[(names[ti], p.index)]
+            name = names[ti]
+            assert name is not None  # a partition not refused above is of a known topic
+            r = results[(name, p.index)]
             answer = PartitionProduceResponse(
                 index=p.index,
                 error_code=r.error_code,
@@ -207,7 +209,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                                for i, m in r.record_errors],
                 error_message=r.error_message,
             )
-            leader = hints.leader(names[ti], p.index, r.error_code)  # type: ignore[arg-type]
+            leader = hints.leader(name, p.index, r.error_code)
             if leader is not None:
                 answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
             parts.append(answer)

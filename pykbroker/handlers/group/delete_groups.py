@@ -36,7 +36,7 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
             names.remove(name)
             code = share.groups.delete(name)
             if code == 0:
-                for key in await share.coordinator.all_states(name):
+                for key in await share.states(name):
                     await share.partitions.delete(key)
             shared.append(DeletableGroupResult(group_id=name, error_code=code))
     results = await coordinator(ctx).delete_groups(request_info(ctx), names) if names else []

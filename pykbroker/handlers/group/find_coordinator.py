@@ -4,8 +4,9 @@
 - v3+: flexible. v4+: batched ``coordinator_keys``, answered one entry per key (KIP-699).
 - Groups: the coordinator is the leader of the group's __consumer_offsets partition (the coordinator
   decides; today this node), created on first use as Kafka does. Transactions: the leader of the
-  transactional id's __transaction_state partition, also created on first use. Share groups are
-  not enabled: INVALID_REQUEST, as Kafka with share groups off.
+  transactional id's __transaction_state partition, also created on first use. Share (v6+, key
+  ``groupId:topicId:partition``, CLUSTER_ACTION): the leader of the share-partition's __share_group_state
+  partition; INVALID_REQUEST while share groups are off, as Kafka with share groups off.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from coordinator.group import ApiError
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator
 from pykbroker.registry import handler
-from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from wire import ApiKey, ErrorCode
 from wire.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from wire.messages.find_coordinator_response import Coordinator
@@ -63,14 +64,39 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str 
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
         node = tc.coordinator_for(key)
     elif key_type == KEY_TYPE_SHARE:
-        return ErrorCode.INVALID_REQUEST, "Share groups are not enabled.", -1, "", -1
+        if not ctx.broker.share_groups_enabled or ctx.api_version < 6:
+            return ErrorCode.INVALID_REQUEST, "Share groups are not enabled.", -1, "", -1
+        if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None, -1, "", -1
+        share_key = _share_partition_key(key)
+        if share_key is None:
+            return ErrorCode.INVALID_REQUEST, None, -1, "", -1
+        sc = ctx.broker.share_groups.coordinator
+        try:
+            await sc.ready()  # creates __share_group_state on first use
+        except ApiError as exc:
+            return exc.error_code, None, -1, "", -1
+        node = sc.leader_of(share_key)
     else:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}.", -1, "", -1
     registered = ctx.metadata.brokers.get(node) if node is not None else None
     endpoint = registered.endpoint(ctx.listener.name) if registered is not None else None
-    if endpoint is None:  # no leader, or a leader that is not registered (or not on this listener)
+    if node is None or endpoint is None:  # no leader, or a leader not registered (or not on this listener)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
     return ErrorCode.NONE, None, node, endpoint.host, endpoint.port
+
+
+def _share_partition_key(key: str):
+    """Kafka's SharePartitionKey.getInstance: ``groupId:topicId:partition`` (None when malformed)."""
+    from storage.checkpoints import topic_id_from_string
+
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return None
+    try:
+        return parts[0], topic_id_from_string(parts[1]), int(parts[2])
+    except ValueError:
+        return None
 
 
 @handler(ApiKey.FIND_COORDINATOR, 0, 6, error_response=error_response)

@@ -30,12 +30,16 @@ def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_all
     return all(types and all(0 <= t <= highest for t in types) for batches in acks.values() for _, _, types in batches)
 
 
-async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks) -> dict[Key, int]:
-    """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID."""
-    known = {k: v for k, v in acks.items() if k[1] in ctx.broker.metadata.topics_by_id}
+async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
+                      readable: set[uuid.UUID]) -> dict[Key, int]:
+    """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, topics
+    the principal may not READ (not in ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka."""
+    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    known = {k: v for k, v in acks.items() if k[1] in topics_by_id and k[1] in readable}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
     for key in acks:
-        codes.setdefault(key, ErrorCode.UNKNOWN_TOPIC_ID)
+        codes.setdefault(key, ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] in topics_by_id
+                         else ErrorCode.UNKNOWN_TOPIC_ID)
     return codes
 
 

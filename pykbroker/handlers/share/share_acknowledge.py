@@ -13,7 +13,7 @@ import logging
 
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, member_id_valid, service
+from pykbroker.handlers.share._common import enabled, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
     close_session,
@@ -22,6 +22,7 @@ from pykbroker.handlers.share._session import (
     valid_ack_types,
 )
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 from wire.messages.share_acknowledge_response import (
@@ -43,6 +44,8 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id or not member_id_valid(member_id):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
                               "Invalid group id or member id in the request.")
@@ -57,11 +60,11 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     except ShareSessionError as exc:
         log.info("ShareAcknowledge of group %s member %s refused: %s (%s)", group_id, member_id, exc, ctx.describe())
         return error_response(request, ctx.api_version, exc.code, str(exc))
-    codes = await acknowledge(ctx, group_id, member_id, acks)
+    codes = await acknowledge(ctx, group_id, member_id, acks, readable_topic_ids(ctx, {k[1] for k in acks}))
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.broker.metadata.image.topics_by_id
     for (_, topic_id, index), code in codes.items():
         topic = topics_by_id.get(topic_id)
         leader = LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 
+from coordinator.share.share_partition_manager import ShareFetchResult
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, member_id_valid, service
+from pykbroker.handlers.share._common import enabled, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
     close_session,
@@ -28,6 +29,7 @@ from pykbroker.handlers.share._session import (
     valid_ack_types,
 )
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import ShareFetchRequest, ShareFetchResponse
 from wire.messages.share_fetch_response import (
@@ -52,6 +54,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id or not member_id_valid(member_id):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
                               "Invalid group id or member id in the request.")
@@ -73,15 +77,18 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if epoch > INITIAL_EPOCH:
         svc.sessions.update(session, added, forgotten)
 
-    ack_codes = await acknowledge(ctx, group_id, member_id, acks) if acks else {}
+    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    readable = readable_topic_ids(ctx, {t for t, _ in session.partitions} | {k[1] for k in acks})
+    ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
     settings = svc.settings(group_id)
-    results = {}
+    results: dict = {}
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     elif not renew:
-        topics_by_id = ctx.broker.metadata.topics_by_id
-        keys = [(group_id, t, p) for t, p in session.partitions if t in topics_by_id]
-        results = await svc.partitions.fetch(
+        keys = [(group_id, t, p) for t, p in session.partitions if t in readable]
+        results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                   for t, p in session.partitions if t in topics_by_id and t not in readable}
+        results |= await svc.partitions.fetch(
             group_id, member_id, keys, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
             max_bytes=request.max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
             record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT)
@@ -96,7 +103,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         key = (group_id, topic_id, index)
         result = results.get(key)
         ack_code = ack_codes.get(key)
-        if topic_id not in ctx.broker.metadata.topics_by_id:
+        if topic_id not in ctx.broker.metadata.image.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                  acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
                                  current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
@@ -118,7 +125,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
 
 def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
-    topic = ctx.broker.metadata.topics_by_id.get(topic_id)
+    topic = ctx.broker.metadata.image.topics_by_id.get(topic_id)
     if topic is None or index >= len(topic.partitions):
         return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
     p = topic.partitions[index]

@@ -1,20 +1,29 @@
 """ShareGroupDescribe v1 (KIP-932): state, epochs, assignor ("simple") and members with their assignments.
 
 An unknown group is GROUP_ID_NOT_FOUND ("Group <id> not found."). UNSUPPORTED_VERSION while share groups are off.
+As Kafka 4.2: a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED (listed first), a group whose
+members are assigned a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, and
+``include_authorized_operations`` answers the principal's operations on the group.
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED, AclOperation
+from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.handlers.share._common import enabled, service
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorized_operations,
+    filter_by_authorized,
+)
 from wire import ApiKey, ErrorCode
 from wire.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from wire.messages.share_group_describe_response import Assignment, DescribedGroup, Member, TopicPartitions
 
-# Kafka's share-group operations (no authorizer yet: all allowed).
-SHARE_GROUP_OPERATIONS = (1 << AclOperation.READ) | (1 << AclOperation.DELETE) | (1 << AclOperation.DESCRIBE)
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
 def error_response(request: ShareGroupDescribeRequest | None, version: int, code: int) -> ShareGroupDescribeResponse:
@@ -29,9 +38,10 @@ async def handle_share_group_describe(ctx: RequestContext,
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     await service(ctx).groups_with_state()
     groups = service(ctx).groups.groups
-    topics_by_id = ctx.broker.metadata.topics_by_id
+    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     out = []
-    for group_id in request.group_ids:
+    for group_id in [g for g in request.group_ids if g not in refused]:
         group = groups.get(group_id)
         if group is None:
             out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -47,8 +57,14 @@ async def handle_share_group_describe(ctx: RequestContext,
                                   assignment=Assignment(topic_partitions=tps)))
         authorized = AUTHORIZED_OPERATIONS_OMITTED
         if request.include_authorized_operations:
-            authorized = SHARE_GROUP_OPERATIONS
+            authorized = authorized_operations(ctx, ResourceType.GROUP, group_id)
         out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.NONE, group_state=group.state,
                                   group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                   assignor_name="simple", members=members, authorized_operations=authorized))
-    return ShareGroupDescribeResponse(groups=out)
+    assigned = {tp.topic_name for g in out for m in g.members for tp in m.assignment.topic_partitions}
+    describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, assigned) if assigned else set()
+    out = [g if all(tp.topic_name in describable for m in g.members for tp in m.assignment.topic_partitions)
+           else DescribedGroup(group_id=g.group_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                               error_message=HIDDEN_TOPICS, members=[]) for g in out]
+    return ShareGroupDescribeResponse(groups=[
+        *[DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused], *out])

@@ -16,6 +16,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import request_info
 from pykbroker.handlers.share._common import client_host, enabled, member_id_valid, service
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from wire import ApiKey, ErrorCode
 from wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from wire.messages.share_group_heartbeat_response import Assignment, TopicPartitions
@@ -33,8 +34,17 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
                                        request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not member_id_valid(request.member_id):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    if request.subscribed_topic_names:  # every subscribed topic must be describable, as Kafka checks
+        wanted = set(request.subscribed_topic_names)
+        if len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)) < len(wanted):
+            return error_response(request, ctx.api_version, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if ctx.broker.cluster_mode and ctx.broker.group_coordinator.coordinator_for(request.group_id) != ctx.broker.node_id:
+        # the group's coordinator leads its __consumer_offsets partition; the client finds it again
+        return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     if request.group_id not in service(ctx).groups.groups and await _other_kind_of_group(ctx, request.group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                               f"Group {request.group_id} is not a share group.")

@@ -7,6 +7,11 @@ A share group's "offset" of a partition is its share-partition start offset, rea
   each partition starts again at the given offset with a new state epoch.
 - Delete: only while empty; the state of every partition of the named topics is deleted.
 An unknown group (no members, no state) is GROUP_ID_NOT_FOUND. UNSUPPORTED_VERSION while share groups are off.
+
+ACLs as Kafka 4.2 checks them: Describe needs DESCRIBE on the group (else the group's GROUP_AUTHORIZATION_FAILED)
+and on each topic (named topics: TOPIC_AUTHORIZATION_FAILED partitions after the others; all topics: those
+not describable are left out); Alter needs READ on the group and on each topic; Delete DELETE on the group and
+READ on each topic (TOPIC_AUTHORIZATION_FAILED topics first).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from coordinator.share.record_state import RecordState
 from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, service
 from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import (
     AlterShareGroupOffsetsRequest,
@@ -40,11 +46,12 @@ from wire.messages.describe_share_group_offsets_response import (
 log = logging.getLogger("pykbroker.handlers.share_group_offsets")
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message()
 
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
     svc = service(ctx)
-    return group_id in svc.groups.groups or bool(await svc.coordinator.all_states(group_id))
+    return group_id in svc.groups.groups or bool(await svc.states(group_id))
 
 
 # -- describe ----------------------------------------------------------------------------------------------
@@ -64,20 +71,30 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
     store = ctx.broker.metadata
     out = []
     for g in request.groups:
-        states = await svc.coordinator.all_states(g.group_id)
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
+            out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
+                                                              error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
+        states = await svc.states(g.group_id)
         if g.group_id not in svc.groups.groups and not states:
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                                               error_message=f"Group {g.group_id} not found."))
             continue
-        if g.topics is None:
+        denied: dict[str, list[int]] = {}
+        if g.topics is None:  # every topic with state, less those the principal may not describe (unlogged)
             wanted: dict[str, list[int]] = {}
             for (_, topic_id, index) in sorted(states, key=lambda k: (str(k[1]), k[2])):
                 topic = store.topics_by_id.get(topic_id)
                 if topic is not None:
                     wanted.setdefault(topic.name, []).append(index)
+            wanted = {name: indexes for name, indexes in wanted.items()
+                      if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False)}
         else:
-            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+            wanted = {}
+            for t in g.topics:
+                allowed = authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic_name)
+                (wanted if allowed else denied)[t.topic_name] = list(t.partitions)
         topics = []
         for name, indexes in wanted.items():
             topic = store.topics.get(name)
@@ -99,12 +116,17 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                     if partition is not None:
                         hw = partition.log.high_watermark
                         done = sum(min(b.last_offset, hw - 1) - b.first_offset + 1 for b in state.state_batches
-                                   if b.delivery_state in _DONE and b.first_offset < hw)
+                                   if b.delivery_state in _DONE and b.first_offset < hw) if state.state_batches \
+                            else max(state.delivery_complete_count, 0)  # a summary from another coordinator
                         lag = max(0, hw - start - done)
                 parts.append(DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=start,
                                                                         leader_epoch=epoch, lag=lag))
             topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, topic_id=topic.topic_id,
                                                                  partitions=parts))
+        topics.extend(DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+            DescribeShareGroupOffsetsResponsePartition(
+                partition_index=i, start_offset=-1, lag=-1, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message=TOPIC_AUTHORIZATION_MESSAGE) for i in indexes]) for name, indexes in denied.items())
         out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=topics))
     return DescribeShareGroupOffsetsResponse(groups=out)
 
@@ -120,6 +142,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
                                            ) -> AlterShareGroupOffsetsResponse:
     if not enabled(ctx):
         return alter_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return alter_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     svc = service(ctx)
     group = svc.groups.groups.get(request.group_id)
     if group is not None and group.members:
@@ -127,9 +151,17 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
                            "The group is not empty.")
     svc.groups.ensure_group(request.group_id)
     store = ctx.broker.metadata
-    responses = []
+    denied, responses = [], []
     for t in request.topics:
         topic = store.topics.get(t.topic_name)
+        if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
+            denied.append(AlterShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=[
+                    AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
+                                                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                            error_message=TOPIC_AUTHORIZATION_MESSAGE)
+                    for p in t.partitions]))
+            continue
         parts = []
         for p in t.partitions:
             code, message = ErrorCode.NONE, None
@@ -147,7 +179,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
                                                                  error_message=message))
         responses.append(AlterShareGroupOffsetsResponseTopic(
             topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=parts))
-    return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=responses)
+    return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=denied + responses)
 
 
 # -- delete ------------------------------------------------------------------------------------------------
@@ -161,6 +193,9 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
                                             ) -> DeleteShareGroupOffsetsResponse:
     if not enabled(ctx):
         return delete_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return delete_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = [t for t in request.topics if authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name)]
     svc = service(ctx)
     if not await _group_exists(ctx, request.group_id):
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
@@ -169,9 +204,12 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     store = ctx.broker.metadata
-    states = await svc.coordinator.all_states(request.group_id)
-    responses = []
-    for t in request.topics:
+    states = await svc.states(request.group_id)
+    responses = [DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
+                                                      error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                      error_message=TOPIC_AUTHORIZATION_MESSAGE)
+                 for t in request.topics if t not in readable]
+    for t in readable:
         topic = store.topics.get(t.topic_name)
         if topic is None:
             responses.append(DeleteShareGroupOffsetsResponseTopic(

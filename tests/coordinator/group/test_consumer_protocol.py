@@ -184,6 +184,61 @@ async def test_regex_subscription_resolves_and_follows_new_topics():
 
 
 @run
+async def test_regex_resolves_only_topics_the_member_may_describe():
+    """Kafka 4.1 filters a regex's topics through the authorizer with the heartbeating member's principal."""
+    h = Harness()
+    c = h.coordinator
+    allowed = {"a"}
+    seen: list[list[str]] = []
+
+    def describable(names):
+        names = sorted(names)
+        seen.append(names)
+        return {n for n in names if n in allowed}
+
+    member = replace(info(1), describable_topics=describable)
+    r = await c.consumer_group_heartbeat(member, hb("m1", 0, regex="[ab]", owned={}, rebalance_timeout_ms=1000))
+    assert r.error_code == 0 and assigned(r) == {A: {0, 1, 2, 3}}
+    assert seen == [["a", "b"]]
+    regex_records = [x for x in h.records(G) if type(x.key).__name__ == "ConsumerGroupRegularExpressionKey"]
+    assert [(x.key.regular_expression, x.value.topics) for x in regex_records] == [("[ab]", ["a"])]
+    # Once DESCRIBE on b is granted, a heartbeat after the refresh interval resolves b too and the group
+    # rebalances (before it, the resolution stands).
+    allowed.add("b")
+    r = await c.consumer_group_heartbeat(member, hb("m1", 1, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 1 and seen == [["a", "b"]]
+    await h.advance(10_000)
+    r = await c.consumer_group_heartbeat(member, hb("m1", 1, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}, B: {0, 1}}
+    # Revoked again: b is taken back (the member first revokes it at its epoch, then moves on).
+    allowed.discard("b")
+    await h.advance(10_000)
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
+    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}}
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 3
+    await h.assert_replay_matches()
+
+
+@run
+async def test_members_seeing_different_topics_do_not_re_resolve_a_shared_regex_on_every_heartbeat():
+    """As Kafka, the regex is resolved with the principal of whichever member refreshes it, at most once per
+    refresh interval; heartbeats in between leave the resolution and the group epoch alone."""
+    h = Harness()
+    c = h.coordinator
+    narrow = replace(info(1), describable_topics=lambda names: {n for n in names if n == "a"})
+    wide = replace(info(1), describable_topics=lambda names: set(names))
+    await c.consumer_group_heartbeat(narrow, hb("m1", 0, regex="[ab]", owned={}, rebalance_timeout_ms=1000))
+    await c.consumer_group_heartbeat(wide, hb("m2", 0, regex="[ab]", owned={}, rebalance_timeout_ms=1000))
+    epoch = h.group(G).group_epoch
+    for _ in range(3):
+        await c.consumer_group_heartbeat(narrow, hb("m1", h.group(G).members["m1"].member_epoch))
+        await c.consumer_group_heartbeat(wide, hb("m2", h.group(G).members["m2"].member_epoch))
+    assert h.group(G).group_epoch == epoch
+    assert h.group(G).resolved_regexes["[ab]"].topics == {"a"}  # the first resolution stands
+
+
+@run
 async def test_partition_count_change_bumps_epoch():
     h = Harness()
     c = h.coordinator

@@ -8,8 +8,9 @@ import uuid
 import pytest
 
 from coordinator.group import records as rec
-from coordinator.group.partitioner import java_string_hash, partition_for
+from coordinator.group.partitioner import partition_for
 from wire import DecodeError
+from wire.java import string_hash as java_string_hash
 
 
 def _s(text: str) -> bytes:

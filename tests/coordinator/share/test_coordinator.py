@@ -2,8 +2,8 @@
 
 import uuid
 
-from coordinator.group.clock import FakeClock
-from coordinator.group.log import InMemoryCoordinatorLogs
+from coordinator.runtime.clock import FakeClock
+from coordinator.runtime.log import InMemoryCoordinatorLogs
 from coordinator.share.coordinator import ShareCoordinator, coordinator_key
 from coordinator.share.state_batch import StateBatch as B
 from tests.coordinator.group.helpers import run

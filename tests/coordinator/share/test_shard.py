@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from coordinator.group.errors import ApiError
+from coordinator.runtime.errors import ApiError
 from coordinator.share.records import decode_record
 from coordinator.share.shard import ShareCoordinatorShard
 from coordinator.share.state_batch import StateBatch as B
@@ -63,3 +63,42 @@ def test_an_older_state_epoch_is_fenced_and_delete_writes_tombstones():
     assert shard.read_state(KEY) is None
     assert replayed(log).snapshot() == {}
     assert log[-1][1] is None and log[-2][1] is None
+
+
+def test_a_new_leader_epoch_read_is_recorded_and_fences_the_old_leader():
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 0, 0), log)
+    apply(shard, shard.write_state(KEY, 0, 4, 0, [B(0, 2, 2, 1)]), log)
+    result = shard.read_state_with_leader_epoch(KEY, 5)  # the partition's new leader loads the state
+    assert result.response.state_batches == [B(0, 2, 2, 1)]
+    assert [type(r.key).__name__ for r in result.records] == ["ShareUpdateKey"]
+    apply(shard, result, log)
+    assert shard.read_state(KEY).leader_epoch == 5 and replayed(log).snapshot() == shard.snapshot()
+    with pytest.raises(ApiError) as err:  # the old leader's late write
+        shard.write_state(KEY, 0, 4, 3, [B(3, 3, 2, 1)])
+    assert err.value.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    with pytest.raises(ApiError) as err:
+        shard.read_state_with_leader_epoch(KEY, 4)
+    assert err.value.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert shard.read_state_with_leader_epoch(KEY, 5).records == []  # same epoch: nothing to write
+
+
+def test_initialize_over_existing_state_needs_a_higher_state_epoch():
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 0, -1), log)
+    apply(shard, shard.write_state(KEY, 0, 0, 7, [B(7, 8, 2, 1)]), log)
+    with pytest.raises(ApiError) as err:  # a second "first" initialization must not wipe the write
+        shard.initialize_state(KEY, 0, -1)
+    assert err.value.error_code == ErrorCode.FENCED_STATE_EPOCH
+    apply(shard, shard.initialize_state(KEY, 1, 3), log)  # an offsets reset: a new state epoch
+    state = shard.read_state(KEY)
+    assert (state.state_epoch, state.start_offset, state.state_batches) == (1, 3, [])
+
+
+def test_the_summary_counts_the_offsets_done_above_the_start():
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 0, 0), log)
+    apply(shard, shard.write_state(KEY, 0, 0, 2, [B(0, 1, 2, 1), B(3, 4, 4, 1), B(5, 5, 0, 1), B(6, 6, 2, 1)]), log)
+    summary = shard.summary(KEY)
+    assert (summary.start_offset, summary.delivery_complete_count, summary.state_batches) == (2, 3, [])
+    assert shard.summary(("other", KEY[1], 0)) is None

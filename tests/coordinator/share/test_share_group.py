@@ -2,7 +2,7 @@
 
 import uuid
 
-from coordinator.group.clock import FakeClock
+from coordinator.runtime.clock import FakeClock
 from coordinator.share.share_group import ShareGroupCoordinator, simple_assign
 from wire import ErrorCode
 

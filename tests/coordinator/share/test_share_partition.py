@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from coordinator.group.clock import FakeClock
+from coordinator.runtime.clock import FakeClock
 from coordinator.share.record_state import AcknowledgeType as A
 from coordinator.share.record_state import RecordState as S
 from coordinator.share.share_partition import (
@@ -128,7 +128,7 @@ def test_dirty_state_and_load_round_trip():
 
 def test_acquisition_lock_timers_run_on_a_real_loop_too():
     async def main():
-        from coordinator.group.clock import SystemClock
+        from coordinator.runtime.clock import SystemClock
         p = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(20, 5, 100), SystemClock())
         p.load(0, [])
         p.acquire("m", [(0, 0)], 1)

@@ -7,8 +7,10 @@ import uuid
 
 import pytest
 
-from coordinator.group import FakeClock, GroupCoordinator, StaticTopics
-from coordinator.group.partition_log import ReplicaCoordinatorLog
+from coordinator.group import GROUP_METADATA_TOPIC_NAME, FakeClock, GroupCoordinator, StaticTopics
+from coordinator.runtime.errors import CoordinatorLogError
+from coordinator.runtime.log import InMemoryCoordinatorLogs
+from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator, TxnError
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
 from coordinator.transaction.producer_ids import ProducerIdManager
@@ -42,7 +44,8 @@ class Node:
             for p in range(count):
                 self.rm.become_leader(topic, p, uuid.uuid5(uuid.NAMESPACE_DNS, topic), 0, [1], [1], LogConfig())
         self.groups = GroupCoordinator(CONFIG, 1, StaticTopics([TOPIC_A]),
-                                       lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock), clock=self.clock)
+                                       lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=GROUP_METADATA_TOPIC_NAME),
+                                       clock=self.clock)
         self.producer_ids = ProducerIdManager(tmp_path, node_id=1)
         self.txn = self.new_coordinator()
 
@@ -54,7 +57,7 @@ class Node:
             log_factory=lambda p: ReplicaCoordinatorLog(self.rm, p, self.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
             replica_manager=self.rm, group_coordinator=self.groups, producer_ids=self.producer_ids,
             ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
-            now_ms=self.clock.now_ms, transaction_version=lambda: transaction_version)
+            clock=self.clock, transaction_version=lambda: transaction_version)
 
     async def produce(self, partition: int, pid: int, epoch: int, seq: int, *values: bytes) -> int:
         """A transactional batch from producer ``pid``, as Produce appends it; its base offset."""
@@ -106,7 +109,7 @@ async def test_init_producer_id_keeps_the_id_and_bumps_the_epoch(tmp_path):
 async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stable_offset(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "c", 0, 1)
-    assert node.txn._partition_of("c").transactions["c"].state is S.ONGOING
+    assert (await node.txn._lookup("c"))[0].transactions["c"].state is S.ONGOING
     await node.produce(0, pid, epoch, 0, b"x", b"y")
     await node.produce(1, pid, epoch, 0, b"z")
     assert node.log(0).last_stable_offset == 0  # the open transaction holds it
@@ -249,11 +252,13 @@ async def test_a_prepared_commit_found_at_load_is_completed(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await begin(node, "half", 2)
     await node.produce(2, pid, epoch, 0, b"decided")
-    metadata = node.txn._partition_of("half").transactions["half"]
+    metadata = (await node.txn._lookup("half"))[0].transactions["half"]
     # As if the node died after writing PrepareCommit, before any marker.
     transit = metadata.prepare_end(True, node.clock.now_ms())
     key, value = encode_txn_record("half", transit)
-    await node.txn._logs[node.txn.partition_for("half")].append([(key, value)])
+    state_log = ReplicaCoordinatorLog(node.rm, node.txn.partition_for("half"), node.clock,
+                                      topic=TRANSACTION_STATE_TOPIC_NAME)
+    await state_log.append([(key, value)])
     await node.txn.close()
     reloaded = node.new_coordinator()
     await reloaded.start()
@@ -346,7 +351,7 @@ async def test_v2_end_rules_for_completed_and_empty_transactions(tmp_path):
 async def test_v2_an_exhausted_epoch_continues_on_a_new_producer_id(tmp_path):
     node = Node(tmp_path)
     pid, _ = await node.txn.init_producer_id("v2x", 60_000)
-    metadata = node.txn._partition_of("v2x").transactions["v2x"]
+    metadata = (await node.txn._lookup("v2x"))[0].transactions["v2x"]
     metadata.producer_epoch = 32_766  # as after 32766 transactions
     assert await node.txn.add_partition_from_write("v2x", pid, 32_766, (DATA, 1)) == ErrorCode.NONE
     new_pid, new_epoch = await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2)
@@ -391,3 +396,61 @@ async def test_init_producer_id_recovery_with_the_expected_epoch(tmp_path):
     fresh, fresh_epoch = await node.txn.init_producer_id("kip360-new", 60_000, 12345, 3)
     assert fresh_epoch == 0 and fresh != 12345
     await node.txn.close()
+
+
+def in_memory_coordinator(node: Node, logs: InMemoryCoordinatorLogs, leaders: dict[int, int]) -> TransactionCoordinator:
+    """A coordinator whose __transaction_state partitions are in-memory logs, led as ``leaders`` says."""
+    async def nothing_to_create() -> None:
+        pass
+    return TransactionCoordinator(
+        TransactionConfig(num_partitions=TXN_PARTITIONS), 1, log_factory=logs, replica_manager=node.rm,
+        group_coordinator=node.groups, producer_ids=node.producer_ids, ensure_state_topic=nothing_to_create,
+        partition_leader=lambda p: leaders.get(p, 1), coordinator_epoch=lambda p: 0, clock=node.clock)
+
+
+@run
+async def test_a_failed_state_append_changes_nothing_and_maps_the_error_as_kafka_does(tmp_path):
+    node = Node(tmp_path)
+    logs = InMemoryCoordinatorLogs()
+    txn = in_memory_coordinator(node, logs, {})
+    pid, epoch = await txn.init_producer_id("f", 60_000)
+    log = logs(txn.partition_for("f"))
+    written = log.log_end_offset
+    # The transaction log's mapping (Kafka's TransactionStateManager), not the group coordinator's.
+    for append_error, answer in ((ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                                 (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+                                 (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.UNKNOWN_SERVER_ERROR)):
+        log.fail_next_append = CoordinatorLogError(append_error)
+        await raises(answer, txn.add_partitions("f", pid, epoch, [(DATA, 0)]))
+        metadata = await txn.describe("f")
+        assert (metadata.state, metadata.pending_state, metadata.partitions) == (S.EMPTY, None, set())
+    assert log.log_end_offset == written
+    await txn.add_partitions("f", pid, epoch, [(DATA, 0)])  # nothing is left pending
+    assert (await txn.describe("f")).state is S.ONGOING
+    await txn.close()
+
+
+@run
+async def test_resignation_unloads_and_election_loads_the_partition_by_replaying_it(tmp_path):
+    node = Node(tmp_path)
+    logs = InMemoryCoordinatorLogs()
+    leaders: dict[int, int] = {}
+    txn = in_memory_coordinator(node, logs, leaders)
+    pid, epoch = await txn.init_producer_id("moving", 60_000)
+    await txn.add_partitions("moving", pid, epoch, [(DATA, 1)])
+    index = txn.partition_for("moving")
+    before = await txn.describe("moving")
+    state = (before.producer_id, before.producer_epoch, before.state, before.partitions)
+
+    leaders[index] = 2  # another broker won the election
+    txn.on_resignation(index)
+    await raises(ErrorCode.NOT_COORDINATOR, txn.describe("moving"))
+    assert txn.verify_partition("moving", pid, epoch, (DATA, 1), abortable_error=True) == ErrorCode.NONE
+
+    leaders[index] = 1  # and this one again
+    txn.on_election(index)
+    after = await txn.describe("moving")
+    assert after is not before  # a fresh shard, rebuilt from the records alone
+    assert (after.producer_id, after.producer_epoch, after.state, after.partitions) == state
+    assert txn.verify_partition("moving", pid, epoch, (DATA, 1), abortable_error=True) == ErrorCode.NONE
+    await txn.close()

@@ -14,6 +14,7 @@ from replication.zk.znodes import (
     ConfigEntityZNode,
     DeleteTopicsTopicZNode,
     Endpoint,
+    ReassignPartitionsZNode,
     TopicPartitionStateZNode,
     TopicZNode,
 )
@@ -225,4 +226,102 @@ def test_a_broker_that_restarted_between_two_looks_fails_over_like_a_dead_one(zk
                 2, [Endpoint("PLAINTEXT", "localhost", 9002, "PLAINTEXT")], timestamp_ms=0), ephemeral=True)
             c.sessions[2] = replacement  # ...and a new one with a new broker epoch takes its place at once
             await until(c.has_state("bounce", 0, (1, 1, [1])))
+    run(main())
+
+
+async def assignment(c: Cluster, topic: str) -> tuple[dict, dict, dict]:
+    found = await c.admin.get(TopicZNode.path(topic))
+    a = TopicZNode.decode(topic, found[0])
+    return dict(a.partitions), dict(a.adding_replicas), dict(a.removing_replicas)
+
+
+async def join_isr(c: Cluster, topic: str, partition: int, isr: list[int]) -> None:
+    """What a leader does when its followers catch up: the state znode with a bigger ISR, same leader epoch."""
+    found = await c.admin.get(TopicPartitionStateZNode.path(topic, partition))
+    s = TopicPartitionStateZNode.decode(found[0], found[1].version)
+    await c.admin.set(TopicPartitionStateZNode.path(topic, partition), TopicPartitionStateZNode.encode(
+        s.leader, s.leader_epoch, isr, s.controller_epoch), found[1].version)
+
+
+def test_a_reassignment_adds_replicas_waits_for_them_to_be_in_sync_then_removes_the_old_ones(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2, 3):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.create_topic("t", {0: [1, 2], 1: [2, 1]})
+            await until(c.has_state("t", 0, (1, 0, [1, 2])))
+            await until(c.has_state("t", 1, (2, 0, [2, 1])))
+            results = await c.controller.alter_partition_reassignments({("t", 0): [2, 3], ("t", 1): [1, 2],
+                                                                        ("t", 7): [1], ("nope", 0): [1]})
+            assert results == {("t", 0): (ErrorCode.NONE, None), ("t", 1): (ErrorCode.NONE, None),
+                               ("t", 7): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None),
+                               ("nope", 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)}
+            # Phase A: the target first, then the rest of the original replicas; 3 joins, 1 leaves. A reorder of
+            # replicas already in sync completes at once, keeping its leader and leader epoch.
+            assert await assignment(c, "t") == ({0: [2, 3, 1], 1: [1, 2]}, {0: [3]}, {0: [1]})
+            assert await c.state("t", 0) == (1, 0, [1, 2])
+            assert await c.state("t", 1) == (2, 0, [2, 1])
+            await join_isr(c, "t", 0, [1, 2, 3])  # the new replica caught up
+            # Phase B: leader 1 leaves, so the first in-sync target replica leads, with a new leader epoch.
+            await until(c.has_state("t", 0, (2, 1, [2, 3])))
+            assert await assignment(c, "t") == ({0: [2, 3], 1: [1, 2]}, {}, {})
+            bad = await c.controller.alter_partition_reassignments({("t", 0): [2, 2], ("t", 1): [4], ("t", 2): None})
+            assert bad[("t", 0)][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+            assert bad[("t", 1)] == (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes "
+                                     "broker 4, but no such broker is registered.")
+            assert bad[("t", 2)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    run(main())
+
+
+def test_a_cancelled_reassignment_goes_back_to_the_original_replicas(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2, 3):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.create_topic("t", {0: [1, 2]})
+            await until(c.has_state("t", 0, (1, 0, [1, 2])))
+            assert await c.controller.alter_partition_reassignments({("t", 0): [3, 2]}) == {
+                ("t", 0): (ErrorCode.NONE, None)}
+            assert await assignment(c, "t") == ({0: [3, 2, 1]}, {0: [3]}, {0: [1]})
+            assert await c.controller.alter_partition_reassignments({("t", 0): None}) == {
+                ("t", 0): (ErrorCode.NONE, None)}
+            # As Kafka (ORS = RS - AR), the original replicas come back in the order the move had them.
+            assert await assignment(c, "t") == ({0: [2, 1]}, {}, {})
+            assert await c.controller.alter_partition_reassignments({("t", 0): None}) == {
+                ("t", 0): (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)}
+    run(main())
+
+
+def test_a_new_controller_resumes_a_move_and_the_legacy_znode_is_served_and_removed(zk_server, chroot):
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2, 3):
+                await c.start_broker(b)
+            await c.create_topic("t", {0: [1, 2], 1: [1, 2]})
+            for p in (0, 1):  # the states a previous controller wrote
+                await c.admin.create(TopicPartitionStateZNode.path("t", p), TopicPartitionStateZNode.encode(
+                    1, 0, [1, 2], 1), make_parents=True)
+            # A move in flight as another controller left it, and a legacy request for the other partition.
+            await c.admin.set(TopicZNode.path("t"), TopicZNode.encode({0: [3, 2, 1], 1: [1, 2]}, "AAAAAAAAAAAAAAAAAAAAAQ",
+                                                                      adding_replicas={0: [3]},
+                                                                      removing_replicas={0: [1]}))
+            await c.admin.create(ReassignPartitionsZNode.path, ReassignPartitionsZNode.encode({("t", 1): [2, 3]}))
+            await c.election.start()
+            await until(c.has_state("t", 0, (1, 0, [1, 2])))
+            await until(c.has_state("t", 1, (1, 0, [1, 2])))
+
+            async def moving() -> bool:
+                return (await assignment(c, "t"))[1] == {0: [3], 1: [3]}
+            await until(moving)
+            await join_isr(c, "t", 0, [1, 2, 3])
+            await join_isr(c, "t", 1, [1, 2, 3])
+
+            async def done() -> bool:
+                return (await assignment(c, "t") == ({0: [3, 2], 1: [2, 3]}, {}, {})
+                        and await c.admin.exists(ReassignPartitionsZNode.path) is None)
+            await until(done)
+            assert await c.state("t", 0) == (3, 1, [2, 3])
+            assert await c.state("t", 1) == (2, 1, [2, 3])
     run(main())

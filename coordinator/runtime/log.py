@@ -1,19 +1,20 @@
-"""The narrow interface between the group coordinator and a __consumer_offsets partition's log.
+"""The narrow interface between a coordinator and a partition of its internal topic.
 
-The coordinator never touches storage directly. For each __consumer_offsets partition it leads, it is
-given a ``CoordinatorLog`` (by a ``CoordinatorLogFactory``) and needs exactly two things from it:
+A coordinator never touches storage directly. For each partition of its topic (__consumer_offsets,
+__transaction_state, __share_group_state) it leads, the runtime is given a ``CoordinatorLog`` (by a
+``CoordinatorLogFactory``) and needs exactly two things from it:
 
 ``await log.append(records) -> last_offset``
     Append ``records`` — a list of ``(key: bytes | None, value: bytes | None)`` pairs encoded by
-    ``coordinator.group.records`` (a ``None`` value is a tombstone) — as ONE record batch, atomically,
+    the coordinator's record format (a ``None`` value is a tombstone) — as ONE record batch, atomically,
     and return the offset of the last record once the batch is committed (Kafka appends coordinator
     batches with acks=all and completes the write when the high watermark passes it). Never called
     with an empty list. The batch is a plain (non-transactional, non-control) v2 batch, without
     headers, timestamps = append time, compression as configured for the topic. The broker's
     implementation (``partition_log.ReplicaCoordinatorLog``) writes it to
-    ``__consumer_offsets-<partition>`` through the replica manager as leader with acks=all, so
+    ``<topic>-<partition>`` through the replica manager as leader with acks=all, so
     followers will replicate it once replication exists.
-    On failure raise ``coordinator.group.errors.CoordinatorLogError(error_code)`` with the Kafka error
+    On failure raise ``coordinator.runtime.errors.CoordinatorLogError(error_code)`` with the Kafka error
     (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, ...); the
     coordinator maps it to the client error as Kafka does and drops the operation's state change.
 
@@ -40,10 +41,10 @@ time, so an implementation needs no locking of its own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["CoordinatorLog", "CoordinatorLogFactory", "InMemoryCoordinatorLog", "InMemoryCoordinatorLogs"]
+__all__ = ["CoordinatorLog", "CoordinatorLogFactory", "InMemoryCoordinatorLog", "InMemoryCoordinatorLogs", "LogEntry"]
 
 # (offset, key, value) or (offset, key, value, producer_id) or (offset, None, None, producer_id, commit).
 LogEntry = tuple
@@ -51,9 +52,9 @@ LogEntry = tuple
 
 @runtime_checkable
 class CoordinatorLog(Protocol):
-    """One __consumer_offsets partition, as seen by its coordinator shard."""
+    """One partition of a coordinator's topic, as seen by its shard."""
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+    async def append(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
         """Append one batch atomically; the offset of its last record once committed."""
         ...
@@ -87,7 +88,7 @@ class InMemoryCoordinatorLog:
     def log_end_offset(self) -> int:
         return len(self.entries)
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+    async def append(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
         if not records:
             raise ValueError("empty coordinator batch")

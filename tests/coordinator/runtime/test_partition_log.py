@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.group import FakeClock, GroupCoordinator, StaticTopics
-from coordinator.group.errors import CoordinatorLogError
-from coordinator.group.partition_log import ReplicaCoordinatorLog
+from coordinator.group import GROUP_METADATA_TOPIC_NAME, FakeClock, GroupCoordinator, StaticTopics
+from coordinator.runtime.errors import CoordinatorLogError
+from coordinator.runtime.partition_log import ReplicaCoordinatorLog
 from replication.replica_manager import ReplicaManager
 from storage import LogConfig, LogManager
 from tests.coordinator.group.helpers import CONFIG, TOPIC_A, info, run
@@ -26,14 +26,14 @@ def replica_manager(tmp_path) -> ReplicaManager:
 
 
 def coordinator(rm: ReplicaManager, clock: FakeClock) -> GroupCoordinator:
-    return GroupCoordinator(CONFIG, 1, StaticTopics([TOPIC_A]), lambda p: ReplicaCoordinatorLog(rm, p, clock),
+    return GroupCoordinator(CONFIG, 1, StaticTopics([TOPIC_A]), lambda p: ReplicaCoordinatorLog(rm, p, clock, topic=GROUP_METADATA_TOPIC_NAME),
                             clock=clock)
 
 
 @run
 async def test_append_and_read_back(tmp_path):
     rm = replica_manager(tmp_path)
-    log = ReplicaCoordinatorLog(rm, 3, FakeClock())
+    log = ReplicaCoordinatorLog(rm, 3, FakeClock(), topic=GROUP_METADATA_TOPIC_NAME)
     assert list(log.read_all()) == []
     assert await log.append([(b"k1", b"v1"), (b"k2", None)]) == 1
     # A transaction marker (control batch) in between is read as (offset, None, None, producer id, commit).
@@ -50,7 +50,7 @@ async def test_append_and_read_back(tmp_path):
 @run
 async def test_transactional_records_and_markers_read_back_with_their_producer(tmp_path):
     rm = replica_manager(tmp_path)
-    log = ReplicaCoordinatorLog(rm, 3, FakeClock())
+    log = ReplicaCoordinatorLog(rm, 3, FakeClock(), topic=GROUP_METADATA_TOPIC_NAME)
     assert await log.append([(b"k1", b"v1")], producer_id=7, producer_epoch=2) == 0
     assert await log.append_marker(7, 2, 0, commit=True) == 1
     assert await log.append([(b"k2", b"v2")]) == 2
@@ -60,7 +60,7 @@ async def test_transactional_records_and_markers_read_back_with_their_producer(t
 @run
 async def test_missing_partition_fails_the_load_with_not_leader(tmp_path):
     rm = replica_manager(tmp_path)
-    log = ReplicaCoordinatorLog(rm, 99, FakeClock())
+    log = ReplicaCoordinatorLog(rm, 99, FakeClock(), topic=GROUP_METADATA_TOPIC_NAME)
     try:
         list(log.read_all())
     except CoordinatorLogError as exc:

@@ -1,4 +1,4 @@
-"""``CoordinatorLog`` over a local ``__consumer_offsets-<partition>`` log, through the replica manager.
+"""``CoordinatorLog`` over a local partition of a coordinator's topic, through the replica manager.
 
 Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
@@ -6,18 +6,17 @@ the append is acknowledged: committed to the whole ISR, or a CoordinatorLogError
 after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``read_all`` reads the
 partition from its log start offset to its log end and yields every record; records of
 transactional batches carry their producer id, and transaction markers are yielded as
-``(offset, None, None, producer_id, commit)`` (see ``coordinator.group.log``).
+``(offset, None, None, producer_id, commit)`` (see ``coordinator.runtime.log``).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from coordinator.group.clock import Clock
-from coordinator.group.errors import CoordinatorLogError
-from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import CoordinatorLogError
+from coordinator.runtime.log import LogEntry
 from replication.partition import PartitionError, read_bytes
 from storage import AppendOrigin
 from wire import (
@@ -34,24 +33,22 @@ from wire import (
 
 __all__ = ["ReplicaCoordinatorLog"]
 
-log = logging.getLogger("pykbroker.coordinator.group")
-
 # How much one read of the partition asks for while loading.
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 class ReplicaCoordinatorLog:
-    """One __consumer_offsets partition led by this broker."""
+    """One partition of ``topic`` (__consumer_offsets, __transaction_state, ...) led by this broker."""
 
-    def __init__(self, replica_manager: Any, partition: int, clock: Clock,
-                 topic: str = GROUP_METADATA_TOPIC_NAME, append_timeout_ms: int = 5000) -> None:
+    def __init__(self, replica_manager: Any, partition: int, clock: Clock, *, topic: str,
+                 append_timeout_ms: int = 5000) -> None:
         self._rm = replica_manager
         self.append_timeout_ms = append_timeout_ms
         self.topic = topic
         self.partition = partition
         self._clock = clock
 
-    async def append(self, records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+    async def append(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
         batch = build_simple_batch([v for _, v in records], keys=[k for k, _ in records],
                                    timestamp=self._clock.now_ms(), producer_id=producer_id,
@@ -75,7 +72,7 @@ class ReplicaCoordinatorLog:
             raise CoordinatorLogError(result.error_code, result.error_message)
         return result.base_offset
 
-    def read_all(self) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    def read_all(self) -> Iterator[LogEntry]:
         partition = self._rm.get_partition(self.topic, self.partition)
         if partition is None:
             raise CoordinatorLogError(ErrorCode.NOT_LEADER_OR_FOLLOWER,

@@ -1,21 +1,27 @@
-"""The coordinator runtime: one single-writer task per loaded __consumer_offsets partition.
+"""The coordinator runtime: one single-writer task per loaded partition of a coordinator's internal topic.
 
-Kafka's CoordinatorRuntime in miniature. Each shard has a queue drained by its own asyncio task, so
-shard state needs no locks. A write operation — a request or a due timeout — runs on that task:
+Kafka's CoordinatorRuntime in miniature, shared by the group (__consumer_offsets), transaction
+(__transaction_state) and share (__share_group_state) coordinators. Each loaded partition has a shard
+(the coordinator's state for that partition) and a queue drained by its own asyncio task, so shard
+state needs no locks. A write operation — a request or a due timeout — runs on that task:
 
     result = operation(shard)            # reads the state, returns records + response
-    await log.append(encoded records)    # one batch; the next operation waits for it
+    await log.append(encoded records)    # one batch, acks=all; the next operation waits for it
     shard.replay(offset, record) ...     # the state changes (unless result.replay is False)
     result.on_appended(None)             # e.g. answer parked SyncGroups
     -> response
 
 Because the task awaits each append before taking the next operation, state and log never diverge:
 an operation sees the effect of every earlier one, and a failed append changes nothing that is
-record-backed (the error goes to the caller, mapped as Kafka maps append errors). Reads run without
-queuing; they see the state as of the last completed write.
+record-backed (the error goes to the caller, mapped by ``map_append_error`` as Kafka maps append
+errors for that coordinator). Reads run without queuing; they see the state as of the last completed
+write.
 
-A shard is loaded by replaying its whole log (``CoordinatorLog.read_all``) before it serves anything;
-operations for a loading shard wait for the load to finish.
+Records are the truth: a shard is loaded (this node was elected leader of the partition) by
+replaying its whole log (``CoordinatorLog.read_all``) on its task before it serves anything;
+operations for a loading shard wait for the load to finish. Unloading (resignation) stops the task,
+fails the operation in flight and what is queued with NOT_COORDINATOR and tells the shard
+(``on_unloaded``).
 """
 
 from __future__ import annotations
@@ -23,21 +29,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from coordinator.group import records as rec
-from coordinator.group.clock import Clock
-from coordinator.group.errors import (
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.errors import (
     ApiError,
     CoordinatorLogError,
     NotCoordinatorError,
+    UnknownRecordTypeError,
     append_error_to_response_error,
 )
-from coordinator.group.log import CoordinatorLog, CoordinatorLogFactory
-from coordinator.group.result import CoordinatorResult
-from coordinator.group.timer import CoordinatorTimer
+from coordinator.runtime.log import CoordinatorLog, CoordinatorLogFactory, LogEntry
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import DecodeError, ErrorCode
 
 __all__ = ["CoordinatorRuntime", "Shard"]
@@ -45,29 +51,37 @@ __all__ = ["CoordinatorRuntime", "Shard"]
 log = logging.getLogger("pykbroker.coordinator.runtime")
 
 T = TypeVar("T")
+ShardT = TypeVar("ShardT", bound="Shard")
 
 
 class Shard(Protocol):
-    def replay(self, offset: int, record: rec.CoordinatorRecord) -> None: ...
+    """One partition's coordinator state. ``replay`` is the only way record-backed state changes.
+
+    Shards of topics with transactional data (__consumer_offsets) also take the producer id of a
+    record (``replay(offset, record, producer_id=pid)``) and transaction markers
+    (``replay_end_transaction``).
+    """
+
+    def replay(self, offset: int, record: Any) -> None: ...
 
     def on_loaded(self) -> None: ...
 
     def on_unloaded(self) -> None: ...
 
 
-ShardFactory = Callable[[int, CoordinatorTimer], Any]
+Operation = Callable[[ShardT], "CoordinatorResult[Any] | None"]
 
 
 @dataclass
-class _Write:
-    operation: Callable[[Any], CoordinatorResult]
-    future: asyncio.Future | None
+class _Write(Generic[ShardT]):
+    operation: Operation[ShardT]
+    future: asyncio.Future[Any] | None
 
 
 @dataclass
-class _AsyncWrite:
-    operation: Callable[[Any], Any]
-    future: asyncio.Future
+class _AsyncWrite(Generic[ShardT]):
+    operation: Callable[[_ShardContext[ShardT]], Awaitable[Any]]
+    future: asyncio.Future[Any]
 
 
 @dataclass
@@ -76,31 +90,36 @@ class _Timeout:
     token: int
 
 
-class _ShardContext:
-    def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock) -> None:
+_Item = _Write[Any] | _AsyncWrite[Any] | _Timeout
+
+
+class _ShardContext(Generic[ShardT]):
+    def __init__(self, partition: int, log_: CoordinatorLog, clock: Clock,
+                 shard_factory: Callable[[int, CoordinatorTimer], ShardT]) -> None:
         self.partition = partition
         self.log = log_
-        self.queue: asyncio.Queue = asyncio.Queue()
+        self.queue: asyncio.Queue[_Item] = asyncio.Queue()
         self.timer = CoordinatorTimer(clock, lambda key, token: self.queue.put_nowait(_Timeout(key, token)))
-        self.shard: Any = None
+        self.shard: ShardT = shard_factory(partition, self.timer)
         self.loaded = asyncio.Event()
         self.failed: BaseException | None = None
         self.busy = False
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
 
 
-class CoordinatorRuntime:
-    def __init__(self, shard_factory: ShardFactory, log_factory: CoordinatorLogFactory, clock: Clock, *,
-                 decode_record: Callable[[bytes, bytes | None], Any] = rec.decode_record,
-                 topic: str = "__consumer_offsets") -> None:
-        """``decode_record`` and ``topic``: the record format and name of the coordinator's topic (the share
-        coordinator runs on this runtime over __share_group_state)."""
+class CoordinatorRuntime(Generic[ShardT]):
+    def __init__(self, shard_factory: Callable[[int, CoordinatorTimer], ShardT], log_factory: CoordinatorLogFactory,
+                 clock: Clock, *, decode_record: Callable[[bytes, bytes | None], Any], topic: str,
+                 map_append_error: Callable[[int], int] = append_error_to_response_error) -> None:
+        """``decode_record`` and ``topic``: the record format and name of the coordinator's topic;
+        ``map_append_error``: the error a client gets for a failed append's error code."""
         self._decode_record = decode_record
         self.topic = topic
+        self._map_append_error = map_append_error
         self._shard_factory = shard_factory
         self._log_factory = log_factory
         self._clock = clock
-        self._contexts: dict[int, _ShardContext] = {}
+        self._contexts: dict[int, _ShardContext[ShardT]] = {}
         self._closed = False
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -108,30 +127,38 @@ class CoordinatorRuntime:
         ctx = self._contexts.get(partition)
         return ctx is not None and ctx.loaded.is_set() and ctx.failed is None
 
+    def is_loading_or_loaded(self, partition: int) -> bool:
+        ctx = self._contexts.get(partition)
+        return ctx is not None and ctx.failed is None
+
     def load(self, partition: int) -> None:
-        """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading."""
+        """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading.
+        A load that failed is started again."""
         if self._closed:
             raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if partition in self._contexts:
+        existing = self._contexts.get(partition)
+        if existing is not None and existing.failed is None:
             return
-        ctx = _ShardContext(partition, self._log_factory(partition), self._clock)
-        ctx.shard = self._shard_factory(partition, ctx.timer)
+        ctx = _ShardContext(partition, self._log_factory(partition), self._clock, self._shard_factory)
         self._contexts[partition] = ctx
         ctx.task = asyncio.get_running_loop().create_task(self._run(ctx), name=f"coordinator-{self.topic}-{partition}")
 
-    async def unload(self, partition: int) -> None:
-        """Stop serving ``partition`` (this node is no longer its leader)."""
+    def unload(self, partition: int) -> Awaitable[None]:
+        """Stop serving ``partition`` (this node is no longer its leader) at once; await the result for the
+        shard to have stopped."""
         ctx = self._contexts.pop(partition, None)
         if ctx is None:
-            return
-        await self._stop(ctx)
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return asyncio.ensure_future(self._stop(ctx))
 
     async def close(self) -> None:
         self._closed = True
         for partition in list(self._contexts):
             await self.unload(partition)
 
-    async def _stop(self, ctx: _ShardContext) -> None:
+    async def _stop(self, ctx: _ShardContext[ShardT]) -> None:
         if ctx.task is not None:
             ctx.task.cancel()
             try:
@@ -146,11 +173,11 @@ class CoordinatorRuntime:
         ctx.timer.cancel_all()
         while not ctx.queue.empty():
             item = ctx.queue.get_nowait()
-            if isinstance(item, (_Write, _AsyncWrite)) and item.future is not None and not item.future.done():
-                item.future.set_exception(NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
+            if not isinstance(item, _Timeout):
+                _fail(item.future, NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
 
-    async def _load(self, ctx: _ShardContext) -> None:
-        entries = ctx.log.read_all()
+    async def _load(self, ctx: _ShardContext[ShardT]) -> None:
+        entries: Any = ctx.log.read_all()
         count = 0
         if inspect.isawaitable(entries):
             entries = await entries
@@ -166,15 +193,15 @@ class CoordinatorRuntime:
         log.log(logging.INFO if count else logging.DEBUG, "%s-%d loaded from %d records",
                 self.topic, ctx.partition, count)
 
-    def _replay_entry(self, ctx: _ShardContext, entry) -> None:
+    def _replay_entry(self, ctx: _ShardContext[ShardT], entry: LogEntry) -> None:
         offset, key, value = entry[0], entry[1], entry[2]
         producer_id = entry[3] if len(entry) > 3 else -1
         if len(entry) > 4:  # a transaction marker
-            ctx.shard.replay_end_transaction(offset, producer_id, entry[4])
+            _replay_end_transaction(ctx.shard, offset, producer_id, entry[4])
             return
         try:
             record = self._decode_record(key, value)
-        except rec.UnknownRecordTypeError as exc:
+        except UnknownRecordTypeError as exc:
             log.warning("%s-%d offset %d: %s; skipped", self.topic, ctx.partition, offset, exc)
             return
         except DecodeError as exc:
@@ -185,10 +212,10 @@ class CoordinatorRuntime:
         except Exception:
             # One inconsistent record must not make the whole partition unusable.
             log.exception("%s-%d offset %d: replaying %s failed; skipped", self.topic, ctx.partition, offset,
-                          type(record.key).__name__)
+                          type(getattr(record, "key", record)).__name__)
 
     # -- the shard task ---------------------------------------------------------------------------------
-    async def _run(self, ctx: _ShardContext) -> None:
+    async def _run(self, ctx: _ShardContext[ShardT]) -> None:
         try:
             await self._load(ctx)
         except asyncio.CancelledError:
@@ -199,7 +226,7 @@ class CoordinatorRuntime:
             ctx.loaded.set()
             while not ctx.queue.empty():
                 item = ctx.queue.get_nowait()
-                if isinstance(item, (_Write, _AsyncWrite)):
+                if not isinstance(item, _Timeout):
                     _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         ctx.loaded.set()
@@ -208,9 +235,10 @@ class CoordinatorRuntime:
             ctx.busy = True
             try:
                 if isinstance(item, _Timeout):
-                    operation = ctx.timer.take(item.key, item.token)
-                    if operation is not None:
-                        await self._execute(ctx, lambda _shard, op=operation: op(), None, f"timeout {item.key}")
+                    timeout = ctx.timer.take(item.key, item.token)
+                    if timeout is not None:
+                        await self._execute(ctx, lambda _shard: timeout(),  # noqa: B023 - called at once
+                                            None, f"timeout {item.key}")
                 elif isinstance(item, _AsyncWrite):
                     try:
                         item.future.set_result(await item.operation(ctx))
@@ -220,10 +248,15 @@ class CoordinatorRuntime:
                         _fail(item.future, exc)
                 else:
                     await self._execute(ctx, item.operation, item.future, "write")
+            except asyncio.CancelledError:
+                if not isinstance(item, _Timeout):  # unloaded while its append was in flight
+                    _fail(item.future, NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
+                raise
             finally:
                 ctx.busy = False
 
-    async def _execute(self, ctx: _ShardContext, operation, future: asyncio.Future | None, what: str) -> None:
+    async def _execute(self, ctx: _ShardContext[ShardT], operation: Operation[ShardT],
+                       future: asyncio.Future[Any] | None, what: str) -> None:
         try:
             result = operation(ctx.shard)
         except ApiError as exc:
@@ -247,7 +280,7 @@ class CoordinatorRuntime:
         if future is not None and not future.done():
             future.set_result(result.response)
 
-    async def _apply(self, ctx: _ShardContext, result: CoordinatorResult) -> None:
+    async def _apply(self, ctx: _ShardContext[ShardT], result: CoordinatorResult[Any]) -> None:
         if result.records:
             encoded = [r.encode() for r in result.records]
             try:
@@ -264,7 +297,7 @@ class CoordinatorRuntime:
                             len(encoded), exc)
                 if result.on_appended is not None:
                     result.on_appended(exc)
-                raise ApiError(append_error_to_response_error(code)) from exc
+                raise ApiError(self._map_append_error(code)) from exc
             if result.replay:
                 first = last_offset - len(result.records) + 1
                 for i, record in enumerate(result.records):
@@ -273,7 +306,7 @@ class CoordinatorRuntime:
             result.on_appended(None)
 
     # -- scheduling -------------------------------------------------------------------------------------
-    async def _context(self, partition: int) -> _ShardContext:
+    async def _context(self, partition: int) -> _ShardContext[ShardT]:
         ctx = self._contexts.get(partition)
         if ctx is None:
             raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
@@ -283,27 +316,23 @@ class CoordinatorRuntime:
             raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return ctx
 
-    async def write(self, partition: int, operation: Callable[[Any], CoordinatorResult]) -> Any:
+    async def write(self, partition: int, operation: Operation[ShardT]) -> Any:
         """Run ``operation`` on the shard's task; its response once its records are appended."""
         return await self.submit(partition, operation)
 
-    def submit(self, partition: int, operation: Callable[[Any], CoordinatorResult]) -> asyncio.Future:
+    def submit(self, partition: int, operation: Operation[ShardT]) -> asyncio.Future[Any]:
         """Queue ``operation`` on the shard's task; the future completes once it is applied."""
         return self._enqueue(partition, lambda future: _Write(operation, future))
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
                                    coordinator_epoch: int, commit: bool) -> None:
         """Write a transaction marker to ``partition`` on its shard's task, then apply it to the shard."""
-        async def write_marker(ctx: _ShardContext) -> None:
+        async def write_marker(ctx: _ShardContext[ShardT]) -> None:
             offset = await ctx.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit)
-            ctx.shard.replay_end_transaction(offset, producer_id, commit)
-        await self.submit_async(partition, write_marker)
+            _replay_end_transaction(ctx.shard, offset, producer_id, commit)
+        await self._enqueue(partition, lambda future: _AsyncWrite(write_marker, future))
 
-    def submit_async(self, partition: int, operation: Callable[[_ShardContext], Any]) -> asyncio.Future:
-        """Queue a coroutine operation that runs on the shard's task with its context (markers)."""
-        return self._enqueue(partition, lambda future: _AsyncWrite(operation, future))
-
-    def _enqueue(self, partition: int, item: Callable[[asyncio.Future], Any]) -> asyncio.Future:
+    def _enqueue(self, partition: int, item: Callable[[asyncio.Future[Any]], _Item]) -> asyncio.Future[Any]:
         """Put ``item(future)`` on the shard's queue; the future it completes."""
         ctx = self._contexts.get(partition)
         if ctx is None:
@@ -314,15 +343,20 @@ class CoordinatorRuntime:
         ctx.queue.put_nowait(item(future))
         return future
 
-    async def read(self, partition: int, reader: Callable[[Any], T]) -> T:
+    async def read(self, partition: int, reader: Callable[[ShardT], T]) -> T:
+        """``reader(shard)`` once the shard is loaded, without queuing behind writes."""
         ctx = await self._context(partition)
         return reader(ctx.shard)
 
     def loaded_partitions(self) -> list[int]:
         return sorted(p for p in self._contexts if self.is_loaded(p))
 
-    def shard(self, partition: int) -> Any:
-        """The shard object (tests and introspection only)."""
+    def hosted_partitions(self) -> list[int]:
+        """The partitions loaded or loading."""
+        return sorted(self._contexts)
+
+    def shard(self, partition: int) -> ShardT:
+        """The shard of a loaded or loading partition, without waiting (KeyError if there is none)."""
         return self._contexts[partition].shard
 
     async def settle(self, rounds: int = 10_000) -> None:
@@ -339,13 +373,17 @@ class CoordinatorRuntime:
         raise TimeoutError("coordinator shards did not settle")
 
 
-def _replay(shard: Any, offset: int, record: rec.CoordinatorRecord, producer_id: int) -> None:
+def _replay(shard: Any, offset: int, record: Any, producer_id: int) -> None:
     if producer_id >= 0:
         shard.replay(offset, record, producer_id=producer_id)
     else:
         shard.replay(offset, record)
 
 
-def _fail(future: asyncio.Future | None, exc: BaseException) -> None:
+def _replay_end_transaction(shard: Any, offset: int, producer_id: int, commit: bool) -> None:
+    shard.replay_end_transaction(offset, producer_id, commit)
+
+
+def _fail(future: asyncio.Future[Any] | None, exc: BaseException) -> None:
     if future is not None and not future.done():
         future.set_exception(exc)

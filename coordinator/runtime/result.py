@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from coordinator.group.records import CoordinatorRecord
-
-__all__ = ["CoordinatorResult", "RequestInfo"]
+__all__ = ["CoordinatorRecord", "CoordinatorResult"]
 
 T = TypeVar("T")
+
+
+class CoordinatorRecord(Protocol):
+    """A record of a coordinator's internal topic: it knows its key and value bytes."""
+
+    def encode(self) -> tuple[bytes | None, bytes | None]: ...
 
 
 @dataclass
@@ -25,18 +29,9 @@ class CoordinatorResult(Generic[T]):
     transactional batch of that producer and stay pending until its transaction ends.
     """
 
-    records: list[CoordinatorRecord] = field(default_factory=list)
+    records: Sequence[Any] = field(default_factory=list)
     response: T | None = None
     on_appended: Callable[[BaseException | None], None] | None = None
     replay: bool = True
     producer_id: int = -1
     producer_epoch: int = -1
-
-
-@dataclass(frozen=True)
-class RequestInfo:
-    """What an operation knows about the request beyond its body."""
-
-    api_version: int = 0
-    client_id: str = ""
-    client_host: str = ""

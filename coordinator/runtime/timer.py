@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group.clock import Clock, TimerHandle
+from coordinator.runtime.clock import Clock, TimerHandle
 
 __all__ = ["CoordinatorTimer"]
 

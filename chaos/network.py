@@ -1,0 +1,182 @@
+"""Network partitions on loopback: a fault-injecting TCP proxy in front of every broker and of ZooKeeper.
+
+Every link of a campaign's cluster goes through a ``Network``: clients and brokers reach broker ``n``
+through its proxy (the broker advertises the proxy's port), and broker ``n`` reaches ZooKeeper through a
+proxy of its own. Each connection has a source and a destination node name (``broker-1``, ``zookeeper``,
+``client``); a broker's proxy tells a connection from broker ``m`` from a client's by the process owning
+the connecting socket (``/proc/net/tcp`` and ``/proc/<pid>/fd``).
+
+``cut(src, dst)`` stops the bytes flowing from ``src`` to ``dst`` (one way; cut both for a full partition):
+they are held, not dropped, as a real network's lost segments are retransmitted by TCP, so a connection
+that outlives the partition resumes intact at ``heal()``; one that times out meanwhile is closed by its
+owner as it would be. New connections are accepted and held the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+__all__ = ["CLIENT", "Network", "socket_owner"]
+
+CLIENT = "client"
+_CHUNK = 64 * 1024
+
+
+def _inode_of_connection(port: int, remote_port: int) -> str | None:
+    """The inode of the TCP socket from local port ``port`` to ``remote_port`` (the connecting end), if any."""
+    local, remote = f":{port:04X}", f":{remote_port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    parts = line.split()
+                    if len(parts) > 9 and parts[1].endswith(local) and parts[2].endswith(remote):
+                        return parts[9]
+        except OSError:
+            continue
+    return None
+
+
+def socket_owner(port: int, remote_port: int, pids: dict[int, str]) -> str | None:
+    """Which of ``pids`` (pid -> node name) owns the TCP socket from local port ``port`` to ``remote_port``."""
+    inode = _inode_of_connection(port, remote_port)
+    if inode is None or inode == "0":
+        return None
+    link = f"socket:[{inode}]"
+    for pid, name in pids.items():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
+                    return name
+            except OSError:
+                continue
+    return None
+
+
+class Network:
+    """Proxies on 127.0.0.1 run by one event loop thread; ``cut``/``heal`` may be called from any thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="chaos-network", daemon=True)
+        self._thread.start()
+        self._blocked: set[tuple[str, str]] = set()
+        self._changed: asyncio.Condition | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.accepted: list[tuple[str, str]] = []  # (source, destination) of every connection so far
+        self._call(self._init())
+
+    async def _init(self) -> None:
+        self._changed = asyncio.Condition()
+
+    def _call(self, coro) -> object:
+        fut: Future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(30)
+
+    # --- proxies ------------------------------------------------------------------------------------
+    def proxy(self, dst: str, upstream_port: int, *, source: str | None = None,
+              sources: Callable[[], dict[int, str]] | None = None) -> int:
+        """Listen on a free port and forward to ``127.0.0.1:upstream_port`` as node ``dst``. A connection's
+        source is ``source`` if given, else the node of ``sources()`` (pid -> name) owning the connecting
+        socket, else ``client``. Returns the proxy's port."""
+        async def start() -> int:
+            async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await self._connection(reader, writer, dst, upstream_port, source, sources)
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            self._servers.append(server)
+            return server.sockets[0].getsockname()[1]
+        return self._call(start())  # type: ignore[return-value]
+
+    async def _connection(self, reader, writer, dst: str, upstream_port: int, source: str | None,
+                          sources: Callable[[], dict[int, str]] | None) -> None:
+        src = source
+        if src is None:
+            peer_port, own_port = writer.get_extra_info("peername")[1], writer.get_extra_info("sockname")[1]
+            src = (socket_owner(peer_port, own_port, sources()) if sources else None) or CLIENT
+        self.accepted.append((src, dst))
+        self._writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        except OSError:
+            self._writers.discard(writer)
+            writer.close()  # upstream down: the client sees the connection closed, as a refused connect
+            return
+        self._writers.add(up_writer)
+        pumps = [asyncio.ensure_future(self._pump(reader, up_writer, src, dst)),
+                 asyncio.ensure_future(self._pump(up_reader, writer, dst, src))]
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        for p in pumps:
+            p.cancel()
+        for w in (writer, up_writer):
+            self._writers.discard(w)
+            w.close()
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, src: str, dst: str) -> None:
+        """Copy ``src``'s bytes to ``dst``, holding each chunk while the link is cut."""
+        assert self._changed is not None
+        try:
+            while True:
+                data = await reader.read(_CHUNK)
+                async with self._changed:
+                    await self._changed.wait_for(lambda: (src, dst) not in self._blocked)
+                if not data:
+                    return
+                writer.write(data)
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            return
+
+    # --- faults -------------------------------------------------------------------------------------
+    def cut(self, src: str, dst: str, *, both: bool = False) -> None:
+        """Stop ``src``'s bytes to ``dst`` (and ``dst``'s to ``src`` with ``both``)."""
+        links = {(src, dst), (dst, src)} if both else {(src, dst)}
+        self._call(self._update(lambda: self._blocked.update(links)))
+
+    def isolate(self, node: str, others: list[str]) -> None:
+        """Cut ``node`` from each of ``others``, both ways."""
+        for other in others:
+            self.cut(node, other, both=True)
+
+    def heal(self) -> None:
+        """Every link flows again; held bytes are delivered."""
+        self._call(self._update(self._blocked.clear))
+
+    @property
+    def blocked(self) -> set[tuple[str, str]]:
+        return set(self._blocked)
+
+    async def _update(self, change: Callable[[], object]) -> None:
+        assert self._changed is not None
+        async with self._changed:
+            change()
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """Heal, stop listening, close every proxied connection and the loop."""
+        async def stop() -> None:
+            await self._update(self._blocked.clear)
+            for s in self._servers:
+                s.close()
+            for w in list(self._writers):
+                w.close()
+        try:
+            self._call(stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+
+    def __enter__(self) -> Network:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,139 @@
+"""The console page in a real headless browser (Debian's Chromium) against a real broker.
+
+The broker runs with ``console.listener`` only (metrics.port off); confluent-kafka produces 1,000
+records to a topic and a group commits 600 of them. Chromium loads the page, runs its script (which
+polls /api/overview) and dumps the DOM it rendered; the test reads the topic's message count and the
+group's lag from it, and a screenshot is written under the test's tmp dir for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from pykbroker.testing import BrokerProcess, free_port
+
+TOPIC = "console-orders"
+GROUP = "console-billing"
+RECORDS = 1000
+COMMITTED = 600
+
+pytestmark = pytest.mark.skipif(shutil.which("chromium") is None,
+                                reason="chromium is installed by `make test` (tools/install_system_deps.sh)")
+
+
+def chromium(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    """Headless Chromium; ``--virtual-time-budget`` lets the page's script fetch and render first."""
+    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                           "--hide-scrollbars", "--virtual-time-budget=5000", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory):
+    port = free_port()
+    broker = BrokerProcess(tmp_path_factory.mktemp("console"),
+                           overrides={"console.listener": f"127.0.0.1:{port}", "group.initial.rebalance.delay.ms": "0"})
+    with broker:
+        broker.start()
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        for i in range(RECORDS):
+            producer.produce(TOPIC, b"o" * 1024, key=str(i).encode())
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 60
+        got = 0
+        while got < COMMITTED and time.monotonic() < deadline:
+            m = consumer.poll(1)
+            if m is not None and m.error() is None:
+                got += 1
+        consumer.commit(offsets=[TopicPartition(TOPIC, 0, COMMITTED)], asynchronous=False)
+        yield broker, f"http://127.0.0.1:{port}/"
+        consumer.close()
+
+
+def overview(url: str) -> dict:
+    with urllib.request.urlopen(url + "api/overview", timeout=10) as r:
+        assert r.headers["Content-Type"] == "application/json"
+        return json.loads(r.read())
+
+
+def test_started_line_says_where(console):
+    broker, url = console
+    lines = [line for line in broker.log().splitlines() if "serving the read-only console" in line]
+    assert len(lines) == 1 and url in lines[0], lines
+    assert "serving Prometheus metrics" not in broker.log()  # the console alone does not open metrics.port
+
+
+def test_the_page_in_a_browser_shows_the_topic_and_the_groups_lag(console, tmp_path):
+    _, url = console
+    done = chromium("--dump-dom", url)
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert 'data-loaded="true"' in dom  # the script fetched /api/overview and rendered it
+    # The first messages cell after the topic's row start is the row's own (its details hold no such cell).
+    messages = re.search(rf'<tr class="topic" data-topic="{TOPIC}">.*?<td class="num messages">([^<]*)</td>', dom, re.S)
+    assert messages is not None, dom[:3000]
+    assert messages.group(1) == "1,000"
+    group = re.search(rf'<tr class="group" data-group="{GROUP}">.*?<span class="tag ok">([^<]*)</span>.*?'
+                      rf'<td class="num group-lag">([^<]*)</td>', dom, re.S)
+    assert group is not None, dom[:3000]
+    assert group.groups() == ("Stable", str(RECORDS - COMMITTED))
+    assert "created topic " + TOPIC in dom  # the log lines
+
+    shot = tmp_path / "console.png"
+    done = chromium("--window-size=1400,1600", f"--screenshot={shot}", url)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    print(f"console screenshot: {shot}")
+
+
+def test_overview_json_has_partitions_configs_members_and_throughput(console):
+    broker, url = console
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    deadline = time.monotonic() + 30
+    while True:  # traffic while the console samples (every 2 s) until a sample shows it
+        for _ in range(50):
+            producer.produce(TOPIC, b"t" * 1024)
+        producer.flush(10)
+        rates = overview(url)["throughput"]["topics"].get(TOPIC, {}).get("bytes_in", [])
+        if any(r > 0 for r in rates[-3:]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert any(r > 0 for r in rates), rates
+    d = overview(url)
+    topic = next(t for t in d["topics"] if t["name"] == TOPIC)
+    [p] = topic["partitions"]
+    assert p["leader"] == d["node_id"] and p["isr"] == [d["node_id"]]
+    assert p["log_start_offset"] == 0 and p["log_end_offset"] >= RECORDS and p["size"] > RECORDS * 1024
+    assert topic["messages"] == p["log_end_offset"]
+    group = next(g for g in d["groups"] if g["group_id"] == GROUP)
+    assert group["state"] == "Stable" and len(group["members"]) == 1
+    assert group["offsets"] == [{"topic": TOPIC, "partition": 0, "committed": COMMITTED,
+                                 "lag": p["high_watermark"] - COMMITTED}]
+    assert any(f"{TOPIC}" in line for line in d["log"])
+    assert [b["node_id"] for b in d["brokers"]] == [d["node_id"]]
+
+
+def test_only_get_is_served_and_garbage_is_refused(console):
+    broker, url = console
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"POST /api/overview HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 405")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"\xff" * 40 + b"\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    assert overview(url)["topics"]
+    assert broker.alive
