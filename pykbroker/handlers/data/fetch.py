@@ -153,7 +153,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 last_stable_offset=read.last_stable_offset,
                 log_start_offset=read.log_start_offset,
                 aborted_transactions=aborted,
-                preferred_read_replica=fp.preferred_read_replica,
+                preferred_read_replica=found.preferred_read_replica,
                 records=read.records,
             )
             if read.diverging_epoch is not None:
