@@ -218,6 +218,7 @@ def restart_to_serving(broker: Broker, partitions: int, hard: bool, tag: bytes) 
 
 
 def partitions_section(brokers: list[Broker], results: Results, partitions: int) -> None:
+    lost: list[str] = []
     for b in brokers:
         os.sync()
         rss0, fds0 = rss_mb(b.pid()), open_fds(b.pid())
@@ -237,9 +238,11 @@ def partitions_section(brokers: list[Broker], results: Results, partitions: int)
             results.put(f"{how} restart: first ApiVersions s", b.name, answering, False)
             results.put(f"{how} restart: all {partitions} partitions serve s", b.name, serving, False)
         kept = count_tagged(b.bootstrap, TOPIC, partitions, {b"first", b"after-clean", b"after-kill"})
-        if kept != 3 * partitions:
-            raise RuntimeError(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
         results.put("acknowledged records kept after kill -9 %", b.name, 100.0 * kept / (3 * partitions))
+        if kept != 3 * partitions:
+            lost.append(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
+    if lost:
+        raise RuntimeError("; ".join(lost))
 
 
 # -- connections ---------------------------------------------------------------------------------------------
