@@ -36,9 +36,10 @@ deps: $(STAMP)
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
-## test: install what is missing, lint, check generated code, run all tests
+## test: install what is missing, lint and type-check (ruff, mypy), run all tests
 test: deps
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest $(ARGS)
 
 ## test-fast: unit tests only (no stock clients)
@@ -47,6 +48,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 ## gen: regenerate wire/messages from the JSON message definitions
 gen: $(STAMP)

@@ -12,7 +12,9 @@ batched (large requests, bytes dominate) and 100-byte records one per request (b
 most requests per record, where per-request costs such as request timing weigh most). Per workload:
 records/s of each broker (median) and the broker's CPU seconds per 100k records (median), and their
 ratios; the broker's CPU is the steadier figure on a shared machine (the clients' share of the cores
-varies run to run). The hooks' own cost per request is also timed in-process.
+varies run to run). The hooks' own cost per request is also timed in-process, the dispatch of one-record
+Produce requests in-process with metrics off and on (no client, no sockets: the steadiest figure), and
+what one scrape costs the broker.
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ def dispatch_cost(requests: int = 20_000, rounds: int = 7) -> dict[str, float]:
         await broker.create_topic("bench", [[broker.node_id]], {})
         metrics = BrokerMetrics.install(broker)
         recorder = broker.metrics
-        dispatcher = Dispatcher(broker, Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1:1", _EncodingWriter())
+        dispatcher = Dispatcher(broker, Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1:1",
+                                _EncodingWriter())  # type: ignore[arg-type]
         batch = build_simple_batch([b"x" * 100], timestamp=1_700_000_000_000)
         version = 11
         frames = []
@@ -173,7 +176,7 @@ def main(scale: float | None = None, repeat: int | None = None) -> dict[str, dic
     cost = dispatch_cost(max(int(20_000 * scale), 500))
     print(f"  dispatch of a one-record Produce (in-process): off {cost['us_per_request_off']:.1f} µs  "
           f"on {cost['us_per_request_on']:.1f} µs  on/off {cost['on_off']:.3f}", flush=True)
-    report = {"dispatch in-process": cost}
+    report: dict[str, dict[str, float]] = {"dispatch in-process": cost}
     with tempfile.TemporaryDirectory(prefix="metrics-bench-") as root:
         metrics_port = free_port()
         brokers = {"off": BrokerProcess(Path(root) / "off"),
@@ -208,6 +211,18 @@ def main(scale: float | None = None, repeat: int | None = None) -> dict[str, dic
                       flush=True)
                 print(f"    runs off {[round(r) for r in rates['off']]} on {[round(r) for r in rates['on']]}",
                       flush=True)
+            # What one scrape costs the broker (every topic of the runs above is in it).
+            scraped = brokers["on"]
+            assert scraped.proc is not None
+            before, started, size = cpu_seconds(scraped.proc.pid), time.perf_counter(), 0
+            for _ in range(20):
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    size = len(r.read())
+            scrape = {"cpu_ms": (cpu_seconds(scraped.proc.pid) - before) / 20 * 1000,
+                      "wall_ms": (time.perf_counter() - started) / 20 * 1000, "bytes": size}
+            report["scrape"] = scrape
+            print(f"  one scrape: {scrape['cpu_ms']:.1f} ms of broker CPU, {scrape['wall_ms']:.1f} ms, "
+                  f"{size} bytes", flush=True)
         finally:
             for b in brokers.values():
                 b.stop()

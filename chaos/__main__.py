@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(faults) - set(KINDS))
     if unknown:
         parser.error(f"unknown fault kinds {unknown}; known: {', '.join(KINDS)}")
+    if args.target == "kafka":
+        from chaos.kafka_target import KAFKA_KINDS
+        faults = [f for f in faults if f in KAFKA_KINDS]
     seeds = args.seed or [int(time.time()) % 100_000]
     failed = 0
     for seed in seeds:

@@ -8,14 +8,16 @@ import json
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.checker import CheckResult, check_all, unavailability
 from chaos.cluster import ProxiedCluster
-from chaos.history import CopierRun, History
+from chaos.history import CopierRun, Fault, History
 from chaos.java_workload import JavaGroupMember, JavaProducerWorkload, JavaToolWorkload, java_jars
 from chaos.kafka_target import KAFKA_KINDS, KafkaTarget
 from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
@@ -26,6 +28,7 @@ from chaos.workloads import (
     ProducerWorkload,
     TransactionWorkload,
     WatermarkSampler,
+    Workload,
     read_back,
 )
 from pykbroker.testing import ClusterProcesses
@@ -82,6 +85,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
+    cluster_factory: Callable[..., Any]  # ClusterProcesses, ProxiedCluster or KafkaTarget: the same interface
     if target == "kafka":
         jars = java_jars()
         if jars is None:
@@ -101,7 +105,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         bootstrap = cluster.bootstrap
         create_topics(bootstrap)
         log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
-        producers = [ProducerWorkload(f"producer-{i}", history, clock, bootstrap, "acks", PARTITIONS, rate)
+        producers: list[Workload] = [ProducerWorkload(f"producer-{i}", history, clock, bootstrap, "acks", PARTITIONS, rate)
                      for i in range(2)]
         producers.append(ProducerWorkload("keyed", history, clock, bootstrap, "compacted", PARTITIONS, rate / 4,
                                           keys=20))
@@ -145,7 +149,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             for w in (copier, group, *java_group, sampler):
                 w.stop(240)
             errors += [e for w in workloads for e in w.errors]
-            nemesis.wait_healthy(history.faults[-1] if history.faults else _NoFault())
+            nemesis.wait_healthy(history.faults[-1] if history.faults else Fault("none", "", 0.0))
             for topic in ("acks", "compacted", "copy-in"):
                 for p in range(PARTITIONS):
                     read_back(bootstrap, topic, p, history, clock)
@@ -173,15 +177,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
     return outcome
 
 
-class _NoFault:
-    kind, start, note = "none", 0.0, ""
-
-
 def format_verdict(o: Outcome) -> str:
     h = o.history
     lines = [f"seed {o.seed}: {'PASS' if o.ok else 'FAIL'}  ({len(h.faults)} faults, "
              f"{sum(1 for p in h.produced if p.ok)} acknowledged writes, {len(h.consumed)} reads, "
-             f"{len(h.commits)} commits, {len(h.watermarks)} watermarks)", "",
+             f"{len(h.commits)} commits, {len(h.watermarks)} watermarks, "
+             f"{sum(1 for p in h.produced if p.ok and not p.txn and p.offset < 0)} acknowledged without an offset)", "",
              f"{'check':<72} {'checked':>8} {'violations':>10}"]
     for r in o.results:
         lines.append(f"{r.name:<72} {r.checked:>8} {len(r.violations):>10}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from chaos.history import Consumed, Fault, History, Produced
+from chaos.history import Commit, Consumed, Fault, History, Produced
 
 GRACE = 10.0  # seconds after a fault's heal during which its effects (elections, rejoins) still count
 
@@ -63,6 +63,13 @@ def _plain_acked(h: History) -> list[Produced]:
     return [p for p in h.produced if p.ok and not p.txn and p.topic not in h.compacted_topics]
 
 
+def _known(p: Produced) -> bool:
+    """An acknowledgement that named its offset. librdkafka also acknowledges a record without one when it
+    learns from the broker that a retried batch was already written (DUPLICATE_SEQUENCE_NUMBER or a later
+    sequence acknowledged): such a record must still be read back once, but where is not known."""
+    return p.offset is not None and p.offset >= 0
+
+
 def check_acknowledged_read_once(h: History) -> CheckResult:
     """Every acknowledged (non-transactional) record is read back once, at the offset its acknowledgement
     named; no record of an idempotent producer is stored twice; each producer's records are in send order."""
@@ -85,15 +92,16 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
         if not copies:
             violations.append(_violation(h, name, f"{p.topic}-{p.partition}: acknowledged {p.value!r} at offset "
                                          f"{p.offset} is lost", p.acked, [p]))
-        elif all(c.offset != p.offset for c in copies):
+        elif _known(p) and all(c.offset != p.offset for c in copies):
             violations.append(_violation(h, name, f"{p.topic}-{p.partition}: acknowledged {p.value!r} at offset "
                                          f"{p.offset} is stored at {[c.offset for c in copies]}", p.acked, [p, *copies]))
     per_producer: dict[tuple, list[Produced]] = defaultdict(list)
     for p in acked:
-        per_producer[(p.producer, p.topic, p.partition)].append(p)
-    for (_, topic, partition), records in per_producer.items():
-        records.sort(key=lambda p: p.seq)
-        for a, b in zip(records, records[1:], strict=False):
+        if _known(p):
+            per_producer[(p.producer, p.topic, p.partition)].append(p)
+    for (_, topic, partition), sent in per_producer.items():
+        sent.sort(key=lambda p: p.seq)
+        for a, b in zip(sent, sent[1:], strict=False):
             if b.offset <= a.offset:
                 violations.append(_violation(h, name, f"{topic}-{partition}: {b.value!r} sent after {a.value!r} "
                                              f"but acknowledged at offset {b.offset} <= {a.offset}", b.acked, [a, b]))
@@ -106,10 +114,10 @@ def check_offsets_unique(h: History) -> CheckResult:
     watermark, which is never truncated)."""
     name = "offsets never reused"
     violations: list[Violation] = []
-    seen: dict[tuple[str, int, int], object] = {}
+    seen: dict[tuple[str, int, int], Produced | Consumed] = {}
     checked = 0
     for p in h.produced:
-        if not p.ok:
+        if not p.ok or not _known(p):
             continue
         checked += 1
         key = (p.topic, p.partition, p.offset)
@@ -133,15 +141,15 @@ def check_groups_skip_nothing(h: History) -> CheckResult:
     name = "groups never skip acknowledged records"
     violations: list[Violation] = []
     last_commit: dict[tuple[str, str, int], tuple[int, float]] = {}
-    for c in sorted(h.commits, key=lambda c: c.at):
-        last_commit[(c.group, c.topic, c.partition)] = (c.offset, c.at)
+    for commit in sorted(h.commits, key=lambda c: c.at):
+        last_commit[(commit.group, commit.topic, commit.partition)] = (commit.offset, commit.at)
     read: dict[tuple[str, str, int], set[int]] = defaultdict(set)
     for c in h.consumed:
         if c.reader.startswith("group:"):
             read[(c.reader.split(":")[1], c.topic, c.partition)].add(c.offset)
     acked_by_tp: dict[tuple[str, int], list[Produced]] = defaultdict(list)
     for p in h.produced:
-        if p.ok and not p.txn:
+        if p.ok and not p.txn and _known(p):
             acked_by_tp[(p.topic, p.partition)].append(p)
     checked = 0
     for (group, topic, partition), (committed, _) in last_commit.items():
@@ -160,7 +168,7 @@ def check_commits_monotonic(h: History) -> CheckResult:
     """A group's committed offset of a partition never moves backwards."""
     name = "committed offsets never go backwards"
     violations: list[Violation] = []
-    last: dict[tuple[str, str, int], object] = {}
+    last: dict[tuple[str, str, int], Commit] = {}
     for c in sorted(h.commits, key=lambda c: c.at):
         key = (c.group, c.topic, c.partition)
         prev = last.get(key)
@@ -233,8 +241,10 @@ def check_compacted_last_value(h: History) -> CheckResult:
             if not acked:
                 continue
             checked += 1
-            last = max(acked, key=lambda w: w.offset)
-            allowed = {last.value} | {w.value for w in ws if not w.ok and w.seq > last.seq}
+            known = [w for w in acked if _known(w)]
+            last = max(known, key=lambda w: w.offset) if known else max(acked, key=lambda w: w.seq)
+            # an acknowledgement without an offset may be the last write too, if sent after ``last``
+            allowed = {last.value} | {w.value for w in ws if w.seq > last.seq and (not w.ok or not _known(w))}
             have = stored.get(key)
             if have is None or have.value not in allowed:
                 violations.append(_violation(h, name, f"{topic}-{key[0]} key {key[1]!r}: last acknowledged {last.value!r} "
@@ -254,7 +264,7 @@ def check_high_watermark(h: History) -> CheckResult:
         by_tp[(w.topic, w.partition)].append(w)
     acked_by_tp: dict[tuple[str, int], list[Produced]] = defaultdict(list)
     for p in h.produced:
-        if p.ok and not p.txn:
+        if p.ok and not p.txn and _known(p):
             acked_by_tp[(p.topic, p.partition)].append(p)
     for tp, ws in by_tp.items():
         ws.sort(key=lambda w: w.at)

@@ -43,14 +43,10 @@ class ProxiedCluster(ClusterProcesses):
     def direct_bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
-    def broker_pids(self) -> dict[int, str]:
-        """pid -> node name of every running broker (how a broker's proxy tells brokers from clients)."""
-        return {b.proc.pid: node_name(i) for i, b in self.brokers.items() if b.proc is not None}
-
     def add_broker(self, node_id: int, overrides: dict[str, str] | None = None) -> BrokerProcess:
         port = free_port()
         name = node_name(node_id)
-        proxy = self.network.proxy(name, port, sources=self.broker_pids)
+        proxy = self.network.proxy(name, port, owners=str(self.root))
         zk_proxy = self.network.proxy(ZOOKEEPER, self.zookeeper.port, source=name)
         self.proxy_ports[node_id] = proxy
         broker = BrokerProcess(self.root / f"broker-{node_id}", {

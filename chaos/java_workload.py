@@ -67,6 +67,7 @@ class JavaProducerWorkload(JavaToolWorkload):
     def _run(self) -> None:
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=err, text=True)
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             try:
                 event = json.loads(line)
@@ -114,11 +115,12 @@ class JavaGroupMember(JavaToolWorkload):
     def _run(self) -> None:
         with open(self.log_path, "a") as log:
             self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=log, text=True)
-            self._read_events(log)
+            self._read_events(self.proc, log)
 
-    def _read_events(self, log) -> None:
+    def _read_events(self, proc: subprocess.Popen, log) -> None:
         reader = f"group:{self.group}:{self.name}"
-        for line in self.proc.stdout:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             try:
                 event = json.loads(line)
             except ValueError:
@@ -134,9 +136,9 @@ class JavaGroupMember(JavaToolWorkload):
                 now = self.clock()
                 for o in event.get("offsets", []):
                     self.history.add(Commit(self.group, o["topic"], o["partition"], o["offset"], now))
-        self.proc.wait()
+        proc.wait()
         if not self._stop.is_set() or not self.consumed:
-            self.errors.append(f"{self.name}: VerifiableConsumer exited with {self.proc.returncode} after "
+            self.errors.append(f"{self.name}: VerifiableConsumer exited with {proc.returncode} after "
                                f"{self.consumed} records; see {self.log_path}")
 
 

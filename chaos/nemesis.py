@@ -33,6 +33,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -48,7 +49,7 @@ PARTITION_KINDS = tuple(k for k in KINDS if k.startswith("partition-"))
 
 
 class Nemesis:
-    def __init__(self, cluster: ClusterProcesses, history: History, clock: Callable[[], float], rng: random.Random,
+    def __init__(self, cluster: Any, history: History, clock: Callable[[], float], rng: random.Random,
                  *, topic: str, group: str, lag_ms: int, session_ms: int) -> None:
         self.cluster, self.history, self.clock, self.rng = cluster, history, clock, rng
         self.topic, self.group, self.lag_ms, self.session_ms = topic, group, lag_ms, session_ms

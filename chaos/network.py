@@ -15,6 +15,8 @@ owner as it would be. New connections are accepted and held the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import multiprocessing
 import os
 import threading
 from collections.abc import Callable
@@ -62,8 +64,8 @@ def socket_owner(port: int, remote_port: int, pids: dict[int, str]) -> str | Non
     return None
 
 
-class Network:
-    """Proxies on 127.0.0.1 run by one event loop thread; ``cut``/``heal`` may be called from any thread."""
+class _Engine:
+    """The proxies on 127.0.0.1, run by one event loop thread (in the network's own process)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -85,24 +87,25 @@ class Network:
 
     # --- proxies ------------------------------------------------------------------------------------
     def proxy(self, dst: str, upstream_port: int, *, source: str | None = None,
-              sources: Callable[[], dict[int, str]] | None = None) -> int:
+              owners: dict[int, str] | str | None = None) -> int:
         """Listen on a free port and forward to ``127.0.0.1:upstream_port`` as node ``dst``. A connection's
-        source is ``source`` if given, else the node of ``sources()`` (pid -> name) owning the connecting
-        socket, else ``client``. Returns the proxy's port."""
+        source is ``source`` if given, else the node of ``owners`` owning the connecting socket, else
+        ``client``. ``owners``: pid -> node name, or a cluster root directory (its pykbroker brokers, named
+        ``broker-<node.id>``). Returns the proxy's port."""
         async def start() -> int:
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-                await self._connection(reader, writer, dst, upstream_port, source, sources)
+                await self._connection(reader, writer, dst, upstream_port, source, owners)
             server = await asyncio.start_server(handle, "127.0.0.1", 0)
             self._servers.append(server)
             return server.sockets[0].getsockname()[1]
         return self._call(start())  # type: ignore[return-value]
 
     async def _connection(self, reader, writer, dst: str, upstream_port: int, source: str | None,
-                          sources: Callable[[], dict[int, str]] | None) -> None:
+                          owners: dict[int, str] | str | None) -> None:
         src = source
         if src is None:
             peer_port, own_port = writer.get_extra_info("peername")[1], writer.get_extra_info("sockname")[1]
-            src = (socket_owner(peer_port, own_port, sources()) if sources else None) or CLIENT
+            src = (socket_owner(peer_port, own_port, candidates(owners)) if owners else None) or CLIENT
         self.accepted.append((src, dst))
         self._writers.add(writer)
         try:
@@ -151,9 +154,11 @@ class Network:
         """Every link flows again; held bytes are delivered."""
         self._call(self._update(self._blocked.clear))
 
-    @property
     def blocked(self) -> set[tuple[str, str]]:
         return set(self._blocked)
+
+    def accepted_links(self) -> list[tuple[str, str]]:
+        return list(self.accepted)
 
     async def _update(self, change: Callable[[], object]) -> None:
         assert self._changed is not None
@@ -174,6 +179,107 @@ class Network:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
+
+
+
+def candidates(owners: dict[int, str] | str) -> dict[int, str]:
+    """pid -> node name: ``owners`` itself, or the pykbroker brokers whose log dir is under the root ``owners``."""
+    if isinstance(owners, dict):
+        return owners
+    out: dict[int, str] = {}
+    prefix = f"log.dirs={owners.rstrip('/')}/"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "pykbroker.cli" in args and any(a.startswith(prefix) for a in args):
+            node = next((a.split("=", 1)[1] for a in args if a.startswith("node.id=")), None)
+            if node is not None:
+                out[int(pid)] = f"broker-{node}"
+    return out
+
+
+def _serve(conn) -> None:
+    """The network's process: run an engine, answer the parent's calls until it says close (or goes away)."""
+    engine = _Engine()
+    while True:
+        try:
+            op, args, kwargs = conn.recv()
+        except (EOFError, OSError):
+            op, args, kwargs = "close", (), {}
+        try:
+            result = getattr(engine, op)(*args, **kwargs)
+            reply = ("ok", result)
+        except Exception as exc:  # noqa: BLE001 - handed back to the caller
+            reply = ("error", repr(exc))
+        if op == "close":
+            with contextlib.suppress(OSError):
+                conn.send(reply)
+            return
+        conn.send(reply)
+
+
+class Network:
+    """The proxies, run in a process of their own so that the campaign's busy Python threads cannot starve
+    them (one GIL: a proxy thread inside the campaign held ZooKeeper pings back long enough to expire every
+    broker's session at once in a 5-broker run). Methods may be called from any thread."""
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child,), name="chaos-network", daemon=True)
+        self._proc.start()
+        child.close()
+        self._lock = threading.Lock()
+
+    def _ask(self, op: str, *args, **kwargs):
+        with self._lock:
+            self._conn.send((op, args, kwargs))
+            status, result = self._conn.recv()
+        if status == "error":
+            raise RuntimeError(f"network {op}: {result}")
+        return result
+
+    def proxy(self, dst: str, upstream_port: int, *, source: str | None = None,
+              owners: dict[int, str] | str | None = None) -> int:
+        """See ``_Engine.proxy``: a proxy to ``upstream_port`` as node ``dst``; returns its port."""
+        return self._ask("proxy", dst, upstream_port, source=source, owners=owners)
+
+    def cut(self, src: str, dst: str, *, both: bool = False) -> None:
+        """Stop ``src``'s bytes to ``dst`` (and ``dst``'s to ``src`` with ``both``)."""
+        self._ask("cut", src, dst, both=both)
+
+    def isolate(self, node: str, others: list[str]) -> None:
+        """Cut ``node`` from each of ``others``, both ways."""
+        self._ask("isolate", node, others)
+
+    def heal(self) -> None:
+        """Every link flows again; held bytes are delivered."""
+        self._ask("heal")
+
+    @property
+    def blocked(self) -> set[tuple[str, str]]:
+        return self._ask("blocked")
+
+    @property
+    def accepted(self) -> list[tuple[str, str]]:
+        """(source, destination) of every connection accepted so far."""
+        return self._ask("accepted_links")
+
+    def close(self) -> None:
+        """Heal, stop listening, close every proxied connection, end the process."""
+        if self._proc.is_alive():
+            with contextlib.suppress(OSError, EOFError, RuntimeError):
+                self._ask("close")
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+        self._conn.close()
 
     def __enter__(self) -> Network:
         return self

@@ -19,13 +19,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from chaos.history import Commit, Consumed, History, Produced, Watermark
 from compat_tests.eos_copier import STUCK_EXIT
 
 Clock = Callable[[], float]
 REPO = Path(__file__).resolve().parent.parent
+
+
+def consumed(m: Message, reader: str, at: float) -> Consumed:
+    """The history entry of a message a consumer returned (a record: it has a topic, partition, offset, value)."""
+    topic, partition, offset, value, key = m.topic(), m.partition(), m.offset(), m.value(), m.key()
+    assert topic is not None and partition is not None and offset is not None and value is not None
+    return Consumed(topic, partition, offset, key.decode() if key else None, value.decode(), reader, at)
 
 
 class Workload:
@@ -75,7 +82,9 @@ class ProducerWorkload(Workload):
         def delivered(err, msg) -> None:
             now = self.clock()
             if err is None:
-                self.history.add(Produced(self.topic, partition, key, value, True, msg.offset(), sent=sent,
+                offset = msg.offset()  # None: acknowledged without an offset (see checker._known)
+                self.history.add(Produced(self.topic, partition, key, value, True, -1 if offset is None else offset,
+                                          sent=sent,
                                           acked=now, producer=self.name, seq=seq))
             else:
                 self.history.add(Produced(self.topic, partition, key, value, False, -1, str(err), sent=sent,
@@ -131,9 +140,7 @@ class GroupWorkload(Workload):
             while not self._stop.is_set():
                 m = consumer.poll(0.2)
                 if m is not None and m.error() is None:
-                    key = m.key().decode() if m.key() else None
-                    self.history.add(Consumed(m.topic(), m.partition(), m.offset(), key, m.value().decode(), reader,
-                                              self.clock()))
+                    self.history.add(consumed(m, reader, self.clock()))
                     since += 1
                 if since >= self.commit_every or (since and time.monotonic() - last_commit > 1.0):
                     self._commit(consumer)
@@ -167,8 +174,14 @@ class TransactionWorkload(Workload):
     def _producer(self) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.name, "linger.ms": 5,
                       "transaction.timeout.ms": 30_000, "client.id": self.name})
-        p.init_transactions(60)
-        return p
+        deadline = time.monotonic() + 300
+        while True:  # a timeout is retriable ("retry call to resume"): the coordinator is still moving or loading
+            try:
+                p.init_transactions(60)
+                return p
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
 
     def _run(self) -> None:
         producer = self._producer()
@@ -180,7 +193,8 @@ class TransactionWorkload(Workload):
             def delivered(err, msg, _pending=pending) -> None:
                 value = msg.value().decode()
                 _pending.append(Produced(self.topic, msg.partition(), None, value, err is None,
-                                         msg.offset() if err is None else -1, "" if err is None else str(err),
+                                         msg.offset() if err is None and msg.offset() is not None else -1,
+                                         "" if err is None else str(err),
                                          acked=self.clock(), producer=self.name, seq=len(_pending)))
             outcome = "unknown"
             try:
@@ -313,16 +327,17 @@ def read_back(bootstrap: str, topic: str, partition: int, history: History, cloc
             m = consumer.poll(0.5)
             if m is None:
                 continue
-            if m.error():
-                if m.error().code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(m.error())
+            error = m.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
                 position = consumer.position([TopicPartition(topic, partition)])[0].offset
                 if committed or position >= high or high == 0:  # compacted: offsets have gaps
                     return count
                 continue
-            key = m.key().decode() if m.key() else None
-            history.add(Consumed(topic, partition, m.offset(), key, m.value().decode(), reader, clock()))
-            count, last = count + 1, m.offset()
+            record = consumed(m, reader, clock())
+            history.add(record)
+            count, last = count + 1, record.offset
         raise TimeoutError(f"read back of {topic}-{partition} stopped at {last} (high watermark {high})")
     finally:
         consumer.close()

@@ -7,9 +7,6 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    ("disk_full", "describe topic partitions offline partition elr"): "Eligible leader replicas (KIP-966) are not "
-    "kept in pykbroker's partition state: Kafka lists the replica that left the ISR for an offline dir as eligible "
-    "(and last known eligible); pykbroker answers empty lists (it elects that replica again all the same).",
     # Share groups are served at Kafka 4.2's versions, where KIP-932 is released (4.1's are its preview):
     # ShareFetch and ShareAcknowledge v2 (KIP-1206 acquire mode, KIP-1222 renew) and DescribeShareGroupOffsets
     # v1 (KIP-1226 lag) are what 4.2 brokers and the 4.2 Java client use.

@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         idle_since = time.monotonic()
         producer.begin_transaction()
         for m in messages:
-            producer.produce(args.output, key=m.key(), value=m.value().upper(), partition=m.partition())
+            value, partition = m.value(), m.partition()
+            assert value is not None and partition is not None  # the input's records all have values
+            producer.produce(args.output, key=m.key(), value=value.upper(), partition=partition)
         if transactions == args.crash_after:
             producer.flush(30)  # the records are in the log, the transaction stays open
             print(f"crashing inside transaction {transactions + 1} after {copied} records", flush=True)

@@ -27,6 +27,7 @@ from wire.messages import (
     AlterShareGroupOffsetsRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
+    ListGroupsRequest,
     MetadataRequest,
 )
 from wire.messages.alter_share_group_offsets_request import (
@@ -192,8 +193,8 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
                      if group_leaders[partition_for(g, 5)] == victim
                      and state_leaders[partition_for(coordinator_key((g, topic_id, 0)), 5)] == victim)
         # ZooKeeper mode has no group configs: the group starts at offset 0 by an offsets reset (as
-        # kafka-share-groups --reset-offsets --to-earliest does) before it has members
-        with RawClient(cluster.broker(2).bootstrap, timeout=30) as c:
+        # kafka-share-groups --reset-offsets --to-earliest does) before it has members, on its coordinator
+        with RawClient(cluster.broker(victim).bootstrap, timeout=30) as c:
             r = c.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
                 topic_name=topic, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=0)
                                               for p in (0, 1)])]), 0)
@@ -214,6 +215,14 @@ def test_kill_9_of_the_partition_leader_in_a_cluster_during_java_share_consumpti
             time.sleep(0.2)
         lines = driver.finish(240)
         logs = {n: b.log()[-3000:] for n, b in cluster.brokers.items() if n != victim}
+        # ListGroups (as kafka-share-groups --list asks every broker): the group once, from its new coordinator
+        listed = []
+        for n, b in cluster.brokers.items():
+            if n != victim:
+                with RawClient(b.bootstrap, timeout=30) as c:
+                    r = c.request(ListGroupsRequest(types_filter=["share"]), 5)
+                    listed += [n for g in r.groups if g.group_id == group]
+        assert listed == [coordinator_of(survivor, 0, group)], listed
     result = judge(lines, 2)
     # partition 0 went on from its new leader, which loaded the share-partition's state
     assert any(line.startswith("ACK 0 ") for line in lines[killed_at:]), (result, logs)

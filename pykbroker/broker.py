@@ -217,8 +217,13 @@ class Broker:
                 ensure_state_topic=self._ensure_share_group_state_topic, clock=clock,
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
-                send=self._send_to_broker if self.cluster_mode else None)
+                send=self._send_to_broker if self.cluster_mode else None,
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
         return self._share_groups
+
+    def _coordinates_group(self, group_id: str) -> bool:
+        """Whether this broker is ``group_id``'s coordinator (leads its __consumer_offsets partition)."""
+        return self.group_coordinator.coordinator_for(group_id) == self.node_id
 
     async def _send_to_broker(self, node_id: int, request: Any, version: int, response_class: Any) -> Any:
         """One request to another broker of the cluster (the share coordinator's state RPCs)."""
@@ -364,12 +369,19 @@ class Broker:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
+        offline_at_start = self._mark_offline_at_start()
         if self.cluster_mode:
             self._delete_stray_logs()
         else:
             await self._elect_recovered_replicas()
         for topic in self.metadata.image.topics.values():
             self._host_topic(topic)
+        if offline_at_start:
+            in_offline = self.replica_manager.offline_partitions.__contains__
+            dirs = ",".join(self.log_manager.failure_channel.offline_dirs)
+            self._spawn(self._hand_over(lambda t, p: in_offline((t, p)), f"log dirs {dirs} offline at start", 10)
+                        if self.cluster_mode else self._directory_offline(lambda t, p: in_offline((t, p)), dirs,
+                                                                          at_start=True))
         self.metadata.subscribe(self._apply_metadata)
         self.replica_manager.start_isr_expiration()
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
@@ -421,6 +433,20 @@ class Broker:
         else:
             self._loop.call_soon_threadsafe(lambda: self._spawn(self._directory_offline(in_dir, log_dir)))
 
+    def _mark_offline_at_start(self) -> int:
+        """With a log dir offline at start, a partition assigned here whose log no online dir holds is taken to
+        be in the offline dir (Kafka knows from the directory assigned in the metadata): it is marked offline
+        instead of hosted, so no empty log is created for it elsewhere. Returns how many."""
+        if not self.log_manager.failure_channel.offline_dirs:
+            return 0
+        marked = 0
+        for topic in self.metadata.image.topics.values():
+            for p in topic.partitions:
+                if self.node_id in p.replicas and self.log_manager.get_log(topic.name, p.partition) is None:
+                    self.replica_manager.mark_offline(topic.name, p.partition)
+                    marked += 1
+        return marked
+
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
         on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
@@ -428,14 +454,24 @@ class Broker:
         moves the leadership away)."""
         if self.cluster_mode:
             return ()
+        if (topic, partition) in self.replica_manager.offline_partitions:
+            return (self.node_id,)
         p = self.replica_manager.get_partition(topic, partition)
         return (self.node_id,) if p is not None and p.log.is_offline else ()
 
-    async def _directory_offline(self, selected: Callable[[str, int], bool], log_dir: str) -> None:
+    async def _directory_offline(self, selected: Callable[[str, int], bool], log_dir: str, *,
+                                 at_start: bool = False) -> None:
         """Single node: the partitions of an offline log dir lose their leader (leader -1, a new leader epoch,
         this replica out of the ISR with ELR) as Kafka's controller answers a heartbeat naming the dir
-        (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline."""
-        from replication.elections import LeaderAndIsr, directory_offline_change
+        (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline.
+        ``at_start``: the dir was offline when the broker started (registered): as in Kafka, its replica is then
+        no longer an eligible leader either, though it stays the last known one."""
+        from replication.elections import (
+            NO_LEADER,
+            LeaderAndIsr,
+            directory_offline_change,
+            eligible_leader_replicas,
+        )
         from replication.metadata_image import PartitionState
 
         image = self.metadata.image
@@ -447,10 +483,18 @@ class Broker:
                 new = directory_offline_change(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
                                                image.brokers, self.node_id, self.elr_enabled)
                 if new is None:
-                    continue
+                    if not (at_start and self.node_id in p.elr):
+                        continue
+                    new, eligible, last_known = LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.elr, p.last_known_elr
+                else:
+                    min_isr = self.log_config_for_topic(topic.name).min_insync_replicas
+                    eligible = eligible_leader_replicas(p.isr, new.isr, p.elr, min_isr, self.elr_enabled)
+                    last_known = eligible if new.leader == NO_LEADER else ()
+                elr = tuple(r for r in eligible if r != self.node_id) if at_start else eligible
                 try:
                     committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1,
+                        elr=elr, last_known_elr=last_known))
                 except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
                     log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
                     return
@@ -544,6 +588,8 @@ class Broker:
         log_config = self.log_config_for_topic(topic.name)
         rm = self.replica_manager
         for p in topic.partitions:
+            if (topic.name, p.partition) in rm.offline_partitions:
+                continue  # its log dir is offline: never hosted (nor created) elsewhere
             if old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] == p \
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
@@ -607,6 +653,8 @@ class Broker:
             self._transaction_coordinator.on_election(partition)
         elif topic == SHARE_GROUP_STATE_TOPIC_NAME and self._share_groups is not None:
             self._share_groups.coordinator.on_election(partition)
+        if topic in (GROUP_METADATA_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME) and self._share_groups is not None:
+            self._share_groups.coordination_changed()
 
     def _coordinator_resigned(self, topic: str, partition: int) -> None:
         if topic == GROUP_METADATA_TOPIC_NAME and self._group_coordinator is not None:

@@ -166,7 +166,9 @@ class EmbeddedMetadataStore(PublishedImage):
                     "topic_id": uuid_to_kafka_string(t.topic_id),
                     "partitions": [{"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
                                     "replicas": list(p.replicas), "isr": list(p.isr),
-                                    "partition_epoch": p.partition_epoch} for p in t.partitions],
+                                    "partition_epoch": p.partition_epoch,
+                                    **({"elr": list(p.elr), "last_known_elr": list(p.last_known_elr)}
+                                       if p.elr or p.last_known_elr else {})} for p in t.partitions],
                     "configs": dict(t.configs),
                 }
                 for t in new.topics.values()

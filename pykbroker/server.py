@@ -15,12 +15,16 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, Listener
 from pykbroker.connection import Connection
 from pykbroker.connection_quotas import ConnectionQuotas
 from pykbroker.metrics import BrokerMetrics
+
+if TYPE_CHECKING:
+    from pykbroker.console import Console
 from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
@@ -50,7 +54,7 @@ class Server:
         self.quotas: ConnectionQuotas | None = None
         self.channel: RequestChannel | None = None
         self.metrics: BrokerMetrics | None = None
-        self.console = None  # pykbroker.console.Console while console.listener is set
+        self.console: Console | None = None  # while console.listener is set
         self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.config import Config, Listener
     from pykbroker.dynamic_config import DynamicBrokerConfig
+    from pykbroker.metrics.recorder import Recorder
     from pykbroker.quotas import QuotaManager, RequestQuotaManager
     from pykbroker.security.authorizer import StandardAuthorizer
     from pykbroker.security.delegation_tokens import DelegationTokenManager
@@ -62,6 +63,7 @@ class BrokerServices(Protocol):
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
     async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
     async def ensure_elr_min_insync_replicas(self) -> None: ...
+    def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]: ...  # on an offline log dir
     @property
     def controller(self) -> ZkController: ...  # cluster mode only
     @property
@@ -100,3 +102,7 @@ class BrokerServices(Protocol):
     def fetch_quota(self) -> QuotaManager: ...
     @property
     def request_quota(self) -> RequestQuotaManager: ...
+
+    # -- observation ---------------------------------------------------------------------------------------
+    @property
+    def metrics(self) -> Recorder | None: ...  # None while metrics and the console are off

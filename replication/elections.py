@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 __all__ = ["LeaderAndIsr", "NO_LEADER", "initial_leader_and_isr", "offline_partition_election",
            "preferred_replica_election", "remove_replica_from_isr", "imbalanced_brokers",
-           "controlled_shutdown_election", "directory_offline_change", "recovered_replica_election"]
+           "controlled_shutdown_election", "directory_offline_change", "eligible_leader_replicas",
+           "recovered_replica_election"]
 
 NO_LEADER = -1
 
@@ -122,6 +123,16 @@ def directory_offline_change(current: LeaderAndIsr, assignment: Sequence[int], l
     if leader == replica:
         leader = next((r for r in assignment if r != replica and r in live and r in isr), NO_LEADER)
     return LeaderAndIsr(leader, current.leader_epoch + 1, isr)
+
+
+def eligible_leader_replicas(old_isr: Sequence[int], new_isr: Sequence[int], elr: Sequence[int], min_isr: int,
+                             elr_enabled: bool) -> tuple[int, ...]:
+    """KIP-966: with ELR on and the ISR below ``min_isr``, the replicas that just left the ISR stay eligible to
+    lead (they held every committed record); otherwise the ISR itself suffices and nobody else is eligible."""
+    if not elr_enabled or len(new_isr) >= min_isr:
+        return ()
+    left = [r for r in old_isr if r not in new_isr]
+    return tuple(dict.fromkeys([*elr, *left]))
 
 
 def recovered_replica_election(current: LeaderAndIsr, assignment: Sequence[int], replica: int) -> LeaderAndIsr | None:

@@ -30,7 +30,11 @@ _EMPTY: Mapping = MappingProxyType({})
 class PartitionState:
     """Leader, replicas and ISR of one partition, with the epochs that fence stale leaders and ISR writes.
     While it is reassigned, ``replicas`` is the full set and ``adding_replicas``/``removing_replicas`` say
-    which of them join and which leave."""
+    which of them join and which leave.
+
+    ``elr`` and ``last_known_elr``: KIP-966's eligible leader replicas (replicas out of the ISR that may still
+    lead cleanly) and the last ones known when the partition lost its leader; only a single node's
+    offline-dir handling sets them (ZooKeeper mode has none, as Kafka 3.9)."""
 
     partition: int
     leader: int
@@ -40,12 +44,16 @@ class PartitionState:
     partition_epoch: int = 0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "replicas", tuple(self.replicas))
         object.__setattr__(self, "isr", tuple(self.isr))
         object.__setattr__(self, "adding_replicas", tuple(self.adding_replicas))
         object.__setattr__(self, "removing_replicas", tuple(self.removing_replicas))
+        object.__setattr__(self, "elr", tuple(self.elr))
+        object.__setattr__(self, "last_known_elr", tuple(self.last_known_elr))
 
     def offline_replicas(self, live_brokers: Mapping[int, object]) -> list[int]:
         return [r for r in self.replicas if r not in live_brokers]

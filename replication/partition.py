@@ -190,12 +190,16 @@ class Partition:
         if current_leader_epoch > self.leader_epoch:
             raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
-    def require_leader(self) -> None:
-        """As Kafka's getPartitionOrException then leader check: a partition whose log dir is offline answers
-        KAFKA_STORAGE_ERROR whoever leads it; otherwise a replica that does not lead NOT_LEADER_OR_FOLLOWER."""
+    def check_online(self) -> None:
+        """As Kafka's getPartitionOrException: a partition whose log dir is offline answers KAFKA_STORAGE_ERROR
+        whoever leads it, before any epoch or leadership check."""
         if self.log.is_offline:
             raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
                                  f"Partition {self.topic}-{self.partition} is in an offline log directory")
+
+    def require_leader(self) -> None:
+        """The offline check, then: a replica that does not lead answers NOT_LEADER_OR_FOLLOWER."""
+        self.check_online()
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 

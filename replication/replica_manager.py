@@ -165,6 +165,9 @@ class ReplicaManager:
         self.time_ms = time_ms
         self.in_metadata = in_metadata
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Assigned here but their log is in a dir that was offline at start: not hosted and never created
+        # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
+        self.offline_partitions: set[TopicPartition] = set()
         # The leader's replication throttle (leader.replication.throttled.*), applied to out-of-sync followers.
         self.leader_quota: ReplicationQuota | None = None
         # Follower fetching (KIP-392): replica.selector.class's choice, and the registered brokers' racks.
@@ -185,6 +188,7 @@ class ReplicaManager:
         p = self.partitions.get((topic, partition))
         if p is None:
             raise PartitionError(self._not_hosted_error((topic, partition)))
+        p.check_online()
         p.check_leader_epoch(current_leader_epoch)
         if not p.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -219,8 +223,16 @@ class ReplicaManager:
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn the leadership is gone
         return p
 
+    def mark_offline(self, topic: str, partition: int) -> None:
+        """``topic-partition`` is assigned here but its log dir is offline: do not host it (Kafka's
+        markPartitionOffline)."""
+        self.offline_partitions.add((topic, partition))
+        log.warning("%s-%d: its log dir is offline; the partition is offline on broker %d", topic, partition,
+                    self.node_id)
+
     def _not_hosted_error(self, tp: TopicPartition) -> int:
-        """As Kafka: a partition the cluster has but this broker does not host is NOT_LEADER_OR_FOLLOWER."""
+        """As Kafka: a partition the cluster has but this broker does not host (one offline since the start
+        included) is NOT_LEADER_OR_FOLLOWER."""
         return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def _on_high_watermark_changed(self, p: Partition) -> None:
@@ -235,6 +247,7 @@ class ReplicaManager:
 
     def delete_partitions(self, topic: str) -> None:
         """Stop hosting every partition of ``topic`` and delete their logs."""
+        self.offline_partitions = {tp for tp in self.offline_partitions if tp[0] != topic}
         for key in [k for k in self.partitions if k[0] == topic]:
             p = self.partitions.pop(key)
             self.log_manager.delete_log(p.topic, p.partition)

@@ -381,8 +381,13 @@ def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int |
         start, end = target.first_dirty_offset, target.first_uncleanable_offset
         if end <= start:
             return CleanResult(start)
+        log.info("Cleaner: beginning cleaning of log %s: building the offset map for offsets [%d, %d)",
+                 log_.name, start, end)
+        started = time.monotonic()
         offset_map, mapped_to = _build_offset_map(log_, [s for s in segments if _next_base(segments, s) > start],
                                                   start, end, max_map_entries)
+        log.info("Cleaner: offset map for log %s complete: %d keys up to offset %d in %d ms", log_.name,
+                 len(offset_map), mapped_to, (time.monotonic() - started) * 1000)
         if mapped_to <= log_.log_start_offset:
             return CleanResult(start)
         to_clean = [s for s in segments[:-1] if s.base_offset < mapped_to and _next_base(segments, s) <= mapped_to]
@@ -392,11 +397,20 @@ def clean_log(log_: Log, *, first_dirty_offset: int | None = None, now_ms: int |
         config = log_.config
         cleaning = _Cleaning(offset_map, CleanedTransactionMetadata(), now, now + config.delete_retention_ms, end,
                              result)
-        for group in _group_segments(to_clean, config.segment_size, config.max_index_size):
+        groups = _group_segments(to_clean, config.segment_size, config.max_index_size)
+        group_bytes = [sum(s.size for s in group) for group in groups]  # read now: cleaned groups are swapped out
+        total_bytes = max(sum(group_bytes), 1)
+        done_bytes = 0
+        for i, group in enumerate(groups, 1):
             if not _clean_group(log_, group, cleaning, before_swap):
                 result.aborted = True
                 result.next_dirty_offset = start
                 break
+            # One line per swapped group: how far the cleaning of this log is, by the bytes it had to read.
+            done_bytes += group_bytes[i - 1]
+            log.info("Cleaner: cleaned segments %d..%d of log %s: group %d/%d, %d%% of %d bytes in %d ms",
+                     group[0].base_offset, group[-1].base_offset, log_.name, i, len(groups),
+                     done_bytes * 100 // total_bytes, total_bytes, (time.monotonic() - started) * 1000)
         return result
     finally:
         for segment in segments:

@@ -1,8 +1,8 @@
 // A Java KafkaShareConsumer that accepts every record it gets, one commitSync per poll, and says what happened.
 // Run as a single-file program:
-//   java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS [PAUSE_MS]
+//   java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS [PAUSE_MS [KEY=VALUE...]]
 // (PAUSE_MS: a pause after each poll of at most 100 records (share.acquire.mode record_limit), so a test can
-// act in the middle of the consumption.)
+// act in the middle of the consumption; KEY=VALUE: more consumer properties, e.g. SASL settings.)
 //
 // Prints, in order, one line per event:
 //   GOT <partition> <offset> <delivery count>   a record was delivered to this consumer
@@ -36,6 +36,10 @@ public class ShareConsumerDriver {
         props.put("group.id", group);
         props.put("client.id", "share-driver");
         props.put("share.acknowledgement.mode", "explicit");
+        for (int i = 6; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
         if (pauseMs > 0) {
             props.put("max.poll.records", "100");
             props.put("share.acquire.mode", "record_limit");

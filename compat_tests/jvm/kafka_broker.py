@@ -53,8 +53,8 @@ class KafkaBroker:
         self.controller_port = controller_port or free_port()
         self.voters = voters
         self.quick_start = quick_start
-        self._tmp = None if root is not None else tempfile.mkdtemp(prefix="kafka-judge-")
-        self.root = Path(root or self._tmp)
+        self._tmp = None if root is not None else tempfile.mkdtemp(prefix="kafka-judge-")  # removed on close
+        self.root = Path(root) if root is not None else Path(self._tmp or "")
         self.heap = heap
         self.overrides = dict(overrides or {})
         self.loggers = dict(loggers or {})

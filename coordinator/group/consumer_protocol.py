@@ -533,10 +533,10 @@ class ConsumerProtocol:
             stale = regex in resolved and now - resolved[regex].timestamp_ms >= REGEX_REFRESH_INTERVAL_MS
             if info is not None and (new is not None and regex == new.subscribed_topic_regex and stale
                                      or regex not in resolved):
-                topics = self._resolve_regex(regex, info)
-                if regex not in resolved or resolved[regex].topics != topics:
-                    resolved[regex] = ResolvedRegex(topics, 0, now)
-                    records.append(rec.consumer_group_regex_record(group.group_id, regex, topics, 0, now))
+                matched = self._resolve_regex(regex, info)
+                if regex not in resolved or resolved[regex].topics != matched:
+                    resolved[regex] = ResolvedRegex(matched, 0, now)
+                    records.append(rec.consumer_group_regex_record(group.group_id, regex, matched, 0, now))
                     changed = True
         topics = {t for t, c in names.items() if c > 0}
         for regex, count in regexes.items():

@@ -72,6 +72,12 @@ class ReplicaCoordinatorLog:
             raise CoordinatorLogError(result.error_code, result.error_message)
         return result.base_offset
 
+    @property
+    def log_end_offset(self) -> int | None:
+        """Where the partition's log ends (for the load's progress lines); None when it is not hosted here."""
+        partition = self._rm.get_partition(self.topic, self.partition)
+        return None if partition is None else partition.log.log_end_offset
+
     def read_all(self) -> Iterator[LogEntry]:
         partition = self._rm.get_partition(self.topic, self.partition)
         if partition is None:

@@ -41,6 +41,7 @@ from coordinator.runtime.errors import (
     UnknownRecordTypeError,
     append_error_to_response_error,
 )
+from coordinator.runtime.load_progress import with_progress
 from coordinator.runtime.log import CoordinatorLog, CoordinatorLogFactory, LogEntry
 from coordinator.runtime.result import CoordinatorResult
 from coordinator.runtime.timer import CoordinatorTimer
@@ -181,6 +182,7 @@ class CoordinatorRuntime(Generic[ShardT]):
         count = 0
         if inspect.isawaitable(entries):
             entries = await entries
+        entries = with_progress(entries, f"{self.topic}-{ctx.partition}", getattr(ctx.log, "log_end_offset", None))
         if hasattr(entries, "__aiter__"):
             async for entry in entries:
                 self._replay_entry(ctx, entry)

@@ -6,7 +6,8 @@ __share_group_state partition, which may be another broker. ``SharePersister`` c
 (InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState, DeleteShareGroupState,
 ReadShareGroupStateSummary) to its leader. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS and a broken connection are retried (the coordinator is moving: metadata
-names the new leader soon) with a growing backoff until ``timeout_ms``; other errors are raised as
+names the new leader soon) with a growing backoff until ``timeout_ms``, each try bounded by
+``ATTEMPT_TIMEOUT_MS``; other errors are raised as
 ``ApiError`` at once (FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH: this leader is out of date).
 
 The transport is injected (``send(node_id, request, version, response_class)``), so nothing here does I/O
@@ -52,6 +53,7 @@ log = logging.getLogger("pykbroker.coordinator.share")
 Send = Callable[[int, Any, int, Any], Awaitable[Any]]
 RETRIABLE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REQUEST_TIMED_OUT})
+ATTEMPT_TIMEOUT_MS = 10_000  # one try (an acks=all append waits for the ISR); a coordinator that is going away
 WRITE_VERSION = 1  # WriteShareGroupState v1 carries DeliveryCompleteCount (Kafka 4.2)
 SUMMARY_VERSION = 1
 
@@ -129,15 +131,34 @@ class SharePersister:
     async def states(self, group_id: str, candidates: Iterable[tuple[uuid.UUID, int]]
                      ) -> dict[SharePartitionKey, ShareGroupOffset]:
         """The persisted state of ``group_id`` on every share-partition: the local coordinator's in full, and
-        the summaries of the ``candidates`` (topic id, partition) coordinated elsewhere."""
+        the summaries of the ``candidates`` (topic id, partition) coordinated elsewhere — one
+        ReadShareGroupStateSummary per coordinator, a coordinator that does not answer is left out."""
         out = dict(await self.coordinator.all_states(group_id))
+        if self._send is None:
+            return out
+        by_node: dict[int, list[SharePartitionKey]] = {}
         for topic_id, partition in candidates:
             key = (group_id, topic_id, partition)
-            if key in out or self.coordinator.leader_of(key) in (None, self.node_id, -1) or self._send is None:
+            node = self.coordinator.leader_of(key)
+            if key not in out and node is not None and node >= 0 and node != self.node_id:
+                by_node.setdefault(node, []).append(key)
+        for node, keys in by_node.items():
+            topics: dict[uuid.UUID, list[int]] = {}
+            for _, topic_id, partition in keys:
+                topics.setdefault(topic_id, []).append(partition)
+            request = ReadShareGroupStateSummaryRequest(group_id=group_id, topics=[
+                sreq.ReadStateSummaryData(topic_id=t, partitions=[sreq.PartitionData(partition=p, leader_epoch=-1)
+                                                                 for p in ps]) for t, ps in topics.items()])
+            try:
+                response = await self._request(node, request, SUMMARY_VERSION, ReadShareGroupStateSummaryResponse)
+            except (ConnectionError, ApiError) as exc:
+                log.warning("share group %s: the state summaries from node %d failed: %s", group_id, node, exc)
                 continue
-            summary = await self.read_summary(key)
-            if summary is not None:
-                out[key] = summary
+            for t in response.results:
+                for p in t.partitions:
+                    if p.error_code == ErrorCode.NONE and (p.state_epoch >= 0 or p.start_offset >= 0):
+                        out[(group_id, t.topic_id, p.partition)] = ShareGroupOffset(
+                            -1, p.state_epoch, p.leader_epoch, p.start_offset, [], p.delivery_complete_count)
         return out
 
     # -- routing and retries ----------------------------------------------------------------------------
@@ -147,12 +168,18 @@ class SharePersister:
         backoff = self.backoff_ms
         while True:
             node = self.coordinator.leader_of(key)
+            attempt_s = max(0.001, min(ATTEMPT_TIMEOUT_MS / 1000, deadline - time.monotonic()))
             try:
                 if node is None or node == self.node_id or self._send is None:
-                    return await local()  # creates __share_group_state on first use; NOT_COORDINATOR if moved
+                    # creates __share_group_state on first use; NOT_COORDINATOR once the partition moved
+                    return await asyncio.wait_for(local(), attempt_s)
                 if node < 0:
                     raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no leader")
-                return await remote(node)
+                return await asyncio.wait_for(remote(node), attempt_s)
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the share coordinator did not answer") from None
+                why = "no answer"
             except ApiError as exc:
                 if exc.error_code not in RETRIABLE or time.monotonic() >= deadline:
                     raise

@@ -17,6 +17,7 @@ Both keys are (group id, topic id, partition); a tombstone of the snapshot key d
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 from coordinator.group.records import CoordinatorRecord, UnknownRecordTypeError
 from wire import DecodeError, Reader
@@ -34,7 +35,7 @@ class RecordType(IntEnum):
     SHARE_UPDATE = 1
 
 
-_CLASSES = {
+_CLASSES: dict[int, tuple[Any, Any]] = {
     RecordType.SHARE_SNAPSHOT: (ShareSnapshotKey, ShareSnapshotValue),
     RecordType.SHARE_UPDATE: (ShareUpdateKey, ShareUpdateValue),
 }

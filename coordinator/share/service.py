@@ -42,9 +42,12 @@ class ShareGroupService:
                  topic_name: Callable[[uuid.UUID], str | None], group_configs: Callable[[str], Mapping[str, str]],
                  ensure_state_topic: Callable[[], Any] | None = None,
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
-                 existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None) -> None:
+                 existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None,
+                 coordinates: Callable[[str], bool] = lambda group_id: True) -> None:
         """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
-        a single node, where every __share_group_state partition is led here)."""
+        a single node, where every __share_group_state partition is led here). ``coordinates(group_id)``: whether
+        this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition)."""
+        self.coordinates = coordinates
         self.config = config
         self.clock = clock or SystemClock()
         self._group_configs = group_configs
@@ -81,8 +84,14 @@ class ShareGroupService:
         if self._groups_loaded or SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
             return
         for key in await self.coordinator.all_states():
-            self.groups.ensure_group(key[0])
+            if self.coordinates(key[0]):  # a cluster lists a group once: on its coordinator
+                self.groups.ensure_group(key[0])
         self._groups_loaded = True
+
+    def coordination_changed(self) -> None:
+        """This node leads another __consumer_offsets or __share_group_state partition: the groups known from
+        persisted state are looked for again on the next listing."""
+        self._groups_loaded = False
 
     async def states(self, group_id: str) -> dict:
         """Every persisted share-partition state of ``group_id``, wherever it is coordinated (describe, delete)."""

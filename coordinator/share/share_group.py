@@ -177,11 +177,13 @@ class ShareGroupCoordinator:
                                {t: sorted(p) for t, p in target.items()} if send else None)
 
     def _maybe_reassign(self, group: ShareGroup) -> None:
-        partitions = []
+        partitions: list[tuple[uuid.UUID, int]] = []
+        ids_by_name: dict[str, uuid.UUID] = {}
         for name in sorted(group.subscribed_topics()):
             described = self._topics(name)
             if described is not None:
                 topic_id, count = described
+                ids_by_name[name] = topic_id
                 partitions.extend((topic_id, p) for p in range(count))
         seen = tuple(partitions)
         if seen != group.partitions_seen:
@@ -197,7 +199,7 @@ class ShareGroupCoordinator:
             by_subscription.setdefault(tuple(sorted(m.subscribed_topic_names)), []).append(m.member_id)
         target: dict[str, Assignment] = {}
         for topics, members in by_subscription.items():
-            wanted = [(t, p) for t, p in partitions if any(self._topics(n) and self._topics(n)[0] == t for n in topics)]
+            wanted = [(t, p) for t, p in partitions if any(ids_by_name.get(n) == t for n in topics)]
             target.update(simple_assign(members, wanted, group.target))
         group.target = target
         group.assignment_epoch = group.group_epoch

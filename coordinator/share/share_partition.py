@@ -310,7 +310,7 @@ class SharePartition:
             a = self._acquisitions.pop(t, None)
             if a is not None and a.handle is not None:
                 a.handle.cancel()
-        if released:
+        if released and low is not None:
             self._dirty.mark(low, high)
             self._advance_start()
             self.on_release()

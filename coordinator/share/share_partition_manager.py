@@ -136,7 +136,7 @@ class SharePartitionManager:
         group_id, topic_id, index = key
         topic = self._topic_name(topic_id)
         partition = self._rm.get_partition(topic, index) if topic is not None else None
-        if partition is None:
+        if topic is None or partition is None:
             raise _PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if not partition.is_leader:
             raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

@@ -9,6 +9,7 @@ log lines (``LogTail``). Nothing on it changes the broker: every route is a GET 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -144,11 +145,9 @@ class Console:
             "/api/overview": lambda _q: (200, "application/json",
                                          json.dumps(overview(self.broker, self.history, self.tail)).encode()),
         })
-        self._sampler = None
+        self._sampler: asyncio.Task | None = None
 
     async def start(self) -> None:
-        import asyncio
-
         host, port = parse_host_port("console.listener", self.broker.config["console.listener"])
         logging.getLogger().addHandler(self.tail)
         bound = await self.endpoint.start(host, port)
@@ -157,8 +156,6 @@ class Console:
         log.info("console: serving the read-only console at http://%s:%d/", host or "0.0.0.0", bound)
 
     async def _sample_forever(self) -> None:
-        import asyncio
-
         while True:
             await asyncio.sleep(SAMPLE_INTERVAL_S)
             self.history.sample()

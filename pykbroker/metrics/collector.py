@@ -12,14 +12,14 @@ widely used kafka_exporter gives it (``kafka_consumergroup_lag{consumergroup, to
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from pykbroker.metrics import state
-from pykbroker.metrics.jmx_names import MBean, prometheus_name, quantile_label, sanitize
+from pykbroker.metrics.jmx_names import MBean, prometheus_name, sanitize
 from pykbroker.metrics.recorder import REQUEST_TIMES, Recorder
 
 __all__ = ["BrokerCollector", "KAFKA_MBEANS", "NOT_FROM_JMX", "QUANTILES"]
@@ -83,7 +83,7 @@ def _labels(bean: MBean) -> list[str]:
     return [sanitize(k) for k in bean.label_keys]
 
 
-def _percentile(sorted_values: list[float], q: str) -> float:
+def _percentile(sorted_values: Sequence[float], q: str) -> float:
     """Kafka's (Yammer's) snapshot quantile: the value at position q * (n + 1), interpolated."""
     n = len(sorted_values)
     if n == 0:
@@ -158,12 +158,10 @@ class BrokerCollector(Collector):
                                           labels=["request", "quantile"])
             count = self._count(bean)
             for api, stats in apis:
-                if metric == "RequestBytes":
-                    values = sorted(stats.sizes())
-                else:
-                    values = sorted(sample[i] for sample in times[api])
+                values: list[float] = sorted(stats.sizes() if metric == "RequestBytes"
+                                             else (sample[i] for sample in times[api]))
                 for q in QUANTILES:
-                    quantiles.add_metric([api, quantile_label(f"{q}thPercentile")], _percentile(values, q))
+                    quantiles.add_metric([api, f"0.{q}"], _percentile(values, q))
                 count.add_metric([api], stats.count)
             yield quantiles
             yield count
@@ -235,8 +233,8 @@ class BrokerCollector(Collector):
         values = sorted(self.recorder.flush_times_ms)
         q = GaugeMetricFamily(_name(bean, "50thPercentile"), bean.object_name() + " percentiles",
                               labels=["quantile"])
-        for p in QUANTILES:
-            q.add_metric([quantile_label(f"{p}thPercentile")], _percentile(values, p))
+        for quantile in QUANTILES:
+            q.add_metric([f"0.{quantile}"], _percentile(values, quantile))
         yield q
         c = self._count(bean)
         c.add_metric([], self.recorder.flushes)
@@ -270,11 +268,11 @@ class BrokerCollector(Collector):
                                 "(kafka_exporter's name)", labels=["consumergroup", "topic", "partition"])
         current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset (kafka_exporter's name)",
                                     labels=["consumergroup", "topic", "partition"])
-        for g in groups:
-            for (topic, partition), (committed, group_lag) in sorted(g.offsets.items()):
-                current.add_metric([g.group_id, topic, str(partition)], committed)
+        for group in groups:
+            for (topic, partition), (committed, group_lag) in sorted(group.offsets.items()):
+                current.add_metric([group.group_id, topic, str(partition)], committed)
                 if group_lag is not None:
-                    lag.add_metric([g.group_id, topic, str(partition)], group_lag)
+                    lag.add_metric([group.group_id, topic, str(partition)], group_lag)
         yield lag
         yield current
 

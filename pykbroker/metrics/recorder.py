@@ -70,7 +70,7 @@ class RequestStats:
 
     def times_ms(self) -> list[tuple[float, ...]]:
         """The samples' REQUEST_TIMES in ms (see ``Recorder.request`` for what each is)."""
-        out = []
+        out: list[tuple[float, ...]] = []
         for _size, arrived, started, local_s, handled, send_started, sent, throttle_ms in list(self.samples):
             out.append(((started - arrived) * 1000, local_s * 1000, max(handled - started - local_s, 0.0) * 1000,
                         float(throttle_ms), (send_started - handled) * 1000, (sent - send_started) * 1000,

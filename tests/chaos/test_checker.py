@@ -217,3 +217,18 @@ def test_unavailability_is_the_worst_partition():
         h.add(acked(f"b{i}", i, at=t, partition=1))
     h.add(Fault("kill-leader", "b1", 10.0, 15.0))
     assert unavailability(h) == {"kill-leader": [9.0]}
+
+
+def test_an_acknowledgement_without_an_offset_must_still_be_read_back_once():
+    """librdkafka acknowledges a retried batch the broker already had without its offset (offset -1)."""
+    h = good_history()
+    h.add(acked("v5", -1, seq=5, at=7.0))
+    h.add(acked("v6", 6, seq=6, at=8.0))
+    h.add(read("v6", 6))
+    [v] = check_acknowledged_read_once(h).violations
+    assert "'v5' at offset -1 is lost" in v.message
+    h.add(read("v5", 5))
+    results = check_all(h)
+    assert all(r.ok for r in results), [str(v) for r in results for v in r.violations]
+    h.add(read("v5", 7))
+    assert any("stored 2 times" in v.message for v in check_acknowledged_read_once(h).violations)

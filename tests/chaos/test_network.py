@@ -102,7 +102,7 @@ def test_a_connection_opened_during_a_cut_is_held_until_the_heal(echo, network):
 
 def test_the_source_is_the_process_owning_the_connecting_socket(echo, network):
     port, _ = echo
-    proxy = network.proxy("echo", port, sources=lambda: {os.getpid(): "me"})
+    proxy = network.proxy("echo", port, owners={os.getpid(): "me"})
     with socket.create_connection(("127.0.0.1", proxy), timeout=5) as s:
         s.sendall(b"x")
         assert recv_exactly(s, 1) == b"x"

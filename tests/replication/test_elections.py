@@ -6,6 +6,7 @@ from replication.elections import (
     NO_LEADER,
     LeaderAndIsr,
     directory_offline_change,
+    eligible_leader_replicas,
     initial_leader_and_isr,
     offline_partition_election,
     recovered_replica_election,
@@ -87,3 +88,10 @@ def test_a_recovered_last_eligible_replica_leads_again():
     assert recovered_replica_election(LeaderAndIsr(1, 1, (1,)), [1], 1) is None  # it leads already
     assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, (2,)), [1, 2], 1) is None  # 2 should lead
     assert recovered_replica_election(LeaderAndIsr(NO_LEADER, 1, ()), [2], 1) is None  # not a replica here
+
+
+def test_replicas_leaving_the_isr_below_min_isr_stay_eligible_with_elr():
+    assert eligible_leader_replicas((1,), (), (), 1, True) == (1,)
+    assert eligible_leader_replicas((1, 2, 3), (2, 3), (), 2, True) == ()  # still at min.insync.replicas
+    assert eligible_leader_replicas((1, 2), (2,), (3,), 2, True) == (3, 1)
+    assert eligible_leader_replicas((1,), (), (), 1, False) == ()  # ELR off

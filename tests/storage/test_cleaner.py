@@ -422,3 +422,23 @@ def test_an_aborted_transaction_across_cleaning_groups(log_dir, clock):
     assert marker_at(log, abort).delete_horizon_ms == clock.now + DAY
     assert log.segments.snapshot()[1].txn_index.entries == [] and aborted_txns(log) == []
     log.close()
+
+
+def test_cleaning_reports_its_steps_and_progress(log_dir, clock, caplog):
+    import logging
+    import re
+
+    log = open_log(log_dir, compact_config(segment_bytes=1024), time_ms=clock)
+    for i in range(120):
+        log.append_as_leader(keyed_batch([(b"k%d" % (i % 7), b"v%03d" % i + b"." * 60)]), 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    with caplog.at_level(logging.INFO, logger="storage.cleaner"):
+        result = clean_log(log)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith(f"Cleaner: beginning cleaning of log {log.name}: building the offset map")
+    assert re.match(rf"Cleaner: offset map for log {log.name} complete: 7 keys up to offset \d+", lines[1])
+    groups = [line for line in lines if line.startswith("Cleaner: cleaned segments")]
+    assert groups and groups[-1].endswith(" ms") and "100% of" in groups[-1]
+    assert len(groups) == int(re.search(r"group \d+/(\d+)", groups[-1]).group(1))
+    assert result.segments_cleaned >= len(groups)
+    log.close()

@@ -124,9 +124,20 @@ def test_a_full_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path, small
         p = partitions[on_small]
         assert (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes, p.offline_replicas) == (
             ErrorCode.LEADER_NOT_AVAILABLE, -1, 1, [], [1])
+        assert _elr(c, on_small) == ([1], [1])  # the replica that left the ISR may lead again (KIP-966)
         assert broker.alive
     log = broker.log()
     assert f"Stopped serving 1 partitions in offline log dir {small_fs}" in log or "offline log dir" in log
+
+
+def _elr(c: RawClient, partition: int) -> tuple[list[int], list[int]]:
+    """(eligible leader replicas, last known ones) of t's ``partition``, from DescribeTopicPartitions."""
+    from wire.messages import DescribeTopicPartitionsRequest
+    from wire.messages.describe_topic_partitions_request import TopicRequest
+
+    r = c.request(DescribeTopicPartitionsRequest(topics=[TopicRequest(name="t")], response_partition_limit=10), 0)
+    p = {x.partition_index: x for x in r.topics[0].partitions}[partition]
+    return p.eligible_leader_replicas, p.last_known_elr
 
 
 def _metadata(c: RawClient) -> dict:
@@ -156,6 +167,7 @@ def test_a_partition_left_leaderless_by_a_full_dir_is_led_again_after_a_restart_
         assert (p.error_code, p.leader_id, p.leader_epoch, p.isr_nodes, p.offline_replicas) == (
             ErrorCode.NONE, 1, 2, [1], [])
         assert _log_dir_errors(c) == {str(big): ErrorCode.NONE, str(small_fs): ErrorCode.NONE}
+        assert _elr(c, on_small) == ([], [])
         listed = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="t", partitions=[
             ListOffsetsPartition(partition_index=on_small, timestamp=-1)])]), 7)
         assert listed.topics[0].partitions[0].offset == acked  # every acknowledged record, nothing more
@@ -188,3 +200,22 @@ def test_a_read_only_log_dir_at_start_is_offline_and_the_broker_starts(tmp_path,
         c.wait_for_topics("u")
         assert all(_produce(c, "u", p, b"v") == ErrorCode.NONE for p in range(3))  # all placed in the good dir
         assert not any(os.scandir(small_fs))
+
+
+def test_a_partition_whose_dir_is_offline_at_start_is_not_created_afresh_elsewhere(tmp_path, small_fs):
+    """Its log is in the dir that failed: creating an empty one in the other dir would serve offsets from 0 again
+    beside the old data. As Kafka (compat_tests/test_differential_disk_faults.py) it stays unhosted and
+    leaderless, its replica offline, and refuses writes."""
+    broker, big = _start(tmp_path, small_fs)
+    with broker, RawClient(broker.bootstrap) as c:
+        on_small, on_big = _topic_in_both_dirs(c, small_fs)
+        assert _produce(c, "t", on_small, b"kept") == ErrorCode.NONE
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    with broker.start(), RawClient(broker.bootstrap) as c:
+        p = _metadata(c)[on_small]
+        assert (p.error_code, p.leader_id, p.isr_nodes, p.offline_replicas) == (
+            ErrorCode.LEADER_NOT_AVAILABLE, -1, [], [1])
+        assert _produce(c, "t", on_small, b"lost?") == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert _produce(c, "t", on_big, b"fine") == ErrorCode.NONE
+        assert not (big / f"t-{on_small}").exists()
+    assert "its log dir is offline; the partition is offline on broker 1" in broker.log()

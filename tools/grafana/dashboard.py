@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).with_name("pykbroker-dashboard.json")
 DS = {"type": "prometheus", "uid": "${datasource}"}
@@ -47,19 +48,20 @@ class _Layout:
 
     def panel(self, kind: str, title: str, targets: list[tuple[str, str]], unit: str = "short", w: int = 8,
               h: int = 8, stack: bool = False, description: str = "") -> dict:
-        panel = {
+        defaults: dict[str, Any] = {"unit": unit}
+        if kind == "timeseries" and stack:
+            defaults["custom"] = {"stacking": {"mode": "normal"}, "fillOpacity": 30}
+        panel: dict[str, Any] = {
             "type": kind, "title": title, "id": self._id(), "datasource": DS, "gridPos": self.place(w, h),
             "description": description,
             "targets": [{"datasource": DS, "expr": expr, "legendFormat": legend, "refId": chr(65 + i)}
                         for i, (expr, legend) in enumerate(targets)],
-            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "fieldConfig": {"defaults": defaults, "overrides": []},
             "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
                         "tooltip": {"mode": "multi", "sort": "desc"}} if kind == "timeseries" else
                        {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                         "colorMode": "value", "graphMode": "area"},
         }
-        if kind == "timeseries" and stack:
-            panel["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal"}, "fillOpacity": 30}
         return panel
 
 

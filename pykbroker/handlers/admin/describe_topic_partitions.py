@@ -44,7 +44,8 @@ def _partition(image: MetadataImage, p: PartitionState, listener: str,
     _, leader, offline = partition_leader_view(image, p, listener, lost)
     return DescribeTopicPartitionsResponsePartition(  # no error code: Kafka answers a leaderless one with leader -1
         error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
-        replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[], last_known_elr=[],
+        replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=list(p.elr),
+        last_known_elr=list(p.last_known_elr),
         offline_replicas=offline)
 
 

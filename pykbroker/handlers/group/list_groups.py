@@ -39,5 +39,7 @@ def share_groups_listed(ctx: RequestContext, states: list[str], types: list[str]
     if types and "share" not in {t.lower() for t in types}:
         return []
     wanted = {s.lower() for s in states}
+    svc = ctx.broker.share_groups
     return [ListedGroup(group_id=g.group_id, protocol_type="share", group_state=g.state, group_type="share")
-            for g in ctx.broker.share_groups.groups.groups.values() if not wanted or g.state.lower() in wanted]
+            for g in svc.groups.groups.values()
+            if (not wanted or g.state.lower() in wanted) and svc.coordinates(g.group_id)]

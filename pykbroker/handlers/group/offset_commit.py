@@ -19,13 +19,15 @@ from wire.messages import OffsetCommitRequest, OffsetCommitResponse
 from wire.messages.offset_commit_response import OffsetCommitResponsePartition, OffsetCommitResponseTopic
 
 
+def _failed(topics: list, code: int) -> list[OffsetCommitResponseTopic]:
+    """Every partition of ``topics`` answered with ``code``."""
+    return [OffsetCommitResponseTopic(name=t.name, partitions=[
+        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in topics]
+
+
 def error_response(request: OffsetCommitRequest | None, version: int, code: int) -> OffsetCommitResponse:
-    if request is None:
-        return OffsetCommitResponse(topics=[])
-    return OffsetCommitResponse(topics=[
-        OffsetCommitResponseTopic(name=t.name, partitions=[
-            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-        for t in request.topics])
+    return OffsetCommitResponse(topics=[] if request is None else _failed(request.topics, code))
 
 
 @handler(ApiKey.OFFSET_COMMIT, 2, 9, error_response=error_response)
@@ -36,9 +38,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     refused = [t for t in request.topics if t.name not in allowed]
     if refused:
         request.topics = [t for t in request.topics if t.name in allowed]
-    refused_response = [OffsetCommitResponseTopic(name=t.name, partitions=[OffsetCommitResponsePartition(
-        partition_index=p.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions])
-        for t in refused]
+    refused_response = _failed(refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if not request.topics:  # as Kafka: nothing left to commit is answered without the coordinator
         return OffsetCommitResponse(topics=refused_response)
     response = await coordinator(ctx).commit_offsets(request_info(ctx), request)

@@ -23,7 +23,7 @@ def service(ctx: RequestContext) -> ShareGroupService:
 
 def member_id_valid(member_id: str | None) -> bool:
     """Kafka's isMemberIdValid: non-empty and at most 36 characters (a UUID's string form)."""
-    return bool(member_id) and len(member_id) <= 36
+    return member_id is not None and 0 < len(member_id) <= 36
 
 
 def client_host(ctx: RequestContext) -> str:
@@ -34,7 +34,7 @@ def client_host(ctx: RequestContext) -> str:
 def readable_topic_ids(ctx: RequestContext, topic_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """The ids of the known topics among ``topic_ids`` the principal may READ (Kafka's filterByAuthorized over
     the topic names of a ShareFetch's or ShareAcknowledge's partitions; each name checked once)."""
-    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     names = {t: topics_by_id[t].name for t in topic_ids if t in topics_by_id}
     readable = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names.values())
     return {t for t, name in names.items() if name in readable}

@@ -34,7 +34,7 @@ async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
                       readable: set[uuid.UUID]) -> dict[Key, int]:
     """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, topics
     the principal may not READ (not in ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka."""
-    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     known = {k: v for k, v in acks.items() if k[1] in topics_by_id and k[1] in readable}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
     for key in acks:

@@ -35,7 +35,7 @@ async def per_partition(ctx: RequestContext, group_id: str, topics,
                         operation: Callable[[Key, Any], Awaitable[Any]]) -> list[tuple[uuid.UUID, Any, int, str | None, Any]]:
     """Run ``operation(key, partition data)`` on the local share coordinator for every partition of ``topics``;
     returns ``(topic id, partition data, error code, error message, result)`` in request order."""
-    out = []
+    out: list[tuple[uuid.UUID, Any, int, str | None, Any]] = []
     for t in topics:
         for p in t.partitions:
             key = (group_id, t.topic_id, p.partition)

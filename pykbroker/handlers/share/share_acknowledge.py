@@ -43,7 +43,7 @@ def error_response(request: ShareAcknowledgeRequest | None, version: int, code: 
 async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id or not member_id_valid(member_id):
@@ -64,7 +64,7 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     for (_, topic_id, index), code in codes.items():
         topic = topics_by_id.get(topic_id)
         leader = LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)

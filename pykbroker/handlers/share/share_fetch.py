@@ -53,7 +53,7 @@ def error_response(request: ShareFetchRequest | None, version: int, code: int,
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id or not member_id_valid(member_id):
@@ -77,7 +77,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if epoch > INITIAL_EPOCH:
         svc.sessions.update(session, added, forgotten)
 
-    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     readable = readable_topic_ids(ctx, {t for t, _ in session.partitions} | {k[1] for k in acks})
     ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
     settings = svc.settings(group_id)
@@ -103,21 +103,22 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         key = (group_id, topic_id, index)
         result = results.get(key)
         ack_code = ack_codes.get(key)
-        if topic_id not in ctx.broker.metadata.image.topics_by_id:
+        if topic_id not in ctx.metadata.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                  acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
                                  current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
         else:
-            has_records = result is not None and bool(result.acquired)
+            acquired = (result.acquired or []) if result is not None else []
+            records = result.records if result is not None and acquired else b""
+            has_records = bool(acquired)
             error = result.error_code if result is not None else ErrorCode.NONE
             if not (full or has_records or error or ack_code is not None):
                 continue
             data = PartitionData(
                 partition_index=index, error_code=error, acknowledge_error_code=ack_code or ErrorCode.NONE,
-                current_leader=_leader(ctx, topic_id, index), records=result.records if has_records else b"",
+                current_leader=_leader(ctx, topic_id, index), records=records,
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
-                                                  delivery_count=a.delivery_count)
-                                  for a in (result.acquired or [])] if has_records else [])
+                                                  delivery_count=a.delivery_count) for a in acquired])
         by_topic.setdefault(topic_id, []).append(data)
     return ShareFetchResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
                               responses=[ShareFetchableTopicResponse(topic_id=t, partitions=parts)
@@ -125,7 +126,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
 
 def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
-    topic = ctx.broker.metadata.image.topics_by_id.get(topic_id)
+    topic = ctx.metadata.topics_by_id.get(topic_id)
     if topic is None or index >= len(topic.partitions):
         return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
     p = topic.partitions[index]

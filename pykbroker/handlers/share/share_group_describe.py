@@ -38,11 +38,14 @@ async def handle_share_group_describe(ctx: RequestContext,
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     await service(ctx).groups_with_state()
     groups = service(ctx).groups.groups
-    topics_by_id = ctx.broker.metadata.image.topics_by_id
+    topics_by_id = ctx.metadata.topics_by_id
     refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     out = []
     for group_id in [g for g in request.group_ids if g not in refused]:
         group = groups.get(group_id)
+        if not service(ctx).coordinates(group_id):  # in a cluster, another broker coordinates it
+            out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
+            continue
         if group is None:
             out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                       error_message=f"Group {group_id} not found."))

@@ -1,5 +1,6 @@
 """DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0, DeleteShareGroupOffsets v0 (KIP-932 admin).
 
+In a cluster only the group's coordinator answers; the other brokers say NOT_COORDINATOR.
 A share group's "offset" of a partition is its share-partition start offset, read from __share_group_state.
 - Describe: the listed partitions (``topics`` null: every partition with state); no state is start offset -1.
   v1 adds the lag: records from the start offset to the high watermark not yet acknowledged or archived.
@@ -23,7 +24,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, service
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
-from wire import ApiKey, ErrorCode
+from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
@@ -68,12 +69,16 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
     if not enabled(ctx):
         return describe_error(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     svc = service(ctx)
-    store = ctx.broker.metadata
+    store = ctx.metadata
     out = []
     for g in request.groups:
         if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
+        if not svc.coordinates(g.group_id):  # a cluster's other brokers: the client finds the coordinator
+            out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
+                                                              error_code=ErrorCode.NOT_COORDINATOR))
             continue
         states = await svc.states(g.group_id)
         if g.group_id not in svc.groups.groups and not states:
@@ -145,18 +150,20 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return alter_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     svc = service(ctx)
+    if not svc.coordinates(request.group_id):  # only the coordinator knows whether the group has members
+        return alter_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     group = svc.groups.groups.get(request.group_id)
     if group is not None and group.members:
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
                            "The group is not empty.")
     svc.groups.ensure_group(request.group_id)
-    store = ctx.broker.metadata
+    store = ctx.metadata
     denied, responses = [], []
     for t in request.topics:
         topic = store.topics.get(t.topic_name)
         if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
             denied.append(AlterShareGroupOffsetsResponseTopic(
-                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=[
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else ZERO_UUID, partitions=[
                     AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
                                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                             error_message=TOPIC_AUTHORIZATION_MESSAGE)
@@ -178,7 +185,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
             parts.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
                                                                  error_message=message))
         responses.append(AlterShareGroupOffsetsResponseTopic(
-            topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else None, partitions=parts))
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else ZERO_UUID, partitions=parts))
     return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=denied + responses)
 
 
@@ -197,13 +204,15 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable = [t for t in request.topics if authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name)]
     svc = service(ctx)
+    if not svc.coordinates(request.group_id):
+        return delete_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
     if not await _group_exists(ctx, request.group_id):
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                             f"Group {request.group_id} not found.")
     group = svc.groups.groups.get(request.group_id)
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
-    store = ctx.broker.metadata
+    store = ctx.metadata
     states = await svc.states(request.group_id)
     responses = [DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
                                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,

@@ -12,6 +12,7 @@ import pytest
 
 from pykbroker.security.client import plain_token
 from pykbroker.testing import BrokerProcess, RawClient, free_port
+from storage.checkpoints import topic_id_to_string
 from tests.pykbroker.handlers.test_share_groups import acquired, create_topic, earliest, fetch, produce
 from wire import ErrorCode
 from wire.messages import (
@@ -19,6 +20,8 @@ from wire.messages import (
     CreateAclsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
+    FindCoordinatorRequest,
+    ReadShareGroupStateRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
     ShareAcknowledgeRequest,
@@ -35,6 +38,8 @@ from wire.messages.describe_share_group_offsets_request import (
     DescribeShareGroupOffsetsRequestGroup,
     DescribeShareGroupOffsetsRequestTopic,
 )
+from wire.messages.read_share_group_state_request import PartitionData as ReadPartition
+from wire.messages.read_share_group_state_request import ReadStateData
 from wire.messages.share_acknowledge_request import (
     AcknowledgementBatch,
     AcknowledgePartition,
@@ -198,3 +203,25 @@ def test_alter_and_delete_share_group_offsets(secured):
     with as_user(address, "alice") as alice:  # alice has nothing on sg-admin
         r = alice.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[]), 0)
         assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_the_share_coordinator_apis_need_cluster_action(secured):
+    """FindCoordinator for a share-partition key and the state APIs (83-87) are for brokers: CLUSTER_ACTION, which
+    the super user (a broker's principal) has and alice has not."""
+    broker, address, ids = secured
+    key = f"{GROUP}:{topic_id_to_string(ids['open'])}:0"
+    read = ReadShareGroupStateRequest(group_id=GROUP, topics=[ReadStateData(
+        topic_id=ids["open"], partitions=[ReadPartition(partition=0, leader_epoch=-1)])])
+    with as_user(address, "alice") as alice:
+        found = alice.request(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6).coordinators[0]
+        assert found.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        r = alice.request(read, 0)
+        assert [p.error_code for t in r.results for p in t.partitions] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    with RawClient(broker.bootstrap) as su:
+        found = su.request(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6).coordinators[0]
+        assert (found.error_code, found.node_id) == (ErrorCode.NONE, 1)
+        bad = su.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["not-a-key"]), 6).coordinators[0]
+        assert bad.error_code == ErrorCode.INVALID_REQUEST
+        r = su.request(read, 0)
+        p = r.results[0].partitions[0]
+        assert (p.error_code, p.state_epoch) == (ErrorCode.NONE, 0) and p.start_offset >= 0  # the group's state
