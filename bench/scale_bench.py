@@ -6,9 +6,10 @@ Kafka 4.1 (single node, KRaft combined mode, from the Maven jars) on this machin
     SCALE_SECTIONS=partitions,connections,groups,cores  SCALE_BROKERS=pykbroker,kafka
 
 Sections (each figure for both brokers and the ratio pykbroker / Kafka):
-- partitions: CreateTopics of one topic with SCALE_PARTITIONS partitions (default 2,000, sized for a
-  2-core machine shared with other work; the issue's 10,000 with SCALE_PARTITIONS=10000), timed until the
-  metadata shows a leader for every partition; then one record produced to every partition (acks=all,
+- partitions: CreateTopics of SCALE_PARTITIONS partitions (default 2,000, sized for a 2-core machine
+  shared with other work; the issue's 10,000 with SCALE_PARTITIONS=10000, as topics of 5,000: Kafka refuses
+  one request of 10,000), timed until the metadata shows a leader for every partition and until every
+  partition has acknowledged a record (Kafka's metadata shows leaders before its logs exist); then one record produced to every partition (acks=all,
   librdkafka); the broker's resident memory and open file descriptors per partition (growth over the
   idle broker, divided by the partition count); then a clean restart (SIGTERM) and a ``kill -9``
   restart, each timed from the launch of the process until a record produced to every partition is
@@ -19,7 +20,8 @@ Sections (each figure for both brokers and the ratio pykbroker / Kafka):
   latency and the broker's memory per idle connection.
 - groups: SCALE_GROUPS groups (default 500) each committing offsets for 4 partitions SCALE_COMMITS times
   (default 4) through OffsetCommit (AdminClient.alter_consumer_group_offsets, many in flight), from two
-  processes: commits per second and the p99 of one commit.
+  processes: commits per second and the p99 of one commit. Then SCALE_MEMBERS consumers (default 100, from
+  four processes) join one group on a topic with as many partitions: seconds until each holds one.
 - cores: the same produce load (SCALE_GENERATORS librdkafka producer processes, acks=1, 100-byte records,
   SCALE_CORES_SECONDS long, 8 partitions) against Kafka's single node (its threads use every core) and
   against a pykbroker cluster of 1 and of 2 processes on this machine (ZooKeeper mode, partitions spread
@@ -49,6 +51,16 @@ from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 TOPIC = "scale"
+# Partitions per topic of the partitions section: Kafka's controller refuses a CreateTopics request that
+# would write more than 10,000 metadata records (a topic of 10,000 partitions is 10,001), so larger counts
+# are several topics, each created by a request of its own.
+TOPIC_PARTITIONS = 5000
+Topics = list[tuple[str, int]]  # (topic, partitions)
+
+
+def scale_topics(partitions: int) -> Topics:
+    return [(f"{TOPIC}-{i}", min(TOPIC_PARTITIONS, partitions - start))
+            for i, start in enumerate(range(0, partitions, TOPIC_PARTITIONS))]
 JAVA_HEAP = "-Xmx1g"
 
 
@@ -149,18 +161,21 @@ def leaders_ready(bootstrap: str, topic: str, partitions: int, timeout: float) -
         time.sleep(0.05)
 
 
-def create_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 600) -> float:
-    """Seconds from CreateTopics until every partition has a leader."""
+def create_partitions(bootstrap: str, topics: Topics, timeout: float = 600) -> float:
+    """Seconds from CreateTopics (one request per topic, all in flight) until every partition has a leader."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     started = time.perf_counter()
-    admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=timeout)[topic].result(timeout)
-    leaders_ready(bootstrap, topic, partitions, timeout)
+    futures = [admin.create_topics([NewTopic(topic, n, 1)], request_timeout=timeout)[topic] for topic, n in topics]
+    for f in futures:
+        f.result(timeout)
+    for topic, n in topics:
+        leaders_ready(bootstrap, topic, n, timeout)
     return time.perf_counter() - started
 
 
-def produce_to_all(bootstrap: str, topic: str, partitions: int, tag: bytes, timeout: float = 600) -> int:
+def produce_to_all(bootstrap: str, topics: Topics, tag: bytes, timeout: float = 600) -> int:
     """One acks=all record (value ``tag``) to every partition; retries until all are acknowledged (a broker
     still loading answers with retriable errors). Returns how many were acknowledged."""
     from confluent_kafka import Producer
@@ -174,22 +189,24 @@ def produce_to_all(bootstrap: str, topic: str, partitions: int, tag: bytes, time
     def done(err, msg) -> None:
         (failed if err is not None else acked).append(err or msg.partition())
 
-    for p in range(partitions):
-        producer.produce(topic, tag, partition=p, on_delivery=done)
+    for topic, partitions in topics:
+        for p in range(partitions):
+            producer.produce(topic, tag, partition=p, on_delivery=done)
     producer.flush(timeout)
     if failed:
-        raise RuntimeError(f"{len(failed)} of {partitions} records not acknowledged, first: {failed[0]}")
+        raise RuntimeError(f"{len(failed)} records not acknowledged, first: {failed[0]}")
     return len(acked)
 
 
-def count_tagged(bootstrap: str, topic: str, partitions: int, tags: set[bytes], timeout: float = 300) -> int:
+def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: float = 300) -> int:
     """How many records with a value in ``tags`` the partitions hold, read from offset 0 of each."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-check", "enable.auto.commit": False,
                          "log_level": 3,
                          "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer.assign([TopicPartition(topic, p, 0) for topic, n in topics for p in range(n)])
+    partitions = sum(n for _, n in topics)
     found = eof = 0
     deadline = time.monotonic() + timeout
     while eof < partitions and time.monotonic() < deadline:
@@ -202,7 +219,7 @@ def count_tagged(bootstrap: str, topic: str, partitions: int, tags: set[bytes], 
     return found
 
 
-def restart_to_serving(broker: Broker, partitions: int, hard: bool, tag: bytes) -> tuple[float, float]:
+def restart_to_serving(broker: Broker, topics: Topics, hard: bool, tag: bytes) -> tuple[float, float]:
     """Stop (or kill -9) the broker and start it; seconds from the launch until its first ApiVersions answer
     and until a record was acknowledged by every partition again."""
     if hard:
@@ -212,18 +229,20 @@ def restart_to_serving(broker: Broker, partitions: int, hard: bool, tag: bytes) 
     os.sync()
     answering = broker.start()
     started = time.perf_counter()
-    produce_to_all(broker.bootstrap, TOPIC, partitions, tag)
+    produce_to_all(broker.bootstrap, topics, tag)
     return answering, answering + time.perf_counter() - started
 
 
 def partitions_section(brokers: list[Broker], results: Results, partitions: int) -> None:
+    lost: list[str] = []
+    topics = scale_topics(partitions)
     for b in brokers:
         os.sync()
         rss0, fds0 = rss_mb(b.pid()), open_fds(b.pid())
-        led = create_partitions(b.bootstrap, TOPIC, partitions)
+        led = create_partitions(b.bootstrap, topics)
         results.put(f"create {partitions} partitions, until all led s", b.name, led, False)
         started = time.perf_counter()
-        produce_to_all(b.bootstrap, TOPIC, partitions, b"first")
+        produce_to_all(b.bootstrap, topics, b"first")
         produced = time.perf_counter() - started
         results.put("then 1 record acknowledged by each partition s", b.name, produced, False)
         # Kafka's metadata shows leaders before the broker has created the logs; serving is the fair end.
@@ -232,13 +251,15 @@ def partitions_section(brokers: list[Broker], results: Results, partitions: int)
         results.put("memory per partition KB", b.name, (rss_mb(b.pid()) - rss0) * 1024 / partitions, False)
         results.put("open files per partition", b.name, (open_fds(b.pid()) - fds0) / partitions, False)
         for how, hard, tag in (("clean", False, b"after-clean"), ("kill -9", True, b"after-kill")):
-            answering, serving = restart_to_serving(b, partitions, hard, tag)
+            answering, serving = restart_to_serving(b, topics, hard, tag)
             results.put(f"{how} restart: first ApiVersions s", b.name, answering, False)
             results.put(f"{how} restart: all {partitions} partitions serve s", b.name, serving, False)
-        kept = count_tagged(b.bootstrap, TOPIC, partitions, {b"first", b"after-clean", b"after-kill"})
-        if kept != 3 * partitions:
-            raise RuntimeError(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
+        kept = count_tagged(b.bootstrap, topics, {b"first", b"after-clean", b"after-kill"})
         results.put("acknowledged records kept after kill -9 %", b.name, 100.0 * kept / (3 * partitions))
+        if kept != 3 * partitions:
+            lost.append(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
+    if lost:
+        raise RuntimeError("; ".join(lost))
 
 
 # -- connections ---------------------------------------------------------------------------------------------
@@ -321,7 +342,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the future is done
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
     leaders_ready(bootstrap, topic, partitions, 60)
-    produce_to_all(bootstrap, topic, partitions, b"ready", 300)  # serving, not only led (Kafka's logs come later)
+    produce_to_all(bootstrap, [(topic, partitions)], b"ready", 300)  # serving, not only led (Kafka's logs come later)
 
 
 def connections_section(brokers: list[Broker], results: Results, idle: int, active: int) -> None:
@@ -388,6 +409,66 @@ def commit_offsets(bootstrap: str, topic: str, groups: list[str], commits: int, 
     out.put((time.perf_counter() - started, latencies))
 
 
+def group_members(bootstrap: str, topic: str, group: str, first: int, count: int, assigned, release) -> None:
+    """Load generator: ``count`` consumers (threads) in ``group``; member ``first + i`` keeps the number of
+    partitions it holds in ``assigned[first + i]`` (shared memory) until ``release``."""
+    import threading
+
+    from confluent_kafka import Consumer
+
+    stop = threading.Event()
+
+    def member(i: int) -> None:
+        def on_assign(_c, partitions) -> None:
+            assigned[first + i] = len(partitions)
+
+        def on_revoke(_c, _partitions) -> None:
+            assigned[first + i] = 0
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3,
+                      "partition.assignment.strategy": "range", "session.timeout.ms": 45000})
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        while not stop.is_set():
+            c.poll(0.1)
+        c.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    release.wait(900)
+    stop.set()
+    for t in threads:
+        t.join(60)
+
+
+def rebalance_seconds(bootstrap: str, members: int, processes: int = 4) -> float:
+    """``members`` consumers join one group (from ``processes`` processes) on a topic of ``members``
+    partitions; seconds until each of them holds exactly one partition (the final assignment)."""
+    ctx = multiprocessing.get_context("spawn")
+    topic = f"rebalance-{members}"
+    create_topic(bootstrap, topic, members)
+    assigned = ctx.Array("i", members, lock=False)
+    release = ctx.Event()
+    per = members // processes
+    procs = [ctx.Process(target=group_members, args=(bootstrap, topic, "one-big-group", i * per,
+                                                      per if i < processes - 1 else members - i * per, assigned,
+                                                      release)) for i in range(processes)]
+    started = time.perf_counter()
+    for p in procs:
+        p.start()
+    try:
+        deadline = time.monotonic() + 900
+        while any(n != 1 for n in assigned):
+            if time.monotonic() > deadline or not all(p.is_alive() for p in procs):
+                raise RuntimeError(f"{sum(n == 1 for n in assigned)} of {members} members hold one partition")
+            time.sleep(0.05)
+        return time.perf_counter() - started
+    finally:
+        release.set()
+        for p in procs:
+            p.join(120)
+
+
 def groups_section(brokers: list[Broker], results: Results, groups: int, commits: int) -> None:
     ctx = multiprocessing.get_context("spawn")
     for b in brokers:
@@ -415,6 +496,9 @@ def groups_section(brokers: list[Broker], results: Results, groups: int, commits
         results.put(f"{groups} groups x {commits} offset commits: p99 ms", b.name,
                     latencies[int(0.99 * (len(latencies) - 1))], False)
         results.put(f"broker memory after {groups} groups MB", b.name, rss_mb(b.pid()), False)
+        members = env_int("SCALE_MEMBERS", 100)
+        results.put(f"{members} members join one group, until each holds a partition s", b.name,
+                    rebalance_seconds(b.bootstrap, members), False)
 
 
 # -- cores ---------------------------------------------------------------------------------------------------

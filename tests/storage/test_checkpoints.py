@@ -55,6 +55,17 @@ def test_partition_metadata_is_kafkas_text(tmp_path):
     assert topic_id_from_string(topic_id_to_string(topic_id)) == topic_id
 
 
+def test_partition_metadata_recorded_now_and_made_durable_by_flush(tmp_path):
+    topic_id = uuid.UUID("a2d3f0b4-5c6e-4f70-8a9b-0c1d2e3f4a5b")
+    path = str(tmp_path / "partition.metadata")
+    f = PartitionMetadataFile(path)
+    f.record(topic_id)  # what a new partition does; the fsync follows on the scheduler (Kafka's assignTopicId)
+    assert f.read() == topic_id and not os.path.exists(path + ".tmp")
+    f.flush()
+    with open(path) as fh:
+        assert fh.read() == f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}"
+
+
 def test_kafka_uuid_string_matches_javas_base64_url_encoding():
     # Uuid(0x1, 0x2).toString() in Kafka is URL-safe base64 of the 16 big-endian bytes, unpadded.
     assert topic_id_to_string(uuid.UUID(int=(1 << 64) | 2)) == "AAAAAAAAAAEAAAAAAAAAAg"

@@ -98,3 +98,43 @@ def test_partial_entry_is_corrupt(tmp_path):
     with pytest.raises(CorruptIndexError):
         index.sanity_check()
     index.close_handler()
+
+
+def open_fds() -> set[str]:
+    return {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+            if os.path.exists(f"/proc/self/fd/{fd}")}
+
+
+def test_a_descriptor_is_held_only_while_entries_are_written(tmp_path):
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 800)
+    assert path not in open_fds()  # created and preallocated, then closed
+    index.append(5, 100)
+    assert path in open_fds()  # the active segment's index keeps its descriptor for the next entries
+    index.trim_to_valid_size()  # rolled: read-only from now on, entries stay in memory
+    assert path not in open_fds() and index.lookup(7) == (5, 100)
+    index.resize(800)  # made active again (truncation): the next write opens it again
+    index.append(9, 200)
+    index.flush()
+    index.close()
+    assert path not in open_fds()
+    with open(path, "rb") as f:
+        assert f.read() == struct.pack(">iiii", 5, 100, 9, 200)
+    with pytest.raises(ValueError):
+        index.append(20, 300)  # closed for good
+
+
+def test_an_untrimmed_index_loads_up_to_its_zero_tail(tmp_path, monkeypatch):
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 10 * 1024 * 1024)
+    for i in range(3):
+        index.append(10 * (i + 1), 4096 * (i + 1))
+    index.release()  # a crash: never trimmed, 10 MB of preallocated zeros after three entries
+    read = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: read.append(n) or real_pread(fd, n, at))
+    again = OffsetIndex(path, 0, 10 * 1024 * 1024)
+    assert [again.entry(i) for i in range(again.entries)] == [(10, 4096), (20, 8192), (30, 12288)]
+    assert sum(read) < 1024 * 1024  # the zero tail is not read whole
+    again.sanity_check()
+    again.close()
