@@ -12,7 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+
+from tests.clients import round_trip
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,19 +81,7 @@ def test_a_broker_runs_from_the_installed_wheel_in_a_fresh_venv(wheel, tmp_path)
     try:
         line = proc.stdout.readline()
         assert line.startswith("pykbroker ready bootstrap.servers="), line
-        bootstrap = line.strip().split("=", 1)[1]
-        producer = Producer({"bootstrap.servers": bootstrap})
-        producer.produce("from-the-wheel", b"hello")
-        assert producer.flush(30) == 0
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
-        consumer.subscribe(["from-the-wheel"])
-        msg = None
-        for _ in range(60):
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                break
-        consumer.close()
-        assert msg is not None and msg.value() == b"hello"
+        assert round_trip(line.strip().split("=", 1)[1], "from-the-wheel", b"hello").value() == b"hello"
     finally:
         proc.terminate()
         proc.wait(30)

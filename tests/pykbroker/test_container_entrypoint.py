@@ -5,10 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from confluent_kafka import Consumer, Producer
-
 from pykbroker.container_entrypoint import IMAGE_DEFAULTS, overrides
 from pykbroker.testing import free_port, wait_for_api_versions
+from tests.clients import round_trip
 
 
 def test_kafka_variables_override_the_image_defaults_and_others_are_ignored():
@@ -26,19 +25,8 @@ def test_the_entry_point_serves_with_properties_from_the_environment(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_api_versions("127.0.0.1", port, timeout=30)
-        bootstrap = f"127.0.0.1:{port}"
-        producer = Producer({"bootstrap.servers": bootstrap})
-        producer.produce("from-env", b"v", partition=2)  # num.partitions=3 from KAFKA_NUM_PARTITIONS
-        assert producer.flush(30) == 0
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
-        consumer.subscribe(["from-env"])
-        msg = None
-        for _ in range(60):
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                break
-        consumer.close()
-        assert msg is not None and (msg.partition(), msg.value()) == (2, b"v")
+        msg = round_trip(f"127.0.0.1:{port}", "from-env", b"v", partition=2)  # num.partitions=3 from the env
+        assert (msg.partition(), msg.value()) == (2, b"v")
         assert (tmp_path / "data" / "from-env-2").is_dir()
     finally:
         proc.terminate()
