@@ -342,9 +342,9 @@ def test_kafka_broker_api_versions_prints_what_the_broker_advertises(tool, broke
     printed = {int(key): ranges for key, ranges in re.findall(r"^\t\w+\((\d+)\): (.*?),?$", out, re.M)}
     assert {key for key, ranges in printed.items() if ranges != "UNSUPPORTED"} == set(advertised)
     # The tool's client (kafka-clients 4.1) knows every version pykbroker serves but the share-group versions
-    # Kafka 4.2 added (ShareFetch and ShareAcknowledge v2, DescribeShareGroupOffsets v1): those are usable up to
-    # what 4.1 knows.
-    client_max = {78: 1, 79: 1, 90: 0}
+    # Kafka 4.2 added (ShareFetch and ShareAcknowledge v2, WriteShareGroupState and ReadShareGroupStateSummary
+    # v1, DescribeShareGroupOffsets v1): those are usable up to what 4.1 knows.
+    client_max = {78: 1, 79: 1, 85: 0, 87: 0, 90: 0}
     for key, (low, high) in advertised.items():
         span = f"{low}" if low == high else f"{low} to {high}"
         assert printed[key] == f"{span} [usable: {min(high, client_max.get(key, high))}]", (key, printed[key])
