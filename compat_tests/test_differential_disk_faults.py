@@ -161,7 +161,13 @@ def observe_after_restart(bootstrap: str, on_small: int) -> dict[str, object]:
                                                              response_partition_limit=10), 0)
         d = {x.partition_index: x for x in described.topics[0].partitions}[on_small]
         out["restarted: describe topic partitions elr"] = (d.eligible_leader_replicas, d.last_known_elr)
-        out["restarted: produce"] = _produce(c, on_small, b"back")
+        # Kafka's metadata can name the leader a moment before its replica manager leads: a client retries
+        # NOT_LEADER_OR_FOLLOWER, and so does this, to compare where both settle.
+        code = _produce(c, on_small, b"back")
+        while code == ErrorCode.NOT_LEADER_OR_FOLLOWER and time.monotonic() < deadline + 10:
+            time.sleep(0.2)
+            code = _produce(c, on_small, b"back")
+        out["restarted: produce"] = code
         dirs = c.request(DescribeLogDirsRequest(topics=None), 4)
         out["restarted: log dir errors"] = sorted(r.error_code for r in dirs.results)
     return out
