@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 BATCH = 20
 STUCK_EXIT = 5
@@ -132,6 +132,11 @@ def rewind(consumer: Consumer) -> None:
         consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
 
+# ListOffsets answers a client sees while a partition's leadership moves (Kafka's retriable errors)
+_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.OFFSET_NOT_AVAILABLE,
+           KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
 def at_end(consumer: Consumer) -> bool:
     """Every assigned partition's position is at its (last stable) end."""
     assignment = consumer.assignment()
@@ -140,7 +145,12 @@ def at_end(consumer: Consumer) -> bool:
     positions = consumer.position(assignment)
     committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(assignment, timeout=10)}
     for tp in positions:
-        _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        except KafkaException as exc:
+            if exc.args[0].code() in _MOVING:  # a leader moving after a kill: ask again on the next idle poll
+                return False
+            raise
         # a partition nothing was read from since the assignment has no position: its committed offset is
         offset = tp.offset if tp.offset >= 0 else committed.get((tp.topic, tp.partition), -1)
         if offset < high and high > 0:
