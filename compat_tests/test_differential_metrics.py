@@ -134,15 +134,13 @@ def both(tmp_path_factory):
                 "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
                 "-Djava.rmi.server.hostname=127.0.0.1", "-Dcom.sun.management.jmxremote.host=127.0.0.1"]
     with KafkaBroker(jars, root / "kafka", jvm_args=jvm_args,
-                     overrides={"group.initial.rebalance.delay.ms": "0"}) as kafka:
-        kafka.start()
+                     overrides={"group.initial.rebalance.delay.ms": "0"}) as kafka:  # started by the with
         consumer = workload(kafka.bootstrap)
         theirs = kafka_samples(jars, jmx)
         consumer.close()
     port = free_port()
     with BrokerProcess(root / "pykbroker", overrides={"metrics.port": str(port),
                                                       "group.initial.rebalance.delay.ms": "0"}) as broker:
-        broker.start()
         consumer = workload(broker.bootstrap)
         ours = pykbroker_samples(port)
         consumer.close()
