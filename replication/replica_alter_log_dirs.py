@@ -8,6 +8,8 @@ is repeated on the future log before the next copy. The reads and appends run in
 chunk at a time, so the event loop keeps serving produce and fetch meanwhile; only the last small gap is
 copied on the event loop, where appends cannot interleave, and the swap follows at once: the future log
 becomes the partition's log (``LogManager.replace_current_with_future``) and the old one is deleted.
+The copy rate is capped by ``replica.alter.log.dirs.io.max.bytes.per.second`` (a dynamic broker quota, as
+Kafka's ReplicaAlterLogDirs quota; unset: no cap), read before every chunk so a change applies at once.
 
 A move stops when its partition stops being hosted, its future log is removed (redirected to another dir,
 partition deleted) or a log dir involved fails. After a restart the broker resumes every future log it
@@ -107,10 +109,12 @@ class ReplicaAlterLogDirsManager:
     """The running moves, one task per partition (see the module docstring)."""
 
     def __init__(self, log_manager: Any, get_partition: Callable[[str, int], Any],
-                 on_swapped: Callable[[str, int], None] | None = None) -> None:
+                 on_swapped: Callable[[str, int], None] | None = None,
+                 io_max_bytes_per_second: Callable[[], int | None] = lambda: None) -> None:
         self.log_manager = log_manager
         self.get_partition = get_partition
         self.on_swapped = on_swapped
+        self.io_max_bytes_per_second = io_max_bytes_per_second
         self._tasks: dict[TopicPartition, asyncio.Task] = {}
 
     def is_moving(self, topic: str, partition: int) -> bool:
@@ -159,11 +163,24 @@ class ReplicaAlterLogDirsManager:
                  current.parent_dir, future.parent_dir, future.log_end_offset, current.log_end_offset)
         loop = asyncio.get_running_loop()
         started = loop.time()
+        window_start, window_bytes, window_rate = loop.time(), 0, None
         try:
             while True:
-                caught_up = await asyncio.to_thread(copy_to_future, current, future, truncations, CHUNK_BYTES)
+                rate = self.io_max_bytes_per_second()
+                if rate != window_rate:
+                    window_start, window_bytes, window_rate = loop.time(), 0, rate
+                budget = CHUNK_BYTES if rate is None else max(1, min(CHUNK_BYTES, rate // 10))
+                size_before = future.size_in_bytes
+                caught_up = await asyncio.to_thread(copy_to_future, current, future, truncations, budget)
                 if not self._still_wanted(tp, current, future):
                     return
+                if rate is not None and rate > 0:  # the quota: sleep until the bytes copied are within it
+                    window_bytes += max(0, future.size_in_bytes - size_before)
+                    wait = window_start + window_bytes / rate - loop.time()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                        if not self._still_wanted(tp, current, future):
+                            return
                 if not caught_up:
                     continue
                 # On the event loop from here: no append can come between the last copy and the swap.

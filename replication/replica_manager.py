@@ -97,7 +97,6 @@ class LogDirInfo:
     log_dir: str
     error_code: int
     replicas: list[ReplicaLogInfo] = field(default_factory=list)
-    topics: set[str] = field(default_factory=set)  # every topic with a log here, wanted or not (Kafka lists them)
     total_bytes: int = -1
     usable_bytes: int = -1
 
@@ -338,13 +337,9 @@ class ReplicaManager:
         and usable bytes; an offline dir answers KAFKA_STORAGE_ERROR and nothing else, as Kafka's does."""
         lm = self.log_manager
         by_dir: dict[str, list[ReplicaLogInfo]] = {d: [] for d in lm.log_dirs}
-        topics: dict[str, set[str]] = {d: set() for d in lm.log_dirs}
         for log_ in sorted(lm.all_logs() + lm.future_logs(), key=lambda lg: (lg.topic, lg.partition, lg.is_future)):
             tp = (log_.topic, log_.partition)
-            if log_.parent_dir not in by_dir:
-                continue
-            topics[log_.parent_dir].add(log_.topic)
-            if wanted is not None and tp not in wanted:
+            if log_.parent_dir not in by_dir or (wanted is not None and tp not in wanted):
                 continue
             current = lm.get_log(*tp)
             if current is None:
@@ -365,7 +360,7 @@ class ReplicaManager:
             except OSError:
                 out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
-            out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, topics[log_dir], st.f_blocks * st.f_frsize,
+            out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
                                   st.f_bavail * st.f_frsize))
         return out
 

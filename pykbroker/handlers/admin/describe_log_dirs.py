@@ -1,7 +1,7 @@
 """DescribeLogDirs v1-4: every log dir with the replicas in it — size, offset lag, and whether it is a future
 replica (a move by AlterReplicaLogDirs in progress) — and (v4) total and usable bytes; an offline dir answers
-KAFKA_STORAGE_ERROR alone. As Kafka: with named partitions, every topic with a log in a dir is listed, with
-only the named partitions (possibly none)."""
+KAFKA_STORAGE_ERROR alone. With named partitions, a dir lists only the topics with one of them in it (as Kafka
+4.1: no topic with an empty list of partitions)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
     for info in ctx.broker.replica_manager.describe_log_dirs(wanted):
-        by_topic: dict[str, list[DescribeLogDirsPartition]] = {t: [] for t in sorted(info.topics)}
+        by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
         for r in info.replicas:
-            by_topic[r.topic].append(DescribeLogDirsPartition(partition_index=r.partition, partition_size=r.size,
+            by_topic.setdefault(r.topic, []).append(DescribeLogDirsPartition(partition_index=r.partition, partition_size=r.size,
                                                               offset_lag=r.offset_lag, is_future_key=r.is_future))
         results.append(DescribeLogDirsResult(
             error_code=info.error_code, log_dir=info.log_dir,
