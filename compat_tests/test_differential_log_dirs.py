@@ -11,6 +11,7 @@ record is read back from the moved replica.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -36,6 +37,9 @@ from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_LOG_DIRS_TESTS") != "1",
+                                reason="half a minute or more: `make log-dirs` runs it (PYKBROKER_LOG_DIRS_TESTS=1)")
 
 SCENARIO = "log_dirs"
 THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
