@@ -88,7 +88,7 @@ def copy_to_future(current: Any, future: Any, truncations: _Truncations, budget:
             return True
         if copied >= budget:
             return False
-        info = current.read(offset, READ_MAX_BYTES, min_one_message=True)
+        info = current.read(offset, min(READ_MAX_BYTES, budget - copied), min_one_message=True)
         records = info.records
         try:
             data = records if isinstance(records, bytes) else records.read_bytes()
