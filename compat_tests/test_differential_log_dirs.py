@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -200,6 +201,67 @@ def test_log_dirs_as_kafka(tmp_path):
             with BrokerProcess(tmp_path / name / "broker", overrides=overrides) as broker:
                 runs[name] = observe(broker.bootstrap, a, b)
                 assert broker.alive
+    expected, got = runs["kafka"], runs["pykbroker"]
+    print(f"kafka: {expected}\npykbroker: {got}")
+    differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
+                   if expected.get(k) != got.get(k) and (SCENARIO, k) not in ALLOWED}
+    assert not differences, "\n".join(f"{k}: kafka={e!r} pykbroker={g!r}" for k, (e, g) in differences.items())
+
+
+def _codes(c: RawClient, moves: list[tuple[str, str, list[int]]]) -> list[int]:
+    """AlterReplicaLogDirs' codes alone (which partition sits in which dir differs from Kafka's placement)."""
+    return [code for _, _, code in _alter(c, moves)]
+
+
+def observe_offline(bootstrap: str, dirs: dict[str, Path]) -> dict[str, object]:
+    """Three dirs, ``c`` offline since the start (read-only): what AlterReplicaLogDirs and DescribeLogDirs say."""
+    out: dict[str, object] = {}
+    names = {str(p): n for n, p in dirs.items()}
+    in_dir = {n: int(next(q for q in p.iterdir() if q.name.startswith("t-")).name.rsplit("-", 1)[1])
+              for n, p in dirs.items()}
+    with RawClient(bootstrap, timeout=30) as c:
+        out["alter: the partition of the offline dir"] = _codes(c, [(str(dirs["a"]), "t", [in_dir["c"]])])
+        out["alter: to the offline dir"] = _codes(c, [(str(dirs["c"]), "t", [in_dir["a"]])])
+        out["alter: between online dirs while one is offline"] = _codes(c, [(str(dirs["b"]), "t", [in_dir["a"]])])
+        out["alter: to where it is while one is offline"] = _codes(c, [(str(dirs["a"]), "t", [in_dir["a"]])])
+        time.sleep(1)
+        out["describe"] = {n: (r.error_code, [(t, p == in_dir[n], f) for t, p, _, _, f in _replicas(r)],
+                               r.total_bytes > 0)
+                           for n, r in sorted(_describe(c, names).items())}
+    return out
+
+
+def test_log_dirs_with_an_offline_dir_as_kafka(tmp_path):
+    if shutil.which("java") is None or jars_dir() is None:
+        pytest.skip("java or Kafka's jars are missing")
+    runs = {}
+    for name in ("kafka", "pykbroker"):
+        dirs = {n: tmp_path / name / n for n in ("a", "b", "c")}
+        for d in dirs.values():
+            d.mkdir(parents=True)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(dirs["c"])],
+                                 capture_output=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+        try:
+            overrides = {"log.dirs": ",".join(str(d) for d in dirs.values())}
+            server = KafkaBroker(jars_dir(), tmp_path / name / "kafka", overrides=overrides) if name == "kafka" \
+                else BrokerProcess(tmp_path / name / "broker", overrides=overrides)
+            with server:
+                with RawClient(server.bootstrap, timeout=30) as c:
+                    c.request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=3,
+                                                                         replication_factor=1)], timeout_ms=10000), 5)
+                    c.wait_for_topics("t")
+                    for p in range(3):
+                        _produce(c, "t", p, 3)
+                placed = [any(q.name.startswith("t-") for q in d.iterdir()) for d in dirs.values()]
+                assert placed == [True] * 3, "one partition per dir"
+                server.stop()
+                subprocess.run(["mount", "-o", "remount,ro", "tmpfs", str(dirs["c"])], check=True)
+                server.start()
+                runs[name] = observe_offline(server.bootstrap, dirs)
+        finally:
+            subprocess.run(["umount", "-l", str(dirs["c"])], check=False)
     expected, got = runs["kafka"], runs["pykbroker"]
     print(f"kafka: {expected}\npykbroker: {got}")
     differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))

@@ -297,8 +297,9 @@ class ReplicaManager:
         """AlterReplicaLogDirs: move each hosted replica to its dir (a future log, copied then swapped in), or
         remember the dir for a replica not created yet; per-partition error codes as Kafka's replica manager
         answers: LOG_DIR_NOT_FOUND (not in log.dirs), KAFKA_STORAGE_ERROR (dir or partition offline, or any
-        log dir offline when a future log is needed), REPLICA_NOT_AVAILABLE (not hosted here yet: retried by
-        kafka-reassign-partitions) and UNKNOWN_TOPIC_OR_PARTITION (no such partition)."""
+        log dir offline when a future log is needed), REPLICA_NOT_AVAILABLE (not hosted here: not yet, retried
+        by kafka-reassign-partitions, or in a dir offline since the start, as Kafka 4.1 answers) and
+        UNKNOWN_TOPIC_OR_PARTITION (no such partition)."""
         results: dict[TopicPartition, int] = {}
         for tp, wanted_dir in dirs.items():
             topic, partition = tp
@@ -307,7 +308,7 @@ class ReplicaManager:
                 if not self.log_manager.is_log_dir_online(log_dir):
                     raise KafkaStorageError(f"Log directory {log_dir} is offline")
                 p = self.partitions.get(tp)
-                if tp in self.offline_partitions or (p is not None and p.log.is_offline):
+                if p is not None and p.log.is_offline:  # failed while hosted (Kafka's HostedPartition.Offline)
                     raise KafkaStorageError(f"Partition {topic}-{partition} is offline")
                 future = self.log_manager.get_log(topic, partition, is_future=True)
                 if p is not None and future is not None and future.parent_dir != log_dir:

@@ -95,6 +95,8 @@ def test_alter_replica_log_dirs_answers_as_kafka(tmp_path):
         assert not rm.alter_log_dirs.is_moving(TOPIC, 0)
         created = rm.become_leader(TOPIC, 1, TOPIC_ID, 0, [1], [1], LogConfig())
         assert created.log.parent_dir == other  # created where it was asked to be
+        rm.mark_offline(TOPIC, 5)  # in a dir offline since the start: not hosted, as Kafka 4.1 answers it
+        assert rm.alter_replica_log_dirs({(TOPIC, 5): here}) == {(TOPIC, 5): ErrorCode.REPLICA_NOT_AVAILABLE}
         rm.log_manager.failure_channel.maybe_add_offline_log_dir(other, "test: disk gone")
         assert rm.alter_replica_log_dirs({(TOPIC, 0): other}) == {(TOPIC, 0): ErrorCode.KAFKA_STORAGE_ERROR}
         described = {d.log_dir: d for d in rm.describe_log_dirs()}
