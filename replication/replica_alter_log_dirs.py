@@ -102,6 +102,8 @@ def copy_to_future(current: Any, future: Any, truncations: _Truncations, budget:
         if base_offset < future.log_end_offset:  # a truncation to the middle of a batch: take it whole again
             future.truncate_to(base_offset)
         future.append_as_follower(data)
+        # As a follower takes its leader's: a kill right after the swap finds a high watermark checkpointed.
+        future.update_high_watermark(min(current.high_watermark, future.log_end_offset))
         copied += len(data)
 
 

@@ -137,6 +137,7 @@ def test_the_copy_repeats_truncations_of_the_current_log(tmp_path):
     truncations = _Truncations()
     current.truncation_listener = truncations.record
     assert copy_to_future(current, future, truncations, 1 << 30)
+    assert future.high_watermark == current.high_watermark == current.log_end_offset
     current.truncate_to(205)  # a follower that diverged: offsets from 205 on are replaced
     asyncio.run(produce(rm, 3, tag=b"new"))
     assert copy_to_future(current, future, truncations, 1 << 30)
