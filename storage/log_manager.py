@@ -470,7 +470,7 @@ class LogManager:
         if len(online) == 1:  # as Kafka's nextLogDirs: no count of every log (creating N logs is not N^2)
             return online[0]
         counts = {d: 0 for d in online}
-        for log_ in self._logs.values():
+        for log_ in [*self._logs.values(), *self._future_logs.values()]:  # as Kafka: future logs count too
             if log_.parent_dir in counts:
                 counts[log_.parent_dir] += 1
         return min(online, key=lambda d: counts[d])
