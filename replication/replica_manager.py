@@ -288,9 +288,12 @@ class ReplicaManager:
             self.metrics.forget_topic(topic)
 
     def update_log_config(self, topic: str, log_config) -> None:
-        for (t, _), p in self.partitions.items():
+        for (t, partition), p in self.partitions.items():
             if t == topic:
                 p.log.update_config(log_config)
+                future = self.log_manager.get_log(t, partition, is_future=True)
+                if future is not None:  # a replica moving to another dir: the log it becomes
+                    future.update_config(log_config)
 
     # -- log dirs ------------------------------------------------------------------------------------
     def alter_replica_log_dirs(self, dirs: Mapping[TopicPartition, str]) -> dict[TopicPartition, int]:

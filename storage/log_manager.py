@@ -476,7 +476,7 @@ class LogManager:
         return min(online, key=lambda d: counts[d])
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        for log_ in self.all_logs():
+        for log_ in self.all_logs() + self.future_logs():
             if log_.topic == topic:
                 log_.update_config(config)
 
