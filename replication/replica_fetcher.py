@@ -137,7 +137,8 @@ class ReplicaFetcher:
                 self._changed.clear()
                 waits = [until - now for until in self._delayed_until.values() if until > now]
                 try:
-                    await asyncio.wait_for(self._changed.wait(), min(waits) if waits else None)
+                    async with asyncio.timeout(min(waits) if waits else None):
+                        await self._changed.wait()
                 except TimeoutError:
                     pass
                 continue
