@@ -89,15 +89,16 @@ class AckGaps:
         self._stop.set()
         self._thread.join(330)
 
-    def longest_gap(self, since: float, until: float) -> tuple[float, int]:
-        """The longest gap between acknowledgements of one partition within [since, until], and its partition."""
-        worst, where = 0.0, -1
+    def longest_gap(self, since: float, until: float) -> tuple[float, int, float]:
+        """The longest gap between acknowledgements of one partition within [since, until]: (its length, its
+        partition, when it began)."""
+        worst, where, began = 0.0, -1, since
         for p, times in self.acked.items():
             inside = [since] + [t for t in times if since <= t <= until] + [until]
-            gap = max(b - a for a, b in zip(inside, inside[1:], strict=False))
-            if gap > worst:
-                worst, where = gap, p
-        return worst, where
+            for a, b in zip(inside, inside[1:], strict=False):
+                if b - a > worst:
+                    worst, where, began = b - a, p, a
+        return worst, where, began
 
 
 def full_isrs(target: ClusterTarget, topic: str) -> bool:
@@ -105,8 +106,9 @@ def full_isrs(target: ClusterTarget, topic: str) -> bool:
     return state is not None and all(len(isr) == 3 for _, isr in state.values())
 
 
-def rolling_restart(target, run: int) -> tuple[float, int, int]:
-    """One rolling restart under load: (longest acknowledgement gap s, its partition, failed sends)."""
+def rolling_restart(target, run: int) -> tuple[float, int, int, str]:
+    """One rolling restart under load: (longest acknowledgement gap s, its partition, failed sends, the step of
+    the restart it began in)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"rolling-{run}"
@@ -117,16 +119,21 @@ def rolling_restart(target, run: int) -> tuple[float, int, int]:
     try:
         wait_until(lambda: all(len(t) > 100 for t in load.acked.values()), "steady acknowledgements", 60)
         since = time.monotonic()
+        steps: list[tuple[float, str]] = []
         for node_id in (1, 2, 3):
+            steps.append((time.monotonic(), f"stopping broker {node_id}"))
             target.stop_node(node_id)
+            steps.append((time.monotonic(), f"starting broker {node_id}"))
             target.restart(node_id)
+            steps.append((time.monotonic(), f"waiting for full ISRs after broker {node_id}"))
             wait_until(lambda: full_isrs(target, topic), f"full ISRs after restarting broker {node_id}", 300)
         until = time.monotonic()
         time.sleep(1.0)  # acknowledgements of what was sent just before ``until``
     finally:
         load.stop()
-    gap, partition = load.longest_gap(since, until)
-    return gap, partition, len(load.failed)
+    gap, partition, began = load.longest_gap(since, until)
+    at, step = max((s for s in steps if s[0] <= began), default=(since, "?"))
+    return gap, partition, len(load.failed), f"{step} (+{began - at:.2f} s)"
 
 
 def main(targets: list[str] | None = None) -> tuple[Results, list[str]]:
@@ -152,7 +159,7 @@ def main(targets: list[str] | None = None) -> tuple[Results, list[str]]:
         for i in range(runs):
             for t in clusters if i % 2 == 0 else clusters[::-1]:
                 try:
-                    gap, partition, failed = rolling_restart(t, i)
+                    gap, partition, failed, step = rolling_restart(t, i)
                 except Exception as exc:  # noqa: BLE001 - the other cluster's runs still come
                     failures.append(f"{t.name}: rolling restart {i + 1}: {exc}")
                     print(f"  {t.name}: rolling restart {i + 1} FAILED: {exc}", flush=True)
@@ -160,7 +167,7 @@ def main(targets: list[str] | None = None) -> tuple[Results, list[str]]:
                 gaps[t.name].append(gap)
                 failed_sends[t.name] += failed
                 print(f"  {t.name:<10} rolling restart {i + 1}: longest acknowledgement gap {gap:.3f} s "
-                      f"(partition {partition}), {failed} failed sends", flush=True)
+                      f"(partition {partition}, began while {step}), {failed} failed sends", flush=True)
         for name, runs_of in gaps.items():
             if not runs_of:
                 continue

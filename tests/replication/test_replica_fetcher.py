@@ -149,3 +149,4 @@ def test_a_fetcher_closed_just_as_its_partitions_change_stops(tmp_path):
             manager.shutdown()
 
     asyncio.run(scenario())
+
