@@ -114,7 +114,7 @@ def rolling_restart(target, run: int) -> tuple[float, int, int, str]:
     topic = f"rolling-{run}"
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[topic].result(60)
-    wait_until(lambda: full_isrs(target, topic), f"leaders and full ISRs of {topic}", 120)
+    wait_until(lambda: full_isrs(target, topic), f"leaders and full ISRs of {topic}", 300)
     load = AckGaps(target.bootstrap, topic).start()
     try:
         wait_until(lambda: all(len(t) > 100 for t in load.acked.values()), "steady acknowledgements", 60)
