@@ -674,7 +674,7 @@ def fetch_paths(c: RawClient) -> Observations:
     """Fetch sessions, size limits, epochs and old versions; OffsetForLeaderEpoch; ListOffsets v1;
     DescribeTopicPartitions with a cursor; DescribeCluster."""
     create(c, topic("fp-a", partitions=2), topic("fp-b"))
-    c.wait_for_topics("fp-a", "fp-b")
+    fp_b_id = c.wait_for_topics("fp-a", "fp-b")["fp-b"].topic_id
     for _ in range(3):
         produce(c, "fp-a", batch(5, size=100))
     produce(c, "fp-a", batch(2), partition=1)
@@ -718,6 +718,27 @@ def fetch_paths(c: RawClient) -> Observations:
     out["session forget"] = summary(fetch(12, [("fp-b", 0, 0)], session_id=sid, session_epoch=3,
                                           forgotten=[("fp-a", 0)]))
     out["session close"] = fetch(12, [], session_id=sid, session_epoch=-1).error_code
+
+    # By topic id (v13+): a partition of an unknown topic id enters the session, answered on every fetch.
+    unknown_id = uuid.uuid4()
+
+    def fetch_by_id(named: list[uuid.UUID], session_id: int, session_epoch: int, forgotten: list[uuid.UUID] = ()):
+        request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                               session_id=session_id, session_epoch=session_epoch, rack_id="",
+                               topics=[FetchTopic(topic_id=t, partitions=[FetchPartition(
+                                   partition=0, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
+                                   log_start_offset=-1, partition_max_bytes=1 << 20)]) for t in named],
+                               forgotten_topics_data=[ForgottenTopic(topic_id=t, partitions=[0]) for t in forgotten])
+        r = c.request(request, 17)
+        names = {fp_b_id: "fp-b", unknown_id: "unknown"}
+        return r.error_code, r.session_id, sorted((names.get(t.topic_id, "?"), p.partition_index, p.error_code)
+                                                  for t in r.responses for p in t.partitions)
+
+    code, sid, answers = fetch_by_id([fp_b_id, unknown_id], 0, 0)
+    out["session by id open, one topic id unknown"] = (code, sid > 0, answers)
+    out["session by id incremental, unknown id answered again"] = fetch_by_id([], sid, 1)[::2]
+    out["session by id, unknown id forgotten"] = fetch_by_id([], sid, 2, forgotten=[unknown_id])[::2]
+    fetch_by_id([], sid, -1)
 
     def epochs(leader_epoch: int, current: int = -1):
         r = c.request(OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderTopic(

@@ -11,6 +11,7 @@ Pure bookkeeping: no I/O. Used from the event loop only (single writer).
 from __future__ import annotations
 
 import random
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,9 +32,9 @@ DEFAULT_CACHE_SLOTS = 1000
 class CachedPartition:
     """What the session knows of one partition: the client's fetch position and what we last told it."""
 
-    topic: str
+    topic: str | None  # None: a topic id the broker does not know (yet); resolved on a later fetch, as Kafka
     partition: int
-    topic_id: object
+    topic_id: uuid.UUID
     fetch_offset: int
     max_bytes: int
     log_start_offset: int = -1
@@ -43,6 +44,10 @@ class CachedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     sent_log_start_offset: int = -1
+
+    def key(self, uses_topic_ids: bool) -> tuple[object, int]:
+        """The session's key: (topic id, partition) when the session uses topic ids, as Kafka's TopicIdPartition."""
+        return (self.topic_id, self.partition) if uses_topic_ids else (self.topic, self.partition)
 
     def update_request(self, fetch_offset: int, max_bytes: int, log_start_offset: int, current_leader_epoch: int,
                        last_fetched_epoch: int) -> None:
@@ -75,7 +80,7 @@ class FetchSession:
 
     session_id: int
     epoch: int
-    partitions: OrderedDict[tuple[str, int], CachedPartition] = field(default_factory=OrderedDict)
+    partitions: OrderedDict[tuple[object, int], CachedPartition] = field(default_factory=OrderedDict)
     uses_topic_ids: bool = False
 
 
@@ -113,7 +118,7 @@ class FetchSessionCache:
                 return sid
 
     def new_context(self, session_id: int, epoch: int, requested: Iterable[CachedPartition],
-                    forgotten: Iterable[tuple[str, int]], is_follower: bool = False,
+                    forgotten: Iterable[tuple[object, int]], is_follower: bool = False,
                     uses_topic_ids: bool = False) -> FetchContext:
         """Resolve a fetch request's session fields into a FetchContext (Kafka's FetchManager.newContext)."""
         requested = list(requested)
@@ -137,7 +142,7 @@ class FetchSessionCache:
         for key in forgotten:
             session.partitions.pop(key, None)
         for p in requested:
-            key = (p.topic, p.partition)
+            key = p.key(uses_topic_ids)
             cached = session.partitions.get(key)
             if cached is None:
                 session.partitions[key] = p
@@ -156,14 +161,14 @@ class FetchSessionCache:
             self._sessions.popitem(last=False)
         session = FetchSession(self._new_id(), _next_epoch(INITIAL_EPOCH), uses_topic_ids=uses_topic_ids)
         for p in partitions:
-            session.partitions[(p.topic, p.partition)] = p
+            session.partitions[p.key(uses_topic_ids)] = p
         self._sessions[session.session_id] = session
         return session
 
     def remove_topic(self, topic: str) -> None:
         """Drop a deleted topic's partitions from every session."""
         for session in self._sessions.values():
-            for key in [k for k in session.partitions if k[0] == topic]:
+            for key in [k for k, cp in session.partitions.items() if cp.topic == topic]:
                 del session.partitions[key]
 
 

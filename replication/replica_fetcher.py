@@ -44,6 +44,9 @@ log = logging.getLogger("replication.replica_fetcher")
 
 FETCH_VERSION = 17  # as Kafka 4.1's fetcher: topic ids, ReplicaState, diverging epochs, sessions
 MAX_EPOCH = 2**31 - 1
+# What a fetch says of a partition: fetch offset, log start, leader epoch, last fetched epoch.
+Position = tuple[int, int, int, int]
+UNFETCHED: Position = (-1, -1, -1, -1)  # a session entry to name again in the next fetch
 LIST_OFFSETS_VERSION = 7
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
@@ -82,9 +85,8 @@ class ReplicaFetcher:
         # leader holds it; the request in flight's positions, committed to the session once answered.
         self._session_id = 0
         self._session_epoch = INITIAL_EPOCH
-        self._session: dict[TopicPartition, tuple[int, int, int, int]] = {}
-        self._pending: tuple[dict[TopicPartition, tuple[int, int, int, int]], bool] = ({}, True)
-        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._session: dict[TopicPartition, tuple[uuid.UUID, Position]] = {}
+        self._pending: tuple[dict[TopicPartition, tuple[uuid.UUID, Position]], bool] = ({}, True)
         self.progress = CatchUpProgress(leader_id)
 
     @property
@@ -177,8 +179,12 @@ class ReplicaFetcher:
         forgetting those no longer fetched; the leader answers only partitions with something new."""
         wanted = {tp: self._position(p) for tp, p in ready.items()}
         full = self._session_id == 0
-        changed = wanted if full else {tp: pos for tp, pos in wanted.items() if self._session.get(tp) != pos}
-        forgotten = [] if full else [tp for tp in self._session if tp not in wanted]
+        ids = {tp: p.topic_id for tp, p in ready.items()}
+        changed = wanted if full else {tp: pos for tp, pos in wanted.items() if self._session.get(tp) != (ids[tp], pos)}
+        # Forgotten: partitions no longer fetched (delayed ones too, as Kafka's fetcher), and the old topic id of a
+        # partition whose topic id changed (named again with its new one, as Kafka's FetchSessionHandler).
+        forgotten = [] if full else [(tp, old_id) for tp, (old_id, _) in self._session.items()
+                                     if tp not in wanted or ids[tp] != old_id]
         by_topic: dict[uuid.UUID, list[FetchRequestPartition]] = {}
         for (topic, index), (fetch_offset, log_start, leader_epoch, last_fetched_epoch) in changed.items():
             by_topic.setdefault(ready[(topic, index)].topic_id, []).append(FetchRequestPartition(
@@ -186,12 +192,9 @@ class ReplicaFetcher:
                 last_fetched_epoch=last_fetched_epoch, log_start_offset=log_start,
                 partition_max_bytes=self.config.partition_max_bytes))
         forgotten_by_topic: dict[uuid.UUID, list[int]] = {}
-        for topic, index in forgotten:
-            topic_id = self._topic_ids.get(topic)
-            if topic_id is not None:
-                forgotten_by_topic.setdefault(topic_id, []).append(index)
-        self._pending = (wanted, full)
-        self._topic_ids.update({t: p.topic_id for (t, _), p in ready.items()})
+        for (_, index), topic_id in forgotten:
+            forgotten_by_topic.setdefault(topic_id, []).append(index)
+        self._pending = ({tp: (ids[tp], pos) for tp, pos in wanted.items()}, full)
         return FetchRequest(replica_state=ReplicaState(replica_id=self.node_id, replica_epoch=-1),
                             max_wait_ms=self.config.max_wait_ms, min_bytes=self.config.min_bytes,
                             max_bytes=self.config.response_max_bytes, isolation_level=0,
@@ -265,9 +268,10 @@ class ReplicaFetcher:
             return
         log.info("%s-%d: leader %d answered %s; waiting %d ms for new metadata", tp[0], tp[1], self.leader_id,
                  ErrorCode(code).name, self.config.backoff_ms)
-        # Named again in the next fetch whatever its position: the leader may hold no session state for it (an
-        # unknown topic id, say), and an incremental fetch that leaves it out would never fetch it again.
-        self._session.pop(tp, None)
+        # Forgotten while it waits, named again after, whatever its position (as Kafka's fetcher, which leaves a
+        # delayed partition out of its session): the leader then fetches it afresh.
+        if tp in self._session:
+            self._session[tp] = (self._session[tp][0], UNFETCHED)
         self._delay([tp], backoff_s)
 
     def _truncate_to_diverging_epoch(self, tp: TopicPartition, p: Partition, epoch: int, end_offset: int) -> None:

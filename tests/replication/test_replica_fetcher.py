@@ -8,13 +8,18 @@ import asyncio
 import socket
 import uuid
 
+from pykbroker import metadata_store
 from pykbroker.config import Config
 from pykbroker.server import Server
+from replication.broker_client import BrokerClient
 from replication.metadata_image import PartitionState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode, build_simple_batch, decode_records, iter_batch_headers
+from wire.messages import FetchRequest, FetchResponse
+from wire.messages.fetch_request import FetchPartition as FetchRequestPartition
+from wire.messages.fetch_request import FetchTopic, ForgottenTopic, ReplicaState
 
 TOPIC = "rep"
 
@@ -150,3 +155,82 @@ def test_a_fetcher_closed_just_as_its_partitions_change_stops(tmp_path):
 
     asyncio.run(scenario())
 
+
+
+def _fetch(session_id: int, epoch: int, named: dict[uuid.UUID, int], forgotten: dict[uuid.UUID, int] | None = None):
+    """A replica's Fetch v17 naming partition ``named[id]`` of each topic id at offset 0."""
+    return FetchRequest(replica_state=ReplicaState(replica_id=2, replica_epoch=-1), max_wait_ms=100, min_bytes=1,
+                        max_bytes=1 << 20, isolation_level=0, session_id=session_id, session_epoch=epoch,
+                        topics=[FetchTopic(topic_id=t, partitions=[FetchRequestPartition(
+                            partition=i, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                            log_start_offset=-1, partition_max_bytes=1 << 20)]) for t, i in named.items()],
+                        forgotten_topics_data=[ForgottenTopic(topic_id=t, partitions=[i])
+                                               for t, i in (forgotten or {}).items()])
+
+
+def _answers(response) -> dict[uuid.UUID, list[tuple[int, int]]]:
+    return {t.topic_id: [(p.partition_index, p.error_code) for p in t.partitions] for t in response.responses}
+
+
+def test_a_topic_id_the_leader_learns_later_stays_in_the_fetch_session(tmp_path, monkeypatch):
+    """As Kafka's FetchSession: a partition of a topic id the leader does not know yet enters the session, is
+    answered UNKNOWN_TOPIC_ID on every fetch while unknown and fetched once the leader learns the topic, though
+    the follower (its position unchanged) never names it again. Before, the leader kept nothing of it: a follower
+    that had sent it once never fetched it again, left the ISR and acks=all stalled (rolling-restart bench)."""
+    late_id = uuid.uuid4()
+
+    async def scenario() -> None:
+        async with Pair(tmp_path) as pair:
+            port = pair.leader.bound_listeners["PLAINTEXT"].port
+            client = BrokerClient(1, "127.0.0.1", port, client_id="test-fetcher")
+            try:
+                first = await client.request(_fetch(0, 0, {pair.topic.topic_id: 0, late_id: 0}), 17, FetchResponse)
+                assert first.error_code == ErrorCode.NONE and first.session_id
+                assert _answers(first)[late_id] == [(0, ErrorCode.UNKNOWN_TOPIC_ID)]
+                again = await client.request(_fetch(first.session_id, 1, {}), 17, FetchResponse)
+                assert _answers(again) == {late_id: [(0, ErrorCode.UNKNOWN_TOPIC_ID)]}
+                # The leader learns the topic (the controller's metadata arrives) and gets records for it.
+                monkeypatch.setattr(metadata_store, "new_uuid", lambda: late_id)
+                await pair.leader.metadata.create_topic("late", [[1, 2]], {})
+                await until(lambda: pair.leader.replica_manager.get_partition("late", 0) is not None)
+                await pair.leader.replica_manager.append_records({("late", 0): batch(b"x")}, 1, 1000)
+                resolved = await client.request(_fetch(first.session_id, 2, {}), 17, FetchResponse)
+                [(index, code)] = _answers(resolved)[late_id]
+                assert (index, code) == (0, ErrorCode.NONE)
+                data = next(t for t in resolved.responses if t.topic_id == late_id).partitions[0]
+                assert data.records is not None and len(data.records) > 0
+                # Forgotten by its id, it leaves the session.
+                gone = await client.request(_fetch(first.session_id, 3, {}, {late_id: 0}), 17, FetchResponse)
+                assert late_id not in _answers(gone)
+            finally:
+                client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_whose_topic_id_changes_forgets_the_old_one_and_fetches_with_the_new(tmp_path, monkeypatch):
+    """As Kafka's FetchSessionHandler: a partition whose topic id changed under the follower (a topic deleted and
+    created again) is forgotten under its old id and named under its new one in the next incremental fetch, though
+    its position did not move. Before, the follower never named it again and acks=all on the new topic stalled."""
+    new_id = uuid.uuid4()
+
+    async def scenario() -> None:
+        async with Pair(tmp_path) as pair:
+            leader_rm = pair.leader.replica_manager
+            pair.follow(leader_epoch=0)  # an empty rep-0: the follower fetches from offset 0
+            await until(lambda: pair.fetchers.fetchers[1]._session_epoch > 2)  # an incremental session is open
+            await pair.leader.delete_topic(TOPIC)
+            await until(lambda: leader_rm.get_partition(TOPIC, 0) is None)
+            monkeypatch.setattr(metadata_store, "new_uuid", lambda: new_id)
+            await pair.leader.metadata.create_topic(TOPIC, [[1, 2]], {})
+            await until(lambda: leader_rm.get_partition(TOPIC, 0) is not None)
+            # The follower drops the deleted topic (as Broker._drop_topic) and follows the new one, at offset 0 again.
+            pair.fetchers.unfollow(TOPIC, 0)
+            pair.follower.delete_partitions(TOPIC)
+            pair.follower.become_follower(TOPIC, 0, new_id, 1, 0, [1, 2], [1, 2], LogConfig())
+            pair.fetchers.follow(TOPIC, 0, 1)
+            acked = await leader_rm.append_records({(TOPIC, 0): batch(b"a")}, -1, 10_000)
+            assert acked[(TOPIC, 0)].error_code == ErrorCode.NONE
+            await until(lambda: pair.follower_log().high_watermark == 1)
+
+    asyncio.run(scenario())

@@ -67,7 +67,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
 
-    # Resolve topics; unresolvable partitions are answered with an error and never enter a session.
+    # Resolve topics. By name (v12-), an unknown topic is answered with an error and never enters a session. By id
+    # (v13+), as in Kafka, it enters the session unnamed: answered UNKNOWN_TOPIC_ID on every fetch until this
+    # broker learns the topic, then fetched, though the client (a follower whose position has not moved, say)
+    # never names it again.
     unresolved: dict[tuple[str | None, uuid.UUID], list[PartitionData]] = {}
     requested: list[CachedPartition] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
@@ -75,21 +78,22 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     readable_unknown = _readable(ctx, request, [t.topic for t, topic in zip(request.topics, topics, strict=True)
                                                 if topic is None and not by_id for _ in t.partitions])
     for t, topic in zip(request.topics, topics, strict=True):
-        if topic is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if not by_id and t.topic not in readable_unknown:
-                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if topic is None and not by_id:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if t.topic in readable_unknown \
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
             unresolved[(t.topic, t.topic_id)] = [_partition_error(p.partition, code) for p in t.partitions]
             continue
         for p in t.partitions:
-            requested.append(CachedPartition(topic.name, p.partition, topic.topic_id, p.fetch_offset,
+            requested.append(CachedPartition(topic.name if topic else None, p.partition,
+                                             topic.topic_id if topic else t.topic_id, p.fetch_offset,
                                              p.partition_max_bytes, p.log_start_offset, p.current_leader_epoch,
                                              p.last_fetched_epoch))
-    forgotten: list[tuple[str, int]] = []
+    forgotten: list[tuple[object, int]] = []
     for f in request.forgotten_topics_data:
-        topic = store.topics_by_id.get(f.topic_id) if by_id else store.topics.get(f.topic)
-        if topic is not None:
-            forgotten.extend((topic.name, p) for p in f.partitions)
+        if by_id:
+            forgotten.extend((f.topic_id, p) for p in f.partitions)
+        elif f.topic in store.topics:
+            forgotten.extend((f.topic, p) for p in f.partitions)
 
     if version >= 7:
         fctx = broker.fetch_sessions.new_context(request.session_id, request.session_epoch, requested, forgotten,
@@ -98,15 +102,20 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         fctx = broker.fetch_sessions.new_context(0, FINAL_EPOCH, requested, [])
     if fctx.error:
         return FetchResponse(error_code=fctx.error, session_id=0, responses=[])
+    for cp in fctx.partitions:
+        if cp.topic is None and (known := store.topics_by_id.get(cp.topic_id)) is not None:
+            cp.topic = known.name  # the topic id this session holds became known (Kafka's maybeResolveUnknownName)
+    # A fetch with an unknown topic is answered at once, as Kafka answers a fetch with an erroneous partition.
+    answer_now = bool(unresolved) or any(cp.topic is None for cp in fctx.partitions)
 
     # Every partition of the session is authorized on every fetch (incremental ones too), as in Kafka: one the
     # principal may no longer read is answered TOPIC_AUTHORIZATION_FAILED instead of its records.
-    readable = _readable(ctx, request, [cp.topic for cp in fctx.partitions])
-    allowed = [cp for cp in fctx.partitions if cp.topic in readable]
-    wanted = [FetchPartition(cp.topic, cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
+    readable = _readable(ctx, request, [cp.topic for cp in fctx.partitions if cp.topic is not None])
+    allowed = [cp for cp in fctx.partitions if cp.topic is not None and cp.topic in readable]
+    wanted = [FetchPartition(cp.topic or "", cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
                              cp.last_fetched_epoch if version >= 12 else -1, cp.log_start_offset)
               for cp in allowed]
-    max_wait_ms = request.max_wait_ms if not unresolved else 0
+    max_wait_ms = request.max_wait_ms if not answer_now else 0
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
@@ -129,15 +138,18 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
         for fp in fetched:
             broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
-    by_topic: dict[str, list[PartitionData]] = {}
-    order: list[str] = []
+    # Answers grouped by topic: by id (v13+; an unknown id too) or by name.
+    by_topic: dict[object, list[PartitionData]] = {}
+    order: list[CachedPartition] = []
     hints = LeaderHints(store, ctx.listener.name)
     fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
     for cp in fctx.partitions:
         found = fetched_by.get((cp.topic, cp.partition))
         read = found.read if found is not None else None
         size = found.size if found is not None else 0
-        if found is None:
+        if cp.topic is None:
+            data = _partition_error(cp.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        elif found is None:
             data = _partition_error(cp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         elif read is None:
             data = _partition_error(cp.partition, found.error_code)
@@ -159,7 +171,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if read.diverging_epoch is not None:
                 data.diverging_epoch = EpochEndOffset(epoch=read.diverging_epoch[0],
                                                       end_offset=read.diverging_epoch[1])
-        leader = hints.leader(cp.topic, cp.partition, data.error_code)
+        leader = hints.leader(cp.topic, cp.partition, data.error_code) if cp.topic is not None else None
         if leader is not None:
             data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
         diverged = read is not None and read.diverging_epoch is not None
@@ -171,17 +183,18 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         if not fctx.incremental:
             cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
                               last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset)
-        if cp.topic not in by_topic:
-            by_topic[cp.topic] = []
-            order.append(cp.topic)
-        by_topic[cp.topic].append(data)
+        group = cp.topic_id if by_id else cp.topic
+        if group not in by_topic:
+            by_topic[group] = []
+            order.append(cp)
+        by_topic[group].append(data)
 
     responses = []
-    for name in order:
-        topic = store.topics.get(name)
-        responses.append(FetchableTopicResponse(topic=name if not by_id else "",
-                                                topic_id=topic.topic_id if topic and by_id else ZERO_UUID,
-                                                partitions=by_topic[name]))
+    for first in order:
+        group = first.topic_id if by_id else first.topic
+        responses.append(FetchableTopicResponse(topic="" if by_id else first.topic or "",
+                                                topic_id=first.topic_id if by_id else ZERO_UUID,
+                                                partitions=by_topic[group]))
     for (unknown, topic_id), parts in unresolved.items():
         responses.append(FetchableTopicResponse(topic=unknown or "", topic_id=topic_id, partitions=parts))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
