@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-cluster-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,11 @@ chaos-kill-loop: $(STAMP)
 ##        brokers in ZooKeeper mode (several minutes: not part of `make test`)
 differential-cluster-ops: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_cluster_ops.py $(ARGS)
+
+## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
+##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle
+test-cluster-slow: deps
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py -s $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.1's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential
