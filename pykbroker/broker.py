@@ -23,7 +23,9 @@ from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
-from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
+from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.partition import Partition
+from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from replication.replica_selector import selector_for
@@ -46,6 +48,10 @@ GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 ELR_FEATURE = "eligible.leader.replicas.version"
+# New logs one published image creates on the event loop (about 1.5 ms each): a topic of up to this many
+# partitions (the internal topics' 50 included) serves as soon as CreateTopics answers; the logs of larger
+# creations follow in the background (replication/pending_logs.py), their partitions led in the metadata at once.
+SYNC_NEW_LOGS = 64
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -131,6 +137,7 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+        self.pending_logs = PendingLogs(self.log_manager, self._logs_created)
 
     def _replication_quota(self, side: str) -> ReplicationQuotaManager:
         """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
@@ -374,8 +381,9 @@ class Broker:
             self._delete_stray_logs()
         else:
             await self._elect_recovered_replicas()
+        new_logs = SYNC_NEW_LOGS
         for topic in self.metadata.image.topics.values():
-            self._host_topic(topic)
+            new_logs = self._host_topic(topic, new_logs=new_logs)
         if offline_at_start:
             in_offline = self.replica_manager.offline_partitions.__contains__
             dirs = ",".join(self.log_manager.failure_channel.offline_dirs)
@@ -566,6 +574,7 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        await self.pending_logs.close()
         await self.replica_fetchers.close()
         self.broker_clients.close()
         await self.replica_manager.close()
@@ -583,8 +592,11 @@ class Broker:
             return self.default_log_config
         return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
 
-    def _host_topic(self, topic: TopicState, old: TopicState | None = None) -> None:
-        """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``."""
+    def _host_topic(self, topic: TopicState, old: TopicState | None = None, new_logs: int = 0) -> int:
+        """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``. Up to
+        ``new_logs`` partitions whose log does not exist yet get it now, on the loop; the others are hosted once
+        ``pending_logs`` has created theirs in the background (Kafka's metadata, too, shows a new partition's
+        leader before its broker has created the log). Returns how many of ``new_logs`` are left."""
         log_config = self.log_config_for_topic(topic.name)
         rm = self.replica_manager
         for p in topic.partitions:
@@ -594,31 +606,71 @@ class Broker:
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
             hosted = rm.get_partition(topic.name, p.partition)
-            was_leader = hosted is not None and hosted.is_leader
-            old_epoch = hosted.leader_epoch if hosted is not None else -1
-            if p.leader == self.node_id:
-                self.replica_fetchers.unfollow(topic.name, p.partition)
-                rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
-                                 list(p.isr), log_config, p.partition_epoch)
-                if not was_leader or old_epoch != p.leader_epoch:
-                    self._coordinator_elected(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-            elif self.node_id in p.replicas:
-                rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
-                                   list(p.replicas), list(p.isr), log_config, p.partition_epoch)
-                self.replica_fetchers.follow(topic.name, p.partition, p.leader)
-                if was_leader:
-                    self._coordinator_resigned(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-            elif hosted is not None:
-                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
-                self.replica_fetchers.unfollow(topic.name, p.partition)
-                rm.stop_replica(topic.name, p.partition)
-                if was_leader:
-                    self._coordinator_resigned(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
-                         topic.name, p.partition, list(p.replicas))
+            if self.node_id not in p.replicas:
+                self.pending_logs.discard(topic.name, p.partition)
+            elif hosted is None and self.log_manager.get_log(topic.name, p.partition) is None:
+                if new_logs <= 0:
+                    self.pending_logs.add(topic.name, p.partition, topic.topic_id, log_config)
+                    continue
+                new_logs -= 1
+            self._host_partition(topic, p, hosted, log_config)
+        return new_logs
+
+    def _host_partition(self, topic: TopicState, p: PartitionState, hosted: Partition | None,
+                        log_config: LogConfig) -> None:
+        """Lead, follow or drop ``p`` as its state says (``hosted``: the replica manager's partition, if any)."""
+        rm = self.replica_manager
+        was_leader = hosted is not None and hosted.is_leader
+        old_epoch = hosted.leader_epoch if hosted is not None else -1
+        if p.leader == self.node_id:
+            self.replica_fetchers.unfollow(topic.name, p.partition)
+            rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
+                             list(p.isr), log_config, p.partition_epoch)
+            if not was_leader or old_epoch != p.leader_epoch:
+                self._coordinator_elected(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+        elif self.node_id in p.replicas:
+            rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
+                               list(p.replicas), list(p.isr), log_config, p.partition_epoch)
+            self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+            if was_leader:
+                self._coordinator_resigned(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+        elif hosted is not None:
+            # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+            self.replica_fetchers.unfollow(topic.name, p.partition)
+            rm.stop_replica(topic.name, p.partition)
+            if was_leader:
+                self._coordinator_resigned(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+            log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                     topic.name, p.partition, list(p.replicas))
+
+    def _logs_created(self, created: list[tuple[str, int]], failed: list[tuple[tuple[str, int], Exception]]) -> None:
+        """``pending_logs`` created these logs: host each partition as the current image has it. A log whose
+        partition is gone meanwhile (topic deleted, or deleted and created again, or reassigned away) is deleted."""
+        image = self.metadata.image
+        rm = self.replica_manager
+        for name, partition in created:
+            if rm.get_partition(name, partition) is not None:
+                continue  # hosted meanwhile (its log existed when a newer image was applied)
+            topic = image.topics.get(name)
+            p = topic.partitions[partition] if topic is not None and partition < len(topic.partitions) else None
+            log_ = self.log_manager.get_log(name, partition)
+            if log_ is None:
+                continue
+            if topic is None or p is None or log_.topic_id != topic.topic_id or self.node_id not in p.replicas:
+                self.log_manager.delete_log(name, partition)
+                if topic is not None and p is not None and self.node_id in p.replicas:
+                    self.pending_logs.add(name, partition, topic.topic_id, self.log_config_for_topic(name))
+                continue
+            if (name, partition) in rm.offline_partitions:
+                continue
+            self._host_partition(topic, p, None, self.log_config_for_topic(name))
+        for (name, partition), exc in failed:
+            log.error("could not create the log of %s-%d: %s", name, partition, exc)
+            if name in image.topics:
+                rm.mark_offline(name, partition)
 
     def _share_leadership_changed(self, topic: TopicState, partition: int) -> None:
         """Share-partitions of a partition this broker stopped leading (or leads anew) are loaded again."""
@@ -630,6 +682,7 @@ class Broker:
         topics, reload changed topic and broker configs."""
         if new.broker_configs is not old.broker_configs:
             self._apply_broker_configs(new)
+        new_logs = SYNC_NEW_LOGS
         for name, topic in new.topics.items():
             before = old.topics.get(name)
             if before is not None and before.topic_id != topic.topic_id:
@@ -641,7 +694,7 @@ class Broker:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
                 if self.zk is not None:
                     self.controller.topic_configs_changed(name)
-            self._host_topic(topic, before)
+            new_logs = self._host_topic(topic, before, new_logs)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
 
@@ -692,6 +745,7 @@ class Broker:
         task.add_done_callback(self._background.discard)
 
     def _drop_topic(self, name: str) -> None:
+        self.pending_logs.discard_topic(name)
         for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
             self.replica_fetchers.unfollow(topic, partition)
         self.replica_manager.delete_partitions(name)
@@ -878,5 +932,9 @@ class Broker:
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
-        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``."""
+        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``.
+        Partitions led here whose logs are still being created are waited for (up to ``timeout_ms``) rather than
+        refused, so that clients producing to a topic just created do not retry in a storm."""
+        if self.pending_logs:
+            await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         return await self.replica_manager.append_records(entries, acks, timeout_ms)

@@ -283,12 +283,15 @@ class LogManager:
                                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                                 log_recovery_progress=False)
             except OSError as exc:
-                message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
-                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
-                raise KafkaStorageError(f"{message}: {exc}") from exc
-            self._logs[(topic, partition)] = log_
-            log.info("Created log for partition %s-%d in %s", topic, partition, path)
-            return log_
+                failure = exc
+            else:
+                self._logs[(topic, partition)] = log_
+                log.info("Created log for partition %s-%d in %s", topic, partition, path)
+                return log_
+        # Outside the lock: taking the dir offline drops its logs from the map under that same lock.
+        message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, message, failure)
+        raise KafkaStorageError(f"{message}: {failure}") from failure
 
     def _config_for_topic(self, topic: str) -> LogConfig:
         lookup = getattr(self, "_config_for", None)
