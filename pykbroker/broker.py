@@ -455,6 +455,11 @@ class Broker:
                     marked += 1
         return marked
 
+    def any_lost_replicas(self) -> bool:
+        """Whether ``lost_replicas`` can name a replica at all (a log dir here is or was offline)."""
+        return not self.cluster_mode and bool(self.replica_manager.offline_partitions
+                                              or self.log_manager.failure_channel.offline_dirs)
+
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
         on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
