@@ -54,7 +54,7 @@ def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
 def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(tmp_path):
     """A produce to a partition whose log is still pending waits for it and is acknowledged; kill -9 then loses
     nothing acknowledged, and a topic killed before any of its logs existed is created at the restart."""
-    partitions = broker.SYNC_NEW_LOGS + 136
+    partitions = broker.SYNC_NEW_LOGS + 36
     with BrokerProcess(tmp_path / "b") as b:
         _create(b.bootstrap, "big", partitions)
         _produce_to_every_partition(b.bootstrap, "big", partitions, b"acked")
