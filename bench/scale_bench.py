@@ -17,7 +17,8 @@ Sections (each figure for both brokers and the ratio pykbroker / Kafka):
 - connections: SCALE_IDLE idle connections (default 1,000; each sent one ApiVersions, then stays open)
   held by two load-generator processes, plus SCALE_ACTIVE active clients (default 100: 50 librdkafka
   producers, acks=1, SCALE_RATE records/s each (default 10), and 50 consumers, each reading the partition of
-  one producer) in processes of 10 pairs, for SCALE_ACTIVE_SECONDS (20); each value carries its send time,
+  one producer) in processes of 10 pairs, for SCALE_ACTIVE_SECONDS (20) after SCALE_WARMUP_SECONDS (10) of the
+  same load that is not measured (Kafka's JVM compiles its hot paths then); each value carries its send time,
   so latency is measured end to end by the consumer as well as to the producer's acknowledgement (p50, p99).
   The load is rate-limited so that on a 2-core machine the brokers, not the generators, set the latency: the
   generators report their worst lateness against the send schedule and their CPU, printed beside the figures.
@@ -287,13 +288,15 @@ def hold_idle_connections(bootstrap: str, count: int, ready, release) -> None:
         s.close()
 
 
-def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: float, seconds: float, out) -> None:
+def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: float, seconds: float, warmup: float,
+                   out) -> None:
     """Load generator: ``pairs`` librdkafka producers and as many consumers; producer i sends ``rate`` records/s
     (acks=1) to partition ``first + i``, which consumer i reads (assigned, no group: no rebalance in the window).
-    Each value carries its send time, so a consumer measures the end-to-end latency itself. Puts on ``out``:
+    Each value carries its send time, so a consumer measures the end-to-end latency itself. The first
+    ``warmup`` seconds of the same load are not measured (a JVM compiles its hot paths then). Puts on ``out``:
     acknowledgement and end-to-end latencies (ms), records sent and read, how late the generator sent against
-    its schedule at worst (ms), and the CPU it used (share of one core) -- the evidence that it was not the
-    bottleneck."""
+    its schedule (worst, and the share of sends over 10 ms late), and the CPU it used (share of one core) --
+    the evidence that it was not the bottleneck."""
     import resource
     import struct
     import threading
@@ -314,7 +317,9 @@ def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: flo
         while not stop.is_set():
             msg = c.poll(0.1)
             if msg is not None and msg.error() is None:
-                e2e.append((time.time() - struct.unpack(">d", msg.value()[:8])[0]) * 1000)
+                sent_at = struct.unpack(">d", msg.value()[:8])[0]
+                if sent_at >= measure_from_wall:
+                    e2e.append((time.time() - sent_at) * 1000)
         c.close()
 
     readers = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(pairs)]
@@ -325,19 +330,21 @@ def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: flo
     for p in producers:
         p.list_topics(topic, timeout=30)
     started_reading.wait(60)
-    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     wall0 = time.perf_counter()
+    measure_from = wall0 + 0.5 + warmup
+    measure_from_wall = time.time() + 0.5 + warmup
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 
     def delivered(err, _msg, sent: float) -> None:
-        if err is None:
+        if err is None and sent >= measure_from:
             acks.append((time.perf_counter() - sent) * 1000)
 
     interval = 1.0 / rate
     # Producer i's sends are spread over the interval, so that the load is even, not a burst per tick.
     due = [wall0 + 0.5 + interval * i / pairs for i in range(pairs)]
-    end = wall0 + 0.5 + seconds
+    end = measure_from + seconds
     lag_max = 0.0
-    sent = 0
+    sent = late = 0
     padding = b"x" * 92  # 100-byte values
     while (now := time.perf_counter()) < end:
         i = min(range(pairs), key=due.__getitem__)
@@ -346,13 +353,15 @@ def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: flo
                 p.poll(0)
             time.sleep(min(due[i] - now, 0.001))
             continue
-        lag_max = max(lag_max, now - due[i])
+        if now >= measure_from:
+            lag_max = max(lag_max, now - due[i])
+            late += now - due[i] > 0.010
+            sent += 1
         due[i] += interval
         t = time.perf_counter()
         producers[i].produce(topic, struct.pack(">d", time.time()) + padding, partition=first + i,
                              on_delivery=lambda e, m, t=t: delivered(e, m, t))
         producers[i].poll(0)
-        sent += 1
     for p in producers:
         p.flush(30)
     time.sleep(1.0)  # the last records reach the consumers
@@ -362,6 +371,7 @@ def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: flo
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.perf_counter() - wall0
     out.put({"acks": acks, "e2e": e2e, "sent": sent, "read": len(e2e), "lag_max_ms": lag_max * 1000,
+             "late": late,
              "cpu": (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / wall})
 
 
@@ -380,7 +390,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def connections_section(brokers: list[Broker], results: Results, idle: int, active: int, rate: float,
-                        seconds: float) -> None:
+                        seconds: float, warmup: float) -> None:
     """``idle`` idle connections (two processes), then ``active`` clients -- half producers, half consumers, in
     processes of 10 pairs -- at ``rate`` records/s per producer beside them. Sized for a shared 2-core machine:
     the active load is rate-limited, so that the brokers, not the generators, set the latency; the generators
@@ -410,11 +420,11 @@ def connections_section(brokers: list[Broker], results: Results, idle: int, acti
             out = ctx.Queue()
             cpu0 = cpu_seconds(b.pid())
             procs = [ctx.Process(target=active_clients, args=(b.bootstrap, topic, first, min(per_process, pairs - first),
-                                                               rate, seconds, out))
+                                                               rate, seconds, warmup, out))
                      for first in range(0, pairs, per_process)]
             for p in procs:
                 p.start()
-            parts = [out.get(timeout=seconds + 300) for _ in procs]
+            parts = [out.get(timeout=warmup + seconds + 300) for _ in procs]
             for p in procs:
                 p.join(60)
             label = f"{2 * pairs} active clients ({pairs * rate:.0f} records/s) beside {idle} idle"
@@ -426,8 +436,10 @@ def connections_section(brokers: list[Broker], results: Results, idle: int, acti
             results.put(f"{label}: end-to-end p99 ms", b.name, percentile(e2e, 0.99), False)
             results.put(f"{label}: records read of sent %", b.name,
                         100.0 * sum(p["read"] for p in parts) / max(1, sum(p["sent"] for p in parts)))
-            results.put(f"{label}: broker CPU cores busy", b.name, (cpu_seconds(b.pid()) - cpu0) / (seconds + 2), False)
+            results.put(f"{label}: broker CPU cores busy", b.name, (cpu_seconds(b.pid()) - cpu0) / (warmup + seconds + 2), False)
             results.put(f"{label}: generator worst send lag ms", b.name, max(p["lag_max_ms"] for p in parts), False)
+            results.put(f"{label}: generator sends over 10 ms late %", b.name,
+                        100.0 * sum(p["late"] for p in parts) / max(1, sum(p["sent"] for p in parts)), False)
             results.put(f"{label}: generator CPU per process (cores)", b.name, max(p["cpu"] for p in parts), False)
             results.put(f"broker memory with {idle} idle + {2 * pairs} active MB", b.name, rss_mb(b.pid()), False)
         finally:
@@ -642,7 +654,8 @@ def main() -> None:
             ("partitions", lambda: partitions_section(brokers, results, partitions)),
             ("connections", lambda: connections_section(brokers, results, env_int("SCALE_IDLE", 1000),
                                                         env_int("SCALE_ACTIVE", 100), float(env_int("SCALE_RATE", 10)),
-                                                        float(env_int("SCALE_ACTIVE_SECONDS", 20)))),
+                                                        float(env_int("SCALE_ACTIVE_SECONDS", 20)),
+                                                        float(env_int("SCALE_WARMUP_SECONDS", 10)))),
             ("groups", lambda: groups_section(brokers, results, env_int("SCALE_GROUPS", 500),
                                               env_int("SCALE_COMMITS", 4))),
             ("cores", lambda: cores_section(root, next((b for b in brokers if b.name == "kafka"), None), results,
