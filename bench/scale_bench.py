@@ -202,8 +202,10 @@ def produce_to_all(bootstrap: str, topics: Topics, tag: bytes, timeout: float = 
     return len(acked)
 
 
-def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: float = 300) -> int:
-    """How many records with a value in ``tags`` the partitions hold, read from offset 0 of each."""
+def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: float = 300) -> tuple[int, int]:
+    """(distinct (partition, value) pairs with a value in ``tags``, records with such a value), read from offset 0
+    of each partition. Distinct pairs count what was kept; the rest are duplicates (a producer's retry of a
+    record whose acknowledgement a restart lost; the bench's producer is not idempotent), which are not loss."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-check", "enable.auto.commit": False,
@@ -211,16 +213,21 @@ def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: floa
                          "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, p, 0) for topic, n in topics for p in range(n)])
     partitions = sum(n for _, n in topics)
-    found = eof = 0
+    found: set[tuple[str, int, bytes]] = set()
+    records = eof = 0
     deadline = time.monotonic() + timeout
     while eof < partitions and time.monotonic() < deadline:
         for msg in consumer.consume(10_000, 1.0):
-            if msg.error() is None:
-                found += msg.value() in tags
-            elif msg.error().code() == -191:  # _PARTITION_EOF
+            error = msg.error()
+            if error is None:
+                value = msg.value() or b""
+                if value in tags:
+                    records += 1
+                    found.add((msg.topic() or "", msg.partition() or 0, value))
+            elif error.code() == -191:  # _PARTITION_EOF
                 eof += 1
     consumer.close()
-    return found
+    return len(found), records
 
 
 def restart_to_serving(broker: Broker, topics: Topics, hard: bool, tag: bytes) -> tuple[float, float]:
@@ -258,8 +265,9 @@ def partitions_section(brokers: list[Broker], results: Results, partitions: int)
             answering, serving = restart_to_serving(b, topics, hard, tag)
             results.put(f"{how} restart: first ApiVersions s", b.name, answering, False)
             results.put(f"{how} restart: all {partitions} partitions serve s", b.name, serving, False)
-        kept = count_tagged(b.bootstrap, topics, {b"first", b"after-clean", b"after-kill"})
+        kept, records = count_tagged(b.bootstrap, topics, {b"first", b"after-clean", b"after-kill"})
         results.put("acknowledged records kept after kill -9 %", b.name, 100.0 * kept / (3 * partitions))
+        results.put("duplicates (retried records, not idempotent)", b.name, records - kept, False)
         if kept != 3 * partitions:
             lost.append(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
     if lost:
