@@ -218,7 +218,8 @@ class Broker:
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None,
-                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
+                group_coordinator=self.group_coordinator)
         return self._share_groups
 
     def _coordinates_group(self, group_id: str) -> bool:

@@ -21,7 +21,7 @@ import logging
 
 from coordinator.share.record_state import RecordState
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, service
+from pykbroker.handlers.share._common import enabled, service, share_group
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -52,7 +52,7 @@ TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTH
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
     svc = service(ctx)
-    return group_id in svc.groups.groups or bool(await svc.states(group_id))
+    return (await share_group(ctx, group_id))[1] is not None or bool(await svc.states(group_id))
 
 
 # -- describe ----------------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                                                               error_code=ErrorCode.NOT_COORDINATOR))
             continue
         states = await svc.states(g.group_id)
-        if g.group_id not in svc.groups.groups and not states:
+        if (await share_group(ctx, g.group_id))[1] is None and not states:
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                                               error_message=f"Group {g.group_id} not found."))
@@ -152,11 +152,13 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
     svc = service(ctx)
     if not svc.coordinates(request.group_id):  # only the coordinator knows whether the group has members
         return alter_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
-    group = svc.groups.groups.get(request.group_id)
+    code, group = await share_group(ctx, request.group_id)
+    if code:
+        return alter_error(request, ctx.api_version, code)
     if group is not None and group.members:
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
                            "The group is not empty.")
-    svc.groups.ensure_group(request.group_id)
+    await svc.ensure_group(request.group_id)
     store = ctx.metadata
     denied, responses = [], []
     for t in request.topics:
@@ -209,7 +211,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     if not await _group_exists(ctx, request.group_id):
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                             f"Group {request.group_id} not found.")
-    group = svc.groups.groups.get(request.group_id)
+    group = (await share_group(ctx, request.group_id))[1]
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     store = ctx.metadata
