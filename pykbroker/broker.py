@@ -635,6 +635,7 @@ class Broker:
             before = old.topics.get(name)
             if before is not None and before.topic_id != topic.topic_id:
                 self._drop_topic(name)  # deleted and created again between two images
+                self._share_state_of_deleted_topic(before)
                 before = None
             if before is topic:
                 continue
@@ -645,6 +646,13 @@ class Broker:
             self._host_topic(topic, before)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
+            self._share_state_of_deleted_topic(old.topics[name])
+
+    def _share_state_of_deleted_topic(self, topic: TopicState) -> None:
+        """As Kafka: a deleted topic's share-partition state goes with it, on every broker whose share coordinator
+        holds some (whichever broker handled the DeleteTopics)."""
+        if self._share_groups is not None and not topic.name.startswith("__"):
+            self._spawn(self._share_groups.on_topic_deleted(topic.topic_id))
 
     def _coordinator_elected(self, topic: str, partition: int) -> None:
         """Leading a coordinator partition: its coordinator loads it (a coordinator not built yet loads on use)."""

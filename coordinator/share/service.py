@@ -66,6 +66,7 @@ class ShareGroupService:
                                                 self.clock)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
+        self._topic_deletions: dict[uuid.UUID, asyncio.Future] = {}
         self._groups_loaded = False
         self._existing_topics = existing_topics
 
@@ -129,7 +130,18 @@ class ShareGroupService:
         return await self.persister.states(group_id, candidates)
 
     async def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
-        """A topic was deleted: drop its share-partitions and delete their persisted state."""
+        """A topic was deleted (every broker hears of it from the metadata; the one that handled DeleteTopics also
+        calls this before answering): drop its share-partitions and delete the persisted state its share
+        coordinator here holds (the other brokers delete what theirs hold). Runs once per topic id."""
+        task = self._topic_deletions.get(topic_id)
+        if task is None:
+            task = self._topic_deletions[topic_id] = asyncio.ensure_future(self._delete_topic_state(topic_id))
+        await asyncio.shield(task)
+
+    async def _delete_topic_state(self, topic_id: uuid.UUID) -> None:
+        self.partitions.drop_topic(topic_id)
+        if SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
+            return  # no share-partition state anywhere yet
         try:
             states = await self.coordinator.all_states()
         except Exception as exc:
