@@ -99,7 +99,7 @@ def test_reset_lag_and_topic_deletion_reach_the_other_brokers(tmp_path):
             assert r.topics[0].error_code == ErrorCode.NONE, r
             topic_id = r.topics[0].topic_id
         deadline = time.monotonic() + 30
-        while leader_of(b1, topic, 0) != 2:
+        while leader_of(b1, topic, 0) != 2 or leader_of(cluster.broker(2).bootstrap, topic, 0) != 2:
             assert time.monotonic() < deadline, "no leader"
             time.sleep(0.1)
         coordinator_of(b1, 2, coordinator_key(("any", topic_id, 0)))  # creates __share_group_state
@@ -116,7 +116,14 @@ def test_reset_lag_and_topic_deletion_reach_the_other_brokers(tmp_path):
         sc = state_leaders[partition_for(coordinator_key((group, topic_id, 0)), PARTITIONS)]
         with RawClient(cluster.broker(gc).bootstrap, timeout=30) as coordinator, \
                 RawClient(cluster.broker(2).bootstrap, timeout=30) as leader:
-            produce(leader, topic, 100)
+            deadline = time.monotonic() + 30
+            while True:  # the leader serves the partition a moment after the metadata names it
+                try:
+                    produce(leader, topic, 100)
+                    break
+                except AssertionError:
+                    assert time.monotonic() < deadline, "the leader never took the records"
+                    time.sleep(0.2)
             reset(coordinator, group, topic, 0)
             assert described(coordinator, group) == (0, 100)  # the lag, from a broker without the partition
             first = consume_all(coordinator, leader, group, topic, topic_id)
