@@ -274,3 +274,97 @@ def test_the_java_client_produces_and_consumes_in_a_group_on_the_cluster(cluster
     out = tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--topic", other, "--from-beginning",
                "--max-messages", "3", "--timeout-ms", "30000")
     assert out.split() == ["one", "two", "three"]
+
+
+def test_kafka_tools_report_a_cluster_with_a_broker_down(cluster):
+    """Kafka 4.1's kafka-topics --describe filters (--under-replicated-partitions, --under-min-isr-partitions,
+    --at-min-isr-partitions, --unavailable-partitions) pick what TopicCommand's rules pick from what the
+    cluster reports with broker 3 stopped; kafka-cluster cluster-id names the cluster every broker reports; and
+    kafka-broker-api-versions prints each broker's advertised versions. Broker 3 is started again after."""
+    import concurrent.futures
+    import re
+
+    from pykbroker.testing import RawClient
+    from wire.messages import ApiVersionsRequest, MetadataRequest
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    prefix = unique("tools")
+    at_min, under_min, gone = f"{prefix}-at-min", f"{prefix}-under-min", f"{prefix}-gone"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics([
+        NewTopic(at_min, num_partitions=1, replica_assignment=[[1, 2, 3]], config={"min.insync.replicas": "2"}),
+        NewTopic(under_min, num_partitions=1, replica_assignment=[[2, 3, 1]], config={"min.insync.replicas": "3"}),
+        NewTopic(gone, num_partitions=1, replica_assignment=[[3]], config={"min.insync.replicas": "1"})])
+    for f in futures.values():
+        f.result(30)
+    deadline = time.monotonic() + 30
+    while any(p.leader < 0 for t in (at_min, under_min, gone)
+              for p in admin.list_topics(t, timeout=10).topics[t].partitions.values()):
+        assert time.monotonic() < deadline, "leaders"
+        time.sleep(0.2)
+    java = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*"]
+    live = [b.bootstrap for n, b in cluster.brokers.items() if n != 3]
+
+    def tool(main_class: str, *args: str) -> str:
+        done = subprocess.run([*java, main_class, *args], capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    assert cluster.broker(3).stop() == 0
+    try:
+        # Broker 3 left every ISR (controlled shutdown) and the partition it alone holds has no leader.
+        deadline = time.monotonic() + 30
+        while True:
+            state = {t: admin.list_topics(t, timeout=10).topics[t].partitions[0] for t in (at_min, under_min, gone)}
+            if [state[t].isrs for t in (at_min, under_min)] == [[1, 2], [2, 1]] and state[gone].leader == -1:
+                break
+            assert time.monotonic() < deadline, state
+            time.sleep(0.2)
+        topics = "org.apache.kafka.tools.TopicCommand"
+        describe = ("--bootstrap-server", ",".join(live), "--describe", "--topic", f"{prefix}-.*")
+        filters = ("--under-replicated-partitions", "--under-min-isr-partitions", "--at-min-isr-partitions",
+                   "--unavailable-partitions")
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            runs = {f: pool.submit(tool, topics, *describe, *([f] if f else [])) for f in ("", *filters)}
+            cluster_id = pool.submit(tool, "org.apache.kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server",
+                                     live[0])
+            api_versions = pool.submit(tool, "org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server",
+                                       ",".join(live))
+            out = {f: r.result() for f, r in runs.items()}
+            cluster_id_out, api_versions_out = cluster_id.result(), api_versions.result()
+        # Each partition line as the plain --describe prints it, by topic.
+        lines = {line.split("\tPartition:")[0].split("Topic: ")[1]: line
+                 for line in out[""].splitlines() if "\tPartition: " in line}
+        assert "Leader: none" in lines[gone] and "\tIsr: 3" in lines[gone], lines[gone]
+
+        def picked(flag: str) -> set[str]:
+            got = [line for line in out[flag].splitlines() if line.strip()]
+            assert all(line in lines.values() for line in got), (flag, got, lines)
+            return {line.split("\tPartition:")[0].split("Topic: ")[1] for line in got}
+
+        # TopicCommand: under-replicated = ISR smaller than the replicas; under min ISR = no leader or ISR below
+        # min.insync.replicas; at min ISR = ISR size equal to it; unavailable = no live leader.
+        assert picked("--under-replicated-partitions") == {at_min, under_min}
+        assert picked("--under-min-isr-partitions") == {under_min, gone}
+        assert picked("--at-min-isr-partitions") == {at_min, gone}
+        assert picked("--unavailable-partitions") == {gone}
+
+        with RawClient(live[0]) as c:
+            expected_id = c.request(MetadataRequest(topics=[]), 9).cluster_id
+        assert cluster_id_out.strip() == f"Cluster ID: {expected_id}"
+        for node_id in (1, 2):
+            with RawClient(cluster.broker(node_id).bootstrap) as c:
+                advertised = {k.api_key: (k.min_version, k.max_version)
+                              for k in c.request(ApiVersionsRequest(), 0).api_keys}
+            host = cluster.broker(node_id).bootstrap
+            block = api_versions_out.split(f"{host} (id: {node_id} rack: null isFenced: false) -> (\n")[1].split(
+                "\n)\n")[0]
+            printed = {int(key): ranges for key, ranges in re.findall(r"^\t\w+\((\d+)\): (.*?),?$", block, re.M)}
+            assert {key for key, ranges in printed.items() if ranges != "UNSUPPORTED"} == set(advertised)
+        assert "(id: 3 " not in api_versions_out  # a stopped broker is not in the cluster's metadata
+    finally:
+        cluster.broker(3).start()
+        cluster.wait_for_brokers(3)

@@ -96,9 +96,12 @@ def produce(bootstrap: str, topic: str, count: int, size: int = 100) -> None:
     assert producer.flush(60) == 0
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    with ClusterProcesses(tmp_path / "cluster", size=3, overrides={"replica.lag.time.max.ms": "5000"}) as c:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the module: each test uses topics of its own and leaves every broker running (broker 4,
+    once added, stays); the cancelled-move test, which kills the controller, comes last."""
+    with ClusterProcesses(tmp_path_factory.mktemp("cluster"), size=3,
+                          overrides={"replica.lag.time.max.ms": "5000"}) as c:
         yield c
 
 

@@ -75,24 +75,24 @@ def secured(tmp_path_factory):
         assert b.alive, b.log()
 
 
-def consume_as(secured, user: str, seconds: int) -> list[str]:
+def consume_as(secured, user: str, seconds: int, *extra: str) -> list[str]:
     jars, address, topic, groups = secured
     done = subprocess.run([*JAVA, "-cp", f"{jars}/*", str(DRIVER), address, groups[user], topic, str(COUNT),
                            str(seconds), "0", "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
                            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-                           f'username="{user}" password="{user}-secret";'],
+                           f'username="{user}" password="{user}-secret";', *extra],
                           capture_output=True, text=True, timeout=seconds + 90, stdin=subprocess.DEVNULL)
     return done.stdout.splitlines()
 
 
 def test_without_group_read_the_java_share_consumer_gets_group_authorization_exception(secured):
-    lines = consume_as(secured, "bob", 10)
+    lines = consume_as(secured, "bob", 60, "driver.stop.on=GroupAuthorizationException")
     assert not [line for line in lines if line.startswith("GOT")], lines[:5]
     assert any("GroupAuthorizationException" in line for line in lines), lines[:5]
 
 
 def test_without_topic_read_the_java_share_consumer_gets_topic_authorization_exception(secured):
-    lines = consume_as(secured, "carol", 10)
+    lines = consume_as(secured, "carol", 60, "driver.stop.on=TopicAuthorizationException")
     assert not [line for line in lines if line.startswith("GOT")], lines[:5]
     assert any("TopicAuthorizationException" in line for line in lines), lines[:5]
 

@@ -393,6 +393,7 @@ def spark_load(broker, topics: list[str], output: Path, *extra: str) -> subproce
                             start_new_session=True)
 
 
+@pytest.mark.timeout(600)
 def test_spark_load_killed_mid_batch_neither_duplicates_nor_drops(spark, broker, tmp_path):
     topic = new_topic(broker, 3)
     fill(broker, topic, 3, 40)
@@ -402,7 +403,7 @@ def test_spark_load_killed_mid_batch_neither_duplicates_nor_drops(spark, broker,
         # kill -9 (the CLI and its JVM) while Spark's tasks write batch 3: two batches are committed by then
         staged = output / STAGING_DIR / "batch=00000003"
         wait_for(lambda: any(staged.glob("_temporary/*/_temporary/attempt_*")) or proc.poll() is not None,
-                 120, "the tasks of batch 3", interval=0.02)
+                 300, "the tasks of batch 3", interval=0.02)  # Spark's start alone takes a minute under load
         assert proc.poll() is None, proc.communicate()
         os.killpg(proc.pid, signal.SIGKILL)
     finally:

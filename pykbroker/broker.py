@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.metrics.recorder import Recorder
+    from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
     from replication.metadata_image import MetadataWriter
     from replication.zk.client import ZooKeeperClient
 
@@ -46,6 +48,10 @@ GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
 ELR_FEATURE = "eligible.leader.replicas.version"
+# A hand-over write refused by a concurrent writer is decided again on the new state this many times per attempt,
+# each after waiting up to CONFLICT_WAIT_S for that state to reach this broker's image.
+CONFLICT_ROUNDS = 10
+CONFLICT_WAIT_S = 1.0
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -61,6 +67,9 @@ class Broker:
         self.registry = registry
         self.node_id = config.node_id
         self.zk: ZooKeeperClient | None = None
+        # Set by controlled shutdown: from then on this broker fetches nothing, so no leader adds it back to an
+        # ISR it left (Kafka's controller sends StopReplica to the broker and refuses it as INELIGIBLE_REPLICA).
+        self.shutting_down = False
         self.metadata: MetadataWriter
         self.producer_ids: Any
         if self.cluster_mode:
@@ -96,6 +105,7 @@ class Broker:
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
@@ -131,6 +141,15 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+
+    def _alter_log_dirs_rate(self) -> int | None:
+        """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
+        name = "replica.alter.log.dirs.io.max.bytes.per.second"
+        value = self.dynamic_config.per_broker.get(name, self.dynamic_config.default.get(name))
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
 
     def _replication_quota(self, side: str) -> ReplicationQuotaManager:
         """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""
@@ -414,6 +433,7 @@ class Broker:
         """
         if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
             return
+        self.shutting_down = True
         await self._hand_over(lambda topic, partition: True, "controlled shutdown",
                               self.config["controlled.shutdown.max.retries"] + 1)
 
@@ -525,31 +545,22 @@ class Broker:
 
     async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
         """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's
-        controlled-shutdown election), conditionally on each partition epoch, in up to ``attempts`` rounds."""
-        from replication.elections import LeaderAndIsr, controlled_shutdown_election
-        from replication.metadata_image import PartitionState
-
+        controlled-shutdown election), conditionally on each partition epoch, in up to ``attempts`` rounds
+        ``controlled.shutdown.retry.backoff.ms`` apart. A write refused because another writer (the controller,
+        a leader changing its ISR) got there first is decided again on the state it wrote, at once: Kafka's
+        controller, the only writer there, never sees such a conflict, so it must not cost a backoff here."""
         remaining = 0
         for attempt in range(1, attempts + 1):
-            image = self.metadata.image
-            remaining = moved = 0
-            for topic in image.topics.values():
-                for p in topic.partitions:
-                    if self.node_id not in p.replicas or not selected(topic.name, p.partition):
-                        continue
-                    new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
-                                                       image.brokers, self.node_id)
-                    if new is None:
-                        # Led here with nobody else in sync: waiting helps only if another replica is alive.
-                        remaining += p.leader == self.node_id and any(
-                            r != self.node_id and r in image.brokers for r in p.replicas)
-                        continue
-                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
-                    if committed is None:
-                        remaining += 1
-                    else:
-                        moved += 1
+            moved = remaining = 0
+            for _ in range(CONFLICT_ROUNDS):
+                done, stuck, conflicted = await self._hand_over_round(selected)
+                moved += done
+                remaining = stuck + len(conflicted)
+                if not conflicted:
+                    break
+                # The refused writes' winners are on their way: decide again once the image has them.
+                await cast("ZooKeeperMetadataStore", self.metadata).wait_for(
+                    functools.partial(_newer_than, conflicted), CONFLICT_WAIT_S)
             log.info("%s of broker %d, attempt %d: %d partitions handed over, %d remaining", why, self.node_id,
                      attempt, moved, remaining)
             if not remaining:
@@ -558,6 +569,37 @@ class Broker:
                 await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
         log.warning("%s of broker %d: %d partitions still led here after %d attempts", why, self.node_id, remaining,
                     attempts)
+
+    async def _hand_over_round(self, selected: Callable[[str, int], bool]
+                               ) -> tuple[int, int, list[tuple[str, int, int]]]:
+        """One pass of ``_hand_over`` over the current image: (partitions moved, partitions led here that no
+        other live in-sync replica can take, (topic, partition, epoch read) of the writes refused)."""
+        from replication.elections import LeaderAndIsr, controlled_shutdown_election
+        from replication.metadata_image import PartitionState
+
+        image = self.metadata.image
+        moved = stuck = 0
+        conflicted: list[tuple[str, int, int]] = []
+        for topic in image.topics.values():
+            for p in topic.partitions:
+                if self.node_id not in p.replicas or not selected(topic.name, p.partition):
+                    continue
+                if self.shutting_down and p.leader != self.node_id:
+                    self.replica_fetchers.unfollow(topic.name, p.partition)  # before it leaves the ISR
+                new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
+                                                   image.brokers, self.node_id)
+                if new is None:
+                    # Led here with nobody else in sync: waiting helps only if another replica is alive.
+                    stuck += p.leader == self.node_id and any(
+                        r != self.node_id and r in image.brokers for r in p.replicas)
+                    continue
+                committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
+                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
+                if committed is None:
+                    conflicted.append((topic.name, p.partition, p.partition_epoch))
+                else:
+                    moved += 1
+        return moved, stuck, conflicted
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
@@ -607,7 +649,10 @@ class Broker:
             elif self.node_id in p.replicas:
                 rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
                                    list(p.replicas), list(p.isr), log_config, p.partition_epoch)
-                self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+                if self.shutting_down:  # handed over: it must not fetch its way back into the ISR
+                    self.replica_fetchers.unfollow(topic.name, p.partition)
+                else:
+                    self.replica_fetchers.follow(topic.name, p.partition, p.leader)
                 if was_leader:
                     self._coordinator_resigned(topic.name, p.partition)
                     self._share_leadership_changed(topic, p.partition)
@@ -889,3 +934,8 @@ class Broker:
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
         """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``."""
         return await self.replica_manager.append_records(entries, acks, timeout_ms)
+
+
+def _newer_than(read: list[tuple[str, int, int]], image: MetadataImage) -> bool:
+    """Whether ``image`` holds a newer state than the (topic, partition, partition epoch) ``read`` (or none)."""
+    return all((p := image.partition(t, n)) is None or p.partition_epoch > epoch for t, n, epoch in read)

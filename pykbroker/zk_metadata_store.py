@@ -240,7 +240,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         waiter = (predicate, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
         try:
-            await asyncio.wait_for(waiter[1], timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await waiter[1]
             return True
         except TimeoutError:
             return False

@@ -93,8 +93,8 @@ class BrokerClient:
 
     async def _connect(self) -> None:
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
         except (OSError, TimeoutError) as exc:
             raise BrokerConnectionError(f"cannot connect to broker {self.node_id} at {self.host}:{self.port}: "
                                         f"{exc or type(exc).__name__}") from exc
@@ -119,11 +119,14 @@ class BrokerClient:
         body = w.getvalue()
         try:
             self._writer.write(_SIZE.pack(len(body)) + body)
-            await asyncio.wait_for(self._writer.drain(), self.timeout_s)
-            size = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))[0]
+            async with asyncio.timeout(self.timeout_s):
+                await self._writer.drain()
+            async with asyncio.timeout(self.timeout_s):
+                size = _SIZE.unpack(await self._reader.readexactly(4))[0]
             if not 0 <= size <= MAX_RESPONSE_BYTES:
                 raise BrokerConnectionError(f"broker {self.node_id} sent a frame of {size} bytes")
-            frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                frame = await self._reader.readexactly(size)
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             self.close()
             raise BrokerConnectionError(f"request to broker {self.node_id} at {self.host}:{self.port} failed: "

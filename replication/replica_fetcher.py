@@ -137,7 +137,8 @@ class ReplicaFetcher:
                 self._changed.clear()
                 waits = [until - now for until in self._delayed_until.values() if until > now]
                 try:
-                    await asyncio.wait_for(self._changed.wait(), min(waits) if waits else None)
+                    async with asyncio.timeout(min(waits) if waits else None):
+                        await self._changed.wait()
                 except TimeoutError:
                     pass
                 continue
@@ -264,6 +265,9 @@ class ReplicaFetcher:
             return
         log.info("%s-%d: leader %d answered %s; waiting %d ms for new metadata", tp[0], tp[1], self.leader_id,
                  ErrorCode(code).name, self.config.backoff_ms)
+        # Named again in the next fetch whatever its position: the leader may hold no session state for it (an
+        # unknown topic id, say), and an incremental fetch that leaves it out would never fetch it again.
+        self._session.pop(tp, None)
         self._delay([tp], backoff_s)
 
     def _truncate_to_diverging_epoch(self, tp: TopicPartition, p: Partition, epoch: int, end_offset: int) -> None:

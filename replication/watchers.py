@@ -56,7 +56,8 @@ class PartitionWatchers:
             return False
         fut = self.watch(keys)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):
+                await fut
             return True
         except TimeoutError:
             return False

@@ -169,7 +169,7 @@ public class AdminDriver {
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
             consumer.subscribe(List.of("jd-data"));
             int seen = 0;
-            long deadline = System.currentTimeMillis() + 30_000;
+            long deadline = System.currentTimeMillis() + 60_000;
             while (seen < 6 && System.currentTimeMillis() < deadline) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 seen += records.count();

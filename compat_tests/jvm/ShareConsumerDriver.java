@@ -1,6 +1,6 @@
 // A Java KafkaShareConsumer that accepts every record it gets, one commitSync per poll, and says what happened.
 // Run as a single-file program:
-//   java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS [PAUSE_MS [KEY=VALUE...]]
+//   java -cp "<kafka 4.2 jars>/*" ShareConsumerDriver.java BOOTSTRAP GROUP TOPIC COUNT SECONDS [PAUSE_MS [KEY=VALUE...]]  (driver.stop.on=TEXT: end at the first poll error holding TEXT)
 // (PAUSE_MS: a pause after each poll of at most 100 records (share.acquire.mode record_limit), so a test can
 // act in the middle of the consumption; KEY=VALUE: more consumer properties, e.g. SASL settings.)
 //
@@ -40,6 +40,9 @@ public class ShareConsumerDriver {
             int eq = args[i].indexOf('=');
             props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
+        // driver.stop.on=TEXT (the driver's own option, not the consumer's): end at the first poll error whose
+        // text holds TEXT, so a test expecting that error need not wait out SECONDS
+        String stopOn = (String) props.remove("driver.stop.on");
         if (pauseMs > 0) {
             props.put("max.poll.records", "100");
             props.put("share.acquire.mode", "record_limit");
@@ -60,6 +63,9 @@ public class ShareConsumerDriver {
                     }
                 } catch (KafkaException e) {
                     System.out.println("ERR poll " + e);
+                    if (stopOn != null && e.toString().contains(stopOn)) {
+                        break;
+                    }
                 }
                 if (got.isEmpty()) {
                     continue;

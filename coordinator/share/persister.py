@@ -170,12 +170,13 @@ class SharePersister:
             node = self.coordinator.leader_of(key)
             attempt_s = max(0.001, min(ATTEMPT_TIMEOUT_MS / 1000, deadline - time.monotonic()))
             try:
-                if node is None or node == self.node_id or self._send is None:
-                    # creates __share_group_state on first use; NOT_COORDINATOR once the partition moved
-                    return await asyncio.wait_for(local(), attempt_s)
-                if node < 0:
-                    raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no leader")
-                return await asyncio.wait_for(remote(node), attempt_s)
+                async with asyncio.timeout(attempt_s):
+                    if node is None or node == self.node_id or self._send is None:
+                        # creates __share_group_state on first use; NOT_COORDINATOR once the partition moved
+                        return await local()
+                    if node < 0:
+                        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no leader")
+                    return await remote(node)
             except TimeoutError:
                 if time.monotonic() >= deadline:
                     raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the share coordinator did not answer") from None

@@ -117,7 +117,8 @@ class BrokerRegistration:
         if await self.zk.exists(self.path, watch=lambda _event: gone.set()) is None:
             return
         try:
-            await asyncio.wait_for(gone.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await gone.wait()
         except TimeoutError:
             pass
 

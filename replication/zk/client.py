@@ -268,7 +268,8 @@ class ZooKeeperClient:
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         assert self._connected is not None, "start() first"
-        await asyncio.wait_for(self._connected.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._connected.wait()
 
     async def _request(self, call: Callable[[], Any]) -> Any:
         """Send a request once connected. As Kafka's ZooKeeperClient, a request waits for a lost connection

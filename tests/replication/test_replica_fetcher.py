@@ -5,6 +5,8 @@ that diverged from the leader's (diverging epoch in the fetch answer) before cop
 from __future__ import annotations
 
 import asyncio
+import socket
+import uuid
 
 from pykbroker.config import Config
 from pykbroker.server import Server
@@ -117,3 +119,34 @@ def test_a_diverged_follower_truncates_to_the_leaders_epoch_end_then_copies(tmp_
             await until(lambda: pair.leader_log().high_watermark == 5 and pair.follower_log().high_watermark == 5)
 
     asyncio.run(scenario())
+
+
+def test_a_fetcher_closed_just_as_its_partitions_change_stops(tmp_path):
+    """The broker closes its fetchers at shutdown right after controlled shutdown changed what they follow: the
+    cancel must not be lost to the wake-up (Python 3.11's wait_for swallowed it, and close() never returned)."""
+    async def scenario() -> None:
+        manager = LogManager([str(tmp_path / "follower")], default_config=LogConfig(), log_cleaner_enable=False)
+        manager.startup(lambda _topic: LogConfig())
+        follower = ReplicaManager(manager, 2)
+        with socket.socket() as closed:  # a leader nobody listens for: every fetch fails and backs off
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        fetchers = ReplicaFetcherManager(2, follower.get_partition, lambda node: ("127.0.0.1", port),
+                                         FetcherConfig(backoff_ms=30_000))
+        try:
+            for partition in (0, 1):
+                follower.become_follower(TOPIC, partition, uuid.uuid4(), 1, 0, [1, 2], [1, 2], LogConfig())
+                fetchers.follow(TOPIC, partition, 1)
+            fetcher = fetchers.fetchers[1]
+            await until(lambda: fetcher._failures >= 1)  # now waiting out the backoff
+            await asyncio.sleep(0.05)
+            fetchers.unfollow(TOPIC, 1)  # wakes the fetcher ...
+            closing = asyncio.ensure_future(fetchers.close())  # ... as it is cancelled
+            done, _ = await asyncio.wait([closing], timeout=5)
+            assert done, "the fetcher ran on after it was cancelled"
+        finally:
+            await follower.close()
+            manager.shutdown()
+
+    asyncio.run(scenario())
+

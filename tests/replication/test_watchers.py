@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from replication.watchers import PartitionWatchers
 
 
@@ -34,3 +36,19 @@ def test_timeout_returns_false_and_cleans_up():
 def test_notify_without_waiters_is_harmless():
     w = PartitionWatchers()
     w.notify(("nobody", 0))
+
+
+def test_a_waiter_cancelled_as_it_is_notified_stays_cancelled():
+    """A cancel that arrives with the wake-up is not swallowed (Python 3.11's wait_for returned instead, so a
+    cancelled task ran on)."""
+    async def main():
+        w = PartitionWatchers()
+        waiter = asyncio.create_task(w.wait([("t", 0)], timeout=5))
+        await asyncio.sleep(0)
+        w.notify(("t", 0))
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert w.waiting(("t", 0)) == 0
+
+    asyncio.run(main())
