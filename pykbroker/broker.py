@@ -244,7 +244,8 @@ class Broker:
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None,
-                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
+                group_coordinator=self.group_coordinator)
         return self._share_groups
 
     def _coordinates_group(self, group_id: str) -> bool:
@@ -737,6 +738,7 @@ class Broker:
             before = old.topics.get(name)
             if before is not None and before.topic_id != topic.topic_id:
                 self._drop_topic(name)  # deleted and created again between two images
+                self._share_state_of_deleted_topic(before)
                 before = None
             if before is topic:
                 continue
@@ -747,6 +749,13 @@ class Broker:
             new_logs = self._host_topic(topic, before, new_logs)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
+            self._share_state_of_deleted_topic(old.topics[name])
+
+    def _share_state_of_deleted_topic(self, topic: TopicState) -> None:
+        """As Kafka: a deleted topic's share-partition state goes with it, on every broker whose share coordinator
+        holds some (whichever broker handled the DeleteTopics)."""
+        if self._share_groups is not None and not topic.name.startswith("__"):
+            self._spawn(self._share_groups.on_topic_deleted(topic.topic_id))
 
     def _coordinator_elected(self, topic: str, partition: int) -> None:
         """Leading a coordinator partition: its coordinator loads it (a coordinator not built yet loads on use)."""
