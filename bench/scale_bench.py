@@ -15,9 +15,14 @@ Sections (each figure for both brokers and the ratio pykbroker / Kafka):
   restart, each timed from the launch of the process until a record produced to every partition is
   acknowledged again, and a check that every acknowledged record is still there after the kill.
 - connections: SCALE_IDLE idle connections (default 1,000; each sent one ApiVersions, then stays open)
-  held by two load-generator processes, plus SCALE_ACTIVE active clients (default 20 producers and 20
-  consumers, acks=1, 50 records/s each) in four more processes; the producers' p99 acknowledgement
-  latency and the broker's memory per idle connection.
+  held by two load-generator processes, plus SCALE_ACTIVE active clients (default 100: 50 librdkafka
+  producers, acks=1, SCALE_RATE records/s each (default 10), and 50 consumers, each reading the partition of
+  one producer) in processes of 10 pairs, for SCALE_ACTIVE_SECONDS (20) after SCALE_WARMUP_SECONDS (10) of the
+  same load that is not measured (Kafka's JVM compiles its hot paths then); each value carries its send time,
+  so latency is measured end to end by the consumer as well as to the producer's acknowledgement (p50, p99).
+  The load is rate-limited so that on a 2-core machine the brokers, not the generators, set the latency: the
+  generators report their worst lateness against the send schedule and their CPU, printed beside the figures.
+  Also the broker's memory per idle connection and its CPU during the active load.
 - groups: SCALE_GROUPS groups (default 500) each committing offsets for 4 partitions SCALE_COMMITS times
   (default 4) through OffsetCommit (AdminClient.alter_consumer_group_offsets, many in flight), from two
   processes: commits per second and the p99 of one commit. Then SCALE_MEMBERS consumers (default 100, from
@@ -40,7 +45,6 @@ import multiprocessing
 import os
 import platform
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -198,8 +202,10 @@ def produce_to_all(bootstrap: str, topics: Topics, tag: bytes, timeout: float = 
     return len(acked)
 
 
-def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: float = 300) -> int:
-    """How many records with a value in ``tags`` the partitions hold, read from offset 0 of each."""
+def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: float = 300) -> tuple[int, int]:
+    """(distinct (partition, value) pairs with a value in ``tags``, records with such a value), read from offset 0
+    of each partition. Distinct pairs count what was kept; the rest are duplicates (a producer's retry of a
+    record whose acknowledgement a restart lost; the bench's producer is not idempotent), which are not loss."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-check", "enable.auto.commit": False,
@@ -207,16 +213,21 @@ def count_tagged(bootstrap: str, topics: Topics, tags: set[bytes], timeout: floa
                          "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, p, 0) for topic, n in topics for p in range(n)])
     partitions = sum(n for _, n in topics)
-    found = eof = 0
+    found: set[tuple[str, int, bytes]] = set()
+    records = eof = 0
     deadline = time.monotonic() + timeout
     while eof < partitions and time.monotonic() < deadline:
         for msg in consumer.consume(10_000, 1.0):
-            if msg.error() is None:
-                found += msg.value() in tags
-            elif msg.error().code() == -191:  # _PARTITION_EOF
+            error = msg.error()
+            if error is None:
+                value = msg.value() or b""
+                if value in tags:
+                    records += 1
+                    found.add((msg.topic() or "", msg.partition() or 0, value))
+            elif error.code() == -191:  # _PARTITION_EOF
                 eof += 1
     consumer.close()
-    return found
+    return len(found), records
 
 
 def restart_to_serving(broker: Broker, topics: Topics, hard: bool, tag: bytes) -> tuple[float, float]:
@@ -254,8 +265,9 @@ def partitions_section(brokers: list[Broker], results: Results, partitions: int)
             answering, serving = restart_to_serving(b, topics, hard, tag)
             results.put(f"{how} restart: first ApiVersions s", b.name, answering, False)
             results.put(f"{how} restart: all {partitions} partitions serve s", b.name, serving, False)
-        kept = count_tagged(b.bootstrap, topics, {b"first", b"after-clean", b"after-kill"})
+        kept, records = count_tagged(b.bootstrap, topics, {b"first", b"after-clean", b"after-kill"})
         results.put("acknowledged records kept after kill -9 %", b.name, 100.0 * kept / (3 * partitions))
+        results.put("duplicates (retried records, not idempotent)", b.name, records - kept, False)
         if kept != 3 * partitions:
             lost.append(f"{b.name}: {kept} of {3 * partitions} acknowledged records are left after kill -9")
     if lost:
@@ -284,56 +296,96 @@ def hold_idle_connections(bootstrap: str, count: int, ready, release) -> None:
         s.close()
 
 
-def active_clients(bootstrap: str, topic: str, producers: int, consumers: int, rate: int, seconds: float,
+def active_clients(bootstrap: str, topic: str, first: int, pairs: int, rate: float, seconds: float, warmup: float,
                    out) -> None:
-    """Load generator: ``producers`` librdkafka producers at ``rate`` records/s each (acks=1, latency of each
-    acknowledgement) and ``consumers`` consumers reading the topic; puts the latencies (ms) on ``out``."""
+    """Load generator: ``pairs`` librdkafka producers and as many consumers; producer i sends ``rate`` records/s
+    (acks=1) to partition ``first + i``, which consumer i reads (assigned, no group: no rebalance in the window).
+    Each value carries its send time, so a consumer measures the end-to-end latency itself. The first
+    ``warmup`` seconds of the same load are not measured (a JVM compiles its hot paths then). Puts on ``out``:
+    acknowledgement and end-to-end latencies (ms), records sent and read, how late the generator sent against
+    its schedule (worst, and the share of sends over 10 ms late), and the CPU it used (share of one core) --
+    the evidence that it was not the bottleneck."""
+    import resource
+    import struct
     import threading
 
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
-    latencies: list[float] = []
+    acks: list[float] = []
+    e2e: list[float] = []
     stop = threading.Event()
+    started_reading = threading.Barrier(pairs + 1)
 
     def consume(i: int) -> None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"active-{os.getpid()}-{i}",
-                      "auto.offset.reset": "latest"})
-        c.subscribe([topic])
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"e2e-{os.getpid()}", "log_level": 3,
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, first + i, OFFSET_END)])
+        c.poll(1.0)  # connected and positioned at the end before anything is sent
+        started_reading.wait(60)
         while not stop.is_set():
-            c.poll(0.2)
+            msg = c.poll(0.1)
+            if msg is not None and msg.error() is None:
+                sent_at = struct.unpack(">d", msg.value()[:8])[0]
+                if sent_at >= measure_from_wall:
+                    e2e.append((time.time() - sent_at) * 1000)
         c.close()
 
-    readers = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(consumers)]
+    readers = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(pairs)]
     for r in readers:
         r.start()
-    clients = [Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0}) for _ in range(producers)]
-    for p in clients:
+    producers = [Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0, "log_level": 3})
+                 for _ in range(pairs)]
+    for p in producers:
         p.list_topics(topic, timeout=30)
+    started_reading.wait(60)
+    wall0 = time.perf_counter()
+    measure_from = wall0 + 0.5 + warmup
+    measure_from_wall = time.time() + 0.5 + warmup
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 
-    def delivered(err, msg, sent: float) -> None:
-        if err is None:
-            latencies.append((time.perf_counter() - sent) * 1000)
+    def delivered(err, _msg, sent: float) -> None:
+        if err is None and sent >= measure_from:
+            acks.append((time.perf_counter() - sent) * 1000)
 
     interval = 1.0 / rate
-    next_at = time.perf_counter() + 2.0  # the consumers join their groups first
-    end = next_at + seconds
+    # Producer i's sends are spread over the interval, so that the load is even, not a burst per tick.
+    due = [wall0 + 0.5 + interval * i / pairs for i in range(pairs)]
+    end = measure_from + seconds
+    lag_max = 0.0
+    sent = late = 0
+    padding = b"x" * 92  # 100-byte values
     while (now := time.perf_counter()) < end:
-        if now < next_at:
-            for p in clients:
+        i = min(range(pairs), key=due.__getitem__)
+        if due[i] > now:
+            for p in producers:
                 p.poll(0)
-            time.sleep(min(next_at - now, 0.002))
+            time.sleep(min(due[i] - now, 0.001))
             continue
-        next_at += interval
-        for p in clients:
-            sent = time.perf_counter()
-            p.produce(topic, b"x" * 100, on_delivery=lambda e, m, sent=sent: delivered(e, m, sent))
-            p.poll(0)
-    for p in clients:
+        if now >= measure_from:
+            lag_max = max(lag_max, now - due[i])
+            late += now - due[i] > 0.010
+            sent += 1
+        due[i] += interval
+        t = time.perf_counter()
+        producers[i].produce(topic, struct.pack(">d", time.time()) + padding, partition=first + i,
+                             on_delivery=lambda e, m, t=t: delivered(e, m, t))
+        producers[i].poll(0)
+    for p in producers:
         p.flush(30)
+    time.sleep(1.0)  # the last records reach the consumers
     stop.set()
     for r in readers:
         r.join(10)
-    out.put(latencies)
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.perf_counter() - wall0
+    out.put({"acks": acks, "e2e": e2e, "sent": sent, "read": len(e2e), "lag_max_ms": lag_max * 1000,
+             "late": late,
+             "cpu": (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / wall})
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))] if ordered else float("nan")
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -345,11 +397,18 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     produce_to_all(bootstrap, [(topic, partitions)], b"ready", 300)  # serving, not only led (Kafka's logs come later)
 
 
-def connections_section(brokers: list[Broker], results: Results, idle: int, active: int) -> None:
+def connections_section(brokers: list[Broker], results: Results, idle: int, active: int, rate: float,
+                        seconds: float, warmup: float) -> None:
+    """``idle`` idle connections (two processes), then ``active`` clients -- half producers, half consumers, in
+    processes of 10 pairs -- at ``rate`` records/s per producer beside them. Sized for a shared 2-core machine:
+    the active load is rate-limited, so that the brokers, not the generators, set the latency; the generators
+    report how late they sent against their schedule and the CPU they used, and the bench prints both."""
     ctx = multiprocessing.get_context("spawn")
+    pairs = max(1, active // 2)
+    per_process = 10
     for b in brokers:
         topic = "connections"
-        create_topic(b.bootstrap, topic, 8)
+        create_topic(b.bootstrap, topic, pairs)
         rss0 = rss_mb(b.pid())
         release = ctx.Event()
         holders, ready = [], []
@@ -367,18 +426,30 @@ def connections_section(brokers: list[Broker], results: Results, idle: int, acti
             rss_idle = rss_mb(b.pid())
             results.put(f"memory per idle connection KB ({idle} idle)", b.name, (rss_idle - rss0) * 1024 / idle, False)
             out = ctx.Queue()
-            procs = [ctx.Process(target=active_clients, args=(b.bootstrap, topic, active // 4, active // 4, 50, 20.0,
-                                                               out)) for _ in range(4)]
+            cpu0 = cpu_seconds(b.pid())
+            procs = [ctx.Process(target=active_clients, args=(b.bootstrap, topic, first, min(per_process, pairs - first),
+                                                               rate, seconds, warmup, out))
+                     for first in range(0, pairs, per_process)]
             for p in procs:
                 p.start()
-            latencies = sorted(x for _ in procs for x in out.get(timeout=300))
+            parts = [out.get(timeout=warmup + seconds + 300) for _ in procs]
             for p in procs:
                 p.join(60)
-            results.put(f"{active} active clients beside {idle} idle: produce p99 ms", b.name,
-                        latencies[int(0.99 * (len(latencies) - 1))], False)
-            results.put(f"{active} active clients beside {idle} idle: produce p50 ms", b.name,
-                        statistics.median(latencies), False)
-            results.put(f"broker memory with {idle} idle + {active} active MB", b.name, rss_mb(b.pid()), False)
+            label = f"{2 * pairs} active clients ({pairs * rate:.0f} records/s) beside {idle} idle"
+            acks = [x for part in parts for x in part["acks"]]
+            e2e = [x for part in parts for x in part["e2e"]]
+            results.put(f"{label}: produce ack p50 ms", b.name, percentile(acks, 0.5), False)
+            results.put(f"{label}: produce ack p99 ms", b.name, percentile(acks, 0.99), False)
+            results.put(f"{label}: end-to-end p50 ms", b.name, percentile(e2e, 0.5), False)
+            results.put(f"{label}: end-to-end p99 ms", b.name, percentile(e2e, 0.99), False)
+            results.put(f"{label}: records read of sent %", b.name,
+                        100.0 * sum(p["read"] for p in parts) / max(1, sum(p["sent"] for p in parts)))
+            results.put(f"{label}: broker CPU cores busy", b.name, (cpu_seconds(b.pid()) - cpu0) / (warmup + seconds + 2), False)
+            results.put(f"{label}: generator worst send lag ms", b.name, max(p["lag_max_ms"] for p in parts), False)
+            results.put(f"{label}: generator sends over 10 ms late %", b.name,
+                        100.0 * sum(p["late"] for p in parts) / max(1, sum(p["sent"] for p in parts)), False)
+            results.put(f"{label}: generator CPU per process (cores)", b.name, max(p["cpu"] for p in parts), False)
+            results.put(f"broker memory with {idle} idle + {2 * pairs} active MB", b.name, rss_mb(b.pid()), False)
         finally:
             release.set()
             for p in holders:
@@ -590,7 +661,9 @@ def main() -> None:
         runs: list[tuple[str, Callable[[], None]]] = [
             ("partitions", lambda: partitions_section(brokers, results, partitions)),
             ("connections", lambda: connections_section(brokers, results, env_int("SCALE_IDLE", 1000),
-                                                        env_int("SCALE_ACTIVE", 40))),
+                                                        env_int("SCALE_ACTIVE", 100), float(env_int("SCALE_RATE", 10)),
+                                                        float(env_int("SCALE_ACTIVE_SECONDS", 20)),
+                                                        float(env_int("SCALE_WARMUP_SECONDS", 10)))),
             ("groups", lambda: groups_section(brokers, results, env_int("SCALE_GROUPS", 500),
                                               env_int("SCALE_COMMITS", 4))),
             ("cores", lambda: cores_section(root, next((b for b in brokers if b.name == "kafka"), None), results,

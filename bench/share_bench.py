@@ -2,6 +2,7 @@
 
     python -m bench share                 # BENCH_SCALE=1: 200,000 records per run (about 6 minutes on 2 cores)
     BENCH_SCALE=0.1 python -m bench share  # a smoke run
+    BENCH_SHARE_CLIENTS=java python -m bench share   # one client kind only (confluent, java)
 
 For 1, 2 and 4 consumers on a 4-partition topic (records of 100 bytes, produced before the consumers start,
 group share.auto.offset.reset=earliest), each broker in turn (the order alternates) is measured with:
@@ -9,8 +10,9 @@ group share.auto.offset.reset=earliest), each broker in turn (the order alternat
 - confluent-kafka's ShareConsumer in explicit mode, every record acknowledged on its own (ACCEPT, sent
   with the next poll): the consumers join and settle first, then the records are produced; records per
   second from the first record received to the last;
-- Kafka 4.2's ShareConsumerPerformance (the Java KafkaShareConsumer, implicit acknowledgement, records
-  produced beforehand): its nMsg.sec, which includes joining the group (FindCoordinator, heartbeats).
+- Kafka 4.2's Java KafkaShareConsumer (``bench/ShareConsumerBench.java``, one JVM process per consumer),
+  explicit mode, every record acknowledged on its own: the JVMs start and the group settles before the records
+  are produced; records per second from the first record any consumer received to the last.
 
 Then the memory a share-partition holds per in-flight (acquired, unacknowledged) record is measured in this
 process with tracemalloc. Results are printed and written as JSON under bench/results/ (git-ignored).
@@ -30,7 +32,7 @@ from confluent_kafka import Producer, ShareConsumer
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, KafkaBroker
 from compat_tests.jvm.kafka_broker import jars_dir as kafka_jars
-from compat_tests.test_share_groups import enable_share_groups, prepared, set_group_configs
+from compat_tests.test_share_groups import enable_share_groups, prepared
 from pykbroker.testing import BrokerProcess
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +65,8 @@ def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> flo
     join nor the assignment's settling is counted.
     """
     topic, group = prepared(bootstrap, PARTITIONS)
-    set_group_configs(bootstrap, group, share_auto_offset_reset="latest")
+    # earliest (from prepared()): the topic is empty until the group has settled, and a share-partition first
+    # fetched after the records were produced must still start at 0 (with latest it would skip them)
     seen: set[tuple[int, int]] = set()
     lock = threading.Lock()
     done = threading.Event()
@@ -113,19 +116,62 @@ def confluent_share_consume(bootstrap: str, consumers: int, records: int) -> flo
     return records / max(last[0] - first[0], 1e-6)
 
 
+def _stable_members(bootstrap: str, group: str, members: int, timeout: float = 120) -> None:
+    """Wait until the group has ``members`` members, each holding its assignment at the group's epoch."""
+    from pykbroker.testing import RawClient
+    from wire.messages import ShareGroupDescribeRequest
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with RawClient(bootstrap, timeout=30) as c:
+            g = c.request(ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0]
+        if g.error_code == 0 and len(g.members) == members and all(
+                m.member_epoch == g.assignment_epoch and m.assignment.topic_partitions for m in g.members):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the share group did not settle: {g}")
+        time.sleep(0.5)
+
+
 def java_share_consume(jars: Path, bootstrap: str, consumers: int, records: int) -> float:
+    """Records per second of ``consumers`` Java KafkaShareConsumers (one JVM process each,
+    ``bench/ShareConsumerBench.java``) acknowledging every record on its own. The JVMs start, join and settle
+    first (every member holds its assignment), then the records are produced; the rate runs from the first
+    record any of them received to the last."""
     import subprocess
 
     topic, group = prepared(bootstrap, PARTITIONS)
-    produce(bootstrap, topic, records, PARTITIONS)
-    out = subprocess.run([*JAVA, "-cp", f"{jars}/*", "org.apache.kafka.tools.ShareConsumerPerformance",
-                          "--bootstrap-server", bootstrap, "--topic", topic, "--group", group,
-                          "--num-records", str(records), "--threads", str(consumers), "--timeout", "60000",
-                          "--hide-header"], capture_output=True, text=True, timeout=900)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    # start.time, end.time, data.consumed.in.MB, MB.sec, nMsg.sec, data.consumed.in.nMsg, fetch.time.ms
-    return float(out.stdout.strip().splitlines()[-1].split(",")[4])
+    # earliest (from prepared()): the topic is empty until the group has settled, and a share-partition first
+    # fetched after the records were produced must still start at 0 (with latest it would skip them)
+    procs = [subprocess.Popen([*JAVA, "-XX:+UseSerialGC", "-cp", f"{jars}/*", str(HERE / "ShareConsumerBench.java"),
+                               bootstrap, group, topic, "3000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, stdin=subprocess.DEVNULL) for _ in range(consumers)]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if line.strip() != "READY":
+                raise RuntimeError(f"the share consumer did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+        _stable_members(bootstrap, group, consumers)
+        produce(bootstrap, topic, records, PARTITIONS)
+        results = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=900)
+            line = next((x for x in out.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                raise RuntimeError(f"no result: {out[-1000:]} {err[-2000:]}")
+            results.append(tuple(int(x) for x in line.split()[1:]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    got = sum(r[0] for r in results)
+    if got < records:
+        raise RuntimeError(f"only {got} of {records} records consumed")
+    first = min(r[1] for r in results if r[0])
+    last = max(r[2] for r in results if r[0])
+    return records / max((last - first) / 1000, 1e-3)
 
 
 def bytes_per_in_flight_record(count: int = 200_000) -> float:
@@ -166,14 +212,15 @@ def main() -> None:
             kafka.start()
             brokers["kafka"] = kafka.bootstrap
         order = list(brokers)
+        clients = os.environ.get("BENCH_SHARE_CLIENTS", "confluent,java").split(",")
         for n in CONSUMER_COUNTS:
-            for name in order:
+            for name in order if "confluent" in clients else []:
                 metric = f"confluent share consume, {n} consumer(s), per-record ack (rec/s)"
                 results.setdefault(metric, {})[name] = confluent_share_consume(brokers[name], n, records)
                 print(f"{metric} {name}: {results[metric][name]:,.0f}", flush=True)
-            if jars is not None:
+            if jars is not None and "java" in clients:
                 for name in order:
-                    metric = f"java ShareConsumerPerformance, {n} consumer(s) (rec/s)"
+                    metric = f"java KafkaShareConsumer, {n} consumer(s), per-record ack (rec/s)"
                     results.setdefault(metric, {})[name] = java_share_consume(jars, brokers[name], n, records)
                     print(f"{metric} {name}: {results[metric][name]:,.0f}", flush=True)
             order.reverse()

@@ -57,10 +57,11 @@ def jars() -> Path:
 class Driver:
     """The Java share consumer in the background; its lines are collected as they come."""
 
-    def __init__(self, jars: Path, bootstrap: str, group: str, topic: str, count: int, seconds: int) -> None:
+    def __init__(self, jars: Path, bootstrap: str, group: str, topic: str, count: int, seconds: int,
+                 pause_ms: int = PAUSE_MS) -> None:
         # 100 records a poll and a pause after each: consumption lasts long enough to kill a broker in its middle
         self.proc = subprocess.Popen([*JAVA, "-cp", f"{jars}/*", str(DRIVER), bootstrap, group, topic, str(count),
-                                      str(seconds), str(PAUSE_MS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      str(seconds), str(pause_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

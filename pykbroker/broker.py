@@ -24,7 +24,9 @@ from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
-from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, TopicState
+from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.partition import Partition
+from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import AppendResult, MetadataIsrUpdater, ReplicaManager
 from replication.replica_selector import selector_for
@@ -52,6 +54,10 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 # each after waiting up to CONFLICT_WAIT_S for that state to reach this broker's image.
 CONFLICT_ROUNDS = 10
 CONFLICT_WAIT_S = 1.0
+# New logs one published image creates on the event loop (about 1.5 ms each): a topic of up to this many
+# partitions (the internal topics' 50 included) serves as soon as CreateTopics answers; the logs of larger
+# creations follow in the background (replication/pending_logs.py), their partitions led in the metadata at once.
+SYNC_NEW_LOGS = 64
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -141,6 +147,7 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+        self.pending_logs = PendingLogs(self.log_manager, self._logs_created)
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
@@ -237,7 +244,8 @@ class Broker:
                 partition_leader=self._share_group_state_partition_leader,
                 existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None,
-                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True))
+                coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
+                group_coordinator=self.group_coordinator)
         return self._share_groups
 
     def _coordinates_group(self, group_id: str) -> bool:
@@ -393,8 +401,9 @@ class Broker:
             self._delete_stray_logs()
         else:
             await self._elect_recovered_replicas()
+        new_logs = SYNC_NEW_LOGS
         for topic in self.metadata.image.topics.values():
-            self._host_topic(topic)
+            new_logs = self._host_topic(topic, new_logs=new_logs)
         if offline_at_start:
             in_offline = self.replica_manager.offline_partitions.__contains__
             dirs = ",".join(self.log_manager.failure_channel.offline_dirs)
@@ -466,6 +475,11 @@ class Broker:
                     self.replica_manager.mark_offline(topic.name, p.partition)
                     marked += 1
         return marked
+
+    def any_lost_replicas(self) -> bool:
+        """Whether ``lost_replicas`` can name a replica at all (a log dir here is or was offline)."""
+        return not self.cluster_mode and bool(self.replica_manager.offline_partitions
+                                              or self.log_manager.failure_channel.offline_dirs)
 
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
@@ -608,6 +622,7 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        await self.pending_logs.close()
         await self.replica_fetchers.close()
         self.broker_clients.close()
         await self.replica_manager.close()
@@ -625,8 +640,11 @@ class Broker:
             return self.default_log_config
         return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
 
-    def _host_topic(self, topic: TopicState, old: TopicState | None = None) -> None:
-        """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``."""
+    def _host_topic(self, topic: TopicState, old: TopicState | None = None, new_logs: int = 0) -> int:
+        """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``. Up to
+        ``new_logs`` partitions whose log does not exist yet get it now, on the loop; the others are hosted once
+        ``pending_logs`` has created theirs in the background (Kafka's metadata, too, shows a new partition's
+        leader before its broker has created the log). Returns how many of ``new_logs`` are left."""
         log_config = self.log_config_for_topic(topic.name)
         rm = self.replica_manager
         for p in topic.partitions:
@@ -636,34 +654,74 @@ class Broker:
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
             hosted = rm.get_partition(topic.name, p.partition)
-            was_leader = hosted is not None and hosted.is_leader
-            old_epoch = hosted.leader_epoch if hosted is not None else -1
-            if p.leader == self.node_id:
+            if self.node_id not in p.replicas:
+                self.pending_logs.discard(topic.name, p.partition)
+            elif hosted is None and self.log_manager.get_log(topic.name, p.partition) is None:
+                if new_logs <= 0:
+                    self.pending_logs.add(topic.name, p.partition, topic.topic_id, log_config)
+                    continue
+                new_logs -= 1
+            self._host_partition(topic, p, hosted, log_config)
+        return new_logs
+
+    def _host_partition(self, topic: TopicState, p: PartitionState, hosted: Partition | None,
+                        log_config: LogConfig) -> None:
+        """Lead, follow or drop ``p`` as its state says (``hosted``: the replica manager's partition, if any)."""
+        rm = self.replica_manager
+        was_leader = hosted is not None and hosted.is_leader
+        old_epoch = hosted.leader_epoch if hosted is not None else -1
+        if p.leader == self.node_id:
+            self.replica_fetchers.unfollow(topic.name, p.partition)
+            rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
+                             list(p.isr), log_config, p.partition_epoch)
+            if not was_leader or old_epoch != p.leader_epoch:
+                self._coordinator_elected(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+        elif self.node_id in p.replicas:
+            rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
+                               list(p.replicas), list(p.isr), log_config, p.partition_epoch)
+            if self.shutting_down:  # handed over: it must not fetch its way back into the ISR
                 self.replica_fetchers.unfollow(topic.name, p.partition)
-                rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),
-                                 list(p.isr), log_config, p.partition_epoch)
-                if not was_leader or old_epoch != p.leader_epoch:
-                    self._coordinator_elected(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-            elif self.node_id in p.replicas:
-                rm.become_follower(topic.name, p.partition, topic.topic_id, p.leader, p.leader_epoch,
-                                   list(p.replicas), list(p.isr), log_config, p.partition_epoch)
-                if self.shutting_down:  # handed over: it must not fetch its way back into the ISR
-                    self.replica_fetchers.unfollow(topic.name, p.partition)
-                else:
-                    self.replica_fetchers.follow(topic.name, p.partition, p.leader)
-                if was_leader:
-                    self._coordinator_resigned(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-            elif hosted is not None:
-                # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
-                self.replica_fetchers.unfollow(topic.name, p.partition)
-                rm.stop_replica(topic.name, p.partition)
-                if was_leader:
-                    self._coordinator_resigned(topic.name, p.partition)
-                    self._share_leadership_changed(topic, p.partition)
-                log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
-                         topic.name, p.partition, list(p.replicas))
+            else:
+                self.replica_fetchers.follow(topic.name, p.partition, p.leader)
+            if was_leader:
+                self._coordinator_resigned(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+        elif hosted is not None:
+            # Reassigned away (Kafka's StopReplica with deletion): stop fetching, drop the log.
+            self.replica_fetchers.unfollow(topic.name, p.partition)
+            rm.stop_replica(topic.name, p.partition)
+            if was_leader:
+                self._coordinator_resigned(topic.name, p.partition)
+                self._share_leadership_changed(topic, p.partition)
+            log.info("broker %d: %s-%d is no longer assigned here (replicas %s); its log is deleted", self.node_id,
+                     topic.name, p.partition, list(p.replicas))
+
+    def _logs_created(self, created: list[tuple[str, int]], failed: list[tuple[tuple[str, int], Exception]]) -> None:
+        """``pending_logs`` created these logs: host each partition as the current image has it. A log whose
+        partition is gone meanwhile (topic deleted, or deleted and created again, or reassigned away) is deleted."""
+        image = self.metadata.image
+        rm = self.replica_manager
+        for name, partition in created:
+            if rm.get_partition(name, partition) is not None:
+                continue  # hosted meanwhile (its log existed when a newer image was applied)
+            topic = image.topics.get(name)
+            p = topic.partitions[partition] if topic is not None and partition < len(topic.partitions) else None
+            log_ = self.log_manager.get_log(name, partition)
+            if log_ is None:
+                continue
+            if topic is None or p is None or log_.topic_id != topic.topic_id or self.node_id not in p.replicas:
+                self.log_manager.delete_log(name, partition)
+                if topic is not None and p is not None and self.node_id in p.replicas:
+                    self.pending_logs.add(name, partition, topic.topic_id, self.log_config_for_topic(name))
+                continue
+            if (name, partition) in rm.offline_partitions:
+                continue
+            self._host_partition(topic, p, None, self.log_config_for_topic(name))
+        for (name, partition), exc in failed:
+            log.error("could not create the log of %s-%d: %s", name, partition, exc)
+            if name in image.topics:
+                rm.mark_offline(name, partition)
 
     def _share_leadership_changed(self, topic: TopicState, partition: int) -> None:
         """Share-partitions of a partition this broker stopped leading (or leads anew) are loaded again."""
@@ -675,10 +733,12 @@ class Broker:
         topics, reload changed topic and broker configs."""
         if new.broker_configs is not old.broker_configs:
             self._apply_broker_configs(new)
+        new_logs = SYNC_NEW_LOGS
         for name, topic in new.topics.items():
             before = old.topics.get(name)
             if before is not None and before.topic_id != topic.topic_id:
                 self._drop_topic(name)  # deleted and created again between two images
+                self._share_state_of_deleted_topic(before)
                 before = None
             if before is topic:
                 continue
@@ -686,9 +746,16 @@ class Broker:
                 self.replica_manager.update_log_config(name, self.log_config_for_topic(name))
                 if self.zk is not None:
                     self.controller.topic_configs_changed(name)
-            self._host_topic(topic, before)
+            new_logs = self._host_topic(topic, before, new_logs)
         for name in old.topics.keys() - new.topics.keys():
             self._drop_topic(name)
+            self._share_state_of_deleted_topic(old.topics[name])
+
+    def _share_state_of_deleted_topic(self, topic: TopicState) -> None:
+        """As Kafka: a deleted topic's share-partition state goes with it, on every broker whose share coordinator
+        holds some (whichever broker handled the DeleteTopics)."""
+        if self._share_groups is not None and not topic.name.startswith("__"):
+            self._spawn(self._share_groups.on_topic_deleted(topic.topic_id))
 
     def _coordinator_elected(self, topic: str, partition: int) -> None:
         """Leading a coordinator partition: its coordinator loads it (a coordinator not built yet loads on use)."""
@@ -737,6 +804,7 @@ class Broker:
         task.add_done_callback(self._background.discard)
 
     def _drop_topic(self, name: str) -> None:
+        self.pending_logs.discard_topic(name)
         for (topic, partition) in [tp for tp in self.replica_manager.partitions if tp[0] == name]:
             self.replica_fetchers.unfollow(topic, partition)
         self.replica_manager.delete_partitions(name)
@@ -923,7 +991,11 @@ class Broker:
 
     # -- data path -----------------------------------------------------------------------------------
     async def append_records(self, entries, acks: int, timeout_ms: int, ctx) -> dict[tuple[str, int], AppendResult]:
-        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``."""
+        """Append a Produce request's partitions; acks=-1 returns once the ISR has them or after ``timeout_ms``.
+        Partitions led here whose logs are still being created are waited for (up to ``timeout_ms``) rather than
+        refused, so that clients producing to a topic just created do not retry in a storm."""
+        if self.pending_logs:
+            await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         return await self.replica_manager.append_records(entries, acks, timeout_ms)
 
 

@@ -342,13 +342,16 @@ class LogManager:
                                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                                 log_recovery_progress=False)
             except OSError as exc:
-                message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
-                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
-                raise KafkaStorageError(f"{message}: {exc}") from exc
-            self._logs[(topic, partition)] = log_
-            self._preferred_log_dirs.pop((topic, partition), None)
-            log.info("Created log for partition %s-%d in %s", topic, partition, path)
-            return log_
+                failure = exc
+            else:
+                self._logs[(topic, partition)] = log_
+                self._preferred_log_dirs.pop((topic, partition), None)
+                log.info("Created log for partition %s-%d in %s", topic, partition, path)
+                return log_
+        # Outside the lock: taking the dir offline drops its logs from the map under that same lock.
+        message = f"Error while creating log for {topic}-{partition} in dir {log_dir}"
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, message, failure)
+        raise KafkaStorageError(f"{message}: {failure}") from failure
 
     def create_future_log(self, topic: str, partition: int, log_dir: str) -> Log | None:
         """A future log of ``topic-partition`` in ``log_dir`` (the current log's config and topic id); None when
@@ -380,13 +383,16 @@ class LogManager:
                                   producer_id_expiration_ms=self.producer_id_expiration_ms,
                                   log_recovery_progress=False)
             except OSError as exc:
-                message = f"Error while creating the future log for {topic}-{partition} in dir {log_dir}"
-                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
-                raise KafkaStorageError(f"{message}: {exc}") from exc
-            self._future_logs[(topic, partition)] = future
-            self._preferred_log_dirs.pop((topic, partition), None)
-        log.info("Created the future log of %s-%d in %s", topic, partition, path)
-        return future
+                failure = exc
+            else:
+                self._future_logs[(topic, partition)] = future
+                self._preferred_log_dirs.pop((topic, partition), None)
+                log.info("Created the future log of %s-%d in %s", topic, partition, path)
+                return future
+        # Outside the lock, as in get_or_create_log: taking the dir offline takes the lock.
+        message = f"Error while creating the future log for {topic}-{partition} in dir {log_dir}"
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, message, failure)
+        raise KafkaStorageError(f"{message}: {failure}") from failure
 
     def replace_current_with_future(self, topic: str, partition: int) -> Log:
         """Swap the caught-up future log in as ``topic-partition``'s log; returns it. The caller has seen equal

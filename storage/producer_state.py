@@ -284,9 +284,11 @@ class ProducerStateManager:
     # -- snapshots on disk -----------------------------------------------------------------------------
     def _load_snapshot_list(self) -> None:
         self.snapshots = {}
-        if not os.path.isdir(self.log_dir):
+        try:
+            names = os.listdir(self.log_dir)
+        except (FileNotFoundError, NotADirectoryError):
             return
-        for name in os.listdir(self.log_dir):
+        for name in names:
             if name.endswith(PRODUCER_SNAPSHOT_SUFFIX):
                 try:
                     offset = int(name[: -len(PRODUCER_SNAPSHOT_SUFFIX)])

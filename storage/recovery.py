@@ -134,6 +134,7 @@ class LogLoader:
                  producer_state: ProducerStateManager, leader_epoch_cache: LeaderEpochFileCache,
                  log_progress: bool = True) -> None:
         self.dir = directory
+        self._names: set[str] | None = None  # the directory's names, listed by step 1 (None: list again)
         self.name = name
         self.config = config
         self.time_ms = time_ms
@@ -195,12 +196,18 @@ class LogLoader:
         swap_files: list[str] = []
         cleaned_files: list[str] = []
         min_cleaned_offset = None
-        for name in sorted(os.listdir(self.dir)):
+        # One scandir (its entries know their type without a stat each); step 2 reuses the names when this step
+        # removed nothing: three listings and a stat per file cost most of a clean start of 10,000 logs.
+        with os.scandir(self.dir) as it:
+            entries = sorted(((e.name, e.is_file()) for e in it), key=lambda e: e[0])
+        self._names = {name for name, _ in entries}
+        for name, is_file in entries:
             path = os.path.join(self.dir, name)
-            if not os.path.isfile(path):
+            if not is_file:
                 continue
             if name.endswith(DELETED_FILE_SUFFIX):
                 log.debug("Deleting stray temporary file %s", path)
+                self._names = None
                 os.unlink(path)
             elif name.endswith(CLEANED_FILE_SUFFIX):
                 offset = offset_from_file_name(name)
@@ -209,7 +216,10 @@ class LogLoader:
             elif name.endswith(SWAP_FILE_SUFFIX):
                 swap_files.append(path)
             elif name.endswith(".tmp"):
+                self._names = None
                 os.unlink(path)  # a checkpoint or partition.metadata write that never got renamed
+        if swap_files or cleaned_files:
+            self._names = None
         valid_swaps = []
         for path in swap_files:
             name = os.path.basename(path)
@@ -227,7 +237,7 @@ class LogLoader:
 
     # -- step 2 -------------------------------------------------------------------------------------------
     def _load_segment_files(self) -> None:
-        names = set(os.listdir(self.dir))
+        names = self._names if self._names is not None else set(os.listdir(self.dir))
         for name in sorted(names):
             path = os.path.join(self.dir, name)
             suffix = os.path.splitext(name)[1]

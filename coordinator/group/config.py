@@ -31,6 +31,10 @@ class GroupCoordinatorConfig:
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     # Kafka's group.consumer.migration.policy (default BIDIRECTIONAL): classic <-> consumer conversion.
     consumer_group_migration_policy: str = "bidirectional"
+    # KIP-932 share groups, hosted by the same shards (group.share.*)
+    share_group_session_timeout_ms: int = 45_000
+    share_group_heartbeat_interval_ms: int = 5000
+    share_group_max_size: int = 200
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -49,6 +53,9 @@ class GroupCoordinatorConfig:
             consumer_group_heartbeat_interval_ms=get("group.consumer.heartbeat.interval.ms"),
             consumer_group_max_size=get("group.consumer.max.size"),
             consumer_group_assignors=tuple(a.strip().lower() for a in get("group.consumer.assignors")),
+            share_group_session_timeout_ms=get("group.share.session.timeout.ms"),
+            share_group_heartbeat_interval_ms=get("group.share.heartbeat.interval.ms"),
+            share_group_max_size=get("group.share.max.size"),
         )
 
     @property

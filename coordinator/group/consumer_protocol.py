@@ -24,10 +24,8 @@ assignment is computed by the server assignor and delivered in SyncGroup.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-import struct
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
@@ -55,6 +53,7 @@ from coordinator.group.consumer_group import (
 )
 from coordinator.group.reconciliation import next_assignment
 from coordinator.group.request_info import RequestInfo
+from coordinator.group.topics import metadata_hash
 from coordinator.runtime.errors import ApiError
 from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
@@ -124,10 +123,6 @@ def _is_subset(owned: list[tuple[UUID, list[int]]] | None, target: Mapping[UUID,
     if owned is None:
         return False
     return all(p in target.get(topic_id, frozenset()) for topic_id, parts in owned for p in parts)
-
-
-def _signed64(data: bytes) -> int:
-    return struct.unpack(">q", data[:8])[0]
 
 
 class ConsumerProtocol:
@@ -545,18 +540,7 @@ class ConsumerProtocol:
         return topics, resolved, changed
 
     def _metadata_hash(self, topics: set[str]) -> int:
-        """A hash of every subscribed topic's name, id and partition count (Kafka 4.1's MetadataHash)."""
-        h = hashlib.blake2b(digest_size=8)
-        found = False
-        for name in sorted(topics):
-            info = self.topics.by_name(name)
-            if info is None:
-                continue
-            found = True
-            h.update(name.encode())
-            h.update(info.topic_id.bytes)
-            h.update(info.num_partitions.to_bytes(4, "big"))
-        return _signed64(h.digest()) if found else 0
+        return metadata_hash(self.topics, topics)
 
     def _member_topic_ids(self, member: ConsumerGroupMember,
                           resolved: dict[str, ResolvedRegex]) -> frozenset[UUID]:

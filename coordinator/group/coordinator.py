@@ -258,6 +258,29 @@ class GroupCoordinator:
                 out.append(cgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
         return out
 
+    # -- share groups (KIP-932; their membership lives in the same shards) --------------------------------
+    async def share_write(self, group_id: str, operation: Callable[[Any], CoordinatorResult]) -> Any:
+        """Run ``operation(share_groups)`` on the group's shard (its ``ShareGroupCoordinator``) as a write."""
+        return await self._write(group_id, lambda shard: operation(shard.share))
+
+    async def share_read(self, group_id: str, reader: Callable[[Any], Any]) -> Any:
+        """``reader(share_groups)`` on the group's shard, once it is loaded."""
+        return await self.runtime.read(await self._partition(group_id), lambda shard: reader(shard.share))
+
+    async def share_groups(self) -> list[Any]:
+        """Every share group of the partitions this node leads (ListGroups)."""
+        await self._ready()
+        out: list[Any] = []
+        for partition in range(self.num_partitions):
+            if self._partition_leader(partition) != self.node_id:
+                continue
+            try:
+                out.extend(await self.runtime.read(partition, lambda shard: list(shard.share.groups.values())))
+            except ApiError as exc:
+                if exc.error_code != ErrorCode.NOT_COORDINATOR:
+                    raise
+        return out
+
     # -- offsets ----------------------------------------------------------------------------------------
     def _unknown_partitions(self, topics) -> set[tuple[str, int]]:
         unknown = set()

@@ -20,10 +20,17 @@ type key / value                                 written by pykbroker
 7    ConsumerGroupTargetAssignmentMemberKey       v0: a member's target assignment
 8    ConsumerGroupCurrentMemberAssignmentKey      v0: a member's epochs, state and owned partitions
 16   ConsumerGroupRegularExpressionKey            v0: the topics a subscription regex resolved to
+10   ShareGroupMemberMetadataKey / ...Value       v0: a share member's subscription (Kafka 4.2)
+11   ShareGroupMetadataKey / ...Value             v0: a share group's epoch + metadata hash
+12   ShareGroupTargetAssignmentMetadataKey        v0: a share group's target assignment epoch
+13   ShareGroupTargetAssignmentMemberKey          v0: a share member's target assignment
+14   ShareGroupCurrentMemberAssignmentKey         v0: a share member's epochs, state and partitions
+15   ShareGroupStatePartitionMetadataKey          v0: the partitions whose share state is initialized
 ==== =========================================== ==============================================
 
-Types 9-15 (share groups) and 17+ (streams groups) are skipped at load with a warning, as Kafka skips
-record types it does not know. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
+The share-group records (10-15, built in ``coordinator.share.share_group_records``) are Kafka 4.2's; type 9
+(ShareGroupPartitionMetadata, gone in 4.2) and 17+ (streams groups) are skipped at load with a warning, as
+Kafka skips record types it does not know. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
 ``kafka-console-consumer`` with the group-metadata formatter) read these records as written here.
 """
 
@@ -56,12 +63,24 @@ from wire.messages import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
 )
 from wire.messages import consumer_group_current_member_assignment_value as _current
 from wire.messages import consumer_group_target_assignment_member_value as _target
 
 __all__ = ["CoordinatorRecord", "OffsetAndMetadata", "RecordType", "UnknownRecordTypeError", "decode_record",
-           "GROUP_METADATA_VALUE_VERSION"]
+           "GROUP_METADATA_VALUE_VERSION", "SHARE_GROUP_RECORD_TYPES"]
 
 # Kafka 4.1 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
 # highest non-flexible versions, so older brokers can still read the log after a downgrade.
@@ -81,7 +100,17 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+
+
+SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADATA,
+                                           RecordType.SHARE_GROUP_STATE_PARTITION_METADATA + 1))
 
 
 _CLASSES: dict[int, tuple[Any, Any]] = {
@@ -100,6 +129,16 @@ _CLASSES: dict[int, tuple[Any, Any]] = {
                                                           ConsumerGroupCurrentMemberAssignmentValue),
     RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: (ConsumerGroupRegularExpressionKey,
                                                    ConsumerGroupRegularExpressionValue),
+    RecordType.SHARE_GROUP_MEMBER_METADATA: (ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
+    RecordType.SHARE_GROUP_METADATA: (ShareGroupMetadataKey, ShareGroupMetadataValue),
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: (ShareGroupTargetAssignmentMetadataKey,
+                                                        ShareGroupTargetAssignmentMetadataValue),
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: (ShareGroupTargetAssignmentMemberKey,
+                                                      ShareGroupTargetAssignmentMemberValue),
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: (ShareGroupCurrentMemberAssignmentKey,
+                                                       ShareGroupCurrentMemberAssignmentValue),
+    RecordType.SHARE_GROUP_STATE_PARTITION_METADATA: (ShareGroupStatePartitionMetadataKey,
+                                                      ShareGroupStatePartitionMetadataValue),
 }
 
 

@@ -1,6 +1,7 @@
 """One __consumer_offsets partition's coordinator state machine (Kafka's GroupCoordinatorShard).
 
-The shard owns the groups and offsets whose group ids hash to its partition. Its operations run on
+The shard owns the groups and offsets whose group ids hash to its partition, share groups included
+(``share``, whose records are types 10-15). Its operations run on
 the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
 way record-backed state changes — at load (every record of the partition, in order) and after each
 append. Operations never do I/O.
@@ -24,6 +25,7 @@ from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
 from coordinator.runtime.result import CoordinatorResult
 from coordinator.runtime.timer import CoordinatorTimer
+from coordinator.share.share_group import ShareGroupCoordinator
 from wire import ErrorCode
 from wire.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -54,11 +56,16 @@ class GroupCoordinatorShard:
         self.timer = timer
         self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid, group_configs)
         self.offsets = OffsetMetadataManager(self.groups)
+        self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
+                                           heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
+                                           max_size=config.share_group_max_size)
 
     # -- replay and lifecycle --------------------------------------------------------------------------
     def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
         if record.record_type in (rec.RecordType.OFFSET_COMMIT, rec.RecordType.LEGACY_OFFSET_COMMIT):
             self.offsets.replay(offset, record, producer_id)
+        elif record.record_type in rec.SHARE_GROUP_RECORD_TYPES:
+            self.share.replay(record)
         elif producer_id < 0:
             self.groups.replay(record)
 
@@ -68,6 +75,7 @@ class GroupCoordinatorShard:
 
     def on_loaded(self) -> None:
         self.groups.on_loaded()
+        self.share.on_loaded()
         self._schedule_group_metadata_expiration()
         if self.groups.groups:
             log.info("__consumer_offsets-%d: %d groups loaded", self.partition, len(self.groups.groups))
@@ -157,4 +165,5 @@ class GroupCoordinatorShard:
 
     # -- tests ------------------------------------------------------------------------------------------
     def snapshot(self) -> dict:
-        return {"groups": self.groups.snapshot(), "offsets": self.offsets.snapshot()}
+        return {"groups": self.groups.snapshot(), "offsets": self.offsets.snapshot(),
+                "share_groups": {gid: g.view() for gid, g in self.share.groups.items()}}

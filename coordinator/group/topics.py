@@ -8,12 +8,14 @@ know how many partitions each subscribed topic has. It reads them through ``Topi
 
 from __future__ import annotations
 
+import hashlib
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-__all__ = ["MetadataStoreTopics", "StaticTopics", "TopicInfo", "TopicsImage"]
+__all__ = ["MetadataStoreTopics", "StaticTopics", "TopicInfo", "TopicsImage", "metadata_hash"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +81,19 @@ class MetadataStoreTopics:
 
     def all(self) -> Iterable[TopicInfo]:
         return [self._info(s) for s in list(self._store.topics.values())]
+
+
+def metadata_hash(topics: TopicsImage, names: Iterable[str]) -> int:
+    """A hash of every named topic's name, id and partition count (the MetadataHash of Kafka 4.1's group
+    records; 0 when none exists). A change of it is what bumps a group's epoch for a metadata change."""
+    h = hashlib.blake2b(digest_size=8)
+    found = False
+    for name in sorted(set(names)):
+        info = topics.by_name(name)
+        if info is None:
+            continue
+        found = True
+        h.update(name.encode())
+        h.update(info.topic_id.bytes)
+        h.update(info.num_partitions.to_bytes(4, "big"))
+    return struct.unpack(">q", h.digest())[0] if found else 0

@@ -9,5 +9,6 @@ the coordinator runtime. Modules:
 - ``share_partition`` + ``record_state`` — one group's in-flight records on one partition (acquisition locks,
   delivery counts, acknowledgements); ``share_partition_manager`` — log reads, acquisition, persistence;
 - ``share_session`` — the share sessions and their epochs; ``share_group`` — members, heartbeats and the
-  sticky simple assignor.
+  sticky simple assignor, hosted by the group coordinator's __consumer_offsets shards and persisted there as
+  Kafka 4.2's share-group records (``share_group_records``).
 """

@@ -6,7 +6,9 @@
 - ``persister``: the ``SharePersister``, the way to any share-partition's state (local or by RPC);
 - ``partitions``: the ``SharePartitionManager`` (in-flight records, acquisitions, acknowledgements);
 - ``sessions``: the ``ShareSessionCache``;
-- ``groups``: the ``ShareGroupCoordinator`` (members, heartbeats, assignment).
+- membership (members, heartbeats, assignment): the ``ShareGroupCoordinator`` of each __consumer_offsets shard
+  of the group coordinator, reached through ``heartbeat``, ``group``, ``listed_groups``, ``ensure_group``,
+  ``delete_group`` and ``mark_initialized`` (persisted in __consumer_offsets as Kafka 4.2 does).
 
 The broker gives it callables for what lives above this layer (topic lookups, group configs, creating the
 state topic), so nothing here imports pykbroker. ``settings(group_id)`` merges the broker's ``group.share.*``
@@ -27,7 +29,7 @@ from coordinator.runtime.log import CoordinatorLogFactory
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.persister import Send, SharePersister
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
-from coordinator.share.share_group import ShareGroupCoordinator
+from coordinator.share.share_group import HeartbeatResult, ShareGroup
 from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
 from coordinator.share.share_session import ShareSessionCache
 
@@ -43,11 +45,14 @@ class ShareGroupService:
                  ensure_state_topic: Callable[[], Any] | None = None,
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
                  existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None,
-                 coordinates: Callable[[str], bool] = lambda group_id: True) -> None:
+                 coordinates: Callable[[str], bool] = lambda group_id: True, group_coordinator: Any = None) -> None:
         """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
         a single node, where every __share_group_state partition is led here). ``coordinates(group_id)``: whether
-        this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition)."""
+        this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition).
+        ``group_coordinator``: the ``GroupCoordinator`` whose shards hold the share groups' membership."""
+        self.group_coordinator = group_coordinator
         self.coordinates = coordinates
+        self._topic_name = topic_name
         self.config = config
         self.clock = clock or SystemClock()
         self._group_configs = group_configs
@@ -61,12 +66,34 @@ class ShareGroupService:
                                                 self.clock)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
+        self._topic_deletions: dict[uuid.UUID, asyncio.Future] = {}
         self._groups_loaded = False
         self._existing_topics = existing_topics
-        self.groups = ShareGroupCoordinator(
-            self.clock, topic_by_name, session_timeout_ms=config("group.share.session.timeout.ms"),
-            heartbeat_interval_ms=config("group.share.heartbeat.interval.ms"),
-            max_size=config("group.share.max.size"))
+
+    # -- membership (on the group coordinator's shards) -------------------------------------------------
+    async def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                        subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
+        return await self.group_coordinator.share_write(group_id, lambda groups: groups.heartbeat(
+            group_id, member_id, member_epoch, rack_id, subscribed_topic_names, client_id, client_host))
+
+    async def group(self, group_id: str) -> ShareGroup | None:
+        """The share group ``group_id`` if this node coordinates it and it exists."""
+        return await self.group_coordinator.share_read(group_id, lambda groups: groups.groups.get(group_id))
+
+    async def listed_groups(self) -> list[ShareGroup]:
+        return await self.group_coordinator.share_groups()
+
+    async def ensure_group(self, group_id: str) -> ShareGroup:
+        return await self.group_coordinator.share_write(group_id, lambda groups: groups.ensure_group(group_id))
+
+    async def delete_group(self, group_id: str) -> int:
+        return await self.group_coordinator.share_write(group_id, lambda groups: groups.delete(group_id))
+
+    async def mark_initialized(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> None:
+        """Record that the group's share-partition state of ``partitions`` is initialized (as Kafka 4.2 does)."""
+        name = self._topic_name(topic_id)
+        await self.group_coordinator.share_write(group_id, lambda groups: groups.mark_initialized(
+            group_id, topic_id, name or "", partitions))
 
     def settings(self, group_id: str) -> ShareGroupSettings:
         configs = self._group_configs(group_id)
@@ -83,9 +110,11 @@ class ShareGroupService:
         listed as Empty groups, as Kafka lists the share groups its __consumer_offsets records."""
         if self._groups_loaded or SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
             return
+        known = {g.group_id for g in await self.listed_groups()}
         for key in await self.coordinator.all_states():
-            if self.coordinates(key[0]):  # a cluster lists a group once: on its coordinator
-                self.groups.ensure_group(key[0])
+            if key[0] not in known and self.coordinates(key[0]):  # a cluster lists a group once: on its coordinator
+                await self.ensure_group(key[0])
+                known.add(key[0])
         self._groups_loaded = True
 
     def coordination_changed(self) -> None:
@@ -101,7 +130,18 @@ class ShareGroupService:
         return await self.persister.states(group_id, candidates)
 
     async def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
-        """A topic was deleted: drop its share-partitions and delete their persisted state."""
+        """A topic was deleted (every broker hears of it from the metadata; the one that handled DeleteTopics also
+        calls this before answering): drop its share-partitions and delete the persisted state its share
+        coordinator here holds (the other brokers delete what theirs hold). Runs once per topic id."""
+        task = self._topic_deletions.get(topic_id)
+        if task is None:
+            task = self._topic_deletions[topic_id] = asyncio.ensure_future(self._delete_topic_state(topic_id))
+        await asyncio.shield(task)
+
+    async def _delete_topic_state(self, topic_id: uuid.UUID) -> None:
+        self.partitions.drop_topic(topic_id)
+        if SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
+            return  # no share-partition state anywhere yet
         try:
             states = await self.coordinator.all_states()
         except Exception as exc:
@@ -130,6 +170,5 @@ class ShareGroupService:
         self.coordinator.load_all()
 
     async def close(self) -> None:
-        self.groups.close()
         self.partitions.close()
         await self.coordinator.close()

@@ -3,15 +3,20 @@
 A member joins with ShareGroupHeartbeat epoch 0 and its subscribed topic names (the client picks its
 member id), heartbeats every ``group.share.heartbeat.interval.ms`` and leaves with epoch -1; one that is
 silent for ``group.share.session.timeout.ms`` is removed. Any change of members, subscriptions or the
-subscribed topics' partitions bumps the group epoch and recomputes the target assignment with
-``simple_assign``; share groups have no revocation, so a member takes its new assignment (and the group
+subscribed topics' partitions (their metadata hash) bumps the group epoch and recomputes the target assignment
+with ``simple_assign``; share groups have no revocation, so a member takes its new assignment (and the group
 epoch as its member epoch) on its next heartbeat. As in Kafka, membership does not hold records: a
 member's share session does, and ends (releasing them) when the client closes it or its connection.
 
 Group states as Kafka names them: Empty (no members), Stable, Dead (deleted).
 
-Not persisted: membership is rebuilt from heartbeats after a restart (clients rejoin on UNKNOWN_MEMBER_ID);
-the groups themselves and their share-partition state survive through __share_group_state.
+``ShareGroupCoordinator`` holds the share groups of one __consumer_offsets partition and lives in that
+partition's ``GroupCoordinatorShard``, as share groups live in Kafka's group coordinator. Membership is
+persisted there as Kafka 4.2 writes it (``share_group_records``): each operation updates the groups and returns
+the records of the change (a diff of the group's view before and after, appended without replay, as classic
+groups do), and ``replay`` rebuilds the same groups at load, so a group keeps its epochs, members (until their
+session times out, counted from the load) and assignments across a restart or a coordinator failover.
+Session timeouts run on the shard's ``CoordinatorTimer``, so an expiry's records are written like a request's.
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from coordinator.runtime.clock import Clock, TimerHandle
+from coordinator.group import records as rec
+from coordinator.group.topics import TopicsImage, metadata_hash
+from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.timer import CoordinatorTimer
+from coordinator.share import share_group_records as srec
 from wire import ErrorCode
 
 __all__ = ["ShareGroup", "ShareGroupCoordinator", "ShareMember", "simple_assign"]
@@ -81,8 +90,8 @@ class ShareMember:
     rack_id: str | None
     subscribed_topic_names: list[str]
     member_epoch: int = 0
+    previous_member_epoch: int = 0
     assignment: Assignment = field(default_factory=dict)
-    timer: TimerHandle | None = None
 
 
 @dataclass
@@ -90,9 +99,11 @@ class ShareGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    partitions_seen: tuple = ()
+    # topic id -> (topic name, partitions whose share-partition state this group initialized)
+    initialized: dict[uuid.UUID, tuple[str, set[int]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -100,6 +111,17 @@ class ShareGroup:
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
+
+    def view(self) -> srec.GroupView:
+        """What the records hold of this group (``share_group_records.records_between`` compares two)."""
+        return srec.GroupView(
+            self.group_epoch, self.metadata_hash, self.assignment_epoch,
+            {m.member_id: srec.MemberView(m.rack_id, m.client_id, m.client_host, tuple(m.subscribed_topic_names),
+                                          m.member_epoch, m.previous_member_epoch, srec.canonical(m.assignment))
+             for m in self.members.values()},
+            {mid: srec.canonical(a) for mid, a in self.target.items()},
+            tuple((t, name, tuple(sorted(p))) for t, (name, p) in sorted(self.initialized.items(),
+                                                                          key=lambda kv: str(kv[0])) if p))
 
 
 @dataclass(frozen=True)
@@ -112,24 +134,46 @@ class HeartbeatResult:
     error_message: str | None = None
 
 
+def _session_key(group_id: str, member_id: str) -> str:
+    return f"share-session-timeout-{group_id}-{member_id}"
+
+
 class ShareGroupCoordinator:
-    def __init__(self, clock: Clock, topics: Callable[[str], tuple[uuid.UUID, int] | None], *,
-                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5_000, max_size: int = 200) -> None:
-        self.clock = clock
-        self._topics = topics
+    """The share groups of one __consumer_offsets partition (see the module docstring)."""
+
+    def __init__(self, timer: CoordinatorTimer, topics: TopicsImage, *, session_timeout_ms: int = 45_000,
+                 heartbeat_interval_ms: int = 5_000, max_size: int = 200) -> None:
+        self.timer = timer
+        self.topics = topics
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_size = max_size
         self.groups: dict[str, ShareGroup] = {}
 
+    def _recorded(self, group_id: str, change: Any) -> CoordinatorResult:
+        """Run ``change()`` on ``group_id`` and return its response with the records of what it changed."""
+        group = self.groups.get(group_id)
+        before = group.view() if group is not None else None
+        response = change()
+        group = self.groups.get(group_id)
+        records = srec.records_between(group_id, before, group.view() if group is not None else None)
+        return CoordinatorResult(records, response, replay=False)
+
     # -- heartbeat ---------------------------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
-                  subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
+                  subscribed_topic_names: list[str] | None, client_id: str,
+                  client_host: str) -> CoordinatorResult[HeartbeatResult]:
+        return self._recorded(group_id, lambda: self._heartbeat(group_id, member_id, member_epoch, rack_id,
+                                                                subscribed_topic_names, client_id, client_host))
+
+    def _heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                   subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, error_message="GroupId can't be empty.")
         if not member_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, error_message="MemberId can't be empty.")
         group = self.groups.get(group_id)
+        epoch_before = group.group_epoch if group is not None else 0
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is not None and member_id in group.members:
                 self._remove_member(group, member_id, "left the group")
@@ -166,30 +210,34 @@ class ShareGroupCoordinator:
             member.subscribed_topic_names = list(subscribed_topic_names)
             group.group_epoch += 1
         member.rack_id = rack_id if rack_id is not None else member.rack_id
-        self._maybe_reassign(group)
+        self._maybe_reassign(group, bumped=group.group_epoch != epoch_before)
         target = group.target.get(member_id, {})
         send = member_epoch != group.assignment_epoch or member.member_epoch != group.assignment_epoch \
             or member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        member.assignment = target
-        member.member_epoch = group.assignment_epoch
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = group.assignment_epoch
+        member.assignment = {t: sorted(p) for t, p in target.items()}
         self._schedule_expiry(group, member)
         return HeartbeatResult(ErrorCode.NONE, member_id, member.member_epoch, self.heartbeat_interval_ms,
                                {t: sorted(p) for t, p in target.items()} if send else None)
 
-    def _maybe_reassign(self, group: ShareGroup) -> None:
+    def _maybe_reassign(self, group: ShareGroup, bumped: bool = False) -> None:
+        """Recompute the target assignment if the group epoch moved; a change of the subscribed topics' metadata
+        bumps the epoch, unless this change already did (``bumped``), as Kafka bumps it once per change."""
         partitions: list[tuple[uuid.UUID, int]] = []
         ids_by_name: dict[str, uuid.UUID] = {}
-        for name in sorted(group.subscribed_topics()):
-            described = self._topics(name)
-            if described is not None:
-                topic_id, count = described
-                ids_by_name[name] = topic_id
-                partitions.extend((topic_id, p) for p in range(count))
-        seen = tuple(partitions)
-        if seen != group.partitions_seen:
-            if group.partitions_seen:
+        subscribed = sorted(group.subscribed_topics())
+        for name in subscribed:
+            info = self.topics.by_name(name)
+            if info is not None:
+                ids_by_name[name] = info.topic_id
+                partitions.extend((info.topic_id, p) for p in range(info.num_partitions))
+        hashed = metadata_hash(self.topics, subscribed)
+        if hashed != group.metadata_hash:
+            if group.metadata_hash != 0 and not bumped:  # the topics changed (partitions added, topic deleted)
                 group.group_epoch += 1
-            group.partitions_seen = seen
+            group.metadata_hash = hashed
         if group.assignment_epoch == group.group_epoch and group.target.keys() == group.members.keys():
             return
         group.group_epoch = max(group.group_epoch, 1)
@@ -205,10 +253,9 @@ class ShareGroupCoordinator:
         group.assignment_epoch = group.group_epoch
 
     def _schedule_expiry(self, group: ShareGroup, member: ShareMember) -> None:
-        if member.timer is not None:
-            member.timer.cancel()
         group_id, member_id = group.group_id, member.member_id
-        member.timer = self.clock.call_later(self.session_timeout_ms, lambda: self._expire(group_id, member_id))
+        self.timer.schedule(_session_key(group_id, member_id), self.session_timeout_ms,
+                            lambda: self._recorded(group_id, lambda: self._expire(group_id, member_id)))
 
     def _expire(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
@@ -216,32 +263,93 @@ class ShareGroupCoordinator:
             self._remove_member(group, member_id, "session timed out")
 
     def _remove_member(self, group: ShareGroup, member_id: str, why: str) -> None:
-        member = group.members.pop(member_id)
-        if member.timer is not None:
-            member.timer.cancel()
+        group.members.pop(member_id)
+        self.timer.cancel(_session_key(group.group_id, member_id))
         group.group_epoch += 1
-        self._maybe_reassign(group)
+        self._maybe_reassign(group, bumped=True)
         log.info("share group %s: member %s %s; group epoch %d", group.group_id, member_id, why, group.group_epoch)
 
     # -- admin -------------------------------------------------------------------------------------------
-    def ensure_group(self, group_id: str) -> ShareGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = ShareGroup(group_id)
-        return group
+    def ensure_group(self, group_id: str) -> CoordinatorResult[ShareGroup]:
+        """The group, created empty if unknown (AlterShareGroupOffsets on a group that never had members)."""
+        def change() -> ShareGroup:
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = ShareGroup(group_id)
+            return group
+        return self._recorded(group_id, change)
 
-    def delete(self, group_id: str) -> int:
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        del self.groups[group_id]
-        log.info("share group %s deleted", group_id)
-        return ErrorCode.NONE
+    def mark_initialized(self, group_id: str, topic_id: uuid.UUID, topic_name: str,
+                         partitions: list[int]) -> CoordinatorResult[None]:
+        """The share-partition state of ``partitions`` was initialized for the group (ShareGroupStatePartitionMetadata)."""
+        def change() -> None:
+            group = self.groups.get(group_id)
+            if group is not None:
+                _, known = group.initialized.get(topic_id, (topic_name, set()))
+                group.initialized[topic_id] = (topic_name, known | set(partitions))
+        return self._recorded(group_id, change)
 
-    def close(self) -> None:
+    def delete(self, group_id: str) -> CoordinatorResult[int]:
+        def change() -> int:
+            group = self.groups.get(group_id)
+            if group is None:
+                return ErrorCode.GROUP_ID_NOT_FOUND
+            if group.members:
+                return ErrorCode.NON_EMPTY_GROUP
+            del self.groups[group_id]
+            log.info("share group %s deleted", group_id)
+            return ErrorCode.NONE
+        return self._recorded(group_id, change)
+
+    # -- replay and load ---------------------------------------------------------------------------------
+    def replay(self, record: rec.CoordinatorRecord) -> None:
+        """Apply one share-group record (types 10-15)."""
+        key, value, t = record.key, record.value, record.record_type
+        gid = key.group_id
+        group = self.groups.get(gid)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[gid] = ShareGroup(gid)
+        if t == rec.RecordType.SHARE_GROUP_METADATA:
+            if value is None:
+                for member_id in group.members:
+                    self.timer.cancel(_session_key(gid, member_id))
+                del self.groups[gid]
+            else:
+                group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+        elif t == rec.RecordType.SHARE_GROUP_MEMBER_METADATA:
+            if value is None:
+                if group.members.pop(key.member_id, None) is not None:
+                    self.timer.cancel(_session_key(gid, key.member_id))
+                return
+            member = group.members.get(key.member_id)
+            if member is None:
+                member = group.members[key.member_id] = ShareMember(key.member_id, "", "", None, [])
+            member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
+            member.subscribed_topic_names = list(value.subscribed_topic_names)
+        elif t == rec.RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
+            if value is not None:
+                group.assignment_epoch = value.assignment_epoch
+        elif t == rec.RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            if value is None:
+                group.target.pop(key.member_id, None)
+            else:
+                group.target[key.member_id] = srec.assignment_of(value.topic_partitions)
+        elif t == rec.RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            member = group.members.get(key.member_id)
+            if value is not None and member is not None:
+                member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
+                member.assignment = srec.assignment_of(value.assigned_partitions)
+        elif t == rec.RecordType.SHARE_GROUP_STATE_PARTITION_METADATA:
+            group.initialized = {} if value is None else {
+                i.topic_id: (i.topic_name, set(i.partitions)) for i in value.initialized_topics}
+
+    def on_loaded(self) -> None:
+        """As Kafka's onLoaded: every loaded member has a full session timeout to heartbeat again."""
         for group in self.groups.values():
             for member in group.members.values():
-                if member.timer is not None:
-                    member.timer.cancel()
+                self._schedule_expiry(group, member)
+        if self.groups:
+            log.info("%d share groups loaded (%d members)", len(self.groups),
+                     sum(len(g.members) for g in self.groups.values()))

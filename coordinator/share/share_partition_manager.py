@@ -356,6 +356,30 @@ class SharePartitionManager:
             if entry.partition.release_member(member_id):
                 await self._persist_logged(key)
 
+    async def revalidate(self, keys: list[SharePartitionKey]) -> None:
+        """A new share session names ``keys``: a cached share-partition holding no acquired records is dropped if
+        its persisted state moved to another state epoch meanwhile (AlterShareGroupOffsets on the group's
+        coordinator, another broker in a cluster, while this leader kept it), so the next fetch loads the reset
+        state instead of serving the old start offset."""
+        for key in keys:
+            entry = self._entries.get(key)
+            sp = entry.partition if entry is not None else None
+            if sp is None or sp.acquired_count():
+                continue
+            try:
+                persisted = await self.persister.read_summary(key)
+            except Exception as exc:  # the fetch reports the coordinator's trouble if it lasts
+                log.info("share group %s: state epoch of %s-%d not checked: %s", key[0], key[1], key[2], exc)
+                continue
+            current = self._entries.get(key)
+            if persisted is not None and current is entry and persisted.state_epoch != sp.state_epoch:
+                self._drop(key, f"state epoch {sp.state_epoch} -> {persisted.state_epoch}: offsets were reset")
+
+    def drop_topic(self, topic_id: uuid.UUID) -> None:
+        """The topic was deleted: its share-partitions go (their state is deleted by its share coordinator)."""
+        for key in [k for k in self._entries if k[1] == topic_id]:
+            self._drop(key, "topic deleted")
+
     # -- admin -------------------------------------------------------------------------------------------
     def loaded(self, group_id: str) -> dict[SharePartitionKey, SharePartition]:
         return {k: e.partition for k, e in self._entries.items() if k[0] == group_id and e.partition is not None}

@@ -1,10 +1,66 @@
-"""The broker's own copies of the coordinators' topic names (kept so that start-up needs no coordinator)."""
+"""The broker: its copies of the coordinators' topic names (kept so that start-up needs no coordinator), and the
+hosting of large topics whose logs are created in the background."""
+
+import time
+
+from confluent_kafka import KafkaError
 
 from coordinator.group import GROUP_METADATA_TOPIC_NAME
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker import broker
+from pykbroker.testing import BrokerProcess
 
 
 def test_coordinator_topic_names_match_the_coordinators():
     assert broker.GROUP_METADATA_TOPIC_NAME == GROUP_METADATA_TOPIC_NAME
     assert broker.TRANSACTION_STATE_TOPIC_NAME == TRANSACTION_STATE_TOPIC_NAME
+
+
+# -- topics larger than SYNC_NEW_LOGS: led at once, logs created in the background ---------------------------
+def _create(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+
+
+def _produce_to_every_partition(bootstrap: str, topic: str, partitions: int, value: bytes) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 3})
+    failed: list[object] = []
+    for p in range(partitions):
+        producer.produce(topic, value, partition=p, on_delivery=lambda err, _m: err is not None and failed.append(err))
+    assert producer.flush(120) == 0 and not failed, failed[:1]
+
+
+def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "enable.partition.eof": True,
+                         "log_level": 3})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, ended, deadline = [], 0, time.monotonic() + 120
+    while ended < partitions and time.monotonic() < deadline:
+        for msg in consumer.consume(1000, 1.0):
+            if msg.error() is None:
+                values.append(msg.value())
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                ended += 1
+    consumer.close()
+    return values
+
+
+def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(tmp_path):
+    """A produce to a partition whose log is still pending waits for it and is acknowledged; kill -9 then loses
+    nothing acknowledged, and a topic killed before any of its logs existed is created at the restart."""
+    partitions = broker.SYNC_NEW_LOGS + 36
+    with BrokerProcess(tmp_path / "b") as b:
+        _create(b.bootstrap, "big", partitions)
+        _produce_to_every_partition(b.bootstrap, "big", partitions, b"acked")
+        _create(b.bootstrap, "bigger", partitions)  # answered before its logs exist
+        b.kill()
+        b.start(timeout=120)
+        assert _values(b.bootstrap, "big", partitions) == [b"acked"] * partitions
+        _produce_to_every_partition(b.bootstrap, "bigger", partitions, b"later")
+        assert _values(b.bootstrap, "bigger", partitions) == [b"later"] * partitions

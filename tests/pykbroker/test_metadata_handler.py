@@ -79,3 +79,31 @@ def test_describe_quorum_shows_this_node_as_the_only_voter_and_leader(fresh_brok
     assert partition["leader_id"] == 1 and [v["replica_id"] for v in partition["current_voters"]] == [1]
     assert partition["high_watermark"] > before["topics"][0]["partitions"][0]["high_watermark"]
     assert after["nodes"][0]["node_id"] == 1
+
+
+def test_partition_entries_are_reused_only_while_the_image_parts_are_the_same():
+    """The entries of a topic are built once per topic state and broker registrations (images are immutable);
+    a new leader, a broker gone or a replica lost to an offline log dir shows at once."""
+    from dataclasses import replace
+
+    from pykbroker.handlers.metadata import topic_metadata
+    from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+
+    topic = TopicState("cached", uuid.uuid4(), tuple(PartitionState(i, 1, 0, (1, 2), (1, 2)) for i in range(3)))
+    brokers = {n: BrokerImage(n, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + n),)) for n in (1, 2)}
+    image = MetadataImage("c", topics={"cached": topic}, brokers=brokers)
+    first = topic_metadata(topic, False, image, "PLAINTEXT").partitions
+    assert topic_metadata(topic, False, image, "PLAINTEXT").partitions is first
+    assert [(p.leader_id, p.error_code) for p in first] == [(1, ErrorCode.NONE)] * 3
+
+    moved = replace(topic, partitions=(PartitionState(0, 2, 1, (1, 2), (2,)), *topic.partitions[1:]))
+    image = replace(image, topics={"cached": moved})
+    assert [(p.leader_id, p.leader_epoch, p.isr_nodes) for p in topic_metadata(moved, False, image, "PLAINTEXT")
+            .partitions][0] == (2, 1, [2])
+
+    image = replace(image, brokers={2: brokers[2]})  # broker 1 gone: its replicas are offline
+    assert [p.offline_replicas for p in topic_metadata(moved, False, image, "PLAINTEXT").partitions] == [[1]] * 3
+
+    lost = topic_metadata(moved, False, image, "PLAINTEXT", lambda t, p: (2,) if p == 1 else ()).partitions
+    assert [p.offline_replicas for p in lost] == [[1], [1, 2], [1]]
+    assert [p.offline_replicas for p in topic_metadata(moved, False, image, "PLAINTEXT").partitions] == [[1]] * 3

@@ -164,10 +164,22 @@ if TYPE_CHECKING:
     from wire.messages.share_acknowledge_response import ShareAcknowledgeResponse
     from wire.messages.share_fetch_request import ShareFetchRequest
     from wire.messages.share_fetch_response import ShareFetchResponse
+    from wire.messages.share_group_current_member_assignment_key import ShareGroupCurrentMemberAssignmentKey
+    from wire.messages.share_group_current_member_assignment_value import ShareGroupCurrentMemberAssignmentValue
     from wire.messages.share_group_describe_request import ShareGroupDescribeRequest
     from wire.messages.share_group_describe_response import ShareGroupDescribeResponse
     from wire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
     from wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+    from wire.messages.share_group_member_metadata_key import ShareGroupMemberMetadataKey
+    from wire.messages.share_group_member_metadata_value import ShareGroupMemberMetadataValue
+    from wire.messages.share_group_metadata_key import ShareGroupMetadataKey
+    from wire.messages.share_group_metadata_value import ShareGroupMetadataValue
+    from wire.messages.share_group_state_partition_metadata_key import ShareGroupStatePartitionMetadataKey
+    from wire.messages.share_group_state_partition_metadata_value import ShareGroupStatePartitionMetadataValue
+    from wire.messages.share_group_target_assignment_member_key import ShareGroupTargetAssignmentMemberKey
+    from wire.messages.share_group_target_assignment_member_value import ShareGroupTargetAssignmentMemberValue
+    from wire.messages.share_group_target_assignment_metadata_key import ShareGroupTargetAssignmentMetadataKey
+    from wire.messages.share_group_target_assignment_metadata_value import ShareGroupTargetAssignmentMetadataValue
     from wire.messages.share_snapshot_key import ShareSnapshotKey
     from wire.messages.share_snapshot_value import ShareSnapshotValue
     from wire.messages.share_update_key import ShareUpdateKey
@@ -336,10 +348,22 @@ _MODULES: dict[str, str] = {
     'ShareAcknowledgeResponse': 'share_acknowledge_response',
     'ShareFetchRequest': 'share_fetch_request',
     'ShareFetchResponse': 'share_fetch_response',
+    'ShareGroupCurrentMemberAssignmentKey': 'share_group_current_member_assignment_key',
+    'ShareGroupCurrentMemberAssignmentValue': 'share_group_current_member_assignment_value',
     'ShareGroupDescribeRequest': 'share_group_describe_request',
     'ShareGroupDescribeResponse': 'share_group_describe_response',
     'ShareGroupHeartbeatRequest': 'share_group_heartbeat_request',
     'ShareGroupHeartbeatResponse': 'share_group_heartbeat_response',
+    'ShareGroupMemberMetadataKey': 'share_group_member_metadata_key',
+    'ShareGroupMemberMetadataValue': 'share_group_member_metadata_value',
+    'ShareGroupMetadataKey': 'share_group_metadata_key',
+    'ShareGroupMetadataValue': 'share_group_metadata_value',
+    'ShareGroupStatePartitionMetadataKey': 'share_group_state_partition_metadata_key',
+    'ShareGroupStatePartitionMetadataValue': 'share_group_state_partition_metadata_value',
+    'ShareGroupTargetAssignmentMemberKey': 'share_group_target_assignment_member_key',
+    'ShareGroupTargetAssignmentMemberValue': 'share_group_target_assignment_member_value',
+    'ShareGroupTargetAssignmentMetadataKey': 'share_group_target_assignment_metadata_key',
+    'ShareGroupTargetAssignmentMetadataValue': 'share_group_target_assignment_metadata_value',
     'ShareSnapshotKey': 'share_snapshot_key',
     'ShareSnapshotValue': 'share_snapshot_value',
     'ShareUpdateKey': 'share_update_key',
@@ -685,10 +709,22 @@ __all__ = [
     'ShareAcknowledgeResponse',
     'ShareFetchRequest',
     'ShareFetchResponse',
+    'ShareGroupCurrentMemberAssignmentKey',
+    'ShareGroupCurrentMemberAssignmentValue',
     'ShareGroupDescribeRequest',
     'ShareGroupDescribeResponse',
     'ShareGroupHeartbeatRequest',
     'ShareGroupHeartbeatResponse',
+    'ShareGroupMemberMetadataKey',
+    'ShareGroupMemberMetadataValue',
+    'ShareGroupMetadataKey',
+    'ShareGroupMetadataValue',
+    'ShareGroupStatePartitionMetadataKey',
+    'ShareGroupStatePartitionMetadataValue',
+    'ShareGroupTargetAssignmentMemberKey',
+    'ShareGroupTargetAssignmentMemberValue',
+    'ShareGroupTargetAssignmentMetadataKey',
+    'ShareGroupTargetAssignmentMetadataValue',
     'ShareSnapshotKey',
     'ShareSnapshotValue',
     'ShareUpdateKey',

@@ -32,9 +32,9 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
     if names and ctx.broker.share_groups_enabled:
         share = ctx.broker.share_groups
         await share.groups_with_state()
-        for name in [n for n in names if n in share.groups.groups]:
+        for name in [g.group_id for g in await share.listed_groups() if g.group_id in names]:
             names.remove(name)
-            code = share.groups.delete(name)
+            code = await share.delete_group(name)
             if code == 0:
                 for key in await share.states(name):
                     await share.partitions.delete(key)

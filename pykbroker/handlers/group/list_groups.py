@@ -28,18 +28,19 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     code, groups = await coordinator(ctx).list_groups(request_info(ctx), states, types)
     if code == 0 and ctx.broker.share_groups_enabled:
         await ctx.broker.share_groups.groups_with_state()
-        groups = groups + share_groups_listed(ctx, states, types)
+        groups = groups + share_groups_listed(ctx, await ctx.broker.share_groups.listed_groups(), states, types)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):  # else only describable groups
         groups = [g for g in groups if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id,
                                                  log_if_denied=False)]
     return ListGroupsResponse(error_code=code, groups=groups)
 
 
-def share_groups_listed(ctx: RequestContext, states: list[str], types: list[str]) -> list[ListedGroup]:
+def share_groups_listed(ctx: RequestContext, share_groups: list, states: list[str], types: list[str]
+                        ) -> list[ListedGroup]:
     if types and "share" not in {t.lower() for t in types}:
         return []
     wanted = {s.lower() for s in states}
     svc = ctx.broker.share_groups
     return [ListedGroup(group_id=g.group_id, protocol_type="share", group_state=g.state, group_type="share")
-            for g in svc.groups.groups.values()
+            for g in share_groups
             if (not wanted or g.state.lower() in wanted) and svc.coordinates(g.group_id)]

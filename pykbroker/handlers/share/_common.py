@@ -5,11 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
+from coordinator.runtime.errors import ApiError
 from coordinator.share.service import ShareGroupService
+from coordinator.share.share_group import ShareGroup
 from pykbroker.context import RequestContext
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 
-__all__ = ["client_host", "enabled", "member_id_valid", "readable_topic_ids", "service"]
+__all__ = ["client_host", "enabled", "member_id_valid", "readable_topic_ids", "service", "share_group"]
 
 
 def enabled(ctx: RequestContext) -> bool:
@@ -19,6 +21,14 @@ def enabled(ctx: RequestContext) -> bool:
 
 def service(ctx: RequestContext) -> ShareGroupService:
     return ctx.broker.share_groups
+
+
+async def share_group(ctx: RequestContext, group_id: str) -> tuple[int, ShareGroup | None]:
+    """(error code, the share group or None if unknown) from the group's __consumer_offsets shard."""
+    try:
+        return 0, await service(ctx).group(group_id)
+    except ApiError as exc:
+        return exc.error_code, None
 
 
 def member_id_valid(member_id: str | None) -> bool:

@@ -86,6 +86,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         await close_session(ctx, group_id, member_id)
     elif not renew:
         keys = [(group_id, t, p) for t, p in session.partitions if t in readable]
+        if epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
+            await svc.partitions.revalidate(keys)
         results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                    for t, p in session.partitions if t in topics_by_id and t not in readable}
         results |= await svc.partitions.fetch(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
-from pykbroker.handlers.share._common import enabled, service
+from pykbroker.handlers.share._common import enabled, service, share_group
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import (
     AclOperation,
@@ -37,14 +37,16 @@ async def handle_share_group_describe(ctx: RequestContext,
     if not enabled(ctx):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     await service(ctx).groups_with_state()
-    groups = service(ctx).groups.groups
     topics_by_id = ctx.metadata.topics_by_id
     refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     out = []
     for group_id in [g for g in request.group_ids if g not in refused]:
-        group = groups.get(group_id)
         if not service(ctx).coordinates(group_id):  # in a cluster, another broker coordinates it
             out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
+            continue
+        code, group = await share_group(ctx, group_id)
+        if code:
+            out.append(DescribedGroup(group_id=group_id, error_code=code))
             continue
         if group is None:
             out.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 
+from coordinator.runtime.errors import ApiError
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import request_info
-from pykbroker.handlers.share._common import client_host, enabled, member_id_valid, service
+from pykbroker.handlers.share._common import client_host, enabled, member_id_valid, service, share_group
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from wire import ApiKey, ErrorCode
@@ -45,11 +46,18 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
     if ctx.broker.cluster_mode and ctx.broker.group_coordinator.coordinator_for(request.group_id) != ctx.broker.node_id:
         # the group's coordinator leads its __consumer_offsets partition; the client finds it again
         return error_response(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
-    if request.group_id not in service(ctx).groups.groups and await _other_kind_of_group(ctx, request.group_id):
+    code, group = await share_group(ctx, request.group_id)
+    if code:
+        return error_response(request, ctx.api_version, code)
+    if group is None and await _other_kind_of_group(ctx, request.group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                               f"Group {request.group_id} is not a share group.")
-    result = service(ctx).groups.heartbeat(request.group_id, request.member_id, request.member_epoch, request.rack_id,
-                                           request.subscribed_topic_names, ctx.client_id or "", client_host(ctx))
+    try:
+        result = await service(ctx).heartbeat(request.group_id, request.member_id, request.member_epoch,
+                                              request.rack_id, request.subscribed_topic_names, ctx.client_id or "",
+                                              client_host(ctx))
+    except ApiError as exc:
+        return error_response(request, ctx.api_version, exc.error_code)
     if result.error_code != ErrorCode.NONE:
         return error_response(request, ctx.api_version, result.error_code, result.error_message)
     assignment = None
@@ -63,13 +71,27 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
 
 
 async def _initialize(ctx: RequestContext, group_id: str, assignment) -> None:
-    partitions = service(ctx).partitions
+    """Initialize the share state of assigned partitions the group has not initialized yet, and record them
+    (ShareGroupStatePartitionMetadata), as Kafka 4.2's group coordinator does."""
+    svc = service(ctx)
+    code, group = await share_group(ctx, group_id)
+    known = group.initialized if group is not None else {}
     for topic_id, indexes in assignment.items():
+        done = []
         for index in indexes:
+            if index in known.get(topic_id, ("", set()))[1]:
+                continue
             try:
-                await partitions.initialize_uninitialized((group_id, topic_id, index))
+                await svc.partitions.initialize_uninitialized((group_id, topic_id, index))
+                done.append(index)
             except Exception as exc:  # the first ShareFetch tries again and reports the error
                 log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
+        if done:
+            try:
+                await svc.mark_initialized(group_id, topic_id, done)
+            except ApiError as exc:
+                log.warning("share group %s: recording initialized partitions of %s failed: %s", group_id,
+                            topic_id, exc)
 
 
 async def _other_kind_of_group(ctx: RequestContext, group_id: str) -> bool:

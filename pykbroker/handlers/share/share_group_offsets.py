@@ -21,7 +21,7 @@ import logging
 
 from coordinator.share.record_state import RecordState
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, service
+from pykbroker.handlers.share._common import enabled, service, share_group
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -32,6 +32,8 @@ from wire.messages import (
     DeleteShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
 )
 from wire.messages.alter_share_group_offsets_response import (
     AlterShareGroupOffsetsResponsePartition,
@@ -43,8 +45,12 @@ from wire.messages.describe_share_group_offsets_response import (
     DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
 )
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 log = logging.getLogger("pykbroker.handlers.share_group_offsets")
+
+LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
+LIST_OFFSETS_VERSION = 7
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message()
@@ -52,7 +58,28 @@ TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTH
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
     svc = service(ctx)
-    return group_id in svc.groups.groups or bool(await svc.states(group_id))
+    return (await share_group(ctx, group_id))[1] is not None or bool(await svc.states(group_id))
+
+
+async def _high_watermark(ctx: RequestContext, topic: str, index: int) -> int | None:
+    """The partition's high watermark: from this broker if it leads the partition, else asked of its leader
+    (ListOffsets, latest), as Kafka asks the leader when the answering coordinator holds no replica."""
+    partition = ctx.broker.replica_manager.get_partition(topic, index)
+    if partition is not None and partition.is_leader:
+        return partition.log.high_watermark
+    state = ctx.metadata.partition(topic, index)
+    if state is None or state.leader < 0 or not ctx.broker.cluster_mode:
+        return partition.log.high_watermark if partition is not None else None
+    request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(name=topic, partitions=[
+        ListOffsetsPartition(partition_index=index, current_leader_epoch=-1, timestamp=LATEST_TIMESTAMP)])])
+    try:
+        response = await ctx.broker.broker_clients.get(state.leader).request(request, LIST_OFFSETS_VERSION,
+                                                                             ListOffsetsResponse)
+        answer = response.topics[0].partitions[0]
+    except Exception as exc:
+        log.info("high watermark of %s-%d from broker %d: %s", topic, index, state.leader, exc)
+        return None
+    return answer.offset if answer.error_code == ErrorCode.NONE else None
 
 
 # -- describe ----------------------------------------------------------------------------------------------
@@ -81,7 +108,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                                                               error_code=ErrorCode.NOT_COORDINATOR))
             continue
         states = await svc.states(g.group_id)
-        if g.group_id not in svc.groups.groups and not states:
+        if (await share_group(ctx, g.group_id))[1] is None and not states:
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                                               error_message=f"Group {g.group_id} not found."))
@@ -117,9 +144,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                 if state is not None:
                     start = state.start_offset
                     epoch = state.leader_epoch
-                    partition = ctx.broker.replica_manager.get_partition(name, i)
-                    if partition is not None:
-                        hw = partition.log.high_watermark
+                    hw = await _high_watermark(ctx, name, i)
+                    if hw is not None:
                         done = sum(min(b.last_offset, hw - 1) - b.first_offset + 1 for b in state.state_batches
                                    if b.delivery_state in _DONE and b.first_offset < hw) if state.state_batches \
                             else max(state.delivery_complete_count, 0)  # a summary from another coordinator
@@ -152,11 +178,13 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
     svc = service(ctx)
     if not svc.coordinates(request.group_id):  # only the coordinator knows whether the group has members
         return alter_error(request, ctx.api_version, ErrorCode.NOT_COORDINATOR)
-    group = svc.groups.groups.get(request.group_id)
+    code, group = await share_group(ctx, request.group_id)
+    if code:
+        return alter_error(request, ctx.api_version, code)
     if group is not None and group.members:
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
                            "The group is not empty.")
-    svc.groups.ensure_group(request.group_id)
+    await svc.ensure_group(request.group_id)
     store = ctx.metadata
     denied, responses = [], []
     for t in request.topics:
@@ -209,7 +237,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     if not await _group_exists(ctx, request.group_id):
         return delete_error(request, ctx.api_version, ErrorCode.GROUP_ID_NOT_FOUND,
                             f"Group {request.group_id} not found.")
-    group = svc.groups.groups.get(request.group_id)
+    group = (await share_group(ctx, request.group_id))[1]
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     store = ctx.metadata

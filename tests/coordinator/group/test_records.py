@@ -78,7 +78,7 @@ def test_consumer_group_records_round_trip():
 
 def test_unknown_record_types_and_garbage():
     with pytest.raises(rec.UnknownRecordTypeError):
-        rec.decode_record(struct.pack(">h", 11) + _s("g"), None)
+        rec.decode_record(struct.pack(">h", 9) + _s("g"), None)  # 4.1's ShareGroupPartitionMetadata
     with pytest.raises(DecodeError):
         rec.decode_record(b"\x00", None)
     with pytest.raises(DecodeError):

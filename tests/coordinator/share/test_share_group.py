@@ -2,7 +2,10 @@
 
 import uuid
 
+from coordinator.group import records as rec
+from coordinator.group.topics import StaticTopics, TopicInfo
 from coordinator.runtime.clock import FakeClock
+from coordinator.runtime.timer import CoordinatorTimer
 from coordinator.share.share_group import ShareGroupCoordinator, simple_assign
 from wire import ErrorCode
 
@@ -34,17 +37,85 @@ def test_members_keep_what_they_have_when_others_join():
     assert sorted(p for ps in flat(second).values() for p in ps) == [0, 1, 2, 3]
 
 
+def _coordinator(clock, topics, session_timeout_ms=1000):
+    """A share-group coordinator whose timeouts run at once (as the runtime runs them), collecting their records."""
+    written = []
+
+    def fire(key, token):
+        operation = timer.take(key, token)
+        if operation is not None:
+            written.extend(operation().records)
+
+    timer = CoordinatorTimer(clock, fire)
+    return ShareGroupCoordinator(timer, topics, session_timeout_ms=session_timeout_ms), written
+
+
+def _replayed(clock, topics, records):
+    fresh, _ = _coordinator(clock, topics)
+    for r in records:  # through the bytes, as the log holds them
+        fresh.replay(rec.decode_record(*r.encode()))
+    return fresh
+
+
 def test_join_heartbeat_leave_and_expiry():
     clock = FakeClock()
-    c = ShareGroupCoordinator(clock, lambda name: (T, 2) if name == "t" else None, session_timeout_ms=1000)
-    r = c.heartbeat("g", "m1", 0, None, ["t"], "client", "/host")
+    c, expired = _coordinator(clock, StaticTopics([TopicInfo("t", T, 2)]))
+    r = c.heartbeat("g", "m1", 0, None, ["t"], "client", "/host").response
     assert (r.error_code, r.member_epoch, r.assignment) == (ErrorCode.NONE, 1, {T: [0, 1]})
-    assert c.heartbeat("g", "m1", 5, None, None, "client", "/host").error_code == ErrorCode.FENCED_MEMBER_EPOCH
-    assert c.heartbeat("g", "zz", 3, None, None, "client", "/host").error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    r2 = c.heartbeat("g", "m2", 0, None, ["t"], "client", "/host")
+    assert c.heartbeat("g", "m1", 5, None, None, "client", "/host").response.error_code == \
+        ErrorCode.FENCED_MEMBER_EPOCH
+    assert c.heartbeat("g", "zz", 3, None, None, "client", "/host").response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    r2 = c.heartbeat("g", "m2", 0, None, ["t"], "client", "/host").response
     assert r2.member_epoch == 2 and sum(len(p) for p in r2.assignment.values()) == 1
-    r = c.heartbeat("g", "m1", 1, None, None, "client", "/host")
+    r = c.heartbeat("g", "m1", 1, None, None, "client", "/host").response
     assert r.member_epoch == 2 and sum(len(p) for p in r.assignment.values()) == 1
     clock.advance(1000)  # m1 and m2 stop heartbeating
     assert c.groups["g"].members == {} and c.groups["g"].state == "Empty"
-    assert c.delete("g") == ErrorCode.NONE and c.delete("g") == ErrorCode.GROUP_ID_NOT_FOUND
+    assert {type(r.key).__name__ for r in expired if r.value is None} == {
+        "ShareGroupCurrentMemberAssignmentKey", "ShareGroupTargetAssignmentMemberKey", "ShareGroupMemberMetadataKey"}
+    assert c.delete("g").response == ErrorCode.NONE and c.delete("g").response == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_records_written_replay_into_the_same_groups():
+    clock = FakeClock()
+    topics = StaticTopics([TopicInfo("t", T, 3)])
+    c, expired = _coordinator(clock, topics)
+    log = []
+    for step in [lambda: c.heartbeat("g", "m1", 0, "rack-a", ["t"], "c1", "/h1"),
+                 lambda: c.heartbeat("g", "m2", 0, None, ["t"], "c2", "/h2"),
+                 lambda: c.heartbeat("g", "m1", 1, None, None, "c1", "/h1"),
+                 lambda: c.mark_initialized("g", T, "t", [0, 1, 2]),
+                 lambda: c.heartbeat("h", "x", 0, None, ["t"], "c3", "/h3"),
+                 lambda: c.heartbeat("h", "x", 1, None, None, "c3", "/h3")]:
+        result = step()
+        assert result.replay is False  # the operation already applied its change
+        log.extend(result.records)
+    first = [type(r.key).__name__ for r in log[:5]]
+    assert first == ["ShareGroupMemberMetadataKey", "ShareGroupMetadataKey", "ShareGroupTargetAssignmentMemberKey",
+                     "ShareGroupTargetAssignmentMetadataKey", "ShareGroupCurrentMemberAssignmentKey"]
+    fresh = _replayed(clock, topics, log)
+    assert {g: v.view() for g, v in fresh.groups.items()} == {g: v.view() for g, v in c.groups.items()}
+    assert fresh.groups["g"].group_epoch == 2 and fresh.groups["g"].members["m1"].rack_id == "rack-a"
+    assert fresh.groups["g"].initialized == {T: ("t", {0, 1, 2})}
+    # a replayed member keeps its epoch: its next heartbeat is accepted without rejoining
+    fresh.on_loaded()
+    again = fresh.heartbeat("g", "m2", 2, None, None, "c2", "/h2")
+    assert again.response.error_code == ErrorCode.NONE and again.records == []
+    # a member leaves, the group is deleted: replaying everything leaves no group
+    log.extend(c.heartbeat("h", "x", -1, None, None, "c3", "/h3").records)
+    log.extend(c.delete("h").records)
+    assert set(_replayed(clock, topics, log).groups) == {"g"}
+    # replayed members expire a session timeout after the load
+    clock.advance(1000)
+    assert fresh.groups["g"].members == {}
+
+
+def test_a_partition_added_while_down_bumps_the_epoch_of_a_replayed_group():
+    clock = FakeClock()
+    topics = StaticTopics([TopicInfo("t", T, 1)])
+    c, _ = _coordinator(clock, topics)
+    log = list(c.heartbeat("g", "m1", 0, None, ["t"], "c", "/h").records)
+    topics.add(TopicInfo("t", T, 2))
+    fresh = _replayed(clock, topics, log)
+    r = fresh.heartbeat("g", "m1", 1, None, None, "c", "/h").response
+    assert r.member_epoch == 2 and r.assignment == {T: [0, 1]}

@@ -266,7 +266,9 @@ def test_a_closed_connection_ends_its_share_sessions_and_releases_their_records(
         assert got == [(0, 3, 2)]
 
 
-def test_a_group_with_state_is_listed_after_a_restart(tmp_path):
+def test_a_group_keeps_its_members_and_epochs_after_kill_9(tmp_path):
+    """Membership is in __consumer_offsets (Kafka 4.2's share-group records): after a crash the group is listed and
+    described as before, and its member goes on heartbeating with its epoch, without rejoining."""
     b = BrokerProcess(tmp_path).start()
     try:
         with RawClient(b.bootstrap) as c:
@@ -274,12 +276,22 @@ def test_a_group_with_state_is_listed_after_a_restart(tmp_path):
             tid = create_topic(c, "relisted")
             m, _ = join(c, "g-relisted", "relisted")
             fetch(c, "g-relisted", m, 0, tid, wait_ms=0)
+            before = c.request(ShareGroupDescribeRequest(group_ids=["g-relisted"]), 1).groups[0]
         b.restart(hard=True)
         with RawClient(b.bootstrap) as c:
             listed = c.request(ListGroupsRequest(types_filter=["share"]), 5).groups
-            assert [(g.group_id, g.group_state) for g in listed] == [("g-relisted", "Empty")]
+            assert [(g.group_id, g.group_state) for g in listed] == [("g-relisted", "Stable")]
+            after = c.request(ShareGroupDescribeRequest(group_ids=["g-relisted"]), 1).groups[0]
+            assert after == before
+            r = c.request(ShareGroupHeartbeatRequest(group_id="g-relisted", member_id=m,
+                                                     member_epoch=before.members[0].member_epoch), 1)
+            assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, before.members[0].member_epoch)
+            c.request(ShareGroupHeartbeatRequest(group_id="g-relisted", member_id=m, member_epoch=-1), 1)
+        b.restart(hard=True)
+        with RawClient(b.bootstrap) as c:  # the member's leave was persisted too
             described = c.request(ShareGroupDescribeRequest(group_ids=["g-relisted"]), 1).groups[0]
             assert (described.error_code, described.group_state, described.members) == (ErrorCode.NONE, "Empty", [])
+            assert described.group_epoch == before.group_epoch + 1
     finally:
         b.close()
 
