@@ -722,8 +722,9 @@ def fetch_paths(c: RawClient) -> Observations:
     # By topic id (v13+): a partition of an unknown topic id enters the session, answered on every fetch.
     unknown_id = uuid.uuid4()
 
-    def fetch_by_id(named: list[uuid.UUID], session_id: int, session_epoch: int, forgotten: list[uuid.UUID] = ()):
-        request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+    def fetch_by_id(named: list[uuid.UUID], session_id: int, session_epoch: int, forgotten: list[uuid.UUID] = (),
+                    max_wait_ms: int = 0):
+        request = FetchRequest(max_wait_ms=max_wait_ms, min_bytes=1 if max_wait_ms else 0, max_bytes=1 << 20, isolation_level=0,
                                session_id=session_id, session_epoch=session_epoch, rack_id="",
                                topics=[FetchTopic(topic_id=t, partitions=[FetchPartition(
                                    partition=0, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
@@ -737,7 +738,11 @@ def fetch_paths(c: RawClient) -> Observations:
     code, sid, answers = fetch_by_id([fp_b_id, unknown_id], 0, 0)
     out["session by id open, one topic id unknown"] = (code, sid > 0, answers)
     out["session by id incremental, unknown id answered again"] = fetch_by_id([], sid, 1)[::2]
-    out["session by id, unknown id forgotten"] = fetch_by_id([], sid, 2, forgotten=[unknown_id])[::2]
+    # With nothing new on fp-b, the fetch waits its max_wait_ms though the session holds an unknown topic id.
+    started = time.monotonic()
+    waited = fetch_by_id([], sid, 2, max_wait_ms=1000)[::2]
+    out["session by id with an unknown id, nothing new: waits"] = (waited, time.monotonic() - started >= 0.9)
+    out["session by id, unknown id forgotten"] = fetch_by_id([], sid, 3, forgotten=[unknown_id])[::2]
     fetch_by_id([], sid, -1)
 
     def epochs(leader_epoch: int, current: int = -1):

@@ -105,8 +105,6 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     for cp in fctx.partitions:
         if cp.topic is None and (known := store.topics_by_id.get(cp.topic_id)) is not None:
             cp.topic = known.name  # the topic id this session holds became known (Kafka's maybeResolveUnknownName)
-    # A fetch with an unknown topic is answered at once, as Kafka answers a fetch with an erroneous partition.
-    answer_now = bool(unresolved) or any(cp.topic is None for cp in fctx.partitions)
 
     # Every partition of the session is authorized on every fetch (incremental ones too), as in Kafka: one the
     # principal may no longer read is answered TOPIC_AUTHORIZATION_FAILED instead of its records.
@@ -115,7 +113,11 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     wanted = [FetchPartition(cp.topic or "", cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
                              cp.last_fetched_epoch if version >= 12 else -1, cp.log_start_offset)
               for cp in allowed]
-    max_wait_ms = request.max_wait_ms if not answer_now else 0
+    # As Kafka: a fetch with nothing to read but unknown topics is answered at once; with something to read it
+    # waits as usual, unknown topics or not (a session holding an unknown topic id must not answer every fetch at
+    # once: a follower or consumer would spin).
+    has_unknown = bool(unresolved) or any(cp.topic is None for cp in fctx.partitions)
+    max_wait_ms = 0 if has_unknown and not allowed else request.max_wait_ms
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
