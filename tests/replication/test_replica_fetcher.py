@@ -8,6 +8,8 @@ import asyncio
 import socket
 import uuid
 
+import pytest
+
 from pykbroker.config import Config
 from pykbroker.server import Server
 from replication.metadata_image import PartitionState
@@ -150,3 +152,33 @@ def test_a_fetcher_closed_just_as_its_partitions_change_stops(tmp_path):
 
     asyncio.run(scenario())
 
+
+
+def test_a_caller_cancelled_while_closing_a_fetcher_stays_cancelled(tmp_path):
+    """close() waits for the fetcher's task; a cancel aimed at close()'s own caller meanwhile is passed on, not
+    swallowed with the task's."""
+    async def scenario() -> None:
+        manager = LogManager([str(tmp_path / "follower")], default_config=LogConfig(), log_cleaner_enable=False)
+        manager.startup(lambda _topic: LogConfig())
+        follower = ReplicaManager(manager, 2)
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        fetchers = ReplicaFetcherManager(2, follower.get_partition, lambda node: ("127.0.0.1", port),
+                                         FetcherConfig(backoff_ms=30_000))
+        try:
+            follower.become_follower(TOPIC, 0, uuid.uuid4(), 1, 0, [1, 2], [1, 2], LogConfig())
+            fetchers.follow(TOPIC, 0, 1)
+            fetcher = fetchers.fetchers[1]
+            await until(lambda: fetcher._failures >= 1)
+            closing = asyncio.ensure_future(fetcher.close())
+            await asyncio.sleep(0)  # close() has cancelled the task and awaits it
+            closing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await closing
+            assert fetcher._task is None
+        finally:
+            await follower.close()
+            manager.shutdown()
+
+    asyncio.run(scenario())
