@@ -37,6 +37,7 @@ PARTITIONS = 3
 LAG_MS = 3000
 SESSION_MS = 8000
 DISK_MB = 64  # each broker's log dir, a tmpfs, when the mix has disk-full
+STOP_S = 45.0  # a consumer's last commit and close; past it the member is killed and named in the verdict
 
 
 @dataclass
@@ -118,7 +119,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
         java_group = [JavaGroupMember(f"java-member-{i}", history, clock, bootstrap, "acks", "chaos-java-group", jars,
                                       out_dir / f"java-member-{i}.log") for i in range(2)] if jars is not None else []
-        group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
+        group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group", out_dir / "group.log")
         txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
         sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
@@ -144,10 +145,16 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             errors += nemesis.slow_heals
             errors += [f"a restarted broker neither registered nor exited: {s}" for s in nemesis.stuck_starts]
             log(f"nemesis done ({clock():.1f}s); stopping workloads")
+            for w in [*producers, txn]:  # the copier's last run drains copy-in once its feed has stopped
+                w.request_stop()
             for w in [*producers, txn]:
                 w.stop()
             for w in (copier, group, *java_group, sampler):
-                w.stop(240)
+                w.request_stop()
+            copier.stop(240)
+            for w in (group, *java_group):
+                w.stop(STOP_S)
+            sampler.stop(STOP_S)
             errors += [e for w in workloads for e in w.errors]
             nemesis.wait_healthy(history.faults[-1] if history.faults else Fault("none", "", 0.0))
             for topic in ("acks", "compacted", "copy-in"):
@@ -161,9 +168,13 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                   outputs=[c.value for c in history.consumed
                                            if c.reader == "final-committed" and c.topic == "copy-out"]))
             history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs,
-                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes)
+                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes,
+                                group_member_runs=group.runs, group_stuck_runs=group.stuck_runs,
+                                abandoned_members=[f"{group.name}:{m}" for m in group.abandoned]
+                                + [w.name for w in java_group if w.abandoned])
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
+            group.kill()
             for w in [*producers, *java_group]:
                 if isinstance(w, JavaToolWorkload):
                     w.kill()
@@ -196,6 +207,9 @@ def format_verdict(o: Outcome) -> str:
             lines.append(f"VIOLATION {v}")
     for e in o.errors:
         lines.append(f"ERROR {e}")
+    if h.meta.get("abandoned_members"):
+        lines.append(f"NOTE consumers killed at the end, stuck in their client after SIGTERM (their reads and "
+                     f"commits until then are checked): {', '.join(h.meta['abandoned_members'])}")
     if o.out_dir:
         lines.append(f"history: {o.out_dir / 'history.json'}  timeline: {o.out_dir / 'timeline.html'}")
     return "\n".join(lines)
