@@ -73,8 +73,11 @@ def create_topics(bootstrap: str) -> None:
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
-        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker") -> Outcome:
+        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker",
+        hold: tuple[float, float] | None = None, gap: tuple[float, float] = (1.0, 3.0)) -> Outcome:
     """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``.
+    ``hold``: every fault held that many seconds (min, max) instead of its kind's hold; ``gap``: seconds
+    between a healthy cluster and the next fault.
     ``target="kafka"``: Apache Kafka 4.1 (KRaft) instead of pykbroker, under the faults that apply to it."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +85,8 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
     clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
     history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
                                                             "rate": rate, "java": java,
-                                                            "brokers": brokers, "target": target})
+                                                            "brokers": brokers, "target": target,
+                                                            "hold": hold, "gap": gap})
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
@@ -95,10 +99,9 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         history.meta["faults"] = faults
         cluster_factory = functools.partial(KafkaTarget, jars)
     else:
-        if "disk-full" in faults:
-            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB)
-        elif set(faults) & set(PARTITION_KINDS):
-            cluster_factory = ProxiedCluster
+        if set(faults) & {"disk-full", "clock-jump", *PARTITION_KINDS}:
+            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB if "disk-full" in faults else 0,
+                                                clock_shift="clock-jump" in faults)
         else:
             cluster_factory = ClusterProcesses
     with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,
@@ -128,11 +131,11 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             w.start()
         try:
             nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
-                              session_ms=SESSION_MS)
+                              session_ms=SESSION_MS, hold=hold)
             try:
                 time.sleep(2.0)
                 while clock() < duration:
-                    time.sleep(rng.uniform(1.0, 3.0))
+                    time.sleep(rng.uniform(*gap))
                     kind = rng.choice(faults)
                     try:
                         fault = nemesis.run(kind)
