@@ -97,11 +97,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             raise RuntimeError("the Kafka target needs java and Kafka's jars (make deps)")
         faults = [f for f in faults if f in KAFKA_KINDS]
         history.meta["faults"] = faults
-        cluster_factory = functools.partial(KafkaTarget, jars)
+        cluster_factory = functools.partial(KafkaTarget, jars, proxied=bool(set(faults) & set(PARTITION_KINDS)))
     else:
-        if set(faults) & {"disk-full", "clock-jump", *PARTITION_KINDS}:
+        if set(faults) & {"disk-full", "disk-readonly", "clock-jump", *PARTITION_KINDS}:
             cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB if "disk-full" in faults else 0,
-                                                clock_shift="clock-jump" in faults)
+                                                clock_shift="clock-jump" in faults,
+                                                flaky_dirs="disk-readonly" in faults)
         else:
             cluster_factory = ClusterProcesses
     with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,

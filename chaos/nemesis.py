@@ -23,6 +23,9 @@ Network partitions (a ``ProxiedCluster``'s ``Network``; clients keep reaching ev
 - ``disk-full``: a partition leader's log dir (a tmpfs of the ``ProxiedCluster``) filled up to ENOSPC; its
   writes fail, the dir goes offline and its partitions move to other replicas. Healed by freeing the space
   and, when the dir went offline, restarting the broker (a dir stays offline until then, as in Kafka).
+- ``disk-readonly``: a partition leader's log dir (a ``chaos.flaky_fs`` FUSE mount of a ``ProxiedCluster``
+  with ``flaky_dirs``) answers EROFS to every change, as a filesystem remounted read-only: its only dir
+  goes offline and the broker halts, as Kafka's does. Healed by making it writable and starting the broker.
 - ``clock-jump``: a partition leader's wall clock jumped forwards or backwards (seconds to an hour; a
   ``ProxiedCluster`` with ``clock_shift``), held, then jumped back. Its monotonic clock is left alone.
 Every fault is recorded in the history with its start and heal time; ``heal_all`` undoes anything left.
@@ -46,7 +49,7 @@ from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper",
          "partition-zk", "partition-leader", "partition-followers", "partition-one-way", "partition-halves",
-         "partition-clients", "disk-full", "clock-jump")
+         "partition-clients", "disk-full", "disk-readonly", "clock-jump")
 PARTITION_KINDS = tuple(k for k in KINDS if k.startswith("partition-"))
 
 
@@ -111,6 +114,8 @@ class Nemesis:
             fault = self.disk_full()
         elif kind == "clock-jump":
             fault = self.clock_jump()
+        elif kind == "disk-readonly":
+            fault = self.disk_readonly()
         elif kind == "restart-zookeeper":
             fault = self._begin(Fault(kind, "zookeeper", self.clock()))
             self.cluster.zookeeper.kill()
@@ -143,7 +148,8 @@ class Nemesis:
             cuts = [((other, me) if inbound else (me, other)) + (False,) for other in [ZOOKEEPER, *peers]]
             what = f"zookeeper, {', '.join(peers)} -> {me}" if inbound else f"{me} -> zookeeper, {', '.join(peers)}"
         elif kind == "partition-halves":
-            nodes = [ZOOKEEPER, *(node_name(i) for i in sorted(self.cluster.brokers))]
+            nodes = [*([ZOOKEEPER] if self.cluster.zookeeper is not None else []),
+                     *(node_name(i) for i in sorted(self.cluster.brokers))]
             self.rng.shuffle(nodes)
             cut_at = self.rng.randint(1, len(nodes) - 1)
             left, right = nodes[:cut_at], nodes[cut_at:]
@@ -190,6 +196,30 @@ class Nemesis:
             broker.kill()
             self.restart(victim)
             fault.note += "; log dir went offline: broker restarted"
+        return fault
+
+    def disk_readonly(self) -> Fault:
+        """Turn a leader's log dir read-only, hold, make it writable; start the broker if it halted (or restart
+        it if its dir went offline without a halt: a dir stays offline until the broker restarts)."""
+        flaky = getattr(self.cluster, "flaky", None)
+        if not flaky:
+            raise ValueError("disk-readonly needs a ProxiedCluster with flaky_dirs (a FUSE log dir per broker)")
+        victim = self.leader_of_random_partition()
+        broker = self.cluster.broker(victim)
+        hold = self._hold(self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000)
+        log_start = broker.log_path.stat().st_size
+        fault = self._begin(Fault("disk-readonly", f"broker {victim}", self.clock(), note=f"EROFS for {hold:.1f}s"))
+        try:
+            flaky[victim].set("erofs")
+            time.sleep(hold)
+        finally:
+            flaky[victim].set("ok")
+        said = _read_from(broker.log_path, log_start)
+        if not broker.alive or b"is now offline" in said:
+            broker.kill()
+            self.restart(victim)
+            fault.note += "; " + ("broker halted (all log dirs failed): started again" if b"all log dirs" in said
+                                  else "log dir went offline: broker restarted")
         return fault
 
     def clock_jump(self) -> Fault:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -419,7 +420,15 @@ class Broker:
     def _on_log_dir_offline(self, log_dir: str) -> None:
         """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
         controller moves them on a log dir event; on a single node they are left without a leader, as Kafka's
-        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here."""
+        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here.
+        Once every log dir has failed the process halts (exit code 1, no shutdown), as Kafka's
+        LogManager.handleLogDirFailure does: a broker with no disk left serves nothing, and its partitions
+        move to other replicas only once it is gone."""
+        offline = self.log_manager.failure_channel.offline_dirs
+        if all(d in offline for d in self.log_manager.log_dirs):
+            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_manager.log_dirs))
+            logging.shutdown()  # the line above reaches the log before the halt
+            os._exit(1)
         if self._loop is None:
             return
 
