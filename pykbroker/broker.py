@@ -255,7 +255,7 @@ class Broker:
             self.config["share.coordinator.state.topic.replication.factor"])
         min_isr = min(self.config["share.coordinator.state.topic.min.isr"], len(assignment[0])) \
             if self.cluster_mode else 1
-        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
             "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
@@ -849,6 +849,19 @@ class Broker:
                            f"'{replication_factor}' for the {name} topic")
         return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
+    async def _create_internal_topic(self, name: str, assignment: list[list[int]], configs: dict[str, str]) -> None:
+        """Create a coordinator topic on first use. Another broker asked at the same moment (or this one's
+        earlier attempt, whose answer a lost ZooKeeper connection swallowed) may have created it first: that is
+        no failure, as Kafka's AutoTopicCreationManager lets TopicExistsException go; the topic is waited
+        for in this broker's image, and the client, told COORDINATOR_NOT_AVAILABLE meanwhile, asks again."""
+        try:
+            await self.create_topic(name, assignment, configs)
+        except KeyError:
+            log.info("topic %s was created meanwhile (another broker, or an earlier attempt); using it", name)
+            wait_for = getattr(self.metadata, "wait_for", None)
+            if wait_for is not None:
+                await wait_for(lambda image: name in image.topics, 30.0)
+
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
@@ -856,7 +869,7 @@ class Broker:
         assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
                                                      self.config["offsets.topic.num.partitions"],
                                                      self.config["offsets.topic.replication.factor"])
-        await self.create_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "producer",
             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
@@ -877,7 +890,7 @@ class Broker:
                                                      self.config["transaction.state.log.num.partitions"],
                                                      self.config["transaction.state.log.replication.factor"])
         min_isr = min(self.config["transaction.state.log.min.isr"], len(assignment[0])) if self.cluster_mode else 1
-        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
             "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
