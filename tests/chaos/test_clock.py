@@ -19,9 +19,11 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="the clock sh
 HOUR_MS = 3_600_000
 
 
-@pytest.fixture
-def shifted(tmp_path):
-    """A broker whose wall clock the test moves (node id 1 in ``clocks``)."""
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory):
+    """A broker whose wall clock the tests move (node id 1 in ``clocks``), shared by this module's tests (each
+    sets the shift back to 0)."""
+    tmp_path = tmp_path_factory.mktemp("clock")
     clocks = ClockShifts(tmp_path / "clocks")
     broker = BrokerProcess(tmp_path / "broker", {"log.retention.check.interval.ms": "300", "log.initial.task.delay.ms": "0",
                                                  "offsets.topic.num.partitions": "1",
