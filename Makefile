@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,12 @@ chaos: $(STAMP)
 ##        ARGS: --cycles N (1000) --seed N --rate R
 chaos-kill-loop: $(STAMP)
 	$(PY) -m chaos.kill_loop $(ARGS)
+
+## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.1's kafka-log-dirs and
+##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential
+##        against Kafka 4.1 with two log dirs
+log-dirs: deps
+	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

@@ -97,6 +97,7 @@ class Broker:
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None)
         self.replica_manager.leader_quota = self._replication_quota("leader")
+        self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
@@ -132,6 +133,15 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+
+    def _alter_log_dirs_rate(self) -> int | None:
+        """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
+        name = "replica.alter.log.dirs.io.max.bytes.per.second"
+        value = self.dynamic_config.per_broker.get(name, self.dynamic_config.default.get(name))
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
 
     def _replication_quota(self, side: str) -> ReplicationQuotaManager:
         """The leader's or the follower's replication throttle (kafka-reassign-partitions --throttle)."""

@@ -8,13 +8,16 @@ REQUEST_TIMED_OUT. Reads serve consumers up to the high watermark and followers 
 up to the log end, and a follower's fetch position moves the leader's high watermark and ISR. ISR
 changes go through an ``IsrUpdater`` (the cluster's metadata) and apply once committed; a task shrinks
 the ISR of followers that lag past ``replica.lag.time.max.ms``. Delayed fetches and produces wait on
-``PartitionWatchers``, woken by appends and offset moves. Event-loop only.
+``PartitionWatchers``, woken by appends and offset moves. Replicas move between this broker's log dirs
+with AlterReplicaLogDirs (a future log filled by replication.replica_alter_log_dirs, then swapped in), and
+DescribeLogDirs reports every current and future log per dir. Event-loop only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,14 +26,15 @@ from typing import Any, Protocol
 
 from replication.metadata_image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
+from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
-from storage import AppendOrigin
+from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError
 from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
 
-__all__ = ["AppendResult", "FetchPartition", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "MetadataIsrUpdater",
+__all__ = ["AppendResult", "FetchPartition", "LogDirInfo", "ReplicaLogInfo", "FetchedPartition", "IsrUpdater", "LocalIsrUpdater", "MetadataIsrUpdater",
            "ReplicaManager"]
 
 TopicPartition = tuple[str, int]
@@ -73,6 +77,28 @@ class FetchedPartition:
     @property
     def size(self) -> int:
         return self.read.size if self.read is not None else 0
+
+
+@dataclass(slots=True)
+class ReplicaLogInfo:
+    """One replica's log in a log dir, as DescribeLogDirs reports it."""
+
+    topic: str
+    partition: int
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(slots=True)
+class LogDirInfo:
+    """One log dir, as DescribeLogDirs reports it: KAFKA_STORAGE_ERROR (and -1 bytes) when offline."""
+
+    log_dir: str
+    error_code: int
+    replicas: list[ReplicaLogInfo] = field(default_factory=list)
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 # Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
@@ -174,6 +200,8 @@ class ReplicaManager:
         self.replica_selector: Callable[[str | None, ReplicaView, list[ReplicaView]], ReplicaView] | None = None
         self.broker_racks: Callable[[], Mapping[int, str | None]] = dict
         self.watchers = PartitionWatchers()
+        self.alter_log_dirs = ReplicaAlterLogDirsManager(log_manager, self.get_partition,
+                                                         on_swapped=lambda t, p: self.watchers.notify((t, p)))
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
         self._closing = False
@@ -201,6 +229,8 @@ class ReplicaManager:
             p = Partition(topic, partition, topic_id, log_, self.node_id,
                           on_high_watermark_changed=self._on_high_watermark_changed)
             self.partitions[(topic, partition)] = p
+            if self.log_manager.get_log(topic, partition, is_future=True) is not None:
+                self.alter_log_dirs.start(topic, partition)  # a move the broker was making when it stopped
         return p
 
     def become_leader(self, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int,
@@ -242,6 +272,7 @@ class ReplicaManager:
         p = self.partitions.pop((topic, partition), None)
         if p is None:
             return
+        self.alter_log_dirs.stop(topic, partition)
         self.log_manager.delete_log(topic, partition)
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn it is gone
 
@@ -250,15 +281,92 @@ class ReplicaManager:
         self.offline_partitions = {tp for tp in self.offline_partitions if tp[0] != topic}
         for key in [k for k in self.partitions if k[0] == topic]:
             p = self.partitions.pop(key)
+            self.alter_log_dirs.stop(p.topic, p.partition)
             self.log_manager.delete_log(p.topic, p.partition)
             self.watchers.notify(key)
         if self.metrics is not None:
             self.metrics.forget_topic(topic)
 
     def update_log_config(self, topic: str, log_config) -> None:
-        for (t, _), p in self.partitions.items():
+        for (t, partition), p in self.partitions.items():
             if t == topic:
                 p.log.update_config(log_config)
+                future = self.log_manager.get_log(t, partition, is_future=True)
+                if future is not None:  # a replica moving to another dir: the log it becomes
+                    future.update_config(log_config)
+
+    # -- log dirs ------------------------------------------------------------------------------------
+    def alter_replica_log_dirs(self, dirs: Mapping[TopicPartition, str]) -> dict[TopicPartition, int]:
+        """AlterReplicaLogDirs: move each hosted replica to its dir (a future log, copied then swapped in), or
+        remember the dir for a replica not created yet; per-partition error codes as Kafka's replica manager
+        answers: LOG_DIR_NOT_FOUND (not in log.dirs), KAFKA_STORAGE_ERROR (dir or partition offline, or any
+        log dir offline when a future log is needed), REPLICA_NOT_AVAILABLE (not hosted here: not yet, retried
+        by kafka-reassign-partitions, or in a dir offline since the start, as Kafka 4.1 answers) and
+        UNKNOWN_TOPIC_OR_PARTITION (no such partition)."""
+        results: dict[TopicPartition, int] = {}
+        for tp, wanted_dir in dirs.items():
+            topic, partition = tp
+            log_dir = os.path.abspath(wanted_dir)
+            try:
+                if not self.log_manager.is_log_dir_online(log_dir):
+                    raise KafkaStorageError(f"Log directory {log_dir} is offline")
+                p = self.partitions.get(tp)
+                if p is not None and p.log.is_offline:  # failed while hosted (Kafka's HostedPartition.Offline)
+                    raise KafkaStorageError(f"Partition {topic}-{partition} is offline")
+                future = self.log_manager.get_log(topic, partition, is_future=True)
+                if p is not None and future is not None and future.parent_dir != log_dir:
+                    self.alter_log_dirs.stop(topic, partition)  # redirected: the old destination is dropped
+                    self.log_manager.remove_future_log(topic, partition)
+                self.log_manager.maybe_update_preferred_log_dir(topic, partition, log_dir)
+                if p is None:
+                    results[tp] = (ErrorCode.REPLICA_NOT_AVAILABLE if self.in_metadata(topic, partition)
+                                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    continue
+                if self.log_manager.create_future_log(topic, partition, log_dir) is not None:
+                    log.info("%s-%d: moving from log dir %s to %s", topic, partition, p.log.parent_dir, log_dir)
+                if self.log_manager.get_log(topic, partition, is_future=True) is not None:
+                    self.alter_log_dirs.start(topic, partition)
+                results[tp] = ErrorCode.NONE
+            except (LogDirNotFoundError, KafkaStorageError) as exc:
+                results[tp] = exc.error_code
+            except Exception:
+                log.exception("Error while changing replica dir for partition %s-%d", topic, partition)
+                results[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
+        return results
+
+    def describe_log_dirs(self, wanted: set[TopicPartition] | None = None) -> list[LogDirInfo]:
+        """DescribeLogDirs: every configured log dir (in order) with the current and future logs of the
+        ``wanted`` partitions (None: all) in it, their sizes and lags (a current replica's: how far its log end
+        is below the high watermark; a future one's: how far below the current log's end), and the dir's total
+        and usable bytes; an offline dir answers KAFKA_STORAGE_ERROR and nothing else, as Kafka's does."""
+        lm = self.log_manager
+        by_dir: dict[str, list[ReplicaLogInfo]] = {d: [] for d in lm.log_dirs}
+        for log_ in sorted(lm.all_logs() + lm.future_logs(), key=lambda lg: (lg.topic, lg.partition, lg.is_future)):
+            tp = (log_.topic, log_.partition)
+            if log_.parent_dir not in by_dir or (wanted is not None and tp not in wanted):
+                continue
+            current = lm.get_log(*tp)
+            if current is None:
+                lag = -1  # as Kafka: the lag is not known without a current replica
+            elif log_.is_future:
+                lag = current.log_end_offset - log_.log_end_offset
+            else:
+                lag = max(current.high_watermark - log_.log_end_offset, 0)
+            by_dir[log_.parent_dir].append(ReplicaLogInfo(log_.topic, log_.partition, log_.size_in_bytes, lag,
+                                                          log_.is_future))
+        out = []
+        for log_dir, replicas in by_dir.items():
+            if lm.failure_channel.is_offline(log_dir):
+                out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
+                continue
+            try:
+                st = os.statvfs(log_dir)
+            except OSError:
+                out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
+                continue
+            out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
+                                  st.f_bavail * st.f_frsize))
+        return out
 
     # -- produce -------------------------------------------------------------------------------------
     def _append_local(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int,
@@ -512,6 +620,7 @@ class ReplicaManager:
         self.watchers.notify_all()
 
     async def close(self) -> None:
+        await self.alter_log_dirs.close()
         tasks = [t for t in (self._isr_expiration, *self._isr_tasks) if t is not None]
         for t in tasks:
             t.cancel()

@@ -156,3 +156,9 @@ class InconsistentTopicIdError(StorageError):
     """partition.metadata names another topic id than the one the log is opened for."""
 
     error_code = ErrorCode.INCONSISTENT_TOPIC_ID
+
+
+class LogDirNotFoundError(StorageError):
+    """A log dir named by a request is not one of this broker's ``log.dirs``."""
+
+    error_code = ErrorCode.LOG_DIR_NOT_FOUND

@@ -76,7 +76,7 @@ log = logging.getLogger("storage.log")
 # broker's metrics; None: nobody listens).
 flush_observer: Callable[[float], None] | None = None
 
-__all__ = ["Log", "LogAppendInfo", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+__all__ = ["Log", "LogAppendInfo", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX", "STRAY_DIR_SUFFIX", "future_dir_name", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "parse_topic_partition_name",
            "topic_partition_dir_name"]
 
@@ -93,8 +93,26 @@ def topic_partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+# Suffixes of partition directories that are not the partition's current log (Kafka's UnifiedLog): a deleted
+# one awaiting removal, a future one being filled by AlterReplicaLogDirs, a stray one.
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+_DIR_SUFFIXES = (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid without dashes>-future``: a replica moving into this log dir."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
 def parse_topic_partition_name(name: str) -> tuple[str, int]:
-    """``my-topic-3`` → ("my-topic", 3); ValueError for anything else."""
+    """``my-topic-3`` (or ``my-topic-3.<uuid>-future``, ``-delete``, ``-stray``) → ("my-topic", 3); ValueError
+    for anything else."""
+    if name.endswith(_DIR_SUFFIXES):
+        base, dot, _unique = name[: name.rindex("-")].rpartition(".")
+        if dot and base:
+            name = base
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"Found directory {name}, '{name}' is not in the form of topic-partition")
@@ -140,6 +158,10 @@ class Log:
         # The log dir holding this partition's directory; fixed (a delete renames within the same dir).
         self.parent_dir = os.path.dirname(os.path.abspath(directory))
         self.topic, self.partition = parse_topic_partition_name(os.path.basename(directory))
+        # A future replica (AlterReplicaLogDirs): filled by the copy from the current log, then swapped in.
+        self.is_future = directory.endswith(FUTURE_DIR_SUFFIX)
+        # Told (under the lock) of every truncation: (offset, fully) — the copy to a future replica follows it.
+        self.truncation_listener: Callable[[int, bool], None] | None = None
         self.config = config
         self.local = local_log
         self.lock = lock or threading.RLock()
@@ -669,6 +691,8 @@ class Log:
                 return False
             log.info("Truncating to offset %d (%s)", target_offset, self.name)
             self._truncations += 1
+            if self.truncation_listener is not None:
+                self.truncation_listener(target_offset, False)
             with self._io("truncating the log"):
                 first = self.local.segments.first_segment()
                 if first is None or first.base_offset > target_offset:
@@ -687,6 +711,8 @@ class Log:
         with self.lock:
             self._check_online()
             self._truncations += 1
+            if self.truncation_listener is not None:
+                self.truncation_listener(new_offset, True)
             with self._io("truncating the log"):
                 self._truncate_fully_and_start_at(new_offset)
 
@@ -770,6 +796,31 @@ class Log:
         with self.lock:
             self._closed = True
             self.local.close_handlers()
+
+    def rename_dir(self, new_dir: str) -> None:
+        """Rename the partition directory to ``new_dir`` (same log dir or another on the same file system) and
+        point every file of the log there; open files stay open (Kafka's renameDir). OSError: dir offline."""
+        with self.lock:
+            old_dir = self.dir
+            with self._io("renaming the log dir"):
+                os.rename(old_dir, new_dir)
+
+            def moved(path: str) -> str:
+                return os.path.join(new_dir, os.path.basename(path))
+
+            self.dir = self.local.dir = new_dir
+            self.parent_dir = os.path.dirname(os.path.abspath(new_dir))
+            self.is_future = new_dir.endswith(FUTURE_DIR_SUFFIX)
+            for segment in self.local.segments.snapshot():
+                segment.log.path = segment.log.file.path = moved(segment.log.path)
+                for index in (segment.offset_index, segment.time_index, segment.txn_index):
+                    index.path = moved(index.path)
+            state = self.producer_state
+            state.log_dir = new_dir
+            state.snapshots = {offset: moved(path) for offset, path in state.snapshots.items()}
+            self.leader_epoch_cache.checkpoint.path = moved(self.leader_epoch_cache.checkpoint.path)
+            self.partition_metadata_file.path = moved(self.partition_metadata_file.path)
+        log.info("Renamed the dir of %s from %s to %s", self.name, old_dir, new_dir)
 
     def __repr__(self) -> str:
         return (f"Log(dir={self.dir}, log_start_offset={self._log_start_offset}, "

@@ -7,6 +7,14 @@ the partition directories ``<topic>-<partition>``, the checkpoints ``recovery-po
 A deleted partition's directory is renamed ``<topic>-<partition>.<uuid>-delete`` and removed after
 file.delete.delay.ms (or at the next start).
 
+Future logs (AlterReplicaLogDirs, Kafka's futureLogs): a replica moving to another dir of this broker gets a
+second log ``<topic>-<partition>.<uuid>-future`` in the destination dir, filled from the current log by
+replication.replica_alter_log_dirs and swapped in once caught up (``replace_current_with_future``: the
+current dir is renamed ``-delete`` first, then the future dir takes the partition's name, both under the
+current log's lock with equal log end offsets). At start a future log is loaded and its copy resumed; one
+left without a current log (a kill between the two renames) is promoted, as its data is the whole log.
+A log dir chosen before the replica exists (``maybe_update_preferred_log_dir``) is where it is created.
+
 Lifecycle: ``startup()`` (blocking: run it in a thread from asyncio) loads every log — in parallel,
 ``num_recovery_threads_per_data_dir`` per dir, one log line per partition with progress counts — skips
 recovery where the dir was shut down cleanly, then starts the scheduler thread (retention every
@@ -42,8 +50,15 @@ from storage.checkpoints import (
 )
 from storage.cleaner import LogCleaner
 from storage.config import LONG_MAX, LogConfig
-from storage.errors import KafkaStorageError
-from storage.log import Log, parse_topic_partition_name, topic_partition_dir_name
+from storage.errors import KafkaStorageError, LogDirNotFoundError
+from storage.log import (
+    DELETE_DIR_SUFFIX,
+    STRAY_DIR_SUFFIX,
+    Log,
+    future_dir_name,
+    parse_topic_partition_name,
+    topic_partition_dir_name,
+)
 from storage.log_dir_failure import LogDirFailureChannel
 from storage.scheduler import Scheduler
 
@@ -52,9 +67,6 @@ log = logging.getLogger("storage.log_manager")
 __all__ = ["LogManager"]
 
 TopicPartition = tuple[str, int]
-DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"
-STRAY_DIR_SUFFIX = "-stray"
 LOCK_FILE_NAME = ".lock"
 # While a log dir is recovered after an unclean shutdown, a progress line (percent, counts, time left) at
 # least this often, even while no log completes (one large log being scanned): never a silent minute.
@@ -106,6 +118,9 @@ class LogManager:
         self.cleaner = LogCleaner(self.all_logs, backoff_ms=log_cleaner_backoff_ms, time_ms=time_ms) \
             if log_cleaner_enable else None
         self._logs: dict[TopicPartition, Log] = {}
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # Dirs chosen by AlterReplicaLogDirs for replicas not created yet (Kafka's preferredLogDirs).
+        self._preferred_log_dirs: dict[TopicPartition, str] = {}
         self._lock = threading.Lock()
         self._dir_locks: dict[str, int] = {}
         self._checkpoint_lock = threading.Lock()
@@ -125,6 +140,7 @@ class LogManager:
                 self._load_logs_in_dir(log_dir)
             except OSError as exc:
                 self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while loading log dir {log_dir}", exc)
+        self._promote_lone_future_logs()
         self.scheduler.start()
         self._schedule_tasks()
         if self.cleaner is not None:
@@ -176,7 +192,7 @@ class LogManager:
                 log.info("Deleting %s left by a topic deletion", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if name.endswith(FUTURE_DIR_SUFFIX) or name.endswith(STRAY_DIR_SUFFIX):
+            if name.endswith(STRAY_DIR_SUFFIX):
                 continue
             try:
                 to_load.append((path, parse_topic_partition_name(name)))
@@ -216,12 +232,34 @@ class LogManager:
         with self._lock:
             for log_ in loaded:
                 key = (log_.topic, log_.partition)
+                if log_.is_future:
+                    if key in self._future_logs:
+                        raise KafkaStorageError(f"Duplicate future log directories for {key} are found in both "
+                                                f"{self._future_logs[key].dir} and {log_.dir}.")
+                    self._future_logs[key] = log_
+                    continue
                 if key in self._logs:
                     raise KafkaStorageError(f"Duplicate log directories for {key} are found in both "
                                             f"{self._logs[key].dir} and {log_.dir}.")
                 self._logs[key] = log_
         clean_file.delete()
         log.info("Loaded %d logs in %s in %d ms", total, log_dir, (time.monotonic() - started) * 1000)
+
+    def _promote_lone_future_logs(self) -> None:
+        """A future log without a current log: the broker died between the two renames of a swap, after the
+        current dir was renamed for deletion — the future log holds the whole log, so it becomes the current
+        one. With a dir offline the current log may be there: the future log then stays as it is."""
+        if self.failure_channel.offline_dirs:
+            return
+        with self._lock:
+            lone = [tp for tp in self._future_logs if tp not in self._logs]
+        for tp in lone:
+            future = self._future_logs.pop(tp)
+            future.rename_dir(os.path.join(future.parent_dir, topic_partition_dir_name(*tp)))
+            with self._lock:
+                self._logs[tp] = future
+            log.warning("Promoted the future log of %s-%d in %s to the current log: its current log was deleted "
+                        "by a swap the broker did not finish", tp[0], tp[1], future.parent_dir)
 
     def _log_recovery_progress(self, log_dir: str, done: int, total: int, started: float,
                                in_progress: list[TopicPartition]) -> None:
@@ -257,9 +295,28 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
-    def get_log(self, topic: str, partition: int) -> Log | None:
+    def get_log(self, topic: str, partition: int, is_future: bool = False) -> Log | None:
         with self._lock:
-            return self._logs.get((topic, partition))
+            return (self._future_logs if is_future else self._logs).get((topic, partition))
+
+    def future_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._future_logs.values())
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        """Whether ``log_dir`` (one of log.dirs, else LogDirNotFoundError) is online."""
+        if log_dir not in self.log_dirs:
+            raise LogDirNotFoundError(f"Log dir {log_dir} is not found in the config.")
+        return not self.failure_channel.is_offline(log_dir)
+
+    def maybe_update_preferred_log_dir(self, topic: str, partition: int, log_dir: str) -> None:
+        """Remember ``log_dir`` as where ``topic-partition`` is to be created, unless its current or future
+        log is already there (Kafka's maybeUpdatePreferredLogDir)."""
+        with self._lock:
+            current = self._logs.get((topic, partition))
+            future = self._future_logs.get((topic, partition))
+            if (current is None or current.parent_dir != log_dir) and (future is None or future.parent_dir != log_dir):
+                self._preferred_log_dirs[(topic, partition)] = log_dir
 
     def get_or_create_log(self, topic: str, partition: int, topic_id: uuid.UUID | None = None,
                           config: LogConfig | None = None) -> Log:
@@ -275,7 +332,9 @@ class LogManager:
                 if config is not None and config != existing.config:
                     existing.update_config(config)
                 return existing
-            log_dir = self._next_log_dir()
+            preferred = self._preferred_log_dirs.get((topic, partition))
+            log_dir = preferred if preferred is not None and not self.failure_channel.is_offline(preferred) \
+                else self._next_log_dir()
             path = os.path.join(log_dir, topic_partition_dir_name(topic, partition))
             try:
                 log_ = Log.open(path, config or self._config_for_topic(topic), scheduler=self.scheduler,
@@ -287,8 +346,118 @@ class LogManager:
                 self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
                 raise KafkaStorageError(f"{message}: {exc}") from exc
             self._logs[(topic, partition)] = log_
+            self._preferred_log_dirs.pop((topic, partition), None)
             log.info("Created log for partition %s-%d in %s", topic, partition, path)
             return log_
+
+    def create_future_log(self, topic: str, partition: int, log_dir: str) -> Log | None:
+        """A future log of ``topic-partition`` in ``log_dir`` (the current log's config and topic id); None when
+        the current log is already there or a future log exists (in that dir; in another: ValueError).
+        KafkaStorageError when a log dir is offline (no future log then, as Kafka: the partition might be in
+        the offline dir twice) or the new dir cannot be made."""
+        with self._lock:
+            current = self._logs.get((topic, partition))
+            if current is None:
+                raise KafkaStorageError(f"The current log of {topic}-{partition} is not found")
+            if current.parent_dir == log_dir:
+                log.info("Current log directory %s is same as requested log dir %s. Skipping future replica "
+                         "creation (%s-%d)", log_dir, log_dir, topic, partition)
+                return None
+            future = self._future_logs.get((topic, partition))
+            if future is not None:
+                if future.parent_dir != log_dir:
+                    raise ValueError(f"The future log dir {future.parent_dir} of {topic}-{partition} is different "
+                                     f"from the requested log dir {log_dir}")
+                return None
+            offline = self.failure_channel.offline_dirs
+            if offline:
+                raise KafkaStorageError(f"Can not create log for {topic}-{partition} because log directories "
+                                        f"{','.join(offline)} are offline")
+            path = os.path.join(log_dir, future_dir_name(topic, partition))
+            try:
+                future = Log.open(path, current.config, scheduler=self.scheduler, time_ms=self.time_ms,
+                                  failure_channel=self.failure_channel, topic_id=current.topic_id,
+                                  producer_id_expiration_ms=self.producer_id_expiration_ms,
+                                  log_recovery_progress=False)
+            except OSError as exc:
+                message = f"Error while creating the future log for {topic}-{partition} in dir {log_dir}"
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
+                raise KafkaStorageError(f"{message}: {exc}") from exc
+            self._future_logs[(topic, partition)] = future
+            self._preferred_log_dirs.pop((topic, partition), None)
+        log.info("Created the future log of %s-%d in %s", topic, partition, path)
+        return future
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """Swap the caught-up future log in as ``topic-partition``'s log; returns it. The caller has seen equal
+        log end offsets and keeps appends out (it runs on the event loop). The current log is renamed
+        ``-delete`` first, then the future dir takes the partition's name: a kill between the two leaves the
+        future log alone, which the next start promotes. The old log is closed and removed on the scheduler
+        thread after file.delete.delay.ms (regions already handed out stay readable)."""
+        tp = (topic, partition)
+        with self._lock:
+            source = self._logs.get(tp)
+            dest = self._future_logs.get(tp)
+        if source is None or dest is None:
+            raise KafkaStorageError(f"The current or future log of {topic}-{partition} is missing")
+        log.info("Attempting to replace current log %s with %s for %s-%d", source, dest, topic, partition)
+        with source.lock, dest.lock:
+            if source.log_end_offset != dest.log_end_offset:
+                raise ValueError(f"The future log of {topic}-{partition} is not caught up")
+            deleted_dir = os.path.join(source.parent_dir, f"{topic_partition_dir_name(*tp)}."
+                                       f"{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            latest = dest.latest_epoch  # epochs the leader began with no record yet: the future log lacks them
+            for epoch, start_offset in source.leader_epoch_cache.entries():
+                if latest is None or epoch > latest:
+                    dest.assign_epoch_start_offset(epoch, start_offset)
+            source.rename_dir(deleted_dir)
+            source.deleted = True
+            dest.rename_dir(os.path.join(dest.parent_dir, topic_partition_dir_name(*tp)))
+            dest.update_high_watermark(source.high_watermark)
+            source.truncation_listener = None
+            with self._lock:
+                self._future_logs.pop(tp, None)
+                self._logs[tp] = dest
+        if self.cleaner is not None and self._started:
+            self.cleaner.update_checkpoint(source, None)
+
+        def remove() -> None:
+            try:
+                source.close_handlers()
+            finally:
+                shutil.rmtree(deleted_dir, ignore_errors=True)
+            log.info("Deleted the replaced log of %s in %s", source.name, deleted_dir)
+
+        self._run_on_scheduler(f"delete-log-{source.name}", remove, source.config.file_delete_delay_ms)
+        log.info("The current replica is successfully replaced with the future replica for %s-%d (now in %s)", topic,
+                 partition, dest.parent_dir)
+        return dest
+
+    def remove_future_log(self, topic: str, partition: int) -> Log | None:
+        """Drop ``topic-partition``'s future log (a move cancelled, redirected or its partition deleted): renamed
+        ``-delete`` and removed on the scheduler thread."""
+        with self._lock:
+            future = self._future_logs.pop((topic, partition), None)
+        if future is None:
+            return None
+        with future.lock:
+            future.deleted = True
+            new_dir = os.path.join(future.parent_dir, f"{topic_partition_dir_name(topic, partition)}."
+                                   f"{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            try:
+                os.rename(future.dir, new_dir)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(future.parent_dir, f"Error while renaming dir for "
+                                                               f"{future.name} in log dir {future.parent_dir}", exc)
+                raise KafkaStorageError(str(exc)) from exc
+        log.info("The future log of %s is renamed to %s and is scheduled for deletion", future.name, new_dir)
+
+        def remove() -> None:
+            future.close_handlers()
+            shutil.rmtree(new_dir, ignore_errors=True)
+
+        self._run_on_scheduler(f"delete-future-log-{future.name}", remove, future.config.file_delete_delay_ms)
+        return future
 
     def _config_for_topic(self, topic: str) -> LogConfig:
         lookup = getattr(self, "_config_for", None)
@@ -301,21 +470,23 @@ class LogManager:
         if len(online) == 1:  # as Kafka's nextLogDirs: no count of every log (creating N logs is not N^2)
             return online[0]
         counts = {d: 0 for d in online}
-        for log_ in self._logs.values():
+        for log_ in [*self._logs.values(), *self._future_logs.values()]:  # as Kafka: future logs count too
             if log_.parent_dir in counts:
                 counts[log_.parent_dir] += 1
         return min(online, key=lambda d: counts[d])
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        for log_ in self.all_logs():
+        for log_ in self.all_logs() + self.future_logs():
             if log_.topic == topic:
                 log_.update_config(config)
 
     def delete_log(self, topic: str, partition: int) -> Log | None:
         """Remove ``topic-partition``: renamed ``...-delete`` now, closed and removed on the scheduler thread
         after file.delete.delay.ms (regions already handed out stay readable)."""
+        self.remove_future_log(topic, partition)
         with self._lock:
             log_ = self._logs.pop((topic, partition), None)
+            self._preferred_log_dirs.pop((topic, partition), None)
         if log_ is None:
             return None
         with log_.lock:
@@ -349,6 +520,7 @@ class LogManager:
         with self._lock:
             dropped = [k for k, v in self._logs.items() if v.parent_dir == log_dir]
             logs = [self._logs.pop(k) for k in dropped]
+            logs += [self._future_logs.pop(k) for k, v in list(self._future_logs.items()) if v.parent_dir == log_dir]
         log.error("Stopped serving %d partitions in offline log dir %s: %s", len(logs), log_dir,
                   ", ".join(f"{t}-{p}" for t, p in dropped))
 
@@ -381,9 +553,9 @@ class LogManager:
         return total
 
     def flush_dirty_logs(self) -> None:
-        """flush.ms: fsync every log whose last flush is older than its flush.ms."""
+        """flush.ms: fsync every log (future ones too) whose last flush is older than its flush.ms."""
         now = self.time_ms()
-        for log_ in self.all_logs():
+        for log_ in self.all_logs() + self.future_logs():
             try:
                 if log_.time_since_last_flush_ms(now) >= log_.config.flush_ms:
                     log_.flush()
@@ -393,7 +565,7 @@ class LogManager:
     def _write_checkpoint(self, name: str, offset_of: Callable[[Log], int]) -> None:
         with self._checkpoint_lock:
             by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
-            for log_ in self.all_logs():
+            for log_ in self.all_logs() + self.future_logs():
                 if log_.parent_dir in by_dir:
                     by_dir[log_.parent_dir][(log_.topic, log_.partition)] = offset_of(log_)
             for log_dir, offsets in by_dir.items():
@@ -422,7 +594,7 @@ class LogManager:
             self.cleaner.shutdown()
         self.scheduler.shutdown(drain=True)
         dirty_dirs = set(self.failure_channel.offline_dirs)
-        for log_ in self.all_logs():
+        for log_ in self.all_logs() + self.future_logs():
             try:
                 log_.flush()
             except KafkaStorageError:
@@ -430,7 +602,7 @@ class LogManager:
         self.checkpoint_recovery_offsets()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
-        for log_ in self.all_logs():
+        for log_ in self.all_logs() + self.future_logs():
             try:
                 log_.close()
             except KafkaStorageError:
@@ -447,6 +619,7 @@ class LogManager:
         self._dir_locks.clear()
         with self._lock:
             self._logs.clear()
+            self._future_logs.clear()
         self._started = False
         log.info("Shutdown complete.")
 

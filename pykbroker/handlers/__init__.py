@@ -41,6 +41,7 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     (ApiKey.DELETE_ACLS, 1, 3, "pykbroker.handlers.acls"),
     (ApiKey.DESCRIBE_CONFIGS, 1, 4, "pykbroker.handlers.admin.describe_configs"),
     (ApiKey.ALTER_CONFIGS, 0, 2, "pykbroker.handlers.admin.alter_configs"),
+    (ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, "pykbroker.handlers.admin.alter_replica_log_dirs"),
     (ApiKey.DESCRIBE_LOG_DIRS, 1, 4, "pykbroker.handlers.admin.describe_log_dirs"),
     (ApiKey.SASL_AUTHENTICATE, 0, 2, "pykbroker.handlers.sasl"),
     (ApiKey.CREATE_PARTITIONS, 0, 3, "pykbroker.handlers.admin.create_partitions"),

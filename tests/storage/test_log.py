@@ -328,3 +328,30 @@ def test_config_update_applies(log_dir):
     with pytest.raises(RecordTooLargeError):
         log.append_as_leader(batch([b"x" * 20]), 0)
     log.close()
+
+
+def test_partition_dir_names_with_kafkas_suffixes_parse():
+    from storage.log import future_dir_name, parse_topic_partition_name
+    assert parse_topic_partition_name("my.topic-3") == ("my.topic", 3)
+    assert parse_topic_partition_name(future_dir_name("my.topic-x", 12)) == ("my.topic-x", 12)
+    assert parse_topic_partition_name("t-0.0123456789abcdef0123456789abcdef-delete") == ("t", 0)
+    with pytest.raises(ValueError):
+        parse_topic_partition_name("t.0123-future")
+
+
+def test_rename_dir_points_every_file_at_the_new_dir(tmp_path):
+
+    log = open_log(str(tmp_path / "a" / "t-0"))
+    for i in range(40):  # several segments and producer snapshots
+        log.append_as_leader(batch([b"v%d" % i] * 20), 0)
+    os.makedirs(tmp_path / "b")
+    log.rename_dir(str(tmp_path / "b" / "t-0"))
+    assert log.parent_dir == str(tmp_path / "b") and not os.path.exists(tmp_path / "a" / "t-0")
+    before = read_all(log)
+    log.append_as_leader(batch([b"after"]), 0)
+    log.roll()
+    log.flush()
+    log.close()
+    reopened = open_log(str(tmp_path / "b" / "t-0"), had_clean_shutdown=True)
+    assert read_all(reopened) == before + [(before[-1][0] + 1, None, b"after")]
+    reopened.close()

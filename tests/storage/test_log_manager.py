@@ -212,3 +212,96 @@ def test_shutdown_drains_thousands_of_queued_tasks_in_order(tmp_path):
     s.shutdown(drain=True)
     assert ran == list(range(5000))  # in submission order, periodic tasks not run by the drain
     assert time.monotonic() - started < 5  # one sort, not a scan of the queue per task
+
+
+# -- several log dirs: future logs (AlterReplicaLogDirs) -------------------------------------------------------
+def _two_dir_log(tmp_path, records: int = 30):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs)
+    log = m.get_or_create_log("moving", 0, uuid.uuid4())
+    for i in range(records):
+        log.append_as_leader(batch([b"m%d" % i]), 0)
+    other = str(dirs[1]) if log.parent_dir == str(dirs[0]) else str(dirs[0])
+    return m, log, other
+
+
+def _copy_all(current, future) -> None:
+    from replication.replica_alter_log_dirs import _Truncations, copy_to_future
+    assert copy_to_future(current, future, _Truncations(), 1 << 30)
+
+
+def test_a_future_log_is_filled_and_swapped_in_keeping_every_record(tmp_path):
+    from .conftest import read_all
+    m, log, other = _two_dir_log(tmp_path)
+    log.maybe_increment_high_watermark(25)
+    future = m.create_future_log("moving", 0, other)
+    assert future.is_future and re.fullmatch(r"moving-0\.[0-9a-f]{32}-future", os.path.basename(future.dir))
+    assert m.create_future_log("moving", 0, other) is None  # already moving there
+    assert m.create_future_log("moving", 0, log.parent_dir) is None  # already there
+    assert m.get_log("moving", 0, is_future=True) is future and m.get_log("moving", 0) is log
+    _copy_all(log, future)
+    before = read_all(log)
+    swapped = m.replace_current_with_future("moving", 0)
+    assert swapped is future and m.get_log("moving", 0) is future and m.get_log("moving", 0, is_future=True) is None
+    assert future.dir == os.path.join(other, "moving-0") and not future.is_future and future.high_watermark == 25
+    assert read_all(future) == before  # (the old log is closed at once: file.delete.delay.ms is 0 here)
+    future.append_as_leader(batch([b"after"]), 0)  # the renamed log keeps working in its new dir
+    assert not os.path.exists(os.path.join(os.path.dirname(log.dir), "moving-0"))
+    m.shutdown()
+    m = manager([tmp_path / "d1", tmp_path / "d2"])
+    reopened = m.get_log("moving", 0)
+    assert reopened.parent_dir == other and [v for _, _, v in read_all(reopened)][-2:] == [b"m29", b"after"]
+    m.shutdown()
+
+
+def test_a_future_log_is_loaded_at_start_and_one_without_a_current_log_is_promoted(tmp_path):
+    m, log, other = _two_dir_log(tmp_path)
+    future = m.create_future_log("moving", 0, other)
+    future.append_as_follower(log.read(0, 300).records.read_bytes())  # part of the copy: a kill mid-copy
+    copied = future.log_end_offset
+    assert 0 < copied < 30
+    m.shutdown()
+    m = manager([tmp_path / "d1", tmp_path / "d2"])
+    assert m.get_log("moving", 0).log_end_offset == 30  # the original log is intact
+    resumed = m.get_log("moving", 0, is_future=True)
+    assert resumed.is_future and resumed.parent_dir == other and resumed.log_end_offset == copied
+    _copy_all(m.get_log("moving", 0), resumed)
+    # A kill between the swap's two renames: the current dir is already renamed for deletion.
+    current = m.get_log("moving", 0)
+    m.shutdown()
+    os.rename(current.dir, current.dir + ".0123456789abcdef0123456789abcdef-delete")
+    m = manager([tmp_path / "d1", tmp_path / "d2"])
+    promoted = m.get_log("moving", 0)
+    assert promoted.parent_dir == other and not promoted.is_future and promoted.log_end_offset == 30
+    assert m.get_log("moving", 0, is_future=True) is None and os.path.isdir(os.path.join(other, "moving-0"))
+    m.shutdown()
+
+
+def test_a_preferred_log_dir_is_where_the_replica_is_created(tmp_path):
+    from storage import LogDirNotFoundError
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs)
+    with pytest.raises(LogDirNotFoundError):
+        m.is_log_dir_online(str(tmp_path / "elsewhere"))
+    assert m.is_log_dir_online(str(dirs[1]))
+    m.get_or_create_log("first", 0)  # the next log would go to the emptier dir...
+    emptier = str(dirs[1]) if m.get_log("first", 0).parent_dir == str(dirs[0]) else str(dirs[0])
+    fuller = str(dirs[0]) if emptier == str(dirs[1]) else str(dirs[1])
+    m.maybe_update_preferred_log_dir("later", 0, fuller)  # ...unless a dir was chosen for it
+    assert m.get_or_create_log("later", 0).parent_dir == fuller
+    m.shutdown()
+
+
+def test_removing_a_future_log_and_deleting_a_partition_take_the_future_dir_too(tmp_path):
+    m, log, other = _two_dir_log(tmp_path)
+    m.create_future_log("moving", 0, other)
+    m.remove_future_log("moving", 0)
+    assert m.get_log("moving", 0, is_future=True) is None
+    assert not [n for n in os.listdir(other) if n.endswith("-future")]
+    m.create_future_log("moving", 0, other)
+    m.delete_log("moving", 0)
+    deadline = time.monotonic() + 10  # removed on the scheduler thread (file.delete.delay.ms 0)
+    while [n for n in os.listdir(other) if n.startswith("moving-0")] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not [n for n in os.listdir(other) if n.startswith("moving-0")]
+    m.shutdown()

@@ -1,8 +1,9 @@
-"""DescribeLogDirs v1-4: every log dir with the size of each partition in it (v4: total and usable bytes)."""
+"""DescribeLogDirs v1-4: every log dir with the replicas in it — size, offset lag, and whether it is a future
+replica (a move by AlterReplicaLogDirs in progress) — and (v4) total and usable bytes; an offline dir answers
+KAFKA_STORAGE_ERROR alone. With named partitions, a dir lists only the topics with one of them in it (as Kafka
+4.1: no topic with an empty list of partitions)."""
 
 from __future__ import annotations
-
-import os
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
@@ -24,31 +25,15 @@ def error_response(request: DescribeLogDirsRequest | None, version: int, code: i
 async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    wanted: dict[str, set[int]] | None = None
-    if request.topics is not None:
-        wanted = {t.topic: set(t.partitions) for t in request.topics}
-    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {
-        os.path.abspath(d): {} for d in ctx.broker.config.log_dirs}
-    for (topic, partition), p in sorted(ctx.broker.replica_manager.partitions.items()):
-        if wanted is not None and partition not in wanted.get(topic, ()):
-            continue
-        log_dir = os.path.abspath(p.log.parent_dir)
-        by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(DescribeLogDirsPartition(
-            partition_index=partition, partition_size=p.log.size_in_bytes, offset_lag=0, is_future_key=False))
-    failures = ctx.broker.log_manager.failure_channel
-    offline_dirs = {os.path.abspath(d): failures.is_offline(d) for d in ctx.broker.config.log_dirs}
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
-    for log_dir, topics in by_dir.items():
-        offline = offline_dirs.get(log_dir, False) or any(
-            p.log.is_offline for p in ctx.broker.replica_manager.partitions.values()
-            if os.path.abspath(p.log.parent_dir) == log_dir)  # a dir offline with no partitions is offline too
-        try:
-            st = os.statvfs(log_dir)
-            total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
-        except OSError:
-            offline, total, usable = True, -1, -1
+    for info in ctx.broker.replica_manager.describe_log_dirs(wanted):
+        by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
+        for r in info.replicas:
+            by_topic.setdefault(r.topic, []).append(DescribeLogDirsPartition(partition_index=r.partition, partition_size=r.size,
+                                                              offset_lag=r.offset_lag, is_future_key=r.is_future))
         results.append(DescribeLogDirsResult(
-            error_code=ErrorCode.KAFKA_STORAGE_ERROR if offline else ErrorCode.NONE, log_dir=log_dir,
-            topics=[] if offline else [DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in topics.items()],
-            total_bytes=total, usable_bytes=usable))
+            error_code=info.error_code, log_dir=info.log_dir,
+            topics=[DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+            total_bytes=info.total_bytes, usable_bytes=info.usable_bytes))
     return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)

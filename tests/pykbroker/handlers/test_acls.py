@@ -118,3 +118,18 @@ def test_a_fetch_session_loses_a_revoked_topic_at_once(secured):
                 resource_type_filter=2, resource_name_filter="orders", pattern_type_filter=3,
                 principal_filter="User:alice", host_filter=None, operation=3, permission_type=1)]), 3)
             assert fetch(session, 1, []) == (session, [("orders", [ErrorCode.TOPIC_AUTHORIZATION_FAILED])])
+
+
+def test_alter_replica_log_dirs_needs_cluster_alter(secured):
+    """Without ALTER on the cluster every partition is answered CLUSTER_AUTHORIZATION_FAILED, as Kafka does."""
+    from wire.messages import AlterReplicaLogDirsRequest
+    from wire.messages.alter_replica_log_dirs_request import AlterReplicaLogDir, AlterReplicaLogDirTopic
+
+    broker, sasl = secured
+    with RawClient(sasl) as c:
+        c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert c.request(SaslAuthenticateRequest(auth_bytes=plain_token("alice", "alice-secret")), 2).error_code == 0
+        r = c.request(AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path="/anywhere", topics=[
+            AlterReplicaLogDirTopic(name="orders", partitions=[0, 1])])]), 2)
+    assert [(t.topic_name, p.partition_index, p.error_code) for t in r.results for p in t.partitions] == [
+        ("orders", 0, ErrorCode.CLUSTER_AUTHORIZATION_FAILED), ("orders", 1, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]

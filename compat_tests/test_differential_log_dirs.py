@@ -1,0 +1,269 @@
+"""Several log dirs on one broker, judged by Apache Kafka 4.1: the same scenario against a real Kafka and a
+pykbroker, each a single node with two log dirs ``a`` and ``b``.
+
+AlterReplicaLogDirs answers (a dir not in log.dirs, an unknown partition, a partition already in its dir,
+v1 and v2), replicas placed by it (also one named before its topic exists), DescribeLogDirs of every replica
+and of named partitions (Kafka lists every topic with a log in a dir, with only the named partitions),
+and a move under a producer, throttled with replica.alter.log.dirs.io.max.bytes.per.second so that the
+future replica (isFuture, its lag) is seen in the destination meanwhile; afterwards every acknowledged
+record is read back from the moved replica.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from pykbroker.testing import BrokerProcess, RawClient
+from wire import ErrorCode, build_simple_batch, iter_batch_headers
+from wire.messages import (
+    AlterReplicaLogDirsRequest,
+    CreateTopicsRequest,
+    DescribeLogDirsRequest,
+    FetchRequest,
+    IncrementalAlterConfigsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
+from wire.messages.alter_replica_log_dirs_request import AlterReplicaLogDir, AlterReplicaLogDirTopic
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
+from wire.messages.fetch_request import FetchPartition, FetchTopic
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_LOG_DIRS_TESTS") != "1",
+                                reason="half a minute or more: `make log-dirs` runs it (PYKBROKER_LOG_DIRS_TESTS=1)")
+
+SCENARIO = "log_dirs"
+THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+def _produce(c: RawClient, topic: str, partition: int, count: int, size: int = 1000) -> int:
+    """``count`` batches of 10 records; returns how many records were acknowledged."""
+    acked = 0
+    for i in range(count):
+        batch = build_simple_batch([b"%d-" % i + b"x" * size] * 10, timestamp=int(time.time() * 1000))
+        response = c.request(ProduceRequest(acks=-1, timeout_ms=10000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])]), 9)
+        if response.responses[0].partition_responses[0].error_code == ErrorCode.NONE:
+            acked += 10
+    return acked
+
+
+def _count_records(c: RawClient, topic: str, partition: int) -> int:
+    offset, count = 0, 0
+    while True:
+        fetched = c.request(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, topics=[FetchTopic(
+            topic=topic, partitions=[FetchPartition(partition=partition, fetch_offset=offset,
+                                                    partition_max_bytes=8 << 20)])]), 12)
+        p = fetched.responses[0].partitions[0]
+        data = bytes(p.records or b"")
+        if p.error_code or not data:
+            return count
+        for _, header in iter_batch_headers(data):
+            count += header.records_count
+            offset = header.base_offset + header.last_offset_delta + 1
+
+
+def _alter(c: RawClient, moves: list[tuple[str, str, list[int]]], version: int = 2) -> list:
+    by_dir: dict[str, list[AlterReplicaLogDirTopic]] = {}
+    for path, topic, partitions in moves:
+        by_dir.setdefault(path, []).append(AlterReplicaLogDirTopic(name=topic, partitions=partitions))
+    response = c.request(AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=p, topics=ts)
+                                                          for p, ts in by_dir.items()]), version)
+    return sorted((t.topic_name, p.partition_index, p.error_code) for t in response.results for p in t.partitions)
+
+
+def _describe(c: RawClient, names: dict[str, str], topics: dict[str, list[int]] | None = None) -> dict:
+    wanted = None if topics is None else [DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in topics.items()]
+    response = c.request(DescribeLogDirsRequest(topics=wanted), 4)
+    return {names.get(r.log_dir, r.log_dir): r for r in response.results}
+
+
+def _replicas(result) -> list[tuple[str, int, int, int, bool]]:
+    return sorted((t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                  for t in result.topics for p in t.partitions)
+
+
+def _placement(c: RawClient, names: dict[str, str]) -> dict[tuple[str, int, bool], str]:
+    return {(t.name, p.partition_index, p.is_future_key): name for name, r in _describe(c, names).items()
+            for t in r.topics for p in t.partitions}
+
+
+def _wait(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def observe(bootstrap: str, a: Path, b: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    names = {str(a): "a", str(b): "b"}
+    with RawClient(bootstrap, timeout=30) as c:
+        created = c.request(CreateTopicsRequest(topics=[
+            CreatableTopic(name="t", num_partitions=2, replication_factor=1),
+            CreatableTopic(name="u", num_partitions=1, replication_factor=1)], timeout_ms=10000), 5)
+        out["create"] = sorted(t.error_code for t in created.topics)
+        c.wait_for_topics("t", "u")
+        acked = _produce(c, "t", 0, 150) + 0
+        out["produce"] = (acked, _produce(c, "t", 1, 3), _produce(c, "u", 0, 1))
+
+        out["alter: errors"] = _alter(c, [("/no/such/log/dir", "t", [0]), (str(a), "nosuch", [0]),
+                                          (str(a), "t", [7])])
+        out["alter: errors v1"] = _alter(c, [("/no/such/log/dir", "t", [0]), (str(a), "nosuch", [0])], version=1)
+        out["alter: place t-0 and u-0 in a, t-1 in b"] = _alter(c, [(str(a), "t", [0]), (str(a), "u", [0]),
+                                                                   (str(b), "t", [1])])
+        wanted = {("t", 0, False): "a", ("u", 0, False): "a", ("t", 1, False): "b"}
+        out["placed"] = _wait(lambda: _placement(c, names) == wanted)
+        out["alter: to where it is"] = _alter(c, [(str(a), "t", [0])])
+        described = _describe(c, names)
+        out["describe all"] = {n: (r.error_code, _replicas(r), r.total_bytes > 0, r.usable_bytes > 0)
+                               for n, r in sorted(described.items())}
+        named = _describe(c, names, {"t": [1], "nosuch": [0]})
+        out["describe named"] = {n: (r.error_code, sorted((t.name, [p.partition_index for p in t.partitions])
+                                                          for t in r.topics)) for n, r in sorted(named.items())}
+
+        # A dir chosen before the replica exists: the partition is created there (not in the emptier dir).
+        out["alter: before the topic exists"] = _alter(c, [(str(b), "later", [0])])
+        c.request(CreateTopicsRequest(topics=[CreatableTopic(name="later", num_partitions=1, replication_factor=1)],
+                                      timeout_ms=10000), 5)
+        c.wait_for_topics("later")
+        out["created where chosen"] = _wait(lambda: _placement(c, names).get(("later", 0, False)) == "b", 10)
+
+        # A move under a producer, throttled so the future replica is seen meanwhile.
+        node = c.request(MetadataRequest(topics=[]), 12).brokers[0].node_id
+        throttled = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=4, resource_name=str(node), configs=[AlterableConfig(
+                name=THROTTLE, config_operation=0, value=str(400_000))])]), 1)
+        out["throttle set"] = throttled.responses[0].error_code
+        out["alter: move t-0 to b"] = _alter(c, [(str(b), "t", [0])])
+        seen: list[tuple] = []
+
+        def future_seen() -> bool:
+            nonlocal acked
+            acked += _produce(c, "t", 0, 2)
+            r = _describe(c, names, {"t": [0]})
+            if any(p.is_future_key for t in r["b"].topics for p in t.partitions):
+                seen.append((_replicas(r["a"]), _replicas(r["b"])))
+                return True
+            return False
+
+        out["future replica seen in b"] = _wait(future_seen, 30)
+        if seen:
+            (current,), (future,) = seen[0]
+            out["mid-move: current in a (topic, partition, lag, future)"] = (current[0], current[1], current[3],
+                                                                             current[4])
+            out["mid-move: future in b (topic, partition, lag > 0, future)"] = (future[0], future[1],
+                                                                                future[3] > 0, future[4])
+            out["mid-move: future smaller than current"] = future[2] < current[2]
+
+        def moved() -> bool:
+            nonlocal acked
+            acked += _produce(c, "t", 0, 2)
+            placement = _placement(c, names)
+            return placement.get(("t", 0, False)) == "b" and ("t", 0, True) not in placement
+
+        out["moved under a producer"] = _wait(moved, 120)
+        c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=4, resource_name=str(node), configs=[AlterableConfig(
+                name=THROTTLE, config_operation=1, value=None)])]), 1)
+        acked += _produce(c, "t", 0, 5)
+        out["every acknowledged record read back"] = _count_records(c, "t", 0) == acked
+        out["describe after the move"] = {n: [(t, p, f) for t, p, _, _, f in _replicas(r)]
+                                          for n, r in sorted(_describe(c, names).items())}
+    return out
+
+
+def test_log_dirs_as_kafka(tmp_path):
+    if shutil.which("java") is None or jars_dir() is None:
+        pytest.skip("java or Kafka's jars are missing")
+    runs = {}
+    for name in ("kafka", "pykbroker"):
+        a, b = tmp_path / name / "a", tmp_path / name / "b"
+        a.mkdir(parents=True)
+        b.mkdir()
+        overrides = {"log.dirs": f"{a},{b}", "log.segment.bytes": str(1 << 20)}
+        if name == "kafka":
+            with KafkaBroker(jars_dir(), tmp_path / name / "kafka", overrides=overrides) as k:
+                runs[name] = observe(k.bootstrap, a, b)
+        else:
+            with BrokerProcess(tmp_path / name / "broker", overrides=overrides) as broker:
+                runs[name] = observe(broker.bootstrap, a, b)
+                assert broker.alive
+    expected, got = runs["kafka"], runs["pykbroker"]
+    print(f"kafka: {expected}\npykbroker: {got}")
+    differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
+                   if expected.get(k) != got.get(k) and (SCENARIO, k) not in ALLOWED}
+    assert not differences, "\n".join(f"{k}: kafka={e!r} pykbroker={g!r}" for k, (e, g) in differences.items())
+
+
+def _codes(c: RawClient, moves: list[tuple[str, str, list[int]]]) -> list[int]:
+    """AlterReplicaLogDirs' codes alone (which partition sits in which dir differs from Kafka's placement)."""
+    return [code for _, _, code in _alter(c, moves)]
+
+
+def observe_offline(bootstrap: str, dirs: dict[str, Path]) -> dict[str, object]:
+    """Three dirs, ``c`` offline since the start (read-only): what AlterReplicaLogDirs and DescribeLogDirs say."""
+    out: dict[str, object] = {}
+    names = {str(p): n for n, p in dirs.items()}
+    in_dir = {n: int(next(q for q in p.iterdir() if q.name.startswith("t-")).name.rsplit("-", 1)[1])
+              for n, p in dirs.items()}
+    with RawClient(bootstrap, timeout=30) as c:
+        out["alter: the partition of the offline dir"] = _codes(c, [(str(dirs["a"]), "t", [in_dir["c"]])])
+        out["alter: to the offline dir"] = _codes(c, [(str(dirs["c"]), "t", [in_dir["a"]])])
+        out["alter: between online dirs while one is offline"] = _codes(c, [(str(dirs["b"]), "t", [in_dir["a"]])])
+        out["alter: to where it is while one is offline"] = _codes(c, [(str(dirs["a"]), "t", [in_dir["a"]])])
+        time.sleep(1)
+        out["describe"] = {n: (r.error_code, [(t, p == in_dir[n], f) for t, p, _, _, f in _replicas(r)],
+                               r.total_bytes > 0)
+                           for n, r in sorted(_describe(c, names).items())}
+    return out
+
+
+def test_log_dirs_with_an_offline_dir_as_kafka(tmp_path):
+    if shutil.which("java") is None or jars_dir() is None:
+        pytest.skip("java or Kafka's jars are missing")
+    runs = {}
+    for name in ("kafka", "pykbroker"):
+        dirs = {n: tmp_path / name / n for n in ("a", "b", "c")}
+        for d in dirs.values():
+            d.mkdir(parents=True)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(dirs["c"])],
+                                 capture_output=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+        try:
+            overrides = {"log.dirs": ",".join(str(d) for d in dirs.values())}
+            server = KafkaBroker(jars_dir(), tmp_path / name / "kafka", overrides=overrides) if name == "kafka" \
+                else BrokerProcess(tmp_path / name / "broker", overrides=overrides)
+            with server:
+                with RawClient(server.bootstrap, timeout=30) as c:
+                    c.request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=3,
+                                                                         replication_factor=1)], timeout_ms=10000), 5)
+                    c.wait_for_topics("t")
+                    for p in range(3):
+                        _produce(c, "t", p, 3)
+                placed = [any(q.name.startswith("t-") for q in d.iterdir()) for d in dirs.values()]
+                assert placed == [True] * 3, "one partition per dir"
+                server.stop()
+                subprocess.run(["mount", "-o", "remount,ro", "tmpfs", str(dirs["c"])], check=True)
+                server.start()
+                runs[name] = observe_offline(server.bootstrap, dirs)
+        finally:
+            subprocess.run(["umount", "-l", str(dirs["c"])], check=False)
+    expected, got = runs["kafka"], runs["pykbroker"]
+    print(f"kafka: {expected}\npykbroker: {got}")
+    differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
+                   if expected.get(k) != got.get(k) and (SCENARIO, k) not in ALLOWED}
+    assert not differences, "\n".join(f"{k}: kafka={e!r} pykbroker={g!r}" for k, (e, g) in differences.items())
