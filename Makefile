@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,10 @@ differential-cluster-ops: deps
 ##        against Kafka 4.1 with two log dirs
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
+
+## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
+##            Kafka 3.9.1, share groups judged by Kafka 4.2; about 15 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
