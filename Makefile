@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,10 @@ test-cluster-slow: deps
 ##        against Kafka 4.1 with two log dirs
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
+
+## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision; about 17 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

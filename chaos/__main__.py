@@ -20,6 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3, help="brokers in the cluster (3; topics keep RF 3)")
     parser.add_argument("--target", choices=("pykbroker", "kafka"), default="pykbroker",
                         help="the cluster under test: pykbroker on ZooKeeper, or Apache Kafka 4.1 (KRaft) to compare")
+    parser.add_argument("--hold", type=_pair, default=None, metavar="MIN,MAX",
+                        help="hold every fault MIN-MAX seconds instead of its kind's hold (many short faults)")
+    parser.add_argument("--gap", type=_pair, default=(1.0, 3.0), metavar="MIN,MAX",
+                        help="seconds between a healthy cluster and the next fault (1,3)")
     parser.add_argument("--no-java", action="store_true", help="without the Java client's VerifiableProducer")
     parser.add_argument("--out", type=Path, default=Path("chaos-runs"), help="where runs are written")
     args = parser.parse_args(argv)
@@ -36,11 +40,20 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / f"seed-{seed}-{time.strftime('%Y%m%dT%H%M%S')}"
         print(f"campaign seed {seed}, {args.duration:.0f}s, faults {faults}, output {out}", flush=True)
         outcome = run(args.duration, seed, faults, out, rate=args.rate, log=lambda s: print(s, flush=True),
-                      java=not args.no_java, brokers=args.brokers, target=args.target)
+                      java=not args.no_java, brokers=args.brokers, target=args.target, hold=args.hold, gap=args.gap)
         failed += not outcome.ok
         print(f"reproduce: make chaos ARGS=\"--duration {args.duration:g} --seed {seed} --faults {','.join(faults)} "
-              f"--rate {args.rate:g} --brokers {args.brokers} --target {args.target}{' --no-java' if args.no_java else ''}\"", flush=True)
+              f"--rate {args.rate:g} --brokers {args.brokers} --target {args.target}{' --no-java' if args.no_java else ''}"
+              f"{f' --hold {args.hold[0]:g},{args.hold[1]:g}' if args.hold else ''} --gap {args.gap[0]:g},{args.gap[1]:g}\"",
+              flush=True)
     return 1 if failed else 0
+
+
+def _pair(text: str) -> tuple[float, float]:
+    low, high = (float(x) for x in text.split(","))
+    if not 0 <= low <= high:
+        raise argparse.ArgumentTypeError(f"{text!r}: want MIN,MAX with 0 <= MIN <= MAX")
+    return low, high
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ PARTITIONS = 3
 LAG_MS = 3000
 SESSION_MS = 8000
 DISK_MB = 64  # each broker's log dir, a tmpfs, when the mix has disk-full
+STOP_S = 45.0  # a consumer's last commit and close; past it the member is killed and named in the verdict
 
 
 @dataclass
@@ -72,8 +73,11 @@ def create_topics(bootstrap: str) -> None:
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
-        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker") -> Outcome:
+        log=print, java: bool = True, brokers: int = 3, target: str = "pykbroker",
+        hold: tuple[float, float] | None = None, gap: tuple[float, float] = (1.0, 3.0)) -> Outcome:
     """Run one campaign; everything it writes (cluster data and logs too) goes under ``out_dir``.
+    ``hold``: every fault held that many seconds (min, max) instead of its kind's hold; ``gap``: seconds
+    between a healthy cluster and the next fault.
     ``target="kafka"``: Apache Kafka 4.1 (KRaft) instead of pykbroker, under the faults that apply to it."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +85,8 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
     clock = lambda: round(time.monotonic() - t0, 3)  # noqa: E731
     history = History(compacted_topics=["compacted"], meta={"seed": seed, "duration": duration, "faults": faults,
                                                             "rate": rate, "java": java,
-                                                            "brokers": brokers, "target": target})
+                                                            "brokers": brokers, "target": target,
+                                                            "hold": hold, "gap": gap})
     errors: list[str] = []
     overrides = {"replica.lag.time.max.ms": str(LAG_MS), "offsets.topic.num.partitions": "3",
                  "transaction.state.log.num.partitions": "3", "log.cleaner.backoff.ms": "1000"}
@@ -92,12 +97,12 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             raise RuntimeError("the Kafka target needs java and Kafka's jars (make deps)")
         faults = [f for f in faults if f in KAFKA_KINDS]
         history.meta["faults"] = faults
-        cluster_factory = functools.partial(KafkaTarget, jars)
+        cluster_factory = functools.partial(KafkaTarget, jars, proxied=bool(set(faults) & set(PARTITION_KINDS)))
     else:
-        if "disk-full" in faults:
-            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB)
-        elif set(faults) & set(PARTITION_KINDS):
-            cluster_factory = ProxiedCluster
+        if set(faults) & {"disk-full", "disk-readonly", "clock-jump", *PARTITION_KINDS}:
+            cluster_factory = functools.partial(ProxiedCluster, disk_mb=DISK_MB if "disk-full" in faults else 0,
+                                                clock_shift="clock-jump" in faults,
+                                                flaky_dirs="disk-readonly" in faults)
         else:
             cluster_factory = ClusterProcesses
     with cluster_factory(out_dir / "cluster", size=brokers, overrides=overrides,
@@ -118,7 +123,7 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             errors.append("the Java workload needs java and Kafka's jars (make deps); it did not run")
         java_group = [JavaGroupMember(f"java-member-{i}", history, clock, bootstrap, "acks", "chaos-java-group", jars,
                                       out_dir / f"java-member-{i}.log") for i in range(2)] if jars is not None else []
-        group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group")
+        group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group", out_dir / "group.log")
         txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
         sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
@@ -127,11 +132,11 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             w.start()
         try:
             nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
-                              session_ms=SESSION_MS)
+                              session_ms=SESSION_MS, hold=hold)
             try:
                 time.sleep(2.0)
                 while clock() < duration:
-                    time.sleep(rng.uniform(1.0, 3.0))
+                    time.sleep(rng.uniform(*gap))
                     kind = rng.choice(faults)
                     try:
                         fault = nemesis.run(kind)
@@ -144,10 +149,16 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             errors += nemesis.slow_heals
             errors += [f"a restarted broker neither registered nor exited: {s}" for s in nemesis.stuck_starts]
             log(f"nemesis done ({clock():.1f}s); stopping workloads")
+            for w in [*producers, txn]:  # the copier's last run drains copy-in once its feed has stopped
+                w.request_stop()
             for w in [*producers, txn]:
                 w.stop()
             for w in (copier, group, *java_group, sampler):
-                w.stop(240)
+                w.request_stop()
+            copier.stop(240)
+            for w in (group, *java_group):
+                w.stop(STOP_S)
+            sampler.stop(STOP_S)
             errors += [e for w in workloads for e in w.errors]
             nemesis.wait_healthy(history.faults[-1] if history.faults else Fault("none", "", 0.0))
             for topic in ("acks", "compacted", "copy-in"):
@@ -161,9 +172,13 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                   outputs=[c.value for c in history.consumed
                                            if c.reader == "final-committed" and c.topic == "copy-out"]))
             history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs,
-                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes)
+                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes,
+                                group_member_runs=group.runs, group_stuck_runs=group.stuck_runs,
+                                abandoned_members=[f"{group.name}:{m}" for m in group.abandoned]
+                                + [w.name for w in java_group if w.abandoned])
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
+            group.kill()
             for w in [*producers, *java_group]:
                 if isinstance(w, JavaToolWorkload):
                     w.kill()
@@ -196,6 +211,9 @@ def format_verdict(o: Outcome) -> str:
             lines.append(f"VIOLATION {v}")
     for e in o.errors:
         lines.append(f"ERROR {e}")
+    if h.meta.get("abandoned_members"):
+        lines.append(f"NOTE consumers killed at the end, stuck in their client after SIGTERM (their reads and "
+                     f"commits until then are checked): {', '.join(h.meta['abandoned_members'])}")
     if o.out_dir:
         lines.append(f"history: {o.out_dir / 'history.json'}  timeline: {o.out_dir / 'timeline.html'}")
     return "\n".join(lines)

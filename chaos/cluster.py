@@ -2,7 +2,9 @@
 
 Broker ``n`` (node name ``broker-n``) listens on its own port but advertises its proxy's, so clients and the
 other brokers reach it only through the proxy; it reaches ZooKeeper (node ``zookeeper``) through a proxy of
-its own. With ``disk_mb`` each broker's log dir is a tmpfs of its own, for the ``disk-full`` fault.
+its own. With ``disk_mb`` each broker's log dir is a tmpfs of its own, for the ``disk-full`` fault; with
+``clock_shift`` each broker's wall clock can be jumped (``clocks``, a ``chaos.clock.ClockShifts``); with
+``flaky_dirs`` each broker's log dir is a ``chaos.flaky_fs`` FUSE mount that can turn read-only (``flaky``).
 ``bootstrap`` is the proxied address list; ``direct_bootstrap`` bypasses the network (the nemesis'
 own health checks, which must not be partitioned).
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from chaos.clock import ClockShifts
+from chaos.flaky_fs import FlakyMount
 from chaos.network import Network
 from pykbroker.testing import BrokerProcess, ClusterProcesses, free_port
 
@@ -26,7 +30,8 @@ def node_name(node_id: int) -> str:
 
 class ProxiedCluster(ClusterProcesses):
     def __init__(self, root: str | Path | None = None, size: int = 3, overrides: dict[str, str] | None = None,
-                 *, zookeeper_session_timeout_ms: int = 6000, disk_mb: int = 0) -> None:
+                 *, zookeeper_session_timeout_ms: int = 6000, disk_mb: int = 0, clock_shift: bool = False,
+                 flaky_dirs: bool = False) -> None:
         """``disk_mb``: each broker's log dir is a tmpfs of that size mounted by the cluster (root only), so
         the nemesis can fill it (``disks``: node id -> mount point)."""
         super().__init__(root, size, overrides, zookeeper_session_timeout_ms=zookeeper_session_timeout_ms)
@@ -34,6 +39,9 @@ class ProxiedCluster(ClusterProcesses):
         self.proxy_ports: dict[int, int] = {}
         self.disk_mb = disk_mb
         self.disks: dict[int, Path] = {}
+        self.clocks = ClockShifts(self.root / "clocks") if clock_shift else None
+        self.flaky_dirs = flaky_dirs
+        self.flaky: dict[int, FlakyMount] = {}
 
     @property
     def bootstrap(self) -> str:
@@ -55,8 +63,14 @@ class ProxiedCluster(ClusterProcesses):
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy}",
             **self.overrides, **(overrides or {})}, port=port, log_path=self.root / f"broker-{node_id}.log")
         self.brokers[node_id] = broker
-        if self.disk_mb and node_id not in self.disks:
-            self.disks[node_id] = mount_tmpfs(broker.data_dir / "logs", self.disk_mb)
+        disk = self.root / f"broker-{node_id}-disk" if self.flaky_dirs else broker.data_dir / "logs"
+        if self.disk_mb and node_id not in self.disks:  # under the FUSE mount, when there is one
+            self.disks[node_id] = mount_tmpfs(disk, self.disk_mb)
+        if self.flaky_dirs and node_id not in self.flaky:
+            self.flaky[node_id] = FlakyMount(disk, broker.data_dir / "logs",
+                                             self.root / f"broker-{node_id}-fs.log").start()
+        if self.clocks is not None:
+            self.clocks.attach(node_id, broker)
         broker.start()
         return broker
 
@@ -66,6 +80,9 @@ class ProxiedCluster(ClusterProcesses):
             super().close()
         finally:
             self.network.close()
+            for flaky in self.flaky.values():
+                flaky.close()
+            self.flaky.clear()
             for mount in self.disks.values():
                 subprocess.run(["umount", "-l", str(mount)], capture_output=True)
             self.disks.clear()

@@ -34,18 +34,31 @@ class JavaToolWorkload(Workload):
     """A workload whose work is one Java tool process (``self.proc``)."""
 
     proc: subprocess.Popen | None = None
+    abandoned = False  # killed because it had not exited ``stop``'s timeout after SIGTERM
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
 
-    def stop(self, timeout: float = 150.0) -> None:
+    def request_stop(self) -> None:
         """SIGTERM: the tool closes its client (a producer delivers or fails what is in flight) and exits."""
+        super().request_stop()
         if self.proc is not None and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
-        super().stop(timeout)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+
+    def stop(self, timeout: float = 150.0) -> None:
+        """Ask, wait ``timeout`` seconds for the tool to exit, then kill it (``abandoned``): what it printed
+        until then is in the history and checked; the reader thread ends with the pipe."""
+        self.request_stop()
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.abandoned = True
+                self.proc.kill()
+        self._thread.join(10)
+        if self._thread.is_alive():
+            self.errors.append(f"{self.name}: did not stop within {timeout}s")
 
 
 class JavaProducerWorkload(JavaToolWorkload):

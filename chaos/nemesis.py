@@ -23,6 +23,11 @@ Network partitions (a ``ProxiedCluster``'s ``Network``; clients keep reaching ev
 - ``disk-full``: a partition leader's log dir (a tmpfs of the ``ProxiedCluster``) filled up to ENOSPC; its
   writes fail, the dir goes offline and its partitions move to other replicas. Healed by freeing the space
   and, when the dir went offline, restarting the broker (a dir stays offline until then, as in Kafka).
+- ``disk-readonly``: a partition leader's log dir (a ``chaos.flaky_fs`` FUSE mount of a ``ProxiedCluster``
+  with ``flaky_dirs``) answers EROFS to every change, as a filesystem remounted read-only: its only dir
+  goes offline and the broker halts, as Kafka's does. Healed by making it writable and starting the broker.
+- ``clock-jump``: a partition leader's wall clock jumped forwards or backwards (seconds to an hour; a
+  ``ProxiedCluster`` with ``clock_shift``), held, then jumped back. Its monotonic clock is left alone.
 Every fault is recorded in the history with its start and heal time; ``heal_all`` undoes anything left.
 """
 
@@ -44,14 +49,18 @@ from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KINDS = ("kill-leader", "kill-controller", "kill-coordinator", "pause-isr", "pause-session", "restart-zookeeper",
          "partition-zk", "partition-leader", "partition-followers", "partition-one-way", "partition-halves",
-         "partition-clients", "disk-full")
+         "partition-clients", "disk-full", "disk-readonly", "clock-jump")
 PARTITION_KINDS = tuple(k for k in KINDS if k.startswith("partition-"))
 
 
 class Nemesis:
     def __init__(self, cluster: Any, history: History, clock: Callable[[], float], rng: random.Random,
-                 *, topic: str, group: str, lag_ms: int, session_ms: int) -> None:
+                 *, topic: str, group: str, lag_ms: int, session_ms: int,
+                 hold: tuple[float, float] | None = None) -> None:
+        """``hold``: every fault held a uniform (min, max) seconds instead of its kind's own hold (a high-cadence
+        campaign of short faults: pauses and cuts then stay under replica.lag.time.max.ms)."""
         self.cluster, self.history, self.clock, self.rng = cluster, history, clock, rng
+        self.hold = hold
         self.topic, self.group, self.lag_ms, self.session_ms = topic, group, lag_ms, session_ms
         self.admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
         self.paused: set[int] = set()
@@ -85,11 +94,11 @@ class Nemesis:
                       "kill-coordinator": self.coordinator}[kind]()
             fault = self._begin(Fault(kind, f"broker {victim}", self.clock()))
             self.cluster.broker(victim).kill()
-            time.sleep(self.rng.uniform(1.0, 1.5 * self.session_ms / 1000))
+            time.sleep(self._hold(self.rng.uniform(1.0, 1.5 * self.session_ms / 1000)))
             self.restart(victim)
         elif kind.startswith("pause-"):
             victim = self.random_broker()
-            hold = 1.5 * (self.lag_ms if kind == "pause-isr" else self.session_ms) / 1000
+            hold = self._hold(1.5 * (self.lag_ms if kind == "pause-isr" else self.session_ms) / 1000)
             fault = self._begin(Fault(kind, f"broker {victim}", self.clock(), note=f"SIGSTOP for {hold:.1f}s"))
             pid = self.cluster.broker(victim).proc.pid
             os.kill(pid, signal.SIGSTOP)
@@ -103,10 +112,14 @@ class Nemesis:
             fault = self.partition(kind)
         elif kind == "disk-full":
             fault = self.disk_full()
+        elif kind == "clock-jump":
+            fault = self.clock_jump()
+        elif kind == "disk-readonly":
+            fault = self.disk_readonly()
         elif kind == "restart-zookeeper":
             fault = self._begin(Fault(kind, "zookeeper", self.clock()))
             self.cluster.zookeeper.kill()
-            time.sleep(self.rng.uniform(1.0, 5.0))
+            time.sleep(self._hold(self.rng.uniform(1.0, 5.0)))
             self.cluster.zookeeper.start(timeout=60)
         else:
             raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
@@ -135,7 +148,8 @@ class Nemesis:
             cuts = [((other, me) if inbound else (me, other)) + (False,) for other in [ZOOKEEPER, *peers]]
             what = f"zookeeper, {', '.join(peers)} -> {me}" if inbound else f"{me} -> zookeeper, {', '.join(peers)}"
         elif kind == "partition-halves":
-            nodes = [ZOOKEEPER, *(node_name(i) for i in sorted(self.cluster.brokers))]
+            nodes = [*([ZOOKEEPER] if self.cluster.zookeeper is not None else []),
+                     *(node_name(i) for i in sorted(self.cluster.brokers))]
             self.rng.shuffle(nodes)
             cut_at = self.rng.randint(1, len(nodes) - 1)
             left, right = nodes[:cut_at], nodes[cut_at:]
@@ -145,6 +159,7 @@ class Nemesis:
             cuts, what = [(CLIENT, me, True)], f"clients x {me}"
         else:
             raise ValueError(f"unknown partition kind {kind!r}")
+        hold = self._hold(hold)
         fault = self._begin(Fault(kind, me, self.clock(), note=f"{what} for {hold:.1f}s"))
         try:
             for a, b, both in cuts:
@@ -161,7 +176,7 @@ class Nemesis:
             raise ValueError("disk-full needs a ProxiedCluster with disk_mb (a tmpfs log dir per broker)")
         victim = self.leader_of_random_partition()
         broker = self.cluster.broker(victim)
-        hold = self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000
+        hold = self._hold(self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000)
         log_start = broker.log_path.stat().st_size
         fault = self._begin(Fault("disk-full", f"broker {victim}", self.clock(), note=f"held {hold:.1f}s"))
         filler = disks[victim] / "chaos-filler"
@@ -182,6 +197,51 @@ class Nemesis:
             self.restart(victim)
             fault.note += "; log dir went offline: broker restarted"
         return fault
+
+    def disk_readonly(self) -> Fault:
+        """Turn a leader's log dir read-only, hold, make it writable; start the broker if it halted (or restart
+        it if its dir went offline without a halt: a dir stays offline until the broker restarts)."""
+        flaky = getattr(self.cluster, "flaky", None)
+        if not flaky:
+            raise ValueError("disk-readonly needs a ProxiedCluster with flaky_dirs (a FUSE log dir per broker)")
+        victim = self.leader_of_random_partition()
+        broker = self.cluster.broker(victim)
+        hold = self._hold(self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000)
+        log_start = broker.log_path.stat().st_size
+        fault = self._begin(Fault("disk-readonly", f"broker {victim}", self.clock(), note=f"EROFS for {hold:.1f}s"))
+        try:
+            flaky[victim].set("erofs")
+            time.sleep(hold)
+        finally:
+            flaky[victim].set("ok")
+        said = _read_from(broker.log_path, log_start)
+        if not broker.alive or b"is now offline" in said:
+            broker.kill()
+            self.restart(victim)
+            fault.note += "; " + ("broker halted (all log dirs failed): started again" if b"all log dirs" in said
+                                  else "log dir went offline: broker restarted")
+        return fault
+
+    def clock_jump(self) -> Fault:
+        """Jump a leader's wall clock by seconds or up to an hour, either way; hold; jump it back."""
+        clocks = getattr(self.cluster, "clocks", None)
+        if clocks is None:
+            raise ValueError("clock-jump needs a ProxiedCluster with clock_shift (an LD_PRELOAD clock per broker)")
+        victim = self.leader_of_random_partition()
+        size_s = self.rng.uniform(1.0, 30.0) if self.rng.random() < 0.5 else self.rng.uniform(60.0, 3600.0)
+        shift_ms = int(self.rng.choice((1, -1)) * size_s * 1000)
+        hold = self._hold(self.rng.uniform(1.5 * self.lag_ms, 1.5 * self.session_ms) / 1000)
+        fault = self._begin(Fault("clock-jump", f"broker {victim}", self.clock(),
+                                  note=f"wall clock {shift_ms / 1000:+.0f}s for {hold:.1f}s, then back"))
+        try:
+            clocks.shift(victim, shift_ms)
+            time.sleep(hold)
+        finally:
+            clocks.shift(victim, 0)
+        return fault
+
+    def _hold(self, default: float) -> float:
+        return self.rng.uniform(*self.hold) if self.hold else default
 
     def _begin(self, fault: Fault) -> Fault:
         """Record the fault as it starts (end -1 until healed: an unhealed fault stays open in the history)."""
@@ -237,6 +297,9 @@ class Nemesis:
         network = getattr(self.cluster, "network", None)
         if network is not None:
             network.heal()
+        clocks = getattr(self.cluster, "clocks", None)
+        if clocks is not None:
+            clocks.reset()
         for node_id in list(self.paused):
             proc = self.cluster.broker(node_id).proc
             if proc is not None:

@@ -183,24 +183,38 @@ class _Engine:
 
 
 def candidates(owners: dict[int, str] | str) -> dict[int, str]:
-    """pid -> node name: ``owners`` itself, or the pykbroker brokers whose log dir is under the root ``owners``."""
+    """pid -> node name: ``owners`` itself, or the brokers under the root directory ``owners``: pykbroker
+    processes whose log dir is there, and Kafka processes (``kafka.Kafka <config>``) whose config file is,
+    named ``broker-<node.id>``."""
     if isinstance(owners, dict):
         return owners
     out: dict[int, str] = {}
-    prefix = f"log.dirs={owners.rstrip('/')}/"
+    root = owners.rstrip("/") + "/"
+    prefix = f"log.dirs={root}"
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().decode(errors="replace").split("\0")
+                args = [a for a in f.read().decode(errors="replace").split("\0") if a]
         except OSError:
             continue
+        node = None
         if "pykbroker.cli" in args and any(a.startswith(prefix) for a in args):
             node = next((a.split("=", 1)[1] for a in args if a.startswith("node.id=")), None)
-            if node is not None:
-                out[int(pid)] = f"broker-{node}"
+        elif "kafka.Kafka" in args and args[-1].startswith(root):
+            node = _kafka_node_id(args[-1])
+        if node is not None:
+            out[int(pid)] = f"broker-{node}"
     return out
+
+
+def _kafka_node_id(config: str) -> str | None:
+    try:
+        with open(config) as f:
+            return next((line.split("=", 1)[1].strip() for line in f if line.startswith("node.id=")), None)
+    except OSError:
+        return None
 
 
 def _serve(conn) -> None:

@@ -1,7 +1,8 @@
 """Workloads with stock clients (librdkafka through confluent-kafka), each a thread recording into a History.
 
 - ``ProducerWorkload``: an idempotent acks=all producer writing numbered (optionally keyed) records.
-- ``GroupWorkload``: members of a consumer group reading and committing offsets synchronously.
+- ``GroupWorkload``: members of a consumer group (``chaos.group_member`` processes) reading and committing
+  offsets synchronously.
 - ``TransactionWorkload``: a transactional producer committing and aborting transactions at random.
 - ``CopierWorkload``: compat_tests/eos_copier as a process (read_committed, offsets in the transaction),
   restarted whenever it dies, until its input is drained.
@@ -11,7 +12,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -36,7 +39,8 @@ def consumed(m: Message, reader: str, at: float) -> Consumed:
 
 
 class Workload:
-    """A daemon thread running ``_run`` until ``stop()``; errors it cannot handle land in ``errors``."""
+    """A daemon thread running ``_run`` until ``stop()``; errors it cannot handle land in ``errors``.
+    ``request_stop()`` only asks, so that several workloads wind down at once before each is waited for."""
 
     def __init__(self, name: str, history: History, clock: Clock) -> None:
         self.name = name
@@ -59,8 +63,11 @@ class Workload:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 150.0) -> None:
+    def request_stop(self) -> None:
         self._stop.set()
+
+    def stop(self, timeout: float = 150.0) -> None:
+        self.request_stop()
         self._thread.join(timeout)
         if self._thread.is_alive():
             self.errors.append(f"{self.name}: did not stop within {timeout}s")
@@ -114,50 +121,102 @@ class ProducerWorkload(Workload):
 
 
 class GroupWorkload(Workload):
-    """``members`` consumers of ``group`` on ``topic``, each committing its position synchronously every
-    ``commit_every`` records or second; what they read and what the coordinator acknowledged is recorded."""
+    """``members`` consumers of ``group`` on ``topic`` (``chaos.group_member`` processes), each committing its
+    position synchronously every ``commit_every`` records or second; what they read and what the coordinator
+    acknowledged is recorded as they print it. A member that exits stuck (its watchdog) while the run goes on
+    is started again (``stuck_runs``); one that does not end within ``stop``'s bound is killed and named in
+    ``abandoned``; what it printed before is in the history and checked like the rest."""
 
     def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, group: str,
-                 members: int = 2, commit_every: int = 100) -> None:
+                 log_path: Path, members: int = 2, commit_every: int = 100) -> None:
         super().__init__(name, history, clock)
         self.bootstrap, self.topic, self.group, self.commit_every = bootstrap, topic, group, commit_every
-        self.members = [threading.Thread(target=self._member, args=(i,), daemon=True) for i in range(members)]
+        self.log_path = log_path
+        self.count = members
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.runs = 0
+        self.stuck_runs = 0
+        self.abandoned: list[str] = []
+        self._lock = threading.Lock()  # starting a member vs. stop() signalling them
 
     def _run(self) -> None:
-        for t in self.members:
+        threads = [threading.Thread(target=self._supervise, args=(i,), name=f"{self.name}-m{i}", daemon=True)
+                   for i in range(self.count)]
+        for t in threads:
             t.start()
-        for t in self.members:
+        for t in threads:
             t.join()
 
-    def _member(self, index: int) -> None:
+    def _supervise(self, index: int) -> None:
         reader = f"group:{self.group}:m{index}"
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": 2, "group.id": self.group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
-                             "client.id": f"{self.name}-m{index}"})
-        consumer.subscribe([self.topic])
-        since, last_commit = 0, time.monotonic()
-        try:
-            while not self._stop.is_set():
-                m = consumer.poll(0.2)
-                if m is not None and m.error() is None:
-                    self.history.add(consumed(m, reader, self.clock()))
-                    since += 1
-                if since >= self.commit_every or (since and time.monotonic() - last_commit > 1.0):
-                    self._commit(consumer)
-                    since, last_commit = 0, time.monotonic()
-            self._commit(consumer)
-        finally:
-            consumer.close()
+        offset = self.clock() - time.monotonic()  # a member's monotonic times -> this run's clock
+        with open(self.log_path, "a") as log:
+            while True:
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    proc = self.procs[index] = subprocess.Popen(
+                        [sys.executable, "-m", "chaos.group_member", "--bootstrap", self.bootstrap, "--topic", self.topic,
+                         "--group", self.group, "--client-id", f"{self.name}-m{index}",
+                         "--commit-every", str(self.commit_every)],
+                        cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
+                    self.runs += 1
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    self._record(line, reader, offset, log)
+                proc.wait()
+                if self._stop.is_set():
+                    return
+                if proc.returncode == STUCK_EXIT:
+                    self.stuck_runs += 1
+                else:
+                    self.errors.append(f"{self.name}: member m{index} exited with {proc.returncode} while the run "
+                                       f"went on; see {self.log_path}")
+                log.write(f"--- member m{index} exited with {proc.returncode} at {self.clock():.1f}s; starting it again\n")
+                log.flush()
 
-    def _commit(self, consumer: Consumer) -> None:
+    def _record(self, line: str, reader: str, offset: float, log) -> None:
         try:
-            committed = consumer.commit(asynchronous=False)
-        except KafkaException:
-            return  # not acknowledged (coordinator moving, rebalance): nothing to record
-        now = self.clock()
-        for tp in committed or []:
-            if tp.error is None and tp.offset >= 0:
-                self.history.add(Commit(self.group, tp.topic, tp.partition, tp.offset, now))
+            event = json.loads(line)
+        except ValueError:
+            log.write(line)  # the watchdog's words, a traceback
+            log.flush()
+            return
+        if "consumed" in event:
+            topic, partition, off, key, value, at = event["consumed"]
+            self.history.add(Consumed(topic, partition, off, key, value, reader, round(at + offset, 3)))
+        elif "committed" in event:
+            at = round(event["at"] + offset, 3)
+            for topic, partition, off in event["committed"]:
+                self.history.add(Commit(self.group, topic, partition, off, at))
+
+    def request_stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            for proc in self.procs.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 45.0) -> None:
+        """Ask every member for its last commit and close; kill (and name in ``abandoned``) any member still
+        running after ``timeout`` seconds, which a member's own watchdog should have ended already."""
+        self.request_stop()
+        deadline = time.monotonic() + timeout
+        for index, proc in sorted(self.procs.items()):
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                self.abandoned.append(f"m{index}")
+        self._thread.join(10)  # the readers end once the killed members' pipes are drained
+        if self._thread.is_alive():
+            self.errors.append(f"{self.name}: did not stop within {timeout}s")
+
+    def kill(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
 
 
 class TransactionWorkload(Workload):
@@ -258,14 +317,25 @@ class CopierWorkload(Workload):
         self.proc: subprocess.Popen | None = None
 
     def kill(self) -> None:
-        """Kill the running copier process (the campaign is being torn down)."""
+        """Kill the running copier process and run it no more (the campaign is being torn down)."""
+        self._killed = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
+
+    def stop(self, timeout: float = 150.0) -> None:
+        """A last run drains the input; one that cannot within ``timeout`` is killed (its output then
+        misses inputs, which the copy check reports)."""
+        super().stop(timeout)
+        if self._thread.is_alive():
+            self.kill()
+            self._thread.join(10)
+
+    _killed = False
 
     def _run(self) -> None:
         draining = False
         with open(self.log_path, "a") as log:
-            while True:
+            while not self._killed:
                 draining = self._stop.is_set()
                 self.proc = proc = subprocess.Popen([sys.executable, "-m", "compat_tests.eos_copier", "--bootstrap", self.bootstrap,
                                          "--input", self.source, "--output", self.sink, "--group", f"{self.name}-g",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -281,7 +282,7 @@ class Broker:
             self.config["share.coordinator.state.topic.replication.factor"])
         min_isr = min(self.config["share.coordinator.state.topic.min.isr"], len(assignment[0])) \
             if self.cluster_mode else 1
-        await self.create_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(SHARE_GROUP_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
             "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"])})
@@ -448,7 +449,15 @@ class Broker:
     def _on_log_dir_offline(self, log_dir: str) -> None:
         """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
         controller moves them on a log dir event; on a single node they are left without a leader, as Kafka's
-        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here."""
+        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here.
+        Once every log dir has failed the process halts (exit code 1, no shutdown), as Kafka's
+        LogManager.handleLogDirFailure does: a broker with no disk left serves nothing, and its partitions
+        move to other replicas only once it is gone."""
+        offline = self.log_manager.failure_channel.offline_dirs
+        if all(d in offline for d in self.log_manager.log_dirs):
+            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_manager.log_dirs))
+            logging.shutdown()  # the line above reaches the log before the halt
+            os._exit(1)
         if self._loop is None:
             return
 
@@ -953,6 +962,19 @@ class Broker:
                            f"'{replication_factor}' for the {name} topic")
         return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
 
+    async def _create_internal_topic(self, name: str, assignment: list[list[int]], configs: dict[str, str]) -> None:
+        """Create a coordinator topic on first use. Another broker asked at the same moment (or this one's
+        earlier attempt, whose answer a lost ZooKeeper connection swallowed) may have created it first: that is
+        no failure, as Kafka's AutoTopicCreationManager lets TopicExistsException go; the topic is waited
+        for in this broker's image, and the client, told COORDINATOR_NOT_AVAILABLE meanwhile, asks again."""
+        try:
+            await self.create_topic(name, assignment, configs)
+        except KeyError:
+            log.info("topic %s was created meanwhile (another broker, or an earlier attempt); using it", name)
+            wait_for = getattr(self.metadata, "wait_for", None)
+            if wait_for is not None:
+                await wait_for(lambda image: name in image.topics, 30.0)
+
     async def _ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
@@ -960,7 +982,7 @@ class Broker:
         assignment = self._internal_topic_assignment(GROUP_METADATA_TOPIC_NAME,
                                                      self.config["offsets.topic.num.partitions"],
                                                      self.config["offsets.topic.replication.factor"])
-        await self.create_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(GROUP_METADATA_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "producer",
             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
@@ -981,7 +1003,7 @@ class Broker:
                                                      self.config["transaction.state.log.num.partitions"],
                                                      self.config["transaction.state.log.replication.factor"])
         min_isr = min(self.config["transaction.state.log.min.isr"], len(assignment[0])) if self.cluster_mode else 1
-        await self.create_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
+        await self._create_internal_topic(TRANSACTION_STATE_TOPIC_NAME, assignment, {
             "cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
             "min.insync.replicas": str(min_isr),
             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})

@@ -61,6 +61,7 @@ class BrokerProcess:
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
+        self.env: dict[str, str] = {}  # added to this process' environment (the chaos clock shift's LD_PRELOAD)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -83,7 +84,7 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
         log.close()
         try:
             wait_for_api_versions("127.0.0.1", self.port, timeout)

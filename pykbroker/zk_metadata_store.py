@@ -390,6 +390,10 @@ class ZooKeeperMetadataStore(PublishedImage):
         current = topic.partitions[partition]
         state = await self._read_partition(name, partition, list(current.replicas), current.adding_replicas,
                                            current.removing_replicas)
+        latest = self._image.topics.get(name)
+        if latest is not None and latest.topic_id == topic.topic_id and partition < len(latest.partitions) \
+                and state.partition_epoch < latest.partitions[partition].partition_epoch:
+            return  # read before a newer version was published (this broker's own ISR write): stale, never applied
         if state != current:
             self._put_partition(name, state)
 

@@ -140,11 +140,17 @@ class Partition:
         offsets are unknown until they fetch, so the high watermark waits for them.
         """
         new_leader = not self.is_leader or leader_epoch != self.leader_epoch
+        if not new_leader and partition_epoch < self.partition_epoch:
+            # An older state of this leadership (metadata read before this leader's own ISR change landed): its
+            # ISR would bring back a smaller one and let the high watermark pass a member's log end offset, as
+            # Kafka's leader ignores a stale partition epoch.
+            return False
         self.leader_id = self.node_id
         self.partition_epoch = partition_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
-        self.pending_isr = None
+        if new_leader or self.pending_isr == self.isr:
+            self.pending_isr = None  # else this leader's own change is still in flight: its members keep counting
         if new_leader:
             self.leader_epoch = leader_epoch
             self.leader_epoch_start_offset = self.log.log_end_offset
@@ -252,10 +258,17 @@ class Partition:
                 and not self.remote_replicas[r].is_caught_up(end, now_ms, lag_time_max_ms)]
 
     def commit_isr(self, isr: list[int], partition_epoch: int, now_ms: int) -> None:
-        """An ISR change was committed to the cluster's metadata: apply it, then maybe move the high watermark."""
+        """An ISR change was committed to the cluster's metadata: apply it, then maybe move the high watermark.
+        A commit learned late (the metadata already showed it, and this leader proposed the next change since)
+        changes nothing: the newer state stands and the newer proposal stays pending, its members counted."""
+        if partition_epoch < self.partition_epoch or (partition_epoch == self.partition_epoch and self.isr == list(isr)):
+            if self.pending_isr == list(isr):
+                self.pending_isr = None
+            return
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
-        self.pending_isr = None
+        if self.pending_isr == self.isr:
+            self.pending_isr = None
         self.maybe_advance_high_watermark(now_ms)
 
     # -- appends -------------------------------------------------------------------------------------

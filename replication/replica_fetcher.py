@@ -108,12 +108,17 @@ class ReplicaFetcher:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            task, self._task = self._task, None
+            task.cancel()
             try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._task = None
+                await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():  # our caller is being cancelled: pass it on
+                    self.client.close()
+                    raise
+            except Exception:  # noqa: BLE001
+                log.exception("fetcher from broker %d failed while closing", self.leader_id)
         self.client.close()
 
     # -- the loop ------------------------------------------------------------------------------------

@@ -579,7 +579,8 @@ class ReplicaManager:
         if self.partitions.get((p.topic, p.partition)) is not p or p.leader_epoch != leader_epoch:
             return  # leadership moved meanwhile: the new state came with it
         if partition_epoch is None:
-            p.pending_isr = None
+            if p.pending_isr == isr:  # else a newer proposal of this leader is in flight
+                p.pending_isr = None
             return
         p.commit_isr(isr, partition_epoch, self.time_ms())
         if self.metrics is not None:

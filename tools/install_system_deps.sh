@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs the non-Python tools the tests drive: kcat (librdkafka's CLI), chromium (the console page's
-# browser test, headless).
+# browser test, headless), a C compiler (the chaos campaign's clock-jump builds chaos/clock_shift.c, an
+# LD_PRELOAD library that moves one broker's wall clock), FUSE 3 (libfuse3 and fusermount3: chaos/flaky_fs.py
+# turns a log dir read-only or failing under a running broker).
 # Idempotent: does nothing when everything is already present.
 set -euo pipefail
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}"
   SUDO=""

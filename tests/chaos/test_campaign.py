@@ -1,6 +1,7 @@
 """A short fixed-seed campaign on a real 3-broker cluster (ZooKeeper, stock librdkafka and Java clients, every
 link through the fault-injecting proxy): faults drawn from every kind of the nemesis (disk-full only as
-root: it mounts a tmpfs per broker), then every check of the checker must pass. ``make chaos`` runs the
+root: it mounts a tmpfs per broker; disk-readonly left to `make chaos`: every broker's I/O would go through
+a FUSE filesystem written in Python), then every check of the checker must pass. ``make chaos`` runs the
 long ones. A failed run is copied to ``chaos-runs/test-campaign-<time>/`` (history, logs, copier log),
 since pytest's temporary directories do not outlive a busy machine's next runs."""
 
@@ -24,7 +25,7 @@ SEED = 20261124
 @pytest.mark.timeout(600)
 def test_a_short_campaign_keeps_every_promise(tmp_path):
     lines: list[str] = []
-    kinds = [k for k in KINDS if k != "disk-full" or os.geteuid() == 0]
+    kinds = [k for k in KINDS if (k != "disk-full" or os.geteuid() == 0) and k != "disk-readonly"]
     outcome = run(60.0, SEED, kinds, tmp_path / "run", rate=60.0, log=lines.append)
     verdict = "\n".join(lines)
     if not outcome.ok:

@@ -148,3 +148,49 @@ def test_a_new_leader_whose_high_watermark_is_behind_its_epoch_start_says_so_unt
     assert follower.log.high_watermark == 2 and follower.high_watermark_behind_epoch_start
     follower.update_follower_fetch_state(3, 3, 0, now_ms=2, lag_time_max_ms=LAG_MS)
     assert follower.log.high_watermark == 3 and not follower.high_watermark_behind_epoch_start
+
+
+def test_an_older_state_of_the_same_leadership_does_not_shrink_the_isr_back(tmp_path):
+    """A leader's own ISR expansion committed at partition epoch 2, then metadata read before it landed (partition
+    epoch 1, the smaller ISR) arrives: it is ignored, so the high watermark still waits for the added member.
+    (The chaos campaign lost acknowledged records this way: the stale ISR let the high watermark pass the
+    follower that the controller then elected.)"""
+    p, _ = new_partition(tmp_path)
+    p.make_leader(0, [1, 2, 3], [1, 2], partition_epoch=1, now_ms=0)
+    p.commit_isr([1, 2, 3], partition_epoch=2, now_ms=0)
+    assert p.make_leader(0, [1, 2, 3], [1, 2], partition_epoch=1, now_ms=10) is False
+    assert p.isr == [1, 2, 3] and p.partition_epoch == 2
+    p.append_records_to_leader(batch(10), -1, 2)
+    p.update_follower_fetch_state(2, 10, 0, now_ms=20, lag_time_max_ms=LAG_MS)
+    assert p.log.high_watermark == 0 and p.acks_all_error(10, 2) is None  # broker 3 has not fetched them
+    p.update_follower_fetch_state(3, 10, 0, now_ms=30, lag_time_max_ms=LAG_MS)
+    assert p.log.high_watermark == 10 and p.acks_all_error(10, 2) == ErrorCode.NONE
+
+
+def test_a_shrink_committed_late_does_not_drop_the_expansion_proposed_since(tmp_path):
+    """The leader's shrink to [1, 2] lands and its metadata arrives first; broker 3 catches up and is proposed
+    again; then the shrink's own answer arrives, late (a loaded broker). It must not clear the pending
+    expansion: the high watermark keeps waiting for broker 3, which the expansion puts in the ISR. (The chaos
+    campaign lost acknowledged records this way: the high watermark passed broker 3's log end offset, the
+    expansion committed, and the controller elected broker 3.)"""
+    p, _ = new_partition(tmp_path)
+    p.make_leader(0, [1, 2, 3], [1, 2, 3], partition_epoch=0, now_ms=0)
+    p.append_records_to_leader(batch(10), -1, 2)
+    for follower in (2, 3):
+        p.update_follower_fetch_state(follower, 10, 0, now_ms=10, lag_time_max_ms=LAG_MS)
+    assert p.log.high_watermark == 10
+    p.pending_isr = [1, 2]  # the shrink, proposed
+    p.make_leader(0, [1, 2, 3], [1, 2], partition_epoch=1, now_ms=20)  # its metadata, first
+    assert p.isr == [1, 2] and p.pending_isr is None
+    p.append_records_to_leader(batch(10), -1, 2)
+    proposed = p.update_follower_fetch_state(3, 10, 0, now_ms=30, lag_time_max_ms=LAG_MS)
+    assert proposed == [1, 2, 3]
+    p.pending_isr = proposed
+    p.commit_isr([1, 2], partition_epoch=1, now_ms=40)  # the shrink's own answer, late
+    assert p.pending_isr == [1, 2, 3] and p.maximal_isr == [1, 2, 3]
+    p.update_follower_fetch_state(2, 20, 0, now_ms=50, lag_time_max_ms=LAG_MS)
+    assert p.log.high_watermark == 10 and p.acks_all_error(20, 2) is None  # broker 3 is still at 10
+    p.make_leader(0, [1, 2, 3], [1, 2, 3], partition_epoch=2, now_ms=60)  # the expansion lands
+    assert p.isr == [1, 2, 3] and p.pending_isr is None
+    p.update_follower_fetch_state(3, 20, 0, now_ms=70, lag_time_max_ms=LAG_MS)
+    assert p.log.high_watermark == 20 and p.acks_all_error(20, 2) == ErrorCode.NONE

@@ -8,6 +8,8 @@ import asyncio
 import socket
 import uuid
 
+import pytest
+
 from pykbroker import metadata_store
 from pykbroker.config import Config
 from pykbroker.server import Server
@@ -156,7 +158,6 @@ def test_a_fetcher_closed_just_as_its_partitions_change_stops(tmp_path):
     asyncio.run(scenario())
 
 
-
 def _fetch(session_id: int, epoch: int, named: dict[uuid.UUID, int], forgotten: dict[uuid.UUID, int] | None = None):
     """A replica's Fetch v17 naming partition ``named[id]`` of each topic id at offset 0."""
     return FetchRequest(replica_state=ReplicaState(replica_id=2, replica_epoch=-1), max_wait_ms=100, min_bytes=1,
@@ -232,5 +233,35 @@ def test_a_follower_whose_topic_id_changes_forgets_the_old_one_and_fetches_with_
             acked = await leader_rm.append_records({(TOPIC, 0): batch(b"a")}, -1, 10_000)
             assert acked[(TOPIC, 0)].error_code == ErrorCode.NONE
             await until(lambda: pair.follower_log().high_watermark == 1)
+
+    asyncio.run(scenario())
+
+
+def test_a_caller_cancelled_while_closing_a_fetcher_stays_cancelled(tmp_path):
+    """close() waits for the fetcher's task; a cancel aimed at close()'s own caller meanwhile is passed on, not
+    swallowed with the task's."""
+    async def scenario() -> None:
+        manager = LogManager([str(tmp_path / "follower")], default_config=LogConfig(), log_cleaner_enable=False)
+        manager.startup(lambda _topic: LogConfig())
+        follower = ReplicaManager(manager, 2)
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        fetchers = ReplicaFetcherManager(2, follower.get_partition, lambda node: ("127.0.0.1", port),
+                                         FetcherConfig(backoff_ms=30_000))
+        try:
+            follower.become_follower(TOPIC, 0, uuid.uuid4(), 1, 0, [1, 2], [1, 2], LogConfig())
+            fetchers.follow(TOPIC, 0, 1)
+            fetcher = fetchers.fetchers[1]
+            await until(lambda: fetcher._failures >= 1)
+            closing = asyncio.ensure_future(fetcher.close())
+            await asyncio.sleep(0)  # close() has cancelled the task and awaits it
+            closing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await closing
+            assert fetcher._task is None
+        finally:
+            await follower.close()
+            manager.shutdown()
 
     asyncio.run(scenario())
