@@ -535,7 +535,15 @@ class Log:
             truncations = self._truncations
         started = time.perf_counter()
         with self._io("flushing the log"):
-            self.local.flush_segments(segments, recovery_point)
+            try:
+                self.local.flush_segments(segments, recovery_point)
+            except FileNotFoundError:
+                # The dir was renamed meanwhile (a future log swapped in, a deletion): rename_dir holds the lock,
+                # so under it the dir has its new name (Kafka's flushDirIfExists covers the same race).
+                with self.lock:
+                    if self._closed or self.deleted:
+                        return
+                    self.local.flush_segments(segments, recovery_point)
         if flush_observer is not None:
             flush_observer((time.perf_counter() - started) * 1000)
         with self.lock:

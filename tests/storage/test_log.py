@@ -355,3 +355,27 @@ def test_rename_dir_points_every_file_at_the_new_dir(tmp_path):
     reopened = open_log(str(tmp_path / "b" / "t-0"), had_clean_shutdown=True)
     assert read_all(reopened) == before + [(before[-1][0] + 1, None, b"after")]
     reopened.close()
+
+
+def test_a_flush_racing_a_rename_of_its_dir_flushes_the_dir_under_its_new_name(tmp_path, monkeypatch):
+    """A scheduled flush reads the dir's name, then the event loop swaps the log in from its future dir: the
+    fsync of the old name must not take the log dir offline (it did, ENOENT)."""
+    import storage.local_log as local_log
+
+    log = open_log(str(tmp_path / "a" / "t-0.0123-future"))
+    for i in range(40):  # new segments since the recovery point: the flush fsyncs the dir too
+        log.append_as_leader(batch([b"v%d" % i] * 20), 0)
+    real_fsync_dir = local_log.fsync_dir
+    synced: list[str] = []
+
+    def renamed_first(path):
+        if not synced:  # the swap lands between the flush's read of the dir and its fsync
+            log.rename_dir(str(tmp_path / "a" / "t-0"))
+        synced.append(str(path))
+        real_fsync_dir(path)
+
+    monkeypatch.setattr(local_log, "fsync_dir", renamed_first)
+    log.flush()
+    assert not log.is_offline and log.local.recovery_point == log.log_end_offset
+    assert synced == [str(tmp_path / "a" / "t-0.0123-future"), str(tmp_path / "a" / "t-0")]
+    log.close()
