@@ -235,7 +235,7 @@ def test_requests_while_zookeeper_is_away_time_out_then_work_again(tmp_path):
                 await zk.set("/a", b"2")
             assert loop.time() - started < 5  # bounded by the connection timeout, not hanging
             await asyncio.to_thread(server.start)
-            await zk.wait_connected(10)
+            await zk.wait_connected(30)  # a restarted ZooKeeper may take a while to serve on a busy machine
             await zk.set("/a", b"3")
             assert (await zk.get("/a"))[0] == b"3"
         finally:
