@@ -102,15 +102,15 @@ test-cluster-slow: deps
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
 
+## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~4 min): membership in __consumer_offsets
+##                  (Kafka's dump-log decodes our records; kill -9 of the coordinator, single node and a 3-broker
+##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster
+test-share-slow: deps
+	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision; about 17 minutes)
 test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
-
-## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~4 min): membership in __consumer_offsets
-##                  (Kafka's dump-log decodes our records; kill -9 of the coordinator, single node and a 3-broker
-##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster
-test-share-slow: deps
-	PYKB_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)

@@ -5,7 +5,7 @@
   record pykbroker wrote, and the share-group records (types 10-15) must carry the same fields, at the same
   versions, as Kafka's.
 - They take about 2.5 minutes (a Kafka 4.2, a cluster, JVM clients), so they run with ``make test-share-slow``
-  (PYKB_SHARE_SLOW=1), not in ``make test``; tests/pykbroker/handlers/test_share_groups.py keeps a short
+  (PYKBROKER_SHARE_SLOW=1), not in ``make test``; tests/pykbroker/handlers/test_share_groups.py keeps a short
   restart check there.
 - ``kill -9`` of the group coordinator (a single node, and the coordinator of a 3-broker ZooKeeper cluster): the
   members are stopped (SIGSTOP) so that they do not heartbeat, and Kafka 4.2's ``kafka-share-groups --describe``
@@ -46,8 +46,8 @@ from wire.messages.create_topics_request import CreatableTopic
 
 if shutil.which("java") is None:
     pytest.skip("java is not installed: share groups are judged by Apache Kafka 4.2", allow_module_level=True)
-if not os.environ.get("PYKB_SHARE_SLOW"):  # ~2.5 minutes: `make test-share-slow`, not `make test`
-    pytest.skip("set PYKB_SHARE_SLOW=1 (make test-share-slow) to run", allow_module_level=True)
+if not os.environ.get("PYKBROKER_SHARE_SLOW"):  # ~2.5 minutes: `make test-share-slow`, not `make test`
+    pytest.skip("set PYKBROKER_SHARE_SLOW=1 (make test-share-slow) to run", allow_module_level=True)
 
 SHARE_TYPES = {"10", "11", "12", "13", "14", "15"}
 

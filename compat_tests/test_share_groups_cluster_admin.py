@@ -7,7 +7,7 @@ the leader of the topic partition and the share coordinator of its state are thr
   high watermark asked of the leader), not -1;
 - deleting the topic through a broker other than the share coordinator deletes the share-partition's state there.
 
-Run with ``make test-share-slow`` (PYKB_SHARE_SLOW=1; a cluster start), not in ``make test``.
+Run with ``make test-share-slow`` (PYKBROKER_SHARE_SLOW=1; a cluster start), not in ``make test``.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from wire.messages.describe_share_group_offsets_request import DescribeShareGrou
 
 if shutil.which("java") is None:
     pytest.skip("java is not installed (ZooKeeper runs on it)", allow_module_level=True)
-if not os.environ.get("PYKB_SHARE_SLOW"):
-    pytest.skip("set PYKB_SHARE_SLOW=1 (make test-share-slow) to run", allow_module_level=True)
+if not os.environ.get("PYKBROKER_SHARE_SLOW"):
+    pytest.skip("set PYKBROKER_SHARE_SLOW=1 (make test-share-slow) to run", allow_module_level=True)
 
 PARTITIONS = 3  # of __consumer_offsets and __share_group_state
 
