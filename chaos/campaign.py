@@ -16,21 +16,14 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.checker import CheckResult, check_all, unavailability
+from chaos.client_process import ClientProcess
 from chaos.cluster import ProxiedCluster
 from chaos.history import CopierRun, Fault, History
 from chaos.java_workload import JavaGroupMember, JavaProducerWorkload, JavaToolWorkload, java_jars
 from chaos.kafka_target import KAFKA_KINDS, KafkaTarget
 from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
 from chaos.timeline import render
-from chaos.workloads import (
-    CopierWorkload,
-    GroupWorkload,
-    ProducerWorkload,
-    TransactionWorkload,
-    WatermarkSampler,
-    Workload,
-    read_back,
-)
+from chaos.workloads import CopierWorkload, GroupWorkload, Workload, read_back
 from pykbroker.testing import ClusterProcesses
 
 PARTITIONS = 3
@@ -110,11 +103,13 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         bootstrap = cluster.bootstrap
         create_topics(bootstrap)
         log(f"cluster up at {bootstrap} ({clock():.1f}s); workloads start")
-        producers: list[Workload] = [ProducerWorkload(f"producer-{i}", history, clock, bootstrap, "acks", PARTITIONS, rate)
-                     for i in range(2)]
-        producers.append(ProducerWorkload("keyed", history, clock, bootstrap, "compacted", PARTITIONS, rate / 4,
-                                          keys=20))
-        producers.append(ProducerWorkload("copy-feed", history, clock, bootstrap, "copy-in", PARTITIONS, rate / 4))
+
+        def producer(name: str, topic: str, rate: float, keys: int = 0) -> ClientProcess:
+            return ClientProcess(name, history, clock, "producer", {"bootstrap": bootstrap, "topic": topic,
+                                 "partitions": PARTITIONS, "rate": rate, "keys": keys}, out_dir / f"{name}.log")
+        producers: list[Workload] = [producer(f"producer-{i}", "acks", rate) for i in range(2)]
+        producers.append(producer("keyed", "compacted", rate / 4, keys=20))
+        producers.append(producer("copy-feed", "copy-in", rate / 4))
         jars = java_jars() if java else None
         if jars is not None:
             producers.append(JavaProducerWorkload("java-producer", history, clock, bootstrap, "acks", rate, jars,
@@ -124,9 +119,11 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
         java_group = [JavaGroupMember(f"java-member-{i}", history, clock, bootstrap, "acks", "chaos-java-group", jars,
                                       out_dir / f"java-member-{i}.log") for i in range(2)] if jars is not None else []
         group = GroupWorkload("group", history, clock, bootstrap, "acks", "chaos-group", out_dir / "group.log")
-        txn = TransactionWorkload("txn", history, clock, bootstrap, "txn", PARTITIONS, seed)
+        txn = ClientProcess("txn", history, clock, "transactions", {"bootstrap": bootstrap, "topic": "txn",
+                            "partitions": PARTITIONS, "seed": seed}, out_dir / "txn.log")
         copier = CopierWorkload("copier", history, clock, bootstrap, "copy-in", "copy-out", out_dir / "copier.log")
-        sampler = WatermarkSampler("watermarks", history, clock, bootstrap, {"acks": PARTITIONS, "copy-in": PARTITIONS})
+        sampler = ClientProcess("watermarks", history, clock, "watermarks", {"bootstrap": bootstrap,
+                                "topics": {"acks": PARTITIONS, "copy-in": PARTITIONS}}, out_dir / "watermarks.log")
         workloads = [*producers, group, *java_group, txn, copier, sampler]
         for w in workloads:
             w.start()
@@ -172,15 +169,17 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
                                   outputs=[c.value for c in history.consumed
                                            if c.reader == "final-committed" and c.topic == "copy-out"]))
             history.meta.update(copier_runs=copier.runs, copier_failed_runs=copier.failed_runs,
-                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.outcomes,
+                                copier_stuck_runs=copier.stuck_runs, txn_outcomes=txn.stats.get("outcomes"),
+                                client_crashes={w.name: w.crashed_runs for w in (*producers, txn, sampler)
+                                                if isinstance(w, ClientProcess) and w.crashed_runs},
                                 group_member_runs=group.runs, group_stuck_runs=group.stuck_runs,
                                 abandoned_members=[f"{group.name}:{m}" for m in group.abandoned]
                                 + [w.name for w in java_group if w.abandoned])
         finally:
             copier.kill()  # torn down early (an error, Ctrl-C): no process outlives the run
             group.kill()
-            for w in [*producers, *java_group]:
-                if isinstance(w, JavaToolWorkload):
+            for w in [*producers, *java_group, txn, sampler]:
+                if isinstance(w, JavaToolWorkload | ClientProcess):
                     w.kill()
     results = check_all(history)
     outcome = Outcome(seed, history, results, errors, out_dir)

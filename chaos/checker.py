@@ -181,7 +181,8 @@ def check_commits_monotonic(h: History) -> CheckResult:
 
 def check_read_committed(h: History) -> CheckResult:
     """read_committed never returns a record of an aborted transaction and returns every committed
-    transaction whole (each of its records, once)."""
+    transaction whole (each of its records, once); a transaction whose outcome its producer never learnt
+    (``txn="unknown"``: the client gave up, or its process died) is returned whole or not at all."""
     name = "read_committed sees committed transactions whole, never aborted ones"
     violations: list[Violation] = []
     txn = [p for p in h.produced if p.txn]
@@ -196,6 +197,16 @@ def check_read_committed(h: History) -> CheckResult:
             violations.append(_violation(h, name, f"{p.topic}: aborted {p.value!r} read {n} times", p.acked, [p]))
         elif p.txn == "committed" and n != 1:
             violations.append(_violation(h, name, f"{p.topic}: committed {p.value!r} read {n} times", p.acked, [p]))
+    unknown: dict[tuple[str, str], list[Produced]] = defaultdict(list)  # (topic, "<producer>-<txn>") -> records
+    for p in txn:
+        if p.txn == "unknown":
+            unknown[(p.topic, p.value.rsplit("-", 1)[0])].append(p)
+    for (topic, transaction), records in unknown.items():
+        counts = {seen.get((topic, p.value), 0) for p in records}
+        if counts not in ({0}, {1}):
+            violations.append(_violation(h, name, f"{topic}: transaction {transaction!r} of unknown outcome read "
+                                         f"partly or more than once: {sorted(seen.get((topic, p.value), 0) for p in records)}",
+                                         records[0].acked, records))
     for topic, value in seen:
         if (topic, value) not in status:
             violations.append(_violation(h, name, f"{topic}: {value!r} read but never produced", 0.0, []))

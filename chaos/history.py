@@ -24,7 +24,7 @@ class Produced:
     error: str = ""
     sent: float = 0.0
     acked: float = 0.0
-    txn: str = ""  # transactional: "committed" or "aborted" once the transaction ended; "" if not transactional
+    txn: str = ""  # transactional: "committed", "aborted" or "unknown" (ended, outcome not known); "" if not
     producer: str = ""  # which producer sent it; with ``seq``, its send order on that producer
     seq: int = 0
 

@@ -66,6 +66,9 @@ class Workload:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout: float = 150.0) -> None:
         self.request_stop()
         self._thread.join(timeout)
@@ -78,12 +81,17 @@ class ProducerWorkload(Workload):
     records/s; with ``keys`` each record has key ``k<seq % keys>`` (keyed updates of a compacted topic)."""
 
     def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, partitions: int,
-                 rate: float = 150.0, keys: int = 0) -> None:
+                 rate: float = 150.0, keys: int = 0, *, first_seq: int = 0, instance: str = "",
+                 on_sent: Callable[[Produced], None] | None = None) -> None:
+        """``first_seq``/``instance``: a producer started again after its process died goes on with the
+        sequence (values stay unique) under a new instance name (send order holds per producer instance);
+        ``on_sent`` hears of each record as it is handed to the client, before any acknowledgement."""
         super().__init__(name, history, clock)
         self.topic, self.partitions, self.rate, self.keys = topic, partitions, rate, keys
+        self.first_seq, self.instance, self.on_sent = first_seq, instance or name, on_sent
         self.producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2, "acks": "all", "enable.idempotence": True,
                                   "linger.ms": 5, "message.timeout.ms": 120_000, "retry.backoff.ms": 50,
-                                  "client.id": name})
+                                  "client.id": self.instance})
 
     def _callback(self, partition: int, key: str | None, value: str, seq: int, sent: float):
         def delivered(err, msg) -> None:
@@ -92,23 +100,27 @@ class ProducerWorkload(Workload):
                 offset = msg.offset()  # None: acknowledged without an offset (see checker._known)
                 self.history.add(Produced(self.topic, partition, key, value, True, -1 if offset is None else offset,
                                           sent=sent,
-                                          acked=now, producer=self.name, seq=seq))
+                                          acked=now, producer=self.instance, seq=seq))
             else:
                 self.history.add(Produced(self.topic, partition, key, value, False, -1, str(err), sent=sent,
-                                          acked=now, producer=self.name, seq=seq))
+                                          acked=now, producer=self.instance, seq=seq))
         return delivered
 
     def _run(self) -> None:
-        seq = 0
+        seq = self.first_seq
         interval = 1.0 / self.rate
         next_at = time.monotonic()
         while not self._stop.is_set():
             key = f"k{seq % self.keys}" if self.keys else None
             partition = (seq % self.keys if self.keys else seq) % self.partitions  # a key lives in one partition
             value = f"{self.name}-{seq}"
+            sent = self.clock()
+            if self.on_sent is not None:
+                self.on_sent(Produced(self.topic, partition, key, value, False, sent=sent, producer=self.instance,
+                                      seq=seq))
             try:
                 self.producer.produce(self.topic, value.encode(), key.encode() if key else None, partition=partition,
-                                      on_delivery=self._callback(partition, key, value, seq, self.clock()))
+                                      on_delivery=self._callback(partition, key, value, seq, sent))
                 seq += 1
             except BufferError:
                 self.producer.poll(0.05)
@@ -221,18 +233,25 @@ class GroupWorkload(Workload):
 
 class TransactionWorkload(Workload):
     """A transactional producer writing batches of ``<name>-<txn>-<i>`` to ``topic``, committing or
-    (one in three) aborting each; records are recorded once their transaction's outcome is known."""
+    (one in three) aborting each; records are recorded once their transaction's outcome is known, or with
+    ``txn="unknown"`` (every record of it) when the client could not tell."""
 
     def __init__(self, name: str, history: History, clock: Clock, bootstrap: str, topic: str, partitions: int,
-                 seed: int) -> None:
+                 seed: int, *, transactional_id: str = "",
+                 on_pending: Callable[[list[Produced]], None] | None = None) -> None:
+        """``transactional_id`` (default ``name``): a producer started again after its process died keeps
+        the id, which fences its predecessor, under a new ``name`` (values stay unique); ``on_pending`` hears
+        of each transaction's records before its commit or abort is asked for, and ``[]`` once its outcome is
+        recorded."""
         super().__init__(name, history, clock)
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.transactional_id, self.on_pending = transactional_id or name, on_pending
         self.rng = random.Random(seed)
         self.outcomes = {"committed": 0, "aborted": 0, "unknown": 0}
 
     def _producer(self) -> Producer:
-        p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.name, "linger.ms": 5,
-                      "transaction.timeout.ms": 30_000, "client.id": self.name})
+        p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 2, "transactional.id": self.transactional_id,
+                      "linger.ms": 5, "transaction.timeout.ms": 30_000, "client.id": self.name})
         deadline = time.monotonic() + 300
         while True:  # a timeout is retriable ("retry call to resume"): the coordinator is still moving or loading
             try:
@@ -256,9 +275,14 @@ class TransactionWorkload(Workload):
                                          "" if err is None else str(err),
                                          acked=self.clock(), producer=self.name, seq=len(_pending)))
             outcome = "unknown"
+            count = self.rng.randint(1, 10)
+            opened = [Produced(self.topic, i % self.partitions, None, f"{self.name}-{txn}-{i}", False,
+                               producer=self.name, seq=i, txn="unknown") for i in range(count)]
             try:
                 producer.begin_transaction()
-                for i in range(self.rng.randint(1, 10)):
+                if self.on_pending is not None:
+                    self.on_pending(opened)
+                for i in range(count):
                     producer.produce(self.topic, f"{self.name}-{txn}-{i}".encode(), partition=i % self.partitions,
                                      on_delivery=delivered)
                 if self.rng.random() < 1 / 3:
@@ -281,12 +305,17 @@ class TransactionWorkload(Workload):
                     outcome = "aborted"
             producer.flush(10)
             self.outcomes[outcome] += 1
-            for p in pending:
+            if outcome == "unknown":  # committed or aborted, whole either way (checker): every record named
+                for p in opened:
+                    p.acked = self.clock()
+                    self.history.add(p)
+            for p in pending if outcome != "unknown" else ():
                 if outcome == "committed" and not p.ok:
                     p.ok = True  # a commit succeeded, so every record of the transaction is in it
-                p.txn = outcome if outcome != "unknown" else ""
-                if outcome != "unknown":
-                    self.history.add(p)
+                p.txn = outcome
+                self.history.add(p)
+            if self.on_pending is not None:
+                self.on_pending([])
             time.sleep(0.05)
 
 

@@ -138,6 +138,22 @@ def test_read_committed_must_not_see_aborted_and_must_see_committed_whole():
     assert any("committed 'c2' read 0 times" in v.message for v in check_read_committed(h).violations)
 
 
+def test_a_transaction_of_unknown_outcome_is_read_whole_or_not_at_all():
+    def unknown(value: str) -> Produced:
+        return Produced("x", 0, None, value, False, txn="unknown", producer="txn.r2")
+    h = History()
+    for value in ("txn.r2-7-0", "txn.r2-7-1", "txn.r2-8-0", "txn.r2-8-1"):
+        h.add(unknown(value))
+    h.add(read("txn.r2-7-0", 0, reader="final-committed", topic="x"))
+    h.add(read("txn.r2-7-1", 1, reader="final-committed", topic="x"))
+    assert check_read_committed(h).ok  # 7 committed whole, 8 aborted whole: both allowed
+    h.add(read("txn.r2-8-1", 3, reader="final-committed", topic="x"))
+    [violation] = check_read_committed(h).violations
+    assert "transaction 'txn.r2-8' of unknown outcome read partly" in violation.message
+    h.add(read("txn.r2-7-1", 2, reader="final-committed", topic="x"))
+    assert any("'txn.r2-7'" in v.message for v in check_read_committed(h).violations)
+
+
 def test_a_copier_outputs_each_input_once():
     h = History()
     h.add(CopierRun("in", "out", inputs=["a", "b"], outputs=["B", "A"]))
