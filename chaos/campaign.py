@@ -8,6 +8,7 @@ import json
 import random
 import statistics
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from chaos.checker import CheckResult, check_all, unavailability
 from chaos.client_process import ClientProcess
 from chaos.cluster import ProxiedCluster
-from chaos.history import CopierRun, Fault, History
+from chaos.history import CopierRun, Fault, History, Origin
 from chaos.java_workload import JavaGroupMember, JavaProducerWorkload, JavaToolWorkload, java_jars
 from chaos.kafka_target import KAFKA_KINDS, KafkaTarget
+from chaos.log_origins import origins
 from chaos.nemesis import KINDS, PARTITION_KINDS, Nemesis
 from chaos.timeline import render
 from chaos.workloads import CopierWorkload, GroupWorkload, Workload, read_back
@@ -63,6 +65,20 @@ def create_topics(bootstrap: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("workload topics have no leaders after 60s")
         time.sleep(0.2)
+
+
+def duplicate_origins(history: History, root: Path) -> list[Origin]:
+    """Who wrote each copy of a record read back more than once (read from the segment files under ``root``
+    while the cluster still runs: a disk fault's tmpfs goes with it)."""
+    copies: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    for c in history.consumed:
+        if c.reader == "final" and c.topic not in history.compacted_topics:
+            copies[(c.topic, c.partition, c.value)].append(c.offset)
+    wanted: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for (topic, partition, _), offsets in copies.items():
+        if len(offsets) > 1:
+            wanted[(topic, partition)].update(offsets)
+    return [o for (topic, partition), offsets in wanted.items() for o in origins(root, topic, partition, offsets)]
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
@@ -164,6 +180,8 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             for topic in ("txn", "copy-out"):
                 for p in range(PARTITIONS):
                     read_back(bootstrap, topic, p, history, clock, committed=True)
+            for origin in duplicate_origins(history, out_dir / "cluster"):
+                history.add(origin)
             history.add(CopierRun("copy-in", "copy-out",
                                   inputs=[c.value for c in history.consumed if c.reader == "final" and c.topic == "copy-in"],
                                   outputs=[c.value for c in history.consumed
@@ -197,9 +215,9 @@ def format_verdict(o: Outcome) -> str:
              f"{sum(1 for p in h.produced if p.ok)} acknowledged writes, {len(h.consumed)} reads, "
              f"{len(h.commits)} commits, {len(h.watermarks)} watermarks, "
              f"{sum(1 for p in h.produced if p.ok and not p.txn and p.offset < 0)} acknowledged without an offset)", "",
-             f"{'check':<72} {'checked':>8} {'violations':>10}"]
+             f"{'check':<72} {'checked':>8} {'violations':>10} {'explained':>9}"]
     for r in o.results:
-        lines.append(f"{r.name:<72} {r.checked:>8} {len(r.violations):>10}")
+        lines.append(f"{r.name:<72} {r.checked:>8} {len(r.violations):>10} {len(r.explained):>9}")
     lines += ["", f"{'fault':<20} {'count':>5} {'no-ack p50 s':>13} {'no-ack max s':>13}"]
     for kind, gaps in sorted(unavailability(h).items()):
         lines.append(f"{kind:<20} {len(gaps):>5} {statistics.median(gaps):>13.2f} {max(gaps):>13.2f}")
@@ -208,6 +226,9 @@ def format_verdict(o: Outcome) -> str:
     for r in o.results:
         for v in r.violations[:20]:
             lines.append(f"VIOLATION {v}")
+    for r in o.results:
+        for v in r.explained[:20]:
+            lines.append(f"EXPLAINED {v}")
     for e in o.errors:
         lines.append(f"ERROR {e}")
     if h.meta.get("abandoned_members"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from chaos.history import Commit, Consumed, Fault, History, Produced
+from chaos.history import Commit, Consumed, Fault, History, Origin, Produced
 
 GRACE = 10.0  # seconds after a fault's heal during which its effects (elections, rejoins) still count
 
@@ -31,9 +31,11 @@ class Violation:
 
 @dataclass
 class CheckResult:
+    """``explained``: what looked like a violation but is shown not to be the broker's (each says why)."""
     name: str
     checked: int
     violations: list[Violation]
+    explained: list[Violation] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -75,8 +77,10 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
     named; no record of an idempotent producer is stored twice; each producer's records are in send order."""
     name = "acknowledged records read back exactly once, in order"
     violations: list[Violation] = []
+    explained: list[Violation] = []
     final = _final_reads(h)
     acked = _plain_acked(h)
+    origins = {(o.topic, o.partition, o.offset): o for o in h.origins}
     by_value: dict[tuple[str, int], dict[str, list[Consumed]]] = defaultdict(lambda: defaultdict(list))
     for tp, records in final.items():
         if tp[0] in h.compacted_topics:
@@ -85,8 +89,16 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
             by_value[tp][c.value].append(c)
         for value, copies in by_value[tp].items():
             if len(copies) > 1:
-                violations.append(_violation(h, name, f"{tp[0]}-{tp[1]}: {value!r} stored {len(copies)} times",
-                                             copies[0].at, copies))
+                writers = [origins.get((c.topic, c.partition, c.offset)) for c in copies]
+                message = f"{tp[0]}-{tp[1]}: {value!r} stored {len(copies)} times"
+                if _resent_under_new_epochs(writers):
+                    explained.append(_violation(h, name, f"{message}, by one producer id under epochs "
+                                                f"{[w.producer_epoch for w in writers if w]}: the client resent it "
+                                                f"after bumping its epoch, which no broker can deduplicate",
+                                                copies[0].at, [*copies, *writers]))
+                else:
+                    violations.append(_violation(h, name, f"{message} (writers {writers})" if any(writers) else message,
+                                                 copies[0].at, copies))
     for p in acked:
         copies = by_value[(p.topic, p.partition)].get(p.value, [])
         if not copies:
@@ -105,7 +117,16 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
             if b.offset <= a.offset:
                 violations.append(_violation(h, name, f"{topic}-{partition}: {b.value!r} sent after {a.value!r} "
                                              f"but acknowledged at offset {b.offset} <= {a.offset}", b.acked, [a, b]))
-    return CheckResult(name, len(acked), violations)
+    return CheckResult(name, len(acked), violations, explained)
+
+
+def _resent_under_new_epochs(writers: list[Origin | None]) -> bool:
+    """Copies of one record written by one producer id, each under an epoch of its own."""
+    if not writers or any(w is None for w in writers):
+        return False
+    known = [w for w in writers if w is not None]
+    return len({w.producer_id for w in known}) == 1 and known[0].producer_id >= 0 and \
+        len({w.producer_epoch for w in known}) == len(known)
 
 
 def check_offsets_unique(h: History) -> CheckResult:

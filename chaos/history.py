@@ -63,6 +63,18 @@ class Watermark:
 
 
 @dataclass
+class Origin:
+    """Who wrote the record stored at ``offset``: its batch's producer id and epoch, and its sequence
+    (``chaos.log_origins``, read from the segment files after the run)."""
+    topic: str
+    partition: int
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    sequence: int
+
+
+@dataclass
 class Fault:
     """A fault the nemesis injected on ``target`` over [start, end] (end: when it was healed)."""
     kind: str
@@ -82,7 +94,7 @@ class CopierRun:
 
 
 _KINDS = {"produced": Produced, "consumed": Consumed, "commits": Commit, "watermarks": Watermark,
-          "faults": Fault, "copiers": CopierRun}
+          "faults": Fault, "copiers": CopierRun, "origins": Origin}
 
 
 @dataclass
@@ -94,6 +106,7 @@ class History:
     watermarks: list[Watermark] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     copiers: list[CopierRun] = field(default_factory=list)
+    origins: list[Origin] = field(default_factory=list)
     compacted_topics: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 

@@ -15,7 +15,7 @@ from chaos.checker import (
     faults_at,
     unavailability,
 )
-from chaos.history import Commit, Consumed, CopierRun, Fault, History, Produced, Watermark
+from chaos.history import Commit, Consumed, CopierRun, Fault, History, Origin, Produced, Watermark
 
 
 def acked(value: str, offset: int, *, seq: int | None = None, at: float = 1.0, partition: int = 0, topic: str = "t",
@@ -70,6 +70,27 @@ def test_a_duplicate_and_a_moved_record_are_violations():
     h = good_history()
     h.consumed[2] = read("v2", 7)
     assert any("is stored at [7]" in v.message for v in check_acknowledged_read_once(h).violations)
+
+
+def test_a_record_stored_twice_is_explained_only_when_one_producer_wrote_it_under_two_epochs():
+    def history(*origins: Origin) -> History:
+        h = History()
+        h.add(acked("v0", 0))
+        h.add(read("v0", 0))
+        h.add(read("v0", 1))
+        for o in origins:
+            h.add(o)
+        return h
+    resent = check_acknowledged_read_once(history(Origin("t", 0, 0, 7, 0, 0), Origin("t", 0, 1, 7, 1, 0)))
+    assert resent.ok and len(resent.explained) == 1
+    assert "epochs [0, 1]" in resent.explained[0].message
+    for origins in ([Origin("t", 0, 0, 7, 0, 0), Origin("t", 0, 1, 7, 0, 0)],  # one epoch: the broker's dedup failed
+                    [Origin("t", 0, 0, 7, 0, 0), Origin("t", 0, 1, 8, 1, 0)],  # two producers
+                    [Origin("t", 0, 0, 7, 0, 0)],  # a copy whose writer is not known
+                    []):
+        result = check_acknowledged_read_once(history(*origins))
+        assert not result.explained and len(result.violations) == 1, origins
+        assert "stored 2 times" in result.violations[0].message
 
 
 def test_records_out_of_send_order_are_a_violation():
