@@ -79,7 +79,13 @@ def run_isolated(argv: list[str], seed: int, out: Path) -> int:
 def reap(group: int, out: Path) -> int:
     """Kill what is left of process group ``group``, unmount every mount under ``out``; returns how many
     processes were left."""
-    left = len(group_members(group))
+    left = group_members(group)
+    for pid in left:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        print(f"left behind by the campaign, killed: pid {pid}: {command[:300]}", flush=True)
     try:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
@@ -88,7 +94,7 @@ def reap(group: int, out: Path) -> int:
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     for mount in sorted((m for m in mounts if m.startswith(root + "/")), key=len, reverse=True):
         subprocess.run(["umount", "-l", mount], capture_output=True)
-    return left
+    return len(left)
 
 
 def group_members(group: int) -> list[int]:
