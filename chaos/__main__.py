@@ -79,13 +79,15 @@ def run_isolated(argv: list[str], seed: int, out: Path) -> int:
 def reap(group: int, out: Path) -> int:
     """Kill what is left of process group ``group``, unmount every mount under ``out``; returns how many
     processes were left."""
-    left = group_members(group)
-    for pid in left:
+    left = []
+    for pid in group_members(group):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        print(f"left behind by the campaign, killed: pid {pid}: {command[:300]}", flush=True)
+        if "multiprocessing.resource_tracker" not in command:  # ends by itself once its parent has gone
+            left.append(pid)
+            print(f"left behind by the campaign, killed: pid {pid}: {command[:300]}", flush=True)
     try:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
