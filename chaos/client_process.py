@@ -30,6 +30,7 @@ from chaos.workloads import (
     TransactionWorkload,
     WatermarkSampler,
     Workload,
+    child_event,
 )
 
 KINDS = ("producer", "transactions", "watermarks")
@@ -94,11 +95,8 @@ class ClientProcess(Workload):
         return self.options
 
     def _record(self, line: str, offset: float, log) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            log.write(line)
-            log.flush()
+        event = child_event(line, log)
+        if event is None:
             return
         if "sent" in event:
             p = self._entry(Produced, event["sent"], offset)

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from chaos.history import Commit, Consumed, History, Produced
-from chaos.workloads import Clock, Workload
+from chaos.workloads import Clock, Workload, child_event
 
 JARS = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / ".cache" / "jars"
 
@@ -134,11 +134,8 @@ class JavaGroupMember(JavaToolWorkload):
         reader = f"group:{self.group}:{self.name}"
         assert proc.stdout is not None
         for line in proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                log.write(line)
-                log.flush()
+            event = child_event(line, log)
+            if event is None:
                 continue
             name = event.get("name")
             if name == "record_data":

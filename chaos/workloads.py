@@ -38,6 +38,17 @@ def consumed(m: Message, reader: str, at: float) -> Consumed:
     return Consumed(topic, partition, offset, key.decode() if key else None, value.decode(), reader, at)
 
 
+def child_event(line: str, log) -> dict | None:
+    """A line a workload's process printed, as its JSON event; None after copying a line that is not one
+    (a warning, a traceback) to ``log``."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        log.write(line)
+        log.flush()
+        return None
+
+
 class Workload:
     """A daemon thread running ``_run`` until ``stop()``; errors it cannot handle land in ``errors``.
     ``request_stop()`` only asks, so that several workloads wind down at once before each is waited for."""
@@ -188,11 +199,8 @@ class GroupWorkload(Workload):
                 log.flush()
 
     def _record(self, line: str, reader: str, offset: float, log) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            log.write(line)  # the watchdog's words, a traceback
-            log.flush()
+        event = child_event(line, log)  # None: the watchdog's words, a traceback
+        if event is None:
             return
         if "consumed" in event:
             topic, partition, off, key, value, at = event["consumed"]

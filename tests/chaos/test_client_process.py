@@ -13,14 +13,7 @@ from chaos.client_process import DIED, ClientProcess
 from chaos.history import History
 from chaos.workloads import read_back
 from pykbroker.testing import BrokerProcess
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.05)
+from tests.chaos.helpers import wait_until
 
 
 def test_a_producer_process_killed_mid_run_goes_on_and_loses_nothing_acknowledged(tmp_path):

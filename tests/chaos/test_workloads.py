@@ -13,16 +13,10 @@ from chaos.checker import check_all
 from chaos.history import History, Produced
 from chaos.workloads import GroupWorkload
 from pykbroker.testing import BrokerProcess
+from tests.chaos.helpers import wait_until
 
 RECORDS = 200
 
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.1)
 
 
 def test_a_member_that_cannot_stop_is_abandoned_in_seconds_and_its_reads_are_kept(tmp_path):
