@@ -327,18 +327,23 @@ def check_all(h: History) -> list[CheckResult]:
 def unavailability(h: History) -> dict[str, list[float]]:
     """Per fault kind, each fault's unavailability: the longest stretch without an acknowledged write to
     any one partition (of non-transactional, non-compacted topics), from the fault's start until that
-    partition's first acknowledgement after the heal (seconds)."""
+    partition's first acknowledgement after the heal, or the next fault's start if that comes first: a
+    stretch running into the next fault is that fault's too, and counted there (seconds)."""
     acks_by_tp: dict[tuple[str, int], list[float]] = defaultdict(list)
     for p in _plain_acked(h):
         acks_by_tp[(p.topic, p.partition)].append(p.acked)
+    for acks in acks_by_tp.values():
+        acks.sort()
     out: dict[str, list[float]] = defaultdict(list)
-    for f in h.faults:
+    faults = sorted(h.faults, key=lambda f: f.start)
+    for f, following in zip(faults, [*faults[1:], None], strict=True):
         worst = 0.0
         for acks in acks_by_tp.values():
-            acks.sort()
             end = f.end if f.end >= 0 else (acks[-1] if acks else f.start)
             points = [f.start] + [t for t in acks if f.start < t <= end]
             after = next((t for t in acks if t > end), None)
+            if following is not None and following.start > end:
+                after = following.start if after is None else min(after, following.start)
             if after is not None:
                 points.append(after)
             worst = max(worst, *(b - a for a, b in zip(points, points[1:], strict=False)), 0.0)

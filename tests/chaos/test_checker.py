@@ -256,6 +256,15 @@ def test_unavailability_is_the_worst_partition():
     assert unavailability(h) == {"kill-leader": [9.0]}
 
 
+def test_a_stretch_without_acknowledgements_running_into_the_next_fault_counts_there():
+    h = History()
+    for i, t in enumerate([9.0, 11.0, 30.0]):
+        h.add(acked(f"v{i}", i, at=t))
+    h.add(Fault("kill-controller", "b2", 10.0, 15.0))
+    h.add(Fault("pause-session", "b2", 20.0, 25.0))
+    assert unavailability(h) == {"kill-controller": [9.0], "pause-session": [10.0]}
+
+
 def test_an_acknowledgement_without_an_offset_must_still_be_read_back_once():
     """librdkafka acknowledges a retried batch the broker already had without its offset (offset -1)."""
     h = good_history()
