@@ -87,6 +87,11 @@ class ClientProcess(Workload):
                 if self._stop.is_set():
                     return
 
+    @property
+    def pending_transaction(self) -> list[Produced]:
+        """The records of the transaction the child is waiting on (empty between transactions)."""
+        return list(self._pending)
+
     def _run_options(self, instance: str) -> dict[str, Any]:
         if self.kind == "producer":
             return {**self.options, "first_seq": self._next_seq, "instance": instance}

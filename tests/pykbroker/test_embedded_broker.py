@@ -23,6 +23,15 @@ def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def fd_target(fd: str) -> str | None:
+    """What descriptor ``fd`` of this process is open on; None once it is closed (another thread of the
+    test process may close one at any moment)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        return None
+
+
 def refused(bootstrap: str) -> bool:
     host, port = bootstrap.rsplit(":", 1)
     try:
@@ -47,7 +56,7 @@ def test_ready_in_under_200_ms_and_leaves_nothing_behind():
     assert ready < 0.2, f"ready after {ready:.3f}s"
     gc.collect()
     assert set(threading.enumerate()) == threads
-    left = {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in open_fds() - fds if os.path.exists(f"/proc/self/fd/{fd}")}
+    left = {fd: target for fd in open_fds() - fds if (target := fd_target(fd)) is not None}
     assert not left  # none left open (others of this process may have closed meanwhile)
     assert refused(bootstrap)
     assert not data_dir.exists()
