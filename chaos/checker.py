@@ -122,11 +122,9 @@ def check_acknowledged_read_once(h: History) -> CheckResult:
 
 def _resent_under_new_epochs(writers: list[Origin | None]) -> bool:
     """Copies of one record written by one producer id, each under an epoch of its own."""
-    if not writers or any(w is None for w in writers):
-        return False
     known = [w for w in writers if w is not None]
-    return len({w.producer_id for w in known}) == 1 and known[0].producer_id >= 0 and \
-        len({w.producer_epoch for w in known}) == len(known)
+    return bool(known) and len(known) == len(writers) and len({w.producer_id for w in known}) == 1 and \
+        known[0].producer_id >= 0 and len({w.producer_epoch for w in known}) == len(known)
 
 
 def check_offsets_unique(h: History) -> CheckResult:
