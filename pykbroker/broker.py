@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, cast
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
-from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
-from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.replication_quota import ReplicationQuotaManager
@@ -25,7 +23,13 @@ from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
-from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.metadata.embedded_store import (
+    EmbeddedMetadataStore,
+    load_or_create_cluster_id,
+    uuid_to_kafka_string,
+)
+from replication.metadata.features import SHARE_VERSION, TRANSACTION_VERSION
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
 from replication.partition import Partition
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -41,9 +45,9 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.metrics.recorder import Recorder
-    from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
-    from replication.metadata_image import MetadataWriter
-    from replication.zk.client import ZooKeeperClient
+    from replication.metadata.image import MetadataWriter
+    from replication.metadata.zk.client import ZooKeeperClient
+    from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 
 # The coordinators' topics, named here so that looking for them at start does not import the
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
@@ -322,7 +326,7 @@ class Broker:
     def _acl_store(self):
         if not self.cluster_mode:
             return self.metadata
-        from pykbroker.security.zk_acl_store import ZooKeeperAclStore
+        from replication.metadata.zk.acl_store import ZooKeeperAclStore
 
         assert self.zk is not None
         return ZooKeeperAclStore(self.zk)
@@ -332,7 +336,7 @@ class Broker:
         config = self.config
         store: TokenStore
         if self.cluster_mode:
-            from pykbroker.security.zk_token_store import ZooKeeperTokenStore
+            from replication.metadata.zk.token_store import ZooKeeperTokenStore
 
             assert self.zk is not None
             store = ZooKeeperTokenStore(self.zk)
@@ -346,11 +350,11 @@ class Broker:
 
     def _init_cluster_mode(self) -> None:
         """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
-        from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
-        from replication.zk.client import ZooKeeperClient
-        from replication.zk.controller import ZkController
-        from replication.zk.controller_election import ControllerElection
-        from replication.zk.producer_id_block import ZkProducerIdManager
+        from replication.controller.zk_controller import ZkController
+        from replication.metadata.zk.client import ZooKeeperClient
+        from replication.metadata.zk.controller_election import ControllerElection
+        from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
+        from replication.metadata.zk.producer_id_block import ZkProducerIdManager
 
         self.cluster_id = ""  # read from /cluster/id at start
         self.zk = ZooKeeperClient.from_config(self.config)
@@ -509,13 +513,13 @@ class Broker:
         (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline.
         ``at_start``: the dir was offline when the broker started (registered): as in Kafka, its replica is then
         no longer an eligible leader either, though it stays the last known one."""
-        from replication.elections import (
+        from replication.controller.elections import (
             NO_LEADER,
             LeaderAndIsr,
             directory_offline_change,
             eligible_leader_replicas,
         )
-        from replication.metadata_image import PartitionState
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         changed = 0
@@ -549,8 +553,8 @@ class Broker:
         """Single node, at start: a partition left leaderless by an offline log dir whose log is online again is
         led by this broker once more, as Kafka's controller elects the last eligible replica when its broker
         registers with the dir online."""
-        from replication.elections import LeaderAndIsr, recovered_replica_election
-        from replication.metadata_image import PartitionState
+        from replication.controller.elections import LeaderAndIsr, recovered_replica_election
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         for topic in image.topics.values():
@@ -596,8 +600,8 @@ class Broker:
                                ) -> tuple[int, int, list[tuple[str, int, int]]]:
         """One pass of ``_hand_over`` over the current image: (partitions moved, partitions led here that no
         other live in-sync replica can take, (topic, partition, epoch read) of the writes refused)."""
-        from replication.elections import LeaderAndIsr, controlled_shutdown_election
-        from replication.metadata_image import PartitionState
+        from replication.controller.elections import LeaderAndIsr, controlled_shutdown_election
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         moved = stuck = 0

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from replication.metadata_image import MetadataWriter
+from replication.metadata.image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
 from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView

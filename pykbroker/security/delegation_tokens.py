@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pykbroker.metadata_store import new_uuid, uuid_to_kafka_string
 from pykbroker.security.scram import (
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,
     ScramCredential,
     credential_from_salted_password,
 )
+from replication.metadata.embedded_store import new_uuid, uuid_to_kafka_string
 from wire import ErrorCode
 
 __all__ = ["DelegationTokenManager", "TokenInformation", "TokenStore"]

@@ -8,10 +8,10 @@ import base64
 import hashlib
 import hmac as hmac_lib
 
-from pykbroker.metadata_store import EmbeddedMetadataStore
 from pykbroker.security.client import ScramClient
 from pykbroker.security.delegation_tokens import DelegationTokenManager, filter_token
 from pykbroker.security.scram import ScramServer
+from replication.metadata.embedded_store import EmbeddedMetadataStore
 from wire import ErrorCode
 
 HOUR = 3_600_000
