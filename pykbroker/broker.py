@@ -17,7 +17,7 @@ from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManage
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
-from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
+from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
@@ -30,6 +30,7 @@ from replication.metadata.embedded_store import (
 )
 from replication.metadata.features import SHARE_VERSION, TRANSACTION_VERSION
 from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.metadata.tokens import TokenStore
 from replication.partition import Partition
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -45,8 +46,9 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.metrics.recorder import Recorder
+    from replication.controller.zk_controller import ZkController
     from replication.metadata.image import MetadataWriter
-    from replication.metadata.zk.client import ZooKeeperClient
+    from replication.metadata.zk.cluster import ZooKeeperCluster
     from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 
 # The coordinators' topics, named here so that looking for them at start does not import the
@@ -77,7 +79,8 @@ class Broker:
         self.config = config
         self.registry = registry
         self.node_id = config.node_id
-        self.zk: ZooKeeperClient | None = None
+        self.zk: ZooKeeperCluster | None = None  # the ZooKeeper stores of a cluster broker
+        self.controller: ZkController
         # Set by controlled shutdown: from then on this broker fetches nothing, so no leader adds it back to an
         # ISR it left (Kafka's controller sends StopReplica to the broker and refuses it as INELIGIBLE_REPLICA).
         self.shutting_down = False
@@ -324,22 +327,16 @@ class Broker:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def _acl_store(self):
-        if not self.cluster_mode:
+        if self.zk is None:
             return self.metadata
-        from replication.metadata.zk.acl_store import ZooKeeperAclStore
-
-        assert self.zk is not None
-        return ZooKeeperAclStore(self.zk)
+        return self.zk.acl_store
 
     def _delegation_token_manager(self) -> DelegationTokenManager:
         """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
         config = self.config
         store: TokenStore
-        if self.cluster_mode:
-            from replication.metadata.zk.token_store import ZooKeeperTokenStore
-
-            assert self.zk is not None
-            store = ZooKeeperTokenStore(self.zk)
+        if self.zk is not None:
+            store = self.zk.token_store
         else:
             assert isinstance(self.metadata, EmbeddedMetadataStore)
             store = self.metadata
@@ -351,15 +348,12 @@ class Broker:
     def _init_cluster_mode(self) -> None:
         """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
         from replication.controller.zk_controller import ZkController
-        from replication.metadata.zk.client import ZooKeeperClient
-        from replication.metadata.zk.controller_election import ControllerElection
-        from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
-        from replication.metadata.zk.producer_id_block import ZkProducerIdManager
+        from replication.metadata.zk.cluster import ZooKeeperCluster
 
         self.cluster_id = ""  # read from /cluster/id at start
-        self.zk = ZooKeeperClient.from_config(self.config)
-        self.election = ControllerElection(self.zk, self.node_id)
-        self.controller = ZkController(self.zk, self.election, self.node_id,
+        self.zk = ZooKeeperCluster(self.config, self.node_id)
+        self.election = self.zk.election
+        self.controller = ZkController(self.zk.client, self.election, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
                                            self.dynamic_config.current["unclean.leader.election.enable"]),
                                        auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
@@ -369,15 +363,13 @@ class Broker:
                                            "leader.imbalance.per.broker.percentage"])
         self.election.on_elected = self.controller.on_elected
         self.election.on_resigned = self.controller.on_resigned
-        self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
-                                               controller_epoch=lambda: max(self.election.epoch, 0))
-        self.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+        self.metadata = self.zk.metadata
+        self.producer_ids = self.zk.producer_ids
 
     async def _start_cluster_mode(self) -> None:
         """Connect to ZooKeeper, load the cluster's metadata and check this node's log dirs belong to it."""
         assert self.zk is not None
         await self.zk.start()
-        await self.metadata.start()  # type: ignore[attr-defined]
         self.cluster_id = self.metadata.image.cluster_id
         await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
         await self.producer_ids.start()
@@ -642,7 +634,6 @@ class Broker:
         if self.zk is not None:
             # Leaving ZooKeeper ends this broker's registration, so the controller moves its leaderships.
             await self.controller.close()
-            await self.election.close()
             await self.zk.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 

@@ -30,6 +30,7 @@ from replication.metadata.image import (
     PublishedImage,
     TopicState,
 )
+from replication.metadata.tokens import TokenInformation
 from storage.file_records import atomic_write
 
 __all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id"]
@@ -118,7 +119,7 @@ class EmbeddedMetadataStore(PublishedImage):
                                     controller_id=node_id)
         # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
         self._acls: list[AclBinding] = []
-        # Delegation tokens by id, as pykbroker.security.delegation_tokens.TokenInformation.to_json() (no HMAC).
+        # Delegation tokens by id, as replication.metadata.tokens.TokenInformation.to_json() (no HMAC).
         self._delegation_tokens: dict[str, dict] = {}
         self._load()
 
@@ -309,13 +310,11 @@ class EmbeddedMetadataStore(PublishedImage):
         self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
         self._commit(self._image)
 
-    # -- delegation tokens (pykbroker.security.delegation_tokens.TokenStore) -------------------------------
-    def load_delegation_tokens(self) -> list:
-        from pykbroker.security.delegation_tokens import TokenInformation
-
+    # -- delegation tokens (replication.metadata.tokens.TokenStore) -------------------------------
+    def load_delegation_tokens(self) -> list[TokenInformation]:
         return [TokenInformation.from_json(t) for t in self._delegation_tokens.values()]
 
-    async def put_delegation_token(self, token) -> None:
+    async def put_delegation_token(self, token: TokenInformation) -> None:
         self._delegation_tokens[token.token_id] = token.to_json()
         self._commit(self._image)
 

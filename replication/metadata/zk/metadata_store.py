@@ -44,8 +44,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from pykbroker.quotas import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
-from pykbroker.security.scram import ScramCredential, credential_from_salted_password
+from replication.metadata.credentials import ScramCredential, credential_from_salted_password
 from replication.metadata.image import (
     BrokerImage,
     Endpoint,
@@ -55,6 +54,7 @@ from replication.metadata.image import (
     PublishedImage,
     TopicState,
 )
+from replication.metadata.quota_entities import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
 from replication.metadata.zk.broker_registration import BrokerRegistration, live_brokers
 from replication.metadata.zk.client import (
     BadVersionError,

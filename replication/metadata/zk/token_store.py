@@ -14,7 +14,7 @@ import logging
 import urllib.parse
 from collections.abc import Callable
 
-from pykbroker.security.delegation_tokens import TokenInformation
+from replication.metadata.tokens import TokenInformation
 from replication.metadata.zk.client import NodeExistsError, NoNodeError, WatchedEvent, ZooKeeperClient
 
 __all__ = ["ZooKeeperTokenStore", "decode_token", "encode_token"]

@@ -89,7 +89,7 @@ def test_scram_with_a_token_authenticates_its_owner(tmp_path):
 
 
 def test_describe_filter_is_kafkas():
-    from pykbroker.security.delegation_tokens import TokenInformation
+    from replication.metadata.tokens import TokenInformation
 
     t = TokenInformation("id", "User:a", "User:a", ["User:b"], 0, 10, 5)
     never = lambda _: False  # noqa: E731

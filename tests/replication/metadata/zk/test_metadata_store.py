@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pykbroker.security.scram import ScramCredential, credential_from_salted_password
 from pykbroker.testing import ZooKeeperProcess
+from replication.metadata.credentials import ScramCredential, credential_from_salted_password
 from replication.metadata.image import BrokerImage, Endpoint, PartitionState
 from replication.metadata.zk.client import ZooKeeperClient
 from replication.metadata.zk.metadata_store import (
