@@ -14,7 +14,9 @@ What lives where (znode classes in ``replication.zk.znodes``):
   ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``; the image holds them as
   ``ScramCredential`` (the salted password is not kept, as in Kafka);
 - every config write is followed by a ``/config/changes/config_change_<seq>`` notification naming the entity;
-- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka.
+- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka. The first
+  broker to start creates it with the levels a new Kafka 4.4 cluster finalizes (``features.BOOTSTRAP_FINALIZED``);
+  a cluster created by an earlier pykbroker is moved to them at start-up (``features.upgraded_levels``).
 
 How the image stays current: the topic list, each topic znode, each partition state, the broker list,
 ``/controller`` and ``/feature`` are watched; config entities are reread when a change notification names
@@ -44,6 +46,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
+from pykbroker.features import BOOTSTRAP_FINALIZED, upgraded_levels
 from pykbroker.quotas import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
 from pykbroker.security.scram import ScramCredential, credential_from_salted_password
 from replication.metadata_image import (
@@ -256,6 +259,7 @@ class ZooKeeperMetadataStore(PublishedImage):
             await self.zk.ensure_path(path)
         cluster_id = await get_or_create_cluster_id(self.zk)
         self._image = replace(self._image, cluster_id=cluster_id)
+        await self._finalize_features()
         self.zk.on_new_session(self._reload)
         await self._reload()
 
@@ -505,6 +509,27 @@ class ZooKeeperMetadataStore(PublishedImage):
             features, epoch = await self._read_features()
             self._publish(finalized_features=features, features_epoch=epoch)
         self._in_task(load)
+
+    async def _finalize_features(self) -> None:
+        """Create ``/feature`` at a new cluster's levels, or move an earlier pykbroker's levels up to them
+        (conditional writes: brokers starting together agree on one result)."""
+        while True:
+            found = await self.zk.get(FeatureZNode.path)
+            try:
+                if found is None:
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(BOOTSTRAP_FINALIZED))
+                    log.info("finalized features of the new cluster: %s", dict(BOOTSTRAP_FINALIZED))
+                    return
+                current = dict(FeatureZNode.decode(found[0]).features)
+                upgraded = upgraded_levels(current)
+                if upgraded is None:
+                    return
+                await self.zk.set(FeatureZNode.path, FeatureZNode.encode(upgraded), found[1].version)
+                log.info("finalized features upgraded from %s to %s (those of a new Kafka 4.4 cluster)",
+                         current, upgraded)
+                return
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker wrote it first: look again
 
     async def _read_features(self) -> tuple[Mapping[str, int], int]:
         """Finalized features and their epoch (the /feature znode version, as Kafka's feature cache)."""
