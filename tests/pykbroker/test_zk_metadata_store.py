@@ -202,6 +202,13 @@ def test_configs_quotas_scram_and_features_reach_the_other_broker(zk_server):
             await a.alter_client_quotas([(alice, {"request_percentage": None})])
             await eventually(lambda: alice not in b.client_quotas)
 
+            await a.set_group_configs("g 1", {"consumer.session.timeout.ms": "50000"})
+            assert (await a.zk.get("/config/groups/g%201"))[0] == \
+                b'{"version":1,"config":{"consumer.session.timeout.ms":"50000"}}'
+            await eventually(lambda: dict(b.image.group_configs.get("g 1", {})) == {"consumer.session.timeout.ms": "50000"})
+            await a.set_group_configs("g 1", {})
+            await eventually(lambda: "g 1" not in b.image.group_configs)
+
             await a.set_finalized_features({"group.version": 1})
             assert (await a.zk.get("/feature"))[0] == \
                 b'{"features":{"group.version":{"max_version_level":1}},"version":2,"status":1}'
