@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
 
-## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); Ctrl-C stops them
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)
 	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
@@ -92,9 +92,10 @@ differential-cluster-ops: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_cluster_ops.py $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
-##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle
+##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
+##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts
 test-cluster-slow: deps
-	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py -s $(ARGS)
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py -s $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.1's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential

@@ -7,6 +7,11 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
+    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
+    # KIP-1191) and streams.version 1 (Streams groups, KIP-1071); neither is built, so neither is claimed.
+    **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "
+       "streams.version 1 (KIP-1071 Streams groups) are neither supported nor finalized."
+       for kind in ("supported", "finalized") for name in ("share.version", "streams.version")},
     # Share groups are served at Kafka 4.2's versions, where KIP-932 is released (4.1's are its preview):
     # ShareFetch and ShareAcknowledge v2 (KIP-1206 acquire mode, KIP-1222 renew) and DescribeShareGroupOffsets
     # v1 (KIP-1226 lag) are what 4.2 brokers and the 4.2 Java client use.

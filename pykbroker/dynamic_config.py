@@ -237,10 +237,10 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "sasl.login.refresh.window.jitter": _listener(_D),
     "sasl.login.refresh.min.period.seconds": _listener(_SH),
     "sasl.login.refresh.buffer.seconds": _listener(_SH),
-    # QuotaConfig.brokerQuotaConfigs
-    "leader.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "follower.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0), kafka_config=False),
+    # QuotaConfig.brokerQuotaConfigs: KafkaConfig's own since Kafka 4.x (typed LONG, not sensitive, described)
+    "leader.replication.throttled.rate": _d(_L, _at_least(0)),
+    "follower.replication.throttled.rate": _d(_L, _at_least(0)),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0)),
 }
 
 _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")

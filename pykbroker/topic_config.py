@@ -218,9 +218,16 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
                                           else ConfigType.UNKNOWN)
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
+    known = {d.name for d in CONFIG_DEFS}
+    # Dynamic-only properties (the broker quotas: replication throttle rates, the log-dir copy rate) where a layer
+    # sets them, as Kafka 4.4 describes them (its QuotaConfig definitions: typed, not sensitive, dynamic).
+    for name in sorted({n for values, _ in layers for n in values if n not in known and dynamic(n) and type_of(n)}):
+        synonyms = _synonyms(layers, synonyms_of(name), name)
+        entries.append(ConfigEntry(name, synonyms[0][1] if synonyms else None, synonyms[0][2] if synonyms
+                                   else ConfigSource.DEFAULT_CONFIG, type_of(name) or ConfigType.UNKNOWN, False,
+                                   False, None, tuple(synonyms)))
     # Listener-prefixed properties set in some layer: Kafka describes them from its originals, read-only (they are
     # not among AllDynamicConfigs), typed and synonymed as the property they override.
-    known = {d.name for d in CONFIG_DEFS}
     for name in sorted({n for values, _ in layers for n in values if n.startswith("listener.name.") and n not in known}):
         base = name.split(".", 3)[3] if name.count(".") >= 3 else name
         kafka_key = KAFKA_BROKER_CONFIGS.get(base)
