@@ -14,6 +14,7 @@ __all__ = [
     "CorruptSnapshotError",
     "DuplicateSequenceError",
     "InvalidProducerEpochError",
+    "InvalidTopicConfigError",
     "InvalidRecordError",
     "InvalidTimestampError",
     "InvalidTxnStateError",
@@ -132,6 +133,15 @@ class LogConfigError(StorageError, ValueError):
         super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
+
+
+class InvalidTopicConfigError(LogConfigError):
+    """A topic config combination Kafka refuses with a message of its own (no "Invalid value ..." prefix)."""
+
+    def __init__(self, message: str) -> None:  # noqa: D107 - the message is the whole error
+        StorageError.__init__(self, message)
+        self.name = ""
+        self.value = None
 
 
 class CorruptIndexError(StorageError):
