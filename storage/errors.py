@@ -15,6 +15,7 @@ __all__ = [
     "DuplicateSequenceError",
     "InvalidProducerEpochError",
     "InvalidTopicConfigError",
+    "OffsetMovedToTieredStorageError",
     "InvalidRecordError",
     "InvalidTimestampError",
     "InvalidTxnStateError",
@@ -51,6 +52,13 @@ class OffsetOutOfRangeError(StorageError):
     """A fetch or lookup offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
 
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class OffsetMovedToTieredStorageError(StorageError):
+    """A fetch offset below the local log start that only remote storage holds (OFFSET_MOVED_TO_TIERED_STORAGE);
+    the replica manager reads it from there for consumers, followers are told."""
+
+    error_code = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
 
 
 class RecordTooLargeError(StorageError):

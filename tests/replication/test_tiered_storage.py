@@ -1,0 +1,163 @@
+"""Tiered storage (KIP-405) on a real broker with stock clients: a topic whose first segments are only in
+remote storage (a directory backend here; tests/storage/remote/test_s3.py runs the same on an S3 server)
+is read from the start by confluent-kafka, ListOffsets answers -4/-5/-6 as Kafka's UnifiedLog, retention
+and DeleteRecords delete remote segments, and Kafka's config refusals come back as INVALID_CONFIG."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
+from pykbroker.testing import BrokerProcess, RawClient
+from wire import ErrorCode
+from wire.messages import ListOffsetsRequest
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+EARLIEST, LATEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -5, -6
+
+
+def tiered_overrides(remote_dir: Path, **extra: str) -> dict[str, str]:
+    return {"remote.log.storage.system.enable": "true", "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+            "rsm.config.dir": str(remote_dir), "remote.log.manager.task.interval.ms": "200",
+            "log.retention.check.interval.ms": "200", "log.initial.task.delay.ms": "0",
+            "log.segment.delete.delay.ms": "0", "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+            **extra}
+
+
+TOPIC_CONFIGS = {"remote.storage.enable": "true", "internal.segment.bytes": "20000", "local.retention.bytes": "1"}
+
+
+def list_offset(bootstrap: str, topic: str, timestamp: int, version: int = 9) -> tuple[int, int, int]:
+    with RawClient(bootstrap) as c:
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+        answer = c.request(request, version).topics[0].partitions[0]
+        return answer.error_code, answer.offset, answer.leader_epoch
+
+
+def wait_until(condition, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(f"no {what} after {timeout}s")
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
+    for i in range(start, start + n):
+        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, key=str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, offset: int = 0) -> list[tuple[int, bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
+                         "enable.auto.commit": False,
+                         "max.partition.fetch.bytes": 16384})
+    consumer.assign([TopicPartition(topic, 0, offset)])
+    out: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 60
+    while len(out) < expected and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            raise KafkaException(msg.error())
+        out.append((msg.offset(), msg.value()))
+    consumer.close()
+    return out
+
+
+def remote_log_objects(remote_dir: Path) -> list[Path]:
+    return sorted(remote_dir.rglob("*.log"))
+
+
+def local_segments(broker: BrokerProcess, topic: str) -> list[Path]:
+    return sorted((broker.data_dir / "logs" / f"{topic}-0").glob("*.log"))
+
+
+@pytest.mark.timeout(180)
+def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config=TOPIC_CONFIGS)])["tiered"].result(30)
+        produce(broker.bootstrap, "tiered", 600)
+        # Copied, then deleted locally (local.retention.bytes=1): the local log starts well after 0.
+        wait_until(lambda: list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL)[1] > 200, what="local deletion")
+        code, local_start, _ = list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL)
+        assert code == ErrorCode.NONE
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0)
+        assert list_offset(broker.bootstrap, "tiered", LATEST)[:2] == (ErrorCode.NONE, 600)
+        _, tiered, epoch = list_offset(broker.bootstrap, "tiered", LATEST_TIERED)
+        assert local_start - 1 <= tiered < 600 and epoch == 0
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD)[:2] == (ErrorCode.NONE, tiered + 1)
+        assert min(int(p.name[:20]) for p in local_segments(broker, "tiered")) == local_start
+        assert remote_log_objects(remote)
+
+        records = consume_all(broker.bootstrap, "tiered", 600)
+        assert [o for o, _ in records] == list(range(600))
+        assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
+        # From the middle of the remote part too.
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 10, offset=57)] == list(range(57, 67))
+
+        # A restart keeps the remote part: the log still starts at 0.
+        broker.stop()
+        broker.start()
+        wait_until(lambda: list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0),
+                   what="log start 0 after the restart")
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 600)] == list(range(600))
+
+        # DeleteRecords into the remote part: the log starts there and remote segments below it go.
+        before = len(remote_log_objects(remote))
+        result = admin.delete_records([TopicPartition("tiered", 0, 150)])
+        list(result.values())[0].result(30)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 150)
+        wait_until(lambda: len(remote_log_objects(remote)) < before, what="remote segments below 150 deleted")
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 450, offset=150)] == list(range(150, 600))
+
+
+@pytest.mark.timeout(120)
+def test_total_retention_deletes_remote_segments(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        configs = {**TOPIC_CONFIGS, "retention.bytes": "60000"}
+        admin.create_topics([NewTopic("bounded", 1, 1, config=configs)])["bounded"].result(30)
+        produce(broker.bootstrap, "bounded", 1500)
+        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST)[1] > 0, what="remote retention")
+        start = list_offset(broker.bootstrap, "bounded", EARLIEST)[1]
+        remote_bytes = sum(p.stat().st_size for p in remote_log_objects(remote))
+        assert remote_bytes <= 60000
+        records = consume_all(broker.bootstrap, "bounded", 1500 - start, offset=start)
+        assert [o for o, _ in records] == list(range(start, 1500))
+
+
+def test_tiered_configs_are_refused_as_kafka_refuses_them(tmp_path):
+    with BrokerProcess(tmp_path / "off") as broker:  # remote.log.storage.system.enable=false
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        future = admin.create_topics([NewTopic("t", 1, 1, config={"remote.storage.enable": "true"})])["t"]
+        with pytest.raises(KafkaException, match="Tiered Storage functionality is disabled in the broker"):
+            future.result(30)
+    with BrokerProcess(tmp_path / "on", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        future = admin.create_topics([NewTopic("c", 1, 1, config={"remote.storage.enable": "true",
+                                                                   "cleanup.policy": "compact"})])["c"]
+        with pytest.raises(KafkaException, match="only supports topics with cleanup.policy=delete"):
+            future.result(30)
+        admin.create_topics([NewTopic("t", 1, 1, config={"remote.storage.enable": "true"})])["t"].result(30)
+        resource = ConfigResource("topic", "t", incremental_configs=[
+            ConfigEntry("remote.storage.enable", "false", incremental_operation=AlterConfigOpType.SET)])
+        with pytest.raises(KafkaException, match="It is invalid to disable remote storage without deleting"):
+            admin.incremental_alter_configs([resource])[resource].result(30)
+        described = admin.describe_configs([ConfigResource("topic", "t")])
+        entries = list(described.values())[0].result(30)
+        assert entries["remote.storage.enable"].value == "true"
+        assert entries["remote.copy.lag.ms"].value == "0"
