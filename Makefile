@@ -25,9 +25,10 @@ cluster: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
+	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
 		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \

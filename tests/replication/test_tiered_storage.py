@@ -6,6 +6,7 @@ and DeleteRecords delete remote segments, and Kafka's config refusals come back 
 from __future__ import annotations
 
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
-from pykbroker.testing import BrokerProcess, RawClient
+from pykbroker.testing import BrokerProcess, RawClient, free_port
 from wire import ErrorCode
 from wire.messages import ListOffsetsRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -161,3 +162,40 @@ def test_tiered_configs_are_refused_as_kafka_refuses_them(tmp_path):
         entries = list(described.values())[0].result(30)
         assert entries["remote.storage.enable"].value == "true"
         assert entries["remote.copy.lag.ms"].value == "0"
+
+
+def metric(port: int, name: str, labels: str = "") -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + (labels or " ")) or (not labels and line.startswith(name + "{}")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+@pytest.mark.timeout(180)
+def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
+    remote = tmp_path / "remote"
+    metrics_port = free_port()
+    overrides = tiered_overrides(remote, **{"metrics.port": str(metrics_port)})
+    with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("outage", 1, 1, config=TOPIC_CONFIGS)])["outage"].result(30)
+        produce(broker.bootstrap, "outage", 300)
+        wait_until(lambda: list_offset(broker.bootstrap, "outage", EARLIEST_LOCAL)[1] > 100, what="a first copy")
+        remote.rename(tmp_path / "unmounted")  # the store goes away
+        tiered_before = list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1]
+        produce(broker.bootstrap, "outage", 300, start=300)
+        wait_until(lambda: "remote storage unavailable" in broker.log(), what="the outage's log line")
+        wait_until(lambda: metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopyerrorspersec") > 0,
+                   what="the copy error meter")
+        assert metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopylagbytes", '{topic="outage"}') > 0
+        # Nothing uncopied was deleted locally: the local log starts right after what is remote, and the tail
+        # is served.
+        assert list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1] == tiered_before
+        assert list_offset(broker.bootstrap, "outage", EARLIEST_LOCAL)[1] <= tiered_before + 1
+        tail = consume_all(broker.bootstrap, "outage", 600 - tiered_before - 1, offset=tiered_before + 1)
+        assert [o for o, _ in tail] == list(range(tiered_before + 1, 600))
+        (tmp_path / "unmounted").rename(remote)  # back
+        wait_until(lambda: list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1] > 300, what="copying again")
+        wait_until(lambda: "remote storage is reachable again" in broker.log(), what="the recovery's log line")
+        assert [o for o, _ in consume_all(broker.bootstrap, "outage", 600)] == list(range(600))
