@@ -101,7 +101,8 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
         leader_of=broker._partition_leader, send_produce=send_produce if broker.cluster_mode else None,
         time_ms=broker.now_ms)
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
-                           task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms)
+                           task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
+                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
     broker.replica_manager.remote_log_manager = rlm
     log.info("tiered storage enabled: remote segments in %r", store)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -47,6 +48,7 @@ log = logging.getLogger("replication.remote_log_manager")
 __all__ = ["RemoteLogManager"]
 
 _S = RemoteLogSegmentState
+LONG_MAX = (1 << 63) - 1
 
 
 class RemoteLogManager:
@@ -54,7 +56,7 @@ class RemoteLogManager:
 
     def __init__(self, replica_manager: Any, node_id: int, rsm: RemoteStorageManager, reader: RemoteLogReader,
                  metadata: TopicBasedRemoteLogMetadataManager, *, task_interval_ms: int,
-                 time_ms: Callable[[], int]) -> None:
+                 time_ms: Callable[[], int], copy_max_bytes_per_second: int = LONG_MAX) -> None:
         self._rm = replica_manager
         self.node_id = node_id
         self.rsm = rsm
@@ -62,6 +64,8 @@ class RemoteLogManager:
         self.metadata = metadata
         self.task_interval_ms = task_interval_ms
         self.time_ms = time_ms
+        # remote.log.manager.copy.max.bytes.per.second: each segment's upload takes at least size / quota seconds.
+        self.copy_max_bytes_per_second = copy_max_bytes_per_second
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None
         self._task: asyncio.Task | None = None
@@ -222,8 +226,10 @@ class RemoteLogManager:
             data = LogSegmentData(segment.log.path, segment.offset_index.path, segment.time_index.path,
                                   segment.txn_index.path, snapshot, checkpoint.encode())
             await self.metadata.write(m.topic_id, m.partition, encode_segment(m))
+            log.info("%s-%d: copying segment [%d, %d] (%d bytes) to remote storage as %s", p.topic, p.partition,
+                     m.start_offset, m.end_offset, m.segment_size_in_bytes, m.segment_id)
             try:
-                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data)
+                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data, self._quota_wait(m))
             except FileNotFoundError:
                 log.info("%s-%d: segment %d was deleted locally before it was copied", p.topic, p.partition,
                          segment.base_offset)
@@ -232,8 +238,14 @@ class RemoteLogManager:
             self.copy_bytes += m.segment_size_in_bytes
             self.copy_segments += 1
             log_.highest_offset_in_remote_storage = max(log_.highest_offset_in_remote_storage, end_offset)
-            log.info("%s-%d: copied segment [%d, %d] (%d bytes) to remote storage as %s", p.topic, p.partition,
-                     m.start_offset, m.end_offset, m.segment_size_in_bytes, m.segment_id)
+            log.info("%s-%d: copied segment [%d, %d] to remote storage", p.topic, p.partition, m.start_offset,
+                     m.end_offset)
+
+    def _quota_wait(self, m: RemoteLogSegmentMetadata) -> Callable[[], None] | None:
+        if self.copy_max_bytes_per_second >= LONG_MAX:
+            return None
+        seconds = m.segment_size_in_bytes / self.copy_max_bytes_per_second
+        return lambda: time.sleep(seconds)  # on the copy's thread
 
     async def _delete(self, m: RemoteLogSegmentMetadata, reason: str) -> None:
         await self._update(m, _S.DELETE_SEGMENT_STARTED)

@@ -199,3 +199,67 @@ def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
         wait_until(lambda: list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1] > 300, what="copying again")
         wait_until(lambda: "remote storage is reachable again" in broker.log(), what="the recovery's log line")
         assert [o for o, _ in consume_all(broker.bootstrap, "outage", 600)] == list(range(600))
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
+    remote = tmp_path / "remote"
+    metrics_port = free_port()
+    # 10 kB/s: each 20 kB segment's upload takes two seconds, between its indexes and its data.
+    overrides = tiered_overrides(remote, **{"remote.log.manager.copy.max.bytes.per.second": "10000",
+                                            "metrics.port": str(metrics_port)})
+    broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+    with broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
+        produce(broker.bootstrap, "killed", 400)
+        wait_until(lambda: "killed-0: copying segment" in broker.log(), what="an upload under way")
+        time.sleep(0.5)
+        broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its data is not
+        assert list(remote.rglob("*.index")) and len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote))
+        broker.start()
+        wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
+        wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
+        # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
+        wait_until(lambda: len(list(remote.rglob("*.index"))) == len(remote_log_objects(remote)),
+                   what="no orphaned objects")
+        counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
+        on_disk = sum(p.stat().st_size for p in remote_log_objects(remote))
+        assert counted == on_disk
+        assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
+
+
+@pytest.mark.timeout(180)
+def test_tiering_is_turned_on_then_read_only_then_off_on_a_live_topic(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("live", 1, 1, config={"internal.segment.bytes": "20000"})])["live"].result(30)
+        produce(broker.bootstrap, "live", 300)
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[:2] == (ErrorCode.NONE, -1)
+
+        def alter(**configs: str) -> None:
+            resource = ConfigResource("topic", "live", incremental_configs=[
+                ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+                for k, v in configs.items()])
+            admin.incremental_alter_configs([resource])[resource].result(30)
+
+        alter(remote_storage_enable="true", local_retention_bytes="1")
+        wait_until(lambda: list_offset(broker.bootstrap, "live", EARLIEST_LOCAL)[1] > 100, what="tiering on")
+        assert [o for o, _ in consume_all(broker.bootstrap, "live", 300)] == list(range(300))
+
+        alter(remote_log_copy_disable="true", local_retention_bytes="-2")  # read only: copying stops
+        time.sleep(1.0)  # a few rounds of the 200 ms task
+        tiered = list_offset(broker.bootstrap, "live", LATEST_TIERED)[1]
+        produce(broker.bootstrap, "live", 300, start=300)
+        time.sleep(1.0)
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[1] == tiered
+        assert [o for o, _ in consume_all(broker.bootstrap, "live", 600)] == list(range(600))
+
+        alter(remote_storage_enable="false", remote_log_delete_on_disable="true")  # off, remote data deleted
+        local_start = list_offset(broker.bootstrap, "live", EARLIEST_LOCAL)[1]
+        wait_until(lambda: list_offset(broker.bootstrap, "live", EARLIEST)[1] == local_start, what="remote deleted")
+        wait_until(lambda: not remote_log_objects(remote), what="no remote objects")
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[:2] == (ErrorCode.NONE, -1)
+        records = consume_all(broker.bootstrap, "live", 600 - local_start, offset=local_start)
+        assert [o for o, _ in records] == list(range(local_start, 600))
