@@ -5,6 +5,7 @@ and DeleteRecords delete remote segments, and Kafka's config refusals come back 
 
 from __future__ import annotations
 
+import shutil
 import time
 import urllib.request
 from pathlib import Path
@@ -14,7 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
 from wire import ErrorCode
 from wire.messages import ListOffsetsRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -56,6 +57,13 @@ def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
         producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, key=str(i).encode(), partition=0)
     assert producer.flush(30) == 0
+
+
+def produce_acks_all(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 4096})
+    for i in range(start, start + n):
+        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+    assert producer.flush(60) == 0
 
 
 def consume_all(bootstrap: str, topic: str, expected: int, offset: int = 0) -> list[tuple[int, bytes]]:
@@ -263,3 +271,33 @@ def test_tiering_is_turned_on_then_read_only_then_off_on_a_live_topic(tmp_path):
         assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[:2] == (ErrorCode.NONE, -1)
         records = consume_all(broker.bootstrap, "live", 600 - local_start, offset=local_start)
         assert [o for o, _ in records] == list(range(local_start, 600))
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+@pytest.mark.timeout(240)
+def test_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_path):
+    remote = tmp_path / "remote"  # one store shared by the brokers, as a bucket is
+    overrides = tiered_overrides(remote, **{"replica.lag.time.max.ms": "10000"})
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("moved", 1, replica_assignment=[[1, 2, 3]], config=TOPIC_CONFIGS)])["moved"] \
+            .result(30)
+        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+                   what="a full ISR")
+        produce_acks_all(cluster.bootstrap, "moved", 300)
+        leader = cluster.broker(1).bootstrap
+        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 100, what="copies by broker 1")
+        tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
+        cluster.broker(1).kill()
+        wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
+                   what="a new leader")
+        new_leader = cluster.broker(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader)
+        produce_acks_all(cluster.bootstrap, "moved", 300, start=300)
+        # The new leader knows what its predecessor copied and goes on from there.
+        wait_until(lambda: list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1] > 400,
+                   what="copies by the new leader")
+        assert list_offset(new_leader.bootstrap, "moved", EARLIEST)[:2] == (ErrorCode.NONE, 0)
+        assert tiered_by_first < list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1]
+        wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
+                   what="local deletion on the new leader")
+        assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
