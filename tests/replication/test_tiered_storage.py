@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
+from tests.s3_server import S3Server, s3_server_available
 from wire import ErrorCode
 from wire.messages import ListOffsetsRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -301,3 +302,42 @@ def test_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_path):
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
                    what="local deletion on the new leader")
         assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+
+
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
+@pytest.mark.timeout(180)
+def test_tiered_storage_on_an_s3_server_that_goes_down_for_a_while(tmp_path):
+    metrics_port = free_port()
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("tiered-bucket"),
+                     "metrics.port": str(metrics_port)}
+        del overrides["rsm.config.dir"]
+        with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("s3t", 1, 1, config=TOPIC_CONFIGS)])["s3t"].result(30)
+            produce(broker.bootstrap, "s3t", 300)
+            wait_until(lambda: list_offset(broker.bootstrap, "s3t", EARLIEST_LOCAL)[1] > 100, what="copies to S3")
+            store = s3.object_store("tiered-bucket")
+            assert any(key.endswith(".log") for key in store.list())
+            assert [o for o, _ in consume_all(broker.bootstrap, "s3t", 300)] == list(range(300))
+
+            s3.stop()  # the object store goes down
+            tiered = list_offset(broker.bootstrap, "s3t", LATEST_TIERED)[1]
+            produce(broker.bootstrap, "s3t", 300, start=300)
+            wait_until(lambda: "remote storage unavailable" in broker.log(), what="the outage's log line")
+            wait_until(lambda: metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopyerrorspersec") > 0,
+                       what="the copy error meter")
+            assert list_offset(broker.bootstrap, "s3t", EARLIEST_LOCAL)[1] <= tiered + 1
+            tail = consume_all(broker.bootstrap, "s3t", 600 - tiered - 1, offset=tiered + 1)
+            assert [o for o, _ in tail] == list(range(tiered + 1, 600))
+
+            s3.start()  # back, same port and data
+            wait_until(lambda: list_offset(broker.bootstrap, "s3t", LATEST_TIERED)[1] > 300, what="copying again",
+                       timeout=90)
+            assert [o for o, _ in consume_all(broker.bootstrap, "s3t", 600)] == list(range(600))
+            # The credentials are the backend's alone: not in the log, not among the described broker configs.
+            assert s3.secret_key not in broker.log()
+            described = admin.describe_configs([ConfigResource("broker", "1")])
+            entries = list(described.values())[0].result(30)
+            assert not any(name.startswith("rsm.config") for name in entries)
+            assert all(s3.secret_key not in str(entry.value) for entry in entries.values())
