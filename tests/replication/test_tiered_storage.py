@@ -5,6 +5,7 @@ and DeleteRecords delete remote segments, and Kafka's config refusals come back 
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import urllib.request
@@ -274,9 +275,14 @@ def test_tiering_is_turned_on_then_read_only_then_off_on_a_live_topic(tmp_path):
         assert [o for o, _ in records] == list(range(local_start, 600))
 
 
+SLOW = pytest.mark.skipif(os.environ.get("PYKBROKER_TIERED_SLOW") != "1",
+                          reason="slow tiered storage suite: make test-tiered-slow (PYKBROKER_TIERED_SLOW=1)")
+
+
+@SLOW
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 @pytest.mark.timeout(240)
-def test_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_path):
+def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_path):
     remote = tmp_path / "remote"  # one store shared by the brokers, as a bucket is
     overrides = tiered_overrides(remote, **{"replica.lag.time.max.ms": "10000"})
     with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
