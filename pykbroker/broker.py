@@ -15,6 +15,7 @@ from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.remote_storage import build_remote_log_manager
 from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager
@@ -122,6 +123,7 @@ class Broker:
         self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
+        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
@@ -415,6 +417,8 @@ class Broker:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.start()
 
     def _delete_stray_logs(self) -> None:
         """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
@@ -627,6 +631,8 @@ class Broker:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.close()
         await self.pending_logs.close()
         await self.replica_fetchers.close()
         self.broker_clients.close()
