@@ -14,6 +14,7 @@ from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
 from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
+from pykbroker.iceberg.config import split_topic_configs
 from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
@@ -647,7 +648,7 @@ class Broker:
         topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
-        return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
+        return LogConfig.from_properties(split_topic_configs(topic.configs)[0], defaults=self.default_log_config)
 
     def _host_topic(self, topic: TopicState, old: TopicState | None = None, new_logs: int = 0) -> int:
         """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``. Up to
