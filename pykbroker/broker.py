@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
+from pykbroker.iceberg.config import split_topic_configs
+from pykbroker.iceberg.writer import ICEBERG_BROKER_PROPERTIES, IcebergService
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.remote_storage import build_remote_log_manager
@@ -158,6 +160,9 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
         self.pending_logs = PendingLogs(self.log_manager, self._logs_created)
+        # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
+        self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
+                                      self.replica_manager, lambda: self.metadata.image)
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
@@ -410,6 +415,8 @@ class Broker:
                         if self.cluster_mode else self._directory_offline(lambda t, p: in_offline((t, p)), dirs,
                                                                           at_start=True))
         self.metadata.subscribe(self._apply_metadata)
+        self.iceberg.apply(None, self.metadata.image)
+        self.metadata.subscribe(self.iceberg.apply)
         self.replica_manager.start_isr_expiration()
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
@@ -625,6 +632,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await self.iceberg.close()
         if self._share_groups is not None:
             await self._share_groups.close()
         if self._transaction_coordinator is not None:
@@ -648,7 +656,7 @@ class Broker:
         topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
-        return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
+        return LogConfig.from_properties(split_topic_configs(topic.configs)[0], defaults=self.default_log_config)
 
     def _host_topic(self, topic: TopicState, old: TopicState | None = None, new_logs: int = 0) -> int:
         """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``. Up to

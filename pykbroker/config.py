@@ -271,6 +271,15 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
     ConfigDef("console.listener", _console_listener, None,
               "Serve the read-only console page at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+    # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
+    ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
+              "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),
+    ConfigDef("iceberg.catalog.uri", _str, "",
+              "The catalog's address: a SQLAlchemy URL for sql (default sqlite:///<first log dir>/iceberg/"
+              "catalog.db), the REST endpoint for rest."),
+    ConfigDef("iceberg.warehouse", _str, "",
+              "Where data and metadata files go (default file://<first log dir>/iceberg/warehouse)."),
+    ConfigDef("iceberg.catalog.namespace", _str, "kafka", "The namespace holding one table per topic."),
     ConfigDef("max.connections.per.ip", _int(0, _I32), "2147483647",
               "Connections one address may hold; more are closed as they arrive."),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(0, _I32), "1000",
