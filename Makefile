@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,10 @@ cluster: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
+	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
 		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
@@ -109,9 +110,14 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
+## test-tiered-slow: tiered storage beyond `make test` (~20 s): a 3-broker cluster whose leader is killed while
+##                   copying
+test-tiered-slow: deps
+	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision; about 17 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage; about 18 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

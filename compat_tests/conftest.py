@@ -10,7 +10,7 @@ import pytest
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, KafkaBroker, jars_dir
 
-# The judge of the features table and of every scenario that runs on a cluster too (pykbroker.features).
+# The judge of the features table and of every scenario that runs on a cluster too (replication.metadata.features).
 KAFKA_44 = "4.4.0"
 
 

@@ -7,7 +7,7 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    # Feature levels (pykbroker.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
+    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
     # KIP-1191) and streams.version 1 (Streams groups, KIP-1071); neither is built, so neither is claimed.
     **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "
        "streams.version 1 (KIP-1071 Streams groups) are neither supported nor finalized."

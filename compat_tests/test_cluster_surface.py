@@ -22,8 +22,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from compat_tests.conftest import KAFKA_44
 from compat_tests.jvm.kafka_broker import jars_dir
 from compat_tests.test_cluster_reassignment import tool, wait_for
-from pykbroker.features import BOOTSTRAP_FINALIZED
 from pykbroker.testing import ClusterProcesses, RawClient
+from replication.metadata.features import BOOTSTRAP_FINALIZED
 from wire.messages import ApiVersionsRequest
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's tools need java")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pykbroker.config import CONFIG_DEFS, Config
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from storage import LogConfig
+from storage.config import validate_remote_storage
 from storage.errors import LogConfigError
 
 __all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries",
@@ -102,6 +103,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "preallocate": TopicConfigDef(_T.BOOLEAN, ("log.preallocate",), "Preallocate segment files."),
     "remote.log.copy.disable": TopicConfigDef(_T.BOOLEAN, (), "Stop copying segments to remote storage."),
     "remote.log.delete.on.disable": TopicConfigDef(_T.BOOLEAN, (), "Delete remote data when tiering is disabled."),
+    "remote.copy.lag.bytes": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.bytes",),
+                                            "Bytes behind the log end before a closed segment is copied (KIP-1241)."),
+    "remote.copy.lag.ms": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.ms",),
+                                         "Age of a closed segment before it is copied to remote storage (KIP-1241)."),
     "remote.storage.enable": TopicConfigDef(_T.BOOLEAN, (), "Tiered storage for this topic."),
     "retention.bytes": TopicConfigDef(_T.LONG, ("log.retention.bytes",), "Largest partition size before deletion."),
     "retention.ms": TopicConfigDef(_T.LONG, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -134,8 +139,14 @@ class ConfigEntry:
     synonyms: tuple[tuple[str, str | None, int], ...]
 
 
-def topic_config_error(configs: Mapping[str, str | None]) -> str | None:
-    """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid."""
+def topic_config_error(configs: Mapping[str, str | None], *, defaults: LogConfig | None = None,
+                       remote_storage_system_enable: bool = False,
+                       existing: Mapping[str, str] | None = None) -> str | None:
+    """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid.
+
+    ``defaults`` (the broker's topic defaults): the tiered storage rules are checked on the configs over them, as
+    Kafka's broker does, with ``existing`` the topic's configs before an alteration.
+    """
     nulls = [name for name, value in configs.items() if value is None]
     if nulls:
         return "Null value not supported for topic configs: " + ",".join(nulls)
@@ -144,6 +155,10 @@ def topic_config_error(configs: Mapping[str, str | None]) -> str | None:
             return f"Unknown topic config name: {name}"
     try:
         LogConfig.from_properties(configs)  # type: ignore[arg-type]
+        if defaults is not None:
+            was_remote = (existing or {}).get("remote.storage.enable", "false").strip().lower() == "true"
+            validate_remote_storage(LogConfig.from_properties(configs, defaults=defaults),  # type: ignore[arg-type]
+                                    system_enabled=remote_storage_system_enable, was_remote_enabled=was_remote)
     except LogConfigError as exc:
         return str(exc)
     return None

@@ -3,7 +3,7 @@
 - v0-v4: the API ranges computed from the handler registry.
 - v1+: throttle_time_ms.
 - v3+: flexible; the client's software name and version must match Kafka's pattern, else INVALID_REQUEST;
-  supported and finalized features (``pykbroker.features``).
+  supported and finalized features (``replication.metadata.features``).
 - A request newer than v4 never reaches here: the connection answers it in v0 format with
   UNSUPPORTED_VERSION and, as Kafka 4.1, a key list holding ApiVersions' own range alone, so the client can
   retry with a version we serve.
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from pykbroker.context import RequestContext
-from pykbroker.features import finalized_features, supported_features
 from pykbroker.registry import handler
+from replication.metadata.features import finalized_features, supported_features
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 

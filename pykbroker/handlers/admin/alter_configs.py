@@ -78,7 +78,9 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
     if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    message = topic_config_error(new_configs)
+    message = topic_config_error(new_configs, defaults=ctx.broker.default_log_config,
+                                 remote_storage_system_enable=ctx.broker.config["remote.log.storage.system.enable"],
+                                 existing=ctx.metadata.topics[name].configs)
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     if not validate_only:

@@ -1,8 +1,9 @@
 """ListOffsets v1-10.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark; last stable offset in
-read_committed), -3 max timestamp (v7+), -4 earliest local (v8+), -5 latest tiered (v9+: no tiered
-storage here, so Kafka's "not found" answer). A timestamp >= 0 finds the first offset whose batch has a
+read_committed), -3 max timestamp (v7+), -4 earliest local (v8+: the first offset in local segments), -5
+latest tiered (v9+: the highest offset copied to remote storage, -1 for a topic without tiered storage), -6
+earliest pending upload (KIP-1023: the first offset not copied yet). A timestamp >= 0 finds the first offset whose batch has a
 timestamp at or after it, below the high watermark.
 - v2+: isolation_level. v4+: current_leader_epoch fencing and the leader epoch of the answer.
 - v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
@@ -29,6 +30,7 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 READ_COMMITTED = 1
 
 
@@ -51,11 +53,12 @@ def list_offset(partition, timestamp: int, read_committed: bool, from_replica: b
         offset = log.log_end_offset if from_replica else log.last_stable_offset if read_committed \
             else log.high_watermark
         return -1, offset, log.latest_epoch_for_offset(offset)
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == EARLIEST:
         offset = log.log_start_offset
         return -1, offset, log.latest_epoch_for_offset(offset)
-    if timestamp == LATEST_TIERED:
-        return -1, -1, -1
+    if timestamp in (EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD):  # tiered storage's (the log's answer)
+        ts, offset, epoch = log.fetch_offset_by_timestamp(timestamp)
+        return ts, offset, epoch
     found = log.fetch_offset_by_timestamp(timestamp)
     limit = log.last_stable_offset if read_committed else log.high_watermark
     if lagging and (found is None or found[1] >= limit):
