@@ -24,7 +24,12 @@ from compat_tests.jvm.kafka_broker import jars_dir
 from compat_tests.test_cluster_reassignment import tool, wait_for
 from pykbroker.testing import ClusterProcesses, RawClient
 from replication.metadata.features import BOOTSTRAP_FINALIZED
-from wire.messages import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from wire.messages import (
+    ApiVersionsRequest,
+    DescribeTransactionsRequest,
+    FindCoordinatorRequest,
+    MetadataRequest,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's tools need java")
 
@@ -224,3 +229,23 @@ def test_a_kip_848_group_keeps_its_assignment_and_offsets_when_its_coordinator_i
             c.close()
         cluster.broker(coordinator).start()
         cluster.wait_for_brokers(3)
+
+
+@slow
+def test_the_java_producer_commits_transactions_with_transactions_v2(cluster, jars44):
+    """With transaction.version 2 finalized, Kafka 4.4's producer adds partitions implicitly and the coordinator
+    bumps the producer epoch at every commit (KIP-890 part 2): the epoch counts the transactions."""
+    topic, txn_id = f"tv2-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    out = tool(jars44, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "3000",
+               "--record-size", "100", "--throughput", "-1", "--command-property",
+               f"bootstrap.servers={cluster.bootstrap}", "acks=all",
+               "--transactional-id", txn_id, "--transaction-duration-ms", "50")
+    assert "3000 records sent" in out
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        coordinator = c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id]), 4).coordinators[0]
+    with RawClient(f"{coordinator.host}:{coordinator.port}") as c:
+        [state] = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states
+    assert state.error_code == 0 and state.transaction_state == "CompleteCommit"
+    assert state.producer_epoch >= 2, f"epoch {state.producer_epoch}: the producer did not use Transactions V2"
