@@ -408,7 +408,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
-    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
+    # 9 s, not Kafka 3.9's 18 s: a dead broker's session expiry is what moves its leaderships, so this is the
+    # pace of failure detection, and a Kafka 4.4 KRaft cluster fences a silent broker after 9 s
+    # (broker.session.timeout.ms).
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000",
+              "ZooKeeper session timeout: a broker silent this long is dead to the cluster (its leaderships move)."),
     ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
               "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
