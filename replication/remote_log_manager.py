@@ -304,21 +304,30 @@ class RemoteLogManager:
         log.info("%s-%d: remote storage disabled; its remote data is deleted", p.topic, p.partition)
 
     # -- reads -------------------------------------------------------------------------------------------------
-    def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool) -> bytes:
-        """Records at ``fetch_offset`` from remote storage (blocking: call in a thread); b"" when none is there."""
+    def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool,
+             read_committed: bool = False) -> tuple[bytes, list | None]:
+        """Records at ``fetch_offset`` from remote storage (blocking: call in a thread), b"" when none is there,
+        and for ``read_committed`` the aborted transactions they overlap (remote transaction indexes first, then
+        the local ones, as Kafka's RemoteLogManager.collectAbortedTransactions)."""
         meta = self.metadata.partition_metadata(p.topic_id, p.partition)
         m = meta.segment_for_offset(fetch_offset) or meta.next_segment_after(fetch_offset)
         if m is None:
-            return b""
+            return b"", [] if read_committed else None
         self.fetch_requests += 1
         try:
-            records = self.reader.read(m, max(fetch_offset, m.start_offset), max_bytes, max_offset,
-                                       min_one_message).records
+            read = self.reader.read(m, max(fetch_offset, m.start_offset), max_bytes, max_offset, min_one_message)
+            aborted = None
+            if read_committed:
+                upper = read.next_offset if read.records else max_offset
+                found = self.reader.aborted_transactions(meta.copied(), fetch_offset, upper)
+                aborted = list(found.aborted_transactions)
+                if not found.is_complete:
+                    aborted += p.log.collect_aborted_transactions(fetch_offset, upper)
         except Exception:
             self.fetch_failures += 1
             raise
-        self.fetch_bytes += len(records)
-        return records
+        self.fetch_bytes += len(read.records)
+        return read.records, aborted
 
     def remote_size(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.metadata.partition_metadata(topic_id, partition).size_in_bytes

@@ -15,10 +15,12 @@ import uuid
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 from storage.remote.metadata import RemoteLogSegmentMetadata
 from storage.remote.storage_manager import RemoteStorageManager
+from storage.transaction_index import AbortedTxn, TxnIndexSearchResult, collect_aborted_txns, parse_entries
 
 __all__ = ["CHUNK_SIZE", "ChunkCache", "RemoteLogReader", "RemoteRead"]
 
@@ -91,6 +93,22 @@ class RemoteLogReader:
             positions.append(pos)
         return offsets, positions
 
+    def aborted_transactions(self, segments: list[RemoteLogSegmentMetadata], fetch_offset: int,
+                             upper_bound_offset: int) -> TxnIndexSearchResult:
+        """Aborted transactions overlapping [fetch_offset, upper_bound_offset) in the transaction indexes of
+        ``segments`` (in offset order, from the one holding ``fetch_offset``); complete when one entry's last stable
+        offset reached the upper bound, else later (local) segments must be searched too."""
+        found: list[AbortedTxn] = []
+        for m in segments:
+            if m.end_offset < fetch_offset or m.txn_index_empty:
+                continue
+            data = self.cache.get((m.segment_id, "txnindex"), partial(self.rsm.fetch_index, m, "txnindex"))
+            result = collect_aborted_txns(parse_entries(data)[0], fetch_offset, upper_bound_offset)
+            found += result.aborted_transactions
+            if result.is_complete:
+                return TxnIndexSearchResult(found, True)
+        return TxnIndexSearchResult(found, False)
+
     def _bytes(self, m: RemoteLogSegmentMetadata, start: int, length: int) -> bytes:
         end = min(start + length, m.segment_size_in_bytes)
         out = bytearray()
@@ -98,8 +116,8 @@ class RemoteLogReader:
         while pos < end:
             n = pos // self.chunk_size
             chunk_start = n * self.chunk_size
-            chunk = self.cache.get((m.segment_id, n), lambda s=chunk_start: self.rsm.fetch_log_segment(  # type: ignore[misc]
-                m, s, min(s + self.chunk_size, m.segment_size_in_bytes)))
+            chunk = self.cache.get((m.segment_id, n), partial(
+                self.rsm.fetch_log_segment, m, chunk_start, min(chunk_start + self.chunk_size, m.segment_size_in_bytes)))
             if not chunk:
                 break
             out += chunk[pos - chunk_start:end - chunk_start]

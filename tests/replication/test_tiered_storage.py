@@ -347,3 +347,39 @@ def test_tiered_storage_on_an_s3_server_that_goes_down_for_a_while(tmp_path):
             entries = list(described.values())[0].result(30)
             assert not any(name.startswith("rsm.config") for name in entries)
             assert all(s3.secret_key not in str(entry.value) for entry in entries.values())
+
+
+@pytest.mark.timeout(120)
+def test_read_committed_skips_aborted_transactions_in_remote_segments(tmp_path):
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("txns", 1, 1, config=TOPIC_CONFIGS)])["txns"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tiered-txn"})
+        producer.init_transactions(30)
+        committed = []
+        for t in range(16):
+            producer.begin_transaction()
+            for i in range(25):
+                value = f"t{t:02d}-{i:02d}-".encode() + b"x" * 150
+                producer.produce("txns", value=value, partition=0)
+                if t % 2 == 0:
+                    committed.append(value)
+            assert producer.flush(30) == 0  # sent: an abort then leaves aborted records in the log
+            if t % 2 == 0:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        wait_until(lambda: list_offset(broker.bootstrap, "txns", EARLIEST_LOCAL)[1] > 200, what="remote-only data")
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "rc", "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "max.partition.fetch.bytes": 16384})
+        consumer.assign([TopicPartition("txns", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+        extra = consumer.poll(2.0)
+        consumer.close()
+        assert got == committed
+        assert extra is None or extra.error()
