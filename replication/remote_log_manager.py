@@ -329,5 +329,18 @@ class RemoteLogManager:
         self.fetch_bytes += len(read.records)
         return read.records, aborted
 
+    def find_offset_by_timestamp(self, p: Any, timestamp: int) -> Any:
+        """ListOffsets of a timestamp >= 0 in the remote segments (blocking: call in a thread): the first record
+        at or after the log start offset with a timestamp >= ``timestamp``, None when no remote segment has one
+        (then the local segments are searched, as Kafka's RemoteLogManager.findOffsetByTimestamp)."""
+        start = p.log.log_start_offset
+        for m in self.metadata.partition_metadata(p.topic_id, p.partition).copied():
+            if m.end_offset < start or m.max_timestamp_ms < timestamp:
+                continue
+            found = self.reader.find_offset_by_timestamp(m, timestamp, start)
+            if found is not None:
+                return found
+        return None
+
     def remote_size(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.metadata.partition_metadata(topic_id, partition).size_in_bytes

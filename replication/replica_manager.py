@@ -596,6 +596,16 @@ class ReplicaManager:
             budget -= len(records)
             r.read = ReadResult(records, hw, lso, start, aborted)
 
+    async def remote_offset_for_timestamp(self, p: Partition, timestamp: int) -> tuple[int, int, int] | None:
+        """ListOffsets of a timestamp >= 0 on a tiered partition: its answer from the remote segments (read in a
+        thread), None when they have none (or the topic is not tiered): the local segments answer then."""
+        rlm = self.remote_log_manager
+        if rlm is None or timestamp < 0 or not p.log.remote_log_enabled \
+                or p.log.local_log_start_offset == p.log.log_start_offset:
+            return None
+        found = await asyncio.to_thread(rlm.find_offset_by_timestamp, p, timestamp)
+        return None if found is None else (found.timestamp, found.offset, found.leader_epoch)
+
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)
 

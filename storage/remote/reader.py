@@ -20,7 +20,9 @@ from typing import NamedTuple
 
 from storage.remote.metadata import RemoteLogSegmentMetadata
 from storage.remote.storage_manager import RemoteStorageManager
+from storage.segment import TimestampAndOffset, search_batch
 from storage.transaction_index import AbortedTxn, TxnIndexSearchResult, collect_aborted_txns, parse_entries
+from wire import iter_batch_headers
 
 __all__ = ["CHUNK_SIZE", "ChunkCache", "RemoteLogReader", "RemoteRead"]
 
@@ -28,6 +30,7 @@ CHUNK_SIZE = 1 << 20  # one ranged GET per MiB read: large enough for throughput
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the 12 bytes of LOG_OVERHEAD)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 
 
 class ChunkCache:
@@ -92,6 +95,34 @@ class RemoteLogReader:
             offsets.append(m.start_offset + rel)
             positions.append(pos)
         return offsets, positions
+
+    def find_offset_by_timestamp(self, m: RemoteLogSegmentMetadata, timestamp: int,
+                                 starting_offset: int) -> TimestampAndOffset | None:
+        """The first record of the segment at or after ``starting_offset`` whose timestamp is >= ``timestamp``
+        (the remote time index narrows where to start, as LogSegment.findOffsetByTimestamp does locally)."""
+        index = self.cache.get((m.segment_id, "timeindex"), partial(self.rsm.fetch_index, m, "timeindex"))
+        from_offset = m.start_offset
+        for i in range(0, len(index) - len(index) % 12, 12):
+            ts, rel = _TIME_ENTRY.unpack_from(index, i)
+            if ts >= timestamp or (i and ts == 0 and rel == 0):
+                break
+            from_offset = m.start_offset + rel
+        offsets, positions = self._index(m)
+        j = bisect_right(offsets, max(from_offset, starting_offset)) - 1
+        position = positions[j] if j >= 0 else 0
+        while position < m.segment_size_in_bytes:
+            head = self._bytes(m, position, 12)
+            if len(head) < 12:
+                return None
+            size = _HEADER.unpack_from(head)[1] + 12
+            data = self._bytes(m, position, size)
+            for _, header in iter_batch_headers(data):
+                if header.max_timestamp >= timestamp:
+                    found = search_batch(data, header, timestamp, starting_offset)
+                    if found is not None:
+                        return found
+            position += size
+        return None
 
     def aborted_transactions(self, segments: list[RemoteLogSegmentMetadata], fetch_offset: int,
                              upper_bound_offset: int) -> TxnIndexSearchResult:
