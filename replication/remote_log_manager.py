@@ -329,6 +329,32 @@ class RemoteLogManager:
         self.fetch_bytes += len(read.records)
         return read.records, aborted
 
+    async def build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
+        """A follower starting at the leader's local log start offset (KIP-405) takes the leader epochs and the
+        producer state of the data below from the remote segment that ends just before it."""
+        self.metadata.poll()
+        meta = self.metadata.partition_metadata(p.topic_id, p.partition)
+        m = meta.segment_for_offset(local_start - 1)
+        if m is None:
+            log.info("%s-%d: no remote segment ends at %d yet; the replica starts without its aux state", p.topic,
+                     p.partition, local_start - 1)
+            return
+
+        def fetch() -> tuple[bytes, bytes | None]:
+            checkpoint = self.rsm.fetch_index(m, "leader_epoch_checkpoint")
+            try:
+                snapshot: bytes | None = self.rsm.fetch_index(m, "snapshot")
+            except ObjectStoreError:
+                snapshot = None
+            return checkpoint, snapshot
+
+        checkpoint, snapshot = await asyncio.to_thread(fetch)
+        lines = checkpoint.decode().split("\n")
+        epochs = [(int(e), int(o)) for e, o in (line.split() for line in lines[2:] if line.strip())]
+        p.log.build_remote_log_aux_state(epochs, snapshot if m.end_offset == local_start - 1 else None, local_start)
+        log.info("%s-%d: leader epochs%s restored from remote segment [%d, %d]", p.topic, p.partition,
+                 " and producer state" if snapshot is not None else "", m.start_offset, m.end_offset)
+
     def find_offset_by_timestamp(self, p: Any, timestamp: int) -> Any:
         """ListOffsets of a timestamp >= 0 in the remote segments (blocking: call in a thread): the first record
         at or after the log start offset with a timestamp >= ``timestamp``, None when no remote segment has one

@@ -318,6 +318,12 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
                    what="local deletion on the new leader")
         assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+        # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
+        # the local log start offset with the leader epochs and producer state of the remote segment below it.
+        cluster.broker(1).start()
+        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+                   what="broker 1 back in the ISR")
+        assert "restored from remote segment" in cluster.broker(1).log()
 
 
 @pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
