@@ -125,7 +125,6 @@ class Broker:
         self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
-        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
@@ -136,6 +135,7 @@ class Broker:
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
             quota=self._replication_quota("follower"))
+        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         # Built on first use (or at start when their topics exist): importing them is a third of start-up.

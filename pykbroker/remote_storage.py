@@ -104,6 +104,7 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
                            copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
+    broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
     broker.replica_manager.remote_log_manager = rlm
     log.info("tiered storage enabled: remote segments in %r", store)
     return rlm

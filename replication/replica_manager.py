@@ -586,14 +586,25 @@ class ReplicaManager:
             hw, lso, start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
             limit = lso if read_committed else hw
             try:
-                records = await asyncio.to_thread(rlm.read, p, fp.fetch_offset, min(fp.max_bytes, max(budget, 0)),
-                                                  limit, budget == max_bytes)
+                records, aborted = await asyncio.to_thread(rlm.read, p, fp.fetch_offset,
+                                                           min(fp.max_bytes, max(budget, 0)), limit,
+                                                           budget == max_bytes, read_committed)
             except Exception as exc:  # noqa: BLE001 - an unreachable store is the client's retriable error
                 log.warning("remote read of %s-%d at %d failed: %s", fp.topic, fp.partition, fp.fetch_offset, exc)
                 r.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             budget -= len(records)
-            r.read = ReadResult(records, hw, lso, start, [] if read_committed else None)
+            r.read = ReadResult(records, hw, lso, start, aborted)
+
+    async def remote_offset_for_timestamp(self, p: Partition, timestamp: int) -> tuple[int, int, int] | None:
+        """ListOffsets of a timestamp >= 0 on a tiered partition: its answer from the remote segments (read in a
+        thread), None when they have none (or the topic is not tiered): the local segments answer then."""
+        rlm = self.remote_log_manager
+        if rlm is None or timestamp < 0 or not p.log.remote_log_enabled \
+                or p.log.local_log_start_offset == p.log.log_start_offset:
+            return None
+        found = await asyncio.to_thread(rlm.find_offset_by_timestamp, p, timestamp)
+        return None if found is None else (found.timestamp, found.offset, found.leader_epoch)
 
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)

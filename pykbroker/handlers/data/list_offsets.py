@@ -101,8 +101,9 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                 partition = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
                 if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
-                answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,
-                                                                                   read_committed, from_replica)
+                remote = await rm.remote_offset_for_timestamp(partition, p.timestamp)  # tiered: remote first
+                answer.timestamp, answer.offset, answer.leader_epoch = remote or list_offset(
+                    partition, p.timestamp, read_committed, from_replica)
             except PartitionError as exc:
                 answer.error_code = exc.code
                 if exc.code == ErrorCode.OFFSET_NOT_AVAILABLE and ctx.api_version < 5:
