@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-iceberg-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,11 +29,11 @@ cluster: $(STAMP)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
+		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
-		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -108,9 +108,14 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
+## test-iceberg-slow: Iceberg tables read by Spark beyond `make test` (~2 min): value_schema tables, dead letters
+##                    and schema evolution, and four kill -9s of the broker in a produce run
+test-iceberg-slow: deps
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision; about 17 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, Iceberg tables; about 19 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-iceberg-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
