@@ -68,6 +68,8 @@ __all__ = ["LogManager"]
 
 TopicPartition = tuple[str, int]
 LOCK_FILE_NAME = ".lock"
+#: Directories other parts of the broker keep in a log dir: pykbroker.iceberg's default catalog and warehouse.
+FOREIGN_DIRS = frozenset({"iceberg"})
 # While a log dir is recovered after an unclean shutdown, a progress line (percent, counts, time left) at
 # least this often, even while no log completes (one large log being scanned): never a silent minute.
 RECOVERY_PROGRESS_INTERVAL_S = 10.0
@@ -197,7 +199,8 @@ class LogManager:
             try:
                 to_load.append((path, parse_topic_partition_name(name)))
             except ValueError:
-                log.warning("Ignoring %s in log dir %s: not a topic-partition directory", name, log_dir)
+                if name not in FOREIGN_DIRS:
+                    log.warning("Ignoring %s in log dir %s: not a topic-partition directory", name, log_dir)
         total = len(to_load)
         done = [0]
         progress_lock = threading.Lock()

@@ -44,6 +44,9 @@ CATALOG_NAME = "pykbroker"
 OFFSETS_PROPERTY = "pykbroker.offsets"
 TOPIC_ID_PROPERTY = "pykbroker.topic-id"
 DLQ_SUFFIX = "~dlq"
+#: No retry of a conflicting commit inside pyiceberg: it would re-apply the append onto the other writer's
+#: snapshot without our offsets check. A conflict fails the commit; the translator re-reads from the table.
+_TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 _TRANSFORMS = {"hour": "HourTransform", "day": "DayTransform", "month": "MonthTransform",
                "year": "YearTransform", "identity": "IdentityTransform"}
 
@@ -113,9 +116,14 @@ class TableWriter:
             table = self.catalog.load_table(self.identifier)
         except NoSuchTableError:
             table = self.catalog.create_table_if_not_exists(
-                self.identifier, schema=_schema(config), partition_spec=_partition_spec(_schema(config), config))
+                self.identifier, schema=_schema(config), partition_spec=_partition_spec(_schema(config), config),
+                properties=_TABLE_PROPERTIES)
             log.info("iceberg: created table %s for topic %s (%s)", ".".join(self.identifier), self.topic,
                      config.mode)
+        if any(table.properties.get(k) != v for k, v in _TABLE_PROPERTIES.items()):
+            with table.transaction() as transaction:
+                transaction.set_properties(_TABLE_PROPERTIES)
+            table = self.catalog.load_table(self.identifier)
         missing = [(name, json_type) for name, json_type in config.value_schema
                    if name not in {f.name for f in table.schema().fields}]
         if missing:
