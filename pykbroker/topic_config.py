@@ -73,6 +73,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                            "Time to wait before deleting a file from the filesystem."),
     "flush.messages": TopicConfigDef(_T.LONG, ("log.flush.interval.messages",),
                                      "Records appended before the log is fsynced."),
+    "errors.deadletterqueue.group.enable": TopicConfigDef(
+        _T.BOOLEAN, (), "Whether share groups may use this topic as their dead-letter queue (KIP-1191)."),
     "flush.ms": TopicConfigDef(_T.LONG, ("log.flush.interval.ms",), "Time after which the log is fsynced."),
     "follower.replication.throttled.replicas": TopicConfigDef(
         _T.LIST, ("follower.replication.throttled.replicas",), "Replicas throttled on the follower side."),
@@ -86,6 +88,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                          "Local time limit with tiered storage (-2: retention.ms)."),
     "max.compaction.lag.ms": TopicConfigDef(_T.LONG, ("log.cleaner.max.compaction.lag.ms",),
                                             "Longest time a record stays uncompacted."),
+    "max.decompressed.message.bytes": TopicConfigDef(
+        _T.INT, ("max.decompressed.message.bytes",), "Largest decompressed size of a single record."),
     "max.message.bytes": TopicConfigDef(_T.INT, ("message.max.bytes",), "Largest record batch size allowed."),
     "message.timestamp.after.max.ms": TopicConfigDef(
         _T.LONG, ("log.message.timestamp.after.max.ms",), "Largest allowed timestamp ahead of the broker's clock."),
@@ -102,6 +106,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "preallocate": TopicConfigDef(_T.BOOLEAN, ("log.preallocate",), "Preallocate segment files."),
     "remote.log.copy.disable": TopicConfigDef(_T.BOOLEAN, (), "Stop copying segments to remote storage."),
     "remote.log.delete.on.disable": TopicConfigDef(_T.BOOLEAN, (), "Delete remote data when tiering is disabled."),
+    "remote.copy.lag.bytes": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.bytes",),
+                                            "Size-based upload eligibility of a segment for remote storage."),
+    "remote.copy.lag.ms": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.ms",),
+                                         "Time-based upload eligibility of a segment for remote storage."),
     "remote.storage.enable": TopicConfigDef(_T.BOOLEAN, (), "Tiered storage for this topic."),
     "retention.bytes": TopicConfigDef(_T.LONG, ("log.retention.bytes",), "Largest partition size before deletion."),
     "retention.ms": TopicConfigDef(_T.LONG, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
