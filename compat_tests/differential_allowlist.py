@@ -10,11 +10,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The Streams-group APIs are issue 33's (Kafka Streams' KIP-1071 protocol), not served yet.
     **{("api_versions", f"api.{key}"): "Streams-group API not served yet (issue 33: Kafka Streams groups)."
        for key in (88, 89, 93)},
-    # Kafka 4.4's finalized feature levels (metadata.version 33, share.version 2, streams.version 1 finalized on
-    # a new cluster) are issue 31's (pykbroker/features.py); until it lands ours are 4.1's.
-    **{("api_versions", key): "Kafka 4.4's feature levels: issue 31 (cluster surface) owns pykbroker/features.py."
-       for key in ("supported.metadata.version", "finalized.metadata.version", "supported.share.version",
-                   "finalized.share.version", "supported.streams.version", "finalized.streams.version")},
     # Not yet as Kafka 4.3-4.4 (issue 32, in progress): a new consumer group's epochs and the assignment computed
     # at most every group.consumer.assignment.interval.ms (KIP-1263), and the group configs added in 4.3-4.4.
     **{("consumer_groups", key): "Kafka 4.4's consumer-group epochs and assignment interval (KIP-1263) not yet."
@@ -25,6 +20,11 @@ ALLOWED: dict[tuple[str, str], str] = {
                               "heartbeat interval after delete", "heartbeat interval given",
                               "list config resources after clear", "session above max", "session below min",
                               "standby above max")},
+    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
+    # KIP-1191) and streams.version 1 (Streams groups, KIP-1071); neither is built, so neither is claimed.
+    **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "
+       "streams.version 1 (KIP-1071 Streams groups) are neither supported nor finalized."
+       for kind in ("supported", "finalized") for name in ("share.version", "streams.version")},
     **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
        "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.x has no ZooKeeper mode)."
        for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",

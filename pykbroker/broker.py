@@ -13,19 +13,27 @@ from typing import TYPE_CHECKING, Any, cast
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
-from pykbroker.features import SHARE_VERSION, TRANSACTION_VERSION
-from pykbroker.metadata_store import EmbeddedMetadataStore, load_or_create_cluster_id, uuid_to_kafka_string
+from pykbroker.iceberg.config import split_topic_configs
+from pykbroker.iceberg.writer import ICEBERG_BROKER_PROPERTIES, IcebergService
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.remote_storage import build_remote_log_manager
 from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
-from pykbroker.security.delegation_tokens import DelegationTokenManager, TokenStore
+from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.assignment import assign_replicas
 from replication.broker_client import BrokerClientPool
 from replication.fetch_session import FetchSessionCache
-from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.metadata.embedded_store import (
+    EmbeddedMetadataStore,
+    load_or_create_cluster_id,
+    uuid_to_kafka_string,
+)
+from replication.metadata.features import SHARE_VERSION, TRANSACTION_VERSION
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.metadata.tokens import TokenStore
 from replication.partition import Partition
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -41,9 +49,10 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.metrics.recorder import Recorder
-    from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
-    from replication.metadata_image import MetadataWriter
-    from replication.zk.client import ZooKeeperClient
+    from replication.controller.zk_controller import ZkController
+    from replication.metadata.image import MetadataWriter
+    from replication.metadata.zk.cluster import ZooKeeperCluster
+    from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 
 # The coordinators' topics, named here so that looking for them at start does not import the
 # coordinators (tests/pykbroker/test_broker.py checks them against coordinator/).
@@ -73,7 +82,8 @@ class Broker:
         self.config = config
         self.registry = registry
         self.node_id = config.node_id
-        self.zk: ZooKeeperClient | None = None
+        self.zk: ZooKeeperCluster | None = None  # the ZooKeeper stores of a cluster broker
+        self.controller: ZkController
         # Set by controlled shutdown: from then on this broker fetches nothing, so no leader adds it back to an
         # ISR it left (Kafka's controller sends StopReplica to the broker and refuses it as INELIGIBLE_REPLICA).
         self.shutting_down = False
@@ -115,6 +125,7 @@ class Broker:
         self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
         self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
         self.replica_manager.broker_racks = self.broker_racks
+        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
@@ -149,6 +160,9 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
         self.pending_logs = PendingLogs(self.log_manager, self._logs_created)
+        # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
+        self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
+                                      self.replica_manager, lambda: self.metadata.image)
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
@@ -320,22 +334,16 @@ class Broker:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def _acl_store(self):
-        if not self.cluster_mode:
+        if self.zk is None:
             return self.metadata
-        from pykbroker.security.zk_acl_store import ZooKeeperAclStore
-
-        assert self.zk is not None
-        return ZooKeeperAclStore(self.zk)
+        return self.zk.acl_store
 
     def _delegation_token_manager(self) -> DelegationTokenManager:
         """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""
         config = self.config
         store: TokenStore
-        if self.cluster_mode:
-            from pykbroker.security.zk_token_store import ZooKeeperTokenStore
-
-            assert self.zk is not None
-            store = ZooKeeperTokenStore(self.zk)
+        if self.zk is not None:
+            store = self.zk.token_store
         else:
             assert isinstance(self.metadata, EmbeddedMetadataStore)
             store = self.metadata
@@ -346,16 +354,13 @@ class Broker:
 
     def _init_cluster_mode(self) -> None:
         """A broker of a ZooKeeper cluster: metadata in ZooKeeper, a part in the controller election."""
-        from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
-        from replication.zk.client import ZooKeeperClient
-        from replication.zk.controller import ZkController
-        from replication.zk.controller_election import ControllerElection
-        from replication.zk.producer_id_block import ZkProducerIdManager
+        from replication.controller.zk_controller import ZkController
+        from replication.metadata.zk.cluster import ZooKeeperCluster
 
         self.cluster_id = ""  # read from /cluster/id at start
-        self.zk = ZooKeeperClient.from_config(self.config)
-        self.election = ControllerElection(self.zk, self.node_id)
-        self.controller = ZkController(self.zk, self.election, self.node_id,
+        self.zk = ZooKeeperCluster(self.config, self.node_id)
+        self.election = self.zk.election
+        self.controller = ZkController(self.zk.client, self.election, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
                                            self.dynamic_config.current["unclean.leader.election.enable"]),
                                        auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
@@ -365,15 +370,13 @@ class Broker:
                                            "leader.imbalance.per.broker.percentage"])
         self.election.on_elected = self.controller.on_elected
         self.election.on_resigned = self.controller.on_resigned
-        self.metadata = ZooKeeperMetadataStore(self.zk, self.node_id,
-                                               controller_epoch=lambda: max(self.election.epoch, 0))
-        self.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+        self.metadata = self.zk.metadata
+        self.producer_ids = self.zk.producer_ids
 
     async def _start_cluster_mode(self) -> None:
         """Connect to ZooKeeper, load the cluster's metadata and check this node's log dirs belong to it."""
         assert self.zk is not None
         await self.zk.start()
-        await self.metadata.start()  # type: ignore[attr-defined]
         self.cluster_id = self.metadata.image.cluster_id
         await asyncio.to_thread(load_or_create_cluster_id, self.config.log_dirs, self.node_id, self.cluster_id)
         await self.producer_ids.start()
@@ -412,6 +415,8 @@ class Broker:
                         if self.cluster_mode else self._directory_offline(lambda t, p: in_offline((t, p)), dirs,
                                                                           at_start=True))
         self.metadata.subscribe(self._apply_metadata)
+        self.iceberg.apply(None, self.metadata.image)
+        self.metadata.subscribe(self.iceberg.apply)
         self.replica_manager.start_isr_expiration()
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:
             self.group_coordinator.load_all()  # rebuild groups and offsets by replaying __consumer_offsets
@@ -419,6 +424,8 @@ class Broker:
             self.transaction_coordinator.load_all()  # and transactions, finishing half-ended ones
         if SHARE_GROUP_STATE_TOPIC_NAME in self.metadata.image.topics:
             self.share_groups.load_all()  # and share-partition state, by replaying __share_group_state
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.start()
 
     def _delete_stray_logs(self) -> None:
         """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
@@ -509,13 +516,13 @@ class Broker:
         (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline.
         ``at_start``: the dir was offline when the broker started (registered): as in Kafka, its replica is then
         no longer an eligible leader either, though it stays the last known one."""
-        from replication.elections import (
+        from replication.controller.elections import (
             NO_LEADER,
             LeaderAndIsr,
             directory_offline_change,
             eligible_leader_replicas,
         )
-        from replication.metadata_image import PartitionState
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         changed = 0
@@ -549,8 +556,8 @@ class Broker:
         """Single node, at start: a partition left leaderless by an offline log dir whose log is online again is
         led by this broker once more, as Kafka's controller elects the last eligible replica when its broker
         registers with the dir online."""
-        from replication.elections import LeaderAndIsr, recovered_replica_election
-        from replication.metadata_image import PartitionState
+        from replication.controller.elections import LeaderAndIsr, recovered_replica_election
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         for topic in image.topics.values():
@@ -596,8 +603,8 @@ class Broker:
                                ) -> tuple[int, int, list[tuple[str, int, int]]]:
         """One pass of ``_hand_over`` over the current image: (partitions moved, partitions led here that no
         other live in-sync replica can take, (topic, partition, epoch read) of the writes refused)."""
-        from replication.elections import LeaderAndIsr, controlled_shutdown_election
-        from replication.metadata_image import PartitionState
+        from replication.controller.elections import LeaderAndIsr, controlled_shutdown_election
+        from replication.metadata.image import PartitionState
 
         image = self.metadata.image
         moved = stuck = 0
@@ -625,12 +632,15 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await self.iceberg.close()
         if self._share_groups is not None:
             await self._share_groups.close()
         if self._transaction_coordinator is not None:
             await self._transaction_coordinator.close()
         if self._group_coordinator is not None:
             await self._group_coordinator.close()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.close()
         await self.pending_logs.close()
         await self.replica_fetchers.close()
         self.broker_clients.close()
@@ -638,7 +648,6 @@ class Broker:
         if self.zk is not None:
             # Leaving ZooKeeper ends this broker's registration, so the controller moves its leaderships.
             await self.controller.close()
-            await self.election.close()
             await self.zk.close()
         await asyncio.to_thread(self.log_manager.shutdown)
 
@@ -647,7 +656,7 @@ class Broker:
         topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
-        return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
+        return LogConfig.from_properties(split_topic_configs(topic.configs)[0], defaults=self.default_log_config)
 
     def _host_topic(self, topic: TopicState, old: TopicState | None = None, new_logs: int = 0) -> int:
         """Lead or follow each partition of ``topic`` assigned here whose state changed since ``old``. Up to

@@ -183,6 +183,8 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "log.message.timestamp.after.max.ms": _d(_L, _at_least(0)),
     "log.local.retention.ms": _d(_L, _at_least(-2)),
     "log.local.retention.bytes": _d(_L, _at_least(-2)),
+    "log.remote.copy.lag.ms": _d(_L, _at_least(-1)),
+    "log.remote.copy.lag.bytes": _d(_L, _at_least(-1)),
     # DynamicThreadPool, metrics, SocketServer
     "num.io.threads": _d(_I, _at_least(1)),
     "num.replica.fetchers": _d(_I),
@@ -236,10 +238,10 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "sasl.login.refresh.window.jitter": _listener(_D),
     "sasl.login.refresh.min.period.seconds": _listener(_SH),
     "sasl.login.refresh.buffer.seconds": _listener(_SH),
-    # QuotaConfig.brokerQuotaConfigs
-    "leader.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "follower.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0), kafka_config=False),
+    # QuotaConfig.brokerQuotaConfigs: KafkaConfig's own since Kafka 4.x (typed LONG, not sensitive, described)
+    "leader.replication.throttled.rate": _d(_L, _at_least(0)),
+    "follower.replication.throttled.rate": _d(_L, _at_least(0)),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0)),
 }
 
 _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
@@ -487,6 +489,13 @@ class DynamicBrokerConfig:
         retention_bytes, local_bytes = config["log.retention.bytes"], config["log.local.retention.bytes"]
         if (retention_ms != -1 and local_ms != -2 and (local_ms == -1 or local_ms > retention_ms)) or \
                 (retention_bytes > -1 and local_bytes != -2 and (local_bytes == -1 or local_bytes > retention_bytes)):
+            raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
+        # KIP-1241: a copy lag may not exceed the local retention it resolves against.
+        effective_ms = retention_ms if local_ms == -2 else local_ms
+        effective_bytes = retention_bytes if local_bytes == -2 else local_bytes
+        lag_ms, lag_bytes = config["log.remote.copy.lag.ms"], config["log.remote.copy.lag.bytes"]
+        if (lag_ms > 0 and effective_ms >= 0 and lag_ms > effective_ms) or \
+                (lag_bytes > 0 and effective_bytes >= 0 and lag_bytes > effective_bytes):
             raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
 
     def reloaded_listeners(self, new: Config, old: Config | None = None) -> list:

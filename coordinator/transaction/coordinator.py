@@ -73,7 +73,7 @@ MARKER_RETRY_BACKOFF_S = 0.5
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a write's implicit add retries CONCURRENT_TRANSACTIONS.
 ADD_PARTITION_RETRY_BACKOFF_S = 0.02
 ADD_PARTITION_RETRY_MAX_S = 0.1
-# The transaction.version a new cluster finalizes (pykbroker.features); the coordinator asks for the current one.
+# The transaction.version a new cluster finalizes (replication.metadata.features); the coordinator asks for the current one.
 SERVER_TRANSACTION_VERSION = 2
 
 

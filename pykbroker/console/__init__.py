@@ -17,10 +17,10 @@ from collections import deque
 from importlib import resources
 from typing import Any
 
-from pykbroker.metadata_store import uuid_to_kafka_string
 from pykbroker.metrics import state
 from pykbroker.metrics.http import HttpEndpoint, parse_host_port
 from pykbroker.metrics.recorder import Recorder
+from replication.metadata.embedded_store import uuid_to_kafka_string
 
 __all__ = ["Console", "LogTail", "ThroughputHistory"]
 

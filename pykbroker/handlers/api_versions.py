@@ -3,7 +3,7 @@
 - v0-v5: the API ranges computed from the handler registry.
 - v1+: throttle_time_ms.
 - v3+: flexible; the client's software name and version must match Kafka's pattern, else INVALID_REQUEST;
-  supported and finalized features (``pykbroker.features``).
+  supported and finalized features (``replication.metadata.features``).
 - v5 (KIP-1242): the client may name the cluster id and node id it means to reach. As Kafka 4.4: naming only
   one of them is INVALID_REQUEST; naming another cluster or another node is REBOOTSTRAP_REQUIRED (no key
   list), so a client whose bootstrap address now reaches another broker starts over from its bootstrap list.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from pykbroker.context import RequestContext
-from pykbroker.features import finalized_features, supported_features
 from pykbroker.registry import handler
+from replication.metadata.features import finalized_features, supported_features
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 

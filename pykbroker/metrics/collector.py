@@ -125,6 +125,7 @@ class BrokerCollector(Collector):
         yield from self._group_metrics()
         yield from self._network_metrics()
         yield from self._quota_metrics()
+        yield from self._remote_log_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
@@ -165,6 +166,37 @@ class BrokerCollector(Collector):
                 count.add_metric([api], stats.count)
             yield quantiles
             yield count
+
+    def _remote_log_metrics(self) -> Iterator[Metric]:
+        """Tiered storage (only when remote.log.storage.system.enable is on, as Kafka registers them): the
+        RemoteLogManager's BrokerTopicMetrics meters (all topics), and per topic the bytes in remote storage
+        (RemoteLogSizeBytes) and those not copied yet (RemoteCopyLagBytes: it grows while the store is down)."""
+        rlm = getattr(self.broker, "remote_log_manager", None)
+        if rlm is None:
+            return
+        for meter, value in (("RemoteCopyBytesPerSec", rlm.copy_bytes), ("RemoteCopyRequestsPerSec", rlm.copy_segments),
+                             ("RemoteCopyErrorsPerSec", rlm.copy_failures), ("RemoteFetchBytesPerSec", rlm.fetch_bytes),
+                             ("RemoteFetchRequestsPerSec", rlm.fetch_requests),
+                             ("RemoteFetchErrorsPerSec", rlm.fetch_failures),
+                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments)):
+            c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
+            c.add_metric([], value)
+            yield c
+        sizes: dict[str, int] = {}
+        lags: dict[str, int] = {}
+        for p in list(self.broker.replica_manager.partitions.values()):
+            log_ = p.log
+            if log_ is None or not log_.remote_log_enabled or not p.is_leader:
+                continue
+            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition)
+            highest = log_.highest_offset_in_remote_storage
+            lags[p.topic] = lags.get(p.topic, 0) + sum(
+                s.size for s in log_.segments.snapshot()[:-1] if s.base_offset > highest)
+        for name, values in (("RemoteLogSizeBytes", sizes), ("RemoteCopyLagBytes", lags)):
+            g = self._gauge(MBean("kafka.server", "BrokerTopicMetrics", name, ("topic",)))
+            for topic, value in sorted(values.items()):
+                g.add_metric([topic], value)
+            yield g
 
     def _replica_metrics(self, parts: list[state.PartitionView]) -> Iterator[Metric]:
         rm = "ReplicaManager"

@@ -93,7 +93,8 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
     message = collision_error(name, list(ctx.metadata.topics))
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message, []
-    message = topic_config_error({c.name: c.value for c in topic.configs})
+    message = topic_config_error({c.name: c.value for c in topic.configs}, defaults=broker.default_log_config,
+                                 remote_storage_system_enable=broker.config["remote.log.storage.system.enable"])
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message, []
     live_brokers = ctx.metadata.live_broker_ids()

@@ -1,11 +1,11 @@
 """ListOffsets v1-11.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark; last stable offset in
-read_committed), -3 max timestamp (v7+), -4 earliest local (v8+), -5 latest tiered (v9+), -6 earliest
-pending upload (v11+, KIP-1023); without tiered storage -5 and -6 get Kafka 4.4's "not found" answer. Any
-other negative timestamp, or a special one older than its version, is UNSUPPORTED_VERSION, as Kafka 4.4
-answers it. A timestamp >= 0 finds the first offset whose batch has a timestamp at or after it, below the
-high watermark.
+read_committed), -3 max timestamp (v7+), -4 earliest local (v8+: the first offset in local segments), -5
+latest tiered (v9+: the highest offset copied to remote storage, -1 for a topic without tiered storage), -6
+earliest pending upload (v11+, KIP-1023: the first offset not copied yet). Any other negative timestamp, or a
+special one older than its version, is UNSUPPORTED_VERSION, as Kafka 4.4 answers it. A timestamp >= 0 finds
+the first offset whose batch has a timestamp at or after it, below the high watermark.
 - v2+: isolation_level. v4+: current_leader_epoch fencing and the leader epoch of the answer.
 - v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
 - A request with a replica id other than -1 (a follower, or -2 for debugging) is not a client's: its
@@ -57,11 +57,12 @@ def list_offset(partition, timestamp: int, read_committed: bool, from_replica: b
         offset = log.log_end_offset if from_replica else log.last_stable_offset if read_committed \
             else log.high_watermark
         return -1, offset, log.latest_epoch_for_offset(offset)
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == EARLIEST:
         offset = log.log_start_offset
         return -1, offset, log.latest_epoch_for_offset(offset)
-    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):  # nothing is tiered here
-        return -1, -1, -1
+    if timestamp in (EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD):  # tiered storage's (the log's answer)
+        ts, offset, epoch = log.fetch_offset_by_timestamp(timestamp)
+        return ts, offset, epoch
     found = log.fetch_offset_by_timestamp(timestamp)
     limit = log.last_stable_offset if read_committed else log.high_watermark
     if lagging and (found is None or found[1] >= limit):
