@@ -187,6 +187,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
+    ConfigDef("cordoned.log.dirs", _list, "",
+              "Log dirs that take no new partitions (KIP-1066), each one of log.dirs, or * for all of them."),
     # -- topics --------------------------------------------------------------------------------------
     ConfigDef("num.partitions", _int(1, _I32), "1", "Default number of partitions of a new topic."),
     ConfigDef("default.replication.factor", _int(1, 32767), "1", "Default replication factor of a new topic."),
@@ -576,6 +578,11 @@ class Config:
         self.log_dirs: tuple[str, ...] = tuple(dirs)
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
+        cordoned = v["cordoned.log.dirs"]
+        self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
+        if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
+            raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
+                              "(or * for all of them)")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's

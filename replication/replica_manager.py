@@ -101,6 +101,7 @@ class LogDirInfo:
     replicas: list[ReplicaLogInfo] = field(default_factory=list)
     total_bytes: int = -1
     usable_bytes: int = -1
+    is_cordoned: bool = False
 
 
 # Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
@@ -370,7 +371,7 @@ class ReplicaManager:
                 out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
-                                  st.f_bavail * st.f_frsize))
+                                  st.f_bavail * st.f_frsize, log_dir in lm.cordoned_log_dirs))
         return out
 
     # -- produce -------------------------------------------------------------------------------------
