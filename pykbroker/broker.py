@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import os
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
@@ -29,6 +26,7 @@ from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
 from replication.broker_client import BrokerClientPool
+from replication.controller.hand_over import LeadershipHandOver
 from replication.fetch_session import FetchSessionCache
 from replication.metadata.embedded_store import (
     EmbeddedMetadataStore,
@@ -36,7 +34,7 @@ from replication.metadata.embedded_store import (
     uuid_to_kafka_string,
 )
 from replication.metadata.features import SHARE_VERSION
-from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -55,13 +53,8 @@ if TYPE_CHECKING:
     from replication.controller.zk_controller import ZkController
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
-    from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 
 ELR_FEATURE = "eligible.leader.replicas.version"
-# A hand-over write refused by a concurrent writer is decided again on the new state this many times per attempt,
-# each after waiting up to CONFLICT_WAIT_S for that state to reach this broker's image.
-CONFLICT_ROUNDS = 10
-CONFLICT_WAIT_S = 1.0
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -78,9 +71,6 @@ class Broker:
         self.node_id = config.node_id
         self.zk: ZooKeeperCluster | None = None  # the ZooKeeper stores of a cluster broker
         self.controller: ZkController
-        # Set by controlled shutdown: from then on this broker fetches nothing, so no leader adds it back to an
-        # ISR it left (Kafka's controller sends StopReplica to the broker and refuses it as INELIGIBLE_REPLICA).
-        self.shutting_down = False
         self.metadata: MetadataWriter
         self.producer_ids: Any
         if self.cluster_mode:
@@ -150,8 +140,14 @@ class Broker:
         self.bound_listeners: dict[str, Listener] = {}
         self._api_versions_cache: list[ApiVersion] | None = None
         self._background: set[asyncio.Task] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.log_manager.failure_channel.add_listener(self._on_log_dir_offline)
+        self.hand_over = LeadershipHandOver(
+            self.node_id, self.metadata, self.replica_manager, self.log_manager, self.replica_fetchers,
+            cluster_mode=self.cluster_mode, elr_enabled=lambda: self.elr_enabled,
+            min_insync_replicas=lambda topic: self.log_config_for_topic(topic).min_insync_replicas, spawn=self._spawn,
+            controlled_shutdown_enable=config["controlled.shutdown.enable"],
+            controlled_shutdown_max_retries=config["controlled.shutdown.max.retries"],
+            retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"])
+        self.log_manager.failure_channel.add_listener(self.hand_over.log_dir_offline)
         self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.create_topic, self.broker_racks)
         self.coordinators = Coordinators(config, self.node_id, self.metadata, self.replica_manager,
                                          self.internal_topics, self.dynamic_config, self.producer_ids,
@@ -161,7 +157,7 @@ class Broker:
             log_manager=self.log_manager, pending_logs=self.pending_logs, fetch_sessions=self.fetch_sessions,
             coordinators=self.coordinators, log_config_for_topic=self.log_config_for_topic,
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
-            shutting_down=lambda: self.shutting_down,
+            shutting_down=lambda: self.hand_over.shutting_down,
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
 
     def _alter_log_dirs_rate(self) -> int | None:
@@ -301,228 +297,35 @@ class Broker:
     async def start(self) -> None:
         """Load (and recover) every log off the event loop, then host every partition assigned here;
         from then on every published metadata image is applied as it comes."""
-        self._loop = asyncio.get_running_loop()
+        self.hand_over.loop = asyncio.get_running_loop()
         if self.cluster_mode:
             await self._start_cluster_mode()
         if self.elr_enabled:
             await self.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
-        offline_at_start = self._mark_offline_at_start()
+        offline_at_start = self.hand_over.mark_offline_at_start()
         if self.cluster_mode:
-            self._delete_stray_logs()
+            self.hand_over.delete_stray_logs()
         else:
-            await self._elect_recovered_replicas()
+            await self.hand_over.elect_recovered_replicas()
         self.publisher.host_all(self.metadata.image)
-        if offline_at_start:
-            in_offline = self.replica_manager.offline_partitions.__contains__
-            dirs = ",".join(self.log_manager.failure_channel.offline_dirs)
-            self._spawn(self._hand_over(lambda t, p: in_offline((t, p)), f"log dirs {dirs} offline at start", 10)
-                        if self.cluster_mode else self._directory_offline(lambda t, p: in_offline((t, p)), dirs,
-                                                                          at_start=True))
+        self.hand_over.start(offline_at_start)
         self.metadata.subscribe(self.publisher.publish)
         self.replica_manager.start_isr_expiration()
         self.coordinators.load_all()
 
-    def _delete_stray_logs(self) -> None:
-        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
-        deletes stray replicas."""
-        image = self.metadata.image
-        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
-            p = image.partition(topic, partition)
-            if p is not None and self.node_id not in p.replicas:
-                log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,
-                         list(p.replicas))
-                self.log_manager.delete_log(topic, partition)
-
     async def controlled_shutdown(self) -> None:
-        """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
-        ISRs it is in (controlled.shutdown.enable), retrying controlled.shutdown.max.retries times after
-        controlled.shutdown.retry.backoff.ms; what is left then stays as it is, as Kafka stops anyway.
-
-        Kafka's broker asks the controller to do this; here the broker writes the partition states itself,
-        each conditional on the partition epoch it read (the controller's and leaders' concurrent writes
-        make it read and decide again), which changes the same znodes the same way.
-        """
-        if not self.cluster_mode or not self.config["controlled.shutdown.enable"]:
-            return
-        self.shutting_down = True
-        await self._hand_over(lambda topic, partition: True, "controlled shutdown",
-                              self.config["controlled.shutdown.max.retries"] + 1)
-
-    def _on_log_dir_offline(self, log_dir: str) -> None:
-        """A log dir failed (any thread): in a cluster the partitions it held go to other replicas, as Kafka's
-        controller moves them on a log dir event; on a single node they are left without a leader, as Kafka's
-        KRaft controller does (``_directory_offline``). Either way they answer KAFKA_STORAGE_ERROR here.
-        Once every log dir has failed the process halts (exit code 1, no shutdown), as Kafka's
-        LogManager.handleLogDirFailure does: a broker with no disk left serves nothing, and its partitions
-        move to other replicas only once it is gone."""
-        offline = self.log_manager.failure_channel.offline_dirs
-        if all(d in offline for d in self.log_manager.log_dirs):
-            log.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_manager.log_dirs))
-            logging.shutdown()  # the line above reaches the log before the halt
-            os._exit(1)
-        if self._loop is None:
-            return
-
-        def in_dir(topic: str, partition: int) -> bool:
-            p = self.replica_manager.get_partition(topic, partition)
-            return p is not None and p.log.parent_dir == log_dir
-
-        if self.cluster_mode:
-            self._loop.call_soon_threadsafe(lambda: self._spawn(self._hand_over(
-                in_dir, f"log dir {log_dir} offline", attempts=10)))
-        else:
-            self._loop.call_soon_threadsafe(lambda: self._spawn(self._directory_offline(in_dir, log_dir)))
-
-    def _mark_offline_at_start(self) -> int:
-        """With a log dir offline at start, a partition assigned here whose log no online dir holds is taken to
-        be in the offline dir (Kafka knows from the directory assigned in the metadata): it is marked offline
-        instead of hosted, so no empty log is created for it elsewhere. Returns how many."""
-        if not self.log_manager.failure_channel.offline_dirs:
-            return 0
-        marked = 0
-        for topic in self.metadata.image.topics.values():
-            for p in topic.partitions:
-                if self.node_id in p.replicas and self.log_manager.get_log(topic.name, p.partition) is None:
-                    self.replica_manager.mark_offline(topic.name, p.partition)
-                    marked += 1
-        return marked
+        """Before a cluster broker stops: hand its leaderships over and leave its ISRs (controlled.shutdown.enable)."""
+        await self.hand_over.controlled_shutdown()
 
     def any_lost_replicas(self) -> bool:
         """Whether ``lost_replicas`` can name a replica at all (a log dir here is or was offline)."""
-        return not self.cluster_mode and bool(self.replica_manager.offline_partitions
-                                              or self.log_manager.failure_channel.offline_dirs)
+        return self.hand_over.any_lost_replicas()
 
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
-        """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
-        on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
-        its offline dirs and the controller marks their replicas offline); in a cluster none (the controller
-        moves the leadership away)."""
-        if self.cluster_mode:
-            return ()
-        if (topic, partition) in self.replica_manager.offline_partitions:
-            return (self.node_id,)
-        p = self.replica_manager.get_partition(topic, partition)
-        return (self.node_id,) if p is not None and p.log.is_offline else ()
-
-    async def _directory_offline(self, selected: Callable[[str, int], bool], log_dir: str, *,
-                                 at_start: bool = False) -> None:
-        """Single node: the partitions of an offline log dir lose their leader (leader -1, a new leader epoch,
-        this replica out of the ISR with ELR) as Kafka's controller answers a heartbeat naming the dir
-        (handleDirectoriesOffline); Metadata then answers LEADER_NOT_AVAILABLE with the replica offline.
-        ``at_start``: the dir was offline when the broker started (registered): as in Kafka, its replica is then
-        no longer an eligible leader either, though it stays the last known one."""
-        from replication.controller.elections import (
-            NO_LEADER,
-            LeaderAndIsr,
-            directory_offline_change,
-            eligible_leader_replicas,
-        )
-
-        image = self.metadata.image
-        changed = 0
-        for topic in image.topics.values():
-            for p in topic.partitions:
-                if self.node_id not in p.replicas or not selected(topic.name, p.partition):
-                    continue
-                new = directory_offline_change(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
-                                               image.brokers, self.node_id, self.elr_enabled)
-                if new is None:
-                    if not (at_start and self.node_id in p.elr):
-                        continue
-                    new, eligible, last_known = LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.elr, p.last_known_elr
-                else:
-                    min_isr = self.log_config_for_topic(topic.name).min_insync_replicas
-                    eligible = eligible_leader_replicas(p.isr, new.isr, p.elr, min_isr, self.elr_enabled)
-                    last_known = eligible if new.leader == NO_LEADER else ()
-                elr = tuple(r for r in eligible if r != self.node_id) if at_start else eligible
-                try:
-                    committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                        p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1,
-                        elr=elr, last_known_elr=last_known))
-                except OSError as exc:  # the metadata's own dir failed too: Kafka's broker would halt
-                    log.error("log dir %s offline: cannot record the partitions' new state: %s", log_dir, exc)
-                    return
-                changed += committed is not None
-        log.info("log dir %s offline: %d partitions of broker %d left without a leader", log_dir, changed,
-                 self.node_id)
-
-    async def _elect_recovered_replicas(self) -> None:
-        """Single node, at start: a partition left leaderless by an offline log dir whose log is online again is
-        led by this broker once more, as Kafka's controller elects the last eligible replica when its broker
-        registers with the dir online."""
-        from replication.controller.elections import LeaderAndIsr, recovered_replica_election
-
-        image = self.metadata.image
-        for topic in image.topics.values():
-            for p in topic.partitions:
-                new = recovered_replica_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
-                                                 self.node_id)
-                log_ = self.log_manager.get_log(topic.name, p.partition)
-                if new is None or log_ is None or log_.is_offline:
-                    continue
-                await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
-                log.info("%s-%d: led by broker %d again in epoch %d, its log dir online", topic.name, p.partition,
-                         self.node_id, new.leader_epoch)
-
-    async def _hand_over(self, selected: Callable[[str, int], bool], why: str, attempts: int) -> None:
-        """Move the selected partitions' leadership to other in-sync replicas and leave their ISRs (Kafka's
-        controlled-shutdown election), conditionally on each partition epoch, in up to ``attempts`` rounds
-        ``controlled.shutdown.retry.backoff.ms`` apart. A write refused because another writer (the controller,
-        a leader changing its ISR) got there first is decided again on the state it wrote, at once: Kafka's
-        controller, the only writer there, never sees such a conflict, so it must not cost a backoff here."""
-        remaining = 0
-        for attempt in range(1, attempts + 1):
-            moved = remaining = 0
-            for _ in range(CONFLICT_ROUNDS):
-                done, stuck, conflicted = await self._hand_over_round(selected)
-                moved += done
-                remaining = stuck + len(conflicted)
-                if not conflicted:
-                    break
-                # The refused writes' winners are on their way: decide again once the image has them.
-                await cast("ZooKeeperMetadataStore", self.metadata).wait_for(
-                    functools.partial(_newer_than, conflicted), CONFLICT_WAIT_S)
-            log.info("%s of broker %d, attempt %d: %d partitions handed over, %d remaining", why, self.node_id,
-                     attempt, moved, remaining)
-            if not remaining:
-                return
-            if attempt < attempts:
-                await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
-        log.warning("%s of broker %d: %d partitions still led here after %d attempts", why, self.node_id, remaining,
-                    attempts)
-
-    async def _hand_over_round(self, selected: Callable[[str, int], bool]
-                               ) -> tuple[int, int, list[tuple[str, int, int]]]:
-        """One pass of ``_hand_over`` over the current image: (partitions moved, partitions led here that no
-        other live in-sync replica can take, (topic, partition, epoch read) of the writes refused)."""
-        from replication.controller.elections import LeaderAndIsr, controlled_shutdown_election
-
-        image = self.metadata.image
-        moved = stuck = 0
-        conflicted: list[tuple[str, int, int]] = []
-        for topic in image.topics.values():
-            for p in topic.partitions:
-                if self.node_id not in p.replicas or not selected(topic.name, p.partition):
-                    continue
-                if self.shutting_down and p.leader != self.node_id:
-                    self.replica_fetchers.unfollow(topic.name, p.partition)  # before it leaves the ISR
-                new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
-                                                   image.brokers, self.node_id)
-                if new is None:
-                    # Led here with nobody else in sync: waiting helps only if another replica is alive.
-                    stuck += p.leader == self.node_id and any(
-                        r != self.node_id and r in image.brokers for r in p.replicas)
-                    continue
-                committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
-                if committed is None:
-                    conflicted.append((topic.name, p.partition, p.partition_epoch))
-                else:
-                    moved += 1
-        return moved, stuck, conflicted
+        """Replicas of the partition offline for want of their log dir, as far as this broker knows."""
+        return self.hand_over.lost_replicas(topic, partition)
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
@@ -651,8 +454,3 @@ class Broker:
     # -- __transaction_state -------------------------------------------------------------------------
     def now_ms(self) -> int:
         return int(time.time() * 1000)
-
-
-def _newer_than(read: list[tuple[str, int, int]], image: MetadataImage) -> bool:
-    """Whether ``image`` holds a newer state than the (topic, partition, partition epoch) ``read`` (or none)."""
-    return all((p := image.partition(t, n)) is None or p.partition_epoch > epoch for t, n, epoch in read)
