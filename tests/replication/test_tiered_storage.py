@@ -113,7 +113,7 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
         assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0)
         assert list_offset(broker.bootstrap, "tiered", LATEST)[:2] == (ErrorCode.NONE, 600)
         assert list_offset(broker.bootstrap, "tiered", LATEST_TIERED) == (ErrorCode.NONE, local_start - 1, 0)
-        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD) == (ErrorCode.NONE, local_start, 0)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD, version=11) == (ErrorCode.NONE, local_start, 0)
         assert remote_log_objects(remote)
 
         records = consume_all(broker.bootstrap, "tiered", 600)
@@ -152,7 +152,7 @@ def test_total_retention_deletes_remote_segments(tmp_path):
         produce(broker.bootstrap, "bounded", 1500)
         wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST)[1] > 0, what="remote retention")
         # Once everything closed is copied, the whole log (remote plus local) is within retention.bytes.
-        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST_PENDING_UPLOAD)[1]
+        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST_PENDING_UPLOAD, version=11)[1]
                    >= min(int(p.name[:20]) for p in local_segments(broker, "bounded")), what="copies done")
         wait_until(lambda: sum(p.stat().st_size for p in remote_log_objects(remote)) <= 60000,
                    what="remote segments within retention.bytes")
