@@ -9,6 +9,7 @@
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
 - DeleteGroups v2 and v3 (v3's per-group message).
+- The order of Fetch answers and of incremental fetch sessions.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from wire.messages import (
     CreateTopicsRequest,
     DeleteGroupsRequest,
     DescribeClusterRequest,
+    FetchRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
@@ -54,6 +56,7 @@ from wire.messages import (
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.api_versions_response import ApiVersion
 from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
@@ -275,10 +278,50 @@ def delete_groups(c: RawClient) -> Observations:
     return out
 
 
+# -- Fetch order ------------------------------------------------------------------------------------------
+def fetch_order(c: RawClient) -> Observations:
+    """The order of a Fetch answer and of an incremental session (Kafka's FetchResponse.of and
+    IncrementalFetchContext): entries in the session's order, a topic named again when it recurs, and partitions
+    that returned records moved to the end of the session. With max_bytes 1 each fetch returns the first batch
+    of the first partition with data only, so which partition that is shows the session's order."""
+    names = ("k44-fo-a", "k44-fo-b")
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
+                                          for n in names], timeout_ms=10_000), 7)
+    ids = {name: t.topic_id for name, t in c.wait_for_topics(*names).items()}
+    for name in names:
+        for partition in (0, 1):
+            c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=name, partition_data=[
+                PartitionProduceData(index=partition, records=build_simple_batch(
+                    [b"%s-%d" % (name.encode(), partition)] * 5, timestamp=int(time.time() * 1000)))])]), 11)
+    interleaved = [(names[0], 0), (names[1], 0), (names[0], 1), (names[1], 1)]
+
+    def fetch(version: int, partitions: list[tuple[str, int]], session_id: int, epoch: int, max_bytes: int):
+        by_id = version >= 13
+        topics = [FetchTopic(topic="" if by_id else name, topic_id=ids[name] if by_id else ZERO_UUID, partitions=[
+            FetchPartition(partition=p, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
+                           log_start_offset=-1, partition_max_bytes=1 << 20)]) for name, p in partitions]
+        r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
+                                   session_id=session_id, session_epoch=epoch, topics=topics,
+                                   forgotten_topics_data=[], rack_id=""), version)
+        names_by_id = {v: k for k, v in ids.items()}
+        return r, [(t.topic or names_by_id.get(t.topic_id, "?"), [(p.partition_index, bool(p.records))
+                                                                   for p in t.partitions]) for t in r.responses]
+
+    out: Observations = {}
+    for version in (12, 13, 17):
+        out[f"v{version} sessionless, a topic named again"] = fetch(version, interleaved, 0, -1, 1 << 20)[1]
+    for version in (12, 17):
+        opened, out[f"v{version} session opened with max_bytes 1"] = fetch(version, interleaved, 0, 0, 1)
+        for epoch in range(1, 6):
+            out[f"v{version} incremental {epoch}"] = fetch(version, [], opened.session_id, epoch, 1)[1]
+        fetch(version, [], opened.session_id, -1, 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
-    "delete_groups": delete_groups,
+    "delete_groups": delete_groups, "fetch_order": fetch_order,
 }
 
 
