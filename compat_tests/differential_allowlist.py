@@ -25,6 +25,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "
        "streams.version 1 (KIP-1071 Streams groups) are neither supported nor finalized."
        for kind in ("supported", "finalized") for name in ("share.version", "streams.version")},
+    **{("api_versions_bytes", f"v{version} {kind} features order"): "The order of ApiVersions' features "
+       "(replication/metadata/features.py, issue 31, lists them by name; Kafka in its map's order); the features "
+       "themselves are compared." for version in (3, 4, 5) for kind in ("supported", "finalized")},
     **{("broker_config_definitions", name): "Ours alone: the embedded store's cluster id (Kafka keeps it in "
        "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.x has no ZooKeeper mode)."
        for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
