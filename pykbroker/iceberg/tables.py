@@ -18,10 +18,12 @@ catalog's compare-and-swap of the metadata location makes the check and the appe
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -187,6 +189,85 @@ class TableWriter:
 
         table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema())
         table.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()))
+
+
+    # -- compaction --------------------------------------------------------------------------------------
+    def compact(self, config: IcebergTopicConfig, min_files: int, progress: Callable[[str], None]) -> int:
+        """Rewrite each table partition holding ``min_files`` or more data files, together smaller than
+        ``iceberg.target.file.size.bytes``, as one file; returns the files removed. One snapshot (a delete and
+        an append, in one commit) per table partition, carrying the offsets of the snapshot it replaces; the
+        catalog's compare-and-swap fails it, untouched, if a record commit came first."""
+        table = self.load_or_create(config)
+        groups: dict[tuple, list[Any]] = {}
+        for task in table.scan().plan_files():
+            partition = task.file.partition
+            groups.setdefault(tuple(partition[i] for i in range(len(partition))), []).append(task.file)
+        due = [(key, files) for key, files in sorted(groups.items(), key=lambda kv: str(kv[0]))
+               if len(files) >= min_files and sum(f.file_size_in_bytes for f in files) < config.target_file_size_bytes]
+        if not due:
+            return 0
+        name = ".".join(self.identifier)
+        progress(f"iceberg: compacting {name}: {len(due)} table partitions of {min_files} or more small files")
+        removed = 0
+        for i, (key, files) in enumerate(due, 1):
+            started = time.monotonic()
+            where = _partition_filter(table, key)
+            rows = table.scan(row_filter=where).to_arrow()
+            snapshot = table.current_snapshot()
+            props = dict(snapshot.summary.additional_properties) if snapshot and snapshot.summary else {}
+            carried = {k: v for k, v in props.items() if k in (OFFSETS_PROPERTY, TOPIC_ID_PROPERTY)}
+            transaction = table.transaction()
+            transaction.overwrite(rows, overwrite_filter=where,
+                                  snapshot_properties={**carried, "pykbroker.compaction": str(len(files))})
+            transaction.commit_transaction()
+            table = self.catalog.load_table(self.identifier)
+            removed += len(files)
+            progress(f"iceberg: compacting {name} {i}/{len(due)}: partition {_describe(table, key)}: {len(files)} "
+                     f"files, {sum(f.file_size_in_bytes for f in files):,} bytes, {rows.num_rows} records -> one file "
+                     f"in {(time.monotonic() - started) * 1000:.0f} ms")
+        return removed
+
+
+# -- compaction filters ------------------------------------------------------------------------------------
+def _describe(table: Table, key: tuple) -> str:
+    return ",".join(f"{f.name}={v}" for f, v in zip(table.spec().fields, key, strict=True)) or "(unpartitioned)"
+
+
+def _partition_filter(table: Table, key: tuple) -> Any:
+    """The row filter selecting exactly the rows of the table partition ``key`` (under the current spec)."""
+    import pyiceberg.expressions
+
+    ex: Any = pyiceberg.expressions  # its constructors' stubs do not take plain column names
+    schema = table.schema()
+    where: Any = ex.AlwaysTrue()
+    for field_, value in zip(table.spec().fields, key, strict=True):
+        column = schema.find_field(field_.source_id).name
+        transform = str(field_.transform)
+        if value is None:
+            part: Any = ex.IsNull(column)
+        elif transform == "identity":
+            part = ex.EqualTo(column, value)
+        else:
+            start, end = _time_range(transform, int(value))
+            part = ex.And(ex.GreaterThanOrEqual(column, start), ex.LessThan(column, end))
+        where = part if isinstance(where, ex.AlwaysTrue) else ex.And(where, part)
+    return where
+
+
+def _time_range(transform: str, value: int) -> tuple[str, str]:
+    """[start, end) as ISO timestamps of a time transform's partition value (hours/days/months/years since 1970)."""
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    if transform in ("hour", "day"):
+        step = datetime.timedelta(hours=1) if transform == "hour" else datetime.timedelta(days=1)
+        start = epoch + value * step
+        end = start + step
+    else:
+        months = value if transform == "month" else value * 12
+        width = 1 if transform == "month" else 12
+        start = epoch.replace(year=1970 + months // 12, month=months % 12 + 1)
+        later = months + width
+        end = epoch.replace(year=1970 + later // 12, month=later % 12 + 1)
+    return start.isoformat(), end.isoformat()
 
 
 # -- schemas -------------------------------------------------------------------------------------------------

@@ -10,7 +10,10 @@ created anew under the same name). A translator, each tick:
    offset, with the aborted transactions), decoded off the loop, and keeps them pending, at most
    ``iceberg.target.file.size.bytes`` per partition;
 3. commits once a partition's pending bytes reach that bound or its oldest pending record has waited
-   ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets.
+   ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets;
+4. every ``COMPACTION_EVERY`` commits, if it leads partition 0, compacts table partitions of
+   ``iceberg.compaction.min.files`` small files or more into one file each (``TableWriter.compact``), with a
+   progress line per table partition.
 
 Everything touching pyiceberg or pyarrow (and the decoding) runs on one worker thread per broker, so the
 catalog sees one writer at a time. A failed commit (a conflict, a catalog error) drops what was pending:
@@ -51,6 +54,8 @@ ICEBERG_BROKER_PROPERTIES = ("iceberg.catalog.type", "iceberg.catalog.uri", "ice
 READ_BYTES = 1 << 20
 #: Longest sleep between two ticks of a translator (shorter with a shorter commit interval).
 MAX_TICK_S = 0.5
+#: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
+COMPACTION_EVERY = 10
 
 
 @dataclass
@@ -268,6 +273,8 @@ class TopicTranslator:
                or (pr.since is not None and (now - pr.since) * 1000 >= self.config.commit_interval_ms)]
         if due:
             await self._commit()
+            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
+                await self._compact()
 
     def _committed_offsets(self) -> dict[int, int]:
         return self._table_writer().offsets(self.config)
@@ -295,6 +302,15 @@ class TopicTranslator:
                 progress.since = time.monotonic()
             progress.pending.extend(columns)
             progress.next_offset = next_offset
+
+    async def _compact(self) -> None:
+        """Compact small files (``TableWriter.compact``) on the worker thread, between two commits; a failure
+        (a commit of another broker came first) leaves the table as it was, for a later try."""
+        try:
+            await self.service.run_blocking(self._table_writer().compact, self.config,
+                                            self.config.compaction_min_files, log.info)
+        except Exception as exc:
+            log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
 
     async def _commit(self) -> None:
         started = time.monotonic()
