@@ -123,7 +123,7 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
             "lag": sum(lag for _, lag in g.offsets.values() if lag is not None),
         })
     tables = []
-    service = getattr(broker, "iceberg", None)
+    service: Any = getattr(broker, "iceberg", None)
     lags = service.lag() if service is not None else {}
     for name, translator in sorted(service.translators.items() if service is not None else []):
         parts = [{"partition": p, "lag_records": lag.records, "lag_seconds": round(lag.seconds, 3)}
