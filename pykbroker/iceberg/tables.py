@@ -126,11 +126,11 @@ class TableWriter:
             with table.transaction() as transaction:
                 transaction.set_properties(_TABLE_PROPERTIES)
             table = self.catalog.load_table(self.identifier)
-        missing = [(name, json_type) for name, json_type in config.value_schema
+        # A mode switched on an existing table adds the value column (key_value) or the declared ones.
+        wanted = list(config.value_schema) if config.value_schema else [("value", "bytes")]
+        missing = [(name, json_type) for name, json_type in wanted
                    if name not in {f.name for f in table.schema().fields}]
         if missing:
-            from pyiceberg.types import NestedField  # noqa: F401  (the types module loads with it)
-
             with table.update_schema() as update:
                 for name, json_type in missing:
                     update.add_column(name, _iceberg_type(json_type))
@@ -272,10 +272,10 @@ def _time_range(transform: str, value: int) -> tuple[str, str]:
 
 # -- schemas -------------------------------------------------------------------------------------------------
 def _iceberg_type(json_type: str) -> Any:
-    from pyiceberg.types import BooleanType, DoubleType, LongType, StringType
+    from pyiceberg.types import BinaryType, BooleanType, DoubleType, LongType, StringType
 
     return {"string": StringType(), "integer": LongType(), "number": DoubleType(), "boolean": BooleanType(),
-            "object": StringType(), "array": StringType()}[json_type]
+            "object": StringType(), "array": StringType(), "bytes": BinaryType()}[json_type]
 
 
 def _headers_type(first_id: int) -> Any:
@@ -378,6 +378,9 @@ def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[Record
             columns["headers"].append(headers[i])
             for name in names:
                 columns[name].append(decoded.get(name))
+    count = len(columns["offset"])
+    for values in columns.values():  # columns of the other mode (the table's mode was switched): null
+        values.extend([None] * (count - len(values)))
     rows = pa.Table.from_pydict(columns, schema=arrow_schema)
     return rows, dead if dead["offset"] else None
 

@@ -109,3 +109,19 @@ def test_time_ranges_of_partition_values():
     assert _time_range("hour", 25) == ("1970-01-02T01:00:00+00:00", "1970-01-02T02:00:00+00:00")
     assert _time_range("month", 23) == ("1971-12-01T00:00:00+00:00", "1972-01-01T00:00:00+00:00")
     assert _time_range("year", 56) == ("2026-01-01T00:00:00+00:00", "2027-01-01T00:00:00+00:00")
+
+
+def test_switching_the_mode_of_an_existing_table_adds_columns(tmp_path):
+    import json as json_
+
+    schema_mode = IcebergTopicConfig(mode="value_schema", value_schema=(("id", "integer"),))
+    w = writer(tmp_path)
+    w.commit(CONFIG, [batch(0, 0, 2)], {0: None}, {0: 2})
+    one = batch(0, 2, 3)
+    one.values = [json_.dumps({"id": 7}).encode()]
+    w.commit(schema_mode, [one], {0: 2}, {0: 3})
+    w.commit(CONFIG, [batch(0, 3, 4)], {0: 3}, {0: 4})
+    table = w.catalog.load_table(w.identifier)
+    got = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["offset"])
+    assert [(r["offset"], r["value"], r["id"]) for r in got] == [(0, b"0", None), (1, b"1", None), (2, None, 7),
+                                                                 (3, b"3", None)]
