@@ -7,6 +7,7 @@ One broker; 1 KiB JSON records (confluent-kafka, acks=1, batched) to a topic of 
 - throughput: records/s from the first produce until the table holds every record (its snapshot's offsets
   reach the log end), with ``iceberg.commit.interval.ms=1000``; the same produce to a topic without a table,
   for the broker CPU seconds per 100k records with and without one (the broker's CPU from /proc);
+- with BENCH_SPARK_LOAD=1, the same topic loaded by ``pykbroker spark-load`` (wall time, Spark's start included);
 - lag: records produced at a steady rate (BENCH_RATE, default 2000/s) for BENCH_SECONDS (10); the table is
   polled every 50 ms and each record's lag is the time from its produce to the first poll that sees it;
   p50 and p99.
@@ -118,6 +119,21 @@ def _ends(sent: list[tuple[int, int, float]]) -> dict[int, int]:
     return ends
 
 
+def _spark_load(bootstrap: str, output: Path) -> None:
+    """The same records loaded by `pykbroker spark-load` (Spark 4.2 local[2], Parquet): its wall time."""
+    import subprocess
+    import sys
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pykbroker.cli", "spark-load", "--bootstrap", bootstrap,
+                           "--topics", "table", "--output", str(output)], capture_output=True, text=True, timeout=900)
+    elapsed = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    print(f"  pykbroker spark-load of the same topic: {elapsed:.1f} s with Spark's start-up "
+          f"({RECORDS / elapsed:,.0f} records/s), a batch job to run and schedule")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="iceberg-bench-") as tmp, BrokerProcess(Path(tmp)) as broker:
         data_dir = Path(tmp) / "logs"
@@ -141,6 +157,9 @@ def main() -> None:
         print(f"  with a table:    produced in {produced:.1f} s, all visible in the table after {visible:.1f} s "
               f"({RECORDS / visible:,.0f} records/s produce -> visible); broker CPU {table_cpu / RECORDS * 1e5:.2f} s "
               f"per 100k records ({RECORDS / table_cpu:,.0f} records/s per CPU-s)")
+
+        if os.environ.get("BENCH_SPARK_LOAD") == "1":
+            _spark_load(broker.bootstrap, Path(tmp) / "spark-load")
 
         _create(broker.bootstrap, "lag", {"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "1000"})
         count = int(RATE * SECONDS)
