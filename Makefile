@@ -115,10 +115,11 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
-## test-iceberg-slow: Iceberg tables read by Spark beyond `make test` (~2 min): value_schema tables, dead letters
-##                    and schema evolution, and four kill -9s of the broker in a produce run
+## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+##                    schema evolution, four kill -9s of the broker in a produce run; a 3-broker cluster sharing one
+##                    catalog through a killed leader
 test-iceberg-slow: deps
-	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py $(ARGS)
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py compat_tests/test_iceberg_cluster.py $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables;

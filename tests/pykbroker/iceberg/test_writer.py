@@ -201,3 +201,20 @@ def test_without_iceberg_topics_nothing_is_imported(tmp_path):
         except KafkaException:
             pass
         assert not (tmp_path / "logs" / "iceberg").exists()
+
+
+def test_small_files_are_compacted_in_the_background(shared):
+    broker, tmp_path = shared, shared.data_dir
+    create(broker, "compact", **{"iceberg.compaction.min.files": "4"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):  # ten commits of a file each: the tenth looks for small files
+        producer.produce("compact", value=str(i).encode())
+        producer.flush(10)
+        wait_rows(tmp_path, "compact", i + 1)
+    deadline = time.monotonic() + 30
+    while "compacting kafka.compact 1/1" not in broker.log() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "iceberg: compacting kafka.compact: 1 table partitions of 4 or more small files" in broker.log()
+    table = catalog(tmp_path).load_table(("kafka", "compact"))
+    assert len(list(table.scan().plan_files())) == 1
+    assert [r["value"] for r in table_rows(tmp_path, "compact")] == [str(i).encode() for i in range(10)]
