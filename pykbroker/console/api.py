@@ -219,6 +219,7 @@ class ConsoleApi:
         job = messages.SearchJob(user.kafka, b["topic"], _int(b.get("partition")), b.get("start") or "beginning",
                                  b.get("value"), needle.encode(),
                                  max(1, min(int(b.get("max_scan") or 10_000), messages.MAX_SCAN)))
+        await job.prepare()
         user.search = job
         job.begin()
         return job.progress()

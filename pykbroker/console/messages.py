@@ -198,8 +198,21 @@ class SearchJob:
     started: float = field(default_factory=time.monotonic)
     elapsed: float = 0.0
     task: asyncio.Task | None = None
+    _parts: dict[int, int] = field(default_factory=dict)  # partition -> leader
+    _ranges: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> [from, to) to scan
+
+    async def prepare(self) -> None:
+        """Find the partitions, their leaders and the offset ranges to scan (RequestError when refused)."""
+        self._parts = await leaders(self.session, self.topic, self.partition)
+        bounds = await end_offsets(self.session, self.topic, self._parts)
+        where = decode_position(self.start, self.value)
+        starts = ({p: int(self.value or 0) for p in self._parts} if where == -3
+                  else await list_offsets(self.session, self.topic, self._parts, where))
+        self._ranges = {p: (max(bounds[p][0], min(starts[p], bounds[p][1])), bounds[p][1]) for p in self._parts}
+        self.total = min(self.max_scan, sum(hi - lo for lo, hi in self._ranges.values()))
 
     def begin(self) -> None:
+        """Scan in a task on the event loop (``prepare()`` first)."""
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     def cancel(self) -> None:
@@ -218,15 +231,8 @@ class SearchJob:
             self.elapsed = time.monotonic() - self.started
 
     async def _scan(self) -> None:
-        parts = await leaders(self.session, self.topic, self.partition)
-        bounds = await end_offsets(self.session, self.topic, parts)
-        where = decode_position(self.start, self.value)
-        starts = ({p: int(self.value or 0) for p in parts} if where == -3
-                  else await list_offsets(self.session, self.topic, parts, where))
-        ranges = {p: (max(bounds[p][0], min(starts[p], bounds[p][1])), bounds[p][1]) for p in parts}
-        self.total = min(self.max_scan, sum(hi - lo for lo, hi in ranges.values()))
-        for p, leader in sorted(parts.items()):
-            position, upper = ranges[p]
+        for p, leader in sorted(self._parts.items()):
+            position, upper = self._ranges[p]
             while position < upper and self.scanned < self.max_scan and len(self.found) < MAX_MATCHES:
                 got = (await fetch(self.session, self.topic, leader, {p: position}))[p]
                 if not got:
