@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -115,9 +115,15 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
+## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+test-console-slow: deps
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage; about 18 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, the console on
+##            a cluster; about 18 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-console-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

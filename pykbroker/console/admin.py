@@ -9,6 +9,7 @@ kafka-consumer-groups --reset-offsets does, and like it only while the group has
 
 from __future__ import annotations
 
+import asyncio
 import os
 import struct
 from typing import Any
@@ -59,6 +60,9 @@ __all__ = ["acls", "alter_acl", "alter_topic_configs", "create_partitions", "cre
 
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
+# How often (and how far apart) a request a loading coordinator answers with a retriable error is retried.
+LOADING_RETRIES = 40
+LOADING_BACKOFF_S = 0.25
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_ITERATIONS = 8192
 SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -131,7 +135,11 @@ async def list_groups(session: KafkaSession) -> list[dict[str, Any]]:
     meta = await session.metadata([])
     out = []
     for b in sorted(meta.brokers, key=lambda b: b.node_id):
-        answer = await session.request(ListGroupsRequest(states_filter=[], types_filter=[]), b.node_id)
+        for _ in range(LOADING_RETRIES):  # a coordinator still loading its __consumer_offsets partitions
+            answer = await session.request(ListGroupsRequest(states_filter=[], types_filter=[]), b.node_id)
+            if answer.error_code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                break
+            await asyncio.sleep(LOADING_BACKOFF_S)
         check(answer.error_code, None, "list groups")
         out += [{"group_id": g.group_id, "type": (g.group_type or "classic").lower(), "state": g.group_state,
                  "protocol_type": g.protocol_type, "coordinator": b.node_id} for g in answer.groups]
