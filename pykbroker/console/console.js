@@ -314,6 +314,8 @@ async function tailLoop() {
         head.insertAdjacentHTML("afterend", recordRows(d.records, true));
         const rows = $("messages").querySelectorAll("tr.record");
         for (let i = 500; i < rows.length; i++) rows[i].remove();  // the page keeps the newest 500
+        if (d.skipped) $("messages-info").textContent = `tailing: new records appear at the top (${num(d.skipped)} skipped to keep up)`;
+        await new Promise((r) => setTimeout(r, 1000));  // at most one poll a second while records flow
       }
     } catch (e) { $("messages-info").textContent = "tail stopped: " + e.message; tailing = null; $("tail-toggle").checked = false; }
   }

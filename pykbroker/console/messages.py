@@ -32,6 +32,10 @@ MAX_LIMIT = 1000
 # The most records one search may scan, and matches it keeps.
 MAX_SCAN = 1_000_000
 MAX_MATCHES = 500
+# The live tail: a partition further behind than this skips to its newest records (the page shows 500), and
+# each poll reads at most this much of each partition.
+TAIL_MAX_BEHIND = 200
+TAIL_FETCH_BYTES = 64 * 1024
 # ListOffsets special timestamps.
 LATEST, EARLIEST = -1, -2
 
@@ -88,14 +92,14 @@ async def end_offsets(session: KafkaSession, topic: str, parts: dict[int, int]) 
 
 
 async def fetch(session: KafkaSession, topic: str, leader: int, positions: dict[int, int], *, max_wait_ms: int = 0,
-                ) -> dict[int, list[dict[str, Any]]]:
+                partition_max_bytes: int = FETCH_MAX_BYTES) -> dict[int, list[dict[str, Any]]]:
     """One Fetch of ``positions`` ({partition: offset}) from ``leader``: {partition: records at or after
     the offset}. Control records and records before the offset (a batch's earlier ones) are left out."""
     request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1 if max_wait_ms else 0,
-                           max_bytes=FETCH_MAX_BYTES * max(len(positions), 1), isolation_level=0,
+                           max_bytes=partition_max_bytes * max(len(positions), 1), isolation_level=0,
                            session_id=0, session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[
                                FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=o, log_start_offset=-1,
-                                              partition_max_bytes=FETCH_MAX_BYTES) for p, o in positions.items()])],
+                                              partition_max_bytes=partition_max_bytes) for p, o in positions.items()])],
                            forgotten_topics_data=[], rack_id="")
     answer = await session.request(request, leader)
     check(answer.error_code, None, f"fetch {topic}")
@@ -255,24 +259,28 @@ class SearchJob:
 async def tail(session: KafkaSession, topic: str, positions: dict[int, int] | None, max_wait_ms: int = 500,
                ) -> dict[str, Any]:
     """Records after ``positions`` ({partition: next offset}; None: start at the ends now), waiting up to
-    ``max_wait_ms`` for some, and the positions to ask from next."""
+    ``max_wait_ms`` for some, and the positions to ask from next. A partition more than TAIL_MAX_BEHIND
+    records behind skips ahead to its newest ones, and each answer holds at most TAIL_FETCH_BYTES of each
+    partition: a busy topic costs the broker one small Fetch per poll, whatever its rate."""
     parts = await leaders(session, topic)
+    ends = await list_offsets(session, topic, parts, LATEST)
     if positions is None:
-        positions = await list_offsets(session, topic, parts, LATEST)
-        return {"records": [], "positions": positions}
-    positions = {p: positions.get(p, 0) for p in parts}
+        return {"records": [], "positions": ends, "skipped": 0}
+    wanted_from = {p: max(positions.get(p, ends[p]), ends[p] - TAIL_MAX_BEHIND) for p in parts}
+    skipped = sum(max(0, wanted_from[p] - positions.get(p, ends[p])) for p in parts)
     by_leader: dict[int, dict[int, int]] = {}
     for p, leader in parts.items():
-        by_leader.setdefault(leader, {})[p] = positions[p]
+        by_leader.setdefault(leader, {})[p] = wanted_from[p]
     records: list[dict[str, Any]] = []
+    next_positions = dict(wanted_from)
     for leader, wanted in by_leader.items():
-        got = await fetch(session, topic, leader, wanted, max_wait_ms=max_wait_ms)
+        got = await fetch(session, topic, leader, wanted, max_wait_ms=max_wait_ms, partition_max_bytes=TAIL_FETCH_BYTES)
         for p, rs in got.items():
             records += rs
             if rs:
-                positions[p] = rs[-1]["offset"] + 1
+                next_positions[p] = rs[-1]["offset"] + 1
     records.sort(key=lambda r: (r["timestamp"], r["partition"], r["offset"]))
-    return {"records": records, "positions": positions}
+    return {"records": records, "positions": next_positions, "skipped": skipped}
 
 
 async def produce(session: KafkaSession, topic: str, partition: int, key: bytes | None, value: bytes | None,

@@ -131,3 +131,21 @@ def test_writes_are_off_unless_configured(tmp_path):
         assert status == 403 and "console.write.actions.enable=true" in d["error"]
         assert call(url, "api/messages?topic=nope")[1]["code"] == "UNKNOWN_TOPIC_OR_PARTITION"
         assert "read-only: console.write.actions.enable=false" in broker.log()
+
+
+def test_the_tail_follows_new_records_and_skips_ahead_when_far_behind(console):
+    broker, url = console
+    status, start = call(url, f"api/tail?topic={TOPIC}")
+    assert status == 200 and start["records"] == []
+    ends = {int(p): o for p, o in start["positions"].items()}
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(250):
+        producer.produce(TOPIC, b"new-%d" % i, partition=1)
+    producer.produce(TOPIC, b"one", partition=2)
+    assert producer.flush(30) == 0
+    positions = json.dumps(start["positions"])
+    status, d = call(url, f"api/tail?topic={TOPIC}&positions={urllib.request.quote(positions)}")
+    assert status == 200 and d["skipped"] == 50  # partition 1 was 250 behind: its newest 200 only
+    got = {(r["partition"], r["offset"]) for r in d["records"]}
+    assert got == {(1, ends[1] + 50 + i) for i in range(200)} | {(2, ends[2])}
+    assert d["positions"] == {"0": ends[0], "1": ends[1] + 250, "2": ends[2] + 1}
