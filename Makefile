@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -121,10 +121,15 @@ test-tiered-slow: deps
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py compat_tests/test_iceberg_cluster.py $(ARGS)
 
+## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+test-console-slow: deps
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables;
-##            about 21 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables,
+##            the console on a cluster; about 22 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

@@ -272,7 +272,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
     ConfigDef("console.listener", _console_listener, None,
-              "Serve the read-only console page at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+              "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+    ConfigDef("console.write.actions.enable", _bool, "false",
+              "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
+              "with the principal; false: the console only reads."),
     # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
     ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
               "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),

@@ -70,7 +70,7 @@ def overview(url: str) -> dict:
 
 def test_started_line_says_where(console):
     broker, url = console
-    lines = [line for line in broker.log().splitlines() if "serving the read-only console" in line]
+    lines = [line for line in broker.log().splitlines() if "serving the console at" in line]
     assert len(lines) == 1 and url in lines[0], lines
     assert "serving Prometheus metrics" not in broker.log()  # the console alone does not open metrics.port
 
