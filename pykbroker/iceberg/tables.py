@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykbroker.iceberg")
 
 __all__ = ["CATALOG_NAME", "CommitResult", "DLQ_SUFFIX", "OFFSETS_PROPERTY", "TOPIC_ID_PROPERTY", "TableWriter",
-           "committed_offsets", "open_catalog"]
+           "committed_offsets", "open_catalog", "table_offsets"]
 
 #: The catalog's name: Spark's Iceberg catalog over the same SQLite file must have this name (the JDBC
 #: catalog keeps it in every row).
@@ -85,6 +85,20 @@ def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:
             return {int(p): int(o) for p, o in json.loads(props[OFFSETS_PROPERTY]).items()}
         snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
     return {}
+
+
+def table_offsets(data_dir: str | os.PathLike[str], topic: str, namespace: str = "kafka") -> dict[int, int]:
+    """``{partition: next offset}`` the newest snapshot of ``topic``'s table names, in the default catalog of a
+    broker whose first log dir is ``data_dir``; empty while there is no such catalog, table or snapshot."""
+    root = os.path.join(os.fspath(data_dir), "iceberg")
+    if not os.path.exists(os.path.join(root, "catalog.db")):
+        return {}
+    catalog = open_catalog("sql", "", "", os.fspath(data_dir))
+    if not catalog.table_exists((namespace, topic)):
+        return {}
+    snapshot = catalog.load_table((namespace, topic)).current_snapshot()
+    props = snapshot.summary.additional_properties if snapshot is not None and snapshot.summary else {}
+    return {int(p): int(o) for p, o in json.loads(props.get(OFFSETS_PROPERTY, "{}")).items()}
 
 
 @dataclass(frozen=True)
