@@ -109,10 +109,11 @@ test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
-##                    schema evolution, four kill -9s of the broker in a produce run; a 3-broker cluster sharing one
-##                    catalog through a killed leader
+##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader
 test-iceberg-slow: deps
-	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py compat_tests/test_iceberg_cluster.py $(ARGS)
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
+		compat_tests/test_iceberg_cluster.py $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, Iceberg tables; about 19 minutes)
