@@ -6,7 +6,8 @@ thread. Layout, for topic ``t`` in namespace ``kafka`` (``iceberg.catalog.namesp
 ``kafka.t``         the records: ``partition, offset, timestamp`` (timestamptz), ``key``, then ``value``
                     (key_value mode) or the declared value columns (value_schema mode), then ``headers``
                     (list of key/value structs); partitioned as ``iceberg.partition.spec`` says.
-``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``.
+``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``; its
+                    snapshots name offsets past each partition's last dead letter, so none is written twice.
 
 Exactly once: every snapshot this writer commits carries, in its summary, ``pykbroker.offsets`` (JSON
 ``{partition: next offset}`` for every partition translated so far, not only those of this commit) and
@@ -197,12 +198,27 @@ class TableWriter:
                             snapshot.snapshot_id if snapshot is not None else None)
 
     def _dead_letters(self, rows: dict[str, list[Any]]) -> None:
-        """Append undecodable records to the dead-letter table before their offsets are committed: a crash in
-        between re-appends them (at least once there, exactly once in the table)."""
+        """Append undecodable records to the dead-letter table before their offsets are committed to the
+        table. Its snapshots carry offsets too (past the last dead letter of each partition), so after a crash
+        between the two commits the re-read dead letters already there are not appended again."""
         import pyarrow as pa
 
-        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema())
-        table.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()))
+        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema(),
+                                                        properties=_TABLE_PROPERTIES)
+        done = committed_offsets(table, self.topic_id)
+        keep = [i for i, (p, o) in enumerate(zip(rows["partition"], rows["offset"], strict=True))
+                if o >= done.get(p, -1)]
+        if not keep:
+            return
+        rows = {name: [values[i] for i in keep] for name, values in rows.items()}
+        offsets = dict(done)
+        for p, o in zip(rows["partition"], rows["offset"], strict=True):
+            offsets[p] = max(offsets.get(p, 0), o + 1)
+        transaction = table.transaction()
+        transaction.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()), snapshot_properties={
+            OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
+            TOPIC_ID_PROPERTY: self.topic_id})
+        transaction.commit_transaction()
 
 
     # -- compaction --------------------------------------------------------------------------------------
