@@ -248,17 +248,22 @@ def run(config: Config, on_started: Callable[[Server], None] | None = None) -> N
 
 
 def check_log_dirs(log_dirs: Sequence[str]) -> None:
-    """Each of ``log.dirs`` exists (or can be created) as a directory this user may write; otherwise a
-    ConfigError naming log.dirs and what to do, before anything is written."""
+    """Stop the start, before anything is written, when none of ``log.dirs`` exists (or can be created) as a
+    directory this user may write: a ConfigError naming log.dirs and what to do. As Kafka's LogManager, a
+    broker with at least one usable dir starts, and the others are handled as failed log dirs."""
+    problems: list[str] = []
     for d in log_dirs:
         try:
             os.makedirs(d, exist_ok=True)
             if not os.access(d, os.W_OK | os.X_OK):
                 raise PermissionError(errno.EACCES, "not writable by this user")
         except OSError as exc:
-            raise ConfigError(f"log.dirs: {d} cannot be used as a log directory ({exc.strerror or exc}); set "
-                              "log.dirs to a directory this user can create and write, e.g. "
-                              "--override log.dirs=/tmp/pykbroker-data") from exc
+            problems.append(f"{d} cannot be used as a log directory ({exc.strerror or exc})")
+    if problems and len(problems) == len(log_dirs):
+        raise ConfigError(f"log.dirs: {'; '.join(problems)}; set log.dirs to a directory this user can create "
+                          "and write, e.g. --override log.dirs=/tmp/pykbroker-data")
+    for problem in problems:
+        log.warning("log.dirs: %s; the broker starts with its other log dirs and handles this one as failed", problem)
 
 
 def bind_listener(name: str, host: str, port: int) -> list[socket.socket]:
