@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -144,7 +145,7 @@ def test_the_tail_follows_new_records_and_skips_ahead_when_far_behind(console):
     producer.produce(TOPIC, b"one", partition=2)
     assert producer.flush(30) == 0
     positions = json.dumps(start["positions"])
-    status, d = call(url, f"api/tail?topic={TOPIC}&positions={urllib.request.quote(positions)}")
+    status, d = call(url, f"api/tail?topic={TOPIC}&positions={urllib.parse.quote(positions)}")
     assert status == 200 and d["skipped"] == 50  # partition 1 was 250 behind: its newest 200 only
     got = {(r["partition"], r["offset"]) for r in d["records"]}
     assert got == {(1, ends[1] + 50 + i) for i in range(200)} | {(2, ends[2])}
