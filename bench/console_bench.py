@@ -6,7 +6,8 @@ page calls it):
 2. the time to filter CONSOLE_BENCH_RECORDS small JSON records with the broker-side filter (a needle that
    matches none, so every record is scanned);
 3. the broker's produce throughput while a page tails the topic, against the same run without it
-   (alternating rounds of CONSOLE_BENCH_ROUND_S seconds each; goal ≥ 0.95×).
+   (CONSOLE_BENCH_ROUNDS alternating rounds of CONSOLE_BENCH_ROUND_S seconds each; goal ≥ 0.95×).
+A size of 0 skips that part.
 
     python -m bench console      # CONSOLE_BENCH_GIB=10 for the issue's 10-GiB topic (disk: ~2× that)
 """
@@ -14,13 +15,14 @@ page calls it):
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import statistics
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
+from typing import Any
 
 from confluent_kafka import Producer
 
@@ -74,14 +76,35 @@ def _throughput(bootstrap: str, topic: str, seconds: float) -> float:
     return acked / seconds
 
 
-def _tail_like_the_page(url: str, topic: str, stop: threading.Event, polls: list[int]) -> None:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _paced(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
+    """Produce ``rate`` 200-byte records a second for ``seconds``."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    started = time.monotonic()
+    sent = 0
+    while (now := time.monotonic()) < started + seconds:
+        due = int((now - started) * rate)
+        while sent < due:
+            producer.produce(topic, b"y" * 200)
+            sent += 1
+        producer.poll(0.005)
+    producer.flush(60)
+
+
+def _tail_like_the_page(url: str, topic: str, stop: Any) -> None:
+    """Poll /api/tail as console.js does, until ``stop`` (a process of its own: the producer loop here is
+    Python, and a thread would take the GIL from it, measuring the bench rather than the broker)."""
     positions = None
     while not stop.is_set():
         q = f"api/tail?topic={topic}" + (f"&positions={urllib.parse.quote(json.dumps(positions))}" if positions else "")
         d = _call(url, q)
         assert isinstance(d, dict)
         positions = d["positions"]
-        polls.append(len(d["records"]))
         if d["records"]:
             stop.wait(1.0)  # as console.js: at most one poll a second while records flow
 
@@ -90,6 +113,7 @@ def main() -> None:
     gib = float(os.environ.get("CONSOLE_BENCH_GIB", "1"))
     records = int(os.environ.get("CONSOLE_BENCH_RECORDS", "1000000"))
     round_s = float(os.environ.get("CONSOLE_BENCH_ROUND_S", "8"))
+    rounds = int(os.environ.get("CONSOLE_BENCH_ROUNDS", "2"))
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp, BrokerProcess(tmp, overrides={
             "console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true"}) as broker:
@@ -97,40 +121,64 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}/"
 
         big = int(gib * 1024 * 1024 * 1024 / 10240)
-        took = _produce(broker.bootstrap, "big", big, b"v" * 10240)
-        print(f"big topic: {big:,} records of 10 KiB ({gib:g} GiB) produced in {took:.1f} s", flush=True)
-        loads = []
-        for _ in range(5):
-            started = time.monotonic()
-            d = _call(url, "api/messages?topic=big&limit=100")
-            loads.append(time.monotonic() - started)
-            assert isinstance(d, dict) and len(d["records"]) == 100
-        print(f"newest 100 messages of the {gib:g}-GiB topic: median {statistics.median(loads) * 1000:.0f} ms "
-              f"(min {min(loads) * 1000:.0f}, max {max(loads) * 1000:.0f})", flush=True)
+        if big:
+            took = _produce(broker.bootstrap, "big", big, b"v" * 10240)
+            print(f"big topic: {big:,} records of 10 KiB ({gib:g} GiB) produced in {took:.1f} s", flush=True)
+            loads = []
+            for _ in range(5):
+                started = time.monotonic()
+                d = _call(url, "api/messages?topic=big&limit=100")
+                loads.append(time.monotonic() - started)
+                assert isinstance(d, dict) and len(d["records"]) == 100
+            print(f"newest 100 messages of the {gib:g}-GiB topic: median {statistics.median(loads) * 1000:.0f} ms "
+                  f"(min {min(loads) * 1000:.0f}, max {max(loads) * 1000:.0f})", flush=True)
 
-        took = _produce(broker.bootstrap, "small", records)
-        print(f"small topic: {records:,} JSON records produced in {took:.1f} s", flush=True)
-        started = time.monotonic()
-        _call(url, "api/search", {"topic": "small", "filter": "no such text", "max_scan": records})
-        while True:
-            p = _call(url, "api/search")
-            assert isinstance(p, dict)
-            if p["done"]:
-                break
-            time.sleep(0.5)
-        print(f"filter over {p['scanned']:,} records: {time.monotonic() - started:.1f} s "
-              f"({p['scanned'] / max(p['elapsed_s'], 1e-9):,.0f} records/s in the broker)", flush=True)
+        if records:
+            took = _produce(broker.bootstrap, "small", records)
+            print(f"small topic: {records:,} JSON records produced in {took:.1f} s", flush=True)
+            started = time.monotonic()
+            _call(url, "api/search", {"topic": "small", "filter": "no such text", "max_scan": records})
+            while True:
+                p = _call(url, "api/search")
+                assert isinstance(p, dict)
+                if p["done"]:
+                    break
+                time.sleep(0.5)
+            print(f"filter over {p['scanned']:,} records: {time.monotonic() - started:.1f} s "
+                  f"({p['scanned'] / max(p['elapsed_s'], 1e-9):,.0f} records/s in the broker)", flush=True)
 
         _throughput(broker.bootstrap, "load", 2)  # warm up: topic created, connections open
         without, with_tail = [], []
-        for _ in range(2):
+        for _ in range(rounds):
             without.append(_throughput(broker.bootstrap, "load", round_s))
-            stop, polls = threading.Event(), list[int]()
-            tailer = threading.Thread(target=_tail_like_the_page, args=(url, "load", stop, polls), daemon=True)
+            stop = multiprocessing.Event()
+            tailer = multiprocessing.Process(target=_tail_like_the_page, args=(url, "load", stop), daemon=True)
             tailer.start()
             with_tail.append(_throughput(broker.bootstrap, "load", round_s))
             stop.set()
             tailer.join(30)
+        # The broker's own CPU at a fixed produce rate, with and without a page tailing: what the tail costs
+        # the broker, whatever else runs on the machine.
+        rate = int(os.environ.get("CONSOLE_BENCH_RATE", "20000"))
+        assert broker.proc is not None
+        pid = broker.proc.pid
+        cpu: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(rounds):
+            for tailing in (False, True):
+                stop = multiprocessing.Event()
+                tailer = multiprocessing.Process(target=_tail_like_the_page, args=(url, "paced", stop), daemon=True)
+                if tailing:
+                    tailer.start()
+                before = _cpu_seconds(pid)
+                _paced(broker.bootstrap, "paced", rate, round_s)
+                cpu[tailing].append((_cpu_seconds(pid) - before) / round_s)
+                stop.set()
+                if tailing:
+                    tailer.join(30)
+        c0, c1 = statistics.mean(cpu[False]), statistics.mean(cpu[True])
+        print(f"broker CPU producing {rate:,} records/s: {c0:.3f} s/s without the tail, {c1:.3f} s/s with a page "
+              f"tailing (+{(c1 - c0) * 1000:.0f} ms/s; {[round(x, 3) for x in cpu[False]]} vs "
+              f"{[round(x, 3) for x in cpu[True]]})", flush=True)
         a, b = statistics.mean(without), statistics.mean(with_tail)
         print(f"produce throughput without the console tail: {a:,.0f} records/s {[round(x) for x in without]}; "
               f"with a page tailing: {b:,.0f} records/s {[round(x) for x in with_tail]}; ratio {b / a:.3f}", flush=True)
