@@ -187,6 +187,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
+    ConfigDef("cordoned.log.dirs", _list, "",
+              "Log dirs that take no new partitions (KIP-1066), each one of log.dirs, or * for all of them."),
     # -- topics --------------------------------------------------------------------------------------
     ConfigDef("num.partitions", _int(1, _I32), "1", "Default number of partitions of a new topic."),
     ConfigDef("default.replication.factor", _int(1, 32767), "1", "Default replication factor of a new topic."),
@@ -411,7 +413,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
-    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
+    # 9 s, not Kafka 3.9's 18 s: a dead broker's session expiry is what moves its leaderships, so this is the
+    # pace of failure detection, and a Kafka 4.4 KRaft cluster fences a silent broker after 9 s
+    # (broker.session.timeout.ms).
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000",
+              "ZooKeeper session timeout: a broker silent this long is dead to the cluster (its leaderships move)."),
     ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
               "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
@@ -575,6 +581,11 @@ class Config:
         self.log_dirs: tuple[str, ...] = tuple(dirs)
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
+        cordoned = v["cordoned.log.dirs"]
+        self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
+        if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
+            raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
+                              "(or * for all of them)")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's

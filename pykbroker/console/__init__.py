@@ -131,10 +131,20 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
                         for (t, p), (c, lag) in sorted(g.offsets.items())],
             "lag": sum(lag for _, lag in g.offsets.values() if lag is not None),
         })
+    tables = []
+    service: Any = getattr(broker, "iceberg", None)
+    lags = service.lag() if service is not None else {}
+    for name, translator in sorted(service.translators.items() if service is not None else []):
+        parts = [{"partition": p, "lag_records": lag.records, "lag_seconds": round(lag.seconds, 3)}
+                 for (t, p), lag in sorted(lags.items()) if t == name]
+        tables.append({"topic": name, "table": f"{service.settings.namespace}.{name}", "mode": translator.config.mode,
+                       "commits": translator.commits, "partitions": parts,
+                       "lag_records": sum(p["lag_records"] for p in parts),
+                       "lag_seconds": max((p["lag_seconds"] for p in parts), default=0.0)})
     return {
         "cluster_id": broker.cluster_id, "node_id": broker.node_id, "controller_id": image.controller_id,
         "mode": "ZooKeeper cluster" if getattr(broker, "cluster_mode", False) else "single node",
-        "brokers": brokers, "topics": topics, "groups": groups,
+        "brokers": brokers, "topics": topics, "groups": groups, "iceberg": tables,
         "throughput": history.to_json() if history is not None else {"times": [], "topics": {}},
         "log": list(tail.lines) if tail is not None else [],
         "now": time.time(),

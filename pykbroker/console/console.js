@@ -107,6 +107,18 @@ function renderTopics(d) {
   }).join("");
   $("topics").innerHTML = `<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size</th><th>replicas</th></tr>${rows}`;
 }
+function renderIceberg(d) {
+  if (!d.iceberg || !d.iceberg.length) { $("iceberg").innerHTML = '<tr><td class="muted">no topic is written into an Iceberg table by this broker</td></tr>'; return; }
+  const rows = d.iceberg.map((t) => {
+    const parts = "<table><tr><th class=\"num\">partition</th><th class=\"num\">lag (records)</th><th class=\"num\">lag (s)</th></tr>" +
+      t.partitions.map((p) => `<tr><td class="num">${p.partition}</td><td class="num">${num(p.lag_records)}</td>
+      <td class="num">${p.lag_seconds.toFixed(1)}</td></tr>`).join("") + "</table>";
+    return `<tr class="table" data-topic="${esc(t.topic)}"><td>${details("i:" + t.topic, esc(t.table), parts)}</td><td>${esc(t.mode)}</td>
+      <td class="num">${num(t.commits)}</td><td class="num table-lag">${num(t.lag_records)}</td><td class="num">${t.lag_seconds.toFixed(1)}</td></tr>`;
+  }).join("");
+  $("iceberg").innerHTML = `<tr><th>table</th><th>mode</th><th class="num">commits</th><th class="num">lag (records)</th><th class="num">lag (s)</th></tr>${rows}`;
+}
+
 function renderGroups(d) {
   if (!d.groups.length) { $("groups").innerHTML = '<tr><td class="muted">no consumer groups on this broker</td></tr>'; return; }
   const rows = d.groups.map((g) => {
@@ -158,7 +170,7 @@ function renderCharts(d) {
 function renderOverview(d) {
   $("mode").textContent = d.mode;
   $("controller").textContent = d.controller_id;
-  renderBrokers(d); renderCharts(d); renderTopics(d); renderGroups(d);
+  renderBrokers(d); renderCharts(d); renderTopics(d); renderGroups(d); renderIceberg(d);
   const pre = $("log"), atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   pre.textContent = d.log.join("\n");
   if (atBottom) pre.scrollTop = pre.scrollHeight;
