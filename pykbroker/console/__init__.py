@@ -181,6 +181,7 @@ class Console:
         data = overview(self.broker, self.history, self.tail)
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
+        data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
         groups = {g["group_id"] for g in await list_groups(user.kafka)}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
         data["principal"] = user.principal
