@@ -150,3 +150,54 @@ def test_the_tail_follows_new_records_and_skips_ahead_when_far_behind(console):
     got = {(r["partition"], r["offset"]) for r in d["records"]}
     assert got == {(1, ends[1] + 50 + i) for i in range(200)} | {(2, ends[2])}
     assert d["positions"] == {"0": ends[0], "1": ends[1] + 250, "2": ends[2] + 1}
+
+
+def _as(url: str, path: str, body: object = None, cookie: str = "") -> tuple[int, object, str]:
+    """A call with a session cookie; (status, JSON, the Set-Cookie value answered)."""
+    request = urllib.request.Request(url + path, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Cookie": cookie},
+                                     method="GET" if body is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, json.loads(r.read()), (r.headers["Set-Cookie"] or "").split(";")[0]
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null"), ""
+
+
+def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
+    port, sasl_port, console_port = free_port(), free_port(), free_port()
+    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+                 "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                 "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                     'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";',
+                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "super.users": "User:ANONYMOUS;User:admin", "console.listener": f"127.0.0.1:{console_port}",
+                 "console.write.actions.enable": "true"}
+    for m in ("scram-sha-256", "scram-sha-512"):
+        overrides[f"listener.name.sasl_plaintext.{m}.sasl.jaas.config"] = \
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    with BrokerProcess(tmp_path, port=port, overrides=overrides) as broker:
+        broker.start()
+        url = f"http://127.0.0.1:{console_port}/"
+        status, d, _ = _as(url, "api/overview")
+        assert status == 401 and d == {"error": "log in first", "code": "LOGIN_REQUIRED"}
+        status, d, admin = _as(url, "api/login", {"username": "admin", "password": "admin-secret"})  # PLAIN
+        assert status == 200 and d == {"principal": "User:admin"} and admin.startswith("pykbroker_console=")
+        assert _as(url, "api/user/upsert", {"user": "carol", "mechanism": "SCRAM-SHA-512", "password": "c-pw"},
+                   cookie=admin)[0] == 200
+        assert _as(url, "api/users", cookie=admin)[1] == [
+            {"user": "carol", "mechanisms": [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}]}]
+        status, d, _ = _as(url, "api/login", {"username": "carol", "password": "wrong"})
+        assert status == 401 and d["code"] == "SASL_AUTHENTICATION_FAILED"
+        status, d, carol = _as(url, "api/login", {"username": "carol", "password": "c-pw"})  # SCRAM-SHA-512
+        assert status == 200 and d == {"principal": "User:carol"}
+        assert _as(url, "api/session", cookie=carol)[1] == {"principal": "User:carol", "login_required": True,
+                                                             "write_enabled": True}
+        status, d, _ = _as(url, "api/users", cookie=carol)  # only a cluster's Describe may list users
+        assert status == 400 and d["code"] == "CLUSTER_AUTHORIZATION_FAILED"
+        assert _as(url, "api/logout", {}, cookie=carol)[0] == 200
+        assert _as(url, "api/session", cookie=carol)[1]["principal"] is None
+        log = broker.log()
+        assert "console login: User:carol" in log and "console login refused for User:carol" in log
+        assert "console write by User:admin: set SCRAM credential of carol (SCRAM-SHA-512): done" in log
+        assert "c-pw" not in log and "admin-secret" not in log  # passwords are never logged
