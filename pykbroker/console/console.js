@@ -348,7 +348,7 @@ async function showGroups() {
       : '<tr><td class="muted">no groups you may describe</td></tr>';
   } catch (e) { status(e.message); }
 }
-const lagHistory = new Map();  // group -> [total lag samples] while the page is open
+const lagHistory = new Map();  // group (or group, topic, partition) -> lag samples while the page is open
 async function showGroup(id, type) {
   $("group-name").textContent = id;
   let g;
@@ -360,9 +360,18 @@ async function showGroup(id, type) {
   $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
     `<tr><td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
      <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(", ")}`).join("<br>")}</td></tr>`).join("") : '<tr><td class="muted">no members</td></tr>';
-  $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th></tr>' +
+  for (const o of g.offsets) {  // lag of each partition over time, while the page is open
+    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, h = lagHistory.get(key) || [];
+    h.push(o.lag ?? 0); if (h.length > 120) h.shift(); lagHistory.set(key, h);
+  }
+  $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th><th>lag over time</th></tr>' +
     g.offsets.map((o) => `<tr class="offset" data-topic="${esc(o.topic)}" data-partition="${o.partition}"><td>${esc(o.topic)}</td><td class="num">${o.partition}</td>
-      <td class="num committed">${num(o.committed)}</td><td class="num">${num(o.end)}</td><td class="num lag">${num(o.lag)}</td></tr>`).join("");
+      <td class="num committed">${num(o.committed)}</td><td class="num">${num(o.end)}</td><td class="num lag">${num(o.lag)}</td>
+      <td><canvas class="spark" width="160" height="22"></canvas></td></tr>`).join("");
+  for (const row of $("group-offsets").querySelectorAll("tr.offset")) {
+    const h = lagHistory.get(`${id}\u0000${row.dataset.topic}\u0000${row.dataset.partition}`) || [];
+    drawChart(row.querySelector("canvas"), [{values: h, color: "#e8590c"}]);
+  }
   if (!$("reset-topic").value && g.offsets.length) $("reset-topic").value = g.offsets[0].topic;
   document.body.dataset.groupLag = String(g.lag);
 }
