@@ -87,7 +87,7 @@ class ConsoleApi:
                 u.kafka, b["name"], int(b["partition"]), int(b["offset"])),
                 lambda b: f"delete records of {b['name']}-{b['partition']} before offset {b['offset']}"),
             "/api/group/reset": (lambda u, b: admin.reset_offsets(
-                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=False),
+                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=False, group_type=b.get("type")),
                 lambda b: f"reset offsets of group {b['group']} on {b['topic']} to {b['to']} {b.get('value') or ''}"),
             "/api/group/delete": (lambda u, b: admin.delete_group(u.kafka, b["group"]),
                                   lambda b: f"delete group {b['group']}"),
@@ -104,7 +104,8 @@ class ConsoleApi:
             ("POST", "/api/login"): self.login,
             ("POST", "/api/logout"): self.logout,
             ("POST", "/api/group/reset-preview"): self._reader(lambda u, b: admin.reset_offsets(
-                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=True), body=True),
+                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=True, group_type=b.get("type")),
+                body=True),
             ("POST", "/api/search"): self._reader(self.search, body=True),
         }
         for path, handler in reads.items():

@@ -376,8 +376,9 @@ async function showGroup(id, type) {
   document.body.dataset.groupLag = String(g.lag);
 }
 function resetBody() {
-  const [, id] = location.hash.match(/^#\/group\/([^?]*)/) || [];
-  return {group: decodeURIComponent(id || ""), topic: $("reset-topic").value, to: $("reset-to").value, value: $("reset-value").value};
+  const [, id, type] = location.hash.match(/^#\/group\/([^?]*)(?:\?type=(\w+))?/) || [];
+  return {group: decodeURIComponent(id || ""), type: type || "classic", topic: $("reset-topic").value, to: $("reset-to").value,
+          value: $("reset-value").value};
 }
 function renderReset(rows) {
   $("reset-table").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">current</th><th class="num">new</th><th class="num">lag after</th></tr>' +

@@ -34,7 +34,8 @@ VERSIONS = {
     "CreatePartitions": 3, "DeleteRecords": 2, "DescribeConfigs": 4, "IncrementalAlterConfigs": 1,
     "ListGroups": 5, "DescribeGroups": 5, "ConsumerGroupDescribe": 0, "ShareGroupDescribe": 1,
     "OffsetFetch": 8, "OffsetCommit": 8, "DeleteGroups": 2, "DescribeAcls": 3, "CreateAcls": 3,
-    "DeleteAcls": 3, "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
+    "DeleteAcls": 3, "DescribeShareGroupOffsets": 1, "AlterShareGroupOffsets": 0,
+    "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
 }
 # SASL mechanisms tried at login, strongest first (only those the listener enables).
 MECHANISM_PREFERENCE = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")

@@ -201,3 +201,26 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
         assert "console login: User:carol" in log and "console login refused for User:carol" in log
         assert "console write by User:admin: set SCRAM credential of carol (SCRAM-SHA-512): done" in log
         assert "c-pw" not in log and "admin-secret" not in log  # passwords are never logged
+
+
+def test_a_share_groups_start_offsets_are_reset_and_described(tmp_path):
+    port = free_port()
+    with BrokerProcess(tmp_path, overrides={"console.listener": f"127.0.0.1:{port}", "group.share.enable": "true",
+                                            "console.write.actions.enable": "true"}) as broker:
+        broker.start()
+        url = f"http://127.0.0.1:{port}/"
+        assert call(url, "api/topic/create", {"name": "jobs", "partitions": 2}) == (200, None)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(10):
+            producer.produce("jobs", b"job-%d" % i, partition=i % 2)
+        assert producer.flush(30) == 0
+        reset = {"group": "workers", "type": "share", "topic": "jobs", "to": "offset", "value": "2"}
+        status, preview = call(url, "api/group/reset-preview", reset)
+        assert status == 200 and [(r["partition"], r["current"], r["new"]) for r in preview] == [(0, None, 2), (1, None, 2)]
+        assert call(url, "api/group?id=workers&type=share")[1]["code"] == "GROUP_ID_NOT_FOUND"  # the preview wrote nothing
+        assert call(url, "api/group/reset", reset)[0] == 200
+        status, g = call(url, "api/group?id=workers&type=share")
+        assert status == 200 and isinstance(g, dict)
+        assert [(o["partition"], o["committed"], o["lag"]) for o in g["offsets"]] == [(0, 2, 3), (1, 2, 3)]
+        assert g["lag"] == 6
+        assert "console write by User:ANONYMOUS: reset offsets of group workers on jobs to offset 2: done" in broker.log()
