@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import deque
 from importlib import resources
@@ -28,6 +29,7 @@ from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
 from pykbroker.metrics.recorder import Recorder
+from pykbroker.security.tls import client_ssl_context
 from replication.metadata.embedded_store import uuid_to_kafka_string
 
 __all__ = ["Console", "LogTail", "ThroughputHistory"]
@@ -197,10 +199,11 @@ class Console:
                               "pick another port, e.g. --override console.listener=127.0.0.1:0 (any free one)") from exc
         self.history.sample()
         self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
-        log.info("console: serving the console at http://%s:%d/ (%s, %s; Kafka requests to %s:%d)",
+        log.info("console: serving the console at http://%s:%d/ (%s, %s; Kafka requests to %s:%d%s)",
                  host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
                  else "no login: a PLAINTEXT listener", "write actions on" if self.api.writes_enabled
-                 else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port)
+                 else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port,
+                 " over TLS" if self.sessions.ssl_context is not None else "")
 
     async def _sample_forever(self) -> None:
         while True:
@@ -227,15 +230,18 @@ def _static(name: str, ctype: str) -> Route:
     return route
 
 
-def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...]]:
-    """(host, port, SASL mechanisms) of the listener the console talks Kafka to: the first SASL_PLAINTEXT
-    one (so people log in), else the first PLAINTEXT one. ConfigError when there is neither."""
+def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...], ssl.SSLContext | None]:
+    """(host, port, SASL mechanisms, TLS client context) of the listener the console talks Kafka to: the
+    first SASL_PLAINTEXT one, else SASL_SSL (so people log in), else PLAINTEXT. An SSL listener's principal is
+    the client certificate's, which the console cannot have for each person, so it is not used. ConfigError
+    when there is none of them."""
     security = broker.listener_security
-    for wanted in ("SASL_PLAINTEXT", "PLAINTEXT"):
+    for wanted in ("SASL_PLAINTEXT", "SASL_SSL", "PLAINTEXT"):
         for name, listener in broker.bound_listeners.items():
             sec = security.get(name)
             if sec is not None and sec.protocol == wanted:
-                return (listener.host or "127.0.0.1"), listener.port, tuple(sec.mechanisms)
-    raise ConfigError("console.listener: the console talks to the broker over a PLAINTEXT or SASL_PLAINTEXT "
-                      "listener and this broker has none; add one to listeners (e.g. CONSOLE://127.0.0.1:0 with "
-                      "listener.security.protocol.map CONSOLE:SASL_PLAINTEXT)")
+                context = client_ssl_context(broker.config, name) if wanted == "SASL_SSL" else None
+                return (listener.host or "127.0.0.1"), listener.port, tuple(sec.mechanisms), context
+    raise ConfigError("console.listener: the console talks to the broker over a SASL_PLAINTEXT, SASL_SSL or "
+                      "PLAINTEXT listener and this broker has none; add one to listeners (e.g. "
+                      "CONSOLE://127.0.0.1:0 with listener.security.protocol.map CONSOLE:SASL_PLAINTEXT)")

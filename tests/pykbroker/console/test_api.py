@@ -224,3 +224,30 @@ def test_a_share_groups_start_offsets_are_reset_and_described(tmp_path):
         assert [(o["partition"], o["committed"], o["lag"]) for o in g["offsets"]] == [(0, 2, 3), (1, 2, 3)]
         assert g["lag"] == 6
         assert "console write by User:ANONYMOUS: reset offsets of group workers on jobs to offset 2: done" in broker.log()
+
+
+def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
+    from pykbroker.security.certs import CertificateAuthority
+
+    ca = CertificateAuthority()
+    server = ca.issue(CN="localhost")
+    (tmp_path / "ca.pem").write_text(ca.pem)
+    port, tls_port, console_port = free_port(), free_port(), free_port()
+    with BrokerProcess(tmp_path / "data", port=port, overrides={
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{tls_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.keystore.location": str(server.write_pem(tmp_path / "server.pem")),
+            "listener.name.sasl_ssl.ssl.truststore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.truststore.location": str(tmp_path / "ca.pem"),
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
+            "console.listener": f"127.0.0.1:{console_port}"}) as broker:
+        broker.start()
+        url = f"http://127.0.0.1:{console_port}/"
+        assert f"Kafka requests to 127.0.0.1:{tls_port} over TLS" in broker.log()
+        assert _as(url, "api/login", {"username": "alice", "password": "nope"})[0] == 401
+        status, d, alice = _as(url, "api/login", {"username": "alice", "password": "alice-secret"})
+        assert status == 200 and d == {"principal": "User:alice"}
+        assert _as(url, "api/overview", cookie=alice)[1]["principal"] == "User:alice"
