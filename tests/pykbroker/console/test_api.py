@@ -251,3 +251,31 @@ def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
         status, d, alice = _as(url, "api/login", {"username": "alice", "password": "alice-secret"})
         assert status == 200 and d == {"principal": "User:alice"}
         assert _as(url, "api/overview", cookie=alice)[1]["principal"] == "User:alice"
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_members_and_their_assignments_of_a_live_group(console, protocol):
+    import time
+
+    from confluent_kafka import Consumer
+
+    broker, url = console
+    group = f"live-{protocol}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": protocol,
+                         "client.id": f"reader-{protocol}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([TOPIC])
+    try:
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) < PARTITIONS and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        listed = {g["group_id"]: g for g in call(url, "api/groups")[1]}  # type: ignore[union-attr]
+        assert listed[group]["type"] == protocol and listed[group]["state"] == "Stable"
+        status, g = call(url, f"api/group?id={group}&type={protocol}")
+        assert status == 200 and isinstance(g, dict)
+        [member] = g["members"]
+        assert member["client_id"] == f"reader-{protocol}"
+        assert member["assignment"] == [{"topic": TOPIC, "partitions": list(range(PARTITIONS))}]
+        status, d = call(url, "api/group/reset", {"group": group, "topic": TOPIC, "to": "earliest"})
+        assert status == 400 and d["code"] == "NON_EMPTY_GROUP" and "current state is Stable" in d["error"]
+    finally:
+        consumer.close()
