@@ -29,7 +29,7 @@ from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
 from pykbroker.metrics.recorder import Recorder
-from pykbroker.security.tls import client_ssl_context
+from pykbroker.security.tls import client_ssl_context, server_ssl_context
 from replication.metadata.embedded_store import uuid_to_kafka_string
 
 __all__ = ["Console", "LogTail", "ThroughputHistory"]
@@ -190,17 +190,21 @@ class Console:
         return data
 
     async def start(self) -> None:
-        host, port = parse_host_port("console.listener", self.broker.config["console.listener"])
+        value: str = self.broker.config["console.listener"]
+        tls = value.startswith("https://")
+        host, port = parse_host_port("console.listener", value.removeprefix("https://"))
+        context = page_ssl_context(self.broker.config) if tls else None
+        self.api.secure_cookie = tls
         logging.getLogger().addHandler(self.tail)
         try:
-            bound = await self.server.start(host, port)
+            bound = await self.server.start(host, port, context)
         except OSError as exc:
             raise ConfigError(f"console.listener: {host or '0.0.0.0'}:{port} cannot be bound ({exc.strerror or exc}); "
                               "pick another port, e.g. --override console.listener=127.0.0.1:0 (any free one)") from exc
         self.history.sample()
         self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
-        log.info("console: serving the console at http://%s:%d/ (%s, %s; Kafka requests to %s:%d%s)",
-                 host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
+        log.info("console: serving the console at %s://%s:%d/ (%s, %s; Kafka requests to %s:%d%s)",
+                 "https" if tls else "http", host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
                  else "no login: a PLAINTEXT listener", "write actions on" if self.api.writes_enabled
                  else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port,
                  " over TLS" if self.sessions.ssl_context is not None else "")
@@ -228,6 +232,17 @@ def _static(name: str, ctype: str) -> Route:
     async def route(_request: Request) -> Response:
         return Response(200, ctype, resources.files("pykbroker.console").joinpath(name).read_bytes())
     return route
+
+
+def page_ssl_context(config: Any) -> ssl.SSLContext:
+    """The TLS server context of an ``https://`` console.listener: the broker-wide ``ssl.keystore.*`` (the
+    page asks browsers for no certificate: people log in with their SASL user)."""
+    if config["ssl.keystore.location"] is None and config["ssl.keystore.key"] is None:
+        raise ConfigError("console.listener: https:// needs the broker-wide ssl.keystore.location (or "
+                          "ssl.keystore.key and ssl.keystore.certificate.chain) for the console's certificate")
+    context = server_ssl_context(config, "CONSOLE", "SSL")
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...], ssl.SSLContext | None]:

@@ -52,6 +52,7 @@ class ConsoleApi:
                  overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]]) -> None:
         self.sessions = sessions
         self.writes_enabled = writes_enabled
+        self.secure_cookie = False  # served over HTTPS: the session cookie only goes back over HTTPS
         self._overview = overview
 
     def routes(self) -> dict[tuple[str, str], Route]:
@@ -175,7 +176,8 @@ class ConsoleApi:
             return _json(502, {"error": f"the broker did not answer: {exc}", "code": "NETWORK_EXCEPTION"})
         audit.info("console login: %s", user.principal)
         return _json(200, {"principal": user.principal},
-                     {"Set-Cookie": f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"})
+                     {"Set-Cookie": f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+                                    + ("; Secure" if self.secure_cookie else "")})
 
     async def logout(self, request: Request) -> Response:
         self.sessions.logout(request.cookie(COOKIE))

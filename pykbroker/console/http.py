@@ -1,4 +1,5 @@
-"""The console's HTTP/1.1 server on the broker's event loop: GET and POST (JSON bodies), async routes.
+"""The console's HTTP/1.1 server (HTTPS with a TLS context) on the broker's event loop: GET and POST (JSON
+bodies), async routes.
 
 One request per connection (``Connection: close``), as ``pykbroker.metrics.http`` serves the metrics;
 routes are looked up by (method, path), so a path served only by GET answers 405 to POST. A request that
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -67,8 +69,9 @@ class ConsoleHttpServer:
         self._server: asyncio.AbstractServer | None = None
         self.port = 0
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host or None, port)
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Listen (HTTPS with ``ssl_context``); the port bound."""
+        self._server = await asyncio.start_server(self._serve, host or None, port, ssl=ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 

@@ -279,3 +279,26 @@ def test_members_and_their_assignments_of_a_live_group(console, protocol):
         assert status == 400 and d["code"] == "NON_EMPTY_GROUP" and "current state is Stable" in d["error"]
     finally:
         consumer.close()
+
+
+def test_the_console_is_served_over_https_with_the_brokers_key_store(tmp_path):
+    import ssl
+
+    from pykbroker.security.certs import CertificateAuthority
+
+    ca = CertificateAuthority()
+    server = ca.issue(CN="localhost")
+    port = free_port()
+    with BrokerProcess(tmp_path / "data", overrides={
+            "console.listener": f"https://127.0.0.1:{port}", "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(server.write_pem(tmp_path / "server.pem"))}) as broker:
+        broker.start()
+        assert f"serving the console at https://127.0.0.1:{port}/" in broker.log()
+        trusted = ssl.create_default_context(cadata=ca.pem)
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/api/session", context=trusted, timeout=30) as r:
+            assert json.loads(r.read())["principal"] == "User:ANONYMOUS"
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/", context=trusted, timeout=30) as r:
+            assert b"pykbroker console" in r.read()
+        with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP gets no answer
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/session", timeout=10)
+        assert broker.alive
