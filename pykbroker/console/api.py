@@ -117,14 +117,22 @@ class ConsoleApi:
 
     # -- plumbing ---------------------------------------------------------------------------------------------
 
-    async def _user(self, request: Request) -> ConsoleUser | None:
-        return await self.sessions.user(request.cookie(COOKIE))
+    async def _user(self, request: Request, *, required: bool = True) -> ConsoleUser | Response | None:
+        """The request's user; else the answer to give: 401 without a login (when ``required``), 502 when the
+        anonymous session cannot reach the broker."""
+        try:
+            user = await self.sessions.user(request.cookie(COOKIE))
+        except (ConnectionError, OSError, RequestError) as exc:
+            return _json(502, {"error": f"the broker did not answer: {exc}", "code": "NETWORK_EXCEPTION"})
+        if user is None and required:
+            return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+        return user
 
     def _reader(self, handler: Handler, body: bool = False) -> Route:
         async def route(request: Request) -> Response:
             user = await self._user(request)
-            if user is None:
-                return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+            if not isinstance(user, ConsoleUser):
+                return user or _json(401, {})
             try:
                 args = _body(request) if body else request.query
                 return _json(200, await handler(user, args))
@@ -141,8 +149,8 @@ class ConsoleApi:
 
         async def route(request: Request) -> Response:
             user = await self._user(request)
-            if user is None:
-                return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+            if not isinstance(user, ConsoleUser):
+                return user or _json(401, {})
             if not self.writes_enabled:
                 return _json(403, {"error": "the console is read-only: set console.write.actions.enable=true on the "
                                             "broker to allow changes", "code": "WRITES_DISABLED"})
@@ -159,7 +167,9 @@ class ConsoleApi:
     # -- routes with more than one call -----------------------------------------------------------------------
 
     async def session(self, request: Request) -> Response:
-        user = await self._user(request)
+        user = await self._user(request, required=False)
+        if isinstance(user, Response):
+            return user
         return _json(200, {"principal": user.principal if user else None, "login_required":
                            self.sessions.login_required, "write_enabled": self.writes_enabled})
 

@@ -39,6 +39,10 @@ VERSIONS = {
     "DeleteAcls": 3, "DescribeShareGroupOffsets": 1, "AlterShareGroupOffsets": 0,
     "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
 }
+# Requests that change nothing, asked again once when their connection fails.
+READS = frozenset({"Metadata", "Fetch", "ListOffsets", "DescribeConfigs", "ListGroups", "DescribeGroups",
+                   "ConsumerGroupDescribe", "ShareGroupDescribe", "OffsetFetch", "DescribeAcls",
+                   "DescribeShareGroupOffsets", "DescribeUserScramCredentials", "FindCoordinator"})
 # SASL mechanisms tried at login, strongest first (only those the listener enables).
 MECHANISM_PREFERENCE = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 # How long one request may take before the console gives up on it (Fetch long-polls stay far below).
@@ -161,12 +165,15 @@ class KafkaSession:
 
     async def request(self, request: Any, node_id: int | None = None) -> Any:
         """Send ``request`` (at the console's version for it) to ``node_id`` (None: this broker)."""
-        version = VERSIONS[type(request).__name__.removesuffix("Request")]
+        name = type(request).__name__.removesuffix("Request")
+        version = VERSIONS[name]
         connection = self._connection(node_id)
         try:
             return await connection.request(request, version, response_class(request))
         except BrokerConnectionError:
-            # One retry on a fresh connection: an idle one may have been closed by the broker meanwhile.
+            if name not in READS:
+                raise  # a write may have been done: not sent twice
+            # A read is asked again on a fresh connection: the broker may have closed an idle one meanwhile.
             return await connection.request(request, version, response_class(request))
 
     def _connection(self, node_id: int | None) -> _Connection:
