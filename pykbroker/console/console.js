@@ -302,7 +302,8 @@ async function search() {
   if (p.error) { $("search-progress").textContent = p.error; $("search-progress").className = "bad"; }
   shown = p.matches;
   $("messages").innerHTML = RECORD_HEAD + recordRows(p.matches);
-  $("messages-info").textContent = `${p.matches.length} records matching ${JSON.stringify(body.filter)}` + (p.truncated ? " (first ones only)" : "");
+  $("messages-info").textContent = `${num(p.matches.length)} record${p.matches.length === 1 ? "" : "s"} matching “${body.filter}”` +
+    (p.truncated ? " (the first ones only)" : "");
   document.body.dataset.searched = String(p.matches.length);
 }
 function stopTail() { tailing = null; $("tail-toggle").checked = false; }
