@@ -289,6 +289,8 @@ class SearchJob:
                 self.scanned += 1
                 if _record_matches(r, self.needle):
                     self.found.append(record_json(partition, offset, header.timestamp_of(r), r))
+                    if len(self.found) >= MAX_MATCHES:
+                        return offset + 1
             position = header.next_offset
         return position
 
