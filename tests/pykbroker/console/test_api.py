@@ -119,6 +119,25 @@ def test_delete_records_and_a_group_reset_preview(console):
     assert [(r["partition"], r["current"], r["new"], r["lag_after"]) for r in preview] == [
         (0, None, 10, 90), (1, None, 0, 100), (2, None, 0, 100)]
     assert call(url, "api/groups") == (200, [])  # the preview committed nothing
+    assert call(url, "api/group/reset", {"group": "g", "topic": TOPIC, "to": "latest"})[0] == 200
+    assert [g["group_id"] for g in call(url, "api/groups")[1]] == ["g"]  # type: ignore[union-attr]
+    assert call(url, "api/group?id=g&type=classic")[1]["lag"] == 0  # type: ignore[index]
+    assert call(url, "api/group/delete", {"group": "g"}) == (200, None)
+    assert call(url, "api/groups") == (200, [])
+
+
+def test_create_add_partitions_and_delete_a_topic(console):
+    _, url = console
+    assert call(url, "api/topic/create", {"name": "scratch", "partitions": 1,
+                                          "configs": {"cleanup.policy": "compact"}}) == (200, None)
+    assert call(url, "api/topic/partitions", {"name": "scratch", "count": 3}) == (200, None)
+    _, d = call(url, "api/topic?name=scratch")
+    assert len(d["partitions"]) == 3  # type: ignore[index]
+    assert {c["name"]: c["value"] for c in d["configs"]}["cleanup.policy"] == "compact"  # type: ignore[index]
+    status, d = call(url, "api/topic/create", {"name": "bad", "configs": {"cleanup.policy": "sometimes"}})
+    assert status == 400 and d["code"] == "INVALID_CONFIG"  # type: ignore[index]
+    assert call(url, "api/topic/delete", {"name": "scratch", "confirm": "scratch"}) == (200, None)
+    assert call(url, "api/topic?name=scratch")[1]["code"] == "UNKNOWN_TOPIC_OR_PARTITION"  # type: ignore[index]
 
 
 def test_writes_are_off_unless_configured(tmp_path):
@@ -195,6 +214,13 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
                                                              "write_enabled": True}
         status, d, _ = _as(url, "api/users", cookie=carol)  # only a cluster's Describe may list users
         assert status == 400 and d["code"] == "CLUSTER_AUTHORIZATION_FAILED"
+        acl = {"resource_type": "GROUP", "resource_name": "carols-", "pattern_type": "PREFIXED",
+               "principal": "User:carol", "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+        assert _as(url, "api/acl/create", acl, cookie=carol)[1]["code"] == "CLUSTER_AUTHORIZATION_FAILED"
+        assert _as(url, "api/acl/create", acl, cookie=admin)[0] == 200
+        assert _as(url, "api/acls", cookie=admin)[1] == [acl]
+        assert _as(url, "api/acl/delete", acl, cookie=admin)[0] == 200
+        assert _as(url, "api/acls", cookie=admin)[1] == []
         assert _as(url, "api/logout", {}, cookie=carol)[0] == 200
         assert _as(url, "api/session", cookie=carol)[1]["principal"] is None
         log = broker.log()
