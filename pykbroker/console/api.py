@@ -160,7 +160,7 @@ class ConsoleApi:
                 return _json(400, {"error": f"bad request: {exc!r}", "code": "INVALID_REQUEST"})
             response = await read(request)
             outcome = "done" if response.status == 200 else "refused: " + json.loads(response.body)["error"]
-            audit.info("console write by %s: %s: %s", user.principal, what, outcome)
+            audit.info("console write by %s: %s: %s", _one_line(user.principal), _one_line(what), _one_line(outcome))
             return response
         return route
 
@@ -180,11 +180,12 @@ class ConsoleApi:
         except (KeyError, ValueError) as exc:
             return _json(400, {"error": f"bad request: {exc!r}", "code": "INVALID_REQUEST"})
         except LoginError as exc:
-            audit.info("console login refused for User:%s: %s", _body(request).get("username"), exc)
+            audit.info("console login refused for User:%s: %s", _one_line(str(_body(request).get("username"))),
+                       _one_line(str(exc)))
             return _json(401, {"error": f"login refused: {exc}", "code": "SASL_AUTHENTICATION_FAILED"})
         except (ConnectionError, OSError) as exc:
             return _json(502, {"error": f"the broker did not answer: {exc}", "code": "NETWORK_EXCEPTION"})
-        audit.info("console login: %s", user.principal)
+        audit.info("console login: %s", _one_line(user.principal))
         return _json(200, {"principal": user.principal},
                      {"Set-Cookie": f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
                                     + ("; Secure" if self.secure_cookie else "")})
@@ -236,6 +237,11 @@ class ConsoleApi:
         user.search = job
         job.begin()
         return job.progress()
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped: what people typed cannot forge audit lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _body(request: Request) -> dict[str, Any]:

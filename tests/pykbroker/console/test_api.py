@@ -106,6 +106,10 @@ def test_kafkas_refusals_and_bad_input_are_answered_not_crashed_on(console):
     status, d = call(url, "api/topic/delete", {"name": TOPIC, "confirm": "nope"})
     assert status == 400 and "confirm" in d["error"]
     assert call(url, f"api/topic?name={TOPIC}")[0] == 200
+    status, d = call(url, "api/topic/create", {"name": "evil\n[2026-01-01] INFO forged line"})
+    assert status == 400 and d["code"] == "INVALID_TOPIC_EXCEPTION"  # type: ignore[index]
+    audit = [line for line in broker.log().splitlines() if "pykbroker.console.audit" in line]
+    assert any("create topic evil\\n[2026-01-01] INFO forged line (partitions" in line for line in audit)
     assert broker.alive
 
 
