@@ -59,10 +59,21 @@ async function act(fn, where, done) {
 
 // -- records: decoding for display ----------------------------------------------------------------------------
 function b64bytes(s) { const bin = atob(s); const a = new Uint8Array(bin.length); for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i); return a; }
+const hex = (data) => esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
 function decode(b64, mode) {
   if (b64 === null || b64 === undefined) return '<span class="muted">null</span>';
   const data = b64bytes(b64);
-  if (mode === "hex") return esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
+  if (mode === "hex") return hex(data);
+  if (mode === "json" && data.length > 5 && data[0] === 0) {
+    // Confluent's framing (magic byte 0, 4-byte schema id): JSON Schema payloads are shown as JSON; Avro
+    // and Protobuf ones as bytes, as decoding them needs the schema registry
+    const id = new DataView(data.buffer, data.byteOffset).getInt32(1);
+    const payload = data.subarray(5), tag = `<span class="tag schema">schema ${id}</span> `;
+    try {
+      const v = JSON.parse(new TextDecoder("utf-8", {fatal: true}).decode(payload));
+      return `<details><summary>${tag}${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+    } catch (e) { return tag + hex(payload); }
+  }
   const text = new TextDecoder("utf-8").decode(data);
   if (mode === "json") {
     try {
