@@ -180,35 +180,34 @@ async def committed_offsets(session: KafkaSession, group_id: str) -> dict[tuple[
             if p.error_code == ErrorCode.NONE and p.committed_offset >= 0}
 
 
+async def _described(session: KafkaSession, group_id: str, request: Any) -> Any:
+    """The one group a describe request to ``group_id``'s coordinator answers (RequestError when refused)."""
+    answer = await session.to_coordinator(group_id, request)
+    [g] = answer.groups
+    check(g.error_code, g.error_message, f"group {group_id}")
+    return g
+
+
+def _member(m: Any, instance_id: str | None, assignment: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+            "instance_id": instance_id, "assignment": assignment}
+
+
 async def describe_group(session: KafkaSession, group_id: str, group_type: str) -> dict[str, Any]:
     """Members with their assignments, state, and committed offsets with lag per partition."""
-    members: list[dict[str, Any]] = []
     if group_type == "consumer":
-        answer = await session.to_coordinator(group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
-                                                                                     include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": m.instance_id, "assignment": _tps(m.assignment.topic_partitions)}
-                   for m in g.members]
+        g = await _described(session, group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
+                                                                             include_authorized_operations=False))
+        members = [_member(m, m.instance_id, _tps(m.assignment.topic_partitions)) for m in g.members]
     elif group_type == "share":
-        answer = await session.to_coordinator(group_id, ShareGroupDescribeRequest(group_ids=[group_id],
-                                                                                  include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": None, "assignment": _tps(m.assignment.topic_partitions)} for m in g.members]
+        g = await _described(session, group_id, ShareGroupDescribeRequest(group_ids=[group_id],
+                                                                          include_authorized_operations=False))
+        members = [_member(m, None, _tps(m.assignment.topic_partitions)) for m in g.members]
     else:
-        answer = await session.to_coordinator(group_id, DescribeGroupsRequest(groups=[group_id],
-                                                                              include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": m.group_instance_id, "assignment": _assignment(m.member_assignment)}
-                   for m in g.members]
+        g = await _described(session, group_id, DescribeGroupsRequest(groups=[group_id],
+                                                                      include_authorized_operations=False))
+        members = [_member(m, m.group_instance_id, _assignment(m.member_assignment)) for m in g.members]
+    state = g.group_state
     offsets = await (_share_offsets(session, group_id) if group_type == "share" else _offsets_with_lag(session, group_id))
     return {"group_id": group_id, "type": group_type, "state": state, "members": members, "offsets": offsets,
             "lag": sum(o["lag"] for o in offsets if o["lag"] is not None)}
