@@ -15,9 +15,9 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run: start a single-node broker on localhost:9092 with data under ./data
+## run: start a single-node broker on localhost:9092 with data under ./data, the console at http://127.0.0.1:8080/
 run: $(STAMP)
-	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
+	$(VENV)/bin/pykbroker --override log.dirs=./data --override console.listener=127.0.0.1:8080 $(ARGS)
 
 ## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)

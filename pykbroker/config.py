@@ -133,7 +133,7 @@ def _console_listener(prop: str, v: str) -> str | None:
     if not v.strip():
         return None
     try:
-        parse_host_port(prop, v)
+        parse_host_port(prop, v.strip().removeprefix("https://"))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return v.strip()
@@ -272,7 +272,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
     ConfigDef("console.listener", _console_listener, None,
-              "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+              "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080; https://host:port with the broker-wide "
+              "ssl.keystore.*); unset: off."),
     ConfigDef("console.write.actions.enable", _bool, "false",
               "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
               "with the principal; false: the console only reads."),

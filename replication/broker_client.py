@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 from collections import OrderedDict
 from collections.abc import Callable
@@ -51,8 +52,10 @@ class BrokerClient:
     """One connection to broker ``node_id`` at ``host:port``."""
 
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str, timeout_ms: int = 30_000,
-                 max_idle_ms: int = -1) -> None:
-        """``max_idle_ms``: close the connection after this long without a request (-1: never)."""
+                 max_idle_ms: int = -1, ssl_context: ssl.SSLContext | None = None) -> None:
+        """``max_idle_ms``: close the connection after this long without a request (-1: never);
+        ``ssl_context``: talk TLS."""
+        self.ssl_context = ssl_context
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -94,7 +97,9 @@ class BrokerClient:
     async def _connect(self) -> None:
         try:
             async with asyncio.timeout(self.timeout_s):
-                self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+                self._reader, self._writer = await asyncio.open_connection(
+                    self.host, self.port, limit=1 << 20, ssl=self.ssl_context,
+                    server_hostname=self.host if self.ssl_context is not None else None)
         except (OSError, TimeoutError) as exc:
             raise BrokerConnectionError(f"cannot connect to broker {self.node_id} at {self.host}:{self.port}: "
                                         f"{exc or type(exc).__name__}") from exc

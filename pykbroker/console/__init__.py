@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import deque
 from importlib import resources
@@ -28,6 +29,7 @@ from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
 from pykbroker.metrics.recorder import Recorder
+from pykbroker.security.tls import client_ssl_context, server_ssl_context
 from replication.metadata.embedded_store import uuid_to_kafka_string
 
 __all__ = ["Console", "LogTail", "ThroughputHistory"]
@@ -181,25 +183,31 @@ class Console:
         data = overview(self.broker, self.history, self.tail)
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
+        data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
         groups = {g["group_id"] for g in await list_groups(user.kafka)}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
         data["principal"] = user.principal
         return data
 
     async def start(self) -> None:
-        host, port = parse_host_port("console.listener", self.broker.config["console.listener"])
+        value: str = self.broker.config["console.listener"]
+        tls = value.startswith("https://")
+        host, port = parse_host_port("console.listener", value.removeprefix("https://"))
+        context = page_ssl_context(self.broker.config) if tls else None
+        self.api.secure_cookie = tls
         logging.getLogger().addHandler(self.tail)
         try:
-            bound = await self.server.start(host, port)
+            bound = await self.server.start(host, port, context)
         except OSError as exc:
             raise ConfigError(f"console.listener: {host or '0.0.0.0'}:{port} cannot be bound ({exc.strerror or exc}); "
                               "pick another port, e.g. --override console.listener=127.0.0.1:0 (any free one)") from exc
         self.history.sample()
         self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
-        log.info("console: serving the console at http://%s:%d/ (%s, %s; Kafka requests to %s:%d)",
-                 host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
+        log.info("console: serving the console at %s://%s:%d/ (%s, %s; Kafka requests to %s:%d%s)",
+                 "https" if tls else "http", host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
                  else "no login: a PLAINTEXT listener", "write actions on" if self.api.writes_enabled
-                 else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port)
+                 else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port,
+                 " over TLS" if self.sessions.ssl_context is not None else "")
 
     async def _sample_forever(self) -> None:
         while True:
@@ -226,15 +234,29 @@ def _static(name: str, ctype: str) -> Route:
     return route
 
 
-def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...]]:
-    """(host, port, SASL mechanisms) of the listener the console talks Kafka to: the first SASL_PLAINTEXT
-    one (so people log in), else the first PLAINTEXT one. ConfigError when there is neither."""
+def page_ssl_context(config: Any) -> ssl.SSLContext:
+    """The TLS server context of an ``https://`` console.listener: the broker-wide ``ssl.keystore.*`` (the
+    page asks browsers for no certificate: people log in with their SASL user)."""
+    if config["ssl.keystore.location"] is None and config["ssl.keystore.key"] is None:
+        raise ConfigError("console.listener: https:// needs the broker-wide ssl.keystore.location (or "
+                          "ssl.keystore.key and ssl.keystore.certificate.chain) for the console's certificate")
+    context = server_ssl_context(config, "CONSOLE", "SSL")
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...], ssl.SSLContext | None]:
+    """(host, port, SASL mechanisms, TLS client context) of the listener the console talks Kafka to: the
+    first SASL_PLAINTEXT one, else SASL_SSL (so people log in), else PLAINTEXT. An SSL listener's principal is
+    the client certificate's, which the console cannot have for each person, so it is not used. ConfigError
+    when there is none of them."""
     security = broker.listener_security
-    for wanted in ("SASL_PLAINTEXT", "PLAINTEXT"):
+    for wanted in ("SASL_PLAINTEXT", "SASL_SSL", "PLAINTEXT"):
         for name, listener in broker.bound_listeners.items():
             sec = security.get(name)
             if sec is not None and sec.protocol == wanted:
-                return (listener.host or "127.0.0.1"), listener.port, tuple(sec.mechanisms)
-    raise ConfigError("console.listener: the console talks to the broker over a PLAINTEXT or SASL_PLAINTEXT "
-                      "listener and this broker has none; add one to listeners (e.g. CONSOLE://127.0.0.1:0 with "
-                      "listener.security.protocol.map CONSOLE:SASL_PLAINTEXT)")
+                context = client_ssl_context(broker.config, name) if wanted == "SASL_SSL" else None
+                return (listener.host or "127.0.0.1"), listener.port, tuple(sec.mechanisms), context
+    raise ConfigError("console.listener: the console talks to the broker over a SASL_PLAINTEXT, SASL_SSL or "
+                      "PLAINTEXT listener and this broker has none; add one to listeners (e.g. "
+                      "CONSOLE://127.0.0.1:0 with listener.security.protocol.map CONSOLE:SASL_PLAINTEXT)")

@@ -38,6 +38,11 @@ from wire.messages import (
     OffsetFetchRequest,
     ShareGroupDescribeRequest,
 )
+from wire.messages.alter_share_group_offsets_request import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from wire.messages.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
     ScramCredentialDeletion,
@@ -50,6 +55,10 @@ from wire.messages.create_topics_request import CreatableTopic, CreatableTopicCo
 from wire.messages.delete_acls_request import DeleteAclsFilter
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.describe_share_group_offsets_request import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+)
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup
@@ -171,36 +180,35 @@ async def committed_offsets(session: KafkaSession, group_id: str) -> dict[tuple[
             if p.error_code == ErrorCode.NONE and p.committed_offset >= 0}
 
 
+async def _described(session: KafkaSession, group_id: str, request: Any) -> Any:
+    """The one group a describe request to ``group_id``'s coordinator answers (RequestError when refused)."""
+    answer = await session.to_coordinator(group_id, request)
+    [g] = answer.groups
+    check(g.error_code, g.error_message, f"group {group_id}")
+    return g
+
+
+def _member(m: Any, instance_id: str | None, assignment: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+            "instance_id": instance_id, "assignment": assignment}
+
+
 async def describe_group(session: KafkaSession, group_id: str, group_type: str) -> dict[str, Any]:
     """Members with their assignments, state, and committed offsets with lag per partition."""
-    members: list[dict[str, Any]] = []
     if group_type == "consumer":
-        answer = await session.to_coordinator(group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
-                                                                                     include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": m.instance_id, "assignment": _tps(m.assignment.topic_partitions)}
-                   for m in g.members]
+        g = await _described(session, group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
+                                                                             include_authorized_operations=False))
+        members = [_member(m, m.instance_id, _tps(m.assignment.topic_partitions)) for m in g.members]
     elif group_type == "share":
-        answer = await session.to_coordinator(group_id, ShareGroupDescribeRequest(group_ids=[group_id],
-                                                                                  include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": None, "assignment": _tps(m.assignment.topic_partitions)} for m in g.members]
+        g = await _described(session, group_id, ShareGroupDescribeRequest(group_ids=[group_id],
+                                                                          include_authorized_operations=False))
+        members = [_member(m, None, _tps(m.assignment.topic_partitions)) for m in g.members]
     else:
-        answer = await session.to_coordinator(group_id, DescribeGroupsRequest(groups=[group_id],
-                                                                              include_authorized_operations=False))
-        [g] = answer.groups
-        check(g.error_code, g.error_message, f"group {group_id}")
-        state = g.group_state
-        members = [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                    "instance_id": m.group_instance_id, "assignment": _assignment(m.member_assignment)}
-                   for m in g.members]
-    offsets = [] if group_type == "share" else await _offsets_with_lag(session, group_id)
+        g = await _described(session, group_id, DescribeGroupsRequest(groups=[group_id],
+                                                                      include_authorized_operations=False))
+        members = [_member(m, m.group_instance_id, _assignment(m.member_assignment)) for m in g.members]
+    state = g.group_state
+    offsets = await (_share_offsets(session, group_id) if group_type == "share" else _offsets_with_lag(session, group_id))
     return {"group_id": group_id, "type": group_type, "state": state, "members": members, "offsets": offsets,
             "lag": sum(o["lag"] for o in offsets if o["lag"] is not None)}
 
@@ -219,17 +227,36 @@ async def _offsets_with_lag(session: KafkaSession, group_id: str) -> list[dict[s
             for (t, p), c in sorted(committed.items())]
 
 
+async def _share_offsets(session: KafkaSession, group_id: str) -> list[dict[str, Any]]:
+    """A share group's start offset and lag of each partition it has state for (DescribeShareGroupOffsets v1)."""
+    answer = await session.to_coordinator(group_id, DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequestGroup(group_id=group_id, topics=None)]))
+    [g] = answer.groups
+    if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return []  # no state yet
+    check(g.error_code, g.error_message, f"offsets of share group {group_id}")
+    return [{"topic": t.topic_name, "partition": p.partition_index, "committed": p.start_offset, "end": None,
+             "lag": p.lag if p.lag >= 0 else None}
+            for t in sorted(g.topics, key=lambda t: t.topic_name) for p in sorted(t.partitions, key=lambda p: p.partition_index)
+            if p.error_code == ErrorCode.NONE and p.start_offset >= 0]
+
+
 async def reset_offsets(session: KafkaSession, group_id: str, topic: str, to: str, value: str | None,
-                        dry_run: bool) -> list[dict[str, Any]]:
+                        dry_run: bool, group_type: str | None = None) -> list[dict[str, Any]]:
     """New committed offsets of ``group_id`` on every partition of ``topic`` for ``to`` (earliest, latest,
-    timestamp: ms, offset: a number clamped to the log); committed unless ``dry_run``."""
+    timestamp: ms, offset: a number clamped to the log); committed unless ``dry_run``. A share group's
+    (``group_type`` "share", or listed as one) start offsets are set with AlterShareGroupOffsets."""
     listed = {g["group_id"]: g for g in await list_groups(session)}
     state = listed.get(group_id, {}).get("state", "Dead")
+    share = (group_type or listed.get(group_id, {}).get("type")) == "share"
     if not dry_run and state not in ("Empty", "Dead"):
         raise RequestError(ErrorCode.NON_EMPTY_GROUP, f"Assignments can only be reset if the group '{group_id}' is "
                            f"inactive, but the current state is {state}.", f"reset group {group_id}")
     parts = await leaders(session, topic)
-    committed = await committed_offsets(session, group_id)
+    if share:
+        committed = {(o["topic"], o["partition"]): o["committed"] for o in await _share_offsets(session, group_id)}
+    else:
+        committed = await committed_offsets(session, group_id)
     bounds = await end_offsets(session, topic, parts)
     if to == "earliest":
         target = {p: s for p, (s, _) in bounds.items()}
@@ -244,6 +271,15 @@ async def reset_offsets(session: KafkaSession, group_id: str, topic: str, to: st
     preview = [{"topic": topic, "partition": p, "current": committed.get((topic, p)), "new": target[p],
                 "end": bounds[p][1], "lag_after": bounds[p][1] - target[p]} for p in sorted(parts)]
     if dry_run:
+        return preview
+    if share:
+        shared = await session.to_coordinator(group_id, AlterShareGroupOffsetsRequest(group_id=group_id, topics=[
+            AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[AlterShareGroupOffsetsRequestPartition(
+                partition_index=p, start_offset=o) for p, o in sorted(target.items())])]))
+        check(shared.error_code, shared.error_message, f"reset share group {group_id}")
+        for t in shared.responses:
+            for sp in t.partitions:
+                check(sp.error_code, sp.error_message, f"reset share group {group_id} on {topic}-{sp.partition_index}")
         return preview
     answer = await session.to_coordinator(group_id, OffsetCommitRequest(
         group_id=group_id, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,

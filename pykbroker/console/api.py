@@ -52,6 +52,7 @@ class ConsoleApi:
                  overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]]) -> None:
         self.sessions = sessions
         self.writes_enabled = writes_enabled
+        self.secure_cookie = False  # served over HTTPS: the session cookie only goes back over HTTPS
         self._overview = overview
 
     def routes(self) -> dict[tuple[str, str], Route]:
@@ -87,7 +88,7 @@ class ConsoleApi:
                 u.kafka, b["name"], int(b["partition"]), int(b["offset"])),
                 lambda b: f"delete records of {b['name']}-{b['partition']} before offset {b['offset']}"),
             "/api/group/reset": (lambda u, b: admin.reset_offsets(
-                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=False),
+                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=False, group_type=b.get("type")),
                 lambda b: f"reset offsets of group {b['group']} on {b['topic']} to {b['to']} {b.get('value') or ''}"),
             "/api/group/delete": (lambda u, b: admin.delete_group(u.kafka, b["group"]),
                                   lambda b: f"delete group {b['group']}"),
@@ -104,7 +105,8 @@ class ConsoleApi:
             ("POST", "/api/login"): self.login,
             ("POST", "/api/logout"): self.logout,
             ("POST", "/api/group/reset-preview"): self._reader(lambda u, b: admin.reset_offsets(
-                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=True), body=True),
+                u.kafka, b["group"], b["topic"], b["to"], b.get("value"), dry_run=True, group_type=b.get("type")),
+                body=True),
             ("POST", "/api/search"): self._reader(self.search, body=True),
         }
         for path, handler in reads.items():
@@ -115,14 +117,22 @@ class ConsoleApi:
 
     # -- plumbing ---------------------------------------------------------------------------------------------
 
-    async def _user(self, request: Request) -> ConsoleUser | None:
-        return await self.sessions.user(request.cookie(COOKIE))
+    async def _user(self, request: Request, *, required: bool = True) -> ConsoleUser | Response | None:
+        """The request's user; else the answer to give: 401 without a login (when ``required``), 502 when the
+        anonymous session cannot reach the broker."""
+        try:
+            user = await self.sessions.user(request.cookie(COOKIE))
+        except (ConnectionError, OSError, RequestError) as exc:
+            return _json(502, {"error": f"the broker did not answer: {exc}", "code": "NETWORK_EXCEPTION"})
+        if user is None and required:
+            return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+        return user
 
     def _reader(self, handler: Handler, body: bool = False) -> Route:
         async def route(request: Request) -> Response:
             user = await self._user(request)
-            if user is None:
-                return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+            if not isinstance(user, ConsoleUser):
+                return user or _json(401, {})
             try:
                 args = _body(request) if body else request.query
                 return _json(200, await handler(user, args))
@@ -139,8 +149,8 @@ class ConsoleApi:
 
         async def route(request: Request) -> Response:
             user = await self._user(request)
-            if user is None:
-                return _json(401, {"error": "log in first", "code": "LOGIN_REQUIRED"})
+            if not isinstance(user, ConsoleUser):
+                return user or _json(401, {})
             if not self.writes_enabled:
                 return _json(403, {"error": "the console is read-only: set console.write.actions.enable=true on the "
                                             "broker to allow changes", "code": "WRITES_DISABLED"})
@@ -150,14 +160,16 @@ class ConsoleApi:
                 return _json(400, {"error": f"bad request: {exc!r}", "code": "INVALID_REQUEST"})
             response = await read(request)
             outcome = "done" if response.status == 200 else "refused: " + json.loads(response.body)["error"]
-            audit.info("console write by %s: %s: %s", user.principal, what, outcome)
+            audit.info("console write by %s: %s: %s", _one_line(user.principal), _one_line(what), _one_line(outcome))
             return response
         return route
 
     # -- routes with more than one call -----------------------------------------------------------------------
 
     async def session(self, request: Request) -> Response:
-        user = await self._user(request)
+        user = await self._user(request, required=False)
+        if isinstance(user, Response):
+            return user
         return _json(200, {"principal": user.principal if user else None, "login_required":
                            self.sessions.login_required, "write_enabled": self.writes_enabled})
 
@@ -168,13 +180,15 @@ class ConsoleApi:
         except (KeyError, ValueError) as exc:
             return _json(400, {"error": f"bad request: {exc!r}", "code": "INVALID_REQUEST"})
         except LoginError as exc:
-            audit.info("console login refused for User:%s: %s", _body(request).get("username"), exc)
+            audit.info("console login refused for User:%s: %s", _one_line(str(_body(request).get("username"))),
+                       _one_line(str(exc)))
             return _json(401, {"error": f"login refused: {exc}", "code": "SASL_AUTHENTICATION_FAILED"})
         except (ConnectionError, OSError) as exc:
             return _json(502, {"error": f"the broker did not answer: {exc}", "code": "NETWORK_EXCEPTION"})
-        audit.info("console login: %s", user.principal)
+        audit.info("console login: %s", _one_line(user.principal))
         return _json(200, {"principal": user.principal},
-                     {"Set-Cookie": f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"})
+                     {"Set-Cookie": f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+                                    + ("; Secure" if self.secure_cookie else "")})
 
     async def logout(self, request: Request) -> Response:
         self.sessions.logout(request.cookie(COOKIE))
@@ -223,6 +237,11 @@ class ConsoleApi:
         user.search = job
         job.begin()
         return job.progress()
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped: what people typed cannot forge audit lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _body(request: Request) -> dict[str, Any]:

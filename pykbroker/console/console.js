@@ -59,10 +59,21 @@ async function act(fn, where, done) {
 
 // -- records: decoding for display ----------------------------------------------------------------------------
 function b64bytes(s) { const bin = atob(s); const a = new Uint8Array(bin.length); for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i); return a; }
+const hex = (data) => esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
 function decode(b64, mode) {
   if (b64 === null || b64 === undefined) return '<span class="muted">null</span>';
   const data = b64bytes(b64);
-  if (mode === "hex") return esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
+  if (mode === "hex") return hex(data);
+  if (mode === "json" && data.length > 5 && data[0] === 0) {
+    // Confluent's framing (magic byte 0, 4-byte schema id): JSON Schema payloads are shown as JSON; Avro
+    // and Protobuf ones as bytes, as decoding them needs the schema registry
+    const id = new DataView(data.buffer, data.byteOffset).getInt32(1);
+    const payload = data.subarray(5), tag = `<span class="tag schema">schema ${id}</span> `;
+    try {
+      const v = JSON.parse(new TextDecoder("utf-8", {fatal: true}).decode(payload));
+      return `<details><summary>${tag}${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+    } catch (e) { return tag + hex(payload); }
+  }
   const text = new TextDecoder("utf-8").decode(data);
   if (mode === "json") {
     try {
@@ -302,7 +313,8 @@ async function search() {
   if (p.error) { $("search-progress").textContent = p.error; $("search-progress").className = "bad"; }
   shown = p.matches;
   $("messages").innerHTML = RECORD_HEAD + recordRows(p.matches);
-  $("messages-info").textContent = `${p.matches.length} records matching ${JSON.stringify(body.filter)}` + (p.truncated ? " (first ones only)" : "");
+  $("messages-info").textContent = `${num(p.matches.length)} record${p.matches.length === 1 ? "" : "s"} matching “${body.filter}”` +
+    (p.truncated ? " (the first ones only)" : "");
   document.body.dataset.searched = String(p.matches.length);
 }
 function stopTail() { tailing = null; $("tail-toggle").checked = false; }
@@ -348,7 +360,7 @@ async function showGroups() {
       : '<tr><td class="muted">no groups you may describe</td></tr>';
   } catch (e) { status(e.message); }
 }
-const lagHistory = new Map();  // group -> [total lag samples] while the page is open
+const lagHistory = new Map();  // group (or group, topic, partition) -> lag samples while the page is open
 async function showGroup(id, type) {
   $("group-name").textContent = id;
   let g;
@@ -360,15 +372,25 @@ async function showGroup(id, type) {
   $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
     `<tr><td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
      <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(", ")}`).join("<br>")}</td></tr>`).join("") : '<tr><td class="muted">no members</td></tr>';
-  $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th></tr>' +
+  for (const o of g.offsets) {  // lag of each partition over time, while the page is open
+    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, h = lagHistory.get(key) || [];
+    h.push(o.lag ?? 0); if (h.length > 120) h.shift(); lagHistory.set(key, h);
+  }
+  $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th><th>lag over time</th></tr>' +
     g.offsets.map((o) => `<tr class="offset" data-topic="${esc(o.topic)}" data-partition="${o.partition}"><td>${esc(o.topic)}</td><td class="num">${o.partition}</td>
-      <td class="num committed">${num(o.committed)}</td><td class="num">${num(o.end)}</td><td class="num lag">${num(o.lag)}</td></tr>`).join("");
+      <td class="num committed">${num(o.committed)}</td><td class="num">${num(o.end)}</td><td class="num lag">${num(o.lag)}</td>
+      <td><canvas class="spark" width="160" height="22"></canvas></td></tr>`).join("");
+  for (const row of $("group-offsets").querySelectorAll("tr.offset")) {
+    const h = lagHistory.get(`${id}\u0000${row.dataset.topic}\u0000${row.dataset.partition}`) || [];
+    drawChart(row.querySelector("canvas"), [{values: h, color: "#e8590c"}]);
+  }
   if (!$("reset-topic").value && g.offsets.length) $("reset-topic").value = g.offsets[0].topic;
   document.body.dataset.groupLag = String(g.lag);
 }
 function resetBody() {
-  const [, id] = location.hash.match(/^#\/group\/([^?]*)/) || [];
-  return {group: decodeURIComponent(id || ""), topic: $("reset-topic").value, to: $("reset-to").value, value: $("reset-value").value};
+  const [, id, type] = location.hash.match(/^#\/group\/([^?]*)(?:\?type=(\w+))?/) || [];
+  return {group: decodeURIComponent(id || ""), type: type || "classic", topic: $("reset-topic").value, to: $("reset-to").value,
+          value: $("reset-value").value};
 }
 function renderReset(rows) {
   $("reset-table").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">current</th><th class="num">new</th><th class="num">lag after</th></tr>' +

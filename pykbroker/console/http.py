@@ -1,4 +1,5 @@
-"""The console's HTTP/1.1 server on the broker's event loop: GET and POST (JSON bodies), async routes.
+"""The console's HTTP/1.1 server (HTTPS with a TLS context) on the broker's event loop: GET and POST (JSON
+bodies), async routes.
 
 One request per connection (``Connection: close``), as ``pykbroker.metrics.http`` serves the metrics;
 routes are looked up by (method, path), so a path served only by GET answers 405 to POST. A request that
@@ -13,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs, urlsplit
+
+from pykbroker.metrics.http import HttpServer
 
 __all__ = ["ConsoleHttpServer", "Request", "Response"]
 
@@ -59,24 +62,12 @@ class Response:
 Route = Callable[[Request], Awaitable[Response]]
 
 
-class ConsoleHttpServer:
+class ConsoleHttpServer(HttpServer):
     """Serves ``routes`` ({(method, path): async handler}) on ``host:port`` (0: a free port)."""
 
     def __init__(self, routes: dict[tuple[str, str], Route]) -> None:
+        super().__init__()
         self.routes = routes
-        self._server: asyncio.AbstractServer | None = None
-        self.port = 0
-
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host or None, port)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self.port
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -1,8 +1,9 @@
 """The console's Kafka client: every read and write of the console is a Kafka request on a connection
 authenticated as the person logged in, so the broker's authorizer (ACLs) decides as for any client.
 
-A ``KafkaSession`` connects to one of this broker's own listeners (a SASL_PLAINTEXT one when there is
-one, else PLAINTEXT) and, for requests a partition leader, a group coordinator or the controller must
+A ``KafkaSession`` connects to one of this broker's own listeners (SASL_PLAINTEXT, SASL_SSL or PLAINTEXT:
+``pykbroker.console.kafka_listener``; over TLS the broker's certificate is verified with the listener's
+trust store) and, for requests a partition leader, a group coordinator or the controller must
 answer, to the broker Metadata names, over the same listener. On a SASL listener each connection
 authenticates with SaslHandshake v1 + SaslAuthenticate v2 (SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN,
 whichever the listener enables and the credentials pass first). Connections reuse
@@ -12,6 +13,7 @@ whichever the listener enables and the credentials pass first). Connections reus
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from pykbroker.security.client import ScramClient, plain_token
@@ -34,8 +36,13 @@ VERSIONS = {
     "CreatePartitions": 3, "DeleteRecords": 2, "DescribeConfigs": 4, "IncrementalAlterConfigs": 1,
     "ListGroups": 5, "DescribeGroups": 5, "ConsumerGroupDescribe": 0, "ShareGroupDescribe": 1,
     "OffsetFetch": 8, "OffsetCommit": 8, "DeleteGroups": 2, "DescribeAcls": 3, "CreateAcls": 3,
-    "DeleteAcls": 3, "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
+    "DeleteAcls": 3, "DescribeShareGroupOffsets": 1, "AlterShareGroupOffsets": 0,
+    "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
 }
+# Requests that change nothing, asked again once when their connection fails.
+READS = frozenset({"Metadata", "Fetch", "ListOffsets", "DescribeConfigs", "ListGroups", "DescribeGroups",
+                   "ConsumerGroupDescribe", "ShareGroupDescribe", "OffsetFetch", "DescribeAcls",
+                   "DescribeShareGroupOffsets", "DescribeUserScramCredentials", "FindCoordinator"})
 # SASL mechanisms tried at login, strongest first (only those the listener enables).
 MECHANISM_PREFERENCE = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 # How long one request may take before the console gives up on it (Fetch long-polls stay far below).
@@ -68,9 +75,10 @@ def response_class(request: Any) -> Any:
 class _Connection(BrokerClient):
     """A BrokerClient that authenticates each new connection with ``mechanism`` before its first request."""
 
-    def __init__(self, node_id: int, host: str, port: int, credentials: tuple[str, str, str] | None) -> None:
+    def __init__(self, node_id: int, host: str, port: int, credentials: tuple[str, str, str] | None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         super().__init__(node_id, host, port, client_id="pykbroker-console", timeout_ms=REQUEST_TIMEOUT_MS,
-                         max_idle_ms=300_000)
+                         max_idle_ms=300_000, ssl_context=ssl_context)
         self.credentials = credentials  # (mechanism, username, password); None: no SASL
 
     async def _connect(self) -> None:
@@ -106,8 +114,9 @@ class KafkaSession:
     """Kafka connections of one console user (``principal``), to this broker and to the others."""
 
     def __init__(self, host: str, port: int, mechanisms: tuple[str, ...], username: str | None = None,
-                 password: str | None = None) -> None:
+                 password: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.sasl = bool(mechanisms)
         self._mechanisms = [m for m in MECHANISM_PREFERENCE if m in mechanisms]
@@ -122,19 +131,26 @@ class KafkaSession:
     async def login(self) -> None:
         """Open the first connection (authenticating on a SASL listener); LoginError when refused."""
         if not self.sasl:
-            self._bootstrap = _Connection(-1, self.host, self.port, None)
+            self._bootstrap = _Connection(-1, self.host, self.port, None, self.ssl_context)
             await self.metadata([])
             return
         if not self._mechanisms:
             raise LoginError("the console's listener enables no mechanism the console speaks (PLAIN, SCRAM-SHA-*)")
         last = "no mechanism tried"
         for mechanism in self._mechanisms:
-            connection = _Connection(-1, self.host, self.port, (mechanism, self._username, self._password))
+            connection = _Connection(-1, self.host, self.port, (mechanism, self._username, self._password),
+                                     self.ssl_context)
             try:
                 await connection._connect()
             except LoginError as exc:
                 last = str(exc)
                 continue
+            except BrokerConnectionError as exc:
+                if isinstance(exc.__cause__, ssl.SSLCertVerificationError):
+                    raise LoginError(f"the broker's certificate at {self.host}:{self.port} does not verify against the "
+                                     "listener's trust store: set its ssl.truststore.* to the CA that signed it "
+                                     f"({exc.__cause__.verify_message})") from exc
+                raise
             self._credentials = connection.credentials
             self._bootstrap = connection
             await self.metadata([])
@@ -149,12 +165,15 @@ class KafkaSession:
 
     async def request(self, request: Any, node_id: int | None = None) -> Any:
         """Send ``request`` (at the console's version for it) to ``node_id`` (None: this broker)."""
-        version = VERSIONS[type(request).__name__.removesuffix("Request")]
+        name = type(request).__name__.removesuffix("Request")
+        version = VERSIONS[name]
         connection = self._connection(node_id)
         try:
             return await connection.request(request, version, response_class(request))
         except BrokerConnectionError:
-            # One retry on a fresh connection: an idle one may have been closed by the broker meanwhile.
+            if name not in READS:
+                raise  # a write may have been done: not sent twice
+            # A read is asked again on a fresh connection: the broker may have closed an idle one meanwhile.
             return await connection.request(request, version, response_class(request))
 
     def _connection(self, node_id: int | None) -> _Connection:
@@ -168,7 +187,8 @@ class KafkaSession:
         if client is None or (client.host, client.port) != endpoint:
             if client is not None:
                 client.close()
-            client = self._brokers[node_id] = _Connection(node_id, endpoint[0], endpoint[1], self._credentials)
+            client = self._brokers[node_id] = _Connection(node_id, endpoint[0], endpoint[1], self._credentials,
+                                                          self.ssl_context)
         return client
 
     async def metadata(self, topics: list[str] | None) -> Any:

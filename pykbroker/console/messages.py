@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykbroker.console.kafka import KafkaSession, RequestError, check
-from wire import CorruptRecordError, ErrorCode, Record, build_batch, decode_records, iter_batch_headers
+from wire import (
+    CompressionType,
+    CorruptRecordError,
+    ErrorCode,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batch_headers,
+)
 from wire.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -91,10 +99,9 @@ async def end_offsets(session: KafkaSession, topic: str, parts: dict[int, int]) 
     return {p: (start[p], end[p]) for p in parts}
 
 
-async def fetch(session: KafkaSession, topic: str, leader: int, positions: dict[int, int], *, max_wait_ms: int = 0,
-                partition_max_bytes: int = FETCH_MAX_BYTES) -> dict[int, list[dict[str, Any]]]:
-    """One Fetch of ``positions`` ({partition: offset}) from ``leader``: {partition: records at or after
-    the offset}. Control records and records before the offset (a batch's earlier ones) are left out."""
+async def fetch_raw(session: KafkaSession, topic: str, leader: int, positions: dict[int, int], *,
+                    max_wait_ms: int = 0, partition_max_bytes: int = FETCH_MAX_BYTES) -> dict[int, bytes]:
+    """One Fetch of ``positions`` ({partition: offset}) from ``leader``: {partition: its record batches}."""
     request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1 if max_wait_ms else 0,
                            max_bytes=partition_max_bytes * max(len(positions), 1), isolation_level=0,
                            session_id=0, session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[
@@ -103,12 +110,21 @@ async def fetch(session: KafkaSession, topic: str, leader: int, positions: dict[
                            forgotten_topics_data=[], rack_id="")
     answer = await session.request(request, leader)
     check(answer.error_code, None, f"fetch {topic}")
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, bytes] = {}
     for t in answer.responses:
         for p in t.partitions:
             check(p.error_code, None, f"{topic}-{p.partition_index}")
-            out[p.partition_index] = _records(p.partition_index, bytes(p.records or b""), positions[p.partition_index])
+            out[p.partition_index] = bytes(p.records or b"")
     return out
+
+
+async def fetch(session: KafkaSession, topic: str, leader: int, positions: dict[int, int], *, max_wait_ms: int = 0,
+                partition_max_bytes: int = FETCH_MAX_BYTES) -> dict[int, list[dict[str, Any]]]:
+    """One Fetch of ``positions`` from ``leader``: {partition: records at or after the offset}. Control
+    records and records before the offset (a batch's earlier ones) are left out."""
+    got = await fetch_raw(session, topic, leader, positions, max_wait_ms=max_wait_ms,
+                          partition_max_bytes=partition_max_bytes)
+    return {p: _records(p, data, positions[p]) for p, data in got.items()}
 
 
 def _records(partition: int, data: bytes, start: int) -> list[dict[str, Any]]:
@@ -118,7 +134,7 @@ def _records(partition: int, data: bytes, start: int) -> list[dict[str, Any]]:
             continue
         try:
             header, records = decode_records(data, pos)
-        except CorruptRecordError:  # the answer's last batch cut at the size limit
+        except CorruptRecordError:  # not expected from whole batches; shown as far as it goes
             break
         for r in records:
             offset = header.offset_of(r)
@@ -173,13 +189,11 @@ async def browse(session: KafkaSession, topic: str, partition: int | None, start
             "partitions": {p: {"log_start_offset": s, "high_watermark": e} for p, (s, e) in bounds.items()}}
 
 
-def matches(record: dict[str, Any], needle: bytes) -> bool:
+def _record_matches(record: Record, needle: bytes) -> bool:
     """``needle`` in the record's key, value, a header key or a header value (bytes compared)."""
-    for v in (record["key"], record["value"]):
-        if v is not None and needle in base64.b64decode(v):
-            return True
-    return any(needle in k.encode() or (v is not None and needle in base64.b64decode(v))
-               for k, v in record["headers"])
+    if (record.key is not None and needle in record.key) or (record.value is not None and needle in record.value):
+        return True
+    return any(needle in k.encode() or (v is not None and needle in v) for k, v in record.headers)
 
 
 @dataclass
@@ -238,16 +252,47 @@ class SearchJob:
         for p, leader in sorted(self._parts.items()):
             position, upper = self._ranges[p]
             while position < upper and self.scanned < self.max_scan and len(self.found) < MAX_MATCHES:
-                got = (await fetch(self.session, self.topic, leader, {p: position}))[p]
-                if not got:
+                data = (await fetch_raw(self.session, self.topic, leader, {p: position}))[p]
+                reached = self._scan_batches(p, data, position, upper)
+                if reached <= position:
                     break
-                for r in got:
-                    if r["offset"] >= upper or self.scanned >= self.max_scan:
-                        break
-                    self.scanned += 1
-                    if matches(r, self.needle):
-                        self.found.append(r)
-                position = got[-1]["offset"] + 1
+                position = reached
+
+    def _scan_batches(self, partition: int, data: bytes, position: int, upper: int) -> int:
+        """Count and match the records of ``data`` in ``[position, upper)``; the offset reached. A batch
+        whose (uncompressed) bytes do not hold the needle at all is counted without decoding it."""
+        for pos, header in iter_batch_headers(data):
+            if header.next_offset <= position:
+                continue
+            if header.base_offset >= upper or self.scanned >= self.max_scan or len(self.found) >= MAX_MATCHES:
+                break
+            if header.is_control:
+                position = header.next_offset
+                continue
+            whole = (header.base_offset >= position and header.next_offset <= upper
+                     and self.scanned + header.records_count <= self.max_scan)
+            if (whole and header.compression is CompressionType.NONE
+                    and data.find(self.needle, pos, pos + header.total_size) < 0):
+                self.scanned += header.records_count
+                position = header.next_offset
+                continue
+            try:
+                header, records = decode_records(data, pos)
+            except CorruptRecordError:
+                break
+            for r in records:
+                offset = header.offset_of(r)
+                if offset < position or offset >= upper:
+                    continue
+                if self.scanned >= self.max_scan:
+                    return offset
+                self.scanned += 1
+                if _record_matches(r, self.needle):
+                    self.found.append(record_json(partition, offset, header.timestamp_of(r), r))
+                    if len(self.found) >= MAX_MATCHES:
+                        return offset + 1
+            position = header.next_offset
+        return position
 
     def progress(self) -> dict[str, Any]:
         return {"scanned": self.scanned, "total": self.total, "done": self.done, "error": self.error,

@@ -10,6 +10,7 @@ Sessions idle for IDLE_TIMEOUT_S are closed; at most MAX_SESSIONS are kept (the 
 from __future__ import annotations
 
 import secrets
+import ssl
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -43,8 +44,10 @@ class ConsoleUser:
 class Sessions:
     """Logged-in users by cookie token; ``address`` is the console's Kafka listener."""
 
-    def __init__(self, host: str, port: int, mechanisms: tuple[str, ...]) -> None:
+    def __init__(self, host: str, port: int, mechanisms: tuple[str, ...],
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.mechanisms = mechanisms
         self._users: OrderedDict[str, ConsoleUser] = OrderedDict()
@@ -56,7 +59,7 @@ class Sessions:
 
     async def login(self, username: str, password: str) -> tuple[str, ConsoleUser]:
         """A new session for ``username`` once the broker accepts the password (LoginError otherwise)."""
-        kafka = KafkaSession(self.host, self.port, self.mechanisms, username, password)
+        kafka = KafkaSession(self.host, self.port, self.mechanisms, username, password, self.ssl_context)
         await kafka.login()
         token = secrets.token_urlsafe(32)
         user = self._users[token] = ConsoleUser(kafka)
@@ -69,7 +72,7 @@ class Sessions:
         self._expire()
         if not self.login_required:
             if self._anonymous is None:
-                kafka = KafkaSession(self.host, self.port, ())
+                kafka = KafkaSession(self.host, self.port, (), ssl_context=self.ssl_context)
                 await kafka.login()
                 self._anonymous = ConsoleUser(kafka)
             self._anonymous.last_used = time.monotonic()

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["HttpEndpoint", "Response", "parse_host_port"]
+__all__ = ["HttpEndpoint", "HttpServer", "Response", "parse_host_port"]
 
 log = logging.getLogger("pykbroker.http")
 
@@ -39,17 +40,17 @@ def parse_host_port(prop: str, value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class HttpEndpoint:
-    """Serves ``routes`` (path -> function of the query parameters) on ``host:port`` (0: a free port)."""
+class HttpServer:
+    """The listening part: ``start`` on ``host:port`` (0: a free port; HTTPS with an ``ssl_context``),
+    each connection handed to ``_serve``; ``close``."""
 
-    def __init__(self, what: str, routes: dict[str, Route]) -> None:
-        self.what = what
-        self.routes = routes
+    def __init__(self) -> None:
         self._server: asyncio.AbstractServer | None = None
         self.port = 0
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host or None, port)
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Listen; the port bound."""
+        self._server = await asyncio.start_server(self._serve, host or None, port, ssl=ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -58,6 +59,18 @@ class HttpEndpoint:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class HttpEndpoint(HttpServer):
+    """Serves ``routes`` (path -> function of the query parameters) on ``host:port`` (0: a free port)."""
+
+    def __init__(self, what: str, routes: dict[str, Route]) -> None:
+        super().__init__()
+        self.what = what
+        self.routes = routes
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -172,6 +172,17 @@ def server_ssl_context(config: Config, listener: str, protocol: str) -> ssl.SSLC
     return ctx
 
 
+def client_ssl_context(config: Config, listener: str) -> ssl.SSLContext:
+    """A TLS client context for this broker's own listener ``listener``: the server's certificate chain is
+    verified against the listener's trust store (``ssl.truststore.*``); the name is not checked, as the
+    client connects by address. For the console, which talks to its broker as a Kafka client."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    _load_trust_store(ctx, config, listener)
+    return ctx
+
+
 def reload_stores(ctx: ssl.SSLContext, config: Config, listener: str, protocol: str) -> None:
     """Load ``listener``'s key store (and trust store, when clients are verified) from ``config`` into the live
     context, as Kafka's SslFactory reconfigures: new handshakes use them, open connections keep theirs. The

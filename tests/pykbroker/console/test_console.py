@@ -1,4 +1,5 @@
-"""The console page in a real headless browser (Debian's Chromium) against a real broker.
+"""The console's overview in a real headless browser (Debian's Chromium, driven by ``browser.Browser``)
+against a real broker.
 
 The broker runs with ``console.listener`` only (metrics.port off); confluent-kafka produces 1,000
 records to a topic and a group commits 600 of them. Chromium loads the page, runs its script (which
@@ -12,7 +13,6 @@ import json
 import re
 import shutil
 import socket
-import subprocess
 import time
 import urllib.request
 
@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from pykbroker.testing import BrokerProcess, free_port
+from tests.pykbroker.console.browser import Browser
 
 TOPIC = "console-orders"
 GROUP = "console-billing"
@@ -30,11 +31,17 @@ pytestmark = pytest.mark.skipif(shutil.which("chromium") is None,
                                 reason="chromium is installed by `make test` (tools/install_system_deps.sh)")
 
 
-def chromium(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    """Headless Chromium; ``--virtual-time-budget`` lets the page's script fetch and render first."""
-    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                           "--hide-scrollbars", "--virtual-time-budget=5000", *args],
-                          capture_output=True, text=True, timeout=timeout)
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    with Browser(tmp_path_factory.mktemp("chromium"), height=1600) as b:
+        yield b
+
+
+def rendered(browser: Browser, url: str) -> str:
+    """The page's DOM once its script fetched /api/overview and rendered it."""
+    browser.goto(url)
+    browser.wait("document.body.dataset.loaded === 'true'")
+    return str(browser.eval("document.documentElement.outerHTML"))
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +82,9 @@ def test_started_line_says_where(console):
     assert "serving Prometheus metrics" not in broker.log()  # the console alone does not open metrics.port
 
 
-def test_the_page_in_a_browser_shows_the_topic_and_the_groups_lag(console, tmp_path):
+def test_the_page_in_a_browser_shows_the_topic_and_the_groups_lag(console, browser, tmp_path):
     _, url = console
-    done = chromium("--dump-dom", url)
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = done.stdout
-    assert 'data-loaded="true"' in dom  # the script fetched /api/overview and rendered it
+    dom = rendered(browser, url)
     # The first messages cell after the topic's row start is the row's own (its details hold no such cell).
     messages = re.search(rf'<tr class="topic" data-topic="{TOPIC}">.*?<td class="num messages">([^<]*)</td>', dom, re.S)
     assert messages is not None, dom[:3000]
@@ -91,9 +95,7 @@ def test_the_page_in_a_browser_shows_the_topic_and_the_groups_lag(console, tmp_p
     assert group.groups() == ("Stable", str(RECORDS - COMMITTED))
     assert "created topic " + TOPIC in dom  # the log lines
 
-    shot = tmp_path / "console.png"
-    done = chromium("--window-size=1400,1600", f"--screenshot={shot}", url)
-    assert done.returncode == 0, done.stderr[-2000:]
+    shot = browser.screenshot(tmp_path / "console.png")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
     print(f"console screenshot: {shot}")
@@ -139,7 +141,7 @@ def test_only_get_is_served_and_garbage_is_refused(console):
     assert broker.alive
 
 
-def test_iceberg_tables_panel_shows_commits_and_lag(console):
+def test_iceberg_tables_panel_shows_commits_and_lag(console, browser):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     broker, url = console
@@ -160,8 +162,6 @@ def test_iceberg_tables_panel_shows_commits_and_lag(console):
     [table] = tables
     assert table["table"] == "kafka.console-lake" and table["mode"] == "key_value" and table["commits"] >= 1
     assert [p["partition"] for p in table["partitions"]] == [0, 1] and table["lag_records"] == 0
-    done = chromium("--dump-dom", url)
-    assert done.returncode == 0, done.stderr[-2000:]
-    row = re.search(r'<tr class="table" data-topic="console-lake">.*?<td class="num table-lag">([^<]*)</td>',
-                    done.stdout, re.S)
-    assert row is not None and row.group(1) == "0", done.stdout[-3000:]
+    dom = rendered(browser, url)
+    row = re.search(r'<tr class="table" data-topic="console-lake">.*?<td class="num table-lag">([^<]*)</td>', dom, re.S)
+    assert row is not None and row.group(1) == "0", dom[-3000:]

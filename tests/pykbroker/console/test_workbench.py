@@ -132,6 +132,18 @@ def test_produce_a_message_and_see_it_arrive_in_the_live_tail(broker, browser):
     assert "console write by User:ANONYMOUS: produce to orders-0: done" in broker.log()
 
 
+def test_schema_registry_framed_values_show_their_schema_id(broker, browser):
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce("framed", b"\x00\x00\x00\x00\x07" + b'{"sku": "A-1"}')  # JSON Schema, schema id 7
+    producer.produce("framed", b"\x00\x00\x00\x00\x09" + b"\x02\x06abc")  # Avro: bytes without the registry
+    assert producer.flush(30) == 0
+    browser.eval("document.body.dataset.browsed = ''")
+    browser.goto(broker.console_url + "#/topic/framed/messages")
+    assert browser.wait("document.body.dataset.browsed") == "2"
+    values = browser.eval("[...document.querySelectorAll('#messages tr.record .val')].map(v => v.textContent)")
+    assert sorted(values) == ['schema 7 {"sku":"A-1"}{\n  "sku": "A-1"\n}', "schema 9 02 06 61 62 63"]
+
+
 def test_reset_a_group_and_see_its_lag_change(broker, browser):
     browser.goto(broker.console_url + f"#/group/{GROUP}?type=classic")
     lag_before = int(browser.wait("document.body.dataset.groupLag"))
@@ -145,12 +157,12 @@ def test_reset_a_group_and_see_its_lag_change(broker, browser):
                            "[...r.children].map(c => c.textContent))")
     assert preview == [[TOPIC, "0", f"{COMMITTED}", "100", f"{lag_before + COMMITTED - 100:,}"]]
     assert int(browser.eval("document.body.dataset.groupLag")) == lag_before  # a preview changes nothing
-    shot(browser, "group")
     browser.click("reset-apply")
     browser.wait("document.getElementById('reset-result').textContent === 'offsets reset'")
     lag_after = int(browser.wait(f"document.body.dataset.groupLag !== '{lag_before}' && document.body.dataset.groupLag"))
     assert lag_after == lag_before + COMMITTED - 100
     assert browser.eval("document.querySelector('#group-offsets tr.offset .committed').textContent") == "100"
+    shot(browser, "group")  # the preview table, and the lag chart's step up
     assert f"console write by User:ANONYMOUS: reset offsets of group {GROUP} on {TOPIC} to offset 100: done" in broker.log()
 
 
