@@ -249,3 +249,20 @@ def test_the_java_producer_commits_transactions_with_transactions_v2(cluster, ja
         [state] = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states
     assert state.error_code == 0 and state.transaction_state == "CompleteCommit"
     assert state.producer_epoch >= 2, f"epoch {state.producer_epoch}: the producer did not use Transactions V2"
+
+
+@slow
+def test_the_java_consumer_joins_a_kip_848_group_on_a_cluster(cluster, jars44):
+    topic, group = f"java848-{uuid.uuid4().hex[:6]}", f"gj-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(90):
+        producer.produce(topic, b"r%d" % i, partition=i % 3)
+    assert producer.flush(60) == 0
+    out = tool(jars44, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", cluster.bootstrap,
+               "--topic", topic, "--group", group, "--from-beginning", "--max-messages", "90", "--timeout-ms", "60000",
+               "--consumer-property", "group.protocol=consumer")
+    assert sorted(line for line in out.splitlines() if line.startswith("r")) == sorted(f"r{i}" for i in range(90))
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    assert described.type.name == "CONSUMER"
