@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,11 @@ deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
+		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
-		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -120,9 +120,21 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
+## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+##                    schema evolution, four kill -9s of the broker in a produce run; a 3-broker cluster sharing one
+##                    catalog through a killed leader
+test-iceberg-slow: deps
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py compat_tests/test_iceberg_cluster.py $(ARGS)
+
+## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+test-console-slow: deps
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage; about 18 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow
+##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
+##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster; about 26 minutes)
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
