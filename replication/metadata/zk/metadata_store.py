@@ -737,21 +737,7 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels in /feature (conditional on its version)."""
-        features = {k: v for k, v in levels.items() if v > 0}
-        while True:
-            found = await self.zk.get(FeatureZNode.path)
-            try:
-                if found is None:
-                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(features))
-                    version = 0
-                else:
-                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(features), found[1].version)).version
-                break
-            except (BadVersionError, NodeExistsError):
-                continue
-        async with self._lock:
-            if version > self._image.features_epoch or self._image.features_epoch < 0:
-                self._publish(finalized_features=_frozen(features), features_epoch=version)
+        await self.update_finalized_features(lambda _current: levels)
 
     async def update_finalized_features(self, change: Callable[[Mapping[str, int]], Mapping[str, int]]
                                         ) -> tuple[Mapping[str, int], Mapping[str, int]]:
