@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from bench.broker_bench import cpu_seconds
+from pykbroker.iceberg.tables import table_offsets
 from pykbroker.testing import BrokerProcess
 
 RECORDS = int(os.environ.get("BENCH_RECORDS", "20000"))
@@ -43,19 +44,6 @@ def _create(bootstrap: str, name: str, configs: dict[str, str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, PARTITIONS, config=configs)])[name].result(timeout=30)
 
-
-def _table_offsets(data_dir: Path, topic: str) -> dict[int, int]:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    root = data_dir / "iceberg"
-    if not (root / "catalog.db").exists():
-        return {}
-    catalog = SqlCatalog("pykbroker", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
-    if not catalog.table_exists(("kafka", topic)):
-        return {}
-    snapshot = catalog.load_table(("kafka", topic)).current_snapshot()
-    props = snapshot.summary.additional_properties if snapshot is not None and snapshot.summary else {}
-    return {int(p): int(o) for p, o in json.loads(props.get("pykbroker.offsets", "{}")).items()}
 
 
 def _produce(bootstrap: str, topic: str, count: int, rate: float | None = None) -> list[tuple[int, int, float]]:
@@ -90,7 +78,7 @@ def _produce(bootstrap: str, topic: str, count: int, rate: float | None = None) 
 def _wait_table(data_dir: Path, topic: str, ends: dict[int, int], timeout: float = 300) -> float:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        offsets = _table_offsets(data_dir, topic)
+        offsets = table_offsets(data_dir, topic)
         if all(offsets.get(p, 0) >= end for p, end in ends.items()):
             return time.monotonic()
         time.sleep(0.05)
@@ -171,7 +159,7 @@ def main() -> None:
         def poll() -> None:
             while not stop.is_set():
                 now = time.monotonic()
-                for p, o in _table_offsets(data_dir, "lag").items():
+                for p, o in table_offsets(data_dir, "lag").items():
                     if not seen_at[p] or seen_at[p][-1][0] < o:
                         seen_at[p].append((o, now))
                 time.sleep(0.05)

@@ -15,7 +15,6 @@ import os
 import shutil
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,6 +25,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from pykbroker.iceberg import spark as iceberg_spark
+from pykbroker.iceberg.tables import table_offsets
 from pykbroker.testing import BrokerProcess
 
 try:
@@ -63,19 +63,6 @@ def read_committed(broker: BrokerProcess, topic: str, partitions: int) -> set[tu
     consumer.close()
     return seen
 
-
-def table_offsets(data_dir: Path, topic: str) -> dict:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    root = data_dir / "iceberg"
-    if not (root / "catalog.db").exists():
-        return {}
-    catalog = SqlCatalog("pykbroker", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
-    if not catalog.table_exists(("kafka", topic)):
-        return {}
-    snapshot = catalog.load_table(("kafka", topic)).current_snapshot()
-    props = snapshot.summary.additional_properties if snapshot is not None else {}
-    return {int(p): o for p, o in json.loads(props.get("pykbroker.offsets", "{}")).items()}
 
 
 def wait_translated(broker: BrokerProcess, topic: str, partitions: int, timeout: float = 90) -> None:

@@ -165,7 +165,7 @@ class Broker:
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
         # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
         self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
-                                      self.replica_manager, lambda: self.metadata.image)
+                                      self.replica_manager)
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""

@@ -6,7 +6,8 @@ thread. Layout, for topic ``t`` in namespace ``kafka`` (``iceberg.catalog.namesp
 ``kafka.t``         the records: ``partition, offset, timestamp`` (timestamptz), ``key``, then ``value``
                     (key_value mode) or the declared value columns (value_schema mode), then ``headers``
                     (list of key/value structs); partitioned as ``iceberg.partition.spec`` says.
-``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``.
+``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``; its
+                    snapshots name offsets past each partition's last dead letter, so none is written twice.
 
 Exactly once: every snapshot this writer commits carries, in its summary, ``pykbroker.offsets`` (JSON
 ``{partition: next offset}`` for every partition translated so far, not only those of this commit) and
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykbroker.iceberg")
 
 __all__ = ["CATALOG_NAME", "CommitResult", "DLQ_SUFFIX", "OFFSETS_PROPERTY", "TOPIC_ID_PROPERTY", "TableWriter",
-           "committed_offsets", "open_catalog"]
+           "committed_offsets", "open_catalog", "table_offsets"]
 
 #: The catalog's name: Spark's Iceberg catalog over the same SQLite file must have this name (the JDBC
 #: catalog keeps it in every row).
@@ -85,6 +86,20 @@ def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:
             return {int(p): int(o) for p, o in json.loads(props[OFFSETS_PROPERTY]).items()}
         snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
     return {}
+
+
+def table_offsets(data_dir: str | os.PathLike[str], topic: str, namespace: str = "kafka") -> dict[int, int]:
+    """``{partition: next offset}`` the newest snapshot of ``topic``'s table names, in the default catalog of a
+    broker whose first log dir is ``data_dir``; empty while there is no such catalog, table or snapshot."""
+    root = os.path.join(os.fspath(data_dir), "iceberg")
+    if not os.path.exists(os.path.join(root, "catalog.db")):
+        return {}
+    catalog = open_catalog("sql", "", "", os.fspath(data_dir))
+    if not catalog.table_exists((namespace, topic)):
+        return {}
+    snapshot = catalog.load_table((namespace, topic)).current_snapshot()
+    props = snapshot.summary.additional_properties if snapshot is not None and snapshot.summary else {}
+    return {int(p): int(o) for p, o in json.loads(props.get(OFFSETS_PROPERTY, "{}")).items()}
 
 
 @dataclass(frozen=True)
@@ -183,12 +198,27 @@ class TableWriter:
                             snapshot.snapshot_id if snapshot is not None else None)
 
     def _dead_letters(self, rows: dict[str, list[Any]]) -> None:
-        """Append undecodable records to the dead-letter table before their offsets are committed: a crash in
-        between re-appends them (at least once there, exactly once in the table)."""
+        """Append undecodable records to the dead-letter table before their offsets are committed to the
+        table. Its snapshots carry offsets too (past the last dead letter of each partition), so after a crash
+        between the two commits the re-read dead letters already there are not appended again."""
         import pyarrow as pa
 
-        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema())
-        table.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()))
+        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema(),
+                                                        properties=_TABLE_PROPERTIES)
+        done = committed_offsets(table, self.topic_id)
+        keep = [i for i, (p, o) in enumerate(zip(rows["partition"], rows["offset"], strict=True))
+                if o >= done.get(p, -1)]
+        if not keep:
+            return
+        rows = {name: [values[i] for i in keep] for name, values in rows.items()}
+        offsets = dict(done)
+        for p, o in zip(rows["partition"], rows["offset"], strict=True):
+            offsets[p] = max(offsets.get(p, 0), o + 1)
+        transaction = table.transaction()
+        transaction.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()), snapshot_properties={
+            OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
+            TOPIC_ID_PROPERTY: self.topic_id})
+        transaction.commit_transaction()
 
 
     # -- compaction --------------------------------------------------------------------------------------

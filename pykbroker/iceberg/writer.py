@@ -99,12 +99,11 @@ class _Settings:
 class IcebergService:
     """Every Iceberg translator of one broker (see the module docstring)."""
 
-    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager,
-                 image: Callable[[], MetadataImage]) -> None:
+    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager) -> None:
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir)
         self.replica_manager = replica_manager
-        self.image = image
+        self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
         self._catalog: Any = None
         self._executor: ThreadPoolExecutor | None = None
@@ -137,7 +136,9 @@ class IcebergService:
         translator = self.translators.pop(name)
         translator.stop()
         if drop:
-            asyncio.get_running_loop().create_task(translator.drop_table())
+            task = asyncio.get_running_loop().create_task(translator.drop_table())
+            self._drops.add(task)
+            task.add_done_callback(self._drops.discard)
 
     async def close(self) -> None:
         self._closed = True
@@ -145,7 +146,7 @@ class IcebergService:
         self.translators.clear()
         for t in translators:
             t.stop()
-        await asyncio.gather(*(t.wait_stopped() for t in translators), return_exceptions=True)
+        await asyncio.gather(*(t.wait_stopped() for t in translators), *self._drops, return_exceptions=True)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -214,7 +215,7 @@ class TopicTranslator:
     async def drop_table(self) -> None:
         await self.wait_stopped()
         try:
-            await self.service.run_blocking(self._table_writer().drop)
+            await self.service.run_blocking(lambda: self._table_writer().drop())  # the catalog opens off the loop
         except Exception:
             log.exception("iceberg: could not drop the table of deleted topic %s", self.topic)
 

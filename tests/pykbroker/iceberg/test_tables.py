@@ -125,3 +125,30 @@ def test_switching_the_mode_of_an_existing_table_adds_columns(tmp_path):
     got = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["offset"])
     assert [(r["offset"], r["value"], r["id"]) for r in got] == [(0, b"0", None), (1, b"1", None), (2, None, 7),
                                                                  (3, b"3", None)]
+
+
+def test_dead_letters_are_written_once_when_the_table_commit_is_retried(tmp_path):
+    schema_mode = IcebergTopicConfig(mode="value_schema", value_schema=(("id", "integer"),))
+    w = writer(tmp_path)
+    bad = batch(0, 0, 3)
+    bad.values = [b"nope", b'{"id": 1}', b"[]"]
+
+    class Crash(Exception):
+        pass
+
+    original = w.catalog.load_table
+
+    def crash_after_dead_letters(identifier):  # the dead letters are in; the table commit dies
+        if identifier == w.identifier and w.catalog.table_exists(w.dlq_identifier):
+            raise Crash()
+        return original(identifier)
+
+    w.load_or_create(schema_mode)
+    w.catalog.load_table = crash_after_dead_letters
+    with pytest.raises(Crash):
+        w.commit(schema_mode, [bad], {0: None}, {0: 3})
+    w.catalog.load_table = original
+    result = w.commit(schema_mode, [bad], {0: None}, {0: 3})
+    assert (result.rows, result.dead_letters) == (1, 2)
+    dead = w.catalog.load_table(w.dlq_identifier).scan().to_arrow().to_pylist()
+    assert sorted(r["offset"] for r in dead) == [0, 2]
