@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ chaos-kill-loop: $(STAMP)
 differential-cluster-ops: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_cluster_ops.py $(ARGS)
 
+## differential-cluster: the differential scenarios' cluster mode (not part of `make test`, a few minutes):
+##        3 pykbroker brokers against a 3-node Kafka 4.4 KRaft cluster, the same scenarios as one node
+differential-cluster: deps
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_cluster.py -k cluster- $(ARGS)
+
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
 ##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts
@@ -128,9 +133,9 @@ test-console-slow: deps
 	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables,
-##            the console on a cluster; about 22 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
+##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
+##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster; about 26 minutes)
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

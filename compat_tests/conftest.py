@@ -36,20 +36,30 @@ def kafka_judge():
         kafka.close()
 
 
-@pytest.fixture(scope="session")
-def kafka_share_judge():
-    """A real Apache Kafka 4.2, where share groups are released (and on by default): their judge."""
+def _judge_jars(version: str):
+    """Kafka ``version``'s jars (fetched once); the test is skipped on a machine without java."""
     if shutil.which("java") is None:
-        pytest.skip("java is not installed: the share-group differential tests need Apache Kafka 4.2")
-    jars = jars_dir(SHARE_GROUPS_JUDGE)
-    assert jars is not None, f"compat_tests/jvm/fetch_jars.sh {SHARE_GROUPS_JUDGE} could not fetch Kafka's jars"
-    kafka = KafkaBroker(jars)
+        pytest.skip(f"java is not installed: these tests need Apache Kafka {version} from the Maven jars")
+    jars = jars_dir(version)
+    assert jars is not None, f"compat_tests/jvm/fetch_jars.sh {version} could not fetch Kafka's jars"
+    return jars
+
+
+def _one_node_judge(version: str):
+    """A started single Kafka ``version`` node for a session fixture to yield (closed after)."""
+    kafka = KafkaBroker(_judge_jars(version))
     took = kafka.start()
-    print(f"Apache Kafka {SHARE_GROUPS_JUDGE} started in {took:.1f} s")
+    print(f"Apache Kafka {version} started in {took:.1f} s")
     try:
         yield kafka
     finally:
         kafka.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_share_judge():
+    """A real Apache Kafka 4.2, where share groups are released (and on by default): their judge."""
+    yield from _one_node_judge(SHARE_GROUPS_JUDGE)
 
 
 @pytest.fixture(scope="session")
@@ -58,14 +68,52 @@ def kafka44_judge(request):
     if _pom_kafka_version() == KAFKA_44:
         yield request.getfixturevalue("kafka_judge")
         return
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
-    jars = jars_dir(KAFKA_44)
-    assert jars is not None, f"compat_tests/jvm/fetch_jars.sh {KAFKA_44} could not fetch Kafka's jars"
-    kafka = KafkaBroker(jars)
-    took = kafka.start()
-    print(f"Apache Kafka {KAFKA_44} started in {took:.1f} s")
+    yield from _one_node_judge(KAFKA_44)
+
+
+@pytest.fixture(scope="session")
+def kafka44_cluster_judge(tmp_path_factory):
+    """A real 3-node Apache Kafka 4.4 KRaft cluster: the judge of the differential scenarios' cluster mode."""
+    from compat_tests.jvm.kafka_broker import KafkaCluster
+    cluster = KafkaCluster(_judge_jars(KAFKA_44), tmp_path_factory.mktemp("kafka44-cluster"))
+    took = cluster.start()
+    print(f"Apache Kafka {KAFKA_44} cluster of 3 started in {took:.1f} s")
     try:
-        yield kafka
+        yield cluster
     finally:
-        kafka.close()
+        for node in cluster.nodes:  # a judge keeps nothing: no minute of controlled shutdowns losing their quorum
+            node.kill()
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def judged_cluster(tmp_path_factory):
+    """A 3-broker pykbroker cluster with Kafka's defaults: what the cluster mode of the differential judges."""
+    from pykbroker.testing import ClusterProcesses
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed: ZooKeeper runs on it")
+    with ClusterProcesses(tmp_path_factory.mktemp("judged-cluster"), size=3) as cluster:
+        yield cluster
+
+
+def differential_targets(request, mode: str, single_judge: str, single_judged: str) -> tuple[str, str]:
+    """(Kafka's bootstrap, pykbroker's bootstrap) of a differential scenario in ``mode``: "single" (one node
+    each, the given fixtures) or "cluster" (3-node Kafka 4.4 KRaft against 3 pykbroker brokers, both asked
+    through their broker 1)."""
+    if mode == "cluster":
+        return (request.getfixturevalue("kafka44_cluster_judge").node(1).bootstrap,
+                request.getfixturevalue("judged_cluster").broker(1).bootstrap)
+    return request.getfixturevalue(single_judge).bootstrap, request.getfixturevalue(single_judged).bootstrap
+
+
+def differential_params(scenarios: list[str], cluster_short: tuple[str, ...], cluster_all: tuple[str, ...]) -> list:
+    """``(mode, scenario)`` parameters: every scenario on one node; on a cluster, ``cluster_short`` in ``make
+    test`` and the rest of ``cluster_all`` with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``).
+    A cluster scenario costs ``make test`` a 3-node Kafka start (about 45 s on this machine's load)."""
+    import os
+    slow = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                              reason="cluster mode: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+    params = [pytest.param("single", s, id=s) for s in scenarios]
+    params += [pytest.param("cluster", s, id=f"cluster-{s}", marks=() if s in cluster_short else slow)
+               for s in cluster_all]
+    return params

@@ -218,6 +218,9 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
     values = {k: v.value for k, v in next(iter(configs.values())).result(30).items()}
     assert values["leader.replication.throttled.replicas"] == "0:1"
     assert values["follower.replication.throttled.replicas"] == "0:2"
+    # The rates it set on the moving replicas' brokers are described there, as Kafka 4.4 describes them.
+    assert broker_throttles(admin, 1) == broker_throttles(admin, 2) == {
+        "leader.replication.throttled.rate": str(rate), "follower.replication.throttled.rate": str(rate)}
     # kafka-topics shows the move in progress.
     described = tool(jars, TOPICS, "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic)
     assert "Replicas: 1,2" in described and "Adding Replicas: 2" in described, described
@@ -236,6 +239,13 @@ def test_a_throttled_move_copies_at_the_throttle_and_verify_removes_it(cluster, 
         [ConfigResource("TOPIC", topic)]).values())).result(30).items()}
     assert not values.get("leader.replication.throttled.replicas") and not values.get(
         "follower.replication.throttled.replicas")
+    assert broker_throttles(admin, 1) == broker_throttles(admin, 2) == {}
+
+
+def broker_throttles(admin: AdminClient, broker: int) -> dict[str, str]:
+    """The replication throttle rates DescribeConfigs of ``broker`` shows (asked of that broker, as Kafka's tools do)."""
+    described = next(iter(admin.describe_configs([ConfigResource("BROKER", str(broker))]).values())).result(30)
+    return {k: v.value for k, v in described.items() if k.endswith("replication.throttled.rate")}
 
 
 def controller_id(cluster: ClusterProcesses) -> int:

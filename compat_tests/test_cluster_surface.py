@@ -26,6 +26,7 @@ from pykbroker.testing import ClusterProcesses, RawClient
 from replication.metadata.features import BOOTSTRAP_FINALIZED
 from wire.messages import (
     ApiVersionsRequest,
+    DescribeQuorumRequest,
     DescribeTransactionsRequest,
     FindCoordinatorRequest,
     MetadataRequest,
@@ -73,6 +74,25 @@ def test_kafka_features_describes_kafka_4_4_levels_on_every_broker(cluster, jars
     for name in ("group.version", "transaction.version", "eligible.leader.replicas.version", "share.version"):
         assert f"FinalizedVersionLevel: {BOOTSTRAP_FINALIZED[name]}" in lines[name], lines[name]
     assert every_broker_has(cluster, BOOTSTRAP_FINALIZED)
+
+
+def test_kafka_metadata_quorum_names_the_controller_through_every_broker(cluster, jars44):
+    from wire.messages.describe_quorum_request import PartitionData, TopicData
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        controller = c.request(MetadataRequest(topics=[]), 12).controller_id
+    for node in (1, 2, 3):  # every broker answers the same
+        with RawClient(cluster.broker(node).bootstrap) as c:
+            r = c.request(DescribeQuorumRequest(topics=[TopicData(topic_name="__cluster_metadata",
+                                                                  partitions=[PartitionData(partition_index=0)])]), 2)
+        quorum = r.topics[0].partitions[0]
+        assert (quorum.leader_id, [v.replica_id for v in quorum.current_voters],
+                sorted(o.replica_id for o in quorum.observers)) == (controller, [controller],
+                                                                     sorted({1, 2, 3} - {controller}))
+    other = next(n for n in (1, 2, 3) if n != controller)
+    out = tool(jars44, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
+               cluster.broker(other).bootstrap, "describe", "--status")
+    assert f"LeaderId:               {controller}" in out, out
+    assert f"CurrentVoters:          [{{\"id\": {controller}" in out, out
 
 
 @slow
@@ -249,3 +269,20 @@ def test_the_java_producer_commits_transactions_with_transactions_v2(cluster, ja
         [state] = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states
     assert state.error_code == 0 and state.transaction_state == "CompleteCommit"
     assert state.producer_epoch >= 2, f"epoch {state.producer_epoch}: the producer did not use Transactions V2"
+
+
+@slow
+def test_the_java_consumer_joins_a_kip_848_group_on_a_cluster(cluster, jars44):
+    topic, group = f"java848-{uuid.uuid4().hex[:6]}", f"gj-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(90):
+        producer.produce(topic, b"r%d" % i, partition=i % 3)
+    assert producer.flush(60) == 0
+    out = tool(jars44, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", cluster.bootstrap,
+               "--topic", topic, "--group", group, "--from-beginning", "--max-messages", "90", "--timeout-ms", "60000",
+               "--consumer-property", "group.protocol=consumer")
+    assert sorted(line for line in out.splitlines() if line.startswith("r")) == sorted(f"r{i}" for i in range(90))
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    assert described.type.name == "CONSUMER"

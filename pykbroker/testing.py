@@ -153,6 +153,7 @@ class RawClient:
                  ssl_context=None) -> None:
         """``ssl_context`` (an ``ssl.SSLContext``): talk TLS, for SSL and SASL_SSL listeners."""
         host, port = bootstrap.rsplit(":", 1)
+        self.bootstrap, self.timeout, self.ssl_context = bootstrap, timeout, ssl_context
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         if ssl_context is not None:
             self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
@@ -205,7 +206,8 @@ class RawClient:
         creates one with UNKNOWN_TOPIC_OR_PARTITION, and after CreateTopics its Metadata may show a leader
         a moment before that broker acts as leader (NOT_LEADER_OR_FOLLOWER); pykbroker answers Metadata
         the same way. So this asks again until Metadata shows every leader and ListOffsets (which only
-        a leader answers) succeeds on every partition.
+        a leader answers) succeeds on every partition, asking each partition's leader (on a cluster, another
+        broker than this connection's may lead).
         """
         from wire import ErrorCode
         from wire.messages import ListOffsetsRequest, MetadataRequest
@@ -220,10 +222,26 @@ class RawClient:
                         and all(p.error_code == ErrorCode.NONE and p.leader_id >= 0 for p in t.partitions)
                         for t in response.topics)
             if ready:
-                offsets = self.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
-                    name=t.name, partitions=[ListOffsetsPartition(partition_index=p.partition_index, timestamp=-1)
-                                             for p in t.partitions]) for t in response.topics]), 8)
-                if all(p.error_code == ErrorCode.NONE for t in offsets.topics for p in t.partitions):
+                addresses = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+                by_leader: dict[int, list] = {}
+                for t in response.topics:
+                    for p in t.partitions:
+                        by_leader.setdefault(p.leader_id, []).append((t.name, p.partition_index))
+                served = True
+                for leader, partitions in by_leader.items():
+                    address = addresses.get(leader, self.bootstrap)
+                    request = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+                        name=name, partitions=[ListOffsetsPartition(partition_index=i, timestamp=-1)
+                                               for n, i in partitions if n == name])
+                        for name in dict.fromkeys(n for n, _ in partitions)])
+                    if address == self.bootstrap:
+                        offsets = self.request(request, 8)
+                    else:
+                        with RawClient(address, self.timeout, self.client_id, self.ssl_context) as leader_client:
+                            offsets = leader_client.request(request, 8)
+                    served = served and all(p.error_code == ErrorCode.NONE for t in offsets.topics
+                                            for p in t.partitions)
+                if served:
                     return {t.name: t for t in response.topics}
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topics not ready after {timeout}s: {response.topics}")

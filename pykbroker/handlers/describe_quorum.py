@@ -1,7 +1,9 @@
-"""DescribeQuorum v0-2: the metadata quorum of a single-node cluster, which is this node alone.
+"""DescribeQuorum v0-2: who decides the cluster's metadata, as Kafka's metadata quorum.
 
-Kafka answers for ``__cluster_metadata`` partition 0 only (anything else: UNKNOWN_TOPIC_OR_PARTITION).
-This node is the only voter and the leader; the high watermark is the count of metadata changes.
+Kafka answers for ``__cluster_metadata`` partition 0 only (anything else: UNKNOWN_TOPIC_OR_PARTITION). On a
+single node this node is the only voter and the leader. On a cluster every broker gives the same answer: the
+controller (whoever holds ZooKeeper's ``/controller``) is the voter and leader, the other live brokers are
+observers. The high watermark is the count of metadata changes this broker has seen.
 """
 
 from __future__ import annotations
@@ -38,15 +40,25 @@ async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumReq
         topic, partition = wanted[0] if wanted else (METADATA_TOPIC, 0)
         return _partition_error(topic, partition)
     broker = ctx.broker
-    end_offset = ctx.metadata.offset
+    image = ctx.metadata
+    end_offset = image.offset
     now_ms = int(time.time() * 1000)
-    voter = ReplicaState(replica_id=broker.node_id, log_end_offset=end_offset, last_fetch_timestamp=now_ms,
-                         last_caught_up_timestamp=now_ms)
+    leader = image.controller_id if image.controller_id >= 0 else broker.node_id
+
+    def state(node_id: int) -> ReplicaState:
+        return ReplicaState(replica_id=node_id, log_end_offset=end_offset, last_fetch_timestamp=now_ms,
+                            last_caught_up_timestamp=now_ms)
+
     listener = broker.advertised_listener(ctx.listener.name)
+    endpoint = (listener.host, listener.port)
+    registered = image.brokers.get(leader)
+    if leader != broker.node_id and registered is not None:
+        found = [(e.host, e.port) for e in registered.endpoints if e.listener == listener.name]
+        endpoint = found[0] if found else endpoint
+    observers = [state(n) for n in sorted(image.brokers) if n != leader]
     return DescribeQuorumResponse(
         error_code=ErrorCode.NONE,
         topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData(
-            partition_index=0, error_code=ErrorCode.NONE, leader_id=broker.node_id, leader_epoch=LEADER_EPOCH,
-            high_watermark=end_offset, current_voters=[voter], observers=[])])],
-        nodes=[Node(node_id=broker.node_id, listeners=[Listener(name=listener.name, host=listener.host,
-                                                                 port=listener.port)])])
+            partition_index=0, error_code=ErrorCode.NONE, leader_id=leader, leader_epoch=LEADER_EPOCH,
+            high_watermark=end_offset, current_voters=[state(leader)], observers=observers)])],
+        nodes=[Node(node_id=leader, listeners=[Listener(name=listener.name, host=endpoint[0], port=endpoint[1])])])

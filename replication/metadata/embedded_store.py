@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -282,6 +282,15 @@ class EmbeddedMetadataStore(PublishedImage):
     async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels (UpdateFeatures); the change's offset becomes their epoch."""
         self._commit(replace(self._image, finalized_features=_frozen(levels), features_epoch=self._image.offset + 1))
+
+    async def update_finalized_features(self, change: Callable[[Mapping[str, int]], Mapping[str, int]]
+                                        ) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """``change`` applied to the current levels and stored (one writer: no race); returns (old, new)."""
+        old = self._image.finalized_features
+        new = dict(change(old))
+        if new != dict(old):
+            await self.set_finalized_features(new)
+        return old, new
 
     async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
                                       upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:

@@ -11,7 +11,7 @@ Writes go through the store's ``MetadataWriter`` methods, never through an image
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -239,6 +239,12 @@ class MetadataWriter(Protocol):
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None: ...
 
     async def set_finalized_features(self, levels: Mapping[str, int]) -> None: ...
+
+    async def update_finalized_features(self, change: Callable[[Mapping[str, int]], Mapping[str, int]]
+                                        ) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """Apply ``change`` to the levels as the store has them (again, if another writer got in between) and
+        store its result; returns (old, new). What ``change`` raises propagates, and nothing is written."""
+        ...
 
     async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
                                       upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None: ...

@@ -1,7 +1,7 @@
 """ListConfigResources v0-1 (KIP-1142; v0 was ListClientMetricsResources): which resources have configs.
 
 v0 lists client-metrics resources only; v1 takes a list of resource types (empty: every supported one)
-and answers topics, this broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
+and answers topics, every live broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
 and client-metrics resources, in Kafka's order. An unsupported type fails the whole request with
 UNSUPPORTED_VERSION, as in Kafka. Groups are those with GROUP configs set (sorted by id); pykbroker keeps no
 client-metrics configs, so none are listed.
@@ -33,7 +33,8 @@ async def handle_list_config_resources(ctx: RequestContext,
     wanted = set(request.resource_types if ctx.api_version >= 1 and request.resource_types else supported)
     if not wanted <= set(supported):
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    node = str(ctx.broker.node_id)
+    # Every live broker, as Kafka lists them (on a cluster, not only the one asked).
+    nodes = [str(n) for n in sorted(ctx.metadata.brokers)] or [str(ctx.broker.node_id)]
     found: list[ConfigResource] = []
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
     if GROUP in wanted:
@@ -41,7 +42,7 @@ async def handle_list_config_resources(ctx: RequestContext,
                   for group in sorted(ctx.metadata.group_configs)]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
-            found.append(ConfigResource(resource_name=node, resource_type=resource_type))
+            found += [ConfigResource(resource_name=node, resource_type=resource_type) for node in nodes]
     if TOPIC in wanted:
         found += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.metadata.topics)]
     return ListConfigResourcesResponse(error_code=ErrorCode.NONE, config_resources=found)

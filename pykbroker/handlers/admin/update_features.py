@@ -39,17 +39,21 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
     # v0 has no upgrade type: the field's default (upgrade) applies.
     updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)
                for u in request.feature_updates]
+    # Kafka names its active controller; a cluster's is the ZooKeeper controller, a single node is its own.
+    controller_id = ctx.metadata.controller_id if ctx.metadata.controller_id >= 0 else ctx.broker.node_id
+    validate_only = ctx.api_version >= 1 and request.validate_only
     try:
-        # Kafka names its active controller; a cluster's is the ZooKeeper controller, a single node is its own.
-        controller_id = ctx.metadata.controller_id if ctx.metadata.controller_id >= 0 else ctx.broker.node_id
-        levels = apply_updates(store.image.finalized_features, updates, controller_id)
+        if validate_only:
+            apply_updates(store.image.finalized_features, updates, controller_id)
+            old = new = store.image.finalized_features
+        else:  # checked against the stored levels, and again if another broker changed them meanwhile
+            old, new = await store.update_finalized_features(
+                lambda current: apply_updates(current, updates, controller_id))
     except FeatureUpdateError as exc:
         log.warning("UpdateFeatures refused (%s): %s", ctx.describe(), exc)
         return UpdateFeaturesResponse(error_code=exc.code, error_message=FAILED_PREFIX + str(exc), results=[])
-    validate_only = ctx.api_version >= 1 and request.validate_only
-    if not validate_only and levels != store.image.finalized_features:
-        log.info("finalized features changed from %s to %s (%s)", store.image.finalized_features, levels, ctx.describe())
-        await store.set_finalized_features(levels)
+    if dict(new) != dict(old):
+        log.info("finalized features changed from %s to %s (%s)", dict(old), dict(new), ctx.describe())
         broker = ctx.broker
         if broker.elr_enabled:  # as Kafka's controller: enabling ELR makes min.insync.replicas cluster-wide
             await broker.ensure_elr_min_insync_replicas()

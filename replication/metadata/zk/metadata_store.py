@@ -737,21 +737,31 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels in /feature (conditional on its version)."""
-        features = {k: v for k, v in levels.items() if v > 0}
+        await self.update_finalized_features(lambda _current: levels)
+
+    async def update_finalized_features(self, change: Callable[[Mapping[str, int]], Mapping[str, int]]
+                                        ) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """Read-modify-write of /feature, conditional on its version: brokers changing features at once (each
+        answering its own UpdateFeatures) never lose each other's change, as Kafka's one controller ensures."""
         while True:
             found = await self.zk.get(FeatureZNode.path)
+            old = FeatureZNode.decode(found[0]).features if found is not None else {}
+            new = {k: v for k, v in change(old).items() if v > 0}
+            if new == {k: v for k, v in old.items() if v > 0}:
+                return old, new
             try:
                 if found is None:
-                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(features))
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(new))
                     version = 0
                 else:
-                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(features), found[1].version)).version
+                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(new), found[1].version)).version
                 break
             except (BadVersionError, NodeExistsError):
-                continue
+                continue  # changed meanwhile: apply the change to what is there now
         async with self._lock:
             if version > self._image.features_epoch or self._image.features_epoch < 0:
-                self._publish(finalized_features=_frozen(features), features_epoch=version)
+                self._publish(finalized_features=_frozen(new), features_epoch=version)
+        return old, new
 
     async def register_broker(self, broker: BrokerImage) -> None:
         """This broker's ephemeral ``/brokers/ids/<id>`` (registered again in every new session)."""

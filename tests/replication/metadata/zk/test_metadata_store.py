@@ -93,6 +93,32 @@ def test_a_new_cluster_finalizes_kafka_4_4_levels_and_an_earlier_one_is_upgraded
     run(scenario())
 
 
+def test_feature_changes_made_at_once_through_two_brokers_both_land(zk_server):
+    async def scenario() -> None:
+        a, b = await two_brokers(zk_server)
+        try:
+            def setting(name: str, level: int):
+                def change(current):
+                    return {**current, name: level}
+                return change
+
+            await asyncio.gather(*(store.update_finalized_features(setting(name, level))
+                                   for store, name, level in ((a, "transaction.version", 1), (b, "group.version", 0))))
+            expected = {k: v for k, v in {**BOOTSTRAP_FINALIZED, "transaction.version": 1}.items()
+                        if k != "group.version"}
+            await eventually(lambda: dict(a.finalized_features) == dict(b.finalized_features) == expected)
+
+            def refuse(_current):
+                raise ValueError("refused")
+            with pytest.raises(ValueError):
+                await a.update_finalized_features(refuse)
+            assert dict(a.finalized_features) == expected
+        finally:
+            await close(a, b)
+
+    run(scenario())
+
+
 def test_value_formats():
     assert [java_double_string(v) for v in (50.0, 0.5, 1e7, 1.5e-4)] == ["50.0", "0.5", "1.0E7", "1.5E-4"]
     assert quota_entity_path(frozenset({("user", "CN=a b"), ("client-id", None)})) == \
