@@ -35,6 +35,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/tiered/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests

@@ -31,6 +31,8 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 EARLIEST_PENDING_UPLOAD = -6
+# The first version a special timestamp may be asked in; before it Kafka answers UNSUPPORTED_VERSION.
+MIN_VERSION_OF_TIMESTAMP = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
 READ_COMMITTED = 1
 
 
@@ -99,7 +101,7 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                                                   leader_epoch=-1)
             try:
                 partition = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
-                if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
+                if ctx.api_version < MIN_VERSION_OF_TIMESTAMP.get(p.timestamp, 0):  # as Kafka 4.4
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
                 remote = await rm.remote_offset_for_timestamp(partition, p.timestamp)  # tiered: remote first
                 answer.timestamp, answer.offset, answer.leader_epoch = remote or list_offset(
