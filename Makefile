@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,10 @@ fuzz-live: $(STAMP)
 ## bench: benchmarks (never part of `make test`)
 bench: deps
 	$(PY) -m bench $(ARGS)
+
+## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256) on pykbroker and Kafka 4.4
+bench-tiered: deps
+	$(PY) -m bench tiered $(ARGS)
 
 ## bench-scale: the scale section alone (partitions, connections, groups, cores; SCALE_PARTITIONS=10000 etc.,
 ##              see bench/scale_bench.py)
