@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.broker_bench import confluent_produce
+from bench.broker_bench import confluent_consume, confluent_produce
 from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, RawClient
@@ -43,29 +43,6 @@ def list_offset(bootstrap: str, topic: str, timestamp: int) -> int:
         return c.request(request, 9).topics[0].partitions[0].offset
 
 
-def consume_from(bootstrap: str, topic: str, start: int, records: int) -> float:
-    """MB/s of a cold consumer reading ``records`` from ``start``, timed from its first record."""
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tiered-bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
-    consumer.assign([TopicPartition(topic, 0, start)])
-    got = size = 0
-    started = None
-    deadline = time.monotonic() + 600
-    try:
-        while got < records and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 1.0):
-                if msg.error() is None:
-                    started = started or time.perf_counter()
-                    got += 1
-                    size += len(msg.value())
-    finally:
-        consumer.close()
-    if got < records:
-        raise RuntimeError(f"consumed {got} of {records} records from {start}")
-    return size / (time.perf_counter() - (started or time.perf_counter())) / 1e6
-
-
 def measure(name: str, bootstrap: str, log_dir: Path, remote_dir: Path, total_mb: int) -> dict[str, float]:
     from confluent_kafka.admin import AdminClient, NewTopic
     records = total_mb * (1 << 20) // RECORD
@@ -87,8 +64,9 @@ def measure(name: str, bootstrap: str, log_dir: Path, remote_dir: Path, total_mb
     out["local MB"] = dir_bytes(log_dir / "tiered-0") / 1e6
     out["remote MB"] = dir_bytes(remote_dir) / 1e6
     local_start = list_offset(bootstrap, "tiered", -4)
-    out["consume MB/s from 0"] = consume_from(bootstrap, "tiered", 0, records)
-    out["consume MB/s from the local tail"] = consume_from(bootstrap, "tiered", local_start, records - local_start)
+    out["consume MB/s from 0"] = confluent_consume(bootstrap, "tiered", records)["mb_per_s"]
+    out["consume MB/s from the local tail"] = confluent_consume(bootstrap, "tiered", records - local_start,
+                                                                local_start)["mb_per_s"]
     print(f"  {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in out.items()), flush=True)
     return out
 
