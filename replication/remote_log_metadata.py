@@ -70,6 +70,11 @@ class TopicBasedRemoteLogMetadataManager:
             found = self.partitions[key] = RemotePartitionMetadata(topic_id, partition)
         return found
 
+    def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this broker leads the metadata partition of a user partition."""
+        p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, self.metadata_partition(topic_id, partition))
+        return p is not None and p.is_leader
+
     def is_ready(self, topic_id: uuid.UUID, partition: int) -> bool:
         """Whether this broker hosts the metadata partition and has replayed it up to its high watermark."""
         mp = self.metadata_partition(topic_id, partition)

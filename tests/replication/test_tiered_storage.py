@@ -152,7 +152,7 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
 
 
 @pytest.mark.timeout(120)
-def test_total_retention_deletes_remote_segments(tmp_path):
+def test_total_retention_and_topic_deletion_delete_remote_segments(tmp_path):
     remote = tmp_path / "remote"
     with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -168,6 +168,9 @@ def test_total_retention_deletes_remote_segments(tmp_path):
         assert start > 0
         records = consume_all(broker.bootstrap, "bounded", 1500 - start, offset=start)
         assert [o for o, _ in records] == list(range(start, 1500))
+        # Deleting the topic deletes its remote data too.
+        admin.delete_topics(["bounded"])["bounded"].result(30)
+        wait_until(lambda: not remote_log_objects(remote), what="the deleted topic's remote segments gone")
 
 
 def test_tiered_configs_are_refused_as_kafka_refuses_them(tmp_path):
