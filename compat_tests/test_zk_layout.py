@@ -20,13 +20,13 @@ import pytest
 
 from compat_tests.jvm.kafka39.broker import Kafka39, jars_dir
 from pykbroker.testing import ZooKeeperProcess, free_port
-from pykbroker.zk_metadata_store import ZooKeeperMetadataStore
-from replication.zk.broker_registration import live_brokers
-from replication.zk.client import ZooKeeperClient
-from replication.zk.cluster_id import get_or_create_cluster_id
-from replication.zk.controller_election import ControllerElection
-from replication.zk.producer_id_block import allocate_producer_id_block
-from replication.zk.znodes import ProducerIdBlockZNode
+from replication.metadata.zk.broker_registration import live_brokers
+from replication.metadata.zk.client import ZooKeeperClient
+from replication.metadata.zk.cluster_id import get_or_create_cluster_id
+from replication.metadata.zk.controller_election import ControllerElection
+from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
+from replication.metadata.zk.producer_id_block import allocate_producer_id_block
+from replication.metadata.zk.znodes import ProducerIdBlockZNode
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Kafka 3.9.1 needs java")
 

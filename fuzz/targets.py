@@ -18,7 +18,8 @@ from pykbroker.security.errors import SaslAuthenticationError, SaslCredentialErr
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
 from pykbroker.security.sasl_authenticator import SaslServerAuthenticator
-from pykbroker.security.scram import ScramServer, credential_from_salted_password
+from pykbroker.security.scram import ScramServer
+from replication.metadata.credentials import credential_from_salted_password
 from wire import (
     REQUESTS,
     DecodeError,

@@ -13,7 +13,7 @@ ANONYMOUS = "User:ANONYMOUS"
 if TYPE_CHECKING:
     from pykbroker.config import Listener
     from pykbroker.services import BrokerServices
-    from replication.metadata_image import MetadataImage
+    from replication.metadata.image import MetadataImage
 
 
 @dataclass(slots=True)

@@ -24,20 +24,24 @@ import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from replication.metadata.quota_entities import (
+    CLIENT_ID,
+    CONSUMER_BYTE_RATE,
+    IP,
+    IP_KEYS,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+    USER,
+    USER_AND_CLIENT_KEYS,
+    Entity,
+)
+
 __all__ = ["USER", "CLIENT_ID", "IP", "Entity", "QuotaError", "validate_alteration", "describe", "QuotaManager",
            "RequestQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
 
-USER, CLIENT_ID, IP = "user", "client-id", "ip"
-PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE = "producer_byte_rate", "consumer_byte_rate"
-REQUEST_PERCENTAGE = "request_percentage"
-# Kafka's QuotaConfig: the keys each kind of entity takes, with their types.
-USER_AND_CLIENT_KEYS = {PRODUCER_BYTE_RATE: "LONG", CONSUMER_BYTE_RATE: "LONG", REQUEST_PERCENTAGE: "DOUBLE",
-                        "controller_mutation_rate": "DOUBLE"}
-IP_KEYS = {"connection_creation_rate": "INT"}
 _MAX = {"LONG": 2**63 - 1, "INT": 2**31 - 1}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
-Entity = frozenset  # of (entity type, name or None)
 
 
 class QuotaError(Exception):

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from replication.metadata_image import MetadataWriter
+from replication.metadata.image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
+from replication.pending_logs import PendingLogs
 from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
@@ -101,6 +102,7 @@ class LogDirInfo:
     replicas: list[ReplicaLogInfo] = field(default_factory=list)
     total_bytes: int = -1
     usable_bytes: int = -1
+    is_cordoned: bool = False
 
 
 # Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
@@ -184,14 +186,17 @@ class ReplicaManager:
 
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
                  isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
-                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
-        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not)."""
+                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False,
+                 pending_logs: PendingLogs | None = None) -> None:
+        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not);
+        ``pending_logs``: logs of partitions assigned here still being created, which a client's append waits for."""
         self.log_manager = log_manager
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.isr_updater: IsrUpdater = isr_updater or LocalIsrUpdater()
         self.time_ms = time_ms
         self.in_metadata = in_metadata
+        self.pending_logs = pending_logs
         self.partitions: dict[TopicPartition, Partition] = {}
         # Assigned here but their log is in a dir that was offline at start: not hosted and never created
         # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
@@ -370,7 +375,7 @@ class ReplicaManager:
                 out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
-                                  st.f_bavail * st.f_frsize))
+                                  st.f_bavail * st.f_frsize, log_dir in lm.cordoned_log_dirs))
         return out
 
     # -- produce -------------------------------------------------------------------------------------
@@ -427,7 +432,11 @@ class ReplicaManager:
         acks=all (-1) returns once every appended partition's high watermark reached its records, or
         after ``timeout_ms`` with REQUEST_TIMED_OUT for those still short (Kafka's DelayedProduce).
         ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
+        A client's partitions led here whose logs are still being created are waited for (up to ``timeout_ms``)
+        rather than refused, so that clients producing to a topic just created do not retry in a storm.
         """
+        if self.pending_logs and origin == AppendOrigin.CLIENT:
+            await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         results, appended = self._append_local(entries, required_acks, origin)
         if required_acks == -1 and appended:
             await self._wait_for_high_watermarks(appended, results, timeout_ms)

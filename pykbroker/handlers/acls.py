@@ -15,7 +15,9 @@ import logging
 from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
-from pykbroker.security.acl import (
+from pykbroker.security.auth_helper import authorize_cluster, not_authorized_message
+from pykbroker.security.authorizer import cluster_name_error
+from replication.metadata.acl import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -24,8 +26,6 @@ from pykbroker.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from pykbroker.security.auth_helper import authorize_cluster, not_authorized_message
-from pykbroker.security.authorizer import cluster_name_error
 from wire import ApiKey, ErrorCode
 from wire.messages import (
     CreateAclsRequest,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pykbroker.security.acl import AclOperation
+from replication.metadata.acl import AclOperation
 
 __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "AclOperation"]
 

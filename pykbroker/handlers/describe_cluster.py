@@ -10,14 +10,14 @@ from __future__ import annotations
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
-from pykbroker.security.acl import CLUSTER_NAME
 from pykbroker.security.auth_helper import (
     AclOperation,
     ResourceType,
     authorize_cluster,
     authorized_operations,
 )
-from replication.metadata_image import live_endpoints
+from replication.metadata.acl import CLUSTER_NAME
+from replication.metadata.image import live_endpoints
 from wire import ApiKey, ErrorCode
 from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 from wire.messages.describe_cluster_response import DescribeClusterBroker

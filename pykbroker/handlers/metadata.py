@@ -16,7 +16,6 @@ from collections.abc import Callable, Collection
 from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
-from pykbroker.security.acl import CLUSTER_NAME
 from pykbroker.security.auth_helper import (
     AclOperation,
     ResourceType,
@@ -25,7 +24,8 @@ from pykbroker.security.auth_helper import (
     filter_by_authorized,
 )
 from pykbroker.topic_names import topic_name_error
-from replication.metadata_image import MetadataImage, TopicState, live_endpoints, partition_leader_view
+from replication.metadata.acl import CLUSTER_NAME
+from replication.metadata.image import MetadataImage, TopicState, live_endpoints, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import MetadataRequest, MetadataResponse
 from wire.messages.metadata_response import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pykbroker.security.acl import (
+from replication.metadata.acl import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
     AclOperation,

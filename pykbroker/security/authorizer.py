@@ -8,7 +8,7 @@ pattern covers the resource (literal name, literal ``*``, or a prefix of the nam
 applicable DENY wins, else an applicable ALLOW allows, else the action is denied when the resource has
 any ACL at all and decided by ``allow.everyone.if.no.acl.found`` when it has none. An ACL applies when its
 principal is the request's or ``User:*``, its host the client's address or ``*``, and its operation the
-action's, ALL, or (ALLOW only) one that implies it (``pykbroker.security.acl.implies``).
+action's, ALL, or (ALLOW only) one that implies it (``replication.metadata.acl.implies``).
 
 Every denial of a requested action is logged on ``kafka.authorizer.logger`` at INFO, in Kafka's words
 (principal, host, operation, resource, API, the rule); allowed actions at DEBUG.
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from pykbroker.security.acl import (
+from replication.metadata.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,

@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 
-from pykbroker.security.scram import SCRAM_MECHANISMS
+from replication.metadata.credentials import SCRAM_MECHANISMS
 
 
 def plain_token(username: str, password: str, authzid: str = "") -> bytes:

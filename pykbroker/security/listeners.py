@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pykbroker.config import Config, ConfigError
 from pykbroker.security.jaas import parse_jaas_config
-from pykbroker.security.scram import SCRAM_MECHANISMS
+from replication.metadata.credentials import SCRAM_MECHANISMS
 
 log = logging.getLogger("pykbroker.security")
 

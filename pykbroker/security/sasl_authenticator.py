@@ -29,7 +29,8 @@ from pykbroker.security.errors import (
 )
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.plain import PlainServer
-from pykbroker.security.scram import CredentialLookup, ScramCredential, ScramServer, TokenLookup
+from pykbroker.security.scram import CredentialLookup, ScramServer, TokenLookup
+from replication.metadata.credentials import ScramCredential
 from wire import (
     ApiKey,
     DecodeError,

@@ -12,13 +12,14 @@ import hmac
 import re
 import secrets
 from collections.abc import Callable
-from typing import NamedTuple
 
 from pykbroker.security.errors import SaslAuthenticationError, SaslCredentialError, SaslProtocolError
-
-# mechanism -> (AlterUserScramCredentials mechanism type, hash name); Kafka's minimum is 4096 iterations for both.
-SCRAM_MECHANISMS: dict[str, tuple[int, str]] = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
-MIN_ITERATIONS = 4096
+from replication.metadata.credentials import (
+    MIN_ITERATIONS,
+    SCRAM_MECHANISMS,
+    ScramCredential,
+    credential_from_salted_password,
+)
 
 # Kafka's ScramMessages grammar (ASCII only; ',' separates attributes, '=' only escaped in names).
 _VALUE_SAFE = r"[\x01-\x2b\x2d-\x3c\x3e-\x7f]"
@@ -33,25 +34,6 @@ _CLIENT_FIRST = re.compile(
     rf"(?P<extensions>{_EXTENSIONS})")
 _CLIENT_FINAL = re.compile(rf"c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS},p=(?P<proof>{_BASE64})")
 
-
-
-class ScramCredential(NamedTuple):
-    """A SCRAM credential in the form a server keeps (RFC 5802; Kafka's ``ScramCredential``, which is what
-    ZooKeeper's ``/config/users/<user>`` holds): the password itself cannot be recovered from it."""
-
-    iterations: int
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-
-
-def credential_from_salted_password(mechanism: str, iterations: int, salt: bytes,
-                                    salted_password: bytes) -> ScramCredential:
-    """The stored form of what AlterUserScramCredentials sends (``mechanism``: ``SCRAM-SHA-256``/``-512``)."""
-    digest = SCRAM_MECHANISMS[mechanism][1]
-    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
-    return ScramCredential(iterations, salt, hashlib.new(digest, client_key).digest(),
-                           hmac.new(salted_password, b"Server Key", digest).digest())
 
 
 # user -> its credential for this mechanism, or None

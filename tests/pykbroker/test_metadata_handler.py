@@ -87,7 +87,7 @@ def test_partition_entries_are_reused_only_while_the_image_parts_are_the_same():
     from dataclasses import replace
 
     from pykbroker.handlers.metadata import topic_metadata
-    from replication.metadata_image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
+    from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState, TopicState
 
     topic = TopicState("cached", uuid.uuid4(), tuple(PartitionState(i, 1, 0, (1, 2), (1, 2)) for i in range(3)))
     brokers = {n: BrokerImage(n, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + n),)) for n in (1, 2)}

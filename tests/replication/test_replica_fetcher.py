@@ -10,11 +10,11 @@ import uuid
 
 import pytest
 
-from pykbroker import metadata_store
 from pykbroker.config import Config
 from pykbroker.server import Server
 from replication.broker_client import BrokerClient
-from replication.metadata_image import PartitionState
+from replication.metadata import embedded_store as metadata_store
+from replication.metadata.image import PartitionState
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import ReplicaManager
 from storage import LogConfig, LogManager

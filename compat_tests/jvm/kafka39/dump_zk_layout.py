@@ -9,7 +9,7 @@ SCRAM credentials, ACLs, an idempotent producer that makes the controller alloca
 deletion, a controller failover, a topic deletion left pending and a reassignment left in flight because a
 replica is offline), then writes
 every znode under the chroot with its data, version and ephemeral-ness to
-``tests/replication/zk/golden/kafka_3_9_1_znodes.json`` (default).
+``tests/replication/metadata/zk/golden/kafka_3_9_1_znodes.json`` (default).
 
 Znodes that 3.9.1 only reads (a reassignment or preferred-replica election written by ZooKeeper-era tools,
 ISR-change and log-dir-event notifications from older brokers) are written with the bytes Kafka's own

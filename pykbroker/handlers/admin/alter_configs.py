@@ -199,10 +199,7 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, 
     except group_config.GroupConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        try:
-            await broker.metadata.set_group_configs(group_id, values)
-        except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
-            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
+        await broker.metadata.set_group_configs(group_id, values)
         log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
     return ErrorCode.NONE, None
 

@@ -14,7 +14,7 @@ from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITT
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
 from pykbroker.topic_names import topic_name_error
-from replication.metadata_image import MetadataImage, PartitionState, partition_leader_view
+from replication.metadata.image import MetadataImage, PartitionState, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from wire.messages.describe_topic_partitions_response import (

@@ -59,7 +59,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
 
 
 async def _elect_in_cluster(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
-    from replication.zk.controller_election import ControllerMovedError
+    from replication.metadata.zk.controller_election import ControllerMovedError
 
     preferred = ctx.api_version == 0 or request.election_type == PREFERRED
     wanted = None if request.topic_partitions is None else [

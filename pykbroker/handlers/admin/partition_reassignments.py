@@ -2,7 +2,7 @@
 
 On one node a partition can only be "moved" onto the replicas it already has, which completes at once;
 every other target is refused with the controller's messages, and no reassignment is ever in progress.
-In a cluster the controller moves partitions (``replication.zk.controller``; another broker answers
+In a cluster the controller moves partitions (``replication.controller.zk_controller``; another broker answers
 NOT_CONTROLLER and the admin client asks the controller Metadata names, as in Kafka's ZooKeeper mode);
 v1's ``allow_replication_factor_change`` false refuses targets of another size here first. Ongoing moves
 are listed by the controller from its own state, by other brokers from their metadata image (full replicas,
@@ -52,7 +52,7 @@ def _rf_change(ctx: RequestContext, topic: str, partition: int, replicas: list[i
 
 async def _reassign_in_cluster(ctx: RequestContext, request: AlterPartitionReassignmentsRequest, allow: bool
                                ) -> AlterPartitionReassignmentsResponse:
-    from replication.zk.controller_election import ControllerMovedError
+    from replication.metadata.zk.controller_election import ControllerMovedError
 
     refused: dict[tuple[str, int], tuple[int, str | None]] = {}
     wanted: dict[tuple[str, int], list[int] | None] = {}

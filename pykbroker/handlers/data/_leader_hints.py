@@ -4,7 +4,7 @@ instead of refreshing its metadata first (Produce v10+, Fetch v12+ for the leade
 
 from __future__ import annotations
 
-from replication.metadata_image import MetadataImage
+from replication.metadata.image import MetadataImage
 from wire import ErrorCode
 
 __all__ = ["LeaderHints"]

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 
 from coordinator.group import GroupCoordinator, RequestInfo
 from pykbroker.context import RequestContext
-from pykbroker.features import GROUP_VERSION
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized, has_authorizer
+from replication.metadata.features import GROUP_VERSION
 
 __all__ = ["consumer_protocol_enabled", "coordinator", "describable_topics", "request_info"]
 

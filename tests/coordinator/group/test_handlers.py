@@ -8,9 +8,9 @@ import pytest
 
 from pykbroker.config import Listener
 from pykbroker.context import RequestContext
-from pykbroker.features import BOOTSTRAP_FINALIZED
 from pykbroker.registry import REGISTRY
-from replication.metadata_image import BrokerImage, Endpoint, MetadataImage
+from replication.metadata.features import BOOTSTRAP_FINALIZED
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
 from tests.coordinator.group.helpers import Harness, run, subscription
 from wire import ApiKey, ErrorCode, RequestHeader, request_header_version
 from wire.messages import (
@@ -52,7 +52,7 @@ class LocalTransactionCoordinator:
 
 class FakeBroker:
     node_id = 1
-    share_groups_enabled = False  # share.version is not finalized on a new cluster
+    share_groups_enabled = False  # as with share.version disabled
 
     def __init__(self, coordinator) -> None:
         self.group_coordinator = coordinator

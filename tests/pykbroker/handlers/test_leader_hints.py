@@ -10,7 +10,7 @@ import asyncio
 from pykbroker.config import Config
 from pykbroker.server import Server
 from replication.broker_client import BrokerClient
-from replication.metadata_image import BrokerImage, Endpoint, PartitionState
+from replication.metadata.image import BrokerImage, Endpoint, PartitionState
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
     FetchRequest,

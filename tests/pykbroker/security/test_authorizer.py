@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from pykbroker.metadata_store import EmbeddedMetadataStore
-from pykbroker.security.acl import (
+from pykbroker.security.authorizer import StandardAuthorizer
+from replication.metadata.acl import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -18,7 +18,7 @@ from pykbroker.security.acl import (
     ResourceType,
     authorized_operations_bits,
 )
-from pykbroker.security.authorizer import StandardAuthorizer
+from replication.metadata.embedded_store import EmbeddedMetadataStore
 
 Op, P, T, R = AclOperation, PatternType, AclPermissionType, ResourceType
 

@@ -8,10 +8,10 @@ import base64
 import hashlib
 import hmac as hmac_lib
 
-from pykbroker.metadata_store import EmbeddedMetadataStore
 from pykbroker.security.client import ScramClient
 from pykbroker.security.delegation_tokens import DelegationTokenManager, filter_token
 from pykbroker.security.scram import ScramServer
+from replication.metadata.embedded_store import EmbeddedMetadataStore
 from wire import ErrorCode
 
 HOUR = 3_600_000
@@ -89,7 +89,7 @@ def test_scram_with_a_token_authenticates_its_owner(tmp_path):
 
 
 def test_describe_filter_is_kafkas():
-    from pykbroker.security.delegation_tokens import TokenInformation
+    from replication.metadata.tokens import TokenInformation
 
     t = TokenInformation("id", "User:a", "User:a", ["User:b"], 0, 10, 5)
     never = lambda _: False  # noqa: E731

@@ -1,0 +1,1 @@
+"""Every leadership decision: the controller, the election rules, partition reassignment."""

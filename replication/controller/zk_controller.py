@@ -1,0 +1,717 @@
+"""The cluster controller on ZooKeeper: what the broker holding ``/controller`` does (Kafka's KafkaController).
+
+While elected (``ControllerElection``), it watches the broker registrations, the topic list, each topic's
+assignment and the pending deletions, and keeps every partition's state znode right:
+- a new topic (or partitions added to one) gets its state znodes: leader = the first live replica, ISR =
+  the live replicas, leader epoch 0 (``initial_leader_and_isr``);
+- a broker that dies leaves every ISR it was in; partitions it led get a new leader from the live ISR,
+  in one pass over all its partitions; with no live ISR replica the partition stays offline unless
+  ``unclean.leader.election.enable`` (the topic's, else the broker default) allows a live replica outside
+  the ISR (``offline_partition_election``);
+- a broker that comes back leads the offline partitions whose ISR it is in;
+- ``/admin/delete_topics/<t>`` deletes the topic's znodes and configs, then the request;
+- partition reassignments (AlterPartitionReassignments, or the legacy ``/admin/reassign_partitions`` znode)
+  run as Kafka's ``onPartitionReassignment`` (``replication.controller.reassignment``): the topic znode gets the full
+  replica set with ``adding_replicas``/``removing_replicas``, the state znode of each moving partition is
+  watched, and once every target replica is in the ISR one multi sets the assignment to the target and the
+  state to ISR ∩ target with a new leader epoch. A new controller resumes every move the topic znodes show.
+Every write goes through ``ControllerElection.fenced_multi``, so a deposed controller changes nothing, and
+is conditional on the state znode's version (the partition epoch): a leader's concurrent ISR change makes
+the write fail, and the controller rereads and decides again. Decisions read the current state znodes
+first, so ISR changes made by leaders are always taken into account.
+
+Events are handled one at a time by a single task (Kafka's ControllerEventManager); ZooKeeper watches only
+enqueue. Brokers learn of the results by watching the same znodes (their metadata store), not by requests
+from the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from replication.controller.elections import (
+    NO_LEADER,
+    LeaderAndIsr,
+    imbalanced_brokers,
+    initial_leader_and_isr,
+    offline_partition_election,
+    preferred_replica_election,
+    remove_replica_from_isr,
+)
+from replication.controller.reassignment import (
+    ReplicaAssignment,
+    completion_state,
+    reassignment_complete,
+    revert_state,
+)
+from replication.metadata.zk.client import (
+    BadVersionError,
+    CreateOp,
+    DeleteOp,
+    NoNodeError,
+    SetDataOp,
+    ZooKeeperClient,
+    ZooKeeperMultiError,
+)
+from replication.metadata.zk.controller_election import ControllerElection, ControllerMovedError
+from replication.metadata.zk.znodes import (
+    BrokerIdsZNode,
+    ConfigEntityZNode,
+    DeleteTopicsTopicZNode,
+    DeleteTopicsZNode,
+    ReassignPartitionsZNode,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicsZNode,
+    TopicZNode,
+    ZNodeDecodeError,
+)
+from wire import ErrorCode
+
+log = logging.getLogger("pykbroker.controller")
+
+__all__ = ["ZkController"]
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class _Context:
+    """What the controller knows (Kafka's ControllerContext): live brokers and assignments."""
+
+    live: set[int] = field(default_factory=set)
+    # Broker epochs: the creation zxid of each live broker's registration (a new one means it restarted).
+    epochs: dict[int, int] = field(default_factory=dict)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    # Partitions being reassigned: their adding and removing replicas (the topic znode's).
+    moving: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+
+
+class ZkController:
+    """The controller duties of one broker, active only while ``election`` says it is the controller."""
+
+    def __init__(self, zk: ZooKeeperClient, election: ControllerElection, broker_id: int, *,
+                 unclean_leader_election_default: Callable[[], bool] = lambda: False,
+                 auto_leader_rebalance: bool = True, leader_imbalance_check_interval_s: float = 300.0,
+                 leader_imbalance_per_broker_percentage: int = 10) -> None:
+        """With ``auto_leader_rebalance`` (auto.leader.rebalance.enable) leadership goes back to preferred
+        replicas every ``leader_imbalance_check_interval_s`` for brokers whose share of preferred partitions
+        they do not lead exceeds ``leader_imbalance_per_broker_percentage``, as Kafka's controller does."""
+        self.zk = zk
+        self.election = election
+        self.broker_id = broker_id
+        self._unclean_default = unclean_leader_election_default
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
+        self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
+        self._rebalance_task: asyncio.Task | None = None
+        self._events: asyncio.Queue[tuple[int, str, Any]] = asyncio.Queue()
+        self._generation = 0  # bumped on every election and resignation: older watch events are dropped
+        self._task: asyncio.Task | None = None
+        self.context = _Context()
+        self._isr_watches: dict[TopicPartition, Callable[[Any], None]] = {}
+        self._legacy: dict[TopicPartition, list[int]] = {}  # what /admin/reassign_partitions asks for
+
+    # -- lifecycle (ControllerElection callbacks) -------------------------------------------------------
+    async def on_elected(self, epoch: int, epoch_zk_version: int) -> None:
+        self._generation += 1
+        log.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
+        self.context = _Context()
+        self._isr_watches = {}
+        self._enqueue("startup")
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="controller")
+        if self.auto_leader_rebalance and self._rebalance_task is None:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_periodically(),
+                                                                          name="leader-rebalance")
+
+    async def on_resigned(self) -> None:
+        self._generation += 1
+        self.context = _Context()
+
+    async def close(self) -> None:
+        self._generation += 1
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        self._task = self._rebalance_task = None
+
+    async def elect_leaders(self, partitions: list[TopicPartition] | None,
+                            preferred: bool) -> dict[TopicPartition, int]:
+        """ElectLeaders: a preferred (or unclean) election of each partition (every partition for None); the
+        error code of each: NONE, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+        ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION. NOT_CONTROLLER if this broker is not
+        (or stops being) the controller."""
+        if not self.active:
+            raise ControllerMovedError(f"broker {self.broker_id} is not the controller")
+        future: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        self._enqueue("elect", (partitions, preferred, future))
+        return await future
+
+    async def alter_partition_reassignments(self, reassignments: dict[TopicPartition, list[int] | None]
+                                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """AlterPartitionReassignments: move each partition to its target replicas (None: cancel its move);
+        (error code, message) of each, as Kafka's controller answers. NOT_CONTROLLER as ``elect_leaders``."""
+        if not self.active:
+            raise ControllerMovedError(f"broker {self.broker_id} is not the controller")
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._enqueue("reassign", (reassignments, future))
+        return await future
+
+    def ongoing_reassignments(self) -> dict[TopicPartition, ReplicaAssignment]:
+        """Every move in progress as this controller has it (ListPartitionReassignments)."""
+        if not self.active:
+            raise ControllerMovedError(f"broker {self.broker_id} is not the controller")
+        return {tp: self.reassignment(tp) for tp in sorted(self.context.moving)}
+
+    def reassignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """The controller's view of a partition's assignment (replicas, adding, removing)."""
+        adding, removing = self.context.moving.get(tp, ((), ()))
+        return ReplicaAssignment(tuple(self._replicas(tp)), adding, removing)
+
+    async def _rebalance_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.leader_imbalance_check_interval_s)
+            if self.active:
+                self._enqueue("imbalance")
+
+    @property
+    def active(self) -> bool:
+        return self.election.is_active
+
+    def topic_configs_changed(self, topic: str) -> None:
+        """A topic's configs changed (unclean.leader.election.enable may now allow electing its offline
+        partitions, as Kafka's controller reacts to that config): decide its partitions again."""
+        if self.active:
+            self._enqueue("topic", topic)
+
+    def _enqueue(self, kind: str, arg: Any = None) -> None:
+        self._events.put_nowait((self._generation, kind, arg))
+
+    def _watch(self, kind: str, arg: Any = None) -> Callable[[Any], None]:
+        generation = self._generation
+
+        def fire(_event: Any) -> None:
+            if generation == self._generation:
+                self._enqueue(kind, arg)
+        return fire
+
+    async def idle(self) -> None:
+        """Wait until every queued event has been handled (for tests and orderly shutdown)."""
+        await self._events.join()
+
+    async def _run(self) -> None:
+        handlers: dict[str, Callable[[Any], Awaitable[None]]] = {"startup": self._startup, "brokers": self._brokers_changed, "topics": self._topics_changed,
+                    "topic": self._topic_changed, "deletions": self._deletions_changed, "elect": self._elect,
+                    "imbalance": self._check_leader_imbalance, "reassign": self._reassign,
+                    "reassign_isr": self._reassignment_isr_changed, "reassign_znode": self._reassign_znode_changed}
+        while True:
+            generation, kind, arg = await self._events.get()
+            try:
+                if generation == self._generation and self.active:
+                    await handlers[kind](arg)
+                elif kind in ("elect", "reassign") and not arg[-1].done():
+                    arg[-1].set_exception(ControllerMovedError(f"broker {self.broker_id} is not the controller"))
+            except ControllerMovedError:
+                log.info("broker %d: controller event %s dropped, another broker is the controller", self.broker_id,
+                         kind)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller event %s %s failed; retrying in 1 s", kind, arg or "")
+                asyncio.get_running_loop().call_later(1.0, self._requeue, generation, kind, arg)
+            finally:
+                self._events.task_done()
+
+    def _requeue(self, generation: int, kind: str, arg: Any) -> None:
+        if generation == self._generation:
+            self._events.put_nowait((generation, kind, arg))
+
+    # -- events ----------------------------------------------------------------------------------------
+    async def _startup(self, _arg: Any) -> None:
+        await self.zk.ensure_path(DeleteTopicsZNode.path)
+        self.context.epochs = await self._read_live_brokers()
+        self.context.live = set(self.context.epochs)
+        names = await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or []
+        for name in names:
+            await self._load_topic(name)
+        log.info("controller %d: %d live brokers %s, %d topics", self.broker_id, len(self.context.live),
+                 sorted(self.context.live), len(self.context.assignments))
+        await self._reconcile(self._all_partitions())
+        await self._deletions_changed(None)
+        # As Kafka's controller at failover: resume every move the topic znodes show, then the legacy requests.
+        for tp in sorted(self.context.moving):
+            await self._check_reassignment(tp)
+        await self._reassign_znode_changed(None)
+
+    async def _read_live_brokers(self) -> dict[int, int]:
+        """Live brokers and their broker epochs (their registration's creation zxid), watching for changes."""
+        children = await self.zk.get_children(BrokerIdsZNode.path, watch=self._watch("brokers")) or []
+        epochs = {}
+        for child in children:
+            if child.lstrip("-").isdigit():
+                stat = await self.zk.exists(f"{BrokerIdsZNode.path}/{child}")
+                if stat is not None:
+                    epochs[int(child)] = stat.czxid
+        return epochs
+
+    async def _brokers_changed(self, _arg: Any) -> None:
+        epochs = await self._read_live_brokers()
+        live = set(epochs)
+        dead, born = self.context.live - live, live - self.context.live
+        # As Kafka's controller: a broker registered again with a new broker epoch restarted between two
+        # looks (its old registration expired and a new one appeared); it fails over, then starts again,
+        # so it does not come back leading with its old epoch and a stale high watermark.
+        bounced = {b for b in live & self.context.live if epochs[b] != self.context.epochs.get(b)}
+        if dead:
+            log.info("controller %d: brokers %s failed", self.broker_id, sorted(dead))
+        if bounced:
+            log.info("controller %d: brokers %s restarted (new broker epochs)", self.broker_id, sorted(bounced))
+            self.context.live = live - bounced
+            await self._reconcile([tp for tp in self._all_partitions()
+                                   if any(r in bounced for r in self._replicas(tp))])
+        if born:
+            log.info("controller %d: brokers %s started", self.broker_id, sorted(born))
+        self.context.live, self.context.epochs = live, epochs
+        changed = dead | born | bounced
+        await self._reconcile([tp for tp in self._all_partitions() if any(r in changed for r in self._replicas(tp))])
+
+    async def _topics_changed(self, _arg: Any) -> None:
+        names = set(await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or [])
+        for gone in set(self.context.assignments) - names:
+            del self.context.assignments[gone]
+            self._forget_moves(gone)
+        added = names - set(self.context.assignments)
+        for name in sorted(added):
+            await self._load_topic(name)
+        await self._reconcile([tp for tp in self._all_partitions() if tp[0] in added])
+        for tp in [tp for tp in sorted(self.context.moving) if tp[0] in added]:
+            await self._check_reassignment(tp)
+
+    async def _topic_changed(self, name: str) -> None:
+        """The topic's assignment (or its configs) changed: new partitions get states, offline ones another
+        chance at an election."""
+        if not await self._load_topic(name):
+            return
+        await self._reconcile([(name, p) for p in sorted(self.context.assignments[name])])
+        for tp in [tp for tp in sorted(self.context.moving) if tp[0] == name]:
+            await self._check_reassignment(tp)  # a move another controller (or tool) wrote
+
+    async def _load_topic(self, name: str) -> bool:
+        found = await self.zk.get(TopicZNode.path(name), watch=self._watch("topic", name))
+        if found is None:
+            self.context.assignments.pop(name, None)
+            return False
+        try:
+            assignment = TopicZNode.decode(name, found[0])
+        except ZNodeDecodeError as exc:
+            log.error("controller %d: ignoring topic %s: %s", self.broker_id, name, exc)
+            return False
+        self.context.assignments[name] = {p: list(r) for p, r in assignment.partitions.items()}
+        self._forget_moves(name)
+        for p in assignment.partitions:
+            adding, removing = assignment.adding_replicas.get(p, []), assignment.removing_replicas.get(p, [])
+            if adding or removing:
+                self.context.moving[(name, p)] = (tuple(adding), tuple(removing))
+        return True
+
+    async def _elect(self, arg: tuple[list[TopicPartition] | None, bool, asyncio.Future]) -> None:
+        partitions, preferred, future = arg
+        try:
+            # The registrations as they are now (a broker that just came back may be ahead of the watch, whose
+            # event will still reconcile what changed).
+            children = await self.zk.get_children(BrokerIdsZNode.path) or []
+            live = {int(c) for c in children if c.lstrip("-").isdigit()}
+            wanted = self._all_partitions() if partitions is None else partitions
+            results = {tp: await self._elect_one(tp, preferred, live) for tp in wanted}
+        except Exception as exc:  # the caller answers it; the controller goes on
+            if not future.done():
+                future.set_exception(exc)
+            raise
+        if not future.done():
+            future.set_result(results)
+
+    async def _elect_one(self, tp: TopicPartition, preferred: bool, live: set[int] | None = None) -> int:
+        assignment = self._replicas(tp)
+        if not assignment:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for _attempt in range(5):
+            current = await self._read_state(tp)
+            if current is None:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if preferred else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            state, version = current
+            live = self.context.live if live is None else live
+            if preferred:
+                if state.leader == assignment[0]:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                new = preferred_replica_election(state, assignment, live)
+                if new is None:
+                    return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            else:
+                if state.leader != NO_LEADER and state.leader in live:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                new = offline_partition_election(state, assignment, live, unclean_allowed=True)
+                if new is None:
+                    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            if await self._write_state(tp, state, new, version):
+                return ErrorCode.NONE
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    async def _check_leader_imbalance(self, _arg: Any) -> None:
+        """Kafka's auto leader rebalance: preferred elections for brokers leading too few of their partitions."""
+        partitions = self._all_partitions()
+        leaders: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            current = await self._read_state(tp)
+            if current is not None:
+                leaders[tp] = current[0].leader
+        imbalanced = imbalanced_brokers(leaders, {tp: self._replicas(tp) for tp in partitions},
+                                        self.leader_imbalance_per_broker_percentage)
+        for broker, tps in sorted(imbalanced.items()):
+            if broker not in self.context.live:
+                continue
+            log.info("controller %d: broker %d leads too few of its preferred partitions; moving %d back", self.broker_id,
+                     broker, len(tps))
+            for tp in tps:
+                await self._elect_one(tp, preferred=True)
+
+    async def _deletions_changed(self, _arg: Any) -> None:
+        pending = await self.zk.get_children(DeleteTopicsZNode.path, watch=self._watch("deletions")) or []
+        for name in sorted(pending):
+            await self._delete_topic(name)
+
+    # -- decisions -------------------------------------------------------------------------------------
+    def _all_partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t, parts in self.context.assignments.items() for p in sorted(parts)]
+
+    def _replicas(self, tp: TopicPartition) -> list[int]:
+        return self.context.assignments.get(tp[0], {}).get(tp[1], [])
+
+    async def _read_state(self, tp: TopicPartition) -> tuple[LeaderAndIsr, int] | None:
+        found = await self.zk.get(TopicPartitionStateZNode.path(*tp))
+        if found is None:
+            return None
+        state = TopicPartitionStateZNode.decode(found[0], found[1].version)
+        return LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr)), found[1].version
+
+    async def _unclean_allowed(self, topic: str) -> bool:
+        found = await self.zk.get(ConfigEntityZNode.path("topics", topic))
+        if found is not None:
+            try:
+                value = ConfigEntityZNode.decode(found[0]).get("unclean.leader.election.enable")
+            except ZNodeDecodeError:
+                value = None
+            if value is not None:
+                return value.strip().lower() == "true"
+        return self._unclean_default()
+
+    async def _reconcile(self, partitions: list[TopicPartition]) -> None:
+        """Bring each partition's state in line with the live brokers (create, shrink, elect); conditional
+        writes that lose a race are decided again from the fresh state."""
+        for tp in partitions:
+            for _attempt in range(5):
+                if await self._reconcile_one(tp):
+                    break
+
+    async def _reconcile_one(self, tp: TopicPartition) -> bool:
+        assignment = self._replicas(tp)
+        if not assignment:
+            return True
+        live = self.context.live
+        current = await self._read_state(tp)
+        if current is None:
+            initial = initial_leader_and_isr(assignment, live)
+            if initial is None:
+                log.warning("controller %d: %s-%d has no live replica among %s; it stays offline", self.broker_id,
+                            tp[0], tp[1], assignment)
+                return True
+            return await self._create_state(tp, initial)
+        state, version = current
+        new = state
+        for r in assignment:
+            if r not in live and (r in new.isr or r == new.leader):
+                removed = remove_replica_from_isr(new, r)
+                if removed is not None and (removed.leader, removed.isr) != (new.leader, new.isr):
+                    new = LeaderAndIsr(removed.leader, state.leader_epoch + 1, removed.isr)
+        if new.leader == NO_LEADER or new.leader not in live:
+            elected = offline_partition_election(LeaderAndIsr(NO_LEADER, state.leader_epoch, new.isr), assignment,
+                                                 live, await self._unclean_allowed(tp[0]))
+            if elected is not None:
+                new = elected
+                if elected.unclean:
+                    log.warning("controller %d: unclean leader election for %s-%d: broker %d leads outside the "
+                                "ISR %s; records only the old ISR had may be lost", self.broker_id, tp[0], tp[1],
+                                elected.leader, list(state.isr))
+            elif new.leader != NO_LEADER:
+                new = LeaderAndIsr(NO_LEADER, state.leader_epoch + 1, new.isr)
+        if new == state:
+            return True
+        return await self._write_state(tp, state, new, version)
+
+    async def _create_state(self, tp: TopicPartition, state: LeaderAndIsr) -> bool:
+        topic, partition = tp
+        ops = []
+        if await self.zk.exists(TopicPartitionsZNode.path(topic)) is None:
+            ops.append(CreateOp(TopicPartitionsZNode.path(topic)))
+        if await self.zk.exists(TopicPartitionZNode.path(topic, partition)) is None:
+            ops.append(CreateOp(TopicPartitionZNode.path(topic, partition)))
+        ops.append(CreateOp(TopicPartitionStateZNode.path(topic, partition), TopicPartitionStateZNode.encode(
+            state.leader, state.leader_epoch, state.isr, self.election.epoch)))
+        try:
+            await self.election.fenced_multi(ops)
+        except ZooKeeperMultiError as exc:
+            if isinstance(exc.error, NoNodeError) and await self.zk.exists(TopicZNode.path(topic)) is None:
+                return True  # deleted meanwhile
+            log.info("controller %d: creating the state of %s-%d raced (%s); deciding again", self.broker_id, topic,
+                     partition, type(exc.error).__name__)
+            return False
+        log.info("controller %d: %s-%d online, leader %d, isr %s, leader epoch %d", self.broker_id, topic, partition,
+                 state.leader, list(state.isr), state.leader_epoch)
+        return True
+
+    async def _write_state(self, tp: TopicPartition, old: LeaderAndIsr, new: LeaderAndIsr, version: int) -> bool:
+        data = TopicPartitionStateZNode.encode(new.leader, new.leader_epoch, new.isr, self.election.epoch,
+                                               1 if new.unclean else 0)
+        try:
+            await self.election.fenced_multi([SetDataOp(TopicPartitionStateZNode.path(*tp), data, version)])
+        except ZooKeeperMultiError as exc:
+            if isinstance(exc.error, (BadVersionError, NoNodeError)):
+                return False  # a leader changed the ISR meanwhile, or the topic went: decide again
+            raise
+        log.info("controller %d: %s-%d leader %d -> %d, isr %s -> %s, leader epoch %d", self.broker_id, tp[0], tp[1],
+                 old.leader, new.leader, list(old.isr), list(new.isr), new.leader_epoch)
+        return True
+
+    # -- reassignment (Kafka's onPartitionReassignment) ----------------------------------------------
+    async def _reassign(self, arg: tuple[dict[TopicPartition, list[int] | None], asyncio.Future]) -> None:
+        reassignments, future = arg
+        try:
+            results = {}
+            for tp, target in reassignments.items():
+                results[tp] = await (self._cancel_reassignment(tp) if target is None
+                                     else self._start_reassignment(tp, target))
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+            raise
+        if not future.done():
+            future.set_result(results)
+
+    def _validate_target(self, tp: TopicPartition, target: list[int]) -> tuple[int, str | None]:
+        """Kafka 4.1's checks of a manual assignment (its messages, as clients see them)."""
+        if not self._replicas(tp):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if not target:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+        seen: set[int] = set()
+        for r in target:
+            if r in seen:
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                        f"The manual partition assignment includes the broker {r} more than once.")
+            seen.add(r)
+            if r not in self.context.live and r not in self._replicas(tp):
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                        f"The manual partition assignment includes broker {r}, but no such broker is registered.")
+        return ErrorCode.NONE, None
+
+    async def _start_reassignment(self, tp: TopicPartition, target: list[int]) -> tuple[int, str | None]:
+        """Phase A: the full replica set with adding and removing replicas in the topic znode (replicas a
+        previous move was adding and this one drops leave the ISR in the same multi); then phase B at once if
+        every target replica is already in sync."""
+        code, message = self._validate_target(tp, target)
+        if code != ErrorCode.NONE:
+            return code, message
+        for _attempt in range(5):
+            current = self.reassignment(tp)
+            new = current.reassign_to(target)
+            state_ops = []
+            found = await self._read_state(tp)
+            if found is not None:
+                state, version = found
+                dropped = [r for r in state.isr if r not in new.replicas]
+                if dropped or state.leader not in new.replicas:
+                    shrunk = completion_state(state, ReplicaAssignment(new.replicas), self.context.live)
+                    if shrunk is None:
+                        return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                f"No replica of {list(new.replicas)} is in sync to lead {tp[0]}-{tp[1]}")
+                    state_ops.append(self._state_op(tp, shrunk, version))
+            if await self._write_assignments(tp[0], {tp[1]: new}, state_ops):
+                log.info("controller %d: reassigning %s-%d from %s to %s (adding %s, removing %s)", self.broker_id,
+                         tp[0], tp[1], list(current.origin), list(target), list(new.adding), list(new.removing))
+                await self._check_reassignment(tp)
+                return ErrorCode.NONE, None
+        return ErrorCode.UNKNOWN_SERVER_ERROR, f"{tp[0]}-{tp[1]} kept changing; try again"
+
+    async def _cancel_reassignment(self, tp: TopicPartition) -> tuple[int, str | None]:
+        if not self._replicas(tp):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        for _attempt in range(5):
+            current = self.reassignment(tp)
+            if not current.is_being_reassigned:
+                return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+            state_ops = []
+            found = await self._read_state(tp)
+            if found is not None:
+                state, version = found
+                reverted = revert_state(state, current, self.context.live)
+                if reverted is None:
+                    return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                            f"No original replica of {tp[0]}-{tp[1]} is in sync; the reassignment cannot be cancelled")
+                if reverted != state:
+                    state_ops.append(self._state_op(tp, reverted, version))
+            if await self._write_assignments(tp[0], {tp[1]: current.revert()}, state_ops):
+                log.info("controller %d: cancelled the reassignment of %s-%d; back to %s", self.broker_id, tp[0],
+                         tp[1], list(current.origin))
+                self._isr_watches.pop(tp, None)
+                return ErrorCode.NONE, None
+        return ErrorCode.UNKNOWN_SERVER_ERROR, f"{tp[0]}-{tp[1]} kept changing; try again"
+
+    def _forget_moves(self, topic: str) -> None:
+        for tp in [tp for tp in self.context.moving if tp[0] == topic]:
+            del self.context.moving[tp]
+
+    def _isr_watch(self, tp: TopicPartition) -> Callable[[Any], None]:
+        """One watch callable per moving partition (Kafka's PartitionReassignmentIsrChangeHandler)."""
+        watch = self._isr_watches.get(tp)
+        if watch is None:
+            watch = self._isr_watches[tp] = self._watch("reassign_isr", tp)
+        return watch
+
+    async def _reassignment_isr_changed(self, tp: TopicPartition) -> None:
+        self._isr_watches.pop(tp, None)  # fired: the next look arms it again
+        await self._check_reassignment(tp)
+
+    async def _check_reassignment(self, tp: TopicPartition) -> None:
+        """Phase B once every target replica is in the ISR; until then the state znode stays watched."""
+        for _attempt in range(5):
+            current = self.reassignment(tp)
+            if not current.is_being_reassigned:
+                await self._finish_legacy(tp)
+                return
+            path = TopicPartitionStateZNode.path(*tp)
+            found = await self.zk.get(path, watch=self._isr_watch(tp))
+            if found is None:
+                await self.zk.exists(path, watch=self._isr_watch(tp))
+                return
+            s = TopicPartitionStateZNode.decode(found[0], found[1].version)
+            state = LeaderAndIsr(s.leader, s.leader_epoch, tuple(s.isr))
+            if not reassignment_complete(current, state.isr):
+                return
+            new = completion_state(state, current, self.context.live)
+            if new is None:
+                log.info("controller %d: %s-%d has its target %s in sync but none can lead yet", self.broker_id,
+                         tp[0], tp[1], list(current.target))
+                return
+            if await self._write_assignments(tp[0], {tp[1]: current.completed()},
+                                             [self._state_op(tp, new, found[1].version)]):
+                self._isr_watches.pop(tp, None)
+                log.info("controller %d: reassignment of %s-%d completed: replicas %s, leader %d, isr %s, leader "
+                         "epoch %d (removed %s)", self.broker_id, tp[0], tp[1], list(current.target), new.leader,
+                         list(new.isr), new.leader_epoch, list(current.removing))
+                await self._finish_legacy(tp)
+                return
+
+    def _state_op(self, tp: TopicPartition, state: LeaderAndIsr, version: int) -> SetDataOp:
+        return SetDataOp(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(
+            state.leader, state.leader_epoch, state.isr, self.election.epoch), version)
+
+    async def _write_assignments(self, topic: str, changes: dict[int, ReplicaAssignment], state_ops: list) -> bool:
+        """Rewrite the topic znode with ``changes`` (conditional on its version) and ``state_ops`` in one
+        fenced multi; False when a concurrent write won (the caller rereads and decides again)."""
+        found = await self.zk.get(TopicZNode.path(topic))
+        if found is None:
+            return True  # deleted meanwhile: nothing to move
+        current = TopicZNode.decode(topic, found[0])
+        partitions = {p: list(r) for p, r in current.partitions.items()}
+        adding = {p: list(r) for p, r in current.adding_replicas.items()}
+        removing = {p: list(r) for p, r in current.removing_replicas.items()}
+        for p, a in changes.items():
+            partitions[p], adding[p], removing[p] = list(a.replicas), list(a.adding), list(a.removing)
+        data = TopicZNode.encode(partitions, current.topic_id, adding_replicas=adding, removing_replicas=removing)
+        try:
+            await self.election.fenced_multi([SetDataOp(TopicZNode.path(topic), data, found[1].version), *state_ops])
+        except ZooKeeperMultiError as exc:
+            if isinstance(exc.error, (BadVersionError, NoNodeError)):
+                await self._load_topic(topic)
+                return False
+            raise
+        for p, a in changes.items():
+            self.context.assignments.setdefault(topic, {})[p] = list(a.replicas)
+            if a.is_being_reassigned:
+                self.context.moving[(topic, p)] = (a.adding, a.removing)
+            else:
+                self.context.moving.pop((topic, p), None)
+        return True
+
+    async def _reassign_znode_changed(self, _arg: Any) -> None:
+        """The legacy ``/admin/reassign_partitions`` request: start each valid move it lists (invalid ones are
+        dropped from it, as Kafka's controller does); the znode goes once every listed move completed."""
+        watch = self._watch("reassign_znode")
+        found = await self.zk.get(ReassignPartitionsZNode.path, watch=watch)
+        if found is None:
+            await self.zk.exists(ReassignPartitionsZNode.path, watch=watch)
+            self._legacy = {}
+            return
+        try:
+            wanted = ReassignPartitionsZNode.decode(found[0])
+        except ZNodeDecodeError as exc:
+            log.error("controller %d: deleting unreadable %s: %s", self.broker_id, ReassignPartitionsZNode.path, exc)
+            await self._write_legacy({})
+            return
+        fresh = {tp: t for tp, t in wanted.items() if self._legacy.get(tp) != t}
+        self._legacy = dict(wanted)
+        for tp, target in sorted(fresh.items()):
+            code, message = await self._start_reassignment(tp, target)
+            if code != ErrorCode.NONE:
+                log.warning("controller %d: dropping the reassignment of %s-%d to %s from %s: %s %s", self.broker_id,
+                            tp[0], tp[1], target, ReassignPartitionsZNode.path, ErrorCode(code).name, message or "")
+                self._legacy.pop(tp, None)
+        for tp in list(self._legacy):
+            await self._finish_legacy(tp, write=False)
+        if self._legacy != wanted:
+            await self._write_legacy(self._legacy)
+
+    async def _finish_legacy(self, tp: TopicPartition, write: bool = True) -> None:
+        """A completed move leaves the legacy request; the znode is deleted when nothing is left in it."""
+        target = self._legacy.get(tp)
+        if target is None or self.reassignment(tp).is_being_reassigned:
+            return
+        del self._legacy[tp]
+        if write:
+            await self._write_legacy(self._legacy)
+
+    async def _write_legacy(self, remaining: dict[TopicPartition, list[int]]) -> None:
+        path = ReassignPartitionsZNode.path
+        try:
+            if remaining:
+                await self.election.fenced_multi([SetDataOp(path, ReassignPartitionsZNode.encode(remaining))])
+            else:
+                await self.election.fenced_multi([DeleteOp(path)])
+        except ZooKeeperMultiError as exc:
+            if not isinstance(exc.error, NoNodeError):
+                raise
+
+    async def _delete_topic(self, name: str) -> None:
+        if await self.zk.exists(TopicZNode.path(name)) is not None:
+            await self.zk.delete(TopicZNode.path(name), recursive=True)
+        self.context.assignments.pop(name, None)
+        self._forget_moves(name)
+        try:
+            await self.zk.delete(ConfigEntityZNode.path("topics", name))
+        except NoNodeError:
+            pass
+        try:
+            await self.election.fenced_multi([DeleteOp(DeleteTopicsTopicZNode.path(name))])
+        except ZooKeeperMultiError as exc:
+            if not isinstance(exc.error, NoNodeError):
+                raise
+        log.info("controller %d: deleted topic %s", self.broker_id, name)

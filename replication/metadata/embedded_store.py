@@ -1,0 +1,332 @@
+"""Cluster metadata of the embedded single-node store: topics, partitions, topic ids, topic configs, SCRAM
+credentials, client quotas, dynamic broker configs and finalized features, published as a ``MetadataImage``;
+and the ACLs and delegation tokens (their information, never their HMACs) that the authorizer and the token
+manager keep in memory, behind their small store interfaces (``AclStore``, ``TokenStore``).
+
+On disk: ``<first log dir>/__cluster_metadata.json``, rewritten atomically (temp file, fsync, rename,
+fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
+Kafka's format. Access is from the event loop only (single writer).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+
+from replication.metadata.acl import AclBinding
+from replication.metadata.features import BOOTSTRAP_FINALIZED, upgraded_levels
+from replication.metadata.image import (
+    BrokerImage,
+    MetadataImage,
+    MetadataListener,
+    PartitionState,
+    PublishedImage,
+    TopicState,
+)
+from replication.metadata.tokens import TokenInformation
+from storage.file_records import atomic_write
+
+__all__ = ["PartitionState", "TopicState", "EmbeddedMetadataStore", "load_or_create_cluster_id"]
+
+METADATA_FILE = "__cluster_metadata.json"
+META_PROPERTIES = "meta.properties"
+
+log = logging.getLogger("pykbroker.metadata_store")
+
+
+def new_uuid() -> uuid.UUID:
+    """A random UUID that is never the zero UUID nor Kafka's reserved metadata-topic id (1)."""
+    while True:
+        u = uuid.uuid4()
+        if u.int > 1:
+            return u
+
+
+def uuid_to_kafka_string(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString(): url-safe base64 without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def uuid_from_kafka_string(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            props[k.strip()] = v.strip()
+    return props
+
+
+def load_or_create_cluster_id(log_dirs: Iterable[str], node_id: int, wanted: str | None = None) -> str:
+    """Read or write ``meta.properties`` in every log dir; all dirs must agree on the cluster id and node id."""
+    found: dict[str, str] = {}
+    dirs = [Path(d) for d in log_dirs]
+    for d in dirs:
+        p = d / META_PROPERTIES
+        if p.exists():
+            props = _read_properties(p)
+            if "node.id" in props and int(props["node.id"]) != node_id:
+                raise RuntimeError(f"{p}: node.id {props['node.id']} does not match the configured node.id {node_id}; "
+                                   "point log.dirs at this node's own directory")
+            if "cluster.id" in props:
+                found[str(d)] = props["cluster.id"]
+    ids = set(found.values())
+    if len(ids) > 1:
+        raise RuntimeError(f"log dirs belong to different clusters: {found}")
+    cluster_id = ids.pop() if ids else (wanted or uuid_to_kafka_string(new_uuid()))
+    if wanted and wanted != cluster_id:
+        raise RuntimeError(f"cluster.id {wanted} does not match {cluster_id} stored in meta.properties")
+    for i, d in enumerate(dirs):
+        p = d / META_PROPERTIES
+        if str(d) not in found:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                props = _read_properties(p) if p.exists() else {}
+                body = (f"#\n#{time.strftime('%a %b %d %H:%M:%S UTC %Y', time.gmtime())}\n"
+                        f"node.id={node_id}\n"
+                        f"directory.id={props.get('directory.id') or uuid_to_kafka_string(new_uuid())}\n"
+                        f"version=1\ncluster.id={cluster_id}\n")
+                atomic_write(p, body.encode())
+            except OSError as exc:
+                if i == 0:  # the metadata dir: without it the broker cannot run (Kafka stops too)
+                    raise
+                # As Kafka with a failed log dir at start: the log manager takes it offline, the others serve.
+                log.error("cannot write %s (the log manager will take %s offline): %s", p, d, exc)
+    return cluster_id
+
+
+class EmbeddedMetadataStore(PublishedImage):
+    """The metadata of a single-node cluster, durable in the first log dir; publishes a ``MetadataImage``
+    after every change. Writes are ``async`` as the ``MetadataWriter`` interface has them (a cluster's
+    store waits for ZooKeeper), and commit before they return."""
+
+    def __init__(self, data_dir: str | Path, node_id: int, cluster_id: str = "") -> None:
+        self.path = Path(data_dir) / METADATA_FILE
+        self.node_id = node_id
+        self._listeners: list[MetadataListener] = []
+        self._image = MetadataImage(cluster_id, finalized_features=MappingProxyType(dict(BOOTSTRAP_FINALIZED)),
+                                    controller_id=node_id)
+        # ACL bindings (pykbroker.security.authorizer.AclStore), in the order they were created.
+        self._acls: list[AclBinding] = []
+        # Delegation tokens by id, as replication.metadata.tokens.TokenInformation.to_json() (no HMAC).
+        self._delegation_tokens: dict[str, dict] = {}
+        self._load()
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        doc = json.loads(self.path.read_text())
+        topics = [TopicState(name=t["name"], topic_id=uuid_from_kafka_string(t["topic_id"]),
+                             partitions=tuple(PartitionState(**p) for p in t["partitions"]),
+                             configs=t.get("configs", {}))
+                  for t in doc.get("topics", [])]
+        self._acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
+        self._delegation_tokens = {t["token_id"]: t for t in doc.get("delegation_tokens", [])}
+        features = dict(self._image.finalized_features)
+        features_epoch = self._image.features_epoch
+        if "finalized_features" in doc:
+            features = {k: int(v) for k, v in doc["finalized_features"].items()}
+            features_epoch = int(doc.get("features_epoch", 1))
+            upgraded = upgraded_levels(features)
+            if upgraded is not None:  # written by an earlier pykbroker: the next commit stores the new levels
+                log.info("finalized features upgraded from %s to %s (those of a new Kafka 4.4 cluster)",
+                         features, upgraded)
+                features = upgraded
+        self._image = replace(
+            self._image,
+            offset=int(doc.get("offset", 0)),
+            topics=_frozen({t.name: t for t in topics}),
+            topics_by_id=_frozen({t.topic_id: t for t in topics}),
+            scram_credentials=_frozen({user: _frozen({int(m): tuple(v) for m, v in by_mechanism.items()})
+                                       for user, by_mechanism in doc.get("scram_credentials", {}).items()}),
+            client_quotas=_frozen({frozenset((t, n) for t, n in q["entity"]):
+                                   _frozen({k: float(v) for k, v in q["values"].items()})
+                                   for q in doc.get("client_quotas", [])}),
+            broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
+            group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
+            finalized_features=_frozen(features),
+            features_epoch=features_epoch,
+        )
+
+    def _commit(self, new: MetadataImage) -> None:
+        """Persist ``new`` (as the next offset), make it current, then tell the listeners."""
+        new = replace(new, offset=self._image.offset + 1)
+        doc = {
+            "version": 1,
+            "offset": new.offset,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": uuid_to_kafka_string(t.topic_id),
+                    "partitions": [{"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
+                                    "replicas": list(p.replicas), "isr": list(p.isr),
+                                    "partition_epoch": p.partition_epoch,
+                                    **({"elr": list(p.elr), "last_known_elr": list(p.last_known_elr)}
+                                       if p.elr or p.last_known_elr else {})} for p in t.partitions],
+                    "configs": dict(t.configs),
+                }
+                for t in new.topics.values()
+            ],
+            "scram_credentials": {user: {str(m): list(v) for m, v in by_mechanism.items()}
+                                  for user, by_mechanism in new.scram_credentials.items()},
+            "client_quotas": [{"entity": sorted(entity, key=lambda e: e[0]), "values": dict(values)}
+                              for entity, values in new.client_quotas.items()],
+            "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
+            "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
+            "finalized_features": dict(new.finalized_features),
+            "features_epoch": new.features_epoch,
+            "acls": [a.to_json() for a in self._acls],
+            "delegation_tokens": list(self._delegation_tokens.values()),
+        }
+        atomic_write(self.path, json.dumps(doc, indent=1).encode())
+        old, self._image = self._image, new
+        for listener in self._listeners:
+            listener(old, new)
+
+    def _with_topic(self, topic: TopicState) -> MetadataImage:
+        image = self._image
+        topics = dict(image.topics)
+        by_id = dict(image.topics_by_id)
+        topics[topic.name] = topic
+        by_id[topic.topic_id] = topic
+        return replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id))
+
+    # -- writing ---------------------------------------------------------------------------------------
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
+        """Create a topic with one replica list per partition; the first replica leads."""
+        if name in self._image.topics:
+            raise KeyError(name)
+        partitions = tuple(PartitionState(i, replicas[0], 0, tuple(replicas), tuple(replicas))
+                           for i, replicas in enumerate(assignments))
+        topic = TopicState(name, new_uuid(), partitions, configs)
+        self._commit(self._with_topic(topic))
+        return topic
+
+    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+        topic = self._image.topics[name]
+        start = len(topic.partitions)
+        added = tuple(PartitionState(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
+                      for i, replicas in enumerate(assignments))
+        topic = replace(topic, partitions=topic.partitions + added)
+        self._commit(self._with_topic(topic))
+        return topic
+
+    async def delete_topic(self, name: str) -> TopicState:
+        image = self._image
+        topic = image.topics[name]
+        topics = {k: v for k, v in image.topics.items() if k != name}
+        by_id = {k: v for k, v in image.topics_by_id.items() if k != topic.topic_id}
+        self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
+        return topic
+
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self._commit(self._with_topic(replace(self._image.topics[name], configs=configs)))
+
+    async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
+        """Replace one partition's state if its partition epoch is still the one ``state`` was made from
+        (``state.partition_epoch`` - 1); the committed state with its new epoch, None if refused."""
+        current = self._image.partition(topic, partition)
+        if current is None or current.partition_epoch != state.partition_epoch - 1:
+            return None
+        t = self._image.topics[topic]
+        parts = list(t.partitions)
+        parts[partition] = state
+        self._commit(self._with_topic(replace(t, partitions=tuple(parts))))
+        return state
+
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """Replace the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
+        configs_by_name = dict(self._image.broker_configs)
+        for resource_name, configs in changes.items():
+            if configs:
+                configs_by_name[resource_name] = _frozen(configs)
+            else:
+                configs_by_name.pop(resource_name, None)
+        self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
+        removed keeps its (empty) entry: ListConfigResources still lists it."""
+        group_configs = dict(self._image.group_configs)
+        group_configs[group_id] = _frozen(configs)
+        self._commit(replace(self._image, group_configs=_frozen(group_configs)))
+
+    async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
+        """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
+        quotas = dict(self._image.client_quotas)
+        for entity, changes in alterations:
+            values = dict(quotas.get(entity, {}))
+            for key, value in changes.items():
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+            if values:
+                quotas[entity] = _frozen(values)
+            else:
+                quotas.pop(entity, None)
+        self._commit(replace(self._image, client_quotas=_frozen(quotas)))
+
+    async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
+        """Replace the finalized feature levels (UpdateFeatures); the change's offset becomes their epoch."""
+        self._commit(replace(self._image, finalized_features=_frozen(levels), features_epoch=self._image.offset + 1))
+
+    async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
+                                      upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+        """Remove (user, mechanism) credentials and store (user, mechanism, iterations, salt, salted password)."""
+        credentials = {user: dict(by_mechanism) for user, by_mechanism in self._image.scram_credentials.items()}
+        for user, mechanism in deletions:
+            by_mechanism = credentials.get(user, {})
+            by_mechanism.pop(mechanism, None)
+            if not by_mechanism:
+                credentials.pop(user, None)
+        for user, mechanism, iterations, salt, salted_password in upsertions:
+            credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
+        self._commit(replace(self._image, scram_credentials=_frozen(
+            {user: _frozen(by_mechanism) for user, by_mechanism in credentials.items()})))
+
+    async def register_broker(self, broker: BrokerImage) -> None:
+        """This node's registration: live while the process runs, so not persisted."""
+        old = self._image
+        self._image = replace(old, brokers=_frozen({**old.brokers, broker.node_id: broker}))
+        for listener in self._listeners:
+            listener(old, self._image)
+
+
+    # -- ACLs (pykbroker.security.authorizer.AclStore) --------------------------------------------------
+    def load_acls(self) -> list[AclBinding]:
+        return list(self._acls)
+
+    async def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        """Add and remove ACL bindings in one durable change."""
+        gone = set(removed)
+        self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
+        self._commit(self._image)
+
+    # -- delegation tokens (replication.metadata.tokens.TokenStore) -------------------------------
+    def load_delegation_tokens(self) -> list[TokenInformation]:
+        return [TokenInformation.from_json(t) for t in self._delegation_tokens.values()]
+
+    async def put_delegation_token(self, token: TokenInformation) -> None:
+        self._delegation_tokens[token.token_id] = token.to_json()
+        self._commit(self._image)
+
+    async def remove_delegation_token(self, token_id: str) -> None:
+        if self._delegation_tokens.pop(token_id, None) is not None:
+            self._commit(self._image)
+
+
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))

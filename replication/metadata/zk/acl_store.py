@@ -1,0 +1,157 @@
+"""ACLs in ZooKeeper under Kafka's layout (the ZooKeeper-era AclAuthorizer's), an ``AclStore`` for cluster mode.
+
+Literal patterns live in ``/kafka-acl/<ResourceType>/<name>``, prefixed ones in
+``/kafka-acl-extended/prefixed/<ResourceType>/<name>``, each znode holding every ACL of its resource pattern
+as Kafka's JSON (``replication.metadata.zk.znodes.ResourceZNode``, operations and permissions in Kafka's spelling:
+``Read``, ``IdempotentWrite``, ``Allow``). A change rewrites each touched znode conditionally on its version
+(retrying when another broker got there first), then announces the pattern with a sequential znode under
+``/kafka-acl-changes`` (literal) or ``/kafka-acl-extended-changes`` (prefixed), which every broker watches:
+on a new announcement it reloads and tells its authorizer, so a change takes effect on every broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from replication.metadata.acl import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from replication.metadata.zk.client import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    WatchedEvent,
+    ZooKeeperClient,
+)
+from replication.metadata.zk.znodes import (
+    ACL_RESOURCE_TYPES,
+    AclEntry,
+    ExtendedAclChangeZNode,
+    LiteralAclChangeZNode,
+    ResourceZNode,
+)
+
+__all__ = ["ZooKeeperAclStore"]
+
+log = logging.getLogger("pykbroker.security.zk_acl_store")
+
+LITERAL_CHANGES = "/kafka-acl-changes"
+EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+_TYPES = {t.title: t for t in ResourceType if t not in (ResourceType.UNKNOWN, ResourceType.ANY)}
+
+
+def _camel(name: str) -> str:
+    """``DESCRIBE_CONFIGS`` -> ``DescribeConfigs`` (Kafka's SecurityUtils names)."""
+    return "".join(word.capitalize() for word in name.split("_"))
+
+
+_OPERATIONS = {_camel(op.name): op for op in AclOperation if op not in (AclOperation.UNKNOWN, AclOperation.ANY)}
+_PERMISSIONS = {"Allow": AclPermissionType.ALLOW, "Deny": AclPermissionType.DENY}
+
+
+def to_entry(binding: AclBinding) -> AclEntry:
+    return AclEntry(binding.principal, _camel(binding.permission_type.name), binding.host,
+                    _camel(binding.operation.name))
+
+
+def to_binding(pattern: ResourcePattern, entry: AclEntry) -> AclBinding:
+    return AclBinding(pattern, entry.principal, entry.host, _OPERATIONS[entry.operation],
+                      _PERMISSIONS[entry.permission_type])
+
+
+class ZooKeeperAclStore:
+    """The cluster's ACLs in ZooKeeper, cached; ``start`` loads them and watches for other brokers' changes."""
+
+    def __init__(self, zk: ZooKeeperClient) -> None:
+        self.zk = zk
+        self._acls: list[AclBinding] = []
+        self.on_change: Callable[[], None] | None = None  # the authorizer's reload, once it exists
+        self._seen: dict[str, set[str]] = {LITERAL_CHANGES: set(), EXTENDED_CHANGES: set()}
+
+    async def start(self, on_change: Callable[[], None] | None = None) -> None:
+        """Create Kafka's ACL znodes if missing, load every ACL, and watch the change notifications."""
+        for store in ("/kafka-acl", "/kafka-acl-extended/prefixed"):
+            for resource_type in ACL_RESOURCE_TYPES:
+                await self.zk.ensure_path(f"{store}/{resource_type}")
+        for changes in (LITERAL_CHANGES, EXTENDED_CHANGES):
+            await self.zk.ensure_path(changes)
+            self._seen[changes] = set(await self.zk.get_children(changes) or [])
+        self._acls = await self._read_all()
+        if on_change is not None:
+            self.on_change = on_change
+        for changes in (LITERAL_CHANGES, EXTENDED_CHANGES):
+            await self.zk.get_children(changes, self._changed)
+
+    async def _read_all(self) -> list[AclBinding]:
+        out: list[AclBinding] = []
+        for pattern_type, store in ((PatternType.LITERAL, "/kafka-acl"),
+                                    (PatternType.PREFIXED, "/kafka-acl-extended/prefixed")):
+            for type_name in await self.zk.get_children(store) or []:
+                resource_type = _TYPES.get(type_name)
+                if resource_type is None:
+                    continue
+                for name in await self.zk.get_children(f"{store}/{type_name}") or []:
+                    found = await self.zk.get(f"{store}/{type_name}/{name}")
+                    if found is None:
+                        continue
+                    pattern = ResourcePattern(resource_type, name, pattern_type)
+                    out.extend(to_binding(pattern, e) for e in ResourceZNode.decode(found[0]))
+        return out
+
+    async def _changed(self, event: WatchedEvent) -> None:
+        """A change notification appeared: reload, tell the authorizer, and watch again."""
+        path = LITERAL_CHANGES if event.path.endswith(LITERAL_CHANGES) else EXTENDED_CHANGES
+        children = set(await self.zk.get_children(path, self._changed) or [])
+        if children - self._seen[path]:
+            self._seen[path] = children
+            self._acls = await self._read_all()
+            log.info("ACLs changed in ZooKeeper (%s): %d acl(s)", path, len(self._acls))
+            if self.on_change is not None:
+                self.on_change()
+
+    # -- AclStore ---------------------------------------------------------------------------------------------
+    def load_acls(self) -> list[AclBinding]:
+        return list(self._acls)
+
+    async def alter_acls(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        """Rewrite each touched resource pattern's znode (conditionally), then announce each pattern."""
+        patterns = list(dict.fromkeys(b.pattern for b in [*added, *removed]))
+        for pattern in patterns:
+            plus = [b for b in added if b.pattern == pattern]
+            minus = {b for b in removed if b.pattern == pattern}
+            await self._update(pattern, plus, minus)
+        for pattern in patterns:
+            if pattern.pattern_type == PatternType.LITERAL:
+                await self.zk.create(LiteralAclChangeZNode.create_path,
+                                     LiteralAclChangeZNode.encode(pattern.resource_type.title, pattern.name),
+                                     sequential=True)
+            else:
+                await self.zk.create(ExtendedAclChangeZNode.create_path, ExtendedAclChangeZNode.encode(
+                    pattern.resource_type.title, pattern.name, pattern.pattern_type.name), sequential=True)
+        gone = set(removed)
+        self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
+
+    async def _update(self, pattern: ResourcePattern, plus: list[AclBinding], minus: set[AclBinding]) -> None:
+        path = ResourceZNode.path(pattern.resource_type.title, pattern.name, pattern.pattern_type.name)
+        while True:
+            found = await self.zk.get(path)
+            current = [to_binding(pattern, e) for e in ResourceZNode.decode(found[0])] if found else []
+            wanted = [b for b in current if b not in minus] + [b for b in plus if b not in current]
+            try:
+                if found is None:
+                    if wanted:
+                        await self.zk.create(path, ResourceZNode.encode(to_entry(b) for b in wanted),
+                                             make_parents=True)
+                elif not wanted:
+                    await self.zk.delete(path, found[1].version)
+                else:
+                    await self.zk.set(path, ResourceZNode.encode(to_entry(b) for b in wanted), found[1].version)
+                return
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue  # another broker changed it first: read again

@@ -1,0 +1,815 @@
+"""The cluster's metadata in ZooKeeper, laid out as Kafka's ZooKeeper mode laid it out: a ``MetadataWriter``
+that publishes a ``MetadataImage`` whenever ZooKeeper's contents change, whoever changed them.
+
+What lives where (znode classes in ``replication.metadata.zk.znodes``):
+- the cluster id: ``/cluster/id`` (created by the first broker to start);
+- live brokers: the ephemeral ``/brokers/ids/<id>`` registrations; the controller: ``/controller``;
+- topics: ``/brokers/topics/<t>`` (assignment and topic id), ``.../partitions/<p>/state`` (leader, ISR, epochs;
+  the znode version is the partition epoch) and ``/config/topics/<t>`` (its configs, ``{}`` when none);
+- dynamic broker configs: ``/config/brokers/<id>`` and ``/config/brokers/<default>``;
+- group configs (KIP-848's GROUP resources, which Kafka keeps only in KRaft): ``/config/groups/<group id>``
+  (sanitized), in the same form and with the same change notifications as the other entities;
+- client quotas: ``/config/users/<u>``, ``/config/clients/<c>``, ``/config/users/<u>/clients/<c>``,
+  ``/config/ips/<ip>`` (``<default>`` for default entities, names sanitized), values as Kafka writes them
+  (LONG/INT quotas as integers, DOUBLE ones as Java doubles: ``50.0``);
+- SCRAM credentials: in ``/config/users/<u>`` beside the user's quotas, in Kafka's stored form
+  ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``; the image holds them as
+  ``ScramCredential`` (the salted password is not kept, as in Kafka);
+- every config write is followed by a ``/config/changes/config_change_<seq>`` notification naming the entity;
+- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka. The first
+  broker to start creates it with the levels a new Kafka 4.4 cluster finalizes (``features.BOOTSTRAP_FINALIZED``);
+  a cluster created by an earlier pykbroker is moved to them at start-up (``features.upgraded_levels``).
+
+How the image stays current: the topic list, each topic znode, each partition state, the broker list,
+``/controller`` and ``/feature`` are watched; config entities are reread when a change notification names
+them (Kafka's mechanism, so configs written by Kafka's own tools arrive too). Watch events are handled one
+at a time (a lock), each rereading the current znode, so images never go back in time. After a session
+expiry everything is reloaded and watched again, and this broker registers again. Writes are async, and
+the image reflects a write when it returns. Writes that can race are conditional on znode versions.
+
+Topic creation, new partitions and deletion go as in Kafka: this store writes the topic's znodes (or the
+deletion request) and the controller (``replication.controller.zk_controller``) writes partition states and carries
+deletions out; the store waits for the image to show the result. Built ``with_controller=False`` (a
+single writer, tests), the store writes the initial states itself (leader = first replica, ISR = all
+replicas, leader epoch 0) and deletes directly. ``alter_partition`` is conditional on the partition epoch
+(the state znode's version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from replication.metadata.credentials import ScramCredential, credential_from_salted_password
+from replication.metadata.features import BOOTSTRAP_FINALIZED, upgraded_levels
+from replication.metadata.image import (
+    BrokerImage,
+    Endpoint,
+    MetadataImage,
+    MetadataListener,
+    PartitionState,
+    PublishedImage,
+    TopicState,
+)
+from replication.metadata.quota_entities import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
+from replication.metadata.zk.broker_registration import BrokerRegistration, live_brokers
+from replication.metadata.zk.client import (
+    BadVersionError,
+    CreateOp,
+    NodeExistsError,
+    NoNodeError,
+    SetDataOp,
+    ZooKeeperClient,
+    ZooKeeperMultiError,
+)
+from replication.metadata.zk.cluster_id import generate_cluster_id, get_or_create_cluster_id
+from replication.metadata.zk.znodes import (
+    DEFAULT_ENTITY,
+    PERSISTENT_PATHS,
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityChangeNotificationZNode,
+    ConfigEntityZNode,
+    ControllerZNode,
+    DeleteTopicsTopicZNode,
+    FeatureZNode,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicsZNode,
+    TopicZNode,
+    ZNodeDecodeError,
+    desanitize,
+    sanitize,
+)
+from replication.metadata.zk.znodes import Endpoint as ZkEndpoint
+
+log = logging.getLogger("pykbroker.zk.metadata")
+
+__all__ = ["CHANGE_EXPIRATION_MS", "ZooKeeperMetadataStore", "java_double_string", "parse_scram_credential",
+           "quota_entity_path", "quota_value_string", "scram_credential_string"]
+
+SCRAM_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+GROUPS = "groups"  # the config entity type of GROUP resources
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """A config entity change that replaces whatever the entity held with ``configs``."""
+    return lambda _old: dict(configs)
+
+
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))
+
+
+# -- Kafka's value formats --------------------------------------------------------------------------------
+
+def scram_credential_string(c: ScramCredential) -> str:
+    """Kafka's ``ScramCredentialUtils.credentialToString``."""
+    b64 = base64.b64encode
+    return (f"salt={b64(c.salt).decode()},stored_key={b64(c.stored_key).decode()},"
+            f"server_key={b64(c.server_key).decode()},iterations={c.iterations}")
+
+
+def parse_scram_credential(text: str) -> ScramCredential:
+    """Kafka's ``ScramCredentialUtils.credentialFromString``."""
+    fields = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+    try:
+        return ScramCredential(int(fields["iterations"]), base64.b64decode(fields["salt"]),
+                               base64.b64decode(fields["stored_key"]), base64.b64decode(fields["server_key"]))
+    except (KeyError, ValueError) as exc:
+        raise ZNodeDecodeError(f"bad SCRAM credential: {exc}") from None
+
+
+def java_double_string(value: float) -> str:
+    """``Double.toString``: ``50.0``, ``0.5``, ``1.0E7``, ``1.5E-4`` (shortest digits that read back)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if str(value).startswith("-") else "0.0"
+    if 1e-3 <= abs(value) < 1e7:
+        return repr(float(value))  # plain notation in this range, as Java's
+    sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{len(text) - 1 + int(exponent)}"
+
+
+def quota_value_string(key: str, value: float) -> str:
+    """A quota value as Kafka's ZooKeeper admin manager writes it: LONG and INT quotas as integers."""
+    kind = USER_AND_CLIENT_KEYS.get(key) or IP_KEYS.get(key)
+    if kind in ("LONG", "INT"):
+        return str(int(value + 1e-6))
+    return java_double_string(float(value))
+
+
+def quota_entity_path(entity: frozenset) -> tuple[str, str]:
+    """(config type, sanitized entity path) of a client quota entity: a frozenset of (type, name or None)."""
+    names = dict(entity)
+
+    def name(kind: str) -> str:
+        return DEFAULT_ENTITY if names[kind] is None else sanitize(names[kind])
+
+    if IP in names:
+        return "ips", DEFAULT_ENTITY if names[IP] is None else names[IP]
+    if USER in names and CLIENT_ID in names:
+        return "users", f"{name(USER)}/clients/{name(CLIENT_ID)}"
+    if USER in names:
+        return "users", name(USER)
+    return "clients", name(CLIENT_ID)
+
+
+def _entity_from_path(config_type: str, path: str) -> frozenset | None:
+    """The quota entity of a config entity path (``alice/clients/c1`` under ``users``)."""
+
+    def unname(n: str) -> str | None:
+        return None if n == DEFAULT_ENTITY else desanitize(n)
+
+    parts = path.split("/")
+    if config_type == "ips" and len(parts) == 1:
+        return frozenset({(IP, None if parts[0] == DEFAULT_ENTITY else parts[0])})
+    if config_type == "clients" and len(parts) == 1:
+        return frozenset({(CLIENT_ID, unname(parts[0]))})
+    if config_type == "users" and len(parts) == 1:
+        return frozenset({(USER, unname(parts[0]))})
+    if config_type == "users" and len(parts) == 3 and parts[1] == "clients":
+        return frozenset({(USER, unname(parts[0])), (CLIENT_ID, unname(parts[2]))})
+    return None
+
+
+def _topic_uuid(topic_id: str | None) -> uuid.UUID:
+    if topic_id is None:  # a topic created before Kafka 2.8 has none until a controller adds one
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+def _sequence(child: str) -> int:
+    try:
+        return int(child.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+class ZooKeeperMetadataStore(PublishedImage):
+    """The ``MetadataWriter`` of a broker in a ZooKeeper cluster; ``await start()`` before use."""
+
+    def __init__(self, zk: ZooKeeperClient, node_id: int, *, with_controller: bool = True,
+                 controller_epoch: Callable[[], int] = lambda: 0, clock: Callable[[], float] = time.time,
+                 admin_timeout_s: float = 30.0) -> None:
+        """``with_controller``: a controller (``replication.controller.zk_controller``) writes partition states and carries
+        out deletions, as in Kafka; without one this store does both itself. ``controller_epoch()`` is
+        written into the partition states this store writes; ``clock`` ages change notifications;
+        ``admin_timeout_s`` bounds the wait for the controller in create/delete/add-partitions."""
+        self.zk = zk
+        self.node_id = node_id
+        self.with_controller = with_controller
+        self.admin_timeout_s = admin_timeout_s
+        self._waiters: list[tuple[Callable[[MetadataImage], bool], asyncio.Future]] = []
+        self.controller_epoch = controller_epoch
+        self.clock = clock
+        self._image = MetadataImage("")
+        self._listeners: list[MetadataListener] = []
+        self._lock = asyncio.Lock()
+        self._last_change = -1  # sequence number of the last config change notification applied
+        self._registration: BrokerRegistration | None = None
+        self._topic_watches: dict[str, Callable[[Any], None]] = {}
+        self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
+
+    def _publish(self, **changes: Any) -> None:
+        old = self._image
+        new = replace(old, offset=old.offset + 1, **changes)
+        self._image = new
+        for listener in self._listeners:
+            try:
+                listener(old, new)
+            except Exception:
+                log.exception("metadata listener failed")
+        for waiter in [w for w in self._waiters if w[0](new)]:
+            self._waiters.remove(waiter)
+            if not waiter[1].done():
+                waiter[1].set_result(None)
+
+    async def wait_for(self, predicate: Callable[[MetadataImage], bool], timeout_s: float) -> bool:
+        """Wait until an image satisfies ``predicate``; False if none did within ``timeout_s``."""
+        if predicate(self._image):
+            return True
+        waiter = (predicate, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout_s):
+                await waiter[1]
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    # -- loading and watching ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Make sure Kafka's persistent paths exist, read (or create) the cluster id, load everything, watch."""
+        for path in PERSISTENT_PATHS:
+            await self.zk.ensure_path(path)
+        cluster_id = await get_or_create_cluster_id(self.zk)
+        self._image = replace(self._image, cluster_id=cluster_id)
+        await self._finalize_features()
+        self.zk.on_new_session(self._reload)
+        await self._reload()
+
+    async def _reload(self) -> None:
+        """Read everything afresh (at start and in a new session: every watch is armed again)."""
+        async with self._lock:
+            # The change notifications first: a config changed while the rest is read comes with a newer
+            # notification and is applied after (reading them last could count a change as seen whose entity
+            # was read before it was written).
+            changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path,
+                                                 watch=self._config_changes) or []
+            self._last_change = max((_sequence(c) for c in changes), default=-1)
+            names = await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or []
+            # all reads in flight at once: kazoo pipelines them over the one connection
+            read = await asyncio.gather(*(self._read_topic(name) for name in names))
+            topics = {t.name: t for t in read if t is not None}
+            brokers = await self._read_brokers()
+            controller_id = await self._read_controller()
+            configs = await self._read_all_configs()
+            features, features_epoch = await self._read_features()
+            self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}),
+                          brokers=brokers, controller_id=controller_id, **configs,
+                          finalized_features=features, features_epoch=features_epoch)
+
+    def _in_task(self, coro_fn: Callable[..., Any], *args: Any) -> None:
+        """Run a watch's reread as a task, one at a time with the others."""
+        async def run() -> None:
+            async with self._lock:
+                await coro_fn(*args)
+
+        asyncio.ensure_future(run())
+
+    # topics
+    def _topics_changed(self, _event: Any) -> None:
+        self._in_task(self._load_topics)
+
+    async def _load_topics(self) -> None:
+        names = set(await self.zk.get_children(TopicsZNode.path, watch=self._topics_changed) or [])
+        image = self._image
+        topics = dict(image.topics)
+        for gone in set(topics) - names:
+            self._forget_watches(gone)
+            del topics[gone]
+        for topic in await asyncio.gather(*(self._read_topic(name) for name in names - set(topics))):
+            if topic is not None:
+                topics[topic.name] = topic
+        if topics.keys() != image.topics.keys():
+            self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}))
+
+    def _topic_watch(self, name: str) -> Callable[[Any], None]:
+        """The one watch callable of a topic znode (the same object every time, so a reread re-arms the
+        watch instead of stacking a second callback)."""
+        watch = self._topic_watches.get(name)
+        if watch is None:
+            def watch(_event: Any, name: str = name) -> None:
+                self._in_task(self._load_topic, name)
+
+            self._topic_watches[name] = watch
+        return watch
+
+    def _partition_watch(self, name: str, partition: int) -> Callable[[Any], None]:
+        watch = self._partition_watches.get((name, partition))
+        if watch is None:
+            def watch(_event: Any, name: str = name, partition: int = partition) -> None:
+                self._in_task(self._load_partition, name, partition)
+
+            self._partition_watches[(name, partition)] = watch
+        return watch
+
+    def _forget_watches(self, name: str) -> None:
+        self._topic_watches.pop(name, None)
+        for key in [k for k in self._partition_watches if k[0] == name]:
+            del self._partition_watches[key]
+
+    async def _read_topic(self, name: str) -> TopicState | None:
+        """A topic as ZooKeeper has it now (watches armed), or None when it is gone or unreadable."""
+        found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
+        if found is None or found[0] is None:
+            return None
+        try:
+            assignment = TopicZNode.decode(name, found[0])
+        except ZNodeDecodeError as exc:
+            log.warning("ignoring unreadable topic %s: %s", name, exc)
+            return None
+        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p],
+                                                                 assignment.adding_replicas.get(p, ()),
+                                                                 assignment.removing_replicas.get(p, ()))
+                                            for p in sorted(assignment.partitions)))
+        config = await self.zk.get(ConfigEntityZNode.path("topics", name))
+        configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
+        return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
+
+    async def _read_partition(self, name: str, partition: int, replicas: list[int], adding: Any = (),
+                              removing: Any = ()) -> PartitionState:
+        """A partition's state (``replicas`` and the moving ones from the topic znode); before the controller
+        wrote it: no leader, and its creation is watched."""
+        path = TopicPartitionStateZNode.path(name, partition)
+        found = await self.zk.get(path, watch=self._partition_watch(name, partition))
+        if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:
+            # Created between the two reads: the exists watch would only fire on its next change, so read it now.
+            found = await self.zk.get(path, watch=self._partition_watch(name, partition))
+        if found is not None:
+            try:
+                s = TopicPartitionStateZNode.decode(found[0], found[1].version, path)
+                return PartitionState(partition, s.leader, s.leader_epoch, tuple(replicas), tuple(s.isr), s.zk_version,
+                                      tuple(adding), tuple(removing))
+            except ZNodeDecodeError as exc:
+                log.warning("ignoring unreadable %s: %s", path, exc)
+        return PartitionState(partition, -1, 0, tuple(replicas), (), 0, tuple(adding), tuple(removing))
+
+    async def _load_topic(self, name: str) -> None:
+        topic = await self._read_topic(name)
+        image = self._image
+        topics = dict(image.topics)
+        by_id = dict(image.topics_by_id)
+        old = topics.pop(name, None)
+        if old is not None:
+            by_id.pop(old.topic_id, None)
+        if topic is not None:
+            topics[name] = topic
+            by_id[topic.topic_id] = topic
+        elif old is None:
+            return
+        else:
+            self._forget_watches(name)
+        self._publish(topics=_frozen(topics), topics_by_id=_frozen(by_id))
+
+    async def _load_partition(self, name: str, partition: int) -> None:
+        topic = self._image.topics.get(name)
+        if topic is None or partition >= len(topic.partitions):
+            return
+        current = topic.partitions[partition]
+        state = await self._read_partition(name, partition, list(current.replicas), current.adding_replicas,
+                                           current.removing_replicas)
+        latest = self._image.topics.get(name)
+        if latest is not None and latest.topic_id == topic.topic_id and partition < len(latest.partitions) \
+                and state.partition_epoch < latest.partitions[partition].partition_epoch:
+            return  # read before a newer version was published (this broker's own ISR write): stale, never applied
+        if state != current:
+            self._put_partition(name, state)
+
+    def _put_partition(self, name: str, state: PartitionState) -> None:
+        topic = self._image.topics[name]
+        partitions = list(topic.partitions)
+        partitions[state.partition] = state
+        topic = replace(topic, partitions=tuple(partitions))
+        self._publish(topics=_frozen({**self._image.topics, name: topic}),
+                      topics_by_id=_frozen({**self._image.topics_by_id, topic.topic_id: topic}))
+
+    # brokers and the controller
+    def _brokers_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            self._publish(brokers=await self._read_brokers())
+        self._in_task(load)
+
+    async def _read_brokers(self) -> Mapping[int, BrokerImage]:
+        brokers = await live_brokers(self.zk, watch=self._brokers_changed)
+        return _frozen({i: BrokerImage(i, tuple(Endpoint(e.listener_name, e.host or "", e.port, e.security_protocol)
+                                                for e in info.endpoints), info.rack)
+                        for i, (info, _epoch) in brokers.items()})
+
+    def _controller_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            controller_id = await self._read_controller()
+            if controller_id != self._image.controller_id:
+                self._publish(controller_id=controller_id)
+        self._in_task(load)
+
+    async def _read_controller(self) -> int:
+        if await self.zk.exists(ControllerZNode.path, watch=self._controller_changed) is None:
+            return -1
+        found = await self.zk.get(ControllerZNode.path)
+        try:
+            return ControllerZNode.decode(found[0]).broker_id if found is not None else -1
+        except ZNodeDecodeError:
+            return -1
+
+    # configs, quotas, credentials
+    async def _read_all_configs(self) -> dict[str, Mapping]:
+        broker_configs: dict[str, Mapping[str, str]] = {}
+        quotas: dict[frozenset, Mapping[str, float]] = {}
+        credentials: dict[str, Mapping[int, ScramCredential]] = {}
+        group_configs: dict[str, Mapping[str, str]] = {}
+        for group in await self.zk.get_children(f"/config/{GROUPS}") or []:
+            found = await self.zk.get(ConfigEntityZNode.path(GROUPS, group))
+            _apply_group(group, ConfigEntityZNode.decode(found[0]) if found is not None else {}, group_configs)
+        entities = [("brokers", c) for c in await self.zk.get_children("/config/brokers") or []]
+        entities += [("clients", c) for c in await self.zk.get_children("/config/clients") or []]
+        entities += [("ips", c) for c in await self.zk.get_children("/config/ips") or []]
+        for user in await self.zk.get_children("/config/users") or []:
+            entities.append(("users", user))
+            entities += [("users", f"{user}/clients/{c}")
+                         for c in await self.zk.get_children(f"/config/users/{user}/clients") or []]
+        for config_type, entity_path in entities:
+            found = await self.zk.get(ConfigEntityZNode.path(config_type, entity_path))
+            config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
+            _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
+        return {"broker_configs": _frozen(broker_configs), "client_quotas": _frozen(quotas),
+                "scram_credentials": _frozen(credentials), "group_configs": _frozen(group_configs)}
+
+    async def _load_entity(self, config_type: str, entity_path: str) -> None:
+        """Reread one config entity into a new image."""
+        found = await self.zk.get(ConfigEntityZNode.path(config_type, entity_path))
+        config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
+        image = self._image
+        if config_type == "topics":
+            topic = image.topics.get(entity_path)
+            if topic is None or dict(topic.configs) == config:
+                return
+            topic = replace(topic, configs=config)
+            self._publish(topics=_frozen({**image.topics, topic.name: topic}),
+                          topics_by_id=_frozen({**image.topics_by_id, topic.topic_id: topic}))
+            return
+        if config_type == GROUPS:
+            group_configs = dict(image.group_configs)
+            _apply_group(entity_path, config, group_configs)
+            self._publish(group_configs=_frozen(group_configs))
+            return
+        broker_configs, quotas = dict(image.broker_configs), dict(image.client_quotas)
+        credentials = dict(image.scram_credentials)
+        _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
+        self._publish(broker_configs=_frozen(broker_configs), client_quotas=_frozen(quotas),
+                      scram_credentials=_frozen(credentials))
+
+    def _config_changes(self, _event: Any) -> None:
+        self._in_task(self._apply_config_changes)
+
+    async def _apply_config_changes(self) -> None:
+        """Kafka's ZkNodeChangeNotificationListener: reread the entity of each new notification, in order,
+        and delete notifications already applied that are older than ``CHANGE_EXPIRATION_MS``."""
+        changes = await self.zk.get_children(ConfigEntityChangeNotificationZNode.path, watch=self._config_changes) or []
+        now_ms = int(self.clock() * 1000)
+        for child in sorted(changes, key=_sequence):
+            seq = _sequence(child)
+            path = f"{ConfigEntityChangeNotificationZNode.path}/{child}"
+            if seq > self._last_change:
+                found = await self.zk.get(path)
+                self._last_change = seq
+                if found is not None:
+                    try:
+                        config_type, _, name = ConfigEntityChangeNotificationSequenceZNode.decode(found[0]).partition("/")
+                    except ZNodeDecodeError as exc:
+                        log.warning("ignoring config change %s: %s", child, exc)
+                    else:
+                        await self._load_entity(config_type, name)
+            stat = await self.zk.exists(path)
+            if stat is not None and stat.ctime < now_ms - CHANGE_EXPIRATION_MS:
+                try:
+                    await self.zk.delete(path)
+                except NoNodeError:
+                    pass  # another broker purged it
+
+    # features
+    def _features_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            features, epoch = await self._read_features()
+            self._publish(finalized_features=features, features_epoch=epoch)
+        self._in_task(load)
+
+    async def _finalize_features(self) -> None:
+        """Create ``/feature`` at a new cluster's levels, or move an earlier pykbroker's levels up to them
+        (conditional writes: brokers starting together agree on one result)."""
+        while True:
+            found = await self.zk.get(FeatureZNode.path)
+            try:
+                if found is None:
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(BOOTSTRAP_FINALIZED))
+                    log.info("finalized features of the new cluster: %s", dict(BOOTSTRAP_FINALIZED))
+                    return
+                current = dict(FeatureZNode.decode(found[0]).features)
+                upgraded = upgraded_levels(current)
+                if upgraded is None:
+                    return
+                await self.zk.set(FeatureZNode.path, FeatureZNode.encode(upgraded), found[1].version)
+                log.info("finalized features upgraded from %s to %s (those of a new Kafka 4.4 cluster)",
+                         current, upgraded)
+                return
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker wrote it first: look again
+
+    async def _read_features(self) -> tuple[Mapping[str, int], int]:
+        """Finalized features and their epoch (the /feature znode version, as Kafka's feature cache)."""
+        found = await self.zk.get(FeatureZNode.path, watch=self._features_changed)
+        if found is None:
+            await self.zk.exists(FeatureZNode.path, watch=self._features_changed)
+            return _EMPTY, -1
+        return _frozen(FeatureZNode.decode(found[0]).features), found[1].version
+
+    # -- writing -------------------------------------------------------------------------------------------
+    async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
+        """Create a topic as Kafka's AdminZkClient does: its config znode and its assignment, in one multi.
+        With a controller, wait (up to ``admin_timeout_s``) until it has written every partition's state,
+        as Kafka's CreateTopics waits for leaders; without one, write those states here (leader = first
+        replica, ISR = all replicas). Returns the topic as the image has it. Raises ``KeyError`` if it exists."""
+        topic_id = generate_cluster_id()  # Kafka's Uuid.randomUuid, as for the cluster id
+        epoch = self.controller_epoch()
+        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id))]
+        if not self.with_controller:
+            ops.append(CreateOp(TopicPartitionsZNode.path(name)))
+            for p, replicas in enumerate(assignments):
+                ops += [CreateOp(TopicPartitionZNode.path(name, p)),
+                        CreateOp(TopicPartitionStateZNode.path(name, p),
+                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
+        config_path = ConfigEntityZNode.path("topics", name)
+        if await self.zk.exists(config_path) is None:
+            ops.insert(0, CreateOp(config_path, ConfigEntityZNode.encode(configs)))
+        elif await self.zk.exists(TopicZNode.path(name)) is None:  # left by an old topic of that name
+            await self.zk.set(config_path, ConfigEntityZNode.encode(configs))
+        try:
+            await self.zk.multi(ops)
+        except ZooKeeperMultiError as exc:
+            if isinstance(exc.error, NodeExistsError):
+                raise KeyError(name) from None
+            raise
+        log.info("created topic %s (id %s) with %d partitions", name, topic_id, len(assignments))
+        async with self._lock:
+            await self._load_topic(name)
+        await self.wait_for(lambda image: _states_written(image, name, len(assignments)), self.admin_timeout_s)
+        return self._image.topics[name]
+
+    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+        """Append partitions: the topic znode is rewritten conditionally on its version, with the new
+        partitions' states in the same multi."""
+        while True:
+            found = await self.zk.get(TopicZNode.path(name))
+            if found is None:
+                raise KeyError(name)
+            current = TopicZNode.decode(name, found[0])
+            start = len(current.partitions)
+            partitions = {**current.partitions, **{start + i: r for i, r in enumerate(assignments)}}
+            epoch = self.controller_epoch()
+            ops: list = [SetDataOp(TopicZNode.path(name), TopicZNode.encode(
+                partitions, current.topic_id, adding_replicas=current.adding_replicas,
+                removing_replicas=current.removing_replicas), found[1].version)]
+            for i, replicas in enumerate(assignments if not self.with_controller else ()):
+                ops += [CreateOp(TopicPartitionZNode.path(name, start + i)),
+                        CreateOp(TopicPartitionStateZNode.path(name, start + i),
+                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
+            try:
+                await self.zk.multi(ops)
+                break
+            except ZooKeeperMultiError as exc:
+                if not isinstance(exc.error, BadVersionError):
+                    raise
+                # the topic changed meanwhile: recompute from its new assignment
+        async with self._lock:
+            await self._load_topic(name)
+        await self.wait_for(lambda image: _states_written(image, name, len(partitions)), self.admin_timeout_s)
+        return self._image.topics[name]
+
+    async def delete_topic(self, name: str) -> TopicState:
+        """Delete a topic as Kafka does: ``/admin/delete_topics/<t>`` asks for it; the controller removes the
+        topic's znodes and config, then the request (this store waits for that up to ``admin_timeout_s``; a
+        deletion that cannot finish, a replica being offline, stays pending as in Kafka). Without a
+        controller this store does the removal. Returns the topic as it was; ``KeyError`` if unknown."""
+        topic = self._image.topics.get(name)
+        if await self.zk.exists(TopicZNode.path(name)) is None:
+            raise KeyError(name)
+        try:
+            await self.zk.create(DeleteTopicsTopicZNode.path(name), make_parents=True)
+        except NodeExistsError:
+            pass
+        if self.with_controller:
+            await self.wait_for(lambda image: name not in image.topics, self.admin_timeout_s)
+            return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
+        await self.zk.delete(TopicZNode.path(name), recursive=True)
+        try:
+            await self.zk.delete(ConfigEntityZNode.path("topics", name))
+        except NoNodeError:
+            pass
+        try:
+            await self.zk.delete(DeleteTopicsTopicZNode.path(name))
+        except NoNodeError:
+            pass  # the controller finished it for us
+        log.info("deleted topic %s", name)
+        async with self._lock:
+            await self._load_topic(name)
+        return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
+
+    async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
+        """Write one partition's leader and ISR if its partition epoch (the state znode's version) is still
+        ``state.partition_epoch - 1``; returns the committed state with its new epoch, None if refused."""
+        path = TopicPartitionStateZNode.path(topic, partition)
+        data = TopicPartitionStateZNode.encode(state.leader, state.leader_epoch, list(state.isr), self.controller_epoch())
+        try:
+            stat = await self.zk.set(path, data, state.partition_epoch - 1)
+        except (BadVersionError, NoNodeError):
+            return None
+        committed = replace(state, partition_epoch=stat.version)
+        async with self._lock:
+            current = self._image.partition(topic, partition)
+            if current is not None and current.partition_epoch < committed.partition_epoch:
+                self._put_partition(topic, replace(committed, replicas=current.replicas,
+                                                   adding_replicas=current.adding_replicas,
+                                                   removing_replicas=current.removing_replicas))
+        return committed
+
+    async def _write_entity(self, config_type: str, entity_path: str,
+                            change: Callable[[dict[str, str]], dict[str, str]]) -> None:
+        """Read-modify-write of one config entity (conditional on its version), then a change notification."""
+        path = ConfigEntityZNode.path(config_type, entity_path)
+        while True:
+            found = await self.zk.get(path)
+            data = ConfigEntityZNode.encode(change(ConfigEntityZNode.decode(found[0]) if found else {}))
+            try:
+                if found is None:
+                    await self.zk.create(path, data, make_parents=True)
+                else:
+                    await self.zk.set(path, data, found[1].version)
+                break
+            except (BadVersionError, NodeExistsError):
+                continue
+        await self.zk.create(ConfigEntityChangeNotificationSequenceZNode.create_path,
+                             ConfigEntityChangeNotificationSequenceZNode.encode(f"{config_type}/{entity_path}"),
+                             sequential=True)
+        async with self._lock:
+            await self._load_entity(config_type, entity_path)
+
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        if await self.zk.exists(TopicZNode.path(name)) is None:
+            raise KeyError(name)
+        await self._write_entity("topics", name, lambda _old: dict(configs))
+
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """Replace the dynamic configs of each BROKER resource ("" is the cluster default)."""
+        for resource_name, configs in changes.items():
+            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, _replaced_by(configs))
+
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace a GROUP resource's configs (none left: the entity is emptied, as Kafka deletes them)."""
+        await self._write_entity(GROUPS, sanitize(group_id), _replaced_by(configs))
+
+    async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
+        """Set (or, with None, remove) quota values of each entity; other keys of the znode (a user's SCRAM
+        credentials) are kept."""
+        for entity, changes in alterations:
+            config_type, entity_path = quota_entity_path(entity)
+
+            def change(old: dict[str, str], changes=changes) -> dict[str, str]:
+                new = dict(old)
+                for key, value in changes.items():
+                    if value is None:
+                        new.pop(key, None)
+                    else:
+                        new[key] = quota_value_string(key, value)
+                return new
+
+            await self._write_entity(config_type, entity_path, change)
+
+    async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
+                                      upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+        """Remove (user, mechanism) credentials; store (user, mechanism, iterations, salt, salted password)
+        in Kafka's stored form. One write and one notification per user."""
+        by_user: dict[str, list[tuple[int, ScramCredential | None]]] = {}
+        for user, mechanism in deletions:
+            by_user.setdefault(user, []).append((mechanism, None))
+        for user, mechanism, iterations, salt, salted_password in upsertions:
+            credential = credential_from_salted_password(SCRAM_MECHANISM_NAMES[mechanism], iterations, salt,
+                                                         salted_password)
+            by_user.setdefault(user, []).append((mechanism, credential))
+        for user, edits in by_user.items():
+            def change(old: dict[str, str], edits=edits) -> dict[str, str]:
+                new = dict(old)
+                for mechanism, credential in edits:
+                    if credential is None:
+                        new.pop(SCRAM_MECHANISM_NAMES[mechanism], None)
+                    else:
+                        new[SCRAM_MECHANISM_NAMES[mechanism]] = scram_credential_string(credential)
+                return new
+
+            await self._write_entity("users", sanitize(user), change)
+
+    async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
+        """Replace the finalized feature levels in /feature (conditional on its version)."""
+        features = {k: v for k, v in levels.items() if v > 0}
+        while True:
+            found = await self.zk.get(FeatureZNode.path)
+            try:
+                if found is None:
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(features))
+                    version = 0
+                else:
+                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(features), found[1].version)).version
+                break
+            except (BadVersionError, NodeExistsError):
+                continue
+        async with self._lock:
+            if version > self._image.features_epoch or self._image.features_epoch < 0:
+                self._publish(finalized_features=_frozen(features), features_epoch=version)
+
+    async def register_broker(self, broker: BrokerImage) -> None:
+        """This broker's ephemeral ``/brokers/ids/<id>`` (registered again in every new session)."""
+        self._registration = BrokerRegistration(
+            self.zk, broker.node_id, [ZkEndpoint(e.listener, e.host, e.port, e.security_protocol)
+                                      for e in broker.endpoints], rack=broker.rack)
+        # A broker restarted right after a crash finds its old registration until that session expires: it
+        # waits for it (Kafka refuses to start instead, and the operator has to retry).
+        await self._registration.register(stale_wait_s=1.5 * self.zk.session_timeout_ms / 1000)
+        async with self._lock:
+            self._publish(brokers=await self._read_brokers())
+
+
+def _states_written(image: MetadataImage, name: str, partitions: int) -> bool:
+    """Whether the image has ``partitions`` partitions of ``name``, each with a state the controller wrote."""
+    topic = image.topics.get(name)
+    return topic is not None and len(topic.partitions) >= partitions and all(
+        p.leader >= 0 or p.isr for p in topic.partitions)
+
+
+def _apply_group(entity_path: str, config: Mapping[str, str], group_configs: dict) -> None:
+    """Fold one ``/config/groups/<group>`` znode into the image's group configs."""
+    group_id = desanitize(entity_path)
+    if config:
+        group_configs[group_id] = _frozen(config)
+    else:
+        group_configs.pop(group_id, None)
+
+
+def _apply_entity(config_type: str, entity_path: str, config: Mapping[str, str],
+                  broker_configs: dict, quotas: dict, credentials: dict) -> None:
+    """Fold one config entity's znode into the image's maps."""
+    if config_type == "brokers":
+        name = "" if entity_path == DEFAULT_ENTITY else entity_path
+        if config:
+            broker_configs[name] = _frozen(config)
+        else:
+            broker_configs.pop(name, None)
+        return
+    entity = _entity_from_path(config_type, entity_path)
+    if entity is None:
+        return
+    values = {k: float(v) for k, v in config.items() if k in USER_AND_CLIENT_KEYS or k in IP_KEYS}
+    if values:
+        quotas[entity] = _frozen(values)
+    else:
+        quotas.pop(entity, None)
+    if config_type == "users" and "/" not in entity_path:
+        user = desanitize(entity_path)
+        creds = {}
+        for mechanism, name in SCRAM_MECHANISM_NAMES.items():
+            if name in config:
+                try:
+                    creds[mechanism] = parse_scram_credential(config[name])
+                except ZNodeDecodeError as exc:
+                    log.warning("ignoring unreadable %s credential of %s: %s", name, user, exc)
+        if creds:
+            credentials[user] = _frozen(creds)
+        else:
+            credentials.pop(user, None)
+

@@ -1,0 +1,24 @@
+"""The ZooKeeper controller's tests run against a real ZooKeeper, as the metadata layer's ZooKeeper tests do."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+
+from pykbroker.testing import ZooKeeperProcess
+
+
+@pytest.fixture(scope="module")
+def zk_server(tmp_path_factory):
+    if shutil.which("java") is None:
+        pytest.skip("ZooKeeper needs java")
+    with ZooKeeperProcess(tmp_path_factory.mktemp("zk")) as server:
+        yield server
+
+
+@pytest.fixture
+def chroot() -> str:
+    """A fresh chroot per test, so tests sharing a server do not see each other's znodes."""
+    return f"/t-{uuid.uuid4().hex[:12]}"

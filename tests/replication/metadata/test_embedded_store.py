@@ -1,0 +1,78 @@
+"""The embedded metadata store: every committed change publishes a new immutable image, durably."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from replication.metadata.embedded_store import EmbeddedMetadataStore
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, PartitionState
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_each_change_publishes_a_new_image_sharing_what_did_not_change(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1, cluster_id="c1")
+    seen: list[tuple[MetadataImage, MetadataImage]] = []
+    store.subscribe(lambda old, new: seen.append((old, new)))
+    a = run(store.create_topic("a", [[1], [1]], {"retention.ms": "1000"}))
+    run(store.create_topic("b", [[1]], {}))
+    assert [new.offset for _, new in seen] == [1, 2]
+    old, new = seen[-1]
+    assert "b" not in old.topics and new.topics["a"] is a  # untouched topics are shared, not copied
+    assert new.topics_by_id[a.topic_id] is a and new.cluster_id == "c1" and new.controller_id == 1
+    grown = run(store.add_partitions("a", [[1]]))
+    assert [p.partition for p in grown.partitions] == [0, 1, 2] and len(a.partitions) == 2  # a is unchanged
+    run(store.delete_topic("b"))
+    assert set(store.image.topics) == {"a"} and seen[-1][0].topics.keys() == {"a", "b"}
+
+
+def test_images_cannot_be_changed_in_place(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    topic = run(store.create_topic("a", [[1]], {"k": "v"}))
+    with pytest.raises(TypeError):
+        store.image.topics["b"] = topic  # type: ignore[index]
+    with pytest.raises(TypeError):
+        topic.configs["k"] = "w"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        topic.partitions[0].leader = 2  # type: ignore[misc]
+
+
+def test_the_image_survives_a_reopen(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    topic = run(store.create_topic("a", [[1], [1]], {"cleanup.policy": "compact"}))
+    run(store.set_broker_configs({"": {"log.retention.ms": "5"}}))
+    run(store.alter_client_quotas([(frozenset({("user", "u")}), {"producer_byte_rate": 10.0})]))
+    run(store.alter_scram_credentials([], [("u", 1, 4096, b"salt", b"pw")]))
+    run(store.set_finalized_features({"metadata.version": 33}))
+    image = EmbeddedMetadataStore(tmp_path, node_id=1).image
+    assert image.offset == store.image.offset == 5 and image.features_epoch == 5
+    assert image.topics["a"] == topic and image.topics_by_id[topic.topic_id].name == "a"
+    assert dict(image.broker_configs[""]) == {"log.retention.ms": "5"}
+    assert dict(image.client_quotas[frozenset({("user", "u")})]) == {"producer_byte_rate": 10.0}
+    assert image.scram_credentials["u"][1] == (4096, b"salt".hex(), b"pw".hex())
+    assert dict(image.finalized_features) == {"metadata.version": 33}
+
+
+def test_a_partition_state_change_commits_only_from_the_epoch_it_was_made_from(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    run(store.create_topic("a", [[1, 2]], {}))
+    current = store.image.partition("a", 0)
+    assert current == PartitionState(0, 1, 0, (1, 2), (1, 2), 0)
+    shrunk = PartitionState(0, 1, 0, (1, 2), (1,), partition_epoch=1)
+    assert run(store.alter_partition("a", 0, shrunk)) == shrunk
+    assert run(store.alter_partition("a", 0, PartitionState(0, 1, 0, (1, 2), (1, 2), partition_epoch=1))) is None
+    assert store.image.partition("a", 0) == shrunk
+    assert store.image.partition("a", 1) is None and store.image.partition("nope", 0) is None
+
+
+def test_a_registered_broker_is_in_the_image_but_not_on_disk(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=3)
+    run(store.register_broker(BrokerImage(3, (Endpoint("PLAINTEXT", "localhost", 9092),), rack="r1")))
+    assert store.image.live_broker_ids() == [3]
+    assert store.image.brokers[3].endpoint("PLAINTEXT").port == 9092
+    run(store.create_topic("a", [[3]], {}))
+    assert EmbeddedMetadataStore(tmp_path, node_id=3).image.brokers == {}
