@@ -67,6 +67,9 @@ def brokers(tiered_jars, tmp_path_factory):
         yield {"kafka": (kafka.bootstrap, kafka.root / "logs"), "pykbroker": (ours.bootstrap, ours.data_dir / "logs")}
 
 
+RETRIABLE = (3, 5, 6)  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+
+
 def produce_batches(bootstrap: str, topic: str) -> None:
     with RawClient(bootstrap) as c:
         for b in range(BATCHES):
@@ -74,7 +77,12 @@ def produce_batches(bootstrap: str, topic: str) -> None:
             batch = build_simple_batch(values, timestamp=BASE_TS + 1000 * b)
             request = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[TopicProduceData(
                 name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
-            answer = c.request(request, 9).responses[0].partition_responses[0]
+            deadline = time.monotonic() + 60
+            while True:  # a new topic's leader may not be known to the broker's request path yet
+                answer = c.request(request, 9).responses[0].partition_responses[0]
+                if answer.error_code not in RETRIABLE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             assert answer.error_code == 0, answer
 
 
