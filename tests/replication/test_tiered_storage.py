@@ -409,3 +409,33 @@ def test_read_committed_skips_aborted_transactions_in_remote_segments(tmp_path):
         consumer.close()
         assert got == committed
         assert extra is None or extra.error()
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's reassign tool need java")
+@pytest.mark.timeout(300)
+def test_slow_a_tiered_partition_is_reassigned_to_another_broker(tmp_path):
+    from compat_tests.jvm.kafka_broker import jars_dir
+    from compat_tests.test_cluster_reassignment import REASSIGN, plan_file, tool
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    remote = tmp_path / "remote"
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=tiered_overrides(remote)) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("reassigned", 1, replica_assignment=[[1]], config=TOPIC_CONFIGS)])[
+            "reassigned"].result(60)
+        produce_acks_all(cluster.bootstrap, "reassigned", 300)
+        old_dir = cluster.broker(1).data_dir / "logs" / "reassigned-0"
+        wait_until(lambda: len(list(old_dir.glob("*.log"))) == 1, what="broker 1 holding only its active segment")
+        local_start = list_offset(cluster.broker(1).bootstrap, "reassigned", EARLIEST_LOCAL)[1]
+        plan = plan_file(tmp_path, {("reassigned", 0): [2]})
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file", str(plan))
+        wait_until(lambda: admin.list_topics("reassigned", timeout=5).topics["reassigned"].partitions[0].replicas
+                   == [2] and admin.list_topics("reassigned", timeout=5).topics["reassigned"].partitions[0].leader == 2,
+                   what="the move to broker 2")
+        # The new replica copied only the local part; what is below is read from remote storage.
+        assert f"offsets below {local_start} are in remote storage" in cluster.broker(2).log()
+        assert list_offset(cluster.broker(2).bootstrap, "reassigned", EARLIEST)[:2] == (ErrorCode.NONE, 0)
+        assert [o for o, _ in consume_all(cluster.bootstrap, "reassigned", 300)] == list(range(300))
