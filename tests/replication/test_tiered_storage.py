@@ -236,12 +236,15 @@ def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
 def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
     remote = tmp_path / "remote"
     metrics_port = free_port()
-    # 10 kB/s: each 20 kB segment's upload takes two seconds, between its indexes and its data.
-    overrides = tiered_overrides(remote, **{"remote.log.manager.copy.max.bytes.per.second": "10000",
-                                            "metrics.port": str(metrics_port)})
+    overrides = tiered_overrides(remote, **{"metrics.port": str(metrics_port)})
     broker = BrokerProcess(tmp_path / "b", overrides=overrides)
     with broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        # 10 kB/s, a dynamic broker config as in Kafka: each 20 kB segment's upload takes two seconds,
+        # between its indexes and its data.
+        quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
+            "remote.log.manager.copy.max.bytes.per.second", "10000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([quota])[quota].result(30)
         admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
         produce(broker.bootstrap, "killed", 400)
         wait_until(lambda: len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote)),
