@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/tiered/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -68,6 +69,10 @@ fuzz-live: $(STAMP)
 ## bench: benchmarks (never part of `make test`)
 bench: deps
 	$(PY) -m bench $(ARGS)
+
+## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256) on pykbroker and Kafka 4.4
+bench-tiered: deps
+	$(PY) -m bench tiered $(ARGS)
 
 ## bench-scale: the scale section alone (partitions, connections, groups, cores; SCALE_PARTITIONS=10000 etc.,
 ##              see bench/scale_bench.py)
@@ -115,8 +120,8 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
-## test-tiered-slow: tiered storage beyond `make test` (~20 s): a 3-broker cluster whose leader is killed while
-##                   copying
+## test-tiered-slow: tiered storage beyond `make test` (~1 min) on a 3-broker cluster: the leader killed while
+##                   copying (its successor goes on, it rejoins), a tiered partition reassigned to another broker
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 

@@ -183,12 +183,12 @@ def confluent_produce(bootstrap: str, topic: str, records: int, size: int, acks:
     return {"records_per_s": records / elapsed, "mb_per_s": records * size / elapsed / 1e6}
 
 
-def confluent_consume(bootstrap: str, topic: str, records: int) -> dict[str, float]:
-    """A cold consumer reads ``records`` from offset 0 (assign, no group), timed from the first record."""
+def confluent_consume(bootstrap: str, topic: str, records: int, start: int = 0) -> dict[str, float]:
+    """A cold consumer reads ``records`` from offset ``start`` (assign, no group), timed from the first record."""
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                          "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, 0, start)])
     got = size = 0
     started = None
     deadline = time.monotonic() + 300

@@ -37,7 +37,7 @@ def tiered_topic(tmp_path_factory):
 def test_java_console_consumer_reads_from_the_start(jars, tiered_topic):  # noqa: F811
     done = java_tool(jars, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
                      tiered_topic.bootstrap, "--topic", "tiered", "--from-beginning", "--max-messages", str(N),
-                     "--property", "print.offset=true", "--timeout-ms", "60000")
+                     "--formatter-property", "print.offset=true", "--timeout-ms", "60000")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == N

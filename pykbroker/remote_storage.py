@@ -105,6 +105,7 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
                            copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
     broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
+    rlm.topic_exists = lambda topic_id: topic_id in broker.metadata.image.topics_by_id
     broker.replica_manager.remote_log_manager = rlm
     log.info("tiered storage enabled: remote segments in %r", store)
     return rlm

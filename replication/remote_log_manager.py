@@ -68,6 +68,8 @@ class RemoteLogManager:
         self.copy_max_bytes_per_second = copy_max_bytes_per_second
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None
+        # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).
+        self.topic_exists: Callable[[uuid.UUID], bool] | None = None
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._started_from_remote: set[int] = set()  # id() of logs whose start offset came from remote storage
@@ -145,9 +147,21 @@ class RemoteLogManager:
             except RemoteLogMetadataError as exc:
                 log.info("%s-%d: remote log metadata not written (%s); retrying next round", p.topic, p.partition, exc)
                 continue
+        await self._delete_deleted_topics()
         if self.store_unavailable:
             log.info("remote storage is reachable again")
         self.store_unavailable = False
+
+    async def _delete_deleted_topics(self) -> None:
+        """A deleted topic's remote segments go too, deleted by the broker leading the metadata partition that
+        records them (exactly one broker does it, and it goes on after a restart or failover)."""
+        if self.topic_exists is None:
+            return
+        for (topic_id, partition), meta in list(self.metadata.partitions.items()):
+            if not meta.segments or self.topic_exists(topic_id) or not self.metadata.leads(topic_id, partition):
+                continue
+            if not await self._delete_every_segment(meta, f"topic {topic_id} deleted"):
+                return
 
     def sync_log(self, log_: Any, meta: RemotePartitionMetadata) -> None:
         """Tell the log what is remote: its highest copied offset, and (once per log) where remote data starts."""
@@ -256,6 +270,18 @@ class RemoteLogManager:
         log.info("%s-%d: deleted remote segment [%d, %d] (%s)", m.topic, m.partition, m.start_offset, m.end_offset,
                  reason)
 
+    async def _delete_every_segment(self, meta: RemotePartitionMetadata, reason: str) -> bool:
+        """Delete all of a partition's remote segments (half-done ones too); False when the store or the metadata
+        topic failed (the next round goes on)."""
+        try:
+            for m in list(meta.segments.values()):
+                await self._delete(m, reason)
+        except (ObjectStoreError, OSError, RemoteLogMetadataError) as exc:
+            log.warning("deleting the remote segments of %s partition %d (%s): %s; retrying", meta.topic_id,
+                        meta.partition, reason, exc)
+            return False
+        return True
+
     async def _expire(self, p: Any, meta: RemotePartitionMetadata) -> None:
         log_ = p.log
         config = log_.config
@@ -286,17 +312,7 @@ class RemoteLogManager:
 
     async def _delete_all(self, p: Any, meta: RemotePartitionMetadata) -> None:
         """remote.storage.enable=false with remote.log.delete.on.disable=true: every remote segment goes."""
-        try:
-            for m in list(meta.segments.values()):
-                if m.state is not _S.DELETE_SEGMENT_STARTED:
-                    await self._update(m, _S.DELETE_SEGMENT_STARTED)
-                await asyncio.to_thread(self.rsm.delete_log_segment_data, m)
-                await self._update(m, _S.DELETE_SEGMENT_FINISHED)
-                self.reader.cache.invalidate(m.segment_id)
-                self.deleted_segments += 1
-        except (ObjectStoreError, OSError, RemoteLogMetadataError) as exc:
-            log.warning("%s-%d: deleting remote data after remote storage was disabled: %s; retrying", p.topic,
-                        p.partition, exc)
+        if not await self._delete_every_segment(meta, "remote storage disabled"):
             return
         log_ = p.log
         log_.highest_offset_in_remote_storage = -1

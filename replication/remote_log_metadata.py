@@ -7,7 +7,8 @@ follower knows what is remote (and which local segments it may delete) without d
 
 Every broker replays the metadata partitions it hosts (leader or follower) up to their high watermark into one
 ``RemotePartitionMetadata`` per user partition; ``poll`` is called after each write and by the remote log
-manager's task. A write to a metadata partition led elsewhere is sent to its leader as a Produce request
+manager's task. A broker's own records are applied when written too, since its replica of the metadata partition
+may be a follower whose replay trails the write (replaying them again changes nothing). A write to a metadata partition led elsewhere is sent to its leader as a Produce request
 (``send_produce``). Runs on the event loop; reads of the local log are short (a few MiB at most per poll).
 """
 
@@ -70,6 +71,11 @@ class TopicBasedRemoteLogMetadataManager:
             found = self.partitions[key] = RemotePartitionMetadata(topic_id, partition)
         return found
 
+    def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this broker leads the metadata partition of a user partition."""
+        p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, self.metadata_partition(topic_id, partition))
+        return p is not None and p.is_leader
+
     def is_ready(self, topic_id: uuid.UUID, partition: int) -> bool:
         """Whether this broker hosts the metadata partition and has replayed it up to its high watermark."""
         mp = self.metadata_partition(topic_id, partition)
@@ -93,6 +99,9 @@ class TopicBasedRemoteLogMetadataManager:
         if code != ErrorCode.NONE:
             raise RemoteLogMetadataError(code, f"writing to {REMOTE_LOG_METADATA_TOPIC_NAME}-{mp}: "
                                                f"{ErrorCode(code).name} {message or ''}".strip())
+        # Known at once (write-through): this broker's replica of the metadata partition may be a follower whose
+        # high watermark, and so the replay, trails the write; a copy finished here must never look unfinished.
+        self.partition_metadata(topic_id, partition).apply(decode_record(value))
         self.poll(mp)
 
     def poll(self, only: int | None = None) -> int:

@@ -111,16 +111,18 @@ def decode_record(value: bytes) -> dict:
 
 
 class RemotePartitionMetadata:
-    """The remote segments of one partition: the replay of its metadata records (one writer: the replayer).
+    """The remote segments of one partition: the replay of its metadata records (one writer: the event loop).
 
     A record that would make an illegal move (a late duplicate, a stale leader's update) is ignored, as
-    Kafka's RemoteLogMetadataCache refuses it.
+    Kafka's RemoteLogMetadataCache refuses it; so applying a broker's own record when it writes it and again
+    when the replay reaches it changes nothing the second time.
     """
 
     def __init__(self, topic_id: uuid.UUID, partition: int) -> None:
         self.topic_id = topic_id
         self.partition = partition
         self.segments: dict[uuid.UUID, RemoteLogSegmentMetadata] = {}
+        self.deleted: set[uuid.UUID] = set()  # DELETE_SEGMENT_FINISHED: a late copy of its first record is ignored
         self.delete_requested = False
 
     def apply(self, record: dict) -> None:
@@ -130,7 +132,7 @@ class RemotePartitionMetadata:
             fields["state"] = RemoteLogSegmentState(fields["state"])
             fields["segment_leader_epochs"] = tuple(tuple(e) for e in fields["segment_leader_epochs"])
             m = RemoteLogSegmentMetadata(**fields)
-            if m.segment_id not in self.segments:
+            if m.segment_id not in self.segments and m.segment_id not in self.deleted:
                 self.segments[m.segment_id] = m
         elif kind == "update":
             current = self.segments.get(record["segment_id"])
@@ -139,6 +141,7 @@ class RemotePartitionMetadata:
                 return
             if target is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
                 del self.segments[current.segment_id]
+                self.deleted.add(current.segment_id)
             else:
                 self.segments[current.segment_id] = replace(current, state=target,
                                                             event_timestamp_ms=record["event_timestamp_ms"])

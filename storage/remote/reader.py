@@ -160,21 +160,28 @@ class RemoteLogReader:
         offsets, positions = self._index(m)
         i = bisect_right(offsets, fetch_offset) - 1
         position = positions[i] if i >= 0 else 0
-        out = bytearray()
+        # One window of whole chunks from the indexed position (the index interval plus max_bytes covers what is
+        # returned); batches are found by their headers in it, and the result is one slice of it.
+        window = self._bytes(m, position, max_bytes + 2 * self.chunk_size)
+        first = end = -1
         next_offset = fetch_offset
-        while position < m.segment_size_in_bytes:
-            header = self._bytes(m, position, 27)
-            if len(header) < 27:
-                break
-            base_offset, batch_length = _HEADER.unpack_from(header)
+        pos = 0
+        while pos + 27 <= len(window):
+            base_offset, batch_length = _HEADER.unpack_from(window, pos)
             size = batch_length + 12
-            last_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(header, 23)[0]
             if base_offset >= max_offset:
                 break
+            last_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(window, pos + 23)[0]
             if last_offset >= fetch_offset:
-                if len(out) + size > max_bytes and (out or not min_one_message):
+                taken = 0 if first < 0 else end - first
+                if taken + size > max_bytes and (taken or not min_one_message):
                     break
-                out += self._bytes(m, position, size)
+                if pos + size > len(window):  # a first batch larger than the window: read it whole
+                    if first >= 0:
+                        break
+                    return RemoteRead(self._bytes(m, position + pos, size), last_offset + 1)
+                first = pos if first < 0 else first
+                end = pos + size
                 next_offset = last_offset + 1
-            position += size
-        return RemoteRead(bytes(out), next_offset)
+            pos += size
+        return RemoteRead(window[first:end] if first >= 0 else b"", next_offset)

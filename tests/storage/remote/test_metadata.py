@@ -75,3 +75,17 @@ def test_replay_is_deterministic():
 def test_garbage_is_refused():
     with pytest.raises(ValueError):
         decode_record(b'{"type": "nonsense"}')
+
+
+def test_a_record_applied_when_written_and_again_when_replayed_changes_nothing():
+    a = segment(0, 99)
+    records = [encode_segment(a), encode_update(a, S.COPY_SEGMENT_FINISHED, 1, 6),
+               encode_update(a, S.DELETE_SEGMENT_STARTED, 1, 7), encode_update(a, S.DELETE_SEGMENT_FINISHED, 1, 8)]
+    meta = replay(records)  # applied as written
+    for r in records:  # the replay reaches them later
+        meta.apply(decode_record(r))
+    assert meta.segments == {} and meta.unfinished() == []  # the late first record does not bring it back
+    b = segment(100, 199)
+    written = replay([encode_segment(b), encode_update(b, S.COPY_SEGMENT_FINISHED, 1, 9)])
+    written.apply(decode_record(encode_segment(b)))
+    assert [m.segment_id for m in written.copied()] == [b.segment_id] and written.unfinished() == []

@@ -1,0 +1,173 @@
+"""Tiered storage judged by Apache Kafka 4.4 running its own test-only LocalTieredStorage
+(compat_tests/jvm/tiered: 4.4's broker with 4.3.1's kafka-storage test jar, the last one published): the same
+records (one Produce request per batch, so both brokers roll their segments at the same offsets) go to a tiered
+topic on both; once the first segments are only remote, the ListOffsets answers (-1, -2, -3, -4, -5, -6 and
+timestamps in the remote and the local part), what a consumer reads from offset 0, the topic's tiered configs as
+DescribeConfigs shows them and the refusals of bad tiered configs must be the same."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from compat_tests.jvm.kafka_broker import KafkaBroker
+from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
+from pykbroker.testing import BrokerProcess, RawClient
+from tests.replication.test_tiered_storage import max_list_offsets_version
+from wire import build_simple_batch
+from wire.messages import ListOffsetsRequest, ProduceRequest
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+HERE = Path(__file__).resolve().parent
+BATCHES, PER_BATCH = 60, 10
+BASE_TS = int(time.time() * 1000) - 3_600_000
+TOPIC_CONFIGS = {"remote.storage.enable": "true", "internal.segment.bytes": "20000", "local.retention.bytes": "1"}
+TIERED_NAMES = ("local.retention.bytes", "local.retention.ms", "remote.copy.lag.bytes", "remote.copy.lag.ms",
+                "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable")
+
+
+@pytest.fixture(scope="module")
+def tiered_jars() -> Path:
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    try:
+        out = subprocess.run(["bash", str(HERE / "jvm" / "tiered" / "fetch_jars.sh")], capture_output=True,
+                             text=True, timeout=900, check=True)
+    except (subprocess.SubprocessError, OSError) as exc:
+        pytest.skip(f"Kafka 4.4's jars with LocalTieredStorage could not be fetched: {exc}")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+COMMON = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.interval.ms": "200",
+          "log.retention.check.interval.ms": "200", "log.initial.task.delay.ms": "0",
+          "log.segment.delete.delay.ms": "0"}
+
+
+@pytest.fixture(scope="module")
+def brokers(tiered_jars, tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiered-differential")
+    kafka = KafkaBroker(tiered_jars, root / "kafka", overrides={
+        **COMMON, "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+        "rsm.config.dir": str(root / "kafka-remote"), "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "3"})
+    ours = BrokerProcess(root / "pykbroker", overrides={
+        **COMMON, "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+        "rsm.config.dir": str(root / "pykbroker-remote"),
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "3"})
+    with kafka, ours:  # each starts on entering
+        yield {"kafka": (kafka.bootstrap, kafka.root / "logs"), "pykbroker": (ours.bootstrap, ours.data_dir / "logs")}
+
+
+RETRIABLE = (3, 5, 6)  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+
+
+def produce_batches(bootstrap: str, topic: str) -> None:
+    with RawClient(bootstrap) as c:
+        for b in range(BATCHES):
+            values = [f"value-{b * PER_BATCH + i:06d}-".encode() + b"x" * 150 for i in range(PER_BATCH)]
+            batch = build_simple_batch(values, timestamp=BASE_TS + 1000 * b)
+            request = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
+            deadline = time.monotonic() + 60
+            while True:  # a new topic's leader may not be known to the broker's request path yet
+                answer = c.request(request, 9).responses[0].partition_responses[0]
+                if answer.error_code not in RETRIABLE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert answer.error_code == 0, answer
+
+
+def list_offset(bootstrap: str, topic: str, timestamp: int, version: int) -> tuple[int, int, int, int]:
+    with RawClient(bootstrap) as c:
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+        a = c.request(request, version).topics[0].partitions[0]
+        return a.error_code, a.timestamp, a.offset, a.leader_epoch
+
+
+def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"no {what} after {timeout}s")
+
+
+def read_offsets(bootstrap: str, topic: str, expected: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
+                         "enable.auto.commit": False, "max.partition.fetch.bytes": 16384})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(out) < expected and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            out.append(msg.offset())
+    consumer.close()
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_list_offsets_reads_and_configs_of_a_tiered_topic_are_kafkas(brokers):
+    answers = {}
+    for name, (bootstrap, log_dir) in brokers.items():
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config=TOPIC_CONFIGS)])["tiered"].result(120)
+        produce_batches(bootstrap, "tiered")
+        # Settled: every closed segment copied and deleted locally, only the active segment is left.
+        wait_until(partial(lambda d: len(list((d / "tiered-0").glob("*.log"))) == 1, log_dir),
+                   what=f"remote-only data on {name}")
+        time.sleep(1.0)  # a few more rounds of both copy tasks: nothing may change any more
+        got = {ts: list_offset(bootstrap, "tiered", ts, 9) for ts in (-1, -2, -3, -4, -5)}
+        got["-6 v10"] = list_offset(bootstrap, "tiered", -6, 10)  # KIP-1023's timestamp before its version
+        got["-5 v8"] = list_offset(bootstrap, "tiered", -5, 8)
+        got["-4 v7"] = list_offset(bootstrap, "tiered", -4, 7)
+        if all(max_list_offsets_version(b) >= 11 for b, _ in brokers.values()):
+            got["-6 v11"] = list_offset(bootstrap, "tiered", -6, 11)
+        for b in (0, 7, 30, 59):  # timestamps of batches in the remote and the local part
+            got[f"ts of batch {b}"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * b, 9)
+        got["ts after the last"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * BATCHES, 9)
+        got["read from 0"] = read_offsets(bootstrap, "tiered", BATCHES * PER_BATCH) == list(range(BATCHES * PER_BATCH))
+        described = admin.describe_configs([ConfigResource("topic", "tiered")])
+        entries = list(described.values())[0].result(120)
+        got["configs"] = {n: (entries[n].value, entries[n].source) for n in TIERED_NAMES if n in entries}
+        answers[name] = got
+    assert answers["pykbroker"] == answers["kafka"]
+
+
+BAD_CONFIGS = [
+    {"remote.storage.enable": "true", "cleanup.policy": "compact"},
+    {"remote.storage.enable": "true", "retention.bytes": "100", "local.retention.bytes": "200"},
+    {"remote.storage.enable": "true", "retention.bytes": "100", "local.retention.bytes": "-1"},
+    {"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "2000"},
+    {"remote.storage.enable": "true", "remote.log.copy.disable": "true", "retention.ms": "1000",
+     "local.retention.ms": "500"},
+    {"remote.storage.enable": "true", "retention.ms": "1000", "remote.copy.lag.ms": "1001"},
+    {"remote.copy.lag.bytes": "-2"},
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("configs", BAD_CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_bad_tiered_configs_are_refused_as_kafka_refuses_them(brokers, configs):
+    answers = {}
+    for name, (bootstrap, _) in brokers.items():
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        future = admin.create_topics([NewTopic("bad", 1, 1, config=configs)], validate_only=True)["bad"]
+        try:
+            future.result(120)
+            answers[name] = None
+        except KafkaException as exc:
+            error = exc.args[0]
+            answers[name] = (error.name(), error.str())
+    assert answers["pykbroker"] == answers["kafka"]
