@@ -30,7 +30,7 @@ from replication.pending_logs import PendingLogs
 from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
-from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError
+from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError, release_records
 from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
@@ -539,9 +539,7 @@ class ReplicaManager:
         if quota is None or replica_id in p.isr or not read.size or not quota.is_throttled(p.topic, p.partition):
             return read
         if quota.is_quota_exceeded():
-            release = getattr(read.records, "release", None)
-            if release is not None:
-                release()
+            release_records(read.records)
             return replace(read, records=b"")
         quota.record(read.size)
         return read
