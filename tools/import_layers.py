@@ -65,7 +65,8 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            names = [f"{prefix}.{a.name}" for a in node.names] + [prefix]
+            # ``from pkg import mod`` imports the module; ``from pkg import name`` imports pkg's __init__.
+            names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix for a in node.names]
         else:
             continue
         for name in names:
