@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,21 +19,22 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data $(ARGS)
 
-## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); Ctrl-C stops them
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)
 	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
+	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
+		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
-		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -92,9 +93,10 @@ differential-cluster-ops: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_cluster_ops.py $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
-##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle
+##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
+##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts
 test-cluster-slow: deps
-	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py -s $(ARGS)
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py -s $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.1's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential
@@ -108,9 +110,26 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
+## test-tiered-slow: tiered storage beyond `make test` (~20 s): a 3-broker cluster whose leader is killed while
+##                   copying
+test-tiered-slow: deps
+	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
+
+## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+##                    schema evolution, four kill -9s of the broker in a produce run; a 3-broker cluster sharing one
+##                    catalog through a killed leader
+test-iceberg-slow: deps
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest compat_tests/test_iceberg_spark.py compat_tests/test_iceberg_cluster.py $(ARGS)
+
+## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+test-console-slow: deps
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision; about 17 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables,
+##            the console on a cluster; about 22 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

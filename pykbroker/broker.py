@@ -11,6 +11,8 @@ from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.config import Config, Listener
 from pykbroker.coordinators import Coordinators
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
+from pykbroker.iceberg.config import split_topic_configs
+from pykbroker.iceberg.writer import ICEBERG_BROKER_PROPERTIES, IcebergService
 from pykbroker.internal_topics import (  # noqa: F401 (named here for tests and tools)
     GROUP_METADATA_TOPIC_NAME,
     SHARE_GROUP_STATE_TOPIC_NAME,
@@ -20,6 +22,7 @@ from pykbroker.internal_topics import (  # noqa: F401 (named here for tests and 
 from pykbroker.metadata_publisher import SYNC_NEW_LOGS, BrokerMetadataPublisher  # noqa: F401
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
+from pykbroker.remote_storage import build_remote_log_manager
 from pykbroker.replication_quota import ReplicationQuotaManager
 from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager
@@ -88,7 +91,7 @@ class Broker:
                                                   self.metadata.image.broker_configs.get(str(self.node_id), {}))
         self.default_log_config = LogConfig.from_properties(self.dynamic_config.current.topic_defaults())
         self.log_manager = LogManager(
-            list(config.log_dirs),
+            list(config.log_dirs), cordoned_log_dirs=config.cordoned_log_dirs,
             default_config=self.default_log_config,
             log_initial_task_delay_ms=config["log.initial.task.delay.ms"],
             log_retention_check_interval_ms=config["log.retention.check.interval.ms"],
@@ -123,6 +126,7 @@ class Broker:
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
             quota=self._replication_quota("follower"))
+        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
@@ -159,6 +163,9 @@ class Broker:
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
             shutting_down=lambda: self.hand_over.shutting_down,
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
+        # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
+        self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
+                                      self.replica_manager, lambda: self.metadata.image)
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
@@ -314,6 +321,10 @@ class Broker:
         self.metadata.subscribe(self.publisher.publish)
         self.replica_manager.start_isr_expiration()
         self.coordinators.load_all()
+        self.iceberg.apply(None, self.metadata.image)
+        self.metadata.subscribe(self.iceberg.apply)
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.start()
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand its leaderships over and leave its ISRs (controlled.shutdown.enable)."""
@@ -329,7 +340,10 @@ class Broker:
 
     async def shutdown(self) -> None:
         """Flush, checkpoint and close every log; writes the clean-shutdown marker."""
+        await self.iceberg.close()
         await self.coordinators.close()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.close()
         await self.pending_logs.close()
         await self.replica_fetchers.close()
         self.broker_clients.close()
@@ -345,7 +359,7 @@ class Broker:
         topic = self.metadata.image.topics.get(topic_name)
         if topic is None or not topic.configs:
             return self.default_log_config
-        return LogConfig.from_properties(topic.configs, defaults=self.default_log_config)
+        return LogConfig.from_properties(split_topic_configs(topic.configs)[0], defaults=self.default_log_config)
 
     def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)

@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         return local_cluster(argv[1:])
     args = build_parser().parse_args(argv)
     if args.help_config:
+        from pykbroker.iceberg.config import help_text as iceberg_help
+
         print(Config.help_text())
+        print(iceberg_help())
         return 0
     logging.basicConfig(
         level=args.log_level,

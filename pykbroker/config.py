@@ -18,7 +18,8 @@ from typing import Any
 
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 
-__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property", "parse_properties"]
+__all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property",
+           "is_remote_storage_property", "parse_properties"]
 
 
 class ConfigError(ValueError):
@@ -186,6 +187,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
+    ConfigDef("cordoned.log.dirs", _list, "",
+              "Log dirs that take no new partitions (KIP-1066), each one of log.dirs, or * for all of them."),
     # -- topics --------------------------------------------------------------------------------------
     ConfigDef("num.partitions", _int(1, _I32), "1", "Default number of partitions of a new topic."),
     ConfigDef("default.replication.factor", _int(1, 32767), "1", "Default replication factor of a new topic."),
@@ -197,9 +200,29 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("compression.zstd.level", _int(-131072, 22), "3", "Zstd level of topics with compression.type=zstd."),
     ConfigDef("log.preallocate", _bool, "false", "Preallocate new segment files.", inert=True),
     ConfigDef("log.local.retention.ms", _int(-2, _MAX), "-2",
-              "Local retention time with tiered storage (-2: log.retention.ms).", inert=True),
+              "Local retention time with tiered storage (-2: log.retention.ms)."),
     ConfigDef("log.local.retention.bytes", _int(-2, _MAX), "-2",
-              "Local retention size with tiered storage (-2: log.retention.bytes).", inert=True),
+              "Local retention size with tiered storage (-2: log.retention.bytes)."),
+    # -- tiered storage (KIP-405; pykbroker.remote_storage_config has the rsm.config.* backend settings) ---------
+    ConfigDef("remote.log.storage.system.enable", _bool, "false",
+              "Tiered storage on this broker: topics may set remote.storage.enable=true."),
+    ConfigDef("log.remote.copy.lag.ms", _int(-1, _MAX), "0",
+              "How old a closed segment must be before it is copied (KIP-1241; -1: local retention, 0: at once)."),
+    ConfigDef("log.remote.copy.lag.bytes", _int(-1, _MAX), "-1",
+              "How far behind the log end a closed segment must be before it is copied (-1: local retention)."),
+    ConfigDef("remote.log.manager.task.interval.ms", _int(1, _MAX), "30000",
+              "How often each partition leader looks for segments to copy and remote segments to expire."),
+    ConfigDef("remote.log.manager.copy.max.bytes.per.second", _int(1, _MAX), str(_MAX),
+              "Upper bound of the bytes per second this broker copies to remote storage."),
+    ConfigDef("remote.log.manager.fetch.max.bytes.per.second", _int(1, _MAX), str(_MAX),
+              "Upper bound of the bytes per second this broker reads from remote storage."),
+    ConfigDef("remote.log.manager.copier.thread.pool.size", _int(1, _I32), "10",
+              "Segments copied at the same time (threads of the copy)."),
+    ConfigDef("remote.log.index.file.cache.total.size.bytes", _int(1, _MAX), "1073741824",
+              "Size bound of the cache of fetched remote chunks and indexes."),
+    ConfigDef("remote.log.storage.manager.class.name", _str, None,
+              "The remote storage backend: org.apache.kafka.server.log.remote.storage.LocalTieredStorage "
+              "(a directory, rsm.config.dir) or pykbroker.remote.S3RemoteStorageManager (rsm.config.s3.*)."),
     ConfigDef("message.max.bytes", _int(0, _I32), "1048588", "Largest record batch size allowed."),
     ConfigDef("compression.type", _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "producer", "Final compression type of topics."),
@@ -249,7 +272,19 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
     ConfigDef("console.listener", _console_listener, None,
-              "Serve the read-only console page at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+              "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+    ConfigDef("console.write.actions.enable", _bool, "false",
+              "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
+              "with the principal; false: the console only reads."),
+    # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
+    ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
+              "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),
+    ConfigDef("iceberg.catalog.uri", _str, "",
+              "The catalog's address: a SQLAlchemy URL for sql (default sqlite:///<first log dir>/iceberg/"
+              "catalog.db), the REST endpoint for rest."),
+    ConfigDef("iceberg.warehouse", _str, "",
+              "Where data and metadata files go (default file://<first log dir>/iceberg/warehouse)."),
+    ConfigDef("iceberg.catalog.namespace", _str, "kafka", "The namespace holding one table per topic."),
     ConfigDef("max.connections.per.ip", _int(0, _I32), "2147483647",
               "Connections one address may hold; more are closed as they arrive."),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(0, _I32), "1000",
@@ -378,7 +413,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
-    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
+    # 9 s, not Kafka 3.9's 18 s: a dead broker's session expiry is what moves its leaderships, so this is the
+    # pace of failure detection, and a Kafka 4.4 KRaft cluster fences a silent broker after 9 s
+    # (broker.session.timeout.ms).
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000",
+              "ZooKeeper session timeout: a broker silent this long is dead to the cluster (its leaderships move)."),
     ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
               "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
@@ -426,7 +465,16 @@ _MECHANISM_PROPERTY = re.compile(r"[a-z0-9-]+\.(sasl\.jaas\.config|connections\.
 
 def is_known_property(key: str) -> bool:
     """A property pykbroker accepts (Kafka's name, or a listener-prefixed one)."""
-    return key in _BY_NAME or is_listener_property(key)
+    return key in _BY_NAME or is_listener_property(key) or is_remote_storage_property(key)
+
+
+# Kafka passes properties under these prefixes to the RemoteStorageManager / RemoteLogMetadataManager as they are.
+REMOTE_STORAGE_PREFIXES = ("rsm.config.", "rlmm.config.")
+
+
+def is_remote_storage_property(key: str) -> bool:
+    """``rsm.config.<name>`` / ``rlmm.config.<name>``: a setting of the remote storage backend (may be secret)."""
+    return key.startswith(REMOTE_STORAGE_PREFIXES) and len(key) > len("rsm.config.")
 
 
 def is_listener_property(key: str) -> bool:
@@ -462,7 +510,8 @@ class Config:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         given = dict(props or {})
-        unknown = sorted(k for k in given if k not in _BY_NAME and not is_listener_property(k))
+        unknown = sorted(k for k in given if k not in _BY_NAME and not is_listener_property(k)
+                         and not is_remote_storage_property(k))
         if unknown:
             raise ConfigError(
                 f"unknown property '{unknown[0]}'"
@@ -470,10 +519,13 @@ class Config:
                 + "; see `pykbroker --help-config` for the supported names"
             )
         self.explicit: dict[str, str] = {k: v for k, v in given.items() if k in _BY_NAME}
+        # rsm.config.* / rlmm.config.*: the backend's own settings (credentials among them: never logged).
+        self.remote_storage_properties: dict[str, str] = {k: v for k, v in given.items()
+                                                          if is_remote_storage_property(k)}
         # listener.name.<name>.<property> entries, by lower-case listener name (Kafka's prefix): raw text.
         self.listener_properties: dict[str, dict[str, str]] = {}
         for k, v in given.items():
-            if k not in _BY_NAME:
+            if k not in _BY_NAME and not is_remote_storage_property(k):
                 name, prop = k[len("listener.name."):].split(".", 1)
                 self.listener_properties.setdefault(name.lower(), {})[prop] = v
         self._values: dict[str, Any] = {}
@@ -529,6 +581,11 @@ class Config:
         self.log_dirs: tuple[str, ...] = tuple(dirs)
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
+        cordoned = v["cordoned.log.dirs"]
+        self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
+        if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
+            raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
+                              "(or * for all of them)")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's
@@ -566,6 +623,8 @@ class Config:
             "compression.zstd.level": str(v["compression.zstd.level"]),
             "local.retention.bytes": str(v["log.local.retention.bytes"]),
             "local.retention.ms": str(v["log.local.retention.ms"]),
+            "remote.copy.lag.ms": str(v["log.remote.copy.lag.ms"]),
+            "remote.copy.lag.bytes": str(v["log.remote.copy.lag.bytes"]),
             "preallocate": str(v["log.preallocate"]).lower(),
             "delete.retention.ms": str(v["log.cleaner.delete.retention.ms"]),
             "file.delete.delay.ms": str(v["log.segment.delete.delay.ms"]),

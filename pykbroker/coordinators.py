@@ -219,8 +219,9 @@ class Coordinators:
         return p.leader if p is not None else None
 
     async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                                commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """WriteTxnMarkers to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
+                                commit: bool, partitions: list[tuple[str, int]],
+                                transaction_version: int) -> dict[tuple[str, int], int]:
+        """WriteTxnMarkers v2 to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
         from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
         from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
 
@@ -229,8 +230,8 @@ class Coordinators:
             by_topic.setdefault(topic, []).append(partition)
         request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
-            coordinator_epoch=coordinator_epoch,
+            coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
-        response = await self.broker_clients.get(leader).request(request, 1, WriteTxnMarkersResponse)
+        response = await self.broker_clients.get(leader).request(request, 2, WriteTxnMarkersResponse)
         return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
                 for p in t.partitions}

@@ -1,4 +1,4 @@
-"""Dynamic broker configs as Kafka 4.1's DynamicBrokerConfig has them: which broker configs may change at
+"""Dynamic broker configs as Kafka 4.4's DynamicBrokerConfig has them: which broker configs may change at
 runtime, Kafka's checks and messages for a change, and the effective config they make.
 
 Layers, lowest first: the static properties (``Config``), the cluster-wide dynamic defaults (BROKER resource
@@ -33,7 +33,6 @@ __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "brok
 
 INVALID_REQUEST = 42
 INVALID_CONFIG = 40
-UNKNOWN_SERVER_ERROR = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 MAX_VALUE_SIZE = 32767  # Kafka's ConfigRecord keeps a value in a 16-bit-length string
 
@@ -184,6 +183,8 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "log.message.timestamp.after.max.ms": _d(_L, _at_least(0)),
     "log.local.retention.ms": _d(_L, _at_least(-2)),
     "log.local.retention.bytes": _d(_L, _at_least(-2)),
+    "log.remote.copy.lag.ms": _d(_L, _at_least(-1)),
+    "log.remote.copy.lag.bytes": _d(_L, _at_least(-1)),
     # DynamicThreadPool, metrics, SocketServer
     "num.io.threads": _d(_I, _at_least(1)),
     "num.replica.fetchers": _d(_I),
@@ -237,10 +238,10 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "sasl.login.refresh.window.jitter": _listener(_D),
     "sasl.login.refresh.min.period.seconds": _listener(_SH),
     "sasl.login.refresh.buffer.seconds": _listener(_SH),
-    # QuotaConfig.brokerQuotaConfigs
-    "leader.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "follower.replication.throttled.rate": _d(_L, _at_least(0), kafka_config=False),
-    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0), kafka_config=False),
+    # QuotaConfig.brokerQuotaConfigs: KafkaConfig's own since Kafka 4.x (typed LONG, not sensitive, described)
+    "leader.replication.throttled.rate": _d(_L, _at_least(0)),
+    "follower.replication.throttled.rate": _d(_L, _at_least(0)),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _d(_L, _at_least(0)),
 }
 
 _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
@@ -301,10 +302,9 @@ def java_properties_order(names: Iterable[str]) -> list[str]:
     return java.iteration_order(unique, java.concurrent_table_size(len(unique)))
 
 
-def java_set(names: Iterable[str], kind: str = "Set") -> str:
-    """A Scala set's toString, in the order Kafka built it."""
-    ordered = list(names)
-    return f"{kind if len(ordered) <= 4 or kind != 'Set' else 'HashSet'}({', '.join(ordered)})"
+def java_set(names: Iterable[str]) -> str:
+    """A Java set's toString, in the order Kafka built it (Kafka 4.4's DynamicBrokerConfig is Java's)."""
+    return f"[{', '.join(names)}]"
 
 
 # -- checks -------------------------------------------------------------------------------------------
@@ -357,7 +357,7 @@ def validate(props: Mapping[str, str], per_broker: bool) -> None:
     security = [k for k in order if k in SECURITY_CONFIGS]
     if security:
         raise DynamicConfigError(INVALID_REQUEST, "These security configs can be dynamically updated only "
-                                 "per-listener using the listener prefix: " + java_set(security, "HashSet"))
+                                 "per-listener using the listener prefix: " + java_set(security))
     _check_types({k: props[k] for k in order})
     per_broker_only = _per_broker_names(order)
     if per_broker_only and not per_broker:
@@ -383,7 +383,7 @@ def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str 
             props.pop(name, None)
         else:
             if not is_kafka_config(name):
-                raise DynamicConfigError(UNKNOWN_SERVER_ERROR, None)  # Kafka: a failed lookup, NoSuchElementException
+                raise DynamicConfigError(INVALID_CONFIG, f"Unknown config name: {name}")  # Kafka 4.4's words
             if _kafka_type(name) != _T.LIST:
                 verb = "append" if op == APPEND else "subtract"
                 raise DynamicConfigError(INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
@@ -489,6 +489,13 @@ class DynamicBrokerConfig:
         retention_bytes, local_bytes = config["log.retention.bytes"], config["log.local.retention.bytes"]
         if (retention_ms != -1 and local_ms != -2 and (local_ms == -1 or local_ms > retention_ms)) or \
                 (retention_bytes > -1 and local_bytes != -2 and (local_bytes == -1 or local_bytes > retention_bytes)):
+            raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
+        # KIP-1241: a copy lag may not exceed the local retention it resolves against.
+        effective_ms = retention_ms if local_ms == -2 else local_ms
+        effective_bytes = retention_bytes if local_bytes == -2 else local_bytes
+        lag_ms, lag_bytes = config["log.remote.copy.lag.ms"], config["log.remote.copy.lag.bytes"]
+        if (lag_ms > 0 and effective_ms >= 0 and lag_ms > effective_ms) or \
+                (lag_bytes > 0 and effective_bytes >= 0 and lag_bytes > effective_bytes):
             raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration")
 
     def reloaded_listeners(self, new: Config, old: Config | None = None) -> list:

@@ -100,6 +100,15 @@ class InternalTopics:
             if wait_for is not None:
                 await wait_for(lambda image: name in image.topics, 30.0)
 
+    async def ensure_topic(self, name: str, partitions: int, replication_factor: int,
+                           configs: Callable[[list[list[int]]], dict[str, str]]) -> None:
+        """Create another internal topic (tiered storage's __remote_log_metadata) on first use, placed as the
+        coordinator topics are; ``configs`` gets the assignment. Raises ApiError while too few brokers live."""
+        if name in self.metadata.image.topics:
+            return
+        assignment = self._assignment(name, partitions, replication_factor)
+        await self._create(name, assignment, configs(assignment))
+
     async def ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (compacted) on first use."""
         if GROUP_METADATA_TOPIC_NAME in self.metadata.image.topics:

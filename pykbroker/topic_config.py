@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pykbroker.config import CONFIG_DEFS, Config
+from pykbroker.iceberg.config import ICEBERG_TOPIC_CONFIGS, iceberg_config_error, split_topic_configs
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from storage import LogConfig
+from storage.config import validate_remote_storage
 from storage.errors import LogConfigError
 
 __all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries",
@@ -73,6 +75,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                            "Time to wait before deleting a file from the filesystem."),
     "flush.messages": TopicConfigDef(_T.LONG, ("log.flush.interval.messages",),
                                      "Records appended before the log is fsynced."),
+    "errors.deadletterqueue.group.enable": TopicConfigDef(
+        _T.BOOLEAN, (), "Whether share groups may use this topic as their dead-letter queue (KIP-1191)."),
     "flush.ms": TopicConfigDef(_T.LONG, ("log.flush.interval.ms",), "Time after which the log is fsynced."),
     "follower.replication.throttled.replicas": TopicConfigDef(
         _T.LIST, ("follower.replication.throttled.replicas",), "Replicas throttled on the follower side."),
@@ -86,6 +90,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                          "Local time limit with tiered storage (-2: retention.ms)."),
     "max.compaction.lag.ms": TopicConfigDef(_T.LONG, ("log.cleaner.max.compaction.lag.ms",),
                                             "Longest time a record stays uncompacted."),
+    "max.decompressed.message.bytes": TopicConfigDef(
+        _T.INT, ("max.decompressed.message.bytes",), "Largest decompressed size of a single record."),
     "max.message.bytes": TopicConfigDef(_T.INT, ("message.max.bytes",), "Largest record batch size allowed."),
     "message.timestamp.after.max.ms": TopicConfigDef(
         _T.LONG, ("log.message.timestamp.after.max.ms",), "Largest allowed timestamp ahead of the broker's clock."),
@@ -102,6 +108,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "preallocate": TopicConfigDef(_T.BOOLEAN, ("log.preallocate",), "Preallocate segment files."),
     "remote.log.copy.disable": TopicConfigDef(_T.BOOLEAN, (), "Stop copying segments to remote storage."),
     "remote.log.delete.on.disable": TopicConfigDef(_T.BOOLEAN, (), "Delete remote data when tiering is disabled."),
+    "remote.copy.lag.bytes": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.bytes",),
+                                            "Bytes behind the log end before a closed segment is copied (KIP-1241)."),
+    "remote.copy.lag.ms": TopicConfigDef(_T.LONG, ("log.remote.copy.lag.ms",),
+                                         "Age of a closed segment before it is copied to remote storage (KIP-1241)."),
     "remote.storage.enable": TopicConfigDef(_T.BOOLEAN, (), "Tiered storage for this topic."),
     "retention.bytes": TopicConfigDef(_T.LONG, ("log.retention.bytes",), "Largest partition size before deletion."),
     "retention.ms": TopicConfigDef(_T.LONG, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -114,6 +124,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "unclean.leader.election.enable": TopicConfigDef(
         _T.BOOLEAN, ("unclean.leader.election.enable",), "Allow out-of-ISR replicas to become leader."),
 }
+
+# pykbroker's own: the topic written into an Iceberg table (pykbroker.iceberg); the log never sees them.
+TOPIC_CONFIGS.update({name: TopicConfigDef(getattr(_T, spec.type_name), (), spec.doc)
+                      for name, spec in ICEBERG_TOPIC_CONFIGS.items()})
+_ICEBERG_DEFAULTS = {name: spec.default for name, spec in ICEBERG_TOPIC_CONFIGS.items()}
 
 _BROKER_DEFS = {d.name: d for d in CONFIG_DEFS}
 _SENSITIVE_WORDS = ("password", "secret", "sasl.jaas", "ssl.keystore.key", "ssl.keystore.certificate.chain",
@@ -134,19 +149,30 @@ class ConfigEntry:
     synonyms: tuple[tuple[str, str | None, int], ...]
 
 
-def topic_config_error(configs: Mapping[str, str | None]) -> str | None:
-    """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid."""
+def topic_config_error(configs: Mapping[str, str | None], *, defaults: LogConfig | None = None,
+                       remote_storage_system_enable: bool = False,
+                       existing: Mapping[str, str] | None = None) -> str | None:
+    """Kafka's INVALID_CONFIG message for a set of topic configs, or None when they are valid.
+
+    ``defaults`` (the broker's topic defaults): the tiered storage rules are checked on the configs over them, as
+    Kafka's broker does, with ``existing`` the topic's configs before an alteration.
+    """
     nulls = [name for name, value in configs.items() if value is None]
     if nulls:
         return "Null value not supported for topic configs: " + ",".join(nulls)
     for name in configs:
         if name not in TOPIC_CONFIGS and name != "internal.segment.bytes":
             return f"Unknown topic config name: {name}"
+    log_configs, iceberg = split_topic_configs(configs)  # type: ignore[arg-type]
     try:
-        LogConfig.from_properties(configs)  # type: ignore[arg-type]
+        LogConfig.from_properties(log_configs)
+        if defaults is not None:
+            was_remote = (existing or {}).get("remote.storage.enable", "false").strip().lower() == "true"
+            validate_remote_storage(LogConfig.from_properties(log_configs, defaults=defaults),
+                                    system_enabled=remote_storage_system_enable, was_remote_enabled=was_remote)
     except LogConfigError as exc:
         return str(exc)
-    return None
+    return iceberg_config_error(iceberg)
 
 
 Layers = Sequence[tuple[Mapping[str, str], int]]
@@ -181,11 +207,15 @@ def topic_config_entries(layers: Layers | Config, topic_configs: Mapping[str, st
     if isinstance(layers, Config):
         layers = static_layers(layers)
     entries = []
+    # Kafka has no iceberg.* configs: they are described (all of them) only for a topic that sets one.
+    iceberg = any(name in _ICEBERG_DEFAULTS for name in topic_configs)
     for name, spec in sorted(TOPIC_CONFIGS.items()):
+        if name in _ICEBERG_DEFAULTS and not iceberg:
+            continue
         synonyms = _synonyms(layers, spec.synonyms, spec.synonyms[0]) if spec.synonyms else []
         if name in topic_configs:
             synonyms.insert(0, (name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
-        value = topic_configs[name] if name in topic_configs else defaults.get(name)
+        value = topic_configs[name] if name in topic_configs else defaults.get(name, _ICEBERG_DEFAULTS.get(name))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, spec.config_type, False, False, spec.doc,
                                    tuple(synonyms)))
@@ -218,9 +248,16 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
                                           else ConfigType.UNKNOWN)
         entries.append(ConfigEntry(d.name, value, source, config_type, not dynamic(d.name), sensitive, d.doc,
                                    tuple(synonyms)))
+    known = {d.name for d in CONFIG_DEFS}
+    # Dynamic-only properties (the broker quotas: replication throttle rates, the log-dir copy rate) where a layer
+    # sets them, as Kafka 4.4 describes them (its QuotaConfig definitions: typed, not sensitive, dynamic).
+    for name in sorted({n for values, _ in layers for n in values if n not in known and dynamic(n) and type_of(n)}):
+        synonyms = _synonyms(layers, synonyms_of(name), name)
+        entries.append(ConfigEntry(name, synonyms[0][1] if synonyms else None, synonyms[0][2] if synonyms
+                                   else ConfigSource.DEFAULT_CONFIG, type_of(name) or ConfigType.UNKNOWN, False,
+                                   False, None, tuple(synonyms)))
     # Listener-prefixed properties set in some layer: Kafka describes them from its originals, read-only (they are
     # not among AllDynamicConfigs), typed and synonymed as the property they override.
-    known = {d.name for d in CONFIG_DEFS}
     for name in sorted({n for values, _ in layers for n in values if n.startswith("listener.name.") and n not in known}):
         base = name.split(".", 3)[3] if name.count(".") >= 3 else name
         kafka_key = KAFKA_BROKER_CONFIGS.get(base)

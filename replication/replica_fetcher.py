@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from replication.broker_client import BrokerClient, BrokerConnectionError
@@ -48,7 +48,7 @@ MAX_EPOCH = 2**31 - 1
 Position = tuple[int, int, int, int]
 UNFETCHED: Position = (-1, -1, -1, -1)  # a session entry to name again in the next fetch
 LIST_OFFSETS_VERSION = 7
-EARLIEST, LATEST = -2, -1
+EARLIEST, LATEST, EARLIEST_LOCAL = -2, -1, -4
 TopicPartition = tuple[str, int]
 THROTTLE_RECHECK_S = 0.1  # how soon a partition left out by a spent throttle is considered again
 
@@ -70,9 +70,12 @@ class ReplicaFetcher:
 
     def __init__(self, node_id: int, leader_id: int, client: BrokerClient,
                  partition_lookup: Callable[[str, int], Partition | None], config: FetcherConfig,
-                 quota: ReplicationQuota | None = None) -> None:
+                 quota: ReplicationQuota | None = None,
+                 remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None) -> None:
         self.node_id = node_id
         self.quota = quota
+        # Tiered storage: restores the leader epochs and producer state of the data only remote (KIP-405).
+        self.remote_aux_state = remote_aux_state
         self.leader_id = leader_id
         self.client = client
         self._partition = partition_lookup
@@ -271,6 +274,9 @@ class ReplicaFetcher:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(tp, p)
             return
+        if code == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
+            await self._handle_moved_to_tiered_storage(tp, p)
+            return
         log.info("%s-%d: leader %d answered %s; waiting %d ms for new metadata", tp[0], tp[1], self.leader_id,
                  ErrorCode(code).name, self.config.backoff_ms)
         # Forgotten while it waits, named again after, whatever its position (as Kafka's fetcher, which leaves a
@@ -304,11 +310,31 @@ class ReplicaFetcher:
                             tp[0], tp[1], leader_start, own_end)
                 p.log.truncate_fully_and_start_at(leader_start)
 
-    async def _leader_offset(self, tp: TopicPartition, p: Partition, timestamp: int) -> int | None:
+    async def _handle_moved_to_tiered_storage(self, tp: TopicPartition, p: Partition) -> None:
+        """KIP-405: the offset is only in the leader's remote storage. The follower starts at the leader's local
+        log start offset, with its log start offset the leader's (what is below is remote, for both)."""
+        local_start = await self._leader_offset(tp, p, EARLIEST_LOCAL, version=8)
+        leader_start = await self._leader_offset(tp, p, EARLIEST)
+        if local_start is None or leader_start is None:
+            self._delay([tp], self.config.backoff_ms / 1000)
+            return
+        log.info("%s-%d: offsets below %d are in remote storage; this replica starts there (log start offset %d)",
+                 tp[0], tp[1], local_start, leader_start)
+        p.log.truncate_fully_and_start_at(local_start)
+        p.log.set_log_start_offset_from_remote(leader_start)
+        if self.remote_aux_state is not None:
+            try:
+                await self.remote_aux_state(p, local_start)
+            except Exception as exc:  # noqa: BLE001 - the store unreachable: the replica goes on without it
+                log.warning("%s-%d: leader epochs and producer state of the remote data not restored: %s", tp[0],
+                            tp[1], exc)
+
+    async def _leader_offset(self, tp: TopicPartition, p: Partition, timestamp: int,
+                             version: int = LIST_OFFSETS_VERSION) -> int | None:
         request = ListOffsetsRequest(replica_id=self.node_id, isolation_level=0, topics=[ListOffsetsTopic(
             name=tp[0], partitions=[ListOffsetsPartition(partition_index=tp[1], current_leader_epoch=p.leader_epoch,
                                                          timestamp=timestamp)])])
-        response = await self.client.request(request, LIST_OFFSETS_VERSION, ListOffsetsResponse)
+        response = await self.client.request(request, max(version, LIST_OFFSETS_VERSION), ListOffsetsResponse)
         answer = response.topics[0].partitions[0]
         if answer.error_code != ErrorCode.NONE:
             log.info("%s-%d: leader %d answered ListOffsets with %s", tp[0], tp[1], self.leader_id,
@@ -330,6 +356,7 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
+        self.remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None  # set with tiered storage
 
     def follow(self, topic: str, partition: int, leader_id: int) -> None:
         """Fetch ``topic-partition`` from ``leader_id`` (moving it from its previous leader's fetcher)."""
@@ -349,7 +376,8 @@ class ReplicaFetcherManager:
         if fetcher is None or (fetcher.client.host, fetcher.client.port) != endpoint:
             fetcher = ReplicaFetcher(self.node_id, leader_id, BrokerClient(
                 leader_id, endpoint[0], endpoint[1], client_id=f"broker-{self.node_id}-fetcher-{leader_id}",
-                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota)
+                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota,
+                self.remote_aux_state)
             old = self.fetchers.pop(leader_id, None)
             if old is not None:
                 fetcher.add_partitions(list(old.partitions))

@@ -31,6 +31,7 @@ from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
 from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError, release_records
+from storage.errors import OffsetMovedToTieredStorageError
 from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
@@ -74,6 +75,7 @@ class FetchedPartition:
     error_code: int = ErrorCode.NONE
     read: ReadResult | None = None
     preferred_read_replica: int = -1  # KIP-392: the replica the consumer should fetch from instead (-1: here)
+    remote_pending: bool = False  # the offset is only in remote storage: read by ReplicaManager.fetch
 
     @property
     def size(self) -> int:
@@ -100,6 +102,7 @@ class LogDirInfo:
     replicas: list[ReplicaLogInfo] = field(default_factory=list)
     total_bytes: int = -1
     usable_bytes: int = -1
+    is_cordoned: bool = False
 
 
 # Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
@@ -207,6 +210,9 @@ class ReplicaManager:
         self.leader_quota = leader_quota
         self.replica_selector = replica_selector
         self.broker_racks = broker_racks
+        # Tiered storage (KIP-405): reads of offsets only in remote storage (None: remote.log.storage.system.enable
+        # is off, and such reads answer OFFSET_MOVED_TO_TIERED_STORAGE).
+        self.remote_log_manager: Any = None
         self.watchers = PartitionWatchers()
         self.alter_log_dirs = ReplicaAlterLogDirsManager(log_manager, self.get_partition,
                                                          on_swapped=lambda t, p: self.watchers.notify((t, p)),
@@ -374,7 +380,7 @@ class ReplicaManager:
                 out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
-                                  st.f_bavail * st.f_frsize))
+                                  st.f_bavail * st.f_frsize, log_dir in lm.cordoned_log_dirs))
         return out
 
     # -- produce -------------------------------------------------------------------------------------
@@ -509,6 +515,13 @@ class ReplicaManager:
             except PartitionError as exc:
                 out.append(FetchedPartition(fp, exc.code))
                 continue
+            except OffsetMovedToTieredStorageError as exc:
+                if from_follower or self.remote_log_manager is None:  # followers are told (KIP-405)
+                    out.append(FetchedPartition(fp, exc.error_code))
+                else:
+                    out.append(FetchedPartition(fp, ErrorCode.NONE, remote_pending=True))
+                    remaining = 0  # the remote read takes what is left of max_bytes
+                continue
             except Exception as exc:
                 code, _ = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
@@ -553,6 +566,9 @@ class ReplicaManager:
         keys = [(fp.topic, fp.partition) for fp in wanted]
         while True:
             result = self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
+            if any(r.remote_pending for r in result):
+                await self._read_remote(result, max_bytes, read_committed)
+                return result
             total = sum(r.size for r in result)
             if (total >= min_bytes or any(r.error_code or r.preferred_read_replica >= 0 for r in result)
                     or not wanted or self._closing):
@@ -562,6 +578,45 @@ class ReplicaManager:
                 return result
             if not await self.watchers.wait(keys, remaining):
                 return self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
+
+    async def _read_remote(self, result: list[FetchedPartition], max_bytes: int, read_committed: bool) -> None:
+        """Fill the partitions whose fetch offset is only in remote storage (in a thread: object-store I/O), as
+        Kafka's DelayedRemoteFetch answers at once with what the remote read found."""
+        rlm = self.remote_log_manager
+        assert rlm is not None
+        budget = max_bytes - sum(r.size for r in result)
+        for r in result:
+            if not r.remote_pending:
+                continue
+            r.remote_pending = False
+            fp = r.request
+            p = self.partitions.get((fp.topic, fp.partition))
+            if p is None:
+                r.error_code = self._not_hosted_error((fp.topic, fp.partition))
+                continue
+            log_ = p.log
+            hw, lso, start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
+            limit = lso if read_committed else hw
+            try:
+                records, aborted = await asyncio.to_thread(rlm.read, p, fp.fetch_offset,
+                                                           min(fp.max_bytes, max(budget, 0)), limit,
+                                                           budget == max_bytes, read_committed)
+            except Exception as exc:  # noqa: BLE001 - an unreachable store is the client's retriable error
+                log.warning("remote read of %s-%d at %d failed: %s", fp.topic, fp.partition, fp.fetch_offset, exc)
+                r.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            budget -= len(records)
+            r.read = ReadResult(records, hw, lso, start, aborted)
+
+    async def remote_offset_for_timestamp(self, p: Partition, timestamp: int) -> tuple[int, int, int] | None:
+        """ListOffsets of a timestamp >= 0 on a tiered partition: its answer from the remote segments (read in a
+        thread), None when they have none (or the topic is not tiered): the local segments answer then."""
+        rlm = self.remote_log_manager
+        if rlm is None or timestamp < 0 or not p.log.remote_log_enabled \
+                or p.log.local_log_start_offset == p.log.log_start_offset:
+            return None
+        found = await asyncio.to_thread(rlm.find_offset_by_timestamp, p, timestamp)
+        return None if found is None else (found.timestamp, found.offset, found.leader_epoch)
 
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)

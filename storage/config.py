@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.errors import LogConfigError
+from storage.errors import InvalidTopicConfigError, LogConfigError
 from wire import TimestampType
 
-__all__ = ["LogConfig", "LONG_MAX", "TOPIC_CONFIG_NAMES"]
+__all__ = ["LogConfig", "LONG_MAX", "TOPIC_CONFIG_NAMES", "validate_remote_storage"]
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -67,6 +67,10 @@ class LogConfig:
     local_retention_bytes: int = -2
     remote_log_copy_disable: bool = False
     remote_log_delete_on_disable: bool = False
+    remote_copy_lag_ms: int = 0
+    remote_copy_lag_bytes: int = 0
+    max_decompressed_message_bytes: int = 2147483639
+    errors_deadletterqueue_group_enable: bool = False
     # Kafka's testing-only override of segment.bytes (which must be >= 1 MiB): small segments in tests.
     internal_segment_bytes: int | None = field(default=None)
 
@@ -94,6 +98,26 @@ class LogConfig:
         if self.compact and self.max_compaction_lag_ms > 0:
             return min(self.max_compaction_lag_ms, self.segment_ms)
         return self.segment_ms
+
+    @property
+    def local_retention_ms_effective(self) -> int:
+        """local.retention.ms, with -2 meaning retention.ms (what the local tier keeps of a tiered topic)."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def local_retention_bytes_effective(self) -> int:
+        """local.retention.bytes, with -2 meaning retention.bytes."""
+        return self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
+
+    @property
+    def remote_copy_lag_ms_effective(self) -> int:
+        """remote.copy.lag.ms, with -1 meaning the effective local.retention.ms (KIP-1241)."""
+        return self.local_retention_ms_effective if self.remote_copy_lag_ms == -1 else self.remote_copy_lag_ms
+
+    @property
+    def remote_copy_lag_bytes_effective(self) -> int:
+        """remote.copy.lag.bytes, with -1 meaning the effective local.retention.bytes (KIP-1241)."""
+        return self.local_retention_bytes_effective if self.remote_copy_lag_bytes == -1 else self.remote_copy_lag_bytes
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -245,7 +269,55 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "local.retention.bytes": ("local_retention_bytes", _long(-2)),
     "remote.log.copy.disable": ("remote_log_copy_disable", _bool),
     "remote.log.delete.on.disable": ("remote_log_delete_on_disable", _bool),
+    "remote.copy.lag.ms": ("remote_copy_lag_ms", _long(-1)),
+    "remote.copy.lag.bytes": ("remote_copy_lag_bytes", _long(-1)),
+    "max.decompressed.message.bytes": ("max_decompressed_message_bytes", _int(1, 2147483639)),
+    "errors.deadletterqueue.group.enable": ("errors_deadletterqueue_group_enable", _bool),
     "internal.segment.bytes": ("internal_segment_bytes", _int(1)),
 }
 
 TOPIC_CONFIG_NAMES: tuple[str, ...] = tuple(sorted(_SPECS))
+
+
+def validate_remote_storage(config: LogConfig, *, system_enabled: bool, was_remote_enabled: bool) -> None:
+    """Kafka 4.4's LogConfig.validateTopicLogConfigValues for tiered storage (its checks, order and words).
+
+    ``config`` is the topic's configs over the broker's defaults; ``was_remote_enabled`` whether the topic had
+    remote.storage.enable=true before this change. Raises LogConfigError (INVALID_CONFIG).
+    """
+    if not config.remote_storage_enable:
+        if was_remote_enabled and not config.remote_log_delete_on_disable:
+            raise InvalidTopicConfigError(
+                "It is invalid to disable remote storage without deleting remote data. If you want to keep the "
+                "remote data and turn to read only, please set `remote.storage.enable=true,"
+                "remote.log.copy.disable=true`. If you want to disable remote storage and delete all remote data, "
+                "please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+        return
+    if not system_enabled:
+        raise InvalidTopicConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                                      "configured with remote log storage.")
+    if config.cleanup_policy and config.cleanup_policy != (CLEANUP_POLICY_DELETE,):
+        raise InvalidTopicConfigError("Remote log storage only supports topics with cleanup.policy=delete or "
+                                      "cleanup.policy being an empty list.")
+    for kind, total, local in (("bytes", config.retention_bytes, config.local_retention_bytes),
+                               ("ms", config.retention_ms, config.local_retention_ms)):
+        if total > -1 and local != -2:
+            if local == -1:
+                raise LogConfigError(f"local.retention.{kind}", local,
+                                     f"Value must not be -1 as retention.{kind} value is set as {total}.")
+            if local > total:
+                raise LogConfigError(f"local.retention.{kind}", local,
+                                     f"Value must not be more than retention.{kind} property value: {total}")
+    if config.remote_log_copy_disable:
+        for kind, total, local in (("bytes", config.retention_bytes, config.local_retention_bytes),
+                                   ("ms", config.retention_ms, config.local_retention_ms)):
+            if local != -2 and local != total:
+                raise InvalidTopicConfigError(
+                    f"When `remote.log.copy.disable` is set to true, the `local.retention.{kind}` and "
+                    f"`retention.{kind}` must be set to the identical value because there will be no more logs "
+                    "copied to the remote storage.")
+    for kind, lag, local in (("ms", config.remote_copy_lag_ms, config.local_retention_ms_effective),
+                             ("bytes", config.remote_copy_lag_bytes, config.local_retention_bytes_effective)):
+        if lag > 0 and local >= 0 and lag > local:
+            raise LogConfigError(f"remote.copy.lag.{kind}", lag,
+                                 f"Value must not exceed local.retention.{kind} (effective value: {local})")

@@ -14,6 +14,8 @@ __all__ = [
     "CorruptSnapshotError",
     "DuplicateSequenceError",
     "InvalidProducerEpochError",
+    "InvalidTopicConfigError",
+    "OffsetMovedToTieredStorageError",
     "InvalidRecordError",
     "InvalidTimestampError",
     "InvalidTxnStateError",
@@ -50,6 +52,13 @@ class OffsetOutOfRangeError(StorageError):
     """A fetch or lookup offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
 
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class OffsetMovedToTieredStorageError(StorageError):
+    """A fetch offset below the local log start that only remote storage holds (OFFSET_MOVED_TO_TIERED_STORAGE);
+    the replica manager reads it from there for consumers, followers are told."""
+
+    error_code = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
 
 
 class RecordTooLargeError(StorageError):
@@ -132,6 +141,15 @@ class LogConfigError(StorageError, ValueError):
         super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
+
+
+class InvalidTopicConfigError(LogConfigError):
+    """A topic config combination Kafka refuses with a message of its own (no "Invalid value ..." prefix)."""
+
+    def __init__(self, message: str) -> None:  # noqa: D107 - the message is the whole error
+        StorageError.__init__(self, message)
+        self.name = ""
+        self.value = None
 
 
 class CorruptIndexError(StorageError):

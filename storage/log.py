@@ -46,9 +46,11 @@ from storage.config import LogConfig
 from storage.errors import (
     InconsistentTopicIdError,
     KafkaStorageError,
+    OffsetMovedToTieredStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
 )
+from storage.file_records import atomic_write
 from storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from storage.local_log import FetchDataInfo, LocalLog
 from storage.log_dir_failure import LogDirFailureChannel
@@ -77,7 +79,8 @@ log = logging.getLogger("storage.log")
 flush_observer: Callable[[float], None] | None = None
 
 __all__ = ["Log", "LogAppendInfo", "DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX", "STRAY_DIR_SUFFIX", "future_dir_name", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
-           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "parse_topic_partition_name",
+           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "EARLIEST_PENDING_UPLOAD_TIMESTAMP",
+           "parse_topic_partition_name",
            "topic_partition_dir_name"]
 
 # ListOffsets special timestamps (Kafka's ListOffsetsRequest)
@@ -86,6 +89,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 _LONG_MAX = (1 << 63) - 1
 
 
@@ -173,6 +177,14 @@ class Log:
         self.partition_metadata_file = PartitionMetadataFile(os.path.join(directory, PARTITION_METADATA_FILE))
         self.topic_id = topic_id
         self._log_start_offset = log_start_offset
+        # Tiered storage (KIP-405): the local segments start here; [log_start_offset, local_log_start_offset) is
+        # only in remote storage. The remote log manager tells the log what is copied (highest_offset_in_remote_
+        # storage, -1: nothing) and where the remote data starts (set_log_start_offset_from_remote).
+        self._local_log_start_offset = log_start_offset
+        self.highest_offset_in_remote_storage = -1
+        # The log start offset of the checkpoint this log was opened with (recovery raises the start to the first
+        # local segment; the remote log manager lowers it again, to no less than this).
+        self.checkpointed_log_start_offset = log_start_offset
         self._high_watermark = min(max(high_watermark, log_start_offset), local_log.log_end_offset)
         self._truncations = 0  # bumped by every truncation: a flush started before one must not move the recovery point
         self._flush_pending = False
@@ -209,6 +221,7 @@ class Log:
         log_ = cls(directory, config, local, log_start_offset=loaded.log_start_offset, producer_state=producer_state,
                    leader_epoch_cache=epoch_cache, high_watermark=high_watermark, scheduler=scheduler, time_ms=time_ms,
                    failure_channel=failure_channel, topic_id=topic_id)
+        log_.checkpointed_log_start_offset = log_start_offset
         if topic_id is not None:
             log_.assign_topic_id(topic_id)
         elif log_.partition_metadata_file.exists():
@@ -258,7 +271,52 @@ class Log:
 
     @property
     def local_log_start_offset(self) -> int:
-        return self._log_start_offset
+        return max(self._local_log_start_offset, self._log_start_offset)
+
+    @property
+    def remote_log_enabled(self) -> bool:
+        """remote.storage.enable: older segments are copied to remote storage and read back from there."""
+        return self.config.remote_storage_enable and not self.is_future
+
+    @property
+    def remote_log_enabled_and_copy_enabled(self) -> bool:
+        return self.remote_log_enabled and not self.config.remote_log_copy_disable
+
+    def set_log_start_offset_from_remote(self, offset: int) -> None:
+        """Remote storage holds data from ``offset``: the log starts there, before its local segments (a restart
+        or a new replica learns it from the remote log metadata). Never above the local start."""
+        with self.lock:
+            offset = min(offset, self.local_log_start_offset)
+            if offset != self._log_start_offset:
+                self._local_log_start_offset = self.local_log_start_offset
+                log.info("log start offset %d from remote storage (local log start offset %d) (%s)", offset,
+                         self._local_log_start_offset, self.name)
+                self._log_start_offset = offset
+
+    def build_remote_log_aux_state(self, epochs: list[tuple[int, int]], producer_snapshot: bytes | None,
+                                   offset: int) -> None:
+        """KIP-405: this replica starts at ``offset`` with what is below only in remote storage; it takes the
+        leader epochs (``(epoch, start offset)`` of the remote leader-epoch checkpoint) and the producer state
+        (the remote producer snapshot as of ``offset``) of that data, as Kafka's follower builds its aux state."""
+        with self.lock:
+            self._check_online()
+            for epoch, start in epochs:
+                if start <= offset:
+                    self.leader_epoch_cache.assign(epoch, start)
+            if producer_snapshot is not None and self.log_end_offset == offset:
+                with self._io("writing a producer snapshot from remote storage"):
+                    atomic_write(self.producer_state.snapshot_path(offset), producer_snapshot)
+                    self.producer_state.reload_from_snapshots(self._log_start_offset, self.time_ms())
+                    self.producer_state.update_map_end_offset(offset)
+
+    def maybe_increment_local_log_start_offset(self, offset: int, reason: str) -> bool:
+        """Local segments below ``offset`` are gone (copied to remote storage, then past local retention)."""
+        with self.lock:
+            if offset <= self.local_log_start_offset:
+                return False
+            log.info("Incremented local log start offset to %d due to %s (%s)", offset, reason, self.name)
+            self._local_log_start_offset = offset
+            return True
 
     @property
     def recovery_point(self) -> int:
@@ -578,6 +636,10 @@ class Log:
         with self.lock:
             self._check_online()
             leo = self.local.log_end_offset
+            if self._log_start_offset <= fetch_offset < self.local_log_start_offset:
+                raise OffsetMovedToTieredStorageError(
+                    f"Offset {fetch_offset} of partition {self.name} is in remote storage (local log start offset "
+                    f"{self.local_log_start_offset})")
             if fetch_offset > leo or fetch_offset < self._log_start_offset:
                 raise OffsetOutOfRangeError(
                     f"Received request for offset {fetch_offset} for partition {self.name}, but we only have log "
@@ -609,22 +671,40 @@ class Log:
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: (timestamp, offset, leader_epoch) for ``target_timestamp``.
 
-        -2 earliest (log start offset), -4 earliest local (the same here), -1 latest (log end offset),
-        -3 the record with the largest timestamp, -5 latest tiered (no tiered storage: None), t >= 0 the
-        first record whose timestamp is >= t (None when there is none).
+        -2 earliest (log start offset), -4 earliest local (the local log start offset), -1 latest (log end
+        offset), -3 the record with the largest timestamp, -5 latest tiered (the highest offset copied to remote
+        storage; -1 without tiered storage), -6 earliest pending upload (KIP-1023: the first offset not copied
+        yet), t >= 0 the first record whose timestamp is >= t in the local segments (None when there is none).
+        An epoch Kafka answers as empty is -1.
         """
         with self.lock:
             self._check_online()
             cache = self.leader_epoch_cache
-            if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            if target_timestamp == EARLIEST_TIMESTAMP:
                 earliest = cache.earliest_entry
                 epoch = earliest[0] if earliest is not None and earliest[1] <= self._log_start_offset else -1
                 return TimestampAndOffset(-1, self._log_start_offset, epoch)
+            if target_timestamp == EARLIEST_LOCAL_TIMESTAMP:
+                offset = self.local_log_start_offset
+                return TimestampAndOffset(-1, offset, self._epoch_or_none(offset))
             if target_timestamp == LATEST_TIMESTAMP:
                 latest = cache.latest_epoch
                 return TimestampAndOffset(-1, self.local.log_end_offset, latest if latest is not None else -1)
             if target_timestamp == LATEST_TIERED_TIMESTAMP:
-                return None
+                if not self.remote_log_enabled:
+                    return TimestampAndOffset(-1, -1, -1)
+                highest = self.highest_offset_in_remote_storage
+                return TimestampAndOffset(-1, highest, self._epoch_or_none(highest))
+            if target_timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
+                if not self.remote_log_enabled:
+                    return TimestampAndOffset(-1, -1, -1)
+                highest = self.highest_offset_in_remote_storage
+                if highest == -1:
+                    if self.local_log_start_offset == self._log_start_offset:  # nothing copied yet
+                        return self.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP)
+                    return TimestampAndOffset(-1, -1, -1)  # copied segments this replica does not know of yet
+                offset = max(highest + 1, self._log_start_offset)
+                return TimestampAndOffset(-1, offset, self._epoch_or_none(offset))
             segments = self.local.segments.snapshot()
             with self._io("searching the log by timestamp"):
                 if target_timestamp == MAX_TIMESTAMP:
@@ -637,6 +717,10 @@ class Log:
                         if found is not None:
                             return found
             return None
+
+    def _epoch_or_none(self, offset: int) -> int:
+        epoch = self.leader_epoch_cache.epoch_for_offset(offset) if offset >= 0 else None
+        return -1 if epoch is None else epoch
 
     def _max_timestamp_entry(self, segments: list) -> TimestampAndOffset | None:
         if not segments or self.local.log_end_offset == self._log_start_offset:
@@ -729,6 +813,7 @@ class Log:
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(new_offset)
         self._log_start_offset = new_offset
+        self._local_log_start_offset = new_offset
         self._high_watermark = new_offset
 
     def _rebuild_producer_state(self, last_offset: int) -> None:

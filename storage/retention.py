@@ -10,6 +10,12 @@ at the first segment that does not qualify:
 * ``retention.ms`` (topics with cleanup.policy delete; -1 = forever): a segment whose largest record
   timestamp (its file's mtime when no record has one) is older than now − retention.ms.
 
+Tiered topics (remote.storage.enable, copying not disabled): retention.ms / retention.bytes govern the whole
+log and are applied to remote segments by the remote log manager; here ``local.retention.ms`` /
+``local.retention.bytes`` apply instead, and only to segments already copied (their last offset at or below
+the highest offset in remote storage), and a deletion moves the local log start offset, not the log start
+offset. An active segment past local retention is rolled so that it can be copied, then deleted.
+
 The active segment counts like any other (Kafka's LocalLog.deletableSegments), unless it is empty; a
 segment qualifies only when every offset in it is below the high watermark (its successor's base offset,
 or the log end offset for the active one). When every segment qualifies, a new active segment is rolled
@@ -49,7 +55,8 @@ def delete_old_segments(log_: Log) -> int:
 
 
 def delete_retention_ms_breached_segments(log_: Log) -> int:
-    retention_ms = log_.config.retention_ms
+    retention_ms = log_.config.local_retention_ms_effective if log_.remote_log_enabled_and_copy_enabled \
+        else log_.config.retention_ms
     if retention_ms < 0:
         return 0
     now = log_.time_ms()
@@ -61,7 +68,8 @@ def delete_retention_ms_breached_segments(log_: Log) -> int:
 
 
 def delete_retention_size_breached_segments(log_: Log) -> int:
-    retention_size = log_.config.retention_bytes
+    retention_size = log_.config.local_retention_bytes_effective if log_.remote_log_enabled_and_copy_enabled \
+        else log_.config.retention_bytes
     size = log_.size_in_bytes
     if retention_size < 0 or size < retention_size:
         return 0
@@ -89,7 +97,9 @@ def _delete_segments(log_: Log, predicate: Predicate, reason: str) -> int:
             return 0
         segments = log_.local.segments.snapshot()
         high_watermark = log_.high_watermark
+        tiered = log_.remote_log_enabled_and_copy_enabled
         deletable: list[LogSegment] = []
+        should_roll = False
         for i, segment in enumerate(segments):
             next_segment = segments[i + 1] if i + 1 < len(segments) else None
             if next_segment is None and segment.size == 0:
@@ -97,7 +107,15 @@ def _delete_segments(log_: Log, predicate: Predicate, reason: str) -> int:
             upper_bound = next_segment.base_offset if next_segment is not None else log_.local.log_end_offset
             if high_watermark < upper_bound or not predicate(segment, next_segment):
                 break
+            if tiered and not (0 < upper_bound and upper_bound - 1 <= log_.highest_offset_in_remote_storage) \
+                    and not (next_segment is not None and log_.log_start_offset >= next_segment.base_offset):
+                should_roll = next_segment is None  # past local retention but active: roll it so it is copied
+                break
             deletable.append(segment)
+        if should_roll:
+            with log_._io("rolling a segment past local retention"):
+                log.info("Rolling the active segment to make it eligible for deletion (%s)", log_.name)
+                log_._roll(None)
         if not deletable:
             return 0
         with log_._io("deleting segments"):
@@ -108,7 +126,9 @@ def _delete_segments(log_: Log, predicate: Predicate, reason: str) -> int:
             if deletable:
                 log_.local.remove_and_delete_segments(deletable, reason=reason)
             first = log_.local.segments.first_segment()
-            if first is not None:
+            if first is not None and tiered:
+                log_.maybe_increment_local_log_start_offset(first.base_offset, "segment deletion")
+            elif first is not None:
                 log_.maybe_increment_log_start_offset(first.base_offset, "segment deletion")
                 log_.producer_state.delete_snapshots_before(first.base_offset)
         return len(deletable)

@@ -6,7 +6,9 @@ dashboards already use. Meters (``...PerSec``) are running counts (the exporter'
 ``rate()``), gauges are values read now, histograms are quantiles of the last samples plus ``_count``.
 
 Not from Kafka's MBeans: consumer-group lag, which Kafka's broker does not export; it has the name the
-widely used kafka_exporter gives it (``kafka_consumergroup_lag{consumergroup, topic, partition}``).
+widely used kafka_exporter gives it (``kafka_consumergroup_lag{consumergroup, topic, partition}``). And
+pykbroker's own, for topics written into Iceberg tables (``pykbroker_iceberg_*``): the table's lag behind
+each partition led here, in records and in seconds, and the commits made.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from pykbroker.metrics import state
@@ -70,7 +72,8 @@ KAFKA_MBEANS: list[tuple[MBean, str]] = [
 ]
 
 # Families served that are not Kafka MBeans (their origin in the module docstring).
-NOT_FROM_JMX = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset")
+NOT_FROM_JMX = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset", "pykbroker_iceberg_lag_records",
+                "pykbroker_iceberg_lag_seconds", "pykbroker_iceberg_commits")
 
 
 def _name(bean: MBean, attribute: str) -> str:
@@ -125,6 +128,8 @@ class BrokerCollector(Collector):
         yield from self._group_metrics()
         yield from self._network_metrics()
         yield from self._quota_metrics()
+        yield from self._remote_log_metrics()
+        yield from self._iceberg_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
@@ -165,6 +170,37 @@ class BrokerCollector(Collector):
                 count.add_metric([api], stats.count)
             yield quantiles
             yield count
+
+    def _remote_log_metrics(self) -> Iterator[Metric]:
+        """Tiered storage (only when remote.log.storage.system.enable is on, as Kafka registers them): the
+        RemoteLogManager's BrokerTopicMetrics meters (all topics), and per topic the bytes in remote storage
+        (RemoteLogSizeBytes) and those not copied yet (RemoteCopyLagBytes: it grows while the store is down)."""
+        rlm = getattr(self.broker, "remote_log_manager", None)
+        if rlm is None:
+            return
+        for meter, value in (("RemoteCopyBytesPerSec", rlm.copy_bytes), ("RemoteCopyRequestsPerSec", rlm.copy_segments),
+                             ("RemoteCopyErrorsPerSec", rlm.copy_failures), ("RemoteFetchBytesPerSec", rlm.fetch_bytes),
+                             ("RemoteFetchRequestsPerSec", rlm.fetch_requests),
+                             ("RemoteFetchErrorsPerSec", rlm.fetch_failures),
+                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments)):
+            c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
+            c.add_metric([], value)
+            yield c
+        sizes: dict[str, int] = {}
+        lags: dict[str, int] = {}
+        for p in list(self.broker.replica_manager.partitions.values()):
+            log_ = p.log
+            if log_ is None or not log_.remote_log_enabled or not p.is_leader:
+                continue
+            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition)
+            highest = log_.highest_offset_in_remote_storage
+            lags[p.topic] = lags.get(p.topic, 0) + sum(
+                s.size for s in log_.segments.snapshot()[:-1] if s.base_offset > highest)
+        for name, values in (("RemoteLogSizeBytes", sizes), ("RemoteCopyLagBytes", lags)):
+            g = self._gauge(MBean("kafka.server", "BrokerTopicMetrics", name, ("topic",)))
+            for topic, value in sorted(values.items()):
+                g.add_metric([topic], value)
+            yield g
 
     def _replica_metrics(self, parts: list[state.PartitionView]) -> Iterator[Metric]:
         rm = "ReplicaManager"
@@ -329,3 +365,23 @@ class BrokerCollector(Collector):
             family = families[quota_type]
             family.add_sample(family.name, labels, sum(recent) / len(recent) if recent else 0.0)
         yield from families.values()
+
+    def _iceberg_metrics(self) -> Iterator[Metric]:
+        service = getattr(self.broker, "iceberg", None)
+        if service is None:
+            return
+        labels = ["topic", "partition"]
+        records = GaugeMetricFamily("pykbroker_iceberg_lag_records", "Stable records of a partition led here not "
+                                    "yet committed to its topic's Iceberg table", labels=labels)
+        seconds = GaugeMetricFamily("pykbroker_iceberg_lag_seconds", "Age of the oldest stable record of a partition "
+                                    "led here not yet committed to its Iceberg table", labels=labels)
+        for (topic, partition), lag in sorted(service.lag().items()):
+            records.add_metric([topic, str(partition)], lag.records)
+            seconds.add_metric([topic, str(partition)], lag.seconds)
+        commits = CounterMetricFamily("pykbroker_iceberg_commits", "Snapshots committed to a topic's Iceberg table by "
+                                      "this broker", labels=["topic"])
+        for topic, translator in sorted(service.translators.items()):
+            commits.add_metric([topic], translator.commits)
+        yield records
+        yield seconds
+        yield commits

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from replication.metadata.acl import AclBinding
-from replication.metadata.features import BOOTSTRAP_FINALIZED
+from replication.metadata.features import BOOTSTRAP_FINALIZED, upgraded_levels
 from replication.metadata.image import (
     BrokerImage,
     MetadataImage,
@@ -139,6 +139,11 @@ class EmbeddedMetadataStore(PublishedImage):
         if "finalized_features" in doc:
             features = {k: int(v) for k, v in doc["finalized_features"].items()}
             features_epoch = int(doc.get("features_epoch", 1))
+            upgraded = upgraded_levels(features)
+            if upgraded is not None:  # written by an earlier pykbroker: the next commit stores the new levels
+                log.info("finalized features upgraded from %s to %s (those of a new Kafka 4.4 cluster)",
+                         features, upgraded)
+                features = upgraded
         self._image = replace(
             self._image,
             offset=int(doc.get("offset", 0)),

@@ -201,17 +201,18 @@ def test_produce_v0_to_v2_are_advertised_and_answered_unsupported_version(broker
     assert_still_serving(broker)
 
 
-def test_api_versions_reports_features_like_kafka_41(broker):
+def test_api_versions_reports_features_like_kafka_44(broker):
     with RawClient(broker.bootstrap) as c:
         v3 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
         v4 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
-    assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 27)]
+    assert [(f.name, f.min_version, f.max_version) for f in v3.supported_features] == [("metadata.version", 7, 33)]
     supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
-    assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (7, 27)
+    assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (7, 33)
     finalized = {f.name: f.max_version_level for f in v4.finalized_features}
-    # As a new Kafka 4.1 cluster (the differential features scenario compares them with Kafka itself).
-    assert finalized == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 27,
-                         "transaction.version": 2}
+    # As a new Kafka 4.4 cluster, less streams.version and share.version 2 (not built; the differential
+    # features scenario compares them with Kafka itself).
+    assert finalized == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 33,
+                         "share.version": 1, "transaction.version": 2}
     assert v4.finalized_features_epoch > 0
 
 

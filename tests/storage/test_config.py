@@ -1,6 +1,6 @@
 import pytest
 
-from storage.config import LONG_MAX, LogConfig
+from storage.config import LONG_MAX, LogConfig, validate_remote_storage
 from storage.errors import LogConfigError
 from wire import TimestampType
 
@@ -67,3 +67,63 @@ def test_internal_segment_bytes_overrides_for_tests():
     c = LogConfig.from_properties({"internal.segment.bytes": "4096"})
     assert c.segment_size == 4096
     assert LogConfig(segment_ms=1000, max_compaction_lag_ms=100, cleanup_policy=("compact",)).max_segment_ms == 100
+
+
+# -- tiered storage (Kafka 4.4's LogConfig.validateTopicLogConfigValues) -------------------------------------
+
+def _tiered_error(props: dict[str, str], *, system: bool = True, was: bool = False) -> str | None:
+    try:
+        validate_remote_storage(LogConfig.from_properties(props), system_enabled=system, was_remote_enabled=was)
+    except LogConfigError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("props, system, was, expected", [
+    ({"remote.storage.enable": "true"}, True, False, None),
+    ({"remote.storage.enable": "true"}, False, False,
+     "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."),
+    ({"remote.storage.enable": "true", "cleanup.policy": "compact"}, True, False,
+     "Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list."),
+    ({"remote.storage.enable": "true", "cleanup.policy": "delete,compact"}, True, False,
+     "Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list."),
+    ({"remote.storage.enable": "true", "retention.bytes": "100", "local.retention.bytes": "-1"}, True, False,
+     "Invalid value -1 for configuration local.retention.bytes: Value must not be -1 as retention.bytes value is "
+     "set as 100."),
+    ({"remote.storage.enable": "true", "retention.bytes": "100", "local.retention.bytes": "200"}, True, False,
+     "Invalid value 200 for configuration local.retention.bytes: Value must not be more than retention.bytes "
+     "property value: 100"),
+    ({"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "2000"}, True, False,
+     "Invalid value 2000 for configuration local.retention.ms: Value must not be more than retention.ms property "
+     "value: 1000"),
+    ({"remote.storage.enable": "true", "remote.log.copy.disable": "true", "retention.ms": "1000",
+      "local.retention.ms": "500"}, True, False,
+     "When `remote.log.copy.disable` is set to true, the `local.retention.ms` and `retention.ms` must be set to "
+     "the identical value because there will be no more logs copied to the remote storage."),
+    ({"remote.storage.enable": "true", "retention.ms": "1000", "remote.copy.lag.ms": "1001"}, True, False,
+     "Invalid value 1001 for configuration remote.copy.lag.ms: Value must not exceed local.retention.ms "
+     "(effective value: 1000)"),
+    ({"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "900",
+      "remote.copy.lag.ms": "-1"}, True, False, None),
+    ({"remote.storage.enable": "false"}, True, True,
+     "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data "
+     "and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to "
+     "disable remote storage and delete all remote data, please set "
+     "`remote.storage.enable=false,remote.log.delete.on.disable=true`."),
+    ({"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"}, True, True, None),
+    ({"remote.storage.enable": "false"}, False, False, None),
+])
+def test_tiered_storage_rules_are_kafkas(props, system, was, expected):
+    assert _tiered_error(props, system=system, was=was) == expected
+
+
+def test_copy_lag_below_minus_one_is_refused():
+    with pytest.raises(LogConfigError, match="remote.copy.lag.bytes"):
+        LogConfig.from_properties({"remote.copy.lag.bytes": "-2"})
+
+
+def test_effective_local_retention_and_copy_lag():
+    c = LogConfig.from_properties({"retention.ms": "5000", "retention.bytes": "100", "remote.copy.lag.ms": "-1",
+                                   "remote.copy.lag.bytes": "-1", "local.retention.bytes": "50"})
+    assert (c.local_retention_ms_effective, c.local_retention_bytes_effective) == (5000, 50)
+    assert (c.remote_copy_lag_ms_effective, c.remote_copy_lag_bytes_effective) == (5000, 50)

@@ -78,7 +78,9 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
     if name not in ctx.metadata.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    message = topic_config_error(new_configs)
+    message = topic_config_error(new_configs, defaults=ctx.broker.default_log_config,
+                                 remote_storage_system_enable=ctx.broker.config["remote.log.storage.system.enable"],
+                                 existing=ctx.metadata.topics[name].configs)
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     if not validate_only:
@@ -197,10 +199,7 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, 
     except group_config.GroupConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        try:
-            await broker.metadata.set_group_configs(group_id, values)
-        except NotImplementedError:  # ZooKeeper mode, as Kafka 3.9: no GROUP config resources
-            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {GROUP}"
+        await broker.metadata.set_group_configs(group_id, values)
         log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
     return ErrorCode.NONE, None
 

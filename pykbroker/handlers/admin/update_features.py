@@ -1,6 +1,6 @@
 """UpdateFeatures v0-2 (KIP-584, ``kafka-features upgrade|downgrade``): change the finalized feature levels.
 
-Validated as Kafka 4.1's controller does (``replication.metadata.features.apply_updates``), all or nothing: a refused
+Validated as Kafka 4.4's controller does (``replication.metadata.features.apply_updates``), all or nothing: a refused
 update fails the request with INVALID_UPDATE_VERSION and "The update failed for all features since the
 following feature had an error: ...". On success v0 and v1 list every feature (message "NONE", as
 Kafka's controller writes it); v2 lists none.
@@ -40,7 +40,9 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
     updates = [FeatureUpdate(u.feature, u.max_version_level, u.upgrade_type if ctx.api_version >= 1 else 1)
                for u in request.feature_updates]
     try:
-        levels = apply_updates(store.image.finalized_features, updates)
+        # Kafka names its active controller; a cluster's is the ZooKeeper controller, a single node is its own.
+        controller_id = ctx.metadata.controller_id if ctx.metadata.controller_id >= 0 else ctx.broker.node_id
+        levels = apply_updates(store.image.finalized_features, updates, controller_id)
     except FeatureUpdateError as exc:
         log.warning("UpdateFeatures refused (%s): %s", ctx.describe(), exc)
         return UpdateFeaturesResponse(error_code=exc.code, error_message=FAILED_PREFIX + str(exc), results=[])

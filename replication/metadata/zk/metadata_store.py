@@ -7,6 +7,8 @@ What lives where (znode classes in ``replication.metadata.zk.znodes``):
 - topics: ``/brokers/topics/<t>`` (assignment and topic id), ``.../partitions/<p>/state`` (leader, ISR, epochs;
   the znode version is the partition epoch) and ``/config/topics/<t>`` (its configs, ``{}`` when none);
 - dynamic broker configs: ``/config/brokers/<id>`` and ``/config/brokers/<default>``;
+- group configs (KIP-848's GROUP resources, which Kafka keeps only in KRaft): ``/config/groups/<group id>``
+  (sanitized), in the same form and with the same change notifications as the other entities;
 - client quotas: ``/config/users/<u>``, ``/config/clients/<c>``, ``/config/users/<u>/clients/<c>``,
   ``/config/ips/<ip>`` (``<default>`` for default entities, names sanitized), values as Kafka writes them
   (LONG/INT quotas as integers, DOUBLE ones as Java doubles: ``50.0``);
@@ -14,7 +16,9 @@ What lives where (znode classes in ``replication.metadata.zk.znodes``):
   ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``; the image holds them as
   ``ScramCredential`` (the salted password is not kept, as in Kafka);
 - every config write is followed by a ``/config/changes/config_change_<seq>`` notification naming the entity;
-- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka.
+- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka. The first
+  broker to start creates it with the levels a new Kafka 4.4 cluster finalizes (``features.BOOTSTRAP_FINALIZED``);
+  a cluster created by an earlier pykbroker is moved to them at start-up (``features.upgraded_levels``).
 
 How the image stays current: the topic list, each topic znode, each partition state, the broker list,
 ``/controller`` and ``/feature`` are watched; config entities are reread when a change notification names
@@ -45,6 +49,7 @@ from types import MappingProxyType
 from typing import Any
 
 from replication.metadata.credentials import ScramCredential, credential_from_salted_password
+from replication.metadata.features import BOOTSTRAP_FINALIZED, upgraded_levels
 from replication.metadata.image import (
     BrokerImage,
     Endpoint,
@@ -92,6 +97,7 @@ __all__ = ["CHANGE_EXPIRATION_MS", "ZooKeeperMetadataStore", "java_double_string
            "quota_entity_path", "quota_value_string", "scram_credential_string"]
 
 SCRAM_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+GROUPS = "groups"  # the config entity type of GROUP resources
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -256,6 +262,7 @@ class ZooKeeperMetadataStore(PublishedImage):
             await self.zk.ensure_path(path)
         cluster_id = await get_or_create_cluster_id(self.zk)
         self._image = replace(self._image, cluster_id=cluster_id)
+        await self._finalize_features()
         self.zk.on_new_session(self._reload)
         await self._reload()
 
@@ -438,6 +445,10 @@ class ZooKeeperMetadataStore(PublishedImage):
         broker_configs: dict[str, Mapping[str, str]] = {}
         quotas: dict[frozenset, Mapping[str, float]] = {}
         credentials: dict[str, Mapping[int, ScramCredential]] = {}
+        group_configs: dict[str, Mapping[str, str]] = {}
+        for group in await self.zk.get_children(f"/config/{GROUPS}") or []:
+            found = await self.zk.get(ConfigEntityZNode.path(GROUPS, group))
+            _apply_group(group, ConfigEntityZNode.decode(found[0]) if found is not None else {}, group_configs)
         entities = [("brokers", c) for c in await self.zk.get_children("/config/brokers") or []]
         entities += [("clients", c) for c in await self.zk.get_children("/config/clients") or []]
         entities += [("ips", c) for c in await self.zk.get_children("/config/ips") or []]
@@ -450,7 +461,7 @@ class ZooKeeperMetadataStore(PublishedImage):
             config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
             _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
         return {"broker_configs": _frozen(broker_configs), "client_quotas": _frozen(quotas),
-                "scram_credentials": _frozen(credentials)}
+                "scram_credentials": _frozen(credentials), "group_configs": _frozen(group_configs)}
 
     async def _load_entity(self, config_type: str, entity_path: str) -> None:
         """Reread one config entity into a new image."""
@@ -464,6 +475,11 @@ class ZooKeeperMetadataStore(PublishedImage):
             topic = replace(topic, configs=config)
             self._publish(topics=_frozen({**image.topics, topic.name: topic}),
                           topics_by_id=_frozen({**image.topics_by_id, topic.topic_id: topic}))
+            return
+        if config_type == GROUPS:
+            group_configs = dict(image.group_configs)
+            _apply_group(entity_path, config, group_configs)
+            self._publish(group_configs=_frozen(group_configs))
             return
         broker_configs, quotas = dict(image.broker_configs), dict(image.client_quotas)
         credentials = dict(image.scram_credentials)
@@ -505,6 +521,27 @@ class ZooKeeperMetadataStore(PublishedImage):
             features, epoch = await self._read_features()
             self._publish(finalized_features=features, features_epoch=epoch)
         self._in_task(load)
+
+    async def _finalize_features(self) -> None:
+        """Create ``/feature`` at a new cluster's levels, or move an earlier pykbroker's levels up to them
+        (conditional writes: brokers starting together agree on one result)."""
+        while True:
+            found = await self.zk.get(FeatureZNode.path)
+            try:
+                if found is None:
+                    await self.zk.create(FeatureZNode.path, FeatureZNode.encode(BOOTSTRAP_FINALIZED))
+                    log.info("finalized features of the new cluster: %s", dict(BOOTSTRAP_FINALIZED))
+                    return
+                current = dict(FeatureZNode.decode(found[0]).features)
+                upgraded = upgraded_levels(current)
+                if upgraded is None:
+                    return
+                await self.zk.set(FeatureZNode.path, FeatureZNode.encode(upgraded), found[1].version)
+                log.info("finalized features upgraded from %s to %s (those of a new Kafka 4.4 cluster)",
+                         current, upgraded)
+                return
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker wrote it first: look again
 
     async def _read_features(self) -> tuple[Mapping[str, int], int]:
         """Finalized features and their epoch (the /feature znode version, as Kafka's feature cache)."""
@@ -655,8 +692,8 @@ class ZooKeeperMetadataStore(PublishedImage):
             await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, _replaced_by(configs))
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
-        """Kafka 3.9's ZooKeeper mode has no GROUP config resources (they came with KRaft and KIP-848)."""
-        raise NotImplementedError("group configs are not stored in ZooKeeper")
+        """Replace a GROUP resource's configs (none left: the entity is emptied, as Kafka deletes them)."""
+        await self._write_entity(GROUPS, sanitize(group_id), _replaced_by(configs))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; other keys of the znode (a user's SCRAM
@@ -733,6 +770,15 @@ def _states_written(image: MetadataImage, name: str, partitions: int) -> bool:
     topic = image.topics.get(name)
     return topic is not None and len(topic.partitions) >= partitions and all(
         p.leader >= 0 or p.isr for p in topic.partitions)
+
+
+def _apply_group(entity_path: str, config: Mapping[str, str], group_configs: dict) -> None:
+    """Fold one ``/config/groups/<group>`` znode into the image's group configs."""
+    group_id = desanitize(entity_path)
+    if config:
+        group_configs[group_id] = _frozen(config)
+    else:
+        group_configs.pop(group_id, None)
 
 
 def _apply_entity(config_type: str, entity_path: str, config: Mapping[str, str],

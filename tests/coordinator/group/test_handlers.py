@@ -52,7 +52,7 @@ class LocalTransactionCoordinator:
 
 class FakeBroker:
     node_id = 1
-    share_groups_enabled = False  # share.version is not finalized on a new cluster
+    share_groups_enabled = False  # as with share.version disabled
 
     def __init__(self, coordinator) -> None:
         self.group_coordinator = coordinator

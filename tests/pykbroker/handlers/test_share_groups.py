@@ -47,9 +47,10 @@ def broker(tmp_path_factory):
         yield b
 
 
-def enable(c: RawClient) -> None:
+def enable(c: RawClient, level: int = 1) -> None:
+    """Finalize share.version at ``level`` (1 on a new cluster, as Kafka 4.2+; 0 turns share groups off)."""
     r = c.request(UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[
-        FeatureUpdateKey(feature="share.version", max_version_level=1, upgrade_type=1)]), 1)
+        FeatureUpdateKey(feature="share.version", max_version_level=level, upgrade_type=1 if level else 2)]), 1)
     assert r.error_code == ErrorCode.NONE
 
 
@@ -98,8 +99,9 @@ def acquired(response) -> list[tuple[int, int, int]]:
             for a in p.acquired_records]
 
 
-def test_share_apis_are_advertised_but_refused_until_share_version_is_finalized(tmp_path):
+def test_share_apis_are_refused_while_share_version_is_not_finalized(tmp_path):
     with BrokerProcess(tmp_path) as b, RawClient(b.bootstrap) as c:
+        enable(c, 0)  # a new cluster finalizes share.version 1, as Kafka 4.2+: disabled, share groups are off
         r = c.request(ShareGroupHeartbeatRequest(group_id="g", member_id="m" * 22, member_epoch=0,
                                                  subscribed_topic_names=["t"]), 1)
         assert r.error_code == ErrorCode.UNSUPPORTED_VERSION

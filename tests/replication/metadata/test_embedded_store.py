@@ -47,14 +47,14 @@ def test_the_image_survives_a_reopen(tmp_path):
     run(store.set_broker_configs({"": {"log.retention.ms": "5"}}))
     run(store.alter_client_quotas([(frozenset({("user", "u")}), {"producer_byte_rate": 10.0})]))
     run(store.alter_scram_credentials([], [("u", 1, 4096, b"salt", b"pw")]))
-    run(store.set_finalized_features({"metadata.version": 27}))
+    run(store.set_finalized_features({"metadata.version": 33}))
     image = EmbeddedMetadataStore(tmp_path, node_id=1).image
     assert image.offset == store.image.offset == 5 and image.features_epoch == 5
     assert image.topics["a"] == topic and image.topics_by_id[topic.topic_id].name == "a"
     assert dict(image.broker_configs[""]) == {"log.retention.ms": "5"}
     assert dict(image.client_quotas[frozenset({("user", "u")})]) == {"producer_byte_rate": 10.0}
     assert image.scram_credentials["u"][1] == (4096, b"salt".hex(), b"pw".hex())
-    assert dict(image.finalized_features) == {"metadata.version": 27}
+    assert dict(image.finalized_features) == {"metadata.version": 33}
 
 
 def test_a_partition_state_change_commits_only_from_the_epoch_it_was_made_from(tmp_path):

@@ -16,6 +16,7 @@ import pytest
 
 from pykbroker.testing import ZooKeeperProcess
 from replication.metadata.credentials import ScramCredential, credential_from_salted_password
+from replication.metadata.features import BOOTSTRAP_FINALIZED
 from replication.metadata.image import BrokerImage, Endpoint, PartitionState
 from replication.metadata.zk.client import ZooKeeperClient
 from replication.metadata.zk.metadata_store import (
@@ -24,7 +25,7 @@ from replication.metadata.zk.metadata_store import (
     quota_entity_path,
     scram_credential_string,
 )
-from replication.metadata.zk.znodes import TopicPartitionStateZNode, TopicZNode
+from replication.metadata.zk.znodes import FeatureZNode, TopicPartitionStateZNode, TopicZNode
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "kafka_3_9_1_znodes.json").read_text())
@@ -65,6 +66,31 @@ async def two_brokers(zk_server, with_controller: bool = False):
 async def close(*stores):
     for s in stores:
         await s.zk.close()
+
+
+def test_a_new_cluster_finalizes_kafka_4_4_levels_and_an_earlier_one_is_upgraded_at_start(zk_server, caplog):
+    async def scenario() -> None:
+        a, b = await two_brokers(zk_server)
+        try:
+            assert dict(a.finalized_features) == dict(b.finalized_features) == BOOTSTRAP_FINALIZED
+            assert a.features_epoch == b.features_epoch == 0  # created once, by the first broker
+            # As an earlier pykbroker left it: transaction.version 1 chosen by the user, metadata.version 4.1-IV1.
+            await a.zk.set("/feature", FeatureZNode.encode({"metadata.version": 27, "transaction.version": 1,
+                                                            "kraft.version": 1}))
+            zk = ZooKeeperClient(a.zk.connect, session_timeout_ms=4000)
+            await zk.start()
+            c = ZooKeeperMetadataStore(zk, 3, with_controller=False)
+            with caplog.at_level("INFO", logger="pykbroker.zk.metadata"):
+                await c.start()
+            assert dict(c.finalized_features) == {**BOOTSTRAP_FINALIZED, "kraft.version": 1}
+            assert c.features_epoch == 2
+            assert "finalized features upgraded from" in caplog.text
+            await eventually(lambda: dict(a.finalized_features) == dict(c.finalized_features))
+            await close(c)
+        finally:
+            await close(a, b)
+
+    run(scenario())
 
 
 def test_value_formats():
@@ -175,6 +201,13 @@ def test_configs_quotas_scram_and_features_reach_the_other_broker(zk_server):
 
             await a.alter_client_quotas([(alice, {"request_percentage": None})])
             await eventually(lambda: alice not in b.client_quotas)
+
+            await a.set_group_configs("g 1", {"consumer.session.timeout.ms": "50000"})
+            assert (await a.zk.get("/config/groups/g%201"))[0] == \
+                b'{"version":1,"config":{"consumer.session.timeout.ms":"50000"}}'
+            await eventually(lambda: dict(b.image.group_configs.get("g 1", {})) == {"consumer.session.timeout.ms": "50000"})
+            await a.set_group_configs("g 1", {})
+            await eventually(lambda: "g 1" not in b.image.group_configs)
 
             await a.set_finalized_features({"group.version": 1})
             assert (await a.zk.get("/feature"))[0] == \
@@ -287,9 +320,10 @@ def test_brokers_controller_partition_changes_and_features_in_the_image(zk_serve
 
             await a.set_finalized_features({"group.version": 1})
             await a.set_finalized_features({"group.version": 1, "transaction.version": 2})
-            assert a.features_epoch == 1  # the /feature znode's version, as Kafka's feature cache
+            # the /feature znode's version, as Kafka's feature cache (0 when the first broker created it)
+            assert a.features_epoch == 2
             await eventually(lambda: b.finalized_features == {"group.version": 1, "transaction.version": 2}
-                             and b.features_epoch == 1)
+                             and b.features_epoch == 2)
             assert [i.offset for i in images] == sorted(i.offset for i in images)  # images never go back
 
             await election.close()

@@ -1,0 +1,359 @@
+"""The broker side: each partition leader translates its committed records and commits them to the table.
+
+``IcebergService`` runs on the broker's event loop. On every published metadata image it starts a
+``TopicTranslator`` for each topic whose ``iceberg.mode`` is on (and stops those turned off, deleted or
+created anew under the same name). A translator, each tick:
+
+1. finds the partitions of its topic led here; a newly led one starts at the offset the table's newest
+   snapshot names for it (``tables.committed_offsets``), or at the log start offset;
+2. reads each one's records as a read_committed consumer would (``Partition.read``: up to the last stable
+   offset, with the aborted transactions), decoded off the loop, and keeps them pending, at most
+   ``iceberg.target.file.size.bytes`` per partition;
+3. commits once a partition's pending bytes reach that bound or its oldest pending record has waited
+   ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets;
+4. every ``COMPACTION_EVERY`` commits, if it leads partition 0, compacts table partitions of
+   ``iceberg.compaction.min.files`` small files or more into one file each (``TableWriter.compact``), with a
+   progress line per table partition.
+
+Everything touching pyiceberg or pyarrow (and the decoding) runs on one worker thread per broker, so the
+catalog sees one writer at a time from each broker. In a cluster (brokers sharing one catalog) every leader
+commits its own partitions to the table; a commit that loses the catalog's compare-and-swap to another
+broker's is tried again (the offsets check runs anew each time). A commit that still fails (a catalog
+error) drops what was pending: it is read again from the offsets the table names, so nothing is lost or
+written twice. Each commit logs
+one line with the records, offsets, snapshot and the lag left (records below the last stable offset not
+in the table, and the age of the oldest of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pykbroker.iceberg.config import IcebergConfigError, IcebergTopicConfig, split_topic_configs
+from pykbroker.iceberg.records import RecordColumns, committed_records
+from replication.partition import PartitionError, read_bytes
+
+if TYPE_CHECKING:
+    from pykbroker.iceberg.tables import TableWriter
+    from replication.metadata.image import MetadataImage, TopicState
+    from replication.replica_manager import ReplicaManager
+
+log = logging.getLogger("pykbroker.iceberg")
+
+__all__ = ["ICEBERG_BROKER_PROPERTIES", "IcebergService", "PartitionLag", "TopicTranslator"]
+
+#: The broker properties the service reads.
+ICEBERG_BROKER_PROPERTIES = ("iceberg.catalog.type", "iceberg.catalog.uri", "iceberg.warehouse",
+                             "iceberg.catalog.namespace")
+
+#: Bytes one read of one partition returns at most (a consumer's max.partition.fetch.bytes).
+READ_BYTES = 1 << 20
+#: Longest sleep between two ticks of a translator (shorter with a shorter commit interval).
+MAX_TICK_S = 0.5
+#: Tries of one commit that conflicts with other brokers' commits to the same table.
+COMMIT_ATTEMPTS = 5
+#: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
+COMPACTION_EVERY = 10
+
+
+@dataclass
+class PartitionLag:
+    """How far the table is behind one partition's log: stable records not committed, and since when."""
+
+    records: int
+    seconds: float
+
+
+@dataclass
+class _Progress:
+    """One led partition: the committed offset this run started from, what is read and pending."""
+
+    based_on: int | None
+    next_offset: int
+    pending: RecordColumns
+    since: float | None = None  # monotonic time the oldest pending offset was read
+    stable: int = 0  # the last stable offset at the last read
+
+    @property
+    def committed(self) -> int:
+        return self.based_on if self.based_on is not None else 0
+
+
+@dataclass
+class _Settings:
+    catalog_type: str
+    uri: str
+    warehouse: str
+    namespace: str
+    data_dir: str
+
+
+class IcebergService:
+    """Every Iceberg translator of one broker (see the module docstring)."""
+
+    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager,
+                 image: Callable[[], MetadataImage]) -> None:
+        self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
+                                  settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir)
+        self.replica_manager = replica_manager
+        self.image = image
+        self.translators: dict[str, TopicTranslator] = {}
+        self._catalog: Any = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    # -- wiring ----------------------------------------------------------------------------------------
+    def apply(self, old: MetadataImage | None, new: MetadataImage) -> None:
+        """Start, reconfigure or stop translators for the topics of ``new`` (a metadata listener)."""
+        if self._closed:
+            return
+        for name, topic in new.topics.items():
+            if old is not None and old.topics.get(name) is topic and name in self.translators:
+                continue
+            config = _iceberg_config(topic)
+            current = self.translators.get(name)
+            if current is not None and (current.topic_id != topic.topic_id or config is None):
+                self._stop(name, drop=False)
+                current = None
+            if config is None:
+                continue
+            if current is None:
+                self.translators[name] = TopicTranslator(self, topic.name, topic.topic_id, config)
+                self.translators[name].start()
+            else:
+                current.config = config
+        for name in [n for n in self.translators if n not in new.topics]:
+            self._stop(name, drop=self.translators[name].config.delete_table_on_topic_delete)
+
+    def _stop(self, name: str, *, drop: bool) -> None:
+        translator = self.translators.pop(name)
+        translator.stop()
+        if drop:
+            asyncio.get_running_loop().create_task(translator.drop_table())
+
+    async def close(self) -> None:
+        self._closed = True
+        translators = list(self.translators.values())
+        self.translators.clear()
+        for t in translators:
+            t.stop()
+        await asyncio.gather(*(t.wait_stopped() for t in translators), return_exceptions=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn`` on the service's one worker thread (pyiceberg, pyarrow, decoding)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iceberg")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def catalog(self) -> Any:
+        """The catalog (on the worker thread): opened, and pyiceberg imported, on first use."""
+        if self._catalog is None:
+            from pykbroker.iceberg.tables import open_catalog
+
+            s = self.settings
+            self._catalog = open_catalog(s.catalog_type, s.uri, s.warehouse, s.data_dir)
+        return self._catalog
+
+    def lag(self) -> dict[tuple[str, int], PartitionLag]:
+        """The table lag of every partition translated here."""
+        out: dict[tuple[str, int], PartitionLag] = {}
+        for t in self.translators.values():
+            out.update({(t.topic, p): lag for p, lag in t.lag().items()})
+        return out
+
+
+def _iceberg_config(topic: TopicState) -> IcebergTopicConfig | None:
+    """The topic's parsed iceberg configs when its mode is on (configs were validated when set)."""
+    if topic.internal:
+        return None
+    try:
+        config = IcebergTopicConfig.from_topic_configs(split_topic_configs(topic.configs)[1])
+    except IcebergConfigError as exc:  # stored by an older version or written to ZooKeeper by hand
+        log.error("iceberg: topic %s is not translated: %s", topic.name, exc)
+        return None
+    return config if config.enabled else None
+
+
+class TopicTranslator:
+    """The records of one topic's partitions led here, into its table (see the module docstring)."""
+
+    def __init__(self, service: IcebergService, topic: str, topic_id: uuid.UUID, config: IcebergTopicConfig) -> None:
+        self.service = service
+        self.topic = topic
+        self.topic_id = topic_id
+        self.config = config
+        self.progress: dict[int, _Progress] = {}
+        self._writer: TableWriter | None = None
+        self._task: asyncio.Task | None = None
+        self.commits = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"iceberg-{self.topic}")
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def wait_stopped(self) -> None:
+        if self._task is not None:
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def drop_table(self) -> None:
+        await self.wait_stopped()
+        try:
+            await self.service.run_blocking(self._table_writer().drop)
+        except Exception:
+            log.exception("iceberg: could not drop the table of deleted topic %s", self.topic)
+
+    def _table_writer(self) -> TableWriter:
+        if self._writer is None:
+            from pykbroker.iceberg.tables import TableWriter
+
+            self._writer = TableWriter(self.service.catalog(), self.service.settings.namespace, self.topic,
+                                       str(self.topic_id))
+        return self._writer
+
+    def lag(self) -> dict[int, PartitionLag]:
+        now = time.monotonic()
+        return {p: PartitionLag(max(0, pr.stable - pr.committed), now - pr.since if pr.since is not None else 0.0)
+                for p, pr in self.progress.items()}
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = 0.0
+        while True:
+            try:
+                await self._tick()
+                backoff = 0.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                backoff = min(max(backoff * 2, 0.5), 10.0)
+                log.warning("iceberg: topic %s: %s: %s (retrying in %.1f s from the table's offsets)", self.topic,
+                            type(exc).__name__, exc, backoff)
+                self.progress.clear()
+                self._writer = None
+                await asyncio.sleep(backoff)
+            await asyncio.sleep(min(MAX_TICK_S, self.config.commit_interval_ms / 4000))
+
+    def _led_partitions(self) -> dict[int, Any]:
+        rm = self.service.replica_manager
+        led = {}
+        for (name, index), partition in list(rm.partitions.items()):
+            if name == self.topic and partition.is_leader and partition.topic_id == self.topic_id:
+                led[index] = partition
+        return led
+
+    async def _tick(self) -> None:
+        led = self._led_partitions()
+        for p in [p for p in self.progress if p not in led]:
+            del self.progress[p]  # leadership moved: its pending records are the new leader's to commit
+        new = [p for p in led if p not in self.progress]
+        if new:
+            offsets = await self.service.run_blocking(self._committed_offsets)
+            for p in new:
+                start = offsets.get(p)
+                log_start = led[p].log.log_start_offset
+                if start is not None and start < log_start:
+                    log.warning("iceberg: %s-%d: offsets %d to %d were deleted from the log before reaching the "
+                                "table", self.topic, p, start, log_start)
+                self.progress[p] = _Progress(start, max(start or 0, log_start), RecordColumns(p))
+        for p, progress in self.progress.items():
+            await self._read(led[p], progress)
+        now = time.monotonic()
+        due = [p for p, pr in self.progress.items()
+               if pr.pending.size_bytes >= self.config.target_file_size_bytes
+               or (pr.since is not None and (now - pr.since) * 1000 >= self.config.commit_interval_ms)]
+        if due:
+            await self._commit()
+            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
+                await self._compact()
+
+    def _committed_offsets(self) -> dict[int, int]:
+        return self._table_writer().offsets(self.config)
+
+    async def _read(self, partition: Any, progress: _Progress) -> None:
+        """Read and decode what is stable past ``progress.next_offset``, up to the size bound."""
+        while progress.pending.size_bytes < self.config.target_file_size_bytes:
+            try:
+                result = partition.read(progress.next_offset, READ_BYTES, read_committed=True, min_one_message=True)
+            except PartitionError:
+                return  # not the leader any more, or the offset is gone: the next tick sorts it out
+            progress.stable = result.last_stable_offset
+            data = read_bytes(result.records)  # a file region is released
+            if not data:
+                return
+            columns, next_offset = await self.service.run_blocking(
+                committed_records, progress.pending.partition, data, progress.next_offset,
+                result.aborted_transactions or [])
+            if next_offset <= progress.next_offset:
+                return
+            if progress.since is None:
+                progress.since = time.monotonic()
+            progress.pending.extend(columns)
+            progress.next_offset = next_offset
+
+    async def _compact(self) -> None:
+        """Compact small files (``TableWriter.compact``) on the worker thread, between two commits; a failure
+        (a commit of another broker came first) leaves the table as it was, for a later try."""
+        try:
+            await self.service.run_blocking(self._table_writer().compact, self.config,
+                                            self.config.compaction_min_files, log.info)
+        except Exception as exc:
+            log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+
+    async def _commit_with_retries(self, writer: TableWriter, batches: list[RecordColumns],
+                                   based_on: dict[int, int | None], next_offsets: dict[int, int]) -> Any:
+        """``writer.commit``, again after a conflict with another broker's commit to the same table (each try
+        reloads the table and checks the offsets anew, so the retry never writes a record twice)."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets)
+            except CommitFailedException:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(random.uniform(0.01, 0.05 * 2 ** attempt))
+        raise AssertionError("unreachable")
+
+    async def _commit(self) -> None:
+        started = time.monotonic()
+        pending = {p: pr for p, pr in self.progress.items() if pr.next_offset != pr.based_on}
+        batches = [pr.pending for pr in pending.values()]
+        based_on = {p: pr.based_on for p, pr in pending.items()}
+        next_offsets = {p: pr.next_offset for p, pr in pending.items()}
+        writer = self._table_writer()
+        result = await self._commit_with_retries(writer, batches, based_on, next_offsets)
+        for p in result.stale:
+            self.progress.pop(p, None)  # committed by another writer meanwhile: start again from the table
+        for p, pr in pending.items():
+            if p in result.stale or p not in self.progress:
+                continue
+            pr.based_on = result.offsets[p]
+            pr.pending = RecordColumns(p)
+            pr.since = None if pr.next_offset == pr.based_on else time.monotonic()
+        self.commits += 1
+        lag = self.lag()
+        log.info("iceberg: committed %d records (%d dead letters) of topic %s to %s, snapshot %s, offsets %s; "
+                 "lag %d records, %.1f s; took %.0f ms", result.rows, result.dead_letters, self.topic,
+                 ".".join(writer.identifier), result.snapshot_id,
+                 {p: result.offsets[p] for p in next_offsets if p in result.offsets},
+                 sum(v.records for v in lag.values()), max((v.seconds for v in lag.values()), default=0.0),
+                 (time.monotonic() - started) * 1000)
+        if result.stale:
+            log.warning("iceberg: topic %s partitions %s were committed by another writer; re-reading them",
+                        self.topic, list(result.stale))

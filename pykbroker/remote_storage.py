@@ -1,0 +1,127 @@
+"""Tiered storage on a broker: the backend named by its properties, and the remote log manager wired in.
+
+``remote.log.storage.system.enable=true`` turns it on. ``remote.log.storage.manager.class.name`` picks the
+backend, with its settings under Kafka's ``rsm.config.`` prefix:
+
+* ``org.apache.kafka.server.log.remote.storage.LocalTieredStorage`` (Kafka's test backend's name): a
+  directory, local or mounted, ``rsm.config.dir``;
+* ``pykbroker.remote.S3RemoteStorageManager``: an S3-compatible server, ``rsm.config.s3.endpoint``,
+  ``rsm.config.s3.bucket``, ``rsm.config.s3.region``, ``rsm.config.s3.access.key``,
+  ``rsm.config.s3.secret.key`` (never logged, never described).
+
+``__remote_log_metadata`` has ``rlmm.config.remote.log.metadata.topic.num.partitions`` partitions (50) and
+``rlmm.config.remote.log.metadata.topic.replication.factor`` replicas (3; one on a single node).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from pykbroker.config import Config, ConfigError
+from replication.remote_log_manager import RemoteLogManager
+from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
+from storage.remote.object_store import LocalFileObjectStore, ObjectStore
+from storage.remote.reader import ChunkCache, RemoteLogReader
+from storage.remote.storage_manager import RemoteStorageManager
+from wire import ErrorCode
+
+if TYPE_CHECKING:
+    from pykbroker.broker import Broker
+
+log = logging.getLogger("pykbroker.remote_storage")
+
+__all__ = ["LOCAL_TIERED_STORAGE", "S3_REMOTE_STORAGE_MANAGER", "build_remote_log_manager", "object_store_from_config",
+           "ensure_remote_log_metadata_topic"]
+
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+S3_REMOTE_STORAGE_MANAGER = "pykbroker.remote.S3RemoteStorageManager"
+
+
+def _rsm(config: Config, name: str, default: str | None = None) -> str | None:
+    return config.remote_storage_properties.get(f"rsm.config.{name}", default)
+
+
+def _rlmm_int(config: Config, name: str, default: int) -> int:
+    raw = config.remote_storage_properties.get(f"rlmm.config.{name}")
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError:
+        raise ConfigError(f"rlmm.config.{name}: expected an integer, got '{raw}'") from None
+
+
+def object_store_from_config(config: Config) -> ObjectStore:
+    """The backend ``remote.log.storage.manager.class.name`` names; ConfigError naming what is missing."""
+    class_name = config["remote.log.storage.manager.class.name"]
+    if class_name == LOCAL_TIERED_STORAGE:
+        root = _rsm(config, "dir")
+        if not root:
+            raise ConfigError(f"rsm.config.dir: required with remote.log.storage.manager.class.name={class_name} "
+                              "(the directory remote segments are copied to)")
+        return LocalFileObjectStore(root)
+    if class_name == S3_REMOTE_STORAGE_MANAGER:
+        from storage.remote.s3 import S3ObjectStore
+
+        missing = [n for n in ("s3.endpoint", "s3.bucket") if not _rsm(config, n)]
+        if missing:
+            raise ConfigError(f"rsm.config.{missing[0]}: required with remote.log.storage.manager.class.name="
+                              f"{class_name}")
+        return S3ObjectStore(endpoint=_rsm(config, "s3.endpoint") or "", bucket=_rsm(config, "s3.bucket") or "",
+                             region=_rsm(config, "s3.region", "us-east-1") or "us-east-1",
+                             access_key=_rsm(config, "s3.access.key"), secret_key=_rsm(config, "s3.secret.key"))
+    raise ConfigError(f"remote.log.storage.manager.class.name: '{class_name}' is not a backend pykbroker has; use "
+                      f"{LOCAL_TIERED_STORAGE} (rsm.config.dir) or {S3_REMOTE_STORAGE_MANAGER} (rsm.config.s3.*)")
+
+
+def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
+    """The broker's RemoteLogManager (also set on its replica manager), None unless tiered storage is enabled."""
+    config = broker.config
+    if not config["remote.log.storage.system.enable"]:
+        return None
+    store = object_store_from_config(config)
+    rsm = RemoteStorageManager(store)
+    reader = RemoteLogReader(rsm, ChunkCache(config["remote.log.index.file.cache.total.size.bytes"]))
+
+    async def send_produce(leader: int, topic: str, partition: int, batch: bytes) -> int:
+        from wire.messages import ProduceRequest, ProduceResponse
+        from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+        request = ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])])
+        try:
+            response = await broker.broker_clients.get(leader).request(request, 9, ProduceResponse)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the leader: retried next round
+            log.info("writing remote log metadata through broker %d failed: %s", leader, exc)
+            return ErrorCode.NETWORK_EXCEPTION
+        return response.responses[0].partition_responses[0].error_code
+
+    metadata = TopicBasedRemoteLogMetadataManager(
+        broker.replica_manager, broker.node_id,
+        _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
+        leader_of=lambda topic, partition: broker.internal_topics.partition_leader(topic, partition), send_produce=send_produce if broker.cluster_mode else None,
+        time_ms=broker.now_ms)
+    rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
+                           task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
+                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
+    rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
+    broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
+    broker.replica_manager.remote_log_manager = rlm
+    log.info("tiered storage enabled: remote segments in %r", store)
+    return rlm
+
+
+async def ensure_remote_log_metadata_topic(broker: Broker) -> bool:
+    """Create ``__remote_log_metadata`` when it is missing; False while a cluster has too few brokers for it."""
+    if REMOTE_LOG_METADATA_TOPIC_NAME in broker.metadata.image.topics:
+        return True
+    config = broker.config
+    try:
+        await broker.internal_topics.ensure_topic(
+            REMOTE_LOG_METADATA_TOPIC_NAME, _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
+            _rlmm_int(config, "remote.log.metadata.topic.replication.factor", 3),
+            lambda assignment: {"cleanup.policy": "delete", "retention.ms": "-1",
+                                "min.insync.replicas": str(min(2, len(assignment[0])))})
+    except Exception as exc:  # noqa: BLE001 - ApiError: not enough live brokers yet
+        log.info("%s not created yet: %s", REMOTE_LOG_METADATA_TOPIC_NAME, exc)
+        return False
+    return True

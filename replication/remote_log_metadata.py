@@ -1,0 +1,134 @@
+"""Remote log metadata in ``__remote_log_metadata`` (Kafka's TopicBasedRemoteLogMetadataManager).
+
+Every state change of a remote segment (``storage.remote.metadata``) is one record, appended with acks=all to
+the partition ``metadata_partition(topic_id, partition)`` of the internal topic, so it is replicated like any
+data and survives the leader: a new leader replays it and continues copying where the old one stopped, and a
+follower knows what is remote (and which local segments it may delete) without downloading anything.
+
+Every broker replays the metadata partitions it hosts (leader or follower) up to their high watermark into one
+``RemotePartitionMetadata`` per user partition; ``poll`` is called after each write and by the remote log
+manager's task. A write to a metadata partition led elsewhere is sent to its leader as a Produce request
+(``send_produce``). Runs on the event loop; reads of the local log are short (a few MiB at most per poll).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from replication.partition import PartitionError, read_bytes
+from storage import AppendOrigin
+from storage.remote.metadata import RemotePartitionMetadata, decode_record
+from wire import ErrorCode, build_simple_batch, decode_records, iter_batch_headers
+
+log = logging.getLogger("replication.remote_log_metadata")
+
+__all__ = ["REMOTE_LOG_METADATA_TOPIC_NAME", "RemoteLogMetadataError", "TopicBasedRemoteLogMetadataManager"]
+
+REMOTE_LOG_METADATA_TOPIC_NAME = "__remote_log_metadata"
+_READ_CHUNK_BYTES = 1 << 20
+
+
+class RemoteLogMetadataError(Exception):
+    """A metadata record could not be written (the metadata partition's leader is not available, a timeout)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+SendProduce = Callable[[int, str, int, bytes], Awaitable[int]]  # (leader, topic, partition, batch) -> error code
+
+
+class TopicBasedRemoteLogMetadataManager:
+    """Writes and replays remote log metadata records (see the module docstring)."""
+
+    def __init__(self, replica_manager: Any, node_id: int, num_partitions: int, *,
+                 leader_of: Callable[[str, int], int | None], send_produce: SendProduce | None = None,
+                 time_ms: Callable[[], int], append_timeout_ms: int = 30_000) -> None:
+        self._rm = replica_manager
+        self.node_id = node_id
+        self.num_partitions = num_partitions
+        self._leader_of = leader_of
+        self._send_produce = send_produce
+        self.time_ms = time_ms
+        self.append_timeout_ms = append_timeout_ms
+        self._positions: dict[int, int] = {}  # metadata partition -> next offset to replay
+        self.partitions: dict[tuple[uuid.UUID, int], RemotePartitionMetadata] = {}
+
+    def metadata_partition(self, topic_id: uuid.UUID, partition: int) -> int:
+        """The partition of __remote_log_metadata that holds a user partition's records (stable across brokers)."""
+        return zlib.crc32(f"{topic_id}:{partition}".encode()) % self.num_partitions
+
+    def partition_metadata(self, topic_id: uuid.UUID, partition: int) -> RemotePartitionMetadata:
+        key = (topic_id, partition)
+        found = self.partitions.get(key)
+        if found is None:
+            found = self.partitions[key] = RemotePartitionMetadata(topic_id, partition)
+        return found
+
+    def is_ready(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this broker hosts the metadata partition and has replayed it up to its high watermark."""
+        mp = self.metadata_partition(topic_id, partition)
+        p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+        return p is not None and self._positions.get(mp, 0) >= p.log.high_watermark
+
+    async def write(self, topic_id: uuid.UUID, partition: int, value: bytes) -> None:
+        """Append one record (acks=all) and replay it; RemoteLogMetadataError when it cannot be written."""
+        mp = self.metadata_partition(topic_id, partition)
+        batch = build_simple_batch([value], keys=[f"{topic_id}:{partition}".encode()], timestamp=self.time_ms())
+        leader = self._leader_of(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+        if leader == self.node_id or (leader is None and self._send_produce is None):
+            tp = (REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+            result = (await self._rm.append_records({tp: batch}, -1, self.append_timeout_ms,
+                                                    origin=AppendOrigin.COORDINATOR))[tp]
+            code, message = result.error_code, result.error_message
+        elif leader is not None and self._send_produce is not None:
+            code, message = await self._send_produce(leader, REMOTE_LOG_METADATA_TOPIC_NAME, mp, batch), None
+        else:
+            code, message = ErrorCode.LEADER_NOT_AVAILABLE, None
+        if code != ErrorCode.NONE:
+            raise RemoteLogMetadataError(code, f"writing to {REMOTE_LOG_METADATA_TOPIC_NAME}-{mp}: "
+                                               f"{ErrorCode(code).name} {message or ''}".strip())
+        self.poll(mp)
+
+    def poll(self, only: int | None = None) -> int:
+        """Replay new records of the hosted metadata partitions (or of ``only``); returns how many."""
+        applied = 0
+        for mp in ([only] if only is not None else range(self.num_partitions)):
+            p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+            if p is None:
+                continue
+            position = max(self._positions.get(mp, 0), p.log.log_start_offset)
+            while position < p.log.high_watermark:
+                try:
+                    read = p.read(position, _READ_CHUNK_BYTES, read_committed=False, min_one_message=True,
+                                  from_follower=False, allow_follower_read=True)
+                except PartitionError as exc:
+                    log.debug("cannot replay %s-%d at %d: %s", REMOTE_LOG_METADATA_TOPIC_NAME, mp, position, exc)
+                    break
+                data = read_bytes(read.records)
+                if not data:
+                    break
+                for pos, header in iter_batch_headers(data):
+                    last = header.base_offset + header.last_offset_delta
+                    if last < position:
+                        continue
+                    _, records = decode_records(data, pos)
+                    for r in records:
+                        if header.base_offset + r.offset_delta < position or r.value is None:
+                            continue
+                        try:
+                            record = decode_record(bytes(r.value))
+                        except (ValueError, KeyError) as exc:
+                            log.warning("skipping an unreadable record in %s-%d: %s",
+                                        REMOTE_LOG_METADATA_TOPIC_NAME, mp, exc)
+                            continue
+                        self.partition_metadata(record["topic_id"], record["partition"]).apply(record)
+                        applied += 1
+                    position = last + 1
+            self._positions[mp] = position
+        return applied

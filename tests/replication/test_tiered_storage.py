@@ -1,0 +1,401 @@
+"""Tiered storage (KIP-405) on a real broker with stock clients: a topic whose first segments are only in
+remote storage (a directory backend here; tests/storage/remote/test_s3.py runs the same on an S3 server)
+is read from the start by confluent-kafka, ListOffsets answers -4/-5/-6 as Kafka's UnifiedLog, retention
+and DeleteRecords delete remote segments, and Kafka's config refusals come back as INVALID_CONFIG."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
+from tests.s3_server import S3Server, s3_server_available
+from wire import ErrorCode
+from wire.messages import ListOffsetsRequest
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+EARLIEST, LATEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -5, -6
+
+
+def tiered_overrides(remote_dir: Path, **extra: str) -> dict[str, str]:
+    return {"remote.log.storage.system.enable": "true", "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+            "rsm.config.dir": str(remote_dir), "remote.log.manager.task.interval.ms": "200",
+            "log.retention.check.interval.ms": "200", "log.initial.task.delay.ms": "0",
+            "log.segment.delete.delay.ms": "0", "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+            **extra}
+
+
+TOPIC_CONFIGS = {"remote.storage.enable": "true", "internal.segment.bytes": "20000", "local.retention.bytes": "1"}
+
+
+def list_offset(bootstrap: str, topic: str, timestamp: int, version: int = 9) -> tuple[int, int, int]:
+    with RawClient(bootstrap) as c:
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+        answer = c.request(request, version).topics[0].partitions[0]
+        return answer.error_code, answer.offset, answer.leader_epoch
+
+
+def wait_until(condition, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(f"no {what} after {timeout}s")
+
+
+BASE_TS = int(time.time() * 1000) - 7_200_000  # record i has timestamp BASE_TS + 1000 * i (within retention)
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
+    for i in range(start, start + n):
+        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, key=str(i).encode(), partition=0,
+                         timestamp=BASE_TS + 1000 * i)
+    assert producer.flush(30) == 0
+
+
+def produce_acks_all(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 4096})
+    for i in range(start, start + n):
+        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+    assert producer.flush(60) == 0
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, offset: int = 0) -> list[tuple[int, bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
+                         "enable.auto.commit": False,
+                         "max.partition.fetch.bytes": 16384})
+    consumer.assign([TopicPartition(topic, 0, offset)])
+    out: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 60
+    while len(out) < expected and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            raise KafkaException(msg.error())
+        out.append((msg.offset(), msg.value()))
+    consumer.close()
+    return out
+
+
+def remote_log_objects(remote_dir: Path) -> list[Path]:
+    return sorted(remote_dir.rglob("*.log"))
+
+
+def local_segments(broker: BrokerProcess, topic: str) -> list[Path]:
+    return sorted((broker.data_dir / "logs" / f"{topic}-0").glob("*.log"))
+
+
+@pytest.mark.timeout(180)
+def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("tiered", 1, 1, config=TOPIC_CONFIGS)])["tiered"].result(30)
+        produce(broker.bootstrap, "tiered", 600)
+        # Copied, then deleted locally (local.retention.bytes=1): only the active segment stays local.
+        wait_until(lambda: len(local_segments(broker, "tiered")) == 1, what="local deletion")
+        local_start = int(local_segments(broker, "tiered")[0].name[:20])
+        assert local_start > 200
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL) == (ErrorCode.NONE, local_start, 0)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0)
+        assert list_offset(broker.bootstrap, "tiered", LATEST)[:2] == (ErrorCode.NONE, 600)
+        assert list_offset(broker.bootstrap, "tiered", LATEST_TIERED) == (ErrorCode.NONE, local_start - 1, 0)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD, version=11) == (ErrorCode.NONE, local_start, 0)
+        assert remote_log_objects(remote)
+
+        records = consume_all(broker.bootstrap, "tiered", 600)
+        assert [o for o, _ in records] == list(range(600))
+        assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
+        # From the middle of the remote part too.
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 10, offset=57)] == list(range(57, 67))
+        # Timestamps are searched in the remote segments first, then the local ones.
+        for offset in (0, 57, local_start - 1, local_start, 599):
+            assert list_offset(broker.bootstrap, "tiered", BASE_TS + 1000 * offset - 500) == (ErrorCode.NONE, offset, 0)
+        assert list_offset(broker.bootstrap, "tiered", BASE_TS + 1000 * 600)[:2] == (ErrorCode.NONE, -1)
+
+        # A restart keeps the remote part: the log still starts at 0.
+        broker.stop()
+        broker.start()
+        wait_until(lambda: list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0),
+                   what="log start 0 after the restart")
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 600)] == list(range(600))
+
+        # DeleteRecords into the remote part: the log starts there and remote segments below it go.
+        before = len(remote_log_objects(remote))
+        result = admin.delete_records([TopicPartition("tiered", 0, 150)])
+        list(result.values())[0].result(30)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 150)
+        wait_until(lambda: len(remote_log_objects(remote)) < before, what="remote segments below 150 deleted")
+        assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 450, offset=150)] == list(range(150, 600))
+
+
+@pytest.mark.timeout(120)
+def test_total_retention_deletes_remote_segments(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        configs = {**TOPIC_CONFIGS, "retention.bytes": "60000"}
+        admin.create_topics([NewTopic("bounded", 1, 1, config=configs)])["bounded"].result(30)
+        produce(broker.bootstrap, "bounded", 1500)
+        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST)[1] > 0, what="remote retention")
+        # Once everything closed is copied, the whole log (remote plus local) is within retention.bytes.
+        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST_PENDING_UPLOAD, version=11)[1]
+                   >= min(int(p.name[:20]) for p in local_segments(broker, "bounded")), what="copies done")
+        wait_until(lambda: sum(p.stat().st_size for p in remote_log_objects(remote)) <= 60000,
+                   what="remote segments within retention.bytes")
+        start = list_offset(broker.bootstrap, "bounded", EARLIEST)[1]
+        assert start > 0
+        records = consume_all(broker.bootstrap, "bounded", 1500 - start, offset=start)
+        assert [o for o, _ in records] == list(range(start, 1500))
+
+
+def test_tiered_configs_are_refused_as_kafka_refuses_them(tmp_path):
+    with BrokerProcess(tmp_path / "off") as broker:  # remote.log.storage.system.enable=false
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        future = admin.create_topics([NewTopic("t", 1, 1, config={"remote.storage.enable": "true"})])["t"]
+        with pytest.raises(KafkaException, match="Tiered Storage functionality is disabled in the broker"):
+            future.result(30)
+    with BrokerProcess(tmp_path / "on", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        future = admin.create_topics([NewTopic("c", 1, 1, config={"remote.storage.enable": "true",
+                                                                   "cleanup.policy": "compact"})])["c"]
+        with pytest.raises(KafkaException, match="only supports topics with cleanup.policy=delete"):
+            future.result(30)
+        admin.create_topics([NewTopic("t", 1, 1, config={"remote.storage.enable": "true"})])["t"].result(30)
+        resource = ConfigResource("topic", "t", incremental_configs=[
+            ConfigEntry("remote.storage.enable", "false", incremental_operation=AlterConfigOpType.SET)])
+        with pytest.raises(KafkaException, match="It is invalid to disable remote storage without deleting"):
+            admin.incremental_alter_configs([resource])[resource].result(30)
+        described = admin.describe_configs([ConfigResource("topic", "t")])
+        entries = list(described.values())[0].result(30)
+        assert entries["remote.storage.enable"].value == "true"
+        assert entries["remote.copy.lag.ms"].value == "0"
+
+
+def metric(port: int, name: str, labels: str = "") -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + (labels or " ")) or (not labels and line.startswith(name + "{}")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+@pytest.mark.timeout(180)
+def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
+    remote = tmp_path / "remote"
+    metrics_port = free_port()
+    overrides = tiered_overrides(remote, **{"metrics.port": str(metrics_port)})
+    with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("outage", 1, 1, config=TOPIC_CONFIGS)])["outage"].result(30)
+        produce(broker.bootstrap, "outage", 300)
+        wait_until(lambda: len(local_segments(broker, "outage")) == 1, what="every closed segment copied")
+        remote.rename(tmp_path / "unmounted")  # the store goes away
+        tiered_before = list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1]
+        produce(broker.bootstrap, "outage", 300, start=300)
+        wait_until(lambda: "remote storage unavailable" in broker.log(), what="the outage's log line")
+        wait_until(lambda: metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopyerrorspersec") > 0,
+                   what="the copy error meter")
+        assert metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopylagbytes", '{topic="outage"}') > 0
+        # Nothing uncopied was deleted locally: the local log starts right after what is remote, and the tail
+        # is served.
+        assert list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1] == tiered_before
+        assert list_offset(broker.bootstrap, "outage", EARLIEST_LOCAL)[1] <= tiered_before + 1
+        tail = consume_all(broker.bootstrap, "outage", 600 - tiered_before - 1, offset=tiered_before + 1)
+        assert [o for o, _ in tail] == list(range(tiered_before + 1, 600))
+        (tmp_path / "unmounted").rename(remote)  # back
+        wait_until(lambda: list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1] > 300, what="copying again")
+        wait_until(lambda: "remote storage is reachable again" in broker.log(), what="the recovery's log line")
+        assert [o for o, _ in consume_all(broker.bootstrap, "outage", 600)] == list(range(600))
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
+    remote = tmp_path / "remote"
+    metrics_port = free_port()
+    # 10 kB/s: each 20 kB segment's upload takes two seconds, between its indexes and its data.
+    overrides = tiered_overrides(remote, **{"remote.log.manager.copy.max.bytes.per.second": "10000",
+                                            "metrics.port": str(metrics_port)})
+    broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+    with broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
+        produce(broker.bootstrap, "killed", 400)
+        wait_until(lambda: len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote)),
+                   what="an upload under way (its indexes in, its data not yet)")
+        broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its data is not
+        broker.start()
+        wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
+        wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
+        # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
+        wait_until(lambda: len(list(remote.rglob("*.index"))) == len(remote_log_objects(remote)),
+                   what="no orphaned objects")
+        counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
+        on_disk = sum(p.stat().st_size for p in remote_log_objects(remote))
+        assert counted == on_disk
+        assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
+
+
+@pytest.mark.timeout(180)
+def test_tiering_is_turned_on_then_read_only_then_off_on_a_live_topic(tmp_path):
+    remote = tmp_path / "remote"
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("live", 1, 1, config={"internal.segment.bytes": "20000"})])["live"].result(30)
+        produce(broker.bootstrap, "live", 300)
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[:2] == (ErrorCode.NONE, -1)
+
+        def alter(**configs: str) -> None:
+            resource = ConfigResource("topic", "live", incremental_configs=[
+                ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+                for k, v in configs.items()])
+            admin.incremental_alter_configs([resource])[resource].result(30)
+
+        alter(remote_storage_enable="true", local_retention_bytes="1")
+        wait_until(lambda: list_offset(broker.bootstrap, "live", EARLIEST_LOCAL)[1] > 100, what="tiering on")
+        assert [o for o, _ in consume_all(broker.bootstrap, "live", 300)] == list(range(300))
+
+        alter(remote_log_copy_disable="true", local_retention_bytes="-2")  # read only: copying stops
+        time.sleep(1.0)  # a few rounds of the 200 ms task
+        tiered = list_offset(broker.bootstrap, "live", LATEST_TIERED)[1]
+        produce(broker.bootstrap, "live", 300, start=300)
+        time.sleep(1.0)
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[1] == tiered
+        assert [o for o, _ in consume_all(broker.bootstrap, "live", 600)] == list(range(600))
+
+        alter(remote_storage_enable="false", remote_log_delete_on_disable="true")  # off, remote data deleted
+        local_start = list_offset(broker.bootstrap, "live", EARLIEST_LOCAL)[1]
+        wait_until(lambda: list_offset(broker.bootstrap, "live", EARLIEST)[1] == local_start, what="remote deleted")
+        wait_until(lambda: not remote_log_objects(remote), what="no remote objects")
+        assert list_offset(broker.bootstrap, "live", LATEST_TIERED)[:2] == (ErrorCode.NONE, -1)
+        records = consume_all(broker.bootstrap, "live", 600 - local_start, offset=local_start)
+        assert [o for o, _ in records] == list(range(local_start, 600))
+
+
+SLOW = pytest.mark.skipif(os.environ.get("PYKBROKER_TIERED_SLOW") != "1",
+                          reason="slow tiered storage suite: make test-tiered-slow (PYKBROKER_TIERED_SLOW=1)")
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+@pytest.mark.timeout(240)
+def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_path):
+    remote = tmp_path / "remote"  # one store shared by the brokers, as a bucket is
+    overrides = tiered_overrides(remote, **{"replica.lag.time.max.ms": "10000"})
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("moved", 1, replica_assignment=[[1, 2, 3]], config=TOPIC_CONFIGS)])["moved"] \
+            .result(30)
+        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+                   what="a full ISR")
+        produce_acks_all(cluster.bootstrap, "moved", 300)
+        leader = cluster.broker(1).bootstrap
+        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 100, what="copies by broker 1")
+        tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
+        cluster.broker(1).kill()
+        wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
+                   what="a new leader")
+        new_leader = cluster.broker(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader)
+        produce_acks_all(cluster.bootstrap, "moved", 300, start=300)
+        # The new leader knows what its predecessor copied and goes on from there.
+        wait_until(lambda: list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1] > 400,
+                   what="copies by the new leader")
+        assert list_offset(new_leader.bootstrap, "moved", EARLIEST)[:2] == (ErrorCode.NONE, 0)
+        assert tiered_by_first < list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1]
+        wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
+                   what="local deletion on the new leader")
+        assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+        # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
+        # the local log start offset with the leader epochs and producer state of the remote segment below it.
+        cluster.broker(1).start()
+        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+                   what="broker 1 back in the ISR")
+        assert "restored from remote segment" in cluster.broker(1).log()
+
+
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
+@pytest.mark.timeout(180)
+def test_tiered_storage_on_an_s3_server_that_goes_down_for_a_while(tmp_path):
+    metrics_port = free_port()
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("tiered-bucket"),
+                     "metrics.port": str(metrics_port)}
+        del overrides["rsm.config.dir"]
+        with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("s3t", 1, 1, config=TOPIC_CONFIGS)])["s3t"].result(30)
+            produce(broker.bootstrap, "s3t", 300)
+            wait_until(lambda: len(local_segments(broker, "s3t")) == 1, what="every closed segment copied to S3")
+            store = s3.object_store("tiered-bucket")
+            assert any(key.endswith(".log") for key in store.list())
+            assert [o for o, _ in consume_all(broker.bootstrap, "s3t", 300)] == list(range(300))
+
+            s3.stop()  # the object store goes down
+            tiered = list_offset(broker.bootstrap, "s3t", LATEST_TIERED)[1]
+            produce(broker.bootstrap, "s3t", 300, start=300)
+            wait_until(lambda: "remote storage unavailable" in broker.log(), what="the outage's log line")
+            wait_until(lambda: metric(metrics_port, "kafka_server_brokertopicmetrics_remotecopyerrorspersec") > 0,
+                       what="the copy error meter")
+            assert list_offset(broker.bootstrap, "s3t", EARLIEST_LOCAL)[1] <= tiered + 1
+            tail = consume_all(broker.bootstrap, "s3t", 600 - tiered - 1, offset=tiered + 1)
+            assert [o for o, _ in tail] == list(range(tiered + 1, 600))
+
+            s3.start()  # back, same port and data
+            wait_until(lambda: list_offset(broker.bootstrap, "s3t", LATEST_TIERED)[1] > 300, what="copying again",
+                       timeout=90)
+            assert [o for o, _ in consume_all(broker.bootstrap, "s3t", 600)] == list(range(600))
+            # The credentials are the backend's alone: not in the log, not among the described broker configs.
+            assert s3.secret_key not in broker.log()
+            described = admin.describe_configs([ConfigResource("broker", "1")])
+            entries = list(described.values())[0].result(30)
+            assert not any(name.startswith("rsm.config") for name in entries)
+            assert all(s3.secret_key not in str(entry.value) for entry in entries.values())
+
+
+@pytest.mark.timeout(120)
+def test_read_committed_skips_aborted_transactions_in_remote_segments(tmp_path):
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("txns", 1, 1, config=TOPIC_CONFIGS)])["txns"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tiered-txn"})
+        producer.init_transactions(30)
+        committed = []
+        for t in range(16):
+            producer.begin_transaction()
+            for i in range(25):
+                value = f"t{t:02d}-{i:02d}-".encode() + b"x" * 150
+                producer.produce("txns", value=value, partition=0)
+                if t % 2 == 0:
+                    committed.append(value)
+            assert producer.flush(30) == 0  # sent: an abort then leaves aborted records in the log
+            if t % 2 == 0:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        wait_until(lambda: list_offset(broker.bootstrap, "txns", EARLIEST_LOCAL)[1] > 200, what="remote-only data")
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "rc", "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "max.partition.fetch.bytes": 16384})
+        consumer.assign([TopicPartition("txns", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+        extra = consumer.poll(2.0)
+        consumer.close()
+        assert got == committed
+        assert extra is None or extra.error()
