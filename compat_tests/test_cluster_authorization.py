@@ -77,7 +77,7 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(cluster):
 
 def test_token_requests_are_served_in_a_cluster(cluster):
     """Tokens live in ZooKeeper's /delegation_token there (shared by the brokers; see
-    tests/pykbroker/security/test_zk_token_store.py); over PLAINTEXT they are refused, as in Kafka."""
+    tests/replication/metadata/zk/test_token_store.py); over PLAINTEXT they are refused, as in Kafka."""
     for node in (1, 2):
         with RawClient(cluster.broker(node).bootstrap) as c:
             r = c.request(DescribeDelegationTokenRequest(owners=None), 3)

@@ -111,11 +111,11 @@ class Broker:
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
                                               in_metadata=lambda t, p: self.metadata.image.partition(t, p) is not None,
-                                              pending_logs=self.pending_logs)
-        self.replica_manager.leader_quota = self._replication_quota("leader")
-        self.replica_manager.alter_log_dirs.io_max_bytes_per_second = self._alter_log_dirs_rate
-        self.replica_manager.replica_selector = selector_for(config["replica.selector.class"])
-        self.replica_manager.broker_racks = self.broker_racks
+                                              pending_logs=self.pending_logs,
+                                              leader_quota=self._replication_quota("leader"),
+                                              replica_selector=selector_for(config["replica.selector.class"]),
+                                              broker_racks=self.broker_racks,
+                                              alter_log_dirs_io_max_bytes_per_second=self._alter_log_dirs_rate)
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])

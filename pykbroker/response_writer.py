@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import cast
 
-from wire import Writer, encode_response_header, frame
+from wire import FileRegion, Writer, encode_response_header, frame
 
 # File regions smaller than this are copied into the response's one write rather than sent with sendfile:
 # for a few hundred bytes (a consumer that keeps up) a copy costs less than a second syscall and segment.
@@ -180,11 +180,9 @@ def _small_region_read(part):
         _release(part)
 
 
-def _release(region) -> None:
-    """Give back a region's hold on its segment file (a plain FileRegion holds nothing)."""
-    release = getattr(region, "release", None)
-    if release is not None:
-        release()
+def _release(region: FileRegion) -> None:
+    """Give back a region's hold on its segment file, once sent or copied."""
+    region.release()
 
 
 def _read_region(region, skip: int = 0, want: int | None = None) -> bytes:
@@ -192,9 +190,7 @@ def _read_region(region, skip: int = 0, want: int | None = None) -> bytes:
     if want is None:
         want = region.size - skip
     if skip == 0 and want == region.size:
-        read_bytes = getattr(region, "read_bytes", None)
-        if read_bytes is not None:
-            return read_bytes()
+        return region.read_bytes()
     data = os.pread(region.file.fileno(), want, region.position + skip)
     if len(data) != want:
         raise OSError(f"short read of {region!r}: {len(data)} of {want} bytes at +{skip}")

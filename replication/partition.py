@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage import AppendOrigin
+from storage import AppendOrigin, FileRegion, records_bytes, release_records
 from wire import ErrorCode
 
 log = logging.getLogger("replication.partition")
@@ -39,7 +39,7 @@ class PartitionError(Exception):
 class ReadResult:
     """What a fetch of one partition returns."""
 
-    records: object  # bytes or a file region; empty bytes when nothing is available
+    records: FileRegion | bytes  # a file region (sendfile-able; released by whoever drops or sends it) or bytes
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -49,7 +49,7 @@ class ReadResult:
     @property
     def size(self) -> int:
         r = self.records
-        return r.size if hasattr(r, "size") else len(r)  # type: ignore[arg-type]
+        return r.size if isinstance(r, FileRegion) else len(r)
 
 
 @dataclass(slots=True)
@@ -79,16 +79,9 @@ class ReplicaState:
         return leader_end_offset == self.log_end_offset or self.last_caught_up_time_ms > now_ms - lag_time_max_ms
 
 
-def read_bytes(records: object) -> bytes:
+def read_bytes(records: FileRegion | bytes) -> bytes:
     """The bytes of a read's records (bytes, or a file region, which is released)."""
-    if isinstance(records, (bytes, bytearray, memoryview)):
-        return bytes(records)
-    try:
-        return records.read_bytes()  # type: ignore[attr-defined]
-    finally:
-        release = getattr(records, "release", None)
-        if release is not None:
-            release()
+    return records_bytes(records)
 
 
 class Partition:
@@ -353,8 +346,7 @@ class Partition:
         if info.first_entry_incomplete:
             # As Kafka: a first batch that does not fit is not sent in part; the consumer asks again
             # (with a larger limit, or this partition first) instead of failing on a truncated batch.
-            if hasattr(records, "release"):
-                records.release()
+            release_records(records)
             records = b""
         aborted = None
         if read_committed:

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from storage import KafkaStorageError
+from storage import KafkaStorageError, records_bytes
 
 log = logging.getLogger("replication.replica_alter_log_dirs")
 
@@ -90,12 +90,7 @@ def copy_to_future(current: Any, future: Any, truncations: _Truncations, budget:
             return False
         info = current.read(offset, min(READ_MAX_BYTES, budget - copied), min_one_message=True)
         records = info.records
-        try:
-            data = records if isinstance(records, bytes) else records.read_bytes()
-        finally:
-            release = getattr(records, "release", None)
-            if release is not None:
-                release()
+        data = records_bytes(records)
         if not data:
             return future.log_end_offset >= current.log_end_offset
         base_offset = struct.unpack_from(">q", data, 0)[0]

@@ -30,7 +30,7 @@ from replication.pending_logs import PendingLogs
 from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
-from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError
+from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError, release_records
 from storage.errors import OffsetMovedToTieredStorageError
 from wire import ErrorCode
 
@@ -187,9 +187,15 @@ class ReplicaManager:
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
                  isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
                  in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False,
-                 pending_logs: PendingLogs | None = None) -> None:
+                 pending_logs: PendingLogs | None = None, leader_quota: ReplicationQuota | None = None,
+                 replica_selector: Callable[[str | None, ReplicaView, list[ReplicaView]], ReplicaView] | None = None,
+                 broker_racks: Callable[[], Mapping[int, str | None]] = dict,
+                 alter_log_dirs_io_max_bytes_per_second: Callable[[], int | None] = lambda: None) -> None:
         """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not);
-        ``pending_logs``: logs of partitions assigned here still being created, which a client's append waits for."""
+        ``pending_logs``: logs of partitions assigned here still being created, which a client's append waits for;
+        ``leader_quota``: the leader's replication throttle (leader.replication.throttled.*), applied to
+        out-of-sync followers; ``replica_selector`` (replica.selector.class) and ``broker_racks``: follower
+        fetching (KIP-392); ``alter_log_dirs_io_max_bytes_per_second``: the cap on moving replicas between dirs."""
         self.log_manager = log_manager
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -201,17 +207,16 @@ class ReplicaManager:
         # Assigned here but their log is in a dir that was offline at start: not hosted and never created
         # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
         self.offline_partitions: set[TopicPartition] = set()
-        # The leader's replication throttle (leader.replication.throttled.*), applied to out-of-sync followers.
-        self.leader_quota: ReplicationQuota | None = None
-        # Follower fetching (KIP-392): replica.selector.class's choice, and the registered brokers' racks.
-        self.replica_selector: Callable[[str | None, ReplicaView, list[ReplicaView]], ReplicaView] | None = None
-        self.broker_racks: Callable[[], Mapping[int, str | None]] = dict
+        self.leader_quota = leader_quota
+        self.replica_selector = replica_selector
+        self.broker_racks = broker_racks
         # Tiered storage (KIP-405): reads of offsets only in remote storage (None: remote.log.storage.system.enable
         # is off, and such reads answer OFFSET_MOVED_TO_TIERED_STORAGE).
         self.remote_log_manager: Any = None
         self.watchers = PartitionWatchers()
         self.alter_log_dirs = ReplicaAlterLogDirsManager(log_manager, self.get_partition,
-                                                         on_swapped=lambda t, p: self.watchers.notify((t, p)))
+                                                         on_swapped=lambda t, p: self.watchers.notify((t, p)),
+                                                         io_max_bytes_per_second=alter_log_dirs_io_max_bytes_per_second)
         self._isr_tasks: set[asyncio.Task] = set()
         self._isr_expiration: asyncio.Task | None = None
         self._closing = False
@@ -547,9 +552,7 @@ class ReplicaManager:
         if quota is None or replica_id in p.isr or not read.size or not quota.is_throttled(p.topic, p.partition):
             return read
         if quota.is_quota_exceeded():
-            release = getattr(read.records, "release", None)
-            if release is not None:
-                release()
+            release_records(read.records)
             return replace(read, records=b"")
         quota.record(read.size)
         return read

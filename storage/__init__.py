@@ -46,7 +46,7 @@ from storage.errors import (
     UnexpectedAppendOffsetError,
     UnknownProducerIdError,
 )
-from storage.file_records import FileRegion
+from storage.file_records import FileRegion, records_bytes, release_records
 from storage.leader_epoch import LeaderEpochFileCache
 from storage.local_log import FetchDataInfo, LogOffsetMetadata
 from storage.log import (
@@ -68,6 +68,7 @@ from storage.transaction_index import AbortedTxn
 __all__ = [
     "AbortedTxn", "AppendOrigin", "CleanResult", "CleanShutdownFile", "CorruptIndexError", "CorruptRecordError",
     "DuplicateSequenceError", "EARLIEST_LOCAL_TIMESTAMP", "EARLIEST_TIMESTAMP", "FetchDataInfo", "FileRegion",
+    "records_bytes", "release_records",
     "InconsistentTopicIdError", "InlineScheduler", "InvalidProducerEpochError", "InvalidRecordError",
     "InvalidTimestampError", "InvalidTxnStateError", "KafkaStorageError", "LATEST_TIERED_TIMESTAMP",
     "LATEST_TIMESTAMP", "LeaderEpochCheckpointFile", "LeaderEpochFileCache", "Log", "LogAppendInfo", "LogCleaner",

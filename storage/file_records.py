@@ -28,7 +28,8 @@ from wire import (
 )
 from wire import batch_crc_is_valid as _crc_ok
 
-__all__ = ["FileRecords", "FileRegion", "SharedFile", "ScanResult", "fsync_dir", "atomic_write"]
+__all__ = ["FileRecords", "FileRegion", "SharedFile", "ScanResult", "fsync_dir", "atomic_write", "records_bytes",
+           "release_records"]
 
 _LENGTH = struct.Struct(">qi")  # base_offset, batch_length
 _SCAN_CHUNK = 8 * 1024 * 1024  # recovery reads this much at a time (a batch larger than it gets its own read)
@@ -77,7 +78,7 @@ class FileRegion:
     """``size`` bytes at ``position`` of a segment's ``.log`` file, for ``os.sendfile`` or ``read_bytes``.
 
     Holds a reference on the file until ``release()`` (idempotent; also done on garbage collection).
-    Attributes ``file`` (has ``fileno()``), ``position`` and ``size`` match wire's FileRegion.
+    Implements wire's ``FileRegion`` protocol, which the response writer sends and then releases.
     """
 
     __slots__ = ("file", "position", "size", "_held", "__weakref__")
@@ -110,6 +111,22 @@ class FileRegion:
             self.release()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
+
+
+def release_records(records: FileRegion | bytes) -> None:
+    """Give back what a read's records hold: a region's reference on its segment file (bytes hold nothing)."""
+    if isinstance(records, FileRegion):
+        records.release()
+
+
+def records_bytes(records: FileRegion | bytes | bytearray | memoryview) -> bytes:
+    """A read's records as bytes; a region is read, then released."""
+    if not isinstance(records, FileRegion):
+        return bytes(records)
+    try:
+        return records.read_bytes()
+    finally:
+        records.release()
 
 
 def _pread_exact(fd: int, size: int, position: int) -> bytes:

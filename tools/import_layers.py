@@ -1,6 +1,7 @@
 """The import graph of the broker's packages: import cycles and imports that point up the layers.
 
     python -m tools.import_layers            # prints cycles and upward imports
+    python -m tools.import_layers --classes  # and the biggest classes (lines, methods)
 
 Layers, bottom to top (docs/architecture.md): wire < storage < replication.metadata (the cluster metadata) <
 the rest of replication < coordinator < pykbroker. An import from a module into a higher layer is upward.
@@ -65,7 +66,8 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            names = [f"{prefix}.{a.name}" for a in node.names] + [prefix]
+            # ``from pkg import mod`` imports the module; ``from pkg import name`` imports pkg's __init__.
+            names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix for a in node.names]
         else:
             continue
         for name in names:
@@ -130,6 +132,18 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+def biggest_classes(root: Path = ROOT, count: int = 8) -> list[tuple[int, int, str]]:
+    """The ``count`` longest classes of PACKAGES: (lines, methods, "path:Class"), longest last."""
+    found = []
+    for path in modules(root).values():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                methods = sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in node.body)
+                found.append((node.end_lineno - node.lineno + 1, methods,
+                              f"{path.relative_to(root)}:{node.name}"))
+    return sorted(found)[-count:]
+
+
 def main() -> None:
     g = graph()
     ups = upward_imports(g)
@@ -141,6 +155,13 @@ def main() -> None:
     print(f"{len(cyc)} import cycles (strongly connected groups of modules)")
     for c in cyc:
         print(f"  {len(c)}: {' '.join(c)}")
+    zk = sorted(m for m, deps in g.items() if "replication.metadata.zk.client" in deps
+                and not m.startswith("replication.metadata."))
+    print(f"ZooKeeper client imported outside the metadata layer by: {', '.join(zk) or 'nothing'}")
+    if "--classes" in sys.argv:
+        print("biggest classes (lines, methods):")
+        for lines, methods, name in biggest_classes():
+            print(f"  {lines:5d} {methods:3d}  {name}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import struct
 import uuid
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 __all__ = ["DecodeError", "FileRegion", "Reader", "Writer", "ZERO_UUID", "RecordsLike"]
@@ -38,19 +37,25 @@ class DecodeError(ValueError):
     """The bytes do not form a valid message of the expected type and version."""
 
 
-class RecordsLike(Protocol):
-    """Records that live outside Python memory (a region of a segment file)."""
+class FileRegion(Protocol):
+    """Records that live outside Python memory: ``size`` bytes at ``position`` of ``file`` (it has
+    ``fileno()``), kept by ``Writer`` as a part of its own and sent without a copy where the transport allows.
 
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileRegion:
-    """``size`` bytes at ``position`` of an open file; the owner keeps ``file`` open until sent."""
+    Storage makes them (``storage.FileRegion``) and owns their lifetime: a region holds its segment file open
+    until ``release()``, which whoever ends up with it (the response writer once sent or copied, or the code
+    that drops it) calls exactly once.
+    """
 
     file: Any
     position: int
     size: int
+
+    def read_bytes(self) -> bytes: ...
+
+    def release(self) -> None: ...
+
+
+RecordsLike = FileRegion  # what a records field may hold besides bytes
 
 
 class Reader:

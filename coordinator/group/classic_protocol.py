@@ -1,7 +1,7 @@
 """The classic group membership protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
 
-A collaborator of ``GroupMetadataManager`` (``manager``), whose group map, config, clock and timer it
-shares; JoinGroup and friends for consumer groups go to the consumer protocol (``manager.consumer``).
+A collaborator of ``GroupMetadataManager``, given the shard's group map, config, clock and timer; JoinGroup
+and friends for consumer groups go to the consumer protocol (``consumer``).
 The logic follows Kafka's GroupMetadataManager step by step: a rebalance parks JoinGroups until every
 member has rejoined (or the rebalance timeout passes; the first rebalance of an empty group waits
 ``group.initial.rebalance.delay.ms`` more for others to join), elects a leader, answers every
@@ -45,7 +45,14 @@ from wire.messages import (
 from wire.messages.leave_group_response import MemberResponse
 
 if TYPE_CHECKING:
-    from coordinator.group.group_metadata_manager import GroupMetadataManager
+    import uuid
+    from collections.abc import Callable
+
+    from coordinator.group.config import GroupCoordinatorConfig
+    from coordinator.group.consumer_protocol import ConsumerProtocol
+    from coordinator.group.group_map import GroupMap
+    from coordinator.runtime.clock import Clock
+    from coordinator.runtime.timer import CoordinatorTimer
 
 __all__ = ["ClassicProtocol", "join_key", "sync_key", "heartbeat_key"]
 
@@ -87,13 +94,16 @@ def _is_protocol_inconsistent(requested: str | None, current: str | None) -> boo
 class ClassicProtocol:
     """JoinGroup / SyncGroup / Heartbeat / LeaveGroup against classic groups."""
 
-    def __init__(self, manager: GroupMetadataManager) -> None:
-        self.manager = manager
-        self.groups = manager.groups  # the manager's group map, shared
-        self.config = manager.config
-        self.clock = manager.clock
-        self.timer = manager.timer
-        self.new_uuid = manager.new_uuid
+    def __init__(self, groups: GroupMap, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer,
+                 new_uuid: Callable[[], uuid.UUID], consumer: ConsumerProtocol) -> None:
+        """``groups``: the shard's group map; ``consumer``: the consumer protocol, which serves classic members
+        of consumer groups."""
+        self.groups = groups
+        self.config = config
+        self.clock = clock
+        self.timer = timer
+        self.new_uuid = new_uuid
+        self.consumer = consumer
 
     # -- JoinGroup --------------------------------------------------------------------------------------
     def classic_group_join(self, info: RequestInfo, request: JoinGroupRequest,
@@ -101,17 +111,17 @@ class ClassicProtocol:
         from coordinator.group.consumer_group import ConsumerGroup
         group = self.groups.get(request.group_id)
         if isinstance(group, ConsumerGroup) and not group.is_empty:
-            return self.manager.consumer.classic_group_join_to_consumer_group(group, info, request, responder)
+            return self.consumer.classic_group_join_to_consumer_group(group, info, request, responder)
         return self._classic_group_join_to_classic_group(info, request, responder)
 
     def _classic_group_join_to_classic_group(self, info: RequestInfo,
                                              request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
         group_id, member_id = request.group_id, request.member_id
         is_unknown = member_id == UNKNOWN_MEMBER_ID
-        records = self.manager.consumer.maybe_delete_empty_consumer_group(group_id)
+        records = self.consumer.maybe_delete_empty_consumer_group(group_id)
         is_new_group = group_id not in self.groups
         try:
-            group = self.manager.get_or_create_classic_group(group_id, is_unknown)
+            group = self.groups.get_or_create_classic_group(group_id, is_unknown)
         except ApiError:
             responder(JoinGroupResponse(member_id=member_id, error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return CoordinatorResult(records, replay=False) if records else EMPTY_RESULT
@@ -452,7 +462,7 @@ class ClassicProtocol:
             responder(SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return EMPTY_RESULT
         if isinstance(group, ConsumerGroup):
-            return self.manager.consumer.classic_group_sync_to_consumer_group(group, info, request, responder)
+            return self.consumer.classic_group_sync_to_consumer_group(group, info, request, responder)
         return self._sync_classic(group, request, responder)
 
     def _validate_sync(self, group: ClassicGroup, request: SyncGroupRequest) -> int | None:
@@ -539,7 +549,7 @@ class ClassicProtocol:
         if group is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {request.group_id} not found.")
         if isinstance(group, ConsumerGroup):
-            return self.manager.consumer.classic_group_heartbeat_to_consumer_group(group, info, request)
+            return self.consumer.classic_group_heartbeat_to_consumer_group(group, info, request)
         if group.state is S.DEAD:
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         group.validate_member(request.member_id, request.group_instance_id)
@@ -560,7 +570,7 @@ class ClassicProtocol:
         if group is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {request.group_id} not found.")
         if isinstance(group, ConsumerGroup):
-            return self.manager.consumer.classic_group_leave_to_consumer_group(group, info, request)
+            return self.consumer.classic_group_leave_to_consumer_group(group, info, request)
         if group.state is S.DEAD:
             return CoordinatorResult(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses: list[MemberResponse] = []

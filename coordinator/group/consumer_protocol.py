@@ -73,7 +73,15 @@ from wire.messages import consumer_group_heartbeat_response as cgh
 from wire.messages.leave_group_response import MemberResponse
 
 if TYPE_CHECKING:
-    from coordinator.group.group_metadata_manager import GroupMetadataManager
+    import uuid
+    from collections.abc import Callable
+
+    from coordinator.group.config import GroupCoordinatorConfig
+    from coordinator.group.group_config import GroupConfigs
+    from coordinator.group.group_map import GroupMap
+    from coordinator.group.topics import TopicsImage
+    from coordinator.runtime.clock import Clock
+    from coordinator.runtime.timer import CoordinatorTimer
 
 __all__ = ["ConsumerProtocol"]
 
@@ -128,15 +136,22 @@ def _is_subset(owned: list[tuple[UUID, list[int]]] | None, target: Mapping[UUID,
 class ConsumerProtocol:
     """ConsumerGroupHeartbeat, and classic-protocol members of consumer groups."""
 
-    def __init__(self, manager: GroupMetadataManager) -> None:
-        self.manager = manager
-        self.groups = manager.groups  # the manager's group map, shared
-        self.config = manager.config
-        self.group_configs = manager.group_configs
-        self.clock = manager.clock
-        self.timer = manager.timer
-        self.topics = manager.topics
-        self.new_uuid = manager.new_uuid
+    def __init__(self, groups: GroupMap, config: GroupCoordinatorConfig, clock: Clock, timer: CoordinatorTimer,
+                 topics: TopicsImage, new_uuid: Callable[[], uuid.UUID], group_configs: GroupConfigs | None, *,
+                 reschedule_classic_heartbeat: Callable[[ClassicGroup, ClassicGroupMember], None],
+                 prepare_classic_rebalance: Callable[[ClassicGroup, str], object]) -> None:
+        """``groups``: the shard's group map; ``group_configs``: per-group overrides (None: the broker's);
+        ``reschedule_classic_heartbeat`` and ``prepare_classic_rebalance``: the classic protocol's, for a group
+        downgraded to classic."""
+        self.groups = groups
+        self.config = config
+        self.group_configs = group_configs
+        self.clock = clock
+        self.timer = timer
+        self.topics = topics
+        self.new_uuid = new_uuid
+        self.reschedule_classic_heartbeat = reschedule_classic_heartbeat
+        self.prepare_classic_rebalance = prepare_classic_rebalance
 
     # -- the group's configs (KIP-848 group config resources) --------------------------------------------
     def consumer_session_timeout_ms(self, group_id: str) -> int:
@@ -316,9 +331,9 @@ class ConsumerProtocol:
             self._cancel_member_timers(gid, member_id)
         self.groups[gid] = classic
         for member in classic.members.values():
-            self.manager.classic.reschedule_classic_heartbeat(classic, member)
+            self.reschedule_classic_heartbeat(classic, member)
         if joining is None:
-            self.manager.classic.prepare_rebalance(classic, f"downgrade of group {gid} from consumer to classic")
+            self.prepare_classic_rebalance(classic, f"downgrade of group {gid} from consumer to classic")
         log.info("downgraded consumer group %s to a classic group", gid)
         return classic
 
@@ -375,7 +390,7 @@ class ConsumerProtocol:
 
     def _consumer_group_leave(self, group_id: str, instance_id: str | None, member_id: str,
                               member_epoch: int) -> CoordinatorResult:
-        group = self.manager.consumer_group(group_id)
+        group = self.groups.consumer_group(group_id)
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=member_epoch)
         if instance_id is None:
             member = group.member(member_id)

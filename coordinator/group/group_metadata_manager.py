@@ -4,7 +4,8 @@ This module holds the group map, looks groups up, replays group records, and ans
 whole-group APIs (ListGroups, DescribeGroups, ConsumerGroupDescribe, DeleteGroups). The membership
 protocols are its two collaborators, ``classic`` (``classic_protocol``: JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup) and ``consumer`` (``consumer_protocol``: ConsumerGroupHeartbeat, and classic
-members of consumer groups), which share this state. Everything runs on the shard's task.
+members of consumer groups), each given the group map (``GroupMap``) and what else it needs in its
+constructor. Everything runs on the shard's task.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from coordinator.group.consumer_group import ConsumerGroup, ResolvedRegex
 from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.embedded_protocol import PROTOCOL_TYPE
 from coordinator.group.group_config import GroupConfigs
+from coordinator.group.group_map import Group, GroupMap
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
@@ -34,7 +36,6 @@ __all__ = ["Group", "GroupMetadataManager", "GROUP_TYPE_CLASSIC", "GROUP_TYPE_CO
 
 log = logging.getLogger("pykbroker.coordinator.group")
 
-Group = ClassicGroup | ConsumerGroup
 GROUP_TYPE_CLASSIC = "classic"
 GROUP_TYPE_CONSUMER = "consumer"
 # Kafka's DescribeGroups "authorized operations omitted" marker.
@@ -58,39 +59,27 @@ class GroupMetadataManager:
         self.timer = timer
         self.topics = topics
         self.new_uuid = new_uuid
-        self.groups: dict[str, Group] = {}
-        self.classic = ClassicProtocol(self)
-        self.consumer = ConsumerProtocol(self)
+        self.groups = GroupMap(clock)
+        # The membership protocols, each given the group map and what else it needs; the consumer protocol
+        # hands a group downgraded to classic over to the classic protocol's timers and rebalance.
+        self.consumer = ConsumerProtocol(
+            self.groups, config, clock, timer, topics, new_uuid, group_configs,
+            reschedule_classic_heartbeat=lambda group, member: self.classic.reschedule_classic_heartbeat(group, member),
+            prepare_classic_rebalance=lambda group, reason: self.classic.prepare_rebalance(group, reason))
+        self.classic = ClassicProtocol(self.groups, config, clock, timer, new_uuid, self.consumer)
 
     # -- lookups ----------------------------------------------------------------------------------------
     def group(self, group_id: str) -> Group:
-        g = self.groups.get(group_id)
-        if g is None:
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        return g
+        return self.groups.group(group_id)
 
     def classic_group(self, group_id: str) -> ClassicGroup:
-        g = self.group(group_id)
-        if not isinstance(g, ClassicGroup):
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group.")
-        return g
+        return self.groups.classic_group(group_id)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup:
-        g = self.group(group_id)
-        if not isinstance(g, ConsumerGroup):
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return g
+        return self.groups.consumer_group(group_id)
 
     def get_or_create_classic_group(self, group_id: str, create: bool) -> ClassicGroup:
-        g = self.groups.get(group_id)
-        if g is None:
-            if not create:
-                raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Classic group {group_id} not found.")
-            g = self.groups[group_id] = ClassicGroup(group_id, self.clock.now_ms())
-            return g
-        if not isinstance(g, ClassicGroup):
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group.")
-        return g
+        return self.groups.get_or_create_classic_group(group_id, create)
 
     def _persisted_consumer_group(self, group_id: str, create: bool) -> ConsumerGroup | None:
         """The replay path: the consumer group a record belongs to, created if ``create``.

@@ -43,7 +43,7 @@ from typing import Any
 from uuid import UUID
 
 from coordinator.runtime.errors import UnknownRecordTypeError
-from wire import DecodeError, Reader, Writer
+from coordinator.runtime.records import CoordinatorRecord, decode_coordinator_record
 from wire.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -142,59 +142,9 @@ _CLASSES: dict[int, tuple[Any, Any]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CoordinatorRecord:
-    """A key struct and a value struct (None for a tombstone) with the version the value is written at.
-
-    Key and value are generated structs of one of the record types (``RecordType``): which fields they
-    have depends on ``record_type``, a union no checker follows, so they are typed ``Any``.
-    """
-
-    key: Any
-    value: Any
-    value_version: int = 0
-
-    @property
-    def record_type(self) -> int:
-        return self.key.API_KEY
-
-    def encode(self) -> tuple[bytes, bytes | None]:
-        """The record's key and value bytes as they go into the log."""
-        kw = Writer()
-        kw.int16(self.key.API_KEY)
-        self.key.encode_into(kw, 0)
-        if self.value is None:
-            return kw.getvalue(), None
-        vw = Writer()
-        vw.int16(self.value_version)
-        self.value.encode_into(vw, self.value_version)
-        return kw.getvalue(), vw.getvalue()
-
-
 def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
-    """Parse a __consumer_offsets record; raises UnknownRecordTypeError or DecodeError.
-
-    As Kafka does, bytes after a known struct are ignored, so records written by newer versions that
-    only append fields still load.
-    """
-    if key is None or len(key) < 2:
-        raise DecodeError("__consumer_offsets record without a key")
-    r = Reader(key)
-    record_type = r.int16()
-    classes = _CLASSES.get(record_type)
-    if classes is None:
-        raise UnknownRecordTypeError(record_type)
-    key_class, value_class = classes
-    key_message = key_class.decode_from(r, 0)
-    if value is None:
-        return CoordinatorRecord(key_message, None)
-    vr = Reader(value)
-    version = vr.int16()
-    if version < value_class.LOWEST_VERSION:
-        raise DecodeError(f"{value_class.NAME} version {version} is unknown")
-    # Kafka reads a newer version with the newest schema it knows.
-    read_version = min(version, value_class.HIGHEST_VERSION)
-    return CoordinatorRecord(key_message, value_class.decode_from(vr, read_version), read_version)
+    """Parse a __consumer_offsets record; raises UnknownRecordTypeError or DecodeError."""
+    return decode_coordinator_record(key, value, _CLASSES, "__consumer_offsets")
 
 
 # -- offsets -----------------------------------------------------------------------------------------

@@ -19,8 +19,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from coordinator.group.records import CoordinatorRecord, UnknownRecordTypeError
-from wire import DecodeError, Reader
+from coordinator.runtime.records import CoordinatorRecord, decode_coordinator_record
 from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
 
 __all__ = ["CoordinatorRecord", "RecordType", "SHARE_GROUP_STATE_TOPIC_NAME", "decode_record"]
@@ -43,20 +42,4 @@ _CLASSES: dict[int, tuple[Any, Any]] = {
 
 def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord:
     """Parse a __share_group_state record; raises UnknownRecordTypeError or DecodeError."""
-    if key is None or len(key) < 2:
-        raise DecodeError("__share_group_state record without a key")
-    r = Reader(key)
-    record_type = r.int16()
-    classes = _CLASSES.get(record_type)
-    if classes is None:
-        raise UnknownRecordTypeError(record_type)
-    key_class, value_class = classes
-    key_message = key_class.decode_from(r, 0)
-    if value is None:
-        return CoordinatorRecord(key_message, None)
-    vr = Reader(value)
-    version = vr.int16()
-    if version < value_class.LOWEST_VERSION:
-        raise DecodeError(f"{value_class.NAME} version {version} is unknown")
-    read_version = min(version, value_class.HIGHEST_VERSION)
-    return CoordinatorRecord(key_message, value_class.decode_from(vr, read_version), read_version)
+    return decode_coordinator_record(key, value, _CLASSES, SHARE_GROUP_STATE_TOPIC_NAME)

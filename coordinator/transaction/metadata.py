@@ -18,7 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from wire import DecodeError, Reader, Writer
+from coordinator.runtime.errors import UnknownRecordTypeError
+from coordinator.runtime.records import decode_coordinator_record
+from wire import DecodeError, Writer
 from wire.messages import TransactionLogKey, TransactionLogValue
 from wire.messages.transaction_log_value import PartitionsSchema
 
@@ -267,22 +269,20 @@ def encode_txn_record(transactional_id: str, transit: TxnTransit | None) -> tupl
     return kw.getvalue(), vw.getvalue()
 
 
+# The key's int16 prefix is its version (0), which the shared codec reads as the record type.
+_CLASSES = {0: (TransactionLogKey, TransactionLogValue)}
+
+
 def decode_txn_record(key: bytes | None, value: bytes | None) -> tuple[str, TxnTransit | None]:
     """(transactional id, state or None for a tombstone) of a __transaction_state record."""
-    if key is None or len(key) < 2:
-        raise DecodeError("__transaction_state record without a key")
-    r = Reader(key)
-    version = r.int16()
-    if version != 0:
-        raise DecodeError(f"unknown __transaction_state key version {version}")
-    transactional_id = TransactionLogKey.decode_from(r, 0).transactional_id
-    if value is None:
+    try:
+        record = decode_coordinator_record(key, value, _CLASSES, TRANSACTION_STATE_TOPIC_NAME)
+    except UnknownRecordTypeError as exc:
+        raise DecodeError(f"unknown __transaction_state key version {exc.record_type}") from exc
+    transactional_id = record.key.transactional_id
+    v = record.value
+    if v is None:
         return transactional_id, None
-    vr = Reader(value)
-    value_version = vr.int16()
-    if value_version < 0:
-        raise DecodeError(f"unknown TransactionLogValue version {value_version}")
-    v = TransactionLogValue.decode_from(vr, min(value_version, TransactionLogValue.HIGHEST_VERSION))
     partitions = frozenset((p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids)
     def tagged(name: str, default: int) -> int:
         value = getattr(v, name, None)

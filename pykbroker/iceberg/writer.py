@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykbroker.iceberg.config import IcebergConfigError, IcebergTopicConfig, split_topic_configs
 from pykbroker.iceberg.records import RecordColumns, committed_records
-from replication.partition import PartitionError
+from replication.partition import PartitionError, read_bytes
 
 if TYPE_CHECKING:
     from pykbroker.iceberg.tables import TableWriter
@@ -294,10 +294,7 @@ class TopicTranslator:
             except PartitionError:
                 return  # not the leader any more, or the offset is gone: the next tick sorts it out
             progress.stable = result.last_stable_offset
-            records = result.records
-            data = records.read_bytes() if hasattr(records, "read_bytes") else bytes(records)
-            if hasattr(records, "release"):
-                records.release()
+            data = read_bytes(result.records)  # a file region is released
             if not data:
                 return
             columns, next_offset = await self.service.run_blocking(

@@ -25,6 +25,7 @@ from pykbroker.request_time import request_throttle_ms
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchPartition
+from storage import release_records
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_response import (
@@ -140,8 +141,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         # As Kafka: over a quota, the client gets an empty answer (the bytes are not counted) and waits.
         broker.fetch_quota.unrecord(ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
         for fp in fetched:
-            if fp.read is not None and hasattr(fp.read.records, "release"):
-                fp.read.records.release()
+            if fp.read is not None:
+                release_records(fp.read.records)
         ctx.throttle_ms = throttle_ms
         return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
                              session_id=fctx.response_session_id, responses=[])

@@ -7,7 +7,7 @@ module reproduces (``_scala_mutable_map``, ``_scala_immutable_map``, ``_java_pro
 hard-coding one observed order: the partition maps of a topic znode depend on the partition numbers.
 Decoders accept any key order and whitespace, as Kafka's do, and raise ``ZNodeDecodeError`` on bad input.
 
-Checked against a real Kafka 3.9.1 cluster by tests/replication/zk/test_znodes.py, using the dump made by
+Checked against a real Kafka 3.9.1 cluster by tests/replication/metadata/zk/test_znodes.py, using the dump made by
 compat_tests/jvm/kafka39/dump_zk_layout.py. Znodes Kafka 3.9.1 only reads (reassignment and preferred-replica
 election requests, ISR-change and log-dir-event notifications) were written with these bytes and consumed by
 the 3.9.1 controller.

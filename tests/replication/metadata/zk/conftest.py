@@ -1,25 +1,11 @@
-"""A real ZooKeeper server per test module (tests that kill or restart it get their own)."""
+"""The ZooKeeper tests of the metadata layer need java (ZooKeeper runs on it); the fixtures are in
+tests/replication/conftest.py."""
 
 from __future__ import annotations
 
 import shutil
-import uuid
 
 import pytest
 
-from pykbroker.testing import ZooKeeperProcess
-
 if shutil.which("java") is None:
     pytest.skip("ZooKeeper needs java", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def zk_server(tmp_path_factory):
-    with ZooKeeperProcess(tmp_path_factory.mktemp("zk")) as server:
-        yield server
-
-
-@pytest.fixture
-def chroot() -> str:
-    """A fresh chroot per test, so tests sharing a server do not see each other's znodes."""
-    return f"/t-{uuid.uuid4().hex[:12]}"

@@ -1,4 +1,4 @@
-"""replication/zk/znodes.py against the znodes a real Kafka 3.9.1 cluster wrote.
+"""replication/metadata/zk/znodes.py against the znodes a real Kafka 3.9.1 cluster wrote.
 
 The golden fixture comes from compat_tests/jvm/kafka39/dump_zk_layout.py (a ZooKeeper and three 3.9.1
 brokers, driven as an operator drives them). Every znode with data is decoded with our class for its path

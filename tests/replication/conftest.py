@@ -1,4 +1,5 @@
-"""The ZooKeeper controller's tests run against a real ZooKeeper, as the metadata layer's ZooKeeper tests do."""
+"""A real ZooKeeper server per test module, for the ZooKeeper tests of the metadata layer and the controller
+(tests that kill or restart it get their own)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+"""LeadershipHandOver on a single node, over a real embedded metadata store and real logs: a failed log dir
+leaves its partitions without a leader (a new leader epoch), the other dir's keep theirs, and once the dir is
+back at start its partitions are led here again; lost replicas are named as Kafka's metadata names them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from replication.controller.hand_over import LeadershipHandOver
+from replication.metadata.embedded_store import EmbeddedMetadataStore
+from replication.metadata.image import NO_LEADER, BrokerImage
+from replication.replica_manager import ReplicaManager
+from storage import LogConfig, LogManager
+
+NODE = 1
+
+
+@pytest.fixture
+def dirs(tmp_path) -> Iterator[tuple[str, str]]:
+    yield str(tmp_path / "a"), str(tmp_path / "b")
+
+
+def hand_over(store: EmbeddedMetadataStore, log_manager: LogManager) -> LeadershipHandOver:
+    rm = ReplicaManager(log_manager, NODE)
+    return LeadershipHandOver(NODE, store, rm, log_manager, replica_fetchers=None, cluster_mode=False,
+                              elr_enabled=lambda: False, min_insync_replicas=lambda topic: 1,
+                              spawn=lambda coro: asyncio.get_running_loop().create_task(coro))
+
+
+def test_a_failed_dir_leaves_its_partitions_leaderless_and_they_are_led_again_once_it_is_back(tmp_path, dirs):
+    async def test() -> None:
+        (tmp_path / "meta").mkdir()
+        store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
+        await store.register_broker(BrokerImage(NODE, ()))
+        await store.create_topic("t", [[NODE], [NODE]], {})
+        log_manager = LogManager(list(dirs), log_cleaner_enable=False)
+        log_manager.startup()
+        try:
+            h = hand_over(store, log_manager)
+            topic_id = store.image.topics["t"].topic_id
+            logs = [log_manager.get_or_create_log("t", p, topic_id, LogConfig()) for p in (0, 1)]
+            failed = logs[0].parent_dir
+            in_failed = {p for p in (0, 1) if logs[p].parent_dir == failed}
+            assert in_failed and len(in_failed) < 2  # one partition per dir: the fewest-logs rule spreads them
+
+            await h.directory_offline(lambda t, p: p in in_failed, failed)
+            for p in (0, 1):
+                state = store.image.partition("t", p)
+                if p in in_failed:
+                    assert (state.leader, state.leader_epoch, state.partition_epoch) == (NO_LEADER, 1, 1)
+                    assert state.isr == (NODE,)  # without ELR the last member stays: the one to wait for
+                else:
+                    assert (state.leader, state.leader_epoch) == (NODE, 0)
+
+            # The dir is back at start: its partitions are led here again, in a new epoch.
+            await h.elect_recovered_replicas()
+            for p in in_failed:
+                state = store.image.partition("t", p)
+                assert (state.leader, state.leader_epoch, state.isr) == (NODE, 2, (NODE,))
+        finally:
+            log_manager.shutdown()
+
+    asyncio.run(test())
+
+
+def test_a_single_node_names_its_replica_lost_only_while_its_partition_is_offline(tmp_path, dirs):
+    async def test() -> None:
+        (tmp_path / "meta").mkdir()
+        store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
+        await store.create_topic("t", [[NODE]], {})
+        log_manager = LogManager(list(dirs), log_cleaner_enable=False)
+        log_manager.startup()
+        try:
+            h = hand_over(store, log_manager)
+            assert not h.any_lost_replicas() and h.lost_replicas("t", 0) == ()
+            h.replica_manager.mark_offline("t", 0)  # its dir was offline at start
+            assert h.any_lost_replicas() and h.lost_replicas("t", 0) == (NODE,)
+            await h.controlled_shutdown()  # a single node hands nothing over
+            assert not h.shutting_down
+        finally:
+            log_manager.shutdown()
+
+    asyncio.run(test())
