@@ -115,12 +115,13 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
-## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+## test-iceberg-slow: Iceberg tables beyond `make test` (~4 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
-##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
+##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
-		compat_tests/test_iceberg_cluster.py $(ARGS)
+		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py $(ARGS)
 
 ## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates

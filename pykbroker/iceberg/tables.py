@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykbroker.iceberg")
 
 __all__ = ["CATALOG_NAME", "CommitResult", "DLQ_SUFFIX", "OFFSETS_PROPERTY", "TOPIC_ID_PROPERTY", "TableWriter",
-           "committed_offsets", "open_catalog", "table_offsets"]
+           "committed_offsets", "open_catalog", "s3_properties", "table_offsets"]
 
 #: The catalog's name: Spark's Iceberg catalog over the same SQLite file must have this name (the JDBC
 #: catalog keeps it in every row).
@@ -54,14 +54,30 @@ _TRANSFORMS = {"hour": "HourTransform", "day": "DayTransform", "month": "MonthTr
                "year": "YearTransform", "identity": "IdentityTransform"}
 
 
-def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str) -> Catalog:
-    """The catalog the broker properties name; defaults: SQLite and a warehouse under ``data_dir``/iceberg."""
+def s3_properties(endpoint: str = "", region: str = "", access_key_id: str = "", secret_access_key: str = "",
+                  path_style_access: bool = True) -> dict[str, str]:
+    """pyiceberg's FileIO properties for an ``s3://`` warehouse from the broker's ``iceberg.s3.*`` (the secret
+    goes to the FileIO only: never logged, and DescribeConfigs hides it)."""
+    props = {"s3.endpoint": endpoint, "s3.region": region or ("us-east-1" if endpoint else ""),
+             "s3.access-key-id": access_key_id, "s3.secret-access-key": secret_access_key}
+    props = {k: v for k, v in props.items() if v}
+    props["s3.force-virtual-addressing"] = "false" if path_style_access else "true"
+    return props
+
+
+def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str,
+                 io_properties: Mapping[str, str] | None = None) -> Catalog:
+    """The catalog the broker properties name; defaults: SQLite and a warehouse under ``data_dir``/iceberg.
+    ``io_properties`` (``s3_properties``) reach the FileIO that writes and reads the warehouse's files."""
+    io = dict(io_properties or {})
+    if warehouse.startswith(("s3://", "s3a://")):
+        io.setdefault("py-io-impl", "pyiceberg.io.pyarrow.PyArrowFileIO")
     if catalog_type == "rest":
         from pyiceberg.catalog.rest import RestCatalog
 
         if not uri:
             raise ValueError("iceberg.catalog.type=rest needs iceberg.catalog.uri (the REST catalog's URL)")
-        props = {"uri": uri}
+        props = {"uri": uri, **io}
         if warehouse:
             props["warehouse"] = warehouse
         return RestCatalog(CATALOG_NAME, **props)
@@ -71,7 +87,7 @@ def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str) -> 
     if not uri or not warehouse:
         os.makedirs(os.path.join(root, "warehouse"), exist_ok=True)
     return SqlCatalog(CATALOG_NAME, uri=uri or f"sqlite:///{root}/catalog.db",
-                      warehouse=warehouse or f"file://{root}/warehouse")
+                      warehouse=warehouse or f"file://{root}/warehouse", **io)
 
 
 def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:

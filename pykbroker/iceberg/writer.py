@@ -32,7 +32,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,7 +52,9 @@ __all__ = ["ICEBERG_BROKER_PROPERTIES", "IcebergService", "PartitionLag", "Topic
 
 #: The broker properties the service reads.
 ICEBERG_BROKER_PROPERTIES = ("iceberg.catalog.type", "iceberg.catalog.uri", "iceberg.warehouse",
-                             "iceberg.catalog.namespace")
+                             "iceberg.catalog.namespace", "iceberg.s3.endpoint", "iceberg.s3.region",
+                             "iceberg.s3.access.key.id", "iceberg.s3.secret.access.key",
+                             "iceberg.s3.path.style.access")
 
 #: Bytes one read of one partition returns at most (a consumer's max.partition.fetch.bytes).
 READ_BYTES = 1 << 20
@@ -94,14 +96,21 @@ class _Settings:
     warehouse: str
     namespace: str
     data_dir: str
+    io: dict[str, str]  # the FileIO's properties (s3 credentials among them): never logged
 
 
 class IcebergService:
     """Every Iceberg translator of one broker (see the module docstring)."""
 
-    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager) -> None:
+    def __init__(self, settings: Mapping[str, Any], data_dir: str, replica_manager: ReplicaManager) -> None:
+        from pykbroker.iceberg.tables import s3_properties
+
+        io = s3_properties(settings["iceberg.s3.endpoint"], settings["iceberg.s3.region"],
+                           settings["iceberg.s3.access.key.id"], settings["iceberg.s3.secret.access.key"],
+                           bool(settings["iceberg.s3.path.style.access"])) \
+            if str(settings["iceberg.warehouse"]).startswith(("s3://", "s3a://")) else {}
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
-                                  settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir)
+                                  settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
         self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
@@ -162,7 +171,7 @@ class IcebergService:
             from pykbroker.iceberg.tables import open_catalog
 
             s = self.settings
-            self._catalog = open_catalog(s.catalog_type, s.uri, s.warehouse, s.data_dir)
+            self._catalog = open_catalog(s.catalog_type, s.uri, s.warehouse, s.data_dir, s.io)
         return self._catalog
 
     def lag(self) -> dict[tuple[str, int], PartitionLag]:
