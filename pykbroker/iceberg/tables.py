@@ -70,8 +70,6 @@ def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str,
     """The catalog the broker properties name; defaults: SQLite and a warehouse under ``data_dir``/iceberg.
     ``io_properties`` (``s3_properties``) reach the FileIO that writes and reads the warehouse's files."""
     io = dict(io_properties or {})
-    if warehouse.startswith(("s3://", "s3a://")):
-        io.setdefault("py-io-impl", "pyiceberg.io.pyarrow.PyArrowFileIO")
     if catalog_type == "rest":
         from pyiceberg.catalog.rest import RestCatalog
 
