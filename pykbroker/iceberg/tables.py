@@ -272,6 +272,66 @@ class TableWriter:
         return removed
 
 
+    # -- maintenance -------------------------------------------------------------------------------------
+    def _existing_tables(self) -> list[Table]:
+        return [self.catalog.load_table(i) for i in (self.identifier, self.dlq_identifier)
+                if self.catalog.table_exists(i)]
+
+    def expire_snapshots(self, max_age_ms: int, progress: Callable[[str], None]) -> int:
+        """Expire the snapshots (of the table and its dead-letter table) older than ``max_age_ms``, never the
+        current one (which names the offsets); returns how many. Their files become orphans, for
+        ``remove_orphan_files``. A commit of another writer first fails it (the catalog's compare-and-swap)."""
+        cutoff = int(time.time() * 1000) - max_age_ms
+        expired = 0
+        for table in self._existing_tables():
+            current = table.current_snapshot()
+            old = [s.snapshot_id for s in table.snapshots()
+                   if s.timestamp_ms < cutoff and (current is None or s.snapshot_id != current.snapshot_id)]
+            if not old:
+                continue
+            table.maintenance.expire_snapshots().by_ids(old).commit()
+            expired += len(old)
+            progress(f"iceberg: expired {len(old)} snapshots of {'.'.join(table.name())} older than {max_age_ms} ms; "
+                     f"{len(table.snapshots())} kept")
+        return expired
+
+    def remove_orphan_files(self, min_age_ms: int, progress: Callable[[str], None]) -> int:
+        """Delete the files under the tables' ``data/`` (any) and ``metadata/`` (manifests and manifest lists,
+        ``*.avro``) that no snapshot references and that are older than ``min_age_ms``; returns how many."""
+        from pyarrow.fs import FileSelector, FileType
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        cutoff = time.time() - min_age_ms / 1000
+        removed = 0
+        for table in self._existing_tables():
+            io = table.io
+            if not isinstance(io, PyArrowFileIO):
+                log.warning("iceberg: orphan files of %s are not looked for: its FileIO is %s, not pyarrow's",
+                            ".".join(table.name()), type(io).__name__)
+                continue
+            locations = [s.manifest_list for s in table.snapshots()]
+            if table.snapshots():
+                locations += table.inspect.all_files()["file_path"].to_pylist()
+                locations += table.inspect.all_manifests()["path"].to_pylist()
+            referenced = {PyArrowFileIO.parse_location(loc, io.properties)[2] for loc in locations}
+            scheme, netloc, root = PyArrowFileIO.parse_location(table.location(), io.properties)
+            fs = io.fs_by_scheme(scheme, netloc)
+            orphans = []
+            for folder, suffix in (("data", ""), ("metadata", ".avro")):
+                for info in fs.get_file_info(FileSelector(f"{root.rstrip('/')}/{folder}", recursive=True,
+                                                          allow_not_found=True)):
+                    if info.type == FileType.File and info.path.endswith(suffix) and info.path not in referenced \
+                            and info.mtime is not None and info.mtime.timestamp() < cutoff:
+                        orphans.append(info)
+            for info in orphans:
+                fs.delete_file(info.path)
+            if orphans:
+                removed += len(orphans)
+                progress(f"iceberg: removed {len(orphans)} orphan files ({sum(i.size or 0 for i in orphans):,} bytes) "
+                         f"of {'.'.join(table.name())}, unreferenced and older than {min_age_ms} ms")
+        return removed
+
+
 # -- compaction filters ------------------------------------------------------------------------------------
 def _describe(table: Table, key: tuple) -> str:
     return ",".join(f"{f.name}={v}" for f, v in zip(table.spec().fields, key, strict=True)) or "(unpartitioned)"
