@@ -2,7 +2,8 @@
 
 The server is versitygw (tools/s3/install.sh, make deps; tests/s3_server.py). A broker with the embedded SQLite
 catalog writes a topic's data and metadata files into a bucket there; pyiceberg reads the table back through
-the same FileIO settings and finds exactly the produced records, and the secret key is in no log line nor in
+the same FileIO settings and finds exactly the produced records, orphan files are found and deleted there,
+and the secret key is in no log line nor in
 DescribeConfigs; Spark reads the table through Iceberg's S3FileIO (the credentials in the environment of its
 process only). PYKBROKER_ICEBERG_SLOW=1 (make test-iceberg-slow) only: about 55 s, 17 s of them without Spark.
 """
@@ -19,7 +20,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from pykbroker.iceberg.tables import OFFSETS_PROPERTY, s3_properties
+from pykbroker.iceberg.tables import OFFSETS_PROPERTY, TableWriter, s3_properties
 from pykbroker.testing import BrokerProcess
 from tests.s3_server import S3Server, s3_server_available
 
@@ -94,6 +95,18 @@ def test_warehouse_on_s3_pyiceberg_and_spark_read_the_table(tmp_path):
             assert data_files and all(p.startswith(f"{WAREHOUSE}/kafka/orders/data/") for p in data_files)
             # The files are in the bucket, on the server's disk.
             assert list((tmp_path / "s3" / "objects" / BUCKET / "warehouse").rglob("*.parquet"))
+
+            # Orphan files are found and deleted through the same FileIO: a file never committed goes, the
+            # table's files stay (the broker is idle: everything produced is committed).
+            store = s3.object_store(BUCKET)
+            store.put("warehouse/kafka/orders/data/orphan.parquet", b"PAR1 never committed")
+            time.sleep(0.05)
+            writer = TableWriter(table.catalog, "kafka", "orders", "")
+            assert writer.remove_orphan_files(1, lambda line: None) == 1
+            assert not list((tmp_path / "s3" / "objects" / BUCKET).rglob("orphan.parquet"))
+            assert sorted((r["partition"], r["offset"]) for r in load_table(broker.data_dir, s3, "orders").scan(
+                selected_fields=("partition", "offset")).to_arrow().to_pylist()) == sorted(
+                (i % 2, i // 2) for i in range(200))
 
             broker_config = admin.describe_configs([ConfigResource("BROKER", "1")])
             described = {e.name: e for e in next(iter(broker_config.values())).result(timeout=10).values()}
