@@ -30,12 +30,13 @@ deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars from Maven Central (once; cached in .cache folders)"; \
+		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars and Nessie from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/tiered/fetch_jars.sh >/dev/null; \
+		bash tools/nessie/fetch_jar.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -125,12 +126,14 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
-## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
-##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
+##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
+##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
-		compat_tests/test_iceberg_cluster.py $(ARGS)
+		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py $(ARGS)
 
 ## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates

@@ -63,6 +63,13 @@ ICEBERG_TOPIC_CONFIGS: dict[str, IcebergConfigDef] = {
     "iceberg.compaction.min.files": IcebergConfigDef(
         "INT", "10", "Compact a table partition once it holds this many data files, together smaller than "
         "iceberg.target.file.size.bytes, into one (a background task, with progress lines); 0: never."),
+    "iceberg.snapshot.max.age.ms": IcebergConfigDef(
+        "LONG", "432000000", "Expire the table's snapshots older than this (the current one is always kept), a "
+        "background task with a log line; Iceberg's history.expire.max-snapshot-age-ms."),
+    "iceberg.orphan.file.min.age.ms": IcebergConfigDef(
+        "LONG", "86400000", "Delete files in the table's data and metadata folders that no snapshot references "
+        "(written but never committed, say before a kill -9, or only of expired snapshots) once this old; keep it "
+        "well above the time a commit takes. A background task with a log line."),
     "iceberg.delete.table.on.topic.delete": IcebergConfigDef(
         "BOOLEAN", "false", "Drop the table (and its dead-letter table) when the topic is deleted."),
 }
@@ -86,6 +93,8 @@ class IcebergTopicConfig:
     partition_spec: tuple[PartitionField, ...] = (PartitionField("day", "timestamp"),)
     value_schema: tuple[tuple[str, str], ...] = ()
     compaction_min_files: int = 10
+    snapshot_max_age_ms: int = 432_000_000
+    orphan_file_min_age_ms: int = 86_400_000
     delete_table_on_topic_delete: bool = False
 
     @property
@@ -115,6 +124,9 @@ class IcebergTopicConfig:
                    value_schema=schema,
                    compaction_min_files=_long("iceberg.compaction.min.files", values["iceberg.compaction.min.files"],
                                               0, 1 << 31),
+                   snapshot_max_age_ms=_long("iceberg.snapshot.max.age.ms", values["iceberg.snapshot.max.age.ms"], 1),
+                   orphan_file_min_age_ms=_long("iceberg.orphan.file.min.age.ms",
+                                                values["iceberg.orphan.file.min.age.ms"], 1),
                    delete_table_on_topic_delete=_bool("iceberg.delete.table.on.topic.delete",
                                                       values["iceberg.delete.table.on.topic.delete"]))
 

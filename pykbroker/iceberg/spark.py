@@ -31,7 +31,7 @@ from pykbroker.iceberg.tables import CATALOG_NAME
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["catalog_conf", "iceberg_jars", "main", "pyspark_dir", "spark_session", "sql"]
+__all__ = ["catalog_conf", "iceberg_jars", "main", "pyspark_dir", "s3_conf", "s3_environment", "spark_session", "sql"]
 
 _CACHE = Path(__file__).resolve().parents[2] / "compat_tests" / "jvm" / "spark" / ".cache"
 #: Set to a folder holding Iceberg's Spark runtime and the SQLite JDBC driver to use them instead of the cache.
@@ -58,19 +58,43 @@ def pyspark_dir() -> Path:
     return folder
 
 
-def catalog_conf(catalog_uri: str, warehouse: str) -> dict[str, str]:
-    """Spark settings for the catalog ``pykbroker`` over the broker's SQL catalog (pyiceberg's SQLAlchemy URL)."""
+def s3_conf(warehouse: str, io_properties: Mapping[str, str]) -> dict[str, str]:
+    """The catalog properties of Iceberg's S3FileIO for an ``s3://`` warehouse, from pyiceberg's FileIO properties
+    (``tables.s3_properties``) but for the credentials: those reach the JVM in its environment only (the AWS SDK
+    reads ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``), never on a command line or in Spark's conf."""
+    if not warehouse.startswith(("s3://", "s3a://")):
+        return {}
+    conf = {"io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+            "s3.path-style-access": "true" if io_properties.get("s3.force-virtual-addressing") != "true" else "false",
+            "client.region": io_properties.get("s3.region") or "us-east-1"}
+    if io_properties.get("s3.endpoint"):
+        conf["s3.endpoint"] = io_properties["s3.endpoint"]
+    return conf
+
+
+def s3_environment(io_properties: Mapping[str, str]) -> dict[str, str]:
+    """The environment that carries an ``s3://`` warehouse's credentials to the AWS SDK in Spark's JVM."""
+    env = {"AWS_ACCESS_KEY_ID": io_properties.get("s3.access-key-id", ""),
+           "AWS_SECRET_ACCESS_KEY": io_properties.get("s3.secret-access-key", ""),
+           "AWS_REGION": io_properties.get("s3.region", "")}
+    return {k: v for k, v in env.items() if v}
+
+
+def catalog_conf(catalog_uri: str, warehouse: str, io_properties: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Spark settings for the catalog ``pykbroker`` over the broker's SQL catalog (pyiceberg's SQLAlchemy URL) or
+    its REST catalog, with S3FileIO for an ``s3://`` warehouse (``s3_conf``)."""
+    prefix = f"spark.sql.catalog.{CATALOG_NAME}"
+    s3 = {f"{prefix}.{k}": v for k, v in s3_conf(warehouse, io_properties or {}).items()}
     if catalog_uri.startswith("sqlite:///"):
         jdbc = "jdbc:sqlite:" + catalog_uri[len("sqlite://"):]
     elif catalog_uri.startswith("http://") or catalog_uri.startswith("https://"):
-        return {f"spark.sql.catalog.{CATALOG_NAME}": "org.apache.iceberg.spark.SparkCatalog",
-                f"spark.sql.catalog.{CATALOG_NAME}.type": "rest",
-                f"spark.sql.catalog.{CATALOG_NAME}.uri": catalog_uri,
-                **({f"spark.sql.catalog.{CATALOG_NAME}.warehouse": warehouse} if warehouse else {})}
+        return {prefix: "org.apache.iceberg.spark.SparkCatalog",
+                f"{prefix}.type": "rest",
+                f"{prefix}.uri": catalog_uri,
+                **({f"{prefix}.warehouse": warehouse} if warehouse else {}), **s3}
     else:
         raise ValueError(f"no JDBC URL for catalog {catalog_uri!r}: give a sqlite:/// or http(s):// catalog URI")
-    prefix = f"spark.sql.catalog.{CATALOG_NAME}"
-    return {prefix: "org.apache.iceberg.spark.SparkCatalog",
+    return {**s3, prefix: "org.apache.iceberg.spark.SparkCatalog",
             f"{prefix}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
             f"{prefix}.uri": jdbc,
             # V0: pyiceberg's table layout, left as it is (V1 would add a column to the broker's catalog)
@@ -84,8 +108,11 @@ def _default_locations(data_dir: str | Path) -> tuple[str, str]:
 
 
 def spark_session(catalog_uri: str, warehouse: str, *, master: str = "local[2]", driver_memory: str = "512m",
-                  conf: Mapping[str, str] | None = None, quick_start: bool = False) -> SparkSession:
+                  conf: Mapping[str, str] | None = None, quick_start: bool = False,
+                  io_properties: Mapping[str, str] | None = None) -> SparkSession:
     """A small local SparkSession with the catalog ``pykbroker``; needs pyspark 4.1 (see the module docstring).
+    For an ``s3://`` warehouse, ``io_properties`` as ``tables.s3_properties`` gives them (the credentials are put
+    in this process's environment, for the JVM it starts).
 
     ``quick_start``: for a JVM that runs a query or two, C1-compiled code only and the serial collector (about
     half the start-up time on a busy machine, slower on long jobs)."""
@@ -96,6 +123,7 @@ def spark_session(catalog_uri: str, warehouse: str, *, master: str = "local[2]",
         raise RuntimeError(f"pyspark {pyspark.__version__} is imported, but Iceberg's runtime needs Spark "
                            f"{SPARK_VERSION}: run with PYTHONPATH={pyspark_dir()} or use pykbroker.iceberg.spark.sql")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.update(s3_environment(io_properties or {}))
     builder = (SparkSession.builder.master(master).appName("pykbroker-iceberg")
                # on the driver's class path rather than spark.jars: nothing to copy or serve (local mode only)
                .config("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in iceberg_jars()))
@@ -108,7 +136,7 @@ def spark_session(catalog_uri: str, warehouse: str, *, master: str = "local[2]",
                .config("spark.sql.session.timeZone", "UTC"))
     if quick_start:
         builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-    for key, value in {**catalog_conf(catalog_uri, warehouse), **(conf or {})}.items():
+    for key, value in {**catalog_conf(catalog_uri, warehouse, io_properties), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -140,19 +168,24 @@ def _unjson(value: Any) -> Any:
 
 
 def sql(queries: list[str], *, data_dir: str | Path | None = None, catalog_uri: str | None = None,
-        warehouse: str | None = None, timeout: float = 300) -> list[list[dict[str, Any]]]:
+        warehouse: str | None = None, timeout: float = 300, io_properties: Mapping[str, str] | None = None
+        ) -> list[list[dict[str, Any]]]:
     """The rows of each query, run by Spark 4.1 in a process of its own (binary columns come back as bytes,
     timestamps as ISO strings). The catalog is the broker's default under ``data_dir`` (its first log dir)
-    unless ``catalog_uri``/``warehouse`` say otherwise."""
+    unless ``catalog_uri``/``warehouse`` say otherwise; ``io_properties`` (``tables.s3_properties``) for an
+    ``s3://`` warehouse (its credentials go in the environment of Spark's process)."""
     if data_dir is not None:
         catalog_uri, warehouse = _default_locations(data_dir)
     if not catalog_uri or warehouse is None:
         raise ValueError("give data_dir, or catalog_uri and warehouse")
-    env = dict(os.environ)
+    io = io_properties or {}
+    env = {**os.environ, **s3_environment(io)}
+    s3_args = [f"--s3-{k[len('s3.'):]}={v}" for k, v in io.items()
+               if k in ("s3.endpoint", "s3.region", "s3.force-virtual-addressing")]
     env["PYTHONPATH"] = os.pathsep.join([str(pyspark_dir()), str(Path(__file__).resolve().parents[2]),
                                          env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-m", "pykbroker.iceberg.spark", "--catalog-uri", catalog_uri,
-                           "--warehouse", warehouse, *queries], env=env, capture_output=True, text=True,
+                           "--warehouse", warehouse, *s3_args, *queries], env=env, capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"Spark failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -171,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", help="the broker's first log dir (its default SQLite catalog and warehouse)")
     ap.add_argument("--catalog-uri", help="the broker's iceberg.catalog.uri (sqlite:///... or http(s)://...)")
     ap.add_argument("--warehouse", default="", help="the broker's iceberg.warehouse")
+    ap.add_argument("--s3-endpoint", default="", help="iceberg.s3.endpoint (credentials: AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY in the environment)")
+    ap.add_argument("--s3-region", default="", help="iceberg.s3.region")
+    ap.add_argument("--s3-force-virtual-addressing", default="false", help="true: iceberg.s3.path.style.access=false")
     args = ap.parse_args(argv)
     catalog_uri, warehouse = (_default_locations(args.data_dir) if args.data_dir
                               else (args.catalog_uri, args.warehouse))
@@ -183,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pyspark_dir()), os.environ.get("PYTHONPATH", "")]))
             return subprocess.call([sys.executable, "-m", "pykbroker.iceberg.spark", *(argv or sys.argv[1:])],
                                    env=env)
-        spark = spark_session(catalog_uri, warehouse, quick_start=True)
+        io = {"s3.endpoint": args.s3_endpoint, "s3.region": args.s3_region,
+              "s3.force-virtual-addressing": args.s3_force_virtual_addressing}
+        spark = spark_session(catalog_uri, warehouse, quick_start=True, io_properties=io)
     except (FileNotFoundError, RuntimeError, ValueError) as exc:
         print(f"pykbroker.iceberg.spark: {exc}", file=sys.stderr)
         return 2

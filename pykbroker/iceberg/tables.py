@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykbroker.iceberg")
 
 __all__ = ["CATALOG_NAME", "CommitResult", "DLQ_SUFFIX", "OFFSETS_PROPERTY", "TOPIC_ID_PROPERTY", "TableWriter",
-           "committed_offsets", "open_catalog", "table_offsets"]
+           "committed_offsets", "open_catalog", "s3_properties", "table_offsets"]
 
 #: The catalog's name: Spark's Iceberg catalog over the same SQLite file must have this name (the JDBC
 #: catalog keeps it in every row).
@@ -54,14 +54,28 @@ _TRANSFORMS = {"hour": "HourTransform", "day": "DayTransform", "month": "MonthTr
                "year": "YearTransform", "identity": "IdentityTransform"}
 
 
-def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str) -> Catalog:
-    """The catalog the broker properties name; defaults: SQLite and a warehouse under ``data_dir``/iceberg."""
+def s3_properties(endpoint: str = "", region: str = "", access_key_id: str = "", secret_access_key: str = "",
+                  path_style_access: bool = True) -> dict[str, str]:
+    """pyiceberg's FileIO properties for an ``s3://`` warehouse from the broker's ``iceberg.s3.*`` (the secret
+    goes to the FileIO only: never logged, and DescribeConfigs hides it)."""
+    props = {"s3.endpoint": endpoint, "s3.region": region or ("us-east-1" if endpoint else ""),
+             "s3.access-key-id": access_key_id, "s3.secret-access-key": secret_access_key}
+    props = {k: v for k, v in props.items() if v}
+    props["s3.force-virtual-addressing"] = "false" if path_style_access else "true"
+    return props
+
+
+def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str,
+                 io_properties: Mapping[str, str] | None = None) -> Catalog:
+    """The catalog the broker properties name; defaults: SQLite and a warehouse under ``data_dir``/iceberg.
+    ``io_properties`` (``s3_properties``) reach the FileIO that writes and reads the warehouse's files."""
+    io = dict(io_properties or {})
     if catalog_type == "rest":
         from pyiceberg.catalog.rest import RestCatalog
 
         if not uri:
             raise ValueError("iceberg.catalog.type=rest needs iceberg.catalog.uri (the REST catalog's URL)")
-        props = {"uri": uri}
+        props = {"uri": uri, **io}
         if warehouse:
             props["warehouse"] = warehouse
         return RestCatalog(CATALOG_NAME, **props)
@@ -71,7 +85,7 @@ def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str) -> 
     if not uri or not warehouse:
         os.makedirs(os.path.join(root, "warehouse"), exist_ok=True)
     return SqlCatalog(CATALOG_NAME, uri=uri or f"sqlite:///{root}/catalog.db",
-                      warehouse=warehouse or f"file://{root}/warehouse")
+                      warehouse=warehouse or f"file://{root}/warehouse", **io)
 
 
 def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:
@@ -255,6 +269,66 @@ class TableWriter:
             progress(f"iceberg: compacting {name} {i}/{len(due)}: partition {_describe(table, key)}: {len(files)} "
                      f"files, {sum(f.file_size_in_bytes for f in files):,} bytes, {rows.num_rows} records -> one file "
                      f"in {(time.monotonic() - started) * 1000:.0f} ms")
+        return removed
+
+
+    # -- maintenance -------------------------------------------------------------------------------------
+    def _existing_tables(self) -> list[Table]:
+        return [self.catalog.load_table(i) for i in (self.identifier, self.dlq_identifier)
+                if self.catalog.table_exists(i)]
+
+    def expire_snapshots(self, max_age_ms: int, progress: Callable[[str], None]) -> int:
+        """Expire the snapshots (of the table and its dead-letter table) older than ``max_age_ms``, never the
+        current one (which names the offsets); returns how many. Their files become orphans, for
+        ``remove_orphan_files``. A commit of another writer first fails it (the catalog's compare-and-swap)."""
+        cutoff = int(time.time() * 1000) - max_age_ms
+        expired = 0
+        for table in self._existing_tables():
+            current = table.current_snapshot()
+            old = [s.snapshot_id for s in table.snapshots()
+                   if s.timestamp_ms < cutoff and (current is None or s.snapshot_id != current.snapshot_id)]
+            if not old:
+                continue
+            table.maintenance.expire_snapshots().by_ids(old).commit()
+            expired += len(old)
+            progress(f"iceberg: expired {len(old)} snapshots of {'.'.join(table.name())} older than {max_age_ms} ms; "
+                     f"{len(table.snapshots())} kept")
+        return expired
+
+    def remove_orphan_files(self, min_age_ms: int, progress: Callable[[str], None]) -> int:
+        """Delete the files under the tables' ``data/`` (any) and ``metadata/`` (manifests and manifest lists,
+        ``*.avro``) that no snapshot references and that are older than ``min_age_ms``; returns how many."""
+        from pyarrow.fs import FileSelector, FileType
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        cutoff = time.time() - min_age_ms / 1000
+        removed = 0
+        for table in self._existing_tables():
+            io = table.io
+            if not isinstance(io, PyArrowFileIO):
+                log.warning("iceberg: orphan files of %s are not looked for: its FileIO is %s, not pyarrow's",
+                            ".".join(table.name()), type(io).__name__)
+                continue
+            locations = [s.manifest_list for s in table.snapshots()]
+            if table.snapshots():
+                locations += table.inspect.all_files()["file_path"].to_pylist()
+                locations += table.inspect.all_manifests()["path"].to_pylist()
+            referenced = {PyArrowFileIO.parse_location(loc, io.properties)[2] for loc in locations}
+            scheme, netloc, root = PyArrowFileIO.parse_location(table.location(), io.properties)
+            fs = io.fs_by_scheme(scheme, netloc)
+            orphans = []
+            for folder, suffix in (("data", ""), ("metadata", ".avro")):
+                for info in fs.get_file_info(FileSelector(f"{root.rstrip('/')}/{folder}", recursive=True,
+                                                          allow_not_found=True)):
+                    if info.type == FileType.File and info.path.endswith(suffix) and info.path not in referenced \
+                            and info.mtime is not None and info.mtime.timestamp() < cutoff:
+                        orphans.append(info)
+            for info in orphans:
+                fs.delete_file(info.path)
+            if orphans:
+                removed += len(orphans)
+                progress(f"iceberg: removed {len(orphans)} orphan files ({sum(i.size or 0 for i in orphans):,} bytes) "
+                         f"of {'.'.join(table.name())}, unreferenced and older than {min_age_ms} ms")
         return removed
 
 

@@ -13,7 +13,11 @@ created anew under the same name). A translator, each tick:
    ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets;
 4. every ``COMPACTION_EVERY`` commits, if it leads partition 0, compacts table partitions of
    ``iceberg.compaction.min.files`` small files or more into one file each (``TableWriter.compact``), with a
-   progress line per table partition.
+   progress line per table partition;
+5. now and then (``MAINTENANCE_MAX_EVERY_S`` at most), if it leads partition 0, expires snapshots older than
+   ``iceberg.snapshot.max.age.ms`` and deletes files no snapshot references once older than
+   ``iceberg.orphan.file.min.age.ms`` (written before a kill -9 and never committed, or of expired
+   snapshots), with a log line each.
 
 Everything touching pyiceberg or pyarrow (and the decoding) runs on one worker thread per broker, so the
 catalog sees one writer at a time from each broker. In a cluster (brokers sharing one catalog) every leader
@@ -32,7 +36,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,7 +56,9 @@ __all__ = ["ICEBERG_BROKER_PROPERTIES", "IcebergService", "PartitionLag", "Topic
 
 #: The broker properties the service reads.
 ICEBERG_BROKER_PROPERTIES = ("iceberg.catalog.type", "iceberg.catalog.uri", "iceberg.warehouse",
-                             "iceberg.catalog.namespace")
+                             "iceberg.catalog.namespace", "iceberg.s3.endpoint", "iceberg.s3.region",
+                             "iceberg.s3.access.key.id", "iceberg.s3.secret.access.key",
+                             "iceberg.s3.path.style.access")
 
 #: Bytes one read of one partition returns at most (a consumer's max.partition.fetch.bytes).
 READ_BYTES = 1 << 20
@@ -62,6 +68,9 @@ MAX_TICK_S = 0.5
 COMMIT_ATTEMPTS = 5
 #: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
 COMPACTION_EVERY = 10
+#: Longest time between two maintenance runs (snapshot expiry, orphan files) of a table; shorter when
+#: iceberg.snapshot.max.age.ms or iceberg.orphan.file.min.age.ms is (half the smaller, at least a second).
+MAINTENANCE_MAX_EVERY_S = 3600.0
 
 
 @dataclass
@@ -94,14 +103,23 @@ class _Settings:
     warehouse: str
     namespace: str
     data_dir: str
+    io: dict[str, str]  # the FileIO's properties (s3 credentials among them): never logged
 
 
 class IcebergService:
     """Every Iceberg translator of one broker (see the module docstring)."""
 
-    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager) -> None:
+    def __init__(self, settings: Mapping[str, Any], data_dir: str, replica_manager: ReplicaManager) -> None:
+        from pykbroker.iceberg.tables import s3_properties
+
+        # An s3:// warehouse, or a REST catalog whose tables are in S3 (it may name the endpoint itself).
+        s3_set = any(settings[f"iceberg.s3.{n}"] for n in ("endpoint", "region", "access.key.id"))
+        io = s3_properties(settings["iceberg.s3.endpoint"], settings["iceberg.s3.region"],
+                           settings["iceberg.s3.access.key.id"], settings["iceberg.s3.secret.access.key"],
+                           bool(settings["iceberg.s3.path.style.access"])) \
+            if s3_set or str(settings["iceberg.warehouse"]).startswith(("s3://", "s3a://")) else {}
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
-                                  settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir)
+                                  settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
         self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
@@ -162,7 +180,7 @@ class IcebergService:
             from pykbroker.iceberg.tables import open_catalog
 
             s = self.settings
-            self._catalog = open_catalog(s.catalog_type, s.uri, s.warehouse, s.data_dir)
+            self._catalog = open_catalog(s.catalog_type, s.uri, s.warehouse, s.data_dir, s.io)
         return self._catalog
 
     def lag(self) -> dict[tuple[str, int], PartitionLag]:
@@ -197,6 +215,7 @@ class TopicTranslator:
         self._writer: TableWriter | None = None
         self._task: asyncio.Task | None = None
         self.commits = 0
+        self._next_maintenance = 0.0  # monotonic time of the next maintenance run
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"iceberg-{self.topic}")
@@ -282,6 +301,8 @@ class TopicTranslator:
             await self._commit()
             if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
                 await self._compact()
+        if 0 in self.progress and time.monotonic() >= self._next_maintenance:
+            await self._maintain()
 
     def _committed_offsets(self) -> dict[int, int]:
         return self._table_writer().offsets(self.config)
@@ -315,6 +336,19 @@ class TopicTranslator:
                                             self.config.compaction_min_files, log.info)
         except Exception as exc:
             log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+
+    async def _maintain(self) -> None:
+        """Expire old snapshots, then delete orphan files (``TableWriter.expire_snapshots``,
+        ``remove_orphan_files``) on the worker thread; a failure is logged and tried at the next run."""
+        config = self.config
+        every = min(config.snapshot_max_age_ms, config.orphan_file_min_age_ms) / 2000
+        self._next_maintenance = time.monotonic() + min(max(every, 1.0), MAINTENANCE_MAX_EVERY_S)
+        writer = self._table_writer()
+        try:
+            await self.service.run_blocking(writer.expire_snapshots, config.snapshot_max_age_ms, log.info)
+            await self.service.run_blocking(writer.remove_orphan_files, config.orphan_file_min_age_ms, log.info)
+        except Exception as exc:
+            log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
 
     async def _commit_with_retries(self, writer: TableWriter, batches: list[RecordColumns],
                                    based_on: dict[int, int | None], next_offsets: dict[int, int]) -> Any:

@@ -152,3 +152,46 @@ def test_dead_letters_are_written_once_when_the_table_commit_is_retried(tmp_path
     assert (result.rows, result.dead_letters) == (1, 2)
     dead = w.catalog.load_table(w.dlq_identifier).scan().to_arrow().to_pylist()
     assert sorted(r["offset"] for r in dead) == [0, 2]
+
+
+def test_expired_snapshots_and_orphan_files_are_cleaned_up(tmp_path):
+    import os
+    import time
+
+    w = writer(tmp_path)
+    for i in range(4):
+        w.commit(CONFIG, [batch(0, i, i + 1)], {0: i or None}, {0: i + 1})
+    assert w.compact(CONFIG, 4, lambda line: None) == 4
+    table = w.catalog.load_table(w.identifier)
+    data = tmp_path / "iceberg" / "warehouse" / "kafka" / "t" / "data"
+    # Written but never committed (a kill -9 between writing and committing): one long ago, one just now.
+    old, fresh = data / "orphan-old.parquet", data / "orphan-fresh.parquet"
+    for path in (old, fresh):
+        path.write_bytes(b"PAR1 never committed")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    lines: list[str] = []
+    assert w.remove_orphan_files(60_000, lines.append) == 1  # files of live snapshots and fresh ones stay
+    assert not old.exists() and fresh.exists()
+    assert lines == ["iceberg: removed 1 orphan files (20 bytes) of kafka.t, unreferenced and older than 60000 ms"]
+
+    time.sleep(0.01)
+    lines.clear()
+    assert w.expire_snapshots(1, lines.append) == 5  # every snapshot but the current (compacted) one
+    assert lines == ["iceberg: expired 5 snapshots of kafka.t older than 1 ms; 1 kept"]
+    assert w.expire_snapshots(1, lines.append) == 0
+    table = w.catalog.load_table(w.identifier)
+    assert committed_offsets(table, "id-1") == {0: 4} and rows(w) == [(0, o) for o in range(4)]
+    # The four small files are only the expired snapshots' now: orphans, removed once old enough.
+    live = {p.split("/")[-1] for p in table.inspect.all_files()["file_path"].to_pylist()}
+    assert len(live) == 1 and len(list(data.rglob("*.parquet"))) == 6
+    # The 4 small files, the fresh orphan, and the manifests and manifest lists only expired snapshots had.
+    assert w.remove_orphan_files(1, lines.append) == 15
+    assert {p.name for p in data.rglob("*.parquet")} == live
+    table = w.catalog.load_table(w.identifier)
+    referenced = {table.current_snapshot().manifest_list.split("/")[-1]} | {
+        p.split("/")[-1] for p in table.inspect.all_manifests()["path"].to_pylist()}
+    assert {p.name for p in (data.parent / "metadata").glob("*.avro")} == referenced
+    assert rows(w) == [(0, o) for o in range(4)]
+    w.commit(CONFIG, [batch(0, 4, 6)], {0: 4}, {0: 6})  # the table goes on
+    assert rows(w) == [(0, o) for o in range(6)]

@@ -206,18 +206,35 @@ def test_without_iceberg_topics_nothing_is_imported(tmp_path):
         assert not (tmp_path / "logs" / "iceberg").exists()
 
 
-def test_small_files_are_compacted_in_the_background(shared):
+def test_small_files_are_compacted_and_old_snapshots_and_orphans_cleaned_up_in_the_background(shared):
     broker, tmp_path = shared, shared.data_dir
-    create(broker, "compact", **{"iceberg.compaction.min.files": "4"})
+    create(broker, "compact", **{"iceberg.compaction.min.files": "4", "iceberg.snapshot.max.age.ms": "1",
+                                 "iceberg.orphan.file.min.age.ms": "60000"})
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):  # ten commits of a file each: the tenth looks for small files
         producer.produce("compact", value=str(i).encode())
         producer.flush(10)
         wait_rows(tmp_path, "compact", i + 1)
+        if i == 0:  # a file written long ago and never committed (as by a broker killed mid-commit)
+            orphan = tmp_path / "logs" / "iceberg" / "warehouse" / "kafka" / "compact" / "data" / "orphan.parquet"
+            orphan.write_bytes(b"PAR1 never committed")
+            os.utime(orphan, (time.time() - 3600, time.time() - 3600))
     deadline = time.monotonic() + 30
     while "compacting kafka.compact 1/1" not in broker.log() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "iceberg: compacting kafka.compact: 1 table partitions of 4 or more small files" in broker.log()
     table = catalog(tmp_path).load_table(("kafka", "compact"))
     assert len(list(table.scan().plan_files())) == 1
+    assert [r["value"] for r in table_rows(tmp_path, "compact")] == [str(i).encode() for i in range(10)]
+    deadline = time.monotonic() + 30
+    while (orphan.exists() or "of kafka.compact older than 1 ms; 1 kept" not in broker.log()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not orphan.exists()
+    assert re.search(r"iceberg: removed 1 orphan files \(20 bytes\) of kafka.compact, unreferenced and older than "
+                     r"60000 ms", broker.log())
+    assert re.search(r"iceberg: expired \d+ snapshots of kafka.compact older than 1 ms; 1 kept", broker.log())
+    deadline = time.monotonic() + 30
+    while len(catalog(tmp_path).load_table(("kafka", "compact")).snapshots()) > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert [r["value"] for r in table_rows(tmp_path, "compact")] == [str(i).encode() for i in range(10)]
