@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-streams-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,8 @@ cluster: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
+##       Spark's Kafka and Kafka Streams' jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -35,6 +36,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
 		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -115,9 +117,14 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
+## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
+##                    exactly_once_v2 counting application judged on Kafka 4.4
+test-streams-slow: deps
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage; about 18 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-streams-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
