@@ -153,7 +153,8 @@ def produce_keys(bootstrap: str, topic: str, keys: int, rounds: int, first_round
 
 
 class CommittedCounts:
-    """A read_committed consumer of the output topic: each key's counts in the order they were committed."""
+    """A read_committed consumer of the output topic, polling on its own thread: each key's counts in the order
+    they were committed, and when records arrived (``stall_after`` finds the longest pause)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assigned-manually",
@@ -161,50 +162,61 @@ class CommittedCounts:
                                   "auto.offset.reset": "earliest"})
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         self.counts: dict[str, list[int]] = {}
-        self.first_at: float | None = None
+        self.arrivals: list[float] = []  # when each batch of records arrived (monotonic)
         self.last_at: float | None = None
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
 
-    def poll(self, seconds: float) -> int:
-        """Read what is committed for up to ``seconds``; how many records were read."""
-        read = 0
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for msg in self.consumer.consume(1000, 0.2):
-                if msg.error():
-                    continue
-                self.counts.setdefault(msg.key().decode(), []).append(int(msg.value()))
-                read += 1
+    def _poll(self) -> None:
+        while not self._closed.is_set():
+            records = [m for m in self.consumer.consume(1000, 0.1) if not m.error()]
+            if not records:
+                continue
+            with self._lock:
+                for msg in records:
+                    self.counts.setdefault(msg.key().decode(), []).append(int(msg.value()))
                 self.last_at = time.monotonic()
-                if self.first_at is None:
-                    self.first_at = self.last_at
-        return read
+                self.arrivals.append(self.last_at)
 
     def wait_for_totals(self, keys: int, total: int, timeout: float) -> None:
         """Until every key's latest count is ``total`` (the output is complete)."""
         deadline = time.monotonic() + timeout
         while not self.complete(keys, total):
             if time.monotonic() > deadline:
-                missing = [key_name(i) for i in range(keys) if self.latest(key_name(i)) != total]
+                with self._lock:
+                    missing = [key_name(i) for i in range(keys) if self.latest(key_name(i)) != total]
                 raise TimeoutError(f"{len(missing)} keys not at {total} after {timeout} s, e.g. "
                                    f"{[(k, self.latest(k)) for k in missing[:5]]}")
-            self.poll(1.0)
+            time.sleep(0.2)
 
     def latest(self, key: str) -> int | None:
         values = self.counts.get(key)
         return values[-1] if values else None
 
     def complete(self, keys: int, total: int) -> bool:
-        return len(self.counts) == keys and all(values[-1] == total for values in self.counts.values())
+        with self._lock:
+            return len(self.counts) == keys and all(values[-1] == total for values in self.counts.values())
+
+    def stall_after(self, since: float) -> float:
+        """The longest time after ``since`` without committed output (up to the last record)."""
+        with self._lock:
+            times = [since] + [t for t in self.arrivals if t > since]
+        return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
 
     def anomalies(self) -> list[str]:
         """Counts that went backwards or repeated (a duplicate or lost update under exactly-once)."""
         out = []
-        for key, values in self.counts.items():
-            for before, after in zip(values, values[1:], strict=False):
-                if after <= before:
-                    out.append(f"{key}: {before} then {after}")
-                    break
+        with self._lock:
+            for key, values in self.counts.items():
+                for before, after in zip(values, values[1:], strict=False):
+                    if after <= before:
+                        out.append(f"{key}: {before} then {after}")
+                        break
         return out
 
     def close(self) -> None:
+        self._closed.set()
+        self._thread.join(10)
         self.consumer.close()

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from compat_tests.conftest import KAFKA_44
+from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from compat_tests.streams_app import CommittedCounts, StreamsApp, produce_keys, streams_jars
-from pykbroker.testing import BrokerProcess
+from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KEYS = 1000
 PARTITIONS = 4
@@ -44,7 +46,7 @@ class Run:
 
     records: int
     seconds: float  # from the first input record to the complete committed output
-    counts: CommittedCounts
+    stall: float  # the longest time without committed output after ``during`` began (0 without it)
 
 
 def create_topics(bootstrap: str, names: list[str], replication: int, configs: dict[str, str] | None = None) -> None:
@@ -77,6 +79,7 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
     try:
         started = time.monotonic()
         written = produce_keys(bootstrap, f"{app_id}-in", KEYS, rounds // 2)
+        fault_at = time.monotonic()
         if during is not None:
             during(apps)
         written += produce_keys(bootstrap, f"{app_id}-in", KEYS, rounds - rounds // 2, first_round=rounds // 2)
@@ -85,10 +88,10 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
         except TimeoutError as exc:
             raise AssertionError(f"{exc}; instance logs:\n" + "\n".join(a.log() for a in apps)) from None
         seconds = (counts.last_at or time.monotonic()) - started
-        counts.poll(2.0)  # anything committed after the totals would be a duplicate
+        time.sleep(2.0)  # anything committed after the totals would be a duplicate
         assert counts.complete(KEYS, rounds), "counts moved past the number of input records"
         assert not counts.anomalies(), counts.anomalies()[:10]
-        return Run(written, seconds, counts)
+        return Run(written, seconds, counts.stall_after(fault_at) if during is not None else 0.0)
     finally:
         counts.close()
         for app in apps:
@@ -105,3 +108,40 @@ def test_exactly_once_count_on_one_node(tmp_path, jars):
 def test_exactly_once_count_on_one_kafka_node(tmp_path, jars, kafka44_judge):
     run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10)
     print(f"Kafka 4.4, one node: {run.records} records counted exactly once in {run.seconds:.1f} s")
+
+
+# Three brokers, every topic (the application's internal ones included) with three replicas of which two must be in
+# sync; everything else is each broker's default (ZooKeeper's session 18 s for pykbroker, KRaft's 9 s for Kafka).
+CLUSTER = {"default.replication.factor": "3", "min.insync.replicas": "2"}
+CLUSTER_ROUNDS = 40
+
+
+def kill_group_coordinator(bootstrap: str, kill) -> None:
+    """kill -9 the broker coordinating the application's group (its offsets commit through it)."""
+    def during(apps: list[StreamsApp]) -> None:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        group = admin.describe_consumer_groups([apps[0].application_id])[apps[0].application_id].result(30)
+        victim = group.coordinator.id if os.environ.get("STREAMS_VICTIM") != "other" else group.coordinator.id % 3 + 1
+        print(f"killing broker {victim}; the group coordinator is {group.coordinator.id}")
+        kill(victim)
+    return during
+
+
+@slow
+def test_exactly_once_count_through_a_killed_broker(tmp_path, jars):
+    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=18000) as cluster:
+        run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
+                         during=kill_group_coordinator(cluster.bootstrap, lambda n: cluster.broker(n).kill()))
+    print(f"pykbroker, 3 brokers, one killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
+          f"output stalled for {run.stall:.1f} s at most")
+
+
+@slow
+def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars):
+    kafka_jars = jars_dir(KAFKA_44)
+    assert kafka_jars is not None
+    with KafkaCluster(kafka_jars, tmp_path / "kafka", 3, overrides=CLUSTER) as cluster:
+        run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
+                         during=kill_group_coordinator(cluster.bootstrap, lambda n: cluster.node(n).kill()))
+    print(f"Kafka 4.4, 3 brokers, one killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
+          f"output stalled for {run.stall:.1f} s at most")
