@@ -118,7 +118,8 @@ test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
 ## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
-##                    exactly_once_v2 counting application judged on Kafka 4.4
+##                    exactly_once_v2 counting application judged on Kafka 4.4, and on 3 brokers (RF=3,
+##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's (~12 min)
 test-streams-slow: deps
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
 

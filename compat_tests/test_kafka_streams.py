@@ -114,34 +114,45 @@ def test_exactly_once_count_on_one_kafka_node(tmp_path, jars, kafka44_judge):
 # sync; everything else is each broker's default (ZooKeeper's session 18 s for pykbroker, KRaft's 9 s for Kafka).
 CLUSTER = {"default.replication.factor": "3", "min.insync.replicas": "2"}
 CLUSTER_ROUNDS = 40
+# The longest pykbroker's committed output may stop after a broker is killed: ZooKeeper's 18 s session before the
+# controller moves leaders, plus Streams' retries. Issue 33's runs stalled for 134-174 s (producers fenced after
+# their transaction timeout) where Kafka 4.4 stalls for about 15 s.
+RECOVERY_BOUND_S = 60.0
 
 
-def kill_group_coordinator(bootstrap: str, kill) -> None:
-    """kill -9 the broker coordinating the application's group (its offsets commit through it)."""
+def kill_a_broker(bootstrap: str, victim: str, kill):
+    """kill -9 the broker coordinating the application's group (``victim`` "group-coordinator") or the next one
+    (``victim`` "other": it coordinates none of the group but leads partitions and, often, transactions)."""
     def during(apps: list[StreamsApp]) -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         group = admin.describe_consumer_groups([apps[0].application_id])[apps[0].application_id].result(30)
-        victim = group.coordinator.id if os.environ.get("STREAMS_VICTIM") != "other" else group.coordinator.id % 3 + 1
-        print(f"killing broker {victim}; the group coordinator is {group.coordinator.id}")
-        kill(victim)
+        node = group.coordinator.id if victim == "group-coordinator" else group.coordinator.id % 3 + 1
+        print(f"killing broker {node}; the group coordinator is {group.coordinator.id}")
+        kill(node)
     return during
 
 
+VICTIMS = ["group-coordinator", "other"]
+
+
 @slow
-def test_exactly_once_count_through_a_killed_broker(tmp_path, jars):
+@pytest.mark.parametrize("victim", VICTIMS)
+def test_exactly_once_count_through_a_killed_broker(tmp_path, jars, victim):
     with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=18000) as cluster:
         run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
-                         during=kill_group_coordinator(cluster.bootstrap, lambda n: cluster.broker(n).kill()))
-    print(f"pykbroker, 3 brokers, one killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
+                         during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.broker(n).kill()))
+    print(f"pykbroker, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
           f"output stalled for {run.stall:.1f} s at most")
+    assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
 
 
 @slow
-def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars):
+@pytest.mark.parametrize("victim", VICTIMS)
+def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars, victim):
     kafka_jars = jars_dir(KAFKA_44)
     assert kafka_jars is not None
     with KafkaCluster(kafka_jars, tmp_path / "kafka", 3, overrides=CLUSTER) as cluster:
         run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
-                         during=kill_group_coordinator(cluster.bootstrap, lambda n: cluster.node(n).kill()))
-    print(f"Kafka 4.4, 3 brokers, one killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
+                         during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.node(n).kill()))
+    print(f"Kafka 4.4, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
           f"output stalled for {run.stall:.1f} s at most")

@@ -223,7 +223,8 @@ class Broker:
             self._transaction_coordinator = TransactionCoordinator(
                 TransactionConfig.from_properties(self.config.__getitem__), self.node_id,
                 log_factory=lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
-                                                                    topic=TRANSACTION_STATE_TOPIC_NAME),
+                                                                    topic=TRANSACTION_STATE_TOPIC_NAME,
+                                                                    append_timeout_ms=self.config["request.timeout.ms"]),
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=self._ensure_transaction_state_topic,
                 partition_leader=self._transaction_state_partition_leader,
