@@ -362,15 +362,25 @@ class TransactionCoordinator:
         """Produce v12+ / TxnOffsetCommit v5+ (transaction version 2): the write adds its partition itself.
 
         Answers the error the write gets, as Kafka's partition leaders map it: PRODUCER_FENCED becomes
-        INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction is completing) is
-        retried briefly before it is answered, or, while another write's add to the same transaction is
-        being appended, until that append is done (``ADD_PARTITION_WAIT_FOR_ADD_MAX_S``).
+        INVALID_PRODUCER_EPOCH (``add_partitions_from_broker`` says how CONCURRENT_TRANSACTIONS is retried).
+        """
+        code = await self.add_partitions_from_broker(transactional_id, producer_id, epoch, [tp])
+        return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
+    async def add_partitions_from_broker(self, transactional_id: str, producer_id: int, epoch: int,
+                                         partitions: list[TopicPartition]) -> int:
+        """Transaction version 2: partitions that writes add, for a write to a partition this broker leads or
+        for the leader of one (AddPartitionsToTxn v4+); the error code.
+
+        CONCURRENT_TRANSACTIONS (the previous transaction is completing) is retried briefly, as Kafka's
+        partition leaders do, and, while another write's add to the same transaction is being appended, until
+        that append is done (``ADD_PARTITION_WAIT_FOR_ADD_MAX_S``).
         """
         loop = asyncio.get_running_loop()
         started = loop.time()
         while True:
             try:
-                await self.add_partitions(transactional_id, producer_id, epoch, [tp], client_version=2)
+                await self.add_partitions(transactional_id, producer_id, epoch, partitions, client_version=2)
                 return ErrorCode.NONE
             except TxnError as exc:
                 code = exc.error_code
@@ -378,7 +388,7 @@ class TransactionCoordinator:
             if code != ErrorCode.CONCURRENT_TRANSACTIONS or waited >= ADD_PARTITION_WAIT_FOR_ADD_MAX_S or (
                     waited >= ADD_PARTITION_RETRY_MAX_S and not self._add_in_flight(transactional_id, producer_id,
                                                                                     epoch)):
-                return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+                return code
             await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
 
     def _add_in_flight(self, transactional_id: str, producer_id: int, epoch: int) -> bool:
