@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from compat_tests.conftest import KAFKA_44
 from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from compat_tests.streams_app import CommittedCounts, StreamsApp, produce_keys, streams_jars
+from pykbroker.config import Config
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 KEYS = 1000
@@ -111,10 +112,11 @@ def test_exactly_once_count_on_one_kafka_node(tmp_path, jars, kafka44_judge):
 
 
 # Three brokers, every topic (the application's internal ones included) with three replicas of which two must be in
-# sync; everything else is each broker's default (ZooKeeper's session 18 s for pykbroker, KRaft's 9 s for Kafka).
+# sync; everything else is each broker's default (a dead broker is noticed after 9 s in both: pykbroker's ZooKeeper
+# session, Kafka's broker.session.timeout.ms).
 CLUSTER = {"default.replication.factor": "3", "min.insync.replicas": "2"}
 CLUSTER_ROUNDS = 40
-# The longest pykbroker's committed output may stop after a broker is killed: ZooKeeper's 18 s session before the
+# The longest pykbroker's committed output may stop after a broker is killed: the 9 s ZooKeeper session before the
 # controller moves leaders, plus Streams' retries. Issue 33's runs stalled for 134-174 s (producers fenced after
 # their transaction timeout) where Kafka 4.4 stalls for about 15 s.
 RECOVERY_BOUND_S = 60.0
@@ -138,7 +140,8 @@ VICTIMS = ["group-coordinator", "other"]
 @slow
 @pytest.mark.parametrize("victim", VICTIMS)
 def test_exactly_once_count_through_a_killed_broker(tmp_path, jars, victim):
-    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=18000) as cluster:
+    session_ms = Config().zookeeper_session_timeout_ms  # the default, not the kit's 6 s
+    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=session_ms) as cluster:
         run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
                          during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.broker(n).kill()))
     print(f"pykbroker, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "

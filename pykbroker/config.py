@@ -408,7 +408,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
-    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "18000", "ZooKeeper session timeout."),
+    # 9 s, not ZooKeeper-mode Kafka's 18 s: how long Kafka 4.4 (KRaft, broker.session.timeout.ms) takes to notice
+    # a dead broker, which decides how long its partitions and coordinators stay unavailable.
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000", "ZooKeeper session timeout."),
     ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
               "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
