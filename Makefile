@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-streams-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,11 @@ deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
 	@if command -v java >/dev/null; then \
-		echo "fetching Apache ZooKeeper, Kafka and Spark-Kafka jars from Maven Central (once; cached in .cache folders)"; \
+		echo "fetching Apache ZooKeeper, Kafka, Spark-Kafka and Spark-Iceberg jars from Maven Central (once; cached in .cache folders)"; \
 		bash tools/zookeeper/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/fetch_jars.sh 4.2.0 >/dev/null; \
-		bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
+		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
@@ -123,9 +123,22 @@ test-tiered-slow: deps
 test-streams-slow: deps
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
 
+## test-iceberg-slow: Iceberg tables beyond `make test` (~3 min): read by Spark with value_schema, dead letters and
+##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader
+test-iceberg-slow: deps
+	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
+		compat_tests/test_iceberg_cluster.py $(ARGS)
+
+## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+test-console-slow: deps
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
-##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage; about 18 minutes)
-test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-streams-slow
+##            Kafka 3.9.1, share groups judged by Kafka 4.2, throttle precision, tiered storage, Iceberg tables,
+##            the console on a cluster, Kafka Streams applications; about 32 minutes)
+test-slow: log-dirs differential-cluster-ops test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

@@ -368,3 +368,58 @@ def test_kafka_tools_report_a_cluster_with_a_broker_down(cluster):
     finally:
         cluster.broker(3).start()
         cluster.wait_for_brokers(3)
+
+
+def test_a_deleted_topics_committed_offsets_go_on_the_coordinator_that_did_not_delete_it(cluster):
+    """Kafka removes a deleted topic's committed offsets on whichever broker coordinates the group, not only on
+    the broker that handled DeleteTopics; a topic created again under the same name is read from its start."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    from coordinator.group.partitioner import partition_for
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = unique("deleted")
+    create_topic(cluster, topic, partitions=2)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, f"old-{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    # __consumer_offsets exists (created by a first commit), so the group's coordinator can be chosen: one that
+    # is not the controller, to which the admin client sends DeleteTopics.
+    first = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": unique("first"), "enable.auto.commit": False})
+    first.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    first.close()
+    controller = admin.describe_cluster().result(30).controller.id
+    offsets_topic = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions
+    group = next(g for g in (unique("g") for _ in range(1000))
+                 if offsets_topic[partition_for(g, len(offsets_topic))].leader not in (controller, -1))
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 4), TopicPartition(topic, 1, 3)], asynchronous=False)
+    consumer.close()
+
+    def committed() -> dict[int, int]:
+        request = [ConsumerGroupTopicPartitions(group)]
+        found = admin.list_consumer_group_offsets(request)[group].result(30).topic_partitions
+        return {tp.partition: tp.offset for tp in found if tp.topic == topic}
+
+    assert committed() == {0: 4, 1: 3}
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while committed():
+        assert time.monotonic() < deadline, f"the coordinator still returns {topic}'s offsets: {committed()}"
+        time.sleep(0.2)
+
+    deadline = time.monotonic() + 30
+    while True:  # the deletion completes (the controller removes the znodes) before the name can be reused
+        try:
+            create_topic(cluster, topic, partitions=2)
+            break
+        except Exception:
+            assert time.monotonic() < deadline, f"{topic} could not be created again"
+            time.sleep(0.5)
+    for i in range(4):
+        producer.produce(topic, f"new-{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    got = consume_all(cluster, topic, 4, **{"group.id": group})
+    assert sorted(m.value() for m in got) == [b"new-0", b"new-1", b"new-2", b"new-3"]
+    assert sorted((m.partition(), m.offset()) for m in got) == [(0, 0), (0, 1), (1, 0), (1, 1)]

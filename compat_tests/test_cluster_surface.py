@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.conftest import KAFKA_44
@@ -24,7 +24,12 @@ from compat_tests.jvm.kafka_broker import jars_dir
 from compat_tests.test_cluster_reassignment import tool, wait_for
 from pykbroker.testing import ClusterProcesses, RawClient
 from replication.metadata.features import BOOTSTRAP_FINALIZED
-from wire.messages import ApiVersionsRequest
+from wire.messages import (
+    ApiVersionsRequest,
+    DescribeTransactionsRequest,
+    FindCoordinatorRequest,
+    MetadataRequest,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's tools need java")
 
@@ -79,7 +84,6 @@ def test_kafka_features_changes_reach_every_broker_and_survive_a_restart(cluster
     refused = tool(jars44, FEATURES, "--bootstrap-server", cluster.broker(3).bootstrap, "upgrade",
                    "--feature", "group.version=2", ok=False)
     with RawClient(one) as c:
-        from wire.messages import MetadataRequest
         controller = c.request(MetadataRequest(topics=[]), 12).controller_id
     assert (f"Invalid update version 2 for feature group.version. Local controller {controller} only supports "
             "versions 0-1") in refused
@@ -168,3 +172,80 @@ def test_broker_configs_and_cluster_defaults_are_described_by_every_broker_and_s
     configs("--entity-name", "2", "--alter", "--delete-config", "leader.replication.throttled.rate")
     configs("--entity-default", "--alter", "--delete-config", "follower.replication.throttled.rate")
     wait_for(lambda: "throttled" not in configs("--entity-name", "2", "--describe", via=2), "the deletion")
+
+
+@slow
+def test_a_kip_848_group_keeps_its_assignment_and_offsets_when_its_coordinator_is_killed(cluster):
+    topic, group = f"k848-fo-{uuid.uuid4().hex[:6]}", f"g-fo-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+
+    def produce(start: int, end: int) -> None:
+        for i in range(start, end):
+            producer.produce(topic, b"%d" % i, key=b"%d" % i)
+        assert producer.flush(60) == 0
+
+    produce(0, 300)
+    consumers = [Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+                           "auto.offset.reset": "earliest", "enable.auto.commit": False}) for _ in range(2)]
+    seen: list[tuple[int, int]] = []
+
+    def consume_until(count: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(set(seen)) < count and time.monotonic() < deadline:
+            for c in consumers:
+                m = c.poll(0.1)
+                if m is not None:
+                    assert m.error() is None, m.error()
+                    seen.append((m.partition(), m.offset()))
+        assert len(set(seen)) == count
+
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        consume_until(300)
+        for c in consumers:
+            c.commit(asynchronous=False)
+        before = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+        committed = {(tp.partition, tp.offset) for tp in consumers[0].committed(
+            [TopicPartition(topic, p) for p in range(6)], timeout=30)}
+        assert sorted(p for a in before for p in a) == list(range(6))
+        with RawClient(cluster.broker(1).bootstrap) as rc:
+            coordinator = rc.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]),
+                                     4).coordinators[0].node_id
+        cluster.broker(coordinator).kill()
+        produce(300, 600)
+        consume_until(600)
+        # As on Kafka: the new coordinator replays the group from __consumer_offsets; the members keep their
+        # partitions (no full rebalance), nothing committed is lost, and no record comes twice.
+        assert [sorted(tp.partition for tp in c.assignment()) for c in consumers] == before
+        assert len(seen) == len(set(seen)) == 600
+        after = {(tp.partition, tp.offset) for tp in consumers[0].committed(
+            [TopicPartition(topic, p) for p in range(6)], timeout=30)}
+        assert after == committed
+    finally:
+        for c in consumers:
+            c.close()
+        cluster.broker(coordinator).start()
+        cluster.wait_for_brokers(3)
+
+
+@slow
+def test_the_java_producer_commits_transactions_with_transactions_v2(cluster, jars44):
+    """With transaction.version 2 finalized, Kafka 4.4's producer adds partitions implicitly and the coordinator
+    bumps the producer epoch at every commit (KIP-890 part 2): the epoch counts the transactions."""
+    topic, txn_id = f"tv2-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    out = tool(jars44, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "3000",
+               "--record-size", "100", "--throughput", "-1", "--command-property",
+               f"bootstrap.servers={cluster.bootstrap}", "acks=all",
+               "--transactional-id", txn_id, "--transaction-duration-ms", "50")
+    assert "3000 records sent" in out
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        coordinator = c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id]), 4).coordinators[0]
+    with RawClient(f"{coordinator.host}:{coordinator.port}") as c:
+        [state] = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states
+    assert state.error_code == 0 and state.transaction_state == "CompleteCommit"
+    assert state.producer_epoch >= 2, f"epoch {state.producer_epoch}: the producer did not use Transactions V2"

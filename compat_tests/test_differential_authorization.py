@@ -434,7 +434,7 @@ def observe_user(c: RawClient, user: str) -> dict[str, object]:
     et = c.request(EndTxnRequest(transactional_id="tx2", producer_id=1, producer_epoch=0, committed=True), 4)
     out["end txn tx2"] = (et.error_code, et.producer_id, et.producer_epoch)
     tc = c.request(TxnOffsetCommitRequest(transactional_id="tx2", group_id="g1", producer_id=1, producer_epoch=0,
-                                          generation_id=-1, member_id="", group_instance_id=None, topics=[
+                                          generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=[
                                               TxnOffsetCommitRequestTopic(name="orders", partitions=[
                                                   TxnOffsetCommitRequestPartition(partition_index=0,
                                                                                   committed_offset=1)])]), 4)

@@ -1,13 +1,13 @@
 """Apache Kafka's own command-line tools (the Kafka 4.1 jars) against pykbroker, run as a user runs them.
 
 Each test drives one tool the way its kafka-*.sh script does, ``java -cp <jars>/* <main class> ...``, and
-checks what it prints: kafka-topics (TopicCommand), kafka-configs (kafka.admin.ConfigCommand: topic,
+checks what it prints: kafka-topics (TopicCommand), kafka-configs (ConfigCommand: topic,
 quota and dynamic broker configs),
 kafka-broker-api-versions, kafka-verifiable-producer/-consumer (also consumers through rebalances),
 kafka-consumer-groups,
 kafka-transactions and the TransactionalMessageCopier of Kafka's system tests (transactions end to end:
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, markers, read_committed),
-and kafka-dump-log (kafka.tools.DumpLogSegments) over the files pykbroker wrote.
+and kafka-dump-log (DumpLogSegments) over the files pykbroker wrote.
 
 The jars come from compat_tests/jvm/fetch_jars.sh; the module is skipped when java or the jars are missing.
 """
@@ -36,14 +36,14 @@ if shutil.which("java") is None:
 # A tool runs for a second or two: the client compiler alone and a small serial heap start it fastest.
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 TOPICS = "org.apache.kafka.tools.TopicCommand"
-CONFIGS = "kafka.admin.ConfigCommand"
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
-DUMP_LOG = "kafka.tools.DumpLogSegments"
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 
 OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",

@@ -282,7 +282,7 @@ def java_scram_user(jars, secured):
     broker = secured[0]
 
     def configs(add: str) -> subprocess.CompletedProcess:
-        return java_tool(jars, "kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap, "--alter",
+        return java_tool(jars, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", broker.bootstrap, "--alter",
                          "--add-config", add, "--entity-type", "users", "--entity-name", "dave")
 
     both = configs("SCRAM-SHA-256=[iterations=4096,password=dave-scram],SCRAM-SHA-512=[password=dave-scram]")

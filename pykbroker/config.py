@@ -187,6 +187,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("cluster.id", _str, None, "Cluster id to use when the data directory is new (default: random)."),
     ConfigDef("log.dirs", _list, "/tmp/kafka-logs", "Directories where partition logs are kept."),
     ConfigDef("log.dir", _list, "/tmp/kafka-logs", "Legacy single log directory; log.dirs wins."),
+    ConfigDef("cordoned.log.dirs", _list, "",
+              "Log dirs that take no new partitions (KIP-1066), each one of log.dirs, or * for all of them."),
     # -- topics --------------------------------------------------------------------------------------
     ConfigDef("num.partitions", _int(1, _I32), "1", "Default number of partitions of a new topic."),
     ConfigDef("default.replication.factor", _int(1, 32767), "1", "Default replication factor of a new topic."),
@@ -270,7 +272,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
     ConfigDef("console.listener", _console_listener, None,
-              "Serve the read-only console page at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+              "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080); unset: off."),
+    ConfigDef("console.write.actions.enable", _bool, "false",
+              "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
+              "with the principal; false: the console only reads."),
     # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
     ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
               "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),
@@ -408,9 +413,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("producer.id.expiration.ms", _int(1, _I32), "86400000", "Expiry of idle producer ids."),
     # -- cluster (ZooKeeper mode) --------------------------------------------------------------------
     ConfigDef("zookeeper.connect", _str, None, "ZooKeeper connect string; unset means the embedded single-node store."),
-    # 9 s, not ZooKeeper-mode Kafka's 18 s: how long Kafka 4.4 (KRaft, broker.session.timeout.ms) takes to notice
-    # a dead broker, which decides how long its partitions and coordinators stay unavailable.
-    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000", "ZooKeeper session timeout."),
+    # 9 s, not Kafka 3.9's 18 s: a dead broker's session expiry is what moves its leaderships, so this is the
+    # pace of failure detection, and a Kafka 4.4 KRaft cluster fences a silent broker after 9 s
+    # (broker.session.timeout.ms).
+    ConfigDef("zookeeper.session.timeout.ms", _int(1, _I32), "9000",
+              "ZooKeeper session timeout: a broker silent this long is dead to the cluster (its leaderships move)."),
     ConfigDef("zookeeper.connection.timeout.ms", _int(1, _I32), None,
               "Wait for the first ZooKeeper connection (unset: zookeeper.session.timeout.ms)."),
     ConfigDef("replica.lag.time.max.ms", _int(1, _MAX), "30000", "Drop a follower from the ISR after this lag."),
@@ -574,6 +581,11 @@ class Config:
         self.log_dirs: tuple[str, ...] = tuple(dirs)
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
+        cordoned = v["cordoned.log.dirs"]
+        self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
+        if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
+            raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
+                              "(or * for all of them)")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's

@@ -1,4 +1,4 @@
-"""Dynamic broker configs as Kafka 4.1's DynamicBrokerConfig has them: which broker configs may change at
+"""Dynamic broker configs as Kafka 4.4's DynamicBrokerConfig has them: which broker configs may change at
 runtime, Kafka's checks and messages for a change, and the effective config they make.
 
 Layers, lowest first: the static properties (``Config``), the cluster-wide dynamic defaults (BROKER resource
@@ -33,7 +33,6 @@ __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "brok
 
 INVALID_REQUEST = 42
 INVALID_CONFIG = 40
-UNKNOWN_SERVER_ERROR = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 MAX_VALUE_SIZE = 32767  # Kafka's ConfigRecord keeps a value in a 16-bit-length string
 
@@ -303,10 +302,9 @@ def java_properties_order(names: Iterable[str]) -> list[str]:
     return java.iteration_order(unique, java.concurrent_table_size(len(unique)))
 
 
-def java_set(names: Iterable[str], kind: str = "Set") -> str:
-    """A Scala set's toString, in the order Kafka built it."""
-    ordered = list(names)
-    return f"{kind if len(ordered) <= 4 or kind != 'Set' else 'HashSet'}({', '.join(ordered)})"
+def java_set(names: Iterable[str]) -> str:
+    """A Java set's toString, in the order Kafka built it (Kafka 4.4's DynamicBrokerConfig is Java's)."""
+    return f"[{', '.join(names)}]"
 
 
 # -- checks -------------------------------------------------------------------------------------------
@@ -359,7 +357,7 @@ def validate(props: Mapping[str, str], per_broker: bool) -> None:
     security = [k for k in order if k in SECURITY_CONFIGS]
     if security:
         raise DynamicConfigError(INVALID_REQUEST, "These security configs can be dynamically updated only "
-                                 "per-listener using the listener prefix: " + java_set(security, "HashSet"))
+                                 "per-listener using the listener prefix: " + java_set(security))
     _check_types({k: props[k] for k in order})
     per_broker_only = _per_broker_names(order)
     if per_broker_only and not per_broker:
@@ -385,7 +383,7 @@ def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str 
             props.pop(name, None)
         else:
             if not is_kafka_config(name):
-                raise DynamicConfigError(UNKNOWN_SERVER_ERROR, None)  # Kafka: a failed lookup, NoSuchElementException
+                raise DynamicConfigError(INVALID_CONFIG, f"Unknown config name: {name}")  # Kafka 4.4's words
             if _kafka_type(name) != _T.LIST:
                 verb = "append" if op == APPEND else "subtract"
                 raise DynamicConfigError(INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")

@@ -16,7 +16,7 @@ backend, with its settings under Kafka's ``rsm.config.`` prefix:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
 from replication.remote_log_manager import RemoteLogManager
@@ -98,12 +98,13 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
     metadata = TopicBasedRemoteLogMetadataManager(
         broker.replica_manager, broker.node_id,
         _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
-        leader_of=broker._partition_leader, send_produce=send_produce if broker.cluster_mode else None,
+        leader_of=lambda topic, partition: broker.internal_topics.partition_leader(topic, partition), send_produce=send_produce if broker.cluster_mode else None,
         time_ms=broker.now_ms)
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
                            copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
+    broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
     broker.replica_manager.remote_log_manager = rlm
     log.info("tiered storage enabled: remote segments in %r", store)
     return rlm
@@ -115,13 +116,12 @@ async def ensure_remote_log_metadata_topic(broker: Broker) -> bool:
         return True
     config = broker.config
     try:
-        assignment = broker._internal_topic_assignment(
+        await broker.internal_topics.ensure_topic(
             REMOTE_LOG_METADATA_TOPIC_NAME, _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
-            _rlmm_int(config, "remote.log.metadata.topic.replication.factor", 3))
+            _rlmm_int(config, "remote.log.metadata.topic.replication.factor", 3),
+            lambda assignment: {"cleanup.policy": "delete", "retention.ms": "-1",
+                                "min.insync.replicas": str(min(2, len(assignment[0])))})
     except Exception as exc:  # noqa: BLE001 - ApiError: not enough live brokers yet
         log.info("%s not created yet: %s", REMOTE_LOG_METADATA_TOPIC_NAME, exc)
         return False
-    configs: dict[str, Any] = {"cleanup.policy": "delete", "retention.ms": "-1",
-                               "min.insync.replicas": str(min(2, len(assignment[0])))}
-    await broker._create_internal_topic(REMOTE_LOG_METADATA_TOPIC_NAME, assignment, configs)
     return True

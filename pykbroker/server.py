@@ -9,16 +9,17 @@ then closed.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pykbroker.broker import Broker
-from pykbroker.config import Config, Listener
+from pykbroker.config import Config, ConfigError, Listener
 from pykbroker.connection import Connection
 from pykbroker.connection_quotas import ConnectionQuotas
 from pykbroker.metrics import BrokerMetrics
@@ -60,6 +61,7 @@ class Server:
     async def start(self) -> None:
         started = time.monotonic()
         security = listener_security(self.config)  # a ConfigError here stops the start, as in Kafka
+        check_log_dirs(self.config.log_dirs)
         self.broker = broker = Broker(self.config)
         broker.listener_security = security  # dynamic key and trust store changes reload these contexts
         self.metrics = BrokerMetrics.install(broker)  # before any request: the request path records into it
@@ -72,7 +74,7 @@ class Server:
         loop = asyncio.get_running_loop()
         for lst in self.config.listeners:
             sec = security[lst.name]
-            socks = _bind(lst.host or None, lst.port)
+            socks = bind_listener(lst.name, lst.host, lst.port)
             addr = socks[0].getsockname()
             broker.bound_listeners[lst.name] = Listener(lst.name, lst.host, addr[1])
             self._sockets += socks
@@ -243,6 +245,35 @@ def run(config: Config, on_started: Callable[[Server], None] | None = None) -> N
         asyncio.run(Server(config).serve_forever(on_started))
     else:
         uvloop.run(Server(config).serve_forever(on_started))
+
+
+def check_log_dirs(log_dirs: Sequence[str]) -> None:
+    """Each of ``log.dirs`` exists (or can be created) as a directory this user may write; otherwise a
+    ConfigError naming log.dirs and what to do, before anything is written."""
+    for d in log_dirs:
+        try:
+            os.makedirs(d, exist_ok=True)
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, "not writable by this user")
+        except OSError as exc:
+            raise ConfigError(f"log.dirs: {d} cannot be used as a log directory ({exc.strerror or exc}); set "
+                              "log.dirs to a directory this user can create and write, e.g. "
+                              "--override log.dirs=/tmp/pykbroker-data") from exc
+
+
+def bind_listener(name: str, host: str, port: int) -> list[socket.socket]:
+    """The sockets of listener ``name``; a ConfigError naming it (and how to pick another port) when the
+    address is taken or cannot be bound here."""
+    try:
+        return _bind(host or None, port)
+    except OSError as exc:
+        where = f"{host or '0.0.0.0'}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            why = (f"{where} is already in use (another pykbroker or Kafka?); stop that process or pick another "
+                   f"port, e.g. --override listeners={name}://{host}:{port + 1 if port else 0} (port 0: any free one)")
+        else:
+            why = f"{where} cannot be bound here ({exc.strerror or exc}); set listeners to an address of this host"
+        raise ConfigError(f"listeners: listener {name}: {why}") from exc
 
 
 def _bind(host: str | None, port: int) -> list[socket.socket]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from replication.controller.zk_controller import ZkController
     from replication.fetch_session import FetchSessionCache
     from replication.metadata.image import MetadataWriter, TopicState
-    from replication.replica_manager import AppendResult, ReplicaManager
+    from replication.replica_manager import ReplicaManager
     from storage import LogConfig, LogManager
     from wire.messages.api_versions_response import ApiVersion
 
@@ -77,8 +77,6 @@ class BrokerServices(Protocol):
     def replica_manager(self) -> ReplicaManager: ...
     @property
     def fetch_sessions(self) -> FetchSessionCache: ...
-    async def append_records(self, entries: Any, acks: int, timeout_ms: int,
-                             ctx: Any) -> dict[tuple[str, int], AppendResult]: ...
 
     # -- coordinators --------------------------------------------------------------------------------------
     @property

@@ -75,6 +75,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                            "Time to wait before deleting a file from the filesystem."),
     "flush.messages": TopicConfigDef(_T.LONG, ("log.flush.interval.messages",),
                                      "Records appended before the log is fsynced."),
+    "errors.deadletterqueue.group.enable": TopicConfigDef(
+        _T.BOOLEAN, (), "Whether share groups may use this topic as their dead-letter queue (KIP-1191)."),
     "flush.ms": TopicConfigDef(_T.LONG, ("log.flush.interval.ms",), "Time after which the log is fsynced."),
     "follower.replication.throttled.replicas": TopicConfigDef(
         _T.LIST, ("follower.replication.throttled.replicas",), "Replicas throttled on the follower side."),
@@ -88,6 +90,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
                                          "Local time limit with tiered storage (-2: retention.ms)."),
     "max.compaction.lag.ms": TopicConfigDef(_T.LONG, ("log.cleaner.max.compaction.lag.ms",),
                                             "Longest time a record stays uncompacted."),
+    "max.decompressed.message.bytes": TopicConfigDef(
+        _T.INT, ("max.decompressed.message.bytes",), "Largest decompressed size of a single record."),
     "max.message.bytes": TopicConfigDef(_T.INT, ("message.max.bytes",), "Largest record batch size allowed."),
     "message.timestamp.after.max.ms": TopicConfigDef(
         _T.LONG, ("log.message.timestamp.after.max.ms",), "Largest allowed timestamp ahead of the broker's clock."),

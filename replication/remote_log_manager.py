@@ -304,21 +304,69 @@ class RemoteLogManager:
         log.info("%s-%d: remote storage disabled; its remote data is deleted", p.topic, p.partition)
 
     # -- reads -------------------------------------------------------------------------------------------------
-    def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool) -> bytes:
-        """Records at ``fetch_offset`` from remote storage (blocking: call in a thread); b"" when none is there."""
+    def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool,
+             read_committed: bool = False) -> tuple[bytes, list | None]:
+        """Records at ``fetch_offset`` from remote storage (blocking: call in a thread), b"" when none is there,
+        and for ``read_committed`` the aborted transactions they overlap (remote transaction indexes first, then
+        the local ones, as Kafka's RemoteLogManager.collectAbortedTransactions)."""
         meta = self.metadata.partition_metadata(p.topic_id, p.partition)
         m = meta.segment_for_offset(fetch_offset) or meta.next_segment_after(fetch_offset)
         if m is None:
-            return b""
+            return b"", [] if read_committed else None
         self.fetch_requests += 1
         try:
-            records = self.reader.read(m, max(fetch_offset, m.start_offset), max_bytes, max_offset,
-                                       min_one_message).records
+            read = self.reader.read(m, max(fetch_offset, m.start_offset), max_bytes, max_offset, min_one_message)
+            aborted = None
+            if read_committed:
+                upper = read.next_offset if read.records else max_offset
+                found = self.reader.aborted_transactions(meta.copied(), fetch_offset, upper)
+                aborted = list(found.aborted_transactions)
+                if not found.is_complete:
+                    aborted += p.log.collect_aborted_transactions(fetch_offset, upper)
         except Exception:
             self.fetch_failures += 1
             raise
-        self.fetch_bytes += len(records)
-        return records
+        self.fetch_bytes += len(read.records)
+        return read.records, aborted
+
+    async def build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
+        """A follower starting at the leader's local log start offset (KIP-405) takes the leader epochs and the
+        producer state of the data below from the remote segment that ends just before it."""
+        self.metadata.poll()
+        meta = self.metadata.partition_metadata(p.topic_id, p.partition)
+        m = meta.segment_for_offset(local_start - 1)
+        if m is None:
+            log.info("%s-%d: no remote segment ends at %d yet; the replica starts without its aux state", p.topic,
+                     p.partition, local_start - 1)
+            return
+
+        def fetch() -> tuple[bytes, bytes | None]:
+            checkpoint = self.rsm.fetch_index(m, "leader_epoch_checkpoint")
+            try:
+                snapshot: bytes | None = self.rsm.fetch_index(m, "snapshot")
+            except ObjectStoreError:
+                snapshot = None
+            return checkpoint, snapshot
+
+        checkpoint, snapshot = await asyncio.to_thread(fetch)
+        lines = checkpoint.decode().split("\n")
+        epochs = [(int(e), int(o)) for e, o in (line.split() for line in lines[2:] if line.strip())]
+        p.log.build_remote_log_aux_state(epochs, snapshot if m.end_offset == local_start - 1 else None, local_start)
+        log.info("%s-%d: leader epochs%s restored from remote segment [%d, %d]", p.topic, p.partition,
+                 " and producer state" if snapshot is not None else "", m.start_offset, m.end_offset)
+
+    def find_offset_by_timestamp(self, p: Any, timestamp: int) -> Any:
+        """ListOffsets of a timestamp >= 0 in the remote segments (blocking: call in a thread): the first record
+        at or after the log start offset with a timestamp >= ``timestamp``, None when no remote segment has one
+        (then the local segments are searched, as Kafka's RemoteLogManager.findOffsetByTimestamp)."""
+        start = p.log.log_start_offset
+        for m in self.metadata.partition_metadata(p.topic_id, p.partition).copied():
+            if m.end_offset < start or m.max_timestamp_ms < timestamp:
+                continue
+            found = self.reader.find_offset_by_timestamp(m, timestamp, start)
+            if found is not None:
+                return found
+        return None
 
     def remote_size(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.metadata.partition_metadata(topic_id, partition).size_in_bytes

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from replication.broker_client import BrokerClient, BrokerConnectionError
@@ -70,9 +70,12 @@ class ReplicaFetcher:
 
     def __init__(self, node_id: int, leader_id: int, client: BrokerClient,
                  partition_lookup: Callable[[str, int], Partition | None], config: FetcherConfig,
-                 quota: ReplicationQuota | None = None) -> None:
+                 quota: ReplicationQuota | None = None,
+                 remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None) -> None:
         self.node_id = node_id
         self.quota = quota
+        # Tiered storage: restores the leader epochs and producer state of the data only remote (KIP-405).
+        self.remote_aux_state = remote_aux_state
         self.leader_id = leader_id
         self.client = client
         self._partition = partition_lookup
@@ -319,6 +322,12 @@ class ReplicaFetcher:
                  tp[0], tp[1], local_start, leader_start)
         p.log.truncate_fully_and_start_at(local_start)
         p.log.set_log_start_offset_from_remote(leader_start)
+        if self.remote_aux_state is not None:
+            try:
+                await self.remote_aux_state(p, local_start)
+            except Exception as exc:  # noqa: BLE001 - the store unreachable: the replica goes on without it
+                log.warning("%s-%d: leader epochs and producer state of the remote data not restored: %s", tp[0],
+                            tp[1], exc)
 
     async def _leader_offset(self, tp: TopicPartition, p: Partition, timestamp: int,
                              version: int = LIST_OFFSETS_VERSION) -> int | None:
@@ -347,6 +356,7 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
+        self.remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None  # set with tiered storage
 
     def follow(self, topic: str, partition: int, leader_id: int) -> None:
         """Fetch ``topic-partition`` from ``leader_id`` (moving it from its previous leader's fetcher)."""
@@ -366,7 +376,8 @@ class ReplicaFetcherManager:
         if fetcher is None or (fetcher.client.host, fetcher.client.port) != endpoint:
             fetcher = ReplicaFetcher(self.node_id, leader_id, BrokerClient(
                 leader_id, endpoint[0], endpoint[1], client_id=f"broker-{self.node_id}-fetcher-{leader_id}",
-                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota)
+                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota,
+                self.remote_aux_state)
             old = self.fetchers.pop(leader_id, None)
             if old is not None:
                 fetcher.add_partitions(list(old.partitions))

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from replication.metadata.image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
+from replication.pending_logs import PendingLogs
 from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
@@ -101,6 +102,7 @@ class LogDirInfo:
     replicas: list[ReplicaLogInfo] = field(default_factory=list)
     total_bytes: int = -1
     usable_bytes: int = -1
+    is_cordoned: bool = False
 
 
 # Fallback for exceptions without an ``error_code`` attribute (storage errors carry their own).
@@ -184,14 +186,17 @@ class ReplicaManager:
 
     def __init__(self, log_manager, node_id: int, *, replica_lag_time_max_ms: int = 30_000,
                  isr_updater: IsrUpdater | None = None, time_ms: Callable[[], int] = _wall_clock_ms,
-                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False) -> None:
-        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not)."""
+                 in_metadata: Callable[[str, int], bool] = lambda _topic, _partition: False,
+                 pending_logs: PendingLogs | None = None) -> None:
+        """``in_metadata(topic, partition)``: whether the cluster has that partition (hosted here or not);
+        ``pending_logs``: logs of partitions assigned here still being created, which a client's append waits for."""
         self.log_manager = log_manager
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.isr_updater: IsrUpdater = isr_updater or LocalIsrUpdater()
         self.time_ms = time_ms
         self.in_metadata = in_metadata
+        self.pending_logs = pending_logs
         self.partitions: dict[TopicPartition, Partition] = {}
         # Assigned here but their log is in a dir that was offline at start: not hosted and never created
         # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
@@ -370,7 +375,7 @@ class ReplicaManager:
                 out.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             out.append(LogDirInfo(log_dir, ErrorCode.NONE, replicas, st.f_blocks * st.f_frsize,
-                                  st.f_bavail * st.f_frsize))
+                                  st.f_bavail * st.f_frsize, log_dir in lm.cordoned_log_dirs))
         return out
 
     # -- produce -------------------------------------------------------------------------------------
@@ -427,7 +432,11 @@ class ReplicaManager:
         acks=all (-1) returns once every appended partition's high watermark reached its records, or
         after ``timeout_ms`` with REQUEST_TIMED_OUT for those still short (Kafka's DelayedProduce).
         ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
+        A client's partitions led here whose logs are still being created are waited for (up to ``timeout_ms``)
+        rather than refused, so that clients producing to a topic just created do not retry in a storm.
         """
+        if self.pending_logs and origin == AppendOrigin.CLIENT:
+            await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         results, appended = self._append_local(entries, required_acks, origin)
         if required_acks == -1 and appended:
             await self._wait_for_high_watermarks(appended, results, timeout_ms)
@@ -586,14 +595,25 @@ class ReplicaManager:
             hw, lso, start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
             limit = lso if read_committed else hw
             try:
-                records = await asyncio.to_thread(rlm.read, p, fp.fetch_offset, min(fp.max_bytes, max(budget, 0)),
-                                                  limit, budget == max_bytes)
+                records, aborted = await asyncio.to_thread(rlm.read, p, fp.fetch_offset,
+                                                           min(fp.max_bytes, max(budget, 0)), limit,
+                                                           budget == max_bytes, read_committed)
             except Exception as exc:  # noqa: BLE001 - an unreachable store is the client's retriable error
                 log.warning("remote read of %s-%d at %d failed: %s", fp.topic, fp.partition, fp.fetch_offset, exc)
                 r.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             budget -= len(records)
-            r.read = ReadResult(records, hw, lso, start, [] if read_committed else None)
+            r.read = ReadResult(records, hw, lso, start, aborted)
+
+    async def remote_offset_for_timestamp(self, p: Partition, timestamp: int) -> tuple[int, int, int] | None:
+        """ListOffsets of a timestamp >= 0 on a tiered partition: its answer from the remote segments (read in a
+        thread), None when they have none (or the topic is not tiered): the local segments answer then."""
+        rlm = self.remote_log_manager
+        if rlm is None or timestamp < 0 or not p.log.remote_log_enabled \
+                or p.log.local_log_start_offset == p.log.log_start_offset:
+            return None
+        found = await asyncio.to_thread(rlm.find_offset_by_timestamp, p, timestamp)
+        return None if found is None else (found.timestamp, found.offset, found.leader_epoch)
 
     async def wait_for(self, keys: list[TopicPartition], timeout_s: float) -> bool:
         return await self.watchers.wait(keys, timeout_s)

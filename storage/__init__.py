@@ -1,4 +1,4 @@
-"""Kafka-format segment logs: what the broker persists partitions in (see ../shared/ARCHITECTURE.md).
+"""Kafka-format segment logs: what the broker persists partitions in (see docs/architecture.md).
 
 Layers, each a module with one job (lower ones know nothing of higher ones):
 

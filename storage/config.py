@@ -69,6 +69,8 @@ class LogConfig:
     remote_log_delete_on_disable: bool = False
     remote_copy_lag_ms: int = 0
     remote_copy_lag_bytes: int = 0
+    max_decompressed_message_bytes: int = 2147483639
+    errors_deadletterqueue_group_enable: bool = False
     # Kafka's testing-only override of segment.bytes (which must be >= 1 MiB): small segments in tests.
     internal_segment_bytes: int | None = field(default=None)
 
@@ -269,6 +271,8 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "remote.log.delete.on.disable": ("remote_log_delete_on_disable", _bool),
     "remote.copy.lag.ms": ("remote_copy_lag_ms", _long(-1)),
     "remote.copy.lag.bytes": ("remote_copy_lag_bytes", _long(-1)),
+    "max.decompressed.message.bytes": ("max_decompressed_message_bytes", _int(1, 2147483639)),
+    "errors.deadletterqueue.group.enable": ("errors_deadletterqueue_group_enable", _bool),
     "internal.segment.bytes": ("internal_segment_bytes", _int(1)),
 }
 

@@ -50,6 +50,7 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
 )
+from storage.file_records import atomic_write
 from storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from storage.local_log import FetchDataInfo, LocalLog
 from storage.log_dir_failure import LogDirFailureChannel
@@ -291,6 +292,22 @@ class Log:
                 log.info("log start offset %d from remote storage (local log start offset %d) (%s)", offset,
                          self._local_log_start_offset, self.name)
                 self._log_start_offset = offset
+
+    def build_remote_log_aux_state(self, epochs: list[tuple[int, int]], producer_snapshot: bytes | None,
+                                   offset: int) -> None:
+        """KIP-405: this replica starts at ``offset`` with what is below only in remote storage; it takes the
+        leader epochs (``(epoch, start offset)`` of the remote leader-epoch checkpoint) and the producer state
+        (the remote producer snapshot as of ``offset``) of that data, as Kafka's follower builds its aux state."""
+        with self.lock:
+            self._check_online()
+            for epoch, start in epochs:
+                if start <= offset:
+                    self.leader_epoch_cache.assign(epoch, start)
+            if producer_snapshot is not None and self.log_end_offset == offset:
+                with self._io("writing a producer snapshot from remote storage"):
+                    atomic_write(self.producer_state.snapshot_path(offset), producer_snapshot)
+                    self.producer_state.reload_from_snapshots(self._log_start_offset, self.time_ms())
+                    self.producer_state.update_map_end_offset(offset)
 
     def maybe_increment_local_log_start_offset(self, offset: int, reason: str) -> bool:
         """Local segments below ``offset`` are gone (copied to remote storage, then past local retention)."""

@@ -37,7 +37,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 
 from storage.checkpoints import (
@@ -68,6 +68,8 @@ __all__ = ["LogManager"]
 
 TopicPartition = tuple[str, int]
 LOCK_FILE_NAME = ".lock"
+#: Directories other parts of the broker keep in a log dir: pykbroker.iceberg's default catalog and warehouse.
+FOREIGN_DIRS = frozenset({"iceberg"})
 # While a log dir is recovered after an unclean shutdown, a progress line (percent, counts, time left) at
 # least this often, even while no log completes (one large log being scanned): never a silent minute.
 RECOVERY_PROGRESS_INTERVAL_S = 10.0
@@ -98,10 +100,12 @@ class LogManager:
                  num_recovery_threads_per_data_dir: int = 2,
                  log_cleaner_enable: bool = True, log_cleaner_backoff_ms: int = 15_000,
                  producer_id_expiration_ms: int = 86_400_000,
-                 time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 time_ms: Callable[[], int] = _wall_clock_ms, cordoned_log_dirs: Iterable[str] = ()) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        #: ``cordoned.log.dirs`` (KIP-1066): dirs that take no new partitions while another online dir can.
+        self.cordoned_log_dirs = frozenset(os.path.abspath(d) for d in cordoned_log_dirs)
         self.default_config = default_config or LogConfig()
         self.initial_task_delay_ms = log_initial_task_delay_ms
         self.retention_check_interval_ms = log_retention_check_interval_ms
@@ -197,7 +201,8 @@ class LogManager:
             try:
                 to_load.append((path, parse_topic_partition_name(name)))
             except ValueError:
-                log.warning("Ignoring %s in log dir %s: not a topic-partition directory", name, log_dir)
+                if name not in FOREIGN_DIRS:
+                    log.warning("Ignoring %s in log dir %s: not a topic-partition directory", name, log_dir)
         total = len(to_load)
         done = [0]
         progress_lock = threading.Lock()
@@ -473,6 +478,8 @@ class LogManager:
         online = [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
         if not online:
             raise KafkaStorageError(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        # Cordoned dirs (KIP-1066) take no new partitions while another online dir can.
+        online = [d for d in online if d not in self.cordoned_log_dirs] or online
         if len(online) == 1:  # as Kafka's nextLogDirs: no count of every log (creating N logs is not N^2)
             return online[0]
         counts = {d: 0 for d in online}

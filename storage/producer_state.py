@@ -423,6 +423,14 @@ class ProducerStateManager:
         else:
             self.on_log_start_offset_incremented(log_start_offset)
 
+    def reload_from_snapshots(self, log_start_offset: int, now_ms: int) -> None:
+        """Forget the in-memory state and load the latest snapshot in the directory (one just written there)."""
+        self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
+        self._load_snapshot_list()
+        self._load_from_snapshot(log_start_offset, now_ms)
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
         self.ongoing_txns.clear()

@@ -256,7 +256,7 @@ class LogSegment:
         for pos, header in self.log.batches_from(position):
             if header.max_timestamp < timestamp:
                 continue
-            found = _search_batch(self.log.read(pos, header.batch_length + 12), header, timestamp, starting_offset)
+            found = search_batch(self.log.read(pos, header.batch_length + 12), header, timestamp, starting_offset)
             if found is not None:
                 return found
         return None
@@ -401,7 +401,7 @@ class LogSegment:
         return [self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 
 
-def _search_batch(data: bytes, header: RecordBatchHeader, timestamp: int,
+def search_batch(data: bytes, header: RecordBatchHeader, timestamp: int,
                   starting_offset: int) -> TimestampAndOffset | None:
     """The first record of a batch with timestamp >= ``timestamp`` and offset >= ``starting_offset``."""
     epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else -1

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from storage.errors import CorruptIndexError
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
+__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "collect_aborted_txns", "parse_entries"]
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -42,6 +42,32 @@ class TxnIndexSearchResult(NamedTuple):
     is_complete: bool  # an entry's last_stable_offset reached the upper bound: later segments need no look
 
 
+def parse_entries(data: bytes) -> tuple[list[AbortedTxn], str | None]:
+    """The entries of a ``.txnindex`` file's bytes, and why the file is corrupt (None when it is not)."""
+    entries: list[AbortedTxn] = []
+    reason = None
+    if len(data) % ENTRY_SIZE:
+        reason = f"{len(data)} bytes is not a multiple of {ENTRY_SIZE}"
+    for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
+        version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
+        if version != CURRENT_VERSION:
+            reason = f"Unexpected aborted transaction version {version}"
+            break
+        entries.append(AbortedTxn(pid, first, last, lso, version))
+    return entries, reason
+
+
+def collect_aborted_txns(entries: list[AbortedTxn], fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+    """Aborted transactions of ``entries`` overlapping [fetch_offset, upper_bound_offset)."""
+    found: list[AbortedTxn] = []
+    for txn in entries:
+        if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
+            found.append(txn)
+        if txn.last_stable_offset >= upper_bound_offset:
+            return TxnIndexSearchResult(found, True)
+    return TxnIndexSearchResult(found, False)
+
+
 class TransactionIndex:
     """``<base_offset>.txnindex`` (see the module docstring)."""
 
@@ -56,14 +82,8 @@ class TransactionIndex:
             self._load(os.pread(self._fd, os.fstat(self._fd).st_size, 0))
 
     def _load(self, data: bytes) -> None:
-        if len(data) % ENTRY_SIZE:
-            self.corrupt_reason = f"{len(data)} bytes is not a multiple of {ENTRY_SIZE}"
-        for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
-            version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
-            if version != CURRENT_VERSION:
-                self.corrupt_reason = f"Unexpected aborted transaction version {version}"
-                break
-            self.entries.append(AbortedTxn(pid, first, last, lso, version))
+        entries, self.corrupt_reason = parse_entries(data)
+        self.entries.extend(entries)
 
     def sanity_check(self) -> None:
         if self.corrupt_reason is not None:
@@ -81,13 +101,7 @@ class TransactionIndex:
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
         """Aborted transactions overlapping [fetch_offset, upper_bound_offset)."""
-        found: list[AbortedTxn] = []
-        for txn in self.entries:
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
-                found.append(txn)
-            if txn.last_stable_offset >= upper_bound_offset:
-                return TxnIndexSearchResult(found, True)
-        return TxnIndexSearchResult(found, False)
+        return collect_aborted_txns(self.entries, fetch_offset, upper_bound_offset)
 
     def truncate_to(self, offset: int) -> None:
         """Remove the transactions whose marker (last_offset) is at or after ``offset``."""

@@ -28,6 +28,10 @@ _F64 = struct.Struct(">d")
 # A single array or string longer than this in a request is garbage, not data: it bounds the memory a
 # hostile length prefix can make us reserve before the frame-size check has a chance to matter.
 MAX_COLLECTION_LENGTH = 1 << 28
+# Kafka 4.4's MessageUtil limits on what its generated readers accept: an array of more elements, or a
+# tagged-field section of more fields, is a malformed message however many bytes follow.
+MAX_ARRAY_LENGTH = 1_000_000
+MAX_TAGGED_FIELD_COUNT = 10_000
 
 
 class DecodeError(ValueError):
@@ -221,9 +225,11 @@ class Reader:
         n = (self.uvarint() - 1) if flexible else self.int32()
         if n < -1:
             raise DecodeError(f"invalid array length {n}")
-        if n > MAX_COLLECTION_LENGTH or n > self.end - self.pos:
+        if n > self.end - self.pos:
             # Every element takes at least one byte, so a count beyond the bytes left is garbage.
             raise DecodeError(f"array length {n} exceeds the {self.end - self.pos} bytes left")
+        if n > MAX_ARRAY_LENGTH:
+            raise DecodeError(f"array length {n} exceeds the maximum of {MAX_ARRAY_LENGTH} elements")
         return n
 
     # -- tagged fields -------------------------------------------------------------------------------
@@ -232,6 +238,8 @@ class Reader:
         count = self.uvarint()
         if count == 0:
             return _NO_TAGS
+        if count > MAX_TAGGED_FIELD_COUNT:
+            raise DecodeError(f"{count} tagged fields exceed the maximum of {MAX_TAGGED_FIELD_COUNT}")
         fields: dict[int, memoryview] = {}
         last = -1
         for _ in range(count):

@@ -342,7 +342,7 @@ class ConsumerProtocol:
             has_names = bool(request.subscribed_topic_names)
             has_regex = bool(request.subscribed_topic_regex)
             if not has_names and not has_regex:
-                raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+                raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if request.instance_id is None:
                 raise _invalid("InstanceId can't be null.")

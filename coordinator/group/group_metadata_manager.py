@@ -260,7 +260,7 @@ class GroupMetadataManager:
             client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=sorted(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=assignment(m.assigned_partitions), target_assignment=assignment(group.target_of(m.member_id)),
-            member_type=1 if m.uses_classic_protocol else 0)
+            member_type=0 if m.uses_classic_protocol else 1)  # KIP-1099: 0 classic, 1 consumer
 
     # -- DeleteGroups and expiry -----------------------------------------------------------------------
     def validate_delete_group(self, group_id: str) -> None:

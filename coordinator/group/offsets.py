@@ -51,6 +51,12 @@ CONSUMER_PROTOCOL_MIN_COMMIT_VERSION = 9
 FetchTopic = tuple[str, list[int]]
 
 
+
+def _unknown_first(parts: list) -> list:
+    """Partitions of a commit answer, the unknown ones first: Kafka's broker answers those before it hands the
+    rest to the group coordinator, whose answers are appended to the same topic."""
+    return sorted(parts, key=lambda p: p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
 class OffsetMetadataManager:
     def __init__(self, groups: GroupMetadataManager) -> None:
         self.groups = groups
@@ -76,7 +82,7 @@ class OffsetMetadataManager:
     def _validate_txn_commit(self, info: RequestInfo, request: TxnOffsetCommitRequest):
         """Kafka's validateTransactionalOffsetCommit: member and generation when the request names them."""
         group = self.groups.groups.get(request.group_id)
-        generation = request.generation_id if info.api_version >= 3 else -1
+        generation = request.generation_id_or_member_epoch if info.api_version >= 3 else -1
         member_id = request.member_id if info.api_version >= 3 else ""
         instance_id = request.group_instance_id if info.api_version >= 3 else None
         if group is None:
@@ -128,7 +134,7 @@ class OffsetMetadataManager:
                                            expire_timestamp_ms=None)
                     records.append(rec.offset_commit_record(request.group_id, topic.name, p.partition_index, om))
                 parts.append(tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
-            topics.append(tocr.TxnOffsetCommitResponseTopic(name=topic.name, partitions=parts))
+            topics.append(tocr.TxnOffsetCommitResponseTopic(name=topic.name, partitions=_unknown_first(parts)))
         return CoordinatorResult(records, TxnOffsetCommitResponse(topics=topics), producer_id=request.producer_id,
                                  producer_epoch=request.producer_epoch)
 
@@ -197,7 +203,7 @@ class OffsetMetadataManager:
                         metadata=p.committed_metadata or "", commit_timestamp_ms=now, expire_timestamp_ms=expire)
                     records.append(rec.offset_commit_record(request.group_id, topic.name, p.partition_index, om))
                 parts.append(ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
-            topics.append(ocr.OffsetCommitResponseTopic(name=topic.name, partitions=parts))
+            topics.append(ocr.OffsetCommitResponseTopic(name=topic.name, partitions=_unknown_first(parts)))
         return CoordinatorResult(records, OffsetCommitResponse(topics=topics))
 
     # -- OffsetFetch ------------------------------------------------------------------------------------

@@ -122,11 +122,11 @@ def append_error_to_response_error(code: int) -> int:
 
 
 class RemoteMarkers(Protocol):
-    """Sends one transaction's markers to the broker leading ``partitions`` (WriteTxnMarkers); error codes
-    by partition."""
+    """Sends one transaction's markers to the broker leading ``partitions`` (WriteTxnMarkers, with the
+    transaction's version as v2 carries it, KIP-1228); error codes by partition."""
 
     def __call__(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                 partitions: list[TopicPartition]) -> Awaitable[dict[TopicPartition, int]]: ...
+                 partitions: list[TopicPartition], transaction_version: int) -> Awaitable[dict[TopicPartition, int]]: ...
 
 
 class TransactionCoordinator:
@@ -580,7 +580,7 @@ class TransactionCoordinator:
         commit = metadata.state is S.PREPARE_COMMIT
         pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
                                             shard.coordinator_epoch, commit, set(metadata.partitions),
-                                            metadata.transactional_id)
+                                            metadata.transactional_id, metadata.client_transaction_version)
         if pending:
             log.warning("transactional.id=%s: markers for %s not written yet; retrying in the background",
                         metadata.transactional_id, sorted(pending))
@@ -595,7 +595,7 @@ class TransactionCoordinator:
             await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
             pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
                                                 shard.coordinator_epoch, commit, pending,
-                                                metadata.transactional_id)
+                                                metadata.transactional_id, metadata.client_transaction_version)
         await self._write_complete(shard, metadata)
 
     async def _write_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
@@ -612,7 +612,8 @@ class TransactionCoordinator:
                  metadata.producer_id, metadata.producer_epoch, "committed" if commit else "aborted")
 
     async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
-                             partitions: set[TopicPartition], transactional_id: str) -> set[TopicPartition]:
+                             partitions: set[TopicPartition], transactional_id: str,
+                             transaction_version: int = 0) -> set[TopicPartition]:
         """Write the marker to each partition; the ones that must be retried."""
         failed: set[TopicPartition] = set()
         data: dict[TopicPartition, bytes] = {}
@@ -640,7 +641,8 @@ class TransactionCoordinator:
         for leader, tps in remote.items():
             assert self._remote_markers is not None
             try:
-                codes = await self._remote_markers(leader, producer_id, epoch, coordinator_epoch, commit, tps)
+                codes = await self._remote_markers(leader, producer_id, epoch, coordinator_epoch, commit, tps,
+                                                   transaction_version)
             except Exception as exc:  # noqa: BLE001 - the leader is unreachable: retried in the background
                 log.warning("transaction markers for transactional.id=%s to broker %d failed: %s", transactional_id,
                             leader, exc)

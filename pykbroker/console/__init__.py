@@ -1,24 +1,32 @@
-"""A read-only console page served by the broker (``console.listener``, off by default).
+"""The console served by the broker (``console.listener``, off by default): a workbench for topics,
+messages, groups, ACLs and SCRAM users.
 
-``/`` is one plain HTML page with its script inline (no build step, nothing fetched from elsewhere);
-it polls ``/api/overview`` every two seconds: the cluster and its brokers, topics with partitions
-(leader, replicas, ISR, size, offsets, message counts) and their configs, consumer groups with members,
-state and lag per partition, live throughput per topic (``ThroughputHistory``), and the broker's last
-log lines (``LogTail``). Nothing on it changes the broker: every route is a GET that reads.
+The web stack is the standard library and three static files (``index.html``, ``console.js``,
+``console.css``: no build step, nothing fetched from elsewhere): an asyncio HTTP server
+(``console.http``) on the broker's event loop answers the page and a JSON API (``console.api``). Every
+API call is a Kafka request on a connection authenticated as the logged-in user (``console.kafka``,
+``console.sessions``): the broker's ACLs decide what each person sees and does, exactly as for any
+client. Writes are off unless ``console.write.actions.enable`` is true, and each is logged with its
+principal. The overview (brokers, topics, groups with lag, throughput per topic from
+``ThroughputHistory``, the last log lines from ``LogTail``) lists only what the user may describe.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import deque
 from importlib import resources
 from typing import Any
 
+from pykbroker.config import ConfigError
+from pykbroker.console.admin import list_groups
+from pykbroker.console.api import ConsoleApi
+from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
+from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
-from pykbroker.metrics.http import HttpEndpoint, parse_host_port
+from pykbroker.metrics.http import parse_host_port
 from pykbroker.metrics.recorder import Recorder
 from replication.metadata.embedded_store import uuid_to_kafka_string
 
@@ -104,6 +112,7 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
                 "log_start_offset": view.log_start_offset if view else None,
                 "log_end_offset": view.log_end_offset if view else None,
                 "high_watermark": view.high_watermark if view else None,
+                "remote_size": _remote_size(broker, name, p.partition) if view and view.leader else None,
             })
         known = [p for p in partitions if p["log_end_offset"] is not None]
         topics.append({
@@ -122,38 +131,75 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
                         for (t, p), (c, lag) in sorted(g.offsets.items())],
             "lag": sum(lag for _, lag in g.offsets.values() if lag is not None),
         })
+    tables = []
+    service: Any = getattr(broker, "iceberg", None)
+    lags = service.lag() if service is not None else {}
+    for name, translator in sorted(service.translators.items() if service is not None else []):
+        parts = [{"partition": p, "lag_records": lag.records, "lag_seconds": round(lag.seconds, 3)}
+                 for (t, p), lag in sorted(lags.items()) if t == name]
+        tables.append({"topic": name, "table": f"{service.settings.namespace}.{name}", "mode": translator.config.mode,
+                       "commits": translator.commits, "partitions": parts,
+                       "lag_records": sum(p["lag_records"] for p in parts),
+                       "lag_seconds": max((p["lag_seconds"] for p in parts), default=0.0)})
     return {
         "cluster_id": broker.cluster_id, "node_id": broker.node_id, "controller_id": image.controller_id,
         "mode": "ZooKeeper cluster" if getattr(broker, "cluster_mode", False) else "single node",
-        "brokers": brokers, "topics": topics, "groups": groups,
+        "brokers": brokers, "topics": topics, "groups": groups, "iceberg": tables,
         "throughput": history.to_json() if history is not None else {"times": [], "topics": {}},
         "log": list(tail.lines) if tail is not None else [],
         "now": time.time(),
     }
 
 
+def _remote_size(broker: Any, topic: str, partition: int) -> int | None:
+    """Bytes of the partition in remote storage (tiered storage on, this broker its leader); None otherwise."""
+    rlm = getattr(broker, "remote_log_manager", None)
+    replica = broker.replica_manager.partitions.get((topic, partition))
+    if rlm is None or replica is None or replica.log is None or not replica.log.remote_log_enabled:
+        return None
+    return int(rlm.remote_size(replica.topic_id, partition))
+
+
 class Console:
-    """The console's HTTP endpoint, throughput sampler and log tail."""
+    """The console: its HTTP server (page, static files, JSON API), throughput sampler and log tail."""
 
     def __init__(self, broker: Any, recorder: Recorder) -> None:
         self.broker = broker
         self.history = ThroughputHistory(recorder)
         self.tail = LogTail()
-        self.endpoint = HttpEndpoint("console", {
-            "/": lambda _q: (200, "text/html; charset=utf-8", _page()),
-            "/index.html": lambda _q: (200, "text/html; charset=utf-8", _page()),
-            "/api/overview": lambda _q: (200, "application/json",
-                                         json.dumps(overview(self.broker, self.history, self.tail)).encode()),
-        })
+        self.sessions = Sessions(*kafka_listener(broker))
+        self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview)
+        routes = self.api.routes()
+        for path, (name, ctype) in STATIC.items():
+            routes[("GET", path)] = _static(name, ctype)
+        self.server = ConsoleHttpServer(routes)
         self._sampler: asyncio.Task | None = None
+
+    async def _overview(self, user: ConsoleUser) -> dict[str, Any]:
+        """The overview with only the topics and groups ``user`` may describe (Metadata and ListGroups
+        answered as that user)."""
+        data = overview(self.broker, self.history, self.tail)
+        visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
+        data["topics"] = [t for t in data["topics"] if t["name"] in visible]
+        groups = {g["group_id"] for g in await list_groups(user.kafka)}
+        data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
+        data["principal"] = user.principal
+        return data
 
     async def start(self) -> None:
         host, port = parse_host_port("console.listener", self.broker.config["console.listener"])
         logging.getLogger().addHandler(self.tail)
-        bound = await self.endpoint.start(host, port)
+        try:
+            bound = await self.server.start(host, port)
+        except OSError as exc:
+            raise ConfigError(f"console.listener: {host or '0.0.0.0'}:{port} cannot be bound ({exc.strerror or exc}); "
+                              "pick another port, e.g. --override console.listener=127.0.0.1:0 (any free one)") from exc
         self.history.sample()
         self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
-        log.info("console: serving the read-only console at http://%s:%d/", host or "0.0.0.0", bound)
+        log.info("console: serving the console at http://%s:%d/ (%s, %s; Kafka requests to %s:%d)",
+                 host or "0.0.0.0", bound, "login with the broker's SASL users" if self.sessions.login_required
+                 else "no login: a PLAINTEXT listener", "write actions on" if self.api.writes_enabled
+                 else "read-only: console.write.actions.enable=false", self.sessions.host, self.sessions.port)
 
     async def _sample_forever(self) -> None:
         while True:
@@ -163,9 +209,32 @@ class Console:
     async def close(self) -> None:
         if self._sampler is not None:
             self._sampler.cancel()
-        await self.endpoint.close()
+        await self.server.close()
+        self.sessions.close()
         logging.getLogger().removeHandler(self.tail)
 
 
-def _page() -> bytes:
-    return resources.files("pykbroker.console").joinpath("index.html").read_bytes()
+# Static files of the page: path -> (file in this package, content type).
+STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
+          "/console.js": ("console.js", "text/javascript; charset=utf-8"),
+          "/console.css": ("console.css", "text/css; charset=utf-8")}
+
+
+def _static(name: str, ctype: str) -> Route:
+    async def route(_request: Request) -> Response:
+        return Response(200, ctype, resources.files("pykbroker.console").joinpath(name).read_bytes())
+    return route
+
+
+def kafka_listener(broker: Any) -> tuple[str, int, tuple[str, ...]]:
+    """(host, port, SASL mechanisms) of the listener the console talks Kafka to: the first SASL_PLAINTEXT
+    one (so people log in), else the first PLAINTEXT one. ConfigError when there is neither."""
+    security = broker.listener_security
+    for wanted in ("SASL_PLAINTEXT", "PLAINTEXT"):
+        for name, listener in broker.bound_listeners.items():
+            sec = security.get(name)
+            if sec is not None and sec.protocol == wanted:
+                return (listener.host or "127.0.0.1"), listener.port, tuple(sec.mechanisms)
+    raise ConfigError("console.listener: the console talks to the broker over a PLAINTEXT or SASL_PLAINTEXT "
+                      "listener and this broker has none; add one to listeners (e.g. CONSOLE://127.0.0.1:0 with "
+                      "listener.security.protocol.map CONSOLE:SASL_PLAINTEXT)")

@@ -60,6 +60,9 @@ ICEBERG_TOPIC_CONFIGS: dict[str, IcebergConfigDef] = {
         "STRING", "",
         "value_schema mode: a JSON Schema object ({\"type\": \"object\", \"properties\": {name: {\"type\": "
         "string|integer|number|boolean|object|array}}}); a new property evolves the table."),
+    "iceberg.compaction.min.files": IcebergConfigDef(
+        "INT", "10", "Compact a table partition once it holds this many data files, together smaller than "
+        "iceberg.target.file.size.bytes, into one (a background task, with progress lines); 0: never."),
     "iceberg.delete.table.on.topic.delete": IcebergConfigDef(
         "BOOLEAN", "false", "Drop the table (and its dead-letter table) when the topic is deleted."),
 }
@@ -82,6 +85,7 @@ class IcebergTopicConfig:
     target_file_size_bytes: int = 134_217_728
     partition_spec: tuple[PartitionField, ...] = (PartitionField("day", "timestamp"),)
     value_schema: tuple[tuple[str, str], ...] = ()
+    compaction_min_files: int = 10
     delete_table_on_topic_delete: bool = False
 
     @property
@@ -109,6 +113,8 @@ class IcebergTopicConfig:
                                                 values["iceberg.target.file.size.bytes"], 1),
                    partition_spec=parse_partition_spec(values["iceberg.partition.spec"]),
                    value_schema=schema,
+                   compaction_min_files=_long("iceberg.compaction.min.files", values["iceberg.compaction.min.files"],
+                                              0, 1 << 31),
                    delete_table_on_topic_delete=_bool("iceberg.delete.table.on.topic.delete",
                                                       values["iceberg.delete.table.on.topic.delete"]))
 
@@ -122,13 +128,15 @@ def split_topic_configs(configs: Mapping[str, str]) -> tuple[dict[str, str], dic
     return log_configs, iceberg
 
 
-def _long(name: str, raw: str, lo: int) -> int:
+def _long(name: str, raw: str, lo: int, hi: int = 1 << 63) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
         raise IcebergConfigError(f"Invalid value {raw} for configuration {name}: Not a number of type LONG") from None
-    if value < lo or value >= 1 << 63:
+    if value < lo:
         raise IcebergConfigError(f"Invalid value {value} for configuration {name}: Value must be at least {lo}")
+    if value >= hi:
+        raise IcebergConfigError(f"Invalid value {value} for configuration {name}: Value must be no more than {hi - 1}")
     return value
 
 

@@ -6,7 +6,8 @@ thread. Layout, for topic ``t`` in namespace ``kafka`` (``iceberg.catalog.namesp
 ``kafka.t``         the records: ``partition, offset, timestamp`` (timestamptz), ``key``, then ``value``
                     (key_value mode) or the declared value columns (value_schema mode), then ``headers``
                     (list of key/value structs); partitioned as ``iceberg.partition.spec`` says.
-``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``.
+``kafka.t~dlq``     value_schema mode's dead letters: the record as key_value has it plus ``error``; its
+                    snapshots name offsets past each partition's last dead letter, so none is written twice.
 
 Exactly once: every snapshot this writer commits carries, in its summary, ``pykbroker.offsets`` (JSON
 ``{partition: next offset}`` for every partition translated so far, not only those of this commit) and
@@ -18,10 +19,12 @@ catalog's compare-and-swap of the metadata location makes the check and the appe
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykbroker.iceberg")
 
 __all__ = ["CATALOG_NAME", "CommitResult", "DLQ_SUFFIX", "OFFSETS_PROPERTY", "TOPIC_ID_PROPERTY", "TableWriter",
-           "committed_offsets", "open_catalog"]
+           "committed_offsets", "open_catalog", "table_offsets"]
 
 #: The catalog's name: Spark's Iceberg catalog over the same SQLite file must have this name (the JDBC
 #: catalog keeps it in every row).
@@ -44,6 +47,9 @@ CATALOG_NAME = "pykbroker"
 OFFSETS_PROPERTY = "pykbroker.offsets"
 TOPIC_ID_PROPERTY = "pykbroker.topic-id"
 DLQ_SUFFIX = "~dlq"
+#: No retry of a conflicting commit inside pyiceberg: it would re-apply the append onto the other writer's
+#: snapshot without our offsets check. A conflict fails the commit; the translator re-reads from the table.
+_TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 _TRANSFORMS = {"hour": "HourTransform", "day": "DayTransform", "month": "MonthTransform",
                "year": "YearTransform", "identity": "IdentityTransform"}
 
@@ -82,6 +88,20 @@ def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:
     return {}
 
 
+def table_offsets(data_dir: str | os.PathLike[str], topic: str, namespace: str = "kafka") -> dict[int, int]:
+    """``{partition: next offset}`` the newest snapshot of ``topic``'s table names, in the default catalog of a
+    broker whose first log dir is ``data_dir``; empty while there is no such catalog, table or snapshot."""
+    root = os.path.join(os.fspath(data_dir), "iceberg")
+    if not os.path.exists(os.path.join(root, "catalog.db")):
+        return {}
+    catalog = open_catalog("sql", "", "", os.fspath(data_dir))
+    if not catalog.table_exists((namespace, topic)):
+        return {}
+    snapshot = catalog.load_table((namespace, topic)).current_snapshot()
+    props = snapshot.summary.additional_properties if snapshot is not None and snapshot.summary else {}
+    return {int(p): int(o) for p, o in json.loads(props.get(OFFSETS_PROPERTY, "{}")).items()}
+
+
 @dataclass(frozen=True)
 class CommitResult:
     """What one commit did: rows per table, the offsets now committed, and partitions left out as stale."""
@@ -113,14 +133,19 @@ class TableWriter:
             table = self.catalog.load_table(self.identifier)
         except NoSuchTableError:
             table = self.catalog.create_table_if_not_exists(
-                self.identifier, schema=_schema(config), partition_spec=_partition_spec(_schema(config), config))
+                self.identifier, schema=_schema(config), partition_spec=_partition_spec(_schema(config), config),
+                properties=_TABLE_PROPERTIES)
             log.info("iceberg: created table %s for topic %s (%s)", ".".join(self.identifier), self.topic,
                      config.mode)
-        missing = [(name, json_type) for name, json_type in config.value_schema
+        if any(table.properties.get(k) != v for k, v in _TABLE_PROPERTIES.items()):
+            with table.transaction() as transaction:
+                transaction.set_properties(_TABLE_PROPERTIES)
+            table = self.catalog.load_table(self.identifier)
+        # A mode switched on an existing table adds the value column (key_value) or the declared ones.
+        wanted = list(config.value_schema) if config.value_schema else [("value", "bytes")]
+        missing = [(name, json_type) for name, json_type in wanted
                    if name not in {f.name for f in table.schema().fields}]
         if missing:
-            from pyiceberg.types import NestedField  # noqa: F401  (the types module loads with it)
-
             with table.update_schema() as update:
                 for name, json_type in missing:
                     update.add_column(name, _iceberg_type(json_type))
@@ -173,20 +198,114 @@ class TableWriter:
                             snapshot.snapshot_id if snapshot is not None else None)
 
     def _dead_letters(self, rows: dict[str, list[Any]]) -> None:
-        """Append undecodable records to the dead-letter table before their offsets are committed: a crash in
-        between re-appends them (at least once there, exactly once in the table)."""
+        """Append undecodable records to the dead-letter table before their offsets are committed to the
+        table. Its snapshots carry offsets too (past the last dead letter of each partition), so after a crash
+        between the two commits the re-read dead letters already there are not appended again."""
         import pyarrow as pa
 
-        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema())
-        table.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()))
+        table = self.catalog.create_table_if_not_exists(self.dlq_identifier, schema=_dlq_schema(),
+                                                        properties=_TABLE_PROPERTIES)
+        done = committed_offsets(table, self.topic_id)
+        keep = [i for i, (p, o) in enumerate(zip(rows["partition"], rows["offset"], strict=True))
+                if o >= done.get(p, -1)]
+        if not keep:
+            return
+        rows = {name: [values[i] for i in keep] for name, values in rows.items()}
+        offsets = dict(done)
+        for p, o in zip(rows["partition"], rows["offset"], strict=True):
+            offsets[p] = max(offsets.get(p, 0), o + 1)
+        transaction = table.transaction()
+        transaction.append(pa.Table.from_pydict(rows, schema=table.schema().as_arrow()), snapshot_properties={
+            OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
+            TOPIC_ID_PROPERTY: self.topic_id})
+        transaction.commit_transaction()
+
+
+    # -- compaction --------------------------------------------------------------------------------------
+    def compact(self, config: IcebergTopicConfig, min_files: int, progress: Callable[[str], None]) -> int:
+        """Rewrite each table partition holding ``min_files`` or more data files, together smaller than
+        ``iceberg.target.file.size.bytes``, as one file; returns the files removed. One snapshot (a delete and
+        an append, in one commit) per table partition, carrying the offsets of the snapshot it replaces; the
+        catalog's compare-and-swap fails it, untouched, if a record commit came first."""
+        table = self.load_or_create(config)
+        groups: dict[tuple, list[Any]] = {}
+        for task in table.scan().plan_files():
+            partition = task.file.partition
+            groups.setdefault(tuple(partition[i] for i in range(len(partition))), []).append(task.file)
+        due = [(key, files) for key, files in sorted(groups.items(), key=lambda kv: str(kv[0]))
+               if len(files) >= min_files and sum(f.file_size_in_bytes for f in files) < config.target_file_size_bytes]
+        if not due:
+            return 0
+        name = ".".join(self.identifier)
+        progress(f"iceberg: compacting {name}: {len(due)} table partitions of {min_files} or more small files")
+        removed = 0
+        for i, (key, files) in enumerate(due, 1):
+            started = time.monotonic()
+            where = _partition_filter(table, key)
+            rows = table.scan(row_filter=where).to_arrow()
+            snapshot = table.current_snapshot()
+            props = dict(snapshot.summary.additional_properties) if snapshot and snapshot.summary else {}
+            carried = {k: v for k, v in props.items() if k in (OFFSETS_PROPERTY, TOPIC_ID_PROPERTY)}
+            transaction = table.transaction()
+            transaction.overwrite(rows, overwrite_filter=where,
+                                  snapshot_properties={**carried, "pykbroker.compaction": str(len(files))})
+            transaction.commit_transaction()
+            table = self.catalog.load_table(self.identifier)
+            removed += len(files)
+            progress(f"iceberg: compacting {name} {i}/{len(due)}: partition {_describe(table, key)}: {len(files)} "
+                     f"files, {sum(f.file_size_in_bytes for f in files):,} bytes, {rows.num_rows} records -> one file "
+                     f"in {(time.monotonic() - started) * 1000:.0f} ms")
+        return removed
+
+
+# -- compaction filters ------------------------------------------------------------------------------------
+def _describe(table: Table, key: tuple) -> str:
+    return ",".join(f"{f.name}={v}" for f, v in zip(table.spec().fields, key, strict=True)) or "(unpartitioned)"
+
+
+def _partition_filter(table: Table, key: tuple) -> Any:
+    """The row filter selecting exactly the rows of the table partition ``key`` (under the current spec)."""
+    import pyiceberg.expressions
+
+    ex: Any = pyiceberg.expressions  # its constructors' stubs do not take plain column names
+    schema = table.schema()
+    where: Any = ex.AlwaysTrue()
+    for field_, value in zip(table.spec().fields, key, strict=True):
+        column = schema.find_field(field_.source_id).name
+        transform = str(field_.transform)
+        if value is None:
+            part: Any = ex.IsNull(column)
+        elif transform == "identity":
+            part = ex.EqualTo(column, value)
+        else:
+            start, end = _time_range(transform, int(value))
+            part = ex.And(ex.GreaterThanOrEqual(column, start), ex.LessThan(column, end))
+        where = part if isinstance(where, ex.AlwaysTrue) else ex.And(where, part)
+    return where
+
+
+def _time_range(transform: str, value: int) -> tuple[str, str]:
+    """[start, end) as ISO timestamps of a time transform's partition value (hours/days/months/years since 1970)."""
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    if transform in ("hour", "day"):
+        step = datetime.timedelta(hours=1) if transform == "hour" else datetime.timedelta(days=1)
+        start = epoch + value * step
+        end = start + step
+    else:
+        months = value if transform == "month" else value * 12
+        width = 1 if transform == "month" else 12
+        start = epoch.replace(year=1970 + months // 12, month=months % 12 + 1)
+        later = months + width
+        end = epoch.replace(year=1970 + later // 12, month=later % 12 + 1)
+    return start.isoformat(), end.isoformat()
 
 
 # -- schemas -------------------------------------------------------------------------------------------------
 def _iceberg_type(json_type: str) -> Any:
-    from pyiceberg.types import BooleanType, DoubleType, LongType, StringType
+    from pyiceberg.types import BinaryType, BooleanType, DoubleType, LongType, StringType
 
     return {"string": StringType(), "integer": LongType(), "number": DoubleType(), "boolean": BooleanType(),
-            "object": StringType(), "array": StringType()}[json_type]
+            "object": StringType(), "array": StringType(), "bytes": BinaryType()}[json_type]
 
 
 def _headers_type(first_id: int) -> Any:
@@ -289,6 +408,9 @@ def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[Record
             columns["headers"].append(headers[i])
             for name in names:
                 columns[name].append(decoded.get(name))
+    count = len(columns["offset"])
+    for values in columns.values():  # columns of the other mode (the table's mode was switched): null
+        values.extend([None] * (count - len(values)))
     rows = pa.Table.from_pydict(columns, schema=arrow_schema)
     return rows, dead if dead["offset"] else None
 

@@ -10,11 +10,17 @@ created anew under the same name). A translator, each tick:
    offset, with the aborted transactions), decoded off the loop, and keeps them pending, at most
    ``iceberg.target.file.size.bytes`` per partition;
 3. commits once a partition's pending bytes reach that bound or its oldest pending record has waited
-   ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets.
+   ``iceberg.commit.interval.ms``: one snapshot with every pending partition's rows and next offsets;
+4. every ``COMPACTION_EVERY`` commits, if it leads partition 0, compacts table partitions of
+   ``iceberg.compaction.min.files`` small files or more into one file each (``TableWriter.compact``), with a
+   progress line per table partition.
 
 Everything touching pyiceberg or pyarrow (and the decoding) runs on one worker thread per broker, so the
-catalog sees one writer at a time. A failed commit (a conflict, a catalog error) drops what was pending:
-it is read again from the offsets the table names, so nothing is lost or written twice. Each commit logs
+catalog sees one writer at a time from each broker. In a cluster (brokers sharing one catalog) every leader
+commits its own partitions to the table; a commit that loses the catalog's compare-and-swap to another
+broker's is tried again (the offsets check runs anew each time). A commit that still fails (a catalog
+error) drops what was pending: it is read again from the offsets the table names, so nothing is lost or
+written twice. Each commit logs
 one line with the records, offsets, snapshot and the lag left (records below the last stable offset not
 in the table, and the age of the oldest of them).
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -51,6 +58,10 @@ ICEBERG_BROKER_PROPERTIES = ("iceberg.catalog.type", "iceberg.catalog.uri", "ice
 READ_BYTES = 1 << 20
 #: Longest sleep between two ticks of a translator (shorter with a shorter commit interval).
 MAX_TICK_S = 0.5
+#: Tries of one commit that conflicts with other brokers' commits to the same table.
+COMMIT_ATTEMPTS = 5
+#: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
+COMPACTION_EVERY = 10
 
 
 @dataclass
@@ -88,12 +99,11 @@ class _Settings:
 class IcebergService:
     """Every Iceberg translator of one broker (see the module docstring)."""
 
-    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager,
-                 image: Callable[[], MetadataImage]) -> None:
+    def __init__(self, settings: dict[str, str], data_dir: str, replica_manager: ReplicaManager) -> None:
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir)
         self.replica_manager = replica_manager
-        self.image = image
+        self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
         self._catalog: Any = None
         self._executor: ThreadPoolExecutor | None = None
@@ -126,7 +136,9 @@ class IcebergService:
         translator = self.translators.pop(name)
         translator.stop()
         if drop:
-            asyncio.get_running_loop().create_task(translator.drop_table())
+            task = asyncio.get_running_loop().create_task(translator.drop_table())
+            self._drops.add(task)
+            task.add_done_callback(self._drops.discard)
 
     async def close(self) -> None:
         self._closed = True
@@ -134,7 +146,7 @@ class IcebergService:
         self.translators.clear()
         for t in translators:
             t.stop()
-        await asyncio.gather(*(t.wait_stopped() for t in translators), return_exceptions=True)
+        await asyncio.gather(*(t.wait_stopped() for t in translators), *self._drops, return_exceptions=True)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -203,7 +215,7 @@ class TopicTranslator:
     async def drop_table(self) -> None:
         await self.wait_stopped()
         try:
-            await self.service.run_blocking(self._table_writer().drop)
+            await self.service.run_blocking(lambda: self._table_writer().drop())  # the catalog opens off the loop
         except Exception:
             log.exception("iceberg: could not drop the table of deleted topic %s", self.topic)
 
@@ -268,6 +280,8 @@ class TopicTranslator:
                or (pr.since is not None and (now - pr.since) * 1000 >= self.config.commit_interval_ms)]
         if due:
             await self._commit()
+            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
+                await self._compact()
 
     def _committed_offsets(self) -> dict[int, int]:
         return self._table_writer().offsets(self.config)
@@ -296,6 +310,30 @@ class TopicTranslator:
             progress.pending.extend(columns)
             progress.next_offset = next_offset
 
+    async def _compact(self) -> None:
+        """Compact small files (``TableWriter.compact``) on the worker thread, between two commits; a failure
+        (a commit of another broker came first) leaves the table as it was, for a later try."""
+        try:
+            await self.service.run_blocking(self._table_writer().compact, self.config,
+                                            self.config.compaction_min_files, log.info)
+        except Exception as exc:
+            log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+
+    async def _commit_with_retries(self, writer: TableWriter, batches: list[RecordColumns],
+                                   based_on: dict[int, int | None], next_offsets: dict[int, int]) -> Any:
+        """``writer.commit``, again after a conflict with another broker's commit to the same table (each try
+        reloads the table and checks the offsets anew, so the retry never writes a record twice)."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets)
+            except CommitFailedException:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(random.uniform(0.01, 0.05 * 2 ** attempt))
+        raise AssertionError("unreachable")
+
     async def _commit(self) -> None:
         started = time.monotonic()
         pending = {p: pr for p, pr in self.progress.items() if pr.next_offset != pr.based_on}
@@ -303,7 +341,7 @@ class TopicTranslator:
         based_on = {p: pr.based_on for p, pr in pending.items()}
         next_offsets = {p: pr.next_offset for p, pr in pending.items()}
         writer = self._table_writer()
-        result = await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets)
+        result = await self._commit_with_retries(writer, batches, based_on, next_offsets)
         for p in result.stale:
             self.progress.pop(p, None)  # committed by another writer meanwhile: start again from the table
         for p, pr in pending.items():

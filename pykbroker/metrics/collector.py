@@ -6,7 +6,9 @@ dashboards already use. Meters (``...PerSec``) are running counts (the exporter'
 ``rate()``), gauges are values read now, histograms are quantiles of the last samples plus ``_count``.
 
 Not from Kafka's MBeans: consumer-group lag, which Kafka's broker does not export; it has the name the
-widely used kafka_exporter gives it (``kafka_consumergroup_lag{consumergroup, topic, partition}``).
+widely used kafka_exporter gives it (``kafka_consumergroup_lag{consumergroup, topic, partition}``). And
+pykbroker's own, for topics written into Iceberg tables (``pykbroker_iceberg_*``): the table's lag behind
+each partition led here, in records and in seconds, and the commits made.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from pykbroker.metrics import state
@@ -70,7 +72,8 @@ KAFKA_MBEANS: list[tuple[MBean, str]] = [
 ]
 
 # Families served that are not Kafka MBeans (their origin in the module docstring).
-NOT_FROM_JMX = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset")
+NOT_FROM_JMX = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset", "pykbroker_iceberg_lag_records",
+                "pykbroker_iceberg_lag_seconds", "pykbroker_iceberg_commits")
 
 
 def _name(bean: MBean, attribute: str) -> str:
@@ -126,6 +129,7 @@ class BrokerCollector(Collector):
         yield from self._network_metrics()
         yield from self._quota_metrics()
         yield from self._remote_log_metrics()
+        yield from self._iceberg_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
@@ -361,3 +365,23 @@ class BrokerCollector(Collector):
             family = families[quota_type]
             family.add_sample(family.name, labels, sum(recent) / len(recent) if recent else 0.0)
         yield from families.values()
+
+    def _iceberg_metrics(self) -> Iterator[Metric]:
+        service = getattr(self.broker, "iceberg", None)
+        if service is None:
+            return
+        labels = ["topic", "partition"]
+        records = GaugeMetricFamily("pykbroker_iceberg_lag_records", "Stable records of a partition led here not "
+                                    "yet committed to its topic's Iceberg table", labels=labels)
+        seconds = GaugeMetricFamily("pykbroker_iceberg_lag_seconds", "Age of the oldest stable record of a partition "
+                                    "led here not yet committed to its Iceberg table", labels=labels)
+        for (topic, partition), lag in sorted(service.lag().items()):
+            records.add_metric([topic, str(partition)], lag.records)
+            seconds.add_metric([topic, str(partition)], lag.seconds)
+        commits = CounterMetricFamily("pykbroker_iceberg_commits", "Snapshots committed to a topic's Iceberg table by "
+                                      "this broker", labels=["topic"])
+        for topic, translator in sorted(service.translators.items()):
+            commits.add_metric([topic], translator.commits)
+        yield records
+        yield seconds
+        yield commits

@@ -93,7 +93,8 @@ def _members(group: Any) -> list[MemberView]:
 
 def groups(broker: Any) -> list[GroupView]:
     """Groups of every __consumer_offsets partition loaded here (nothing when no group was ever used)."""
-    coordinator = getattr(broker, "_group_coordinator", None)
+    coordinators = getattr(broker, "coordinators", None)
+    coordinator = coordinators.built_group if coordinators is not None else None
     if coordinator is None:
         return []
     runtime = coordinator.runtime

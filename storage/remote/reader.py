@@ -15,10 +15,14 @@ import uuid
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 from storage.remote.metadata import RemoteLogSegmentMetadata
 from storage.remote.storage_manager import RemoteStorageManager
+from storage.segment import TimestampAndOffset, search_batch
+from storage.transaction_index import AbortedTxn, TxnIndexSearchResult, collect_aborted_txns, parse_entries
+from wire import iter_batch_headers
 
 __all__ = ["CHUNK_SIZE", "ChunkCache", "RemoteLogReader", "RemoteRead"]
 
@@ -26,6 +30,7 @@ CHUNK_SIZE = 1 << 20  # one ranged GET per MiB read: large enough for throughput
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the 12 bytes of LOG_OVERHEAD)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 
 
 class ChunkCache:
@@ -91,6 +96,50 @@ class RemoteLogReader:
             positions.append(pos)
         return offsets, positions
 
+    def find_offset_by_timestamp(self, m: RemoteLogSegmentMetadata, timestamp: int,
+                                 starting_offset: int) -> TimestampAndOffset | None:
+        """The first record of the segment at or after ``starting_offset`` whose timestamp is >= ``timestamp``
+        (the remote time index narrows where to start, as LogSegment.findOffsetByTimestamp does locally)."""
+        index = self.cache.get((m.segment_id, "timeindex"), partial(self.rsm.fetch_index, m, "timeindex"))
+        from_offset = m.start_offset
+        for i in range(0, len(index) - len(index) % 12, 12):
+            ts, rel = _TIME_ENTRY.unpack_from(index, i)
+            if ts >= timestamp or (i and ts == 0 and rel == 0):
+                break
+            from_offset = m.start_offset + rel
+        offsets, positions = self._index(m)
+        j = bisect_right(offsets, max(from_offset, starting_offset)) - 1
+        position = positions[j] if j >= 0 else 0
+        while position < m.segment_size_in_bytes:
+            head = self._bytes(m, position, 12)
+            if len(head) < 12:
+                return None
+            size = _HEADER.unpack_from(head)[1] + 12
+            data = self._bytes(m, position, size)
+            for _, header in iter_batch_headers(data):
+                if header.max_timestamp >= timestamp:
+                    found = search_batch(data, header, timestamp, starting_offset)
+                    if found is not None:
+                        return found
+            position += size
+        return None
+
+    def aborted_transactions(self, segments: list[RemoteLogSegmentMetadata], fetch_offset: int,
+                             upper_bound_offset: int) -> TxnIndexSearchResult:
+        """Aborted transactions overlapping [fetch_offset, upper_bound_offset) in the transaction indexes of
+        ``segments`` (in offset order, from the one holding ``fetch_offset``); complete when one entry's last stable
+        offset reached the upper bound, else later (local) segments must be searched too."""
+        found: list[AbortedTxn] = []
+        for m in segments:
+            if m.end_offset < fetch_offset or m.txn_index_empty:
+                continue
+            data = self.cache.get((m.segment_id, "txnindex"), partial(self.rsm.fetch_index, m, "txnindex"))
+            result = collect_aborted_txns(parse_entries(data)[0], fetch_offset, upper_bound_offset)
+            found += result.aborted_transactions
+            if result.is_complete:
+                return TxnIndexSearchResult(found, True)
+        return TxnIndexSearchResult(found, False)
+
     def _bytes(self, m: RemoteLogSegmentMetadata, start: int, length: int) -> bytes:
         end = min(start + length, m.segment_size_in_bytes)
         out = bytearray()
@@ -98,8 +147,8 @@ class RemoteLogReader:
         while pos < end:
             n = pos // self.chunk_size
             chunk_start = n * self.chunk_size
-            chunk = self.cache.get((m.segment_id, n), lambda s=chunk_start: self.rsm.fetch_log_segment(  # type: ignore[misc]
-                m, s, min(s + self.chunk_size, m.segment_size_in_bytes)))
+            chunk = self.cache.get((m.segment_id, n), partial(
+                self.rsm.fetch_log_segment, m, chunk_start, min(chunk_start + self.chunk_size, m.segment_size_in_bytes)))
             if not chunk:
                 break
             out += chunk[pos - chunk_start:end - chunk_start]

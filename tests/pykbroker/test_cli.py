@@ -114,3 +114,23 @@ def test_ephemeral_keeps_given_listeners_and_data_dir(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert (tmp_path / "kept" / "t-0").is_dir()  # a data dir the user named is the user's
+
+
+def test_a_taken_port_names_the_listener_and_how_to_pick_another(tmp_path):
+    with BrokerProcess(tmp_path / "first") as first:
+        first.start()
+        port = first.bootstrap.rsplit(":", 1)[1]
+        result = run_cli("--override", f"log.dirs={tmp_path / 'second'}",
+                         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("pykbroker:")]
+    assert "listener PLAINTEXT" in line and f"127.0.0.1:{port} is already in use" in line, line
+    assert "--override listeners=PLAINTEXT://127.0.0.1:" in line and "Errno" not in line, line
+
+
+def test_an_unusable_log_dir_names_log_dirs_and_what_to_do(tmp_path):
+    result = run_cli("--override", "log.dirs=/proc/nope")
+    assert result.returncode == 2, result.stderr[-2000:]
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("pykbroker:")]
+    assert line.startswith("pykbroker: configuration error: log.dirs: /proc/nope cannot be used"), line
+    assert "--override log.dirs=" in line and "Errno" not in line, line

@@ -90,7 +90,7 @@ def test_connection_limits_per_address():
 def test_zookeeper_properties_default_as_in_kafka():
     c = Config()
     assert c.zookeeper_connect is None
-    assert c.zookeeper_session_timeout_ms == 9000  # Kafka 4.4's broker.session.timeout.ms, not ZooKeeper mode's 18 s
+    assert c.zookeeper_session_timeout_ms == 9000  # Kafka 4.4's broker.session.timeout.ms
     assert c.zookeeper_connection_timeout_ms == 9000  # unset: the session timeout
     c = Config({"zookeeper.connect": "h:2181/kafka", "zookeeper.session.timeout.ms": "6000",
                 "zookeeper.connection.timeout.ms": "2000"})

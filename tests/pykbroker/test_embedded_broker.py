@@ -126,7 +126,7 @@ def test_a_port_in_use_is_raised_and_leaves_no_thread():
         taken.listen()
         threads = set(threading.enumerate())
         broker = EmbeddedBroker(port=taken.getsockname()[1])
-        with pytest.raises(OSError):
+        with pytest.raises(ConfigError, match="listener PLAINTEXT: .* is already in use"):
             broker.start()
         broker.close()
         assert set(threading.enumerate()) == threads

@@ -54,10 +54,14 @@ def wait_until(condition, timeout: float = 60.0, what: str = "condition"):
     raise TimeoutError(f"no {what} after {timeout}s")
 
 
+BASE_TS = int(time.time() * 1000) - 7_200_000  # record i has timestamp BASE_TS + 1000 * i (within retention)
+
+
 def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
     for i in range(start, start + n):
-        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, key=str(i).encode(), partition=0)
+        producer.produce(topic, value=f"value-{i:06d}-".encode() + b"x" * 150, key=str(i).encode(), partition=0,
+                         timestamp=BASE_TS + 1000 * i)
     assert producer.flush(30) == 0
 
 
@@ -101,16 +105,15 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("tiered", 1, 1, config=TOPIC_CONFIGS)])["tiered"].result(30)
         produce(broker.bootstrap, "tiered", 600)
-        # Copied, then deleted locally (local.retention.bytes=1): the local log starts well after 0.
-        wait_until(lambda: list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL)[1] > 200, what="local deletion")
-        code, local_start, _ = list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL)
-        assert code == ErrorCode.NONE
+        # Copied, then deleted locally (local.retention.bytes=1): only the active segment stays local.
+        wait_until(lambda: len(local_segments(broker, "tiered")) == 1, what="local deletion")
+        local_start = int(local_segments(broker, "tiered")[0].name[:20])
+        assert local_start > 200
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_LOCAL) == (ErrorCode.NONE, local_start, 0)
         assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 0)
         assert list_offset(broker.bootstrap, "tiered", LATEST)[:2] == (ErrorCode.NONE, 600)
-        _, tiered, epoch = list_offset(broker.bootstrap, "tiered", LATEST_TIERED)
-        assert local_start - 1 <= tiered < 600 and epoch == 0
-        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD)[:2] == (ErrorCode.NONE, tiered + 1)
-        assert min(int(p.name[:20]) for p in local_segments(broker, "tiered")) == local_start
+        assert list_offset(broker.bootstrap, "tiered", LATEST_TIERED) == (ErrorCode.NONE, local_start - 1, 0)
+        assert list_offset(broker.bootstrap, "tiered", EARLIEST_PENDING_UPLOAD, version=11) == (ErrorCode.NONE, local_start, 0)
         assert remote_log_objects(remote)
 
         records = consume_all(broker.bootstrap, "tiered", 600)
@@ -118,6 +121,10 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
         assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
         # From the middle of the remote part too.
         assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 10, offset=57)] == list(range(57, 67))
+        # Timestamps are searched in the remote segments first, then the local ones.
+        for offset in (0, 57, local_start - 1, local_start, 599):
+            assert list_offset(broker.bootstrap, "tiered", BASE_TS + 1000 * offset - 500) == (ErrorCode.NONE, offset, 0)
+        assert list_offset(broker.bootstrap, "tiered", BASE_TS + 1000 * 600)[:2] == (ErrorCode.NONE, -1)
 
         # A restart keeps the remote part: the log still starts at 0.
         broker.stop()
@@ -144,9 +151,13 @@ def test_total_retention_deletes_remote_segments(tmp_path):
         admin.create_topics([NewTopic("bounded", 1, 1, config=configs)])["bounded"].result(30)
         produce(broker.bootstrap, "bounded", 1500)
         wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST)[1] > 0, what="remote retention")
+        # Once everything closed is copied, the whole log (remote plus local) is within retention.bytes.
+        wait_until(lambda: list_offset(broker.bootstrap, "bounded", EARLIEST_PENDING_UPLOAD, version=11)[1]
+                   >= min(int(p.name[:20]) for p in local_segments(broker, "bounded")), what="copies done")
+        wait_until(lambda: sum(p.stat().st_size for p in remote_log_objects(remote)) <= 60000,
+                   what="remote segments within retention.bytes")
         start = list_offset(broker.bootstrap, "bounded", EARLIEST)[1]
-        remote_bytes = sum(p.stat().st_size for p in remote_log_objects(remote))
-        assert remote_bytes <= 60000
+        assert start > 0
         records = consume_all(broker.bootstrap, "bounded", 1500 - start, offset=start)
         assert [o for o, _ in records] == list(range(start, 1500))
 
@@ -191,7 +202,7 @@ def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("outage", 1, 1, config=TOPIC_CONFIGS)])["outage"].result(30)
         produce(broker.bootstrap, "outage", 300)
-        wait_until(lambda: list_offset(broker.bootstrap, "outage", EARLIEST_LOCAL)[1] > 100, what="a first copy")
+        wait_until(lambda: len(local_segments(broker, "outage")) == 1, what="every closed segment copied")
         remote.rename(tmp_path / "unmounted")  # the store goes away
         tiered_before = list_offset(broker.bootstrap, "outage", LATEST_TIERED)[1]
         produce(broker.bootstrap, "outage", 300, start=300)
@@ -223,10 +234,9 @@ def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
         produce(broker.bootstrap, "killed", 400)
-        wait_until(lambda: "killed-0: copying segment" in broker.log(), what="an upload under way")
-        time.sleep(0.5)
+        wait_until(lambda: len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote)),
+                   what="an upload under way (its indexes in, its data not yet)")
         broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its data is not
-        assert list(remote.rglob("*.index")) and len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote))
         broker.start()
         wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
         wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
@@ -308,6 +318,12 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
                    what="local deletion on the new leader")
         assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+        # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
+        # the local log start offset with the leader epochs and producer state of the remote segment below it.
+        cluster.broker(1).start()
+        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+                   what="broker 1 back in the ISR")
+        assert "restored from remote segment" in cluster.broker(1).log()
 
 
 @pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
@@ -322,7 +338,7 @@ def test_tiered_storage_on_an_s3_server_that_goes_down_for_a_while(tmp_path):
             admin = AdminClient({"bootstrap.servers": broker.bootstrap})
             admin.create_topics([NewTopic("s3t", 1, 1, config=TOPIC_CONFIGS)])["s3t"].result(30)
             produce(broker.bootstrap, "s3t", 300)
-            wait_until(lambda: list_offset(broker.bootstrap, "s3t", EARLIEST_LOCAL)[1] > 100, what="copies to S3")
+            wait_until(lambda: len(local_segments(broker, "s3t")) == 1, what="every closed segment copied to S3")
             store = s3.object_store("tiered-bucket")
             assert any(key.endswith(".log") for key in store.list())
             assert [o for o, _ in consume_all(broker.bootstrap, "s3t", 300)] == list(range(300))
@@ -347,3 +363,39 @@ def test_tiered_storage_on_an_s3_server_that_goes_down_for_a_while(tmp_path):
             entries = list(described.values())[0].result(30)
             assert not any(name.startswith("rsm.config") for name in entries)
             assert all(s3.secret_key not in str(entry.value) for entry in entries.values())
+
+
+@pytest.mark.timeout(120)
+def test_read_committed_skips_aborted_transactions_in_remote_segments(tmp_path):
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("txns", 1, 1, config=TOPIC_CONFIGS)])["txns"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tiered-txn"})
+        producer.init_transactions(30)
+        committed = []
+        for t in range(16):
+            producer.begin_transaction()
+            for i in range(25):
+                value = f"t{t:02d}-{i:02d}-".encode() + b"x" * 150
+                producer.produce("txns", value=value, partition=0)
+                if t % 2 == 0:
+                    committed.append(value)
+            assert producer.flush(30) == 0  # sent: an abort then leaves aborted records in the log
+            if t % 2 == 0:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        wait_until(lambda: list_offset(broker.bootstrap, "txns", EARLIEST_LOCAL)[1] > 200, what="remote-only data")
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "rc", "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "max.partition.fetch.bytes": 16384})
+        consumer.assign([TopicPartition("txns", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+        extra = consumer.poll(2.0)
+        consumer.close()
+        assert got == committed
+        assert extra is None or extra.error()

@@ -15,7 +15,7 @@ from kafka.record.util import decode_varint as kp_decode_varlong
 from kafka.record.util import encode_varint as kp_encode_varlong
 
 from wire import ZERO_UUID, DecodeError, FileRegion, Reader, Writer
-from wire._primitives import MAX_COLLECTION_LENGTH
+from wire._primitives import MAX_ARRAY_LENGTH, MAX_COLLECTION_LENGTH, MAX_TAGGED_FIELD_COUNT
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -186,6 +186,26 @@ def test_array_lengths() -> None:
     with pytest.raises(DecodeError):
         Reader(b"\x7f\xff\xff\xff" + bytes(16)).array_length(False)
     assert MAX_COLLECTION_LENGTH < 2**31
+
+
+def test_kafka_44_caps_arrays_and_tagged_field_sections() -> None:
+    """Kafka 4.4's readers refuse more than 1,000,000 elements in an array and more than 10,000 tagged fields,
+    whatever follows: so do ours."""
+    assert Reader(b"\x00\x0f\x42\x40" + bytes(1_000_000)).array_length(False) == MAX_ARRAY_LENGTH
+    with pytest.raises(DecodeError, match="maximum"):
+        Reader(b"\x00\x0f\x42\x41" + bytes(1_000_001)).array_length(False)
+    w = Writer()
+    w.uvarint(MAX_ARRAY_LENGTH + 2)  # compact: count + 1
+    with pytest.raises(DecodeError, match="maximum"):
+        Reader(w.getvalue() + bytes(1_000_001)).array_length(True)
+    fields = [(tag, b"") for tag in range(MAX_TAGGED_FIELD_COUNT + 1)]
+    w = Writer()
+    w.tagged_fields(fields[:-1])
+    assert len(Reader(w.getvalue()).tagged_fields()) == MAX_TAGGED_FIELD_COUNT
+    w = Writer()
+    w.tagged_fields(fields)
+    with pytest.raises(DecodeError, match="maximum"):
+        Reader(w.getvalue()).tagged_fields()
 
 
 def test_reader_respects_pos_and_end() -> None:

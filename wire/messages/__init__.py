@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from wire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
     from wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest
     from wire.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
+    from wire.messages.add_raft_voter_request import AddRaftVoterRequest
+    from wire.messages.add_raft_voter_response import AddRaftVoterResponse
     from wire.messages.alter_client_quotas_request import AlterClientQuotasRequest
     from wire.messages.alter_client_quotas_response import AlterClientQuotasResponse
     from wire.messages.alter_configs_request import AlterConfigsRequest
@@ -154,6 +156,8 @@ if TYPE_CHECKING:
     from wire.messages.read_share_group_state_response import ReadShareGroupStateResponse
     from wire.messages.read_share_group_state_summary_request import ReadShareGroupStateSummaryRequest
     from wire.messages.read_share_group_state_summary_response import ReadShareGroupStateSummaryResponse
+    from wire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
+    from wire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
     from wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
     from wire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
     from wire.messages.sasl_authenticate_request import SaslAuthenticateRequest
@@ -196,6 +200,10 @@ if TYPE_CHECKING:
     from wire.messages.transaction_log_value import TransactionLogValue
     from wire.messages.txn_offset_commit_request import TxnOffsetCommitRequest
     from wire.messages.txn_offset_commit_response import TxnOffsetCommitResponse
+    from wire.messages.unregister_broker_request import UnregisterBrokerRequest
+    from wire.messages.unregister_broker_response import UnregisterBrokerResponse
+    from wire.messages.unregister_controller_request import UnregisterControllerRequest
+    from wire.messages.unregister_controller_response import UnregisterControllerResponse
     from wire.messages.update_features_request import UpdateFeaturesRequest
     from wire.messages.update_features_response import UpdateFeaturesResponse
     from wire.messages.write_share_group_state_request import WriteShareGroupStateRequest
@@ -208,6 +216,8 @@ _MODULES: dict[str, str] = {
     'AddOffsetsToTxnResponse': 'add_offsets_to_txn_response',
     'AddPartitionsToTxnRequest': 'add_partitions_to_txn_request',
     'AddPartitionsToTxnResponse': 'add_partitions_to_txn_response',
+    'AddRaftVoterRequest': 'add_raft_voter_request',
+    'AddRaftVoterResponse': 'add_raft_voter_response',
     'AlterClientQuotasRequest': 'alter_client_quotas_request',
     'AlterClientQuotasResponse': 'alter_client_quotas_response',
     'AlterConfigsRequest': 'alter_configs_request',
@@ -344,6 +354,8 @@ _MODULES: dict[str, str] = {
     'ReadShareGroupStateResponse': 'read_share_group_state_response',
     'ReadShareGroupStateSummaryRequest': 'read_share_group_state_summary_request',
     'ReadShareGroupStateSummaryResponse': 'read_share_group_state_summary_response',
+    'RemoveRaftVoterRequest': 'remove_raft_voter_request',
+    'RemoveRaftVoterResponse': 'remove_raft_voter_response',
     'RenewDelegationTokenRequest': 'renew_delegation_token_request',
     'RenewDelegationTokenResponse': 'renew_delegation_token_response',
     'SaslAuthenticateRequest': 'sasl_authenticate_request',
@@ -386,6 +398,10 @@ _MODULES: dict[str, str] = {
     'TransactionLogValue': 'transaction_log_value',
     'TxnOffsetCommitRequest': 'txn_offset_commit_request',
     'TxnOffsetCommitResponse': 'txn_offset_commit_response',
+    'UnregisterBrokerRequest': 'unregister_broker_request',
+    'UnregisterBrokerResponse': 'unregister_broker_response',
+    'UnregisterControllerRequest': 'unregister_controller_request',
+    'UnregisterControllerResponse': 'unregister_controller_response',
     'UpdateFeaturesRequest': 'update_features_request',
     'UpdateFeaturesResponse': 'update_features_response',
     'WriteShareGroupStateRequest': 'write_share_group_state_request',
@@ -474,6 +490,7 @@ REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     57: 'UpdateFeaturesRequest',
     60: 'DescribeClusterRequest',
     61: 'DescribeProducersRequest',
+    64: 'UnregisterBrokerRequest',
     65: 'DescribeTransactionsRequest',
     66: 'ListTransactionsRequest',
     68: 'ConsumerGroupHeartbeatRequest',
@@ -486,6 +503,8 @@ REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     77: 'ShareGroupDescribeRequest',
     78: 'ShareFetchRequest',
     79: 'ShareAcknowledgeRequest',
+    80: 'AddRaftVoterRequest',
+    81: 'RemoveRaftVoterRequest',
     83: 'InitializeShareGroupStateRequest',
     84: 'ReadShareGroupStateRequest',
     85: 'WriteShareGroupStateRequest',
@@ -497,6 +516,7 @@ REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     91: 'AlterShareGroupOffsetsRequest',
     92: 'DeleteShareGroupOffsetsRequest',
     93: 'StreamsGroupTopologyDescriptionUpdateRequest',
+    94: 'UnregisterControllerRequest',
 })
 RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     0: 'ProduceResponse',
@@ -551,6 +571,7 @@ RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     57: 'UpdateFeaturesResponse',
     60: 'DescribeClusterResponse',
     61: 'DescribeProducersResponse',
+    64: 'UnregisterBrokerResponse',
     65: 'DescribeTransactionsResponse',
     66: 'ListTransactionsResponse',
     68: 'ConsumerGroupHeartbeatResponse',
@@ -563,6 +584,8 @@ RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     77: 'ShareGroupDescribeResponse',
     78: 'ShareFetchResponse',
     79: 'ShareAcknowledgeResponse',
+    80: 'AddRaftVoterResponse',
+    81: 'RemoveRaftVoterResponse',
     83: 'InitializeShareGroupStateResponse',
     84: 'ReadShareGroupStateResponse',
     85: 'WriteShareGroupStateResponse',
@@ -574,6 +597,7 @@ RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     91: 'AlterShareGroupOffsetsResponse',
     92: 'DeleteShareGroupOffsetsResponse',
     93: 'StreamsGroupTopologyDescriptionUpdateResponse',
+    94: 'UnregisterControllerResponse',
 })
 
 __all__ = [
@@ -581,6 +605,8 @@ __all__ = [
     'AddOffsetsToTxnResponse',
     'AddPartitionsToTxnRequest',
     'AddPartitionsToTxnResponse',
+    'AddRaftVoterRequest',
+    'AddRaftVoterResponse',
     'AlterClientQuotasRequest',
     'AlterClientQuotasResponse',
     'AlterConfigsRequest',
@@ -717,6 +743,8 @@ __all__ = [
     'ReadShareGroupStateResponse',
     'ReadShareGroupStateSummaryRequest',
     'ReadShareGroupStateSummaryResponse',
+    'RemoveRaftVoterRequest',
+    'RemoveRaftVoterResponse',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
     'SaslAuthenticateRequest',
@@ -759,6 +787,10 @@ __all__ = [
     'TransactionLogValue',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitResponse',
+    'UnregisterBrokerRequest',
+    'UnregisterBrokerResponse',
+    'UnregisterControllerRequest',
+    'UnregisterControllerResponse',
     'UpdateFeaturesRequest',
     'UpdateFeaturesResponse',
     'WriteShareGroupStateRequest',

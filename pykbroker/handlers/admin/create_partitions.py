@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP
+from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP, too_few_brokers_message
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.assignment import assign_replicas, start_index_for_new_partitions
@@ -41,10 +41,7 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
     live_brokers = ctx.metadata.live_broker_ids()
     if topic.assignments is None:
         if replication > len(live_brokers):
-            return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                    f"Unable to replicate the partition {replication} time(s): The target replication factor of "
-                    f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.",
-                    [])
+            return ErrorCode.INVALID_REPLICATION_FACTOR, too_few_brokers_message(replication, len(live_brokers)), []
         start = start_index_for_new_partitions(state.partitions[0].replicas[0], live_brokers)
         return ErrorCode.NONE, None, assign_replicas(additional, replication, live_brokers, start_index=start,
                                                      start_partition_id=current,

@@ -32,6 +32,15 @@ CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH and QuorumController's MAX_RECORDS_PER_USER_OP.
 MAX_PARTITIONS_PER_BATCH = 10_000
 MAX_RECORDS_PER_USER_OP = 10_000
+
+
+def too_few_brokers_message(replication: int, brokers: int) -> str:
+    """Kafka 4.4's placement error when a replication factor exceeds the brokers that may take replicas."""
+    return (f"Unable to replicate the partition {replication} time(s): The target replication factor of "
+            f"{replication} cannot be reached because only {brokers} broker(s) are registered or some brokers "
+            "have all their log directories cordoned.")
+
+
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
@@ -125,9 +134,7 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
     replication = (broker.config.default_replication_factor if topic.replication_factor == -1
                    else topic.replication_factor)
     if replication > len(live_brokers):
-        return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication} time(s): The target replication factor of "
-                f"{replication} cannot be reached because only {len(live_brokers)} broker(s) are registered.", [])
+        return ErrorCode.INVALID_REPLICATION_FACTOR, too_few_brokers_message(replication, len(live_brokers)), []
     return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers,
                                                   racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
 

@@ -1,5 +1,6 @@
-"""DescribeLogDirs v1-4: every log dir with the replicas in it — size, offset lag, and whether it is a future
-replica (a move by AlterReplicaLogDirs in progress) — and (v4) total and usable bytes; an offline dir answers
+"""DescribeLogDirs v1-5: every log dir with the replicas in it — size, offset lag, and whether it is a future
+replica (a move by AlterReplicaLogDirs in progress) — and (v4) total and usable bytes, (v5) whether it is cordoned
+(``cordoned.log.dirs``, KIP-1066: it takes no new partitions); an offline dir answers
 KAFKA_STORAGE_ERROR alone. With named partitions, a dir lists only the topics with one of them in it (as Kafka
 4.1: no topic with an empty list of partitions)."""
 
@@ -21,7 +22,7 @@ def error_response(request: DescribeLogDirsRequest | None, version: int, code: i
     return DescribeLogDirsResponse(error_code=code, results=[])
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, error_response=error_response)
+@handler(ApiKey.DESCRIBE_LOG_DIRS, 1, 5, error_response=error_response)
 async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -35,5 +36,5 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
         results.append(DescribeLogDirsResult(
             error_code=info.error_code, log_dir=info.log_dir,
             topics=[DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-            total_bytes=info.total_bytes, usable_bytes=info.usable_bytes))
+            total_bytes=info.total_bytes, usable_bytes=info.usable_bytes, is_cordoned=info.is_cordoned))
     return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)

@@ -58,6 +58,15 @@ def _readable(ctx: RequestContext, request: FetchRequest, names: list[str]) -> s
     return filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
 
+def _add(responses: list[FetchableTopicResponse], topic: str, topic_id: uuid.UUID, parts: list[PartitionData]) -> None:
+    """Append ``parts`` to the last topic entry when it is the same topic, else as a new entry."""
+    last = responses[-1] if responses else None
+    if last is not None and last.topic == topic and last.topic_id == topic_id:
+        last.partitions.extend(parts)
+    else:
+        responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=list(parts)))
+
+
 @handler(ApiKey.FETCH, 4, 18, error_response=error_response)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     broker = ctx.broker
@@ -140,9 +149,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
         for fp in fetched:
             broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
-    # Answers grouped by topic: by id (v13+; an unknown id too) or by name.
-    by_topic: dict[object, list[PartitionData]] = {}
-    order: list[CachedPartition] = []
+    # Answers in the session's order (a full fetch's: the request's), a topic entry for each run of partitions of
+    # one topic (by id from v13, an unknown id too; by name before), a topic named again when it recurs: Kafka's
+    # FetchResponse.of. Partitions that returned records move to the end of an incremental session, so the next
+    # fetches read the others first (Kafka's IncrementalFetchContext): a consumer behind on several topics
+    # gets all of them in turn instead of one after another.
+    responses: list[FetchableTopicResponse] = []
+    with_records: list[CachedPartition] = []
     hints = LeaderHints(store, ctx.listener.name)
     fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
     for cp in fctx.partitions:
@@ -185,19 +198,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         if not fctx.incremental:
             cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
                               last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset)
-        group = cp.topic_id if by_id else cp.topic
-        if group not in by_topic:
-            by_topic[group] = []
-            order.append(cp)
-        by_topic[group].append(data)
-
-    responses = []
-    for first in order:
-        group = first.topic_id if by_id else first.topic
-        responses.append(FetchableTopicResponse(topic="" if by_id else first.topic or "",
-                                                topic_id=first.topic_id if by_id else ZERO_UUID,
-                                                partitions=by_topic[group]))
-    for (unknown, topic_id), parts in unresolved.items():
-        responses.append(FetchableTopicResponse(topic=unknown or "", topic_id=topic_id, partitions=parts))
+        if size > 0:
+            with_records.append(cp)
+        _add(responses, "" if by_id else cp.topic or "", cp.topic_id if by_id else ZERO_UUID, [data])
+    if fctx.incremental and fctx.session is not None:
+        for cp in with_records:
+            fctx.session.partitions.move_to_end(cp.key(by_id))
+    for (unknown, topic_id), parts in unresolved.items():  # after the session's, as Kafka's erroneous partitions
+        _add(responses, unknown or "", topic_id, parts)
     return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
                          node_endpoints=hints.node_endpoints(NodeEndpoint))

@@ -1,10 +1,11 @@
-"""ListOffsets v1-10.
+"""ListOffsets v1-11.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark; last stable offset in
 read_committed), -3 max timestamp (v7+), -4 earliest local (v8+: the first offset in local segments), -5
 latest tiered (v9+: the highest offset copied to remote storage, -1 for a topic without tiered storage), -6
-earliest pending upload (KIP-1023: the first offset not copied yet). A timestamp >= 0 finds the first offset whose batch has a
-timestamp at or after it, below the high watermark.
+earliest pending upload (v11+, KIP-1023: the first offset not copied yet). Any other negative timestamp, or a
+special one older than its version, is UNSUPPORTED_VERSION, as Kafka 4.4 answers it. A timestamp >= 0 finds
+the first offset whose batch has a timestamp at or after it, below the high watermark.
 - v2+: isolation_level. v4+: current_leader_epoch fencing and the leader epoch of the answer.
 - v6+: flexible. v10+: timeout_ms (no remote storage: answered at once).
 - A request with a replica id other than -1 (a follower, or -2 for debugging) is not a client's: its
@@ -32,6 +33,9 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 EARLIEST_PENDING_UPLOAD = -6
 READ_COMMITTED = 1
+#: The first version that accepts each special timestamp.
+SPECIAL_TIMESTAMP_VERSIONS = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                              EARLIEST_PENDING_UPLOAD: 11}
 
 
 def error_response(request: ListOffsetsRequest | None, version: int, code: int) -> ListOffsetsResponse:
@@ -79,7 +83,7 @@ def _offset_not_available(partition) -> PartitionError:
                           f"({partition.leader_epoch_start_offset}).")
 
 
-@handler(ApiKey.LIST_OFFSETS, 1, 10, error_response=error_response)
+@handler(ApiKey.LIST_OFFSETS, 1, 11, error_response=error_response)
 async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     rm = ctx.broker.replica_manager
     read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
@@ -99,10 +103,11 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                                                   leader_epoch=-1)
             try:
                 partition = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
-                if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
+                if p.timestamp < 0 and SPECIAL_TIMESTAMP_VERSIONS.get(p.timestamp, 1 << 15) > ctx.api_version:
                     raise PartitionError(ErrorCode.UNSUPPORTED_VERSION)
-                answer.timestamp, answer.offset, answer.leader_epoch = list_offset(partition, p.timestamp,
-                                                                                   read_committed, from_replica)
+                remote = await rm.remote_offset_for_timestamp(partition, p.timestamp)  # tiered: remote first
+                answer.timestamp, answer.offset, answer.leader_epoch = remote or list_offset(
+                    partition, p.timestamp, read_committed, from_replica)
             except PartitionError as exc:
                 answer.error_code = exc.code
                 if exc.code == ErrorCode.OFFSET_NOT_AVAILABLE and ctx.api_version < 5:

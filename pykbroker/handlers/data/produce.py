@@ -179,7 +179,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 errors[(ti, pi)] = code
             else:
                 entries[(topic.name, p.index)] = p.records
-    results = await broker.append_records(entries, acks, request.timeout_ms, ctx)
+    results = await broker.replica_manager.append_records(entries, acks, request.timeout_ms)
     ctx.throttle_ms = broker.produce_quota.record(ctx.user, ctx.client_id or "",
                                                   sum(len(p.records or b"") for t in request.topic_data
                                                       for p in t.partition_data), broker.now_ms())

@@ -1,6 +1,7 @@
-"""DeleteGroups v0-2: delete empty groups and their committed offsets (tombstones in __consumer_offsets).
+"""DeleteGroups v0-3: delete empty groups and their committed offsets (tombstones in __consumer_offsets).
 
-- v1+: on quota violation the response goes before throttling. v2+: flexible.
+- v1+: on quota violation the response goes before throttling. v2+: flexible. v3+: a per-group
+  ``error_message`` (null for the codes that say it all, as Kafka 4.4 answers them).
 A group with members gets NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND. Share groups (while share
 groups are on) are deleted with their share-partition state in __share_group_state.
 """
@@ -21,7 +22,7 @@ def error_response(request: DeleteGroupsRequest | None, version: int, code: int)
     return DeleteGroupsResponse(results=[DeletableGroupResult(group_id=g, error_code=code) for g in names])
 
 
-@handler(ApiKey.DELETE_GROUPS, 0, 2, error_response=error_response)
+@handler(ApiKey.DELETE_GROUPS, 0, 3, error_response=error_response)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
     allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)

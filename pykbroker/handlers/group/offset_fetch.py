@@ -1,10 +1,12 @@
-"""OffsetFetch v1-9 (v0 read ZooKeeper and was removed in Kafka 4.0; v10's topic ids are not served yet).
+"""OffsetFetch v1-10 (v0 read ZooKeeper and was removed in Kafka 4.0).
 
 - v1: the listed partitions of one group. v2+: ``topics`` null means every committed offset, and a
   top-level error code. v3+: throttle time. v5+: ``committed_leader_epoch``. v6+: flexible.
 - v7+: ``require_stable``: answered after every offset already accepted is written.
 - v8+: several groups in one request, one result each. v9+: ``member_id``/``member_epoch`` of a
   consumer-group member (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID when they do not match).
+- v10+: topics by id, not name (KIP-848); the partitions of an unknown id answer UNKNOWN_TOPIC_ID, after the
+  others. "All offsets" lists the topics that still exist, by id.
 A partition without a committed offset answers offset -1, leader epoch -1, metadata "".
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.handlers.group._topic_ids import answer_by_id, topic_name
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from wire import ApiKey, ErrorCode
@@ -62,10 +65,29 @@ async def _fetch_group(ctx: RequestContext, group_id: str, topics: list[tuple[st
     return group
 
 
-@handler(ApiKey.OFFSET_FETCH, 1, 9, error_response=error_response)
+async def _fetch_group_by_id(ctx: RequestContext, g, require_stable: bool) -> OffsetFetchResponseGroup:
+    """v10: one group's offsets with topics named by id, resolved here (the coordinator keeps names)."""
+    names = None if g.topics is None else [(t, topic_name(ctx, t.topic_id)) for t in g.topics]
+    known = None if names is None else [(name, list(t.partition_indexes)) for t, name in names if name is not None]
+    group = await _fetch_group(ctx, g.group_id, known, require_stable, g.member_id, g.member_epoch)
+    if group.error_code != ErrorCode.NONE:
+        return group
+    if names is None:  # every committed offset: of the topics that still exist
+        group.topics = [t for t in group.topics if ctx.metadata.topics.get(t.name) is not None]
+    answer_by_id(ctx, group.topics)
+    group.topics = list(group.topics) + [OffsetFetchResponseTopics(name="", topic_id=t.topic_id, partitions=[
+        OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
+                                      error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes])
+        for t, name in names or [] if name is None]
+    return group
+
+
+@handler(ApiKey.OFFSET_FETCH, 1, 10, error_response=error_response)
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     require_stable = request.require_stable if version >= 7 else False
+    if version >= 10:
+        return OffsetFetchResponse(groups=[await _fetch_group_by_id(ctx, g, require_stable) for g in request.groups])
     if version >= 8:
         groups = []
         for g in request.groups:

@@ -1,4 +1,7 @@
-"""WriteTxnMarkers v1: write COMMIT/ABORT markers to partitions this broker leads.
+"""WriteTxnMarkers v1-2: write COMMIT/ABORT markers to partitions this broker leads.
+
+v2 (KIP-1228) names the transaction version of each marker (0/1: the classic protocol, 2: KIP-890's, whose
+coordinator bumps the epoch with every transaction); the marker itself is written the same way.
 
 Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
 (``kafka-transactions.sh abort``) to end a hanging transaction. Markers on __consumer_offsets go
@@ -58,7 +61,7 @@ async def _write(ctx: RequestContext, marker, tp: tuple[str, int]) -> int:
     return result.error_code
 
 
-@handler(ApiKey.WRITE_TXN_MARKERS, 1, 1, error_response=error_response)
+@handler(ApiKey.WRITE_TXN_MARKERS, 1, 2, error_response=error_response)
 async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     if not authorize_cluster(ctx, AclOperation.ALTER, log_if_denied=False) \
             and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):

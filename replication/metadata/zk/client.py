@@ -113,7 +113,7 @@ def split_chroot(connect: str) -> tuple[str, str | None]:
 class ZooKeeperClient:
     """One ZooKeeper session; paths are relative to the chroot of ``connect``."""
 
-    def __init__(self, connect: str, *, session_timeout_ms: int = 18_000, connection_timeout_ms: int | None = None,
+    def __init__(self, connect: str, *, session_timeout_ms: int = 9_000, connection_timeout_ms: int | None = None,
                  name: str = "broker") -> None:
         self.connect = connect
         self.hosts, self.chroot = split_chroot(connect)

@@ -73,7 +73,7 @@ async def test_kafka_decodes_every_record_we_write(jars, tmp_path):
         total += write_segment(directory, log.batches)
         files = sorted(os.path.join(directory, f) for f in os.listdir(directory) if f.endswith(".log"))
         out = subprocess.run(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", os.path.join(jars, "*"),
-                              "kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", ",".join(files)],
+                              "org.apache.kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", ",".join(files)],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-3000:]
         for line in out.stdout.splitlines():

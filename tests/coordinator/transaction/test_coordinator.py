@@ -274,7 +274,7 @@ async def test_a_prepared_commit_found_at_load_is_completed(tmp_path):
 
 def offsets_commit(txn_id: str, pid: int, epoch: int, offsets: dict[int, int]) -> TxnOffsetCommitRequest:
     return TxnOffsetCommitRequest(
-        transactional_id=txn_id, group_id=GROUP, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        transactional_id=txn_id, group_id=GROUP, producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1,
         member_id="", group_instance_id=None,
         topics=[TxnOffsetCommitRequestTopic(name=DATA, partitions=[
             TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=-1,

@@ -70,7 +70,7 @@ def overview(url: str) -> dict:
 
 def test_started_line_says_where(console):
     broker, url = console
-    lines = [line for line in broker.log().splitlines() if "serving the read-only console" in line]
+    lines = [line for line in broker.log().splitlines() if "serving the console at" in line]
     assert len(lines) == 1 and url in lines[0], lines
     assert "serving Prometheus metrics" not in broker.log()  # the console alone does not open metrics.port
 
@@ -137,3 +137,31 @@ def test_only_get_is_served_and_garbage_is_refused(console):
         assert sock.recv(100).startswith(b"HTTP/1.1 400")
     assert overview(url)["topics"]
     assert broker.alive
+
+
+def test_iceberg_tables_panel_shows_commits_and_lag(console):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker, url = console
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("console-lake", 2, config={"iceberg.mode": "key_value",
+                                                             "iceberg.commit.interval.ms": "200"})])["console-lake"] \
+        .result(timeout=10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        producer.produce("console-lake", b"x", partition=i % 2)
+    producer.flush(10)
+    deadline = time.monotonic() + 60
+    while True:
+        tables = [t for t in overview(url)["iceberg"] if t["topic"] == "console-lake"]
+        if (tables and tables[0]["commits"] and tables[0]["lag_records"] == 0) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    [table] = tables
+    assert table["table"] == "kafka.console-lake" and table["mode"] == "key_value" and table["commits"] >= 1
+    assert [p["partition"] for p in table["partitions"]] == [0, 1] and table["lag_records"] == 0
+    done = chromium("--dump-dom", url)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = re.search(r'<tr class="table" data-topic="console-lake">.*?<td class="num table-lag">([^<]*)</td>',
+                    done.stdout, re.S)
+    assert row is not None and row.group(1) == "0", done.stdout[-3000:]

@@ -65,3 +65,22 @@ def test_local_retention_of_a_tiered_log_waits_for_the_copy(tmp_path, clock):
     assert log.fetch_offset_by_timestamp(-4)[1] == first_two
     assert log.fetch_offset_by_timestamp(-5)[1] == first_two - 1
     assert log.fetch_offset_by_timestamp(-6)[1] == first_two
+
+
+def test_a_replica_starting_at_the_local_start_takes_the_remote_epochs_and_producer_state(tmp_path, clock):
+    leader = open_log(str(tmp_path / "a" / "t-0"), small_config(), time_ms=clock)
+    for i in range(40):
+        leader.append_as_leader(batch([b"%04d" % i + b"r" * 200], producer_id=7, producer_epoch=0,
+                                      base_sequence=i, timestamp=clock.now), 0 if i < 10 else 1)
+    segments = leader.segments.snapshot()
+    next_base = segments[1].base_offset
+    snapshot = leader.producer_state.snapshots.get(next_base)
+    assert snapshot is not None  # taken at the roll, as the copy sends it
+    epochs = [(e, o) for e, o in leader.leader_epoch_cache.entries() if o < next_base] or [(0, 0)]
+    follower = open_log(str(tmp_path / "b" / "t-0"), small_config(), time_ms=clock)
+    follower.truncate_fully_and_start_at(next_base)
+    with open(snapshot, "rb") as f:
+        follower.build_remote_log_aux_state(epochs, f.read(), next_base)
+    assert follower.leader_epoch_cache.entries() == epochs
+    entry = follower.producer_state.last_entry(7)
+    assert entry is not None and entry.last_seq == next_base - 1

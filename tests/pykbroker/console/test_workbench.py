@@ -1,0 +1,252 @@
+"""The console as a workbench, in a real headless Chromium against a real broker.
+
+A person's steps through the page (``browser.Browser`` drives Chromium over the DevTools protocol):
+browse 1,000 JSON messages and find one with the filter that runs in the broker; produce one and see it
+arrive in the live tail (and a Kafka consumer read it); reset a group's offsets (preview, apply) and see
+its lag change; edit a topic config and see Kafka's own validation error for an invalid value; log in
+on a SASL broker as a user without ACLs and be refused what the ACLs refuse. Each main page is kept as a
+screenshot under build/test-artifacts/console/ (the path is printed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from pykbroker.testing import BrokerProcess, free_port
+from tests.pykbroker.console.browser import Browser
+
+pytestmark = pytest.mark.skipif(shutil.which("chromium") is None,
+                                reason="chromium is installed by `make test` (tools/install_system_deps.sh)")
+
+ARTIFACTS = Path(__file__).resolve().parents[3] / "build" / "test-artifacts" / "console"
+TOPIC = "orders"
+GROUP = "billing"
+RECORDS = 1000
+COMMITTED = 600
+
+
+def shot(browser: Browser, name: str) -> None:
+    path = browser.screenshot(ARTIFACTS / f"{name}.png")
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
+    print(f"console screenshot: {path}")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    port = free_port()
+    b = BrokerProcess(tmp_path_factory.mktemp("workbench"),
+                      overrides={"console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true",
+                                 "group.initial.rebalance.delay.ms": "0"})
+    with b:
+        b.start()
+        producer = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+        for i in range(RECORDS):
+            producer.produce(TOPIC, json.dumps({"id": i, "customer": f"c{i % 37}", "amount": i * 1.5}).encode(),
+                             key=str(i).encode(), headers=[("source", b"test")])
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+        consumer.commit(offsets=[TopicPartition(TOPIC, 0, COMMITTED)], asynchronous=False)
+        consumer.close()  # the group is Empty: its offsets may be reset
+        b.console_url = f"http://127.0.0.1:{port}/"
+        yield b
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    with Browser(tmp_path_factory.mktemp("chromium")) as b:
+        yield b
+
+
+def test_browse_1000_json_messages_and_find_one_with_the_broker_side_filter(broker, browser):
+    browser.goto(broker.console_url + "#/")
+    browser.wait("document.body.dataset.loaded === 'true'")
+    shot(browser, "overview")
+    browser.goto(broker.console_url + f"#/topic/{TOPIC}/messages")
+    assert browser.wait("document.body.dataset.browsed") == "100"
+    first = browser.eval("[...document.querySelectorAll('#messages tr.record')].slice(0, 2).map(r => "
+                         "[r.dataset.offset, r.querySelector('.val summary').textContent])")
+    assert first == [["999", '{"id":999,"customer":"c0","amount":1498.5}'],
+                     ["998", '{"id":998,"customer":"c36","amount":1497}']]
+    shot(browser, "messages")
+
+    browser.fill("browse-start", "beginning")
+    browser.fill("browse-order", "oldest")
+    browser.fill("browse-limit", "5")
+    browser.eval("document.body.dataset.browsed = ''")
+    browser.click("browse-run")
+    assert browser.wait("document.body.dataset.browsed") == "5"
+    assert browser.eval("[...document.querySelectorAll('#messages tr.record')].map(r => r.dataset.offset)") == [
+        "0", "1", "2", "3", "4"]
+
+    browser.fill("search-filter", '"id": 777,')  # the producer's JSON has a space after the colon
+    browser.fill("search-max", str(RECORDS))
+    browser.click("search-run")
+    assert browser.wait("document.body.dataset.searched", timeout=60) == "1"
+    assert browser.text("search-progress").startswith(f"scanned {RECORDS:,} of {RECORDS:,} records, 1 matching")
+    row = browser.eval("(r => [r.dataset.offset, r.querySelector('.key').textContent, r.querySelector('.val summary')"
+                       ".textContent, r.lastElementChild.textContent])(document.querySelector('#messages tr.record'))")
+    assert row == ["777", "777", '{"id":777,"customer":"c0","amount":1165.5}', "source=test"]
+    browser.fill("decode", "hex")  # the same record shown again, as bytes
+    assert browser.eval("document.querySelector('#messages tr.record .val').textContent").startswith(
+        '7b 22 69 64 22 3a 20 37 37 37 2c')  # {"id": 777,
+    browser.fill("decode", "json")
+    shot(browser, "search")
+
+
+def test_produce_a_message_and_see_it_arrive_in_the_live_tail(broker, browser):
+    browser.goto(broker.console_url + f"#/topic/{TOPIC}/messages")
+    browser.wait("document.body.dataset.browsed")
+    browser.click("tail-toggle")
+    browser.wait("document.getElementById('messages-info').textContent.startsWith('tailing')")
+    time.sleep(1.5)  # the tail's first answer (the end offsets) before the record is produced
+    browser.fill("produce-key", "hello-key")
+    browser.fill("produce-value", '{"hello": "console"}')
+    browser.fill("produce-headers", "trace=abc")
+    browser.click("produce-run")
+    result = browser.wait("(t => t.startsWith('produced') && t)(document.getElementById('produce-result').textContent)")
+    assert result == f"produced to partition 0 at offset {RECORDS}"
+    arrived = browser.wait("(r => r && [r.dataset.offset, r.querySelector('.val summary').textContent, "
+                           "r.lastElementChild.textContent])(document.querySelector('#messages tr.record.new'))")
+    assert arrived == [str(RECORDS), '{"hello":"console"}', "trace=abc"]
+    shot(browser, "tail")
+    browser.click("tail-toggle")
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(TOPIC, 0, RECORDS)])
+    try:
+        deadline = time.monotonic() + 30
+        m = None
+        while (m is None or m.error() is not None) and time.monotonic() < deadline:
+            m = consumer.poll(1)
+        assert m is not None and m.error() is None
+        assert (m.key(), m.value(), m.headers()) == (b"hello-key", b'{"hello": "console"}', [("trace", b"abc")])
+    finally:
+        consumer.close()
+    assert "console write by User:ANONYMOUS: produce to orders-0: done" in broker.log()
+
+
+def test_reset_a_group_and_see_its_lag_change(broker, browser):
+    browser.goto(broker.console_url + f"#/group/{GROUP}?type=classic")
+    lag_before = int(browser.wait("document.body.dataset.groupLag"))
+    assert lag_before >= RECORDS - COMMITTED
+    browser.fill("reset-topic", TOPIC)
+    browser.fill("reset-to", "offset")
+    browser.fill("reset-value", "100")
+    browser.click("reset-preview")
+    browser.wait("document.getElementById('reset-result').textContent.startsWith('preview')")
+    preview = browser.eval("[...document.querySelectorAll('#reset-table tr')].slice(1).map(r => "
+                           "[...r.children].map(c => c.textContent))")
+    assert preview == [[TOPIC, "0", f"{COMMITTED}", "100", f"{lag_before + COMMITTED - 100:,}"]]
+    assert int(browser.eval("document.body.dataset.groupLag")) == lag_before  # a preview changes nothing
+    shot(browser, "group")
+    browser.click("reset-apply")
+    browser.wait("document.getElementById('reset-result').textContent === 'offsets reset'")
+    lag_after = int(browser.wait(f"document.body.dataset.groupLag !== '{lag_before}' && document.body.dataset.groupLag"))
+    assert lag_after == lag_before + COMMITTED - 100
+    assert browser.eval("document.querySelector('#group-offsets tr.offset .committed').textContent") == "100"
+    assert f"console write by User:ANONYMOUS: reset offsets of group {GROUP} on {TOPIC} to offset 100: done" in broker.log()
+
+
+def test_edit_a_topic_config_and_see_kafkas_error_for_an_invalid_value(broker, browser):
+    browser.goto(broker.console_url + f"#/topic/{TOPIC}/configs")
+    browser.wait("!!document.querySelector('input.config-value[data-name=\"retention.ms\"]')")
+    browser.eval("(e => { e.value = 'soon'; e.dispatchEvent(new Event('input')); })"
+                 "(document.querySelector('input.config-value[data-name=\"retention.ms\"]'))")
+    browser.click("configs-save")
+    error = browser.wait("document.getElementById('configs-error').textContent")
+    assert error == ("alter configs of orders: INVALID_CONFIG: Invalid value soon for configuration retention.ms: "
+                     "Not a number of type LONG")
+    shot(browser, "configs")
+    browser.eval("(e => { e.value = '3600000'; e.dispatchEvent(new Event('input')); })"
+                 "(document.querySelector('input.config-value[data-name=\"retention.ms\"]'))")
+    browser.click("configs-save")
+    browser.wait("document.getElementById('configs-result').textContent === 'saved'")
+    assert browser.eval("document.querySelector('input.config-value[data-name=\"retention.ms\"]').value") == "3600000"
+    assert browser.eval("document.getElementById('configs-error').textContent") == ""
+
+    browser.goto(broker.console_url + f"#/topic/{TOPIC}/partitions")
+    row = browser.wait("(r => r && [...r.children].map(c => c.textContent))"
+                       "(document.querySelector('#partitions tr.partition'))")
+    assert row[:7] == ["0", "1", "1", "1", "0", f"{RECORDS + 1:,}", f"{RECORDS + 1:,}"]
+    assert row[7].endswith("KiB") and row[8] == "–"  # local size; no tiered storage here
+    shot(browser, "partitions")
+    browser.goto(broker.console_url + "#/topics")
+    browser.wait(f"!!document.querySelector('#topic-list tr[data-topic=\"{TOPIC}\"]')")
+    shot(browser, "topics")
+
+
+# -- a SASL broker with ACLs: login, and the broker's authorizer decides -------------------------------------
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_admin="admin-secret" user_bob="bob-secret";')
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    port, sasl_port, console_port = free_port(), free_port(), free_port()
+    b = BrokerProcess(tmp_path_factory.mktemp("secured"), port=port, overrides={
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS;User:admin", "console.listener": f"127.0.0.1:{console_port}",
+        "console.write.actions.enable": "true"})
+    with b:
+        b.start()
+        producer = Producer({"bootstrap.servers": b.bootstrap})
+        producer.produce("secret", b'{"pin": 1234}')
+        assert producer.flush(30) == 0
+        b.console_url = f"http://127.0.0.1:{console_port}/"
+        yield b
+
+
+def test_a_user_without_permission_is_refused(secured, browser):
+    browser.goto(secured.console_url)
+    browser.wait("document.body.dataset.view === 'login'")
+    browser.fill("login-user", "bob")
+    browser.fill("login-password", "wrong")
+    browser.click("login-run")
+    assert "login refused" in browser.wait("document.getElementById('login-error').textContent")
+    shot(browser, "login")
+    browser.fill("login-password", "bob-secret")
+    browser.click("login-run")
+    browser.wait("document.body.dataset.view === 'overview' && document.body.dataset.loaded === 'true'")
+    assert "User:bob" in browser.text("who")
+    # bob may describe nothing: the overview lists no topic, and the topic page shows the broker's refusal
+    assert browser.eval("document.querySelectorAll('#topics tr.topic').length") == 0
+    browser.goto(secured.console_url + "#/topic/secret/messages")
+    refused = browser.wait("document.getElementById('status').textContent")
+    assert refused == "topic secret: TOPIC_AUTHORIZATION_FAILED"
+    shot(browser, "refused")
+    browser.goto(secured.console_url + "#/topics")
+    browser.fill("create-name", "bobs-topic")
+    browser.click("create-run")
+    assert browser.wait("document.getElementById('status').textContent") == \
+        "create topic bobs-topic: TOPIC_AUTHORIZATION_FAILED: Authorization failed."
+    log = secured.log()
+    assert "console write by User:bob: create topic bobs-topic" in log and "refused: create topic" in log
+
+    browser.eval("document.getElementById('logout').click()")
+    browser.wait("document.body.dataset.view === 'login'")
+    browser.fill("login-user", "admin")
+    browser.fill("login-password", "admin-secret")
+    browser.click("login-run")
+    browser.wait("document.body.dataset.view === 'overview' && "
+                 "!!document.querySelector('#topics tr.topic[data-topic=\"secret\"]')")
+    browser.goto(secured.console_url + "#/security")
+    browser.wait("!!document.querySelector('#acls tr')")
+    browser.fill("acl-principal", "User:bob")
+    browser.fill("acl-name", "secret")
+    browser.fill("acl-operation", "READ")
+    browser.eval("document.querySelector('#acl-form button').click()")
+    browser.wait("document.querySelectorAll('#acls tr').length === 2")
+    assert browser.eval("[...document.querySelectorAll('#acls tr')[1].children].slice(0, 7).map(c => c.textContent)") == [
+        "TOPIC", "secret", "LITERAL", "User:bob", "*", "READ", "ALLOW"]
+    shot(browser, "security")
+    assert "console write by User:admin: create ACL" in secured.log()
