@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,8 @@ cluster: $(STAMP)
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
-## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's and Spark's Kafka jars)
+## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
+##       Spark's Kafka and Kafka Streams' jars)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -37,6 +38,7 @@ deps: $(STAMP)
 		PY=$(PY) bash compat_tests/jvm/spark/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/tiered/fetch_jars.sh >/dev/null; \
 		bash tools/nessie/fetch_jar.sh >/dev/null; \
+		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
@@ -126,6 +128,12 @@ test-share-slow: deps
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 
+## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
+##                    exactly_once_v2 counting application judged on Kafka 4.4, and on 3 brokers (RF=3,
+##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's (~12 min)
+test-streams-slow: deps
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
+
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
 ##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
@@ -142,8 +150,9 @@ test-console-slow: deps
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
-##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster; about 26 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow
+##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
+##            applications; about 40 minutes)
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache

@@ -96,7 +96,8 @@ class Coordinators:
             self._transaction = TransactionCoordinator(
                 TransactionConfig.from_properties(self.config.__getitem__), self.node_id,
                 log_factory=lambda partition: ReplicaCoordinatorLog(self.replica_manager, partition, clock,
-                                                                    topic=TRANSACTION_STATE_TOPIC_NAME),
+                                                                    topic=TRANSACTION_STATE_TOPIC_NAME,
+                                                                    append_timeout_ms=self.config["request.timeout.ms"]),
                 replica_manager=self.replica_manager, group_coordinator=group_coordinator,
                 producer_ids=self.producer_ids, ensure_state_topic=topics.ensure_transaction_state_topic,
                 partition_leader=lambda p: topics.partition_leader(TRANSACTION_STATE_TOPIC_NAME, p),

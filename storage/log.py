@@ -512,9 +512,21 @@ class Log:
                 txn = info.append(header, control_type, coordinator_epoch)
             else:
                 txn = info.append(header)
+            if header.is_transactional:
+                self.producer_state.after_transactional_batch(header)
             if txn is not None:
                 completed.append(txn)
         return updates, completed
+
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, producer_epoch: int,
+                                             supports_epoch_bump: bool) -> None:
+        """A transactional write is about to be checked with its coordinator (KIP-890): unless the producer's
+        transaction is already open here, remember its sequence (producer_state.VerificationStateEntry)."""
+        with self.lock:
+            state = self.producer_state
+            if not state.has_ongoing_transaction(producer_id, producer_epoch, supports_epoch_bump):
+                state.maybe_create_verification_state_entry(producer_id, sequence, producer_epoch,
+                                                            supports_epoch_bump, self.time_ms())
 
     def _complete_txn(self, txn: CompletedTxn) -> None:
         lso = self.producer_state.last_stable_offset(txn)

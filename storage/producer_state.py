@@ -15,6 +15,10 @@ On disk: ``<20-digit offset>.snapshot`` files in the partition directory, the st
 Only each producer's last batch survives a snapshot (as in Kafka). A snapshot is taken at every segment
 roll and at close; recovery loads the latest valid one and replays the log from its offset. State is
 rebuilt from the log, never the only copy. Mutated under the owning log's lock.
+
+In memory only, as in Kafka: a ``VerificationStateEntry`` per producer whose transactional write this
+leader is checking with the transaction coordinator (KIP-890), holding the lowest sequence seen, so that a
+later batch cannot be written before an earlier one whose check failed and is being retried.
 """
 
 from __future__ import annotations
@@ -159,6 +163,31 @@ class ProducerStateEntry:
         return None
 
 
+@dataclass
+class VerificationStateEntry:
+    """A producer's transactional write being checked with its coordinator, before its transaction is ongoing
+    on this partition (Kafka's VerificationStateEntry).
+
+    ``lowest_sequence`` is the lowest sequence seen in ``epoch`` (a higher epoch starts over): a batch with a
+    higher first sequence is refused with OUT_OF_ORDER_SEQUENCE_NUMBER while this entry lives, otherwise a
+    later batch could be written while an earlier one retries a failed check, leaving the producer in an
+    out-of-order loop. Removed once a transactional batch or a marker of the producer is written, or after
+    ``producer.id.expiration.ms``.
+    """
+
+    timestamp_ms: int
+    lowest_sequence: int
+    epoch: int
+    supports_epoch_bump: bool  # transaction version 2: every transaction has its own epoch
+
+    def maybe_update_lowest_sequence_and_epoch(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.lowest_sequence = sequence
+
+
 class CompletedTxn(NamedTuple):
     """A transaction ended by a COMMIT or ABORT marker at ``last_offset``."""
 
@@ -175,11 +204,13 @@ class ProducerAppendInfo:
     accumulates; ``ProducerStateManager.update`` applies the result once the batches are in the log.
     """
 
-    def __init__(self, producer_id: int, current: ProducerStateEntry, origin: str, partition: str = "") -> None:
+    def __init__(self, producer_id: int, current: ProducerStateEntry, origin: str, partition: str = "",
+                 verification: VerificationStateEntry | None = None) -> None:
         self.producer_id = producer_id
         self.current = current
         self.origin = origin
         self.partition = partition
+        self.verification = verification
         self.updated = ProducerStateEntry(producer_id, current.producer_epoch, current.coordinator_epoch,
                                           current.last_timestamp, current.current_txn_first_offset)
         self.started_transactions: list[int] = []  # first offsets
@@ -195,6 +226,11 @@ class ProducerAppendInfo:
 
     def _check_sequence(self, producer_epoch: int, append_first_seq: int, offset: int) -> None:
         updated, current = self.updated, self.current
+        if self.verification is not None and append_first_seq > self.verification.lowest_sequence:
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {self.producer_id} at offset {offset} in partition "
+                f"{self.partition}: {append_first_seq} (incoming seq. number), "
+                f"{self.verification.lowest_sequence} (earliest seen sequence)")
         if producer_epoch != updated.producer_epoch:
             if append_first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceError(
@@ -274,6 +310,7 @@ class ProducerStateManager:
         self.partition = partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.verification_states: dict[int, VerificationStateEntry] = {}
         self.ongoing_txns: dict[int, int] = {}  # first offset -> producer id, in insertion (offset) order
         self.unreplicated_txns: dict[int, tuple[int, int]] = {}  # first offset -> (producer id, last offset)
         self.last_map_offset = 0
@@ -370,6 +407,9 @@ class ProducerStateManager:
     def remove_expired_producers(self, now_ms: int) -> None:
         for pid in [pid for pid, e in self.producers.items() if self._is_expired(now_ms, e)]:
             del self.producers[pid]
+        for pid in [pid for pid, v in self.verification_states.items()
+                    if now_ms - v.timestamp_ms >= self.producer_id_expiration_ms]:
+            del self.verification_states[pid]
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
         """Drop snapshots outside (log_start_offset, log_end_offset] and reload from the latest left."""
@@ -403,7 +443,40 @@ class ProducerStateManager:
     # -- appends -----------------------------------------------------------------------------------------
     def prepare_update(self, producer_id: int, origin: str) -> ProducerAppendInfo:
         current = self.producers.get(producer_id) or ProducerStateEntry(producer_id)
-        return ProducerAppendInfo(producer_id, current, origin, self.partition)
+        return ProducerAppendInfo(producer_id, current, origin, self.partition,
+                                  self.verification_states.get(producer_id))
+
+    # -- transaction verification (KIP-890) ---------------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int, supports_epoch_bump: bool) -> bool:
+        """The producer's transaction is open on this partition (with transaction version 2: in this epoch)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None \
+            and (not supports_epoch_bump or entry.producer_epoch == producer_epoch)
+
+    def maybe_create_verification_state_entry(self, producer_id: int, sequence: int, epoch: int,
+                                              supports_epoch_bump: bool, now_ms: int) -> VerificationStateEntry:
+        entry = self.verification_states.get(producer_id)
+        if entry is None:
+            entry = self.verification_states[producer_id] = VerificationStateEntry(now_ms, sequence, epoch,
+                                                                                   supports_epoch_bump)
+        entry.maybe_update_lowest_sequence_and_epoch(sequence, epoch)
+        return entry
+
+    def verification_state_entry(self, producer_id: int) -> VerificationStateEntry | None:
+        return self.verification_states.get(producer_id)
+
+    def clear_verification_state_entry(self, producer_id: int) -> None:
+        self.verification_states.pop(producer_id, None)
+
+    def after_transactional_batch(self, header: RecordBatchHeader) -> None:
+        """A transactional batch or marker of the producer is being written: its check is over, unless the
+        batch is the marker ending the previous transaction of a version 2 producer whose next transaction
+        (already in the marker's epoch) is being checked."""
+        entry = self.verification_states.get(header.producer_id)
+        if entry is not None and entry.supports_epoch_bump and header.is_control \
+                and header.producer_epoch == entry.epoch:
+            return
+        self.clear_verification_state_entry(header.producer_id)
 
     def update(self, info: ProducerAppendInfo) -> None:
         entry = self.producers.get(info.producer_id)

@@ -22,7 +22,9 @@ background while the transaction stays in its Prepare state.
 
 A background task aborts transactions older than their timeout (fencing their producer by bumping
 the epoch, as Kafka does) and forgets transactional ids idle longer than
-``transactional.id.expiration.ms``.
+``transactional.id.expiration.ms``. It leaves alone a transaction whose next state is being written: the
+broker gives those appends ``request.timeout.ms`` (as Kafka's TransactionStateManager), so a write
+waiting for a dead replica to leave the ISR keeps its transaction rather than having it fenced.
 
 Transaction versions (KIP-890): clients of version 0/1 add partitions with AddPartitionsToTxn and keep
 their epoch; their transactional writes are verified (``verify_partition``, part 1). Version 2 clients
@@ -73,6 +75,10 @@ MARKER_RETRY_BACKOFF_S = 0.5
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a write's implicit add retries CONCURRENT_TRANSACTIONS.
 ADD_PARTITION_RETRY_BACKOFF_S = 0.02
 ADD_PARTITION_RETRY_MAX_S = 0.1
+# An add that finds another add of the same transaction being written waits for it this long at most: on a
+# cluster that write (acks=all on __transaction_state) takes longer than Kafka's 100 ms retry window, and each
+# failed add costs the producer a retry backoff (100 ms doubling to 1 s), as Kafka's sub-millisecond writes never do.
+ADD_PARTITION_WAIT_FOR_ADD_MAX_S = 5.0
 # The transaction.version a new cluster finalizes (replication.metadata.features); the coordinator asks for the current one.
 SERVER_TRANSACTION_VERSION = 2
 
@@ -356,19 +362,43 @@ class TransactionCoordinator:
         """Produce v12+ / TxnOffsetCommit v5+ (transaction version 2): the write adds its partition itself.
 
         Answers the error the write gets, as Kafka's partition leaders map it: PRODUCER_FENCED becomes
-        INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction is completing) is
-        retried briefly before it is answered.
+        INVALID_PRODUCER_EPOCH (``add_partitions_from_broker`` says how CONCURRENT_TRANSACTIONS is retried).
         """
-        deadline = asyncio.get_running_loop().time() + ADD_PARTITION_RETRY_MAX_S
+        code = await self.add_partitions_from_broker(transactional_id, producer_id, epoch, [tp])
+        return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
+    async def add_partitions_from_broker(self, transactional_id: str, producer_id: int, epoch: int,
+                                         partitions: list[TopicPartition]) -> int:
+        """Transaction version 2: partitions that writes add, for a write to a partition this broker leads or
+        for the leader of one (AddPartitionsToTxn v4+); the error code.
+
+        CONCURRENT_TRANSACTIONS (the previous transaction is completing) is retried briefly, as Kafka's
+        partition leaders do, and, while another write's add to the same transaction is being appended, until
+        that append is done (``ADD_PARTITION_WAIT_FOR_ADD_MAX_S``).
+        """
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         while True:
             try:
-                await self.add_partitions(transactional_id, producer_id, epoch, [tp], client_version=2)
+                await self.add_partitions(transactional_id, producer_id, epoch, partitions, client_version=2)
                 return ErrorCode.NONE
             except TxnError as exc:
                 code = exc.error_code
-            if code != ErrorCode.CONCURRENT_TRANSACTIONS or asyncio.get_running_loop().time() >= deadline:
-                return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+            waited = loop.time() - started
+            if code != ErrorCode.CONCURRENT_TRANSACTIONS or waited >= ADD_PARTITION_WAIT_FOR_ADD_MAX_S or (
+                    waited >= ADD_PARTITION_RETRY_MAX_S and not self._add_in_flight(transactional_id, producer_id,
+                                                                                    epoch)):
+                return code
             await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
+
+    def _add_in_flight(self, transactional_id: str, producer_id: int, epoch: int) -> bool:
+        """Another write of this producer's transaction is adding partitions to it right now."""
+        index = self.partition_for(transactional_id)
+        if not self._runtime.is_loaded(index):
+            return False
+        metadata = self._runtime.shard(index).transactions.get(transactional_id)
+        return metadata is not None and metadata.pending_state is S.ONGOING \
+            and metadata.producer_id == producer_id and metadata.producer_epoch == epoch
 
     async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                                 partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:

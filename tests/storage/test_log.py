@@ -239,6 +239,40 @@ def test_idempotent_producer_duplicates_and_gaps(log_dir):
     log.close()
 
 
+def test_a_later_transactional_batch_waits_for_an_earlier_one_whose_check_failed(log_dir):
+    """Kafka's VerificationStateEntry: a producer's first batch in a transaction (sequence 0) fails its check
+    with the coordinator and is retried; its next batch (sequence 2), checked later, must not be written first,
+    or the first one could never be (OUT_OF_ORDER_SEQUENCE_NUMBER forever, a Streams app fenced after its
+    transaction timeout)."""
+    log = open_log(log_dir)
+
+    def txn_batch(seq: int, epoch: int = 3):
+        return batch([b"a", b"b"], producer_id=4, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+
+    log.maybe_start_transaction_verification(4, 0, 3, True)  # its check fails (CONCURRENT_TRANSACTIONS)
+    log.maybe_start_transaction_verification(4, 2, 3, True)  # its check passes
+    with pytest.raises(OutOfOrderSequenceError, match="earliest seen sequence"):
+        log.append_as_leader(txn_batch(2), 0)
+    assert log.log_end_offset == 0
+    log.maybe_start_transaction_verification(4, 0, 3, True)  # the retry
+    log.append_as_leader(txn_batch(0), 0)
+    assert log.producer_state.verification_state_entry(4) is None  # the transaction is open here now
+    log.maybe_start_transaction_verification(4, 2, 3, True)  # nothing to remember: the transaction is open
+    log.append_as_leader(txn_batch(2), 0)
+    assert log.log_end_offset == 4
+    # Transaction version 2: the next transaction (epoch 4) is checked before the marker ending this one
+    # (written with epoch 4) arrives; the marker keeps its entry.
+    log.maybe_start_transaction_verification(4, 0, 4, True)
+    log.append_as_leader(build_control_batch(0, producer_id=4, producer_epoch=4, timestamp=1, partition_leader_epoch=0,
+                                             coordinator_epoch=0), 0, origin="coordinator")
+    assert log.producer_state.verification_state_entry(4).lowest_sequence == 0
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append_as_leader(txn_batch(2, epoch=4), 0)
+    log.append_as_leader(txn_batch(0, epoch=4), 0)
+    assert log.producer_state.verification_state_entry(4) is None
+    log.close()
+
+
 def test_transaction_markers_fill_the_transaction_index(log_dir):
     log = open_log(log_dir)
     log.append_as_leader(batch([b"t1"], producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True), 0)

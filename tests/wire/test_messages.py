@@ -494,3 +494,37 @@ def test_share_group_state_apis_match_kafka_4_2_bytes() -> None:
     ]:
         assert msg.encode(version).hex() == golden, msg.NAME
         assert type(msg).decode_from(Reader(bytes.fromhex(golden)), version).encode(version) == bytes.fromhex(golden)
+
+
+# -- golden bytes: Kafka 4.4's Streams group heartbeat (MessageUtil.toByteBufferAccessor of the Java *Data) ------
+def test_streams_group_heartbeat_matches_kafka_4_4_bytes() -> None:
+    from wire.messages import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+    from wire.messages import streams_group_heartbeat_request as rq
+    from wire.messages import streams_group_heartbeat_response as rs
+
+    request = StreamsGroupHeartbeatRequest(
+        group_id="app", member_id="m-1", member_epoch=0, endpoint_information_epoch=-1, rebalance_timeout_ms=300000,
+        process_id="p-1", user_endpoint=rq.Endpoint(host="h", port=7),
+        client_tags=[rq.KeyValue(key="rack", value="a")], active_tasks=[], standby_tasks=[], warmup_tasks=[],
+        topology=rq.Topology(epoch=0, subtopologies=[
+            rq.Subtopology(subtopology_id="0", source_topics=["in"], repartition_sink_topics=["app-by-key-repartition"]),
+            rq.Subtopology(subtopology_id="1", repartition_source_topics=[rq.TopicInfo(
+                name="app-by-key-repartition", partitions=0, replication_factor=-1,
+                topic_configs=[rq.KeyValue(key="cleanup.policy", value="delete")])],
+                state_changelog_topics=[rq.TopicInfo(name="app-counts-changelog")],
+                copartition_groups=[rq.CopartitionGroup(source_topics=[0], repartition_source_topics=[0])])]))
+    response = StreamsGroupHeartbeatResponse(
+        member_id="m-1", member_epoch=1, heartbeat_interval_ms=5000, acceptable_recovery_lag=10000,
+        task_offset_interval_ms=60000, status=[rs.Status(status_code=1, status_detail="missing")],
+        active_tasks=[rs.TaskIds(subtopology_id="0", partitions=[0, 1])], standby_tasks=[], warmup_tasks=[])
+    heartbeat = ("04617070046d2d3100000000ffffffff0000000493e001000000000302300203696e010102176170702d62792d6b65792d7265"
+                 "706172746974696f6e0101000231010102156170702d636f756e74732d6368616e67656c6f670000000000000100010217"
+                 "6170702d62792d6b65792d7265706172746974696f6e00000000ffff020f636c65616e75702e706f6c696379076465"
+                 "6c6574650000020200000102000000000001010104702d3101026800070002057261636b02610000000000")
+    for msg, version, golden in [
+        (request, 0, heartbeat), (request, 1, heartbeat),
+        (response, 1, "00000000000000046d2d3100000001000013880000ea6000000000000027100201086d697373696e670002023003"
+                      "000000000000000100010100000000000000"),
+    ]:
+        assert msg.encode(version).hex() == golden, (msg.NAME, version)
+        assert type(msg).decode_from(Reader(bytes.fromhex(golden)), version).encode(version) == bytes.fromhex(golden)

@@ -188,6 +188,12 @@ if TYPE_CHECKING:
     from wire.messages.share_snapshot_value import ShareSnapshotValue
     from wire.messages.share_update_key import ShareUpdateKey
     from wire.messages.share_update_value import ShareUpdateValue
+    from wire.messages.streams_group_describe_request import StreamsGroupDescribeRequest
+    from wire.messages.streams_group_describe_response import StreamsGroupDescribeResponse
+    from wire.messages.streams_group_heartbeat_request import StreamsGroupHeartbeatRequest
+    from wire.messages.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
+    from wire.messages.streams_group_topology_description_update_request import StreamsGroupTopologyDescriptionUpdateRequest
+    from wire.messages.streams_group_topology_description_update_response import StreamsGroupTopologyDescriptionUpdateResponse
     from wire.messages.sync_group_request import SyncGroupRequest
     from wire.messages.sync_group_response import SyncGroupResponse
     from wire.messages.transaction_log_key import TransactionLogKey
@@ -380,6 +386,12 @@ _MODULES: dict[str, str] = {
     'ShareSnapshotValue': 'share_snapshot_value',
     'ShareUpdateKey': 'share_update_key',
     'ShareUpdateValue': 'share_update_value',
+    'StreamsGroupDescribeRequest': 'streams_group_describe_request',
+    'StreamsGroupDescribeResponse': 'streams_group_describe_response',
+    'StreamsGroupHeartbeatRequest': 'streams_group_heartbeat_request',
+    'StreamsGroupHeartbeatResponse': 'streams_group_heartbeat_response',
+    'StreamsGroupTopologyDescriptionUpdateRequest': 'streams_group_topology_description_update_request',
+    'StreamsGroupTopologyDescriptionUpdateResponse': 'streams_group_topology_description_update_response',
     'SyncGroupRequest': 'sync_group_request',
     'SyncGroupResponse': 'sync_group_response',
     'TransactionLogKey': 'transaction_log_key',
@@ -498,9 +510,12 @@ REQUESTS: Mapping[int, type[Message]] = _ByApiKey({
     85: 'WriteShareGroupStateRequest',
     86: 'DeleteShareGroupStateRequest',
     87: 'ReadShareGroupStateSummaryRequest',
+    88: 'StreamsGroupHeartbeatRequest',
+    89: 'StreamsGroupDescribeRequest',
     90: 'DescribeShareGroupOffsetsRequest',
     91: 'AlterShareGroupOffsetsRequest',
     92: 'DeleteShareGroupOffsetsRequest',
+    93: 'StreamsGroupTopologyDescriptionUpdateRequest',
     94: 'UnregisterControllerRequest',
 })
 RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
@@ -576,9 +591,12 @@ RESPONSES: Mapping[int, type[Message]] = _ByApiKey({
     85: 'WriteShareGroupStateResponse',
     86: 'DeleteShareGroupStateResponse',
     87: 'ReadShareGroupStateSummaryResponse',
+    88: 'StreamsGroupHeartbeatResponse',
+    89: 'StreamsGroupDescribeResponse',
     90: 'DescribeShareGroupOffsetsResponse',
     91: 'AlterShareGroupOffsetsResponse',
     92: 'DeleteShareGroupOffsetsResponse',
+    93: 'StreamsGroupTopologyDescriptionUpdateResponse',
     94: 'UnregisterControllerResponse',
 })
 
@@ -757,6 +775,12 @@ __all__ = [
     'ShareSnapshotValue',
     'ShareUpdateKey',
     'ShareUpdateValue',
+    'StreamsGroupDescribeRequest',
+    'StreamsGroupDescribeResponse',
+    'StreamsGroupHeartbeatRequest',
+    'StreamsGroupHeartbeatResponse',
+    'StreamsGroupTopologyDescriptionUpdateRequest',
+    'StreamsGroupTopologyDescriptionUpdateResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',

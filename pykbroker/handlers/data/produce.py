@@ -11,7 +11,9 @@
 - Transactional batches (v3+ carry the transactional id) must belong to the producer's ongoing
   transaction on this partition (KIP-890 verification, ``transaction.partition.verification.enable``):
   otherwise TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE, so a late write cannot hang the partition.
-  v12+ (transaction version 2): the batch adds its partition to the transaction itself.
+  v12+ (transaction version 2): the batch adds its partition to the transaction itself. While a batch is
+  being checked, the leader keeps its sequence (Kafka's VerificationStateEntry): a later batch of the same
+  producer gets OUT_OF_ORDER_SEQUENCE_NUMBER until the earlier one, whose check failed, is written.
 """
 
 from __future__ import annotations
@@ -106,6 +108,11 @@ async def _check_transactional(ctx: RequestContext, transactional_id: str, topic
         return ErrorCode.NONE
     if ctx.api_version < 12 and not ctx.broker.transaction_verification:
         return ErrorCode.NONE
+    partition = ctx.broker.replica_manager.get_partition(topic, p.index)
+    if partition is not None and partition.is_leader:
+        # As Kafka's leader: a later batch must not be written while this one's check is retried.
+        partition.log.maybe_start_transaction_verification(header.producer_id, header.base_sequence,
+                                                           header.producer_epoch, ctx.api_version >= 12)
     code = await check_transactional_write(ctx.broker, transactional_id, header.producer_id, header.producer_epoch,
                                            (topic, p.index), add=ctx.api_version >= 12,
                                            abortable_error=ctx.api_version >= 11)

@@ -7,6 +7,8 @@
   transaction OPERATION_NOT_ATTEMPTED, without reaching the coordinator; a coordinator error
   (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...) applies to every partition;
   v0-1 get INVALID_PRODUCER_EPOCH for PRODUCER_FENCED, as Kafka answers them.
+- v4+ adds (not ``verify_only``) come from the leader of a partition a transaction version 2 write goes to:
+  CONCURRENT_TRANSACTIONS is retried here first (``TransactionCoordinator.add_partitions_from_broker``).
 """
 
 from __future__ import annotations
@@ -65,9 +67,11 @@ async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epo
     tc = transaction_coordinator(ctx)
     if verify_only:
         return await tc.verify_partitions(transactional_id, producer_id, epoch, partitions)
+    if ctx.api_version >= 4:  # from the leader of a partition a transaction version 2 write goes to
+        return dict.fromkeys(partitions, await tc.add_partitions_from_broker(transactional_id, producer_id, epoch,
+                                                                             partitions))
     try:
-        await tc.add_partitions(transactional_id, producer_id, epoch, partitions,
-                                client_version=2 if ctx.api_version >= 4 else 0)
+        await tc.add_partitions(transactional_id, producer_id, epoch, partitions)
     except TxnError as exc:
         return dict.fromkeys(partitions, exc.error_code)
     return dict.fromkeys(partitions, ErrorCode.NONE)

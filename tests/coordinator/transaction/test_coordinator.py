@@ -311,6 +311,26 @@ async def test_offsets_committed_in_a_transaction_show_only_once_it_commits(tmp_
 # -- transaction version 2 (KIP-890 part 2) -------------------------------------------------------------------
 
 @run
+async def test_v2_writes_to_several_partitions_at_once_wait_for_each_others_add(tmp_path):
+    """On a cluster an add's append to __transaction_state takes longer than Kafka's 100 ms retry window: the
+    writes of one transaction to other partitions wait for it instead of answering CONCURRENT_TRANSACTIONS."""
+    node = Node(tmp_path)
+    pid, epoch = await node.txn.init_producer_id("v2c", 60_000)
+    write = node.txn._runtime.write
+
+    async def slow_write(index, operation):
+        await asyncio.sleep(0.3)  # an acks=all append waiting for the followers
+        return await write(index, operation)
+
+    node.txn._runtime.write = slow_write
+    codes = await asyncio.gather(*(node.txn.add_partition_from_write("v2c", pid, epoch, (DATA, p)) for p in range(3)))
+    assert codes == [ErrorCode.NONE] * 3
+    assert (await node.txn.describe("v2c")).partitions == {(DATA, p) for p in range(3)}
+    await node.txn.close()
+    await node.groups.close()
+
+
+@run
 async def test_v2_writes_add_their_partition_and_every_end_bumps_the_epoch(tmp_path):
     node = Node(tmp_path)
     pid, epoch = await node.txn.init_producer_id("v2", 60_000)
