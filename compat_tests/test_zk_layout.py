@@ -26,7 +26,7 @@ from replication.metadata.zk.cluster_id import get_or_create_cluster_id
 from replication.metadata.zk.controller_election import ControllerElection
 from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 from replication.metadata.zk.producer_id_block import allocate_producer_id_block
-from replication.metadata.zk.znodes import ProducerIdBlockZNode
+from replication.metadata.zk.znodes import FeatureZNode, ProducerIdBlockZNode
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Kafka 3.9.1 needs java")
 
@@ -66,6 +66,10 @@ def test_kafka_3_9_1_serves_our_znodes_and_we_follow_its_writes(tmp_path):
             await store.alter_scram_credentials([], [("alice", 1, 4096, salt,
                                                       hashlib.pbkdf2_hmac("sha256", b"alice-secret", salt, 4096))])
 
+            # A Kafka 3.9.1 broker refuses the levels a Kafka 4.4 cluster finalizes (group.version,
+            # transaction.version, ... are unknown to it), as it could never join a 4.4 cluster: /feature is set
+            # as a 3.9.1 controller leaves it, and everything else stays as pykbroker wrote it.
+            await zk.set(FeatureZNode.path, FeatureZNode.encode({}))
             sasl_port = free_port()
             kafka = Kafka39(jars, tmp_path, 1, f"{server.connect}/kafka", overrides={
                 "listeners": f"PLAINTEXT://127.0.0.1:{{port}},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
