@@ -2,7 +2,8 @@
 (compat_tests/jvm/tiered: 4.4's broker with 4.3.1's kafka-storage test jar, the last one published): the same
 records (one Produce request per batch, so both brokers roll their segments at the same offsets) go to a tiered
 topic on both; once the first segments are only remote, the ListOffsets answers (-1, -2, -3, -4, -5, -6 and
-timestamps in the remote and the local part), what a consumer reads from offset 0, the topic's tiered configs as
+timestamps in the remote and the local part), DescribeLogDirs' partition size (local bytes only), what a
+consumer reads from offset 0, the topic's tiered configs as
 DescribeConfigs shows them and the refusals of bad tiered configs must be the same."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, RawClient
 from tests.replication.test_tiered_storage import max_list_offsets_version
 from wire import build_simple_batch
-from wire.messages import ListOffsetsRequest, ProduceRequest
+from wire.messages import DescribeLogDirsRequest, ListOffsetsRequest, ProduceRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
@@ -137,6 +138,12 @@ def test_list_offsets_reads_and_configs_of_a_tiered_topic_are_kafkas(brokers):
         for b in (0, 7, 30, 59):  # timestamps of batches in the remote and the local part
             got[f"ts of batch {b}"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * b, 9)
         got["ts after the last"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * BATCHES, 9)
+        # DescribeLogDirs' size is the local log only (UnifiedLog.size): the active segment's bytes.
+        with RawClient(bootstrap) as c:
+            results = c.request(DescribeLogDirsRequest(topics=None), 4).results
+        sizes = [p.partition_size for r in results for t in r.topics if t.name == "tiered" for p in t.partitions]
+        local = sum(f.stat().st_size for f in (log_dir / "tiered-0").glob("*.log"))
+        got["describe log dirs"] = (sizes, sizes == [local])
         got["read from 0"] = read_offsets(bootstrap, "tiered", BATCHES * PER_BATCH) == list(range(BATCHES * PER_BATCH))
         described = admin.describe_configs([ConfigResource("topic", "tiered")])
         entries = list(described.values())[0].result(120)

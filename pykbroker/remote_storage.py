@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
+from pykbroker.rlm_quota import RLMQuotaManager
 from replication.remote_log_manager import RemoteLogManager
 from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
 from storage.remote.object_store import LocalFileObjectStore, ObjectStore
@@ -103,6 +104,9 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
                            copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
+    rlm.fetch_quota = RLMQuotaManager(config["remote.log.manager.fetch.max.bytes.per.second"],
+                                      samples=config["remote.log.manager.fetch.quota.window.num"],
+                                      window_seconds=config["remote.log.manager.fetch.quota.window.size.seconds"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
     broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
     rlm.topic_exists = lambda topic_id: topic_id in broker.metadata.image.topics_by_id

@@ -66,6 +66,9 @@ class RemoteLogManager:
         self.time_ms = time_ms
         # remote.log.manager.copy.max.bytes.per.second: each segment's upload takes at least size / quota seconds.
         self.copy_max_bytes_per_second = copy_max_bytes_per_second
+        # remote.log.manager.fetch.max.bytes.per.second (Kafka's RLMQuotaManager: is_quota_exceeded, record);
+        # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
+        self.fetch_quota: Any = None
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None
         # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).

@@ -19,7 +19,8 @@ from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
 from tests.s3_server import S3Server, s3_server_available
 from wire import ErrorCode
-from wire.messages import ApiVersionsRequest, ListOffsetsRequest
+from wire.messages import ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest
+from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 EARLIEST, LATEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -5, -6
@@ -148,6 +149,41 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
         assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 150)
         wait_until(lambda: len(remote_log_objects(remote)) < before, what="remote segments below 150 deleted")
         assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 450, offset=150)] == list(range(150, 600))
+
+
+def fetch_at(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes]:
+    with RawClient(bootstrap) as c:
+        response = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, topics=[FetchTopic(
+            topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=16384)])]),
+            11)
+        p = response.responses[0].partitions[0]
+        return p.error_code, bytes(p.records or b"")
+
+
+@pytest.mark.timeout(120)
+def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_reads_back(tmp_path):
+    remote = tmp_path / "remote"
+    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000"})
+    with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("quota", 1, 1, config=TOPIC_CONFIGS)])["quota"].result(30)
+        produce(broker.bootstrap, "quota", 600)
+        wait_until(lambda: len(local_segments(broker, "quota")) == 1, what="local deletion")
+        # DescribeLogDirs' size is the local log only, as Kafka's UnifiedLog.size (the remote part is not in it).
+        with RawClient(broker.bootstrap) as c:
+            results = c.request(DescribeLogDirsRequest(topics=None), 4).results
+        sizes = [p.partition_size for r in results for t in r.topics if t.name == "quota" for p in t.partitions]
+        assert sizes == [local_segments(broker, "quota")[0].stat().st_size]
+        # 1000 bytes/s over 11 one-second windows: the first remote read goes through, the next one (at once)
+        # is answered with no records and no error, as Kafka's ReplicaManager does over its remote fetch quota.
+        code, first = fetch_at(broker.bootstrap, "quota", 0)
+        assert code == ErrorCode.NONE and len(first) > 1000
+        assert fetch_at(broker.bootstrap, "quota", 0) == (ErrorCode.NONE, b"")
+        # The quota is a dynamic broker config, as in Kafka: raised, the reads go on.
+        quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
+            "remote.log.manager.fetch.max.bytes.per.second", str(1 << 40), incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([quota])[quota].result(30)
+        wait_until(lambda: fetch_at(broker.bootstrap, "quota", 0)[1] == first, what="reads after raising the quota")
 
 
 @pytest.mark.timeout(120)
