@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +30,44 @@ __all__ = ["REMOTE_LOG_METADATA_TOPIC_NAME", "RemoteLogMetadataError", "TopicBas
 
 REMOTE_LOG_METADATA_TOPIC_NAME = "__remote_log_metadata"
 _READ_CHUNK_BYTES = 1 << 20
+
+
+_MASK32 = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2 (a signed 32-bit result, as Java's int)."""
+    m, length = 0x5BD1E995, len(data)
+    h = (0x9747B28C ^ length) & _MASK32
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & _MASK32
+        k ^= k >> 24
+        k = (k * m) & _MASK32
+        h = ((h * m) & _MASK32) ^ k
+    tail = length % 4
+    if tail:
+        base = length - tail
+        for j in range(tail - 1, -1, -1):
+            h ^= data[base + j] << (8 * j)
+        h = (h * m) & _MASK32
+    h ^= h >> 13
+    h = (h * m) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _java_long_hash(v: int) -> int:
+    return ((v & _MASK32) ^ ((v >> 32) & _MASK32)) & _MASK32
+
+
+def metadata_partition(topic_id: uuid.UUID, partition: int, num_partitions: int) -> int:
+    """Kafka's RemoteLogMetadataTopicPartitioner.metadataPartition."""
+    h = 1
+    for part in (_java_long_hash(topic_id.int & 0xFFFFFFFFFFFFFFFF), _java_long_hash(topic_id.int >> 64),
+                 partition & _MASK32):
+        h = (31 * h + part) & _MASK32
+    return (murmur2(h.to_bytes(4, "big")) & 0x7FFFFFFF) % num_partitions
 
 
 class RemoteLogMetadataError(Exception):
@@ -61,8 +98,10 @@ class TopicBasedRemoteLogMetadataManager:
         self.partitions: dict[tuple[uuid.UUID, int], RemotePartitionMetadata] = {}
 
     def metadata_partition(self, topic_id: uuid.UUID, partition: int) -> int:
-        """The partition of __remote_log_metadata that holds a user partition's records (stable across brokers)."""
-        return zlib.crc32(f"{topic_id}:{partition}".encode()) % self.num_partitions
+        """The partition of __remote_log_metadata that holds a user partition's records: Kafka's
+        RemoteLogMetadataTopicPartitioner (murmur2 of Java's Objects.hash of the topic id's halves and the
+        partition), so Kafka's tools and brokers look for them where pykbroker writes them."""
+        return metadata_partition(topic_id, partition, self.num_partitions)
 
     def partition_metadata(self, topic_id: uuid.UUID, partition: int) -> RemotePartitionMetadata:
         key = (topic_id, partition)
@@ -85,7 +124,7 @@ class TopicBasedRemoteLogMetadataManager:
     async def write(self, topic_id: uuid.UUID, partition: int, value: bytes) -> None:
         """Append one record (acks=all) and replay it; RemoteLogMetadataError when it cannot be written."""
         mp = self.metadata_partition(topic_id, partition)
-        batch = build_simple_batch([value], keys=[f"{topic_id}:{partition}".encode()], timestamp=self.time_ms())
+        batch = build_simple_batch([value], timestamp=self.time_ms())  # no key, as Kafka's ProducerManager
         leader = self._leader_of(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
         if leader == self.node_id or (leader is None and self._send_produce is None):
             tp = (REMOTE_LOG_METADATA_TOPIC_NAME, mp)
