@@ -96,10 +96,25 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
             return ErrorCode.NETWORK_EXCEPTION
         return response.responses[0].partition_responses[0].error_code
 
+    async def end_offset(leader: int, topic: str, partition: int) -> int | None:
+        from wire.messages import ListOffsetsRequest, ListOffsetsResponse
+        from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
+        try:
+            response = await broker.broker_clients.get(leader).request(request, 7, ListOffsetsResponse)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the leader: asked again next round
+            log.info("asking broker %d for the end of %s-%d failed: %s", leader, topic, partition, exc)
+            return None
+        answer = response.topics[0].partitions[0]
+        return answer.offset if answer.error_code == ErrorCode.NONE else None
+
     metadata = TopicBasedRemoteLogMetadataManager(
         broker.replica_manager, broker.node_id,
         _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
         leader_of=lambda topic, partition: broker.internal_topics.partition_leader(topic, partition), send_produce=send_produce if broker.cluster_mode else None,
+        end_offset=end_offset if broker.cluster_mode else None,
         time_ms=broker.now_ms)
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,

@@ -6,7 +6,8 @@ Every ``remote.log.manager.task.interval.ms`` one task goes over the hosted part
 * **every replica** replays ``__remote_log_metadata`` and tells its log what is remote: the highest copied
   offset (local retention deletes only copied segments, on followers too) and, once, where the remote data
   starts (the log start offset, below the local segments);
-* **the leader** copies: first it finishes what a previous leader left half done (segments in
+* **the leader** copies, once it has replayed the metadata partition up to the high watermark of that partition's
+  leader (asked once per leader epoch, so a predecessor's finished copy is never copied again): first it finishes what a previous leader left half done (segments in
   COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED are deleted from the store, so no orphan is counted), then each
   closed segment past the highest copied offset whose end is below the last stable offset (and past
   remote.copy.lag.ms / .bytes), one at a time: record COPY_SEGMENT_STARTED, upload the segment with its indexes,
@@ -129,11 +130,13 @@ class RemoteLogManager:
                 continue
             meta = self.metadata.partition_metadata(p.topic_id, p.partition)
             if not log_.remote_log_enabled:
-                if meta.segments and p.is_leader and log_.config.remote_log_delete_on_disable:
+                if meta.segments and p.is_leader and log_.config.remote_log_delete_on_disable \
+                        and await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                     await self._delete_all(p, meta)
                 continue
             self.sync_log(log_, meta)
-            if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition):
+            if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition) \
+                    or not await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                 continue
             try:
                 await self._clean_unfinished(p, meta)

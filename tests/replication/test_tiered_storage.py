@@ -367,6 +367,11 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
                    what="local deletion on the new leader")
         assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+        # It replayed the metadata up to its leader's high watermark before copying: nothing its predecessor
+        # finished was copied again (one object per segment start offset).
+        assert "may copy" in new_leader.log()
+        starts = [p.name[:20] for p in remote_log_objects(remote)]
+        assert len(starts) == len(set(starts)), sorted(starts)
         # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
         # the local log start offset with the leader epochs and producer state of the remote segment below it.
         cluster.broker(1).start()
