@@ -327,7 +327,7 @@ class RemoteLogManager:
 
     # -- reads -------------------------------------------------------------------------------------------------
     def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool,
-             read_committed: bool = False) -> tuple[bytes, list | None]:
+             read_committed: bool = False) -> tuple[bytes | memoryview, list | None]:
         """Records at ``fetch_offset`` from remote storage (blocking: call in a thread), b"" when none is there,
         and for ``read_committed`` the aborted transactions they overlap (remote transaction indexes first, then
         the local ones, as Kafka's RemoteLogManager.collectAbortedTransactions)."""
