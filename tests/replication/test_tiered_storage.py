@@ -187,6 +187,31 @@ def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_r
 
 
 @pytest.mark.timeout(120)
+def test_large_remote_reads_reach_a_consumer_whole(tmp_path):
+    """Fetches of about 1 MiB from remote segments (records kept apart from the response buffer, written alone)."""
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        configs = {**TOPIC_CONFIGS, "internal.segment.bytes": "400000"}
+        admin.create_topics([NewTopic("big", 1, 1, config=configs)])["big"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 65536})
+        for i in range(2000):
+            producer.produce("big", value=f"{i:06d}".encode() + os.urandom(1000), partition=0)
+        assert producer.flush(30) == 0
+        # Several 400 kB segments only remote.
+        wait_until(lambda: list_offset(broker.bootstrap, "big", EARLIEST_LOCAL)[1] > 1000, what="local deletion")
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "big", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("big", 0, 0)])
+        got: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 2000 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append((msg.offset(), msg.value()[:6]))
+        consumer.close()
+        assert got == [(i, f"{i:06d}".encode()) for i in range(2000)]
+
+
+@pytest.mark.timeout(120)
 def test_total_retention_and_topic_deletion_delete_remote_segments(tmp_path):
     remote = tmp_path / "remote"
     with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(remote)) as broker:
