@@ -2,14 +2,18 @@
 (compat_tests/jvm/tiered: 4.4's broker with 4.3.1's kafka-storage test jar, the last one published): the same
 records (one Produce request per batch, so both brokers roll their segments at the same offsets) go to a tiered
 topic on both; once the first segments are only remote, the ListOffsets answers (-1, -2, -3, -4, -5, -6 and
-timestamps in the remote and the local part), what a consumer reads from offset 0, the topic's tiered configs as
+timestamps in the remote and the local part), DescribeLogDirs' partition size (local bytes only), what a
+consumer reads from offset 0, the topic's tiered configs as
 DescribeConfigs shows them and the refusals of bad tiered configs must be the same."""
 
 from __future__ import annotations
 
+import base64
+import re
 import shutil
 import subprocess
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 
@@ -20,9 +24,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, RawClient
+from replication.remote_log_metadata import metadata_partition
 from tests.replication.test_tiered_storage import max_list_offsets_version
 from wire import build_simple_batch
-from wire.messages import ListOffsetsRequest, ProduceRequest
+from wire.messages import DescribeLogDirsRequest, ListOffsetsRequest, ProduceRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
@@ -137,6 +142,12 @@ def test_list_offsets_reads_and_configs_of_a_tiered_topic_are_kafkas(brokers):
         for b in (0, 7, 30, 59):  # timestamps of batches in the remote and the local part
             got[f"ts of batch {b}"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * b, 9)
         got["ts after the last"] = list_offset(bootstrap, "tiered", BASE_TS + 1000 * BATCHES, 9)
+        # DescribeLogDirs' size is the local log only (UnifiedLog.size): the active segment's bytes.
+        with RawClient(bootstrap) as c:
+            results = c.request(DescribeLogDirsRequest(topics=None), 4).results
+        sizes = [p.partition_size for r in results for t in r.topics if t.name == "tiered" for p in t.partitions]
+        local = sum(f.stat().st_size for f in (log_dir / "tiered-0").glob("*.log"))
+        got["describe log dirs"] = (sizes, sizes == [local])
         got["read from 0"] = read_offsets(bootstrap, "tiered", BATCHES * PER_BATCH) == list(range(BATCHES * PER_BATCH))
         described = admin.describe_configs([ConfigResource("topic", "tiered")])
         entries = list(described.values())[0].result(120)
@@ -171,3 +182,54 @@ def test_bad_tiered_configs_are_refused_as_kafka_refuses_them(brokers, configs):
             error = exc.args[0]
             answers[name] = (error.name(), error.str())
     assert answers["pykbroker"] == answers["kafka"]
+
+
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+_KEPT = ("state", "startOffset", "endOffset", "segmentSizeInBytes", "segmentLeaderEpochs", "txnIdxEmpty")
+
+
+def topic_id(log_dir: Path, topic: str) -> uuid.UUID:
+    """The topic id a broker wrote to ``<topic>-0/partition.metadata`` (Kafka's base64 form)."""
+    text = (log_dir / f"{topic}-0" / "partition.metadata").read_text()
+    encoded = re.search(r"topic_id: (\S+)", text).group(1)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+
+
+def decoded_metadata(jars: Path, log_dir: Path, topic: str) -> dict[int, list[str]]:
+    """Kafka's kafka-dump-log --remote-log-metadata-decoder over each __remote_log_metadata partition: the records
+    of ``topic`` by metadata partition, each as its class and the fields both brokers must agree on."""
+    out: dict[int, list[str]] = {}
+    for directory in sorted(log_dir.glob("__remote_log_metadata-*")):
+        files = sorted(str(f) for f in directory.glob("*.log"))
+        dumped = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jars}/*", DUMP_LOG,
+                                 "--remote-log-metadata-decoder", "--files", ",".join(files)],
+                                capture_output=True, text=True, timeout=120, check=True)
+        records = []
+        for line in dumped.stdout.splitlines():
+            found = re.search(r"payload: (\w+)\{(.*)\}\s*$", line)
+            if found is None or f"topic={topic}" not in line and f":{topic}-0" not in line:
+                continue
+            fields = dict(re.findall(r"(\w+)=(\{[^}]*\}|[^,}]+)", found.group(2)))
+            records.append(found.group(1) + " " + " ".join(f"{k}={fields[k]}" for k in _KEPT if k in fields))
+        if records:
+            out[int(directory.name.rsplit("-", 1)[1])] = records
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_remote_log_metadata_records_are_kafkas_and_kafkas_tool_decodes_them(brokers, tiered_jars):
+    """pykbroker's __remote_log_metadata is Kafka's: kafka-dump-log's remote log metadata decoder reads the same
+    records (types, states, offsets, sizes, leader epochs) from both brokers' segments, and each broker put them
+    in the partition Kafka's RemoteLogMetadataTopicPartitioner picks for the topic's id."""
+    answers = {}
+    for name, (bootstrap, log_dir) in brokers.items():
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("dumped", 1, 1, config=TOPIC_CONFIGS)])["dumped"].result(120)
+        produce_batches(bootstrap, "dumped")
+        wait_until(partial(lambda d: len(list((d / "dumped-0").glob("*.log"))) == 1, log_dir),
+                   what=f"remote-only data on {name}")
+        decoded = decoded_metadata(tiered_jars, log_dir, "dumped")
+        expected = metadata_partition(topic_id(log_dir, "dumped"), 0, 3)
+        answers[name] = (list(decoded) == [expected], decoded.get(expected))
+    assert answers["pykbroker"] == answers["kafka"]
+    assert answers["kafka"][0] and answers["kafka"][1]

@@ -449,6 +449,8 @@ class Broker:
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
         if self.remote_log_manager is not None:  # cluster-wide dynamic in Kafka
             self.remote_log_manager.copy_max_bytes_per_second = current["remote.log.manager.copy.max.bytes.per.second"]
+            self.remote_log_manager.fetch_quota.bytes_per_second = \
+                current["remote.log.manager.fetch.max.bytes.per.second"]
         for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
             security = self.listener_security.get(listener.name)
             if security is not None and security.ssl_context is not None:

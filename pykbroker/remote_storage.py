@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
+from pykbroker.rlm_quota import RLMQuotaManager
 from replication.remote_log_manager import RemoteLogManager
 from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
 from storage.remote.object_store import LocalFileObjectStore, ObjectStore
@@ -95,14 +96,32 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
             return ErrorCode.NETWORK_EXCEPTION
         return response.responses[0].partition_responses[0].error_code
 
+    async def end_offset(leader: int, topic: str, partition: int) -> int | None:
+        from wire.messages import ListOffsetsRequest, ListOffsetsResponse
+        from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
+        try:
+            response = await broker.broker_clients.get(leader).request(request, 7, ListOffsetsResponse)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the leader: asked again next round
+            log.info("asking broker %d for the end of %s-%d failed: %s", leader, topic, partition, exc)
+            return None
+        answer = response.topics[0].partitions[0]
+        return answer.offset if answer.error_code == ErrorCode.NONE else None
+
     metadata = TopicBasedRemoteLogMetadataManager(
         broker.replica_manager, broker.node_id,
         _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
         leader_of=lambda topic, partition: broker.internal_topics.partition_leader(topic, partition), send_produce=send_produce if broker.cluster_mode else None,
+        end_offset=end_offset if broker.cluster_mode else None,
         time_ms=broker.now_ms)
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
                            copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
+    rlm.fetch_quota = RLMQuotaManager(config["remote.log.manager.fetch.max.bytes.per.second"],
+                                      samples=config["remote.log.manager.fetch.quota.window.num"],
+                                      window_seconds=config["remote.log.manager.fetch.quota.window.size.seconds"])
     rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
     broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
     rlm.topic_exists = lambda topic_id: topic_id in broker.metadata.image.topics_by_id

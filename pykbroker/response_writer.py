@@ -8,7 +8,8 @@ A Fetch response's records are file regions. Small ones (a consumer that keeps u
 ``pread`` into the response's one write; large ones go with ``sendfile`` while the socket takes them,
 and whatever it does not take is read and queued behind the bytes before it, REGION_CHUNK at a time
 with a wait for the client to read in between: a client that does not read holds at most about one
-chunk (plus the transport's high-water mark) of its response in memory, never the whole fetch.
+chunk (plus the transport's high-water mark) of its response in memory, never the whole fetch. Records
+read from remote storage are in memory: large ones are their own part and their own write (no join).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ COPY_REGIONS_BELOW = 16384
 # sendfile errors that mean "not for this socket", after which the connection copies instead.
 # The most of a file region read into memory at once when sendfile cannot send it (see the docstring).
 REGION_CHUNK = 1 << 20
+# Queued bytes at least this large (records of a remote read) are handed to the transport on their own, not
+# joined with the rest: the socket takes them without a copy when it can.
+WRITE_ALONE = 65536
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
 
@@ -82,7 +86,7 @@ class ResponseWriter:
         parts = w.parts()
         if len(parts) > 1:
             parts = [_small_region_read(p) for p in parts]
-            if all(isinstance(p, (bytes, bytearray, memoryview)) for p in parts):
+            if all(isinstance(p, (bytes, bytearray, memoryview)) and len(p) < WRITE_ALONE for p in parts):
                 parts = [b"".join(cast(list[bytes], parts))]
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
             self.write(frame(len(w)) + cast(bytes, parts[0]))
@@ -116,7 +120,20 @@ class ResponseWriter:
         if self.closed or self.transport.is_closing():
             return
         self.last_write = asyncio.get_running_loop().time()
-        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if len(out) == 1:
+            self.transport.write(out[0])
+            return
+        run: list[bytes | bytearray | memoryview] = []
+        for data in out:  # small parts joined into one write; large ones (remote records) written as they are
+            if len(data) >= WRITE_ALONE:
+                if run:
+                    self.transport.write(b"".join(run))
+                    run = []
+                self.transport.write(data)
+            else:
+                run.append(data)
+        if run:
+            self.transport.write(b"".join(run))
 
     def close(self) -> None:
         """Flush what is queued (answers already given still go out), then write nothing more."""

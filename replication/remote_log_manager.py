@@ -6,7 +6,8 @@ Every ``remote.log.manager.task.interval.ms`` one task goes over the hosted part
 * **every replica** replays ``__remote_log_metadata`` and tells its log what is remote: the highest copied
   offset (local retention deletes only copied segments, on followers too) and, once, where the remote data
   starts (the log start offset, below the local segments);
-* **the leader** copies: first it finishes what a previous leader left half done (segments in
+* **the leader** copies, once it has replayed the metadata partition up to the high watermark of that partition's
+  leader (asked once per leader epoch, so a predecessor's finished copy is never copied again): first it finishes what a previous leader left half done (segments in
   COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED are deleted from the store, so no orphan is counted), then each
   closed segment past the highest copied offset whose end is below the last stable offset (and past
   remote.copy.lag.ms / .bytes), one at a time: record COPY_SEGMENT_STARTED, upload the segment with its indexes,
@@ -66,6 +67,9 @@ class RemoteLogManager:
         self.time_ms = time_ms
         # remote.log.manager.copy.max.bytes.per.second: each segment's upload takes at least size / quota seconds.
         self.copy_max_bytes_per_second = copy_max_bytes_per_second
+        # remote.log.manager.fetch.max.bytes.per.second (Kafka's RLMQuotaManager: is_quota_exceeded, record);
+        # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
+        self.fetch_quota: Any = None
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None
         # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).
@@ -126,11 +130,13 @@ class RemoteLogManager:
                 continue
             meta = self.metadata.partition_metadata(p.topic_id, p.partition)
             if not log_.remote_log_enabled:
-                if meta.segments and p.is_leader and log_.config.remote_log_delete_on_disable:
+                if meta.segments and p.is_leader and log_.config.remote_log_delete_on_disable \
+                        and await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                     await self._delete_all(p, meta)
                 continue
             self.sync_log(log_, meta)
-            if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition):
+            if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition) \
+                    or not await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                 continue
             try:
                 await self._clean_unfinished(p, meta)
@@ -321,7 +327,7 @@ class RemoteLogManager:
 
     # -- reads -------------------------------------------------------------------------------------------------
     def read(self, p: Any, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool,
-             read_committed: bool = False) -> tuple[bytes, list | None]:
+             read_committed: bool = False) -> tuple[bytes | memoryview, list | None]:
         """Records at ``fetch_offset`` from remote storage (blocking: call in a thread), b"" when none is there,
         and for ``read_committed`` the aborted transactions they overlap (remote transaction indexes first, then
         the local ones, as Kafka's RemoteLogManager.collectAbortedTransactions)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,6 +32,44 @@ REMOTE_LOG_METADATA_TOPIC_NAME = "__remote_log_metadata"
 _READ_CHUNK_BYTES = 1 << 20
 
 
+_MASK32 = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2 (a signed 32-bit result, as Java's int)."""
+    m, length = 0x5BD1E995, len(data)
+    h = (0x9747B28C ^ length) & _MASK32
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & _MASK32
+        k ^= k >> 24
+        k = (k * m) & _MASK32
+        h = ((h * m) & _MASK32) ^ k
+    tail = length % 4
+    if tail:
+        base = length - tail
+        for j in range(tail - 1, -1, -1):
+            h ^= data[base + j] << (8 * j)
+        h = (h * m) & _MASK32
+    h ^= h >> 13
+    h = (h * m) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _java_long_hash(v: int) -> int:
+    return ((v & _MASK32) ^ ((v >> 32) & _MASK32)) & _MASK32
+
+
+def metadata_partition(topic_id: uuid.UUID, partition: int, num_partitions: int) -> int:
+    """Kafka's RemoteLogMetadataTopicPartitioner.metadataPartition."""
+    h = 1
+    for part in (_java_long_hash(topic_id.int & 0xFFFFFFFFFFFFFFFF), _java_long_hash(topic_id.int >> 64),
+                 partition & _MASK32):
+        h = (31 * h + part) & _MASK32
+    return (murmur2(h.to_bytes(4, "big")) & 0x7FFFFFFF) % num_partitions
+
+
 class RemoteLogMetadataError(Exception):
     """A metadata record could not be written (the metadata partition's leader is not available, a timeout)."""
 
@@ -42,6 +79,8 @@ class RemoteLogMetadataError(Exception):
 
 
 SendProduce = Callable[[int, str, int, bytes], Awaitable[int]]  # (leader, topic, partition, batch) -> error code
+# (leader, topic, partition) -> the leader's high watermark (ListOffsets LATEST), None when it cannot be asked.
+EndOffset = Callable[[int, str, int], Awaitable["int | None"]]
 
 
 class TopicBasedRemoteLogMetadataManager:
@@ -49,20 +88,28 @@ class TopicBasedRemoteLogMetadataManager:
 
     def __init__(self, replica_manager: Any, node_id: int, num_partitions: int, *,
                  leader_of: Callable[[str, int], int | None], send_produce: SendProduce | None = None,
-                 time_ms: Callable[[], int], append_timeout_ms: int = 30_000) -> None:
+                 end_offset: EndOffset | None = None, time_ms: Callable[[], int],
+                 append_timeout_ms: int = 30_000) -> None:
         self._rm = replica_manager
         self.node_id = node_id
         self.num_partitions = num_partitions
         self._leader_of = leader_of
         self._send_produce = send_produce
+        self._end_offset = end_offset
+        # (topic id, partition, leader epoch) whose metadata was replayed up to the metadata partition leader's high
+        # watermark when this broker became their leader; and the target offsets still being waited for.
+        self._ready: set[tuple[uuid.UUID, int, int]] = set()
+        self._targets: dict[tuple[uuid.UUID, int, int], int] = {}
         self.time_ms = time_ms
         self.append_timeout_ms = append_timeout_ms
         self._positions: dict[int, int] = {}  # metadata partition -> next offset to replay
         self.partitions: dict[tuple[uuid.UUID, int], RemotePartitionMetadata] = {}
 
     def metadata_partition(self, topic_id: uuid.UUID, partition: int) -> int:
-        """The partition of __remote_log_metadata that holds a user partition's records (stable across brokers)."""
-        return zlib.crc32(f"{topic_id}:{partition}".encode()) % self.num_partitions
+        """The partition of __remote_log_metadata that holds a user partition's records: Kafka's
+        RemoteLogMetadataTopicPartitioner (murmur2 of Java's Objects.hash of the topic id's halves and the
+        partition), so Kafka's tools and brokers look for them where pykbroker writes them."""
+        return metadata_partition(topic_id, partition, self.num_partitions)
 
     def partition_metadata(self, topic_id: uuid.UUID, partition: int) -> RemotePartitionMetadata:
         key = (topic_id, partition)
@@ -82,10 +129,42 @@ class TopicBasedRemoteLogMetadataManager:
         p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
         return p is not None and self._positions.get(mp, 0) >= p.log.high_watermark
 
+    async def ensure_ready(self, topic_id: uuid.UUID, partition: int, leader_epoch: int) -> bool:
+        """Whether a new leader (of ``leader_epoch``) may copy and delete: once it has replayed the metadata
+        partition up to the high watermark its leader had when asked (Kafka's TopicBasedRemoteLogMetadataManager
+        .isReady after the ConsumerTask caught up to the end offsets), so it never takes a predecessor's finished
+        copy for a missing or half-done one (a needless re-copy, a deletion). Asked once per leader epoch; False
+        until then (the caller retries next round while this replica of the metadata partition catches up)."""
+        key = (topic_id, partition, leader_epoch)
+        if key in self._ready:
+            return True
+        mp = self.metadata_partition(topic_id, partition)
+        target = self._targets.get(key)
+        if target is None:
+            leader = self._leader_of(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+            local = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+            if local is not None and local.is_leader:
+                target = local.log.high_watermark
+            elif leader is not None and self._end_offset is not None:
+                target = await self._end_offset(leader, REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+            elif leader is None and self._send_produce is None and local is not None:
+                target = local.log.high_watermark  # a single node: its replica is the only one
+            if target is None:
+                return False
+            self._targets[key] = target
+        self.poll(mp)
+        if self._positions.get(mp, 0) < target:
+            return False
+        self._targets.pop(key, None)
+        self._ready = {k for k in self._ready if k[:2] != key[:2]} | {key}
+        log.info("remote log metadata of %s partition %d replayed to %d in %s-%d; its leader (epoch %d) may copy",
+                 topic_id, partition, target, REMOTE_LOG_METADATA_TOPIC_NAME, mp, leader_epoch)
+        return True
+
     async def write(self, topic_id: uuid.UUID, partition: int, value: bytes) -> None:
         """Append one record (acks=all) and replay it; RemoteLogMetadataError when it cannot be written."""
         mp = self.metadata_partition(topic_id, partition)
-        batch = build_simple_batch([value], keys=[f"{topic_id}:{partition}".encode()], timestamp=self.time_ms())
+        batch = build_simple_batch([value], timestamp=self.time_ms())  # no key, as Kafka's ProducerManager
         leader = self._leader_of(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
         if leader == self.node_id or (leader is None and self._send_produce is None):
             tp = (REMOTE_LOG_METADATA_TOPIC_NAME, mp)

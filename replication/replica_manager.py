@@ -597,6 +597,11 @@ class ReplicaManager:
             log_ = p.log
             hw, lso, start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
             limit = lso if read_committed else hw
+            quota = rlm.fetch_quota
+            if quota is not None and quota.is_quota_exceeded():  # Kafka: an empty answer, no error; retried
+                quota.throttled += 1
+                r.read = ReadResult(b"", hw, lso, start, [] if read_committed else None)
+                continue
             try:
                 records, aborted = await asyncio.to_thread(rlm.read, p, fp.fetch_offset,
                                                            min(fp.max_bytes, max(budget, 0)), limit,
@@ -606,6 +611,8 @@ class ReplicaManager:
                 r.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             budget -= len(records)
+            if quota is not None:
+                quota.record(len(records))
             r.read = ReadResult(records, hw, lso, start, aborted)
 
     async def remote_offset_for_timestamp(self, p: Partition, timestamp: int) -> tuple[int, int, int] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import struct
 import uuid
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 __all__ = ["DecodeError", "FileRegion", "Reader", "Writer", "ZERO_UUID", "RecordsLike"]
 
@@ -20,6 +20,9 @@ _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _U16 = struct.Struct(">H")
 _I32 = struct.Struct(">i")
+# In-memory record sets at least this large are kept as their own part of a Writer (as file regions are): the
+# response goes out without copying them into the buffer (see pykbroker/response_writer.py).
+KEEP_RECORDS_APART = 65536
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
@@ -285,13 +288,13 @@ class Writer:
 
     def __init__(self) -> None:
         self.buf = bytearray()
-        self._parts: list[bytes | bytearray | RecordsLike] = []
+        self._parts: list[bytes | bytearray | memoryview | RecordsLike] = []
         self._parts_size = 0
 
     def __len__(self) -> int:
         return self._parts_size + len(self.buf)
 
-    def parts(self) -> list[bytes | bytearray | RecordsLike]:
+    def parts(self) -> list[bytes | bytearray | memoryview | RecordsLike]:
         """Everything written, in order: byte strings and out-of-memory record regions."""
         if not self._parts:
             return [self.buf]
@@ -300,7 +303,9 @@ class Writer:
     def getvalue(self) -> bytes:
         """All bytes written; only valid when no file-backed records were written."""
         if self._parts:
-            raise TypeError("writer holds file regions; use parts()")
+            if not all(isinstance(p, (bytes, bytearray, memoryview)) for p in self._parts):
+                raise TypeError("writer holds file regions; use parts()")
+            return b"".join([*cast(list[bytes], self._parts), self.buf])
         return bytes(self.buf)
 
     def int8(self, v: int) -> None:
@@ -393,12 +398,15 @@ class Writer:
                 self.buf += b"\xff\xff\xff\xff"
             return
         if isinstance(v, (bytes, bytearray, memoryview)):
-            if flexible:
-                self.compact_bytes(v)
-            else:
-                self.bytes(v)
-            return
-        size = v.size
+            if len(v) < KEEP_RECORDS_APART:
+                if flexible:
+                    self.compact_bytes(v)
+                else:
+                    self.bytes(v)
+                return
+            size = len(v)  # large in-memory records (remote reads): their own part, not copied into the buffer
+        else:
+            size = v.size
         if flexible:
             self.uvarint(size + 1)
         else:

@@ -2,23 +2,43 @@
 
 A remote segment moves through Kafka's ``RemoteLogSegmentState`` machine; each move is one record in the
 replicated internal topic ``__remote_log_metadata`` (see ``replication.remote_log_metadata``), and the state of
-a partition is the replay of its records (``RemotePartitionMetadata``). Records are JSON objects (pykbroker's
-encoding; Kafka's TopicBasedRemoteLogMetadataManager uses its own binary serde):
+a partition is the replay of its records (``RemotePartitionMetadata``). Record values are Kafka's
+RemoteLogMetadataSerde format, so Kafka's own tools read the topic: the frame version (unsigned varint 1), the
+record's api key and version (unsigned varints), then the generated message (``wire.messages``):
 
-* ``{"type": "segment", ...every RemoteLogSegmentMetadata field...}`` — a copy started (state 0);
-* ``{"type": "update", "segment_id", "topic_id", "partition", "state", "broker_id", "event_timestamp_ms"}``;
-* ``{"type": "partition_delete", "topic_id", "partition", "broker_id", "event_timestamp_ms"}`` — every
-  segment of a partition is being deleted (topic deletion, remote.log.delete.on.disable).
+* ``RemoteLogSegmentMetadataRecord`` (0) — a copy started (state 0), with every RemoteLogSegmentMetadata field;
+* ``RemoteLogSegmentMetadataUpdateRecord`` (1) — the segment's new state;
+* ``RemotePartitionDeleteMetadataRecord`` (2) — every segment of a partition is being deleted (topic deletion,
+  remote.log.delete.on.disable).
 
+``decode_record`` turns one into a dict (``type``: ``segment``, ``update`` or ``partition_delete``).
 Pure data and replay: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import enum
-import json
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
+
+from wire import DecodeError, Message, Reader, Writer
+from wire.messages import (
+    RemoteLogSegmentMetadataRecord,
+    RemoteLogSegmentMetadataUpdateRecord,
+    RemotePartitionDeleteMetadataRecord,
+)
+from wire.messages.remote_log_segment_metadata_record import (
+    RemoteLogSegmentIdEntry,
+    SegmentLeaderEpochEntry,
+    TopicIdPartitionEntry,
+)
+from wire.messages.remote_log_segment_metadata_update_record import RemoteLogSegmentIdEntry as UpdateSegmentId
+from wire.messages.remote_log_segment_metadata_update_record import (
+    TopicIdPartitionEntry as UpdateTopicIdPartition,
+)
+from wire.messages.remote_partition_delete_metadata_record import (
+    TopicIdPartitionEntry as DeleteTopicIdPartition,
+)
 
 __all__ = ["RemoteLogSegmentMetadata", "RemoteLogSegmentState", "RemotePartitionMetadata", "decode_record",
            "encode_segment", "encode_update", "encode_partition_delete"]
@@ -69,7 +89,7 @@ class RemoteLogSegmentMetadata:
     segment_leader_epochs: tuple[tuple[int, int], ...] = ()
     state: RemoteLogSegmentState = RemoteLogSegmentState.COPY_SEGMENT_STARTED
     txn_index_empty: bool = True
-    custom: dict[str, str] = field(default_factory=dict, compare=False)
+    custom_metadata: bytes | None = field(default=None, compare=False)  # the RemoteStorageManager's own
 
     @property
     def object_prefix(self) -> str:
@@ -81,33 +101,86 @@ class RemoteLogSegmentMetadata:
         return self.segment_leader_epochs[-1][0] if self.segment_leader_epochs else -1
 
 
+_FRAME_VERSION = 1  # Kafka's AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
+_RECORD_VERSION = 0
+_TYPES: dict[int, type[Message]] = {RemoteLogSegmentMetadataRecord.API_KEY: RemoteLogSegmentMetadataRecord,
+          RemoteLogSegmentMetadataUpdateRecord.API_KEY: RemoteLogSegmentMetadataUpdateRecord,
+          RemotePartitionDeleteMetadataRecord.API_KEY: RemotePartitionDeleteMetadataRecord}
+
+
+def _frame(message: RemoteLogSegmentMetadataRecord | RemoteLogSegmentMetadataUpdateRecord
+           | RemotePartitionDeleteMetadataRecord) -> bytes:
+    w = Writer()
+    w.uvarint(_FRAME_VERSION)
+    w.uvarint(message.API_KEY)
+    w.uvarint(_RECORD_VERSION)
+    message.encode_into(w, _RECORD_VERSION)
+    return w.getvalue()
+
+
+def _segment_id(m: RemoteLogSegmentMetadata) -> RemoteLogSegmentIdEntry:
+    return RemoteLogSegmentIdEntry(topic_id_partition=TopicIdPartitionEntry(name=m.topic, id=m.topic_id,
+                                                                            partition=m.partition), id=m.segment_id)
+
+
 def encode_segment(m: RemoteLogSegmentMetadata) -> bytes:
-    d = asdict(m)
-    d.update(type="segment", topic_id=str(m.topic_id), segment_id=str(m.segment_id), state=int(m.state),
-             segment_leader_epochs=[list(e) for e in m.segment_leader_epochs])
-    return json.dumps(d, separators=(",", ":")).encode()
+    """A RemoteLogSegmentMetadataRecord of ``m`` (its state is COPY_SEGMENT_STARTED when written by the copy)."""
+    return _frame(RemoteLogSegmentMetadataRecord(
+        remote_log_segment_id=_segment_id(m), start_offset=m.start_offset, end_offset=m.end_offset,
+        broker_id=m.broker_id, max_timestamp_ms=m.max_timestamp_ms, event_timestamp_ms=m.event_timestamp_ms,
+        segment_leader_epochs=[SegmentLeaderEpochEntry(leader_epoch=e, offset=o) for e, o in m.segment_leader_epochs],
+        segment_size_in_bytes=m.segment_size_in_bytes, custom_metadata=m.custom_metadata,
+        remote_log_segment_state=int(m.state), txn_index_empty=m.txn_index_empty))
 
 
 def encode_update(m: RemoteLogSegmentMetadata, state: RemoteLogSegmentState, broker_id: int, now_ms: int) -> bytes:
-    return json.dumps({"type": "update", "topic_id": str(m.topic_id), "partition": m.partition,
-                       "segment_id": str(m.segment_id), "state": int(state), "broker_id": broker_id,
-                       "event_timestamp_ms": now_ms}, separators=(",", ":")).encode()
+    """A RemoteLogSegmentMetadataUpdateRecord: ``m`` moves to ``state``."""
+    segment_id = UpdateSegmentId(topic_id_partition=UpdateTopicIdPartition(name=m.topic, id=m.topic_id,
+                                                                           partition=m.partition), id=m.segment_id)
+    return _frame(RemoteLogSegmentMetadataUpdateRecord(remote_log_segment_id=segment_id, broker_id=broker_id,
+                                                       event_timestamp_ms=now_ms, remote_log_segment_state=int(state)))
 
 
-def encode_partition_delete(topic_id: uuid.UUID, partition: int, broker_id: int, now_ms: int) -> bytes:
-    return json.dumps({"type": "partition_delete", "topic_id": str(topic_id), "partition": partition,
-                       "broker_id": broker_id, "event_timestamp_ms": now_ms}, separators=(",", ":")).encode()
+def encode_partition_delete(topic: str, topic_id: uuid.UUID, partition: int, broker_id: int, now_ms: int,
+                            state: int = 0) -> bytes:
+    """A RemotePartitionDeleteMetadataRecord (Kafka's RemotePartitionDeleteState: 0 marked, 1 started, 2 finished)."""
+    return _frame(RemotePartitionDeleteMetadataRecord(
+        topic_id_partition=DeleteTopicIdPartition(name=topic, id=topic_id, partition=partition), broker_id=broker_id,
+        event_timestamp_ms=now_ms, remote_partition_delete_state=state))
 
 
 def decode_record(value: bytes) -> dict:
-    """The record as a dict (``type`` says which); ValueError for anything else."""
-    d = json.loads(value)
-    if not isinstance(d, dict) or d.get("type") not in ("segment", "update", "partition_delete"):
-        raise ValueError(f"not a remote log metadata record: {value[:80]!r}")
-    d["topic_id"] = uuid.UUID(d["topic_id"])
-    if "segment_id" in d:
-        d["segment_id"] = uuid.UUID(d["segment_id"])
-    return d
+    """The record as a dict (``type`` says which); ValueError for anything that is not one of Kafka's records."""
+    r = Reader(value)
+    frame_version, api_key, version = r.uvarint(), r.uvarint(), r.uvarint()
+    kind = _TYPES.get(api_key)
+    if frame_version != _FRAME_VERSION or kind is None or version != _RECORD_VERSION:
+        raise ValueError(f"not a remote log metadata record (frame {frame_version}, type {api_key}, "
+                         f"version {version}): {value[:40]!r}")
+    message = kind.decode_from(r, version)
+    if r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} trailing bytes after {kind.NAME}")
+    if isinstance(message, RemotePartitionDeleteMetadataRecord):
+        deleted = message.topic_id_partition
+        return {"type": "partition_delete", "topic_id": deleted.id, "partition": deleted.partition,
+                "broker_id": message.broker_id, "event_timestamp_ms": message.event_timestamp_ms,
+                "state": message.remote_partition_delete_state}
+    if isinstance(message, RemoteLogSegmentMetadataUpdateRecord):
+        update = message.remote_log_segment_id
+        return {"type": "update", "topic_id": update.topic_id_partition.id,
+                "partition": update.topic_id_partition.partition, "segment_id": update.id,
+                "state": message.remote_log_segment_state, "broker_id": message.broker_id,
+                "event_timestamp_ms": message.event_timestamp_ms}
+    assert isinstance(message, RemoteLogSegmentMetadataRecord)
+    sid = message.remote_log_segment_id
+    tp = sid.topic_id_partition
+    return {"type": "segment", "topic_id": tp.id, "topic": tp.name, "partition": tp.partition, "segment_id": sid.id,
+            "start_offset": message.start_offset, "end_offset": message.end_offset,
+            "max_timestamp_ms": message.max_timestamp_ms, "broker_id": message.broker_id,
+            "event_timestamp_ms": message.event_timestamp_ms, "segment_size_in_bytes": message.segment_size_in_bytes,
+            "segment_leader_epochs": [(e.leader_epoch, e.offset) for e in message.segment_leader_epochs],
+            "state": message.remote_log_segment_state, "txn_index_empty": message.txn_index_empty,
+            "custom_metadata": message.custom_metadata}
 
 
 class RemotePartitionMetadata:

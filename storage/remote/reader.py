@@ -4,7 +4,8 @@
 and cached), then reads the ``.log`` object in fixed-size chunks (``CHUNK_SIZE``) kept in a ``ChunkCache`` of
 at most ``max_bytes`` (least recently used out first), and returns whole batches: those holding offsets at or
 after the fetch offset and below ``max_offset``, at most ``max_bytes`` of them (the first one whole anyway
-with ``min_one_message``). Blocking (object-store I/O): called from threads; the cache has its own lock.
+with ``min_one_message``). Batches found in one cached chunk are returned as a view of it (no copy); only a range
+spanning chunks is joined. Blocking (object-store I/O): called from threads; the cache has its own lock.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from wire import iter_batch_headers
 
 __all__ = ["CHUNK_SIZE", "ChunkCache", "RemoteLogReader", "RemoteRead"]
 
-CHUNK_SIZE = 1 << 20  # one ranged GET per MiB read: large enough for throughput, small enough to cache
+CHUNK_SIZE = 4 << 20  # one ranged GET per 4 MiB read: most 1 MiB fetches are then a view of one chunk
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the 12 bytes of LOG_OVERHEAD)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
@@ -73,7 +74,7 @@ class ChunkCache:
 
 
 class RemoteRead(NamedTuple):
-    records: bytes
+    records: bytes | memoryview  # a view of one cached chunk when the records lie in one (no copy)
     next_offset: int  # the offset after the last record returned (the fetch offset when none)
 
 
@@ -140,48 +141,71 @@ class RemoteLogReader:
                 return TxnIndexSearchResult(found, True)
         return TxnIndexSearchResult(found, False)
 
-    def _bytes(self, m: RemoteLogSegmentMetadata, start: int, length: int) -> bytes:
+    def _chunk(self, m: RemoteLogSegmentMetadata, n: int, held: dict[int, bytes] | None = None) -> bytes:
+        """Chunk ``n`` of the segment's data, through the cache (and ``held``: the chunks one read already has)."""
+        if held is not None and n in held:
+            return held[n]
+        chunk_start = n * self.chunk_size
+        chunk = self.cache.get((m.segment_id, n), partial(
+            self.rsm.fetch_log_segment, m, chunk_start, min(chunk_start + self.chunk_size, m.segment_size_in_bytes)))
+        if held is not None:
+            held[n] = chunk
+        return chunk
+
+    def _view(self, m: RemoteLogSegmentMetadata, start: int, length: int,
+              held: dict[int, bytes] | None = None) -> bytes | memoryview:
+        """Bytes [start, start + length) of the segment (cut at its end): a view of the cached chunk when they lie in
+        one, else one join of the chunks' views (the only copy)."""
         end = min(start + length, m.segment_size_in_bytes)
-        out = bytearray()
-        pos = start
+        if start >= end:
+            return b""
+        n = start // self.chunk_size
+        chunk_start = n * self.chunk_size
+        chunk = self._chunk(m, n, held)
+        if end <= chunk_start + len(chunk):
+            return memoryview(chunk)[start - chunk_start:end - chunk_start]
+        parts = [memoryview(chunk)[start - chunk_start:]]
+        pos = chunk_start + len(chunk)
         while pos < end:
             n = pos // self.chunk_size
             chunk_start = n * self.chunk_size
-            chunk = self.cache.get((m.segment_id, n), partial(
-                self.rsm.fetch_log_segment, m, chunk_start, min(chunk_start + self.chunk_size, m.segment_size_in_bytes)))
+            chunk = self._chunk(m, n, held)
             if not chunk:
                 break
-            out += chunk[pos - chunk_start:end - chunk_start]
+            parts.append(memoryview(chunk)[pos - chunk_start:end - chunk_start])
             pos = chunk_start + len(chunk)
-        return bytes(out)
+        return b"".join(parts)
+
+    def _bytes(self, m: RemoteLogSegmentMetadata, start: int, length: int) -> bytes:
+        return bytes(self._view(m, start, length))
 
     def read(self, m: RemoteLogSegmentMetadata, fetch_offset: int, max_bytes: int, max_offset: int,
              min_one_message: bool) -> RemoteRead:
         offsets, positions = self._index(m)
         i = bisect_right(offsets, fetch_offset) - 1
         position = positions[i] if i >= 0 else 0
-        # One window of whole chunks from the indexed position (the index interval plus max_bytes covers what is
-        # returned); batches are found by their headers in it, and the result is one slice of it.
-        window = self._bytes(m, position, max_bytes + 2 * self.chunk_size)
+        # Batch headers are walked from the indexed position (views of the cached chunks, no copies) to find the
+        # range of whole batches to return; the answer is one view of it (one join when it spans two chunks).
+        held: dict[int, bytes] = {}
         first = end = -1
         next_offset = fetch_offset
-        pos = 0
-        while pos + 27 <= len(window):
-            base_offset, batch_length = _HEADER.unpack_from(window, pos)
-            size = batch_length + 12
-            if base_offset >= max_offset:
+        pos = position
+        size_limit = m.segment_size_in_bytes
+        while pos + 27 <= size_limit:
+            head = self._view(m, pos, 27, held)
+            if len(head) < 27:
                 break
-            last_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(window, pos + 23)[0]
+            base_offset, batch_length = _HEADER.unpack_from(head)
+            size = batch_length + 12
+            if base_offset >= max_offset or pos + size > size_limit:
+                break
+            last_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(head, 23)[0]
             if last_offset >= fetch_offset:
                 taken = 0 if first < 0 else end - first
                 if taken + size > max_bytes and (taken or not min_one_message):
                     break
-                if pos + size > len(window):  # a first batch larger than the window: read it whole
-                    if first >= 0:
-                        break
-                    return RemoteRead(self._bytes(m, position + pos, size), last_offset + 1)
                 first = pos if first < 0 else first
                 end = pos + size
                 next_offset = last_offset + 1
             pos += size
-        return RemoteRead(window[first:end] if first >= 0 else b"", next_offset)
+        return RemoteRead(self._view(m, first, end - first, held) if first >= 0 else b"", next_offset)

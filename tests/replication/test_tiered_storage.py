@@ -19,7 +19,8 @@ from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
 from tests.s3_server import S3Server, s3_server_available
 from wire import ErrorCode
-from wire.messages import ApiVersionsRequest, ListOffsetsRequest
+from wire.messages import ApiVersionsRequest, DescribeLogDirsRequest, FetchRequest, ListOffsetsRequest
+from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 EARLIEST, LATEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -5, -6
@@ -148,6 +149,66 @@ def test_a_consumer_reads_a_topic_whose_first_segments_are_only_remote(tmp_path)
         assert list_offset(broker.bootstrap, "tiered", EARLIEST)[:2] == (ErrorCode.NONE, 150)
         wait_until(lambda: len(remote_log_objects(remote)) < before, what="remote segments below 150 deleted")
         assert [o for o, _ in consume_all(broker.bootstrap, "tiered", 450, offset=150)] == list(range(150, 600))
+
+
+def fetch_at(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes]:
+    with RawClient(bootstrap) as c:
+        response = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, topics=[FetchTopic(
+            topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=16384)])]),
+            11)
+        p = response.responses[0].partitions[0]
+        return p.error_code, bytes(p.records or b"")
+
+
+@pytest.mark.timeout(120)
+def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_reads_back(tmp_path):
+    remote = tmp_path / "remote"
+    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000"})
+    with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("quota", 1, 1, config=TOPIC_CONFIGS)])["quota"].result(30)
+        produce(broker.bootstrap, "quota", 600)
+        wait_until(lambda: len(local_segments(broker, "quota")) == 1, what="local deletion")
+        # DescribeLogDirs' size is the local log only, as Kafka's UnifiedLog.size (the remote part is not in it).
+        with RawClient(broker.bootstrap) as c:
+            results = c.request(DescribeLogDirsRequest(topics=None), 4).results
+        sizes = [p.partition_size for r in results for t in r.topics if t.name == "quota" for p in t.partitions]
+        assert sizes == [local_segments(broker, "quota")[0].stat().st_size]
+        # 1000 bytes/s over 11 one-second windows: the first remote read goes through, the next one (at once)
+        # is answered with no records and no error, as Kafka's ReplicaManager does over its remote fetch quota.
+        code, first = fetch_at(broker.bootstrap, "quota", 0)
+        assert code == ErrorCode.NONE and len(first) > 1000
+        assert fetch_at(broker.bootstrap, "quota", 0) == (ErrorCode.NONE, b"")
+        # The quota is a dynamic broker config, as in Kafka: raised, the reads go on.
+        quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
+            "remote.log.manager.fetch.max.bytes.per.second", str(1 << 40), incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([quota])[quota].result(30)
+        wait_until(lambda: fetch_at(broker.bootstrap, "quota", 0)[1] == first, what="reads after raising the quota")
+
+
+@pytest.mark.timeout(120)
+def test_large_remote_reads_reach_a_consumer_whole(tmp_path):
+    """Fetches of about 1 MiB from remote segments (records kept apart from the response buffer, written alone)."""
+    with BrokerProcess(tmp_path / "b", overrides=tiered_overrides(tmp_path / "remote")) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        configs = {**TOPIC_CONFIGS, "internal.segment.bytes": "400000"}
+        admin.create_topics([NewTopic("big", 1, 1, config=configs)])["big"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 65536})
+        for i in range(2000):
+            producer.produce("big", value=f"{i:06d}".encode() + os.urandom(1000), partition=0)
+        assert producer.flush(30) == 0
+        # Several 400 kB segments only remote.
+        wait_until(lambda: list_offset(broker.bootstrap, "big", EARLIEST_LOCAL)[1] > 1000, what="local deletion")
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "big", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("big", 0, 0)])
+        got: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 2000 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append((msg.offset(), msg.value()[:6]))
+        consumer.close()
+        assert got == [(i, f"{i:06d}".encode()) for i in range(2000)]
 
 
 @pytest.mark.timeout(120)
@@ -331,6 +392,11 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > tiered_by_first,
                    what="local deletion on the new leader")
         assert [o for o, _ in consume_all(cluster.bootstrap, "moved", 600)] == list(range(600))
+        # It replayed the metadata up to its leader's high watermark before copying: nothing its predecessor
+        # finished was copied again (one object per segment start offset).
+        assert "may copy" in new_leader.log()
+        starts = [p.name[:20] for p in remote_log_objects(remote)]
+        assert len(starts) == len(set(starts)), sorted(starts)
         # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
         # the local log start offset with the leader epochs and producer state of the remote segment below it.
         cluster.broker(1).start()

@@ -278,3 +278,19 @@ def test_records_from_a_file_region_stay_a_separate_part() -> None:
     empty = Writer()
     empty.records(Region(position=0, size=0), False)
     assert empty.getvalue() == b"\x00\x00\x00\x00"
+
+
+def test_large_in_memory_records_are_their_own_part_and_encode_the_same():
+    from wire._primitives import KEEP_RECORDS_APART
+
+    big = memoryview(bytes(range(256)) * (KEEP_RECORDS_APART // 256 + 1))
+    for flexible in (False, True):
+        apart, inline = Writer(), Writer()
+        apart.int32(7)
+        apart.records(big, flexible)
+        apart.int8(1)
+        inline.int32(7)
+        (inline.compact_bytes if flexible else inline.bytes)(bytes(big))
+        inline.int8(1)
+        assert any(p is big for p in apart.parts())  # not copied into the buffer
+        assert apart.getvalue() == inline.getvalue() and len(apart) == len(inline.getvalue())

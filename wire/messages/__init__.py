@@ -156,6 +156,9 @@ if TYPE_CHECKING:
     from wire.messages.read_share_group_state_response import ReadShareGroupStateResponse
     from wire.messages.read_share_group_state_summary_request import ReadShareGroupStateSummaryRequest
     from wire.messages.read_share_group_state_summary_response import ReadShareGroupStateSummaryResponse
+    from wire.messages.remote_log_segment_metadata_record import RemoteLogSegmentMetadataRecord
+    from wire.messages.remote_log_segment_metadata_update_record import RemoteLogSegmentMetadataUpdateRecord
+    from wire.messages.remote_partition_delete_metadata_record import RemotePartitionDeleteMetadataRecord
     from wire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
     from wire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
     from wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
@@ -354,6 +357,9 @@ _MODULES: dict[str, str] = {
     'ReadShareGroupStateResponse': 'read_share_group_state_response',
     'ReadShareGroupStateSummaryRequest': 'read_share_group_state_summary_request',
     'ReadShareGroupStateSummaryResponse': 'read_share_group_state_summary_response',
+    'RemoteLogSegmentMetadataRecord': 'remote_log_segment_metadata_record',
+    'RemoteLogSegmentMetadataUpdateRecord': 'remote_log_segment_metadata_update_record',
+    'RemotePartitionDeleteMetadataRecord': 'remote_partition_delete_metadata_record',
     'RemoveRaftVoterRequest': 'remove_raft_voter_request',
     'RemoveRaftVoterResponse': 'remove_raft_voter_response',
     'RenewDelegationTokenRequest': 'renew_delegation_token_request',
@@ -743,6 +749,9 @@ __all__ = [
     'ReadShareGroupStateResponse',
     'ReadShareGroupStateSummaryRequest',
     'ReadShareGroupStateSummaryResponse',
+    'RemoteLogSegmentMetadataRecord',
+    'RemoteLogSegmentMetadataUpdateRecord',
+    'RemotePartitionDeleteMetadataRecord',
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
     'RenewDelegationTokenRequest',

@@ -11,6 +11,7 @@ from storage.remote.metadata import (
     RemoteLogSegmentState,
     RemotePartitionMetadata,
     decode_record,
+    encode_partition_delete,
     encode_segment,
     encode_update,
 )
@@ -89,3 +90,21 @@ def test_a_record_applied_when_written_and_again_when_replayed_changes_nothing()
     written = replay([encode_segment(b), encode_update(b, S.COPY_SEGMENT_FINISHED, 1, 9)])
     written.apply(decode_record(encode_segment(b)))
     assert [m.segment_id for m in written.copied()] == [b.segment_id] and written.unfinished() == []
+
+
+def test_records_are_kafkas_frame_and_messages():
+    a = segment(0, 99)
+    value = encode_segment(a)
+    # Kafka's RemoteLogMetadataSerde: frame version 1, api key 0 (RemoteLogSegmentMetadataRecord), version 0.
+    assert value[:3] == b"\x01\x00\x00"
+    decoded = decode_record(value)
+    assert (decoded["type"], decoded["topic"], decoded["topic_id"], decoded["segment_id"]) == \
+        ("segment", "t", TOPIC_ID, a.segment_id)
+    assert decoded["segment_leader_epochs"] == [(0, 0)] and decoded["txn_index_empty"] is True
+    assert encode_update(a, S.COPY_SEGMENT_FINISHED, 1, 6)[:3] == b"\x01\x01\x00"
+    partition_delete = encode_partition_delete("t", TOPIC_ID, 0, 1, 7)
+    assert partition_delete[:3] == b"\x01\x02\x00"
+    assert decode_record(partition_delete)["type"] == "partition_delete"
+    with pytest.raises(ValueError):
+        decode_record(value + b"x")  # trailing bytes
+

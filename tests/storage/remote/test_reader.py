@@ -48,6 +48,9 @@ def test_records_come_back_from_any_offset_through_a_small_cache(tmp_path, clock
     assert cache.size_in_bytes <= 2048 + 512  # bounded (one chunk over at most, while being added)
     limited = reader.read(m, 0, 300, max_offset=1 << 40, min_one_message=True)
     assert offsets(limited.records) == [0, 1]  # the first batch whole, nothing more within 300 bytes
+    assert isinstance(limited.records, memoryview)  # in one cached chunk: a view of it, not a copy
+    whole = reader.read(m, 0, 1 << 20, max_offset=1 << 40, min_one_message=True).records
+    assert bytes(whole) == open(log.segments.snapshot()[0].log.path, "rb").read()[:m.segment_size_in_bytes]
     assert offsets(reader.read(m, 0, 1 << 20, max_offset=4, min_one_message=True).records) == [0, 1, 2, 3]
 
 
