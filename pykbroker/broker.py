@@ -271,7 +271,7 @@ class Broker:
         self.cluster_id = ""  # read from /cluster/id at start
         self.zk = ZooKeeperCluster(self.config, self.node_id)
         self.election = self.zk.election
-        self.controller = ZkController(self.zk.client, self.election, self.node_id,
+        self.controller = ZkController(self.zk.controller_store, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
                                            self.dynamic_config.current["unclean.leader.election.enable"]),
                                        auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
