@@ -74,7 +74,8 @@ def object_store_from_config(config: Config) -> ObjectStore:
 
 
 def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
-    """The broker's RemoteLogManager (also set on its replica manager), None unless tiered storage is enabled."""
+    """The broker's RemoteLogManager, None unless tiered storage is enabled (the broker attaches it to its
+    replica manager and gives its aux-state builder to the replica fetchers)."""
     config = broker.config
     if not config["remote.log.storage.system.enable"]:
         return None
@@ -102,11 +103,9 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
         time_ms=broker.now_ms)
     rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
-                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
-    rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
-    broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
-    rlm.topic_exists = lambda topic_id: topic_id in broker.metadata.image.topics_by_id
-    broker.replica_manager.remote_log_manager = rlm
+                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"],
+                           ensure_metadata_topic=lambda: ensure_remote_log_metadata_topic(broker),
+                           topic_exists=lambda topic_id: topic_id in broker.metadata.image.topics_by_id)
     log.info("tiered storage enabled: remote segments in %r", store)
     return rlm
 

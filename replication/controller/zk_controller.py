@@ -102,6 +102,7 @@ class ZkController:
         self.context = _Context()
         self._isr_watches: dict[TopicPartition, Callable[[Any], None]] = {}
         self._legacy: dict[TopicPartition, list[int]] = {}  # what /admin/reassign_partitions asks for
+        store.election.listen(self.on_elected, self.on_resigned)
 
     # -- lifecycle (ControllerElection callbacks) -------------------------------------------------------
     async def on_elected(self, epoch: int, epoch_zk_version: int) -> None:

@@ -47,8 +47,6 @@ class Cluster:
         await self.controller_zk.start()
         self.election = ControllerElection(self.controller_zk, 100)
         self.controller = ZkController(ZkControllerStore(self.controller_zk, self.election), 100)
-        self.election.on_elected = self.controller.on_elected
-        self.election.on_resigned = self.controller.on_resigned
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -165,7 +163,6 @@ def test_a_new_controller_finishes_what_the_old_one_left(zk_server, chroot):
             await standby_zk.start()
             standby_election = ControllerElection(standby_zk, 101)
             standby = ZkController(ZkControllerStore(standby_zk, standby_election), 101)
-            standby_election.on_elected, standby_election.on_resigned = standby.on_elected, standby.on_resigned
             try:
                 await standby_election.start()
                 assert not standby_election.is_active

@@ -370,7 +370,6 @@ def test_with_the_controller_creation_and_deletion_go_through_it_as_in_kafka(zk_
         a, b = await two_brokers(zk_server, with_controller=True)
         election = ControllerElection(a.zk, 1)
         controller = ZkController(ZkControllerStore(a.zk, election), 1)
-        election.on_elected, election.on_resigned = controller.on_elected, controller.on_resigned
         try:
             for store in (a, b):
                 await store.register_broker(BrokerImage(store.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9090),)))
