@@ -116,9 +116,13 @@ class Broker:
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
+        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.admin.create_topic,
+                                              self.broker_racks)
         # Tiered storage (KIP-405); None when off. Reads of remote offsets go through the replica manager, and
         # followers build their remote aux state (the leader's log start is only in remote storage) through it.
-        self.remote_log_manager = build_remote_log_manager(self)
+        self.remote_log_manager = build_remote_log_manager(config, self.node_id, self.replica_manager,
+                                                           self.broker_clients, self.internal_topics, self.metadata,
+                                                           self.now_ms)
         if self.remote_log_manager is not None:
             self.replica_manager.attach_remote_log_manager(self.remote_log_manager)
         self.replica_fetchers = ReplicaFetcherManager(
@@ -154,8 +158,6 @@ class Broker:
             controlled_shutdown_max_retries=config["controlled.shutdown.max.retries"],
             retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"])
         self.log_manager.failure_channel.add_listener(self.hand_over.log_dir_offline)
-        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.admin.create_topic,
-                                              self.broker_racks)
         self.coordinators = Coordinators(config, self.node_id, self.metadata, self.replica_manager,
                                          self.internal_topics, self.dynamic_config, self.producer_ids,
                                          self.broker_clients, self._spawn)
