@@ -115,7 +115,7 @@ def dispatch_cost(requests: int = 20_000, rounds: int = 7) -> dict[str, float]:
         config = Config({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "metrics.port": "0"})
         broker = Broker(config)
         await broker.start()
-        await broker.create_topic("bench", [[broker.node_id]], {})
+        await broker.admin.create_topic("bench", [[broker.node_id]], {})
         metrics = BrokerMetrics.install(broker)
         recorder = broker.metrics
         dispatcher = Dispatcher(broker, Listener("PLAINTEXT", "127.0.0.1", 0), "127.0.0.1:1",

@@ -8,9 +8,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
+from pykbroker.admin_manager import AdminManager
 from pykbroker.config import Config, Listener
 from pykbroker.coordinators import Coordinators
-from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS, DynamicBrokerConfig
+from pykbroker.dynamic_config import DynamicBrokerConfig
 from pykbroker.iceberg.config import split_topic_configs
 from pykbroker.iceberg.writer import ICEBERG_BROKER_PROPERTIES, IcebergService
 from pykbroker.internal_topics import (  # noqa: F401 (named here for tests and tools)
@@ -31,13 +32,9 @@ from pykbroker.security.tls import reload_stores
 from replication.broker_client import BrokerClientPool
 from replication.controller.hand_over import LeadershipHandOver
 from replication.fetch_session import FetchSessionCache
-from replication.metadata.embedded_store import (
-    EmbeddedMetadataStore,
-    load_or_create_cluster_id,
-    uuid_to_kafka_string,
-)
+from replication.metadata.embedded_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from replication.metadata.features import SHARE_VERSION
-from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, TopicState
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -56,8 +53,6 @@ if TYPE_CHECKING:
     from replication.controller.zk_controller import ZkController
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
-
-ELR_FEATURE = "eligible.leader.replicas.version"
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -82,6 +77,8 @@ class Broker:
             self.cluster_id = load_or_create_cluster_id(config.log_dirs, config.node_id, config["cluster.id"])
             self.metadata = EmbeddedMetadataStore(config.log_dirs[0], config.node_id, self.cluster_id)
             self.producer_ids = ProducerIdManager(config.log_dirs[0], config.node_id)
+        # Admin writes of the cluster metadata (handlers call them); a deletion waits for the publisher.
+        self.admin = AdminManager(config, self.metadata, lambda: self.publisher.deletions_done())
         # ACLs: the embedded store's, or ZooKeeper's /kafka-acl in a cluster (loaded when the broker starts).
         self.acl_store = self._acl_store()
         self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
@@ -119,14 +116,23 @@ class Broker:
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
+        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.admin.create_topic,
+                                              self.broker_racks)
+        # Tiered storage (KIP-405); None when off. Reads of remote offsets go through the replica manager, and
+        # followers build their remote aux state (the leader's log start is only in remote storage) through it.
+        self.remote_log_manager = build_remote_log_manager(config, self.node_id, self.replica_manager,
+                                                           self.broker_clients, self.internal_topics, self.metadata,
+                                                           self.now_ms)
+        if self.remote_log_manager is not None:
+            self.replica_manager.attach_remote_log_manager(self.remote_log_manager)
         self.replica_fetchers = ReplicaFetcherManager(
             self.node_id, self.replica_manager.get_partition, self._inter_broker_endpoint, FetcherConfig(
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
                 backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
-            quota=self._replication_quota("follower"))
-        self.remote_log_manager = build_remote_log_manager(self)  # tiered storage (KIP-405); None when off
+            quota=self._replication_quota("follower"),
+            remote_aux_state=self.remote_log_manager.build_remote_log_aux_state if self.remote_log_manager else None)
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.transaction_verification = bool(self.dynamic_config.current["transaction.partition.verification.enable"])
@@ -146,13 +152,12 @@ class Broker:
         self._background: set[asyncio.Task] = set()
         self.hand_over = LeadershipHandOver(
             self.node_id, self.metadata, self.replica_manager, self.log_manager, self.replica_fetchers,
-            cluster_mode=self.cluster_mode, elr_enabled=lambda: self.elr_enabled,
+            cluster_mode=self.cluster_mode, elr_enabled=lambda: self.admin.elr_enabled,
             min_insync_replicas=lambda topic: self.log_config_for_topic(topic).min_insync_replicas, spawn=self._spawn,
             controlled_shutdown_enable=config["controlled.shutdown.enable"],
             controlled_shutdown_max_retries=config["controlled.shutdown.max.retries"],
             retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"])
         self.log_manager.failure_channel.add_listener(self.hand_over.log_dir_offline)
-        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.create_topic, self.broker_racks)
         self.coordinators = Coordinators(config, self.node_id, self.metadata, self.replica_manager,
                                          self.internal_topics, self.dynamic_config, self.producer_ids,
                                          self.broker_clients, self._spawn)
@@ -271,7 +276,8 @@ class Broker:
         self.cluster_id = ""  # read from /cluster/id at start
         self.zk = ZooKeeperCluster(self.config, self.node_id)
         self.election = self.zk.election
-        self.controller = ZkController(self.zk.client, self.election, self.node_id,
+        # The controller answers the election's callbacks from its construction on.
+        self.controller = ZkController(self.zk.controller_store, self.node_id,
                                        unclean_leader_election_default=lambda: bool(
                                            self.dynamic_config.current["unclean.leader.election.enable"]),
                                        auto_leader_rebalance=self.config["auto.leader.rebalance.enable"],
@@ -279,8 +285,6 @@ class Broker:
                                            "leader.imbalance.check.interval.seconds"],
                                        leader_imbalance_per_broker_percentage=self.config[
                                            "leader.imbalance.per.broker.percentage"])
-        self.election.on_elected = self.controller.on_elected
-        self.election.on_resigned = self.controller.on_resigned
         self.metadata = self.zk.metadata
         self.producer_ids = self.zk.producer_ids
 
@@ -307,8 +311,8 @@ class Broker:
         self.hand_over.loop = asyncio.get_running_loop()
         if self.cluster_mode:
             await self._start_cluster_mode()
-        if self.elr_enabled:
-            await self.ensure_elr_min_insync_replicas()
+        if self.admin.elr_enabled:
+            await self.admin.ensure_elr_min_insync_replicas()
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         offline_at_start = self.hand_over.mark_offline_at_start()
@@ -367,28 +371,7 @@ class Broker:
         task.add_done_callback(self._background.discard)
         return task
 
-    # -- topics --------------------------------------------------------------------------------------
-    async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
-        """Create a topic (metadata first; its logs follow the published image); the caller has validated it."""
-        topic = await self.metadata.create_topic(name, assignments, configs)
-        log.info("created topic %s (id %s) with %d partitions", name, uuid_to_kafka_string(topic.topic_id),
-                 len(assignments))
-        return topic
-
-    async def delete_topic(self, name: str) -> None:
-        """Delete a topic; every broker's publisher drops its partitions, offsets and share state once the
-        image without it arrives (on a single node at once: the answer waits for that)."""
-        await self.metadata.delete_topic(name)
-        await self.publisher.deletions_done()
-        log.info("deleted topic %s", name)
-
-    async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:
-        await self.metadata.add_partitions(name, new_assignments)
-
-    async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replace the topic's explicitly set configs; live logs pick them up at once."""
-        await self.metadata.set_topic_configs(name, configs)
-
+    # -- inter-broker ------------------------------------------------------------------------------------
     @property
     def inter_broker_listener_name(self) -> str:
         return self.config["inter.broker.listener.name"] or self.config.listeners[0].name
@@ -412,31 +395,6 @@ class Broker:
             await self.election.start()  # after registering, as Kafka's controller startup
 
     # -- dynamic broker configs --------------------------------------------------------------------------
-    @property
-    def elr_enabled(self) -> bool:
-        """Eligible leader replicas (KIP-966) are finalized: min.insync.replicas is then cluster-wide only."""
-        return self.metadata.image.finalized_features.get(ELR_FEATURE, 0) >= 1
-
-    async def ensure_elr_min_insync_replicas(self) -> None:
-        """With ELR enabled the cluster holds a dynamic default min.insync.replicas and no broker overrides it;
-        Kafka's controller writes them when ELR gets enabled (a new cluster: at first start), and so does this."""
-        stored = self.metadata.image.broker_configs
-        if MIN_INSYNC_REPLICAS in stored.get("", {}) and not any(
-                MIN_INSYNC_REPLICAS in configs for name, configs in stored.items() if name):
-            return
-        changes = {name: {k: v for k, v in configs.items() if k != MIN_INSYNC_REPLICAS}
-                   for name, configs in stored.items() if name and MIN_INSYNC_REPLICAS in configs}
-        default = dict(stored.get("", {}))
-        default.setdefault(MIN_INSYNC_REPLICAS, str(self.config["min.insync.replicas"]))
-        changes[""] = default
-        await self.metadata.set_broker_configs(changes)
-        log.info("generated cluster-level min.insync.replicas of %s (eligible leader replicas are enabled)",
-                 default[MIN_INSYNC_REPLICAS])
-
-    async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
-        """Store the dynamic configs of one BROKER resource; the published image applies them at once."""
-        await self.metadata.set_broker_configs({resource_name: configs})
-
     def _apply_broker_configs(self, image: MetadataImage) -> None:
         before = self.dynamic_config.current
         self.dynamic_config.update(image.broker_configs.get("", {}), image.broker_configs.get(str(self.node_id), {}))
@@ -460,10 +418,6 @@ class Broker:
     def broker_racks(self) -> dict[int, str | None]:
         """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
         return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
-
-    async def auto_create_topic(self, name: str) -> TopicState | None:
-        """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
-        return await self.internal_topics.auto_create_topic(name)
 
     @property
     def cluster_mode(self) -> bool:

@@ -16,6 +16,7 @@ backend, with its settings under Kafka's ``rsm.config.`` prefix:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
@@ -28,7 +29,10 @@ from storage.remote.storage_manager import RemoteStorageManager
 from wire import ErrorCode
 
 if TYPE_CHECKING:
-    from pykbroker.broker import Broker
+    from pykbroker.internal_topics import InternalTopics
+    from replication.broker_client import BrokerClientPool
+    from replication.metadata.image import MetadataWriter
+    from replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("pykbroker.remote_storage")
 
@@ -74,9 +78,11 @@ def object_store_from_config(config: Config) -> ObjectStore:
                       f"{LOCAL_TIERED_STORAGE} (rsm.config.dir) or {S3_REMOTE_STORAGE_MANAGER} (rsm.config.s3.*)")
 
 
-def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
-    """The broker's RemoteLogManager (also set on its replica manager), None unless tiered storage is enabled."""
-    config = broker.config
+def build_remote_log_manager(config: Config, node_id: int, replica_manager: ReplicaManager,
+                             broker_clients: BrokerClientPool, internal_topics: InternalTopics,
+                             metadata: MetadataWriter, time_ms: Callable[[], int]) -> RemoteLogManager | None:
+    """The broker's RemoteLogManager, None unless tiered storage is enabled (the broker attaches it to its
+    replica manager and gives its aux-state builder to the replica fetchers)."""
     if not config["remote.log.storage.system.enable"]:
         return None
     store = object_store_from_config(config)
@@ -90,7 +96,7 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
         request = ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
             name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])])
         try:
-            response = await broker.broker_clients.get(leader).request(request, 9, ProduceResponse)
+            response = await broker_clients.get(leader).request(request, 9, ProduceResponse)
         except Exception as exc:  # noqa: BLE001 - any failure to reach the leader: retried next round
             log.info("writing remote log metadata through broker %d failed: %s", leader, exc)
             return ErrorCode.NETWORK_EXCEPTION
@@ -103,40 +109,38 @@ def build_remote_log_manager(broker: Broker) -> RemoteLogManager | None:
         request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
             name=topic, partitions=[ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
         try:
-            response = await broker.broker_clients.get(leader).request(request, 7, ListOffsetsResponse)
+            response = await broker_clients.get(leader).request(request, 7, ListOffsetsResponse)
         except Exception as exc:  # noqa: BLE001 - any failure to reach the leader: asked again next round
             log.info("asking broker %d for the end of %s-%d failed: %s", leader, topic, partition, exc)
             return None
         answer = response.topics[0].partitions[0]
         return answer.offset if answer.error_code == ErrorCode.NONE else None
 
-    metadata = TopicBasedRemoteLogMetadataManager(
-        broker.replica_manager, broker.node_id,
-        _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
-        leader_of=lambda topic, partition: broker.internal_topics.partition_leader(topic, partition), send_produce=send_produce if broker.cluster_mode else None,
-        end_offset=end_offset if broker.cluster_mode else None,
-        time_ms=broker.now_ms)
-    rlm = RemoteLogManager(broker.replica_manager, broker.node_id, rsm, reader, metadata,
-                           task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=broker.now_ms,
-                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"])
+    cluster_mode = config["zookeeper.connect"] is not None
+    rlmm = TopicBasedRemoteLogMetadataManager(
+        replica_manager, node_id, _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
+        leader_of=internal_topics.partition_leader, send_produce=send_produce if cluster_mode else None,
+        end_offset=end_offset if cluster_mode else None, time_ms=time_ms)
+    rlm = RemoteLogManager(replica_manager, node_id, rsm, reader, rlmm,
+                           task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=time_ms,
+                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"],
+                           ensure_metadata_topic=lambda: ensure_remote_log_metadata_topic(config, metadata,
+                                                                                          internal_topics),
+                           topic_exists=lambda topic_id: topic_id in metadata.image.topics_by_id)
     rlm.fetch_quota = RLMQuotaManager(config["remote.log.manager.fetch.max.bytes.per.second"],
                                       samples=config["remote.log.manager.fetch.quota.window.num"],
                                       window_seconds=config["remote.log.manager.fetch.quota.window.size.seconds"])
-    rlm.ensure_metadata_topic = lambda: ensure_remote_log_metadata_topic(broker)
-    broker.replica_fetchers.remote_aux_state = rlm.build_remote_log_aux_state
-    rlm.topic_exists = lambda topic_id: topic_id in broker.metadata.image.topics_by_id
-    broker.replica_manager.remote_log_manager = rlm
     log.info("tiered storage enabled: remote segments in %r", store)
     return rlm
 
 
-async def ensure_remote_log_metadata_topic(broker: Broker) -> bool:
+async def ensure_remote_log_metadata_topic(config: Config, metadata: MetadataWriter,
+                                           internal_topics: InternalTopics) -> bool:
     """Create ``__remote_log_metadata`` when it is missing; False while a cluster has too few brokers for it."""
-    if REMOTE_LOG_METADATA_TOPIC_NAME in broker.metadata.image.topics:
+    if REMOTE_LOG_METADATA_TOPIC_NAME in metadata.image.topics:
         return True
-    config = broker.config
     try:
-        await broker.internal_topics.ensure_topic(
+        await internal_topics.ensure_topic(
             REMOTE_LOG_METADATA_TOPIC_NAME, _rlmm_int(config, "remote.log.metadata.topic.num.partitions", 50),
             _rlmm_int(config, "remote.log.metadata.topic.replication.factor", 3),
             lambda assignment: {"cleanup.policy": "delete", "retention.ms": "-1",

@@ -2,7 +2,7 @@
 
 Handlers see the broker only through this interface (mypy checks it), so a handler's reach is written down
 here rather than being the whole ``Broker``: the metadata (``ctx.metadata`` is its image; writes go through
-the admin operations below), the replica manager, the coordinators, security, quotas and configuration.
+``admin``, the admin operations), the replica manager, the coordinators, security, quotas and configuration.
 ``pykbroker.broker.Broker`` is the one implementation.
 """
 
@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
+    from pykbroker.admin_manager import AdminManager
     from pykbroker.config import Config, Listener
     from pykbroker.dynamic_config import DynamicBrokerConfig
+    from pykbroker.internal_topics import InternalTopics
     from pykbroker.metrics.recorder import Recorder
     from pykbroker.quotas import QuotaManager, RequestQuotaManager
     from pykbroker.security.authorizer import StandardAuthorizer
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from replication.broker_client import BrokerClientPool
     from replication.controller.zk_controller import ZkController
     from replication.fetch_session import FetchSessionCache
-    from replication.metadata.image import MetadataWriter, TopicState
+    from replication.metadata.image import MetadataWriter
     from replication.replica_manager import ReplicaManager
     from storage import LogConfig, LogManager
     from wire.messages.api_versions_response import ApiVersion
@@ -46,23 +48,18 @@ class BrokerServices(Protocol):
     @property
     def default_log_config(self) -> LogConfig: ...
     @property
-    def elr_enabled(self) -> bool: ...
-    @property
     def transaction_verification(self) -> bool: ...
     def advertised_listener(self, listener_name: str) -> Listener: ...
     def api_versions(self) -> list[ApiVersion]: ...
     def now_ms(self) -> int: ...
 
-    # -- metadata: read the image (ctx.metadata), write through these ------------------------------------
+    # -- metadata: read the image (ctx.metadata), write through the admin operations ---------------------
     @property
     def metadata(self) -> MetadataWriter: ...
-    async def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState: ...
-    async def auto_create_topic(self, name: str) -> TopicState | None: ...
-    async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None: ...
-    async def delete_topic(self, name: str) -> None: ...
-    async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
-    async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
-    async def ensure_elr_min_insync_replicas(self) -> None: ...
+    @property
+    def admin(self) -> AdminManager: ...  # topics, partitions, topic and broker configs, ELR
+    @property
+    def internal_topics(self) -> InternalTopics: ...  # auto-creation for Metadata, the internal topics
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]: ...  # on an offline log dir
     def any_lost_replicas(self) -> bool: ...
     @property

@@ -57,7 +57,9 @@ class RemoteLogManager:
 
     def __init__(self, replica_manager: Any, node_id: int, rsm: RemoteStorageManager, reader: RemoteLogReader,
                  metadata: TopicBasedRemoteLogMetadataManager, *, task_interval_ms: int,
-                 time_ms: Callable[[], int], copy_max_bytes_per_second: int = LONG_MAX) -> None:
+                 time_ms: Callable[[], int], copy_max_bytes_per_second: int = LONG_MAX,
+                 ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None,
+                 topic_exists: Callable[[uuid.UUID], bool] | None = None) -> None:
         self._rm = replica_manager
         self.node_id = node_id
         self.rsm = rsm
@@ -71,9 +73,9 @@ class RemoteLogManager:
         # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
         self.fetch_quota: Any = None
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
-        self.ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None
+        self.ensure_metadata_topic = ensure_metadata_topic
         # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).
-        self.topic_exists: Callable[[uuid.UUID], bool] | None = None
+        self.topic_exists = topic_exists
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._started_from_remote: set[int] = set()  # id() of logs whose start offset came from remote storage

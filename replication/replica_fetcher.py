@@ -348,7 +348,10 @@ class ReplicaFetcherManager:
 
     def __init__(self, node_id: int, partition_lookup: Callable[[str, int], Partition | None],
                  endpoint_lookup: Callable[[int], tuple[str, int] | None], config: FetcherConfig,
-                 quota: ReplicationQuota | None = None) -> None:
+                 quota: ReplicationQuota | None = None,
+                 remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None) -> None:
+        """``remote_aux_state``: with tiered storage, builds a follower's state when the leader's log start is
+        only in remote storage (``RemoteLogManager.build_remote_log_aux_state``)."""
         self.node_id = node_id
         self.quota = quota
         self._partition = partition_lookup
@@ -356,7 +359,7 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
-        self.remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None  # set with tiered storage
+        self.remote_aux_state = remote_aux_state
 
     def follow(self, topic: str, partition: int, leader_id: int) -> None:
         """Fetch ``topic-partition`` from ``leader_id`` (moving it from its previous leader's fetcher)."""

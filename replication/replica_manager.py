@@ -211,7 +211,7 @@ class ReplicaManager:
         self.replica_selector = replica_selector
         self.broker_racks = broker_racks
         # Tiered storage (KIP-405): reads of offsets only in remote storage (None: remote.log.storage.system.enable
-        # is off, and such reads answer OFFSET_MOVED_TO_TIERED_STORAGE).
+        # is off, and such reads answer OFFSET_MOVED_TO_TIERED_STORAGE). Set once, by attach_remote_log_manager.
         self.remote_log_manager: Any = None
         self.watchers = PartitionWatchers()
         self.alter_log_dirs = ReplicaAlterLogDirsManager(log_manager, self.get_partition,
@@ -222,6 +222,13 @@ class ReplicaManager:
         self._closing = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
+    def attach_remote_log_manager(self, remote_log_manager: Any) -> None:
+        """Tiered storage's RemoteLogManager, which is built over this replica manager (hence not a constructor
+        argument): reads of offsets only in remote storage go through it from now on."""
+        if self.remote_log_manager is not None:
+            raise RuntimeError("a remote log manager is already attached")
+        self.remote_log_manager = remote_log_manager
+
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 

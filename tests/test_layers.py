@@ -9,10 +9,6 @@ from tools.import_layers import cycles, layer, upward_imports
 
 graph = functools.cache(import_layers.graph)
 
-# The ZooKeeper-mode controller reads and writes znodes itself (as Kafka's KafkaController does through
-# KafkaZkClient); every other use of ZooKeeper goes through the metadata layer's stores.
-ZOOKEEPER_CLIENT_USERS_OUTSIDE_THE_METADATA_LAYER = {"replication.controller.zk_controller"}
-
 
 def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(graph()) == []
@@ -27,10 +23,12 @@ def test_the_metadata_layer_imports_only_storage_and_wire_below_it():
 
 
 def test_the_zookeeper_client_is_imported_only_by_the_metadata_layer():
+    """The controller too reads and writes ZooKeeper through the metadata layer (its ZkControllerStore, as
+    Kafka's KafkaController through KafkaZkClient)."""
     g = graph()
     users = {m for m, deps in g.items() if "replication.metadata.zk.client" in deps
              and not m.startswith("replication.metadata.")}
-    assert users <= ZOOKEEPER_CLIENT_USERS_OUTSIDE_THE_METADATA_LAYER
+    assert users == set()
 
 
 def test_cluster_metadata_and_delegation_tokens_do_not_import_each_other():

@@ -144,7 +144,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             # controller creates the topic asynchronously, and clients retry until it appears. We create it
             # at once, so the next Metadata request shows it, but this one answers as Kafka does.
             if request.allow_auto_topic_creation or version < 4:
-                await broker.auto_create_topic(wanted.name)
+                await broker.internal_topics.auto_create_topic(wanted.name)
             topics.append(_missing(wanted.name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     if include_ops and version >= 8:
         for t in topics:

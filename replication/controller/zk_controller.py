@@ -15,8 +15,10 @@ assignment and the pending deletions, and keeps every partition's state znode ri
   replica set with ``adding_replicas``/``removing_replicas``, the state znode of each moving partition is
   watched, and once every target replica is in the ISR one multi sets the assignment to the target and the
   state to ISR ∩ target with a new leader epoch. A new controller resumes every move the topic znodes show.
-Every write goes through ``ControllerElection.fenced_multi``, so a deposed controller changes nothing, and
-is conditional on the state znode's version (the partition epoch): a leader's concurrent ISR change makes
+It reads and writes ZooKeeper only through ``ZkControllerStore`` (``replication.metadata.zk.controller_store``,
+Kafka's KafkaZkClient): named operations, no paths or client here. Its writes of states, assignments and
+requests are fenced on the controller epoch (``ControllerElection.fenced_multi``), so a deposed controller
+changes none of them, and state writes are conditional on the state znode's version (the partition epoch): a leader's concurrent ISR change makes
 the write fail, and the controller rereads and decides again. Decisions read the current state znodes
 first, so ISR changes made by leaders are always taken into account.
 
@@ -48,27 +50,11 @@ from replication.controller.reassignment import (
     reassignment_complete,
     revert_state,
 )
-from replication.metadata.zk.client import (
-    BadVersionError,
-    CreateOp,
-    DeleteOp,
-    NoNodeError,
-    SetDataOp,
-    ZooKeeperClient,
-    ZooKeeperMultiError,
-)
-from replication.metadata.zk.controller_election import ControllerElection, ControllerMovedError
-from replication.metadata.zk.znodes import (
-    BrokerIdsZNode,
-    ConfigEntityZNode,
-    DeleteTopicsTopicZNode,
-    DeleteTopicsZNode,
-    ReassignPartitionsZNode,
-    TopicPartitionStateZNode,
-    TopicPartitionsZNode,
-    TopicPartitionZNode,
-    TopicsZNode,
-    TopicZNode,
+from replication.metadata.zk.controller_election import ControllerMovedError
+from replication.metadata.zk.controller_store import (
+    REASSIGN_PARTITIONS_PATH,
+    StaleWriteError,
+    ZkControllerStore,
     ZNodeDecodeError,
 )
 from wire import ErrorCode
@@ -93,17 +79,17 @@ class _Context:
 
 
 class ZkController:
-    """The controller duties of one broker, active only while ``election`` says it is the controller."""
+    """The controller duties of one broker, active only while the store's election says it is the controller."""
 
-    def __init__(self, zk: ZooKeeperClient, election: ControllerElection, broker_id: int, *,
+    def __init__(self, store: ZkControllerStore, broker_id: int, *,
                  unclean_leader_election_default: Callable[[], bool] = lambda: False,
                  auto_leader_rebalance: bool = True, leader_imbalance_check_interval_s: float = 300.0,
                  leader_imbalance_per_broker_percentage: int = 10) -> None:
         """With ``auto_leader_rebalance`` (auto.leader.rebalance.enable) leadership goes back to preferred
         replicas every ``leader_imbalance_check_interval_s`` for brokers whose share of preferred partitions
         they do not lead exceeds ``leader_imbalance_per_broker_percentage``, as Kafka's controller does."""
-        self.zk = zk
-        self.election = election
+        self.store = store
+        self.election = store.election
         self.broker_id = broker_id
         self._unclean_default = unclean_leader_election_default
         self.auto_leader_rebalance = auto_leader_rebalance
@@ -116,6 +102,7 @@ class ZkController:
         self.context = _Context()
         self._isr_watches: dict[TopicPartition, Callable[[Any], None]] = {}
         self._legacy: dict[TopicPartition, list[int]] = {}  # what /admin/reassign_partitions asks for
+        store.election.listen(self.on_elected, self.on_resigned)
 
     # -- lifecycle (ControllerElection callbacks) -------------------------------------------------------
     async def on_elected(self, epoch: int, epoch_zk_version: int) -> None:
@@ -238,10 +225,10 @@ class ZkController:
 
     # -- events ----------------------------------------------------------------------------------------
     async def _startup(self, _arg: Any) -> None:
-        await self.zk.ensure_path(DeleteTopicsZNode.path)
+        await self.store.ensure_admin_paths()
         self.context.epochs = await self._read_live_brokers()
         self.context.live = set(self.context.epochs)
-        names = await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or []
+        names = await self.store.topic_names(watch=self._watch("topics"))
         for name in names:
             await self._load_topic(name)
         log.info("controller %d: %d live brokers %s, %d topics", self.broker_id, len(self.context.live),
@@ -255,14 +242,7 @@ class ZkController:
 
     async def _read_live_brokers(self) -> dict[int, int]:
         """Live brokers and their broker epochs (their registration's creation zxid), watching for changes."""
-        children = await self.zk.get_children(BrokerIdsZNode.path, watch=self._watch("brokers")) or []
-        epochs = {}
-        for child in children:
-            if child.lstrip("-").isdigit():
-                stat = await self.zk.exists(f"{BrokerIdsZNode.path}/{child}")
-                if stat is not None:
-                    epochs[int(child)] = stat.czxid
-        return epochs
+        return await self.store.live_broker_epochs(watch=self._watch("brokers"))
 
     async def _brokers_changed(self, _arg: Any) -> None:
         epochs = await self._read_live_brokers()
@@ -286,7 +266,7 @@ class ZkController:
         await self._reconcile([tp for tp in self._all_partitions() if any(r in changed for r in self._replicas(tp))])
 
     async def _topics_changed(self, _arg: Any) -> None:
-        names = set(await self.zk.get_children(TopicsZNode.path, watch=self._watch("topics")) or [])
+        names = set(await self.store.topic_names(watch=self._watch("topics")))
         for gone in set(self.context.assignments) - names:
             del self.context.assignments[gone]
             self._forget_moves(gone)
@@ -307,14 +287,13 @@ class ZkController:
             await self._check_reassignment(tp)  # a move another controller (or tool) wrote
 
     async def _load_topic(self, name: str) -> bool:
-        found = await self.zk.get(TopicZNode.path(name), watch=self._watch("topic", name))
-        if found is None:
-            self.context.assignments.pop(name, None)
-            return False
         try:
-            assignment = TopicZNode.decode(name, found[0])
+            assignment = await self.store.topic_assignment(name, watch=self._watch("topic", name))
         except ZNodeDecodeError as exc:
             log.error("controller %d: ignoring topic %s: %s", self.broker_id, name, exc)
+            return False
+        if assignment is None:
+            self.context.assignments.pop(name, None)
             return False
         self.context.assignments[name] = {p: list(r) for p, r in assignment.partitions.items()}
         self._forget_moves(name)
@@ -329,8 +308,7 @@ class ZkController:
         try:
             # The registrations as they are now (a broker that just came back may be ahead of the watch, whose
             # event will still reconcile what changed).
-            children = await self.zk.get_children(BrokerIdsZNode.path) or []
-            live = {int(c) for c in children if c.lstrip("-").isdigit()}
+            live = await self.store.live_broker_ids()
             wanted = self._all_partitions() if partitions is None else partitions
             results = {tp: await self._elect_one(tp, preferred, live) for tp in wanted}
         except Exception as exc:  # the caller answers it; the controller goes on
@@ -385,7 +363,7 @@ class ZkController:
                 await self._elect_one(tp, preferred=True)
 
     async def _deletions_changed(self, _arg: Any) -> None:
-        pending = await self.zk.get_children(DeleteTopicsZNode.path, watch=self._watch("deletions")) or []
+        pending = await self.store.topic_deletions(watch=self._watch("deletions"))
         for name in sorted(pending):
             await self._delete_topic(name)
 
@@ -397,21 +375,15 @@ class ZkController:
         return self.context.assignments.get(tp[0], {}).get(tp[1], [])
 
     async def _read_state(self, tp: TopicPartition) -> tuple[LeaderAndIsr, int] | None:
-        found = await self.zk.get(TopicPartitionStateZNode.path(*tp))
-        if found is None:
+        state = await self.store.partition_state(tp)
+        if state is None:
             return None
-        state = TopicPartitionStateZNode.decode(found[0], found[1].version)
-        return LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr)), found[1].version
+        return LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr)), state.zk_version
 
     async def _unclean_allowed(self, topic: str) -> bool:
-        found = await self.zk.get(ConfigEntityZNode.path("topics", topic))
-        if found is not None:
-            try:
-                value = ConfigEntityZNode.decode(found[0]).get("unclean.leader.election.enable")
-            except ZNodeDecodeError:
-                value = None
-            if value is not None:
-                return value.strip().lower() == "true"
+        value = (await self.store.topic_configs(topic)).get("unclean.leader.election.enable")
+        if value is not None:
+            return value.strip().lower() == "true"
         return self._unclean_default()
 
     async def _reconcile(self, partitions: list[TopicPartition]) -> None:
@@ -459,34 +431,23 @@ class ZkController:
 
     async def _create_state(self, tp: TopicPartition, state: LeaderAndIsr) -> bool:
         topic, partition = tp
-        ops = []
-        if await self.zk.exists(TopicPartitionsZNode.path(topic)) is None:
-            ops.append(CreateOp(TopicPartitionsZNode.path(topic)))
-        if await self.zk.exists(TopicPartitionZNode.path(topic, partition)) is None:
-            ops.append(CreateOp(TopicPartitionZNode.path(topic, partition)))
-        ops.append(CreateOp(TopicPartitionStateZNode.path(topic, partition), TopicPartitionStateZNode.encode(
-            state.leader, state.leader_epoch, state.isr, self.election.epoch)))
         try:
-            await self.election.fenced_multi(ops)
-        except ZooKeeperMultiError as exc:
-            if isinstance(exc.error, NoNodeError) and await self.zk.exists(TopicZNode.path(topic)) is None:
+            await self.store.create_partition_state(tp, state)
+        except StaleWriteError as exc:
+            if exc.node_missing and not await self.store.topic_exists(topic):
                 return True  # deleted meanwhile
             log.info("controller %d: creating the state of %s-%d raced (%s); deciding again", self.broker_id, topic,
-                     partition, type(exc.error).__name__)
+                     partition, exc.reason)
             return False
         log.info("controller %d: %s-%d online, leader %d, isr %s, leader epoch %d", self.broker_id, topic, partition,
                  state.leader, list(state.isr), state.leader_epoch)
         return True
 
     async def _write_state(self, tp: TopicPartition, old: LeaderAndIsr, new: LeaderAndIsr, version: int) -> bool:
-        data = TopicPartitionStateZNode.encode(new.leader, new.leader_epoch, new.isr, self.election.epoch,
-                                               1 if new.unclean else 0)
         try:
-            await self.election.fenced_multi([SetDataOp(TopicPartitionStateZNode.path(*tp), data, version)])
-        except ZooKeeperMultiError as exc:
-            if isinstance(exc.error, (BadVersionError, NoNodeError)):
-                return False  # a leader changed the ISR meanwhile, or the topic went: decide again
-            raise
+            await self.store.set_partition_state(tp, new, version)
+        except StaleWriteError:
+            return False  # a leader changed the ISR meanwhile, or the topic went: decide again
         log.info("controller %d: %s-%d leader %d -> %d, isr %s -> %s, leader epoch %d", self.broker_id, tp[0], tp[1],
                  old.leader, new.leader, list(old.isr), list(new.isr), new.leader_epoch)
         return True
@@ -533,7 +494,7 @@ class ZkController:
         for _attempt in range(5):
             current = self.reassignment(tp)
             new = current.reassign_to(target)
-            state_ops = []
+            state_ops: list[tuple[int, LeaderAndIsr, int]] = []
             found = await self._read_state(tp)
             if found is not None:
                 state, version = found
@@ -543,7 +504,7 @@ class ZkController:
                     if shrunk is None:
                         return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                 f"No replica of {list(new.replicas)} is in sync to lead {tp[0]}-{tp[1]}")
-                    state_ops.append(self._state_op(tp, shrunk, version))
+                    state_ops.append((tp[1], shrunk, version))
             if await self._write_assignments(tp[0], {tp[1]: new}, state_ops):
                 log.info("controller %d: reassigning %s-%d from %s to %s (adding %s, removing %s)", self.broker_id,
                          tp[0], tp[1], list(current.origin), list(target), list(new.adding), list(new.removing))
@@ -558,7 +519,7 @@ class ZkController:
             current = self.reassignment(tp)
             if not current.is_being_reassigned:
                 return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
-            state_ops = []
+            state_ops: list[tuple[int, LeaderAndIsr, int]] = []
             found = await self._read_state(tp)
             if found is not None:
                 state, version = found
@@ -567,7 +528,7 @@ class ZkController:
                     return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                             f"No original replica of {tp[0]}-{tp[1]} is in sync; the reassignment cannot be cancelled")
                 if reverted != state:
-                    state_ops.append(self._state_op(tp, reverted, version))
+                    state_ops.append((tp[1], reverted, version))
             if await self._write_assignments(tp[0], {tp[1]: current.revert()}, state_ops):
                 log.info("controller %d: cancelled the reassignment of %s-%d; back to %s", self.broker_id, tp[0],
                          tp[1], list(current.origin))
@@ -597,12 +558,9 @@ class ZkController:
             if not current.is_being_reassigned:
                 await self._finish_legacy(tp)
                 return
-            path = TopicPartitionStateZNode.path(*tp)
-            found = await self.zk.get(path, watch=self._isr_watch(tp))
-            if found is None:
-                await self.zk.exists(path, watch=self._isr_watch(tp))
+            s = await self.store.partition_state(tp, watch=self._isr_watch(tp))
+            if s is None:
                 return
-            s = TopicPartitionStateZNode.decode(found[0], found[1].version)
             state = LeaderAndIsr(s.leader, s.leader_epoch, tuple(s.isr))
             if not reassignment_complete(current, state.isr):
                 return
@@ -612,7 +570,7 @@ class ZkController:
                          tp[0], tp[1], list(current.target))
                 return
             if await self._write_assignments(tp[0], {tp[1]: current.completed()},
-                                             [self._state_op(tp, new, found[1].version)]):
+                                             [(tp[1], new, s.zk_version)]):
                 self._isr_watches.pop(tp, None)
                 log.info("controller %d: reassignment of %s-%d completed: replicas %s, leader %d, isr %s, leader "
                          "epoch %d (removed %s)", self.broker_id, tp[0], tp[1], list(current.target), new.leader,
@@ -620,30 +578,19 @@ class ZkController:
                 await self._finish_legacy(tp)
                 return
 
-    def _state_op(self, tp: TopicPartition, state: LeaderAndIsr, version: int) -> SetDataOp:
-        return SetDataOp(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(
-            state.leader, state.leader_epoch, state.isr, self.election.epoch), version)
-
-    async def _write_assignments(self, topic: str, changes: dict[int, ReplicaAssignment], state_ops: list) -> bool:
-        """Rewrite the topic znode with ``changes`` (conditional on its version) and ``state_ops`` in one
-        fenced multi; False when a concurrent write won (the caller rereads and decides again)."""
-        found = await self.zk.get(TopicZNode.path(topic))
-        if found is None:
-            return True  # deleted meanwhile: nothing to move
-        current = TopicZNode.decode(topic, found[0])
-        partitions = {p: list(r) for p, r in current.partitions.items()}
-        adding = {p: list(r) for p, r in current.adding_replicas.items()}
-        removing = {p: list(r) for p, r in current.removing_replicas.items()}
-        for p, a in changes.items():
-            partitions[p], adding[p], removing[p] = list(a.replicas), list(a.adding), list(a.removing)
-        data = TopicZNode.encode(partitions, current.topic_id, adding_replicas=adding, removing_replicas=removing)
+    async def _write_assignments(self, topic: str, changes: dict[int, ReplicaAssignment],
+                                 state_ops: list[tuple[int, LeaderAndIsr, int]]) -> bool:
+        """Rewrite the topic's assignment with ``changes`` and the partition states ``state_ops`` (partition,
+        state, expected version) in one fenced, conditional write; False when a concurrent write won (the
+        caller rereads and decides again)."""
         try:
-            await self.election.fenced_multi([SetDataOp(TopicZNode.path(topic), data, found[1].version), *state_ops])
-        except ZooKeeperMultiError as exc:
-            if isinstance(exc.error, (BadVersionError, NoNodeError)):
-                await self._load_topic(topic)
-                return False
-            raise
+            written = await self.store.set_topic_assignment(
+                topic, {p: (a.replicas, a.adding, a.removing) for p, a in changes.items()}, state_ops)
+        except StaleWriteError:
+            await self._load_topic(topic)
+            return False
+        if not written:
+            return True  # deleted meanwhile: nothing to move
         for p, a in changes.items():
             self.context.assignments.setdefault(topic, {})[p] = list(a.replicas)
             if a.is_being_reassigned:
@@ -656,16 +603,14 @@ class ZkController:
         """The legacy ``/admin/reassign_partitions`` request: start each valid move it lists (invalid ones are
         dropped from it, as Kafka's controller does); the znode goes once every listed move completed."""
         watch = self._watch("reassign_znode")
-        found = await self.zk.get(ReassignPartitionsZNode.path, watch=watch)
-        if found is None:
-            await self.zk.exists(ReassignPartitionsZNode.path, watch=watch)
-            self._legacy = {}
-            return
         try:
-            wanted = ReassignPartitionsZNode.decode(found[0])
+            wanted = await self.store.reassign_partitions_request(watch=watch)
         except ZNodeDecodeError as exc:
-            log.error("controller %d: deleting unreadable %s: %s", self.broker_id, ReassignPartitionsZNode.path, exc)
+            log.error("controller %d: deleting unreadable %s: %s", self.broker_id, REASSIGN_PARTITIONS_PATH, exc)
             await self._write_legacy({})
+            return
+        if wanted is None:
+            self._legacy = {}
             return
         fresh = {tp: t for tp, t in wanted.items() if self._legacy.get(tp) != t}
         self._legacy = dict(wanted)
@@ -673,7 +618,7 @@ class ZkController:
             code, message = await self._start_reassignment(tp, target)
             if code != ErrorCode.NONE:
                 log.warning("controller %d: dropping the reassignment of %s-%d to %s from %s: %s %s", self.broker_id,
-                            tp[0], tp[1], target, ReassignPartitionsZNode.path, ErrorCode(code).name, message or "")
+                            tp[0], tp[1], target, REASSIGN_PARTITIONS_PATH, ErrorCode(code).name, message or "")
                 self._legacy.pop(tp, None)
         for tp in list(self._legacy):
             await self._finish_legacy(tp, write=False)
@@ -690,28 +635,12 @@ class ZkController:
             await self._write_legacy(self._legacy)
 
     async def _write_legacy(self, remaining: dict[TopicPartition, list[int]]) -> None:
-        path = ReassignPartitionsZNode.path
-        try:
-            if remaining:
-                await self.election.fenced_multi([SetDataOp(path, ReassignPartitionsZNode.encode(remaining))])
-            else:
-                await self.election.fenced_multi([DeleteOp(path)])
-        except ZooKeeperMultiError as exc:
-            if not isinstance(exc.error, NoNodeError):
-                raise
+        await self.store.set_reassign_partitions_request(remaining)
 
     async def _delete_topic(self, name: str) -> None:
-        if await self.zk.exists(TopicZNode.path(name)) is not None:
-            await self.zk.delete(TopicZNode.path(name), recursive=True)
+        await self.store.delete_topic_znode(name)
         self.context.assignments.pop(name, None)
         self._forget_moves(name)
-        try:
-            await self.zk.delete(ConfigEntityZNode.path("topics", name))
-        except NoNodeError:
-            pass
-        try:
-            await self.election.fenced_multi([DeleteOp(DeleteTopicsTopicZNode.path(name))])
-        except ZooKeeperMultiError as exc:
-            if not isinstance(exc.error, NoNodeError):
-                raise
+        await self.store.delete_topic_configs(name)
+        await self.store.delete_topic_deletion(name)
         log.info("controller %d: deleted topic %s", self.broker_id, name)

@@ -220,7 +220,7 @@ def test_a_follower_whose_topic_id_changes_forgets_the_old_one_and_fetches_with_
             leader_rm = pair.leader.replica_manager
             pair.follow(leader_epoch=0)  # an empty rep-0: the follower fetches from offset 0
             await until(lambda: pair.fetchers.fetchers[1]._session_epoch > 2)  # an incremental session is open
-            await pair.leader.delete_topic(TOPIC)
+            await pair.leader.admin.delete_topic(TOPIC)
             await until(lambda: leader_rm.get_partition(TOPIC, 0) is None)
             monkeypatch.setattr(metadata_store, "new_uuid", lambda: new_id)
             await pair.leader.metadata.create_topic(TOPIC, [[1, 2]], {})

@@ -84,7 +84,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     if not validate_only:
-        await ctx.broker.alter_topic_configs(name, {k: v for k, v in new_configs.items() if v is not None})
+        await ctx.broker.admin.alter_topic_configs(name, {k: v for k, v in new_configs.items() if v is not None})
         log.info("configs of topic %s are now %s (%s)", name, new_configs, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -147,14 +147,14 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
         dynamic_config.validate(checked, per_broker)
         if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # the controller's check, after the broker's
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
-        dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
+        dynamic_config.controller_check(resource_name, stored, new, names, broker.admin.elr_enabled)
         default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
         mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
         broker.dynamic_config.check_applicable(default, mine)
     except dynamic_config.DynamicConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        await broker.alter_broker_configs(resource_name, new)
+        await broker.admin.alter_broker_configs(resource_name, new)
         log.info("dynamic configs of broker resource '%s' are now %s (%s)", resource_name,
                  {k: v if dynamic_config.config_type_of(k) != ConfigType.PASSWORD else "[hidden]"
                   for k, v in new.items()}, ctx.describe())

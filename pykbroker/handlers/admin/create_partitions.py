@@ -85,7 +85,7 @@ async def handle_create_partitions(ctx: RequestContext, request: CreatePartition
             continue
         code, message, assignments = plan(ctx, topic)
         if code == ErrorCode.NONE and not request.validate_only:
-            await ctx.broker.create_partitions(topic.name, assignments)
+            await ctx.broker.admin.create_partitions(topic.name, assignments)
             log.info("topic %s now has %d partitions (%s)", topic.name, topic.count, ctx.describe())
         results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
     return CreatePartitionsResponse(results=results)

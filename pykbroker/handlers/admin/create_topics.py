@@ -178,7 +178,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         configs = {c.name: c.value for c in topic.configs if c.value is not None}  # nulls were refused
         topic_id = None
         if not request.validate_only:
-            state = await broker.create_topic(name, assignments, configs)
+            state = await broker.admin.create_topic(name, assignments, configs)
             topic_id = state.topic_id
         result = CreatableTopicResult(name=name, error_code=ErrorCode.NONE, error_message=None,
                                       num_partitions=len(assignments), replication_factor=len(assignments[0]))

@@ -98,7 +98,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         else:
             to_delete[topic.name] = topic_id
     for name, topic_id in to_delete.items():
-        await broker.delete_topic(name)
+        await broker.admin.delete_topic(name)
         log.info("deleted topic %s (id %s) on request (%s)", name, topic_id, ctx.describe())
         answer(name, topic_id, ErrorCode.NONE)
     return DeleteTopicsResponse(responses=results)

@@ -55,9 +55,9 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
     if dict(new) != dict(old):
         log.info("finalized features changed from %s to %s (%s)", dict(old), dict(new), ctx.describe())
         broker = ctx.broker
-        if broker.elr_enabled:  # as Kafka's controller: enabling ELR makes min.insync.replicas cluster-wide
-            await broker.ensure_elr_min_insync_replicas()
-            await broker.alter_broker_configs("", dict(store.image.broker_configs.get("", {})))
+        if broker.admin.elr_enabled:  # as Kafka's controller: enabling ELR makes min.insync.replicas cluster-wide
+            await broker.admin.ensure_elr_min_insync_replicas()
+            await broker.admin.alter_broker_configs("", dict(store.image.broker_configs.get("", {})))
     results = [] if ctx.api_version >= 2 else [
         UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE, error_message="NONE")
         for u in request.feature_updates]

@@ -1,5 +1,6 @@
 """A broker's ZooKeeper persistence over one session: the metadata store, the controller's election and
-fencing, ACLs, delegation tokens and producer-id blocks, all on the same ``ZooKeeperClient``.
+fencing, the controller's store, ACLs, delegation tokens and producer-id blocks, all on the same
+``ZooKeeperClient``.
 
 The broker builds this one object in cluster mode and never touches the client itself.
 """
@@ -11,6 +12,7 @@ from typing import Any
 from replication.metadata.zk.acl_store import ZooKeeperAclStore
 from replication.metadata.zk.client import ZooKeeperClient
 from replication.metadata.zk.controller_election import ControllerElection
+from replication.metadata.zk.controller_store import ZkControllerStore
 from replication.metadata.zk.metadata_store import ZooKeeperMetadataStore
 from replication.metadata.zk.producer_id_block import ZkProducerIdManager
 from replication.metadata.zk.token_store import ZooKeeperTokenStore
@@ -24,6 +26,7 @@ class ZooKeeperCluster:
     def __init__(self, config: Any, node_id: int) -> None:
         self.client = ZooKeeperClient.from_config(config)
         self.election = ControllerElection(self.client, node_id)
+        self.controller_store = ZkControllerStore(self.client, self.election)
         self.metadata = ZooKeeperMetadataStore(self.client, node_id,
                                                controller_epoch=lambda: max(self.election.epoch, 0))
         self.producer_ids = ZkProducerIdManager(self.client, node_id)

@@ -86,6 +86,12 @@ class ControllerElection:
         self._lock = asyncio.Lock()
         self._closed = False
 
+    def listen(self, on_elected: Callback, on_resigned: Callback) -> None:
+        """The controller's callbacks, given once by the controller it serves (before ``start``)."""
+        if self.on_elected is not None or self.on_resigned is not None:
+            raise RuntimeError(f"broker {self.broker_id}'s controller election already has a controller")
+        self.on_elected, self.on_resigned = on_elected, on_resigned
+
     @property
     def is_active(self) -> bool:
         return self.active_controller_id == self.broker_id

@@ -9,6 +9,7 @@ import asyncio
 from replication.controller.zk_controller import ZkController
 from replication.metadata.zk.client import ZooKeeperClient
 from replication.metadata.zk.controller_election import ControllerElection
+from replication.metadata.zk.controller_store import ZkControllerStore
 from replication.metadata.zk.znodes import (
     BrokerIdZNode,
     ConfigEntityZNode,
@@ -45,9 +46,7 @@ class Cluster:
         self.controller_zk = ZooKeeperClient(self.connect, session_timeout_ms=6000)
         await self.controller_zk.start()
         self.election = ControllerElection(self.controller_zk, 100)
-        self.controller = ZkController(self.controller_zk, self.election, 100)
-        self.election.on_elected = self.controller.on_elected
-        self.election.on_resigned = self.controller.on_resigned
+        self.controller = ZkController(ZkControllerStore(self.controller_zk, self.election), 100)
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -163,8 +162,7 @@ def test_a_new_controller_finishes_what_the_old_one_left(zk_server, chroot):
             standby_zk = ZooKeeperClient(c.connect, session_timeout_ms=6000)
             await standby_zk.start()
             standby_election = ControllerElection(standby_zk, 101)
-            standby = ZkController(standby_zk, standby_election, 101)
-            standby_election.on_elected, standby_election.on_resigned = standby.on_elected, standby.on_resigned
+            standby = ZkController(ZkControllerStore(standby_zk, standby_election), 101)
             try:
                 await standby_election.start()
                 assert not standby_election.is_active

@@ -364,12 +364,12 @@ def test_brokers_controller_partition_changes_and_features_in_the_image(zk_serve
 def test_with_the_controller_creation_and_deletion_go_through_it_as_in_kafka(zk_server):
     from replication.controller.zk_controller import ZkController
     from replication.metadata.zk.controller_election import ControllerElection
+    from replication.metadata.zk.controller_store import ZkControllerStore
 
     async def main():
         a, b = await two_brokers(zk_server, with_controller=True)
         election = ControllerElection(a.zk, 1)
-        controller = ZkController(a.zk, election, 1)
-        election.on_elected, election.on_resigned = controller.on_elected, controller.on_resigned
+        controller = ZkController(ZkControllerStore(a.zk, election), 1)
         try:
             for store in (a, b):
                 await store.register_broker(BrokerImage(store.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9090),)))
