@@ -177,9 +177,15 @@ async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[
             configs.pop(name, None)
         elif name not in group_config.GROUP_CONFIGS:
             return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
-        else:  # no group config is a LIST
+        elif group_config.GROUP_CONFIGS[name].config_type != group_config.LIST:
             verb = "APPEND" if op == APPEND else "SUBTRACT"
             return ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
+        else:  # streams.rack.aware.assignment.tags
+            current = [v for v in configs.get(name, "").split(",") if v]
+            given = [v for v in (value or "").split(",") if v]
+            kept = current + [v for v in given if v not in current] if op == APPEND else \
+                [v for v in current if v not in given]
+            configs[name] = ",".join(kept)
     return await alter_group(ctx, group_id, configs, validate_only)
 
 

@@ -264,7 +264,7 @@ def test_group_configs_are_checked_as_kafka_checks_them(broker):
         assert alter("share.auto.offset.reset", "sometimes")[0] == ErrorCode.INVALID_CONFIG
         assert alter("share.record.lock.duration.ms", "1000") == (
             ErrorCode.INVALID_CONFIG,
-            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms")
+            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.")
         assert alter("no.such.config", "1") == (ErrorCode.INVALID_CONFIG, "Unknown group config name: no.such.config")
 
 
