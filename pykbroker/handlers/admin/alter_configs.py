@@ -146,7 +146,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
         if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # the controller's check, after the broker's
-            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None  # Kafka 4.4: no message
         dynamic_config.controller_check(resource_name, stored, new, names, broker.elr_enabled)
         default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
         mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
