@@ -77,7 +77,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
     if name not in ctx.metadata.topics:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."  # Kafka 4.4's words
     message = topic_config_error(new_configs, defaults=ctx.broker.default_log_config,
                                  remote_storage_system_enable=ctx.broker.config["remote.log.storage.system.enable"],
                                  existing=ctx.metadata.topics[name].configs)
