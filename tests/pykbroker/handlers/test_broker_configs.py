@@ -81,7 +81,7 @@ def test_configs_survive_a_kill_and_per_broker_wins_over_the_default(tmp_path):
             assert incremental(c, "1", ("log.retention.ms", SET, "3600000")) == (0, None)
             assert incremental(c, "", ("log.retention.bytes", SET, "1"), validate_only=True) == (0, None)
             assert incremental(c, "", ("num.partitions", SET, "3")) == (
-                ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")
+                ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]")
             assert incremental(c, "7", ("log.retention.ms", SET, "1")) == (
                 ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1, but received 7")
         b.restart(hard=True)  # kill -9
