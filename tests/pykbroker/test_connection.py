@@ -29,13 +29,13 @@ def raw_request(api_key: int, version: int, correlation_id: int, body: bytes = b
     return struct.pack(">i", len(payload)) + payload
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_api_versions_every_served_version(broker, version):
     with RawClient(broker.bootstrap) as c:
         response = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1.0"), version)
     assert response.error_code == ErrorCode.NONE
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert ranges[18] == (0, 4)
+    assert ranges[18] == (0, 5)
     assert ranges[3] == (0, 13)
     assert ranges[60] == (0, 2)
 
@@ -48,7 +48,7 @@ def test_api_versions_newer_than_served_gets_v0_unsupported_version(broker):
         assert decode_response_header(r, 0) == 42
         response = ApiVersionsResponse.decode(r.buf[r.pos:], 0)
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert (18, 0, 4) in {(k.api_key, k.min_version, k.max_version) for k in response.api_keys}
+    assert (18, 0, 5) in {(k.api_key, k.min_version, k.max_version) for k in response.api_keys}
     assert_still_serving(broker)
 
 
