@@ -111,9 +111,9 @@ differential-cluster: deps
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py -s $(ARGS)
 
-## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.1's kafka-log-dirs and
+## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.4's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential
-##        against Kafka 4.1 with two log dirs
+##        against Kafka 4.4 with two log dirs
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
 

@@ -1,5 +1,5 @@
 """The Java client as a workload: Kafka's own ``VerifiableProducer`` and ``VerifiableConsumer``
-(org.apache.kafka.tools, the tools Kafka's system tests drive) from Kafka 4.1's jars, their JSON events
+(org.apache.kafka.tools, the tools Kafka's system tests drive) from Kafka 4.4's jars, their JSON events
 recorded.
 
 Each acknowledged send prints ``{"name":"producer_send_success","value":"<prefix>.<n>","offset":..,
@@ -24,7 +24,7 @@ JARS = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / ".cache
 
 
 def java_jars() -> Path | None:
-    """Kafka 4.1's jars (compat_tests/jvm/fetch_jars.sh, run by ``make deps``), or None without java."""
+    """Kafka 4.4's jars (compat_tests/jvm/fetch_jars.sh, run by ``make deps``), or None without java."""
     if shutil.which("java") is None or not any(JARS.glob("kafka-tools-*.jar")):
         return None
     return JARS

@@ -22,7 +22,7 @@ def _pom_kafka_version() -> str:
 
 @pytest.fixture(scope="session")
 def kafka_judge():
-    """A real Apache Kafka 4.1 (one per test session); skipped only on a machine without java."""
+    """A real Apache Kafka 4.4 (one per test session); skipped only on a machine without java."""
     if shutil.which("java") is None:
         pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
     jars = jars_dir()

@@ -16,12 +16,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # at most every group.consumer.assignment.interval.ms (KIP-1263), and the group configs added in 4.3-4.4.
     **{("consumer_groups", key): "Kafka 4.4's consumer-group epochs and assignment interval (KIP-1263) not yet."
        for key in ("join", "heartbeat", "describe", "describe after leave")},
-    **{("group_configs", key): "Kafka 4.4's group configs (4.3-4.4 additions, broker synonyms, range messages) "
-       "not yet." for key in ("describe", "describe after legacy", "describe keys", "describe unknown group",
-                              "describe validated only", "heartbeat above max", "heartbeat below min",
-                              "heartbeat interval after delete", "heartbeat interval given",
-                              "list config resources after clear", "session above max", "session below min",
-                              "standby above max")},
     # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
     # KIP-1191) and streams.version 1 (Streams groups, KIP-1071); neither is built, so neither is claimed.
     **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "

@@ -283,7 +283,7 @@ def test_java_console_producer_denied_then_allowed_by_kafka_acls(jars, secured, 
     alice = client_config(tmp_path / "alice.properties", "alice")
     admin = client_config(tmp_path / "admin.properties", "admin")
     produce = ["org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", addresses["SASL_PLAINTEXT"],
-               "--topic", topic, "--producer.config", str(alice), "--producer-property", "max.block.ms=10000"]
+               "--topic", topic, "--command-config", str(alice), "--command-property", "max.block.ms=10000"]
     denied = java_tool(jars, *produce, input_text="one\n")
     assert "TopicAuthorizationException" in denied.stdout + denied.stderr, denied.stdout + denied.stderr
 
@@ -347,7 +347,7 @@ def test_java_delegation_tokens_tool_and_token_authentication(jars, secured, tmp
                             "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
                             f'username="{token_id}" password="{hmac}" tokenauth="true";\n')
     produced = java_tool(jars, "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server",
-                         addresses["SASL_PLAINTEXT"], "--topic", "granted", "--producer.config", str(token_config),
+                         addresses["SASL_PLAINTEXT"], "--topic", "granted", "--command-config", str(token_config),
                          input_text="by-token\n")
     assert produced.returncode == 0, produced.stdout + produced.stderr  # as alice, who may write to "granted"
 
@@ -358,6 +358,6 @@ def test_java_delegation_tokens_tool_and_token_authentication(jars, secured, tmp
     described = java_tool(jars, *tokens, "--describe", "--owner-principal", "User:alice")
     assert described.returncode == 0 and token_id not in described.stdout, described.stdout
     refused = java_tool(jars, "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server",
-                        addresses["SASL_PLAINTEXT"], "--topic", "granted", "--producer.config", str(token_config),
-                        "--producer-property", "max.block.ms=10000", input_text="late\n")
+                        addresses["SASL_PLAINTEXT"], "--topic", "granted", "--command-config", str(token_config),
+                        "--command-property", "max.block.ms=10000", input_text="late\n")
     assert "SaslAuthenticationException" in refused.stdout + refused.stderr

@@ -1,4 +1,4 @@
-"""Authorization judged by Apache Kafka 4.1 with its StandardAuthorizer: the same ACLs on a Kafka and on a
+"""Authorization judged by Apache Kafka 4.4 with its StandardAuthorizer: the same ACLs on a Kafka and on a
 pykbroker configured alike (``authorizer.class.name``, ``super.users``), then every API family tried by SASL
 principals that are allowed and denied, and the answers compared observation by observation. Differences
 fail unless listed in ``differential_allowlist.ALLOWED`` under the scenario "authorization".
@@ -722,11 +722,13 @@ def observe_group_topics(admin: str, sasl: str) -> dict[str, object]:
     out: dict[str, object] = {}
     with RawClient(admin, timeout=15) as c:
         member = "m" * 22
-        for epoch in (0, 1):
+        epoch = 0
+        for step in (0, 1):  # join, then heartbeat with the epoch the coordinator gave (a new group's first: 4.4's)
             hb = c.request(ConsumerGroupHeartbeatRequest(group_id="g3", member_id=member, member_epoch=epoch,
                                                          rebalance_timeout_ms=10000, subscribed_topic_names=["orders"],
                                                          topic_partitions=[] if epoch == 0 else None), 1)
-            out[f"admin heartbeat {epoch}"] = hb.error_code
+            out[f"admin heartbeat {step}"] = hb.error_code
+            epoch = hb.member_epoch
     for user in ("bob", "alice"):
         with login(sasl, user) as c:
             d = c.request(ConsumerGroupDescribeRequest(group_ids=["g3"], include_authorized_operations=True), 1)
@@ -764,6 +766,44 @@ def observe_regex(admin: str, sasl: str) -> dict[str, object]:
             "regex described members": described}
 
 
+def observe_cidr_hosts(admin: str, sasl: str) -> dict[str, object]:
+    """ACL host patterns as CIDR blocks (KIP-1276, Kafka 4.4): malformed blocks refused with Kafka's messages, a
+    block holding the client's address applies to it, one that does not is ignored; host filters compare text."""
+    out: dict[str, object] = {}
+    acls = [(TOPIC, "pub-a", LITERAL, "User:carol", "127.0.0.1/32", DESCRIBE, ALLOW),
+            (TOPIC, "pub-a", LITERAL, "User:carol", "10.0.0.0/8", WRITE, ALLOW),
+            (TOPIC, "orders", LITERAL, "User:carol", "127.0.0.0/8", READ, DENY)]
+    with RawClient(admin, timeout=30) as c:
+        bad = [(TOPIC, "pub-a", LITERAL, "User:carol", host, READ, ALLOW)
+               for host in ("10.0.0.0/33", "::/129", "host/8", "10.0.0.0/x", "")]
+        r = c.request(CreateAclsRequest(creations=[creation(a) for a in bad]), 3)
+        out["cidr hosts checked"] = [(x.error_code, x.error_message) for x in r.results]
+        r = c.request(CreateAclsRequest(creations=[creation(a) for a in acls]), 3)
+        out["cidr acls created"] = [x.error_code for x in r.results]
+        deadline = time.monotonic() + 30
+        while acl_count(c) < len(ACLS) + len(acls):
+            assert time.monotonic() < deadline, "the CIDR ACLs never took effect"
+            time.sleep(0.1)
+        for host in ("127.0.0.0/8", "127.0.0.1"):
+            d = c.request(DescribeAclsRequest(**any_filter(principal_filter="User:carol", host_filter=host)), 3)
+            out[f"cidr described by host {host}"] = sorted((res.resource_name, a.host) for res in d.resources
+                                                           for a in res.acls)
+    with login(sasl, "carol") as c:
+        md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="pub-a")], allow_auto_topic_creation=False), 12)
+        out["cidr carol describes pub-a"] = md.topics[0].error_code
+        records = build_simple_batch([b"v"], keys=None, timestamp=int(time.time() * 1000))
+        p = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="pub-a", partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
+        out["cidr carol writes pub-a (her block is another)"] = p.responses[0].partition_responses[0].error_code
+        lo = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name="orders", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
+        out["cidr carol reads orders (denied in her block)"] = lo.topics[0].partitions[0].error_code
+    with RawClient(admin, timeout=30) as c:
+        c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(principal_filter="User:carol",
+                                                                           host_filter=a[4])) for a in acls]), 3)
+    return out
+
+
 def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
@@ -774,6 +814,7 @@ def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[st
     out.update(observe_tls(mtls, one_way, pki))
     out.update(observe_group_topics(admin, sasl))
     out.update(observe_regex(admin, sasl))
+    out.update(observe_cidr_hosts(admin, sasl))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}

@@ -302,11 +302,11 @@ def test_java_console_producer_and_consumer(jars, secured, java_scram_user, tmp_
     config = command_config(tmp_path / "client.properties", ca_file, protocol, mechanism, user, password)
     topic = f"sec-java-{uuid.uuid4().hex[:8]}"
     produced = java_tool(jars, "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", addresses[protocol],
-                         "--topic", topic, "--producer.config", str(config), input_text="one\ntwo\nthree\n")
+                         "--topic", topic, "--command-config", str(config), input_text="one\ntwo\nthree\n")
     assert produced.returncode == 0, produced.stdout + produced.stderr
     consumed = java_tool(jars, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
                          addresses[protocol], "--topic", topic, "--from-beginning", "--max-messages", "3",
-                         "--timeout-ms", "30000", "--consumer.config", str(config))
+                         "--timeout-ms", "30000", "--command-config", str(config))
     assert consumed.returncode == 0, consumed.stdout + consumed.stderr
     assert consumed.stdout.split() == ["one", "two", "three"]
 

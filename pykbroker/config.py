@@ -464,7 +464,7 @@ def _kafka_parser(kafka_type: str) -> Callable[[str, str], Any]:
             "DOUBLE": _float(), "LIST": _list}.get(kafka_type, _str)
 
 
-# Every other property Kafka 4.1's broker defines (pykbroker.kafka_broker_configs, generated from its jars):
+# Every other property Kafka 4.4's broker defines (pykbroker.kafka_broker_configs, generated from its jars):
 # accepted, checked by type, and reported once at start as having no effect here.
 CONFIG_DEFS += tuple(
     ConfigDef(name, _kafka_parser(key.type), key.default, "Accepted for compatibility with Kafka; no effect in pykbroker.",

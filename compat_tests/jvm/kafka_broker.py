@@ -1,7 +1,7 @@
-"""Apache Kafka 4.1 itself, started from the Maven jars (compat_tests/jvm/fetch_jars.sh): the judge.
+"""Apache Kafka 4.4 itself, started from the Maven jars (compat_tests/jvm/fetch_jars.sh): the judge.
 
-Share groups (KIP-932) are judged by Kafka 4.2 (``SHARE_GROUPS_JUDGE``), where they are released; 4.1 has
-them as a preview with known broken behaviour. ``jars_dir("4.2.0")`` fetches that version beside 4.1's jars.
+Some share-group tests (KIP-932) drive the Java share consumer of Kafka 4.2 (``SHARE_GROUPS_JUDGE``), where share
+groups were released. ``jars_dir("4.2.0")`` fetches that version beside 4.4's jars.
 
 A single node in KRaft combined mode (broker and controller), on free ports in its own directory,
 formatted with Kafka's storage tool; only ports, directories and the replication factors a single node
@@ -25,7 +25,7 @@ SHARE_GROUPS_JUDGE = "4.2.0"
 
 
 def jars_dir(version: str | None = None) -> Path | None:
-    """Kafka's jars (fetched with Maven on first use; ``version``: another than the pom's 4.1), or None when
+    """Kafka's jars (fetched with Maven on first use; ``version``: another than the pom's 4.4), or None when
     java or Maven is missing."""
     if shutil.which("java") is None:
         return None
@@ -155,7 +155,7 @@ class KafkaBroker:
 
 
 class KafkaCluster:
-    """Apache Kafka 4.1 as a cluster of ``size`` combined broker+controller nodes (a three-voter KRaft quorum),
+    """Apache Kafka 4.4 as a cluster of ``size`` combined broker+controller nodes (a three-voter KRaft quorum),
     Kafka's defaults otherwise: the judge of cluster behaviour and the cluster bench's reference."""
 
     def __init__(self, jars: Path, root: Path, size: int = 3, heap: str = "-Xmx512m",

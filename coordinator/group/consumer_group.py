@@ -106,6 +106,9 @@ class ConsumerGroupMember:
     assigned_partitions: Mapping[UUID, frozenset[int]] = field(default_factory=dict)
     partitions_pending_revocation: Mapping[UUID, frozenset[int]] = field(default_factory=dict)
     classic_member_metadata: ClassicMemberMetadata | None = None
+    # KIP-1251: (topic id, partition) -> the member epoch at which it was assigned to this member; an offset
+    # commit with an older member epoch is still accepted for a partition assigned at or before that epoch.
+    assignment_epochs: Mapping[tuple[UUID, int], int] = field(default_factory=dict)
 
     @property
     def classic_metadata(self) -> ClassicMemberMetadata:
@@ -140,7 +143,7 @@ class ConsumerGroupMember:
     def current_assignment_record(self, group_id: str) -> rec.CoordinatorRecord:
         return rec.consumer_group_current_assignment_record(
             group_id, self.member_id, self.member_epoch, self.previous_member_epoch, int(self.state),
-            self.assigned_partitions, self.partitions_pending_revocation)
+            self.assigned_partitions, self.partitions_pending_revocation, self.assignment_epochs)
 
     def updated_with_subscription(self, v: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
         return replace(self, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
@@ -153,7 +156,14 @@ class ConsumerGroupMember:
         return replace(self, member_epoch=v.member_epoch, previous_member_epoch=v.previous_member_epoch,
                        state=MemberState.from_value(v.state),
                        assigned_partitions=rec.assignment_from_record(v.assigned_partitions),
-                       partitions_pending_revocation=rec.assignment_from_record(v.partitions_pending_revocation))
+                       partitions_pending_revocation=rec.assignment_from_record(v.partitions_pending_revocation),
+                       assignment_epochs=rec.assignment_epochs_from_record(v.assigned_partitions, v.member_epoch))
+
+    def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The epoch at which ``partition`` was assigned to this member, None when it is not assigned to it."""
+        if partition not in self.assigned_partitions.get(topic_id, ()):
+            return None
+        return self.assignment_epochs.get((topic_id, partition), self.member_epoch)
 
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         """Whether the fields of the member-metadata record are the same."""

@@ -158,13 +158,13 @@ class ConsumerProtocol:
         """The group's consumer.session.timeout.ms, else the broker's group.consumer.session.timeout.ms."""
         if self.group_configs is None:
             return self.config.consumer_group_session_timeout_ms
-        return int(self.group_configs.get(group_id, "consumer.session.timeout.ms"))
+        return self.group_configs.get_int(group_id, "consumer.session.timeout.ms")
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's consumer.heartbeat.interval.ms, else the broker's group.consumer.heartbeat.interval.ms."""
         if self.group_configs is None:
             return self.config.consumer_group_heartbeat_interval_ms
-        return int(self.group_configs.get(group_id, "consumer.heartbeat.interval.ms"))
+        return self.group_configs.get_int(group_id, "consumer.heartbeat.interval.ms")
 
     # -- timers -----------------------------------------------------------------------------------------
     def schedule_consumer_session_timeout(self, group_id: str, member_id: str,

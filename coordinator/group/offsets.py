@@ -175,13 +175,32 @@ class OffsetMetadataManager:
         if generation != member.member_epoch:
             if member.uses_classic_protocol:
                 raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-            raise ApiError(ErrorCode.STALE_MEMBER_EPOCH)
+            if generation > member.member_epoch or generation < 0:
+                raise ApiError(ErrorCode.STALE_MEMBER_EPOCH)
+            return group, member  # an older epoch: judged partition by partition (KIP-1251)
         return group
+
+    def _stale_partitions(self, member, epoch: int, topics) -> set[tuple[str, int]]:
+        """KIP-1251: the partitions of a commit made with ``epoch``, older than the member's, that were not
+        assigned to the member at or before that epoch; with any, the commit is STALE_MEMBER_EPOCH."""
+        stale = set()
+        for topic in topics:
+            info = self.groups.topics.by_name(topic.name)
+            for p in topic.partitions:
+                assigned_at = None if info is None else member.assignment_epoch(info.topic_id, p.partition_index)
+                if assigned_at is None or assigned_at > epoch:
+                    stale.add((topic.name, p.partition_index))
+        return stale
 
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,
                       unknown_partitions: AbstractSet[tuple[str, int]] = frozenset()) -> CoordinatorResult:
         """``unknown_partitions``: (topic, partition) the caller found missing from the cluster."""
         group = self._validate_commit(info, request)
+        if isinstance(group, tuple):  # committed with an older member epoch
+            group, member = group
+            stale = self._stale_partitions(member, request.generation_id_or_member_epoch, request.topics)
+            if stale - set(unknown_partitions):  # Kafka 4.4 refuses the whole commit then
+                raise ApiError(ErrorCode.STALE_MEMBER_EPOCH)
         if isinstance(group, ClassicGroup) and group.state in (S.STABLE, S.PREPARING_REBALANCE):
             member = group.members.get(request.member_id)
             if member is not None:

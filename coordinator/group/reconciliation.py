@@ -32,7 +32,19 @@ def _owns_any(owned: Owned, partitions: Mapping[UUID, frozenset[int]]) -> bool:
 
 def next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Mapping[UUID, frozenset[int]],
                     partition_epoch: PartitionEpoch, owned: Owned) -> ConsumerGroupMember:
-    """The member after one reconciliation step towards ``target`` at ``target_epoch``."""
+    """The member after one reconciliation step towards ``target`` at ``target_epoch``, each partition it keeps
+    with the epoch it was first assigned at and each new one with the new member epoch (KIP-1251)."""
+    updated = _next(member, target_epoch, target, partition_epoch, owned)
+    if updated is member:
+        return member
+    return replace(updated, assignment_epochs={
+        (topic_id, p): (member.assignment_epochs.get((topic_id, p), member.member_epoch)
+                        if p in member.assigned_partitions.get(topic_id, ()) else updated.member_epoch)
+        for topic_id, parts in updated.assigned_partitions.items() for p in parts})
+
+
+def _next(member: ConsumerGroupMember, target_epoch: int, target: Mapping[UUID, frozenset[int]],
+          partition_epoch: PartitionEpoch, owned: Owned) -> ConsumerGroupMember:
     state = member.state
     if state is MemberState.STABLE:
         if member.member_epoch != target_epoch:

@@ -257,15 +257,20 @@ def consumer_group_target_assignment_epoch_tombstone(group_id: str) -> Coordinat
 def consumer_group_current_assignment_record(group_id: str, member_id: str, member_epoch: int,
                                              previous_member_epoch: int, state: int,
                                              assigned: Mapping[UUID, Iterable[int]],
-                                             pending_revocation: Mapping[UUID, Iterable[int]]) -> CoordinatorRecord:
+                                             pending_revocation: Mapping[UUID, Iterable[int]],
+                                             assignment_epochs: Mapping[tuple[UUID, int], int] | None = None,
+                                             ) -> CoordinatorRecord:
+    """``assignment_epochs``: (topic id, partition) -> the member epoch it was assigned at (KIP-1251), written
+    for the assigned partitions (the member epoch for those without one)."""
+    epochs = assignment_epochs or {}
     return CoordinatorRecord(
         ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id),
         ConsumerGroupCurrentMemberAssignmentValue(
             member_epoch=member_epoch,
             previous_member_epoch=previous_member_epoch,
             state=state,
-            assigned_partitions=[_current.TopicPartitions(topic_id=t, partitions=p)
-                                 for t, p in _sorted_partitions(assigned)],
+            assigned_partitions=[_current.TopicPartitions(topic_id=t, partitions=p, assignment_epochs=[
+                epochs.get((t, i), member_epoch) for i in p]) for t, p in _sorted_partitions(assigned)],
             partitions_pending_revocation=[_current.TopicPartitions(topic_id=t, partitions=p)
                                            for t, p in _sorted_partitions(pending_revocation)],
         ),
@@ -288,6 +293,17 @@ def consumer_group_regex_record(group_id: str, regex: str, topics: Iterable[str]
 
 def consumer_group_regex_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
     return CoordinatorRecord(ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
+def assignment_epochs_from_record(topic_partitions, member_epoch: int) -> dict[tuple[UUID, int], int]:
+    """(topic id, partition) -> assignment epoch of a record's assigned partitions (KIP-1251); a record written
+    before them (no epochs) gives each the member epoch."""
+    out: dict[tuple[UUID, int], int] = {}
+    for tp in topic_partitions:
+        epochs = tp.assignment_epochs if len(tp.assignment_epochs) == len(tp.partitions) else None
+        for i, p in enumerate(tp.partitions):
+            out[(tp.topic_id, p)] = epochs[i] if epochs is not None else member_epoch
+    return out
 
 
 def assignment_from_record(topic_partitions) -> dict[UUID, frozenset[int]]:

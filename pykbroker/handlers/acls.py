@@ -15,6 +15,7 @@ import logging
 from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
+from pykbroker.security.acl_hosts import host_error
 from pykbroker.security.auth_helper import authorize_cluster, not_authorized_message
 from pykbroker.security.authorizer import cluster_name_error
 from replication.metadata.acl import (
@@ -105,7 +106,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return create_error(request, ctx.api_version, ErrorCode.SECURITY_DISABLED)
-    errors = {i: cluster_name_error(b) for i, b in enumerate(bindings)}
+    errors = {i: cluster_name_error(b) or host_error(b.host) for i, b in enumerate(bindings)}
     valid = [b for i, b in enumerate(bindings) if errors[i] is None]
     created = iter(await authorizer.create_acls(valid))
     results = []

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from pykbroker.security.acl_hosts import host_matches
 from replication.metadata.acl import (
     CLUSTER_NAME,
-    WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
     AclBinding,
@@ -181,7 +181,7 @@ class StandardAuthorizer:
                 continue
             has_resource_acls = True
             for acl in acls:
-                if acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.host not in (WILDCARD_HOST, host):
+                if acl.principal not in (principal, WILDCARD_PRINCIPAL) or not host_matches(acl.host, host):
                     continue
                 if not implies(acl.operation, acl.permission_type, operation):
                     continue
@@ -205,7 +205,7 @@ class StandardAuthorizer:
         allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
         wildcard_allow = False
         for acl in self._by_type.get(resource_type, ()):
-            if acl.host not in (host, WILDCARD_HOST) or acl.principal not in (principal, WILDCARD_PRINCIPAL):
+            if not host_matches(acl.host, host) or acl.principal not in (principal, WILDCARD_PRINCIPAL):
                 continue
             if acl.operation not in (operation, AclOperation.ALL):
                 continue

@@ -142,11 +142,11 @@ class AclBinding:
         return cls(ResourcePattern(ResourceType(d["resource_type"]), d["name"], PatternType(d["pattern_type"])),
                    d["principal"], d["host"], AclOperation(d["operation"]), AclPermissionType(d["permission_type"]))
 
-    def __str__(self) -> str:  # Kafka's StandardAcl.toString
+    def __str__(self) -> str:  # Kafka 4.4's StandardAcl.toString (a Java record's)
         p = self.pattern
-        return (f"StandardAcl(resourceType={p.resource_type.name}, resourceName={p.name}, "
+        return (f"StandardAcl[resourceType={p.resource_type.name}, resourceName={p.name}, "
                 f"patternType={p.pattern_type.name}, principal={self.principal}, host={self.host}, "
-                f"operation={self.operation.name}, permissionType={self.permission_type.name})")
+                f"operation={self.operation.name}, permissionType={self.permission_type.name}]")
 
 
 @dataclass(frozen=True, slots=True)

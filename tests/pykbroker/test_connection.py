@@ -29,7 +29,7 @@ def raw_request(api_key: int, version: int, correlation_id: int, body: bytes = b
     return struct.pack(">i", len(payload)) + payload
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_api_versions_every_served_version(broker, version):
     with RawClient(broker.bootstrap) as c:
         response = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1.0"), version)

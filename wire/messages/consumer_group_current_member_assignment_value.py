@@ -13,7 +13,7 @@ from wire._primitives import ZERO_UUID, DecodeError, Reader, Writer  # noqa: F40
 class TopicPartitions(Message):
     """A TopicPartitions entry of ConsumerGroupCurrentMemberAssignmentValue."""
 
-    __slots__ = ('topic_id', 'partitions')
+    __slots__ = ('topic_id', 'partitions', 'assignment_epochs')
     NAME = 'TopicPartitions'
 
     def __init__(
@@ -21,9 +21,11 @@ class TopicPartitions(Message):
         *,
         topic_id: UUID = ZERO_UUID,
         partitions: list[int] = _UNSET,
+        assignment_epochs: list[int] = _UNSET,
     ) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _UNSET else partitions
+        self.assignment_epochs = [] if assignment_epochs is _UNSET else assignment_epochs
 
     def encode_into(self, w: Writer, version: int) -> None:
         flexible = True
@@ -34,7 +36,17 @@ class TopicPartitions(Message):
             for _x in _a:
                 w.int32(_x)
         if flexible:
-            w.empty_tagged_fields()
+            _tags: list[tuple[int, bytes]] = []
+            if self.assignment_epochs != []:
+                _outer, w = w, Writer()
+                _a = self.assignment_epochs
+                w.array_length(None if _a is None else len(_a), True)
+                if _a is not None:
+                    for _x in _a:
+                        w.int32(_x)
+                _tags.append((0, bytes(w.buf)))
+                w = _outer
+            w.tagged_fields(_tags)
 
     @classmethod
     def decode_from(cls, r: Reader, version: int) -> TopicPartitions:
@@ -49,10 +61,21 @@ class TopicPartitions(Message):
             self.partitions = [_rd() for _ in range(_n)]
         if flexible:
             _tags = r.tagged_fields()
+            if _tags:
+                _outer = r
+                if 0 in _tags:
+                    r = Reader(_tags[0])
+                    _n = r.array_length(True)
+                    if _n < 0:
+                        raise DecodeError("null array for non-nullable field AssignmentEpochs")
+                    else:
+                        _rd = r.int32
+                        self.assignment_epochs = [_rd() for _ in range(_n)]
+                r = _outer
         return self
 
 
-TopicPartitions.FIELDS = (FieldSpec('topic_id', 'uuid', (0, 32767), None, None, None, None), FieldSpec('partitions', '[]int32', (0, 32767), None, None, None, None))
+TopicPartitions.FIELDS = (FieldSpec('topic_id', 'uuid', (0, 32767), None, None, None, None), FieldSpec('partitions', '[]int32', (0, 32767), None, None, None, None), FieldSpec('assignment_epochs', '[]int32', (0, 32767), None, 0, (0, 32767), None))
 
 
 class ConsumerGroupCurrentMemberAssignmentValue(Message):

@@ -77,7 +77,7 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
     if name not in ctx.metadata.topics:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."  # Kafka 4.4's words
     message = topic_config_error(new_configs, defaults=ctx.broker.default_log_config,
                                  remote_storage_system_enable=ctx.broker.config["remote.log.storage.system.enable"],
                                  existing=ctx.metadata.topics[name].configs)
@@ -146,7 +146,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
             new = checked = dict(legacy or {})  # type: ignore[arg-type]
         dynamic_config.validate(checked, per_broker)
         if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):  # the controller's check, after the broker's
-            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None  # Kafka 4.4: no message
         dynamic_config.controller_check(resource_name, stored, new, names, broker.admin.elr_enabled)
         default = new if not per_broker else ctx.metadata.broker_configs.get("", {})
         mine = new if per_broker else ctx.metadata.broker_configs.get(str(broker.node_id), {})
@@ -177,9 +177,15 @@ async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[
             configs.pop(name, None)
         elif name not in group_config.GROUP_CONFIGS:
             return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
-        else:  # no group config is a LIST
+        elif group_config.GROUP_CONFIGS[name].config_type != group_config.LIST:
             verb = "APPEND" if op == APPEND else "SUBTRACT"
             return ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {name} because its type is not LIST."
+        else:  # streams.rack.aware.assignment.tags
+            current = [v for v in configs.get(name, "").split(",") if v]
+            given = [v for v in (value or "").split(",") if v]
+            kept = current + [v for v in given if v not in current] if op == APPEND else \
+                [v for v in current if v not in given]
+            configs[name] = ",".join(kept)
     return await alter_group(ctx, group_id, configs, validate_only)
 
 

@@ -98,14 +98,19 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
 
 
 def group_config_entries(stored: Mapping[str, str], broker_property) -> list[ConfigEntry]:
-    """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order."""
+    """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order; the synonyms are the
+    group's value and the default under its broker property's name (the config's own without one), as Kafka 4.4."""
     defaults = group_config.defaults(broker_property)
     entries = []
     for name in group_config.describe_order():
         d = group_config.GROUP_CONFIGS[name]
-        source = ConfigSource.GROUP_CONFIG if name in stored else ConfigSource.DEFAULT_CONFIG
-        value = stored.get(name, defaults[name])
-        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, ((name, value, source),)))
+        default = (d.broker_default or name, defaults[name], ConfigSource.DEFAULT_CONFIG)
+        if name in stored:
+            value, source = stored[name], ConfigSource.GROUP_CONFIG
+            synonyms: tuple[tuple[str, str | None, int], ...] = ((name, value, source), default)
+        else:
+            value, source, synonyms = defaults[name], ConfigSource.DEFAULT_CONFIG, (default,)
+        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, synonyms))
     return entries
 
 

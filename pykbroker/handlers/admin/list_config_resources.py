@@ -39,7 +39,7 @@ async def handle_list_config_resources(ctx: RequestContext,
     # Kafka's order: groups, client metrics, broker loggers, brokers, topics.
     if GROUP in wanted:
         found += [ConfigResource(resource_name=group, resource_type=GROUP)
-                  for group in sorted(ctx.metadata.group_configs)]
+                  for group, configs in sorted(ctx.metadata.group_configs.items()) if configs]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
             found += [ConfigResource(resource_name=node, resource_type=resource_type) for node in nodes]

@@ -1,4 +1,4 @@
-"""ShareFetch v1-2 (KIP-932): acknowledge (piggybacked), then acquire records for the member.
+"""ShareFetch v1-2 (KIP-932): acknowledge (piggybacked) and acquire records for the member.
 
 - Share session: epoch 0 opens it with the listed partitions (acknowledgements there are INVALID_REQUEST),
   n > 0 continues it (adding ``topics``, dropping ``forgotten_topics_data``), -1 closes it after its
@@ -8,6 +8,11 @@
   ``max_records`` (v2 ``share_acquire_mode`` 1 stops at exactly ``max_records``), long-polling up to
   ``max_wait_ms`` for ``min_bytes``. Each partition answers its acquired ranges with their delivery count
   and the batches holding them; ``acquisition_lock_timeout_ms`` is the group's lock duration.
+- Piggybacked acknowledgements and the acquisition run as in Kafka 4.4, where they start together and a
+  record's new state counts once persisted: the first acquisition attempt does not see the records this
+  request's own acknowledgements release. Only a fetch that found nothing and may wait (``max_wait_ms`` > 0)
+  acquires them, woken by their release (with their delivery count raised). With ``max_wait_ms`` 0 they stay
+  available for the next fetch, as Kafka 4.4 answers.
 - v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
 - A full session (epoch 0) answers every partition; later requests only those with records, errors or
   acknowledgement results. UNSUPPORTED_VERSION while share groups are off.
@@ -79,21 +84,31 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
     topics_by_id = ctx.metadata.topics_by_id
     readable = readable_topic_ids(ctx, {t for t, _ in session.partitions} | {k[1] for k in acks})
-    ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
     settings = svc.settings(group_id)
     results: dict = {}
-    if epoch == FINAL_EPOCH:
-        await close_session(ctx, group_id, member_id)
-    elif not renew:
-        keys = [(group_id, t, p) for t, p in session.partitions if t in readable]
-        if epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
-            await svc.partitions.revalidate(keys)
-        results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                   for t, p in session.partitions if t in topics_by_id and t not in readable}
-        results |= await svc.partitions.fetch(
-            group_id, member_id, keys, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+    fetching = epoch != FINAL_EPOCH and not renew
+    keys = [(group_id, t, p) for t, p in session.partitions if t in readable] if fetching else []
+    if fetching and epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
+        await svc.partitions.revalidate(keys)
+
+    async def fetch(max_wait_ms: int) -> dict:
+        return await svc.partitions.fetch(
+            group_id, member_id, keys, max_wait_ms=max_wait_ms, min_bytes=request.min_bytes,
             max_bytes=request.max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
             record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT)
+
+    # The first acquisition attempt goes before the acknowledgements land (see the docstring).
+    first = await fetch(0) if fetching and acks else {}
+    ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
+    if epoch == FINAL_EPOCH:
+        await close_session(ctx, group_id, member_id)
+    elif fetching:
+        results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                   for t, p in session.partitions if t in topics_by_id and t not in readable}
+        if acks and (any(r.acquired or r.error_code for r in first.values()) or request.max_wait_ms <= 0):
+            results |= first
+        else:
+            results |= await fetch(request.max_wait_ms)
 
     full = epoch == INITIAL_EPOCH
     wanted = list(session.partitions) if epoch != FINAL_EPOCH else []

@@ -34,12 +34,23 @@ def test_defaults_come_from_the_broker():
     ({"nope": "1"}, "Unknown group config name: nope"),
     ({"consumer.session.timeout.ms": "x"}, "Invalid value x for configuration consumer.session.timeout.ms: "
      "Not a number of type INT"),
-    ({"consumer.session.timeout.ms": "1000"}, "consumer.session.timeout.ms must be greater than or equal to "
-     "group.consumer.min.session.timeout.ms"),
-    ({"consumer.heartbeat.interval.ms": "20000"}, "consumer.heartbeat.interval.ms must be less than or equal to "
-     "group.consumer.max.heartbeat.interval.ms"),
-    ({"streams.num.standby.replicas": "3"}, "streams.num.standby.replicas must be less than or equal to "
-     "group.streams.max.standby.replicas"),
+    ({"consumer.session.timeout.ms": "1000"}, "consumer.session.timeout.ms must be in the range 45000 to 60000 "
+     "inclusive."),
+    ({"consumer.heartbeat.interval.ms": "20000"}, "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 "
+     "inclusive."),
+    ({"streams.num.standby.replicas": "3"}, "streams.num.standby.replicas must be less than or equal to 2"),
+    # Kafka 4.4's additions (messages as a 4.4 broker answers them)
+    ({"consumer.assignment.interval.ms": "-1"}, "Invalid value -1 for configuration consumer.assignment.interval.ms: "
+     "Value must be at least 0"),
+    ({"consumer.assignment.interval.ms": "99999"}, "consumer.assignment.interval.ms must be in the range 0 to 15000 "
+     "inclusive."),
+    ({"share.delivery.count.limit": "11"}, "share.delivery.count.limit must be in the range 2 to 10 inclusive."),
+    ({"share.partition.max.record.locks": "99"}, "Invalid value 99 for configuration "
+     "share.partition.max.record.locks: Value must be at least 100"),
+    ({"share.renew.acknowledge.enable": "maybe"}, "Invalid value maybe for configuration "
+     "share.renew.acknowledge.enable: Expected value to be either true or false"),
+    ({"streams.assignor.name": "nope"}, "streams.assignor.name 'nope' is not a registered task assignor. Registered "
+     "assignors are: [sticky]."),
     ({"share.isolation.level": "none"}, "Invalid value none for configuration share.isolation.level: String must be "
      "one of: read_committed, read_uncommitted"),
 ])

@@ -76,6 +76,25 @@ def test_consumer_group_records_round_trip():
     assert [(tp.topic_id, tp.partitions) for tp in target.topic_partitions] == [(tid, [0, 2])]
 
 
+def test_assignment_epochs_survive_a_replay():
+    """KIP-1251: a member's current-assignment record keeps the epoch each partition was assigned at (Kafka 4.4's
+    tagged AssignmentEpochs); a record written before them gives every partition the member epoch."""
+    from coordinator.group.consumer_group import ConsumerGroupMember
+
+    tid = uuid.uuid4()
+    member = ConsumerGroupMember("m", member_epoch=5, assigned_partitions={tid: frozenset({0, 1})},
+                                 assignment_epochs={(tid, 0): 2, (tid, 1): 5})
+    key, value = member.current_assignment_record("g").encode()
+    replayed = ConsumerGroupMember("m").updated_with_assignment(rec.decode_record(key, value).value)
+    assert (replayed.assignment_epoch(tid, 0), replayed.assignment_epoch(tid, 1), replayed.assignment_epoch(tid, 2)) \
+        == (2, 5, None)
+    old = rec.consumer_group_current_assignment_record("g", "m", 4, 3, 0, {tid: frozenset({0})}, {})
+    old.value.assigned_partitions[0].assignment_epochs = []  # as a Kafka 4.1 record has it
+    key, value = old.encode()
+    assert ConsumerGroupMember("m").updated_with_assignment(rec.decode_record(key, value).value).assignment_epoch(
+        tid, 0) == 4
+
+
 def test_unknown_record_types_and_garbage():
     with pytest.raises(rec.UnknownRecordTypeError):
         rec.decode_record(struct.pack(">h", 9) + _s("g"), None)  # 4.1's ShareGroupPartitionMetadata
