@@ -1,8 +1,8 @@
 """One __consumer_offsets partition's coordinator state machine (Kafka's GroupCoordinatorShard).
 
 The shard owns the groups and offsets whose group ids hash to its partition, share groups included
-(``share``, whose records are types 10-15). Its operations run on
-the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
+(``share``, whose records are types 10-15) and streams groups (``streams``, types 17 and 19-23; replay only
+so far). Its operations run on the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
 way record-backed state changes — at load (every record of the partition, in order) and after each
 append. Operations never do I/O.
 """
@@ -20,6 +20,7 @@ from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
 from coordinator.group.request_info import RequestInfo
+from coordinator.group.streams_group import StreamsGroups
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
@@ -59,6 +60,7 @@ class GroupCoordinatorShard:
         self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
+        self.streams = StreamsGroups()
 
     # -- replay and lifecycle --------------------------------------------------------------------------
     def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
@@ -66,6 +68,8 @@ class GroupCoordinatorShard:
             self.offsets.replay(offset, record, producer_id)
         elif record.record_type in rec.SHARE_GROUP_RECORD_TYPES:
             self.share.replay(record)
+        elif record.record_type in rec.STREAMS_GROUP_RECORD_TYPES:
+            self.streams.replay(record)
         elif producer_id < 0:
             self.groups.replay(record)
 
@@ -166,4 +170,5 @@ class GroupCoordinatorShard:
     # -- tests ------------------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         return {"groups": self.groups.snapshot(), "offsets": self.offsets.snapshot(),
-                "share_groups": {gid: g.view() for gid, g in self.share.groups.items()}}
+                "share_groups": {gid: g.view() for gid, g in self.share.groups.items()},
+                "streams_groups": self.streams.snapshot()}
