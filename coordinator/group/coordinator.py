@@ -56,6 +56,8 @@ from wire.messages import (
     OffsetCommitResponse,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
     SyncGroupRequest,
     SyncGroupResponse,
     TxnOffsetCommitRequest,
@@ -244,6 +246,14 @@ class GroupCoordinator:
             return await self._write(request.group_id, lambda shard: shard.consumer_group_heartbeat(info, request))
         except Exception as exc:
             return ConsumerGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def streams_group_heartbeat(self, info: RequestInfo,
+                                      request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
+        """KIP-1071's heartbeat (not served to clients yet: no handler, not in ApiVersions)."""
+        try:
+            return await self._write(request.group_id, lambda shard: shard.streams_group_heartbeat(info, request))
+        except Exception as exc:
+            return StreamsGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
 
     async def consumer_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[cgd.DescribedGroup]:
         out = []

@@ -21,6 +21,7 @@ from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
 from coordinator.group.request_info import RequestInfo
 from coordinator.group.streams_group import StreamsGroups
+from coordinator.group.streams_protocol import StreamsProtocol
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
@@ -35,6 +36,7 @@ from wire.messages import (
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -61,6 +63,7 @@ class GroupCoordinatorShard:
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
         self.streams = StreamsGroups()
+        self.streams_protocol = StreamsProtocol(self.streams, topics)
 
     # -- replay and lifecycle --------------------------------------------------------------------------
     def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
@@ -103,6 +106,10 @@ class GroupCoordinatorShard:
     # -- consumer protocol ------------------------------------------------------------------------------
     def consumer_group_heartbeat(self, info: RequestInfo, request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
         return self.groups.consumer.consumer_group_heartbeat(info, request)
+
+    # -- streams protocol (KIP-1071) --------------------------------------------------------------------
+    def streams_group_heartbeat(self, info: RequestInfo, request: StreamsGroupHeartbeatRequest) -> CoordinatorResult:
+        return self.streams_protocol.heartbeat(info, request)
 
     # -- offsets ----------------------------------------------------------------------------------------
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,

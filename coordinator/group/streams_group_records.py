@@ -39,7 +39,8 @@ from wire.messages import streams_group_current_member_assignment_value as _curr
 from wire.messages import streams_group_metadata_value as _metadata
 from wire.messages import streams_group_target_assignment_member_value as _target
 
-__all__ = ["GroupMetadata", "Tasks", "TasksTuple", "EMPTY_TASKS", "tasks_of", "epoch_record", "epoch_tombstone", "topology_record",
+__all__ = ["GroupMetadata", "Tasks", "TasksTuple", "EMPTY_TASKS", "tasks_of", "epoch_record", "epoch_tombstone",
+           "topology_record",
            "topology_tombstone", "member_metadata_record", "member_metadata_tombstone", "target_assignment_record",
            "target_assignment_tombstone", "target_assignment_epoch_record", "target_assignment_epoch_tombstone",
            "current_assignment_record", "current_assignment_tombstone"]
