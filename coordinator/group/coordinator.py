@@ -66,6 +66,7 @@ from wire.messages import (
 from wire.messages import consumer_group_describe_response as cgd
 from wire.messages import offset_commit_response as ocr
 from wire.messages import offset_fetch_response as ofr
+from wire.messages import streams_group_describe_response as sgd
 from wire.messages import txn_offset_commit_response as tocr
 from wire.messages.delete_groups_response import DeletableGroupResult
 from wire.messages.describe_groups_response import DescribedGroup
@@ -254,6 +255,20 @@ class GroupCoordinator:
             return await self._write(request.group_id, lambda shard: shard.streams_group_heartbeat(info, request))
         except Exception as exc:
             return StreamsGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def streams_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[sgd.DescribedGroup]:
+        """KIP-1071's describe (not served to clients yet: no handler, not in ApiVersions)."""
+        out = []
+        for group_id in group_ids:
+            if not group_id:
+                out.append(sgd.DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID, members=[]))
+                continue
+            try:
+                partition = await self._partition(group_id)
+                out.extend(await self.runtime.read(partition, lambda shard: shard.streams_group_describe([group_id])))  # noqa: B023 - awaited here
+            except Exception as exc:
+                out.append(sgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
+        return out
 
     async def consumer_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[cgd.DescribedGroup]:
         out = []

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 
 from coordinator.group import records as rec
+from coordinator.group import streams_describe
 from coordinator.group.classic_group import Responder
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_config import GroupConfigs
@@ -150,10 +151,34 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records, results)
 
     def list_groups(self, states: list[str], types: list[str]):
-        return self.groups.list_groups(states, types)
+        listed = self.groups.list_groups(states, types)
+        state_filter = {s.strip().lower() for s in states}
+        type_filter = {t.strip().lower() for t in types}
+        for g in self.streams.groups.values():
+            entry = streams_describe.listed(g, self.streams_protocol.topics)
+            if (not state_filter or entry.group_state.lower() in state_filter) and (
+                    not type_filter or entry.group_type in type_filter):
+                listed.append(entry)
+        return listed
 
     def describe_groups(self, group_ids: list[str], api_version: int):
-        return self.groups.describe_groups(group_ids, api_version)
+        described = self.groups.describe_groups(group_ids, api_version)
+        for d in described:  # Kafka: a streams group is GROUP_ID_NOT_FOUND to DescribeGroups, as a consumer group
+            if d.group_id in self.streams.groups and api_version >= 6:
+                d.error_message = f"Group {d.group_id} is not a classic group."
+        return described
+
+    def streams_group_describe(self, group_ids: list[str]):
+        out = []
+        for group_id in group_ids:
+            g = self.streams.groups.get(group_id)
+            if g is not None:
+                out.append(streams_describe.describe(g, self.streams_protocol.topics))
+            elif group_id in self.groups.groups:
+                out.append(streams_describe.not_found(group_id, f"Group {group_id} is not a streams group."))
+            else:
+                out.append(streams_describe.not_found(group_id, f"Group {group_id} not found."))
+        return out
 
     def consumer_group_describe(self, group_ids: list[str]):
         return self.groups.consumer_group_describe(group_ids)
