@@ -59,11 +59,11 @@ class GroupCoordinatorShard:
         self.clock = clock
         self.timer = timer
         self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid, group_configs)
-        self.offsets = OffsetMetadataManager(self.groups)
         self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
         self.streams = StreamsGroups()
+        self.offsets = OffsetMetadataManager(self.groups, self.streams)
         self.streams_protocol = StreamsProtocol(self.streams, topics)
 
     # -- replay and lifecycle --------------------------------------------------------------------------

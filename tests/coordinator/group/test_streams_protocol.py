@@ -115,3 +115,24 @@ async def test_topology_and_request_errors():
     no_topology.topology = None
     assert (await c.streams_group_heartbeat(info(0), no_topology)).error_code == ErrorCode.INVALID_REQUEST
     await c.close()
+
+
+@run
+async def test_offset_commits_and_fetches_are_checked_against_the_member_epoch():
+    from tests.coordinator.group.test_offsets import codes, commit, fetched
+
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("m1"))
+    ok = await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 10}, generation=1, member_id="m1"))
+    assert codes(ok) == {("a", 0): ErrorCode.NONE}
+    stale = await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 11}, generation=0, member_id="m1"))
+    assert codes(stale) == {("a", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    unknown = await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 11}, generation=1, member_id="m9"))
+    assert codes(unknown) == {("a", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert (await fetched(h, GROUP, member_id="m1", member_epoch=1))[("a", 0)][0] == 10
+    assert (await fetched(h, GROUP))[("a", 0)][0] == 10  # an admin's fetch
+    _, listed = await c.list_groups(info(5), [], [])
+    assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "streams")]  # no simple group beside it
+    await h.assert_replay_matches()
+    await c.close()
