@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from coordinator.group import records as rec
 from coordinator.group import streams_describe
-from coordinator.group.classic_group import Responder
+from coordinator.group.classic_group import ClassicGroup, Responder
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -62,9 +62,18 @@ class GroupCoordinatorShard:
         self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
-        self.streams = StreamsGroups()
+        self.streams = StreamsGroups(on_create=self._drop_simple_group)
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
-        self.streams_protocol = StreamsProtocol(self.streams, topics)
+        self.streams_protocol = StreamsProtocol(self.streams, topics, timer, other_group=self._is_other_group)
+
+    def _is_other_group(self, group_id: str) -> bool:
+        """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""
+        g = self.groups.groups.get(group_id)
+        return g is not None and not (isinstance(g, ClassicGroup) and g.is_simple_group)
+
+    def _drop_simple_group(self, group_id: str) -> None:
+        if not self._is_other_group(group_id):
+            self.groups.groups.pop(group_id, None)
 
     # -- replay and lifecycle --------------------------------------------------------------------------
     def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
@@ -84,6 +93,7 @@ class GroupCoordinatorShard:
     def on_loaded(self) -> None:
         self.groups.on_loaded()
         self.share.on_loaded()
+        self.streams_protocol.on_loaded()
         self._schedule_group_metadata_expiration()
         if self.groups.groups:
             log.info("__consumer_offsets-%d: %d groups loaded", self.partition, len(self.groups.groups))

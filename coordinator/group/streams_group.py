@@ -8,6 +8,7 @@ is not built yet, so no client can create a streams group; a log written by Kafk
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.group import records as rec
@@ -84,13 +85,18 @@ def _active_epochs(task_ids) -> dict[tuple[str, int], int]:
 class StreamsGroups:
     """A shard's streams groups, built by replay only."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_create: Callable[[str], None] | None = None) -> None:
+        """``on_create(group_id)``: a streams group was created by replay (the shard drops a simple classic
+        group of that id, made by offset commits alone, as Kafka replaces it)."""
         self.groups: dict[str, StreamsGroup] = {}
+        self._on_create = on_create
 
     def _group(self, group_id: str, create: bool) -> StreamsGroup | None:
         g = self.groups.get(group_id)
         if g is None and create:
             g = self.groups[group_id] = StreamsGroup(group_id)
+            if self._on_create is not None:
+                self._on_create(group_id)
         return g
 
     def replay(self, record: rec.CoordinatorRecord) -> None:

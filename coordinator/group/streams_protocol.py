@@ -14,12 +14,16 @@ runtime replays them after the append), as Kafka's GroupMetadataManager.streamsG
   withheld until released;
 - epoch -1 (or -2, static leave) removes the member.
 
-Not built yet: session and rebalance timeouts, static membership, warm-up tasks, task offsets and lags,
+A member that does not heartbeat within the session timeout is removed as if it had left.
+
+Not built yet: rebalance timeouts, static membership, warm-up tasks, task offsets and lags,
 endpoint information, shutdown-application fan-out, creating missing internal topics.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from coordinator.group import records as rec
@@ -31,6 +35,7 @@ from coordinator.group.streams_topology import configure, validate
 from coordinator.group.topics import TopicsImage, metadata_hash
 from coordinator.runtime.errors import ApiError
 from coordinator.runtime.result import CoordinatorResult
+from coordinator.runtime.timer import CoordinatorTimer
 from wire import ErrorCode
 from wire.messages import (
     StreamsGroupHeartbeatRequest,
@@ -43,6 +48,8 @@ from wire.messages import streams_group_member_metadata_value as _member
 from wire.messages import streams_group_topology_value as _topology
 
 __all__ = ["StreamsProtocol", "MemberState"]
+
+log = logging.getLogger("pykbroker.coordinator.group")
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -88,13 +95,43 @@ def _grouped(tasks: set[tuple[str, int]]) -> dict[str, list[int]]:
     return out
 
 
+def session_timeout_key(group_id: str, member_id: str) -> str:
+    return f"streams-session-timeout-{group_id}-{member_id}"
+
+
 class StreamsProtocol:
-    def __init__(self, groups: StreamsGroups, topics: TopicsImage, heartbeat_interval_ms: int = 5000,
-                 num_standby_replicas: int = 0) -> None:
+    """Kafka 4.4's defaults: group.streams.session.timeout.ms 45 s, heartbeat interval 5 s, no standby."""
+
+    def __init__(self, groups: StreamsGroups, topics: TopicsImage, timer: CoordinatorTimer,
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5000,
+                 num_standby_replicas: int = 0, other_group: Callable[[str], bool] = lambda _: False) -> None:
+        """``other_group(group_id)``: a classic or consumer group has that id."""
         self.groups = groups
+        self.other_group = other_group
         self.topics = topics
+        self.timer = timer
+        self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.num_standby_replicas = num_standby_replicas
+
+    # -- sessions --------------------------------------------------------------------------------------
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.timer.schedule(session_timeout_key(group_id, member_id), self.session_timeout_ms,
+                            lambda: self._expire(group_id, member_id))
+
+    def _expire(self, group_id: str, member_id: str) -> CoordinatorResult:
+        """A member that stopped heartbeating is fenced: removed as if it had left."""
+        group = self.groups.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return CoordinatorResult([])
+        log.info("streams group %s: member %s fenced, its session expired", group_id, member_id)
+        return CoordinatorResult(self._remove_member(group, member_id))
+
+    def on_loaded(self) -> None:
+        """Start the session timers of loaded members (Kafka's onLoaded)."""
+        for group in self.groups.groups.values():
+            for member_id in group.members:
+                self._schedule_session_timeout(group.group_id, member_id)
 
     # -- validation ------------------------------------------------------------------------------------
     @staticmethod
@@ -117,6 +154,8 @@ class StreamsProtocol:
     def heartbeat(self, info: RequestInfo, r: StreamsGroupHeartbeatRequest) -> CoordinatorResult:
         self._validate(r)
         group = self.groups.groups.get(r.group_id)
+        if group is None and self.other_group(r.group_id):
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {r.group_id} is not a streams group.")
         if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(group, r)
         if group is None:
@@ -195,6 +234,7 @@ class StreamsProtocol:
                 g, r.member_id, updated.member_epoch, updated.previous_member_epoch, updated.state,
                 updated.assigned, updated.pending_revocation, updated.active_epochs))
 
+        self._schedule_session_timeout(g, r.member_id)
         response = StreamsGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, member_id=r.member_id, member_epoch=updated.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms)
@@ -262,7 +302,13 @@ class StreamsProtocol:
         member = group.members.get(r.member_id) if group is not None else None
         if group is None or member is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {r.group_id}.")
-        g, mid = r.group_id, r.member_id
+        self.timer.cancel(session_timeout_key(r.group_id, r.member_id))
+        return CoordinatorResult(self._remove_member(group, r.member_id), StreamsGroupHeartbeatResponse(
+            error_code=ErrorCode.NONE, member_id=r.member_id, member_epoch=r.member_epoch, heartbeat_interval_ms=0))
+
+    def _remove_member(self, group: StreamsGroup, mid: str) -> list[rec.CoordinatorRecord]:
+        """The member's tombstones, the bumped group epoch and the others' new target assignment."""
+        g = group.group_id
         records = [srec.current_assignment_tombstone(g, mid), srec.target_assignment_tombstone(g, mid),
                    srec.member_metadata_tombstone(g, mid)]
         epoch = group.group_epoch + 1
@@ -275,6 +321,4 @@ class StreamsProtocol:
             if group.target_assignment.get(m) != t:
                 records.append(srec.target_assignment_record(g, m, t))
         records.append(srec.target_assignment_epoch_record(g, epoch))
-        return CoordinatorResult(records, StreamsGroupHeartbeatResponse(
-            error_code=ErrorCode.NONE, member_id=mid, member_epoch=r.member_epoch,
-            heartbeat_interval_ms=0))
+        return records

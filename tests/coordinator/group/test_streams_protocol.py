@@ -136,3 +136,47 @@ async def test_offset_commits_and_fetches_are_checked_against_the_member_epoch()
     assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "streams")]  # no simple group beside it
     await h.assert_replay_matches()
     await c.close()
+
+
+@run
+async def test_a_member_without_heartbeats_is_fenced_after_the_session_timeout():
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("m1"))
+    await c.streams_group_heartbeat(info(0), join("m2"))
+    await c.streams_group_heartbeat(info(0), hb("m1", 1, {"0": [0, 1, 2, 3]}))
+    await c.streams_group_heartbeat(info(0), hb("m1", 1, {"0": [0, 1]}))
+    await h.advance(30_000)
+    await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1]}))  # m1 keeps its session, m2 does not
+    await h.advance(20_000)
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert set(g.members) == {"m1"} and g.group_epoch == 3
+    r = await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1]}))
+    assert r.member_epoch == 3 and tasks(r.active_tasks) == {"0": [0, 1, 2, 3]}
+    assert (await c.streams_group_heartbeat(info(0), hb("m2", 2, {}))).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    await h.assert_replay_matches()
+    await c.close()
+
+
+@run
+async def test_a_streams_group_replaces_a_simple_group_and_refuses_a_consumer_groups_id():
+    from tests.coordinator.group.test_offsets import commit, fetched
+    from wire.messages import ConsumerGroupHeartbeatRequest
+
+    h = Harness()
+    c = h.coordinator
+    await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 7}))  # an admin's commit: a simple group
+    await c.streams_group_heartbeat(info(0), join("m1"))
+    _, listed = await c.list_groups(info(5), [], [])
+    assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "streams")]
+    assert (await fetched(h, GROUP, member_id="m1", member_epoch=1))[("a", 0)][0] == 7
+    await h.assert_replay_matches()
+
+    await c.consumer_group_heartbeat(info(1), ConsumerGroupHeartbeatRequest(
+        group_id="cg", member_id="c1", member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=["a"],
+        topic_partitions=[]))
+    r = await c.streams_group_heartbeat(info(0), StreamsGroupHeartbeatRequest(
+        group_id="cg", member_id="m1", member_epoch=0, rebalance_timeout_ms=30000, topology=topology(),
+        process_id="p"))
+    assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group cg is not a streams group.")
+    await c.close()
