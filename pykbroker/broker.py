@@ -468,6 +468,10 @@ class Broker:
         """Each registered broker's broker.rack (None: none), for rack-aware replica placement."""
         return {b.node_id: b.rack for b in self.metadata.image.brokers.values()}
 
+    async def create_streams_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                            configs: dict[str, str]) -> bool:
+        return await self.internal_topics.create_streams_internal_topic(name, partitions, replication_factor, configs)
+
     async def auto_create_topic(self, name: str) -> TopicState | None:
         """Create ``name`` with the broker defaults for a Metadata request; None when not allowed."""
         return await self.internal_topics.auto_create_topic(name)

@@ -380,8 +380,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # pykbroker's own switch (streams groups, KIP-1071, are being built): off, the Streams group APIs are neither
     # advertised nor served.
     ConfigDef("group.streams.enable", _bool, "false",
-              "Serve and advertise StreamsGroupHeartbeat and StreamsGroupDescribe (unfinished: the broker does not "
-              "create missing internal topics yet); false: a Kafka Streams app must use group.protocol=classic."),
+              "Serve and advertise StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071, unfinished); false: a "
+              "Kafka Streams app must use group.protocol=classic."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
     ConfigDef("group.share.enable", _bool, "false",
               "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),

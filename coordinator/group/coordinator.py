@@ -256,6 +256,12 @@ class GroupCoordinator:
         except Exception as exc:
             return StreamsGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
 
+    async def streams_group_topology(self, group_id: str):
+        """The streams group's topology (StreamsGroupTopologyValue), or None."""
+        partition = await self._partition(group_id)
+        return await self.runtime.read(partition, lambda shard: (  # noqa: B023 - awaited here
+            g.topology if (g := shard.streams.groups.get(group_id)) is not None else None))
+
     async def streams_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[sgd.DescribedGroup]:
         """KIP-1071's describe (not served to clients yet: no handler, not in ApiVersions)."""
         out = []

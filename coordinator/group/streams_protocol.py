@@ -206,7 +206,9 @@ class StreamsProtocol:
         mhash = metadata_hash(self.topics, topics)
         epoch = group.group_epoch
         topology_changed = topology is not group.topology
-        if changed or topology_changed or mhash != group.metadata.metadata_hash:
+        newly_ready = (topology is not None and configured is not None and configured.status is None
+                       and group.metadata.validated_topology_epoch != topology.epoch)
+        if changed or topology_changed or newly_ready or mhash != group.metadata.metadata_hash:
             epoch += 1
             records.append(srec.epoch_record(g, replace(
                 group.metadata, epoch=epoch, metadata_hash=mhash,

@@ -15,7 +15,7 @@ from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 from wire.messages import StreamsGroupTopologyValue
 
-__all__ = ["ConfiguredTopology", "StatusCode", "configure", "validate"]
+__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "missing_internal_topics", "validate"]
 
 
 class StatusCode:
@@ -76,3 +76,55 @@ def configure(topology: StreamsGroupTopologyValue, topics: TopicsImage) -> Confi
                                       f"the same number of partitions: {sorted(counts.items())}")
         tasks[sub.subtopology_id] = max(counts.values(), default=0)
     return ConfiguredTopology(tasks)
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopic:
+    """A repartition or changelog topic the broker creates for a streams group (Kafka's InternalTopicManager)."""
+
+    name: str
+    partitions: int
+    replication_factor: int  # 0: the broker's default.replication.factor
+    configs: dict[str, str]
+
+
+def missing_internal_topics(topology: StreamsGroupTopologyValue, topics: TopicsImage) -> list[InternalTopic]:
+    """The internal topics missing from ``topics`` whose partition count is known: a repartition topic's own,
+    else its writers' task count; a changelog topic has its sub-topology's task count."""
+    counts: dict[str, int] = {}
+    for sub in topology.subtopologies:
+        for name in sub.source_topics:
+            if (info := topics.by_name(name)) is not None:
+                counts[name] = info.num_partitions
+        for t in sub.repartition_source_topics:
+            if (info := topics.by_name(t.name)) is not None:
+                counts[t.name] = info.num_partitions
+            elif t.partitions > 0:
+                counts[t.name] = t.partitions
+
+    def tasks(sub) -> int:
+        return max((counts.get(n, 0) for n in (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))),
+                   default=0)
+
+    changed = True
+    while changed:  # a repartition topic without a count takes its writers' task count
+        changed = False
+        for sub in topology.subtopologies:
+            n = tasks(sub)
+            for name in sub.repartition_sink_topics:
+                if n > 0 and counts.get(name, 0) < n and topics.by_name(name) is None and not any(
+                        t.name == name and t.partitions > 0 for s in topology.subtopologies
+                        for t in s.repartition_source_topics):
+                    counts[name] = n
+                    changed = True
+    out: list[InternalTopic] = []
+    for sub in topology.subtopologies:
+        for t in sub.repartition_source_topics:
+            if topics.by_name(t.name) is None and counts.get(t.name, 0) > 0:
+                out.append(InternalTopic(t.name, counts[t.name], t.replication_factor,
+                                         {c.key: c.value for c in t.topic_configs}))
+        n = tasks(sub)
+        for t in sub.state_changelog_topics:
+            if topics.by_name(t.name) is None and n > 0:
+                out.append(InternalTopic(t.name, n, t.replication_factor, {c.key: c.value for c in t.topic_configs}))
+    return out

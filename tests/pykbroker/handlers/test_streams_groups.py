@@ -49,3 +49,25 @@ def test_join_and_describe_with_group_streams_enable(tmp_path):
         assert (g.error_code, g.group_state, [m.member_id for m in g.members]) == (ErrorCode.NONE, "Stable", ["m1"])
         listed = c.request(ListGroupsRequest(states_filter=[], types_filter=[]), 5).groups
         assert [(x.group_id, x.group_type) for x in listed] == [("app", "streams")]
+
+
+def test_the_broker_creates_missing_internal_topics(tmp_path):
+    with BrokerProcess(tmp_path, overrides={"group.streams.enable": "true"}) as b, RawClient(b.bootstrap) as c:
+        c.request(CreateTopicsRequest(topics=[CreatableTopic(name="in", num_partitions=3, replication_factor=1)],
+                                      timeout_ms=5000), 7)
+        c.wait_for_topics("in")
+        request = join("m1")
+        request.topology = req.Topology(epoch=1, subtopologies=[
+            req.Subtopology(subtopology_id="0", source_topics=["in"], repartition_sink_topics=["app-rep"]),
+            req.Subtopology(subtopology_id="1", repartition_source_topics=[req.TopicInfo(
+                name="app-rep", topic_configs=[req.KeyValue(key="cleanup.policy", value="delete")])],
+                state_changelog_topics=[req.TopicInfo(name="app-store-changelog", topic_configs=[
+                    req.KeyValue(key="cleanup.policy", value="compact")])])])
+        r = c.request(request, 1)
+        assert r.error_code == ErrorCode.NONE and [s.status_code for s in r.status] == [3], r  # missing internal
+        created = c.wait_for_topics("app-rep", "app-store-changelog")
+        assert [len(created[n].partitions) for n in ("app-rep", "app-store-changelog")] == [3, 3]
+        r = c.request(StreamsGroupHeartbeatRequest(group_id="app", member_id="m1", member_epoch=r.member_epoch,
+                                                   active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+        assert r.error_code == ErrorCode.NONE and not r.status, r
+        assert [(t.subtopology_id, t.partitions) for t in r.active_tasks] == [("0", [0, 1, 2]), ("1", [0, 1, 2])]
