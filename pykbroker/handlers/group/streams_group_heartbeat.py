@@ -51,6 +51,12 @@ async def _create_internal_topics(ctx: RequestContext, request: StreamsGroupHear
         return
     topics = MetadataStoreTopics(ctx.broker.metadata)
     for t in missing_internal_topics(topology, topics):
-        if await ctx.broker.create_streams_internal_topic(t.name, t.partitions, t.replication_factor, t.configs):
+        try:
+            created = await ctx.broker.create_streams_internal_topic(t.name, t.partitions, t.replication_factor,
+                                                                     t.configs)
+        except Exception as exc:  # the heartbeat is answered anyway; the status stays MISSING_INTERNAL_TOPICS
+            log.warning("streams group %s: cannot create internal topic %s: %s", request.group_id, t.name, exc)
+            continue
+        if created:
             log.info("streams group %s: created internal topic %s (%d partitions)", request.group_id, t.name,
                      t.partitions)

@@ -60,7 +60,8 @@ def test_the_broker_creates_missing_internal_topics(tmp_path):
         request.topology = req.Topology(epoch=1, subtopologies=[
             req.Subtopology(subtopology_id="0", source_topics=["in"], repartition_sink_topics=["app-rep"]),
             req.Subtopology(subtopology_id="1", repartition_source_topics=[req.TopicInfo(
-                name="app-rep", topic_configs=[req.KeyValue(key="cleanup.policy", value="delete")])],
+                name="app-rep", replication_factor=-1,  # as Kafka Streams sends it: the broker's default
+                topic_configs=[req.KeyValue(key="cleanup.policy", value="delete")])],
                 state_changelog_topics=[req.TopicInfo(name="app-store-changelog", topic_configs=[
                     req.KeyValue(key="cleanup.policy", value="compact")])])])
         r = c.request(request, 1)
