@@ -124,6 +124,12 @@ def test_exactly_once_count_with_the_streams_group_protocol(tmp_path, jars):
     print(f"pykbroker, one node, streams groups: {run.records} records counted exactly once in {run.seconds:.1f} s")
 
 
+@slow
+def test_exactly_once_count_with_the_streams_group_protocol_on_kafka(tmp_path, jars, kafka44_judge):
+    run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10, props={"group.protocol": "streams"})
+    print(f"Kafka 4.4, one node, streams groups: {run.records} records counted exactly once in {run.seconds:.1f} s")
+
+
 # Three brokers, every topic (the application's internal ones included) with three replicas of which two must be in
 # sync; everything else is each broker's default (a dead broker is noticed after 9 s in both: pykbroker's ZooKeeper
 # session, Kafka's broker.session.timeout.ms).
