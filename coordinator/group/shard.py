@@ -64,7 +64,10 @@ class GroupCoordinatorShard:
                                            max_size=config.share_group_max_size)
         self.streams = StreamsGroups(on_create=self._drop_simple_group)
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
-        self.streams_protocol = StreamsProtocol(self.streams, topics, timer, other_group=self._is_other_group)
+        self.streams_protocol = StreamsProtocol(
+            self.streams, topics, timer, session_timeout_ms=config.streams_group_session_timeout_ms,
+            heartbeat_interval_ms=config.streams_group_heartbeat_interval_ms,
+            num_standby_replicas=config.streams_group_num_standby_replicas, other_group=self._is_other_group)
 
     def _is_other_group(self, group_id: str) -> bool:
         """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""

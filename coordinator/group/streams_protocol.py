@@ -100,7 +100,8 @@ def session_timeout_key(group_id: str, member_id: str) -> str:
 
 
 class StreamsProtocol:
-    """Kafka 4.4's defaults: group.streams.session.timeout.ms 45 s, heartbeat interval 5 s, no standby."""
+    """Defaults as Kafka 4.4's group.streams.session.timeout.ms (45 s), .heartbeat.interval.ms (5 s) and
+    .num.standby.replicas (0), which the shard passes from the broker config."""
 
     def __init__(self, groups: StreamsGroups, topics: TopicsImage, timer: CoordinatorTimer,
                  session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5000,

@@ -71,9 +71,11 @@ async def test_one_member_gets_every_task_then_shares_them_after_revocation():
 
 @run
 async def test_standby_tasks_go_to_another_process():
-    h = Harness()
-    await h.settle()
-    h.shard(GROUP).streams_protocol.num_standby_replicas = 1
+    from dataclasses import replace
+
+    from tests.coordinator.group.helpers import CONFIG
+
+    h = Harness(replace(CONFIG, streams_group_num_standby_replicas=1))  # group.streams.num.standby.replicas
     c = h.coordinator
     await c.streams_group_heartbeat(info(0), join("m1"))
     await c.streams_group_heartbeat(info(0), join("m2"))
