@@ -130,7 +130,8 @@ test-tiered-slow: deps
 
 ## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
 ##                    exactly_once_v2 counting application judged on Kafka 4.4, and on 3 brokers (RF=3,
-##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's (~12 min)
+##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's, and with
+##                    group.protocol=streams on one node of each (~13 min)
 test-streams-slow: deps
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
 

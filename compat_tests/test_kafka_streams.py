@@ -24,7 +24,8 @@ from compat_tests.conftest import KAFKA_44
 from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from compat_tests.streams_app import CommittedCounts, StreamsApp, produce_keys, streams_jars
 from pykbroker.config import Config
-from pykbroker.testing import BrokerProcess, ClusterProcesses
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
+from wire.messages import ListGroupsRequest
 
 KEYS = 1000
 PARTITIONS = 4
@@ -109,6 +110,24 @@ def test_exactly_once_count_on_one_node(tmp_path, jars):
 def test_exactly_once_count_on_one_kafka_node(tmp_path, jars, kafka44_judge):
     run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10)
     print(f"Kafka 4.4, one node: {run.records} records counted exactly once in {run.seconds:.1f} s")
+
+
+@slow
+def test_exactly_once_count_with_the_streams_group_protocol(tmp_path, jars):
+    """group.protocol=streams (KIP-1071): the broker assigns the tasks and creates the repartition and changelog
+    topics itself (group.streams.enable, pykbroker's switch while streams groups are unfinished)."""
+    with BrokerProcess(tmp_path / "broker", overrides={"group.streams.enable": "true"}) as broker:
+        run = count_keys(jars, broker.bootstrap, tmp_path, rounds=10, props={"group.protocol": "streams"})
+        with RawClient(broker.bootstrap) as c:
+            listed = c.request(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5).groups
+    assert [g.group_type for g in listed] == ["streams"], listed
+    print(f"pykbroker, one node, streams groups: {run.records} records counted exactly once in {run.seconds:.1f} s")
+
+
+@slow
+def test_exactly_once_count_with_the_streams_group_protocol_on_kafka(tmp_path, jars, kafka44_judge):
+    run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10, props={"group.protocol": "streams"})
+    print(f"Kafka 4.4, one node, streams groups: {run.records} records counted exactly once in {run.seconds:.1f} s")
 
 
 # Three brokers, every topic (the application's internal ones included) with three replicas of which two must be in

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
 
+# Streams group (KIP-1071) APIs: advertised only with group.streams.enable (not finished yet).
+STREAMS_GROUP_APIS = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})
+
 log = logging.getLogger("pykbroker.broker")
 
 
@@ -218,6 +221,11 @@ class Broker:
         return self.metadata.image.finalized_features.get(SHARE_VERSION, 0) >= 1 or bool(self.config["group.share.enable"])
 
     @property
+    def streams_groups_enabled(self) -> bool:
+        """group.streams.enable: the unfinished Streams group APIs are served and advertised."""
+        return bool(self.config["group.streams.enable"])
+
+    @property
     def controller_id(self) -> int:
         """The controller's node id, as the cluster metadata has it (a single node is its own controller)."""
         return self.metadata.image.controller_id
@@ -238,8 +246,9 @@ class Broker:
     def api_versions(self) -> list[ApiVersion]:
         """The ApiVersions entries, computed from the registry."""
         if self._api_versions_cache is None:
+            hidden = set() if self.streams_groups_enabled else STREAMS_GROUP_APIS
             self._api_versions_cache = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                                        for k, lo, hi in self.registry.api_versions()]
+                                        for k, lo, hi in self.registry.api_versions() if k not in hidden]
         return self._api_versions_cache
 
     def unsupported_api_versions_response(self) -> ApiVersionsResponse:

@@ -381,6 +381,17 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Largest consumer.heartbeat.interval.ms a group config may set."),
     ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
     ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
+    # pykbroker's own switch (streams groups, KIP-1071, are being built): off, the Streams group APIs are neither
+    # advertised nor served.
+    ConfigDef("group.streams.enable", _bool, "false",
+              "Serve and advertise StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071, unfinished); false: a "
+              "Kafka Streams app must use group.protocol=classic."),
+    ConfigDef("group.streams.session.timeout.ms", _int(1, _I32), "45000",
+              "Session timeout of streams group members (removed when they do not heartbeat within it)."),
+    ConfigDef("group.streams.heartbeat.interval.ms", _int(1, _I32), "5000",
+              "Heartbeat interval given to streams group members."),
+    ConfigDef("group.streams.num.standby.replicas", _int(0, _I32), "0",
+              "Standby copies of each stateful task the streams group assignor places on other processes."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
     ConfigDef("group.share.enable", _bool, "false",
               "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),

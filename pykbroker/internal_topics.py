@@ -71,6 +71,27 @@ class InternalTopics:
         except KeyError:  # created meanwhile (by another request, or another broker)
             return self.metadata.image.topics.get(name)
 
+    async def create_streams_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                            configs: dict[str, str]) -> bool:
+        """A streams group's repartition or changelog topic (replication 0: default.replication.factor), as
+        Kafka 4.4's group coordinator creates them (a factor of 0 or -1: default.replication.factor); False when
+        it cannot be placed yet or exists."""
+        if self.metadata.image.topics.get(name) is not None:
+            return False
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = replication_factor if replication_factor > 0 else (
+            self.config.default_replication_factor if self.cluster_mode else 1)
+        if replication > len(live):
+            log.warning("not creating streams internal topic %s: replication factor %d exceeds the %d live brokers",
+                        name, replication, len(live))
+            return False
+        try:
+            await self.create_topic(name, assign_replicas(partitions, replication, live, racks=self.broker_racks()),
+                                    configs)
+        except KeyError:
+            return False
+        return True
+
     def _assignment(self, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
         """Replicas of a coordinator topic: a single node holds one replica of each partition; a cluster
         places ``replication_factor`` of them, and refuses (COORDINATOR_NOT_AVAILABLE) until enough brokers

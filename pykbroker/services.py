@@ -85,6 +85,8 @@ class BrokerServices(Protocol):
     @property
     def share_groups_enabled(self) -> bool: ...
     @property
+    def streams_groups_enabled(self) -> bool: ...
+    @property
     def producer_ids(self) -> Any: ...  # ProducerIdManager, or ZkProducerIdManager in cluster mode
 
     # -- security and quotas -------------------------------------------------------------------------------

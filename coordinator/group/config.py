@@ -35,6 +35,9 @@ class GroupCoordinatorConfig:
     share_group_session_timeout_ms: int = 45_000
     share_group_heartbeat_interval_ms: int = 5000
     share_group_max_size: int = 200
+    streams_group_session_timeout_ms: int = 45_000
+    streams_group_heartbeat_interval_ms: int = 5000
+    streams_group_num_standby_replicas: int = 0
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -56,6 +59,9 @@ class GroupCoordinatorConfig:
             share_group_session_timeout_ms=get("group.share.session.timeout.ms"),
             share_group_heartbeat_interval_ms=get("group.share.heartbeat.interval.ms"),
             share_group_max_size=get("group.share.max.size"),
+            streams_group_session_timeout_ms=get("group.streams.session.timeout.ms"),
+            streams_group_heartbeat_interval_ms=get("group.streams.heartbeat.interval.ms"),
+            streams_group_num_standby_replicas=get("group.streams.num.standby.replicas"),
         )
 
     @property

@@ -56,6 +56,8 @@ from wire.messages import (
     OffsetCommitResponse,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
     SyncGroupRequest,
     SyncGroupResponse,
     TxnOffsetCommitRequest,
@@ -64,6 +66,7 @@ from wire.messages import (
 from wire.messages import consumer_group_describe_response as cgd
 from wire.messages import offset_commit_response as ocr
 from wire.messages import offset_fetch_response as ofr
+from wire.messages import streams_group_describe_response as sgd
 from wire.messages import txn_offset_commit_response as tocr
 from wire.messages.delete_groups_response import DeletableGroupResult
 from wire.messages.describe_groups_response import DescribedGroup
@@ -244,6 +247,34 @@ class GroupCoordinator:
             return await self._write(request.group_id, lambda shard: shard.consumer_group_heartbeat(info, request))
         except Exception as exc:
             return ConsumerGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def streams_group_heartbeat(self, info: RequestInfo,
+                                      request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
+        """KIP-1071's heartbeat (not served to clients yet: no handler, not in ApiVersions)."""
+        try:
+            return await self._write(request.group_id, lambda shard: shard.streams_group_heartbeat(info, request))
+        except Exception as exc:
+            return StreamsGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def streams_group_topology(self, group_id: str):
+        """The streams group's topology (StreamsGroupTopologyValue), or None."""
+        partition = await self._partition(group_id)
+        return await self.runtime.read(partition, lambda shard: (  # noqa: B023 - awaited here
+            g.topology if (g := shard.streams.groups.get(group_id)) is not None else None))
+
+    async def streams_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[sgd.DescribedGroup]:
+        """KIP-1071's describe (not served to clients yet: no handler, not in ApiVersions)."""
+        out = []
+        for group_id in group_ids:
+            if not group_id:
+                out.append(sgd.DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID, members=[]))
+                continue
+            try:
+                partition = await self._partition(group_id)
+                out.extend(await self.runtime.read(partition, lambda shard: shard.streams_group_describe([group_id])))  # noqa: B023 - awaited here
+            except Exception as exc:
+                out.append(sgd.DescribedGroup(group_id=group_id, error_code=_error_code(exc), members=[]))
+        return out
 
     async def consumer_group_describe(self, info: RequestInfo, group_ids: list[str]) -> list[cgd.DescribedGroup]:
         out = []

@@ -17,6 +17,7 @@ from coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.group.records import OffsetAndMetadata
 from coordinator.group.request_info import RequestInfo
+from coordinator.group.streams_group import StreamsGroups
 from coordinator.runtime.errors import ApiError
 from coordinator.runtime.result import CoordinatorResult
 from wire import ErrorCode
@@ -58,8 +59,10 @@ def _unknown_first(parts: list) -> list:
     return sorted(parts, key=lambda p: p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 class OffsetMetadataManager:
-    def __init__(self, groups: GroupMetadataManager) -> None:
+    def __init__(self, groups: GroupMetadataManager, streams: StreamsGroups | None = None) -> None:
         self.groups = groups
+        # The shard's streams groups (KIP-1071): their members commit with their member epoch.
+        self.streams = streams or StreamsGroups()
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
         # Offsets committed inside open transactions: producer id -> group -> topic -> partition.
         self.pending: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
@@ -85,6 +88,16 @@ class OffsetMetadataManager:
         generation = request.generation_id_or_member_epoch if info.api_version >= 3 else -1
         member_id = request.member_id if info.api_version >= 3 else ""
         instance_id = request.group_instance_id if info.api_version >= 3 else None
+        streams = self.streams.groups.get(request.group_id) if group is None else None
+        if streams is not None:
+            if generation < 0 and not member_id:
+                return None
+            streams_member = streams.members.get(member_id)
+            if streams_member is None:
+                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if generation != streams_member.member_epoch:
+                raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+            return None
         if group is None:
             if generation < 0:
                 return self.groups.get_or_create_classic_group(request.group_id, True)
@@ -139,9 +152,26 @@ class OffsetMetadataManager:
                                  producer_epoch=request.producer_epoch)
 
     # -- OffsetCommit -----------------------------------------------------------------------------------
+    def _streams_member_check(self, group_id: str, member_id: str | None, member_epoch: int, commit: bool) -> bool:
+        """A streams group's commit or fetch: the member and its epoch, as for a consumer group; False when
+        ``group_id`` is no streams group. Without member and epoch a commit needs an empty group (an admin)."""
+        group = self.streams.groups.get(group_id)
+        if group is None:
+            return False
+        if member_epoch < 0 and (not group.members if commit else member_id is None):
+            return True
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        if member_epoch != member.member_epoch:
+            raise ApiError(ErrorCode.STALE_MEMBER_EPOCH)
+        return True
+
     def _validate_commit(self, info: RequestInfo, request: OffsetCommitRequest):
         group = self.groups.groups.get(request.group_id)
         generation = request.generation_id_or_member_epoch
+        if group is None and self._streams_member_check(request.group_id, request.member_id, generation, True):
+            return None
         if group is None:
             if generation < 0:
                 # A simple consumer (assign()) or an admin client: the group is created on the fly.
@@ -230,7 +260,7 @@ class OffsetMetadataManager:
         """False when the group does not exist (every offset is then unknown); raises on member errors."""
         group = self.groups.groups.get(group_id)
         if group is None:
-            return False
+            return self._streams_member_check(group_id, member_id, member_epoch, False)
         if isinstance(group, ClassicGroup):
             return group.state is not S.DEAD
         if member_id is None and member_epoch < 0:
@@ -375,13 +405,13 @@ class OffsetMetadataManager:
         key, value = record.key, record.value
         if producer_id >= 0:
             if value is not None:
-                if key.group not in self.groups.groups:
+                if key.group not in self.groups.groups and key.group not in self.streams.groups:
                     self.groups.get_or_create_classic_group(key.group, True)
                 self.pending.setdefault(producer_id, {}).setdefault(key.group, {}).setdefault(key.topic, {})[
                     key.partition] = OffsetAndMetadata.from_record(record_offset, value)
             return
         if value is not None:
-            if key.group not in self.groups.groups:
+            if key.group not in self.groups.groups and key.group not in self.streams.groups:
                 self.groups.get_or_create_classic_group(key.group, True)
             self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = \
                 OffsetAndMetadata.from_record(record_offset, value)

@@ -26,11 +26,18 @@ type key / value                                 written by pykbroker
 13   ShareGroupTargetAssignmentMemberKey          v0: a share member's target assignment
 14   ShareGroupCurrentMemberAssignmentKey         v0: a share member's epochs, state and partitions
 15   ShareGroupStatePartitionMetadataKey          v0: the partitions whose share state is initialized
+17   StreamsGroupMetadataKey / ...Value           v0: a streams group's epoch, hash, validated topology epoch
+19   StreamsGroupMemberMetadataKey / ...Value     v0: a streams member's process, topology epoch, endpoint, tags
+20   StreamsGroupTargetAssignmentMetadataKey      v0: a streams group's target assignment epoch
+21   StreamsGroupTargetAssignmentMemberKey        v0: a streams member's target active/standby/warm-up tasks
+22   StreamsGroupCurrentMemberAssignmentKey       v0: a streams member's epochs, state and tasks (pending revocation)
+23   StreamsGroupTopologyKey / ...Value           v0: a streams group's topology (sub-topologies, topics)
 ==== =========================================== ==============================================
 
 The share-group records (10-15, built in ``coordinator.share.share_group_records``) are Kafka 4.2's; type 9
-(ShareGroupPartitionMetadata, gone in 4.2) and 17+ (streams groups) are skipped at load with a warning, as
-Kafka skips record types it does not know. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
+(ShareGroupPartitionMetadata, gone in 4.2) and 18 (StreamsGroupPartitionMetadata, gone in 4.1) are skipped at load
+with a warning, as Kafka skips record types it does not know. The streams-group records (17, 19-23, KIP-1071, built in
+``coordinator.group.streams_group_records``) are Kafka 4.4's. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
 ``kafka-console-consumer`` with the group-metadata formatter) read these records as written here.
 """
 
@@ -75,12 +82,24 @@ from wire.messages import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
 )
 from wire.messages import consumer_group_current_member_assignment_value as _current
 from wire.messages import consumer_group_target_assignment_member_value as _target
 
 __all__ = ["CoordinatorRecord", "OffsetAndMetadata", "RecordType", "UnknownRecordTypeError", "decode_record",
-           "GROUP_METADATA_VALUE_VERSION", "SHARE_GROUP_RECORD_TYPES"]
+           "GROUP_METADATA_VALUE_VERSION", "SHARE_GROUP_RECORD_TYPES", "STREAMS_GROUP_RECORD_TYPES"]
 
 # Kafka 4.1 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
 # highest non-flexible versions, so older brokers can still read the log after a downgrade.
@@ -107,10 +126,20 @@ class RecordType(IntEnum):
     SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
     SHARE_GROUP_STATE_PARTITION_METADATA = 15
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    STREAMS_GROUP_METADATA = 17
+    STREAMS_GROUP_MEMBER_METADATA = 19
+    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+    STREAMS_GROUP_TOPOLOGY = 23
 
 
 SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADATA,
                                            RecordType.SHARE_GROUP_STATE_PARTITION_METADATA + 1))
+STREAMS_GROUP_RECORD_TYPES = frozenset({
+    RecordType.STREAMS_GROUP_METADATA, RecordType.STREAMS_GROUP_MEMBER_METADATA,
+    RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TOPOLOGY})
 
 
 _CLASSES: dict[int, tuple[Any, Any]] = {
@@ -139,6 +168,15 @@ _CLASSES: dict[int, tuple[Any, Any]] = {
                                                        ShareGroupCurrentMemberAssignmentValue),
     RecordType.SHARE_GROUP_STATE_PARTITION_METADATA: (ShareGroupStatePartitionMetadataKey,
                                                       ShareGroupStatePartitionMetadataValue),
+    RecordType.STREAMS_GROUP_METADATA: (StreamsGroupMetadataKey, StreamsGroupMetadataValue),
+    RecordType.STREAMS_GROUP_MEMBER_METADATA: (StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue),
+    RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA: (StreamsGroupTargetAssignmentMetadataKey,
+                                                          StreamsGroupTargetAssignmentMetadataValue),
+    RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER: (StreamsGroupTargetAssignmentMemberKey,
+                                                        StreamsGroupTargetAssignmentMemberValue),
+    RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT: (StreamsGroupCurrentMemberAssignmentKey,
+                                                         StreamsGroupCurrentMemberAssignmentValue),
+    RecordType.STREAMS_GROUP_TOPOLOGY: (StreamsGroupTopologyKey, StreamsGroupTopologyValue),
 }
 
 

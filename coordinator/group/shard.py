@@ -1,8 +1,8 @@
 """One __consumer_offsets partition's coordinator state machine (Kafka's GroupCoordinatorShard).
 
 The shard owns the groups and offsets whose group ids hash to its partition, share groups included
-(``share``, whose records are types 10-15). Its operations run on
-the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
+(``share``, whose records are types 10-15) and streams groups (``streams``, types 17 and 19-23; replay only
+so far). Its operations run on the shard's task and return a ``CoordinatorResult``; ``replay`` applies one record and is the only
 way record-backed state changes — at load (every record of the partition, in order) and after each
 append. Operations never do I/O.
 """
@@ -14,12 +14,15 @@ import uuid
 from collections.abc import Callable
 
 from coordinator.group import records as rec
-from coordinator.group.classic_group import Responder
+from coordinator.group import streams_describe
+from coordinator.group.classic_group import ClassicGroup, Responder
 from coordinator.group.config import GroupCoordinatorConfig
 from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
 from coordinator.group.request_info import RequestInfo
+from coordinator.group.streams_group import StreamsGroups
+from coordinator.group.streams_protocol import StreamsProtocol
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
@@ -34,6 +37,7 @@ from wire.messages import (
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -55,10 +59,24 @@ class GroupCoordinatorShard:
         self.clock = clock
         self.timer = timer
         self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid, group_configs)
-        self.offsets = OffsetMetadataManager(self.groups)
         self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
+        self.streams = StreamsGroups(on_create=self._drop_simple_group)
+        self.offsets = OffsetMetadataManager(self.groups, self.streams)
+        self.streams_protocol = StreamsProtocol(
+            self.streams, topics, timer, session_timeout_ms=config.streams_group_session_timeout_ms,
+            heartbeat_interval_ms=config.streams_group_heartbeat_interval_ms,
+            num_standby_replicas=config.streams_group_num_standby_replicas, other_group=self._is_other_group)
+
+    def _is_other_group(self, group_id: str) -> bool:
+        """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""
+        g = self.groups.groups.get(group_id)
+        return g is not None and not (isinstance(g, ClassicGroup) and g.is_simple_group)
+
+    def _drop_simple_group(self, group_id: str) -> None:
+        if not self._is_other_group(group_id):
+            self.groups.groups.pop(group_id, None)
 
     # -- replay and lifecycle --------------------------------------------------------------------------
     def replay(self, offset: int, record: rec.CoordinatorRecord, producer_id: int = -1) -> None:
@@ -66,6 +84,8 @@ class GroupCoordinatorShard:
             self.offsets.replay(offset, record, producer_id)
         elif record.record_type in rec.SHARE_GROUP_RECORD_TYPES:
             self.share.replay(record)
+        elif record.record_type in rec.STREAMS_GROUP_RECORD_TYPES:
+            self.streams.replay(record)
         elif producer_id < 0:
             self.groups.replay(record)
 
@@ -76,6 +96,7 @@ class GroupCoordinatorShard:
     def on_loaded(self) -> None:
         self.groups.on_loaded()
         self.share.on_loaded()
+        self.streams_protocol.on_loaded()
         self._schedule_group_metadata_expiration()
         if self.groups.groups:
             log.info("__consumer_offsets-%d: %d groups loaded", self.partition, len(self.groups.groups))
@@ -99,6 +120,10 @@ class GroupCoordinatorShard:
     # -- consumer protocol ------------------------------------------------------------------------------
     def consumer_group_heartbeat(self, info: RequestInfo, request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
         return self.groups.consumer.consumer_group_heartbeat(info, request)
+
+    # -- streams protocol (KIP-1071) --------------------------------------------------------------------
+    def streams_group_heartbeat(self, info: RequestInfo, request: StreamsGroupHeartbeatRequest) -> CoordinatorResult:
+        return self.streams_protocol.heartbeat(info, request)
 
     # -- offsets ----------------------------------------------------------------------------------------
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,
@@ -139,10 +164,34 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records, results)
 
     def list_groups(self, states: list[str], types: list[str]):
-        return self.groups.list_groups(states, types)
+        listed = self.groups.list_groups(states, types)
+        state_filter = {s.strip().lower() for s in states}
+        type_filter = {t.strip().lower() for t in types}
+        for g in self.streams.groups.values():
+            entry = streams_describe.listed(g, self.streams_protocol.topics)
+            if (not state_filter or entry.group_state.lower() in state_filter) and (
+                    not type_filter or entry.group_type in type_filter):
+                listed.append(entry)
+        return listed
 
     def describe_groups(self, group_ids: list[str], api_version: int):
-        return self.groups.describe_groups(group_ids, api_version)
+        described = self.groups.describe_groups(group_ids, api_version)
+        for d in described:  # Kafka: a streams group is GROUP_ID_NOT_FOUND to DescribeGroups, as a consumer group
+            if d.group_id in self.streams.groups and api_version >= 6:
+                d.error_message = f"Group {d.group_id} is not a classic group."
+        return described
+
+    def streams_group_describe(self, group_ids: list[str]):
+        out = []
+        for group_id in group_ids:
+            g = self.streams.groups.get(group_id)
+            if g is not None:
+                out.append(streams_describe.describe(g, self.streams_protocol.topics))
+            elif group_id in self.groups.groups:
+                out.append(streams_describe.not_found(group_id, f"Group {group_id} is not a streams group."))
+            else:
+                out.append(streams_describe.not_found(group_id, f"Group {group_id} not found."))
+        return out
 
     def consumer_group_describe(self, group_ids: list[str]):
         return self.groups.consumer_group_describe(group_ids)
@@ -166,4 +215,5 @@ class GroupCoordinatorShard:
     # -- tests ------------------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         return {"groups": self.groups.snapshot(), "offsets": self.offsets.snapshot(),
-                "share_groups": {gid: g.view() for gid, g in self.share.groups.items()}}
+                "share_groups": {gid: g.view() for gid, g in self.share.groups.items()},
+                "streams_groups": self.streams.snapshot()}

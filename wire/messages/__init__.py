@@ -191,12 +191,24 @@ if TYPE_CHECKING:
     from wire.messages.share_snapshot_value import ShareSnapshotValue
     from wire.messages.share_update_key import ShareUpdateKey
     from wire.messages.share_update_value import ShareUpdateValue
+    from wire.messages.streams_group_current_member_assignment_key import StreamsGroupCurrentMemberAssignmentKey
+    from wire.messages.streams_group_current_member_assignment_value import StreamsGroupCurrentMemberAssignmentValue
     from wire.messages.streams_group_describe_request import StreamsGroupDescribeRequest
     from wire.messages.streams_group_describe_response import StreamsGroupDescribeResponse
     from wire.messages.streams_group_heartbeat_request import StreamsGroupHeartbeatRequest
     from wire.messages.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
+    from wire.messages.streams_group_member_metadata_key import StreamsGroupMemberMetadataKey
+    from wire.messages.streams_group_member_metadata_value import StreamsGroupMemberMetadataValue
+    from wire.messages.streams_group_metadata_key import StreamsGroupMetadataKey
+    from wire.messages.streams_group_metadata_value import StreamsGroupMetadataValue
+    from wire.messages.streams_group_target_assignment_member_key import StreamsGroupTargetAssignmentMemberKey
+    from wire.messages.streams_group_target_assignment_member_value import StreamsGroupTargetAssignmentMemberValue
+    from wire.messages.streams_group_target_assignment_metadata_key import StreamsGroupTargetAssignmentMetadataKey
+    from wire.messages.streams_group_target_assignment_metadata_value import StreamsGroupTargetAssignmentMetadataValue
     from wire.messages.streams_group_topology_description_update_request import StreamsGroupTopologyDescriptionUpdateRequest
     from wire.messages.streams_group_topology_description_update_response import StreamsGroupTopologyDescriptionUpdateResponse
+    from wire.messages.streams_group_topology_key import StreamsGroupTopologyKey
+    from wire.messages.streams_group_topology_value import StreamsGroupTopologyValue
     from wire.messages.sync_group_request import SyncGroupRequest
     from wire.messages.sync_group_response import SyncGroupResponse
     from wire.messages.transaction_log_key import TransactionLogKey
@@ -392,12 +404,24 @@ _MODULES: dict[str, str] = {
     'ShareSnapshotValue': 'share_snapshot_value',
     'ShareUpdateKey': 'share_update_key',
     'ShareUpdateValue': 'share_update_value',
+    'StreamsGroupCurrentMemberAssignmentKey': 'streams_group_current_member_assignment_key',
+    'StreamsGroupCurrentMemberAssignmentValue': 'streams_group_current_member_assignment_value',
     'StreamsGroupDescribeRequest': 'streams_group_describe_request',
     'StreamsGroupDescribeResponse': 'streams_group_describe_response',
     'StreamsGroupHeartbeatRequest': 'streams_group_heartbeat_request',
     'StreamsGroupHeartbeatResponse': 'streams_group_heartbeat_response',
+    'StreamsGroupMemberMetadataKey': 'streams_group_member_metadata_key',
+    'StreamsGroupMemberMetadataValue': 'streams_group_member_metadata_value',
+    'StreamsGroupMetadataKey': 'streams_group_metadata_key',
+    'StreamsGroupMetadataValue': 'streams_group_metadata_value',
+    'StreamsGroupTargetAssignmentMemberKey': 'streams_group_target_assignment_member_key',
+    'StreamsGroupTargetAssignmentMemberValue': 'streams_group_target_assignment_member_value',
+    'StreamsGroupTargetAssignmentMetadataKey': 'streams_group_target_assignment_metadata_key',
+    'StreamsGroupTargetAssignmentMetadataValue': 'streams_group_target_assignment_metadata_value',
     'StreamsGroupTopologyDescriptionUpdateRequest': 'streams_group_topology_description_update_request',
     'StreamsGroupTopologyDescriptionUpdateResponse': 'streams_group_topology_description_update_response',
+    'StreamsGroupTopologyKey': 'streams_group_topology_key',
+    'StreamsGroupTopologyValue': 'streams_group_topology_value',
     'SyncGroupRequest': 'sync_group_request',
     'SyncGroupResponse': 'sync_group_response',
     'TransactionLogKey': 'transaction_log_key',
@@ -784,12 +808,24 @@ __all__ = [
     'ShareSnapshotValue',
     'ShareUpdateKey',
     'ShareUpdateValue',
+    'StreamsGroupCurrentMemberAssignmentKey',
+    'StreamsGroupCurrentMemberAssignmentValue',
     'StreamsGroupDescribeRequest',
     'StreamsGroupDescribeResponse',
     'StreamsGroupHeartbeatRequest',
     'StreamsGroupHeartbeatResponse',
+    'StreamsGroupMemberMetadataKey',
+    'StreamsGroupMemberMetadataValue',
+    'StreamsGroupMetadataKey',
+    'StreamsGroupMetadataValue',
+    'StreamsGroupTargetAssignmentMemberKey',
+    'StreamsGroupTargetAssignmentMemberValue',
+    'StreamsGroupTargetAssignmentMetadataKey',
+    'StreamsGroupTargetAssignmentMetadataValue',
     'StreamsGroupTopologyDescriptionUpdateRequest',
     'StreamsGroupTopologyDescriptionUpdateResponse',
+    'StreamsGroupTopologyKey',
+    'StreamsGroupTopologyValue',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',

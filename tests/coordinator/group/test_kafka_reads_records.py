@@ -1,6 +1,6 @@
-"""Apache Kafka's own kafka-dump-log --offsets-decoder (Kafka 4.1 jars) decodes the records we write.
+"""Apache Kafka's own kafka-dump-log --offsets-decoder (Kafka 4.4 jars) decodes the records we write.
 
-A coordinator session (classic group, KIP-848 group with a regex, commits, deletes) writes to
+A coordinator session (classic group, KIP-848 group with a regex, commits, deletes, a streams group) writes to
 in-memory logs; the batches go into a real segment of ``__consumer_offsets-<n>``, which Kafka's
 DumpLogSegments must parse record by record. Skipped only when there is no java.
 """
@@ -19,6 +19,8 @@ from storage import Log, LogConfig
 from tests.coordinator.group.helpers import Harness, assignment, info, join_request, run, sync_request
 from tests.coordinator.group.test_consumer_protocol import hb, join
 from tests.coordinator.group.test_offsets import commit
+from tests.coordinator.group.test_streams_protocol import hb as streams_hb
+from tests.coordinator.group.test_streams_protocol import join as streams_join
 from wire import build_simple_batch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -46,6 +48,10 @@ async def session(h: Harness) -> None:
     await c.consumer_group_heartbeat(info(1), hb("m2", -1, group_id="dump-848"))
     await c.commit_offsets(info(9), commit("dump-simple", {("b", 1): 7}, metadata=None, leader_epoch=-1))
     await c.delete_groups(info(2), ["dump-simple"])
+    await c.streams_group_heartbeat(info(0), streams_join("s1"))
+    await c.streams_group_heartbeat(info(0), streams_join("s2"))
+    await c.streams_group_heartbeat(info(0), streams_hb("s1", 1, {"0": [0, 1, 2, 3]}))  # revocation
+    await c.streams_group_heartbeat(info(0), streams_hb("s2", -1, {}))
     await h.settle()
 
 
@@ -94,5 +100,11 @@ async def test_kafka_decodes_every_record_we_write(jars, tmp_path):
     assert groups[-1]["data"]["protocol"] == "range" and groups[-1]["data"]["generation"] == 1
     regexes = [p for k, p in by_type["16"] if p is not None]
     assert regexes[0]["data"]["topics"] == ["a", "b"]
-    for record_type in ("3", "5", "6", "7", "8"):
+    for record_type in ("3", "5", "6", "7", "8", "17", "19", "20", "21", "22", "23"):  # 17-23: streams groups
         assert by_type[record_type], record_type
+    topology = [p for _, p in by_type["23"] if p is not None][0]["data"]
+    assert topology["epoch"] == 1 and topology["subtopologies"][0]["sourceTopics"] == ["a"]
+    members = [p["data"] for k, p in by_type["19"] if p is not None and k["memberId"] == "s1"]
+    assert members[0]["processId"] == "p-s1"
+    pending = [p["data"] for k, p in by_type["22"] if p is not None and p["data"]["activeTasksPendingRevocation"]]
+    assert pending and pending[0]["state"] == 1

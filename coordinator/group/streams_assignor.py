@@ -1,0 +1,61 @@
+"""A streams group's server-side task assignment (a simple form of Kafka's StickyTaskAssignor).
+
+Active tasks are spread evenly over the members, each keeping the active tasks its previous target gave it as
+far as its share allows; each task then gets ``num_standby_replicas`` standby copies on members of other
+processes than its active one (fewer when there are not enough processes). No warm-up tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from coordinator.group.streams_group_records import TasksTuple
+
+__all__ = ["assign"]
+
+Task = tuple[str, int]
+
+
+def _tasks_tuple(active: set[Task], standby: set[Task]) -> TasksTuple:
+    def group(tasks: set[Task]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for s, p in tasks:
+            out.setdefault(s, []).append(p)
+        return out
+    return TasksTuple.of(active=group(active), standby=group(standby))
+
+
+def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mapping[str, TasksTuple],
+           num_standby_replicas: int = 0) -> dict[str, TasksTuple]:
+    """``members``: member id -> process id; ``tasks``: sub-topology -> number of tasks."""
+    if not members:
+        return {}
+    order = sorted(members)
+    all_tasks = sorted((s, p) for s, n in tasks.items() for p in range(n))
+    quota, extra = divmod(len(all_tasks), len(order))
+    limit = {m: quota + (1 if i < extra else 0) for i, m in enumerate(order)}
+    active: dict[str, set[Task]] = {m: set() for m in order}
+    owner: dict[Task, str] = {}
+    valid = set(all_tasks)
+    for m in order:  # stickiness: keep previous active tasks up to the member's share
+        for s, parts in (previous[m].active if m in previous else ()):
+            for p in parts:
+                if (s, p) in valid and (s, p) not in owner and len(active[m]) < limit[m]:
+                    active[m].add((s, p))
+                    owner[(s, p)] = m
+    for t in all_tasks:
+        if t not in owner:
+            m = min(order, key=lambda x: (len(active[x]) >= limit[x], len(active[x]), x))
+            active[m].add(t)
+            owner[t] = m
+    standby: dict[str, set[Task]] = {m: set() for m in order}
+    for t in all_tasks:
+        used = {members[owner[t]]}
+        for _ in range(num_standby_replicas):
+            candidates = [m for m in order if members[m] not in used]
+            if not candidates:
+                break
+            m = min(candidates, key=lambda x: (len(standby[x]) + len(active[x]), x))
+            standby[m].add(t)
+            used.add(members[m])
+    return {m: _tasks_tuple(active[m], standby[m]) for m in order}

@@ -1,0 +1,39 @@
+"""StreamsGroupDescribe v0-1: streams groups (KIP-1071) with topology, members, tasks and targets.
+
+Served and advertised only with ``group.streams.enable``; otherwise UNSUPPORTED_VERSION for every group.
+Groups that do not exist or are not streams groups get GROUP_ID_NOT_FOUND. Not yet: the topology
+description of v1 (TopologyDescriptionStatus stays NOT_REQUESTED) and the assignor name.
+"""
+
+from __future__ import annotations
+
+from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator, request_info
+from pykbroker.registry import handler
+from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
+from wire import ApiKey, ErrorCode
+from wire.messages import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from wire.messages.streams_group_describe_response import DescribedGroup
+
+
+def error_response(request: StreamsGroupDescribeRequest | None, version: int,
+                   code: int) -> StreamsGroupDescribeResponse:
+    ids = [] if request is None else request.group_ids
+    return StreamsGroupDescribeResponse(groups=[DescribedGroup(group_id=g, error_code=code, members=[]) for g in ids])
+
+
+@handler(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, error_response=error_response)
+async def handle_streams_group_describe(ctx: RequestContext,
+                                        request: StreamsGroupDescribeRequest) -> StreamsGroupDescribeResponse:
+    if not ctx.broker.streams_groups_enabled:
+        return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
+    refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    allowed = [g for g in request.group_ids if g not in refused]
+    groups = await coordinator(ctx).streams_group_describe(request_info(ctx), allowed) if allowed else []
+    if request.include_authorized_operations:
+        for g in groups:
+            if g.error_code == 0:
+                g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
+    return StreamsGroupDescribeResponse(groups=[
+        *[DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]) for g in refused],
+        *groups])
