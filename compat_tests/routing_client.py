@@ -137,7 +137,7 @@ class RoutingClient(RawClient):
         client does); the answers joined in the request's order."""
         by_address: dict[str, list[str]] = {}
         for group in getattr(request, keys):
-            by_address.setdefault(self.coordinator(group) if group else self.bootstrap, []).append(group)
+            by_address.setdefault(self.coordinator(group), []).append(group)
         joined = None
         answered = []
         for address, groups in by_address.items():

@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 import pytest
 
-from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.conftest import differential_client, differential_params, differential_targets
+from compat_tests.differential_allowlist import allowed
 from pykbroker.testing import RawClient
 from wire import (
     ZERO_UUID,
@@ -55,7 +56,7 @@ from wire.messages import (
 )
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.api_versions_response import ApiVersion
-from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
@@ -285,8 +286,11 @@ def fetch_order(c: RawClient) -> Observations:
     that returned records moved to the end of the session. With max_bytes 1 each fetch returns the first batch
     of the first partition with data only, so which partition that is shows the session's order."""
     names = ("k44-fo-a", "k44-fo-b")
-    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
-                                          for n in names], timeout_ms=10_000), 7)
+    # Every partition on one broker, so that on a cluster too one fetch session holds them all.
+    broker = min(b.node_id for b in c.request(MetadataRequest(topics=[]), 12).brokers)
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=-1, replication_factor=-1, assignments=[
+        CreatableReplicaAssignment(partition_index=i, broker_ids=[broker]) for i in (0, 1)]) for n in names],
+        timeout_ms=10_000), 7)
     ids = {name: t.topic_id for name, t in c.wait_for_topics(*names).items()}
     for name in names:
         for partition in (0, 1):
@@ -333,16 +337,17 @@ def judged_broker(tmp_path_factory):
         yield b
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_pykbroker_observes_what_kafka_44_observes(scenario, judged_broker, kafka_judge):
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     run = SCENARIOS[scenario]
-    with RawClient(kafka_judge.bootstrap, timeout=30) as c:
+    kafka, pykbroker = differential_targets(request, mode, "kafka_judge", "judged_broker")
+    with differential_client(mode, kafka) as c:
         expected = run(c)
-    with RawClient(judged_broker.bootstrap, timeout=30) as c:
+    with differential_client(mode, pykbroker) as c:
         got = run(c)
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and (scenario, key) not in ALLOWED}
-    assert not differences, "\n".join(f"{scenario} / {k}: kafka={e!r} pykbroker={g!r}"
+                   if expected.get(key) != got.get(key) and not allowed(mode, scenario, key)}
+    assert not differences, "\n".join(f"{mode} {scenario} / {k}: kafka={e!r} pykbroker={g!r}"
                                       for k, (e, g) in differences.items())
 
 
