@@ -1,7 +1,9 @@
 """The same scenarios against pykbroker and Apache Kafka 4.4; where what a client observes differs, Kafka is right.
 
-Each scenario talks to one broker over a raw socket and returns its observations as a flat dict; the test
-runs it against both and fails on every difference not listed in ``differential_allowlist.ALLOWED``.
+Each scenario talks over raw sockets and returns its observations as a flat dict; the test runs it against both
+and fails on every difference not listed in ``differential_allowlist.ALLOWED``. On one node it talks to that
+node; in cluster mode (``make differential-cluster``: 3 pykbroker brokers against a 3-node Kafka 4.4 KRaft
+cluster) its client routes each request as a Kafka client does (``compat_tests/routing_client.py``).
 """
 
 from __future__ import annotations

@@ -112,6 +112,7 @@ def update_features(c: RawClient) -> dict[str, object]:
 def list_config_resources(c: RawClient) -> dict[str, object]:
     c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
                                           for n in ("lcr-a", "lcr-b")], timeout_ms=10_000), 7)
+    c.wait_for_topics("lcr-a", "lcr-b")  # on a cluster, the broker asked learns of them after CreateTopics answers
 
     def listed(version: int, *types: int) -> tuple:
         r = c.request(ListConfigResourcesRequest(resource_types=list(types)), version)

@@ -1,5 +1,6 @@
 """What changed on the wire from Kafka 4.1 to 4.4, judged by Apache Kafka 4.4: the same scenarios against a
-4.4 single node and a pykbroker, failing on every difference not in ``differential_allowlist.ALLOWED``.
+4.4 single node and a pykbroker, and (``make differential-cluster``) against a 3-node Kafka 4.4 and 3 pykbroker
+brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
   is compared decoded (its epoch is the metadata offset, which no two brokers share), the Streams-group keys
