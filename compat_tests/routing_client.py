@@ -175,6 +175,10 @@ class RoutingClient(RawClient):
                 return self.bootstrap
             time.sleep(0.1)
 
+    def leader(self, name: str, partition: int = 0) -> str:
+        """The address of the leader of ``name``'s ``partition`` (the bootstrap broker when it has none)."""
+        return self._leader(name, None, partition)
+
     def _leader(self, name: str | None, topic_id: object, partition: int) -> str:
         """The address of the partition's leader per Metadata; the bootstrap broker when it has none."""
         topics = [MetadataRequestTopic(name=name)] if name else None

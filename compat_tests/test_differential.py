@@ -849,7 +849,8 @@ def protocol_edges(c: RawClient) -> Observations:
     create(c, topic("pe-a"))
     c.wait_for_topics("pe-a")
     host, port = c.sock.getpeername()[:2]
-    bootstrap = f"{host}:{port}"
+    # On a cluster, pe-a's leader: an acks=0 produce elsewhere is a NOT_LEADER that closes the connection.
+    bootstrap = c.leader("pe-a") if isinstance(c, RoutingClient) else f"{host}:{port}"
     out: Observations = {}
 
     def fresh(client_id: str | None = "diff") -> RawClient:
