@@ -106,6 +106,14 @@ def differential_targets(request, mode: str, single_judge: str, single_judged: s
     return request.getfixturevalue(single_judge).bootstrap, request.getfixturevalue(single_judged).bootstrap
 
 
+def differential_client(mode: str, bootstrap: str):
+    """The scenario client of ``mode``: on a cluster, one that routes each request as a Kafka client does
+    (compat_tests/routing_client.py); on one node, the plain RawClient."""
+    from compat_tests.routing_client import RoutingClient
+    from pykbroker.testing import RawClient
+    return RoutingClient(bootstrap, timeout=30) if mode == "cluster" else RawClient(bootstrap, timeout=30)
+
+
 def differential_params(scenarios: list[str], cluster_short: tuple[str, ...], cluster_all: tuple[str, ...]) -> list:
     """``(mode, scenario)`` parameters: every scenario on one node; on a cluster, ``cluster_short`` in ``make
     test`` and the rest of ``cluster_all`` with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``).

@@ -28,6 +28,8 @@ ALLOWED: dict[tuple[str, str], str] = {
        "meta.properties) and ZooKeeper mode's connection settings (Kafka 3.9's names; 4.x has no ZooKeeper mode)."
        for name in ("cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
                     "zookeeper.session.timeout.ms")},
+    ("cluster:registrations", "unregister controller 1"): "Whether node 1 is the active controller (which "
+    "cannot unregister itself) changes from run to run on both clusters; one node, where it always is, judges it.",
     ("broker_config_definitions", "group.share.enable"): "Kafka 4.1-4.3's internal switch for share groups, gone in "
     "4.4; still accepted so that their configs start.",
 }

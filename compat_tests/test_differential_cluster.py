@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from compat_tests.conftest import differential_params, differential_targets
+from compat_tests.conftest import differential_client, differential_params, differential_targets
 from compat_tests.differential_allowlist import allowed
 from pykbroker.testing import BrokerProcess, RawClient
 from wire.messages import (
@@ -112,6 +112,7 @@ def update_features(c: RawClient) -> dict[str, object]:
 def list_config_resources(c: RawClient) -> dict[str, object]:
     c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
                                           for n in ("lcr-a", "lcr-b")], timeout_ms=10_000), 7)
+    c.wait_for_topics("lcr-a", "lcr-b")  # on a cluster, the broker asked learns of them after CreateTopics answers
 
     def listed(version: int, *types: int) -> tuple:
         r = c.request(ListConfigResourcesRequest(resource_types=list(types)), version)
@@ -148,9 +149,9 @@ def judged_broker(tmp_path_factory):
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
 def test_pykbroker_answers_as_kafka(mode, scenario, request):
     kafka, pykbroker = differential_targets(request, mode, "kafka44_judge", "judged_broker")
-    with RawClient(kafka, timeout=30) as c:
+    with differential_client(mode, kafka) as c:
         expected = SCENARIOS[scenario](c)
-    with RawClient(pykbroker, timeout=30) as c:
+    with differential_client(mode, pykbroker) as c:
         got = SCENARIOS[scenario](c)
     if mode == "cluster":  # which node is the active controller differs from run to run (test_cluster_surface checks it)
         expected, got = _any_controller(expected), _any_controller(got)

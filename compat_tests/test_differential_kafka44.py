@@ -1,5 +1,6 @@
 """What changed on the wire from Kafka 4.1 to 4.4, judged by Apache Kafka 4.4: the same scenarios against a
-4.4 single node and a pykbroker, failing on every difference not in ``differential_allowlist.ALLOWED``.
+4.4 single node and a pykbroker, and (``make differential-cluster``) against a 3-node Kafka 4.4 and 3 pykbroker
+brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
   is compared decoded (its epoch is the metadata offset, which no two brokers share), the Streams-group keys
@@ -23,7 +24,8 @@ from collections.abc import Callable
 
 import pytest
 
-from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.conftest import differential_client, differential_params, differential_targets
+from compat_tests.differential_allowlist import allowed
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import RawClient
 from wire import (
@@ -59,7 +61,7 @@ from wire.messages import (
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.api_versions_response import ApiVersion
 from wire.messages.consumer_group_heartbeat_request import TopicPartitions as HeartbeatTopicPartitions
-from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
@@ -289,8 +291,11 @@ def fetch_order(c: RawClient) -> Observations:
     that returned records moved to the end of the session. With max_bytes 1 each fetch returns the first batch
     of the first partition with data only, so which partition that is shows the session's order."""
     names = ("k44-fo-a", "k44-fo-b")
-    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
-                                          for n in names], timeout_ms=10_000), 7)
+    # Every partition on one broker, so that on a cluster too one fetch session holds them all.
+    broker = min(b.node_id for b in c.request(MetadataRequest(topics=[]), 12).brokers)
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=-1, replication_factor=-1, assignments=[
+        CreatableReplicaAssignment(partition_index=i, broker_ids=[broker]) for i in (0, 1)]) for n in names],
+        timeout_ms=10_000), 7)
     ids = {name: t.topic_id for name, t in c.wait_for_topics(*names).items()}
     for name in names:
         for partition in (0, 1):
@@ -412,16 +417,17 @@ def fresh_kafka():
         yield kafka
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_pykbroker_observes_what_kafka_44_observes(scenario, judged_broker, fresh_kafka):
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     run = SCENARIOS[scenario]
-    with RawClient(fresh_kafka.bootstrap, timeout=30) as c:
+    kafka, pykbroker = differential_targets(request, mode, "fresh_kafka", "judged_broker")
+    with differential_client(mode, kafka) as c:
         expected = run(c)
-    with RawClient(judged_broker.bootstrap, timeout=30) as c:
+    with differential_client(mode, pykbroker) as c:
         got = run(c)
     differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and (scenario, key) not in ALLOWED}
-    assert not differences, "\n".join(f"{scenario} / {k}: kafka={e!r} pykbroker={g!r}"
+                   if expected.get(key) != got.get(key) and not allowed(mode, scenario, key)}
+    assert not differences, "\n".join(f"{mode} {scenario} / {k}: kafka={e!r} pykbroker={g!r}"
                                       for k, (e, g) in differences.items())
 
 

@@ -1,0 +1,227 @@
+"""The differential scenarios' client on a cluster: a RawClient that sends each request where a Kafka client
+would — produce, fetch and the other partition requests to the partition's leader (from Metadata), group
+requests to the group coordinator and transaction requests to the transaction coordinator (FindCoordinator),
+ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
+broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
+
+from __future__ import annotations
+
+import time
+
+from pykbroker.testing import RawClient
+from wire import ErrorCode
+from wire.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
+    DeleteRecordsRequest,
+    DescribeGroupsRequest,
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    FetchRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    InitProducerIdRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
+    ListTransactionsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
+    ProduceRequest,
+    SyncGroupRequest,
+    TxnOffsetCommitRequest,
+)
+from wire.messages.metadata_request import MetadataRequestTopic
+
+GROUP, TRANSACTION = 0, 1
+_COORDINATOR_LOADING = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+def _first_partition(request) -> tuple[str | None, object, int] | None:
+    """(topic name, topic id, partition) of a partition request's first partition; None when it names none."""
+    if isinstance(request, ProduceRequest):
+        topics, parts, index = request.topic_data, "partition_data", "index"
+    elif isinstance(request, FetchRequest):
+        topics, parts, index = request.topics, "partitions", "partition"
+    elif isinstance(request, (ListOffsetsRequest, DeleteRecordsRequest)):
+        topics, parts, index = request.topics, "partitions", "partition_index"
+    elif isinstance(request, OffsetForLeaderEpochRequest):
+        topics, parts, index = request.topics, "partitions", "partition"
+    elif isinstance(request, DescribeLogDirsRequest):  # the admin client asks the replicas' brokers
+        topics = request.topics
+        if not topics or not topics[0].partitions:
+            return None
+        return topics[0].topic, None, topics[0].partitions[0]
+    elif isinstance(request, DescribeProducersRequest):
+        topics = request.topics
+        if not topics or not topics[0].partition_indexes:
+            return None
+        return topics[0].name, None, topics[0].partition_indexes[0]
+    else:
+        return None
+    if not topics or not getattr(topics[0], parts):
+        return None
+    first = topics[0]
+    name = getattr(first, "name", None) if not isinstance(request, (FetchRequest, OffsetForLeaderEpochRequest)) \
+        else getattr(first, "topic", None)
+    return name, getattr(first, "topic_id", None), getattr(getattr(first, parts)[0], index)
+
+
+def _coordinator_key(request, version: int) -> tuple[int, str] | None:
+    """(key type, key) of the coordinator a request goes to; None for a request no coordinator answers."""
+    if isinstance(request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
+                            OffsetCommitRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
+                            TxnOffsetCommitRequest)):
+        return GROUP, request.group_id
+    if isinstance(request, OffsetFetchRequest):
+        return GROUP, request.group_id if version < 8 else (request.groups[0].group_id if request.groups else None)
+    if isinstance(request, DescribeGroupsRequest):
+        return (GROUP, request.groups[0]) if request.groups else None
+    if isinstance(request, DeleteGroupsRequest):
+        return (GROUP, request.groups_names[0]) if request.groups_names else None
+    if isinstance(request, ConsumerGroupDescribeRequest):
+        return (GROUP, request.group_ids[0]) if request.group_ids else None
+    if isinstance(request, (InitProducerIdRequest, AddOffsetsToTxnRequest, EndTxnRequest)):
+        return (TRANSACTION, request.transactional_id) if request.transactional_id else None
+    if isinstance(request, AddPartitionsToTxnRequest):
+        tid = request.v3_and_below_transactional_id if version <= 3 else (
+            request.transactions[0].transactional_id if request.transactions else None)
+        return (TRANSACTION, tid) if tid else None
+    if isinstance(request, DescribeTransactionsRequest):
+        return (TRANSACTION, request.transactional_ids[0]) if request.transactional_ids else None
+    return None
+
+
+# Requests that name several groups: (the groups' field, the results' field).
+_MULTI_GROUP = {DeleteGroupsRequest: ("groups_names", "results"), DescribeGroupsRequest: ("groups", "groups"),
+                ConsumerGroupDescribeRequest: ("group_ids", "groups")}
+
+
+class RoutingClient(RawClient):
+    """A RawClient routing each request to the broker a Kafka client sends it to (see the module docstring).
+
+    ``send``/``recv`` and raw bytes stay on the bootstrap connection; ``coordinator`` gives the address of a
+    group's coordinator for scenarios that open their own connections to it."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str | None = "raw-test") -> None:
+        super().__init__(bootstrap, timeout, client_id)
+        self._connections: dict[str, RawClient] = {}
+        self._coordinators: dict[tuple[int, str], str] = {}
+        self._sessions: dict[int, str] = {}
+
+    def request(self, request, version: int):
+        if isinstance(request, (ListGroupsRequest, ListTransactionsRequest)):
+            return self._from_every_broker(request, version)
+        if isinstance(request, FetchRequest) and request.session_id in self._sessions:
+            address = self._sessions[request.session_id]  # a fetch session lives on the broker that opened it
+        elif (split := _MULTI_GROUP.get(type(request))) and len(getattr(request, split[0])) > 1:
+            return self._per_coordinator(request, version, *split)
+        else:
+            address = self.route(request, version)
+        response = self._connection(address).request(request, version)
+        if isinstance(request, FetchRequest) and getattr(response, "session_id", 0):
+            self._sessions[response.session_id] = address
+        return response
+
+    def _per_coordinator(self, request, version: int, keys: str, results: str):
+        """A request naming several groups, sent to each group's coordinator with its groups (as the admin
+        client does); the answers joined in the request's order."""
+        by_address: dict[str, list[str]] = {}
+        for group in getattr(request, keys):
+            by_address.setdefault(self.coordinator(group), []).append(group)
+        joined = None
+        answered = []
+        for address, groups in by_address.items():
+            setattr(request, keys, groups)
+            response = self._connection(address).request(request, version)
+            answered += getattr(response, results)
+            joined = joined or response
+        setattr(request, keys, [g for gs in by_address.values() for g in gs])
+        setattr(joined, results, answered)
+        return joined
+
+    def route(self, request, version: int) -> str:
+        """The address ``request`` goes to."""
+        partition = _first_partition(request)
+        if partition is not None:
+            return self._leader(*partition)
+        key = _coordinator_key(request, version)
+        if key is not None and key[1]:
+            return self.coordinator(key[1], key[0])
+        return self.bootstrap
+
+    def coordinator(self, key: str, key_type: int = GROUP) -> str:
+        """The address of ``key``'s coordinator, asking FindCoordinator again while it loads; the bootstrap
+        broker when none is found (which then answers the request with the error a client would see)."""
+        if (key_type, key) in self._coordinators:
+            return self._coordinators[(key_type, key)]
+        deadline = time.monotonic() + 20
+        while True:
+            found = super().request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4)
+            c = found.coordinators[0]
+            if c.error_code == ErrorCode.NONE:
+                self._coordinators[(key_type, key)] = address = f"{c.host}:{c.port}"
+                return address
+            if c.error_code not in _COORDINATOR_LOADING or time.monotonic() > deadline:
+                return self.bootstrap
+            time.sleep(0.1)
+
+    def leader(self, name: str, partition: int = 0) -> str:
+        """The address of the leader of ``name``'s ``partition`` (the bootstrap broker when it has none)."""
+        return self._leader(name, None, partition)
+
+    def _leader(self, name: str | None, topic_id: object, partition: int) -> str:
+        """The address of the partition's leader per Metadata; the bootstrap broker when it has none."""
+        topics = [MetadataRequestTopic(name=name)] if name else None
+        meta = super().request(MetadataRequest(topics=topics, allow_auto_topic_creation=False), 12)
+        addresses = {b.node_id: f"{b.host}:{b.port}" for b in meta.brokers}
+        for t in meta.topics:
+            if (name and t.name == name) or (not name and t.topic_id == topic_id):
+                for p in t.partitions:
+                    if p.partition_index == partition and p.leader_id in addresses:
+                        return addresses[p.leader_id]
+        return self.bootstrap
+
+    def _from_every_broker(self, request, version: int):
+        """Ask every broker, as the admin client lists groups and transactions, and join the answers."""
+        meta = super().request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12)
+        answers = [self._connection(f"{b.host}:{b.port}").request(request, version)
+                   for b in sorted(meta.brokers, key=lambda b: b.node_id)]
+        joined = answers[0]
+        joined.error_code = next((a.error_code for a in answers if a.error_code), ErrorCode.NONE)
+        if isinstance(request, ListGroupsRequest):
+            joined.groups = [g for a in answers for g in a.groups]
+        else:
+            joined.transaction_states = [s for a in answers for s in a.transaction_states]
+        return joined
+
+    def _connection(self, address: str) -> RawClient:
+        if address == self.bootstrap:
+            return _Bootstrap(self)
+        if address not in self._connections:
+            self._connections[address] = RawClient(address, self.timeout, self.client_id)
+        return self._connections[address]
+
+    def close(self) -> None:
+        for c in self._connections.values():
+            c.close()
+        super().close()
+
+
+class _Bootstrap:
+    """The routing client's own connection, asked without routing."""
+
+    def __init__(self, client: RoutingClient) -> None:
+        self.client = client
+
+    def request(self, request, version: int):
+        return RawClient.request(self.client, request, version)
