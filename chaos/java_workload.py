@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,14 +21,26 @@ from pathlib import Path
 from chaos.history import Commit, Consumed, History, Produced
 from chaos.workloads import Clock, Workload, child_event
 
-JARS = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / ".cache" / "jars"
+JVM = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm"
+
+
+def _pom_kafka_version() -> str | None:
+    """The judge's Kafka version (``<kafka.version>`` of compat_tests/jvm/pom.xml), as fetch_jars.sh reads it."""
+    try:
+        found = re.search(r"<kafka\.version>(.*?)</kafka\.version>", (JVM / "pom.xml").read_text())
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 def java_jars() -> Path | None:
-    """Kafka 4.4's jars (compat_tests/jvm/fetch_jars.sh, run by ``make deps``), or None without java."""
-    if shutil.which("java") is None or not any(JARS.glob("kafka-tools-*.jar")):
+    """Kafka's jars of the pom's version (compat_tests/jvm/.cache/jars-VERSION, fetched by fetch_jars.sh, which
+    ``make deps`` runs), or None without java or without them."""
+    version = _pom_kafka_version()
+    jars = JVM / ".cache" / f"jars-{version}"
+    if shutil.which("java") is None or version is None or not any(jars.glob("kafka-tools-*.jar")):
         return None
-    return JARS
+    return jars
 
 
 class JavaToolWorkload(Workload):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-JARS = Path(__file__).parent / "jvm" / ".cache" / "jars"
+from compat_tests.jvm.kafka_broker import jars_dir
 
 
 def test_confluent_admin_round_trip(broker):
@@ -64,16 +63,18 @@ def test_kafka_python_admin_round_trip(broker):
         admin.close()
 
 
-@pytest.mark.skipif(shutil.which("java") is None or not JARS.is_dir(), reason="needs java and Kafka's jars "
-                    "(compat_tests/jvm/fetch_jars.sh)")
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs java and Kafka's jars (compat_tests/jvm/fetch_jars.sh)")
 def test_kafka_cli_tools(broker):
+    jars = jars_dir()
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
+
     def tool(main_class: str, *args: str) -> str:
-        result = subprocess.run(["java", "-Xmx256m", "-cp", f"{JARS}/*", main_class, "--bootstrap-server",
+        result = subprocess.run(["java", "-Xmx256m", "-cp", f"{jars}/*", main_class, "--bootstrap-server",
                                  broker.bootstrap, *args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
-    topics, configs = "org.apache.kafka.tools.TopicCommand", "kafka.admin.ConfigCommand"
+    topics, configs = "org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.ConfigCommand"
     assert "Created topic adm-j." in tool(topics, "--create", "--topic", "adm-j", "--partitions", "2",
                                          "--config", "retention.ms=1000")
     assert "PartitionCount: 2" in tool(topics, "--describe", "--topic", "adm-j")
