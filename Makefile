@@ -104,13 +104,15 @@ differential-cluster-ops: deps
 ##        3 pykbroker brokers against a 3-node Kafka 4.4 KRaft cluster, the same scenarios as one node
 ##        (test_differential, test_differential_kafka44, test_differential_cluster)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py -k cluster- $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py -k "cluster- or classic_first_generation" $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
-##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts
+##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts;
+##        a Spark streaming query through a killed leader
 test-cluster-slow: deps
-	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py -s $(ARGS)
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
+		compat_tests/test_cluster_spark.py -s $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.4's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential
@@ -145,10 +147,12 @@ test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
 		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py $(ARGS)
 
-## test-console-slow: the console beyond `make test` (~20 s): one broker's console reads and writes partitions
-##                    and groups the other broker of a ZooKeeper cluster leads and coordinates
+## test-console-slow: the console beyond `make test` (~50 s): one broker's console reads and writes partitions
+##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
+##                    through the console log in to it
 test-console-slow: deps
-	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py $(ARGS)
+	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py \
+		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by

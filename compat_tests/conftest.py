@@ -114,14 +114,16 @@ def differential_client(mode: str, bootstrap: str):
     return RoutingClient(bootstrap, timeout=30) if mode == "cluster" else RawClient(bootstrap, timeout=30)
 
 
-def differential_params(scenarios: list[str], cluster_short: tuple[str, ...], cluster_all: tuple[str, ...]) -> list:
-    """``(mode, scenario)`` parameters: every scenario on one node; on a cluster, ``cluster_short`` in ``make
-    test`` and the rest of ``cluster_all`` with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``).
-    A cluster scenario costs ``make test`` a 3-node Kafka start (about 45 s on this machine's load)."""
+def differential_params(scenarios: list[str], cluster_short: tuple[str, ...], cluster_all: tuple[str, ...],
+                        single_slow: tuple[str, ...] = ()) -> list:
+    """``(mode, scenario)`` parameters: every scenario on one node (but ``single_slow``, scenarios of a minute or
+    more, with PYKBROKER_SLOW_DIFFERENTIAL=1 only); on a cluster, ``cluster_short`` in ``make test`` and the rest
+    of ``cluster_all`` with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``). A cluster scenario
+    costs ``make test`` a 3-node Kafka start (about 45 s on this machine's load)."""
     import os
     slow = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-                              reason="cluster mode: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
-    params = [pytest.param("single", s, id=s) for s in scenarios]
+                              reason="slow scenario: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+    params = [pytest.param("single", s, id=s, marks=slow if s in single_slow else ()) for s in scenarios]
     params += [pytest.param("cluster", s, id=f"cluster-{s}", marks=() if s in cluster_short else slow)
                for s in cluster_all]
     return params

@@ -3,6 +3,7 @@ with failOnDataLoss=true it neither fails nor misses a record (Spark's kafka sou
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import uuid
@@ -25,6 +26,8 @@ def wait_for(predicate, what: str, timeout: float = 90.0) -> None:
         time.sleep(0.3)
 
 
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+                    reason="a minute or more: make test-cluster-slow (PYKBROKER_SLOW_CLUSTER=1)")
 def test_a_streaming_query_survives_a_killed_leader(tmp_path):
     from pykbroker.spark import spark_session
 

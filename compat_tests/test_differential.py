@@ -1336,7 +1336,8 @@ def judged_broker(tmp_path_factory):
         yield b
 
 
-@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
+                                                         single_slow=("classic_first_generation",)))
 def test_pykbroker_observes_what_kafka_observes(mode, scenario, request):
     run = SCENARIOS[scenario]
     kafka, pykbroker = differential_targets(request, mode, "kafka_judge", "judged_broker")

@@ -5,6 +5,7 @@ positions, confirmation for deleting a topic, Kafka's refusals passed through, b
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -187,6 +188,8 @@ def _as(url: str, path: str, body: object = None, cookie: str = "") -> tuple[int
         return e.code, json.loads(e.read() or b"null"), ""
 
 
+@pytest.mark.skipif(os.environ.get("PYKBROKER_CONSOLE_SLOW") != "1",
+                    reason="half a minute: make test-console-slow (PYKBROKER_CONSOLE_SLOW=1)")
 def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
     port, sasl_port, console_port = free_port(), free_port(), free_port()
     overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
