@@ -4,17 +4,4 @@
 # Run the test application with: java -cp "compat_tests/jvm/streams/.cache/jars/*" StreamsCountApp.java ...
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-jars="$here/.cache/jars"
-stamp="$here/.cache/jars.stamp"
-# The stamp holds the pom's hash: editing the pom (a new Kafka Streams version) refreshes the cache.
-want="$(sha256sum "$here/pom.xml" | cut -d' ' -f1)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -n "$(ls -A "$jars" 2>/dev/null)" ]]; then
-    echo "$jars"
-    exit 0
-fi
-command -v mvn >/dev/null || { echo "fetch_jars.sh: mvn (Maven 3.8+) is required" >&2; exit 1; }
-rm -rf "$jars"
-mkdir -p "$jars"
-mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies -DoutputDirectory="$jars" -DincludeScope=runtime >&2
-echo "$want" > "$stamp"
-echo "$jars"
+exec bash "$here/../../../tools/maven_jars.sh" "$here"
