@@ -106,6 +106,25 @@ def differential_targets(request, mode: str, single_judge: str, single_judged: s
     return request.getfixturevalue(single_judge).bootstrap, request.getfixturevalue(single_judged).bootstrap
 
 
+def observe_both(request, mode: str, scenario, single_judge: str, single_judged: str) -> tuple[dict, dict]:
+    """(Kafka's observations, pykbroker's) of one scenario function run on each target of ``mode``."""
+    kafka, pykbroker = differential_targets(request, mode, single_judge, single_judged)
+    with differential_client(mode, kafka) as c:
+        expected = scenario(c)
+    with differential_client(mode, pykbroker) as c:
+        got = scenario(c)
+    return expected, got
+
+
+def assert_same_observations(mode: str, scenario: str, expected: dict, got: dict) -> None:
+    """Fail on every observation that differs between Kafka and pykbroker and is not in the allow-list."""
+    from compat_tests.differential_allowlist import allowed
+    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
+                   if expected.get(key) != got.get(key) and not allowed(mode, scenario, key)}
+    assert not differences, "\n".join(f"{mode} {scenario} / {k}:\n  kafka={e!r}\n  pykbroker={g!r}"
+                                      for k, (e, g) in differences.items())
+
+
 def differential_client(mode: str, bootstrap: str):
     """The scenario client of ``mode``: on a cluster, one that routes each request as a Kafka client does
     (compat_tests/routing_client.py); on one node, the plain RawClient."""

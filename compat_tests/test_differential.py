@@ -15,8 +15,11 @@ from collections.abc import Callable
 
 import pytest
 
-from compat_tests.conftest import differential_client, differential_params, differential_targets
-from compat_tests.differential_allowlist import allowed
+from compat_tests.conftest import (
+    assert_same_observations,
+    differential_params,
+    observe_both,
+)
 from compat_tests.routing_client import RoutingClient
 from pykbroker.testing import RawClient
 from wire import CompressionType, ErrorCode, Record, TimestampType, Writer, build_batch, build_simple_batch
@@ -1339,13 +1342,5 @@ def judged_broker(tmp_path_factory):
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
                                                          single_slow=("classic_first_generation",)))
 def test_pykbroker_observes_what_kafka_observes(mode, scenario, request):
-    run = SCENARIOS[scenario]
-    kafka, pykbroker = differential_targets(request, mode, "kafka_judge", "judged_broker")
-    with differential_client(mode, kafka) as c:
-        expected = run(c)
-    with differential_client(mode, pykbroker) as c:
-        got = run(c)
-    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and not allowed(mode, scenario, key)}
-    assert not differences, "\n".join(f"{mode} {scenario} / {k}: kafka={e!r} pykbroker={g!r}"
-                                      for k, (e, g) in differences.items())
+    expected, got = observe_both(request, mode, SCENARIOS[scenario], "kafka_judge", "judged_broker")
+    assert_same_observations(mode, scenario, expected, got)

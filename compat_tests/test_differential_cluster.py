@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
-from compat_tests.conftest import differential_client, differential_params, differential_targets
-from compat_tests.differential_allowlist import allowed
+from compat_tests.conftest import (
+    assert_same_observations,
+    differential_params,
+    observe_both,
+)
 from pykbroker.testing import BrokerProcess, RawClient
 from wire.messages import (
     ApiVersionsRequest,
@@ -148,16 +151,9 @@ def judged_broker(tmp_path_factory):
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
 def test_pykbroker_answers_as_kafka(mode, scenario, request):
-    kafka, pykbroker = differential_targets(request, mode, "kafka44_judge", "judged_broker")
-    with differential_client(mode, kafka) as c:
-        expected = SCENARIOS[scenario](c)
-    with differential_client(mode, pykbroker) as c:
-        got = SCENARIOS[scenario](c)
+    expected, got = observe_both(request, mode, SCENARIOS[scenario], "kafka44_judge", "judged_broker")
     if mode == "cluster":  # which node is the active controller differs from run to run (test_cluster_surface checks it)
         expected, got = _any_controller(expected), _any_controller(got)
     if scenario == "update_features":
         assert expected["final"] == expected["initial"], "the scenario must leave Kafka's features as it found them"
-    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and not allowed(mode, scenario, key)}
-    assert not differences, "\n".join(f"{mode} {scenario} / {k}:\n  kafka={e!r}\n  pykbroker={g!r}"
-                                      for k, (e, g) in differences.items())
+    assert_same_observations(mode, scenario, expected, got)
