@@ -222,7 +222,9 @@ class Coordinators:
     async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                 commit: bool, partitions: list[tuple[str, int]],
                                 transaction_version: int) -> dict[tuple[str, int], int]:
-        """WriteTxnMarkers v2 to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
+        """WriteTxnMarkers to the broker leading ``partitions`` at the highest version both serve, as Kafka's
+        TransactionMarkerChannelManager through its NetworkClient: v2 with the transaction version (KIP-1228) when
+        the peer serves it, v1 (without) to an older one."""
         from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
         from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
 
@@ -233,6 +235,8 @@ class Coordinators:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
-        response = await self.broker_clients.get(leader).request(request, 2, WriteTxnMarkersResponse)
+        client = self.broker_clients.get(leader)
+        version = await client.usable_version(WriteTxnMarkersRequest)
+        response = await client.request(request, version, WriteTxnMarkersResponse)
         return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
                 for p in t.partitions}
