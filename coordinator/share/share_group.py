@@ -97,8 +97,10 @@ class ShareMember:
 @dataclass
 class ShareGroup:
     group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+    # Kafka 4.3+ (ModernGroup): a new group is at epoch 1 with an assignment at epoch 1, so its first member
+    # joins at epoch 2
+    group_epoch: int = 1
+    assignment_epoch: int = 1
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)

@@ -61,14 +61,14 @@ def test_join_heartbeat_leave_and_expiry():
     clock = FakeClock()
     c, expired = _coordinator(clock, StaticTopics([TopicInfo("t", T, 2)]))
     r = c.heartbeat("g", "m1", 0, None, ["t"], "client", "/host").response
-    assert (r.error_code, r.member_epoch, r.assignment) == (ErrorCode.NONE, 1, {T: [0, 1]})
+    assert (r.error_code, r.member_epoch, r.assignment) == (ErrorCode.NONE, 2, {T: [0, 1]})  # a new group is at epoch 1 (Kafka 4.3+)
     assert c.heartbeat("g", "m1", 5, None, None, "client", "/host").response.error_code == \
         ErrorCode.FENCED_MEMBER_EPOCH
     assert c.heartbeat("g", "zz", 3, None, None, "client", "/host").response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     r2 = c.heartbeat("g", "m2", 0, None, ["t"], "client", "/host").response
-    assert r2.member_epoch == 2 and sum(len(p) for p in r2.assignment.values()) == 1
-    r = c.heartbeat("g", "m1", 1, None, None, "client", "/host").response
-    assert r.member_epoch == 2 and sum(len(p) for p in r.assignment.values()) == 1
+    assert r2.member_epoch == 3 and sum(len(p) for p in r2.assignment.values()) == 1
+    r = c.heartbeat("g", "m1", 2, None, None, "client", "/host").response
+    assert r.member_epoch == 3 and sum(len(p) for p in r.assignment.values()) == 1
     clock.advance(1000)  # m1 and m2 stop heartbeating
     assert c.groups["g"].members == {} and c.groups["g"].state == "Empty"
     assert {type(r.key).__name__ for r in expired if r.value is None} == {
@@ -83,10 +83,10 @@ def test_records_written_replay_into_the_same_groups():
     log = []
     for step in [lambda: c.heartbeat("g", "m1", 0, "rack-a", ["t"], "c1", "/h1"),
                  lambda: c.heartbeat("g", "m2", 0, None, ["t"], "c2", "/h2"),
-                 lambda: c.heartbeat("g", "m1", 1, None, None, "c1", "/h1"),
+                 lambda: c.heartbeat("g", "m1", 2, None, None, "c1", "/h1"),
                  lambda: c.mark_initialized("g", T, "t", [0, 1, 2]),
                  lambda: c.heartbeat("h", "x", 0, None, ["t"], "c3", "/h3"),
-                 lambda: c.heartbeat("h", "x", 1, None, None, "c3", "/h3")]:
+                 lambda: c.heartbeat("h", "x", 2, None, None, "c3", "/h3")]:
         result = step()
         assert result.replay is False  # the operation already applied its change
         log.extend(result.records)
@@ -95,11 +95,11 @@ def test_records_written_replay_into_the_same_groups():
                      "ShareGroupTargetAssignmentMetadataKey", "ShareGroupCurrentMemberAssignmentKey"]
     fresh = _replayed(clock, topics, log)
     assert {g: v.view() for g, v in fresh.groups.items()} == {g: v.view() for g, v in c.groups.items()}
-    assert fresh.groups["g"].group_epoch == 2 and fresh.groups["g"].members["m1"].rack_id == "rack-a"
+    assert fresh.groups["g"].group_epoch == 3 and fresh.groups["g"].members["m1"].rack_id == "rack-a"
     assert fresh.groups["g"].initialized == {T: ("t", {0, 1, 2})}
     # a replayed member keeps its epoch: its next heartbeat is accepted without rejoining
     fresh.on_loaded()
-    again = fresh.heartbeat("g", "m2", 2, None, None, "c2", "/h2")
+    again = fresh.heartbeat("g", "m2", 3, None, None, "c2", "/h2")
     assert again.response.error_code == ErrorCode.NONE and again.records == []
     # a member leaves, the group is deleted: replaying everything leaves no group
     log.extend(c.heartbeat("h", "x", -1, None, None, "c3", "/h3").records)
@@ -117,5 +117,5 @@ def test_a_partition_added_while_down_bumps_the_epoch_of_a_replayed_group():
     log = list(c.heartbeat("g", "m1", 0, None, ["t"], "c", "/h").records)
     topics.add(TopicInfo("t", T, 2))
     fresh = _replayed(clock, topics, log)
-    r = fresh.heartbeat("g", "m1", 1, None, None, "c", "/h").response
-    assert r.member_epoch == 2 and r.assignment == {T: [0, 1]}
+    r = fresh.heartbeat("g", "m1", 2, None, None, "c", "/h").response
+    assert r.member_epoch == 3 and r.assignment == {T: [0, 1]}

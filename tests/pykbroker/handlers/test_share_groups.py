@@ -110,7 +110,7 @@ def test_share_apis_are_refused_while_share_version_is_not_finalized(tmp_path):
         enable(c)
         create_topic(c, "t")
         _, r = join(c, "g", "t")
-        assert r.member_epoch == 1 and r.assignment.topic_partitions[0].partitions == [0]
+        assert r.member_epoch == 2 and r.assignment.topic_partitions[0].partitions == [0]
 
 
 def test_records_go_to_one_member_and_acknowledgements_settle_them(broker):
