@@ -683,9 +683,9 @@ def fresh_kafka():
         yield kafka
 
 
-# Single node only so far (their cluster mode is not judged yet): the assignment interval, cordoned log dirs and share
-# groups at share.version 2; the share scenario takes 20-35 s, so it runs in `make differential-cluster`.
-SINGLE_NODE_ONLY = ("assignment_interval", "cordoned_log_dirs", "share_groups_v2")
+# Single node only so far (its cluster mode is not judged yet): share groups at share.version 2; it takes 20-35 s, so
+# it runs in `make differential-cluster`.
+SINGLE_NODE_ONLY = ("share_groups_v2",)
 
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
