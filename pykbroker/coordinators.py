@@ -172,8 +172,8 @@ class Coordinators:
             share_version=lambda: image().finalized_features.get(SHARE_VERSION, 0), topic=topic,
             create_topic=self.internal_topics.create_dead_letter_topic, produce=produce, read=read)
         sink = self.dead_letters
-        return lambda group_id, name, partition, first, last, count, cause: sink.enqueue(
-            DeadLetter(group_id, name, partition, first, last, count, cause))
+        return lambda group_id, name, partition, first, last, count, cause, done: sink.enqueue(
+            DeadLetter(group_id, name, partition, first, last, count, cause, done))
 
     @property
     def built_group(self) -> GroupCoordinator | None:

@@ -12,7 +12,9 @@ to partition ``source partition % DLQ partitions`` with the time of writing and 
 The DLQ topic must not start with ``__``, must start with the broker's ``errors.deadletterqueue.topic.name.prefix``
 (``dlq.``; empty: any name), and if it exists must have ``errors.deadletterqueue.group.enable=true``; a missing one
 is created (with that config and CreateTime timestamps) only with ``errors.deadletterqueue.auto.create.topics.enable``.
-A write that cannot happen is logged with Kafka's reason and the records are archived regardless, as Kafka does.
+Until written, the records are ARCHIVING (holding the share-partition's start offset; a restart writes them
+again); a write that cannot happen is logged with Kafka's reason and the records are archived regardless, as
+Kafka does.
 Writes are queued and drained by one task, a batch per DLQ partition per round.
 """
 
@@ -41,7 +43,8 @@ _COPY_READ_BYTES = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """Offsets ``first..last`` of ``topic-partition`` that ``group_id`` gave up on."""
+    """Offsets ``first..last`` of ``topic-partition`` that ``group_id`` gave up on; ``done`` is called once they
+    are written, or given up on (the share-partition then archives them)."""
 
     group_id: str
     topic: str
@@ -50,6 +53,7 @@ class DeadLetter:
     last: int
     delivery_count: int
     cause: str
+    done: Callable[[], None] = lambda: None
 
 
 class ShareGroupDeadLetters:
@@ -81,13 +85,14 @@ class ShareGroupDeadLetters:
         """Kafka's isDLQEnabledForGroup: share.version 2 and a DLQ topic named by the group."""
         return self._share_version() >= 2 and bool(self._group_configs(group_id).get(TOPIC_NAME, "").strip())
 
-    def enqueue(self, letter: DeadLetter) -> None:
-        """Queue offsets a share-partition archives (its callback; nothing when the group has no DLQ)."""
+    def enqueue(self, letter: DeadLetter) -> bool:
+        """Queue offsets a share-partition gives up on; False (not taken) when the group has no DLQ."""
         if not self.enabled(letter.group_id):
-            return
+            return False
         self._pending.append(letter)
         if self._drain is None or self._drain.done():
             self._drain = asyncio.get_running_loop().create_task(self._drain_pending())
+        return True
 
     async def idle(self) -> None:
         """Until every queued dead letter is written or given up (tests)."""
@@ -103,9 +108,11 @@ class ShareGroupDeadLetters:
             for group_id, group_letters in by_group.items():
                 try:
                     await self._write(group_id, group_letters)
-                except Exception as exc:  # noqa: BLE001 - the records stay archived whatever happens
+                except Exception as exc:  # noqa: BLE001 - the records are archived whatever happens
                     log.error("Failed to write to DLQ, proceeding to ARCHIVED regardless: share group %s: %s",
                               group_id, exc)
+                for letter in group_letters:
+                    letter.done()
 
     def _check_topic(self, group_id: str, name: str) -> str | None:
         """Kafka's validateDlqTopic: why ``name`` cannot be the group's DLQ topic, or None."""

@@ -4,6 +4,8 @@
 - ``ACQUIRED``: delivered to one member and locked for it until acknowledged or the acquisition lock
   (``group.share.record.lock.duration.ms``) expires; each acquisition adds one to the delivery count.
 - ``ACKNOWLEDGED``: the member accepted it; terminal.
+- ``ARCHIVING``: given up on (rejected, or past the delivery count limit) and being written to the group's
+  dead-letter queue (KIP-1191, share.version 2); ARCHIVED once written. Persisted, so a restart writes it again.
 - ``ARCHIVED``: rejected, a gap, past the delivery count limit, or below a moved start offset; terminal.
 
 Release (an acknowledgement of type RELEASE, a lock timeout, the member's session ending) turns ACQUIRED
@@ -22,6 +24,7 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3
     ARCHIVED = 4
 
 
@@ -37,7 +40,9 @@ class AcknowledgeType(IntEnum):
 
 _LEGAL: dict[RecordState, frozenset[RecordState]] = {
     RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
-    RecordState.ACQUIRED: frozenset({RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED}),
+    RecordState.ACQUIRED: frozenset({RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVING,
+                                     RecordState.ARCHIVED}),
+    RecordState.ARCHIVING: frozenset({RecordState.ARCHIVED}),
     RecordState.ACKNOWLEDGED: frozenset(),
     RecordState.ARCHIVED: frozenset(),
 }

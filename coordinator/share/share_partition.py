@@ -13,8 +13,11 @@ acquiring records at ``end_offset`` and only while it holds fewer than ``max_rec
 shrinks at the front when the first records reach a terminal state (the start offset moves on).
 
 A record given up on — REJECTed, or released (acknowledgement, lock expiry, member gone) at the delivery count
-limit — is passed to ``dead_letter`` (first, last, delivery count, cause) when set: the share group's dead-letter
-queue (KIP-1191) decides whether it writes it. GAPs, aborted records and records below a moved start are not.
+limit — is passed to ``dead_letter`` (first, last, delivery count, cause) when set: when the share group's
+dead-letter queue (KIP-1191) takes it (True), it stays ARCHIVING (holding the start offset, persisted as such)
+until ``dead_letters_written``; else it is ARCHIVED at once. A share-partition loaded with ARCHIVING records
+hands them over again (``resume_dead_letters``), as Kafka's. GAPs, aborted records and records below a moved
+start are never dead letters.
 
 Every change is marked dirty; ``take_dirty`` turns the dirty offsets into state batches for the share
 coordinator (acquired records are written as available, as Kafka persists them). The object does no I/O:
@@ -40,7 +43,7 @@ __all__ = ["CLIENT_REJECT", "DELIVERY_COUNT_EXCEEDED", "AcquiredRecords", "Inval
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
-_AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVED = (int(s) for s in RecordState)
+_AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVING, _ARCHIVED = (int(s) for s in RecordState)
 # Kafka's ShareGroupDLQManager causes, the __dlq.errors.message header of a dead letter
 CLIENT_REJECT = "Offset rejected by client."
 DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
@@ -94,7 +97,7 @@ class SharePartition:
     config: SharePartitionConfig
     clock: Clock
     on_release: Callable[[], None] = lambda: None  # records became available again (wake long polls)
-    dead_letter: Callable[[int, int, int, str], None] | None = None  # (first, last, delivery count, cause)
+    dead_letter: Callable[[int, int, int, str], bool] | None = None  # (first, last, delivery count, cause)
     start_offset: int = 0
     state_epoch: int = 0
     _states: bytearray = field(default_factory=bytearray)
@@ -300,14 +303,47 @@ class SharePartition:
         return exhausted
 
     def _dead_letters(self, lo: int, hi: int, cause: str) -> None:
-        """Hand window indexes ``lo..hi-1`` to ``dead_letter``, a call per run of equal delivery counts."""
+        """Hand window indexes ``lo..hi-1`` (just archived) to ``dead_letter``, a call per run of equal delivery
+        counts; a run it takes is ARCHIVING until written."""
         if self.dead_letter is None:
             return
         start = lo
         for i in range(lo + 1, hi + 1):
             if i == hi or self._counts[i] != self._counts[start]:
-                self.dead_letter(self.start_offset + start, self.start_offset + i - 1, self._counts[start], cause)
+                if self.dead_letter(self.start_offset + start, self.start_offset + i - 1, self._counts[start], cause):
+                    self._states[start:i] = bytes((_ARCHIVING,)) * (i - start)
                 start = i
+
+    def dead_letters_written(self, first: int, last: int) -> bool:
+        """The dead-letter queue wrote (or gave up on) ``first..last``: ARCHIVING -> ARCHIVED. Whether it changed."""
+        lo, hi = max(first - self.start_offset, 0), min(last + 1 - self.start_offset, len(self._states))
+        changed = False
+        for i in range(lo, hi):
+            if self._states[i] == _ARCHIVING:
+                self._states[i] = _ARCHIVED
+                changed = True
+        if changed:
+            self._dirty.mark(self.start_offset + lo, self.start_offset + hi - 1)
+            self._advance_start()
+        return changed
+
+    def resume_dead_letters(self) -> None:
+        """After a load: ARCHIVING records go to the dead-letter queue again (Kafka's maybeResumeDlqArchiving: the
+        cause by their delivery count), or are ARCHIVED when it no longer takes them."""
+        i, n = 0, len(self._states)
+        while i < n:
+            if self._states[i] != _ARCHIVING:
+                i += 1
+                continue
+            j = i
+            while j < n and self._states[j] == _ARCHIVING and self._counts[j] == self._counts[i]:
+                j += 1
+            self._states[i:j] = bytes((_ARCHIVED,)) * (j - i)
+            self._dirty.mark(self.start_offset + i, self.start_offset + j - 1)
+            cause = DELIVERY_COUNT_EXCEEDED if self._counts[i] >= self.config.delivery_count_limit else CLIENT_REJECT
+            self._dead_letters(i, j, cause)
+            i = j
+        self._advance_start()
 
     def release_member(self, member_id: str) -> int:
         """Release every record ``member_id`` holds (its share session ended or it left the group)."""

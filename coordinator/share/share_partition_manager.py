@@ -46,8 +46,8 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
-# (group id, topic, partition, first offset, last offset, delivery count, cause)
-DeadLetterSink = Callable[[str, str, int, int, int, int, str], None]
+# (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
+DeadLetterSink = Callable[[str, str, int, int, int, int, str, Callable[[], None]], bool]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class SharePartitionManager:
         settings = self._settings(group_id)
         sp = SharePartition(group_id, topic, topic_id, index, SharePartitionConfig(
             settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
-            self.clock, on_release=lambda: self._on_release(key), dead_letter=self._dead_letter_of(group_id, topic, index))
+            self.clock, on_release=lambda: self._on_release(key), dead_letter=self._dead_letter_of(key, topic))
         state = await self.persister.read_state(key, leader_epoch)
         if state is None or state.start_offset < 0:
             # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
@@ -172,14 +172,28 @@ class SharePartitionManager:
         if self._leader_epoch(key) != leader_epoch:  # leadership moved while the state was read
             sp.close()
             raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        sp.resume_dead_letters()  # ARCHIVING records a previous leader had not written to the DLQ yet
         entry.leader_epoch = leader_epoch
         entry.partition = sp
+        if sp.has_dirty():
+            asyncio.ensure_future(self._persist_logged(key))
 
-    def _dead_letter_of(self, group_id: str, topic: str, partition: int) -> Callable[[int, int, int, str], None] | None:
+    def _dead_letter_of(self, key: SharePartitionKey, topic: str) -> Callable[[int, int, int, str], bool] | None:
+        """A share-partition's ``dead_letter``: hands records to the dead-letter queue, which says whether it takes
+        them; once written they are ARCHIVED and the state is persisted."""
         sink = self._dead_letters
         if sink is None:
             return None
-        return lambda first, last, count, cause: sink(group_id, topic, partition, first, last, count, cause)
+
+        def hand_over(first: int, last: int, count: int, cause: str) -> bool:
+            return sink(key[0], topic, key[2], first, last, count, cause,
+                        lambda: self._dead_letters_written(key, first, last))
+        return hand_over
+
+    def _dead_letters_written(self, key: SharePartitionKey, first: int, last: int) -> None:
+        entry = self._entries.get(key)
+        if entry is not None and entry.partition is not None and entry.partition.dead_letters_written(first, last):
+            self._on_release(key)
 
     async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
         """A partition newly assigned to the group: state with start offset -1 unless it has state already."""

@@ -157,11 +157,12 @@ def test_offsets_between_batches_without_records_are_archived():
 
 def test_records_given_up_on_are_handed_to_the_dead_letter_queue():
     """KIP-1191's triggers: REJECT (per range and per offset) and a release at the delivery count limit (an
-    acknowledgement, or a lock expiring); GAP and ACCEPT are not dead letters."""
+    acknowledgement, or a lock expiring); GAP and ACCEPT are not dead letters. Not taken (no DLQ), they are
+    ARCHIVED at once."""
     clock = FakeClock()
     letters: list[tuple[int, int, int, str]] = []
     p = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 2, 2000), clock,
-                       dead_letter=lambda *letter: letters.append(letter))
+                       dead_letter=lambda *letter: letters.append(letter) is not None)
     p.load(0, [])
     p.acquire("m", [(0, 9)], max_records=100)
     p.acknowledge("m", 0, 2, [A.REJECT])
@@ -176,3 +177,32 @@ def test_records_given_up_on_are_handed_to_the_dead_letter_queue():
     clock.advance(1000)
     assert letters[1:] == [(o, o, 2, "Offset delivery count exceeded the threshold.") for o in (7, 8, 9)]
     assert p.state_of(9) is None and p.start_offset == 10
+
+
+def test_a_dead_letter_is_archiving_until_written_and_resumed_after_a_load():
+    """Taken by the DLQ, a rejected record is ARCHIVING — persisted as 3, holding the start offset — until
+    written; a share-partition loaded with ARCHIVING records hands them over again (Kafka's cause by count)."""
+    letters: list[tuple[int, int, int, str]] = []
+    p = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 2, 2000), FakeClock(),
+                       dead_letter=lambda *letter: not letters.append(letter))
+    p.load(0, [])
+    p.acquire("m", [(0, 3)], max_records=100)
+    p.acknowledge("m", 0, 3, [A.ACCEPT, A.REJECT, A.ACCEPT, A.REJECT])
+    assert p.start_offset == 1 and p.state_of(1) == (S.ARCHIVING, 1) and p.state_of(3) == (S.ARCHIVING, 1)
+    assert [(b.first_offset, b.last_offset, b.delivery_state) for b in p.take_dirty()[1]] == [
+        (0, 0, 2), (1, 1, 3), (2, 2, 2), (3, 3, 3)]
+    assert p.dead_letters_written(1, 1) and p.start_offset == 3
+    assert not p.dead_letters_written(1, 1)
+    reloaded = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 2, 2000), FakeClock(),
+                              dead_letter=lambda *letter: not letters.append(letter))
+    reloaded.load(3, [B(3, 3, S.ARCHIVING, 1), B(4, 4, S.ARCHIVING, 2)])
+    letters.clear()
+    reloaded.resume_dead_letters()
+    assert letters == [(3, 3, 1, "Offset rejected by client."),
+                       (4, 4, 2, "Offset delivery count exceeded the threshold.")]
+    assert reloaded.start_offset == 3 and reloaded.dead_letters_written(3, 4) and reloaded.start_offset == 5
+    gone = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 2, 2000), FakeClock(),
+                          dead_letter=lambda *letter: False)  # the group's DLQ was removed meanwhile
+    gone.load(3, [B(3, 4, S.ARCHIVING, 1)])
+    gone.resume_dead_letters()
+    assert gone.start_offset == 5 and gone.has_dirty()
