@@ -108,6 +108,10 @@ def update_features(c: RawClient) -> dict[str, object]:
     out["transaction.version 1 safe"] = update(c, 1, ("transaction.version", 1, SAFE), ("group.version", 1, UPGRADE))
     out["finalized with transaction.version 1"] = finalized(c)
     out["transaction.version back"] = update(c, 1, ("transaction.version", 2, UPGRADE))
+    # share.version 2 (KIP-1191 dead-letter queues) is a new 4.4 cluster's; 3 is past it, 1 a downgrade.
+    out["share.version 3"] = update(c, 1, ("share.version", 3, UPGRADE))
+    out["share.version 1 typed as upgrade"] = update(c, 1, ("share.version", 1, UPGRADE))
+    out["share.version 1 safe, validate only"] = update(c, 1, ("share.version", 1, SAFE), validate_only=True)
     out["final"] = finalized(c)
     return out
 
