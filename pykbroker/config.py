@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pykbroker import java_properties
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 
 __all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property",
@@ -510,25 +511,12 @@ def is_listener_property(key: str) -> bool:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java-properties text (``key=value`` or ``key: value``, ``#``/``!`` comments, ``\\`` continuations)."""
-    props: dict[str, str] = {}
-    logical: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        full = "".join(logical)
-        logical = []
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", full)
-        if m:
-            props[m.group(1)] = m.group(2).strip()
-        elif full:
-            props[full] = ""
-    return props
+    """Java-properties text as Kafka reads it (pykbroker.java_properties), values trimmed as Kafka's
+    ConfigDef trims them."""
+    try:
+        return {k: v.strip() for k, v in java_properties.loads(text).items()}
+    except java_properties.PropertiesError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class Config:
