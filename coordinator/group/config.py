@@ -27,6 +27,7 @@ class GroupCoordinatorConfig:
     rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_assignment_interval_ms: int = 1000  # KIP-1263 (Kafka 4.3)
     consumer_group_max_size: int = _I32_MAX
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     # Kafka's group.consumer.migration.policy (default BIDIRECTIONAL): classic <-> consumer conversion.
@@ -54,6 +55,7 @@ class GroupCoordinatorConfig:
             rebalance_protocols=tuple(p.strip().lower() for p in get("group.coordinator.rebalance.protocols")),
             consumer_group_session_timeout_ms=get("group.consumer.session.timeout.ms"),
             consumer_group_heartbeat_interval_ms=get("group.consumer.heartbeat.interval.ms"),
+            consumer_group_assignment_interval_ms=get("group.consumer.assignment.interval.ms"),
             consumer_group_max_size=get("group.consumer.max.size"),
             consumer_group_assignors=tuple(a.strip().lower() for a in get("group.consumer.assignors")),
             share_group_session_timeout_ms=get("group.share.session.timeout.ms"),
