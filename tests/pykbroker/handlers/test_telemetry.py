@@ -24,12 +24,8 @@ from wire import ErrorCode, compress
 from wire.messages import (
     ApiVersionsRequest,
     GetTelemetrySubscriptionsRequest,
-    IncrementalAlterConfigsRequest,
     PushTelemetryRequest,
 )
-from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
-
-CLIENT_METRICS = 16
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -71,15 +67,6 @@ def telemetry_broker(tmp_path_factory):
         assert broker.alive, broker.log()
 
 
-def subscribe(bootstrap: str, name: str, **configs: str) -> None:
-    with RawClient(bootstrap) as c:
-        r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
-            resource_type=CLIENT_METRICS, resource_name=name,
-            configs=[AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
-                     for k, v in configs.items()])]), 1)
-        assert r.responses[0].error_code == ErrorCode.NONE, r.responses[0].error_message
-
-
 def test_api_versions_advertise_telemetry_with_the_receiver(telemetry_broker):
     """(Without it, the default answer is compared byte for byte with Kafka 4.4's in compat_tests.)"""
     with RawClient(telemetry_broker[0].bootstrap) as c:
@@ -95,9 +82,9 @@ def test_receiver_needs_the_metrics_endpoint():
 
 def test_pushed_metrics_reach_prometheus_with_client_labels(telemetry_broker):
     broker, port = telemetry_broker
-    subscribe(broker.bootstrap, "producers", metrics="org.apache.kafka.producer.", interval_ms="100",
-              match="client_id=telemetry-.*,client_software_name=pykbroker-test")
     with RawClient(broker.bootstrap, client_id="telemetry-app") as c:
+        c.set_client_metrics("producers", metrics="org.apache.kafka.producer.", interval_ms="100",
+                             match="client_id=telemetry-.*,client_software_name=pykbroker-test")
         c.request(ApiVersionsRequest(client_software_name="pykbroker-test", client_software_version="9.9"), 3)
         sub = c.request(GetTelemetrySubscriptionsRequest(), 0)
         assert (sub.error_code, sub.requested_metrics, sub.push_interval_ms) == (
