@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -159,7 +159,12 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
+
+## test-telemetry-slow: client telemetry (KIP-714) from Java 4.4 clients (~20 s): kafka-client-metrics.sh makes a
+##                      subscription, a Java producer and consumer push, the Prometheus scrape shows their metrics
+test-telemetry-slow: deps
+	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py $(ARGS)

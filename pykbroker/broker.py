@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.admin_manager import AdminManager
+from pykbroker.client_metrics.manager import ClientMetricsManager
+from pykbroker.client_metrics.otlp import PrometheusTelemetryReceiver
 from pykbroker.config import Config, Listener
 from pykbroker.coordinators import Coordinators
 from pykbroker.dynamic_config import DynamicBrokerConfig
@@ -56,6 +58,9 @@ if TYPE_CHECKING:
 
 # Streams group (KIP-1071) APIs: advertised only with group.streams.enable (not finished yet).
 STREAMS_GROUP_APIS = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})
+# Client telemetry (KIP-714): answered always, advertised (as Kafka) only with a receiver,
+# metrics.client.telemetry.enable.
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -171,6 +176,10 @@ class Broker:
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
             shutting_down=lambda: self.hand_over.shutting_down,
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
+        # Client telemetry (KIP-714): subscriptions from the image; pushes go to the Prometheus receiver when on.
+        self.telemetry_receiver = PrometheusTelemetryReceiver() if config["metrics.client.telemetry.enable"] else None
+        self.client_metrics = ClientMetricsManager(lambda: self.metadata.image.client_metrics_configs,
+                                                   config["telemetry.max.bytes"], self.now_ms, self.telemetry_receiver)
         # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
         self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
                                       self.replica_manager)
@@ -246,7 +255,9 @@ class Broker:
     def api_versions(self) -> list[ApiVersion]:
         """The ApiVersions entries, computed from the registry."""
         if self._api_versions_cache is None:
-            hidden = set() if self.streams_groups_enabled else STREAMS_GROUP_APIS
+            hidden = set() if self.streams_groups_enabled else set(STREAMS_GROUP_APIS)
+            if self.telemetry_receiver is None:
+                hidden |= TELEMETRY_APIS
             self._api_versions_cache = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                         for k, lo, hi in self.registry.api_versions() if k not in hidden]
         return self._api_versions_cache

@@ -276,6 +276,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # pykbroker's own (Kafka has JMX instead): Prometheus metrics and a read-only console page over HTTP.
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
+    ConfigDef("metrics.client.telemetry.enable", _bool, "false",
+              "Receive the metrics clients push (KIP-714) and serve them on metrics.port's /metrics with their client "
+              "labels; advertises GetTelemetrySubscriptions and PushTelemetry (Kafka: a ClientTelemetry plugin). "
+              "Needs metrics.port."),
+    ConfigDef("telemetry.max.bytes", _int(1, _I32), "1048576",
+              "The largest metrics payload a client may push (KIP-714), compressed or not."),
     ConfigDef("console.listener", _console_listener, None,
               "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080; https://host:port with the broker-wide "
               "ssl.keystore.*); unset: off."),
@@ -600,6 +606,9 @@ class Config:
         if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
             raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
                               "(or * for all of them)")
+        if v["metrics.client.telemetry.enable"] and v["metrics.port"] < 0:
+            raise ConfigError("metrics.client.telemetry.enable: the pushed client metrics are served on the metrics "
+                              "endpoint; set metrics.port too")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's

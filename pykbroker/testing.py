@@ -213,6 +213,17 @@ class RawClient:
             raise AssertionError(f"correlation id {got} != {cid}")
         return response
 
+    def set_client_metrics(self, name: str, **configs: str) -> None:
+        """Set a client-metrics subscription's configs (KIP-714; ``interval_ms`` for interval.ms) as
+        ``kafka-client-metrics.sh --alter`` does; raises AssertionError with the broker's message if refused."""
+        from wire.messages import IncrementalAlterConfigsRequest
+        from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+        r = self.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=16, resource_name=name, configs=[  # 16: CLIENT_METRICS; 0: SET
+                AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v) for k, v in configs.items()])]), 1)
+        if r.responses[0].error_code:
+            raise AssertionError(f"client metrics {name}: error {r.responses[0].error_code}: {r.responses[0].error_message}")
+
     def wait_for_topics(self, *names: str, auto_create: bool = False, timeout: float = 10.0) -> dict:
         """Metadata of ``names`` (by name) once each partition's leader serves it, asking as clients do.
 

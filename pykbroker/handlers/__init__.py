@@ -71,6 +71,9 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     # Served and advertised only with group.streams.enable (pykbroker.broker.STREAMS_GROUP_APIS).
     (ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1, "pykbroker.handlers.group.streams_group_heartbeat"),
     (ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, "pykbroker.handlers.group.streams_group_describe"),
+    # Served always, advertised only with metrics.client.telemetry.enable (pykbroker.broker.TELEMETRY_APIS).
+    (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, "pykbroker.handlers.telemetry.get_telemetry_subscriptions"),
+    (ApiKey.PUSH_TELEMETRY, 0, 0, "pykbroker.handlers.telemetry.push_telemetry"),
     (ApiKey.LIST_CONFIG_RESOURCES, 0, 1, "pykbroker.handlers.admin.list_config_resources"),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, "pykbroker.handlers.admin.describe_topic_partitions"),
     (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "pykbroker.handlers.share.share_group_heartbeat"),
