@@ -35,7 +35,7 @@ from replication.broker_client import BrokerClientPool
 from replication.controller.hand_over import LeadershipHandOver
 from replication.fetch_session import FetchSessionCache
 from replication.metadata.embedded_store import EmbeddedMetadataStore, load_or_create_cluster_id
-from replication.metadata.features import SHARE_VERSION
+from replication.metadata.features import SHARE_VERSION, STREAMS_VERSION
 from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
 
-# Streams group (KIP-1071) APIs: advertised only with group.streams.enable (not finished yet).
-STREAMS_GROUP_APIS = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})
 # Client telemetry (KIP-714): answered always, advertised (as Kafka) only with a receiver,
 # metrics.client.telemetry.enable.
 TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
@@ -231,8 +229,10 @@ class Broker:
 
     @property
     def streams_groups_enabled(self) -> bool:
-        """group.streams.enable: the unfinished Streams group APIs are served and advertised."""
-        return bool(self.config["group.streams.enable"])
+        """Kafka's isStreamsGroupProtocolEnabled: "streams" in group.coordinator.rebalance.protocols and
+        streams.version >= 1 finalized. The APIs are advertised either way, as Kafka 4.4 does."""
+        return (self.group_coordinator.config.streams_protocol_enabled
+                and self.metadata.image.finalized_features.get(STREAMS_VERSION, 0) >= 1)
 
     @property
     def controller_id(self) -> int:
@@ -255,9 +255,7 @@ class Broker:
     def api_versions(self) -> list[ApiVersion]:
         """The ApiVersions entries, computed from the registry."""
         if self._api_versions_cache is None:
-            hidden = set() if self.streams_groups_enabled else set(STREAMS_GROUP_APIS)
-            if self.telemetry_receiver is None:
-                hidden |= TELEMETRY_APIS
+            hidden = TELEMETRY_APIS if self.telemetry_receiver is None else frozenset()
             self._api_versions_cache = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                         for k, lo, hi in self.registry.api_versions() if k not in hidden]
         return self._api_versions_cache

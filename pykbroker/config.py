@@ -375,7 +375,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.min.session.timeout.ms", _int(0, _I32), "6000", "Smallest session timeout allowed."),
     ConfigDef("group.max.session.timeout.ms", _int(0, _I32), "1800000", "Largest session timeout allowed."),
     ConfigDef("group.max.size", _int(1, _I32), str(_I32), "Largest number of members of a classic group."),
-    ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer", "Group protocols served."),
+    ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer,streams",
+              "Group protocols served (consumer also needs group.version 1, streams needs streams.version 1)."),
     ConfigDef("group.consumer.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of consumer groups."),
     ConfigDef("group.consumer.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of consumer groups."),
     ConfigDef("group.consumer.min.session.timeout.ms", _int(1, _I32), "45000",
@@ -388,17 +389,16 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Largest consumer.heartbeat.interval.ms a group config may set."),
     ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
     ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
-    # pykbroker's own switch (streams groups, KIP-1071, are being built): off, the Streams group APIs are neither
-    # advertised nor served.
-    ConfigDef("group.streams.enable", _bool, "false",
-              "Serve and advertise StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071, unfinished); false: a "
-              "Kafka Streams app must use group.protocol=classic."),
     ConfigDef("group.streams.session.timeout.ms", _int(1, _I32), "45000",
               "Session timeout of streams group members (removed when they do not heartbeat within it)."),
     ConfigDef("group.streams.heartbeat.interval.ms", _int(1, _I32), "5000",
               "Heartbeat interval given to streams group members."),
     ConfigDef("group.streams.num.standby.replicas", _int(0, _I32), "0",
               "Standby copies of each stateful task the streams group assignor places on other processes."),
+    ConfigDef("group.streams.acceptable.recovery.lag", _int(0, 2**63 - 1), "10000",
+              "Largest changelog lag for which a streams member counts as caught up on a task (told to members)."),
+    ConfigDef("group.streams.task.offset.interval.ms", _int(1, _I32), "60000",
+              "How often streams members report their task changelog offsets (told to members)."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
     ConfigDef("group.share.enable", _bool, "false",
               "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),
