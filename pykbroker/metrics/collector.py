@@ -192,7 +192,7 @@ class BrokerCollector(Collector):
             log_ = p.log
             if log_ is None or not log_.remote_log_enabled or not p.is_leader:
                 continue
-            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition)
+            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition, log_)
             highest = log_.highest_offset_in_remote_storage
             lags[p.topic] = lags.get(p.topic, 0) + sum(
                 s.size for s in log_.segments.snapshot()[:-1] if s.base_offset > highest)
