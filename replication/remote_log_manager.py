@@ -88,6 +88,8 @@ class RemoteLogManager:
         self.fetch_requests = 0
         self.fetch_failures = 0
         self.deleted_segments = 0
+        self.aux_state_builds = 0  # BuildRemoteLogAuxStateRequestsPerSec: followers that started below remote data
+        self.aux_state_failures = 0  # BuildRemoteLogAuxStateErrorsPerSec
         self.store_unavailable = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -404,6 +406,14 @@ class RemoteLogManager:
     async def build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
         """A follower starting at the leader's local log start offset (KIP-405) takes the leader epochs and the
         producer state of the data below from the remote segment that ends just before it."""
+        self.aux_state_builds += 1
+        try:
+            await self._build_remote_log_aux_state(p, local_start)
+        except Exception:
+            self.aux_state_failures += 1
+            raise
+
+    async def _build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
         self.metadata.poll()
         meta = self.metadata.partition_metadata(p.topic_id, p.partition)
         # The newest lineage's: after an unclean election a predecessor's diverged copy may hold the offset too.

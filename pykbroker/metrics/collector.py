@@ -182,7 +182,9 @@ class BrokerCollector(Collector):
                              ("RemoteCopyErrorsPerSec", rlm.copy_failures), ("RemoteFetchBytesPerSec", rlm.fetch_bytes),
                              ("RemoteFetchRequestsPerSec", rlm.fetch_requests),
                              ("RemoteFetchErrorsPerSec", rlm.fetch_failures),
-                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments)):
+                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments),
+                             ("BuildRemoteLogAuxStateRequestsPerSec", rlm.aux_state_builds),
+                             ("BuildRemoteLogAuxStateErrorsPerSec", rlm.aux_state_failures)):
             c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
             c.add_metric([], value)
             yield c

@@ -573,3 +573,57 @@ def test_slow_remote_segments_of_a_diverged_lineage_are_neither_read_nor_counted
         assert "leader-epoch lineage" in b2.log()
         tail = consume_all(cluster.bootstrap, "unclean", 390, offset=diverged_at + 10)
         assert [v for _, v in tail] == new[10:]
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's reassign tool need java")
+@pytest.mark.timeout(300)
+def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered_offset(tmp_path):
+    """KIP-1023 (follower.fetch.last.tiered.offset.enable): a replica added by a reassignment starts at the
+    leader's earliest offset pending upload, not at its local log start: the copied segments the leader still
+    keeps locally are not fetched again; the leader epochs and producer state below come from the remote
+    segment's checkpoint and snapshot, so the new replica can lead and serve the remote part."""
+    from compat_tests.jvm.kafka_broker import jars_dir
+    from compat_tests.test_cluster_reassignment import REASSIGN, plan_file, tool
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    remote = tmp_path / "remote"
+    overrides = tiered_overrides(remote, **{"follower.fetch.last.tiered.offset.enable": "true"})
+    configs = {**TOPIC_CONFIGS, "local.retention.bytes": "60000"}  # a few copied segments stay local
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("added", 1, replica_assignment=[[1]], config=configs)])["added"].result(60)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                             "batch.size": 4096})
+        for i in range(600):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        b1 = cluster.broker(1).bootstrap
+        wait_until(lambda: list_offset(b1, "added", EARLIEST_LOCAL)[1] > 0, what="local deletion on broker 1")
+        wait_until(lambda: list_offset(b1, "added", LATEST_TIERED)[1] > list_offset(b1, "added", EARLIEST_LOCAL)[1],
+                   what="copied segments still local on broker 1")
+        local_start = list_offset(b1, "added", EARLIEST_LOCAL)[1]
+        pending = list_offset(b1, "added", EARLIEST_PENDING_UPLOAD, version=11)[1]
+        assert pending > local_start
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [1, 2]})))
+        wait_until(lambda: sorted(partition_state(admin, "added").isrs) == [1, 2], what="broker 2 in the ISR")
+        log2 = cluster.broker(2).log()
+        assert f"offsets below {pending} are in remote storage" in log2
+        assert "restored from remote segment" in log2
+        new_dir = cluster.broker(2).data_dir / "logs" / "added-0"
+        assert min(int(p.name[:20]) for p in new_dir.glob("*.log")) == pending
+        # Broker 2 leads next: its leader epochs reach below its local data, so it serves the remote part, and
+        # the idempotent producer goes on with the producer state it took from the remote snapshot.
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [2]})))
+        wait_until(lambda: partition_state(admin, "added").replicas == [2]
+                   and partition_state(admin, "added").leader == 2, what="the move to broker 2")
+        for i in range(600, 650):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        records = consume_all(cluster.bootstrap, "added", 650)
+        assert [o for o, _ in records] == list(range(650))
+        assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
