@@ -136,7 +136,8 @@ class Broker:
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"],
+                fetch_last_tiered_offset=config["follower.fetch.last.tiered.offset.enable"]),
             quota=self._replication_quota("follower"),
             remote_aux_state=self.remote_log_manager.build_remote_log_aux_state if self.remote_log_manager else None)
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server

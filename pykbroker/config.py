@@ -223,6 +223,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Time span of each remote fetch quota sample."),
     ConfigDef("remote.log.manager.copier.thread.pool.size", _int(1, _I32), "10",
               "Segments copied at the same time (threads of the copy)."),
+    ConfigDef("follower.fetch.last.tiered.offset.enable", _bool, "false",
+              "An empty follower of a tiered topic starts after the leader's last tiered offset (KIP-1023), not at its "
+              "local log start."),
     ConfigDef("remote.log.index.file.cache.total.size.bytes", _int(1, _MAX), "1073741824",
               "Size bound of the cache of fetched remote chunks and indexes."),
     ConfigDef("remote.log.storage.manager.class.name", _str, None,
