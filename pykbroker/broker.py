@@ -174,6 +174,9 @@ class Broker:
         # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
         self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
                                       self.replica_manager)
+        # The schema registry (pykbroker.schema_registry.SchemaRegistry) while schema.registry.listeners is set: the
+        # server starts it once the listeners are bound; decoders (Iceberg topics, the console) look schemas up in it.
+        self.schema_registry: Any = None
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""

@@ -26,6 +26,7 @@ from pykbroker.metrics import BrokerMetrics
 
 if TYPE_CHECKING:
     from pykbroker.console import Console
+    from pykbroker.schema_registry import SchemaRegistry
 from pykbroker.request_channel import RequestChannel
 from pykbroker.security.listeners import listener_security
 
@@ -56,6 +57,7 @@ class Server:
         self.channel: RequestChannel | None = None
         self.metrics: BrokerMetrics | None = None
         self.console: Console | None = None  # while console.listener is set
+        self.schema_registry: SchemaRegistry | None = None  # while schema.registry.listeners is set
         self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:
@@ -89,6 +91,11 @@ class Server:
 
                 self.console = Console(broker, self.metrics.recorder)
                 await self.console.start()
+        if self.config["schema.registry.listeners"]:
+            from pykbroker.schema_registry import SchemaRegistry
+
+            broker.schema_registry = self.schema_registry = SchemaRegistry(broker)
+            await self.schema_registry.start()
         idle_ms = self.config["connections.max.idle.ms"]
         self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000 if idle_ms >= 0 else None))
         if self.config.inert:
@@ -229,6 +236,8 @@ class Server:
                 conn.close()
         if self.console is not None:
             await self.console.close()
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         if self.metrics is not None:
             await self.metrics.close()
         if broker is not None:
