@@ -143,10 +143,12 @@ test-streams-slow: deps
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
 ##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
 ##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
-##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark
+##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark; the
+##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
-		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py $(ARGS)
+		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \
+		tests/pykbroker/schema_registry $(ARGS)
 
 ## test-console-slow: the console beyond `make test` (~50 s): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set

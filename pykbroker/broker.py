@@ -182,6 +182,19 @@ class Broker:
         # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
         self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
                                       self.replica_manager)
+        # The schema registry (pykbroker.schema_registry.SchemaRegistry) while schema.registry.listeners is set: the
+        # server starts it once the listeners are bound; decoders (Iceberg topics, the console) look schemas up in it.
+        self.schema_registry: Any = None
+        self.iceberg.schema_registry = self.schema_registry_for_decoding
+
+    def schema_registry_for_decoding(self) -> Any:
+        """The schema registry decoders look schemas up in: the served one, or (schema.registry.listeners unset)
+        one reading schema.registry.topic without serving HTTP, made on first use."""
+        if self.schema_registry is None:
+            from pykbroker.schema_registry import SchemaRegistry
+
+            self.schema_registry = SchemaRegistry(self)
+        return self.schema_registry
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""

@@ -128,6 +128,21 @@ def _connection_overrides(text: str) -> dict[str, int]:
     return out
 
 
+def _schema_registry_listeners(prop: str, v: str) -> str | None:
+    from pykbroker.metrics.http import parse_host_port
+
+    if not v.strip():
+        return None
+    for entry in v.split(","):
+        if entry.strip().startswith("https://"):
+            raise ConfigError(f"{prop}: https is not served; use http://host:port (behind a TLS proxy if needed)")
+        try:
+            parse_host_port(prop, entry.strip())
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return v.strip()
+
+
 def _console_listener(prop: str, v: str) -> str | None:
     from pykbroker.metrics.http import parse_host_port
 
@@ -291,6 +306,15 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("console.write.actions.enable", _bool, "false",
               "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
               "with the principal; false: the console only reads."),
+    # Confluent's Schema Registry API served by the broker (pykbroker.schema_registry), as Redpanda's
+    # schema_registry.schema_registry_api; the topic is Confluent's kafkastore.topic.
+    ConfigDef("schema.registry.listeners", _schema_registry_listeners, None,
+              "Serve a Confluent-compatible schema registry at http://host:port (comma-separated for several, e.g. "
+              "http://0.0.0.0:8081, Confluent's and Redpanda's port); schemas live in schema.registry.topic, so "
+              "every broker of a cluster serves the same registry; unset: off."),
+    ConfigDef("schema.registry.topic", _str, "_schemas",
+              "The compacted topic holding the registry's schemas, ids and configs in Confluent's record format "
+              "(Confluent's kafkastore.topic)."),
     # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
     ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
               "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),

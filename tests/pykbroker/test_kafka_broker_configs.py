@@ -25,6 +25,8 @@ OURS_ONLY = {"group.share.enable", "cluster.id", "zookeeper.connect", "zookeeper
              "metrics.port", "console.listener", "console.write.actions.enable"}
 # pykbroker's own Iceberg topics (pykbroker.iceberg).
 OURS_ONLY |= {d.name for d in CONFIG_DEFS if d.name.startswith("iceberg.")}
+# The schema registry served by the broker (pykbroker.schema_registry).
+OURS_ONLY |= {"schema.registry.listeners", "schema.registry.topic"}
 
 
 def test_the_two_lists_of_property_names_agree():
