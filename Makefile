@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data --override console.listener=127.0.0.1:8080 $(ARGS)
 
-## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster), their consoles on
+##          http://127.0.0.1:8080-8082/; type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)
 	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null

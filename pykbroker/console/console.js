@@ -459,6 +459,7 @@ function poll(fn, ms) { clearInterval(timer); timer = null; refreshView = fn; fn
 async function route() {
   if (!session) session = await api("session");
   document.body.classList.toggle("readonly", !session.write_enabled);
+  if (session.cluster_id) { $("cluster").textContent = session.cluster_id; $("node").textContent = session.node_id; }
   $("who").innerHTML = session.principal ? `${esc(session.principal)}${session.write_enabled ? "" : ' <span class="tag">read-only</span>'}` +
     (session.login_required ? ' <button class="small" id="logout">log out</button>' : "") : "";
   if ($("logout")) $("logout").onclick = async () => { await api("logout", {}); session = null; location.hash = "#/"; route(); };
