@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data --override console.listener=127.0.0.1:8080 $(ARGS)
 
-## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster), their consoles on
+##          http://127.0.0.1:8080-8082/; type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)
 	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
@@ -150,11 +151,12 @@ test-iceberg-slow: deps
 		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \
 		tests/pykbroker/schema_registry $(ARGS)
 
-## test-console-slow: the console beyond `make test` (~50 s): one broker's console reads and writes partitions
+## test-console-slow: the console beyond `make test` (~80 s): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
-##                    through the console log in to it
+##                    through the console log in to it; a real Kafka Streams group's processes, tasks and topology
 test-console-slow: deps
 	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py \
+		tests/pykbroker/console/test_streams_console.py \
 		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by

@@ -8,7 +8,8 @@ API call is a Kafka request on a connection authenticated as the logged-in user 
 ``console.sessions``): the broker's ACLs decide what each person sees and does, exactly as for any
 client. Writes are off unless ``console.write.actions.enable`` is true, and each is logged with its
 principal. The overview (brokers, topics, groups with lag, throughput per topic from
-``ThroughputHistory``, the last log lines from ``LogTail``) lists only what the user may describe.
+``ThroughputHistory``, the last log lines from ``LogTail``) lists only what the user may describe, and what
+other brokers host or coordinate as they answer the user (``console.cluster``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from pykbroker.config import ConfigError
 from pykbroker.console.admin import list_groups
 from pykbroker.console.api import ConsoleApi
+from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
@@ -170,7 +172,8 @@ class Console:
         self.history = ThroughputHistory(recorder)
         self.tail = LogTail()
         self.sessions = Sessions(*kafka_listener(broker))
-        self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview)
+        self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview,
+                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id})
         routes = self.api.routes()
         for path, (name, ctype) in STATIC.items():
             routes[("GET", path)] = _static(name, ctype)
@@ -184,8 +187,10 @@ class Console:
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
         data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
-        groups = {g["group_id"] for g in await list_groups(user.kafka)}
+        listed = await list_groups(user.kafka)
+        groups = {g["group_id"] for g in listed}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
+        await complete_overview(user.kafka, data, self.broker.node_id, listed)
         data["principal"] = user.principal
         return data
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from pykbroker.console.kafka import KafkaSession, RequestError, check
 from pykbroker.console.messages import LATEST, end_offsets, leaders, list_offsets
+from pykbroker.console.streams import describe_streams_group
 from pykbroker.security.client import salted_password
 from replication.metadata.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from wire import ErrorCode
@@ -194,7 +195,13 @@ def _member(m: Any, instance_id: str | None, assignment: list[dict[str, Any]]) -
 
 
 async def describe_group(session: KafkaSession, group_id: str, group_type: str) -> dict[str, Any]:
-    """Members with their assignments, state, and committed offsets with lag per partition."""
+    """Members with their assignments, state, and committed offsets with lag per partition (a streams
+    group's members with their tasks, and its topology: ``console.streams``)."""
+    if group_type == "streams":
+        described = await describe_streams_group(session, group_id)
+        offsets = await _offsets_with_lag(session, group_id)
+        return {"group_id": group_id, "type": group_type, **described, "offsets": offsets,
+                "lag": sum(o["lag"] for o in offsets if o["lag"] is not None)}
     if group_type == "consumer":
         g = await _described(session, group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
                                                                              include_authorized_operations=False))

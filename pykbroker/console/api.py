@@ -49,8 +49,10 @@ class ConsoleApi:
     """Routes for ``ConsoleHttpServer``; ``overview`` renders /api/overview for a user."""
 
     def __init__(self, sessions: Sessions, writes_enabled: bool,
-                 overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]]) -> None:
+                 overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]],
+                 identity: Callable[[], dict[str, Any]] = dict) -> None:
         self.sessions = sessions
+        self.identity = identity  # cluster id and node id: in the page's header once someone may see it
         self.writes_enabled = writes_enabled
         self.secure_cookie = False  # served over HTTPS: the session cookie only goes back over HTTPS
         self._overview = overview
@@ -171,7 +173,8 @@ class ConsoleApi:
         if isinstance(user, Response):
             return user
         return _json(200, {"principal": user.principal if user else None, "login_required":
-                           self.sessions.login_required, "write_enabled": self.writes_enabled})
+                           self.sessions.login_required, "write_enabled": self.writes_enabled,
+                           **(self.identity() if user else {})})
 
     async def login(self, request: Request) -> Response:
         try:

@@ -369,9 +369,11 @@ async function showGroup(id, type) {
   $("group-lag").textContent = num(g.lag);
   const hist = lagHistory.get(id) || []; hist.push(g.lag); if (hist.length > 120) hist.shift(); lagHistory.set(id, hist);
   drawChart($("group-lag-chart"), [{values: hist, color: "#e8590c"}]);
-  $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
+  if (g.type === "streams") renderStreams(g);
+  else $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
     `<tr><td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
      <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(", ")}`).join("<br>")}</td></tr>`).join("") : '<tr><td class="muted">no members</td></tr>';
+  $("group-topology-section").hidden = g.type !== "streams";
   for (const o of g.offsets) {  // lag of each partition over time, while the page is open
     const key = `${id}\u0000${o.topic}\u0000${o.partition}`, h = lagHistory.get(key) || [];
     h.push(o.lag ?? 0); if (h.length > 120) h.shift(); lagHistory.set(key, h);
@@ -386,6 +388,27 @@ async function showGroup(id, type) {
   }
   if (!$("reset-topic").value && g.offsets.length) $("reset-topic").value = g.offsets[0].topic;
   document.body.dataset.groupLag = String(g.lag);
+}
+// A streams group: members by process with their tasks (subtopology_partition), the topology and its status.
+function taskList(tasks) { return tasks.flatMap((t) => t.partitions.map((p) => `${t.subtopology}_${p}`)).join(", ") || "–"; }
+function renderStreams(g) {
+  $("group-members").innerHTML = g.members.length ? '<tr><th>process</th><th>member</th><th>client id</th><th>host</th><th class="num">epoch</th><th class="num">topology epoch</th>' +
+    '<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th>task lag</th></tr>' + g.members.map((m) => {
+      const target = ["active", "standby", "warmup"].some((k) => taskList(m.target[k]) !== taskList(m.tasks[k]))
+        ? `<br><span class="muted">target: ${["active", "standby", "warmup"].map((k) => `${k} ${taskList(m.target[k])}`).join("; ")}</span>` : "";
+      const lag = m.task_lag.length ? m.task_lag.map((t) => `${esc(t.subtopology)}_${t.partition}: ${num(t.lag)}`).join("<br>") : '<span class="muted">not reported</span>';
+      return `<tr class="streams-member" data-process="${esc(m.process_id)}"><td>${esc(m.process_id)}${m.endpoint ? ` <span class="tag">${esc(m.endpoint)}</span>` : ""}</td>
+       <td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
+       <td class="num">${m.member_epoch}</td><td class="num">${m.topology_epoch}</td><td class="active-tasks">${esc(taskList(m.tasks.active))}${target}</td>
+       <td class="standby-tasks">${esc(taskList(m.tasks.standby))}</td><td class="warmup-tasks">${esc(taskList(m.tasks.warmup))}</td><td>${lag}</td></tr>`;
+    }).join("") : '<tr><td class="muted">no members</td></tr>';
+  const t = g.topology;
+  $("group-topology-status").textContent = t.status; $("group-topology-status").className = "tag " + (t.ready ? "ok" : "bad");
+  $("group-topology-epoch").textContent = t.epoch ?? "–";
+  const names = (ts) => ts.map((x) => esc(x.name ?? x)).join("<br>") || "–";
+  $("group-topology").innerHTML = '<tr><th>subtopology</th><th>source topics</th><th>repartition sink topics</th><th>changelog topics</th><th>repartition source topics</th></tr>' +
+    t.subtopologies.map((s) => `<tr class="subtopology" data-id="${esc(s.id)}"><td>${esc(s.id)}</td><td>${names(s.source_topics)}</td><td>${names(s.repartition_sink_topics)}</td>
+      <td>${names(s.changelog_topics)}</td><td>${names(s.repartition_source_topics)}</td></tr>`).join("");
 }
 function resetBody() {
   const [, id, type] = location.hash.match(/^#\/group\/([^?]*)(?:\?type=(\w+))?/) || [];
@@ -436,6 +459,7 @@ function poll(fn, ms) { clearInterval(timer); timer = null; refreshView = fn; fn
 async function route() {
   if (!session) session = await api("session");
   document.body.classList.toggle("readonly", !session.write_enabled);
+  if (session.cluster_id) { $("cluster").textContent = session.cluster_id; $("node").textContent = session.node_id; }
   $("who").innerHTML = session.principal ? `${esc(session.principal)}${session.write_enabled ? "" : ' <span class="tag">read-only</span>'}` +
     (session.login_required ? ' <button class="small" id="logout">log out</button>' : "") : "";
   if ($("logout")) $("logout").onclick = async () => { await api("logout", {}); session = null; location.hash = "#/"; route(); };
