@@ -104,9 +104,12 @@ differential-cluster-ops: deps
 ## differential-cluster: the differential scenarios' cluster mode (not part of `make test`, a few minutes):
 ##        3 pykbroker brokers against a 3-node Kafka 4.4 KRaft cluster, the same scenarios as one node
 ##        (test_differential, test_differential_kafka44, test_differential_cluster, test_differential_tuned),
-##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min)
+##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min); the
+##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
+##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py -k "cluster- or classic_first_generation" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and

@@ -86,9 +86,10 @@ def test_kafka_metadata_quorum_names_the_controller_through_every_broker(cluster
             r = c.request(DescribeQuorumRequest(topics=[TopicData(topic_name="__cluster_metadata",
                                                                   partitions=[PartitionData(partition_index=0)])]), 2)
         quorum = r.topics[0].partitions[0]
-        assert (quorum.leader_id, [v.replica_id for v in quorum.current_voters],
-                sorted(o.replica_id for o in quorum.observers)) == (controller, [controller],
-                                                                     sorted({1, 2, 3} - {controller}))
+        # as 3 combined KRaft nodes: every broker a voter, the controller the leader, no observers
+        assert (quorum.leader_id, [v.replica_id for v in quorum.current_voters], quorum.observers) == \
+            (controller, [controller, *sorted({1, 2, 3} - {controller})], [])
+        assert sorted(n.node_id for n in r.nodes) == [1, 2, 3]
     other = next(n for n in (1, 2, 3) if n != controller)
     out = tool(jars44, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
                cluster.broker(other).bootstrap, "describe", "--status")
