@@ -114,10 +114,10 @@ differential-cluster: deps
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
 ##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts;
-##        a Spark streaming query through a killed leader
+##        a Spark streaming query through a killed leader; transaction markers between two brokers (WriteTxnMarkers v2)
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
-		compat_tests/test_cluster_spark.py -s $(ARGS)
+		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py -s $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.4's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential

@@ -9,10 +9,6 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter
-    # queues, KIP-1191), which is not built, so pykbroker supports and finalizes share.version 1.
-    **{("api_versions", f"{kind}.share.version"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) is "
-       "neither supported nor finalized." for kind in ("supported", "finalized")},
     **{("api_versions_bytes", f"v{version} {kind} features order"): "The order of ApiVersions' features "
        "(replication/metadata/features.py, issue 31, lists them by name; Kafka in its map's order); the features "
        "themselves are compared." for version in (3, 4, 5) for kind in ("supported", "finalized")},

@@ -35,7 +35,7 @@ from wire.messages.update_features_request import FeatureUpdateKey
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
 # Features pykbroker does not finalize at Kafka 4.4's level (see the api_versions entries of the allowlist).
-NOT_AT_KAFKAS_LEVEL = ("share.version",)
+NOT_AT_KAFKAS_LEVEL: tuple[str, ...] = ()
 
 
 def finalized(c: RawClient, **expected: int) -> dict[str, int]:

@@ -11,6 +11,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - DeleteGroups v2 and v3 (v3's per-group message).
 - The order of Fetch answers and of incremental fetch sessions.
 - Offset commits with an older member epoch (KIP-1251's assignment epochs).
+- Dynamic cordoned.log.dirs (KIP-1066): per broker and cluster-wide, its validation, DescribeLogDirs v5's
+  is_cordoned and topic creation while every dir is cordoned (the log dir's path normalized).
 - A new consumer group's first epochs and KIP-1263's assignment interval (a group config of 0 and of 1.5 s).
 """
 
@@ -49,6 +51,7 @@ from wire.messages import (
     DeleteGroupsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
+    DescribeLogDirsRequest,
     FetchRequest,
     FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
@@ -119,9 +122,8 @@ def _api_versions_raw(c: RawClient, version: int, request: ApiVersionsRequest) -
 
 
 def _features(features: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """Features as compared: sorted, without share.version (issue 31 decided not to claim its level 2, which is
-    not built; see differential_allowlist)."""
-    return sorted(f for f in features if f[0] != "share.version")
+    """Features as compared: sorted (both sides finalize Kafka 4.4's levels)."""
+    return sorted(features)
 
 
 def _comparable(frame: bytes, version: int) -> tuple[str, object]:
@@ -455,11 +457,70 @@ def assignment_interval(c: RawClient) -> Observations:
             for key, value in _paced_group(c, group, interval).items()}
 
 
+# -- KIP-1066: dynamic cordoned.log.dirs ----------------------------------------------------------------------
+def cordoned_log_dirs(c: RawClient) -> Observations:
+    """cordoned.log.dirs set and removed with IncrementalAlterConfigs on the broker and cluster-wide, invalid
+    values, and its effect without a restart: DescribeLogDirs v5's is_cordoned and a new topic's placement."""
+    node = min(b.broker_id for b in c.request(DescribeClusterRequest(), 0).brokers)
+    log_dir = c.request(DescribeLogDirsRequest(topics=[]), 5).results[0].log_dir
+
+    def normal(text: str | None) -> str | None:
+        return None if text is None else text.replace(log_dir, "<dir>")
+
+    def alter(resource: str, value: str | None, validate_only: bool = False):
+        op = 1 if value is None else 0
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[AlterConfigsResource(
+            resource_type=4, resource_name=resource, configs=[AlterableConfig(
+                name="cordoned.log.dirs", config_operation=op, value=value)])]), 1).responses[0]
+        return r.error_code, normal(r.error_message)
+
+    def described(until: str | None = None):
+        deadline = time.monotonic() + 10
+        while True:  # Kafka's broker applies a committed change asynchronously
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=4, resource_name=str(node), configuration_keys=["cordoned.log.dirs"])],
+                include_synonyms=True, include_documentation=False), 4).results[0]
+            got = [(e.name, normal(e.value), e.config_source, [(s.name, normal(s.value), s.source) for s in e.synonyms])
+                   for e in r.configs]
+            if until is None or (got and got[0][1] == until) or time.monotonic() > deadline:
+                return r.error_code, got
+
+    def cordoned(expected: bool) -> bool:
+        deadline = time.monotonic() + 10
+        while True:
+            result = c.request(DescribeLogDirsRequest(topics=[]), 5).results[0]
+            if result.is_cordoned == expected or time.monotonic() > deadline:
+                return result.is_cordoned
+
+    def create(name: str):
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
+                                          timeout_ms=10_000), 7).topics[0]
+        return r.error_code, normal(r.error_message)
+
+    out: Observations = {"described before": described()}
+    for name, resource, value in (("unknown dir", str(node), "/no/such/dir"), ("star and a dir", str(node), f"*,{log_dir}"),
+                                  ("cluster-wide", "", "*"), ("validate only, unknown dir", str(node), "/nope")):
+        out[f"alter {name}"] = alter(resource, value, validate_only=name.startswith("validate"))
+    out["alter validate only, its dir"] = alter(str(node), log_dir, validate_only=True)
+    out["not cordoned after refusals"] = cordoned(False)
+    out["alter its dir"] = alter(str(node), log_dir)
+    out["described with its dir"] = described(until="<dir>")
+    out["cordoned"] = cordoned(True)
+    out["create while cordoned"] = create("k44-cordoned")
+    out["alter star"] = alter(str(node), "*")
+    out["described with star"] = described(until="*")
+    out["alter removed"] = alter(str(node), None)
+    out["described after removal"] = described(until="")
+    out["not cordoned after removal"] = cordoned(False)
+    out["create after removal"] = create("k44-uncordoned")
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
     "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
-    "assignment_interval": assignment_interval,
+    "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
 }
 
 

@@ -33,6 +33,7 @@ from compat_tests.routing_client import RoutingClient
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
 from wire.messages import (
+    ApiVersionsRequest,
     CreateTopicsRequest,
     DescribeShareGroupOffsetsRequest,
     IncrementalAlterConfigsRequest,
@@ -53,7 +54,11 @@ LOCK_MS = 15_000  # the smallest share.record.lock.duration.ms Kafka allows by d
 
 # -- set-up, the same on both brokers ----------------------------------------------------------------------
 def enable_share_groups(bootstrap: str) -> None:
+    """share.version 1 unless already finalized (Kafka 4.2 and pykbroker finalize 1 and 2 on a new cluster)."""
     with RawClient(bootstrap, timeout=30) as c:
+        versions = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
+        if any(f.name == "share.version" and f.max_version_level >= 1 for f in versions.finalized_features):
+            return
         r = c.request(UpdateFeaturesRequest(timeout_ms=30_000, feature_updates=[
             FeatureUpdateKey(feature="share.version", max_version_level=1, upgrade_type=1)]), 1)
         assert r.error_code == ErrorCode.NONE, r

@@ -437,6 +437,7 @@ class Broker:
         for topic in image.topics.values():
             self.replica_manager.update_log_config(topic.name, self.log_config_for_topic(topic.name))
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
+        self.log_manager.update_cordoned_log_dirs(current.cordoned_log_dirs)
         if self.remote_log_manager is not None:  # cluster-wide dynamic in Kafka
             self.remote_log_manager.copy_max_bytes_per_second = current["remote.log.manager.copy.max.bytes.per.second"]
             self.remote_log_manager.fetch_quota.bytes_per_second = \

@@ -27,6 +27,23 @@ class ConfigError(ValueError):
     """A property is unknown or has an invalid value; the message names the property."""
 
 
+#: Kafka's words when a ``require`` of KafkaConfig fails (the message an invalid dynamic update is answered with).
+REQUIREMENT_FAILED = "requirement failed: "
+
+
+def cordoned_log_dirs_error(cordoned: list[str], log_dirs: tuple[str, ...]) -> str | None:
+    """KafkaConfig.validateCordonedLogDirs (KIP-1066): ``*`` alone, or entries of log.dirs; Kafka's message, or
+    None when valid."""
+    if "*" in cordoned:
+        if len(cordoned) != 1:
+            return REQUIREMENT_FAILED + "When cordoned.log.dirs is set to *, it must not contain other values"
+        return None
+    if missing := [d for d in cordoned if d not in log_dirs]:
+        return (REQUIREMENT_FAILED + "All entries in cordoned.log.dirs must be present in log.dirs or log.dir. "
+                "Missing entries : " + ", ".join(missing))
+    return None
+
+
 @dataclass(frozen=True)
 class Listener:
     """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
@@ -628,11 +645,10 @@ class Config:
         self.log_dirs: tuple[str, ...] = tuple(dirs)
         if not self.log_dirs:
             raise ConfigError("log.dirs: at least one directory is required")
-        cordoned = v["cordoned.log.dirs"]
+        cordoned = list(v["cordoned.log.dirs"])
+        if (problem := cordoned_log_dirs_error(cordoned, self.log_dirs)) is not None:
+            raise ConfigError(problem)
         self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
-        if stray := [d for d in self.cordoned_log_dirs if d not in self.log_dirs]:
-            raise ConfigError(f"cordoned.log.dirs: {', '.join(stray)} not in log.dirs; list entries of log.dirs "
-                              "(or * for all of them)")
         if v["metrics.client.telemetry.enable"] and v["metrics.port"] < 0:
             raise ConfigError("metrics.client.telemetry.enable: the pushed client metrics are served on the metrics "
                               "endpoint; set metrics.port too")

@@ -17,7 +17,7 @@ from pykbroker.internal_topics import (
     TRANSACTION_STATE_TOPIC_NAME,
     InternalTopics,
 )
-from replication.metadata.features import TRANSACTION_VERSION
+from replication.metadata.features import SHARE_VERSION, TRANSACTION_VERSION
 
 if TYPE_CHECKING:
     from coordinator.group import GroupCoordinator
@@ -53,6 +53,7 @@ class Coordinators:
         self._group: GroupCoordinator | None = None
         self._transaction: TransactionCoordinator | None = None
         self._share: ShareGroupService | None = None
+        self.dead_letters: Any = None  # the share groups' ShareGroupDeadLetters, built with ``share``
 
     # -- the coordinators, built on first use ----------------------------------------------------------
     @property
@@ -135,8 +136,44 @@ class Coordinators:
                 existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None,
                 coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
-                group_coordinator=self.group)
+                group_coordinator=self.group, dead_letters=self._dead_letter_sink())
         return self._share
+
+    def _dead_letter_sink(self):
+        """The share groups' dead-letter queue (KIP-1191) as a share-partition's callback."""
+        from pykbroker.share_dead_letters import DeadLetter, ShareGroupDeadLetters
+        from replication.partition import read_bytes
+        from replication.replica_manager import FetchPartition
+        from wire.messages import ProduceRequest, ProduceResponse
+        from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+        image = lambda: self.metadata.image  # noqa: E731 - the image of the moment
+
+        def topic(name: str):
+            state = image().topics.get(name)
+            if state is None:
+                return None
+            return len(state.partitions), state.configs, lambda p: state.partitions[p].leader
+
+        async def produce(leader: int, name: str, partition: int, batch: bytes) -> int:
+            request = ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+                name=name, partition_data=[PartitionProduceData(index=partition, records=batch)])])
+            response = await self.broker_clients.get(leader).request(request, 9, ProduceResponse)
+            return response.responses[0].partition_responses[0].error_code
+
+        def read(name: str, partition: int, offset: int, max_bytes: int) -> bytes:
+            fetched = self.replica_manager.read_partitions([FetchPartition(name, partition, offset, max_bytes)],
+                                                           max_bytes, False)[0]
+            return read_bytes(fetched.read.records) if fetched.read is not None else b""
+
+        self.dead_letters = ShareGroupDeadLetters(
+            config=lambda name: self.dynamic_config.current[name],
+            group_configs=lambda group_id: image().group_configs.get(group_id, {}),
+            share_version=lambda: image().finalized_features.get(SHARE_VERSION, 0), topic=topic,
+            create_topic=self.internal_topics.create_dead_letter_topic, produce=produce, read=read)
+        sink = self.dead_letters
+        return lambda group_id, name, partition, first, last, count, cause: sink.enqueue(
+            DeadLetter(group_id, name, partition, first, last, count, cause))
 
     @property
     def built_group(self) -> GroupCoordinator | None:
@@ -222,7 +259,9 @@ class Coordinators:
     async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                 commit: bool, partitions: list[tuple[str, int]],
                                 transaction_version: int) -> dict[tuple[str, int], int]:
-        """WriteTxnMarkers v2 to the broker leading ``partitions``, as Kafka's TransactionMarkerChannelManager."""
+        """WriteTxnMarkers to the broker leading ``partitions`` at the highest version both serve, as Kafka's
+        TransactionMarkerChannelManager through its NetworkClient: v2 with the transaction version (KIP-1228) when
+        the peer serves it, v1 (without) to an older one."""
         from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
         from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
 
@@ -233,6 +272,8 @@ class Coordinators:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
-        response = await self.broker_clients.get(leader).request(request, 2, WriteTxnMarkersResponse)
+        client = self.broker_clients.get(leader)
+        version = await client.usable_version(WriteTxnMarkersRequest)
+        response = await client.request(request, version, WriteTxnMarkersResponse)
         return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
                 for p in t.partitions}

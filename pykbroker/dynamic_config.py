@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pykbroker.broker_config_names import STATIC_BROKER_CONFIG_NAMES
-from pykbroker.config import CONFIG_DEFS, Config, ConfigError, is_listener_property
+from pykbroker.config import CONFIG_DEFS, REQUIREMENT_FAILED, Config, ConfigError, is_listener_property
 from pykbroker.security.listeners import protocol_map
 from pykbroker.security.tls import server_ssl_context
 from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType, described_defaults, described_static
@@ -208,7 +208,7 @@ DYNAMIC_CONFIGS: dict[str, DynamicConfigDef] = {
     "remote.log.manager.copier.thread.pool.size": _d(_I, _at_least(1)),
     "remote.log.manager.expiration.thread.pool.size": _d(_I, _at_least(1)),
     "remote.log.reader.threads": _d(_I, _at_least(1)),
-    # Kafka 4.2-4.4's additions (stored and described as Kafka's; cordoned.log.dirs takes effect at the next start)
+    # Kafka 4.2-4.4's additions (cordoned.log.dirs, KIP-1066, takes effect at once: broker._apply_broker_configs)
     "config.providers": _d(_LI, default=""),
     "cordoned.log.dirs": _d(_LI, per_broker=True, default=""),
     "errors.deadletterqueue.auto.create.topics.enable": _d(_B),
@@ -489,8 +489,9 @@ class DynamicBrokerConfig:
         self._check_listeners(self.effective_props(default, per_broker))
         try:
             config = self.merged(valid_subset(default, False), valid_subset(per_broker, True))
-        except ConfigError:
-            raise DynamicConfigError(INVALID_REQUEST, "Invalid dynamic configuration") from None
+        except ConfigError as exc:  # a failed require of KafkaConfig (cordoned.log.dirs) keeps its own words
+            text = str(exc) if str(exc).startswith(REQUIREMENT_FAILED) else "Invalid dynamic configuration"
+            raise DynamicConfigError(INVALID_REQUEST, text) from None
         for listener in self.reloaded_listeners(config):
             try:
                 server_ssl_context(config, listener.name, protocol_map(config)[listener.name])

@@ -92,6 +92,24 @@ class InternalTopics:
             return False
         return True
 
+    async def create_dead_letter_topic(self, name: str, configs: dict[str, str]) -> bool:
+        """A share group's dead-letter queue topic (KIP-1191) with the broker's num.partitions and
+        default.replication.factor, as Kafka's DLQ manager creates it; False when it cannot be placed or exists."""
+        if self.metadata.image.topics.get(name) is not None:
+            return False
+        live = self.metadata.image.live_broker_ids() or [self.node_id]
+        replication = self.config.default_replication_factor if self.cluster_mode else 1
+        if replication > len(live):
+            log.warning("not creating dead-letter queue topic %s: default.replication.factor %d exceeds the %d live "
+                        "brokers", name, replication, len(live))
+            return False
+        try:
+            await self.create_topic(name, assign_replicas(self.config.num_partitions, replication, live,
+                                                          racks=self.broker_racks()), configs)
+        except KeyError:
+            return False
+        return True
+
     def _assignment(self, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
         """Replicas of a coordinator topic: a single node holds one replica of each partition; a cluster
         places ``replication_factor`` of them, and refuses (COORDINATOR_NOT_AVAILABLE) until enough brokers

@@ -5,6 +5,9 @@ request in flight at a time is all those callers need (Kafka's fetcher also wait
 there is no pipelining: ``request`` writes a frame and reads the next one. Any I/O error, or no answer
 within ``timeout_ms``, closes the connection and raises ``BrokerConnectionError``; the caller reconnects.
 
+``usable_version`` negotiates a request's version as Kafka's NetworkClient does: the peer's ApiVersions, asked once
+per connection, and the highest version both sides serve (a peer of another release may lack the newest).
+
 Connections are bounded as Kafka's inter-broker NetworkClients bound theirs: one unused for
 ``connections.max.idle.ms`` is closed (its Selector's idle expiry), to be opened again on the next request;
 and ``BrokerClientPool`` keeps at most ``max_connections`` open, closing the least recently used idle one
@@ -31,7 +34,7 @@ from wire import (
     response_header_version,
 )
 
-__all__ = ["BrokerClient", "BrokerClientPool", "BrokerConnectionError"]
+__all__ = ["BrokerClient", "BrokerClientPool", "BrokerConnectionError", "UnsupportedVersionError"]
 
 log = logging.getLogger("replication.broker_client")
 
@@ -46,6 +49,10 @@ MAX_POOLED_CONNECTIONS = 256
 
 class BrokerConnectionError(ConnectionError):
     """The connection to the other broker failed or timed out; it is closed."""
+
+
+class UnsupportedVersionError(BrokerConnectionError):
+    """The other broker serves no version of a request that this broker can send."""
 
 
 class BrokerClient:
@@ -68,6 +75,7 @@ class BrokerClient:
         self._lock = asyncio.Lock()  # one request in flight: callers take turns
         self._idle_timer: asyncio.TimerHandle | None = None
         self.last_used = 0.0  # loop time the last request ended
+        self._peer_versions: dict[int, tuple[int, int]] | None = None  # the connected peer's ApiVersions
 
     @property
     def connected(self) -> bool:
@@ -144,7 +152,24 @@ class BrokerClient:
                                         f"expected {self._correlation_id}")
         return response_class.decode(r.buf[r.pos:], version)
 
+    async def usable_version(self, request_class: Any) -> int:
+        """The highest version of ``request_class`` that both this broker (the message's range) and the peer
+        serve; the peer's ApiVersions is asked on first use of a connection. UnsupportedVersionError when none."""
+        if self._peer_versions is None or not self.connected:
+            from wire.messages import ApiVersionsRequest, ApiVersionsResponse
+            response = await self.request(ApiVersionsRequest(client_software_name="pykbroker",
+                                                             client_software_version="1"), 3, ApiVersionsResponse)
+            self._peer_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        peer = self._peer_versions.get(request_class.API_KEY)
+        low, high = request_class.LOWEST_VERSION, request_class.HIGHEST_VERSION
+        if peer is None or peer[0] > high or peer[1] < low:
+            raise UnsupportedVersionError(f"broker {self.node_id} serves {request_class.NAME} at "
+                                          f"{'no version' if peer is None else f'versions {peer[0]}-{peer[1]}'}, "
+                                          f"this broker sends {low}-{high}")
+        return min(high, peer[1])
+
     def close(self) -> None:
+        self._peer_versions = None
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

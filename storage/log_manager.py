@@ -474,6 +474,15 @@ class LogManager:
         lookup = getattr(self, "_config_for", None)
         return lookup(topic) if lookup is not None else self.default_config
 
+    def update_cordoned_log_dirs(self, dirs: Iterable[str]) -> None:
+        """Kafka's LogManager.updateCordonedLogDirs: a dynamic cordoned.log.dirs applies to the next new log."""
+        self.cordoned_log_dirs = frozenset(os.path.abspath(d) for d in dirs)
+
+    @property
+    def all_cordoned(self) -> bool:
+        """Every log dir is cordoned: the broker takes no new partitions (Kafka leaves it out of placement)."""
+        return all(os.path.abspath(d) in self.cordoned_log_dirs for d in self.log_dirs)
+
     def _next_log_dir(self) -> str:
         online = [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
         if not online:

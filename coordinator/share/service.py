@@ -30,7 +30,11 @@ from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.persister import Send, SharePersister
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
 from coordinator.share.share_group import HeartbeatResult, ShareGroup
-from coordinator.share.share_partition_manager import ShareGroupSettings, SharePartitionManager
+from coordinator.share.share_partition_manager import (
+    DeadLetterSink,
+    ShareGroupSettings,
+    SharePartitionManager,
+)
 from coordinator.share.share_session import ShareSessionCache
 
 __all__ = ["ShareGroupService"]
@@ -45,11 +49,13 @@ class ShareGroupService:
                  ensure_state_topic: Callable[[], Any] | None = None,
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
                  existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None,
-                 coordinates: Callable[[str], bool] = lambda group_id: True, group_coordinator: Any = None) -> None:
+                 coordinates: Callable[[str], bool] = lambda group_id: True, group_coordinator: Any = None,
+                 dead_letters: DeadLetterSink | None = None) -> None:
         """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
         a single node, where every __share_group_state partition is led here). ``coordinates(group_id)``: whether
         this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition).
-        ``group_coordinator``: the ``GroupCoordinator`` whose shards hold the share groups' membership."""
+        ``group_coordinator``: the ``GroupCoordinator`` whose shards hold the share groups' membership.
+        ``dead_letters``: the share groups' dead-letter queue (KIP-1191), None for none."""
         self.group_coordinator = group_coordinator
         self.coordinates = coordinates
         self._topic_name = topic_name
@@ -63,7 +69,7 @@ class ShareGroupService:
         self.persister = SharePersister(node_id, self.coordinator, send,
                                         timeout_ms=int(config("request.timeout.ms")))
         self.partitions = SharePartitionManager(replica_manager, self.persister, topic_name, self.settings,
-                                                self.clock)
+                                                self.clock, dead_letters)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
         self._topic_deletions: dict[uuid.UUID, asyncio.Future] = {}

@@ -12,6 +12,10 @@ So an in-flight record costs 11 bytes plus its share of one Acquisition. The win
 acquiring records at ``end_offset`` and only while it holds fewer than ``max_record_locks`` offsets; it
 shrinks at the front when the first records reach a terminal state (the start offset moves on).
 
+A record given up on — REJECTed, or released (acknowledgement, lock expiry, member gone) at the delivery count
+limit — is passed to ``dead_letter`` (first, last, delivery count, cause) when set: the share group's dead-letter
+queue (KIP-1191) decides whether it writes it. GAPs, aborted records and records below a moved start are not.
+
 Every change is marked dirty; ``take_dirty`` turns the dirty offsets into state batches for the share
 coordinator (acquired records are written as available, as Kafka persists them). The object does no I/O:
 ``SharePartitionManager`` reads the log, persists, and answers. One event loop, no locks.
@@ -31,11 +35,15 @@ from coordinator.runtime.clock import Clock, TimerHandle
 from coordinator.share.record_state import AcknowledgeType, RecordState
 from coordinator.share.state_batch import StateBatch, combine
 
-__all__ = ["AcquiredRecords", "InvalidRecordStateError", "SharePartition", "SharePartitionConfig"]
+__all__ = ["CLIENT_REJECT", "DELIVERY_COUNT_EXCEEDED", "AcquiredRecords", "InvalidRecordStateError", "SharePartition",
+           "SharePartitionConfig"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
 _AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVED = (int(s) for s in RecordState)
+# Kafka's ShareGroupDLQManager causes, the __dlq.errors.message header of a dead letter
+CLIENT_REJECT = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
 
 
 class InvalidRecordStateError(Exception):
@@ -86,6 +94,7 @@ class SharePartition:
     config: SharePartitionConfig
     clock: Clock
     on_release: Callable[[], None] = lambda: None  # records became available again (wake long polls)
+    dead_letter: Callable[[int, int, int, str], None] | None = None  # (first, last, delivery count, cause)
     start_offset: int = 0
     state_epoch: int = 0
     _states: bytearray = field(default_factory=bytearray)
@@ -226,6 +235,8 @@ class SharePartition:
             self._drop_holds(lo, hi)
             state = _ACKNOWLEDGED if types[0] == AcknowledgeType.ACCEPT else _ARCHIVED
             self._states[lo:hi] = bytes((state,)) * n
+            if types[0] == AcknowledgeType.REJECT:
+                self._dead_letters(lo, hi, CLIENT_REJECT)
         else:
             for i in range(lo, hi):
                 kind = types[0] if len(types) == 1 else types[i - lo]
@@ -234,9 +245,12 @@ class SharePartition:
                 elif kind == AcknowledgeType.ACCEPT:
                     self._finish(i, _ACKNOWLEDGED)
                 elif kind == AcknowledgeType.RELEASE:
-                    self._release(i)
+                    if self._release(i):
+                        self._dead_letters(i, i + 1, DELIVERY_COUNT_EXCEEDED)
                 else:  # REJECT, GAP
                     self._finish(i, _ARCHIVED)
+                    if kind == AcknowledgeType.REJECT:
+                        self._dead_letters(i, i + 1, CLIENT_REJECT)
         self._dirty.mark(first, last)
         self._advance_start()
 
@@ -278,10 +292,22 @@ class SharePartition:
         self._drop_hold(i)
         self._states[i] = state
 
-    def _release(self, i: int) -> None:
-        """ACQUIRED -> AVAILABLE, or ARCHIVED once the delivery count has reached the limit."""
+    def _release(self, i: int) -> bool:
+        """ACQUIRED -> AVAILABLE, or ARCHIVED once the delivery count has reached the limit (then True)."""
         self._drop_hold(i)
-        self._states[i] = _ARCHIVED if self._counts[i] >= self.config.delivery_count_limit else _AVAILABLE
+        exhausted = self._counts[i] >= self.config.delivery_count_limit
+        self._states[i] = _ARCHIVED if exhausted else _AVAILABLE
+        return exhausted
+
+    def _dead_letters(self, lo: int, hi: int, cause: str) -> None:
+        """Hand window indexes ``lo..hi-1`` to ``dead_letter``, a call per run of equal delivery counts."""
+        if self.dead_letter is None:
+            return
+        start = lo
+        for i in range(lo + 1, hi + 1):
+            if i == hi or self._counts[i] != self._counts[start]:
+                self.dead_letter(self.start_offset + start, self.start_offset + i - 1, self._counts[start], cause)
+                start = i
 
     def release_member(self, member_id: str) -> int:
         """Release every record ``member_id`` holds (its share session ended or it left the group)."""
@@ -301,7 +327,8 @@ class SharePartition:
         low, high = None, -1
         for i, t in enumerate(self._tokens):
             if t in tokens and self._states[i] == _ACQUIRED:
-                self._release(i)
+                if self._release(i):
+                    self._dead_letters(i, i + 1, DELIVERY_COUNT_EXCEEDED)
                 released += 1
                 off = self.start_offset + i
                 low = off if low is None else low

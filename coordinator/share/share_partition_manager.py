@@ -46,6 +46,8 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
+# (group id, topic, partition, first offset, last offset, delivery count, cause)
+DeadLetterSink = Callable[[str, str, int, int, int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,12 @@ class _Entry:
 
 class SharePartitionManager:
     def __init__(self, replica_manager, persister: SharePersister, topic_name: Callable[[uuid.UUID], str | None],
-                 settings: Callable[[str], ShareGroupSettings], clock: Clock) -> None:
+                 settings: Callable[[str], ShareGroupSettings], clock: Clock,
+                 dead_letters: DeadLetterSink | None = None) -> None:
+        """``dead_letters(group, topic, partition, first, last, delivery count, cause)``: where records a group
+        gives up on go (the broker's share-group dead-letter queue, KIP-1191), None for nowhere."""
         self._rm = replica_manager
+        self._dead_letters = dead_letters
         self.persister = persister
         self._topic_name = topic_name
         self._settings = settings
@@ -144,7 +150,7 @@ class SharePartitionManager:
         settings = self._settings(group_id)
         sp = SharePartition(group_id, topic, topic_id, index, SharePartitionConfig(
             settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
-            self.clock, on_release=lambda: self._on_release(key))
+            self.clock, on_release=lambda: self._on_release(key), dead_letter=self._dead_letter_of(group_id, topic, index))
         state = await self.persister.read_state(key, leader_epoch)
         if state is None or state.start_offset < 0:
             # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
@@ -168,6 +174,12 @@ class SharePartitionManager:
             raise _PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         entry.leader_epoch = leader_epoch
         entry.partition = sp
+
+    def _dead_letter_of(self, group_id: str, topic: str, partition: int) -> Callable[[int, int, int, str], None] | None:
+        sink = self._dead_letters
+        if sink is None:
+            return None
+        return lambda first, last, count, cause: sink(group_id, topic, partition, first, last, count, cause)
 
     async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
         """A partition newly assigned to the group: state with start offset -1 unless it has state already."""

@@ -7,8 +7,8 @@ streams.version 1), less what is not built. Only what is implemented is claimed:
 - group.version 1: consumer groups speak KIP-848;
 - transaction.version 2: transactions speak KIP-890 part 2 (clients bump the epoch with every transaction);
 - eligible.leader.replicas.version 1 (KIP-966);
-- share.version 1: share groups (KIP-932) are on, as on Kafka 4.2+; level 2 (4.4's share-group dead-letter
-  queues, KIP-1191) is not built, so it is neither supported nor finalized;
+- share.version 2: share groups (KIP-932) are on (level 1, Kafka 4.2+) with their dead-letter queues (level 2,
+  KIP-1191, Kafka 4.4's default; ``pykbroker/share_dead_letters.py``);
 - streams.version 1: Streams groups (KIP-1071) are on, as on Kafka 4.2+ (with "streams" in
   group.coordinator.rebalance.protocols); ``kafka-features disable --feature streams.version`` turns them off.
 Like Kafka, ApiVersions v3 answers list only metadata.version as supported (older clients choke on the
@@ -55,13 +55,13 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     GROUP_VERSION: (0, 1),
     KRAFT_VERSION: (0, 1),
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, LATEST_PRODUCTION_METADATA_VERSION),  # 3.3-IV3 .. 4.4-IV2
-    SHARE_VERSION: (0, 1),
+    SHARE_VERSION: (0, 2),
     STREAMS_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
 }
 # What a new cluster finalizes (Kafka 4.4's defaults for metadata.version 4.4-IV2, less what is not built).
 BOOTSTRAP_FINALIZED: dict[str, int] = {"eligible.leader.replicas.version": 1, GROUP_VERSION: 1,
-                                       METADATA_VERSION: LATEST_PRODUCTION_METADATA_VERSION, SHARE_VERSION: 1,
+                                       METADATA_VERSION: LATEST_PRODUCTION_METADATA_VERSION, SHARE_VERSION: 2,
                                        STREAMS_VERSION: 1, TRANSACTION_VERSION: 2}
 # Every feature Kafka 4.4 knows (its Feature enum), with the features each level >= 1 depends on.
 KNOWN_FEATURES: dict[str, dict[int, dict[str, int]]] = {

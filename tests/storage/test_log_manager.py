@@ -305,3 +305,20 @@ def test_removing_a_future_log_and_deleting_a_partition_take_the_future_dir_too(
         time.sleep(0.01)
     assert not [n for n in os.listdir(other) if n.startswith("moving-0")]
     m.shutdown()
+
+
+def test_a_dynamically_cordoned_dir_takes_no_new_log(tmp_path):
+    """KIP-1066 without a restart: once d1 is cordoned every new log goes to d2; with both cordoned the manager
+    is all cordoned (the broker leaves itself out of placement) and, asked anyway, still places on a dir."""
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs)
+    m.update_cordoned_log_dirs([str(dirs[0])])
+    assert not m.all_cordoned
+    logs = [m.get_or_create_log("fresh", p, uuid.uuid4()) for p in range(3)]
+    assert {os.path.dirname(lg.dir) for lg in logs} == {str(dirs[1])}
+    m.update_cordoned_log_dirs([str(d) for d in dirs])
+    assert m.all_cordoned
+    assert os.path.dirname(m.get_or_create_log("forced", 0, uuid.uuid4()).dir) in {str(d) for d in dirs}
+    m.update_cordoned_log_dirs([])
+    assert not m.all_cordoned
+    m.shutdown()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP, too_few_brokers_message
+from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP, placement_error, usable_broker_ids
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.assignment import assign_replicas, start_index_for_new_partitions
@@ -40,10 +40,11 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
     replication = len(state.partitions[0].replicas)
     live_brokers = ctx.metadata.live_broker_ids()
     if topic.assignments is None:
-        if replication > len(live_brokers):
-            return ErrorCode.INVALID_REPLICATION_FACTOR, too_few_brokers_message(replication, len(live_brokers)), []
-        start = start_index_for_new_partitions(state.partitions[0].replicas[0], live_brokers)
-        return ErrorCode.NONE, None, assign_replicas(additional, replication, live_brokers, start_index=start,
+        usable = usable_broker_ids(ctx)
+        if (message := placement_error(replication, len(usable))) is not None:
+            return ErrorCode.INVALID_REPLICATION_FACTOR, message, []
+        start = start_index_for_new_partitions(state.partitions[0].replicas[0], usable)
+        return ErrorCode.NONE, None, assign_replicas(additional, replication, usable, start_index=start,
                                                      start_partition_id=current,
                                                      racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
     if len(topic.assignments) != additional:

@@ -41,6 +41,28 @@ def too_few_brokers_message(replication: int, brokers: int) -> str:
             "have all their log directories cordoned.")
 
 
+def placement_error(replication: int, usable: int) -> str | None:
+    """Kafka 4.4's StripedReplicaPlacer refusal for ``replication`` replicas over ``usable`` brokers, or None."""
+    if usable == 0:
+        return (f"Unable to replicate the partition {replication} time(s): All brokers are currently fenced, or have "
+                "all their log directories cordoned.")
+    return too_few_brokers_message(replication, usable) if replication > usable else None
+
+
+def usable_broker_ids(ctx: RequestContext) -> list[int]:
+    """The live brokers new replicas may go to (Kafka's usableBrokers): not one whose log dirs are all cordoned
+    (KIP-1066): this broker by its own effective cordoned.log.dirs, another by its dynamic value ``*``."""
+    out = []
+    for node_id in ctx.metadata.live_broker_ids():
+        if node_id == ctx.broker.node_id:
+            if ctx.broker.log_manager.all_cordoned:
+                continue
+        elif ctx.metadata.broker_configs.get(str(node_id), {}).get("cordoned.log.dirs", "").strip() == "*":
+            continue
+        out.append(node_id)
+    return out
+
+
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
@@ -133,9 +155,10 @@ def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | N
     partitions = broker.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     replication = (broker.config.default_replication_factor if topic.replication_factor == -1
                    else topic.replication_factor)
-    if replication > len(live_brokers):
-        return ErrorCode.INVALID_REPLICATION_FACTOR, too_few_brokers_message(replication, len(live_brokers)), []
-    return ErrorCode.NONE, None, assign_replicas(partitions, replication, live_brokers,
+    usable = usable_broker_ids(ctx)
+    if (message := placement_error(replication, len(usable))) is not None:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, message, []
+    return ErrorCode.NONE, None, assign_replicas(partitions, replication, usable,
                                                   racks={b.node_id: b.rack for b in ctx.metadata.brokers.values()})
 
 

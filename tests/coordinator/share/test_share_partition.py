@@ -153,3 +153,26 @@ def test_offsets_between_batches_without_records_are_archived():
     assert p.state_of(3) == (S.ARCHIVED, 0)
     p.acknowledge("m1", 0, 1, [A.ACCEPT])
     assert p.start_offset == 5  # the gap does not hold the start offset back
+
+
+def test_records_given_up_on_are_handed_to_the_dead_letter_queue():
+    """KIP-1191's triggers: REJECT (per range and per offset) and a release at the delivery count limit (an
+    acknowledgement, or a lock expiring); GAP and ACCEPT are not dead letters."""
+    clock = FakeClock()
+    letters: list[tuple[int, int, int, str]] = []
+    p = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 2, 2000), clock,
+                       dead_letter=lambda *letter: letters.append(letter))
+    p.load(0, [])
+    p.acquire("m", [(0, 9)], max_records=100)
+    p.acknowledge("m", 0, 2, [A.REJECT])
+    p.acknowledge("m", 3, 6, [A.ACCEPT, A.GAP, A.REJECT, A.RELEASE])
+    assert letters == [(0, 2, 1, "Offset rejected by client."), (5, 5, 1, "Offset rejected by client.")]
+    letters.clear()
+    assert p.acquire("m", [(6, 9)], max_records=100) == [AcquiredRecords(6, 6, 2)]
+    p.acknowledge("m", 6, 6, [A.RELEASE])  # its second delivery released: the limit of 2
+    clock.advance(1000)  # 7-9's first lock expires: available again
+    assert letters == [(6, 6, 2, "Offset delivery count exceeded the threshold.")]
+    assert p.acquire("m", [(7, 9)], max_records=100) == [AcquiredRecords(7, 9, 2)]
+    clock.advance(1000)
+    assert letters[1:] == [(o, o, 2, "Offset delivery count exceeded the threshold.") for o in (7, 8, 9)]
+    assert p.state_of(9) is None and p.start_offset == 10

@@ -28,7 +28,7 @@ from wire.messages.alter_share_group_offsets_request import (
     AlterShareGroupOffsetsRequestPartition,
     AlterShareGroupOffsetsRequestTopic,
 )
-from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
 from wire.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequestGroup
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
@@ -47,8 +47,8 @@ def broker(tmp_path_factory):
         yield b
 
 
-def enable(c: RawClient, level: int = 1) -> None:
-    """Finalize share.version at ``level`` (1 on a new cluster, as Kafka 4.2+; 0 turns share groups off)."""
+def enable(c: RawClient, level: int = 2) -> None:
+    """Finalize share.version at ``level`` (2 on a new cluster, as Kafka 4.4; 0 turns share groups off)."""
     r = c.request(UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[
         FeatureUpdateKey(feature="share.version", max_version_level=level, upgrade_type=1 if level else 2)]), 1)
     assert r.error_code == ErrorCode.NONE
@@ -101,7 +101,7 @@ def acquired(response) -> list[tuple[int, int, int]]:
 
 def test_share_apis_are_refused_while_share_version_is_not_finalized(tmp_path):
     with BrokerProcess(tmp_path) as b, RawClient(b.bootstrap) as c:
-        enable(c, 0)  # a new cluster finalizes share.version 1, as Kafka 4.2+: disabled, share groups are off
+        enable(c, 0)  # a new cluster finalizes share.version 2, as Kafka 4.4: disabled, share groups are off
         r = c.request(ShareGroupHeartbeatRequest(group_id="g", member_id="m" * 22, member_epoch=0,
                                                  subscribed_topic_names=["t"]), 1)
         assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
@@ -362,3 +362,69 @@ def test_a_consumer_group_id_is_not_a_share_group(broker):
         r = c.request(ShareGroupHeartbeatRequest(group_id="g-taken", member_id="m" * 22, member_epoch=0,
                                                  subscribed_topic_names=["taken"]), 1)
         assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g-taken is not a share group.")
+
+
+def _dead_letters(c: RawClient, topic: str, want: int) -> list[tuple[bytes | None, bytes | None, dict]]:
+    """(key, value, headers) of the first ``want`` records of ``topic`` partition 0, waiting up to 15 s."""
+    from wire import decode_records, iter_batch_headers
+    from wire.messages import FetchRequest
+    from wire.messages.fetch_request import FetchPartition as LogFetchPartition
+    from wire.messages.fetch_request import FetchTopic as LogFetchTopic
+
+    deadline = time.monotonic() + 15
+    while True:
+        r = c.request(FetchRequest(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                                   topics=[LogFetchTopic(topic=topic, partitions=[LogFetchPartition(
+                                       partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12)
+        data = r.responses[0].partitions[0].records or b""
+        out = [(rec.key, rec.value, dict(rec.headers)) for pos, _ in iter_batch_headers(data)
+               for rec in decode_records(data, pos)[1]]
+        if len(out) >= want or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)
+
+
+def test_rejected_and_exhausted_records_go_to_the_dead_letter_queue(broker):
+    """KIP-1191 with share.version 2: a REJECTed record and one released at the delivery count limit (5) are
+    written to the group's errors.deadletterqueue.topic.name, with Kafka 4.4's headers and (copy.record.enable)
+    the original key and value; a group whose DLQ topic does not exist, with auto-creation off, writes nothing."""
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "dlq-src")
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name="dlq.g-dlq", num_partitions=1, replication_factor=1,
+                                                                 configs=[CreatableTopicConfig(
+                                                                     name="errors.deadletterqueue.group.enable",
+                                                                     value="true")])], timeout_ms=5000), 7)
+        assert r.topics[0].error_code == ErrorCode.NONE
+        for group, dlq in (("g-dlq", "dlq.g-dlq"), ("g-nodlq", "dlq.missing")):
+            r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                resource_type=GROUP, resource_name=group, configs=[
+                    AlterableConfig(name="errors.deadletterqueue.topic.name", config_operation=0, value=dlq),
+                    AlterableConfig(name="errors.deadletterqueue.copy.record.enable", config_operation=0,
+                                    value="true")])]), 1)
+            assert r.responses[0].error_code == ErrorCode.NONE
+        produce(c, "dlq-src", 3)
+        for group in ("g-dlq", "g-nodlq"):
+            member, _ = join(c, group, "dlq-src")
+            assert acquired(fetch(c, group, member, 0, tid)) == [(0, 2, 1)]
+            epoch = 1
+            acks = [(0, 2, [ACCEPT, REJECT, RELEASE])]
+            for count in range(2, 6):  # offset 2 comes back until its fifth delivery is released
+                assert acquired(fetch(c, group, member, epoch, tid, acks={0: acks})) == [(2, 2, count)]
+                epoch += 1
+                acks = [(2, 2, [RELEASE])]
+            r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch, topics=[
+                AcknowledgeTopic(topic_id=tid, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                    AckBatch(first_offset=2, last_offset=2, acknowledge_types=[RELEASE])])])]), 1)
+            assert r.responses[0].partitions[0].error_code == ErrorCode.NONE
+        letters = _dead_letters(c, "dlq.g-dlq", 2)
+        assert [(k, v) for k, v, _ in letters] == [(None, b"v1"), (None, b"v2")]
+        assert [h for _, _, h in letters] == [
+            {"__dlq.errors.topic": b"dlq-src", "__dlq.errors.partition": b"0", "__dlq.errors.offset": b"1",
+             "__dlq.errors.group": b"g-dlq", "__dlq.errors.delivery.count": b"1",
+             "__dlq.errors.message": b"Offset rejected by client."},
+            {"__dlq.errors.topic": b"dlq-src", "__dlq.errors.partition": b"0", "__dlq.errors.offset": b"2",
+             "__dlq.errors.group": b"g-dlq", "__dlq.errors.delivery.count": b"5",
+             "__dlq.errors.message": b"Offset delivery count exceeded the threshold."}]
+        from wire.messages import MetadataRequest
+        assert "dlq.missing" not in {t.name for t in c.request(MetadataRequest(topics=None), 12).topics}
