@@ -298,6 +298,24 @@ def test_franz_go_produces_consumes_and_commits_on_the_cluster(cluster, protocol
     assert types[topic] == protocol
 
 
+def test_a_client_metrics_subscription_reaches_every_broker(cluster):
+    """A KIP-714 subscription set through broker 1 (kept in /config/client-metrics) is listed by every broker and
+    given by each to the clients it matches."""
+    from pykbroker.testing import RawClient
+    from wire.messages import GetTelemetrySubscriptionsRequest, ListConfigResourcesRequest
+    name = unique("subscription")
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        c.set_client_metrics(name, metrics="org.apache.kafka.producer.", interval_ms="2000", match=f"client_id={name}")
+    for broker in cluster.brokers.values():
+        with RawClient(broker.bootstrap, client_id=name) as c:
+            deadline = time.monotonic() + 30
+            while name not in [r.resource_name for r in c.request(ListConfigResourcesRequest(), 0).config_resources]:
+                assert time.monotonic() < deadline, f"broker {broker} never listed {name}"
+                time.sleep(0.1)
+            got = c.request(GetTelemetrySubscriptionsRequest(), 0)
+            assert (got.requested_metrics, got.push_interval_ms) == (["org.apache.kafka.producer."], 2000)
+
+
 def test_kafka_tools_report_a_cluster_with_a_broker_down(cluster):
     """Kafka 4.1's kafka-topics --describe filters (--under-replicated-partitions, --under-min-isr-partitions,
     --at-min-isr-partitions, --unavailable-partitions) pick what TopicCommand's rules pick from what the
