@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from pykbroker.client_metrics.manager import ClientInstance
@@ -92,9 +94,11 @@ class PrometheusTelemetryReceiver:
     """Receives pushes (``export``) and renders them in the Prometheus text format (``exposition``), appended to the
     broker's own scrape (its own renderer: prometheus_client's costs ten times more for thousands of series)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)) -> None:
         # instance -> (family, type) -> labels -> series
         self._instances: dict[uuid.UUID, dict[tuple[str, str], dict[Labels, _Series]]] = {}
+        self._clock_ms = clock_ms
+        self._leaving: dict[uuid.UUID, int] = {}  # forgotten instances whose series stay until then
 
     def export(self, instance: ClientInstance, compression_type: int, metrics: bytes, max_bytes: int) -> None:
         # Imported on the first push: the protobuf runtime costs start-up time a broker without telemetry saves.
@@ -125,6 +129,7 @@ class PrometheusTelemetryReceiver:
                     for point in points:
                         merged = {**resource, **_attributes(point.attributes), **client}
                         parsed.append(((family, metric_type), tuple(sorted(merged.items())), _number(point), add))
+        self._leaving.pop(instance.client_instance_id, None)
         families = self._instances.setdefault(instance.client_instance_id, {})
         count = sum(len(f) for f in families.values())
         for key, label_set, value, add in parsed:
@@ -138,8 +143,17 @@ class PrometheusTelemetryReceiver:
             else:
                 found.value = found.value + value if add else value
 
-    def forget(self, client_instance_id: uuid.UUID) -> None:
-        self._instances.pop(client_instance_id, None)
+    def forget(self, client_instance_id: uuid.UUID, after_ms: int = 0) -> None:
+        if after_ms <= 0:
+            self._instances.pop(client_instance_id, None)
+            self._leaving.pop(client_instance_id, None)
+        elif client_instance_id in self._instances:
+            self._leaving[client_instance_id] = self._clock_ms() + after_ms
+
+    def _purge(self) -> None:
+        now = self._clock_ms()
+        for gone in [i for i, until in self._leaving.items() if until <= now]:
+            self.forget(gone)
 
     def series_count(self) -> int:
         return sum(len(f) for families in self._instances.values() for f in families.values())
@@ -147,6 +161,7 @@ class PrometheusTelemetryReceiver:
     def exposition(self) -> bytes:
         """Every client's series, one family per metric name (a name two clients give two types keeps the
         first type seen)."""
+        self._purge()
         by_family: dict[str, tuple[str, list[dict[Labels, _Series]]]] = {}
         for families in self._instances.values():
             for (name, metric_type), series in families.items():

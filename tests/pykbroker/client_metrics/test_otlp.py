@@ -53,6 +53,21 @@ def test_deltas_add_cumulative_values_replace_and_labels_escape():
     assert r.exposition() == b""
 
 
+def test_a_forgotten_instance_lingers_unless_it_pushes_again():
+    now = [0]
+    r = otlp.PrometheusTelemetryReceiver(lambda: now[0])
+    r.export(INSTANCE, 0, payload(1), 1 << 20)
+    r.forget(INSTANCE.client_instance_id, 60_000)
+    now[0] = 59_999
+    assert r.exposition() != b""
+    r.export(INSTANCE, 0, payload(1), 1 << 20)  # back: it stays
+    now[0] = 1_000_000
+    assert r.exposition() != b""
+    r.forget(INSTANCE.client_instance_id, 60_000)
+    now[0] = 1_060_000
+    assert r.exposition() == b"" and r.series_count() == 0
+
+
 def test_series_per_instance_are_capped(monkeypatch):
     monkeypatch.setattr(otlp, "MAX_SERIES_PER_INSTANCE", 5)
     r = otlp.PrometheusTelemetryReceiver()
