@@ -37,7 +37,8 @@ from wire.messages import (
     PushTelemetryResponse,
 )
 
-__all__ = ["ClientInstance", "ClientMetricsManager", "TelemetryExporter", "SUPPORTED_COMPRESSION_TYPES"]
+__all__ = ["ClientInstance", "ClientMetricsManager", "INSTANCE_COUNT_NAMES", "TelemetryExporter",
+           "SUPPORTED_COMPRESSION_TYPES"]
 
 log = logging.getLogger("pykbroker.client_metrics")
 
@@ -47,6 +48,9 @@ _KNOWN_COMPRESSION_TYPES = frozenset((0, 1, 2, 3, 4))
 CACHE_MAX_SIZE = 16384
 DEFAULT_CACHE_EXPIRY_MS = 60_000
 _RESERVED_IDS = frozenset((ZERO_UUID, uuid.UUID(int=1)))
+# The per-instance counts (ClientMetricsManager.instance_counts), in Kafka's metric names' order.
+INSTANCE_COUNT_NAMES = ("throttle-count", "plugin-export-count", "plugin-error-count")
+_THROTTLE, _PLUGIN_EXPORT, _PLUGIN_ERROR = range(3)
 # How often expired instances are looked for.
 _PURGE_INTERVAL_MS = 1000
 
@@ -124,6 +128,10 @@ class ClientMetricsManager:
         self._subscriptions: list[cm.Subscription] = []
         self._version = 0
         self._next_purge_ms = 0
+        # Kafka's client-metrics broker metrics: unknown-subscription-request-count, and per live instance the
+        # throttle-count, plugin-export-count and plugin-error-count.
+        self.unknown_subscription_requests = 0
+        self.instance_counts: dict[uuid.UUID, list[int]] = {}
 
     # -- subscriptions ----------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -162,6 +170,7 @@ class ClientMetricsManager:
             instance = self._new_instance(client_instance_id, old.attributes if old is not None else attributes)
             self._instances[client_instance_id] = instance
             self._connections[connection] = client_instance_id
+            self.instance_counts.setdefault(client_instance_id, [0, 0, 0])
             while len(self._instances) > CACHE_MAX_SIZE:
                 self._drop(next(iter(self._instances)))
         self._instances.move_to_end(client_instance_id)
@@ -179,6 +188,7 @@ class ClientMetricsManager:
 
     def _drop(self, client_instance_id: uuid.UUID, linger_ms: int = 0) -> None:
         self._instances.pop(client_instance_id, None)
+        self.instance_counts.pop(client_instance_id, None)
         if self.exporter is not None:
             self.exporter.forget(client_instance_id, linger_ms)
 
@@ -209,6 +219,7 @@ class ClientMetricsManager:
         instance = self._instance(client_instance_id, attributes(client_instance_id), now, connection)
         if not instance.may_get(now) and instance.last_known_error not in (
                 ErrorCode.UNKNOWN_SUBSCRIPTION_ID, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE):
+            self._count(client_instance_id, _THROTTLE)
             return GetTelemetrySubscriptionsResponse(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
         instance.last_known_error = ErrorCode.NONE
         return GetTelemetrySubscriptionsResponse(
@@ -235,11 +246,14 @@ class ClientMetricsManager:
             try:
                 self.exporter.export(instance, request.compression_type, bytes(request.metrics),
                                      self.telemetry_max_bytes)
+                self._count(client_instance_id, _PLUGIN_EXPORT)
             except DecompressedSizeError:
+                self._count(client_instance_id, _PLUGIN_ERROR)
                 instance.last_known_error = ErrorCode.TELEMETRY_TOO_LARGE
                 return PushTelemetryResponse(error_code=ErrorCode.TELEMETRY_TOO_LARGE)
             except Exception as exc:  # a bad payload: the client stops pushing, the broker goes on
                 log.warning("client metrics of instance %s could not be read: %s", client_instance_id, exc)
+                self._count(client_instance_id, _PLUGIN_ERROR)
                 instance.last_known_error = ErrorCode.INVALID_RECORD
                 return PushTelemetryResponse(error_code=ErrorCode.INVALID_RECORD)
         instance.last_known_error = ErrorCode.NONE
@@ -249,14 +263,21 @@ class ClientMetricsManager:
         if instance.terminating:
             return ErrorCode.INVALID_REQUEST
         if not instance.may_push(now) and not request.terminating:
+            self._count(instance.client_instance_id, _THROTTLE)
             return ErrorCode.THROTTLING_QUOTA_EXCEEDED
         if request.subscription_id != instance.subscription_id:
+            self.unknown_subscription_requests += 1
             return ErrorCode.UNKNOWN_SUBSCRIPTION_ID
         if request.compression_type not in _KNOWN_COMPRESSION_TYPES:
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
         if request.metrics is not None and len(request.metrics) > self.telemetry_max_bytes:
             return ErrorCode.TELEMETRY_TOO_LARGE
         return ErrorCode.NONE
+
+    def _count(self, client_instance_id: uuid.UUID, which: int) -> None:
+        counts = self.instance_counts.get(client_instance_id)
+        if counts is not None:
+            counts[which] += 1
 
     def _new_client_instance_id(self) -> uuid.UUID:
         """Kafka's Uuid.randomUuid: not reserved, not starting with '-' in base64, not in use."""
