@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ cluster: $(STAMP)
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
-##       Spark's Kafka and Kafka Streams' jars)
+##       Spark's Kafka and Kafka Streams' jars, the franz-go program of compat_tests/franz)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -41,6 +41,7 @@ deps: $(STAMP)
 		bash tools/nessie/fetch_jar.sh >/dev/null; \
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
+	bash compat_tests/franz/build.sh >/dev/null
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
 test: deps
@@ -166,7 +167,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -175,3 +176,7 @@ clean:
 ##                      subscription, a Java producer and consumer push, the Prometheus scrape shows their metrics
 test-telemetry-slow: deps
 	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py $(ARGS)
+
+## test-franz-slow: franz-go on a 3-broker cluster with the classic protocol too (~20 s; KIP-848's is in make test)
+test-franz-slow: deps
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster.py -k franz $(ARGS)

@@ -168,6 +168,9 @@ def test_java_clients_push_their_metrics(telemetry_broker, jars, tmp_path):
                 "org_apache_kafka_producer_topic_byte_total"} <= set(got), sorted(got)
         assert wait_for(lambda: pushed(port, "org_apache_kafka_consumer_", "java-consumer"),
                         "the Java consumer's metrics on the scrape", alive=alive)
+        out = run_tool(jars, tool, "--bootstrap-server", broker.bootstrap, "--delete", "--name", "java-clients")
+        assert "Deleted client metrics config for java-clients." in out, out
+        assert "java-clients" not in run_tool(jars, tool, "--bootstrap-server", broker.bootstrap, "--list")
     finally:
         for p in procs:
             p.terminate()

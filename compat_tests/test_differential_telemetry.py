@@ -42,6 +42,20 @@ def _get(c: RawClient, instance: uuid.UUID) -> tuple:
             r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics)
 
 
+def _get_after_reconnect(bootstrap: str, instance: uuid.UUID) -> int:
+    """A get right after one on a connection that closed since: the instance was forgotten with its connection, so
+    it is served afresh. Kafka forgets it when its network thread sees the close: asked until then (10 s)."""
+    with RawClient(bootstrap, timeout=30) as first:
+        _get(first, instance)
+    deadline = time.monotonic() + 10
+    while True:
+        with RawClient(bootstrap, timeout=30) as again:
+            code = _get(again, instance)[0]
+        if code == ErrorCode.NONE or time.monotonic() > deadline:
+            return code
+        time.sleep(0.1)
+
+
 def _push(c: RawClient, instance: uuid.UUID, subscription: int, metrics: bytes = b"", terminating: bool = False,
           compression: int = 0) -> int:
     return c.request(PushTelemetryRequest(client_instance_id=instance, subscription_id=subscription,
@@ -96,6 +110,7 @@ def telemetry(c: RawClient) -> Observations:
     out["terminating push"] = _push(c, FIXED[2], sub, terminating=True)
     out["push after terminating"] = _push(c, FIXED[2], sub, terminating=True)
     out["push of an instance never seen"] = _push(c, FIXED[3], 12345)
+    out["get again after reconnecting"] = _get_after_reconnect(c.bootstrap, uuid.UUID(int=(0x5EED << 64) | 99))
 
     # subscriptions
     out["create"] = _alter(c, "diff-sub", ("metrics", SET, "org.apache.kafka.producer., org.apache.kafka.consumer."),

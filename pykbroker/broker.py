@@ -233,8 +233,10 @@ class Broker:
         return self.coordinators.share
 
     def connection_closed(self, peer: str) -> None:
-        """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
+        """A client connection closed: as Kafka, the share sessions opened on it end and release their records, and
+        the client telemetry instance made on it is forgotten."""
         self.coordinators.connection_closed(peer)
+        self.client_metrics.connection_closed(peer)
 
     @property
     def share_groups_enabled(self) -> bool:

@@ -130,6 +130,7 @@ class BrokerCollector(Collector):
         yield from self._quota_metrics()
         yield from self._remote_log_metrics()
         yield from self._iceberg_metrics()
+        yield from self._client_metrics_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
@@ -367,6 +368,31 @@ class BrokerCollector(Collector):
             family = families[quota_type]
             family.add_sample(family.name, labels, sum(recent) / len(recent) if recent else 0.0)
         yield from families.values()
+
+    def _client_metrics_metrics(self) -> Iterator[Metric]:
+        """Kafka's client telemetry metrics (kafka.server:type=client-metrics): instances, unknown subscription ids
+        and, per live instance, throttled requests and pushes received or refused by the receiver."""
+        manager = getattr(self.broker, "client_metrics", None)
+        if manager is None:
+            return
+        from pykbroker.client_metrics.manager import INSTANCE_COUNT_NAMES
+        from replication.metadata.embedded_store import uuid_to_kafka_string
+        bean = MBean("kafka.server", "client-metrics")
+        instances = self._gauge(bean, "instance-count")
+        instances.add_metric([], manager.instance_count())
+        yield instances
+        unknown = UnknownMetricFamily(_name(bean, "unknown-subscription-request-count"), bean.object_name())
+        unknown.add_metric([], manager.unknown_subscription_requests)
+        yield unknown
+        if not manager.instance_counts:
+            return
+        per_instance = MBean("kafka.server", "client-metrics", None, ("client_instance_id",))
+        families = [UnknownMetricFamily(_name(per_instance, n), per_instance.object_name(), labels=_labels(per_instance))
+                    for n in INSTANCE_COUNT_NAMES]
+        for instance_id, counts in list(manager.instance_counts.items()):
+            for family, count in zip(families, counts, strict=True):
+                family.add_metric([uuid_to_kafka_string(instance_id)], count)
+        yield from families
 
     def _iceberg_metrics(self) -> Iterator[Metric]:
         service = getattr(self.broker, "iceberg", None)

@@ -21,4 +21,4 @@ def error_response(request: GetTelemetrySubscriptionsRequest | None, version: in
 @handler(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, error_response=error_response)
 async def handle_get_telemetry_subscriptions(ctx: RequestContext, request: GetTelemetrySubscriptionsRequest
                                              ) -> GetTelemetrySubscriptionsResponse:
-    return ctx.broker.client_metrics.get_telemetry_subscriptions(request, client_attributes(ctx))
+    return ctx.broker.client_metrics.get_telemetry_subscriptions(request, client_attributes(ctx), ctx.client_address)

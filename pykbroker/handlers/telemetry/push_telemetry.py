@@ -20,4 +20,4 @@ def error_response(request: PushTelemetryRequest | None, version: int, code: int
 
 @handler(ApiKey.PUSH_TELEMETRY, 0, 0, error_response=error_response)
 async def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryRequest) -> PushTelemetryResponse:
-    return ctx.broker.client_metrics.push_telemetry(request, client_attributes(ctx))
+    return ctx.broker.client_metrics.push_telemetry(request, client_attributes(ctx), ctx.client_address)

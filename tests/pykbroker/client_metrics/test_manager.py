@@ -25,7 +25,7 @@ class Clock:
 class Exporter:
     def __init__(self) -> None:
         self.pushed: list[bytes] = []
-        self.forgotten: list[uuid.UUID] = []
+        self.forgotten: list[tuple[uuid.UUID, int]] = []
         self.fail: Exception | None = None
 
     def export(self, instance: ClientInstance, compression_type: int, metrics: bytes, max_bytes: int) -> None:
@@ -33,8 +33,8 @@ class Exporter:
             raise self.fail
         self.pushed.append(metrics)
 
-    def forget(self, client_instance_id: uuid.UUID) -> None:
-        self.forgotten.append(client_instance_id)
+    def forget(self, client_instance_id: uuid.UUID, after_ms: int = 0) -> None:
+        self.forgotten.append((client_instance_id, after_ms))
 
 
 def attributes(client_id: str = "app", software: str = "apache-kafka-java"):
@@ -52,9 +52,9 @@ def world():
     return manager, holder, clock, exporter
 
 
-def get(manager, instance=INSTANCE, attrs=None):
+def get(manager, instance=INSTANCE, attrs=None, connection="127.0.0.1:5555"):
     return manager.get_telemetry_subscriptions(GetTelemetrySubscriptionsRequest(client_instance_id=instance),
-                                               attrs or attributes())
+                                               attrs or attributes(), connection)
 
 
 def push(manager, subscription: int, metrics: bytes = b"m", terminating: bool = False, compression: int = 0,
@@ -147,4 +147,15 @@ def test_instances_expire_and_their_metrics_go(world):
     get(manager)
     assert manager.instance_count() == 1
     clock.now += 300_000 * 3 + 1
-    assert manager.instance_count() == 0 and exporter.forgotten == [INSTANCE]
+    assert manager.instance_count() == 0 and exporter.forgotten == [(INSTANCE, 0)]
+
+
+def test_the_connection_an_instance_was_made_on_closing_forgets_it(world):
+    manager, _, clock, exporter = world
+    assert get(manager).error_code == ErrorCode.NONE
+    assert get(manager, connection="127.0.0.1:6666").error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    manager.connection_closed("127.0.0.1:6666")  # not the one it was made on
+    assert manager.instance_count() == 1
+    manager.connection_closed("127.0.0.1:5555")
+    assert manager.instance_count() == 0 and exporter.forgotten == [(INSTANCE, 900_000)]
+    assert get(manager, connection="127.0.0.1:7777").error_code == ErrorCode.NONE  # afresh

@@ -114,6 +114,11 @@ def test_pushed_metrics_reach_prometheus_with_client_labels(telemetry_broker):
         (total,) = samples["org_apache_kafka_producer_record_send_total"]
         assert total == ({**labels, "client_id": "telemetry-app", "topic": "orders"}, 5 + 7 + 11 + 13 + 17)
         assert samples["org_apache_kafka_producer_record_queue_time_avg"] == [(labels, 2.5)]
+        # Kafka's own client-metrics metrics about them
+        assert samples["kafka_server_client_metrics_instance_count"][0][1] >= 1
+        instance_label = {"client_instance_id": labels["client_instance_id"]}
+        assert (instance_label, 5) in samples["kafka_server_client_metrics_plugin_export_count"]
+        assert (instance_label, 3) in samples["kafka_server_client_metrics_plugin_error_count"]
         assert push(compress(4, payload(1, 1.0)), 4, terminating=True) == ErrorCode.NONE
     with RawClient(broker.bootstrap) as c:  # the broker serves on
         assert c.request(GetTelemetrySubscriptionsRequest(client_instance_id=uuid.uuid4()), 0).error_code == 0
