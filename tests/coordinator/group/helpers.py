@@ -26,7 +26,8 @@ TOPIC_A = TopicInfo("a", uuid.UUID(int=0xA), 4)
 TOPIC_B = TopicInfo("b", uuid.UUID(int=0xB), 2)
 TOPIC_C = TopicInfo("c", uuid.UUID(int=0xC), 3)
 
-CONFIG = GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0)
+CONFIG = GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0,
+                               streams_group_initial_rebalance_delay_ms=0, streams_group_assignment_interval_ms=0)
 
 
 def run(test):
