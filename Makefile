@@ -140,9 +140,11 @@ test-tiered-slow: deps
 ## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
 ##                    exactly_once_v2 counting application judged on Kafka 4.4, and on 3 brokers (RF=3,
 ##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's, and with
-##                    group.protocol=streams on one node of each (~13 min)
+##                    group.protocol=streams on one node of each, the Streams-group differential scenarios, and
+##                    two static instances with standbys restarted without a rebalance, a streams group through
+##                    its coordinator's death on 3 brokers, kafka-streams-groups.sh on both brokers (~21 min)
 test-streams-slow: deps
-	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py -s $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read

@@ -35,6 +35,8 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -61,7 +63,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
     """(key type, key) of the coordinator a request goes to; None for a request no coordinator answers."""
     if isinstance(request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
                             OffsetCommitRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
-                            TxnOffsetCommitRequest)):
+                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest)):
         return GROUP, request.group_id
     if isinstance(request, OffsetFetchRequest):
         return GROUP, request.group_id if version < 8 else (request.groups[0].group_id if request.groups else None)
@@ -69,7 +71,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.groups[0]) if request.groups else None
     if isinstance(request, DeleteGroupsRequest):
         return (GROUP, request.groups_names[0]) if request.groups_names else None
-    if isinstance(request, ConsumerGroupDescribeRequest):
+    if isinstance(request, (ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest)):
         return (GROUP, request.group_ids[0]) if request.group_ids else None
     if isinstance(request, DescribeShareGroupOffsetsRequest):
         return (GROUP, request.groups[0].group_id) if request.groups else None
@@ -86,7 +88,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
 
 # Requests that name several groups: (the groups' field, the results' field).
 _MULTI_GROUP = {DeleteGroupsRequest: ("groups_names", "results"), DescribeGroupsRequest: ("groups", "groups"),
-                ConsumerGroupDescribeRequest: ("group_ids", "groups")}
+                ConsumerGroupDescribeRequest: ("group_ids", "groups"), StreamsGroupDescribeRequest: ("group_ids", "groups")}
 
 
 class RoutingClient(RawClient):

@@ -41,6 +41,10 @@ class GroupCoordinatorConfig:
     streams_group_num_standby_replicas: int = 0
     streams_group_acceptable_recovery_lag: int = 10_000
     streams_group_task_offset_interval_ms: int = 60_000
+    streams_group_initial_rebalance_delay_ms: int = 3000
+    streams_group_assignment_interval_ms: int = 1000
+    streams_group_num_warmup_replicas: int = 2
+    streams_group_rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -68,6 +72,11 @@ class GroupCoordinatorConfig:
             streams_group_num_standby_replicas=get("group.streams.num.standby.replicas"),
             streams_group_acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag"),
             streams_group_task_offset_interval_ms=get("group.streams.task.offset.interval.ms"),
+            streams_group_initial_rebalance_delay_ms=get("group.streams.initial.rebalance.delay.ms"),
+            streams_group_assignment_interval_ms=get("group.streams.assignment.interval.ms"),
+            streams_group_num_warmup_replicas=get("group.streams.num.warmup.replicas"),
+            streams_group_rack_aware_assignment_tags=tuple(
+                t.strip() for t in get("group.streams.rack.aware.assignment.tags") if t.strip()),
         )
 
     @property
