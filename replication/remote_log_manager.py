@@ -285,6 +285,10 @@ class RemoteLogManager:
                 log.info("%s-%d: segment %d was deleted locally before it was copied", p.topic, p.partition,
                          segment.base_offset)
                 return  # its COPY_SEGMENT_STARTED record is cleaned up next round
+            if self.topic_exists is not None and not self.topic_exists(m.topic_id):
+                # Deleted while it was uploaded: the partition's deletion may have missed these objects.
+                await self._delete(m, "its topic was deleted while it was copied")
+                return
             await self._update(m, _S.COPY_SEGMENT_FINISHED)
             self.copy_bytes += m.segment_size_in_bytes
             self.copy_segments += 1
@@ -318,11 +322,26 @@ class RemoteLogManager:
                  reason)
 
     async def _delete_every_segment(self, meta: RemotePartitionMetadata, reason: str) -> bool:
-        """Delete all of a partition's remote segments (half-done ones too); False when the store or the metadata
-        topic failed (the next round goes on)."""
+        """Delete all of a partition's remote segments (half-done ones too) in Kafka's order
+        (RemoteLogManager.deleteRemoteLogPartition): DELETE_SEGMENT_STARTED for every segment, then their objects,
+        then DELETE_SEGMENT_FINISHED for every one. Kafka 4.4 writes no RemotePartitionDeleteMetadataRecord, and
+        neither does this. A round cut short (a crash, the store or the metadata topic failing: False) leaves
+        segments in DELETE_SEGMENT_STARTED, which the next round (after a restart too) finishes."""
+        segments = sorted(meta.segments.values(), key=lambda m: (m.start_offset, m.end_offset))
         try:
-            for m in list(meta.segments.values()):
-                await self._delete(m, reason)
+            for m in segments:
+                if m.state is not _S.DELETE_SEGMENT_STARTED:
+                    await self._update(m, _S.DELETE_SEGMENT_STARTED)
+            log.info("deleting the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
+            for m in segments:
+                await asyncio.to_thread(self.rsm.delete_log_segment_data, m)
+                self.reader.cache.invalidate(m.segment_id)
+            for m in segments:
+                await self._update(m, _S.DELETE_SEGMENT_FINISHED)
+                self.deleted_segments += 1
+            log.info("deleted the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
         except (ObjectStoreError, OSError, RemoteLogMetadataError) as exc:
             log.warning("deleting the remote segments of %s partition %d (%s): %s; retrying", meta.topic_id,
                         meta.partition, reason, exc)

@@ -646,3 +646,64 @@ def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered
         records = consume_all(cluster.bootstrap, "added", 650)
         assert [o for o, _ in records] == list(range(650))
         assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
+
+
+def remote_log_metadata_records(bootstrap: str, partitions: int = 3) -> list[tuple[int, int, dict]]:
+    """Every record of __remote_log_metadata, decoded: (partition, offset, record)."""
+    from storage.remote.metadata import decode_record
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rlmm-{time.monotonic_ns()}",
+                         "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition("__remote_log_metadata", p), timeout=10)[1]
+            for p in range(partitions)}
+    consumer.assign([TopicPartition("__remote_log_metadata", p, 0) for p in range(partitions)])
+    out: list[tuple[int, int, dict]] = []
+    deadline = time.monotonic() + 30
+    while len(out) < sum(ends.values()) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            out.append((msg.partition(), msg.offset(), decode_record(msg.value())))
+    consumer.close()
+    return out
+
+
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
+@pytest.mark.timeout(180)
+def test_a_deleted_topic_s_remote_segments_go_in_kafka_s_order_even_across_a_kill_9(tmp_path):
+    """Deleting a tiered topic: DELETE_SEGMENT_STARTED for each remote segment, then the objects, then
+    DELETE_SEGMENT_FINISHED for each (Kafka 4.4's RemoteLogManager.deleteRemoteLogPartition; it writes no
+    partition delete record). A broker killed halfway finishes after its restart, and the bucket keeps nothing."""
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("deleted-bucket")}
+        del overrides["rsm.config.dir"]
+        store = s3.object_store("deleted-bucket")
+        broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+        with broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("gone", 1, 1, config=TOPIC_CONFIGS)])["gone"].result(30)
+            produce(broker.bootstrap, "gone", 400)
+            wait_until(lambda: len(local_segments(broker, "gone")) == 1, what="every closed segment copied")
+            segments = len([k for k in store.list("gone-0-") if k.endswith(".log")])
+            assert segments >= 3
+            s3.pause()  # the objects' deletion hangs: the broker is killed with every segment DELETE_SEGMENT_STARTED
+            try:
+                admin.delete_topics(["gone"])["gone"].result(30)
+                wait_until(lambda: f"deleting the {segments} remote segments of" in broker.log(),
+                           what="the deletion under way")
+                broker.kill()
+            finally:
+                s3.resume()
+            broker.start()
+            wait_until(lambda: f"deleted the {segments} remote segments of" in broker.log(),
+                       what="the deletion finished after the restart")
+            assert store.list("gone-0-") == []
+            records = remote_log_metadata_records(broker.bootstrap)
+        ids = {r["segment_id"] for _, _, r in records if r["type"] == "segment" and r["topic"] == "gone"}
+        assert len(ids) == segments
+        assert not any(r["type"] == "partition_delete" for _, _, r in records)
+        updates = [(part, offset, r) for part, offset, r in records if r["type"] == "update" and r["segment_id"] in ids]
+        for sid in ids:
+            assert [r["state"] for _, _, r in updates if r["segment_id"] == sid] == [1, 2, 3]
+        started = [offset for _, offset, r in updates if r["state"] == 2]
+        finished = [offset for _, offset, r in updates if r["state"] == 3]
+        assert len({part for part, _, _ in updates}) == 1 and max(started) < min(finished)
