@@ -75,7 +75,7 @@ fuzz-live: $(STAMP)
 bench: deps
 	$(PY) -m bench $(ARGS)
 
-## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256) on pykbroker and Kafka 4.4
+## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256; TIERED_BENCH_LOCAL_MB, default 1/16) on pykbroker and Kafka 4.4
 bench-tiered: deps
 	$(PY) -m bench tiered $(ARGS)
 

@@ -441,9 +441,10 @@ class Broker:
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
         self.log_manager.update_cordoned_log_dirs(current.cordoned_log_dirs)
         if self.remote_log_manager is not None:  # cluster-wide dynamic in Kafka
-            self.remote_log_manager.copy_max_bytes_per_second = current["remote.log.manager.copy.max.bytes.per.second"]
-            self.remote_log_manager.fetch_quota.bytes_per_second = \
-                current["remote.log.manager.fetch.max.bytes.per.second"]
+            for quota, name in ((self.remote_log_manager.copy_quota, "copy"),
+                                (self.remote_log_manager.fetch_quota, "fetch")):
+                if quota is not None:
+                    quota.bytes_per_second = current[f"remote.log.manager.{name}.max.bytes.per.second"]
         for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
             security = self.listener_security.get(listener.name)
             if security is not None and security.ssl_context is not None:

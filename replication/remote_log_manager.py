@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pykbroker.rlm_quota import RLMQuotaManager, ThrottleTimeSensor
 from replication.remote_log_metadata import RemoteLogMetadataError, TopicBasedRemoteLogMetadataManager
 from storage.remote import lineage
 from storage.remote.metadata import (
@@ -50,7 +50,6 @@ log = logging.getLogger("replication.remote_log_manager")
 __all__ = ["RemoteLogManager"]
 
 _S = RemoteLogSegmentState
-LONG_MAX = (1 << 63) - 1
 
 
 class RemoteLogManager:
@@ -58,7 +57,7 @@ class RemoteLogManager:
 
     def __init__(self, replica_manager: Any, node_id: int, rsm: RemoteStorageManager, reader: RemoteLogReader,
                  metadata: TopicBasedRemoteLogMetadataManager, *, task_interval_ms: int,
-                 time_ms: Callable[[], int], copy_max_bytes_per_second: int = LONG_MAX,
+                 time_ms: Callable[[], int], copy_quota: RLMQuotaManager | None = None,
                  ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None,
                  topic_exists: Callable[[uuid.UUID], bool] | None = None) -> None:
         self._rm = replica_manager
@@ -68,11 +67,15 @@ class RemoteLogManager:
         self.metadata = metadata
         self.task_interval_ms = task_interval_ms
         self.time_ms = time_ms
-        # remote.log.manager.copy.max.bytes.per.second: each segment's upload takes at least size / quota seconds.
-        self.copy_max_bytes_per_second = copy_max_bytes_per_second
+        # remote.log.manager.copy.max.bytes.per.second over its windows: a segment's copy waits while the rate of
+        # the segments copied before is above it (Kafka's RLMCopyTask); None: unbounded.
+        self.copy_quota = copy_quota
         # remote.log.manager.fetch.max.bytes.per.second (Kafka's RLMQuotaManager: is_quota_exceeded, record);
         # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
-        self.fetch_quota: Any = None
+        self.fetch_quota: RLMQuotaManager | None = None
+        # Kafka's remote-copy-throttle-time and remote-fetch-throttle-time (avg, max) of RemoteLogManager.
+        self.copy_throttle_time = ThrottleTimeSensor()
+        self.fetch_throttle_time = ThrottleTimeSensor()
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic = ensure_metadata_topic
         # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).
@@ -252,8 +255,10 @@ class RemoteLogManager:
         highest = self.highest_remote_offset(log_, meta)
         from_offset = highest + 1 if highest >= 0 else log_.log_start_offset
         for segment, next_base in self._candidates(log_, from_offset):
-            if p.log is not log_ or not p.is_leader:
+            if p.log is not log_ or not p.is_leader or not await self._wait_for_copy_quota(p, log_):
                 return
+            if self.copy_quota is not None:
+                self.copy_quota.record(segment.size)
             end_offset = next_base - 1
             with log_.lock:
                 epochs = [(e, o) for e, o in log_.leader_epoch_cache.entries() if o <= end_offset]
@@ -275,11 +280,15 @@ class RemoteLogManager:
             log.info("%s-%d: copying segment [%d, %d] (%d bytes) to remote storage as %s", p.topic, p.partition,
                      m.start_offset, m.end_offset, m.segment_size_in_bytes, m.segment_id)
             try:
-                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data, self._quota_wait(m))
+                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data)
             except FileNotFoundError:
                 log.info("%s-%d: segment %d was deleted locally before it was copied", p.topic, p.partition,
                          segment.base_offset)
                 return  # its COPY_SEGMENT_STARTED record is cleaned up next round
+            if self.topic_exists is not None and not self.topic_exists(m.topic_id):
+                # Deleted while it was uploaded: the partition's deletion may have missed these objects.
+                await self._delete(m, "its topic was deleted while it was copied")
+                return
             await self._update(m, _S.COPY_SEGMENT_FINISHED)
             self.copy_bytes += m.segment_size_in_bytes
             self.copy_segments += 1
@@ -287,11 +296,21 @@ class RemoteLogManager:
             log.info("%s-%d: copied segment [%d, %d] to remote storage", p.topic, p.partition, m.start_offset,
                      m.end_offset)
 
-    def _quota_wait(self, m: RemoteLogSegmentMetadata) -> Callable[[], None] | None:
-        if self.copy_max_bytes_per_second >= LONG_MAX:
-            return None
-        seconds = m.segment_size_in_bytes / self.copy_max_bytes_per_second
-        return lambda: time.sleep(seconds)  # on the copy's thread
+    async def _wait_for_copy_quota(self, p: Any, log_: Any) -> bool:
+        """Wait while the copy quota is exceeded, recording each throttle time, one second at a time (Kafka's
+        quotaTimeout); False when the leadership moved meanwhile."""
+        quota = self.copy_quota
+        throttle_ms = quota.throttle_time_ms() if quota is not None else 0
+        if throttle_ms > 0 and quota is not None:
+            quota.throttled += 1
+        while throttle_ms > 0 and quota is not None:
+            self.copy_throttle_time.record(throttle_ms)
+            log.debug("%s-%d: remote copy quota exceeded; waiting %d ms", p.topic, p.partition, throttle_ms)
+            await asyncio.sleep(min(throttle_ms, 1000) / 1000)
+            if p.log is not log_ or not p.is_leader:
+                return False
+            throttle_ms = quota.throttle_time_ms()
+        return True
 
     async def _delete(self, m: RemoteLogSegmentMetadata, reason: str) -> None:
         await self._update(m, _S.DELETE_SEGMENT_STARTED)
@@ -303,11 +322,26 @@ class RemoteLogManager:
                  reason)
 
     async def _delete_every_segment(self, meta: RemotePartitionMetadata, reason: str) -> bool:
-        """Delete all of a partition's remote segments (half-done ones too); False when the store or the metadata
-        topic failed (the next round goes on)."""
+        """Delete all of a partition's remote segments (half-done ones too) in Kafka's order
+        (RemoteLogManager.deleteRemoteLogPartition): DELETE_SEGMENT_STARTED for every segment, then their objects,
+        then DELETE_SEGMENT_FINISHED for every one. Kafka 4.4 writes no RemotePartitionDeleteMetadataRecord, and
+        neither does this. A round cut short (a crash, the store or the metadata topic failing: False) leaves
+        segments in DELETE_SEGMENT_STARTED, which the next round (after a restart too) finishes."""
+        segments = sorted(meta.segments.values(), key=lambda m: (m.start_offset, m.end_offset))
         try:
-            for m in list(meta.segments.values()):
-                await self._delete(m, reason)
+            for m in segments:
+                if m.state is not _S.DELETE_SEGMENT_STARTED:
+                    await self._update(m, _S.DELETE_SEGMENT_STARTED)
+            log.info("deleting the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
+            for m in segments:
+                await asyncio.to_thread(self.rsm.delete_log_segment_data, m)
+                self.reader.cache.invalidate(m.segment_id)
+            for m in segments:
+                await self._update(m, _S.DELETE_SEGMENT_FINISHED)
+                self.deleted_segments += 1
+            log.info("deleted the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
         except (ObjectStoreError, OSError, RemoteLogMetadataError) as exc:
             log.warning("deleting the remote segments of %s partition %d (%s): %s; retrying", meta.topic_id,
                         meta.partition, reason, exc)

@@ -189,6 +189,14 @@ class BrokerCollector(Collector):
             c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
             c.add_metric([], value)
             yield c
+        # Kafka's RLMQuotaMetrics (Kafka metrics of group RemoteLogManager): how long copies waited for the copy
+        # quota and remote fetches were answered empty by the fetch quota.
+        for sensor_name, sensor in (("remote-copy-throttle-time", rlm.copy_throttle_time),
+                                    ("remote-fetch-throttle-time", rlm.fetch_throttle_time)):
+            for stat, value in (("avg", sensor.avg()), ("max", sensor.max())):
+                g = self._gauge(MBean("kafka.server", "RemoteLogManager", None), f"{sensor_name}-{stat}")
+                g.add_metric([], value)
+                yield g
         sizes: dict[str, int] = {}
         lags: dict[str, int] = {}
         for p in list(self.broker.replica_manager.partitions.values()):

@@ -161,14 +161,24 @@ def fetch_at(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes]:
 
 
 @pytest.mark.timeout(120)
-def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_reads_back(tmp_path):
+def test_describe_log_dirs_counts_local_bytes_and_the_remote_quotas_hold_copies_and_reads_back(tmp_path):
     remote = tmp_path / "remote"
-    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000"})
+    metrics_port = free_port()
+    # Copies: 40 kB/s over 2 one-second windows, each ~20 kB segment recorded whole before it is copied.
+    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
+                                            "remote.log.manager.copy.max.bytes.per.second": "40000",
+                                            "remote.log.manager.copy.quota.window.num": "2",
+                                            "metrics.port": str(metrics_port)})
     with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("quota", 1, 1, config=TOPIC_CONFIGS)])["quota"].result(30)
+        started = time.monotonic()
         produce(broker.bootstrap, "quota", 600)
         wait_until(lambda: len(local_segments(broker, "quota")) == 1, what="local deletion")
+        # Five segments or more at 40 kB/s: the third one onwards waited for the windowed rate.
+        copied = sum(p.stat().st_size for p in remote_log_objects(remote))
+        assert copied > 80_000 and time.monotonic() - started >= (copied - 80_000) / 40_000
+        assert metric(metrics_port, "kafka_server_remotelogmanager_remote_copy_throttle_time_max") > 0
         # DescribeLogDirs' size is the local log only, as Kafka's UnifiedLog.size (the remote part is not in it).
         with RawClient(broker.bootstrap) as c:
             results = c.request(DescribeLogDirsRequest(topics=None), 4).results
@@ -179,6 +189,7 @@ def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_r
         code, first = fetch_at(broker.bootstrap, "quota", 0)
         assert code == ErrorCode.NONE and len(first) > 1000
         assert fetch_at(broker.bootstrap, "quota", 0) == (ErrorCode.NONE, b"")
+        assert metric(metrics_port, "kafka_server_remotelogmanager_remote_fetch_throttle_time_max") > 0
         # The quota is a dynamic broker config, as in Kafka: raised, the reads go on.
         quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
             "remote.log.manager.fetch.max.bytes.per.second", str(1 << 40), incremental_operation=AlterConfigOpType.SET)])
@@ -293,34 +304,42 @@ def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
         assert [o for o, _ in consume_all(broker.bootstrap, "outage", 600)] == list(range(600))
 
 
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
 @pytest.mark.timeout(180)
 def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
-    remote = tmp_path / "remote"
     metrics_port = free_port()
-    overrides = tiered_overrides(remote, **{"metrics.port": str(metrics_port)})
-    broker = BrokerProcess(tmp_path / "b", overrides=overrides)
-    with broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        # 10 kB/s, a dynamic broker config as in Kafka: each 20 kB segment's upload takes two seconds,
-        # between its indexes and its data.
-        quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
-            "remote.log.manager.copy.max.bytes.per.second", "10000", incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([quota])[quota].result(30)
-        admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
-        produce(broker.bootstrap, "killed", 400)
-        wait_until(lambda: len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote)),
-                   what="an upload under way (its indexes in, its data not yet)")
-        broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its data is not
-        broker.start()
-        wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
-        wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
-        # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
-        wait_until(lambda: len(list(remote.rglob("*.index"))) == len(remote_log_objects(remote)),
-                   what="no orphaned objects")
-        counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
-        on_disk = sum(p.stat().st_size for p in remote_log_objects(remote))
-        assert counted == on_disk
-        assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("killed-bucket"),
+                     "metrics.port": str(metrics_port)}
+        del overrides["rsm.config.dir"]
+        store = s3.object_store("killed-bucket")
+
+        def objects(suffix: str) -> list[str]:
+            return [k for k in store.list() if k.endswith(suffix)]
+
+        broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+        with broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
+            produce(broker.bootstrap, "killed", 200)
+            wait_until(lambda: objects(".log"), what="a first copy")
+            # The store hangs: the next copy records COPY_SEGMENT_STARTED and then waits on its upload.
+            s3.pause()
+            try:
+                produce(broker.bootstrap, "killed", 200, start=200)
+                wait_until(lambda: broker.log().count("copying segment") > broker.log().count("copied segment"),
+                           what="an upload under way")
+                broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its copy is not finished
+            finally:
+                s3.resume()
+            broker.start()
+            wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
+            wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
+            # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
+            wait_until(lambda: len(objects(".index")) == len(objects(".log")), what="no orphaned objects")
+            counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
+            assert counted == sum(store.size(k) for k in objects(".log"))
+            assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
 
 
 @pytest.mark.timeout(180)
@@ -627,3 +646,64 @@ def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered
         records = consume_all(cluster.bootstrap, "added", 650)
         assert [o for o, _ in records] == list(range(650))
         assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
+
+
+def remote_log_metadata_records(bootstrap: str, partitions: int = 3) -> list[tuple[int, int, dict]]:
+    """Every record of __remote_log_metadata, decoded: (partition, offset, record)."""
+    from storage.remote.metadata import decode_record
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rlmm-{time.monotonic_ns()}",
+                         "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition("__remote_log_metadata", p), timeout=10)[1]
+            for p in range(partitions)}
+    consumer.assign([TopicPartition("__remote_log_metadata", p, 0) for p in range(partitions)])
+    out: list[tuple[int, int, dict]] = []
+    deadline = time.monotonic() + 30
+    while len(out) < sum(ends.values()) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            out.append((msg.partition(), msg.offset(), decode_record(msg.value())))
+    consumer.close()
+    return out
+
+
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
+@pytest.mark.timeout(180)
+def test_a_deleted_topic_s_remote_segments_go_in_kafka_s_order_even_across_a_kill_9(tmp_path):
+    """Deleting a tiered topic: DELETE_SEGMENT_STARTED for each remote segment, then the objects, then
+    DELETE_SEGMENT_FINISHED for each (Kafka 4.4's RemoteLogManager.deleteRemoteLogPartition; it writes no
+    partition delete record). A broker killed halfway finishes after its restart, and the bucket keeps nothing."""
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("deleted-bucket")}
+        del overrides["rsm.config.dir"]
+        store = s3.object_store("deleted-bucket")
+        broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+        with broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("gone", 1, 1, config=TOPIC_CONFIGS)])["gone"].result(30)
+            produce(broker.bootstrap, "gone", 400)
+            wait_until(lambda: len(local_segments(broker, "gone")) == 1, what="every closed segment copied")
+            segments = len([k for k in store.list("gone-0-") if k.endswith(".log")])
+            assert segments >= 3
+            s3.pause()  # the objects' deletion hangs: the broker is killed with every segment DELETE_SEGMENT_STARTED
+            try:
+                admin.delete_topics(["gone"])["gone"].result(30)
+                wait_until(lambda: f"deleting the {segments} remote segments of" in broker.log(),
+                           what="the deletion under way")
+                broker.kill()
+            finally:
+                s3.resume()
+            broker.start()
+            wait_until(lambda: f"deleted the {segments} remote segments of" in broker.log(),
+                       what="the deletion finished after the restart")
+            assert store.list("gone-0-") == []
+            records = remote_log_metadata_records(broker.bootstrap)
+        ids = {r["segment_id"] for _, _, r in records if r["type"] == "segment" and r["topic"] == "gone"}
+        assert len(ids) == segments
+        assert not any(r["type"] == "partition_delete" for _, _, r in records)
+        updates = [(part, offset, r) for part, offset, r in records if r["type"] == "update" and r["segment_id"] in ids]
+        for sid in ids:
+            assert [r["state"] for _, _, r in updates if r["segment_id"] == sid] == [1, 2, 3]
+        started = [offset for _, offset, r in updates if r["state"] == 2]
+        finished = [offset for _, offset, r in updates if r["state"] == 3]
+        assert len({part for part, _, _ in updates}) == 1 and max(started) < min(finished)
