@@ -213,6 +213,8 @@ class CommitCoordination:
             await asyncio.sleep(COMMITTER_TICK_S)
 
     async def _tick(self) -> None:
+        if COMMITS_TOPIC not in self.broker.metadata.image.topics and not self._epochs:
+            return  # no Iceberg topic has submitted files yet: nothing to look at
         rm = self.service.replica_manager
         led = {p: part for (t, p), part in list(rm.partitions.items()) if t == COMMITS_TOPIC and part.is_leader}
         if not led and not self._epochs:
