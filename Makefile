@@ -148,7 +148,8 @@ test-streams-slow: deps
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
-##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader and a
+##                    killed committer (one per topic, through the coordinator runtime); the
 ##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
 ##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark; the
 ##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart

@@ -355,6 +355,11 @@ class Broker:
         else:
             await self.hand_over.elect_recovered_replicas()
         self.publisher.host_all(self.metadata.image)
+        if self.cluster_mode:  # one committer per Iceberg topic, through the coordinator runtime
+            from pykbroker.iceberg.commits import CommitCoordination
+
+            self.iceberg.coordination = CommitCoordination(self.iceberg, self)
+            self.iceberg.coordination.start()
         self.hand_over.start(offline_at_start)
         self.metadata.subscribe(self.publisher.publish)
         self.replica_manager.start_isr_expiration()

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
+    from pykbroker.iceberg.commits import FilesRecord
     from pykbroker.iceberg.registry_values import DecodedValue
     from pykbroker.schema_registry.wire_format import RegisteredSchema
 
@@ -221,6 +222,73 @@ class TableWriter:
         snapshot = self.catalog.load_table(self.identifier).current_snapshot()
         return CommitResult(rows.num_rows, len(dead["offset"]) if dead is not None else 0, offsets, stale,
                             snapshot.snapshot_id if snapshot is not None else None)
+
+    # -- a cluster: leaders write files, one committer commits them (pykbroker.iceberg.commits) -----------------
+    def write_files(self, config: IcebergTopicConfig, batches: Sequence[RecordColumns],
+                    ranges: Mapping[int, tuple[int, int]], schemas: Mapping[int, RegisteredSchema] | None = None
+                    ) -> tuple[list[FilesRecord], int]:
+        """Write the Parquet files of ``batches`` (one ``RecordColumns`` per partition, the records read at the
+        offsets ``ranges[partition]`` = [start, end)) without committing them; dead letters go to their table
+        at once. (one FilesRecord per partition, the dead letters written)."""
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from pykbroker.iceberg.commits import FilesRecord
+
+        decoded = _decode_registry_values(batches, schemas or {}) \
+            if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        table = self.load_or_create(config, _registry_columns(decoded)) if decoded is not None \
+            else self.load_or_create(config)
+        out = []
+        dead_letters = 0
+        for b in batches:
+            rows, dead = _to_arrow(table, config, [b], decoded)
+            if dead is not None:
+                self._dead_letters(dead)
+                dead_letters += len(dead["offset"])
+            paths: tuple[str, ...] = ()
+            if rows.num_rows:
+                files = _dataframe_to_data_files(table.metadata, rows, table.io)
+                paths = tuple(f.file_path for f in files)
+            start, end = ranges[b.partition]
+            out.append(FilesRecord(self.topic, self.topic_id, b.partition, start, end, paths, rows.num_rows))
+        return out, dead_letters
+
+    def commit_files(self, config: IcebergTopicConfig, pending: Mapping[int, Mapping[int, FilesRecord]]
+                     ) -> CommitResult:
+        """Append, in one snapshot, the files of ``pending`` ({partition: {start offset: record}}) that continue
+        the offsets the table names without a gap, and record the offsets they reach. Files of offsets the
+        table has are never added, so a retry, a second leader or a restarted committer writes nothing twice.
+        Raises pyiceberg's CommitFailedException when another writer committed first (the caller tries again)."""
+        import pyarrow as pa
+
+        from pykbroker.iceberg.commits import chain
+
+        table = self.load_or_create(config)
+        current = committed_offsets(table, self.topic_id)
+        records = [r for p, starts in pending.items() for r in chain(dict(starts), current.get(p))]
+        if not records:
+            return CommitResult(0, 0, current, (), None)
+        offsets = dict(current)
+        for r in records:
+            offsets[r.partition] = r.end
+        properties = {OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
+                      TOPIC_ID_PROPERTY: self.topic_id}
+        paths = [path for r in records for path in r.paths]
+        transaction = table.transaction()
+        if paths:
+            transaction.add_files(paths, snapshot_properties=properties, check_duplicate_files=False)
+        else:  # only offsets move (records that were all dead letters, or aborted)
+            transaction.append(pa.Table.from_pylist([], schema=table.schema().as_arrow()),
+                               snapshot_properties=properties)
+        transaction.commit_transaction()
+        snapshot = self.catalog.load_table(self.identifier).current_snapshot()
+        rows = sum(r.rows for r in records)
+        log.info("iceberg: committed %d records in %d files of the partition leaders of topic %s to %s (its "
+                 "committer), snapshot %s, offsets %s",
+                 rows, len(paths), self.topic, ".".join(self.identifier),
+                 snapshot.snapshot_id if snapshot is not None else None,
+                 {r.partition: offsets[r.partition] for r in records})
+        return CommitResult(rows, 0, offsets, (), snapshot.snapshot_id if snapshot is not None else None)
 
     def _dead_letters(self, rows: dict[str, list[Any]]) -> None:
         """Append undecodable records to the dead-letter table before their offsets are committed to the

@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pykbroker.iceberg.config import (
@@ -51,6 +51,7 @@ from pykbroker.iceberg.records import RecordColumns, committed_records
 from replication.partition import PartitionError, read_bytes
 
 if TYPE_CHECKING:
+    from pykbroker.iceberg.commits import CommitCoordination
     from pykbroker.iceberg.tables import TableWriter
     from replication.metadata.image import MetadataImage, TopicState
     from replication.replica_manager import ReplicaManager
@@ -73,6 +74,11 @@ MAX_TICK_S = 0.5
 COMMIT_ATTEMPTS = 5
 #: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
 COMPACTION_EVERY = 10
+#: A cluster's leaders: how often the table is read for what the committer committed, how many submissions may
+#: wait for it per partition, and how long one may wait before the partition is read again from the table.
+RECONCILE_EVERY_S = 0.5
+MAX_SUBMITTED = 16
+SUBMITTED_TIMEOUT_S = 60.0
 #: Longest time between two maintenance runs (snapshot expiry, orphan files) of a table; shorter when
 #: iceberg.snapshot.max.age.ms or iceberg.orphan.file.min.age.ms is (half the smaller, at least a second).
 MAINTENANCE_MAX_EVERY_S = 3600.0
@@ -95,6 +101,10 @@ class _Progress:
     pending: RecordColumns
     since: float | None = None  # monotonic time the oldest pending offset was read
     stable: int = 0  # the last stable offset at the last read
+    # A cluster's leaders (pykbroker.iceberg.commits): where the pending records start, and the offset ranges
+    # [start, end) submitted to the committer and not in the table yet, with the monotonic time of each.
+    pending_start: int = 0
+    submitted: list[tuple[int, int, float]] = field(default_factory=list)
 
     @property
     def committed(self) -> int:
@@ -129,6 +139,10 @@ class IcebergService:
         # The broker's schema registry (pykbroker.schema_registry.SchemaRegistry), for value_schema_id_prefix
         # topics; set by the broker.
         self.schema_registry: Callable[[], Any] | None = None
+        # In a cluster: leaders submit files to one committer per topic (commits.CommitCoordination); None on a
+        # single node, whose leaders commit themselves. Set by the broker.
+        self.coordination: CommitCoordination | None = None
+        self.image: MetadataImage | None = None
         self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
         self._catalog: Any = None
@@ -140,6 +154,7 @@ class IcebergService:
         """Start, reconfigure or stop translators for the topics of ``new`` (a metadata listener)."""
         if self._closed:
             return
+        self.image = new
         for name, topic in new.topics.items():
             if old is not None and old.topics.get(name) is topic and name in self.translators:
                 continue
@@ -173,6 +188,8 @@ class IcebergService:
         for t in translators:
             t.stop()
         await asyncio.gather(*(t.wait_stopped() for t in translators), *self._drops, return_exceptions=True)
+        if self.coordination is not None:
+            await self.coordination.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -224,6 +241,7 @@ class TopicTranslator:
         self._task: asyncio.Task | None = None
         self.commits = 0
         self._next_maintenance = 0.0  # monotonic time of the next maintenance run
+        self._next_reconcile = 0.0  # a cluster's leader: monotonic time of the next look at the table's offsets
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"iceberg-{self.topic}")
@@ -298,15 +316,18 @@ class TopicTranslator:
                 if start is not None and start < log_start:
                     log.warning("iceberg: %s-%d: offsets %d to %d were deleted from the log before reaching the "
                                 "table", self.topic, p, start, log_start)
-                self.progress[p] = _Progress(start, max(start or 0, log_start), RecordColumns(p))
+                first = max(start or 0, log_start)
+                self.progress[p] = _Progress(start, first, RecordColumns(p), pending_start=first)
         for p, progress in self.progress.items():
             await self._read(led[p], progress)
         now = time.monotonic()
         due = [p for p, pr in self.progress.items()
                if pr.pending.size_bytes >= self.config.target_file_size_bytes
                or (pr.since is not None and (now - pr.since) * 1000 >= self.config.commit_interval_ms)]
+        if self.service.coordination is not None and time.monotonic() >= self._next_reconcile:
+            await self._reconcile()
         if due:
-            await self._commit()
+            await (self._submit() if self.service.coordination is not None else self._commit())
             if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
                 await self._compact()
         if 0 in self.progress and time.monotonic() >= self._next_maintenance:
@@ -387,6 +408,61 @@ class TopicTranslator:
                     raise
                 await asyncio.sleep(random.uniform(0.01, 0.05 * 2 ** attempt))
         raise AssertionError("unreachable")
+
+    async def _submit(self) -> None:
+        """A cluster's leader: write the pending records' files and submit them to the topic's committer
+        (``commits.CommitCoordination``); the table shows them once it commits."""
+        assert self.service.coordination is not None
+        pending = {p: pr for p, pr in self.progress.items()
+                   if pr.next_offset != pr.pending_start and len(pr.submitted) < MAX_SUBMITTED}
+        if not pending:
+            return
+        started = time.monotonic()
+        batches = [pr.pending for pr in pending.values()]
+        ranges = {p: (pr.pending_start, pr.next_offset) for p, pr in pending.items()}
+        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        records, dead = await self.service.run_blocking(self._table_writer().write_files, self.config, batches,
+                                                        ranges, schemas)
+        for record in records:
+            await self.service.coordination.submit(record)
+        now = time.monotonic()
+        for p, pr in pending.items():
+            pr.submitted.append((*ranges[p], now))
+            pr.pending = RecordColumns(p)
+            pr.pending_start = pr.next_offset
+            pr.since = None
+        self.commits += 1
+        log.info("iceberg: submitted %d records (%d dead letters) of topic %s in %d files to its committer, "
+                 "offsets %s; took %.0f ms", sum(r.rows for r in records), dead, self.topic,
+                 sum(len(r.paths) for r in records), ranges, (now - started) * 1000)
+
+    async def _reconcile(self) -> None:
+        """A cluster's leader: learn from the table what the committer committed. Submissions it reached are
+        done; a partition whose table offset is none of this leader's (another writer's files got there) or
+        that waited SUBMITTED_TIMEOUT_S is read again from the table's offset."""
+        self._next_reconcile = time.monotonic() + RECONCILE_EVERY_S
+        if not any(pr.submitted for pr in self.progress.values()):
+            return
+        offsets = await self.service.run_blocking(self._committed_offsets)
+        now = time.monotonic()
+        for p, pr in list(self.progress.items()):
+            if not pr.submitted:
+                continue
+            committed = offsets.get(p)
+            if committed is None or committed == pr.based_on:
+                if now - pr.submitted[0][2] > SUBMITTED_TIMEOUT_S:
+                    log.warning("iceberg: %s-%d: the committer has not committed offsets %d to %d for %.0f s; "
+                                "reading them again from the table's offset", self.topic, p, pr.submitted[0][0],
+                                pr.submitted[0][1], SUBMITTED_TIMEOUT_S)
+                    del self.progress[p]
+                continue
+            if committed in {end for _, end, _ in pr.submitted}:
+                pr.submitted = [s for s in pr.submitted if s[1] > committed]
+                pr.based_on = committed
+            else:
+                log.info("iceberg: %s-%d: the table is at offset %d, which another writer's files reached; "
+                         "reading on from there", self.topic, p, committed)
+                del self.progress[p]
 
     async def _commit(self) -> None:
         started = time.monotonic()

@@ -67,6 +67,9 @@ class RegistryState:
     modes: dict[str | None, str] = field(default_factory=dict)
     # The live keys of CONFIG and MODE records per (keytype, subject), for the tombstones of a delete.
     setting_keys: dict[tuple[str, str | None], list[bytes]] = field(default_factory=dict)
+    # The highest id any record replayed so far carried, hard-deleted ones included: ids are never handed out
+    # twice (a client or decoder may have cached one).
+    id_high_watermark: int = 0
 
     def apply(self, offset: int, key: bytes | None, value: bytes | None) -> None:
         self.next_offset = offset + 1
@@ -100,6 +103,7 @@ class RegistryState:
 
     def _schema(self, key: bytes, offset: int, v: dict[str, Any]) -> None:
         subject, version = str(v["subject"]), int(v["version"])
+        self.id_high_watermark = max(self.id_high_watermark, int(v["id"]))
         refs = [SchemaReference(str(r["name"]), str(r["subject"]), int(r["version"])) for r in v.get("references") or []]
         existing = self.versions.get((subject, version))
         keys = [*existing.keys, key] if existing is not None and key not in existing.keys else \
@@ -150,7 +154,8 @@ class RegistryState:
         return found[0] if found else None
 
     def max_id(self) -> int:
-        return max((s.id for s in self.versions.values()), default=0)
+        """The highest id handed out (a hard-deleted one included, while its records are in the log)."""
+        return max(self.id_high_watermark, max((s.id for s in self.versions.values()), default=0))
 
     def compatibility(self, subject: str | None) -> str:
         if subject is not None and subject in self.configs:

@@ -87,7 +87,8 @@ class SchemasTopic:
 
     async def _create(self) -> None:
         internal = self.broker.internal_topics
-        replication = self.broker.config.default_replication_factor if internal.cluster_mode else 1
+        # replicated as __consumer_offsets is (Confluent's kafkastore.topic.replication.factor is 3 too)
+        replication = self.broker.config["offsets.topic.replication.factor"] if internal.cluster_mode else 1
         live = len(self.broker.metadata.image.live_broker_ids() or [0])
         await internal.ensure_topic(self.topic, 1, min(replication, max(live, 1)), lambda _assignment: {
             "cleanup.policy": "compact", "compression.type": "producer"})

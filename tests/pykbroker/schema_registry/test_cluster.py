@@ -42,7 +42,7 @@ def view(url: str) -> dict:
 
 
 def test_every_broker_serves_one_registry_through_a_killed_leader(tmp_path):
-    with ClusterProcesses(tmp_path / "cluster", size=0, overrides={"default.replication.factor": "3"}) as cluster:
+    with ClusterProcesses(tmp_path / "cluster", size=0) as cluster:
         urls = {}
         for node in (1, 2, 3):
             port = free_port()

@@ -40,3 +40,4 @@ def test_soft_delete_then_tombstones_of_every_key():
     assert state.subjects(deleted=True) == ["a"]  # one key of the version is still live
     state.apply(3, soft[0], None)
     assert state.subjects(deleted=True) == [] and state.by_id(1) is None
+    assert state.max_id() == 1  # a hard-deleted id is not handed out again
