@@ -8,6 +8,7 @@ let last = null;         // the last /api/overview
 let timer = null;        // the current view's polling timer
 let tailing = null;      // {topic, positions} while the live tail runs
 let shown = [];          // the records on the page (re-rendered when the decoding changes)
+let flash = "";          // what the status bar says on the next page (a deletion's result, after leaving its page)
 
 // -- helpers ------------------------------------------------------------------------------------------------
 function esc(s) {
@@ -203,7 +204,7 @@ async function refreshOverview(then) {
 // -- topics ---------------------------------------------------------------------------------------------------
 function renderTopicList(d) {
   const showInternal = $("topics-internal").checked;
-  $("topic-list").innerHTML = '<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size</th><th class="num">remote size</th></tr>' +
+  $("topic-list").innerHTML = '<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size (local)</th><th class="num">size (remote)</th></tr>' +
     d.topics.filter((t) => showInternal || !t.internal).map((t) => {
       const remote = t.partitions.some((p) => p.remote_size !== null && p.remote_size !== undefined)
         ? bytes(t.partitions.reduce((s, p) => s + (p.remote_size || 0), 0)) : "–";
@@ -240,8 +241,7 @@ async function showTopic(name, tab) {
   document.body.dataset.view = "topic-" + tab;
 }
 async function renderPartitions() {
-  const d = last && last.topics ? last : await api("overview");
-  last = d;
+  const d = last = await api("overview");  // sizes now (local and remote), not those of the last overview seen
   const local = Object.fromEntries(((d.topics.find((t) => t.name === topic.name) || {}).partitions || []).map((p) => [p.partition, p]));
   $("partitions").innerHTML = '<tr><th class="num">partition</th><th class="num">leader</th><th>replicas</th><th>isr</th><th class="num">log start</th><th class="num">high watermark</th><th class="num">messages</th><th class="num">size (local)</th><th class="num">size (remote)</th></tr>' +
     topic.partitions.map((p) => {
@@ -466,9 +466,12 @@ async function route() {
   if (session.login_required && !session.principal) { clearInterval(timer); stopTail(); show("login"); return; }
   const hash = location.hash || "#/";
   let m;
-  status("");
+  status(flash, true); flash = "";
   if ((m = hash.match(/^#\/topic\/([^/]+)\/?(\w*)/))) {
-    show("topic"); clearInterval(timer); await showTopic(decodeURIComponent(m[1]), m[2] || "messages");
+    show("topic"); clearInterval(timer);
+    const name = decodeURIComponent(m[1]), tab = m[2] || "messages";
+    await showTopic(name, tab);
+    if (tab === "partitions") timer = setInterval(() => showTopic(name, tab), 2000);  // sizes and offsets move
   } else if (hash.startsWith("#/topics")) {
     show("topics"); stopTail(); poll(() => refreshOverview(renderTopicList), 5000);
   } else if ((m = hash.match(/^#\/group\/([^?]+)(?:\?type=(\w+))?/))) {
@@ -527,7 +530,7 @@ $("delete-topic-form").onsubmit = async (e) => {
   e.preventDefault();
   const name = topic.name;
   if (await act(() => api("topic/delete", {name, confirm: $("delete-confirm").value}), null, () => `deleted topic ${name}`) !== undefined) {
-    $("delete-confirm").value = ""; topic = null; location.hash = "#/topics";
+    $("delete-confirm").value = ""; topic = null; flash = `deleted topic ${name}`; location.hash = "#/topics";
   }
 };
 $("reset-form").onsubmit = async (e) => {
@@ -544,7 +547,9 @@ $("reset-apply").onclick = async () => {
 $("group-delete").onclick = async () => {
   const {group} = resetBody();
   if (!confirm(`Delete group ${group}?`)) return;
-  if (await act(() => api("group/delete", {group}), null, () => `deleted group ${group}`) !== undefined) location.hash = "#/groups";
+  if (await act(() => api("group/delete", {group}), null, () => `deleted group ${group}`) !== undefined) {
+    flash = `deleted group ${group}`; location.hash = "#/groups";
+  }
 };
 $("acl-form").onsubmit = async (e) => {
   e.preventDefault();
