@@ -27,6 +27,7 @@ from pykbroker.console.admin import list_groups
 from pykbroker.console.api import ConsoleApi
 from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
+from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
@@ -170,10 +171,12 @@ class Console:
     def __init__(self, broker: Any, recorder: Recorder) -> None:
         self.broker = broker
         self.history = ThroughputHistory(recorder)
+        self.lag_history = LagHistory()
         self.tail = LogTail()
         self.sessions = Sessions(*kafka_listener(broker))
         self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview,
-                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id})
+                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id},
+                              self.lag_history.to_json)
         routes = self.api.routes()
         for path, (name, ctype) in STATIC.items():
             routes[("GET", path)] = _static(name, ctype)
@@ -215,9 +218,17 @@ class Console:
                  " over TLS" if self.sessions.ssl_context is not None else "")
 
     async def _sample_forever(self) -> None:
+        every = max(1, round(LAG_INTERVAL_S / SAMPLE_INTERVAL_S))
+        ticks = 0
         while True:
             await asyncio.sleep(SAMPLE_INTERVAL_S)
             self.history.sample()
+            if ticks % every == 0:
+                try:
+                    self.lag_history.sample(state.groups(self.broker))
+                except Exception:  # noqa: BLE001 - a coordinator changing under the read: the next sample
+                    log.debug("console: lag sample failed", exc_info=True)
+            ticks += 1
 
     async def close(self) -> None:
         if self._sampler is not None:

@@ -50,9 +50,11 @@ class ConsoleApi:
 
     def __init__(self, sessions: Sessions, writes_enabled: bool,
                  overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]],
-                 identity: Callable[[], dict[str, Any]] = dict) -> None:
+                 identity: Callable[[], dict[str, Any]] = dict,
+                 lag_history: Callable[[str], dict[str, Any] | None] = lambda _group: None) -> None:
         self.sessions = sessions
         self.identity = identity  # cluster id and node id: in the page's header once someone may see it
+        self.lag_history = lag_history  # a group's lag over the last minutes, when coordinated here
         self.writes_enabled = writes_enabled
         self.secure_cookie = False  # served over HTTPS: the session cookie only goes back over HTTPS
         self._overview = overview
@@ -69,7 +71,7 @@ class ConsoleApi:
                 u.kafka, q["topic"], {int(p): o for p, o in json.loads(q["positions"]).items()}
                 if q.get("positions") else None),
             "/api/groups": lambda u, q: admin.list_groups(u.kafka),
-            "/api/group": lambda u, q: admin.describe_group(u.kafka, q["id"], q.get("type", "classic")),
+            "/api/group": self.group,
             "/api/acls": lambda u, q: admin.acls(u.kafka),
             "/api/users": lambda u, q: admin.scram_users(u.kafka),
         }
@@ -212,6 +214,12 @@ class ConsoleApi:
         except RequestError as exc:
             configs = [{"error": str(exc)}]
         return {"name": name, "internal": meta.is_internal, "partitions": partitions, "configs": configs}
+
+    async def group(self, user: ConsoleUser, q: dict[str, Any]) -> dict[str, Any]:
+        """The group as the user may describe it, with its lag history when this broker coordinates it."""
+        described = await admin.describe_group(user.kafka, q["id"], q.get("type", "classic"))
+        described["history"] = self.lag_history(q["id"])
+        return described
 
     async def produce(self, user: ConsoleUser, b: dict[str, Any]) -> Any:
         encoding = b.get("encoding") or "text"

@@ -367,15 +367,24 @@ async function showGroup(id, type) {
   try { g = await api(`group?id=${encodeURIComponent(id)}&type=${encodeURIComponent(type)}`); } catch (e) { status(e.message); return; }
   $("group-state").textContent = g.state; $("group-state").className = "tag " + (g.state === "Stable" ? "ok" : "");
   $("group-lag").textContent = num(g.lag);
-  const hist = lagHistory.get(id) || []; hist.push(g.lag); if (hist.length > 120) hist.shift(); lagHistory.set(id, hist);
+  // Lag over time: this broker's samples of the last minutes (when it coordinates the group) and now, or else
+  // what this page saw since it opened.
+  const server = g.history && g.history.lag.length ? g.history : null;
+  const hist = server ? [...server.lag, g.lag] : (lagHistory.get(id) || []);
+  if (!server) { hist.push(g.lag); if (hist.length > 120) hist.shift(); lagHistory.set(id, hist); }
   drawChart($("group-lag-chart"), [{values: hist, color: "#e8590c"}]);
+  $("group-lag-span").textContent = server ? `last ${Math.round((Date.now() / 1000 - server.times[0]) / 60) || "<1"} min` : "since this page opened";
+  document.body.dataset.lagSamples = String(hist.length);
   if (g.type === "streams") renderStreams(g);
   else $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
     `<tr><td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
      <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(", ")}`).join("<br>")}</td></tr>`).join("") : '<tr><td class="muted">no members</td></tr>';
   $("group-topology-section").hidden = g.type !== "streams";
-  for (const o of g.offsets) {  // lag of each partition over time, while the page is open
-    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, h = lagHistory.get(key) || [];
+  const serverParts = new Map((server ? server.partitions : []).map(([t, p, lags]) => [`${t}\u0000${p}`, lags]));
+  for (const o of g.offsets) {  // lag of each partition over time
+    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, known = serverParts.get(`${o.topic}\u0000${o.partition}`);
+    if (known) { lagHistory.set(key, [...known.map((v) => v ?? 0), o.lag ?? 0]); continue; }
+    const h = lagHistory.get(key) || [];
     h.push(o.lag ?? 0); if (h.length > 120) h.shift(); lagHistory.set(key, h);
   }
   $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th><th>lag over time</th></tr>' +
