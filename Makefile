@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -103,9 +103,10 @@ differential-cluster-ops: deps
 
 ## differential-cluster: the differential scenarios' cluster mode (not part of `make test`, a few minutes):
 ##        3 pykbroker brokers against a 3-node Kafka 4.4 KRaft cluster, the same scenarios as one node
-##        (test_differential, test_differential_kafka44, test_differential_cluster)
+##        (test_differential, test_differential_kafka44, test_differential_cluster, test_differential_tuned),
+##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py -k "cluster- or classic_first_generation" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py -k "cluster- or classic_first_generation" $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
@@ -143,10 +144,12 @@ test-streams-slow: deps
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
 ##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
 ##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
-##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark
+##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark; the
+##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
-		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py $(ARGS)
+		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \
+		tests/pykbroker/schema_registry $(ARGS)
 
 ## test-console-slow: the console beyond `make test` (~80 s): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
@@ -160,7 +163,12 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
+
+## test-telemetry-slow: client telemetry (KIP-714) from Java 4.4 clients (~20 s): kafka-client-metrics.sh makes a
+##                      subscription, a Java producer and consumer push, the Prometheus scrape shows their metrics
+test-telemetry-slow: deps
+	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py $(ARGS)

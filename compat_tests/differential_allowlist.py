@@ -9,18 +9,10 @@ Keep the list short and the reasons honest.
 from __future__ import annotations
 
 ALLOWED: dict[tuple[str, str], str] = {
-    # The Streams-group APIs are issue 33's (Kafka Streams' KIP-1071 protocol), not served yet.
-    **{("api_versions", f"api.{key}"): "Streams-group API not served yet (issue 33: Kafka Streams groups)."
-       for key in (88, 89, 93)},
-    # Not yet as Kafka 4.3-4.4 (issue 32, in progress): a new consumer group's epochs and the assignment computed
-    # at most every group.consumer.assignment.interval.ms (KIP-1263), and the group configs added in 4.3-4.4.
-    **{("consumer_groups", key): "Kafka 4.4's consumer-group epochs and assignment interval (KIP-1263) not yet."
-       for key in ("join", "heartbeat", "describe", "describe after leave")},
-    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter queues,
-    # KIP-1191) and streams.version 1 (Streams groups, KIP-1071); neither is built, so neither is claimed.
-    **{("api_versions", f"{kind}.{name}"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) and "
-       "streams.version 1 (KIP-1071 Streams groups) are neither supported nor finalized."
-       for kind in ("supported", "finalized") for name in ("share.version", "streams.version")},
+    # Feature levels (replication.metadata.features): Kafka 4.4 finalizes share.version 2 (share-group dead-letter
+    # queues, KIP-1191), which is not built, so pykbroker supports and finalizes share.version 1.
+    **{("api_versions", f"{kind}.share.version"): "Not built: Kafka 4.4's share.version 2 (KIP-1191 DLQ) is "
+       "neither supported nor finalized." for kind in ("supported", "finalized")},
     **{("api_versions_bytes", f"v{version} {kind} features order"): "The order of ApiVersions' features "
        "(replication/metadata/features.py, issue 31, lists them by name; Kafka in its map's order); the features "
        "themselves are compared." for version in (3, 4, 5) for kind in ("supported", "finalized")},

@@ -20,6 +20,7 @@ from wire.messages import (
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
     DescribeProducersRequest,
+    DescribeShareGroupOffsetsRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     FetchRequest,
@@ -90,6 +91,8 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.groups_names[0]) if request.groups_names else None
     if isinstance(request, ConsumerGroupDescribeRequest):
         return (GROUP, request.group_ids[0]) if request.group_ids else None
+    if isinstance(request, DescribeShareGroupOffsetsRequest):
+        return (GROUP, request.groups[0].group_id) if request.groups else None
     if isinstance(request, (InitProducerIdRequest, AddOffsetsToTxnRequest, EndTxnRequest)):
         return (TRANSACTION, request.transactional_id) if request.transactional_id else None
     if isinstance(request, AddPartitionsToTxnRequest):

@@ -71,7 +71,8 @@ def test_kafka_features_describes_kafka_4_4_levels_on_every_broker(cluster, jars
     lines = {line.split()[1]: line for line in described.splitlines() if line.startswith("Feature:")}
     assert "FinalizedVersionLevel: 4.4-IV2" in lines["metadata.version"]
     assert "SupportedMaxVersion: 4.4-IV2" in lines["metadata.version"]
-    for name in ("group.version", "transaction.version", "eligible.leader.replicas.version", "share.version"):
+    for name in ("group.version", "transaction.version", "eligible.leader.replicas.version", "share.version",
+                 "streams.version"):
         assert f"FinalizedVersionLevel: {BOOTSTRAP_FINALIZED[name]}" in lines[name], lines[name]
     assert every_broker_has(cluster, BOOTSTRAP_FINALIZED)
 

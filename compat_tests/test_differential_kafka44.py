@@ -3,15 +3,15 @@
 brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
-  is compared decoded (its epoch is the metadata offset, which no two brokers share), the Streams-group keys
-  (88, 89, 93: issue 33) are taken out of both answers first; v5 naming another cluster or node, or only one of
-  them, and a version newer than served.
+  is compared decoded (its epoch is the metadata offset, which no two brokers share); v5 naming another cluster
+  or node, or only one of them, and a version newer than served.
 - UnregisterBroker, UnregisterController, AddRaftVoter, RemoveRaftVoter as a broker whose quorum is static.
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
 - DeleteGroups v2 and v3 (v3's per-group message).
 - The order of Fetch answers and of incremental fetch sessions.
 - Offset commits with an older member epoch (KIP-1251's assignment epochs).
+- A new consumer group's first epochs and KIP-1263's assignment interval (a group config of 0 and of 1.5 s).
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ from wire.messages import (
     CreateTopicsRequest,
     DeleteGroupsRequest,
     DescribeClusterRequest,
+    DescribeConfigsRequest,
     FetchRequest,
     FindCoordinatorRequest,
+    IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -65,7 +67,9 @@ from wire.messages.add_raft_voter_request import Listener
 from wire.messages.api_versions_response import ApiVersion
 from wire.messages.consumer_group_heartbeat_request import TopicPartitions as HeartbeatTopicPartitions
 from wire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic
+from wire.messages.describe_configs_request import DescribeConfigsResource
 from wire.messages.fetch_request import FetchPartition, FetchTopic
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
@@ -76,8 +80,6 @@ from wire.messages.txn_offset_commit_request import (
 )
 
 Observations = dict[str, object]
-#: Served by Kafka 4.4 and not yet here (issue 33): left out of both ApiVersions answers before comparing.
-STREAMS_GROUP_KEYS = frozenset((88, 89, 93))
 UNKNOWN_ID = uuid.UUID(int=12345)
 RETRIABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
              ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -117,20 +119,19 @@ def _api_versions_raw(c: RawClient, version: int, request: ApiVersionsRequest) -
 
 
 def _features(features: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """Features as compared: sorted, without the two that issue 31 decided not to claim (share.version 2 and
-    streams.version 1 are not built; see differential_allowlist)."""
-    return sorted(f for f in features if f[0] not in ("share.version", "streams.version"))
+    """Features as compared: sorted, without share.version (issue 31 decided not to claim its level 2, which is
+    not built; see differential_allowlist)."""
+    return sorted(f for f in features if f[0] != "share.version")
 
 
 def _comparable(frame: bytes, version: int) -> tuple[str, object]:
-    """(hex of the answer without the Streams-group keys and without its features, the features decoded).
+    """(hex of the answer without its features, the features decoded).
 
-    The answer is re-encoded with our codec after the two are taken out; that re-encoding the untouched answer
+    The answer is re-encoded with our codec after the features are taken out; that re-encoding the untouched answer
     gives back Kafka's bytes exactly is checked too, so nothing of Kafka's encoding is lost on the way."""
     correlation, body = frame[:4], frame[4:]
     response = ApiVersionsResponse.decode(body, version)
     faithful = response.encode(version) == body
-    response.api_keys = [k for k in response.api_keys if k.api_key not in STREAMS_GROUP_KEYS]
     features = None
     if version >= 3:
         features = (_features([(f.name, f.min_version, f.max_version) for f in response.supported_features]),
@@ -393,10 +394,72 @@ def assignment_epochs(c: RawClient) -> Observations:
     return out
 
 
+# -- KIP-1263: the consumer-group assignment interval --------------------------------------------------------
+def _set_group_config(c: RawClient, group: str, name: str, value: str) -> int:
+    """Set one group config and wait until the broker describes it (Kafka applies it asynchronously)."""
+    r = c.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
+        resource_type=32, resource_name=group, configs=[AlterableConfig(name=name, config_operation=0, value=value)])]),
+        1)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        described = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=32, resource_name=group, configuration_keys=[name])], include_synonyms=False,
+            include_documentation=False), 4).results[0]
+        if any(e.name == name and e.value == value for e in described.configs):
+            break
+        time.sleep(0.1)
+    return r.responses[0].error_code
+
+
+def _paced_group(c: RawClient, group: str, interval: str) -> Observations:
+    """Two members join a new group whose consumer.assignment.interval.ms is ``interval``, the second is heartbeaten
+    until its epoch passes the first one's, both leave and a third joins the empty group."""
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    out: Observations = {"config": _set_group_config(c, group, "consumer.assignment.interval.ms", interval)}
+    epochs: dict[str, int] = {}
+
+    def heartbeat(member: str, join: bool = False, leave: bool = False) -> tuple[int, int, int | None]:
+        epoch = 0 if join else -1 if leave else epochs[member]
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000 if join else -1, subscribed_topic_names=["k44-ai"] if join else None,
+            server_assignor=None, topic_partitions=[] if join else None), 1)
+        if r.error_code == ErrorCode.NONE and not leave:
+            epochs[member] = r.member_epoch
+        owned = None if r.assignment is None else sum(len(t.partitions) for t in r.assignment.topic_partitions)
+        return r.error_code, r.member_epoch, owned
+
+    a, b, d = "a" * 22, "b" * 22, "d" * 22
+    out["first joins"] = _until_settled(lambda: heartbeat(a, join=True), lambda r: r[0])
+    out["second joins"] = heartbeat(b, join=True)
+    first_epoch, deadline = epochs[a], time.monotonic() + 30
+    while epochs[b] <= first_epoch and time.monotonic() < deadline:
+        time.sleep(0.2)
+        heartbeat(b)
+    out["second member's epoch after the interval"] = epochs[b]
+    out["both leave"] = [heartbeat(a, leave=True)[:2], heartbeat(b, leave=True)[:2]]
+    out["a member joins the empty group"] = heartbeat(d, join=True)
+    return out
+
+
+def assignment_interval(c: RawClient) -> Observations:
+    """A new group's first member joins at epoch 2 (a group starts at epoch 1, Kafka 4.3+). A second member that
+    joins within consumer.assignment.interval.ms of the last assignment is answered from that assignment (its
+    epoch, nothing for the newcomer) and the group assigns on a heartbeat once the interval has passed; with an
+    interval of 0 it assigns at once; a group that became empty assigns its next member at once."""
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name="k44-ai", num_partitions=4, replication_factor=1)],
+                                  timeout_ms=10_000), 7)
+    c.wait_for_topics("k44-ai")
+    return {f"{group} {key}": value for group, interval in (("k44-ai-paced", "1500"), ("k44-ai-at-once", "0"))
+            for key, value in _paced_group(c, group, interval).items()}
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
     "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
+    "assignment_interval": assignment_interval,
 }
 
 

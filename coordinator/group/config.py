@@ -24,9 +24,10 @@ class GroupCoordinatorConfig:
     # Kafka's GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member's parked
     # JoinGroup is answered (and the member dropped) after this long if the rebalance has not finished.
     classic_group_new_member_join_timeout_ms: int = 5 * 60_000
-    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "streams")
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_assignment_interval_ms: int = 1000  # KIP-1263 (Kafka 4.3)
     consumer_group_max_size: int = _I32_MAX
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     # Kafka's group.consumer.migration.policy (default BIDIRECTIONAL): classic <-> consumer conversion.
@@ -38,6 +39,8 @@ class GroupCoordinatorConfig:
     streams_group_session_timeout_ms: int = 45_000
     streams_group_heartbeat_interval_ms: int = 5000
     streams_group_num_standby_replicas: int = 0
+    streams_group_acceptable_recovery_lag: int = 10_000
+    streams_group_task_offset_interval_ms: int = 60_000
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -54,6 +57,7 @@ class GroupCoordinatorConfig:
             rebalance_protocols=tuple(p.strip().lower() for p in get("group.coordinator.rebalance.protocols")),
             consumer_group_session_timeout_ms=get("group.consumer.session.timeout.ms"),
             consumer_group_heartbeat_interval_ms=get("group.consumer.heartbeat.interval.ms"),
+            consumer_group_assignment_interval_ms=get("group.consumer.assignment.interval.ms"),
             consumer_group_max_size=get("group.consumer.max.size"),
             consumer_group_assignors=tuple(a.strip().lower() for a in get("group.consumer.assignors")),
             share_group_session_timeout_ms=get("group.share.session.timeout.ms"),
@@ -62,11 +66,17 @@ class GroupCoordinatorConfig:
             streams_group_session_timeout_ms=get("group.streams.session.timeout.ms"),
             streams_group_heartbeat_interval_ms=get("group.streams.heartbeat.interval.ms"),
             streams_group_num_standby_replicas=get("group.streams.num.standby.replicas"),
+            streams_group_acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag"),
+            streams_group_task_offset_interval_ms=get("group.streams.task.offset.interval.ms"),
         )
 
     @property
     def consumer_protocol_enabled(self) -> bool:
         return "consumer" in self.rebalance_protocols
+
+    @property
+    def streams_protocol_enabled(self) -> bool:
+        return "streams" in self.rebalance_protocols
 
     @property
     def upgrade_enabled(self) -> bool:

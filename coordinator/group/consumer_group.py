@@ -37,9 +37,10 @@ from wire.messages import (
 from wire.messages import consumer_group_member_metadata_value as _member_value
 
 __all__ = ["ClassicMemberMetadata", "ConsumerGroup", "ConsumerGroupMember", "ConsumerGroupState", "MemberState",
-           "ResolvedRegex", "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH"]
+           "ResolvedRegex", "INITIAL_GROUP_EPOCH", "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH"]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
+INITIAL_GROUP_EPOCH = 1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 Partitions = dict[UUID, frozenset[int]]
@@ -182,9 +183,15 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # Kafka 4.3+ (ModernGroup, TargetAssignmentMetadata.INITIAL): a new group is at epoch 1 with an assignment
+        # at epoch 1 never computed (timestamp 0), so its first member joins at epoch 2 (KIP-1251 keeps epochs
+        # 0 and 1 apart from any assignment a member can hold).
+        self.group_epoch = INITIAL_GROUP_EPOCH
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = INITIAL_GROUP_EPOCH
+        # When the assignment of ``assignment_epoch`` was computed (ms; 0: never, or the group became empty):
+        # the next one waits ``consumer.assignment.interval.ms`` after it (KIP-1263).
+        self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target_assignment: dict[str, Partitions] = {}
         self.inverted_target_assignment: dict[tuple[UUID, int], str] = {}
@@ -325,8 +332,9 @@ class ConsumerGroup:
                     self.inverted_target_assignment[(topic_id, p)] = member_id
         self._update_state()
 
-    def replay_assignment_epoch(self, epoch: int) -> None:
+    def replay_assignment_epoch(self, epoch: int, timestamp_ms: int = 0) -> None:
         self.assignment_epoch = epoch
+        self.assignment_timestamp = timestamp_ms
         self._update_state()
 
     def replay_regex(self, regex: str, resolved: ResolvedRegex | None) -> None:
@@ -412,6 +420,7 @@ class ConsumerGroup:
             "group_epoch": self.group_epoch,
             "metadata_hash": self.metadata_hash,
             "assignment_epoch": self.assignment_epoch,
+            "assignment_timestamp": self.assignment_timestamp,
             "state": self.state.value,
             "members": {k: v for k, v in sorted(self.members.items())},
             "target_assignment": {k: v for k, v in sorted(self.target_assignment.items())},

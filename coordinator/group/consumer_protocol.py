@@ -166,6 +166,19 @@ class ConsumerProtocol:
             return self.config.consumer_group_heartbeat_interval_ms
         return self.group_configs.get_int(group_id, "consumer.heartbeat.interval.ms")
 
+    def consumer_assignment_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.assignment.interval.ms, else the broker's group.consumer.assignment.interval.ms."""
+        if self.group_configs is None:
+            return self.config.consumer_group_assignment_interval_ms
+        return self.group_configs.get_int(group_id, "consumer.assignment.interval.ms")
+
+    def _can_compute_next_target_assignment(self, group: ConsumerGroup) -> bool:
+        """KIP-1263: a new target assignment at most every consumer.assignment.interval.ms after the last one
+        (always when none was computed yet, or since the group became empty, or with an interval of 0)."""
+        interval = self.consumer_assignment_interval_ms(group.group_id)
+        return (group.assignment_timestamp == 0 or interval == 0
+                or self.clock.now_ms() >= group.assignment_timestamp + interval)
+
     # -- timers -----------------------------------------------------------------------------------------
     def schedule_consumer_session_timeout(self, group_id: str, member_id: str,
                                           timeout_ms: int | None = None) -> None:
@@ -611,7 +624,8 @@ class ConsumerProtocol:
             target = new_targets.get(mid, {})
             if mid not in group.target_assignment or group.target_of(mid) != target:
                 records.append(rec.consumer_group_target_assignment_record(group.group_id, mid, target))
-        records.append(rec.consumer_group_target_assignment_epoch_record(group.group_id, group_epoch))
+        records.append(rec.consumer_group_target_assignment_epoch_record(group.group_id, group_epoch,
+                                                                        self.clock.now_ms()))
         log.info("computed a new target assignment for group %s epoch %d with the %s assignor", group.group_id,
                  group_epoch, assignor_name)
         return new_targets.get(updated.member_id, {}) if updated is not None else {}
@@ -654,7 +668,7 @@ class ConsumerProtocol:
             group_epoch += 1
             records.append(rec.consumer_group_epoch_record(gid, group_epoch, metadata_hash))
             log.info("bumped the epoch of group %s to %d", gid, group_epoch)
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and self._can_compute_next_target_assignment(group):
             target = self._update_target_assignment(group, group_epoch, member, updated, resolved, records)
             return group_epoch, target, group_epoch
         return group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id), group_epoch
@@ -710,9 +724,18 @@ class ConsumerProtocol:
         gid = group.group_id
         self._remove_member_records(records, gid, member.member_id)
         topics, _, _ = self._subscription_after(group, member, None, records)
-        records.append(rec.consumer_group_epoch_record(gid, group.group_epoch + 1, self._metadata_hash(topics)))
+        self._fenced_epoch_records(group, [member], topics, records)
         self._cancel_member_timers(gid, member.member_id)
         return CoordinatorResult(records, response)
+
+    def _fenced_epoch_records(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], topics: set[str],
+                              records: list[rec.CoordinatorRecord]) -> None:
+        """After members are removed: the group epoch moves on; when no member is left the target assignment
+        is at that epoch and counts as never computed, so the next member is assigned at once (KIP-1263)."""
+        epoch = group.group_epoch + 1
+        records.append(rec.consumer_group_epoch_record(group.group_id, epoch, self._metadata_hash(topics)))
+        if len(group.members) == len(leaving):
+            records.append(rec.consumer_group_target_assignment_epoch_record(group.group_id, epoch, 0))
 
     # -- classic members of consumer groups ------------------------------------------------------------
     def classic_group_join_to_consumer_group(self, group: ConsumerGroup, info: RequestInfo,
@@ -876,7 +899,7 @@ class ConsumerProtocol:
             for regex, count in group.regex_subscriber_counts.items():
                 if count > 0 and regex in group.resolved_regexes:
                     topics |= group.resolved_regexes[regex].topics
-            records.append(rec.consumer_group_epoch_record(gid, group.group_epoch + 1, self._metadata_hash(topics)))
+            self._fenced_epoch_records(group, leaving, topics, records)
         return CoordinatorResult(records, LeaveGroupResponse(error_code=ErrorCode.NONE, members=responses))
 
 
@@ -891,6 +914,6 @@ def _replay_into(group: ConsumerGroup, records: list[rec.CoordinatorRecord]) -> 
         elif t == rec.RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
             group.replay_target_assignment(r.key.member_id, rec.assignment_from_record(r.value.topic_partitions))
         elif t == rec.RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
-            group.replay_assignment_epoch(r.value.assignment_epoch)
+            group.replay_assignment_epoch(r.value.assignment_epoch, r.value.assignment_timestamp)
         elif t == rec.RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             group.replay_current_assignment(r.key.member_id, r.value)

@@ -137,7 +137,8 @@ class GroupMetadataManager:
         elif t == rec.RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
             g = self._persisted_consumer_group(gid, value is not None)
             if g is not None:
-                g.replay_assignment_epoch(-1 if value is None else value.assignment_epoch)
+                g.replay_assignment_epoch(-1, 0) if value is None else g.replay_assignment_epoch(
+                    value.assignment_epoch, value.assignment_timestamp)
         elif t == rec.RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             g = self._persisted_consumer_group(gid, value is not None)
             if g is not None:

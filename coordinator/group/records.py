@@ -283,9 +283,11 @@ def consumer_group_target_assignment_tombstone(group_id: str, member_id: str) ->
     return CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
-def consumer_group_target_assignment_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+def consumer_group_target_assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> CoordinatorRecord:
+    """The target assignment's epoch and when it was computed (0: never, or the group became empty)."""
     return CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch), 0)
+                             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
+                                                                        assignment_timestamp=timestamp_ms), 0)
 
 
 def consumer_group_target_assignment_epoch_tombstone(group_id: str) -> CoordinatorRecord:

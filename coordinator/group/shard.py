@@ -67,7 +67,9 @@ class GroupCoordinatorShard:
         self.streams_protocol = StreamsProtocol(
             self.streams, topics, timer, session_timeout_ms=config.streams_group_session_timeout_ms,
             heartbeat_interval_ms=config.streams_group_heartbeat_interval_ms,
-            num_standby_replicas=config.streams_group_num_standby_replicas, other_group=self._is_other_group)
+            num_standby_replicas=config.streams_group_num_standby_replicas, other_group=self._is_other_group,
+            acceptable_recovery_lag=config.streams_group_acceptable_recovery_lag,
+            task_offset_interval_ms=config.streams_group_task_offset_interval_ms)
 
     def _is_other_group(self, group_id: str) -> bool:
         """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""

@@ -105,7 +105,8 @@ class StreamsProtocol:
 
     def __init__(self, groups: StreamsGroups, topics: TopicsImage, timer: CoordinatorTimer,
                  session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 5000,
-                 num_standby_replicas: int = 0, other_group: Callable[[str], bool] = lambda _: False) -> None:
+                 num_standby_replicas: int = 0, other_group: Callable[[str], bool] = lambda _: False,
+                 acceptable_recovery_lag: int = 10_000, task_offset_interval_ms: int = 60_000) -> None:
         """``other_group(group_id)``: a classic or consumer group has that id."""
         self.groups = groups
         self.other_group = other_group
@@ -114,6 +115,8 @@ class StreamsProtocol:
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.num_standby_replicas = num_standby_replicas
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.task_offset_interval_ms = task_offset_interval_ms
 
     # -- sessions --------------------------------------------------------------------------------------
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
@@ -240,7 +243,8 @@ class StreamsProtocol:
         self._schedule_session_timeout(g, r.member_id)
         response = StreamsGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, member_id=r.member_id, member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms)
+            heartbeat_interval_ms=self.heartbeat_interval_ms, task_offset_interval_ms=self.task_offset_interval_ms,
+            acceptable_recovery_lag=self.acceptable_recovery_lag)  # v0's legacy field stays 0, as on Kafka 4.4
         if configured is not None and configured.status is not None:
             response.status = [_resp.Status(status_code=configured.status, status_detail=configured.detail)]
         if r.member_epoch == 0 or old is None or updated.assigned != old.assigned or r.active_tasks is None:

@@ -162,7 +162,7 @@ def _remote_size(broker: Any, topic: str, partition: int) -> int | None:
     replica = broker.replica_manager.partitions.get((topic, partition))
     if rlm is None or replica is None or replica.log is None or not replica.log.remote_log_enabled:
         return None
-    return int(rlm.remote_size(replica.topic_id, partition))
+    return int(rlm.remote_size(replica.topic_id, partition, replica.log))
 
 
 class Console:

@@ -41,7 +41,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pykbroker.iceberg.config import IcebergConfigError, IcebergTopicConfig, split_topic_configs
+from pykbroker.iceberg.config import (
+    MODE_VALUE_SCHEMA_ID_PREFIX,
+    IcebergConfigError,
+    IcebergTopicConfig,
+    split_topic_configs,
+)
 from pykbroker.iceberg.records import RecordColumns, committed_records
 from replication.partition import PartitionError, read_bytes
 
@@ -121,6 +126,9 @@ class IcebergService:
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
+        # The broker's schema registry (pykbroker.schema_registry.SchemaRegistry), for value_schema_id_prefix
+        # topics; set by the broker.
+        self.schema_registry: Callable[[], Any] | None = None
         self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
         self._catalog: Any = None
@@ -350,15 +358,30 @@ class TopicTranslator:
         except Exception as exc:
             log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
 
+    async def _registry_schemas(self, batches: list[RecordColumns]) -> dict[int, Any]:
+        """The registry's schemas of the ids the values name, read on from ``_schemas`` when one is not known
+        yet (an id it does not have makes its records dead letters)."""
+        from pykbroker.iceberg.registry_values import schema_ids
+
+        ids = await self.service.run_blocking(schema_ids, [v for b in batches for v in b.values])
+        if self.service.schema_registry is None:
+            return {}
+        registry = self.service.schema_registry()
+        if any(registry.lookup(i) is None for i in ids):
+            await registry.refresh()
+        return {i: s for i in ids if (s := registry.lookup(i)) is not None}
+
     async def _commit_with_retries(self, writer: TableWriter, batches: list[RecordColumns],
                                    based_on: dict[int, int | None], next_offsets: dict[int, int]) -> Any:
         """``writer.commit``, again after a conflict with another broker's commit to the same table (each try
         reloads the table and checks the offsets anew, so the retry never writes a record twice)."""
         from pyiceberg.exceptions import CommitFailedException
 
+        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
         for attempt in range(COMMIT_ATTEMPTS):
             try:
-                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets)
+                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets,
+                                                       schemas)
             except CommitFailedException:
                 if attempt == COMMIT_ATTEMPTS - 1:
                     raise

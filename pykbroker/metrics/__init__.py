@@ -40,6 +40,8 @@ class BrokerMetrics:
         self.collector = BrokerCollector(broker, self.recorder)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
+        if broker.telemetry_receiver is not None:  # what clients push (KIP-714), with their labels
+            self.registry.register(broker.telemetry_receiver)
         self.endpoint: HttpEndpoint | None = None
 
     @classmethod

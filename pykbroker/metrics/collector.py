@@ -182,7 +182,9 @@ class BrokerCollector(Collector):
                              ("RemoteCopyErrorsPerSec", rlm.copy_failures), ("RemoteFetchBytesPerSec", rlm.fetch_bytes),
                              ("RemoteFetchRequestsPerSec", rlm.fetch_requests),
                              ("RemoteFetchErrorsPerSec", rlm.fetch_failures),
-                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments)):
+                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments),
+                             ("BuildRemoteLogAuxStateRequestsPerSec", rlm.aux_state_builds),
+                             ("BuildRemoteLogAuxStateErrorsPerSec", rlm.aux_state_failures)):
             c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
             c.add_metric([], value)
             yield c
@@ -192,7 +194,7 @@ class BrokerCollector(Collector):
             log_ = p.log
             if log_ is None or not log_.remote_log_enabled or not p.is_leader:
                 continue
-            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition)
+            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition, log_)
             highest = log_.highest_offset_in_remote_storage
             lags[p.topic] = lags.get(p.topic, 0) + sum(
                 s.size for s in log_.segments.snapshot()[:-1] if s.base_offset > highest)

@@ -377,7 +377,7 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
                    what="a full ISR")
         produce_acks_all(cluster.bootstrap, "moved", 300)
         leader = cluster.broker(1).bootstrap
-        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 100, what="copies by broker 1")
+        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 50, what="copies by broker 1")
         tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
         cluster.broker(1).kill()
         wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
@@ -508,3 +508,122 @@ def test_slow_a_tiered_partition_is_reassigned_to_another_broker(tmp_path):
         assert f"offsets below {local_start} are in remote storage" in cluster.broker(2).log()
         assert list_offset(cluster.broker(2).bootstrap, "reassigned", EARLIEST)[:2] == (ErrorCode.NONE, 0)
         assert [o for o, _ in consume_all(cluster.bootstrap, "reassigned", 300)] == list(range(300))
+
+
+def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 4096})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(60) == 0
+
+
+def partition_state(admin: AdminClient, topic: str):
+    return admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+@pytest.mark.timeout(300)
+def test_slow_remote_segments_of_a_diverged_lineage_are_neither_read_nor_counted_and_retention_deletes_them(tmp_path):
+    """An unclean election: broker 1 led alone and copied segments broker 2 never had; broker 2 then leads
+    (broker 1 dead) and writes other records at those offsets. Broker 1's copies past the divergence are not
+    read, not counted as tiered, and deleted once the log start offset passes them (Kafka's
+    isRemoteSegmentWithinLeaderEpochs and its leader-epoch-cache truncation cleanup)."""
+    remote = tmp_path / "remote"
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=tiered_overrides(remote)) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        configs = {**TOPIC_CONFIGS, "unclean.leader.election.enable": "true"}
+        admin.create_topics([NewTopic("unclean", 1, replica_assignment=[[1, 2]], config=configs)])["unclean"] \
+            .result(30)
+        wait_until(lambda: len(partition_state(admin, "unclean").isrs) == 2, what="a full ISR")
+        produce_values(cluster.bootstrap, "unclean", [f"shared-{i:05d}-".encode() + b"x" * 150 for i in range(200)])
+        b1, b2 = cluster.broker(1), cluster.broker(2)
+        wait_until(lambda: list_offset(b1.bootstrap, "unclean", LATEST_TIERED)[1] > 50, what="copies by broker 1")
+        b2.stop()
+        wait_until(lambda: partition_state(admin, "unclean").isrs == [1], what="broker 2 out of the ISR")
+        produce_values(cluster.bootstrap, "unclean", [f"lost-{i:05d}-".encode() + b"x" * 150 for i in range(300)])
+        wait_until(lambda: list_offset(b1.bootstrap, "unclean", LATEST_TIERED)[1] > 350, what="broker 1 copying alone")
+        old_objects = {p.name for p in remote_log_objects(remote)}
+        b1.kill()
+        b2.start()
+        wait_until(lambda: partition_state(admin, "unclean").leader == 2, what="the unclean election of broker 2",
+                   timeout=90)
+        diverged_at = list_offset(b2.bootstrap, "unclean", LATEST)[1]
+        assert 200 <= diverged_at < 500
+        assert "unclean leader election" in "".join(cluster.broker(n).log() for n in (2, 3))
+        new = [f"new-{i:05d}-".encode() + b"x" * 150 for i in range(400)]
+        produce_values(cluster.bootstrap, "unclean", new)
+        # Broker 1's copies past the divergence count for nothing: the tiered offset is the new lineage's.
+        wait_until(lambda: list_offset(b2.bootstrap, "unclean", LATEST_TIERED)[1] > diverged_at,
+                   what="copies by broker 2", timeout=90)
+        tiered = list_offset(b2.bootstrap, "unclean", LATEST_TIERED)[1]
+        assert tiered < diverged_at + 400
+        # A consumer from the start reads the new lineage only: never a record of broker 1 past the divergence.
+        records = consume_all(cluster.bootstrap, "unclean", diverged_at + 400)
+        assert [o for o, _ in records] == list(range(diverged_at + 400))
+        assert all(v.startswith(b"shared-") for o, v in records[:200])
+        assert [v for _, v in records[diverged_at:]] == new
+        assert not any(v.startswith(b"lost-") and o >= diverged_at for o, v in records)
+        # The log start offset just past the divergence: broker 1's copies below it go as usual, and those
+        # reaching past it (epoch 0 only, now before the lineage's earliest epoch) are deleted as unreferenced.
+        result = admin.delete_records([TopicPartition("unclean", 0, diverged_at + 10)])
+        list(result.values())[0].result(30)
+        wait_until(lambda: not old_objects & {p.name for p in remote_log_objects(remote)},
+                   what="broker 1's copies deleted", timeout=90)
+        assert "leader-epoch lineage" in b2.log()
+        tail = consume_all(cluster.bootstrap, "unclean", 390, offset=diverged_at + 10)
+        assert [v for _, v in tail] == new[10:]
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's reassign tool need java")
+@pytest.mark.timeout(300)
+def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered_offset(tmp_path):
+    """KIP-1023 (follower.fetch.last.tiered.offset.enable): a replica added by a reassignment starts at the
+    leader's earliest offset pending upload, not at its local log start: the copied segments the leader still
+    keeps locally are not fetched again; the leader epochs and producer state below come from the remote
+    segment's checkpoint and snapshot, so the new replica can lead and serve the remote part."""
+    from compat_tests.jvm.kafka_broker import jars_dir
+    from compat_tests.test_cluster_reassignment import REASSIGN, plan_file, tool
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    remote = tmp_path / "remote"
+    overrides = tiered_overrides(remote, **{"follower.fetch.last.tiered.offset.enable": "true"})
+    configs = {**TOPIC_CONFIGS, "local.retention.bytes": "60000"}  # a few copied segments stay local
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("added", 1, replica_assignment=[[1]], config=configs)])["added"].result(60)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                             "batch.size": 4096})
+        for i in range(600):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        b1 = cluster.broker(1).bootstrap
+        wait_until(lambda: list_offset(b1, "added", EARLIEST_LOCAL)[1] > 0, what="local deletion on broker 1")
+        wait_until(lambda: list_offset(b1, "added", LATEST_TIERED)[1] > list_offset(b1, "added", EARLIEST_LOCAL)[1],
+                   what="copied segments still local on broker 1")
+        local_start = list_offset(b1, "added", EARLIEST_LOCAL)[1]
+        pending = list_offset(b1, "added", EARLIEST_PENDING_UPLOAD, version=11)[1]
+        assert pending > local_start
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [1, 2]})))
+        wait_until(lambda: sorted(partition_state(admin, "added").isrs) == [1, 2], what="broker 2 in the ISR")
+        log2 = cluster.broker(2).log()
+        assert f"offsets below {pending} are in remote storage" in log2
+        assert "restored from remote segment" in log2
+        new_dir = cluster.broker(2).data_dir / "logs" / "added-0"
+        assert min(int(p.name[:20]) for p in new_dir.glob("*.log")) == pending
+        # Broker 2 leads next: its leader epochs reach below its local data, so it serves the remote part, and
+        # the idempotent producer goes on with the producer state it took from the remote snapshot.
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [2]})))
+        wait_until(lambda: partition_state(admin, "added").replicas == [2]
+                   and partition_state(admin, "added").leader == 2, what="the move to broker 2")
+        for i in range(600, 650):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        records = consume_all(cluster.bootstrap, "added", 650)
+        assert [o for o, _ in records] == list(range(650))
+        assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)

@@ -13,7 +13,7 @@ from wire._primitives import ZERO_UUID, DecodeError, Reader, Writer  # noqa: F40
 class ConsumerGroupTargetAssignmentMetadataValue(Message):
     """ConsumerGroupTargetAssignmentMetadataValue (Kafka coordinator-value, record type 6, versions 0-0)."""
 
-    __slots__ = ('assignment_epoch',)
+    __slots__ = ('assignment_epoch', 'assignment_timestamp')
     NAME = 'ConsumerGroupTargetAssignmentMetadataValue'
     API_KEY = 6
     LOWEST_VERSION = 0
@@ -24,14 +24,22 @@ class ConsumerGroupTargetAssignmentMetadataValue(Message):
         self,
         *,
         assignment_epoch: int = 0,
+        assignment_timestamp: int = 0,
     ) -> None:
         self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
 
     def encode_into(self, w: Writer, version: int) -> None:
         flexible = True
         w.int32(self.assignment_epoch)
         if flexible:
-            w.empty_tagged_fields()
+            _tags: list[tuple[int, bytes]] = []
+            if self.assignment_timestamp != 0:
+                _outer, w = w, Writer()
+                w.int64(self.assignment_timestamp)
+                _tags.append((0, bytes(w.buf)))
+                w = _outer
+            w.tagged_fields(_tags)
 
     @classmethod
     def decode_from(cls, r: Reader, version: int) -> ConsumerGroupTargetAssignmentMetadataValue:
@@ -40,7 +48,13 @@ class ConsumerGroupTargetAssignmentMetadataValue(Message):
         self.assignment_epoch = r.int32()
         if flexible:
             _tags = r.tagged_fields()
+            if _tags:
+                _outer = r
+                if 0 in _tags:
+                    r = Reader(_tags[0])
+                    self.assignment_timestamp = r.int64()
+                r = _outer
         return self
 
 
-ConsumerGroupTargetAssignmentMetadataValue.FIELDS = (FieldSpec('assignment_epoch', 'int32', (0, 32767), None, None, None, None),)
+ConsumerGroupTargetAssignmentMetadataValue.FIELDS = (FieldSpec('assignment_epoch', 'int32', (0, 32767), None, None, None, None), FieldSpec('assignment_timestamp', 'int64', (0, 32767), None, 0, (0, 32767), None))

@@ -26,7 +26,10 @@ TOPIC_A = TopicInfo("a", uuid.UUID(int=0xA), 4)
 TOPIC_B = TopicInfo("b", uuid.UUID(int=0xB), 2)
 TOPIC_C = TopicInfo("c", uuid.UUID(int=0xC), 3)
 
-CONFIG = GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0)
+# Assignments computed at once (consumer.assignment.interval.ms 0, as Kafka's own coordinator tests do);
+# test_consumer_protocol's interval tests set the default of 1 s.
+CONFIG = GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0,
+                                consumer_group_assignment_interval_ms=0)
 
 
 def run(test):

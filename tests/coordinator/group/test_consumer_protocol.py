@@ -51,20 +51,21 @@ def assigned(response) -> dict:
 
 @run
 async def test_first_member_gets_everything_and_records():
+    """A new group is at epoch 1 (Kafka 4.3+), so its first member joins at epoch 2."""
     h = Harness()
     r = await h.coordinator.consumer_group_heartbeat(info(1), join("m1"))
     assert r.error_code == 0, r
-    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("m1", 1, 5000)
+    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms) == ("m1", 2, 5000)
     assert assigned(r) == {A: {0, 1, 2, 3}}
     assert types(h.records(G)) == ["ConsumerGroupMemberMetadata", "ConsumerGroupMetadata",
                                    "ConsumerGroupTargetAssignmentMember", "ConsumerGroupTargetAssignmentMetadata",
                                    "ConsumerGroupCurrentMemberAssignment"]
     group = h.group(G)
     assert isinstance(group, ConsumerGroup)
-    assert (group.group_epoch, group.assignment_epoch, group.state) == (1, 1, ConsumerGroupState.STABLE)
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (2, 2, ConsumerGroupState.STABLE)
     # A plain heartbeat changes nothing and returns no assignment.
-    again = await h.coordinator.consumer_group_heartbeat(info(1), hb("m1", 1))
-    assert (again.error_code, again.member_epoch, again.assignment) == (0, 1, None)
+    again = await h.coordinator.consumer_group_heartbeat(info(1), hb("m1", 2))
+    assert (again.error_code, again.member_epoch, again.assignment) == (0, 2, None)
     await h.assert_replay_matches()
 
 
@@ -74,25 +75,25 @@ async def test_second_member_incremental_revocation_and_assignment():
     c = h.coordinator
     await c.consumer_group_heartbeat(info(1), join("m1"))
     r2 = await c.consumer_group_heartbeat(info(1), join("m2"))
-    # m2 moves to epoch 2 but its partitions are still owned by m1: nothing yet.
-    assert r2.member_epoch == 2 and assigned(r2) == {}
+    # m2 moves to epoch 3 but its partitions are still owned by m1: nothing yet.
+    assert r2.member_epoch == 3 and assigned(r2) == {}
     assert h.group(G).members["m2"].state is MemberState.UNRELEASED_PARTITIONS
-    # m1 is asked to revoke two partitions, staying at epoch 1.
-    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: {0, 1, 2, 3}}))
+    # m1 is asked to revoke two partitions, staying at epoch 2.
+    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}}))
     kept = assigned(r1)[A]
-    assert r1.member_epoch == 1 and len(kept) == 2
+    assert r1.member_epoch == 2 and len(kept) == 2
     assert h.group(G).members["m1"].state is MemberState.UNREVOKED_PARTITIONS
     # While it still owns them, it stays put.
-    same = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: {0, 1, 2, 3}}))
-    assert same.member_epoch == 1
-    # Once revoked it reaches epoch 2; m2 then receives the released partitions.
-    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: kept}))
-    assert r1.member_epoch == 2
-    r2 = await c.consumer_group_heartbeat(info(1), hb("m2", 2, owned={}))
+    same = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert same.member_epoch == 2
+    # Once revoked it reaches epoch 3; m2 then receives the released partitions.
+    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: kept}))
+    assert r1.member_epoch == 3
+    r2 = await c.consumer_group_heartbeat(info(1), hb("m2", 3, owned={}))
     assert assigned(r2) == {A: {0, 1, 2, 3} - kept}
     group = h.group(G)
     assert group.state is ConsumerGroupState.STABLE
-    assert {m.member_id: m.member_epoch for m in group.members.values()} == {"m1": 2, "m2": 2}
+    assert {m.member_id: m.member_epoch for m in group.members.values()} == {"m1": 3, "m2": 3}
     await h.assert_replay_matches()
 
 
@@ -112,9 +113,9 @@ async def test_leave_and_fencing():
     assert types(h.records(G, before)) == ["ConsumerGroupCurrentMemberAssignment-",
                                            "ConsumerGroupTargetAssignmentMember-",
                                            "ConsumerGroupMemberMetadata-", "ConsumerGroupMetadata"]
-    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: {0, 1, 2, 3}}))
+    r1 = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}}))
     # m1 keeps everything it owned: only its epoch moves, so no assignment is sent.
-    assert r1.member_epoch == 3 and r1.assignment is None
+    assert r1.member_epoch == 4 and r1.assignment is None
     assert h.group(G).members["m1"].assigned_partitions == {A: frozenset({0, 1, 2, 3})}
     await h.assert_replay_matches()
 
@@ -176,10 +177,10 @@ async def test_regex_subscription_resolves_and_follows_new_topics():
     from coordinator.group.topics import TopicInfo
     h.topics.add(TopicInfo("d", uuid.UUID(int=0xD), 1))
     h.topics.add(TopicInfo("ab", uuid.UUID(int=0xAB), 1))  # not a full match of [ab]
-    same = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
-    assert same.member_epoch == 1
-    r = await c.consumer_group_heartbeat(info(1), hb("m1", 1, regex="[abd]", owned={A: {0, 1, 2, 3}, B: {0, 1}}))
-    assert r.member_epoch == 2 and assigned(r)[uuid.UUID(int=0xD)] == {0}
+    same = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
+    assert same.member_epoch == 2
+    r = await c.consumer_group_heartbeat(info(1), hb("m1", 2, regex="[abd]", owned={A: {0, 1, 2, 3}, B: {0, 1}}))
+    assert r.member_epoch == 3 and assigned(r)[uuid.UUID(int=0xD)] == {0}
     await h.assert_replay_matches()
 
 
@@ -205,18 +206,18 @@ async def test_regex_resolves_only_topics_the_member_may_describe():
     # Once DESCRIBE on b is granted, a heartbeat after the refresh interval resolves b too and the group
     # rebalances (before it, the resolution stands).
     allowed.add("b")
-    r = await c.consumer_group_heartbeat(member, hb("m1", 1, owned={A: {0, 1, 2, 3}}))
-    assert r.member_epoch == 1 and seen == [["a", "b"]]
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 2 and seen == [["a", "b"]]
     await h.advance(10_000)
-    r = await c.consumer_group_heartbeat(member, hb("m1", 1, owned={A: {0, 1, 2, 3}}))
-    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}, B: {0, 1}}
+    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 3 and assigned(r) == {A: {0, 1, 2, 3}, B: {0, 1}}
     # Revoked again: b is taken back (the member first revokes it at its epoch, then moves on).
     allowed.discard("b")
     await h.advance(10_000)
-    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
-    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3}}
-    r = await c.consumer_group_heartbeat(member, hb("m1", 2, owned={A: {0, 1, 2, 3}}))
-    assert r.member_epoch == 3
+    r = await c.consumer_group_heartbeat(member, hb("m1", 3, owned={A: {0, 1, 2, 3}, B: {0, 1}}))
+    assert r.member_epoch == 3 and assigned(r) == {A: {0, 1, 2, 3}}
+    r = await c.consumer_group_heartbeat(member, hb("m1", 3, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 4
     await h.assert_replay_matches()
 
 
@@ -244,8 +245,8 @@ async def test_partition_count_change_bumps_epoch():
     c = h.coordinator
     await c.consumer_group_heartbeat(info(1), join("m1"))
     h.topics.add(replace(TOPIC_A, num_partitions=6))
-    r = await c.consumer_group_heartbeat(info(1), hb("m1", 1, owned={A: {0, 1, 2, 3}}))
-    assert r.member_epoch == 2 and assigned(r) == {A: {0, 1, 2, 3, 4, 5}}
+    r = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert r.member_epoch == 3 and assigned(r) == {A: {0, 1, 2, 3, 4, 5}}
 
 
 @run
@@ -258,7 +259,7 @@ async def test_range_assignor_on_request():
     assert group.target_of("m1") == {A: frozenset({0, 1}), B: frozenset({0})}
     assert group.target_of("m2") == {A: frozenset({2, 3}), B: frozenset({1})}
     described = (await c.consumer_group_describe(info(0), [G]))[0]
-    assert described.assignor_name == "range" and described.group_epoch == 2
+    assert described.assignor_name == "range" and described.group_epoch == 3
 
 
 @run
@@ -272,10 +273,10 @@ async def test_static_member_leaves_temporarily_and_is_replaced_without_rebalanc
     assert (bye.error_code, bye.member_epoch) == (0, -2)
     epoch = h.group(G).group_epoch
     back = await c.consumer_group_heartbeat(info(1), join("m3", instance_id="i1"))
-    assert back.error_code == 0 and back.member_epoch == 1
+    assert back.error_code == 0 and back.member_epoch == 2
     assert assigned(back) == {A: {0, 1, 2, 3}}
     assert h.group(G).group_epoch == epoch and list(h.group(G).members) == ["m3"]
-    fenced = await c.consumer_group_heartbeat(info(1), hb("m1", 1, instance_id="i1"))
+    fenced = await c.consumer_group_heartbeat(info(1), hb("m1", 2, instance_id="i1"))
     assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
     await h.assert_replay_matches()
 
@@ -285,11 +286,11 @@ async def test_offset_commits_of_consumer_members_check_the_member_epoch():
     h = Harness()
     c = h.coordinator
     await c.consumer_group_heartbeat(info(1), join("m1"))
-    ok = await c.commit_offsets(info(9), commit(G, {("a", 0): 5}, generation=1, member_id="m1"))
+    ok = await c.commit_offsets(info(9), commit(G, {("a", 0): 5}, generation=2, member_id="m1"))
     assert codes(ok) == {("a", 0): 0}
     stale = await c.commit_offsets(info(9), commit(G, {("a", 0): 5}, generation=0, member_id="m1"))
     assert codes(stale) == {("a", 0): ErrorCode.STALE_MEMBER_EPOCH}
-    old = await c.commit_offsets(info(8), commit(G, {("a", 0): 5}, generation=1, member_id="m1"))
+    old = await c.commit_offsets(info(8), commit(G, {("a", 0): 5}, generation=2, member_id="m1"))
     assert codes(old) == {("a", 0): ErrorCode.UNSUPPORTED_VERSION}
     fetch = await c.fetch_offsets(info(9), G, [("a", [0])], member_id="m1", member_epoch=0)
     assert fetch.error_code == ErrorCode.STALE_MEMBER_EPOCH
@@ -376,7 +377,7 @@ async def test_classic_join_replaces_an_empty_consumer_group_and_keeps_its_offse
     h = Harness()
     c = h.coordinator
     await c.consumer_group_heartbeat(info(1), join("m1"))
-    await c.commit_offsets(info(9), commit(G, {("a", 0): 3}, generation=1, member_id="m1"))
+    await c.commit_offsets(info(9), commit(G, {("a", 0): 3}, generation=2, member_id="m1"))
     await c.consumer_group_heartbeat(info(1), hb("m1", -1))
     assert h.group(G).is_empty
     j = await c.join_group(info(3, "classic"), join_request(G))
@@ -387,4 +388,34 @@ async def test_classic_join_replaces_an_empty_consumer_group_and_keeps_its_offse
     wrong = await c.join_group(info(3, "x"), join_request(G, protocol_type="connect"))
     assert wrong.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     await c.sync_group(info(3), sync_request(G, j.member_id, 1, {j.member_id: assignment({"a": [0]})}))
+    await h.assert_replay_matches()
+
+
+@run
+async def test_a_new_target_assignment_waits_for_the_assignment_interval():
+    """KIP-1263 (Kafka 4.3): with the default consumer.assignment.interval.ms of 1 s, a member joining within it
+    of the last assignment gets that assignment's epoch and nothing; a heartbeat after it computes the next one.
+    A group that became empty assigns its next member at once."""
+    from coordinator.group.config import GroupCoordinatorConfig
+    h = Harness(GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0))
+    c = h.coordinator
+    first = await c.consumer_group_heartbeat(info(1), join("m1"))
+    assert (first.member_epoch, assigned(first)) == (2, {A: {0, 1, 2, 3}})
+    second = await c.consumer_group_heartbeat(info(1), join("m2"))
+    assert (second.member_epoch, assigned(second)) == (2, {})
+    group = h.group(G)
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (3, 2, ConsumerGroupState.ASSIGNING)
+    await h.advance(999)
+    early = await c.consumer_group_heartbeat(info(1), hb("m2", 2))
+    assert early.member_epoch == 2 and h.group(G).assignment_epoch == 2
+    await h.advance(1)
+    due = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={A: {0, 1, 2, 3}}))
+    assert due.member_epoch == 2 and len(assigned(due)[A]) == 2  # revoking two partitions for m2
+    assert h.group(G).assignment_epoch == 3
+    assert h.group(G).assignment_timestamp == h.clock.now_ms()
+    for member in ("m1", "m2"):
+        await c.consumer_group_heartbeat(info(1), hb(member, -1))
+    assert h.group(G).is_empty and h.group(G).assignment_timestamp == 0
+    again = await c.consumer_group_heartbeat(info(1), join("m3"))
+    assert again.member_epoch == h.group(G).group_epoch and assigned(again) == {A: {0, 1, 2, 3}}
     await h.assert_replay_matches()
