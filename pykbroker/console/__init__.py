@@ -28,6 +28,7 @@ from pykbroker.console.api import ConsoleApi
 from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
 from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory
+from pykbroker.console.schemas import ValueDecoder, schema_source
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
@@ -174,9 +175,11 @@ class Console:
         self.lag_history = LagHistory()
         self.tail = LogTail()
         self.sessions = Sessions(*kafka_listener(broker))
+        source = schema_source(broker)
+        decoder = ValueDecoder(source) if source is not None else None
         self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview,
                               lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id},
-                              self.lag_history.to_json)
+                              self.lag_history.to_json, decoder)
         routes = self.api.routes()
         for path, (name, ctype) in STATIC.items():
             routes[("GET", path)] = _static(name, ctype)

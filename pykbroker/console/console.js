@@ -66,8 +66,8 @@ function decode(b64, mode) {
   const data = b64bytes(b64);
   if (mode === "hex") return hex(data);
   if (mode === "json" && data.length > 5 && data[0] === 0) {
-    // Confluent's framing (magic byte 0, 4-byte schema id): JSON Schema payloads are shown as JSON; Avro
-    // and Protobuf ones as bytes, as decoding them needs the schema registry
+    // Confluent's framing (magic byte 0, 4-byte schema id) without a registry to decode it (registryValue):
+    // JSON Schema payloads are shown as JSON; Avro and Protobuf ones as bytes
     const id = new DataView(data.buffer, data.byteOffset).getInt32(1);
     const payload = data.subarray(5), tag = `<span class="tag schema">schema ${id}</span> `;
     try {
@@ -84,11 +84,21 @@ function decode(b64, mode) {
   }
   return esc(text);
 }
+// A value the broker decoded through the schema registry (Avro, Protobuf, JSON Schema), or why it could not.
+function registryValue(r, mode) {
+  if (mode !== "json") return null;
+  if (r.decoded) {
+    const d = r.decoded, tag = `<span class="tag schema">schema ${d.schema_id} ${esc(d.schema_type)}</span> `;
+    return `<details><summary>${tag}${esc(JSON.stringify(d.value))}</summary><pre>${esc(JSON.stringify(d.value, null, 2))}</pre></details>`;
+  }
+  if (r.decode_error) return `<span class="tag bad" title="${esc(r.decode_error)}">not decoded</span> ${decode(r.value, mode)}<div class="muted small decode-error">${esc(r.decode_error)}</div>`;
+  return null;
+}
 function recordRows(records, fresh) {
   const mode = $("decode").value;
   return records.map((r) => `<tr class="record${fresh ? " new" : ""}" data-partition="${r.partition}" data-offset="${r.offset}">
     <td class="num">${r.partition}</td><td class="num">${num(r.offset)}</td><td>${esc(new Date(r.timestamp).toISOString())}</td>
-    <td class="value key">${decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${decode(r.value, mode)}</td>
+    <td class="value key">${decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${registryValue(r, mode) ?? decode(r.value, mode)}</td>
     <td class="value">${r.headers.map(([k, v]) => `${esc(k)}=${decode(v, "text")}`).join("<br>")}</td></tr>`).join("");
 }
 const RECORD_HEAD = '<tr><th class="num">partition</th><th class="num">offset</th><th>timestamp</th><th>key</th><th>value</th><th>headers</th></tr>';
