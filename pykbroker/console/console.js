@@ -85,20 +85,22 @@ function decode(b64, mode) {
   return esc(text);
 }
 // A value the broker decoded through the schema registry (Avro, Protobuf, JSON Schema), or why it could not.
-function registryValue(r, mode) {
+// The JSON text comes from the broker: exact where the browser's numbers are not (int64).
+function registryValue(r, mode, field = "value") {
   if (mode !== "json") return null;
-  if (r.decoded) {
-    const d = r.decoded, tag = `<span class="tag schema">schema ${d.schema_id} ${esc(d.schema_type)}</span> `;
-    return `<details><summary>${tag}${esc(JSON.stringify(d.value))}</summary><pre>${esc(JSON.stringify(d.value, null, 2))}</pre></details>`;
+  const d = field === "key" ? r.key_decoded : r.decoded, error = field === "key" ? r.key_decode_error : r.decode_error;
+  if (d) {
+    const tag = `<span class="tag schema">schema ${d.schema_id} ${esc(d.schema_type)}</span> `;
+    return `<details><summary>${tag}${esc(d.json)}</summary><pre>${esc(d.pretty)}</pre></details>`;
   }
-  if (r.decode_error) return `<span class="tag bad" title="${esc(r.decode_error)}">not decoded</span> ${decode(r.value, mode)}<div class="muted small decode-error">${esc(r.decode_error)}</div>`;
+  if (error && field === "value") return `<span class="tag bad" title="${esc(error)}">not decoded</span> ${decode(r[field], mode)}<div class="muted small decode-error">${esc(error)}</div>`;
   return null;
 }
 function recordRows(records, fresh) {
   const mode = $("decode").value;
   return records.map((r) => `<tr class="record${fresh ? " new" : ""}" data-partition="${r.partition}" data-offset="${r.offset}">
     <td class="num">${r.partition}</td><td class="num">${num(r.offset)}</td><td>${esc(new Date(r.timestamp).toISOString())}</td>
-    <td class="value key">${decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${registryValue(r, mode) ?? decode(r.value, mode)}</td>
+    <td class="value key">${registryValue(r, mode, "key") ?? decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${registryValue(r, mode) ?? decode(r.value, mode)}</td>
     <td class="value">${r.headers.map(([k, v]) => `${esc(k)}=${decode(v, "text")}`).join("<br>")}</td></tr>`).join("");
 }
 const RECORD_HEAD = '<tr><th class="num">partition</th><th class="num">offset</th><th>timestamp</th><th>key</th><th>value</th><th>headers</th></tr>';

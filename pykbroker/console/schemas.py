@@ -3,7 +3,8 @@
 A value in Confluent's wire format (magic byte 0, 4-byte schema id, payload: what Confluent's Avro,
 Protobuf and JSON Schema serializers write) is decoded with the schema its id names
 (``schema_registry.wire_format.decode``) and added to the record as ``decoded``: the schema id, its type and
-the value as JSON; a value that does not decode gets ``decode_error`` saying why. Schemas come from
+the value as JSON; a value that does not decode gets ``decode_error`` saying why (keys likewise:
+``key_decoded``, ``key_decode_error``). Schemas come from
 ``console.schema.registry.url`` (any Confluent-compatible registry: ``GET /schemas/ids/{id}``, references
 through ``GET /subjects/{subject}/versions/{version}``) or, unset, from the broker's own registry when it
 serves one (``schema.registry.listeners``). Ids never change meaning, so schemas are cached by id.
@@ -126,37 +127,47 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+# Where a record's decoded key and value (or why not) go: record field -> (decoded, error).
+FIELDS = {"value": ("decoded", "decode_error"), "key": ("key_decoded", "key_decode_error")}
+
+
 class ValueDecoder:
-    """Adds ``decoded`` (or ``decode_error``) to records whose value is in Confluent's wire format."""
+    """Adds ``decoded`` (or ``decode_error``) to records whose value is in Confluent's wire format, and
+    ``key_decoded`` (or ``key_decode_error``) for such keys. A decoded one is the schema id and type, the value
+    as JSON and that JSON as text (``json``, ``pretty``: exact where a browser's numbers are not, as int64)."""
 
     def __init__(self, source: SchemaSource) -> None:
         self.source = source
 
     async def decorate(self, records: list[dict[str, Any]]) -> None:
-        framed: list[tuple[dict[str, Any], bytes, int]] = []
+        framed: list[tuple[dict[str, Any], str, bytes, int]] = []
         for r in records:
-            raw = base64.b64decode(r["value"]) if r.get("value") else b""
-            try:
-                framed.append((r, raw, decode_header(raw)[0]))
-            except WireFormatError:
-                continue  # not framed: shown as text, JSON or hex
+            for name in FIELDS:
+                raw = base64.b64decode(r[name]) if r.get(name) else b""
+                try:
+                    framed.append((r, name, raw, decode_header(raw)[0]))
+                except WireFormatError:
+                    continue  # not framed: shown as text, JSON or hex
         schemas: dict[int, RegisteredSchema | None] = {}
         failed: dict[int, str] = {}
-        for schema_id in sorted({i for _, _, i in framed}):
+        for schema_id in sorted({i for *_, i in framed}):
             try:
                 schemas[schema_id] = await self.source.schema(schema_id)
             except RegistryUnavailable as exc:
                 failed[schema_id] = str(exc)
-        for r, raw, schema_id in framed:
+        for r, name, raw, schema_id in framed:
+            decoded, error = FIELDS[name]
             if schema_id in failed:
-                r["decode_error"] = failed[schema_id]
+                r[error] = failed[schema_id]
                 continue
             try:
                 d = decode(raw, schemas.get)
             except WireFormatError as exc:
-                r["decode_error"] = str(exc)
+                r[error] = str(exc)
             except ImportError as exc:
-                r["decode_error"] = f"decoding needs fastavro and protobuf ({exc}): pip install 'pykbroker[registry]'"
+                r[error] = f"decoding needs fastavro and protobuf ({exc}): pip install 'pykbroker[registry]'"
             else:
-                r["decoded"] = {"schema_id": schema_id, "schema_type": d.schema.schema_type,
-                                "value": jsonable(d.value)}
+                value = jsonable(d.value)
+                r[decoded] = {"schema_id": schema_id, "schema_type": d.schema.schema_type, "value": value,
+                              "json": json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+                              "pretty": json.dumps(value, indent=2, ensure_ascii=False)}

@@ -56,14 +56,15 @@ def produce_serialized(bootstrap: str, registry: str) -> None:
         AvroSerializer(client, USER)({"name": "ada", "age": 36, "avatar": b"\x01\xff"},
                                      SerializationContext("users", MessageField.VALUE)),
         ProtobufSerializer(person, client, {"use.deprecated.format": False})(
-            person(name="grace", id=2**40, tags=["a"], address=person.Address(city="Arlington")),
+            person(name="grace", id=2**60 + 1, tags=["a"], address=person.Address(city="Arlington")),
             SerializationContext("people", MessageField.VALUE)),
         JSONSerializer(ORDER, client)({"id": 7, "item": "tea"}, SerializationContext("orders", MessageField.VALUE)),
         b"\x00\x00\x00\x03\xe7" + b"\x02",  # framed, but schema id 999 is not registered
     ]
+    key = AvroSerializer(client, '"string"')("order-7", SerializationContext("orders", MessageField.KEY))
     producer = Producer({"bootstrap.servers": bootstrap})
-    for v in values:
-        producer.produce(TOPIC, v, partition=0)
+    for i, v in enumerate(values):
+        producer.produce(TOPIC, v, key=key if i == 2 else b"\x00\x00\x00\x00\x00\x00\x00\x01", partition=0)
     assert producer.flush(30) == 0
 
 
@@ -71,8 +72,9 @@ def decoded_values(browser: Browser, url: str) -> list[list[str]]:
     browser.eval("document.body && (document.body.dataset.browsed = '')")
     browser.goto(url + f"#/topic/{TOPIC}/messages")
     assert browser.wait("document.body.dataset.browsed") == "4"
-    return browser.eval("[...document.querySelectorAll('#messages tr.record .val')].reverse().map(v => "
-                        "[(v.querySelector('.tag') || {}).textContent, (v.querySelector('summary') || v).textContent])")
+    return browser.eval("[...document.querySelectorAll('#messages tr.record')].reverse().map(r => [r.querySelector('.val'), "
+                        "r.querySelector('.key')]).map(([v, k]) => [(v.querySelector('.tag') || {}).textContent, "
+                        "(v.querySelector('summary') || v).textContent, k.textContent])")
 
 
 def check(values: list[list[str]]) -> None:
@@ -80,8 +82,10 @@ def check(values: list[list[str]]) -> None:
     assert avro[0].startswith("schema ") and avro[0].endswith(" AVRO"), avro
     assert avro[1].endswith('{"name":"ada","age":36,"avatar":"01ff"}'), avro
     assert proto[0].endswith(" PROTOBUF") and proto[1].endswith(
-        '{"name":"grace","id":1099511627776,"tags":["a"],"address":{"city":"Arlington"}}'), proto
+        '{"name":"grace","id":1152921504606846977,"tags":["a"],"address":{"city":"Arlington"}}'), proto  # exact int64
     assert js[0].endswith(" JSON") and js[1].endswith('{"id":7,"item":"tea"}'), js
+    assert js[2].startswith("schema ") and ' AVRO "order-7"' in js[2], js  # a registered key decodes too
+    assert avro[2].endswith("\x01") and "schema" not in avro[2], avro  # a binary key, no registered schema: as it is
     assert unknown[0] == "not decoded" and "schema id 999 is not registered" in unknown[1], unknown
 
 
