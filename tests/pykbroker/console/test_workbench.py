@@ -150,7 +150,7 @@ def test_schema_registry_framed_values_show_their_schema_id(broker, browser):
     assert sorted(values) == ['schema 7 {"sku":"A-1"}{\n  "sku": "A-1"\n}', "schema 9 02 06 61 62 63"]
 
 
-def test_reset_a_group_and_see_its_lag_change(broker, browser):
+def test_reset_a_group_and_see_its_lag_change_then_delete_it(broker, browser):
     browser.goto(broker.console_url + f"#/group/{GROUP}?type=classic")
     lag_before = int(browser.wait("document.body.dataset.groupLag"))
     assert lag_before >= RECORDS - COMMITTED
@@ -170,6 +170,12 @@ def test_reset_a_group_and_see_its_lag_change(broker, browser):
     assert browser.eval("document.querySelector('#group-offsets tr.offset .committed').textContent") == "100"
     shot(browser, "group")  # the preview table, and the lag chart's step up
     assert f"console write by User:ANONYMOUS: reset offsets of group {GROUP} on {TOPIC} to offset 100: done" in broker.log()
+
+    browser.click("group-delete")  # (confirmed: the tests' window.confirm says yes)
+    browser.wait(f"location.hash === '#/groups' && document.getElementById('status').textContent === 'deleted group {GROUP}'")
+    browser.wait("!!document.querySelector('#group-list tr')")
+    assert browser.eval(f"!!document.querySelector('#group-list tr[data-group=\"{GROUP}\"]')") is False
+    assert f"console write by User:ANONYMOUS: delete group {GROUP}: done" in broker.log()
 
 
 def test_edit_a_topic_config_and_see_kafkas_error_for_an_invalid_value(broker, browser):
