@@ -61,6 +61,29 @@ async function act(fn, where, done) {
 // -- records: decoding for display ----------------------------------------------------------------------------
 function b64bytes(s) { const bin = atob(s); const a = new Uint8Array(bin.length); for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i); return a; }
 const hex = (data) => esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
+// Valid JSON text laid out again (compact, or indented as JSON.stringify(v, null, 2) does) with its strings and
+// number literals as they are: parsing would round integers past 2^53 (an int64 id) and rewrite 1.0 as 1.
+function jsonText(text, indented) {
+  let out = "", depth = 0, i = 0;
+  const line = () => (indented ? "\n" + "  ".repeat(depth) : "");
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      out += text.slice(i, j + 1); i = j + 1;
+    } else if (c === "{" || c === "[") {
+      let j = i + 1;
+      while (/\s/.test(text[j])) j++;
+      if (text[j] === (c === "{" ? "}" : "]")) { out += c + text[j]; i = j + 1; continue; }
+      depth++; out += c + line(); i++;
+    } else if (c === "}" || c === "]") { depth--; out += line() + c; i++; }
+    else if (c === ",") { out += "," + line(); i++; }
+    else if (c === ":") { out += indented ? ": " : ":"; i++; }
+    else { if (!/\s/.test(c)) out += c; i++; }
+  }
+  return out;
+}
 function decode(b64, mode) {
   if (b64 === null || b64 === undefined) return '<span class="muted">null</span>';
   const data = b64bytes(b64);
@@ -71,15 +94,16 @@ function decode(b64, mode) {
     const id = new DataView(data.buffer, data.byteOffset).getInt32(1);
     const payload = data.subarray(5), tag = `<span class="tag schema">schema ${id}</span> `;
     try {
-      const v = JSON.parse(new TextDecoder("utf-8", {fatal: true}).decode(payload));
-      return `<details><summary>${tag}${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+      const t = new TextDecoder("utf-8", {fatal: true}).decode(payload);
+      JSON.parse(t);  // JSON, or shown as bytes
+      return `<details><summary>${tag}${esc(jsonText(t, false))}</summary><pre>${esc(jsonText(t, true))}</pre></details>`;
     } catch (e) { return tag + hex(payload); }
   }
   const text = new TextDecoder("utf-8").decode(data);
   if (mode === "json") {
     try {
-      const v = JSON.parse(text);
-      return `<details><summary>${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+      JSON.parse(text);  // JSON, or shown as text
+      return `<details><summary>${esc(jsonText(text, false))}</summary><pre>${esc(jsonText(text, true))}</pre></details>`;
     } catch (e) { /* not JSON: text */ }
   }
   return esc(text);
