@@ -193,11 +193,13 @@ class Console:
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
         data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
-        listed = await list_groups(user.kafka)
+        unavailable: list[int] = []  # brokers not answering (down, or still loading their groups)
+        listed = await list_groups(user.kafka, unavailable, retries=1)
         groups = {g["group_id"] for g in listed}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
         await complete_overview(user.kafka, data, self.broker.node_id, listed)
         data["principal"] = user.principal
+        data["unavailable"] = sorted(unavailable)
         return data
 
     async def start(self) -> None:

@@ -131,7 +131,7 @@ const RECORD_HEAD = '<tr><th class="num">partition</th><th class="num">offset</t
 
 // -- overview -------------------------------------------------------------------------------------------------
 function renderBrokers(d) {
-  const rows = d.brokers.map((b) => `<tr><td>${b.node_id}${b.this ? ' <span class="tag">this</span>' : ""}${b.controller ? ' <span class="tag ok">controller</span>' : ""}</td>
+  const rows = d.brokers.map((b) => `<tr><td>${b.node_id}${b.this ? ' <span class="tag">this</span>' : ""}${b.controller ? ' <span class="tag ok">controller</span>' : ""}${(d.unavailable || []).includes(b.node_id) ? ' <span class="tag bad">not answering</span>' : ""}</td>
     <td>${b.endpoints.map(esc).join("<br>")}</td><td>${esc(b.rack ?? "–")}</td></tr>`).join("");
   $("brokers").innerHTML = `<tr><th>node id</th><th>endpoints</th><th>rack</th></tr>${rows}`;
 }

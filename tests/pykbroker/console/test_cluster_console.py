@@ -99,5 +99,14 @@ def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_pa
                 browser.goto(url + f"#/group/{there}?type=classic")
                 assert browser.wait("document.body.dataset.lagSamples") == "1"
                 assert browser.text("group-lag-span") == "since this page opened"
+        # a broker down (kill -9): the other's console still answers, with what it can reach
+        cluster.broker(1).kill()
+        overview = call(url, "api/overview")
+        assert isinstance(overview, dict)
+        assert {g["group_id"] for g in overview["groups"] if g["coordinator"] == 2} == \
+            {g["group_id"] for g in groups if g["coordinator"] == 2}
+        assert overview["unavailable"] in ([1], [])  # [] once Metadata no longer lists broker 1
+        listed = call(url, "api/groups")
+        assert isinstance(listed, list) and {g["coordinator"] for g in listed} <= {2}
     finally:
         cluster.close()
