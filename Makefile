@@ -158,12 +158,13 @@ test-iceberg-slow: deps
 		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \
 		tests/pykbroker/schema_registry $(ARGS)
 
-## test-console-slow: the console beyond `make test` (~80 s): one broker's console reads and writes partitions
+## test-console-slow: the console beyond `make test` (~2 min): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
-##                    through the console log in to it; a real Kafka Streams group's processes, tasks and topology
+##                    through the console log in to it; a real Kafka Streams group's processes, tasks and topology;
+##                    values decoded through console.schema.registry.url
 test-console-slow: deps
 	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py \
-		tests/pykbroker/console/test_streams_console.py \
+		tests/pykbroker/console/test_streams_console.py tests/pykbroker/console/test_schemas_console.py \
 		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by

@@ -145,6 +145,20 @@ def _connection_overrides(text: str) -> dict[str, int]:
     return out
 
 
+def _registry_url(prop: str, v: str) -> str | None:
+    """console.schema.registry.url: unset, or an http(s)://host[:port][/path] URL of a Confluent-compatible registry."""
+    from urllib.parse import urlsplit
+
+    value = v.strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{prop}: '{value}' is not an http:// or https:// URL of a schema registry "
+                          "(e.g. http://127.0.0.1:8081)")
+    return value.rstrip("/")
+
+
 def _schema_registry_listeners(prop: str, v: str) -> str | None:
     from pykbroker.metrics.http import parse_host_port
 
@@ -327,6 +341,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("console.write.actions.enable", _bool, "false",
               "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
               "with the principal; false: the console only reads."),
+    ConfigDef("console.schema.registry.url", _registry_url, None,
+              "A Confluent-compatible schema registry (http(s)://host:port) whose schemas the console decodes Avro, "
+              "Protobuf and JSON Schema values with; unset: the broker's own registry when schema.registry.listeners "
+              "is set, else none (values are shown as bytes with their schema id)."),
     # Confluent's Schema Registry API served by the broker (pykbroker.schema_registry), as Redpanda's
     # schema_registry.schema_registry_api; the topic is Confluent's kafkastore.topic.
     ConfigDef("schema.registry.listeners", _schema_registry_listeners, None,

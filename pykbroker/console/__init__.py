@@ -27,6 +27,8 @@ from pykbroker.console.admin import list_groups
 from pykbroker.console.api import ConsoleApi
 from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
+from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory
+from pykbroker.console.schemas import ValueDecoder, schema_source
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
@@ -170,10 +172,14 @@ class Console:
     def __init__(self, broker: Any, recorder: Recorder) -> None:
         self.broker = broker
         self.history = ThroughputHistory(recorder)
+        self.lag_history = LagHistory()
         self.tail = LogTail()
         self.sessions = Sessions(*kafka_listener(broker))
+        source = schema_source(broker)
+        decoder = ValueDecoder(source) if source is not None else None
         self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview,
-                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id})
+                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id},
+                              self.lag_history.to_json, decoder)
         routes = self.api.routes()
         for path, (name, ctype) in STATIC.items():
             routes[("GET", path)] = _static(name, ctype)
@@ -187,11 +193,13 @@ class Console:
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
         data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
-        listed = await list_groups(user.kafka)
+        unavailable: list[int] = []  # brokers not answering (down, or still loading their groups)
+        listed = await list_groups(user.kafka, unavailable, retries=1)
         groups = {g["group_id"] for g in listed}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
         await complete_overview(user.kafka, data, self.broker.node_id, listed)
         data["principal"] = user.principal
+        data["unavailable"] = sorted(unavailable)
         return data
 
     async def start(self) -> None:
@@ -215,9 +223,17 @@ class Console:
                  " over TLS" if self.sessions.ssl_context is not None else "")
 
     async def _sample_forever(self) -> None:
+        every = max(1, round(LAG_INTERVAL_S / SAMPLE_INTERVAL_S))
+        ticks = 0
         while True:
             await asyncio.sleep(SAMPLE_INTERVAL_S)
             self.history.sample()
+            if ticks % every == 0:
+                try:
+                    self.lag_history.sample(state.groups(self.broker))
+                except Exception:  # noqa: BLE001 - a coordinator changing under the read: the next sample
+                    log.debug("console: lag sample failed", exc_info=True)
+            ticks += 1
 
     async def close(self) -> None:
         if self._sampler is not None:

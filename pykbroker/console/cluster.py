@@ -5,7 +5,7 @@ the logged-in user, so any broker's console shows the whole cluster.
 here and the groups coordinated here. For every other partition, ListOffsets to its leader gives the log
 start offset and high watermark and DescribeLogDirs to the leader its size (when the principal may describe
 the cluster; otherwise the size stays unknown); the groups other brokers coordinate are described through
-their coordinators (``admin.describe_group``); and lag on partitions led elsewhere is the high watermark
+their coordinators (``admin.describe_group``, at most MAX_REMOTE_GROUPS of them); and lag on partitions led elsewhere is the high watermark
 so learnt minus the committed offset. Remote (tiered) sizes stay those this broker's remote log metadata
 knows: of partitions it hosts.
 """
@@ -22,7 +22,11 @@ from wire import ErrorCode
 from wire.messages import DescribeLogDirsRequest
 from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
 
-__all__ = ["complete_overview"]
+__all__ = ["MAX_REMOTE_GROUPS", "complete_overview"]
+
+# Groups coordinated elsewhere described per overview (each is a few requests; the page polls every 2 s): the
+# others are listed with their state, their members and lag on their own page.
+MAX_REMOTE_GROUPS = 50
 
 
 async def _sizes(session: KafkaSession, leader: int, wanted: dict[str, list[int]]) -> dict[tuple[str, int], int]:
@@ -79,7 +83,11 @@ async def complete_overview(session: KafkaSession, data: dict[str, Any], node_id
     here = {g["group_id"] for g in data["groups"]}
     others = [g for g in listed if g["group_id"] not in here]
 
-    async def described(g: dict[str, Any]) -> dict[str, Any]:
+    async def described(g: dict[str, Any], i: int) -> dict[str, Any]:
+        if i >= MAX_REMOTE_GROUPS:
+            return {"group_id": g["group_id"], "type": g["type"], "state": g["state"], "members": [], "offsets": [],
+                    "lag": None, "protocol_type": g["protocol_type"], "coordinator": g["coordinator"],
+                    "error": f"more than {MAX_REMOTE_GROUPS} groups on other brokers: see the group's own page"}
         try:
             d = await describe_group(session, g["group_id"], g["type"])
         except (RequestError, OSError) as exc:
@@ -87,7 +95,7 @@ async def complete_overview(session: KafkaSession, data: dict[str, Any], node_id
                  "lag": None, "error": str(exc)}
         return {**d, "protocol_type": g["protocol_type"], "coordinator": g["coordinator"]}
 
-    data["groups"] = sorted(data["groups"] + list(await asyncio.gather(*(described(g) for g in others))),
+    data["groups"] = sorted(data["groups"] + list(await asyncio.gather(*(described(g, i) for i, g in enumerate(others)))),
                             key=lambda g: g["group_id"])
     for g in data["groups"]:
         g.setdefault("coordinator", node_id)

@@ -27,6 +27,8 @@ OURS_ONLY = {"group.share.enable", "cluster.id", "zookeeper.connect", "zookeeper
 OURS_ONLY |= {d.name for d in CONFIG_DEFS if d.name.startswith("iceberg.")}
 # The schema registry served by the broker (pykbroker.schema_registry).
 OURS_ONLY |= {"schema.registry.listeners", "schema.registry.topic"}
+# The registry the console decodes values with.
+OURS_ONLY |= {"console.schema.registry.url"}
 
 
 def test_the_two_lists_of_property_names_agree():

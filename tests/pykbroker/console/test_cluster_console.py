@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.request
 
 import pytest
@@ -83,5 +84,29 @@ def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_pa
                 assert browser.eval("[...document.querySelectorAll('#groups td.group-lag')].map(td => td.textContent)"
                                     ) == ["21"] * 6
                 shot(browser, "cluster-overview")
+                # lag over time: broker 2 sampled the groups it coordinates, so their chart starts with history
+                here = next(g["group_id"] for g in overview["groups"] if g["coordinator"] == 2)
+                there = next(g["group_id"] for g in overview["groups"] if g["coordinator"] == 1)
+                deadline = time.monotonic() + 60
+                while len((call(url, f"api/group?id={here}&type=classic")["history"] or {"lag": []})["lag"]) < 2:  # type: ignore[index]
+                    assert time.monotonic() < deadline
+                    time.sleep(0.5)
+                browser.goto(url + f"#/group/{here}?type=classic")
+                assert int(browser.wait("document.body.dataset.lagSamples")) >= 3
+                assert browser.text("group-lag-span").startswith("last ")
+                assert call(url, f"api/group?id={there}&type=classic")["history"] is None  # type: ignore[index]
+                browser.eval("document.body.dataset.lagSamples = ''")
+                browser.goto(url + f"#/group/{there}?type=classic")
+                assert browser.wait("document.body.dataset.lagSamples") == "1"
+                assert browser.text("group-lag-span") == "since this page opened"
+        # a broker down (kill -9): the other's console still answers, with what it can reach
+        cluster.broker(1).kill()
+        overview = call(url, "api/overview")
+        assert isinstance(overview, dict)
+        assert {g["group_id"] for g in overview["groups"] if g["coordinator"] == 2} == \
+            {g["group_id"] for g in groups if g["coordinator"] == 2}
+        assert overview["unavailable"] in ([1], [])  # [] once Metadata no longer lists broker 1
+        listed = call(url, "api/groups")
+        assert isinstance(listed, list) and {g["coordinator"] for g in listed} <= {2}
     finally:
         cluster.close()

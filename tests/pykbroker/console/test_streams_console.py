@@ -1,19 +1,21 @@
 """A Kafka Streams group (``group.protocol=streams``) in the console, in a real headless Chromium: two
-instances of a real Kafka Streams 4.4 application (compat_tests/streams_app.py) on one broker with
-``group.streams.enable``; the group page shows each member with its process id and active tasks (together
-every task of both subtopologies), the topology ready with its repartition and changelog topics, and the
-committed offsets with lag, all from StreamsGroupDescribe and OffsetFetch as the logged-in user.
+instances of a real Kafka Streams 4.4 application (compat_tests/streams_app.py) on one broker; the group
+page shows each member with its process id and active tasks (together every task of both subtopologies), the topology ready with its repartition and changelog topics, and the
+committed offsets with lag, all from StreamsGroupDescribe and OffsetFetch as the logged-in user; once the
+application stops, its input offsets are reset (preview, then apply) as for any group.
 
 Slow (two JVMs): run with PYKBROKER_CONSOLE_SLOW=1 (``make test-console-slow``, part of ``make test-slow``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 import urllib.request
 import uuid
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -33,11 +35,15 @@ PARTITIONS = 4
 KEYS = 200
 
 
-def group_json(url: str, group: str) -> dict:
-    import json
-
-    with urllib.request.urlopen(f"{url}api/group?id={group}&type=streams", timeout=30) as r:
+def call(url: str, path: str, body: object = None) -> Any:
+    request = urllib.request.Request(url + path, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="GET" if body is None else "POST")
+    with urllib.request.urlopen(request, timeout=30) as r:
         return json.loads(r.read())
+
+
+def group_json(url: str, group: str) -> dict:
+    return call(url, f"api/group?id={group}&type=streams")
 
 
 def test_a_streams_group_shows_its_processes_tasks_topology_and_lag(tmp_path):
@@ -47,7 +53,8 @@ def test_a_streams_group_shows_its_processes_tasks_topology_and_lag(tmp_path):
     port = free_port()
     app_id = f"count-{uuid.uuid4().hex[:8]}"
     with BrokerProcess(tmp_path / "broker", overrides={
-            "group.streams.enable": "true", "console.listener": f"127.0.0.1:{port}"}) as broker:
+            "console.listener": f"127.0.0.1:{port}",
+            "console.write.actions.enable": "true"}) as broker:
         broker.start()
         url = f"http://127.0.0.1:{port}/"
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -89,6 +96,20 @@ def test_a_streams_group_shows_its_processes_tasks_topology_and_lag(tmp_path):
                 lag = browser.eval("document.body.dataset.groupLag")
                 assert lag is not None and int(lag) >= 0
                 shot(browser, "streams-group")
+            for app in apps:
+                app.stop()
+            # once the application is stopped (the group Empty), its input offsets may be reset from the console
+            deadline = time.monotonic() + 120
+            while (state := next(g["state"] for g in call(url, "api/groups") if g["group_id"] == app_id)) != "Empty":
+                assert time.monotonic() < deadline, state
+                time.sleep(0.5)
+            preview = call(url, "api/group/reset-preview", {"group": app_id, "topic": f"{app_id}-in", "to": "earliest"})
+            assert sum(p["lag_after"] for p in preview) == KEYS * 2
+            call(url, "api/group/reset", {"group": app_id, "topic": f"{app_id}-in", "to": "earliest"})
+            g = group_json(url, app_id)
+            assert {(o["partition"], o["committed"], o["lag"]) for o in g["offsets"] if o["topic"] == f"{app_id}-in"} == \
+                {(p["partition"], 0, p["end"]) for p in preview}
+            assert g["state"] == "Empty" and g["members"] == []
         finally:
             for app in apps:
                 app.stop()
