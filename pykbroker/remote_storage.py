@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
-from pykbroker.rlm_quota import RLMQuotaManager
 from replication.remote_log_manager import RemoteLogManager
 from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
+from replication.rlm_quota import RLMQuotaManager
 from storage.remote.object_store import LocalFileObjectStore, ObjectStore
 from storage.remote.reader import ChunkCache, RemoteLogReader
 from storage.remote.storage_manager import RemoteStorageManager

@@ -31,8 +31,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pykbroker.rlm_quota import RLMQuotaManager, ThrottleTimeSensor
 from replication.remote_log_metadata import RemoteLogMetadataError, TopicBasedRemoteLogMetadataManager
+from replication.rlm_quota import RLMQuotaManager, ThrottleTimeSensor
 from storage.remote import lineage
 from storage.remote.metadata import (
     RemoteLogSegmentMetadata,

@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 
-from pykbroker.quotas import _Sensor
+from replication.sampled_rate import SampledRate
 
 __all__ = ["RLMQuotaManager", "ThrottleTimeSensor"]
 
@@ -34,7 +34,7 @@ class RLMQuotaManager:
     def __init__(self, bytes_per_second: int, *, samples: int = 11, window_seconds: int = 1,
                  clock: Callable[[], float] = time.time) -> None:
         self.bytes_per_second = bytes_per_second  # dynamic: the broker updates it on a config change
-        self._sensor = _Sensor(samples, window_seconds * 1000)
+        self._sensor = SampledRate(samples, window_seconds * 1000)
         self._clock = clock
         self.throttled = 0  # fetches answered empty (copies delayed) because the quota was exceeded
 

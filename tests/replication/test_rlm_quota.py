@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from pykbroker.rlm_quota import UNLIMITED, RLMQuotaManager, ThrottleTimeSensor
+from replication.rlm_quota import UNLIMITED, RLMQuotaManager, ThrottleTimeSensor
 
 
 class Clock:
