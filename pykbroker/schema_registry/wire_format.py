@@ -142,11 +142,13 @@ def _file_proto(schema: RegisteredSchema, name: str) -> Any:
     from google.protobuf import descriptor_pb2
 
     text = schema.schema.strip()
-    if "{" in text:
-        raise WireFormatError(f"schema {schema.schema_id} is .proto text; this broker decodes the serialized "
-                              "descriptors Confluent's serializers register (format=serialized)")
-    proto = descriptor_pb2.FileDescriptorProto()
-    proto.ParseFromString(base64.b64decode(text))
+    if "{" in text:  # .proto source, as Confluent's Java serializers register it
+        from pykbroker.schema_registry.proto_text import parse_proto
+
+        proto = parse_proto(text)
+    else:
+        proto = descriptor_pb2.FileDescriptorProto()
+        proto.ParseFromString(base64.b64decode(text))
     if not proto.name:
         proto.name = name
     return proto
