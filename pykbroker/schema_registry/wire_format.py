@@ -8,6 +8,10 @@ is [0], the first message), then the payload: Avro binary, Protobuf binary, or J
 ``decode(value, lookup)``: ``lookup(schema_id)`` gives the registered schema (``RegisteredSchema``: type, text
 and its resolved references); the answer is ``Decoded(schema_id, schema, value)``. A value that is not in the
 format, names an unknown id or does not decode raises ``WireFormatError`` saying why.
+
+Inside the broker, ``broker.schema_registry_for_decoding()`` is a ``schema_registry.SchemaRegistry`` (served or
+not): its ``lookup`` is such a function, and ``await registry.refresh()`` reads ``_schemas`` on after a miss
+(on the event loop; ``decode`` itself may run on any thread once the schemas are looked up).
 """
 
 from __future__ import annotations

@@ -69,3 +69,17 @@ def test_text_schemas_are_checked_like_descriptors():
         parse_schema("PROTOBUF", "message Broken { int32 x = ; }", [], {})
     with pytest.raises(ProtoSyntaxError):
         parse_proto('syntax = "proto2"; message G { optional group X = 1 { } }')
+
+
+def test_a_text_schema_is_served_as_a_serialized_descriptor_on_request():
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    from pykbroker.console.http import Request
+    from pykbroker.schema_registry.api import RegistryApi
+
+    answer = RegistryApi._formatted(Request("GET", "/schemas/ids/1", {"format": "serialized"}, {}),
+                                    {"schemaType": "PROTOBUF", "schema": COMMON})
+    proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(answer["schema"]))
+    assert [m.name for m in proto.message_type] == ["Money"]
