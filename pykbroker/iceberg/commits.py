@@ -136,6 +136,8 @@ class CommitCoordination:
         self.broker = broker
         self.runtime: Any = None
         self._epochs: dict[int, int] = {}  # commits partitions loaded here -> the leader epoch loaded at
+        self._commits: dict[str, int] = {}  # commits made here per topic (compaction every COMPACTION_EVERY)
+        self._next_maintenance: dict[str, float] = {}  # per topic, monotonic time of the next maintenance run
         self._task: asyncio.Task | None = None
 
     # -- the leader side -------------------------------------------------------------------------------
@@ -275,6 +277,22 @@ class CommitCoordination:
             result = await self.service.run_blocking(self._commit_files, topic, topic_id, config, parts)
             if result is not None:
                 shard.prune(topic, topic_id, result.offsets)
+                if result.snapshot_id is not None:
+                    await self._after_commit(topic, topic_id, config)
+
+    async def _after_commit(self, topic: str, topic_id: str, config: Any) -> None:
+        """The one writer of the table also compacts it (every COMPACTION_EVERY commits) and expires snapshots
+        and orphan files (``maintenance_every_s``), so nothing else commits to it in a cluster."""
+        from pykbroker.iceberg.tables import TableWriter
+        from pykbroker.iceberg.writer import COMPACTION_EVERY, compact, maintain, maintenance_every_s
+
+        count = self._commits[topic] = self._commits.get(topic, 0) + 1
+        writer = TableWriter(self.service.catalog(), self.service.settings.namespace, topic, topic_id)
+        if config.compaction_min_files and count % COMPACTION_EVERY == 0:
+            await compact(self.service, writer, config, topic)
+        if time.monotonic() >= self._next_maintenance.get(topic, 0.0):
+            self._next_maintenance[topic] = time.monotonic() + maintenance_every_s(config)
+            await maintain(self.service, writer, config, topic)
 
     def _commit_files(self, topic: str, topic_id: str, config: Any, parts: dict[int, dict[int, FilesRecord]]) -> Any:
         from pyiceberg.exceptions import CommitFailedException
