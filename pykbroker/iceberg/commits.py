@@ -90,10 +90,14 @@ class CommitterShard:
     partition: int
     pending: dict[tuple[str, str], dict[int, dict[int, FilesRecord]]] = field(default_factory=dict)
     next_offset: int = 0
+    # Tables with files records since their last commit attempt (or whose last attempt failed): the only ones a
+    # tick commits, so files waiting for an earlier range do not reload the table every tick.
+    dirty: set[tuple[str, str]] = field(default_factory=set)
 
     def replay(self, offset: int, record: Any) -> None:
         self.next_offset = max(self.next_offset, offset + 1)
         if isinstance(record, FilesRecord):
+            self.dirty.add((record.topic, record.topic_id))
             starts = self.pending.setdefault((record.topic, record.topic_id), {}).setdefault(record.partition, {})
             known = starts.get(record.start)
             if known is None or record.end > known.end:
@@ -264,10 +268,14 @@ class CommitCoordination:
             if shard.next_offset == before:
                 break
         image = self.service.image
-        for (topic, topic_id), parts in list(shard.pending.items()):
-            state = image.topics.get(topic) if image is not None else None
+        if image is None:
+            return  # no metadata yet: which topics exist is not known
+        for topic, topic_id in sorted(shard.dirty):
+            parts = shard.pending.get((topic, topic_id), {})
+            state = image.topics.get(topic)
             if state is None or str(state.topic_id) != topic_id:
-                del shard.pending[(topic, topic_id)]  # the topic is gone (or was created anew)
+                shard.pending.pop((topic, topic_id), None)  # the topic is gone (or was created anew)
+                shard.dirty.discard((topic, topic_id))
                 continue
             from pykbroker.iceberg.writer import _iceberg_config
 
@@ -275,7 +283,8 @@ class CommitCoordination:
             if config is None:
                 continue
             result = await self.service.run_blocking(self._commit_files, topic, topic_id, config, parts)
-            if result is not None:
+            if result is not None:  # else another writer came first: tried again next tick
+                shard.dirty.discard((topic, topic_id))
                 shard.prune(topic, topic_id, result.offsets)
                 if result.snapshot_id is not None:
                     await self._after_commit(topic, topic_id, config)
