@@ -32,7 +32,8 @@ pytest.importorskip("pyiceberg.catalog.sql")
 
 
 @contextlib.contextmanager
-def lake(tmp_path, commit_interval_ms: int) -> Iterator[tuple[ClusterProcesses, AdminClient, str, Producer, str, str]]:
+def lake(tmp_path, commit_interval_ms: int, **configs: str
+         ) -> Iterator[tuple[ClusterProcesses, AdminClient, str, Producer, str, str]]:
     """A 3-broker cluster sharing one SQLite catalog and warehouse, a topic of 3 partitions written into a
     table, and an idempotent acks=all producer: (cluster, admin, topic, producer, catalog uri, warehouse)."""
     shared = tmp_path / "lake"
@@ -44,7 +45,7 @@ def lake(tmp_path, commit_interval_ms: int) -> Iterator[tuple[ClusterProcesses, 
         topic = f"lake-{uuid.uuid4().hex[:6]}"
         admin.create_topics([NewTopic(topic, 3, 3, config={
             "min.insync.replicas": "2", "iceberg.mode": "key_value",
-            "iceberg.commit.interval.ms": str(commit_interval_ms)})])[topic].result(30)
+            "iceberg.commit.interval.ms": str(commit_interval_ms), **configs})])[topic].result(30)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
                              "linger.ms": 5, "message.timeout.ms": 120_000})
         yield cluster, admin, topic, producer, uri, warehouse
@@ -104,7 +105,10 @@ def test_leaders_commit_to_one_catalog_through_a_killed_leader(tmp_path):
 def test_a_killed_committer_leaves_neither_gap_nor_duplicate(tmp_path):
     from pykbroker.iceberg.commits import COMMITS_TOPIC, commits_partition
 
-    with lake(tmp_path, 200) as (cluster, admin, topic, producer, uri, warehouse):
+    # The committer also compacts (every tenth commit, table partitions of 3 files or more): rewritten files must
+    # keep every record once through the kill too.
+    with lake(tmp_path, 200, **{"iceberg.compaction.min.files": "3"}) as (cluster, admin, topic, producer, uri,
+                                                                          warehouse):
         sent = 0
 
         def produce_for(seconds: float) -> None:
@@ -141,3 +145,12 @@ def test_a_killed_committer_leaves_neither_gap_nor_duplicate(tmp_path):
         assert len(expected) == sent
         assert_table_holds_exactly(uri, warehouse, topic, expected)
         assert f"committer of {COMMITS_TOPIC}-{commits_partition(topic)}" in logs()
+        # Small commits until the committer has compacted (every tenth of its commits): still every record once.
+        deadline = time.monotonic() + 120
+        while f"iceberg: compacting kafka.{topic}" not in logs() and time.monotonic() < deadline:
+            produce_for(0.05)
+            producer.flush(30)
+            time.sleep(0.4)
+        assert f"iceberg: compacting kafka.{topic}" in logs()
+        assert producer.flush(60) == 0
+        assert_table_holds_exactly(uri, warehouse, topic, read_committed(broker, topic, 3))

@@ -90,10 +90,14 @@ class CommitterShard:
     partition: int
     pending: dict[tuple[str, str], dict[int, dict[int, FilesRecord]]] = field(default_factory=dict)
     next_offset: int = 0
+    # Tables with files records since their last commit attempt (or whose last attempt failed): the only ones a
+    # tick commits, so files waiting for an earlier range do not reload the table every tick.
+    dirty: set[tuple[str, str]] = field(default_factory=set)
 
     def replay(self, offset: int, record: Any) -> None:
         self.next_offset = max(self.next_offset, offset + 1)
         if isinstance(record, FilesRecord):
+            self.dirty.add((record.topic, record.topic_id))
             starts = self.pending.setdefault((record.topic, record.topic_id), {}).setdefault(record.partition, {})
             known = starts.get(record.start)
             if known is None or record.end > known.end:
@@ -136,6 +140,8 @@ class CommitCoordination:
         self.broker = broker
         self.runtime: Any = None
         self._epochs: dict[int, int] = {}  # commits partitions loaded here -> the leader epoch loaded at
+        self._commits: dict[str, int] = {}  # commits made here per topic (compaction every COMPACTION_EVERY)
+        self._next_maintenance: dict[str, float] = {}  # per topic, monotonic time of the next maintenance run
         self._task: asyncio.Task | None = None
 
     # -- the leader side -------------------------------------------------------------------------------
@@ -262,10 +268,14 @@ class CommitCoordination:
             if shard.next_offset == before:
                 break
         image = self.service.image
-        for (topic, topic_id), parts in list(shard.pending.items()):
-            state = image.topics.get(topic) if image is not None else None
+        if image is None:
+            return  # no metadata yet: which topics exist is not known
+        for topic, topic_id in sorted(shard.dirty):
+            parts = shard.pending.get((topic, topic_id), {})
+            state = image.topics.get(topic)
             if state is None or str(state.topic_id) != topic_id:
-                del shard.pending[(topic, topic_id)]  # the topic is gone (or was created anew)
+                shard.pending.pop((topic, topic_id), None)  # the topic is gone (or was created anew)
+                shard.dirty.discard((topic, topic_id))
                 continue
             from pykbroker.iceberg.writer import _iceberg_config
 
@@ -273,8 +283,25 @@ class CommitCoordination:
             if config is None:
                 continue
             result = await self.service.run_blocking(self._commit_files, topic, topic_id, config, parts)
-            if result is not None:
+            if result is not None:  # else another writer came first: tried again next tick
+                shard.dirty.discard((topic, topic_id))
                 shard.prune(topic, topic_id, result.offsets)
+                if result.snapshot_id is not None:
+                    await self._after_commit(topic, topic_id, config)
+
+    async def _after_commit(self, topic: str, topic_id: str, config: Any) -> None:
+        """The one writer of the table also compacts it (every COMPACTION_EVERY commits) and expires snapshots
+        and orphan files (``maintenance_every_s``), so nothing else commits to it in a cluster."""
+        from pykbroker.iceberg.tables import TableWriter
+        from pykbroker.iceberg.writer import COMPACTION_EVERY, compact, maintain, maintenance_every_s
+
+        count = self._commits[topic] = self._commits.get(topic, 0) + 1
+        writer = TableWriter(self.service.catalog(), self.service.settings.namespace, topic, topic_id)
+        if config.compaction_min_files and count % COMPACTION_EVERY == 0:
+            await compact(self.service, writer, config, topic)
+        if time.monotonic() >= self._next_maintenance.get(topic, 0.0):
+            self._next_maintenance[topic] = time.monotonic() + maintenance_every_s(config)
+            await maintain(self.service, writer, config, topic)
 
     def _commit_files(self, topic: str, topic_id: str, config: Any, parts: dict[int, dict[int, FilesRecord]]) -> Any:
         from pyiceberg.exceptions import CommitFailedException

@@ -84,6 +84,31 @@ SUBMITTED_TIMEOUT_S = 60.0
 MAINTENANCE_MAX_EVERY_S = 3600.0
 
 
+def maintenance_every_s(config: IcebergTopicConfig) -> float:
+    """Seconds between two maintenance runs of a table (half the smaller age bound, within 1 s and an hour)."""
+    every = min(config.snapshot_max_age_ms, config.orphan_file_min_age_ms) / 2000
+    return min(max(every, 1.0), MAINTENANCE_MAX_EVERY_S)
+
+
+async def compact(service: IcebergService, writer: TableWriter, config: IcebergTopicConfig, topic: str) -> None:
+    """Compact small files (``TableWriter.compact``) on the worker thread; a failure (a commit of another writer
+    came first) leaves the table as it was, for a later try."""
+    try:
+        await service.run_blocking(writer.compact, config, config.compaction_min_files, log.info)
+    except Exception as exc:
+        log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", topic, type(exc).__name__, exc)
+
+
+async def maintain(service: IcebergService, writer: TableWriter, config: IcebergTopicConfig, topic: str) -> None:
+    """Expire old snapshots, then delete orphan files (``TableWriter.expire_snapshots``, ``remove_orphan_files``)
+    on the worker thread; a failure is logged and tried at the next run."""
+    try:
+        await service.run_blocking(writer.expire_snapshots, config.snapshot_max_age_ms, log.info)
+        await service.run_blocking(writer.remove_orphan_files, config.orphan_file_min_age_ms, log.info)
+    except Exception as exc:
+        log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", topic, type(exc).__name__, exc)
+
+
 @dataclass
 class PartitionLag:
     """How far the table is behind one partition's log: stable records not committed, and since when."""
@@ -328,9 +353,10 @@ class TopicTranslator:
             await self._reconcile()
         if due:
             await (self._submit() if self.service.coordination is not None else self._commit())
-            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
+            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress \
+                    and self.service.coordination is None:  # in a cluster the topic's committer compacts
                 await self._compact()
-        if 0 in self.progress and time.monotonic() >= self._next_maintenance:
+        if 0 in self.progress and time.monotonic() >= self._next_maintenance and self.service.coordination is None:
             await self._maintain()
 
     def _committed_offsets(self) -> dict[int, int]:
@@ -360,24 +386,13 @@ class TopicTranslator:
     async def _compact(self) -> None:
         """Compact small files (``TableWriter.compact``) on the worker thread, between two commits; a failure
         (a commit of another broker came first) leaves the table as it was, for a later try."""
-        try:
-            await self.service.run_blocking(self._table_writer().compact, self.config,
-                                            self.config.compaction_min_files, log.info)
-        except Exception as exc:
-            log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+        await compact(self.service, self._table_writer(), self.config, self.topic)
 
     async def _maintain(self) -> None:
         """Expire old snapshots, then delete orphan files (``TableWriter.expire_snapshots``,
         ``remove_orphan_files``) on the worker thread; a failure is logged and tried at the next run."""
-        config = self.config
-        every = min(config.snapshot_max_age_ms, config.orphan_file_min_age_ms) / 2000
-        self._next_maintenance = time.monotonic() + min(max(every, 1.0), MAINTENANCE_MAX_EVERY_S)
-        writer = self._table_writer()
-        try:
-            await self.service.run_blocking(writer.expire_snapshots, config.snapshot_max_age_ms, log.info)
-            await self.service.run_blocking(writer.remove_orphan_files, config.orphan_file_min_age_ms, log.info)
-        except Exception as exc:
-            log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+        self._next_maintenance = time.monotonic() + maintenance_every_s(self.config)
+        await maintain(self.service, self._table_writer(), self.config, self.topic)
 
     async def _registry_schemas(self, batches: list[RecordColumns]) -> dict[int, Any]:
         """The registry's schemas of the ids the values name, read on from ``_schemas`` when one is not known

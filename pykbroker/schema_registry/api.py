@@ -9,6 +9,7 @@ operation not permitted, 42206 still referenced, 50001 store error.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -208,8 +209,20 @@ class RegistryApi:
             raise RegistryError(40403, f"Schema {text} not found")
         return found
 
-    async def schema_by_id(self, _r: Request, args: list[str]) -> Any:
-        return self._schema_json(await self._by_id(args[0]), with_subject=False)
+    async def schema_by_id(self, request: Request, args: list[str]) -> Any:
+        return self._formatted(request, self._schema_json(await self._by_id(args[0]), with_subject=False))
+
+    @staticmethod
+    def _formatted(request: Request, answer: dict[str, Any]) -> dict[str, Any]:
+        """``?format=serialized`` of a Protobuf schema registered as .proto text: the base64 of its serialized
+        descriptor, the form Confluent's Python client reads."""
+        if request.query.get("format") == "serialized" and answer.get("schemaType") == "PROTOBUF" \
+                and "{" in answer["schema"]:
+            from pykbroker.schema_registry.proto_text import parse_proto
+
+            proto = parse_proto(answer["schema"])
+            answer = {**answer, "schema": base64.b64encode(proto.SerializeToString()).decode()}
+        return answer
 
     async def raw_by_id(self, _r: Request, args: list[str]) -> Any:
         s = await self._by_id(args[0])
@@ -236,7 +249,8 @@ class RegistryApi:
         return [s.version for s in versions]
 
     async def get_version(self, request: Request, args: list[str]) -> Any:
-        return self._schema_json(self._version(await self._state(), args[0], args[1], self._flag(request, "deleted")))
+        return self._formatted(request, self._schema_json(
+            self._version(await self._state(), args[0], args[1], self._flag(request, "deleted"))))
 
     async def get_raw_version(self, request: Request, args: list[str]) -> Any:
         s = self._version(await self._state(), args[0], args[1], self._flag(request, "deleted"))

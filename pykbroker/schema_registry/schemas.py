@@ -4,7 +4,7 @@ and the compatibility checks BACKWARD / FORWARD / FULL (and their _TRANSITIVE fo
 
 Avro is parsed by fastavro (named types from references resolved first); JSON Schema is a JSON document;
 Protobuf is what Confluent's clients register: the base64 of a serialized ``FileDescriptorProto`` (the Python
-serializer's form), or ``.proto`` text (kept as text; checked for balanced braces and a ``message``).
+serializer's form), or ``.proto`` text (the Java serializer's; read by ``proto_text``).
 The checks follow the reader/writer rules of each format, as far as clients depend on them: Avro's schema
 resolution (fields added need a default, promotions int->long->float->double, string<->bytes, enum symbols,
 unions, arrays and maps recursively); JSON: a property's type may not change and a reader may not require a
@@ -14,7 +14,6 @@ property the writer lacks; Protobuf: a field number may not change type and a me
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,22 +98,25 @@ def _parse_avro(text: str, resolved: dict[str, ParsedSchema]) -> Any:
 
 
 def parse_protobuf(text: str) -> Any:
-    """A ``FileDescriptorProto`` from the base64 form; the stripped text for ``.proto`` source."""
+    """The ``FileDescriptorProto`` of the base64 form (Python serializers) or of ``.proto`` source (Java ones)."""
     stripped = text.strip()
-    if "{" not in stripped:
-        try:
-            raw = base64.b64decode(stripped, validate=True)
-            from google.protobuf import descriptor_pb2
+    if "{" in stripped:
+        from pykbroker.schema_registry.proto_text import ProtoSyntaxError, parse_proto
 
-            proto = descriptor_pb2.FileDescriptorProto()
-            proto.ParseFromString(raw)
-            return proto
-        except (binascii.Error, ValueError, ImportError, Exception) as exc:  # noqa: BLE001 - DecodeError too
-            raise InvalidSchemaError(f"Invalid schema: not a base64 FileDescriptorProto nor .proto text ({exc})") \
-                from None
-    if stripped.count("{") != stripped.count("}") or "message" not in stripped and "enum" not in stripped:
-        raise InvalidSchemaError("Invalid schema: .proto text with unbalanced braces or no message")
-    return stripped
+        try:
+            return parse_proto(stripped)
+        except ProtoSyntaxError as exc:
+            raise InvalidSchemaError(f"Invalid schema: .proto text that does not parse ({exc})") from None
+    try:
+        raw = base64.b64decode(stripped, validate=True)
+        from google.protobuf import descriptor_pb2
+
+        proto = descriptor_pb2.FileDescriptorProto()
+        proto.ParseFromString(raw)
+        return proto
+    except Exception as exc:  # noqa: BLE001 - binascii.Error, DecodeError
+        raise InvalidSchemaError(f"Invalid schema: not a base64 FileDescriptorProto nor .proto text ({exc})") \
+            from None
 
 
 # -- compatibility -------------------------------------------------------------------------------------------
@@ -237,8 +239,6 @@ def _proto_messages(proto: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _proto_reads(reader: Any, writer: Any) -> list[str]:
-    if isinstance(reader, str) or isinstance(writer, str):
-        return []  # .proto text: accepted as is (the clients register descriptors)
     errors = []
     r_messages, w_messages = _proto_messages(reader), _proto_messages(writer)
     for name, w in w_messages.items():

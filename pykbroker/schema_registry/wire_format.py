@@ -8,6 +8,10 @@ is [0], the first message), then the payload: Avro binary, Protobuf binary, or J
 ``decode(value, lookup)``: ``lookup(schema_id)`` gives the registered schema (``RegisteredSchema``: type, text
 and its resolved references); the answer is ``Decoded(schema_id, schema, value)``. A value that is not in the
 format, names an unknown id or does not decode raises ``WireFormatError`` saying why.
+
+Inside the broker, ``broker.schema_registry_for_decoding()`` is a ``schema_registry.SchemaRegistry`` (served or
+not): its ``lookup`` is such a function, and ``await registry.refresh()`` reads ``_schemas`` on after a miss
+(on the event loop; ``decode`` itself may run on any thread once the schemas are looked up).
 """
 
 from __future__ import annotations
@@ -142,11 +146,13 @@ def _file_proto(schema: RegisteredSchema, name: str) -> Any:
     from google.protobuf import descriptor_pb2
 
     text = schema.schema.strip()
-    if "{" in text:
-        raise WireFormatError(f"schema {schema.schema_id} is .proto text; this broker decodes the serialized "
-                              "descriptors Confluent's serializers register (format=serialized)")
-    proto = descriptor_pb2.FileDescriptorProto()
-    proto.ParseFromString(base64.b64decode(text))
+    if "{" in text:  # .proto source, as Confluent's Java serializers register it
+        from pykbroker.schema_registry.proto_text import parse_proto
+
+        proto = parse_proto(text)
+    else:
+        proto = descriptor_pb2.FileDescriptorProto()
+        proto.ParseFromString(base64.b64decode(text))
     if not proto.name:
         proto.name = name
     return proto

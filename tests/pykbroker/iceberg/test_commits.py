@@ -24,7 +24,7 @@ def test_files_of_offsets_in_the_table_are_never_added(tmp_path):
     new_leader = [files(w, 0, 4, 6), files(w, 0, 6, 10), files(w, 1, 0, 3)]
     for offset, record in enumerate([old_leader[0], *new_leader, old_leader[1]]):
         shard.replay(offset, FilesRecord.decode(*record.encode()))
-    assert shard.next_offset == 5
+    assert shard.next_offset == 5 and shard.dirty == {("t", "id-1")}
     pending = shard.pending[("t", "id-1")]
     assert [(r.start, r.end) for r in chain(pending[0], None)] == [(0, 4), (4, 8)]  # the longer of two at 4
     result = w.commit_files(CONFIG, pending)

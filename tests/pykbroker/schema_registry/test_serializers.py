@@ -217,3 +217,35 @@ def test_ids_survive_a_restart(registry):
     # The next id follows the ones read back from _schemas.
     other = fresh.register_schema("restart-other-value", Schema(USER_BAD, "AVRO"))
     assert other > schema_id
+
+
+def test_avro_references_resolve_decode_and_protect_what_they_name(registry):
+    import io
+
+    import fastavro
+    from confluent_kafka.schema_registry import SchemaReference
+
+    _, url = registry
+    client = SchemaRegistryClient({"url": url})
+    address = json.dumps({"type": "record", "name": "Address", "namespace": "example",
+                          "fields": [{"name": "city", "type": "string"}]})
+    person = json.dumps({"type": "record", "name": "Person", "namespace": "example",
+                         "fields": [{"name": "name", "type": "string"}, {"name": "home", "type": "example.Address"}]})
+    client.register_schema("address-value", Schema(address, "AVRO"))
+    ref = SchemaReference("example.Address", "address-value", 1)
+    with pytest.raises(SchemaRegistryError) as err:  # the named type is unknown without its reference
+        client.register_schema("person-value", Schema(person, "AVRO"))
+    assert err.value.error_code == 42201
+    person_id = client.register_schema("person-value", Schema(person, "AVRO", [ref]))
+    named: dict = {}
+    fastavro.parse_schema(json.loads(address), named_schemas=named)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(person), named_schemas=named),
+                               {"name": "ada", "home": {"city": "Oslo"}})
+    value = b"\x00" + person_id.to_bytes(4, "big") + out.getvalue()
+    assert decode(value, lookup_over_rest(url)).value == {"name": "ada", "home": {"city": "Oslo"}}
+    with urllib.request.urlopen(f"{url}/subjects/address-value/versions/1/referencedby") as answer:
+        assert json.load(answer) == [person_id]
+    with pytest.raises(SchemaRegistryError) as err:
+        client.delete_version("address-value", 1)
+    assert err.value.error_code == 42206
