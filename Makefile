@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,14 +19,15 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/pykbroker --override log.dirs=./data --override console.listener=127.0.0.1:8080 $(ARGS)
 
-## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster); type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
+## cluster: ZooKeeper and three brokers on localhost:9092-9094 (data under ./data/cluster), their consoles on
+##          http://127.0.0.1:8080-8082/; type `kill 2`, `start 2`, `status` to watch a failover; Ctrl-C stops them
 cluster: $(STAMP)
 	@command -v java >/dev/null || { echo "make cluster needs java (ZooKeeper runs on it)"; exit 1; }
 	bash tools/zookeeper/fetch_jars.sh >/dev/null
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
-##       Spark's Kafka and Kafka Streams' jars)
+##       Spark's Kafka and Kafka Streams' jars, the franz-go program of compat_tests/franz)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -40,6 +41,7 @@ deps: $(STAMP)
 		bash tools/nessie/fetch_jar.sh >/dev/null; \
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
+	bash compat_tests/franz/build.sh >/dev/null
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
 test: deps
@@ -73,7 +75,7 @@ fuzz-live: $(STAMP)
 bench: deps
 	$(PY) -m bench $(ARGS)
 
-## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256) on pykbroker and Kafka 4.4
+## bench-tiered: tiered storage's measurement (TIERED_BENCH_MB, default 256; TIERED_BENCH_LOCAL_MB, default 1/16) on pykbroker and Kafka 4.4
 bench-tiered: deps
 	$(PY) -m bench tiered $(ARGS)
 
@@ -102,10 +104,14 @@ differential-cluster-ops: deps
 
 ## differential-cluster: the differential scenarios' cluster mode (not part of `make test`, a few minutes):
 ##        3 pykbroker brokers against a 3-node Kafka 4.4 KRaft cluster, the same scenarios as one node
-##        (test_differential, test_differential_kafka44, test_differential_cluster), and share groups at share.version 2
-##        on one node (test_differential_kafka44's share_groups_v2, half a minute)
+##        (test_differential, test_differential_kafka44, test_differential_cluster, test_differential_tuned),
+##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min); the
+##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
+##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
+##        share groups at share.version 2 on one Kafka 4.4 node (test_differential_kafka44's share_groups_v2, 30 s)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py -k "cluster- or classic_first_generation or share_groups_v2" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
@@ -135,31 +141,47 @@ test-tiered-slow: deps
 ## test-streams-slow: Kafka Streams 4.4 applications beyond `make test` (JVM processes, one at a time): the same
 ##                    exactly_once_v2 counting application judged on Kafka 4.4, and on 3 brokers (RF=3,
 ##                    min.insync.replicas=2) with one killed mid-run, pykbroker's and Kafka 4.4's, and with
-##                    group.protocol=streams on one node of each (~13 min)
+##                    group.protocol=streams on one node of each, the Streams-group differential scenarios, and
+##                    two static instances with standbys restarted without a rebalance, a streams group through
+##                    its coordinator's death on 3 brokers, kafka-streams-groups.sh on both brokers (~21 min)
 test-streams-slow: deps
-	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py -s $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py -s $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
-##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader; the
+##                    back by pyiceberg; a 3-broker cluster sharing one catalog through a killed leader and a
+##                    killed committer (one per topic, through the coordinator runtime); the
 ##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
-##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark
+##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark; the
+##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
-		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py $(ARGS)
+		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \
+		tests/pykbroker/schema_registry $(ARGS)
 
-## test-console-slow: the console beyond `make test` (~50 s): one broker's console reads and writes partitions
+## test-console-slow: the console beyond `make test` (~2 min): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
-##                    through the console log in to it
+##                    through the console log in to it; a real Kafka Streams group's processes, tasks and topology;
+##                    values decoded through console.schema.registry.url
 test-console-slow: deps
 	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py \
+		tests/pykbroker/console/test_streams_console.py tests/pykbroker/console/test_schemas_console.py \
 		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
+
+## test-telemetry-slow: client telemetry (KIP-714) from Java 4.4 clients (~20 s): kafka-client-metrics.sh makes a
+##                      subscription, a Java producer and consumer push, the Prometheus scrape shows their metrics
+test-telemetry-slow: deps
+	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py $(ARGS)
+
+## test-franz-slow: franz-go on a 3-broker cluster with the classic protocol too (~20 s; KIP-848's is in make test)
+test-franz-slow: deps
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster.py -k franz $(ARGS)

@@ -94,7 +94,7 @@ class PykbrokerTarget(Target):
 
 
 class KafkaTarget(Target):
-    """Apache Kafka 4.1, single node in KRaft combined mode, started from the Maven jars."""
+    """Apache Kafka (the pom's: 4.4), single node in KRaft combined mode, started from the Maven jars."""
 
     name = "kafka"
 
@@ -474,6 +474,15 @@ def jars_dir() -> Path | None:
     return jars
 
 
+def client_versions(jars: Path | None) -> str:
+    """The clients' versions: the Java client of the jars (also the judge Kafka's), confluent-kafka and librdkafka."""
+    import confluent_kafka
+    java = next((p.name.removeprefix("kafka-clients-").removesuffix(".jar")
+                 for p in (jars.glob("kafka-clients-*.jar") if jars is not None else [])), "none")
+    return (f"Java kafka-clients {java}, confluent-kafka {confluent_kafka.__version__} "
+            f"(librdkafka {confluent_kafka.libversion()[0]})")
+
+
 def main(targets: list[str] | None = None, scale: float | None = None, *, java: bool = True,
          repeat: int | None = None, results_dir: Path = RESULTS_DIR) -> tuple[Results, list[str]]:
     """Run the bench; returns the results and the failed workloads. ``java=False`` leaves out the JVM."""
@@ -486,7 +495,8 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
     root = Path(tempfile.mkdtemp(prefix="broker-bench-"))
     try:
         print(f"machine: {os.cpu_count()} cores, {platform.platform()}; scale {scale}, {repeat} runs per "
-              "throughput figure", flush=True)
+              f"throughput figure; load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"clients: {client_versions(jars)}", flush=True)
         volume = max(16, int(512 * scale))
         results.put("machine: sequential disk write MB/s", "machine", disk_write_mb_per_s(root, volume))
         results.put("machine: loopback TCP MB/s", "machine", loopback_tcp_mb_per_s(volume * 2))
@@ -513,6 +523,7 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
         results_dir.mkdir(parents=True, exist_ok=True)
         out = results_dir / time.strftime("broker-%Y%m%d-%H%M%S.json")
         out.write_text(json.dumps({"cores": os.cpu_count(), "platform": platform.platform(), "scale": scale,
+                                   "clients": client_versions(jars), "load_average": os.getloadavg()[0],
                                    "repeat": repeat, "interleaved": True, "results": results.values, "runs": results.samples,
                                    "failures": failures}, indent=2))
         print(f"results written to {out}")

@@ -8,6 +8,9 @@ One broker; 1 KiB JSON records (confluent-kafka, acks=1, batched) to a topic of 
   reach the log end), with ``iceberg.commit.interval.ms=1000``; the same produce to a topic without a table,
   for the broker CPU seconds per 100k records with and without one (the broker's CPU from /proc);
 - with BENCH_SPARK_LOAD=1, the same topic loaded by ``pykbroker spark-load`` (wall time, Spark's start included);
+- with BENCH_SPARK_KAFKA=1, the same topic read by Spark's Kafka source and appended to an Iceberg table of the
+  broker's catalog (Spark 4.1 local[2] with Iceberg's runtime; the connector's jars fetched by mvn on first use
+  from compat_tests/jvm/spark/kafka41/pom.xml): wall time, Spark's start included, and the job alone;
 - lag: records produced at a steady rate (BENCH_RATE, default 2000/s) for BENCH_SECONDS (10); the table is
   polled every 50 ms and each record's lag is the time from its produce to the first poll that sees it;
   p50 and p99.
@@ -122,6 +125,61 @@ def _spark_load(bootstrap: str, output: Path) -> None:
           f"({RECORDS / elapsed:,.0f} records/s), a batch job to run and schedule")
 
 
+# Spark's Kafka connector jars for Spark 4.1, and what it needs that pyspark does not bring.
+_KAFKA41_JARS = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-", "commons-pool2-")
+_KAFKA41_JOB = """
+import sys, time
+from pykbroker.iceberg.spark import spark_session, iceberg_jars
+bootstrap, uri, warehouse, jars = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+spark = spark_session(uri, warehouse, conf={"spark.driver.extraClassPath":
+                      ":".join([*(str(j) for j in iceberg_jars()), jars])})
+started = time.monotonic()
+df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "table")
+      .option("startingOffsets", "earliest").load()
+      .selectExpr("partition", "offset", "timestamp", "key", "value"))
+df.writeTo("pykbroker.kafka.spark_kafka_copy").using("iceberg").createOrReplace()
+rows = spark.table("pykbroker.kafka.spark_kafka_copy").count()
+print(f"{rows} {time.monotonic() - started:.3f}")
+spark.stop()
+"""
+
+
+def _kafka41_jars() -> list[Path]:
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent / "compat_tests" / "jvm" / "spark"
+    folder = root / ".cache" / "kafka41-jars"
+    if not any(folder.glob("spark-sql-kafka-0-10_*.jar")):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mvn", "-q", "-B", "-f", str(root / "kafka41" / "pom.xml"), "dependency:copy-dependencies",
+                        f"-DoutputDirectory={folder}", "-DincludeScope=runtime"], check=True, timeout=600,
+                       stdout=subprocess.DEVNULL)
+    return [j for j in sorted(folder.glob("*.jar")) if j.name.startswith(_KAFKA41_JARS)]
+
+
+def _spark_kafka_to_iceberg(bootstrap: str, data_dir: Path) -> None:
+    """The same records read by Spark's Kafka source (a batch query) and appended to an Iceberg table of the
+    broker's SQLite catalog: what an Iceberg topic saves a user from running."""
+    import subprocess
+    import sys
+
+    from pykbroker.iceberg.spark import pyspark_dir
+
+    jars = ":".join(str(j) for j in _kafka41_jars())
+    root = (data_dir / "iceberg").resolve()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pyspark_dir()), os.environ.get("PYTHONPATH", "")])}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _KAFKA41_JOB, bootstrap, f"sqlite:///{root}/catalog.db",
+                           f"file://{root}/warehouse", jars], capture_output=True, text=True, timeout=900, env=env)
+    elapsed = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    rows, job = done.stdout.split()[-2:]
+    print(f"  Spark's Kafka source writing an Iceberg table: {rows} records in {elapsed:.1f} s with Spark's "
+          f"start-up ({RECORDS / elapsed:,.0f} records/s), the job alone {float(job):.1f} s "
+          f"({RECORDS / float(job):,.0f} records/s); a job to run and schedule")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="iceberg-bench-") as tmp, BrokerProcess(Path(tmp)) as broker:
         data_dir = Path(tmp) / "logs"
@@ -148,6 +206,8 @@ def main() -> None:
 
         if os.environ.get("BENCH_SPARK_LOAD") == "1":
             _spark_load(broker.bootstrap, Path(tmp) / "spark-load")
+        if os.environ.get("BENCH_SPARK_KAFKA") == "1":
+            _spark_kafka_to_iceberg(broker.bootstrap, data_dir)
 
         _create(broker.bootstrap, "lag", {"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "1000"})
         count = int(RATE * SECONDS)

@@ -1,5 +1,5 @@
-"""Tiered storage, the issue's measurement in short: ``TIERED_BENCH_MB`` (256) written to a topic whose local
-retention is 1/16 of it (4 MiB segments), on pykbroker and on Apache Kafka 4.4 with its LocalTieredStorage
+"""Tiered storage, the issue's measurement: ``TIERED_BENCH_MB`` (256; the issue's is 2048) written to a topic whose
+local retention is ``TIERED_BENCH_LOCAL_MB`` (1/16 of it by default; the issue's is 100) with 4 MiB segments, on pykbroker and on Apache Kafka 4.4 with its LocalTieredStorage
 (compat_tests/jvm/tiered), both tiering to a directory, one after the other with the same client:
 
 - local disk used by the partition and bytes in the remote store once copying settled;
@@ -7,6 +7,7 @@ retention is 1/16 of it (4 MiB segments), on pykbroker and on Apache Kafka 4.4 w
 - produce throughput to the tiered topic while it is being copied, against a topic without tiering.
 
     python -m bench tiered            # or: make bench-tiered
+    TIERED_BENCH_MB=2048 TIERED_BENCH_LOCAL_MB=100 make bench-tiered   # the issue's measurement
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ def list_offset(bootstrap: str, topic: str, timestamp: int) -> int:
         return c.request(request, 9).topics[0].partitions[0].offset
 
 
-def measure(name: str, bootstrap: str, log_dir: Path, remote_dir: Path, total_mb: int) -> dict[str, float]:
+def measure(name: str, bootstrap: str, log_dir: Path, remote_dir: Path, total_mb: int,
+            local_mb: float) -> dict[str, float]:
     from confluent_kafka.admin import AdminClient, NewTopic
     records = total_mb * (1 << 20) // RECORD
-    local_bytes = total_mb * (1 << 20) // 16
+    local_bytes = int(local_mb * (1 << 20))
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for topic, configs in (("plain", {}), ("tiered", {"remote.storage.enable": "true",
                                                       "local.retention.bytes": str(local_bytes)})):
@@ -86,12 +88,13 @@ def tiered_jars() -> Path | None:
 
 def main() -> None:
     total_mb = int(os.environ.get("TIERED_BENCH_MB", "256"))
+    local_mb = float(os.environ.get("TIERED_BENCH_LOCAL_MB", total_mb / 16))
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="tiered-bench-") as tmp:
         root = Path(tmp)
         with BrokerProcess(root / "pykbroker", overrides={**COMMON, "rsm.config.dir": str(root / "p-remote")}) as b:
             results["pykbroker"] = measure("pykbroker", b.bootstrap, root / "pykbroker" / "logs", root / "p-remote",
-                                           total_mb)
+                                           total_mb, local_mb)
         jars = tiered_jars()
         if jars is None:
             print("  Kafka 4.4 with LocalTieredStorage unavailable (java or Maven missing): pykbroker only")
@@ -102,8 +105,8 @@ def main() -> None:
                 "rlmm.config.remote.log.metadata.topic.replication.factor": "1"})
             with kafka:
                 results["kafka"] = measure("kafka 4.4", kafka.bootstrap, root / "kafka" / "logs", root / "k-remote",
-                                           total_mb)
-    print(f"  {total_mb} MB written, local retention {total_mb / 16:.0f} MB, 4 MiB segments, 1 KiB records")
+                                           total_mb, local_mb)
+    print(f"  {total_mb} MiB written, local retention {local_mb:.0f} MiB, 4 MiB segments, 1 KiB records")
     names = list(results["pykbroker"])
     for key in names:
         ours = results["pykbroker"][key]

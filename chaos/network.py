@@ -184,8 +184,9 @@ class _Engine:
 
 def candidates(owners: dict[int, str] | str) -> dict[int, str]:
     """pid -> node name: ``owners`` itself, or the brokers under the root directory ``owners``: pykbroker
-    processes whose log dir is there, and Kafka processes (``kafka.Kafka <config>``) whose config file is,
-    named ``broker-<node.id>``."""
+    processes whose log dir is there (given with --override) or whose properties file is (as BrokerProcess
+    starts them), and Kafka processes (``kafka.Kafka <config>``) whose config file is, named
+    ``broker-<node.id>``."""
     if isinstance(owners, dict):
         return owners
     out: dict[int, str] = {}
@@ -202,7 +203,7 @@ def candidates(owners: dict[int, str] | str) -> dict[int, str]:
         node = None
         if "pykbroker.cli" in args and any(a.startswith(prefix) for a in args):
             node = next((a.split("=", 1)[1] for a in args if a.startswith("node.id=")), None)
-        elif "kafka.Kafka" in args and args[-1].startswith(root):
+        elif ("kafka.Kafka" in args or "pykbroker.cli" in args) and args[-1].startswith(root):
             node = _kafka_node_id(args[-1])
         if node is not None:
             out[int(pid)] = f"broker-{node}"

@@ -36,7 +36,7 @@ def kafka_judge():
         kafka.close()
 
 
-def _judge_jars(version: str):
+def judge_jars(version: str):
     """Kafka ``version``'s jars (fetched once); the test is skipped on a machine without java."""
     if shutil.which("java") is None:
         pytest.skip(f"java is not installed: these tests need Apache Kafka {version} from the Maven jars")
@@ -47,7 +47,7 @@ def _judge_jars(version: str):
 
 def _one_node_judge(version: str):
     """A started single Kafka ``version`` node for a session fixture to yield (closed after)."""
-    kafka = KafkaBroker(_judge_jars(version))
+    kafka = KafkaBroker(judge_jars(version))
     took = kafka.start()
     print(f"Apache Kafka {version} started in {took:.1f} s")
     try:
@@ -71,13 +71,12 @@ def kafka44_judge(request):
     yield from _one_node_judge(KAFKA_44)
 
 
-@pytest.fixture(scope="session")
-def kafka44_cluster_judge(tmp_path_factory):
-    """A real 3-node Apache Kafka 4.4 KRaft cluster: the judge of the differential scenarios' cluster mode."""
+def kafka_cluster(jars, root, overrides: dict[str, str] | None = None):
+    """A started 3-node Kafka KRaft cluster of ``jars`` for a fixture to yield (killed after)."""
     from compat_tests.jvm.kafka_broker import KafkaCluster
-    cluster = KafkaCluster(_judge_jars(KAFKA_44), tmp_path_factory.mktemp("kafka44-cluster"))
+    cluster = KafkaCluster(jars, root, overrides=overrides)
     took = cluster.start()
-    print(f"Apache Kafka {KAFKA_44} cluster of 3 started in {took:.1f} s")
+    print(f"Apache Kafka cluster of 3 ({jars.name}) started in {took:.1f} s")
     try:
         yield cluster
     finally:
@@ -87,28 +86,42 @@ def kafka44_cluster_judge(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def kafka44_cluster_judge(tmp_path_factory):
+    """A real 3-node Apache Kafka 4.4 KRaft cluster: the judge of the differential scenarios' cluster mode."""
+    yield from kafka_cluster(judge_jars(KAFKA_44), tmp_path_factory.mktemp("kafka44-cluster"))
+
+
+@pytest.fixture(scope="session")
 def judged_cluster(tmp_path_factory):
     """A 3-broker pykbroker cluster with Kafka's defaults: what the cluster mode of the differential judges."""
+    yield from pykbroker_cluster(tmp_path_factory.mktemp("judged-cluster"))
+
+
+def pykbroker_cluster(root, overrides: dict[str, str] | None = None):
+    """A started 3-broker pykbroker cluster with ``overrides`` for a fixture to yield (stopped after)."""
     from pykbroker.testing import ClusterProcesses
     if shutil.which("java") is None:
         pytest.skip("java is not installed: ZooKeeper runs on it")
-    with ClusterProcesses(tmp_path_factory.mktemp("judged-cluster"), size=3) as cluster:
+    with ClusterProcesses(root, size=3, overrides=overrides) as cluster:
         yield cluster
 
 
-def differential_targets(request, mode: str, single_judge: str, single_judged: str) -> tuple[str, str]:
+def differential_targets(request, mode: str, single_judge: str, single_judged: str,
+                         cluster_judge: str = "kafka44_cluster_judge",
+                         cluster_judged: str = "judged_cluster") -> tuple[str, str]:
     """(Kafka's bootstrap, pykbroker's bootstrap) of a differential scenario in ``mode``: "single" (one node
-    each, the given fixtures) or "cluster" (3-node Kafka 4.4 KRaft against 3 pykbroker brokers, both asked
-    through their broker 1)."""
+    each, the given fixtures) or "cluster" (a 3-node Kafka KRaft cluster against 3 pykbroker brokers, the given
+    fixtures: by default Kafka 4.4 and brokers with Kafka's defaults; both asked through their broker 1)."""
     if mode == "cluster":
-        return (request.getfixturevalue("kafka44_cluster_judge").node(1).bootstrap,
-                request.getfixturevalue("judged_cluster").broker(1).bootstrap)
+        return (request.getfixturevalue(cluster_judge).node(1).bootstrap,
+                request.getfixturevalue(cluster_judged).broker(1).bootstrap)
     return request.getfixturevalue(single_judge).bootstrap, request.getfixturevalue(single_judged).bootstrap
 
 
-def observe_both(request, mode: str, scenario, single_judge: str, single_judged: str) -> tuple[dict, dict]:
-    """(Kafka's observations, pykbroker's) of one scenario function run on each target of ``mode``."""
-    kafka, pykbroker = differential_targets(request, mode, single_judge, single_judged)
+def observe_both(request, mode: str, scenario, single_judge: str, single_judged: str, **cluster: str) -> tuple[dict, dict]:
+    """(Kafka's observations, pykbroker's) of one scenario function run on each target of ``mode``
+    (``cluster``: the cluster fixtures' names, see ``differential_targets``)."""
+    kafka, pykbroker = differential_targets(request, mode, single_judge, single_judged, **cluster)
     with differential_client(mode, kafka) as c:
         expected = scenario(c)
     with differential_client(mode, pykbroker) as c:

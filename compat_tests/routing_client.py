@@ -1,5 +1,6 @@
 """The differential scenarios' client on a cluster: a RawClient that sends each request where a Kafka client
-would — produce, fetch and the other partition requests to the partition's leader (from Metadata), group
+would — produce, fetch and the other partition requests to the partitions' leaders (from Metadata; a request
+whose partitions have several leaders split among them and the answers merged, compat_tests/leader_split.py), group
 requests to the group coordinator and transaction requests to the transaction coordinator (FindCoordinator),
 ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
 broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from compat_tests import leader_split
 from pykbroker.testing import RawClient
 from wire import ErrorCode
 from wire.messages import (
@@ -16,10 +18,9 @@ from wire.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
-    DeleteRecordsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
-    DescribeProducersRequest,
+    DescribeShareGroupOffsetsRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     FetchRequest,
@@ -29,14 +30,13 @@ from wire.messages import (
     JoinGroupRequest,
     LeaveGroupRequest,
     ListGroupsRequest,
-    ListOffsetsRequest,
     ListTransactionsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
-    OffsetForLeaderEpochRequest,
-    ProduceRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -46,41 +46,24 @@ GROUP, TRANSACTION = 0, 1
 _COORDINATOR_LOADING = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
-def _first_partition(request) -> tuple[str | None, object, int] | None:
-    """(topic name, topic id, partition) of a partition request's first partition; None when it names none."""
-    if isinstance(request, ProduceRequest):
-        topics, parts, index = request.topic_data, "partition_data", "index"
-    elif isinstance(request, FetchRequest):
-        topics, parts, index = request.topics, "partitions", "partition"
-    elif isinstance(request, (ListOffsetsRequest, DeleteRecordsRequest)):
-        topics, parts, index = request.topics, "partitions", "partition_index"
-    elif isinstance(request, OffsetForLeaderEpochRequest):
-        topics, parts, index = request.topics, "partitions", "partition"
-    elif isinstance(request, DescribeLogDirsRequest):  # the admin client asks the replicas' brokers
+def _first_partition(request) -> tuple[object, int] | None:
+    """(topic name or id, partition) of a partition request's first partition; None when it names none."""
+    if type(request) in leader_split.KEYED:
+        named = leader_split.partitions_of(request)
+        return named[0] if named else None
+    if isinstance(request, DescribeLogDirsRequest):  # the admin client asks the replicas' brokers
         topics = request.topics
         if not topics or not topics[0].partitions:
             return None
-        return topics[0].topic, None, topics[0].partitions[0]
-    elif isinstance(request, DescribeProducersRequest):
-        topics = request.topics
-        if not topics or not topics[0].partition_indexes:
-            return None
-        return topics[0].name, None, topics[0].partition_indexes[0]
-    else:
-        return None
-    if not topics or not getattr(topics[0], parts):
-        return None
-    first = topics[0]
-    name = getattr(first, "name", None) if not isinstance(request, (FetchRequest, OffsetForLeaderEpochRequest)) \
-        else getattr(first, "topic", None)
-    return name, getattr(first, "topic_id", None), getattr(getattr(first, parts)[0], index)
+        return topics[0].topic, topics[0].partitions[0]
+    return None
 
 
 def _coordinator_key(request, version: int) -> tuple[int, str] | None:
     """(key type, key) of the coordinator a request goes to; None for a request no coordinator answers."""
     if isinstance(request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
                             OffsetCommitRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
-                            TxnOffsetCommitRequest)):
+                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest)):
         return GROUP, request.group_id
     if isinstance(request, OffsetFetchRequest):
         return GROUP, request.group_id if version < 8 else (request.groups[0].group_id if request.groups else None)
@@ -88,8 +71,10 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.groups[0]) if request.groups else None
     if isinstance(request, DeleteGroupsRequest):
         return (GROUP, request.groups_names[0]) if request.groups_names else None
-    if isinstance(request, ConsumerGroupDescribeRequest):
+    if isinstance(request, (ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest)):
         return (GROUP, request.group_ids[0]) if request.group_ids else None
+    if isinstance(request, DescribeShareGroupOffsetsRequest):
+        return (GROUP, request.groups[0].group_id) if request.groups else None
     if isinstance(request, (InitProducerIdRequest, AddOffsetsToTxnRequest, EndTxnRequest)):
         return (TRANSACTION, request.transactional_id) if request.transactional_id else None
     if isinstance(request, AddPartitionsToTxnRequest):
@@ -103,7 +88,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
 
 # Requests that name several groups: (the groups' field, the results' field).
 _MULTI_GROUP = {DeleteGroupsRequest: ("groups_names", "results"), DescribeGroupsRequest: ("groups", "groups"),
-                ConsumerGroupDescribeRequest: ("group_ids", "groups")}
+                ConsumerGroupDescribeRequest: ("group_ids", "groups"), StreamsGroupDescribeRequest: ("group_ids", "groups")}
 
 
 class RoutingClient(RawClient):
@@ -125,6 +110,8 @@ class RoutingClient(RawClient):
             address = self._sessions[request.session_id]  # a fetch session lives on the broker that opened it
         elif (split := _MULTI_GROUP.get(type(request))) and len(getattr(request, split[0])) > 1:
             return self._per_coordinator(request, version, *split)
+        elif leader_split.splittable(request, version):
+            return self._per_leader(request, version)
         else:
             address = self.route(request, version)
         response = self._connection(address).request(request, version)
@@ -148,6 +135,35 @@ class RoutingClient(RawClient):
         setattr(request, keys, [g for gs in by_address.values() for g in gs])
         setattr(joined, results, answered)
         return joined
+
+    def _per_leader(self, request, version: int):
+        """A partition request sent to each partition's leader with that leader's partitions (all of it, as it
+        is, when one broker leads them all); the answers merged in the request's order."""
+        leaders = self.leaders(leader_split.partitions_of(request))
+        by_address = leader_split.split(request, lambda topic, partition: leaders.get((topic, partition),
+                                                                                      self.bootstrap))
+        if len(by_address) <= 1:
+            return self._connection(next(iter(by_address), self.bootstrap)).request(request, version)
+        field = leader_split.KEYED[type(request)][0].topics
+        whole = getattr(request, field)
+        responses = []
+        try:
+            for address, topics in by_address.items():
+                setattr(request, field, topics)
+                responses.append(self._connection(address).request(request, version))
+        finally:
+            setattr(request, field, whole)
+        return leader_split.merge(request, responses)
+
+    def leaders(self, partitions: list[tuple[object, int]]) -> dict[tuple[object, int], str]:
+        """The leader's address of each (topic name or id, partition) that has a leader, from one Metadata."""
+        names = sorted({t for t, _ in partitions if isinstance(t, str)})
+        by_id = any(not isinstance(t, str) for t, _ in partitions)
+        topics = None if by_id or not names else [MetadataRequestTopic(name=n) for n in names]
+        meta = super().request(MetadataRequest(topics=topics, allow_auto_topic_creation=False), 12)
+        addresses = {b.node_id: f"{b.host}:{b.port}" for b in meta.brokers}
+        return {(key, p.partition_index): addresses[p.leader_id] for t in meta.topics
+                for key in (t.name, t.topic_id) for p in t.partitions if p.leader_id in addresses}
 
     def route(self, request, version: int) -> str:
         """The address ``request`` goes to."""
@@ -177,19 +193,11 @@ class RoutingClient(RawClient):
 
     def leader(self, name: str, partition: int = 0) -> str:
         """The address of the leader of ``name``'s ``partition`` (the bootstrap broker when it has none)."""
-        return self._leader(name, None, partition)
+        return self._leader(name, partition)
 
-    def _leader(self, name: str | None, topic_id: object, partition: int) -> str:
+    def _leader(self, topic: object, partition: int) -> str:
         """The address of the partition's leader per Metadata; the bootstrap broker when it has none."""
-        topics = [MetadataRequestTopic(name=name)] if name else None
-        meta = super().request(MetadataRequest(topics=topics, allow_auto_topic_creation=False), 12)
-        addresses = {b.node_id: f"{b.host}:{b.port}" for b in meta.brokers}
-        for t in meta.topics:
-            if (name and t.name == name) or (not name and t.topic_id == topic_id):
-                for p in t.partitions:
-                    if p.partition_index == partition and p.leader_id in addresses:
-                        return addresses[p.leader_id]
-        return self.bootstrap
+        return self.leaders([(topic, partition)]).get((topic, partition), self.bootstrap)
 
     def _from_every_broker(self, request, version: int):
         """Ask every broker, as the admin client lists groups and transactions, and join the answers."""

@@ -1,10 +1,11 @@
 """Stock clients and Kafka's tools against a real three-broker cluster (ZooKeeper and three pykbroker
 processes): topics replicated three times, data through every client, consumer groups and transactions
-spanning brokers, Kafka 4.1's tools reading leaders and ISRs."""
+spanning brokers, Kafka 4.1's tools reading leaders and ISRs, franz-go in a classic and a KIP-848 group."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import time
@@ -274,6 +275,45 @@ def test_the_java_client_produces_and_consumes_in_a_group_on_the_cluster(cluster
     out = tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--topic", other, "--from-beginning",
                "--max-messages", "3", "--timeout-ms", "30000")
     assert out.split() == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("protocol", [
+    pytest.param("classic", marks=pytest.mark.skipif(
+        os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+        reason="3 s of group.initial.rebalance.delay.ms: make test-franz-slow (PYKBROKER_SLOW_CLUSTER=1)")),
+    "consumer"])
+def test_franz_go_produces_consumes_and_commits_on_the_cluster(cluster, protocol):
+    """franz-go (compat_tests/franz) with KIP-848's protocol and (make test-franz-slow) the classic one, its group
+    coordinated on one broker and its partitions led by all three."""
+    from compat_tests.franz import run_franz
+    from compat_tests.test_franz_go import group_types
+    topic = unique(f"franz-{protocol}")
+    create_topic(cluster, topic)
+    report = run_franz(cluster.bootstrap, topic, topic, protocol, 1000)
+    assert (report["produced"], report["consumed"], report["distinct"]) == (1000, 1000, 1000), report
+    assert sorted(report["committed"]) == [0, 1, 2] and sum(report["committed"].values()) == 1000, report
+    types: dict[str, str] = {}
+    for broker in cluster.brokers.values():  # each broker lists the groups it coordinates
+        types.update(group_types(broker.bootstrap))
+    assert types[topic] == protocol
+
+
+def test_a_client_metrics_subscription_reaches_every_broker(cluster):
+    """A KIP-714 subscription set through broker 1 (kept in /config/client-metrics) is listed by every broker and
+    given by each to the clients it matches."""
+    from pykbroker.testing import RawClient
+    from wire.messages import GetTelemetrySubscriptionsRequest, ListConfigResourcesRequest
+    name = unique("subscription")
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        c.set_client_metrics(name, metrics="org.apache.kafka.producer.", interval_ms="2000", match=f"client_id={name}")
+    for broker in cluster.brokers.values():
+        with RawClient(broker.bootstrap, client_id=name) as c:
+            deadline = time.monotonic() + 30
+            while name not in [r.resource_name for r in c.request(ListConfigResourcesRequest(), 0).config_resources]:
+                assert time.monotonic() < deadline, f"broker {broker} never listed {name}"
+                time.sleep(0.1)
+            got = c.request(GetTelemetrySubscriptionsRequest(), 0)
+            assert (got.requested_metrics, got.push_interval_ms) == (["org.apache.kafka.producer."], 2000)
 
 
 def test_kafka_tools_report_a_cluster_with_a_broker_down(cluster):

@@ -71,7 +71,8 @@ def test_kafka_features_describes_kafka_4_4_levels_on_every_broker(cluster, jars
     lines = {line.split()[1]: line for line in described.splitlines() if line.startswith("Feature:")}
     assert "FinalizedVersionLevel: 4.4-IV2" in lines["metadata.version"]
     assert "SupportedMaxVersion: 4.4-IV2" in lines["metadata.version"]
-    for name in ("group.version", "transaction.version", "eligible.leader.replicas.version", "share.version"):
+    for name in ("group.version", "transaction.version", "eligible.leader.replicas.version", "share.version",
+                 "streams.version"):
         assert f"FinalizedVersionLevel: {BOOTSTRAP_FINALIZED[name]}" in lines[name], lines[name]
     assert every_broker_has(cluster, BOOTSTRAP_FINALIZED)
 
@@ -85,9 +86,10 @@ def test_kafka_metadata_quorum_names_the_controller_through_every_broker(cluster
             r = c.request(DescribeQuorumRequest(topics=[TopicData(topic_name="__cluster_metadata",
                                                                   partitions=[PartitionData(partition_index=0)])]), 2)
         quorum = r.topics[0].partitions[0]
-        assert (quorum.leader_id, [v.replica_id for v in quorum.current_voters],
-                sorted(o.replica_id for o in quorum.observers)) == (controller, [controller],
-                                                                     sorted({1, 2, 3} - {controller}))
+        # as 3 combined KRaft nodes: every broker a voter, the controller the leader, no observers
+        assert (quorum.leader_id, [v.replica_id for v in quorum.current_voters], quorum.observers) == \
+            (controller, [controller, *sorted({1, 2, 3} - {controller})], [])
+        assert sorted(n.node_id for n in r.nodes) == [1, 2, 3]
     other = next(n for n in (1, 2, 3) if n != controller)
     out = tool(jars44, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
                cluster.broker(other).bootstrap, "describe", "--status")

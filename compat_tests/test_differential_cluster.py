@@ -27,6 +27,7 @@ from wire.messages import (
     ConsumerGroupHeartbeatRequest,
     CreateTopicsRequest,
     ListConfigResourcesRequest,
+    MetadataRequest,
     UpdateFeaturesRequest,
 )
 from wire.messages.create_topics_request import CreatableTopic
@@ -34,26 +35,33 @@ from wire.messages.update_features_request import FeatureUpdateKey
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
 # Features pykbroker does not finalize at Kafka 4.4's level (see the api_versions entries of the allowlist).
-NOT_AT_KAFKAS_LEVEL = ("streams.version",)
+NOT_AT_KAFKAS_LEVEL: tuple[str, ...] = ()
 
 
-def finalized(c: RawClient) -> dict[str, int]:
-    """Finalized levels, less the features whose levels differ by design (``NOT_AT_KAFKAS_LEVEL``), once they
-    have held still for 0.5 s: on a cluster, a change reaches the broker asked after UpdateFeatures answers
-    (Kafka's brokers replay the metadata log, pykbroker's watch ZooKeeper). Not the epoch: a KRaft broker's is
-    its metadata offset, which moves all the time."""
-    def read() -> dict[str, int]:
-        r = c.request(ApiVersionsRequest(client_software_name="diff", client_software_version="1"), 4)
+def finalized(c: RawClient, **expected: int) -> dict[str, int]:
+    """Finalized levels, less the features whose levels differ by design (``NOT_AT_KAFKAS_LEVEL``). Not the
+    epoch: a KRaft broker's is its metadata offset, which moves all the time.
+
+    On a cluster a change reaches the brokers after UpdateFeatures answers (Kafka's replay the metadata log,
+    pykbroker's watch ZooKeeper), so this waits (30 s at most) until every broker's ApiVersions shows the
+    ``expected`` levels (feature name with "." as "_"; 0: not finalized) and returns what the broker asked
+    shows. A side that never gets there is then observed as it is and fails the comparison."""
+    want = {name.replace("_", "."): level for name, level in expected.items()}
+
+    def read(broker: RawClient) -> dict[str, int]:
+        r = broker.request(ApiVersionsRequest(client_software_name="diff", client_software_version="1"), 4)
         return {f.name: f.max_version_level for f in r.finalized_features if f.name not in NOT_AT_KAFKAS_LEVEL}
 
-    seen = read()
-    for _ in range(20):
-        time.sleep(0.5)
-        now = read()
-        if now == seen:
-            break
-        seen = now
-    return seen
+    def settled(levels: dict[str, int]) -> bool:
+        return all(levels.get(name, 0) == level for name, level in want.items())
+
+    brokers = c.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 12).brokers
+    deadline = time.monotonic() + 30
+    for b in brokers:
+        with RawClient(f"{b.host}:{b.port}", timeout=10) as broker:
+            while not settled(read(broker)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    return read(c)
 
 
 def update(c: RawClient, version: int, *updates: tuple[str, int, int], validate_only: bool = False,
@@ -65,13 +73,14 @@ def update(c: RawClient, version: int, *updates: tuple[str, int, int], validate_
 
 
 def update_features(c: RawClient) -> dict[str, object]:
-    out: dict[str, object] = {"initial": finalized(c)}
+    # Kafka 4.4's levels on a new cluster, which every step leaves or puts back.
+    out: dict[str, object] = {"initial": finalized(c, group_version=1, transaction_version=2)}
     out["same level"] = update(c, 1, ("group.version", 1, UPGRADE))
     out["empty"] = update(c, 1)
     out["downgrade typed as upgrade"] = update(c, 1, ("group.version", 0, UPGRADE))
     out["upgrade typed as downgrade"] = update(c, 1, ("transaction.version", 2, SAFE))
     out["safe downgrade, validate only"] = update(c, 1, ("group.version", 0, SAFE), validate_only=True)
-    out["after validate only"] = finalized(c)
+    out["after validate only"] = finalized(c, group_version=1)
     out["above the supported range"] = update(c, 1, ("group.version", 2, UPGRADE))
     out["negative"] = update(c, 1, ("group.version", -1, SAFE))
     out["unknown upgrade type"] = update(c, 1, ("group.version", 1, 0))
@@ -82,7 +91,7 @@ def update_features(c: RawClient) -> dict[str, object]:
     out["several bad"] = update(c, 1, ("transaction.version", 7, UPGRADE), ("group.version", 5, UPGRADE),
                                 ("metadata.version", 99, UPGRADE))
     out["one bad spoils all"] = update(c, 1, ("transaction.version", 1, SAFE), ("group.version", 9, UPGRADE))
-    out["after one bad"] = finalized(c)
+    out["after one bad"] = finalized(c, group_version=1, transaction_version=2)
     # metadata.version: 33 is 4.4-IV2, which changed the metadata: no downgrade is lossless.
     out["mv unsupported"] = update(c, 1, ("metadata.version", 34, UPGRADE))
     out["mv unknown"] = update(c, 1, ("metadata.version", 6, SAFE))
@@ -95,7 +104,7 @@ def update_features(c: RawClient) -> dict[str, object]:
     out["kraft upgrade"] = update(c, 1, ("kraft.version", 1, UPGRADE), validate_only=True)
     # group.version 0 turns the consumer group protocol (KIP-848) off.
     out["group.version 0"] = update(c, 2, ("group.version", 0, SAFE))
-    out["finalized without group.version"] = finalized(c)
+    out["finalized without group.version"] = finalized(c, group_version=0)
     hb = c.request(ConsumerGroupHeartbeatRequest(group_id="features-g", member_id="m" * 22, member_epoch=0,
                                                  rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
                                                  topic_partitions=[]), 1)
@@ -106,13 +115,13 @@ def update_features(c: RawClient) -> dict[str, object]:
     # transaction.version down to 1 and back, both in one request with an unchanged feature.
     out["transaction.version 1"] = update(c, 0, ("transaction.version", 1, UPGRADE))
     out["transaction.version 1 safe"] = update(c, 1, ("transaction.version", 1, SAFE), ("group.version", 1, UPGRADE))
-    out["finalized with transaction.version 1"] = finalized(c)
+    out["finalized with transaction.version 1"] = finalized(c, group_version=1, transaction_version=1)
     out["transaction.version back"] = update(c, 1, ("transaction.version", 2, UPGRADE))
     # share.version 2 (KIP-1191 dead-letter queues) is a new 4.4 cluster's; 3 is past it, 1 a downgrade.
     out["share.version 3"] = update(c, 1, ("share.version", 3, UPGRADE))
     out["share.version 1 typed as upgrade"] = update(c, 1, ("share.version", 1, UPGRADE))
     out["share.version 1 safe, validate only"] = update(c, 1, ("share.version", 1, SAFE), validate_only=True)
-    out["final"] = finalized(c)
+    out["final"] = finalized(c, group_version=1, transaction_version=2)
     return out
 
 

@@ -3,9 +3,8 @@
 brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
-  is compared decoded (its epoch is the metadata offset, which no two brokers share), the Streams-group keys
-  (88, 89, 93: issue 33) are taken out of both answers first; v5 naming another cluster or node, or only one of
-  them, and a version newer than served.
+  is compared decoded (its epoch is the metadata offset, which no two brokers share); v5 naming another cluster
+  or node, or only one of them, and a version newer than served.
 - UnregisterBroker, UnregisterController, AddRaftVoter, RemoveRaftVoter as a broker whose quorum is static.
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
@@ -101,8 +100,6 @@ from wire.messages.txn_offset_commit_request import (
 )
 
 Observations = dict[str, object]
-#: Served by Kafka 4.4 and not yet here (issue 33): left out of both ApiVersions answers before comparing.
-STREAMS_GROUP_KEYS = frozenset((88, 89, 93))
 UNKNOWN_ID = uuid.UUID(int=12345)
 RETRIABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
              ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -142,20 +139,18 @@ def _api_versions_raw(c: RawClient, version: int, request: ApiVersionsRequest) -
 
 
 def _features(features: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """Features as compared: sorted, without streams.version (Streams groups are not built yet; see
-    differential_allowlist)."""
-    return sorted(f for f in features if f[0] != "streams.version")
+    """Features as compared: sorted (both sides finalize Kafka 4.4's levels)."""
+    return sorted(features)
 
 
 def _comparable(frame: bytes, version: int) -> tuple[str, object]:
-    """(hex of the answer without the Streams-group keys and without its features, the features decoded).
+    """(hex of the answer without its features, the features decoded).
 
-    The answer is re-encoded with our codec after the two are taken out; that re-encoding the untouched answer
+    The answer is re-encoded with our codec after the features are taken out; that re-encoding the untouched answer
     gives back Kafka's bytes exactly is checked too, so nothing of Kafka's encoding is lost on the way."""
     correlation, body = frame[:4], frame[4:]
     response = ApiVersionsResponse.decode(body, version)
     faithful = response.encode(version) == body
-    response.api_keys = [k for k in response.api_keys if k.api_key not in STREAMS_GROUP_KEYS]
     features = None
     if version >= 3:
         features = (_features([(f.name, f.min_version, f.max_version) for f in response.supported_features]),

@@ -1,7 +1,9 @@
 """Differential scenarios that need brokers configured away from Kafka's defaults (the same on both sides).
 
-Like test_differential.py, each scenario returns what a client observes, run against Apache Kafka 4.1 and
-against pykbroker, and every difference not in ``differential_allowlist.ALLOWED`` fails. Both brokers run
+Like test_differential.py, each scenario returns what a client observes, run against Apache Kafka and
+against pykbroker, and every difference not in ``differential_allowlist.ALLOWED`` fails; on one node, and
+with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``) on 3 pykbroker brokers against a 3-node
+Kafka 4.4 KRaft cluster, both tuned alike. Both brokers run
 with the settings of ``TUNED``: retention checked every 500 ms from the start, the first rebalance of a
 group not delayed — what a user sets to see these behaviours within seconds.
 """
@@ -13,7 +15,15 @@ from collections.abc import Callable
 
 import pytest
 
-from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.conftest import (
+    KAFKA_44,
+    assert_same_observations,
+    differential_params,
+    judge_jars,
+    kafka_cluster,
+    observe_both,
+    pykbroker_cluster,
+)
 from compat_tests.test_differential import Observations, batch, create, produce, topic
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
@@ -106,7 +116,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
 
 @pytest.fixture(scope="module")
 def tuned_kafka():
-    """Apache Kafka 4.1 with ``TUNED`` (its own process: the session's judge keeps Kafka's defaults)."""
+    """Apache Kafka with ``TUNED`` (its own process: the session's judge keeps Kafka's defaults)."""
     import shutil
 
     from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
@@ -124,14 +134,19 @@ def tuned_broker(tmp_path_factory):
         yield b
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_pykbroker_observes_what_kafka_observes(scenario, tuned_broker, tuned_kafka):
-    run = SCENARIOS[scenario]
-    with RawClient(tuned_kafka.bootstrap, timeout=30) as c:
-        expected = run(c)
-    with RawClient(tuned_broker.bootstrap, timeout=30) as c:
-        got = run(c)
-    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and (scenario, key) not in ALLOWED}
-    assert not differences, "\n".join(f"{scenario} / {k}: kafka={e!r} pykbroker={g!r}"
-                                      for k, (e, g) in differences.items())
+@pytest.fixture(scope="module")
+def tuned_kafka_cluster(tmp_path_factory):
+    """A 3-node Apache Kafka 4.4 KRaft cluster with ``TUNED``: the cluster mode's judge."""
+    yield from kafka_cluster(judge_jars(KAFKA_44), tmp_path_factory.mktemp("tuned-kafka-cluster"), TUNED)
+
+
+@pytest.fixture(scope="module")
+def tuned_cluster(tmp_path_factory):
+    yield from pykbroker_cluster(tmp_path_factory.mktemp("tuned-cluster"), TUNED)
+
+
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+def test_pykbroker_observes_what_kafka_observes(mode, scenario, request):
+    expected, got = observe_both(request, mode, SCENARIOS[scenario], "tuned_kafka", "tuned_broker",
+                                 cluster_judge="tuned_kafka_cluster", cluster_judged="tuned_cluster")
+    assert_same_observations(mode, scenario, expected, got)

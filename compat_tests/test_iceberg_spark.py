@@ -5,7 +5,8 @@ of its own: see pykbroker.iceberg.spark) opens the broker's SQLite catalog throu
 judge of "committed" is a read_committed consumer reading the same topic: the table must hold exactly its
 records (partition, offset, value), after transactions that commit and abort and a kill -9 of the broker in the
 middle of a produce run. One test in `make test`; PYKBROKER_ICEBERG_SLOW=1 (make test-iceberg-slow) adds
-value_schema tables, dead letters and evolution read by Spark, and more kills.
+value_schema tables, dead letters and evolution read by Spark, more kills, and tables of Avro and Protobuf values
+decoded through the broker's schema registry (value_schema_id_prefix).
 """
 
 from __future__ import annotations
@@ -179,3 +180,53 @@ def test_spark_reads_value_schema_tables_dead_letters_and_evolution(tmp_path):
         assert rows[55] == {"id": 55, "name": "n55", "price": 27.5}
         assert [(r["offset"], r["value"]) for r in dead] == [(50, b"{broken")] and "not JSON" in dead[0]["error"]
         assert total == [{"n": 50}]
+
+
+@pytest.mark.skipif(not SLOW, reason="PYKBROKER_ICEBERG_SLOW=1 (make test-iceberg-slow): a third Spark run")
+def test_spark_reads_tables_of_avro_and_protobuf_values_through_the_schema_registry(tmp_path):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from pykbroker.testing import free_port
+    from tests.pykbroker.schema_registry.test_serializers import (
+        USER_V1,
+        USER_V2,
+        _person_message_class,
+        wait_http,
+    )
+
+    port = free_port()
+    with BrokerProcess(tmp_path, overrides={"schema.registry.listeners": f"http://127.0.0.1:{port}"}) as broker:
+        wait_http(f"http://127.0.0.1:{port}")
+        client = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        mode = {"iceberg.mode": "value_schema_id_prefix", "iceberg.commit.interval.ms": "300"}
+        create(broker, "users", 1, mode)
+        create(broker, "people", 1, mode)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        users = SerializationContext("users", MessageField.VALUE)
+        v1, v2 = AvroSerializer(client, USER_V1), AvroSerializer(client, USER_V2)
+        for i in range(40):
+            producer.produce("users", v1({"name": f"u{i}", "age": i}, users))
+        producer.produce("users", b"\x00\x00\x00\x00\x01")  # schema 1's header, and no Avro after it
+        for i in range(40, 50):
+            producer.produce("users", v2({"name": f"u{i}", "age": i, "email": f"u{i}@x"}, users))
+        Person = _person_message_class()
+        people = ProtobufSerializer(Person, client, {"use.deprecated.format": False})
+        for i in range(5):
+            producer.produce("people", people(Person(name=f"p{i}", id=i, tags=["a"] * i, address=Person.Address(
+                city="Oslo")), SerializationContext("people", MessageField.VALUE)))
+        producer.flush(10)
+        wait_translated(broker, "users", 1)
+        wait_translated(broker, "people", 1)
+        rows, dead, persons = iceberg_spark.sql(
+            ["SELECT offset, name, age, email FROM pykbroker.kafka.users ORDER BY offset",
+             "SELECT offset, error FROM pykbroker.kafka.`users~dlq`",
+             "SELECT name, id, tags, address FROM pykbroker.kafka.people ORDER BY id"],
+            data_dir=broker.data_dir / "logs")
+        assert [r["name"] for r in rows] == [f"u{i}" for i in range(50)]
+        assert rows[0] == {"offset": 0, "name": "u0", "age": 0, "email": None}
+        assert rows[45] == {"offset": 46, "name": "u45", "age": 45, "email": "u45@x"}
+        assert [r["offset"] for r in dead] == [40] and "does not decode" in dead[0]["error"]
+        assert persons[3] == {"name": "p3", "id": 3, "tags": '["a","a","a"]', "address": '{"city":"Oslo"}'}

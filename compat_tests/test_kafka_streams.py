@@ -115,8 +115,8 @@ def test_exactly_once_count_on_one_kafka_node(tmp_path, jars, kafka44_judge):
 @slow
 def test_exactly_once_count_with_the_streams_group_protocol(tmp_path, jars):
     """group.protocol=streams (KIP-1071): the broker assigns the tasks and creates the repartition and changelog
-    topics itself (group.streams.enable, pykbroker's switch while streams groups are unfinished)."""
-    with BrokerProcess(tmp_path / "broker", overrides={"group.streams.enable": "true"}) as broker:
+    topics itself (on by default, as on Kafka 4.4)."""
+    with BrokerProcess(tmp_path / "broker") as broker:
         run = count_keys(jars, broker.bootstrap, tmp_path, rounds=10, props={"group.protocol": "streams"})
         with RawClient(broker.bootstrap) as c:
             listed = c.request(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5).groups

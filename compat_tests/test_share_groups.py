@@ -2,7 +2,8 @@
 
 Every scenario runs against Kafka 4.2 (``kafka_share_judge``, where share groups are released and on by
 default) and against pykbroker (share.version finalized with UpdateFeatures, as ``kafka-features upgrade``
-does); each returns observations that must be equal. Clients: confluent-kafka's ShareConsumer (librdkafka)
+does); each returns observations that must be equal. On one node, and with PYKBROKER_SLOW_DIFFERENTIAL=1
+(``make differential-cluster``) on 3 pykbroker brokers judged by a 3-node Kafka 4.2 KRaft cluster. Clients: confluent-kafka's ShareConsumer (librdkafka)
 and Kafka 4.2's own tools (``kafka-share-groups``, i.e. ShareGroupCommand, and the console share consumer,
 both on the Java KafkaShareConsumer / Admin client). Group configs are set with IncrementalAlterConfigs on
 GROUP resources, as ``kafka-configs --entity-type groups`` does.
@@ -20,7 +21,15 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
+from compat_tests.conftest import (
+    differential_params,
+    differential_targets,
+    judge_jars,
+    kafka_cluster,
+    pykbroker_cluster,
+)
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, jars_dir
+from compat_tests.routing_client import RoutingClient
 from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
 from wire.messages import (
@@ -72,8 +81,9 @@ def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
 
 
 def start_offsets(bootstrap: str, group: str) -> dict[int, int]:
-    """Partition -> share-partition start offset, as DescribeShareGroupOffsets reports it."""
-    with RawClient(bootstrap, timeout=30) as c:
+    """Partition -> share-partition start offset, as DescribeShareGroupOffsets reports it (asked of the
+    group's coordinator, as the admin client does)."""
+    with RoutingClient(bootstrap, timeout=30) as c:
         r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
             group_id=group, topics=None)]), 0)
         return {p.partition_index: p.start_offset for g in r.groups for t in g.topics for p in t.partitions}
@@ -288,13 +298,37 @@ def share_broker(tmp_path_factory):
         assert b.alive, f"the broker died; its log:\n{b.log()}"
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_share_scenario_as_kafka_4_2(name, share_broker, kafka_share_judge):
+@pytest.fixture(scope="module")
+def kafka_share_cluster_judge(tmp_path_factory):
+    """A 3-node Kafka 4.2 KRaft cluster: the judge of the share-group scenarios' cluster mode."""
+    yield from kafka_cluster(judge_jars(SHARE_GROUPS_JUDGE), tmp_path_factory.mktemp("kafka42-cluster"))
+
+
+@pytest.fixture(scope="module")
+def share_cluster(tmp_path_factory):
+    """3 pykbroker brokers with share groups on (share.version 1, as on a new Kafka 4.2 cluster)."""
+    for cluster in pykbroker_cluster(tmp_path_factory.mktemp("share-cluster")):
+        enable_share_groups(cluster.broker(1).bootstrap)
+        yield cluster
+        dead = [n for n, b in cluster.brokers.items() if not b.alive]
+        assert not dead, f"brokers {dead} died; the first one's log:\n{cluster.broker(dead[0]).log() if dead else ''}"
+
+
+def share_targets(request, mode: str) -> tuple[str, str]:
+    """(Kafka 4.2's bootstrap, pykbroker's) in ``mode`` ("single" or "cluster"), share groups on at both."""
+    kafka, pykbroker = differential_targets(request, mode, "kafka_share_judge", "share_broker",
+                                            cluster_judge="kafka_share_cluster_judge", cluster_judged="share_cluster")
+    enable_share_groups(kafka)  # on by default in 4.2; an upgrade to the same level is a no-op
+    return kafka, pykbroker
+
+
+@pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+def test_share_scenario_as_kafka_4_2(mode, name, request):
     run = SCENARIOS[name]
-    enable_share_groups(kafka_share_judge.bootstrap)  # on by default in 4.2; an upgrade to the same level is a no-op
-    expected = run(kafka_share_judge.bootstrap)
-    got = run(share_broker.bootstrap)
-    assert got == expected, f"{name}: kafka={expected!r} pykbroker={got!r}"
+    kafka, pykbroker = share_targets(request, mode)
+    expected = run(kafka)
+    got = run(pykbroker)
+    assert got == expected, f"{mode} {name}: kafka={expected!r} pykbroker={got!r}"
 
 
 # -- Kafka's own tools ---------------------------------------------------------------------------------------
@@ -344,10 +378,12 @@ def tool_scenario(jars: Path, bootstrap: str) -> dict:
             "gone": group not in share_groups_tool(jars, bootstrap, "--list").split()}
 
 
-def test_kafka_share_groups_tool_as_kafka_4_2(jars, share_broker, kafka_share_judge):
-    expected = tool_scenario(jars, kafka_share_judge.bootstrap)
-    got = tool_scenario(jars, share_broker.bootstrap)
-    assert got == expected, f"kafka={expected!r}\npykbroker={got!r}"
+@pytest.mark.parametrize(("mode", "name"), differential_params(["tool"], (), ("tool",)))
+def test_kafka_share_groups_tool_as_kafka_4_2(mode, name, jars, request):
+    kafka, pykbroker = share_targets(request, mode)
+    expected = tool_scenario(jars, kafka)
+    got = tool_scenario(jars, pykbroker)
+    assert got == expected, f"{mode}: kafka={expected!r}\npykbroker={got!r}"
 
 
 # -- kill -9 -------------------------------------------------------------------------------------------------
@@ -422,10 +458,12 @@ def java_share_consumers(jars: Path, bootstrap: str) -> dict:
             "perf records": [f.strip() for f in perf.stdout.strip().splitlines()[-1].split(",")][5]}
 
 
-def test_java_share_consumer_as_kafka_4_2(jars, share_broker, kafka_share_judge):
-    expected = java_share_consumers(jars, kafka_share_judge.bootstrap)
-    got = java_share_consumers(jars, share_broker.bootstrap)
-    assert expected["read"] and got == expected, f"kafka={expected!r}\npykbroker={got!r}"
+@pytest.mark.parametrize(("mode", "name"), differential_params(["java"], (), ("java",)))
+def test_java_share_consumer_as_kafka_4_2(mode, name, jars, request):
+    kafka, pykbroker = share_targets(request, mode)
+    expected = java_share_consumers(jars, kafka)
+    got = java_share_consumers(jars, pykbroker)
+    assert expected["read"] and got == expected, f"{mode}: kafka={expected!r}\npykbroker={got!r}"
 
 
 # -- the records of __share_group_state --------------------------------------------------------------------

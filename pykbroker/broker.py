@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.transaction.producer_ids import ProducerIdManager
 from pykbroker.admin_manager import AdminManager
+from pykbroker.client_metrics.manager import ClientMetricsManager
+from pykbroker.client_metrics.otlp import PrometheusTelemetryReceiver
 from pykbroker.config import Config, Listener
 from pykbroker.coordinators import Coordinators
 from pykbroker.dynamic_config import DynamicBrokerConfig
@@ -33,7 +35,7 @@ from replication.broker_client import BrokerClientPool
 from replication.controller.hand_over import LeadershipHandOver
 from replication.fetch_session import FetchSessionCache
 from replication.metadata.embedded_store import EmbeddedMetadataStore, load_or_create_cluster_id
-from replication.metadata.features import SHARE_VERSION
+from replication.metadata.features import SHARE_VERSION, STREAMS_VERSION
 from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
@@ -54,8 +56,9 @@ if TYPE_CHECKING:
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
 
-# Streams group (KIP-1071) APIs: advertised only with group.streams.enable (not finished yet).
-STREAMS_GROUP_APIS = frozenset({ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE})
+# Client telemetry (KIP-714): answered always, advertised (as Kafka) only with a receiver,
+# metrics.client.telemetry.enable.
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -133,7 +136,8 @@ class Broker:
                 max_wait_ms=config["replica.fetch.wait.max.ms"], min_bytes=config["replica.fetch.min.bytes"],
                 partition_max_bytes=config["replica.fetch.max.bytes"],
                 response_max_bytes=config["replica.fetch.response.max.bytes"],
-                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"]),
+                backoff_ms=config["replica.fetch.backoff.ms"], socket_timeout_ms=config["replica.socket.timeout.ms"],
+                fetch_last_tiered_offset=config["follower.fetch.last.tiered.offset.enable"]),
             quota=self._replication_quota("follower"),
             remote_aux_state=self.remote_log_manager.build_remote_log_aux_state if self.remote_log_manager else None)
         self.listener_security: dict[str, ListenerSecurity] = {}  # by listener name, set by the server
@@ -171,9 +175,26 @@ class Broker:
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
             shutting_down=lambda: self.hand_over.shutting_down,
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
+        # Client telemetry (KIP-714): subscriptions from the image; pushes go to the Prometheus receiver when on.
+        self.telemetry_receiver = PrometheusTelemetryReceiver() if config["metrics.client.telemetry.enable"] else None
+        self.client_metrics = ClientMetricsManager(lambda: self.metadata.image.client_metrics_configs,
+                                                   config["telemetry.max.bytes"], self.now_ms, self.telemetry_receiver)
         # Topics with iceberg.mode set: their led partitions are written into Iceberg tables (pykbroker.iceberg).
         self.iceberg = IcebergService({n: config[n] for n in ICEBERG_BROKER_PROPERTIES}, config.log_dirs[0],
                                       self.replica_manager)
+        # The schema registry (pykbroker.schema_registry.SchemaRegistry) while schema.registry.listeners is set: the
+        # server starts it once the listeners are bound; decoders (Iceberg topics, the console) look schemas up in it.
+        self.schema_registry: Any = None
+        self.iceberg.schema_registry = self.schema_registry_for_decoding
+
+    def schema_registry_for_decoding(self) -> Any:
+        """The schema registry decoders look schemas up in: the served one, or (schema.registry.listeners unset)
+        one reading schema.registry.topic without serving HTTP, made on first use."""
+        if self.schema_registry is None:
+            from pykbroker.schema_registry import SchemaRegistry
+
+            self.schema_registry = SchemaRegistry(self)
+        return self.schema_registry
 
     def _alter_log_dirs_rate(self) -> int | None:
         """replica.alter.log.dirs.io.max.bytes.per.second of this broker (or the cluster default); None: unset."""
@@ -212,8 +233,10 @@ class Broker:
         return self.coordinators.share
 
     def connection_closed(self, peer: str) -> None:
-        """A client connection closed: as Kafka, the share sessions opened on it end and release their records."""
+        """A client connection closed: as Kafka, the share sessions opened on it end and release their records, and
+        the client telemetry instance made on it is forgotten."""
         self.coordinators.connection_closed(peer)
+        self.client_metrics.connection_closed(peer)
 
     @property
     def share_groups_enabled(self) -> bool:
@@ -222,8 +245,10 @@ class Broker:
 
     @property
     def streams_groups_enabled(self) -> bool:
-        """group.streams.enable: the unfinished Streams group APIs are served and advertised."""
-        return bool(self.config["group.streams.enable"])
+        """Kafka's isStreamsGroupProtocolEnabled: "streams" in group.coordinator.rebalance.protocols and
+        streams.version >= 1 finalized. The APIs are advertised either way, as Kafka 4.4 does."""
+        return (self.group_coordinator.config.streams_protocol_enabled
+                and self.metadata.image.finalized_features.get(STREAMS_VERSION, 0) >= 1)
 
     @property
     def controller_id(self) -> int:
@@ -246,7 +271,7 @@ class Broker:
     def api_versions(self) -> list[ApiVersion]:
         """The ApiVersions entries, computed from the registry."""
         if self._api_versions_cache is None:
-            hidden = set() if self.streams_groups_enabled else STREAMS_GROUP_APIS
+            hidden = TELEMETRY_APIS if self.telemetry_receiver is None else frozenset()
             self._api_versions_cache = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                         for k, lo, hi in self.registry.api_versions() if k not in hidden]
         return self._api_versions_cache
@@ -330,6 +355,11 @@ class Broker:
         else:
             await self.hand_over.elect_recovered_replicas()
         self.publisher.host_all(self.metadata.image)
+        if self.cluster_mode:  # one committer per Iceberg topic, through the coordinator runtime
+            from pykbroker.iceberg.commits import CommitCoordination
+
+            self.iceberg.coordination = CommitCoordination(self.iceberg, self)
+            self.iceberg.coordination.start()
         self.hand_over.start(offline_at_start)
         self.metadata.subscribe(self.publisher.publish)
         self.replica_manager.start_isr_expiration()
@@ -416,9 +446,10 @@ class Broker:
         self.transaction_verification = bool(current["transaction.partition.verification.enable"])
         self.log_manager.update_cordoned_log_dirs(current.cordoned_log_dirs)
         if self.remote_log_manager is not None:  # cluster-wide dynamic in Kafka
-            self.remote_log_manager.copy_max_bytes_per_second = current["remote.log.manager.copy.max.bytes.per.second"]
-            self.remote_log_manager.fetch_quota.bytes_per_second = \
-                current["remote.log.manager.fetch.max.bytes.per.second"]
+            for quota, name in ((self.remote_log_manager.copy_quota, "copy"),
+                                (self.remote_log_manager.fetch_quota, "fetch")):
+                if quota is not None:
+                    quota.bytes_per_second = current[f"remote.log.manager.{name}.max.bytes.per.second"]
         for listener in reload_tls:  # a new key or trust store for an SSL listener, as Kafka's SslFactory reloads
             security = self.listener_security.get(listener.name)
             if security is not None and security.ssl_context is not None:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 from pykbroker.config import Config, ConfigError
+from pykbroker.log_format import FORMAT, OneLineFormatter
 
 # The first line an --ephemeral broker prints on stdout once it serves; the bootstrap address follows.
 READY_PREFIX = "pykbroker ready bootstrap.servers="
@@ -73,11 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         print(Config.help_text())
         print(iceberg_help())
         return 0
-    logging.basicConfig(
-        level=args.log_level,
-        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter(FORMAT))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     data_dir = None
     try:
         config = Config.load(args.properties, args.override)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pykbroker import java_properties
 from pykbroker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 
 __all__ = ["Config", "ConfigDef", "ConfigError", "Listener", "CONFIG_DEFS", "is_listener_property",
@@ -144,6 +145,35 @@ def _connection_overrides(text: str) -> dict[str, int]:
     return out
 
 
+def _registry_url(prop: str, v: str) -> str | None:
+    """console.schema.registry.url: unset, or an http(s)://host[:port][/path] URL of a Confluent-compatible registry."""
+    from urllib.parse import urlsplit
+
+    value = v.strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{prop}: '{value}' is not an http:// or https:// URL of a schema registry "
+                          "(e.g. http://127.0.0.1:8081)")
+    return value.rstrip("/")
+
+
+def _schema_registry_listeners(prop: str, v: str) -> str | None:
+    from pykbroker.metrics.http import parse_host_port
+
+    if not v.strip():
+        return None
+    for entry in v.split(","):
+        if entry.strip().startswith("https://"):
+            raise ConfigError(f"{prop}: https is not served; use http://host:port (behind a TLS proxy if needed)")
+        try:
+            parse_host_port(prop, entry.strip())
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return v.strip()
+
+
 def _console_listener(prop: str, v: str) -> str | None:
     from pykbroker.metrics.http import parse_host_port
 
@@ -233,12 +263,19 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Upper bound of the bytes per second this broker copies to remote storage."),
     ConfigDef("remote.log.manager.fetch.max.bytes.per.second", _int(1, _MAX), str(_MAX),
               "Upper bound of the bytes per second this broker reads from remote storage."),
+    ConfigDef("remote.log.manager.copy.quota.window.num", _int(1, _I32), "11",
+              "Samples kept to measure the remote copy byte rate."),
+    ConfigDef("remote.log.manager.copy.quota.window.size.seconds", _int(1, _I32), "1",
+              "Time span of each remote copy quota sample."),
     ConfigDef("remote.log.manager.fetch.quota.window.num", _int(1, _I32), "11",
               "Samples kept to measure the remote fetch byte rate."),
     ConfigDef("remote.log.manager.fetch.quota.window.size.seconds", _int(1, _I32), "1",
               "Time span of each remote fetch quota sample."),
     ConfigDef("remote.log.manager.copier.thread.pool.size", _int(1, _I32), "10",
               "Segments copied at the same time (threads of the copy)."),
+    ConfigDef("follower.fetch.last.tiered.offset.enable", _bool, "false",
+              "An empty follower of a tiered topic starts after the leader's last tiered offset (KIP-1023), not at its "
+              "local log start."),
     ConfigDef("remote.log.index.file.cache.total.size.bytes", _int(1, _MAX), "1073741824",
               "Size bound of the cache of fetched remote chunks and indexes."),
     ConfigDef("remote.log.storage.manager.class.name", _str, None,
@@ -292,12 +329,31 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # pykbroker's own (Kafka has JMX instead): Prometheus metrics and a read-only console page over HTTP.
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
               "Serve Prometheus metrics (Kafka's JMX names) at http://0.0.0.0:<port>/metrics; -1: off, 0: any port."),
+    ConfigDef("metrics.client.telemetry.enable", _bool, "false",
+              "Receive the metrics clients push (KIP-714) and serve them on metrics.port's /metrics with their client "
+              "labels; advertises GetTelemetrySubscriptions and PushTelemetry (Kafka: a ClientTelemetry plugin). "
+              "Needs metrics.port."),
+    ConfigDef("telemetry.max.bytes", _int(1, _I32), "1048576",
+              "The largest metrics payload a client may push (KIP-714), compressed or not."),
     ConfigDef("console.listener", _console_listener, None,
               "Serve the console at http://host:port/ (e.g. 127.0.0.1:8080; https://host:port with the broker-wide "
               "ssl.keystore.*); unset: off."),
     ConfigDef("console.write.actions.enable", _bool, "false",
               "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
               "with the principal; false: the console only reads."),
+    ConfigDef("console.schema.registry.url", _registry_url, None,
+              "A Confluent-compatible schema registry (http(s)://host:port) whose schemas the console decodes Avro, "
+              "Protobuf and JSON Schema values with; unset: the broker's own registry when schema.registry.listeners "
+              "is set, else none (values are shown as bytes with their schema id)."),
+    # Confluent's Schema Registry API served by the broker (pykbroker.schema_registry), as Redpanda's
+    # schema_registry.schema_registry_api; the topic is Confluent's kafkastore.topic.
+    ConfigDef("schema.registry.listeners", _schema_registry_listeners, None,
+              "Serve a Confluent-compatible schema registry at http://host:port (comma-separated for several, e.g. "
+              "http://0.0.0.0:8081, Confluent's and Redpanda's port); schemas live in schema.registry.topic, so "
+              "every broker of a cluster serves the same registry; unset: off."),
+    ConfigDef("schema.registry.topic", _str, "_schemas",
+              "The compacted topic holding the registry's schemas, ids and configs in Confluent's record format "
+              "(Confluent's kafkastore.topic)."),
     # pykbroker's own: where topics with iceberg.mode set are written as Iceberg tables (pykbroker.iceberg).
     ConfigDef("iceberg.catalog.type", _choice("sql", "rest"), "sql",
               "The Iceberg catalog: sql (SQLAlchemy: SQLite by default, the JDBC catalog's tables) or rest."),
@@ -385,7 +441,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.min.session.timeout.ms", _int(0, _I32), "6000", "Smallest session timeout allowed."),
     ConfigDef("group.max.session.timeout.ms", _int(0, _I32), "1800000", "Largest session timeout allowed."),
     ConfigDef("group.max.size", _int(1, _I32), str(_I32), "Largest number of members of a classic group."),
-    ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer", "Group protocols served."),
+    ConfigDef("group.coordinator.rebalance.protocols", _list, "classic,consumer,streams",
+              "Group protocols served (consumer also needs group.version 1, streams needs streams.version 1)."),
     ConfigDef("group.consumer.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of consumer groups."),
     ConfigDef("group.consumer.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of consumer groups."),
     ConfigDef("group.consumer.min.session.timeout.ms", _int(1, _I32), "45000",
@@ -398,17 +455,24 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Largest consumer.heartbeat.interval.ms a group config may set."),
     ConfigDef("group.consumer.max.size", _int(1, _I32), str(_I32), "Largest consumer group."),
     ConfigDef("group.consumer.assignors", _list, "uniform,range", "Server-side assignors."),
-    # pykbroker's own switch (streams groups, KIP-1071, are being built): off, the Streams group APIs are neither
-    # advertised nor served.
-    ConfigDef("group.streams.enable", _bool, "false",
-              "Serve and advertise StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071, unfinished); false: a "
-              "Kafka Streams app must use group.protocol=classic."),
     ConfigDef("group.streams.session.timeout.ms", _int(1, _I32), "45000",
               "Session timeout of streams group members (removed when they do not heartbeat within it)."),
     ConfigDef("group.streams.heartbeat.interval.ms", _int(1, _I32), "5000",
               "Heartbeat interval given to streams group members."),
     ConfigDef("group.streams.num.standby.replicas", _int(0, _I32), "0",
               "Standby copies of each stateful task the streams group assignor places on other processes."),
+    ConfigDef("group.streams.acceptable.recovery.lag", _int(0, 2**63 - 1), "10000",
+              "Largest changelog lag for which a streams member counts as caught up on a task (told to members)."),
+    ConfigDef("group.streams.task.offset.interval.ms", _int(1, _I32), "60000",
+              "How often streams members report their task changelog offsets (told to members)."),
+    ConfigDef("group.streams.initial.rebalance.delay.ms", _int(0, _I32), "3000",
+              "How long a new streams group waits for more members before its first assignment."),
+    ConfigDef("group.streams.assignment.interval.ms", _int(0, _I32), "1000",
+              "Shortest time between two task assignments of a streams group."),
+    ConfigDef("group.streams.num.warmup.replicas", _int(0, _I32), "2",
+              "Most warm-up tasks a streams group has at once (moving a stateful task to a caught-up member)."),
+    ConfigDef("group.streams.rack.aware.assignment.tags", _list, "",
+              "Client tag keys the streams assignor spreads standby tasks over (members lacking one are told)."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
     ConfigDef("group.share.enable", _bool, "false",
               "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),
@@ -527,25 +591,12 @@ def is_listener_property(key: str) -> bool:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java-properties text (``key=value`` or ``key: value``, ``#``/``!`` comments, ``\\`` continuations)."""
-    props: dict[str, str] = {}
-    logical: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        full = "".join(logical)
-        logical = []
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", full)
-        if m:
-            props[m.group(1)] = m.group(2).strip()
-        elif full:
-            props[full] = ""
-    return props
+    """Java-properties text as Kafka reads it (pykbroker.java_properties), values trimmed as Kafka's
+    ConfigDef trims them."""
+    try:
+        return {k: v.strip() for k, v in java_properties.loads(text).items()}
+    except java_properties.PropertiesError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class Config:
@@ -628,6 +679,9 @@ class Config:
         if (problem := cordoned_log_dirs_error(cordoned, self.log_dirs)) is not None:
             raise ConfigError(problem)
         self.cordoned_log_dirs: tuple[str, ...] = self.log_dirs if "*" in cordoned else tuple(cordoned)
+        if v["metrics.client.telemetry.enable"] and v["metrics.port"] < 0:
+            raise ConfigError("metrics.client.telemetry.enable: the pushed client metrics are served on the metrics "
+                              "endpoint; set metrics.port too")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wire import RequestHeader
@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from pykbroker.config import Listener
     from pykbroker.services import BrokerServices
     from replication.metadata.image import MetadataImage
+
+
+@dataclass(slots=True)
+class ClientInformation:
+    """The client software a connection's ApiVersions (v3+) named, as Kafka's ClientInformation ("unknown")."""
+
+    software_name: str = "unknown"
+    software_version: str = "unknown"
 
 
 @dataclass(slots=True)
@@ -37,6 +45,8 @@ class RequestContext:
     request_time_s: float = 0.0
     step_started: float = 0.0
     request_throttle: int | None = None
+    # The connection's client software (shared by its requests; ApiVersions sets it).
+    client_information: ClientInformation = field(default_factory=ClientInformation)
 
     @property
     def metadata(self) -> MetadataImage:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pykbroker.config import Listener
     from pykbroker.response_writer import ResponseWriter
 
-from pykbroker.context import RequestContext
+from pykbroker.context import ClientInformation, RequestContext
 from pykbroker.request_time import apply_request_throttle, record_response_time, run_timed
 
 log = logging.getLogger("pykbroker.connection")
@@ -45,7 +45,7 @@ class CloseConnection(Exception):
 class Dispatcher:
     """Runs one connection's requests through the broker's handler registry; answers go to ``writer``."""
 
-    __slots__ = ("broker", "listener", "peer", "writer", "last_sent")
+    __slots__ = ("broker", "listener", "peer", "writer", "last_sent", "client_information")
 
     def __init__(self, broker: Broker, listener: Listener, peer: str, writer: ResponseWriter) -> None:
         self.broker = broker
@@ -53,6 +53,7 @@ class Dispatcher:
         self.peer = peer
         self.writer = writer
         self.last_sent = 0.0  # when the previous response was written (metrics: queue time starts after it)
+        self.client_information = ClientInformation()  # what the client's ApiVersions said it is
 
     async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False,
                        arrived: float = 0.0) -> int:
@@ -93,7 +94,7 @@ class Dispatcher:
                         self.peer, entry.name, api_version, correlation_id, exc)
             raise CloseConnection from None
         ctx = RequestContext(header, broker, self.listener, self.peer, principal=principal,
-                             token_authenticated=token_authenticated)
+                             token_authenticated=token_authenticated, client_information=self.client_information)
         # Only while some client has a request_percentage quota: measuring costs every request a little.
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them

@@ -25,7 +25,7 @@ from pykbroker.broker_config_names import STATIC_BROKER_CONFIG_NAMES
 from pykbroker.config import CONFIG_DEFS, REQUIREMENT_FAILED, Config, ConfigError, is_listener_property
 from pykbroker.security.listeners import protocol_map
 from pykbroker.security.tls import server_ssl_context
-from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType
+from pykbroker.topic_config import ConfigEntry, ConfigSource, ConfigType, described_defaults, described_static
 from wire import java
 
 __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "DYNAMIC_CONFIGS", "broker_config_synonyms",
@@ -561,8 +561,8 @@ class DynamicBrokerConfig:
 
     def layers(self) -> list[tuple[Mapping[str, str], int]]:
         """(values, source) from the most to the least specific, as DescribeConfigs lists synonyms."""
-        defaults = {d.name: d.default for d in CONFIG_DEFS if d.default is not None}
-        static = dict(self.static.explicit)
+        defaults = described_defaults()
+        static = described_static(self.static.explicit)
         for listener, values in self.static.listener_properties.items():
             static.update({f"listener.name.{listener}.{k}": v for k, v in values.items()})
         return [(self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),

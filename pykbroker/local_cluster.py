@@ -1,7 +1,8 @@
 """``pykbroker local-cluster``: ZooKeeper and N brokers on this machine, for trying a cluster (``make cluster``).
 
 Broker ``i`` (1..N) listens on ``base-port + i - 1`` (9092, 9093, 9094 by default) with its data under
-``<data>/broker-<i>``; ZooKeeper listens on a free port with its data under ``<data>/zookeeper``. Each
+``<data>/broker-<i>`` and serves its console on ``127.0.0.1:<console-port + i - 1>`` (8080, 8081, 8082;
+``--console-port 0``: none; each shows the whole cluster); ZooKeeper listens on a free port with its data under ``<data>/zookeeper``. Each
 process logs to a file beside its data, and one line per process says where it listens and its pid.
 
 The cluster outlives any one broker, so a failover can be watched: a broker that exits or is killed
@@ -44,7 +45,9 @@ def _read_commands(lines: queue.Queue[str]) -> None:
 class LocalCluster:
     """The running processes and what the commands do to them."""
 
-    def __init__(self, root: Path, brokers: int, base_port: int, overrides: dict[str, str]) -> None:
+    def __init__(self, root: Path, brokers: int, base_port: int, overrides: dict[str, str],
+                 console_port: int = 0) -> None:
+        self.console_port = console_port
         self.zookeeper = ZooKeeperProcess(root / "zookeeper")
         self.root = root
         self.base_port = base_port
@@ -57,8 +60,9 @@ class LocalCluster:
         self.zookeeper.start()
         print(f"zookeeper listening on {self.zookeeper.connect} (log {self.zookeeper.log_path})", flush=True)
         for node_id in range(1, self.count + 1):
+            console = {"console.listener": f"127.0.0.1:{self.console_port + node_id - 1}"} if self.console_port else {}
             self.brokers[node_id] = BrokerProcess(self.root / f"broker-{node_id}", {
-                "node.id": str(node_id), "zookeeper.connect": self.zookeeper.connect, **self.overrides},
+                "node.id": str(node_id), "zookeeper.connect": self.zookeeper.connect, **console, **self.overrides},
                 port=self.base_port + node_id - 1, log_path=self.root / f"broker-{node_id}.log")
             self.start_broker(node_id)
 
@@ -67,8 +71,9 @@ class LocalCluster:
         broker.start()
         self.reported.discard(node_id)
         assert broker.proc is not None
-        print(f"broker {node_id} listening on {broker.bootstrap} (pid {broker.proc.pid}, log {broker.log_path})",
-              flush=True)
+        console = broker.overrides.get("console.listener")
+        print(f"broker {node_id} listening on {broker.bootstrap} (pid {broker.proc.pid}, log {broker.log_path}"
+              + (f", console http://{console}/" if console else "") + ")", flush=True)
 
     def report_exits(self) -> None:
         for node_id, broker in self.brokers.items():
@@ -125,6 +130,8 @@ def main(argv: list[str]) -> int:
                                  epilog=COMMANDS)
     ap.add_argument("--brokers", type=int, default=3, help="how many brokers (default 3)")
     ap.add_argument("--base-port", type=int, default=9092, help="port of broker 1 (default 9092)")
+    ap.add_argument("--console-port", type=int, default=8080,
+                    help="console port of broker 1, the next ones after it (default 8080; 0: no console)")
     ap.add_argument("--data", default="data/cluster", help="data directory (default data/cluster)")
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker property for every broker (repeatable)")
@@ -136,7 +143,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
-    cluster = LocalCluster(root, args.brokers, args.base_port, overrides)
+    cluster = LocalCluster(root, args.brokers, args.base_port, overrides, args.console_port)
     lines: queue.Queue[str] = queue.Queue()
     try:
         cluster.start()

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from replication.metadata.quota_entities import (
     CLIENT_ID,
@@ -35,6 +34,7 @@ from replication.metadata.quota_entities import (
     USER_AND_CLIENT_KEYS,
     Entity,
 )
+from replication.sampled_rate import SampledRate
 
 __all__ = ["USER", "CLIENT_ID", "IP", "Entity", "QuotaError", "validate_alteration", "describe", "QuotaManager",
            "RequestQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE"]
@@ -161,32 +161,6 @@ def describe(quotas: Mapping[Entity, Mapping[str, float]], components: list[tupl
     return out
 
 
-@dataclass
-class _Sensor:
-    """Bytes in ``samples`` windows of ``window_ms`` (Kafka's Rate over a SampledStat)."""
-
-    samples: int
-    window_ms: int
-    windows: list[list[float]] = field(default_factory=list)  # [start ms, total]
-
-    def record(self, value: float, now_ms: int) -> None:
-        if not self.windows or now_ms - self.windows[-1][0] >= self.window_ms:
-            self.windows.append([now_ms, 0.0])
-        self.windows[-1][1] += value
-        oldest_kept = now_ms - self.samples * self.window_ms
-        while len(self.windows) > 1 and self.windows[0][0] + self.window_ms <= oldest_kept:
-            self.windows.pop(0)
-
-    def rate_and_window(self, now_ms: int) -> tuple[float, float]:
-        """(bytes per second, window ms) with Kafka's window: at least samples-1 whole windows."""
-        elapsed = now_ms - self.windows[0][0]
-        full = elapsed // self.window_ms
-        if full < self.samples - 1:
-            elapsed += (self.samples - 1 - full) * self.window_ms
-        window = max(elapsed, 1)
-        return sum(total for _, total in self.windows) * 1000.0 / window, window
-
-
 class QuotaManager:
     """Rate throttling of one quota key (produced or fetched bytes) for every (user, client id)."""
 
@@ -201,7 +175,7 @@ class QuotaManager:
         self._quotas = quotas
         self.samples = samples
         self.window_ms = window_seconds * 1000
-        self._sensors: dict[tuple[str, str], _Sensor] = {}
+        self._sensors: dict[tuple[str, str], SampledRate] = {}
 
     def enabled(self) -> bool:
         """Whether any entity has a quota for this key (nothing needs measuring otherwise)."""
@@ -235,7 +209,7 @@ class QuotaManager:
         quota, tags = bound
         sensor = self._sensors.get(tags)
         if sensor is None:
-            sensor = self._sensors[tags] = _Sensor(self.samples, self.window_ms)
+            sensor = self._sensors[tags] = SampledRate(self.samples, self.window_ms)
         sensor.record(value, now_ms)
         rate, window = sensor.rate_and_window(now_ms)
         if rate <= quota:
@@ -253,7 +227,7 @@ class QuotaManager:
         if bound is not None:
             sensor = self._sensors.get(bound[1])
             if sensor is None:
-                sensor = self._sensors[bound[1]] = _Sensor(self.samples, self.window_ms)
+                sensor = self._sensors[bound[1]] = SampledRate(self.samples, self.window_ms)
             sensor.record(value, now_ms)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
-from pykbroker.rlm_quota import RLMQuotaManager
 from replication.remote_log_manager import RemoteLogManager
 from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
+from replication.rlm_quota import RLMQuotaManager
 from storage.remote.object_store import LocalFileObjectStore, ObjectStore
 from storage.remote.reader import ChunkCache, RemoteLogReader
 from storage.remote.storage_manager import RemoteStorageManager
@@ -123,7 +123,10 @@ def build_remote_log_manager(config: Config, node_id: int, replica_manager: Repl
         end_offset=end_offset if cluster_mode else None, time_ms=time_ms)
     rlm = RemoteLogManager(replica_manager, node_id, rsm, reader, rlmm,
                            task_interval_ms=config["remote.log.manager.task.interval.ms"], time_ms=time_ms,
-                           copy_max_bytes_per_second=config["remote.log.manager.copy.max.bytes.per.second"],
+                           copy_quota=RLMQuotaManager(
+                               config["remote.log.manager.copy.max.bytes.per.second"],
+                               samples=config["remote.log.manager.copy.quota.window.num"],
+                               window_seconds=config["remote.log.manager.copy.quota.window.size.seconds"]),
                            ensure_metadata_topic=lambda: ensure_remote_log_metadata_topic(config, metadata,
                                                                                           internal_topics),
                            topic_exists=lambda topic_id: topic_id in metadata.image.topics_by_id)

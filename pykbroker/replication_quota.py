@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from pykbroker.quotas import _Sensor
+from replication.sampled_rate import SampledRate
 
 __all__ = ["ReplicationQuotaManager", "throttled_partitions"]
 
@@ -52,7 +52,7 @@ class ReplicationQuotaManager:
         self.replicas_config = replicas_config
         self._dynamic = dynamic_configs
         self._topic_configs = topic_configs
-        self._sensor = _Sensor(samples, window_seconds * 1000)
+        self._sensor = SampledRate(samples, window_seconds * 1000)
         self._clock = clock
         self._parsed: dict[str, tuple[str | None, frozenset[int] | bool]] = {}
 

@@ -16,7 +16,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.broker import Broker
 from pykbroker.config import Config, ConfigError, Listener
@@ -56,6 +56,7 @@ class Server:
         self.channel: RequestChannel | None = None
         self.metrics: BrokerMetrics | None = None
         self.console: Console | None = None  # while console.listener is set
+        self.schema_registry: Any = None  # a schema_registry.SchemaRegistry while schema.registry.listeners is set
         self._throttled_sockets: set[socket.socket] = set()  # accepted over an ip's rate, closed after its delay
 
     async def start(self) -> None:
@@ -89,6 +90,9 @@ class Server:
 
                 self.console = Console(broker, self.metrics.recorder)
                 await self.console.start()
+        if self.config["schema.registry.listeners"]:
+            self.schema_registry = broker.schema_registry_for_decoding()  # the one Iceberg topics may use already
+            await self.schema_registry.start()
         idle_ms = self.config["connections.max.idle.ms"]
         self._idle_reaper = loop.create_task(self._close_idle_connections(idle_ms / 1000 if idle_ms >= 0 else None))
         if self.config.inert:
@@ -229,6 +233,8 @@ class Server:
                 conn.close()
         if self.console is not None:
             await self.console.close()
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         if self.metrics is not None:
             await self.metrics.close()
         if broker is not None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.admin_manager import AdminManager
+    from pykbroker.client_metrics.manager import ClientMetricsManager
     from pykbroker.config import Config, Listener
     from pykbroker.dynamic_config import DynamicBrokerConfig
     from pykbroker.internal_topics import InternalTopics
@@ -87,7 +88,9 @@ class BrokerServices(Protocol):
     @property
     def streams_groups_enabled(self) -> bool: ...
     @property
-    def producer_ids(self) -> Any: ...  # ProducerIdManager, or ZkProducerIdManager in cluster mode
+    def producer_ids(self) -> Any: ...
+    @property
+    def client_metrics(self) -> ClientMetricsManager: ...  # client telemetry (KIP-714)  # ProducerIdManager, or ZkProducerIdManager in cluster mode
 
     # -- security and quotas -------------------------------------------------------------------------------
     @property

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pykbroker import java_properties
+
 __all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
            "zookeeper_jars"]
 
@@ -68,13 +70,24 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def properties_path(self) -> Path:
+        """The broker's server.properties, written at each start; readable by its owner only, since
+        overrides may hold passwords and keys (a command line is readable by every user of the machine)."""
+        return self.data_dir / "server.properties"
+
+    def properties(self) -> dict[str, str]:
+        return {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data_dir / "logs"),
+                **self.overrides}
+
     def command(self) -> list[str]:
-        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data_dir / "logs"),
-                 **self.overrides}
-        cmd = [sys.executable, "-m", "pykbroker.cli"]
-        for k, v in props.items():
-            cmd += ["--override", f"{k}={v}"]
-        return cmd
+        return [sys.executable, "-m", "pykbroker.cli", str(self.properties_path)]
+
+    def _write_properties(self) -> None:
+        path = self.properties_path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(java_properties.dumps(self.properties()))
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         """Start the broker and wait for its first ApiVersions answer; a running broker is left as it is
@@ -82,6 +95,7 @@ class BrokerProcess:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_properties()
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
@@ -198,6 +212,17 @@ class RawClient:
         if got != cid:
             raise AssertionError(f"correlation id {got} != {cid}")
         return response
+
+    def set_client_metrics(self, name: str, **configs: str) -> None:
+        """Set a client-metrics subscription's configs (KIP-714; ``interval_ms`` for interval.ms) as
+        ``kafka-client-metrics.sh --alter`` does; raises AssertionError with the broker's message if refused."""
+        from wire.messages import IncrementalAlterConfigsRequest
+        from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+        r = self.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=16, resource_name=name, configs=[  # 16: CLIENT_METRICS; 0: SET
+                AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v) for k, v in configs.items()])]), 1)
+        if r.responses[0].error_code:
+            raise AssertionError(f"client metrics {name}: error {r.responses[0].error_code}: {r.responses[0].error_message}")
 
     def wait_for_topics(self, *names: str, auto_create: bool = False, timeout: float = 10.0) -> dict:
         """Metadata of ``names`` (by name) once each partition's leader serves it, asking as clients do.

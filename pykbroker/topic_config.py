@@ -180,8 +180,25 @@ Layers = Sequence[tuple[Mapping[str, str], int]]
 
 def static_layers(config: Config) -> Layers:
     """The layers of a broker without dynamic configs: its properties, then the defaults."""
-    return [(config.explicit, ConfigSource.STATIC_BROKER_CONFIG),
-            ({d.name: d.default for d in CONFIG_DEFS if d.default is not None}, ConfigSource.DEFAULT_CONFIG)]
+    return [(described_static(config.explicit), ConfigSource.STATIC_BROKER_CONFIG),
+            (described_defaults(), ConfigSource.DEFAULT_CONFIG)]
+
+
+def described_static(explicit: Mapping[str, str]) -> dict[str, str]:
+    """The STATIC_BROKER_CONFIG layer: the properties given, with ``broker.id`` and ``node.id`` each set to the
+    other where only one is given (as Kafka's KafkaConfig fills in the synonym before describing it)."""
+    static = dict(explicit)
+    for name, other in (("broker.id", "node.id"), ("node.id", "broker.id")):
+        if name not in static and other in static:
+            static[name] = static[other]
+    return static
+
+
+def described_defaults() -> dict[str, str]:
+    """The DEFAULT_CONFIG layer: every default but those of names Kafka defines without one (node.id and
+    log.dirs; pykbroker's are its single-node conveniences, which Kafka would not show)."""
+    return {d.name: d.default for d in CONFIG_DEFS if d.default is not None and not (
+        d.name in KAFKA_BROKER_CONFIGS and KAFKA_BROKER_CONFIGS[d.name].default is None)}
 
 
 def _synonyms(layers: Layers, names: Sequence[str], name: str) -> list[tuple[str, str | None, int]]:
@@ -231,6 +248,8 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         layers = static_layers(layers)
     entries = []
     for d in sorted(CONFIG_DEFS, key=lambda d: d.name):
+        if d.name.startswith("zookeeper."):
+            continue  # ZooKeeper is how pykbroker's brokers agree, never shown: a Kafka 4.4 broker has no such names
         kafka_key = KAFKA_BROKER_CONFIGS.get(d.name)
         sensitive = any(word in d.name for word in _SENSITIVE_WORDS) or (
             kafka_key is not None and kafka_key.type == "PASSWORD")
@@ -238,7 +257,7 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         if (kafka_key is None or kafka_key.internal) and all(
                 source == ConfigSource.DEFAULT_CONFIG for _, _, source in synonyms):
             continue  # Kafka describes an internal config, or a name it does not define, only where it is set
-        if kafka_key is None:  # from Kafka's originals (super.users, zookeeper.connect): of unknown type, so hidden
+        if kafka_key is None:  # from Kafka's originals (super.users): of unknown type, so hidden
             sensitive = True
         value = None if sensitive else (synonyms[0][1] if synonyms else d.default)
         if sensitive:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from replication.remote_log_metadata import RemoteLogMetadataError, TopicBasedRemoteLogMetadataManager
+from replication.rlm_quota import RLMQuotaManager, ThrottleTimeSensor
+from storage.remote import lineage
 from storage.remote.metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -49,7 +50,6 @@ log = logging.getLogger("replication.remote_log_manager")
 __all__ = ["RemoteLogManager"]
 
 _S = RemoteLogSegmentState
-LONG_MAX = (1 << 63) - 1
 
 
 class RemoteLogManager:
@@ -57,7 +57,7 @@ class RemoteLogManager:
 
     def __init__(self, replica_manager: Any, node_id: int, rsm: RemoteStorageManager, reader: RemoteLogReader,
                  metadata: TopicBasedRemoteLogMetadataManager, *, task_interval_ms: int,
-                 time_ms: Callable[[], int], copy_max_bytes_per_second: int = LONG_MAX,
+                 time_ms: Callable[[], int], copy_quota: RLMQuotaManager | None = None,
                  ensure_metadata_topic: Callable[[], Awaitable[bool]] | None = None,
                  topic_exists: Callable[[uuid.UUID], bool] | None = None) -> None:
         self._rm = replica_manager
@@ -67,11 +67,15 @@ class RemoteLogManager:
         self.metadata = metadata
         self.task_interval_ms = task_interval_ms
         self.time_ms = time_ms
-        # remote.log.manager.copy.max.bytes.per.second: each segment's upload takes at least size / quota seconds.
-        self.copy_max_bytes_per_second = copy_max_bytes_per_second
+        # remote.log.manager.copy.max.bytes.per.second over its windows: a segment's copy waits while the rate of
+        # the segments copied before is above it (Kafka's RLMCopyTask); None: unbounded.
+        self.copy_quota = copy_quota
         # remote.log.manager.fetch.max.bytes.per.second (Kafka's RLMQuotaManager: is_quota_exceeded, record);
         # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
-        self.fetch_quota: Any = None
+        self.fetch_quota: RLMQuotaManager | None = None
+        # Kafka's remote-copy-throttle-time and remote-fetch-throttle-time (avg, max) of RemoteLogManager.
+        self.copy_throttle_time = ThrottleTimeSensor()
+        self.fetch_throttle_time = ThrottleTimeSensor()
         # Creates __remote_log_metadata when missing (False: not possible yet); None when it is made elsewhere.
         self.ensure_metadata_topic = ensure_metadata_topic
         # Whether a topic id is still in the metadata image (None: never delete remote data of deleted topics).
@@ -87,6 +91,8 @@ class RemoteLogManager:
         self.fetch_requests = 0
         self.fetch_failures = 0
         self.deleted_segments = 0
+        self.aux_state_builds = 0  # BuildRemoteLogAuxStateRequestsPerSec: followers that started below remote data
+        self.aux_state_failures = 0  # BuildRemoteLogAuxStateErrorsPerSec
         self.store_unavailable = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -171,10 +177,31 @@ class RemoteLogManager:
             if not await self._delete_every_segment(meta, f"topic {topic_id} deleted"):
                 return
 
+    @staticmethod
+    def _lineage(log_: Any) -> tuple[list[tuple[int, int]], int]:
+        """The log's leader-epoch cache (its lineage: what remote segments must match) and its log end offset."""
+        with log_.lock:
+            return log_.leader_epoch_cache.entries(), log_.log_end_offset
+
+    def valid_segments(self, log_: Any, meta: RemotePartitionMetadata) -> list[RemoteLogSegmentMetadata]:
+        """The copied segments on the log's leader-epoch lineage (Kafka's isRemoteSegmentWithinLeaderEpochs): those
+        counted; a diverged lineage's (an unclean election's) are not."""
+        cache, log_end = self._lineage(log_)
+        epochs = lineage.filtered_epochs(cache)
+        return [m for m in meta.copied() if lineage.is_within_leader_epochs(m, log_end, epochs)]
+
+    def highest_remote_offset(self, log_: Any, meta: RemotePartitionMetadata) -> int:
+        """The highest copied offset on the log's lineage (Kafka's findHighestRemoteOffset)."""
+        cache, log_end = self._lineage(log_)
+        return lineage.highest_remote_offset(meta.copied(), cache, log_end)[0]
+
     def sync_log(self, log_: Any, meta: RemotePartitionMetadata) -> None:
-        """Tell the log what is remote: its highest copied offset, and (once per log) where remote data starts."""
-        log_.highest_offset_in_remote_storage = meta.highest_offset
-        start = meta.log_start_offset
+        """Tell the log what is remote on its lineage: its highest copied offset, and (once per log) where remote
+        data starts."""
+        cache, log_end = self._lineage(log_)
+        copied = meta.copied()
+        log_.highest_offset_in_remote_storage = lineage.highest_remote_offset(copied, cache, log_end)[0]
+        start = lineage.log_start_offset(copied, cache)
         if start is not None and id(log_) not in self._started_from_remote:
             self._started_from_remote.add(id(log_))
             log_.set_log_start_offset_from_remote(max(start, getattr(log_, "checkpointed_log_start_offset", 0)))
@@ -225,11 +252,13 @@ class RemoteLogManager:
 
     async def _copy(self, p: Any, meta: RemotePartitionMetadata) -> None:
         log_ = p.log
-        highest = meta.highest_offset
+        highest = self.highest_remote_offset(log_, meta)
         from_offset = highest + 1 if highest >= 0 else log_.log_start_offset
         for segment, next_base in self._candidates(log_, from_offset):
-            if p.log is not log_ or not p.is_leader:
+            if p.log is not log_ or not p.is_leader or not await self._wait_for_copy_quota(p, log_):
                 return
+            if self.copy_quota is not None:
+                self.copy_quota.record(segment.size)
             end_offset = next_base - 1
             with log_.lock:
                 epochs = [(e, o) for e, o in log_.leader_epoch_cache.entries() if o <= end_offset]
@@ -251,11 +280,15 @@ class RemoteLogManager:
             log.info("%s-%d: copying segment [%d, %d] (%d bytes) to remote storage as %s", p.topic, p.partition,
                      m.start_offset, m.end_offset, m.segment_size_in_bytes, m.segment_id)
             try:
-                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data, self._quota_wait(m))
+                await asyncio.to_thread(self.rsm.copy_log_segment_data, m, data)
             except FileNotFoundError:
                 log.info("%s-%d: segment %d was deleted locally before it was copied", p.topic, p.partition,
                          segment.base_offset)
                 return  # its COPY_SEGMENT_STARTED record is cleaned up next round
+            if self.topic_exists is not None and not self.topic_exists(m.topic_id):
+                # Deleted while it was uploaded: the partition's deletion may have missed these objects.
+                await self._delete(m, "its topic was deleted while it was copied")
+                return
             await self._update(m, _S.COPY_SEGMENT_FINISHED)
             self.copy_bytes += m.segment_size_in_bytes
             self.copy_segments += 1
@@ -263,11 +296,21 @@ class RemoteLogManager:
             log.info("%s-%d: copied segment [%d, %d] to remote storage", p.topic, p.partition, m.start_offset,
                      m.end_offset)
 
-    def _quota_wait(self, m: RemoteLogSegmentMetadata) -> Callable[[], None] | None:
-        if self.copy_max_bytes_per_second >= LONG_MAX:
-            return None
-        seconds = m.segment_size_in_bytes / self.copy_max_bytes_per_second
-        return lambda: time.sleep(seconds)  # on the copy's thread
+    async def _wait_for_copy_quota(self, p: Any, log_: Any) -> bool:
+        """Wait while the copy quota is exceeded, recording each throttle time, one second at a time (Kafka's
+        quotaTimeout); False when the leadership moved meanwhile."""
+        quota = self.copy_quota
+        throttle_ms = quota.throttle_time_ms() if quota is not None else 0
+        if throttle_ms > 0 and quota is not None:
+            quota.throttled += 1
+        while throttle_ms > 0 and quota is not None:
+            self.copy_throttle_time.record(throttle_ms)
+            log.debug("%s-%d: remote copy quota exceeded; waiting %d ms", p.topic, p.partition, throttle_ms)
+            await asyncio.sleep(min(throttle_ms, 1000) / 1000)
+            if p.log is not log_ or not p.is_leader:
+                return False
+            throttle_ms = quota.throttle_time_ms()
+        return True
 
     async def _delete(self, m: RemoteLogSegmentMetadata, reason: str) -> None:
         await self._update(m, _S.DELETE_SEGMENT_STARTED)
@@ -279,11 +322,26 @@ class RemoteLogManager:
                  reason)
 
     async def _delete_every_segment(self, meta: RemotePartitionMetadata, reason: str) -> bool:
-        """Delete all of a partition's remote segments (half-done ones too); False when the store or the metadata
-        topic failed (the next round goes on)."""
+        """Delete all of a partition's remote segments (half-done ones too) in Kafka's order
+        (RemoteLogManager.deleteRemoteLogPartition): DELETE_SEGMENT_STARTED for every segment, then their objects,
+        then DELETE_SEGMENT_FINISHED for every one. Kafka 4.4 writes no RemotePartitionDeleteMetadataRecord, and
+        neither does this. A round cut short (a crash, the store or the metadata topic failing: False) leaves
+        segments in DELETE_SEGMENT_STARTED, which the next round (after a restart too) finishes."""
+        segments = sorted(meta.segments.values(), key=lambda m: (m.start_offset, m.end_offset))
         try:
-            for m in list(meta.segments.values()):
-                await self._delete(m, reason)
+            for m in segments:
+                if m.state is not _S.DELETE_SEGMENT_STARTED:
+                    await self._update(m, _S.DELETE_SEGMENT_STARTED)
+            log.info("deleting the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
+            for m in segments:
+                await asyncio.to_thread(self.rsm.delete_log_segment_data, m)
+                self.reader.cache.invalidate(m.segment_id)
+            for m in segments:
+                await self._update(m, _S.DELETE_SEGMENT_FINISHED)
+                self.deleted_segments += 1
+            log.info("deleted the %d remote segments of %s partition %d (%s)", len(segments), meta.topic_id,
+                     meta.partition, reason)
         except (ObjectStoreError, OSError, RemoteLogMetadataError) as exc:
             log.warning("deleting the remote segments of %s partition %d (%s): %s; retrying", meta.topic_id,
                         meta.partition, reason, exc)
@@ -291,20 +349,33 @@ class RemoteLogManager:
         return True
 
     async def _expire(self, p: Any, meta: RemotePartitionMetadata) -> None:
+        """Kafka's RLMExpirationTask: oldest first, a segment wholly below the log start offset (all its epochs at
+        or before the lineage's first) goes; a segment on the lineage goes past retention.ms or beyond
+        retention.bytes (counting only the lineage's remote segments and the local data not yet copied), and the
+        first one kept stops the walk; a segment off the lineage is skipped. Then segments whose epochs all
+        precede the lineage's earliest (a diverged lineage once retention has moved past it) are deleted."""
         log_ = p.log
         config = log_.config
         copied = meta.copied()
         if not copied:
             return
         now = self.time_ms()
-        highest = meta.highest_offset
+        cache, log_end = self._lineage(log_)
+        epochs = lineage.filtered_epochs(cache)
+        valid = [m for m in copied if lineage.is_within_leader_epochs(m, log_end, epochs)]
+        highest = lineage.highest_remote_offset(copied, cache, log_end)[0]
         with log_.lock:
             local_only = sum(s.size for s in log_.segments.snapshot() if s.base_offset > highest)
             log_start = log_.log_start_offset
-        remaining = sum(m.segment_size_in_bytes for m in copied) + local_only
+        remaining = sum(m.segment_size_in_bytes for m in valid) + local_only
+        first_epoch = epochs[0][0] if epochs else None
         for m in copied:
-            if m.end_offset < log_start:
+            on_lineage = m in valid
+            if first_epoch is not None and m.end_offset < log_start \
+                    and all(e <= first_epoch for e, _ in m.segment_leader_epochs):
                 reason = f"below the log start offset {log_start}"
+            elif not on_lineage:
+                continue
             elif config.retention_ms >= 0 and now - m.max_timestamp_ms > config.retention_ms:
                 reason = f"retention time {config.retention_ms}ms breach"
             elif 0 <= config.retention_bytes <= remaining - m.segment_size_in_bytes:
@@ -312,11 +383,17 @@ class RemoteLogManager:
             else:
                 break
             await self._delete(m, reason)
-            remaining -= m.segment_size_in_bytes
-            following = meta.log_start_offset
+            if on_lineage:
+                remaining -= m.segment_size_in_bytes
+            following = lineage.log_start_offset(meta.copied(), cache)
             new_start = following if following is not None else m.end_offset + 1
             log_.maybe_increment_log_start_offset(min(max(new_start, m.end_offset + 1), log_.high_watermark),
                                                   "remote segment deletion")
+        cache, _ = self._lineage(log_)
+        for m in meta.copied():
+            if lineage.is_below_earliest_epoch(m, cache):
+                await self._delete(m, f"its leader epochs precede the earliest epoch {cache[0][0]} of the partition's "
+                                      "leader-epoch lineage")
 
     async def _delete_all(self, p: Any, meta: RemotePartitionMetadata) -> None:
         """remote.storage.enable=false with remote.log.delete.on.disable=true: every remote segment goes."""
@@ -334,12 +411,19 @@ class RemoteLogManager:
         and for ``read_committed`` the aborted transactions they overlap (remote transaction indexes first, then
         the local ones, as Kafka's RemoteLogManager.collectAbortedTransactions)."""
         meta = self.metadata.partition_metadata(p.topic_id, p.partition)
-        m = meta.segment_for_offset(fetch_offset) or meta.next_segment_after(fetch_offset)
+        cache, log_end = self._lineage(p.log)
+        copied = meta.copied()
+        m = lineage.segment_for_offset(copied, cache, fetch_offset) \
+            or lineage.next_segment_after(copied, cache, fetch_offset)
         if m is None:
             return b"", [] if read_committed else None
         self.fetch_requests += 1
+        # Never past the end of the offset's epoch on the lineage: a segment copied by a leader whose log diverged
+        # later (an unclean election) holds other records there.
+        from_offset = max(fetch_offset, m.start_offset)
+        max_offset = min(max_offset, lineage.epoch_end(cache, from_offset, log_end))
         try:
-            read = self.reader.read(m, max(fetch_offset, m.start_offset), max_bytes, max_offset, min_one_message)
+            read = self.reader.read(m, from_offset, max_bytes, max_offset, min_one_message)
             aborted = None
             if read_committed:
                 upper = read.next_offset if read.records else max_offset
@@ -356,9 +440,19 @@ class RemoteLogManager:
     async def build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
         """A follower starting at the leader's local log start offset (KIP-405) takes the leader epochs and the
         producer state of the data below from the remote segment that ends just before it."""
+        self.aux_state_builds += 1
+        try:
+            await self._build_remote_log_aux_state(p, local_start)
+        except Exception:
+            self.aux_state_failures += 1
+            raise
+
+    async def _build_remote_log_aux_state(self, p: Any, local_start: int) -> None:
         self.metadata.poll()
         meta = self.metadata.partition_metadata(p.topic_id, p.partition)
-        m = meta.segment_for_offset(local_start - 1)
+        # The newest lineage's: after an unclean election a predecessor's diverged copy may hold the offset too.
+        holding = [m for m in meta.copied() if m.start_offset <= local_start - 1 <= m.end_offset]
+        m = max(holding, key=lambda m: (m.highest_epoch, m.start_offset), default=None)
         if m is None:
             log.info("%s-%d: no remote segment ends at %d yet; the replica starts without its aux state", p.topic,
                      p.partition, local_start - 1)
@@ -384,7 +478,7 @@ class RemoteLogManager:
         at or after the log start offset with a timestamp >= ``timestamp``, None when no remote segment has one
         (then the local segments are searched, as Kafka's RemoteLogManager.findOffsetByTimestamp)."""
         start = p.log.log_start_offset
-        for m in self.metadata.partition_metadata(p.topic_id, p.partition).copied():
+        for m in self.valid_segments(p.log, self.metadata.partition_metadata(p.topic_id, p.partition)):
             if m.end_offset < start or m.max_timestamp_ms < timestamp:
                 continue
             found = self.reader.find_offset_by_timestamp(m, timestamp, start)
@@ -392,5 +486,9 @@ class RemoteLogManager:
                 return found
         return None
 
-    def remote_size(self, topic_id: uuid.UUID, partition: int) -> int:
-        return self.metadata.partition_metadata(topic_id, partition).size_in_bytes
+    def remote_size(self, topic_id: uuid.UUID, partition: int, log_: Any = None) -> int:
+        """Bytes of the partition's copied segments; with its log, only those on its leader-epoch lineage."""
+        meta = self.metadata.partition_metadata(topic_id, partition)
+        if log_ is None:
+            return meta.size_in_bytes
+        return sum(m.segment_size_in_bytes for m in self.valid_segments(log_, meta))

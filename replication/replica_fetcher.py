@@ -48,7 +48,7 @@ MAX_EPOCH = 2**31 - 1
 Position = tuple[int, int, int, int]
 UNFETCHED: Position = (-1, -1, -1, -1)  # a session entry to name again in the next fetch
 LIST_OFFSETS_VERSION = 7
-EARLIEST, LATEST, EARLIEST_LOCAL = -2, -1, -4
+EARLIEST, LATEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -6
 TopicPartition = tuple[str, int]
 THROTTLE_RECHECK_S = 0.1  # how soon a partition left out by a spent throttle is considered again
 
@@ -63,6 +63,9 @@ class FetcherConfig:
     response_max_bytes: int = 10_485_760  # replica.fetch.response.max.bytes
     backoff_ms: int = 1_000  # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+    # follower.fetch.last.tiered.offset.enable (KIP-1023): an empty replica of a tiered topic starts after the
+    # leader's last tiered offset instead of at its local log start.
+    fetch_last_tiered_offset: bool = False
 
 
 class ReplicaFetcher:
@@ -310,11 +313,37 @@ class ReplicaFetcher:
                             tp[0], tp[1], leader_start, own_end)
                 p.log.truncate_fully_and_start_at(leader_start)
 
+    def _fetch_from_last_tiered_offset(self, p: Partition) -> bool:
+        """Kafka's ReplicaFetcherThread.shouldFetchFromLastTieredOffset: follower.fetch.last.tiered.offset.enable,
+        a tiered topic that is not compacted, and a replica with nothing yet."""
+        log_ = p.log
+        return self.config.fetch_last_tiered_offset and log_.remote_log_enabled and not log_.config.compact \
+            and log_.log_end_offset == 0
+
+    async def _tiered_start_offset(self, tp: TopicPartition, p: Partition, leader_start: int) -> int | None:
+        """Where a replica whose fetch offset is only remote starts: the leader's local log start offset, or with
+        KIP-1023 the leader's earliest offset pending upload (its last tiered offset + 1: what is copied already
+        is not fetched again); None when the leader cannot say yet."""
+        if not self._fetch_from_last_tiered_offset(p):
+            return await self._leader_offset(tp, p, EARLIEST_LOCAL, version=8)
+        pending = await self._leader_offset(tp, p, EARLIEST_PENDING_UPLOAD, version=11)
+        if pending is None or pending >= 0:
+            return pending
+        # Nothing copied yet as the leader knows it: its local log must then start at its log start offset.
+        local_start = await self._leader_offset(tp, p, EARLIEST_LOCAL, version=8)
+        if local_start == leader_start:
+            return local_start
+        log.info("%s-%d: segments are in remote storage but leader %d does not know its earliest pending upload "
+                 "offset yet; retrying", tp[0], tp[1], self.leader_id)
+        return None
+
     async def _handle_moved_to_tiered_storage(self, tp: TopicPartition, p: Partition) -> None:
         """KIP-405: the offset is only in the leader's remote storage. The follower starts at the leader's local
-        log start offset, with its log start offset the leader's (what is below is remote, for both)."""
-        local_start = await self._leader_offset(tp, p, EARLIEST_LOCAL, version=8)
+        log start offset (or, with follower.fetch.last.tiered.offset.enable, after its last tiered offset), with
+        its log start offset the leader's (what is below is remote, for both), and takes the leader epochs and
+        producer state of what is below from the remote segment ending there, not by fetching it."""
         leader_start = await self._leader_offset(tp, p, EARLIEST)
+        local_start = await self._tiered_start_offset(tp, p, leader_start) if leader_start is not None else None
         if local_start is None or leader_start is None:
             self._delay([tp], self.config.backoff_ms / 1000)
             return

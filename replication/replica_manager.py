@@ -605,8 +605,10 @@ class ReplicaManager:
             hw, lso, start = log_.high_watermark, log_.last_stable_offset, log_.log_start_offset
             limit = lso if read_committed else hw
             quota = rlm.fetch_quota
-            if quota is not None and quota.is_quota_exceeded():  # Kafka: an empty answer, no error; retried
+            throttle_ms = quota.throttle_time_ms() if quota is not None else 0
+            if quota is not None and throttle_ms > 0:  # Kafka: an empty answer, no error; retried
                 quota.throttled += 1
+                rlm.fetch_throttle_time.record(throttle_ms)
                 r.read = ReadResult(b"", hw, lso, start, [] if read_committed else None)
                 continue
             try:

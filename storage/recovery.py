@@ -186,7 +186,10 @@ class LogLoader:
         log_start_offset = max(self.log_start_offset, first.base_offset if first is not None else 0)
         recovery_point = log_end_offset if self.had_clean_shutdown else min(self.recovery_point, log_end_offset)
         self.leader_epoch_cache.truncate_from_end(log_end_offset)
-        self.leader_epoch_cache.truncate_from_start(log_start_offset)
+        # A tiered log's epochs below its local segments are those of its remote data (as Kafka's LogLoader, the
+        # checkpointed log start offset bounds them): remote segments are matched against them.
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset if self.config.remote_storage_enable
+                                                    else log_start_offset)
         self.producer_state.remove_stray_snapshots(self.segments.base_offsets)
         rebuild_producer_state(self.producer_state, self.segments, log_start_offset, log_end_offset, self.time_ms())
         return LoadedLogOffsets(self.segments, log_start_offset, recovery_point, log_end_offset)

@@ -67,6 +67,15 @@ class S3Server:
                 self.proc.wait(10)
         self.proc = None
 
+    def pause(self) -> None:
+        """SIGSTOP: the server hangs (connections are accepted by the kernel, nothing is answered)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()

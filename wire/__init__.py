@@ -18,6 +18,7 @@ of Kafka's own JSON; regenerate with ``make gen``): one class per request/respon
 from wire._compression import (
     CompressionType,
     CorruptRecordError,
+    DecompressedSizeError,
     RecordError,
     compress,
     decompress,
@@ -85,6 +86,7 @@ __all__ = [
     "ControlRecordType",
     "CONTROL_FLAG_MASK",
     "CorruptRecordError",
+    "DecompressedSizeError",
     "DecodeError",
     "decode_records",
     "decode_request_header",

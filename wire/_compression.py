@@ -45,6 +45,10 @@ class CorruptRecordError(RecordError):
     error_code = ErrorCode.CORRUPT_MESSAGE
 
 
+class DecompressedSizeError(CorruptRecordError):
+    """The data decompresses to more than the caller's ``max_size`` (a telemetry push above telemetry.max.bytes)."""
+
+
 class CompressionType(IntEnum):
     """Kafka's compression codec ids (bits 0-2 of a batch's attributes)."""
 
@@ -156,7 +160,7 @@ def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryvie
 
 def _check_size(size: int, max_size: int | None) -> None:
     if max_size is not None and size > max_size:
-        raise CorruptRecordError(f"decompressed size exceeds the limit of {max_size} bytes")
+        raise DecompressedSizeError(f"decompressed size exceeds the limit of {max_size} bytes")
 
 
 def _gunzip(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:

@@ -109,6 +109,10 @@ class ClassicProtocol:
     def classic_group_join(self, info: RequestInfo, request: JoinGroupRequest,
                            responder: Responder) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
+        if self.groups.other_type(request.group_id):  # a streams group's id: Kafka's classicGroupJoin refuses it
+            responder(JoinGroupResponse(member_id=request.member_id,
+                                        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return EMPTY_RESULT
         group = self.groups.get(request.group_id)
         if isinstance(group, ConsumerGroup) and not group.is_empty:
             return self.consumer.classic_group_join_to_consumer_group(group, info, request, responder)

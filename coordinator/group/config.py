@@ -24,7 +24,7 @@ class GroupCoordinatorConfig:
     # Kafka's GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member's parked
     # JoinGroup is answered (and the member dropped) after this long if the rebalance has not finished.
     classic_group_new_member_join_timeout_ms: int = 5 * 60_000
-    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "streams")
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5000
     consumer_group_assignment_interval_ms: int = 1000  # KIP-1263 (Kafka 4.3)
@@ -39,6 +39,12 @@ class GroupCoordinatorConfig:
     streams_group_session_timeout_ms: int = 45_000
     streams_group_heartbeat_interval_ms: int = 5000
     streams_group_num_standby_replicas: int = 0
+    streams_group_acceptable_recovery_lag: int = 10_000
+    streams_group_task_offset_interval_ms: int = 60_000
+    streams_group_initial_rebalance_delay_ms: int = 3000
+    streams_group_assignment_interval_ms: int = 1000
+    streams_group_num_warmup_replicas: int = 2
+    streams_group_rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -64,11 +70,22 @@ class GroupCoordinatorConfig:
             streams_group_session_timeout_ms=get("group.streams.session.timeout.ms"),
             streams_group_heartbeat_interval_ms=get("group.streams.heartbeat.interval.ms"),
             streams_group_num_standby_replicas=get("group.streams.num.standby.replicas"),
+            streams_group_acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag"),
+            streams_group_task_offset_interval_ms=get("group.streams.task.offset.interval.ms"),
+            streams_group_initial_rebalance_delay_ms=get("group.streams.initial.rebalance.delay.ms"),
+            streams_group_assignment_interval_ms=get("group.streams.assignment.interval.ms"),
+            streams_group_num_warmup_replicas=get("group.streams.num.warmup.replicas"),
+            streams_group_rack_aware_assignment_tags=tuple(
+                t.strip() for t in get("group.streams.rack.aware.assignment.tags") if t.strip()),
         )
 
     @property
     def consumer_protocol_enabled(self) -> bool:
         return "consumer" in self.rebalance_protocols
+
+    @property
+    def streams_protocol_enabled(self) -> bool:
+        return "streams" in self.rebalance_protocols
 
     @property
     def upgrade_enabled(self) -> bool:

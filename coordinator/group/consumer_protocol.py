@@ -235,6 +235,8 @@ class ConsumerProtocol:
     def get_or_maybe_create_consumer_group(self, group_id: str, create: bool,
                                            records: list[rec.CoordinatorRecord]) -> ConsumerGroup:
         group = self.groups.get(group_id)
+        if group is None and self.groups.other_type(group_id):
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if group is None and not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if group is None:

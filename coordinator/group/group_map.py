@@ -6,6 +6,8 @@ read and change it on the shard's task; nothing else holds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from coordinator.group.classic_group import ClassicGroup
 from coordinator.group.consumer_group import ConsumerGroup
 from coordinator.runtime.clock import Clock
@@ -18,11 +20,15 @@ Group = ClassicGroup | ConsumerGroup
 
 
 class GroupMap(dict[str, Group]):
-    """Group id -> classic or consumer group; ``clock`` stamps a classic group created by a lookup."""
+    """Group id -> classic or consumer group; ``clock`` stamps a classic group created by a lookup.
+
+    ``other_type(group_id)``: a group of another kind (a streams group, kept by the shard elsewhere) holds the id;
+    the classic and consumer protocols refuse it as Kafka does."""
 
     def __init__(self, clock: Clock) -> None:
         super().__init__()
         self.clock = clock
+        self.other_type: Callable[[str], bool] = lambda _: False
 
     def group(self, group_id: str) -> Group:
         g = self.get(group_id)

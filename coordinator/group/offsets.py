@@ -360,6 +360,10 @@ class OffsetMetadataManager:
         return records
 
     # -- expiry -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _commit_timestamp(om: OffsetAndMetadata) -> int:
+        return om.commit_timestamp_ms
+
     def _expiration_base(self, group):
         """Kafka's offsetExpirationCondition: which timestamp an offset's retention counts from, or None."""
         if isinstance(group, ConsumerGroup):
@@ -379,16 +383,27 @@ class OffsetMetadataManager:
         if not by_topic:
             return True
         group = self.groups.groups.get(group_id)
-        if group is None:
+        streams = self.streams.groups.get(group_id) if group is None else None
+        if group is None and streams is None:
             return False
-        base = self._expiration_base(group)
+        if streams is not None:  # Kafka's StreamsGroup: from the commit, but not the topics it reads while live
+            base = self._commit_timestamp
+            sources = {t for s in (streams.topology.subtopologies if streams.topology else ())
+                       for t in (*s.source_topics, *(i.name for i in s.repartition_source_topics))}
+
+            def subscribed(topic: str) -> bool:
+                return bool(streams.members) and topic in sources
+        else:
+            assert group is not None
+            base = self._expiration_base(group)
+            subscribed = group.is_subscribed_to_topic
         if base is None:
             return False
         now = self.groups.clock.now_ms()
         retention = self.config.offsets_retention_ms
         all_expired = True
         for topic, partitions in by_topic.items():
-            if group.is_subscribed_to_topic(topic):
+            if subscribed(topic):
                 all_expired = False
                 continue
             for p, om in sorted(partitions.items()):

@@ -21,6 +21,7 @@ from coordinator.group.group_config import GroupConfigs
 from coordinator.group.group_metadata_manager import GroupMetadataManager
 from coordinator.group.offsets import FetchTopic, OffsetMetadataManager
 from coordinator.group.request_info import RequestInfo
+from coordinator.group.streams_config import StreamsGroupConfigs
 from coordinator.group.streams_group import StreamsGroups
 from coordinator.group.streams_protocol import StreamsProtocol
 from coordinator.group.topics import TopicsImage
@@ -63,11 +64,11 @@ class GroupCoordinatorShard:
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size)
         self.streams = StreamsGroups(on_create=self._drop_simple_group)
+        self.groups.groups.other_type = self.streams.groups.__contains__
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
-        self.streams_protocol = StreamsProtocol(
-            self.streams, topics, timer, session_timeout_ms=config.streams_group_session_timeout_ms,
-            heartbeat_interval_ms=config.streams_group_heartbeat_interval_ms,
-            num_standby_replicas=config.streams_group_num_standby_replicas, other_group=self._is_other_group)
+        self.streams_protocol = StreamsProtocol(self.streams, topics, timer, clock,
+                                                StreamsGroupConfigs(config, group_configs),
+                                                other_group=self._is_other_group)
 
     def _is_other_group(self, group_id: str) -> bool:
         """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""
@@ -151,6 +152,16 @@ class GroupCoordinatorShard:
         deleted = []
         offsets = 0
         for group_id in group_ids:
+            streams = self.streams.groups.get(group_id)
+            if streams is not None:  # Kafka's StreamsGroup.validateDeleteGroup: only an empty group
+                if streams.members:
+                    results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NON_EMPTY_GROUP))
+                    continue
+                offsets += self.offsets.delete_all_offsets(group_id, records)
+                records.extend(streams.tombstone_records())
+                deleted.append(group_id)
+                results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE))
+                continue
             try:
                 self.groups.validate_delete_group(group_id)
                 offsets += self.offsets.delete_all_offsets(group_id, records)
@@ -203,6 +214,9 @@ class GroupCoordinatorShard:
         for group_id in self.groups.group_ids():
             if self.offsets.cleanup_expired_offsets(group_id, records):
                 self.groups.maybe_delete_group(group_id, records)
+        for group_id, streams in list(self.streams.groups.items()):
+            if self.offsets.cleanup_expired_offsets(group_id, records) and not streams.members:
+                records.extend(streams.tombstone_records())
         if records:
             log.info("__consumer_offsets-%d: %d tombstones from offset and group expiry", self.partition, len(records))
         self._schedule_group_metadata_expiration()

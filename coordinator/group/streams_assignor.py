@@ -1,13 +1,16 @@
 """A streams group's server-side task assignment (a simple form of Kafka's StickyTaskAssignor).
 
 Active tasks are spread evenly over the members, each keeping the active tasks its previous target gave it as
-far as its share allows; each task then gets ``num_standby_replicas`` standby copies on members of other
-processes than its active one (fewer when there are not enough processes). No warm-up tasks.
+far as its share allows; each task of a stateful sub-topology (one with a state changelog) then gets
+``num_standby_replicas`` standby copies on members of other processes than its active one (fewer when there
+are not enough processes), as Kafka gives stateless tasks none. With rack-aware assignment tags, a standby goes
+first to a member whose tag values differ from those of the task's other copies (Kafka's client-tag-aware
+standby placement), then to the least loaded. No warm-up tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from coordinator.group.streams_group_records import TasksTuple
 
@@ -26,14 +29,19 @@ def _tasks_tuple(active: set[Task], standby: set[Task]) -> TasksTuple:
 
 
 def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mapping[str, TasksTuple],
-           num_standby_replicas: int = 0) -> dict[str, TasksTuple]:
-    """``members``: member id -> process id; ``tasks``: sub-topology -> number of tasks."""
+           num_standby_replicas: int = 0, stateful: Collection[str] | None = None,
+           client_tags: Mapping[str, Mapping[str, str]] | None = None,
+           tag_keys: Sequence[str] = ()) -> dict[str, TasksTuple]:
+    """``members``: member id -> process id; ``tasks``: sub-topology -> number of tasks; ``stateful``: the
+    sub-topologies whose tasks get standby copies (None: all); ``client_tags``: member id -> its tags."""
     if not members:
         return {}
     order = sorted(members)
     all_tasks = sorted((s, p) for s, n in tasks.items() for p in range(n))
     quota, extra = divmod(len(all_tasks), len(order))
-    limit = {m: quota + (1 if i < extra else 0) for i, m in enumerate(order)}
+    # The members that held the most active tasks get the extra ones: fewer tasks move.
+    held = {m: sum(len(parts) for _, parts in previous[m].active) if m in previous else 0 for m in order}
+    limit = {m: quota + (1 if i < extra else 0) for i, m in enumerate(sorted(order, key=lambda x: (-held[x], x)))}
     active: dict[str, set[Task]] = {m: set() for m in order}
     owner: dict[Task, str] = {}
     valid = set(all_tasks)
@@ -49,13 +57,24 @@ def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mappi
             active[m].add(t)
             owner[t] = m
     standby: dict[str, set[Task]] = {m: set() for m in order}
+    tags = client_tags or {}
+
+    def tag_clashes(member: str, copies: list[str]) -> int:
+        """How many of the tag keys give ``member`` a value one of the task's copies already has."""
+        mine = tags.get(member, {})
+        return sum(1 for key in tag_keys if key in mine and any(tags.get(c, {}).get(key) == mine[key] for c in copies))
+
     for t in all_tasks:
+        if stateful is not None and t[0] not in stateful:
+            continue
         used = {members[owner[t]]}
+        copies = [owner[t]]
         for _ in range(num_standby_replicas):
             candidates = [m for m in order if members[m] not in used]
             if not candidates:
                 break
-            m = min(candidates, key=lambda x: (len(standby[x]) + len(active[x]), x))
+            m = min(candidates, key=lambda x: (tag_clashes(x, copies), len(standby[x]) + len(active[x]), x))
             standby[m].add(t)
             used.add(members[m])
+            copies.append(m)
     return {m: _tasks_tuple(active[m], standby[m]) for m in order}

@@ -12,9 +12,11 @@ from wire import ErrorCode
 from wire.messages import streams_group_describe_response as sgd
 from wire.messages.list_groups_response import ListedGroup
 
-__all__ = ["PROTOCOL_TYPE", "describe", "listed", "not_found", "state"]
+__all__ = ["ASSIGNOR_NAME", "PROTOCOL_TYPE", "describe", "listed", "not_found", "state"]
 
 PROTOCOL_TYPE = "streams"
+#: The broker-side task assignor (Kafka 4.4's group.streams.assignors default, "sticky"), reported in v1.
+ASSIGNOR_NAME = "sticky"
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
@@ -80,4 +82,4 @@ def describe(group: StreamsGroup, topics: TopicsImage) -> sgd.DescribedGroup:
     return sgd.DescribedGroup(
         group_id=group.group_id, group_state=state(group, topics), group_epoch=group.group_epoch,
         assignment_epoch=group.target_assignment_epoch, topology=topology, members=members,
-        authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+        authorized_operations=AUTHORIZED_OPERATIONS_OMITTED, assignor_name=ASSIGNOR_NAME)

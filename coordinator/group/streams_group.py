@@ -2,8 +2,9 @@
 part of GroupMetadataManager.replay).
 
 ``StreamsGroups`` holds a shard's streams groups; ``replay`` applies one record of types 17 and 19-23 (see
-``streams_group_records``) and is the only way this state changes. The heartbeat that writes those records
-is not built yet, so no client can create a streams group; a log written by Kafka 4.4 loads into this state.
+``streams_group_records``) and is the only way this record-backed state changes; a log written by Kafka 4.4
+loads into it. A group also keeps, as Kafka's StreamsGroup does in memory only, the epoch of its endpoint
+information (for interactive queries) and the member that asked the application to shut down.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class StreamsGroupMember:
     metadata: StreamsGroupMemberMetadataValue | None = None
     member_epoch: int = 0
     previous_member_epoch: int = -1
-    state: int = 0
+    state: int = 1  # Kafka's streams MemberState.STABLE
     assigned: srec.TasksTuple = srec.EMPTY_TASKS
     pending_revocation: srec.TasksTuple = srec.EMPTY_TASKS
     active_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -38,12 +39,22 @@ class StreamsGroupMember:
 
 @dataclass(slots=True)
 class StreamsGroup:
+    """As Kafka 4.4's StreamsGroup, a new group starts at group epoch 1 with its (empty) target at epoch 1."""
+
     group_id: str
-    metadata: srec.GroupMetadata = srec.GroupMetadata(0, 0)
+    metadata: srec.GroupMetadata = srec.GroupMetadata(1, 0)
     topology: StreamsGroupTopologyValue | None = None
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, srec.TasksTuple] = field(default_factory=dict)
-    target_assignment_epoch: int = -1
+    target_assignment_epoch: int = 1
+    last_assignment_ms: int = 0  # when the assignor last ran (the target's assignment timestamp)
+    endpoint_information_epoch: int = 0  # in memory only, as Kafka's
+    shutdown_request_member_id: str | None = None  # in memory only, as Kafka's
+
+    def static_member(self, instance_id: str) -> StreamsGroupMember | None:
+        """The member holding ``instance_id`` (a static member), if any."""
+        return next((m for m in self.members.values()
+                     if m.metadata is not None and m.metadata.instance_id == instance_id), None)
 
     @property
     def group_epoch(self) -> int:
@@ -129,11 +140,13 @@ class StreamsGroups:
                     srec.tasks_of(value.warmup_tasks))
         elif t == rec.RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA:
             g.target_assignment_epoch = -1 if value is None else value.assignment_epoch
+            if value is not None and value.assignment_timestamp:
+                g.last_assignment_ms = value.assignment_timestamp
         elif t == rec.RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             if value is None:
                 m = g.members.get(key.member_id)
                 if m is not None:  # Kafka resets the member's assignment; its metadata tombstone removes it
-                    m.member_epoch, m.previous_member_epoch, m.state = 0, -1, 0
+                    m.member_epoch, m.previous_member_epoch, m.state = 0, -1, 1
                     m.assigned = m.pending_revocation = srec.EMPTY_TASKS
                     m.active_epochs = {}
                 return

@@ -6,7 +6,7 @@ Kafka 4.4 writes, all at value version 0 (flexible), keyed by group id (and memb
   assignment configs and the topology-description epochs (tagged);
 - StreamsGroupMemberMetadata (19): a member's instance, rack, client, rebalance timeout, topology epoch,
   process id, interactive-query endpoint and client tags;
-- StreamsGroupTargetAssignmentMetadata (20): the target assignment epoch;
+- StreamsGroupTargetAssignmentMetadata (20): the target assignment epoch and when the assignor computed it;
 - StreamsGroupTargetAssignmentMember (21): a member's target active, standby and warm-up tasks;
 - StreamsGroupCurrentMemberAssignment (22): a member's epoch, previous epoch, state and tasks, with the tasks
   pending revocation;
@@ -138,9 +138,11 @@ def target_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRec
     return CoordinatorRecord(StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
-def target_assignment_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+def target_assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> CoordinatorRecord:
+    """``timestamp_ms``: when the assignor computed it (0 when no assignor ran: the group became empty)."""
     return CoordinatorRecord(StreamsGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=epoch), 0)
+                             StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
+                                                                       assignment_timestamp=timestamp_ms), 0)
 
 
 def target_assignment_epoch_tombstone(group_id: str) -> CoordinatorRecord:

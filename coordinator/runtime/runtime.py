@@ -334,6 +334,11 @@ class CoordinatorRuntime(Generic[ShardT]):
             _replay_end_transaction(ctx.shard, offset, producer_id, commit)
         await self._enqueue(partition, lambda future: _AsyncWrite(write_marker, future))
 
+    async def run(self, partition: int, operation: Callable[[_ShardContext[ShardT]], Awaitable[T]]) -> T:
+        """Run an async ``operation`` on the shard's task: it may await I/O (its own appends through
+        ``ctx.log``, a blocking commit elsewhere) while nothing else runs on the shard."""
+        return await self._enqueue(partition, lambda future: _AsyncWrite(operation, future))
+
     def _enqueue(self, partition: int, item: Callable[[asyncio.Future[Any]], _Item]) -> asyncio.Future[Any]:
         """Put ``item(future)`` on the shard's queue; the future it completes."""
         ctx = self._contexts.get(partition)

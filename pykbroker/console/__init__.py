@@ -8,7 +8,8 @@ API call is a Kafka request on a connection authenticated as the logged-in user 
 ``console.sessions``): the broker's ACLs decide what each person sees and does, exactly as for any
 client. Writes are off unless ``console.write.actions.enable`` is true, and each is logged with its
 principal. The overview (brokers, topics, groups with lag, throughput per topic from
-``ThroughputHistory``, the last log lines from ``LogTail``) lists only what the user may describe.
+``ThroughputHistory``, the last log lines from ``LogTail``) lists only what the user may describe, and what
+other brokers host or coordinate as they answer the user (``console.cluster``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from typing import Any
 from pykbroker.config import ConfigError
 from pykbroker.console.admin import list_groups
 from pykbroker.console.api import ConsoleApi
+from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
+from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory
+from pykbroker.console.schemas import ValueDecoder, schema_source
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
 from pykbroker.metrics.http import parse_host_port
@@ -159,7 +163,7 @@ def _remote_size(broker: Any, topic: str, partition: int) -> int | None:
     replica = broker.replica_manager.partitions.get((topic, partition))
     if rlm is None or replica is None or replica.log is None or not replica.log.remote_log_enabled:
         return None
-    return int(rlm.remote_size(replica.topic_id, partition))
+    return int(rlm.remote_size(replica.topic_id, partition, replica.log))
 
 
 class Console:
@@ -168,9 +172,14 @@ class Console:
     def __init__(self, broker: Any, recorder: Recorder) -> None:
         self.broker = broker
         self.history = ThroughputHistory(recorder)
+        self.lag_history = LagHistory()
         self.tail = LogTail()
         self.sessions = Sessions(*kafka_listener(broker))
-        self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview)
+        source = schema_source(broker)
+        decoder = ValueDecoder(source) if source is not None else None
+        self.api = ConsoleApi(self.sessions, bool(broker.config["console.write.actions.enable"]), self._overview,
+                              lambda: {"cluster_id": broker.cluster_id, "node_id": broker.node_id},
+                              self.lag_history.to_json, decoder)
         routes = self.api.routes()
         for path, (name, ctype) in STATIC.items():
             routes[("GET", path)] = _static(name, ctype)
@@ -184,9 +193,13 @@ class Console:
         visible = {t.name for t in (await user.kafka.metadata(None)).topics if t.error_code == 0}
         data["topics"] = [t for t in data["topics"] if t["name"] in visible]
         data["iceberg"] = [t for t in data.get("iceberg", []) if t["topic"] in visible]
-        groups = {g["group_id"] for g in await list_groups(user.kafka)}
+        unavailable: list[int] = []  # brokers not answering (down, or still loading their groups)
+        listed = await list_groups(user.kafka, unavailable, retries=1)
+        groups = {g["group_id"] for g in listed}
         data["groups"] = [g for g in data["groups"] if g["group_id"] in groups]
+        await complete_overview(user.kafka, data, self.broker.node_id, listed)
         data["principal"] = user.principal
+        data["unavailable"] = sorted(unavailable)
         return data
 
     async def start(self) -> None:
@@ -210,9 +223,17 @@ class Console:
                  " over TLS" if self.sessions.ssl_context is not None else "")
 
     async def _sample_forever(self) -> None:
+        every = max(1, round(LAG_INTERVAL_S / SAMPLE_INTERVAL_S))
+        ticks = 0
         while True:
             await asyncio.sleep(SAMPLE_INTERVAL_S)
             self.history.sample()
+            if ticks % every == 0:
+                try:
+                    self.lag_history.sample(state.groups(self.broker))
+                except Exception:  # noqa: BLE001 - a coordinator changing under the read: the next sample
+                    log.debug("console: lag sample failed", exc_info=True)
+            ticks += 1
 
     async def close(self) -> None:
         if self._sampler is not None:

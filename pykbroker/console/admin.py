@@ -16,7 +16,9 @@ from typing import Any
 
 from pykbroker.console.kafka import KafkaSession, RequestError, check
 from pykbroker.console.messages import LATEST, end_offsets, leaders, list_offsets
+from pykbroker.console.streams import describe_streams_group
 from pykbroker.security.client import salted_password
+from replication.broker_client import BrokerConnectionError
 from replication.metadata.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from wire import ErrorCode
 from wire.messages import (
@@ -139,20 +141,34 @@ async def alter_topic_configs(session: KafkaSession, name: str, set_: dict[str, 
 # -- groups -------------------------------------------------------------------------------------------------
 
 
-async def list_groups(session: KafkaSession) -> list[dict[str, Any]]:
-    """Groups of every broker (each lists those it coordinates) this principal may describe."""
+async def list_groups(session: KafkaSession, unavailable: list[int] | None = None,
+                      retries: int = LOADING_RETRIES) -> list[dict[str, Any]]:
+    """Groups of every broker (each lists those it coordinates, asked at once) this principal may describe. A
+    broker that cannot be reached, or (after ``retries`` tries) is still loading its groups, is skipped when
+    ``unavailable`` is given (its id appended there); otherwise the error is raised."""
     meta = await session.metadata([])
-    out = []
-    for b in sorted(meta.brokers, key=lambda b: b.node_id):
-        for _ in range(LOADING_RETRIES):  # a coordinator still loading its __consumer_offsets partitions
-            answer = await session.request(ListGroupsRequest(states_filter=[], types_filter=[]), b.node_id)
-            if answer.error_code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-                break
-            await asyncio.sleep(LOADING_BACKOFF_S)
-        check(answer.error_code, None, "list groups")
-        out += [{"group_id": g.group_id, "type": (g.group_type or "classic").lower(), "state": g.group_state,
-                 "protocol_type": g.protocol_type, "coordinator": b.node_id} for g in answer.groups]
-    return sorted(out, key=lambda g: g["group_id"])
+
+    async def listed(node_id: int) -> list[dict[str, Any]]:
+        try:
+            for attempt in range(retries):  # a coordinator still loading its __consumer_offsets partitions
+                answer = await session.request(ListGroupsRequest(states_filter=[], types_filter=[]), node_id)
+                if answer.error_code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) or attempt == retries - 1:
+                    break
+                await asyncio.sleep(LOADING_BACKOFF_S)
+            check(answer.error_code, None, "list groups")
+        except (BrokerConnectionError, RequestError) as exc:
+            retriable = isinstance(exc, BrokerConnectionError) or exc.error in (
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            if unavailable is None or not retriable:
+                raise
+            unavailable.append(node_id)
+            return []
+        return [{"group_id": g.group_id, "type": (g.group_type or "classic").lower(), "state": g.group_state,
+                 "protocol_type": g.protocol_type, "coordinator": node_id} for g in answer.groups]
+
+    found = await asyncio.gather(*(listed(b.node_id) for b in meta.brokers))
+    return sorted((g for groups in found for g in groups), key=lambda g: g["group_id"])
 
 
 def _assignment(data: bytes | None) -> list[dict[str, Any]]:
@@ -194,7 +210,13 @@ def _member(m: Any, instance_id: str | None, assignment: list[dict[str, Any]]) -
 
 
 async def describe_group(session: KafkaSession, group_id: str, group_type: str) -> dict[str, Any]:
-    """Members with their assignments, state, and committed offsets with lag per partition."""
+    """Members with their assignments, state, and committed offsets with lag per partition (a streams
+    group's members with their tasks, and its topology: ``console.streams``)."""
+    if group_type == "streams":
+        described = await describe_streams_group(session, group_id)
+        offsets = await _offsets_with_lag(session, group_id)
+        return {"group_id": group_id, "type": group_type, **described, "offsets": offsets,
+                "lag": sum(o["lag"] for o in offsets if o["lag"] is not None)}
     if group_type == "consumer":
         g = await _described(session, group_id, ConsumerGroupDescribeRequest(group_ids=[group_id],
                                                                              include_authorized_operations=False))

@@ -17,6 +17,7 @@ from typing import Any
 from pykbroker.console import admin, messages
 from pykbroker.console.http import Request, Response, Route
 from pykbroker.console.kafka import LoginError, RequestError
+from pykbroker.console.schemas import ValueDecoder
 from pykbroker.console.sessions import COOKIE, ConsoleUser, Sessions
 
 __all__ = ["ConsoleApi"]
@@ -49,8 +50,14 @@ class ConsoleApi:
     """Routes for ``ConsoleHttpServer``; ``overview`` renders /api/overview for a user."""
 
     def __init__(self, sessions: Sessions, writes_enabled: bool,
-                 overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]]) -> None:
+                 overview: Callable[[ConsoleUser], Awaitable[dict[str, Any]]],
+                 identity: Callable[[], dict[str, Any]] = dict,
+                 lag_history: Callable[[str], dict[str, Any] | None] = lambda _group: None,
+                 decoder: ValueDecoder | None = None) -> None:
         self.sessions = sessions
+        self.identity = identity  # cluster id and node id: in the page's header once someone may see it
+        self.lag_history = lag_history  # a group's lag over the last minutes, when coordinated here
+        self.decoder = decoder  # values in Confluent's wire format decoded with a registry's schemas
         self.writes_enabled = writes_enabled
         self.secure_cookie = False  # served over HTTPS: the session cookie only goes back over HTTPS
         self._overview = overview
@@ -59,15 +66,15 @@ class ConsoleApi:
         reads: dict[str, Handler] = {
             "/api/overview": lambda u, q: self._overview(u),
             "/api/topic": self.topic,
-            "/api/messages": lambda u, q: messages.browse(
+            "/api/messages": lambda u, q: self._decoded(messages.browse(
                 u.kafka, q["topic"], _int(q.get("partition")), q.get("start", "end"), q.get("value"),
-                q.get("order", "newest") == "newest", _int(q.get("limit"), 100) or 100),
+                q.get("order", "newest") == "newest", _int(q.get("limit"), 100) or 100), "records"),
             "/api/search": self.search_progress,
-            "/api/tail": lambda u, q: messages.tail(
+            "/api/tail": lambda u, q: self._decoded(messages.tail(
                 u.kafka, q["topic"], {int(p): o for p, o in json.loads(q["positions"]).items()}
-                if q.get("positions") else None),
-            "/api/groups": lambda u, q: admin.list_groups(u.kafka),
-            "/api/group": lambda u, q: admin.describe_group(u.kafka, q["id"], q.get("type", "classic")),
+                if q.get("positions") else None), "records"),
+            "/api/groups": lambda u, q: admin.list_groups(u.kafka, []),  # without the groups of brokers down
+            "/api/group": self.group,
             "/api/acls": lambda u, q: admin.acls(u.kafka),
             "/api/users": lambda u, q: admin.scram_users(u.kafka),
         }
@@ -171,7 +178,8 @@ class ConsoleApi:
         if isinstance(user, Response):
             return user
         return _json(200, {"principal": user.principal if user else None, "login_required":
-                           self.sessions.login_required, "write_enabled": self.writes_enabled})
+                           self.sessions.login_required, "write_enabled": self.writes_enabled,
+                           **(self.identity() if user else {})})
 
     async def login(self, request: Request) -> Response:
         try:
@@ -210,6 +218,12 @@ class ConsoleApi:
             configs = [{"error": str(exc)}]
         return {"name": name, "internal": meta.is_internal, "partitions": partitions, "configs": configs}
 
+    async def group(self, user: ConsoleUser, q: dict[str, Any]) -> dict[str, Any]:
+        """The group as the user may describe it, with its lag history when this broker coordinates it."""
+        described = await admin.describe_group(user.kafka, q["id"], q.get("type", "classic"))
+        described["history"] = self.lag_history(q["id"])
+        return described
+
     async def produce(self, user: ConsoleUser, b: dict[str, Any]) -> Any:
         encoding = b.get("encoding") or "text"
         headers = [(str(h[0]), _bytes(h[1], encoding)) for h in b.get("headers") or []]
@@ -222,7 +236,19 @@ class ConsoleApi:
         await admin.delete_topic(user.kafka, b["name"])
 
     async def search_progress(self, user: ConsoleUser, q: dict[str, Any]) -> dict[str, Any]:
-        return user.search.progress() if user.search else {"done": True, "matches": [], "scanned": 0, "total": 0}
+        if user.search is None:
+            return {"done": True, "matches": [], "scanned": 0, "total": 0}
+        progress = user.search.progress()
+        if progress["done"] and self.decoder is not None:  # the page shows the matches once the search is done
+            await self.decoder.decorate(progress["matches"])
+        return progress
+
+    async def _decoded(self, answer: Awaitable[dict[str, Any]], key: str) -> dict[str, Any]:
+        """``answer`` with the records under ``key`` decoded through the schema registry, when there is one."""
+        data = await answer
+        if self.decoder is not None:
+            await self.decoder.decorate(data[key])
+        return data
 
     async def search(self, user: ConsoleUser, b: dict[str, Any]) -> dict[str, Any]:
         if user.search is not None:

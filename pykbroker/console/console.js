@@ -8,6 +8,7 @@ let last = null;         // the last /api/overview
 let timer = null;        // the current view's polling timer
 let tailing = null;      // {topic, positions} while the live tail runs
 let shown = [];          // the records on the page (re-rendered when the decoding changes)
+let flash = "";          // what the status bar says on the next page (a deletion's result, after leaving its page)
 
 // -- helpers ------------------------------------------------------------------------------------------------
 function esc(s) {
@@ -60,41 +61,77 @@ async function act(fn, where, done) {
 // -- records: decoding for display ----------------------------------------------------------------------------
 function b64bytes(s) { const bin = atob(s); const a = new Uint8Array(bin.length); for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i); return a; }
 const hex = (data) => esc(Array.from(data, (b) => b.toString(16).padStart(2, "0")).join(" "));
+// Valid JSON text laid out again (compact, or indented as JSON.stringify(v, null, 2) does) with its strings and
+// number literals as they are: parsing would round integers past 2^53 (an int64 id) and rewrite 1.0 as 1.
+function jsonText(text, indented) {
+  let out = "", depth = 0, i = 0;
+  const line = () => (indented ? "\n" + "  ".repeat(depth) : "");
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      out += text.slice(i, j + 1); i = j + 1;
+    } else if (c === "{" || c === "[") {
+      let j = i + 1;
+      while (/\s/.test(text[j])) j++;
+      if (text[j] === (c === "{" ? "}" : "]")) { out += c + text[j]; i = j + 1; continue; }
+      depth++; out += c + line(); i++;
+    } else if (c === "}" || c === "]") { depth--; out += line() + c; i++; }
+    else if (c === ",") { out += "," + line(); i++; }
+    else if (c === ":") { out += indented ? ": " : ":"; i++; }
+    else { if (!/\s/.test(c)) out += c; i++; }
+  }
+  return out;
+}
 function decode(b64, mode) {
   if (b64 === null || b64 === undefined) return '<span class="muted">null</span>';
   const data = b64bytes(b64);
   if (mode === "hex") return hex(data);
   if (mode === "json" && data.length > 5 && data[0] === 0) {
-    // Confluent's framing (magic byte 0, 4-byte schema id): JSON Schema payloads are shown as JSON; Avro
-    // and Protobuf ones as bytes, as decoding them needs the schema registry
+    // Confluent's framing (magic byte 0, 4-byte schema id) without a registry to decode it (registryValue):
+    // JSON Schema payloads are shown as JSON; Avro and Protobuf ones as bytes
     const id = new DataView(data.buffer, data.byteOffset).getInt32(1);
     const payload = data.subarray(5), tag = `<span class="tag schema">schema ${id}</span> `;
     try {
-      const v = JSON.parse(new TextDecoder("utf-8", {fatal: true}).decode(payload));
-      return `<details><summary>${tag}${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+      const t = new TextDecoder("utf-8", {fatal: true}).decode(payload);
+      JSON.parse(t);  // JSON, or shown as bytes
+      return `<details><summary>${tag}${esc(jsonText(t, false))}</summary><pre>${esc(jsonText(t, true))}</pre></details>`;
     } catch (e) { return tag + hex(payload); }
   }
   const text = new TextDecoder("utf-8").decode(data);
   if (mode === "json") {
     try {
-      const v = JSON.parse(text);
-      return `<details><summary>${esc(JSON.stringify(v))}</summary><pre>${esc(JSON.stringify(v, null, 2))}</pre></details>`;
+      JSON.parse(text);  // JSON, or shown as text
+      return `<details><summary>${esc(jsonText(text, false))}</summary><pre>${esc(jsonText(text, true))}</pre></details>`;
     } catch (e) { /* not JSON: text */ }
   }
   return esc(text);
+}
+// A value the broker decoded through the schema registry (Avro, Protobuf, JSON Schema), or why it could not.
+// The JSON text comes from the broker: exact where the browser's numbers are not (int64).
+function registryValue(r, mode, field = "value") {
+  if (mode !== "json") return null;
+  const d = field === "key" ? r.key_decoded : r.decoded, error = field === "key" ? r.key_decode_error : r.decode_error;
+  if (d) {
+    const tag = `<span class="tag schema">schema ${d.schema_id} ${esc(d.schema_type)}</span> `;
+    return `<details><summary>${tag}${esc(d.json)}</summary><pre>${esc(d.pretty)}</pre></details>`;
+  }
+  if (error && field === "value") return `<span class="tag bad" title="${esc(error)}">not decoded</span> ${decode(r[field], mode)}<div class="muted small decode-error">${esc(error)}</div>`;
+  return null;
 }
 function recordRows(records, fresh) {
   const mode = $("decode").value;
   return records.map((r) => `<tr class="record${fresh ? " new" : ""}" data-partition="${r.partition}" data-offset="${r.offset}">
     <td class="num">${r.partition}</td><td class="num">${num(r.offset)}</td><td>${esc(new Date(r.timestamp).toISOString())}</td>
-    <td class="value key">${decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${decode(r.value, mode)}</td>
+    <td class="value key">${registryValue(r, mode, "key") ?? decode(r.key, mode === "json" ? "text" : mode)}</td><td class="value val">${registryValue(r, mode) ?? decode(r.value, mode)}</td>
     <td class="value">${r.headers.map(([k, v]) => `${esc(k)}=${decode(v, "text")}`).join("<br>")}</td></tr>`).join("");
 }
 const RECORD_HEAD = '<tr><th class="num">partition</th><th class="num">offset</th><th>timestamp</th><th>key</th><th>value</th><th>headers</th></tr>';
 
 // -- overview -------------------------------------------------------------------------------------------------
 function renderBrokers(d) {
-  const rows = d.brokers.map((b) => `<tr><td>${b.node_id}${b.this ? ' <span class="tag">this</span>' : ""}${b.controller ? ' <span class="tag ok">controller</span>' : ""}</td>
+  const rows = d.brokers.map((b) => `<tr><td>${b.node_id}${b.this ? ' <span class="tag">this</span>' : ""}${b.controller ? ' <span class="tag ok">controller</span>' : ""}${(d.unavailable || []).includes(b.node_id) ? ' <span class="tag bad">not answering</span>' : ""}</td>
     <td>${b.endpoints.map(esc).join("<br>")}</td><td>${esc(b.rack ?? "–")}</td></tr>`).join("");
   $("brokers").innerHTML = `<tr><th>node id</th><th>endpoints</th><th>rack</th></tr>${rows}`;
 }
@@ -203,7 +240,7 @@ async function refreshOverview(then) {
 // -- topics ---------------------------------------------------------------------------------------------------
 function renderTopicList(d) {
   const showInternal = $("topics-internal").checked;
-  $("topic-list").innerHTML = '<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size</th><th class="num">remote size</th></tr>' +
+  $("topic-list").innerHTML = '<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size (local)</th><th class="num">size (remote)</th></tr>' +
     d.topics.filter((t) => showInternal || !t.internal).map((t) => {
       const remote = t.partitions.some((p) => p.remote_size !== null && p.remote_size !== undefined)
         ? bytes(t.partitions.reduce((s, p) => s + (p.remote_size || 0), 0)) : "–";
@@ -240,8 +277,7 @@ async function showTopic(name, tab) {
   document.body.dataset.view = "topic-" + tab;
 }
 async function renderPartitions() {
-  const d = last && last.topics ? last : await api("overview");
-  last = d;
+  const d = last = await api("overview");  // sizes now (local and remote), not those of the last overview seen
   const local = Object.fromEntries(((d.topics.find((t) => t.name === topic.name) || {}).partitions || []).map((p) => [p.partition, p]));
   $("partitions").innerHTML = '<tr><th class="num">partition</th><th class="num">leader</th><th>replicas</th><th>isr</th><th class="num">log start</th><th class="num">high watermark</th><th class="num">messages</th><th class="num">size (local)</th><th class="num">size (remote)</th></tr>' +
     topic.partitions.map((p) => {
@@ -367,13 +403,24 @@ async function showGroup(id, type) {
   try { g = await api(`group?id=${encodeURIComponent(id)}&type=${encodeURIComponent(type)}`); } catch (e) { status(e.message); return; }
   $("group-state").textContent = g.state; $("group-state").className = "tag " + (g.state === "Stable" ? "ok" : "");
   $("group-lag").textContent = num(g.lag);
-  const hist = lagHistory.get(id) || []; hist.push(g.lag); if (hist.length > 120) hist.shift(); lagHistory.set(id, hist);
+  // Lag over time: this broker's samples of the last minutes (when it coordinates the group) and now, or else
+  // what this page saw since it opened.
+  const server = g.history && g.history.lag.length ? g.history : null;
+  const hist = server ? [...server.lag, g.lag] : (lagHistory.get(id) || []);
+  if (!server) { hist.push(g.lag); if (hist.length > 120) hist.shift(); lagHistory.set(id, hist); }
   drawChart($("group-lag-chart"), [{values: hist, color: "#e8590c"}]);
-  $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
+  $("group-lag-span").textContent = server ? `last ${Math.round((Date.now() / 1000 - server.times[0]) / 60) || "<1"} min` : "since this page opened";
+  document.body.dataset.lagSamples = String(hist.length);
+  if (g.type === "streams") renderStreams(g);
+  else $("group-members").innerHTML = g.members.length ? '<tr><th>member</th><th>client id</th><th>host</th><th>assignment</th></tr>' + g.members.map((m) =>
     `<tr><td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
      <td>${m.assignment.map((a) => `${esc(a.topic)}: ${a.partitions.join(", ")}`).join("<br>")}</td></tr>`).join("") : '<tr><td class="muted">no members</td></tr>';
-  for (const o of g.offsets) {  // lag of each partition over time, while the page is open
-    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, h = lagHistory.get(key) || [];
+  $("group-topology-section").hidden = g.type !== "streams";
+  const serverParts = new Map((server ? server.partitions : []).map(([t, p, lags]) => [`${t}\u0000${p}`, lags]));
+  for (const o of g.offsets) {  // lag of each partition over time
+    const key = `${id}\u0000${o.topic}\u0000${o.partition}`, known = serverParts.get(`${o.topic}\u0000${o.partition}`);
+    if (known) { lagHistory.set(key, [...known.map((v) => v ?? 0), o.lag ?? 0]); continue; }
+    const h = lagHistory.get(key) || [];
     h.push(o.lag ?? 0); if (h.length > 120) h.shift(); lagHistory.set(key, h);
   }
   $("group-offsets").innerHTML = '<tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">end</th><th class="num">lag</th><th>lag over time</th></tr>' +
@@ -386,6 +433,27 @@ async function showGroup(id, type) {
   }
   if (!$("reset-topic").value && g.offsets.length) $("reset-topic").value = g.offsets[0].topic;
   document.body.dataset.groupLag = String(g.lag);
+}
+// A streams group: members by process with their tasks (subtopology_partition), the topology and its status.
+function taskList(tasks) { return tasks.flatMap((t) => t.partitions.map((p) => `${t.subtopology}_${p}`)).join(", ") || "–"; }
+function renderStreams(g) {
+  $("group-members").innerHTML = g.members.length ? '<tr><th>process</th><th>member</th><th>client id</th><th>host</th><th class="num">epoch</th><th class="num">topology epoch</th>' +
+    '<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th>task lag</th></tr>' + g.members.map((m) => {
+      const target = ["active", "standby", "warmup"].some((k) => taskList(m.target[k]) !== taskList(m.tasks[k]))
+        ? `<br><span class="muted">target: ${["active", "standby", "warmup"].map((k) => `${k} ${taskList(m.target[k])}`).join("; ")}</span>` : "";
+      const lag = m.task_lag.length ? m.task_lag.map((t) => `${esc(t.subtopology)}_${t.partition}: ${num(t.lag)}`).join("<br>") : '<span class="muted">not reported</span>';
+      return `<tr class="streams-member" data-process="${esc(m.process_id)}"><td>${esc(m.process_id)}${m.endpoint ? ` <span class="tag">${esc(m.endpoint)}</span>` : ""}</td>
+       <td>${esc(m.member_id)}${m.instance_id ? ` <span class="tag">${esc(m.instance_id)}</span>` : ""}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
+       <td class="num">${m.member_epoch}</td><td class="num">${m.topology_epoch}</td><td class="active-tasks">${esc(taskList(m.tasks.active))}${target}</td>
+       <td class="standby-tasks">${esc(taskList(m.tasks.standby))}</td><td class="warmup-tasks">${esc(taskList(m.tasks.warmup))}</td><td>${lag}</td></tr>`;
+    }).join("") : '<tr><td class="muted">no members</td></tr>';
+  const t = g.topology;
+  $("group-topology-status").textContent = t.status; $("group-topology-status").className = "tag " + (t.ready ? "ok" : "bad");
+  $("group-topology-epoch").textContent = t.epoch ?? "–";
+  const names = (ts) => ts.map((x) => esc(x.name ?? x)).join("<br>") || "–";
+  $("group-topology").innerHTML = '<tr><th>subtopology</th><th>source topics</th><th>repartition sink topics</th><th>changelog topics</th><th>repartition source topics</th></tr>' +
+    t.subtopologies.map((s) => `<tr class="subtopology" data-id="${esc(s.id)}"><td>${esc(s.id)}</td><td>${names(s.source_topics)}</td><td>${names(s.repartition_sink_topics)}</td>
+      <td>${names(s.changelog_topics)}</td><td>${names(s.repartition_source_topics)}</td></tr>`).join("");
 }
 function resetBody() {
   const [, id, type] = location.hash.match(/^#\/group\/([^?]*)(?:\?type=(\w+))?/) || [];
@@ -436,15 +504,19 @@ function poll(fn, ms) { clearInterval(timer); timer = null; refreshView = fn; fn
 async function route() {
   if (!session) session = await api("session");
   document.body.classList.toggle("readonly", !session.write_enabled);
+  if (session.cluster_id) { $("cluster").textContent = session.cluster_id; $("node").textContent = session.node_id; }
   $("who").innerHTML = session.principal ? `${esc(session.principal)}${session.write_enabled ? "" : ' <span class="tag">read-only</span>'}` +
     (session.login_required ? ' <button class="small" id="logout">log out</button>' : "") : "";
   if ($("logout")) $("logout").onclick = async () => { await api("logout", {}); session = null; location.hash = "#/"; route(); };
   if (session.login_required && !session.principal) { clearInterval(timer); stopTail(); show("login"); return; }
   const hash = location.hash || "#/";
   let m;
-  status("");
+  status(flash, true); flash = "";
   if ((m = hash.match(/^#\/topic\/([^/]+)\/?(\w*)/))) {
-    show("topic"); clearInterval(timer); await showTopic(decodeURIComponent(m[1]), m[2] || "messages");
+    show("topic"); clearInterval(timer);
+    const name = decodeURIComponent(m[1]), tab = m[2] || "messages";
+    await showTopic(name, tab);
+    if (tab === "partitions") timer = setInterval(() => showTopic(name, tab), 2000);  // sizes and offsets move
   } else if (hash.startsWith("#/topics")) {
     show("topics"); stopTail(); poll(() => refreshOverview(renderTopicList), 5000);
   } else if ((m = hash.match(/^#\/group\/([^?]+)(?:\?type=(\w+))?/))) {
@@ -503,7 +575,7 @@ $("delete-topic-form").onsubmit = async (e) => {
   e.preventDefault();
   const name = topic.name;
   if (await act(() => api("topic/delete", {name, confirm: $("delete-confirm").value}), null, () => `deleted topic ${name}`) !== undefined) {
-    $("delete-confirm").value = ""; topic = null; location.hash = "#/topics";
+    $("delete-confirm").value = ""; topic = null; flash = `deleted topic ${name}`; location.hash = "#/topics";
   }
 };
 $("reset-form").onsubmit = async (e) => {
@@ -520,7 +592,9 @@ $("reset-apply").onclick = async () => {
 $("group-delete").onclick = async () => {
   const {group} = resetBody();
   if (!confirm(`Delete group ${group}?`)) return;
-  if (await act(() => api("group/delete", {group}), null, () => `deleted group ${group}`) !== undefined) location.hash = "#/groups";
+  if (await act(() => api("group/delete", {group}), null, () => `deleted group ${group}`) !== undefined) {
+    flash = `deleted group ${group}`; location.hash = "#/groups";
+  }
 };
 $("acl-form").onsubmit = async (e) => {
   e.preventDefault();

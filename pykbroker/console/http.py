@@ -29,8 +29,8 @@ MAX_BODY_BYTES = 1024 * 1024
 READ_TIMEOUT_S = 10.0
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            405: "Method Not Allowed", 413: "Content Too Large", 500: "Internal Server Error", 502: "Bad Gateway",
-            503: "Service Unavailable"}
+            405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large", 422: "Unprocessable Content",
+            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
 
 
 @dataclass

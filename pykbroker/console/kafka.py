@@ -38,11 +38,13 @@ VERSIONS = {
     "OffsetFetch": 8, "OffsetCommit": 8, "DeleteGroups": 2, "DescribeAcls": 3, "CreateAcls": 3,
     "DeleteAcls": 3, "DescribeShareGroupOffsets": 1, "AlterShareGroupOffsets": 0,
     "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0, "FindCoordinator": 4,
+    "StreamsGroupDescribe": 0, "DescribeLogDirs": 4,
 }
 # Requests that change nothing, asked again once when their connection fails.
 READS = frozenset({"Metadata", "Fetch", "ListOffsets", "DescribeConfigs", "ListGroups", "DescribeGroups",
                    "ConsumerGroupDescribe", "ShareGroupDescribe", "OffsetFetch", "DescribeAcls",
-                   "DescribeShareGroupOffsets", "DescribeUserScramCredentials", "FindCoordinator"})
+                   "DescribeShareGroupOffsets", "DescribeUserScramCredentials", "FindCoordinator",
+                   "StreamsGroupDescribe", "DescribeLogDirs"})
 # SASL mechanisms tried at login, strongest first (only those the listener enables).
 MECHANISM_PREFERENCE = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 # How long one request may take before the console gives up on it (Fetch long-polls stay far below).

@@ -68,9 +68,14 @@ SERVED_APIS: tuple[tuple[ApiKey, int, int, str], ...] = (
     (ApiKey.LIST_TRANSACTIONS, 0, 2, "pykbroker.handlers.txn.list_transactions"),
     (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, "pykbroker.handlers.group.consumer_group_heartbeat"),
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, "pykbroker.handlers.group.consumer_group_describe"),
-    # Served and advertised only with group.streams.enable (pykbroker.broker.STREAMS_GROUP_APIS).
+    # Advertised always; served with streams.version 1 and "streams" in group.coordinator.rebalance.protocols.
     (ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1, "pykbroker.handlers.group.streams_group_heartbeat"),
     (ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, "pykbroker.handlers.group.streams_group_describe"),
+    # Served always, advertised only with metrics.client.telemetry.enable (pykbroker.broker.TELEMETRY_APIS).
+    (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, "pykbroker.handlers.telemetry.get_telemetry_subscriptions"),
+    (ApiKey.PUSH_TELEMETRY, 0, 0, "pykbroker.handlers.telemetry.push_telemetry"),
+    (ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0,
+     "pykbroker.handlers.group.streams_group_topology_description_update"),
     (ApiKey.LIST_CONFIG_RESOURCES, 0, 1, "pykbroker.handlers.admin.list_config_resources"),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, "pykbroker.handlers.admin.describe_topic_partitions"),
     (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1, "pykbroker.handlers.share.share_group_heartbeat"),

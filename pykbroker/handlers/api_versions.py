@@ -53,6 +53,9 @@ async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) 
         and _SOFTWARE_PATTERN.fullmatch(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if ctx.api_version >= 3:  # as Kafka's SocketServer: the connection's client software, for client telemetry
+        ctx.client_information.software_name = request.client_software_name or "unknown"
+        ctx.client_information.software_version = request.client_software_version or "unknown"
     if ctx.api_version >= 5 and (code := _intended_broker_error(ctx, request)) != ErrorCode.NONE:
         return ApiVersionsResponse(error_code=code)
     response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=ctx.broker.api_versions())

@@ -1,9 +1,11 @@
 """DescribeQuorum v0-2: who decides the cluster's metadata, as Kafka's metadata quorum.
 
 Kafka answers for ``__cluster_metadata`` partition 0 only (anything else: UNKNOWN_TOPIC_OR_PARTITION). On a
-single node this node is the only voter and the leader. On a cluster every broker gives the same answer: the
-controller (whoever holds ZooKeeper's ``/controller``) is the voter and leader, the other live brokers are
-observers. The high watermark is the count of metadata changes this broker has seen.
+single node this node is the only voter and the leader. On a cluster every broker gives the same answer, as
+a cluster of combined broker+controller KRaft nodes does: every live broker is a voter (any of them can
+become the controller), the controller (whoever holds ZooKeeper's ``/controller``) is the leader, the
+others its followers, and there are no observers. The high watermark is the count of metadata changes this
+broker has seen.
 """
 
 from __future__ import annotations
@@ -50,15 +52,21 @@ async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumReq
                             last_caught_up_timestamp=now_ms)
 
     listener = broker.advertised_listener(ctx.listener.name)
-    endpoint = (listener.host, listener.port)
-    registered = image.brokers.get(leader)
-    if leader != broker.node_id and registered is not None:
-        found = [(e.host, e.port) for e in registered.endpoints if e.listener == listener.name]
-        endpoint = found[0] if found else endpoint
-    observers = [state(n) for n in sorted(image.brokers) if n != leader]
+
+    def endpoint(node_id: int) -> tuple[str, int]:
+        """The node's address on the listener asked through (this broker's own where it is not registered)."""
+        registered = image.brokers.get(node_id)
+        if node_id != broker.node_id and registered is not None:
+            found = [(e.host, e.port) for e in registered.endpoints if e.listener == listener.name]
+            if found:
+                return found[0]
+        return listener.host, listener.port
+
+    voters = [leader, *(n for n in sorted(image.brokers) if n != leader)]
     return DescribeQuorumResponse(
         error_code=ErrorCode.NONE,
         topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData(
             partition_index=0, error_code=ErrorCode.NONE, leader_id=leader, leader_epoch=LEADER_EPOCH,
-            high_watermark=end_offset, current_voters=[state(leader)], observers=observers)])],
-        nodes=[Node(node_id=leader, listeners=[Listener(name=listener.name, host=endpoint[0], port=endpoint[1])])])
+            high_watermark=end_offset, current_voters=[state(n) for n in voters], observers=[])])],
+        nodes=[Node(node_id=n, listeners=[Listener(name=listener.name, host=host, port=port)])
+               for n in voters for host, port in [endpoint(n)]])

@@ -20,7 +20,9 @@ ICEBERG_PREFIX = "iceberg."
 MODE_DISABLED = "disabled"
 MODE_KEY_VALUE = "key_value"
 MODE_VALUE_SCHEMA = "value_schema"
-MODES = (MODE_DISABLED, MODE_KEY_VALUE, MODE_VALUE_SCHEMA)
+# Redpanda's name: values in Confluent's wire format, decoded with the schema registry's schema their id names.
+MODE_VALUE_SCHEMA_ID_PREFIX = "value_schema_id_prefix"
+MODES = (MODE_DISABLED, MODE_KEY_VALUE, MODE_VALUE_SCHEMA, MODE_VALUE_SCHEMA_ID_PREFIX)
 #: The transforms ``iceberg.partition.spec`` accepts, and the columns each applies to.
 _TRANSFORMS = {"hour": ("timestamp",), "day": ("timestamp",), "month": ("timestamp",), "year": ("timestamp",),
                "identity": ("partition",)}
@@ -46,7 +48,10 @@ ICEBERG_TOPIC_CONFIGS: dict[str, IcebergConfigDef] = {
     "iceberg.mode": IcebergConfigDef(
         "STRING", MODE_DISABLED,
         "Write the topic into an Iceberg table: key_value (partition, offset, timestamp, key, value, headers "
-        "columns), value_schema (JSON values decoded into the columns of iceberg.value.schema), or disabled."),
+        "columns), value_schema (JSON values decoded into the columns of iceberg.value.schema), "
+        "value_schema_id_prefix (values Confluent's Avro, Protobuf or JSON Schema serializers wrote, decoded with "
+        "the broker's schema registry into the fields of their schema; a new schema version adds columns), or "
+        "disabled."),
     "iceberg.commit.interval.ms": IcebergConfigDef(
         "LONG", "60000", "Longest time between a record becoming stable and its table commit (the table lag)."),
     "iceberg.target.file.size.bytes": IcebergConfigDef(

@@ -28,13 +28,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pykbroker.iceberg.config import IcebergTopicConfig, PartitionField
+from pykbroker.iceberg.config import MODE_VALUE_SCHEMA_ID_PREFIX, IcebergTopicConfig, PartitionField
 from pykbroker.iceberg.records import RecordColumns
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
+
+    from pykbroker.iceberg.commits import FilesRecord
+    from pykbroker.iceberg.registry_values import DecodedValue
+    from pykbroker.schema_registry.wire_format import RegisteredSchema
 
 log = logging.getLogger("pykbroker.iceberg")
 
@@ -138,8 +142,9 @@ class TableWriter:
         self.topic_id = topic_id
 
     # -- tables ------------------------------------------------------------------------------------------
-    def load_or_create(self, config: IcebergTopicConfig) -> Table:
-        """The table, created on first use; columns declared since it was created are added (evolution)."""
+    def load_or_create(self, config: IcebergTopicConfig, columns: Sequence[tuple[str, str]] = ()) -> Table:
+        """The table, created on first use; columns declared since it was created are added (evolution): the
+        declared ones, or in value_schema_id_prefix mode ``columns`` (those of the schemas records name)."""
         from pyiceberg.exceptions import NoSuchTableError
 
         self.catalog.create_namespace_if_not_exists(self.identifier[0])
@@ -156,7 +161,10 @@ class TableWriter:
                 transaction.set_properties(_TABLE_PROPERTIES)
             table = self.catalog.load_table(self.identifier)
         # A mode switched on an existing table adds the value column (key_value) or the declared ones.
-        wanted = list(config.value_schema) if config.value_schema else [("value", "bytes")]
+        if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX:
+            wanted = list(columns)
+        else:
+            wanted = list(config.value_schema) if config.value_schema else [("value", "bytes")]
         missing = [(name, json_type) for name, json_type in wanted
                    if name not in {f.name for f in table.schema().fields}]
         if missing:
@@ -180,16 +188,20 @@ class TableWriter:
 
     # -- commits -----------------------------------------------------------------------------------------
     def commit(self, config: IcebergTopicConfig, batches: Sequence[RecordColumns], based_on: dict[int, int | None],
-               next_offsets: dict[int, int]) -> CommitResult:
+               next_offsets: dict[int, int], schemas: Mapping[int, RegisteredSchema] | None = None) -> CommitResult:
         """Append ``batches`` and record ``next_offsets`` in one snapshot, for the partitions whose committed
         offset is still ``based_on`` (None: none yet); the others are reported ``stale``, not written.
+        value_schema_id_prefix mode decodes values with ``schemas`` (the registry's, by id).
 
         Raises pyiceberg's CommitFailedException when another writer committed between the load and the
         append (the caller retries).
         """
         import pyarrow as pa
 
-        table = self.load_or_create(config)
+        decoded = _decode_registry_values(batches, schemas or {}) \
+            if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        table = self.load_or_create(config, _registry_columns(decoded)) if decoded is not None \
+            else self.load_or_create(config)
         current = committed_offsets(table, self.topic_id)
         stale = tuple(sorted(p for p in next_offsets if current.get(p) != based_on.get(p)))
         keep = [b for b in batches if b.partition not in stale]
@@ -197,7 +209,7 @@ class TableWriter:
         offsets.update({p: o for p, o in next_offsets.items() if p not in stale})
         if offsets == current:
             return CommitResult(0, 0, current, stale, None)
-        rows, dead = _to_arrow(table, config, keep)
+        rows, dead = _to_arrow(table, config, keep, decoded)
         properties = {OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
                       TOPIC_ID_PROPERTY: self.topic_id}
         if dead is not None:
@@ -210,6 +222,73 @@ class TableWriter:
         snapshot = self.catalog.load_table(self.identifier).current_snapshot()
         return CommitResult(rows.num_rows, len(dead["offset"]) if dead is not None else 0, offsets, stale,
                             snapshot.snapshot_id if snapshot is not None else None)
+
+    # -- a cluster: leaders write files, one committer commits them (pykbroker.iceberg.commits) -----------------
+    def write_files(self, config: IcebergTopicConfig, batches: Sequence[RecordColumns],
+                    ranges: Mapping[int, tuple[int, int]], schemas: Mapping[int, RegisteredSchema] | None = None
+                    ) -> tuple[list[FilesRecord], int]:
+        """Write the Parquet files of ``batches`` (one ``RecordColumns`` per partition, the records read at the
+        offsets ``ranges[partition]`` = [start, end)) without committing them; dead letters go to their table
+        at once. (one FilesRecord per partition, the dead letters written)."""
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from pykbroker.iceberg.commits import FilesRecord
+
+        decoded = _decode_registry_values(batches, schemas or {}) \
+            if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        table = self.load_or_create(config, _registry_columns(decoded)) if decoded is not None \
+            else self.load_or_create(config)
+        out = []
+        dead_letters = 0
+        for b in batches:
+            rows, dead = _to_arrow(table, config, [b], decoded)
+            if dead is not None:
+                self._dead_letters(dead)
+                dead_letters += len(dead["offset"])
+            paths: tuple[str, ...] = ()
+            if rows.num_rows:
+                files = _dataframe_to_data_files(table.metadata, rows, table.io)
+                paths = tuple(f.file_path for f in files)
+            start, end = ranges[b.partition]
+            out.append(FilesRecord(self.topic, self.topic_id, b.partition, start, end, paths, rows.num_rows))
+        return out, dead_letters
+
+    def commit_files(self, config: IcebergTopicConfig, pending: Mapping[int, Mapping[int, FilesRecord]]
+                     ) -> CommitResult:
+        """Append, in one snapshot, the files of ``pending`` ({partition: {start offset: record}}) that continue
+        the offsets the table names without a gap, and record the offsets they reach. Files of offsets the
+        table has are never added, so a retry, a second leader or a restarted committer writes nothing twice.
+        Raises pyiceberg's CommitFailedException when another writer committed first (the caller tries again)."""
+        import pyarrow as pa
+
+        from pykbroker.iceberg.commits import chain
+
+        table = self.load_or_create(config)
+        current = committed_offsets(table, self.topic_id)
+        records = [r for p, starts in pending.items() for r in chain(dict(starts), current.get(p))]
+        if not records:
+            return CommitResult(0, 0, current, (), None)
+        offsets = dict(current)
+        for r in records:
+            offsets[r.partition] = r.end
+        properties = {OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())}),
+                      TOPIC_ID_PROPERTY: self.topic_id}
+        paths = [path for r in records for path in r.paths]
+        transaction = table.transaction()
+        if paths:
+            transaction.add_files(paths, snapshot_properties=properties, check_duplicate_files=False)
+        else:  # only offsets move (records that were all dead letters, or aborted)
+            transaction.append(pa.Table.from_pylist([], schema=table.schema().as_arrow()),
+                               snapshot_properties=properties)
+        transaction.commit_transaction()
+        snapshot = self.catalog.load_table(self.identifier).current_snapshot()
+        rows = sum(r.rows for r in records)
+        log.info("iceberg: committed %d records in %d files of the partition leaders of topic %s to %s (its "
+                 "committer), snapshot %s, offsets %s",
+                 rows, len(paths), self.topic, ".".join(self.identifier),
+                 snapshot.snapshot_id if snapshot is not None else None,
+                 {r.partition: offsets[r.partition] for r in records})
+        return CommitResult(rows, 0, offsets, (), snapshot.snapshot_id if snapshot is not None else None)
 
     def _dead_letters(self, rows: dict[str, list[Any]]) -> None:
         """Append undecodable records to the dead-letter table before their offsets are committed to the
@@ -404,7 +483,9 @@ def _schema(config: IcebergTopicConfig) -> Any:
     from pyiceberg.types import BinaryType, NestedField
 
     fields = _coordinates()
-    if config.value_schema:
+    if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX:
+        pass  # the value columns come from the registry's schemas, added as records name them
+    elif config.value_schema:
         fields += [NestedField(10 + i, name, _iceberg_type(t), required=False)
                    for i, (name, t) in enumerate(config.value_schema)]
     else:
@@ -445,8 +526,39 @@ def _timestamps(ms: list[int]) -> list[int | None]:
     return [t * 1000 if t >= 0 else None for t in ms]
 
 
-def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[RecordColumns]
-              ) -> tuple[pa.Table, dict[str, list[Any]] | None]:
+Decoded = dict[tuple[int, int], tuple["DecodedValue | None", str | None]]  # (partition, offset) -> decoded, error
+
+
+def _decode_registry_values(batches: Sequence[RecordColumns], schemas: Mapping[int, RegisteredSchema]) -> Decoded:
+    """Every value of ``batches`` decoded with the registry's ``schemas`` (value_schema_id_prefix mode)."""
+    from pykbroker.iceberg.registry_values import decode_registry_value
+
+    return {(b.partition, o): decode_registry_value(v, schemas) for b in batches
+            for o, v in zip(b.offsets, b.values, strict=True)}
+
+
+def _registry_columns(decoded: Decoded) -> list[tuple[str, str]]:
+    """The value columns the decoded records' schemas have, in the order they first appear."""
+    out: dict[str, str] = {}
+    for result, _ in decoded.values():
+        if result is not None:
+            for name, kind in result[1]:
+                out.setdefault(name, kind)
+    return list(out.items())
+
+
+def _column_kinds(table: Table) -> dict[str, set[str]]:
+    """The value_schema mode types each column of ``table`` stores."""
+    from pyiceberg.types import BinaryType, BooleanType, DoubleType, IntegerType, LongType, StringType
+
+    kinds = {StringType: {"string", "object", "array"}, LongType: {"integer"}, IntegerType: {"integer"},
+             DoubleType: {"number"}, BooleanType: {"boolean"}, BinaryType: {"bytes"}}
+    return {f.name: next((k for t, k in kinds.items() if isinstance(f.field_type, t)), set())
+            for f in table.schema().fields}
+
+
+def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[RecordColumns],
+              decoded: Decoded | None = None) -> tuple[pa.Table, dict[str, list[Any]] | None]:
     """(rows for the table in its current schema, dead letters' columns or None) of ``batches``."""
     import pyarrow as pa
 
@@ -457,7 +569,7 @@ def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[Record
     for b in batches:
         stamps = _timestamps(b.timestamps)
         headers = _headers(b.headers)
-        if not config.value_schema:
+        if not config.value_schema and decoded is None:
             columns["partition"] += [b.partition] * len(b)
             columns["offset"] += b.offsets
             columns["timestamp"] += stamps
@@ -468,8 +580,17 @@ def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[Record
         from pykbroker.iceberg.values import decode_json_value
 
         names = [n for n in columns if n not in _CORE_COLUMNS]
+        kinds = _column_kinds(table) if decoded is not None else {}
         for i, value in enumerate(b.values):
-            decoded, error = decode_json_value(value, config.value_schema)
+            if decoded is not None:
+                result, error = decoded[(b.partition, b.offsets[i])]
+                cells = result[0] if result is not None else {}
+                if result is not None:
+                    error = next((f"field {name!r} is of type {kind}, but the table's column holds "
+                                  f"{'/'.join(sorted(kinds.get(name, set())))} (an earlier schema version's type)"
+                                  for name, kind in result[1] if kind not in kinds.get(name, {kind})), None)
+            else:
+                cells, error = decode_json_value(value, config.value_schema)
             if error is not None:
                 for name, item in (("partition", b.partition), ("offset", b.offsets[i]), ("timestamp", stamps[i]),
                                    ("key", b.keys[i]), ("value", value), ("headers", headers[i]), ("error", error)):
@@ -481,7 +602,7 @@ def _to_arrow(table: Table, config: IcebergTopicConfig, batches: Sequence[Record
             columns["key"].append(b.keys[i])
             columns["headers"].append(headers[i])
             for name in names:
-                columns[name].append(decoded.get(name))
+                columns[name].append(cells.get(name))
     count = len(columns["offset"])
     for values in columns.values():  # columns of the other mode (the table's mode was switched): null
         values.extend([None] * (count - len(values)))

@@ -38,14 +38,20 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pykbroker.iceberg.config import IcebergConfigError, IcebergTopicConfig, split_topic_configs
+from pykbroker.iceberg.config import (
+    MODE_VALUE_SCHEMA_ID_PREFIX,
+    IcebergConfigError,
+    IcebergTopicConfig,
+    split_topic_configs,
+)
 from pykbroker.iceberg.records import RecordColumns, committed_records
 from replication.partition import PartitionError, read_bytes
 
 if TYPE_CHECKING:
+    from pykbroker.iceberg.commits import CommitCoordination
     from pykbroker.iceberg.tables import TableWriter
     from replication.metadata.image import MetadataImage, TopicState
     from replication.replica_manager import ReplicaManager
@@ -68,9 +74,39 @@ MAX_TICK_S = 0.5
 COMMIT_ATTEMPTS = 5
 #: Commits between two looks for small files to compact (by the leader of partition 0 only: one compactor).
 COMPACTION_EVERY = 10
+#: A cluster's leaders: how often the table is read for what the committer committed, how many submissions may
+#: wait for it per partition, and how long one may wait before the partition is read again from the table.
+RECONCILE_EVERY_S = 0.5
+MAX_SUBMITTED = 16
+SUBMITTED_TIMEOUT_S = 60.0
 #: Longest time between two maintenance runs (snapshot expiry, orphan files) of a table; shorter when
 #: iceberg.snapshot.max.age.ms or iceberg.orphan.file.min.age.ms is (half the smaller, at least a second).
 MAINTENANCE_MAX_EVERY_S = 3600.0
+
+
+def maintenance_every_s(config: IcebergTopicConfig) -> float:
+    """Seconds between two maintenance runs of a table (half the smaller age bound, within 1 s and an hour)."""
+    every = min(config.snapshot_max_age_ms, config.orphan_file_min_age_ms) / 2000
+    return min(max(every, 1.0), MAINTENANCE_MAX_EVERY_S)
+
+
+async def compact(service: IcebergService, writer: TableWriter, config: IcebergTopicConfig, topic: str) -> None:
+    """Compact small files (``TableWriter.compact``) on the worker thread; a failure (a commit of another writer
+    came first) leaves the table as it was, for a later try."""
+    try:
+        await service.run_blocking(writer.compact, config, config.compaction_min_files, log.info)
+    except Exception as exc:
+        log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", topic, type(exc).__name__, exc)
+
+
+async def maintain(service: IcebergService, writer: TableWriter, config: IcebergTopicConfig, topic: str) -> None:
+    """Expire old snapshots, then delete orphan files (``TableWriter.expire_snapshots``, ``remove_orphan_files``)
+    on the worker thread; a failure is logged and tried at the next run."""
+    try:
+        await service.run_blocking(writer.expire_snapshots, config.snapshot_max_age_ms, log.info)
+        await service.run_blocking(writer.remove_orphan_files, config.orphan_file_min_age_ms, log.info)
+    except Exception as exc:
+        log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", topic, type(exc).__name__, exc)
 
 
 @dataclass
@@ -90,6 +126,10 @@ class _Progress:
     pending: RecordColumns
     since: float | None = None  # monotonic time the oldest pending offset was read
     stable: int = 0  # the last stable offset at the last read
+    # A cluster's leaders (pykbroker.iceberg.commits): where the pending records start, and the offset ranges
+    # [start, end) submitted to the committer and not in the table yet, with the monotonic time of each.
+    pending_start: int = 0
+    submitted: list[tuple[int, int, float]] = field(default_factory=list)
 
     @property
     def committed(self) -> int:
@@ -121,6 +161,13 @@ class IcebergService:
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
+        # The broker's schema registry (pykbroker.schema_registry.SchemaRegistry), for value_schema_id_prefix
+        # topics; set by the broker.
+        self.schema_registry: Callable[[], Any] | None = None
+        # In a cluster: leaders submit files to one committer per topic (commits.CommitCoordination); None on a
+        # single node, whose leaders commit themselves. Set by the broker.
+        self.coordination: CommitCoordination | None = None
+        self.image: MetadataImage | None = None
         self._drops: set[asyncio.Task] = set()
         self.translators: dict[str, TopicTranslator] = {}
         self._catalog: Any = None
@@ -132,6 +179,7 @@ class IcebergService:
         """Start, reconfigure or stop translators for the topics of ``new`` (a metadata listener)."""
         if self._closed:
             return
+        self.image = new
         for name, topic in new.topics.items():
             if old is not None and old.topics.get(name) is topic and name in self.translators:
                 continue
@@ -165,6 +213,8 @@ class IcebergService:
         for t in translators:
             t.stop()
         await asyncio.gather(*(t.wait_stopped() for t in translators), *self._drops, return_exceptions=True)
+        if self.coordination is not None:
+            await self.coordination.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -216,6 +266,7 @@ class TopicTranslator:
         self._task: asyncio.Task | None = None
         self.commits = 0
         self._next_maintenance = 0.0  # monotonic time of the next maintenance run
+        self._next_reconcile = 0.0  # a cluster's leader: monotonic time of the next look at the table's offsets
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"iceberg-{self.topic}")
@@ -290,18 +341,22 @@ class TopicTranslator:
                 if start is not None and start < log_start:
                     log.warning("iceberg: %s-%d: offsets %d to %d were deleted from the log before reaching the "
                                 "table", self.topic, p, start, log_start)
-                self.progress[p] = _Progress(start, max(start or 0, log_start), RecordColumns(p))
+                first = max(start or 0, log_start)
+                self.progress[p] = _Progress(start, first, RecordColumns(p), pending_start=first)
         for p, progress in self.progress.items():
             await self._read(led[p], progress)
         now = time.monotonic()
         due = [p for p, pr in self.progress.items()
                if pr.pending.size_bytes >= self.config.target_file_size_bytes
                or (pr.since is not None and (now - pr.since) * 1000 >= self.config.commit_interval_ms)]
+        if self.service.coordination is not None and time.monotonic() >= self._next_reconcile:
+            await self._reconcile()
         if due:
-            await self._commit()
-            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress:
+            await (self._submit() if self.service.coordination is not None else self._commit())
+            if self.config.compaction_min_files and self.commits % COMPACTION_EVERY == 0 and 0 in self.progress \
+                    and self.service.coordination is None:  # in a cluster the topic's committer compacts
                 await self._compact()
-        if 0 in self.progress and time.monotonic() >= self._next_maintenance:
+        if 0 in self.progress and time.monotonic() >= self._next_maintenance and self.service.coordination is None:
             await self._maintain()
 
     def _committed_offsets(self) -> dict[int, int]:
@@ -331,24 +386,26 @@ class TopicTranslator:
     async def _compact(self) -> None:
         """Compact small files (``TableWriter.compact``) on the worker thread, between two commits; a failure
         (a commit of another broker came first) leaves the table as it was, for a later try."""
-        try:
-            await self.service.run_blocking(self._table_writer().compact, self.config,
-                                            self.config.compaction_min_files, log.info)
-        except Exception as exc:
-            log.warning("iceberg: compaction of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+        await compact(self.service, self._table_writer(), self.config, self.topic)
 
     async def _maintain(self) -> None:
         """Expire old snapshots, then delete orphan files (``TableWriter.expire_snapshots``,
         ``remove_orphan_files``) on the worker thread; a failure is logged and tried at the next run."""
-        config = self.config
-        every = min(config.snapshot_max_age_ms, config.orphan_file_min_age_ms) / 2000
-        self._next_maintenance = time.monotonic() + min(max(every, 1.0), MAINTENANCE_MAX_EVERY_S)
-        writer = self._table_writer()
-        try:
-            await self.service.run_blocking(writer.expire_snapshots, config.snapshot_max_age_ms, log.info)
-            await self.service.run_blocking(writer.remove_orphan_files, config.orphan_file_min_age_ms, log.info)
-        except Exception as exc:
-            log.warning("iceberg: maintenance of topic %s's table stopped: %s: %s", self.topic, type(exc).__name__, exc)
+        self._next_maintenance = time.monotonic() + maintenance_every_s(self.config)
+        await maintain(self.service, self._table_writer(), self.config, self.topic)
+
+    async def _registry_schemas(self, batches: list[RecordColumns]) -> dict[int, Any]:
+        """The registry's schemas of the ids the values name, read on from ``_schemas`` when one is not known
+        yet (an id it does not have makes its records dead letters)."""
+        from pykbroker.iceberg.registry_values import schema_ids
+
+        ids = await self.service.run_blocking(schema_ids, [v for b in batches for v in b.values])
+        if self.service.schema_registry is None:
+            return {}
+        registry = self.service.schema_registry()
+        if any(registry.lookup(i) is None for i in ids):
+            await registry.refresh()
+        return {i: s for i in ids if (s := registry.lookup(i)) is not None}
 
     async def _commit_with_retries(self, writer: TableWriter, batches: list[RecordColumns],
                                    based_on: dict[int, int | None], next_offsets: dict[int, int]) -> Any:
@@ -356,14 +413,71 @@ class TopicTranslator:
         reloads the table and checks the offsets anew, so the retry never writes a record twice)."""
         from pyiceberg.exceptions import CommitFailedException
 
+        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
         for attempt in range(COMMIT_ATTEMPTS):
             try:
-                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets)
+                return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets,
+                                                       schemas)
             except CommitFailedException:
                 if attempt == COMMIT_ATTEMPTS - 1:
                     raise
                 await asyncio.sleep(random.uniform(0.01, 0.05 * 2 ** attempt))
         raise AssertionError("unreachable")
+
+    async def _submit(self) -> None:
+        """A cluster's leader: write the pending records' files and submit them to the topic's committer
+        (``commits.CommitCoordination``); the table shows them once it commits."""
+        assert self.service.coordination is not None
+        pending = {p: pr for p, pr in self.progress.items()
+                   if pr.next_offset != pr.pending_start and len(pr.submitted) < MAX_SUBMITTED}
+        if not pending:
+            return
+        started = time.monotonic()
+        batches = [pr.pending for pr in pending.values()]
+        ranges = {p: (pr.pending_start, pr.next_offset) for p, pr in pending.items()}
+        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        records, dead = await self.service.run_blocking(self._table_writer().write_files, self.config, batches,
+                                                        ranges, schemas)
+        for record in records:
+            await self.service.coordination.submit(record)
+        now = time.monotonic()
+        for p, pr in pending.items():
+            pr.submitted.append((*ranges[p], now))
+            pr.pending = RecordColumns(p)
+            pr.pending_start = pr.next_offset
+            pr.since = None
+        self.commits += 1
+        log.info("iceberg: submitted %d records (%d dead letters) of topic %s in %d files to its committer, "
+                 "offsets %s; took %.0f ms", sum(r.rows for r in records), dead, self.topic,
+                 sum(len(r.paths) for r in records), ranges, (now - started) * 1000)
+
+    async def _reconcile(self) -> None:
+        """A cluster's leader: learn from the table what the committer committed. Submissions it reached are
+        done; a partition whose table offset is none of this leader's (another writer's files got there) or
+        that waited SUBMITTED_TIMEOUT_S is read again from the table's offset."""
+        self._next_reconcile = time.monotonic() + RECONCILE_EVERY_S
+        if not any(pr.submitted for pr in self.progress.values()):
+            return
+        offsets = await self.service.run_blocking(self._committed_offsets)
+        now = time.monotonic()
+        for p, pr in list(self.progress.items()):
+            if not pr.submitted:
+                continue
+            committed = offsets.get(p)
+            if committed is None or committed == pr.based_on:
+                if now - pr.submitted[0][2] > SUBMITTED_TIMEOUT_S:
+                    log.warning("iceberg: %s-%d: the committer has not committed offsets %d to %d for %.0f s; "
+                                "reading them again from the table's offset", self.topic, p, pr.submitted[0][0],
+                                pr.submitted[0][1], SUBMITTED_TIMEOUT_S)
+                    del self.progress[p]
+                continue
+            if committed in {end for _, end, _ in pr.submitted}:
+                pr.submitted = [s for s in pr.submitted if s[1] > committed]
+                pr.based_on = committed
+            else:
+                log.info("iceberg: %s-%d: the table is at offset %d, which another writer's files reached; "
+                         "reading on from there", self.topic, p, committed)
+                del self.progress[p]
 
     async def _commit(self) -> None:
         started = time.monotonic()

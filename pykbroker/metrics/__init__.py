@@ -63,8 +63,9 @@ class BrokerMetrics:
         return metrics
 
     def scrape(self) -> bytes:
-        """The Prometheus text exposition of everything, now."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of everything, now (and what clients pushed, KIP-714)."""
+        receiver = self.broker.telemetry_receiver
+        return generate_latest(self.registry) + (receiver.exposition() if receiver is not None else b"")
 
     async def start(self, server: Any) -> None:
         """Serve ``/metrics`` on ``metrics.port`` (when set), and log once where."""

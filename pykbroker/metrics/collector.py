@@ -130,6 +130,7 @@ class BrokerCollector(Collector):
         yield from self._quota_metrics()
         yield from self._remote_log_metrics()
         yield from self._iceberg_metrics()
+        yield from self._client_metrics_metrics()
 
     def _topic_metrics(self) -> Iterator[Metric]:
         rec = self.recorder
@@ -182,17 +183,27 @@ class BrokerCollector(Collector):
                              ("RemoteCopyErrorsPerSec", rlm.copy_failures), ("RemoteFetchBytesPerSec", rlm.fetch_bytes),
                              ("RemoteFetchRequestsPerSec", rlm.fetch_requests),
                              ("RemoteFetchErrorsPerSec", rlm.fetch_failures),
-                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments)):
+                             ("RemoteDeleteRequestsPerSec", rlm.deleted_segments),
+                             ("BuildRemoteLogAuxStateRequestsPerSec", rlm.aux_state_builds),
+                             ("BuildRemoteLogAuxStateErrorsPerSec", rlm.aux_state_failures)):
             c = self._count(MBean("kafka.server", "BrokerTopicMetrics", meter))
             c.add_metric([], value)
             yield c
+        # Kafka's RLMQuotaMetrics (Kafka metrics of group RemoteLogManager): how long copies waited for the copy
+        # quota and remote fetches were answered empty by the fetch quota.
+        for sensor_name, sensor in (("remote-copy-throttle-time", rlm.copy_throttle_time),
+                                    ("remote-fetch-throttle-time", rlm.fetch_throttle_time)):
+            for stat, value in (("avg", sensor.avg()), ("max", sensor.max())):
+                g = self._gauge(MBean("kafka.server", "RemoteLogManager", None), f"{sensor_name}-{stat}")
+                g.add_metric([], value)
+                yield g
         sizes: dict[str, int] = {}
         lags: dict[str, int] = {}
         for p in list(self.broker.replica_manager.partitions.values()):
             log_ = p.log
             if log_ is None or not log_.remote_log_enabled or not p.is_leader:
                 continue
-            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition)
+            sizes[p.topic] = sizes.get(p.topic, 0) + rlm.remote_size(p.topic_id, p.partition, log_)
             highest = log_.highest_offset_in_remote_storage
             lags[p.topic] = lags.get(p.topic, 0) + sum(
                 s.size for s in log_.segments.snapshot()[:-1] if s.base_offset > highest)
@@ -365,6 +376,31 @@ class BrokerCollector(Collector):
             family = families[quota_type]
             family.add_sample(family.name, labels, sum(recent) / len(recent) if recent else 0.0)
         yield from families.values()
+
+    def _client_metrics_metrics(self) -> Iterator[Metric]:
+        """Kafka's client telemetry metrics (kafka.server:type=client-metrics): instances, unknown subscription ids
+        and, per live instance, throttled requests and pushes received or refused by the receiver."""
+        manager = getattr(self.broker, "client_metrics", None)
+        if manager is None:
+            return
+        from pykbroker.client_metrics.manager import INSTANCE_COUNT_NAMES
+        from replication.metadata.embedded_store import uuid_to_kafka_string
+        bean = MBean("kafka.server", "client-metrics")
+        instances = self._gauge(bean, "instance-count")
+        instances.add_metric([], manager.instance_count())
+        yield instances
+        unknown = UnknownMetricFamily(_name(bean, "unknown-subscription-request-count"), bean.object_name())
+        unknown.add_metric([], manager.unknown_subscription_requests)
+        yield unknown
+        if not manager.instance_counts:
+            return
+        per_instance = MBean("kafka.server", "client-metrics", None, ("client_instance_id",))
+        families = [UnknownMetricFamily(_name(per_instance, n), per_instance.object_name(), labels=_labels(per_instance))
+                    for n in INSTANCE_COUNT_NAMES]
+        for instance_id, counts in list(manager.instance_counts.items()):
+            for family, count in zip(families, counts, strict=True):
+                family.add_metric([uuid_to_kafka_string(instance_id)], count)
+        yield from families
 
     def _iceberg_metrics(self) -> Iterator[Metric]:
         service = getattr(self.broker, "iceberg", None)

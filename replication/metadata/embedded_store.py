@@ -156,6 +156,8 @@ class EmbeddedMetadataStore(PublishedImage):
                                    for q in doc.get("client_quotas", [])}),
             broker_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("broker_configs", {}).items()}),
             group_configs=_frozen({name: _frozen(configs) for name, configs in doc.get("group_configs", {}).items()}),
+            client_metrics_configs=_frozen({name: _frozen(configs)
+                                            for name, configs in doc.get("client_metrics_configs", {}).items()}),
             finalized_features=_frozen(features),
             features_epoch=features_epoch,
         )
@@ -185,6 +187,7 @@ class EmbeddedMetadataStore(PublishedImage):
                               for entity, values in new.client_quotas.items()],
             "broker_configs": {name: dict(configs) for name, configs in new.broker_configs.items()},
             "group_configs": {name: dict(configs) for name, configs in new.group_configs.items()},
+            "client_metrics_configs": {name: dict(configs) for name, configs in new.client_metrics_configs.items()},
             "finalized_features": dict(new.finalized_features),
             "features_epoch": new.features_epoch,
             "acls": [a.to_json() for a in self._acls],
@@ -262,6 +265,15 @@ class EmbeddedMetadataStore(PublishedImage):
         group_configs = dict(self._image.group_configs)
         group_configs[group_id] = _frozen(configs)
         self._commit(replace(self._image, group_configs=_frozen(group_configs)))
+
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of one CLIENT_METRICS resource; with none left the subscription is gone."""
+        subscriptions = dict(self._image.client_metrics_configs)
+        if configs:
+            subscriptions[name] = _frozen(configs)
+        else:
+            subscriptions.pop(name, None)
+        self._commit(replace(self._image, client_metrics_configs=_frozen(subscriptions)))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""

@@ -9,8 +9,8 @@ streams.version 1), less what is not built. Only what is implemented is claimed:
 - eligible.leader.replicas.version 1 (KIP-966);
 - share.version 2: share groups (KIP-932) are on (level 1, Kafka 4.2+) with their dead-letter queues (level 2,
   KIP-1191, Kafka 4.4's default; ``pykbroker/share_dead_letters.py``);
-- streams.version: Streams groups (KIP-1071) are not built, so it is not supported (``kafka-features
-  upgrade --feature streams.version=1`` is refused as Kafka refuses a feature its controller lacks).
+- streams.version 1: Streams groups (KIP-1071) are on, as on Kafka 4.2+ (with "streams" in
+  group.coordinator.rebalance.protocols); ``kafka-features disable --feature streams.version`` turns them off.
 Like Kafka, ApiVersions v3 answers list only metadata.version as supported (older clients choke on the
 rest); v4 lists every feature.
 
@@ -34,6 +34,7 @@ KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 
 # metadata.version feature level -> (Kafka release name, whether that version changed the metadata format).
 METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
@@ -55,17 +56,18 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     KRAFT_VERSION: (0, 1),
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, LATEST_PRODUCTION_METADATA_VERSION),  # 3.3-IV3 .. 4.4-IV2
     SHARE_VERSION: (0, 2),
+    STREAMS_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
 }
 # What a new cluster finalizes (Kafka 4.4's defaults for metadata.version 4.4-IV2, less what is not built).
 BOOTSTRAP_FINALIZED: dict[str, int] = {"eligible.leader.replicas.version": 1, GROUP_VERSION: 1,
                                        METADATA_VERSION: LATEST_PRODUCTION_METADATA_VERSION, SHARE_VERSION: 2,
-                                       TRANSACTION_VERSION: 2}
+                                       STREAMS_VERSION: 1, TRANSACTION_VERSION: 2}
 # Every feature Kafka 4.4 knows (its Feature enum), with the features each level >= 1 depends on.
 KNOWN_FEATURES: dict[str, dict[int, dict[str, int]]] = {
     KRAFT_VERSION: {}, TRANSACTION_VERSION: {}, GROUP_VERSION: {},
     "eligible.leader.replicas.version": {1: {METADATA_VERSION: 23}},
-    SHARE_VERSION: {}, "streams.version": {}, "test.feature.version": {},
+    SHARE_VERSION: {}, STREAMS_VERSION: {}, "test.feature.version": {},
 }
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 

@@ -120,6 +120,8 @@ class MetadataImage:
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
     # Group configs (KIP-848 GROUP config resources) by group id: the values set (an emptied group keeps {}).
     group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
+    # Client-metrics subscriptions (KIP-714 CLIENT_METRICS config resources) by name: their configs.
+    client_metrics_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
     # Finalized feature levels (KIP-584), and the store offset of their last change (ApiVersions' epoch).
     finalized_features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     features_epoch: int = 1
@@ -235,6 +237,8 @@ class MetadataWriter(Protocol):
     async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None: ...
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None: ...
+
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None: ...
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None: ...
 

@@ -13,7 +13,6 @@ Blocking (object-store I/O): called from threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,10 +43,8 @@ class RemoteStorageManager:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
-    def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData,
-                              before_data: Callable[[], None] | None = None) -> None:
-        """Upload the segment's objects; ``before_data`` runs between the indexes and the ``.log`` (the copy
-        quota waits there)."""
+    def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> None:
+        """Upload the segment's objects."""
         prefix = metadata.object_prefix
         # Indexes first and the data last: a crash in between leaves objects only the metadata can vouch for.
         self.store.put_file(f"{prefix}.index", data.offset_index)
@@ -58,8 +55,6 @@ class RemoteStorageManager:
         if data.producer_snapshot_index is not None and os.path.exists(data.producer_snapshot_index):
             self.store.put_file(f"{prefix}.snapshot", data.producer_snapshot_index)
         self.store.put(f"{prefix}.leader_epoch_checkpoint", data.leader_epoch_index)
-        if before_data is not None:
-            before_data()
         self.store.put_file(f"{prefix}.log", data.log_segment)
 
     def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,

@@ -119,3 +119,11 @@ def test_an_upstream_that_is_down_closes_the_connection(network):
     proxy = network.proxy("echo", port, source="a")
     with socket.create_connection(("127.0.0.1", proxy), timeout=5) as s:
         assert s.recv(10) == b""
+
+
+def test_a_pykbroker_under_the_root_is_named_by_the_node_id_in_its_properties_file(tmp_path):
+    from chaos.network import candidates
+    from pykbroker.testing import BrokerProcess
+
+    with BrokerProcess(tmp_path / "root" / "b7", overrides={"node.id": "7"}) as broker:
+        assert candidates(str(tmp_path / "root")) == {broker.proc.pid: "broker-7"}

@@ -209,10 +209,9 @@ def test_api_versions_reports_features_like_kafka_44(broker):
     supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
     assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (7, 33)
     finalized = {f.name: f.max_version_level for f in v4.finalized_features}
-    # As a new Kafka 4.4 cluster, less streams.version (not built; the differential features scenario compares
-    # them with Kafka itself).
+    # As a new Kafka 4.4 cluster (the differential features scenario compares them with Kafka itself).
     assert finalized == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 33,
-                         "share.version": 2, "transaction.version": 2}
+                         "share.version": 2, "streams.version": 1, "transaction.version": 2}
     assert v4.finalized_features_epoch > 0
 
 

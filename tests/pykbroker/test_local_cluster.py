@@ -36,9 +36,11 @@ def two_free_ports() -> int:
 
 
 def test_a_killed_broker_is_reported_and_started_again_while_the_rest_keeps_running(tmp_path):
-    base = two_free_ports()
+    base = consoles = two_free_ports()
+    while abs(consoles - base) < 2:
+        consoles = two_free_ports()
     proc = subprocess.Popen([sys.executable, "-m", "pykbroker.cli", "local-cluster", "--brokers", "2",
-                             "--base-port", str(base), "--data", str(tmp_path / "cluster")],
+                             "--base-port", str(base), "--console-port", str(consoles), "--data", str(tmp_path / "cluster")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines: queue.Queue[str] = queue.Queue()
@@ -64,7 +66,7 @@ def test_a_killed_broker_is_reported_and_started_again_while_the_rest_keeps_runn
         proc.stdin.flush()
 
     try:
-        pid = int(wait_for_line(r"broker 2 listening on .* \(pid (\d+),").group(1))
+        pid = int(wait_for_line(rf"broker 2 listening on .* \(pid (\d+),.* console http://127.0.0.1:{consoles + 1}/").group(1))
         wait_for_line("cluster ready")
         os.kill(pid, signal.SIGKILL)
         wait_for_line(r"broker 2 exited with code -9 .*type 'start 2'")

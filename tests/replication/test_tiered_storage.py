@@ -161,14 +161,24 @@ def fetch_at(bootstrap: str, topic: str, offset: int) -> tuple[int, bytes]:
 
 
 @pytest.mark.timeout(120)
-def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_reads_back(tmp_path):
+def test_describe_log_dirs_counts_local_bytes_and_the_remote_quotas_hold_copies_and_reads_back(tmp_path):
     remote = tmp_path / "remote"
-    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000"})
+    metrics_port = free_port()
+    # Copies: 40 kB/s over 2 one-second windows, each ~20 kB segment recorded whole before it is copied.
+    overrides = tiered_overrides(remote, **{"remote.log.manager.fetch.max.bytes.per.second": "1000",
+                                            "remote.log.manager.copy.max.bytes.per.second": "40000",
+                                            "remote.log.manager.copy.quota.window.num": "2",
+                                            "metrics.port": str(metrics_port)})
     with BrokerProcess(tmp_path / "b", overrides=overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("quota", 1, 1, config=TOPIC_CONFIGS)])["quota"].result(30)
+        started = time.monotonic()
         produce(broker.bootstrap, "quota", 600)
         wait_until(lambda: len(local_segments(broker, "quota")) == 1, what="local deletion")
+        # Five segments or more at 40 kB/s: the third one onwards waited for the windowed rate.
+        copied = sum(p.stat().st_size for p in remote_log_objects(remote))
+        assert copied > 80_000 and time.monotonic() - started >= (copied - 80_000) / 40_000
+        assert metric(metrics_port, "kafka_server_remotelogmanager_remote_copy_throttle_time_max") > 0
         # DescribeLogDirs' size is the local log only, as Kafka's UnifiedLog.size (the remote part is not in it).
         with RawClient(broker.bootstrap) as c:
             results = c.request(DescribeLogDirsRequest(topics=None), 4).results
@@ -179,6 +189,7 @@ def test_describe_log_dirs_counts_local_bytes_and_the_remote_fetch_quota_holds_r
         code, first = fetch_at(broker.bootstrap, "quota", 0)
         assert code == ErrorCode.NONE and len(first) > 1000
         assert fetch_at(broker.bootstrap, "quota", 0) == (ErrorCode.NONE, b"")
+        assert metric(metrics_port, "kafka_server_remotelogmanager_remote_fetch_throttle_time_max") > 0
         # The quota is a dynamic broker config, as in Kafka: raised, the reads go on.
         quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
             "remote.log.manager.fetch.max.bytes.per.second", str(1 << 40), incremental_operation=AlterConfigOpType.SET)])
@@ -293,34 +304,42 @@ def test_an_unreachable_store_makes_copying_wait_and_loses_nothing(tmp_path):
         assert [o for o, _ in consume_all(broker.bootstrap, "outage", 600)] == list(range(600))
 
 
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
 @pytest.mark.timeout(180)
 def test_kill_9_during_an_upload_leaves_no_counted_orphan_and_no_gap(tmp_path):
-    remote = tmp_path / "remote"
     metrics_port = free_port()
-    overrides = tiered_overrides(remote, **{"metrics.port": str(metrics_port)})
-    broker = BrokerProcess(tmp_path / "b", overrides=overrides)
-    with broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        # 10 kB/s, a dynamic broker config as in Kafka: each 20 kB segment's upload takes two seconds,
-        # between its indexes and its data.
-        quota = ConfigResource("broker", "1", incremental_configs=[ConfigEntry(
-            "remote.log.manager.copy.max.bytes.per.second", "10000", incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([quota])[quota].result(30)
-        admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
-        produce(broker.bootstrap, "killed", 400)
-        wait_until(lambda: len(list(remote.rglob("*.index"))) > len(remote_log_objects(remote)),
-                   what="an upload under way (its indexes in, its data not yet)")
-        broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its data is not
-        broker.start()
-        wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
-        wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
-        # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
-        wait_until(lambda: len(list(remote.rglob("*.index"))) == len(remote_log_objects(remote)),
-                   what="no orphaned objects")
-        counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
-        on_disk = sum(p.stat().st_size for p in remote_log_objects(remote))
-        assert counted == on_disk
-        assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("killed-bucket"),
+                     "metrics.port": str(metrics_port)}
+        del overrides["rsm.config.dir"]
+        store = s3.object_store("killed-bucket")
+
+        def objects(suffix: str) -> list[str]:
+            return [k for k in store.list() if k.endswith(suffix)]
+
+        broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+        with broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("killed", 1, 1, config=TOPIC_CONFIGS)])["killed"].result(30)
+            produce(broker.bootstrap, "killed", 200)
+            wait_until(lambda: objects(".log"), what="a first copy")
+            # The store hangs: the next copy records COPY_SEGMENT_STARTED and then waits on its upload.
+            s3.pause()
+            try:
+                produce(broker.bootstrap, "killed", 200, start=200)
+                wait_until(lambda: broker.log().count("copying segment") > broker.log().count("copied segment"),
+                           what="an upload under way")
+                broker.kill()  # SIGKILL: the segment's COPY_SEGMENT_STARTED record is in, its copy is not finished
+            finally:
+                s3.resume()
+            broker.start()
+            wait_until(lambda: "left in COPY_SEGMENT_STARTED" in broker.log(), what="the half copy cleaned up")
+            wait_until(lambda: list_offset(broker.bootstrap, "killed", LATEST_TIERED)[1] > 200, what="copying on")
+            # Every object left belongs to a finished copy: as many indexes as data objects, all of them counted.
+            wait_until(lambda: len(objects(".index")) == len(objects(".log")), what="no orphaned objects")
+            counted = metric(metrics_port, "kafka_server_brokertopicmetrics_remotelogsizebytes", '{topic="killed"}')
+            assert counted == sum(store.size(k) for k in objects(".log"))
+            assert [o for o, _ in consume_all(broker.bootstrap, "killed", 400)] == list(range(400))
 
 
 @pytest.mark.timeout(180)
@@ -377,7 +396,7 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
                    what="a full ISR")
         produce_acks_all(cluster.bootstrap, "moved", 300)
         leader = cluster.broker(1).bootstrap
-        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 100, what="copies by broker 1")
+        wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 50, what="copies by broker 1")
         tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
         cluster.broker(1).kill()
         wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
@@ -508,3 +527,183 @@ def test_slow_a_tiered_partition_is_reassigned_to_another_broker(tmp_path):
         assert f"offsets below {local_start} are in remote storage" in cluster.broker(2).log()
         assert list_offset(cluster.broker(2).bootstrap, "reassigned", EARLIEST)[:2] == (ErrorCode.NONE, 0)
         assert [o for o, _ in consume_all(cluster.bootstrap, "reassigned", 300)] == list(range(300))
+
+
+def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 4096})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(60) == 0
+
+
+def partition_state(admin: AdminClient, topic: str):
+    return admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+@pytest.mark.timeout(300)
+def test_slow_remote_segments_of_a_diverged_lineage_are_neither_read_nor_counted_and_retention_deletes_them(tmp_path):
+    """An unclean election: broker 1 led alone and copied segments broker 2 never had; broker 2 then leads
+    (broker 1 dead) and writes other records at those offsets. Broker 1's copies past the divergence are not
+    read, not counted as tiered, and deleted once the log start offset passes them (Kafka's
+    isRemoteSegmentWithinLeaderEpochs and its leader-epoch-cache truncation cleanup)."""
+    remote = tmp_path / "remote"
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=tiered_overrides(remote)) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        configs = {**TOPIC_CONFIGS, "unclean.leader.election.enable": "true"}
+        admin.create_topics([NewTopic("unclean", 1, replica_assignment=[[1, 2]], config=configs)])["unclean"] \
+            .result(30)
+        wait_until(lambda: len(partition_state(admin, "unclean").isrs) == 2, what="a full ISR")
+        produce_values(cluster.bootstrap, "unclean", [f"shared-{i:05d}-".encode() + b"x" * 150 for i in range(200)])
+        b1, b2 = cluster.broker(1), cluster.broker(2)
+        wait_until(lambda: list_offset(b1.bootstrap, "unclean", LATEST_TIERED)[1] > 50, what="copies by broker 1")
+        b2.stop()
+        wait_until(lambda: partition_state(admin, "unclean").isrs == [1], what="broker 2 out of the ISR")
+        produce_values(cluster.bootstrap, "unclean", [f"lost-{i:05d}-".encode() + b"x" * 150 for i in range(300)])
+        wait_until(lambda: list_offset(b1.bootstrap, "unclean", LATEST_TIERED)[1] > 350, what="broker 1 copying alone")
+        old_objects = {p.name for p in remote_log_objects(remote)}
+        b1.kill()
+        b2.start()
+        wait_until(lambda: partition_state(admin, "unclean").leader == 2, what="the unclean election of broker 2",
+                   timeout=90)
+        diverged_at = list_offset(b2.bootstrap, "unclean", LATEST)[1]
+        assert 200 <= diverged_at < 500
+        assert "unclean leader election" in "".join(cluster.broker(n).log() for n in (2, 3))
+        new = [f"new-{i:05d}-".encode() + b"x" * 150 for i in range(400)]
+        produce_values(cluster.bootstrap, "unclean", new)
+        # Broker 1's copies past the divergence count for nothing: the tiered offset is the new lineage's.
+        wait_until(lambda: list_offset(b2.bootstrap, "unclean", LATEST_TIERED)[1] > diverged_at,
+                   what="copies by broker 2", timeout=90)
+        tiered = list_offset(b2.bootstrap, "unclean", LATEST_TIERED)[1]
+        assert tiered < diverged_at + 400
+        # A consumer from the start reads the new lineage only: never a record of broker 1 past the divergence.
+        records = consume_all(cluster.bootstrap, "unclean", diverged_at + 400)
+        assert [o for o, _ in records] == list(range(diverged_at + 400))
+        assert all(v.startswith(b"shared-") for o, v in records[:200])
+        assert [v for _, v in records[diverged_at:]] == new
+        assert not any(v.startswith(b"lost-") and o >= diverged_at for o, v in records)
+        # The log start offset just past the divergence: broker 1's copies below it go as usual, and those
+        # reaching past it (epoch 0 only, now before the lineage's earliest epoch) are deleted as unreferenced.
+        result = admin.delete_records([TopicPartition("unclean", 0, diverged_at + 10)])
+        list(result.values())[0].result(30)
+        wait_until(lambda: not old_objects & {p.name for p in remote_log_objects(remote)},
+                   what="broker 1's copies deleted", timeout=90)
+        assert "leader-epoch lineage" in b2.log()
+        tail = consume_all(cluster.bootstrap, "unclean", 390, offset=diverged_at + 10)
+        assert [v for _, v in tail] == new[10:]
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's reassign tool need java")
+@pytest.mark.timeout(300)
+def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered_offset(tmp_path):
+    """KIP-1023 (follower.fetch.last.tiered.offset.enable): a replica added by a reassignment starts at the
+    leader's earliest offset pending upload, not at its local log start: the copied segments the leader still
+    keeps locally are not fetched again; the leader epochs and producer state below come from the remote
+    segment's checkpoint and snapshot, so the new replica can lead and serve the remote part."""
+    from compat_tests.jvm.kafka_broker import jars_dir
+    from compat_tests.test_cluster_reassignment import REASSIGN, plan_file, tool
+
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka's jars are missing")
+    remote = tmp_path / "remote"
+    overrides = tiered_overrides(remote, **{"follower.fetch.last.tiered.offset.enable": "true"})
+    configs = {**TOPIC_CONFIGS, "local.retention.bytes": "60000"}  # a few copied segments stay local
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("added", 1, replica_assignment=[[1]], config=configs)])["added"].result(60)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                             "batch.size": 4096})
+        for i in range(600):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        b1 = cluster.broker(1).bootstrap
+        wait_until(lambda: list_offset(b1, "added", EARLIEST_LOCAL)[1] > 0, what="local deletion on broker 1")
+        wait_until(lambda: list_offset(b1, "added", LATEST_TIERED)[1] > list_offset(b1, "added", EARLIEST_LOCAL)[1],
+                   what="copied segments still local on broker 1")
+        local_start = list_offset(b1, "added", EARLIEST_LOCAL)[1]
+        pending = list_offset(b1, "added", EARLIEST_PENDING_UPLOAD, version=11)[1]
+        assert pending > local_start
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [1, 2]})))
+        wait_until(lambda: sorted(partition_state(admin, "added").isrs) == [1, 2], what="broker 2 in the ISR")
+        log2 = cluster.broker(2).log()
+        assert f"offsets below {pending} are in remote storage" in log2
+        assert "restored from remote segment" in log2
+        new_dir = cluster.broker(2).data_dir / "logs" / "added-0"
+        assert min(int(p.name[:20]) for p in new_dir.glob("*.log")) == pending
+        # Broker 2 leads next: its leader epochs reach below its local data, so it serves the remote part, and
+        # the idempotent producer goes on with the producer state it took from the remote snapshot.
+        tool(jars, REASSIGN, "--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file",
+             str(plan_file(tmp_path, {("added", 0): [2]})))
+        wait_until(lambda: partition_state(admin, "added").replicas == [2]
+                   and partition_state(admin, "added").leader == 2, what="the move to broker 2")
+        for i in range(600, 650):
+            producer.produce("added", value=f"value-{i:06d}-".encode() + b"x" * 150, partition=0)
+        assert producer.flush(60) == 0
+        records = consume_all(cluster.bootstrap, "added", 650)
+        assert [o for o, _ in records] == list(range(650))
+        assert all(v.startswith(f"value-{o:06d}-".encode()) for o, v in records)
+
+
+def remote_log_metadata_records(bootstrap: str, partitions: int = 3) -> list[tuple[int, int, dict]]:
+    """Every record of __remote_log_metadata, decoded: (partition, offset, record)."""
+    from storage.remote.metadata import decode_record
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rlmm-{time.monotonic_ns()}",
+                         "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition("__remote_log_metadata", p), timeout=10)[1]
+            for p in range(partitions)}
+    consumer.assign([TopicPartition("__remote_log_metadata", p, 0) for p in range(partitions)])
+    out: list[tuple[int, int, dict]] = []
+    deadline = time.monotonic() + 30
+    while len(out) < sum(ends.values()) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            out.append((msg.partition(), msg.offset(), decode_record(msg.value())))
+    consumer.close()
+    return out
+
+
+@pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
+@pytest.mark.timeout(180)
+def test_a_deleted_topic_s_remote_segments_go_in_kafka_s_order_even_across_a_kill_9(tmp_path):
+    """Deleting a tiered topic: DELETE_SEGMENT_STARTED for each remote segment, then the objects, then
+    DELETE_SEGMENT_FINISHED for each (Kafka 4.4's RemoteLogManager.deleteRemoteLogPartition; it writes no
+    partition delete record). A broker killed halfway finishes after its restart, and the bucket keeps nothing."""
+    with S3Server(tmp_path / "s3") as s3:
+        overrides = {**tiered_overrides(tmp_path / "unused"), **s3.broker_overrides("deleted-bucket")}
+        del overrides["rsm.config.dir"]
+        store = s3.object_store("deleted-bucket")
+        broker = BrokerProcess(tmp_path / "b", overrides=overrides)
+        with broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("gone", 1, 1, config=TOPIC_CONFIGS)])["gone"].result(30)
+            produce(broker.bootstrap, "gone", 400)
+            wait_until(lambda: len(local_segments(broker, "gone")) == 1, what="every closed segment copied")
+            segments = len([k for k in store.list("gone-0-") if k.endswith(".log")])
+            assert segments >= 3
+            s3.pause()  # the objects' deletion hangs: the broker is killed with every segment DELETE_SEGMENT_STARTED
+            try:
+                admin.delete_topics(["gone"])["gone"].result(30)
+                wait_until(lambda: f"deleting the {segments} remote segments of" in broker.log(),
+                           what="the deletion under way")
+                broker.kill()
+            finally:
+                s3.resume()
+            broker.start()
+            wait_until(lambda: f"deleted the {segments} remote segments of" in broker.log(),
+                       what="the deletion finished after the restart")
+            assert store.list("gone-0-") == []
+            records = remote_log_metadata_records(broker.bootstrap)
+        ids = {r["segment_id"] for _, _, r in records if r["type"] == "segment" and r["topic"] == "gone"}
+        assert len(ids) == segments
+        assert not any(r["type"] == "partition_delete" for _, _, r in records)
+        updates = [(part, offset, r) for part, offset, r in records if r["type"] == "update" and r["segment_id"] in ids]
+        for sid in ids:
+            assert [r["state"] for _, _, r in updates if r["segment_id"] == sid] == [1, 2, 3]
+        started = [offset for _, offset, r in updates if r["state"] == 2]
+        finished = [offset for _, offset, r in updates if r["state"] == 3]
+        assert len({part for part, _, _ in updates}) == 1 and max(started) < min(finished)

@@ -4,6 +4,8 @@ once. Dynamic broker configs (BROKER "" for the cluster default, "<node.id>" for
 as Kafka's ConfigAdminManager and controller check them (pykbroker.dynamic_config), stored in the
 metadata store, and applied at once. Group configs (KIP-848's GROUP resource) are checked against the broker's
 group.* bounds (coordinator.group.group_config) and stored with the group's metadata; the coordinator reads them.
+CLIENT_METRICS resources (KIP-714 subscriptions) are checked as Kafka's ClientMetricsConfigs and stored in the
+metadata; the broker's ClientMetricsManager reads them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 
 from coordinator.group import group_config
 from pykbroker import dynamic_config, loggers
+from pykbroker.client_metrics import configs as client_metrics_configs
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
@@ -35,6 +38,7 @@ log = logging.getLogger("pykbroker.handlers.alter_configs")
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS = 16
 GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -210,6 +214,37 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, 
     return ErrorCode.NONE, None
 
 
+async def alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
+                               validate_only: bool) -> tuple[int, str | None]:
+    """A CLIENT_METRICS resource (a KIP-714 subscription): SET and DELETE (the legacy AlterConfigs: SETs of a whole
+    new set), checked as Kafka's ClientMetricsConfigs.validate, stored in the metadata. Kafka 4.4 refuses APPEND and
+    SUBTRACT even on its two LIST configs (its controller knows no client-metrics config types): so do we."""
+    if not authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    nulls = [n for n, op, value in ops if op != DELETE and value is None]
+    if nulls:
+        return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+    configs = dict(ctx.metadata.client_metrics_configs.get(name, {}))
+    for key, op, value in ops:
+        if op == SET:
+            configs[key] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            configs.pop(key, None)
+        elif op in (APPEND, SUBTRACT):
+            verb = "APPEND" if op == APPEND else "SUBTRACT"
+            return ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {key} because its type is not LIST."
+        else:
+            return ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}"
+    try:
+        client_metrics_configs.validate(name, configs)
+    except client_metrics_configs.ClientMetricsConfigError as exc:
+        return exc.code, exc.message
+    if not validate_only:
+        await ctx.broker.metadata.set_client_metrics_configs(name, configs)
+        log.info("configs of client metrics subscription %s are now %s (%s)", name, configs, ctx.describe())
+    return ErrorCode.NONE, None
+
+
 def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -> AlterConfigsResponse:
     resources = [] if request is None else request.resources
     return AlterConfigsResponse(responses=[
@@ -239,6 +274,10 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         elif r.resource_type == GROUP:
             code, message = await alter_group(ctx, r.resource_name, {c.name: c.value for c in r.configs},
                                               request.validate_only)
+        elif r.resource_type == CLIENT_METRICS:
+            code, message = await alter_client_metrics(ctx, r.resource_name, [
+                (k, DELETE, None) for k in ctx.metadata.client_metrics_configs.get(r.resource_name, {})] + [
+                (c.name, SET, c.value) for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER_LOGGER:  # as Kafka: the legacy AlterConfigs does not know BROKER_LOGGER
             code, message = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
@@ -280,6 +319,9 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
                 code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only)
         elif r.resource_type == GROUP:
             code, message = await alter_group_incremental(ctx, r.resource_name, [
+                (c.name, c.config_operation, c.value) for c in r.configs], request.validate_only)
+        elif r.resource_type == CLIENT_METRICS:
+            code, message = await alter_client_metrics(ctx, r.resource_name, [
                 (c.name, c.config_operation, c.value) for c in r.configs], request.validate_only)
         elif r.resource_type == BROKER_LOGGER:
             code, message = alter_loggers(ctx, r.resource_name, [(c.name, c.config_operation, c.value)

@@ -1,5 +1,6 @@
-"""DescribeConfigs v1-4 for topics, this broker and its loggers, and groups (KIP-848's GROUP resource: the group's
-own configs over the broker's defaults), with synonyms and documentation when asked."""
+"""DescribeConfigs v1-4 for topics, this broker and its loggers, groups (KIP-848's GROUP resource: the group's
+own configs over the broker's defaults) and client-metrics subscriptions (KIP-714), with synonyms and documentation
+when asked."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 
 from coordinator.group import group_config
 from pykbroker import loggers
+from pykbroker.client_metrics import configs as client_metrics_configs
 from pykbroker.context import RequestContext
 from pykbroker.dynamic_config import (
     broker_config_synonyms,
@@ -36,6 +38,7 @@ from wire.messages.describe_configs_response import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS = 16
 GROUP = 32
 
 
@@ -94,6 +97,11 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
             return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
         return ErrorCode.NONE, None, group_config_entries(ctx.metadata.group_configs.get(r.resource_name, {}),
                                                           lambda name: broker.dynamic_config.current[name])
+    if r.resource_type == CLIENT_METRICS:
+        if not r.resource_name:
+            return ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty", []
+        return ErrorCode.NONE, None, client_metrics_configs.config_entries(
+            ctx.metadata.client_metrics_configs.get(r.resource_name, {}))
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 
 
@@ -140,6 +148,6 @@ def _refusal(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str]
     if r.resource_type == TOPIC:
         if not authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, r.resource_name):
             return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
-    elif r.resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+    elif r.resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return None

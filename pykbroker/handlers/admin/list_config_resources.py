@@ -3,8 +3,8 @@
 v0 lists client-metrics resources only; v1 takes a list of resource types (empty: every supported one)
 and answers topics, every live broker (BROKER and BROKER_LOGGER, by node id), groups with configs of their own
 and client-metrics resources, in Kafka's order. An unsupported type fails the whole request with
-UNSUPPORTED_VERSION, as in Kafka. Groups are those with GROUP configs set (sorted by id); pykbroker keeps no
-client-metrics configs, so none are listed.
+UNSUPPORTED_VERSION, as in Kafka. Groups are those with GROUP configs set (sorted by id);
+the client-metrics subscriptions are those of the metadata (sorted by name).
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ async def handle_list_config_resources(ctx: RequestContext,
     if GROUP in wanted:
         found += [ConfigResource(resource_name=group, resource_type=GROUP)
                   for group, configs in sorted(ctx.metadata.group_configs.items()) if configs]
+    if CLIENT_METRICS in wanted:
+        found += [ConfigResource(resource_name=name, resource_type=CLIENT_METRICS)
+                  for name in sorted(ctx.metadata.client_metrics_configs)]
     for resource_type in (BROKER_LOGGER, BROKER):
         if resource_type in wanted:
             found += [ConfigResource(resource_name=node, resource_type=resource_type) for node in nodes]

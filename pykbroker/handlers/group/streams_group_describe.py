@@ -1,8 +1,8 @@
 """StreamsGroupDescribe v0-1: streams groups (KIP-1071) with topology, members, tasks and targets.
 
-Served and advertised only with ``group.streams.enable``; otherwise UNSUPPORTED_VERSION for every group.
-Groups that do not exist or are not streams groups get GROUP_ID_NOT_FOUND. Not yet: the topology
-description of v1 (TopologyDescriptionStatus stays NOT_REQUESTED) and the assignor name.
+Served while streams groups are on (``Broker.streams_groups_enabled``); otherwise UNSUPPORTED_VERSION for every
+group. Groups that do not exist or are not streams groups get GROUP_ID_NOT_FOUND. v1's topology description
+is never stored (no description plugin, as a default Kafka 4.4): asked for, its status is NOT_STORED.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from wire.messages.streams_group_describe_response import DescribedGroup
+
+#: TopologyDescriptionStatus 1: no description is recorded for the group.
+TOPOLOGY_DESCRIPTION_NOT_STORED = 1
 
 
 def error_response(request: StreamsGroupDescribeRequest | None, version: int,
@@ -30,10 +33,12 @@ async def handle_streams_group_describe(ctx: RequestContext,
     refused = [g for g in request.group_ids if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     allowed = [g for g in request.group_ids if g not in refused]
     groups = await coordinator(ctx).streams_group_describe(request_info(ctx), allowed) if allowed else []
-    if request.include_authorized_operations:
-        for g in groups:
-            if g.error_code == 0:
+    for g in groups:
+        if g.error_code == 0:
+            if request.include_authorized_operations:
                 g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
+            if request.include_topology_description:
+                g.topology_description_status = TOPOLOGY_DESCRIPTION_NOT_STORED
     return StreamsGroupDescribeResponse(groups=[
         *[DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]) for g in refused],
         *groups])

@@ -1,6 +1,6 @@
 """StreamsGroupHeartbeat v0-1: the Streams group protocol of KIP-1071 (``coordinator.group.streams_protocol``).
 
-Served and advertised only with ``group.streams.enable`` (unfinished); otherwise UNSUPPORTED_VERSION. A
+Served while streams groups are on (``Broker.streams_groups_enabled``); otherwise UNSUPPORTED_VERSION. A
 MISSING_INTERNAL_TOPICS status makes the broker create the group's repartition and changelog topics. READ on the group is required, DESCRIBE on the
 topology's source topics as Kafka checks them.
 """

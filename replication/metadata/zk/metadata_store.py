@@ -98,6 +98,7 @@ __all__ = ["CHANGE_EXPIRATION_MS", "ZooKeeperMetadataStore", "java_double_string
 
 SCRAM_MECHANISM_NAMES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 GROUPS = "groups"  # the config entity type of GROUP resources
+CLIENT_METRICS = "client-metrics"  # the config entity type of CLIENT_METRICS resources (KIP-714 subscriptions)
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -449,6 +450,10 @@ class ZooKeeperMetadataStore(PublishedImage):
         for group in await self.zk.get_children(f"/config/{GROUPS}") or []:
             found = await self.zk.get(ConfigEntityZNode.path(GROUPS, group))
             _apply_group(group, ConfigEntityZNode.decode(found[0]) if found is not None else {}, group_configs)
+        client_metrics: dict[str, Mapping[str, str]] = {}
+        for name in await self.zk.get_children(f"/config/{CLIENT_METRICS}") or []:
+            found = await self.zk.get(ConfigEntityZNode.path(CLIENT_METRICS, name))
+            _apply_group(name, ConfigEntityZNode.decode(found[0]) if found is not None else {}, client_metrics)
         entities = [("brokers", c) for c in await self.zk.get_children("/config/brokers") or []]
         entities += [("clients", c) for c in await self.zk.get_children("/config/clients") or []]
         entities += [("ips", c) for c in await self.zk.get_children("/config/ips") or []]
@@ -461,7 +466,8 @@ class ZooKeeperMetadataStore(PublishedImage):
             config = ConfigEntityZNode.decode(found[0]) if found is not None else {}
             _apply_entity(config_type, entity_path, config, broker_configs, quotas, credentials)
         return {"broker_configs": _frozen(broker_configs), "client_quotas": _frozen(quotas),
-                "scram_credentials": _frozen(credentials), "group_configs": _frozen(group_configs)}
+                "scram_credentials": _frozen(credentials), "group_configs": _frozen(group_configs),
+                "client_metrics_configs": _frozen(client_metrics)}
 
     async def _load_entity(self, config_type: str, entity_path: str) -> None:
         """Reread one config entity into a new image."""
@@ -480,6 +486,11 @@ class ZooKeeperMetadataStore(PublishedImage):
             group_configs = dict(image.group_configs)
             _apply_group(entity_path, config, group_configs)
             self._publish(group_configs=_frozen(group_configs))
+            return
+        if config_type == CLIENT_METRICS:
+            client_metrics = dict(image.client_metrics_configs)
+            _apply_group(entity_path, config, client_metrics)
+            self._publish(client_metrics_configs=_frozen(client_metrics))
             return
         broker_configs, quotas = dict(image.broker_configs), dict(image.client_quotas)
         credentials = dict(image.scram_credentials)
@@ -695,6 +706,10 @@ class ZooKeeperMetadataStore(PublishedImage):
         """Replace a GROUP resource's configs (none left: the entity is emptied, as Kafka deletes them)."""
         await self._write_entity(GROUPS, sanitize(group_id), _replaced_by(configs))
 
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace a CLIENT_METRICS resource's configs in ``/config/client-metrics/<name>``."""
+        await self._write_entity(CLIENT_METRICS, sanitize(name), _replaced_by(configs))
+
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; other keys of the znode (a user's SCRAM
         credentials) are kept."""
@@ -783,7 +798,8 @@ def _states_written(image: MetadataImage, name: str, partitions: int) -> bool:
 
 
 def _apply_group(entity_path: str, config: Mapping[str, str], group_configs: dict) -> None:
-    """Fold one ``/config/groups/<group>`` znode into the image's group configs."""
+    """Fold one ``/config/groups/<group>`` (or ``/config/client-metrics/<name>``) znode into the image's configs of
+    that resource type."""
     group_id = desanitize(entity_path)
     if config:
         group_configs[group_id] = _frozen(config)

@@ -29,7 +29,8 @@ TOPIC_C = TopicInfo("c", uuid.UUID(int=0xC), 3)
 # Assignments computed at once (consumer.assignment.interval.ms 0, as Kafka's own coordinator tests do);
 # test_consumer_protocol's interval tests set the default of 1 s.
 CONFIG = GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0,
-                                consumer_group_assignment_interval_ms=0)
+                                consumer_group_assignment_interval_ms=0,
+                                streams_group_initial_rebalance_delay_ms=0, streams_group_assignment_interval_ms=0)
 
 
 def run(test):

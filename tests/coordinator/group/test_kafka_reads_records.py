@@ -50,7 +50,7 @@ async def session(h: Harness) -> None:
     await c.delete_groups(info(2), ["dump-simple"])
     await c.streams_group_heartbeat(info(0), streams_join("s1"))
     await c.streams_group_heartbeat(info(0), streams_join("s2"))
-    await c.streams_group_heartbeat(info(0), streams_hb("s1", 1, {"0": [0, 1, 2, 3]}))  # revocation
+    await c.streams_group_heartbeat(info(0), streams_hb("s1", 2, {"0": [0, 1, 2, 3]}))  # revocation
     await c.streams_group_heartbeat(info(0), streams_hb("s2", -1, {}))
     await h.settle()
 
@@ -107,4 +107,4 @@ async def test_kafka_decodes_every_record_we_write(jars, tmp_path):
     members = [p["data"] for k, p in by_type["19"] if p is not None and k["memberId"] == "s1"]
     assert members[0]["processId"] == "p-s1"
     pending = [p["data"] for k, p in by_type["22"] if p is not None and p["data"]["activeTasksPendingRevocation"]]
-    assert pending and pending[0]["state"] == 1
+    assert pending and pending[0]["state"] == 2  # Kafka's UNREVOKED_TASKS

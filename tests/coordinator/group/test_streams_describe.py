@@ -14,19 +14,19 @@ async def test_describe_shows_topology_members_and_assignments():
     await c.streams_group_heartbeat(info(0, "client-1"), join("m1"))
     [d] = await c.streams_group_describe(info(0), [GROUP])
     assert d.error_code == ErrorCode.NONE and d.group_state == "Stable"
-    assert (d.group_epoch, d.assignment_epoch) == (1, 1)
+    assert (d.group_epoch, d.assignment_epoch, d.assignor_name) == (2, 2, "sticky")
     assert d.topology.epoch == 1 and [s.source_topics for s in d.topology.subtopologies] == [["a"]]
     [m] = d.members
-    assert (m.member_id, m.member_epoch, m.process_id, m.client_id, m.topology_epoch) == ("m1", 1, "p-m1", "client-1", 1)
+    assert (m.member_id, m.member_epoch, m.process_id, m.client_id, m.topology_epoch) == ("m1", 2, "p-m1", "client-1", 1)
     assert [(t.subtopology_id, t.partitions) for t in m.assignment.active_tasks] == [("0", [0, 1, 2, 3])]
     assert m.target_assignment == m.assignment
 
     await c.streams_group_heartbeat(info(0), join("m2"))
     [d] = await c.streams_group_describe(info(0), [GROUP])
     assert d.group_state == "Reconciling" and len(d.members) == 2
-    await c.streams_group_heartbeat(info(0), hb("m1", 1, {"0": [0, 1, 2, 3]}))
-    await c.streams_group_heartbeat(info(0), hb("m1", 1, {"0": [0, 1]}))
-    await c.streams_group_heartbeat(info(0), hb("m2", 2, {}))
+    await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))
+    await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1]}))
+    await c.streams_group_heartbeat(info(0), hb("m2", 3, {}))
     [d] = await c.streams_group_describe(info(0), [GROUP])
     assert d.group_state == "Stable"
 

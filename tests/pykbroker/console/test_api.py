@@ -150,8 +150,10 @@ def test_writes_are_off_unless_configured(tmp_path):
     with BrokerProcess(tmp_path, overrides={"console.listener": f"127.0.0.1:{port}"}) as broker:
         broker.start()
         url = f"http://127.0.0.1:{port}/"
-        assert call(url, "api/session") == (200, {"principal": "User:ANONYMOUS", "login_required": False,
-                                                  "write_enabled": False})
+        status, session = call(url, "api/session")
+        assert isinstance(session, dict) and session.pop("cluster_id")  # shown in the page's header
+        assert (status, session) == (200, {"principal": "User:ANONYMOUS", "login_required": False,
+                                           "write_enabled": False, "node_id": 1})
         status, d = call(url, "api/topic/create", {"name": "nope"})
         assert status == 403 and "console.write.actions.enable=true" in d["error"]
         assert call(url, "api/messages?topic=nope")[1]["code"] == "UNKNOWN_TOPIC_OR_PARTITION"
@@ -217,8 +219,9 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
         assert status == 401 and d["code"] == "SASL_AUTHENTICATION_FAILED"
         status, d, carol = _as(url, "api/login", {"username": "carol", "password": "c-pw"})  # SCRAM-SHA-512
         assert status == 200 and d == {"principal": "User:carol"}
-        assert _as(url, "api/session", cookie=carol)[1] == {"principal": "User:carol", "login_required": True,
-                                                             "write_enabled": True}
+        session = _as(url, "api/session", cookie=carol)[1]
+        assert session.pop("cluster_id") and session == {"principal": "User:carol", "login_required": True,
+                                                         "write_enabled": True, "node_id": 1}
         status, d, _ = _as(url, "api/users", cookie=carol)  # only a cluster's Describe may list users
         assert status == 400 and d["code"] == "CLUSTER_AUTHORIZATION_FAILED"
         acl = {"resource_type": "GROUP", "resource_name": "carols-", "pattern_type": "PREFIXED",
@@ -229,7 +232,8 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
         assert _as(url, "api/acl/delete", acl, cookie=admin)[0] == 200
         assert _as(url, "api/acls", cookie=admin)[1] == []
         assert _as(url, "api/logout", {}, cookie=carol)[0] == 200
-        assert _as(url, "api/session", cookie=carol)[1]["principal"] is None
+        assert _as(url, "api/session", cookie=carol)[1] == {"principal": None, "login_required": True,
+                                                             "write_enabled": True}  # no cluster id before a login
         log = broker.log()
         assert "console login: User:carol" in log and "console login refused for User:carol" in log
         assert "console write by User:admin: set SCRAM credential of carol (SCRAM-SHA-512): done" in log

@@ -41,9 +41,15 @@ def shot(browser: Browser, name: str) -> None:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     port = free_port()
-    b = BrokerProcess(tmp_path_factory.mktemp("workbench"),
+    root = tmp_path_factory.mktemp("workbench")
+    b = BrokerProcess(root / "broker",
                       overrides={"console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true",
-                                 "group.initial.rebalance.delay.ms": "0"})
+                                 "group.initial.rebalance.delay.ms": "0",
+                                 # tiered storage, for the partition view's local and remote sizes
+                                 "remote.log.storage.system.enable": "true", "rsm.config.dir": str(root / "remote"),
+                                 "remote.log.storage.manager.class.name":
+                                     "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+                                 "remote.log.manager.task.interval.ms": "300"})
     with b:
         b.start()
         producer = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
@@ -73,7 +79,7 @@ def test_browse_1000_json_messages_and_find_one_with_the_broker_side_filter(brok
     first = browser.eval("[...document.querySelectorAll('#messages tr.record')].slice(0, 2).map(r => "
                          "[r.dataset.offset, r.querySelector('.val summary').textContent])")
     assert first == [["999", '{"id":999,"customer":"c0","amount":1498.5}'],
-                     ["998", '{"id":998,"customer":"c36","amount":1497}']]
+                     ["998", '{"id":998,"customer":"c36","amount":1497.0}']]  # the literal as written
     shot(browser, "messages")
 
     browser.fill("browse-start", "beginning")
@@ -136,15 +142,17 @@ def test_schema_registry_framed_values_show_their_schema_id(broker, browser):
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce("framed", b"\x00\x00\x00\x00\x07" + b'{"sku": "A-1"}')  # JSON Schema, schema id 7
     producer.produce("framed", b"\x00\x00\x00\x00\x09" + b"\x02\x06abc")  # Avro: bytes without the registry
+    producer.produce("framed", b'{"id": 12345678901234567891, "n": [ ]}')  # past 2^53: shown exactly
     assert producer.flush(30) == 0
     browser.eval("document.body.dataset.browsed = ''")
     browser.goto(broker.console_url + "#/topic/framed/messages")
-    assert browser.wait("document.body.dataset.browsed") == "2"
+    assert browser.wait("document.body.dataset.browsed") == "3"
     values = browser.eval("[...document.querySelectorAll('#messages tr.record .val')].map(v => v.textContent)")
-    assert sorted(values) == ['schema 7 {"sku":"A-1"}{\n  "sku": "A-1"\n}', "schema 9 02 06 61 62 63"]
+    assert sorted(values) == ['schema 7 {"sku":"A-1"}{\n  "sku": "A-1"\n}', "schema 9 02 06 61 62 63",
+                              '{"id":12345678901234567891,"n":[]}{\n  "id": 12345678901234567891,\n  "n": []\n}']
 
 
-def test_reset_a_group_and_see_its_lag_change(broker, browser):
+def test_reset_a_group_and_see_its_lag_change_then_delete_it(broker, browser):
     browser.goto(broker.console_url + f"#/group/{GROUP}?type=classic")
     lag_before = int(browser.wait("document.body.dataset.groupLag"))
     assert lag_before >= RECORDS - COMMITTED
@@ -164,6 +172,12 @@ def test_reset_a_group_and_see_its_lag_change(broker, browser):
     assert browser.eval("document.querySelector('#group-offsets tr.offset .committed').textContent") == "100"
     shot(browser, "group")  # the preview table, and the lag chart's step up
     assert f"console write by User:ANONYMOUS: reset offsets of group {GROUP} on {TOPIC} to offset 100: done" in broker.log()
+
+    browser.click("group-delete")  # (confirmed: the tests' window.confirm says yes)
+    browser.wait(f"location.hash === '#/groups' && document.getElementById('status').textContent === 'deleted group {GROUP}'")
+    browser.wait("!!document.querySelector('#group-list tr')")
+    assert browser.eval(f"!!document.querySelector('#group-list tr[data-group=\"{GROUP}\"]')") is False
+    assert f"console write by User:ANONYMOUS: delete group {GROUP}: done" in broker.log()
 
 
 def test_edit_a_topic_config_and_see_kafkas_error_for_an_invalid_value(broker, browser):
@@ -192,6 +206,54 @@ def test_edit_a_topic_config_and_see_kafkas_error_for_an_invalid_value(broker, b
     browser.goto(broker.console_url + "#/topics")
     browser.wait(f"!!document.querySelector('#topic-list tr[data-topic=\"{TOPIC}\"]')")
     shot(browser, "topics")
+
+
+def test_create_a_tiered_topic_add_partitions_delete_records_and_delete_it(broker, browser):
+    browser.goto(broker.console_url + "#/topics")
+    browser.wait("document.body.dataset.view === 'topics'")
+    browser.fill("create-name", "lifecycle")
+    browser.fill("create-configs", "remote.storage.enable=true\nsegment.bytes=1048576\nlocal.retention.bytes=1048576")
+    browser.click("create-run")
+    assert browser.wait("document.getElementById('status').textContent") == "created topic lifecycle"
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for _ in range(1500):  # ~1.6 MB: the closed 1-MiB segment goes to remote storage
+        producer.produce("lifecycle", b"x" * 1100, partition=0)
+    assert producer.flush(30) == 0
+
+    browser.goto(broker.console_url + "#/topic/lifecycle/partitions")  # polled: the remote size appears
+    row = browser.wait("(r => r && !['–', '0 B'].includes(r.children[8].textContent) && [...r.children].map(c => c.textContent))"
+                       "(document.querySelector('#partitions tr.partition'))", timeout=60)
+    assert row[:7] == ["0", "1", "1", "1", "0", "1,500", "1,500"], row
+    assert row[7].endswith("MiB") and row[8].endswith("KiB"), row  # local and remote (one ~1 MiB segment) sizes
+    shot(browser, "partitions-tiered")
+
+    browser.goto(broker.console_url + "#/topic/lifecycle/actions")
+    browser.wait("document.body.dataset.view === 'topic-actions'")
+    browser.fill("partitions-count", "3")
+    browser.eval("document.querySelector('#partitions-form button').click()")
+    assert browser.wait("document.getElementById('status').textContent") == "lifecycle now has 3 partitions"
+    browser.fill("dr-partition", "0")
+    browser.fill("dr-offset", "1000")
+    browser.eval("document.querySelector('#delete-records-form button').click()")
+    assert browser.wait("(t => t.startsWith('log start') && t)(document.getElementById('status').textContent)") == \
+        "log start offset of lifecycle-0 is now 1000"
+    browser.goto(broker.console_url + "#/topic/lifecycle/partitions")
+    rows = browser.wait("(rs => rs.length === 3 && rs.map(r => [...r.children].slice(0, 7).map(c => c.textContent)))"
+                        "([...document.querySelectorAll('#partitions tr.partition')])")
+    assert [r[4:7] for r in rows] == [["1,000", "1,500", "500"], ["0", "0", "0"], ["0", "0", "0"]]
+
+    browser.goto(broker.console_url + "#/topic/lifecycle/actions")
+    browser.wait("document.body.dataset.view === 'topic-actions'")
+    browser.fill("delete-confirm", "lifecycle")
+    browser.eval("document.querySelector('#delete-topic-form button').click()")
+    browser.wait("location.hash === '#/topics' && document.getElementById('status').textContent === "
+                 "'deleted topic lifecycle'")
+    browser.wait("!!document.querySelector('#topic-list tr') && "
+                 "!document.querySelector('#topic-list tr[data-topic=\"lifecycle\"]')")
+    log = broker.log()
+    for action in ("create topic lifecycle", "add partitions to topic lifecycle (count=3)",
+                   "delete records of lifecycle-0 before offset 1000", "delete topic lifecycle"):
+        assert f"console write by User:ANONYMOUS: {action}" in log, action
 
 
 # -- a SASL broker with ACLs: login, and the broker's authorizer decides -------------------------------------
@@ -260,5 +322,14 @@ def test_a_user_without_permission_is_refused(secured, browser):
     browser.wait("document.querySelectorAll('#acls tr').length === 2")
     assert browser.eval("[...document.querySelectorAll('#acls tr')[1].children].slice(0, 7).map(c => c.textContent)") == [
         "TOPIC", "secret", "LITERAL", "User:bob", "*", "READ", "ALLOW"]
+    browser.fill("user-name", "carol")
+    browser.fill("user-mechanism", "SCRAM-SHA-512")
+    browser.fill("user-password", "carol-secret")
+    browser.eval("document.querySelector('#user-form button').click()")
+    users = browser.wait("(rs => rs.length > 1 && rs.slice(1).map(r => [...r.children].slice(0, 3).map(c => c.textContent)))"
+                         "([...document.querySelectorAll('#users tr')])")
+    assert users == [["carol", "SCRAM-SHA-512", "8192"]]
     shot(browser, "security")
-    assert "console write by User:admin: create ACL" in secured.log()
+    log = secured.log()
+    assert "console write by User:admin: create ACL" in log
+    assert "console write by User:admin: set SCRAM credential of carol (SCRAM-SHA-512): done" in log

@@ -36,7 +36,8 @@ def test_group_version_downgrade_turns_kip_848_off_and_survives_kill_9(fresh_bro
     with RawClient(fresh_broker.bootstrap) as c:
         epoch, levels = features(c)
         assert levels == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 33,
-                          "share.version": 2, "transaction.version": 2}
+                          "share.version": 2, "streams.version": 1,
+                          "transaction.version": 2}
         assert heartbeat(c) == ErrorCode.NONE
         r = update(c, "group.version", 0, 2, validate_only=True)
         assert (r.error_code, features(c)) == (ErrorCode.NONE, (epoch, levels))
@@ -48,7 +49,8 @@ def test_group_version_downgrade_turns_kip_848_off_and_survives_kill_9(fresh_bro
     fresh_broker.restart(hard=True)
     with RawClient(fresh_broker.bootstrap) as c:
         assert features(c) == (new_epoch, {"eligible.leader.replicas.version": 1, "metadata.version": 33,
-                                               "share.version": 2, "transaction.version": 2})
+                                               "share.version": 2, "streams.version": 1,
+                          "transaction.version": 2})
         assert heartbeat(c) == ErrorCode.UNSUPPORTED_VERSION
         r = update(c, "group.version", 1, 1)
         assert [(x.feature, x.error_code, x.error_message) for x in r.results] == [("group.version", 0, "NONE")]

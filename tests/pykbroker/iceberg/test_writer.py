@@ -55,7 +55,10 @@ def wait_rows(data_dir: Path, name: str, count: int, timeout: float = 60) -> lis
 def shared(tmp_path_factory):
     """One broker for the tests that neither restart nor reconfigure it (each uses topics of its own)."""
     data_dir = tmp_path_factory.mktemp("iceberg")
-    with BrokerProcess(data_dir, overrides={"metrics.port": str(free_port())}) as broker:
+    registry = free_port()
+    with BrokerProcess(data_dir, overrides={"metrics.port": str(free_port()),
+                                            "schema.registry.listeners": f"http://127.0.0.1:{registry}"}) as broker:
+        broker.registry_url = f"http://127.0.0.1:{registry}"  # type: ignore[attr-defined]
         yield broker
         assert broker.alive, f"the broker died during the tests; its log:\n{broker.log()}"
 
@@ -238,3 +241,57 @@ def test_small_files_are_compacted_and_old_snapshots_and_orphans_cleaned_up_in_t
     while len(catalog(tmp_path).load_table(("kafka", "compact")).snapshots()) > 1 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [r["value"] for r in table_rows(tmp_path, "compact")] == [str(i).encode() for i in range(10)]
+
+
+REGISTRY_MODE = {"iceberg.mode": "value_schema_id_prefix", "iceberg.commit.interval.ms": "200"}
+
+
+def test_avro_and_protobuf_values_become_columns_through_the_schema_registry(shared):
+    """value_schema_id_prefix: values Confluent's Avro and Protobuf serializers wrote become the columns of their
+    schema, a second schema version adds a column, and what does not decode goes to the dead-letter table."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.pykbroker.schema_registry.test_serializers import (
+        USER_V1,
+        USER_V2,
+        _person_message_class,
+        wait_http,
+    )
+
+    broker, tmp_path = shared, shared.data_dir
+    url = broker.registry_url
+    wait_http(url)
+    client = SchemaRegistryClient({"url": url})
+    create(broker, "reg-users", 1, **REGISTRY_MODE)
+    create(broker, "reg-people", 1, **REGISTRY_MODE)
+    ctx = SerializationContext("reg-users", MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    producer.produce("reg-users", AvroSerializer(client, USER_V1)({"name": "ada", "age": 36}, ctx))
+    producer.produce("reg-users", b"\x00\x00\x00\x03\xe7 no such schema id")
+    producer.produce("reg-users", b"plain text")
+    producer.flush(10)
+    rows = wait_rows(tmp_path, "reg-users", 1)
+    assert [(r["offset"], r["name"], r["age"]) for r in rows] == [(0, "ada", 36)]
+    # The second version (a field added, int promoted to long) adds a column.
+    producer.produce("reg-users", AvroSerializer(client, USER_V2)({"name": "bob", "age": 40, "email": "b@x"}, ctx))
+    Person = _person_message_class()
+    serializer = ProtobufSerializer(Person, client, {"use.deprecated.format": False})
+    producer.produce("reg-people", serializer(Person(name="cy", id=2**40, tags=["t"], address=Person.Address(
+        city="Oslo")), SerializationContext("reg-people", MessageField.VALUE)))
+    producer.flush(10)
+    rows = wait_rows(tmp_path, "reg-users", 2)
+    assert [(r["offset"], r["name"], r["age"], r["email"]) for r in rows] == [
+        (0, "ada", 36, None), (3, "bob", 40, "b@x")]
+    assert [f.name for f in catalog(tmp_path).load_table(("kafka", "reg-users")).schema().fields] == [
+        "partition", "offset", "timestamp", "key", "headers", "name", "age", "email"]
+    dead = sorted(table_rows(tmp_path, "reg-users~dlq"), key=lambda r: r["offset"])
+    assert [r["offset"] for r in dead] == [1, 2]
+    assert "schema id 999 is not registered" in dead[0]["error"]
+    assert "not Confluent's wire format" in dead[1]["error"]
+    people = wait_rows(tmp_path, "reg-people", 1)
+    assert [(r["name"], r["id"], r["tags"], r["address"]) for r in people] == [
+        ("cy", 2**40, '["t"]', '{"city":"Oslo"}')]
+    assert "table kafka.reg-users evolved: added email" in broker.log()

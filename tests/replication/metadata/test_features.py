@@ -29,7 +29,8 @@ def refusal(*updates: FeatureUpdate, current: dict[str, int] = BOOTSTRAP_FINALIZ
 
 def test_downgrades_need_a_downgrade_type_and_upgrades_must_not_have_one():
     assert apply_updates(BOOTSTRAP_FINALIZED, [FeatureUpdate("group.version", 0, SAFE_DOWNGRADE)]) == {
-        "eligible.leader.replicas.version": 1, "metadata.version": 33, "share.version": 2, "transaction.version": 2}
+        "eligible.leader.replicas.version": 1, "metadata.version": 33, "share.version": 2, "streams.version": 1,
+        "transaction.version": 2}
     assert refusal(FeatureUpdate("group.version", 0, UPGRADE)) == (
         "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without "
         "setting the upgrade type to either safe or unsafe downgrade.")
@@ -42,7 +43,7 @@ def test_downgrades_need_a_downgrade_type_and_upgrades_must_not_have_one():
 
 def test_levels_outside_the_supported_range_and_unknown_features_are_refused():
     assert refusal(FeatureUpdate("group.version", 2, UPGRADE)).endswith("Local controller 1 only supports versions 0-1")
-    assert refusal(FeatureUpdate("streams.version", 1, UPGRADE)).endswith("Local controller 1 does not support this feature.")
+    assert refusal(FeatureUpdate("streams.version", 2, UPGRADE)).endswith("Local controller 1 only supports versions 0-1")
     assert refusal(FeatureUpdate("share.version", 3, UPGRADE)).endswith("Local controller 1 only supports versions 0-2")
     assert refusal(FeatureUpdate("test.feature.version", 1, UPGRADE), FeatureUpdate("group.version", 1, UPGRADE)) == (
         "Invalid update version 1 for feature test.feature.version. Local controller 1 does not support this feature.")
@@ -93,12 +94,12 @@ def test_api_versions_lists_levels_above_zero_and_v3_supports_only_metadata_vers
     assert [f.name for f in supported_features(3)] == ["metadata.version"]
     assert [f.name for f in supported_features(4)] == ["eligible.leader.replicas.version", "group.version",
                                                        "kraft.version", "metadata.version", "share.version",
-                                                       "transaction.version"]
+                                                       "streams.version", "transaction.version"]
 
 
 def test_a_new_cluster_has_kafka_4_4_levels_and_an_earlier_pykbrokers_is_moved_up_to_them():
     assert BOOTSTRAP_FINALIZED == {"eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 33,
-                                   "share.version": 2, "transaction.version": 2}
+                                   "share.version": 2, "streams.version": 1, "transaction.version": 2}
     assert upgraded_levels(BOOTSTRAP_FINALIZED) is None
     assert upgraded_levels({**BOOTSTRAP_FINALIZED, "transaction.version": 0}) is None  # a choice made on 4.4 levels
     assert upgraded_levels({}) == BOOTSTRAP_FINALIZED  # an earlier pykbroker's ZooKeeper cluster: no /feature levels

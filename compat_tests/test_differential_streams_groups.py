@@ -1,0 +1,395 @@
+"""Streams groups (KIP-1071) judged by Apache Kafka 4.4: the same StreamsGroupHeartbeat conversations against a
+4.4 node and a pykbroker, failing on every difference not in ``differential_allowlist.ALLOWED``.
+
+- a new group's first assignment delayed by streams.initial.rebalance.delay.ms (ASSIGNMENT_DELAYED);
+- static members: a leave with epoch -2 keeps the member's place, a new member id of the same instance takes it
+  back (its tasks, no new group epoch); an instance id held by a live member is refused;
+- shutdown-application fan-out: one member's request reaches every member as SHUTDOWN_APPLICATION;
+- endpoint information for interactive queries: partitions by user endpoint when a member's epoch is behind;
+- rack-aware assignment tags: MISSING_CLIENT_TAGS for a member without them;
+- the group's lifecycle through the other group APIs: ListGroups and DescribeGroups, JoinGroup and
+  ConsumerGroupHeartbeat on its id, offset commits fenced by member epoch, DeleteGroups of a live and an
+  empty group.
+
+Each scenario sets its group's ``streams.initial.rebalance.delay.ms`` and ``streams.assignment.interval.ms`` to 0
+(group configs) but the first, so assignments are computed at once and the conversations need no timing.
+Slow (a Kafka start and seconds of delays): ``make test-streams-slow`` (PYKBROKER_STREAMS_SLOW=1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+
+import pytest
+
+from compat_tests.conftest import assert_same_observations, observe_both
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from pykbroker.testing import RawClient
+from wire import ErrorCode
+from wire.messages import (
+    ConsumerGroupHeartbeatRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DescribeConfigsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    IncrementalAlterConfigsRequest,
+    JoinGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+from wire.messages import streams_group_heartbeat_request as req
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+from wire.messages.join_group_request import JoinGroupRequestProtocol
+from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+
+pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_STREAMS_SLOW") != "1",
+                                reason="slow: make test-streams-slow (PYKBROKER_STREAMS_SLOW=1)")
+
+Observations = dict[str, object]
+GROUP_RESOURCE = 32
+RETRIABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR)
+
+
+# -- helpers -----------------------------------------------------------------------------------------------
+def _retry(send: Callable[[], object], code_of: Callable[[object], int], timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        response = send()
+        if code_of(response) not in RETRIABLE or time.monotonic() > deadline:
+            return response
+        time.sleep(0.1)
+
+
+def _setup(c: RawClient, group: str, topic: str, partitions: int = 2, delay: bool = False,
+           extra: dict[str, str] | None = None) -> None:
+    """The source topic and its changelog (``_stateful``'s, made here so that no heartbeat waits for the broker
+    to create it), the group's coordinator loaded, and (unless ``delay``) no initial delay nor interval."""
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
+                                          for name in (topic, f"{topic}-changelog")], timeout_ms=10000), 7)
+    c.wait_for_topics(topic, f"{topic}-changelog")
+    _retry(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+           lambda r: r.coordinators[0].error_code)
+    configs = dict(extra or {})
+    if not delay:
+        configs |= {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
+    if configs:
+        r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=GROUP_RESOURCE, resource_name=group,
+            configs=[AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])]), 1)
+        assert r.responses[0].error_code == ErrorCode.NONE, r
+        _until_configured(c, group, configs)
+
+
+def _until_configured(c: RawClient, group: str, configs: dict[str, str], timeout: float = 15.0) -> None:
+    """Wait until the group's configs are in effect: Kafka applies them from its metadata log after answering."""
+    deadline = time.monotonic() + timeout
+    while True:
+        [result] = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+            resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=list(configs))]), 4).results
+        if {x.name: x.value for x in result.configs} == configs or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
+def _topology(topic: str) -> req.Topology:
+    """A stateless sub-topology reading ``topic``."""
+    return req.Topology(epoch=1, subtopologies=[req.Subtopology(subtopology_id="0", source_topics=[topic])])
+
+
+def _stateful(topic: str) -> req.Topology:
+    """A sub-topology reading ``topic`` into a state store (its changelog ``<topic>-changelog``): its tasks get
+    standby copies."""
+    return req.Topology(epoch=1, subtopologies=[req.Subtopology(
+        subtopology_id="0", source_topics=[topic], state_changelog_topics=[req.TopicInfo(
+            name=f"{topic}-changelog", topic_configs=[req.KeyValue(key="cleanup.policy", value="compact")])])])
+
+
+def _join(group: str, member: str, topic: str, process: str, topology: req.Topology | None = None,
+          **fields) -> StreamsGroupHeartbeatRequest:
+    return StreamsGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=30000,
+                                        process_id=process, topology=topology or _topology(topic), active_tasks=[],
+                                        standby_tasks=[], warmup_tasks=[], **fields)
+
+
+def _hb(group: str, member: str, epoch: int, active: list | None = None, **fields) -> StreamsGroupHeartbeatRequest:
+    return StreamsGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch, active_tasks=active,
+                                        standby_tasks=None if active is None else [],
+                                        warmup_tasks=None if active is None else [], **fields)
+
+
+def _send(c: RawClient, request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
+    return _retry(lambda: c.request(request, 1), lambda r: r.error_code)
+
+
+def _tasks(ids) -> object:
+    return None if ids is None else sorted((t.subtopology_id, sorted(t.partitions)) for t in ids)
+
+
+def _partitions(tps) -> list:
+    return sorted((t.topic, sorted(t.partitions)) for t in tps)
+
+
+def _seen(r: StreamsGroupHeartbeatResponse) -> tuple:
+    """What a heartbeat answer shows, but the member id (a generated one on join is not compared)."""
+    endpoints = None if r.partitions_by_user_endpoint is None else sorted(
+        ((e.user_endpoint.host, e.user_endpoint.port), _partitions(e.active_partitions),
+         _partitions(e.standby_partitions))
+        for e in r.partitions_by_user_endpoint)
+    return (ErrorCode(r.error_code).name, r.error_message, r.member_epoch, r.heartbeat_interval_ms,
+            r.task_offset_interval_ms, r.acceptable_recovery_lag,
+            [(s.status_code, s.status_detail) for s in r.status or ()], _tasks(r.active_tasks),
+            _tasks(r.standby_tasks), _tasks(r.warmup_tasks), r.endpoint_information_epoch, endpoints)
+
+
+class Member:
+    """One streams member's side of the conversation: its epoch and the active tasks it owns."""
+
+    def __init__(self, c: RawClient, group: str, member: str) -> None:
+        self.c, self.group, self.member = c, group, member
+        self.epoch = 0
+        self.active: list[req.TaskIds] = []
+        self.last: StreamsGroupHeartbeatResponse | None = None
+
+    def take(self, r: StreamsGroupHeartbeatResponse) -> StreamsGroupHeartbeatResponse:
+        if r.error_code == ErrorCode.NONE:
+            self.epoch = r.member_epoch
+            if r.active_tasks is not None:
+                self.active = [req.TaskIds(subtopology_id=t.subtopology_id, partitions=list(t.partitions))
+                               for t in r.active_tasks]
+        self.last = r
+        return r
+
+    def join(self, topic: str, process: str, **fields) -> StreamsGroupHeartbeatResponse:
+        return self.take(_send(self.c, _join(self.group, self.member, topic, process, **fields)))
+
+    def join_stateful(self, topic: str, process: str, **fields) -> StreamsGroupHeartbeatResponse:
+        return self.join(topic, process, topology=_stateful(topic), **fields)
+
+    def beat(self, **fields) -> StreamsGroupHeartbeatResponse:
+        return self.take(_send(self.c, _hb(self.group, self.member, self.epoch, list(self.active), **fields)))
+
+
+def _settle(members: list[Member], rounds: int = 12) -> None:
+    """Heartbeat every member, reporting what it owns, until a round changes no epoch and no task."""
+    for _ in range(rounds):
+        before = [(m.epoch, _tasks(m.active)) for m in members]
+        for m in members:
+            m.beat()
+        if before == [(m.epoch, _tasks(m.active)) for m in members]:
+            return
+
+
+def _describe(c: RawClient, group: str) -> tuple:
+    [g] = c.request(StreamsGroupDescribeRequest(group_ids=[group]), 1).groups
+    return (ErrorCode(g.error_code).name, g.group_state, g.group_epoch, g.assignment_epoch,
+            sorted((m.instance_id, m.process_id, m.member_epoch, m.rack_id, (m.user_endpoint.host, m.user_endpoint.port)
+                    if m.user_endpoint else None, sorted((t.key, t.value) for t in m.client_tags),
+                    _tasks(m.assignment.active_tasks), _tasks(m.assignment.standby_tasks))
+                   for m in g.members))
+
+
+# -- scenarios ---------------------------------------------------------------------------------------------
+def initial_delay(c: RawClient) -> Observations:
+    """A new group's first assignment waits for group.streams.initial.rebalance.delay.ms (3 s by default)."""
+    _setup(c, "sg-delay", "sg-delay-in", delay=True)
+    m = Member(c, "sg-delay", "m1")
+    out: Observations = {"join": _seen(m.join("sg-delay-in", "p1"))}
+    out["describe while delayed"] = _describe(c, "sg-delay")
+    deadline = time.monotonic() + 15
+    while not m.active and time.monotonic() < deadline:
+        time.sleep(0.5)
+        m.beat()
+    out["assigned"] = _seen(m.last) if m.last is not None else None
+    out["describe"] = _describe(c, "sg-delay")
+    return out
+
+
+def static_members(c: RawClient) -> Observations:
+    g, t = "sg-static", "sg-static-in"
+    _setup(c, g, t, partitions=4)
+    a, b = Member(c, g, "a1"), Member(c, g, "b1")
+    out: Observations = {"join a": _seen(a.join(t, "pa", instance_id="ia")), "join b": _seen(b.join(t, "pb", instance_id="ib"))}
+    _settle([a, b])
+    out["settled"] = _describe(c, g)
+    owned = _tasks(a.active)
+    out["a leaves statically"] = _seen(c.request(_hb(g, "a1", -2, list(a.active), instance_id="ia"), 1))
+    out["after static leave"] = _describe(c, g)
+    out["another member takes instance ib"] = _seen(c.request(_join(g, "x1", t, "px", instance_id="ib"), 1))
+    a2 = Member(c, g, "a2")
+    r = a2.join(t, "pa", instance_id="ia")
+    out["a rejoins as a2"] = _seen(r)
+    out["a2 has a's tasks"] = _tasks(a2.active) == owned
+    out["after rejoin"] = _describe(c, g)
+    out["old member id a1"] = _seen(c.request(_hb(g, "a1", a.epoch, []), 1))
+    out["b leaves dynamically with -1"] = _seen(c.request(_hb(g, "b1", -1, list(b.active), instance_id="ib"), 1))
+    out["after b left"] = _describe(c, g)
+    return out
+
+
+def shutdown_application(c: RawClient) -> Observations:
+    g, t = "sg-shutdown", "sg-shutdown-in"
+    _setup(c, g, t)
+    a, b = Member(c, g, "a1"), Member(c, g, "b1")
+    a.join(t, "pa")
+    b.join(t, "pb")
+    _settle([a, b])
+    out: Observations = {"a asks": _seen(a.beat(shutdown_application=True))}
+    out["b hears"] = _seen(b.beat())
+    out["a again"] = _seen(a.beat())
+    c3 = Member(c, g, "c1")
+    out["a new member hears"] = _seen(c3.join(t, "pc"))
+    out["describe"] = _describe(c, g)
+    return out
+
+
+def endpoints(c: RawClient) -> Observations:
+    g, t = "sg-endpoints", "sg-endpoints-in"
+    _setup(c, g, t, partitions=4)
+    a, b = Member(c, g, "a1"), Member(c, g, "b1")
+    out: Observations = {
+        "join a": _seen(a.join(t, "pa", user_endpoint=req.Endpoint(host="ha", port=1))),
+        "join b": _seen(b.join(t, "pb", user_endpoint=req.Endpoint(host="hb", port=2))),
+    }
+    _settle([a, b])
+    out["a at epoch 0"] = _seen(a.beat(endpoint_information_epoch=0))
+    epoch = a.last.endpoint_information_epoch if a.last is not None else 0
+    out["a up to date"] = _seen(a.beat(endpoint_information_epoch=epoch))
+    out["describe"] = _describe(c, g)
+    return out
+
+
+def client_tags(c: RawClient) -> Observations:
+    g, t = "sg-rack", "sg-rack-in"
+    _setup(c, g, t, extra={"streams.rack.aware.assignment.tags": "zone", "streams.num.standby.replicas": "1"})
+    a, b = Member(c, g, "a1"), Member(c, g, "b1")
+    out: Observations = {
+        "join tagged": _seen(a.join_stateful(t, "pa", rack_id="r1",
+                                             client_tags=[req.KeyValue(key="zone", value="z1")])),
+        "join untagged": _seen(b.join_stateful(t, "pb", rack_id="r2")),
+    }
+    _settle([a, b])
+    out["tagged settled"] = _seen(a.last) if a.last is not None else None
+    out["untagged settled"] = _seen(b.last) if b.last is not None else None
+    out["describe"] = _describe(c, g)
+    return out
+
+
+def standby_tasks(c: RawClient) -> Observations:
+    g, t = "sg-standbys", "sg-standbys-in"
+    _setup(c, g, t, partitions=2, extra={"streams.num.standby.replicas": "1"})
+    a, b, a2 = Member(c, g, "a1"), Member(c, g, "b1"), Member(c, g, "a2")
+    a.join_stateful(t, "pa")
+    b.join_stateful(t, "pb")
+    a2.join_stateful(t, "pa")  # a second member of process pa: never a standby of pa's own active tasks
+    _settle([a, b, a2])
+    # Which member of process pa gets pa's tasks is the sticky assignor's detail; each process's share is not.
+    [d] = c.request(StreamsGroupDescribeRequest(group_ids=[g]), 1).groups
+    share: dict[str, list] = {}
+    for m in d.members:
+        counts = share.setdefault(m.process_id, [0, 0])
+        counts[0] += sum(len(t.partitions) for t in m.assignment.active_tasks)
+        counts[1] += sum(len(t.partitions) for t in m.assignment.standby_tasks)
+    out: Observations = {"state": (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, d.assignment_epoch),
+                         "active and standby tasks by process": sorted(share.items()),
+                         "standby of a task never on its active's process": all(
+                             not ({(t.subtopology_id, p) for t in m.assignment.active_tasks for p in t.partitions}
+                                  & {(t.subtopology_id, p) for o in d.members if o.process_id == m.process_id
+                                     for t in o.assignment.standby_tasks for p in t.partitions})
+                             for m in d.members)}
+    s, s2 = Member(c, "sg-stateless", "a1"), Member(c, "sg-stateless", "b1")
+    _setup(c, "sg-stateless", "sg-stateless-in", extra={"streams.num.standby.replicas": "1"})
+    s.join("sg-stateless-in", "pa")
+    s2.join("sg-stateless-in", "pb")
+    _settle([s, s2])
+    out["stateless tasks have no standby"] = _describe(c, "sg-stateless")
+    return out
+
+
+def lifecycle(c: RawClient) -> Observations:
+    g, t = "sg-life", "sg-life-in"
+    _setup(c, g, t)
+    a = Member(c, g, "a1")
+    a.join(t, "pa")
+    _settle([a])
+    out: Observations = {}
+    listed = c.request(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5).groups
+    out["list streams"] = sorted((x.group_id, x.protocol_type, x.group_state, x.group_type) for x in listed
+                                 if x.group_id == g)
+    listed = c.request(ListGroupsRequest(states_filter=[], types_filter=["consumer", "classic"]), 5).groups
+    out["list others"] = [x.group_id for x in listed if x.group_id == g]
+    [d] = c.request(DescribeGroupsRequest(groups=[g]), 6).groups
+    out["describe groups"] = (ErrorCode(d.error_code).name, d.error_message, d.group_state, d.protocol_type)
+    join = c.request(JoinGroupRequest(group_id=g, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                                      protocol_type="consumer", protocols=[JoinGroupRequestProtocol(
+                                          name="range", metadata=b"")], reason=None), 9)
+    out["join group"] = (ErrorCode(join.error_code).name, join.member_id)
+    cg = c.request(ConsumerGroupHeartbeatRequest(group_id=g, member_id="c" * 22, member_epoch=0,
+                                                 rebalance_timeout_ms=30000, subscribed_topic_names=[t],
+                                                 topic_partitions=[]), 1)
+    out["consumer heartbeat"] = (ErrorCode(cg.error_code).name, cg.error_message)
+
+    def commit(member: str, epoch: int) -> str:
+        r = c.request(OffsetCommitRequest(group_id=g, generation_id_or_member_epoch=epoch, member_id=member,
+                                          topics=[OffsetCommitRequestTopic(name=t, partitions=[
+                                              OffsetCommitRequestPartition(partition_index=0,
+                                                                           committed_offset=5)])]), 9)
+        return ErrorCode(r.topics[0].partitions[0].error_code).name
+    out["commit at the member epoch"] = commit("a1", a.epoch)
+    out["commit at an older epoch"] = commit("a1", a.epoch - 1)
+    out["commit at a newer epoch"] = commit("a1", a.epoch + 1)
+    out["commit by an unknown member"] = commit("zz", a.epoch)
+    out["commit as an admin"] = commit("", -1)
+    fetched = c.request(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+        group_id=g, member_id="a1", member_epoch=a.epoch, topics=[OffsetFetchRequestTopics(
+            name=t, partition_indexes=[0])])], require_stable=False), 9).groups[0]
+    out["fetch"] = (ErrorCode(fetched.error_code).name,
+                    [(p.partition_index, p.committed_offset) for x in fetched.topics for p in x.partitions])
+    deleted = c.request(DeleteGroupsRequest(groups_names=[g]), 2).results
+    out["delete a live group"] = [(x.group_id, ErrorCode(x.error_code).name) for x in deleted]
+    out["leave"] = _seen(c.request(_hb(g, "a1", -1, list(a.active)), 1))
+    out["empty"] = _describe(c, g)
+    deleted = c.request(DeleteGroupsRequest(groups_names=[g]), 2).results
+    out["delete the empty group"] = [(x.group_id, ErrorCode(x.error_code).name) for x in deleted]
+    out["after delete"] = _describe(c, g)
+    return out
+
+
+SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
+    "initial_delay": initial_delay, "static_members": static_members,
+    "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
+    "standby_tasks": standby_tasks, "lifecycle": lifecycle,
+}
+
+
+@pytest.fixture(scope="module")
+def streams_judged_broker(tmp_path_factory):
+    from pykbroker.testing import BrokerProcess
+    with BrokerProcess(tmp_path_factory.mktemp("differential-streams")) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def streams_kafka():
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
+    jars = jars_dir("4.4.0")
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka 4.4's jars"
+    with KafkaBroker(jars) as kafka:
+        yield kafka
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_pykbroker_observes_what_kafka_44_observes(scenario, request):
+    expected, got = observe_both(request, "single", SCENARIOS[scenario], "streams_kafka", "streams_judged_broker")
+    assert_same_observations("single", f"streams_{scenario}", expected, got)

@@ -1,0 +1,167 @@
+"""Client telemetry (KIP-714) judged by Apache Kafka 4.4: what a broker answers without a telemetry plugin.
+
+Kafka answers GetTelemetrySubscriptions and PushTelemetry with or without a ClientTelemetry plugin (ApiVersions
+lists them only with one: the kafka44 module compares that) and keeps CLIENT_METRICS subscriptions either way. The
+same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (ids for a fixed instance id, metric
+lists in Kafka's order, intervals, matching), the throttling and error sequence of gets and pushes, and the
+subscriptions through IncrementalAlterConfigs, AlterConfigs, DescribeConfigs and ListConfigResources, with
+Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from compat_tests.conftest import assert_same_observations, observe_both
+from pykbroker.testing import RawClient
+from wire import ErrorCode
+from wire.messages import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    GetTelemetrySubscriptionsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+    PushTelemetryRequest,
+)
+from wire.messages import alter_configs_request as legacy
+from wire.messages.describe_configs_request import DescribeConfigsResource
+from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+CLIENT_METRICS = 16
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+FIXED = [uuid.UUID(int=(0x5EED << 64) | n) for n in range(1, 8)]
+Observations = dict[str, object]
+
+
+def _get(c: RawClient, instance: uuid.UUID) -> tuple:
+    r = c.request(GetTelemetrySubscriptionsRequest(client_instance_id=instance), 0)
+    return (r.error_code, r.client_instance_id == instance, r.subscription_id, r.accepted_compression_types,
+            r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics)
+
+
+def _get_after_reconnect(bootstrap: str, instance: uuid.UUID) -> int:
+    """A get right after one on a connection that closed since: the instance was forgotten with its connection, so
+    it is served afresh. Kafka forgets it when its network thread sees the close: asked until then (10 s)."""
+    with RawClient(bootstrap, timeout=30) as first:
+        _get(first, instance)
+    deadline = time.monotonic() + 10
+    while True:
+        with RawClient(bootstrap, timeout=30) as again:
+            code = _get(again, instance)[0]
+        if code == ErrorCode.NONE or time.monotonic() > deadline:
+            return code
+        time.sleep(0.1)
+
+
+def _push(c: RawClient, instance: uuid.UUID, subscription: int, metrics: bytes = b"", terminating: bool = False,
+          compression: int = 0) -> int:
+    return c.request(PushTelemetryRequest(client_instance_id=instance, subscription_id=subscription,
+                                          terminating=terminating, compression_type=compression, metrics=metrics),
+                     0).error_code
+
+
+def _alter(c: RawClient, name: str, *ops: tuple[str, int, str | None]) -> tuple:
+    r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name=name,
+        configs=[AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])]), 1)
+    return r.responses[0].error_code, r.responses[0].error_message
+
+
+def _describe(c: RawClient, name: str) -> tuple:
+    r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=CLIENT_METRICS,
+                                                                            resource_name=name)],
+                                         include_synonyms=True, include_documentation=True), 4)
+    result = r.results[0]
+    return (result.error_code, result.error_message, [
+        (e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type, e.documentation,
+         [(s.name, s.value, s.source) for s in e.synonyms]) for e in result.configs])
+
+
+def _listed(c: RawClient) -> tuple:
+    """v0 and v1's lists, once they agree: Kafka answers v0 from its ClientMetricsManager, which applies a change
+    a moment after the metadata image v1 reads."""
+    deadline = time.monotonic() + 15
+    while True:
+        v0 = c.request(ListConfigResourcesRequest(), 0)
+        v1 = c.request(ListConfigResourcesRequest(resource_types=[CLIENT_METRICS]), 1)
+        listed = ((v0.error_code, sorted((x.resource_name, x.resource_type) for x in v0.config_resources)),
+                  (v1.error_code, [(x.resource_name, x.resource_type) for x in v1.config_resources]))
+        if listed[0][1] == listed[1][1] or time.monotonic() > deadline:
+            return listed
+        time.sleep(0.05)
+
+
+def telemetry(c: RawClient) -> Observations:
+    out: Observations = {}
+    first = _get(c, FIXED[0])
+    out["get without subscriptions"] = first
+    out["get again at once"] = _get(c, FIXED[0])[0]
+    out["push with another subscription id"] = _push(c, FIXED[0], first[2] + 1)
+    out["get after an unknown subscription id"] = _get(c, FIXED[0])[0]
+    out["push"] = _push(c, FIXED[0], first[2], b"not otlp at all")
+    out["push again at once"] = _push(c, FIXED[0], first[2])
+    out["push with unknown compression"] = _push(c, FIXED[1], _get(c, FIXED[1])[2], compression=9)
+    out["push from the zero instance id"] = _push(c, uuid.UUID(int=0), 0)
+    out["push from instance id 1"] = _push(c, uuid.UUID(int=1), 0)
+    sub = _get(c, FIXED[2])[2]
+    out["terminating push"] = _push(c, FIXED[2], sub, terminating=True)
+    out["push after terminating"] = _push(c, FIXED[2], sub, terminating=True)
+    out["push of an instance never seen"] = _push(c, FIXED[3], 12345)
+    out["get again after reconnecting"] = _get_after_reconnect(c.bootstrap, uuid.UUID(int=(0x5EED << 64) | 99))
+
+    # subscriptions
+    out["create"] = _alter(c, "diff-sub", ("metrics", SET, "org.apache.kafka.producer., org.apache.kafka.consumer."),
+                           ("interval.ms", SET, "1000"), ("match", SET, "client_id=telemetry-.*"))
+    out["create another"] = _alter(c, "diff-all", ("metrics", SET, "*"), ("interval.ms", SET, "2000"),
+                                   ("match", SET, "client_id=telemetry-all"))
+    out["append"] = _alter(c, "diff-sub", ("metrics", APPEND, "org.apache.kafka.client.,org.apache.kafka.producer."))
+    out["subtract"] = _alter(c, "diff-sub", ("metrics", SUBTRACT, "org.apache.kafka.consumer."))
+    for name, op in (("interval too small", ("interval.ms", SET, "50")),
+                     ("interval too large", ("interval.ms", SET, "3600001")),
+                     ("interval not a number", ("interval.ms", SET, "soon")),
+                     ("unknown config", ("color", SET, "blue")),
+                     ("bad match attribute", ("match", SET, "client_color=blue")),
+                     ("match without value", ("match", SET, "client_id")),
+                     ("bad match regex", ("match", SET, "client_id=(")),
+                     ("append to an int", ("interval.ms", APPEND, "5")),
+                     ("null value", ("metrics", SET, None))):
+        out[f"refused: {name}"] = _alter(c, "diff-sub", op)
+    out["refused: empty name"] = _alter(c, "", ("metrics", SET, "a."))
+    out["described"] = _describe(c, "diff-sub")
+    out["described, unknown"] = _describe(c, "diff-none")
+    out["described, empty name"] = _describe(c, "")
+    out["listed"] = _listed(c)
+    with RawClient(c.bootstrap, timeout=30, client_id="telemetry-app") as app:
+        out["get of a matching client"] = _get(app, FIXED[4])
+    with RawClient(c.bootstrap, timeout=30, client_id="telemetry-all") as everything:
+        out["get of a client matching two"] = _get(everything, FIXED[5])
+    with RawClient(c.bootstrap, timeout=30, client_id="other") as other:
+        out["get of a client matching none"] = _get(other, FIXED[6])
+    r = c.request(AlterConfigsRequest(resources=[legacy.AlterConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name="diff-all",
+        configs=[legacy.AlterableConfig(name="interval.ms", value="3000")])]), 2)
+    out["legacy alter"] = (r.responses[0].error_code, r.responses[0].error_message)
+    out["described after legacy alter"] = _describe(c, "diff-all")
+    out["delete all of one"] = _alter(c, "diff-sub", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
+                                      ("match", DELETE, None))
+    out["delete all of the other"] = _alter(c, "diff-all", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
+                                            ("match", DELETE, None))
+    out["listed after deleting"] = _listed(c)
+    return out
+
+
+@pytest.fixture(scope="module")
+def telemetry_broker(tmp_path_factory):
+    """A pykbroker with Kafka's defaults (no telemetry receiver), fresh for this module."""
+    from pykbroker.testing import BrokerProcess
+    with BrokerProcess(tmp_path_factory.mktemp("differential-telemetry")) as b:
+        yield b
+
+
+def test_telemetry_answers_as_kafka_44(request):
+    expected, got = observe_both(request, "single", telemetry, "kafka44_judge", "telemetry_broker")
+    assert expected["get without subscriptions"][0] == ErrorCode.NONE  # the judge really served it
+    assert_same_observations("single", "telemetry", expected, got)

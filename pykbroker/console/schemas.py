@@ -1,0 +1,173 @@
+"""Record values decoded through a Confluent-compatible schema registry, for the message browser.
+
+A value in Confluent's wire format (magic byte 0, 4-byte schema id, payload: what Confluent's Avro,
+Protobuf and JSON Schema serializers write) is decoded with the schema its id names
+(``schema_registry.wire_format.decode``) and added to the record as ``decoded``: the schema id, its type and
+the value as JSON; a value that does not decode gets ``decode_error`` saying why (keys likewise:
+``key_decoded``, ``key_decode_error``). Schemas come from
+``console.schema.registry.url`` (any Confluent-compatible registry: ``GET /schemas/ids/{id}``, references
+through ``GET /subjects/{subject}/versions/{version}``) or, unset, from the broker's own registry when it
+serves one (``schema.registry.listeners``). Ids never change meaning, so schemas are cached by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import decimal
+import json
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from pykbroker.schema_registry.wire_format import RegisteredSchema, WireFormatError, decode, decode_header
+
+__all__ = ["BrokerRegistry", "RestRegistry", "SchemaSource", "ValueDecoder", "schema_source"]
+
+# How long one registry request may take.
+REGISTRY_TIMEOUT_S = 10.0
+# Reference chains followed at most this deep (a registry answering a cycle is not followed forever).
+MAX_REFERENCE_DEPTH = 16
+
+
+class SchemaSource(Protocol):
+    async def schema(self, schema_id: int) -> RegisteredSchema | None: ...
+
+
+class RegistryUnavailable(Exception):
+    """The registry did not answer (or answered an error other than not found)."""
+
+
+class BrokerRegistry:
+    """The broker's own registry (``pykbroker.schema_registry.SchemaRegistry``): its schemas by id, read on in
+    ``_schemas`` when an id is not known yet."""
+
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+
+    async def schema(self, schema_id: int) -> RegisteredSchema | None:
+        found: RegisteredSchema | None = self.registry.lookup(schema_id)
+        if found is None:
+            await self.registry.refresh()
+            found = self.registry.lookup(schema_id)
+        return found
+
+
+class RestRegistry:
+    """A Confluent-compatible registry at ``url``, over its REST API (standard library HTTP on a thread)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self._cache: dict[int, RegisteredSchema] = {}
+
+    def _get(self, path: str) -> Any:
+        """The JSON answer of ``GET path``; None for 404 (not found)."""
+        request = urllib.request.Request(self.url + path, headers={"Accept": "application/vnd.schemaregistry.v1+json"})
+        try:
+            with urllib.request.urlopen(request, timeout=REGISTRY_TIMEOUT_S) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise RegistryUnavailable(f"the schema registry at {self.url} answered {exc.code} to GET {path}") from None
+        except (OSError, ValueError) as exc:
+            raise RegistryUnavailable(f"the schema registry at {self.url} cannot be read "
+                                      f"(console.schema.registry.url): {exc}") from None
+
+    async def schema(self, schema_id: int) -> RegisteredSchema | None:
+        cached = self._cache.get(schema_id)
+        if cached is not None:
+            return cached
+        data = await asyncio.to_thread(self._get, f"/schemas/ids/{schema_id}")
+        if data is None:
+            return None
+        found = RegisteredSchema(schema_id, data.get("schemaType") or "AVRO", data["schema"],
+                                 await self._references(data.get("references") or [], 0))
+        self._cache[schema_id] = found
+        return found
+
+    async def _references(self, refs: list[dict[str, Any]], depth: int) -> dict[str, RegisteredSchema]:
+        if depth > MAX_REFERENCE_DEPTH:
+            raise RegistryUnavailable(f"schema references nested deeper than {MAX_REFERENCE_DEPTH}")
+        out = {}
+        for ref in refs:
+            v = await asyncio.to_thread(self._get, f"/subjects/{quote(ref['subject'], safe='')}/versions/{ref['version']}")
+            if v is None:
+                continue  # a deleted reference: the decoder says what it misses
+            out[ref["name"]] = RegisteredSchema(v["id"], v.get("schemaType") or "AVRO", v["schema"],
+                                                await self._references(v.get("references") or [], depth + 1))
+        return out
+
+
+def schema_source(broker: Any) -> SchemaSource | None:
+    """Where the console reads schemas: ``console.schema.registry.url``, else the broker's served registry."""
+    url = broker.config["console.schema.registry.url"]
+    if url:
+        return RestRegistry(url)
+    if broker.config["schema.registry.listeners"]:
+        return BrokerRegistry(broker.schema_registry_for_decoding())
+    return None
+
+
+def jsonable(value: Any) -> Any:
+    """A decoded value as JSON can carry it: bytes as hex, decimals, dates, times and UUIDs as strings."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, (decimal.Decimal, datetime.date, datetime.time, uuid.UUID)):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+# Where a record's decoded key and value (or why not) go: record field -> (decoded, error).
+FIELDS = {"value": ("decoded", "decode_error"), "key": ("key_decoded", "key_decode_error")}
+
+
+class ValueDecoder:
+    """Adds ``decoded`` (or ``decode_error``) to records whose value is in Confluent's wire format, and
+    ``key_decoded`` (or ``key_decode_error``) for such keys. A decoded one is the schema id and type, the value
+    as JSON and that JSON as text (``json``, ``pretty``: exact where a browser's numbers are not, as int64)."""
+
+    def __init__(self, source: SchemaSource) -> None:
+        self.source = source
+
+    async def decorate(self, records: list[dict[str, Any]]) -> None:
+        framed: list[tuple[dict[str, Any], str, bytes, int]] = []
+        for r in records:
+            for name in FIELDS:
+                raw = base64.b64decode(r[name]) if r.get(name) else b""
+                try:
+                    framed.append((r, name, raw, decode_header(raw)[0]))
+                except WireFormatError:
+                    continue  # not framed: shown as text, JSON or hex
+        schemas: dict[int, RegisteredSchema | None] = {}
+        failed: dict[int, str] = {}
+        for schema_id in sorted({i for *_, i in framed}):
+            try:
+                schemas[schema_id] = await self.source.schema(schema_id)
+            except RegistryUnavailable as exc:
+                failed[schema_id] = str(exc)
+        for r, name, raw, schema_id in framed:
+            decoded, error = FIELDS[name]
+            if schema_id in failed:
+                r[error] = failed[schema_id]
+                continue
+            try:
+                d = decode(raw, schemas.get)
+            except WireFormatError as exc:
+                r[error] = str(exc)
+            except ImportError as exc:
+                r[error] = f"decoding needs fastavro and protobuf ({exc}): pip install 'pykbroker[registry]'"
+            else:
+                value = jsonable(d.value)
+                r[decoded] = {"schema_id": schema_id, "schema_type": d.schema.schema_type, "value": value,
+                              "json": json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+                              "pretty": json.dumps(value, indent=2, ensure_ascii=False)}

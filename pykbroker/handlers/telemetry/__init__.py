@@ -1,0 +1,1 @@
+"""Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry (pykbroker.client_metrics)."""

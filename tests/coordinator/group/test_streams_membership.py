@@ -1,0 +1,169 @@
+"""Streams groups (KIP-1071) on the group coordinator, beyond the join: the initial rebalance delay and the
+assignment interval, static members, the shutdown fan-out, endpoint information, missing client tags, and the
+group's lifecycle through the other group APIs (JoinGroup and ConsumerGroupHeartbeat refused, DeleteGroups,
+offset expiry). Kafka 4.4 judges the same conversations in compat_tests/test_differential_streams_groups.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from coordinator.group.streams_topology import StatusCode
+from tests.coordinator.group.helpers import CONFIG, Harness, info, join_request, run
+from tests.coordinator.group.test_streams_protocol import GROUP, hb, join, tasks
+from wire import ErrorCode
+from wire.messages import ConsumerGroupHeartbeatRequest
+from wire.messages import streams_group_heartbeat_request as req
+
+
+def statuses(r) -> list[tuple[int, str]]:
+    return [(s.status_code, s.status_detail) for s in r.status or ()]
+
+
+@run
+async def test_a_new_group_waits_for_the_initial_delay_then_the_assignment_interval():
+    h = Harness(replace(CONFIG, streams_group_initial_rebalance_delay_ms=3000, streams_group_assignment_interval_ms=1000))
+    c = h.coordinator
+    r = await c.streams_group_heartbeat(info(0), join("m1"))
+    assert (r.member_epoch, tasks(r.active_tasks)) == (1, {})
+    assert statuses(r) == [(StatusCode.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance "
+                                                          "delay.")]
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert (g.group_epoch, g.target_assignment_epoch) == (2, 1)
+    await h.advance(3000)
+    r = await c.streams_group_heartbeat(info(0), hb("m1", 1, {}))
+    assert (r.member_epoch, tasks(r.active_tasks), statuses(r)) == (2, {"0": [0, 1, 2, 3]}, [])
+    r = await c.streams_group_heartbeat(info(0), join("m2"))  # within the interval of the last assignment
+    assert (r.member_epoch, tasks(r.active_tasks)) == (2, {})
+    assert statuses(r) == [(StatusCode.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
+                                                          "interval.")]
+    await h.advance(1000)
+    r = await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))
+    assert (r.member_epoch, tasks(r.active_tasks), statuses(r)) == (2, {"0": [0, 1]}, [])  # revoking two
+    await h.assert_replay_matches()
+    await c.close()
+
+
+@run
+async def test_a_static_member_leaves_and_comes_back_without_a_rebalance():
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("a1", "pa", instance_id="ia"))
+    await c.streams_group_heartbeat(info(0), join("b1", instance_id="ib"))
+    await c.streams_group_heartbeat(info(0), hb("a1", 2, {"0": [0, 1, 2, 3]}))
+    await c.streams_group_heartbeat(info(0), hb("a1", 2, {"0": [0, 1]}))
+    await c.streams_group_heartbeat(info(0), hb("b1", 3, {}))
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert g.group_epoch == 3
+
+    left = await c.streams_group_heartbeat(info(0), hb("a1", -2, {"0": [0, 1]}, instance_id="ia"))
+    assert (left.error_code, left.member_epoch) == (ErrorCode.NONE, -2)
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert g.group_epoch == 3 and g.members["a1"].member_epoch == -2 and tasks(
+        [req.TaskIds(subtopology_id=s, partitions=list(p)) for s, p in g.members["a1"].assigned.active]) == {
+            "0": [0, 1]}
+    taken = await c.streams_group_heartbeat(info(0), join("x1", instance_id="ib"))
+    assert (taken.error_code, taken.error_message) == (
+        ErrorCode.UNRELEASED_INSTANCE_ID,
+        "Static member x1 with instance id ib cannot join the group because the instance id is owned by b1 member.")
+
+    back = await c.streams_group_heartbeat(info(0), join("a2", "pa", instance_id="ia"))
+    assert (back.member_epoch, tasks(back.active_tasks)) == (3, {"0": [0, 1]})
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert g.group_epoch == 3 and set(g.members) == {"a2", "b1"} and "a1" not in g.target_assignment
+    assert (await c.streams_group_heartbeat(info(0), hb("a1", 3, {}))).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    await h.assert_replay_matches()
+
+    await c.streams_group_heartbeat(info(0), hb("a2", -2, {"0": [0, 1]}, instance_id="ia"))
+    await h.advance(30_000)
+    await c.streams_group_heartbeat(info(0), hb("b1", 3, None))
+    await h.advance(15_000)  # a2 gone for a session: removed as if it had left
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert set(g.members) == {"b1"} and g.group_epoch == 4
+    await c.close()
+
+
+@run
+async def test_one_members_shutdown_request_reaches_every_member_until_the_group_empties():
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("a1"))
+    await c.streams_group_heartbeat(info(0), join("b1"))
+    detail = ("Streams group member a1 encountered a fatal error and requested a shutdown for the entire "
+              "application.")
+    r = await c.streams_group_heartbeat(info(0), hb("a1", 2, None, shutdown_application=True))
+    assert statuses(r) == [(StatusCode.SHUTDOWN_APPLICATION, detail)]
+    assert statuses(await c.streams_group_heartbeat(info(0), hb("b1", 3, None))) == [
+        (StatusCode.SHUTDOWN_APPLICATION, detail)]
+    await c.streams_group_heartbeat(info(0), hb("a1", -1, None))
+    await c.streams_group_heartbeat(info(0), hb("b1", -1, None))
+    assert statuses(await c.streams_group_heartbeat(info(0), join("c1"))) == []
+    await c.close()
+
+
+@run
+async def test_endpoint_information_follows_the_assignment():
+    h = Harness()
+    c = h.coordinator
+    r = await c.streams_group_heartbeat(info(0), join("a1", user_endpoint=req.Endpoint(host="ha", port=1)))
+    assert r.endpoint_information_epoch == 0  # a new group's
+    assert [(e.user_endpoint.host, [(t.topic, t.partitions) for t in e.active_partitions])
+            for e in r.partitions_by_user_endpoint] == [("ha", [("a", [0, 1, 2, 3])])]
+    r = await c.streams_group_heartbeat(info(0), hb("a1", 2, None, endpoint_information_epoch=0))
+    assert (r.endpoint_information_epoch, r.partitions_by_user_endpoint) == (0, None)  # up to date
+    r = await c.streams_group_heartbeat(info(0), join("b1", user_endpoint=req.Endpoint(host="hb", port=2)))
+    assert r.endpoint_information_epoch == 1
+    assert sorted(e.user_endpoint.host for e in r.partitions_by_user_endpoint) == ["ha", "hb"]
+    await c.close()
+
+
+@run
+async def test_members_without_the_rack_aware_assignment_tags_are_told():
+    h = Harness(replace(CONFIG, streams_group_rack_aware_assignment_tags=("zone",)))
+    c = h.coordinator
+    r = await c.streams_group_heartbeat(info(0), join("a1", client_tags=[req.KeyValue(key="zone", value="z1")]))
+    assert statuses(r) == []
+    r = await c.streams_group_heartbeat(info(0), join("b1"))
+    assert statuses(r) == [(StatusCode.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby "
+                            "assignment: [zone]. Configure them via 'client.tag.<tagKey>' in your Streams config.")]
+    await c.close()
+
+
+@run
+async def test_other_protocols_are_refused_and_only_an_empty_group_is_deleted():
+    from tests.coordinator.group.test_offsets import commit
+
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("a1"))
+    joined = await c.join_group(info(9), join_request(GROUP))
+    assert joined.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    r = await c.consumer_group_heartbeat(info(1), ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id="c" * 22, member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=["a"],
+        topic_partitions=[]))
+    assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a consumer group.")
+    await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 5}, generation=2, member_id="a1"))
+    assert [(x.group_id, x.error_code) for x in await c.delete_groups(info(2), [GROUP])] == [
+        (GROUP, ErrorCode.NON_EMPTY_GROUP)]
+    await c.streams_group_heartbeat(info(0), hb("a1", -1, None))
+    assert [(x.group_id, x.error_code) for x in await c.delete_groups(info(2), [GROUP])] == [(GROUP, ErrorCode.NONE)]
+    assert GROUP not in h.shard(GROUP).streams.groups and GROUP not in h.shard(GROUP).offsets.offsets
+    await h.assert_replay_matches()
+    await c.close()
+
+
+@run
+async def test_an_empty_groups_offsets_expire_and_the_group_goes_with_them():
+    from tests.coordinator.group.test_offsets import commit
+
+    h = Harness(replace(CONFIG, offsets_retention_ms=60_000, offsets_retention_check_interval_ms=10_000))
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("a1"))
+    await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 5}, generation=2, member_id="a1"))
+    for _ in range(7):  # a live member's source topic: kept past the retention
+        await h.advance(10_000)
+        await c.streams_group_heartbeat(info(0), hb("a1", 2, None))
+    assert GROUP in h.shard(GROUP).offsets.offsets
+    await c.streams_group_heartbeat(info(0), hb("a1", -1, None))
+    await h.advance(10_000)
+    assert GROUP not in h.shard(GROUP).offsets.offsets and GROUP not in h.shard(GROUP).streams.groups
+    await c.close()
