@@ -394,6 +394,8 @@ class RemoteLogManager:
             log_.maybe_increment_log_start_offset(min(max(new_start, m.end_offset + 1), log_.high_watermark),
                                                   "remote segment deletion")
         cache, _ = self._lineage(log_)
+        if not cache or cache[0][1] > log_.log_start_offset:
+            return  # the cache does not reach back to the log start (lost early epochs): nothing is unreferenced
         for m in meta.copied():
             if lineage.is_below_earliest_epoch(m, cache):
                 await self._delete(m, f"its leader epochs precede the earliest epoch {cache[0][0]} of the partition's "
