@@ -133,8 +133,10 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
-## test-tiered-slow: tiered storage beyond `make test` (~1 min) on a 3-broker cluster: the leader killed while
-##                   copying (its successor goes on, it rejoins), a tiered partition reassigned to another broker
+## test-tiered-slow: tiered storage beyond `make test` (~1.5 min) on a 3-broker cluster: the leader killed while
+##                   copying (its successor goes on, it rejoins), a tiered partition reassigned to another broker,
+##                   an unclean election (the old leader's diverged copies neither read nor counted, then deleted),
+##                   a replica added with follower.fetch.last.tiered.offset.enable (KIP-1023)
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py -k slow_ $(ARGS)
 

@@ -68,8 +68,11 @@ class RemoteLogManager:
         self.task_interval_ms = task_interval_ms
         self.time_ms = time_ms
         # remote.log.manager.copy.max.bytes.per.second over its windows: a segment's copy waits while the rate of
-        # the segments copied before is above it (Kafka's RLMCopyTask); None: unbounded.
+        # the segments copied before is above it (Kafka's RLMCopyTask); None: unbounded. The wait does not hold
+        # the round up (expiration, followers, other partitions): the partition's copying goes on in a round run
+        # when the quota allows it again (``_next_round_s``: at most a second away, Kafka's quotaTimeout).
         self.copy_quota = copy_quota
+        self._next_round_s: float | None = None
         # remote.log.manager.fetch.max.bytes.per.second (Kafka's RLMQuotaManager: is_quota_exceeded, record);
         # None: unbounded. While exceeded, a fetch of remote data answers with no records (ReplicaManager).
         self.fetch_quota: RLMQuotaManager | None = None
@@ -121,8 +124,11 @@ class RemoteLogManager:
             except Exception:  # noqa: BLE001 - the task must outlive one bad round
                 log.exception("remote log manager round failed")
             self._wake.clear()
+            interval_s = self.task_interval_ms / 1000
+            if self._next_round_s is not None:
+                interval_s, self._next_round_s = min(interval_s, self._next_round_s), None
             try:
-                async with asyncio.timeout(self.task_interval_ms / 1000):
+                async with asyncio.timeout(interval_s):
                     await self._wake.wait()
             except TimeoutError:
                 pass
@@ -255,7 +261,7 @@ class RemoteLogManager:
         highest = self.highest_remote_offset(log_, meta)
         from_offset = highest + 1 if highest >= 0 else log_.log_start_offset
         for segment, next_base in self._candidates(log_, from_offset):
-            if p.log is not log_ or not p.is_leader or not await self._wait_for_copy_quota(p, log_):
+            if p.log is not log_ or not p.is_leader or self._copy_throttled(p):
                 return
             if self.copy_quota is not None:
                 self.copy_quota.record(segment.size)
@@ -296,20 +302,18 @@ class RemoteLogManager:
             log.info("%s-%d: copied segment [%d, %d] to remote storage", p.topic, p.partition, m.start_offset,
                      m.end_offset)
 
-    async def _wait_for_copy_quota(self, p: Any, log_: Any) -> bool:
-        """Wait while the copy quota is exceeded, recording each throttle time, one second at a time (Kafka's
-        quotaTimeout); False when the leadership moved meanwhile."""
+    def _copy_throttled(self, p: Any) -> bool:
+        """Whether the copy quota is exceeded: its throttle time is recorded and the next round comes when it
+        has passed, at most a second away (Kafka's copier checks the quota again every quotaTimeout)."""
         quota = self.copy_quota
         throttle_ms = quota.throttle_time_ms() if quota is not None else 0
-        if throttle_ms > 0 and quota is not None:
-            quota.throttled += 1
-        while throttle_ms > 0 and quota is not None:
-            self.copy_throttle_time.record(throttle_ms)
-            log.debug("%s-%d: remote copy quota exceeded; waiting %d ms", p.topic, p.partition, throttle_ms)
-            await asyncio.sleep(min(throttle_ms, 1000) / 1000)
-            if p.log is not log_ or not p.is_leader:
-                return False
-            throttle_ms = quota.throttle_time_ms()
+        if throttle_ms <= 0 or quota is None:
+            return False
+        quota.throttled += 1
+        self.copy_throttle_time.record(throttle_ms)
+        wait_s = min(throttle_ms, 1000) / 1000
+        self._next_round_s = wait_s if self._next_round_s is None else min(self._next_round_s, wait_s)
+        log.debug("%s-%d: remote copy quota exceeded; copying goes on in %d ms", p.topic, p.partition, throttle_ms)
         return True
 
     async def _delete(self, m: RemoteLogSegmentMetadata, reason: str) -> None:
@@ -390,6 +394,8 @@ class RemoteLogManager:
             log_.maybe_increment_log_start_offset(min(max(new_start, m.end_offset + 1), log_.high_watermark),
                                                   "remote segment deletion")
         cache, _ = self._lineage(log_)
+        if not cache or cache[0][1] > log_.log_start_offset:
+            return  # the cache does not reach back to the log start (lost early epochs): nothing is unreferenced
         for m in meta.copied():
             if lineage.is_below_earliest_epoch(m, cache):
                 await self._delete(m, f"its leader epochs precede the earliest epoch {cache[0][0]} of the partition's "

@@ -67,11 +67,15 @@ def epoch_end(lineage: Epochs, offset: int, log_end_offset: int) -> int:
 def segment_for_offset(segments: Iterable[RemoteLogSegmentMetadata], lineage: Epochs,
                        offset: int) -> RemoteLogSegmentMetadata | None:
     """The readable segment holding ``offset`` within the range of the offset's epoch on the lineage, the one
-    starting last when copies overlap; None when the lineage has no epoch there or no segment holds it."""
+    starting last when copies overlap; None when no segment holds it. Below the lineage's earliest epoch (a cache
+    that lost its early epochs: a log written before they were kept across restarts) any segment holding it."""
     epoch = _epoch_for_offset(lineage, offset)
-    if epoch is None:
-        return None
     best = None
+    if epoch is None:
+        for m in segments:
+            if m.start_offset <= offset <= m.end_offset and (best is None or m.start_offset > best.start_offset):
+                best = m
+        return best
     for m in segments:
         if m.start_offset <= offset and (best is None or m.start_offset > best.start_offset):
             end = _segment_epoch_end(m, epoch)

@@ -623,6 +623,10 @@ def test_slow_a_replica_added_to_a_tiered_partition_starts_after_the_last_tiered
         wait_until(lambda: list_offset(b1, "added", EARLIEST_LOCAL)[1] > 0, what="local deletion on broker 1")
         wait_until(lambda: list_offset(b1, "added", LATEST_TIERED)[1] > list_offset(b1, "added", EARLIEST_LOCAL)[1],
                    what="copied segments still local on broker 1")
+        # Copying settled: every closed segment is copied, the earliest offset pending upload is the active segment's.
+        old_dir = cluster.broker(1).data_dir / "logs" / "added-0"
+        wait_until(lambda: list_offset(b1, "added", EARLIEST_PENDING_UPLOAD, version=11)[1]
+                   == max(int(p.name[:20]) for p in old_dir.glob("*.log")), what="every closed segment copied")
         local_start = list_offset(b1, "added", EARLIEST_LOCAL)[1]
         pending = list_offset(b1, "added", EARLIEST_PENDING_UPLOAD, version=11)[1]
         assert pending > local_start

@@ -68,6 +68,8 @@ def test_a_diverged_copy_is_not_within_the_new_lineage_and_its_records_past_the_
     assert lineage.segment_for_offset([OLD_1, OLD_2, NEW], CACHE, 160) is NEW
     assert lineage.segment_for_offset([OLD_1, OLD_2, NEW], CACHE, 130) is NEW  # the one starting last
     assert lineage.next_segment_after([OLD_1, OLD_2, NEW], CACHE, 99) is OLD_2
+    # A cache without the early epochs (kept across restarts only since this check exists): still readable.
+    assert lineage.segment_for_offset([OLD_1, OLD_2, NEW], [(1, 150)], 50) is OLD_1
 
 
 def test_copying_goes_on_from_the_lineage_s_highest_copied_offset():
