@@ -80,6 +80,9 @@ async def complete_overview(session: KafkaSession, data: dict[str, Any], node_id
             if o["lag"] is None and (o["topic"], o["partition"]) in ends:
                 o["lag"] = max(ends[(o["topic"], o["partition"])] - o["committed"], 0)
         g["lag"] = sum(o["lag"] for o in g["offsets"] if o["lag"] is not None)
+    kinds = {g["group_id"]: g["type"] for g in listed}
+    for g in data["groups"]:  # the type ListGroups answers (classic, consumer, share), which links to the group page
+        g["type"] = kinds.get(g["group_id"], g["type"])
     here = {g["group_id"] for g in data["groups"]}
     others = [g for g in listed if g["group_id"] not in here]
 

@@ -438,7 +438,7 @@ async function showGroup(id, type) {
 function taskList(tasks) { return tasks.flatMap((t) => t.partitions.map((p) => `${t.subtopology}_${p}`)).join(", ") || "–"; }
 function renderStreams(g) {
   $("group-members").innerHTML = g.members.length ? '<tr><th>process</th><th>member</th><th>client id</th><th>host</th><th class="num">epoch</th><th class="num">topology epoch</th>' +
-    '<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th>task lag</th></tr>' + g.members.map((m) => {
+    '<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th title="changelog end offset minus the member offset in it, as members report them">changelog lag</th></tr>' + g.members.map((m) => {
       const target = ["active", "standby", "warmup"].some((k) => taskList(m.target[k]) !== taskList(m.tasks[k]))
         ? `<br><span class="muted">target: ${["active", "standby", "warmup"].map((k) => `${k} ${taskList(m.target[k])}`).join("; ")}</span>` : "";
       const lag = m.task_lag.length ? m.task_lag.map((t) => `${esc(t.subtopology)}_${t.partition}: ${num(t.lag)}`).join("<br>") : '<span class="muted">not reported</span>';

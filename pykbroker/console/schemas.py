@@ -17,9 +17,11 @@ import base64
 import datetime
 import decimal
 import json
+import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -31,6 +33,13 @@ __all__ = ["BrokerRegistry", "RestRegistry", "SchemaSource", "ValueDecoder", "sc
 REGISTRY_TIMEOUT_S = 10.0
 # Reference chains followed at most this deep (a registry answering a cycle is not followed forever).
 MAX_REFERENCE_DEPTH = 16
+# Schema ids looked up per answer (the most frequent first): binary keys or values that only look framed
+# (a leading zero byte) would otherwise name a different "id" each.
+MAX_SCHEMA_IDS = 16
+# How long an id the registry does not know is not asked again, and how often the broker's own registry
+# reads _schemas on for ids it does not know yet.
+NOT_FOUND_TTL_S = 30.0
+REFRESH_INTERVAL_S = 1.0
 
 
 class SchemaSource(Protocol):
@@ -47,10 +56,12 @@ class BrokerRegistry:
 
     def __init__(self, registry: Any) -> None:
         self.registry = registry
+        self._refreshed = 0.0
 
     async def schema(self, schema_id: int) -> RegisteredSchema | None:
         found: RegisteredSchema | None = self.registry.lookup(schema_id)
-        if found is None:
+        if found is None and time.monotonic() - self._refreshed >= REFRESH_INTERVAL_S:
+            self._refreshed = time.monotonic()
             await self.registry.refresh()
             found = self.registry.lookup(schema_id)
         return found
@@ -62,6 +73,7 @@ class RestRegistry:
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         self._cache: dict[int, RegisteredSchema] = {}
+        self._not_found: dict[int, float] = {}  # id -> when the registry said it does not know it
 
     def _get(self, path: str) -> Any:
         """The JSON answer of ``GET path``; None for 404 (not found)."""
@@ -81,8 +93,13 @@ class RestRegistry:
         cached = self._cache.get(schema_id)
         if cached is not None:
             return cached
+        if time.monotonic() - self._not_found.get(schema_id, -NOT_FOUND_TTL_S) < NOT_FOUND_TTL_S:
+            return None
         data = await asyncio.to_thread(self._get, f"/schemas/ids/{schema_id}")
         if data is None:
+            if len(self._not_found) > 10_000:
+                self._not_found.clear()
+            self._not_found[schema_id] = time.monotonic()
             return None
         found = RegisteredSchema(schema_id, data.get("schemaType") or "AVRO", data["schema"],
                                  await self._references(data.get("references") or [], 0))
@@ -150,7 +167,10 @@ class ValueDecoder:
                     continue  # not framed: shown as text, JSON or hex
         schemas: dict[int, RegisteredSchema | None] = {}
         failed: dict[int, str] = {}
-        for schema_id in sorted({i for *_, i in framed}):
+        counts = Counter(i for *_, i in framed)
+        for schema_id, _ in counts.most_common()[MAX_SCHEMA_IDS:]:
+            failed[schema_id] = f"not looked up: more than {MAX_SCHEMA_IDS} schema ids among these records"
+        for schema_id, _ in counts.most_common(MAX_SCHEMA_IDS):
             try:
                 schemas[schema_id] = await self.source.schema(schema_id)
             except RegistryUnavailable as exc:

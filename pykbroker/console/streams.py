@@ -4,7 +4,8 @@ coordinator answers to StreamsGroupDescribe v0, as the logged-in principal.
 Each member with its process id, client, epochs and tasks (active, standby, warm-up; assigned and target);
 the topology (subtopologies with their source, sink, changelog and repartition topics) and its status: ready,
 or why not (no topology yet, internal topics Metadata does not list, members still on an older topology
-epoch); task lag where members report task offsets. The committed offsets with lag are the group's
+epoch); each task's changelog lag where members report task offsets (their standby and warm-up tasks
+catching up). The committed offsets with lag are the group's
 OffsetFetch answer, as for any group (``admin.describe_group``).
 """
 
@@ -28,8 +29,8 @@ def _assignment(a: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 def _task_lag(m: Any) -> list[dict[str, Any]]:
-    """(subtopology, partition) -> the member's offset, the end offset and their difference, where it reports
-    both (Kafka Streams sends them in its heartbeats)."""
+    """(subtopology, partition) -> the member's offset in the task's changelog, its end offset and their
+    difference, where it reports both (Kafka Streams sends them in its heartbeats)."""
     ends = {(t.subtopology_id, t.partition): t.offset for t in m.task_end_offsets or []}
     out = []
     for t in sorted(m.task_offsets or [], key=lambda t: (t.subtopology_id, t.partition)):

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -28,8 +29,11 @@ pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONSOLE_SLOW") != "1",
 def call(url: str, path: str, body: object = None) -> object:
     request = urllib.request.Request(url + path, data=None if body is None else json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"}, method="GET" if body is None else "POST")
-    with urllib.request.urlopen(request, timeout=30) as r:
-        return json.loads(r.read())
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        raise AssertionError(f"{path}: {exc.code} {exc.read().decode()}") from None
 
 
 def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import time
 import urllib.request
 
@@ -105,6 +106,16 @@ def test_values_decoded_with_the_brokers_own_registry(tmp_path):
             time.sleep(0.1)
         [match] = p["matches"]
         assert match["decoded"]["value"]["name"] == "grace" and match["decoded"]["schema_type"] == "PROTOBUF"
+        # 40 binary keys that only look framed (a zero byte first) name 40 "ids": only the 16 most frequent are
+        # looked up, so a page of them costs the registry little
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(40):
+            producer.produce("binary-keys", b"v", key=b"\x00" + struct.pack(">I", 1000 + i), partition=0)
+        assert producer.flush(30) == 0
+        d = json.loads(urllib.request.urlopen(url + "api/messages?topic=binary-keys&limit=100").read())
+        errors = [r["key_decode_error"] for r in d["records"]]
+        assert sum(e.startswith("not looked up: more than 16 schema ids") for e in errors) == 24, errors
+        assert sum(e.endswith("is not registered") for e in errors) == 16, errors
 
 
 @pytest.mark.skipif(os.environ.get("PYKBROKER_CONSOLE_SLOW") != "1",
