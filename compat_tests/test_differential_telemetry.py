@@ -39,7 +39,7 @@ Observations = dict[str, object]
 def _get(c: RawClient, instance: uuid.UUID) -> tuple:
     r = c.request(GetTelemetrySubscriptionsRequest(client_instance_id=instance), 0)
     return (r.error_code, r.client_instance_id == instance, r.subscription_id, r.accepted_compression_types,
-            r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics)
+            r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics, r.throttle_time_ms)
 
 
 def _get_after_reconnect(bootstrap: str, instance: uuid.UUID) -> int:
@@ -98,9 +98,9 @@ def telemetry(c: RawClient) -> Observations:
     out: Observations = {}
     first = _get(c, FIXED[0])
     out["get without subscriptions"] = first
-    out["get again at once"] = _get(c, FIXED[0])[0]
+    out["get again at once"] = _get(c, FIXED[0])
     out["push with another subscription id"] = _push(c, FIXED[0], first[2] + 1)
-    out["get after an unknown subscription id"] = _get(c, FIXED[0])[0]
+    out["get after an unknown subscription id"] = _get(c, FIXED[0])
     out["push"] = _push(c, FIXED[0], first[2], b"not otlp at all")
     out["push again at once"] = _push(c, FIXED[0], first[2])
     out["push with unknown compression"] = _push(c, FIXED[1], _get(c, FIXED[1])[2], compression=9)
