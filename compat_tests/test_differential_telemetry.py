@@ -6,18 +6,29 @@ same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (id
 lists in Kafka's order, intervals, matching), the throttling and error sequence of gets and pushes, and the
 subscriptions through IncrementalAlterConfigs, AlterConfigs, DescribeConfigs and ListConfigResources, with
 Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+
+With a receiver (PYKBROKER_TELEMETRY_SLOW=1, make test-telemetry-slow: a Kafka of its own): ApiVersions v0-v5 of
+a Kafka 4.4 whose metric.reporters has a telemetry plugin (compat_tests/jvm/telemetry) and of a pykbroker with
+metrics.client.telemetry.enable, byte for byte as the kafka44 module compares them, and a real OTLP push
+accepted by both.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from compat_tests.conftest import assert_same_observations, observe_both
-from pykbroker.testing import RawClient
-from wire import ErrorCode
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from compat_tests.test_differential_kafka44 import api_versions_bytes
+from pykbroker.testing import BrokerProcess, RawClient, free_port
+from wire import ErrorCode, compress
 from wire.messages import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
@@ -165,3 +176,48 @@ def test_telemetry_answers_as_kafka_44(request):
     expected, got = observe_both(request, "single", telemetry, "kafka44_judge", "telemetry_broker")
     assert expected["get without subscriptions"][0] == ErrorCode.NONE  # the judge really served it
     assert_same_observations("single", "telemetry", expected, got)
+
+
+PLUGIN = Path(__file__).resolve().parent / "jvm" / "telemetry" / "NoopTelemetryExporter.java"
+slow = pytest.mark.skipif(os.environ.get("PYKBROKER_TELEMETRY_SLOW") != "1",
+                          reason="a Kafka of its own: make test-telemetry-slow (PYKBROKER_TELEMETRY_SLOW=1)")
+
+
+@pytest.fixture(scope="module")
+def kafka_with_receiver(tmp_path_factory):
+    """Kafka 4.4 with a client telemetry plugin in metric.reporters."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is not installed: the telemetry plugin cannot be compiled")
+    jars = jars_dir()
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
+    classes = tmp_path_factory.mktemp("telemetry-plugin")
+    subprocess.run(["javac", "-cp", f"{jars}/*", "-d", str(classes), str(PLUGIN)], check=True, timeout=120)
+    with KafkaBroker(jars, overrides={"metric.reporters": "NoopTelemetryExporter"}, classpath=(classes,)) as kafka:
+        yield kafka
+
+
+@pytest.fixture(scope="module")
+def pykbroker_with_receiver(tmp_path_factory):
+    with BrokerProcess(tmp_path_factory.mktemp("telemetry-receiver"), overrides={
+            "metrics.port": str(free_port()), "metrics.client.telemetry.enable": "true"}) as b:
+        b.start()
+        yield b
+
+
+def with_receiver(c: RawClient) -> Observations:
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
+    out = api_versions_bytes(c)
+    data = metrics_pb2.MetricsData()
+    data.resource_metrics.add().scope_metrics.add().metrics.add(name="org.apache.kafka.x").gauge.data_points.add(
+        as_double=1.0)
+    sub = _get(c, FIXED[0])
+    out["push of a real payload"] = _push(c, FIXED[0], sub[2], compress(4, data.SerializeToString()), compression=4)
+    return out
+
+
+@slow
+def test_with_a_receiver_api_versions_and_pushes_are_kafka_44s(request):
+    expected, got = observe_both(request, "single", with_receiver, "kafka_with_receiver", "pykbroker_with_receiver")
+    assert "4800" in expected["v3"] and "4800" in got["v3"]  # key 72 (0x48), v0-0: both advertise telemetry
+    # judged as the kafka44 module's ApiVersions scenario (its allow-list: the features' order)
+    assert_same_observations("single", "api_versions_bytes", expected, got)
