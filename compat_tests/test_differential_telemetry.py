@@ -91,6 +91,17 @@ def _describe(c: RawClient, name: str) -> tuple:
          [(s.name, s.value, s.source) for s in e.synonyms]) for e in result.configs])
 
 
+def _applied(c: RawClient, name: str, expected: dict[str, str]) -> None:
+    """Wait until this broker describes ``name`` with ``expected`` as its own configs: Kafka answers an alter once
+    its controller committed it, and its broker's metadata (and client metrics manager) follow a moment later."""
+    deadline = time.monotonic() + 15
+    while True:
+        own = {e[0]: e[1] for e in _describe(c, name)[2] if e[3] == 7}  # 7: CLIENT_METRICS_CONFIG
+        if own == expected or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def _listed(c: RawClient) -> tuple:
     """v0 and v1's lists, once they agree: Kafka answers v0 from its ClientMetricsManager, which applies a change
     a moment after the metadata image v1 reads."""
@@ -128,6 +139,9 @@ def telemetry(c: RawClient) -> Observations:
                            ("interval.ms", SET, "1000"), ("match", SET, "client_id=telemetry-.*"))
     out["create another"] = _alter(c, "diff-all", ("metrics", SET, "*"), ("interval.ms", SET, "2000"),
                                    ("match", SET, "client_id=telemetry-all"))
+    _applied(c, "diff-sub", {"metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.", "interval.ms": "1000",
+                             "match": "client_id=telemetry-.*"})
+    _applied(c, "diff-all", {"metrics": "*", "interval.ms": "2000", "match": "client_id=telemetry-all"})
     out["append"] = _alter(c, "diff-sub", ("metrics", APPEND, "org.apache.kafka.client.,org.apache.kafka.producer."))
     out["subtract"] = _alter(c, "diff-sub", ("metrics", SUBTRACT, "org.apache.kafka.consumer."))
     for name, op in (("interval too small", ("interval.ms", SET, "50")),
@@ -155,6 +169,7 @@ def telemetry(c: RawClient) -> Observations:
         resource_type=CLIENT_METRICS, resource_name="diff-all",
         configs=[legacy.AlterableConfig(name="interval.ms", value="3000")])]), 2)
     out["legacy alter"] = (r.responses[0].error_code, r.responses[0].error_message)
+    _applied(c, "diff-all", {"interval.ms": "3000"})
     out["described after legacy alter"] = _describe(c, "diff-all")
     out["delete all of one"] = _alter(c, "diff-sub", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
                                       ("match", DELETE, None))
