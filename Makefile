@@ -179,10 +179,12 @@ test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slo
 clean:
 	rm -rf data build *.egg-info .pytest_cache
 
-## test-telemetry-slow: client telemetry (KIP-714) from Java 4.4 clients (~20 s): kafka-client-metrics.sh makes a
-##                      subscription, a Java producer and consumer push, the Prometheus scrape shows their metrics
+## test-telemetry-slow: client telemetry (KIP-714) beyond `make test` (~1 min): kafka-client-metrics.sh makes a
+##                      subscription, a Java 4.4 producer and consumer push, the Prometheus scrape shows their metrics;
+##                      ApiVersions with a receiver judged by a Kafka 4.4 with a telemetry plugin
 test-telemetry-slow: deps
-	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py $(ARGS)
+	PYKBROKER_TELEMETRY_SLOW=1 $(PY) -m pytest compat_tests/test_client_telemetry.py \
+		compat_tests/test_differential_telemetry.py $(ARGS)
 
 ## test-franz-slow: franz-go on a 3-broker cluster with the classic protocol too (~20 s; KIP-848's is in make test)
 test-franz-slow: deps

@@ -20,6 +20,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -29,6 +30,7 @@ from compat_tests.jvm.kafka_broker import jars_dir
 from pykbroker.testing import BrokerProcess, RawClient, free_port
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
+T = TypeVar("T")
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 slow = pytest.mark.skipif(os.environ.get("PYKBROKER_TELEMETRY_SLOW") != "1",
                           reason="Java clients: make test-telemetry-slow (PYKBROKER_TELEMETRY_SLOW=1)")
@@ -50,8 +52,9 @@ def pushed(port: int, prefix: str, client_id: str) -> Samples:
             and (found := [(labels, v) for labels, v in samples if labels.get("client_id") == client_id])}
 
 
-def wait_for(predicate: Callable[[], Samples], what: str, timeout: float = 60.0,
-             alive: Callable[[], None] = lambda: None) -> Samples:
+def wait_for(predicate: Callable[[], T], what: str, timeout: float = 60.0,
+             alive: Callable[[], None] = lambda: None) -> T:
+    """``predicate()`` once it is truthy (``alive`` checks the clients meanwhile)."""
     deadline = time.monotonic() + timeout
     while True:
         got = predicate()
@@ -166,8 +169,14 @@ def test_java_clients_push_their_metrics(telemetry_broker, jars, tmp_path):
         assert labels["client_software_version"] == "4.4.0", labels
         assert {"org_apache_kafka_producer_request_latency_avg", "org_apache_kafka_producer_record_queue_time_max",
                 "org_apache_kafka_producer_topic_byte_total"} <= set(got), sorted(got)
-        assert wait_for(lambda: pushed(port, "org_apache_kafka_consumer_", "java-consumer"),
-                        "the Java consumer's metrics on the scrape", alive=alive)
+        consumer = wait_for(lambda: pushed(port, "org_apache_kafka_consumer_", "java-consumer"),
+                            "the Java consumer's metrics on the scrape", alive=alive)
+        # client-side lag and latency, per partition, without touching the application
+        assert {"org_apache_kafka_consumer_fetch_manager_records_lag_max",
+                "org_apache_kafka_consumer_fetch_manager_fetch_latency_avg"} <= set(consumer), sorted(consumer)
+        lag = wait_for(lambda: pushed(port, "org_apache_kafka_consumer_fetch_manager_records_lag", "java-consumer")
+                       .get("org_apache_kafka_consumer_fetch_manager_records_lag", []), "per-partition lag")
+        assert {labels.get("topic") for labels, _ in lag} == {topic}, lag
         out = run_tool(jars, tool, "--bootstrap-server", broker.bootstrap, "--delete", "--name", "java-clients")
         assert "Deleted client metrics config for java-clients." in out, out
         assert "java-clients" not in run_tool(jars, tool, "--bootstrap-server", broker.bootstrap, "--list")

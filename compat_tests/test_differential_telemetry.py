@@ -6,18 +6,29 @@ same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (id
 lists in Kafka's order, intervals, matching), the throttling and error sequence of gets and pushes, and the
 subscriptions through IncrementalAlterConfigs, AlterConfigs, DescribeConfigs and ListConfigResources, with
 Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+
+With a receiver (PYKBROKER_TELEMETRY_SLOW=1, make test-telemetry-slow: a Kafka of its own): ApiVersions v0-v5 of
+a Kafka 4.4 whose metric.reporters has a telemetry plugin (compat_tests/jvm/telemetry) and of a pykbroker with
+metrics.client.telemetry.enable, byte for byte as the kafka44 module compares them, and a real OTLP push
+accepted by both.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from compat_tests.conftest import assert_same_observations, observe_both
-from pykbroker.testing import RawClient
-from wire import ErrorCode
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from compat_tests.test_differential_kafka44 import api_versions_bytes
+from pykbroker.testing import BrokerProcess, RawClient, free_port
+from wire import ErrorCode, compress
 from wire.messages import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
@@ -39,7 +50,7 @@ Observations = dict[str, object]
 def _get(c: RawClient, instance: uuid.UUID) -> tuple:
     r = c.request(GetTelemetrySubscriptionsRequest(client_instance_id=instance), 0)
     return (r.error_code, r.client_instance_id == instance, r.subscription_id, r.accepted_compression_types,
-            r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics)
+            r.push_interval_ms, r.telemetry_max_bytes, r.delta_temporality, r.requested_metrics, r.throttle_time_ms)
 
 
 def _get_after_reconnect(bootstrap: str, instance: uuid.UUID) -> int:
@@ -80,6 +91,17 @@ def _describe(c: RawClient, name: str) -> tuple:
          [(s.name, s.value, s.source) for s in e.synonyms]) for e in result.configs])
 
 
+def _applied(c: RawClient, name: str, expected: dict[str, str]) -> None:
+    """Wait until this broker describes ``name`` with ``expected`` as its own configs: Kafka answers an alter once
+    its controller committed it, and its broker's metadata (and client metrics manager) follow a moment later."""
+    deadline = time.monotonic() + 15
+    while True:
+        own = {e[0]: e[1] for e in _describe(c, name)[2] if e[3] == 7}  # 7: CLIENT_METRICS_CONFIG
+        if own == expected or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def _listed(c: RawClient) -> tuple:
     """v0 and v1's lists, once they agree: Kafka answers v0 from its ClientMetricsManager, which applies a change
     a moment after the metadata image v1 reads."""
@@ -98,9 +120,9 @@ def telemetry(c: RawClient) -> Observations:
     out: Observations = {}
     first = _get(c, FIXED[0])
     out["get without subscriptions"] = first
-    out["get again at once"] = _get(c, FIXED[0])[0]
+    out["get again at once"] = _get(c, FIXED[0])
     out["push with another subscription id"] = _push(c, FIXED[0], first[2] + 1)
-    out["get after an unknown subscription id"] = _get(c, FIXED[0])[0]
+    out["get after an unknown subscription id"] = _get(c, FIXED[0])
     out["push"] = _push(c, FIXED[0], first[2], b"not otlp at all")
     out["push again at once"] = _push(c, FIXED[0], first[2])
     out["push with unknown compression"] = _push(c, FIXED[1], _get(c, FIXED[1])[2], compression=9)
@@ -117,6 +139,9 @@ def telemetry(c: RawClient) -> Observations:
                            ("interval.ms", SET, "1000"), ("match", SET, "client_id=telemetry-.*"))
     out["create another"] = _alter(c, "diff-all", ("metrics", SET, "*"), ("interval.ms", SET, "2000"),
                                    ("match", SET, "client_id=telemetry-all"))
+    _applied(c, "diff-sub", {"metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.", "interval.ms": "1000",
+                             "match": "client_id=telemetry-.*"})
+    _applied(c, "diff-all", {"metrics": "*", "interval.ms": "2000", "match": "client_id=telemetry-all"})
     out["append"] = _alter(c, "diff-sub", ("metrics", APPEND, "org.apache.kafka.client.,org.apache.kafka.producer."))
     out["subtract"] = _alter(c, "diff-sub", ("metrics", SUBTRACT, "org.apache.kafka.consumer."))
     for name, op in (("interval too small", ("interval.ms", SET, "50")),
@@ -144,6 +169,7 @@ def telemetry(c: RawClient) -> Observations:
         resource_type=CLIENT_METRICS, resource_name="diff-all",
         configs=[legacy.AlterableConfig(name="interval.ms", value="3000")])]), 2)
     out["legacy alter"] = (r.responses[0].error_code, r.responses[0].error_message)
+    _applied(c, "diff-all", {"interval.ms": "3000"})
     out["described after legacy alter"] = _describe(c, "diff-all")
     out["delete all of one"] = _alter(c, "diff-sub", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
                                       ("match", DELETE, None))
@@ -165,3 +191,48 @@ def test_telemetry_answers_as_kafka_44(request):
     expected, got = observe_both(request, "single", telemetry, "kafka44_judge", "telemetry_broker")
     assert expected["get without subscriptions"][0] == ErrorCode.NONE  # the judge really served it
     assert_same_observations("single", "telemetry", expected, got)
+
+
+PLUGIN = Path(__file__).resolve().parent / "jvm" / "telemetry" / "NoopTelemetryExporter.java"
+slow = pytest.mark.skipif(os.environ.get("PYKBROKER_TELEMETRY_SLOW") != "1",
+                          reason="a Kafka of its own: make test-telemetry-slow (PYKBROKER_TELEMETRY_SLOW=1)")
+
+
+@pytest.fixture(scope="module")
+def kafka_with_receiver(tmp_path_factory):
+    """Kafka 4.4 with a client telemetry plugin in metric.reporters."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is not installed: the telemetry plugin cannot be compiled")
+    jars = jars_dir()
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
+    classes = tmp_path_factory.mktemp("telemetry-plugin")
+    subprocess.run(["javac", "-cp", f"{jars}/*", "-d", str(classes), str(PLUGIN)], check=True, timeout=120)
+    with KafkaBroker(jars, overrides={"metric.reporters": "NoopTelemetryExporter"}, classpath=(classes,)) as kafka:
+        yield kafka
+
+
+@pytest.fixture(scope="module")
+def pykbroker_with_receiver(tmp_path_factory):
+    with BrokerProcess(tmp_path_factory.mktemp("telemetry-receiver"), overrides={
+            "metrics.port": str(free_port()), "metrics.client.telemetry.enable": "true"}) as b:
+        b.start()
+        yield b
+
+
+def with_receiver(c: RawClient) -> Observations:
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
+    out = api_versions_bytes(c)
+    data = metrics_pb2.MetricsData()
+    data.resource_metrics.add().scope_metrics.add().metrics.add(name="org.apache.kafka.x").gauge.data_points.add(
+        as_double=1.0)
+    sub = _get(c, FIXED[0])
+    out["push of a real payload"] = _push(c, FIXED[0], sub[2], compress(4, data.SerializeToString()), compression=4)
+    return out
+
+
+@slow
+def test_with_a_receiver_api_versions_and_pushes_are_kafka_44s(request):
+    expected, got = observe_both(request, "single", with_receiver, "kafka_with_receiver", "pykbroker_with_receiver")
+    assert "4800" in expected["v3"] and "4800" in got["v3"]  # key 72 (0x48), v0-0: both advertise telemetry
+    # judged as the kafka44 module's ApiVersions scenario (its allow-list: the features' order)
+    assert_same_observations("single", "api_versions_bytes", expected, got)

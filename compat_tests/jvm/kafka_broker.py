@@ -10,6 +10,7 @@ needs are set, everything else is Kafka's default. Used by the differential test
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -43,11 +44,13 @@ class KafkaBroker:
     def __init__(self, jars: Path, root: Path | None = None, heap: str = "-Xmx512m",
                  overrides: dict[str, str] | None = None, quick_start: bool = True, *, node_id: int = 1,
                  controller_port: int | None = None, voters: str | None = None,
-                 loggers: dict[str, str] | None = None, jvm_args: list[str] | None = None) -> None:
+                 loggers: dict[str, str] | None = None, jvm_args: list[str] | None = None,
+                 classpath: tuple[Path, ...] = ()) -> None:
         """``quick_start`` trades peak speed for start-up (client JIT only): right for tests, wrong for bench.
         ``voters`` (``id@host:port,...``) makes this node one of a cluster's (see ``KafkaCluster``).
         ``loggers``: log4j logger name -> level, for loggers a test reads (the rest log at WARN).
-        ``jvm_args``: more JVM options for the broker process only (not the storage tool), e.g. remote JMX."""
+        ``jvm_args``: more JVM options for the broker process only (not the storage tool), e.g. remote JMX.
+        ``classpath``: more class directories or jars (plugins named in ``overrides``)."""
         self.jars = jars
         self.node_id = node_id
         self.controller_port = controller_port or free_port()
@@ -59,6 +62,7 @@ class KafkaBroker:
         self.overrides = dict(overrides or {})
         self.loggers = dict(loggers or {})
         self.jvm_args = list(jvm_args or [])
+        self.classpath = tuple(classpath)
         self.proc: subprocess.Popen | None = None
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -69,7 +73,7 @@ class KafkaBroker:
 
     def _java(self) -> list[str]:
         quick = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if self.quick_start else []
-        return ["java", self.heap, *quick, "-cp", f"{self.jars}/*"]
+        return ["java", self.heap, *quick, "-cp", os.pathsep.join([f"{self.jars}/*", *map(str, self.classpath)])]
 
     def _write_config(self) -> Path:
         controller_port = self.controller_port
