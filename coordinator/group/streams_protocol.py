@@ -20,12 +20,14 @@ runtime replays them after the append):
 - interactive-query endpoints: the group's endpoint epoch moves when a member with an endpoint gets other tasks
   or an endpoint changes; a member whose epoch differs gets every member's partitions by endpoint;
 - one member's shutdown request is answered to every member (SHUTDOWN_APPLICATION) until the group empties;
-- members lacking a client tag of ``streams.rack.aware.assignment.tags`` are told (MISSING_CLIENT_TAGS).
+- members lacking a client tag of ``streams.rack.aware.assignment.tags`` are told (MISSING_CLIENT_TAGS);
+- the changelog offsets members report by task are kept (in memory, as Kafka's), described, and rank the
+  candidates for a standby copy (the member with the most of a task's state first).
 
 A member that does not heartbeat within the session timeout is removed as if it had left (a static member too,
 once it left with -2 and did not come back). Settings are the group's ``streams.*`` configs over the broker's.
 
-Not built yet: rebalance timeouts, warm-up tasks, task offsets and lags.
+Not built yet: rebalance timeouts. Kafka 4.4's sticky assignor gives no warm-up tasks, nor does this one.
 """
 
 from __future__ import annotations
@@ -122,6 +124,17 @@ def session_timeout_key(group_id: str, member_id: str) -> str:
 
 def initial_rebalance_key(group_id: str) -> str:
     return f"streams-initial-rebalance-{group_id}"
+
+
+def _task_offsets(reported) -> dict[tuple[str, int], int]:
+    """A heartbeat's TaskOffsets by task; a task twice is INVALID_REQUEST, as Kafka's MemberTaskOffsets."""
+    out: dict[tuple[str, int], int] = {}
+    for t in reported:
+        if (t.subtopology_id, t.partition) in out:
+            raise _invalid(f"Task offsets contain a duplicate entry for subtopology {t.subtopology_id} and partition "
+                           f"{t.partition}.")
+        out[(t.subtopology_id, t.partition)] = t.offset
+    return out
 
 
 def _status(code: int, detail: str) -> _resp.Status:
@@ -276,6 +289,11 @@ class StreamsProtocol:
             self.timer.schedule_if_absent(initial_rebalance_key(g), cfg.initial_rebalance_delay_ms,
                                           lambda: CoordinatorResult([]))
 
+        if r.task_offsets is not None or r.task_end_offsets is not None:  # Kafka's MemberTaskOffsets.update
+            offsets, ends = group.task_offsets.get(mid, ({}, {}))
+            group.task_offsets[mid] = (offsets if r.task_offsets is None else _task_offsets(r.task_offsets),
+                                       ends if r.task_end_offsets is None else _task_offsets(r.task_end_offsets))
+
         # target assignment
         target_epoch = group.target_assignment_epoch
         member_target = target.get(mid, srec.EMPTY_TASKS)
@@ -287,7 +305,7 @@ class StreamsProtocol:
             elif cfg.assignment_interval_ms > 0 and now < group.last_assignment_ms + cfg.assignment_interval_ms:
                 statuses.append(_status(StatusCode.ASSIGNMENT_DELAYED, INTERVAL_DETAIL))
             else:
-                new_target = self._assign(topology, configured, members_meta, target, cfg)
+                new_target = self._assign(topology, configured, members_meta, target, cfg, group.task_offsets)
                 for m, t in new_target.items():
                     if target.get(m) != t:
                         records.append(srec.target_assignment_record(g, m, t))
@@ -336,12 +354,13 @@ class StreamsProtocol:
 
     def _assign(self, topology: StreamsGroupTopologyValue, configured: ConfiguredTopology,
                 members: dict[str, StreamsGroupMemberMetadataValue], previous: dict[str, srec.TasksTuple],
-                cfg: StreamsGroupConfig) -> dict[str, srec.TasksTuple]:
+                cfg: StreamsGroupConfig, task_offsets) -> dict[str, srec.TasksTuple]:
         tasks = configured.tasks if configured.status is None else {}
         return assign({m: x.process_id for m, x in members.items()}, tasks, previous, cfg.num_standby_replicas,
                       stateful={s.subtopology_id for s in topology.subtopologies if s.state_changelog_topics},
                       client_tags={m: {t.key: t.value for t in x.client_tags} for m, x in members.items()},
-                      tag_keys=cfg.rack_aware_assignment_tags)
+                      tag_keys=cfg.rack_aware_assignment_tags,
+                      reported_offsets={m: task_offsets[m][0] for m in members if m in task_offsets})
 
     def _endpoints(self, group: StreamsGroup, members: dict[str, StreamsGroupMember], updated: StreamsGroupMember,
                    base: StreamsGroupMember | None, topology: StreamsGroupTopologyValue, tasks_changed: bool,
