@@ -25,9 +25,9 @@ runtime replays them after the append):
   candidates for a standby copy (the member with the most of a task's state first).
 
 A member that does not heartbeat within the session timeout is removed as if it had left (a static member too,
-once it left with -2 and did not come back). Settings are the group's ``streams.*`` configs over the broker's.
-
-Not built yet: rebalance timeouts. Kafka 4.4's sticky assignor gives no warm-up tasks, nor does this one.
+once it left with -2 and did not come back), and so is one that has not given up the tasks it must revoke
+within its rebalance timeout. Settings are the group's ``streams.*`` configs over the broker's. Kafka 4.4's
+sticky assignor gives no warm-up tasks, nor does this one.
 """
 
 from __future__ import annotations
@@ -122,6 +122,10 @@ def session_timeout_key(group_id: str, member_id: str) -> str:
     return f"streams-session-timeout-{group_id}-{member_id}"
 
 
+def rebalance_timeout_key(group_id: str, member_id: str) -> str:
+    return f"streams-rebalance-timeout-{group_id}-{member_id}"
+
+
 def initial_rebalance_key(group_id: str) -> str:
     return f"streams-initial-rebalance-{group_id}"
 
@@ -165,11 +169,31 @@ class StreamsProtocol:
         log.info("streams group %s: member %s fenced, its session expired", group_id, member_id)
         return CoordinatorResult(self._remove_member(group, member_id))
 
+    def _schedule_rebalance_timeout(self, group_id: str, member: StreamsGroupMember) -> None:
+        """A member giving tasks up must have done so within its rebalance timeout, or it is fenced."""
+        timeout = member.metadata.rebalance_timeout_ms if member.metadata is not None else -1
+        epoch = member.member_epoch
+        self.timer.schedule(rebalance_timeout_key(group_id, member.member_id), max(timeout, 0),
+                            lambda: self._rebalance_timeout(group_id, member.member_id, epoch, timeout))
+
+    def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int, timeout: int) -> CoordinatorResult:
+        group = self.groups.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None or member.member_epoch != epoch:
+            return CoordinatorResult([])
+        log.info("streams group %s: member %s fenced, it did not give its tasks up within %d ms", group_id,
+                 member_id, timeout)
+        self.timer.cancel(session_timeout_key(group_id, member_id))
+        return CoordinatorResult(self._remove_member(group, member_id))
+
     def on_loaded(self) -> None:
-        """Start the session timers of loaded members (Kafka's onLoaded)."""
+        """Start the session timers of loaded members, and the rebalance timers of those giving tasks up
+        (Kafka's onLoaded)."""
         for group in self.groups.groups.values():
-            for member_id in group.members:
+            for member_id, member in group.members.items():
                 self._schedule_session_timeout(group.group_id, member_id)
+                if member.state == MemberState.UNREVOKED_TASKS:
+                    self._schedule_rebalance_timeout(group.group_id, member)
 
     # -- validation ------------------------------------------------------------------------------------
     @staticmethod
@@ -320,6 +344,10 @@ class StreamsProtocol:
             records.append(srec.current_assignment_record(
                 g, mid, updated.member_epoch, updated.previous_member_epoch, updated.state,
                 updated.assigned, updated.pending_revocation, updated.active_epochs))
+            if updated.state == MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance_timeout(g, updated)
+            else:
+                self.timer.cancel(rebalance_timeout_key(g, mid))
 
         self._schedule_session_timeout(g, mid)
         if r.shutdown_application and group.shutdown_request_member_id is None:
@@ -468,6 +496,7 @@ class StreamsProtocol:
                 r.group_id, r.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.previous_member_epoch, member.state,
                 member.assigned, member.pending_revocation, {t: 0 for t in member.active_epochs})], response)
         self.timer.cancel(session_timeout_key(r.group_id, r.member_id))
+        self.timer.cancel(rebalance_timeout_key(r.group_id, r.member_id))
         return CoordinatorResult(self._remove_member(group, r.member_id), response)
 
     def _remove_member(self, group: StreamsGroup, mid: str) -> list[rec.CoordinatorRecord]:

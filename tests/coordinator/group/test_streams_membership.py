@@ -193,3 +193,23 @@ async def test_reported_task_offsets_are_described_and_rank_standby_candidates()
     twice = await c.streams_group_heartbeat(info(0), hb("c1", r.member_epoch, None, task_offsets=offsets * 2))
     assert twice.error_code == ErrorCode.INVALID_REQUEST
     await c.close()
+
+
+@run
+async def test_a_member_that_does_not_give_its_tasks_up_within_its_rebalance_timeout_is_fenced():
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("m1"))  # rebalance timeout 30 s
+    await c.streams_group_heartbeat(info(0), join("m2"))
+    r = await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))
+    assert tasks(r.active_tasks) == {"0": [0, 1]}  # two tasks to give up
+    await h.advance(20_000)
+    await c.streams_group_heartbeat(info(0), hb("m2", 3, {}))
+    await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))  # alive, still holding them
+    await h.advance(11_000)
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert set(g.members) == {"m2"} and g.group_epoch == 4
+    r = await c.streams_group_heartbeat(info(0), hb("m2", 3, {}))
+    assert (r.member_epoch, tasks(r.active_tasks)) == (4, {"0": [0, 1, 2, 3]})
+    await h.assert_replay_matches()
+    await c.close()
