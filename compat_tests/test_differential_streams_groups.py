@@ -7,6 +7,7 @@
 - shutdown-application fan-out: one member's request reaches every member as SHUTDOWN_APPLICATION;
 - endpoint information for interactive queries: partitions by user endpoint when a member's epoch is behind;
 - rack-aware assignment tags: MISSING_CLIENT_TAGS for a member without them;
+- standby tasks for stateful tasks only, on another process; task offsets members report, as described;
 - the group's lifecycle through the other group APIs: ListGroups and DescribeGroups, JoinGroup and
   ConsumerGroupHeartbeat on its id, offset commits fenced by member epoch, DeleteGroups of a live and an
   empty group.
@@ -316,6 +317,25 @@ def standby_tasks(c: RawClient) -> Observations:
     return out
 
 
+def task_offsets(c: RawClient) -> Observations:
+    """Members report their changelog offsets by task: the group shows them (Kafka keeps them in memory)."""
+    g, t = "sg-offsets", "sg-offsets-in"
+    _setup(c, g, t, extra={"streams.num.standby.replicas": "1"})
+    a, b = Member(c, g, "a1"), Member(c, g, "b1")
+    a.join_stateful(t, "pa")
+    b.join_stateful(t, "pb")
+    _settle([a, b])
+    reported = [req.TaskOffset(subtopology_id="0", partition=p, offset=10 * (p + 1)) for p in (0, 1)]
+    out: Observations = {"report": _seen(a.beat(task_offsets=reported, task_end_offsets=reported[:1]))}
+    out["duplicate"] = _seen(c.request(_hb(g, "b1", b.epoch, list(b.active), task_offsets=reported + reported[:1]),
+                                       1))[:2]
+    [d] = c.request(StreamsGroupDescribeRequest(group_ids=[g]), 1).groups
+    out["described"] = sorted((m.process_id, sorted((x.subtopology_id, x.partition, x.offset) for x in m.task_offsets),
+                               sorted((x.subtopology_id, x.partition, x.offset) for x in m.task_end_offsets))
+                              for m in d.members)
+    return out
+
+
 def lifecycle(c: RawClient) -> Observations:
     g, t = "sg-life", "sg-life-in"
     _setup(c, g, t)
@@ -368,7 +388,7 @@ def lifecycle(c: RawClient) -> Observations:
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "initial_delay": initial_delay, "static_members": static_members,
     "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
-    "standby_tasks": standby_tasks, "lifecycle": lifecycle,
+    "standby_tasks": standby_tasks, "task_offsets": task_offsets, "lifecycle": lifecycle,
 }
 
 

@@ -5,7 +5,8 @@ far as its share allows; each task of a stateful sub-topology (one with a state 
 ``num_standby_replicas`` standby copies on members of other processes than its active one (fewer when there
 are not enough processes), as Kafka gives stateless tasks none. With rack-aware assignment tags, a standby goes
 first to a member whose tag values differ from those of the task's other copies (Kafka's client-tag-aware
-standby placement), then to the least loaded. No warm-up tasks.
+standby placement), then to a member already holding the task's state (its previous standby, or the most
+changelog offset reported), then to the least loaded. No warm-up tasks, as Kafka 4.4's sticky assignor.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def _tasks_tuple(active: set[Task], standby: set[Task]) -> TasksTuple:
 def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mapping[str, TasksTuple],
            num_standby_replicas: int = 0, stateful: Collection[str] | None = None,
            client_tags: Mapping[str, Mapping[str, str]] | None = None,
-           tag_keys: Sequence[str] = ()) -> dict[str, TasksTuple]:
+           tag_keys: Sequence[str] = (),
+           reported_offsets: Mapping[str, Mapping[Task, int]] | None = None) -> dict[str, TasksTuple]:
     """``members``: member id -> process id; ``tasks``: sub-topology -> number of tasks; ``stateful``: the
-    sub-topologies whose tasks get standby copies (None: all); ``client_tags``: member id -> its tags."""
+    sub-topologies whose tasks get standby copies (None: all); ``client_tags``: member id -> its tags;
+    ``reported_offsets``: member id -> the changelog offset it reported for each task it has state of."""
     if not members:
         return {}
     order = sorted(members)
@@ -58,6 +61,11 @@ def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mappi
             owner[t] = m
     standby: dict[str, set[Task]] = {m: set() for m in order}
     tags = client_tags or {}
+    offsets = reported_offsets or {}
+    had_standby = {m: {(s, p) for s, parts in previous[m].standby for p in parts} if m in previous else set()
+                   for m in order}
+    stateful_tasks = sum(1 for t in all_tasks if stateful is None or t[0] in stateful)
+    fair = -(-(len(all_tasks) + stateful_tasks * num_standby_replicas) // len(order))  # tasks per member, rounded up
 
     def tag_clashes(member: str, copies: list[str]) -> int:
         """How many of the tag keys give ``member`` a value one of the task's copies already has."""
@@ -73,7 +81,12 @@ def assign(members: Mapping[str, str], tasks: Mapping[str, int], previous: Mappi
             candidates = [m for m in order if members[m] not in used]
             if not candidates:
                 break
-            m = min(candidates, key=lambda x: (tag_clashes(x, copies), len(standby[x]) + len(active[x]), x))
+            # Kafka's ranking of standby candidates: the member already holding the task's state (its previous
+            # standby, or the most reported changelog offset) unless that overloads it, then the least loaded.
+            m = min(candidates, key=lambda x: (
+                tag_clashes(x, copies), len(standby[x]) + len(active[x]) >= fair,
+                t not in had_standby[x] and t not in offsets.get(x, {}), -offsets.get(x, {}).get(t, -1),
+                len(standby[x]) + len(active[x]), x))
             standby[m].add(t)
             used.add(members[m])
             copies.append(m)

@@ -52,6 +52,12 @@ def _assignment(t: srec.TasksTuple) -> sgd.Assignment:
     return sgd.Assignment(active_tasks=_ids(t.active), standby_tasks=_ids(t.standby), warmup_tasks=_ids(t.warmup))
 
 
+def _offsets(group: StreamsGroup, member_id: str, which: int) -> list[sgd.TaskOffset]:
+    """A member's last reported task offsets (``which`` 0) or end offsets (1)."""
+    reported = group.task_offsets.get(member_id, ({}, {}))[which]
+    return [sgd.TaskOffset(subtopology_id=s, partition=p, offset=o) for (s, p), o in sorted(reported.items())]
+
+
 def _topic_info(i) -> sgd.TopicInfo:
     return sgd.TopicInfo(name=i.name, partitions=i.partitions, replication_factor=i.replication_factor,
                          topic_configs=[sgd.KeyValue(key=c.key, value=c.value) for c in i.topic_configs])
@@ -77,7 +83,8 @@ def describe(group: StreamsGroup, topics: TopicsImage) -> sgd.DescribedGroup:
             user_endpoint=None if md.user_endpoint is None else sgd.Endpoint(host=md.user_endpoint.host,
                                                                              port=md.user_endpoint.port),
             client_tags=[sgd.KeyValue(key=k.key, value=k.value) for k in md.client_tags],
-            task_offsets=[], task_end_offsets=[], assignment=_assignment(m.assigned),
+            task_offsets=_offsets(group, mid, 0), task_end_offsets=_offsets(group, mid, 1),
+            assignment=_assignment(m.assigned),
             target_assignment=_assignment(group.target_assignment.get(mid, srec.EMPTY_TASKS)), is_classic=False))
     return sgd.DescribedGroup(
         group_id=group.group_id, group_state=state(group, topics), group_epoch=group.group_epoch,

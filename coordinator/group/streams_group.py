@@ -4,7 +4,8 @@ part of GroupMetadataManager.replay).
 ``StreamsGroups`` holds a shard's streams groups; ``replay`` applies one record of types 17 and 19-23 (see
 ``streams_group_records``) and is the only way this record-backed state changes; a log written by Kafka 4.4
 loads into it. A group also keeps, as Kafka's StreamsGroup does in memory only, the epoch of its endpoint
-information (for interactive queries) and the member that asked the application to shut down.
+information (for interactive queries), the member that asked the application to shut down and the task offsets
+its members report.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class StreamsGroup:
     last_assignment_ms: int = 0  # when the assignor last ran (the target's assignment timestamp)
     endpoint_information_epoch: int = 0  # in memory only, as Kafka's
     shutdown_request_member_id: str | None = None  # in memory only, as Kafka's
+    # Each member's last reported changelog offsets and end offsets by task (Kafka's MemberTaskOffsets, in memory).
+    task_offsets: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = field(
+        default_factory=dict)
 
     def static_member(self, instance_id: str) -> StreamsGroupMember | None:
         """The member holding ``instance_id`` (a static member), if any."""
@@ -129,6 +133,7 @@ class StreamsGroups:
         elif t == rec.RecordType.STREAMS_GROUP_MEMBER_METADATA:
             if value is None:
                 g.members.pop(key.member_id, None)
+                g.task_offsets.pop(key.member_id, None)
             else:
                 g.member(key.member_id).metadata = value
         elif t == rec.RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER:

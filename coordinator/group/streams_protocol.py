@@ -20,12 +20,14 @@ runtime replays them after the append):
 - interactive-query endpoints: the group's endpoint epoch moves when a member with an endpoint gets other tasks
   or an endpoint changes; a member whose epoch differs gets every member's partitions by endpoint;
 - one member's shutdown request is answered to every member (SHUTDOWN_APPLICATION) until the group empties;
-- members lacking a client tag of ``streams.rack.aware.assignment.tags`` are told (MISSING_CLIENT_TAGS).
+- members lacking a client tag of ``streams.rack.aware.assignment.tags`` are told (MISSING_CLIENT_TAGS);
+- the changelog offsets members report by task are kept (in memory, as Kafka's), described, and rank the
+  candidates for a standby copy (the member with the most of a task's state first).
 
 A member that does not heartbeat within the session timeout is removed as if it had left (a static member too,
-once it left with -2 and did not come back). Settings are the group's ``streams.*`` configs over the broker's.
-
-Not built yet: rebalance timeouts, warm-up tasks, task offsets and lags.
+once it left with -2 and did not come back), and so is one that has not given up the tasks it must revoke
+within its rebalance timeout. Settings are the group's ``streams.*`` configs over the broker's. Kafka 4.4's
+sticky assignor gives no warm-up tasks, nor does this one.
 """
 
 from __future__ import annotations
@@ -120,8 +122,23 @@ def session_timeout_key(group_id: str, member_id: str) -> str:
     return f"streams-session-timeout-{group_id}-{member_id}"
 
 
+def rebalance_timeout_key(group_id: str, member_id: str) -> str:
+    return f"streams-rebalance-timeout-{group_id}-{member_id}"
+
+
 def initial_rebalance_key(group_id: str) -> str:
     return f"streams-initial-rebalance-{group_id}"
+
+
+def _task_offsets(reported) -> dict[tuple[str, int], int]:
+    """A heartbeat's TaskOffsets by task; a task twice is INVALID_REQUEST, as Kafka's MemberTaskOffsets."""
+    out: dict[tuple[str, int], int] = {}
+    for t in reported:
+        if (t.subtopology_id, t.partition) in out:
+            raise _invalid(f"Task offsets contain a duplicate entry for subtopology {t.subtopology_id} and partition "
+                           f"{t.partition}.")
+        out[(t.subtopology_id, t.partition)] = t.offset
+    return out
 
 
 def _status(code: int, detail: str) -> _resp.Status:
@@ -152,11 +169,31 @@ class StreamsProtocol:
         log.info("streams group %s: member %s fenced, its session expired", group_id, member_id)
         return CoordinatorResult(self._remove_member(group, member_id))
 
+    def _schedule_rebalance_timeout(self, group_id: str, member: StreamsGroupMember) -> None:
+        """A member giving tasks up must have done so within its rebalance timeout, or it is fenced."""
+        timeout = member.metadata.rebalance_timeout_ms if member.metadata is not None else -1
+        epoch = member.member_epoch
+        self.timer.schedule(rebalance_timeout_key(group_id, member.member_id), max(timeout, 0),
+                            lambda: self._rebalance_timeout(group_id, member.member_id, epoch, timeout))
+
+    def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int, timeout: int) -> CoordinatorResult:
+        group = self.groups.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None or member.member_epoch != epoch:
+            return CoordinatorResult([])
+        log.info("streams group %s: member %s fenced, it did not give its tasks up within %d ms", group_id,
+                 member_id, timeout)
+        self.timer.cancel(session_timeout_key(group_id, member_id))
+        return CoordinatorResult(self._remove_member(group, member_id))
+
     def on_loaded(self) -> None:
-        """Start the session timers of loaded members (Kafka's onLoaded)."""
+        """Start the session timers of loaded members, and the rebalance timers of those giving tasks up
+        (Kafka's onLoaded)."""
         for group in self.groups.groups.values():
-            for member_id in group.members:
+            for member_id, member in group.members.items():
                 self._schedule_session_timeout(group.group_id, member_id)
+                if member.state == MemberState.UNREVOKED_TASKS:
+                    self._schedule_rebalance_timeout(group.group_id, member)
 
     # -- validation ------------------------------------------------------------------------------------
     @staticmethod
@@ -276,6 +313,11 @@ class StreamsProtocol:
             self.timer.schedule_if_absent(initial_rebalance_key(g), cfg.initial_rebalance_delay_ms,
                                           lambda: CoordinatorResult([]))
 
+        if r.task_offsets is not None or r.task_end_offsets is not None:  # Kafka's MemberTaskOffsets.update
+            offsets, ends = group.task_offsets.get(mid, ({}, {}))
+            group.task_offsets[mid] = (offsets if r.task_offsets is None else _task_offsets(r.task_offsets),
+                                       ends if r.task_end_offsets is None else _task_offsets(r.task_end_offsets))
+
         # target assignment
         target_epoch = group.target_assignment_epoch
         member_target = target.get(mid, srec.EMPTY_TASKS)
@@ -287,7 +329,7 @@ class StreamsProtocol:
             elif cfg.assignment_interval_ms > 0 and now < group.last_assignment_ms + cfg.assignment_interval_ms:
                 statuses.append(_status(StatusCode.ASSIGNMENT_DELAYED, INTERVAL_DETAIL))
             else:
-                new_target = self._assign(topology, configured, members_meta, target, cfg)
+                new_target = self._assign(topology, configured, members_meta, target, cfg, group.task_offsets)
                 for m, t in new_target.items():
                     if target.get(m) != t:
                         records.append(srec.target_assignment_record(g, m, t))
@@ -302,6 +344,10 @@ class StreamsProtocol:
             records.append(srec.current_assignment_record(
                 g, mid, updated.member_epoch, updated.previous_member_epoch, updated.state,
                 updated.assigned, updated.pending_revocation, updated.active_epochs))
+            if updated.state == MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance_timeout(g, updated)
+            else:
+                self.timer.cancel(rebalance_timeout_key(g, mid))
 
         self._schedule_session_timeout(g, mid)
         if r.shutdown_application and group.shutdown_request_member_id is None:
@@ -336,12 +382,13 @@ class StreamsProtocol:
 
     def _assign(self, topology: StreamsGroupTopologyValue, configured: ConfiguredTopology,
                 members: dict[str, StreamsGroupMemberMetadataValue], previous: dict[str, srec.TasksTuple],
-                cfg: StreamsGroupConfig) -> dict[str, srec.TasksTuple]:
+                cfg: StreamsGroupConfig, task_offsets) -> dict[str, srec.TasksTuple]:
         tasks = configured.tasks if configured.status is None else {}
         return assign({m: x.process_id for m, x in members.items()}, tasks, previous, cfg.num_standby_replicas,
                       stateful={s.subtopology_id for s in topology.subtopologies if s.state_changelog_topics},
                       client_tags={m: {t.key: t.value for t in x.client_tags} for m, x in members.items()},
-                      tag_keys=cfg.rack_aware_assignment_tags)
+                      tag_keys=cfg.rack_aware_assignment_tags,
+                      reported_offsets={m: task_offsets[m][0] for m in members if m in task_offsets})
 
     def _endpoints(self, group: StreamsGroup, members: dict[str, StreamsGroupMember], updated: StreamsGroupMember,
                    base: StreamsGroupMember | None, topology: StreamsGroupTopologyValue, tasks_changed: bool,
@@ -449,6 +496,7 @@ class StreamsProtocol:
                 r.group_id, r.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.previous_member_epoch, member.state,
                 member.assigned, member.pending_revocation, {t: 0 for t in member.active_epochs})], response)
         self.timer.cancel(session_timeout_key(r.group_id, r.member_id))
+        self.timer.cancel(rebalance_timeout_key(r.group_id, r.member_id))
         return CoordinatorResult(self._remove_member(group, r.member_id), response)
 
     def _remove_member(self, group: StreamsGroup, mid: str) -> list[rec.CoordinatorRecord]:

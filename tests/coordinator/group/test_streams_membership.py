@@ -167,3 +167,49 @@ async def test_an_empty_groups_offsets_expire_and_the_group_goes_with_them():
     await h.advance(10_000)
     assert GROUP not in h.shard(GROUP).offsets.offsets and GROUP not in h.shard(GROUP).streams.groups
     await c.close()
+
+
+@run
+async def test_reported_task_offsets_are_described_and_rank_standby_candidates():
+    h = Harness(replace(CONFIG, streams_group_num_standby_replicas=1))
+    c = h.coordinator
+    stateful = req.Topology(epoch=1, subtopologies=[req.Subtopology(
+        subtopology_id="0", source_topics=["a"], state_changelog_topics=[req.TopicInfo(name="b")])])
+    await c.streams_group_heartbeat(info(0), join("a1", topo=stateful))
+    await c.streams_group_heartbeat(info(0), hb("a1", 2, {"0": [0, 1, 2, 3]}))
+    # b1 and c1 join, c1 with state of task 0_0 (a1 keeps it active): c1 gets its standby copy, not b1 (as loaded)
+    await c.streams_group_heartbeat(info(0), join("b1", topo=stateful))
+    offsets = [req.TaskOffset(subtopology_id="0", partition=0, offset=500)]
+    r = await c.streams_group_heartbeat(info(0), join("c1", topo=stateful, task_offsets=offsets,
+                                                      task_end_offsets=offsets))
+    assert r.error_code == ErrorCode.NONE
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert g.target_assignment["a1"].active == (("0", (0, 1)),) and g.target_assignment["c1"].standby[0][1][0] == 0
+    assert not any(0 in parts for _, parts in g.target_assignment["b1"].standby), g.target_assignment
+    [d] = await c.streams_group_describe(info(0), [GROUP])
+    c1 = next(m for m in d.members if m.member_id == "c1")
+    assert [(x.subtopology_id, x.partition, x.offset) for x in c1.task_offsets] == [("0", 0, 500)]
+    assert [(x.subtopology_id, x.partition, x.offset) for x in c1.task_end_offsets] == [("0", 0, 500)]
+    twice = await c.streams_group_heartbeat(info(0), hb("c1", r.member_epoch, None, task_offsets=offsets * 2))
+    assert twice.error_code == ErrorCode.INVALID_REQUEST
+    await c.close()
+
+
+@run
+async def test_a_member_that_does_not_give_its_tasks_up_within_its_rebalance_timeout_is_fenced():
+    h = Harness()
+    c = h.coordinator
+    await c.streams_group_heartbeat(info(0), join("m1"))  # rebalance timeout 30 s
+    await c.streams_group_heartbeat(info(0), join("m2"))
+    r = await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))
+    assert tasks(r.active_tasks) == {"0": [0, 1]}  # two tasks to give up
+    await h.advance(20_000)
+    await c.streams_group_heartbeat(info(0), hb("m2", 3, {}))
+    await c.streams_group_heartbeat(info(0), hb("m1", 2, {"0": [0, 1, 2, 3]}))  # alive, still holding them
+    await h.advance(11_000)
+    g = h.shard(GROUP).streams.groups[GROUP]
+    assert set(g.members) == {"m2"} and g.group_epoch == 4
+    r = await c.streams_group_heartbeat(info(0), hb("m2", 3, {}))
+    assert (r.member_epoch, tasks(r.active_tasks)) == (4, {"0": [0, 1, 2, 3]})
+    await h.assert_replay_matches()
+    await c.close()
