@@ -124,9 +124,14 @@ def java_tool(jars: Path, main_class: str, args: list[str], timeout: float = 900
 
 
 def producer_performance(jars: Path, bootstrap: str, topic: str, records: int, size: int, acks: str,
-                         compression: str) -> dict[str, float]:
+                         compression: str, transaction_ms: int = 0) -> dict[str, float]:
+    """ProducerPerformance's figures; with ``transaction_ms`` it produces in transactions of that many ms (a
+    transactional id of its own; Transactions V2 wherever the cluster finalizes transaction.version 2)."""
+    transactional = ["--transactional-id", f"bench-{topic}", "--transaction-duration-ms", str(transaction_ms)] \
+        if transaction_ms else []
     out = java_tool(jars, "org.apache.kafka.tools.ProducerPerformance", [
         "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        *transactional,
         "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"compression.type={compression}",
         "linger.ms=5", "batch.size=65536"])
     last = [line for line in out.splitlines() if "records sent" in line][-1]

@@ -7,6 +7,8 @@ Figures (ratio = pykbroker / Kafka):
 - RF=3 acks=all produce throughput to a topic of three partitions (one led by each broker), with Kafka's
   ProducerPerformance (Java client) and with confluent-kafka (librdkafka); median of BENCH_REPEAT runs,
   runs interleaved between the clusters (A B, B A, ...);
+- RF=3 transactional produce throughput (ProducerPerformance committing every 100 ms; both clusters finalize
+  transaction.version 2, so the Java producer uses Transactions V2, KIP-890), same topic layout and runs;
 - leader failover: an idempotent acks=all producer sends a record every 5 ms to a partition with three
   replicas; its leader is killed with SIGKILL; the figure is the time from the kill to the first
   acknowledgement of a record sent after it (the new leader took over and the ISR acknowledged). p50 and
@@ -42,6 +44,8 @@ from compat_tests.jvm.kafka_broker import KafkaCluster
 from pykbroker.testing import ClusterProcesses
 
 SESSION_TIMEOUT_MS = 9000  # Kafka 4.1's broker.session.timeout.ms default, for both clusters
+TRANSACTION_MS = 100  # ProducerPerformance's --transaction-duration-ms: a commit every 100 ms
+TRANSACTIONAL = "RF=3 transactional produce 1 KiB (Transactions V2), Java MB/s"
 
 
 class ClusterTarget:
@@ -223,6 +227,11 @@ def main(targets: list[str] | None = None, scale: float | None = None) -> tuple[
                         figures = producer_performance(jars, t.bootstrap, topic, records, 1024, "all", "none")
                         throughput[t.name].setdefault("RF=3 acks=all produce 1 KiB, Java MB/s", []).append(
                             figures["mb_per_s"])
+                        topic = f"rf3-txn-{i}"
+                        create_topic(t.bootstrap, topic, 3)
+                        figures = producer_performance(jars, t.bootstrap, topic, records, 1024, "all", "none",
+                                                       transaction_ms=TRANSACTION_MS)
+                        throughput[t.name].setdefault(TRANSACTIONAL, []).append(figures["mb_per_s"])
                     topic = f"rf3-librdkafka-{i}"
                     create_topic(t.bootstrap, topic, 3)
                     figures = confluent_produce(t.bootstrap, topic, records, 1024, "all", "none")

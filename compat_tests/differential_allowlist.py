@@ -22,7 +22,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     **{("cluster:kafka_tools", f"configs --all {name}"): "KRaft's own configuration in the judge's config file "
        "(controller listener, voters, roles, advertised.listeners); pykbroker's brokers are not given these."
        for name in ("advertised.listeners", "controller.listener.names", "controller.quorum.voters",
-                    "inter.broker.listener.name", "listener.security.protocol.map", "listeners", "process.roles")},
+                    "inter.broker.listener.name", "listener.security.protocol.map", "process.roles")},
+    ("cluster:kafka_tools", "configs --all listeners"): "The judge's CONTROLLER listener; and pykbroker's default "
+    "listener is PLAINTEXT://localhost:9092 (Kafka's :9092, every interface): a broker started without "
+    "listeners does not open itself to the network.",
     ("cluster:kafka_tools", "voter listeners"): "A KRaft voter is reached on its CONTROLLER listener; pykbroker's "
     "brokers, the voters it shows, on the listener asked through.",
     **{("cluster:kafka_tools", f"broker-api-versions {node} {api}"): "Streams-group API not served yet (issue 33)."
