@@ -18,7 +18,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "cannot unregister itself) changes from run to run on both clusters; one node, where it always is, judges it.",
     # Kafka 4.4's tools on a 3-broker cluster (test_cluster_kafka_tools): the judge's own KRaft configuration (a
     # combined broker+controller node names its controller listener, voters and roles; its config file sets
-    # advertised.listeners, the cluster kit does not), and what other issues build.
+    # advertised.listeners, the cluster kit does not).
     **{("cluster:kafka_tools", f"configs --all {name}"): "KRaft's own configuration in the judge's config file "
        "(controller listener, voters, roles, advertised.listeners); pykbroker's brokers are not given these."
        for name in ("advertised.listeners", "controller.listener.names", "controller.quorum.voters",
@@ -28,14 +28,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     "listeners does not open itself to the network.",
     ("cluster:kafka_tools", "voter listeners"): "A KRaft voter is reached on its CONTROLLER listener; pykbroker's "
     "brokers, the voters it shows, on the listener asked through.",
-    **{("cluster:kafka_tools", f"broker-api-versions {node} {api}"): "Streams-group API not served yet (issue 33)."
-       for node in (1, 2, 3) for api in ("StreamsGroupHeartbeat(88)", "StreamsGroupDescribe(89)",
-                                         "StreamsGroupTopologyDescriptionUpdate(93)")},
-    ("cluster:kafka_tools", "configs --all group.coordinator.rebalance.protocols"): "No streams groups yet (issue 33).",
-    **{("cluster:kafka_tools", f"features describe {name}"): "Not built here: share.version 2 (KIP-1191) and "
-       "streams.version 1 (KIP-1071), other helpers' work." for name in ("share.version", "streams.version")},
-    ("cluster:kafka_tools", "features upgrade --release-version 4.4 --dry-run"): "4.4's release levels include "
-    "share.version 2 and streams.version 1, not built yet (see the features describe entries).",
     ("broker_config_definitions", "group.share.enable"): "Kafka 4.1-4.3's internal switch for share groups, gone in "
     "4.4; still accepted so that their configs start.",
 }
