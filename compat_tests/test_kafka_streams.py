@@ -7,7 +7,8 @@ backwards or repeats (which would be a duplicate or a lost update).
 
 ``make test`` runs the single-node scenario on pykbroker; ``PYKBROKER_STREAMS_SLOW=1`` (``make
 test-streams-slow``) adds the same scenario on Kafka 4.4, the 3-broker runs with a broker killed mid-run, and
-at_least_once through an instance killed with -9 (every input counted at least once, no count going backwards).
+at_least_once through an instance killed with -9 (every input counted at least once, no count going backwards),
+and the counts joined with a table (a KStream-KTable join).
 """
 
 from __future__ import annotations
@@ -248,3 +249,19 @@ def test_at_least_once_count_through_a_killed_instance(tmp_path, jars):
 @slow
 def test_at_least_once_count_through_a_killed_instance_on_kafka(tmp_path, jars, kafka44_judge):
     at_least_once_through_a_killed_instance(jars, kafka44_judge.bootstrap, tmp_path)
+
+
+# A KStream-KTable join, exactly_once_v2: the counts are enriched with each key's label from a compacted table topic
+# (written before the application starts, co-partitioned with the counts). Every key's output carries its label and
+# its exact count.
+@slow
+def test_exactly_once_count_joined_with_a_table(tmp_path, jars):
+    with BrokerProcess(tmp_path / "broker") as broker:
+        run = count_keys(jars, broker.bootstrap, tmp_path, rounds=10, table=True)
+    print(f"pykbroker, one node: {run.records} records counted and joined with a table in {run.seconds:.1f} s")
+
+
+@slow
+def test_exactly_once_count_joined_with_a_table_on_kafka(tmp_path, jars, kafka44_judge):
+    run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10, table=True)
+    print(f"Kafka 4.4, one node: {run.records} records counted and joined with a table in {run.seconds:.1f} s")
