@@ -8,7 +8,8 @@ backwards or repeats (which would be a duplicate or a lost update).
 ``make test`` runs the single-node scenario on pykbroker; ``PYKBROKER_STREAMS_SLOW=1`` (``make
 test-streams-slow``) adds the same scenario on Kafka 4.4, the 3-broker runs with a broker killed mid-run, and
 at_least_once through an instance killed with -9 (every input counted at least once, no count going backwards),
-and the counts joined with a table (a KStream-KTable join).
+the counts joined with a table (a KStream-KTable join), and an instance killed with -9 whose tasks the survivor
+takes over from its standby replicas.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
                props: dict[str, str] | None = None, during=None, timeout: float = 300.0,
                table: bool = False) -> Run:
     """Run two instances over ``rounds`` x ``KEYS`` input records; ``during(apps)`` is called once half the
-    input is written. With ``table`` the counts are joined with a compacted table of each key's ``label``.
+    input is written (``counts`` reads the output so far). With ``table`` the counts are joined with a compacted table of each key's ``label``.
     The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
     ``props``, every input counted at least once and no count going backwards."""
     app_id = f"count-{uuid.uuid4().hex[:8]}"
@@ -104,7 +105,7 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
         written = produce_keys(bootstrap, f"{app_id}-in", KEYS, rounds // 2)
         fault_at = time.monotonic()
         if during is not None:
-            during(apps)
+            during(apps, counts)
         written += produce_keys(bootstrap, f"{app_id}-in", KEYS, rounds - rounds // 2, first_round=rounds // 2)
         try:
             if exact:
@@ -173,7 +174,7 @@ RECOVERY_BOUND_S = 60.0
 def kill_a_broker(bootstrap: str, victim: str, kill):
     """kill -9 the broker coordinating the application's group (``victim`` "group-coordinator") or the next one
     (``victim`` "other": it coordinates none of the group but leads partitions and, often, transactions)."""
-    def during(apps: list[StreamsApp]) -> None:
+    def during(apps: list[StreamsApp], _counts: CommittedCounts) -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         group = admin.describe_consumer_groups([apps[0].application_id])[apps[0].application_id].result(30)
         node = group.coordinator.id if victim == "group-coordinator" else group.coordinator.id % 3 + 1
@@ -215,7 +216,7 @@ def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars, victim
 ALOS_KILL = {"processing.guarantee": "at_least_once", "session.timeout.ms": "10000"}
 
 
-def kill_an_instance(apps: list[StreamsApp]) -> None:
+def kill_an_instance(apps: list[StreamsApp], _counts: CommittedCounts) -> None:
     """kill -9 the second instance once the application has repartitioned half of what was written (before its
     first commit, 30 s in at_least_once: work the survivor must redo)."""
     app = apps[1]
@@ -265,3 +266,43 @@ def test_exactly_once_count_joined_with_a_table(tmp_path, jars):
 def test_exactly_once_count_joined_with_a_table_on_kafka(tmp_path, jars, kafka44_judge):
     run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10, table=True)
     print(f"Kafka 4.4, one node: {run.records} records counted and joined with a table in {run.seconds:.1f} s")
+
+
+# Standby replicas with the classic protocol, exactly_once_v2: each instance keeps a standby copy of the other's
+# count stores. Once half the input is counted one instance is killed with -9; the survivor takes its tasks over
+# from its standbys, restoring only the tail of each changelog the standby had not applied yet, and the output
+# stays exact.
+STANDBY = {"num.standby.replicas": "1", "session.timeout.ms": "10000"}
+
+
+def takeover_from_standbys(jars: Path, bootstrap: str, root: Path) -> None:
+    killed_at: list[float] = []
+
+    def kill_once_half_is_counted(apps: list[StreamsApp], counts: CommittedCounts) -> None:
+        counts.wait_for_totals(KEYS, 5, 120)
+        killed_at.append(time.monotonic())
+        apps[1].kill()
+
+    run = count_keys(jars, bootstrap, root, rounds=10, props=STANDBY, during=kill_once_half_is_counted)
+    survivor = run.apps[0]
+    takeover = [(partition, start, end) for at, partition, start, end in survivor.restores
+                if at > killed_at[0] and "-counts-changelog-" in partition]
+    restored = sum(records for at, partition, records in survivor.restored
+                   if at > killed_at[0] and "-counts-changelog-" in partition)
+    held = sum(end for _, _, end in takeover)
+    print(f"{run.records} records counted exactly once in {run.seconds:.1f} s; after the kill the survivor restored"
+          f" {restored} records of {len(takeover)} changelog partitions holding offsets up to {held} in all:"
+          f" {takeover}; output stalled for {run.stall:.1f} s at most")
+    assert all(start > 0 for _, start, _ in takeover), f"a takeover restored from scratch: {takeover}"
+    assert restored < max(held, 1), f"restored {restored} records of changelogs ending at {held}"
+
+
+@slow
+def test_exactly_once_count_takes_over_from_standbys(tmp_path, jars):
+    with BrokerProcess(tmp_path / "broker") as broker:
+        takeover_from_standbys(jars, broker.bootstrap, tmp_path)
+
+
+@slow
+def test_exactly_once_count_takes_over_from_standbys_on_kafka(tmp_path, jars, kafka44_judge):
+    takeover_from_standbys(jars, kafka44_judge.bootstrap, tmp_path)
