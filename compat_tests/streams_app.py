@@ -89,9 +89,12 @@ class StreamsApp:
     def state(self) -> str | None:
         return self.states[-1][1] if self.states else None
 
-    def wait_for_state(self, state: str, timeout: float = 120.0) -> None:
+    def wait_for_state(self, state: str, timeout: float = 120.0, fail_on_error: bool = False) -> None:
+        """Until the instance is in ``state``; with ``fail_on_error`` an uncaught exception ends the wait too."""
         deadline = time.monotonic() + timeout
         while self.state != state:
+            if fail_on_error and self.errors:
+                raise RuntimeError(f"Streams instance {self.name} failed: {self.errors[0]}")
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(f"Streams instance {self.name} exited; its log:\n{self.log()}")
             if time.monotonic() > deadline:
