@@ -364,3 +364,20 @@ def test_offline_migration_to_the_streams_protocol(tmp_path, jars):
 def test_offline_migration_to_the_streams_protocol_on_kafka(tmp_path, jars, kafka44_judge):
     group_type = migrate_to_the_streams_protocol(jars, kafka44_judge.bootstrap, tmp_path)
     assert group_type == "streams"
+
+
+THROUGHPUT_ROUNDS = 200
+
+
+@slow
+def test_exactly_once_throughput_against_kafka(tmp_path, jars, kafka44_judge):
+    """The stateful exactly_once_v2 application's throughput (input records per second from the first input record
+    to the complete committed output) on one pykbroker node and on one Kafka 4.4 node in the same run; the output
+    exact on both. Printed with the load average, not asserted (the machine is shared)."""
+    with BrokerProcess(tmp_path / "broker") as broker:
+        ours = count_keys(jars, broker.bootstrap, tmp_path / "pykbroker", rounds=THROUGHPUT_ROUNDS)
+    theirs = count_keys(jars, kafka44_judge.bootstrap, tmp_path / "kafka", rounds=THROUGHPUT_ROUNDS)
+    load = os.getloadavg()
+    print(f"exactly_once_v2 count of {ours.records} records: pykbroker {ours.records / ours.seconds:.0f} records/s"
+          f" ({ours.seconds:.1f} s), Kafka 4.4 {theirs.records / theirs.seconds:.0f} records/s ({theirs.seconds:.1f} s),"
+          f" ratio {theirs.seconds / ours.seconds:.2f}; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
