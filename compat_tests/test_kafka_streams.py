@@ -10,7 +10,9 @@ test-streams-slow``) adds the same scenario on Kafka 4.4, the 3-broker runs with
 at_least_once through an instance killed with -9 (every input counted at least once, no count going backwards),
 the counts joined with a table (a KStream-KTable join), and an instance killed with -9 whose tasks the survivor
 takes over from its standby replicas, and Kafka's offline migration of the application to group.protocol=streams
-(pykbroker refuses it yet: an expected failure until its coordinator converts an empty classic group).
+(pykbroker refuses it yet: an expected failure until its coordinator converts an empty classic group), state
+restored after a restart (from scratch after kill -9, from the checkpoint after a clean close), and the
+application's throughput against Kafka's.
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ def start_instances(jars: Path, bootstrap: str, root: Path, app_id: str, props: 
 
 def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replication: int = 1,
                props: dict[str, str] | None = None, during=None, timeout: float = 300.0,
-               table: bool = False) -> Run:
-    """Run two instances over ``rounds`` x ``KEYS`` input records; ``during(apps)`` is called once half the
+               table: bool = False, instances: int = 2) -> Run:
+    """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps)`` is called once half the
     input is written (``counts`` reads the output so far). With ``table`` the counts are joined with a compacted table of each key's ``label``.
     The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
     ``props``, every input counted at least once and no count going backwards."""
@@ -104,7 +106,7 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
         create_topics(bootstrap, [f"{app_id}-labels"], replication, {"cleanup.policy": "compact"})
         produce_labels(bootstrap, f"{app_id}-labels", KEYS)
         props["app.table"] = f"{app_id}-labels"
-    apps = start_instances(jars, bootstrap, root, app_id, props)
+    apps = start_instances(jars, bootstrap, root, app_id, props, instances)
     counts = CommittedCounts(bootstrap, f"{app_id}-out", PARTITIONS)
     try:
         started = time.monotonic()
@@ -364,6 +366,56 @@ def test_offline_migration_to_the_streams_protocol(tmp_path, jars):
 def test_offline_migration_to_the_streams_protocol_on_kafka(tmp_path, jars, kafka44_judge):
     group_type = migrate_to_the_streams_protocol(jars, kafka44_judge.bootstrap, tmp_path)
     assert group_type == "streams"
+
+
+
+def restart_the_instance(jars: Path, bootstrap: str, root: Path, how: str) -> list[tuple[str, int, int, int]]:
+    """One instance (all the tasks) counts half the input, is killed with -9 (``how`` "kill") or closed (``how``
+    "stop") and restarted on the same state directory, and counts the rest: the output is exact. The count
+    stores' restores after the restart: (changelog partition, from offset, to offset, records restored)."""
+    restarted_at: list[float] = []
+
+    def restart(apps: list[StreamsApp], counts: CommittedCounts) -> None:
+        counts.wait_for_totals(KEYS, 5, 120)
+        if how == "kill":
+            apps[0].kill()
+        else:
+            apps[0].stop()
+        restarted_at.append(time.monotonic())
+        apps[0].start().wait_for_state("RUNNING", 180)
+
+    run = count_keys(jars, bootstrap, root, rounds=10, during=restart, instances=1)
+    app = run.apps[0]
+    restored = {p: n for at, p, n in app.restored if at > restarted_at[0]}
+    out = [(p, start, end, restored.get(p, -1)) for at, p, start, end in app.restores
+           if at > restarted_at[0] and "-counts-changelog-" in p]
+    print(f"{run.records} records counted exactly once through a restart after {how}; the count stores restored"
+          f" (partition, from, to, records): {out}")
+    return out
+
+
+@slow
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_exactly_once_count_restores_its_state_after_a_restart(tmp_path, jars, how):
+    with BrokerProcess(tmp_path / "broker") as broker:
+        restores = restart_the_instance(jars, broker.bootstrap, tmp_path, how)
+    check_restores(restores, how)
+
+
+@slow
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_exactly_once_count_restores_its_state_after_a_restart_on_kafka(tmp_path, jars, kafka44_judge, how):
+    check_restores(restart_the_instance(jars, kafka44_judge.bootstrap, tmp_path, how), how)
+
+
+def check_restores(restores: list[tuple[str, int, int, int]], how: str) -> None:
+    """After kill -9, exactly_once_v2 wipes the stores (no checkpoint) and restores every changelog partition from
+    its start; after a clean close, from the checkpoint the close wrote."""
+    assert len(restores) == PARTITIONS, restores
+    if how == "kill":
+        assert all(start == 0 and records > 0 for _, start, _, records in restores), restores
+    else:
+        assert all(0 < start and 0 <= records < start for _, start, _, records in restores), restores
 
 
 THROUGHPUT_ROUNDS = 200
