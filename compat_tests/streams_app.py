@@ -1,9 +1,10 @@
 """Kafka Streams 4.4 applications as real JVM processes (compat_tests/jvm/streams/StreamsCountApp.java).
 
 ``StreamsApp`` runs one instance of the counting application (input value -> selectKey -> repartition ->
-count -> output); ``produce_keys`` writes its input and ``committed_counts`` reads its output as a
-read_committed consumer, the way the tests judge it: every key's final count is exact and no key's counts
-ever go backwards or repeat.
+count -> [join with a table] -> output); ``produce_keys`` writes its input, ``produce_labels`` its table, and
+``CommittedCounts`` reads its output as a read_committed consumer, the way the tests judge it: every key's
+final count is exact and no key's counts ever go backwards or repeat (at_least_once: every input counted, and
+no count goes backwards).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class StreamsApp:
         self.proc: subprocess.Popen | None = None
         self.states: list[tuple[float, str]] = []
         self.errors: list[str] = []
+        self.restores: list[tuple[float, str, int, int]] = []  # (when, changelog partition, from offset, to offset)
+        self.restored: list[tuple[float, str, int]] = []  # (when, changelog partition, records restored)
         self._reader: threading.Thread | None = None
 
     def start(self) -> StreamsApp:
@@ -75,14 +78,23 @@ class StreamsApp:
                     self.states.append((time.monotonic(), line.split()[2]))
                 elif line.startswith("APP ERROR "):
                     self.errors.append(line[len("APP ERROR "):].strip())
+                elif line.startswith("APP RESTORE "):
+                    _, _, partition, start, end = line.split()
+                    self.restores.append((time.monotonic(), partition, int(start), int(end)))
+                elif line.startswith("APP RESTORED "):
+                    _, _, partition, records = line.split()
+                    self.restored.append((time.monotonic(), partition, int(records)))
 
     @property
     def state(self) -> str | None:
         return self.states[-1][1] if self.states else None
 
-    def wait_for_state(self, state: str, timeout: float = 120.0) -> None:
+    def wait_for_state(self, state: str, timeout: float = 120.0, fail_on_error: bool = False) -> None:
+        """Until the instance is in ``state``; with ``fail_on_error`` an uncaught exception ends the wait too."""
         deadline = time.monotonic() + timeout
         while self.state != state:
+            if fail_on_error and self.errors:
+                raise RuntimeError(f"Streams instance {self.name} failed: {self.errors[0]}")
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(f"Streams instance {self.name} exited; its log:\n{self.log()}")
             if time.monotonic() > deadline:
@@ -152,6 +164,20 @@ def produce_keys(bootstrap: str, topic: str, keys: int, rounds: int, first_round
     return written
 
 
+def label(i: int) -> str:
+    return f"label-{i:04d}"
+
+
+def produce_labels(bootstrap: str, topic: str, keys: int) -> None:
+    """The table the application joins with: ``label(i)`` for each key, partitioned as Kafka's Java producer
+    (and Streams) partitions a key, so that it is co-partitioned with the counts."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "partitioner": "murmur2_random"})
+    for i in range(keys):
+        producer.produce(topic, key=key_name(i).encode(), value=label(i).encode())
+    assert producer.flush(60) == 0, "table records still unacknowledged after 60 s"
+
+
 class CommittedCounts:
     """A read_committed consumer of the output topic, polling on its own thread: each key's counts in the order
     they were committed, and when records arrived (``stall_after`` finds the longest pause)."""
@@ -162,6 +188,7 @@ class CommittedCounts:
                                   "auto.offset.reset": "earliest"})
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         self.counts: dict[str, list[int]] = {}
+        self.labels: dict[str, str] = {}  # each key's latest table value, when the application joins with one
         self.arrivals: list[float] = []  # when each batch of records arrived (monotonic)
         self.last_at: float | None = None
         self._lock = threading.Lock()
@@ -176,7 +203,10 @@ class CommittedCounts:
                 continue
             with self._lock:
                 for msg in records:
-                    self.counts.setdefault(msg.key().decode(), []).append(int(msg.value()))
+                    key, value = msg.key().decode(), msg.value().decode()
+                    if " " in value:  # "<table value> <count>"
+                        self.labels[key], value = value.rsplit(" ", 1)
+                    self.counts.setdefault(key, []).append(int(value))
                 self.last_at = time.monotonic()
                 self.arrivals.append(self.last_at)
 
@@ -189,6 +219,21 @@ class CommittedCounts:
                     missing = [key_name(i) for i in range(keys) if self.latest(key_name(i)) != total]
                 raise TimeoutError(f"{len(missing)} keys not at {total} after {timeout} s, e.g. "
                                    f"{[(k, self.latest(k)) for k in missing[:5]]}")
+            time.sleep(0.2)
+
+    def wait_for_at_least(self, keys: int, total: int, timeout: float, quiet: float = 5.0) -> None:
+        """Until every key's latest count is at least ``total`` and nothing arrived for ``quiet`` seconds
+        (at_least_once: a count may go past the number of inputs after a crash)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                low = [k for k in (key_name(i) for i in range(keys)) if (self.latest(k) or 0) < total]
+                settled = not low and self.last_at is not None and time.monotonic() - self.last_at > quiet
+            if settled:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(low)} keys below {total} after {timeout} s, e.g. "
+                                   f"{[(k, self.latest(k)) for k in low[:5]]}")
             time.sleep(0.2)
 
     def latest(self, key: str) -> int | None:
@@ -205,13 +250,14 @@ class CommittedCounts:
             times = [since] + [t for t in self.arrivals if t > since]
         return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
 
-    def anomalies(self) -> list[str]:
-        """Counts that went backwards or repeated (a duplicate or lost update under exactly-once)."""
+    def anomalies(self, repeats: bool = False) -> list[str]:
+        """Counts that went backwards or repeated (a duplicate or lost update under exactly-once); with
+        ``repeats`` (at_least_once) only counts that went backwards."""
         out = []
         with self._lock:
             for key, values in self.counts.items():
                 for before, after in zip(values, values[1:], strict=False):
-                    if after <= before:
+                    if after < before or (after == before and not repeats):
                         out.append(f"{key}: {before} then {after}")
                         break
         return out

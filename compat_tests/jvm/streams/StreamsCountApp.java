@@ -5,24 +5,34 @@
 //
 // Usage: java -cp '.cache/jars/*' StreamsCountApp.java BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR [name=value ...]
 // Extra name=value pairs are Streams (or client) properties, e.g. processing.guarantee=exactly_once_v2,
-// group.protocol=streams, num.standby.replicas=1. Lines starting with "APP " on stdout report what a test waits for:
-// "APP STATE <new state>" on every state change, "APP ERROR <exception>" for an uncaught exception (the thread is
-// replaced, as an operator who wants the application to survive broker failures configures it).
+// group.protocol=streams, num.standby.replicas=1, except two the application itself reads:
+//   app.table=TOPIC    join the counts with the table TOPIC holds (a KStream-KTable join, TOPIC keyed by key name
+//                      and co-partitioned with the counts); the output value becomes "<table value> <count>"
+//   app.leave=true     leave the group on close (as Kafka's offline migration to group.protocol=streams asks)
+// Lines starting with "APP " on stdout report what a test waits for: "APP STATE <new state>" on every state change,
+// "APP ERROR <exception>" for an uncaught exception (the thread is replaced, as an operator who wants the
+// application to survive broker failures configures it), "APP RESTORE <changelog partition> <from> <to>" when a
+// store starts restoring and "APP RESTORED <changelog partition> <records>" when it is done.
 // It stops cleanly when stdin closes or on SIGTERM.
 
 import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 public class StreamsCountApp {
     public static void main(String[] args) throws Exception {
@@ -36,23 +46,55 @@ public class StreamsCountApp {
         props.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        String table = null;
+        boolean leave = false;
         for (int i = 5; i < args.length; i++) {
             int eq = args[i].indexOf('=');
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+            String name = args[i].substring(0, eq);
+            String value = args[i].substring(eq + 1);
+            if (name.equals("app.table")) {
+                table = value;
+            } else if (name.equals("app.leave")) {
+                leave = Boolean.parseBoolean(value);
+            } else {
+                props.put(name, value);
+            }
         }
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
+        KStream<String, String> counts = builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
             .selectKey((key, value) -> value)
             .repartition(Repartitioned.<String, String>as("by-key").withKeySerde(Serdes.String())
                 .withValueSerde(Serdes.String()))
             .groupByKey()
             .count(Materialized.as("counts"))
             .toStream()
-            .mapValues(count -> Long.toString(count))
-            .to(args[3], Produced.with(Serdes.String(), Serdes.String()));
+            .mapValues(count -> Long.toString(count));
+        if (table != null) {
+            KTable<String, String> labels = builder.table(table, Consumed.with(Serdes.String(), Serdes.String()),
+                Materialized.as("labels"));
+            counts = counts.join(labels, (count, label) -> label + " " + count);
+        }
+        counts.to(args[3], Produced.with(Serdes.String(), Serdes.String()));
 
         KafkaStreams streams = new KafkaStreams(builder.build(props), props);
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition partition, String store, long from, long to) {
+                System.out.println("APP RESTORE " + partition + " " + from + " " + to);
+                System.out.flush();
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition partition, String store, long batchEnd, long records) {
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition partition, String store, long records) {
+                System.out.println("APP RESTORED " + partition + " " + records);
+                System.out.flush();
+            }
+        });
         CountDownLatch stopped = new CountDownLatch(1);
         streams.setStateListener((newState, oldState) -> {
             System.out.println("APP STATE " + newState);
@@ -78,7 +120,8 @@ public class StreamsCountApp {
         stdin.setDaemon(true);
         stdin.start();
         stopped.await();
-        streams.close(Duration.ofSeconds(30));
+        streams.close(CloseOptions.timeout(Duration.ofSeconds(30)).withGroupMembershipOperation(leave
+            ? CloseOptions.GroupMembershipOperation.LEAVE_GROUP : CloseOptions.GroupMembershipOperation.DEFAULT));
         System.out.println("APP CLOSED");
         System.out.flush();
     }
