@@ -403,9 +403,12 @@ class ZkController:
                     if await self._reconcile_one(tp):
                         break
 
-        async with asyncio.TaskGroup() as group:
-            for tp in partitions:
-                group.create_task(reconcile(tp))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for tp in partitions:
+                    group.create_task(reconcile(tp))
+        except ExceptionGroup as failed:  # the rest were cancelled; the event loop handles the first as before
+            raise failed.exceptions[0] from None
 
     async def _reconcile_one(self, tp: TopicPartition) -> bool:
         assignment = self._replicas(tp)
