@@ -5,7 +5,7 @@ assignment and the pending deletions, and keeps every partition's state znode ri
 - a new topic (or partitions added to one) gets its state znodes: leader = the first live replica, ISR =
   the live replicas, leader epoch 0 (``initial_leader_and_isr``);
 - a broker that dies leaves every ISR it was in; partitions it led get a new leader from the live ISR,
-  in one pass over all its partitions; with no live ISR replica the partition stays offline unless
+  in one pass over all its partitions, up to 64 decided at once; with no live ISR replica the partition stays offline unless
   ``unclean.leader.election.enable`` (the topic's, else the broker default) allows a live replica outside
   the ISR (``offline_partition_election``);
 - a broker that comes back leads the offline partitions whose ISR it is in;
@@ -64,6 +64,8 @@ log = logging.getLogger("pykbroker.controller")
 __all__ = ["ZkController"]
 
 TopicPartition = tuple[str, int]
+# Partitions whose states are read and written at once when many change (a broker died, the controller moved).
+RECONCILE_IN_FLIGHT = 64
 
 
 @dataclass
@@ -388,11 +390,25 @@ class ZkController:
 
     async def _reconcile(self, partitions: list[TopicPartition]) -> None:
         """Bring each partition's state in line with the live brokers (create, shrink, elect); conditional
-        writes that lose a race are decided again from the fresh state."""
-        for tp in partitions:
-            for _attempt in range(5):
-                if await self._reconcile_one(tp):
-                    break
+        writes that lose a race are decided again from the fresh state.
+
+        Up to ``RECONCILE_IN_FLIGHT`` partitions are decided at once, their ZooKeeper reads and writes
+        pipelined as Kafka's controller pipelines them: one at a time, a dead broker's 116 partitions took
+        1.2 s of round trips before the last one had a leader again (issue 33)."""
+        in_flight = asyncio.Semaphore(RECONCILE_IN_FLIGHT)
+
+        async def reconcile(tp: TopicPartition) -> None:
+            async with in_flight:
+                for _attempt in range(5):
+                    if await self._reconcile_one(tp):
+                        break
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for tp in partitions:
+                    group.create_task(reconcile(tp))
+        except ExceptionGroup as failed:  # the rest were cancelled; the event loop handles the first as before
+            raise failed.exceptions[0] from None
 
     async def _reconcile_one(self, tp: TopicPartition) -> bool:
         assignment = self._replicas(tp)
