@@ -397,11 +397,18 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         produce_acks_all(cluster.bootstrap, "moved", 300)
         leader = cluster.broker(1).bootstrap
         wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 50, what="copies by broker 1")
-        tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
+        _, tiered_by_first, first_epoch = list_offset(leader, "moved", LATEST_TIERED)
         cluster.broker(1).kill()
         wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
                    what="a new leader")
         new_leader = cluster.broker(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader)
+        # LATEST_TIERED answers the epoch its offset was written in (Kafka's UnifiedLog: the leader epoch cache's
+        # epoch for the highest copied offset), not the new leader's.
+        tiered = wait_until(lambda: (a := list_offset(new_leader.bootstrap, "moved", LATEST_TIERED))[1]
+                            >= tiered_by_first and a, what="the predecessor's copies known to the new leader")
+        latest = wait_until(lambda: (a := list_offset(new_leader.bootstrap, "moved", LATEST))[0] == 0 and a,
+                            what="the new leader's high watermark")  # OFFSET_NOT_AVAILABLE until then, as Kafka
+        assert tiered[2] == first_epoch < latest[2], (tiered, first_epoch, latest)
         produce_acks_all(cluster.bootstrap, "moved", 300, start=300)
         # The new leader knows what its predecessor copied and goes on from there.
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1] > 400,
