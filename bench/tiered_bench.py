@@ -3,7 +3,8 @@ local retention is ``TIERED_BENCH_LOCAL_MB`` (1/16 of it by default; the issue's
 (compat_tests/jvm/tiered), both tiering to a directory, one after the other with the same client:
 
 - local disk used by the partition and bytes in the remote store once copying settled;
-- consumer throughput from offset 0 (nearly all of it remote) and from the local log start (the local tail);
+- consumer throughput from offset 0 (nearly all of it remote) and from the local log start (the local tail, the
+  best of three reads: it is short);
 - produce throughput to the tiered topic while it is being copied, against a topic without tiering.
 
     python -m bench tiered            # or: make bench-tiered
@@ -26,6 +27,7 @@ from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsets
 
 RECORD = 1024
 SEGMENT = 4 << 20
+TAIL_READS = 3
 COMMON = {"remote.log.storage.system.enable": "true", "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
           "remote.log.manager.task.interval.ms": "500", "log.retention.check.interval.ms": "500",
           "log.initial.task.delay.ms": "0", "log.segment.delete.delay.ms": "0",
@@ -67,8 +69,12 @@ def measure(name: str, bootstrap: str, log_dir: Path, remote_dir: Path, total_mb
     out["remote MB"] = dir_bytes(remote_dir) / 1e6
     local_start = list_offset(bootstrap, "tiered", -4)
     out["consume MB/s from 0"] = confluent_consume(bootstrap, "tiered", records)["mb_per_s"]
-    out["consume MB/s from the local tail"] = confluent_consume(bootstrap, "tiered", records - local_start,
-                                                                local_start)["mb_per_s"]
+    # The tail is short (the local retention): one read of it is a second or less, where the client's own pace
+    # and the machine's load swing it by ±30% (the broker spends ~0.03 s of CPU per 100 MB of it, sendfile, the
+    # same on a topic without tiering), so the best of TAIL_READS is reported.
+    out["consume MB/s from the local tail"] = max(
+        confluent_consume(bootstrap, "tiered", records - local_start, local_start)["mb_per_s"]
+        for _ in range(TAIL_READS))
     print(f"  {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in out.items()), flush=True)
     return out
 

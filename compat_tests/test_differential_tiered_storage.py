@@ -25,7 +25,7 @@ from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, RawClient
 from replication.remote_log_metadata import metadata_partition
-from tests.replication.test_tiered_storage import max_list_offsets_version
+from tests.replication.test_tiered_storage import SLOW, max_list_offsets_version
 from wire import build_simple_batch
 from wire.messages import DescribeLogDirsRequest, ListOffsetsRequest, ProduceRequest
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -57,7 +57,7 @@ COMMON = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.i
 
 
 @pytest.fixture(scope="module")
-def brokers(tiered_jars, tmp_path_factory):
+def processes(tiered_jars, tmp_path_factory):
     root = tmp_path_factory.mktemp("tiered-differential")
     kafka = KafkaBroker(tiered_jars, root / "kafka", overrides={
         **COMMON, "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
@@ -69,7 +69,13 @@ def brokers(tiered_jars, tmp_path_factory):
         "rsm.config.dir": str(root / "pykbroker-remote"),
         "rlmm.config.remote.log.metadata.topic.num.partitions": "3"})
     with kafka, ours:  # each starts on entering
-        yield {"kafka": (kafka.bootstrap, kafka.root / "logs"), "pykbroker": (ours.bootstrap, ours.data_dir / "logs")}
+        yield {"kafka": kafka, "pykbroker": ours}
+
+
+@pytest.fixture(scope="module")
+def brokers(processes):
+    kafka, ours = processes["kafka"], processes["pykbroker"]
+    return {"kafka": (kafka.bootstrap, kafka.root / "logs"), "pykbroker": (ours.bootstrap, ours.data_dir / "logs")}
 
 
 RETRIABLE = (3, 5, 6)  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
@@ -233,3 +239,66 @@ def test_remote_log_metadata_records_are_kafkas_and_kafkas_tool_decodes_them(bro
         answers[name] = (list(decoded) == [expected], decoded.get(expected))
     assert answers["pykbroker"] == answers["kafka"]
     assert answers["kafka"][0] and answers["kafka"][1]
+
+
+def batch_epoch(bootstrap: str, topic: str, offset: int) -> int:
+    """The partition leader epoch of the batch holding ``offset``, as a consumer reads it."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, offset)])
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                return msg.leader_epoch()
+        raise TimeoutError(f"offset {offset} of {topic} not read")
+    finally:
+        consumer.close()
+
+
+@SLOW
+@pytest.mark.timeout(420)
+def test_slow_latest_tiered_answers_the_epoch_of_the_copied_offset_across_a_leader_change(processes, brokers):
+    """ListOffsets LATEST_TIERED (-5), EARLIEST_LOCAL (-4) and EARLIEST_PENDING_UPLOAD (-6) after a restart while
+    the highest copied offset is of the epoch before it, then once the data produced after it is copied too. Each
+    answer's epoch is compared by whether it is the epoch of the batch holding its offset: Kafka's restart starts
+    a new leader epoch (fenced, then elected again), pykbroker's single node keeps its epoch, so the numbers differ.
+    Last in this module: it restarts both brokers."""
+    answers = {}
+    for name, (bootstrap, log_dir) in brokers.items():
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("relead", 1, 1, config=TOPIC_CONFIGS)])["relead"].result(120)
+        produce_batches(bootstrap, "relead")
+        settled = partial(lambda d: len(list((d / "relead-0").glob("*.log"))) == 1, log_dir)
+        wait_until(settled, what=f"remote-only data on {name}")
+        time.sleep(1.0)
+
+        def answer(ts: int, bootstrap: str = bootstrap) -> tuple[int, int, int, object]:
+            error, timestamp, offset, epoch = list_offset(bootstrap, "relead", ts, 9)
+            _, _, end, current = list_offset(bootstrap, "relead", -1, 9)
+            if offset < 0:
+                return error, timestamp, offset, epoch
+            if offset >= end:
+                return error, timestamp, offset, "the leader's" if epoch == current else epoch
+            return error, timestamp, offset, "its batch's" if epoch == batch_epoch(bootstrap, "relead", offset) \
+                else epoch
+
+        got: dict[str, object] = {"-5 before": answer(-5)}
+        first_epoch = list_offset(bootstrap, "relead", -1, 9)[3]
+        process = processes[name]
+        process.stop()
+        process.start()
+        wait_until(partial(lambda b, copied: list_offset(b, "relead", -1, 9)[0] == 0
+                           and list_offset(b, "relead", -5, 9)[2] == copied, bootstrap, got["-5 before"][2]),
+                   timeout=120, what=f"the copied offset known again on {name}")
+        if name == "kafka":  # the case where the copied offset's epoch is not the leader's
+            assert list_offset(bootstrap, "relead", -1, 9)[3] > first_epoch
+        got |= {"-5 after the restart": answer(-5), "-4 after the restart": answer(-4),
+                "-6 after the restart": answer(-6)}
+        produce_batches(bootstrap, "relead")
+        wait_until(settled, what=f"the new epoch's data remote on {name}")
+        time.sleep(1.0)
+        got |= {"-5 once that is copied": answer(-5), "-4 then": answer(-4), "-6 then": answer(-6)}
+        answers[name] = got
+    assert answers["pykbroker"] == answers["kafka"]

@@ -267,6 +267,17 @@ def test_tiered_configs_are_refused_as_kafka_refuses_them(tmp_path):
         assert entries["remote.copy.lag.ms"].value == "0"
 
 
+BROKER_TOPIC_METRICS = "kafka_server_brokertopicmetrics"
+
+
+def metric_when_up(port: int, name: str) -> float | None:
+    """``metric``, None while the endpoint is not listening yet (a broker starting)."""
+    try:
+        return metric(port, name)
+    except OSError:
+        return None
+
+
 def metric(port: int, name: str, labels: str = "") -> float:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     for line in text.splitlines():
@@ -392,16 +403,23 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic("moved", 1, replica_assignment=[[1, 2, 3]], config=TOPIC_CONFIGS)])["moved"] \
             .result(30)
-        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+        wait_until(lambda: len(isr_and_leader(admin, "moved")[0]) == 3,
                    what="a full ISR")
         produce_acks_all(cluster.bootstrap, "moved", 300)
         leader = cluster.broker(1).bootstrap
         wait_until(lambda: list_offset(leader, "moved", LATEST_TIERED)[1] > 50, what="copies by broker 1")
-        tiered_by_first = list_offset(leader, "moved", LATEST_TIERED)[1]
+        _, tiered_by_first, first_epoch = list_offset(leader, "moved", LATEST_TIERED)
         cluster.broker(1).kill()
-        wait_until(lambda: admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader in (2, 3),
+        wait_until(lambda: isr_and_leader(admin, "moved")[1] in (2, 3),
                    what="a new leader")
-        new_leader = cluster.broker(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].leader)
+        new_leader = cluster.broker(isr_and_leader(admin, "moved")[1])
+        # LATEST_TIERED answers the epoch its offset was written in (Kafka's UnifiedLog: the leader epoch cache's
+        # epoch for the highest copied offset), not the new leader's.
+        tiered = wait_until(lambda: (a := list_offset(new_leader.bootstrap, "moved", LATEST_TIERED))[1]
+                            >= tiered_by_first and a, what="the predecessor's copies known to the new leader")
+        latest = wait_until(lambda: (a := list_offset(new_leader.bootstrap, "moved", LATEST))[0] == 0 and a,
+                            what="the new leader's high watermark")  # OFFSET_NOT_AVAILABLE until then, as Kafka
+        assert tiered[2] == first_epoch < latest[2], (tiered, first_epoch, latest)
         produce_acks_all(cluster.bootstrap, "moved", 300, start=300)
         # The new leader knows what its predecessor copied and goes on from there.
         wait_until(lambda: list_offset(new_leader.bootstrap, "moved", LATEST_TIERED)[1] > 400,
@@ -417,11 +435,34 @@ def test_slow_a_new_leader_continues_copying_after_the_old_one_is_killed(tmp_pat
         starts = [p.name[:20] for p in remote_log_objects(remote)]
         assert len(starts) == len(set(starts)), sorted(starts)
         # The old leader comes back far behind the new leader's local log: told the rest is remote, it starts at
-        # the local log start offset with the leader epochs and producer state of the remote segment below it.
+        # the local log start offset with the leader epochs and producer state of the remote segment below it
+        # (KIP-1023's BuildRemoteLogAuxStateRequestsPerSec counts it on the Prometheus endpoint).
+        metrics_port = free_port()
+        cluster.broker(1).overrides["metrics.port"] = str(metrics_port)
         cluster.broker(1).start()
-        wait_until(lambda: len(admin.list_topics("moved", timeout=5).topics["moved"].partitions[0].isrs) == 3,
+        wait_until(lambda: len(isr_and_leader(admin, "moved")[0]) == 3,
                    what="broker 1 back in the ISR")
         assert "restored from remote segment" in cluster.broker(1).log()
+        assert metric(metrics_port, f"{BROKER_TOPIC_METRICS}_buildremotelogauxstaterequestspersec") == 1
+        assert metric(metrics_port, f"{BROKER_TOPIC_METRICS}_buildremotelogauxstateerrorspersec") == 0
+        # Again, with the remote leader-epoch checkpoints unreadable: the build fails, is counted
+        # (BuildRemoteLogAuxStateErrorsPerSec), and the replica goes on without them.
+        cluster.broker(1).kill()
+        produce_acks_all(cluster.bootstrap, "moved", 300, start=600)
+        wait_until(lambda: list_offset(new_leader.bootstrap, "moved", EARLIEST_LOCAL)[1] > 600,
+                   what="the new leader's local log past broker 1's")
+        hidden = [p.rename(p.with_name(p.name + ".hidden")) for p in remote.rglob("*.leader_epoch_checkpoint")]
+        try:
+            cluster.broker(1).start()
+            wait_until(lambda: metric_when_up(metrics_port, f"{BROKER_TOPIC_METRICS}_buildremotelogauxstateerrorspersec")
+                       == 1, what="the failed build counted")
+        finally:
+            for p in hidden:
+                p.rename(p.with_name(p.name.removesuffix(".hidden")))
+        assert metric(metrics_port, f"{BROKER_TOPIC_METRICS}_buildremotelogauxstaterequestspersec") == 1
+        assert "leader epochs and producer state of the remote data not restored" in cluster.broker(1).log()
+        wait_until(lambda: len(isr_and_leader(admin, "moved")[0]) == 3,
+                   what="broker 1 back in the ISR without its aux state")
 
 
 @pytest.mark.skipif(not s3_server_available(), reason="no S3 server installed (make deps builds versitygw)")
@@ -538,6 +579,16 @@ def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 def partition_state(admin: AdminClient, topic: str):
     return admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
+
+
+def isr_and_leader(admin: AdminClient, topic: str) -> tuple[list[int], int]:
+    """The partition's ISR and leader; ([], -1) while the client's metadata request times out (a broker of the
+    bootstrap list just killed, on a loaded machine)."""
+    try:
+        state = partition_state(admin, topic)
+    except KafkaException:
+        return [], -1
+    return state.isrs, state.leader
 
 
 @SLOW
