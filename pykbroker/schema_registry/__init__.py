@@ -99,6 +99,11 @@ class SchemaRegistry:
         schema = self._cache[schema_id] = registered_schema(self.store.state, stored)
         return schema
 
+    def latest(self, subject: str) -> RegisteredSchema | None:
+        """The latest (not deleted) version of ``subject`` as far as this broker has read ``_schemas``."""
+        versions = self.store.state.subject_versions(subject)
+        return self.lookup(versions[-1].id) if versions else None
+
     async def refresh(self) -> None:
         """Read ``_schemas`` up to its high watermark (a decoder calls this when ``lookup`` misses)."""
         await self.store.catch_up()
