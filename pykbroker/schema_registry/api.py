@@ -103,7 +103,7 @@ class RegistryApi:
     async def answer(self, request: Request) -> Response:
         path = request.path.rstrip("/")
         matched = False
-        principal = self.security.principal(request.headers.get("authorization"))
+        principal = await self.security.principal(request.headers.get("authorization"))
         if principal is None:
             return _json({"error_code": 401, "message": "Unauthorized"}, 401) \
                 .with_headers({"WWW-Authenticate": 'Basic realm="SchemaRegistry"'})

@@ -21,6 +21,7 @@ id. A refusal is Confluent's 403, error code 40301, naming the operation and the
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -78,7 +79,7 @@ class RegistrySecurity:
         self.authorization = authorization
         self._logins: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
 
-    def principal(self, authorization_header: str | None) -> str | None:
+    async def principal(self, authorization_header: str | None) -> str | None:
         """The request's principal, or None when BASIC is required and the credentials do not match."""
         if not self.basic:
             return ANONYMOUS
@@ -91,9 +92,9 @@ class RegistrySecurity:
             return None
         if not sep or not user:
             return None
-        return f"User:{user}" if self._password_matches(user, password) else None
+        return f"User:{user}" if await self._password_matches(user, password) else None
 
-    def _password_matches(self, user: str, password: str) -> bool:
+    async def _password_matches(self, user: str, password: str) -> bool:
         from pykbroker.security.scram import stored_credentials
 
         for mechanism, (_type, hash_name) in SCRAM_MECHANISMS.items():
@@ -104,7 +105,9 @@ class RegistrySecurity:
             if self._logins.get(cache_key) == credential:
                 self._logins.move_to_end(cache_key)
                 return True
-            salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), credential.salt, credential.iterations)
+            # PBKDF2 (thousands of HMACs) on a thread: wrong passwords are never cached and must not stall the loop.
+            salted = await asyncio.to_thread(hashlib.pbkdf2_hmac, hash_name, password.encode(), credential.salt,
+                                             credential.iterations)
             computed = credential_from_salted_password(mechanism, credential.iterations, credential.salt, salted)
             if hmac.compare_digest(computed.stored_key, credential.stored_key):
                 self._logins[cache_key] = credential
