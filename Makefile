@@ -158,7 +158,8 @@ test-streams-slow: deps
 ##                    killed committer (one per topic, through the coordinator runtime); the
 ##                    warehouse on an S3 server (versitygw) read by pyiceberg and Spark; Nessie's REST catalog
 ##                    (Java 21+) over that S3 warehouse with aborted transactions, read by pyiceberg and Spark; the
-##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart
+##                    schema registry on a 3-broker cluster through a killed _schemas leader, and across a restart;
+##                    Spark reading value_schema_latest tables of unprefixed Avro and JSON values
 test-iceberg-slow: deps
 	PYKBROKER_ICEBERG_SLOW=1 $(PY) -m pytest tests/pykbroker/iceberg/test_writer.py compat_tests/test_iceberg_spark.py \
 		compat_tests/test_iceberg_cluster.py compat_tests/test_iceberg_s3.py compat_tests/test_iceberg_rest.py \

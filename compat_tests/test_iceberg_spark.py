@@ -6,7 +6,8 @@ judge of "committed" is a read_committed consumer reading the same topic: the ta
 records (partition, offset, value), after transactions that commit and abort and a kill -9 of the broker in the
 middle of a produce run. One test in `make test`; PYKBROKER_ICEBERG_SLOW=1 (make test-iceberg-slow) adds
 value_schema tables, dead letters and evolution read by Spark, more kills, and tables of Avro and Protobuf values
-decoded through the broker's schema registry (value_schema_id_prefix).
+decoded through the broker's schema registry (value_schema_id_prefix), and of unprefixed Avro and JSON values
+decoded with a subject's latest schema (value_schema_latest).
 """
 
 from __future__ import annotations
@@ -230,3 +231,46 @@ def test_spark_reads_tables_of_avro_and_protobuf_values_through_the_schema_regis
         assert rows[45] == {"offset": 46, "name": "u45", "age": 45, "email": "u45@x"}
         assert [r["offset"] for r in dead] == [40] and "does not decode" in dead[0]["error"]
         assert persons[3] == {"name": "p3", "id": 3, "tags": '["a","a","a"]', "address": '{"city":"Oslo"}'}
+
+
+@pytest.mark.skipif(not SLOW, reason="PYKBROKER_ICEBERG_SLOW=1 (make test-iceberg-slow): a fourth Spark run")
+def test_spark_reads_value_schema_latest_tables_of_unprefixed_avro_and_json_schema_values(tmp_path):
+    """Redpanda's value_schema_latest: producers write plain Avro and JSON (no magic byte, no schema id); the
+    broker decodes them with the latest schema of <topic>-value or of the subject the mode names."""
+    import io
+
+    import fastavro
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from pykbroker.testing import free_port
+    from tests.pykbroker.schema_registry.test_serializers import USER_V1, wait_http
+
+    port = free_port()
+    with BrokerProcess(tmp_path, overrides={"schema.registry.listeners": f"http://127.0.0.1:{port}"}) as broker:
+        wait_http(f"http://127.0.0.1:{port}")
+        client = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        client.register_schema("users-value", Schema(USER_V1, "AVRO"))
+        client.register_schema("order-events", Schema(json.dumps({"type": "object", "properties": {
+            "id": {"type": "integer"}, "price": {"type": "number"}}}), "JSON"))
+        create(broker, "users", 1, {"iceberg.mode": "value_schema_latest", "iceberg.commit.interval.ms": "300"})
+        create(broker, "orders", 1, {"iceberg.mode": "value_schema_latest:subject=order-events",
+                                     "iceberg.commit.interval.ms": "300"})
+        parsed = fastavro.parse_schema(json.loads(USER_V1))
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(30):
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, {"name": f"u{i}", "age": i})
+            producer.produce("users", out.getvalue())
+            producer.produce("orders", json.dumps({"id": i, "price": i / 2}).encode())
+        producer.produce("orders", b"[1, 2]")  # JSON, but not an object: a dead letter
+        producer.flush(10)
+        wait_translated(broker, "users", 1)
+        wait_translated(broker, "orders", 1)
+        users, orders, dead = iceberg_spark.sql(
+            ["SELECT offset, name, age FROM pykbroker.kafka.users ORDER BY offset",
+             "SELECT id, price FROM pykbroker.kafka.orders ORDER BY id",
+             "SELECT offset, error FROM pykbroker.kafka.`orders~dlq`"],
+            data_dir=broker.data_dir / "logs")
+        assert users == [{"offset": i, "name": f"u{i}", "age": i} for i in range(30)]
+        assert orders == [{"id": i, "price": i / 2} for i in range(30)]
+        assert [r["offset"] for r in dead] == [30] and "decodes to list" in dead[0]["error"]

@@ -165,10 +165,8 @@ def _schema_registry_listeners(prop: str, v: str) -> str | None:
     if not v.strip():
         return None
     for entry in v.split(","):
-        if entry.strip().startswith("https://"):
-            raise ConfigError(f"{prop}: https is not served; use http://host:port (behind a TLS proxy if needed)")
         try:
-            parse_host_port(prop, entry.strip())
+            parse_host_port(prop, entry.strip().removeprefix("https://"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     return v.strip()
@@ -349,8 +347,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # schema_registry.schema_registry_api; the topic is Confluent's kafkastore.topic.
     ConfigDef("schema.registry.listeners", _schema_registry_listeners, None,
               "Serve a Confluent-compatible schema registry at http://host:port (comma-separated for several, e.g. "
-              "http://0.0.0.0:8081, Confluent's and Redpanda's port); schemas live in schema.registry.topic, so "
-              "every broker of a cluster serves the same registry; unset: off."),
+              "http://0.0.0.0:8081, Confluent's and Redpanda's port; https://host:port with the broker-wide "
+              "ssl.keystore.*); schemas live in schema.registry.topic, so every broker of a cluster serves the same "
+              "registry; unset: off."),
+    ConfigDef("schema.registry.authentication.method", _choice("NONE", "BASIC"), "NONE",
+              "BASIC: every registry request needs HTTP basic authentication with a SCRAM user of the broker "
+              "(kafka-configs.sh --alter --entity-type users; principal User:<name>), else 401 (Confluent's "
+              "authentication.method); NONE: requests are User:ANONYMOUS."),
+    ConfigDef("schema.registry.authorization.enable", _bool, "false",
+              "Authorize registry requests with the broker's ACLs (authorizer.class.name): a subject <topic>-value "
+              "or <topic>-key as its topic (reading needs DESCRIBE, registering WRITE, deleting DELETE, its config "
+              "ALTER_CONFIGS; the global config ALTER_CONFIGS on the cluster), else 403 (Redpanda's "
+              "schema_registry_enable_authorization)."),
     ConfigDef("schema.registry.topic", _str, "_schemas",
               "The compacted topic holding the registry's schemas, ids and configs in Confluent's record format "
               "(Confluent's kafkastore.topic)."),

@@ -255,12 +255,12 @@ def _static(name: str, ctype: str) -> Route:
     return route
 
 
-def page_ssl_context(config: Any) -> ssl.SSLContext:
-    """The TLS server context of an ``https://`` console.listener: the broker-wide ``ssl.keystore.*`` (the
-    page asks browsers for no certificate: people log in with their SASL user)."""
+def page_ssl_context(config: Any, prop: str = "console.listener") -> ssl.SSLContext:
+    """The TLS server context of an ``https://`` console.listener (or schema.registry.listeners): the
+    broker-wide ``ssl.keystore.*`` (no client certificate is asked for: people log in with their SASL user)."""
     if config["ssl.keystore.location"] is None and config["ssl.keystore.key"] is None:
-        raise ConfigError("console.listener: https:// needs the broker-wide ssl.keystore.location (or "
-                          "ssl.keystore.key and ssl.keystore.certificate.chain) for the console's certificate")
+        raise ConfigError(f"{prop}: https:// needs the broker-wide ssl.keystore.location (or "
+                          "ssl.keystore.key and ssl.keystore.certificate.chain) for its certificate")
     context = server_ssl_context(config, "CONSOLE", "SSL")
     context.verify_mode = ssl.CERT_NONE
     return context

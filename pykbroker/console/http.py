@@ -40,6 +40,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    peer: str = ""  # the client's address (ACL host checks)
+    principal: str = "User:ANONYMOUS"  # set by a server that authenticates its requests
 
     def cookie(self, name: str) -> str | None:
         jar: SimpleCookie = SimpleCookie()
@@ -57,6 +59,10 @@ class Response:
     content_type: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+
+    def with_headers(self, headers: dict[str, str]) -> Response:
+        self.headers.update(headers)
+        return self
 
 
 Route = Callable[[Request], Awaitable[Response]]
@@ -76,6 +82,8 @@ class ConsoleHttpServer(HttpServer):
                     head = await reader.readuntil(b"\r\n\r\n")
                     request = _parse(head)
                     if isinstance(request, Request):
+                        peer = writer.get_extra_info("peername")
+                        request.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
                         size = int(request.headers.get("content-length", "0") or 0)
                         if not 0 <= size <= MAX_BODY_BYTES:
                             request = Response(413, "text/plain", b"request body too large\n")

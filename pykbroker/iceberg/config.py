@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["ICEBERG_PREFIX", "ICEBERG_TOPIC_CONFIGS", "IcebergConfigError", "IcebergTopicConfig", "MODES",
-           "PartitionField", "parse_partition_spec", "parse_value_schema", "split_topic_configs"]
+           "PartitionField", "REGISTRY_MODES", "parse_mode", "parse_partition_spec", "parse_value_schema",
+           "split_topic_configs"]
 
 ICEBERG_PREFIX = "iceberg."
 MODE_DISABLED = "disabled"
@@ -22,7 +23,13 @@ MODE_KEY_VALUE = "key_value"
 MODE_VALUE_SCHEMA = "value_schema"
 # Redpanda's name: values in Confluent's wire format, decoded with the schema registry's schema their id names.
 MODE_VALUE_SCHEMA_ID_PREFIX = "value_schema_id_prefix"
-MODES = (MODE_DISABLED, MODE_KEY_VALUE, MODE_VALUE_SCHEMA, MODE_VALUE_SCHEMA_ID_PREFIX)
+# Redpanda's name: values WITHOUT the wire format's prefix, decoded with the latest schema of a subject
+# (``value_schema_latest[:subject=<subject>][,protobuf_name=<message>]``; default subject ``<topic>-value``).
+MODE_VALUE_SCHEMA_LATEST = "value_schema_latest"
+MODES = (MODE_DISABLED, MODE_KEY_VALUE, MODE_VALUE_SCHEMA, MODE_VALUE_SCHEMA_ID_PREFIX, MODE_VALUE_SCHEMA_LATEST)
+#: The modes whose value columns come from the schema registry's schemas.
+REGISTRY_MODES = (MODE_VALUE_SCHEMA_ID_PREFIX, MODE_VALUE_SCHEMA_LATEST)
+_LATEST_OPTIONS = ("subject", "protobuf_name")
 #: The transforms ``iceberg.partition.spec`` accepts, and the columns each applies to.
 _TRANSFORMS = {"hour": ("timestamp",), "day": ("timestamp",), "month": ("timestamp",), "year": ("timestamp",),
                "identity": ("partition",)}
@@ -50,8 +57,10 @@ ICEBERG_TOPIC_CONFIGS: dict[str, IcebergConfigDef] = {
         "Write the topic into an Iceberg table: key_value (partition, offset, timestamp, key, value, headers "
         "columns), value_schema (JSON values decoded into the columns of iceberg.value.schema), "
         "value_schema_id_prefix (values Confluent's Avro, Protobuf or JSON Schema serializers wrote, decoded with "
-        "the broker's schema registry into the fields of their schema; a new schema version adds columns), or "
-        "disabled."),
+        "the broker's schema registry into the fields of their schema; a new schema version adds columns), "
+        "value_schema_latest[:subject=<subject>][,protobuf_name=<message>] (values without that prefix, decoded "
+        "with the latest schema of the subject, by default <topic>-value; for Protobuf the message named, by "
+        "default the file's first), or disabled."),
     "iceberg.commit.interval.ms": IcebergConfigDef(
         "LONG", "60000", "Longest time between a record becoming stable and its table commit (the table lag)."),
     "iceberg.target.file.size.bytes": IcebergConfigDef(
@@ -101,10 +110,21 @@ class IcebergTopicConfig:
     snapshot_max_age_ms: int = 432_000_000
     orphan_file_min_age_ms: int = 86_400_000
     delete_table_on_topic_delete: bool = False
+    latest_subject: str = ""  # value_schema_latest: the subject ("" = <topic>-value)
+    protobuf_name: str = ""  # value_schema_latest: the Protobuf message ("" = the file's first)
 
     @property
     def enabled(self) -> bool:
         return self.mode != MODE_DISABLED
+
+    @property
+    def decodes_with_registry(self) -> bool:
+        """Whether the value columns come from the schema registry (value_schema_id_prefix, value_schema_latest)."""
+        return self.mode in REGISTRY_MODES
+
+    def subject(self, topic: str) -> str:
+        """value_schema_latest's subject for ``topic``: the one configured, else Confluent's ``<topic>-value``."""
+        return self.latest_subject or f"{topic}-value"
 
     @classmethod
     def from_topic_configs(cls, configs: Mapping[str, str]) -> IcebergTopicConfig:
@@ -113,7 +133,7 @@ class IcebergTopicConfig:
         for name in configs:
             if name.startswith(ICEBERG_PREFIX) and name not in ICEBERG_TOPIC_CONFIGS:
                 raise IcebergConfigError(f"Unknown topic config name: {name}")
-        mode = values["iceberg.mode"].strip()
+        mode, options = parse_mode(values["iceberg.mode"])
         if mode not in MODES:
             raise IcebergConfigError(f"Invalid value {mode} for configuration iceberg.mode: String must be one of: "
                                      + ", ".join(MODES))
@@ -133,7 +153,28 @@ class IcebergTopicConfig:
                    orphan_file_min_age_ms=_long("iceberg.orphan.file.min.age.ms",
                                                 values["iceberg.orphan.file.min.age.ms"], 1),
                    delete_table_on_topic_delete=_bool("iceberg.delete.table.on.topic.delete",
-                                                      values["iceberg.delete.table.on.topic.delete"]))
+                                                      values["iceberg.delete.table.on.topic.delete"]),
+                   latest_subject=options.get("subject", ""), protobuf_name=options.get("protobuf_name", ""))
+
+
+def parse_mode(raw: str) -> tuple[str, dict[str, str]]:
+    """(mode, options) of ``iceberg.mode``: Redpanda's ``value_schema_latest:subject=s,protobuf_name=m`` form."""
+    mode, sep, rest = raw.strip().partition(":")
+    mode = mode.strip()
+    if not sep:
+        return mode, {}
+    if mode != MODE_VALUE_SCHEMA_LATEST:
+        raise IcebergConfigError(f"Invalid value {raw} for configuration iceberg.mode: only value_schema_latest "
+                                 "takes options (value_schema_latest:subject=<subject>,protobuf_name=<message>)")
+    options: dict[str, str] = {}
+    for part in rest.split(","):
+        name, eq, value = part.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or name not in _LATEST_OPTIONS or not value or name in options:
+            raise IcebergConfigError(f"Invalid value {raw} for configuration iceberg.mode: {part.strip()!r} is not "
+                                     "one of subject=<subject>, protobuf_name=<message> (each at most once)")
+        options[name] = value
+    return mode, options
 
 
 def split_topic_configs(configs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:

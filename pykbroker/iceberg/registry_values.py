@@ -7,6 +7,10 @@ properties), typed as value_schema mode types them (``integer``, ``number``, ``s
 version adds a column. A field named like a coordinate column (partition, offset, timestamp, key, headers)
 becomes ``value_<name>``. A value that is not in the wire format, names a schema the registry does not have,
 does not decode, or has a field whose type differs from the table's column is a dead letter, with the reason.
+
+value_schema_latest mode (``LatestSchema``): values carry no prefix; each decodes with the latest schema of the
+topic's subject (for Protobuf as the message ``protobuf_name`` names, by default the file's first); a subject
+with no schema, or a value that does not decode with it, is a dead letter.
 """
 
 from __future__ import annotations
@@ -17,14 +21,37 @@ import decimal
 import json
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pykbroker.schema_registry.wire_format import RegisteredSchema, WireFormatError, decode, decode_header
+from pykbroker.schema_registry.wire_format import (
+    RegisteredSchema,
+    WireFormatError,
+    decode,
+    decode_header,
+    decode_payload,
+    message_indexes_of,
+)
 
-__all__ = ["Column", "DecodedValue", "columns_of", "decode_registry_value", "schema_ids"]
+__all__ = ["Column", "DecodedValue", "LatestSchema", "RegistrySchemas", "columns_of", "decode_registry_value",
+           "schema_ids"]
 
 Column = tuple[str, str]  # (column name, value_schema mode type)
 DecodedValue = tuple[dict[str, Any], list[Column]]
+
+
+
+@dataclass(frozen=True)
+class LatestSchema:
+    """value_schema_latest: the latest schema of ``subject`` when the commit started (None: it has none)."""
+
+    subject: str
+    schema: RegisteredSchema | None
+    protobuf_name: str = ""
+
+
+#: What decodes a commit's values: the registry's schemas by id (value_schema_id_prefix) or the latest one.
+RegistrySchemas = Mapping[int, RegisteredSchema] | LatestSchema
 
 _COORDINATES = ("partition", "offset", "timestamp", "key", "headers")
 _AVRO = {"boolean": "boolean", "int": "integer", "long": "integer", "float": "number", "double": "number",
@@ -138,13 +165,19 @@ def _cell(kind: str, item: Any) -> Any:
     raise ValueError(f"{json.dumps(item, default=_bytes_default)[:64]} is not of type {kind}")
 
 
-def decode_registry_value(value: bytes | None, schemas: Mapping[int, RegisteredSchema]
-                          ) -> tuple[DecodedValue | None, str | None]:
+def decode_registry_value(value: bytes | None, schemas: RegistrySchemas) -> tuple[DecodedValue | None, str | None]:
     """((column values, the schema's columns), None), or (None, why it is a dead letter)."""
     if value is None:
         return None, "null value (a tombstone) has no columns"
     try:
-        decoded = decode(value, schemas.get)
+        if isinstance(schemas, LatestSchema):
+            if schemas.schema is None:
+                return None, f"subject {schemas.subject!r} has no schema registered (value_schema_latest)"
+            indexes = message_indexes_of(schemas.schema, schemas.protobuf_name) \
+                if schemas.schema.schema_type == "PROTOBUF" else []
+            decoded = decode_payload(value, schemas.schema, indexes)
+        else:
+            decoded = decode(value, schemas.get)
         columns = columns_of(decoded.schema, decoded.message_indexes)
     except WireFormatError as exc:
         return None, str(exc)

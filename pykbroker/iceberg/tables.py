@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pykbroker.iceberg.config import MODE_VALUE_SCHEMA_ID_PREFIX, IcebergTopicConfig, PartitionField
+from pykbroker.iceberg.config import IcebergTopicConfig, PartitionField
 from pykbroker.iceberg.records import RecordColumns
 
 if TYPE_CHECKING:
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from pykbroker.iceberg.commits import FilesRecord
-    from pykbroker.iceberg.registry_values import DecodedValue
-    from pykbroker.schema_registry.wire_format import RegisteredSchema
+    from pykbroker.iceberg.registry_values import DecodedValue, RegistrySchemas
 
 log = logging.getLogger("pykbroker.iceberg")
 
@@ -144,7 +143,7 @@ class TableWriter:
     # -- tables ------------------------------------------------------------------------------------------
     def load_or_create(self, config: IcebergTopicConfig, columns: Sequence[tuple[str, str]] = ()) -> Table:
         """The table, created on first use; columns declared since it was created are added (evolution): the
-        declared ones, or in value_schema_id_prefix mode ``columns`` (those of the schemas records name)."""
+        declared ones, or in the registry modes ``columns`` (those of the schemas records name)."""
         from pyiceberg.exceptions import NoSuchTableError
 
         self.catalog.create_namespace_if_not_exists(self.identifier[0])
@@ -161,7 +160,7 @@ class TableWriter:
                 transaction.set_properties(_TABLE_PROPERTIES)
             table = self.catalog.load_table(self.identifier)
         # A mode switched on an existing table adds the value column (key_value) or the declared ones.
-        if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX:
+        if config.decodes_with_registry:
             wanted = list(columns)
         else:
             wanted = list(config.value_schema) if config.value_schema else [("value", "bytes")]
@@ -188,10 +187,10 @@ class TableWriter:
 
     # -- commits -----------------------------------------------------------------------------------------
     def commit(self, config: IcebergTopicConfig, batches: Sequence[RecordColumns], based_on: dict[int, int | None],
-               next_offsets: dict[int, int], schemas: Mapping[int, RegisteredSchema] | None = None) -> CommitResult:
+               next_offsets: dict[int, int], schemas: RegistrySchemas | None = None) -> CommitResult:
         """Append ``batches`` and record ``next_offsets`` in one snapshot, for the partitions whose committed
         offset is still ``based_on`` (None: none yet); the others are reported ``stale``, not written.
-        value_schema_id_prefix mode decodes values with ``schemas`` (the registry's, by id).
+        The registry modes decode values with ``schemas`` (the registry's by id, or the subject's latest).
 
         Raises pyiceberg's CommitFailedException when another writer committed between the load and the
         append (the caller retries).
@@ -199,7 +198,7 @@ class TableWriter:
         import pyarrow as pa
 
         decoded = _decode_registry_values(batches, schemas or {}) \
-            if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+            if config.decodes_with_registry else None
         table = self.load_or_create(config, _registry_columns(decoded)) if decoded is not None \
             else self.load_or_create(config)
         current = committed_offsets(table, self.topic_id)
@@ -225,7 +224,7 @@ class TableWriter:
 
     # -- a cluster: leaders write files, one committer commits them (pykbroker.iceberg.commits) -----------------
     def write_files(self, config: IcebergTopicConfig, batches: Sequence[RecordColumns],
-                    ranges: Mapping[int, tuple[int, int]], schemas: Mapping[int, RegisteredSchema] | None = None
+                    ranges: Mapping[int, tuple[int, int]], schemas: RegistrySchemas | None = None
                     ) -> tuple[list[FilesRecord], int]:
         """Write the Parquet files of ``batches`` (one ``RecordColumns`` per partition, the records read at the
         offsets ``ranges[partition]`` = [start, end)) without committing them; dead letters go to their table
@@ -235,7 +234,7 @@ class TableWriter:
         from pykbroker.iceberg.commits import FilesRecord
 
         decoded = _decode_registry_values(batches, schemas or {}) \
-            if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+            if config.decodes_with_registry else None
         table = self.load_or_create(config, _registry_columns(decoded)) if decoded is not None \
             else self.load_or_create(config)
         out = []
@@ -483,7 +482,7 @@ def _schema(config: IcebergTopicConfig) -> Any:
     from pyiceberg.types import BinaryType, NestedField
 
     fields = _coordinates()
-    if config.mode == MODE_VALUE_SCHEMA_ID_PREFIX:
+    if config.decodes_with_registry:
         pass  # the value columns come from the registry's schemas, added as records name them
     elif config.value_schema:
         fields += [NestedField(10 + i, name, _iceberg_type(t), required=False)
@@ -529,8 +528,8 @@ def _timestamps(ms: list[int]) -> list[int | None]:
 Decoded = dict[tuple[int, int], tuple["DecodedValue | None", str | None]]  # (partition, offset) -> decoded, error
 
 
-def _decode_registry_values(batches: Sequence[RecordColumns], schemas: Mapping[int, RegisteredSchema]) -> Decoded:
-    """Every value of ``batches`` decoded with the registry's ``schemas`` (value_schema_id_prefix mode)."""
+def _decode_registry_values(batches: Sequence[RecordColumns], schemas: RegistrySchemas) -> Decoded:
+    """Every value of ``batches`` decoded with the registry's ``schemas`` (by id, or the subject's latest)."""
     from pykbroker.iceberg.registry_values import decode_registry_value
 
     return {(b.partition, o): decode_registry_value(v, schemas) for b in batches

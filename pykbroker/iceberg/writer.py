@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pykbroker.iceberg.config import (
-    MODE_VALUE_SCHEMA_ID_PREFIX,
+    MODE_VALUE_SCHEMA_LATEST,
     IcebergConfigError,
     IcebergTopicConfig,
     split_topic_configs,
@@ -162,7 +162,7 @@ class IcebergService:
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
         # The broker's schema registry (pykbroker.schema_registry.SchemaRegistry), for value_schema_id_prefix
-        # topics; set by the broker.
+        # and value_schema_latest topics; set by the broker.
         self.schema_registry: Callable[[], Any] | None = None
         # In a cluster: leaders submit files to one committer per topic (commits.CommitCoordination); None on a
         # single node, whose leaders commit themselves. Set by the broker.
@@ -394,11 +394,23 @@ class TopicTranslator:
         self._next_maintenance = time.monotonic() + maintenance_every_s(self.config)
         await maintain(self.service, self._table_writer(), self.config, self.topic)
 
-    async def _registry_schemas(self, batches: list[RecordColumns]) -> dict[int, Any]:
-        """The registry's schemas of the ids the values name, read on from ``_schemas`` when one is not known
-        yet (an id it does not have makes its records dead letters)."""
-        from pykbroker.iceberg.registry_values import schema_ids
+    async def _registry_schemas(self, batches: list[RecordColumns]) -> Any:
+        """None unless the mode decodes with the registry. value_schema_id_prefix: the registry's schemas of the
+        ids the values name, read on from ``_schemas`` when one is not known yet (an id it does not have makes its
+        records dead letters). value_schema_latest: the subject's latest schema, ``_schemas`` read up to date
+        first (a schema registered since the last commit decodes this one's values)."""
+        from pykbroker.iceberg.registry_values import LatestSchema, schema_ids
 
+        if not self.config.decodes_with_registry:
+            return None
+        if self.config.mode == MODE_VALUE_SCHEMA_LATEST:
+            subject = self.config.subject(self.topic)
+            latest = None
+            if self.service.schema_registry is not None:
+                registry = self.service.schema_registry()
+                await registry.refresh()
+                latest = registry.latest(subject)
+            return LatestSchema(subject, latest, self.config.protobuf_name)
         ids = await self.service.run_blocking(schema_ids, [v for b in batches for v in b.values])
         if self.service.schema_registry is None:
             return {}
@@ -413,7 +425,7 @@ class TopicTranslator:
         reloads the table and checks the offsets anew, so the retry never writes a record twice)."""
         from pyiceberg.exceptions import CommitFailedException
 
-        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        schemas = await self._registry_schemas(batches)
         for attempt in range(COMMIT_ATTEMPTS):
             try:
                 return await self.service.run_blocking(writer.commit, self.config, batches, based_on, next_offsets,
@@ -435,7 +447,7 @@ class TopicTranslator:
         started = time.monotonic()
         batches = [pr.pending for pr in pending.values()]
         ranges = {p: (pr.pending_start, pr.next_offset) for p, pr in pending.items()}
-        schemas = await self._registry_schemas(batches) if self.config.mode == MODE_VALUE_SCHEMA_ID_PREFIX else None
+        schemas = await self._registry_schemas(batches)
         records, dead = await self.service.run_blocking(self._table_writer().write_files, self.config, batches,
                                                         ranges, schemas)
         for record in records:

@@ -18,6 +18,7 @@ from pykbroker.config import ConfigError
 from pykbroker.console.http import ConsoleHttpServer, Request, Response
 from pykbroker.metrics.http import parse_host_port
 from pykbroker.schema_registry.api import RegistryApi
+from pykbroker.schema_registry.security import RegistrySecurity
 from pykbroker.schema_registry.state import RegistryState, StoredSchema
 from pykbroker.schema_registry.store import SchemasTopic
 from pykbroker.schema_registry.wire_format import RegisteredSchema
@@ -58,7 +59,9 @@ class SchemaRegistry:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
         self.store = SchemasTopic(broker, broker.config["schema.registry.topic"])
-        self.api = RegistryApi(self.store, broker.node_id)
+        self.api = RegistryApi(self.store, broker.node_id, RegistrySecurity(
+            broker, broker.config["schema.registry.authentication.method"] == "BASIC",
+            bool(broker.config["schema.registry.authorization.enable"])))
         self.servers: list[RegistryHttpServer] = []
         self.ports: list[int] = []
         self._cache: dict[int, RegisteredSchema] = {}
@@ -71,18 +74,25 @@ class SchemaRegistry:
             raise ConfigError(f"schema.registry.listeners: the registry needs fastavro and protobuf ({exc}); "
                               "pip install 'pykbroker[registry]'") from None
         for value in broker_listeners(self.broker.config["schema.registry.listeners"]):
-            host, port = parse_host_port("schema.registry.listeners", value)
+            tls = value.startswith("https://")
+            host, port = parse_host_port("schema.registry.listeners", value.removeprefix("https://"))
+            if tls:
+                from pykbroker.console import page_ssl_context
+            context = page_ssl_context(self.broker.config, "schema.registry.listeners") if tls else None
             server = RegistryHttpServer(self.api)
             try:
-                bound = await server.start(host, port)
+                bound = await server.start(host, port, context)
             except OSError as exc:
                 raise ConfigError(f"schema.registry.listeners: {host or '0.0.0.0'}:{port} cannot be bound "
                                   f"({exc.strerror or exc}); pick another port, e.g. --override "
                                   "schema.registry.listeners=http://127.0.0.1:0 (any free one)") from exc
             self.servers.append(server)
             self.ports.append(bound)
-            log.info("schema registry: serving Confluent's Schema Registry API at http://%s:%d/ (schemas in %s)",
-                     host or "0.0.0.0", bound, self.store.topic)
+            log.info("schema registry: serving Confluent's Schema Registry API at %s://%s:%d/ (schemas in %s; %s, %s)",
+                     "https" if tls else "http", host or "0.0.0.0", bound, self.store.topic,
+                     "basic authentication with the broker's SCRAM users" if self.api.security.basic
+                     else "no authentication", "ACLs authorize" if self.api.security.authorization
+                     else "no authorization")
 
     async def close(self) -> None:
         for server in self.servers:
@@ -99,11 +109,16 @@ class SchemaRegistry:
         schema = self._cache[schema_id] = registered_schema(self.store.state, stored)
         return schema
 
+    def latest(self, subject: str) -> RegisteredSchema | None:
+        """The latest (not deleted) version of ``subject`` as far as this broker has read ``_schemas``."""
+        versions = self.store.state.subject_versions(subject)
+        return self.lookup(versions[-1].id) if versions else None
+
     async def refresh(self) -> None:
         """Read ``_schemas`` up to its high watermark (a decoder calls this when ``lookup`` misses)."""
         await self.store.catch_up()
 
 
 def broker_listeners(value: str) -> list[str]:
-    """The host:port of each comma-separated ``http://host:port`` of ``schema.registry.listeners``."""
+    """Each comma-separated entry of ``schema.registry.listeners``: host:port, or https://host:port for TLS."""
     return [v.strip().removeprefix("http://") for v in value.split(",") if v.strip()]

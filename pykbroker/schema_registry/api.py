@@ -4,7 +4,8 @@ Answers are JSON (``application/vnd.schemaregistry.v1+json``); errors are ``{"er
 Confluent's codes and HTTP statuses: 40401 subject, 40402 version, 40403 schema not found, 40404/40405 subject
 (not) soft-deleted, 40406/40407 version (not) soft-deleted, 40408 no subject-level config, 409 incompatible,
 42201 invalid schema, 42202 invalid version, 42203 invalid compatibility level, 42204 invalid mode, 42205
-operation not permitted, 42206 still referenced, 50001 store error.
+operation not permitted, 42206 still referenced, 50001 store error; 401 unauthenticated and 40301 denied
+(``security.py``: each route names the access it needs).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pykbroker.schema_registry.schemas import (
     compatibility_errors,
     parse_schema,
 )
+from pykbroker.schema_registry.security import Access, RegistrySecurity
 from pykbroker.schema_registry.state import RegistryState, StoredSchema
 from pykbroker.schema_registry.store import RegistryStoreError, SchemasTopic
 
@@ -63,43 +65,63 @@ Handler = Callable[[Request, list[str]], Awaitable[Any]]
 class RegistryApi:
     """The routes: ``answer(request)`` matches the path's segments (each URL-decoded) against ``ROUTES``."""
 
-    def __init__(self, store: SchemasTopic, node_id: int) -> None:
+    def __init__(self, store: SchemasTopic, node_id: int, security: RegistrySecurity | None = None) -> None:
         self.store = store
         self.node_id = node_id
+        # Who may do what (schema_registry.security); None: everyone everything, as User:ANONYMOUS.
+        self.security = security or RegistrySecurity(None, basic=False, authorization=False)
         p = r"([^/]+)"
-        self.routes: list[tuple[str, re.Pattern[str], Handler]] = [(m, re.compile(f"^{path.format(p=p)}$"), h) for m, path, h in [
-            ("GET", "", self.root), ("GET", "/schemas/types", self.types), ("GET", "/contexts", self.contexts),
-            ("GET", "/schemas/ids/{p}", self.schema_by_id), ("GET", "/schemas/ids/{p}/schema", self.raw_by_id),
-            ("GET", "/schemas/ids/{p}/versions", self.versions_of_id),
-            ("GET", "/schemas/ids/{p}/subjects", self.subjects_of_id),
-            ("GET", "/subjects", self.list_subjects), ("POST", "/subjects/{p}", self.lookup),
-            ("DELETE", "/subjects/{p}", self.delete_subject),
-            ("GET", "/subjects/{p}/versions", self.list_versions), ("POST", "/subjects/{p}/versions", self.register),
-            ("GET", "/subjects/{p}/versions/{p}", self.get_version),
-            ("GET", "/subjects/{p}/versions/{p}/schema", self.get_raw_version),
-            ("GET", "/subjects/{p}/versions/{p}/referencedby", self.referenced_by),
-            ("DELETE", "/subjects/{p}/versions/{p}", self.delete_version),
-            ("POST", "/compatibility/subjects/{p}/versions/{p}", self.check_version),
-            ("POST", "/compatibility/subjects/{p}/versions", self.check_all),
-            ("GET", "/config", self.get_config), ("PUT", "/config", self.put_config),
-            ("GET", "/config/{p}", self.get_config), ("PUT", "/config/{p}", self.put_config),
-            ("DELETE", "/config/{p}", self.delete_config),
-            ("GET", "/mode", self.get_mode), ("PUT", "/mode", self.put_mode),
-            ("GET", "/mode/{p}", self.get_mode), ("PUT", "/mode/{p}", self.put_mode),
-            ("DELETE", "/mode/{p}", self.delete_mode)]]
+        a = Access
+        self.routes: list[tuple[str, re.Pattern[str], Handler, str]] = [
+            (m, re.compile(f"^{path.format(p=p)}$"), h, access) for m, path, h, access in [
+                ("GET", "", self.root, a.ANY), ("GET", "/schemas/types", self.types, a.ANY),
+                ("GET", "/contexts", self.contexts, a.ANY),
+                ("GET", "/schemas/ids/{p}", self.schema_by_id, a.ANY),
+                ("GET", "/schemas/ids/{p}/schema", self.raw_by_id, a.ANY),
+                ("GET", "/schemas/ids/{p}/versions", self.versions_of_id, a.ANY),
+                ("GET", "/schemas/ids/{p}/subjects", self.subjects_of_id, a.ANY),
+                ("GET", "/subjects", self.list_subjects, a.ANY),  # filtered to the readable ones
+                ("POST", "/subjects/{p}", self.lookup, a.SUBJECT_READ),
+                ("DELETE", "/subjects/{p}", self.delete_subject, a.SUBJECT_DELETE),
+                ("GET", "/subjects/{p}/versions", self.list_versions, a.SUBJECT_READ),
+                ("POST", "/subjects/{p}/versions", self.register, a.SUBJECT_WRITE),
+                ("GET", "/subjects/{p}/versions/{p}", self.get_version, a.SUBJECT_READ),
+                ("GET", "/subjects/{p}/versions/{p}/schema", self.get_raw_version, a.SUBJECT_READ),
+                ("GET", "/subjects/{p}/versions/{p}/referencedby", self.referenced_by, a.SUBJECT_READ),
+                ("DELETE", "/subjects/{p}/versions/{p}", self.delete_version, a.SUBJECT_DELETE),
+                ("POST", "/compatibility/subjects/{p}/versions/{p}", self.check_version, a.SUBJECT_READ),
+                ("POST", "/compatibility/subjects/{p}/versions", self.check_all, a.SUBJECT_READ),
+                ("GET", "/config", self.get_config, a.ANY), ("PUT", "/config", self.put_config, a.GLOBAL_CONFIG_WRITE),
+                ("GET", "/config/{p}", self.get_config, a.SUBJECT_CONFIG_READ),
+                ("PUT", "/config/{p}", self.put_config, a.SUBJECT_CONFIG_WRITE),
+                ("DELETE", "/config/{p}", self.delete_config, a.SUBJECT_CONFIG_WRITE),
+                ("GET", "/mode", self.get_mode, a.ANY), ("PUT", "/mode", self.put_mode, a.GLOBAL_CONFIG_WRITE),
+                ("GET", "/mode/{p}", self.get_mode, a.SUBJECT_CONFIG_READ),
+                ("PUT", "/mode/{p}", self.put_mode, a.SUBJECT_CONFIG_WRITE),
+                ("DELETE", "/mode/{p}", self.delete_mode, a.SUBJECT_CONFIG_WRITE)]]
 
     async def answer(self, request: Request) -> Response:
         path = request.path.rstrip("/")
         matched = False
-        for method, pattern, handler in self.routes:
+        principal = await self.security.principal(request.headers.get("authorization"))
+        if principal is None:
+            return _json({"error_code": 401, "message": "Unauthorized"}, 401) \
+                .with_headers({"WWW-Authenticate": 'Basic realm="SchemaRegistry"'})
+        request.principal = principal
+        for method, pattern, handler, access in self.routes:
             m = pattern.match(path)
             if m is None:
                 continue
             matched = True
             if method != request.method:
                 continue
+            args = [unquote(g) for g in m.groups()]
+            subject = args[0] if args and access != Access.ANY else None
+            if not self.security.allowed(principal, request.peer, access, subject):
+                return _json({"error_code": 40301, "message": self.security.denied_message(principal, access, subject)},
+                             403)
             try:
-                return _json(await handler(request, [unquote(g) for g in m.groups()]))
+                return _json(await handler(request, args))
             except RegistryError as exc:
                 return _json({"error_code": exc.error_code, "message": exc.message}, exc.status)
             except RegistryStoreError as exc:
@@ -240,7 +262,8 @@ class RegistryApi:
 
     async def list_subjects(self, request: Request, _a: list[str]) -> Any:
         prefix = request.query.get("subjectPrefix", "")
-        return [s for s in (await self._state()).subjects(self._flag(request, "deleted")) if s.startswith(prefix)]
+        return [s for s in (await self._state()).subjects(self._flag(request, "deleted")) if s.startswith(prefix)
+                and self.security.allowed(request.principal, request.peer, Access.SUBJECT_READ, s)]
 
     async def list_versions(self, request: Request, args: list[str]) -> Any:
         versions = (await self._state()).subject_versions(args[0], self._flag(request, "deleted"))

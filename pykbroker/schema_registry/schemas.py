@@ -7,8 +7,9 @@ Protobuf is what Confluent's clients register: the base64 of a serialized ``File
 serializer's form), or ``.proto`` text (the Java serializer's; read by ``proto_text``).
 The checks follow the reader/writer rules of each format, as far as clients depend on them: Avro's schema
 resolution (fields added need a default, promotions int->long->float->double, string<->bytes, enum symbols,
-unions, arrays and maps recursively); JSON: a property's type may not change and a reader may not require a
-property the writer lacks; Protobuf: a field number may not change type and a message may not disappear.
+unions, arrays and maps recursively); JSON: Confluent's JSON Schema differences that matter (``_JsonReads``:
+types, enums, bounds, required properties, closed content models, nested objects, arrays, oneOf/anyOf and
+local $refs); Protobuf: a field number may not change type and a message may not disappear.
 """
 
 from __future__ import annotations
@@ -204,29 +205,170 @@ def _avro_reads(reader: Any, writer: Any, path: str) -> list[str]:
 
 
 def _json_types(s: Any) -> set[str] | None:
-    if not isinstance(s, dict) or "type" not in s:
+    """The JSON types ``s`` allows: its ``type``, else what its keywords imply (None: any, as far as known)."""
+    if not isinstance(s, dict):
         return None
-    t = s["type"]
-    return {t} if isinstance(t, str) else set(t)
+    if "type" in s:
+        t = s["type"]
+        return {t} if isinstance(t, str) else set(t)
+    values = [s["const"]] if "const" in s else s.get("enum")
+    if isinstance(values, list) and values:
+        return {_json_value_type(v) for v in values}
+    if any(k in s for k in ("properties", "required", "additionalProperties")):
+        return {"object"}
+    return {"array"} if "items" in s else None
+
+
+def _json_value_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "object")
+
+
+# Bounds a reader may loosen but not tighten (Confluent's <NAME>_ADDED and _DECREASED / _INCREASED differences):
+# keyword -> True when a larger reader value accepts more (a maximum), False when a smaller one does (a minimum).
+_JSON_BOUNDS = {"maxLength": True, "minLength": False, "maximum": True, "minimum": False, "exclusiveMaximum": True,
+                "exclusiveMinimum": False, "maxItems": True, "minItems": False, "maxProperties": True,
+                "minProperties": False}
+_BOUND_NAMES = {"maxLength": "MAX_LENGTH", "minLength": "MIN_LENGTH", "maximum": "MAXIMUM", "minimum": "MINIMUM",
+                "exclusiveMaximum": "EXCLUSIVE_MAXIMUM", "exclusiveMinimum": "EXCLUSIVE_MINIMUM",
+                "maxItems": "MAX_ITEMS", "minItems": "MIN_ITEMS", "maxProperties": "MAX_PROPERTIES",
+                "minProperties": "MIN_PROPERTIES"}
+
+
+class _JsonReads:
+    """Confluent's JSON Schema differences that make data of ``writer`` invalid for ``reader`` (the important
+    subset, named by Confluent's ``Difference.Type``): TYPE_NARROWED, ENUM_ARRAY_NARROWED (``enum`` and
+    ``const``), the bounds (MAX_LENGTH, MIN_LENGTH, MAXIMUM, MINIMUM, EXCLUSIVE_*, MAX_ITEMS, MIN_ITEMS,
+    MAX_PROPERTIES, MIN_PROPERTIES added or tightened), PATTERN_ADDED/CHANGED, MULTIPLE_OF_ADDED/EXPANDED,
+    UNIQUE_ITEMS_ADDED, REQUIRED_ATTRIBUTE_ADDED (without a default), PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL,
+    ADDITIONAL_PROPERTIES / ITEMS recursively, SUM_TYPE_NARROWED (a writer's ``oneOf``/``anyOf`` branch no
+    reader branch reads), through nested ``properties``, ``items`` (one schema or a tuple) and local ``$ref``s
+    (``#/definitions/...``, ``#/$defs/...``). Properties added to or removed from an open content model are
+    accepted, as Confluent's lenient checker does (its strict one refuses a property added to an open model)."""
+
+    def __init__(self, reader_root: Any, writer_root: Any) -> None:
+        self.roots = (reader_root, writer_root)
+        self.errors: list[str] = []
+
+    def _resolve(self, schema: Any, root: Any, seen: int = 0) -> Any:
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        if not isinstance(ref, str) or not ref.startswith("#") or seen > 32:
+            return schema
+        target = root
+        for part in (p.replace("~1", "/").replace("~0", "~") for p in ref[1:].split("/") if p):
+            target = target.get(part) if isinstance(target, dict) else None
+        return self._resolve(target, root, seen + 1) if target is not None else schema
+
+    def _error(self, path: str, kind: str, detail: str) -> None:
+        self.errors.append(f"{path}: {kind}: {detail}")
+
+    def check(self, reader: Any, writer: Any, path: str, depth: int = 0) -> None:
+        reader, writer = self._resolve(reader, self.roots[0]), self._resolve(writer, self.roots[1])
+        if depth > 64 or reader is True or reader == {} or writer is False:
+            return
+        if reader is False:
+            self._error(path, "TYPE_NARROWED", "the reader accepts nothing")
+            return
+        if not isinstance(reader, dict) or not isinstance(writer, dict):
+            return
+        w_branches = writer.get("oneOf") or writer.get("anyOf")
+        if isinstance(w_branches, list) and "type" not in writer:
+            for i, branch in enumerate(w_branches):
+                self.check(reader, branch, f"{path}/{'oneOf' if 'oneOf' in writer else 'anyOf'}/{i}", depth + 1)
+            return
+        r_branches = reader.get("oneOf") or reader.get("anyOf")
+        if isinstance(r_branches, list) and "type" not in reader:
+            for branch in r_branches:
+                probe = _JsonReads(*self.roots)
+                probe.check(branch, writer, path, depth + 1)
+                if not probe.errors:
+                    return
+            self._error(path, "SUM_TYPE_NARROWED", "no branch of the reader's oneOf/anyOf reads the writer's schema")
+            return
+        rt, wt = _json_types(reader), _json_types(writer)
+        if rt is not None and wt is not None and not (wt <= rt or (wt - rt <= {"integer"} and "number" in rt)):
+            self._error(path, "TYPE_NARROWED", f"type {sorted(wt)} cannot be read as {sorted(rt)}")
+            return
+        self._enum(reader, writer, path)
+        self._bounds(reader, writer, path)
+        self._object(reader, writer, path, depth)
+        self._array(reader, writer, path, depth)
+
+    def _enum(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> None:
+        r_values = [reader["const"]] if "const" in reader else reader.get("enum")
+        w_values = [writer["const"]] if "const" in writer else writer.get("enum")
+        if not isinstance(r_values, list):
+            return
+        if not isinstance(w_values, list):
+            self._error(path, "ENUM_ARRAY_NARROWED", "the reader allows only the values of its enum")
+            return
+        missing = [v for v in w_values if v not in r_values]
+        if missing:
+            self._error(path, "ENUM_ARRAY_NARROWED", f"values {json.dumps(missing)} missing from the reader's enum")
+
+    def _bounds(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> None:
+        for keyword, upper in _JSON_BOUNDS.items():
+            r, w = reader.get(keyword), writer.get(keyword)
+            if not isinstance(r, int | float) or isinstance(r, bool):
+                continue
+            if not isinstance(w, int | float) or isinstance(w, bool):
+                self._error(path, f"{_BOUND_NAMES[keyword]}_ADDED", f"{keyword} {r} added")
+            elif (r < w) if upper else (r > w):
+                self._error(path, f"{_BOUND_NAMES[keyword]}_{'DECREASED' if upper else 'INCREASED'}",
+                            f"{keyword} {w} changed to {r}")
+        if "pattern" in reader and reader["pattern"] != writer.get("pattern"):
+            self._error(path, "PATTERN_ADDED" if "pattern" not in writer else "PATTERN_CHANGED",
+                        f"pattern {reader['pattern']!r}")
+        r_mult, w_mult = reader.get("multipleOf"), writer.get("multipleOf")
+        if isinstance(r_mult, int | float) and r_mult:
+            if not isinstance(w_mult, int | float):
+                self._error(path, "MULTIPLE_OF_ADDED", f"multipleOf {r_mult} added")
+            elif (w_mult / r_mult) != int(w_mult / r_mult):
+                self._error(path, "MULTIPLE_OF_EXPANDED", f"multipleOf {w_mult} changed to {r_mult}")
+        if reader.get("uniqueItems") is True and writer.get("uniqueItems") is not True:
+            self._error(path, "UNIQUE_ITEMS_ADDED", "the reader needs unique items")
+
+    def _object(self, reader: dict[str, Any], writer: dict[str, Any], path: str, depth: int) -> None:
+        r_props, w_props = reader.get("properties") or {}, writer.get("properties") or {}
+        if not isinstance(r_props, dict) or not isinstance(w_props, dict):
+            return
+        for name in sorted(set(reader.get("required") or []) - set(writer.get("required") or [])):
+            if not (isinstance(r_props.get(name), dict) and "default" in r_props[name]):
+                self._error(f"{path}/properties/{name}", "REQUIRED_ATTRIBUTE_ADDED",
+                            "required by the reader, not by the writer")
+        for name in sorted(set(r_props) & set(w_props)):
+            self.check(r_props[name], w_props[name], f"{path}/properties/{name}", depth + 1)
+        r_extra, w_extra = reader.get("additionalProperties"), writer.get("additionalProperties")
+        for name in sorted(set(w_props) - set(r_props)):
+            if r_extra is False:
+                self._error(f"{path}/properties/{name}", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+                            "written, but the reader allows no additional properties")
+            elif isinstance(r_extra, dict):
+                self.check(r_extra, w_props[name], f"{path}/properties/{name}", depth + 1)
+        if isinstance(r_extra, dict) and isinstance(w_extra, dict):
+            self.check(r_extra, w_extra, f"{path}/additionalProperties", depth + 1)
+
+    def _array(self, reader: dict[str, Any], writer: dict[str, Any], path: str, depth: int) -> None:
+        r_items, w_items = reader.get("items"), writer.get("items")
+        if isinstance(r_items, dict | bool) and isinstance(w_items, dict | bool):
+            self.check(r_items, w_items, f"{path}/items", depth + 1)
+        elif isinstance(r_items, dict | bool) and isinstance(w_items, list):
+            for i, item in enumerate(w_items):
+                self.check(r_items, item, f"{path}/items/{i}", depth + 1)
+        elif isinstance(r_items, list) and isinstance(w_items, list):
+            for i, (r, w) in enumerate(zip(r_items, w_items, strict=False)):
+                self.check(r, w, f"{path}/items/{i}", depth + 1)
 
 
 def _json_reads(reader: Any, writer: Any, path: str) -> list[str]:
-    if not isinstance(reader, dict) or not isinstance(writer, dict):
-        return []
-    errors = []
-    rt, wt = _json_types(reader), _json_types(writer)
-    if rt is not None and wt is not None and not wt <= rt and not (wt <= {"integer"} and "number" in rt):
-        errors.append(f"{path}: type {sorted(wt)} cannot be read as {sorted(rt)}")
-    r_props, w_props = reader.get("properties", {}), writer.get("properties", {})
-    for name in set(reader.get("required", [])) - set(writer.get("required", [])):
-        if name not in w_props or "default" not in r_props.get(name, {}):
-            errors.append(f"{path}/properties/{name}: required by the reader, not by the writer")
-    for name in set(r_props) & set(w_props):
-        errors += _json_reads(r_props[name], w_props[name], f"{path}/properties/{name}")
-    if reader.get("additionalProperties") is False:
-        for name in set(w_props) - set(r_props):
-            errors.append(f"{path}/properties/{name}: written, but the reader allows no additional properties")
-    return errors
+    reads = _JsonReads(reader, writer)
+    reads.check(reader, writer, path)
+    return reads.errors
 
 
 def _proto_messages(proto: Any, prefix: str = "") -> dict[str, Any]:

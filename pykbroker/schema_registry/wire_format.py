@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Decoded", "MAGIC_BYTE", "RegisteredSchema", "WireFormatError", "decode", "decode_header",
-           "message_class", "message_descriptor"]
+           "decode_payload", "message_class", "message_descriptor", "message_indexes_of"]
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
@@ -85,22 +85,30 @@ def decode(value: bytes, lookup: Callable[[int], RegisteredSchema | None]) -> De
     schema = lookup(schema_id)
     if schema is None:
         raise WireFormatError(f"schema id {schema_id} is not registered")
+    indexes: list[int] = []
+    if schema.schema_type == "PROTOBUF":
+        indexes, pos = _message_indexes(value, pos)
+    return decode_payload(value[pos:], schema, indexes)
+
+
+def decode_payload(payload: bytes, schema: RegisteredSchema, message_indexes: list[int]) -> Decoded:
+    """``payload`` (the bytes after the wire format's prefix, or a whole unprefixed value) decoded with ``schema``
+    (for Protobuf, as the message ``message_indexes`` names)."""
     try:
         if schema.schema_type == "AVRO":
             import fastavro
 
-            return Decoded(schema_id, schema, fastavro.schemaless_reader(io.BytesIO(value[pos:]), schema.compiled(),
-                                                                         None))
+            return Decoded(schema.schema_id, schema,
+                           fastavro.schemaless_reader(io.BytesIO(payload), schema.compiled(), None))
         if schema.schema_type == "PROTOBUF":
-            indexes, pos = _message_indexes(value, pos)
-            message = message_class(schema, indexes)()
-            message.ParseFromString(value[pos:])
-            return Decoded(schema_id, schema, _message_to_dict(message), indexes)
-        return Decoded(schema_id, schema, json.loads(value[pos:]))
+            message = message_class(schema, message_indexes)()
+            message.ParseFromString(payload)
+            return Decoded(schema.schema_id, schema, _message_to_dict(message), message_indexes)
+        return Decoded(schema.schema_id, schema, json.loads(payload))
     except WireFormatError:
         raise
     except Exception as exc:  # noqa: BLE001 - each decoder raises its own types for bad bytes
-        raise WireFormatError(f"value does not decode with schema {schema_id} ({schema.schema_type}): "
+        raise WireFormatError(f"value does not decode with schema {schema.schema_id} ({schema.schema_type}): "
                               f"{type(exc).__name__}: {exc}") from None
 
 
@@ -205,6 +213,26 @@ def message_descriptor(schema: RegisteredSchema, indexes: list[int]) -> Any:
     if descriptor is None:
         raise WireFormatError("no message index")
     return descriptor
+
+
+def message_indexes_of(schema: RegisteredSchema, name: str) -> list[int]:
+    """The message indexes of the message ``name`` (its full name, or its name when that is unambiguous) in the
+    file of the Protobuf ``schema``; ``""``: the first message, [0]."""
+    if not name:
+        return [0]
+    found: list[list[int]] = []
+
+    def walk(messages: list[Any], path: list[int]) -> None:
+        for i, descriptor in enumerate(messages):
+            if name in (descriptor.full_name, descriptor.name):
+                found.append([*path, i])
+            walk(list(descriptor.nested_types), [*path, i])
+
+    walk(list(schema.compiled()), [])
+    exact = [p for p in found if message_descriptor(schema, p).full_name == name]
+    if len(exact) == 1 or len(found) == 1:
+        return exact[0] if exact else found[0]
+    raise WireFormatError(f"schema {schema.schema_id} has {'no' if not found else 'several'} message {name!r}")
 
 
 def message_class(schema: RegisteredSchema, indexes: list[int]) -> Any:

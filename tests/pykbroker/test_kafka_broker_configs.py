@@ -26,7 +26,8 @@ OURS_ONLY = {"group.share.enable", "cluster.id", "zookeeper.connect", "zookeeper
 # pykbroker's own Iceberg topics (pykbroker.iceberg).
 OURS_ONLY |= {d.name for d in CONFIG_DEFS if d.name.startswith("iceberg.")}
 # The schema registry served by the broker (pykbroker.schema_registry).
-OURS_ONLY |= {"schema.registry.listeners", "schema.registry.topic"}
+OURS_ONLY |= {"schema.registry.listeners", "schema.registry.topic", "schema.registry.authentication.method",
+              "schema.registry.authorization.enable"}
 # The registry the console decodes values with.
 OURS_ONLY |= {"console.schema.registry.url"}
 

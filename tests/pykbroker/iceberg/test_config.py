@@ -48,11 +48,25 @@ def test_every_config_parses():
     ({"iceberg.value.schema": '{"properties": {"offset": {"type": "integer"}}}'}, "clashes with a column"),
     ({"iceberg.delete.table.on.topic.delete": "yes"}, "either true or false"),
     ({"iceberg.colour": "blue"}, "Unknown topic config name: iceberg.colour"),
+    ({"iceberg.mode": "key_value:subject=x"}, "only value_schema_latest takes options"),
+    ({"iceberg.mode": "value_schema_latest:colour=blue"}, "'colour=blue' is not one of subject=<subject>"),
+    ({"iceberg.mode": "value_schema_latest:subject=a,subject=b"}, "each at most once"),
+    ({"iceberg.mode": "value_schema_latest:subject="}, "'subject=' is not one of"),
 ])
 def test_bad_values_name_the_config(configs, words):
     with pytest.raises(IcebergConfigError, match=None) as err:
         IcebergTopicConfig.from_topic_configs(configs)
     assert words in str(err.value)
+
+
+def test_value_schema_latest_takes_redpandas_options():
+    """Redpanda's ``value_schema_latest[:subject=<s>][,protobuf_name=<m>]``; the subject defaults to <topic>-value."""
+    bare = IcebergTopicConfig.from_topic_configs({"iceberg.mode": "value_schema_latest"})
+    assert bare.mode == "value_schema_latest" and bare.decodes_with_registry and bare.subject("t") == "t-value"
+    both = IcebergTopicConfig.from_topic_configs(
+        {"iceberg.mode": "value_schema_latest:protobuf_name=example.Person, subject=people"})
+    assert both.subject("t") == "people" and both.protobuf_name == "example.Person"
+    assert not IcebergTopicConfig.from_topic_configs({"iceberg.mode": "key_value"}).decodes_with_registry
 
 
 def test_empty_spec_is_unpartitioned_and_schema_keeps_order():

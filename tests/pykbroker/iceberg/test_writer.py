@@ -295,3 +295,51 @@ def test_avro_and_protobuf_values_become_columns_through_the_schema_registry(sha
     assert [(r["name"], r["id"], r["tags"], r["address"]) for r in people] == [
         ("cy", 2**40, '["t"]', '{"city":"Oslo"}')]
     assert "table kafka.reg-users evolved: added email" in broker.log()
+
+
+def test_value_schema_latest_decodes_unprefixed_avro_and_json_schema_values(shared):
+    """value_schema_latest (Redpanda's): values without the wire format's prefix decode with the latest schema of
+    <topic>-value (or the subject the mode names); a newer version decodes later records and adds its columns;
+    what does not decode goes to the dead-letter table."""
+    import io
+
+    import fastavro
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from tests.pykbroker.schema_registry.test_serializers import USER_V1, USER_V2, wait_http
+
+    broker, tmp_path = shared, shared.data_dir
+    wait_http(broker.registry_url)
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    client.register_schema("latest-users-value", Schema(USER_V1, "AVRO"))
+    client.register_schema("orders-json", Schema(json.dumps({"type": "object", "properties": {
+        "id": {"type": "integer"}, "item": {"type": "string"}, "lines": {"type": "array"}}}), "JSON"))
+    create(broker, "latest-users", 1, **{"iceberg.mode": "value_schema_latest"})
+    create(broker, "latest-orders", 1, **{"iceberg.mode": "value_schema_latest:subject=orders-json"})
+
+    def avro(schema: str, record: dict) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(schema)), record)
+        return out.getvalue()
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    producer.produce("latest-users", avro(USER_V1, {"name": "ada", "age": 36}))
+    producer.produce("latest-users", b"")  # no bytes for the string: a dead letter
+    producer.produce("latest-orders", json.dumps({"id": 7, "item": "tea", "lines": [1, 2]}).encode())
+    producer.produce("latest-orders", b"{not json")
+    producer.produce("latest-orders", json.dumps({"id": "seven"}).encode())
+    producer.flush(10)
+    assert [(r["offset"], r["name"], r["age"]) for r in wait_rows(tmp_path, "latest-users", 1)] == [(0, "ada", 36)]
+    client.register_schema("latest-users-value", Schema(USER_V2, "AVRO"))
+    producer.produce("latest-users", avro(USER_V2, {"name": "bob", "age": 40, "email": "b@x"}))
+    producer.flush(10)
+    rows = wait_rows(tmp_path, "latest-users", 2)
+    assert [(r["offset"], r["name"], r["age"], r["email"]) for r in rows] == [(0, "ada", 36, None),
+                                                                              (2, "bob", 40, "b@x")]
+    orders = wait_rows(tmp_path, "latest-orders", 1)
+    assert [(r["id"], r["item"], r["lines"]) for r in orders] == [(7, "tea", "[1,2]")]
+    dead = sorted(table_rows(tmp_path, "latest-users~dlq"), key=lambda r: r["offset"])
+    assert [r["offset"] for r in dead] == [1] and "does not decode with schema" in dead[0]["error"]
+    dead = sorted(table_rows(tmp_path, "latest-orders~dlq"), key=lambda r: r["offset"])
+    assert [r["offset"] for r in dead] == [1, 2]
+    assert "JSONDecodeError" in dead[0]["error"] and "field 'id'" in dead[1]["error"]

@@ -200,6 +200,19 @@ def test_json_schema_serializer_round_trip(registry):
     with pytest.raises(SchemaRegistryError) as err:
         client.register_schema(f"{topic}-value", Schema(json.dumps(changed), "JSON"))
     assert err.value.error_code == 409
+    # Nor is an enum of a nested array's items losing a value; gaining one is.
+    def with_lines(*statuses: str) -> Schema:
+        doc = json.loads(schema)
+        doc["properties"]["lines"] = {"type": "array", "items": {"type": "object", "properties": {
+            "status": {"type": "string", "enum": list(statuses)}}}}
+        return Schema(json.dumps(doc), "JSON")
+
+    client.register_schema(f"{topic}-value", with_lines("open", "done"))
+    with pytest.raises(SchemaRegistryError) as err:
+        client.register_schema(f"{topic}-value", with_lines("open"))
+    assert err.value.error_code == 409
+    assert "#/properties/lines/items/properties/status: ENUM_ARRAY_NARROWED" in err.value.error_message
+    assert client.register_schema(f"{topic}-value", with_lines("open", "done", "lost")) > 0
 
 
 @pytest.mark.skipif(os.environ.get("PYKBROKER_ICEBERG_SLOW") != "1",
