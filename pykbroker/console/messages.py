@@ -24,6 +24,7 @@ from wire import (
     Record,
     build_batch,
     decode_records,
+    decode_records_from,
     iter_batch_headers,
 )
 from wire.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
@@ -132,8 +133,8 @@ def _records(partition: int, data: bytes, start: int) -> list[dict[str, Any]]:
     for pos, header in iter_batch_headers(data):
         if header.is_control or header.next_offset <= start:
             continue
-        try:
-            header, records = decode_records(data, pos)
+        try:  # the batch's records before ``start`` are stepped over, not decoded
+            header, records = decode_records_from(data, pos, start)
         except CorruptRecordError:  # not expected from whole batches; shown as far as it goes
             break
         for r in records:
