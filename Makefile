@@ -168,11 +168,12 @@ test-iceberg-slow: deps
 ## test-console-slow: the console beyond `make test` (~2 min): one broker's console reads and writes partitions
 ##                    and groups the other broker of a ZooKeeper cluster leads and coordinates; SCRAM users set
 ##                    through the console log in to it; a real Kafka Streams group's processes, tasks and topology;
-##                    values decoded through console.schema.registry.url
+##                    values decoded through console.schema.registry.url; share and streams groups' lag history
 test-console-slow: deps
 	PYKBROKER_CONSOLE_SLOW=1 $(PY) -m pytest tests/pykbroker/console/test_cluster_console.py \
 		tests/pykbroker/console/test_streams_console.py tests/pykbroker/console/test_schemas_console.py \
-		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" $(ARGS)
+		"tests/pykbroker/console/test_api.py::test_scram_users_set_through_the_console_log_in_to_it" \
+		tests/pykbroker/console/test_lag_history.py $(ARGS)
 
 ## test-slow: every suite too slow for `make test`, one after another (log dirs, cluster operations judged by
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by

@@ -6,7 +6,8 @@ page calls it):
 2. the time to filter CONSOLE_BENCH_RECORDS small JSON records with the broker-side filter (a needle that
    matches none, so every record is scanned);
 3. the broker's produce throughput while a page tails the topic, against the same run without it
-   (CONSOLE_BENCH_ROUNDS alternating rounds of CONSOLE_BENCH_ROUND_S seconds each; goal ≥ 0.95×).
+   (CONSOLE_BENCH_ROUNDS alternating rounds of CONSOLE_BENCH_ROUND_S seconds each, the median of the
+   rounds' ratios; goal ≥ 0.95×), and the broker's CPU at a fixed produce rate with and without the tail.
 A size of 0 skips that part.
 
     python -m bench console      # CONSOLE_BENCH_GIB=10 for the issue's 10-GiB topic (disk: ~2× that)
@@ -109,6 +110,11 @@ def _tail_like_the_page(url: str, topic: str, stop: Any) -> None:
             stop.wait(1.0)  # as console.js: at most one poll a second while records flow
 
 
+def _load() -> str:
+    """The machine's 1/5/15-minute load averages (the bench shares the machine)."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
     gib = float(os.environ.get("CONSOLE_BENCH_GIB", "1"))
     records = int(os.environ.get("CONSOLE_BENCH_RECORDS", "1000000"))
@@ -153,6 +159,7 @@ def main() -> None:
 
         if not rounds:
             return
+        started_load = _load()
         _throughput(broker.bootstrap, "load", 2)  # warm up: topic created, connections open
         without, with_tail = [], []
         for _ in range(rounds):
@@ -186,8 +193,13 @@ def main() -> None:
               f"tailing (+{(c1 - c0) * 1000:.0f} ms/s; {[round(x, 3) for x in cpu[False]]} vs "
               f"{[round(x, 3) for x in cpu[True]]})", flush=True)
         a, b = statistics.mean(without), statistics.mean(with_tail)
+        # Each round's ratio against the round without just before it: the machine's other load drifts less
+        # within a round pair than over the whole run.
+        ratios = [w / o for o, w in zip(without, with_tail, strict=True)]
         print(f"produce throughput without the console tail: {a:,.0f} records/s {[round(x) for x in without]}; "
-              f"with a page tailing: {b:,.0f} records/s {[round(x) for x in with_tail]}; ratio {b / a:.3f}", flush=True)
+              f"with a page tailing: {b:,.0f} records/s {[round(x) for x in with_tail]}; ratio of means {b / a:.3f}, "
+              f"median of round ratios {statistics.median(ratios):.3f} {[round(r, 3) for r in ratios]}; "
+              f"load average {started_load} at the start, {_load()} at the end", flush=True)
 
 
 if __name__ == "__main__":

@@ -180,6 +180,11 @@ class Coordinators:
         """The group coordinator if something built it already (observers must not build it)."""
         return self._group
 
+    @property
+    def built_share(self) -> ShareGroupService | None:
+        """The share group service if something built it already (observers must not build it)."""
+        return self._share
+
     def load_all(self) -> None:
         """At start: each coordinator whose topic exists replays the partitions led here."""
         topics = self.metadata.image.topics

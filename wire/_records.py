@@ -586,6 +586,57 @@ def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | No
     return header, _decode_record_list(data, count)
 
 
+def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,
+                        max_decompressed_size: int | None = MAX_DECOMPRESSED_BATCH_SIZE,
+                        ) -> tuple[RecordBatchHeader, list[Record]]:
+    """The records of the batch at ``pos`` whose offset is ``first_offset`` or later: the earlier ones are
+    stepped over by their length (reading only their offset delta), not decoded, so reading the newest
+    records of a big batch costs little more than those records."""
+    header = parse_batch_header(buf, pos)
+    if first_offset <= header.base_offset:
+        return decode_records(buf, pos, max_decompressed_size=max_decompressed_size)
+    end = pos + header[1] + LOG_OVERHEAD
+    if end > len(buf):
+        raise CorruptRecordError(f"record batch is corrupt: {end - pos} bytes declared, {len(buf) - pos} present")
+    count = header.records_count
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
+    codec = header.compression
+    data = bytes(body) if codec is CompressionType.NONE else decompress(codec, body, max_decompressed_size)
+    wanted_delta = first_offset - header.base_offset
+    read_varint = _record_read_varint
+    at = 0
+    skipped = 0
+    try:
+        if header.last_offset_delta == count - 1:
+            # No gaps (not compacted): record i has offset delta i, so only the sizes are read.
+            end_of_data = len(data)
+            skipped = min(wanted_delta, count)
+            for _ in range(skipped):
+                b = data[at]
+                if b < 0x80:
+                    size, at = (b >> 1) ^ -(b & 1), at + 1
+                else:
+                    size, at = read_varint(data, at)
+                if size < 0 or at + size > end_of_data:
+                    raise InvalidRecordError(f"Invalid record size: expected {size} bytes in record payload")
+                at += size
+        while skipped < count:
+            size, start = read_varint(data, at)
+            _, after_timestamp = _record_read_varlong(data, start + 1)
+            offset_delta, _ = read_varint(data, after_timestamp)
+            if offset_delta >= wanted_delta:
+                break
+            if size < 0 or start + size > len(data):
+                raise InvalidRecordError(f"Invalid record size: expected {size} bytes in record payload")
+            at = start + size
+            skipped += 1
+    except IndexError:
+        raise InvalidRecordError("Incorrect declared batch size, premature EOF reached") from None
+    return header, _decode_record_list(data[at:], count - skipped)
+
+
 def _encode_record(out: bytearray, record: Record) -> None:
     body = bytearray()
     body.append(record.attributes & 0xFF)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from coordinator.group.records import CoordinatorRecord
 from coordinator.runtime.errors import ApiError
 from coordinator.runtime.result import CoordinatorResult
+from coordinator.share.record_state import RecordState
 from coordinator.share.state_batch import StateBatch, combine, merge
 from wire import ErrorCode
 from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
@@ -27,6 +28,8 @@ __all__ = ["ShareCoordinatorShard", "ShareGroupOffset", "SharePartitionKey"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
+# Delivery states of records a share group is done with.
+_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 # (group id, topic id, partition): Kafka's SharePartitionKey.
 SharePartitionKey = tuple[str, uuid.UUID, int]
 
@@ -43,6 +46,16 @@ class ShareGroupOffset:
     delivery_complete_count: int = -1
     create_timestamp: int = -1
     write_timestamp: int = -1
+
+    def lag(self, high_watermark: int) -> int:
+        """Records from the start offset to ``high_watermark`` not yet acknowledged or archived (the lag
+        DescribeShareGroupOffsets v1 answers); a summary from another coordinator counts its completed ones."""
+        if self.state_batches:
+            done = sum(min(b.last_offset, high_watermark - 1) - b.first_offset + 1 for b in self.state_batches
+                       if b.delivery_state in _DONE and b.first_offset < high_watermark)
+        else:
+            done = max(self.delivery_complete_count, 0)
+        return max(0, high_watermark - self.start_offset - done)
 
 
 def _batches(values) -> list[StateBatch]:

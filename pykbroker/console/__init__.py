@@ -27,7 +27,7 @@ from pykbroker.console.admin import list_groups
 from pykbroker.console.api import ConsoleApi
 from pykbroker.console.cluster import complete_overview
 from pykbroker.console.http import ConsoleHttpServer, Request, Response, Route
-from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory
+from pykbroker.console.lag_history import LAG_INTERVAL_S, LagHistory, sampled_groups
 from pykbroker.console.schemas import ValueDecoder, schema_source
 from pykbroker.console.sessions import ConsoleUser, Sessions
 from pykbroker.metrics import state
@@ -230,7 +230,7 @@ class Console:
             self.history.sample()
             if ticks % every == 0:
                 try:
-                    self.lag_history.sample(state.groups(self.broker))
+                    self.lag_history.sample(await sampled_groups(self.broker))
                 except Exception:  # noqa: BLE001 - a coordinator changing under the read: the next sample
                     log.debug("console: lag sample failed", exc_info=True)
             ticks += 1

@@ -258,7 +258,7 @@ class ConsoleApi:
             raise ValueError("filter is empty")
         job = messages.SearchJob(user.kafka, b["topic"], _int(b.get("partition")), b.get("start") or "beginning",
                                  b.get("value"), needle.encode(),
-                                 max(1, min(int(b.get("max_scan") or 10_000), messages.MAX_SCAN)))
+                                 max(1, min(int(b.get("max_scan") or 10_000), messages.MAX_SCAN)), self.decoder)
         await job.prepare()
         user.search = job
         job.begin()

@@ -1,9 +1,10 @@
 """Lag of the groups this broker coordinates over the last minutes, sampled by the console, so a group's page
 shows lag over time from the moment it opens (not only while it stays open).
 
-Every ``LAG_INTERVAL_S`` the console reads this broker's group coordinator (``metrics.state.groups``: committed
-offsets against the high watermarks of the partitions led here) and keeps the last ``LAG_SAMPLES`` of each
-group's total lag and of each partition's. A partition led by another broker has no lag here (None, skipped);
+Every ``LAG_INTERVAL_S`` the console reads this broker's group coordinator (``sampled_groups``: classic,
+consumer and streams groups' committed offsets against the high watermarks of the partitions led here; share
+groups' start offsets and lag as DescribeShareGroupOffsets answers them, from their share-partition state) and
+keeps the last ``LAG_SAMPLES`` of each group's total lag and of each partition's. A partition led by another broker has no lag here (None, skipped);
 a group coordinated elsewhere has its history on its coordinator's console. The page asks for a group's history
 only after the user's own describe of it succeeded (the broker's ACLs decided).
 """
@@ -14,9 +15,10 @@ import time
 from collections import deque
 from typing import Any
 
+from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
 from pykbroker.metrics import state
 
-__all__ = ["LAG_INTERVAL_S", "LagHistory"]
+__all__ = ["LAG_INTERVAL_S", "LagHistory", "sampled_groups", "share_groups"]
 
 LAG_INTERVAL_S = 6.0
 LAG_SAMPLES = 100  # ten minutes
@@ -58,3 +60,39 @@ class LagHistory:
         times, totals, parts = found
         return {"times": list(times), "lag": list(totals),
                 "partitions": [[t, p, list(lags)] for (t, p), lags in sorted(parts.items())]}
+
+
+async def sampled_groups(broker: Any) -> list[state.GroupView]:
+    """Every group this broker coordinates, of each type, with its offsets and lag (``LagHistory.sample``)."""
+    return state.groups(broker) + state.streams_groups(broker) + await share_groups(broker)
+
+
+async def share_groups(broker: Any) -> list[state.GroupView]:
+    """The share groups of the __consumer_offsets partitions loaded here, each partition as (share-partition
+    start offset, lag): DescribeShareGroupOffsets v1's numbers, the lag for partitions led here. Nothing is
+    built or created to look (no coordinator, no __share_group_state)."""
+    coordinators = getattr(broker, "coordinators", None)
+    coordinator = getattr(coordinators, "built_group", None)
+    service = getattr(coordinators, "built_share", None)
+    if coordinator is None or service is None:
+        return []
+    groups = []
+    for index in coordinator.runtime.loaded_partitions():
+        try:
+            groups += list(coordinator.runtime.shard(index).share.groups.values())
+        except Exception:  # noqa: BLE001 - unloaded meanwhile
+            continue
+    with_state = SHARE_GROUP_STATE_TOPIC_NAME in broker.metadata.image.topics
+    high_watermarks = state.leader_high_watermarks(broker)
+    topics_by_id = broker.metadata.image.topics_by_id
+    out = []
+    for group in groups:
+        view = state.GroupView(group.group_id, "share", group.state, "share", state.members(group))
+        for (_, topic_id, partition), offset in (await service.states(group.group_id) if with_state else {}).items():
+            topic = topics_by_id.get(topic_id)
+            if topic is None:
+                continue
+            hw = high_watermarks.get((topic.name, partition))
+            view.offsets[(topic.name, partition)] = (offset.start_offset, None if hw is None else offset.lag(hw))
+        out.append(view)
+    return out

@@ -24,6 +24,7 @@ from wire import (
     Record,
     build_batch,
     decode_records,
+    decode_records_from,
     iter_batch_headers,
 )
 from wire.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
@@ -132,8 +133,8 @@ def _records(partition: int, data: bytes, start: int) -> list[dict[str, Any]]:
     for pos, header in iter_batch_headers(data):
         if header.is_control or header.next_offset <= start:
             continue
-        try:
-            header, records = decode_records(data, pos)
+        try:  # the batch's records before ``start`` are stepped over, not decoded
+            header, records = decode_records_from(data, pos, start)
         except CorruptRecordError:  # not expected from whole batches; shown as far as it goes
             break
         for r in records:
@@ -189,6 +190,11 @@ async def browse(session: KafkaSession, topic: str, partition: int | None, start
             "partitions": {p: {"log_start_offset": s, "high_watermark": e} for p, (s, e) in bounds.items()}}
 
 
+def _framed(data: bytes | None) -> bool:
+    """``data`` may be in Confluent's wire format (magic byte 0 and a 4-byte schema id first)."""
+    return data is not None and len(data) >= 5 and data[0] == 0
+
+
 def _record_matches(record: Record, needle: bytes) -> bool:
     """``needle`` in the record's key, value, a header key or a header value (bytes compared)."""
     if (record.key is not None and needle in record.key) or (record.value is not None and needle in record.value):
@@ -208,6 +214,9 @@ class SearchJob:
     value: str | None
     needle: bytes
     max_scan: int
+    # With a schema registry (schemas.ValueDecoder): values and keys in Confluent's wire format match on the
+    # JSON text of what they decode to as well as on their bytes.
+    decoder: Any = None
     scanned: int = 0
     total: int = 0
     found: list[dict[str, Any]] = field(default_factory=list)
@@ -253,14 +262,29 @@ class SearchJob:
             position, upper = self._ranges[p]
             while position < upper and self.scanned < self.max_scan and len(self.found) < MAX_MATCHES:
                 data = (await fetch_raw(self.session, self.topic, leader, {p: position}))[p]
-                reached = self._scan_batches(p, data, position, upper)
+                pending: list[dict[str, Any]] = []
+                before = len(self.found)
+                reached = self._scan_batches(p, data, position, upper, pending)
+                if pending:
+                    await self._match_decoded(pending, before)
                 if reached <= position:
                     break
                 position = reached
 
-    def _scan_batches(self, partition: int, data: bytes, position: int, upper: int) -> int:
+    async def _match_decoded(self, pending: list[dict[str, Any]], before: int) -> None:
+        """Add those of ``pending`` (framed records whose bytes did not match) whose decoded JSON holds the
+        needle, in offset order among the matches from ``before`` on (this fetch's), at most MAX_MATCHES."""
+        matched = await self.decoder.matching(pending, self.needle.decode(errors="replace"))
+        if matched:
+            self.found[before:] = sorted(self.found[before:] + matched, key=lambda r: r["offset"])[
+                :max(0, MAX_MATCHES - before)]
+
+    def _scan_batches(self, partition: int, data: bytes, position: int, upper: int,
+                      pending: list[dict[str, Any]]) -> int:
         """Count and match the records of ``data`` in ``[position, upper)``; the offset reached. A batch
-        whose (uncompressed) bytes do not hold the needle at all is counted without decoding it."""
+        whose (uncompressed) bytes do not hold the needle at all is counted without decoding it, unless a
+        decoder may find it in values in Confluent's wire format: framed records whose bytes do not match go
+        to ``pending`` for it."""
         for pos, header in iter_batch_headers(data):
             if header.next_offset <= position:
                 continue
@@ -271,7 +295,7 @@ class SearchJob:
                 continue
             whole = (header.base_offset >= position and header.next_offset <= upper
                      and self.scanned + header.records_count <= self.max_scan)
-            if (whole and header.compression is CompressionType.NONE
+            if (whole and self.decoder is None and header.compression is CompressionType.NONE
                     and data.find(self.needle, pos, pos + header.total_size) < 0):
                 self.scanned += header.records_count
                 position = header.next_offset
@@ -291,6 +315,8 @@ class SearchJob:
                     self.found.append(record_json(partition, offset, header.timestamp_of(r), r))
                     if len(self.found) >= MAX_MATCHES:
                         return offset + 1
+                elif self.decoder is not None and (_framed(r.value) or _framed(r.key)):
+                    pending.append(record_json(partition, offset, header.timestamp_of(r), r))
             position = header.next_offset
         return position
 

@@ -40,6 +40,8 @@ MAX_SCHEMA_IDS = 16
 # reads _schemas on for ids it does not know yet.
 NOT_FOUND_TTL_S = 30.0
 REFRESH_INTERVAL_S = 1.0
+# Records decoded at a time by a search before the event loop serves others.
+MATCH_CHUNK = 200
 
 
 class SchemaSource(Protocol):
@@ -155,6 +157,18 @@ class ValueDecoder:
 
     def __init__(self, source: SchemaSource) -> None:
         self.source = source
+
+    async def matching(self, records: list[dict[str, Any]], needle: str) -> list[dict[str, Any]]:
+        """Those of ``records`` whose decoded value or key, as JSON text (compact or pretty), holds ``needle``;
+        all of them decorated. Decoded a chunk at a time, the event loop let through between chunks."""
+        out = []
+        for i in range(0, len(records), MATCH_CHUNK):
+            chunk = records[i:i + MATCH_CHUNK]
+            await self.decorate(chunk)
+            out += [r for r in chunk if any(needle in d["json"] or needle in d["pretty"]
+                                            for d in (r.get("decoded"), r.get("key_decoded")) if d)]
+            await asyncio.sleep(0)
+        return out
 
     async def decorate(self, records: list[dict[str, Any]]) -> None:
         framed: list[tuple[dict[str, Any], str, bytes, int]] = []

@@ -26,6 +26,7 @@ from wire import (
     build_control_batch,
     build_simple_batch,
     decode_records,
+    decode_records_from,
     iter_batch_headers,
     parse_batch_header,
     parse_control_record,
@@ -494,3 +495,18 @@ def test_a_decompression_bomb_is_refused_by_default() -> None:
         decode_records(bomb)
     header, [record] = decode_records(zstd_bomb(1 << 20))
     assert record.value == b"\x00" * (1 << 20)
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
+def test_decode_records_from_steps_over_earlier_records(codec: CompressionType) -> None:
+    """Only the records at or after the offset asked, as decode_records would give them, in a contiguous
+    batch (sizes only read) and a compacted one (offset deltas with gaps)."""
+    records = [Record(i, i, None if i % 3 else b"k%d" % i, b"v" * (i * 7 % 300), [("h", b"x")] if i % 2 else [])
+               for i in range(300)]
+    gapped = [Record(2 * i, i, None, b"g%d" % i, []) for i in range(50)]
+    for batch_records in (records, gapped):
+        batch = build_batch(batch_records, base_offset=100, base_timestamp=1, compression=codec)
+        _, whole = decode_records(batch)
+        for first in [0, 100, 101, 150, 199, 250, 399, 400, 500]:
+            _, got = decode_records_from(batch, 0, first)
+            assert got == [r for r in whole if 100 + r.offset_delta >= first], first

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.share.record_state import RecordState
 from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, service, share_group
 from pykbroker.registry import handler
@@ -52,7 +51,6 @@ log = logging.getLogger("pykbroker.handlers.share_group_offsets")
 LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
 LIST_OFFSETS_VERSION = 7
 
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message()
 
 
@@ -146,10 +144,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                     epoch = state.leader_epoch
                     hw = await _high_watermark(ctx, name, i)
                     if hw is not None:
-                        done = sum(min(b.last_offset, hw - 1) - b.first_offset + 1 for b in state.state_batches
-                                   if b.delivery_state in _DONE and b.first_offset < hw) if state.state_batches \
-                            else max(state.delivery_complete_count, 0)  # a summary from another coordinator
-                        lag = max(0, hw - start - done)
+                        lag = state.lag(hw)
                 parts.append(DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=start,
                                                                         leader_epoch=epoch, lag=lag))
             topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, topic_id=topic.topic_id,

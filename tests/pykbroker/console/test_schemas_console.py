@@ -69,6 +69,19 @@ def produce_serialized(bootstrap: str, registry: str) -> None:
     assert producer.flush(30) == 0
 
 
+def search(url: str, needle: str) -> list[dict]:
+    """The matches of the console's filter for ``needle`` over the topic, once its search is done."""
+    with urllib.request.urlopen(urllib.request.Request(url + "api/search", data=json.dumps(
+            {"topic": TOPIC, "filter": needle}).encode(), headers={"Content-Type": "application/json"})) as r:
+        r.read()
+    deadline = time.monotonic() + 30
+    while not (p := json.loads(urllib.request.urlopen(url + "api/search").read()))["done"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert p["error"] is None and p["scanned"] == 4, p
+    return p["matches"]
+
+
 def decoded_values(browser: Browser, url: str) -> list[list[str]]:
     browser.eval("document.body && (document.body.dataset.browsed = '')")
     browser.goto(url + f"#/topic/{TOPIC}/messages")
@@ -106,6 +119,13 @@ def test_values_decoded_with_the_brokers_own_registry(tmp_path):
             time.sleep(0.1)
         [match] = p["matches"]
         assert match["decoded"]["value"]["name"] == "grace" and match["decoded"]["schema_type"] == "PROTOBUF"
+        # the filter matches the JSON text of decoded values, not only their bytes: neither needle is in any
+        # record's bytes (Avro's int 36 is the byte 0x48; Protobuf's id a varint), both in a decoded value
+        for needle, expected in [('"age": 36', "AVRO"), ('"id":1152921504606846977', "PROTOBUF"),
+                                 ('"order-7"', "JSON")]:
+            [match] = search(url, needle)
+            assert match["decoded"]["schema_type"] == expected, (needle, match)
+        assert search(url, '"age": 37') == []
         # 40 binary keys that only look framed (a zero byte first) name 40 "ids": only the 16 most frequent are
         # looked up, so a page of them costs the registry little
         producer = Producer({"bootstrap.servers": broker.bootstrap})
