@@ -16,6 +16,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - Share groups at share.version 2: ShareFetch v2 record-limit acquisition, ShareAcknowledge v2 (RENEW),
   DescribeShareGroupOffsets v1's lag and the dead-letter queue of KIP-1191 (a REJECTed record's DLQ copy).
 - A new consumer group's first epochs and KIP-1263's assignment interval (a group config of 0 and of 1.5 s).
+- The same for a share group (share.assignment.interval.ms, and a value above the broker's maximum).
 """
 
 from __future__ import annotations
@@ -430,20 +431,29 @@ def _set_group_config(c: RawClient, group: str, name: str, value: str) -> int:
     return r.responses[0].error_code
 
 
-def _paced_group(c: RawClient, group: str, interval: str) -> Observations:
-    """Two members join a new group whose consumer.assignment.interval.ms is ``interval``, the second is heartbeaten
-    until its epoch passes the first one's, both leave and a third joins the empty group."""
+def _paced_group(c: RawClient, group: str, interval: str, share: bool = False) -> Observations:
+    """Two members join a new group whose consumer.assignment.interval.ms (``share``: a share group's
+    share.assignment.interval.ms) is ``interval``, the second is heartbeaten until its epoch passes the first one's,
+    both leave and a third joins the empty group."""
     _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
                    lambda r: r.coordinators[0].error_code)
-    out: Observations = {"config": _set_group_config(c, group, "consumer.assignment.interval.ms", interval)}
+    kind = "share" if share else "consumer"
+    out: Observations = {"config": _set_group_config(c, group, f"{kind}.assignment.interval.ms", interval)}
     epochs: dict[str, int] = {}
+    # a share group subscribes to a topic that does not exist: its share-partitions' initialization (asynchronous
+    # on Kafka, adding epochs of its own) stays out of the epochs compared
+    topic = "k44-sai-none" if share else "k44-ai"
 
     def heartbeat(member: str, join: bool = False, leave: bool = False) -> tuple[int, int, int | None]:
         epoch = 0 if join else -1 if leave else epochs[member]
-        r = c.request(ConsumerGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
-            rebalance_timeout_ms=30_000 if join else -1, subscribed_topic_names=["k44-ai"] if join else None,
-            server_assignor=None, topic_partitions=[] if join else None), 1)
+        if share:
+            r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
+                                                     subscribed_topic_names=[topic] if join else None), 1)
+        else:
+            r = c.request(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+                rebalance_timeout_ms=30_000 if join else -1, subscribed_topic_names=[topic] if join else None,
+                server_assignor=None, topic_partitions=[] if join else None), 1)
         if r.error_code == ErrorCode.NONE and not leave:
             epochs[member] = r.member_epoch
         owned = None if r.assignment is None else sum(len(t.partitions) for t in r.assignment.topic_partitions)
@@ -472,6 +482,19 @@ def assignment_interval(c: RawClient) -> Observations:
     c.wait_for_topics("k44-ai")
     return {f"{group} {key}": value for group, interval in (("k44-ai-paced", "1500"), ("k44-ai-at-once", "0"))
             for key, value in _paced_group(c, group, interval).items()}
+
+
+def share_assignment_interval(c: RawClient) -> Observations:
+    """KIP-1263 for share groups, as Kafka 4.4's group coordinator applies share.assignment.interval.ms (default
+    1000, the broker's group.share.assignment.interval.ms): the same steps as ``assignment_interval`` with
+    ShareGroupHeartbeat, at 1.5 s and 0, and a value out of the broker's range refused."""
+    out = {f"{group} {key}": value for group, interval in (("k44-sai-paced", "1500"), ("k44-sai-at-once", "0"))
+           for key, value in _paced_group(c, group, interval, share=True).items()}
+    r = c.request(IncrementalAlterConfigsRequest(validate_only=True, resources=[AlterConfigsResource(
+        resource_type=32, resource_name="k44-sai-paced", configs=[AlterableConfig(
+            name="share.assignment.interval.ms", config_operation=0, value="15001")])]), 1)
+    out["above group.share.max.assignment.interval.ms"] = (r.responses[0].error_code, r.responses[0].error_message)
+    return out
 
 
 # -- KIP-1066: dynamic cordoned.log.dirs ----------------------------------------------------------------------
@@ -664,7 +687,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
     "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
-    "share_groups_v2": share_groups_v2,
+    "share_groups_v2": share_groups_v2, "share_assignment_interval": share_assignment_interval,
 }
 
 
