@@ -35,6 +35,7 @@ class GroupCoordinatorConfig:
     # KIP-932 share groups, hosted by the same shards (group.share.*)
     share_group_session_timeout_ms: int = 45_000
     share_group_heartbeat_interval_ms: int = 5000
+    share_group_assignment_interval_ms: int = 1000  # KIP-1263 (Kafka 4.3)
     share_group_max_size: int = 200
     streams_group_session_timeout_ms: int = 45_000
     streams_group_heartbeat_interval_ms: int = 5000
@@ -66,6 +67,7 @@ class GroupCoordinatorConfig:
             consumer_group_assignors=tuple(a.strip().lower() for a in get("group.consumer.assignors")),
             share_group_session_timeout_ms=get("group.share.session.timeout.ms"),
             share_group_heartbeat_interval_ms=get("group.share.heartbeat.interval.ms"),
+            share_group_assignment_interval_ms=get("group.share.assignment.interval.ms"),
             share_group_max_size=get("group.share.max.size"),
             streams_group_session_timeout_ms=get("group.streams.session.timeout.ms"),
             streams_group_heartbeat_interval_ms=get("group.streams.heartbeat.interval.ms"),

@@ -59,16 +59,25 @@ class GroupCoordinatorShard:
         self.config = config
         self.clock = clock
         self.timer = timer
+        self.group_configs = group_configs
         self.groups = GroupMetadataManager(config, clock, timer, topics, new_uuid, group_configs)
         self.share = ShareGroupCoordinator(timer, topics, session_timeout_ms=config.share_group_session_timeout_ms,
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
-                                           max_size=config.share_group_max_size)
+                                           max_size=config.share_group_max_size,
+                                           assignment_interval_ms=self._share_assignment_interval_ms,
+                                           now_ms=clock.now_ms)
         self.streams = StreamsGroups(on_create=self._drop_simple_group)
         self.groups.groups.other_type = self.streams.groups.__contains__
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
         self.streams_protocol = StreamsProtocol(self.streams, topics, timer, clock,
                                                 StreamsGroupConfigs(config, group_configs),
                                                 other_group=self._is_other_group)
+
+    def _share_assignment_interval_ms(self, group_id: str) -> int:
+        """The group's share.assignment.interval.ms, else the broker's group.share.assignment.interval.ms."""
+        if self.group_configs is None:
+            return self.config.share_group_assignment_interval_ms
+        return self.group_configs.get_int(group_id, "share.assignment.interval.ms")
 
     def _is_other_group(self, group_id: str) -> bool:
         """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""

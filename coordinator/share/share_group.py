@@ -4,7 +4,8 @@ A member joins with ShareGroupHeartbeat epoch 0 and its subscribed topic names (
 member id), heartbeats every ``group.share.heartbeat.interval.ms`` and leaves with epoch -1; one that is
 silent for ``group.share.session.timeout.ms`` is removed. Any change of members, subscriptions or the
 subscribed topics' partitions (their metadata hash) bumps the group epoch and recomputes the target assignment
-with ``simple_assign``; share groups have no revocation, so a member takes its new assignment (and the group
+with ``simple_assign`` (at most every ``share.assignment.interval.ms``, KIP-1263: meanwhile members keep the last
+assignment and a newcomer gets none); share groups have no revocation, so a member takes its new assignment (and the group
 epoch as its member epoch) on its next heartbeat. As in Kafka, membership does not hold records: a
 member's share session does, and ends (releasing them) when the client closes it or its connection.
 
@@ -23,7 +24,9 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +104,9 @@ class ShareGroup:
     # joins at epoch 2
     group_epoch: int = 1
     assignment_epoch: int = 1
+    # when the assignment of ``assignment_epoch`` was computed (ms; 0: never, or the group became empty): the next
+    # one waits ``share.assignment.interval.ms`` after it (KIP-1263)
+    assignment_timestamp: int = 0
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
@@ -123,7 +129,8 @@ class ShareGroup:
              for m in self.members.values()},
             {mid: srec.canonical(a) for mid, a in self.target.items()},
             tuple((t, name, tuple(sorted(p))) for t, (name, p) in sorted(self.initialized.items(),
-                                                                          key=lambda kv: str(kv[0])) if p))
+                                                                          key=lambda kv: str(kv[0])) if p),
+            self.assignment_timestamp)
 
 
 @dataclass(frozen=True)
@@ -144,8 +151,13 @@ class ShareGroupCoordinator:
     """The share groups of one __consumer_offsets partition (see the module docstring)."""
 
     def __init__(self, timer: CoordinatorTimer, topics: TopicsImage, *, session_timeout_ms: int = 45_000,
-                 heartbeat_interval_ms: int = 5_000, max_size: int = 200) -> None:
+                 heartbeat_interval_ms: int = 5_000, max_size: int = 200,
+                 assignment_interval_ms: Callable[[str], int] = lambda group_id: 0,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        """``assignment_interval_ms(group_id)``: the group's share.assignment.interval.ms (KIP-1263)."""
         self.timer = timer
+        self.assignment_interval_ms = assignment_interval_ms
+        self.now_ms = now_ms
         self.topics = topics
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -242,6 +254,8 @@ class ShareGroupCoordinator:
             group.metadata_hash = hashed
         if group.assignment_epoch == group.group_epoch and group.target.keys() == group.members.keys():
             return
+        if group.members and not self._can_compute_next_target_assignment(group):
+            return  # members keep the last assignment (a newcomer: none) until a heartbeat after the interval
         group.group_epoch = max(group.group_epoch, 1)
         # a homogeneous assignment per subscription: members with the same topics share them
         by_subscription: dict[tuple[str, ...], list[str]] = {}
@@ -253,6 +267,16 @@ class ShareGroupCoordinator:
             target.update(simple_assign(members, wanted, group.target))
         group.target = target
         group.assignment_epoch = group.group_epoch
+        # as Kafka's shareGroupFenceMember, a group that became empty writes its epoch with timestamp 0, so its
+        # next member is assigned at once
+        group.assignment_timestamp = self.now_ms() if group.members else 0
+
+    def _can_compute_next_target_assignment(self, group: ShareGroup) -> bool:
+        """KIP-1263 (Kafka 4.3): a new target assignment at most every share.assignment.interval.ms after the last
+        one (always when none was computed yet, or since the group became empty, or with an interval of 0)."""
+        interval = self.assignment_interval_ms(group.group_id)
+        return group.assignment_timestamp == 0 or interval == 0 \
+            or self.now_ms() >= group.assignment_timestamp + interval
 
     def _schedule_expiry(self, group: ShareGroup, member: ShareMember) -> None:
         group_id, member_id = group.group_id, member.member_id
@@ -333,6 +357,7 @@ class ShareGroupCoordinator:
         elif t == rec.RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
             if value is not None:
                 group.assignment_epoch = value.assignment_epoch
+                group.assignment_timestamp = value.assignment_timestamp
         elif t == rec.RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
             if value is None:
                 group.target.pop(key.member_id, None)

@@ -80,6 +80,7 @@ class GroupView:
     members: Mapping[str, MemberView]
     target: Mapping[str, Partitions]
     initialized: tuple[tuple[UUID, str, tuple[int, ...]], ...]
+    assignment_timestamp: int = 0  # when the assignment of assignment_epoch was computed (0: never, or emptied)
 
 
 def member_subscription_record(group_id: str, member_id: str, m: MemberView) -> CoordinatorRecord:
@@ -101,9 +102,10 @@ def target_assignment_record(group_id: str, member_id: str, assignment: Partitio
             _target.TopicPartition(topic_id=t, partitions=list(p)) for t, p in assignment]), 0)
 
 
-def assignment_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+def assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> CoordinatorRecord:
     return CoordinatorRecord(ShareGroupTargetAssignmentMetadataKey(group_id=group_id),
-                             ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch), 0)
+                             ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
+                                                                     assignment_timestamp=timestamp_ms), 0)
 
 
 def current_assignment_record(group_id: str, member_id: str, m: MemberView) -> CoordinatorRecord:
@@ -164,8 +166,9 @@ def records_between(group_id: str, before: GroupView | None, after: GroupView | 
     for member_id in old_target.keys() - after.target.keys() - (old_members.keys() - after.members.keys()):
         out.append(CoordinatorRecord(ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
                                      None))
-    if before is None or before.assignment_epoch != after.assignment_epoch:
-        out.append(assignment_epoch_record(group_id, after.assignment_epoch))
+    if before is None or (before.assignment_epoch, before.assignment_timestamp) != \
+            (after.assignment_epoch, after.assignment_timestamp):
+        out.append(assignment_epoch_record(group_id, after.assignment_epoch, after.assignment_timestamp))
     for member_id, m in after.members.items():
         o = old_members.get(member_id)
         if o is None or (o.member_epoch, o.previous_member_epoch, o.assignment) != \

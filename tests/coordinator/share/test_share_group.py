@@ -37,7 +37,7 @@ def test_members_keep_what_they_have_when_others_join():
     assert sorted(p for ps in flat(second).values() for p in ps) == [0, 1, 2, 3]
 
 
-def _coordinator(clock, topics, session_timeout_ms=1000):
+def _coordinator(clock, topics, session_timeout_ms=1000, assignment_interval_ms=0):
     """A share-group coordinator whose timeouts run at once (as the runtime runs them), collecting their records."""
     written = []
 
@@ -47,7 +47,9 @@ def _coordinator(clock, topics, session_timeout_ms=1000):
             written.extend(operation().records)
 
     timer = CoordinatorTimer(clock, fire)
-    return ShareGroupCoordinator(timer, topics, session_timeout_ms=session_timeout_ms), written
+    return ShareGroupCoordinator(timer, topics, session_timeout_ms=session_timeout_ms,
+                                 assignment_interval_ms=lambda group_id: assignment_interval_ms,
+                                 now_ms=clock.now_ms), written
 
 
 def _replayed(clock, topics, records):
@@ -119,3 +121,28 @@ def test_a_partition_added_while_down_bumps_the_epoch_of_a_replayed_group():
     fresh = _replayed(clock, topics, log)
     r = fresh.heartbeat("g", "m1", 2, None, None, "c", "/h").response
     assert r.member_epoch == 3 and r.assignment == {T: [0, 1]}
+
+
+def test_a_new_assignment_waits_for_the_share_assignment_interval():
+    """KIP-1263 as Kafka 4.4's GroupMetadataManager applies share.assignment.interval.ms: the first assignment at
+    once, a newcomer within the interval gets the last assignment's epoch and nothing, a heartbeat after it
+    assigns; the timestamp is written and replayed, and a group that became empty assigns its next member at once."""
+    clock = FakeClock()
+    topics = StaticTopics([TopicInfo("t", T, 2)])
+    c, _ = _coordinator(clock, topics, session_timeout_ms=60_000, assignment_interval_ms=1500)
+    log = list(c.heartbeat("g", "a", 0, None, ["t"], "c", "/h").records)
+    b = c.heartbeat("g", "b", 0, None, ["t"], "c", "/h")
+    log.extend(b.records)
+    assert (b.response.member_epoch, b.response.assignment) == (2, {})
+    assert c.groups["g"].group_epoch == 3 and c.groups["g"].assignment_timestamp == clock.now_ms()
+    clock.advance(1499)
+    assert c.heartbeat("g", "b", 2, None, None, "c", "/h").response.member_epoch == 2
+    assert _replayed(clock, topics, log).groups["g"].assignment_timestamp == clock.now_ms() - 1499
+    clock.advance(1)
+    r = c.heartbeat("g", "b", 2, None, None, "c", "/h").response
+    assert r.member_epoch == 3 and sum(len(p) for p in r.assignment.values()) == 1
+    for member in ("a", "b"):
+        c.heartbeat("g", member, -1, None, None, "c", "/h")
+    assert (c.groups["g"].assignment_epoch, c.groups["g"].assignment_timestamp) == (5, 0)
+    r = c.heartbeat("g", "d", 0, None, ["t"], "c", "/h").response
+    assert (r.member_epoch, r.assignment) == (6, {T: [0, 1]})
