@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -179,7 +179,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -194,3 +194,8 @@ test-telemetry-slow: deps
 ## test-franz-slow: franz-go on a 3-broker cluster with the classic protocol too (~20 s; KIP-848's is in make test)
 test-franz-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster.py -k franz $(ARGS)
+
+## test-cluster-bench-slow: a tiny run of bench/cluster_bench.py on a 3-broker pykbroker cluster (~2 min): KIP-848
+##                          group join, kill -9 stalls, rolling restart under a KIP-848 group
+test-cluster-bench-slow: deps
+	PYKBROKER_CLUSTER_BENCH_SLOW=1 $(PY) -m pytest tests/bench/test_cluster_bench.py $(ARGS)
