@@ -340,7 +340,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Let the console change things (produce, topics, configs, group offsets, ACLs, users), each logged "
               "with the principal; false: the console only reads."),
     ConfigDef("console.schema.registry.url", _registry_url, None,
-              "A Confluent-compatible schema registry (http(s)://host:port) whose schemas the console decodes Avro, "
+              "A Confluent-compatible schema registry (http(s)://host:port; http(s)://user:password@host:port for "
+              "HTTP basic authentication) whose schemas the console decodes Avro, "
               "Protobuf and JSON Schema values with; unset: the broker's own registry when schema.registry.listeners "
               "is set, else none (values are shown as bytes with their schema id)."),
     # Confluent's Schema Registry API served by the broker (pykbroker.schema_registry), as Redpanda's

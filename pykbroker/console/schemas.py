@@ -19,6 +19,7 @@ import decimal
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections import Counter
@@ -73,13 +74,20 @@ class RestRegistry:
     """A Confluent-compatible registry at ``url``, over its REST API (standard library HTTP on a thread)."""
 
     def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
+        # https://user:password@host:port: HTTP basic authentication (a registry with authentication.method=BASIC).
+        parts = urllib.parse.urlsplit(url.rstrip("/"))
+        self._headers = {"Accept": "application/vnd.schemaregistry.v1+json"}
+        if parts.username is not None:
+            user_info = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(user_info.encode()).decode()
+            parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+        self.url = urllib.parse.urlunsplit(parts)  # without the credentials: it appears in messages
         self._cache: dict[int, RegisteredSchema] = {}
         self._not_found: dict[int, float] = {}  # id -> when the registry said it does not know it
 
     def _get(self, path: str) -> Any:
         """The JSON answer of ``GET path``; None for 404 (not found)."""
-        request = urllib.request.Request(self.url + path, headers={"Accept": "application/vnd.schemaregistry.v1+json"})
+        request = urllib.request.Request(self.url + path, headers=self._headers)
         try:
             with urllib.request.urlopen(request, timeout=REGISTRY_TIMEOUT_S) as r:
                 return json.loads(r.read())

@@ -3,6 +3,7 @@ users, the broker's ACLs deciding per subject (as its topic), all over https wit
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -37,7 +38,7 @@ def test_subject_topic_is_topic_name_strategys():
         "orders", "orders", "-value", "com.x.User"]
 
 
-def test_basic_authentication_acls_and_https(tmp_path):
+def test_basic_authentication_acls_and_https(tmp_path, monkeypatch):
     ca = CertificateAuthority()
     ca_path = tmp_path / "ca.pem"
     ca_path.write_text(ca.pem)
@@ -91,5 +92,14 @@ def test_basic_authentication_acls_and_https(tmp_path):
         assert _error(lambda: alice.set_compatibility(level="NONE")).error_code == 40301
         assert admin_client.get_subjects() == ["orders-value", "secret-value"]
         assert admin_client.set_compatibility(level="FULL") == {"compatibility": "FULL"}
+        # The console's client of console.schema.registry.url logs in with the URL's user info.
+        from pykbroker.console.schemas import RegistryUnavailable, RestRegistry
+
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+        console = RestRegistry(f"https://bob:bob-pw@127.0.0.1:{port}")
+        assert console.url == f"https://127.0.0.1:{port}"
+        assert asyncio.run(console.schema(orders_id)) is not None
+        with pytest.raises(RegistryUnavailable, match=f"at https://127.0.0.1:{port} answered 401"):
+            asyncio.run(RestRegistry(f"https://bob:nope@127.0.0.1:{port}").schema(orders_id))
         assert broker.alive
     assert f"schema registry: serving Confluent's Schema Registry API at https://127.0.0.1:{port}/" in broker.log()
