@@ -93,9 +93,9 @@ def start_instances(jars: Path, bootstrap: str, root: Path, app_id: str, props: 
 def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replication: int = 1,
                props: dict[str, str] | None = None, during=None, timeout: float = 300.0,
                table: bool = False, instances: int = 2) -> Run:
-    """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps)`` is called once half the
-    input is written (``counts`` reads the output so far). With ``table`` the counts are joined with a compacted table of each key's ``label``.
-    The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
+    """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps, counts)`` is called
+    once half the input is written (``counts`` reads the output so far). With ``table`` the counts are joined
+    with a compacted table of each key's ``label``. The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
     ``props``, every input counted at least once and no count going backwards."""
     app_id = f"count-{uuid.uuid4().hex[:8]}"
     create_topics(bootstrap, [f"{app_id}-in", f"{app_id}-out"], replication,
