@@ -93,9 +93,9 @@ def start_instances(jars: Path, bootstrap: str, root: Path, app_id: str, props: 
 def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replication: int = 1,
                props: dict[str, str] | None = None, during=None, timeout: float = 300.0,
                table: bool = False, instances: int = 2) -> Run:
-    """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps)`` is called once half the
-    input is written (``counts`` reads the output so far). With ``table`` the counts are joined with a compacted table of each key's ``label``.
-    The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
+    """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps, counts)`` is called
+    once half the input is written (``counts`` reads the output so far). With ``table`` the counts are joined
+    with a compacted table of each key's ``label``. The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
     ``props``, every input counted at least once and no count going backwards."""
     app_id = f"count-{uuid.uuid4().hex[:8]}"
     create_topics(bootstrap, [f"{app_id}-in", f"{app_id}-out"], replication,
@@ -416,6 +416,34 @@ def check_restores(restores: list[tuple[str, int, int, int]], how: str) -> None:
         assert all(start == 0 and records > 0 for _, start, _, records in restores), restores
     else:
         assert all(0 < start and 0 <= records < start for _, start, _, records in restores), restores
+
+
+
+def rebalance_then_kill(apps: list[StreamsApp], _counts: CommittedCounts) -> None:
+    """A third instance joins mid-run (a rebalance moves tasks to it); once it runs, the second is killed with -9."""
+    first = apps[0]
+    third = StreamsApp(first.jars, first.bootstrap, first.application_id, first.input_topic, first.output_topic,
+                       first.root, "instance-2", first.props)
+    apps.append(third)  # count_keys stops it with the others
+    third.start().wait_for_state("RUNNING", 180)
+    apps[1].kill()
+
+
+@slow
+def test_exactly_once_count_through_a_rebalance_and_a_killed_instance(tmp_path, jars):
+    with BrokerProcess(tmp_path / "broker") as broker:
+        run = count_keys(jars, broker.bootstrap, tmp_path, rounds=10, props={"session.timeout.ms": "10000"},
+                         during=rebalance_then_kill)
+    print(f"pykbroker, one node: {run.records} records counted exactly once through a rebalance and a kill -9 in"
+          f" {run.seconds:.1f} s, output stalled for {run.stall:.1f} s at most")
+
+
+@slow
+def test_exactly_once_count_through_a_rebalance_and_a_killed_instance_on_kafka(tmp_path, jars, kafka44_judge):
+    run = count_keys(jars, kafka44_judge.bootstrap, tmp_path, rounds=10, props={"session.timeout.ms": "10000"},
+                     during=rebalance_then_kill)
+    print(f"Kafka 4.4, one node: {run.records} records counted exactly once through a rebalance and a kill -9 in"
+          f" {run.seconds:.1f} s, output stalled for {run.stall:.1f} s at most")
 
 
 THROUGHPUT_ROUNDS = 200
