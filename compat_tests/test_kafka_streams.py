@@ -353,9 +353,6 @@ def migrate_to_the_streams_protocol(jars: Path, bootstrap: str, root: Path) -> s
 
 
 @slow
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="issue 33: pykbroker answers the first "
-                   "StreamsGroupHeartbeat for an empty classic group with GROUP_ID_NOT_FOUND ('is not a streams "
-                   "group'); Kafka 4.4 converts the empty group, keeping its committed offsets")
 def test_offline_migration_to_the_streams_protocol(tmp_path, jars):
     with BrokerProcess(tmp_path / "broker") as broker:
         group_type = migrate_to_the_streams_protocol(jars, broker.bootstrap, tmp_path)

@@ -71,7 +71,8 @@ class GroupCoordinatorShard:
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
         self.streams_protocol = StreamsProtocol(self.streams, topics, timer, clock,
                                                 StreamsGroupConfigs(config, group_configs),
-                                                other_group=self._is_other_group)
+                                                other_group=self._is_other_group,
+                                                empty_classic_group=self._is_empty_classic_group)
 
     def _share_assignment_interval_ms(self, group_id: str) -> int:
         """The group's share.assignment.interval.ms, else the broker's group.share.assignment.interval.ms."""
@@ -83,6 +84,10 @@ class GroupCoordinatorShard:
         """A classic or consumer group holds ``group_id`` (a simple group of offsets alone does not count)."""
         g = self.groups.groups.get(group_id)
         return g is not None and not (isinstance(g, ClassicGroup) and g.is_simple_group)
+
+    def _is_empty_classic_group(self, group_id: str) -> bool:
+        g = self.groups.groups.get(group_id)
+        return isinstance(g, ClassicGroup) and g.is_empty
 
     def _drop_simple_group(self, group_id: str) -> None:
         if not self._is_other_group(group_id):

@@ -147,10 +147,14 @@ def _status(code: int, detail: str) -> _resp.Status:
 
 class StreamsProtocol:
     def __init__(self, groups: StreamsGroups, topics: TopicsImage, timer: CoordinatorTimer, clock: Clock,
-                 configs: StreamsGroupConfigs, other_group: Callable[[str], bool] = lambda _: False) -> None:
-        """``configs``: each group's settings; ``other_group(group_id)``: a classic or consumer group has that id."""
+                 configs: StreamsGroupConfigs, other_group: Callable[[str], bool] = lambda _: False,
+                 empty_classic_group: Callable[[str], bool] = lambda _: False) -> None:
+        """``configs``: each group's settings; ``other_group(group_id)``: a classic or consumer group has that id;
+        ``empty_classic_group(group_id)``: that group is a classic group without members, which a joining streams
+        member converts (Kafka's offline migration of a classic Streams application)."""
         self.groups = groups
         self.other_group = other_group
+        self.empty_classic_group = empty_classic_group
         self.topics = topics
         self.timer = timer
         self.clock = clock
@@ -243,8 +247,14 @@ class StreamsProtocol:
         self._validate(r)
         g, mid = r.group_id, r.member_id
         group = self.groups.groups.get(g)
+        converted: list[rec.CoordinatorRecord] = []
         if group is None and self.other_group(g):
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g} is not a streams group.")
+            if r.member_epoch != 0 or not self.empty_classic_group(g):
+                raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g} is not a streams group.")
+            # As Kafka's getOrCreateStreamsGroup: the empty classic group gives way (its tombstone; the committed
+            # offsets stay) and the streams group starts from them.
+            log.info("streams group %s: converted the empty classic group to a streams group", g)
+            converted.append(rec.group_metadata_tombstone(g))
         if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(group, r)
         new_group = group is None
@@ -255,7 +265,7 @@ class StreamsProtocol:
         cfg = self.configs.of(g)
         old, replaced = self._member(group, r)
         base = old or replaced
-        records: list[rec.CoordinatorRecord] = []
+        records: list[rec.CoordinatorRecord] = converted
         members = dict(group.members)
         target = dict(group.target_assignment)
         if replaced is not None:  # the static member's new member id takes its place, tasks and epoch

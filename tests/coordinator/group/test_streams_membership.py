@@ -213,3 +213,36 @@ async def test_a_member_that_does_not_give_its_tasks_up_within_its_rebalance_tim
     assert (r.member_epoch, tasks(r.active_tasks)) == (4, {"0": [0, 1, 2, 3]})
     await h.assert_replay_matches()
     await c.close()
+
+
+@run
+async def test_an_empty_classic_group_is_converted_by_a_joining_streams_member_and_keeps_its_offsets():
+    """Kafka's offline migration of a classic Streams application: every instance stopped (the classic group
+    is empty), restarted with group.protocol=streams under the same application.id."""
+    from tests.coordinator.group.helpers import sync_request
+    from tests.coordinator.group.test_offsets import commit, fetched
+    from wire.messages import LeaveGroupRequest
+    from wire.messages.leave_group_request import MemberIdentity
+
+    h = Harness()
+    c = h.coordinator
+    j = await c.join_group(info(9), join_request(GROUP))
+    j = await c.join_group(info(9), join_request(GROUP, member_id=j.member_id))
+    assert j.error_code == ErrorCode.NONE
+    synced = await c.sync_group(info(9), sync_request(GROUP, j.member_id, j.generation_id, {j.member_id: b""}))
+    assert synced.error_code == ErrorCode.NONE
+    committed = await c.commit_offsets(info(9), commit(GROUP, {("a", 0): 42}, generation=j.generation_id,
+                                                       member_id=j.member_id))
+    assert [p.error_code for t in committed.topics for p in t.partitions] == [ErrorCode.NONE]
+    refused = await c.streams_group_heartbeat(info(0), join("s1"))  # a member is still in the classic group
+    assert (refused.error_code, refused.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                          f"Group {GROUP} is not a streams group.")
+    await c.leave_group(info(9), LeaveGroupRequest(group_id=GROUP, members=[MemberIdentity(member_id=j.member_id)]))
+
+    r = await c.streams_group_heartbeat(info(0), join("s1"))
+    assert r.error_code == ErrorCode.NONE and tasks(r.active_tasks) == {"0": [0, 1, 2, 3]}
+    _, listed = await c.list_groups(info(5), [], [])
+    assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "streams")]
+    assert (await fetched(h, GROUP, member_id="s1", member_epoch=r.member_epoch))[("a", 0)][0] == 42
+    await h.assert_replay_matches()
+    await c.close()
