@@ -145,6 +145,21 @@ def test_streams_through_a_killed_pykbroker(tmp_path, jars, victim):
     assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
 
 
+def test_streams_through_a_killed_pykbroker_noticed_after_18_s(tmp_path, jars):
+    """Issue 33's slow runs had the old 18 s session: the coordinator timed the application's transactions out
+    (Streams' 10 s transaction.timeout.ms) while their state writes waited for the dead broker to leave the ISR,
+    and fenced both instances. As on Kafka given an 18 s broker session, none is fenced now: a transaction whose
+    write is pending is not timed out."""
+    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=18_000) as cluster:
+        run = run_failover(jars, cluster.bootstrap, tmp_path, "transaction-coordinator",
+                           lambda n: cluster.broker(n).kill())
+        fenced = [line for node in cluster.brokers.values()
+                  for line in node.log_path.read_text(errors="replace").splitlines() if "timed out after" in line]
+    report("pykbroker (18 s session)", "transaction-coordinator", run)
+    assert not fenced, fenced[:3]
+    assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
+
+
 @pytest.mark.parametrize("victim", VICTIMS)
 def test_streams_through_a_killed_kafka_broker(tmp_path, jars, victim):
     kafka_jars = jars_dir(KAFKA_44)

@@ -10,8 +10,9 @@ every partition this broker follows from that leader, as Kafka's fetcher does:
   leader's high watermark and log start offset;
 - OFFSET_OUT_OF_RANGE: if the leader's log end is below the follower's, the follower truncates to it;
   if the leader's log start is past the follower's end, the follower starts over there;
-- a partition whose leader answers NOT_LEADER_OR_FOLLOWER, a fenced or unknown epoch, or an unknown
-  partition waits ``replica.fetch.backoff.ms`` for new metadata; a failed connection backs off the
+- a partition whose leader answers NOT_LEADER_OR_FOLLOWER, a fenced epoch, or an unknown partition waits
+  ``replica.fetch.backoff.ms`` for new metadata (a new epoch ends the wait); a leader that does not know the
+  follower's epoch yet is asked again after 100 ms; a failed connection backs off the
   whole fetcher.
 With a follower replication throttle (``quota``), a partition this broker is not in the ISR of and the
 throttle names is left out of fetches while the throttle is spent (Kafka's shouldFollowerThrottle), and
@@ -50,6 +51,8 @@ UNFETCHED: Position = (-1, -1, -1, -1)  # a session entry to name again in the n
 LIST_OFFSETS_VERSION = 7
 EARLIEST, LATEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -4, -6
 TopicPartition = tuple[str, int]
+# How soon a follower asks again a leader that does not know its epoch yet.
+UNKNOWN_EPOCH_RETRY_S = 0.1
 THROTTLE_RECHECK_S = 0.1  # how soon a partition left out by a spent throttle is considered again
 
 
@@ -280,8 +283,14 @@ class ReplicaFetcher:
         if code == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
             await self._handle_moved_to_tiered_storage(tp, p)
             return
+        if code == ErrorCode.UNKNOWN_LEADER_EPOCH:
+            # The leader has yet to learn the epoch this follower already knows (ZooKeeper's watches reach brokers
+            # one by one): nothing will tell the follower when it has, so it asks again soon rather than after
+            # replica.fetch.backoff.ms, which held the high watermark, and every acks=all write, up to a second
+            # after each leader change (issue 33).
+            backoff_s = min(backoff_s, UNKNOWN_EPOCH_RETRY_S)
         log.info("%s-%d: leader %d answered %s; waiting %d ms for new metadata", tp[0], tp[1], self.leader_id,
-                 ErrorCode(code).name, self.config.backoff_ms)
+                 ErrorCode(code).name, backoff_s * 1000)
         # Forgotten while it waits, named again after, whatever its position (as Kafka's fetcher, which leaves a
         # delayed partition out of its session): the leader then fetches it afresh.
         if tp in self._session:

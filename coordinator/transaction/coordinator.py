@@ -614,7 +614,11 @@ class TransactionCoordinator:
     async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
                              partitions: set[TopicPartition], transactional_id: str,
                              transaction_version: int = 0) -> set[TopicPartition]:
-        """Write the marker to each partition; the ones that must be retried."""
+        """Write the marker to each partition; the ones that must be retried.
+
+        The local appends and each other leader's WriteTxnMarkers go out at once, as Kafka's marker channel
+        sends to every broker in parallel: one at a time, each commit paid every leader's acks=all round trip
+        in turn."""
         failed: set[TopicPartition] = set()
         data: dict[TopicPartition, bytes] = {}
         remote: dict[int, list[TopicPartition]] = {}
@@ -637,8 +641,8 @@ class TransactionCoordinator:
             data[tp] = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
                                            producer_id=producer_id, producer_epoch=epoch, timestamp=self._now_ms(),
                                            partition_leader_epoch=-1, coordinator_epoch=coordinator_epoch)
-        failed |= await self.write_markers(data)
-        for leader, tps in remote.items():
+
+        async def send(leader: int, tps: list[TopicPartition]) -> set[TopicPartition]:
             assert self._remote_markers is not None
             try:
                 codes = await self._remote_markers(leader, producer_id, epoch, coordinator_epoch, commit, tps,
@@ -646,8 +650,8 @@ class TransactionCoordinator:
             except Exception as exc:  # noqa: BLE001 - the leader is unreachable: retried in the background
                 log.warning("transaction markers for transactional.id=%s to broker %d failed: %s", transactional_id,
                             leader, exc)
-                failed.update(tps)
-                continue
+                return set(tps)
+            retry = set()
             for tp in tps:
                 code = codes.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
                 if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
@@ -655,7 +659,11 @@ class TransactionCoordinator:
                 elif code != ErrorCode.NONE:
                     log.warning("transaction marker on %s-%d (broker %d) failed: %s", tp[0], tp[1], leader,
                                 ErrorCode(code).name)
-                    failed.add(tp)
+                    retry.add(tp)
+            return retry
+
+        for retry in await asyncio.gather(self.write_markers(data), *(send(node, tps) for node, tps in remote.items())):
+            failed |= retry
         return failed
 
     async def write_markers(self, markers: dict[TopicPartition, bytes]) -> set[TopicPartition]:

@@ -52,8 +52,9 @@ async def until(condition, timeout: float = 10.0) -> None:
 class Pair:
     """Broker 1 (a real server) leading ``rep-0`` with replicas [1, 2]; broker 2 a follower replica manager."""
 
-    def __init__(self, tmp_path) -> None:
+    def __init__(self, tmp_path, backoff_ms: int = 50) -> None:
         self.tmp_path = tmp_path
+        self.backoff_ms = backoff_ms
 
     async def __aenter__(self) -> Pair:
         self.server = Server(Config({"listeners": "PLAINTEXT://127.0.0.1:0", "node.id": "1",
@@ -66,7 +67,7 @@ class Pair:
         manager.startup(lambda _topic: LogConfig())
         self.follower = ReplicaManager(manager, 2)
         self.fetchers = ReplicaFetcherManager(2, self.follower.get_partition, lambda node: ("127.0.0.1", port),
-                                              FetcherConfig(max_wait_ms=100, backoff_ms=50))
+                                              FetcherConfig(max_wait_ms=100, backoff_ms=self.backoff_ms))
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -100,6 +101,24 @@ def test_a_follower_copies_the_log_and_acks_all_waits_for_it(tmp_path):
             await until(lambda: pair.follower_log().high_watermark == 3)
             assert records_of(pair.follower_log()) == records_of(pair.leader_log()) == [
                 (0, 0, b"a"), (1, 0, b"b"), (2, 0, b"c")]
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_ahead_of_its_leaders_epoch_fetches_again_soon_after_the_leader_learns_it(tmp_path):
+    """Issue 33: after a leader change the follower may learn the new epoch first (UNKNOWN_LEADER_EPOCH); it asks
+    again soon, not after replica.fetch.backoff.ms, which held every acks=all write up to a second."""
+    async def scenario() -> None:
+        async with Pair(tmp_path, backoff_ms=30_000) as pair:
+            leader_rm = pair.leader.replica_manager
+            await leader_rm.append_records({(TOPIC, 0): batch(b"a")}, 1, 1000)
+            pair.follow(leader_epoch=1)  # the leader is still at epoch 0
+            await asyncio.sleep(0.3)  # answered UNKNOWN_LEADER_EPOCH at least once
+            assert pair.follower_log().log_end_offset == 0
+            state = pair.leader.metadata.image.partition(TOPIC, 0)
+            assert await pair.leader.metadata.alter_partition(TOPIC, 0, PartitionState(
+                0, 1, 1, state.replicas, state.isr, state.partition_epoch + 1))
+            await until(lambda: pair.follower_log().log_end_offset == 1, timeout=10.0)
 
     asyncio.run(scenario())
 

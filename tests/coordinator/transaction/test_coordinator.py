@@ -15,9 +15,9 @@ from coordinator.transaction.coordinator import TransactionConfig, TransactionCo
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
 from coordinator.transaction.producer_ids import ProducerIdManager
 from replication.replica_manager import ReplicaManager
-from storage import LogConfig, LogManager
+from storage import AppendOrigin, LogConfig, LogManager
 from tests.coordinator.group.helpers import CONFIG, TOPIC_A, info, run
-from wire import ErrorCode, build_simple_batch, iter_batch_headers
+from wire import ControlRecordType, ErrorCode, build_control_batch, build_simple_batch, iter_batch_headers
 from wire.messages import TxnOffsetCommitRequest
 from wire.messages.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
@@ -474,3 +474,46 @@ async def test_resignation_unloads_and_election_loads_the_partition_by_replaying
     assert (after.producer_id, after.producer_epoch, after.state, after.partitions) == state
     assert txn.verify_partition("moving", pid, epoch, (DATA, 1), abortable_error=True) == ErrorCode.NONE
     await txn.close()
+
+
+@run
+async def test_markers_go_to_every_leader_at_once(tmp_path):
+    """As Kafka's marker channel: the markers for partitions led by other brokers are sent to each at the same
+    time (one at a time, every commit waited for each leader's acks=all round trip in turn, issue 33)."""
+    node = Node(tmp_path)
+    in_flight, most, sent = 0, 0, []
+
+    async def remote_markers(leader, producer_id, producer_epoch, coordinator_epoch, commit, partitions, _version):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await asyncio.sleep(0.05)  # the other broker's append and replication
+            batch = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                        producer_id=producer_id, producer_epoch=producer_epoch,
+                                        timestamp=node.clock.now_ms(), partition_leader_epoch=-1,
+                                        coordinator_epoch=coordinator_epoch)
+            results = await node.rm.append_records({tp: batch for tp in partitions}, -1, 1000,
+                                                   origin=AppendOrigin.COORDINATOR)
+            sent.append((leader, sorted(partitions)))
+            return {tp: r.error_code for tp, r in results.items()}
+        finally:
+            in_flight -= 1
+
+    async def nothing_to_create() -> None:
+        pass
+    node.txn = TransactionCoordinator(
+        TransactionConfig(num_partitions=TXN_PARTITIONS), 1,
+        log_factory=lambda p: ReplicaCoordinatorLog(node.rm, p, node.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
+        replica_manager=node.rm, group_coordinator=node.groups, producer_ids=node.producer_ids,
+        ensure_state_topic=nothing_to_create, partition_leader=lambda p: 1, coordinator_epoch=lambda p: 0,
+        clock=node.clock, data_partition_leader=lambda _t, p: {0: 1, 1: 2, 2: 3, 3: 2}[p], remote_markers=remote_markers)
+    pid, epoch = await begin(node, "spread", 0, 1, 2, 3)
+    for p in range(4):
+        await node.produce(p, pid, epoch, 0, b"v")
+    await node.txn.end_transaction("spread", pid, epoch, commit=True)
+    assert (await node.txn.describe("spread")).state is S.COMPLETE_COMMIT
+    assert sorted(sent) == [(2, [(DATA, 1), (DATA, 3)]), (3, [(DATA, 2)])]
+    assert [node.markers(p) for p in range(4)] == [[(1, pid)]] * 4
+    assert most == 2, "the markers went to one leader after the other"
+    await node.txn.close()
