@@ -133,7 +133,7 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
-## test-tiered-slow: tiered storage beyond `make test` (~1.5 min) on a 3-broker cluster: the leader killed while
+## test-tiered-slow: tiered storage beyond `make test` (~3 min) on a 3-broker cluster: the leader killed while
 ##                   copying (its successor goes on, it rejoins: the aux-state meters), a tiered partition reassigned,
 ##                   an unclean election (the old leader's diverged copies neither read nor counted, then deleted),
 ##                   a replica added with follower.fetch.last.tiered.offset.enable (KIP-1023), ListOffsets -4/-5/-6
