@@ -148,7 +148,7 @@ class RemoteLogManager:
                         and await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                     await self._delete_all(p, meta)
                 continue
-            self.sync_log(log_, meta, self.metadata.is_ready(p.topic_id, p.partition))
+            self.sync_log(log_, meta, self.metadata.is_caught_up(p.topic_id, p.partition))
             if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition) \
                     or not await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                 continue
@@ -204,8 +204,8 @@ class RemoteLogManager:
     def sync_log(self, log_: Any, meta: RemotePartitionMetadata, replayed: bool = True) -> None:
         """Tell the log what is remote on its lineage: its highest copied offset, and (once per log) the leader
         epochs its cache lost below its earliest (a log written before they were kept across restarts) and where
-        remote data starts, once this broker has ``replayed`` the metadata partition up to its high watermark (a
-        restarted broker's first rounds know only part of it)."""
+        remote data starts, once this broker has ``replayed`` every record its replica of the metadata partition
+        holds (a restarted broker's first rounds know only part of it)."""
         cache, log_end = self._lineage(log_)
         copied = meta.copied()
         floor = getattr(log_, "checkpointed_log_start_offset", 0)
