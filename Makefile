@@ -133,11 +133,12 @@ log-dirs: deps
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
 
-## test-tiered-slow: tiered storage beyond `make test` (~1.5 min) on a 3-broker cluster: the leader killed while
+## test-tiered-slow: tiered storage beyond `make test` (~3 min) on a 3-broker cluster: the leader killed while
 ##                   copying (its successor goes on, it rejoins: the aux-state meters), a tiered partition reassigned,
 ##                   an unclean election (the old leader's diverged copies neither read nor counted, then deleted),
 ##                   a replica added with follower.fetch.last.tiered.offset.enable (KIP-1023), ListOffsets -4/-5/-6
-##                   after a restart judged by Kafka 4.4 (its restart starts a new leader epoch)
+##                   after a restart judged by Kafka 4.4 (its restart starts a new leader epoch), a log whose epochs
+##                   below its local segments were lost (written before they were kept) gets them back
 test-tiered-slow: deps
 	PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest tests/replication/test_tiered_storage.py \
 		compat_tests/test_differential_tiered_storage.py -k slow_ $(ARGS)

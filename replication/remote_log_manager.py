@@ -148,7 +148,7 @@ class RemoteLogManager:
                         and await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                     await self._delete_all(p, meta)
                 continue
-            self.sync_log(log_, meta)
+            self.sync_log(log_, meta, self.metadata.is_caught_up(p.topic_id, p.partition))
             if not p.is_leader or not self.metadata.is_ready(p.topic_id, p.partition) \
                     or not await self.metadata.ensure_ready(p.topic_id, p.partition, p.leader_epoch):
                 continue
@@ -201,16 +201,26 @@ class RemoteLogManager:
         cache, log_end = self._lineage(log_)
         return lineage.highest_remote_offset(meta.copied(), cache, log_end)[0]
 
-    def sync_log(self, log_: Any, meta: RemotePartitionMetadata) -> None:
-        """Tell the log what is remote on its lineage: its highest copied offset, and (once per log) where remote
-        data starts."""
+    def sync_log(self, log_: Any, meta: RemotePartitionMetadata, replayed: bool = True) -> None:
+        """Tell the log what is remote on its lineage: its highest copied offset, and (once per log) the leader
+        epochs its cache lost below its earliest (a log written before they were kept across restarts) and where
+        remote data starts, once this broker has ``replayed`` every record its replica of the metadata partition
+        holds (a restarted broker's first rounds know only part of it)."""
         cache, log_end = self._lineage(log_)
         copied = meta.copied()
+        floor = getattr(log_, "checkpointed_log_start_offset", 0)
+        first = replayed and id(log_) not in self._started_from_remote
+        if first:
+            early = lineage.early_epochs(copied, cache, floor)
+            if early and log_.restore_early_epochs(early):
+                log.info("%s: leader epochs %s below its earliest restored from the remote log metadata", log_.name,
+                         early)
+                cache, log_end = self._lineage(log_)
         log_.highest_offset_in_remote_storage = lineage.highest_remote_offset(copied, cache, log_end)[0]
         start = lineage.log_start_offset(copied, cache)
-        if start is not None and id(log_) not in self._started_from_remote:
+        if start is not None and first:
             self._started_from_remote.add(id(log_))
-            log_.set_log_start_offset_from_remote(max(start, getattr(log_, "checkpointed_log_start_offset", 0)))
+            log_.set_log_start_offset_from_remote(max(start, floor))
 
     async def _update(self, m: RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> None:
         await self.metadata.write(m.topic_id, m.partition, encode_update(m, state, self.node_id, self.time_ms()))

@@ -129,6 +129,13 @@ class TopicBasedRemoteLogMetadataManager:
         p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
         return p is not None and self._positions.get(mp, 0) >= p.log.high_watermark
 
+    def is_caught_up(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """``is_ready``, and nothing this replica of the metadata partition holds is above its high watermark (a
+        restarted broker's high watermark lags its log until its leader's answers): every record it has is replayed."""
+        mp = self.metadata_partition(topic_id, partition)
+        p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, mp)
+        return p is not None and self._positions.get(mp, 0) >= p.log.high_watermark == p.log.log_end_offset
+
     async def ensure_ready(self, topic_id: uuid.UUID, partition: int, leader_epoch: int) -> bool:
         """Whether a new leader (of ``leader_epoch``) may copy and delete: once it has replayed the metadata
         partition up to the high watermark its leader had when asked (Kafka's TopicBasedRemoteLogMetadataManager

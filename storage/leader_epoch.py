@@ -119,6 +119,21 @@ class LeaderEpochFileCache:
         self._offsets.insert(0, start_offset)
         self._flush()
 
+    def restore_early(self, entries: list[tuple[int, int]]) -> bool:
+        """Put back ``entries`` (oldest first, increasing) below the earliest one: epochs up to it whose start
+        offsets precede its start (the earliest epoch may come back with a lower start). True if it changed."""
+        if not self._epochs:
+            return False
+        early = [(e, o) for e, o in entries if e <= self._epochs[0] and o < self._offsets[0]]
+        if not early:
+            return False
+        if early[-1][0] == self._epochs[0]:
+            self._offsets[0] = early.pop()[1]
+        self._epochs[:0] = [e for e, _ in early]
+        self._offsets[:0] = [o for _, o in early]
+        self._flush()
+        return True
+
     def clear(self) -> None:
         self._epochs.clear()
         self._offsets.clear()

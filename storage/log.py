@@ -309,6 +309,14 @@ class Log:
                     self.producer_state.reload_from_snapshots(self._log_start_offset, self.time_ms())
                     self.producer_state.update_map_end_offset(offset)
 
+    def restore_early_epochs(self, entries: list[tuple[int, int]]) -> bool:
+        """Leader epochs below the cache's earliest, from the remote log metadata (a tiered log written before
+        its epochs below the local segments were kept across restarts lost them): remote segments of those epochs
+        are on the lineage again, so retention reaches them. True if the cache changed."""
+        with self.lock:
+            self._check_online()
+            return self.leader_epoch_cache.restore_early(entries)
+
     def maybe_increment_local_log_start_offset(self, offset: int, reason: str) -> bool:
         """Local segments below ``offset`` are gone (copied to remote storage, then past local retention)."""
         with self.lock:

@@ -15,7 +15,9 @@ remote segments still belong to it:
   copying goes on, what local retention may delete);
 * ``log_start_offset`` — Kafka's findLogStartOffset: where the remote data of the lineage starts;
 * ``is_below_earliest_epoch`` — segments whose epochs all precede the lineage's first (unreferenced after an
-  unclean election or a truncated cache), deleted by retention without moving the log start offset.
+  unclean election or a truncated cache), deleted by retention without moving the log start offset;
+* ``early_epochs`` — the epochs a cache lost below its earliest entry (a log written before they were kept across
+  restarts), from the remote segments' leader epochs, so they are on the lineage (counted, expired) again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 from storage.remote.metadata import RemoteLogSegmentMetadata
 
-__all__ = ["epoch_end", "filtered_epochs", "highest_remote_offset", "is_below_earliest_epoch", "next_segment_after",
+__all__ = ["early_epochs", "epoch_end", "filtered_epochs", "highest_remote_offset", "is_below_earliest_epoch", "next_segment_after",
            "is_within_leader_epochs", "log_start_offset", "segment_for_offset"]
 
 Epochs = Sequence[tuple[int, int]]  # (leader epoch, its start offset), oldest first
@@ -161,3 +163,29 @@ def next_segment_after(segments: Iterable[RemoteLogSegmentMetadata], lineage: Ep
         if found is not None:
             return found
     return None
+
+
+def early_epochs(segments: Iterable[RemoteLogSegmentMetadata], cache: Epochs, log_start_offset: int) -> list[tuple[int, int]]:
+    """``(epoch, start offset)`` entries the cache lacks between ``log_start_offset`` and its earliest entry, from
+    the leader epochs of the remote segments there (each epoch starting at the lowest offset a segment has it;
+    one that would not start after the previous is left out); the cache's earliest epoch itself may come back
+    with a lower start. The first entry starts no lower than ``log_start_offset``. Empty when the cache reaches
+    back to it (or is empty)."""
+    if not cache or cache[0][1] <= log_start_offset:
+        return []
+    first_epoch, first_start = cache[0]
+    starts: dict[int, int] = {}
+    for m in segments:
+        if m.end_offset < log_start_offset:
+            continue
+        for epoch, offset in m.segment_leader_epochs:
+            if epoch <= first_epoch and offset < first_start:
+                starts[epoch] = min(starts.get(epoch, offset), offset)
+    out: list[tuple[int, int]] = []
+    for epoch, offset in sorted(starts.items()):
+        if not out or offset > out[-1][1]:
+            out.append((epoch, offset))
+    below = [i for i, (_, offset) in enumerate(out) if offset <= log_start_offset]
+    if below:
+        out = [(out[below[-1]][0], log_start_offset), *out[below[-1] + 1:]]
+    return out

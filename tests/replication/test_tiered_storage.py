@@ -762,3 +762,50 @@ def test_a_deleted_topic_s_remote_segments_go_in_kafka_s_order_even_across_a_kil
         started = [offset for _, offset, r in updates if r["state"] == 2]
         finished = [offset for _, offset, r in updates if r["state"] == 3]
         assert len({part for part, _, _ in updates}) == 1 and max(started) < min(finished)
+
+
+@SLOW
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+@pytest.mark.timeout(300)
+def test_slow_a_log_that_lost_its_early_epochs_gets_them_back_and_retention_reaches_its_early_segments(tmp_path):
+    """A tiered log written before the epochs below its local segments were kept across restarts: its
+    leader-epoch checkpoint starts at its local log start (as the old recovery truncated it). At load the epochs
+    below come back from the remote log metadata, so its remote data still starts at 0 (the old epochs' segments
+    are on the lineage) and retention deletes them by time like the others."""
+    from storage.checkpoints import LeaderEpochCheckpointFile
+    from storage.leader_epoch import LeaderEpochFileCache
+
+    remote = tmp_path / "remote"
+    # Broker 3 only keeps __remote_log_metadata's min.insync.replicas (2) while brokers 1 and 2 are down in turn.
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=tiered_overrides(remote)) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("early", 1, replica_assignment=[[1, 2]], config=TOPIC_CONFIGS)])["early"] \
+            .result(30)
+        wait_until(lambda: len(isr_and_leader(admin, "early")[0]) == 2, what="a full ISR")
+        produce_acks_all(cluster.bootstrap, "early", 200)  # epoch 0, led by broker 1
+        cluster.broker(1).stop()
+        wait_until(lambda: isr_and_leader(admin, "early")[1] == 2, what="broker 2 leading")
+        b2 = cluster.broker(2)
+        produce_acks_all(b2.bootstrap, "early", 200, start=200)  # the next epoch, led by broker 2
+        wait_until(lambda: list_offset(b2.bootstrap, "early", EARLIEST_LOCAL)[1] > 250, what="copies and local deletion")
+        b2.stop()
+        log_dir = b2.data_dir / "logs" / "early-0"
+        local_start = min(int(p.name[:20]) for p in log_dir.glob("*.log"))
+        epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(str(log_dir / "leader-epoch-checkpoint")))
+        assert epochs.entries()[0] == (0, 0)
+        epochs.truncate_from_start(local_start)  # what recovery did to tiered logs before
+        assert epochs.entries()[0][1] == local_start
+        b2.start()
+        wait_until(lambda: list_offset(b2.bootstrap, "early", EARLIEST)[0] == ErrorCode.NONE, what="broker 2 back")
+        # The remote data still starts at 0 (from the old cache, at the first segment holding its earliest epoch).
+        wait_until(lambda: list_offset(b2.bootstrap, "early", EARLIEST)[1] == 0, what="the log start offset at 0")
+        assert "leader epochs [(0, 0), (1, 200)] below its earliest restored from the remote log metadata" in b2.log()
+        assert [o for o, _ in consume_all(b2.bootstrap, "early", 400)] == list(range(400))
+        starts = {int(p.name[:20]) for p in remote_log_objects(remote)}
+        assert 0 in starts
+        resource = ConfigResource("topic", "early", incremental_configs=[
+            ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        wait_until(lambda: list_offset(b2.bootstrap, "early", EARLIEST)[1] >= local_start,
+                   what="remote segments expired by time")
+        assert not any(int(p.name[:20]) < local_start for p in remote_log_objects(remote))

@@ -41,3 +41,14 @@ def test_truncation(tmp_path):
     c.truncate_from_start(70)
     assert c.entries() == [(2, 70)]
     assert LeaderEpochFileCache(c.checkpoint).entries() == [(2, 70)]
+
+
+def test_early_entries_are_restored_below_the_earliest(tmp_path):
+    c = cache(tmp_path)
+    assert not c.restore_early([(0, 0)])  # an empty cache has no earliest entry to restore below
+    c.assign(2, 1000)
+    c.assign(3, 1500)
+    assert c.restore_early([(0, 0), (1, 450), (2, 800), (4, 10)])  # (4, 10): not below the earliest epoch
+    assert c.entries() == [(0, 0), (1, 450), (2, 800), (3, 1500)]
+    assert not c.restore_early([(0, 0)])
+    assert LeaderEpochFileCache(c.checkpoint).entries() == c.entries()

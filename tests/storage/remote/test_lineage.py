@@ -86,3 +86,26 @@ def test_segments_whose_epochs_all_precede_the_lineage_are_unreferenced():
     assert lineage.is_below_earliest_epoch(OLD_2, [(1, 200)])
     assert not lineage.is_below_earliest_epoch(NEW, [(1, 200)])
     assert not lineage.is_below_earliest_epoch(OLD_2, [])
+
+
+def test_a_cache_that_lost_its_early_epochs_gets_them_back_from_the_remote_segments():
+    """A log written before the epochs below its local segments were kept across restarts: its cache starts at
+    the local log start (1000, in epoch 2). Its remote segments' epochs put back what is missing, so the early
+    segments are on the lineage again (counted and expired by retention)."""
+    segments = [seg(0, 299, (0, 0)), seg(300, 599, (0, 300), (1, 450)), seg(600, 999, (1, 600), (2, 800))]
+    truncated = [(2, 1000), (3, 1500)]
+    early = lineage.early_epochs(segments, truncated, 0)
+    assert early == [(0, 0), (1, 450), (2, 800)]
+    restored = [(0, 0), (1, 450), (2, 800), (3, 1500)]
+    assert not any(within(m, truncated, 2000) for m in segments[:2])
+    assert all(within(m, restored, 2000) for m in segments)
+    assert lineage.log_start_offset(segments, truncated) == 600  # the old log start would skip two segments
+    assert lineage.log_start_offset(segments, restored) == 0
+    # From a checkpointed log start offset on; none when the cache reaches back to it (or is empty).
+    assert lineage.early_epochs(segments, truncated, 350) == [(0, 350), (1, 450), (2, 800)]
+    assert lineage.early_epochs(segments, truncated, 500) == [(1, 500), (2, 800)]
+    assert lineage.early_epochs(segments, restored, 0) == []
+    assert lineage.early_epochs(segments, [], 0) == []
+    # A copy whose epoch would not start after the previous one's (a diverged lineage's) is left out.
+    assert lineage.early_epochs([seg(0, 99, (0, 0), (1, 50)), seg(40, 99, (0, 40))], [(2, 100)], 0) \
+        == [(0, 0), (1, 50)]
