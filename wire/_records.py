@@ -617,6 +617,9 @@ def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,
                 b = data[at]
                 if b < 0x80:
                     size, at = (b >> 1) ^ -(b & 1), at + 1
+                elif data[at + 1] < 0x80:  # records of 64 to 8191 bytes: two bytes, read here too
+                    v = (b & 0x7F) | (data[at + 1] << 7)
+                    size, at = (v >> 1) ^ -(v & 1), at + 2
                 else:
                     size, at = read_varint(data, at)
                 if size < 0 or at + size > end_of_data:
