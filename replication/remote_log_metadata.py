@@ -123,6 +123,11 @@ class TopicBasedRemoteLogMetadataManager:
         p = self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, self.metadata_partition(topic_id, partition))
         return p is not None and p.is_leader
 
+    def hosts(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether this broker hosts (and so replays, each task interval) the metadata partition of a user partition."""
+        return self._rm.get_partition(REMOTE_LOG_METADATA_TOPIC_NAME, self.metadata_partition(topic_id, partition)) \
+            is not None
+
     def is_ready(self, topic_id: uuid.UUID, partition: int) -> bool:
         """Whether this broker hosts the metadata partition and has replayed it up to its high watermark."""
         mp = self.metadata_partition(topic_id, partition)

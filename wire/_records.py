@@ -570,6 +570,12 @@ def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | No
 
     The CRC is not checked here (``validate_batch`` does that).
     """
+    header, data = _records_data(buf, pos, max_decompressed_size)
+    return header, _decode_record_list(data, header.records_count)
+
+
+def _records_data(buf: Buffer, pos: int, max_decompressed_size: int | None) -> tuple[RecordBatchHeader, bytes]:
+    """The header of the batch at ``pos`` and its records' bytes, decompressed."""
     header = parse_batch_header(buf, pos)
     end = pos + header[1] + LOG_OVERHEAD
     if end > len(buf):
@@ -580,10 +586,8 @@ def decode_records(buf: Buffer, pos: int = 0, *, max_decompressed_size: int | No
     body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
     codec = header.compression
     if codec is CompressionType.NONE:
-        data = bytes(body)
-    else:
-        data = decompress(codec, body, max_decompressed_size)
-    return header, _decode_record_list(data, count)
+        return header, bytes(body)
+    return header, decompress(codec, body, max_decompressed_size)
 
 
 def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,
@@ -592,18 +596,10 @@ def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,
     """The records of the batch at ``pos`` whose offset is ``first_offset`` or later: the earlier ones are
     stepped over by their length (reading only their offset delta), not decoded, so reading the newest
     records of a big batch costs little more than those records."""
-    header = parse_batch_header(buf, pos)
-    if first_offset <= header.base_offset:
-        return decode_records(buf, pos, max_decompressed_size=max_decompressed_size)
-    end = pos + header[1] + LOG_OVERHEAD
-    if end > len(buf):
-        raise CorruptRecordError(f"record batch is corrupt: {end - pos} bytes declared, {len(buf) - pos} present")
+    header, data = _records_data(buf, pos, max_decompressed_size)
     count = header.records_count
-    if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
-    body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
-    codec = header.compression
-    data = bytes(body) if codec is CompressionType.NONE else decompress(codec, body, max_decompressed_size)
+    if first_offset <= header.base_offset:
+        return header, _decode_record_list(data, count)
     wanted_delta = first_offset - header.base_offset
     read_varint = _record_read_varint
     at = 0
@@ -617,6 +613,9 @@ def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,
                 b = data[at]
                 if b < 0x80:
                     size, at = (b >> 1) ^ -(b & 1), at + 1
+                elif data[at + 1] < 0x80:  # records of 64 to 8191 bytes: two bytes, read here too
+                    v = (b & 0x7F) | (data[at + 1] << 7)
+                    size, at = (v >> 1) ^ -(v & 1), at + 2
                 else:
                     size, at = read_varint(data, at)
                 if size < 0 or at + size > end_of_data:

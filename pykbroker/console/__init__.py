@@ -118,7 +118,8 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
                 "log_start_offset": view.log_start_offset if view else None,
                 "log_end_offset": view.log_end_offset if view else None,
                 "high_watermark": view.high_watermark if view else None,
-                "remote_size": _remote_size(broker, name, p.partition) if view and view.leader else None,
+                "remote_size": _remote_size(broker, name, topic, p.partition, bool(view and view.leader)),
+                "remote_records": None,  # records in remote storage, when only the leader knows the bytes (cluster.py)
             })
         known = [p for p in partitions if p["log_end_offset"] is not None]
         topics.append({
@@ -157,13 +158,23 @@ def overview(broker: Any, history: ThroughputHistory | None, tail: LogTail | Non
     }
 
 
-def _remote_size(broker: Any, topic: str, partition: int) -> int | None:
-    """Bytes of the partition in remote storage (tiered storage on, this broker its leader); None otherwise."""
+def _remote_size(broker: Any, name: str, topic: Any, partition: int, leader_here: bool) -> int | None:
+    """Bytes of the partition in remote storage (tiered storage on): the leader's segments on its leader-epoch
+    lineage when this broker leads it; else what this broker's replay of the partition's __remote_log_metadata
+    partition knows (the records the leader's view comes from, replayed each task interval), when it hosts it;
+    None otherwise (``cluster.complete_overview`` asks the leader how many records are remote)."""
     rlm = getattr(broker, "remote_log_manager", None)
-    replica = broker.replica_manager.partitions.get((topic, partition))
-    if rlm is None or replica is None or replica.log is None or not replica.log.remote_log_enabled:
+    if rlm is None:
         return None
-    return int(rlm.remote_size(replica.topic_id, partition, replica.log))
+    if leader_here:
+        replica = broker.replica_manager.partitions.get((name, partition))
+        if replica is None or replica.log is None or not replica.log.remote_log_enabled:
+            return None
+        return int(rlm.remote_size(replica.topic_id, partition, replica.log))
+    if str(topic.configs.get("remote.storage.enable", "false")).lower() != "true" \
+            or not rlm.metadata.hosts(topic.topic_id, partition):
+        return None
+    return int(rlm.remote_size(topic.topic_id, partition))
 
 
 class Console:

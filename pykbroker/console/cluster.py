@@ -6,8 +6,10 @@ here and the groups coordinated here. For every other partition, ListOffsets to 
 start offset and high watermark and DescribeLogDirs to the leader its size (when the principal may describe
 the cluster; otherwise the size stays unknown); the groups other brokers coordinate are described through
 their coordinators (``admin.describe_group``, at most MAX_REMOTE_GROUPS of them); and lag on partitions led elsewhere is the high watermark
-so learnt minus the committed offset. Remote (tiered) sizes stay those this broker's remote log metadata
-knows: of partitions it hosts.
+so learnt minus the committed offset. Remote (tiered) sizes are those this broker's remote log metadata
+knows (the partitions it leads, and those whose __remote_log_metadata partition it replays); for the others
+the leader tells how many records are remote (ListOffsets v9: from the log start offset to the latest tiered
+offset), as no Kafka request answers a partition's remote bytes (DescribeLogDirs v0-5 sizes are local logs').
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from pykbroker.console.admin import describe_group
 from pykbroker.console.kafka import KafkaSession, RequestError
-from pykbroker.console.messages import end_offsets
+from pykbroker.console.messages import LATEST_TIERED, end_offsets, list_offsets
 from wire import ErrorCode
 from wire.messages import DescribeLogDirsRequest
 from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
@@ -52,6 +54,18 @@ async def _offsets(session: KafkaSession, topic: dict[str, Any], missing: list[d
         p["log_end_offset"] = p["high_watermark"]  # what a client may learn of another broker's log end
 
 
+async def _remote_records(session: KafkaSession, topic: str, parts: list[dict[str, Any]]) -> None:
+    """``remote_records`` of ``parts`` (tiered, remote bytes unknown here): the offsets from the log start to
+    the latest tiered offset, from their leaders; left None when a leader does not answer."""
+    try:
+        tiered = await list_offsets(session, topic, {p["partition"]: p["leader"] for p in parts}, LATEST_TIERED)
+    except (RequestError, OSError):
+        return
+    for p in parts:
+        last = tiered.get(p["partition"], -1)
+        p["remote_records"] = max(0, last - p["log_start_offset"] + 1) if last >= 0 else 0
+
+
 async def complete_overview(session: KafkaSession, data: dict[str, Any], node_id: int, listed: list[dict[str, Any]]) -> None:
     """Fill ``data`` (an overview already cut to the user's topics and groups) with the partitions and groups
     this broker (``node_id``) does not host; ``listed``: the user's ListGroups answer (``admin.list_groups``)."""
@@ -59,6 +73,10 @@ async def complete_overview(session: KafkaSession, data: dict[str, Any], node_id
                for t in data["topics"]}
     topics = {t["name"]: t for t in data["topics"]}
     await asyncio.gather(*(_offsets(session, topics[name], parts) for name, parts in missing.items() if parts))
+    tiered = {t["name"]: [p for p in t["partitions"] if p["remote_size"] is None and p["leader"] >= 0
+                          and p["log_start_offset"] is not None]
+              for t in data["topics"] if str(t["configs"].get("remote.storage.enable", "")).lower() == "true"}
+    await asyncio.gather(*(_remote_records(session, name, parts) for name, parts in tiered.items() if parts))
     by_leader: dict[int, dict[str, list[int]]] = {}
     for name, parts in missing.items():
         for p in parts:

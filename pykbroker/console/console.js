@@ -22,6 +22,17 @@ function bytes(n) {
   return (i ? n.toFixed(1) : n) + " " + units[i];
 }
 function num(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
+// Remote (tiered) size of partitions: bytes where this broker's remote log metadata knows them, plus the
+// records the leaders of the others say are remote (no Kafka request answers their remote bytes).
+function remoteSize(parts) {
+  const known = (v) => v !== null && v !== undefined;
+  const sized = parts.filter((p) => known(p.remote_size)), counted = parts.filter((p) => !known(p.remote_size) && known(p.remote_records));
+  if (!sized.length && !counted.length) return "–";
+  const out = [];
+  if (sized.length) out.push(bytes(sized.reduce((s, p) => s + p.remote_size, 0)));
+  if (counted.length) out.push(`${num(counted.reduce((s, p) => s + p.remote_records, 0))} records`);
+  return out.join(" + ");
+}
 function details(id, summary, body) {
   return `<details data-id="${esc(id)}"${open.has(id) ? " open" : ""}><summary>${summary}</summary>${body}</details>`;
 }
@@ -242,8 +253,7 @@ function renderTopicList(d) {
   const showInternal = $("topics-internal").checked;
   $("topic-list").innerHTML = '<tr><th>topic</th><th class="num">partitions</th><th class="num">messages</th><th class="num">size (local)</th><th class="num">size (remote)</th></tr>' +
     d.topics.filter((t) => showInternal || !t.internal).map((t) => {
-      const remote = t.partitions.some((p) => p.remote_size !== null && p.remote_size !== undefined)
-        ? bytes(t.partitions.reduce((s, p) => s + (p.remote_size || 0), 0)) : "–";
+      const remote = remoteSize(t.partitions);
       return `<tr class="topic-row" data-topic="${esc(t.name)}"><td><a href="#/topic/${encodeURIComponent(t.name)}/messages">${esc(t.name)}</a></td>
       <td class="num">${t.partitions.length}</td><td class="num">${num(t.messages)}</td><td class="num">${bytes(t.size)}</td><td class="num">${remote}</td></tr>`;
     }).join("");
@@ -285,7 +295,7 @@ async function renderPartitions() {
       return `<tr class="partition" data-partition="${p.partition}"><td class="num">${p.partition}</td><td class="num">${p.leader}</td><td>${p.replicas.join(", ")}</td>
       <td>${p.isr.join(", ")}${p.isr.length < p.replicas.length ? ' <span class="tag bad">under-replicated</span>' : ""}</td>
       <td class="num">${num(p.log_start_offset)}</td><td class="num">${num(p.high_watermark)}</td><td class="num">${num(p.high_watermark - p.log_start_offset)}</td>
-      <td class="num">${bytes(l.size)}</td><td class="num">${bytes(l.remote_size)}</td></tr>`;
+      <td class="num">${bytes(l.size)}</td><td class="num">${remoteSize([l])}</td></tr>`;
     }).join("");
 }
 function renderConfigs() {

@@ -165,10 +165,10 @@ class KafkaSession:
                 c.close()
         self._brokers.clear()
 
-    async def request(self, request: Any, node_id: int | None = None) -> Any:
-        """Send ``request`` (at the console's version for it) to ``node_id`` (None: this broker)."""
+    async def request(self, request: Any, node_id: int | None = None, version: int | None = None) -> Any:
+        """Send ``request`` (at the console's version for it, unless ``version``) to ``node_id`` (None: this broker)."""
         name = type(request).__name__.removesuffix("Request")
-        version = VERSIONS[name]
+        version = VERSIONS[name] if version is None else version
         connection = self._connection(node_id)
         try:
             return await connection.request(request, version, response_class(request))

@@ -71,17 +71,10 @@ async def share_groups(broker: Any) -> list[state.GroupView]:
     """The share groups of the __consumer_offsets partitions loaded here, each partition as (share-partition
     start offset, lag): DescribeShareGroupOffsets v1's numbers, the lag for partitions led here. Nothing is
     built or created to look (no coordinator, no __share_group_state)."""
-    coordinators = getattr(broker, "coordinators", None)
-    coordinator = getattr(coordinators, "built_group", None)
-    service = getattr(coordinators, "built_share", None)
-    if coordinator is None or service is None:
+    service = getattr(getattr(broker, "coordinators", None), "built_share", None)
+    if service is None:
         return []
-    groups = []
-    for index in coordinator.runtime.loaded_partitions():
-        try:
-            groups += list(coordinator.runtime.shard(index).share.groups.values())
-        except Exception:  # noqa: BLE001 - unloaded meanwhile
-            continue
+    groups = [g for shard in state.group_shards(broker) for g in list(shard.share.groups.values())]
     with_state = SHARE_GROUP_STATE_TOPIC_NAME in broker.metadata.image.topics
     high_watermarks = state.leader_high_watermarks(broker)
     topics_by_id = broker.metadata.image.topics_by_id

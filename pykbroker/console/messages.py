@@ -45,8 +45,9 @@ MAX_MATCHES = 500
 # each poll reads at most this much of each partition.
 TAIL_MAX_BEHIND = 200
 TAIL_FETCH_BYTES = 64 * 1024
-# ListOffsets special timestamps.
-LATEST, EARLIEST = -1, -2
+# ListOffsets special timestamps (LATEST_TIERED: the last offset copied to remote storage, ListOffsets v9+).
+LATEST, EARLIEST, LATEST_TIERED = -1, -2, -5
+LATEST_TIERED_VERSION = 9
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -82,7 +83,7 @@ async def list_offsets(session: KafkaSession, topic: str, parts: dict[int, int],
     for leader, ps in by_leader.items():
         request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(name=topic, partitions=[
             ListOffsetsPartition(partition_index=p, current_leader_epoch=-1, timestamp=timestamp) for p in ps])])
-        answer = await session.request(request, leader)
+        answer = await session.request(request, leader, LATEST_TIERED_VERSION if timestamp == LATEST_TIERED else None)
         for t in answer.topics:
             for p in t.partitions:
                 check(p.error_code, None, f"{topic}-{p.partition_index}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PartitionView", "GroupView", "partitions", "groups", "streams_groups", "leader_high_watermarks",
-           "members", "CLASSIC_STATES"]
+           "members", "group_shards", "CLASSIC_STATES"]
 
 # Kafka's classic group states, as GroupMetadataManager's NumGroups<State> gauges name them.
 CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
@@ -92,20 +92,27 @@ def members(group: Any) -> list[MemberView]:
     return out
 
 
-def groups(broker: Any) -> list[GroupView]:
-    """Groups of every __consumer_offsets partition loaded here (nothing when no group was ever used)."""
+def group_shards(broker: Any) -> list[Any]:
+    """The group coordinator's shards of the __consumer_offsets partitions loaded here (none when no group was
+    ever used: the coordinator is not built to look)."""
     coordinators = getattr(broker, "coordinators", None)
     coordinator = coordinators.built_group if coordinators is not None else None
     if coordinator is None:
         return []
-    runtime = coordinator.runtime
-    high_watermarks = leader_high_watermarks(broker)
     out = []
-    for index in runtime.loaded_partitions():
+    for index in coordinator.runtime.loaded_partitions():
         try:
-            shard = runtime.shard(index)
+            out.append(coordinator.runtime.shard(index))
         except Exception:  # noqa: BLE001 - unloaded meanwhile
             continue
+    return out
+
+
+def groups(broker: Any) -> list[GroupView]:
+    """Groups of every __consumer_offsets partition loaded here (nothing when no group was ever used)."""
+    high_watermarks = leader_high_watermarks(broker)
+    out = []
+    for shard in group_shards(broker):
         committed = shard.offsets.offsets
         for group_id, group in list(shard.groups.groups.items()):
             kind = "classic" if hasattr(group, "protocol_name") else "consumer"
@@ -119,18 +126,9 @@ def groups(broker: Any) -> list[GroupView]:
 def streams_groups(broker: Any) -> list[GroupView]:
     """Streams groups (KIP-1071) of every __consumer_offsets partition loaded here, with their committed offsets
     and lag as ``groups`` (kept apart: the scrape's group gauges are Kafka's classic and consumer ones)."""
-    coordinators = getattr(broker, "coordinators", None)
-    coordinator = coordinators.built_group if coordinators is not None else None
-    if coordinator is None:
-        return []
-    runtime = coordinator.runtime
     high_watermarks = leader_high_watermarks(broker)
     out = []
-    for index in runtime.loaded_partitions():
-        try:
-            shard = runtime.shard(index)
-        except Exception:  # noqa: BLE001 - unloaded meanwhile
-            continue
+    for shard in group_shards(broker):
         committed = shard.offsets.offsets
         for group_id, group in list(shard.streams.groups.items()):
             view = GroupView(group_id, "streams", "Stable" if group.members else "Empty", "streams", members(group))

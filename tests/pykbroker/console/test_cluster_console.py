@@ -17,8 +17,11 @@ import urllib.request
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from pykbroker.testing import ClusterProcesses, free_port
+from replication.metadata.embedded_store import uuid_from_kafka_string
+from replication.remote_log_metadata import metadata_partition
 from tests.pykbroker.console.browser import Browser
 from tests.pykbroker.console.test_workbench import shot
 
@@ -112,5 +115,63 @@ def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_pa
         assert overview["unavailable"] in ([1], [])  # [] once Metadata no longer lists broker 1
         listed = call(url, "api/groups")
         assert isinstance(listed, list) and {g["coordinator"] for g in listed} <= {2}
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize("metadata_replicas", ["1", "2"])
+def test_remote_sizes_of_partitions_led_by_the_other_broker(tmp_path, metadata_replicas):
+    """A tiered topic led by broker 1, seen on broker 2's console: a partition whose __remote_log_metadata
+    partition broker 2 replays shows its remote bytes (the same records the leader's size comes from; every
+    partition when that topic has a replica on both brokers); the others the records their leader says are remote
+    (ListOffsets v9: log start to latest tiered offset), as no Kafka request answers remote bytes. Never "–"
+    once segments are copied."""
+    port = free_port()
+    remote = tmp_path / "remote"
+    cluster = ClusterProcesses(tmp_path, size=2, overrides={
+        "remote.log.storage.system.enable": "true", "rsm.config.dir": str(remote),
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.manager.task.interval.ms": "200", "log.retention.check.interval.ms": "200",
+        "log.initial.task.delay.ms": "0", "log.segment.delete.delay.ms": "0",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "2",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": metadata_replicas,
+        "offsets.topic.replication.factor": "1"})
+    try:
+        cluster.zookeeper.start()
+        cluster.add_broker(1)
+        cluster.add_broker(2, {"console.listener": f"127.0.0.1:{port}"})
+        cluster.wait_for_brokers(2)
+        url = f"http://127.0.0.1:{port}/"
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("tiered", 6, replica_assignment=[[1]] * 6, config={
+            "remote.storage.enable": "true", "internal.segment.bytes": "20000", "local.retention.bytes": "1"})])["tiered"].result(30)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "batch.size": 8000})
+        for _ in range(300):
+            for p in range(6):
+                producer.produce("tiered", b"x" * 200, partition=p)
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 90
+        while True:
+            overview = call(url, "api/overview")
+            assert isinstance(overview, dict)
+            [tiered] = [t for t in overview["topics"] if t["name"] == "tiered"]
+            metadata = call(url, "api/topic?name=__remote_log_metadata")
+            if all(p["remote_size"] or p["remote_records"] for p in tiered["partitions"]) and isinstance(metadata, dict):
+                break  # every partition has copied segments
+            assert time.monotonic() < deadline, ([(p["partition"], p["log_start_offset"], p["high_watermark"],
+                                                   p["remote_size"], p["remote_records"]) for p in tiered["partitions"]],
+                                                 tiered["configs"], metadata)
+            time.sleep(0.5)
+        hosts = {p["partition"]: p["replicas"] for p in metadata["partitions"]}
+        topic_id = uuid_from_kafka_string(tiered["topic_id"])
+        replayed_here = {p for p in range(6) if 2 in hosts[metadata_partition(topic_id, p, 2)]}
+        if metadata_replicas == "2":
+            assert replayed_here == set(range(6)), hosts
+        for p in tiered["partitions"]:
+            assert p["leader"] == 1 and p["size"] is not None, p
+            if p["partition"] in replayed_here:
+                assert p["remote_size"] > 0 and p["remote_records"] is None, p
+            else:
+                assert p["remote_size"] is None and 0 < p["remote_records"] <= p["high_watermark"], p
     finally:
         cluster.close()
