@@ -108,7 +108,8 @@ differential-cluster-ops: deps
 ##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min); the
 ##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
-##        share groups at share.version 2 on one Kafka 4.4 node (test_differential_kafka44's share_groups_v2, 30 s)
+##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) on one Kafka 4.4 node
+##        and on the 3-node clusters
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)

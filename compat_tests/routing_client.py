@@ -1,7 +1,8 @@
 """The differential scenarios' client on a cluster: a RawClient that sends each request where a Kafka client
 would — produce, fetch and the other partition requests to the partitions' leaders (from Metadata; a request
 whose partitions have several leaders split among them and the answers merged, compat_tests/leader_split.py), group
-requests to the group coordinator and transaction requests to the transaction coordinator (FindCoordinator),
+requests (ShareGroupHeartbeat too) to the group coordinator, ShareFetch and ShareAcknowledge to their first
+partition's leader, and transaction requests to the transaction coordinator (FindCoordinator),
 ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
 broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
 
@@ -35,6 +36,9 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupHeartbeatRequest,
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
@@ -51,6 +55,11 @@ def _first_partition(request) -> tuple[object, int] | None:
     if type(request) in leader_split.KEYED:
         named = leader_split.partitions_of(request)
         return named[0] if named else None
+    if isinstance(request, (ShareFetchRequest, ShareAcknowledgeRequest)):  # by topic id, to the leader
+        topics = request.topics
+        if not topics or not topics[0].partitions:
+            return None
+        return topics[0].topic_id, topics[0].partitions[0].partition_index
     if isinstance(request, DescribeLogDirsRequest):  # the admin client asks the replicas' brokers
         topics = request.topics
         if not topics or not topics[0].partitions:
@@ -63,7 +72,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
     """(key type, key) of the coordinator a request goes to; None for a request no coordinator answers."""
     if isinstance(request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
                             OffsetCommitRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
-                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest)):
+                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest, ShareGroupHeartbeatRequest)):
         return GROUP, request.group_id
     if isinstance(request, OffsetFetchRequest):
         return GROUP, request.group_id if version < 8 else (request.groups[0].group_id if request.groups else None)

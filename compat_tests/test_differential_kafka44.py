@@ -711,13 +711,8 @@ def fresh_kafka():
         yield kafka
 
 
-# Single node only so far (its cluster mode is not judged yet): share groups at share.version 2; it takes 20-35 s, so
-# it runs in `make differential-cluster`.
-SINGLE_NODE_ONLY = ("share_groups_v2",)
-
-
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
-    list(SCENARIOS), (), tuple(s for s in SCENARIOS if s not in SINGLE_NODE_ONLY), single_slow=("share_groups_v2",)))
+    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2",)))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -3,9 +3,9 @@
 Kafka answers GetTelemetrySubscriptions and PushTelemetry with or without a ClientTelemetry plugin (ApiVersions
 lists them only with one: the kafka44 module compares that) and keeps CLIENT_METRICS subscriptions either way. The
 same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (ids for a fixed instance id, metric
-lists in Kafka's order, intervals, matching), the throttling and error sequence of gets and pushes, and the
-subscriptions through IncrementalAlterConfigs, AlterConfigs, DescribeConfigs and ListConfigResources, with
-Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+lists in Kafka's order, also of a large subscription whose names collide, intervals, matching), the throttling and
+error sequence of gets and pushes, and the subscriptions through IncrementalAlterConfigs, AlterConfigs,
+DescribeConfigs and ListConfigResources, with Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
 
 With a receiver (PYKBROKER_TELEMETRY_SLOW=1, make test-telemetry-slow: a Kafka of its own): ApiVersions v0-v5 of
 a Kafka 4.4 whose metric.reporters has a telemetry plugin (compat_tests/jvm/telemetry) and of a pykbroker with
@@ -15,6 +15,7 @@ accepted by both.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -44,6 +45,7 @@ from wire.messages.incremental_alter_configs_request import AlterableConfig, Alt
 CLIENT_METRICS = 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 FIXED = [uuid.UUID(int=(0x5EED << 64) | n) for n in range(1, 8)]
+LARGE = uuid.UUID(int=(0x5EED << 64) | 8)
 Observations = dict[str, object]
 
 
@@ -165,6 +167,17 @@ def telemetry(c: RawClient) -> Observations:
         out["get of a client matching two"] = _get(everything, FIXED[5])
     with RawClient(c.bootstrap, timeout=30, client_id="other") as other:
         out["get of a client matching none"] = _get(other, FIXED[6])
+    # A large subscription (Java's HashSet resizes) with 64 names of one String.hashCode ("Aa" and "BB" hash alike:
+    # its bucket becomes a red-black tree): a client matching it and diff-sub gets Kafka's order and id.
+    large = [f"org.apache.kafka.{''.join(p)}." for p in itertools.product(["Aa", "BB"], repeat=6)] + \
+        [f"org.apache.kafka.consumer.m{i}." for i in range(300)]
+    out["create large"] = _alter(c, "diff-large", ("metrics", SET, ",".join(large)), ("interval.ms", SET, "4000"),
+                                 ("match", SET, "client_id=telemetry-large"))
+    _applied(c, "diff-large", {"metrics": ",".join(large), "interval.ms": "4000", "match": "client_id=telemetry-large"})
+    with RawClient(c.bootstrap, timeout=30, client_id="telemetry-large") as big:
+        out["get of a client matching the large one"] = _get(big, LARGE)
+    out["delete the large one"] = _alter(c, "diff-large", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
+                                         ("match", DELETE, None))
     r = c.request(AlterConfigsRequest(resources=[legacy.AlterConfigsResource(
         resource_type=CLIENT_METRICS, resource_name="diff-all",
         configs=[legacy.AlterableConfig(name="interval.ms", value="3000")])]), 2)

@@ -28,7 +28,7 @@ from typing import Protocol
 import crc32c
 
 from pykbroker.client_metrics import configs as cm
-from pykbroker.client_metrics.java_hash import hash_set_order, int32, uuid_hash
+from pykbroker.client_metrics.java_hash import hash_set_capacity, hash_set_order, int32, uuid_hash
 from wire import ZERO_UUID, DecompressedSizeError, ErrorCode
 from wire.messages import (
     GetTelemetrySubscriptionsRequest,
@@ -155,7 +155,7 @@ class ClientMetricsManager:
         for s in self._subscriptions:
             if _matches(s, attributes):
                 everything = everything or cm.ALL_SUBSCRIBED_METRICS in s.metrics
-                metrics += hash_set_order(s.metrics, _hash_set_capacity(len(s.metrics)))
+                metrics += hash_set_order(s.metrics, hash_set_capacity(len(s.metrics)))
                 interval = min(interval, s.interval_ms)
         ordered = [cm.ALL_SUBSCRIBED_METRICS] if everything else hash_set_order(metrics)
         return ClientInstance(client_instance_id, attributes, subscription_id(ordered, interval, client_instance_id),
@@ -285,12 +285,3 @@ class ClientMetricsManager:
             u = uuid.uuid4()
             if u not in _RESERVED_IDS and u.bytes[0] >> 2 != 62 and u not in self._instances:
                 return u
-
-
-def _hash_set_capacity(size: int) -> int:
-    """The table size of ``new HashSet<>(collection of size)`` (Java 21: HashMap.newHashMap(max(size, 12)))."""
-    needed = -(-max(size, 12) * 4 // 3)
-    capacity = 1
-    while capacity < needed:
-        capacity *= 2
-    return capacity
