@@ -352,9 +352,10 @@ def group_join_seconds(target: ClusterTarget, run: int, members: int = 8, partit
     return done[0] - started
 
 
-def rolling_consume_gap(target: ClusterTarget, run: int, partitions: int = 3) -> tuple[float, int, str]:
+def rolling_consume_gap(target: ClusterTarget, run: int, partitions: int = 3) -> tuple[float, int, str, float]:
     """One rolling restart under a steady produce read by a KIP-848 group of two: (the longest gap between two
-    records of one partition reaching a consumer, its partition, the step of the restart it began in)."""
+    records of one partition reaching a consumer, its partition, the step of the restart it began in, and the
+    producer's longest gap between acknowledgements: the part of the gap that was the produce side's)."""
     topic = f"rolling-consume-{run}"
     create_topic(target.bootstrap, topic, partitions, {"min.insync.replicas": "2"})
     wait_until(lambda: full_isrs(target, topic, partitions), f"full ISRs of {topic}", 300)
@@ -380,7 +381,8 @@ def rolling_consume_gap(target: ClusterTarget, run: int, partitions: int = 3) ->
         raise RuntimeError(f"a member failed: {group.errors[0]}")
     gap, partition, began = longest_gap(group.consumed, since, until)
     at, step = max((s for s in steps if s[0] <= began), default=(since, "?"))
-    return gap, partition, f"{step} (+{began - at:.2f} s)"
+    assert load is not None
+    return gap, partition, f"{step} (+{began - at:.2f} s)", longest_gap(load.acked, since, until)[0]
 
 
 def failover_seconds(target: ClusterTarget, topic: str, victim: str = "leader") -> float:
@@ -508,11 +510,12 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
         for i in range(rolling):
             for t in clusters if i % 2 == 0 else clusters[::-1]:
                 try:
-                    gap, partition, step = rolling_consume_gap(t, i)
+                    gap, partition, step, ack_gap = rolling_consume_gap(t, i)
                     results.samples.setdefault("rolling restart consumption gap s", {}).setdefault(
                         t.name, []).append(gap)
                     print(f"  {t.name:<10} rolling restart {i + 1} under a KIP-848 group: longest consumption gap "
-                          f"{gap:.3f} s (partition {partition}, began while {step})", flush=True)
+                          f"{gap:.3f} s (partition {partition}, began while {step}); the producer's longest "
+                          f"acknowledgement gap {ack_gap:.3f} s", flush=True)
                 except Exception as exc:  # noqa: BLE001
                     failures.append(f"{t.name}: rolling restart: {exc}")
                     print(f"  {t.name}: rolling restart {i + 1} FAILED: {exc}", flush=True)

@@ -9,6 +9,7 @@ Kafka tool runs and broker restarts, runs with PYKBROKER_SLOW_CLUSTER=1 (``make 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -95,6 +96,34 @@ def test_kafka_metadata_quorum_names_the_controller_through_every_broker(cluster
                cluster.broker(other).bootstrap, "describe", "--status")
     assert f"LeaderId:               {controller}" in out, out
     assert f"CurrentVoters:          [{{\"id\": {controller}" in out, out
+
+
+@slow
+def test_a_stopped_broker_stays_a_voter_with_a_lag_as_in_a_kraft_quorum(cluster, jars44):
+    with RawClient(cluster.broker(1).bootstrap) as c:
+        controller = c.request(MetadataRequest(topics=[]), 12).controller_id
+    down, asked = [n for n in (1, 2, 3) if n != controller][:2]
+
+    def brokers_seen() -> int:
+        with RawClient(cluster.broker(asked).bootstrap) as c:
+            return len(c.request(MetadataRequest(topics=[]), 12).brokers)
+
+    cluster.broker(down).stop()
+    try:
+        wait_for(lambda: brokers_seen() == 2, f"broker {down} gone from Metadata")
+        bootstrap = cluster.broker(asked).bootstrap
+        status = tool(jars44, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", bootstrap,
+                      "describe", "--status")
+        voters = json.loads(dict(line.split(":", 1) for line in status.splitlines() if ":" in line)["CurrentVoters"])
+        assert sorted(v["id"] for v in voters) == [1, 2, 3], status
+        table = tool(jars44, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", bootstrap,
+                     "describe", "--replication")
+        rows = {int(row[0]): row for row in (line.split() for line in table.strip().splitlines()[1:])}
+        assert sorted(rows) == [1, 2, 3], table
+        assert rows[down][-1] == "Follower" and int(rows[down][3]) > 0, table  # listed, with a lag
+    finally:
+        cluster.broker(down).start()
+        cluster.wait_for_brokers(3)
 
 
 @slow

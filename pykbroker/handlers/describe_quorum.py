@@ -2,10 +2,12 @@
 
 Kafka answers for ``__cluster_metadata`` partition 0 only (anything else: UNKNOWN_TOPIC_OR_PARTITION). On a
 single node this node is the only voter and the leader. On a cluster every broker gives the same answer, as
-a cluster of combined broker+controller KRaft nodes does: every live broker is a voter (any of them can
-become the controller), the controller (whoever holds ZooKeeper's ``/controller``) is the leader, the
-others its followers, and there are no observers. The high watermark is the count of metadata changes this
-broker has seen.
+a cluster of combined broker+controller KRaft nodes does: every broker that ever registered is a voter (any
+of them can become the controller), the controller (whoever holds ZooKeeper's ``/controller``) is the
+leader, the others its followers, and there are no observers. A voter that is down stays listed, as in a
+KRaft quorum's static voter set, with the state a KRaft leader shows for a voter it has not heard from (log
+end offset and fetch times -1: its lag is the whole log) and the address it last registered. The high
+watermark is the count of metadata changes this broker has seen.
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumReq
     now_ms = int(time.time() * 1000)
     leader = image.controller_id if image.controller_id >= 0 else broker.node_id
 
+    live = set(image.brokers) | {broker.node_id}
+
     def state(node_id: int) -> ReplicaState:
+        if node_id not in live:
+            return ReplicaState(replica_id=node_id, log_end_offset=-1, last_fetch_timestamp=-1,
+                                last_caught_up_timestamp=-1)
         return ReplicaState(replica_id=node_id, log_end_offset=end_offset, last_fetch_timestamp=now_ms,
                             last_caught_up_timestamp=now_ms)
 
@@ -55,14 +62,14 @@ async def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumReq
 
     def endpoint(node_id: int) -> tuple[str, int]:
         """The node's address on the listener asked through (this broker's own where it is not registered)."""
-        registered = image.brokers.get(node_id)
+        registered = image.brokers.get(node_id) or image.voters.get(node_id)
         if node_id != broker.node_id and registered is not None:
             found = [(e.host, e.port) for e in registered.endpoints if e.listener == listener.name]
             if found:
                 return found[0]
         return listener.host, listener.port
 
-    voters = [leader, *(n for n in sorted(image.brokers) if n != leader)]
+    voters = [leader, *(n for n in sorted(live | set(image.voters)) if n != leader)]
     return DescribeQuorumResponse(
         error_code=ErrorCode.NONE,
         topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData(

@@ -111,6 +111,9 @@ class MetadataImage:
     topics: Mapping[str, TopicState] = field(default_factory=lambda: _EMPTY)
     topics_by_id: Mapping[uuid.UUID, TopicState] = field(default_factory=lambda: _EMPTY)
     brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)
+    # Every broker that ever registered, live or not, as last registered: the metadata quorum's voters (a
+    # cluster only; a single node's voter is itself).
+    voters: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)
     controller_id: int = NO_LEADER
     # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
     scram_credentials: Mapping[str, Mapping[int, tuple[int, str, str]]] = field(default_factory=lambda: _EMPTY)

@@ -29,13 +29,14 @@ from replication.metadata.zk.znodes import (
     BrokerIdZNode,
     BrokerInfo,
     Endpoint,
+    QuorumVoterZNode,
     ZNodeDecodeError,
 )
 
 log = logging.getLogger("pykbroker.zk.registration")
 
 __all__ = ["BrokerIdInUseError", "BrokerRegistration", "ExistingRegistration", "existing_registration_verdict",
-           "live_brokers"]
+           "live_brokers", "quorum_voters"]
 
 
 class BrokerIdInUseError(RuntimeError):
@@ -99,11 +100,20 @@ class BrokerRegistration:
             break
         found = await self.zk.get(self.path)
         assert found is not None
+        await self._remember_voter(found[0])
         self.broker_epoch = found[1].czxid
         self.zk.on_new_session(self._follow)
         log.info("broker %d registered at %s with broker epoch %d (%s)", self.broker_id, self.path,
                  self.broker_epoch, ", ".join(e.connection_string for e in self.endpoints))
         return self.broker_epoch
+
+    async def _remember_voter(self, registration: bytes | None) -> None:
+        """This broker's persistent voter znode, with the registration just made (see ``QuorumVoterZNode``)."""
+        path = QuorumVoterZNode.path(self.broker_id)
+        try:
+            await self.zk.create(path, registration, make_parents=True)
+        except NodeExistsError:
+            await self.zk.set(path, registration or b"")
 
     async def _existing_is_ours(self) -> bool:
         found = await self.zk.get(self.path)
@@ -139,16 +149,30 @@ class BrokerRegistration:
 async def live_brokers(zk: ZooKeeperClient, watch=None) -> dict[int, tuple[BrokerInfo, int]]:
     """The registered brokers: id -> (registration, broker epoch). ``watch`` fires on the next change of
     the set of ids. Registrations that cannot be read (gone meanwhile, or garbage) are left out."""
-    children = await zk.get_children(BrokerIdsZNode.path, watch=watch) or []
+    return await _registrations(zk, BrokerIdsZNode.path, BrokerIdZNode.path, watch)
+
+
+async def quorum_voters(zk: ZooKeeperClient, watch=None) -> dict[int, tuple[BrokerInfo, int]]:
+    """Every broker that ever registered (``QuorumVoterZNode``), live or not: id -> (its latest registration,
+    the czxid of its voter znode). ``watch`` fires when one more broker registers for the first time (the
+    first of all creates the parent)."""
+    if await zk.exists(QuorumVoterZNode.parent, watch=watch) is None:
+        return {}
+    return await _registrations(zk, QuorumVoterZNode.parent, QuorumVoterZNode.path, watch)
+
+
+async def _registrations(zk: ZooKeeperClient, parent: str, path: Callable[[int], str], watch
+                         ) -> dict[int, tuple[BrokerInfo, int]]:
+    children = await zk.get_children(parent, watch=watch) or []
     out: dict[int, tuple[BrokerInfo, int]] = {}
     for child in children:
         if not child.isdigit():
             continue
-        found = await zk.get(BrokerIdZNode.path(int(child)))
+        found = await zk.get(path(int(child)))
         if found is None or found[0] is None:
             continue
         try:
             out[int(child)] = (BrokerIdZNode.decode(int(child), found[0]), found[1].czxid)
         except ZNodeDecodeError as exc:
-            log.warning("ignoring unreadable registration %s: %s", BrokerIdZNode.path(int(child)), exc)
+            log.warning("ignoring unreadable registration %s: %s", path(int(child)), exc)
     return out

@@ -16,7 +16,9 @@ What lives where (znode classes in ``replication.metadata.zk.znodes``):
   ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``; the image holds them as
   ``ScramCredential`` (the salted password is not kept, as in Kafka);
 - every config write is followed by a ``/config/changes/config_change_<seq>`` notification naming the entity;
-- finalized features: ``/feature`` (version 2); their epoch is that znode's version, as in Kafka. The first
+- finalized features: ``/feature`` (version 2); their epoch is the zxid of that znode's last change: like a
+  KRaft cluster's epoch (the metadata offset of the change) a number that only rises, across broker and
+  ZooKeeper restarts, where the znode version Kafka's ZooKeeper mode used starts at 0. The first
   broker to start creates it with the levels a new Kafka 4.4 cluster finalizes (``features.BOOTSTRAP_FINALIZED``);
   a cluster created by an earlier pykbroker is moved to them at start-up (``features.upgraded_levels``).
 
@@ -60,7 +62,7 @@ from replication.metadata.image import (
     TopicState,
 )
 from replication.metadata.quota_entities import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
-from replication.metadata.zk.broker_registration import BrokerRegistration, live_brokers
+from replication.metadata.zk.broker_registration import BrokerRegistration, live_brokers, quorum_voters
 from replication.metadata.zk.client import (
     BadVersionError,
     CreateOp,
@@ -74,6 +76,7 @@ from replication.metadata.zk.cluster_id import generate_cluster_id, get_or_creat
 from replication.metadata.zk.znodes import (
     DEFAULT_ENTITY,
     PERSISTENT_PATHS,
+    BrokerInfo,
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityChangeNotificationZNode,
     ConfigEntityZNode,
@@ -281,11 +284,12 @@ class ZooKeeperMetadataStore(PublishedImage):
             read = await asyncio.gather(*(self._read_topic(name) for name in names))
             topics = {t.name: t for t in read if t is not None}
             brokers = await self._read_brokers()
+            voters = await self._read_voters()
             controller_id = await self._read_controller()
             configs = await self._read_all_configs()
             features, features_epoch = await self._read_features()
             self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}),
-                          brokers=brokers, controller_id=controller_id, **configs,
+                          brokers=brokers, voters=voters, controller_id=controller_id, **configs,
                           finalized_features=features, features_epoch=features_epoch)
 
     def _in_task(self, coro_fn: Callable[..., Any], *args: Any) -> None:
@@ -420,10 +424,15 @@ class ZooKeeperMetadataStore(PublishedImage):
         self._in_task(load)
 
     async def _read_brokers(self) -> Mapping[int, BrokerImage]:
-        brokers = await live_brokers(self.zk, watch=self._brokers_changed)
-        return _frozen({i: BrokerImage(i, tuple(Endpoint(e.listener_name, e.host or "", e.port, e.security_protocol)
-                                                for e in info.endpoints), info.rack)
-                        for i, (info, _epoch) in brokers.items()})
+        return _broker_images(await live_brokers(self.zk, watch=self._brokers_changed))
+
+    def _voters_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            self._publish(voters=await self._read_voters())
+        self._in_task(load)
+
+    async def _read_voters(self) -> Mapping[int, BrokerImage]:
+        return _broker_images(await quorum_voters(self.zk, watch=self._voters_changed))
 
     def _controller_changed(self, _event: Any) -> None:
         async def load() -> None:
@@ -555,12 +564,12 @@ class ZooKeeperMetadataStore(PublishedImage):
                 continue  # another broker wrote it first: look again
 
     async def _read_features(self) -> tuple[Mapping[str, int], int]:
-        """Finalized features and their epoch (the /feature znode version, as Kafka's feature cache)."""
+        """Finalized features and their epoch (the zxid of /feature's last change)."""
         found = await self.zk.get(FeatureZNode.path, watch=self._features_changed)
         if found is None:
             await self.zk.exists(FeatureZNode.path, watch=self._features_changed)
             return _EMPTY, -1
-        return _frozen(FeatureZNode.decode(found[0]).features), found[1].version
+        return _frozen(FeatureZNode.decode(found[0]).features), found[1].mzxid
 
     # -- writing -------------------------------------------------------------------------------------------
     async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
@@ -767,15 +776,16 @@ class ZooKeeperMetadataStore(PublishedImage):
             try:
                 if found is None:
                     await self.zk.create(FeatureZNode.path, FeatureZNode.encode(new))
-                    version = 0
+                    stat = await self.zk.exists(FeatureZNode.path)
+                    epoch = stat.mzxid if stat is not None else -1
                 else:
-                    version = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(new), found[1].version)).version
+                    epoch = (await self.zk.set(FeatureZNode.path, FeatureZNode.encode(new), found[1].version)).mzxid
                 break
             except (BadVersionError, NodeExistsError):
                 continue  # changed meanwhile: apply the change to what is there now
         async with self._lock:
-            if version > self._image.features_epoch or self._image.features_epoch < 0:
-                self._publish(finalized_features=_frozen(new), features_epoch=version)
+            if epoch > self._image.features_epoch or self._image.features_epoch < 0:
+                self._publish(finalized_features=_frozen(new), features_epoch=epoch)
         return old, new
 
     async def register_broker(self, broker: BrokerImage) -> None:
@@ -787,7 +797,13 @@ class ZooKeeperMetadataStore(PublishedImage):
         # waits for it (Kafka refuses to start instead, and the operator has to retry).
         await self._registration.register(stale_wait_s=1.5 * self.zk.session_timeout_ms / 1000)
         async with self._lock:
-            self._publish(brokers=await self._read_brokers())
+            self._publish(brokers=await self._read_brokers(), voters=await self._read_voters())
+
+
+def _broker_images(registrations: Mapping[int, tuple[BrokerInfo, int]]) -> Mapping[int, BrokerImage]:
+    return _frozen({i: BrokerImage(i, tuple(Endpoint(e.listener_name, e.host or "", e.port, e.security_protocol)
+                                            for e in info.endpoints), info.rack)
+                    for i, (info, _epoch) in registrations.items()})
 
 
 def _states_written(image: MetadataImage, name: str, partitions: int) -> bool:

@@ -34,7 +34,7 @@ from wire import java
 
 __all__ = [
     "ZNodeDecodeError", "Endpoint", "sanitize", "desanitize", "DEFAULT_ENTITY", "PERSISTENT_PATHS",
-    "ClusterIdZNode", "BrokerIdsZNode", "BrokerIdZNode", "BrokerInfo", "BrokerSequenceIdZNode",
+    "ClusterIdZNode", "BrokerIdsZNode", "BrokerIdZNode", "BrokerInfo", "BrokerSequenceIdZNode", "QuorumVoterZNode",
     "TopicsZNode", "TopicZNode", "TopicAssignment", "TopicPartitionsZNode", "TopicPartitionZNode",
     "TopicPartitionStateZNode", "PartitionState", "ControllerZNode", "ControllerRegistration",
     "ControllerEpochZNode", "ConfigEntityTypeZNode", "ConfigEntityZNode", "ConfigEntityChangeNotificationZNode",
@@ -199,6 +199,19 @@ class BrokerSequenceIdZNode:
     """``/brokers/seqid``: sequence for generated broker ids (null data; created at start-up)."""
 
     path = "/brokers/seqid"
+
+
+class QuorumVoterZNode:
+    """``/pykbroker/voters/<id>`` (pykbroker's own, persistent): every broker that ever registered, with its
+    latest registration's JSON (``BrokerIdZNode``'s). These are the cluster's metadata-quorum voters as
+    DescribeQuorum shows them: a KRaft quorum's voter set (``controller.quorum.voters``) stays whole while a
+    voter is down, where ``/brokers/ids`` loses a broker with its session."""
+
+    parent = "/pykbroker/voters"
+
+    @staticmethod
+    def path(broker_id: int) -> str:
+        return f"{QuorumVoterZNode.parent}/{broker_id}"
 
 
 @dataclass(frozen=True)

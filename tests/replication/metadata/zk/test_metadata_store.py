@@ -73,7 +73,9 @@ def test_a_new_cluster_finalizes_kafka_4_4_levels_and_an_earlier_one_is_upgraded
         a, b = await two_brokers(zk_server)
         try:
             assert dict(a.finalized_features) == dict(b.finalized_features) == BOOTSTRAP_FINALIZED
-            assert a.features_epoch == b.features_epoch == 0  # created once, by the first broker
+            # created once, by the first broker; the epoch is the zxid of that change (never 0 or below)
+            created = a.features_epoch
+            assert created == b.features_epoch > 0
             # As an earlier pykbroker left it: transaction.version 1 chosen by the user, metadata.version 4.1-IV1.
             await a.zk.set("/feature", FeatureZNode.encode({"metadata.version": 27, "transaction.version": 1,
                                                             "kraft.version": 1}))
@@ -83,7 +85,7 @@ def test_a_new_cluster_finalizes_kafka_4_4_levels_and_an_earlier_one_is_upgraded
             with caplog.at_level("INFO", logger="pykbroker.zk.metadata"):
                 await c.start()
             assert dict(c.finalized_features) == {**BOOTSTRAP_FINALIZED, "kraft.version": 1}
-            assert c.features_epoch == 2
+            assert c.features_epoch > created  # two changes later: the epoch only rises
             assert "finalized features upgraded from" in caplog.text
             await eventually(lambda: dict(a.finalized_features) == dict(c.finalized_features))
             await close(c)
@@ -344,17 +346,22 @@ def test_brokers_controller_partition_changes_and_features_in_the_image(zk_serve
             assert await a.alter_partition("t", 0, PartitionState(0, 1, 0, (1, 2), (1, 2), 1)) is None  # stale epoch
             await eventually(lambda: b.image.partition("t", 0) == PartitionState(0, 1, 0, (1, 2), (1,), 1))
 
+            before = a.features_epoch
             await a.set_finalized_features({"group.version": 1})
+            first = a.features_epoch
             await a.set_finalized_features({"group.version": 1, "transaction.version": 2})
-            # the /feature znode's version, as Kafka's feature cache (0 when the first broker created it)
-            assert a.features_epoch == 2
+            # the zxid of /feature's last change: it only rises, as a KRaft cluster's metadata offset
+            assert before < first < a.features_epoch
             await eventually(lambda: b.finalized_features == {"group.version": 1, "transaction.version": 2}
-                             and b.features_epoch == 2)
+                             and b.features_epoch == a.features_epoch)
             assert [i.offset for i in images] == sorted(i.offset for i in images)  # images never go back
 
             await election.close()
+            await eventually(lambda: b.image.voters.get(1) == BrokerImage(1, endpoints, "rack-a"))
             await a.zk.close()  # broker 1's session ends: its registration goes
             await eventually(lambda: 1 not in b.image.brokers and b.image.controller_id == -1)
+            # ... but it stays a voter, with its last address, as in a KRaft quorum's static voter set
+            assert b.image.voters.get(1) == BrokerImage(1, endpoints, "rack-a")
         finally:
             await close(a, b)
 
