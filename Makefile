@@ -111,16 +111,19 @@ differential-cluster-ops: deps
 ##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) on one Kafka 4.4 node
 ##        and on the 3-node clusters
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
 ##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts;
-##        a Spark streaming query through a killed leader; transaction markers between two brokers (WriteTxnMarkers v2)
+##        a Spark streaming query through a killed leader; transaction markers between two brokers (WriteTxnMarkers v2);
+##        an unclean election, a transactional copier through broker kills, a cancelled move and a controller kill
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
 		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py -s $(ARGS)
+	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_faults.py compat_tests/test_cluster_reassignment.py \
+		-k "unclean or transactional_copier or cancelled_move" $(ARGS)
 
 ## log-dirs: several log dirs per broker (not part of `make test`, minutes): Kafka 4.4's kafka-log-dirs and
 ##        kafka-reassign-partitions with log_dirs on a cluster under load, a failed dir, and the differential

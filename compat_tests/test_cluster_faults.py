@@ -11,6 +11,7 @@ The whole module is bounded (about two minutes); ``make chaos`` runs the long ca
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -27,6 +28,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pykbroker.testing import ClusterProcesses
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+# Half a minute or more each, beside the killed-leaders test that make test keeps: make test-cluster-slow.
+slow = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+                          reason="half a minute of broker kills: make test-cluster-slow (PYKBROKER_SLOW_CLUSTER=1)")
 
 PARTITIONS = 3
 KILLS = 6
@@ -157,6 +161,7 @@ def test_killed_leaders_lose_no_acknowledged_record(tmp_path):
         assert total > 300
 
 
+@slow
 def test_unclean_leader_election_trades_data_for_availability(tmp_path):
     with ClusterProcesses(tmp_path, size=2, overrides={"replica.lag.time.max.ms": "3000"}) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -195,6 +200,7 @@ def test_unclean_leader_election_trades_data_for_availability(tmp_path):
         assert [v for _, v in read_partition(cluster.bootstrap, clean, 0)] == [b"both-replicas", b"only-broker-1"]
 
 
+@slow
 def test_a_transactional_copier_is_exactly_once_through_broker_kills(tmp_path):
     """compat_tests/eos_copier (read_committed, offsets in the transaction) copies while brokers holding its
     partitions and coordinators are killed and restarted: every input is in the output exactly once."""

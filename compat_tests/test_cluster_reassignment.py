@@ -24,6 +24,9 @@ from pykbroker.testing import ClusterProcesses, RawClient
 from wire.messages import ListPartitionReassignmentsRequest
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka's tools need java")
+slow = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+                          reason="half a minute of moves and a controller kill: make test-cluster-slow "
+                                 "(PYKBROKER_SLOW_CLUSTER=1)")
 
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -256,6 +259,7 @@ def controller_id(cluster: ClusterProcesses) -> int:
         return c.request(MetadataRequest(topics=[]), 9).controller_id
 
 
+@slow
 def test_a_cancelled_move_goes_back_and_a_move_survives_its_controller(cluster, jars, tmp_path):
     """--cancel during a throttled move puts the original replicas back and deletes the new one's copy; a move
     whose controller is killed meanwhile is finished by the next controller."""

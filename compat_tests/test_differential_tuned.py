@@ -145,7 +145,8 @@ def tuned_cluster(tmp_path_factory):
     yield from pykbroker_cluster(tmp_path_factory.mktemp("tuned-cluster"), TUNED)
 
 
-@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
+                                                                 single_slow=("retention",)))
 def test_pykbroker_observes_what_kafka_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "tuned_kafka", "tuned_broker",
                                  cluster_judge="tuned_kafka_cluster", cluster_judged="tuned_cluster")

@@ -322,7 +322,8 @@ def share_targets(request, mode: str) -> tuple[str, str]:
     return kafka, pykbroker
 
 
-@pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
+@pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
+                                                             single_slow=("stalled consumer",)))
 def test_share_scenario_as_kafka_4_2(mode, name, request):
     run = SCENARIOS[name]
     kafka, pykbroker = share_targets(request, mode)
@@ -378,7 +379,7 @@ def tool_scenario(jars: Path, bootstrap: str) -> dict:
             "gone": group not in share_groups_tool(jars, bootstrap, "--list").split()}
 
 
-@pytest.mark.parametrize(("mode", "name"), differential_params(["tool"], (), ("tool",)))
+@pytest.mark.parametrize(("mode", "name"), differential_params(["tool"], (), ("tool",), single_slow=("tool",)))
 def test_kafka_share_groups_tool_as_kafka_4_2(mode, name, jars, request):
     kafka, pykbroker = share_targets(request, mode)
     expected = tool_scenario(jars, kafka)
