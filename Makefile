@@ -110,6 +110,8 @@ differential-cluster-ops: deps
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
 ##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) on one Kafka 4.4 node
 ##        and on the 3-node clusters
+##        and the single-node scenarios of half a minute each: the stalled share consumer, kafka-share-groups and the
+##        tuned retention scenario
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
