@@ -353,6 +353,10 @@ class Broker:
         if self.cluster_mode:
             self.hand_over.delete_stray_logs()
         else:
+            assert isinstance(self.metadata, EmbeddedMetadataStore)
+            restarted = await self.metadata.restart_leaderships()
+            if restarted:
+                log.info("broker %d leads its %d partitions again, each in a new leader epoch", self.node_id, restarted)
             await self.hand_over.elect_recovered_replicas()
         self.publisher.host_all(self.metadata.image)
         if self.cluster_mode:  # one committer per Iceberg topic, through the coordinator runtime

@@ -76,3 +76,20 @@ def test_a_registered_broker_is_in_the_image_but_not_on_disk(tmp_path):
     assert store.image.brokers[3].endpoint("PLAINTEXT").port == 9092
     run(store.create_topic("a", [[3]], {}))
     assert EmbeddedMetadataStore(tmp_path, node_id=3).image.brokers == {}
+
+
+def test_a_restart_leads_every_partition_of_the_node_two_epochs_on_in_one_commit(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1, cluster_id="c1")
+    run(store.create_topic("a", [[1], [1]], {}))
+    leaderless = PartitionState(1, -1, 1, (1,), (1,), partition_epoch=1)
+    assert run(store.alter_partition("a", 1, leaderless)) == leaderless  # an offline dir's partition
+    reopened = EmbeddedMetadataStore(tmp_path, node_id=1, cluster_id="c1")
+    offset = reopened.image.offset
+    assert run(reopened.restart_leaderships()) == 1
+    led, offline = reopened.image.topics["a"].partitions
+    assert (led.leader, led.leader_epoch, led.partition_epoch) == (1, 2, 2)
+    assert offline == leaderless  # left to the election of a recovered replica
+    assert reopened.image.offset == offset + 1
+    assert reopened.image.topics_by_id[reopened.image.topics["a"].topic_id].partitions[0] == led
+    again = EmbeddedMetadataStore(tmp_path, node_id=1, cluster_id="c1")
+    assert again.image.topics["a"].partitions[0].leader_epoch == 2  # durable
