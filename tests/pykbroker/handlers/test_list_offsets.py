@@ -14,7 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from chaos.cluster import ProxiedCluster, node_name
 from pykbroker.testing import RawClient
 from wire import ErrorCode
-from wire.messages import ListOffsetsRequest
+from wire.messages import DescribeLogDirsRequest, ListOffsetsRequest
+from wire.messages.describe_log_dirs_request import DescribableLogDirTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
@@ -28,6 +29,14 @@ def list_offset(bootstrap: str, topic: str, timestamp: int, version: int) -> tup
             name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
         answer = c.request(request, version).topics[0].partitions[0]
         return answer.error_code, answer.offset
+
+
+def log_size(bootstrap: str, topic: str) -> int:
+    """The bytes of ``topic``-0's log on the broker at ``bootstrap`` (-1: not hosted there)."""
+    with RawClient(bootstrap) as c:
+        results = c.request(DescribeLogDirsRequest(topics=[DescribableLogDirTopic(topic=topic, partitions=[0])]),
+                            4).results
+    return max((p.partition_size for r in results for t in r.topics for p in t.partitions), default=-1)
 
 
 def wait_until(condition, timeout: float = 60.0, what: str = "condition"):
@@ -59,7 +68,8 @@ def test_a_new_leader_answers_offset_not_available_until_its_high_watermark_reac
         leader2 = cluster.broker(2).bootstrap
         wait_until(lambda: list_offset(cluster.broker(1).bootstrap, "kip207", LATEST, 7) == (ErrorCode.NONE, 0),
                    what="a high watermark of 0 on broker 1")
-        time.sleep(1.0)  # broker 2 fetches the five records (nothing tells a client it did)
+        leader_bytes = log_size(cluster.broker(1).bootstrap, "kip207")
+        wait_until(lambda: log_size(leader2, "kip207") == leader_bytes > 0, what="broker 2 holding the five records")
         cluster.broker(1).kill()
         wait_until(lambda: list_offset(leader2, "kip207", EARLIEST, 7)[0] == ErrorCode.NONE, what="broker 2 leading")
         assert list_offset(leader2, "kip207", LATEST, 7) == (ErrorCode.OFFSET_NOT_AVAILABLE, -1)
