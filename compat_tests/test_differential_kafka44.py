@@ -49,6 +49,7 @@ from wire.messages import (
     AddRaftVoterRequest,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
@@ -682,12 +683,50 @@ def share_groups_v2(c: RawClient) -> Observations:
     return out
 
 
+# -- A regex subscription matching an internal topic ------------------------------------------------------
+def regex_internal_topics(c: RawClient) -> Observations:
+    """A KIP-848 member subscribed by regex gets every topic the broker's regex matches, internal ones included:
+    Kafka 4.4 resolves it over all the image's topics (franz-go's Test848RegexBrokerResolves waits for
+    __consumer_offsets)."""
+    group = "k44-rx-group"
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name="k44-rx-a", num_partitions=2, replication_factor=-1)],
+                                  timeout_ms=10_000), 7)
+    c.wait_for_topics("k44-rx-a", "__consumer_offsets")
+    member, epoch = "r" * 22, 0
+    out: Observations = {}
+    deadline = time.monotonic() + 30
+    assigned: list[tuple[str, int]] = []
+    while time.monotonic() < deadline:
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, instance_id=None, rack_id=None,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=None,
+            subscribed_topic_regex="__consumer_offsets|k44-rx-.*" if epoch == 0 else None,
+            server_assignor=None, topic_partitions=None if epoch else []), 1)
+        if r.error_code in RETRIABLE:
+            time.sleep(0.1)
+            continue
+        out.setdefault("joined", r.error_code)
+        epoch = r.member_epoch
+        described = c.request(ConsumerGroupDescribeRequest(group_ids=[group],
+                                                           include_authorized_operations=False), 1)
+        members = described.groups[0].members
+        assigned = sorted((t.topic_name, len(t.partitions)) for m in members for t in m.assignment.topic_partitions)
+        if len(assigned) == 2:
+            break
+        time.sleep(0.2)
+    out["assigned topics"] = assigned
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
     "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
     "share_groups_v2": share_groups_v2, "share_assignment_interval": share_assignment_interval,
+    "regex_internal_topics": regex_internal_topics,
 }
 
 

@@ -514,10 +514,11 @@ class ConsumerProtocol:
 
     # -- subscriptions, metadata hash, regexes -------------------------------------------------------------
     def _resolve_regex(self, regex: str, info: RequestInfo) -> frozenset[str]:
-        """The topics ``regex`` matches that the requesting member may DESCRIBE (Kafka 4.1's
-        refreshRegularExpressions: a topic the member may not describe is never subscribed through a regex)."""
+        """The topics ``regex`` matches that the requesting member may DESCRIBE (Kafka 4.4's
+        refreshRegularExpressions: a topic the member may not describe is never subscribed through a regex).
+        Internal topics match too, as on Kafka: a regex naming ``__consumer_offsets`` is assigned it."""
         pattern = re.compile(regex)
-        matched = [t.name for t in self.topics.all() if not t.internal and pattern.fullmatch(t.name)]
+        matched = [t.name for t in self.topics.all() if pattern.fullmatch(t.name)]
         if info.describable_topics is None:
             return frozenset(matched)
         return frozenset(info.describable_topics(matched))
