@@ -9,7 +9,8 @@
 - rack-aware assignment tags: MISSING_CLIENT_TAGS for a member without them;
 - standby tasks for stateful tasks only, on another process; task offsets members report, as described;
 - which member gets which task, as Kafka's sticky assignor places them: several members per process, members
-  joining and leaving, tasks kept across epochs, standbys following reported offsets;
+  joining and leaving, tasks kept across epochs, standbys following reported offsets, ties between members
+  broken in the order of Kafka's own table of the group's members;
 - the group's lifecycle through the other group APIs: ListGroups and DescribeGroups, JoinGroup and
   ConsumerGroupHeartbeat on its id, offset commits fenced by member epoch, DeleteGroups of a live and an
   empty group.
@@ -355,6 +356,25 @@ def placement(c: RawClient) -> Observations:
     return out
 
 
+def member_order(c: RawClient) -> Observations:
+    """Ties between members go as Kafka's HashMaps order them, from its group's own table of members: after c7
+    leaves, a3 and c5 (one HashMap bucket) are taken in that table's order, not in the order they joined."""
+    g, t = "sg-order", "sg-order-in"
+    _setup(c, g, t, partitions=4)
+    out: Observations = {}
+    members: list[Member] = []
+    for name, process in (("c4", "pa"), ("c7", "pb"), ("c9", "pb"), ("a1", "pb"), ("a3", "pb"), ("c5", "pb")):
+        members.append(Member(c, g, name))
+        members[-1].join(t, process)
+        _settle(members)
+        out[f"{name} joined"] = _placement(c, g)
+    gone = members.pop(1)
+    out["c7 leaves"] = _seen(c.request(_hb(g, gone.member, -1, list(gone.active)), 1))[:3]
+    _settle(members)
+    out["after c7 left"] = _placement(c, g)
+    return out
+
+
 def task_offsets(c: RawClient) -> Observations:
     """Members report their changelog offsets by task: the group shows them (Kafka keeps them in memory)."""
     g, t = "sg-offsets", "sg-offsets-in"
@@ -427,6 +447,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "initial_delay": initial_delay, "static_members": static_members,
     "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
     "standby_tasks": standby_tasks, "task_offsets": task_offsets, "lifecycle": lifecycle, "placement": placement,
+    "member_order": member_order,
 }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 __all__ = ["string_hash", "iteration_order", "grown_table_size", "presized_table_size",
-           "concurrent_table_size", "hash_map_order", "PriorityQueue"]
+           "concurrent_table_size", "hash_map_order", "timeline_order", "timeline_table_size", "PriorityQueue"]
 
 T = TypeVar("T")
 
@@ -98,6 +98,28 @@ def hash_map_order(keys: Iterable[str], initial_capacity: int = _DEFAULT_CAPACIT
         if not compute_if_absent and count > len(table) * 3 // 4:
             table = grow()
     return [key for bucket in table for _, key in bucket]
+
+
+_FIBONACCI = -7046029254386353131 & 0xFFFFFFFFFFFFFFFF  # Kafka's BaseHashTable multiplier, as unsigned
+
+
+def timeline_table_size(size: int, table: int = 2) -> int:
+    """A ``TimelineHashMap``'s slots after growing from ``table`` to hold ``size`` entries: it doubles before an
+    insertion that would fill it past 0.75, and never shrinks."""
+    while size * 0.75 > table:
+        table *= 2
+    return table
+
+
+def timeline_order(keys: Iterable[str], table_size: int) -> list[str]:
+    """``keys``, inserted in this order, as Kafka's ``TimelineHashMap`` (``org.apache.kafka.timeline``) of
+    ``table_size`` slots iterates them: slot by slot, a slot being the top bits of the key's hash times a
+    Fibonacci constant, each slot newest first."""
+    bits = table_size.bit_length() - 1
+
+    def slot(key: str) -> int:
+        return ((string_hash(key) * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> (64 - bits) if bits else 0
+    return [k for _, k in sorted(enumerate(dict.fromkeys(keys)), key=lambda e: (slot(e[1]), -e[0]))]
 
 
 class PriorityQueue(Generic[T]):

@@ -341,7 +341,12 @@ class StreamsProtocol:
             else:
                 current = {m: x.assigned for m, x in members.items()}
                 current[mid] = base.assigned if base is not None else srec.EMPTY_TASKS
-                new_target = self._assign(topology, configured, members_meta, current, cfg, group.task_offsets)
+                # Kafka's view of the group with this member updated: the group's members in their order, a
+                # member new to it (or a static member's new id) last
+                order = [m for m in group.member_order() if m in members_meta] + [m for m in members_meta
+                                                                                  if m not in group.members]
+                new_target = self._assign(topology, configured, {m: members_meta[m] for m in order}, current, cfg,
+                                          group.task_offsets)
                 for m, t in new_target.items():
                     if target.get(m) != t:
                         records.append(srec.target_assignment_record(g, m, t))

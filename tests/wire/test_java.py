@@ -58,3 +58,11 @@ def test_priority_queue_breaks_ties_as_javas_heap():
         out.append(q.poll())
     assert out == [12, 15, 17, 19, 11, 14, 13, 33, 31, 38, 32, 35]
     assert q.poll() is None
+
+
+def test_timeline_order_is_kafkas_timeline_hash_map():
+    # Java 17, Kafka 4.4's TimelineHashMap: put a1 a2 b1 c1 c2 c3, remove a2, put b2 xx yy zz ww qq
+    keys = ["a1", "b1", "c1", "c2", "c3", "b2", "xx", "yy", "zz", "ww", "qq"]
+    assert java.timeline_table_size(11) == 16 and java.timeline_table_size(2) == 2
+    assert java.timeline_order(keys, 16) == "yy,c1,xx,c3,ww,b2,c2,a1,qq,zz,b1".split(",")
+    assert java.timeline_order(["a1", "a2", "b1"], java.timeline_table_size(3)) == ["a2", "a1", "b1"]
