@@ -5,6 +5,7 @@ thousands of random rounds with the live class)."""
 from __future__ import annotations
 
 from coordinator.group.streams_assignor import assign
+from coordinator.group.streams_group import StreamsGroup
 from coordinator.group.streams_group_records import TasksTuple
 
 MEMBERS = {"a1": "pa", "a2": "pa", "b1": "pb", "c1": "pc", "c2": "pc", "c3": "pc"}
@@ -31,3 +32,14 @@ def test_owners_keep_their_tasks_and_reported_offsets_rank_standbys_as_kafkas():
     assert got == {"a1": _kafka({"0": [0, 6]}, [7]), "a2": _kafka({"0": [4], "1": [2]}, [3]),
                    "b1": _kafka({"0": [2], "1": [0]}, [5]), "b2": _kafka({"0": [3]}, [0, 1]),
                    "c1": _kafka({"0": [5], "1": [1]}, [4]), "c3": _kafka({"0": [1, 7]}, [2, 6])}
+
+
+def test_members_are_ordered_as_kafkas_timeline_hash_map_of_them():
+    g = StreamsGroup("g")
+    for m in ("a1", "a2", "b1", "c1", "c2", "c3"):
+        g.member(m)
+    del g.members["a2"]  # a member's metadata tombstone
+    for m in ("b2", "xx", "yy", "zz", "ww", "qq"):
+        g.member(m)
+    # what Kafka 4.4's TimelineHashMap iterated after the same puts and remove (Java 17)
+    assert g.member_order() == "yy,c1,xx,c3,ww,b2,c2,a1,qq,zz,b1".split(",")
