@@ -8,6 +8,9 @@
 - endpoint information for interactive queries: partitions by user endpoint when a member's epoch is behind;
 - rack-aware assignment tags: MISSING_CLIENT_TAGS for a member without them;
 - standby tasks for stateful tasks only, on another process; task offsets members report, as described;
+- which member gets which task, as Kafka's sticky assignor places them: several members per process, members
+  joining and leaving, tasks kept across epochs, standbys following reported offsets, ties between members
+  broken in the order of Kafka's own table of the group's members;
 - the group's lifecycle through the other group APIs: ListGroups and DescribeGroups, JoinGroup and
   ConsumerGroupHeartbeat on its id, offset commits fenced by member epoch, DeleteGroups of a live and an
   empty group.
@@ -205,6 +208,14 @@ def _describe(c: RawClient, group: str) -> tuple:
                    for m in g.members))
 
 
+def _placement(c: RawClient, group: str) -> list:
+    """Each member's active and standby tasks by member id: which member of a process gets a task is Kafka's
+    sticky assignor's too."""
+    [g] = c.request(StreamsGroupDescribeRequest(group_ids=[group]), 1).groups
+    return sorted((m.member_id, m.process_id, m.member_epoch, _tasks(m.assignment.active_tasks),
+                   _tasks(m.assignment.standby_tasks)) for m in g.members)
+
+
 # -- scenarios ---------------------------------------------------------------------------------------------
 def initial_delay(c: RawClient) -> Observations:
     """A new group's first assignment waits for group.streams.initial.rebalance.delay.ms (3 s by default)."""
@@ -299,26 +310,68 @@ def standby_tasks(c: RawClient) -> Observations:
     b.join_stateful(t, "pb")
     a2.join_stateful(t, "pa")  # a second member of process pa: never a standby of pa's own active tasks
     _settle([a, b, a2])
-    # Which member of process pa gets pa's tasks is the sticky assignor's detail; each process's share is not.
     [d] = c.request(StreamsGroupDescribeRequest(group_ids=[g]), 1).groups
-    share: dict[str, list] = {}
-    for m in d.members:
-        counts = share.setdefault(m.process_id, [0, 0])
-        counts[0] += sum(len(t.partitions) for t in m.assignment.active_tasks)
-        counts[1] += sum(len(t.partitions) for t in m.assignment.standby_tasks)
     out: Observations = {"state": (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, d.assignment_epoch),
-                         "active and standby tasks by process": sorted(share.items()),
-                         "standby of a task never on its active's process": all(
-                             not ({(t.subtopology_id, p) for t in m.assignment.active_tasks for p in t.partitions}
-                                  & {(t.subtopology_id, p) for o in d.members if o.process_id == m.process_id
-                                     for t in o.assignment.standby_tasks for p in t.partitions})
-                             for m in d.members)}
+                         "tasks by member": _placement(c, g)}
     s, s2 = Member(c, "sg-stateless", "a1"), Member(c, "sg-stateless", "b1")
     _setup(c, "sg-stateless", "sg-stateless-in", extra={"streams.num.standby.replicas": "1"})
     s.join("sg-stateless-in", "pa")
     s2.join("sg-stateless-in", "pb")
     _settle([s, s2])
     out["stateless tasks have no standby"] = _describe(c, "sg-stateless")
+    return out
+
+
+def placement(c: RawClient) -> Observations:
+    """Kafka's sticky placement member by member: several members per process, members joining and leaving,
+    tasks staying with their owners across epochs, standby copies following reported changelog offsets."""
+    g, t = "sg-place", "sg-place-in"
+    _setup(c, g, t, partitions=8, extra={"streams.num.standby.replicas": "1"})
+    a1, a2, b1 = Member(c, g, "a1"), Member(c, g, "a2"), Member(c, g, "b1")
+    out: Observations = {}
+    a1.join_stateful(t, "pa")
+    _settle([a1])
+    out["one member"] = _placement(c, g)
+    a2.join_stateful(t, "pa")
+    b1.join_stateful(t, "pb")
+    _settle([a1, a2, b1])
+    out["two processes"] = _placement(c, g)
+    c1, c2, c3 = Member(c, g, "c1"), Member(c, g, "c2"), Member(c, g, "c3")
+    for m in (c1, c2, c3):
+        m.join_stateful(t, "pc")
+    members = [a1, a2, b1, c1, c2, c3]
+    _settle(members)
+    out["three processes"] = _placement(c, g)
+    out["a2 leaves"] = _seen(c.request(_hb(g, "a2", -1, list(a2.active)), 1))[:3]
+    members.remove(a2)
+    _settle(members)
+    out["after a2 left"] = _placement(c, g)
+    reported = [req.TaskOffset(subtopology_id="0", partition=p, offset=100 * p) for p in range(8)]
+    b1.beat(task_offsets=reported)
+    b2 = Member(c, g, "b2")
+    b2.join_stateful(t, "pb")
+    members.append(b2)
+    _settle(members)
+    out["b2 joins after b1 reported offsets"] = _placement(c, g)
+    return out
+
+
+def member_order(c: RawClient) -> Observations:
+    """Ties between members go as Kafka's HashMaps order them, from its group's own table of members: after c7
+    leaves, a3 and c5 (one HashMap bucket) are taken in that table's order, not in the order they joined."""
+    g, t = "sg-order", "sg-order-in"
+    _setup(c, g, t, partitions=4)
+    out: Observations = {}
+    members: list[Member] = []
+    for name, process in (("c4", "pa"), ("c7", "pb"), ("c9", "pb"), ("a1", "pb"), ("a3", "pb"), ("c5", "pb")):
+        members.append(Member(c, g, name))
+        members[-1].join(t, process)
+        _settle(members)
+        out[f"{name} joined"] = _placement(c, g)
+    gone = members.pop(1)
+    out["c7 leaves"] = _seen(c.request(_hb(g, gone.member, -1, list(gone.active)), 1))[:3]
+    _settle(members)
+    out["after c7 left"] = _placement(c, g)
     return out
 
 
@@ -393,7 +446,8 @@ def lifecycle(c: RawClient) -> Observations:
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "initial_delay": initial_delay, "static_members": static_members,
     "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
-    "standby_tasks": standby_tasks, "task_offsets": task_offsets, "lifecycle": lifecycle,
+    "standby_tasks": standby_tasks, "task_offsets": task_offsets, "lifecycle": lifecycle, "placement": placement,
+    "member_order": member_order,
 }
 
 

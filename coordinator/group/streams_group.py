@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from coordinator.group import records as rec
 from coordinator.group import streams_group_records as srec
+from wire.java import timeline_order, timeline_table_size
 from wire.messages import StreamsGroupMemberMetadataValue, StreamsGroupTopologyValue
 
 __all__ = ["StreamsGroup", "StreamsGroupMember", "StreamsGroups"]
@@ -54,6 +55,7 @@ class StreamsGroup:
     # Each member's last reported changelog offsets and end offsets by task (Kafka's MemberTaskOffsets, in memory).
     task_offsets: dict[str, tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = field(
         default_factory=dict)
+    members_table: int = 2  # the slots of Kafka's TimelineHashMap of members: grown by the most ever held (in memory)
 
     def static_member(self, instance_id: str) -> StreamsGroupMember | None:
         """The member holding ``instance_id`` (a static member), if any."""
@@ -67,8 +69,14 @@ class StreamsGroup:
     def member(self, member_id: str) -> StreamsGroupMember:
         m = self.members.get(member_id)
         if m is None:
+            self.members_table = timeline_table_size(len(self.members) + 1, self.members_table)
             m = self.members[member_id] = StreamsGroupMember(member_id)
         return m
+
+    def member_order(self) -> list[str]:
+        """The member ids in the order Kafka's TimelineHashMap of members iterates them (its assignor breaks
+        ties by it)."""
+        return timeline_order(self.members, self.members_table)
 
     def tombstone_records(self) -> list[rec.CoordinatorRecord]:
         """The records deleting the group, in Kafka's order (createGroupTombstoneRecords)."""

@@ -339,7 +339,14 @@ class StreamsProtocol:
             elif cfg.assignment_interval_ms > 0 and now < group.last_assignment_ms + cfg.assignment_interval_ms:
                 statuses.append(_status(StatusCode.ASSIGNMENT_DELAYED, INTERVAL_DETAIL))
             else:
-                new_target = self._assign(topology, configured, members_meta, target, cfg, group.task_offsets)
+                current = {m: x.assigned for m, x in members.items()}
+                current[mid] = base.assigned if base is not None else srec.EMPTY_TASKS
+                # Kafka's view of the group with this member updated: the group's members in their order, a
+                # member new to it (or a static member's new id) last
+                order = [m for m in group.member_order() if m in members_meta] + [m for m in members_meta
+                                                                                  if m not in group.members]
+                new_target = self._assign(topology, configured, {m: members_meta[m] for m in order}, current, cfg,
+                                          group.task_offsets)
                 for m, t in new_target.items():
                     if target.get(m) != t:
                         records.append(srec.target_assignment_record(g, m, t))
@@ -391,13 +398,12 @@ class StreamsProtocol:
         return CoordinatorResult(records, response)
 
     def _assign(self, topology: StreamsGroupTopologyValue, configured: ConfiguredTopology,
-                members: dict[str, StreamsGroupMemberMetadataValue], previous: dict[str, srec.TasksTuple],
+                members: dict[str, StreamsGroupMemberMetadataValue], current: dict[str, srec.TasksTuple],
                 cfg: StreamsGroupConfig, task_offsets) -> dict[str, srec.TasksTuple]:
+        """Kafka's TargetAssignmentBuilder: the sticky assignor over every member's current assignment."""
         tasks = configured.tasks if configured.status is None else {}
-        return assign({m: x.process_id for m, x in members.items()}, tasks, previous, cfg.num_standby_replicas,
+        return assign({m: x.process_id for m, x in members.items()}, tasks, current, cfg.num_standby_replicas,
                       stateful={s.subtopology_id for s in topology.subtopologies if s.state_changelog_topics},
-                      client_tags={m: {t.key: t.value for t in x.client_tags} for m, x in members.items()},
-                      tag_keys=cfg.rack_aware_assignment_tags,
                       reported_offsets={m: task_offsets[m][0] for m in members if m in task_offsets})
 
     def _endpoints(self, group: StreamsGroup, members: dict[str, StreamsGroupMember], updated: StreamsGroupMember,
