@@ -5,7 +5,15 @@ lists them only with one: the kafka44 module compares that) and keeps CLIENT_MET
 same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (ids for a fixed instance id, metric
 lists in Kafka's order, also of a large subscription whose names collide, intervals, matching), the throttling and
 error sequence of gets and pushes, and the subscriptions through IncrementalAlterConfigs, AlterConfigs,
-DescribeConfigs and ListConfigResources, with Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+DescribeConfigs and ListConfigResources, with Kafka's errors and messages for bad ones; and many subscriptions
+with colliding names, made, deleted and made again one at a time, whose order (Kafka's ConcurrentHashMap's) shows
+in a matching client's metrics. Subscriptions are deleted at the end: the judge is shared.
+
+Cluster mode (make differential-cluster): the same scenarios against 3 pykbroker brokers receiving client metrics
+and a 3-node Kafka 4.4 with the telemetry plugin on every node; the many subscriptions' client asks every broker.
+A Kafka broker applies a subscription to its ClientMetricsManager a moment after DescribeConfigs shows it, so a
+scenario waits for each change in the manager of every broker it asks (ListConfigResources v0 lists the
+manager's subscriptions; an altered one is awaited in a new client's metrics) before judging.
 
 With a receiver (PYKBROKER_TELEMETRY_SLOW=1, make test-telemetry-slow: a Kafka of its own): ApiVersions v0-v5 of
 a Kafka 4.4 whose metric.reporters has a telemetry plugin (compat_tests/jvm/telemetry) and of a pykbroker with
