@@ -8,12 +8,12 @@ from a ``HashMap``'s:
   size *reaches* 3/4 of it, and never shrinks;
 - a resize moves a list bucket as Java's ``transfer`` does: its longest tail of entries bound for one half stays
   in order, the entries before it are pushed in front of their half one by one, so they come out reversed;
-- a put that walks 8 or more entries of a list bucket (a 9th key, or a replaced value at position 9 or later)
-  turns it into a tree bucket, or while the table is smaller than 64 asks ``tryPresize(2 n)``, which doubles the
-  table until it exceeds 4 n entries' worth (n = 16: to 128 buckets);
+- a put that walks 8 or more entries of a list bucket (a 9th key, or a value replaced at position 8 or later)
+  turns it into a tree bucket or, while the table of n buckets is smaller than 64, asks ``tryPresize(2 n)``,
+  which doubles the table until 3/4 of it reaches 4 n (n = 16: to 128 buckets);
 - a tree bucket iterates in its list order, the order it had as a list, each later key put in front; a removal
-  turns it back into a list when the tree (before the removal) has no right child of its root or no left
-  grandchild on the left;
+  turns it back into a list when the tree (before the removal) lacks its root's right child, its root's left
+  child or that child's left child;
 - a resize splits a tree bucket in order; a half of 6 entries or fewer is a list again.
 """
 
