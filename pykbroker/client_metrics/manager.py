@@ -155,8 +155,13 @@ class ClientMetricsManager:
                 changed = True
         for name, configs in current.items():
             if configs and (name not in self._subscriptions or old.get(name) != configs):
+                try:
+                    parsed = cm.subscription(name, configs)
+                except Exception as exc:  # written around the admin APIs' checks: Kafka's validate refuses it too
+                    log.warning("client metrics subscription %s ignored: %s", name, exc)
+                    continue
                 self._subscription_names.put(name)
-                self._subscriptions[name] = cm.subscription(name, configs)
+                self._subscriptions[name] = parsed
                 changed = True
         if changed:
             self._version += 1

@@ -181,3 +181,11 @@ def test_the_connection_an_instance_was_made_on_closing_forgets_it(world):
     manager.connection_closed("127.0.0.1:5555")
     assert manager.instance_count() == 0 and exporter.forgotten == [(INSTANCE, 900_000)]
     assert get(manager, connection="127.0.0.1:7777").error_code == ErrorCode.NONE  # afresh
+
+
+def test_a_stored_subscription_that_does_not_parse_is_ignored(world):
+    """Configs written around the admin APIs' checks (straight into ZooKeeper): Kafka's validate refuses them."""
+    manager, holder, _, _ = world
+    holder["configs"] = {"bad": {"metrics": "a.", "match": "client_id=("}, "good": {"metrics": "b."}}
+    manager.refresh()
+    assert get(manager).requested_metrics == ["b."]
