@@ -115,11 +115,14 @@ differential-cluster-ops: deps
 ##        and the Streams-group scenarios (test_differential_streams_groups) on the 3-node clusters
 ##        and a single node's restarts, clean and kill -9, each leading its partitions two epochs on
 ##        (test_differential_restart, a minute)
+##        and the client telemetry scenarios (test_differential_telemetry, ~2 min) on 3 pykbroker brokers receiving
+##        client metrics against a 3-node Kafka 4.4 with a telemetry plugin on every node
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_streams_groups.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_telemetry.py -k cluster- $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and

@@ -71,10 +71,11 @@ def kafka44_judge(request):
     yield from _one_node_judge(KAFKA_44)
 
 
-def kafka_cluster(jars, root, overrides: dict[str, str] | None = None):
-    """A started 3-node Kafka KRaft cluster of ``jars`` for a fixture to yield (killed after)."""
+def kafka_cluster(jars, root, overrides: dict[str, str] | None = None, classpath: tuple[Path, ...] = ()):
+    """A started 3-node Kafka KRaft cluster of ``jars`` (``classpath``: plugins' classes) for a fixture to yield
+    (killed after)."""
     from compat_tests.jvm.kafka_broker import KafkaCluster
-    cluster = KafkaCluster(jars, root, overrides=overrides)
+    cluster = KafkaCluster(jars, root, overrides=overrides, classpath=classpath)
     took = cluster.start()
     print(f"Apache Kafka cluster of 3 ({jars.name}) started in {took:.1f} s")
     try:

@@ -5,7 +5,15 @@ lists them only with one: the kafka44 module compares that) and keeps CLIENT_MET
 same scenario against the session's Kafka 4.4 and a pykbroker: subscriptions (ids for a fixed instance id, metric
 lists in Kafka's order, also of a large subscription whose names collide, intervals, matching), the throttling and
 error sequence of gets and pushes, and the subscriptions through IncrementalAlterConfigs, AlterConfigs,
-DescribeConfigs and ListConfigResources, with Kafka's errors and messages for bad ones. Subscriptions are deleted at the end: the judge is shared.
+DescribeConfigs and ListConfigResources, with Kafka's errors and messages for bad ones; and many subscriptions
+with colliding names, made, deleted and made again one at a time, whose order (Kafka's ConcurrentHashMap's) shows
+in a matching client's metrics. Subscriptions are deleted at the end: the judge is shared.
+
+Cluster mode (make differential-cluster): the same scenarios against 3 pykbroker brokers receiving client metrics
+and a 3-node Kafka 4.4 with the telemetry plugin on every node; the many subscriptions' client asks every broker.
+A Kafka broker applies a subscription to its ClientMetricsManager a moment after DescribeConfigs shows it, so a
+scenario waits for each change in the manager of every broker it asks (ListConfigResources v0 lists the
+manager's subscriptions; an altered one is awaited in a new client's metrics) before judging.
 
 With a receiver (PYKBROKER_TELEMETRY_SLOW=1, make test-telemetry-slow: a Kafka of its own): ApiVersions v0-v5 of
 a Kafka 4.4 whose metric.reporters has a telemetry plugin (compat_tests/jvm/telemetry) and of a pykbroker with
@@ -15,8 +23,10 @@ accepted by both.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -25,7 +35,13 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.conftest import assert_same_observations, observe_both
+from compat_tests.conftest import (
+    assert_same_observations,
+    differential_params,
+    kafka_cluster,
+    observe_both,
+    pykbroker_cluster,
+)
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from compat_tests.test_differential_kafka44 import api_versions_bytes
 from pykbroker.testing import BrokerProcess, RawClient, free_port
@@ -36,6 +52,7 @@ from wire.messages import (
     GetTelemetrySubscriptionsRequest,
     IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
+    MetadataRequest,
     PushTelemetryRequest,
 )
 from wire.messages import alter_configs_request as legacy
@@ -74,6 +91,15 @@ def _push(c: RawClient, instance: uuid.UUID, subscription: int, metrics: bytes =
     return c.request(PushTelemetryRequest(client_instance_id=instance, subscription_id=subscription,
                                           terminating=terminating, compression_type=compression, metrics=metrics),
                      0).error_code
+
+
+def _otlp() -> bytes:
+    """A small OpenTelemetry MetricsData payload, as clients push."""
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
+    data = metrics_pb2.MetricsData()
+    data.resource_metrics.add().scope_metrics.add().metrics.add(name="org.apache.kafka.x").gauge.data_points.add(
+        as_double=1.0)
+    return data.SerializeToString()
 
 
 def _alter(c: RawClient, name: str, *ops: tuple[str, int, str | None]) -> tuple:
@@ -118,6 +144,34 @@ def _listed(c: RawClient) -> tuple:
         time.sleep(0.05)
 
 
+def _in_effect(brokers: list[RawClient], name: str, present: bool = True) -> None:
+    """Wait until each broker's client metrics manager holds subscription ``name`` (or, ``present`` False, no
+    longer does): ListConfigResources v0 is answered from it, and Kafka's broker applies a config record to it a
+    moment after DescribeConfigs shows the record."""
+    for b in brokers:
+        deadline = time.monotonic() + 15
+        while True:
+            listed = {x.resource_name for x in b.request(ListConfigResourcesRequest(), 0).config_resources}
+            if (name in listed) == present or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+
+
+def _effective(c: RawClient, client_id: str, metrics: set[str]) -> None:
+    """Wait until a client ``client_id`` is given ``metrics`` (a new instance each time, so none is throttled):
+    an altered subscription is in effect at the broker ``c`` sends telemetry requests to."""
+    deadline = time.monotonic() + 15
+    with RawClient(c.bootstrap, timeout=30, client_id=client_id) as probe:
+        while set(_get(probe, uuid.uuid4())[7]) != metrics and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _brokers(c: RawClient) -> list[str]:
+    """Every broker's address, by node id (one on a single node)."""
+    meta = c.request(MetadataRequest(topics=[]), 12)
+    return [f"{b.host}:{b.port}" for b in sorted(meta.brokers, key=lambda b: b.node_id)]
+
+
 def telemetry(c: RawClient) -> Observations:
     out: Observations = {}
     first = _get(c, FIXED[0])
@@ -125,7 +179,7 @@ def telemetry(c: RawClient) -> Observations:
     out["get again at once"] = _get(c, FIXED[0])
     out["push with another subscription id"] = _push(c, FIXED[0], first[2] + 1)
     out["get after an unknown subscription id"] = _get(c, FIXED[0])
-    out["push"] = _push(c, FIXED[0], first[2], b"not otlp at all")
+    out["push"] = _push(c, FIXED[0], first[2], _otlp())  # real metrics: a receiver or plugin takes them
     out["push again at once"] = _push(c, FIXED[0], first[2])
     out["push with unknown compression"] = _push(c, FIXED[1], _get(c, FIXED[1])[2], compression=9)
     out["push from the zero instance id"] = _push(c, uuid.UUID(int=0), 0)
@@ -144,6 +198,8 @@ def telemetry(c: RawClient) -> Observations:
     _applied(c, "diff-sub", {"metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.", "interval.ms": "1000",
                              "match": "client_id=telemetry-.*"})
     _applied(c, "diff-all", {"metrics": "*", "interval.ms": "2000", "match": "client_id=telemetry-all"})
+    _in_effect([c], "diff-sub")
+    _in_effect([c], "diff-all")
     out["append"] = _alter(c, "diff-sub", ("metrics", APPEND, "org.apache.kafka.client.,org.apache.kafka.producer."))
     out["subtract"] = _alter(c, "diff-sub", ("metrics", SUBTRACT, "org.apache.kafka.consumer."))
     for name, op in (("interval too small", ("interval.ms", SET, "50")),
@@ -161,6 +217,7 @@ def telemetry(c: RawClient) -> Observations:
     out["described, unknown"] = _describe(c, "diff-none")
     out["described, empty name"] = _describe(c, "")
     out["listed"] = _listed(c)
+    _effective(c, "telemetry-app", {"org.apache.kafka.producer.", "org.apache.kafka.client."})
     with RawClient(c.bootstrap, timeout=30, client_id="telemetry-app") as app:
         out["get of a matching client"] = _get(app, FIXED[4])
     with RawClient(c.bootstrap, timeout=30, client_id="telemetry-all") as everything:
@@ -174,6 +231,7 @@ def telemetry(c: RawClient) -> Observations:
     out["create large"] = _alter(c, "diff-large", ("metrics", SET, ",".join(large)), ("interval.ms", SET, "4000"),
                                  ("match", SET, "client_id=telemetry-large"))
     _applied(c, "diff-large", {"metrics": ",".join(large), "interval.ms": "4000", "match": "client_id=telemetry-large"})
+    _in_effect([c], "diff-large")
     with RawClient(c.bootstrap, timeout=30, client_id="telemetry-large") as big:
         out["get of a client matching the large one"] = _get(big, LARGE)
     out["delete the large one"] = _alter(c, "diff-large", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
@@ -192,6 +250,61 @@ def telemetry(c: RawClient) -> Observations:
     return out
 
 
+# Many subscriptions, names chosen to collide: 24 of one String.hashCode (one bucket of Kafka's ConcurrentHashMap,
+# so the table grows to 128 and the bucket becomes a tree) and 16 others, made in a shuffled order; each gives the
+# client one metric, all metrics of one hash, so the order of the client's metrics is the order its subscriptions
+# were evaluated in. Then 12 deleted (the tree shrinks) and 5 made again (a tree puts them first).
+MANY_NAMES = [f"diff-many-{''.join(p)}" for p in itertools.product(["Aa", "BB"], repeat=6)][:24] + \
+    [f"diff-many-{i}" for i in range(16)]
+MANY_METRICS = [f"org.apache.kafka.m{''.join(p)}." for p in itertools.product(["Aa", "BB"], repeat=7)]
+MANY = uuid.UUID(int=(0x5EED << 64) | 9)
+
+
+def many_subscriptions(c: RawClient) -> Observations:
+    names = list(MANY_NAMES)
+    rng = random.Random(714)
+    rng.shuffle(names)
+    metric = dict(zip(names, MANY_METRICS, strict=False))
+    deleted = rng.sample(names, 12)
+    out: Observations = {"created": [], "deleted": []}
+    with contextlib.ExitStack() as stack:
+        brokers = [stack.enter_context(RawClient(a, timeout=30)) for a in _brokers(c)]
+        apps = [stack.enter_context(RawClient(b.bootstrap, timeout=30, client_id="telemetry-many")) for b in brokers]
+
+        def create(name: str) -> None:
+            out["created"].append(_alter(c, name, ("metrics", SET, metric[name]), ("interval.ms", SET, "5000"),
+                                         ("match", SET, "client_id=telemetry-many")))
+            _in_effect(brokers, name)  # one at a time: each change is its own put into Kafka's map
+
+        def delete(name: str, wait: bool = True) -> None:
+            out["deleted"].append(_alter(c, name, ("metrics", DELETE, None), ("interval.ms", DELETE, None),
+                                         ("match", DELETE, None)))
+            if wait:
+                _in_effect(brokers, name, present=False)
+
+        def gets(phase: str) -> None:
+            for node, app in enumerate(apps, 1):
+                out[f"{phase}: get at broker {node}"] = _get(app, MANY)
+
+        for name in names:
+            create(name)
+        gets("all made")
+        for name in deleted:
+            delete(name)
+        gets("12 deleted")
+        for name in deleted[:5]:
+            create(name)
+        gets("5 made again")
+        for name in names:
+            if name not in deleted[5:]:
+                delete(name, wait=False)  # the judge is shared: clean up
+        out["listed after deleting"] = _listed(c)
+    return out
+
+
+SCENARIOS = {"telemetry": telemetry, "many_subscriptions": many_subscriptions}
+
+
 @pytest.fixture(scope="module")
 def telemetry_broker(tmp_path_factory):
     """A pykbroker with Kafka's defaults (no telemetry receiver), fresh for this module."""
@@ -200,28 +313,55 @@ def telemetry_broker(tmp_path_factory):
         yield b
 
 
-def test_telemetry_answers_as_kafka_44(request):
-    expected, got = observe_both(request, "single", telemetry, "kafka44_judge", "telemetry_broker")
-    assert expected["get without subscriptions"][0] == ErrorCode.NONE  # the judge really served it
-    assert_same_observations("single", "telemetry", expected, got)
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(
+    list(SCENARIOS), cluster_short=(), cluster_all=tuple(SCENARIOS)))
+def test_telemetry_answers_as_kafka_44(request, mode, scenario):
+    expected, got = observe_both(request, mode, SCENARIOS[scenario], "kafka44_judge", "telemetry_broker",
+                                 cluster_judge="kafka44_telemetry_cluster", cluster_judged="telemetry_cluster")
+    if scenario == "telemetry":
+        assert expected["get without subscriptions"][0] == ErrorCode.NONE  # the judge really served it
+    else:
+        assert len(expected["all made: get at broker 1"][7]) == len(MANY_NAMES)
+    assert_same_observations(mode, scenario, expected, got)
 
 
 PLUGIN = Path(__file__).resolve().parent / "jvm" / "telemetry" / "NoopTelemetryExporter.java"
+RECEIVER = {"metric.reporters": "NoopTelemetryExporter"}
 slow = pytest.mark.skipif(os.environ.get("PYKBROKER_TELEMETRY_SLOW") != "1",
                           reason="a Kafka of its own: make test-telemetry-slow (PYKBROKER_TELEMETRY_SLOW=1)")
 
 
-@pytest.fixture(scope="module")
-def kafka_with_receiver(tmp_path_factory):
-    """Kafka 4.4 with a client telemetry plugin in metric.reporters."""
+def _plugin_classes(tmp_path_factory) -> tuple[Path, Path]:
+    """(Kafka 4.4's jars, the compiled telemetry plugin's classes)."""
     if shutil.which("javac") is None:
         pytest.skip("javac is not installed: the telemetry plugin cannot be compiled")
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
     classes = tmp_path_factory.mktemp("telemetry-plugin")
     subprocess.run(["javac", "-cp", f"{jars}/*", "-d", str(classes), str(PLUGIN)], check=True, timeout=120)
-    with KafkaBroker(jars, overrides={"metric.reporters": "NoopTelemetryExporter"}, classpath=(classes,)) as kafka:
+    return jars, classes
+
+
+@pytest.fixture(scope="module")
+def kafka_with_receiver(tmp_path_factory):
+    """Kafka 4.4 with a client telemetry plugin in metric.reporters."""
+    jars, classes = _plugin_classes(tmp_path_factory)
+    with KafkaBroker(jars, overrides=RECEIVER, classpath=(classes,)) as kafka:
         yield kafka
+
+
+@pytest.fixture(scope="module")
+def kafka44_telemetry_cluster(tmp_path_factory):
+    """A 3-node Kafka 4.4 KRaft cluster with the telemetry plugin on every node: the cluster mode's judge."""
+    jars, classes = _plugin_classes(tmp_path_factory)
+    yield from kafka_cluster(jars, tmp_path_factory.mktemp("kafka44-telemetry-cluster"), RECEIVER, (classes,))
+
+
+@pytest.fixture(scope="module")
+def telemetry_cluster(tmp_path_factory):
+    """3 pykbroker brokers receiving client metrics, as the judge's nodes do."""
+    yield from pykbroker_cluster(tmp_path_factory.mktemp("telemetry-cluster"), {
+        "metrics.port": "0", "metrics.client.telemetry.enable": "true"})
 
 
 @pytest.fixture(scope="module")
@@ -233,13 +373,9 @@ def pykbroker_with_receiver(tmp_path_factory):
 
 
 def with_receiver(c: RawClient) -> Observations:
-    from opentelemetry.proto.metrics.v1 import metrics_pb2
     out = api_versions_bytes(c)
-    data = metrics_pb2.MetricsData()
-    data.resource_metrics.add().scope_metrics.add().metrics.add(name="org.apache.kafka.x").gauge.data_points.add(
-        as_double=1.0)
     sub = _get(c, FIXED[0])
-    out["push of a real payload"] = _push(c, FIXED[0], sub[2], compress(4, data.SerializeToString()), compression=4)
+    out["push of a real payload"] = _push(c, FIXED[0], sub[2], compress(4, _otlp()), compression=4)
     return out
 
 

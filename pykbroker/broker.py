@@ -370,6 +370,8 @@ class Broker:
         self.coordinators.load_all()
         self.iceberg.apply(None, self.metadata.image)
         self.metadata.subscribe(self.iceberg.apply)
+        # Subscriptions change by change, as Kafka's broker applies each config record to its ClientMetricsManager.
+        self.metadata.subscribe(lambda _old, _new: self.client_metrics.refresh())
         if self.remote_log_manager is not None:
             self.remote_log_manager.start()
 

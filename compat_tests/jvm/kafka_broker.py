@@ -163,11 +163,14 @@ class KafkaCluster:
     Kafka's defaults otherwise: the judge of cluster behaviour and the cluster bench's reference."""
 
     def __init__(self, jars: Path, root: Path, size: int = 3, heap: str = "-Xmx512m",
-                 overrides: dict[str, str] | None = None, quick_start: bool = True) -> None:
+                 overrides: dict[str, str] | None = None, quick_start: bool = True,
+                 classpath: tuple[Path, ...] = ()) -> None:
+        """``classpath``: more class directories or jars for every node (plugins named in ``overrides``)."""
         ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
         self.nodes = [KafkaBroker(jars, root / f"kafka-{i + 1}", heap, overrides, quick_start, node_id=i + 1,
-                                  controller_port=ports[i], voters=voters) for i in range(size)]
+                                  controller_port=ports[i], voters=voters, classpath=classpath)
+                      for i in range(size)]
 
     @property
     def bootstrap(self) -> str:

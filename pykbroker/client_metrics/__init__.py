@@ -2,8 +2,8 @@
 
 - ``configs``: CLIENT_METRICS config resources (subscriptions): their three configs, Kafka's checks and match
   patterns;
-- ``java_hash``: the Java hash codes and HashSet order Kafka's subscription ids and metric lists come from;
-- ``manager``: ``ClientMetricsManager``, Kafka's: client instances, their subscription, push intervals and errors;
+- ``manager``: ``ClientMetricsManager``, Kafka's: client instances, their subscription, push intervals and errors
+  (its ids and orders from ``wire.java``'s HashSet and ConcurrentHashMap);
 - ``otlp``: the pushed OpenTelemetry payload decoded, kept per client instance and rendered for Prometheus.
 
 Kafka needs a ClientTelemetry plugin to receive the metrics; pykbroker's receiver is its own Prometheus endpoint,

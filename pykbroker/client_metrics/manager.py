@@ -9,8 +9,9 @@ through: clients add jitter); a push naming an old subscription id is UNKNOWN_SU
 changed: the instance was re-evaluated), and nothing is accepted after a terminating push. Instances live in an
 LRU cache of 16,384, each forgotten max(60 s, 3 push intervals) after its last request or when the connection it
 was made on closes (Kafka's ClientConnectionDisconnectListener: a client that reconnects starts afresh).
-Subscriptions are the CLIENT_METRICS configs of the metadata image; a new image re-evaluates every instance at
-its next request.
+Subscriptions are the CLIENT_METRICS configs of the metadata image, taken change by change into Kafka's
+ConcurrentHashMap (``wire.java.JavaConcurrentHashMap``): a client's metrics are gathered, into a HashSet, in that
+map's order. A changed subscription re-evaluates every instance at its next request.
 
 The receiver (``exporter``) gets each accepted push with metrics; a payload too large once decompressed is
 TELEMETRY_TOO_LARGE, any other failure of it INVALID_RECORD. Runs on the event loop: no locks.
@@ -28,8 +29,8 @@ from typing import Protocol
 import crc32c
 
 from pykbroker.client_metrics import configs as cm
-from pykbroker.client_metrics.java_hash import hash_set_capacity, hash_set_order, int32, uuid_hash
 from wire import ZERO_UUID, DecompressedSizeError, ErrorCode
+from wire.java import JavaConcurrentHashMap, hash_set_capacity, hash_set_order, int32, uuid_hash
 from wire.messages import (
     GetTelemetrySubscriptionsRequest,
     GetTelemetrySubscriptionsResponse,
@@ -124,8 +125,10 @@ class ClientMetricsManager:
         self._instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         # The connection (peer address) each instance was made on: its close drops the instance.
         self._connections: dict[str, uuid.UUID] = {}
-        self._seen: Mapping[str, Mapping[str, str]] | None = None
-        self._subscriptions: list[cm.Subscription] = []
+        self._seen: Mapping[str, Mapping[str, str]] = {}
+        # Kafka's subscriptionMap, a ConcurrentHashMap: a client's subscriptions are evaluated in its order.
+        self._subscription_names = JavaConcurrentHashMap()
+        self._subscriptions: dict[str, cm.Subscription] = {}
         self._version = 0
         self._next_purge_ms = 0
         # Kafka's client-metrics broker metrics: unknown-subscription-request-count, and per live instance the
@@ -134,25 +137,41 @@ class ClientMetricsManager:
         self.instance_counts: dict[uuid.UUID, list[int]] = {}
 
     # -- subscriptions ----------------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        """Take the image's subscriptions when they changed (a new version re-evaluates every instance)."""
+    def refresh(self) -> None:
+        """Take the image's subscriptions when they changed, as Kafka's updateSubscription takes each: a deleted
+        one removed, a new or altered one put (a new version re-evaluates every instance). The broker calls this on
+        every new image, so changes arrive one by one; changes seen together are applied removals first, then in
+        the image's order (Kafka applies one metadata delta's resources in the order of a HashMap keyed by an
+        identity hash: no order to reproduce there)."""
         current = self._configs()
-        if current is self._seen:
-            return
-        if self._seen is not None and dict(current) == dict(self._seen):
-            self._seen = current
+        old = self._seen
+        if current is old:
             return
         self._seen = current
-        # Kafka keeps them in a ConcurrentHashMap: evaluated in the order of their names' hash buckets.
-        names = hash_set_order(current)
-        self._subscriptions = [cm.subscription(name, current[name]) for name in names if current[name]]
-        self._version += 1
+        changed = False
+        for name in old:
+            if not current.get(name) and self._subscription_names.remove(name):
+                del self._subscriptions[name]
+                changed = True
+        for name, configs in current.items():
+            if configs and (name not in self._subscriptions or old.get(name) != configs):
+                try:
+                    parsed = cm.subscription(name, configs)
+                except Exception as exc:  # written around the admin APIs' checks: Kafka's validate refuses it too
+                    log.warning("client metrics subscription %s ignored: %s", name, exc)
+                    continue
+                self._subscription_names.put(name)
+                self._subscriptions[name] = parsed
+                changed = True
+        if changed:
+            self._version += 1
 
     def _new_instance(self, client_instance_id: uuid.UUID, attributes: Mapping[str, str | None]) -> ClientInstance:
         interval = cm.INTERVAL_MS_DEFAULT
         metrics: list[str] = []
         everything = False
-        for s in self._subscriptions:
+        for name in self._subscription_names:
+            s = self._subscriptions[name]
             if _matches(s, attributes):
                 everything = everything or cm.ALL_SUBSCRIBED_METRICS in s.metrics
                 metrics += hash_set_order(s.metrics, hash_set_capacity(len(s.metrics)))
@@ -211,7 +230,7 @@ class ClientMetricsManager:
                                     ) -> GetTelemetrySubscriptionsResponse:
         """GetTelemetrySubscriptions for a client whose match attributes are ``attributes(instance id)``, asked on
         ``connection`` (its peer address)."""
-        self._refresh()
+        self.refresh()
         now = self._clock_ms()
         client_instance_id = request.client_instance_id
         if client_instance_id == ZERO_UUID:
@@ -234,7 +253,7 @@ class ClientMetricsManager:
         client_instance_id = request.client_instance_id
         if client_instance_id in _RESERVED_IDS:
             return PushTelemetryResponse(error_code=ErrorCode.INVALID_REQUEST)
-        self._refresh()
+        self.refresh()
         now = self._clock_ms()
         instance = self._instance(client_instance_id, attributes(client_instance_id), now, connection)
         code = self._push_error(request, instance, now)

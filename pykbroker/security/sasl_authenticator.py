@@ -102,7 +102,7 @@ class AuthStep:
 def java_hash_set_order(names: tuple[str, ...]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashSet built from them, the order in which Kafka lists
     the enabled mechanisms (``new ArrayList<>(new HashSet<>(enabledMechanisms))``)."""
-    return java.iteration_order(names, java.presized_table_size(len(names)))
+    return java.hash_set_order(names, java.hash_set_capacity(len(names)))
 
 
 def _encode(response, api_key: int, version: int, correlation_id: int) -> bytes:

@@ -191,4 +191,4 @@ def _metadata_changed_between(low: int, high: int) -> bool:
 
 def _java_hash_map_order(names: list[str]) -> list[str]:
     """``names`` in the iteration order of a java.util.HashMap they were put into (in list order)."""
-    return java.iteration_order(names, java.grown_table_size(len(names)))
+    return java.hash_set_order(names)  # a HashMap's keys iterate as a HashSet's (one is inside the other)

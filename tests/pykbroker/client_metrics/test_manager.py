@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 
 import pytest
 
-from pykbroker.client_metrics.java_hash import hash_set_order, string_hash, uuid_hash
 from pykbroker.client_metrics.manager import ClientInstance, ClientMetricsManager, subscription_id
 from wire import DecompressedSizeError, ErrorCode
+from wire.java import hash_set_order, string_hash, uuid_hash
 from wire.messages import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 
 INSTANCE = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
@@ -104,6 +105,27 @@ def test_matching_subscriptions_merge_and_take_smallest_interval(world):
     assert (other.requested_metrics, other.push_interval_ms) == (["*"], 100)
 
 
+def test_subscriptions_are_evaluated_in_kafkas_concurrent_hash_map_order(world):
+    """Metrics of one hash, one per subscription: their HashSet's order is the order subscriptions were evaluated
+    in, Kafka's ConcurrentHashMap's after the subscriptions' history (a resize at the 12th, one deleted and made again)."""
+    manager, holder, _, _ = world
+    names = [f"diff-sub-{i}" for i in range(12)]
+    metric = dict(zip(names, ("".join(p) + "." for p in itertools.product(["Aa", "BB"], repeat=4)), strict=False))
+    for name in names + ["diff-sub-0"]:  # one at a time, as the broker sees images; diff-sub-0 deleted, made again
+        configs = dict(holder["configs"])
+        if name in configs:
+            del configs[name]
+            holder["configs"] = configs
+            manager.refresh()
+        holder["configs"] = {**configs, name: {"metrics": metric[name], "interval.ms": "1000"}}
+        manager.refresh()
+    java_order = ["diff-sub-7", "diff-sub-8", "diff-sub-5", "diff-sub-6", "diff-sub-9", "diff-sub-11", "diff-sub-10",
+                  "diff-sub-0", "diff-sub-3", "diff-sub-4", "diff-sub-1", "diff-sub-2"]  # Java 17's
+    got = get(manager).requested_metrics
+    assert got == hash_set_order(metric[n] for n in java_order)
+    assert got != hash_set_order(metric[n] for n in hash_set_order(names))  # a HashSet of the names: not Kafka's
+
+
 def test_get_before_interval_is_throttled_unless_subscription_changed(world):
     manager, holder, clock, _ = world
     holder["configs"] = {"s": {"metrics": "a.", "interval.ms": "1000"}}
@@ -159,3 +181,11 @@ def test_the_connection_an_instance_was_made_on_closing_forgets_it(world):
     manager.connection_closed("127.0.0.1:5555")
     assert manager.instance_count() == 0 and exporter.forgotten == [(INSTANCE, 900_000)]
     assert get(manager, connection="127.0.0.1:7777").error_code == ErrorCode.NONE  # afresh
+
+
+def test_a_stored_subscription_that_does_not_parse_is_ignored(world):
+    """Configs written around the admin APIs' checks (straight into ZooKeeper): Kafka's validate refuses them."""
+    manager, holder, _, _ = world
+    holder["configs"] = {"bad": {"metrics": "a.", "match": "client_id=("}, "good": {"metrics": "b."}}
+    manager.refresh()
+    assert get(manager).requested_metrics == ["b."]

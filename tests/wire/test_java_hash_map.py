@@ -2,7 +2,7 @@
 
 import itertools
 
-from pykbroker.client_metrics.java_hash import JavaHashSet, hash_set_capacity, hash_set_order, string_hash
+from wire.java import JavaHashSet, hash_set_capacity, hash_set_order, string_hash
 
 # 16 strings of one String.hashCode ("Aa" and "BB" hash alike), in the order Java 17's HashSet iterates them after
 # adding them sorted: the 9th in one bucket doubles the 16-bucket table (too small to hold a tree), the 10th
