@@ -74,6 +74,10 @@ from wire.messages import (
     RenewDelegationTokenRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
     UpdateFeaturesRequest,
@@ -115,6 +119,10 @@ from wire.messages.offset_fetch_request import (
 )
 from wire.messages.offset_for_leader_epoch_request import OffsetForLeaderPartition, OffsetForLeaderTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.streams_group_heartbeat_request import KeyValue as StreamsKeyValue
+from wire.messages.streams_group_heartbeat_request import Subtopology as StreamsSubtopology
+from wire.messages.streams_group_heartbeat_request import TopicInfo as StreamsTopicInfo
+from wire.messages.streams_group_heartbeat_request import Topology as StreamsTopology
 from wire.messages.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
@@ -128,6 +136,7 @@ AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 TOPICS = {"orders": 2, "secret": 1, "hidden": 1, "pub-a": 1, "cfg": 1}
 # (resource type, name, pattern type, principal, host, operation, permission)
 TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
+GROUP_CONFIG = 32  # DescribeConfigs' resource type of a group's configs
 LITERAL, PREFIXED = 3, 4
 READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3, 4, 5, 6, 7, 8, 9, 10, 11
 ALL, DENY, ALLOW = 2, 2, 3
@@ -804,6 +813,171 @@ def observe_cidr_hosts(admin: str, sasl: str) -> dict[str, object]:
     return out
 
 
+# -- Streams groups (KIP-1071) -------------------------------------------------------------------------------------
+STREAMS_GROUP = "sg-a"
+STREAMS_ACLS = [
+    (GROUP, STREAMS_GROUP, LITERAL, "User:carol", "*", READ, ALLOW),
+    (GROUP, "sg-d", LITERAL, "User:carol", "*", DESCRIBE, ALLOW),
+    (GROUP, STREAMS_GROUP, LITERAL, "User:bob", "*", DESCRIBE, ALLOW),
+    (TOPIC, "st-in", LITERAL, "User:carol", "*", READ, ALLOW),
+    (TOPIC, "sg-a-", PREFIXED, "User:carol", "*", DESCRIBE, ALLOW),
+]
+STREAMS_CREATE_ACL = (TOPIC, "sg-a-", PREFIXED, "User:carol", "*", CREATE, ALLOW)
+STREAMS_DELETE_ACL = (GROUP, STREAMS_GROUP, LITERAL, "User:carol", "*", DELETE, ALLOW)
+
+
+def _streams_topology(source: str = "st-in", changelog: str = "sg-a-store-changelog", **more) -> StreamsTopology:
+    return StreamsTopology(epoch=1, subtopologies=[StreamsSubtopology(
+        subtopology_id="0", source_topics=[source], state_changelog_topics=[StreamsTopicInfo(
+            name=changelog, topic_configs=[StreamsKeyValue(key="cleanup.policy", value="compact")])], **more)])
+
+
+def _streams_join(group: str, member: str, topology: StreamsTopology | None = None) -> StreamsGroupHeartbeatRequest:
+    return StreamsGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=30000,
+                                        process_id="p1", topology=topology or _streams_topology(), active_tasks=[],
+                                        standby_tasks=[], warmup_tasks=[])
+
+
+def _heartbeat_seen(r: StreamsGroupHeartbeatResponse) -> tuple:
+    return (r.error_code, r.error_message, r.member_epoch, [(s.status_code, s.status_detail) for s in r.status or ()],
+            None if r.active_tasks is None else sorted((t.subtopology_id, sorted(t.partitions)) for t in r.active_tasks))
+
+
+def _add_acls(c: RawClient, acls: list[tuple]) -> None:
+    before = acl_count(c)
+    r = c.request(CreateAclsRequest(creations=[creation(a) for a in acls]), 3)
+    assert all(x.error_code == 0 for x in r.results), [(x.error_code, x.error_message) for x in r.results]
+    deadline = time.monotonic() + 30
+    while acl_count(c) < before + len(acls):
+        assert time.monotonic() < deadline, "the streams ACLs never took effect"
+        time.sleep(0.1)
+
+
+def observe_streams(admin: str, sasl: str) -> dict[str, object]:
+    """Streams groups under ACLs as Kafka 4.4 checks them: READ on the group to heartbeat, DESCRIBE on every topic
+    of the topology, CREATE (on the cluster or the topics) for the broker to create the internal topics for the
+    member (denied: a MISSING_INTERNAL_TOPICS status saying so), DESCRIBE on the group and its topics to describe
+    it, and the other group APIs on a streams group."""
+    out: dict[str, object] = {}
+    group_configs = {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
+    with RawClient(admin, timeout=30) as c:
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
+                                                  for n in ("st-in", "st-priv")], timeout_ms=30_000), 7)
+        assert all(t.error_code == 0 for t in r.topics), [(t.name, t.error_code) for t in r.topics]
+        c.wait_for_topics("st-in", "st-priv")
+        _add_acls(c, STREAMS_ACLS)
+        r2 = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP, configs=[AlterableConfig(
+                name=k, config_operation=0, value=v) for k, v in group_configs.items()])]), 1)
+        assert r2.responses[0].error_code == ErrorCode.NONE, r2
+        retried(c, lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[STREAMS_GROUP]), 4)
+                .coordinators[0].error_code)
+        deadline = time.monotonic() + 30
+        while {x.name: x.value for x in c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP, configuration_keys=list(group_configs))]),
+                4).results[0].configs} != group_configs:  # Kafka applies group configs from its metadata log
+            assert time.monotonic() < deadline, "the group's configs never took effect"
+            time.sleep(0.1)
+    with login(sasl, "carol") as c:
+        beat = lambda request: _heartbeat_seen(c.request(request, 1))  # noqa: E731
+        out["heartbeat unauthorized group"] = beat(_streams_join("sg-none", "m1"))
+        out["heartbeat group with describe only"] = beat(_streams_join("sg-d", "m1"))
+        out["heartbeat unauthorized source"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology("st-priv")))
+        out["heartbeat unauthorized changelog"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
+            changelog="other-changelog")))
+        out["heartbeat unauthorized repartition"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
+            repartition_sink_topics=["other-repartition"], repartition_source_topics=[
+                StreamsTopicInfo(name="sg-a-x-repartition", partitions=2)])))
+        out["heartbeat internal topic"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
+            "__consumer_offsets")))
+        out["heartbeat invalid topic name"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology("bad name!")))
+        joined = c.request(_streams_join(STREAMS_GROUP, "m1"), 1)
+        out["heartbeat without create"] = _heartbeat_seen(joined)
+        epoch = joined.member_epoch
+
+        def again() -> StreamsGroupHeartbeatResponse:
+            return c.request(StreamsGroupHeartbeatRequest(group_id=STREAMS_GROUP, member_id="m1", member_epoch=epoch,
+                                                          active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+        out["heartbeat again without create"] = _heartbeat_seen(again())
+    with RawClient(admin, timeout=30) as c:
+        m = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="sg-a-store-changelog")],
+                                      allow_auto_topic_creation=False), 12)
+        out["changelog without create"] = m.topics[0].error_code
+        _add_acls(c, [STREAMS_CREATE_ACL])
+    with login(sasl, "carol") as c:
+        deadline = time.monotonic() + 30
+        first = None
+        while True:  # the broker creates the topic for the member; its next heartbeats find it and get tasks
+            r = again()
+            first = first or _heartbeat_seen(r)
+            if (r.active_tasks or not r.status) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        out["heartbeat with create"] = first
+        out["heartbeat once created"] = _heartbeat_seen(r)
+        epoch = r.member_epoch if r.error_code == 0 else epoch
+    with RawClient(admin, timeout=30) as c:
+        m = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="sg-a-store-changelog")],
+                                      allow_auto_topic_creation=False), 12)
+        out["changelog created"] = (m.topics[0].error_code, len(m.topics[0].partitions))
+    records = [OffsetCommitRequestTopic(name=n, partitions=[OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=0)]) for n in ("st-in", "st-priv")]
+    for user in ("carol", "bob", "alice"):
+        with login(sasl, user) as c:
+            d = c.request(StreamsGroupDescribeRequest(group_ids=[STREAMS_GROUP, "sg-d", "sg-none"],
+                                                      include_authorized_operations=True), 1)
+            out[f"{user} streams group describe"] = sorted(
+                (g.group_id, g.error_code, g.error_message, g.group_state, len(g.members), g.topology is None,
+                 g.authorized_operations) for g in d.groups)
+            dg = c.request(DescribeGroupsRequest(groups=[STREAMS_GROUP, "sg-d"], include_authorized_operations=True), 5)
+            out[f"{user} describe groups"] = sorted((g.group_id, g.error_code, g.group_state, g.protocol_type,
+                                                     g.authorized_operations) for g in dg.groups)
+            lg = c.request(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5)
+            out[f"{user} list streams groups"] = sorted((g.group_id, g.group_type) for g in lg.groups)
+            oc = c.request(OffsetCommitRequest(group_id=STREAMS_GROUP, generation_id_or_member_epoch=-1, member_id="",
+                                               topics=records), 9)
+            out[f"{user} offset commit"] = ([(t.name, t.partitions[0].error_code) for t in oc.topics])
+            of = c.request(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=STREAMS_GROUP, topics=[
+                OffsetFetchRequestTopics(name=n, partition_indexes=[0]) for n in ("st-in", "st-priv")])],
+                require_stable=False), 9).groups[0]
+            out[f"{user} offset fetch"] = (of.error_code, sorted((t.name, t.partitions[0].error_code,
+                                                                  t.partitions[0].committed_offset) for t in of.topics))
+            od = c.request(OffsetDeleteRequest(group_id=STREAMS_GROUP, topics=[OffsetDeleteRequestTopic(
+                name="st-in", partitions=[OffsetDeleteRequestPartition(partition_index=0)])]), 0)
+            out[f"{user} offset delete"] = (od.error_code, [(t.name, [p.error_code for p in t.partitions])
+                                                            for t in od.topics])
+            dl = c.request(DeleteGroupsRequest(groups_names=[STREAMS_GROUP]), 2)
+            out[f"{user} delete group"] = [(x.group_id, x.error_code) for x in dl.results]
+            tu = c.request(StreamsGroupTopologyDescriptionUpdateRequest(group_id=STREAMS_GROUP, member_id="m1",
+                                                                        topology_epoch=1), 0)
+            out[f"{user} topology description update"] = (tu.error_code, tu.error_message)
+    with login(sasl, "carol") as c:
+        tu = c.request(StreamsGroupTopologyDescriptionUpdateRequest(group_id="sg-none", member_id="m1",
+                                                                    topology_epoch=1), 0)
+        out["carol topology description update unauthorized"] = (tu.error_code, tu.error_message)
+    with RawClient(admin, timeout=30) as c:
+        _add_acls(c, [STREAMS_DELETE_ACL])
+    with login(sasl, "carol") as c:
+        for when in ("live", "empty"):
+            if when == "empty":
+                out["carol leaves"] = _heartbeat_seen(c.request(StreamsGroupHeartbeatRequest(
+                    group_id=STREAMS_GROUP, member_id="m1", member_epoch=-1), 1))
+            od = c.request(OffsetDeleteRequest(group_id=STREAMS_GROUP, topics=[OffsetDeleteRequestTopic(
+                name=n, partitions=[OffsetDeleteRequestPartition(partition_index=0)])
+                for n in ("st-in", "st-priv", "sg-a-store-changelog")]), 0)
+            out[f"carol offset delete with delete, {when}"] = (od.error_code, sorted(
+                (t.name, [p.error_code for p in t.partitions]) for t in od.topics))
+            dl = c.request(DeleteGroupsRequest(groups_names=[STREAMS_GROUP]), 2)
+            out[f"carol delete group with delete, {when}"] = [(x.group_id, x.error_code) for x in dl.results]
+        d = c.request(StreamsGroupDescribeRequest(group_ids=[STREAMS_GROUP]), 1)
+        out["carol describes the deleted group"] = [(g.error_code, g.error_message) for g in d.groups]
+    with RawClient(admin, timeout=30) as c:
+        c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(principal_filter=a[3], resource_name_filter=a[1],
+                                                                           operation=a[5]))
+                                             for a in [*STREAMS_ACLS, STREAMS_CREATE_ACL, STREAMS_DELETE_ACL]]), 3)
+    return {f"streams {k}": v for k, v in out.items()}
+
+
 def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
@@ -815,6 +989,7 @@ def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[st
     out.update(observe_group_topics(admin, sasl))
     out.update(observe_regex(admin, sasl))
     out.update(observe_cidr_hosts(admin, sasl))
+    out.update(observe_streams(admin, sasl))
     for line in denials(log()):
         out[f"log: {line}"] = True
     return {k: norm(v) for k, v in out.items()}

@@ -3,7 +3,7 @@
 ``validate`` refuses a malformed topology (STREAMS_INVALID_TOPOLOGY, 130). ``configure`` finds each
 sub-topology's number of tasks (partitions of its source topics, which must agree) or the status that keeps the
 group from being assigned: missing source topics (1), incorrectly partitioned topics (2), missing internal
-topics (3). The broker does not create missing internal topics yet.
+topics (3): the heartbeat handler (pykbroker.handlers.group.streams_group_heartbeat) creates those.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def configure(topology: StreamsGroupTopologyValue, topics: TopicsImage) -> Confi
                        if topics.by_name(t.name) is None})
     if internal:
         return ConfiguredTopology({}, StatusCode.MISSING_INTERNAL_TOPICS,
-                                  f"Internal topics are missing: [{', '.join(internal)}]")
+                                  f"Internal topics are missing: {', '.join(internal)}")
     tasks: dict[str, int] = {}
     for sub in topology.subtopologies:
         names = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
