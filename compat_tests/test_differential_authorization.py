@@ -1,7 +1,10 @@
 """Authorization judged by Apache Kafka 4.4 with its StandardAuthorizer: the same ACLs on a Kafka and on a
 pykbroker configured alike (``authorizer.class.name``, ``super.users``), then every API family tried by SASL
 principals that are allowed and denied, and the answers compared observation by observation. Differences
-fail unless listed in ``differential_allowlist.ALLOWED`` under the scenario "authorization".
+fail unless listed in ``differential_allowlist.ALLOWED`` under the scenario "authorization". On one node, and with
+PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``) on 3 pykbroker brokers (ZooKeeper) against a 3-node
+Kafka 4.4 KRaft cluster with the same security on every node, asked through their first node by clients that
+route each request as a Kafka client does.
 
 Principals: ``User:ANONYMOUS`` on the PLAINTEXT listener and ``User:admin`` are super users (they set
 things up); alice, bob and carol authenticate with SASL PLAIN. Kafka's ClusterAuthorizationException
@@ -14,11 +17,15 @@ import base64
 import re
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.conftest import assert_same_observations, differential_params
+from compat_tests.routing_client import RoutingClient
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import ScramClient, plain_token
 from pykbroker.testing import BrokerProcess, RawClient, free_port
@@ -208,15 +215,49 @@ def any_filter(**kw) -> dict:
             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1, **kw}
 
 
+class Target(NamedTuple):
+    """One side's addresses: the super user's PLAINTEXT, SASL_PLAINTEXT, mutual TLS and one-way TLS listeners of
+    the node asked, its log(s), and on a cluster every broker's PLAINTEXT address (empty on one node)."""
+
+    admin: str
+    sasl: str
+    log: Callable[[], str]
+    mtls: str
+    one_way: str
+    brokers: tuple[str, ...] = ()
+
+
+# The brokers of the side being observed: on a cluster, clients route their requests as a Kafka client does
+# (compat_tests/routing_client.py) and waits for ACLs ask every broker. Set by ``observe``.
+_cluster: list[str] = []
+
+
+def client(address: str, timeout: float = 15, client_id: str | None = "raw-test", ssl_context=None,
+           authenticate: Callable[[RawClient], object] | None = None) -> RawClient:
+    """A scenario client: on a cluster a routing one (``authenticate`` logs in each connection it opens)."""
+    if _cluster:
+        return RoutingClient(address, timeout, client_id, ssl_context, authenticate)
+    return RawClient(address, timeout, client_id, ssl_context)
+
+
 def acl_count(c: RawClient) -> int:
-    r = c.request(DescribeAclsRequest(**any_filter()), 3)
-    return sum(len(res.acls) for res in r.resources)
+    """How many ACLs are in force (on a cluster, the fewest any broker knows)."""
+    def count(at: RawClient) -> int:
+        r = at.request(DescribeAclsRequest(**any_filter()), 3)
+        return sum(len(res.acls) for res in r.resources)
+    if not _cluster:
+        return count(c)
+    counts = []
+    for address in _cluster:
+        with RawClient(address, timeout=15) as at:
+            counts.append(count(at))
+    return min(counts)
 
 
 def set_up(admin: str) -> None:
     """Topics and ACLs, made by the super user; returns once the ACLs are in force (Kafka applies them a moment
     after the controller commits them)."""
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=p, replication_factor=1)
                                                   for n, p in TOPICS.items()], timeout_ms=30_000), 7)
         assert all(t.error_code == 0 for t in r.topics), [(t.name, t.error_code) for t in r.topics]
@@ -249,17 +290,37 @@ def retried(c: RawClient, call, done: tuple[int, ...] = (ErrorCode.NONE,), timeo
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory, pki) -> Iterator[tuple]:
+@contextmanager
+def side(target: Target) -> Iterator[Target]:
+    """Clients made inside talk to ``target``'s kind of deployment (see ``client``)."""
+    _cluster[:] = target.brokers
+    try:
+        yield target
+    finally:
+        _cluster.clear()
+
+
+def _kafka_jars():
     import shutil
 
-    from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+    from compat_tests.jvm.kafka_broker import jars_dir
 
     if shutil.which("java") is None:
         pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars"
-    kb = KafkaBroker(jars, root=tmp_path_factory.mktemp("kafka-authz"), loggers={"kafka.authorizer.logger": "INFO"})
+    return jars
+
+
+LISTENERS = [("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("MTLS", "SSL"), ("TLS", "SSL")]
+AUTHORIZER_LOG = {"kafka.authorizer.logger": "INFO"}
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory, pki) -> Iterator[Target]:
+    from compat_tests.jvm.kafka_broker import KafkaBroker
+
+    kb = KafkaBroker(_kafka_jars(), root=tmp_path_factory.mktemp("kafka-authz"), loggers=AUTHORIZER_LOG)
     controller, sasl_port, mtls_port, tls_port = free_port(), free_port(), free_port(), free_port()
     tls_listeners = f"MTLS://127.0.0.1:{mtls_port},TLS://127.0.0.1:{tls_port}"
     kb.overrides.update({
@@ -274,14 +335,14 @@ def kafka(tmp_path_factory, pki) -> Iterator[tuple]:
     try:
         kb.start()
         set_up(kb.bootstrap)
-        yield (kb.bootstrap, f"127.0.0.1:{sasl_port}", lambda: kb.log_path.read_text(errors="replace"),
-               f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}")
+        yield Target(kb.bootstrap, f"127.0.0.1:{sasl_port}", lambda: kb.log_path.read_text(errors="replace"),
+                     f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}")
     finally:
         kb.close()
 
 
 @pytest.fixture(scope="module")
-def pykbroker(tmp_path_factory, pki) -> Iterator[tuple]:
+def pykbroker(tmp_path_factory, pki) -> Iterator[Target]:
     port, sasl_port, mtls_port, tls_port = free_port(), free_port(), free_port(), free_port()
     overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
                               f"MTLS://127.0.0.1:{mtls_port},TLS://127.0.0.1:{tls_port}",
@@ -289,7 +350,38 @@ def pykbroker(tmp_path_factory, pki) -> Iterator[tuple]:
                  **security_overrides(), **pki["overrides"]}
     with BrokerProcess(tmp_path_factory.mktemp("pyk-authz"), port=port, overrides=overrides) as b:
         set_up(b.bootstrap)
-        yield b.bootstrap, f"127.0.0.1:{sasl_port}", b.log, f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}"
+        yield Target(b.bootstrap, f"127.0.0.1:{sasl_port}", b.log, f"127.0.0.1:{mtls_port}", f"127.0.0.1:{tls_port}")
+
+
+def _cluster_target(ports: list[dict[str, int]], logs: list[Path]) -> Target:
+    """A cluster asked through its first node, with every node's log."""
+    first = {name: f"127.0.0.1:{port}" for name, port in ports[0].items()}
+    return Target(first["PLAINTEXT"], first["SASL_PLAINTEXT"],
+                  lambda: "\n".join(log.read_text(errors="replace") for log in logs), first["MTLS"], first["TLS"],
+                  tuple(f"127.0.0.1:{p['PLAINTEXT']}" for p in ports))
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory, pki) -> Iterator[Target]:
+    """A 3-node Kafka 4.4 KRaft cluster with the same security on every node."""
+    from compat_tests import secured_clusters
+    for cluster, ports in secured_clusters.kafka_cluster(
+            _kafka_jars(), tmp_path_factory.mktemp("kafka-authz-cluster"), LISTENERS,
+            {**security_overrides(), **pki["overrides"]}, AUTHORIZER_LOG):
+        with side(target := _cluster_target(ports, [n.log_path for n in cluster.nodes])):
+            set_up(target.admin)
+        yield target
+
+
+@pytest.fixture(scope="module")
+def pykbroker_cluster(tmp_path_factory, pki) -> Iterator[Target]:
+    """3 pykbroker brokers (one ZooKeeper) with the same security on every broker."""
+    from compat_tests import secured_clusters
+    for cluster, ports in secured_clusters.pykbroker_cluster(
+            tmp_path_factory.mktemp("pyk-authz-cluster"), LISTENERS, {**security_overrides(), **pki["overrides"]}):
+        with side(target := _cluster_target(ports, [b.log_path for b in cluster.brokers.values()])):
+            set_up(target.admin)
+        yield target
 
 
 # -- observations --------------------------------------------------------------------------------------------------
@@ -306,10 +398,13 @@ def norm(value):
 
 
 def login(address: str, user: str) -> RawClient:
-    c = RawClient(address, timeout=15, client_id=f"authz-{user}")
-    c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
-    r = c.request(SaslAuthenticateRequest(auth_bytes=plain_token(user, USERS[user])), 2)
-    assert r.error_code == 0, r.error_message
+    def authenticate(c: RawClient) -> None:
+        c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        r = c.request(SaslAuthenticateRequest(auth_bytes=plain_token(user, USERS[user])), 2)
+        assert r.error_code == 0, r.error_message
+
+    c = client(address, timeout=15, client_id=f"authz-{user}", authenticate=authenticate)
+    authenticate(c)
     return c
 
 
@@ -320,6 +415,7 @@ def observe_user(c: RawClient, user: str) -> dict[str, object]:
 
     # Metadata: all topics (unauthorized ones hidden), named topics, authorized operations, auto-creation.
     m = c.request(MetadataRequest(topics=None, include_topic_authorized_operations=True), 12)
+    out["metadata brokers"] = len(m.brokers)
     out["metadata all"] = sorted((t.name, t.error_code, t.topic_authorized_operations) for t in m.topics
                                  if not t.name.startswith("__"))
     m = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in (
@@ -541,7 +637,7 @@ def observe_user(c: RawClient, user: str) -> dict[str, object]:
 def observe_acl_admin(admin: str) -> dict[str, object]:
     """The ACL APIs themselves, by the super user: creations checked, filters matched, deletions effective."""
     out: dict[str, object] = {}
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         bad = [(CLUSTER, "other-cluster", LITERAL, "User:x", "*", ALTER, ALLOW),
                (TOPIC, "", LITERAL, "User:x", "*", READ, ALLOW),
                (TOPIC, "t", 1, "User:x", "*", READ, ALLOW),  # ANY pattern
@@ -618,16 +714,16 @@ def denials(log_text: str) -> list[str]:
 
 def token_login(address: str, token_id: str, hmac: bytes) -> tuple[RawClient, tuple]:
     """SCRAM-SHA-256 with a delegation token: user name the token id, password the base64 HMAC."""
-    c = RawClient(address, timeout=15, client_id="authz-token")
+    c = client(address, timeout=15, client_id="authz-token")
     h = c.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
-    client = ScramClient("SCRAM-SHA-256", token_id, base64.b64encode(hmac).decode(), "tokenauth=true")
-    first = c.request(SaslAuthenticateRequest(auth_bytes=client.first()), 2)
+    scram = ScramClient("SCRAM-SHA-256", token_id, base64.b64encode(hmac).decode(), "tokenauth=true")
+    first = c.request(SaslAuthenticateRequest(auth_bytes=scram.first()), 2)
     if first.error_code != 0:
         return c, (h.error_code, first.error_code, first.error_message)
-    final = c.request(SaslAuthenticateRequest(auth_bytes=client.final(bytes(first.auth_bytes))), 2)
+    final = c.request(SaslAuthenticateRequest(auth_bytes=scram.final(bytes(first.auth_bytes))), 2)
     # A token's session lasts until the token expires (KIP-368): about a day here, to the minute.
     lifetime_minutes = round(final.session_lifetime_ms / 60_000)
-    return c, (h.error_code, final.error_code, final.error_message, client.verify(bytes(final.auth_bytes)),
+    return c, (h.error_code, final.error_code, final.error_message, scram.verify(bytes(final.auth_bytes)),
                lifetime_minutes)
 
 
@@ -646,7 +742,7 @@ def observe_tokens(admin: str, sasl: str) -> dict[str, object]:
         return r.error_code, sorted((t.principal_name, t.token_requester_principal_name, len(t.hmac),
                                      [x.principal_name for x in t.renewers]) for t in r.tokens)
 
-    with RawClient(admin, timeout=15) as c:
+    with client(admin, timeout=15) as c:
         out["create on plaintext"] = created(c.request(CreateDelegationTokenRequest(
             owner_principal_type=None, owner_principal_name=None, renewers=[], max_lifetime_ms=-1), 3))
         out["describe on plaintext"] = described(c)
@@ -712,7 +808,7 @@ def observe_tls(mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     records = build_simple_batch([b"v"], keys=None, timestamp=int(time.time() * 1000))
     for name, address, cert in (("mtls", mtls, True), ("one-way tls", one_way, False)):
-        with RawClient(address, timeout=15, ssl_context=tls(pki, cert)) as c:
+        with client(address, timeout=15, ssl_context=tls(pki, cert)) as c:
             m = c.request(MetadataRequest(topics=None, include_topic_authorized_operations=True), 12)
             out[f"{name} metadata"] = sorted((t.name, t.topic_authorized_operations) for t in m.topics
                                              if not t.name.startswith("__"))
@@ -729,7 +825,7 @@ def observe_tls(mtls: str, one_way: str, pki) -> dict[str, object]:
 def observe_group_topics(admin: str, sasl: str) -> dict[str, object]:
     """A consumer group (KIP-848) whose members are assigned topics a describer may not see is not described."""
     out: dict[str, object] = {}
-    with RawClient(admin, timeout=15) as c:
+    with client(admin, timeout=15) as c:
         member = "m" * 22
         epoch = 0
         for step in (0, 1):  # join, then heartbeat with the epoch the coordinator gave (a new group's first: 4.4's)
@@ -750,7 +846,7 @@ def observe_regex(admin: str, sasl: str) -> dict[str, object]:
     """A KIP-848 member subscribing with a regex is assigned only the matching topics it may DESCRIBE: orders
     (implied by READ and WRITE), secret (ALL for User:*; alice's READ DENY leaves DESCRIBE alone) and pub-a
     (prefixed DESCRIBE), not hidden (no ACL) nor cfg (ALTER_CONFIGS implies DESCRIBE_CONFIGS only)."""
-    with RawClient(admin, timeout=15) as c:
+    with client(admin, timeout=15) as c:
         ids = {t.topic_id: t.name for t in c.request(MetadataRequest(topics=None), 12).topics}
     member, epoch, owned = "r" * 22, 0, {}
     deadline = time.monotonic() + 30
@@ -767,7 +863,7 @@ def observe_regex(admin: str, sasl: str) -> dict[str, object]:
             if owned or time.monotonic() > deadline:  # Kafka resolves the regex a moment after the join
                 break
             time.sleep(0.2)
-    with RawClient(admin, timeout=15) as c:
+    with client(admin, timeout=15) as c:
         d = c.request(ConsumerGroupDescribeRequest(group_ids=["rx"]), 1).groups[0]
         described = sorted((m.subscribed_topic_regex, sorted(t.topic_name for t in m.assignment.topic_partitions))
                            for m in d.members)
@@ -782,7 +878,7 @@ def observe_cidr_hosts(admin: str, sasl: str) -> dict[str, object]:
     acls = [(TOPIC, "pub-a", LITERAL, "User:carol", "127.0.0.1/32", DESCRIBE, ALLOW),
             (TOPIC, "pub-a", LITERAL, "User:carol", "10.0.0.0/8", WRITE, ALLOW),
             (TOPIC, "orders", LITERAL, "User:carol", "127.0.0.0/8", READ, DENY)]
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         bad = [(TOPIC, "pub-a", LITERAL, "User:carol", host, READ, ALLOW)
                for host in ("10.0.0.0/33", "::/129", "host/8", "10.0.0.0/x", "")]
         r = c.request(CreateAclsRequest(creations=[creation(a) for a in bad]), 3)
@@ -807,7 +903,7 @@ def observe_cidr_hosts(admin: str, sasl: str) -> dict[str, object]:
         lo = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
             name="orders", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
         out["cidr carol reads orders (denied in her block)"] = lo.topics[0].partitions[0].error_code
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(principal_filter="User:carol",
                                                                            host_filter=a[4])) for a in acls]), 3)
     return out
@@ -860,7 +956,7 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
     it, and the other group APIs on a streams group."""
     out: dict[str, object] = {}
     group_configs = {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
                                                   for n in ("st-in", "st-priv")], timeout_ms=30_000), 7)
         assert all(t.error_code == 0 for t in r.topics), [(t.name, t.error_code) for t in r.topics]
@@ -872,12 +968,14 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
         assert r2.responses[0].error_code == ErrorCode.NONE, r2
         retried(c, lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[STREAMS_GROUP]), 4)
                 .coordinators[0].error_code)
-        deadline = time.monotonic() + 30
-        while {x.name: x.value for x in c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
-                resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP, configuration_keys=list(group_configs))]),
-                4).results[0].configs} != group_configs:  # Kafka applies group configs from its metadata log
-            assert time.monotonic() < deadline, "the group's configs never took effect"
-            time.sleep(0.1)
+        # Kafka applies group configs from its metadata log; on a cluster, ask the broker whose heartbeats they time.
+        with RawClient(c.coordinator(STREAMS_GROUP) if isinstance(c, RoutingClient) else admin, timeout=30) as at:
+            deadline = time.monotonic() + 30
+            while {x.name: x.value for x in at.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                    resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP,
+                    configuration_keys=list(group_configs))]), 4).results[0].configs} != group_configs:
+                assert time.monotonic() < deadline, "the group's configs never took effect"
+                time.sleep(0.1)
     with login(sasl, "carol") as c:
         beat = lambda request: _heartbeat_seen(c.request(request, 1))  # noqa: E731
         out["heartbeat unauthorized group"] = beat(_streams_join("sg-none", "m1"))
@@ -899,7 +997,7 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
             return c.request(StreamsGroupHeartbeatRequest(group_id=STREAMS_GROUP, member_id="m1", member_epoch=epoch,
                                                           active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
         out["heartbeat again without create"] = _heartbeat_seen(again())
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         m = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="sg-a-store-changelog")],
                                       allow_auto_topic_creation=False), 12)
         out["changelog without create"] = m.topics[0].error_code
@@ -916,7 +1014,7 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
         out["heartbeat with create"] = first
         out["heartbeat once created"] = _heartbeat_seen(r)
         epoch = r.member_epoch if r.error_code == 0 else epoch
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         m = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="sg-a-store-changelog")],
                                       allow_auto_topic_creation=False), 12)
         out["changelog created"] = (m.topics[0].error_code, len(m.topics[0].partitions))
@@ -955,7 +1053,7 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
         tu = c.request(StreamsGroupTopologyDescriptionUpdateRequest(group_id="sg-none", member_id="m1",
                                                                     topology_epoch=1), 0)
         out["carol topology description update unauthorized"] = (tu.error_code, tu.error_message)
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         _add_acls(c, [STREAMS_DELETE_ACL])
     with login(sasl, "carol") as c:
         for when in ("live", "empty"):
@@ -971,14 +1069,19 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
             out[f"carol delete group with delete, {when}"] = [(x.group_id, x.error_code) for x in dl.results]
         d = c.request(StreamsGroupDescribeRequest(group_ids=[STREAMS_GROUP]), 1)
         out["carol describes the deleted group"] = [(g.error_code, g.error_message) for g in d.groups]
-    with RawClient(admin, timeout=30) as c:
+    with client(admin, timeout=30) as c:
         c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(principal_filter=a[3], resource_name_filter=a[1],
                                                                            operation=a[5]))
                                              for a in [*STREAMS_ACLS, STREAMS_CREATE_ACL, STREAMS_DELETE_ACL]]), 3)
     return {f"streams {k}": v for k, v in out.items()}
 
 
-def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
+def observe(target: Target, pki) -> dict[str, object]:
+    with side(target):
+        return _observe(*target[:5], pki)
+
+
+def _observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[str, object]:
     out: dict[str, object] = {}
     for user in ("alice", "bob", "carol"):
         with login(sasl, user) as c:
@@ -995,17 +1098,19 @@ def observe(admin: str, sasl: str, log, mtls: str, one_way: str, pki) -> dict[st
     return {k: norm(v) for k, v in out.items()}
 
 
-def test_authorization_matches_kafka(kafka, pykbroker, pki):
-    expected = observe(*kafka, pki)
-    got = observe(*pykbroker, pki)
+@pytest.mark.parametrize(("mode", "scenario"), differential_params([SCENARIO], (), (SCENARIO,)))
+def test_authorization_matches_kafka(mode, scenario, request, pki):
+    """On one node, and with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``) on 3 pykbroker brokers
+    against a 3-node Kafka 4.4 KRaft cluster, asked through their first node."""
+    prefix = "" if mode == "single" else "_cluster"
+    expected = observe(request.getfixturevalue(f"kafka{prefix}"), pki)
+    got = observe(request.getfixturevalue(f"pykbroker{prefix}"), pki)
     # The scenario exercises what it claims: the certificate's DN is a principal with its own ACL.
     assert expected["mtls produce"] == [("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("orders", ErrorCode.NONE)]
     assert expected["token scram with token"][:2] == (ErrorCode.NONE, ErrorCode.NONE)
     assert expected["group topics bob describes g3"][0] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert expected["regex assignment"] == [("orders", [0, 1]), ("pub-a", [0]), ("secret", [0])]
+    assert expected["alice metadata brokers"] == (3 if mode == "cluster" else 1)
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
-    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and (SCENARIO, key) not in ALLOWED}
-    assert not differences, "\n".join(f"{SCENARIO} / {k}:\n  kafka={e!r}\n  pyk  ={g!r}"
-                                      for k, (e, g) in differences.items())
+    assert_same_observations(mode, scenario, expected, got)
