@@ -949,33 +949,64 @@ def _add_acls(c: RawClient, acls: list[tuple]) -> None:
         time.sleep(0.1)
 
 
+def _without_delays(c: RawClient, admin: str, group: str) -> None:
+    """``group``'s first assignment and the next ones not delayed (its configs), once in effect."""
+    group_configs = {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
+    r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=GROUP_CONFIG, resource_name=group, configs=[AlterableConfig(
+            name=k, config_operation=0, value=v) for k, v in group_configs.items()])]), 1)
+    assert r.responses[0].error_code == ErrorCode.NONE, r
+    retried(c, lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4)
+            .coordinators[0].error_code)
+    # Kafka applies group configs from its metadata log; on a cluster, ask the broker whose heartbeats they time.
+    with RawClient(c.coordinator(group) if isinstance(c, RoutingClient) else admin, timeout=30) as at:
+        deadline = time.monotonic() + 30
+        while {x.name: x.value for x in at.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=GROUP_CONFIG, resource_name=group,
+                configuration_keys=list(group_configs))]), 4).results[0].configs} != group_configs:
+            assert time.monotonic() < deadline, "the group's configs never took effect"
+            time.sleep(0.1)
+
+
+def _cluster_create(admin: str, sasl: str) -> dict[str, object]:
+    """A member that may CREATE on the cluster, and on none of its topics, has the broker create them."""
+    acls = [(GROUP, "sg-b", LITERAL, "User:carol", "*", READ, ALLOW),
+            (TOPIC, "sg-b-", PREFIXED, "User:carol", "*", DESCRIBE, ALLOW),
+            (CLUSTER, "kafka-cluster", LITERAL, "User:carol", "*", CREATE, ALLOW)]
+    out: dict[str, object] = {}
+    with client(admin, timeout=30) as c:
+        _add_acls(c, acls)
+        _without_delays(c, admin, "sg-b")
+    with login(sasl, "carol") as c:
+        r = c.request(_streams_join("sg-b", "m1", _streams_topology(changelog="sg-b-store-changelog")), 1)
+        out["join"] = _heartbeat_seen(r)
+        deadline = time.monotonic() + 30
+        while r.error_code == 0 and not r.active_tasks and time.monotonic() < deadline:
+            time.sleep(0.2)
+            r = c.request(StreamsGroupHeartbeatRequest(group_id="sg-b", member_id="m1", member_epoch=r.member_epoch,
+                                                       active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+        out["assigned"] = _heartbeat_seen(r)
+        out["leaves"] = _heartbeat_seen(c.request(StreamsGroupHeartbeatRequest(
+            group_id="sg-b", member_id="m1", member_epoch=-1), 1))
+    with client(admin, timeout=30) as c:
+        c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(
+            principal_filter=a[3], resource_name_filter=a[1], operation=a[5])) for a in acls]), 3)
+    return {f"cluster create {k}": v for k, v in out.items()}
+
+
 def observe_streams(admin: str, sasl: str) -> dict[str, object]:
     """Streams groups under ACLs as Kafka 4.4 checks them: READ on the group to heartbeat, DESCRIBE on every topic
     of the topology, CREATE (on the cluster or the topics) for the broker to create the internal topics for the
     member (denied: a MISSING_INTERNAL_TOPICS status saying so), DESCRIBE on the group and its topics to describe
     it, and the other group APIs on a streams group."""
     out: dict[str, object] = {}
-    group_configs = {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
     with client(admin, timeout=30) as c:
         r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
                                                   for n in ("st-in", "st-priv")], timeout_ms=30_000), 7)
         assert all(t.error_code == 0 for t in r.topics), [(t.name, t.error_code) for t in r.topics]
         c.wait_for_topics("st-in", "st-priv")
         _add_acls(c, STREAMS_ACLS)
-        r2 = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
-            resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP, configs=[AlterableConfig(
-                name=k, config_operation=0, value=v) for k, v in group_configs.items()])]), 1)
-        assert r2.responses[0].error_code == ErrorCode.NONE, r2
-        retried(c, lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[STREAMS_GROUP]), 4)
-                .coordinators[0].error_code)
-        # Kafka applies group configs from its metadata log; on a cluster, ask the broker whose heartbeats they time.
-        with RawClient(c.coordinator(STREAMS_GROUP) if isinstance(c, RoutingClient) else admin, timeout=30) as at:
-            deadline = time.monotonic() + 30
-            while {x.name: x.value for x in at.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
-                    resource_type=GROUP_CONFIG, resource_name=STREAMS_GROUP,
-                    configuration_keys=list(group_configs))]), 4).results[0].configs} != group_configs:
-                assert time.monotonic() < deadline, "the group's configs never took effect"
-                time.sleep(0.1)
+        _without_delays(c, admin, STREAMS_GROUP)
     with login(sasl, "carol") as c:
         beat = lambda request: _heartbeat_seen(c.request(request, 1))  # noqa: E731
         out["heartbeat unauthorized group"] = beat(_streams_join("sg-none", "m1"))
@@ -1069,6 +1100,7 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
             out[f"carol delete group with delete, {when}"] = [(x.group_id, x.error_code) for x in dl.results]
         d = c.request(StreamsGroupDescribeRequest(group_ids=[STREAMS_GROUP]), 1)
         out["carol describes the deleted group"] = [(g.error_code, g.error_message) for g in d.groups]
+    out.update(_cluster_create(admin, sasl))
     with client(admin, timeout=30) as c:
         c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(principal_filter=a[3], resource_name_filter=a[1],
                                                                            operation=a[5]))
@@ -1111,6 +1143,9 @@ def test_authorization_matches_kafka(mode, scenario, request, pki):
     assert expected["group topics bob describes g3"][0] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert expected["regex assignment"] == [("orders", [0, 1]), ("pub-a", [0]), ("secret", [0])]
     assert expected["alice metadata brokers"] == (3 if mode == "cluster" else 1)
+    assert "Unauthorized to CREATE on topics sg-a-store-changelog." in str(expected["streams heartbeat without create"])
+    assert expected["streams heartbeat once created"][-1] == expected["streams cluster create assigned"][-1] == [
+        ("0", [0, 1])], "the broker created no internal topic for a member allowed to"
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     assert_same_observations(mode, scenario, expected, got)
