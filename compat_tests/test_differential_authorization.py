@@ -14,6 +14,7 @@ messages name the request ("Request Request(processor=…) is not authorized.");
 from __future__ import annotations
 
 import base64
+import os
 import re
 import ssl
 import time
@@ -1149,3 +1150,91 @@ def test_authorization_matches_kafka(mode, scenario, request, pki):
     logged = [k for k in expected if k.startswith("log: ")]
     assert len(logged) > 50, f"Kafka's authorizer logged only {logged}"
     assert_same_observations(mode, scenario, expected, got)
+
+
+# -- kafka-streams-groups.sh under ACLs ----------------------------------------------------------------------------
+TOOL_GROUP = "sg-t"
+
+
+def _tool_as(sasl: str, user: str, root: Path, *args: str) -> list[str]:
+    """Kafka 4.4's kafka-streams-groups.sh logged in as ``user`` (SASL PLAIN), its output normalized."""
+    from compat_tests.test_kafka_streams_groups_tool import normalized, tool
+    config = root / f"{user}.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka."
+                      f'common.security.plain.PlainLoginModule required username="{user}" '
+                      f'password="{USERS[user]}";\n')
+    lines = normalized(tool(sasl, "--command-config", str(config), *args), TOOL_GROUP)
+    return [line for line in lines if not line.startswith("at ")]  # a stack trace's frames: the error line says it
+
+
+def _empty_streams_group(admin: str) -> None:
+    """Group sg-t: a member joined (tt-in, its changelog made beforehand), committed offset 3 of partition 0 and
+    left."""
+    with RawClient(admin, timeout=30) as c:
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2, replication_factor=1)
+                                                  for n in ("tt-in", "sg-t-store-changelog")], timeout_ms=30_000), 7)
+        assert all(t.error_code == 0 for t in r.topics), [(t.name, t.error_code) for t in r.topics]
+        c.wait_for_topics("tt-in", "sg-t-store-changelog")
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name="tt-in", partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"v"] * 3, keys=None,
+                                                                     timestamp=int(time.time() * 1000)))])]), 9)
+        _without_delays(c, admin, TOOL_GROUP)
+        r = c.request(_streams_join(TOOL_GROUP, "m1", _streams_topology("tt-in", "sg-t-store-changelog")), 1)
+        deadline = time.monotonic() + 30
+        while not r.active_tasks:
+            assert r.error_code == 0 and time.monotonic() < deadline, _heartbeat_seen(r)
+            time.sleep(0.2)
+            r = c.request(StreamsGroupHeartbeatRequest(group_id=TOOL_GROUP, member_id="m1", member_epoch=r.member_epoch,
+                                                       active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+        oc = c.request(OffsetCommitRequest(group_id=TOOL_GROUP, generation_id_or_member_epoch=r.member_epoch,
+                                           member_id="m1", topics=[OffsetCommitRequestTopic(name="tt-in", partitions=[
+                                               OffsetCommitRequestPartition(partition_index=0, committed_offset=3)])]),
+                       9)
+        assert oc.topics[0].partitions[0].error_code == 0, oc
+        c.request(StreamsGroupHeartbeatRequest(group_id=TOOL_GROUP, member_id="m1", member_epoch=-1), 1)
+
+
+def tool_session(target: Target, root: Path) -> dict[str, list[str]]:
+    """The tool's describe, reset-offsets and delete by principals without the ACLs each needs, then with them."""
+    _empty_streams_group(target.admin)
+    carol = [(GROUP, TOOL_GROUP, LITERAL, "User:carol", "*", READ, ALLOW),
+             (TOPIC, "tt-in", LITERAL, "User:carol", "*", READ, ALLOW)]
+    more = [(TOPIC, "sg-t-", PREFIXED, "User:carol", "*", DESCRIBE, ALLOW),
+            (GROUP, TOOL_GROUP, LITERAL, "User:carol", "*", DELETE, ALLOW),
+            (TOPIC, "sg-t-", PREFIXED, "User:carol", "*", DELETE, ALLOW)]
+    out: dict[str, list[str]] = {}
+
+    def run(name: str, user: str, *args: str) -> None:
+        out[name] = _tool_as(target.sasl, user, root, *args)
+    reset = ("--reset-offsets", "--group", TOOL_GROUP, "--all-input-topics", "--to-earliest", "--execute")
+    with RawClient(target.admin, timeout=30) as c:
+        _add_acls(c, carol)
+    run("bob describes", "bob", "--describe", "--group", TOOL_GROUP)
+    run("bob lists", "bob", "--list")
+    run("bob resets", "bob", *reset)
+    run("carol describes (not the changelog)", "carol", "--describe", "--group", TOOL_GROUP)
+    run("carol resets (not the changelog)", "carol", *reset)
+    run("carol deletes (no group DELETE)", "carol", "--delete", "--group", TOOL_GROUP)
+    with RawClient(target.admin, timeout=30) as c:
+        _add_acls(c, more)
+    run("carol describes", "carol", "--describe", "--group", TOOL_GROUP)
+    run("carol resets", "carol", *reset)
+    run("carol describes after reset", "carol", "--describe", "--group", TOOL_GROUP)
+    run("carol deletes", "carol", "--delete", "--group", TOOL_GROUP)
+    run("carol lists after delete", "carol", "--list")
+    with RawClient(target.admin, timeout=30) as c:
+        c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(
+            principal_filter=a[3], resource_name_filter=a[1], operation=a[5])) for a in carol + more]), 3)
+    return out
+
+
+@pytest.mark.skipif(os.environ.get("PYKBROKER_STREAMS_SLOW") != "1",
+                    reason="JVM runs of the tool: make test-streams-slow (PYKBROKER_STREAMS_SLOW=1)")
+def test_kafka_streams_groups_tool_under_acls(kafka, pykbroker, tmp_path):
+    """Kafka 4.4's kafka-streams-groups.sh --describe, --reset-offsets and --delete by principals that lack the ACLs
+    each needs (the group's, the input and internal topics'), then have them: the same output as on Kafka."""
+    expected = tool_session(kafka, tmp_path)
+    got = tool_session(pykbroker, tmp_path)
+    assert any("GroupAuthorizationException" in line for line in expected["bob describes"]), expected["bob describes"]
+    differences = {k: (expected[k], got.get(k)) for k in expected if expected[k] != got.get(k)}
+    assert not differences, "\n".join(f"{k}:\n  kafka:     {e}\n  pykbroker: {g}" for k, (e, g) in differences.items())
