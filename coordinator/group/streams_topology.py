@@ -14,8 +14,11 @@ from coordinator.group.topics import TopicsImage
 from coordinator.runtime.errors import ApiError
 from wire import ErrorCode
 from wire.messages import StreamsGroupTopologyValue
+from wire.messages import streams_group_describe_response as described
+from wire.messages import streams_group_heartbeat_request as heartbeat
 
-__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "missing_internal_topics", "validate"]
+__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "missing_internal_topics", "topology_topics",
+           "validate"]
 
 
 class StatusCode:
@@ -37,6 +40,15 @@ class ConfiguredTopology:
     tasks: dict[str, int]
     status: int | None = None
     detail: str = ""
+
+
+def topology_topics(topology: heartbeat.Topology | described.Topology | StreamsGroupTopologyValue) -> list[str]:
+    """Every topic a topology names, once each in its order: sub-topology by sub-topology, the source, repartition
+    sink, repartition source and changelog topics (regex sources are not names); what ACLs are checked on."""
+    names = (name for sub in topology.subtopologies or () for name in (
+        *sub.source_topics, *sub.repartition_sink_topics, *(t.name for t in sub.repartition_source_topics),
+        *(t.name for t in sub.state_changelog_topics)))
+    return list(dict.fromkeys(names))
 
 
 def validate(topology: StreamsGroupTopologyValue) -> None:

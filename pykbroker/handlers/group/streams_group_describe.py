@@ -9,6 +9,7 @@ not describe is answered TOPIC_AUTHORIZATION_FAILED without its members nor topo
 
 from __future__ import annotations
 
+from coordinator.group.streams_topology import topology_topics
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
 from pykbroker.registry import handler
@@ -56,11 +57,7 @@ HIDDEN_TOPICS = "The described group uses topics that the client is not authoriz
 
 
 def _topics(group: DescribedGroup) -> set[str]:
-    if group.topology is None:
-        return set()
-    return {name for sub in group.topology.subtopologies or () for name in (
-        *sub.source_topics, *sub.repartition_sink_topics, *(t.name for t in sub.repartition_source_topics),
-        *(t.name for t in sub.state_changelog_topics))}
+    return set() if group.topology is None else set(topology_topics(group.topology))
 
 
 def _hide_undescribable(ctx: RequestContext, groups: list[DescribedGroup]) -> list[DescribedGroup]:

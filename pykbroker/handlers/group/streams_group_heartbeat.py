@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.group.streams_topology import InternalTopic, StatusCode, missing_internal_topics
+from coordinator.group.streams_topology import (
+    InternalTopic,
+    StatusCode,
+    missing_internal_topics,
+    topology_topics,
+)
 from coordinator.group.topics import MetadataStoreTopics
 from pykbroker.context import RequestContext
 from pykbroker.handlers.group._common import coordinator, request_info
@@ -36,15 +41,6 @@ log = logging.getLogger("pykbroker.coordinator.group")
 def error_response(request: StreamsGroupHeartbeatRequest | None, version: int,
                    code: int) -> StreamsGroupHeartbeatResponse:
     return StreamsGroupHeartbeatResponse(error_code=code)
-
-
-def topology_topics(topology: Topology) -> list[str]:
-    """Every topic a topology names, once each in its order: sub-topology by sub-topology, the source, repartition
-    sink, repartition source and changelog topics (regex sources are not names)."""
-    names = (name for sub in topology.subtopologies for name in (
-        *sub.source_topics, *sub.repartition_sink_topics, *(t.name for t in sub.repartition_source_topics),
-        *(t.name for t in sub.state_changelog_topics)))
-    return list(dict.fromkeys(names))
 
 
 def _refused_topology(ctx: RequestContext, topology: Topology) -> StreamsGroupHeartbeatResponse | None:
