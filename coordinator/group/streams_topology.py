@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.errors import ApiError
-from wire import ErrorCode
+from wire import ErrorCode, java
 from wire.messages import StreamsGroupTopologyValue
 from wire.messages import streams_group_describe_response as described
 from wire.messages import streams_group_heartbeat_request as heartbeat
 
-__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "missing_internal_topics", "topology_topics",
-           "validate"]
+__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "hash_map_order", "missing_internal_topics",
+           "topology_topics", "validate"]
 
 
 class StatusCode:
@@ -40,6 +40,12 @@ class ConfiguredTopology:
     tasks: dict[str, int]
     status: int | None = None
     detail: str = ""
+
+
+def hash_map_order(names: list[str]) -> list[str]:
+    """``names`` (once each) as Kafka lists missing internal topics: in the order of the java.util.HashMap it keeps
+    them in."""
+    return java.iteration_order(names, java.grown_table_size(len(set(names))))
 
 
 def topology_topics(topology: heartbeat.Topology | described.Topology | StreamsGroupTopologyValue) -> list[str]:
@@ -74,12 +80,11 @@ def configure(topology: StreamsGroupTopologyValue, topics: TopicsImage) -> Confi
     if missing:
         return ConfiguredTopology({}, StatusCode.MISSING_SOURCE_TOPICS,
                                   f"Source topics {', '.join(missing)} are missing.")
-    internal = sorted({t.name for sub in topology.subtopologies
-                       for t in (*sub.repartition_source_topics, *sub.state_changelog_topics)
-                       if topics.by_name(t.name) is None})
+    internal = [t.name for sub in topology.subtopologies
+                for t in (*sub.repartition_source_topics, *sub.state_changelog_topics) if topics.by_name(t.name) is None]
     if internal:
         return ConfiguredTopology({}, StatusCode.MISSING_INTERNAL_TOPICS,
-                                  f"Internal topics are missing: {', '.join(internal)}")
+                                  f"Internal topics are missing: {', '.join(hash_map_order(internal))}")
     tasks: dict[str, int] = {}
     for sub in topology.subtopologies:
         names = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))

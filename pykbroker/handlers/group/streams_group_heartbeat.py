@@ -15,6 +15,7 @@ import logging
 from coordinator.group.streams_topology import (
     InternalTopic,
     StatusCode,
+    hash_map_order,
     missing_internal_topics,
     topology_topics,
 )
@@ -85,7 +86,7 @@ async def _create_internal_topics(ctx: RequestContext, request: StreamsGroupHear
         return
     if not authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
         allowed = filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, [t.name for t in missing])
-        if refused := sorted({t.name for t in missing} - allowed):
+        if refused := [n for n in hash_map_order([t.name for t in missing]) if n not in allowed]:
             status.status_detail = f"{status.status_detail}; Unauthorized to CREATE on topics {', '.join(refused)}."
             return
     for t in missing:
