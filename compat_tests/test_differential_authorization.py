@@ -1022,7 +1022,11 @@ def observe_streams(admin: str, sasl: str) -> dict[str, object]:
                 StreamsTopicInfo(name="sg-a-x-repartition", partitions=2)])))
         out["heartbeat internal topic"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
             "__consumer_offsets")))
+        out["heartbeat internal topics"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
+            "__transaction_state", "bad name!", "__consumer_offsets", repartition_sink_topics=["__share_group_state"])))
         out["heartbeat invalid topic name"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology("bad name!")))
+        out["heartbeat invalid topic names"] = beat(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
+            "st-priv", "z*", "a b", repartition_sink_topics=["x" * 250])))
         joined = c.request(_streams_join(STREAMS_GROUP, "m1", _streams_topology(
             "st-in", "sg-a-store-changelog", "sg-a-agg-changelog", "sg-a-b-changelog")), 1)
         out["heartbeat without create"] = _heartbeat_seen(joined)
