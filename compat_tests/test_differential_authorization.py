@@ -1206,8 +1206,8 @@ def tool_session(target: Target, root: Path) -> dict[str, list[str]]:
     _empty_streams_group(target.admin)
     carol = [(GROUP, TOOL_GROUP, LITERAL, "User:carol", "*", READ, ALLOW),
              (TOPIC, "tt-in", LITERAL, "User:carol", "*", READ, ALLOW)]
-    more = [(TOPIC, "sg-t-", PREFIXED, "User:carol", "*", DESCRIBE, ALLOW),
-            (GROUP, TOOL_GROUP, LITERAL, "User:carol", "*", DELETE, ALLOW),
+    describe = [(TOPIC, "sg-t-", PREFIXED, "User:carol", "*", DESCRIBE, ALLOW)]
+    more = [(GROUP, TOOL_GROUP, LITERAL, "User:carol", "*", DELETE, ALLOW),
             (TOPIC, "sg-t-", PREFIXED, "User:carol", "*", DELETE, ALLOW)]
     out: dict[str, list[str]] = {}
 
@@ -1223,6 +1223,9 @@ def tool_session(target: Target, root: Path) -> dict[str, list[str]]:
     run("carol resets (not the changelog)", "carol", *reset)
     run("carol deletes (no group DELETE)", "carol", "--delete", "--group", TOOL_GROUP)
     with RawClient(target.admin, timeout=30) as c:
+        _add_acls(c, describe)
+    run("carol resets (may not delete the changelog)", "carol", *reset)
+    with RawClient(target.admin, timeout=30) as c:
         _add_acls(c, more)
     run("carol describes", "carol", "--describe", "--group", TOOL_GROUP)
     run("carol resets", "carol", *reset)
@@ -1231,7 +1234,7 @@ def tool_session(target: Target, root: Path) -> dict[str, list[str]]:
     run("carol lists after delete", "carol", "--list")
     with RawClient(target.admin, timeout=30) as c:
         c.request(DeleteAclsRequest(filters=[DeleteAclsFilter(**any_filter(
-            principal_filter=a[3], resource_name_filter=a[1], operation=a[5])) for a in carol + more]), 3)
+            principal_filter=a[3], resource_name_filter=a[1], operation=a[5])) for a in carol + describe + more]), 3)
     return out
 
 
