@@ -117,12 +117,15 @@ differential-cluster-ops: deps
 ##        (test_differential_restart, a minute)
 ##        and the client telemetry scenarios (test_differential_telemetry, ~2 min) on 3 pykbroker brokers receiving
 ##        client metrics against a 3-node Kafka 4.4 with a telemetry plugin on every node
+##        and the authorization and SASL scenarios (test_differential_authorization, test_differential_security) on
+##        3 pykbroker brokers and a 3-node Kafka 4.4 cluster with SASL, TLS and ACLs on every node (~2.5 min)
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_streams_groups.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_telemetry.py -k cluster- $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_authorization.py compat_tests/test_differential_security.py -k cluster- $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
@@ -163,9 +166,11 @@ test-tiered-slow: deps
 ##                    group.protocol=streams on one node of each, the Streams-group differential scenarios, and
 ##                    two static instances with standbys restarted without a rebalance, a streams group through
 ##                    its coordinator's death on 3 brokers, kafka-streams-groups.sh on both brokers, and issue 33's failover
-##                    measured: the transaction coordinator or the busiest leader killed, on both (~28 min)
+##                    measured: the transaction coordinator or the busiest leader killed, on both, and
+##                    kafka-streams-groups.sh --describe/--reset-offsets/--delete under ACLs, denied then allowed (~30 min)
 test-streams-slow: deps
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py -s $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_authorization.py -k streams_groups_tool $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read

@@ -9,6 +9,7 @@ broker. On one node every route is that node, so the single mode keeps the plain
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from compat_tests import leader_split
 from pykbroker.testing import RawClient
@@ -106,8 +107,12 @@ class RoutingClient(RawClient):
     ``send``/``recv`` and raw bytes stay on the bootstrap connection; ``coordinator`` gives the address of a
     group's coordinator for scenarios that open their own connections to it."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str | None = "raw-test") -> None:
-        super().__init__(bootstrap, timeout, client_id)
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str | None = "raw-test", ssl_context=None,
+                 authenticate: Callable[[RawClient], object] | None = None) -> None:
+        """``ssl_context``: TLS to every broker; ``authenticate``: run on each connection the client opens to
+        another broker (a SASL login, as the bootstrap connection's caller made)."""
+        super().__init__(bootstrap, timeout, client_id, ssl_context)
+        self._authenticate = authenticate
         self._connections: dict[str, RawClient] = {}
         self._coordinators: dict[tuple[int, str], str] = {}
         self._sessions: dict[int, str] = {}
@@ -225,7 +230,9 @@ class RoutingClient(RawClient):
         if address == self.bootstrap:
             return _Bootstrap(self)
         if address not in self._connections:
-            self._connections[address] = RawClient(address, self.timeout, self.client_id)
+            self._connections[address] = c = RawClient(address, self.timeout, self.client_id, self.ssl_context)
+            if self._authenticate is not None:
+                self._authenticate(c)
         return self._connections[address]
 
     def close(self) -> None:

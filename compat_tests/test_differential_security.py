@@ -1,7 +1,10 @@
-"""SASL answers judged by Apache Kafka 4.1: the same raw SaslHandshake / SaslAuthenticate exchanges against a
+"""SASL answers judged by Apache Kafka 4.4: the same raw SaslHandshake / SaslAuthenticate exchanges against a
 Kafka and a pykbroker configured alike (PLAIN and SCRAM on a SASL_PLAINTEXT listener, and a second one
 with connections.max.reauth.ms), compared observation by observation; differences fail unless listed in
-``differential_allowlist.ALLOWED`` under the scenario "security".
+``differential_allowlist.ALLOWED`` under the scenario "security". On one node, and with
+PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``) on 3 pykbroker brokers (ZooKeeper) against a 3-node
+Kafka 4.4 KRaft cluster with the same listeners on every node: there the SCRAM credentials are stored through
+broker 1 and the exchanges made with broker 2.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.differential_allowlist import ALLOWED
+from compat_tests.conftest import assert_same_observations, differential_params
 from pykbroker.security.client import ScramClient, plain_token, salted_password
 from pykbroker.testing import BrokerProcess, RawClient, free_port
 from wire import ErrorCode
@@ -34,7 +37,7 @@ REAUTH_MS = 60000
 USERS = {"alice": "alice-scram", "bob": "bob-scram"}
 
 
-def security_overrides(sasl_port: int, reauth_port: int) -> dict[str, str]:
+def security_overrides() -> dict[str, str]:
     """The SASL part of both brokers' configuration (listeners are added per broker)."""
     out = {"sasl.enabled.mechanisms": ",".join(MECHANISMS),
            "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS)}
@@ -68,17 +71,23 @@ def wait_for_scram(address: str, timeout: float = 30.0) -> None:
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
+def _kafka_jars():
     import shutil
 
-    from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+    from compat_tests.jvm.kafka_broker import jars_dir
 
     if shutil.which("java") is None:
         pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars"
-    kb = KafkaBroker(jars, root=tmp_path_factory.mktemp("kafka-sasl"))
+    return jars
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
+    from compat_tests.jvm.kafka_broker import KafkaBroker
+
+    kb = KafkaBroker(_kafka_jars(), root=tmp_path_factory.mktemp("kafka-sasl"))
     controller, sasl_port, reauth_port = free_port(), free_port(), free_port()
     kb.overrides.update({
         "listeners": f"PLAINTEXT://127.0.0.1:{kb.port},CONTROLLER://127.0.0.1:{controller},"
@@ -88,7 +97,7 @@ def kafka(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
         "controller.quorum.voters": f"1@127.0.0.1:{controller}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
                                           "SASL_PLAINTEXT:SASL_PLAINTEXT,REAUTH:SASL_PLAINTEXT",
-        **security_overrides(sasl_port, reauth_port)})
+        **security_overrides()})
     try:
         kb.start()
         add_scram_users(kb.bootstrap)
@@ -105,10 +114,42 @@ def pykbroker(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
                               f"REAUTH://127.0.0.1:{reauth_port}",
                  "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
                                                    "REAUTH:SASL_PLAINTEXT",
-                 **security_overrides(sasl_port, reauth_port)}
+                 **security_overrides()}
     with BrokerProcess(tmp_path_factory.mktemp("pyk-sasl"), port=port, overrides=overrides) as b:
         add_scram_users(b.bootstrap)
         yield b.bootstrap, f"127.0.0.1:{sasl_port}", f"127.0.0.1:{reauth_port}"
+
+
+LISTENERS = [("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("REAUTH", "SASL_PLAINTEXT")]
+
+
+def _cluster_addresses(ports: list[dict[str, int]]) -> tuple[str, str, str]:
+    """The credentials are stored through broker 1; the exchanges are made with broker 2, which learns them from
+    the cluster (its controller's metadata log on Kafka, ZooKeeper on pykbroker)."""
+    second = ports[1]
+    wait_for_scram(f"127.0.0.1:{second['SASL_PLAINTEXT']}")
+    return (f"127.0.0.1:{second['PLAINTEXT']}", f"127.0.0.1:{second['SASL_PLAINTEXT']}",
+            f"127.0.0.1:{second['REAUTH']}")
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
+    """A 3-node Kafka 4.4 KRaft cluster with the same SASL listeners on every node."""
+    from compat_tests import secured_clusters
+    for _, ports in secured_clusters.kafka_cluster(_kafka_jars(), tmp_path_factory.mktemp("kafka-sasl-cluster"),
+                                                   LISTENERS, security_overrides()):
+        add_scram_users(f"127.0.0.1:{ports[0]['PLAINTEXT']}")
+        yield _cluster_addresses(ports)
+
+
+@pytest.fixture(scope="module")
+def pykbroker_cluster(tmp_path_factory) -> Iterator[tuple[str, str, str]]:
+    """3 pykbroker brokers (one ZooKeeper) with the same SASL listeners on every broker."""
+    from compat_tests import secured_clusters
+    for _, ports in secured_clusters.pykbroker_cluster(tmp_path_factory.mktemp("pyk-sasl-cluster"), LISTENERS,
+                                                       security_overrides()):
+        add_scram_users(f"127.0.0.1:{ports[0]['PLAINTEXT']}")
+        yield _cluster_addresses(ports)
 
 
 # -- one exchange per observation --------------------------------------------------------------------------
@@ -229,9 +270,9 @@ def observe(admin: str, sasl: str, reauth: str) -> dict[str, object]:
     return out
 
 
-def test_sasl_answers_match_kafka(kafka, pykbroker):
-    expected = observe(*kafka)
-    got = observe(*pykbroker)
-    differences = {key: (expected.get(key), got.get(key)) for key in sorted(set(expected) | set(got))
-                   if expected.get(key) != got.get(key) and ("security", key) not in ALLOWED}
-    assert not differences, "\n".join(f"security / {k}: kafka={e!r} pykbroker={g!r}" for k, (e, g) in differences.items())
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(["security"], (), ("security",)))
+def test_sasl_answers_match_kafka(mode, scenario, request):
+    prefix = "" if mode == "single" else "_cluster"
+    expected = observe(*request.getfixturevalue(f"kafka{prefix}"))
+    got = observe(*request.getfixturevalue(f"pykbroker{prefix}"))
+    assert_same_observations(mode, scenario, expected, got)

@@ -6,6 +6,8 @@ import re
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+#: The topics Kafka itself keeps (Topic.isInternal): group offsets, transaction state, share-group state.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def topic_name_error(name: str) -> str | None:

@@ -316,7 +316,7 @@ class OffsetMetadataManager:
     # -- OffsetDelete -----------------------------------------------------------------------------------
     def delete_offsets(self, request: OffsetDeleteRequest,
                        unknown_partitions: AbstractSet[tuple[str, int]] = frozenset()) -> CoordinatorResult:
-        group = self.groups.group(request.group_id)
+        group = self.streams.groups.get(request.group_id) or self.groups.group(request.group_id)
         if isinstance(group, ClassicGroup):
             if group.state is S.DEAD:
                 raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is in dead state.")
@@ -388,11 +388,7 @@ class OffsetMetadataManager:
             return False
         if streams is not None:  # Kafka's StreamsGroup: from the commit, but not the topics it reads while live
             base = self._commit_timestamp
-            sources = {t for s in (streams.topology.subtopologies if streams.topology else ())
-                       for t in (*s.source_topics, *(i.name for i in s.repartition_source_topics))}
-
-            def subscribed(topic: str) -> bool:
-                return bool(streams.members) and topic in sources
+            subscribed = streams.is_subscribed_to_topic
         else:
             assert group is not None
             base = self._expiration_base(group)

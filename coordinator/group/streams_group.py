@@ -78,6 +78,13 @@ class StreamsGroup:
         ties by it)."""
         return timeline_order(self.members, self.members_table)
 
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether live members read ``topic`` (a source or repartition source topic of the topology): its
+        offsets neither expire nor may be deleted."""
+        return bool(self.members) and any(
+            topic in s.source_topics or any(t.name == topic for t in s.repartition_source_topics)
+            for s in (self.topology.subtopologies if self.topology else ()))
+
     def tombstone_records(self) -> list[rec.CoordinatorRecord]:
         """The records deleting the group, in Kafka's order (createGroupTombstoneRecords)."""
         g = self.group_id

@@ -3,7 +3,7 @@
 ``validate`` refuses a malformed topology (STREAMS_INVALID_TOPOLOGY, 130). ``configure`` finds each
 sub-topology's number of tasks (partitions of its source topics, which must agree) or the status that keeps the
 group from being assigned: missing source topics (1), incorrectly partitioned topics (2), missing internal
-topics (3). The broker does not create missing internal topics yet.
+topics (3): the heartbeat handler (pykbroker.handlers.group.streams_group_heartbeat) creates those.
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ from dataclasses import dataclass
 
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.errors import ApiError
-from wire import ErrorCode
+from wire import ErrorCode, java
 from wire.messages import StreamsGroupTopologyValue
+from wire.messages import streams_group_describe_response as described
+from wire.messages import streams_group_heartbeat_request as heartbeat
 
-__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "missing_internal_topics", "validate"]
+__all__ = ["ConfiguredTopology", "InternalTopic", "StatusCode", "configure", "hash_map_order", "missing_internal_topics",
+           "topology_topics", "validate"]
 
 
 class StatusCode:
@@ -37,6 +40,21 @@ class ConfiguredTopology:
     tasks: dict[str, int]
     status: int | None = None
     detail: str = ""
+
+
+def hash_map_order(names: list[str]) -> list[str]:
+    """``names`` (once each) as Kafka lists missing internal topics: in the order of the java.util.HashMap it keeps
+    them in."""
+    return java.iteration_order(names, java.grown_table_size(len(set(names))))
+
+
+def topology_topics(topology: heartbeat.Topology | described.Topology | StreamsGroupTopologyValue) -> list[str]:
+    """Every topic a topology names, once each in its order: sub-topology by sub-topology, the source, repartition
+    sink, repartition source and changelog topics (regex sources are not names); what ACLs are checked on."""
+    names = (name for sub in topology.subtopologies or () for name in (
+        *sub.source_topics, *sub.repartition_sink_topics, *(t.name for t in sub.repartition_source_topics),
+        *(t.name for t in sub.state_changelog_topics)))
+    return list(dict.fromkeys(names))
 
 
 def validate(topology: StreamsGroupTopologyValue) -> None:
@@ -62,12 +80,11 @@ def configure(topology: StreamsGroupTopologyValue, topics: TopicsImage) -> Confi
     if missing:
         return ConfiguredTopology({}, StatusCode.MISSING_SOURCE_TOPICS,
                                   f"Source topics {', '.join(missing)} are missing.")
-    internal = sorted({t.name for sub in topology.subtopologies
-                       for t in (*sub.repartition_source_topics, *sub.state_changelog_topics)
-                       if topics.by_name(t.name) is None})
+    internal = [t.name for sub in topology.subtopologies
+                for t in (*sub.repartition_source_topics, *sub.state_changelog_topics) if topics.by_name(t.name) is None]
     if internal:
         return ConfiguredTopology({}, StatusCode.MISSING_INTERNAL_TOPICS,
-                                  f"Internal topics are missing: [{', '.join(internal)}]")
+                                  f"Internal topics are missing: {', '.join(hash_map_order(internal))}")
     tasks: dict[str, int] = {}
     for sub in topology.subtopologies:
         names = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))

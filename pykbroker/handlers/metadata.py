@@ -23,7 +23,7 @@ from pykbroker.security.auth_helper import (
     authorized_operations,
     filter_by_authorized,
 )
-from pykbroker.topic_names import topic_name_error
+from pykbroker.topic_names import INTERNAL_TOPICS, topic_name_error
 from replication.metadata.acl import CLUSTER_NAME
 from replication.metadata.image import MetadataImage, TopicState, live_endpoints, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -33,8 +33,6 @@ from wire.messages.metadata_response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def error_response(request: MetadataRequest | None, version: int, code: int) -> MetadataResponse:

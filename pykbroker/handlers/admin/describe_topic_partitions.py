@@ -13,7 +13,7 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.authorized_operations import AUTHORIZED_OPERATIONS_OMITTED
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
-from pykbroker.topic_names import topic_name_error
+from pykbroker.topic_names import INTERNAL_TOPICS, topic_name_error
 from replication.metadata.image import MetadataImage, PartitionState, partition_leader_view
 from wire import ZERO_UUID, ApiKey, ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
@@ -24,7 +24,6 @@ from wire.messages.describe_topic_partitions_response import (
 )
 
 MAX_PARTITIONS_PER_RESPONSE = 2000  # Kafka's max.request.partition.size.limit default
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
 class CursorError(Exception):

@@ -23,6 +23,7 @@ from pykbroker.security.auth_helper import (
     authorize_cluster,
     filter_by_authorized,
 )
+from pykbroker.topic_names import INTERNAL_TOPICS
 from wire import ApiKey, ErrorCode
 from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from wire.messages.add_partitions_to_txn_response import (
@@ -77,7 +78,6 @@ async def _add(ctx: RequestContext, transactional_id: str, producer_id: int, epo
     return dict.fromkeys(partitions, ErrorCode.NONE)
 
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @handler(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, error_response=error_response)
