@@ -236,7 +236,11 @@ def test_acknowledged_state_survives_kill_9(tmp_path):
             assert acquired(r) == []
         b.restart(hard=True)
         with RawClient(b.bootstrap) as c:
-            m, _ = join(c, "g-durable", "durable")
+            m = "n" * 22
+            r = c.request(ShareGroupHeartbeatRequest(group_id="g-durable", member_id=m, member_epoch=0,
+                                                     subscribed_topic_names=["durable"]), 1)
+            # the group's initialized share-partitions (ShareGroupStatePartitionMetadata) survived: assigned at once
+            assert [t.partitions for t in r.assignment.topic_partitions] == [[0]], r
             # only the released record comes back, with its delivery count
             deadline = time.monotonic() + 10
             r = fetch(c, "g-durable", m, 0, tid, wait_ms=1000)
