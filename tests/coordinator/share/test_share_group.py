@@ -188,3 +188,26 @@ def test_a_new_assignment_waits_for_the_share_assignment_interval():
     assert (c.groups["g"].assignment_epoch, c.groups["g"].assignment_timestamp) == (5, 0)
     r = c.heartbeat("g", "d", 0, None, ["t"], "c", "/h").response
     assert (r.member_epoch, r.assignment) == (6, {T: [0, 1]})
+
+
+def test_deleting_offsets_and_topics_uninitializes_and_is_replayed():
+    """DeleteShareGroupOffsets (Kafka's sharePartitionsEligibleForOffsetDeletion / completeDeleteShareGroupOffsets):
+    a topic's initialized partitions move to deleting (a retry deletes every partition) and are cleared once deleted;
+    a topic without offsets is not answered; a deleted topic is forgotten. The record replays all three states."""
+    clock = FakeClock()
+    u = uuid.UUID(int=6)
+    topics = StaticTopics([TopicInfo("t", T, 2), TopicInfo("u", u, 1)])
+    c, _ = _coordinator(clock, topics)
+    log = list(c.ensure_group("g").records) + list(c.initialized_state("g", {T: ("t", [0, 1])}).records)
+    log.extend(c.heartbeat("g", "m", 0, None, ["u"], "c", "/h").records)  # u initializing
+    result = c.start_deleting("g", {T: "t", u: "u"})
+    log.extend(result.records)
+    assert result.response == {T: [0, 1]}
+    fresh = _replayed(clock, topics, log)
+    assert (fresh.groups["g"].initialized, fresh.groups["g"].deleting) == ({}, {T: "t"})
+    assert [(name, p) for name, p, _ in fresh.groups["g"].initializing.values()] == [("u", {0})]
+    assert c.start_deleting("g", {T: "t"}).response == {T: [0, 1]}  # a retry of an interrupted deletion
+    log.extend(c.deleted("g", {T}).records)
+    log.extend(c.forget_topics("g", {u}).records)
+    fresh = _replayed(clock, topics, log)
+    assert (fresh.groups["g"].initialized, fresh.groups["g"].initializing, fresh.groups["g"].deleting) == ({}, {}, {})
