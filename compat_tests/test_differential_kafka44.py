@@ -779,6 +779,22 @@ def share_initialization(c: RawClient) -> Observations:
     out["add a partition"] = r.results[0].error_code
     out["the added partition assigned"] = until_assigned(m1, lambda got: got == [(a, [0, 1, 2])])
     out["offsets of the added partition"] = offsets(settled=listing(a, partitions=3))
+    # share.auto.offset.reset (latest here) decides where a partition initialized at -1 starts; one added to a topic
+    # the group has starts at 0, so records written there before the group's first fetch are delivered
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=a, partition_data=[
+        PartitionProduceData(index=2, records=build_simple_batch([b"x", b"y"], timestamp=int(time.time() * 1000)))])]),
+              11)
+    topic_id = next(t for t, name in ids.items() if name == a)
+    deadline, session, got = time.monotonic() + 15, 0, []
+    while not got and time.monotonic() < deadline:
+        r = c.request(ShareFetchRequest(group_id=group, member_id=m1, share_session_epoch=session, max_wait_ms=500,
+                                        min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10, topics=[
+                                            ShareFetchTopic(topic_id=topic_id, partitions=[
+                                                ShareFetchPartition(partition_index=2)])]), 1)
+        session += 1
+        got = [(p.error_code, [(x.first_offset, x.last_offset, x.delivery_count) for x in p.acquired_records])
+               for t in r.responses for p in t.partitions if p.acquired_records or p.error_code]
+    out["the added partition's records from offset 0"] = got
     out["subscribe to another topic"] = heartbeat(m1, [a, b])
     out["the other topic assigned"] = until_assigned(m1, lambda got: len(got) == 2)
     r = c.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=b)], topic_names=[b], timeout_ms=10_000), 6)
