@@ -153,7 +153,9 @@ class InitializeRequest:
     """Share-partitions whose state the group coordinator asks the share coordinator to initialize (Kafka's
     InitializeShareGroupStateParameters): ``topics`` maps a topic id to (partitions, start offset); the start
     offset is -1 (share.auto.offset.reset decides at the first fetch) for a topic new to the group and 0 for
-    partitions added to a topic the group already has, so none of their records is missed."""
+    partitions added to a topic the group already has, so none of their records is missed. ``state_epoch`` is the
+    group epoch Kafka initializes the state at; pykbroker initializes at state epoch 0 and keeps state a partition
+    already has (its leader's first fetch may have written it), so no initialization replaces another's."""
     group_id: str
     state_epoch: int
     topics: dict[uuid.UUID, tuple[list[int], int]]
@@ -313,6 +315,7 @@ class ShareGroupCoordinator:
         log.info("share group %s: initializing share-partitions %s", group.group_id,
                  {str(t): p for t, (p, _) in topics.items()})
         return InitializeRequest(group.group_id, group.group_epoch, topics)
+
     def _maybe_reassign(self, group: ShareGroup, bumped: bool = False) -> None:
         """Recompute the target assignment if the group epoch moved; a change of the subscribed topics' metadata
         bumps the epoch, unless this change already did (``bumped``), as Kafka bumps it once per change."""
