@@ -1,7 +1,7 @@
 """The differential scenarios' client on a cluster: a RawClient that sends each request where a Kafka client
 would — produce, fetch and the other partition requests to the partitions' leaders (from Metadata; a request
 whose partitions have several leaders split among them and the answers merged, compat_tests/leader_split.py), group
-requests (ShareGroupHeartbeat too) to the group coordinator, ShareFetch and ShareAcknowledge to their first
+requests (the share-group ones too) to the group coordinator, ShareFetch and ShareAcknowledge to their first
 partition's leader, and transaction requests to the transaction coordinator (FindCoordinator),
 ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
 broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
@@ -17,9 +17,11 @@ from wire import ErrorCode
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AlterShareGroupOffsetsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
     DescribeShareGroupOffsetsRequest,
@@ -39,6 +41,7 @@ from wire.messages import (
     OffsetFetchRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
+    ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
@@ -73,7 +76,8 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
     """(key type, key) of the coordinator a request goes to; None for a request no coordinator answers."""
     if isinstance(request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
                             OffsetCommitRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
-                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest, ShareGroupHeartbeatRequest)):
+                            TxnOffsetCommitRequest, StreamsGroupHeartbeatRequest, ShareGroupHeartbeatRequest,
+                            AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest)):
         return GROUP, request.group_id
     if isinstance(request, OffsetFetchRequest):
         return GROUP, request.group_id if version < 8 else (request.groups[0].group_id if request.groups else None)
@@ -81,7 +85,7 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.groups[0]) if request.groups else None
     if isinstance(request, DeleteGroupsRequest):
         return (GROUP, request.groups_names[0]) if request.groups_names else None
-    if isinstance(request, (ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest)):
+    if isinstance(request, (ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest, ShareGroupDescribeRequest)):
         return (GROUP, request.group_ids[0]) if request.group_ids else None
     if isinstance(request, DescribeShareGroupOffsetsRequest):
         return (GROUP, request.groups[0].group_id) if request.groups else None
@@ -98,7 +102,8 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
 
 # Requests that name several groups: (the groups' field, the results' field).
 _MULTI_GROUP = {DeleteGroupsRequest: ("groups_names", "results"), DescribeGroupsRequest: ("groups", "groups"),
-                ConsumerGroupDescribeRequest: ("group_ids", "groups"), StreamsGroupDescribeRequest: ("group_ids", "groups")}
+                ConsumerGroupDescribeRequest: ("group_ids", "groups"), StreamsGroupDescribeRequest: ("group_ids", "groups"),
+                ShareGroupDescribeRequest: ("group_ids", "groups")}
 
 
 class RoutingClient(RawClient):

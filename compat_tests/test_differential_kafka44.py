@@ -17,6 +17,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   DescribeShareGroupOffsets v1's lag and the dead-letter queue of KIP-1191 (a REJECTed record's DLQ copy).
 - A new consumer group's first epochs and KIP-1263's assignment interval (a group config of 0 and of 1.5 s).
 - The same for a share group (share.assignment.interval.ms, and a value above the broker's maximum).
+- Share-partitions assigned once initialized: the epochs of joins, added partitions, new and deleted topics, and
+  what DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets see of initialization.
 """
 
 from __future__ import annotations
@@ -47,12 +49,16 @@ from wire import (
 )
 from wire.messages import (
     AddRaftVoterRequest,
+    AlterShareGroupOffsetsRequest,
     ApiVersionsRequest,
     ApiVersionsResponse,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DeleteTopicsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeLogDirsRequest,
@@ -69,21 +75,32 @@ from wire.messages import (
     RemoveRaftVoterRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
+    ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
     TxnOffsetCommitRequest,
     UnregisterBrokerRequest,
     UnregisterControllerRequest,
 )
 from wire.messages.add_raft_voter_request import Listener
+from wire.messages.alter_share_group_offsets_request import (
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from wire.messages.api_versions_response import ApiVersion
 from wire.messages.consumer_group_heartbeat_request import TopicPartitions as HeartbeatTopicPartitions
+from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
 )
+from wire.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequestTopic
+from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.describe_configs_request import DescribeConfigsResource
-from wire.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequestGroup
+from wire.messages.describe_share_group_offsets_request import (
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+)
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -717,6 +734,125 @@ def regex_internal_topics(c: RawClient) -> Observations:
             break
         time.sleep(0.2)
     out["assigned topics"] = assigned
+# -- share-partition initialization (KIP-932 as Kafka 4.4's group coordinator runs it) ----------------------------
+def share_initialization(c: RawClient) -> Observations:
+    """A share group is assigned a share-partition only once its state is initialized at the share coordinator:
+    a join answers no partitions and the heartbeat after the initialization bumps the epoch and assigns them;
+    a partition added to a subscribed topic (initialized at offset 0) and a newly subscribed topic cost two epochs
+    each, a deleted topic one; DescribeShareGroupOffsets lists initialized share-partitions only (start offset and
+    lag -1 until a fetch decides); AlterShareGroupOffsets initializes, so a later member is assigned at once;
+    DeleteShareGroupOffsets un-initializes (a topic without offsets is UNKNOWN_TOPIC_OR_PARTITION), so the next
+    member waits for the topic again. Only settled answers are compared (initialization is asynchronous)."""
+    group, names, ids = "k44-si", ("k44-si-a", "k44-si-b", "k44-si-c", "k44-si-d"), {}
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=2 if n.endswith("a") else 1,
+                                                         replication_factor=1) for n in names],
+                                  timeout_ms=10_000), 7)
+    for name, info in c.wait_for_topics(*names).items():
+        ids[info.topic_id] = name
+    a, b, cc, d = names
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=a, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"v%d" % i for i in range(5)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    out: Observations = {"config": _set_group_config(c, group, "share.assignment.interval.ms", "0")}
+    epochs: dict[str, int] = {}
+
+    def assignment(a) -> list | None:
+        return None if a is None else sorted((ids.get(t.topic_id, "?"), sorted(t.partitions))
+                                             for t in a.topic_partitions)
+
+    def heartbeat(member: str, topics: list[str] | None = None, epoch: int | None = None):
+        r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member,
+                                                 member_epoch=epochs.get(member, 0) if epoch is None else epoch,
+                                                 subscribed_topic_names=topics), 1)
+        if r.error_code == ErrorCode.NONE and r.member_epoch >= 0:
+            epochs[member] = r.member_epoch
+        return r.error_code, r.member_epoch, assignment(r.assignment)
+
+    def until_assigned(member: str, want: Callable[[list], bool]):
+        """Heartbeat until the answer carries an assignment ``want`` accepts: that answer."""
+        deadline = time.monotonic() + 30
+        while True:
+            answer = heartbeat(member)
+            if (answer[2] is not None and want(answer[2])) or time.monotonic() > deadline:
+                return answer
+            time.sleep(0.1)
+
+    def described():
+        g = c.request(ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0]
+        return (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch,
+                [(m.member_epoch, sorted((t.topic_name, sorted(t.partitions)) for t in m.assignment.topic_partitions))
+                 for m in g.members])
+
+    def offsets(topics: list[tuple[str, list[int]]] | None = None, settled: Callable[[list], bool] = lambda o: True):
+        deadline = time.monotonic() + 30
+        while True:
+            r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+                group_id=group, topics=None if topics is None else [DescribeShareGroupOffsetsRequestTopic(
+                    topic_name=n, partitions=p) for n, p in topics])]), 1)
+            got = [(g.error_code, sorted((t.topic_name, [(p.partition_index, p.start_offset, p.lag, p.error_code)
+                                                         for p in t.partitions]) for t in g.topics)) for g in r.groups]
+            if settled(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def listing(*topics: str, partitions: int = 0) -> Callable[[list], bool]:
+        """The offsets list ``topics`` (the first one with ``partitions`` partitions, if given)."""
+        def settled(got: list) -> bool:
+            listed = {name: parts for g in got for name, parts in g[1]}
+            return sorted(listed) == sorted(topics) and (not partitions or len(listed[topics[0]]) == partitions)
+        return settled
+
+    m1, m2 = "i" * 22, "j" * 22
+    out["join"] = _until_settled(lambda: heartbeat(m1, [a]), lambda r: r[0])  # the coordinator may still load
+    out["described after the join"] = described()
+    out["assigned once initialized"] = until_assigned(m1, bool)
+    out["offsets once initialized"] = offsets(settled=listing(a))
+    r = c.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(name=a, count=3, assignments=None)],
+                                          timeout_ms=10_000, validate_only=False), 3)
+    out["add a partition"] = r.results[0].error_code
+    out["the added partition assigned"] = until_assigned(m1, lambda got: got == [(a, [0, 1, 2])])
+    out["offsets of the added partition"] = offsets(settled=listing(a, partitions=3))
+    # share.auto.offset.reset (latest here) decides where a partition initialized at -1 starts; one added to a topic
+    # the group has starts at 0, so records written there before the group's first fetch are delivered
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=a, partition_data=[
+        PartitionProduceData(index=2, records=build_simple_batch([b"x", b"y"], timestamp=int(time.time() * 1000)))])]),
+              11)
+    topic_id = next(t for t, name in ids.items() if name == a)
+    deadline, session, got = time.monotonic() + 15, 0, []
+    while not got and time.monotonic() < deadline:
+        r = c.request(ShareFetchRequest(group_id=group, member_id=m1, share_session_epoch=session, max_wait_ms=500,
+                                        min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10, topics=[
+                                            ShareFetchTopic(topic_id=topic_id, partitions=[
+                                                ShareFetchPartition(partition_index=2)])]), 1)
+        session += 1
+        got = [(p.error_code, [(x.first_offset, x.last_offset, x.delivery_count) for x in p.acquired_records])
+               for t in r.responses for p in t.partitions if p.acquired_records or p.error_code]
+    out["the added partition's records from offset 0"] = got
+    out["subscribe to another topic"] = heartbeat(m1, [a, b])
+    out["the other topic assigned"] = until_assigned(m1, lambda got: len(got) == 2)
+    r = c.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=b)], topic_names=[b], timeout_ms=10_000), 6)
+    out["delete the other topic"] = r.responses[0].error_code
+    out["the deleted topic unassigned"] = until_assigned(m1, lambda got: len(got) == 1)
+    out["offsets after the deletion"] = offsets(settled=listing(a))
+    out["leave"] = heartbeat(m1, epoch=-1)
+    out["described empty"] = described()
+    r = c.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
+        topic_name=cc, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]), 0)
+    out["alter offsets"] = (r.error_code, [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions])
+                                           for t in r.responses])
+    out["offsets after the alter"] = offsets(settled=listing(a, cc))
+    out["offsets of a topic never initialized"] = offsets([(d, [0])])
+    r = c.request(DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+        DeleteShareGroupOffsetsRequestTopic(topic_name=n) for n in (a, d, "k44-si-none")]), 0)
+    out["delete offsets"] = (r.error_code, sorted((t.topic_name, t.error_code, t.error_message) for t in r.responses))
+    out["offsets after the delete"] = offsets(settled=listing(cc))
+    out["described after the delete"] = described()
+    out["a member joins"] = heartbeat(m2, [a, cc])
+    out["the deleted topic assigned again"] = until_assigned(m2, lambda got: len(got) == 2)
+    out["offsets at the end"] = offsets(settled=listing(a, cc, partitions=3))
+    out["the last member leaves"] = heartbeat(m2, epoch=-1)
     return out
 
 
@@ -727,6 +863,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
     "share_groups_v2": share_groups_v2, "share_assignment_interval": share_assignment_interval,
     "regex_internal_topics": regex_internal_topics,
+    "share_initialization": share_initialization,
 }
 
 

@@ -498,6 +498,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.share.session.timeout.ms", _int(1, _I32), "45000", "Session timeout of share group members."),
     ConfigDef("group.share.heartbeat.interval.ms", _int(1, _I32), "5000", "Heartbeat interval of share groups."),
     ConfigDef("group.share.max.size", _int(1, 1000), "200", "Largest share group."),
+    ConfigDef("group.share.initialize.retry.interval.ms", _int(1, _I32), "30000",
+              "How long a share-partition may stay initializing before a heartbeat asks for it again."),
     ConfigDef("group.share.max.share.sessions", _int(1, _I32), "2000", "Share sessions a broker keeps."),
     ConfigDef("share.coordinator.state.topic.num.partitions", _int(1, _I32), "50",
               "Partitions of __share_group_state."),

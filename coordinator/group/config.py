@@ -37,6 +37,7 @@ class GroupCoordinatorConfig:
     share_group_heartbeat_interval_ms: int = 5000
     share_group_assignment_interval_ms: int = 1000  # KIP-1263 (Kafka 4.3)
     share_group_max_size: int = 200
+    share_group_initialize_retry_interval_ms: int = 30_000  # a share-partition initializing longer is asked again
     streams_group_session_timeout_ms: int = 45_000
     streams_group_heartbeat_interval_ms: int = 5000
     streams_group_num_standby_replicas: int = 0
@@ -69,6 +70,7 @@ class GroupCoordinatorConfig:
             share_group_heartbeat_interval_ms=get("group.share.heartbeat.interval.ms"),
             share_group_assignment_interval_ms=get("group.share.assignment.interval.ms"),
             share_group_max_size=get("group.share.max.size"),
+            share_group_initialize_retry_interval_ms=get("group.share.initialize.retry.interval.ms"),
             streams_group_session_timeout_ms=get("group.streams.session.timeout.ms"),
             streams_group_heartbeat_interval_ms=get("group.streams.heartbeat.interval.ms"),
             streams_group_num_standby_replicas=get("group.streams.num.standby.replicas"),

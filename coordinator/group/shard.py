@@ -65,7 +65,8 @@ class GroupCoordinatorShard:
                                            heartbeat_interval_ms=config.share_group_heartbeat_interval_ms,
                                            max_size=config.share_group_max_size,
                                            assignment_interval_ms=self._share_assignment_interval_ms,
-                                           now_ms=clock.now_ms)
+                                           now_ms=clock.now_ms,
+                                           initialize_retry_interval_ms=config.share_group_initialize_retry_interval_ms)
         self.streams = StreamsGroups(on_create=self._drop_simple_group)
         self.groups.groups.other_type = self.streams.groups.__contains__
         self.offsets = OffsetMetadataManager(self.groups, self.streams)

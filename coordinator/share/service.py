@@ -8,7 +8,12 @@
 - ``sessions``: the ``ShareSessionCache``;
 - membership (members, heartbeats, assignment): the ``ShareGroupCoordinator`` of each __consumer_offsets shard
   of the group coordinator, reached through ``heartbeat``, ``group``, ``listed_groups``, ``ensure_group``,
-  ``delete_group`` and ``mark_initialized`` (persisted in __consumer_offsets as Kafka 4.2 does).
+  ``delete_group``, ``mark_initialized`` and ``delete_offsets`` (persisted in __consumer_offsets as Kafka does).
+
+Share-partitions are assigned only once initialized, as in Kafka 4.4: a heartbeat that finds subscribed partitions
+neither initialized nor initializing marks them initializing and hands back an ``InitializeRequest``;
+``initialize`` (started by the heartbeat handler, not awaited by it) writes their state at the share coordinator
+and then marks them initialized (or, on failure, no longer initializing, so a later heartbeat asks again).
 
 The broker gives it callables for what lives above this layer (topic lookups, group configs, creating the
 state topic), so nothing here imports pykbroker. ``settings(group_id)`` merges the broker's ``group.share.*``
@@ -29,7 +34,7 @@ from coordinator.runtime.log import CoordinatorLogFactory
 from coordinator.share.coordinator import ShareCoordinator
 from coordinator.share.persister import Send, SharePersister
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME
-from coordinator.share.share_group import HeartbeatResult, ShareGroup
+from coordinator.share.share_group import HeartbeatResult, InitializeRequest, ShareGroup
 from coordinator.share.share_partition_manager import (
     DeadLetterSink,
     ShareGroupSettings,
@@ -40,6 +45,9 @@ from coordinator.share.share_session import ShareSessionCache
 __all__ = ["ShareGroupService"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
+
+# DeleteShareGroupOffsets of a topic the group has no initialized share-partitions of (Kafka's message)
+NO_OFFSETS = "There is no offset information to delete."
 
 
 class ShareGroupService:
@@ -96,10 +104,61 @@ class ShareGroupService:
         return await self.group_coordinator.share_write(group_id, lambda groups: groups.delete(group_id))
 
     async def mark_initialized(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> None:
-        """Record that the group's share-partition state of ``partitions`` is initialized (as Kafka 4.2 does)."""
-        name = self._topic_name(topic_id)
-        await self.group_coordinator.share_write(group_id, lambda groups: groups.mark_initialized(
-            group_id, topic_id, name or "", partitions))
+        """Record that the group's share-partition state of ``partitions`` is initialized
+        (ShareGroupStatePartitionMetadata), so they are assigned from the next heartbeat on."""
+        name = self._topic_name(topic_id) or ""
+        await self.group_coordinator.share_write(group_id, lambda groups: groups.initialized_state(
+            group_id, {topic_id: (name, partitions)}))
+
+    def start_initializing(self, request: InitializeRequest) -> None:
+        """Initialize the share-partitions of ``request`` in the background (a heartbeat's answer does not wait)."""
+        task = asyncio.ensure_future(self.initialize(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def initialize(self, request: InitializeRequest) -> None:
+        """Write the initial state of the request's share-partitions (start offset -1 or 0; state a partition
+        already has is kept), then mark those done initialized and the rest no longer initializing."""
+        group_id = request.group_id
+        done: dict[uuid.UUID, tuple[str, list[int]]] = {}
+        failed: dict[uuid.UUID, list[int]] = {}
+        for topic_id, (partitions, start_offset) in request.topics.items():
+            name = self._topic_name(topic_id) or ""
+            for index in partitions:
+                try:
+                    await self.partitions.initialize_uninitialized((group_id, topic_id, index), start_offset)
+                    done.setdefault(topic_id, (name, []))[1].append(index)
+                except Exception as exc:
+                    log.warning("share group %s: initializing %s-%d failed: %s", group_id, name, index, exc)
+                    failed.setdefault(topic_id, []).append(index)
+        try:
+            if done:
+                await self.group_coordinator.share_write(group_id, lambda groups: groups.initialized_state(
+                    group_id, done))
+            if failed:
+                await self.group_coordinator.share_write(group_id, lambda groups: groups.uninitialized_state(
+                    group_id, failed))
+        except Exception as exc:  # the coordinator moved: its new home retries after the retry interval
+            log.warning("share group %s: recording initialized share-partitions failed: %s", group_id, exc)
+
+    async def delete_offsets(self, group_id: str, topics: dict[uuid.UUID, str]) -> dict[uuid.UUID, str | None]:
+        """DeleteShareGroupOffsets of ``topics`` (id -> name): answers per topic None (deleted) or why not: no
+        offsets (not initialized), or the share coordinator's error. The topics are marked deleting first and
+        cleared once their state is deleted, as Kafka does, so a retry completes an interrupted deletion."""
+        partitions = await self.group_coordinator.share_write(group_id, lambda groups: groups.start_deleting(
+            group_id, topics))
+        out: dict[uuid.UUID, str | None] = {t: NO_OFFSETS for t in topics if t not in partitions}
+        for topic_id, indexes in partitions.items():
+            out[topic_id] = None
+            for index in indexes:
+                try:
+                    await self.partitions.delete((group_id, topic_id, index))
+                except Exception as exc:
+                    out[topic_id] = str(exc) or type(exc).__name__
+        deleted = {t for t, why in out.items() if why is None}
+        if deleted:
+            await self.group_coordinator.share_write(group_id, lambda groups: groups.deleted(group_id, deleted))
+        return out
 
     def settings(self, group_id: str) -> ShareGroupSettings:
         configs = self._group_configs(group_id)
@@ -146,6 +205,7 @@ class ShareGroupService:
 
     async def _delete_topic_state(self, topic_id: uuid.UUID) -> None:
         self.partitions.drop_topic(topic_id)
+        await self._forget_topic(topic_id)
         if SHARE_GROUP_STATE_TOPIC_NAME not in self._existing_topics():
             return  # no share-partition state anywhere yet
         try:
@@ -162,6 +222,25 @@ class ShareGroupService:
             for tp in [tp for tp in session.partitions if tp[0] == topic_id]:
                 session.partitions.pop(tp, None)
 
+    async def _forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The share groups coordinated here forget the deleted topic's share-partitions (Kafka's
+        maybeCleanupShareGroupState), so a topic of the same name created later is initialized afresh."""
+        if self.group_coordinator is None:
+            return
+        try:
+            groups = await self.listed_groups()
+        except Exception as exc:
+            log.warning("share groups: forgetting deleted topic %s failed: %s", topic_id, exc)
+            return
+        for group in groups:
+            if topic_id in group.initialized or topic_id in group.initializing or topic_id in group.deleting:
+                try:
+                    await self.group_coordinator.share_write(group.group_id, lambda g, gid=group.group_id: g.forget_topics(
+                        gid, {topic_id}))
+                except Exception as exc:
+                    log.warning("share group %s: forgetting deleted topic %s failed: %s", group.group_id, topic_id,
+                                exc)
+
     def connection_closed(self, connection: object) -> None:
         """Kafka's ShareSessionCache disconnect listener: end the sessions opened on ``connection`` and release
         what their members hold."""
@@ -176,5 +255,7 @@ class ShareGroupService:
         self.coordinator.load_all()
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         self.partitions.close()
         await self.coordinator.close()

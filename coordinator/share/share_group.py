@@ -110,8 +110,14 @@ class ShareGroup:
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    # topic id -> (topic name, partitions whose share-partition state this group initialized)
+    # topic id -> (topic name, partitions whose share-partition state this group initialized): only these are
+    # assigned (ShareGroupStatePartitionMetadata's initialized topics)
     initialized: dict[uuid.UUID, tuple[str, set[int]]] = field(default_factory=dict)
+    # topic id -> (topic name, partitions whose initialization is under way, when it started (ms; not persisted:
+    # a replay counts from the load, as Kafka's does)); retried after group.share.initialize.retry.interval.ms
+    initializing: dict[uuid.UUID, tuple[str, set[int], int]] = field(default_factory=dict)
+    # topic id -> topic name: topics whose offsets DeleteShareGroupOffsets is deleting
+    deleting: dict[uuid.UUID, str] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -128,9 +134,31 @@ class ShareGroup:
                                           m.member_epoch, m.previous_member_epoch, srec.canonical(m.assignment))
              for m in self.members.values()},
             {mid: srec.canonical(a) for mid, a in self.target.items()},
-            tuple((t, name, tuple(sorted(p))) for t, (name, p) in sorted(self.initialized.items(),
-                                                                          key=lambda kv: str(kv[0])) if p),
-            self.assignment_timestamp)
+            _topics({t: (name, p) for t, (name, p) in self.initialized.items()}),
+            self.assignment_timestamp,
+            _topics({t: (name, p) for t, (name, p, _) in self.initializing.items()}),
+            tuple(sorted(self.deleting.items(), key=lambda kv: str(kv[0]))))
+
+    def initialized_partitions(self, topic_id: uuid.UUID) -> set[int]:
+        return self.initialized.get(topic_id, ("", set()))[1]
+
+
+def _topics(topics: dict[uuid.UUID, tuple[str, set[int]]]) -> tuple[tuple[uuid.UUID, str, tuple[int, ...]], ...]:
+    return tuple((t, name, tuple(sorted(p))) for t, (name, p) in sorted(topics.items(), key=lambda kv: str(kv[0]))
+                 if p)
+
+
+@dataclass(frozen=True)
+class InitializeRequest:
+    """Share-partitions whose state the group coordinator asks the share coordinator to initialize (Kafka's
+    InitializeShareGroupStateParameters): ``topics`` maps a topic id to (partitions, start offset); the start
+    offset is -1 (share.auto.offset.reset decides at the first fetch) for a topic new to the group and 0 for
+    partitions added to a topic the group already has, so none of their records is missed. ``state_epoch`` is the
+    group epoch Kafka initializes the state at; pykbroker initializes at state epoch 0 and keeps state a partition
+    already has (its leader's first fetch may have written it), so no initialization replaces another's."""
+    group_id: str
+    state_epoch: int
+    topics: dict[uuid.UUID, tuple[list[int], int]]
 
 
 @dataclass(frozen=True)
@@ -141,6 +169,7 @@ class HeartbeatResult:
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
     error_message: str | None = None
+    initialize: InitializeRequest | None = None
 
 
 def _session_key(group_id: str, member_id: str) -> str:
@@ -153,9 +182,13 @@ class ShareGroupCoordinator:
     def __init__(self, timer: CoordinatorTimer, topics: TopicsImage, *, session_timeout_ms: int = 45_000,
                  heartbeat_interval_ms: int = 5_000, max_size: int = 200,
                  assignment_interval_ms: Callable[[str], int] = lambda group_id: 0,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
-        """``assignment_interval_ms(group_id)``: the group's share.assignment.interval.ms (KIP-1263)."""
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 initialize_retry_interval_ms: int = 30_000) -> None:
+        """``assignment_interval_ms(group_id)``: the group's share.assignment.interval.ms (KIP-1263);
+        ``initialize_retry_interval_ms``: group.share.initialize.retry.interval.ms, after which a share-partition
+        still initializing is asked for again."""
         self.timer = timer
+        self.initialize_retry_interval_ms = initialize_retry_interval_ms
         self.assignment_interval_ms = assignment_interval_ms
         self.now_ms = now_ms
         self.topics = topics
@@ -223,18 +256,65 @@ class ShareGroupCoordinator:
         if subscribed_topic_names is not None and list(subscribed_topic_names) != member.subscribed_topic_names:
             member.subscribed_topic_names = list(subscribed_topic_names)
             group.group_epoch += 1
+        elif group.group_epoch == epoch_before and group.assignment_epoch >= group.group_epoch \
+                and self._initialized_assignment_pending(group):
+            # share-partitions were initialized since the last assignment: assign them (once: while an assignment
+            # waits for share.assignment.interval.ms, the epoch already asks for one)
+            group.group_epoch += 1
         member.rack_id = rack_id if rack_id is not None else member.rack_id
         self._maybe_reassign(group, bumped=group.group_epoch != epoch_before)
         target = group.target.get(member_id, {})
-        send = member_epoch != group.assignment_epoch or member.member_epoch != group.assignment_epoch \
-            or member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        # as Kafka: the assignment goes with a full request (a join, or one naming the subscription) or when it changed
+        new_assignment = {t: sorted(p) for t, p in target.items() if p}
+        send = member_epoch == JOIN_GROUP_MEMBER_EPOCH or subscribed_topic_names is not None \
+            or srec.canonical(member.assignment) != srec.canonical(new_assignment)
         if member.member_epoch != group.assignment_epoch:
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = group.assignment_epoch
         member.assignment = {t: sorted(p) for t, p in target.items()}
         self._schedule_expiry(group, member)
         return HeartbeatResult(ErrorCode.NONE, member_id, member.member_epoch, self.heartbeat_interval_ms,
-                               {t: sorted(p) for t, p in target.items()} if send else None)
+                               {t: sorted(p) for t, p in target.items()} if send else None,
+                               initialize=self._start_initializing(group))
+
+    def _initialized_assignment_pending(self, group: ShareGroup) -> bool:
+        """Kafka's initializedAssignmentPending: a subscribed topic's initialized partitions are not exactly those
+        the target assignment holds, so the group epoch bumps and the next assignment takes them."""
+        if not group.members or not group.initialized:
+            return False
+        subscribed = group.subscribed_topics()
+        assigned: dict[uuid.UUID, set[int]] = {}
+        for assignment in group.target.values():
+            for topic_id, indexes in assignment.items():
+                assigned.setdefault(topic_id, set()).update(indexes)
+        return any(name in subscribed and assigned.get(topic_id) != partitions
+                   for topic_id, (name, partitions) in group.initialized.items())
+
+    def _start_initializing(self, group: ShareGroup) -> InitializeRequest | None:
+        """The subscribed share-partitions neither initialized nor initializing (or initializing for longer than
+        the retry interval), now marked initializing, as the request to initialize them (Kafka's
+        maybeCreateInitializeShareGroupStateRequest)."""
+        now = self.now_ms()
+        fresh = {t: p for t, (_, p, since) in group.initializing.items()
+                 if now - since < self.initialize_retry_interval_ms}
+        known = set(group.initialized) | set(group.initializing)  # partitions added to these start at offset 0
+        topics: dict[uuid.UUID, tuple[list[int], int]] = {}
+        for name in sorted(group.subscribed_topics()):
+            info = self.topics.by_name(name)
+            if info is None:
+                continue
+            done = group.initialized_partitions(info.topic_id) | fresh.get(info.topic_id, set())
+            missing = [p for p in range(info.num_partitions) if p not in done]
+            if missing:
+                topics[info.topic_id] = (missing, 0 if info.topic_id in known else -1)
+                _, under_way, _ = group.initializing.get(info.topic_id, (name, set(), now))
+                group.initializing[info.topic_id] = (name, under_way | set(missing), now)
+                group.deleting.pop(info.topic_id, None)
+        if not topics:
+            return None
+        log.info("share group %s: initializing share-partitions %s", group.group_id,
+                 {str(t): p for t, (p, _) in topics.items()})
+        return InitializeRequest(group.group_id, group.group_epoch, topics)
 
     def _maybe_reassign(self, group: ShareGroup, bumped: bool = False) -> None:
         """Recompute the target assignment if the group epoch moved; a change of the subscribed topics' metadata
@@ -246,7 +326,8 @@ class ShareGroupCoordinator:
             info = self.topics.by_name(name)
             if info is not None:
                 ids_by_name[name] = info.topic_id
-                partitions.extend((info.topic_id, p) for p in range(info.num_partitions))
+                initialized = group.initialized_partitions(info.topic_id)
+                partitions.extend((info.topic_id, p) for p in range(info.num_partitions) if p in initialized)
         hashed = metadata_hash(self.topics, subscribed)
         if hashed != group.metadata_hash:
             if group.metadata_hash != 0 and not bumped:  # the topics changed (partitions added, topic deleted)
@@ -305,14 +386,77 @@ class ShareGroupCoordinator:
             return group
         return self._recorded(group_id, change)
 
-    def mark_initialized(self, group_id: str, topic_id: uuid.UUID, topic_name: str,
-                         partitions: list[int]) -> CoordinatorResult[None]:
-        """The share-partition state of ``partitions`` was initialized for the group (ShareGroupStatePartitionMetadata)."""
+    def initialized_state(self, group_id: str, topics: dict[uuid.UUID, tuple[str, list[int]]]
+                          ) -> CoordinatorResult[None]:
+        """The share coordinator initialized these share-partitions (Kafka's initializeShareGroupState): they move
+        from initializing to initialized; the group's next heartbeat bumps its epoch and assigns them."""
+        def change() -> None:
+            group = self.groups.get(group_id)
+            if group is None:
+                return
+            for topic_id, (name, partitions) in topics.items():
+                known = group.initialized_partitions(topic_id)
+                group.initialized[topic_id] = (name, known | set(partitions))
+                self._drop_initializing(group, topic_id, partitions)
+        return self._recorded(group_id, change)
+
+    def uninitialized_state(self, group_id: str, topics: dict[uuid.UUID, list[int]]) -> CoordinatorResult[None]:
+        """Initializing these share-partitions failed: no longer initializing, so a next heartbeat asks again."""
         def change() -> None:
             group = self.groups.get(group_id)
             if group is not None:
-                _, known = group.initialized.get(topic_id, (topic_name, set()))
-                group.initialized[topic_id] = (topic_name, known | set(partitions))
+                for topic_id, partitions in topics.items():
+                    self._drop_initializing(group, topic_id, partitions)
+        return self._recorded(group_id, change)
+
+    @staticmethod
+    def _drop_initializing(group: ShareGroup, topic_id: uuid.UUID, partitions: list[int]) -> None:
+        entry = group.initializing.get(topic_id)
+        if entry is not None:
+            left = entry[1] - set(partitions)
+            if left:
+                group.initializing[topic_id] = (entry[0], left, entry[2])
+            else:
+                del group.initializing[topic_id]
+
+    def forget_topics(self, group_id: str, topic_ids: set[uuid.UUID]) -> CoordinatorResult[None]:
+        """The topics were deleted (Kafka's maybeCleanupShareGroupState): the group forgets their share-partitions."""
+        def change() -> None:
+            group = self.groups.get(group_id)
+            if group is not None:
+                for topic_id in topic_ids:
+                    group.initialized.pop(topic_id, None)
+                    group.initializing.pop(topic_id, None)
+                    group.deleting.pop(topic_id, None)
+        return self._recorded(group_id, change)
+
+    def start_deleting(self, group_id: str, topics: dict[uuid.UUID, str]) -> CoordinatorResult[dict[uuid.UUID, list[int]]]:
+        """DeleteShareGroupOffsets (Kafka's sharePartitionsEligibleForOffsetDeletion): the topics' initialized
+        share-partitions are no longer initialized and the topics are marked deleting until their state is
+        deleted; answers the partitions whose state to delete per topic (all of a topic already deleting, so a
+        retry finishes what a crash left). A topic absent from the answer has no offsets to delete."""
+        def change() -> dict[uuid.UUID, list[int]]:
+            group = self.groups.get(group_id)
+            out: dict[uuid.UUID, list[int]] = {}
+            if group is None:
+                return out
+            for topic_id, name in topics.items():
+                if topic_id in group.initialized:
+                    out[topic_id] = sorted(group.initialized.pop(topic_id)[1])
+                    group.deleting[topic_id] = name
+                elif topic_id in group.deleting:
+                    info = self.topics.by_name(name)
+                    out[topic_id] = list(range(info.num_partitions if info is not None else 0))
+            return out
+        return self._recorded(group_id, change)
+
+    def deleted(self, group_id: str, topic_ids: set[uuid.UUID]) -> CoordinatorResult[None]:
+        """The deleting topics' state is deleted (Kafka's completeDeleteShareGroupOffsets)."""
+        def change() -> None:
+            group = self.groups.get(group_id)
+            if group is not None:
+                for topic_id in topic_ids:
+                    group.deleting.pop(topic_id, None)
         return self._recorded(group_id, change)
 
     def delete(self, group_id: str) -> CoordinatorResult[int]:
@@ -369,8 +513,12 @@ class ShareGroupCoordinator:
                 member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
                 member.assignment = srec.assignment_of(value.assigned_partitions)
         elif t == rec.RecordType.SHARE_GROUP_STATE_PARTITION_METADATA:
+            now = self.now_ms()
             group.initialized = {} if value is None else {
                 i.topic_id: (i.topic_name, set(i.partitions)) for i in value.initialized_topics}
+            group.initializing = {} if value is None else {
+                i.topic_id: (i.topic_name, set(i.partitions), now) for i in value.initializing_topics}
+            group.deleting = {} if value is None else {i.topic_id: i.topic_name for i in value.deleting_topics}
 
     def on_loaded(self) -> None:
         """As Kafka's onLoaded: every loaded member has a full session timeout to heartbeat again."""

@@ -7,7 +7,8 @@ Kafka 4.2 writes, all at value version 0 (flexible), keyed by group id (and memb
 - ShareGroupTargetAssignmentMetadata (12): the assignment epoch;
 - ShareGroupTargetAssignmentMember (13): a member's target partitions;
 - ShareGroupCurrentMemberAssignment (14): a member's epoch, previous epoch, state (0 = stable) and partitions;
-- ShareGroupStatePartitionMetadata (15): the partitions whose share-partition state the group initialized.
+- ShareGroupStatePartitionMetadata (15): the share-partitions the group is initializing and has initialized, and the
+  topics whose offsets it is deleting.
 
 ``records_between(before, after)`` turns two views of a group (``view(group)``, None for "no group") into the
 records that take a replay from one to the other, in the order Kafka's heartbeat writes them: member
@@ -81,6 +82,8 @@ class GroupView:
     target: Mapping[str, Partitions]
     initialized: tuple[tuple[UUID, str, tuple[int, ...]], ...]
     assignment_timestamp: int = 0  # when the assignment of assignment_epoch was computed (0: never, or emptied)
+    initializing: tuple[tuple[UUID, str, tuple[int, ...]], ...] = ()
+    deleting: tuple[tuple[UUID, str], ...] = ()
 
 
 def member_subscription_record(group_id: str, member_id: str, m: MemberView) -> CoordinatorRecord:
@@ -117,15 +120,15 @@ def current_assignment_record(group_id: str, member_id: str, m: MemberView) -> C
         0)
 
 
-def state_partition_metadata_record(group_id: str,
-                                    initialized: tuple[tuple[UUID, str, tuple[int, ...]], ...]) -> CoordinatorRecord:
+def state_partition_metadata_record(group_id: str, view: GroupView) -> CoordinatorRecord:
     return CoordinatorRecord(
         ShareGroupStatePartitionMetadataKey(group_id=group_id),
         ShareGroupStatePartitionMetadataValue(
-            initializing_topics=[],
+            initializing_topics=[_state.TopicPartitionsInfo(topic_id=t, topic_name=name, partitions=list(p))
+                                 for t, name, p in view.initializing],
             initialized_topics=[_state.TopicPartitionsInfo(topic_id=t, topic_name=name, partitions=list(p))
-                                for t, name, p in initialized],
-            deleting_topics=[]), 0)
+                                for t, name, p in view.initialized],
+            deleting_topics=[_state.TopicInfo(topic_id=t, topic_name=name) for t, name in view.deleting]), 0)
 
 
 def _member_key_tombstones(group_id: str, member_id: str) -> list[CoordinatorRecord]:
@@ -174,6 +177,7 @@ def records_between(group_id: str, before: GroupView | None, after: GroupView | 
         if o is None or (o.member_epoch, o.previous_member_epoch, o.assignment) != \
                 (m.member_epoch, m.previous_member_epoch, m.assignment):
             out.append(current_assignment_record(group_id, member_id, m))
-    if (before.initialized if before is not None else ()) != after.initialized:
-        out.append(state_partition_metadata_record(group_id, after.initialized))
+    old_state = (before.initialized, before.initializing, before.deleting) if before is not None else ((), (), ())
+    if old_state != (after.initialized, after.initializing, after.deleting):
+        out.append(state_partition_metadata_record(group_id, after))
     return out

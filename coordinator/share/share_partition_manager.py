@@ -195,12 +195,13 @@ class SharePartitionManager:
         if entry is not None and entry.partition is not None and entry.partition.dead_letters_written(first, last):
             self._on_release(key)
 
-    async def initialize_uninitialized(self, key: SharePartitionKey) -> None:
-        """A partition newly assigned to the group: state with start offset -1 unless it has state already."""
+    async def initialize_uninitialized(self, key: SharePartitionKey, start_offset: int = -1) -> None:
+        """A share-partition the group coordinator initializes: state starting at ``start_offset`` (-1: not yet
+        known, share.auto.offset.reset decides at the first fetch) unless it has state already."""
         if key in self._entries or await self.persister.read_state(key) is not None:
             return
         try:
-            await self.persister.initialize_state(key, 0, -1)
+            await self.persister.initialize_state(key, 0, start_offset)
         except ApiError as exc:
             if exc.error_code != ErrorCode.FENCED_STATE_EPOCH:  # else initialized meanwhile: fine
                 raise

@@ -1,9 +1,12 @@
 """ShareGroupHeartbeat v1 (KIP-932): join (epoch 0, with the subscribed topics), heartbeat, leave (epoch -1).
 
 The member chooses its id; an empty or too long one is INVALID_REQUEST ("Invalid member id in the request.").
-A partition's share state is initialized when it is first assigned, as Kafka's group coordinator does: with
-start offset -1 ("not yet known"; DescribeShareGroupOffsets shows -1), which the first ShareFetch turns into
-an offset by ``share.auto.offset.reset``. A group id already used by a classic or consumer group is GROUP_ID_NOT_FOUND ("Group <id> is not a share
+A share-partition is assigned only once its state is initialized, as Kafka 4.4's group coordinator does: the
+heartbeat that finds a subscribed partition uninitialized marks it initializing (ShareGroupStatePartitionMetadata)
+and starts writing its state at the share coordinator without waiting for it, so a first heartbeat answers an empty
+assignment; once written, the next heartbeat bumps the group epoch and assigns it. The state starts at offset -1
+("not yet known"; DescribeShareGroupOffsets shows -1), which the first ShareFetch turns into an offset by
+``share.auto.offset.reset``, or at 0 for partitions added to a topic the group already has. A group id already used by a classic or consumer group is GROUP_ID_NOT_FOUND ("Group <id> is not a share
 group."). The answer carries the member epoch, the heartbeat interval and, when it changed, the assignment (topic ids
 and partitions) from the simple assignor. UNSUPPORTED_VERSION while share groups are off.
 """
@@ -60,38 +63,15 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
         return error_response(request, ctx.api_version, exc.error_code)
     if result.error_code != ErrorCode.NONE:
         return error_response(request, ctx.api_version, result.error_code, result.error_message)
+    if result.initialize is not None:
+        service(ctx).start_initializing(result.initialize)
     assignment = None
     if result.assignment is not None:
-        await _initialize(ctx, request.group_id, result.assignment)
         assignment = Assignment(topic_partitions=[TopicPartitions(topic_id=t, partitions=p)
                                                   for t, p in result.assignment.items()])
     return ShareGroupHeartbeatResponse(error_code=ErrorCode.NONE, member_id=result.member_id,
                                        member_epoch=result.member_epoch,
                                        heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
-
-
-async def _initialize(ctx: RequestContext, group_id: str, assignment) -> None:
-    """Initialize the share state of assigned partitions the group has not initialized yet, and record them
-    (ShareGroupStatePartitionMetadata), as Kafka 4.2's group coordinator does."""
-    svc = service(ctx)
-    code, group = await share_group(ctx, group_id)
-    known = group.initialized if group is not None else {}
-    for topic_id, indexes in assignment.items():
-        done = []
-        for index in indexes:
-            if index in known.get(topic_id, ("", set()))[1]:
-                continue
-            try:
-                await svc.partitions.initialize_uninitialized((group_id, topic_id, index))
-                done.append(index)
-            except Exception as exc:  # the first ShareFetch tries again and reports the error
-                log.warning("share group %s: initializing %s-%d failed: %s", group_id, topic_id, index, exc)
-        if done:
-            try:
-                await svc.mark_initialized(group_id, topic_id, done)
-            except ApiError as exc:
-                log.warning("share group %s: recording initialized partitions of %s failed: %s", group_id,
-                            topic_id, exc)
 
 
 async def _other_kind_of_group(ctx: RequestContext, group_id: str) -> bool:

@@ -6,7 +6,9 @@ A share group's "offset" of a partition is its share-partition start offset, rea
   v1 adds the lag: records from the start offset to the high watermark not yet acknowledged or archived.
 - Alter (``kafka-share-groups --reset-offsets``): only while the group has no members (NON_EMPTY_GROUP);
   each partition starts again at the given offset with a new state epoch.
-- Delete: only while empty; the state of every partition of the named topics is deleted.
+- Delete: only while empty; the state of the named topics' initialized share-partitions is deleted (a topic with
+  none, or unknown, is UNKNOWN_TOPIC_OR_PARTITION), and the group initializes them again when a member subscribes.
+- Alter marks the partitions initialized, so a member subscribing later is assigned them at once.
 An unknown group (no members, no state) is GROUP_ID_NOT_FOUND. UNSUPPORTED_VERSION while share groups are off.
 
 ACLs as Kafka 4.2 checks them: Describe needs DESCRIBE on the group (else the group's GROUP_AUTHORIZATION_FAILED)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 
+from coordinator.share.service import NO_OFFSETS
 from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, service, share_group
 from pykbroker.registry import handler
@@ -52,6 +55,7 @@ LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
 LIST_OFFSETS_VERSION = 7
 
 TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message()
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
@@ -142,7 +146,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                 if state is not None:
                     start = state.start_offset
                     epoch = state.leader_epoch
-                    hw = await _high_watermark(ctx, name, i)
+                    hw = await _high_watermark(ctx, name, i) if start >= 0 else None  # -1: no lag yet
                     if hw is not None:
                         lag = state.lag(hw)
                 parts.append(DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=start,
@@ -192,7 +196,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
                                                             error_message=TOPIC_AUTHORIZATION_MESSAGE)
                     for p in t.partitions]))
             continue
-        parts = []
+        parts, reset = [], []
         for p in t.partitions:
             code, message = ErrorCode.NONE, None
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
@@ -200,11 +204,14 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
             else:
                 try:
                     await svc.partitions.reset((request.group_id, topic.topic_id, p.partition_index), p.start_offset)
+                    reset.append(p.partition_index)
                     log.info("share group %s %s-%d: start offset reset to %d (%s)", request.group_id, t.topic_name,
                              p.partition_index, p.start_offset, ctx.describe())
                 except Exception as exc:
                     code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
                     message = str(exc)
+            if reset and topic is not None:  # initialized: assigned as soon as a member subscribes
+                await svc.mark_initialized(request.group_id, topic.topic_id, reset)
             parts.append(AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
                                                                  error_message=message))
         responses.append(AlterShareGroupOffsetsResponseTopic(
@@ -236,24 +243,24 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, request: Delete
     if group is not None and group.members:
         return delete_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     store = ctx.metadata
-    states = await svc.states(request.group_id)
     responses = [DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
                                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                                       error_message=TOPIC_AUTHORIZATION_MESSAGE)
                  for t in request.topics if t not in readable]
+    known = {t.topic_name: store.topics[t.topic_name].topic_id for t in readable if t.topic_name in store.topics}
+    outcome = await svc.delete_offsets(request.group_id, {topic_id: name for name, topic_id in known.items()})
     for t in readable:
-        topic = store.topics.get(t.topic_name)
-        if topic is None:
+        topic_id = known.get(t.topic_name)
+        why = outcome.get(topic_id) if topic_id is not None else UNKNOWN_TOPIC_MESSAGE
+        if why is None:
+            responses.append(DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,
+                                                                  topic_id=known[t.topic_name],
+                                                                  error_code=ErrorCode.NONE))
+        elif topic_id is None or why == NO_OFFSETS:  # unknown topic, or none of its share-partitions initialized
             responses.append(DeleteShareGroupOffsetsResponseTopic(
-                topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                error_message="The topic does not exist."))
-            continue
-        code, message = ErrorCode.NONE, None
-        for key in [k for k in states if k[1] == topic.topic_id]:
-            try:
-                await svc.partitions.delete(key)
-            except Exception as exc:
-                code, message = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR), str(exc)
-        responses.append(DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id,
-                                                              error_code=code, error_message=message))
+                topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=why))
+        else:
+            responses.append(DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=known[t.topic_name], error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                error_message=why))
     return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=responses)

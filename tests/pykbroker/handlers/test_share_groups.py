@@ -76,11 +76,19 @@ def earliest(c: RawClient, group: str) -> None:
 
 
 def join(c: RawClient, group: str, topic: str, member: str | None = None):
+    """A member joins and heartbeats until it is assigned partitions (Kafka 4.4 assigns a share-partition once its
+    state is initialized, which the join starts); answers (member id, the assigning heartbeat's answer)."""
     earliest(c, group)
     member = member or uuid.uuid4().hex[:22]
     r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
                                              subscribed_topic_names=[topic]), 1)
     assert r.error_code == ErrorCode.NONE, r
+    deadline = time.monotonic() + 30
+    while not (r.assignment and r.assignment.topic_partitions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=r.member_epoch), 1)
+        assert r.error_code == ErrorCode.NONE, r
+    assert r.assignment and r.assignment.topic_partitions, f"{member} was not assigned {topic} in 30 s"
     return member, r
 
 
@@ -109,8 +117,11 @@ def test_share_apis_are_refused_while_share_version_is_not_finalized(tmp_path):
         assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
         enable(c)
         create_topic(c, "t")
-        _, r = join(c, "g", "t")
-        assert r.member_epoch == 2 and r.assignment.topic_partitions[0].partitions == [0]
+        first = c.request(ShareGroupHeartbeatRequest(group_id="g", member_id="f" * 22, member_epoch=0,
+                                                     subscribed_topic_names=["t"]), 1)
+        assert (first.member_epoch, first.assignment.topic_partitions) == (2, [])  # t-0 is being initialized
+        _, r = join(c, "g", "t", "f" * 22)  # assigned once initialized, at the epoch that initialization bumped
+        assert r.member_epoch == 3 and r.assignment.topic_partitions[0].partitions == [0]
 
 
 def test_records_go_to_one_member_and_acknowledgements_settle_them(broker):
@@ -225,7 +236,11 @@ def test_acknowledged_state_survives_kill_9(tmp_path):
             assert acquired(r) == []
         b.restart(hard=True)
         with RawClient(b.bootstrap) as c:
-            m, _ = join(c, "g-durable", "durable")
+            m = "n" * 22
+            r = c.request(ShareGroupHeartbeatRequest(group_id="g-durable", member_id=m, member_epoch=0,
+                                                     subscribed_topic_names=["durable"]), 1)
+            # the group's initialized share-partitions (ShareGroupStatePartitionMetadata) survived: assigned at once
+            assert [t.partitions for t in r.assignment.topic_partitions] == [[0]], r
             # only the released record comes back, with its delivery count
             deadline = time.monotonic() + 10
             r = fetch(c, "g-durable", m, 0, tid, wait_ms=1000)
