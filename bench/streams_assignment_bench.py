@@ -37,7 +37,7 @@ from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
 from compat_tests.jvm.kafka_broker import jars_dir as kafka_jars_dir
 from compat_tests.streams_app import StreamsApp, streams_jars
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
-from wire.messages import StreamsGroupDescribeRequest
+from wire.messages import FindCoordinatorRequest, StreamsGroupDescribeRequest
 
 PARTITIONS = 4
 TASKS = 2 * PARTITIONS  # the input's and the repartition topic's sub-topologies
@@ -75,8 +75,13 @@ def classic_assigned(bootstrap: str, group: str, members: int) -> bool:
 
 
 def streams_assigned(bootstrap: str, group: str, members: int) -> bool:
-    """The streams group is Stable with ``members`` members holding every task as active."""
+    """The streams group is Stable with ``members`` members holding every task as active (asked of the group's
+    coordinator)."""
     with RawClient(bootstrap.split(",")[0], timeout=30) as c:
+        [found] = c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4).coordinators
+    if found.error_code != 0:
+        return False
+    with RawClient(f"{found.host}:{found.port}", timeout=30) as c:
         [g] = c.request(StreamsGroupDescribeRequest(group_ids=[group]), 1).groups
     if g.error_code != 0 or g.group_state != "Stable" or len(g.members) != members:
         return False
