@@ -166,10 +166,14 @@ test-tiered-slow: deps
 ##                    group.protocol=streams on one node of each, the Streams-group differential scenarios, and
 ##                    two static instances with standbys restarted without a rebalance, a streams group through
 ##                    its coordinator's death on 3 brokers, kafka-streams-groups.sh on both brokers, and issue 33's failover
-##                    measured: the transaction coordinator or the busiest leader killed, on both, and
-##                    kafka-streams-groups.sh --describe/--reset-offsets/--delete under ACLs, denied then allowed (~30 min)
+##                    measured: the transaction coordinator or the busiest leader killed, on both; at_least_once
+##                    through the group coordinator's kill -9 on 3 brokers (classic and streams protocols, the output
+##                    stall printed for both brokers), interactive-query metadata across two instances and a
+##                    topology change across a restart judged by Kafka 4.4, a smoke run of
+##                    `python -m bench streams-assignment`, Kafka's own StickyTaskAssignor against ours, and
+##                    kafka-streams-groups.sh --describe/--reset-offsets/--delete under ACLs, denied then allowed (~45 min)
 test-streams-slow: deps
-	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py -s $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py tests/bench/test_streams_assignment_bench.py -s $(ARGS)
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_authorization.py -k streams_groups_tool $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and

@@ -2,6 +2,7 @@
 
     python -m bench                 # all
     python -m bench storage         # bench/storage_bench.py only
+    python -m bench streams-assignment   # bench/streams_assignment_bench.py (a dash stands for an underscore)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def main(argv: list[str]) -> int:
         print("no benchmarks found in bench/")
         return 1
     for name in names:
-        module = importlib.import_module(f"bench.{name}_bench")
+        module = importlib.import_module(f"bench.{name.replace('-', '_')}_bench")
         print(f"== {name} ==", flush=True)
         started = time.monotonic()
         module.main()

@@ -33,6 +33,20 @@ def streams_jars() -> Path | None:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def _items(joined: str) -> frozenset[str]:
+    return frozenset() if joined == "-" else frozenset(joined.split(","))
+
+
+class IqMetadata:
+    """What one instance reports for interactive queries: per client (application.server) its active and standby
+    topic partitions and stores; per key the active host, the standby hosts and the partition."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
+        self.keys: dict[str, tuple[str, frozenset[str], int]] = {}
+        self.error: str | None = None
+
+
 class StreamsApp:
     """One instance of the counting application; its stdout (Streams' warnings included) goes to ``log_path``."""
 
@@ -52,6 +66,8 @@ class StreamsApp:
         self.errors: list[str] = []
         self.restores: list[tuple[float, str, int, int]] = []  # (when, changelog partition, from offset, to offset)
         self.restored: list[tuple[float, str, int]] = []  # (when, changelog partition, records restored)
+        self._meta: list[str] = []  # the "APP META"/"APP KEY" lines of the metadata answer being read
+        self._meta_done = threading.Event()
         self._reader: threading.Thread | None = None
 
     def start(self) -> StreamsApp:
@@ -81,6 +97,10 @@ class StreamsApp:
                 elif line.startswith("APP RESTORE "):
                     _, _, partition, start, end = line.split()
                     self.restores.append((time.monotonic(), partition, int(start), int(end)))
+                elif line.startswith("APP META END"):
+                    self._meta_done.set()
+                elif line.startswith(("APP META ", "APP KEY ")):
+                    self._meta.append(line.strip())
                 elif line.startswith("APP RESTORED "):
                     _, _, partition, records = line.split()
                     self.restored.append((time.monotonic(), partition, int(records)))
@@ -101,6 +121,29 @@ class StreamsApp:
                 raise TimeoutError(f"Streams instance {self.name} is {self.state}, not {state}, after {timeout} s;"
                                    f" its log:\n{self.log()}")
             time.sleep(0.1)
+
+    def query_metadata(self, keys: int, timeout: float = 60.0) -> IqMetadata:
+        """The instance's interactive-query metadata (application.server must be set): every client of
+        metadataForAllStreamsClients and queryMetadataForKey("counts", ...) of the first ``keys`` keys."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self._meta.clear()
+        self._meta_done.clear()
+        self.proc.stdin.write(f"metadata {keys}\n")
+        self.proc.stdin.flush()
+        if not self._meta_done.wait(timeout):
+            raise TimeoutError(f"Streams instance {self.name} gave no metadata in {timeout} s:\n{self.log()}")
+        found = IqMetadata()
+        for line in self._meta:
+            kind, rest = line.split(" ", 2)[1], line.split(" ", 2)[2]
+            if kind == "META" and rest.startswith("ERROR "):
+                found.error = rest
+            elif kind == "META":
+                host, active, standby, stores = rest.split(" ")
+                found.clients[host] = (_items(active), _items(standby), _items(stores))
+            else:
+                key, host, standbys, partition = rest.split(" ")
+                found.keys[key] = (host, _items(standbys), int(partition))
+        return found
 
     def log(self, last: int = 60) -> str:
         try:

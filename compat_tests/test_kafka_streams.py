@@ -11,8 +11,11 @@ at_least_once through an instance killed with -9 (every input counted at least o
 the counts joined with a table (a KStream-KTable join), and an instance killed with -9 whose tasks the survivor
 takes over from its standby replicas, and Kafka's offline migration of the application to group.protocol=streams
 (pykbroker refuses it yet: an expected failure until its coordinator converts an empty classic group), state
-restored after a restart (from scratch after kill -9, from the checkpoint after a clean close), and the
-application's throughput against Kafka's.
+restored after a restart (from scratch after kill -9, from the checkpoint after a clean close), the
+application's throughput against Kafka's, at_least_once on 3 brokers through the group coordinator's kill -9 with
+each group protocol (the output stall printed on both brokers), interactive-query metadata across two instances
+(metadataForAllStreamsClients, queryMetadataForKey) and a sub-topology added across a restart, both compared with
+Kafka 4.4's.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from compat_tests.conftest import KAFKA_44
 from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from compat_tests.streams_app import (
     CommittedCounts,
+    IqMetadata,
     StreamsApp,
     label,
     produce_keys,
@@ -39,7 +43,7 @@ from compat_tests.streams_app import (
 )
 from pykbroker.config import Config
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
-from wire.messages import ListGroupsRequest
+from wire.messages import FindCoordinatorRequest, ListGroupsRequest
 
 KEYS = 1000
 PARTITIONS = 4
@@ -75,9 +79,11 @@ def create_topics(bootstrap: str, names: list[str], replication: int, configs: d
 
 
 def start_instances(jars: Path, bootstrap: str, root: Path, app_id: str, props: dict[str, str],
-                    count: int = 2, fail_on_error: bool = False) -> list[StreamsApp]:
-    apps = [StreamsApp(jars, bootstrap, app_id, f"{app_id}-in", f"{app_id}-out", root, f"instance-{i}", props)
-            for i in range(count)]
+                    count: int = 2, fail_on_error: bool = False,
+                    each: list[dict[str, str]] | None = None) -> list[StreamsApp]:
+    """``count`` instances with ``props``, instance i with ``each[i]`` too (e.g. its application.server)."""
+    apps = [StreamsApp(jars, bootstrap, app_id, f"{app_id}-in", f"{app_id}-out", root, f"instance-{i}",
+                       {**props, **(each[i] if each else {})}) for i in range(count)]
     for app in apps:
         app.start()
     try:
@@ -92,7 +98,7 @@ def start_instances(jars: Path, bootstrap: str, root: Path, app_id: str, props: 
 
 def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replication: int = 1,
                props: dict[str, str] | None = None, during=None, timeout: float = 300.0,
-               table: bool = False, instances: int = 2) -> Run:
+               table: bool = False, instances: int = 2, each: list[dict[str, str]] | None = None) -> Run:
     """Run ``instances`` instances over ``rounds`` x ``KEYS`` input records; ``during(apps, counts)`` is called
     once half the input is written (``counts`` reads the output so far). With ``table`` the counts are joined
     with a compacted table of each key's ``label``. The output is checked before returning: exact, or with ``processing.guarantee=at_least_once`` in
@@ -106,7 +112,7 @@ def count_keys(jars: Path, bootstrap: str, root: Path, *, rounds: int, replicati
         create_topics(bootstrap, [f"{app_id}-labels"], replication, {"cleanup.policy": "compact"})
         produce_labels(bootstrap, f"{app_id}-labels", KEYS)
         props["app.table"] = f"{app_id}-labels"
-    apps = start_instances(jars, bootstrap, root, app_id, props, instances)
+    apps = start_instances(jars, bootstrap, root, app_id, props, instances, each=each)
     counts = CommittedCounts(bootstrap, f"{app_id}-out", PARTITIONS)
     try:
         started = time.monotonic()
@@ -179,14 +185,21 @@ CLUSTER_ROUNDS = 40
 RECOVERY_BOUND_S = 60.0
 
 
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """The node coordinating ``group`` (FindCoordinator: any group type, classic or streams)."""
+    with RawClient(bootstrap.split(",")[0], timeout=30) as c:
+        [found] = c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4).coordinators
+    assert found.error_code == 0, found
+    return found.node_id
+
+
 def kill_a_broker(bootstrap: str, victim: str, kill):
     """kill -9 the broker coordinating the application's group (``victim`` "group-coordinator") or the next one
     (``victim`` "other": it coordinates none of the group but leads partitions and, often, transactions)."""
     def during(apps: list[StreamsApp], _counts: CommittedCounts) -> None:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        group = admin.describe_consumer_groups([apps[0].application_id])[apps[0].application_id].result(30)
-        node = group.coordinator.id if victim == "group-coordinator" else group.coordinator.id % 3 + 1
-        print(f"killing broker {node}; the group coordinator is {group.coordinator.id}")
+        coordinator = group_coordinator(bootstrap, apps[0].application_id)
+        node = coordinator if victim == "group-coordinator" else coordinator % 3 + 1
+        print(f"killing broker {node}; the group coordinator is {coordinator}")
         kill(node)
     return during
 
@@ -216,6 +229,47 @@ def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars, victim
                          during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.node(n).kill()))
     print(f"Kafka 4.4, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
           f"output stalled for {run.stall:.1f} s at most")
+
+
+# at_least_once on 3 brokers, the broker coordinating the group killed with -9 once half the input is written, with
+# the classic protocol and with group.protocol=streams. commit.interval.ms=1000 (at_least_once's default is 30 s)
+# so that the output stall measures the recovery, not the commit interval. Every input is counted (maybe twice) and
+# no key's count goes backwards; the stall is printed on both brokers.
+ALOS_CLUSTER = {"processing.guarantee": "at_least_once", "commit.interval.ms": "1000"}
+PROTOCOLS = ["classic", "streams"]
+
+
+def at_least_once_through_a_killed_broker(jars: Path, bootstrap: str, root: Path, protocol: str, kill,
+                                          broker: str) -> Run:
+    run = count_keys(jars, bootstrap, root, rounds=CLUSTER_ROUNDS, replication=3,
+                     props={**ALOS_CLUSTER, "group.protocol": protocol},
+                     during=kill_a_broker(bootstrap, "group-coordinator", kill))
+    overcounted = sum(1 for values in run.counts.values() if values[-1] > CLUSTER_ROUNDS)
+    load = os.getloadavg()
+    print(f"STREAMS ALOS FAILOVER {broker}, 3 brokers, group.protocol={protocol}, group coordinator killed:"
+          f" {run.records} records counted at least once in {run.seconds:.1f} s ({overcounted} keys past their"
+          f" inputs), output stalled for {run.stall:.1f} s at most after the kill; load average {load[0]:.1f}")
+    return run
+
+
+@slow
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_at_least_once_count_through_a_killed_broker(tmp_path, jars, protocol):
+    session_ms = Config().zookeeper_session_timeout_ms  # the default, not the kit's 6 s
+    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=session_ms) as cluster:
+        run = at_least_once_through_a_killed_broker(jars, cluster.bootstrap, tmp_path, protocol,
+                                                    lambda n: cluster.broker(n).kill(), "pykbroker")
+    assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
+
+
+@slow
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_at_least_once_count_through_a_killed_kafka_broker(tmp_path, jars, protocol):
+    kafka_jars = jars_dir(KAFKA_44)
+    assert kafka_jars is not None
+    with KafkaCluster(kafka_jars, tmp_path / "kafka", 3, overrides=CLUSTER) as cluster:
+        at_least_once_through_a_killed_broker(jars, cluster.bootstrap, tmp_path, protocol,
+                                              lambda n: cluster.node(n).kill(), "Kafka 4.4")
 
 
 # at_least_once, two instances, one killed with -9 once half the input is written: its tasks move to the survivor
@@ -458,3 +512,119 @@ def test_exactly_once_throughput_against_kafka(tmp_path, jars, kafka44_judge):
     print(f"exactly_once_v2 count of {ours.records} records: pykbroker {ours.records / ours.seconds:.0f} records/s"
           f" ({ours.seconds:.1f} s), Kafka 4.4 {theirs.records / theirs.seconds:.0f} records/s ({theirs.seconds:.1f} s),"
           f" ratio {theirs.seconds / ours.seconds:.2f}; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+
+
+# Interactive-query metadata (classic protocol, exactly_once_v2, a standby of every task): two instances, each with
+# its application.server, count half the input; then each is asked for KafkaStreams.metadataForAllStreamsClients()
+# and queryMetadataForKey("counts", key) of every key. Both must describe the same two clients, the repartition
+# partitions split between them, every key's active host the one whose active partitions hold the key's partition
+# and its standby host the other. Judged by Kafka 4.4 doing the same.
+SERVERS = ["127.0.0.1:7101", "127.0.0.1:7102"]  # names for the metadata only: nothing listens there
+
+
+def iq_problem(views: list[IqMetadata], app_id: str) -> str | None:
+    """Why the instances' metadata is not (yet) a consistent, complete view of the application; None if it is."""
+    repartition = f"{app_id}-by-key-repartition-"
+    for view in views:
+        if view.error or set(view.clients) != set(SERVERS) or len(view.keys) != KEYS:
+            return f"incomplete: {view.error or sorted(view.clients)}, {len(view.keys)} keys"
+    if any(v.clients != views[0].clients or v.keys != views[0].keys for v in views[1:]):
+        return "the instances disagree"
+    clients = views[0].clients
+    active = {host: {p for p in a if p.startswith(repartition)} for host, (a, _, _) in clients.items()}
+    if sum(len(p) for p in active.values()) != PARTITIONS or len(set().union(*active.values())) != PARTITIONS:
+        return f"the repartition partitions are not split between the clients: {active}"
+    for key, (host, standbys, partition) in views[0].keys.items():
+        other = next(h for h in SERVERS if h != host)
+        if f"{repartition}{partition}" not in active.get(host, set()):
+            return f"{key} (partition {partition}) is placed on {host}, which does not own it: {active}"
+        if standbys != {other} or f"{repartition}{partition}" not in clients[other][1]:
+            return f"{key}'s standby hosts are {sorted(standbys)}, not {other}: {clients[other][1]}"
+    return None
+
+
+def interactive_query_metadata(jars: Path, bootstrap: str, root: Path) -> dict[str, object]:
+    seen: dict[str, object] = {}
+
+    def ask(apps: list[StreamsApp], counts: CommittedCounts) -> None:
+        counts.wait_for_totals(KEYS, 5, 120)
+        deadline = time.monotonic() + 90  # a probing rebalance may still move a standby
+        while (problem := iq_problem(views := [a.query_metadata(KEYS) for a in apps], apps[0].application_id)):
+            assert time.monotonic() < deadline, problem
+            time.sleep(1.0)
+        clients = views[0].clients
+        seen["clients"] = len(clients)
+        seen["stores per client"] = sorted(sorted(stores) for _, _, stores in clients.values())
+        seen["topics of active partitions"] = sorted({p.rsplit("-", 1)[0].removeprefix(apps[0].application_id)
+                                                      for a, _, _ in clients.values() for p in a})
+        seen["key partitions"] = sorted({partition for _, _, partition in views[0].keys.values()})
+
+    count_keys(jars, bootstrap, root, rounds=10, props={"num.standby.replicas": "1"}, during=ask,
+               each=[{"application.server": server} for server in SERVERS])
+    return seen
+
+
+@slow
+def test_interactive_query_metadata_across_two_instances(tmp_path, jars, kafka44_judge):
+    kafka = interactive_query_metadata(jars, kafka44_judge.bootstrap, tmp_path / "kafka")
+    with BrokerProcess(tmp_path / "broker") as broker:
+        ours = interactive_query_metadata(jars, broker.bootstrap, tmp_path / "pykbroker")
+    print(f"interactive-query metadata\nKafka 4.4: {kafka}\npykbroker: {ours}")
+    assert ours == kafka
+
+
+# A topology change across a restart (classic protocol, exactly_once_v2): two instances count half the input and
+# stop (leaving the group); they restart with a second sub-topology (its own input, a repartition topic and a count
+# store of its own) and count the rest. The first sub-topologies' counts continue exactly from their stores, the new
+# one's output is exact, and its internal topics are created as Kafka 4.4 creates them.
+def internal_topics(bootstrap: str, app_id: str) -> list[tuple[str, int, str]]:
+    """The application's internal topics: (name without the application id, partitions, cleanup.policy)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [n for n in admin.list_topics(timeout=30).topics
+             if n.startswith(app_id) and n.endswith(("-repartition", "-changelog"))]
+    configs = admin.describe_configs([ConfigResource("TOPIC", n) for n in names])
+    partitions = {n: len(t.partitions) for n, t in admin.list_topics(timeout=30).topics.items()}
+    return sorted((r.name.removeprefix(app_id), partitions[r.name], f.result(30)["cleanup.policy"].value)
+                  for r, f in configs.items())
+
+
+def change_the_topology_across_a_restart(jars: Path, bootstrap: str, root: Path) -> dict[str, object]:
+    seen: dict[str, object] = {}
+
+    def restart_with_a_new_subtopology(apps: list[StreamsApp], counts: CommittedCounts) -> None:
+        counts.wait_for_totals(KEYS, 5, 120)
+        app_id = apps[0].application_id
+        seen["internal topics before"] = internal_topics(bootstrap, app_id)
+        create_topics(bootstrap, [f"{app_id}-extra-in", f"{app_id}-extra-out"], 1)
+        for app in apps:
+            app.stop()
+        for app in apps:
+            app.props["app.extra"] = f"{app_id}-extra-in:{app_id}-extra-out"
+            app.start()
+        for app in apps:
+            app.wait_for_state("RUNNING", 180, fail_on_error=True)
+        extra = CommittedCounts(bootstrap, f"{app_id}-extra-out", PARTITIONS)
+        try:
+            produce_keys(bootstrap, f"{app_id}-extra-in", KEYS, 3)
+            try:
+                extra.wait_for_totals(KEYS, 3, 180)
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}; instance logs:\n" + "\n".join(a.log() for a in apps)) from None
+            time.sleep(2.0)  # anything committed after the totals would be a duplicate
+            seen["new sub-topology's output exact"] = extra.complete(KEYS, 3) and not extra.anomalies()
+        finally:
+            extra.close()
+        seen["internal topics after"] = internal_topics(bootstrap, app_id)
+
+    count_keys(jars, bootstrap, root, rounds=10, props={"app.leave": "true"}, during=restart_with_a_new_subtopology)
+    return seen
+
+
+@slow
+def test_topology_change_across_a_restart(tmp_path, jars, kafka44_judge):
+    kafka = change_the_topology_across_a_restart(jars, kafka44_judge.bootstrap, tmp_path / "kafka")
+    with BrokerProcess(tmp_path / "broker") as broker:
+        ours = change_the_topology_across_a_restart(jars, broker.bootstrap, tmp_path / "pykbroker")
+    print(f"topology change across a restart\nKafka 4.4: {kafka}\npykbroker: {ours}")
+    assert ours["new sub-topology's output exact"]
+    assert ours == kafka
