@@ -551,10 +551,13 @@ class UnreachableLeader:
         self.reachable = False
         self.leaders = {0: 1, 1: 2, 2: 1, 3: 1}
         self.attempts = 0
+        self.slow: asyncio.Event | None = None  # set: the leader answers once it is set
 
     async def __call__(self, leader, producer_id, producer_epoch, coordinator_epoch, commit, partitions, _version):
         self.attempts += 1
-        if not self.reachable:
+        if self.slow is not None:
+            await self.slow.wait()
+        elif not self.reachable:
             raise ConnectionRefusedError(f"broker {leader} is down")
         batch = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
                                     producer_id=producer_id, producer_epoch=producer_epoch,
@@ -659,4 +662,37 @@ async def test_a_coordinator_that_resigns_with_markers_pending_leaves_them_to_th
     txn.on_election(index)
     await completed(txn, "handover")
     assert node.markers(1) == [(1, pid)]
+    await txn.close()
+
+
+@run
+async def test_a_v2_write_after_end_txn_waits_for_the_completion_within_kafkas_retry_window(tmp_path):
+    """The next transaction's first write finds the previous one completing: its implicit add is retried the moment
+    the Complete state is written (within Kafka's 100 ms window), and answers CONCURRENT_TRANSACTIONS after it."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    node.txn = txn = broker2.coordinator()
+    broker2.slow = asyncio.Event()
+    pid, epoch = await txn.init_producer_id("next", 60_000)
+    for n in range(2):
+        assert await txn.add_partition_from_write("next", pid, epoch, (DATA, 1)) == ErrorCode.NONE
+        await txn.end_transaction("next", pid, epoch, True, client_version=2)
+        epoch += 1
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if n == 0:  # broker 2 takes longer than the window
+            assert await txn.add_partition_from_write("next", pid, epoch, (DATA, 0)) == \
+                ErrorCode.CONCURRENT_TRANSACTIONS
+            assert loop.time() - started >= 0.1  # Kafka's add.partitions.to.txn.retry.max.ms
+            broker2.slow.set()
+            await completed(txn, "next")
+            broker2.slow.clear()
+            continue
+        add = asyncio.ensure_future(txn.add_partition_from_write("next", pid, epoch, (DATA, 0)))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the add is refused once and waits for the completion
+        assert not add.done()
+        broker2.slow.set()  # broker 2 answers: the Complete state is written and the add goes through at once
+        assert await add == ErrorCode.NONE
+    assert (await txn.describe("next")).state is S.ONGOING
     await txn.close()
