@@ -11,12 +11,7 @@ from coordinator.group import GROUP_METADATA_TOPIC_NAME, FakeClock, GroupCoordin
 from coordinator.runtime.errors import CoordinatorLogError
 from coordinator.runtime.log import InMemoryCoordinatorLogs
 from coordinator.runtime.partition_log import ReplicaCoordinatorLog
-from coordinator.transaction.coordinator import (
-    MARKER_RETRY_BACKOFF_MAX_S,
-    TransactionConfig,
-    TransactionCoordinator,
-    TxnError,
-)
+from coordinator.transaction.coordinator import TransactionConfig, TransactionCoordinator, TxnError
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME, TxnState, encode_txn_record
 from coordinator.transaction.producer_ids import ProducerIdManager
 from replication.replica_manager import ReplicaManager
@@ -656,7 +651,7 @@ async def test_a_coordinator_that_resigns_with_markers_pending_leaves_them_to_th
     leaders[index] = 2
     txn.on_resignation(index)
     broker2.reachable = True
-    await asyncio.sleep(MARKER_RETRY_BACKOFF_MAX_S * 1.5)  # a round of the old completion, had it survived
+    await asyncio.sleep(0.5)  # the old completion's next rounds (after 0.1 s, then 0.2 s), had it survived
     assert state_log.log_end_offset == written  # no CompleteCommit from a coordinator that is not one
     leaders[index] = 1
     txn.on_election(index)
