@@ -131,10 +131,12 @@ differential-cluster: deps
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and
 ##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts;
 ##        a Spark streaming query through a killed leader; transaction markers between two brokers (WriteTxnMarkers v2);
-##        an unclean election, a transactional copier through broker kills, a cancelled move and a controller kill
+##        an unclean election, a transactional copier through broker kills, a cancelled move and a controller kill;
+##        a commit through kill -9 of its coordinator between PrepareCommit and CompleteCommit
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
-		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py -s $(ARGS)
+		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py \
+		compat_tests/test_cluster_transaction_markers.py -s $(ARGS)
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_faults.py compat_tests/test_cluster_reassignment.py \
 		-k "unclean or transactional_copier or cancelled_move" $(ARGS)
 

@@ -1328,6 +1328,77 @@ def classic_first_generation(c: RawClient) -> Observations:
     return out
 
 
+def transaction_end_window(c: RawClient) -> Observations:
+    """EndTxn is answered once PrepareCommit/PrepareAbort is written and the markers follow (Kafka's
+    TransactionMarkerChannelManager). How long that window stays open differs (one node writes its markers in
+    a few ms, a cluster sends them over the network), so what is judged is what a client can see in it: the
+    answer's producer id and epoch (v5), the Prepare or Complete state with the bumped epoch straight after,
+    retried EndTxns answered CONCURRENT_TRANSACTIONS until the transaction completes and then as a success,
+    and the end state: the transaction completed, its records below the last stable offset."""
+    create(c, topic("txn-w"))
+    c.wait_for_topics("txn-w")
+    out: Observations = {}
+
+    def describe(txn_id: str, epoch: int) -> tuple:
+        st = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states[0]
+        partitions = sorted((t.topic, tuple(t.partitions)) for t in st.topics or [])
+        # The Prepare state still names the partitions it sends markers to; a completed one names none.
+        shown = partitions == [("txn-w", (0,))] if st.transaction_state.startswith("Prepare") else partitions == []
+        return st.error_code, st.transaction_state.removeprefix("Prepare").removeprefix("Complete"), \
+            st.producer_epoch - epoch, shown
+
+    def until_done(txn_id: str, request, version: int, pid: int, epoch: int) -> tuple:
+        """Retry ``request`` (an EndTxn) while it answers CONCURRENT_TRANSACTIONS; whether each answer agreed
+        with the state described just before it (CONCURRENT_TRANSACTIONS only while a Prepare state may still
+        be there), the last answer and the state then. Whether CONCURRENT_TRANSACTIONS was seen at all is timing."""
+        consistent, deadline = True, time.monotonic() + 30
+        while True:
+            state = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states[0]
+            r = c.request(request, version)
+            if r.error_code == ErrorCode.CONCURRENT_TRANSACTIONS and not state.transaction_state.startswith("Prepare"):
+                consistent = False
+            if r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+                last = (r.error_code, r.producer_id == pid, r.producer_epoch - epoch) if version >= 5 else r.error_code
+                return consistent, last, describe(txn_id, epoch)
+            time.sleep(0.02)
+
+    for txn_id, version, commit in (("dtxw2", 5, True), ("dtxw1", 3, False)):
+        retried(c, FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id]), 4,
+                lambda r: r.coordinators[0].error_code)
+        init = retried(c, InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000), 5,
+                       lambda r: r.error_code)
+        pid, epoch = init.producer_id, init.producer_epoch
+        if version < 5:
+            add = retried(c, AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=epoch, v3_and_below_topics=[AddPartitionsToTxnTopic(
+                    name="txn-w", partitions=[0])]), 3,
+                lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+            out[f"{txn_id} add"] = add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            out[f"{txn_id} produce"] = produced(c, "txn-w", producer_batch(pid, epoch, 0, transactional=True),
+                                                txn_id)[0]
+        else:
+            request = ProduceRequest(acks=-1, timeout_ms=5000, transactional_id=txn_id, topic_data=[TopicProduceData(
+                name="txn-w", partition_data=[PartitionProduceData(
+                    index=0, records=producer_batch(pid, epoch, 0, transactional=True))])])
+            produce = retried(c, request, 12, lambda r: r.responses[0].partition_responses[0].error_code)
+            out[f"{txn_id} produce adds"] = produce.responses[0].partition_responses[0].error_code
+        end = EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=commit)
+        r = c.request(end, version)
+        out[f"{txn_id} end"] = (r.error_code, r.producer_id == pid, r.producer_epoch - epoch) if version >= 5 \
+            else r.error_code
+        out[f"{txn_id} describe right after"] = describe(txn_id, epoch)
+        out[f"{txn_id} retried end until done"] = until_done(txn_id, end, version, pid, epoch)
+        listed = c.request(ListTransactionsRequest(state_filters=["CompleteCommit", "CompleteAbort"],
+                                                   producer_id_filters=[pid]), 1)
+        out[f"{txn_id} listed completed"] = sorted((t.transactional_id, t.transaction_state)
+                                                   for t in listed.transaction_states)
+    out["end offsets"] = end_offsets(c, "txn-w")
+    code, lso, aborted, has_records = fetch_committed(c, "txn-w")
+    out["fetch committed"] = (code, lso, [first for _, first in aborted], has_records)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
@@ -1336,6 +1407,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "admin_misc": admin_misc, "protocol_edges": protocol_edges, "client_quotas": client_quotas,
     "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
     "group_configs": group_configs, "classic_first_generation": classic_first_generation,
+    "transaction_end_window": transaction_end_window,
 }
 
 

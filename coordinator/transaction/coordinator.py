@@ -16,9 +16,15 @@ transaction is
             -> a COMMIT/ABORT marker on every partition of the transaction
             -> CompleteCommit/CompleteAbort (written)
 
-On one node the markers are written at once, so EndTxn answers after the transaction completed and
-the producer's next transaction never waits; a marker that cannot be written yet is retried in the
-background while the transaction stays in its Prepare state.
+EndTxn is answered once the Prepare state is durable (appended with acks=all, so replicated to
+min.insync.replicas): the decision cannot be lost any more. The markers and the Complete state follow in
+the background, as Kafka's TransactionMarkerChannelManager sends them: markers that cannot be written yet
+(no leader, an unreachable leader, a leader that moved) are sent again until every partition's leader has
+them. Until the Complete state is written the transaction shows PrepareCommit/PrepareAbort (ListTransactions,
+DescribeTransactions) and requests on its id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+a version 2 write's implicit add) get CONCURRENT_TRANSACTIONS, which clients retry. A coordinator that
+stops leading the partition (or is killed) leaves the rest to the next one, which finds the Prepare state
+when it loads the partition and sends the markers again.
 
 A background task aborts transactions older than their timeout (fencing their producer by bumping
 the epoch, as Kafka does) and forgets transactional ids idle longer than
@@ -71,7 +77,10 @@ __all__ = ["TransactionCoordinator", "TransactionConfig", "TxnError"]
 log = logging.getLogger("pykbroker.coordinator.transaction")
 
 S = TxnState
-MARKER_RETRY_BACKOFF_S = 0.5
+# Markers that could not be written are sent again after 0.1 s, doubling to 1 s (the partition has no leader, or
+# its leader is unreachable or moved).
+MARKER_RETRY_BACKOFF_S = 0.1
+MARKER_RETRY_BACKOFF_MAX_S = 1.0
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a write's implicit add retries CONCURRENT_TRANSACTIONS.
 ADD_PARTITION_RETRY_BACKOFF_S = 0.02
 ADD_PARTITION_RETRY_MAX_S = 0.1
@@ -162,6 +171,9 @@ class TransactionCoordinator:
         self._started = False
         self._start_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task] = set()
+        # Set when the markers and Complete state of the id's prepared transaction are written (or left to another
+        # coordinator): a version 2 write's implicit add waits on it rather than polling.
+        self._completions: dict[str, asyncio.Event] = {}
         self._background: asyncio.Task | None = None
 
     # -- placement and loading ----------------------------------------------------------------------------
@@ -200,7 +212,7 @@ class TransactionCoordinator:
                 log.info("resuming the %s of transactional.id=%s (producer id %d, epoch %d) found at load",
                          "commit" if metadata.state is S.PREPARE_COMMIT else "abort", metadata.transactional_id,
                          metadata.producer_id, metadata.producer_epoch)
-                self._spawn(self._complete(shard, metadata))
+                self._start_completion(shard, metadata)
 
     def on_election(self, index: int) -> None:
         """This broker leads __transaction_state-``index`` (now, or in a new leader epoch): load its
@@ -372,8 +384,8 @@ class TransactionCoordinator:
         """Transaction version 2: partitions that writes add, for a write to a partition this broker leads or
         for the leader of one (AddPartitionsToTxn v4+); the error code.
 
-        CONCURRENT_TRANSACTIONS (the previous transaction is completing) is retried briefly, as Kafka's
-        partition leaders do, and, while another write's add to the same transaction is being appended, until
+        CONCURRENT_TRANSACTIONS (the previous transaction is completing) is retried within Kafka's partition
+        leaders' 100 ms window, at once when the completion is written rather than every 20 ms, and, while another write's add to the same transaction is being appended, until
         that append is done (``ADD_PARTITION_WAIT_FOR_ADD_MAX_S``).
         """
         loop = asyncio.get_running_loop()
@@ -389,7 +401,15 @@ class TransactionCoordinator:
                     waited >= ADD_PARTITION_RETRY_MAX_S and not self._add_in_flight(transactional_id, producer_id,
                                                                                     epoch)):
                 return code
-            await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
+            completing = self._completions.get(transactional_id)
+            if completing is None:
+                await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
+                continue
+            try:  # the previous transaction is completing: retried the moment it is done
+                async with asyncio.timeout(max(ADD_PARTITION_RETRY_MAX_S - waited, ADD_PARTITION_RETRY_BACKOFF_S)):
+                    await completing.wait()
+            except TimeoutError:
+                pass
 
     def _add_in_flight(self, transactional_id: str, producer_id: int, epoch: int) -> bool:
         """Another write of this producer's transaction is adding partitions to it right now."""
@@ -539,7 +559,10 @@ class TransactionCoordinator:
 
     async def _prepare_and_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata, commit: bool,
                                     client_version: int) -> tuple[int, int]:
-        """Write Prepare*, then markers and Complete*; the producer id and epoch the client uses next."""
+        """Write Prepare*; once it is durable (acks=all on __transaction_state) the decision stands, so the
+        answer goes out and the markers and Complete* follow in the background (``_complete``), as Kafka's
+        coordinator answers EndTxn before its marker channel has run. The producer id and epoch the client
+        uses next (-1, -1 below version 2)."""
         next_producer_id = -1
         if client_version >= 2 and is_epoch_exhausted(metadata.producer_epoch):
             next_producer_id = self._producer_ids.next_producer_id()
@@ -547,19 +570,17 @@ class TransactionCoordinator:
                                                                     next_producer_id))
         log.debug("transactional.id=%s: %s of producer id %d epoch %d prepared", metadata.transactional_id,
                   "commit" if commit else "abort", metadata.producer_id, metadata.producer_epoch)
+        self._start_completion(shard, metadata)
         if client_version < 2:
-            await self._complete(shard, metadata)
             return -1, -1
         # The answer names the id and epoch the Complete state will have (Kafka answers before writing it).
         if next_producer_id >= 0:
-            answer = next_producer_id, 0
-        else:
-            answer = metadata.producer_id, metadata.producer_epoch
-        await self._complete(shard, metadata)
-        return answer
+            return next_producer_id, 0
+        return metadata.producer_id, metadata.producer_epoch
 
     async def _fence_and_abort(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
-        """Abort an ongoing transaction with a bumped epoch, fencing its producer (Kafka's PrepareEpochFence).
+        """Abort an ongoing transaction with a bumped epoch, fencing its producer (Kafka's PrepareEpochFence);
+        returns once the PrepareAbort is written (the markers follow in the background).
 
         The abort follows the finalized transaction.version, as Kafka's. Either way the PrepareAbort carries
         the epoch plus one: with 2 the abort itself bumps it (the fence step stays in memory and is never
@@ -573,43 +594,67 @@ class TransactionCoordinator:
             metadata.last_producer_epoch = -1
             version = 0
         await self._write(shard, metadata, metadata.prepare_end(False, self._now_ms(), version))
-        await self._complete(shard, metadata)
+        self._start_completion(shard, metadata)
+
+    def _still_prepared(self, shard: TransactionStateShard, metadata: TransactionMetadata, state: TxnState,
+                        producer_id: int, epoch: int) -> bool:
+        """This broker still coordinates ``shard`` (same load) and the transaction is still the prepared one."""
+        index = shard.index
+        return (self._runtime.is_loading_or_loaded(index) and self._runtime.shard(index) is shard
+                and shard.transactions.get(metadata.transactional_id) is metadata and metadata.state is state
+                and (metadata.producer_id, metadata.producer_epoch) == (producer_id, epoch))
+
+    def _start_completion(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
+        transactional_id = metadata.transactional_id
+        done = self._completions[transactional_id] = asyncio.Event()
+
+        async def complete() -> None:
+            try:
+                await self._complete(shard, metadata)
+            finally:
+                done.set()
+                if self._completions.get(transactional_id) is done:
+                    del self._completions[transactional_id]
+        self._spawn(complete())
 
     async def _complete(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
-        """Write the markers of a prepared transaction, then its Complete state; retries in the background."""
-        commit = metadata.state is S.PREPARE_COMMIT
-        pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
-                                            shard.coordinator_epoch, commit, set(metadata.partitions),
-                                            metadata.transactional_id, metadata.client_transaction_version)
-        if pending:
-            log.warning("transactional.id=%s: markers for %s not written yet; retrying in the background",
-                        metadata.transactional_id, sorted(pending))
-            self._spawn(self._retry_complete(shard, metadata, pending))
-            return
-        await self._write_complete(shard, metadata)
-
-    async def _retry_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata,
-                              pending: set[TopicPartition]) -> None:
-        commit = metadata.state is S.PREPARE_COMMIT
-        while pending:
-            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
-            pending = await self._write_markers(metadata.producer_id, metadata.producer_epoch,
-                                                shard.coordinator_epoch, commit, pending,
-                                                metadata.transactional_id, metadata.client_transaction_version)
-        await self._write_complete(shard, metadata)
-
-    async def _write_complete(self, shard: TransactionStateShard, metadata: TransactionMetadata) -> None:
-        commit = metadata.state is S.PREPARE_COMMIT
+        """Send a prepared transaction's markers until every partition's leader has them (re-asking who leads
+        each one at every round, so leaders that move are followed), then write its Complete state (Kafka's
+        TransactionMarkerChannelManager). Meanwhile requests on the transactional id get
+        CONCURRENT_TRANSACTIONS. Stops when this broker stops coordinating the partition: the next
+        coordinator finds the logged Prepare state at load and resumes (``_resume_prepared``)."""
+        state = metadata.state
+        commit = state is S.PREPARE_COMMIT
+        producer_id, epoch = metadata.producer_id, metadata.producer_epoch
+        pending = set(metadata.partitions)
+        backoff = MARKER_RETRY_BACKOFF_S
+        rounds = 0
         while True:
+            if not self._still_prepared(shard, metadata, state, producer_id, epoch):
+                log.info("transactional.id=%s: no longer coordinated here; the markers of producer id %d epoch %d "
+                         "are left to its next coordinator", metadata.transactional_id, producer_id, epoch)
+                return
+            pending = await self._write_markers(producer_id, epoch, shard.coordinator_epoch, commit, pending,
+                                                metadata.transactional_id, metadata.client_transaction_version)
+            if not pending:
+                break
+            rounds += 1
+            if rounds == 1:
+                log.warning("transactional.id=%s: markers for %s not written yet; retrying until their leaders "
+                            "take them", metadata.transactional_id, sorted(pending))
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MARKER_RETRY_BACKOFF_MAX_S)
+        while self._still_prepared(shard, metadata, state, producer_id, epoch):
             try:
                 await self._write(shard, metadata, metadata.prepare_complete(self._now_ms()))
-                break
             except TxnError as exc:
                 log.warning("transactional.id=%s: writing the completed state failed (%s); retrying",
                             metadata.transactional_id, exc)
-                await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
-        log.info("transactional.id=%s: transaction of producer id %d epoch %d %s", metadata.transactional_id,
-                 metadata.producer_id, metadata.producer_epoch, "committed" if commit else "aborted")
+                await asyncio.sleep(MARKER_RETRY_BACKOFF_MAX_S)
+                continue
+            log.info("transactional.id=%s: transaction of producer id %d epoch %d %s", metadata.transactional_id,
+                     producer_id, epoch, "committed" if commit else "aborted")
+            return
 
     async def _write_markers(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
                              partitions: set[TopicPartition], transactional_id: str,

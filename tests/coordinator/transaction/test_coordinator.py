@@ -90,6 +90,21 @@ async def raises(code: int, coro) -> None:
         await coro
     assert exc.value.error_code == code, exc.value
 
+async def completed(txn: TransactionCoordinator, txn_id: str, timeout: float = 10.0) -> None:
+    """Until the transaction's markers and Complete state are written (EndTxn answers before, as Kafka's)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (await txn.describe(txn_id)).state not in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+        assert asyncio.get_running_loop().time() < deadline, f"{txn_id} still {(await txn.describe(txn_id)).state}"
+        await asyncio.sleep(0.005)
+
+
+async def end(txn: TransactionCoordinator, txn_id: str, *args, **kwargs) -> tuple[int, int]:
+    """EndTxn, then wait for the transaction to complete; EndTxn's answer."""
+    answer = await txn.end_transaction(txn_id, *args, **kwargs)
+    await completed(txn, txn_id)
+    return answer
+
+
 
 @run
 async def test_init_producer_id_keeps_the_id_and_bumps_the_epoch(tmp_path):
@@ -113,14 +128,14 @@ async def test_commit_writes_a_marker_to_each_partition_and_moves_the_last_stabl
     await node.produce(0, pid, epoch, 0, b"x", b"y")
     await node.produce(1, pid, epoch, 0, b"z")
     assert node.log(0).last_stable_offset == 0  # the open transaction holds it
-    await node.txn.end_transaction("c", pid, epoch, commit=True)
+    await end(node.txn, "c", pid, epoch, commit=True)
     metadata = (await node.txn.describe("c"))
     assert (metadata.state, metadata.partitions) == (S.COMPLETE_COMMIT, set())
     assert node.markers(0) == [(2, pid)] and node.markers(1) == [(1, pid)]
     assert node.log(0).last_stable_offset == 3
     assert node.log(0).collect_aborted_transactions(0, 3) == []
     # A retried EndTxn succeeds; the opposite decision does not.
-    await node.txn.end_transaction("c", pid, epoch, commit=True)
+    await end(node.txn, "c", pid, epoch, commit=True)
     await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("c", pid, epoch, commit=False))
     await node.txn.close()
 
@@ -130,7 +145,7 @@ async def test_abort_records_the_aborted_transaction_for_read_committed_fetches(
     node = Node(tmp_path)
     pid, epoch = await begin(node, "ab", 2)
     await node.produce(2, pid, epoch, 0, b"gone")
-    await node.txn.end_transaction("ab", pid, epoch, commit=False)
+    await end(node.txn, "ab", pid, epoch, commit=False)
     assert (await node.txn.describe("ab")).state is S.COMPLETE_ABORT
     aborted = node.log(2).collect_aborted_transactions(0, 10)
     assert [(t.producer_id, t.first_offset) for t in aborted] == [(pid, 0)]
@@ -144,7 +159,7 @@ async def test_requests_from_a_wrong_or_old_producer_are_refused(tmp_path):
     await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING, node.txn.add_partitions("w", pid + 1, epoch, [(DATA, 1)]))
     await raises(ErrorCode.PRODUCER_FENCED, node.txn.add_partitions("w", pid, epoch - 1, [(DATA, 1)]))
     await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING, node.txn.end_transaction("unknown", pid, epoch, True))
-    await node.txn.end_transaction("w", pid, epoch, commit=False)
+    await end(node.txn, "w", pid, epoch, commit=False)
     await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("w", pid, epoch, commit=True))
     await node.txn.close()
 
@@ -156,6 +171,7 @@ async def test_a_new_producer_fences_the_old_one_and_aborts_its_open_transaction
     await node.produce(0, pid, epoch, 0, b"orphan")
     # The new producer is told to retry while the old transaction is aborted.
     await raises(ErrorCode.CONCURRENT_TRANSACTIONS, node.txn.init_producer_id("f", 60_000))
+    await completed(node.txn, "f")
     assert node.markers(0) == [(1, pid)]
     assert [t.first_offset for t in node.log(0).collect_aborted_transactions(0, 10)] == [0]
     new_pid, new_epoch = await node.txn.init_producer_id("f", 60_000)
@@ -181,7 +197,7 @@ async def test_verify_partition_admits_only_writes_inside_the_ongoing_transactio
     assert await node.txn.verify_partitions("v", pid, epoch, [(DATA, 0), (DATA, 1)]) == {
         (DATA, 0): ErrorCode.NONE, (DATA, 1): ErrorCode.TRANSACTION_ABORTABLE}
     assert await node.txn.verify_partitions("v", pid, epoch + 1, [(DATA, 0)]) == {(DATA, 0): ErrorCode.PRODUCER_FENCED}
-    await node.txn.end_transaction("v", pid, epoch, commit=True)
+    await end(node.txn, "v", pid, epoch, commit=True)
     # A late write after the commit would hold the last stable offset forever (KAFKA-14402).
     assert verify("v", pid, (DATA, 0)) == ErrorCode.TRANSACTION_ABORTABLE
     await node.txn.close()
@@ -205,6 +221,7 @@ async def _timed_out_transaction_is_aborted(tmp_path, transaction_version: int) 
     assert await node.txn.abort_timed_out_transactions() == 0
     node.clock.advance(2_000)
     assert await node.txn.abort_timed_out_transactions() == 1
+    await completed(node.txn, "slow")
     metadata = await node.txn.describe("slow")
     assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
     assert (metadata.last_producer_epoch, metadata.client_transaction_version) == (
@@ -242,7 +259,7 @@ async def test_state_is_rebuilt_from_the_log(tmp_path):
     assert (metadata.producer_id, metadata.producer_epoch, metadata.state) == (pid, epoch, S.ONGOING)
     assert metadata.partitions == {(DATA, 0), (DATA, 1)}
     assert [m.transactional_id for m in await reloaded.list_transactions({S.ONGOING}, set())] == ["durable"]
-    await reloaded.end_transaction("durable", pid, epoch, commit=True)
+    await end(reloaded, "durable", pid, epoch, commit=True)
     assert node.markers(0) and node.markers(1)
     await reloaded.close()
 
@@ -297,12 +314,12 @@ async def test_offsets_committed_in_a_transaction_show_only_once_it_commits(tmp_
     assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.NONE}
     assert await committed(node) == {0: (-1, ErrorCode.NONE)}
     assert await committed(node, require_stable=True) == {0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)}
-    await node.txn.end_transaction("rpw", pid, epoch, commit=True)
+    await end(node.txn, "rpw", pid, epoch, commit=True)
     assert await committed(node, require_stable=True) == {0: (10, ErrorCode.NONE)}
     # An aborted transaction's offsets never show.
     await node.txn.add_partitions("rpw", pid, epoch, [node.txn.offsets_partition(GROUP)])
     await node.groups.commit_transactional_offsets(info(3), offsets_commit("rpw", pid, epoch, {0: 99}))
-    await node.txn.end_transaction("rpw", pid, epoch, commit=False)
+    await end(node.txn, "rpw", pid, epoch, commit=False)
     assert await committed(node, require_stable=True) == {0: (10, ErrorCode.NONE)}
     await node.txn.close()
     await node.groups.close()
@@ -336,17 +353,17 @@ async def test_v2_writes_add_their_partition_and_every_end_bumps_the_epoch(tmp_p
     pid, epoch = await node.txn.init_producer_id("v2", 60_000)
     assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
     await node.produce(0, pid, epoch, 0, b"first")
-    assert await node.txn.end_transaction("v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
+    assert await end(node.txn, "v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
     assert node.markers(0) == [(1, pid)]
     assert node.log(0).last_stable_offset == 2
     # A retry of that EndTxn (the old epoch) succeeds without another bump; the old epoch may write no more.
-    assert await node.txn.end_transaction("v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
+    assert await end(node.txn, "v2", pid, epoch, commit=True, client_version=2) == (pid, epoch + 1)
     assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.INVALID_PRODUCER_EPOCH
     # The next transaction runs on the bumped epoch, its sequences from 0 again.
     epoch += 1
     assert await node.txn.add_partition_from_write("v2", pid, epoch, (DATA, 0)) == ErrorCode.NONE
     await node.produce(0, pid, epoch, 0, b"second")
-    assert await node.txn.end_transaction("v2", pid, epoch, commit=False, client_version=2) == (pid, epoch + 1)
+    assert await end(node.txn, "v2", pid, epoch, commit=False, client_version=2) == (pid, epoch + 1)
     assert [t.first_offset for t in node.log(0).collect_aborted_transactions(0, 10)] == [2]
     await node.txn.close()
 
@@ -357,10 +374,10 @@ async def test_v2_end_rules_for_completed_and_empty_transactions(tmp_path):
     pid, epoch = await node.txn.init_producer_id("v2e", 60_000)
     await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("v2e", pid, epoch, True, client_version=2))
     # An abort with nothing added is allowed and bumps the epoch.
-    assert await node.txn.end_transaction("v2e", pid, epoch, False, client_version=2) == (pid, epoch + 1)
+    assert await end(node.txn, "v2e", pid, epoch, False, client_version=2) == (pid, epoch + 1)
     assert (await node.txn.describe("v2e")).state is S.COMPLETE_ABORT
     await raises(ErrorCode.INVALID_TXN_STATE, node.txn.end_transaction("v2e", pid, epoch + 1, True, client_version=2))
-    assert await node.txn.end_transaction("v2e", pid, epoch + 1, False, client_version=2) == (pid, epoch + 2)
+    assert await end(node.txn, "v2e", pid, epoch + 1, False, client_version=2) == (pid, epoch + 2)
     await raises(ErrorCode.PRODUCER_FENCED, node.txn.end_transaction("v2e", pid, epoch + 5, False, client_version=2))
     await raises(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                  node.txn.end_transaction("v2e", pid + 1, epoch + 2, False, client_version=2))
@@ -374,11 +391,11 @@ async def test_v2_an_exhausted_epoch_continues_on_a_new_producer_id(tmp_path):
     metadata = (await node.txn._lookup("v2x"))[0].transactions["v2x"]
     metadata.producer_epoch = 32_766  # as after 32766 transactions
     assert await node.txn.add_partition_from_write("v2x", pid, 32_766, (DATA, 1)) == ErrorCode.NONE
-    new_pid, new_epoch = await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2)
+    new_pid, new_epoch = await end(node.txn, "v2x", pid, 32_766, commit=True, client_version=2)
     assert new_pid != pid and new_epoch == 0
     assert node.markers(1) == [(0, pid)]  # the marker closes the old producer id's transaction
     # Retrying the EndTxn with the old id and last epoch is recognised.
-    assert await node.txn.end_transaction("v2x", pid, 32_766, commit=True, client_version=2) == (new_pid, 0)
+    assert await end(node.txn, "v2x", pid, 32_766, commit=True, client_version=2) == (new_pid, 0)
     assert await node.txn.add_partition_from_write("v2x", new_pid, 0, (DATA, 1)) == ErrorCode.NONE
     await node.txn.close()
 
@@ -391,6 +408,7 @@ async def test_v2_fencing_and_timeouts_abort_with_a_bumped_epoch(tmp_path):
     await node.produce(2, pid, epoch, 0, b"stale")
     node.clock.advance(3_000)
     assert await node.txn.abort_timed_out_transactions() == 1
+    await completed(node.txn, "v2f")
     metadata = await node.txn.describe("v2f")
     assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
     # To Kafka's rules the old epoch now looks like a retry of an abort: its commit is refused.
@@ -511,9 +529,165 @@ async def test_markers_go_to_every_leader_at_once(tmp_path):
     pid, epoch = await begin(node, "spread", 0, 1, 2, 3)
     for p in range(4):
         await node.produce(p, pid, epoch, 0, b"v")
-    await node.txn.end_transaction("spread", pid, epoch, commit=True)
+    await end(node.txn, "spread", pid, epoch, commit=True)
     assert (await node.txn.describe("spread")).state is S.COMPLETE_COMMIT
     assert sorted(sent) == [(2, [(DATA, 1), (DATA, 3)]), (3, [(DATA, 2)])]
     assert [node.markers(p) for p in range(4)] == [[(1, pid)]] * 4
     assert most == 2, "the markers went to one leader after the other"
     await node.txn.close()
+
+
+class UnreachableLeader:
+    """Broker 2 leads DATA-1 and refuses markers (unreachable, then no longer the leader) until ``reachable``;
+    ``leaders`` says who leads each DATA partition (the coordinator asks at every round)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.reachable = False
+        self.leaders = {0: 1, 1: 2, 2: 1, 3: 1}
+        self.attempts = 0
+        self.slow: asyncio.Event | None = None  # set: the leader answers once it is set
+
+    async def __call__(self, leader, producer_id, producer_epoch, coordinator_epoch, commit, partitions, _version):
+        self.attempts += 1
+        if self.slow is not None:
+            await self.slow.wait()
+        elif not self.reachable:
+            raise ConnectionRefusedError(f"broker {leader} is down")
+        batch = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                    producer_id=producer_id, producer_epoch=producer_epoch,
+                                    timestamp=self.node.clock.now_ms(), partition_leader_epoch=-1,
+                                    coordinator_epoch=coordinator_epoch)
+        results = await self.node.rm.append_records({tp: batch for tp in partitions}, -1, 1000,
+                                                    origin=AppendOrigin.COORDINATOR)
+        return {tp: r.error_code for tp, r in results.items()}
+
+    def coordinator(self, leaders_of_state: dict[int, int] | None = None) -> TransactionCoordinator:
+        async def nothing_to_create() -> None:
+            pass
+        node = self.node
+        state = leaders_of_state if leaders_of_state is not None else {}
+        return TransactionCoordinator(
+            TransactionConfig(num_partitions=TXN_PARTITIONS), 1,
+            log_factory=lambda p: ReplicaCoordinatorLog(node.rm, p, node.clock, topic=TRANSACTION_STATE_TOPIC_NAME),
+            replica_manager=node.rm, group_coordinator=node.groups, producer_ids=node.producer_ids,
+            ensure_state_topic=nothing_to_create, partition_leader=lambda p: state.get(p, 1),
+            coordinator_epoch=lambda p: 0, clock=node.clock,
+            data_partition_leader=lambda _t, p: self.leaders[p], remote_markers=self)
+
+
+async def until(condition, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@run
+async def test_end_txn_answers_once_prepare_is_written_and_the_id_waits_for_the_markers(tmp_path):
+    """Kafka's EndTxn: answered once PrepareCommit is durable; until every leader has its marker the transaction
+    shows PrepareCommit and every request on the id gets CONCURRENT_TRANSACTIONS; a retried EndTxn answers
+    CONCURRENT_TRANSACTIONS meanwhile, then the same id and epoch as the first answer."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    node.txn = txn = broker2.coordinator()
+    pid, epoch = await txn.init_producer_id("slow-leader", 60_000)
+    for p in (0, 1):
+        assert await txn.add_partition_from_write("slow-leader", pid, epoch, (DATA, p)) == ErrorCode.NONE
+        await node.produce(p, pid, epoch, 0, b"v")
+    assert await txn.end_transaction("slow-leader", pid, epoch, True, client_version=2) == (pid, epoch + 1)
+    await until(lambda: broker2.attempts >= 2)  # retried
+    metadata = await txn.describe("slow-leader")
+    assert (metadata.state, metadata.producer_epoch) == (S.PREPARE_COMMIT, epoch + 1)
+    assert [m.transactional_id for m in await txn.list_transactions({S.PREPARE_COMMIT}, set())] == ["slow-leader"]
+    assert node.markers(0) == [(1, pid)] and node.markers(1) == []  # the reachable leader has its marker already
+    await raises(ErrorCode.CONCURRENT_TRANSACTIONS, txn.end_transaction("slow-leader", pid, epoch, True, 2))
+    await raises(ErrorCode.INVALID_TXN_STATE, txn.end_transaction("slow-leader", pid, epoch, False, 2))
+    await raises(ErrorCode.CONCURRENT_TRANSACTIONS, txn.add_partitions("slow-leader", pid, epoch + 1, [(DATA, 2)], 2))
+    assert await txn.add_partition_from_write("slow-leader", pid, epoch + 1, (DATA, 2)) == \
+        ErrorCode.CONCURRENT_TRANSACTIONS
+    await raises(ErrorCode.CONCURRENT_TRANSACTIONS, txn.init_producer_id("slow-leader", 60_000))
+    assert node.log(1).last_stable_offset == 0  # read_committed consumers of DATA-1 wait
+    broker2.reachable = True
+    await completed(txn, "slow-leader")
+    assert node.markers(1) == [(1, pid)] and node.log(1).last_stable_offset == 2
+    assert await txn.end_transaction("slow-leader", pid, epoch, True, client_version=2) == (pid, epoch + 1)
+    assert await txn.add_partition_from_write("slow-leader", pid, epoch + 1, (DATA, 2)) == ErrorCode.NONE
+    await txn.close()
+
+
+@run
+async def test_markers_follow_a_leader_that_moves(tmp_path):
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    node.txn = txn = broker2.coordinator()
+    pid, epoch = await begin(node, "moved", 1)
+    await node.produce(1, pid, epoch, 0, b"v")
+    await txn.end_transaction("moved", pid, epoch, commit=False)
+    await until(lambda: broker2.attempts >= 1)
+    assert (await txn.describe("moved")).state is S.PREPARE_ABORT
+    broker2.leaders[1] = 1  # broker 2 died; this broker leads DATA-1 now
+    await completed(txn, "moved")
+    assert node.markers(1) == [(1, pid)]
+    assert [t.producer_id for t in node.log(1).collect_aborted_transactions(0, 10)] == [pid]
+    await txn.close()
+
+
+@run
+async def test_a_coordinator_that_resigns_with_markers_pending_leaves_them_to_the_next(tmp_path):
+    """The completion stops when the partition moves away (nothing more is written by the old coordinator); the
+    next load finds PrepareCommit in the log and sends the markers again."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    leaders: dict[int, int] = {}
+    node.txn = txn = broker2.coordinator(leaders)
+    pid, epoch = await begin(node, "handover", 0, 1)
+    await node.produce(1, pid, epoch, 0, b"v")
+    await txn.end_transaction("handover", pid, epoch, commit=True)
+    await until(lambda: broker2.attempts >= 1)
+    index = txn.partition_for("handover")
+    state_log = node.rm.get_partition(TRANSACTION_STATE_TOPIC_NAME, index).log
+    written = state_log.log_end_offset
+    leaders[index] = 2
+    txn.on_resignation(index)
+    broker2.reachable = True
+    await asyncio.sleep(0.5)  # the old completion's next rounds (after 0.1 s, then 0.2 s), had it survived
+    assert state_log.log_end_offset == written  # no CompleteCommit from a coordinator that is not one
+    leaders[index] = 1
+    txn.on_election(index)
+    await completed(txn, "handover")
+    assert node.markers(1) == [(1, pid)]
+    await txn.close()
+
+
+@run
+async def test_a_v2_write_after_end_txn_waits_for_the_completion_within_kafkas_retry_window(tmp_path):
+    """The next transaction's first write finds the previous one completing: its implicit add is retried the moment
+    the Complete state is written (within Kafka's 100 ms window), and answers CONCURRENT_TRANSACTIONS after it."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    node.txn = txn = broker2.coordinator()
+    broker2.slow = asyncio.Event()
+    pid, epoch = await txn.init_producer_id("next", 60_000)
+    for n in range(2):
+        assert await txn.add_partition_from_write("next", pid, epoch, (DATA, 1)) == ErrorCode.NONE
+        await txn.end_transaction("next", pid, epoch, True, client_version=2)
+        epoch += 1
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if n == 0:  # broker 2 takes longer than the window
+            assert await txn.add_partition_from_write("next", pid, epoch, (DATA, 0)) == \
+                ErrorCode.CONCURRENT_TRANSACTIONS
+            assert loop.time() - started >= 0.1  # Kafka's add.partitions.to.txn.retry.max.ms
+            broker2.slow.set()
+            await completed(txn, "next")
+            broker2.slow.clear()
+            continue
+        add = asyncio.ensure_future(txn.add_partition_from_write("next", pid, epoch, (DATA, 0)))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the add is refused once and waits for the completion
+        assert not add.done()
+        broker2.slow.set()  # broker 2 answers: the Complete state is written and the add goes through at once
+        assert await add == ErrorCode.NONE
+    assert (await txn.describe("next")).state is S.ONGOING
+    await txn.close()

@@ -50,6 +50,17 @@ def end(c: RawClient, txn_id: str, pid: int, epoch: int, commit: bool, version: 
                      version).error_code
 
 
+def wait_completed(c: RawClient, txn_id: str, timeout: float = 30.0) -> str:
+    """Until DescribeTransactions shows the transaction completed (EndTxn answers before its markers, as Kafka's)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states[0]
+        if state.transaction_state in ("CompleteCommit", "CompleteAbort"):
+            return state.transaction_state
+        assert time.monotonic() < deadline, f"{txn_id} still {state.transaction_state}"
+        time.sleep(0.01)
+
+
 def test_writes_outside_the_transaction_get_the_error_each_version_knows(broker):
     with RawClient(broker.bootstrap) as c:
         c.wait_for_topics("tx-v", auto_create=True)
@@ -64,6 +75,7 @@ def test_writes_outside_the_transaction_get_the_error_each_version_knows(broker)
         assert end(c, "tx-versions", pid, epoch - 1, True, version=2) == ErrorCode.PRODUCER_FENCED
         assert end(c, "tx-versions", pid, epoch, True) == ErrorCode.NONE
         assert end(c, "tx-versions", pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+        assert wait_completed(c, "tx-versions") == "CompleteCommit"
         assert produce(c, "tx-versions", pid, epoch, "tx-v", 1) == ErrorCode.TRANSACTION_ABORTABLE  # after its end
 
 
@@ -84,6 +96,7 @@ def test_verify_only_add_partitions_reports_membership(broker):
         assert verify("tx-verify", 0, epoch + 1) == ErrorCode.PRODUCER_FENCED
         assert verify("tx-verify", 9) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         end(c, "tx-verify", pid, epoch, False)
+        assert wait_completed(c, "tx-verify") == "CompleteAbort"
         assert verify("tx-verify", 0) == ErrorCode.TRANSACTION_ABORTABLE
 
 
@@ -117,6 +130,7 @@ def test_describe_and_list_transactions_and_producers(broker):
         assert (state.producer_id, state.producer_epoch, state.last_sequence, state.current_txn_start_offset) == (
             pid, epoch, 0, 0)
         assert end(c, "tx-list", pid, epoch, True) == ErrorCode.NONE
+        assert wait_completed(c, "tx-list") == "CompleteCommit"
         producers = c.request(DescribeProducersRequest(topics=[TopicRequest(name="tx-list", partition_indexes=[0])]), 0)
         (state,) = producers.topics[0].partitions[0].active_producers
         assert state.current_txn_start_offset == -1  # the transaction is over
