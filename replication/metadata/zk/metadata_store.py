@@ -227,6 +227,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         self._lock = asyncio.Lock()
         self._last_change = -1  # sequence number of the last config change notification applied
         self._registration: BrokerRegistration | None = None
+        # This broker's offline replicas as last announced (written again in a new session: the znode is ephemeral).
+        self._own_offline: tuple[int, tuple[tuple[str, int], ...]] | None = None
         self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
 
@@ -273,6 +275,8 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     async def _reload(self) -> None:
         """Read everything afresh (at start and in a new session: every watch is armed again)."""
+        if self._own_offline is not None:
+            await self._write_offline_replicas(*self._own_offline)
         async with self._lock:
             # The change notifications first: a config changed while the rest is read comes with a newer
             # notification and is applied after (reading them last could count a change as seen whose entity
@@ -481,6 +485,10 @@ class ZooKeeperMetadataStore(PublishedImage):
     async def set_offline_replicas(self, broker_id: int, partitions: Collection[tuple[str, int]]) -> None:
         """Tell every broker that ``broker_id``'s replicas of ``partitions`` are in offline log dirs (an
         ephemeral znode of this session: gone with the broker, whose replicas are then offline anyway)."""
+        self._own_offline = (broker_id, tuple(partitions))
+        await self._write_offline_replicas(*self._own_offline)
+
+    async def _write_offline_replicas(self, broker_id: int, partitions: Collection[tuple[str, int]]) -> None:
         path, data = OfflineReplicasZNode.path(broker_id), OfflineReplicasZNode.encode(partitions)
         try:
             await self.zk.create(path, data, ephemeral=True, make_parents=True)
