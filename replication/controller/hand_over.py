@@ -257,6 +257,9 @@ class LeadershipHandOver:
                     continue
                 if self.shutting_down and p.leader != self.node_id:
                     self.replica_fetchers.unfollow(topic.name, p.partition)  # before it leaves the ISR
+                hosted = self.replica_manager.get_partition(topic.name, p.partition)
+                if hosted is not None and hosted.log is not None and hosted.log.is_offline:
+                    self.replica_fetchers.unfollow(topic.name, p.partition)  # no log to fetch into: out for good
                 new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
                                                    image.brokers, self.node_id)
                 if new is None:
