@@ -119,6 +119,11 @@ differential-cluster-ops: deps
 ##        client metrics against a 3-node Kafka 4.4 with a telemetry plugin on every node
 ##        and the authorization and SASL scenarios (test_differential_authorization, test_differential_security) on
 ##        3 pykbroker brokers and a 3-node Kafka 4.4 cluster with SASL, TLS and ACLs on every node (~2.5 min)
+##        and every broker's metrics against every Kafka node's MBeans (test_differential_metrics, ~2 min)
+##        and two log dirs per node, moves and an offline dir on broker 1 (test_differential_log_dirs, ~3 min)
+##        and tiered storage shared by each cluster's brokers, its leader stopped (test_differential_tiered_storage, ~2 min)
+##        and a full log dir on broker 1, its partition's leadership moved away (test_differential_disk_faults, ~1 min)
+##        and broker 1's only log dir turned read-only: it halts, the others lead on (test_differential_read_only_dir)
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
@@ -126,6 +131,11 @@ differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_telemetry.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_authorization.py compat_tests/test_differential_security.py -k cluster- $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_metrics.py -k cluster $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_differential_log_dirs.py -k cluster $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest compat_tests/test_differential_tiered_storage.py -k cluster $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_disk_faults.py -k cluster $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_read_only_dir.py -k cluster $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and

@@ -30,6 +30,29 @@ ALLOWED: dict[tuple[str, str], str] = {
     "brokers, the voters it shows, on the listener asked through.",
     ("broker_config_definitions", "group.share.enable"): "Kafka 4.1-4.3's internal switch for share groups, gone in "
     "4.4; still accepted so that their configs start.",
+    # The metrics of a KRaft controller (test_differential_metrics' cluster mode) that are its metadata quorum's
+    # own: pykbroker's controller is the broker holding ZooKeeper's /controller, with no metadata log to apply.
+    **{("cluster:metrics", f"controller family kafka_controller_{name}"): "The KRaft quorum controller's event "
+       "queue (pykbroker's ZooKeeper controller handles its events on one task, unmeasured)."
+       for name in ("controllereventmanager_avgidleratio", "controllereventmanager_eventqueueprocessingtimems",
+                    "controllereventmanager_eventqueueprocessingtimems_count", "controllereventmanager_eventqueuetimems",
+                    "controllereventmanager_eventqueuetimems_count", "kafkacontroller_eventqueueoperationsstartedcount",
+                    "kafkacontroller_eventqueueoperationstimedoutcount")},
+    **{("cluster:metrics", f"controller family kafka_controller_kafkacontroller_{name}"): "KRaft's metadata log "
+       "and voters (offsets, timestamps and errors of applied records, static voters, controllers seen through the "
+       "quorum): pykbroker's metadata is ZooKeeper's znodes."
+       for name in ("ignoredstaticvoters", "lastappliedrecordlagms", "lastappliedrecordoffset",
+                    "lastappliedrecordtimestamp", "lastcommittedrecordoffset", "metadataerrorcount",
+                    "newactivecontrollerscount")},
+    **{("cluster:metrics", f"controller family kafka_controller_kafkacontroller_{name}"): "KRaft's broker "
+       "lifecycle at the controller (registration states, fencing, controlled shutdown and heartbeats): a "
+       "pykbroker broker is alive while its ZooKeeper session lasts, with no heartbeats to the controller."
+       for name in ("brokerregistrationstate", "controlledshutdownbrokercount", "fencedbrokercount",
+                    "timedoutbrokerheartbeatcount", "timesincelastheartbeatreceivedms")},
+    ("cluster:metrics", "controller family kafka_controller_controllerstats_electionfromeligibleleaderreplicaspersec"):
+    "KIP-966's elections from eligible leader replicas are KRaft's controller's; pykbroker's ZooKeeper controller "
+    "keeps no ELR (only one node's log-dir hand-over does) and elects from the ISR (unclean: outside it, counted in "
+    "UncleanLeaderElectionsPerSec).",
 }
 
 

@@ -9,10 +9,17 @@ Then both restart with the dir read-only: it is offline from the start, the part
 its replica offline and no longer an eligible leader (still the last known one), and is not created afresh in
 the other dir. After a restart with the dir writable and roomy, the partition is led again (Kafka elects its
 last eligible replica when the broker registers with the dir online).
+
+Cluster mode (PYKBROKER_SLOW_DIFFERENTIAL=1, ``make differential-cluster``): 3 pykbroker brokers against a 3-node
+Kafka 4.4, the small tmpfs broker 1's alone, which leads both partitions of ``t`` (replicated to 3): a producer
+pinned to broker 1 fills the dir and is refused, the partition's leadership moves to another replica (broker 1
+named offline), a client writes and reads there; broker 1 restarted with the dir read-only stays out of the ISR,
+and restarted with room it catches up and rejoins it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -20,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.conftest import KAFKA_44, assert_same_observations, differential_client, judge_jars
 from compat_tests.differential_allowlist import ALLOWED
-from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
-from pykbroker.testing import BrokerProcess, RawClient
+from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
     CreateTopicsRequest,
@@ -33,7 +41,7 @@ from wire.messages import (
     MetadataRequest,
     ProduceRequest,
 )
-from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic
 from wire.messages.describe_topic_partitions_request import TopicRequest
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -214,3 +222,139 @@ def test_a_full_log_dir_as_kafka(tmp_path):
     differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
                    if expected.get(k) != got.get(k) and (SCENARIO, k) not in ALLOWED}
     assert not differences, "\n".join(f"{k}: kafka={e!r} pykbroker={g!r}" for k, (e, g) in differences.items())
+
+
+# -- cluster mode ------------------------------------------------------------------------------------------
+REFUSALS = (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+ASSIGNMENTS = ([1, 2, 3], [1, 3, 2])
+
+
+def _partition_view(data: RawClient, partition: int) -> tuple:
+    """(error, leader, ISR, offline replicas) of ``t``'s ``partition`` in Metadata, and its ELR and last known
+    ELR in DescribeTopicPartitions (leader epochs left out: a KRaft broker's restart fences it, a new epoch). The
+    leader is named by its place in the partition's assignment: which partition lands in the small dir is the
+    broker's choice."""
+    m = {x.partition_index: x for x in data.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), 12)
+         .topics[0].partitions}[partition]
+    d = {x.partition_index: x for x in data.request(DescribeTopicPartitionsRequest(
+        topics=[TopicRequest(name="t")], response_partition_limit=10), 0).topics[0].partitions}[partition]
+    leader = f"replica #{ASSIGNMENTS[partition].index(m.leader_id)}" if m.leader_id in ASSIGNMENTS[partition] \
+        else m.leader_id
+    return (m.error_code, leader, sorted(m.isr_nodes), m.offline_replicas, d.eligible_leader_replicas,
+            d.last_known_elr)
+
+
+def _until(data: RawClient, partition: int, done, timeout: float = 60.0) -> tuple:
+    deadline = time.monotonic() + timeout
+    while not done(view := _partition_view(data, partition)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return view
+
+
+def _reads(data: RawClient, partition: int) -> tuple[int, int]:
+    """(Fetch's error, ListOffsets' error) of ``t``'s ``partition`` at its leader."""
+    fetched = data.request(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchTopic(
+        topic="t", partitions=[FetchPartition(partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+        12)
+    listed = data.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="t", partitions=[
+        ListOffsetsPartition(partition_index=partition, timestamp=-1)])]), 7)
+    return fetched.responses[0].partitions[0].error_code, listed.topics[0].partitions[0].error_code
+
+
+def _retried(call, timeout: float = 15.0):
+    """``call()`` again while it answers NOT_LEADER_OR_FOLLOWER (among its codes): Kafka's metadata can name
+    the new leader a moment before its replica manager leads, and a client retries, as this does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = call()
+        if ErrorCode.NOT_LEADER_OR_FOLLOWER not in (got if isinstance(got, tuple) else (got,)) \
+                or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def _cluster_dirs(pinned: RawClient, big: Path, small: Path) -> list:
+    names = {str(big): "big", str(small): "small"}
+    return sorted((names[r.log_dir], r.error_code, sorted({t.name for t in r.topics}))
+                  for r in pinned.request(DescribeLogDirsRequest(topics=None), 4).results)
+
+
+def observe_cluster(node1, big: Path, small: Path) -> dict[str, object]:
+    """The whole cluster scenario through broker 1 (``node1``: its ``bootstrap``, ``stop()``, ``start()``)."""
+    out: dict[str, object] = {}
+    with RawClient(node1.bootstrap, timeout=30) as pinned, differential_client("cluster", node1.bootstrap) as data:
+        created = pinned.request(CreateTopicsRequest(topics=[CreatableTopic(
+            name="t", num_partitions=-1, replication_factor=-1, assignments=[
+                CreatableReplicaAssignment(partition_index=i, broker_ids=ids)
+                for i, ids in enumerate(ASSIGNMENTS)])], timeout_ms=5000), 5)
+        out["create"] = created.topics[0].error_code
+        data.wait_for_topics("t", timeout=30)
+        in_small = [int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith("t-")]
+        out["partitions in broker 1's small dir"] = len(in_small)
+        on_small = in_small[0]
+        codes = [_produce(pinned, on_small, b"x" * (512 << 10)) for _ in range(24)]  # 12 MiB into 8 MiB
+        first_error = next((i for i, code in enumerate(codes) if code), len(codes))
+        out["pinned to broker 1: accepted before the first error"] = first_error > 0
+        out["pinned to broker 1: the first error"] = codes[first_error] if first_error < len(codes) else None
+        out["pinned to broker 1: refused from then on"] = all(c in REFUSALS for c in codes[first_error:])
+        out["moved away (error, leader, isr, offline, elr, last known elr)"] = _until(
+            data, on_small, lambda v: v[1] not in (-1, "replica #0") and v[3])
+        out["the other partition (error, leader, isr, offline, elr, last known elr)"] = _partition_view(
+            data, 1 - on_small)
+        out["produce at the new leader"] = _retried(lambda: _produce(data, on_small, b"moved"))
+        out["produce to the other partition"] = _produce(data, 1 - on_small, b"fine")
+        out["fetch and list offsets at the new leader"] = _retried(lambda: _reads(data, on_small))
+        out["broker 1's log dirs"] = _cluster_dirs(pinned, big, small)
+    node1.stop()
+    _read_only(small)
+    node1.start()
+    with RawClient(node1.bootstrap, timeout=30) as pinned, differential_client("cluster", node1.bootstrap) as data:
+        out["read-only at start: partition"] = _until(data, on_small, lambda v: v[3] == [1], 30)
+        out["read-only at start: produce at its leader"] = _retried(lambda: _produce(data, on_small, b"ro"))
+        out["read-only at start: broker 1's log dirs"] = _cluster_dirs(pinned, big, small)
+    node1.stop()
+    _make_room(small)
+    node1.start()
+    with RawClient(node1.bootstrap, timeout=30) as pinned, differential_client("cluster", node1.bootstrap) as data:
+        out["room again: partition back in sync"] = _until(data, on_small, lambda v: v[2] == [1, 2, 3] and not v[3])
+        out["room again: produce"] = _retried(lambda: _produce(data, on_small, b"back"))
+        out["room again: broker 1's log dir errors"] = sorted(r.error_code for r in pinned.request(
+            DescribeLogDirsRequest(topics=None), 4).results)
+    return out
+
+
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                    reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+def test_a_full_log_dir_on_one_broker_of_a_cluster_as_kafka(tmp_path):
+    runs = {}
+    for name in ("kafka", "pykbroker"):
+        big, small = _mounted_dirs(tmp_path / name / "n1")
+        overrides = {1: {"log.dirs": f"{big},{small}"}}
+        for node in (2, 3):
+            dirs = [tmp_path / name / f"n{node}" / d for d in ("big", "small")]
+            for d in dirs:
+                d.mkdir(parents=True)
+            overrides[node] = {"log.dirs": ",".join(map(str, dirs))}
+        common = {"log.segment.bytes": str(1 << 20)}
+        try:
+            if name == "kafka":
+                cluster = KafkaCluster(judge_jars(KAFKA_44), tmp_path / name / "kafka", overrides=common,
+                                       node_overrides=overrides)
+                try:
+                    cluster.start()
+                    runs[name] = observe_cluster(cluster.node(1), big, small)
+                finally:
+                    for node in cluster.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
+                        node.kill()
+                    cluster.close()
+            else:
+                with ClusterProcesses(tmp_path / name / "brokers", overrides=common,
+                                      broker_overrides=overrides) as ours:
+                    runs[name] = observe_cluster(ours.broker(1), big, small)
+        finally:
+            subprocess.run(["umount", "-l", str(small)], check=False)
+    expected, got = runs["kafka"], runs["pykbroker"]
+    print(f"kafka: {expected}\npykbroker: {got}")
+    assert_same_observations("cluster", SCENARIO, expected, got)

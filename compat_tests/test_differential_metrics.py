@@ -1,4 +1,4 @@
-"""Metric names judged by Kafka 4.1: its MBeans, read with its own JmxTool, mapped by the JMX exporter rules.
+"""Metric names judged by Kafka 4.4: its MBeans, read with its own JmxTool, mapped by the JMX exporter rules.
 
 The same workload (1,000 records of 1 KiB with confluent-kafka, a consumer group committing, a client
 throttled by a producer_byte_rate quota) runs against Apache Kafka (remote JMX on) and pykbroker (metrics
@@ -7,10 +7,20 @@ its Prometheus name with pykbroker.metrics.jmx_names, the same function the brok
 with. Then: every Kafka-named family pykbroker serves is one Kafka has, with the same labels, and the
 values both brokers give for the workload agree where they are facts of the workload (messages in, log
 end offsets, group state and offsets, partition counts).
+
+Cluster mode (PYKBROKER_SLOW_DIFFERENTIAL=1, ``make differential-cluster``): the same workload, its topics
+replicated to 3, on 3 pykbroker brokers and on a 3-node Kafka 4.4 KRaft cluster, every node's metrics read
+(JmxTool on each Kafka node, each broker's ``/metrics``). Every family each broker serves is one Kafka's nodes
+have; the controller families (``kafka_controller_*``) Kafka's nodes show are served, and the facts of the
+workload agree as the cluster spreads them: one active controller and its cluster-wide counts (0 on the
+others), the partition's end offsets on every replica, its ISR counted by the leader alone, messages and bytes
+in counted by the leader, leader and partition counts summed over the brokers, the group's offsets at its
+coordinator, the throttled client seen where it produced.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -22,12 +32,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from compat_tests.conftest import KAFKA_44, assert_same_observations, judge_jars
+from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
 from pykbroker.metrics.collector import NOT_FROM_JMX
 from pykbroker.metrics.jmx_names import parse_object_name, prometheus_name, quantile_label, sanitize
-from pykbroker.testing import BrokerProcess, RawClient, free_port
-from wire.messages import AlterClientQuotasRequest
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
+from wire.messages import AlterClientQuotasRequest, CreateTopicsRequest
 from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
+from wire.messages.create_topics_request import CreatableTopic
 
 TOPIC = "judged-metrics"
 GROUP = "judged-metrics-group"
@@ -35,8 +47,16 @@ RECORDS = 1000
 CONSUMED = 400
 
 
-def workload(bootstrap: str) -> Consumer:
-    """Produce, consume and commit, get throttled; returns the consumer, still in its group."""
+def workload(bootstrap: str, replication: int = 1) -> Consumer:
+    """Produce, consume and commit, get throttled; returns the consumer, still in its group. ``replication``:
+    the topics' replication factor (on a cluster, created beforehand; on one node, created by the producer)."""
+    first = bootstrap.split(",")[0]  # a raw client's one connection
+    if replication > 1:
+        with RawClient(first, timeout=30) as c:
+            created = c.request(CreateTopicsRequest(topics=[
+                CreatableTopic(name=name, num_partitions=1, replication_factor=replication)
+                for name in (TOPIC, TOPIC + "-quota")], timeout_ms=30000), 5)
+            assert [t.error_code for t in created.topics] == [0, 0]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(RECORDS):
         producer.produce(TOPIC, b"v" * 1024, key=str(i).encode())
@@ -52,7 +72,7 @@ def workload(bootstrap: str) -> Consumer:
             got += 1
     assert got >= CONSUMED
     consumer.commit(offsets=[TopicPartition(TOPIC, 0, CONSUMED)], asynchronous=False)
-    with RawClient(bootstrap, timeout=30) as c:
+    with RawClient(first, timeout=30) as c:
         r = c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
             entity=[EntityData(entity_type="client-id", entity_name="throttled")],
             ops=[OpData(key="producer_byte_rate", value=2048.0, remove=False),
@@ -78,6 +98,13 @@ def workload(bootstrap: str) -> Consumer:
 
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
+
+
+def jmx_args(port: int) -> list[str]:
+    """JVM options opening remote JMX (no auth, loopback) on ``port``."""
+    return [f"-Dcom.sun.management.jmxremote.port={port}", f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+            "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
+            "-Djava.rmi.server.hostname=127.0.0.1", "-Dcom.sun.management.jmxremote.host=127.0.0.1"]
 
 
 def kafka_samples(jars: Path, jmx_port: int) -> Samples:
@@ -130,10 +157,7 @@ def both(tmp_path_factory):
     assert jars is not None
     root = tmp_path_factory.mktemp("judged-metrics")
     jmx = free_port()
-    jvm_args = [f"-Dcom.sun.management.jmxremote.port={jmx}", f"-Dcom.sun.management.jmxremote.rmi.port={jmx}",
-                "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
-                "-Djava.rmi.server.hostname=127.0.0.1", "-Dcom.sun.management.jmxremote.host=127.0.0.1"]
-    with KafkaBroker(jars, root / "kafka", jvm_args=jvm_args,
+    with KafkaBroker(jars, root / "kafka", jvm_args=jmx_args(jmx),
                      overrides={"group.initial.rebalance.delay.ms": "0"}) as kafka:  # started by the with
         consumer = workload(kafka.bootstrap)
         theirs = kafka_samples(jars, jmx)
@@ -208,3 +232,121 @@ def test_values_of_the_workload_agree(both):
     assert theirs["kafka_server_produce_throttle_time"][throttled] > 0
     assert ours["kafka_server_produce_throttle_time"][throttled] > 0
 
+
+
+# -- cluster mode ------------------------------------------------------------------------------------------
+SLOW = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                          reason="a 3-node Kafka cluster: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+CLUSTER = {"group.initial.rebalance.delay.ms": "0"}
+NODES = (1, 2, 3)
+
+
+def kafka_cluster_samples(jars: Path, root: Path) -> dict[int, Samples]:
+    """Each Kafka node's samples after the workload on a 3-node Kafka cluster (killed after)."""
+    jmx = {n: free_port() for n in NODES}
+    kafka = KafkaCluster(jars, root, overrides=CLUSTER, jvm_args={n: jmx_args(p) for n, p in jmx.items()})
+    try:
+        kafka.start()
+        consumer = workload(kafka.bootstrap, replication=3)
+        theirs = {n: kafka_samples(jars, port) for n, port in jmx.items()}
+        consumer.close()
+        return theirs
+    finally:
+        for node in kafka.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
+            node.kill()
+        kafka.close()
+
+
+def pykbroker_cluster_samples(root: Path) -> dict[int, Samples]:
+    """Each broker's samples after the workload on 3 pykbroker brokers."""
+    ports = {n: free_port() for n in NODES}
+    with ClusterProcesses(root, overrides=CLUSTER,
+                          broker_overrides={n: {"metrics.port": str(p)} for n, p in ports.items()}) as cluster:
+        consumer = workload(cluster.bootstrap, replication=3)
+        ours = {n: pykbroker_samples(port) for n, port in ports.items()}
+        consumer.close()
+    return ours
+
+
+@pytest.fixture(scope="module")
+def both_clusters(tmp_path_factory):
+    """(Kafka's samples by node, pykbroker's samples by broker) after the same workload on each cluster."""
+    root = tmp_path_factory.mktemp("judged-metrics-cluster")
+    return kafka_cluster_samples(judge_jars(KAFKA_44), root / "kafka"), pykbroker_cluster_samples(root / "pykbroker")
+
+
+def _value(samples: Samples, name: str, labels: tuple[tuple[str, str], ...] = ()) -> float | None:
+    return samples.get(name, {}).get(labels)
+
+
+def cluster_facts(by_node: dict[int, Samples]) -> dict[str, object]:
+    """What a cluster's metrics say about the workload, in terms that do not depend on which node leads what."""
+    kc = "kafka_controller_kafkacontroller_"
+    topic = (("topic", TOPIC),)
+    tp = (("partition", "0"), ("topic", TOPIC))
+    nodes = list(by_node.values())
+
+    def every(name: str, labels: tuple[tuple[str, str], ...] = ()) -> list:
+        """The value of each node that has the sample, sorted."""
+        return sorted(v for s in nodes if (v := _value(s, name, labels)) is not None)
+
+    def total(name: str, labels: tuple[tuple[str, str], ...] = ()) -> float:
+        return sum(every(name, labels))
+
+    active = [s for s in nodes if _value(s, kc + "activecontrollercount") == 1]
+    counts = ("globaltopiccount", "globalpartitioncount", "offlinepartitionscount", "activebrokercount",
+              "preferredreplicaimbalancecount")
+    out: dict[str, object] = {
+        "active controllers": total(kc + "activecontrollercount"),
+        "the active controller's counts": [(c, _value(s, kc + c)) for s in active for c in counts],
+        "the other controllers' counts": sorted(tuple(_value(s, kc + c) for c in counts)
+                                                for s in nodes if s not in active),
+        "log end offsets of the replicas": every("kafka_log_log_logendoffset", tp),
+        "log start offsets of the replicas": every("kafka_log_log_logstartoffset", tp),
+        "ISR count (by the leader)": every("kafka_cluster_partition_insyncreplicascount", tp),
+        "replicas count (by the leader)": every("kafka_cluster_partition_replicascount", tp),
+        "under-replicated partitions": every("kafka_server_replicamanager_underreplicatedpartitions"),
+        "offline replicas": every("kafka_server_replicamanager_offlinereplicacount"),
+        "leaders": total("kafka_server_replicamanager_leadercount"),
+        "partitions": total("kafka_server_replicamanager_partitioncount"),
+        "messages in": total("kafka_server_brokertopicmetrics_messagesinpersec", topic),
+        "bytes in are the log's size on every replica": {
+            total("kafka_server_brokertopicmetrics_bytesinpersec", topic) == size
+            for size in every("kafka_log_log_size", tp)},
+        "bytes out past what was consumed": total("kafka_server_brokertopicmetrics_bytesoutpersec", topic)
+        > CONSUMED * 1024,
+        "unclean elections": total("kafka_controller_controllerstats_uncleanleaderelectionspersec"),
+        "offsets committed": total("kafka_coordinator_group_groupmetadatamanager_numoffsets"),
+        "throttled where it produced": sum(
+            1 for s in nodes if (_value(s, "kafka_server_produce_throttle_time", (("client_id", "throttled"),))
+                                 or 0) > 0),
+    }
+    for name in sorted({n for s in nodes for n in s if n.startswith("kafka_controller_")}):
+        out[f"controller family {name}"] = sorted(bool(s.get(name)) for s in nodes)  # served (with a sample)
+    return out
+
+
+@SLOW
+def test_cluster_every_kafka_named_family_of_every_broker_is_one_kafkas_nodes_have(both_clusters):
+    theirs, ours = both_clusters
+    kafkas: Samples = {}
+    for node_samples in theirs.values():
+        for name, samples in node_samples.items():
+            kafkas.setdefault(name, {}).update(samples)
+    for node, samples in ours.items():
+        served = {name for name in samples if name.startswith("kafka_") and name not in NOT_FROM_JMX}
+        missing = sorted(name for name in served if name not in kafkas)
+        assert missing == [], f"broker {node}: not among Kafka 4.4's MBeans: {missing}"
+        wrong_labels = {name: (_label_names(samples[name]), _label_names(kafkas[name])) for name in sorted(served)
+                        if samples[name] and kafkas[name]
+                        and not _label_names(samples[name]) <= _label_names(kafkas[name])}
+        assert wrong_labels == {}, f"broker {node}"
+
+
+@SLOW
+def test_cluster_the_workloads_facts_and_the_controller_families_are_kafkas(both_clusters):
+    theirs, ours = both_clusters
+    expected, got = cluster_facts(theirs), cluster_facts(ours)
+    print(f"kafka: {expected}\npykbroker: {got}")
+    assert expected["active controllers"] == 1
+    assert_same_observations("cluster", "metrics", expected, got)

@@ -133,6 +133,11 @@ class BrokerMetadataPublisher:
         rm = self.replica_manager
         was_leader = hosted is not None and hosted.is_leader
         old_epoch = hosted.leader_epoch if hosted is not None else -1
+        if hosted is not None and hosted.log.is_offline and self.node_id in p.replicas:
+            # Its log dir failed (Kafka's HostedPartition.Offline, skipped by applyDelta): it neither leads nor
+            # fetches, or its fetches would take it back into the new leader's ISR without a log to write to.
+            self.replica_fetchers.unfollow(topic.name, p.partition)
+            return
         if p.leader == self.node_id:
             self.replica_fetchers.unfollow(topic.name, p.partition)
             rm.become_leader(topic.name, p.partition, topic.topic_id, p.leader_epoch, list(p.replicas),

@@ -511,7 +511,10 @@ class ClusterProcesses:
     """
 
     def __init__(self, root: str | Path | None = None, size: int = 3, overrides: dict[str, str] | None = None,
-                 *, zookeeper_session_timeout_ms: int = 6000) -> None:
+                 *, zookeeper_session_timeout_ms: int = 6000,
+                 broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
+        """``overrides``: every broker's settings; ``broker_overrides``: node id -> that broker's own (a metrics
+        port, its log dirs)."""
         self._tmp = None
         if root is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-cluster-")
@@ -519,6 +522,7 @@ class ClusterProcesses:
         self.root = Path(root)
         self.size = size
         self.overrides = dict(overrides or {})
+        self.broker_overrides = {k: dict(v) for k, v in (broker_overrides or {}).items()}
         self.zookeeper_session_timeout_ms = zookeeper_session_timeout_ms
         self.zookeeper = ZooKeeperProcess(self.root / "zookeeper")
         self.brokers: dict[int, BrokerProcess] = {}
@@ -537,7 +541,8 @@ class ClusterProcesses:
         broker = BrokerProcess(self.root / f"broker-{node_id}", {
             "node.id": str(node_id), "zookeeper.connect": self.zookeeper.connect,
             "zookeeper.session.timeout.ms": str(self.zookeeper_session_timeout_ms),
-            **self.overrides, **(overrides or {})}, port=port, log_path=self.root / f"broker-{node_id}.log")
+            **self.overrides, **self.broker_overrides.get(node_id, {}), **(overrides or {})},
+            port=port, log_path=self.root / f"broker-{node_id}.log")
         self.brokers[node_id] = broker
         broker.start()
         return broker

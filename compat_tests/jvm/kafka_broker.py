@@ -163,14 +163,17 @@ class KafkaCluster:
     Kafka's defaults otherwise: the judge of cluster behaviour and the cluster bench's reference."""
 
     def __init__(self, jars: Path, root: Path, size: int = 3, heap: str = "-Xmx512m",
-                 overrides: dict[str, str] | None = None, quick_start: bool = True,
-                 classpath: tuple[Path, ...] = ()) -> None:
-        """``classpath``: more class directories or jars for every node (plugins named in ``overrides``)."""
+                 overrides: dict[str, str] | None = None, quick_start: bool = True, *,
+                 node_overrides: dict[int, dict[str, str]] | None = None,
+                 jvm_args: dict[int, list[str]] | None = None, classpath: tuple[Path, ...] = ()) -> None:
+        """``node_overrides`` and ``jvm_args``: node id -> that node's own settings and JVM options (its log dirs,
+        a remote JMX port); ``classpath``: plugins every node loads."""
         ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
-        self.nodes = [KafkaBroker(jars, root / f"kafka-{i + 1}", heap, overrides, quick_start, node_id=i + 1,
-                                  controller_port=ports[i], voters=voters, classpath=classpath)
-                      for i in range(size)]
+        self.nodes = [KafkaBroker(jars, root / f"kafka-{i + 1}", heap,
+                                  {**(overrides or {}), **(node_overrides or {}).get(i + 1, {})}, quick_start,
+                                  node_id=i + 1, controller_port=ports[i], voters=voters,
+                                  jvm_args=(jvm_args or {}).get(i + 1), classpath=classpath) for i in range(size)]
 
     @property
     def bootstrap(self) -> str:

@@ -69,9 +69,28 @@ class LeadershipHandOver:
         if offline_at_start:
             in_offline = self.replica_manager.offline_partitions.__contains__
             dirs = ",".join(self.log_manager.failure_channel.offline_dirs)
-            self.spawn(self.hand_over(lambda t, p: in_offline((t, p)), f"log dirs {dirs} offline at start", 10)
+            self.spawn(self._offline_in_cluster(lambda t, p: in_offline((t, p)), f"log dirs {dirs} offline at start")
                        if self.cluster_mode else self.directory_offline(lambda t, p: in_offline((t, p)), dirs,
                                                                         at_start=True))
+
+    def _offline_here(self) -> list[tuple[str, int]]:
+        """The partitions whose replica here is in an offline log dir."""
+        out = set(self.replica_manager.offline_partitions)
+        for (topic, partition), p in list(self.replica_manager.partitions.items()):
+            if p.log is not None and p.log.is_offline:
+                out.add((topic, partition))
+        return sorted(out)
+
+    async def _offline_in_cluster(self, selected: Callable[[str, int], bool], why: str) -> None:
+        """A cluster broker's log dir is offline: every broker is told its replicas there are offline (Metadata's
+        offline replicas, as Kafka's controller marks them), then their leadership moves to other replicas."""
+        announce = getattr(self.metadata, "set_offline_replicas", None)
+        if announce is not None:
+            try:
+                await announce(self.node_id, self._offline_here())
+            except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the hand-over still moves the leaders
+                log.exception("broker %d: could not record its offline replicas", self.node_id)
+        await self.hand_over(selected, why, attempts=10)
 
     async def controlled_shutdown(self) -> None:
         """Before a cluster broker stops: hand every partition it leads to an in-sync replica and leave the
@@ -108,8 +127,8 @@ class LeadershipHandOver:
             return p is not None and p.log.parent_dir == log_dir
 
         if self.cluster_mode:
-            self.loop.call_soon_threadsafe(lambda: self.spawn(self.hand_over(
-                in_dir, f"log dir {log_dir} offline", attempts=10)))
+            self.loop.call_soon_threadsafe(lambda: self.spawn(self._offline_in_cluster(
+                in_dir, f"log dir {log_dir} offline")))
         else:
             self.loop.call_soon_threadsafe(lambda: self.spawn(self.directory_offline(in_dir, log_dir)))
 
@@ -128,17 +147,19 @@ class LeadershipHandOver:
         return marked
 
     def any_lost_replicas(self) -> bool:
-        """Whether ``lost_replicas`` can name a replica at all (a log dir here is or was offline)."""
-        return not self.cluster_mode and bool(self.replica_manager.offline_partitions
-                                              or self.log_manager.failure_channel.offline_dirs)
+        """Whether ``lost_replicas`` can name a replica at all (a log dir here, or in a cluster any broker's, is
+        or was offline)."""
+        if self.cluster_mode:
+            return bool(self.metadata.image.offline_replicas)
+        return bool(self.replica_manager.offline_partitions or self.log_manager.failure_channel.offline_dirs)
 
     def lost_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         """Replicas of the partition that are offline for want of their log dir, as far as this broker knows:
         on a single node its own replica when the dir holding it is offline (Kafka's broker registration lists
-        its offline dirs and the controller marks their replicas offline); in a cluster none (the controller
-        moves the leadership away)."""
+        its offline dirs and the controller marks their replicas offline); in a cluster those every broker
+        announced (``_offline_in_cluster``)."""
         if self.cluster_mode:
-            return ()
+            return self.metadata.image.offline_replicas.get((topic, partition), ())
         if (topic, partition) in self.replica_manager.offline_partitions:
             return (self.node_id,)
         p = self.replica_manager.get_partition(topic, partition)
@@ -236,6 +257,9 @@ class LeadershipHandOver:
                     continue
                 if self.shutting_down and p.leader != self.node_id:
                     self.replica_fetchers.unfollow(topic.name, p.partition)  # before it leaves the ISR
+                hosted = self.replica_manager.get_partition(topic.name, p.partition)
+                if hosted is not None and hosted.log is not None and hosted.log.is_offline:
+                    self.replica_fetchers.unfollow(topic.name, p.partition)  # no log to fetch into: out for good
                 new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
                                                    image.brokers, self.node_id)
                 if new is None:

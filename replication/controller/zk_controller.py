@@ -94,6 +94,8 @@ class ZkController:
         self.election = store.election
         self.broker_id = broker_id
         self._unclean_default = unclean_leader_election_default
+        # Leaders elected outside the ISR by this broker's controller (Kafka's UncleanLeaderElectionsPerSec).
+        self.unclean_elections = 0
         self.auto_leader_rebalance = auto_leader_rebalance
         self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
         self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
@@ -343,6 +345,7 @@ class ZkController:
                 if new is None:
                     return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
             if await self._write_state(tp, state, new, version):
+                self.unclean_elections += int(new.unclean)
                 return ErrorCode.NONE
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
@@ -443,7 +446,9 @@ class ZkController:
                 new = LeaderAndIsr(NO_LEADER, state.leader_epoch + 1, new.isr)
         if new == state:
             return True
-        return await self._write_state(tp, state, new, version)
+        written = await self._write_state(tp, state, new, version)
+        self.unclean_elections += int(written and new.unclean)
+        return written
 
     async def _create_state(self, tp: TopicPartition, state: LeaderAndIsr) -> bool:
         topic, partition = tp

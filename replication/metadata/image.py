@@ -115,6 +115,9 @@ class MetadataImage:
     # cluster only; a single node's voter is itself).
     voters: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)
     controller_id: int = NO_LEADER
+    # (topic, partition) -> the live brokers whose replica of it is in an offline log dir (a cluster only: each
+    # broker's own on a single node are its replica manager's).
+    offline_replicas: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=lambda: _EMPTY)
     # user -> SCRAM mechanism type (1: SHA-256, 2: SHA-512) -> (iterations, salt hex, salted password hex)
     scram_credentials: Mapping[str, Mapping[int, tuple[int, str, str]]] = field(default_factory=lambda: _EMPTY)
     # Client quotas: entity (frozenset of (type, name or None for the default)) -> quota key -> value.

@@ -40,6 +40,12 @@ from wire.messages.fetch_response import (
 READ_COMMITTED = 1
 # Fetch v0-2 had no max_bytes; Kafka treats it as unbounded.
 UNBOUNDED = 2**31 - 1
+# A partition's answers that Kafka's ReplicaManager.readFromLog expects (leadership moving, a stale epoch, an
+# offline dir, an offset out of range): not marked in FailedFetchRequestsPerSec, which counts unexpected failures.
+EXPECTED_FETCH_ERRORS = frozenset({
+    ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.INCONSISTENT_TOPIC_ID, ErrorCode.OFFSET_OUT_OF_RANGE})
 
 
 def error_response(request: FetchRequest | None, version: int, code: int) -> FetchResponse:
@@ -149,7 +155,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     if broker.metrics is not None:  # Kafka's BrokerTopicMetrics: consumers' bytes out, every partition's fetch
         for fp in fetched:
-            broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0, fp.error_code != 0)
+            broker.metrics.fetched(fp.request.topic, fp.size if replica_id < 0 else 0,
+                                   fp.error_code not in EXPECTED_FETCH_ERRORS)
     # Answers in the session's order (a full fetch's: the request's), a topic entry for each run of partitions of
     # one topic (by id from v13, an unknown id too; by name before), a topic named again when it recurs: Kafka's
     # FetchResponse.of. Partitions that returned records move to the end of an incremental session, so the next

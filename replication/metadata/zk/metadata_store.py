@@ -44,7 +44,7 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from types import MappingProxyType
@@ -83,6 +83,7 @@ from replication.metadata.zk.znodes import (
     ControllerZNode,
     DeleteTopicsTopicZNode,
     FeatureZNode,
+    OfflineReplicasZNode,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicPartitionZNode,
@@ -226,6 +227,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         self._lock = asyncio.Lock()
         self._last_change = -1  # sequence number of the last config change notification applied
         self._registration: BrokerRegistration | None = None
+        # This broker's offline replicas as last announced (written again in a new session: the znode is ephemeral).
+        self._own_offline: tuple[int, tuple[tuple[str, int], ...]] | None = None
         self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
 
@@ -272,6 +275,8 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     async def _reload(self) -> None:
         """Read everything afresh (at start and in a new session: every watch is armed again)."""
+        if self._own_offline is not None:
+            await self._write_offline_replicas(*self._own_offline)
         async with self._lock:
             # The change notifications first: a config changed while the rest is read comes with a newer
             # notification and is applied after (reading them last could count a change as seen whose entity
@@ -286,10 +291,12 @@ class ZooKeeperMetadataStore(PublishedImage):
             brokers = await self._read_brokers()
             voters = await self._read_voters()
             controller_id = await self._read_controller()
+            offline_replicas = await self._read_offline_replicas()
             configs = await self._read_all_configs()
             features, features_epoch = await self._read_features()
             self._publish(topics=_frozen(topics), topics_by_id=_frozen({t.topic_id: t for t in topics.values()}),
-                          brokers=brokers, voters=voters, controller_id=controller_id, **configs,
+                          brokers=brokers, voters=voters, controller_id=controller_id,
+                          offline_replicas=offline_replicas, **configs,
                           finalized_features=features, features_epoch=features_epoch)
 
     def _in_task(self, coro_fn: Callable[..., Any], *args: Any) -> None:
@@ -449,6 +456,44 @@ class ZooKeeperMetadataStore(PublishedImage):
             return ControllerZNode.decode(found[0]).broker_id if found is not None else -1
         except ZNodeDecodeError:
             return -1
+
+    # replicas in offline log dirs
+    def _offline_replicas_changed(self, _event: Any) -> None:
+        async def load() -> None:
+            self._publish(offline_replicas=await self._read_offline_replicas())
+        self._in_task(load)
+
+    async def _read_offline_replicas(self) -> Mapping[tuple[str, int], tuple[int, ...]]:
+        """Every broker's ``OfflineReplicasZNode`` (watched: the set of brokers and each one's partitions)."""
+        watch = self._offline_replicas_changed
+        if await self.zk.exists(OfflineReplicasZNode.parent, watch=watch) is None:
+            return _frozen({})
+        out: dict[tuple[str, int], tuple[int, ...]] = {}
+        for child in await self.zk.get_children(OfflineReplicasZNode.parent, watch=watch) or []:
+            if not child.isdigit():
+                continue
+            found = await self.zk.get(OfflineReplicasZNode.path(int(child)), watch=watch)
+            try:
+                partitions = OfflineReplicasZNode.decode(found[0]) if found is not None else ()
+            except ZNodeDecodeError:
+                log.warning("ignoring unreadable %s", OfflineReplicasZNode.path(int(child)))
+                continue
+            for tp in partitions:
+                out[tp] = tuple(sorted({*out.get(tp, ()), int(child)}))
+        return _frozen(out)
+
+    async def set_offline_replicas(self, broker_id: int, partitions: Collection[tuple[str, int]]) -> None:
+        """Tell every broker that ``broker_id``'s replicas of ``partitions`` are in offline log dirs (an
+        ephemeral znode of this session: gone with the broker, whose replicas are then offline anyway)."""
+        self._own_offline = (broker_id, tuple(partitions))
+        await self._write_offline_replicas(*self._own_offline)
+
+    async def _write_offline_replicas(self, broker_id: int, partitions: Collection[tuple[str, int]]) -> None:
+        path, data = OfflineReplicasZNode.path(broker_id), OfflineReplicasZNode.encode(partitions)
+        try:
+            await self.zk.create(path, data, ephemeral=True, make_parents=True)
+        except NodeExistsError:
+            await self.zk.set(path, data)
 
     # configs, quotas, credentials
     async def _read_all_configs(self) -> dict[str, Mapping]:

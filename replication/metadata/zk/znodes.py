@@ -35,6 +35,7 @@ from wire import java
 __all__ = [
     "ZNodeDecodeError", "Endpoint", "sanitize", "desanitize", "DEFAULT_ENTITY", "PERSISTENT_PATHS",
     "ClusterIdZNode", "BrokerIdsZNode", "BrokerIdZNode", "BrokerInfo", "BrokerSequenceIdZNode", "QuorumVoterZNode",
+    "OfflineReplicasZNode",
     "TopicsZNode", "TopicZNode", "TopicAssignment", "TopicPartitionsZNode", "TopicPartitionZNode",
     "TopicPartitionStateZNode", "PartitionState", "ControllerZNode", "ControllerRegistration",
     "ControllerEpochZNode", "ConfigEntityTypeZNode", "ConfigEntityZNode", "ConfigEntityChangeNotificationZNode",
@@ -212,6 +213,37 @@ class QuorumVoterZNode:
     @staticmethod
     def path(broker_id: int) -> str:
         return f"{QuorumVoterZNode.parent}/{broker_id}"
+
+
+class OfflineReplicasZNode:
+    """``/pykbroker/offline_replicas/<id>`` (pykbroker's own, ephemeral in the broker's session): the partitions
+    whose replica on broker ``id`` is in an offline log dir, ``{"version":1,"partitions":{"<topic>":[0,...]}}``.
+    Kafka's KRaft brokers register their offline dirs and its controller marks their replicas offline for every
+    broker's Metadata; these znodes tell every broker the same."""
+
+    parent = "/pykbroker/offline_replicas"
+
+    @staticmethod
+    def path(broker_id: int) -> str:
+        return f"{OfflineReplicasZNode.parent}/{broker_id}"
+
+    @staticmethod
+    def encode(partitions: Iterable[tuple[str, int]]) -> bytes:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        return _json({"version": 1, "partitions": by_topic})
+
+    @staticmethod
+    def decode(data: bytes | None) -> tuple[tuple[str, int], ...]:
+        what = "offline replicas"
+        topics = _field(_object(data, what), "partitions", dict, what)
+        out: list[tuple[str, int]] = []
+        for topic, partitions in topics.items():
+            if not isinstance(partitions, list) or not all(isinstance(p, int) for p in partitions):
+                raise ZNodeDecodeError(f"{what}: partitions of {topic!r} are not a list of ints")
+            out.extend((topic, p) for p in partitions)
+        return tuple(out)
 
 
 @dataclass(frozen=True)

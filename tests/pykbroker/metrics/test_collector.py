@@ -152,6 +152,10 @@ def test_replica_manager_and_partition_gauges(metered):
     assert value(s, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(s, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     assert value(s, "kafka_controller_kafkacontroller_globalpartitioncount") == partitions
+    assert value(s, "kafka_controller_kafkacontroller_activebrokercount") == 1
+    assert value(s, "kafka_controller_kafkacontroller_preferredreplicaimbalancecount") == 0
+    assert value(s, "kafka_controller_controllerstats_uncleanleaderelectionspersec") == 0
+    assert value(s, "kafka_server_brokertopicmetrics_failedfetchrequestspersec") == 0
 
 
 def test_log_offsets_per_partition(metered):

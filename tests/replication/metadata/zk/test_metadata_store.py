@@ -403,3 +403,20 @@ def test_with_the_controller_creation_and_deletion_go_through_it_as_in_kafka(zk_
             await close(a, b)
 
     run(main())
+
+
+def test_offline_replicas_one_broker_announces_reach_the_other_and_go_with_its_session(zk_server):
+    async def scenario() -> None:
+        a, b = await two_brokers(zk_server)
+        try:
+            await a.set_offline_replicas(1, [("t", 0), ("t", 2)])
+            await eventually(lambda: dict(b.image.offline_replicas) == {("t", 0): (1,), ("t", 2): (1,)})
+            await b.set_offline_replicas(2, [("t", 2)])  # a second dir, or another broker: both named
+            await a.set_offline_replicas(1, [("t", 2)])
+            await eventually(lambda: dict(b.image.offline_replicas) == {("t", 2): (1, 2)})
+            await a.zk.close()  # a's session ends: its replicas are no longer announced
+            await eventually(lambda: dict(b.image.offline_replicas) == {("t", 2): (2,)})
+        finally:
+            await close(b)
+
+    run(scenario())

@@ -28,6 +28,7 @@ from replication.metadata.zk.znodes import (
     IsrChangeNotificationSequenceZNode,
     LiteralAclChangeZNode,
     LogDirEventNotificationSequenceZNode,
+    OfflineReplicasZNode,
     PartitionState,
     PreferredReplicaElectionZNode,
     ProducerIdBlock,
@@ -239,6 +240,8 @@ def test_sanitized_names_are_kafkas():
     (ConfigEntityChangeNotificationSequenceZNode.decode, b'{"version":1,"entity_name":"t"}'),
     (LiteralAclChangeZNode.decode, b"no separator"),
     (ResourceZNode.decode, b'{"acls":[{"principal":"User:a"}],"version":1}'),
+    (OfflineReplicasZNode.decode, b'{"version":1,"partitions":{"t":["0"]}}'),
+    (OfflineReplicasZNode.decode, b'{"version":1}'),
 ])
 def test_bad_data_raises_znode_decode_error(decode, data):
     with pytest.raises(ZNodeDecodeError):
@@ -248,3 +251,10 @@ def test_bad_data_raises_znode_decode_error(decode, data):
 def test_empty_producer_id_block_znode_means_no_block_yet():
     assert ProducerIdBlockZNode.decode(b"") is None
     assert ProducerIdBlockZNode.decode(None) is None
+
+
+def test_offline_replicas_znode_round_trips_by_topic():
+    data = OfflineReplicasZNode.encode([("t", 2), ("a", 0), ("t", 0)])
+    assert data == b'{"version":1,"partitions":{"a":[0],"t":[0,2]}}'
+    assert OfflineReplicasZNode.decode(data) == (("a", 0), ("t", 0), ("t", 2))
+    assert OfflineReplicasZNode.path(3) == "/pykbroker/offline_replicas/3"
