@@ -1,0 +1,94 @@
+"""Run librdkafka's test suite against a broker this starts, or one already running:
+
+    python -m compat_tests.rdkafka_suite --target pykbroker --tests 0001,0012
+    python -m compat_tests.rdkafka_suite --target kafka-cluster            # the chosen set on 3 Kafka 4.4 nodes
+    python -m compat_tests.rdkafka_suite --bootstrap 127.0.0.1:9092 --tests 0030
+
+Targets: kafka (Kafka 4.4, one KRaft node), kafka-cluster (three), pykbroker (one node), pykbroker-cluster (three
+brokers and ZooKeeper), all with the suite's default scenario. Prints each test's outcome; exits 1 when one failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from compat_tests.rdkafka_suite import (
+    CLUSTER,
+    CLUSTER_SCENARIO,
+    SCENARIO,
+    SINGLE,
+    run_suite,
+    runner_path,
+    verdict,
+)
+
+TARGETS = ("kafka", "kafka-cluster", "pykbroker", "pykbroker-cluster")
+
+
+@contextlib.contextmanager
+def started(target: str, root: Path) -> Iterator[str]:
+    """Start ``target`` under ``root``; yields its bootstrap, stops it after."""
+    if target == "pykbroker":
+        from pykbroker.testing import BrokerProcess
+        with BrokerProcess(root / "broker", overrides=SCENARIO, log_path=root / "broker.log") as broker:
+            yield broker.bootstrap
+    elif target == "pykbroker-cluster":
+        from pykbroker.testing import ClusterProcesses
+        with ClusterProcesses(root, size=3, overrides=CLUSTER_SCENARIO) as cluster:
+            yield cluster.bootstrap
+    else:
+        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+        jars = jars_dir("4.4.0")
+        if jars is None:
+            raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
+        if target == "kafka":
+            with KafkaBroker(jars, root / "kafka", overrides=SCENARIO) as kafka:
+                yield kafka.bootstrap
+        else:
+            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=CLUSTER_SCENARIO)
+            try:
+                nodes.start()
+                yield nodes.bootstrap
+            finally:
+                for node in nodes.nodes:
+                    node.kill()
+                nodes.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", choices=TARGETS, default="pykbroker")
+    parser.add_argument("--bootstrap", help="run against this running broker instead of starting a target")
+    parser.add_argument("--tests", help="comma-separated test numbers (default: the chosen set for the target)")
+    parser.add_argument("--workdir", type=Path, help="where test.conf, the runner's log and the brokers' go")
+    parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--debug", help="librdkafka debug contexts (TEST_DEBUG), e.g. protocol,cgrp")
+    args = parser.parse_args()
+    runner = runner_path()
+    if runner is None:
+        print("no C compiler: librdkafka's test suite cannot be built", file=sys.stderr)
+        return 0
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rdkafka-suite-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {"TEST_DEBUG": args.debug} if args.debug else {}
+    tests = args.tests or (CLUSTER if args.target.endswith("cluster") else SINGLE)
+    with contextlib.ExitStack() as stack:
+        bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir))
+        outcomes, log = run_suite(runner, bootstrap, tests, workdir / "run", parallel=args.parallel, env=env)
+    ran = [o for o in outcomes.values() if o.name[:4] in tests.split(",") and o.state != "SKIPPED"]
+    for outcome in ran:
+        print(f"{outcome.name:45} {outcome.state:8} {outcome.seconds:8.1f}s {outcome.reason}")
+    failed, not_passed = verdict(outcomes, tests)
+    passed = sum(o.state == "PASSED" for o in ran)
+    print(f"{args.bootstrap or args.target}: {passed} passed, {len(failed)} failed; numbers without a passed test: "
+          f"{','.join(not_passed) or 'none'}; log: {log}")
+    return 1 if failed or not_passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
