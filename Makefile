@@ -108,8 +108,8 @@ differential-cluster-ops: deps
 ##        and the share-group scenarios against a 3-node Kafka 4.2 cluster (test_share_groups, ~4 min); the
 ##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
-##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) on one Kafka 4.4 node
-##        and on the 3-node clusters
+##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) and share-partition
+##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters
 ##        and the single-node scenarios of half a minute each: the stalled share consumer, kafka-share-groups and the
 ##        tuned retention scenario
 ##        and the Streams-group scenarios (test_differential_streams_groups) on the 3-node clusters
@@ -125,7 +125,7 @@ differential-cluster-ops: deps
 ##        and a full log dir on broker 1, its partition's leadership moved away (test_differential_disk_faults, ~1 min)
 ##        and broker 1's only log dir turned read-only: it halts, the others lead on (test_differential_read_only_dir)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or stalled or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_streams_groups.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)

@@ -888,7 +888,7 @@ def fresh_kafka():
 
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
-    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2",)))
+    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)
