@@ -7,7 +7,7 @@ node and on three brokers (pykbroker with ZooKeeper, Kafka 4.4 KRaft), every bro
 
 The application is compat_tests/jvm/streams/StreamsCountApp.java (input -> selectKey -> repartition -> count ->
 output, two sub-topologies of 4 partitions: 8 tasks) with exactly_once_v2; its 4 instances (JVMs) are started at
-once. The figure is the time from the first instance's start until every instance is RUNNING and the group is
+once, on a broker whose __consumer_offsets and __transaction_state exist already. The figure is the time from the first instance's start until every instance is RUNNING and the group is
 Stable with every task assigned (classic: DescribeGroups' member assignments hold the 8 source partitions; streams:
 StreamsGroupDescribe's members hold the 8 active tasks). "after the last start" is the same end measured from the
 moment the last instance entered REBALANCING (its JVM up and KafkaStreams.start() called): the part the broker
@@ -86,6 +86,21 @@ def streams_assigned(bootstrap: str, group: str, members: int) -> bool:
     if g.error_code != 0 or g.group_state != "Stable" or len(g.members) != members:
         return False
     return sum(len(t.partitions) for m in g.members for t in m.assignment.active_tasks) == TASKS
+
+
+def warm_up(bootstrap: str, timeout: float = 120.0) -> None:
+    """Have the broker create __consumer_offsets and __transaction_state (FindCoordinator for a group and a
+    transactional id creates them, on pykbroker and on Kafka) before any application is timed: otherwise the first
+    application measured on a broker waits for them (tens of partitions, three replicas on 3 brokers) and the
+    others do not."""
+    deadline = time.monotonic() + timeout
+    with RawClient(bootstrap.split(",")[0], timeout=30) as c:
+        for key_type, key in ((0, "warm-up-group"), (1, "warm-up-transaction")):
+            while c.request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]),
+                            4).coordinators[0].error_code != 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no coordinator for {key} after {timeout} s")
+                time.sleep(0.2)
 
 
 def time_to_stable(jars: Path, bootstrap: str, root: Path, protocol: str, instances: int,
@@ -181,6 +196,7 @@ def main(brokers: list[str] | None = None, setups: list[str] | None = None, prot
         for setup in setups:
             for i, broker in enumerate(b for b in brokers if b in targets):
                 with targets[broker](setup, root / f"{setup}-{broker}") as (bootstrap, replication):
+                    warm_up(bootstrap)
                     for r in range(repeat):
                         for protocol in protocols if (i + r) % 2 == 0 else protocols[::-1]:
                             run = time_to_stable(jars, bootstrap, root / "apps", protocol, instances, replication)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,13 +209,27 @@ def kill_a_broker(bootstrap: str, victim: str, kill):
 VICTIMS = ["group-coordinator", "other"]
 
 
+@contextmanager
+def three_brokers(root: Path, broker: str) -> Iterator[tuple[str, Callable[[int], None]]]:
+    """Three ``broker`` ("pykbroker", with the default ZooKeeper session rather than the kit's 6 s, or "kafka":
+    Kafka 4.4 KRaft nodes) with CLUSTER's settings: their bootstrap and a kill -9 of a node by id."""
+    if broker == "pykbroker":
+        session_ms = Config().zookeeper_session_timeout_ms
+        with ClusterProcesses(root / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=session_ms) as cluster:
+            yield cluster.bootstrap, lambda n: cluster.broker(n).kill()
+        return
+    kafka_jars = jars_dir(KAFKA_44)
+    assert kafka_jars is not None
+    with KafkaCluster(kafka_jars, root / "kafka", 3, overrides=CLUSTER) as kafka:
+        yield kafka.bootstrap, lambda n: kafka.node(n).kill()
+
+
 @slow
 @pytest.mark.parametrize("victim", VICTIMS)
 def test_exactly_once_count_through_a_killed_broker(tmp_path, jars, victim):
-    session_ms = Config().zookeeper_session_timeout_ms  # the default, not the kit's 6 s
-    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=session_ms) as cluster:
-        run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
-                         during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.broker(n).kill()))
+    with three_brokers(tmp_path, "pykbroker") as (bootstrap, kill):
+        run = count_keys(jars, bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
+                         during=kill_a_broker(bootstrap, victim, kill))
     print(f"pykbroker, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
           f"output stalled for {run.stall:.1f} s at most")
     assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
@@ -222,11 +238,9 @@ def test_exactly_once_count_through_a_killed_broker(tmp_path, jars, victim):
 @slow
 @pytest.mark.parametrize("victim", VICTIMS)
 def test_exactly_once_count_through_a_killed_kafka_broker(tmp_path, jars, victim):
-    kafka_jars = jars_dir(KAFKA_44)
-    assert kafka_jars is not None
-    with KafkaCluster(kafka_jars, tmp_path / "kafka", 3, overrides=CLUSTER) as cluster:
-        run = count_keys(jars, cluster.bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
-                         during=kill_a_broker(cluster.bootstrap, victim, lambda n: cluster.node(n).kill()))
+    with three_brokers(tmp_path, "kafka") as (bootstrap, kill):
+        run = count_keys(jars, bootstrap, tmp_path, rounds=CLUSTER_ROUNDS, replication=3,
+                         during=kill_a_broker(bootstrap, victim, kill))
     print(f"Kafka 4.4, 3 brokers, {victim} killed: {run.records} records counted exactly once in {run.seconds:.1f} s, "
           f"output stalled for {run.stall:.1f} s at most")
 
@@ -239,14 +253,14 @@ ALOS_CLUSTER = {"processing.guarantee": "at_least_once", "commit.interval.ms": "
 PROTOCOLS = ["classic", "streams"]
 
 
-def at_least_once_through_a_killed_broker(jars: Path, bootstrap: str, root: Path, protocol: str, kill,
-                                          broker: str) -> Run:
-    run = count_keys(jars, bootstrap, root, rounds=CLUSTER_ROUNDS, replication=3,
-                     props={**ALOS_CLUSTER, "group.protocol": protocol},
-                     during=kill_a_broker(bootstrap, "group-coordinator", kill))
+def at_least_once_through_a_killed_broker(jars: Path, root: Path, protocol: str, broker: str) -> Run:
+    with three_brokers(root, broker) as (bootstrap, kill):
+        run = count_keys(jars, bootstrap, root, rounds=CLUSTER_ROUNDS, replication=3,
+                         props={**ALOS_CLUSTER, "group.protocol": protocol},
+                         during=kill_a_broker(bootstrap, "group-coordinator", kill))
     overcounted = sum(1 for values in run.counts.values() if values[-1] > CLUSTER_ROUNDS)
     load = os.getloadavg()
-    print(f"STREAMS ALOS FAILOVER {broker}, 3 brokers, group.protocol={protocol}, group coordinator killed:"
+    print(f"STREAMS ALOS FAILOVER {'Kafka 4.4' if broker == 'kafka' else broker}, 3 brokers, group.protocol={protocol}, group coordinator killed:"
           f" {run.records} records counted at least once in {run.seconds:.1f} s ({overcounted} keys past their"
           f" inputs), output stalled for {run.stall:.1f} s at most after the kill; load average {load[0]:.1f}")
     return run
@@ -255,21 +269,14 @@ def at_least_once_through_a_killed_broker(jars: Path, bootstrap: str, root: Path
 @slow
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_at_least_once_count_through_a_killed_broker(tmp_path, jars, protocol):
-    session_ms = Config().zookeeper_session_timeout_ms  # the default, not the kit's 6 s
-    with ClusterProcesses(tmp_path / "cluster", 3, CLUSTER, zookeeper_session_timeout_ms=session_ms) as cluster:
-        run = at_least_once_through_a_killed_broker(jars, cluster.bootstrap, tmp_path, protocol,
-                                                    lambda n: cluster.broker(n).kill(), "pykbroker")
+    run = at_least_once_through_a_killed_broker(jars, tmp_path, protocol, "pykbroker")
     assert run.stall < RECOVERY_BOUND_S, f"the output stopped for {run.stall:.1f} s after the kill"
 
 
 @slow
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_at_least_once_count_through_a_killed_kafka_broker(tmp_path, jars, protocol):
-    kafka_jars = jars_dir(KAFKA_44)
-    assert kafka_jars is not None
-    with KafkaCluster(kafka_jars, tmp_path / "kafka", 3, overrides=CLUSTER) as cluster:
-        at_least_once_through_a_killed_broker(jars, cluster.bootstrap, tmp_path, protocol,
-                                              lambda n: cluster.node(n).kill(), "Kafka 4.4")
+    at_least_once_through_a_killed_broker(jars, tmp_path, protocol, "kafka")
 
 
 # at_least_once, two instances, one killed with -9 once half the input is written: its tasks move to the survivor
