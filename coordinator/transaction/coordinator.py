@@ -22,7 +22,9 @@ the background, as Kafka's TransactionMarkerChannelManager sends them: markers t
 (no leader, an unreachable leader, a leader that moved) are sent again until every partition's leader has
 them. Until the Complete state is written the transaction shows PrepareCommit/PrepareAbort (ListTransactions,
 DescribeTransactions) and requests on its id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-a version 2 write's implicit add) get CONCURRENT_TRANSACTIONS, which clients retry. A coordinator that
+a version 2 write's implicit add) get CONCURRENT_TRANSACTIONS, which clients retry; an add for the next
+transaction first waits up to 100 ms for the completion (``_completed_within``), as Kafka's partition leaders
+retry a version 2 write's add for 100 ms. A coordinator that
 stops leading the partition (or is killed) leaves the rest to the next one, which finds the Prepare state
 when it loads the partition and sends the markers again.
 
