@@ -22,7 +22,9 @@ the background, as Kafka's TransactionMarkerChannelManager sends them: markers t
 (no leader, an unreachable leader, a leader that moved) are sent again until every partition's leader has
 them. Until the Complete state is written the transaction shows PrepareCommit/PrepareAbort (ListTransactions,
 DescribeTransactions) and requests on its id (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-a version 2 write's implicit add) get CONCURRENT_TRANSACTIONS, which clients retry. A coordinator that
+a version 2 write's implicit add) get CONCURRENT_TRANSACTIONS, which clients retry; an add for the next
+transaction first waits up to 100 ms for the completion (``_completed_within``), as Kafka's partition leaders
+retry a version 2 write's add for 100 ms. A coordinator that
 stops leading the partition (or is killed) leaves the rest to the next one, which finds the Prepare state
 when it loads the partition and sends the markers again.
 
@@ -349,6 +351,12 @@ class TransactionCoordinator:
         """
         wanted = set(partitions)
         shard, metadata = await self._lookup(transactional_id)
+        if client_version < 2 and metadata is not None and metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) \
+                and await self._completed_within(transactional_id, ADD_PARTITION_RETRY_MAX_S):
+            # A client's next transaction right after EndTxn: as a version 2 write's add is retried for 100 ms,
+            # the add waits that long for the previous transaction's markers rather than costing the client a
+            # CONCURRENT_TRANSACTIONS round trip and its retry backoff (20-100 ms) after nearly every commit.
+            shard, metadata = await self._lookup(transactional_id)
         if metadata is not None and metadata.pending_state is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata is None or metadata.producer_id != producer_id:
@@ -401,15 +409,25 @@ class TransactionCoordinator:
                     waited >= ADD_PARTITION_RETRY_MAX_S and not self._add_in_flight(transactional_id, producer_id,
                                                                                     epoch)):
                 return code
-            completing = self._completions.get(transactional_id)
-            if completing is None:
+            if transactional_id not in self._completions:
                 await asyncio.sleep(ADD_PARTITION_RETRY_BACKOFF_S)
                 continue
-            try:  # the previous transaction is completing: retried the moment it is done
-                async with asyncio.timeout(max(ADD_PARTITION_RETRY_MAX_S - waited, ADD_PARTITION_RETRY_BACKOFF_S)):
-                    await completing.wait()
-            except TimeoutError:
-                pass
+            # the previous transaction is completing: retried the moment it is done
+            await self._completed_within(transactional_id, max(ADD_PARTITION_RETRY_MAX_S - waited,
+                                                                ADD_PARTITION_RETRY_BACKOFF_S))
+
+    async def _completed_within(self, transactional_id: str, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the markers and Complete state of the id's prepared transaction; whether
+        they were written (or left to another coordinator) meanwhile. False at once when none is being sent."""
+        completing = self._completions.get(transactional_id)
+        if completing is None:
+            return False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await completing.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def _add_in_flight(self, transactional_id: str, producer_id: int, epoch: int) -> bool:
         """Another write of this producer's transaction is adding partitions to it right now."""

@@ -626,6 +626,11 @@ async def test_markers_follow_a_leader_that_moves(tmp_path):
     await txn.end_transaction("moved", pid, epoch, commit=False)
     await until(lambda: broker2.attempts >= 1)
     assert (await txn.describe("moved")).state is S.PREPARE_ABORT
+    # A client's next AddPartitionsToTxn waits 100 ms for the completion (as a version 2 write's add is retried),
+    # then hears CONCURRENT_TRANSACTIONS.
+    started = asyncio.get_running_loop().time()
+    await raises(ErrorCode.CONCURRENT_TRANSACTIONS, txn.add_partitions("moved", pid, epoch, [(DATA, 1)]))
+    assert asyncio.get_running_loop().time() - started >= 0.1
     broker2.leaders[1] = 1  # broker 2 died; this broker leads DATA-1 now
     await completed(txn, "moved")
     assert node.markers(1) == [(1, pid)]
@@ -690,4 +695,25 @@ async def test_a_v2_write_after_end_txn_waits_for_the_completion_within_kafkas_r
         broker2.slow.set()  # broker 2 answers: the Complete state is written and the add goes through at once
         assert await add == ErrorCode.NONE
     assert (await txn.describe("next")).state is S.ONGOING
+    await txn.close()
+
+
+@run
+async def test_a_clients_add_right_after_end_txn_waits_for_the_completion(tmp_path):
+    """Transaction version 0/1: AddPartitionsToTxn finding the previous transaction completing is answered once it
+    completes (within 100 ms) instead of CONCURRENT_TRANSACTIONS."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    broker2.slow = asyncio.Event()
+    node.txn = txn = broker2.coordinator()
+    pid, epoch = await begin(node, "tv1", 1)
+    await txn.end_transaction("tv1", pid, epoch, commit=True)
+    add = asyncio.ensure_future(txn.add_partitions("tv1", pid, epoch, [(DATA, 0)]))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not add.done() and (await txn.describe("tv1")).state is S.PREPARE_COMMIT
+    broker2.slow.set()
+    assert await add is None
+    metadata = await txn.describe("tv1")
+    assert (metadata.state, metadata.partitions) == (S.ONGOING, {(DATA, 0)})
     await txn.close()
