@@ -76,6 +76,14 @@ def _produce(c: RawClient, partition: int, value: bytes) -> int:
     return response.responses[0].partition_responses[0].error_code
 
 
+def _fill(c: RawClient, small: Path) -> tuple[int, int, list[int], int]:
+    """Write 12 MiB into the 8 MiB dir through ``c``: (how many partitions of ``t`` the dir holds, the one written,
+    the codes of the 24 writes, the index of the first refused)."""
+    in_small = [int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith("t-")]
+    codes = [_produce(c, in_small[0], b"x" * (512 << 10)) for _ in range(24)]
+    return len(in_small), in_small[0], codes, next((i for i, code in enumerate(codes) if code), len(codes))
+
+
 def observe(bootstrap: str, big: Path, small: Path) -> dict[str, object]:
     out: dict[str, object] = {}
     with RawClient(bootstrap, timeout=30) as c:
@@ -83,11 +91,8 @@ def observe(bootstrap: str, big: Path, small: Path) -> dict[str, object]:
                                                                        replication_factor=1)], timeout_ms=5000), 5)
         out["create"] = created.topics[0].error_code
         c.wait_for_topics("t")
-        in_small = [int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith("t-")]
-        out["partitions in the small dir"] = len(in_small)
-        on_small = in_small[0]
-        codes = [_produce(c, on_small, b"x" * (512 << 10)) for _ in range(24)]  # 12 MiB into 8 MiB
-        first_error = next((i for i, code in enumerate(codes) if code), len(codes))
+        in_small, on_small, codes, first_error = _fill(c, small)
+        out["partitions in the small dir"] = in_small
         out["produce to the full dir: accepted before the first error"] = first_error > 0
         out["produce to the full dir: errors from the first on"] = sorted(set(codes[first_error:]))
         out["produce to the other dir"] = _produce(c, 1 - on_small, b"fine")
@@ -291,11 +296,8 @@ def observe_cluster(node1, big: Path, small: Path) -> dict[str, object]:
                 for i, ids in enumerate(ASSIGNMENTS)])], timeout_ms=5000), 5)
         out["create"] = created.topics[0].error_code
         data.wait_for_topics("t", timeout=30)
-        in_small = [int(p.name.rsplit("-", 1)[1]) for p in small.iterdir() if p.name.startswith("t-")]
-        out["partitions in broker 1's small dir"] = len(in_small)
-        on_small = in_small[0]
-        codes = [_produce(pinned, on_small, b"x" * (512 << 10)) for _ in range(24)]  # 12 MiB into 8 MiB
-        first_error = next((i for i, code in enumerate(codes) if code), len(codes))
+        in_small, on_small, codes, first_error = _fill(pinned, small)
+        out["partitions in broker 1's small dir"] = in_small
         out["pinned to broker 1: accepted before the first error"] = first_error > 0
         out["pinned to broker 1: the first error"] = codes[first_error] if first_error < len(codes) else None
         out["pinned to broker 1: refused from then on"] = all(c in REFUSALS for c in codes[first_error:])

@@ -42,25 +42,30 @@ def produce(c: RawClient, value: bytes) -> int:
     return response.responses[0].partition_responses[0].error_code
 
 
-def observe(bootstrap: str, mount: FlakyMount, proc, log_text) -> dict[str, object]:
-    with RawClient(bootstrap, timeout=30) as c:
-        created = c.request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)],
-                                                timeout_ms=30000), 5)
-        assert created.topics[0].error_code == ErrorCode.NONE
-        c.wait_for_topics("t", timeout=30)
-        deadline = time.monotonic() + 30
-        while (first := produce(c, b"before")) != ErrorCode.NONE and time.monotonic() < deadline:
-            time.sleep(0.2)
-        mount.set("erofs")
-        try:
-            produce(c, b"after")
-        except OSError:
-            pass  # halted before answering
+def turn_read_only(c: RawClient, topic: CreatableTopic, mount: FlakyMount, proc, log_text) -> dict[str, object]:
+    """Create ``topic`` through ``c`` (its broker: ``proc``), write once, flip the dir to EROFS, write again: the
+    first write's code, the process's exit code and whether its log said why."""
+    created = c.request(CreateTopicsRequest(topics=[topic], timeout_ms=30000), 5)
+    assert created.topics[0].error_code == ErrorCode.NONE
+    c.wait_for_topics("t", timeout=30)
+    deadline = time.monotonic() + 30
+    while (first := produce(c, b"before")) != ErrorCode.NONE and time.monotonic() < deadline:
+        time.sleep(0.2)
+    mount.set("erofs")
+    try:
+        produce(c, b"after")
+    except OSError:
+        pass  # halted before answering
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    return {"first": first, "exit": proc.poll(),
-            "said why": "Shutdown broker because all log dirs in" in log_text()}
+    return {"first": first, "exit": proc.poll(), "said why": "Shutdown broker because all log dirs in" in log_text()}
+
+
+def observe(bootstrap: str, mount: FlakyMount, proc, log_text) -> dict[str, object]:
+    with RawClient(bootstrap, timeout=30) as c:
+        return turn_read_only(c, CreatableTopic(name="t", num_partitions=1, replication_factor=1), mount, proc,
+                              log_text)
 
 
 def test_the_only_log_dir_turned_read_only_halts_the_broker_as_kafka(tmp_path):
@@ -92,25 +97,9 @@ def test_the_only_log_dir_turned_read_only_halts_the_broker_as_kafka(tmp_path):
 def observe_cluster(node1, survivor: str, mount: FlakyMount, log_text) -> dict[str, object]:
     """Broker 1 (``node1``, its ``proc``) leads ``t``; its dir turns read-only; what ``survivor`` (broker 2's
     address) shows then."""
-    with RawClient(node1.bootstrap, timeout=30) as c, differential_client("cluster", node1.bootstrap) as data:
-        created = c.request(CreateTopicsRequest(topics=[CreatableTopic(
-            name="t", num_partitions=-1, replication_factor=-1,
-            assignments=[CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2, 3])])], timeout_ms=30000), 5)
-        assert created.topics[0].error_code == ErrorCode.NONE
-        data.wait_for_topics("t", timeout=30)
-        deadline = time.monotonic() + 30
-        while (first := produce(c, b"before")) != ErrorCode.NONE and time.monotonic() < deadline:
-            time.sleep(0.2)
-        mount.set("erofs")
-        try:
-            produce(c, b"after")
-        except OSError:
-            pass  # halted before answering
-    deadline = time.monotonic() + 60
-    while node1.proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    out: dict[str, object] = {"first": first, "exit": node1.proc.poll(),
-                              "said why": "Shutdown broker because all log dirs in" in log_text()}
+    with RawClient(node1.bootstrap, timeout=30) as c:
+        out = turn_read_only(c, CreatableTopic(name="t", num_partitions=-1, replication_factor=-1, assignments=[
+            CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2, 3])]), mount, node1.proc, log_text)
     with differential_client("cluster", survivor) as data:
         deadline = time.monotonic() + 60
         while True:  # until broker 1's session (ZooKeeper's, or its KRaft heartbeats) has timed out
