@@ -35,8 +35,10 @@ from wire import ErrorCode
 from wire.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
+    DeleteTopicsRequest,
     DescribeShareGroupOffsetsRequest,
     IncrementalAlterConfigsRequest,
+    ShareGroupDescribeRequest,
     UpdateFeaturesRequest,
 )
 from wire.messages.create_topics_request import CreatableTopic
@@ -279,6 +281,62 @@ def read_committed_skips_aborted_records(bootstrap: str) -> dict:
     return {"values": sorted(values)}
 
 
+def recreated_topic_is_consumed(bootstrap: str) -> dict:
+    """A member stays subscribed while its topic is deleted and created again under the same name (a new topic
+    id): the new topic's records reach it (librdkafka's 0184_share_consumer_topic_recreate). pykbroker bumped
+    the group epoch for a changed topic only when the subscribed topics' hash had not been 0, so a topic
+    created after the old one's deletion (hash 0 in between) was never assigned."""
+    topic, group = prepared(bootstrap)
+    produce(bootstrap, topic, 3)
+    c = consumer(bootstrap, group)
+    c.subscribe([topic])
+
+    def consume(count: int) -> list[str]:
+        values: list[str] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(values) < count:
+            values.extend(m.value().decode() for m in records(c.poll(0.5)))
+        return values
+
+    try:
+        before = consume(3)
+        epoch = group_epoch(bootstrap, group)
+        with RawClient(bootstrap, timeout=30) as raw:
+            r = raw.request(DeleteTopicsRequest(topic_names=[topic], timeout_ms=30_000), 5)
+            assert r.responses[0].error_code == ErrorCode.NONE, r
+            bumped = epoch_bumped(bootstrap, group, epoch)
+            deadline = time.monotonic() + 60  # Kafka deletes asynchronously: TOPIC_ALREADY_EXISTS meanwhile
+            while True:
+                r = raw.request(CreateTopicsRequest(timeout_ms=30_000, topics=[
+                    CreatableTopic(name=topic, num_partitions=1, replication_factor=1)]), 7)
+                if r.topics[0].error_code != ErrorCode.TOPIC_ALREADY_EXISTS or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert r.topics[0].error_code == ErrorCode.NONE, r
+            raw.wait_for_topics(topic, timeout=30)
+        produce(bootstrap, topic, 3)
+        after = consume(3)
+    finally:
+        c.close()
+    return {"before": sorted(before), "a heartbeat saw the deletion": bumped,
+            "after recreation": sorted(after)}
+
+
+def group_epoch(bootstrap: str, group: str) -> int:
+    with RoutingClient(bootstrap, timeout=30) as c:
+        return c.request(ShareGroupDescribeRequest(group_ids=[group]), 1).groups[0].group_epoch
+
+
+def epoch_bumped(bootstrap: str, group: str, epoch: int) -> bool:
+    """Whether the group's epoch passes ``epoch`` within a minute (a member's heartbeat saw a metadata change)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if group_epoch(bootstrap, group) > epoch:
+            return True
+        time.sleep(0.5)
+    return False
+
+
 SCENARIOS = {
     "two consumers, one partition": shared_by(2, 1),
     "three consumers, two partitions": shared_by(3, 2),
@@ -287,6 +345,7 @@ SCENARIOS = {
     "delivery limit": delivery_limit_archives_a_poison_record,
     "stalled consumer": stalled_consumer_loses_its_locks,
     "read_committed": read_committed_skips_aborted_records,
+    "recreated topic": recreated_topic_is_consumed,
 }
 
 
@@ -323,7 +382,7 @@ def share_targets(request, mode: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
-                                                             single_slow=("stalled consumer",)))
+                                                             single_slow=("stalled consumer", "recreated topic")))
 def test_share_scenario_as_kafka_4_2(mode, name, request):
     run = SCENARIOS[name]
     kafka, pykbroker = share_targets(request, mode)

@@ -330,7 +330,9 @@ class ShareGroupCoordinator:
                 partitions.extend((info.topic_id, p) for p in range(info.num_partitions) if p in initialized)
         hashed = metadata_hash(self.topics, subscribed)
         if hashed != group.metadata_hash:
-            if group.metadata_hash != 0 and not bumped:  # the topics changed (partitions added, topic deleted)
+            # the topics changed (partitions added, a topic deleted, or created: also one that was missing or
+            # deleted before, whose hash was 0, so a recreated topic is assigned again)
+            if not bumped:
                 group.group_epoch += 1
             group.metadata_hash = hashed
         if group.assignment_epoch == group.group_epoch and group.target.keys() == group.members.keys():
