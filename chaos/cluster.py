@@ -51,8 +51,8 @@ class ProxiedCluster(ClusterProcesses):
     def direct_bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
-    def add_broker(self, node_id: int, overrides: dict[str, str] | None = None) -> BrokerProcess:
-        port = free_port()
+    def add_broker(self, node_id: int, overrides: dict[str, str] | None = None, port: int | None = None) -> BrokerProcess:
+        port = port or free_port()
         name = node_name(node_id)
         proxy = self.network.proxy(name, port, owners=str(self.root))
         zk_proxy = self.network.proxy(ZOOKEEPER, self.zookeeper.port, source=name)

@@ -530,12 +530,13 @@ class ClusterProcesses:
     def broker(self, node_id: int) -> BrokerProcess:
         return self.brokers[node_id]
 
-    def add_broker(self, node_id: int, overrides: dict[str, str] | None = None) -> BrokerProcess:
-        """Start broker ``node_id`` in this cluster (a new member, or the given id's first start)."""
+    def add_broker(self, node_id: int, overrides: dict[str, str] | None = None, port: int | None = None) -> BrokerProcess:
+        """Start broker ``node_id`` in this cluster (a new member, or the given id's first start); ``port``: its
+        PLAINTEXT port, for ``overrides`` that name more listeners beside it."""
         broker = BrokerProcess(self.root / f"broker-{node_id}", {
             "node.id": str(node_id), "zookeeper.connect": self.zookeeper.connect,
             "zookeeper.session.timeout.ms": str(self.zookeeper_session_timeout_ms),
-            **self.overrides, **(overrides or {})}, log_path=self.root / f"broker-{node_id}.log")
+            **self.overrides, **(overrides or {})}, port=port, log_path=self.root / f"broker-{node_id}.log")
         self.brokers[node_id] = broker
         broker.start()
         return broker
