@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["Coordinators"]
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
+# WriteTxnMarkers' own connection to each broker (Kafka's TransactionMarkerChannelManager has its own NetworkClient):
+# a marker append waits for acks=all, and nothing else should queue behind it.
+TXN_MARKER_CHANNEL = "txn-markers"
 
 
 class Coordinators:
@@ -277,7 +280,7 @@ class Coordinators:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
-        client = self.broker_clients.get(leader)
+        client = self.broker_clients.get(leader, TXN_MARKER_CHANNEL)
         version = await client.usable_version(WriteTxnMarkersRequest)
         response = await client.request(request, version, WriteTxnMarkersResponse)
         return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics

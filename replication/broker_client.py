@@ -12,6 +12,11 @@ Connections are bounded as Kafka's inter-broker NetworkClients bound theirs: one
 ``connections.max.idle.ms`` is closed (its Selector's idle expiry), to be opened again on the next request;
 and ``BrokerClientPool`` keeps at most ``max_connections`` open, closing the least recently used idle one
 when a request needs one more.
+
+A pool holds one connection per peer and *channel*: as Kafka's inter-broker senders each have their own
+NetworkClient (replica fetchers, the transaction marker channel, the AddPartitionsToTxn manager), a caller whose
+requests can wait long (WriteTxnMarkers waits for acks=all appends) takes its own channel, so that another
+caller's quick requests (a partition leader's transaction checks) never queue behind it.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ MAX_RESPONSE_BYTES = 512 * 1024 * 1024
 # Open connections a pool keeps to other brokers: one per peer it talks to, so in a large cluster a broker that
 # sends markers or checks to many peers holds a bounded number of descriptors (least recently used closed first).
 MAX_POOLED_CONNECTIONS = 256
+DEFAULT_CHANNEL = "default"
 
 
 class BrokerConnectionError(ConnectionError):
@@ -179,8 +185,9 @@ class BrokerClient:
 
 
 class BrokerClientPool:
-    """One connection per other broker, opened on first use (and again after a failure or an idle close);
-    at most ``max_connections`` open at once, the least recently used idle one closed to make room."""
+    """One connection per other broker and channel (module docstring), opened on first use (and again after a
+    failure or an idle close); at most ``max_connections`` open at once, the least recently used idle one closed
+    to make room."""
 
     def __init__(self, node_id: int, endpoint_lookup: Callable[[int], tuple[str, int] | None], *,
                  timeout_ms: int = 30_000, max_idle_ms: int = -1,
@@ -190,30 +197,32 @@ class BrokerClientPool:
         self.timeout_ms = timeout_ms
         self.max_idle_ms = max_idle_ms
         self.max_connections = max_connections
-        self._clients: OrderedDict[int, BrokerClient] = OrderedDict()  # least recently used first
+        # (node id, channel) -> connection, least recently used first
+        self._clients: OrderedDict[tuple[int, str], BrokerClient] = OrderedDict()
 
-    def get(self, node_id: int) -> BrokerClient:
-        """The connection to ``node_id``; BrokerConnectionError when its endpoint is not known."""
+    def get(self, node_id: int, channel: str = DEFAULT_CHANNEL) -> BrokerClient:
+        """The connection to ``node_id`` for ``channel``; BrokerConnectionError when its endpoint is not known."""
         endpoint = self._endpoint(node_id)
         if endpoint is None:
             raise BrokerConnectionError(f"broker {node_id} is not registered")
-        client = self._clients.get(node_id)
+        key = (node_id, channel)
+        client = self._clients.get(key)
         if client is None or (client.host, client.port) != endpoint:
             if client is not None:
                 client.close()
-            client = self._clients[node_id] = BrokerClient(node_id, endpoint[0], endpoint[1],
-                                                           client_id=f"broker-{self.node_id}",
-                                                           timeout_ms=self.timeout_ms, max_idle_ms=self.max_idle_ms)
-        self._clients.move_to_end(node_id)
+            client = self._clients[key] = BrokerClient(node_id, endpoint[0], endpoint[1],
+                                                       client_id=f"broker-{self.node_id}",
+                                                       timeout_ms=self.timeout_ms, max_idle_ms=self.max_idle_ms)
+        self._clients.move_to_end(key)
         if not client.connected:
             self._make_room()
         return client
 
     def _make_room(self) -> None:
         """Close least recently used idle connections until one more fits under ``max_connections``."""
-        open_clients = [c for c in self._clients.values() if c.connected]
+        open_clients = [(k, c) for k, c in self._clients.items() if c.connected]
         excess = len(open_clients) + 1 - self.max_connections
-        for client in open_clients:
+        for key, client in open_clients:
             if excess <= 0:
                 break
             if client.in_use:
@@ -221,12 +230,12 @@ class BrokerClientPool:
             log.info("closing the least recently used connection to broker %d at %s:%d: %d connections to other "
                      "brokers open", client.node_id, client.host, client.port, len(open_clients))
             client.close()
-            del self._clients[client.node_id]
+            del self._clients[key]
             excess -= 1
 
     def open_connections(self) -> list[int]:
-        """The brokers this pool holds an open connection to, least recently used first."""
-        return [n for n, c in self._clients.items() if c.connected]
+        """The brokers this pool holds an open connection to (once per channel), least recently used first."""
+        return [n for (n, _), c in self._clients.items() if c.connected]
 
     def close(self) -> None:
         for client in self._clients.values():

@@ -74,6 +74,27 @@ def test_the_pool_closes_its_least_recently_used_connection_past_its_bound(broke
     asyncio.run(scenario())
 
 
+def test_a_channel_has_its_own_connection_so_its_requests_never_queue_behind_another_channels(broker):
+    """As Kafka's inter-broker senders have a NetworkClient each: a transaction check to a broker does not wait
+    for a WriteTxnMarkers in flight to it (which waits for acks=all appends)."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+
+    async def scenario() -> None:
+        pool = BrokerClientPool(9, lambda node: (host, int(port)))
+        markers = pool.get(1, "txn-markers")
+        await markers.request(ApiVersionsRequest(), 0, ApiVersionsResponse)
+        async with markers._lock:  # as if a WriteTxnMarkers to broker 1 were in flight
+            async with asyncio.timeout(10):
+                r = await pool.get(1, "txn-verification").request(ApiVersionsRequest(), 0, ApiVersionsResponse)
+        assert r.error_code == ErrorCode.NONE
+        assert pool.get(1, "txn-markers") is markers and pool.get(1) is not markers
+        assert pool.open_connections() == [1, 1]
+        await _wait_for(lambda: _established_to(broker) == 2)
+        pool.close()
+
+    asyncio.run(scenario())
+
+
 def _served_by(peer: dict[int, tuple[int, int]]):
     """A peer speaking Kafka's wire protocol that serves the given (api key -> version range) alone: it answers
     ApiVersions and WriteTxnMarkers (no partition of its own: every partition UNKNOWN_TOPIC_OR_PARTITION), and

@@ -19,13 +19,14 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
-from pykbroker.transaction_checks import check_transactional_write
+from pykbroker.transaction_checks import check_transactional_writes
 from wire import (
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK,
@@ -90,39 +91,50 @@ def error_response(request: ProduceRequest | None, version: int, code: int) -> P
     ])
 
 
-async def _check_transactional(ctx: RequestContext, transactional_id: str, topic: str, p) -> int:
-    """The error for a transactional batch that may not be written, else 0 (Kafka's transaction checks).
+async def _check_transactional(ctx: RequestContext, transactional_id: str,
+                                batches: dict[tuple[int, int], tuple[str, Any]]) -> dict[tuple[int, int], int]:
+    """The error for each transactional batch that may not be written (Kafka's transaction checks), by key.
 
-    v12+ (transaction version 2): the write adds its partition to the producer's transaction. Older
-    versions, with ``transaction.partition.verification.enable``: the partition must already be in the
-    ongoing transaction.
+    v12+ (transaction version 2): the writes add their partitions to the producer's transaction. Older
+    versions, with ``transaction.partition.verification.enable``: each partition must already be in the
+    ongoing transaction. The partitions of one producer epoch are checked together, in one call to the
+    coordinator, as Kafka's AddPartitionsToTxnManager does: one check per partition, one after the other, makes a
+    request to many partitions wait for as many transaction-state writes.
     """
-    records = p.records
-    if len(records) < RECORD_BATCH_OVERHEAD:
-        return ErrorCode.NONE  # storage refuses it with the right error
-    try:
-        header = parse_batch_header(records, 0)
-    except Exception:
-        return ErrorCode.NONE
-    if not header.attributes & TRANSACTIONAL_FLAG_MASK:
-        return ErrorCode.NONE
     if ctx.api_version < 12 and not ctx.broker.transaction_verification:
-        return ErrorCode.NONE
-    partition = ctx.broker.replica_manager.get_partition(topic, p.index)
-    if partition is not None and partition.is_leader:
-        # As Kafka's leader: a later batch must not be written while this one's check is retried.
-        partition.log.maybe_start_transaction_verification(header.producer_id, header.base_sequence,
-                                                           header.producer_epoch, ctx.api_version >= 12)
-    code = await check_transactional_write(ctx.broker, transactional_id, header.producer_id, header.producer_epoch,
-                                           (topic, p.index), add=ctx.api_version >= 12,
-                                           abortable_error=ctx.api_version >= 11)
-    if ctx.api_version >= 12 and code == ErrorCode.CONCURRENT_TRANSACTIONS:
-        return code  # as Kafka with transaction version 2: the client knows to retry it
-    # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry.
-    if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    return code
+        return {}
+    by_producer: dict[tuple[int, int], dict[tuple[str, int], tuple[int, int]]] = {}
+    for key, (topic, p) in batches.items():
+        records = p.records
+        if len(records) < RECORD_BATCH_OVERHEAD:
+            continue  # storage refuses it with the right error
+        try:
+            header = parse_batch_header(records, 0)
+        except Exception:
+            continue
+        if not header.attributes & TRANSACTIONAL_FLAG_MASK:
+            continue
+        partition = ctx.broker.replica_manager.get_partition(topic, p.index)
+        if partition is not None and partition.is_leader:
+            # As Kafka's leader: a later batch must not be written while this one's check is retried.
+            partition.log.maybe_start_transaction_verification(header.producer_id, header.base_sequence,
+                                                               header.producer_epoch, ctx.api_version >= 12)
+        by_producer.setdefault((header.producer_id, header.producer_epoch), {})[(topic, p.index)] = key
+    errors: dict[tuple[int, int], int] = {}
+    for (producer_id, producer_epoch), keys in by_producer.items():
+        codes = await check_transactional_writes(ctx.broker, transactional_id, producer_id, producer_epoch,
+                                                 list(keys), add=ctx.api_version >= 12,
+                                                 abortable_error=ctx.api_version >= 11)
+        for tp, code in codes.items():
+            if ctx.api_version < 12 or code != ErrorCode.CONCURRENT_TRANSACTIONS:
+                # As Kafka: retriable verification failures become NOT_ENOUGH_REPLICAS, which old clients retry
+                # (with transaction version 2 the client knows to retry CONCURRENT_TRANSACTIONS itself).
+                if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+                    code = ErrorCode.NOT_ENOUGH_REPLICAS
+            if code:
+                errors[keys[tp]] = code
+    return errors
 
 
 def _has_transactional_records(request: ProduceRequest) -> bool:
@@ -154,6 +166,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     errors: dict[tuple[int, int], int] = {}  # (topic index, partition index) -> code for unresolvable entries
     entries = {}
+    transactional: dict[tuple[int, int], tuple[str, Any]] = {}  # batches to check with the coordinator first
     names: list[str | None] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name) for t in request.topic_data]
     writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [
@@ -174,11 +187,16 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             elif (invalid := _records_error(ctx.api_version, p.records)) is not None:
                 errors[(ti, pi)] = invalid[0]
                 log.debug("produce to %s-%d refused: %s (%s)", topic.name, p.index, invalid[1], ctx.describe())
-            elif request.transactional_id \
-                    and (code := await _check_transactional(ctx, request.transactional_id, topic.name, p)):
-                errors[(ti, pi)] = code
+            elif request.transactional_id:
+                transactional[(ti, pi)] = (topic.name, p)
             else:
                 entries[(topic.name, p.index)] = p.records
+    if transactional:
+        assert request.transactional_id is not None
+        unverified = await _check_transactional(ctx, request.transactional_id, transactional)
+        errors.update(unverified)
+        entries.update({(name, p.index): p.records for key, (name, p) in transactional.items()
+                        if key not in unverified})
     results = await broker.replica_manager.append_records(entries, acks, request.timeout_ms)
     ctx.throttle_ms = broker.produce_quota.record(ctx.user, ctx.client_id or "",
                                                   sum(len(p.records or b"") for t in request.topic_data

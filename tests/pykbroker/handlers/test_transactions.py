@@ -180,3 +180,38 @@ def test_write_txn_markers_ends_a_hanging_transaction_on_its_partition(broker):
         codes = {p.partition_index: p.error_code for p in r.markers[0].topics[0].partitions}
         assert codes == {0: ErrorCode.NONE, 7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
         assert stable_end(c) == 2  # the data and the marker, now decided
+
+
+def _transaction_state_end_offsets(c: RawClient) -> int:
+    """The sum of __transaction_state's log end offsets: how many transaction-state records were written."""
+    from wire.messages import ListOffsetsRequest
+    from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+
+    partitions = len(c.wait_for_topics("__transaction_state")["__transaction_state"].partitions)
+    r = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name="__transaction_state", partitions=[
+        ListOffsetsPartition(partition_index=p, timestamp=-1) for p in range(partitions)])]), 7)
+    return sum(p.offset for t in r.topics for p in t.partitions)
+
+
+def test_a_produce_to_many_partitions_adds_them_to_the_transaction_in_one_write(broker):
+    """Transaction version 2 (Produce v12+): the partitions of one request join the transaction in one
+    transaction-state write, as Kafka's AddPartitionsToTxnManager batches them, not one write per partition (on a
+    cluster each is an acks=all append, and a request to 30 partitions then outlives the client's timeout)."""
+    from wire.messages import CreateTopicsRequest
+    from wire.messages.create_topics_request import CreatableTopic
+
+    partitions = 8
+    with RawClient(broker.bootstrap) as c:
+        created = c.request(CreateTopicsRequest(topics=[CreatableTopic(name="tx-many", num_partitions=partitions,
+                                                                       replication_factor=1)], timeout_ms=10_000), 5)
+        assert created.topics[0].error_code == ErrorCode.NONE
+        c.wait_for_topics("tx-many")
+        pid, epoch = init(c, "tx-many")
+        written = _transaction_state_end_offsets(c)
+        r = c.request(ProduceRequest(transactional_id="tx-many", acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="tx-many", partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
+                [b"v"], timestamp=NOW, producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True))
+                for p in range(partitions)])]), 12)
+        assert [p.error_code for p in r.responses[0].partition_responses] == [ErrorCode.NONE] * partitions
+        assert _transaction_state_end_offsets(c) == written + 1  # one Ongoing record with all eight partitions
+        assert end(c, "tx-many", pid, epoch, True, version=5) == ErrorCode.NONE
