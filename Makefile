@@ -163,9 +163,11 @@ test-tiered-slow: deps
 ##                    group.protocol=streams on one node of each, the Streams-group differential scenarios, and
 ##                    two static instances with standbys restarted without a rebalance, a streams group through
 ##                    its coordinator's death on 3 brokers, kafka-streams-groups.sh on both brokers, and issue 33's failover
-##                    measured: the transaction coordinator or the busiest leader killed, on both (~28 min)
+##                    measured: the transaction coordinator or the busiest leader killed, on both, and topology
+##                    descriptions (KIP-1331): pushed by the application to Kafka 4.4's in-memory plugin and to
+##                    pykbroker's built-in store, kept through a restart (~31 min)
 test-streams-slow: deps
-	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py -s $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py compat_tests/test_kafka_streams_topology_description.py tests/pykbroker/handlers/test_streams_topology_description.py -s $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read
