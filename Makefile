@@ -183,10 +183,13 @@ test-tiered-slow: deps
 ##                    stall printed for both brokers), interactive-query metadata across two instances and a
 ##                    topology change across a restart judged by Kafka 4.4, a smoke run of
 ##                    `python -m bench streams-assignment`, Kafka's own StickyTaskAssignor against ours, and
-##                    kafka-streams-groups.sh --describe/--reset-offsets/--delete under ACLs, denied then allowed (~45 min)
+##                    kafka-streams-groups.sh --describe/--reset-offsets/--delete under ACLs, denied then allowed, and topology
+##                    descriptions (KIP-1331): pushed by the application to Kafka 4.4's in-memory plugin and to
+##                    pykbroker's built-in store, kept through a restart (~50 min)
 test-streams-slow: deps
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams.py compat_tests/test_differential_streams_groups.py compat_tests/test_kafka_streams_groups.py compat_tests/test_streams_groups_cluster.py compat_tests/test_kafka_streams_groups_tool.py compat_tests/test_streams_failover.py compat_tests/test_streams_assignor_placement.py tests/bench/test_streams_assignment_bench.py -s $(ARGS)
 	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_authorization.py -k streams_groups_tool $(ARGS)
+	PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_streams_topology_description.py tests/pykbroker/handlers/test_streams_topology_description.py -s $(ARGS)
 
 ## test-iceberg-slow: Iceberg tables beyond `make test` (~6 min): read by Spark with value_schema, dead letters and
 ##                    schema evolution, four kill -9s of the broker in a produce run; a kill -9 and a restart read

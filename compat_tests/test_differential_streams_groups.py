@@ -13,7 +13,12 @@
   broken in the order of Kafka's own table of the group's members;
 - the group's lifecycle through the other group APIs: ListGroups and DescribeGroups, JoinGroup and
   ConsumerGroupHeartbeat on its id, offset commits fenced by member epoch, DeleteGroups of a live and an
-  empty group.
+  empty group;
+- topology descriptions (KIP-1331) against a Kafka 4.4 whose group.streams.topology.description.plugin.class is
+  the in-memory plugin of compat_tests/jvm/topodesc and a pykbroker with its built-in store
+  (group.streams.topology.description.store.enable): the heartbeat asking for a push (once per backoff, never at
+  v0), every refused push in Kafka's order, the push, StreamsGroupDescribe v1 returning it, deletion, and a
+  classic JoinGroup converting the emptied group (its description deleted first).
 
 Each scenario sets its group's ``streams.initial.rebalance.delay.ms`` and ``streams.assignment.interval.ms`` to 0
 (group configs) but the first, so assignments are computed at once and the conversations need no timing.
@@ -24,9 +29,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 
 import pytest
 
@@ -50,8 +57,10 @@ from wire.messages import (
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateRequest,
 )
 from wire.messages import streams_group_heartbeat_request as req
+from wire.messages import streams_group_topology_description_update_request as tdu
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.describe_configs_request import DescribeConfigsResource
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
@@ -443,6 +452,103 @@ def lifecycle(c: RawClient) -> Observations:
     return out
 
 
+def _node(name: str, node_type: int, **fields) -> tdu.TopologyDescriptionNode:
+    return tdu.TopologyDescriptionNode(name=name, node_type=node_type, **fields)
+
+
+def _description(topic: str, node_type: int = 1, global_store: tuple[int, int] | None = None) -> tdu.TopologyDescription:
+    """A source (with fields of other types and duplicates, which Kafka's converter drops), a processor with a store
+    and a sink; ``global_store``: the node types of a global store's source and processor."""
+    stores = [] if global_store is None else [tdu.TopologyDescriptionGlobalStore(
+        source=_node("KSTREAM-SOURCE-G", global_store[0], source_topics=["g"], successors=["KTABLE-SOURCE-G"]),
+        processor=_node("KTABLE-SOURCE-G", global_store[1], stores=["g-store"]))]
+    return tdu.TopologyDescription(subtopologies=[tdu.TopologyDescriptionSubtopology(subtopology_id="0", nodes=[
+        _node("KSTREAM-SOURCE-0000000000", node_type, source_topics=[topic, topic], stores=["not-a-source-field"],
+              sink_topic="neither", successors=["KSTREAM-AGGREGATE-0000000001", "KSTREAM-AGGREGATE-0000000001"]),
+        _node("KSTREAM-AGGREGATE-0000000001", 2, stores=["counts", "counts"], source_topics=["x"],
+              successors=["KSTREAM-SINK-0000000002"]),
+        _node("KSTREAM-SINK-0000000002", 3, sink_topic=f"{topic}-out", stores=["y"])])], global_stores=stores)
+
+
+def _push(c: RawClient, group: str, member: str, epoch: int, description: tdu.TopologyDescription) -> tuple:
+    r = _retry(lambda: c.request(StreamsGroupTopologyDescriptionUpdateRequest(
+        group_id=group, member_id=member, topology_epoch=epoch, topology_description=description), 0),
+        lambda r: r.error_code)
+    return ErrorCode(r.error_code).name, r.error_message
+
+
+def _stored(c: RawClient, group: str, include: bool = True) -> tuple:
+    [g] = c.request(StreamsGroupDescribeRequest(group_ids=[group], include_topology_description=include), 1).groups
+    d = g.topology_description
+    nodes = lambda ns: [(n.name, n.node_type, n.source_topics, n.sink_topic, n.stores, n.successors)  # noqa: E731
+                        for n in ns]
+    return (ErrorCode(g.error_code).name, g.topology_description_status, None if d is None else (
+        [(s.subtopology_id, nodes(s.nodes)) for s in d.subtopologies],
+        [(nodes([x.source]), nodes([x.processor])) for x in d.global_stores]))
+
+
+def topology_description(c: RawClient) -> Observations:
+    g, t = "sg-desc", "sg-desc-in"
+    _setup(c, g, t)
+    a = Member(c, g, "a1")
+    joined = a.join(t, "pa")
+    out: Observations = {"join": (_seen(joined), joined.topology_description_required)}
+    r = a.beat()
+    out["next heartbeat, backing off"] = (_seen(r), r.topology_description_required)
+    out["describe before"] = _stored(c, g)
+    offsets_only = "sg-desc-offsets"
+    c.request(OffsetCommitRequest(group_id=offsets_only, generation_id_or_member_epoch=-1, member_id="",
+                                  topics=[OffsetCommitRequestTopic(name=t, partitions=[
+                                      OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]), 9)
+    good = _description(t, global_store=(1, 2))
+    out["push: empty member id"] = _push(c, g, " ", 1, good)
+    out["push: empty group id"] = _push(c, "", "a1", 1, good)
+    out["push: unknown group"] = _push(c, "sg-desc-none", "a1", 1, good)
+    out["push: a group of offsets alone"] = _push(c, offsets_only, "a1", 1, good)
+    out["push: unknown member"] = _push(c, g, "zz", 1, good)
+    out["push: another topology epoch"] = _push(c, g, "a1", 2, good)
+    out["push: an unknown node type"] = _push(c, g, "a1", 1, _description(t, node_type=9))
+    out["push: a global store of two sources"] = _push(c, g, "a1", 1, _description(t, global_store=(1, 1)))
+    out["describe after refused pushes"] = _stored(c, g)
+    out["push"] = _push(c, g, "a1", 1, good)
+    out["describe"] = _stored(c, g)
+    out["describe without asking"] = _stored(c, g, include=False)
+    r = a.beat()
+    out["heartbeat once stored"] = (_seen(r), r.topology_description_required)
+    out["push again"] = _push(c, g, "a1", 1, _description(t))
+    out["describe again"] = _stored(c, g)
+    out["leave"] = _seen(c.request(_hb(g, "a1", -1, list(a.active)), 1))
+    deleted = c.request(DeleteGroupsRequest(groups_names=[g]), 2).results
+    out["delete"] = [(x.group_id, ErrorCode(x.error_code).name, x.error_message) for x in deleted]
+    out["describe deleted"] = _stored(c, g)
+    b = Member(c, g, "b1")
+    r = b.join(t, "pb")
+    out["a new group of the same id"] = (_seen(r), r.topology_description_required)
+    out["its describe"] = _stored(c, g)
+    r = c.request(_hb(g, "b1", b.epoch, list(b.active)), 0)
+    out["heartbeat v0"] = (ErrorCode(r.error_code).name, r.topology_description_required)
+    out["push of the new group"] = _push(c, g, "b1", 1, good)
+    out["b leaves"] = _seen(c.request(_hb(g, "b1", -1, list(b.active)), 1))
+    join = c.request(JoinGroupRequest(group_id=g, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                                      protocol_type="consumer", protocols=[JoinGroupRequestProtocol(
+                                          name="range", metadata=b"")], reason=None), 9)
+    out["a classic join converts the empty group"] = ErrorCode(join.error_code).name
+    # Kafka answers MEMBER_ID_REQUIRED before the conversion's records commit, and reads see committed state only
+    deadline = time.monotonic() + 15
+    while True:
+        listed = c.request(ListGroupsRequest(states_filter=[], types_filter=[]), 5).groups
+        found = sorted((x.group_id, x.protocol_type, x.group_type) for x in listed if x.group_id == g)
+        if found != [(g, "streams", "streams")] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    out["listed converted"] = found
+    out["describe converted"] = _stored(c, g)
+    return out
+
+
+DESCRIPTION_SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
+    "topology_description": topology_description}
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "initial_delay": initial_delay, "static_members": static_members,
     "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
@@ -471,4 +577,42 @@ def streams_kafka():
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS)))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "streams_kafka", "streams_judged_broker")
+    assert_same_observations(mode, f"streams_{scenario}", expected, got)
+
+
+PLUGIN = Path(__file__).resolve().parent / "jvm" / "topodesc" / "InMemoryTopologyDescriptionPlugin.java"
+
+
+@pytest.fixture(scope="module")
+def streams_store_broker(tmp_path_factory):
+    """A pykbroker with its built-in topology description store."""
+    from pykbroker.testing import BrokerProcess
+    with BrokerProcess(tmp_path_factory.mktemp("differential-streams-store"),
+                       overrides={"group.streams.topology.description.store.enable": "true"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def streams_kafka_plugin(tmp_path_factory):
+    yield from kafka_with_description_plugin(tmp_path_factory)
+
+
+def kafka_with_description_plugin(tmp_path_factory):
+    """A started Kafka 4.4 with the in-memory topology description plugin (compiled here, as the telemetry plugin
+    is) for a fixture to yield."""
+    if shutil.which("javac") is None:
+        pytest.skip("javac is not installed: the topology description plugin cannot be compiled")
+    jars = jars_dir("4.4.0")
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka 4.4's jars"
+    classes = tmp_path_factory.mktemp("topodesc-plugin")
+    subprocess.run(["javac", "-cp", f"{jars}/*", "-d", str(classes), str(PLUGIN)], check=True, timeout=120)
+    with KafkaBroker(jars, overrides={"group.streams.topology.description.plugin.class":
+                                      "InMemoryTopologyDescriptionPlugin"}, classpath=(classes,)) as kafka:
+        yield kafka
+
+
+@pytest.mark.parametrize(("mode", "scenario"), differential_params(list(DESCRIPTION_SCENARIOS), (), ()))
+def test_topology_descriptions_as_kafka_44_with_a_description_plugin(mode, scenario, request):
+    expected, got = observe_both(request, mode, DESCRIPTION_SCENARIOS[scenario], "streams_kafka_plugin",
+                                 "streams_store_broker")
     assert_same_observations(mode, f"streams_{scenario}", expected, got)

@@ -1,6 +1,8 @@
 """A streams group (KIP-1071) on a 3-broker pykbroker cluster survives its coordinator's death: its records in
 __consumer_offsets (RF 3) are loaded by the next coordinator, which shows the same group (epochs, members,
-tasks), accepts the members' heartbeats at their epochs and rebalances a newcomer in.
+tasks, and the topology description a member pushed to the built-in store,
+group.streams.topology.description.store.enable), accepts the members' heartbeats at their epochs and rebalances a
+newcomer in.
 
 Slow (a ZooKeeper and three brokers, one killed): ``make test-streams-slow``.
 """
@@ -13,7 +15,14 @@ import time
 import pytest
 
 from compat_tests.routing_client import RoutingClient
-from compat_tests.test_differential_streams_groups import Member, _settle, _setup
+from compat_tests.test_differential_streams_groups import (
+    Member,
+    _description,
+    _push,
+    _settle,
+    _setup,
+    _stored,
+)
 from pykbroker.testing import ClusterProcesses, RawClient
 from wire import ErrorCode
 from wire.messages import FindCoordinatorRequest, StreamsGroupDescribeRequest
@@ -38,7 +47,7 @@ def coordinator_id(c: RoutingClient) -> int:
 
 def test_a_streams_group_survives_its_coordinators_death(tmp_path):
     overrides = {"default.replication.factor": "3", "min.insync.replicas": "2",
-                 "group.streams.initial.rebalance.delay.ms": "0"}
+                 "group.streams.initial.rebalance.delay.ms": "0", "group.streams.topology.description.store.enable": "true"}
     with ClusterProcesses(tmp_path / "cluster", 3, overrides) as cluster:
         with RoutingClient(cluster.broker(1).bootstrap, timeout=30) as c:
             _setup(c, GROUP, TOPIC, partitions=4)
@@ -48,6 +57,9 @@ def test_a_streams_group_survives_its_coordinators_death(tmp_path):
             _settle([a, b])
             before = described(c)
             assert before[0] == "Stable" and all(m[3] for m in before[4]), before
+            assert _push(c, GROUP, "a1", 1, _description(TOPIC)) == ("NONE", None)
+            description = _stored(c, GROUP)
+            assert description[1] == 3 and description[2], description  # STORED, with the description
             victim = coordinator_id(c)
         cluster.broker(victim).kill()
         survivor = cluster.broker(next(n for n in range(1, 4) if n != victim)).bootstrap
@@ -61,6 +73,7 @@ def test_a_streams_group_survives_its_coordinators_death(tmp_path):
             a.c = b.c = c
             assert a.beat().error_code == ErrorCode.NONE  # retried until the new coordinator has loaded the group
             assert described(c) == before
+            assert _stored(c, GROUP) == description  # the record moved with the partition: stored stays true
             assert (a.beat().member_epoch, b.beat().member_epoch) == (before[1], before[1])
             newcomer = Member(c, GROUP, "c1")
             newcomer.join(TOPIC, "pc")

@@ -482,6 +482,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "Most warm-up tasks a streams group has at once (moving a stateful task to a caught-up member)."),
     ConfigDef("group.streams.rack.aware.assignment.tags", _list, "",
               "Client tag keys the streams assignor spreads standby tasks over (members lacking one are told)."),
+    ConfigDef("group.streams.topology.description.store.enable", _bool, "false",
+              "Keep the topology descriptions streams members push (KIP-1331) in __consumer_offsets, pykbroker's "
+              "built-in store: serves StreamsGroupTopologyDescriptionUpdate and StreamsGroupDescribe's description "
+              "(Kafka: group.streams.topology.description.plugin.class, a Java plugin)."),
     # -- share groups (KIP-932) ----------------------------------------------------------------------
     ConfigDef("group.share.enable", _bool, "false",
               "Serve share groups even while the share.version feature is not finalized (Kafka's internal switch)."),

@@ -109,20 +109,26 @@ class ClassicProtocol:
     def classic_group_join(self, info: RequestInfo, request: JoinGroupRequest,
                            responder: Responder) -> CoordinatorResult:
         from coordinator.group.consumer_group import ConsumerGroup
-        if self.groups.other_type(request.group_id):  # a streams group's id: Kafka's classicGroupJoin refuses it
-            responder(JoinGroupResponse(member_id=request.member_id,
-                                        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return EMPTY_RESULT
+        converted: list[rec.CoordinatorRecord] = []
+        if self.groups.other_type(request.group_id):
+            # A streams group's id: Kafka's classicGroupJoin converts an empty one to a classic group (its stored
+            # topology description deleted with it), and refuses a live one.
+            released = self.groups.release_empty_other(request.group_id)
+            if released is None:
+                responder(JoinGroupResponse(member_id=request.member_id,
+                                            error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                return EMPTY_RESULT
+            converted = released
         group = self.groups.get(request.group_id)
         if isinstance(group, ConsumerGroup) and not group.is_empty:
             return self.consumer.classic_group_join_to_consumer_group(group, info, request, responder)
-        return self._classic_group_join_to_classic_group(info, request, responder)
+        return self._classic_group_join_to_classic_group(info, request, responder, converted)
 
-    def _classic_group_join_to_classic_group(self, info: RequestInfo,
-                                             request: JoinGroupRequest, responder: Responder) -> CoordinatorResult:
+    def _classic_group_join_to_classic_group(self, info: RequestInfo, request: JoinGroupRequest, responder: Responder,
+                                             converted: list[rec.CoordinatorRecord]) -> CoordinatorResult:
         group_id, member_id = request.group_id, request.member_id
         is_unknown = member_id == UNKNOWN_MEMBER_ID
-        records = self.consumer.maybe_delete_empty_consumer_group(group_id)
+        records = converted + self.consumer.maybe_delete_empty_consumer_group(group_id)
         is_new_group = group_id not in self.groups
         try:
             group = self.groups.get_or_create_classic_group(group_id, is_unknown)

@@ -47,6 +47,8 @@ class GroupCoordinatorConfig:
     streams_group_assignment_interval_ms: int = 1000
     streams_group_num_warmup_replicas: int = 2
     streams_group_rack_aware_assignment_tags: tuple[str, ...] = ()
+    # pykbroker's built-in topology description store (KIP-1331; Kafka: a plugin class)
+    streams_topology_description_store: bool = False
 
     @classmethod
     def from_properties(cls, get: Callable[[str], Any]) -> GroupCoordinatorConfig:
@@ -81,6 +83,7 @@ class GroupCoordinatorConfig:
             streams_group_num_warmup_replicas=get("group.streams.num.warmup.replicas"),
             streams_group_rack_aware_assignment_tags=tuple(
                 t.strip() for t in get("group.streams.rack.aware.assignment.tags") if t.strip()),
+            streams_topology_description_store=get("group.streams.topology.description.store.enable"),
         )
 
     @property

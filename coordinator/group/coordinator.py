@@ -58,6 +58,8 @@ from wire.messages import (
     OffsetDeleteResponse,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
     SyncGroupRequest,
     SyncGroupResponse,
     TxnOffsetCommitRequest,
@@ -255,6 +257,16 @@ class GroupCoordinator:
             return await self._write(request.group_id, lambda shard: shard.streams_group_heartbeat(info, request))
         except Exception as exc:
             return StreamsGroupHeartbeatResponse(error_code=_error_code(exc), error_message=_error_message(exc))
+
+    async def streams_group_topology_description_update(
+            self, request: StreamsGroupTopologyDescriptionUpdateRequest) -> StreamsGroupTopologyDescriptionUpdateResponse:
+        """KIP-1331's push into the built-in store (``group.streams.topology.description.store.enable``)."""
+        try:
+            return await self._write(request.group_id,
+                                     lambda shard: shard.streams_group_topology_description_update(request))
+        except Exception as exc:
+            return StreamsGroupTopologyDescriptionUpdateResponse(error_code=_error_code(exc),
+                                                                 error_message=_error_message(exc))
 
     async def streams_group_topology(self, group_id: str):
         """The streams group's topology (StreamsGroupTopologyValue), or None."""

@@ -23,12 +23,14 @@ class GroupMap(dict[str, Group]):
     """Group id -> classic or consumer group; ``clock`` stamps a classic group created by a lookup.
 
     ``other_type(group_id)``: a group of another kind (a streams group, kept by the shard elsewhere) holds the id;
-    the classic and consumer protocols refuse it as Kafka does."""
+    the classic and consumer protocols refuse it as Kafka does. ``release_empty_other(group_id)``: that group, if
+    empty, gives way to a classic JoinGroup: removed at once, its tombstones returned (None: it cannot)."""
 
     def __init__(self, clock: Clock) -> None:
         super().__init__()
         self.clock = clock
         self.other_type: Callable[[str], bool] = lambda _: False
+        self.release_empty_other: Callable[[str], list | None] = lambda _: None
 
     def group(self, group_id: str) -> Group:
         g = self.get(group_id)

@@ -32,12 +32,15 @@ type key / value                                 written by pykbroker
 21   StreamsGroupTargetAssignmentMemberKey        v0: a streams member's target active/standby/warm-up tasks
 22   StreamsGroupCurrentMemberAssignmentKey       v0: a streams member's epochs, state and tasks (pending revocation)
 23   StreamsGroupTopologyKey / ...Value           v0: a streams group's topology (sub-topologies, topics)
+1331 StreamsTopologyDescriptionKey / ...Value v0: pykbroker's own: a pushed topology description (KIP-1331)
 ==== =========================================== ==============================================
 
 The share-group records (10-15, built in ``coordinator.share.share_group_records``) are Kafka 4.2's; type 9
 (ShareGroupPartitionMetadata, gone in 4.2) and 18 (StreamsGroupPartitionMetadata, gone in 4.1) are skipped at load
 with a warning, as Kafka skips record types it does not know. The streams-group records (17, 19-23, KIP-1071, built in
-``coordinator.group.streams_group_records``) are Kafka 4.4's. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
+``coordinator.group.streams_group_records``) are Kafka 4.4's. Type 1331 is pykbroker's built-in topology description
+store (``group.streams.topology.description.store.enable``; Kafka keeps descriptions in a plugin instead): Kafka
+skips it at load as a type it does not know. Kafka's own tools (``kafka-dump-log --offsets-decoder``,
 ``kafka-console-consumer`` with the group-metadata formatter) read these records as written here.
 """
 
@@ -94,6 +97,8 @@ from wire.messages import (
     StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
     StreamsGroupTopologyValue,
+    StreamsTopologyDescriptionKey,
+    StreamsTopologyDescriptionValue,
 )
 from wire.messages import consumer_group_current_member_assignment_value as _current
 from wire.messages import consumer_group_target_assignment_member_value as _target
@@ -132,6 +137,7 @@ class RecordType(IntEnum):
     STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
     STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
     STREAMS_GROUP_TOPOLOGY = 23
+    PYKBROKER_STREAMS_GROUP_TOPOLOGY_DESCRIPTION = 1331
 
 
 SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADATA,
@@ -139,7 +145,8 @@ SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADAT
 STREAMS_GROUP_RECORD_TYPES = frozenset({
     RecordType.STREAMS_GROUP_METADATA, RecordType.STREAMS_GROUP_MEMBER_METADATA,
     RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
-    RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TOPOLOGY})
+    RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TOPOLOGY,
+    RecordType.PYKBROKER_STREAMS_GROUP_TOPOLOGY_DESCRIPTION})
 
 
 _CLASSES: dict[int, tuple[Any, Any]] = {
@@ -177,6 +184,8 @@ _CLASSES: dict[int, tuple[Any, Any]] = {
     RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT: (StreamsGroupCurrentMemberAssignmentKey,
                                                          StreamsGroupCurrentMemberAssignmentValue),
     RecordType.STREAMS_GROUP_TOPOLOGY: (StreamsGroupTopologyKey, StreamsGroupTopologyValue),
+    RecordType.PYKBROKER_STREAMS_GROUP_TOPOLOGY_DESCRIPTION: (StreamsTopologyDescriptionKey,
+                                                              StreamsTopologyDescriptionValue),
 }
 
 

@@ -24,6 +24,7 @@ from coordinator.group.request_info import RequestInfo
 from coordinator.group.streams_config import StreamsGroupConfigs
 from coordinator.group.streams_group import StreamsGroups
 from coordinator.group.streams_protocol import StreamsProtocol
+from coordinator.group.streams_topology_description import TopologyDescriptions
 from coordinator.group.topics import TopicsImage
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
@@ -39,6 +40,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     StreamsGroupHeartbeatRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
@@ -69,11 +71,14 @@ class GroupCoordinatorShard:
                                            initialize_retry_interval_ms=config.share_group_initialize_retry_interval_ms)
         self.streams = StreamsGroups(on_create=self._drop_simple_group)
         self.groups.groups.other_type = self.streams.groups.__contains__
+        self.groups.groups.release_empty_other = self._release_empty_streams_group
         self.offsets = OffsetMetadataManager(self.groups, self.streams)
         self.streams_protocol = StreamsProtocol(self.streams, topics, timer, clock,
                                                 StreamsGroupConfigs(config, group_configs),
                                                 other_group=self._is_other_group,
                                                 empty_classic_group=self._is_empty_classic_group)
+        self.descriptions = TopologyDescriptions(self.streams, clock, config.streams_topology_description_store,
+                                                 other_group=self.groups.groups.__contains__)
 
     def _share_assignment_interval_ms(self, group_id: str) -> int:
         """The group's share.assignment.interval.ms, else the broker's group.share.assignment.interval.ms."""
@@ -89,6 +94,17 @@ class GroupCoordinatorShard:
     def _is_empty_classic_group(self, group_id: str) -> bool:
         g = self.groups.groups.get(group_id)
         return isinstance(g, ClassicGroup) and g.is_empty
+
+    def _release_empty_streams_group(self, group_id: str) -> list[rec.CoordinatorRecord] | None:
+        """An empty streams group gives way to a classic JoinGroup (Kafka's maybeDeleteEmptyStreamsGroup): removed at
+        once, its tombstones (its stored topology description's too) returned; None for a group with members."""
+        group = self.streams.groups.get(group_id)
+        if group is None or group.members:
+            return None
+        del self.streams.groups[group_id]
+        self.descriptions.backoff.clear_group(group_id)
+        log.info("[GroupId %s] Converted the empty streams group to a classic group.", group_id)
+        return group.tombstone_records()
 
     def _drop_simple_group(self, group_id: str) -> None:
         if not self._is_other_group(group_id):
@@ -139,7 +155,19 @@ class GroupCoordinatorShard:
 
     # -- streams protocol (KIP-1071) --------------------------------------------------------------------
     def streams_group_heartbeat(self, info: RequestInfo, request: StreamsGroupHeartbeatRequest) -> CoordinatorResult:
-        return self.streams_protocol.heartbeat(info, request)
+        result = self.streams_protocol.heartbeat(info, request)
+        if result.response is not None:
+            group = self.streams.groups.get(request.group_id)
+            epoch = next((r.value.epoch for r in result.records
+                          if r.record_type == rec.RecordType.STREAMS_GROUP_TOPOLOGY and r.value is not None),
+                         group.topology.epoch if group is not None and group.topology is not None else -1)
+            self.descriptions.maybe_require(info.api_version, request.member_epoch, request.group_id, epoch,
+                                            result.response)
+        return result
+
+    def streams_group_topology_description_update(
+            self, request: StreamsGroupTopologyDescriptionUpdateRequest) -> CoordinatorResult:
+        return self.descriptions.update(request)
 
     # -- offsets ----------------------------------------------------------------------------------------
     def commit_offset(self, info: RequestInfo, request: OffsetCommitRequest,
@@ -173,6 +201,7 @@ class GroupCoordinatorShard:
                     results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NON_EMPTY_GROUP))
                     continue
                 offsets += self.offsets.delete_all_offsets(group_id, records)
+                self.descriptions.backoff.clear_group(group_id)
                 records.extend(streams.tombstone_records())
                 deleted.append(group_id)
                 results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE))
@@ -212,7 +241,8 @@ class GroupCoordinatorShard:
         for group_id in group_ids:
             g = self.streams.groups.get(group_id)
             if g is not None:
-                out.append(streams_describe.describe(g, self.streams_protocol.topics))
+                out.append(d := streams_describe.describe(g, self.streams_protocol.topics))
+                self.descriptions.describe(g, d)
             elif group_id in self.groups.groups:
                 out.append(streams_describe.not_found(group_id, f"Group {group_id} is not a streams group."))
             else:
@@ -231,7 +261,9 @@ class GroupCoordinatorShard:
                 self.groups.maybe_delete_group(group_id, records)
         for group_id, streams in list(self.streams.groups.items()):
             if self.offsets.cleanup_expired_offsets(group_id, records) and not streams.members:
-                records.extend(streams.tombstone_records())
+                # As Kafka's: a group with a stored description loses the description first, the group next cycle
+                described = self.descriptions.cleanup_records(streams)
+                records.extend(described or streams.tombstone_records())
         if records:
             log.info("__consumer_offsets-%d: %d tombstones from offset and group expiry", self.partition, len(records))
         self._schedule_group_metadata_expiration()

@@ -1,7 +1,7 @@
 """A streams group's record-backed state (KIP-1071) and its replay (Kafka 4.4's StreamsGroup and the streams
 part of GroupMetadataManager.replay).
 
-``StreamsGroups`` holds a shard's streams groups; ``replay`` applies one record of types 17 and 19-23 (see
+``StreamsGroups`` holds a shard's streams groups; ``replay`` applies one record of types 17, 19-23 and 1331 (see
 ``streams_group_records``) and is the only way this record-backed state changes; a log written by Kafka 4.4
 loads into it. A group also keeps, as Kafka's StreamsGroup does in memory only, the epoch of its endpoint
 information (for interactive queries), the member that asked the application to shut down and the task offsets
@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from coordinator.group import records as rec
 from coordinator.group import streams_group_records as srec
 from wire.java import timeline_order, timeline_table_size
-from wire.messages import StreamsGroupMemberMetadataValue, StreamsGroupTopologyValue
+from wire.messages import (
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupTopologyValue,
+    StreamsTopologyDescriptionValue,
+)
 
 __all__ = ["StreamsGroup", "StreamsGroupMember", "StreamsGroups"]
 
@@ -46,6 +50,8 @@ class StreamsGroup:
     group_id: str
     metadata: srec.GroupMetadata = srec.GroupMetadata(1, 0)
     topology: StreamsGroupTopologyValue | None = None
+    # the topology description pushed to the built-in store (pykbroker's record 1331), with its topology epoch
+    description: StreamsTopologyDescriptionValue | None = None
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, srec.TasksTuple] = field(default_factory=dict)
     target_assignment_epoch: int = 1
@@ -92,12 +98,15 @@ class StreamsGroup:
         out += [srec.target_assignment_tombstone(g, m) for m in self.members]
         out.append(srec.target_assignment_epoch_tombstone(g))
         out += [srec.member_metadata_tombstone(g, m) for m in self.members]
+        if self.description is not None:
+            out.append(srec.description_tombstone(g))
         out += [srec.epoch_tombstone(g), srec.topology_tombstone(g)]
         return out
 
     def view(self) -> dict:
         """The record-backed state, comparable between a live shard and a replayed one."""
         return {"type": "streams", "metadata": self.metadata, "topology": self.topology,
+                "description": self.description,
                 "members": {mid: m.view() for mid, m in sorted(self.members.items())},
                 "target_assignment": dict(sorted(self.target_assignment.items())),
                 "target_assignment_epoch": self.target_assignment_epoch}
@@ -130,7 +139,7 @@ class StreamsGroups:
         return g
 
     def replay(self, record: rec.CoordinatorRecord) -> None:
-        """Apply one streams-group record (types 17, 19-23); a tombstone for an unknown group is a no-op."""
+        """Apply one streams-group record (types 17, 19-23, 1331); a tombstone for an unknown group is a no-op."""
         t, key, value = record.record_type, record.key, record.value
         g = self._group(key.group_id, value is not None)
         if g is None:
@@ -145,6 +154,8 @@ class StreamsGroups:
                 value.stored_description_topology_epoch, value.failed_description_topology_epoch)
         elif t == rec.RecordType.STREAMS_GROUP_TOPOLOGY:
             g.topology = value
+        elif t == rec.RecordType.PYKBROKER_STREAMS_GROUP_TOPOLOGY_DESCRIPTION:
+            g.description = value
         elif t == rec.RecordType.STREAMS_GROUP_MEMBER_METADATA:
             if value is None:
                 g.members.pop(key.member_id, None)

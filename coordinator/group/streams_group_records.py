@@ -10,7 +10,10 @@ Kafka 4.4 writes, all at value version 0 (flexible), keyed by group id (and memb
 - StreamsGroupTargetAssignmentMember (21): a member's target active, standby and warm-up tasks;
 - StreamsGroupCurrentMemberAssignment (22): a member's epoch, previous epoch, state and tasks, with the tasks
   pending revocation;
-- StreamsGroupTopology (23): the topology (sub-topologies with their source, repartition and changelog topics).
+- StreamsGroupTopology (23): the topology (sub-topologies with their source, repartition and changelog topics);
+
+and pykbroker's own StreamsTopologyDescription (1331): the topology description a member pushed
+(KIP-1331) with its topology epoch, the built-in store of ``group.streams.topology.description.store.enable``.
 
 A task set is ``{subtopology id: partitions}``; records list sub-topologies sorted, without empty ones.
 """
@@ -34,6 +37,8 @@ from wire.messages import (
     StreamsGroupTargetAssignmentMetadataValue,
     StreamsGroupTopologyKey,
     StreamsGroupTopologyValue,
+    StreamsTopologyDescriptionKey,
+    StreamsTopologyDescriptionValue,
 )
 from wire.messages import streams_group_current_member_assignment_value as _current
 from wire.messages import streams_group_metadata_value as _metadata
@@ -43,7 +48,7 @@ __all__ = ["GroupMetadata", "Tasks", "TasksTuple", "EMPTY_TASKS", "tasks_of", "e
            "topology_record",
            "topology_tombstone", "member_metadata_record", "member_metadata_tombstone", "target_assignment_record",
            "target_assignment_tombstone", "target_assignment_epoch_record", "target_assignment_epoch_tombstone",
-           "current_assignment_record", "current_assignment_tombstone"]
+           "current_assignment_record", "current_assignment_tombstone", "description_record", "description_tombstone"]
 
 Tasks = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -172,3 +177,11 @@ def current_assignment_record(group_id: str, member_id: str, member_epoch: int, 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
     return CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
+
+
+def description_record(group_id: str, value: StreamsTopologyDescriptionValue) -> CoordinatorRecord:
+    return CoordinatorRecord(StreamsTopologyDescriptionKey(group_id=group_id), value, 0)
+
+
+def description_tombstone(group_id: str) -> CoordinatorRecord:
+    return CoordinatorRecord(StreamsTopologyDescriptionKey(group_id=group_id), None)

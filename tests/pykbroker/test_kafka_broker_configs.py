@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OURS_ONLY = {"group.share.enable", "cluster.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
              "zookeeper.session.timeout.ms", "allow.everyone.if.no.acl.found", "super.users", "controlled.shutdown.max.retries",
              "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage",
-             "metrics.port", "metrics.client.telemetry.enable", "console.listener", "console.write.actions.enable"}
+             "metrics.port", "metrics.client.telemetry.enable", "console.listener", "console.write.actions.enable",
+             "group.streams.topology.description.store.enable"}
 # pykbroker's own Iceberg topics (pykbroker.iceberg).
 OURS_ONLY |= {d.name for d in CONFIG_DEFS if d.name.startswith("iceberg.")}
 # The schema registry served by the broker (pykbroker.schema_registry).

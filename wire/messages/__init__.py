@@ -209,6 +209,8 @@ if TYPE_CHECKING:
     from wire.messages.streams_group_topology_description_update_response import StreamsGroupTopologyDescriptionUpdateResponse
     from wire.messages.streams_group_topology_key import StreamsGroupTopologyKey
     from wire.messages.streams_group_topology_value import StreamsGroupTopologyValue
+    from wire.messages.streams_topology_description_key import StreamsTopologyDescriptionKey
+    from wire.messages.streams_topology_description_value import StreamsTopologyDescriptionValue
     from wire.messages.sync_group_request import SyncGroupRequest
     from wire.messages.sync_group_response import SyncGroupResponse
     from wire.messages.transaction_log_key import TransactionLogKey
@@ -422,6 +424,8 @@ _MODULES: dict[str, str] = {
     'StreamsGroupTopologyDescriptionUpdateResponse': 'streams_group_topology_description_update_response',
     'StreamsGroupTopologyKey': 'streams_group_topology_key',
     'StreamsGroupTopologyValue': 'streams_group_topology_value',
+    'StreamsTopologyDescriptionKey': 'streams_topology_description_key',
+    'StreamsTopologyDescriptionValue': 'streams_topology_description_value',
     'SyncGroupRequest': 'sync_group_request',
     'SyncGroupResponse': 'sync_group_response',
     'TransactionLogKey': 'transaction_log_key',
@@ -826,6 +830,8 @@ __all__ = [
     'StreamsGroupTopologyDescriptionUpdateResponse',
     'StreamsGroupTopologyKey',
     'StreamsGroupTopologyValue',
+    'StreamsTopologyDescriptionKey',
+    'StreamsTopologyDescriptionValue',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',

@@ -24,8 +24,8 @@ from wire import ApiKey, ErrorCode
 from wire.messages import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from wire.messages.streams_group_describe_response import DescribedGroup
 
-#: TopologyDescriptionStatus 1: no description is recorded for the group.
-TOPOLOGY_DESCRIPTION_NOT_STORED = 1
+#: TopologyDescriptionStatus 0: the client did not ask for the description.
+TOPOLOGY_DESCRIPTION_NOT_REQUESTED = 0
 
 
 def error_response(request: StreamsGroupDescribeRequest | None, version: int,
@@ -46,8 +46,9 @@ async def handle_streams_group_describe(ctx: RequestContext,
         if g.error_code == 0:
             if request.include_authorized_operations:
                 g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
-            if request.include_topology_description:
-                g.topology_description_status = TOPOLOGY_DESCRIPTION_NOT_STORED
+            if not request.include_topology_description:  # the coordinator attached it (or NOT_STORED)
+                g.topology_description_status = TOPOLOGY_DESCRIPTION_NOT_REQUESTED
+                g.topology_description = None
     return StreamsGroupDescribeResponse(groups=[
         *[DescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]) for g in refused],
         *_hide_undescribable(ctx, groups)])

@@ -3,13 +3,17 @@
 Kafka 4.4 keeps these descriptions only through a ``group.streams.topology.description.plugin.class`` (a Java
 plugin, unset by default); without one it answers UNSUPPORTED_VERSION with the message below, never asks a
 member for a description (the heartbeat's TopologyDescriptionRequired stays false) and StreamsGroupDescribe
-reports NOT_STORED. pykbroker has no plugins, so it answers as a default Kafka 4.4 does: the checks in
-Kafka's order (streams groups on, READ on the group), then the refusal.
+reports NOT_STORED. pykbroker has no plugins: it answers as a default Kafka 4.4 does, unless
+``group.streams.topology.description.store.enable`` turns its built-in store on
+(``coordinator.group.streams_topology_description``). The checks are Kafka's, in its order: streams groups on,
+READ on the group, a store, the member id, the group id, then the group's coordinator (the group, the member, the
+topology epoch, the description's nodes).
 """
 
 from __future__ import annotations
 
 from pykbroker.context import RequestContext
+from pykbroker.handlers.group._common import coordinator
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
@@ -34,5 +38,12 @@ async def handle_streams_group_topology_description_update(
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return StreamsGroupTopologyDescriptionUpdateResponse(error_code=ErrorCode.UNSUPPORTED_VERSION,
-                                                         error_message=NO_PLUGIN)
+    group_coordinator = coordinator(ctx)
+    if not group_coordinator.config.streams_topology_description_store:
+        return StreamsGroupTopologyDescriptionUpdateResponse(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                                             error_message=NO_PLUGIN)
+    for value, name in ((request.member_id, "MemberId"), (request.group_id, "GroupId")):
+        if not value.strip():
+            return StreamsGroupTopologyDescriptionUpdateResponse(error_code=ErrorCode.INVALID_REQUEST,
+                                                                 error_message=f"{name} can't be empty.")
+    return await group_coordinator.streams_group_topology_description_update(request)
