@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from compat_tests.conftest import KAFKA_44, judge_jars, kafka_cluster, pykbroker_cluster
@@ -199,4 +201,88 @@ def test_file_connectors_through_a_kill_and_a_rebalance(request, jars, tmp_path,
     expected = file_pipeline(jars, request.getfixturevalue(kafka_fixture), tmp_path / "kafka", replication)
     got = file_pipeline(jars, request.getfixturevalue(pykbroker_fixture), tmp_path / "pykbroker", replication)
     assert expected["lost"] == [] and expected["protocols"] == ["2"], expected
+    assert got == expected
+
+
+def committed_values(bootstrap: str, topic: str, want: set[str], timeout: float) -> list[str]:
+    """The topic's values as a read_committed consumer reads them, once every value of ``want`` is there."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assigned-manually",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[str] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while not want <= set(values) and time.monotonic() < deadline:
+            for message in consumer.consume(500, 0.5):
+                if message.error() is None:
+                    values.append(message.value().decode())
+    finally:
+        consumer.close()
+    return values
+
+
+def exactly_once_pipeline(jars: str, bootstrap: str, root: Path, replication: int) -> dict:
+    """KIP-618: the source connector with exactly.once.support=required through a worker killed with -9 while
+    lines arrive; the topic read with read_committed holds every line once, in order."""
+    group = f"eos-{uuid.uuid4().hex[:8]}"
+    topic = f"{group}-lines"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, replication)])[topic].result(30)
+    source_file = root / f"{group}-in.txt"
+    source_file.touch()
+    props = worker_props(bootstrap, group, replication, **{"exactly.once.source.support": "enabled"})
+    workers = [ConnectWorker(jars, root, f"{group}-w{i}", props) for i in range(2)]
+    observed: dict = {}
+    try:
+        for w in workers:
+            w.start()
+        a = workers[0]
+        observed["internal_topics"] = internal_topics(bootstrap, group)
+        a.request("PUT", "/connectors/source/config", {
+            "connector.class": SOURCE, "tasks.max": "1", "file": str(source_file), "topic": topic,
+            "exactly.once.support": "required", "transaction.boundary": "poll"})
+        observed["source_status"] = shape(a.wait_running("source", 1))
+        written = append_lines(source_file, 0, LINES)
+        got = committed_values(bootstrap, topic, set(written), 120)
+        observed["first_round_exact"] = got == written
+        victim = next(w for w in workers if w.url.removeprefix("http://") in task_workers(a.status("source") or {}))
+        survivor = next(w for w in workers if w is not victim)
+        more: list[str] = []
+
+        def trickle() -> None:  # lines keep arriving while the worker dies
+            for first in range(LINES, 2 * LINES, 10):
+                more.extend(append_lines(source_file, first, 10))
+                time.sleep(0.02)
+
+        writer = threading.Thread(target=trickle)
+        writer.start()
+        time.sleep(1.0)
+        victim.kill()
+        writer.join()
+        written += more
+        alive = {survivor.url.removeprefix("http://")}
+        observed["source_after_kill"] = shape(survivor.wait_running("source", 1, 120, workers=alive))
+        written += append_lines(source_file, 2 * LINES, LINES)
+        got = committed_values(bootstrap, topic, set(written), 180)
+        observed["lost"] = sorted(set(written) - set(got))
+        observed["duplicates"] = sorted({v for v in got if got.count(v) > 1})[:10]
+        observed["in_order"] = got == written
+        observed["protocols"] = sorted({m.group(1) for w in workers for m in _JOINED.finditer(w.log_path.read_text())})
+        survivor.request("DELETE", "/connectors/source")
+    finally:
+        for w in workers:
+            w.kill()
+    return observed
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("mode", ["single", "cluster"])
+def test_exactly_once_source_through_a_kill(request, jars, tmp_path, mode):
+    kafka_fixture, pykbroker_fixture, replication = TARGETS[mode]
+    (tmp_path / "kafka").mkdir()
+    (tmp_path / "pykbroker").mkdir()
+    expected = exactly_once_pipeline(jars, request.getfixturevalue(kafka_fixture), tmp_path / "kafka", replication)
+    got = exactly_once_pipeline(jars, request.getfixturevalue(pykbroker_fixture), tmp_path / "pykbroker",
+                                replication)
+    assert expected["lost"] == [] and expected["duplicates"] == [] and expected["in_order"], expected
     assert got == expected
