@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/tiered/fetch_jars.sh >/dev/null; \
 		bash tools/nessie/fetch_jar.sh >/dev/null; \
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/connect/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
 
@@ -218,7 +219,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -251,3 +252,8 @@ test-rdkafka-suite-slow: deps
 ##                        (~25 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.franz.kgo_suite
 test-franz-suite-slow: deps
 	PYKBROKER_FRANZ_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_franz_kgo_suite.py $(ARGS)
+
+## test-connect-slow: Kafka Connect 4.4 in distributed mode (two workers, a kill -9, a rebalance; at_least_once and
+##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers (~15 min)
+test-connect-slow: deps
+	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py $(ARGS)
