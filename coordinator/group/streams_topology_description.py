@@ -156,6 +156,9 @@ class TopologyDescriptions:
         group = self.streams.groups.get(group_id)
         stored, failed = ((group.metadata.stored_description_topology_epoch,
                            group.metadata.failed_description_topology_epoch) if group is not None else (-1, -1))
+        if group is not None and stored >= 0 and (group.description is None
+                                                  or group.description.topology_epoch != stored):
+            stored = -1  # an epoch stored elsewhere (a log Kafka's plugin wrote), not in this store: ask again
         if topology_epoch < 0 or topology_epoch in (stored, failed):
             return
         if any(s.status_code == StatusCode.STABLE_TOPOLOGY for s in response.status or ()):

@@ -155,3 +155,18 @@ async def test_a_classic_join_converts_an_empty_streams_group_and_drops_its_desc
     back = await c.streams_group_heartbeat(info(1), join("m1"))  # the empty classic group turns streams again
     assert back.error_code == ErrorCode.NONE and back.topology_description_required  # nothing stored any more
     await c.close()
+
+
+@run
+async def test_a_stored_epoch_without_this_stores_record_is_asked_for_again():
+    """A log written by Kafka with a description plugin says the epoch is stored, but the plugin holds it."""
+    h = Harness(STORE)
+    c = h.coordinator
+    joined = await c.streams_group_heartbeat(info(1), join("m1"))
+    g = h.shard(GROUP).streams.groups[GROUP]
+    g.metadata = replace(g.metadata, stored_description_topology_epoch=1)
+    [d] = await c.streams_group_describe(info(1), [GROUP])
+    assert d.topology_description_status == NOT_STORED
+    await h.advance(int(INITIAL_DELAY_MS * 1.2) + 1)
+    assert (await c.streams_group_heartbeat(info(1), hb("m1", joined.member_epoch))).topology_description_required
+    await c.close()
