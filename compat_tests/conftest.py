@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -71,11 +73,11 @@ def kafka44_judge(request):
     yield from _one_node_judge(KAFKA_44)
 
 
-def kafka_cluster(jars, root, overrides: dict[str, str] | None = None, classpath: tuple[Path, ...] = ()):
-    """A started 3-node Kafka KRaft cluster of ``jars`` (``classpath``: plugins' classes) for a fixture to yield
-    (killed after)."""
+def kafka_cluster(jars, root, overrides: dict[str, str] | None = None, **options):
+    """A started 3-node Kafka KRaft cluster of ``jars`` for a fixture to yield (killed after); ``options``:
+    KafkaCluster's (``node_overrides``, ``jvm_args``, ``classpath`` of plugins, ``heap``...). ``started_kafka_cluster`` is its ``with`` form."""
     from compat_tests.jvm.kafka_broker import KafkaCluster
-    cluster = KafkaCluster(jars, root, overrides=overrides, classpath=classpath)
+    cluster = KafkaCluster(jars, root, overrides=overrides, **options)
     took = cluster.start()
     print(f"Apache Kafka cluster of 3 ({jars.name}) started in {took:.1f} s")
     try:
@@ -84,6 +86,13 @@ def kafka_cluster(jars, root, overrides: dict[str, str] | None = None, classpath
         for node in cluster.nodes:  # a judge keeps nothing: no minute of controlled shutdowns losing their quorum
             node.kill()
         cluster.close()
+
+
+started_kafka_cluster = contextlib.contextmanager(kafka_cluster)
+
+# The mark of a differential's cluster mode outside differential_params (make differential-cluster).
+CLUSTER_MODE = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                                  reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
 
 
 @pytest.fixture(scope="session")

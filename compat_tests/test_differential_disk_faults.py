@@ -19,7 +19,6 @@ and restarted with room it catches up and rejoins it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -27,9 +26,16 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.conftest import KAFKA_44, assert_same_observations, differential_client, judge_jars
+from compat_tests.conftest import (
+    CLUSTER_MODE,
+    KAFKA_44,
+    assert_same_observations,
+    differential_client,
+    judge_jars,
+    started_kafka_cluster,
+)
 from compat_tests.differential_allowlist import ALLOWED
-from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
@@ -327,8 +333,7 @@ def observe_cluster(node1, big: Path, small: Path) -> dict[str, object]:
     return out
 
 
-@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-                    reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+@CLUSTER_MODE
 def test_a_full_log_dir_on_one_broker_of_a_cluster_as_kafka(tmp_path):
     runs = {}
     for name in ("kafka", "pykbroker"):
@@ -342,15 +347,9 @@ def test_a_full_log_dir_on_one_broker_of_a_cluster_as_kafka(tmp_path):
         common = {"log.segment.bytes": str(1 << 20)}
         try:
             if name == "kafka":
-                cluster = KafkaCluster(judge_jars(KAFKA_44), tmp_path / name / "kafka", overrides=common,
-                                       node_overrides=overrides)
-                try:
-                    cluster.start()
+                with started_kafka_cluster(judge_jars(KAFKA_44), tmp_path / name / "kafka", common,
+                                           node_overrides=overrides) as cluster:
                     runs[name] = observe_cluster(cluster.node(1), big, small)
-                finally:
-                    for node in cluster.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
-                        node.kill()
-                    cluster.close()
             else:
                 with ClusterProcesses(tmp_path / name / "brokers", overrides=common,
                                       broker_overrides=overrides) as ours:

@@ -27,8 +27,15 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.conftest import KAFKA_44, assert_same_observations, differential_client, judge_jars
-from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+from compat_tests.conftest import (
+    CLUSTER_MODE,
+    KAFKA_44,
+    assert_same_observations,
+    differential_client,
+    judge_jars,
+    started_kafka_cluster,
+)
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode, build_simple_batch, iter_batch_headers
 from wire.messages import (
@@ -53,9 +60,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_LOG_DIRS_TESTS") != "1
 
 SCENARIO = "log_dirs"
 THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
-MODES = ["single", pytest.param("cluster", marks=pytest.mark.skipif(
-    os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-    reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)"))]
+MODES = ["single", pytest.param("cluster", marks=CLUSTER_MODE)]
 
 
 @contextmanager
@@ -68,14 +73,9 @@ def node_one(name: str, mode: str, root: Path, overrides: Callable[[int], dict[s
         with server:
             yield server
     elif name == "kafka":
-        cluster = KafkaCluster(judge_jars(KAFKA_44), root / "kafka", node_overrides={n: overrides(n) for n in (1, 2, 3)})
-        try:
-            cluster.start()
+        with started_kafka_cluster(judge_jars(KAFKA_44), root / "kafka",
+                                   node_overrides={n: overrides(n) for n in (1, 2, 3)}) as cluster:
             yield cluster.node(1)
-        finally:
-            for node in cluster.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
-                node.kill()
-            cluster.close()
     else:
         with ClusterProcesses(root / "broker", broker_overrides={n: overrides(n) for n in (1, 2, 3)}) as ours:
             yield ours.broker(1)

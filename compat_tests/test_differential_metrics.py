@@ -20,7 +20,6 @@ coordinator, the throttled client seen where it produced.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -32,8 +31,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from compat_tests.conftest import KAFKA_44, assert_same_observations, judge_jars
-from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+from compat_tests.conftest import (
+    CLUSTER_MODE,
+    KAFKA_44,
+    assert_same_observations,
+    judge_jars,
+    started_kafka_cluster,
+)
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.metrics.collector import NOT_FROM_JMX
 from pykbroker.metrics.jmx_names import parse_object_name, prometheus_name, quantile_label, sanitize
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
@@ -235,8 +240,6 @@ def test_values_of_the_workload_agree(both):
 
 
 # -- cluster mode ------------------------------------------------------------------------------------------
-SLOW = pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-                          reason="a 3-node Kafka cluster: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
 CLUSTER = {"group.initial.rebalance.delay.ms": "0"}
 NODES = (1, 2, 3)
 
@@ -244,17 +247,11 @@ NODES = (1, 2, 3)
 def kafka_cluster_samples(jars: Path, root: Path) -> dict[int, Samples]:
     """Each Kafka node's samples after the workload on a 3-node Kafka cluster (killed after)."""
     jmx = {n: free_port() for n in NODES}
-    kafka = KafkaCluster(jars, root, overrides=CLUSTER, jvm_args={n: jmx_args(p) for n, p in jmx.items()})
-    try:
-        kafka.start()
+    with started_kafka_cluster(jars, root, CLUSTER, jvm_args={n: jmx_args(p) for n, p in jmx.items()}) as kafka:
         consumer = workload(kafka.bootstrap, replication=3)
         theirs = {n: kafka_samples(jars, port) for n, port in jmx.items()}
         consumer.close()
-        return theirs
-    finally:
-        for node in kafka.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
-            node.kill()
-        kafka.close()
+    return theirs
 
 
 def pykbroker_cluster_samples(root: Path) -> dict[int, Samples]:
@@ -326,7 +323,7 @@ def cluster_facts(by_node: dict[int, Samples]) -> dict[str, object]:
     return out
 
 
-@SLOW
+@CLUSTER_MODE
 def test_cluster_every_kafka_named_family_of_every_broker_is_one_kafkas_nodes_have(both_clusters):
     theirs, ours = both_clusters
     kafkas: Samples = {}
@@ -343,7 +340,7 @@ def test_cluster_every_kafka_named_family_of_every_broker_is_one_kafkas_nodes_ha
         assert wrong_labels == {}, f"broker {node}"
 
 
-@SLOW
+@CLUSTER_MODE
 def test_cluster_the_workloads_facts_and_the_controller_families_are_kafkas(both_clusters):
     theirs, ours = both_clusters
     expected, got = cluster_facts(theirs), cluster_facts(ours)

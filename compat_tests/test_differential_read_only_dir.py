@@ -14,15 +14,21 @@ next replica with broker 1 out of the ISR and offline, and a client writes there
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import time
 
 import pytest
 
 from chaos.flaky_fs import FlakyMount, available
-from compat_tests.conftest import KAFKA_44, assert_same_observations, differential_client, judge_jars
-from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+from compat_tests.conftest import (
+    CLUSTER_MODE,
+    KAFKA_44,
+    assert_same_observations,
+    differential_client,
+    judge_jars,
+    started_kafka_cluster,
+)
+from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import CreateTopicsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest
@@ -121,26 +127,20 @@ def observe_cluster(node1, survivor: str, mount: FlakyMount, log_text) -> dict[s
     return out
 
 
-@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-                    reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+@CLUSTER_MODE
 def test_broker_1s_only_log_dir_turned_read_only_halts_it_and_the_cluster_leads_on_as_kafka(tmp_path):
     runs = {}
     for name in ("kafka", "pykbroker"):
         with FlakyMount(tmp_path / name / "backing", tmp_path / name / "flaky", tmp_path / name / "fs.log") as mount:
             data_dirs = {1: mount.mountpoint, 2: tmp_path / name / "data-2", 3: tmp_path / name / "data-3"}
             if name == "kafka":
-                cluster = KafkaCluster(judge_jars(KAFKA_44), tmp_path / name / "kafka", heap="-Xmx384m",
-                                       node_overrides={n: {"log.dirs": str(d), "metadata.log.dir": str(
-                                           tmp_path / name / f"metadata-{n}")} for n, d in data_dirs.items()})
-                cluster.node(1).loggers["kafka.log.LogManager"] = "INFO"
-                try:
-                    cluster.start()
+                with started_kafka_cluster(judge_jars(KAFKA_44), tmp_path / name / "kafka", heap="-Xmx384m",
+                                           loggers={"kafka.log.LogManager": "INFO"}, node_overrides={
+                                               n: {"log.dirs": str(d), "metadata.log.dir": str(
+                                                   tmp_path / name / f"metadata-{n}")} for n, d in data_dirs.items()}
+                                           ) as cluster:
                     runs[name] = observe_cluster(cluster.node(1), cluster.node(2).bootstrap, mount, functools.partial(
                         cluster.node(1).log_path.read_text, errors="replace"))
-                finally:
-                    for node in cluster.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
-                        node.kill()
-                    cluster.close()
             else:
                 with ClusterProcesses(tmp_path / name / "brokers", broker_overrides={
                         n: {"log.dirs": str(d)} for n, d in data_dirs.items()}) as ours:

@@ -15,7 +15,6 @@ stops the partition's leader: another replica leads on from the remote data the 
 from __future__ import annotations
 
 import base64
-import os
 import re
 import shutil
 import subprocess
@@ -30,8 +29,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from compat_tests.conftest import differential_client
-from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
+from compat_tests.conftest import CLUSTER_MODE, differential_client, started_kafka_cluster
+from compat_tests.jvm.kafka_broker import KafkaBroker
 from pykbroker.remote_storage import LOCAL_TIERED_STORAGE
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from replication.remote_log_metadata import metadata_partition
@@ -67,9 +66,7 @@ COMMON = {"remote.log.storage.system.enable": "true", "remote.log.manager.task.i
           "log.segment.delete.delay.ms": "0"}
 
 
-MODES = ["single", pytest.param("cluster", marks=pytest.mark.skipif(
-    os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
-    reason="3-node clusters: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)"))]
+MODES = ["single", pytest.param("cluster", marks=CLUSTER_MODE)]
 
 
 @dataclass
@@ -128,19 +125,12 @@ def processes(request, tiered_jars, tmp_path_factory):
                    "pykbroker": Side(mode, broker.bootstrap, broker.data_dir / "logs", {1: broker},
                                      {1: broker.data_dir / "logs"})}
         return
-    cluster = KafkaCluster(tiered_jars, root / "kafka", overrides=kafka_overrides)
-    try:
-        cluster.start()
-        with ClusterProcesses(root / "pykbroker", overrides=ours) as brokers:
-            yield {"kafka": Side(mode, cluster.node(1).bootstrap, cluster.node(1).root / "logs",
-                                 {n.node_id: n for n in cluster.nodes},
-                                 {n.node_id: n.root / "logs" for n in cluster.nodes}),
-                   "pykbroker": Side(mode, brokers.broker(1).bootstrap, brokers.broker(1).data_dir / "logs",
-                                     dict(brokers.brokers), {i: b.data_dir / "logs" for i, b in brokers.brokers.items()})}
-    finally:
-        for node in cluster.nodes:  # a judge keeps nothing: no controlled shutdowns losing their quorum
-            node.kill()
-        cluster.close()
+    with started_kafka_cluster(tiered_jars, root / "kafka", kafka_overrides) as cluster, \
+            ClusterProcesses(root / "pykbroker", overrides=ours) as brokers:
+        yield {"kafka": Side(mode, cluster.node(1).bootstrap, cluster.node(1).root / "logs",
+                             {n.node_id: n for n in cluster.nodes}, {n.node_id: n.root / "logs" for n in cluster.nodes}),
+               "pykbroker": Side(mode, brokers.broker(1).bootstrap, brokers.broker(1).data_dir / "logs",
+                                 dict(brokers.brokers), {i: b.data_dir / "logs" for i, b in brokers.brokers.items()})}
 
 
 @pytest.fixture(scope="module")

@@ -165,15 +165,17 @@ class KafkaCluster:
     def __init__(self, jars: Path, root: Path, size: int = 3, heap: str = "-Xmx512m",
                  overrides: dict[str, str] | None = None, quick_start: bool = True, *,
                  node_overrides: dict[int, dict[str, str]] | None = None,
-                 jvm_args: dict[int, list[str]] | None = None, classpath: tuple[Path, ...] = ()) -> None:
+                 jvm_args: dict[int, list[str]] | None = None, classpath: tuple[Path, ...] = (),
+                 loggers: dict[str, str] | None = None) -> None:
         """``node_overrides`` and ``jvm_args``: node id -> that node's own settings and JVM options (its log dirs,
-        a remote JMX port); ``classpath``: plugins every node loads."""
+        a remote JMX port); ``classpath``: plugins every node loads; ``loggers``: every node's (see KafkaBroker)."""
         ports = [free_port() for _ in range(size)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
         self.nodes = [KafkaBroker(jars, root / f"kafka-{i + 1}", heap,
                                   {**(overrides or {}), **(node_overrides or {}).get(i + 1, {})}, quick_start,
                                   node_id=i + 1, controller_port=ports[i], voters=voters,
-                                  jvm_args=(jvm_args or {}).get(i + 1), classpath=classpath) for i in range(size)]
+                                  loggers=loggers, jvm_args=(jvm_args or {}).get(i + 1), classpath=classpath)
+                      for i in range(size)]
 
     @property
     def bootstrap(self) -> str:
