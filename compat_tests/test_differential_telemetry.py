@@ -354,7 +354,7 @@ def kafka_with_receiver(tmp_path_factory):
 def kafka44_telemetry_cluster(tmp_path_factory):
     """A 3-node Kafka 4.4 KRaft cluster with the telemetry plugin on every node: the cluster mode's judge."""
     jars, classes = _plugin_classes(tmp_path_factory)
-    yield from kafka_cluster(jars, tmp_path_factory.mktemp("kafka44-telemetry-cluster"), RECEIVER, (classes,))
+    yield from kafka_cluster(jars, tmp_path_factory.mktemp("kafka44-telemetry-cluster"), RECEIVER, classpath=(classes,))
 
 
 @pytest.fixture(scope="module")
