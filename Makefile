@@ -249,7 +249,7 @@ test-rdkafka-suite-slow: deps
 
 ## test-franz-suite-slow: franz-go's own kgo integration tests (the pinned franz-go's pkg/kgo, built once into
 ##                        compat_tests/franz/.cache) against pykbroker on one node and on 3 brokers with RF 3 and SCRAM
-##                        (~25 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.franz.kgo_suite
+##                        (~15 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.franz.kgo_suite
 test-franz-suite-slow: deps
 	PYKBROKER_FRANZ_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_franz_kgo_suite.py $(ARGS)
 

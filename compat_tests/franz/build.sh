@@ -3,12 +3,7 @@
 # once per source change; prints the binary's path. Without Go it prints nothing and exits 0 (the test skips).
 set -euo pipefail
 cd "$(dirname "$0")"
-GO=$(command -v go || true)
-[ -n "$GO" ] || { [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go; } || true
-if [ -z "$GO" ]; then
-    echo "go not found: the franz-go tests will be skipped" >&2
-    exit 0
-fi
+SKIPPED="the franz-go tests" source ./find_go.sh
 mkdir -p .cache
 stamp=".cache/$(cat go.mod go.sum main.go | sha256sum | cut -c1-16).stamp"
 if [ ! -f "$stamp" ] || [ ! -x .cache/franz-compat ]; then

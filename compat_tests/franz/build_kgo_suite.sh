@@ -4,12 +4,7 @@
 # in. Without Go it prints nothing and exits 0 (the suite skips). The source comes from the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")"
-GO=$(command -v go || true)
-[ -n "$GO" ] || { [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go; } || true
-if [ -z "$GO" ]; then
-    echo "go not found: franz-go's kgo suite will be skipped" >&2
-    exit 0
-fi
+SKIPPED="franz-go's kgo suite" source ./find_go.sh
 module=github.com/twmb/franz-go
 version=$("$GO" list -m -f '{{.Version}}' "$module")
 src=".cache/franz-go-$version"

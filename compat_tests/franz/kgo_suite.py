@@ -185,11 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         run = run_suite(*built, seeds, replication=size, pattern=args.run, scram_seeds=scram_seeds,
                         records=args.records, log_level=args.log_level, output=args.output,
                         extra_args=("-test.count", str(args.count)))
+    top = {name: status for name, status in run.results.items() if "/" not in name}  # subtests aside
     for name, status in sorted(run.results.items()):
-        print(status, name)
-    print(f"{sum(s == 'PASS' for s in run.results.values())} passed, {len(run.failed)} failed, "
-          f"{sum(s == 'SKIP' for s in run.results.values())} skipped in {run.seconds:.0f} s (go test exit "
-          f"{run.returncode})")
+        if status != "PASS":
+            print(status, name)
+    print(f"{sum(s == 'PASS' for s in top.values())} tests passed, {sum(s == 'FAIL' for s in top.values())} "
+          f"failed, {sum(s == 'SKIP' for s in top.values())} skipped ({len(run.results)} with subtests) in "
+          f"{run.seconds:.0f} s (go test exit {run.returncode})")
     if not args.keep:
         import shutil
         shutil.rmtree(root, ignore_errors=True)
