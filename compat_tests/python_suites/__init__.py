@@ -20,6 +20,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykbroker.testing import ClusterProcesses, free_port
+
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache"
 # exactly the kafka-python pyproject.toml's test extra pins
@@ -33,7 +35,9 @@ SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4", "group.i
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "true", "group.min.session.timeout.ms": "1000"}
 NODE_ID = 0  # a single node's id, the suite's own broker's (test_create_partitions assigns replicas to node 0)
-CLUSTER_SCENARIO = {**SCENARIO, "offsets.topic.replication.factor": "3"}
+# Kafka's controllers vote as User:ANONYMOUS, which the StandardAuthorizer refuses until its first ACL load unless a
+# super user.
+CLUSTER_SCENARIO = {**SCENARIO, "offsets.topic.replication.factor": "3", "super.users": "User:ANONYMOUS"}
 # Not run: test_sasl_integration skips itself against an external broker (KAFKA_URI) and test_ssl_integration
 # always spawns its own Kafka from KAFKA_ROOT; the rest targets KAFKA_URI.
 FILES = ("test/integration/test_admin_integration.py", "test/integration/test_consumer_integration.py",
@@ -106,9 +110,10 @@ def prepare(sdist: Path, workdir: Path) -> Path:
 
 def run_suite(root: Path, bootstrap: str, workdir: Path, select: str | None = None,
               timeout: float = 1800) -> tuple[dict[str, Outcome], Path]:
-    """Run the suite at ``root`` against ``bootstrap``; returns each test's outcome and pytest's output file."""
+    """Run the suite at ``root`` against ``bootstrap`` (a cluster's: its first address, KAFKA_URI takes one);
+    returns each test's outcome and pytest's output file."""
     report, log = workdir / "junit.xml", workdir / "pytest.log"
-    env = {**os.environ, "KAFKA_VERSION": KAFKA_VERSION, "KAFKA_URI": f"kafka://{bootstrap}",
+    env = {**os.environ, "KAFKA_VERSION": KAFKA_VERSION, "KAFKA_URI": f"kafka://{bootstrap.split(',')[0]}",
            "PYTHONPATH": str(root)}
     env.pop("ZOOKEEPER_URI", None)
     args = [sys.executable, "-m", "pytest", *FILES, "-p", "no:cacheprovider", "-p", "no:pykbroker", "-q",
@@ -150,3 +155,19 @@ def pykbroker_settings(port: int) -> dict[str, str]:
     """A single pykbroker node's settings: SCENARIO, node id NODE_ID and advertised.listeners set in the file, as
     compat_tests.jvm's Kafka has it (the suite checks that DescribeConfigs calls it a STATIC_BROKER_CONFIG)."""
     return {**SCENARIO, "node.id": str(NODE_ID), "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+
+
+def pykbroker_cluster(root: Path) -> ClusterProcesses:
+    """A started 3-broker pykbroker cluster with CLUSTER_SCENARIO, each broker's advertised.listeners in its file
+    (as pykbroker_settings has it); close it after."""
+    cluster = ClusterProcesses(root, size=3, overrides=CLUSTER_SCENARIO)
+    cluster.zookeeper.start()
+    try:
+        for node_id in range(1, 4):
+            port = free_port()
+            cluster.add_broker(node_id, {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"}, port=port)
+        cluster.wait_for_brokers(3)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster

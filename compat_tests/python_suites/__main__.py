@@ -23,6 +23,7 @@ from compat_tests.python_suites import (
     SCENARIO,
     fetch_sdist,
     prepare,
+    pykbroker_cluster,
     pykbroker_settings,
     run_suite,
     tally,
@@ -41,9 +42,11 @@ def started(target: str, root: Path) -> Iterator[str]:
                            log_path=root / "broker.log") as broker:
             yield broker.bootstrap
     elif target == "pykbroker-cluster":
-        from pykbroker.testing import ClusterProcesses
-        with ClusterProcesses(root / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
+        cluster = pykbroker_cluster(root / "cluster")
+        try:
             yield cluster.bootstrap
+        finally:
+            cluster.close()
     else:
         from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
         jars = jars_dir("4.4.0")
