@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -219,7 +219,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -257,3 +257,10 @@ test-franz-suite-slow: deps
 ##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers (~15 min)
 test-connect-slow: deps
 	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py $(ARGS)
+
+## test-python-suites-slow: kafka-python's own integration suite (its sdist's test/integration, pinned, cached in
+##                          compat_tests/python_suites/.cache) on one pykbroker node and on 3 brokers (minutes);
+##                          skipped offline without the cached sdist. Against Kafka 4.4 itself:
+##                          `python -m compat_tests.python_suites --target kafka` (or kafka-cluster)
+test-python-suites-slow: deps
+	PYKBROKER_PYTHON_SUITES_SLOW=1 $(PY) -m pytest compat_tests/test_python_suites.py $(ARGS)
