@@ -24,8 +24,9 @@ from compat_tests.rdkafka_suite import (
 )
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
-pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_RDKAFKA_SUITE_SLOW") != "1",
-                                reason="minutes: make test-rdkafka-suite-slow (PYKBROKER_RDKAFKA_SUITE_SLOW=1)")
+pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_RDKAFKA_SUITE_SLOW") != "1",
+                                 reason="minutes: make test-rdkafka-suite-slow (PYKBROKER_RDKAFKA_SUITE_SLOW=1)"),
+              pytest.mark.timeout(5400)]  # a build (minutes, once) and a run of up to an hour (run_suite's bound)
 
 
 @pytest.fixture(scope="module")
