@@ -111,8 +111,8 @@ differential-cluster-ops: deps
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
 ##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) and share-partition
 ##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters
-##        and the single-node scenarios of half a minute each: the stalled share consumer, kafka-share-groups and the
-##        tuned retention scenario
+##        and the single-node scenarios of half a minute each: the stalled share consumer, a share consumer's topic
+##        deleted and recreated, kafka-share-groups and the tuned retention scenario
 ##        and the Streams-group scenarios (test_differential_streams_groups) on the 3-node clusters
 ##        and a single node's restarts, clean and kill -9, each leading its partitions two epochs on
 ##        (test_differential_restart, a minute)
@@ -241,8 +241,9 @@ test-cluster-bench-slow: deps
 	PYKBROKER_CLUSTER_BENCH_SLOW=1 $(PY) -m pytest tests/bench/test_cluster_bench.py $(ARGS)
 
 ## test-rdkafka-suite-slow: librdkafka's own integration tests (the set of compat_tests/rdkafka_suite that passes on
-##                          Kafka 4.4) on one pykbroker node and on 3 brokers; builds the test runner once (minutes,
-##                          cached); skipped without a C compiler. A run against Kafka 4.4 itself:
+##                          Kafka 4.4) on one pykbroker node, on 3 brokers, and its consumer group tests with KIP-848's
+##                          protocol (about 35 minutes); builds the test runner once (minutes, cached); skipped
+##                          without a C compiler. A run against Kafka 4.4 itself:
 ##                          `python -m compat_tests.rdkafka_suite --target kafka` (or kafka-cluster)
 test-rdkafka-suite-slow: deps
 	PYKBROKER_RDKAFKA_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_rdkafka_suite.py $(ARGS)

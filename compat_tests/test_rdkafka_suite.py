@@ -1,6 +1,7 @@
 """librdkafka's own integration test suite (the chosen set of compat_tests/rdkafka_suite, every one of which passes
 on Apache Kafka 4.4) against pykbroker, on one node and on a 3-broker cluster: every test must pass. Slow (the
-runner is built once, minutes; each run takes minutes): ``make test-rdkafka-suite-slow``
+runner is built once, minutes; each run takes minutes; the consumer group tests run once more with KIP-848's
+protocol): ``make test-rdkafka-suite-slow``
 (PYKBROKER_RDKAFKA_SUITE_SLOW=1). Skipped on a machine without a C compiler.
 """
 
@@ -14,6 +15,7 @@ import pytest
 from compat_tests.rdkafka_suite import (
     CLUSTER,
     CLUSTER_SCENARIO,
+    CONSUMER_PROTOCOL,
     SCENARIO,
     SINGLE,
     run_suite,
@@ -22,8 +24,9 @@ from compat_tests.rdkafka_suite import (
 )
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
-pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_RDKAFKA_SUITE_SLOW") != "1",
-                                reason="minutes: make test-rdkafka-suite-slow (PYKBROKER_RDKAFKA_SUITE_SLOW=1)")
+pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_RDKAFKA_SUITE_SLOW") != "1",
+                                 reason="minutes: make test-rdkafka-suite-slow (PYKBROKER_RDKAFKA_SUITE_SLOW=1)"),
+              pytest.mark.timeout(5400)]  # a build (minutes, once) and a run of up to an hour (run_suite's bound)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,15 @@ def test_rdkafka_suite_single_node(runner, tmp_path):
         outcomes, log = run_suite(runner, broker.bootstrap, SINGLE, tmp_path / "run")
         assert broker.alive, broker.log()[-5000:]
     assert_all_passed(outcomes, SINGLE, log)
+
+
+def test_rdkafka_suite_consumer_group_protocol(runner, tmp_path):
+    """The consumer group tests with KIP-848's protocol (group.protocol=consumer) on one node."""
+    with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
+        outcomes, log = run_suite(runner, broker.bootstrap, CONSUMER_PROTOCOL, tmp_path / "run",
+                                  env={"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"})
+        assert broker.alive, broker.log()[-5000:]
+    assert_all_passed(outcomes, CONSUMER_PROTOCOL, log)
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")

@@ -37,6 +37,10 @@ SINGLE = ("0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0017,0018,0019
           "0181,0184,0185")
 # 0103 creates topics of replication factor 3.
 CLUSTER = SINGLE + ",0103"
+# The consumer group tests of SINGLE that run with group.protocol=consumer too (KIP-848:
+# TEST_CONSUMER_GROUP_PROTOCOL=consumer; 0132's assignor strategies are classic's only).
+CONSUMER_PROTOCOL = ("0018,0019,0026,0029,0030,0033,0034,0040,0050,0051,0056,0060,0061,0069,0089,0091,0093,0099,"
+                     "0102,0113,0118,0122,0130,0137,0140")
 
 _FAILED = re.compile(r'^### Test "(\d{4}_\w+)[^"]*" failed at [^\n]*###\n(.*)$', re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

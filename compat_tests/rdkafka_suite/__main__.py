@@ -67,6 +67,8 @@ def main() -> int:
     parser.add_argument("--tests", help="comma-separated test numbers (default: the chosen set for the target)")
     parser.add_argument("--workdir", type=Path, help="where test.conf, the runner's log and the brokers' go")
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--group-protocol", choices=("classic", "consumer"),
+                        help="the consumers' group.protocol (TEST_CONSUMER_GROUP_PROTOCOL; the runner's default: classic)")
     parser.add_argument("--debug", help="librdkafka debug contexts (TEST_DEBUG), e.g. protocol,cgrp")
     args = parser.parse_args()
     runner = runner_path()
@@ -76,6 +78,8 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rdkafka-suite-"))
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"TEST_DEBUG": args.debug} if args.debug else {}
+    if args.group_protocol:
+        env["TEST_CONSUMER_GROUP_PROTOCOL"] = args.group_protocol
     tests = args.tests or (CLUSTER if args.target.endswith("cluster") else SINGLE)
     with contextlib.ExitStack() as stack:
         bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir))
