@@ -41,6 +41,7 @@ deps: $(STAMP)
 		bash tools/nessie/fetch_jar.sh >/dev/null; \
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/connect/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/mirror/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
 
@@ -255,9 +256,10 @@ test-franz-suite-slow: deps
 	PYKBROKER_FRANZ_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_franz_kgo_suite.py $(ARGS)
 
 ## test-connect-slow: Kafka Connect 4.4 in distributed mode (two workers, a kill -9, a rebalance; at_least_once and
-##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers (~15 min)
+##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers, and
+##                    MirrorMaker 2 from one pykbroker to another judged by Kafka -> Kafka (~15 min)
 test-connect-slow: deps
-	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py $(ARGS)
+	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py compat_tests/test_mirror_maker.py $(ARGS)
 
 ## test-python-suites-slow: kafka-python's own integration suite (its sdist's test/integration, pinned, cached in
 ##                          compat_tests/python_suites/.cache) on one pykbroker node and on 3 brokers (minutes);

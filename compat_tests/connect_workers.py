@@ -172,3 +172,34 @@ class ConnectWorker(JvmProcess):
 
         self.wait_for(running, timeout, f"{connector} RUNNING with {tasks} tasks (last status {seen})")
         return seen
+
+
+MIRROR = Path(__file__).resolve().parent / "jvm" / "mirror"
+
+
+def mirror_jars() -> Path | None:
+    """MirrorMaker 2's jars (compat_tests/jvm/mirror/fetch_jars.sh, on first use), or None without java or Maven."""
+    if shutil.which("java") is None:
+        return None
+    try:
+        out = subprocess.run(["bash", str(MIRROR / "fetch_jars.sh")], capture_output=True, text=True, timeout=900,
+                             check=True)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+class MirrorMaker(JvmProcess):
+    """A dedicated MirrorMaker 2 (org.apache.kafka.connect.mirror.MirrorMaker) running an mm2.properties."""
+
+    def __init__(self, jars: Path, root: Path, name: str, props: dict[str, str]) -> None:
+        super().__init__(root / f"{name}.log")
+        self.jars = jars
+        self.config_path = root / f"{name}.properties"
+        self.props = props
+
+    def start(self) -> MirrorMaker:
+        write_properties(self.config_path, self.props)
+        self._start([*JAVA, "-cp", f"{self.jars}/*", "org.apache.kafka.connect.mirror.MirrorMaker",
+                     str(self.config_path)])
+        return self
