@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -144,7 +144,8 @@ differential-cluster: deps
 ##        kafka-configs (features, GROUP and broker configs) on 3 brokers, through every broker and restarts;
 ##        a Spark streaming query through a killed leader; transaction markers between two brokers (WriteTxnMarkers v2);
 ##        an unclean election, a transactional copier through broker kills, a cancelled move and a controller kill;
-##        a commit through kill -9 of its coordinator between PrepareCommit and CompleteCommit
+##        a commit through kill -9 of its coordinator between PrepareCommit and CompleteCommit; a KIP-848 group
+##        consuming everything on 3 brokers
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
 		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py \
@@ -220,7 +221,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -267,3 +268,8 @@ test-connect-slow: deps
 ##                          `python -m compat_tests.python_suites --target kafka` (or kafka-cluster)
 test-python-suites-slow: deps
 	PYKBROKER_PYTHON_SUITES_SLOW=1 $(PY) -m pytest compat_tests/test_python_suites.py $(ARGS)
+
+## test-spark-slow: Spark's kafka sink loading through kill -9s of the broker mid-batch, neither duplicating nor
+##                  dropping a record (~40 s; the rest of compat_tests/test_spark.py is in make test)
+test-spark-slow: deps
+	PYKBROKER_SPARK_SLOW=1 $(PY) -m pytest compat_tests/test_spark.py -k killed_mid_batch $(ARGS)

@@ -148,6 +148,7 @@ def test_kafka_features_changes_reach_every_broker_and_survive_a_restart(cluster
     assert features(cluster.broker(1).bootstrap) == (epoch, BOOTSTRAP_FINALIZED)
 
 
+@slow
 def test_a_kip_848_consumer_group_consumes_everything(cluster):
     topic, group = f"k848-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})

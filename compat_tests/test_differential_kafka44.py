@@ -734,6 +734,9 @@ def regex_internal_topics(c: RawClient) -> Observations:
             break
         time.sleep(0.2)
     out["assigned topics"] = assigned
+    return out
+
+
 # -- share-partition initialization (KIP-932 as Kafka 4.4's group coordinator runs it) ----------------------------
 def share_initialization(c: RawClient) -> Observations:
     """A share group is assigned a share-partition only once its state is initialized at the share coordinator:

@@ -239,8 +239,16 @@ def test_acknowledged_state_survives_kill_9(tmp_path):
             m = "n" * 22
             r = c.request(ShareGroupHeartbeatRequest(group_id="g-durable", member_id=m, member_epoch=0,
                                                      subscribed_topic_names=["durable"]), 1)
-            # the group's initialized share-partitions (ShareGroupStatePartitionMetadata) survived: assigned at once
-            assert [t.partitions for t in r.assignment.topic_partitions] == [[0]], r
+            # the group's initialized share-partitions (ShareGroupStatePartitionMetadata) survived: the new member is
+            # assigned them without a new initialization, once share.assignment.interval.ms lets the group reassign
+            # (the member from before the kill is still in it)
+            deadline = time.monotonic() + 10
+            while not (r.assignment and r.assignment.topic_partitions) and time.monotonic() < deadline:
+                time.sleep(0.1)
+                r = c.request(ShareGroupHeartbeatRequest(group_id="g-durable", member_id=m,
+                                                         member_epoch=r.member_epoch), 1)
+                assert r.error_code == ErrorCode.NONE, r
+            assert r.assignment and [t.partitions for t in r.assignment.topic_partitions] == [[0]], r
             # only the released record comes back, with its delivery count
             deadline = time.monotonic() + 10
             r = fetch(c, "g-durable", m, 0, tid, wait_ms=1000)
