@@ -116,6 +116,7 @@ class Load:
         self._thread.join(150)
 
 
+@slow
 def test_killed_leaders_lose_no_acknowledged_record(tmp_path):
     rng = random.Random(SEED)
     with ClusterProcesses(tmp_path, size=3, overrides={"replica.lag.time.max.ms": "4000"}) as cluster:
