@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from pykbroker.testing import kill_process, stop_process
+
 HERE = Path(__file__).resolve().parent / "jvm" / "connect"
 FETCH_JARS = HERE / "fetch_jars.sh"
 LOG4J = HERE / "log4j2.properties"
@@ -87,23 +89,14 @@ class JvmProcess:
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (the worker leaves its group), kill -9 if it does not exit in ``timeout``."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, timeout)
         self.proc = None
 
     def kill(self) -> None:
         """kill -9, as a crash."""
         if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
+            kill_process(self.proc)
             self.proc = None
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pykbroker import java_properties
 
-__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "wait_for_api_versions",
-           "zookeeper_jars"]
+__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "kill_process", "stop_process",
+           "wait_for_api_versions", "zookeeper_jars"]
 
 
 def free_port() -> int:
@@ -31,6 +31,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not exited within ``timeout``; waits for it either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def kill_process(proc: subprocess.Popen) -> None:
+    """SIGKILL (a crash) unless ``proc`` already exited; waits for it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
 
 
 def wait_for_api_versions(host: str, port: int, timeout: float) -> None:
@@ -463,23 +481,14 @@ class ZooKeeperProcess:
 
     def stop(self, timeout: float = 20.0) -> None:
         """Graceful stop (SIGTERM), SIGKILL if it does not exit within ``timeout``."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, timeout)
         self.proc = None
 
     def kill(self) -> None:
         """``kill -9`` of the server: clients see their connection drop."""
         if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
+            kill_process(self.proc)
             self.proc = None
 
     def restart(self, *, hard: bool = False) -> ZooKeeperProcess:
