@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -222,7 +222,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -282,3 +282,10 @@ test-spark-slow: deps
 ##                          Kafka 4.4 itself: `python -m compat_tests.kafkago --target kafka` (or kafka-cluster)
 test-kafkago-suite-slow: deps
 	PYKBROKER_KAFKAGO_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_kafkago_suite.py $(ARGS)
+
+## test-confluent-suites-slow: confluent-kafka-go's own integration tests (its kafka package, pinned, built once into
+##                             compat_tests/confluent_suites/.cache) on one pykbroker node and on 3 brokers, with the
+##                             classic and the consumer (KIP-848) group protocol (~15 min; skipped without Go).
+##                             Kafka 4.4 as the judge: python -m compat_tests.confluent_suites.go_suite single --kafka
+test-confluent-suites-slow: deps
+	PYKBROKER_CONFLUENT_SUITES_SLOW=1 $(PY) -m pytest compat_tests/test_confluent_suites.py $(ARGS)
