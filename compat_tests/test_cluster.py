@@ -16,7 +16,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.jvm.kafka_broker import jars_dir
-from pykbroker.testing import ClusterProcesses
+from pykbroker.testing import ClusterProcesses, RawClient
+from wire import ErrorCode
+from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire.messages.create_partitions_request import CreatePartitionsTopic
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.metadata_request import MetadataRequestTopic
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 
@@ -463,3 +469,54 @@ def test_a_deleted_topics_committed_offsets_go_on_the_coordinator_that_did_not_d
     got = consume_all(cluster, topic, 4, **{"group.id": group})
     assert sorted(m.value() for m in got) == [b"new-0", b"new-1", b"new-2", b"new-3"]
     assert sorted((m.partition(), m.offset()) for m in got) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_many_topics_created_extended_and_deleted_in_one_request_each_reach_every_broker(cluster):
+    """What Kafka Streams, Connect and MirrorMaker do at start (issue 32): one CreateTopics naming many topics (here 8
+    of 16 partitions, RF 3), then one CreatePartitions and one DeleteTopics of them all, sent to the controller as
+    admin clients send them. Each answer comes when the handling broker's Metadata shows the change (Kafka's
+    controller answers once it is committed); every broker's Metadata shows it soon after, every partition led."""
+    names = [unique(f"many{i}") for i in range(8)]
+
+    def metadata(address: str) -> dict[str, tuple[int, list[int]]]:
+        """{topic: (error code, leader of each partition)} as the broker at ``address`` answers."""
+        with RawClient(address) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names],
+                                           allow_auto_topic_creation=False), 12)
+        return {t.name: (t.error_code, [p.leader_id for p in sorted(t.partitions, key=lambda p: p.partition_index)])
+                for t in md.topics}
+
+    def everywhere(check) -> None:
+        deadline = time.monotonic() + 30
+        for b in cluster.brokers.values():
+            while not check(seen := metadata(b.bootstrap)):
+                assert time.monotonic() < deadline, f"broker {b.bootstrap} shows {seen}"
+                time.sleep(0.1)
+
+    def led(count: int):
+        return lambda seen: all(code == ErrorCode.NONE and len(leaders) == count and min(leaders) >= 1
+                                for code, leaders in seen.values())
+
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    controller_id = client.describe_cluster().result(30).controller.id
+    handling = cluster.broker(controller_id).bootstrap
+    with RawClient(handling, timeout=90) as admin:
+        created = admin.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=16, replication_factor=3)
+                                                            for n in names], timeout_ms=60_000), 7)
+        assert [(t.name, t.error_code, t.num_partitions) for t in created.topics] == [(n, 0, 16) for n in names]
+        assert len({t.topic_id for t in created.topics}) == len(names)
+        assert led(16)(metadata(handling))
+        everywhere(led(16))
+
+        added = admin.request(CreatePartitionsRequest(topics=[
+            CreatePartitionsTopic(name=n, count=24, assignments=None) for n in names], timeout_ms=60_000), 3)
+        assert [(t.name, t.error_code) for t in added.results] == [(n, 0) for n in names]
+        assert led(24)(metadata(handling))
+        everywhere(led(24))
+
+        deleted = admin.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=n) for n in names],
+                                                    timeout_ms=60_000), 6)
+        assert [(t.name, t.error_code) for t in deleted.responses] == [(n, 0) for n in names]
+        gone = lambda seen: all(code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for code, _ in seen.values())  # noqa: E731
+        assert gone(metadata(handling))
+        everywhere(gone)

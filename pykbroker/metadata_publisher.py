@@ -4,7 +4,9 @@ Every image a store publishes (embedded: after each write; ZooKeeper: after each
 with the image before it, on every broker alike, whichever broker made the change:
 
 - broker configs changed: the dynamic broker config is reloaded (``apply_broker_configs``);
-- a partition assigned here whose state changed: this broker leads it (a coordinator partition: its
+- a partition assigned here whose state changed (once the controller has written its first state, as Kafka's
+  brokers wait for its LeaderAndIsr: a new topic's logs are not created on every broker while the controller,
+  on one of them, is still deciding its leaders): this broker leads it (a coordinator partition: its
   coordinator loads it) or follows its leader (a replica fetcher; a coordinator partition led here before is
   unloaded), and a partition reassigned away is stopped and its log deleted. A partition whose log does not
   exist yet gets it on the loop, up to ``SYNC_NEW_LOGS`` per image; the others are hosted once
@@ -117,6 +119,8 @@ class BrokerMetadataPublisher:
                     and rm.get_partition(topic.name, p.partition) is not None:
                 continue
             hosted = rm.get_partition(topic.name, p.partition)
+            if hosted is None and p.leader < 0 and not p.isr:
+                continue  # no state yet (the controller has not decided it): Kafka's brokers wait for LeaderAndIsr
             if self.node_id not in p.replicas:
                 self.pending_logs.discard(topic.name, p.partition)
             elif hosted is None and self.log_manager.get_log(topic.name, p.partition) is None:

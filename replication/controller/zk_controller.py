@@ -233,8 +233,7 @@ class ZkController:
         self.context.epochs = await self._read_live_brokers()
         self.context.live = set(self.context.epochs)
         names = await self.store.topic_names(watch=self._watch("topics"))
-        for name in names:
-            await self._load_topic(name)
+        await asyncio.gather(*(self._load_topic(name) for name in names))
         log.info("controller %d: %d live brokers %s, %d topics", self.broker_id, len(self.context.live),
                  sorted(self.context.live), len(self.context.assignments))
         await self._reconcile(self._all_partitions())
@@ -275,18 +274,21 @@ class ZkController:
             del self.context.assignments[gone]
             self._forget_moves(gone)
         added = names - set(self.context.assignments)
-        for name in sorted(added):
-            await self._load_topic(name)
-        await self._reconcile([tp for tp in self._all_partitions() if tp[0] in added])
+        await asyncio.gather(*(self._load_topic(name) for name in sorted(added)))
+        await self._reconcile(await self._create_states([tp for tp in self._all_partitions() if tp[0] in added]))
         for tp in [tp for tp in sorted(self.context.moving) if tp[0] in added]:
             await self._check_reassignment(tp)
 
     async def _topic_changed(self, name: str) -> None:
         """The topic's assignment (or its configs) changed: new partitions get states, offline ones another
         chance at an election."""
+        known = set(self.context.assignments.get(name, ()))
         if not await self._load_topic(name):
             return
-        await self._reconcile([(name, p) for p in sorted(self.context.assignments[name])])
+        partitions = sorted(self.context.assignments[name])
+        added = [(name, p) for p in partitions if p not in known]
+        created = set(added) - set(await self._create_states(added))
+        await self._reconcile([(name, p) for p in partitions if (name, p) not in created])
         for tp in [tp for tp in sorted(self.context.moving) if tp[0] == name]:
             await self._check_reassignment(tp)  # a move another controller (or tool) wrote
 
@@ -369,8 +371,7 @@ class ZkController:
 
     async def _deletions_changed(self, _arg: Any) -> None:
         pending = await self.store.topic_deletions(watch=self._watch("deletions"))
-        for name in sorted(pending):
-            await self._delete_topic(name)
+        await asyncio.gather(*(self._delete_topic(name) for name in sorted(pending)))  # each its own writes
 
     # -- decisions -------------------------------------------------------------------------------------
     def _all_partitions(self) -> list[TopicPartition]:
@@ -412,6 +413,45 @@ class ZkController:
                     group.create_task(reconcile(tp))
         except ExceptionGroup as failed:  # the rest were cancelled; the event loop handles the first as before
             raise failed.exceptions[0] from None
+
+    async def _create_states(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """New partitions' first states (``initial_leader_and_isr``), each topic's in one fenced write, as
+        Kafka's controller creates a new topic's partition states at once; returns the partitions left to
+        ``_reconcile`` (those that already had a state, had no live replica, or whose write raced)."""
+        states = await self._read_states(partitions)
+        left: list[TopicPartition] = []
+        by_topic: dict[str, dict[int, LeaderAndIsr]] = {}
+        for tp in partitions:
+            initial = initial_leader_and_isr(self._replicas(tp), self.context.live) if states[tp] is None else None
+            if initial is None:
+                left.append(tp)
+            else:
+                by_topic.setdefault(tp[0], {})[tp[1]] = initial
+
+        async def create(topic: str, initial_states: dict[int, LeaderAndIsr]) -> None:
+            try:
+                await self.store.create_partition_states(topic, initial_states)
+            except StaleWriteError as exc:
+                log.info("controller %d: creating the states of %s raced (%s); deciding each again", self.broker_id,
+                         topic, exc.reason)
+                left.extend((topic, p) for p in sorted(initial_states))
+                return
+            for p, state in sorted(initial_states.items()):
+                log.info("controller %d: %s-%d online, leader %d, isr %s, leader epoch %d", self.broker_id, topic, p,
+                         state.leader, list(state.isr), state.leader_epoch)
+
+        await asyncio.gather(*(create(topic, states) for topic, states in by_topic.items()))  # topics at once
+        return left
+
+    async def _read_states(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[LeaderAndIsr, int] | None]:
+        """Every partition's state, up to ``RECONCILE_IN_FLIGHT`` reads pipelined at once."""
+        in_flight = asyncio.Semaphore(RECONCILE_IN_FLIGHT)
+
+        async def read(tp: TopicPartition) -> tuple[LeaderAndIsr, int] | None:
+            async with in_flight:
+                return await self._read_state(tp)
+
+        return dict(zip(partitions, await asyncio.gather(*(read(tp) for tp in partitions)), strict=True))
 
     async def _reconcile_one(self, tp: TopicPartition) -> bool:
         assignment = self._replicas(tp)

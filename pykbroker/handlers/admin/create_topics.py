@@ -13,6 +13,7 @@ the broker build an unbounded number of partitions.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from pykbroker.context import RequestContext
@@ -169,6 +170,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     for t in request.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
+    planned: list[tuple[CreatableTopicResult, list[list[int]], dict[str, str]]] = []  # to create, in order
     answered: set[str] = set()
     names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
     creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
@@ -199,22 +201,24 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             results.append(_failed(name, code, message))
             continue
         configs = {c.name: c.value for c in topic.configs if c.value is not None}  # nulls were refused
-        topic_id = None
-        if not request.validate_only:
-            state = await broker.admin.create_topic(name, assignments, configs)
-            topic_id = state.topic_id
         result = CreatableTopicResult(name=name, error_code=ErrorCode.NONE, error_message=None,
                                       num_partitions=len(assignments), replication_factor=len(assignments[0]))
-        if topic_id is not None:
-            result.topic_id = topic_id
         if name not in configs_visible:  # created, but its configs are not shown (Kafka's controller)
             result.num_partitions = result.replication_factor = -1
             result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            results.append(result)
-            continue
-        result.configs = [
-            CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
-                                  is_sensitive=e.sensitive)
-            for e in topic_config_entries(broker.dynamic_config.layers(), configs, broker.default_log_config.to_properties())]
+        else:
+            result.configs = [
+                CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                                      is_sensitive=e.sensitive)
+                for e in topic_config_entries(broker.dynamic_config.layers(), configs,
+                                              broker.default_log_config.to_properties())]
         results.append(result)
+        planned.append((result, assignments, configs))
+    if not request.validate_only:
+        # Every topic at once, as Kafka's controller creates a request's topics in one batch: each is its own
+        # ZooKeeper write, and the answer waits for all their leaders together instead of one after another.
+        created = await asyncio.gather(*(broker.admin.create_topic(result.name, assignments, configs)
+                                         for result, assignments, configs in planned))
+        for (result, _assignments, _configs), state in zip(planned, created, strict=True):
+            result.topic_id = state.topic_id
     return CreateTopicsResponse(topics=results)

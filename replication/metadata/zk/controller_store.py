@@ -11,6 +11,7 @@ version moved, or the znode went) raise ``StaleWriteError``; the controller rere
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -19,6 +20,7 @@ from replication.metadata.zk.client import (
     CreateOp,
     DeleteOp,
     NoNodeError,
+    NotEmptyError,
     SetDataOp,
     Watch,
     ZooKeeperClient,
@@ -47,6 +49,8 @@ __all__ = ["ZkControllerStore", "StaleWriteError", "LeaderAndIsrLike", "Partitio
 TopicPartition = tuple[str, int]
 # The legacy reassignment request's znode, for the controller's log lines.
 REASSIGN_PARTITIONS_PATH = ReassignPartitionsZNode.path
+# New partitions' states written in one multi (three small znodes each: far below ZooKeeper's 1 MB request limit).
+STATES_PER_MULTI = 500
 
 
 class LeaderAndIsrLike(Protocol):
@@ -183,6 +187,27 @@ class ZkControllerStore:
         except ZooKeeperMultiError as exc:
             raise _stale(exc) from None
 
+    async def create_partition_states(self, topic: str, states: Mapping[int, LeaderAndIsrLike]) -> None:
+        """The first states of many partitions of ``topic`` (and their missing parents) in fenced multis of up to
+        ``STATES_PER_MULTI`` partitions each: one ZooKeeper write for a new topic's partitions, where one per
+        partition raced on their common parent and cost a round trip each. ``StaleWriteError`` as
+        ``create_partition_state`` (the partitions of the failed multi have no state: decide them again)."""
+        partitions = sorted(states)
+        parent = TopicPartitionsZNode.path(topic)
+        found = await asyncio.gather(self.zk.exists(parent),
+                                     *(self.zk.exists(TopicPartitionZNode.path(topic, p)) for p in partitions))
+        ops: list[CreateOp] = [] if found[0] is not None else [CreateOp(parent)]
+        for i, (p, stat) in enumerate(zip(partitions, found[1:], strict=True)):
+            if stat is None:
+                ops.append(CreateOp(TopicPartitionZNode.path(topic, p)))
+            ops.append(CreateOp(TopicPartitionStateZNode.path(topic, p), self._encode_state(states[p])))
+            if i + 1 == len(partitions) or (i + 1) % STATES_PER_MULTI == 0:
+                try:
+                    await self.election.fenced_multi(ops)
+                except ZooKeeperMultiError as exc:
+                    raise _stale(exc) from None
+                ops = []
+
     async def set_partition_state(self, tp: TopicPartition, state: LeaderAndIsrLike, version: int) -> None:
         """The partition's new state if its state is still at ``version`` (fenced); ``StaleWriteError`` when a
         leader changed the ISR meanwhile or the topic went."""
@@ -229,9 +254,29 @@ class ZkControllerStore:
         return await self.zk.get_children(DeleteTopicsZNode.path, watch=watch) or []
 
     async def delete_topic_znode(self, topic: str) -> None:
-        """The topic's assignment and partition states (recursive, not atomic)."""
-        if await self.zk.exists(TopicZNode.path(topic)) is not None:
-            await self.zk.delete(TopicZNode.path(topic), recursive=True)
+        """The topic's assignment and partition states: in one multi (children before parents, so every broker
+        sees the topic go at once instead of its partitions one by one, each a round trip), or, when the tree
+        changed while it was read, recursively."""
+        root = TopicZNode.path(topic)
+        if await self.zk.exists(root) is None:
+            return
+        partitions = await self.zk.get_children(TopicPartitionsZNode.path(topic))
+        ops: list[DeleteOp] = []
+        if partitions is not None:
+            paths = [f"{TopicPartitionsZNode.path(topic)}/{p}" for p in partitions]
+            children = await asyncio.gather(*(self.zk.get_children(path) for path in paths))
+            for path, names in zip(paths, children, strict=True):
+                ops += [DeleteOp(f"{path}/{name}") for name in names or ()]
+                ops.append(DeleteOp(path))
+            ops.append(DeleteOp(TopicPartitionsZNode.path(topic)))
+        ops.append(DeleteOp(root))
+        try:
+            await self.zk.multi(ops)
+        except ZooKeeperMultiError as exc:
+            if not isinstance(exc.error, (NoNodeError, NotEmptyError)):
+                raise
+            if await self.zk.exists(root) is not None:
+                await self.zk.delete(root, recursive=True)
 
     async def delete_topic_configs(self, topic: str) -> None:
         try:

@@ -231,6 +231,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         self._own_offline: tuple[int, tuple[tuple[str, int], ...]] | None = None
         self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self._partition_watches: dict[tuple[str, int], Callable[[Any], None]] = {}
+        # Partitions whose state znode fired and that have not been read again yet (one reread for them all).
+        self._changed_partitions: dict[tuple[str, int], None] = {}
 
     def _publish(self, **changes: Any) -> None:
         old = self._image
@@ -339,7 +341,9 @@ class ZooKeeperMetadataStore(PublishedImage):
         watch = self._partition_watches.get((name, partition))
         if watch is None:
             def watch(_event: Any, name: str = name, partition: int = partition) -> None:
-                self._in_task(self._load_partition, name, partition)
+                if not self._changed_partitions:
+                    self._in_task(self._load_changed_partitions)
+                self._changed_partitions[(name, partition)] = None
 
             self._partition_watches[(name, partition)] = watch
         return watch
@@ -402,27 +406,42 @@ class ZooKeeperMetadataStore(PublishedImage):
             self._forget_watches(name)
         self._publish(topics=_frozen(topics), topics_by_id=_frozen(by_id))
 
-    async def _load_partition(self, name: str, partition: int) -> None:
-        topic = self._image.topics.get(name)
-        if topic is None or partition >= len(topic.partitions):
-            return
-        current = topic.partitions[partition]
-        state = await self._read_partition(name, partition, list(current.replicas), current.adding_replicas,
-                                           current.removing_replicas)
-        latest = self._image.topics.get(name)
-        if latest is not None and latest.topic_id == topic.topic_id and partition < len(latest.partitions) \
-                and state.partition_epoch < latest.partitions[partition].partition_epoch:
-            return  # read before a newer version was published (this broker's own ISR write): stale, never applied
-        if state != current:
-            self._put_partition(name, state)
+    async def _load_changed_partitions(self) -> None:
+        """Reread every partition whose state znode fired since the last reread, all reads at once, and publish
+        one image with them: a new topic's states (the controller writes them in one multi) or a failed broker's
+        leaderships arrive together, one image for all of them rather than one per partition."""
+        changed, self._changed_partitions = list(self._changed_partitions), {}
+        image = self._image
+        wanted = [(image.topics[name], partition) for name, partition in changed
+                  if name in image.topics and partition < len(image.topics[name].partitions)]
+        read = await asyncio.gather(*(self._read_partition(
+            topic.name, partition, list(current.replicas), current.adding_replicas, current.removing_replicas)
+            for topic, partition in wanted for current in (topic.partitions[partition],)))
+        states: dict[str, list[PartitionState]] = {}
+        for (topic, partition), state in zip(wanted, read, strict=True):
+            latest = self._image.topics.get(topic.name)
+            if latest is None or latest.topic_id != topic.topic_id or partition >= len(latest.partitions):
+                continue  # the topic went (or was recreated) meanwhile: its own reread publishes it
+            if state.partition_epoch < latest.partitions[partition].partition_epoch:
+                continue  # read before a newer version was published (this broker's own ISR write): stale, never applied
+            if state != latest.partitions[partition]:
+                states.setdefault(topic.name, []).append(state)
+        if states:
+            self._put_partitions(states)
 
     def _put_partition(self, name: str, state: PartitionState) -> None:
-        topic = self._image.topics[name]
-        partitions = list(topic.partitions)
-        partitions[state.partition] = state
-        topic = replace(topic, partitions=tuple(partitions))
-        self._publish(topics=_frozen({**self._image.topics, name: topic}),
-                      topics_by_id=_frozen({**self._image.topics_by_id, topic.topic_id: topic}))
+        self._put_partitions({name: [state]})
+
+    def _put_partitions(self, states: Mapping[str, list[PartitionState]]) -> None:
+        """Publish one image with ``states`` (topic name: new partition states) in place of the old ones."""
+        topics, by_id = dict(self._image.topics), dict(self._image.topics_by_id)
+        for name, changed in states.items():
+            partitions = list(topics[name].partitions)
+            for state in changed:
+                partitions[state.partition] = state
+            topic = topics[name] = replace(topics[name], partitions=tuple(partitions))
+            by_id[topic.topic_id] = topic
+        self._publish(topics=_frozen(topics), topics_by_id=_frozen(by_id))
 
     # brokers and the controller
     def _brokers_changed(self, _event: Any) -> None:

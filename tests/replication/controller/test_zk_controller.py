@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from replication.controller.zk_controller import ZkController
-from replication.metadata.zk.client import ZooKeeperClient
+from replication.metadata.zk.client import CreateOp, ZooKeeperClient
 from replication.metadata.zk.controller_election import ControllerElection, ControllerMovedError
 from replication.metadata.zk.controller_store import ZkControllerStore
 from replication.metadata.zk.znodes import (
@@ -19,6 +19,8 @@ from replication.metadata.zk.znodes import (
     Endpoint,
     ReassignPartitionsZNode,
     TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
     TopicZNode,
 )
 from tests.replication.metadata.zk.zk_helpers import run
@@ -378,4 +380,46 @@ def test_a_deposed_controller_deciding_many_partitions_stops_with_controller_mov
             c.controller.context.live.discard(2)
             with pytest.raises(ControllerMovedError):
                 await c.controller._reconcile([("moved", p) for p in range(8)])
+    run(main())
+
+
+def test_a_new_topics_states_are_written_in_one_write_and_its_deletion_in_another(zk_server, chroot):
+    """Issue 32: one fenced write per partition raced on the topic's ``partitions`` parent and cost a round trip
+    each; the controller writes a new topic's states together (a state written before is kept), and deletes a
+    topic's znodes together, so every broker sees the topic appear and go whole."""
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            for b in (1, 2, 3):
+                await c.start_broker(b)
+            await c.election.start()
+            await c.controller.idle()
+            multi = c.controller_zk.multi
+            writes: list[int] = []
+
+            async def counting(ops):
+                writes.append(len(ops))
+                return await multi(ops)
+            c.controller_zk.multi = counting  # type: ignore[method-assign]
+            partitions = 40
+            # A state already there (as a controller killed mid-create leaves it) stays as it is.
+            await c.admin.multi([
+                CreateOp(TopicZNode.path("batch"), TopicZNode.encode(
+                    {p: [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(partitions)}, "AAAAAAAAAAAAAAAAAAAAAQ")),
+                CreateOp(TopicPartitionsZNode.path("batch")), CreateOp(TopicPartitionZNode.path("batch", 7)),
+                CreateOp(TopicPartitionStateZNode.path("batch", 7), TopicPartitionStateZNode.encode(3, 4, [3, 1], 1))])
+            for p in range(partitions):
+                expected = (3, 4, [3, 1]) if p == 7 else (1 + p % 3, 0, [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3])
+                await until(c.has_state("batch", p, expected))
+            await c.controller.idle()
+            # the fence, the state and its partition znode of each new partition (the parent existed)
+            assert writes == [1 + 2 * (partitions - 1)]
+            writes.clear()
+            await c.admin.create(DeleteTopicsTopicZNode.path("batch"))
+
+            async def deleted() -> bool:
+                return await c.admin.exists(DeleteTopicsTopicZNode.path("batch")) is None
+            await until(deleted)
+            assert await c.admin.exists(TopicZNode.path("batch")) is None
+            # the topic's tree in one delete (state and partition znode of each, parent, topic), then the request
+            assert writes[0] == 2 * partitions + 2
     run(main())

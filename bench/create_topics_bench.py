@@ -1,0 +1,156 @@
+"""CreateTopics on a cluster: a three-broker pykbroker cluster (ZooKeeper) against a three-node Apache Kafka 4.4
+KRaft cluster, on this machine, in one run, with the same requests.
+
+    python -m bench create-topics    # BENCH_TOPICS=10 topics x BENCH_PARTITIONS=12 partitions, RF 3, in one request;
+                                     # BENCH_REPEAT=3 rounds (new topics each), interleaved between the clusters;
+                                     # BENCH_BROKERS=pykbroker,kafka
+
+What applications do at start (Kafka Streams' internal topics, Connect's and MirrorMaker's): one CreateTopics
+request naming every topic, sent to the controller as the admin clients send it. Figures (median of the rounds):
+- "answer": from sending the request until its answer (every topic NONE);
+- "visible": until the Metadata of every broker (asked directly, one connection each) shows every partition of
+  every topic with a leader;
+- the same for one DeleteTopics of them all (until no broker's Metadata names any) and for one CreatePartitions
+  doubling each topic (until every broker shows the new partitions with leaders).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.broker_bench import jars_dir
+from compat_tests.jvm.kafka_broker import KafkaCluster
+from pykbroker.testing import ClusterProcesses, RawClient
+from wire import ErrorCode
+from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire.messages.create_partitions_request import CreatePartitionsTopic
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.metadata_request import MetadataRequestTopic
+
+TIMEOUT_MS = 60_000
+
+
+def controller(bootstrap: str) -> str:
+    """The address of the broker a client sends admin requests to (Metadata's controller id)."""
+    with RawClient(bootstrap.split(",")[0]) as c:
+        md = c.request(MetadataRequest(topics=[]), 12)
+    address = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
+    return address.get(md.controller_id, bootstrap.split(",")[0])
+
+
+def leaders_everywhere(bootstrap: str, topics: dict[str, int]) -> bool:
+    """Whether every broker's Metadata shows each topic with (at least) its partitions, each with a leader."""
+    for address in bootstrap.split(","):
+        with RawClient(address) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in topics],
+                                           allow_auto_topic_creation=False), 12)
+        for t in md.topics:
+            if t.error_code != ErrorCode.NONE or len(t.partitions) < topics[t.name] \
+                    or any(p.leader_id < 0 for p in t.partitions):
+                return False
+    return True
+
+
+def gone_everywhere(bootstrap: str, topics: list[str]) -> bool:
+    for address in bootstrap.split(","):
+        with RawClient(address) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in topics],
+                                           allow_auto_topic_creation=False), 12)
+        if any(t.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in md.topics):
+            return False
+    return True
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def create_round(bootstrap: str, prefix: str, topics: int, partitions: int) -> dict[str, float]:
+    """One round: create, add partitions, delete; seconds to each answer and to each change on every broker."""
+    names = [f"{prefix}-{i}" for i in range(topics)]
+    figures: dict[str, float] = {}
+    with RawClient(controller(bootstrap), timeout=TIMEOUT_MS / 1000 + 10) as admin:
+        started = time.perf_counter()
+        r = admin.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=partitions,
+                                                                     replication_factor=3) for n in names],
+                                              timeout_ms=TIMEOUT_MS), 7)
+        figures["create answer"] = time.perf_counter() - started
+        failed = [(t.name, t.error_code, t.error_message) for t in r.topics if t.error_code != ErrorCode.NONE]
+        if failed:
+            raise RuntimeError(f"CreateTopics failed: {failed}")
+        wait_until(lambda: leaders_everywhere(bootstrap, dict.fromkeys(names, partitions)), "leaders")
+        figures["create visible"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        r = admin.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(name=n, count=2 * partitions,
+                                                                                assignments=None)
+                                                          for n in names], timeout_ms=TIMEOUT_MS), 3)
+        figures["add partitions answer"] = time.perf_counter() - started
+        failed = [(t.name, t.error_code, t.error_message) for t in r.results if t.error_code != ErrorCode.NONE]
+        if failed:
+            raise RuntimeError(f"CreatePartitions failed: {failed}")
+        wait_until(lambda: leaders_everywhere(bootstrap, dict.fromkeys(names, 2 * partitions)), "new leaders")
+        figures["add partitions visible"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        r = admin.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=n) for n in names],
+                                              timeout_ms=TIMEOUT_MS), 6)
+        figures["delete answer"] = time.perf_counter() - started
+        failed = [(t.name, t.error_code) for t in r.responses if t.error_code != ErrorCode.NONE]
+        if failed:
+            raise RuntimeError(f"DeleteTopics failed: {failed}")
+        wait_until(lambda: gone_everywhere(bootstrap, names), "deletion")
+        figures["delete visible"] = time.perf_counter() - started
+    return figures
+
+
+def main() -> None:
+    topics = int(os.environ.get("BENCH_TOPICS", "10"))
+    partitions = int(os.environ.get("BENCH_PARTITIONS", "12"))
+    repeat = max(1, int(os.environ.get("BENCH_REPEAT", "3")))
+    wanted = os.environ.get("BENCH_BROKERS", "pykbroker,kafka").split(",")
+    root = Path(tempfile.mkdtemp(prefix="create-topics-bench-"))
+    clusters: dict[str, ClusterProcesses | KafkaCluster] = {}
+    try:
+        if "pykbroker" in wanted:
+            clusters["pykbroker"] = ClusterProcesses(root / "pykbroker", size=3)
+        jars = jars_dir() if "kafka" in wanted else None
+        if jars is not None:
+            clusters["kafka"] = KafkaCluster(jars, root / "kafka", heap="-Xmx1g", quick_start=False)
+        for cluster in clusters.values():
+            cluster.start()
+        print(f"{topics} topics x {partitions} partitions, RF 3, one request; {repeat} rounds", flush=True)
+        runs: dict[str, dict[str, list[float]]] = {name: {} for name in clusters}
+        order = list(clusters)
+        for i in range(repeat):
+            for name in order if i % 2 == 0 else order[::-1]:
+                figures = create_round(clusters[name].bootstrap, f"bench-{i}", topics, partitions)
+                print(f"  {name:<10} round {i + 1}: " + ", ".join(f"{k} {v:.3f} s" for k, v in figures.items()),
+                      flush=True)
+                for k, v in figures.items():
+                    runs[name].setdefault(k, []).append(v)
+        metrics = list(next(iter(runs.values())))
+        print(f"{'median s':<26}" + "".join(f"{n:>12}" for n in clusters) + ("       ratio" if len(clusters) == 2 else ""))
+        for metric in metrics:
+            values = [statistics.median(runs[n][metric]) for n in clusters]
+            ratio = f"{values[0] / values[1]:>12.2f}" if len(values) == 2 and values[1] else ""
+            print(f"{metric:<26}" + "".join(f"{v:>12.3f}" for v in values) + ratio)
+    finally:
+        for cluster in clusters.values():
+            cluster.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
