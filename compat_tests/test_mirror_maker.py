@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     NewTopic,
 )
@@ -54,7 +55,11 @@ pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_CONNECT_SLOW=1 (
 RECORDS = 200
 PARTITIONS = 2
 ADDED = 20  # records produced into the partition added on the source
+FAILOVER = 10  # records produced on the source once the group has failed over to the target
 BEHIND = {0: 60, 1: 40}  # the lagging group's committed offsets
+# synced (retention.ms, max.message.bytes, segment.ms) and excluded by MirrorMaker's default filter (the rest)
+SOURCE_CONFIGS = {"retention.ms": "123456789", "max.message.bytes": "2000000", "segment.ms": "86400000",
+                  "min.insync.replicas": "1", "message.timestamp.type": "LogAppendTime"}
 NO_ACL_AUTHORIZER = "No ACL authorizer is configured on the source Kafka cluster"
 KAFKA_HEAP = "-Xmx320m"
 COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -242,12 +247,48 @@ def topic_config(admin: AdminClient, topic: str, name: str) -> str | None:
     return admin.describe_configs([res])[res].result(30)[name].value
 
 
+def dynamic_configs(admin: AdminClient, topic: str) -> dict[str, str | None]:
+    """``topic``'s configs set on the topic itself (what MirrorMaker synced, on the target)."""
+    res = ConfigResource("topic", topic)
+    return {name: entry.value for name, entry in admin.describe_configs([res])[res].result(30).items()
+            if entry.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)}
+
+
+def topic_layouts(admin: AdminClient, topics: list[str]) -> dict[str, tuple[int, int, dict]]:
+    """Each of ``topics``' (partitions, replication factor, configs set on it) as MirrorMaker created it."""
+    described = admin.list_topics(timeout=10).topics
+    return {t: (len(described[t].partitions), len(described[t].partitions[0].replicas), dynamic_configs(admin, t))
+            for t in topics if t in described}
+
+
+def fail_over(source: str, target: str, topic: str, mirrored: str, group: str, mm: MirrorMaker) -> list:
+    """What ``group`` reads of ``mirrored`` on the target, joining once its offsets there are translated, of
+    the records then produced on the source (all of them and nothing before them, if it resumes where it was)."""
+    consumer = Consumer({"bootstrap.servers": target, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    got = []
+    try:
+        consumer.subscribe([mirrored])
+        wait_until(lambda: bool(got.extend(m for m in consumer.consume(100, 0.5) if m.error() is None)
+                                or consumer.assignment()), 60, f"{group} assigned on the target", mm)
+        producer = Producer({"bootstrap.servers": source, "acks": "all", "partitioner": "murmur2_random"})
+        for i in range(FAILOVER):
+            producer.produce(topic, key=f"f{i}".encode(), value=f"x{i}".encode())
+        assert producer.flush(60) == 0
+        deadline = time.monotonic() + 120
+        while len(got) < FAILOVER and time.monotonic() < deadline:
+            got += [m for m in consumer.consume(100, 0.5) if m.error() is None]
+        got += [m for m in consumer.consume(100, 2) if m.error() is None]  # and nothing more
+    finally:
+        consumer.close()
+    return sorted((m.partition(), m.key().decode(), m.value().decode()) for m in got)
+
+
 def mirror(jars: Path, source: str, target: str, root: Path, replication: int) -> dict:
     run = uuid.uuid4().hex[:8]
     topic, caught, behind = f"orders-{run}", f"readers-{run}-caught", f"readers-{run}-behind"
     src_admin = AdminClient({"bootstrap.servers": source})
-    src_admin.create_topics([NewTopic(topic, PARTITIONS, replication,
-                                      config={"retention.ms": "123456789"})])[topic].result(30)
+    src_admin.create_topics([NewTopic(topic, PARTITIONS, replication, config=SOURCE_CONFIGS)])[topic].result(30)
     producer = Producer({"bootstrap.servers": source, "acks": "all", "partitioner": "murmur2_random"})
     for i in range(RECORDS):
         producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
@@ -303,19 +344,32 @@ def mirror(jars: Path, source: str, target: str, root: Path, replication: int) -
         observed["added"] = [r for r in read_all(target, mirrored, PARTITIONS + 1, RECORDS + ADDED, 120)
                              if r[0] == PARTITIONS]
 
-        # a config altered on the source is synced
-        src_admin.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=[
-            ConfigEntry("retention.ms", "987654321", incremental_operation=AlterConfigOpType.SET)])])
-        wait_until(lambda: topic_config(dst_admin, mirrored, "retention.ms") == "987654321", 120,
-                   f"{mirrored}'s altered retention.ms synced", mm)
+        # the caught-up group reads the new partition to its end on the source: translated onto the target too
+        commit(source, caught, topic, {PARTITIONS: ADDED})
+        wait_until(lambda: group_offsets(target, caught, mirrored, PARTITIONS + 1) == {**ends, PARTITIONS: ADDED},
+                   120, f"{caught}'s offset in the new partition translated", mm)
+
+        # a config altered (set, and one deleted back to its default) on the source is synced
+        for future in src_admin.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=[
+                ConfigEntry("retention.ms", "987654321", incremental_operation=AlterConfigOpType.SET),
+                ConfigEntry("segment.ms", "", incremental_operation=AlterConfigOpType.DELETE)])]).values():
+            future.result(30)
+        wait_until(lambda: topic_config(dst_admin, mirrored, "retention.ms") == "987654321"
+                   and topic_config(dst_admin, mirrored, "segment.ms") == "604800000", 120,
+                   f"{mirrored}'s altered retention.ms and segment.ms synced", mm)
+        # failing over: the group resumes on the target from its translated offsets and reads only what is new
+        observed["failover"] = fail_over(source, target, topic, mirrored, caught, mm)
+        observed["target_topic_configs"] = dynamic_configs(dst_admin, mirrored)
+        observed["target_replicas"] = len(dst_admin.list_topics(mirrored, timeout=10).topics[mirrored]
+                                          .partitions[0].replicas)
 
         wait_until(lambda: NO_ACL_AUTHORIZER in mm.log_path.read_text(), 60, "the ACL sync's SECURITY_DISABLED", mm)
         topics = dst_admin.list_topics(timeout=10).topics
         observed["target_internal_topics"] = sorted(t for t in topics if t in (
             "heartbeats", "src.heartbeats", "src.checkpoints.internal", "mm2-offsets.src.internal",
             "mm2-status.src.internal", "mm2-configs.src.internal"))
-        observed["offset_syncs_topic_on_source"] = "mm2-offset-syncs.dst.internal" in src_admin.list_topics(
-            timeout=10).topics
+        observed["target_internal_topic_layouts"] = topic_layouts(dst_admin, observed["target_internal_topics"])
+        observed["offset_syncs_topic_on_source"] = topic_layouts(src_admin, ["mm2-offset-syncs.dst.internal"])
         observed["errors"] = sorted({line.split(" ", 3)[-1][:120] for line in mm.log_path.read_text().splitlines()
                                      if " ERROR " in line})
     finally:
@@ -335,6 +389,9 @@ def test_mirror_maker_replicates_topics_configs_and_group_offsets(jars, tmp_path
     assert len(expected["records"]) == RECORDS, expected
     assert expected["describe_acls"][0] == ErrorCode.SECURITY_DISABLED, expected
     assert expected["behind_within_bounds"] and expected["checkpoints_within_bounds"], expected
+    assert expected["target_topic_configs"].get("retention.ms") == "987654321", expected
+    assert len(expected["failover"]) == FAILOVER, expected["failover"]
+    print(f"{mode}: Kafka -> Kafka observed", {k: v for k, v in expected.items() if k not in ("records", "added", "failover")})
     expected_behind, got_behind = expected.pop("behind_translated"), got.pop("behind_translated")
     print(f"{mode}: the lagging group translated to {expected_behind} (Kafka), {got_behind} (pykbroker)")
     differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
