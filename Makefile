@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ cluster: $(STAMP)
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
-##       Spark's Kafka and Kafka Streams' jars, the franz-go program of compat_tests/franz)
+##       Spark's Kafka and Kafka Streams' jars, the franz-go program of compat_tests/franz, KafkaJS's npm packages)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -44,6 +44,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/mirror/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
+	bash compat_tests/kafkajs/install.sh >/dev/null
 
 ## test: install what is missing, lint and type-check (ruff, mypy), run all tests
 test: deps
@@ -222,7 +223,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -289,3 +290,9 @@ test-kafkago-suite-slow: deps
 ##                             Kafka 4.4 as the judge: python -m compat_tests.confluent_suites.go_suite single --kafka
 test-confluent-suites-slow: deps
 	PYKBROKER_CONFLUENT_SUITES_SLOW=1 $(PY) -m pytest compat_tests/test_confluent_suites.py $(ARGS)
+
+## test-kafkajs-slow: KafkaJS 2.2.4 (compat_tests/kafkajs/scenario.js: producer with every codec, consumer groups of
+##                    1-3 members, transactions, admin calls and their errors) on one pykbroker node judged by Kafka 4.4,
+##                    and on 3 brokers judged by a 3-node Kafka 4.4 cluster (~5 min; the quick round is in make test)
+test-kafkajs-slow: deps
+	PYKBROKER_KAFKAJS_SLOW=1 $(PY) -m pytest compat_tests/test_kafkajs.py $(ARGS)

@@ -1,0 +1,482 @@
+// KafkaJS 2.2.4 against one Kafka-compatible target: every step's observable result as one JSON line
+// {"step": name, "result": ...} on stdout, normalised of what legitimately varies (names carry the run's prefix,
+// member ids and timestamps are left out). compat_tests/test_kafkajs.py runs it on Kafka 4.4 and on pykbroker and
+// compares the lines. Usage: node scenario.js BOOTSTRAP PREFIX REPLICATION_FACTOR [quick]
+'use strict'
+
+const {
+  Kafka, CompressionTypes, CompressionCodecs, logLevel, PartitionAssigners, ConfigResourceTypes,
+  AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes,
+} = require('kafkajs')
+const SnappyCodec = require('kafkajs-snappy')
+const lz4 = require('lz4js')
+const xxh32 = require('lz4js/xxh32.js')
+
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
+// KafkaJS has no LZ4 codec of its own; lz4js writes and reads the LZ4 frame format, marked as Kafka's Java client
+// and liblz4 mark theirs: independent blocks (FLG bit 5; lz4js's blocks are, it just leaves the bit clear), with the
+// frame descriptor's checksum recomputed.
+CompressionCodecs[CompressionTypes.LZ4] = () => ({
+  async compress (encoder) {
+    const frame = Buffer.from(lz4.compress(encoder.buffer))
+    frame[4] |= 0x20
+    frame[6] = (xxh32.hash(0, frame, 4, 2) >> 8) & 0xff
+    return frame
+  },
+  async decompress (buffer) { return Buffer.from(lz4.decompress(buffer)) },
+})
+
+const [bootstrap, prefix, rfArg, mode] = process.argv.slice(2)
+const RF = Number(rfArg)
+const QUICK = mode === 'quick'
+const name = s => `${prefix}-${s}`
+const strip = s => (typeof s === 'string' ? s.split(`${prefix}-`).join('') : s)
+
+const kafka = new Kafka({
+  clientId: 'kafkajs-scenario',
+  brokers: bootstrap.split(','),
+  logLevel: logLevel.NOTHING,
+  retry: { initialRetryTime: 100, retries: 8 },
+})
+// The error cases: few retries, so that a retriable error ends the call soon.
+const quickFail = new Kafka({
+  clientId: 'kafkajs-scenario-errors',
+  brokers: bootstrap.split(','),
+  logLevel: logLevel.NOTHING,
+  retry: { initialRetryTime: 50, retries: 1 },
+})
+
+function emit (step, result) {
+  process.stdout.write(JSON.stringify({ step, result }) + '\n')
+}
+
+function describeError (e) {
+  if (!e || typeof e !== 'object') return String(e)
+  const out = { name: e.name, message: strip(e.message) }
+  for (const k of ['type', 'code', 'retriable', 'topic', 'groupId']) {
+    if (e[k] !== undefined) out[k] = strip(e[k])
+  }
+  if (Array.isArray(e.errors)) out.errors = e.errors.map(describeError)
+  if (Array.isArray(e.groups)) {
+    out.groups = e.groups.map(g => ({ groupId: strip(g.groupId), errorCode: g.errorCode, error: describeError(g.error) }))
+  }
+  if (e.originalError) out.originalError = describeError(e.originalError)
+  return out
+}
+
+// Runs one step: its result, or the error KafkaJS threw, is the step's observation.
+async function step (label, fn) {
+  try {
+    emit(label, { ok: normalise(await fn()) })
+  } catch (e) {
+    emit(label, { error: describeError(e) })
+  }
+}
+
+function normalise (v) {
+  if (v === undefined) return null
+  return JSON.parse(JSON.stringify(v, (k, x) => (typeof x === 'string' ? strip(x) : x)))
+}
+
+const settled = r => { if (r.status === 'rejected') throw r.reason; return r.value }
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+async function until (what, cond, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+const byPartition = (a, b) => a.partition - b.partition
+const messageView = (partition, m) => ({
+  partition,
+  offset: m.offset,
+  key: m.key && m.key.toString(),
+  value: m.value && m.value.toString(),
+  headers: Object.fromEntries(Object.entries(m.headers || {}).map(([k, v]) => [k, v && v.toString()])),
+})
+const sortMessages = list => list.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset))
+
+function consumerOf (groupId, extra = {}) {
+  return kafka.consumer({
+    groupId, sessionTimeout: 10000, rebalanceTimeout: 10000, heartbeatInterval: 300, maxWaitTimeInMs: 100,
+    partitionAssigners: [PartitionAssigners.roundRobin], retry: { initialRetryTime: 100, retries: 8 }, ...extra,
+  })
+}
+
+// Reads `count` messages of `topic` from the beginning in group `groupId`; then `settleMs` more for any extra.
+async function readAll (groupId, topic, count, extra = {}, settleMs = 0) {
+  const consumer = consumerOf(groupId, extra)
+  const got = []
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
+  await consumer.run({
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      for (const m of batch.messages) {
+        got.push(messageView(batch.partition, m))
+        resolveOffset(m.offset)
+      }
+      await heartbeat()
+    },
+  })
+  try {
+    await until(`${count} messages of ${topic}`, () => got.length >= count)
+    if (settleMs) await sleep(settleMs)
+  } finally {
+    await consumer.disconnect()
+  }
+  return sortMessages(got)
+}
+
+const messagesFor = (codec, n) => Array.from({ length: n }, (_, i) => ({
+  partition: i % 3, key: `${codec}-k${i}`, value: `${codec}-v${i}`, headers: { codec, i: String(i) },
+}))
+
+async function produceIdempotent (admin, codecs) {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+  await producer.connect()
+  let total = 3
+  for (const [label, type] of codecs) {
+    await step(`produce idempotent ${label}`, async () => {
+      const meta = await producer.send({ topic: name('p'), compression: type, acks: -1, messages: messagesFor(label, 6) })
+      total += 6
+      return meta.sort(byPartition).map(({ topicName, partition, errorCode, baseOffset, logStartOffset }) =>
+        ({ topicName, partition, errorCode, baseOffset, logStartOffset }))
+    })
+  }
+  await step('produce sendBatch', async () => {
+    const meta = await producer.sendBatch({
+      compression: CompressionTypes.GZIP,
+      topicMessages: [{ topic: name('p'), messages: messagesFor('batch', 3) },
+        { topic: name('g'), messages: messagesFor('g', 6) }],
+    })
+    return meta.sort((a, b) => a.topicName.localeCompare(b.topicName) || byPartition(a, b))
+      .map(({ topicName, partition, errorCode, baseOffset }) => ({ topicName, partition, errorCode, baseOffset }))
+  })
+  await producer.disconnect()
+  await step('consume all codecs', () => readAll(name('read-all'), name('p'), total))
+  await step('committed offsets after eachBatch', () => admin.fetchOffsets({ groupId: name('read-all'), topics: [name('p')] }))
+}
+
+async function transactions (admin) {
+  const producer = kafka.producer({ transactionalId: name('tx'), idempotent: true, maxInFlightRequests: 1 })
+  await producer.connect()
+  await step('transaction commit with sendOffsets', async () => {
+    const tx = await producer.transaction()
+    const meta = await tx.send({ topic: name('tx'), messages: [
+      { partition: 0, value: 'c1' }, { partition: 1, value: 'c2' }, { partition: 0, value: 'c3' }] })
+    await tx.sendOffsets({ consumerGroupId: name('tx-group'),
+      topics: [{ topic: name('p'), partitions: [{ partition: 0, offset: '5' }, { partition: 1, offset: '3' }] }] })
+    await tx.commit()
+    return meta.sort(byPartition).map(({ partition, errorCode, baseOffset }) => ({ partition, errorCode, baseOffset }))
+  })
+  await step('transaction abort', async () => {
+    const tx = await producer.transaction()
+    await tx.send({ topic: name('tx'), messages: [{ partition: 0, value: 'a1' }, { partition: 1, value: 'a2' }] })
+    await tx.sendOffsets({ consumerGroupId: name('tx-group'),
+      topics: [{ topic: name('p'), partitions: [{ partition: 0, offset: '9' }] }] })
+    await tx.abort()
+    return tx.isActive()
+  })
+  await step('transaction commit after abort', async () => {
+    const tx = await producer.transaction()
+    await tx.send({ topic: name('tx'), messages: [{ partition: 1, value: 'c4' }] })
+    await tx.commit()
+    return tx.isActive()
+  })
+  await step('transaction send outside a transaction', () =>
+    producer.send({ topic: name('tx'), messages: [{ partition: 0, value: 'x' }] }))
+  await producer.disconnect()
+  // Both isolation levels at once; each reads on for 800 ms after the records it expects, so that any more show.
+  const [committed, uncommitted] = await Promise.allSettled([readAll(name('rc'), name('tx'), 4, {}, 800),
+    readAll(name('ru'), name('tx'), 6, { readUncommitted: true }, 800)])
+  await step('read_committed consumer', async () => settled(committed))
+  await step('read_uncommitted consumer', async () => settled(uncommitted))
+  await step('transactional offsets committed', () => admin.fetchOffsets({ groupId: name('tx-group'), topics: [name('p')] }))
+  await step('transactional topic offsets', async () => (await admin.fetchTopicOffsets(name('tx'))).sort(byPartition))
+}
+
+// Members of one group joining and leaving: after each change, the round-robin assignment of every live member.
+async function rebalances (admin, errAdmin) {
+  const group = name('rebalance')
+  const topic = name('g')
+  const members = []
+  const consumed = []
+  let changedAt = 0
+  const start = async label => {
+    const consumer = consumerOf(group)
+    const member = { label, consumer, joins: [] }
+    consumer.on(consumer.events.GROUP_JOIN, e => member.joins.push({ at: Date.now(), payload: e.payload }))
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    changedAt = Date.now()
+    members.push(member)
+    await consumer.run({ eachMessage: async ({ partition, message }) => { consumed.push(messageView(partition, message)) } })
+  }
+  const settled = async () => {
+    await until('the group to settle', () => {
+      const latest = members.map(m => m.joins.length && m.joins[m.joins.length - 1])
+      if (latest.some(j => !j || j.at < changedAt)) return false
+      const parts = latest.flatMap(j => j.payload.memberAssignment[topic] || [])
+      return parts.length === 3 && new Set(parts).size === 3
+    })
+    const latest = members.map(m => m.joins[m.joins.length - 1].payload)
+    return {
+      members: members.length,
+      leaders: latest.filter(j => j.isLeader).length,
+      protocol: latest[0].groupProtocol,
+      partitionsPerMember: latest.map(j => (j.memberAssignment[topic] || []).length).sort(),
+    }
+  }
+  await step('group: one member', async () => { await start('a'); return settled() })
+  await step('group: eachMessage read everything', async () => {
+    await until('6 messages', () => consumed.length >= 6)
+    return sortMessages(consumed.slice())
+  })
+  await step('group: second member joins', async () => { await start('b'); return settled() })
+  await step('group: third member joins', async () => { await start('c'); return settled() })
+  await step('group: describeGroups while stable', async () => {
+    const { groups } = await admin.describeGroups([group])
+    return groups.map(g => ({ groupId: g.groupId, state: g.state, protocolType: g.protocolType, protocol: g.protocol,
+      errorCode: g.errorCode, members: g.members.length,
+      clientIds: g.members.map(m => m.clientId).sort(),
+      assignments: g.members.map(m => m.memberAssignment.length > 0).sort() }))
+  })
+  await step('group: delete a group with members', () => errAdmin.deleteGroups([group]))
+  await step('group: setOffsets while running', () =>
+    admin.setOffsets({ groupId: group, topic, partitions: [{ partition: 0, offset: '0' }] }))
+  await step('group: third member leaves', async () => {
+    const c = members.pop()
+    await c.consumer.disconnect()
+    changedAt = Date.now()
+    return settled()
+  })
+  await step('group: committed offsets', () => admin.fetchOffsets({ groupId: group, topics: [topic] }))
+  for (const m of members.splice(0)) await m.consumer.disconnect()
+  await step('group: describeGroups when empty', async () => {
+    const { groups } = await admin.describeGroups([group])
+    return groups.map(g => ({ state: g.state, protocolType: g.protocolType, protocol: g.protocol, members: g.members.length }))
+  })
+}
+
+// One consumer pausing its partition mid-batch, resuming, and seeking back.
+async function pauseResumeSeek () {
+  const topic = name('ts')
+  const consumer = consumerOf(name('pause'))
+  const got = []
+  let paused = false
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      got.push(Number(message.offset))
+      if (message.offset === '1' && !paused) {
+        paused = true
+        consumer.pause([{ topic }])
+      }
+    },
+  })
+  try {
+    await pauseSteps(consumer, topic, got, () => paused)
+  } finally {
+    await consumer.disconnect()
+  }
+}
+
+async function pauseSteps (consumer, topic, got, paused) {
+  await step('pause: consumed before pause', async () => {
+    await until('the pause', paused)
+    await sleep(1000)
+    return { consumed: got.slice(), paused: consumer.paused().map(t => ({ topic: t.topic, partitions: t.partitions })) }
+  })
+  await step('resume: consumed after resume', async () => {
+    consumer.resume([{ topic }])
+    await until('the rest', () => got.length >= 5)
+    return got.slice()
+  })
+  await step('seek: consumed after seek to 3', async () => {
+    got.length = 0
+    consumer.seek({ topic, partition: 0, offset: '3' })
+    await until('after seek', () => got.length >= 2)
+    await sleep(500)
+    return got.slice()
+  })
+}
+
+async function timestamps (admin) {
+  const topic = name('ts')
+  // A minute ago (whole seconds): timestamps older than retention.ms (7 days) could be deleted by a retention check
+  // while the scenario runs; the observations show them relative to it.
+  const base = Math.floor(Date.now() / 1000) * 1000 - 60000
+  const producer = kafka.producer()
+  await producer.connect()
+  await step('produce with timestamps', async () => (await producer.send({ topic, messages:
+    Array.from({ length: 5 }, (_, i) => ({ value: `t${i}`, timestamp: String(base + i * 1000) })) }))
+    .map(({ partition, errorCode, baseOffset }) => ({ partition, errorCode, baseOffset })))
+  await producer.disconnect()
+  for (const [label, ts] of [['middle', base + 2000], ['between', base + 2500], ['before', base - 1], ['after', base + 10000]]) {
+    await step(`fetchTopicOffsetsByTimestamp ${label}`, () => admin.fetchTopicOffsetsByTimestamp(topic, ts))
+  }
+  await step('consume from a timestamp', async () => {
+    const [{ offset }] = await admin.fetchTopicOffsetsByTimestamp(topic, base + 3000)
+    const consumer = consumerOf(name('from-ts'))
+    const got = []
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic] })
+    let sought = false
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (!sought) { sought = true; consumer.seek({ topic, partition: 0, offset }) }
+    })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push({ offset: message.offset, value: message.value.toString(), sinceBase: Number(message.timestamp) - base }) } })
+    try {
+      await until('2 messages', () => got.length >= 2)
+    } finally {
+      await consumer.disconnect()
+    }
+    return got
+  })
+}
+
+async function adminCalls (admin, errAdmin) {
+  const topics = ['p', 'g', 'tx', 'ts', 'adm', 'del']
+  const partitions = { p: 3, g: 3, tx: 2, ts: 1, adm: 1, del: 2 }
+  await step('describeCluster', async () => {
+    const c = await admin.describeCluster()
+    return { brokers: c.brokers.length, controllerIsABroker: c.brokers.some(b => b.nodeId === c.controller),
+      clusterIdIsString: typeof c.clusterId === 'string' && c.clusterId.length > 0 }
+  })
+  await step('createTopics', () => admin.createTopics({ topics: topics.map(t => ({
+    topic: name(t), numPartitions: partitions[t], replicationFactor: RF })) }))
+  await step('createTopics again (topic already exists)', () =>
+    errAdmin.createTopics({ topics: [{ topic: name('adm'), numPartitions: 1, replicationFactor: RF }] }))
+  await step('createTopics with invalid partitions', () =>
+    errAdmin.createTopics({ topics: [{ topic: name('bad'), numPartitions: -5, replicationFactor: RF }] }))
+  await step('createTopics with too high a replication factor', () =>
+    errAdmin.createTopics({ topics: [{ topic: name('bad-rf'), numPartitions: 1, replicationFactor: 7 }] }))
+  await step('createTopics validateOnly', () =>
+    admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: name('validate'), numPartitions: 2, replicationFactor: RF }] }))
+  await step('createTopics with configs', () => admin.createTopics({ topics: [{ topic: name('compact'), numPartitions: 1,
+    replicationFactor: RF, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] }))
+  await step('listTopics', async () => (await admin.listTopics()).filter(t => t.startsWith(prefix)).sort())
+  await step('fetchTopicMetadata', async () => {
+    const { topics: md } = await admin.fetchTopicMetadata({ topics: [name('p'), name('tx')] })
+    return md.map(t => ({ name: t.name, partitions: t.partitions.sort((a, b) => a.partitionId - b.partitionId).map(p => ({
+      partitionId: p.partitionId, partitionErrorCode: p.partitionErrorCode, hasLeader: p.leader >= 0,
+      replicas: p.replicas.length, isr: p.isr.length, offlineReplicas: p.offlineReplicas.length })) }))
+  })
+  await step('fetchTopicMetadata of an unknown topic', () => errAdmin.fetchTopicMetadata({ topics: [name('nope')] }))
+  await step('createPartitions', () => admin.createPartitions({ topicPartitions: [{ topic: name('adm'), count: 3 }] }))
+  await step('createPartitions fewer (invalid partitions)', () =>
+    errAdmin.createPartitions({ topicPartitions: [{ topic: name('adm'), count: 2 }] }))
+  await step('createPartitions of an unknown topic', () =>
+    errAdmin.createPartitions({ topicPartitions: [{ topic: name('nope'), count: 2 }] }))
+  await step('fetchTopicOffsets after createPartitions', async () => (await admin.fetchTopicOffsets(name('adm'))).sort(byPartition))
+  const configsOf = async (type, nameOf, configNames) => {
+    const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type, name: nameOf, configNames }] })
+    return resources.map(r => ({ errorCode: r.errorCode, errorMessage: r.errorMessage, resourceType: r.resourceType,
+      resourceName: strip(r.resourceName), configEntries: r.configEntries.sort((a, b) => a.configName.localeCompare(b.configName)) }))
+  }
+  const topicConfigs = ['cleanup.policy', 'retention.ms', 'max.message.bytes', 'compression.type']
+  await step('describeConfigs topic', () => configsOf(ConfigResourceTypes.TOPIC, name('compact'), topicConfigs))
+  await step('alterConfigs topic', async () => {
+    const r = await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: name('compact'),
+      configEntries: [{ name: 'retention.ms', value: '3600000' }, { name: 'cleanup.policy', value: 'delete' }] }] })
+    return r.resources.map(x => ({ errorCode: x.errorCode, errorMessage: x.errorMessage, resourceName: x.resourceName }))
+  })
+  await step('describeConfigs topic after alterConfigs', () => configsOf(ConfigResourceTypes.TOPIC, name('compact'), topicConfigs))
+  await step('alterConfigs with an unknown config', () => errAdmin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC,
+    name: name('compact'), configEntries: [{ name: 'no.such.config', value: '1' }] }] }))
+  await step('describeConfigs of an unknown topic', () => errAdmin.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: name('nope') }] }))
+  await step('describeConfigs broker', async () => {
+    const { brokers } = await admin.describeCluster()
+    const id = String(Math.min(...brokers.map(b => b.nodeId)))
+    const r = await configsOf(ConfigResourceTypes.BROKER, id, ['num.partitions', 'log.retention.hours', 'auto.create.topics.enable'])
+    return r.map(x => ({ ...x, resourceName: 'min node id' }))
+  })
+  await step('deleteTopics', () => admin.deleteTopics({ topics: [name('del')] }))
+  await step('deleteTopics of an unknown topic', () => errAdmin.deleteTopics({ topics: [name('nope')] }))
+  await step('listTopics after deleteTopics', async () => (await admin.listTopics()).filter(t => t.startsWith(prefix)).sort())
+}
+
+async function groupAdmin (admin, errAdmin) {
+  const group = name('read-all')
+  await step('listGroups', async () => (await admin.listGroups()).groups.filter(g => g.groupId.startsWith(prefix))
+    .sort((a, b) => a.groupId.localeCompare(b.groupId)))
+  await step('setOffsets', async () => {
+    await admin.setOffsets({ groupId: group, topic: name('p'), partitions: [{ partition: 0, offset: '1' }, { partition: 2, offset: '4' }] })
+    return admin.fetchOffsets({ groupId: group, topics: [name('p')] })
+  })
+  await step('resetOffsets latest', async () => {
+    await admin.resetOffsets({ groupId: group, topic: name('p') })
+    return admin.fetchOffsets({ groupId: group, topics: [name('p')] })
+  })
+  await step('resetOffsets earliest', async () => {
+    await admin.resetOffsets({ groupId: group, topic: name('p'), earliest: true })
+    return admin.fetchOffsets({ groupId: group, topics: [name('p')] })
+  })
+  await step('fetchOffsets resolveOffsets', () => admin.fetchOffsets({ groupId: group, topics: [name('p')], resolveOffsets: true }))
+  await step('fetchOffsets of an unknown group', () => admin.fetchOffsets({ groupId: name('no-group'), topics: [name('p')] }))
+  await step('deleteTopicRecords', async () => {
+    await admin.deleteTopicRecords({ topic: name('p'), partitions: [{ partition: 0, offset: '2' }, { partition: 1, offset: '-1' }] })
+    return (await admin.fetchTopicOffsets(name('p'))).sort(byPartition)
+  })
+  await step('deleteTopicRecords beyond the high watermark', () =>
+    errAdmin.deleteTopicRecords({ topic: name('p'), partitions: [{ partition: 2, offset: '1000' }] }))
+  await step('deleteGroups', () => admin.deleteGroups([group, name('no-group')]))
+  await step('listGroups after deleteGroups', async () => (await admin.listGroups()).groups
+    .filter(g => g.groupId.startsWith(prefix)).map(g => g.groupId).sort())
+}
+
+async function acls (admin) {
+  const acl = { resourceType: AclResourceTypes.TOPIC, resourceName: name('p'), resourcePatternType: ResourcePatternTypes.LITERAL,
+    principal: 'User:alice', host: '*', operation: AclOperationTypes.READ, permissionType: AclPermissionTypes.ALLOW }
+  await step('createAcls', () => admin.createAcls({ acl: [acl] }))
+  await step('describeAcls', () => admin.describeAcls({ resourceType: AclResourceTypes.TOPIC, resourceName: name('p'),
+    resourcePatternType: ResourcePatternTypes.LITERAL, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY }))
+  await step('deleteAcls', () => admin.deleteAcls({ filters: [acl] }))
+}
+
+async function unknownTopicProduce () {
+  const producer = quickFail.producer({ allowAutoTopicCreation: false })
+  await producer.connect()
+  await step('produce to an unknown topic without auto-creation', () =>
+    producer.send({ topic: name('unknown'), messages: [{ value: 'x' }] }))
+  await step('produce to an invalid partition', () =>
+    producer.send({ topic: name('ts'), messages: [{ value: 'x', partition: 7 }] }))
+  await producer.disconnect()
+}
+
+async function main () {
+  const admin = kafka.admin()
+  const errAdmin = quickFail.admin()
+  await admin.connect()
+  await errAdmin.connect()
+  if (QUICK) {
+    await step('createTopics', () => admin.createTopics({ topics: [['p', 3], ['g', 3], ['tx', 2]].map(([t, n]) => ({
+      topic: name(t), numPartitions: n, replicationFactor: RF })) }))
+    await produceIdempotent(admin, [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]])
+    await transactions(admin)
+  } else {
+    await adminCalls(admin, errAdmin)
+    await produceIdempotent(admin, [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP],
+      ['snappy', CompressionTypes.Snappy], ['lz4', CompressionTypes.LZ4]])
+    await rebalances(admin, errAdmin)
+    await transactions(admin)
+    await timestamps(admin)
+    await pauseResumeSeek()
+    await groupAdmin(admin, errAdmin)
+    await acls(admin)
+    await unknownTopicProduce()
+  }
+  await admin.disconnect()
+  await errAdmin.disconnect()
+}
+
+main().then(() => process.exit(0), e => {
+  emit('fatal', describeError(e))
+  process.stderr.write(`${e && e.stack}\n`)
+  process.exit(1)
+})
