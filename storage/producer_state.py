@@ -158,7 +158,7 @@ class ProducerStateEntry:
             return None
         first, last = header.base_sequence, header.last_sequence
         for batch in self.batch_metadata:
-            if batch.first_seq == first and batch.last_seq == last:
+            if batch.last_seq == last and batch.first_seq == first:  # last_seq first: first_seq is computed
                 return batch
         return None
 
