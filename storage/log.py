@@ -472,7 +472,7 @@ class Log:
                     f"Message batch size is {size} bytes in append to partition {self.name} which exceeds the "
                     f"maximum configured segment size of {config.segment_size}.")
             local = self.local
-            with self._io("appending to the log"):
+            try:  # as ``with self._io(...)``, without the guard object on every append
                 self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
                 local.append(last_offset, buf, batches)
                 epochs = self.leader_epoch_cache
@@ -489,6 +489,8 @@ class Log:
                 for txn in completed:
                     self._complete_txn(txn)
                 producer_state.update_map_end_offset(last_offset + 1)
+            except OSError as exc:
+                raise self._go_offline("appending to the log", exc) from exc
             if config.flush_messages < _LONG_MAX and local.unflushed_messages() >= config.flush_messages:
                 self.schedule_flush()
             return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max, log_append_time,

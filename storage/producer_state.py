@@ -549,6 +549,8 @@ class ProducerStateManager:
         self._remove_unreplicated(high_watermark)
 
     def _remove_unreplicated(self, offset: int) -> None:
+        if not self.unreplicated_txns:  # the usual case: no list built on every high watermark move
+            return
         for first in [f for f, (_, last) in self.unreplicated_txns.items() if last < offset]:
             del self.unreplicated_txns[first]
 
