@@ -176,10 +176,17 @@ class QuotaManager:
         self.samples = samples
         self.window_ms = window_seconds * 1000
         self._sensors: dict[tuple[str, str], SampledRate] = {}
+        self._enabled_for: object = None  # the quotas mapping ``enabled`` last looked at, and its answer
+        self._enabled = False
 
     def enabled(self) -> bool:
-        """Whether any entity has a quota for this key (nothing needs measuring otherwise)."""
-        return any(self.key in values for values in self._quotas().values())
+        """Whether any entity has a quota for this key (nothing needs measuring otherwise). Asked for every
+        request: the answer is kept until the metadata's quotas change (a new, immutable mapping)."""
+        quotas = self._quotas()
+        if quotas is not self._enabled_for:
+            self._enabled = any(self.key in values for values in quotas.values())
+            self._enabled_for = quotas
+        return self._enabled
 
     def _bound(self, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
         """The quota binding (user, client id) and the key its usage is counted under (Kafka's metric tags)."""

@@ -162,6 +162,7 @@ class Log:
         # The log dir holding this partition's directory; fixed (a delete renames within the same dir).
         self.parent_dir = os.path.dirname(os.path.abspath(directory))
         self.topic, self.partition = parse_topic_partition_name(os.path.basename(directory))
+        self.name = f"{self.topic}-{self.partition}"  # fixed as the topic and partition (every append names it)
         # A future replica (AlterReplicaLogDirs): filled by the copy from the current log, then swapped in.
         self.is_future = directory.endswith(FUTURE_DIR_SUFFIX)
         # Told (under the lock) of every truncation: (offset, fully) — the copy to a future replica follows it.
@@ -257,10 +258,6 @@ class Log:
                 self.partition_metadata_file.flush()
 
     # -- offsets ---------------------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
     @property
     def log_end_offset(self) -> int:
         return self.local.log_end_offset
@@ -457,34 +454,44 @@ class Log:
             first_offset = batches[0][1].base_offset
             last_header = batches[-1][1]
             last_offset = last_header.base_offset + last_header.last_offset_delta
-            max_timestamp, offset_of_max = -1, first_offset
-            records_count = 0
-            for _, header in batches:
-                if header.max_timestamp > max_timestamp:
-                    max_timestamp = header.max_timestamp
-                    offset_of_max = header.base_offset + header.last_offset_delta
-                records_count += header.records_count
+            if len(batches) == 1:  # what a client sends: the loop below, for one batch
+                max_timestamp, offset_of_max = (last_header.max_timestamp, last_offset) \
+                    if last_header.max_timestamp > -1 else (-1, first_offset)
+                records_count = last_header.records_count
+            else:
+                max_timestamp, offset_of_max = -1, first_offset
+                records_count = 0
+                for _, header in batches:
+                    if header.max_timestamp > max_timestamp:
+                        max_timestamp = header.max_timestamp
+                        offset_of_max = header.base_offset + header.last_offset_delta
+                    records_count += header.records_count
             size = len(buf)
             if size > config.segment_size:
                 raise RecordBatchTooLargeError(
                     f"Message batch size is {size} bytes in append to partition {self.name} which exceeds the "
                     f"maximum configured segment size of {config.segment_size}.")
-            with self._io("appending to the log"):
+            local = self.local
+            try:  # as ``with self._io(...)``, without the guard object on every append
                 self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
-                self.local.append(last_offset, buf, batches)
+                local.append(last_offset, buf, batches)
+                epochs = self.leader_epoch_cache
                 for _, header in batches:
                     if header.partition_leader_epoch >= 0:
-                        latest = self.leader_epoch_cache.latest_epoch
+                        latest = epochs.latest_epoch
                         if latest is None or header.partition_leader_epoch > latest:
-                            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-                if self._high_watermark > self.local.log_end_offset:
-                    self._high_watermark = self.local.log_end_offset
+                            epochs.assign(header.partition_leader_epoch, header.base_offset)
+                if self._high_watermark > local.log_end_offset:
+                    self._high_watermark = local.log_end_offset
+                producer_state = self.producer_state
                 for info in updates.values():
-                    self.producer_state.update(info)
+                    producer_state.update(info)
                 for txn in completed:
                     self._complete_txn(txn)
-                self.producer_state.update_map_end_offset(last_offset + 1)
-            if self.local.unflushed_messages() >= config.flush_messages:
+                producer_state.update_map_end_offset(last_offset + 1)
+            except OSError as exc:
+                raise self._go_offline("appending to the log", exc) from exc
+            if config.flush_messages < _LONG_MAX and local.unflushed_messages() >= config.flush_messages:
                 self.schedule_flush()
             return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max, log_append_time,
                                  self._log_start_offset, records_count, len(batches), size,

@@ -158,7 +158,7 @@ class ProducerStateEntry:
             return None
         first, last = header.base_sequence, header.last_sequence
         for batch in self.batch_metadata:
-            if batch.first_seq == first and batch.last_seq == last:
+            if batch.last_seq == last and batch.first_seq == first:  # last_seq first: first_seq is computed
                 return batch
         return None
 
@@ -549,6 +549,8 @@ class ProducerStateManager:
         self._remove_unreplicated(high_watermark)
 
     def _remove_unreplicated(self, offset: int) -> None:
+        if not self.unreplicated_txns:  # the usual case: no list built on every high watermark move
+            return
         for first in [f for f, (_, last) in self.unreplicated_txns.items() if last < offset]:
             del self.unreplicated_txns[first]
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from storage.errors import LogSegmentOffsetOverflowError
 from storage.file_records import FileRecords, FileRegion
+from storage.index import INT32_MAX
 from storage.offset_index import OffsetIndex
 from storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from storage.transaction_index import TransactionIndex, TxnIndexSearchResult
@@ -168,13 +169,14 @@ class LogSegment:
 
     def should_roll(self, *, max_segment_bytes: int, messages_size: int, max_timestamp_in_messages: int,
                     max_offset_in_messages: int, now: int, max_segment_ms: int) -> bool:
-        reached_roll_ms = self.time_waited_for_roll(now, max_timestamp_in_messages) > max_segment_ms - self.roll_jitter_ms
-        size = self.size
+        size = self.log.size
+        offset_index = self.offset_index
         return (size > max_segment_bytes - messages_size
-                or (size > 0 and reached_roll_ms)
-                or self.offset_index.is_full()
+                or (size > 0 and self.time_waited_for_roll(now, max_timestamp_in_messages)
+                    > max_segment_ms - self.roll_jitter_ms)
+                or offset_index.is_full()
                 or self.time_index.is_full()
-                or not self.offset_index.can_append_offset(max_offset_in_messages))
+                or not 0 <= max_offset_in_messages - offset_index.base_offset <= INT32_MAX)
 
     # -- append ---------------------------------------------------------------------------------------
     def append(self, buf: bytes | bytearray | memoryview, batches: list[tuple[int, RecordBatchHeader]]) -> None:
@@ -190,8 +192,13 @@ class LogSegment:
             self._rolling_based_timestamp = batches[0][1].max_timestamp
         self.log.append(buf)
         self._index_batches(base_position, batches)
-        added = tuple((header.base_offset, header.last_offset, base_position + pos, header.batch_length + 12)
-                      for pos, header in batches[-RECENT_BATCHES:])
+        if len(batches) == 1:  # what a client sends (no generator for it)
+            pos, header = batches[0]
+            added: tuple[tuple[int, int, int, int], ...] = (
+                (header.base_offset, largest_offset, base_position + pos, header.batch_length + 12),)
+        else:
+            added = tuple((header.base_offset, header.last_offset, base_position + pos, header.batch_length + 12)
+                          for pos, header in batches[-RECENT_BATCHES:])
         self._recent_batches = (self._recent_batches + added)[-RECENT_BATCHES:]
 
     def _index_batches(self, base_position: int, batches: list[tuple[int, RecordBatchHeader]]) -> None:

@@ -73,7 +73,7 @@ class TimeIndex(AbstractIndex):
             if timestamp < self.keys[-1]:
                 raise ValueError(f"Attempt to append a timestamp ({timestamp}) to slot {self.entries} no larger "
                                  f"than the last timestamp appended ({self.keys[-1]}) to {self.path}.")
-        if timestamp > self.last_entry.timestamp:
+        if timestamp > (self.keys[-1] if self.keys else NO_TIMESTAMP):  # the last entry's (no tuple built)
             if len(self.keys) >= self.max_entries:
                 self.resize((len(self.keys) + 1) * self.ENTRY_SIZE)  # the reserved slot of a trimmed index
             self._write_entry(timestamp, offset, _ENTRY.pack(timestamp, self.relative_offset(offset)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple
 
 from wire._primitives import DecodeError, Reader, Writer
@@ -32,6 +34,13 @@ class Message:
     LOWEST_VERSION: ClassVar[int]
     HIGHEST_VERSION: ClassVar[int]
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None]
+    # the values of __slots__ in one C call (equality runs for every tagged struct a response encodes)
+    _slot_values: ClassVar[Callable[..., Any]] = staticmethod(lambda _: ())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        slots = cls.__slots__
+        cls._slot_values = staticmethod(attrgetter(*slots) if slots else lambda _: ())
 
     def encode_into(self, w: Writer, version: int) -> None:  # pragma: no cover - generated
         raise NotImplementedError
@@ -58,7 +67,8 @@ class Message:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        values = self._slot_values
+        return bool(values(self) == values(other))
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)

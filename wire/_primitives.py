@@ -15,6 +15,9 @@ from typing import Any, Protocol, cast
 __all__ = ["DecodeError", "FileRegion", "Reader", "Writer", "ZERO_UUID", "RecordsLike"]
 
 ZERO_UUID = uuid.UUID(int=0)
+# UUIDs decoded so far by their 16 bytes (immutable values, shared): at most _UUIDS_KEPT, then no more are kept.
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUIDS_KEPT = 10_000
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -107,11 +110,20 @@ class Reader:
 
     def uuid(self) -> uuid.UUID:
         pos = self._take(16)
-        return uuid.UUID(bytes=bytes(self.buf[pos : pos + 16]))
+        raw = bytes(self.buf[pos : pos + 16])
+        value = _UUIDS.get(raw)
+        if value is None:  # uuid.UUID() is slow Python; the same few topic ids come in every request
+            value = uuid.UUID(bytes=raw)
+            if len(_UUIDS) < _UUIDS_KEPT:
+                _UUIDS[raw] = value
+        return value
 
     def uvarint(self) -> int:
         """Unsigned LEB128 varint (at most 5 bytes, as Kafka's ``readUnsignedVarint``)."""
         buf, pos, end = self.buf, self.pos, self.end
+        if pos < end and (b := buf[pos]) < 0x80:  # one byte: most lengths and tag counts
+            self.pos = pos + 1
+            return b
         result = 0
         shift = 0
         while True:

@@ -198,9 +198,10 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         entries.update({(name, p.index): p.records for key, (name, p) in transactional.items()
                         if key not in unverified})
     results = await broker.replica_manager.append_records(entries, acks, request.timeout_ms)
-    ctx.throttle_ms = broker.produce_quota.record(ctx.user, ctx.client_id or "",
-                                                  sum(len(p.records or b"") for t in request.topic_data
-                                                      for p in t.partition_data), broker.now_ms())
+    quota = broker.produce_quota
+    ctx.throttle_ms = quota.record(ctx.user, ctx.client_id or "", sum(len(p.records or b"") for t in request.topic_data
+                                                                      for p in t.partition_data), broker.now_ms()) \
+        if quota.enabled() else 0
     if acks == 0:
         failed = {f"{request.topic_data[ti].name}-{request.topic_data[ti].partition_data[pi].index}": ErrorCode(code).name
                   for (ti, pi), code in errors.items()}
@@ -231,11 +232,10 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 log_append_time_ms=r.log_append_time_ms,
                 log_start_offset=r.log_start_offset,
                 record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                               for i, m in r.record_errors],
+                               for i, m in r.record_errors] if r.record_errors else [],
                 error_message=r.error_message,
             )
-            leader = hints.leader(name, p.index, r.error_code)
-            if leader is not None:
+            if r.error_code and (leader := hints.leader(name, p.index, r.error_code)) is not None:
                 answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
             parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
