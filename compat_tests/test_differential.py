@@ -199,6 +199,12 @@ def partitions_admin(c: RawClient) -> Observations:
     r = c.request(ElectLeadersRequest(election_type=0, topic_partitions=[TopicPartitions(topic="pa-a", partitions=[0, 9])],
                                       timeout_ms=5000), 2)
     out["elect"] = [(p.partition_id, p.error_code) for p in r.replica_election_results[0].partition_result]
+    r = c.request(ElectLeadersRequest(election_type=0, topic_partitions=[TopicPartitions(topic="pa-a", partitions=[0]),
+                                                                          TopicPartitions(topic="pa-none", partitions=[0])],
+                                      timeout_ms=0), 2)  # kafka-go's default timeout: no time left
+    out["elect, no time left"] = (r.error_code, [(t.topic, [(p.partition_id, p.error_code, p.error_message)
+                                                            for p in t.partition_result])
+                                                 for t in r.replica_election_results])
     produce(c, "pa-a", batch(5))
     for offset in (2, 9, -1):
         r = c.request(DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="pa-a", partitions=[

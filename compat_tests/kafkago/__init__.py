@@ -45,6 +45,10 @@ SCENARIO = {
     "allow.everyone.if.no.acl.found": "true",
     "super.users": "User:adminscram256;User:adminscram512;User:adminplain",
 }
+# A Kafka cluster's controllers and brokers talk to each other over PLAINTEXT as User:ANONYMOUS, which the
+# StandardAuthorizer refuses until it has loaded the metadata (AuthorizerNotReadyException on Vote requests) unless
+# it is a super user; both clusters get the same settings.
+CLUSTER_SCENARIO = {**SCENARIO, "super.users": SCENARIO["super.users"] + ";User:ANONYMOUS"}
 TARGETS = ("kafka", "kafka-cluster", "pykbroker", "pykbroker-cluster")
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 _RUN = re.compile(r"^=== RUN\s+(\S+)")
@@ -182,7 +186,7 @@ def pykbroker_brokers(root: Path, size: int) -> Iterator[str]:
             _add_scram_users(b.bootstrap)
             yield b.bootstrap
         return
-    with ClusterProcesses(root, size=0, overrides=SCENARIO) as cluster:
+    with ClusterProcesses(root, size=0, overrides=CLUSTER_SCENARIO) as cluster:
         for node_id in range(1, size + 1):
             plain, sasl = (PLAIN_PORT, SASL_PORT) if node_id == 1 else (free_port(), free_port())
             cluster.add_broker(node_id, _listeners(plain, sasl), port=plain)
@@ -201,7 +205,7 @@ def kafka_brokers(root: Path, size: int) -> Iterator[str]:
     if jars is None:
         raise RuntimeError("java or Maven is missing: Kafka 4.4 cannot run here")
     kafka = KafkaBroker(jars, root=root, overrides=SCENARIO, heap="-Xmx1g") if size == 1 \
-        else KafkaCluster(jars, root, size=size, overrides=SCENARIO)
+        else KafkaCluster(jars, root, size=size, overrides=CLUSTER_SCENARIO)
     nodes = [kafka] if isinstance(kafka, KafkaBroker) else kafka.nodes
     for node in nodes:
         plain, sasl = (PLAIN_PORT, SASL_PORT) if node.node_id == 1 else (node.port, free_port())

@@ -11,6 +11,16 @@ KAFKA_FAILURES: dict[str, tuple[str, ...]] = {
         "TestReaderConsumerGroup/^verify_offset_committed$",
         "TestReaderConsumerGroup/^verify_offset_committed_when_using_interval_committer$",
         "TestReaderConsumerGroup/^consumer_group_commits_on_close$",
+        # ElectLeaders with TimeoutMs 0: Kafka's controller answers REQUEST_TIMED_OUT (the test expects no error).
+        "TestClientElectLeaders",
+        # Creates a topic with segment.bytes=200: Kafka 4 refuses anything under 1 MiB (INVALID_CONFIG).
+        "TestReaderReadCompactedMessage",
+        # A group reader started before its topic exists, whose topic appears between the leader's assignment and
+        # its partition watcher's first look: kafka-go keeps the empty assignment (the watcher compares against
+        # what it saw first). Failed on Kafka 4.4 in the recorded runs.
+        "TestRebalanceTooManyConsumers",
+        "TestConsumerGroupWithGroupTopicsSingle",
+        "TestReaderConsumerGroup/^consumer_group_rebalance$",
     ),
 }
 # ... and more on a 3-node Kafka 4.4 cluster.
@@ -26,4 +36,8 @@ def skips(target: str) -> dict[str, str]:
     return {p: "|".join(f"^{n}$" if "/" not in n else n for n in names) for p, names in failing.items() if names}
 
 # Tests (package:Test) that fail now and then on Kafka 4.4 too, for a race of their own: a failure is run again.
-RACY: frozenset[str] = frozenset()
+RACY: frozenset[str] = frozenset({
+    # The same race as TestConsumerGroupWithGroupTopicsSingle's (see above): on Kafka 4.4 it failed 3 times in 6
+    # (-count 6) though it passed in the recorded run.
+    "kafka-go:TestConsumerGroupWithTopic",
+})

@@ -3,7 +3,9 @@
 another broker answers NOT_CONTROLLER and the admin client asks the controller Metadata names): preferred
 elections move leadership to the first replica when it is alive and in sync, unclean ones elect a leader
 for partitions without a live one. A request for every partition (null) lists each topic with only the
-partitions where something happened or failed, as Kafka's controller answers."""
+partitions where something happened or failed, as Kafka's controller answers. A request whose timeout_ms is not
+positive has expired before Kafka's controller looks at it: REQUEST_TIMED_OUT, at the top (v1+) and for each
+partition named, whatever they are (kafka-go's ElectLeaders sends 0 unless told otherwise)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,11 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
             ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
                 partition_id=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message=not_authorized_message(ctx, AclOperation.ALTER)) for p in t.partitions])
+            for t in request.topic_partitions or []])
+    if request.timeout_ms <= 0:
+        return ElectLeadersResponse(error_code=ErrorCode.REQUEST_TIMED_OUT, replica_election_results=[
+            ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
+                partition_id=p, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None) for p in t.partitions])
             for t in request.topic_partitions or []])
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)

@@ -112,6 +112,27 @@ def test_elect_leaders_is_never_needed_on_one_node(broker):
         assert all(r.partition_result == [] for r in everything.replica_election_results)
 
 
+def test_elect_leaders_with_no_time_left_times_out(broker):
+    """As Kafka 4.4 answers an ElectLeaders whose timeout_ms is 0 (kafka-go's default): its controller's deadline
+    has passed, so REQUEST_TIMED_OUT at the top (v1+, v0 has no top-level error) and for every partition named, with
+    no message, even where no election was needed."""
+    with RawClient(broker.bootstrap) as c:
+        create(c, "elect-now", 2)
+        for version in (0, 1, 2):
+            response = c.request(ElectLeadersRequest(election_type=0, topic_partitions=[
+                TopicPartitions(topic="elect-now", partitions=[0, 1]),
+                TopicPartitions(topic="elect-missing", partitions=[0])], timeout_ms=0), version)
+            assert response.error_code == (ErrorCode.REQUEST_TIMED_OUT if version else ErrorCode.NONE)
+            assert [(t.topic, [(p.partition_id, p.error_code, p.error_message) for p in t.partition_result])
+                    for t in response.replica_election_results] == [
+                ("elect-now", [(0, ErrorCode.REQUEST_TIMED_OUT, None), (1, ErrorCode.REQUEST_TIMED_OUT, None)]),
+                ("elect-missing", [(0, ErrorCode.REQUEST_TIMED_OUT, None)])]
+        answer = c.request(ElectLeadersRequest(election_type=0, topic_partitions=[
+            TopicPartitions(topic="elect-now", partitions=[0])], timeout_ms=1), 2)
+        assert answer.error_code == ErrorCode.NONE
+        assert answer.replica_election_results[0].partition_result[0].error_code == ErrorCode.ELECTION_NOT_NEEDED
+
+
 def test_reassignments_on_one_node(broker):
     from wire.messages import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
     from wire.messages.alter_partition_reassignments_request import ReassignablePartition, ReassignableTopic
