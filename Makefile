@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -223,7 +223,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -296,3 +296,10 @@ test-confluent-suites-slow: deps
 ##                    and on 3 brokers judged by a 3-node Kafka 4.4 cluster (~5 min; the quick round is in make test)
 test-kafkajs-slow: deps
 	PYKBROKER_KAFKAJS_SLOW=1 $(PY) -m pytest compat_tests/test_kafkajs.py $(ARGS)
+
+## test-sarama-suite-slow: IBM/sarama's own functional tests (the pinned sarama's functional_*_test.go, built once into
+##                         compat_tests/sarama/.cache with the toxiproxy server they use) against 5 pykbroker brokers
+##                         behind toxiproxy on 127.0.0.1:29091-29095, as sarama's docker-compose.yml sets up Kafka
+##                         (~10 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.sarama --kafka
+test-sarama-suite-slow: deps
+	PYKBROKER_SARAMA_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_sarama_suite.py $(ARGS)
