@@ -78,7 +78,7 @@ def write_testconf(workdir: Path, seeds: str, sasl_seeds: str) -> None:
 
 
 def run_suite(binary: Path, workdir: Path, seeds: str, sasl_seeds: str, *, protocol: str, pattern: str = ".",
-              timeout_s: int = 3600, output: Path | None = None, extra_args: tuple[str, ...] = ()) -> SuiteRun:
+              timeout_s: int = 900, output: Path | None = None, extra_args: tuple[str, ...] = ()) -> SuiteRun:
     """Run the tests matching ``pattern`` against ``seeds`` with group protocol ``protocol`` from ``workdir``; the
     output is also written to ``output``."""
     write_testconf(workdir, seeds, sasl_seeds)
@@ -183,16 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     print("brokers under", root, flush=True)
     brokers = kafka_brokers if args.kafka else pykbroker_brokers
     failed = False
-    with brokers(root / "brokers", size) as (seeds, sasl_seeds):
-        for protocol in PROTOCOLS if args.protocol == "both" else (args.protocol,):
+    for protocol in PROTOCOLS if args.protocol == "both" else (args.protocol,):
+        # Fresh brokers for each protocol: the suite's groups (testgroup, rebalance) are named the same every run.
+        with brokers(root / f"brokers-{protocol}", size) as (seeds, sasl_seeds):
             output = args.output.with_suffix(f".{protocol}.log") if args.output else None
             run = run_suite(binary, root / f"run-{protocol}", seeds, sasl_seeds, protocol=protocol,
                             pattern=args.run, output=output, extra_args=("-test.count", str(args.count)))
-            for name, status in sorted(run.results.items()):
-                if status != "PASS":
-                    print(protocol, status, name)
-            print(f"{protocol}: {summary(run)}", flush=True)
-            failed |= run.returncode != 0
+        for name, status in sorted(run.results.items()):
+            if status != "PASS":
+                print(protocol, status, name)
+        print(f"{protocol}: {summary(run)}", flush=True)
+        failed |= run.returncode != 0
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 1 if failed else 0
