@@ -11,7 +11,9 @@ request naming every topic, sent to the controller as the admin clients send it.
 - "visible": until the Metadata of every broker (asked directly, one connection each) shows every partition of
   every topic with a leader;
 - the same for one DeleteTopics of them all (until no broker's Metadata names any) and for one CreatePartitions
-  doubling each topic (until every broker shows the new partitions with leaders).
+  doubling each topic (until every broker shows the new partitions with leaders);
+- "cpu": the CPU seconds the cluster's brokers spent on the round (all three operations), a figure the machine's
+  other load disturbs less than the times.
 """
 
 from __future__ import annotations
@@ -73,7 +75,21 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 120.0)
     while not predicate():
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+        time.sleep(0.05)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes ``pids`` have used so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pids(cluster: ClusterProcesses | KafkaCluster) -> list[int]:
+    processes = cluster.nodes if isinstance(cluster, KafkaCluster) else cluster.brokers.values()
+    return [p.proc.pid for p in processes if p.proc is not None]
 
 
 def create_round(bootstrap: str, prefix: str, topics: int, partitions: int) -> dict[str, float]:
@@ -135,7 +151,10 @@ def main() -> None:
         order = list(clusters)
         for i in range(repeat):
             for name in order if i % 2 == 0 else order[::-1]:
+                pids = broker_pids(clusters[name])
+                cpu = cpu_seconds(pids)
                 figures = create_round(clusters[name].bootstrap, f"bench-{i}", topics, partitions)
+                figures["cpu"] = cpu_seconds(pids) - cpu
                 print(f"  {name:<10} round {i + 1}: " + ", ".join(f"{k} {v:.3f} s" for k, v in figures.items()),
                       flush=True)
                 for k, v in figures.items():

@@ -8,6 +8,8 @@
 - endpoint information for interactive queries: partitions by user endpoint when a member's epoch is behind;
 - rack-aware assignment tags: MISSING_CLIENT_TAGS for a member without them;
 - standby tasks for stateful tasks only, on another process; task offsets members report, as described;
+- internal topics nobody created: the first heartbeat answered at once (MISSING_INTERNAL_TOPICS, no tasks), the
+  broker creating them meanwhile, a later heartbeat assigned;
 - which member gets which task, as Kafka's sticky assignor places them: several members per process, members
   joining and leaving, tasks kept across epochs, standbys following reported offsets, ties between members
   broken in the order of Kafka's own table of the group's members;
@@ -87,12 +89,14 @@ def _retry(send: Callable[[], object], code_of: Callable[[object], int], timeout
 
 
 def _setup(c: RawClient, group: str, topic: str, partitions: int = 2, delay: bool = False,
-           extra: dict[str, str] | None = None) -> None:
-    """The source topic and its changelog (``_stateful``'s, made here so that no heartbeat waits for the broker
-    to create it), the group's coordinator loaded, and (unless ``delay``) no initial delay nor interval."""
+           extra: dict[str, str] | None = None, changelog: bool = True) -> None:
+    """The source topic and (unless not ``changelog``) its changelog (``_stateful``'s, made here so that no
+    heartbeat finds it missing), the group's coordinator loaded, and (unless ``delay``) no initial delay nor
+    interval."""
+    names = (topic, f"{topic}-changelog") if changelog else (topic,)
     c.request(CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
-                                          for name in (topic, f"{topic}-changelog")], timeout_ms=10000), 7)
-    c.wait_for_topics(topic, f"{topic}-changelog")
+                                          for name in names], timeout_ms=10000), 7)
+    c.wait_for_topics(*names)
     _retry(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
            lambda r: r.coordinators[0].error_code)
     configs = dict(extra or {})
@@ -331,6 +335,32 @@ def standby_tasks(c: RawClient) -> Observations:
     return out
 
 
+def missing_internal_topics(c: RawClient) -> Observations:
+    """Internal topics the topology needs and nobody created: the first heartbeat is answered at once with the
+    MISSING_INTERNAL_TOPICS status and no tasks, the broker creates the repartition topic (its writers' task count
+    of partitions) and the changelog (its sub-topology's) itself, and a later heartbeat gets the tasks."""
+    g, t = "sg-missing", "sg-missing-in"
+    _setup(c, g, t, partitions=2, changelog=False)
+    rep, changelog = f"{g}-rep", f"{g}-store-changelog"
+    topology = req.Topology(epoch=1, subtopologies=[
+        req.Subtopology(subtopology_id="0", source_topics=[t], repartition_sink_topics=[rep]),
+        req.Subtopology(subtopology_id="1", repartition_source_topics=[req.TopicInfo(
+            name=rep, replication_factor=-1, topic_configs=[req.KeyValue(key="cleanup.policy", value="delete")])],
+            state_changelog_topics=[req.TopicInfo(name=changelog, topic_configs=[
+                req.KeyValue(key="cleanup.policy", value="compact")])])])
+    m = Member(c, g, "m1")
+    out: Observations = {"first heartbeat": _seen(m.join(t, "p1", topology=topology))}
+    deadline = time.monotonic() + 30
+    while not m.active and time.monotonic() < deadline:
+        time.sleep(0.2)
+        m.beat()
+    assert m.last is not None
+    out["assigned"] = ([(s.status_code, s.status_detail) for s in m.last.status or ()], _tasks(m.last.active_tasks))
+    created = c.wait_for_topics(rep, changelog)
+    out["created"] = sorted((name, len(created[name].partitions)) for name in (rep, changelog))
+    return out
+
+
 def placement(c: RawClient) -> Observations:
     """Kafka's sticky placement member by member: several members per process, members joining and leaving,
     tasks staying with their owners across epochs, standby copies following reported changelog offsets."""
@@ -553,7 +583,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "initial_delay": initial_delay, "static_members": static_members,
     "shutdown_application": shutdown_application, "endpoints": endpoints, "client_tags": client_tags,
     "standby_tasks": standby_tasks, "task_offsets": task_offsets, "lifecycle": lifecycle, "placement": placement,
-    "member_order": member_order,
+    "member_order": member_order, "missing_internal_topics": missing_internal_topics,
 }
 
 

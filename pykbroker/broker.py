@@ -123,7 +123,7 @@ class Broker:
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
         self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.admin.create_topic,
-                                              self.broker_racks)
+                                              self.broker_racks, spawn=self._spawn)
         # Tiered storage (KIP-405); None when off. Reads of remote offsets go through the replica manager, and
         # followers build their remote aux state (the leader's log start is only in remote storage) through it.
         self.remote_log_manager = build_remote_log_manager(config, self.node_id, self.replica_manager,

@@ -6,14 +6,16 @@ Creation goes through the metadata store like any CreateTopics; the logs follow 
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from replication.assignment import assign_replicas
 from wire import ErrorCode
 
 if TYPE_CHECKING:
+    from coordinator.group.streams_topology import InternalTopic
     from pykbroker.config import Config
     from replication.metadata.image import MetadataWriter, TopicState
 
@@ -36,13 +38,17 @@ class InternalTopics:
     new topic to the metadata (and raises KeyError when it exists)."""
 
     def __init__(self, config: Config, node_id: int, metadata: MetadataWriter, create_topic: CreateTopic,
-                 broker_racks: Callable[[], dict[int, str | None]]) -> None:
+                 broker_racks: Callable[[], dict[int, str | None]],
+                 spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task] | None = None) -> None:
+        """``spawn`` runs a background task (the broker's, so that it is waited for or cancelled at shutdown)."""
         self.config = config
         self.node_id = node_id
         self.metadata = metadata
         self.create_topic = create_topic
         self.broker_racks = broker_racks
         self.cluster_mode = config["zookeeper.connect"] is not None
+        self._spawn = spawn or (lambda coro: asyncio.get_running_loop().create_task(coro))
+        self._creating: set[str] = set()  # streams internal topics being created in the background
 
     def partition_leader(self, topic_name: str, partition: int) -> int | None:
         """The leader of a coordinator topic's partition. Before the topic exists a single node is going to
@@ -91,6 +97,32 @@ class InternalTopics:
         except KeyError:
             return False
         return True
+
+    def create_streams_internal_topics(self, group_id: str, topics: Sequence[InternalTopic]) -> None:
+        """Create a streams group's missing repartition and changelog topics in the background, all at once, as
+        Kafka 4.4's AutoTopicCreationManager does: the heartbeat that found them missing is answered at once
+        (MISSING_INTERNAL_TOPICS, no tasks) and a later one finds them. A topic whose creation is under way is not
+        asked for again by the heartbeats meanwhile."""
+        wanted = [t for t in topics if t.name not in self._creating]
+        if not wanted:
+            return
+        self._creating.update(t.name for t in wanted)
+
+        async def create(t: InternalTopic) -> None:
+            try:
+                if await self.create_streams_internal_topic(t.name, t.partitions, t.replication_factor,
+                                                            dict(t.configs)):
+                    log.info("streams group %s: created internal topic %s (%d partitions)", group_id, t.name,
+                             t.partitions)
+            except Exception as exc:  # noqa: BLE001 - the status stays MISSING_INTERNAL_TOPICS; the next beat retries
+                log.warning("streams group %s: cannot create internal topic %s: %s", group_id, t.name, exc)
+            finally:
+                self._creating.discard(t.name)
+
+        async def create_all() -> None:
+            await asyncio.gather(*(create(t) for t in wanted))
+
+        self._spawn(create_all())
 
     async def create_dead_letter_topic(self, name: str, configs: dict[str, str]) -> bool:
         """A share group's dead-letter queue topic (KIP-1191) with the broker's num.partitions and

@@ -4,8 +4,9 @@ Served while streams groups are on (``Broker.streams_groups_enabled``); otherwis
 in Kafka 4.4's order: READ on the group; a topology naming Kafka's internal topics or invalid topic names is
 STREAMS_INVALID_TOPOLOGY; DESCRIBE on every topic it names (source, repartition and changelog topics), else
 TOPIC_AUTHORIZATION_FAILED. A MISSING_INTERNAL_TOPICS status makes the broker create the group's repartition and
-changelog topics when the member may CREATE them (on the cluster, else on each topic); otherwise the status says
-which it may not create, and nothing is created.
+changelog topics in the background when the member may CREATE them (on the cluster, else on each topic), the
+heartbeat answered at once as Kafka 4.4's; otherwise the status says which it may not create, and nothing is
+created.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import logging
 
 from coordinator.group.streams_topology import (
-    InternalTopic,
     StatusCode,
     hash_map_order,
     missing_internal_topics,
@@ -71,13 +71,13 @@ async def handle_streams_group_heartbeat(ctx: RequestContext,
     missing = next((s for s in response.status or () if s.status_code == StatusCode.MISSING_INTERNAL_TOPICS), None)
     if missing is not None:
         await _create_internal_topics(ctx, request, missing)
-    return response
+    return response  # at once: the topics are created in the background, as Kafka 4.4 does
 
 
 async def _create_internal_topics(ctx: RequestContext, request: StreamsGroupHeartbeatRequest, status: Status) -> None:
-    """Create the group's missing repartition and changelog topics (Kafka 4.4 does it broker-side); the
-    member's next heartbeat finds them and gets its tasks. A member that may not create them all creates none:
-    ``status`` says which it may not create."""
+    """Start creating the group's missing repartition and changelog topics in the background (Kafka 4.4 does it
+    broker-side, without holding the heartbeat); a later heartbeat finds them and gets its tasks. A member that may
+    not create them all creates none: ``status`` says which it may not create."""
     topology = await coordinator(ctx).streams_group_topology(request.group_id)
     if topology is None:
         return
@@ -89,16 +89,4 @@ async def _create_internal_topics(ctx: RequestContext, request: StreamsGroupHear
         if refused := [n for n in hash_map_order([t.name for t in missing]) if n not in allowed]:
             status.status_detail = f"{status.status_detail}; Unauthorized to CREATE on topics {', '.join(refused)}."
             return
-    for t in missing:
-        await _create(ctx, request.group_id, t)
-
-
-async def _create(ctx: RequestContext, group_id: str, t: InternalTopic) -> None:
-    try:
-        created = await ctx.broker.internal_topics.create_streams_internal_topic(
-            t.name, t.partitions, t.replication_factor, t.configs)
-    except Exception as exc:  # the heartbeat is answered anyway; the status stays MISSING_INTERNAL_TOPICS
-        log.warning("streams group %s: cannot create internal topic %s: %s", group_id, t.name, exc)
-        return
-    if created:
-        log.info("streams group %s: created internal topic %s (%d partitions)", group_id, t.name, t.partitions)
+    ctx.broker.internal_topics.create_streams_internal_topics(request.group_id, missing)

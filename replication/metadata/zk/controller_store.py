@@ -49,7 +49,8 @@ __all__ = ["ZkControllerStore", "StaleWriteError", "LeaderAndIsrLike", "Partitio
 TopicPartition = tuple[str, int]
 # The legacy reassignment request's znode, for the controller's log lines.
 REASSIGN_PARTITIONS_PATH = ReassignPartitionsZNode.path
-# New partitions' states written in one multi (three small znodes each: far below ZooKeeper's 1 MB request limit).
+# Partitions whose state znodes one multi creates or deletes (two znodes each, well under 1 KB even with a topic
+# name of 249 characters: far below ZooKeeper's 1 MB request limit, jute.maxbuffer).
 STATES_PER_MULTI = 500
 
 
@@ -254,24 +255,28 @@ class ZkControllerStore:
         return await self.zk.get_children(DeleteTopicsZNode.path, watch=watch) or []
 
     async def delete_topic_znode(self, topic: str) -> None:
-        """The topic's assignment and partition states: in one multi (children before parents, so every broker
-        sees the topic go at once instead of its partitions one by one, each a round trip), or, when the tree
-        changed while it was read, recursively."""
+        """The topic's assignment and partition states: children before parents in multis of up to
+        ``STATES_PER_MULTI`` partitions, the topic znode in the last (every broker sees the topic go at once, not
+        partition by partition, each a round trip, as a recursive delete had it); recursively when the tree
+        changed while it was read."""
         root = TopicZNode.path(topic)
         if await self.zk.exists(root) is None:
             return
         partitions = await self.zk.get_children(TopicPartitionsZNode.path(topic))
-        ops: list[DeleteOp] = []
+        batches: list[list[DeleteOp]] = [[]]
         if partitions is not None:
             paths = [f"{TopicPartitionsZNode.path(topic)}/{p}" for p in partitions]
             children = await asyncio.gather(*(self.zk.get_children(path) for path in paths))
-            for path, names in zip(paths, children, strict=True):
-                ops += [DeleteOp(f"{path}/{name}") for name in names or ()]
-                ops.append(DeleteOp(path))
-            ops.append(DeleteOp(TopicPartitionsZNode.path(topic)))
-        ops.append(DeleteOp(root))
+            for i, (path, names) in enumerate(zip(paths, children, strict=True)):
+                if i and i % STATES_PER_MULTI == 0:
+                    batches.append([])
+                batches[-1] += [DeleteOp(f"{path}/{name}") for name in names or ()]
+                batches[-1].append(DeleteOp(path))
+            batches[-1].append(DeleteOp(TopicPartitionsZNode.path(topic)))
+        batches[-1].append(DeleteOp(root))
         try:
-            await self.zk.multi(ops)
+            for ops in batches:
+                await self.zk.multi(ops)
         except ZooKeeperMultiError as exc:
             if not isinstance(exc.error, (NoNodeError, NotEmptyError)):
                 raise

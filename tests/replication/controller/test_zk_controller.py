@@ -423,3 +423,39 @@ def test_a_new_topics_states_are_written_in_one_write_and_its_deletion_in_anothe
             # the topic's tree in one delete (state and partition znode of each, parent, topic), then the request
             assert writes[0] == 2 * partitions + 2
     run(main())
+
+
+def test_a_topic_of_more_partitions_than_one_write_takes_is_created_and_deleted_in_several(zk_server, chroot,
+                                                                                        monkeypatch):
+    """ZooKeeper refuses a request over 1 MB (jute.maxbuffer): the writes of a large topic's states and of its
+    deletion are split, STATES_PER_MULTI partitions each, the topic znode deleted last."""
+    from replication.metadata.zk import controller_store
+    monkeypatch.setattr(controller_store, "STATES_PER_MULTI", 16)
+
+    async def main() -> None:
+        async with Cluster(f"{zk_server.connect}{chroot}") as c:
+            await c.start_broker(1)
+            await c.election.start()
+            await c.controller.idle()
+            multi = c.controller_zk.multi
+            writes: list[list] = []
+
+            async def recording(ops):
+                writes.append(list(ops))
+                return await multi(ops)
+            c.controller_zk.multi = recording  # type: ignore[method-assign]
+            await c.create_topic("large", {p: [1] for p in range(40)})
+            for p in range(40):
+                await until(c.has_state("large", p, (1, 0, [1])))
+            await c.controller.idle()
+            assert [len(ops) for ops in writes] == [1 + 1 + 2 * 16, 1 + 2 * 16, 1 + 2 * 8]  # fence, parent, znodes
+            writes.clear()
+            await c.admin.create(DeleteTopicsTopicZNode.path("large"))
+
+            async def deleted() -> bool:
+                return await c.admin.exists(DeleteTopicsTopicZNode.path("large")) is None
+            await until(deleted)
+            assert await c.admin.exists(TopicZNode.path("large")) is None
+            assert [len(ops) for ops in writes[:3]] == [2 * 16, 2 * 16, 2 * 8 + 2]
+            assert writes[2][-1].path == TopicZNode.path("large")
+    run(main())
