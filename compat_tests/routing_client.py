@@ -2,7 +2,8 @@
 would — produce, fetch and the other partition requests to the partitions' leaders (from Metadata; a request
 whose partitions have several leaders split among them and the answers merged, compat_tests/leader_split.py), group
 requests (the share-group ones too) to the group coordinator, ShareFetch and ShareAcknowledge to their first
-partition's leader, and transaction requests to the transaction coordinator (FindCoordinator),
+partition's leader, ReadShareGroupStateSummary to its first share-partition's share coordinator, and
+transaction requests to the transaction coordinator (FindCoordinator),
 ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
 broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 from compat_tests import leader_split
 from pykbroker.testing import RawClient
+from storage.checkpoints import topic_id_to_string
 from wire import ErrorCode
 from wire.messages import (
     AddOffsetsToTxnRequest,
@@ -39,6 +41,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    ReadShareGroupStateSummaryRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -50,7 +53,7 @@ from wire.messages import (
 )
 from wire.messages.metadata_request import MetadataRequestTopic
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 _COORDINATOR_LOADING = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
@@ -89,6 +92,11 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.group_ids[0]) if request.group_ids else None
     if isinstance(request, DescribeShareGroupOffsetsRequest):
         return (GROUP, request.groups[0].group_id) if request.groups else None
+    if isinstance(request, ReadShareGroupStateSummaryRequest):  # the share coordinator of its first partition
+        if not request.topics or not request.topics[0].partitions:
+            return None
+        first = request.topics[0]
+        return SHARE, f"{request.group_id}:{topic_id_to_string(first.topic_id)}:{first.partitions[0].partition}"
     if isinstance(request, (InitProducerIdRequest, AddOffsetsToTxnRequest, EndTxnRequest)):
         return (TRANSACTION, request.transactional_id) if request.transactional_id else None
     if isinstance(request, AddPartitionsToTxnRequest):
@@ -201,7 +209,8 @@ class RoutingClient(RawClient):
             return self._coordinators[(key_type, key)]
         deadline = time.monotonic() + 20
         while True:
-            found = super().request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4)
+            found = super().request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]),
+                                    6 if key_type == SHARE else 4)  # share keys: v6 (KIP-932)
             c = found.coordinators[0]
             if c.error_code == ErrorCode.NONE:
                 self._coordinators[(key_type, key)] = address = f"{c.host}:{c.port}"

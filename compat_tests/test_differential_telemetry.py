@@ -10,7 +10,8 @@ with colliding names, made, deleted and made again one at a time, whose order (K
 in a matching client's metrics. Subscriptions are deleted at the end: the judge is shared.
 
 Cluster mode (make differential-cluster): the same scenarios against 3 pykbroker brokers receiving client metrics
-and a 3-node Kafka 4.4 with the telemetry plugin on every node; the many subscriptions' client asks every broker.
+and a 3-node Kafka 4.4 with the telemetry plugin on every node; the many subscriptions' client asks every broker;
+ApiVersions v0-v5 with a receiver (below) and a real push, through broker 1 of each.
 A Kafka broker applies a subscription to its ClientMetricsManager a moment after DescribeConfigs shows it, so a
 scenario waits for each change in the manager of every broker it asks (ListConfigResources v0 lists the
 manager's subscriptions; an altered one is awaited in a new client's metrics) before judging.
@@ -379,9 +380,13 @@ def with_receiver(c: RawClient) -> Observations:
     return out
 
 
-@slow
-def test_with_a_receiver_api_versions_and_pushes_are_kafka_44s(request):
-    expected, got = observe_both(request, "single", with_receiver, "kafka_with_receiver", "pykbroker_with_receiver")
+@pytest.mark.parametrize("mode", [pytest.param("single", marks=slow, id="single"), *(
+    pytest.param("cluster", marks=p.marks, id=p.id) for p in differential_params([], (), ("with_receiver",)))])
+def test_with_a_receiver_api_versions_and_pushes_are_kafka_44s(request, mode):
+    """On one node (make test-telemetry-slow) and, as a broker of a cluster answers them, through broker 1 of the
+    clusters whose nodes all have a receiver (make differential-cluster)."""
+    expected, got = observe_both(request, mode, with_receiver, "kafka_with_receiver", "pykbroker_with_receiver",
+                                 cluster_judge="kafka44_telemetry_cluster", cluster_judged="telemetry_cluster")
     assert "4800" in expected["v3"] and "4800" in got["v3"]  # key 72 (0x48), v0-0: both advertise telemetry
     # judged as the kafka44 module's ApiVersions scenario (its allow-list: the features' order)
-    assert_same_observations("single", "api_versions_bytes", expected, got)
+    assert_same_observations(mode, "api_versions_bytes", expected, got)

@@ -46,7 +46,7 @@ from wire.messages import read_share_group_state_request as rreq
 from wire.messages import read_share_group_state_summary_request as sreq
 from wire.messages import write_share_group_state_request as wreq
 
-__all__ = ["SharePersister"]
+__all__ = ["SharePersister", "summary_has_state"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
@@ -123,7 +123,7 @@ class SharePersister:
                 ReadShareGroupStateSummaryResponse)
             p = _only(response.results, key)
             _raise_for(p)
-            if p.state_epoch < 0 and p.start_offset < 0:
+            if not summary_has_state(p):
                 return None
             return ShareGroupOffset(-1, p.state_epoch, p.leader_epoch, p.start_offset, [], p.delivery_complete_count)
         return await self._call(key, lambda: self.coordinator.read_summary(key), remote)
@@ -156,7 +156,7 @@ class SharePersister:
                 continue
             for t in response.results:
                 for p in t.partitions:
-                    if p.error_code == ErrorCode.NONE and (p.state_epoch >= 0 or p.start_offset >= 0):
+                    if p.error_code == ErrorCode.NONE and summary_has_state(p):
                         out[(group_id, t.topic_id, p.partition)] = ShareGroupOffset(
                             -1, p.state_epoch, p.leader_epoch, p.start_offset, [], p.delivery_complete_count)
         return out
@@ -196,6 +196,13 @@ class SharePersister:
     async def _request(self, node: int, request: Any, version: int, response_class: Any) -> Any:
         assert self._send is not None
         return await self._send(node, request, version, response_class)
+
+
+def summary_has_state(p) -> bool:
+    """Whether a ReadShareGroupStateSummary partition result describes persisted state. Without state Kafka 4.4
+    answers state and leader epoch 0 with start offset and delivery complete count -1 (older pykbrokers: epochs
+    -1); state initialized without an offset looks the same but for its state epoch, the group epoch (>= 1)."""
+    return p.start_offset >= 0 or p.delivery_complete_count >= 0 or p.state_epoch > 0 or p.leader_epoch > 0
 
 
 def _only(results, key: SharePartitionKey):

@@ -117,8 +117,8 @@ class ShareGroupService:
         task.add_done_callback(self._tasks.discard)
 
     async def initialize(self, request: InitializeRequest) -> None:
-        """Write the initial state of the request's share-partitions (start offset -1 or 0; state a partition
-        already has is kept), then mark those done initialized and the rest no longer initializing."""
+        """Write the initial state of the request's share-partitions at the request's state epoch (the group epoch;
+        start offset -1 or 0; state a partition already has is kept), then mark those done initialized and the rest no longer initializing."""
         group_id = request.group_id
         done: dict[uuid.UUID, tuple[str, list[int]]] = {}
         failed: dict[uuid.UUID, list[int]] = {}
@@ -126,7 +126,8 @@ class ShareGroupService:
             name = self._topic_name(topic_id) or ""
             for index in partitions:
                 try:
-                    await self.partitions.initialize_uninitialized((group_id, topic_id, index), start_offset)
+                    await self.partitions.initialize_uninitialized((group_id, topic_id, index), request.state_epoch,
+                                                                    start_offset)
                     done.setdefault(topic_id, (name, []))[1].append(index)
                 except Exception as exc:
                     log.warning("share group %s: initializing %s-%d failed: %s", group_id, name, index, exc)

@@ -125,28 +125,30 @@ class ShareCoordinatorShard:
 
     def summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:
         """ReadShareGroupStateSummary: the state without its batches, with the number of acknowledged or
-        archived offsets at or above the start offset as its delivery complete count."""
+        archived offsets at or above the start offset as its delivery complete count (-1 while the state has no
+        start offset, as initialized)."""
         current = self.state.get(key)
         if current is None:
             return None
-        done = sum(b.last_offset - max(b.first_offset, current.start_offset) + 1 for b in current.state_batches
+        done = -1 if current.start_offset < 0 else sum(b.last_offset - max(b.first_offset, current.start_offset) + 1 for b in current.state_batches
                    if b.delivery_state in (2, 4) and b.last_offset >= current.start_offset)
         return ShareGroupOffset(current.snapshot_epoch, current.state_epoch, current.leader_epoch,
                                 current.start_offset, [], done, current.create_timestamp, current.write_timestamp)
 
     def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> CoordinatorResult:
-        """A fresh snapshot for ``key`` (InitializeShareGroupState): start offset, no batches. State that exists
-        is only replaced by a higher state epoch (an offsets reset), else FENCED_STATE_EPOCH: two brokers that
-        both found no state (the group coordinator assigning the partition, its leader's first fetch) must not
-        wipe what the first one has since written."""
+        """A fresh snapshot for ``key`` (InitializeShareGroupState), as Kafka 4.4's share coordinator writes it:
+        the group's state epoch (the group epoch), leader epoch 0, the start offset, no batches, a delivery
+        complete count of -1 without a start offset and 0 with one. State that exists is replaced at the same or
+        a higher state epoch (AlterShareGroupOffsets of a group whose epoch did not move writes the same epoch);
+        a lower one is FENCED_STATE_EPOCH."""
         now = self._now_ms()
         current = self.state.get(key)
-        if current is not None and state_epoch <= current.state_epoch:
+        if current is not None and state_epoch < current.state_epoch:
             raise ApiError(ErrorCode.FENCED_STATE_EPOCH,
-                           f"state epoch {state_epoch} is not above the current {current.state_epoch}")
+                           f"state epoch {state_epoch} is below the current {current.state_epoch}")
         snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
         return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(
-            snapshot_epoch, state_epoch, -1, start_offset, [], 0, now, now))])
+            snapshot_epoch, state_epoch, 0, start_offset, [], -1 if start_offset == -1 else 0, now, now))])
 
     def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: list[StateBatch], delivery_complete_count: int = -1) -> CoordinatorResult:
@@ -174,12 +176,12 @@ class ShareCoordinatorShard:
             ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), value)])
 
     def delete_state(self, key: SharePartitionKey) -> CoordinatorResult:
-        """DeleteShareGroupState: tombstones for the snapshot and the update key."""
+        """DeleteShareGroupState: a tombstone of the snapshot key, the one record Kafka 4.4 writes (updates
+        replayed after it find no state to apply to)."""
         if key not in self.state:
             return CoordinatorResult()
         return CoordinatorResult([
-            CoordinatorRecord(ShareSnapshotKey(group_id=key[0], topic_id=key[1], partition=key[2]), None),
-            CoordinatorRecord(ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), None)])
+            CoordinatorRecord(ShareSnapshotKey(group_id=key[0], topic_id=key[1], partition=key[2]), None)])
 
     @staticmethod
     def _snapshot_record(key: SharePartitionKey, state: ShareGroupOffset) -> CoordinatorRecord:

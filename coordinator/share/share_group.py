@@ -154,8 +154,7 @@ class InitializeRequest:
     InitializeShareGroupStateParameters): ``topics`` maps a topic id to (partitions, start offset); the start
     offset is -1 (share.auto.offset.reset decides at the first fetch) for a topic new to the group and 0 for
     partitions added to a topic the group already has, so none of their records is missed. ``state_epoch`` is the
-    group epoch Kafka initializes the state at; pykbroker initializes at state epoch 0 and keeps state a partition
-    already has (its leader's first fetch may have written it), so no initialization replaces another's."""
+    group epoch, which the state is initialized at (as Kafka 4.4 does); state a partition already has is kept."""
     group_id: str
     state_epoch: int
     topics: dict[uuid.UUID, tuple[list[int], int]]

@@ -1,9 +1,14 @@
 """The broker side of share groups: share-partitions, their log reads, acknowledgements and persistence.
 
-Kafka's SharePartitionManager. A ``SharePartition`` is created on the first ShareFetch of a group for a
-topic partition: its persisted state is read from the share coordinator, or — the first time — its start
-offset comes from the group's ``share.auto.offset.reset`` (latest by default) and is written as the
-initial state. A ShareFetch acquires records for the member from the first available offset (released
+Kafka's SharePartitionManager. A ``SharePartition`` is loaded on the first ShareFetch of a group for a
+topic partition from its persisted state at the share coordinator, which the group coordinator initialized
+(InitializeShareGroupState, when a member subscribed) or AlterShareGroupOffsets wrote. State initialized
+without a start offset (-1) starts where the group's ``share.auto.offset.reset`` (latest by default) says, and
+that offset is written with the share-partition's next state write, as Kafka 4.4 does. A share-partition
+without state is not served and none is created for it: as Kafka 4.4 answers it (its share coordinator refuses
+to read uninitialized state, which its SharePartition turns into UNKNOWN_SERVER_ERROR), the partition's error is
+UNKNOWN_SERVER_ERROR once the fetch completes without records (at ``max_wait_ms``), and the partition is left
+out of an answer that carries records of others. A ShareFetch acquires records for the member from the first available offset (released
 records before new ones), reading the log as a consumer would (read_committed per the group's
 ``share.isolation.level``: up to the last stable offset, records of aborted transactions archived). An
 acknowledgement (and a lock expiry) changes the in-memory state at once and is answered only once the
@@ -67,6 +72,8 @@ class ShareFetchResult:
     records: bytes = b""
     acquired: list[AcquiredRecords] | None = None
     acknowledge_error_code: int = ErrorCode.NONE
+    uninitialized: bool = False  # no persisted state: an error only once the fetch has nothing else to answer
+    omitted: bool = False  # left out of the answer (uninitialized, and other partitions returned records)
 
 
 class _Entry:
@@ -134,6 +141,8 @@ class SharePartitionManager:
             await asyncio.shield(entry.ready)
         except Exception:
             entry.ready = None
+            if self._entries.get(key) is entry and entry.partition is None:
+                del self._entries[key]
             raise
         assert entry.partition is not None
         return entry.partition
@@ -152,14 +161,14 @@ class SharePartitionManager:
             settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks),
             self.clock, on_release=lambda: self._on_release(key), dead_letter=self._dead_letter_of(key, topic))
         state = await self.persister.read_state(key, leader_epoch)
-        if state is None or state.start_offset < 0:
-            # Not initialized, or initialized by the group without an offset: share.auto.offset.reset decides
-            # now, and the offset is written with the next state write (as Kafka's SharePartition does).
+        if state is None:
+            sp.close()
+            raise _PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, uninitialized=True)
+        if state.start_offset < 0:
+            # Initialized by the group without an offset: share.auto.offset.reset decides now, and the offset is
+            # written with the next state write (Kafka's SharePartition writes nothing on loading).
             start = self._reset_offset(partition, settings.auto_offset_reset)
-            if state is None:
-                await self.persister.initialize_state(key, 0, start)
-            sp.load(start, [], state.state_epoch if state is not None else 0)
-            sp.force_start_write()
+            sp.load(start, [], state.state_epoch)
             log.info("share group %s %s-%d: share-partition starts at offset %d (share.auto.offset.reset=%s)",
                      group_id, topic, index, start, settings.auto_offset_reset)
         else:
@@ -177,6 +186,8 @@ class SharePartitionManager:
         entry.partition = sp
         if sp.has_dirty():
             asyncio.ensure_future(self._persist_logged(key))
+        if state.start_offset < 0:
+            sp.force_start_write()  # after the check above: the offset goes with the next write, not its own
 
     def _dead_letter_of(self, key: SharePartitionKey, topic: str) -> Callable[[int, int, int, str], bool] | None:
         """A share-partition's ``dead_letter``: hands records to the dead-letter queue, which says whether it takes
@@ -195,13 +206,15 @@ class SharePartitionManager:
         if entry is not None and entry.partition is not None and entry.partition.dead_letters_written(first, last):
             self._on_release(key)
 
-    async def initialize_uninitialized(self, key: SharePartitionKey, start_offset: int = -1) -> None:
-        """A share-partition the group coordinator initializes: state starting at ``start_offset`` (-1: not yet
-        known, share.auto.offset.reset decides at the first fetch) unless it has state already."""
-        if key in self._entries or await self.persister.read_state(key) is not None:
+    async def initialize_uninitialized(self, key: SharePartitionKey, state_epoch: int, start_offset: int = -1) -> None:
+        """A share-partition the group coordinator initializes at ``state_epoch`` (the group epoch, as Kafka 4.4):
+        state starting at ``start_offset`` (-1: not yet known, share.auto.offset.reset decides at the first fetch)
+        unless it has state already."""
+        entry = self._entries.get(key)
+        if (entry is not None and entry.partition is not None) or await self.persister.read_state(key) is not None:
             return
         try:
-            await self.persister.initialize_state(key, 0, start_offset)
+            await self.persister.initialize_state(key, state_epoch, start_offset)
         except ApiError as exc:
             if exc.error_code != ErrorCode.FENCED_STATE_EPOCH:  # else initialized meanwhile: fine
                 raise
@@ -253,14 +266,16 @@ class SharePartitionManager:
         while True:
             results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit)
             got = sum(len(r.records) for r in results.values() if r.acquired)
-            if got >= max(1, min_bytes) or any(r.error_code for r in results.values()) or not keys:
-                return results
+            if got >= max(1, min_bytes) or any(r.error_code and not r.uninitialized for r in results.values()) \
+                    or not keys:
+                return _answered(results)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return results
+                return _answered(results)
             watch = [(self._topic_name(k[1]), k[2]) for k in keys if self._topic_name(k[1]) is not None]
             if not await self._rm.wait_for(watch, remaining):
-                return await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit)
+                return _answered(await self._fetch_once(group_id, member_id, keys, max_bytes, max_records,
+                                                        record_limit))
 
     async def _fetch_once(self, group_id: str, member_id: str, keys: list[SharePartitionKey], max_bytes: int,
                           max_records: int, record_limit: bool) -> dict[SharePartitionKey, ShareFetchResult]:
@@ -271,7 +286,7 @@ class SharePartitionManager:
             try:
                 sp = await self.share_partition(key)
             except _PartitionError as exc:
-                out[key] = ShareFetchResult(exc.code)
+                out[key] = ShareFetchResult(exc.code, uninitialized=exc.uninitialized)
                 continue
             except Exception as exc:
                 log.warning("share group %s: share-partition %s-%d unavailable: %s", group_id, key[1], key[2], exc)
@@ -357,15 +372,18 @@ class SharePartitionManager:
                 continue
             sp = entry.partition
             code = ErrorCode.NONE
+            applied = False
             for first, last, types in batches:
                 try:
                     sp.acknowledge(member_id, first, last, types)
+                    applied = True
                 except InvalidRecordStateError as exc:
                     log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
                              sp.topic, sp.partition, exc)
                     code = ErrorCode.INVALID_RECORD_STATE
             out[key] = code
-            touched.append(key)
+            if applied:  # nothing changed, nothing written (a start offset not yet persisted waits too)
+                touched.append(key)
         for key in touched:
             try:
                 await self.persist(key)
@@ -411,13 +429,13 @@ class SharePartitionManager:
     def loaded(self, group_id: str) -> dict[SharePartitionKey, SharePartition]:
         return {k: e.partition for k, e in self._entries.items() if k[0] == group_id and e.partition is not None}
 
-    async def reset(self, key: SharePartitionKey, offset: int) -> None:
-        """AlterShareGroupOffsets: a new state epoch starting at ``offset``."""
+    async def reset(self, key: SharePartitionKey, offset: int, state_epoch: int) -> None:
+        """AlterShareGroupOffsets: state starting at ``offset``, at the group's epoch ``state_epoch`` (Kafka 4.4
+        initializes it at the group epoch, the same epoch again when the group did not move in between)."""
         entry = self._entries.pop(key, None)
         if entry is not None and entry.partition is not None:
             entry.partition.close()
-        current = await self.persister.read_state(key)
-        await self.persister.initialize_state(key, (current.state_epoch + 1) if current else 0, offset)
+        await self.persister.initialize_state(key, state_epoch, offset)
 
     async def delete(self, key: SharePartitionKey) -> None:
         entry = self._entries.pop(key, None)
@@ -432,7 +450,17 @@ class SharePartitionManager:
         self._entries.clear()
 
 
+def _answered(results: dict[SharePartitionKey, ShareFetchResult]) -> dict[SharePartitionKey, ShareFetchResult]:
+    """The results as answered: share-partitions without state are left out when others returned records."""
+    if any(r.acquired for r in results.values()):
+        for r in results.values():
+            if r.uninitialized:
+                r.omitted = True
+    return results
+
+
 class _PartitionError(Exception):
-    def __init__(self, code: int) -> None:
+    def __init__(self, code: int, *, uninitialized: bool = False) -> None:
         super().__init__(f"error {code}")
         self.code = code
+        self.uninitialized = uninitialized

@@ -1,6 +1,8 @@
 """ReadShareGroupStateSummary v0-1 (KIP-932, broker to broker): the state epoch, leader epoch and start offset of
 share-partitions (describing a share group's offsets); v1 adds the delivery complete count (offsets at or above
-the start offset acknowledged or archived). No state: epochs and offset -1. CLUSTER_ACTION, else
+the start offset acknowledged or archived). No state: state and leader epoch 0, start offset and delivery complete
+count -1, no error (Kafka 4.4's answer; ``persister.summary_has_state`` tells it apart); an error leaves the
+fields at their defaults (epochs and offset 0, count -1). CLUSTER_ACTION, else
 CLUSTER_AUTHORIZATION_FAILED; NOT_COORDINATOR when the key's partition is not led here."""
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from wire.messages.read_share_group_state_summary_response import PartitionResul
 
 
 def _result(p, code, message, state=None) -> PartitionResult:
-    if state is None:
-        return PartitionResult(partition=p.partition, error_code=code, error_message=message, state_epoch=-1,
-                               leader_epoch=-1, start_offset=-1)
+    if state is None and code == ErrorCode.NONE:
+        return PartitionResult(partition=p.partition, error_code=code, error_message=message, state_epoch=0,
+                               leader_epoch=0, start_offset=-1, delivery_complete_count=-1)
+    if state is None:  # an error: the fields at their defaults, as Kafka 4.4 answers
+        return PartitionResult(partition=p.partition, error_code=code, error_message=message)
     return PartitionResult(partition=p.partition, error_code=code, error_message=message,
                            state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
                            start_offset=state.start_offset, delivery_complete_count=state.delivery_complete_count)

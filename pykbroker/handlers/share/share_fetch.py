@@ -15,7 +15,10 @@
   available for the next fetch, as Kafka 4.4 answers.
 - v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
 - A full session (epoch 0) answers every partition; later requests only those with records, errors or
-  acknowledgement results. UNSUPPORTED_VERSION while share groups are off.
+  acknowledgement results. A share-partition the group coordinator never initialized (no persisted state, e.g.
+  a topic the group is not subscribed to) gets no records and no state: UNKNOWN_SERVER_ERROR once the fetch
+  waited out ``max_wait_ms`` empty, left out when other partitions answer records (Kafka 4.4's answers).
+  UNSUPPORTED_VERSION while share groups are off.
 """
 
 from __future__ import annotations
@@ -105,7 +108,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     elif fetching:
         results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                    for t, p in session.partitions if t in topics_by_id and t not in readable}
-        if acks and (any(r.acquired or r.error_code for r in first.values()) or request.max_wait_ms <= 0):
+        if acks and (any(r.acquired or (r.error_code and not r.uninitialized) for r in first.values())
+                     or request.max_wait_ms <= 0):
             results |= first
         else:
             results |= await fetch(request.max_wait_ms)
@@ -120,6 +124,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         key = (group_id, topic_id, index)
         result = results.get(key)
         ack_code = ack_codes.get(key)
+        if result is not None and result.omitted and ack_code is None:
+            continue
         if topic_id not in ctx.metadata.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                  acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",

@@ -183,7 +183,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
     if group is not None and group.members:
         return alter_error(request, ctx.api_version, ErrorCode.NON_EMPTY_GROUP,
                            "The group is not empty.")
-    await svc.ensure_group(request.group_id)
+    group = await svc.ensure_group(request.group_id)  # its epoch is the state epoch of the offsets written
     store = ctx.metadata
     denied, responses = [], []
     for t in request.topics:
@@ -203,7 +203,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterSh
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist."
             else:
                 try:
-                    await svc.partitions.reset((request.group_id, topic.topic_id, p.partition_index), p.start_offset)
+                    await svc.partitions.reset((request.group_id, topic.topic_id, p.partition_index), p.start_offset,
+                                               group.group_epoch)
                     reset.append(p.partition_index)
                     log.info("share group %s %s-%d: start offset reset to %d (%s)", request.group_id, t.topic_name,
                              p.partition_index, p.start_offset, ctx.describe())

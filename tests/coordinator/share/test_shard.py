@@ -53,16 +53,45 @@ def test_a_snapshot_replaces_the_updates_when_due():
     assert replayed(log[3:], 2).snapshot() == shard.snapshot()  # the snapshot alone carries the state
 
 
-def test_an_older_state_epoch_is_fenced_and_delete_writes_tombstones():
+def test_an_older_state_epoch_is_fenced_and_delete_writes_a_snapshot_tombstone():
+    """Kafka 4.4 deletes a share-partition's state with one record: the snapshot key's tombstone."""
     shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
     apply(shard, shard.initialize_state(KEY, 3, 0), log)
+    apply(shard, shard.write_state(KEY, 3, 0, 0, [B(0, 1, 2, 1)]), log)
     with pytest.raises(ApiError) as err:
         shard.write_state(KEY, 2, 0, 0, [])
     assert err.value.error_code == ErrorCode.FENCED_STATE_EPOCH
     apply(shard, shard.delete_state(KEY), log)
     assert shard.read_state(KEY) is None
     assert replayed(log).snapshot() == {}
-    assert log[-1][1] is None and log[-2][1] is None
+    assert isinstance(decode_record(*log[-1]).key, ShareSnapshotKey) and log[-1][1] is None
+    assert isinstance(decode_record(*log[-2]).key, ShareUpdateKey) and log[-2][1] is not None
+    apply(shard, shard.initialize_state(KEY, 4, -1), log)  # initialized again after the deletion
+    assert replayed(log).snapshot() == shard.snapshot() == {KEY: (-1, 4, ())}
+
+
+def test_initialized_state_is_kafkas_snapshot():
+    """InitializeShareGroupState as Kafka 4.4's share coordinator writes it (its records read back from a 4.4
+    broker): the state epoch asked for (the group epoch), leader epoch 0, the delivery complete count -1 without a
+    start offset and 0 with one; the snapshot epoch counts up; the same state epoch again replaces the state (an
+    offsets alter of a group whose epoch did not move), a lower one is fenced."""
+    shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
+    apply(shard, shard.initialize_state(KEY, 2, -1), log)
+    first = decode_record(*log[-1]).value
+    assert (first.snapshot_epoch, first.state_epoch, first.leader_epoch, first.start_offset,
+            first.delivery_complete_count, first.state_batches) == (0, 2, 0, -1, -1, [])
+    summary = shard.summary(KEY)
+    assert (summary.state_epoch, summary.leader_epoch, summary.start_offset, summary.delivery_complete_count) == \
+        (2, 0, -1, -1)
+    assert shard.read_state_with_leader_epoch(KEY, 0).records == []  # leader epoch 0 is the one stored
+    for offset in (2, 3):
+        apply(shard, shard.initialize_state(KEY, 4, offset), log)
+    altered = decode_record(*log[-1]).value
+    assert (altered.snapshot_epoch, altered.state_epoch, altered.leader_epoch, altered.start_offset,
+            altered.delivery_complete_count) == (2, 4, 0, 3, 0)
+    with pytest.raises(ApiError) as err:
+        shard.initialize_state(KEY, 3, 0)
+    assert err.value.error_code == ErrorCode.FENCED_STATE_EPOCH
 
 
 def test_a_new_leader_epoch_read_is_recorded_and_fences_the_old_leader():
@@ -83,16 +112,17 @@ def test_a_new_leader_epoch_read_is_recorded_and_fences_the_old_leader():
     assert shard.read_state_with_leader_epoch(KEY, 5).records == []  # same epoch: nothing to write
 
 
-def test_initialize_over_existing_state_needs_a_higher_state_epoch():
+def test_initialize_over_existing_state_needs_the_same_or_a_higher_state_epoch():
     shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
-    apply(shard, shard.initialize_state(KEY, 0, -1), log)
-    apply(shard, shard.write_state(KEY, 0, 0, 7, [B(7, 8, 2, 1)]), log)
-    with pytest.raises(ApiError) as err:  # a second "first" initialization must not wipe the write
-        shard.initialize_state(KEY, 0, -1)
+    apply(shard, shard.initialize_state(KEY, 2, -1), log)
+    apply(shard, shard.write_state(KEY, 2, 0, 7, [B(7, 8, 2, 1)]), log)
+    with pytest.raises(ApiError) as err:  # an initialization from before the group moved on
+        shard.initialize_state(KEY, 1, -1)
     assert err.value.error_code == ErrorCode.FENCED_STATE_EPOCH
-    apply(shard, shard.initialize_state(KEY, 1, 3), log)  # an offsets reset: a new state epoch
+    apply(shard, shard.initialize_state(KEY, 2, 3), log)  # an offsets reset at the same group epoch
     state = shard.read_state(KEY)
-    assert (state.state_epoch, state.start_offset, state.state_batches) == (1, 3, [])
+    assert (state.state_epoch, state.start_offset, state.state_batches) == (2, 3, [])
+    assert replayed(log).snapshot() == shard.snapshot()
 
 
 def test_the_summary_counts_the_offsets_done_above_the_start():
