@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -224,7 +224,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -260,10 +260,9 @@ test-franz-suite-slow: deps
 	PYKBROKER_FRANZ_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_franz_kgo_suite.py $(ARGS)
 
 ## test-connect-slow: Kafka Connect 4.4 in distributed mode (two workers, a kill -9, a rebalance; at_least_once and
-##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers, and
-##                    MirrorMaker 2 from one pykbroker to another judged by Kafka -> Kafka (~15 min)
+##                    exactly-once source support) on pykbroker judged by Kafka 4.4, one node and 3 brokers (~10 min)
 test-connect-slow: deps
-	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py compat_tests/test_mirror_maker.py $(ARGS)
+	PYKBROKER_CONNECT_SLOW=1 $(PY) -m pytest compat_tests/test_kafka_connect.py $(ARGS)
 
 ## test-python-suites-slow: kafka-python's own integration suite (its sdist's test/integration, pinned, cached in
 ##                          compat_tests/python_suites/.cache) on one pykbroker node and on 3 brokers (minutes);
@@ -304,3 +303,9 @@ test-kafkajs-slow: deps
 ##                         (~10 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.sarama --kafka
 test-sarama-suite-slow: deps
 	PYKBROKER_SARAMA_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_sarama_suite.py $(ARGS)
+
+## test-mirror-slow: MirrorMaker 2 (4.3.1) from one pykbroker to another, one node and two 3-broker clusters, judged by
+##                   Kafka 4.4 -> Kafka 4.4 one side at a time: records, added partitions, synced configs, checkpoints
+##                   and translated group offsets, a fail-over, heartbeats, the ACL sync (~6 min)
+test-mirror-slow: deps
+	PYKBROKER_MIRROR_SLOW=1 $(PY) -m pytest compat_tests/test_mirror_maker.py $(ARGS)

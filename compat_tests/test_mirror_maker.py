@@ -18,7 +18,7 @@ at a time, the machine has two cores):
 
 The observations (records, partitions, configs, the caught-up group's offsets and its last checkpoints, the
 invariants, the heartbeats, the internal topics, the ACL answer and MirrorMaker's ERROR lines) must be equal.
-Minutes of JVM work: PYKBROKER_CONNECT_SLOW=1 (``make test-connect-slow``).
+Minutes of JVM work: PYKBROKER_MIRROR_SLOW=1 (``make test-mirror-slow``).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
 from wire.messages import DescribeAclsRequest
 
-SLOW = os.environ.get("PYKBROKER_CONNECT_SLOW") == "1"
-pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_CONNECT_SLOW=1 (make test-connect-slow)")
+SLOW = os.environ.get("PYKBROKER_MIRROR_SLOW") == "1"
+pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_MIRROR_SLOW=1 (make test-mirror-slow)")
 RECORDS = 200
 PARTITIONS = 2
 ADDED = 20  # records produced into the partition added on the source
