@@ -131,6 +131,9 @@ function consumerOf (groupId, extra = {}) {
 }
 
 // Reads `count` messages of `topic` from the beginning in group `groupId`; then `settleMs` more for any extra.
+// The high watermark of the last batch readAll got, by partition (KafkaJS's batch.highWatermark).
+const highWatermarks = {}
+
 async function readAll (groupId, topic, count, extra = {}, settleMs = 0) {
   const consumer = consumerOf(groupId, extra)
   const got = []
@@ -138,6 +141,7 @@ async function readAll (groupId, topic, count, extra = {}, settleMs = 0) {
   await consumer.subscribe({ topics: [topic], fromBeginning: true })
   await consumer.run({
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      highWatermarks[batch.partition] = batch.highWatermark
       for (const m of batch.messages) {
         got.push(messageView(batch.partition, m))
         resolveOffset(m.offset)
@@ -551,6 +555,88 @@ async function manualCommits (admin, errAdmin) {
   })
 }
 
+// Where a broker checks what a producer sends, and every config of a topic with its synonyms.
+async function limitsAndConfigs (admin, errAdmin) {
+  await step('createTopics with LogAppendTime and a small max.message.bytes', () => createTopics(admin, { topics: [{
+    topic: name('limits'), numPartitions: 1, replicationFactor: RF, configEntries: [
+      { name: 'message.timestamp.type', value: 'LogAppendTime' }, { name: 'max.message.bytes', value: '2048' }] }] }))
+  const producer = quickFail.producer()
+  await producer.connect()
+  try {
+    await step('produce to a LogAppendTime topic', async () => {
+      const before = Date.now()
+      const [m] = await producer.send({ topic: name('limits'), messages: [{ value: 'lat', timestamp: '1000' }] })
+      return { errorCode: m.errorCode, baseOffset: m.baseOffset, logAppendTimeIsNow: Number(m.logAppendTime) >= before - 5000 }
+    })
+    await step('produce a record over max.message.bytes', () =>
+      producer.send({ topic: name('limits'), messages: [{ value: 'x'.repeat(4096) }] }))
+    await step('produce a record two hours in the future', () =>
+      producer.send({ topic: name('ts'), messages: [{ value: 'future', timestamp: String(Date.now() + 7200000) }] }))
+  } finally {
+    await producer.disconnect()
+  }
+  await step('consume a LogAppendTime topic', async () => {
+    const [m] = await readAll(name('lat-reader'), name('limits'), 1)
+    return { offset: m.offset, value: m.value }
+  })
+  await step('describeConfigs every topic config with synonyms', async () => {
+    const { resources } = await admin.describeConfigs({ includeSynonyms: true,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: name('limits') }] })
+    return Object.fromEntries(resources[0].configEntries.map(e => [e.configName, {
+      value: e.configValue, source: e.configSource, readOnly: e.readOnly, isDefault: e.isDefault, isSensitive: e.isSensitive,
+      synonyms: e.configSynonyms.map(y => `${y.configName}=${y.configValue} (${y.configSource})`) }]))
+  })
+  await step('a message larger than maxBytesPerPartition', async () => {
+    const producer = kafka.producer()
+    await producer.connect()
+    await producer.send({ topic: name('adm'), messages: [{ partition: 2, value: 'b'.repeat(20000) }] })
+    await producer.disconnect()
+    const consumer = consumerOf(name('big-reader'), { maxBytesPerPartition: 1024, maxBytes: 2048 })
+    const got = []
+    await consumer.connect()
+    await consumer.subscribe({ topics: [name('adm')], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ partition, message }) => { if (partition === 2) got.push(message.value.length) } })
+    try {
+      await until('the large message', () => got.length >= 1)
+    } finally {
+      await consumer.disconnect()
+    }
+    return got
+  })
+}
+
+// A read_committed consumer stops at an open transaction's first record (the last stable offset), records after it
+// included, until the transaction commits.
+async function openTransaction (admin) {
+  const topic = name('lso')
+  await createTopics(admin, { topics: [{ topic, numPartitions: 1, replicationFactor: RF }] })
+  const plain = kafka.producer()
+  const open = kafka.producer({ transactionalId: name('open'), idempotent: true, maxInFlightRequests: 1 })
+  await plain.connect()
+  await open.connect()
+  const values = ms => ms.map(m => `${m.offset}:${m.value}`)
+  const read = async (group, count, extra, settleMs) => {
+    for (const k of Object.keys(highWatermarks)) delete highWatermarks[k]
+    const ms = await readAll(name(group), topic, count, extra, settleMs)
+    return { values: values(ms), highWatermark: highWatermarks[0] }
+  }
+  try {
+    await plain.send({ topic, messages: [{ value: 'before' }] })
+    const tx = await open.transaction()
+    await tx.send({ topic, messages: [{ value: 'open' }] })
+    await plain.send({ topic, messages: [{ value: 'after-open' }] })
+    await step('lso: read_committed during an open transaction', () => read('lso-rc', 1, {}, 1500))
+    await step('lso: read_uncommitted during an open transaction', () => read('lso-ru', 3, { readUncommitted: true }, 500))
+    await step('lso: fetchTopicOffsets during an open transaction', () => admin.fetchTopicOffsets(topic))
+    await tx.commit()
+    await step('lso: read_committed after the commit', () => read('lso-rc2', 3, {}, 800))
+    await step('lso: fetchTopicOffsets after the commit', () => admin.fetchTopicOffsets(topic))
+  } finally {
+    await plain.disconnect()
+    await open.disconnect()
+  }
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
@@ -573,6 +659,8 @@ async function main () {
     await acls(admin)
     await fencing()
     await manualCommits(admin, errAdmin)
+    await limitsAndConfigs(admin, errAdmin)
+    await openTransaction(admin)
     await unknownTopicProduce()
   }
   await admin.disconnect()
