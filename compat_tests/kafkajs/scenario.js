@@ -89,6 +89,30 @@ async function until (what, cond, timeoutMs = 30000) {
   }
 }
 
+// KRaft brokers learn the controller's changes (topics, partitions, configs) asynchronously, so a 3-node Kafka may
+// answer from before a change it has acknowledged: reads that follow a change retry until they see it (or the
+// deadline passes, when the last answer is the observation); one node, or pykbroker, sees it at once.
+async function eventually (read, seen, timeoutMs = 15000) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    let value, error
+    try { value = await read() } catch (e) { error = e }
+    if (error === undefined && seen(value)) return value
+    if (Date.now() > deadline) { if (error !== undefined) throw error; return value }
+    await sleep(200)
+  }
+}
+
+// createTopics: with waitForLeaders on one node; on a cluster KafkaJS's wait asks the broker it took for the controller
+// (any broker, on KRaft) and gives up on UNKNOWN_TOPIC_OR_PARTITION while that broker lags, so the scenario waits.
+async function createTopics (admin, options) {
+  const created = await admin.createTopics({ ...options, waitForLeaders: RF === 1 })
+  const topics = options.topics.map(t => t.topic)
+  await eventually(() => admin.fetchTopicMetadata({ topics }),
+    md => md.topics.length === topics.length && md.topics.every(t => t.partitions.every(p => p.leader >= 0)))
+  return created
+}
+
 const byPartition = (a, b) => a.partition - b.partition
 const messageView = (partition, m) => ({
   partition,
@@ -107,6 +131,9 @@ function consumerOf (groupId, extra = {}) {
 }
 
 // Reads `count` messages of `topic` from the beginning in group `groupId`; then `settleMs` more for any extra.
+// The high watermark of the last batch readAll got, by partition (KafkaJS's batch.highWatermark).
+const highWatermarks = {}
+
 async function readAll (groupId, topic, count, extra = {}, settleMs = 0) {
   const consumer = consumerOf(groupId, extra)
   const got = []
@@ -114,6 +141,7 @@ async function readAll (groupId, topic, count, extra = {}, settleMs = 0) {
   await consumer.subscribe({ topics: [topic], fromBeginning: true })
   await consumer.run({
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      highWatermarks[batch.partition] = batch.highWatermark
       for (const m of batch.messages) {
         got.push(messageView(batch.partition, m))
         resolveOffset(m.offset)
@@ -347,7 +375,7 @@ async function adminCalls (admin, errAdmin) {
     return { brokers: c.brokers.length, controllerIsABroker: c.brokers.some(b => b.nodeId === c.controller),
       clusterIdIsString: typeof c.clusterId === 'string' && c.clusterId.length > 0 }
   })
-  await step('createTopics', () => admin.createTopics({ topics: topics.map(t => ({
+  await step('createTopics', () => createTopics(admin, { topics: topics.map(t => ({
     topic: name(t), numPartitions: partitions[t], replicationFactor: RF })) }))
   await step('createTopics again (topic already exists)', () =>
     errAdmin.createTopics({ topics: [{ topic: name('adm'), numPartitions: 1, replicationFactor: RF }] }))
@@ -357,12 +385,13 @@ async function adminCalls (admin, errAdmin) {
     errAdmin.createTopics({ topics: [{ topic: name('bad-rf'), numPartitions: 1, replicationFactor: 7 }] }))
   await step('createTopics validateOnly', () =>
     admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: name('validate'), numPartitions: 2, replicationFactor: RF }] }))
-  await step('createTopics with configs', () => admin.createTopics({ topics: [{ topic: name('compact'), numPartitions: 1,
+  await step('createTopics with configs', () => createTopics(admin, { topics: [{ topic: name('compact'), numPartitions: 1,
     replicationFactor: RF, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] }))
-  await step('listTopics', async () => (await admin.listTopics()).filter(t => t.startsWith(prefix)).sort())
+  await step('listTopics', async () => (await eventually(() => admin.listTopics(), ts => ts.includes(name('compact'))))
+    .filter(t => t.startsWith(prefix)).sort())
   await step('fetchTopicMetadata', async () => {
     const { topics: md } = await admin.fetchTopicMetadata({ topics: [name('p'), name('tx')] })
-    return md.map(t => ({ name: t.name, partitions: t.partitions.sort((a, b) => a.partitionId - b.partitionId).map(p => ({
+    return md.sort((a, b) => a.name.localeCompare(b.name)).map(t => ({ name: t.name, partitions: t.partitions.sort((a, b) => a.partitionId - b.partitionId).map(p => ({
       partitionId: p.partitionId, partitionErrorCode: p.partitionErrorCode, hasLeader: p.leader >= 0,
       replicas: p.replicas.length, isr: p.isr.length, offlineReplicas: p.offlineReplicas.length })) }))
   })
@@ -372,7 +401,8 @@ async function adminCalls (admin, errAdmin) {
     errAdmin.createPartitions({ topicPartitions: [{ topic: name('adm'), count: 2 }] }))
   await step('createPartitions of an unknown topic', () =>
     errAdmin.createPartitions({ topicPartitions: [{ topic: name('nope'), count: 2 }] }))
-  await step('fetchTopicOffsets after createPartitions', async () => (await admin.fetchTopicOffsets(name('adm'))).sort(byPartition))
+  await step('fetchTopicOffsets after createPartitions', async () =>
+    (await eventually(() => admin.fetchTopicOffsets(name('adm')), o => o.length === 3)).sort(byPartition))
   const configsOf = async (type, nameOf, configNames) => {
     const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type, name: nameOf, configNames }] })
     return resources.map(r => ({ errorCode: r.errorCode, errorMessage: r.errorMessage, resourceType: r.resourceType,
@@ -385,7 +415,9 @@ async function adminCalls (admin, errAdmin) {
       configEntries: [{ name: 'retention.ms', value: '3600000' }, { name: 'cleanup.policy', value: 'delete' }] }] })
     return r.resources.map(x => ({ errorCode: x.errorCode, errorMessage: x.errorMessage, resourceName: x.resourceName }))
   })
-  await step('describeConfigs topic after alterConfigs', () => configsOf(ConfigResourceTypes.TOPIC, name('compact'), topicConfigs))
+  await step('describeConfigs topic after alterConfigs', () => eventually(
+    () => configsOf(ConfigResourceTypes.TOPIC, name('compact'), topicConfigs),
+    r => r[0].configEntries.some(e => e.configName === 'retention.ms' && e.configValue === '3600000')))
   await step('alterConfigs with an unknown config', () => errAdmin.alterConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC,
     name: name('compact'), configEntries: [{ name: 'no.such.config', value: '1' }] }] }))
   await step('describeConfigs of an unknown topic', () => errAdmin.describeConfigs({ includeSynonyms: false,
@@ -398,7 +430,8 @@ async function adminCalls (admin, errAdmin) {
   })
   await step('deleteTopics', () => admin.deleteTopics({ topics: [name('del')] }))
   await step('deleteTopics of an unknown topic', () => errAdmin.deleteTopics({ topics: [name('nope')] }))
-  await step('listTopics after deleteTopics', async () => (await admin.listTopics()).filter(t => t.startsWith(prefix)).sort())
+  await step('listTopics after deleteTopics', async () => (await eventually(() => admin.listTopics(), ts => !ts.includes(name('del'))))
+    .filter(t => t.startsWith(prefix)).sort())
 }
 
 async function groupAdmin (admin, errAdmin) {
@@ -449,13 +482,168 @@ async function unknownTopicProduce () {
   await producer.disconnect()
 }
 
+// A second producer taking a transactional id fences the first: its open transaction is aborted, its commit refused.
+async function fencing () {
+  const options = { transactionalId: name('fence'), idempotent: true, maxInFlightRequests: 1 }
+  const first = quickFail.producer(options)
+  const second = kafka.producer(options)
+  await first.connect()
+  try {
+    const tx = await first.transaction()
+    await step('fencing: send in the first producer\'s transaction', async () =>
+      (await tx.send({ topic: name('tx'), messages: [{ partition: 0, value: 'fenced' }] })).map(m => m.errorCode))
+    // KafkaJS asks for its producer id at a transactional producer's first transaction(), not at connect().
+    let tx2
+    await step('fencing: the second producer begins a transaction', async () => { await second.connect(); tx2 = await second.transaction(); return null })
+    await step('fencing: the first producer commits', () => tx.commit())
+    await step('fencing: the second producer commits', async () => {
+      await tx2.send({ topic: name('tx'), messages: [{ partition: 1, value: 'after-fence' }] })
+      await tx2.commit()
+      return null
+    })
+  } finally {
+    await first.disconnect().catch(() => null)
+    await second.disconnect().catch(() => null)
+  }
+  await step('fencing: read_committed sees the second producer only', async () =>
+    (await readAll(name('fence-reader'), name('tx'), 6, {}, 800)).map(m => m.value))
+}
+
+// Manual commits (autoCommit off), the consumer's own describeGroup, and the group and reassignment look-ups.
+async function manualCommits (admin, errAdmin) {
+  const topic = name('g')
+  const group = name('manual')
+  const consumer = consumerOf(group)
+  const got = []
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
+  await consumer.run({ autoCommit: false, eachMessage: async ({ partition, message }) => { got.push(messageView(partition, message)) } })
+  try {
+    await until('6 messages', () => got.length >= 6)
+    await step('manual: consumer.describeGroup', async () => {
+      const g = await consumer.describeGroup()
+      return { state: g.state, protocol: g.protocol, protocolType: g.protocolType, members: g.members.length, errorCode: g.errorCode }
+    })
+    await step('manual: nothing committed with autoCommit off', () => admin.fetchOffsets({ groupId: group, topics: [topic] }))
+    await step('manual: commitOffsets', async () => {
+      await consumer.commitOffsets([{ topic, partition: 0, offset: '1' }, { topic, partition: 2, offset: '2' }])
+      return admin.fetchOffsets({ groupId: group, topics: [topic] })
+    })
+    await step('manual: commitOffsets of a partition the topic lacks', () =>
+      consumer.commitOffsets([{ topic, partition: 7, offset: '1' }]))
+  } finally {
+    await consumer.disconnect()
+  }
+  await step('fetchOffsets of every topic', async () => (await admin.fetchOffsets({ groupId: group }))
+    .map(t => ({ topic: t.topic, partitions: t.partitions.sort(byPartition) })))
+  await step('describeGroups of an unknown group', () => admin.describeGroups([name('no-such-group')]))
+  await step('listPartitionReassignments', () => admin.listPartitionReassignments({ topics: [{ topic: name('adm'), partitions: [0] }] }))
+  await step('alterPartitionReassignments to a broker that does not exist', () => errAdmin.alterPartitionReassignments({
+    topics: [{ topic: name('adm'), partitionAssignment: [{ partition: 0, replicas: [99] }] }] }))
+  await step('alterPartitionReassignments of an unknown topic', () => errAdmin.alterPartitionReassignments({
+    topics: [{ topic: name('nope'), partitionAssignment: [{ partition: 0, replicas: [1] }] }] }))
+  await step('produce acks 0 and 1', async () => {
+    const producer = kafka.producer()
+    await producer.connect()
+    try {
+      const none = await producer.send({ topic: name('adm'), acks: 0, messages: [{ partition: 1, value: 'a0' }] })
+      const one = await producer.send({ topic: name('adm'), acks: 1, messages: [{ partition: 1, value: 'a1' }] })
+      return { acks0: none, acks1: one.map(({ partition, errorCode, baseOffset }) => ({ partition, errorCode, baseOffset })) }
+    } finally {
+      await producer.disconnect()
+    }
+  })
+}
+
+// Where a broker checks what a producer sends, and every config of a topic with its synonyms.
+async function limitsAndConfigs (admin, errAdmin) {
+  await step('createTopics with LogAppendTime and a small max.message.bytes', () => createTopics(admin, { topics: [{
+    topic: name('limits'), numPartitions: 1, replicationFactor: RF, configEntries: [
+      { name: 'message.timestamp.type', value: 'LogAppendTime' }, { name: 'max.message.bytes', value: '2048' }] }] }))
+  const producer = quickFail.producer()
+  await producer.connect()
+  try {
+    await step('produce to a LogAppendTime topic', async () => {
+      const before = Date.now()
+      const [m] = await producer.send({ topic: name('limits'), messages: [{ value: 'lat', timestamp: '1000' }] })
+      return { errorCode: m.errorCode, baseOffset: m.baseOffset, logAppendTimeIsNow: Number(m.logAppendTime) >= before - 5000 }
+    })
+    await step('produce a record over max.message.bytes', () =>
+      producer.send({ topic: name('limits'), messages: [{ value: 'x'.repeat(4096) }] }))
+    await step('produce a record two hours in the future', () =>
+      producer.send({ topic: name('ts'), messages: [{ value: 'future', timestamp: String(Date.now() + 7200000) }] }))
+  } finally {
+    await producer.disconnect()
+  }
+  await step('consume a LogAppendTime topic', async () => {
+    const [m] = await readAll(name('lat-reader'), name('limits'), 1)
+    return { offset: m.offset, value: m.value }
+  })
+  await step('describeConfigs every topic config with synonyms', async () => {
+    const { resources } = await admin.describeConfigs({ includeSynonyms: true,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: name('limits') }] })
+    return Object.fromEntries(resources[0].configEntries.map(e => [e.configName, {
+      value: e.configValue, source: e.configSource, readOnly: e.readOnly, isDefault: e.isDefault, isSensitive: e.isSensitive,
+      synonyms: e.configSynonyms.map(y => `${y.configName}=${y.configValue} (${y.configSource})`) }]))
+  })
+  await step('a message larger than maxBytesPerPartition', async () => {
+    const producer = kafka.producer()
+    await producer.connect()
+    await producer.send({ topic: name('adm'), messages: [{ partition: 2, value: 'b'.repeat(20000) }] })
+    await producer.disconnect()
+    const consumer = consumerOf(name('big-reader'), { maxBytesPerPartition: 1024, maxBytes: 2048 })
+    const got = []
+    await consumer.connect()
+    await consumer.subscribe({ topics: [name('adm')], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ partition, message }) => { if (partition === 2) got.push(message.value.length) } })
+    try {
+      await until('the large message', () => got.length >= 1)
+    } finally {
+      await consumer.disconnect()
+    }
+    return got
+  })
+}
+
+// A read_committed consumer stops at an open transaction's first record (the last stable offset), records after it
+// included, until the transaction commits.
+async function openTransaction (admin) {
+  const topic = name('lso')
+  await createTopics(admin, { topics: [{ topic, numPartitions: 1, replicationFactor: RF }] })
+  const plain = kafka.producer()
+  const open = kafka.producer({ transactionalId: name('open'), idempotent: true, maxInFlightRequests: 1 })
+  await plain.connect()
+  await open.connect()
+  const values = ms => ms.map(m => `${m.offset}:${m.value}`)
+  const read = async (group, count, extra, settleMs) => {
+    for (const k of Object.keys(highWatermarks)) delete highWatermarks[k]
+    const ms = await readAll(name(group), topic, count, extra, settleMs)
+    return { values: values(ms), highWatermark: highWatermarks[0] }
+  }
+  try {
+    await plain.send({ topic, messages: [{ value: 'before' }] })
+    const tx = await open.transaction()
+    await tx.send({ topic, messages: [{ value: 'open' }] })
+    await plain.send({ topic, messages: [{ value: 'after-open' }] })
+    await step('lso: read_committed during an open transaction', () => read('lso-rc', 1, {}, 1500))
+    await step('lso: read_uncommitted during an open transaction', () => read('lso-ru', 3, { readUncommitted: true }, 500))
+    await step('lso: fetchTopicOffsets during an open transaction', () => admin.fetchTopicOffsets(topic))
+    await tx.commit()
+    await step('lso: read_committed after the commit', () => read('lso-rc2', 3, {}, 800))
+    await step('lso: fetchTopicOffsets after the commit', () => admin.fetchTopicOffsets(topic))
+  } finally {
+    await plain.disconnect()
+    await open.disconnect()
+  }
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
   await admin.connect()
   await errAdmin.connect()
   if (QUICK) {
-    await step('createTopics', () => admin.createTopics({ topics: [['p', 3], ['g', 3], ['tx', 2]].map(([t, n]) => ({
+    await step('createTopics', () => createTopics(admin, { topics: [['p', 3], ['g', 3], ['tx', 2]].map(([t, n]) => ({
       topic: name(t), numPartitions: n, replicationFactor: RF })) }))
     await produceIdempotent(admin, [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]])
     await transactions(admin)
@@ -469,6 +657,10 @@ async function main () {
     await pauseResumeSeek()
     await groupAdmin(admin, errAdmin)
     await acls(admin)
+    await fencing()
+    await manualCommits(admin, errAdmin)
+    await limitsAndConfigs(admin, errAdmin)
+    await openTransaction(admin)
     await unknownTopicProduce()
   }
   await admin.disconnect()
