@@ -157,7 +157,8 @@ class FrameReader:
             if self.waiting_for_memory:
                 return
         body = bytearray(size)
-        body[:have] = self._scratch[pos + 4:end]
+        with memoryview(self._scratch) as view:  # copied once (a bytearray slice would copy it twice)
+            body[:have] = view[pos + 4:end]
         self._body, self._body_filled = body, have
         self._pos = self._end = 0
 

@@ -91,13 +91,21 @@ class Reader:
         return self.buf[self._take(1)] != 0
 
     def int16(self) -> int:
-        return _I16.unpack_from(self.buf, self._take(2))[0]
+        pos = self.pos  # _take inlined in the fixed-size reads every request header and body makes
+        if pos + 2 > self.end:
+            self._take(2)  # raises
+        self.pos = pos + 2
+        return _I16.unpack_from(self.buf, pos)[0]
 
     def uint16(self) -> int:
         return _U16.unpack_from(self.buf, self._take(2))[0]
 
     def int32(self) -> int:
-        return _I32.unpack_from(self.buf, self._take(4))[0]
+        pos = self.pos
+        if pos + 4 > self.end:
+            self._take(4)  # raises
+        self.pos = pos + 4
+        return _I32.unpack_from(self.buf, pos)[0]
 
     def uint32(self) -> int:
         return _U32.unpack_from(self.buf, self._take(4))[0]
@@ -255,6 +263,10 @@ class Reader:
     # -- tagged fields -------------------------------------------------------------------------------
     def tagged_fields(self) -> dict[int, memoryview]:
         """All tagged fields of a struct as raw views keyed by tag (callers decode the ones they know)."""
+        pos = self.pos
+        if pos < self.end and self.buf[pos] == 0:  # none: what nearly every struct has
+            self.pos = pos + 1
+            return _NO_TAGS
         count = self.uvarint()
         if count == 0:
             return _NO_TAGS

@@ -52,19 +52,20 @@ MIN_RECORD_OVERHEAD = 14  # the smallest legacy message after its offset and len
 ZSTD = 4
 
 
+def _batch_at(records: bytes | memoryview, pos: int) -> int | None:
+    """The size of the complete batch at ``pos``, None when there is none (a partial one is ignored)."""
+    if len(records) - pos < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+    if length < MIN_RECORD_OVERHEAD:
+        raise ValueError(f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})")
+    return length + 12 if len(records) - pos >= length + 12 else None
+
+
 def _records_error(version: int, records: bytes | memoryview) -> tuple[int, str] | None:
     """Kafka's ProduceRequest.validateRecords: one magic-2 batch per partition (no zstd before v7)."""
-    def batch_at(pos: int) -> int | None:
-        """The size of the complete batch at ``pos``, None when there is none (a partial one is ignored)."""
-        if len(records) - pos < HEADER_SIZE_UP_TO_MAGIC:
-            return None
-        length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
-        if length < MIN_RECORD_OVERHEAD:
-            raise ValueError(f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})")
-        return length + 12 if len(records) - pos >= length + 12 else None
-
     try:
-        first = batch_at(0)
+        first = _batch_at(records, 0)
         if first is None:
             return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least one " \
                 "record batch per partition"
@@ -74,7 +75,7 @@ def _records_error(version: int, records: bytes | memoryview) -> tuple[int, str]
         if version < 7 and records[22] & 0x07 == ZSTD:
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not " \
                 "allowed to use ZStandard compression"
-        if batch_at(first) is not None:
+        if _batch_at(records, first) is not None:
             return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain " \
                 "exactly one record batch per partition"
     except ValueError as exc:
@@ -151,19 +152,20 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
 @handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
-    if ctx.api_version < 3:  # advertised for librdkafka's sake (KAFKA-18659), refused like Kafka 4.1 does
-        return None if request.acks == 0 else error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
-    by_id = ctx.api_version >= 13
+    version = ctx.api_version
+    if version < 3:  # advertised for librdkafka's sake (KAFKA-18659), refused like Kafka 4.1 does
+        return None if request.acks == 0 else error_response(request, version, ErrorCode.UNSUPPORTED_VERSION)
+    by_id = version >= 13
     acks = request.acks
     store = ctx.metadata
     if acks not in VALID_ACKS:
-        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUIRED_ACKS)
+        return error_response(request, version, ErrorCode.INVALID_REQUIRED_ACKS)
 
     if _has_transactional_records(request) and not (request.transactional_id and authorize(
             ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)):
         if acks == 0:
             raise CloseConnection  # Kafka's error response to acks=0 is a closed connection
-        return error_response(request, ctx.api_version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return error_response(request, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     errors: dict[tuple[int, int], int] = {}  # (topic index, partition index) -> code for unresolvable entries
     entries = {}
     transactional: dict[tuple[int, int], tuple[str, Any]] = {}  # batches to check with the coordinator first
@@ -184,7 +186,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.records is None:
                 errors[(ti, pi)] = ErrorCode.CORRUPT_MESSAGE
-            elif (invalid := _records_error(ctx.api_version, p.records)) is not None:
+            elif (invalid := _records_error(version, p.records)) is not None:
                 errors[(ti, pi)] = invalid[0]
                 log.debug("produce to %s-%d refused: %s (%s)", topic.name, p.index, invalid[1], ctx.describe())
             elif request.transactional_id:
