@@ -5,7 +5,7 @@ SCRAMs, the StandardAuthorizer with allow.everyone.if.no.acl.found, topics creat
 
 kafka-go's tests name localhost:9092 and localhost:9093 in their source, so each run gets a network namespace of its
 own (``unshare --net``, root): its broker binds those ports without meeting anything else on the machine, and the
-tests run unmodified. The test binaries are built once per kafka-go version by ``build_suite.sh``.
+tests run unmodified (a PID namespace too, so that nothing the run started outlives it). The test binaries are built once per kafka-go version by ``build_suite.sh``.
 ``KAFKA_VERSION`` is 4.0.0, the newest Kafka in kafka-go's CI config, so its version-gated tests run (and
 the ones of APIs Kafka 4 removed skip); ``KAFKA_SKIP_NETTEST`` is set as its CI sets it.
 """
@@ -65,12 +65,13 @@ def test_binaries() -> tuple[Path, Path] | None:
 
 
 def netns_available() -> str | None:
-    """None when ``unshare --net`` works here, else why not."""
+    """None when ``unshare --net --pid`` works here, else why not."""
     try:
-        done = subprocess.run(["unshare", "--net", "true"], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "true"], capture_output=True,
+                              text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unshare: {exc}"
-    return None if done.returncode == 0 else f"unshare --net: {done.stderr.strip()} (needs root)"
+    return None if done.returncode == 0 else f"unshare --net --pid: {done.stderr.strip()} (needs root)"
 
 
 def loopback_up() -> None:
@@ -233,7 +234,7 @@ def brokers(target: str, root: Path) -> AbstractContextManager[str]:
 def run_isolated(target: str, workdir: Path, *, skip: dict[str, str] | None = None,
                  run: dict[str, str] | None = None, count: int = 1, timeout_s: int = 3600) -> SuiteRun:
     """Build the tests if needed, then run them against a fresh ``target`` in a network namespace of its own (this
-    process re-run under ``unshare --net``); the outcomes come back as JSON, the output in ``workdir/suite.log``."""
+    process re-run under ``unshare --net --pid``); the outcomes come back as JSON, the output in ``workdir/suite.log``."""
     import json
     import sys
 
@@ -244,7 +245,9 @@ def run_isolated(target: str, workdir: Path, *, skip: dict[str, str] | None = No
     spec = {"target": target, "workdir": str(workdir), "skip": skip, "run": run, "count": count,
             "timeout_s": timeout_s}
     (workdir / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(["unshare", "--net", sys.executable, "-m", "compat_tests.kafkago", "--in-netns",
+    # A PID namespace too: whatever the run leaves (its brokers, ZooKeeper, a JVM) dies with it, even when killed.
+    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", sys.executable, "-m",
+                           "compat_tests.kafkago", "--in-netns",
                            str(workdir / "spec.json")], cwd=HERE.parent.parent, capture_output=True, text=True,
                           timeout=timeout_s * 2 + 600)
     result = workdir / "results.json"

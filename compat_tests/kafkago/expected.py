@@ -24,7 +24,23 @@ KAFKA_FAILURES: dict[str, tuple[str, ...]] = {
     ),
 }
 # ... and more on a 3-node Kafka 4.4 cluster.
-KAFKA_CLUSTER_FAILURES: dict[str, tuple[str, ...]] = {}
+KAFKA_CLUSTER_FAILURES: dict[str, tuple[str, ...]] = {
+    "kafka-go": (
+        # They take localhost:9092 for the only broker: its id as the controller's, the broker list, the leader of
+        # every partition, the coordinator of every group.
+        "TestConn/^(the_connection_advertises_the_broker_that_it_is_connected_to|test_retrieve_controller|"
+        "test_list_brokers|test_fetch_and_commit_offset)$",
+        # They join groups through the connection to a new topic's leader and fail unless that broker coordinates
+        # the groups too (1 chance in 3 a group): on a Kafka 4.4 cluster they failed 2 and 4 times in 4.
+        "TestConn/^(test_heartbeat_once_group_has_been_created|test_list_groups)$",
+        "TestDialer/^looking_up_partitions_returns_the_list_of_available_partitions_for_a_topic$",
+        "TestDialerResolver",
+        "TestDialerTLS",
+        # Describes SCRAM credentials right after deleting them, on whichever broker: another broker of a Kafka
+        # cluster may not have the deletion yet.
+        "TestDescribeUserScramCredentials",
+    ),
+}
 
 
 def skips(target: str) -> dict[str, str]:
@@ -33,7 +49,11 @@ def skips(target: str) -> dict[str, str]:
     if target.endswith("-cluster"):
         for p, names in KAFKA_CLUSTER_FAILURES.items():
             failing.setdefault(p, []).extend(names)
-    return {p: "|".join(f"^{n}$" if "/" not in n else n for n in names) for p, names in failing.items() if names}
+    # go test stops at the first alternative that matches a name even in part, so a subtest's pattern (whose test
+    # name is a regexp too) could shadow a test's: test names are anchored, and whole tests come first.
+    return {p: "|".join(sorted((f"^{n}$" if "/" not in n else "^{}$/{}".format(*n.split("/", 1)) for n in names),
+                               key=lambda pattern: "/" in pattern))
+            for p, names in failing.items() if names}
 
 # Tests (package:Test) that fail now and then on Kafka 4.4 too, for a race of their own: a failure is run again.
 RACY: frozenset[str] = frozenset({
