@@ -18,6 +18,7 @@ way: the environment sarama's docker-compose.yml builds, without Docker.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import json
 import os
@@ -293,5 +294,7 @@ def kafka_environment(root: Path, server: Path) -> Iterator[Environment]:
             logs = {i: cluster.node(i).log_path for i in range(1, BROKERS + 1)}
             with broker_control(lambda i: cluster.node(i).stop(), start, logs, root) as shim:
                 yield Environment(api, shim)
-        finally:
+        finally:  # all at once: one by one, the last nodes wait out their shutdown timeout without a quorum
+            with concurrent.futures.ThreadPoolExecutor(BROKERS) as pool:
+                list(pool.map(lambda node: node.stop(), cluster.nodes))
             cluster.close()
