@@ -17,16 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from compat_tests.go_test_run import SuiteRun, run_go_tests
 
 HERE = Path(__file__).parent
 PROTOCOLS = ("classic", "consumer")
@@ -40,7 +39,6 @@ OVERRIDES = {"auto.create.topics.enable": "true", "num.partitions": "4", "group.
              "allow.everyone.if.no.acl.found": "true", "super.users": "User:admin;User:ANONYMOUS",
              "sasl.enabled.mechanisms": "PLAIN", "inter.broker.listener.name": "PLAINTEXT",
              "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS}
-_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 
 
 def go_test_binary() -> Path | None:
@@ -51,21 +49,6 @@ def go_test_binary() -> Path | None:
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"compat_tests/confluent_suites/build_go_suite.sh failed:\n{exc.stderr[-3000:]}") from None
     return Path(out[0]) if out else None
-
-
-@dataclass
-class SuiteRun:
-    """A run's outcome: each test's PASS/FAIL/SKIP (subtests by their full name), the go test exit code and the whole
-    output."""
-
-    results: dict[str, str]
-    returncode: int
-    output: str
-    seconds: float
-    failed: list[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.failed = sorted(name for name, status in self.results.items() if status == "FAIL")
 
 
 def write_testconf(workdir: Path, seeds: str, sasl_seeds: str) -> None:
@@ -83,20 +66,8 @@ def run_suite(binary: Path, workdir: Path, seeds: str, sasl_seeds: str, *, proto
     output is also written to ``output``."""
     write_testconf(workdir, seeds, sasl_seeds)
     env = {**os.environ, "TEST_CONSUMER_GROUP_PROTOCOL": protocol}
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+") as out:
-        done = subprocess.run([str(binary), "-test.run", pattern, "-test.v", "-test.timeout", f"{timeout_s}s",
-                               *extra_args], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout_s + 120)
-        out.seek(0)
-        text = out.read()
-    if output is not None:
-        output.write_text(text)
-    results: dict[str, str] = {}
-    for m in filter(None, map(_RESULT.match, text.splitlines())):
-        if results.get(m[2]) != "FAIL":  # with -count, one failure of a test fails it
-            results[m[2]] = m[1]
-    return SuiteRun(results, done.returncode, text, time.monotonic() - started)
+    return run_go_tests(binary, workdir, env, pattern=pattern, timeout_s=timeout_s, output=output,
+                        extra_args=extra_args)
 
 
 @contextmanager
@@ -130,8 +101,8 @@ def pykbroker_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
 @contextmanager
 def kafka_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
     """(seeds, SASL seeds) of a fresh Apache Kafka 4.4 of ``size`` nodes (the judge), set up as ``pykbroker_brokers``."""
+    from compat_tests.franz.kgo_suite import add_sasl_listeners
     from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
-    from pykbroker.testing import free_port
 
     jars = jars_dir()
     if jars is None:
@@ -139,16 +110,7 @@ def kafka_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
     kafka = KafkaBroker(jars, root=root, overrides=OVERRIDES) if size == 1 \
         else KafkaCluster(jars, root, overrides=OVERRIDES)
     nodes = [kafka] if isinstance(kafka, KafkaBroker) else kafka.nodes
-    sasl_seeds = []
-    for node in nodes:
-        sasl = free_port()
-        sasl_seeds.append(f"127.0.0.1:{sasl}")
-        node.overrides.update({
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-                         f"CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                                              "CONTROLLER:PLAINTEXT"})
+    sasl_seeds = add_sasl_listeners(nodes)
     kafka.start()
     try:
         yield ",".join(n.bootstrap for n in nodes), ",".join(sasl_seeds)

@@ -14,22 +14,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from compat_tests.go_test_run import SuiteRun, run_go_tests
+
+if TYPE_CHECKING:
+    from compat_tests.jvm.kafka_broker import KafkaBroker
 
 HERE = Path(__file__).parent
 RECORDS = 20_000  # KGO_TEST_RECORDS: franz-go's own default is 500,000, too many for a 2-core machine
 SCRAM_USER, SCRAM_PASSWORD = "kgo", "kgo-scram-secret"
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
-_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 
 
 def kgo_test_binary() -> tuple[Path, Path] | None:
@@ -42,21 +44,6 @@ def kgo_test_binary() -> tuple[Path, Path] | None:
     return (Path(out[0]), Path(out[1])) if out else None
 
 
-@dataclass
-class SuiteRun:
-    """A run's outcome: each test's PASS/FAIL/SKIP (subtests by their full name), the go test exit code and the whole
-    output."""
-
-    results: dict[str, str]
-    returncode: int
-    output: str
-    seconds: float
-    failed: list[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.failed = sorted(name for name, status in self.results.items() if status == "FAIL")
-
-
 def run_suite(binary: Path, workdir: Path, seeds: str, *, replication: int, pattern: str = ".",
               scram_seeds: str | None = None, records: int = RECORDS, log_level: str = "none",
               timeout_s: int = 3600, output: Path | None = None, extra_args: tuple[str, ...] = ()) -> SuiteRun:
@@ -65,20 +52,8 @@ def run_suite(binary: Path, workdir: Path, seeds: str, *, replication: int, patt
            "KGO_LOG_LEVEL": log_level}
     if scram_seeds:
         env.update(KGO_TEST_SCRAM_SEEDS=scram_seeds, KGO_TEST_SCRAM=f"{SCRAM_USER}:{SCRAM_PASSWORD}:256")
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+") as out:
-        done = subprocess.run([str(binary), "-test.run", pattern, "-test.v", "-test.timeout", f"{timeout_s}s",
-                               *extra_args], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout_s + 120)
-        out.seek(0)
-        text = out.read()
-    if output is not None:
-        output.write_text(text)
-    results: dict[str, str] = {}
-    for m in filter(None, map(_RESULT.match, text.splitlines())):
-        if results.get(m[2]) != "FAIL":  # with -count, one failure of a test fails it
-            results[m[2]] = m[1]
-    return SuiteRun(results, done.returncode, text, time.monotonic() - started)
+    return run_go_tests(binary, workdir, env, pattern=pattern, timeout_s=timeout_s, output=output,
+                        extra_args=extra_args)
 
 
 def _sasl_overrides() -> dict[str, str]:
@@ -130,12 +105,28 @@ def pykbroker_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
         yield cluster.bootstrap, ",".join(f"127.0.0.1:{p}" for p in sasl_ports)
 
 
+def add_sasl_listeners(nodes: list[KafkaBroker]) -> list[str]:
+    """Give each Kafka node (not started yet) a SASL_PLAINTEXT listener beside its PLAINTEXT one; their addresses."""
+    from pykbroker.testing import free_port
+
+    sasl_seeds = []
+    for node in nodes:
+        sasl = free_port()
+        sasl_seeds.append(f"127.0.0.1:{sasl}")
+        node.overrides.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
+                         f"CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                              "CONTROLLER:PLAINTEXT"})
+    return sasl_seeds
+
+
 @contextmanager
 def kafka_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
     """(seeds, SCRAM seeds) of a fresh Apache Kafka 4.4 of ``size`` nodes (the judge), set up as ``pykbroker_brokers``:
     a PLAINTEXT and a SASL_PLAINTEXT (SCRAM-SHA-256) listener on each node."""
     from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
-    from pykbroker.testing import free_port
 
     jars = jars_dir()
     if jars is None:
@@ -143,17 +134,9 @@ def kafka_brokers(root: Path, size: int) -> Iterator[tuple[str, str]]:
     kafka = KafkaBroker(jars, root=root, overrides=OVERRIDES) if size == 1 \
         else KafkaCluster(jars, root, overrides=OVERRIDES)
     nodes = [kafka] if isinstance(kafka, KafkaBroker) else kafka.nodes
-    sasl_seeds = []
     for node in nodes:
-        sasl = free_port()
-        sasl_seeds.append(f"127.0.0.1:{sasl}")
-        node.overrides.update({
-            **_sasl_overrides(),
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-                         f"CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                                              "CONTROLLER:PLAINTEXT"})
+        node.overrides.update(_sasl_overrides())
+    sasl_seeds = add_sasl_listeners(nodes)
     kafka.start()
     try:
         _add_scram_user(nodes[0].bootstrap)
