@@ -23,7 +23,7 @@ the write fail, and the controller rereads and decides again. Decisions read the
 first, so ISR changes made by leaders are always taken into account.
 
 Events are handled one at a time by a single task (Kafka's ControllerEventManager); ZooKeeper watches only
-enqueue. Brokers learn of the results by watching the same znodes (their metadata store), not by requests
+enqueue. Topic changes queued meanwhile make one event, their topics decided concurrently. Brokers learn of the results by watching the same znodes (their metadata store), not by requests
 from the controller.
 """
 
