@@ -23,7 +23,7 @@ the write fail, and the controller rereads and decides again. Decisions read the
 first, so ISR changes made by leaders are always taken into account.
 
 Events are handled one at a time by a single task (Kafka's ControllerEventManager); ZooKeeper watches only
-enqueue. Brokers learn of the results by watching the same znodes (their metadata store), not by requests
+enqueue. Topic changes queued meanwhile make one event, their topics decided concurrently. Brokers learn of the results by watching the same znodes (their metadata store), not by requests
 from the controller.
 """
 
@@ -105,6 +105,7 @@ class ZkController:
         self._task: asyncio.Task | None = None
         self.context = _Context()
         self._isr_watches: dict[TopicPartition, Callable[[Any], None]] = {}
+        self._changed_topics: set[str] = set()  # topics whose change the queued "topic" event handles
         self._legacy: dict[TopicPartition, list[int]] = {}  # what /admin/reassign_partitions asks for
         store.election.listen(self.on_elected, self.on_resigned)
 
@@ -114,6 +115,7 @@ class ZkController:
         log.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
         self.context = _Context()
         self._isr_watches = {}
+        self._changed_topics = set()
         self._enqueue("startup")
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="controller")
@@ -124,6 +126,7 @@ class ZkController:
     async def on_resigned(self) -> None:
         self._generation += 1
         self.context = _Context()
+        self._changed_topics = set()
 
     async def close(self) -> None:
         self._generation += 1
@@ -183,7 +186,22 @@ class ZkController:
         """A topic's configs changed (unclean.leader.election.enable may now allow electing its offline
         partitions, as Kafka's controller reacts to that config): decide its partitions again."""
         if self.active:
-            self._enqueue("topic", topic)
+            self._topic_event(topic)
+
+    def _topic_event(self, name: str) -> None:
+        """A topic's assignment or configs changed: one queued event handles every topic changed until it runs
+        (a CreatePartitions of many topics changes them all at once)."""
+        if not self._changed_topics:
+            self._enqueue("topic")
+        self._changed_topics.add(name)
+
+    def _topic_watch(self, name: str) -> Callable[[Any], None]:
+        generation = self._generation
+
+        def fire(_event: Any) -> None:
+            if generation == self._generation:
+                self._topic_event(name)
+        return fire
 
     def _enqueue(self, kind: str, arg: Any = None) -> None:
         self._events.put_nowait((self._generation, kind, arg))
@@ -202,7 +220,7 @@ class ZkController:
 
     async def _run(self) -> None:
         handlers: dict[str, Callable[[Any], Awaitable[None]]] = {"startup": self._startup, "brokers": self._brokers_changed, "topics": self._topics_changed,
-                    "topic": self._topic_changed, "deletions": self._deletions_changed, "elect": self._elect,
+                    "topic": self._changed_topics_event, "deletions": self._deletions_changed, "elect": self._elect,
                     "imbalance": self._check_leader_imbalance, "reassign": self._reassign,
                     "reassign_isr": self._reassignment_isr_changed, "reassign_znode": self._reassign_znode_changed}
         while True:
@@ -279,6 +297,20 @@ class ZkController:
         for tp in [tp for tp in sorted(self.context.moving) if tp[0] in added]:
             await self._check_reassignment(tp)
 
+    async def _changed_topics_event(self, _arg: Any) -> None:
+        """Every topic changed since the event was queued, decided concurrently (each topic its own writes); when
+        one fails they are all decided again with the retried event."""
+        names, self._changed_topics = self._changed_topics, set()
+        try:
+            async with asyncio.TaskGroup() as group:
+                for name in sorted(names):
+                    group.create_task(self._topic_changed(name))
+        except BaseException as failed:
+            self._changed_topics |= names
+            if isinstance(failed, ExceptionGroup):
+                raise failed.exceptions[0] from None
+            raise
+
     async def _topic_changed(self, name: str) -> None:
         """The topic's assignment (or its configs) changed: new partitions get states, offline ones another
         chance at an election."""
@@ -294,7 +326,7 @@ class ZkController:
 
     async def _load_topic(self, name: str) -> bool:
         try:
-            assignment = await self.store.topic_assignment(name, watch=self._watch("topic", name))
+            assignment = await self.store.topic_assignment(name, watch=self._topic_watch(name))
         except ZNodeDecodeError as exc:
             log.error("controller %d: ignoring topic %s: %s", self.broker_id, name, exc)
             return False
