@@ -72,3 +72,17 @@ def test_random_histories_iterate_as_javas_own():
                              text=True, check=True, timeout=120).stdout.splitlines()
     for ops, expected in zip(histories, printed, strict=True):
         assert "\t".join(_replay(ops)) == expected, ops
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed: no Java to compare with")
+def test_a_properties_iterates_as_a_concurrent_hash_map():
+    """java.util.Properties keeps its entries in a ConcurrentHashMap (of initial capacity 8: 16 buckets, as the
+    default): the order of Kafka's messages built from one (config synonyms) is ``concurrent_hash_map_order``."""
+    histories = [ops for ops in _random_histories(random.Random(1191), 30)]
+    text = "".join("/p\n" + "".join(op + "\n" for op in ops) + "=\n" for ops in histories)
+    printed = subprocess.run(["java", str(Path(__file__).parent / "java_orders" / "HashOrders.java")], input=text,
+                             capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    for ops, expected in zip(histories, printed, strict=True):
+        assert "\t".join(_replay(ops)) == expected, ops
+    names = [f"name.{i}.x" for i in range(20)]
+    assert java.concurrent_hash_map_order(names) == list(_replay([f"+{n}" for n in names]))
