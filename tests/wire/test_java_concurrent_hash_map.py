@@ -1,5 +1,6 @@
 """wire.java.JavaConcurrentHashMap: a ConcurrentHashMap's iteration order after puts and removes, against orders
-Java 17 printed, and against Java itself (java_orders/HashOrders.java) for random histories of colliding keys."""
+Java 17 printed, and against Java itself (java_orders/HashOrders.java) for random histories of colliding keys, in a
+ConcurrentHashMap and in a java.util.Properties."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_orders_java_17_printed():
                         [f"+{k}" for k in SAME_HASH[:3]])) == JAVA_17_AFTER_REMOVES
     twelve = _replay([f"+{k}" for k in TWELVE])
     assert list(twelve) == JAVA_17_TWELVE != java.hash_set_order(TWELVE)
+    assert java.concurrent_hash_map_order(TWELVE) == JAVA_17_TWELVE
 
 
 def test_put_remove_and_membership():
@@ -67,22 +69,12 @@ def _random_histories(rng: random.Random, count: int) -> list[list[str]]:
 def test_random_histories_iterate_as_javas_own():
     source = Path(__file__).parent / "java_orders" / "HashOrders.java"
     histories = _random_histories(random.Random(714), 60)
-    text = "".join("/\n" + "".join(op + "\n" for op in ops) + "=\n" for ops in histories)
+    # and a java.util.Properties, whose entries are a ConcurrentHashMap of the default 16 buckets (config synonyms)
+    kinds = ["/"] * len(histories) + ["/p"] * 20
+    histories += _random_histories(random.Random(1191), 20)
+    text = "".join(kind + "\n" + "".join(op + "\n" for op in ops) + "=\n" for kind, ops in zip(kinds, histories, strict=True))
     printed = subprocess.run(["java", str(source)], input=text, capture_output=True,  # compiled and run at once
                              text=True, check=True, timeout=120).stdout.splitlines()
     for ops, expected in zip(histories, printed, strict=True):
         assert "\t".join(_replay(ops)) == expected, ops
 
-
-@pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed: no Java to compare with")
-def test_a_properties_iterates_as_a_concurrent_hash_map():
-    """java.util.Properties keeps its entries in a ConcurrentHashMap (of initial capacity 8: 16 buckets, as the
-    default): the order of Kafka's messages built from one (config synonyms) is ``concurrent_hash_map_order``."""
-    histories = [ops for ops in _random_histories(random.Random(1191), 30)]
-    text = "".join("/p\n" + "".join(op + "\n" for op in ops) + "=\n" for ops in histories)
-    printed = subprocess.run(["java", str(Path(__file__).parent / "java_orders" / "HashOrders.java")], input=text,
-                             capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
-    for ops, expected in zip(histories, printed, strict=True):
-        assert "\t".join(_replay(ops)) == expected, ops
-    names = [f"name.{i}.x" for i in range(20)]
-    assert java.concurrent_hash_map_order(names) == list(_replay([f"+{n}" for n in names]))
