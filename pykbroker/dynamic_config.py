@@ -311,8 +311,7 @@ def broker_config_synonyms(name: str) -> list[str]:
 
 def java_properties_order(names: Iterable[str]) -> list[str]:
     """The order a java.util.Properties (a ConcurrentHashMap) iterates ``names`` in, which Kafka's messages show."""
-    unique = list(dict.fromkeys(names))
-    return java.iteration_order(unique, java.concurrent_table_size(len(unique)))
+    return java.concurrent_hash_map_order(names)
 
 
 def java_set(names: Iterable[str]) -> str:

@@ -45,7 +45,7 @@ class ConfiguredTopology:
 def hash_map_order(names: list[str]) -> list[str]:
     """``names`` (once each) as Kafka lists missing internal topics: in the order of the java.util.HashMap it keeps
     them in."""
-    return java.iteration_order(names, java.grown_table_size(len(set(names))))
+    return java.hash_set_order(names)  # a HashMap's keys iterate as a HashSet's (one is inside the other)
 
 
 def topology_topics(topology: heartbeat.Topology | described.Topology | StreamsGroupTopologyValue) -> list[str]:

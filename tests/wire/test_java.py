@@ -20,17 +20,10 @@ def test_string_hash_is_javas_including_overflow_and_surrogate_pairs():
 
 
 def test_iteration_orders_are_javas():
-    n = len(NAMES)
-    for size in (java.presized_table_size(n), java.grown_table_size(n), java.concurrent_table_size(n)):
-        assert java.iteration_order(NAMES, size) == JAVA_ORDER
-
-
-def test_table_sizes_follow_each_constructors_resize_rule():
-    # HashMap by puts: resize once size > 0.75 * table; HashSet(collection): tableSizeFor(n / 0.75 + 1);
-    # ConcurrentHashMap (Properties): resize once size >= 0.75 * table
-    assert [java.grown_table_size(n) for n in (0, 12, 13, 24, 25)] == [16, 16, 32, 32, 64]
-    assert [java.presized_table_size(n) for n in (0, 11, 12, 24, 25)] == [16, 16, 32, 64, 64]
-    assert [java.concurrent_table_size(n) for n in (0, 11, 12, 23, 24)] == [16, 16, 32, 32, 64]
+    """new HashSet<>(NAMES), a HashMap and a Properties filled by puts."""
+    assert java.hash_set_order(NAMES, java.hash_set_capacity(len(NAMES))) == JAVA_ORDER
+    assert java.hash_set_order(NAMES) == JAVA_ORDER
+    assert java.concurrent_hash_map_order(NAMES) == JAVA_ORDER
 
 
 def test_hash_map_order_puts_at_a_buckets_tail_and_compute_if_absent_at_its_head():

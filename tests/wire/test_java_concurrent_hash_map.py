@@ -1,5 +1,6 @@
 """wire.java.JavaConcurrentHashMap: a ConcurrentHashMap's iteration order after puts and removes, against orders
-Java 17 printed, and against Java itself (java_orders/HashOrders.java) for random histories of colliding keys."""
+Java 17 printed, and against Java itself (java_orders/HashOrders.java) for random histories of colliding keys, in a
+ConcurrentHashMap and in a java.util.Properties."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_orders_java_17_printed():
                         [f"+{k}" for k in SAME_HASH[:3]])) == JAVA_17_AFTER_REMOVES
     twelve = _replay([f"+{k}" for k in TWELVE])
     assert list(twelve) == JAVA_17_TWELVE != java.hash_set_order(TWELVE)
+    assert java.concurrent_hash_map_order(TWELVE) == JAVA_17_TWELVE
 
 
 def test_put_remove_and_membership():
@@ -67,8 +69,12 @@ def _random_histories(rng: random.Random, count: int) -> list[list[str]]:
 def test_random_histories_iterate_as_javas_own():
     source = Path(__file__).parent / "java_orders" / "HashOrders.java"
     histories = _random_histories(random.Random(714), 60)
-    text = "".join("/\n" + "".join(op + "\n" for op in ops) + "=\n" for ops in histories)
+    # and a java.util.Properties, whose entries are a ConcurrentHashMap of the default 16 buckets (config synonyms)
+    kinds = ["/"] * len(histories) + ["/p"] * 20
+    histories += _random_histories(random.Random(1191), 20)
+    text = "".join(kind + "\n" + "".join(op + "\n" for op in ops) + "=\n" for kind, ops in zip(kinds, histories, strict=True))
     printed = subprocess.run(["java", str(source)], input=text, capture_output=True,  # compiled and run at once
                              text=True, check=True, timeout=120).stdout.splitlines()
     for ops, expected in zip(histories, printed, strict=True):
         assert "\t".join(_replay(ops)) == expected, ops
+

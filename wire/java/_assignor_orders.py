@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
+from wire.java._hash_map import hash_set_order
 from wire.java._hashes import spread, string_hash
 
 T = TypeVar("T")
@@ -16,8 +17,13 @@ _DEFAULT_CAPACITY = 16
 def hash_map_order(keys: Iterable[str], initial_capacity: int = _DEFAULT_CAPACITY,
                    compute_if_absent: bool = False) -> list[str]:
     """``keys`` (duplicates dropped) in the order ``new HashMap<>(initial_capacity)`` iterates them after a
-    ``put`` of each, or a ``computeIfAbsent``: that one puts a new key at the head of its bucket, not its tail,
-    and grows the table before an insertion (once the size exceeds 0.75 of it), not after."""
+    ``put`` of each (exactly: ``hash_set_order``), or a ``computeIfAbsent``: that one puts a new key at the head of
+    its bucket, not its tail, and grows the table before an insertion (once the size exceeds 0.75 of it), not
+    after. The ``computeIfAbsent`` order keeps every bucket a list, exact while no bucket reaches 8 keys (Java then
+    makes it a tree, or grows a table under 64 buckets): Kafka's assignor computes one entry per process of a
+    Streams group, whose ids (random UUIDs) would need 8 of one bucket."""
+    if not compute_if_absent:
+        return hash_set_order(keys, initial_capacity)
     size = 1
     while size < initial_capacity:
         size *= 2
@@ -33,17 +39,11 @@ def hash_map_order(keys: Iterable[str], initial_capacity: int = _DEFAULT_CAPACIT
         return grown
 
     for key in dict.fromkeys(keys):
-        if compute_if_absent and count > len(table) * 3 // 4:
+        if count > len(table) * 3 // 4:
             table = grow()
         h = spread(string_hash(key))
-        bucket = table[h & (len(table) - 1)]
-        if compute_if_absent:
-            bucket.insert(0, (h, key))
-        else:
-            bucket.append((h, key))
+        table[h & (len(table) - 1)].insert(0, (h, key))
         count += 1
-        if not compute_if_absent and count > len(table) * 3 // 4:
-            table = grow()
     return [key for bucket in table for _, key in bucket]
 
 

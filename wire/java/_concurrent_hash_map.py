@@ -19,12 +19,12 @@ from a ``HashMap``'s:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from wire.java import _red_black as rb
 from wire.java._hashes import MAXIMUM_CAPACITY, spread, string_hash, table_size_for
 
-__all__ = ["JavaConcurrentHashMap"]
+__all__ = ["JavaConcurrentHashMap", "concurrent_hash_map_order"]
 
 _DEFAULT_CAPACITY = 16
 _TREEIFY_THRESHOLD = 8
@@ -182,3 +182,12 @@ class JavaConcurrentHashMap:
                 else:
                     table[index] = _Bin(_fresh(part), tree=True) if other else b
         self._size_ctl = (n << 1) - (n >> 1)
+
+
+def concurrent_hash_map_order(keys: Iterable[str]) -> list[str]:
+    """The iteration order of a ``new ConcurrentHashMap<>()`` (or a ``java.util.Properties``, whose map is a
+    ``ConcurrentHashMap`` of the same 16 buckets) after a ``put`` of each of ``keys`` in order."""
+    m = JavaConcurrentHashMap()
+    for key in keys:
+        m.put(key)
+    return list(m)

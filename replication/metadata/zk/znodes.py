@@ -142,15 +142,11 @@ def _scala_immutable_map(items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _java_properties(items: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The iteration order of a ``java.util.Properties`` (a ConcurrentHashMap of 16 bins inside) holding
-    ``items``: bins ``spread(hash) & (n - 1)`` in order, insertion order within a bin; doubles at 0.75."""
+    """The iteration order of a ``java.util.Properties`` (a ConcurrentHashMap inside) into which ``items`` were put
+    in order; a key put again keeps its place and takes the later value."""
     items = list(items)
-    size = 16
-    while len(items) >= size * 0.75:
-        size *= 2
-    order = sorted(range(len(items)), key=lambda i: ((_spread(java.string_hash(items[i][0])) & 0x7FFFFFFF)
-                                                     & (size - 1), i))
-    return {items[i][0]: items[i][1] for i in order}
+    values = dict(items)
+    return {k: values[k] for k in java.concurrent_hash_map_order(k for k, _ in items)}
 
 
 # -- names --------------------------------------------------------------------------------------------------
