@@ -16,6 +16,9 @@ at a time, the machine has two cores):
   translated to at most where it stands or not at all (whichever sync MirrorMaker happened to emit);
 - MirrorHeartbeatConnector writes heartbeats (``src`` -> ``dst``) to ``heartbeats`` on the target.
 
+Between two single nodes with StandardAuthorizer, the topic ACLs MirrorMaker syncs (LITERAL ones of mirrored
+topics, renamed; ALLOW WRITE dropped, ALLOW ALL downgraded to READ, PREFIXED ones left) are judged too.
+
 The observations (records, partitions, configs, the caught-up group's offsets and its last checkpoints, the
 invariants, the heartbeats, the internal topics, the ACL answer and MirrorMaker's ERROR lines) must be equal.
 Minutes of JVM work: PYKBROKER_MIRROR_SLOW=1 (``make test-mirror-slow``).
@@ -34,6 +37,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -41,6 +48,8 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewPartitions,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
 )
 
 from compat_tests.conftest import KAFKA_44, judge_jars, pykbroker_cluster, started_kafka_cluster
@@ -397,3 +406,73 @@ def test_mirror_maker_replicates_topics_configs_and_group_offsets(jars, tmp_path
     differences = {k: (expected.get(k), got.get(k)) for k in sorted(set(expected) | set(got))
                    if expected.get(k) != got.get(k)}
     assert not differences, "\n".join(f"{k}:\n  kafka={e!r}\n  pykbroker={g!r}" for k, (e, g) in differences.items())
+
+
+AUTHORIZED = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:ANONYMOUS"}  # every client here (and MirrorMaker) is ANONYMOUS on PLAINTEXT
+
+
+def acl(name: str, pattern: ResourcePatternType, principal: str, operation: AclOperation,
+        permission: AclPermissionType) -> AclBinding:
+    return AclBinding(ResourceType.TOPIC, name, pattern, principal, "*", operation, permission)
+
+
+def topic_acls(bootstrap: str) -> list[tuple[str, str, str, str, str, str]]:
+    """Every topic ACL of the cluster: (name, pattern type, principal, host, operation, permission)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    bindings = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
+                                                    AclOperation.ANY, AclPermissionType.ANY)).result(30)
+    return sorted((b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+                   b.permission_type.name) for b in bindings)
+
+
+def sync_acls(jars: Path, source: str, target: str, root: Path) -> dict:
+    """MirrorMaker's topic ACL sync between two clusters with authorizers: the target's topic ACLs."""
+    run, topic = uuid.uuid4().hex[:8], "orders-acl"  # fresh clusters: the same names on both sides
+    src_admin = AdminClient({"bootstrap.servers": source})
+    src_admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    bindings = [acl(topic, ResourcePatternType.LITERAL, "User:alice", AclOperation.READ, AclPermissionType.ALLOW),
+                acl(topic, ResourcePatternType.LITERAL, "User:alice", AclOperation.WRITE, AclPermissionType.ALLOW),
+                acl(topic, ResourcePatternType.LITERAL, "User:bob", AclOperation.ALL, AclPermissionType.ALLOW),
+                acl(topic, ResourcePatternType.LITERAL, "User:mallory", AclOperation.READ, AclPermissionType.DENY),
+                acl("orders-", ResourcePatternType.PREFIXED, "User:carol", AclOperation.DESCRIBE,
+                    AclPermissionType.ALLOW),
+                acl("other", ResourcePatternType.LITERAL, "User:alice", AclOperation.READ,
+                    AclPermissionType.ALLOW)]
+    for future in src_admin.create_acls(bindings).values():
+        future.result(30)
+    # what MirrorSourceConnector 4.3 makes of them: LITERAL ACLs of topics its filter takes, renamed; ALLOW WRITE
+    # dropped, ALLOW ALL downgraded to READ; PREFIXED ones are not synced
+    want = sorted([(f"src.{topic}", "LITERAL", "User:alice", "*", "READ", "ALLOW"),
+                   (f"src.{topic}", "LITERAL", "User:bob", "*", "READ", "ALLOW"),
+                   (f"src.{topic}", "LITERAL", "User:mallory", "*", "READ", "DENY")])
+    mm = MirrorMaker(jars, root, f"mm2-acls-{run}", mm2_properties(source, target, 1)).start()
+    observed: dict = {}
+    try:
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: topic_acls(target) == want, 120, "the topic ACLs synced", mm)
+        observed["target_acls"] = topic_acls(target)
+        observed["errors"] = sorted({line.split(" ", 3)[-1][:120] for line in mm.log_path.read_text().splitlines()
+                                     if " ERROR " in line})
+    finally:
+        mm.kill()
+    observed["want"] = want
+    return observed
+
+
+@pytest.mark.timeout(900)
+def test_mirror_maker_syncs_topic_acls_between_authorized_clusters(jars, tmp_path):
+    kafka = [KafkaBroker(judge_jars(KAFKA_44), tmp_path / "kafka" / n, overrides=AUTHORIZED) for n in ("a", "b")]
+    try:
+        for node in kafka:
+            node.start()
+        expected = sync_acls(jars, kafka[0].bootstrap, kafka[1].bootstrap, tmp_path / "kafka")
+    finally:
+        for node in kafka:
+            node.kill()
+            node.close()
+    with BrokerProcess(tmp_path / "pykbroker" / "a", overrides=AUTHORIZED) as a, \
+            BrokerProcess(tmp_path / "pykbroker" / "b", overrides=AUTHORIZED) as b:
+        got = sync_acls(jars, a.bootstrap, b.bootstrap, tmp_path / "pykbroker")
+    assert expected["target_acls"] == expected["want"], expected
+    assert got == expected
