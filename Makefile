@@ -307,6 +307,6 @@ test-sarama-suite-slow: deps
 ## test-mirror-slow: MirrorMaker 2 (4.3.1) from one pykbroker to another, one node and two 3-broker clusters, judged by
 ##                   Kafka 4.4 -> Kafka 4.4 one side at a time: records, added partitions, synced configs, checkpoints
 ##                   and translated group offsets, a fail-over, heartbeats, the ACL sync with and without an
-##                   authorizer (~7 min)
+##                   authorizer (~8 min)
 test-mirror-slow: deps
 	PYKBROKER_MIRROR_SLOW=1 $(PY) -m pytest compat_tests/test_mirror_maker.py $(ARGS)
