@@ -3,7 +3,7 @@
     python -m bench broker        # BENCH_SCALE=1 (about 6 minutes on 2 cores); BENCH_SCALE=0.01 is a smoke run
     BENCH_BROKERS=pykbroker python -m bench broker     # one broker only
     BENCH_REPEAT=5 python -m bench broker              # runs per throughput figure (default 3; the median is shown)
-    BENCH_ONLY="1024 B" python -m bench broker         # only the workloads whose label contains this text
+    BENCH_ONLY="1024 B.*java" python -m bench broker   # only the workloads whose label this regex finds
 
 Both brokers run with their default settings (only ports and directories set), started one after the
 other (each start is timed alone), then driven by the same clients with the runs of every workload
@@ -424,8 +424,8 @@ def run_interleaved(targets: list[Target], work: list[Workload], repeat: int, re
         finally:
             cpu[t.name] += cpu_seconds(t.pid()) - before
 
-    only = os.environ.get("BENCH_ONLY", "")
-    for w in (w for w in work if only in w.label):
+    only = re.compile(os.environ.get("BENCH_ONLY", ""))
+    for w in (w for w in work if only.search(w.label)):
         broken: set[str] = set()
         samples: dict[str, dict[str, list[float]]] = {t.name: {} for t in targets}
         if w.prepare is not None:

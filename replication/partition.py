@@ -271,8 +271,7 @@ class Partition:
         self.require_leader()
         # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
         # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
-        min_isr = self.effective_min_isr(min_insync_replicas)
-        if required_acks == -1 and len(self.isr) < min_isr:
+        if required_acks == -1 and len(self.isr) < (min_isr := self.effective_min_isr(min_insync_replicas)):
             raise PartitionError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "

@@ -456,8 +456,9 @@ class ReplicaManager:
 
     async def _wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
                                         results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        # Known once something has to wait (a single replica's appends never do).
+        loop: asyncio.AbstractEventLoop | None = None
+        deadline = 0.0
         waiting = dict(appended)
         while True:
             for tp, (p, required_offset) in list(waiting.items()):
@@ -471,6 +472,9 @@ class ReplicaManager:
                     results[tp] = AppendResult(code, log_start_offset=results[tp].log_start_offset)
             if not waiting:
                 return
+            if loop is None:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + max(timeout_ms, 0) / 1000
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break

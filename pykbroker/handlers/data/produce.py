@@ -216,7 +216,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             raise CloseConnection
         return None
     responses = []
-    hints = LeaderHints(ctx.metadata, ctx.listener.name)
+    hints: LeaderHints | None = None  # made for the first partition in error (most responses have none)
     for ti, t in enumerate(request.topic_data):
         parts = []
         for pi, p in enumerate(t.partition_data):
@@ -237,10 +237,13 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                                for i, m in r.record_errors] if r.record_errors else [],
                 error_message=r.error_message,
             )
-            if r.error_code and (leader := hints.leader(name, p.index, r.error_code)) is not None:
-                answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+            if r.error_code:
+                hints = hints or LeaderHints(ctx.metadata, ctx.listener.name)
+                leader = hints.leader(name, p.index, r.error_code)
+                if leader is not None:
+                    answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
             parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
     return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms,
-                           node_endpoints=hints.node_endpoints(NodeEndpoint))
+                           node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])
