@@ -25,6 +25,7 @@ KAFKA_FAILURES: dict[str, tuple[str, ...]] = {
         # Metadata request that creates it, Kafka's after its controller's round trip (200-800 ms here), so it
         # nearly always lands between kafka-go's assignment and its watcher's first look.
         "TestConsumerGroupWithTopic",
+        # Its readers time out waiting for messages after a rebalance: failed on Kafka 4.4 in the recorded runs.
         "TestReaderConsumerGroup/^consumer_group_rebalance$",
     ),
 }
