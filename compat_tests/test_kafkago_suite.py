@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from compat_tests.kafkago import netns_available, run_isolated, test_binaries
+from compat_tests.kafkago import netns_available, run_isolated, suite_binaries
 from compat_tests.kafkago.expected import RACY, skips
 
 pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_KAFKAGO_SUITE_SLOW") != "1",
@@ -30,7 +30,7 @@ def _failure_lines(output: str) -> str:
 
 @pytest.mark.parametrize("target", ["pykbroker", "pykbroker-cluster"], ids=["single", "cluster"])
 def test_the_kafka_go_suite_passes(tmp_path, target):
-    if test_binaries() is None:
+    if suite_binaries() is None:
         pytest.skip("go is not installed: kafka-go's suite needs it (https://go.dev/dl)")
     why = netns_available()
     if why:

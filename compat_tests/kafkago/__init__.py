@@ -54,7 +54,7 @@ _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 _RUN = re.compile(r"^=== RUN\s+(\S+)")
 
 
-def test_binaries() -> tuple[Path, Path] | None:
+def suite_binaries() -> tuple[Path, Path] | None:
     """(directory of the test binaries, kafka-go source they run in), built now if missing; None without Go."""
     try:
         out = subprocess.run(["bash", str(HERE / "build_suite.sh")], capture_output=True, text=True,
@@ -265,7 +265,7 @@ def run_in_netns(spec_path: Path) -> None:
     spec = json.loads(spec_path.read_text())
     workdir = Path(spec["workdir"])
     loopback_up()
-    built = test_binaries()
+    built = suite_binaries()
     assert built is not None, "go disappeared between the build and the run"
     with brokers(spec["target"], workdir / "brokers"):
         run = run_suite(*built, skip=spec["skip"], run=spec["run"], count=spec["count"], timeout_s=spec["timeout_s"],

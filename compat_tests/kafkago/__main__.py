@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compat_tests.kafkago import TARGETS, netns_available, run_in_netns, run_isolated, test_binaries
+from compat_tests.kafkago import TARGETS, netns_available, run_in_netns, run_isolated, suite_binaries
 
 
 def main() -> int:
@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=1, help="go test -count")
     parser.add_argument("--workdir", type=Path, help="where the brokers, the output and the results go")
     args = parser.parse_args()
-    if test_binaries() is None:
+    if suite_binaries() is None:
         print("go is not installed: nothing to run", file=sys.stderr)
         return 0
     why = netns_available()

@@ -20,6 +20,12 @@ KAFKA_FAILURES: dict[str, tuple[str, ...]] = {
         # what it saw first). Failed on Kafka 4.4 in the recorded runs.
         "TestRebalanceTooManyConsumers",
         "TestConsumerGroupWithGroupTopicsSingle",
+        # The same race: it passed in the recorded run on Kafka 4.4 but failed 3 times in 6 there (-count 6). On
+        # pykbroker it loses the race more often (about 2 in 3): an auto-created topic shows ~10 ms after the
+        # Metadata request that creates it, Kafka's after its controller's round trip (200-800 ms here), so it
+        # nearly always lands between kafka-go's assignment and its watcher's first look.
+        "TestConsumerGroupWithTopic",
+        # Its readers time out waiting for messages after a rebalance: failed on Kafka 4.4 in the recorded runs.
         "TestReaderConsumerGroup/^consumer_group_rebalance$",
     ),
 }
@@ -56,8 +62,4 @@ def skips(target: str) -> dict[str, str]:
             for p, names in failing.items() if names}
 
 # Tests (package:Test) that fail now and then on Kafka 4.4 too, for a race of their own: a failure is run again.
-RACY: frozenset[str] = frozenset({
-    # The same race as TestConsumerGroupWithGroupTopicsSingle's (see above): on Kafka 4.4 it failed 3 times in 6
-    # (-count 6) though it passed in the recorded run.
-    "kafka-go:TestConsumerGroupWithTopic",
-})
+RACY: frozenset[str] = frozenset()
