@@ -13,9 +13,10 @@ import pytest
 
 from compat_tests.sarama import pykbroker_environment, run_suite, sarama_test_binary
 
-pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_SARAMA_SUITE_SLOW") != "1",
-                                reason="sarama's functional suite: make test-sarama-suite-slow "
-                                       "(PYKBROKER_SARAMA_SUITE_SLOW=1)")
+pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_SARAMA_SUITE_SLOW") != "1",
+                                 reason="sarama's functional suite: make test-sarama-suite-slow "
+                                        "(PYKBROKER_SARAMA_SUITE_SLOW=1)"),
+              pytest.mark.timeout(5400)]  # a build (minutes, once) and a run of up to an hour (run_suite's bound)
 
 # Tests that fail against Apache Kafka 4.4 too, set up the same way, and why: not run.
 FAILS_ON_KAFKA: dict[str, str] = {}
