@@ -23,7 +23,12 @@ FAILS_ON_KAFKA: dict[str, str] = {}
 
 # Tests that fail now and then against Apache Kafka 4.4 too: one that fails is run again (up to RACY_RETRIES times),
 # and one pass is a pass.
-RACY: set[str] = set()
+RACY = {
+    # Its records carry timestamps of November 2023, far past the 7 days of log.retention.hours=168 (the distribution's
+    # server.properties), so the retention check (every 5 minutes) may delete them between the produce and the
+    # ListOffsets it then checks: earliest offset 10 where it wants 0, 1 run in 3 on 5 Kafka 4.4 nodes.
+    "TestFuncAdminListOffsets",
+}
 RACY_RETRIES = 3
 
 # Tests that must run, not skip: the broker-side features the suite would otherwise silently not cover (the broker
