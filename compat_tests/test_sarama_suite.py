@@ -13,16 +13,22 @@ import pytest
 
 from compat_tests.sarama import pykbroker_environment, run_suite, sarama_test_binary
 
-pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_SARAMA_SUITE_SLOW") != "1",
-                                reason="sarama's functional suite: make test-sarama-suite-slow "
-                                       "(PYKBROKER_SARAMA_SUITE_SLOW=1)")
+pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_SARAMA_SUITE_SLOW") != "1",
+                                 reason="sarama's functional suite: make test-sarama-suite-slow "
+                                        "(PYKBROKER_SARAMA_SUITE_SLOW=1)"),
+              pytest.mark.timeout(5400)]  # a build (minutes, once) and a run of up to an hour (run_suite's bound)
 
 # Tests that fail against Apache Kafka 4.4 too, set up the same way, and why: not run.
 FAILS_ON_KAFKA: dict[str, str] = {}
 
 # Tests that fail now and then against Apache Kafka 4.4 too: one that fails is run again (up to RACY_RETRIES times),
 # and one pass is a pass.
-RACY: set[str] = set()
+RACY = {
+    # Its records carry timestamps of November 2023, far past the 7 days of log.retention.hours=168 (the distribution's
+    # server.properties), so the retention check (every 5 minutes) may delete them between the produce and the
+    # ListOffsets it then checks: earliest offset 10 where it wants 0, 1 run in 3 on 5 Kafka 4.4 nodes.
+    "TestFuncAdminListOffsets",
+}
 RACY_RETRIES = 3
 
 # Tests that must run, not skip: the broker-side features the suite would otherwise silently not cover (the broker

@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -168,8 +169,13 @@ def toxiproxy(server: Path, root: Path, upstreams: dict[int, int]) -> Iterator[s
                     raise RuntimeError(f"toxiproxy did not start; see {root / 'toxiproxy.log'}") from None
                 time.sleep(0.1)
         for i, upstream in upstreams.items():
-            _api(base, "POST", "/proxies", {"name": f"kafka{i}", "listen": f"127.0.0.1:{PROXY_PORT_BASE + i}",
-                                            "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+            try:
+                _api(base, "POST", "/proxies", {"name": f"kafka{i}", "listen": f"127.0.0.1:{PROXY_PORT_BASE + i}",
+                                                "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+            except urllib.error.HTTPError as exc:
+                raise RuntimeError(f"toxiproxy cannot open proxy kafka{i} on 127.0.0.1:{PROXY_PORT_BASE + i}, the port "
+                                   f"sarama's tests use ({exc.read().decode(errors='replace').strip()}): is another "
+                                   "sarama suite run going on this machine?") from None
         yield base
     finally:
         stop_process(proc, 10)
