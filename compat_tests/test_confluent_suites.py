@@ -33,6 +33,14 @@ SUITE_RACES = {"TestTransactionalProducer": re.compile(r"Flush\(\) failed: \d+ m
 # TestParallelConsumerCloses runs against librdkafka's mock cluster, not the broker: which of its closing goroutines
 # sees "Consumer is already closing" rather than "Operation not allowed on closed client" is the scheduler's choice.
 RERUN_ALONE = ("TestTransactionalSendOffsets", "TestParallelConsumerCloses")
+# On a cluster, tests that create ACLs through one broker and at once ask another (the group coordinator, a
+# partition's leader) what the caller may do, or list the ACLs there, before that broker has applied them: on a
+# 3-node Kafka 4.4 they fail now and then as well (TestAdminACLs and TestAdminClient_DescribeTopics in our runs).
+# One that fails is run again alone, up to RETRIES times.
+CLUSTER_RACY = ("TestIntegration/TestAdminACLs", "TestIntegration/TestAdminClient_DescribeTopics",
+                "TestIntegration/TestAdminClient_DescribeConsumerGroupsAuthorizedOperations",
+                "TestIntegration/TestAdminClient_DescribeCluster")
+RETRIES = 3
 
 # Tests that must run, not skip: the broker-side features the suite would otherwise silently not cover.
 MUST_RUN = ("TestIntegration/TestAdminACLs", "TestIntegration/TestConsumerPollRebalanceIncremental",
@@ -62,10 +70,13 @@ def test_the_confluent_go_suite_passes(tmp_path, size, protocol):
     with pykbroker_brokers(tmp_path / "brokers", size) as (seeds, sasl_seeds):
         run = run_suite(binary, tmp_path / "run", seeds, sasl_seeds, protocol=protocol, output=tmp_path / "go.log")
         failed = set(run.failed) - {"TestIntegration"}
-        for name in sorted(failed.intersection(RERUN_ALONE)):
-            if run_suite(binary, tmp_path / "rerun", seeds, sasl_seeds, protocol=protocol,
-                         pattern=f"^{name}$").results.get(name) == "PASS":
-                failed.discard(name)
+        for name in sorted(failed.intersection(RERUN_ALONE + (CLUSTER_RACY if size > 1 else ()))):
+            pattern = "/".join(f"^{part}$" for part in name.split("/"))
+            for _ in range(RETRIES):
+                if run_suite(binary, tmp_path / "rerun", seeds, sasl_seeds, protocol=protocol,
+                             pattern=pattern).results.get(name) == "PASS":
+                    failed.discard(name)
+                    break
     for name, reason in SUITE_RACES.items():
         if name in failed and _only_failure(run.output, name, reason):
             failed.discard(name)
