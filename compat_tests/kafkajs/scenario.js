@@ -637,12 +637,58 @@ async function openTransaction (admin) {
   }
 }
 
+// ACLs on a broker with an authorizer (the client is a super user): created, described by filters, deleted.
+async function aclsWithAuthorizer (admin, errAdmin) {
+  await createTopics(admin, { topics: [{ topic: name('p'), numPartitions: 1, replicationFactor: RF }] })
+  const acl = (principal, resourceName, patternType, operation, permissionType, resourceType = AclResourceTypes.TOPIC) =>
+    ({ resourceType, resourceName, resourcePatternType: patternType, principal, host: '*', operation, permissionType })
+  const sorted = resources => resources.map(r => ({ ...r, acls: r.acls.sort((a, b) =>
+    `${a.principal}${a.operation}`.localeCompare(`${b.principal}${b.operation}`)) }))
+    .sort((a, b) => `${a.resourceType}${a.resourceName}`.localeCompare(`${b.resourceType}${b.resourceName}`))
+  await step('acls: createAcls', () => admin.createAcls({ acl: [
+    acl('User:alice', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW),
+    acl('User:alice', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.DESCRIBE, AclPermissionTypes.ALLOW),
+    acl('User:bob', name(''), ResourcePatternTypes.PREFIXED, AclOperationTypes.WRITE, AclPermissionTypes.DENY),
+    acl('User:bob', name('group'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW,
+      AclResourceTypes.GROUP)] }))
+  const describe = (label, filter) => step(label, async () => {
+    const r = await eventually(() => admin.describeAcls(filter), x => x.resources.length > 0, 5000)
+    return { errorCode: r.errorCode, resources: sorted(r.resources) }
+  })
+  await describe('acls: describeAcls of a topic', { resourceType: AclResourceTypes.TOPIC, resourceName: name('p'),
+    resourcePatternType: ResourcePatternTypes.LITERAL, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY })
+  await describe('acls: describeAcls matching a topic (prefixed ones too)', { resourceType: AclResourceTypes.TOPIC,
+    resourceName: name('p'), resourcePatternType: ResourcePatternTypes.MATCH, operation: AclOperationTypes.ANY,
+    permissionType: AclPermissionTypes.ANY })
+  await describe('acls: describeAcls of a principal', { resourceType: AclResourceTypes.ANY, principal: 'User:bob',
+    resourcePatternType: ResourcePatternTypes.ANY, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY })
+  await step('acls: createAcls with operation ANY', () => errAdmin.createAcls({ acl: [
+    acl('User:carol', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.ANY, AclPermissionTypes.ALLOW)] }))
+  await step('acls: createAcls with a principal without a type', () => errAdmin.createAcls({ acl: [
+    acl('carol', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW)] }))
+  await step('acls: deleteAcls', async () => {
+    const r = await admin.deleteAcls({ filters: [{ resourceType: AclResourceTypes.ANY, principal: 'User:alice',
+      resourcePatternType: ResourcePatternTypes.ANY, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY }] })
+    return r.filterResponses.map(f => ({ errorCode: f.errorCode, errorMessage: f.errorMessage,
+      matchingAcls: f.matchingAcls.map(m => ({ ...m, resourceName: strip(m.resourceName) }))
+        .sort((a, b) => a.operation - b.operation) }))
+  })
+  await step('acls: describeAcls after deleteAcls', async () => {
+    const filter = { resourceType: AclResourceTypes.ANY, resourcePatternType: ResourcePatternTypes.ANY,
+      operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY }
+    const r = await eventually(() => admin.describeAcls(filter), x => !JSON.stringify(x).includes('User:alice'), 5000)
+    return { errorCode: r.errorCode, resources: sorted(r.resources.filter(x => x.resourceName.startsWith(prefix))) }
+  })
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
   await admin.connect()
   await errAdmin.connect()
-  if (QUICK) {
+  if (mode === 'acls') {
+    await aclsWithAuthorizer(admin, errAdmin)
+  } else if (QUICK) {
     await step('createTopics', () => createTopics(admin, { topics: [['p', 3], ['g', 3], ['tx', 2]].map(([t, n]) => ({
       topic: name(t), numPartitions: n, replicationFactor: RF })) }))
     await produceIdempotent(admin, [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]])
