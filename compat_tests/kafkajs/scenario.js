@@ -681,6 +681,52 @@ async function aclsWithAuthorizer (admin, errAdmin) {
   })
 }
 
+// A topic's compression.type makes the broker recompress what KafkaJS sends (zstd, a codec this KafkaJS lacks, so its
+// consumer fails on the batch); a fetch position beyond the log end is reset to the earliest offset.
+async function recompressionAndReset (admin) {
+  const topic = name('zstd')
+  await step('createTopics with compression.type zstd', () => createTopics(admin, { topics: [{ topic, numPartitions: 1,
+    replicationFactor: RF, configEntries: [{ name: 'compression.type', value: 'zstd' }] }] }))
+  const producer = kafka.producer()
+  await producer.connect()
+  await step('produce uncompressed to a zstd topic', async () => (await producer.send({ topic, messages: [{ value: 'z0' }, { value: 'z1' }] }))
+    .map(({ errorCode, baseOffset }) => ({ errorCode, baseOffset })))
+  await producer.disconnect()
+  await step('consume a zstd topic', async () => {
+    const consumer = consumerOf(name('zstd-reader'), { retry: { retries: 0 } })
+    const got = []
+    const crashes = []
+    consumer.on(consumer.events.CRASH, e => crashes.push({ name: e.payload.error.name, message: e.payload.error.message }))
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push(message.value.toString()) } })
+    try {
+      await until('a message or a crash', () => got.length >= 2 || crashes.length > 0)
+    } finally {
+      await consumer.disconnect()
+    }
+    return { got, crash: crashes[0] || null }
+  })
+  await step('seek beyond the log end resets to earliest', async () => {
+    const consumer = consumerOf(name('reset'))
+    const got = []
+    let sought = false
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (!sought) { sought = true; consumer.seek({ topic: name('ts'), partition: 0, offset: '1000' }) }
+    })
+    await consumer.connect()
+    await consumer.subscribe({ topics: [name('ts')], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push(message.offset) } })
+    try {
+      await until('5 messages', () => got.length >= 5)
+      await sleep(500)
+    } finally {
+      await consumer.disconnect()
+    }
+    return got
+  })
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
@@ -707,6 +753,7 @@ async function main () {
     await manualCommits(admin, errAdmin)
     await limitsAndConfigs(admin, errAdmin)
     await openTransaction(admin)
+    await recompressionAndReset(admin)
     await unknownTopicProduce()
   }
   await admin.disconnect()
