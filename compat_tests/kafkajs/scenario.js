@@ -727,6 +727,65 @@ async function recompressionAndReset (admin) {
   })
 }
 
+// KafkaJS heartbeats between messages only: a member stuck in eachMessage past its session timeout is expired by the
+// coordinator, its partitions move to the other member, and it joins again when it comes back.
+async function sessionExpiry () {
+  const group = name('expire')
+  const topic = name('g')
+  const members = []
+  let blockedAt = 0
+  let blockSeen = 0
+  const start = async () => {
+    const consumer = consumerOf(group, { sessionTimeout: 6000, rebalanceTimeout: 10000 })
+    const member = { consumer, joins: [] }
+    consumer.on(consumer.events.GROUP_JOIN, e => member.joins.push({ at: Date.now(), payload: e.payload }))
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    members.push(member)
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        if (message.value.toString() !== 'block') return
+        blockSeen += 1
+        if (blockSeen === 1) { blockedAt = Date.now(); await sleep(10000) }
+      },
+    })
+  }
+  const assignments = since => {
+    const latest = members.map(m => m.joins.filter(j => j.at >= since).pop())
+    return latest.map(j => (j ? (j.payload.memberAssignment[topic] || []).length : null))
+  }
+  try {
+    await start()
+    await start()
+    await step('expire: two members', async () => {
+      await until('two members settled', () => {
+        const a = assignments(0)
+        return a.every(n => n !== null) && a.reduce((x, y) => x + y, 0) === 3 && a.every(n => n > 0)
+      })
+      return assignments(0).sort()
+    })
+    const producer = kafka.producer()
+    await producer.connect()
+    await producer.send({ topic, messages: [{ partition: 0, value: 'block' }] })
+    await producer.disconnect()
+    await step('expire: the other member takes every partition', async () => {
+      await until('the block', () => blockedAt > 0)
+      await until('the expiry', () => assignments(blockedAt).some(n => n === 3), 20000)
+      return { assignments: assignments(blockedAt).map(n => n === null ? 'blocked' : n).sort() }
+    })
+    await step('expire: the blocked member joins again', async () => {
+      const back = blockedAt + 10000
+      await until('the rejoin', () => {
+        const a = assignments(back)
+        return a.every(n => n !== null) && a.reduce((x, y) => x + y, 0) === 3 && a.every(n => n > 0)
+      }, 30000)
+      return { assignments: assignments(back).sort(), blockConsumed: blockSeen }
+    })
+  } finally {
+    for (const m of members) await m.consumer.disconnect()
+  }
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
@@ -754,6 +813,7 @@ async function main () {
     await limitsAndConfigs(admin, errAdmin)
     await openTransaction(admin)
     await recompressionAndReset(admin)
+    await sessionExpiry()
     await unknownTopicProduce()
   }
   await admin.disconnect()
