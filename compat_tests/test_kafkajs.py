@@ -1,13 +1,15 @@
 """KafkaJS 2.2.4 (Node.js; compat_tests/kafkajs/scenario.js) judged by Kafka 4.4: its idempotent producer with every
-codec it can register (none, gzip, snappy, lz4), consumer groups of 1-3 members with the round-robin assignor
-(eachMessage, eachBatch, commits, pause/resume, seek), transactions (sendOffsets, commit, abort, read_committed
-consumers), its admin calls (topics, partitions, configs, offsets, groups, ACLs, deleteTopicRecords, offsets by
-timestamp, ACLs on brokers with an authorizer) and their error cases, each step's observation compared between Kafka and pykbroker.
+codec it can register (none, gzip, snappy, lz4) and the broker's limits (record size, timestamps, LogAppendTime, a
+topic's own compression), consumer groups of 1-3 members with the round-robin assignor (eachMessage, eachBatch,
+manual and automatic commits, pause/resume, seek, a member expired while stuck in eachMessage), transactions
+(sendOffsets, commit, abort, fencing, read_committed stopping at an open transaction), its admin calls (topics,
+partitions, configs, offsets, groups, reassignments, ACLs on brokers with an authorizer, deleteTopicRecords, offsets by
+timestamp) and their error cases, each step's observation compared between Kafka and pykbroker.
 
 make test runs the quick round (producer, a group, transactions) on one pykbroker node against
 kafkajs/expected_quick.json, Kafka 4.4's own observations (the slow run checks that Kafka still makes them); the
-whole scenario on one node and on 3 brokers against a 3-node Kafka 4.4 cluster is ``make test-kafkajs-slow``
-(PYKBROKER_KAFKAJS_SLOW=1, ~3 min).
+whole scenario on one node and on 3 brokers against a 3-node Kafka 4.4 cluster, and the ACL calls, are
+``make test-kafkajs-slow`` (PYKBROKER_KAFKAJS_SLOW=1, ~10 min).
 """
 
 from __future__ import annotations
