@@ -58,6 +58,7 @@ def kafkajs_broker(tmp_path_factory):
 
 
 @SLOW
+@pytest.mark.timeout(900)  # two runs of the scenario, 2-4 minutes each on a loaded machine
 def test_kafkajs_scenario_single_node(kafka44_judge, kafkajs_broker):
     installed()
     assert_same_observations("single", "kafkajs", run_scenario(kafka44_judge.bootstrap),
@@ -65,6 +66,7 @@ def test_kafkajs_scenario_single_node(kafka44_judge, kafkajs_broker):
 
 
 @SLOW
+@pytest.mark.timeout(900)
 def test_kafkajs_scenario_cluster(kafka44_cluster_judge, judged_cluster):
     installed()
     assert_same_observations("cluster", "kafkajs",
