@@ -293,7 +293,7 @@ test-confluent-suites-slow: deps
 
 ## test-kafkajs-slow: KafkaJS 2.2.4 (compat_tests/kafkajs/scenario.js: producer with every codec, consumer groups of
 ##                    1-3 members, transactions, admin calls and their errors) on one pykbroker node judged by Kafka 4.4,
-##                    and on 3 brokers judged by a 3-node Kafka 4.4 cluster (~5 min; the quick round is in make test)
+##                    and on 3 brokers judged by a 3-node Kafka 4.4 cluster and ACLs on brokers with an authorizer (~10 min; the quick round is in make test)
 test-kafkajs-slow: deps
 	PYKBROKER_KAFKAJS_SLOW=1 $(PY) -m pytest compat_tests/test_kafkajs.py $(ARGS)
 

@@ -27,11 +27,12 @@ def installed() -> Path:
     return HERE / "scenario.js"
 
 
-def run_scenario(bootstrap: str, replication_factor: int = 1, quick: bool = False, timeout: float = 300) -> dict:
-    """Every step of the scenario on ``bootstrap`` (its topics and groups under a fresh prefix): step -> result."""
+def run_scenario(bootstrap: str, replication_factor: int = 1, mode: str = "", timeout: float = 300) -> dict:
+    """Every step of the scenario on ``bootstrap`` (its topics and groups under a fresh prefix): step -> result.
+    ``mode``: "" (all), "quick" (producer, a group, transactions) or "acls" (on a broker with an authorizer)."""
     prefix = f"kjs{uuid.uuid4().hex[:8]}"
     done = subprocess.run(["node", str(installed()), bootstrap, prefix, str(replication_factor),
-                           *(["quick"] if quick else [])], capture_output=True, text=True, timeout=timeout)
+                           *([mode] if mode else [])], capture_output=True, text=True, timeout=timeout)
     steps: dict = {}
     for line in done.stdout.splitlines():
         if line.startswith("{"):

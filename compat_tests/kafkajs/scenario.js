@@ -637,12 +637,163 @@ async function openTransaction (admin) {
   }
 }
 
+// ACLs on a broker with an authorizer (the client is a super user): created, described by filters, deleted.
+async function aclsWithAuthorizer (admin, errAdmin) {
+  await createTopics(admin, { topics: [{ topic: name('p'), numPartitions: 1, replicationFactor: RF }] })
+  const acl = (principal, resourceName, patternType, operation, permissionType, resourceType = AclResourceTypes.TOPIC) =>
+    ({ resourceType, resourceName, resourcePatternType: patternType, principal, host: '*', operation, permissionType })
+  const sorted = resources => resources.map(r => ({ ...r, acls: r.acls.sort((a, b) =>
+    `${a.principal}${a.operation}`.localeCompare(`${b.principal}${b.operation}`)) }))
+    .sort((a, b) => `${a.resourceType}${a.resourceName}`.localeCompare(`${b.resourceType}${b.resourceName}`))
+  await step('acls: createAcls', () => admin.createAcls({ acl: [
+    acl('User:alice', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW),
+    acl('User:alice', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.DESCRIBE, AclPermissionTypes.ALLOW),
+    acl('User:bob', name(''), ResourcePatternTypes.PREFIXED, AclOperationTypes.WRITE, AclPermissionTypes.DENY),
+    acl('User:bob', name('group'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW,
+      AclResourceTypes.GROUP)] }))
+  const describe = (label, filter) => step(label, async () => {
+    const r = await eventually(() => admin.describeAcls(filter), x => x.resources.length > 0, 5000)
+    return { errorCode: r.errorCode, resources: sorted(r.resources) }
+  })
+  await describe('acls: describeAcls of a topic', { resourceType: AclResourceTypes.TOPIC, resourceName: name('p'),
+    resourcePatternType: ResourcePatternTypes.LITERAL, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY })
+  await describe('acls: describeAcls matching a topic (prefixed ones too)', { resourceType: AclResourceTypes.TOPIC,
+    resourceName: name('p'), resourcePatternType: ResourcePatternTypes.MATCH, operation: AclOperationTypes.ANY,
+    permissionType: AclPermissionTypes.ANY })
+  await describe('acls: describeAcls of a principal', { resourceType: AclResourceTypes.ANY, principal: 'User:bob',
+    resourcePatternType: ResourcePatternTypes.ANY, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY })
+  await step('acls: createAcls with operation ANY', () => errAdmin.createAcls({ acl: [
+    acl('User:carol', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.ANY, AclPermissionTypes.ALLOW)] }))
+  await step('acls: createAcls with a principal without a type', () => errAdmin.createAcls({ acl: [
+    acl('carol', name('p'), ResourcePatternTypes.LITERAL, AclOperationTypes.READ, AclPermissionTypes.ALLOW)] }))
+  await step('acls: deleteAcls', async () => {
+    const r = await admin.deleteAcls({ filters: [{ resourceType: AclResourceTypes.ANY, principal: 'User:alice',
+      resourcePatternType: ResourcePatternTypes.ANY, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY }] })
+    return r.filterResponses.map(f => ({ errorCode: f.errorCode, errorMessage: f.errorMessage,
+      matchingAcls: f.matchingAcls.map(m => ({ ...m, resourceName: strip(m.resourceName) }))
+        .sort((a, b) => a.operation - b.operation) }))
+  })
+  await step('acls: describeAcls after deleteAcls', async () => {
+    const filter = { resourceType: AclResourceTypes.ANY, resourcePatternType: ResourcePatternTypes.ANY,
+      operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY }
+    const r = await eventually(() => admin.describeAcls(filter), x => !JSON.stringify(x).includes('User:alice'), 5000)
+    return { errorCode: r.errorCode, resources: sorted(r.resources.filter(x => x.resourceName.startsWith(prefix))) }
+  })
+}
+
+// A topic's compression.type makes the broker recompress what KafkaJS sends (zstd, a codec this KafkaJS lacks, so its
+// consumer fails on the batch); a fetch position beyond the log end is reset to the earliest offset.
+async function recompressionAndReset (admin) {
+  const topic = name('zstd')
+  await step('createTopics with compression.type zstd', () => createTopics(admin, { topics: [{ topic, numPartitions: 1,
+    replicationFactor: RF, configEntries: [{ name: 'compression.type', value: 'zstd' }] }] }))
+  const producer = kafka.producer()
+  await producer.connect()
+  await step('produce uncompressed to a zstd topic', async () => (await producer.send({ topic, messages: [{ value: 'z0' }, { value: 'z1' }] }))
+    .map(({ errorCode, baseOffset }) => ({ errorCode, baseOffset })))
+  await producer.disconnect()
+  await step('consume a zstd topic', async () => {
+    const consumer = consumerOf(name('zstd-reader'), { retry: { retries: 0 } })
+    const got = []
+    const crashes = []
+    consumer.on(consumer.events.CRASH, e => crashes.push({ name: e.payload.error.name, message: e.payload.error.message }))
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push(message.value.toString()) } })
+    try {
+      await until('a message or a crash', () => got.length >= 2 || crashes.length > 0)
+    } finally {
+      await consumer.disconnect()
+    }
+    return { got, crash: crashes[0] || null }
+  })
+  await step('seek beyond the log end resets to earliest', async () => {
+    const consumer = consumerOf(name('reset'))
+    const got = []
+    let sought = false
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (!sought) { sought = true; consumer.seek({ topic: name('ts'), partition: 0, offset: '1000' }) }
+    })
+    await consumer.connect()
+    await consumer.subscribe({ topics: [name('ts')], fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push(message.offset) } })
+    try {
+      await until('5 messages', () => got.length >= 5)
+      await sleep(500)
+    } finally {
+      await consumer.disconnect()
+    }
+    return got
+  })
+}
+
+// KafkaJS heartbeats between messages only: a member stuck in eachMessage past its session timeout is expired by the
+// coordinator, its partitions move to the other member, and it joins again when it comes back.
+async function sessionExpiry () {
+  const group = name('expire')
+  const topic = name('g')
+  const members = []
+  let blockedAt = 0
+  let blockSeen = 0
+  const start = async () => {
+    const consumer = consumerOf(group, { sessionTimeout: 6000, rebalanceTimeout: 10000 })
+    const member = { consumer, joins: [] }
+    consumer.on(consumer.events.GROUP_JOIN, e => member.joins.push({ at: Date.now(), payload: e.payload }))
+    await consumer.connect()
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    members.push(member)
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        if (message.value.toString() !== 'block') return
+        blockSeen += 1
+        if (blockSeen === 1) { blockedAt = Date.now(); await sleep(10000) }
+      },
+    })
+  }
+  const assignments = since => {
+    const latest = members.map(m => m.joins.filter(j => j.at >= since).pop())
+    return latest.map(j => (j ? (j.payload.memberAssignment[topic] || []).length : null))
+  }
+  try {
+    await start()
+    await start()
+    await step('expire: two members', async () => {
+      await until('two members settled', () => {
+        const a = assignments(0)
+        return a.every(n => n !== null) && a.reduce((x, y) => x + y, 0) === 3 && a.every(n => n > 0)
+      })
+      return assignments(0).sort()
+    })
+    const producer = kafka.producer()
+    await producer.connect()
+    await producer.send({ topic, messages: [{ partition: 0, value: 'block' }] })
+    await producer.disconnect()
+    await step('expire: the other member takes every partition', async () => {
+      await until('the block', () => blockedAt > 0)
+      await until('the expiry', () => assignments(blockedAt).some(n => n === 3), 20000)
+      return { assignments: assignments(blockedAt).map(n => n === null ? 'blocked' : n).sort() }
+    })
+    await step('expire: the blocked member joins again', async () => {
+      const back = blockedAt + 10000
+      await until('the rejoin', () => {
+        const a = assignments(back)
+        return a.every(n => n !== null) && a.reduce((x, y) => x + y, 0) === 3 && a.every(n => n > 0)
+      }, 30000)
+      return { assignments: assignments(back).sort(), blockConsumed: blockSeen }
+    })
+  } finally {
+    for (const m of members) await m.consumer.disconnect()
+  }
+}
+
 async function main () {
   const admin = kafka.admin()
   const errAdmin = quickFail.admin()
   await admin.connect()
   await errAdmin.connect()
-  if (QUICK) {
+  if (mode === 'acls') {
+    await aclsWithAuthorizer(admin, errAdmin)
+  } else if (QUICK) {
     await step('createTopics', () => createTopics(admin, { topics: [['p', 3], ['g', 3], ['tx', 2]].map(([t, n]) => ({
       topic: name(t), numPartitions: n, replicationFactor: RF })) }))
     await produceIdempotent(admin, [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]])
@@ -661,6 +812,8 @@ async function main () {
     await manualCommits(admin, errAdmin)
     await limitsAndConfigs(admin, errAdmin)
     await openTransaction(admin)
+    await recompressionAndReset(admin)
+    await sessionExpiry()
     await unknownTopicProduce()
   }
   await admin.disconnect()
