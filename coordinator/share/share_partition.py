@@ -458,6 +458,13 @@ class SharePartition:
                 batches.extend(self._runs(lo, hi + 1))
         return start, combine(batches)
 
+    def delivery_complete_count(self, start: int) -> int:
+        """Records at or above ``start`` (the start offset a write carries) whose delivery is complete, acknowledged
+        or archived, as Kafka's SharePartition counts them for WriteShareGroupState: the offsets between ``start``
+        and the window's start (all done) and the done ones in the window."""
+        done = self._states.count(_ACKNOWLEDGED) + self._states.count(_ARCHIVED)
+        return max(0, self.start_offset - start) + done
+
     def acquired_count(self) -> int:
         return sum(1 for s in self._states if s == _ACQUIRED)
 
