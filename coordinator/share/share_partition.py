@@ -222,10 +222,15 @@ class SharePartition:
 
     # -- acknowledge -------------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int]) -> None:
-        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing."""
+        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing. A batch
+        wholly below the start offset is done already and is skipped without an error, as Kafka 4.4 does."""
         n = last - first + 1
         if n <= 0 or (len(types) != 1 and len(types) != n):
             raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
+        if last < self.start_offset:
+            log.debug("share group %s %s-%d: acknowledgement of %d-%d below the start offset %d skipped",
+                      self.group_id, self.topic, self.partition, first, last, self.start_offset)
+            return
         lo = first - self.start_offset
         hi = lo + n
         if lo < 0 or hi > len(self._states) or self._states.count(_ACQUIRED, lo, hi) != n:
