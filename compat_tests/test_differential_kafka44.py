@@ -24,6 +24,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - The share-group state Kafka's share coordinator holds (ReadShareGroupStateSummary) after initialization, a fetch,
   AlterShareGroupOffsets (twice at one group epoch), DeleteShareGroupOffsets and initialization again: the state
   epoch is the group epoch.
+- Acknowledgements below a share-partition's start offset, in ordinary and session-closing ShareFetch and
+  ShareAcknowledge requests: which partitions answer, with which acknowledge error code.
 """
 
 from __future__ import annotations
@@ -1000,6 +1002,68 @@ def share_state_epochs(c: RawClient) -> Observations:
     return out
 
 
+def share_acknowledge_below_start(c: RawClient) -> Observations:
+    """Acknowledgements of offsets below a share-partition's start offset (done already): Kafka 4.4 skips them and
+    answers the partition with acknowledge error 0, in an ordinary and a session-closing ShareFetch and in a
+    ShareAcknowledge, closing or not; a batch below the start beside one in the window applies the latter. A partition
+    of the session with nothing to say is left out. The state summary afterwards (start offset, delivery complete
+    count) once the closing fetch released what the member held."""
+    group, topic = "k44-sb", "k44-sb-t"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=topic, num_partitions=-1, replication_factor=-1, assignments=[
+        CreatableReplicaAssignment(partition_index=i, broker_ids=[1]) for i in (0, 1)])], timeout_ms=10_000), 7)
+    topic_id = c.wait_for_topics(topic)[topic].topic_id
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=topic, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"v%d" % i for i in range(6)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    out: Observations = {"config": _set_group_config(c, group, "share.auto.offset.reset", "earliest")}
+    member = "b" * 22
+    out["assigned"] = _share_member_assigned(c, group, member, [topic])[1] == [(topic_id, [0, 1])]
+
+    def fetch(session: int, acks: list[tuple[int, int, int]] = (), wait_ms: int = 100):
+        r = c.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=wait_ms, min_bytes=1,
+            max_bytes=1 << 20, max_records=10, batch_size=10, topics=[ShareFetchTopic(topic_id=topic_id, partitions=[
+                ShareFetchPartition(partition_index=i, acknowledgement_batches=[
+                    ShareFetchAck(first_offset=f, last_offset=la, acknowledge_types=[t]) for f, la, t in acks if i == 0])
+                for i in (0, 1)])]), 1)
+        return (r.error_code, [(p.partition_index, p.error_code, p.acknowledge_error_code,
+                                [(x.first_offset, x.last_offset, x.delivery_count) for x in p.acquired_records])
+                               for t in r.responses for p in t.partitions])
+
+    def acknowledge(session: int, acks: list[tuple[int, int, int]]):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=session, topics=[
+            ShareAckTopic(topic_id=topic_id, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=[t]) for f, la, t in acks])])]), 1)
+        return r.error_code, [(p.partition_index, p.error_code) for t in r.responses for p in t.partitions]
+
+    first, session, deadline = fetch(0, wait_ms=500), 1, time.monotonic() + 30
+    while not any(p[3] for p in first[1]) and time.monotonic() < deadline:  # the share-partitions initialize
+        first, session = fetch(session, wait_ms=500), session + 1
+    out["first records"] = [p for p in first[1] if p[3]]
+    out["accept 0-2"] = acknowledge(session, [(0, 2, 1)])
+    out["fetch acknowledging 0 again"] = fetch(session + 1, [(0, 0, 1)])
+    out["acknowledge 1 again"] = acknowledge(session + 2, [(1, 1, 2)])
+    out["closing fetch acknowledging 2 again"] = fetch(-1, [(2, 2, 1)])
+    deadline = time.monotonic() + 30
+    while _state_summary(c, group, topic_id)[0][3] != 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    out["state after the close"] = _state_summary(c, group, topic_id)
+    again, session = fetch(0, wait_ms=500), 1
+    while not any(p[3] for p in again[1]) and time.monotonic() < deadline:
+        again, session = fetch(session, wait_ms=500), session + 1
+    out["fetched again"] = [p for p in again[1] if p[3]]
+    out["closing acknowledge below the start and in the window"] = acknowledge(-1, [(0, 1, 1), (3, 4, 1)])
+    deadline = time.monotonic() + 30
+    while _state_summary(c, group, topic_id)[0][3] != 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    out["state at the end"] = _state_summary(c, group, topic_id)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1009,6 +1073,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "regex_internal_topics": regex_internal_topics,
     "share_initialization": share_initialization,
     "share_fetch_uninitialized": share_fetch_uninitialized, "share_state_epochs": share_state_epochs,
+    "share_acknowledge_below_start": share_acknowledge_below_start,
 }
 
 

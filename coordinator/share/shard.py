@@ -124,16 +124,15 @@ class ShareCoordinatorShard:
             ShareUpdateKey(group_id=key[0], topic_id=key[1], partition=key[2]), value)], response=current)
 
     def summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:
-        """ReadShareGroupStateSummary: the state without its batches, with the number of acknowledged or
-        archived offsets at or above the start offset as its delivery complete count (-1 while the state has no
-        start offset, as initialized)."""
+        """ReadShareGroupStateSummary: the state without its batches, with the delivery complete count its last
+        write carried (Kafka 4.4 answers the stored count: -1 as initialized without a start offset, 0 with one,
+        then what the share-partition leader counted)."""
         current = self.state.get(key)
         if current is None:
             return None
-        done = -1 if current.start_offset < 0 else sum(b.last_offset - max(b.first_offset, current.start_offset) + 1 for b in current.state_batches
-                   if b.delivery_state in (2, 4) and b.last_offset >= current.start_offset)
         return ShareGroupOffset(current.snapshot_epoch, current.state_epoch, current.leader_epoch,
-                                current.start_offset, [], done, current.create_timestamp, current.write_timestamp)
+                                current.start_offset, [], current.delivery_complete_count, current.create_timestamp,
+                                current.write_timestamp)
 
     def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> CoordinatorResult:
         """A fresh snapshot for ``key`` (InitializeShareGroupState), as Kafka 4.4's share coordinator writes it:

@@ -222,10 +222,15 @@ class SharePartition:
 
     # -- acknowledge -------------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int]) -> None:
-        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing."""
+        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing. A batch
+        wholly below the start offset is done already and is skipped without an error, as Kafka 4.4 does."""
         n = last - first + 1
         if n <= 0 or (len(types) != 1 and len(types) != n):
             raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
+        if last < self.start_offset:
+            log.debug("share group %s %s-%d: acknowledgement of %d-%d below the start offset %d skipped",
+                      self.group_id, self.topic, self.partition, first, last, self.start_offset)
+            return
         lo = first - self.start_offset
         hi = lo + n
         if lo < 0 or hi > len(self._states) or self._states.count(_ACQUIRED, lo, hi) != n:
@@ -457,6 +462,13 @@ class SharePartition:
             if hi >= lo:
                 batches.extend(self._runs(lo, hi + 1))
         return start, combine(batches)
+
+    def delivery_complete_count(self, start: int) -> int:
+        """Records at or above ``start`` (the start offset a write carries) whose delivery is complete, acknowledged
+        or archived, as Kafka's SharePartition counts them for WriteShareGroupState: the offsets between ``start``
+        and the window's start (all done) and the done ones in the window."""
+        done = self._states.count(_ACKNOWLEDGED) + self._states.count(_ARCHIVED)
+        return max(0, self.start_offset - start) + done
 
     def acquired_count(self) -> int:
         return sum(1 for s in self._states if s == _ACQUIRED)

@@ -253,7 +253,8 @@ class SharePartitionManager:
                 return
             start, batches = sp.take_dirty()
             try:
-                await self.persister.write_state(key, sp.state_epoch, entry.leader_epoch, start, batches)
+                await self.persister.write_state(key, sp.state_epoch, entry.leader_epoch, start, batches,
+                                                 sp.delivery_complete_count(start))
             except ApiError as exc:
                 if exc.error_code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
                     self._drop(key, f"its state write was fenced: {ErrorCode(exc.error_code).name}")

@@ -15,14 +15,15 @@ Key = tuple[str, uuid.UUID, int]
 
 
 def parse_acks(group_id: str, topics) -> dict[Key, list[tuple[int, int, list[int]]]]:
-    """{(group, topic id, partition): [(first, last, types)]} of the request's acknowledgement batches."""
+    """{(group, topic id, partition): [(first, last, types)]} of the request's acknowledgement batches. When the
+    request acknowledges anything, every partition it names is there (without batches: nothing to apply), as Kafka
+    4.4 acknowledges them all and answers each with its acknowledge error code; else it is empty."""
     out: dict[Key, list[tuple[int, int, list[int]]]] = {}
     for t in topics:
         for p in t.partitions:
-            if p.acknowledgement_batches:
-                out.setdefault((group_id, t.topic_id, p.partition_index), []).extend(
-                    (b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in p.acknowledgement_batches)
-    return out
+            out.setdefault((group_id, t.topic_id, p.partition_index), []).extend(
+                (b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in p.acknowledgement_batches)
+    return out if any(out.values()) else {}
 
 
 def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> bool:

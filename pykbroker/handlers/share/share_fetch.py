@@ -15,7 +15,9 @@
   available for the next fetch, as Kafka 4.4 answers.
 - v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
 - A full session (epoch 0) answers every partition; later requests only those with records, errors or
-  acknowledgement results. A share-partition the group coordinator never initialized (no persisted state, e.g.
+  acknowledgement results. A request that acknowledges anything has an acknowledgement result for every partition
+  it names (error 0 for those without batches and for batches below the start offset, done already), a closing
+  one (epoch -1) answers exactly those, as Kafka 4.4. A share-partition the group coordinator never initialized (no persisted state, e.g.
   a topic the group is not subscribed to) gets no records and no state: UNKNOWN_SERVER_ERROR once the fetch
   waited out ``max_wait_ms`` empty, left out when other partitions answer records (Kafka 4.4's answers).
   UNSUPPORTED_VERSION while share groups are off.
@@ -116,9 +118,11 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
     full = epoch == INITIAL_EPOCH
     wanted = list(session.partitions) if epoch != FINAL_EPOCH else []
-    for key in ack_codes:
-        if (key[1], key[2]) not in session.partitions:
+    named = set(wanted)
+    for key in ack_codes:  # a closing fetch answers the partitions it acknowledged (all those it names)
+        if (key[1], key[2]) not in named:
             wanted.append((key[1], key[2]))
+            named.add((key[1], key[2]))
     by_topic: dict = {}
     for topic_id, index in wanted:
         key = (group_id, topic_id, index)

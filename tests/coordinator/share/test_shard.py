@@ -125,10 +125,15 @@ def test_initialize_over_existing_state_needs_the_same_or_a_higher_state_epoch()
     assert replayed(log).snapshot() == shard.snapshot()
 
 
-def test_the_summary_counts_the_offsets_done_above_the_start():
+def test_the_summary_answers_the_delivery_complete_count_written():
+    """Kafka 4.4's summary answers the count the share-partition leader's last write carried (a v0 write: -1)."""
     shard, log = ShareCoordinatorShard(0, 500, lambda: 1000), []
     apply(shard, shard.initialize_state(KEY, 0, 0), log)
-    apply(shard, shard.write_state(KEY, 0, 0, 2, [B(0, 1, 2, 1), B(3, 4, 4, 1), B(5, 5, 0, 1), B(6, 6, 2, 1)]), log)
+    batches = [B(0, 1, 2, 1), B(3, 4, 4, 1), B(5, 5, 0, 1), B(6, 6, 2, 1)]
+    apply(shard, shard.write_state(KEY, 0, 0, 2, batches, 4), log)
     summary = shard.summary(KEY)
-    assert (summary.start_offset, summary.delivery_complete_count, summary.state_batches) == (2, 3, [])
+    assert (summary.start_offset, summary.delivery_complete_count, summary.state_batches) == (2, 4, [])
+    assert replayed(log).summary(KEY).delivery_complete_count == 4
+    apply(shard, shard.write_state(KEY, 0, 0, 7, []), log)
+    assert shard.summary(KEY).delivery_complete_count == -1
     assert shard.summary(("other", KEY[1], 0)) is None

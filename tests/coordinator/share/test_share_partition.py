@@ -44,8 +44,11 @@ def test_accept_moves_the_start_offset_and_only_the_holder_may_acknowledge():
         p.acknowledge("m2", 0, 9, [A.ACCEPT])
     p.acknowledge("m1", 0, 4, [A.ACCEPT])
     assert p.start_offset == 5
+    assert p.take_dirty() == (0, [B(0, 4, 2, 1)])
+    p.acknowledge("m1", 0, 4, [A.RELEASE])  # below the start offset: done already, skipped as by Kafka 4.4
+    assert p.start_offset == 5 and not p.has_dirty()
     with pytest.raises(InvalidRecordStateError):
-        p.acknowledge("m1", 0, 0, [A.ACCEPT])  # already acknowledged
+        p.acknowledge("m1", 4, 5, [A.ACCEPT])  # from below the start into the window: 4 is not acquired
 
 
 def test_release_redelivers_with_a_higher_count_and_reject_archives():
@@ -206,3 +209,22 @@ def test_a_dead_letter_is_archiving_until_written_and_resumed_after_a_load():
     gone.load(3, [B(3, 4, S.ARCHIVING, 1)])
     gone.resume_dead_letters()
     assert gone.start_offset == 5 and gone.has_dirty()
+
+
+def test_the_delivery_complete_count_is_the_records_done_at_or_above_the_written_start():
+    """Kafka's SharePartition writes the number of acknowledged and archived records from the start offset it
+    writes: 0 after a lock timeout released everything, the acknowledged ones before the start moved past them."""
+    clock = FakeClock()
+    p = SharePartition("g", "t", uuid.UUID(int=1), 0, SharePartitionConfig(1000, 5, 2000), clock)
+    p.load(0, [])
+    p.acquire("m1", [(0, 4)], 100)
+    clock.advance(1000)  # the lock times out: all available again
+    start, _ = p.take_dirty()
+    assert (start, p.delivery_complete_count(start)) == (0, 0)
+    p.acquire("m1", [(0, 4)], 100)
+    p.acknowledge("m1", 0, 2, [A.ACCEPT])
+    p.acknowledge("m1", 4, 4, [A.REJECT])
+    start, _ = p.take_dirty()  # the start written is 0, the window's is 3 now
+    assert (start, p.start_offset, p.delivery_complete_count(start)) == (0, 3, 4)
+    start, _ = p.take_dirty()
+    assert (start, p.delivery_complete_count(start)) == (3, 1)
