@@ -300,7 +300,7 @@ test-kafkajs-slow: deps
 ## test-sarama-suite-slow: IBM/sarama's own functional tests (the pinned sarama's functional_*_test.go, built once into
 ##                         compat_tests/sarama/.cache with the toxiproxy server they use) against 5 pykbroker brokers
 ##                         behind toxiproxy on 127.0.0.1:29091-29095, as sarama's docker-compose.yml sets up Kafka
-##                         (~10 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.sarama --kafka
+##                         (~6 min; skipped without Go). Kafka 4.4 as the judge: python -m compat_tests.sarama --kafka
 test-sarama-suite-slow: deps
 	PYKBROKER_SARAMA_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_sarama_suite.py $(ARGS)
 

@@ -2,7 +2,7 @@
 against 5 pykbroker brokers behind toxiproxy, set up as sarama's docker-compose.yml sets up Kafka. Every test that
 passes on Apache Kafka 4.4 set up the same way (``python -m compat_tests.sarama --kafka``) passes; the tests that fail
 there too are left out (``FAILS_ON_KAFKA``), a test racy on Kafka too (``RACY``) gets retries. Slow (see the Makefile):
-``make test-sarama-suite-slow`` (PYKBROKER_SARAMA_SUITE_SLOW=1); skipped without Go.
+``make test-sarama-suite-slow`` (PYKBROKER_SARAMA_SUITE_SLOW=1, about 6 minutes on a 2-core machine); skipped without Go.
 """
 
 from __future__ import annotations
