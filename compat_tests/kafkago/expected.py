@@ -61,5 +61,10 @@ def skips(target: str) -> dict[str, str]:
                                key=lambda pattern: "/" in pattern))
             for p, names in failing.items() if names}
 
+# Run although Kafka 4.4 fails them now and then (each passed in its other recorded runs, and in every pykbroker
+# run): Kafka shows a change a moment after answering it. kafka-go:TestConn/test_delete_topics and
+# test_delete_topics_with_an_invalid_topic (Metadata still lists a deleted topic's partitions), TestClientDescribeConfigs
+# on a cluster (another broker has not the new config yet), TestClient/retrieve_committed_offsets_for_a_consumer_group_and_topic
+# (its reader's 30 s deadline, one run in four).
 # Tests (package:Test) that fail now and then on Kafka 4.4 too, for a race of their own: a failure is run again.
 RACY: frozenset[str] = frozenset()
