@@ -152,7 +152,7 @@ differential-cluster: deps
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
 		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py \
-		compat_tests/test_cluster_transaction_markers.py -s $(ARGS)
+		compat_tests/test_cluster_transaction_markers.py tests/replication/controller/test_hand_over_cluster.py -s $(ARGS)
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_faults.py compat_tests/test_cluster_reassignment.py \
 		-k "unclean or transactional_copier or cancelled_move or killed_leaders" $(ARGS)
 

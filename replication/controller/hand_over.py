@@ -26,12 +26,14 @@ from replication.controller.elections import (
 )
 from replication.metadata.image import MetadataImage, MetadataWriter, PartitionState
 
-__all__ = ["CONFLICT_ROUNDS", "CONFLICT_WAIT_S", "LeadershipHandOver"]
+__all__ = ["CONFLICT_ROUNDS", "CONFLICT_WAIT_S", "HAND_OVER_WRITES", "LeadershipHandOver"]
 
 # A hand-over write refused by a concurrent writer is decided again on the new state this many times per attempt,
 # each after waiting up to CONFLICT_WAIT_S for that state to reach this broker's image.
 CONFLICT_ROUNDS = 10
 CONFLICT_WAIT_S = 1.0
+# Partition-state writes of one hand-over round in flight at once (ZooKeeper pipelines them on one session).
+HAND_OVER_WRITES = 64
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -247,33 +249,46 @@ class LeadershipHandOver:
     async def _round(self, selected: Callable[[str, int], bool]
                                ) -> tuple[int, int, list[tuple[str, int, int]]]:
         """One pass of ``hand_over`` over the current image: (partitions moved, partitions led here that no
-        other live in-sync replica can take, (topic, partition, epoch read) of the writes refused)."""
+        other live in-sync replica can take, (topic, partition, epoch read) of the writes refused).
+
+        Every partition is decided on the same image and written at once (up to HAND_OVER_WRITES in flight), as
+        Kafka's controller moves a shutting-down broker's partitions in one batch: one write after another took
+        a ZooKeeper round trip and an image per partition, 8 s for 300 partitions on 2 busy cores, while the
+        cluster's clients and replicas took in leadership changes one by one. A partition followed here stops
+        being fetched just before its own write, as before."""
         image = self.metadata.image
-        moved = stuck = 0
-        conflicted: list[tuple[str, int, int]] = []
+        stuck = 0
+        writes: list[tuple[str, PartitionState, bool]] = []
         for topic in image.topics.values():
             for p in topic.partitions:
                 if self.node_id not in p.replicas or not selected(topic.name, p.partition):
                     continue
-                if self.shutting_down and p.leader != self.node_id:
-                    self.replica_fetchers.unfollow(topic.name, p.partition)  # before it leaves the ISR
                 hosted = self.replica_manager.get_partition(topic.name, p.partition)
                 if hosted is not None and hosted.log is not None and hosted.log.is_offline:
                     self.replica_fetchers.unfollow(topic.name, p.partition)  # no log to fetch into: out for good
                 new = controlled_shutdown_election(LeaderAndIsr(p.leader, p.leader_epoch, p.isr), p.replicas,
                                                    image.brokers, self.node_id)
                 if new is None:
+                    if self.shutting_down and p.leader != self.node_id:
+                        self.replica_fetchers.unfollow(topic.name, p.partition)
                     # Led here with nobody else in sync: waiting helps only if another replica is alive.
                     stuck += p.leader == self.node_id and any(
                         r != self.node_id and r in image.brokers for r in p.replicas)
                     continue
-                committed = await self.metadata.alter_partition(topic.name, p.partition, PartitionState(
-                    p.partition, new.leader, new.leader_epoch, p.replicas, new.isr, p.partition_epoch + 1))
-                if committed is None:
-                    conflicted.append((topic.name, p.partition, p.partition_epoch))
-                else:
-                    moved += 1
-        return moved, stuck, conflicted
+                writes.append((topic.name, PartitionState(p.partition, new.leader, new.leader_epoch, p.replicas,
+                                                          new.isr, p.partition_epoch + 1), p.leader != self.node_id))
+        in_flight = asyncio.Semaphore(HAND_OVER_WRITES)
+
+        async def write(name: str, state: PartitionState, following: bool) -> PartitionState | None:
+            async with in_flight:
+                if following and self.shutting_down:
+                    self.replica_fetchers.unfollow(name, state.partition)  # just before it leaves the ISR
+                return await self.metadata.alter_partition(name, state.partition, state)
+
+        committed = await asyncio.gather(*(write(*w) for w in writes))
+        conflicted = [(name, state.partition, state.partition_epoch - 1)
+                      for (name, state, _), done in zip(writes, committed, strict=True) if done is None]
+        return len(writes) - len(conflicted), stuck, conflicted
 
     def delete_stray_logs(self) -> None:
         """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
