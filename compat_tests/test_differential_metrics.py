@@ -42,9 +42,11 @@ from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.metrics.collector import NOT_FROM_JMX
 from pykbroker.metrics.jmx_names import parse_object_name, prometheus_name, quantile_label, sanitize
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient, free_port
-from wire.messages import AlterClientQuotasRequest, CreateTopicsRequest
+from wire import ErrorCode, build_simple_batch
+from wire.messages import AlterClientQuotasRequest, CreateTopicsRequest, ProduceRequest
 from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
-from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
 TOPIC = "judged-metrics"
 GROUP = "judged-metrics-group"
@@ -100,6 +102,33 @@ def workload(bootstrap: str, replication: int = 1) -> Consumer:
             break
     reader.close()
     return consumer
+
+
+REFUSED = TOPIC + "-refused"  # max.message.bytes 200
+COMPACTED = TOPIC + "-compacted"
+
+
+def refused_appends(bootstrap: str) -> dict[str, int]:
+    """Appends a one-node broker refuses, one each: a batch over the topic's max.message.bytes (a refusal Kafka's
+    ReplicaManager expects) and a keyless record for a compacted topic (an invalid record: one it does not
+    expect). Their codes."""
+    with RawClient(bootstrap, timeout=30) as c:
+        created = c.request(CreateTopicsRequest(topics=[
+            CreatableTopic(name=REFUSED, num_partitions=1, replication_factor=1,
+                           configs=[CreatableTopicConfig(name="max.message.bytes", value="200")]),
+            CreatableTopic(name=COMPACTED, num_partitions=1, replication_factor=1,
+                           configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")])],
+            timeout_ms=30000), 5)
+        assert [t.error_code for t in created.topics] == [0, 0]
+        c.wait_for_topics(REFUSED, COMPACTED, timeout=30)
+
+        def produce(topic: str, value: bytes) -> int:
+            batch = build_simple_batch([value], timestamp=int(time.time() * 1000))
+            response = c.request(ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+            return response.responses[0].partition_responses[0].error_code
+
+        return {"too large": produce(REFUSED, b"x" * 1000), "keyless in a compacted topic": produce(COMPACTED, b"y")}
 
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
@@ -165,14 +194,18 @@ def both(tmp_path_factory):
     with KafkaBroker(jars, root / "kafka", jvm_args=jmx_args(jmx),
                      overrides={"group.initial.rebalance.delay.ms": "0"}) as kafka:  # started by the with
         consumer = workload(kafka.bootstrap)
+        theirs_refused = refused_appends(kafka.bootstrap)
         theirs = kafka_samples(jars, jmx)
         consumer.close()
     port = free_port()
     with BrokerProcess(root / "pykbroker", overrides={"metrics.port": str(port),
                                                       "group.initial.rebalance.delay.ms": "0"}) as broker:
         consumer = workload(broker.bootstrap)
+        ours_refused = refused_appends(broker.bootstrap)
         ours = pykbroker_samples(port)
         consumer.close()
+    assert ours_refused == theirs_refused == {"too large": ErrorCode.MESSAGE_TOO_LARGE,
+                                              "keyless in a compacted topic": ErrorCode.INVALID_RECORD}
     return theirs, ours
 
 
@@ -236,6 +269,18 @@ def test_values_of_the_workload_agree(both):
     throttled = (("client_id", "throttled"),)
     assert theirs["kafka_server_produce_throttle_time"][throttled] > 0
     assert ours["kafka_server_produce_throttle_time"][throttled] > 0
+
+
+def test_refused_appends_count_as_kafka_counts_them(both):
+    """A batch too large is a produce request but not a failed one (a refusal Kafka's ReplicaManager expects); an
+    invalid record is both."""
+    theirs, ours = both
+    for topic, failed in ((REFUSED, 0), (COMPACTED, 1)):
+        labels = (("topic", topic),)
+        total = "kafka_server_brokertopicmetrics_totalproducerequestspersec"
+        failures = "kafka_server_brokertopicmetrics_failedproducerequestspersec"
+        assert (ours[total].get(labels), ours[failures].get(labels, 0.0)) == \
+            (theirs[total].get(labels), theirs[failures].get(labels, 0.0)) == (1.0, failed), topic
 
 
 

@@ -125,6 +125,30 @@ def storage_error_code(exc: BaseException) -> tuple[int, str | None]:
     return code, str(exc) or None
 
 
+# The refusals Kafka's ReplicaManager expects (appendToLocalLog): counted as produce requests, not as failed ones,
+# and not logged. Any other refusal (not enough replicas, sequence and epoch errors, invalid records or timestamps)
+# is a failed produce request and an ERROR line (INFO for a fenced producer epoch), as Kafka's processFailedRecord.
+_EXPECTED_APPEND_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.MESSAGE_TOO_LARGE,
+    ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.UNKNOWN_TOPIC_ID})
+
+
+def _count_failed_append(metrics: Any, tp: tuple[str, int], code: int, message: str | None, *,
+                         logged: bool = False) -> None:
+    """Record a refused append as Kafka does: the metric it moves and, for an unexpected refusal, a log line."""
+    if code in _EXPECTED_APPEND_ERRORS:
+        if metrics is not None:
+            metrics.append_refused(tp[0])
+        return
+    if metrics is not None:
+        metrics.append_failed(tp[0])
+    if not logged:
+        log.log(logging.INFO if code == ErrorCode.INVALID_PRODUCER_EPOCH else logging.ERROR,
+                "Error processing append operation on partition %s-%d: %s: %s", tp[0], tp[1],
+                ErrorCode(code).name, message or "")
+
+
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -404,22 +428,20 @@ class ReplicaManager:
             if p is None:
                 results[tp] = AppendResult(self._not_hosted_error(tp))
                 if metrics is not None:
-                    metrics.append_failed(tp[0])
+                    metrics.append_refused(tp[0])
                 continue
             try:
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
                                                   origin=origin, now_ms=now_ms)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
-                if metrics is not None:
-                    metrics.append_failed(tp[0])
+                _count_failed_append(metrics, tp, exc.code, exc.message)
                 continue
             except Exception as exc:  # storage refusals: corrupt, too large, invalid, disk errors
-                if metrics is not None:
-                    metrics.append_failed(tp[0])
                 code, message = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("append to %s-%d failed", tp[0], tp[1])
+                _count_failed_append(metrics, tp, code, message, logged=code == ErrorCode.UNKNOWN_SERVER_ERROR)
                 record_errors = list(getattr(exc, "record_errors", []) or [])
                 results[tp] = AppendResult(code, error_message=message, record_errors=record_errors,
                                            log_start_offset=p.log.log_start_offset)

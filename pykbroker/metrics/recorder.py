@@ -142,9 +142,16 @@ class Recorder:
         stats.total_produce += 1
 
     def append_failed(self, topic: str) -> None:
+        """A partition's append refused unexpectedly (Kafka's failedProduceRequestRate marks it)."""
         stats = self.topics.get(topic) or self.topic(topic)
         stats.total_produce += 1
         stats.failed_produce += 1
+
+    def append_refused(self, topic: str) -> None:
+        """A partition's append refused as Kafka expects (not leader, too large, corrupt, disk): a produce request,
+        not a failed one."""
+        stats = self.topics.get(topic) or self.topic(topic)
+        stats.total_produce += 1
 
     def fetched(self, topic: str, size: int, failed: bool) -> None:
         """One partition of a consumer's fetch answered with ``size`` bytes (followers' are not counted)."""

@@ -167,3 +167,19 @@ def test_leader_partition_answers_with_kafkas_codes(tmp_path):
     assert code(9, -1) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert code(2, -1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert code(2, 1) == ErrorCode.FENCED_LEADER_EPOCH  # the epoch is checked before leadership, as Kafka
+
+
+def test_an_unexpected_refusal_is_logged_and_an_expected_one_is_not(tmp_path, caplog):
+    manager = LogManager([str(tmp_path / "logs")], default_config=LogConfig(), log_cleaner_enable=False)
+    manager.startup(lambda _topic: LogConfig())
+    rm = ReplicaManager(manager, node_id=1)
+    rm.become_leader(TOPIC, 0, TOPIC_ID, 0, [1], [1], LogConfig(cleanup_policy=("compact",)))
+    rm.become_leader(TOPIC, 1, TOPIC_ID, 0, [1], [1], LogConfig(max_message_bytes=100))
+    keyless = build_simple_batch([b"no key"], timestamp=1_700_000_000_000)
+    too_large = build_simple_batch([b"x" * 500], timestamp=1_700_000_000_000)
+    with caplog.at_level("INFO", logger="replication.replica_manager"):
+        result = asyncio.run(rm.append_records({(TOPIC, 0): keyless, (TOPIC, 1): too_large}, 1, 1000))
+    assert [result[(TOPIC, p)].error_code for p in (0, 1)] == [ErrorCode.INVALID_RECORD, ErrorCode.MESSAGE_TOO_LARGE]
+    # As Kafka's ReplicaManager: an invalid record is an ERROR line naming the partition; a batch too large none.
+    assert [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records] == \
+        [("ERROR", f"Error processing append operation on partition {TOPIC}-0")]
