@@ -4,6 +4,11 @@ on one node and on a 3-broker cluster, with the classic and with the consumer (K
 that passes on Apache Kafka 4.4 set up the same way (``python -m compat_tests.confluent_suites.go_suite cluster
 --kafka``) passes. Slow (minutes a run on a 2-core machine): ``make test-confluent-suites-slow``
 (PYKBROKER_CONFLUENT_SUITES_SLOW=1); skipped without Go.
+
+Kafka 4.4's own record (tests and TestIntegration's subtests): one node, classic 79 passed; consumer 77 passed,
+TestAdminConfig failed (a group config read back before it took effect: 2 runs in 3); 3 nodes, classic 78 passed,
+TestAdminACLs failed; consumer 77 passed, TestAdminClient_DescribeTopics failed (ACLs asked of a broker before it
+applied them). TestConfigPluginPaths always skips; ListAndDescribeConsumerGroups skips itself under KIP-848.
 """
 
 from __future__ import annotations
