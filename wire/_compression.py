@@ -9,8 +9,10 @@ What we write is what the Java client writes:
 - zstd: one zstd frame.
 
 What we read is everything stock clients send: raw snappy (librdkafka) or xerial-framed snappy (Java,
-kafka-python); concatenated gzip members; lz4 frames with or without content size; zstd frames with or
-without content size (Java's streaming writer omits it), one or several.
+kafka-python); concatenated gzip members; lz4 frames with or without content size, but with independent blocks
+(a producer's frame that Kafka's reader refuses, as one from KafkaJS's lz4js-based codecs, fails
+``check_lz4_descriptor``: UNKNOWN_SERVER_ERROR as on Kafka); zstd frames with or without content size (Java's
+streaming writer omits it), one or several.
 
 Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
 bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
@@ -30,7 +32,8 @@ import zstandard
 
 from wire._errors import ErrorCode
 
-__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "compress", "decompress"]
+__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "UnsupportedLz4FrameError", "check_lz4_descriptor",
+           "compress", "decompress"]
 
 
 class RecordError(Exception):
@@ -47,6 +50,13 @@ class CorruptRecordError(RecordError):
 
 class DecompressedSizeError(CorruptRecordError):
     """The data decompresses to more than the caller's ``max_size`` (a telemetry push above telemetry.max.bytes)."""
+
+
+class UnsupportedLz4FrameError(RecordError):
+    """An LZ4 frame whose descriptor Kafka's reader refuses (dependent blocks, a dictionary id or reserved bit, a
+    version other than 1): Kafka's produce fails on its RuntimeException with UNKNOWN_SERVER_ERROR."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class CompressionType(IntEnum):
@@ -222,6 +232,23 @@ def _unsnappy(data: bytes | bytearray | memoryview, max_size: int | None) -> byt
         parts.append(snappy.uncompress(view[pos:end]))
         pos = end
     return b"".join(parts)
+
+
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
+    """Kafka's KafkaLZ4BlockInputStream checks a frame's FLG byte before reading it; liblz4 reads all of these, and so
+    does ``decompress`` (batches stored before this check existed stay readable): a produce checks it (validate_batch)."""
+    if len(frame) < 5 or bytes(frame[:4]) != _LZ4_MAGIC:
+        return  # not a frame: the decompressor says what is wrong
+    flg = frame[4]
+    if flg & 0x03:
+        raise UnsupportedLz4FrameError("Reserved0 field must be 0" if flg & 0x01 else "Reserved1 field must be 0")
+    if not flg & 0x20:
+        raise UnsupportedLz4FrameError("Dependent block stream is unsupported (BLOCK_INDEPENDENCE must be set)")
+    if flg >> 6 != 1:
+        raise UnsupportedLz4FrameError(f"Version {flg >> 6} is unsupported")
 
 
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:

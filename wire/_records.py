@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-from wire._compression import CompressionType, CorruptRecordError, RecordError, compress, decompress
+from wire._compression import (
+    CompressionType,
+    CorruptRecordError,
+    RecordError,
+    check_lz4_descriptor,
+    compress,
+    decompress,
+)
 from wire._errors import ErrorCode
 from wire._primitives import append_uvarint
 
@@ -391,7 +398,7 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
     """Check the batch at ``pos`` as Kafka does before appending it, and return its header.
 
     Always (CorruptRecordError): header present, magic 2, batch_length >= 49 and within ``buf``, a known
-    codec, CRC. With ``from_client`` (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
+    codec, CRC. With ``from_client``: an lz4 frame descriptor Kafka's reader takes (UnsupportedLz4FrameError), and (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
     for AppendOrigin.CLIENT; InvalidRecordError): base_offset 0, last_offset_delta + 1 == records_count > 0,
     not a control batch, a base_sequence when there is a producer id.
     """
@@ -413,6 +420,10 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
         if last_offset_delta < 0 or records_count != last_offset_delta + 1 or attributes & CONTROL_FLAG_MASK or (
                 producer_id > NO_PRODUCER_ID and base_sequence < 0):
             _reject_client_batch(header)
+        if attributes & COMPRESSION_CODEC_MASK == CompressionType.LZ4:
+            # Kafka decompresses every client batch to validate it; the frame descriptor is what its lz4 reader
+            # refuses before anything else (records are decoded only when a rule needs them here).
+            check_lz4_descriptor(memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end])
     return header
 
 

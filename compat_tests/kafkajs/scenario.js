@@ -570,6 +570,19 @@ async function limitsAndConfigs (admin, errAdmin) {
     })
     await step('produce a record over max.message.bytes', () =>
       producer.send({ topic: name('limits'), messages: [{ value: 'x'.repeat(4096) }] }))
+    await step('produce lz4 frames marked as dependent blocks', async () => {
+      // lz4js's own frames leave FLG's block-independence bit clear; Kafka's lz4 reader refuses them.
+      const independent = CompressionCodecs[CompressionTypes.LZ4]
+      CompressionCodecs[CompressionTypes.LZ4] = () => ({
+        async compress (encoder) { return Buffer.from(lz4.compress(encoder.buffer)) },
+        async decompress (buffer) { return Buffer.from(lz4.decompress(buffer)) },
+      })
+      try {
+        return await producer.send({ topic: name('limits'), compression: CompressionTypes.LZ4, messages: [{ value: 'dependent' }] })
+      } finally {
+        CompressionCodecs[CompressionTypes.LZ4] = independent
+      }
+    })
     await step('produce a record two hours in the future', () =>
       producer.send({ topic: name('ts'), messages: [{ value: 'future', timestamp: String(Date.now() + 7200000) }] }))
   } finally {
