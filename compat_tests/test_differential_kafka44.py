@@ -24,6 +24,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - The share-group state Kafka's share coordinator holds (ReadShareGroupStateSummary) after initialization, a fetch,
   AlterShareGroupOffsets (twice at one group epoch), DeleteShareGroupOffsets and initialization again: the state
   epoch is the group epoch.
+- Read/WriteShareGroupState of a share-partition without state, and with negative epochs or partition.
 - Acknowledgements below a share-partition's start offset, in ordinary and session-closing ShareFetch and
   ShareAcknowledge requests: which partitions answer, with which acknowledge error code.
 """
@@ -45,6 +46,7 @@ from compat_tests.conftest import (
 )
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import RawClient
+from storage.checkpoints import topic_id_to_string
 from wire import (
     ZERO_UUID,
     ErrorCode,
@@ -79,6 +81,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
     RemoveRaftVoterRequest,
     ShareAcknowledgeRequest,
@@ -88,6 +91,7 @@ from wire.messages import (
     TxnOffsetCommitRequest,
     UnregisterBrokerRequest,
     UnregisterControllerRequest,
+    WriteShareGroupStateRequest,
 )
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.alter_share_group_offsets_request import (
@@ -115,6 +119,8 @@ from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsets
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.read_share_group_state_request import PartitionData as ReadPartition
+from wire.messages.read_share_group_state_request import ReadStateData
 from wire.messages.read_share_group_state_summary_request import PartitionData as SummaryPartition
 from wire.messages.read_share_group_state_summary_request import ReadStateSummaryData
 from wire.messages.share_acknowledge_request import AcknowledgementBatch as ShareAckBatch
@@ -127,6 +133,9 @@ from wire.messages.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from wire.messages.write_share_group_state_request import PartitionData as WritePartition
+from wire.messages.write_share_group_state_request import StateBatch as WriteBatch
+from wire.messages.write_share_group_state_request import WriteStateData
 
 Observations = dict[str, object]
 UNKNOWN_ID = uuid.UUID(int=12345)
@@ -1064,6 +1073,46 @@ def share_acknowledge_below_start(c: RawClient) -> Observations:
     return out
 
 
+def share_state_uninitialized(c: RawClient) -> Observations:
+    """ReadShareGroupState and WriteShareGroupState (broker-to-broker APIs a tool can send) of a share-partition whose
+    state nobody initialized, and with negative epochs or partition: Kafka 4.4's share coordinator answers
+    INVALID_REQUEST with its messages and creates no state (its summary afterwards)."""
+    group, topic, other = "k44-ss", "k44-ss-t", "k44-ss-o"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                                          for n in (topic, other)], timeout_ms=10_000), 7)
+    topic_id = c.wait_for_topics(topic, other)[topic].topic_id
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    member = "w" * 22  # a member subscribed to the other topic: Kafka's share coordinator starts with its state
+    _share_member_assigned(c, group, member, [other])
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=2, coordinator_keys=[f"{group}:{topic_id_to_string(topic_id)}:0"]),
+                                     4), lambda r: r.coordinators[0].error_code)
+
+    def read(partition: int = 0, leader_epoch: int = 0):
+        r = _until_settled(lambda: c.request(ReadShareGroupStateRequest(group_id=group, topics=[ReadStateData(
+            topic_id=topic_id, partitions=[ReadPartition(partition=partition, leader_epoch=leader_epoch)])]), 0),
+            lambda r: r.results[0].partitions[0].error_code)
+        return [(p.error_code, p.error_message, p.state_epoch, p.start_offset, len(p.state_batches))
+                for t in r.results for p in t.partitions]
+
+    def write(state_epoch: int = 0, leader_epoch: int = 0):
+        r = _until_settled(lambda: c.request(WriteShareGroupStateRequest(group_id=group, topics=[WriteStateData(
+            topic_id=topic_id, partitions=[WritePartition(
+                partition=0, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=0,
+                delivery_complete_count=0, state_batches=[WriteBatch(first_offset=0, last_offset=0, delivery_state=2,
+                                                                     delivery_count=1)])])]), 1),
+            lambda r: r.results[0].partitions[0].error_code)
+        return [(p.error_code, p.error_message) for t in r.results for p in t.partitions]
+
+    out: Observations = {
+        "read": read(), "read at leader epoch -1": read(leader_epoch=-1), "read partition -1": read(-1),
+        "write": write(), "write at leader epoch -1": write(leader_epoch=-1),
+        "write at state epoch -1": write(state_epoch=-1), "summary": _state_summary(c, group, topic_id)}
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1073,7 +1122,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "regex_internal_topics": regex_internal_topics,
     "share_initialization": share_initialization,
     "share_fetch_uninitialized": share_fetch_uninitialized, "share_state_epochs": share_state_epochs,
-    "share_acknowledge_below_start": share_acknowledge_below_start,
+    "share_acknowledge_below_start": share_acknowledge_below_start, "share_state_uninitialized": share_state_uninitialized,
 }
 
 
