@@ -2,7 +2,8 @@
 would — produce, fetch and the other partition requests to the partitions' leaders (from Metadata; a request
 whose partitions have several leaders split among them and the answers merged, compat_tests/leader_split.py), group
 requests (the share-group ones too) to the group coordinator, ShareFetch and ShareAcknowledge to their first
-partition's leader, ReadShareGroupStateSummary to its first share-partition's share coordinator, and
+partition's leader, ReadShareGroupStateSummary and Read/WriteShareGroupState to their first share-partition's
+share coordinator, and
 transaction requests to the transaction coordinator (FindCoordinator),
 ListGroups and ListTransactions to every broker (as the admin client lists them), the rest to the bootstrap
 broker. On one node every route is that node, so the single mode keeps the plain RawClient."""
@@ -41,6 +42,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -50,6 +52,7 @@ from wire.messages import (
     StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
+    WriteShareGroupStateRequest,
 )
 from wire.messages.metadata_request import MetadataRequestTopic
 
@@ -92,8 +95,9 @@ def _coordinator_key(request, version: int) -> tuple[int, str] | None:
         return (GROUP, request.group_ids[0]) if request.group_ids else None
     if isinstance(request, DescribeShareGroupOffsetsRequest):
         return (GROUP, request.groups[0].group_id) if request.groups else None
-    if isinstance(request, ReadShareGroupStateSummaryRequest):  # the share coordinator of its first partition
-        if not request.topics or not request.topics[0].partitions:
+    if isinstance(request, (ReadShareGroupStateSummaryRequest, ReadShareGroupStateRequest,
+                            WriteShareGroupStateRequest)):  # the share coordinator of its first partition
+        if not request.topics or not request.topics[0].partitions or request.topics[0].partitions[0].partition < 0:
             return None
         first = request.topics[0]
         return SHARE, f"{request.group_id}:{topic_id_to_string(first.topic_id)}:{first.partitions[0].partition}"

@@ -24,6 +24,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - The share-group state Kafka's share coordinator holds (ReadShareGroupStateSummary) after initialization, a fetch,
   AlterShareGroupOffsets (twice at one group epoch), DeleteShareGroupOffsets and initialization again: the state
   epoch is the group epoch.
+- The delivery complete count in the __share_group_state records a share-partition leader writes.
+- Read/WriteShareGroupState of a share-partition without state, and with negative epochs or partition.
 - Acknowledgements below a share-partition's start offset, in ordinary and session-closing ShareFetch and
   ShareAcknowledge requests: which partitions answer, with which acknowledge error code.
 """
@@ -45,6 +47,7 @@ from compat_tests.conftest import (
 )
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import RawClient
+from storage.checkpoints import topic_id_to_string
 from wire import (
     ZERO_UUID,
     ErrorCode,
@@ -79,6 +82,7 @@ from wire.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
     RemoveRaftVoterRequest,
     ShareAcknowledgeRequest,
@@ -88,6 +92,7 @@ from wire.messages import (
     TxnOffsetCommitRequest,
     UnregisterBrokerRequest,
     UnregisterControllerRequest,
+    WriteShareGroupStateRequest,
 )
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.alter_share_group_offsets_request import (
@@ -115,6 +120,8 @@ from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsets
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+from wire.messages.read_share_group_state_request import PartitionData as ReadPartition
+from wire.messages.read_share_group_state_request import ReadStateData
 from wire.messages.read_share_group_state_summary_request import PartitionData as SummaryPartition
 from wire.messages.read_share_group_state_summary_request import ReadStateSummaryData
 from wire.messages.share_acknowledge_request import AcknowledgementBatch as ShareAckBatch
@@ -127,6 +134,9 @@ from wire.messages.txn_offset_commit_request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from wire.messages.write_share_group_state_request import PartitionData as WritePartition
+from wire.messages.write_share_group_state_request import StateBatch as WriteBatch
+from wire.messages.write_share_group_state_request import WriteStateData
 
 Observations = dict[str, object]
 UNKNOWN_ID = uuid.UUID(int=12345)
@@ -1064,6 +1074,121 @@ def share_acknowledge_below_start(c: RawClient) -> Observations:
     return out
 
 
+def share_state_uninitialized(c: RawClient) -> Observations:
+    """ReadShareGroupState and WriteShareGroupState (broker-to-broker APIs a tool can send) of a share-partition whose
+    state nobody initialized, and with negative epochs or partition: Kafka 4.4's share coordinator answers
+    INVALID_REQUEST with its messages and creates no state (its summary afterwards)."""
+    group, topic, other = "k44-ss", "k44-ss-t", "k44-ss-o"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                                          for n in (topic, other)], timeout_ms=10_000), 7)
+    topic_id = c.wait_for_topics(topic, other)[topic].topic_id
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    member = "w" * 22  # a member subscribed to the other topic: Kafka's share coordinator starts with its state
+    _share_member_assigned(c, group, member, [other])
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=2, coordinator_keys=[f"{group}:{topic_id_to_string(topic_id)}:0"]),
+                                     4), lambda r: r.coordinators[0].error_code)
+
+    def read(partition: int = 0, leader_epoch: int = 0):
+        r = _until_settled(lambda: c.request(ReadShareGroupStateRequest(group_id=group, topics=[ReadStateData(
+            topic_id=topic_id, partitions=[ReadPartition(partition=partition, leader_epoch=leader_epoch)])]), 0),
+            lambda r: r.results[0].partitions[0].error_code)
+        return [(p.error_code, p.error_message, p.state_epoch, p.start_offset, len(p.state_batches))
+                for t in r.results for p in t.partitions]
+
+    def write(state_epoch: int = 0, leader_epoch: int = 0):
+        r = _until_settled(lambda: c.request(WriteShareGroupStateRequest(group_id=group, topics=[WriteStateData(
+            topic_id=topic_id, partitions=[WritePartition(
+                partition=0, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=0,
+                delivery_complete_count=0, state_batches=[WriteBatch(first_offset=0, last_offset=0, delivery_state=2,
+                                                                     delivery_count=1)])])]), 1),
+            lambda r: r.results[0].partitions[0].error_code)
+        return [(p.error_code, p.error_message) for t in r.results for p in t.partitions]
+
+    out: Observations = {
+        "read": read(), "read at leader epoch -1": read(leader_epoch=-1), "read partition -1": read(-1),
+        "write": write(), "write at leader epoch -1": write(leader_epoch=-1),
+        "write at state epoch -1": write(state_epoch=-1), "summary": _state_summary(c, group, topic_id)}
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def _share_state_records(c: RawClient, group: str, topic_id: uuid.UUID, want: int) -> list:
+    """The __share_group_state records of ``group``'s share-partition ``topic_id``-0 (in the partition of 50 its key
+    hashes to), waiting up to 30 s for ``want``: (record type, start offset, delivery complete count, leader epoch,
+    state batches)."""
+    from coordinator.share.coordinator import coordinator_key
+    from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
+    from wire import decode_records, iter_batch_headers, java
+    h = java.string_hash(coordinator_key((group, topic_id, 0)))
+    partition = (0 if h == -(1 << 31) else abs(h)) % 50
+    deadline = time.monotonic() + 30
+    while True:
+        r = c.request(FetchRequest(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                                   session_id=0, session_epoch=-1, topics=[FetchTopic(
+                                       topic=SHARE_GROUP_STATE_TOPIC_NAME, partitions=[FetchPartition(
+                                           partition=partition, fetch_offset=0, current_leader_epoch=-1,
+                                           last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])],
+                                   forgotten_topics_data=[], rack_id=""), 12)
+        data = r.responses[0].partitions[0].records or b""
+        out = []
+        for pos, _ in iter_batch_headers(data):
+            for rec in decode_records(data, pos)[1]:
+                record = decode_record(rec.key, rec.value)
+                if (record.key.group_id, record.key.topic_id) == (group, topic_id) and record.value is not None:
+                    v = record.value
+                    out.append((type(record.key).__name__, v.start_offset, v.delivery_complete_count, v.leader_epoch,
+                                [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                 for b in v.state_batches]))
+        if len(out) >= want or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)
+
+
+def share_state_records(c: RawClient) -> Observations:
+    """The delivery complete count a share-partition leader writes: the records at or above the start offset written
+    that are acknowledged or archived (Kafka 4.4's SharePartition), read back from __share_group_state after an
+    acknowledgement that accepts one record and releases another, then a closing one that accepts a third."""
+    group, topic = "k44-sr", "k44-sr-t"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                                  timeout_ms=10_000), 7)
+    topic_id = c.wait_for_topics(topic)[topic].topic_id
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=topic, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"v%d" % i for i in range(3)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    out: Observations = {"config": _set_group_config(c, group, "share.auto.offset.reset", "earliest")}
+    member = "r" * 22
+    _share_member_assigned(c, group, member, [topic])
+
+    def fetch(session: int):
+        r = c.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=500, min_bytes=1,
+            max_bytes=1 << 20, max_records=10, batch_size=10, topics=[ShareFetchTopic(topic_id=topic_id, partitions=[
+                ShareFetchPartition(partition_index=0)])]), 1)
+        return [(x.first_offset, x.last_offset, x.delivery_count) for t in r.responses for p in t.partitions
+                for x in p.acquired_records]
+
+    def acknowledge(session: int, acks: list[tuple[int, int, int]]):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=session, topics=[
+            ShareAckTopic(topic_id=topic_id, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=[t]) for f, la, t in acks])])]), 1)
+        return r.error_code, [(p.partition_index, p.error_code) for t in r.responses for p in t.partitions]
+
+    acquired, session, deadline = fetch(0), 1, time.monotonic() + 30
+    while not acquired and time.monotonic() < deadline:
+        acquired, session = fetch(session), session + 1
+    out["acquired"] = acquired
+    out["accept 0, release 1"] = acknowledge(session, [(0, 0, 1), (1, 1, 2)])
+    out["closing accept 2"] = acknowledge(-1, [(2, 2, 1)])
+    out["records"] = _share_state_records(c, group, topic_id, 3)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1073,7 +1198,8 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "regex_internal_topics": regex_internal_topics,
     "share_initialization": share_initialization,
     "share_fetch_uninitialized": share_fetch_uninitialized, "share_state_epochs": share_state_epochs,
-    "share_acknowledge_below_start": share_acknowledge_below_start,
+    "share_acknowledge_below_start": share_acknowledge_below_start, "share_state_uninitialized": share_state_uninitialized,
+    "share_state_records": share_state_records,
 }
 
 

@@ -21,7 +21,7 @@ from coordinator.runtime.log import CoordinatorLogFactory
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.timer import CoordinatorTimer
 from coordinator.share.records import SHARE_GROUP_STATE_TOPIC_NAME, decode_record
-from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey
+from coordinator.share.shard import ShareCoordinatorShard, ShareGroupOffset, SharePartitionKey, uninitialized
 from coordinator.share.state_batch import StateBatch
 from storage.checkpoints import topic_id_to_string
 from wire import ErrorCode, java
@@ -109,10 +109,22 @@ class ShareCoordinator:
 
     # -- the persister's operations --------------------------------------------------------------------
     async def read_state(self, key: SharePartitionKey, leader_epoch: int = -1) -> ShareGroupOffset | None:
-        """The state of ``key``; a share-partition leader passes its leader epoch, which fences older leaders."""
+        """The state of ``key`` (None: none); a share-partition leader passes its leader epoch, which fences older
+        leaders."""
         partition = await self._partition(key)
         if leader_epoch < 0:
             return await self.runtime.read(partition, lambda shard: shard.read_state(key))
+        try:
+            return await self.runtime.write(partition,
+                                            lambda shard: shard.read_state_with_leader_epoch(key, leader_epoch))
+        except ApiError as exc:
+            if uninitialized(exc):
+                return None
+            raise
+
+    async def read_state_request(self, key: SharePartitionKey, leader_epoch: int) -> ShareGroupOffset:
+        """ReadShareGroupState as asked on the wire: a negative leader epoch or no state is INVALID_REQUEST."""
+        partition = await self._partition(key)
         return await self.runtime.write(partition, lambda shard: shard.read_state_with_leader_epoch(key, leader_epoch))
 
     async def read_summary(self, key: SharePartitionKey) -> ShareGroupOffset | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from coordinator.runtime.errors import ApiError
 from coordinator.share.coordinator import ShareCoordinator
-from coordinator.share.shard import ShareGroupOffset, SharePartitionKey
+from coordinator.share.shard import ShareGroupOffset, SharePartitionKey, uninitialized
 from coordinator.share.state_batch import StateBatch
 from wire import ErrorCode
 from wire.messages import (
@@ -76,9 +76,14 @@ class SharePersister:
                     rreq.PartitionData(partition=key[2], leader_epoch=leader_epoch)])]), 0,
                 ReadShareGroupStateResponse)
             p = _only(response.results, key)
-            _raise_for(p)
+            try:
+                _raise_for(p)
+            except ApiError as exc:
+                if uninitialized(exc):  # Kafka 4.4's answer for no state
+                    return None
+                raise
             if p.state_epoch < 0 and p.start_offset < 0 and not p.state_batches:
-                return None  # no state (Kafka answers epoch -1, offset -1)
+                return None  # no state (older pykbrokers answered epoch -1, offset -1)
             return ShareGroupOffset(-1, p.state_epoch, leader_epoch, p.start_offset, [
                 StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches])
         return await self._call(key, lambda: self.coordinator.read_state(key, leader_epoch), remote)

@@ -24,7 +24,7 @@ from wire.messages import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, 
 from wire.messages import share_snapshot_value as _snap
 from wire.messages import share_update_value as _upd
 
-__all__ = ["ShareCoordinatorShard", "ShareGroupOffset", "SharePartitionKey"]
+__all__ = ["READ_UNINITIALIZED", "uninitialized", "ShareCoordinatorShard", "ShareGroupOffset", "SharePartitionKey"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
@@ -32,6 +32,27 @@ log = logging.getLogger("pykbroker.coordinator.share")
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 # (group id, topic id, partition): Kafka's SharePartitionKey.
 SharePartitionKey = tuple[str, uuid.UUID, int]
+# Kafka 4.4's INVALID_REQUEST messages for state requests it refuses
+NULL_TOPIC_ID = "The topic id cannot be null."
+NEGATIVE_PARTITION_ID = "The partition id cannot be a negative number."
+NEGATIVE_LEADER_EPOCH = "The leader epoch cannot be a negative number."
+NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
+WRITE_UNINITIALIZED = "Write operation on uninitialized share partition not allowed."
+READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
+
+
+def uninitialized(exc: ApiError) -> bool:
+    """Whether ``exc`` is the refusal of a read of a share-partition without state (its leader answers the fetch
+    as Kafka's does for state the group coordinator never initialized)."""
+    return exc.error_code == ErrorCode.INVALID_REQUEST and exc.message == READ_UNINITIALIZED
+
+
+def _check_request(key: SharePartitionKey, leader_epoch: int, state_epoch: int = 0) -> None:
+    """Kafka 4.4's checks of a Read/WriteShareGroupState partition, in its order: INVALID_REQUEST."""
+    for bad, message in ((key[1] == uuid.UUID(int=0), NULL_TOPIC_ID), (key[2] < 0, NEGATIVE_PARTITION_ID),
+                         (leader_epoch < 0, NEGATIVE_LEADER_EPOCH), (state_epoch < 0, NEGATIVE_STATE_EPOCH)):
+        if bad:
+            raise ApiError(ErrorCode.INVALID_REQUEST, message)
 
 
 @dataclass
@@ -110,10 +131,12 @@ class ShareCoordinatorShard:
         """ReadShareGroupState from a share-partition leader at ``leader_epoch`` (Kafka's
         readStateAndMaybeUpdateLeaderEpoch): a lower epoch than the one stored is FENCED_LEADER_EPOCH; a higher
         one is recorded (a ShareUpdate with no batches), so the previous leader's later writes are fenced.
-        The response is the state as it was read (None: no state)."""
+        The response is the state as it was read. A negative leader epoch or a share-partition without state is
+        INVALID_REQUEST, as Kafka 4.4 refuses them (a leader initializes first: the group coordinator does)."""
+        _check_request(key, leader_epoch)
         current = self.state.get(key)
-        if current is None or leader_epoch < 0:
-            return CoordinatorResult(response=current)
+        if current is None:
+            raise ApiError(ErrorCode.INVALID_REQUEST, READ_UNINITIALIZED)
         if leader_epoch < current.leader_epoch:
             raise ApiError(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch {leader_epoch} < {current.leader_epoch}")
         if leader_epoch == current.leader_epoch:
@@ -151,15 +174,19 @@ class ShareCoordinatorShard:
 
     def write_state(self, key: SharePartitionKey, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: list[StateBatch], delivery_complete_count: int = -1) -> CoordinatorResult:
-        """WriteShareGroupState: a ShareUpdate, or a ShareSnapshot when one is due or there is no state yet."""
+        """WriteShareGroupState: a ShareUpdate, or a ShareSnapshot when one is due. Kafka 4.4's refusals first
+        (INVALID_REQUEST: negative epochs, a share-partition without state), then its fencing."""
+        _check_request(key, leader_epoch, state_epoch)
         current = self.state.get(key)
-        if current is not None and state_epoch < current.state_epoch:
-            raise ApiError(ErrorCode.FENCED_STATE_EPOCH, f"state epoch {state_epoch} < {current.state_epoch}")
-        if current is not None and 0 <= leader_epoch < current.leader_epoch:
+        if current is None:
+            raise ApiError(ErrorCode.INVALID_REQUEST, WRITE_UNINITIALIZED)
+        if leader_epoch < current.leader_epoch:
             raise ApiError(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch {leader_epoch} < {current.leader_epoch}")
+        if state_epoch < current.state_epoch:
+            raise ApiError(ErrorCode.FENCED_STATE_EPOCH, f"state epoch {state_epoch} < {current.state_epoch}")
         now = self._now_ms()
-        if current is None or self._updates_since_snapshot.get(key, 0) >= self.snapshot_every:
-            base = current or ShareGroupOffset(-1, state_epoch, leader_epoch, start_offset, [], -1, now, now)
+        if self._updates_since_snapshot.get(key, 0) >= self.snapshot_every:
+            base = current
             start = start_offset if start_offset >= 0 else base.start_offset
             merged = merge(base.state_batches, batches, start)
             return CoordinatorResult([self._snapshot_record(key, ShareGroupOffset(

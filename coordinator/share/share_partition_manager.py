@@ -211,7 +211,7 @@ class SharePartitionManager:
         state starting at ``start_offset`` (-1: not yet known, share.auto.offset.reset decides at the first fetch)
         unless it has state already."""
         entry = self._entries.get(key)
-        if (entry is not None and entry.partition is not None) or await self.persister.read_state(key) is not None:
+        if (entry is not None and entry.partition is not None) or await self.persister.read_summary(key) is not None:
             return
         try:
             await self.persister.initialize_state(key, state_epoch, start_offset)

@@ -1,7 +1,8 @@
 """ReadShareGroupState v0 (KIP-932, broker to broker): a share-partition leader reads the persisted state of its
 share-partitions (state epoch, start offset, state batches). Its leader epoch is checked and recorded: a lower
-one than the coordinator knows is FENCED_LEADER_EPOCH. A share-partition without state answers state epoch -1
-and start offset -1. CLUSTER_ACTION, else CLUSTER_AUTHORIZATION_FAILED; NOT_COORDINATOR when not led here."""
+one than the coordinator knows is FENCED_LEADER_EPOCH. As Kafka 4.4, a share-partition without state is
+INVALID_REQUEST "Read operation on uninitialized share partition not allowed." (its leader reads only state the
+group coordinator initialized), and so are a negative leader epoch or partition and a zero topic id. CLUSTER_ACTION, else CLUSTER_AUTHORIZATION_FAILED; NOT_COORDINATOR when not led here."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from wire.messages.read_share_group_state_response import PartitionResult, ReadS
 
 
 def _result(p, code, message, state=None) -> PartitionResult:
-    if state is None:
-        return PartitionResult(partition=p.partition, error_code=code, error_message=message, state_epoch=-1,
-                               start_offset=-1)
+    if state is None:  # an error: Kafka's error answer leaves the state epoch and start offset 0
+        return PartitionResult(partition=p.partition, error_code=code, error_message=message, state_epoch=0,
+                               start_offset=0)
     return PartitionResult(partition=p.partition, error_code=code, error_message=message,
                            state_epoch=state.state_epoch, start_offset=state.start_offset, state_batches=[
                                StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
@@ -37,6 +38,6 @@ async def handle_read_share_group_state(ctx: RequestContext, request: ReadShareG
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sc = coordinator(ctx)
     rows = await per_partition(ctx, request.group_id, request.topics,
-                               lambda key, p: sc.read_state(key, p.leader_epoch))
+                               lambda key, p: sc.read_state_request(key, p.leader_epoch))
     return ReadShareGroupStateResponse(results=[ReadStateResult(topic_id=t, partitions=ps)
                                                 for t, ps in by_topic(rows, _result).items()])

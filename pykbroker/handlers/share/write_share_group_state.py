@@ -1,6 +1,7 @@
 """WriteShareGroupState v0-1 (KIP-932, broker to broker): a share-partition leader writes the state batches that
-changed and its start offset (-1: unchanged). Writes from an older leader epoch or state epoch are
-FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH. v1 adds the delivery complete count. CLUSTER_ACTION, else
+changed and its start offset (-1: unchanged). As Kafka 4.4, a share-partition without state is INVALID_REQUEST
+"Write operation on uninitialized share partition not allowed.", and so are negative epochs; writes from an older
+leader epoch or state epoch are FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH. v1 adds the delivery complete count. CLUSTER_ACTION, else
 CLUSTER_AUTHORIZATION_FAILED; NOT_COORDINATOR when the key's partition is not led here."""
 
 from __future__ import annotations

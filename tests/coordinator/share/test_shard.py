@@ -137,3 +137,24 @@ def test_the_summary_answers_the_delivery_complete_count_written():
     apply(shard, shard.write_state(KEY, 0, 0, 7, []), log)
     assert shard.summary(KEY).delivery_complete_count == -1
     assert shard.summary(("other", KEY[1], 0)) is None
+
+
+def test_reads_and_writes_kafka_4_4_refuses():
+    """Kafka 4.4's share coordinator: INVALID_REQUEST with its messages for a read or write of a share-partition
+    without state, negative epochs and partitions, and a zero topic id; nothing is written for them."""
+    shard = ShareCoordinatorShard(0, 500, lambda: 1000)
+    refusals = [
+        (lambda: shard.read_state_with_leader_epoch(KEY, 0), "Read operation on uninitialized share partition not allowed."),
+        (lambda: shard.write_state(KEY, 0, 0, 0, [B(0, 0, 2, 1)]),
+         "Write operation on uninitialized share partition not allowed."),
+        (lambda: shard.read_state_with_leader_epoch(KEY, -1), "The leader epoch cannot be a negative number."),
+        (lambda: shard.write_state(KEY, 0, -1, 0, []), "The leader epoch cannot be a negative number."),
+        (lambda: shard.write_state(KEY, -1, 0, 0, []), "The state epoch cannot be a negative number."),
+        (lambda: shard.write_state(("g", KEY[1], -1), 0, 0, 0, []), "The partition id cannot be a negative number."),
+        (lambda: shard.read_state_with_leader_epoch(("g", uuid.UUID(int=0), 0), 0), "The topic id cannot be null."),
+    ]
+    for operation, message in refusals:
+        with pytest.raises(ApiError) as err:
+            operation()
+        assert (err.value.error_code, err.value.message) == (ErrorCode.INVALID_REQUEST, message)
+    assert shard.state == {}

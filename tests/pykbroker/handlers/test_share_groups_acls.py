@@ -211,7 +211,7 @@ def test_the_share_coordinator_apis_need_cluster_action(secured):
     broker, address, ids = secured
     key = f"{GROUP}:{topic_id_to_string(ids['open'])}:0"
     read = ReadShareGroupStateRequest(group_id=GROUP, topics=[ReadStateData(
-        topic_id=ids["open"], partitions=[ReadPartition(partition=0, leader_epoch=-1)])])
+        topic_id=ids["open"], partitions=[ReadPartition(partition=0, leader_epoch=0)])])
     with as_user(address, "alice") as alice:
         found = alice.request(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6).coordinators[0]
         assert found.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
