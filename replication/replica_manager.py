@@ -31,7 +31,7 @@ from replication.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from replication.replica_selector import ReplicaView
 from replication.watchers import PartitionWatchers
 from storage import AppendOrigin, KafkaStorageError, LogDirNotFoundError, release_records
-from storage.errors import OffsetMovedToTieredStorageError
+from storage.errors import InvalidTimestampError, OffsetMovedToTieredStorageError, RecordValidationError
 from wire import ErrorCode
 
 log = logging.getLogger("replication.replica_manager")
@@ -438,10 +438,12 @@ class ReplicaManager:
                 _count_failed_append(metrics, tp, exc.code, exc.message)
                 continue
             except Exception as exc:  # storage refusals: corrupt, too large, invalid, disk errors
-                code, message = storage_error_code(exc)
+                code, reason = storage_error_code(exc)
                 if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("append to %s-%d failed", tp[0], tp[1])
-                _count_failed_append(metrics, tp, code, message, logged=code == ErrorCode.UNKNOWN_SERVER_ERROR)
+                _count_failed_append(metrics, tp, code, reason, logged=code == ErrorCode.UNKNOWN_SERVER_ERROR)
+                # Kafka answers its own text only for refused records (RecordValidationException), else null.
+                message = reason if isinstance(exc, (RecordValidationError, InvalidTimestampError)) else None
                 record_errors = list(getattr(exc, "record_errors", []) or [])
                 results[tp] = AppendResult(code, error_message=message, record_errors=record_errors,
                                            log_start_offset=p.log.log_start_offset)

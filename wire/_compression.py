@@ -32,8 +32,8 @@ import zstandard
 
 from wire._errors import ErrorCode
 
-__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "UnsupportedLz4FrameError", "check_lz4_descriptor",
-           "compress", "decompress"]
+__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
+           "check_lz4_descriptor", "compress", "decompress"]
 
 
 class RecordError(Exception):
@@ -55,6 +55,13 @@ class DecompressedSizeError(CorruptRecordError):
 class UnsupportedLz4FrameError(RecordError):
     """An LZ4 frame whose descriptor Kafka's reader refuses (dependent blocks, a dictionary id or reserved bit, a
     version other than 1): Kafka's produce fails on its RuntimeException with UNKNOWN_SERVER_ERROR."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class UndecodableBatchError(RecordError):
+    """A client's compressed records that do not decompress: Kafka's produce fails on the decompression's
+    KafkaException with UNKNOWN_SERVER_ERROR (and no message), as for an LZ4 frame it refuses."""
 
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 

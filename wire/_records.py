@@ -32,7 +32,9 @@ from typing import NamedTuple
 from wire._compression import (
     CompressionType,
     CorruptRecordError,
+    DecompressedSizeError,
     RecordError,
+    UndecodableBatchError,
     check_lz4_descriptor,
     compress,
     decompress,
@@ -420,10 +422,20 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
         if last_offset_delta < 0 or records_count != last_offset_delta + 1 or attributes & CONTROL_FLAG_MASK or (
                 producer_id > NO_PRODUCER_ID and base_sequence < 0):
             _reject_client_batch(header)
-        if attributes & COMPRESSION_CODEC_MASK == CompressionType.LZ4:
-            # Kafka decompresses every client batch to validate it; the frame descriptor is what its lz4 reader
-            # refuses before anything else (records are decoded only when a rule needs them here).
-            check_lz4_descriptor(memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end])
+        codec = attributes & COMPRESSION_CODEC_MASK
+        if codec != CompressionType.NONE:
+            # Kafka decompresses every client batch to validate it: the frame descriptor is what its lz4 reader
+            # refuses before anything else, and data that does not decompress fails the produce (records are
+            # decoded only when a rule needs them here; decompressing is the C library's work).
+            body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
+            if codec == CompressionType.LZ4:
+                check_lz4_descriptor(body)
+            try:
+                decompress(codec, body, MAX_DECOMPRESSED_BATCH_SIZE)
+            except DecompressedSizeError:
+                pass  # well-formed as far as read (Kafka reads on without a bound; decoding here stays bounded)
+            except CorruptRecordError as exc:
+                raise UndecodableBatchError(str(exc)) from exc
     return header
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 import uuid
 
+from crc32c import crc32c
+
 from pykbroker.testing import RawClient
 from wire import CompressionType, ErrorCode, build_simple_batch
 from wire.messages import (
@@ -47,6 +49,16 @@ def lz4_batch_with_flg(flg_clear: int) -> bytes:
     return bytes(data)
 
 
+def garbled_batch(codec: CompressionType) -> bytes:
+    """A ``codec`` batch whose compressed records are garbled in the middle, its CRC made right again."""
+    data = bytearray(build_simple_batch([b"hello hello hello " * 20] * 5, timestamp=NOW, compression=codec))
+    middle = 61 + (len(data) - 61) // 2
+    for i in range(middle, middle + 8):
+        data[i] ^= 0x5A
+    data[17:21] = crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
 def produce(c, topic: str, records: bytes, *, acks: int = -1, partition: int = 0, version: int = 11,
             topic_id: uuid.UUID | None = None):
     data = TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])
@@ -82,7 +94,19 @@ def test_produce_errors(broker):
         # RuntimeException: UNKNOWN_SERVER_ERROR, judged by Kafka 4.4 in compat_tests/test_kafkajs.py's history
         assert produce(c, "pe-a", lz4_batch_with_flg(0)).error_code == ErrorCode.NONE
         assert produce(c, "pe-a", lz4_batch_with_flg(0x20)).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
-        assert produce(c, "pe-small", batch(1, size=2000)).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        # Kafka decompresses every compressed client batch: data that does not decompress (its CRC made right) fails
+        # with UNKNOWN_SERVER_ERROR and no message, as Kafka 4.4 answered gzip and lz4 garbage; none of it is stored.
+        for codec in (CompressionType.GZIP, CompressionType.LZ4):
+            garbled = produce(c, "pe-a", garbled_batch(codec))
+            assert (garbled.error_code, garbled.error_message) == (ErrorCode.UNKNOWN_SERVER_ERROR, None), codec
+        too_large = produce(c, "pe-small", batch(1, size=2000))
+        assert (too_large.error_code, too_large.error_message) == (ErrorCode.MESSAGE_TOO_LARGE, None)
+        inconsistent = bytearray(batch(3))
+        inconsistent[57:61] = (5).to_bytes(4, "big")  # a record count the offsets do not span
+        inconsistent[17:21] = crc32c(bytes(inconsistent[21:])).to_bytes(4, "big")
+        # a refused batch (not a refused record) gets Kafka's code without its message
+        assert (produce(c, "pe-a", bytes(inconsistent)).error_code, produce(c, "pe-a", bytes(inconsistent)).error_message) \
+            == (ErrorCode.INVALID_RECORD, None)
         future = produce(c, "pe-a", batch(timestamp=NOW + 2 * 3_600_000))  # message.timestamp.after.max.ms: 1 h
         assert future.error_code == ErrorCode.INVALID_TIMESTAMP
         keyless = produce(c, "pe-compacted", batch(keys=False))
