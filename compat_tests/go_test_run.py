@@ -27,20 +27,23 @@ class SuiteRun:
     def __post_init__(self) -> None:
         self.failed = sorted(name for name, status in self.results.items() if status == "FAIL")
 
+    def counts(self) -> tuple[int, int, int]:
+        """(passed, failed, skipped) of the top-level tests."""
+        top = [s for name, s in self.results.items() if "/" not in name]
+        return top.count("PASS"), top.count("FAIL"), top.count("SKIP")
+
 
 def run_go_tests(binary: Path, workdir: Path, env: dict[str, str], *, pattern: str, timeout_s: int,
                  output: Path | None = None, extra_args: tuple[str, ...] = ()) -> SuiteRun:
     """Run the tests of ``binary`` matching ``pattern`` in ``workdir`` with ``env``; the output is also written to
     ``output``. With -count, one failure of a test fails it."""
     started = time.monotonic()
-    with tempfile.TemporaryFile("w+") as out:
+    with (open(output, "w+") if output is not None else tempfile.TemporaryFile("w+")) as out:  # written as it runs
         done = subprocess.run([str(binary), "-test.run", pattern, "-test.v", "-test.timeout", f"{timeout_s}s",
                                *extra_args], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout_s + 120)
         out.seek(0)
         text = out.read()
-    if output is not None:
-        output.write_text(text)
     results: dict[str, str] = {}
     for m in filter(None, map(_RESULT.match, text.splitlines())):
         if results.get(m[2]) != "FAIL":

@@ -25,16 +25,16 @@ import os
 import re
 import socketserver
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from compat_tests.go_test_run import SuiteRun, run_go_tests
 from pykbroker.testing import free_port, stop_process
 
 HERE = Path(__file__).parent
@@ -52,7 +52,6 @@ OVERRIDES = {
     "delete.topic.enable": "true", "auto.create.topics.enable": "false", "group.initial.rebalance.delay.ms": "0",
     "inter.broker.listener.name": "INTERNAL",
 }
-_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 _DOCKER_SHIM = """#!/usr/bin/env bash
 # sarama's functional tests stop and start brokers with `docker compose stop|start kafka-<i>` and read a broker's log
 # with `docker compose logs --since <RFC 3339 time> kafka-<i>`; this forwards exactly those to compat_tests/sarama's
@@ -88,26 +87,6 @@ def sarama_test_binary() -> tuple[Path, Path, Path] | None:
 
 
 @dataclass
-class SuiteRun:
-    """A run's outcome: each test's PASS/FAIL/SKIP (subtests by their full name), the go test exit code and the whole
-    output."""
-
-    results: dict[str, str]
-    returncode: int
-    output: str
-    seconds: float
-    failed: list[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.failed = sorted(name for name, status in self.results.items() if status == "FAIL")
-
-    def counts(self) -> tuple[int, int, int]:
-        """(passed, failed, skipped) of the top-level tests."""
-        top = [s for name, s in self.results.items() if "/" not in name]
-        return top.count("PASS"), top.count("FAIL"), top.count("SKIP")
-
-
-@dataclass
 class Environment:
     """What the suite runs against: toxiproxy's API address and the directory holding the ``docker`` shim."""
 
@@ -123,18 +102,8 @@ def run_suite(binary: Path, workdir: Path, env: Environment, *, pattern: str | N
         pattern = "^(" + "|".join(functional_tests(workdir)) + ")$"
     run_env = {**os.environ, "TOXIPROXY_ADDR": env.toxiproxy, "KAFKA_VERSION": KAFKA_VERSION,
                "PATH": f"{env.shim_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    started = time.monotonic()
-    with (open(output, "w+") if output is not None else tempfile.TemporaryFile("w+")) as out:  # written as it runs
-        done = subprocess.run([str(binary), "-test.run", pattern, "-test.v", "-test.timeout", f"{timeout_s}s",
-                               *extra_args], env=run_env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                              text=True, timeout=timeout_s + 120)
-        out.seek(0)
-        text = out.read()
-    results: dict[str, str] = {}
-    for m in filter(None, map(_RESULT.match, text.splitlines())):
-        if results.get(m[2]) != "FAIL":  # with -count, one failure of a test fails it
-            results[m[2]] = m[1]
-    return SuiteRun(results, done.returncode, text, time.monotonic() - started)
+    return run_go_tests(binary, workdir, run_env, pattern=pattern, timeout_s=timeout_s, output=output,
+                        extra_args=extra_args)
 
 
 def functional_tests(workdir: Path) -> list[str]:
