@@ -382,7 +382,9 @@ def share_targets(request, mode: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
-                                                             single_slow=("stalled consumer", "recreated topic")))
+                                                             single_slow=("stalled consumer", "recreated topic",
+                                                                          "three consumers, two partitions",
+                                                                          "reject archives")))
 def test_share_scenario_as_kafka_4_2(mode, name, request):
     run = SCENARIOS[name]
     kafka, pykbroker = share_targets(request, mode)
