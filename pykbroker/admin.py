@@ -19,7 +19,7 @@ from wire.messages.create_topics_request import CreatableTopic, CreatableTopicCo
 
 __all__ = ["KafkaAdmin", "KafkaAdminError"]
 
-# Versions every pykbroker and Kafka 4.1 serve.
+# Versions every pykbroker and Kafka 4.4 serve.
 _METADATA_VERSION = 12
 _CREATE_TOPICS_VERSION = 7
 _DELETE_TOPICS_VERSION = 5

@@ -1,6 +1,6 @@
-"""The names of Kafka 4.1's broker configs that cannot be updated dynamically.
+"""The names of Kafka 4.4's broker configs that cannot be updated dynamically.
 
-KafkaConfig's names minus DynamicBrokerConfig.AllDynamicConfigs and the internal ones, as a Kafka 4.1 broker lists
+KafkaConfig's names minus DynamicBrokerConfig.AllDynamicConfigs and the internal ones, as a Kafka 4.4 broker lists
 them (read-only) in DescribeConfigs; derived from pykbroker.kafka_broker_configs (generated from Kafka's jars). A dynamic change naming one of them is refused ("Cannot update these configs dynamically");
 a name that is neither here nor dynamic is a custom config, which Kafka accepts and stores.
 """

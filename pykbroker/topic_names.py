@@ -11,7 +11,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 
 
 def topic_name_error(name: str) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka 4.1's wording), or None when it is."""
+    """Why ``name`` is not a legal topic name (Kafka 4.4's wording), or None when it is."""
     reason = None
     if not name:
         reason = "the empty string is not allowed"

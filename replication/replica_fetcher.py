@@ -43,7 +43,7 @@ __all__ = ["FetcherConfig", "ReplicaFetcher", "ReplicaFetcherManager"]
 
 log = logging.getLogger("replication.replica_fetcher")
 
-FETCH_VERSION = 17  # as Kafka 4.1's fetcher: topic ids, ReplicaState, diverging epochs, sessions
+FETCH_VERSION = 17  # as Kafka 4.4's fetcher: topic ids, ReplicaState, diverging epochs, sessions
 MAX_EPOCH = 2**31 - 1
 # What a fetch says of a partition: fetch offset, log start, leader epoch, last fetched epoch.
 Position = tuple[int, int, int, int]

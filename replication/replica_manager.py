@@ -229,7 +229,7 @@ class ReplicaManager:
         self.pending_logs = pending_logs
         self.partitions: dict[TopicPartition, Partition] = {}
         # Assigned here but their log is in a dir that was offline at start: not hosted and never created
-        # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.1 answers for them.
+        # elsewhere; answered NOT_LEADER_OR_FOLLOWER, as Kafka 4.4 answers for them.
         self.offline_partitions: set[TopicPartition] = set()
         self.leader_quota = leader_quota
         self.replica_selector = replica_selector
@@ -347,7 +347,7 @@ class ReplicaManager:
         remember the dir for a replica not created yet; per-partition error codes as Kafka's replica manager
         answers: LOG_DIR_NOT_FOUND (not in log.dirs), KAFKA_STORAGE_ERROR (dir or partition offline, or any
         log dir offline when a future log is needed), REPLICA_NOT_AVAILABLE (not hosted here: not yet, retried
-        by kafka-reassign-partitions, or in a dir offline since the start, as Kafka 4.1 answers) and
+        by kafka-reassign-partitions, or in a dir offline since the start, as Kafka 4.4 answers) and
         UNKNOWN_TOPIC_OR_PARTITION (no such partition)."""
         results: dict[TopicPartition, int] = {}
         for tp, wanted_dir in dirs.items():

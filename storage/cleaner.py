@@ -33,7 +33,7 @@ For a log with cleanup.policy ``compact``:
   - the batch holding a producer id's last data offset (or, when its last record is a marker, that
     marker of its current epoch) is kept, emptied of records if need be (Kafka's writeEmptyHeader: no
     codec, no base timestamp, the old max timestamp), so producer state survives a reload;
-  - so is the batch that ends right at the first uncleanable offset (Kafka 4.1, KAFKA-17076).
+  - so is the batch that ends right at the first uncleanable offset (since Kafka 4.1, KAFKA-17076).
 
   The transaction state is carried from group to group through one cleaning, as in Kafka.
 * Swap (crash-safe, storage.local_log.replace_segments): the group is written to ``<base>.log.cleaned``

@@ -1,4 +1,4 @@
-"""The records of __consumer_offsets, byte-compatible with Apache Kafka 4.1.
+"""The records of __consumer_offsets, byte-compatible with Apache Kafka 4.4.
 
 On disk every record is a plain key/value record in a v2 record batch (no headers):
 
@@ -106,7 +106,7 @@ from wire.messages import consumer_group_target_assignment_member_value as _targ
 __all__ = ["CoordinatorRecord", "OffsetAndMetadata", "RecordType", "UnknownRecordTypeError", "decode_record",
            "GROUP_METADATA_VALUE_VERSION", "SHARE_GROUP_RECORD_TYPES", "STREAMS_GROUP_RECORD_TYPES"]
 
-# Kafka 4.1 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
+# Kafka 4.4 writes GroupMetadataValue v3 and OffsetCommitValue v3 (v1 with an expire timestamp): the
 # highest non-flexible versions, so older brokers can still read the log after a downgrade.
 GROUP_METADATA_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION = 3

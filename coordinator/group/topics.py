@@ -84,7 +84,7 @@ class MetadataStoreTopics:
 
 
 def metadata_hash(topics: TopicsImage, names: Iterable[str]) -> int:
-    """A hash of every named topic's name, id and partition count (the MetadataHash of Kafka 4.1's group
+    """A hash of every named topic's name, id and partition count (the MetadataHash of Kafka 4.4's group
     records; 0 when none exists). A change of it is what bumps a group's epoch for a metadata change."""
     h = hashlib.blake2b(digest_size=8)
     found = False

@@ -36,7 +36,7 @@ waiting for a dead replica to leave the ISR keeps its transaction rather than ha
 
 Transaction versions (KIP-890): clients of version 0/1 add partitions with AddPartitionsToTxn and keep
 their epoch; their transactional writes are verified (``verify_partition``, part 1). Version 2 clients
-(EndTxn v5+, finalized by this broker as by a new Kafka 4.1 cluster) add partitions by writing
+(EndTxn v5+, finalized by this broker as by a new Kafka 4.4 cluster) add partitions by writing
 (Produce v12+, TxnOffsetCommit v5+: ``add_partition_from_write``), and every EndTxn bumps the epoch,
 moving to a new producer id when it is exhausted, so a late write of an ended transaction is fenced
 (part 2). Aborts the coordinator starts itself (timeouts, fencing) bump the epoch as version 2 does.

@@ -5,7 +5,7 @@ computes the next state (``TxnTransit``), appends it to __transaction_state, and
 succeeded applies it (``TransactionMetadata.complete_transition``). While an append is in flight the
 transaction has a ``pending_state`` and every other request on it gets CONCURRENT_TRANSACTIONS.
 
-Records are byte-compatible with Apache Kafka 4.1 (``kafka-dump-log --transaction-log-decoder``):
+Records are byte-compatible with Apache Kafka 4.4 (``kafka-dump-log --transaction-log-decoder``):
 
 - key   = int16 0 + TransactionLogKey v0 (the transactional id)
 - value = int16 1 + TransactionLogValue v1 (with the KIP-890 tagged fields), or null (tombstone) once
@@ -28,7 +28,7 @@ __all__ = ["TxnState", "TxnTransit", "TransactionLogRecord", "TransactionMetadat
            "decode_txn_record", "encode_txn_record", "TRANSACTION_STATE_TOPIC_NAME"]
 
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-# Written as Kafka 4.1 writes with transaction.version 2 finalized: v1 (flexible, with tagged fields).
+# Written as Kafka 4.4 writes with transaction.version 2 finalized: v1 (flexible, with tagged fields).
 VALUE_VERSION = 1
 MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE; an epoch reaching MAX - 1 forces a new producer id
 

@@ -1,4 +1,4 @@
-"""DescribeAcls, CreateAcls and DeleteAcls v1-3, as Kafka 4.1's AclApis.
+"""DescribeAcls, CreateAcls and DeleteAcls v1-3, as Kafka 4.4's AclApis.
 
 DescribeAcls needs DESCRIBE on the cluster, CreateAcls and DeleteAcls ALTER (else every entry gets
 CLUSTER_AUTHORIZATION_FAILED). Without ``authorizer.class.name`` they answer SECURITY_DISABLED. A request

@@ -11,7 +11,7 @@ with the common broker rules (``lowercaseOutputName: true``, one rule per MBean 
 
 Names and label names are lower-cased and every character outside ``[a-zA-Z0-9_:]`` becomes ``_``
 (runs of ``_`` collapse into one), as the exporter sanitizes them. The broker derives the names it
-serves from MBean names with ``prometheus_name``; the tests map Kafka 4.1's MBeans, read with its own
+serves from MBean names with ``prometheus_name``; the tests map Kafka 4.4's MBeans, read with its own
 JmxTool, through the same function and compare.
 """
 

@@ -240,7 +240,7 @@ def _audit(principal: str, allowed: bool, operation: AclOperation, host: str, re
 
 
 def _validate_new_acl(binding: AclBinding) -> AclCreateResult | None:
-    """The refusal of a new ACL as Kafka 4.1 answers it, or None.
+    """The refusal of a new ACL as Kafka 4.4 answers it, or None.
 
     A resource type, pattern type, operation or permission that cannot be stored (ANY, MATCH) fails inside
     Kafka's authorizer as UNKNOWN_SERVER_ERROR without a message; a principal without a type is

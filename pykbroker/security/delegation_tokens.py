@@ -1,4 +1,4 @@
-"""Delegation tokens (KIP-48), as Kafka 4.1's DelegationTokenControlManager and DelegationTokenManager keep them.
+"""Delegation tokens (KIP-48), as Kafka 4.4's DelegationTokenControlManager and DelegationTokenManager keep them.
 
 A token is created for an owner (the requester, or another user the requester may CREATE_TOKENS for), with
 renewers; its HMAC is HMAC-SHA512 of the token id under ``delegation.token.secret.key``, and is what the

@@ -561,7 +561,7 @@ class ZkController:
             future.set_result(results)
 
     def _validate_target(self, tp: TopicPartition, target: list[int]) -> tuple[int, str | None]:
-        """Kafka 4.1's checks of a manual assignment (its messages, as clients see them)."""
+        """Kafka 4.4's checks of a manual assignment (its messages, as clients see them)."""
         if not self._replicas(tp):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         if not target:

@@ -36,7 +36,7 @@ def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | 
         return (ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {current} partition(s); "
                 f"{topic.count} would not be an increase.", [])
     additional = topic.count - current
-    if additional > MAX_RECORDS_PER_USER_OP:  # as Kafka 4.1: its controller's bounded record list overflows
+    if additional > MAX_RECORDS_PER_USER_OP:  # as Kafka 4.4: its controller's bounded record list overflows
         return ErrorCode.UNKNOWN_SERVER_ERROR, None, []
     replication = len(state.partitions[0].replicas)
     live_brokers = ctx.metadata.live_broker_ids()

@@ -1,6 +1,6 @@
 """CreateDelegationToken v1-3, RenewDelegationToken v1-2, ExpireDelegationToken v1-2, DescribeDelegationToken v1-3.
 
-As Kafka 4.1 (KafkaApis, ControllerApis, DelegationTokenControlManager): token requests are refused
+As Kafka 4.4 (KafkaApis, ControllerApis, DelegationTokenControlManager): token requests are refused
 (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) on PLAINTEXT listeners, from anonymous SSL clients and from clients
 that authenticated with a token. Anyone may create a token for themselves; for another owner (v3+) the
 requester needs CREATE_TOKENS on that USER. Only the owner and the renewers may renew or expire a token.

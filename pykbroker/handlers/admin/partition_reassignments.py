@@ -38,7 +38,7 @@ def alter_error(request: AlterPartitionReassignmentsRequest | None, version: int
 
 def _rf_change(ctx: RequestContext, topic: str, partition: int, replicas: list[int] | None,
                allow_rf_change: bool) -> tuple[int, str | None] | None:
-    """Kafka 4.1's refusal of a target that changes the replication factor when v1 forbids it."""
+    """Kafka 4.4's refusal of a target that changes the replication factor when v1 forbids it."""
     state = ctx.metadata.topics.get(topic)
     if allow_rf_change or replicas is None or state is None or not 0 <= partition < len(state.partitions):
         return None
@@ -149,7 +149,7 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: List
     for name in sorted(ctx.metadata.topics) if wanted is None else wanted:
         state = ctx.metadata.topics.get(name)
         if state is None:
-            continue  # as Kafka 4.1: unknown topics are left out
+            continue  # as Kafka 4.4: unknown topics are left out
         indexes = range(len(state.partitions)) if wanted is None else wanted[name]
         ongoing = [OngoingPartitionReassignment(partition_index=i, replicas=list(p.replicas),
                                                 adding_replicas=list(p.adding_replicas),

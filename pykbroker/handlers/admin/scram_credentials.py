@@ -6,7 +6,7 @@ with SCRAM-SHA-256/512 authenticate against them (pykbroker.security.scram).
 AlterUserScramCredentials checks as Kafka's ScramControlManager: deletions, then upsertions, one user at a
 time. A user's first error sticks; a user named a second time in the request, even for another mechanism,
 gets DUPLICATE_RESOURCE and none of its alterations apply (so kafka-configs setting SCRAM-SHA-256 and
-SCRAM-SHA-512 in one --add-config is refused, as by Kafka 4.1). Successes carry a null error message.
+SCRAM-SHA-512 in one --add-config is refused, as by Kafka 4.4). Successes carry a null error message.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Produce v3-13 (v0-2 are advertised, as Kafka 4.1 does for librdkafka, and answered UNSUPPORTED_VERSION).
+"""Produce v3-13 (v0-2 are advertised, as Kafka 4.4 does for librdkafka, and answered UNSUPPORTED_VERSION).
 
 - acks 0: no response at all (an error closes the connection, as in Kafka); 1: after the leader's append;
   -1: after every in-sync replica has it (NOT_ENOUGH_REPLICAS when the ISR is smaller than min.insync.replicas).
@@ -153,7 +153,7 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
-    if version < 3:  # advertised for librdkafka's sake (KAFKA-18659), refused like Kafka 4.1 does
+    if version < 3:  # advertised for librdkafka's sake (KAFKA-18659), refused like Kafka 4.4 does
         return None if request.acks == 0 else error_response(request, version, ErrorCode.UNSUPPORTED_VERSION)
     by_id = version >= 13
     acks = request.acks

@@ -42,7 +42,7 @@ async def handle_consumer_group_describe(ctx: RequestContext,
         for g in groups:
             if g.error_code == 0:
                 g.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, g.group_id)
-    # Kafka 4.1: a group whose members are assigned topics the principal may not describe is not described.
+    # Kafka 4.4: a group whose members are assigned topics the principal may not describe is not described.
     assigned = {tp.topic_name for g in groups for m in g.members for a in (m.assignment, m.target_assignment)
                 if a is not None for tp in a.topic_partitions}
     describable = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, assigned) if assigned else set()

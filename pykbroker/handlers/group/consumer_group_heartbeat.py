@@ -30,7 +30,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext,
         return error_response(request, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION)
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return error_response(request, ctx.api_version, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if request.subscribed_topic_names:  # every subscribed topic must be describable (Kafka 4.1)
+    if request.subscribed_topic_names:  # every subscribed topic must be describable (Kafka 4.4)
         wanted = set(request.subscribed_topic_names)
         if len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)) < len(wanted):
             return error_response(request, ctx.api_version, ErrorCode.TOPIC_AUTHORIZATION_FAILED)

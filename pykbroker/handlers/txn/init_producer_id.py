@@ -1,4 +1,4 @@
-"""InitProducerId v0-5 (Kafka 4.1: v6, two-phase commit, is not yet stable).
+"""InitProducerId v0-5 (Kafka 4.4: v6, two-phase commit, is not yet stable).
 
 - Idempotent producers (no transactional id): a fresh producer id with epoch 0 every time, as Kafka
   does (also when v3+ clients send their current id to recover from UNKNOWN_PRODUCER_ID).
