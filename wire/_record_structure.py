@@ -1,0 +1,226 @@
+"""The records inside a client's batch, walked as Kafka 4.4's LogValidator walks them before appending.
+
+Kafka iterates every record of every client batch, and a record it cannot read fails the produce, so nothing
+a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 single node):
+
+* ``check_records`` — an uncompressed batch (DefaultRecord.readFrom over the batch's buffer): each of the
+  ``records_count`` records' length varint, then attributes, timestamp and offset deltas, key, value and
+  headers read in bounds, the fields spanning exactly the length; no bytes left after the last record.
+  Anything else is INVALID_RECORD (InvalidRecordError), but a length varint longer than 5 bytes, which
+  Kafka's reader lets escape as an IllegalArgumentException: UNKNOWN_SERVER_ERROR (UndecodableBatchError).
+  Offset deltas are not checked (Kafka keeps them as written), nor record attributes, nor non-minimal varints.
+* ``check_decompressed_records`` — a compressed batch's records, as Kafka reads them in place
+  (DefaultRecord.readPartiallyFrom): the length varint is only checked not negative (a length that does not
+  match the fields is stored, as Kafka stores it), the fields read in order within the decompressed data,
+  nothing left over; offset deltas other than 0..n-1 make Kafka rebuild the batch from records it never
+  read whole and fail: UNKNOWN_SERVER_ERROR.
+
+Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same
+length, key and value lengths, headers, and widths of the timestamp and offset delta varints: what a producer
+sends of fixed-size records) are checked by one C-level regular-expression match of that layout, compiled once
+per layout and tried first for the next batch; other batches are walked record by record in Python.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wire._compression import InvalidRecordError, UndecodableBatchError
+
+__all__ = ["check_decompressed_records", "check_records"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+def _invalid(message: str) -> InvalidRecordError:
+    return InvalidRecordError(message)
+
+
+def _varint(buf: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """A zigzag varint of at most ``max_bytes`` bytes at ``pos`` (IndexError past ``end``; ValueError when
+    longer): Kafka's ByteUtils.readVarint / readVarlong."""
+    if pos >= end:
+        raise IndexError
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    value = b & 0x7F
+    shift = 7
+    while True:
+        if pos >= end:
+            raise IndexError
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift >= 7 * max_bytes:
+            raise ValueError("varint too long")
+    bits = 32 if max_bytes == 5 else 64
+    value &= (1 << bits) - 1
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
+    """Kafka's uncompressed record iterator over ``count`` records in ``buf[pos:end]``."""
+    for _ in range(count):
+        try:
+            size, pos = _varint(buf, pos, end, 5)
+        except IndexError:
+            raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+        except ValueError:
+            raise UndecodableBatchError("record length varint is longer than 5 bytes") from None
+        if end - pos < size:
+            raise _invalid(f"Invalid record size: expected {size} bytes in record payload, but instead the buffer "
+                           f"has only {end - pos} remaining bytes.")
+        start = pos
+        try:
+            _, pos = _varint(buf, pos + 1, end, 10)  # attributes, timestamp delta
+            _, pos = _varint(buf, pos, end, 5)  # offset delta
+            for _ in range(2):  # key, value
+                length, pos = _varint(buf, pos, end, 5)
+                if length > 0:
+                    if pos + length > end:
+                        raise IndexError
+                    pos += length
+            headers, pos = _varint(buf, pos, end, 5)
+            if headers < 0 or headers > end - pos:
+                raise _invalid(f"Found invalid number of record headers {headers}")
+            for _ in range(headers):
+                length, pos = _varint(buf, pos, end, 5)
+                if length < 0:
+                    raise _invalid(f"Invalid negative header key size {length}")
+                if pos + length > end:
+                    raise IndexError
+                length, pos = _varint(buf, pos + length, end, 5)
+                if length > 0:
+                    if pos + length > end:
+                        raise IndexError
+                    pos += length
+        except (IndexError, ValueError):
+            raise _invalid("Found invalid record structure") from None
+        if pos - start != size:
+            raise _invalid(f"Invalid record size: expected to read {size} bytes in record payload, but instead read "
+                           f"{pos - start}")
+    if pos != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+
+
+def _varint_pattern(buf: Buffer, pos: int, end: int, max_bytes: int, exact: bool) -> tuple[bytes, int, int]:
+    """(regex source matching the varint at ``pos``: its bytes when ``exact``, else any varint of its width;
+    its value; the position after it)."""
+    value, after = _varint(buf, pos, end, max_bytes)
+    width = after - pos
+    if exact:
+        return re.escape(bytes(buf[pos:after])), value, after
+    return (b"[\\x80-\\xff]{%d}" % (width - 1) if width > 1 else b"") + b"[\\x00-\\x7f]", value, after
+
+
+def _layout(buf: Buffer, pos: int, end: int) -> tuple[bytes, int] | None:
+    """(regex source of a record laid out as the one at ``pos``, its length in bytes), or None when it cannot be
+    read (the walk then says why)."""
+    try:
+        size_src, size, body = _varint_pattern(buf, pos, end, 5, True)
+        parts = [size_src, b"."]
+        src, _, p = _varint_pattern(buf, body + 1, end, 10, False)
+        parts.append(src)
+        src, _, p = _varint_pattern(buf, p, end, 5, False)
+        parts.append(src)
+        for _ in range(2):
+            src, length, p = _varint_pattern(buf, p, end, 5, True)
+            parts.append(src)
+            if length > 0:
+                parts.append(b".{%d}" % length)
+                p += length
+        src, headers, p = _varint_pattern(buf, p, end, 5, True)
+        parts.append(src)
+        if not 0 <= headers <= 64:
+            return None
+        for _ in range(headers * 2):
+            src, length, p = _varint_pattern(buf, p, end, 5, True)
+            parts.append(src)
+            if length > 0:
+                parts.append(b".{%d}" % length)
+                p += length
+    except (IndexError, ValueError):
+        return None
+    if p - body != size or p > end:
+        return None
+    return b"".join(parts), p - pos
+
+
+_layouts: dict[bytes, tuple[re.Pattern[bytes], int]] = {}
+_MAX_LAYOUTS = 256
+_NEVER = re.compile(b"(?!)")
+# The layout that matched last: a producer's next batch most likely has it too.
+_last: tuple[re.Pattern[bytes], int] = (_NEVER, 1)
+
+
+def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
+    """Raise InvalidRecordError (or UndecodableBatchError) unless ``buf[pos:end]`` is ``count`` records Kafka
+    reads (see the module's docstring)."""
+    pattern, stride = _last
+    if end - pos == count * stride and pattern.fullmatch(buf, pos, end) is not None:
+        return
+    _check_records_slow(buf, pos, end, count)
+
+
+def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
+    global _last
+    layout = _layout(buf, pos, end) if count > 0 else None
+    if layout is not None and end - pos == count * layout[1]:
+        source = layout[0]
+        known = _layouts.get(source)
+        if known is None:
+            if len(_layouts) >= _MAX_LAYOUTS:
+                _layouts.clear()
+            known = _layouts[source] = (re.compile(b"(?s)(?:" + source + b")*"), layout[1])
+        if known[0].fullmatch(buf, pos, end) is not None:
+            _last = known
+            return
+    _walk_uncompressed(buf, pos, end, count)
+
+
+def check_decompressed_records(data: Buffer, count: int) -> None:
+    """Kafka's in-place reading of a compressed batch's ``count`` records, decompressed to ``data``."""
+    end = len(data)
+    pos = 0
+    in_order = True
+    for index in range(count):
+        try:
+            size, pos = _varint(data, pos, end, 5)
+            if size < 0:
+                raise _invalid(f"Invalid record size: {size} is negative.")
+            _, pos = _varint(data, pos + 1, end, 10)  # attributes (read past the end: -1), timestamp delta
+            offset_delta, pos = _varint(data, pos, end, 5)
+            if offset_delta != index:
+                in_order = False
+            for _ in range(2):  # key, value
+                length, pos = _varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+                    if pos > end:
+                        raise _invalid("Reached end of input stream before skipping all bytes.")
+            headers, pos = _varint(data, pos, end, 5)
+            if headers < 0:
+                raise _invalid(f"Found invalid number of record headers {headers}")
+            for _ in range(headers):
+                length, pos = _varint(data, pos, end, 5)
+                if length < 0:
+                    raise _invalid(f"Invalid negative header key size {length}")
+                pos += length
+                if pos > end:
+                    raise _invalid("Reached end of input stream before skipping all bytes.")
+                length, pos = _varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+                    if pos > end:
+                        raise _invalid("Reached end of input stream before skipping all bytes.")
+        except (IndexError, ValueError):
+            raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+    if pos != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+    if not in_order:
+        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
