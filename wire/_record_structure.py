@@ -65,9 +65,13 @@ def _varint(buf: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
 
 def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
     """Kafka's uncompressed record iterator over ``count`` records in ``buf[pos:end]``."""
+    data = bytes(buf[pos:end])  # a copy indexes fastest, and ends where the batch ends (IndexError past it)
+    end = len(data)
+    pos = 0
+    varint = _varint
     for _ in range(count):
         try:
-            size, pos = _varint(buf, pos, end, 5)
+            size, pos = varint(data, pos, end, 5)
         except IndexError:
             raise _invalid("Incorrect declared batch size, premature EOF reached") from None
         except ValueError:
@@ -77,28 +81,37 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
                            f"has only {end - pos} remaining bytes.")
         start = pos
         try:
-            _, pos = _varint(buf, pos + 1, end, 10)  # attributes, timestamp delta
-            _, pos = _varint(buf, pos, end, 5)  # offset delta
+            _, pos = varint(data, pos + 1, end, 10)  # attributes, timestamp delta
+            b = data[pos]  # offset delta: one byte up to 63
+            pos = pos + 1 if b < 0x80 else varint(data, pos, end, 5)[1]
             for _ in range(2):  # key, value
-                length, pos = _varint(buf, pos, end, 5)
-                if length > 0:
-                    if pos + length > end:
-                        raise IndexError
-                    pos += length
-            headers, pos = _varint(buf, pos, end, 5)
-            if headers < 0 or headers > end - pos:
-                raise _invalid(f"Found invalid number of record headers {headers}")
-            for _ in range(headers):
-                length, pos = _varint(buf, pos, end, 5)
-                if length < 0:
-                    raise _invalid(f"Invalid negative header key size {length}")
-                if pos + length > end:
+                b = data[pos]
+                if b < 0x80:
+                    pos += 1 if b & 1 else 1 + (b >> 1)  # odd: a negative length, no bytes
+                else:
+                    length, pos = varint(data, pos, end, 5)
+                    if length > 0:
+                        pos += length
+                if pos > end:
                     raise IndexError
-                length, pos = _varint(buf, pos + length, end, 5)
-                if length > 0:
+            headers = data[pos]
+            if headers == 0:
+                pos += 1
+            else:
+                headers, pos = varint(data, pos, end, 5)
+                if headers < 0 or headers > end - pos:
+                    raise _invalid(f"Found invalid number of record headers {headers}")
+                for _ in range(headers):
+                    length, pos = varint(data, pos, end, 5)
+                    if length < 0:
+                        raise _invalid(f"Invalid negative header key size {length}")
                     if pos + length > end:
                         raise IndexError
-                    pos += length
+                    length, pos = varint(data, pos + length, end, 5)
+                    if length > 0:
+                        if pos + length > end:
+                            raise IndexError
+                        pos += length
         except (IndexError, ValueError):
             raise _invalid("Found invalid record structure") from None
         if pos - start != size:
