@@ -15,10 +15,11 @@ a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 s
   nothing left over; offset deltas other than 0..n-1 make Kafka rebuild the batch from records it never
   read whole and fail: UNKNOWN_SERVER_ERROR.
 
-Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same
-length, key and value lengths, headers, and widths of the timestamp and offset delta varints: what a producer
-sends of fixed-size records) are checked by one C-level regular-expression match of that layout, compiled once
-per layout and tried first for the next batch; other batches are walked record by record in Python.
+Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
+value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
+fixed-size records) are checked by one C-level regular-expression pass (``Pattern.subn``: nothing left between
+matches, as many matches as records), its pattern compiled once per layout and tried first for the next batch;
+other batches are walked record by record in Python.
 """
 
 from __future__ import annotations
@@ -121,77 +122,96 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
 
 
-def _varint_pattern(buf: Buffer, pos: int, end: int, max_bytes: int, exact: bool) -> tuple[bytes, int, int]:
-    """(regex source matching the varint at ``pos``: its bytes when ``exact``, else any varint of its width;
-    its value; the position after it)."""
-    value, after = _varint(buf, pos, end, max_bytes)
-    width = after - pos
-    if exact:
-        return re.escape(bytes(buf[pos:after])), value, after
-    return (b"[\\x80-\\xff]{%d}" % (width - 1) if width > 1 else b"") + b"[\\x00-\\x7f]", value, after
+def _exact(buf: Buffer, pos: int, end: int) -> tuple[bytes, int, int]:
+    """(regex source matching the varint at ``pos`` byte for byte, its value, the position after it)."""
+    value, after = _varint(buf, pos, end, 5)
+    return re.escape(bytes(buf[pos:after])), value, after
 
 
-def _layout(buf: Buffer, pos: int, end: int) -> tuple[bytes, int] | None:
-    """(regex source of a record laid out as the one at ``pos``, its length in bytes), or None when it cannot be
-    read (the walk then says why)."""
+def _zigzag(value: int) -> bytes:
+    u = (value << 1) ^ (value >> 31)
+    out = bytearray()
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+_WIDTH = {1: b"[\\x00-\\x7f]", 2: b"[\\x80-\\xff][\\x00-\\x7f]", 3: b"[\\x80-\\xff]{2}[\\x00-\\x7f]"}
+
+
+def _layout(buf: Buffer, pos: int, end: int) -> bytes | None:
+    """Regex source of one record laid out as the one at ``pos``: its key and value lengths and headers, any
+    attributes, and timestamp and offset deltas of 1 to 3 bytes each (its length following their widths); None
+    when that record cannot be read (the walk then says why) or has another layout (non-minimal length)."""
     try:
-        size_src, size, body = _varint_pattern(buf, pos, end, 5, True)
-        parts = [size_src, b"."]
-        src, _, p = _varint_pattern(buf, body + 1, end, 10, False)
-        parts.append(src)
-        src, _, p = _varint_pattern(buf, p, end, 5, False)
-        parts.append(src)
-        for _ in range(2):
-            src, length, p = _varint_pattern(buf, p, end, 5, True)
+        size, body = _varint(buf, pos, end, 5)
+        _, p = _varint(buf, body + 1, end, 10)
+        timestamp_width = p - body - 1
+        _, after = _varint(buf, p, end, 5)
+        offset_width = after - p
+        p = after
+        parts = []
+        for _ in range(2):  # key, value
+            src, length, p = _exact(buf, p, end)
             parts.append(src)
             if length > 0:
                 parts.append(b".{%d}" % length)
                 p += length
-        src, headers, p = _varint_pattern(buf, p, end, 5, True)
+        src, headers, p = _exact(buf, p, end)
         parts.append(src)
         if not 0 <= headers <= 64:
             return None
-        for _ in range(headers * 2):
-            src, length, p = _varint_pattern(buf, p, end, 5, True)
+        for i in range(headers * 2):
+            src, length, p = _exact(buf, p, end)
+            if length < 0 and i % 2 == 0:
+                return None  # a negative header key size
             parts.append(src)
             if length > 0:
                 parts.append(b".{%d}" % length)
                 p += length
     except (IndexError, ValueError):
         return None
-    if p - body != size or p > end:
+    if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
         return None
-    return b"".join(parts), p - pos
+    base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
+    alternatives = []
+    for extra in range(5):
+        widths = [(t, extra + 2 - t) for t in (1, 2, 3) if 1 <= extra + 2 - t <= 3]
+        alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
+                            + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
+    return b"(?:" + b"|".join(alternatives) + b")" + b"".join(parts)
 
 
-_layouts: dict[bytes, tuple[re.Pattern[bytes], int]] = {}
+_layouts: dict[bytes, re.Pattern[bytes]] = {}
 _MAX_LAYOUTS = 256
-_NEVER = re.compile(b"(?!)")
 # The layout that matched last: a producer's next batch most likely has it too.
-_last: tuple[re.Pattern[bytes], int] = (_NEVER, 1)
+_last: re.Pattern[bytes] = re.compile(b"(?!)")
 
 
 def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
     """Raise InvalidRecordError (or UndecodableBatchError) unless ``buf[pos:end]`` is ``count`` records Kafka
     reads (see the module's docstring)."""
-    pattern, stride = _last
-    if end - pos == count * stride and pattern.fullmatch(buf, pos, end) is not None:
+    # every byte in a match of the layout (nothing left), match after match: ``count`` whole records
+    rest, matched = _last.subn(b"", memoryview(buf)[pos:end])
+    if matched == count and not rest:
         return
     _check_records_slow(buf, pos, end, count)
 
 
 def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     global _last
-    layout = _layout(buf, pos, end) if count > 0 else None
-    if layout is not None and end - pos == count * layout[1]:
-        source = layout[0]
-        known = _layouts.get(source)
-        if known is None:
+    source = _layout(buf, pos, end)
+    if source is not None:
+        pattern = _layouts.get(source)
+        if pattern is None:
             if len(_layouts) >= _MAX_LAYOUTS:
                 _layouts.clear()
-            known = _layouts[source] = (re.compile(b"(?s)(?:" + source + b")*"), layout[1])
-        if known[0].fullmatch(buf, pos, end) is not None:
-            _last = known
+            pattern = _layouts[source] = re.compile(b"(?s)" + source)
+        rest, matched = pattern.subn(b"", memoryview(buf)[pos:end])
+        if matched == count and not rest:
+            _last = pattern
             return
     _walk_uncompressed(buf, pos, end, count)
 
