@@ -17,14 +17,16 @@ a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 s
 
 Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
 value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
-fixed-size records) are checked by one C-level regular-expression pass (``Pattern.subn``: nothing left between
-matches, as many matches as records), its pattern compiled once per layout and tried first for the next batch;
-other batches are walked record by record in Python.
+fixed-size records) are checked by C-level regular-expression matches, a step per record, compiled once per layout
+and tried first for the next batch: records as wide as the first tiling the batch (the count times their length);
+else a run of the layout's records from end to end (which can be read one way only), counted by ``Pattern.subn``.
+Other batches are walked record by record in Python.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from wire._compression import InvalidRecordError, UndecodableBatchError
 
@@ -65,14 +67,26 @@ def _varint(buf: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
 
 
 def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
-    """Kafka's uncompressed record iterator over ``count`` records in ``buf[pos:end]``."""
+    """Kafka's uncompressed record iterator over ``count`` records in ``buf[pos:end]`` (varints of one and two bytes
+    read inline: this walk is per record, for batches of varying layouts)."""
     data = bytes(buf[pos:end])  # a copy indexes fastest, and ends where the batch ends (IndexError past it)
     end = len(data)
     pos = 0
     varint = _varint
     for _ in range(count):
         try:
-            size, pos = varint(data, pos, end, 5)
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    u = (b & 0x7F) | (c << 7)
+                    size = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    size, pos = varint(data, pos, end, 5)
         except IndexError:
             raise _invalid("Incorrect declared batch size, premature EOF reached") from None
         except ValueError:
@@ -82,21 +96,24 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
                            f"has only {end - pos} remaining bytes.")
         start = pos
         try:
-            _, pos = varint(data, pos + 1, end, 10)  # attributes, timestamp delta
-            b = data[pos]  # offset delta: one byte up to 63
-            pos = pos + 1 if b < 0x80 else varint(data, pos, end, 5)[1]
-            for _ in range(2):  # key, value
+            pos += 1  # attributes
+            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 10)[1]  # timestamp delta
+            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 5)[1]  # offset delta
+            for _ in range(2):  # key, value: a length (odd when negative: no bytes), then its bytes
                 b = data[pos]
                 if b < 0x80:
-                    pos += 1 if b & 1 else 1 + (b >> 1)  # odd: a negative length, no bytes
+                    pos += 1 if b & 1 else 1 + (b >> 1)
                 else:
-                    length, pos = varint(data, pos, end, 5)
-                    if length > 0:
-                        pos += length
+                    c = data[pos + 1]
+                    if c < 0x80:
+                        pos += 2 if b & 1 else 2 + (((b & 0x7F) | (c << 7)) >> 1)
+                    else:
+                        length, pos = varint(data, pos, end, 5)
+                        if length > 0:
+                            pos += length
                 if pos > end:
                     raise IndexError
-            headers = data[pos]
-            if headers == 0:
+            if data[pos] == 0:  # no headers
                 pos += 1
             else:
                 headers, pos = varint(data, pos, end, 5)
@@ -141,10 +158,19 @@ def _zigzag(value: int) -> bytes:
 _WIDTH = {1: b"[\\x00-\\x7f]", 2: b"[\\x80-\\xff][\\x00-\\x7f]", 3: b"[\\x80-\\xff]{2}[\\x00-\\x7f]"}
 
 
-def _layout(buf: Buffer, pos: int, end: int) -> bytes | None:
-    """Regex source of one record laid out as the one at ``pos``: its key and value lengths and headers, any
-    attributes, and timestamp and offset deltas of 1 to 3 bytes each (its length following their widths); None
-    when that record cannot be read (the walk then says why) or has another layout (non-minimal length)."""
+class _Layout(NamedTuple):
+    source: bytes  # regex source of one record of the layout
+    fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
+    first: int  # the first record's length, length varint included
+    sizes: frozenset[int]  # the record lengths (the varint's value) the layout allows
+    shortest: int  # the least and most bytes a record of the layout takes
+    longest: int
+
+
+def _layout(buf: Buffer, pos: int, end: int) -> _Layout | None:
+    """The layout of the record at ``pos``: its key and value lengths and headers, any attributes, and timestamp
+    and offset deltas of 1 to 3 bytes each (its length following their widths); None when that record cannot be
+    read (the walk then says why) or has another layout (non-minimal length)."""
     try:
         size, body = _varint(buf, pos, end, 5)
         _, p = _varint(buf, body + 1, end, 10)
@@ -181,37 +207,62 @@ def _layout(buf: Buffer, pos: int, end: int) -> bytes | None:
         widths = [(t, extra + 2 - t) for t in (1, 2, 3) if 1 <= extra + 2 - t <= 3]
         alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
                             + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
-    return b"(?:" + b"|".join(alternatives) + b")" + b"".join(parts)
+    fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + b"".join(parts)
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + b"".join(parts), fixed, p - pos,
+                   frozenset(range(base, base + 5)), len(_zigzag(base)) + base, len(_zigzag(base + 4)) + base + 4)
 
 
-_layouts: dict[bytes, re.Pattern[bytes]] = {}
+class _Patterns(NamedTuple):
+    """A layout compiled: its records with the first one's delta widths, a batch of them tiled (fast: a stride
+    known, no alternatives); and with any widths, a run of them (one way to read it only) and one (to count)."""
+    stride: int
+    fixed_run: re.Pattern[bytes]
+    run: re.Pattern[bytes]
+    one: re.Pattern[bytes]
+
+
+_NEVER = re.compile(b"(?!)")
+_layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
 # The layout that matched last: a producer's next batch most likely has it too.
-_last: re.Pattern[bytes] = re.compile(b"(?!)")
+_last = _Patterns(1, _NEVER, _NEVER, _NEVER)
 
 
 def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
     """Raise InvalidRecordError (or UndecodableBatchError) unless ``buf[pos:end]`` is ``count`` records Kafka
     reads (see the module's docstring)."""
-    # every byte in a match of the layout (nothing left), match after match: ``count`` whole records
-    rest, matched = _last.subn(b"", memoryview(buf)[pos:end])
-    if matched == count and not rest:
-        return
+    last = _last
+    if end - pos == count * last.stride and last.fixed_run.fullmatch(buf, pos, end) is not None:
+        return  # ``count`` records of the layout, each as wide as the first
+    if last.run.fullmatch(buf, pos, end) is not None and last.one.subn(b"", memoryview(buf)[pos:end])[1] == count:
+        return  # records of the layout from end to end, as many as the count says
     _check_records_slow(buf, pos, end, count)
 
 
 def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     global _last
-    source = _layout(buf, pos, end)
-    if source is not None:
-        pattern = _layouts.get(source)
-        if pattern is None:
+    layout = _layout(buf, pos, end)
+    # a layout is compiled only for a batch that may have it: its length within the layout's bounds and its
+    # second record as long as the layout allows (a batch of varying records must not compile one per batch)
+    plausible = layout is not None and count * layout.shortest <= end - pos <= count * layout.longest
+    if layout is not None and plausible and count > 1:
+        try:
+            plausible = _varint(buf, pos + layout.first, end, 5)[0] in layout.sizes
+        except (IndexError, ValueError):
+            plausible = False
+    if layout is not None and plausible:
+        key = layout.source + b"\n" + layout.fixed
+        patterns = _layouts.get(key)
+        if patterns is None:
             if len(_layouts) >= _MAX_LAYOUTS:
                 _layouts.clear()
-            pattern = _layouts[source] = re.compile(b"(?s)" + source)
-        rest, matched = pattern.subn(b"", memoryview(buf)[pos:end])
-        if matched == count and not rest:
-            _last = pattern
+            patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
+                                                 re.compile(b"(?s)(?:" + layout.source + b")*"),
+                                                 re.compile(b"(?s)" + layout.source))
+        if (end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None) or (
+                patterns.run.fullmatch(buf, pos, end) is not None
+                and patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count):
+            _last = patterns
             return
     _walk_uncompressed(buf, pos, end, count)
 
