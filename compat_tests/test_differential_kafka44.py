@@ -26,6 +26,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   epoch is the group epoch.
 - The delivery complete count in the __share_group_state records a share-partition leader writes.
 - Read/WriteShareGroupState of a share-partition without state, and with negative epochs or partition.
+- Client batches whose records are garbled under a valid CRC (tests/pykbroker/handlers/garbled_batches.py): the
+  produce's error code, message and record errors, and what each partition holds after.
 - Acknowledgements below a share-partition's start offset, in ordinary and session-closing ShareFetch and
   ShareAcknowledge requests: which partitions answer, with which acknowledge error code.
 """
@@ -49,6 +51,7 @@ from compat_tests.conftest import (
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
 from pykbroker.testing import RawClient
 from storage.checkpoints import topic_id_to_string
+from tests.pykbroker.handlers.garbled_batches import garbled_records
 from wire import (
     ZERO_UUID,
     ErrorCode,
@@ -1211,7 +1214,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_initialization": share_initialization,
     "share_fetch_uninitialized": share_fetch_uninitialized, "share_state_epochs": share_state_epochs,
     "share_acknowledge_below_start": share_acknowledge_below_start, "share_state_uninitialized": share_state_uninitialized,
-    "share_state_records": share_state_records,
+    "share_state_records": share_state_records, "garbled_records": garbled_records,
 }
 
 

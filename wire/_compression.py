@@ -32,7 +32,7 @@ import zstandard
 
 from wire._errors import ErrorCode
 
-__all__ = ["CompressionType", "CorruptRecordError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
+__all__ = ["CompressionType", "CorruptRecordError", "InvalidRecordError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
            "check_lz4_descriptor", "compress", "decompress"]
 
 
@@ -57,6 +57,12 @@ class UnsupportedLz4FrameError(RecordError):
     version other than 1): Kafka's produce fails on its RuntimeException with UNKNOWN_SERVER_ERROR."""
 
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class InvalidRecordError(RecordError):
+    """A well-framed batch breaks Kafka's rules for its contents (INVALID_RECORD)."""
+
+    error_code = ErrorCode.INVALID_RECORD
 
 
 class UndecodableBatchError(RecordError):

@@ -33,14 +33,14 @@ from wire._compression import (
     CompressionType,
     CorruptRecordError,
     DecompressedSizeError,
-    RecordError,
+    InvalidRecordError,
     UndecodableBatchError,
     check_lz4_descriptor,
     compress,
     decompress,
 )
-from wire._errors import ErrorCode
 from wire._primitives import append_uvarint
+from wire._record_structure import check_decompressed_records, check_records
 
 __all__ = [
     "COMPRESSION_CODEC_MASK",
@@ -115,12 +115,6 @@ _END_TXN_MARKER = struct.Struct(">hi")  # version, coordinator_epoch
 
 _INT32_MAX = 0x7FFFFFFF
 _CODECS = tuple(CompressionType)
-
-
-class InvalidRecordError(RecordError):
-    """A well-framed batch breaks Kafka's rules for its contents (INVALID_RECORD)."""
-
-    error_code = ErrorCode.INVALID_RECORD
 
 
 class TimestampType(IntEnum):
@@ -402,7 +396,8 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
     Always (CorruptRecordError): header present, magic 2, batch_length >= 49 and within ``buf``, a known
     codec, CRC. With ``from_client``: an lz4 frame descriptor Kafka's reader takes (UnsupportedLz4FrameError), and (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
     for AppendOrigin.CLIENT; InvalidRecordError): base_offset 0, last_offset_delta + 1 == records_count > 0,
-    not a control batch, a base_sequence when there is a producer id.
+    not a control batch, a base_sequence when there is a producer id; compressed data that decompresses
+    (UndecodableBatchError) and records Kafka can read (wire._record_structure).
     """
     header = parse_batch_header(buf, pos)
     (base_offset, batch_length, _, _, crc, attributes, last_offset_delta, _, _, producer_id, _, base_sequence,
@@ -423,19 +418,24 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
                 producer_id > NO_PRODUCER_ID and base_sequence < 0):
             _reject_client_batch(header)
         codec = attributes & COMPRESSION_CODEC_MASK
-        if codec != CompressionType.NONE:
+        if codec == CompressionType.NONE:
+            # Kafka reads every record of a client batch: one it cannot read fails the produce (wire._record_structure)
+            check_records(buf, pos + RECORD_BATCH_OVERHEAD, end, records_count)
+        else:
             # Kafka decompresses every client batch to validate it: the frame descriptor is what its lz4 reader
-            # refuses before anything else, and data that does not decompress fails the produce (records are
-            # decoded only when a rule needs them here; decompressing is the C library's work).
+            # refuses before anything else, and data that does not decompress fails the produce; then it reads the
+            # records in the decompressed data (decompressing is the C library's work).
             body = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:end]
             if codec == CompressionType.LZ4:
                 check_lz4_descriptor(body)
             try:
-                decompress(codec, body, MAX_DECOMPRESSED_BATCH_SIZE)
+                records = decompress(codec, body, MAX_DECOMPRESSED_BATCH_SIZE)
             except DecompressedSizeError:
                 pass  # well-formed as far as read (Kafka reads on without a bound; decoding here stays bounded)
             except CorruptRecordError as exc:
                 raise UndecodableBatchError(str(exc)) from exc
+            else:
+                check_decompressed_records(records, records_count)
     return header
 
 

@@ -1,0 +1,84 @@
+"""wire._record_structure: the records of a client batch read as Kafka 4.4 reads them, and the one-layout fast path
+deciding exactly as the record-by-record walk does."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.pykbroker.handlers.garbled_batches import CASES, KAFKA_44, body, record, varint
+from wire import CompressionType, ErrorCode, InvalidRecordError, RecordError, decompress
+from wire import _record_structure as structure
+from wire._compression import UndecodableBatchError
+
+OVERHEAD = 61
+
+
+def outcome(check, *args) -> type | None:
+    try:
+        check(*args)
+    except RecordError as exc:
+        return type(exc)
+    return None
+
+
+def records_of(data: bytes) -> tuple[bytes, int]:
+    count = int.from_bytes(data[57:61], "big")
+    if data[22] & 0x07:
+        return decompress(data[22] & 0x07, data[OVERHEAD:]), count
+    return data[OVERHEAD:], count
+
+
+EXPECTED = {0: None, ErrorCode.INVALID_RECORD: InvalidRecordError, ErrorCode.UNKNOWN_SERVER_ERROR: UndecodableBatchError}
+
+
+@pytest.mark.parametrize("name", [n for n, (kind, data) in CASES.items()
+                                  if kind == "plain" and n != "second_batch_garbled"])
+def test_each_case_as_kafka_reads_it(name):
+    data = CASES[name][1]
+    records, count = records_of(data)
+    if data[22] & 0x07:
+        assert outcome(structure.check_decompressed_records, records, count) is EXPECTED[KAFKA_44[name]]
+    else:
+        assert outcome(structure.check_records, data, OVERHEAD, len(data), count) is EXPECTED[KAFKA_44[name]]
+        assert outcome(structure._walk_uncompressed, data, OVERHEAD, len(data), count) is EXPECTED[KAFKA_44[name]]
+
+
+def uniform(n: int, key: int, value: int, headers: int, step: int = 0) -> bytes:
+    return b"".join(record(body(i, b"k" * key if key >= 0 else None, b"v" * value if value >= 0 else None,
+                                [(b"h%d" % h, b"x" * h) for h in range(headers)], ts_field=varint(i * step)))
+                    for i in range(n))
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 70), key=st.integers(-1, 20), value=st.integers(-1, 300), headers=st.integers(0, 3),
+       step=st.sampled_from([0, 1, 40, 3000, 200_000]),
+       flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+       cut=st.integers(-3, 3), count_delta=st.integers(-1, 1))
+def test_the_layout_match_decides_as_the_walk(n, key, value, headers, step, flips, cut, count_delta):
+    """A batch of one layout (which primes the fast path) garbled at random: the fast path and the walk agree."""
+    good = uniform(n, key, value, headers, step)
+    assert outcome(structure.check_records, good, 0, len(good), n) is None
+    if step < 200_000:  # timestamp deltas of up to 3 bytes: the layout tried first now
+        assert structure._last.one.subn(b"", good) == (b"", n)
+    data = bytearray(good)
+    for at, xor in flips:
+        data[at % len(data)] ^= xor
+    data = data[:len(data) + cut] if cut < 0 else data + b"\x00" * cut
+    count = n + count_delta
+    assert outcome(structure.check_records, data, 0, len(data), count) \
+        is outcome(structure._walk_uncompressed, data, 0, len(data), count)
+
+
+def test_a_batch_of_mixed_layouts_is_walked():
+    mixed = record(body(0, b"k", b"short")) + record(body(1, b"key", b"a longer value")) + record(body(2, None, None))
+    assert outcome(structure.check_records, mixed, 0, len(mixed), 3) is None
+    assert outcome(structure.check_records, mixed[:-1], 0, len(mixed) - 1, 3) is InvalidRecordError
+
+
+def test_compressed_records_out_of_order_cannot_be_rebuilt():
+    data = record(body(0)) + record(body(2)) + record(body(1))
+    assert outcome(structure.check_decompressed_records, data, 3) is UndecodableBatchError
+    assert outcome(structure.check_decompressed_records, record(body(0)) + record(body(1)), 2) is None
+    assert CompressionType.GZIP  # the compressed cases above are gzip (garbled_batches.GZ)

@@ -1,0 +1,310 @@
+"""The records inside a client's batch, walked as Kafka 4.4's LogValidator walks them before appending.
+
+Kafka iterates every record of every client batch, and a record it cannot read fails the produce, so nothing
+a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 single node):
+
+* ``check_records`` — an uncompressed batch (DefaultRecord.readFrom over the batch's buffer): each of the
+  ``records_count`` records' length varint, then attributes, timestamp and offset deltas, key, value and
+  headers read in bounds, the fields spanning exactly the length; no bytes left after the last record.
+  Anything else is INVALID_RECORD (InvalidRecordError), but a length varint longer than 5 bytes, which
+  Kafka's reader lets escape as an IllegalArgumentException: UNKNOWN_SERVER_ERROR (UndecodableBatchError).
+  Offset deltas are not checked (Kafka keeps them as written), nor record attributes, nor non-minimal varints.
+* ``check_decompressed_records`` — a compressed batch's records, as Kafka reads them in place
+  (DefaultRecord.readPartiallyFrom): the length varint is only checked not negative (a length that does not
+  match the fields is stored, as Kafka stores it), the fields read in order within the decompressed data,
+  nothing left over; offset deltas other than 0..n-1 make Kafka rebuild the batch from records it never
+  read whole and fail: UNKNOWN_SERVER_ERROR.
+
+Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
+value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
+fixed-size records) are checked by C-level regular-expression matches, a step per record, compiled once per layout
+and tried first for the next batch: records as wide as the first tiling the batch (the count times their length);
+else a run of the layout's records from end to end (which can be read one way only), counted by ``Pattern.subn``.
+Other batches are walked record by record in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from wire._compression import InvalidRecordError, UndecodableBatchError
+
+__all__ = ["check_decompressed_records", "check_records"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+def _invalid(message: str) -> InvalidRecordError:
+    return InvalidRecordError(message)
+
+
+def _varint(buf: Buffer, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """A zigzag varint of at most ``max_bytes`` bytes at ``pos`` (IndexError past ``end``; ValueError when
+    longer): Kafka's ByteUtils.readVarint / readVarlong."""
+    if pos >= end:
+        raise IndexError
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    value = b & 0x7F
+    shift = 7
+    while True:
+        if pos >= end:
+            raise IndexError
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift >= 7 * max_bytes:
+            raise ValueError("varint too long")
+    bits = 32 if max_bytes == 5 else 64
+    value &= (1 << bits) - 1
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
+    """Kafka's uncompressed record iterator over ``count`` records in ``buf[pos:end]`` (varints of one and two bytes
+    read inline: this walk is per record, for batches of varying layouts)."""
+    data = bytes(buf[pos:end])  # a copy indexes fastest, and ends where the batch ends (IndexError past it)
+    end = len(data)
+    pos = 0
+    varint = _varint
+    for _ in range(count):
+        try:
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    u = (b & 0x7F) | (c << 7)
+                    size = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    size, pos = varint(data, pos, end, 5)
+        except IndexError:
+            raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+        except ValueError:
+            raise UndecodableBatchError("record length varint is longer than 5 bytes") from None
+        if end - pos < size:
+            raise _invalid(f"Invalid record size: expected {size} bytes in record payload, but instead the buffer "
+                           f"has only {end - pos} remaining bytes.")
+        start = pos
+        try:
+            pos += 1  # attributes
+            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 10)[1]  # timestamp delta
+            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 5)[1]  # offset delta
+            for _ in range(2):  # key, value: a length (odd when negative: no bytes), then its bytes
+                b = data[pos]
+                if b < 0x80:
+                    pos += 1 if b & 1 else 1 + (b >> 1)
+                else:
+                    c = data[pos + 1]
+                    if c < 0x80:
+                        pos += 2 if b & 1 else 2 + (((b & 0x7F) | (c << 7)) >> 1)
+                    else:
+                        length, pos = varint(data, pos, end, 5)
+                        if length > 0:
+                            pos += length
+                if pos > end:
+                    raise IndexError
+            if data[pos] == 0:  # no headers
+                pos += 1
+            else:
+                headers, pos = varint(data, pos, end, 5)
+                if headers < 0 or headers > end - pos:
+                    raise _invalid(f"Found invalid number of record headers {headers}")
+                for _ in range(headers):
+                    length, pos = varint(data, pos, end, 5)
+                    if length < 0:
+                        raise _invalid(f"Invalid negative header key size {length}")
+                    if pos + length > end:
+                        raise IndexError
+                    length, pos = varint(data, pos + length, end, 5)
+                    if length > 0:
+                        if pos + length > end:
+                            raise IndexError
+                        pos += length
+        except (IndexError, ValueError):
+            raise _invalid("Found invalid record structure") from None
+        if pos - start != size:
+            raise _invalid(f"Invalid record size: expected to read {size} bytes in record payload, but instead read "
+                           f"{pos - start}")
+    if pos != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+
+
+def _exact(buf: Buffer, pos: int, end: int) -> tuple[bytes, int, int]:
+    """(regex source matching the varint at ``pos`` byte for byte, its value, the position after it)."""
+    value, after = _varint(buf, pos, end, 5)
+    return re.escape(bytes(buf[pos:after])), value, after
+
+
+def _zigzag(value: int) -> bytes:
+    u = (value << 1) ^ (value >> 31)
+    out = bytearray()
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+_WIDTH = {1: b"[\\x00-\\x7f]", 2: b"[\\x80-\\xff][\\x00-\\x7f]", 3: b"[\\x80-\\xff]{2}[\\x00-\\x7f]"}
+
+
+class _Layout(NamedTuple):
+    source: bytes  # regex source of one record of the layout
+    fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
+    first: int  # the first record's length, length varint included
+    sizes: frozenset[int]  # the record lengths (the varint's value) the layout allows
+    shortest: int  # the least and most bytes a record of the layout takes
+    longest: int
+
+
+def _layout(buf: Buffer, pos: int, end: int) -> _Layout | None:
+    """The layout of the record at ``pos``: its key and value lengths and headers, any attributes, and timestamp
+    and offset deltas of 1 to 3 bytes each (its length following their widths); None when that record cannot be
+    read (the walk then says why) or has another layout (non-minimal length)."""
+    try:
+        size, body = _varint(buf, pos, end, 5)
+        _, p = _varint(buf, body + 1, end, 10)
+        timestamp_width = p - body - 1
+        _, after = _varint(buf, p, end, 5)
+        offset_width = after - p
+        p = after
+        parts = []
+        for _ in range(2):  # key, value
+            src, length, p = _exact(buf, p, end)
+            parts.append(src)
+            if length > 0:
+                parts.append(b".{%d}" % length)
+                p += length
+        src, headers, p = _exact(buf, p, end)
+        parts.append(src)
+        if not 0 <= headers <= 64:
+            return None
+        for i in range(headers * 2):
+            src, length, p = _exact(buf, p, end)
+            if length < 0 and i % 2 == 0:
+                return None  # a negative header key size
+            parts.append(src)
+            if length > 0:
+                parts.append(b".{%d}" % length)
+                p += length
+    except (IndexError, ValueError):
+        return None
+    if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
+        return None
+    base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
+    alternatives = []
+    for extra in range(5):
+        widths = [(t, extra + 2 - t) for t in (1, 2, 3) if 1 <= extra + 2 - t <= 3]
+        alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
+                            + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
+    fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + b"".join(parts)
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + b"".join(parts), fixed, p - pos,
+                   frozenset(range(base, base + 5)), len(_zigzag(base)) + base, len(_zigzag(base + 4)) + base + 4)
+
+
+class _Patterns(NamedTuple):
+    """A layout compiled: its records with the first one's delta widths, a batch of them tiled (fast: a stride
+    known, no alternatives); and with any widths, a run of them (one way to read it only) and one (to count)."""
+    stride: int
+    fixed_run: re.Pattern[bytes]
+    run: re.Pattern[bytes]
+    one: re.Pattern[bytes]
+
+
+_NEVER = re.compile(b"(?!)")
+_layouts: dict[bytes, _Patterns] = {}
+_MAX_LAYOUTS = 256
+# The layout that matched last: a producer's next batch most likely has it too.
+_last = _Patterns(1, _NEVER, _NEVER, _NEVER)
+
+
+def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
+    """Raise InvalidRecordError (or UndecodableBatchError) unless ``buf[pos:end]`` is ``count`` records Kafka
+    reads (see the module's docstring)."""
+    last = _last
+    if end - pos == count * last.stride and last.fixed_run.fullmatch(buf, pos, end) is not None:
+        return  # ``count`` records of the layout, each as wide as the first
+    if last.run.fullmatch(buf, pos, end) is not None and last.one.subn(b"", memoryview(buf)[pos:end])[1] == count:
+        return  # records of the layout from end to end, as many as the count says
+    _check_records_slow(buf, pos, end, count)
+
+
+def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
+    global _last
+    layout = _layout(buf, pos, end)
+    # a layout is compiled only for a batch that may have it: its length within the layout's bounds and its
+    # second record as long as the layout allows (a batch of varying records must not compile one per batch)
+    plausible = layout is not None and count * layout.shortest <= end - pos <= count * layout.longest
+    if layout is not None and plausible and count > 1:
+        try:
+            plausible = _varint(buf, pos + layout.first, end, 5)[0] in layout.sizes
+        except (IndexError, ValueError):
+            plausible = False
+    if layout is not None and plausible:
+        key = layout.source + b"\n" + layout.fixed
+        patterns = _layouts.get(key)
+        if patterns is None:
+            if len(_layouts) >= _MAX_LAYOUTS:
+                _layouts.clear()
+            patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
+                                                 re.compile(b"(?s)(?:" + layout.source + b")*"),
+                                                 re.compile(b"(?s)" + layout.source))
+        if (end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None) or (
+                patterns.run.fullmatch(buf, pos, end) is not None
+                and patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count):
+            _last = patterns
+            return
+    _walk_uncompressed(buf, pos, end, count)
+
+
+def check_decompressed_records(data: Buffer, count: int) -> None:
+    """Kafka's in-place reading of a compressed batch's ``count`` records, decompressed to ``data``."""
+    end = len(data)
+    pos = 0
+    in_order = True
+    for index in range(count):
+        try:
+            size, pos = _varint(data, pos, end, 5)
+            if size < 0:
+                raise _invalid(f"Invalid record size: {size} is negative.")
+            _, pos = _varint(data, pos + 1, end, 10)  # attributes (read past the end: -1), timestamp delta
+            offset_delta, pos = _varint(data, pos, end, 5)
+            if offset_delta != index:
+                in_order = False
+            for _ in range(2):  # key, value
+                length, pos = _varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+                    if pos > end:
+                        raise _invalid("Reached end of input stream before skipping all bytes.")
+            headers, pos = _varint(data, pos, end, 5)
+            if headers < 0:
+                raise _invalid(f"Found invalid number of record headers {headers}")
+            for _ in range(headers):
+                length, pos = _varint(data, pos, end, 5)
+                if length < 0:
+                    raise _invalid(f"Invalid negative header key size {length}")
+                pos += length
+                if pos > end:
+                    raise _invalid("Reached end of input stream before skipping all bytes.")
+                length, pos = _varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+                    if pos > end:
+                        raise _invalid("Reached end of input stream before skipping all bytes.")
+        except (IndexError, ValueError):
+            raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+    if pos != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+    if not in_order:
+        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
