@@ -30,6 +30,14 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   produce's error code, message and record errors, and what each partition holds after.
 - Acknowledgements below a share-partition's start offset, in ordinary and session-closing ShareFetch and
   ShareAcknowledge requests: which partitions answer, with which acknowledge error code.
+- Acknowledgements of partitions the broker has not loaded, does not lead, that do not exist or of unknown topics
+  (ShareAcknowledge, closing or not, and piggybacked on ShareFetch): codes, messages, current leaders.
+- A stored batch straddling a share-partition's start offset (AlterShareGroupOffsets, DeleteRecords into it): the
+  acquired ranges and delivery counts in batch-optimized and record-limit acquisition.
+- Session-closing ShareFetch requests with and without acknowledgements: answers, redelivery, the state written.
+- DescribeShareGroupOffsets v1's lag over transactional data (aborted, committed and open transactions, markers)
+  for read_uncommitted and read_committed groups, after DeleteRecords, for unknown groups and topics; the ranges
+  a fetch of several batches and of transaction markers acquires.
 """
 
 from __future__ import annotations
@@ -71,12 +79,14 @@ from wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
+    DeleteRecordsRequest,
     DeleteShareGroupOffsetsRequest,
     DeleteTopicsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeLogDirsRequest,
     DescribeShareGroupOffsetsRequest,
+    EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
@@ -111,6 +121,7 @@ from wire.messages.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
 )
+from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequestTopic
 from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.describe_configs_request import DescribeConfigsResource
@@ -1204,6 +1215,306 @@ def share_state_records(c: RawClient) -> Observations:
     return out
 
 
+# -- ShareAcknowledge of partitions the broker cannot acknowledge, batches straddling the start, closing sessions -----
+def _share_setup(c: RawClient, group: str, topics: dict[str, int], records: int = 10,
+                 reset: str | None = "earliest") -> dict:
+    """Create ``topics`` (name -> partitions, each led by broker 1 on one node; on a cluster partition i by broker
+    i + 1), produce one batch of ``records`` to partition 0 of each, find ``group``'s coordinator and set its
+    share.auto.offset.reset: the topics' metadata by name."""
+    from compat_tests.routing_client import RoutingClient
+    cluster = isinstance(c, RoutingClient)
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(
+        name=n, num_partitions=-1, replication_factor=-1, assignments=[
+            CreatableReplicaAssignment(partition_index=i, broker_ids=[i % 3 + 1 if cluster else 1]) for i in range(k)])
+        for n, k in topics.items()], timeout_ms=10_000), 7)
+    infos = c.wait_for_topics(*topics)
+    for name in topics:
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=name, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"v%d" % i for i in range(records)],
+                                                                     timestamp=int(time.time() * 1000)))])]), 11)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    if reset is not None:
+        _set_group_config(c, group, "share.auto.offset.reset", reset)
+    return infos
+
+
+def _share_fetch(c, group: str, member: str, session: int, parts: list[tuple[uuid.UUID, int]],
+                 acks: dict[tuple[uuid.UUID, int], list[tuple[int, int, int]]] | None = None, wait_ms: int = 500,
+                 max_records: int = 10, mode: int = 0, names: dict | None = None):
+    """One ShareFetch v2 of ``parts``: (error, [(topic, partition, error, acknowledge error, acquired ranges, offsets
+    of the records answered)])."""
+    from wire import decode_records, iter_batch_headers
+    acks = acks or {}
+    topics: dict[uuid.UUID, list] = {}
+    for t, i in parts:
+        topics.setdefault(t, []).append(ShareFetchPartition(partition_index=i, acknowledgement_batches=[
+            ShareFetchAck(first_offset=f, last_offset=la, acknowledge_types=[k]) for f, la, k in acks.get((t, i), [])]))
+    r = c.request(ShareFetchRequest(
+        group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=wait_ms, min_bytes=1,
+        max_bytes=1 << 20, max_records=max_records, batch_size=max_records, share_acquire_mode=mode,
+        topics=[ShareFetchTopic(topic_id=t, partitions=p) for t, p in topics.items()]), 2)
+
+    def offsets(data: bytes | None) -> list[int]:
+        data = data or b""
+        return [pos_base + rec.offset_delta for pos, pos_base in ((p, b.base_offset) for p, b in iter_batch_headers(data))
+                for rec in decode_records(data, pos)[1]]
+    return (r.error_code, [((names or {}).get(t.topic_id, "?"), p.partition_index, p.error_code, p.error_message,
+                            (p.acknowledge_error_code, p.acknowledge_error_message),
+                            [(x.first_offset, x.last_offset, x.delivery_count) for x in p.acquired_records],
+                            offsets(p.records), (p.current_leader.leader_id, p.current_leader.leader_epoch))
+                           for t in r.responses for p in t.partitions])
+
+
+def _until_acquired(fetch: Callable[[int], tuple], timeout: float = 30.0) -> tuple[tuple, int]:
+    """``fetch(session epoch)`` from epoch 0 on until an answer acquires records (share-partitions initialize
+    asynchronously): (that answer, the next session epoch)."""
+    got, session, deadline = fetch(0), 1, time.monotonic() + timeout
+    while not any(p[5] for p in got[1]) and time.monotonic() < deadline:
+        got, session = fetch(session), session + 1
+    return got, session + 0
+
+
+def share_acknowledge_unknown_partitions(c: RawClient) -> Observations:
+    """A ShareAcknowledge (ordinary, then closing) naming beside a held record: a partition index the topic does not
+    have, a topic id nobody has, a topic the group is not subscribed to (no share-partition loaded or initialized)
+    and, on a cluster, a partition another broker leads: each partition's error code and message, the top-level
+    error, and the records the valid acknowledgement accepted."""
+    from compat_tests.routing_client import RoutingClient
+    group, t, u = "k44-au", "k44-au-t", "k44-au-u"
+    infos = _share_setup(c, group, {t: 2, u: 1})
+    tid, uid = infos[t].topic_id, infos[u].topic_id
+    names = {tid: t, uid: u}
+    member = "a" * 22
+    out: Observations = {"assigned": [(names.get(x), p) for x, p in _share_member_assigned(c, group, member, [t])[1]]}
+    leader = c.leader(t, 0) if isinstance(c, RoutingClient) else None
+    direct = c._connection(leader) if leader is not None else c  # every request to t-0's leader
+
+    got, session = _until_acquired(lambda e: _share_fetch(direct, group, member, e, [(tid, 0)], names=names))
+    out["fetched"] = got
+
+    def acknowledge(epoch: int):
+        parts = [(tid, 0, 0), (tid, 1, 0), (tid, 7, 1), (uid, 0, 0), (UNKNOWN_ID, 0, 0)]
+        topics: dict[uuid.UUID, list] = {}
+        for x, i, off in parts:
+            topics.setdefault(x, []).append(ShareAckPartition(partition_index=i, acknowledgement_batches=[
+                ShareAckBatch(first_offset=off, last_offset=off, acknowledge_types=[1])]))
+        r = direct.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch,
+                                                   topics=[ShareAckTopic(topic_id=x, partitions=p)
+                                                           for x, p in topics.items()]), 2)
+        return (r.error_code, r.error_message,
+                sorted((names.get(x.topic_id, "unknown"), p.partition_index, p.error_code, p.error_message,
+                        (p.current_leader.leader_id, p.current_leader.leader_epoch))
+                       for x in r.responses for p in x.partitions))
+
+    out["acknowledge"] = acknowledge(session)
+    out["closing acknowledge"] = acknowledge(-1)
+    other = "b" * 22  # another member's session: a ShareFetch acknowledging the same partitions
+    got, session = _until_acquired(lambda e: _share_fetch(direct, group, other, e, [(tid, 0)], names=names))
+    out["fetched by another member"] = got
+    acks = {(tid, 0): [(1, 1, 1)], (tid, 7): [(0, 0, 1)], (uid, 0): [(0, 0, 1)], (UNKNOWN_ID, 0): [(0, 0, 1)]}
+    if leader is not None:
+        acks[(tid, 1)] = [(0, 0, 1)]
+    names[UNKNOWN_ID] = "unknown"
+    fetched = _share_fetch(direct, group, other, session, list(acks), acks, wait_ms=200, names=names)
+    out["fetch acknowledging them"] = (fetched[0], sorted(fetched[1], key=repr))
+    out["closing fetch acknowledging them"] = _share_fetch(direct, group, other, -1, [], acks, names=names)
+    deadline = time.monotonic() + 30
+    while _state_summary(c, group, tid)[0][3] < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    out["state"] = _state_summary(c, group, tid)
+    out["state of u"] = _state_summary(c, group, uid)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_batch_straddling_start(c: RawClient) -> Observations:
+    """One stored batch of 10 records and share-partitions starting inside it: groups whose offsets were set to 4 by
+    AlterShareGroupOffsets before any member joined (fetches of 10 records, of 3 batch-optimized and of 3
+    record-limited, a release of what was acquired and the redelivery), and a group reading from the earliest
+    offset after DeleteRecords to 7. Which offsets are acquired (ranges, delivery counts) and which records are
+    answered."""
+    group, t = "k44-st", "k44-st-t"
+    infos = _share_setup(c, group, {t: 1}, reset=None)
+    tid = infos[t].topic_id
+    names = {tid: t}
+    out: Observations = {}
+    member = "s" * 22
+
+    def alter(g: str, offset: int):
+        r = c.request(AlterShareGroupOffsetsRequest(group_id=g, topics=[AlterShareGroupOffsetsRequestTopic(
+            topic_name=t, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                            start_offset=offset)])]), 0)
+        return r.error_code, [p.error_code for x in r.responses for p in x.partitions]
+
+    for n, (max_records, mode) in enumerate(((10, 0), (3, 0), (3, 1))):
+        g = f"{group}-{n}"
+        _until_settled(lambda g=g: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[g]), 4),
+                       lambda r: r.coordinators[0].error_code)
+        out[f"alter to 4 ({n})"] = _until_settled(lambda g=g: alter(g, 4), lambda r: r[0])
+        _share_member_assigned(c, g, member, [t])
+        got, session = _until_acquired(lambda e, g=g, n=max_records, m=mode: _share_fetch(
+            c, g, member, e, [(tid, 0)], max_records=n, mode=m, names=names))
+        out[f"max_records {max_records} mode {mode}"] = got
+        first, last = got[1][0][5][0][:2] if got[1] and got[1][0][5] else (4, 4)
+        out[f"release {first}-{last} and fetch ({n})"] = _share_fetch(
+            c, g, member, session, [(tid, 0)], {(tid, 0): [(first, last, 2)]}, max_records=max_records, mode=mode,
+            names=names)
+        out[f"leave ({n})"] = c.request(ShareGroupHeartbeatRequest(group_id=g, member_id=member, member_epoch=-1,
+                                                                   subscribed_topic_names=None), 1).error_code
+    r = c.request(DeleteRecordsRequest(topics=[DeleteRecordsTopic(name=t, partitions=[
+        DeleteRecordsPartition(partition_index=0, offset=7)])], timeout_ms=5000), 2)
+    out["delete records to 7"] = [(p.error_code, p.low_watermark) for x in r.topics for p in x.partitions]
+    other = group + "-after-delete"
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[other]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, other, "share.auto.offset.reset", "earliest")
+    _share_member_assigned(c, other, member, [t])
+    out["after DeleteRecords"], _ = _until_acquired(lambda e: _share_fetch(c, other, member, e, [(tid, 0)], names=names))
+    c.request(ShareGroupHeartbeatRequest(group_id=other, member_id=member, member_epoch=-1,
+                                         subscribed_topic_names=None), 1)
+    return out
+
+
+def share_session_close(c: RawClient) -> Observations:
+    """A session-closing ShareFetch (epoch -1): without acknowledgements, and accepting some of the records still
+    acquired (the rest released): its answer, the records a new session acquires next (delivery counts), and the
+    share coordinator's state afterwards."""
+    group, t = "k44-sc", "k44-sc-t"
+    infos = _share_setup(c, group, {t: 1}, records=6)
+    tid = infos[t].topic_id
+    names = {tid: t}
+    member = "c" * 22
+    out: Observations = {"assigned": len(_share_member_assigned(c, group, member, [t])[1])}
+    out["fetched"], _ = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)], names=names))
+    out["closing fetch"] = _share_fetch(c, group, member, -1, [(tid, 0)], names=names)
+    out["fetched again"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)],
+                                                                           names=names))
+    out["closing fetch accepting 0-1"] = _share_fetch(c, group, member, -1, [(tid, 0)], {(tid, 0): [(0, 1, 1)]},
+                                                      names=names)
+    deadline = time.monotonic() + 30
+    while _state_summary(c, group, tid)[0][3] != 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    out["state"] = _state_summary(c, group, tid)
+    out["records"] = _share_state_records(c, group, tid, 3)
+    out["fetched a third time"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)],
+                                                                                  names=names))
+    out["closing fetch accepting 2 without the partition"] = _share_fetch(
+        c, group, member, -1, [], names=names)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def _transactional_writes(c: RawClient, topic: str, transactional_id: str) -> list:
+    """Into ``topic`` partition 0 (5 plain records there already): 3 records of an aborted transaction, 3 of a
+    committed one and 2 of a transaction left open (transaction version 2: Produce v12 adds the partition). The
+    answers (error, base offset) and ends."""
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    init = _until_settled(lambda: c.request(InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1), 5),
+        lambda r: r.error_code)
+    pid, epoch, out = init.producer_id, init.producer_epoch, []
+
+    def produce(n: int) -> tuple[int, int]:
+        batch = build_simple_batch([b"x"] * n, timestamp=int(time.time() * 1000), producer_id=pid,
+                                   producer_epoch=epoch, base_sequence=0, is_transactional=True)
+        r = _until_settled(lambda: c.request(ProduceRequest(
+            acks=-1, timeout_ms=5000, transactional_id=transactional_id, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])]), 12),
+            lambda r: r.responses[0].partition_responses[0].error_code)
+        p = r.responses[0].partition_responses[0]
+        return p.error_code, p.base_offset
+
+    for n, commit in ((3, False), (3, True), (2, None)):
+        out.append(produce(n))
+        if commit is not None:
+            end = EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
+                                committed=commit)
+            r = _until_settled(lambda end=end: c.request(end, 5), lambda r: r.error_code)
+            out.append(r.error_code)
+            epoch = r.producer_epoch
+    return out
+
+
+def share_offsets_lag(c: RawClient) -> Observations:
+    """DescribeShareGroupOffsets v1's lag: of a partition with transactional data (an aborted and a committed
+    transaction and one still open, their markers) for a read_uncommitted and a read_committed share group, before
+    the share-partition is initialized, once initialized, after a fetch and after everything acquired is accepted;
+    and of a partition whose records below a share-partition's start and inside its window were deleted by
+    DeleteRecords; a topic that does not exist, a group that does not exist yet. Answers are compared once they stay the same for a second (state is written asynchronously)."""
+    t, d = "k44-lag-t", "k44-lag-d"
+    infos = _share_setup(c, "k44-lag-ru", {t: 1, d: 1}, records=5)
+    tid, did = infos[t].topic_id, infos[d].topic_id
+    out: Observations = {"transactions": _transactional_writes(c, t, "k44-lag-tx")}
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=d, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"w%d" % i for i in range(5)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+
+    def offsets(group: str, topic: str):
+        r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=[DescribeShareGroupOffsetsRequestTopic(topic_name=n, partitions=[0])
+                                    for n in (topic, "k44-lag-none")])]), 1)
+        return [(g.error_code, g.error_message, [(x.topic_name, x.topic_id == ZERO_UUID, [(
+            p.partition_index, p.start_offset, p.lag, p.leader_epoch, p.error_code, p.error_message)
+            for p in x.partitions])
+                                                 for x in g.topics]) for g in r.groups]
+
+    def settled(group: str, topic: str):
+        last, deadline = offsets(group, topic), time.monotonic() + 15
+        stable = time.monotonic()
+        while time.monotonic() - stable < 1.0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = offsets(group, topic)
+            if now != last:
+                last, stable = now, time.monotonic()
+        return last
+
+    member = "l" * 22
+    for group, isolation in (("k44-lag-ru", None), ("k44-lag-rc", "read_committed")):
+        if isolation:
+            _until_settled(lambda g=group: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[g]), 4),
+                           lambda r: r.coordinators[0].error_code)
+            _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+            out[f"{group} isolation"] = _set_group_config(c, group, "share.isolation.level", isolation)
+        out[f"{group} before a member"] = offsets(group, t)
+        r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=None)]), 1)
+        out[f"{group} all before a member"] = [(g.error_code, g.error_message, len(g.topics)) for g in r.groups]
+        _share_member_assigned(c, group, member, [t])
+        out[f"{group} initialized"] = settled(group, t)
+        got, session = _until_acquired(lambda e, g=group: _share_fetch(c, g, member, e, [(tid, 0)], max_records=100,
+                                                                       wait_ms=200))
+        out[f"{group} acquired"] = [p[5] for p in got[1]]
+        out[f"{group} after the fetch"] = settled(group, t)
+        acks = [(f, la, 1) for p in got[1] for f, la, _ in p[5]]
+        out[f"{group} accept"] = _share_fetch(c, group, member, session, [(tid, 0)], {(tid, 0): acks}, wait_ms=0)[0]
+        out[f"{group} after the accept"] = settled(group, t)
+        out[f"{group} leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                                     subscribed_topic_names=None), 1).error_code
+        out[f"{group} after the leave"] = settled(group, t)
+
+    group, member = "k44-lag-ru", "m" * 22
+    _share_member_assigned(c, group, member, [d])
+    got, session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(did, 0)], max_records=100))
+    out["deleted: acquired"] = [p[5] for p in got[1]]
+    out["deleted: accept 0-2"] = _share_fetch(c, group, member, session, [(did, 0)], {(did, 0): [(0, 2, 1)]},
+                                              wait_ms=0)[0]
+    out["deleted: after the accept"] = settled(group, d)
+    r = c.request(DeleteRecordsRequest(topics=[DeleteRecordsTopic(name=d, partitions=[
+        DeleteRecordsPartition(partition_index=0, offset=6)])], timeout_ms=5000), 2)
+    out["deleted: delete records to 6"] = [(p.error_code, p.low_watermark) for x in r.topics for p in x.partitions]
+    out["deleted: after DeleteRecords"] = settled(group, d)
+    out["deleted: fetch"] = _share_fetch(c, group, member, session + 1, [(did, 0)], wait_ms=200)
+    out["deleted: after the fetch"] = settled(group, d)
+    c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                         subscribed_topic_names=None), 1)
+    out["deleted: after the leave"] = settled(group, d)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1214,7 +1525,11 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_initialization": share_initialization,
     "share_fetch_uninitialized": share_fetch_uninitialized, "share_state_epochs": share_state_epochs,
     "share_acknowledge_below_start": share_acknowledge_below_start, "share_state_uninitialized": share_state_uninitialized,
-    "share_state_records": share_state_records, "garbled_records": garbled_records,
+    "garbled_records": garbled_records,
+    "share_state_records": share_state_records,
+    "share_acknowledge_unknown_partitions": share_acknowledge_unknown_partitions,
+    "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
+    "share_offsets_lag": share_offsets_lag,
 }
 
 
@@ -1239,7 +1554,8 @@ def fresh_kafka():
 
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
-    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs")))
+    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
+                                                        "share_acknowledge_unknown_partitions", "share_offsets_lag")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

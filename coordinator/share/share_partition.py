@@ -160,16 +160,22 @@ class SharePartition:
     def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int,
                 record_limit: bool = False, archive: Callable[[int], bool] | None = None) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` the available offsets of ``batches`` ((first, last) of each log batch read
-        from ``next_fetch_offset``), at most ``max_records`` — whole batches unless ``record_limit`` (Kafka's
-        batch-optimized mode may pass the limit to end at a batch boundary). ``archive(offset)`` says which
-        fresh offsets are archived rather than delivered (aborted transactions under read_committed)."""
+        from ``next_fetch_offset``, control batches included), at most ``max_records`` — whole batches unless
+        ``record_limit`` (Kafka's batch-optimized mode may pass the limit to end at a batch boundary).
+        ``archive(offset)`` says which fresh offsets are archived rather than delivered (aborted transactions under
+        read_committed). Acquired offsets with one delivery count form one range across adjacent batches, as
+        Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them)."""
         token = self._next_token
         self._next_token += 1
         acquired: list[AcquiredRecords] = []
         taken = 0
+        run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
         for first, last in batches:
             if taken >= max_records:
                 break
+            if run_first >= 0 and first != acquired_end:
+                acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
+                run_first = -1
             if last >= self.end_offset:
                 if len(self._states) >= self.config.max_record_locks and first >= self.end_offset:
                     break
@@ -180,8 +186,6 @@ class SharePartition:
                         self._states[off - self.start_offset] = _ARCHIVED
                     self._dirty.mark(gap, first - 1)
             lo = max(first, self.start_offset)
-            run_first = -1
-            run_count = -1
             for off in range(lo, last + 1):
                 i = off - self.start_offset
                 ok = self._states[i] == _AVAILABLE and (not record_limit or taken < max_records)
@@ -203,8 +207,9 @@ class SharePartition:
                 elif run_first >= 0:
                     acquired.append(AcquiredRecords(run_first, off - 1, run_count))
                     run_first = -1
-            if run_first >= 0:
-                acquired.append(AcquiredRecords(run_first, last, run_count))
+            acquired_end = last + 1
+        if run_first >= 0:
+            acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
         if taken:
             acquisition = Acquisition(member_id, held=taken)
             acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,

@@ -10,7 +10,9 @@ to read uninitialized state, which its SharePartition turns into UNKNOWN_SERVER_
 UNKNOWN_SERVER_ERROR once the fetch completes without records (at ``max_wait_ms``), and the partition is left
 out of an answer that carries records of others. A ShareFetch acquires records for the member from the first available offset (released
 records before new ones), reading the log as a consumer would (read_committed per the group's
-``share.isolation.level``: up to the last stable offset, records of aborted transactions archived). An
+``share.isolation.level``: up to the last stable offset, records of aborted transactions archived, in memory
+until the next write). As Kafka 4.4, a fetch of adjacent batches acquires them as one range, transaction markers
+included (clients acknowledge those as gaps). An
 acknowledgement (and a lock expiry) changes the in-memory state at once and is answered only once the
 changed state batches are written to __share_group_state, so an acknowledged record survives ``kill -9``.
 Writes of one share-partition are serialized and each carries the state as of its start, so a later write
@@ -336,16 +338,14 @@ class SharePartitionManager:
             ranges.append((first, last))
             spans.append((first, last, pos, end))
             starts = aborted.get(header.producer_id)
-            if header.attributes & CONTROL_FLAG_MASK:
-                skip.update(range(first, last + 1))  # markers are never delivered
+            if header.attributes & CONTROL_FLAG_MASK:  # a marker is acquired like a record (the client acks a GAP)
                 if starts and starts[0] <= first:
                     starts.pop(0)  # this producer's aborted transaction ends here
             elif header.attributes & TRANSACTIONAL_FLAG_MASK and starts and starts[0] <= first:
                 skip.update(range(first, last + 1))
+        # aborted records are archived in memory only: written with the next acknowledgement, as Kafka 4.4 does
         acquired = sp.acquire(member_id, ranges, max_records, record_limit,
                               archive=(lambda off: off in skip) if skip else None)
-        if skip and sp.has_dirty():  # archived without an acknowledgement (markers, aborted): persist too
-            asyncio.ensure_future(self._persist_logged((sp.group_id, sp.topic_id, sp.partition)))
         if not acquired:
             return ShareFetchResult()
         lo, hi = acquired[0].first_offset, acquired[-1].last_offset
@@ -356,20 +356,19 @@ class SharePartitionManager:
     # -- acknowledge -------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str,
                           acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]]) -> dict[SharePartitionKey, int]:
-        """Apply each partition's acknowledgement batches; the error code per partition once persisted."""
+        """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
+        share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
+        Kafka 4.4's SharePartitionManager answers a partition missing from its cache."""
         out: dict[SharePartitionKey, int] = {}
         touched = []
         for key, batches in acks.items():
             entry = self._entries.get(key)
             epoch = self._leader_epoch(key)
-            if epoch is None:
-                out[key] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                continue
             if entry is not None and entry.partition is not None and entry.leader_epoch != epoch:
                 self._drop(key, "leadership changed")
                 entry = None
-            if entry is None or entry.partition is None:
-                out[key] = ErrorCode.INVALID_RECORD_STATE
+            if entry is None or entry.partition is None:  # not loaded here (Kafka's partition cache)
+                out[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             sp = entry.partition
             code = ErrorCode.NONE

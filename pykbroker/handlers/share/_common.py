@@ -10,8 +10,11 @@ from coordinator.share.service import ShareGroupService
 from coordinator.share.share_group import ShareGroup
 from pykbroker.context import RequestContext
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
+from wire import ErrorCode
 
-__all__ = ["client_host", "enabled", "member_id_valid", "readable_topic_ids", "service", "share_group"]
+__all__ = ["UNKNOWN_TOPIC_MESSAGE", "client_host", "enabled", "leader_of", "member_id_valid", "readable_topic_ids", "service", "share_group"]
+
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def enabled(ctx: RequestContext) -> bool:
@@ -48,3 +51,16 @@ def readable_topic_ids(ctx: RequestContext, topic_ids: Iterable[uuid.UUID]) -> s
     names = {t: topics_by_id[t].name for t in topic_ids if t in topics_by_id}
     readable = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names.values())
     return {t for t, name in names.items() if name in readable}
+
+
+def leader_of(ctx: RequestContext, topic_id: uuid.UUID, index: int, error: int) -> tuple[int, int]:
+    """(leader id, leader epoch) a ShareFetch or ShareAcknowledge partition answers: the partition's leader where
+    ``error`` says the client asked the wrong broker (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH), else zeros, as
+    Kafka 4.4 leaves the field unset."""
+    if error not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        return 0, 0
+    topic = ctx.metadata.topics_by_id.get(topic_id)
+    if topic is None or index >= len(topic.partitions):
+        return -1, -1
+    p = topic.partitions[index]
+    return p.leader, p.leader_epoch

@@ -6,10 +6,11 @@ import uuid
 
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import service
+from pykbroker.handlers.share._common import UNKNOWN_TOPIC_MESSAGE, service
 from wire import ErrorCode
 
-__all__ = ["acknowledge", "close_session", "parse_acks"]
+__all__ = ["acknowledge", "acknowledge_message", "close_session", "parse_acks", "partition_exists"]
+
 
 Key = tuple[str, uuid.UUID, int]
 
@@ -33,15 +34,32 @@ def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_all
 
 async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
                       readable: set[uuid.UUID]) -> dict[Key, int]:
-    """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, topics
-    the principal may not READ (not in ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka."""
+    """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, a
+    partition the topic does not have UNKNOWN_TOPIC_OR_PARTITION, topics the principal may not READ (not in
+    ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka 4.4."""
     topics_by_id = ctx.metadata.topics_by_id
-    known = {k: v for k, v in acks.items() if k[1] in topics_by_id and k[1] in readable}
+    known = {k: v for k, v in acks.items() if k[1] in readable and partition_exists(ctx, k[1], k[2])}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
     for key in acks:
-        codes.setdefault(key, ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] in topics_by_id
-                         else ErrorCode.UNKNOWN_TOPIC_ID)
+        codes.setdefault(key, ErrorCode.UNKNOWN_TOPIC_ID if key[1] not in topics_by_id
+                         else ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] not in readable
+                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return codes
+
+
+def partition_exists(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> bool:
+    """Whether the topic is known and has partition ``index``."""
+    topic = ctx.metadata.topics_by_id.get(topic_id)
+    return topic is not None and 0 <= index < len(topic.partitions)
+
+
+def acknowledge_message(ctx: RequestContext, topic_id: uuid.UUID, index: int, code: int | None) -> str | None:
+    """The message of a partition's acknowledge error: Kafka 4.4's share-partition manager answers a partition it
+    has not loaded (not fetched here, not led here, never initialized) with UNKNOWN_TOPIC_OR_PARTITION and the
+    error's default message; a partition the topic does not have is refused before, without one."""
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and partition_exists(ctx, topic_id, index):
+        return UNKNOWN_TOPIC_MESSAGE
+    return None
 
 
 async def close_session(ctx: RequestContext, group_id: str, member_id: str) -> None:

@@ -2,7 +2,10 @@
 
 Epoch 0 is INVALID_SHARE_SESSION_EPOCH (a session is opened by ShareFetch), n > 0 must be the session's
 epoch, -1 closes the session after the acknowledgements (releasing what the member still holds). Each
-partition answers its acknowledgement's error (INVALID_RECORD_STATE for records the member does not hold).
+partition answers its acknowledgement's error (INVALID_RECORD_STATE for records the member does not hold), as
+Kafka 4.4: a partition this broker has not loaded (never fetched here, not led here, not initialized)
+UNKNOWN_TOPIC_OR_PARTITION with its default message, a partition the topic does not have the same code without
+one, an unknown topic id UNKNOWN_TOPIC_ID; the current leader only with NOT_LEADER_OR_FOLLOWER.
 v2: RENEW (type 4) restarts the acquisition locks when ``is_renew_ack``. UNSUPPORTED_VERSION while share
 groups are off.
 """
@@ -13,9 +16,10 @@ import logging
 
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, member_id_valid, readable_topic_ids, service
+from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
+    acknowledge_message,
     close_session,
     parse_acks,
     session_for,
@@ -64,16 +68,16 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    topics_by_id = ctx.metadata.topics_by_id
     for (_, topic_id, index), code in codes.items():
-        topic = topics_by_id.get(topic_id)
-        leader = LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
-        if topic is not None and index < len(topic.partitions):
-            leader = LeaderIdAndEpoch(leader_id=topic.partitions[index].leader,
-                                      leader_epoch=topic.partitions[index].leader_epoch)
-        by_topic.setdefault(topic_id, []).append(PartitionData(partition_index=index, error_code=code,
-                                                               current_leader=leader))
+        by_topic.setdefault(topic_id, []).append(PartitionData(
+            partition_index=index, error_code=code, error_message=acknowledge_message(ctx, topic_id, index, code),
+            current_leader=_leader(ctx, topic_id, index, code)))
     lock_ms = service(ctx).settings(group_id).record_lock_duration_ms
     return ShareAcknowledgeResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
                                     responses=[ShareAcknowledgeTopicResponse(topic_id=t, partitions=p)
                                                for t, p in by_topic.items()], node_endpoints=[])
+
+
+def _leader(ctx: RequestContext, topic_id, index: int, error: int) -> LeaderIdAndEpoch:
+    leader_id, leader_epoch = leader_of(ctx, topic_id, index, error)
+    return LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)

@@ -15,7 +15,8 @@
   available for the next fetch, as Kafka 4.4 answers.
 - v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
 - A full session (epoch 0) answers every partition; later requests only those with records, errors or
-  acknowledgement results. A request that acknowledges anything has an acknowledgement result for every partition
+  acknowledgement results. The current leader is filled only for NOT_LEADER_OR_FOLLOWER and
+  FENCED_LEADER_EPOCH (zeros else, as Kafka 4.4). A request that acknowledges anything has an acknowledgement result for every partition
   it names (error 0 for those without batches and for batches below the start offset, done already), a closing
   one (epoch -1) answers exactly those, as Kafka 4.4. A share-partition the group coordinator never initialized (no persisted state, e.g.
   a topic the group is not subscribed to) gets no records and no state: UNKNOWN_SERVER_ERROR once the fetch
@@ -30,11 +31,13 @@ import logging
 from coordinator.share.share_partition_manager import ShareFetchResult
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, member_id_valid, readable_topic_ids, service
+from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
+    acknowledge_message,
     close_session,
     parse_acks,
+    partition_exists,
     session_for,
     valid_ack_types,
 )
@@ -92,7 +95,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     settings = svc.settings(group_id)
     results: dict = {}
     fetching = epoch != FINAL_EPOCH and not renew
-    keys = [(group_id, t, p) for t, p in session.partitions if t in readable] if fetching else []
+    keys = [(group_id, t, p) for t, p in session.partitions if t in readable and partition_exists(ctx, t, p)] \
+        if fetching else []
     if fetching and epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
         await svc.partitions.revalidate(keys)
 
@@ -110,6 +114,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     elif fetching:
         results = {(group_id, t, p): ShareFetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                    for t, p in session.partitions if t in topics_by_id and t not in readable}
+        results |= {(group_id, t, p): ShareFetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    for t, p in session.partitions if t in readable and not partition_exists(ctx, t, p)}
         if acks and (any(r.acquired or (r.error_code and not r.uninitialized) for r in first.values())
                      or request.max_wait_ms <= 0):
             results |= first
@@ -132,8 +138,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             continue
         if topic_id not in ctx.metadata.topics_by_id:
             data = PartitionData(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                                 acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"",
-                                 current_leader=LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
+                                 acknowledge_error_code=ack_code or ErrorCode.NONE, records=b"")
         else:
             acquired = (result.acquired or []) if result is not None else []
             records = result.records if result is not None and acquired else b""
@@ -143,7 +148,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 continue
             data = PartitionData(
                 partition_index=index, error_code=error, acknowledge_error_code=ack_code or ErrorCode.NONE,
-                current_leader=_leader(ctx, topic_id, index), records=records,
+                acknowledge_error_message=acknowledge_message(ctx, topic_id, index, ack_code),
+                current_leader=_leader(ctx, topic_id, index, error), records=records,
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                   delivery_count=a.delivery_count) for a in acquired])
         by_topic.setdefault(topic_id, []).append(data)
@@ -152,9 +158,6 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                                          for t, parts in by_topic.items()], node_endpoints=[])
 
 
-def _leader(ctx: RequestContext, topic_id, index: int) -> LeaderIdAndEpoch:
-    topic = ctx.metadata.topics_by_id.get(topic_id)
-    if topic is None or index >= len(topic.partitions):
-        return LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
-    p = topic.partitions[index]
-    return LeaderIdAndEpoch(leader_id=p.leader, leader_epoch=p.leader_epoch)
+def _leader(ctx: RequestContext, topic_id, index: int, error: int) -> LeaderIdAndEpoch:
+    leader_id, leader_epoch = leader_of(ctx, topic_id, index, error)
+    return LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)

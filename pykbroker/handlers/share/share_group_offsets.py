@@ -2,14 +2,16 @@
 
 In a cluster only the group's coordinator answers; the other brokers say NOT_COORDINATOR.
 A share group's "offset" of a partition is its share-partition start offset, read from __share_group_state.
-- Describe: the listed partitions (``topics`` null: every partition with state); no state is start offset -1.
+- Describe: the listed partitions (``topics`` null: every partition with state); no state is start offset -1,
+  leader epoch 0, also for a topic that does not exist (zero topic id, no error) and for a group that does not
+  exist (no error; ``topics`` null: none), as Kafka 4.4 answers them.
   v1 adds the lag: records from the start offset to the high watermark not yet acknowledged or archived.
 - Alter (``kafka-share-groups --reset-offsets``): only while the group has no members (NON_EMPTY_GROUP);
   each partition starts again at the given offset with a new state epoch.
 - Delete: only while empty; the state of the named topics' initialized share-partitions is deleted (a topic with
   none, or unknown, is UNKNOWN_TOPIC_OR_PARTITION), and the group initializes them again when a member subscribes.
 - Alter marks the partitions initialized, so a member subscribing later is assigned them at once.
-An unknown group (no members, no state) is GROUP_ID_NOT_FOUND. UNSUPPORTED_VERSION while share groups are off.
+UNSUPPORTED_VERSION while share groups are off.
 
 ACLs as Kafka 4.2 checks them: Describe needs DESCRIBE on the group (else the group's GROUP_AUTHORIZATION_FAILED)
 and on each topic (named topics: TOPIC_AUTHORIZATION_FAILED partitions after the others; all topics: those
@@ -23,7 +25,7 @@ import logging
 
 from coordinator.share.service import NO_OFFSETS
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import enabled, service, share_group
+from pykbroker.handlers.share._common import UNKNOWN_TOPIC_MESSAGE, enabled, service, share_group
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ZERO_UUID, ApiKey, ErrorCode
@@ -55,7 +57,6 @@ LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
 LIST_OFFSETS_VERSION = 7
 
 TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message()
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 async def _group_exists(ctx: RequestContext, group_id: str) -> bool:
@@ -110,7 +111,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
                                                               error_code=ErrorCode.NOT_COORDINATOR))
             continue
         states = await svc.states(g.group_id)
-        if (await share_group(ctx, g.group_id))[1] is None and not states:
+        if (await share_group(ctx, g.group_id))[0]:  # a group of another type (unchanged from 4.2's answer)
             out.append(DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[],
                                                               error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                                               error_message=f"Group {g.group_id} not found."))
@@ -132,17 +133,15 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, request: Desc
         topics = []
         for name, indexes in wanted.items():
             topic = store.topics.get(name)
-            if topic is None:
+            if topic is None:  # Kafka 4.4: no error, the zero topic id, the partitions without state
                 topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
-                    DescribeShareGroupOffsetsResponsePartition(
-                        partition_index=i, start_offset=-1, leader_epoch=-1, lag=-1,
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.name) for i in indexes]))
+                    DescribeShareGroupOffsetsResponsePartition(partition_index=i, start_offset=-1, leader_epoch=0,
+                                                               lag=-1) for i in indexes]))
                 continue
             parts = []
             for i in indexes:
                 state = states.get((g.group_id, topic.topic_id, i))
-                start, lag, epoch = -1, -1, -1
+                start, lag, epoch = -1, -1, 0  # no state: the share coordinator's summary of none
                 if state is not None:
                     start = state.start_offset
                     epoch = state.leader_epoch

@@ -31,6 +31,16 @@ def test_batches_are_acquired_whole_and_by_one_member_only():
     assert p.end_offset == 10 and p.next_fetch_offset() == 10
 
 
+def test_adjacent_batches_are_acquired_as_one_range():
+    """Kafka 4.4 answers a fetch of several adjacent batches (transaction markers among them) with one
+    AcquiredRecords, and a redelivery of released records across a batch boundary as one range too."""
+    p = sp()
+    assert p.acquire("m1", [(0, 9), (10, 13)], max_records=100) == [AcquiredRecords(0, 13, 1)]
+    p.acknowledge("m1", 3, 5, [A.RELEASE])
+    p.acknowledge("m1", 9, 12, [A.RELEASE])
+    assert p.acquire("m1", [(0, 9), (10, 13)], max_records=100) == [AcquiredRecords(3, 5, 2), AcquiredRecords(9, 12, 2)]
+
+
 def test_record_limit_mode_stops_at_max_records():
     p = sp()
     assert p.acquire("m1", [(0, 9)], max_records=3, record_limit=True) == [AcquiredRecords(0, 2, 1)]
