@@ -22,7 +22,7 @@ from pykbroker.internal_topics import (  # noqa: F401 (named here for tests and 
     TRANSACTION_STATE_TOPIC_NAME,
     InternalTopics,
 )
-from pykbroker.metadata_publisher import SYNC_NEW_LOGS, BrokerMetadataPublisher  # noqa: F401
+from pykbroker.metadata_publisher import DEFERRED_LOG_WORK_DELAY, SYNC_NEW_LOGS, BrokerMetadataPublisher  # noqa: F401
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.remote_storage import build_remote_log_manager
@@ -109,7 +109,7 @@ class Broker:
         )
         # Logs of partitions assigned here created in the background; the publisher hosts them once they exist.
         self.pending_logs = PendingLogs(self.log_manager, lambda created, failed: self.publisher.logs_created(
-            created, failed, self.metadata.image))
+            created, failed, self.metadata.image), start_delay=DEFERRED_LOG_WORK_DELAY if self.cluster_mode else 0.0)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
@@ -174,7 +174,8 @@ class Broker:
             coordinators=self.coordinators, log_config_for_topic=self.log_config_for_topic,
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
             shutting_down=lambda: self.hand_over.shutting_down,
-            topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None)
+            topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None,
+            defer_log_work=self.cluster_mode)
         # Client telemetry (KIP-714): subscriptions from the image; pushes go to the Prometheus receiver when on.
         self.telemetry_receiver = PrometheusTelemetryReceiver() if config["metrics.client.telemetry.enable"] else None
         self.client_metrics = ClientMetricsManager(lambda: self.metadata.image.client_metrics_configs,

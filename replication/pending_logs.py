@@ -44,8 +44,11 @@ class PendingLogs:
 
     def __init__(self, log_manager: LogManager,
                  on_created: Callable[[list[TopicPartition], list[tuple[TopicPartition, Exception]]], None],
-                 slice_seconds: float = SLICE_SECONDS) -> None:
+                 slice_seconds: float = SLICE_SECONDS, start_delay: float = 0.0) -> None:
+        """``start_delay``: seconds from the first ``add`` to the first slice (the answer that published the change
+        goes out first)."""
         self.log_manager = log_manager
+        self.start_delay = start_delay
         self.on_created = on_created
         self.slice_seconds = slice_seconds
         self._pending: dict[TopicPartition, tuple[uuid.UUID, LogConfig]] = {}
@@ -73,6 +76,8 @@ class PendingLogs:
             del self._pending[tp]
 
     async def _run(self) -> None:
+        if self.start_delay:
+            await asyncio.sleep(self.start_delay)
         started, total = time.monotonic(), 0
         while self._pending:
             await asyncio.sleep(0)  # the others first: this runs between their requests

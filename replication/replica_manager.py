@@ -322,13 +322,14 @@ class ReplicaManager:
         self.log_manager.delete_log(topic, partition)
         self.watchers.notify((topic, partition))  # waiting produces and fetches learn it is gone
 
-    def delete_partitions(self, topic: str) -> None:
-        """Stop hosting every partition of ``topic`` and delete their logs."""
+    def delete_partitions(self, topic: str, defer_renames: bool = False) -> None:
+        """Stop hosting every partition of ``topic`` and delete their logs (``defer_renames``: their dirs are
+        renamed later, ``LogManager.rename_deleted``)."""
         self.offline_partitions = {tp for tp in self.offline_partitions if tp[0] != topic}
         for key in [k for k in self.partitions if k[0] == topic]:
             p = self.partitions.pop(key)
             self.alter_log_dirs.stop(p.topic, p.partition)
-            self.log_manager.delete_log(p.topic, p.partition)
+            self.log_manager.delete_log(p.topic, p.partition, defer_rename=defer_renames)
             self.watchers.notify(key)
         if self.metrics is not None:
             self.metrics.forget_topic(topic)

@@ -125,6 +125,9 @@ class LogManager:
         self._future_logs: dict[TopicPartition, Log] = {}
         # Dirs chosen by AlterReplicaLogDirs for replicas not created yet (Kafka's preferredLogDirs).
         self._preferred_log_dirs: dict[TopicPartition, str] = {}
+        # Logs taken out by delete_log(defer_rename=True), still in their dir until rename_deleted (Kafka's
+        # logsToBeDeleted, whose renames also follow the metadata change rather than precede it).
+        self._to_rename: dict[TopicPartition, Log] = {}
         self._lock = threading.Lock()
         self._dir_locks: dict[str, int] = {}
         self._checkpoint_lock = threading.Lock()
@@ -327,8 +330,10 @@ class LogManager:
                           config: LogConfig | None = None) -> Log:
         """The log of ``topic-partition``, created in the log dir with the fewest partitions if absent.
 
-        With ``topic_id``, partition.metadata is written (or checked: InconsistentTopicIdError).
+        With ``topic_id``, partition.metadata is written (or checked: InconsistentTopicIdError). A deleted log of
+        this partition still in its dir is renamed away first.
         """
+        self._rename_now((topic, partition))
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
@@ -502,15 +507,51 @@ class LogManager:
             if log_.topic == topic:
                 log_.update_config(config)
 
-    def delete_log(self, topic: str, partition: int) -> Log | None:
+    def delete_log(self, topic: str, partition: int, defer_rename: bool = False) -> Log | None:
         """Remove ``topic-partition``: renamed ``...-delete`` now, closed and removed on the scheduler thread
-        after file.delete.delay.ms (regions already handed out stay readable)."""
+        after file.delete.delay.ms (regions already handed out stay readable). ``defer_rename``: only taken out
+        (no longer found, appends refused) now; renamed by ``rename_deleted``, or before this partition's log is
+        created again, or at shutdown."""
         self.remove_future_log(topic, partition)
         with self._lock:
             log_ = self._logs.pop((topic, partition), None)
             self._preferred_log_dirs.pop((topic, partition), None)
+            if log_ is not None and defer_rename:
+                self._to_rename[(topic, partition)] = log_
         if log_ is None:
             return None
+        if defer_rename:
+            with log_.lock:
+                log_.deleted = True
+            return log_
+        self._rename_deleted_log(log_)
+        return log_
+
+    @property
+    def renames_pending(self) -> int:
+        """Logs deleted with ``defer_rename`` still in their dirs."""
+        return len(self._to_rename)
+
+    def rename_deleted(self, budget_s: float = float("inf")) -> int:
+        """Rename logs deleted with ``defer_rename`` for up to ``budget_s`` seconds (at least one); returns how many
+        are left."""
+        end = time.perf_counter() + budget_s
+        while self._to_rename:
+            self._rename_now(next(iter(self._to_rename)))
+            if time.perf_counter() >= end:
+                break
+        return len(self._to_rename)
+
+    def _rename_now(self, tp: TopicPartition) -> None:
+        with self._lock:
+            log_ = self._to_rename.pop(tp, None)
+        if log_ is not None:
+            try:
+                self._rename_deleted_log(log_)
+            except KafkaStorageError as exc:  # its dir went offline: dropped with the dir
+                log.error("Could not rename the deleted log of %s: %s", log_.name, exc)
+
+    def _rename_deleted_log(self, log_: Log) -> None:
         with log_.lock:
             log_.deleted = True
             new_dir = os.path.join(log_.parent_dir, f"{os.path.basename(log_.dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
@@ -530,7 +571,6 @@ class LogManager:
             log.info("Deleted log for partition %s in %s", log_.name, new_dir)
 
         self._run_on_scheduler(f"delete-log-{log_.name}", remove, log_.config.file_delete_delay_ms)
-        return log_
 
     def _run_on_scheduler(self, name: str, fn: Callable[[], None], delay_ms: int = 0) -> None:
         if self._started:
@@ -543,6 +583,7 @@ class LogManager:
             dropped = [k for k, v in self._logs.items() if v.parent_dir == log_dir]
             logs = [self._logs.pop(k) for k in dropped]
             logs += [self._future_logs.pop(k) for k, v in list(self._future_logs.items()) if v.parent_dir == log_dir]
+            logs += [self._to_rename.pop(k) for k, v in list(self._to_rename.items()) if v.parent_dir == log_dir]
         log.error("Stopped serving %d partitions in offline log dir %s: %s", len(logs), log_dir,
                   ", ".join(f"{t}-{p}" for t, p in dropped))
 
@@ -612,6 +653,7 @@ class LogManager:
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Stop the threads, flush and close every log, write checkpoints and the clean-shutdown marker."""
         log.info("Shutting down the log manager")
+        self.rename_deleted()
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self.scheduler.shutdown(drain=True)

@@ -291,10 +291,18 @@ class LeadershipHandOver:
         return len(writes) - len(conflicted), stuck, conflicted
 
     def delete_stray_logs(self) -> None:
-        """Logs of partitions reassigned away while this broker was down: deleted at start, as Kafka's broker
-        deletes stray replicas."""
+        """Logs of partitions reassigned away while this broker was down, and logs (with a topic id) of topics the
+        metadata no longer has under that id (deleted while this broker was down, or before it renamed their
+        dirs): deleted at start, as Kafka's broker deletes stray replicas."""
         image = self.metadata.image
-        for topic, partition in [(lg.topic, lg.partition) for lg in self.log_manager.all_logs()]:
+        for lg in self.log_manager.all_logs():
+            topic, partition = lg.topic, lg.partition
+            current = image.topics.get(topic)
+            if lg.topic_id is not None and (current is None or (current.topic_id.int and current.topic_id != lg.topic_id)):
+                log.info("broker %d: deleting stray log %s-%d (topic id %s is not in the metadata)", self.node_id,
+                         topic, partition, lg.topic_id)
+                self.log_manager.delete_log(topic, partition)
+                continue
             p = image.partition(topic, partition)
             if p is not None and self.node_id not in p.replicas:
                 log.info("broker %d: deleting stray log %s-%d (replicas %s)", self.node_id, topic, partition,

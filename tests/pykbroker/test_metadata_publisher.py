@@ -16,6 +16,7 @@ from replication.metadata.image import MetadataImage, PartitionState, TopicState
 from replication.pending_logs import PendingLogs
 from replication.replica_manager import ReplicaManager
 from storage import LogConfig, LogManager
+from wire import build_simple_batch
 
 NODE = 1
 OFFSETS = "__consumer_offsets"
@@ -68,7 +69,7 @@ def image(*topics: TopicState, broker_configs: dict | None = None) -> MetadataIm
 class Harness:
     """A publisher of broker NODE over real storage; ``actions`` lists what fetchers and coordinators heard."""
 
-    def __init__(self, log_manager: LogManager) -> None:
+    def __init__(self, log_manager: LogManager, defer_log_work: bool = False) -> None:
         self.actions: list = []
         self.broker_configs: list[MetadataImage] = []
         self.configs_changed: list[str] = []
@@ -84,7 +85,7 @@ class Harness:
             coordinators=RecordingCoordinators(self.actions), log_config_for_topic=lambda name: LogConfig(),
             apply_broker_configs=self.broker_configs.append,
             spawn=lambda coro: asyncio.get_running_loop().create_task(coro),
-            topic_configs_changed=self.configs_changed.append)
+            topic_configs_changed=self.configs_changed.append, defer_log_work=defer_log_work)
 
     async def publish(self, new: MetadataImage) -> list:
         """Publish ``new`` after the current image; the actions it caused (deletions included)."""
@@ -219,6 +220,40 @@ def test_partitions_beyond_the_sync_budget_are_hosted_once_pending_logs_created_
         await h.pending_logs.wait_for([("big", p) for p in range(SYNC_NEW_LOGS, SYNC_NEW_LOGS + 3)], timeout=30)
         assert len(h.hosted()) == SYNC_NEW_LOGS + 3
         assert all(state == "leader" for state in h.hosted().values())
+        await h.pending_logs.close()
+
+    run(test)
+
+
+def test_in_a_cluster_logs_are_created_and_renamed_after_the_image_is_applied(log_manager, tmp_path):
+    """defer_log_work (a cluster): applying an image creates and renames no log (the broker that handled the
+    CreateTopics or DeleteTopics answers as soon as its image shows the change); the logs follow, and a topic
+    created again under a deleted one's name gets a new, empty log (the old dir renamed first)."""
+    async def test() -> None:
+        h = Harness(log_manager, defer_log_work=True)
+        t = topic("orders", (1, (1, 2)), (2, (2, 1)))
+        await h.publish(image(t))
+        assert h.hosted() == {} and len(h.pending_logs) == 2 and log_manager.get_log("orders", 0) is None
+        await h.pending_logs.wait_for([("orders", 0), ("orders", 1)], timeout=30)
+        assert h.hosted() == {("orders", 0): "leader", ("orders", 1): "follower"}
+        log_manager.get_log("orders", 0).append_as_leader(build_simple_batch([b"before"], timestamp=0), leader_epoch=0)
+        dirs = tmp_path / "logs"
+
+        await h.publish(image())  # deleted: gone from the replica manager and the log manager at once ...
+        assert h.hosted() == {} and log_manager.get_log("orders", 0) is None
+        assert (dirs / "orders-0").exists() and log_manager.renames_pending == 2  # ... its dirs renamed later
+        again = topic("orders", (1, (1, 2)))
+        await h.publish(image(again))
+        await h.pending_logs.wait_for([("orders", 0)], timeout=30)
+        assert h.hosted() == {("orders", 0): "leader"}
+        recreated = log_manager.get_log("orders", 0)
+        assert recreated.topic_id == again.topic_id and recreated.log_end_offset == 0
+        for _ in range(200):
+            if log_manager.renames_pending == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert log_manager.renames_pending == 0 and not (dirs / "orders-1").exists()
+        assert len([d for d in dirs.iterdir() if d.name.endswith("-delete")]) == 2
         await h.pending_logs.close()
 
     run(test)

@@ -69,6 +69,25 @@ def test_delete_log_renames_then_removes(tmp_path):
     m.shutdown()
 
 
+def test_a_deferred_delete_renames_later_before_the_partition_is_created_again_or_at_shutdown(tmp_path):
+    """delete_log(defer_rename=True) takes the log out at once (not found, appends refused) and leaves its dir;
+    rename_deleted renames it, as does creating the partition again (whose new log starts empty) and shutdown."""
+    m = manager([tmp_path])
+    for p in (0, 1, 2):
+        m.get_or_create_log("gone", p).append_as_leader(batch([b"x"]), 0)
+    old = m.delete_log("gone", 0, defer_rename=True)
+    m.delete_log("gone", 1, defer_rename=True)
+    m.delete_log("gone", 2, defer_rename=True)
+    assert m.get_log("gone", 0) is None and old.deleted and m.renames_pending == 3
+    assert (tmp_path / "gone-0").exists()
+    again = m.get_or_create_log("gone", 0)
+    assert again is not old and again.log_end_offset == 0 and m.renames_pending == 2
+    assert m.rename_deleted(budget_s=0) == 1  # at least one per call
+    assert not (tmp_path / "gone-1").exists() and (tmp_path / "gone-2").exists()
+    m.shutdown()
+    assert not (tmp_path / "gone-2").exists() and (tmp_path / "gone-0").exists()
+
+
 def test_retention_runs_from_the_manager_with_an_injected_clock(tmp_path, clock):
     m = manager([tmp_path], clock, log_retention_check_interval_ms=10**9)
     log = m.get_or_create_log("t", 0, config=small_config(retention_ms=DAY))

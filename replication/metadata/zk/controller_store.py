@@ -188,18 +188,25 @@ class ZkControllerStore:
         except ZooKeeperMultiError as exc:
             raise _stale(exc) from None
 
-    async def create_partition_states(self, topic: str, states: Mapping[int, LeaderAndIsrLike]) -> None:
+    async def create_partition_states(self, topic: str, states: Mapping[int, LeaderAndIsrLike],
+                                      parent_exists: bool | None = None) -> None:
         """The first states of many partitions of ``topic`` (and their missing parents) in fenced multis of up to
         ``STATES_PER_MULTI`` partitions each: one ZooKeeper write for a new topic's partitions, where one per
         partition raced on their common parent and cost a round trip each. ``StaleWriteError`` as
-        ``create_partition_state`` (the partitions of the failed multi have no state: decide them again)."""
+        ``create_partition_state`` (the partitions of the failed multi have no state: decide them again).
+        ``parent_exists`` known (a topic just created: False; partitions just added: True): the partitions' own
+        znodes are missing too, and nothing is looked up first (a write finding one is a ``StaleWriteError``)."""
         partitions = sorted(states)
         parent = TopicPartitionsZNode.path(topic)
-        found = await asyncio.gather(self.zk.exists(parent),
-                                     *(self.zk.exists(TopicPartitionZNode.path(topic, p)) for p in partitions))
-        ops: list[CreateOp] = [] if found[0] is not None else [CreateOp(parent)]
-        for i, (p, stat) in enumerate(zip(partitions, found[1:], strict=True)):
-            if stat is None:
+        if parent_exists is None:
+            found = await asyncio.gather(self.zk.exists(parent),
+                                         *(self.zk.exists(TopicPartitionZNode.path(topic, p)) for p in partitions))
+            parent_exists, missing = found[0] is not None, [stat is None for stat in found[1:]]
+        else:
+            missing = [True] * len(partitions)
+        ops: list[CreateOp] = [] if parent_exists else [CreateOp(parent)]
+        for i, (p, absent) in enumerate(zip(partitions, missing, strict=True)):
+            if absent:
                 ops.append(CreateOp(TopicPartitionZNode.path(topic, p)))
             ops.append(CreateOp(TopicPartitionStateZNode.path(topic, p), self._encode_state(states[p])))
             if i + 1 == len(partitions) or (i + 1) % STATES_PER_MULTI == 0:
@@ -255,25 +262,26 @@ class ZkControllerStore:
         return await self.zk.get_children(DeleteTopicsZNode.path, watch=watch) or []
 
     async def delete_topic_znode(self, topic: str) -> None:
-        """The topic's assignment and partition states: children before parents in multis of up to
-        ``STATES_PER_MULTI`` partitions, the topic znode in the last (every broker sees the topic go at once, not
-        partition by partition, each a round trip, as a recursive delete had it); recursively when the tree
-        changed while it was read."""
+        """The topic's assignment, partition states and config: children before parents in multis of up to
+        ``STATES_PER_MULTI`` partitions, the topic znode and its config in the last (every broker sees the topic go
+        at once, not partition by partition, each a round trip, as a recursive delete had it). Each partition znode
+        is taken to hold only its state (Kafka's layout, not read per partition: 24 reads before a topic of 24
+        partitions could go); recursively when the tree holds more or changed meanwhile."""
         root = TopicZNode.path(topic)
-        if await self.zk.exists(root) is None:
-            return
-        partitions = await self.zk.get_children(TopicPartitionsZNode.path(topic))
+        config = ConfigEntityZNode.path("topics", topic)
+        partitions, config_stat = await asyncio.gather(self.zk.get_children(TopicPartitionsZNode.path(topic)),
+                                                       self.zk.exists(config))
         batches: list[list[DeleteOp]] = [[]]
         if partitions is not None:
-            paths = [f"{TopicPartitionsZNode.path(topic)}/{p}" for p in partitions]
-            children = await asyncio.gather(*(self.zk.get_children(path) for path in paths))
-            for i, (path, names) in enumerate(zip(paths, children, strict=True)):
+            for i, p in enumerate(partitions):
                 if i and i % STATES_PER_MULTI == 0:
                     batches.append([])
-                batches[-1] += [DeleteOp(f"{path}/{name}") for name in names or ()]
-                batches[-1].append(DeleteOp(path))
+                path = f"{TopicPartitionsZNode.path(topic)}/{p}"
+                batches[-1] += [DeleteOp(f"{path}/state"), DeleteOp(path)]
             batches[-1].append(DeleteOp(TopicPartitionsZNode.path(topic)))
         batches[-1].append(DeleteOp(root))
+        if config_stat is not None:
+            batches[-1].append(DeleteOp(config))
         try:
             for ops in batches:
                 await self.zk.multi(ops)
@@ -282,6 +290,7 @@ class ZkControllerStore:
                 raise
             if await self.zk.exists(root) is not None:
                 await self.zk.delete(root, recursive=True)
+            await self.delete_topic_configs(topic)
 
     async def delete_topic_configs(self, topic: str) -> None:
         try:

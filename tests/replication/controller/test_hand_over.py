@@ -5,6 +5,7 @@ back at start its partitions are led here again; lost replicas are named as Kafk
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -80,6 +81,34 @@ def test_a_single_node_names_its_replica_lost_only_while_its_partition_is_offlin
             assert h.any_lost_replicas() and h.lost_replicas("t", 0) == (NODE,)
             await h.controlled_shutdown()  # a single node hands nothing over
             assert not h.shutting_down
+        finally:
+            log_manager.shutdown()
+
+    asyncio.run(test())
+
+
+def test_stray_logs_of_deleted_topics_and_of_replicas_moved_away_are_deleted_at_start(tmp_path, dirs):
+    """A broker killed before it renamed a deleted topic's logs (they are renamed after the image is applied),
+    or down while a topic was deleted, or created again under the same name, finds their logs at its next start:
+    deleted, as Kafka deletes stray replicas; the current topic's logs, and logs without a topic id, stay."""
+    async def test() -> None:
+        (tmp_path / "meta").mkdir()
+        store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
+        await store.register_broker(BrokerImage(NODE, ()))
+        await store.create_topic("kept", [[NODE]], {})
+        await store.create_topic("again", [[NODE]], {})
+        await store.create_topic("moved", [[2]], {})
+        log_manager = LogManager([dirs[0]], log_cleaner_enable=False)
+        log_manager.startup()
+        try:
+            image = store.image
+            log_manager.get_or_create_log("kept", 0, image.topics["kept"].topic_id, LogConfig())
+            log_manager.get_or_create_log("again", 0, uuid.uuid4(), LogConfig())  # an earlier topic of that name
+            log_manager.get_or_create_log("gone", 0, uuid.uuid4(), LogConfig())  # deleted meanwhile
+            log_manager.get_or_create_log("moved", 0, image.topics["moved"].topic_id, LogConfig())
+            log_manager.get_or_create_log("no-id", 0, None, LogConfig())  # nothing to tell it by
+            hand_over(store, log_manager).delete_stray_logs()
+            assert sorted(lg.topic for lg in log_manager.all_logs()) == ["kept", "no-id"]
         finally:
             log_manager.shutdown()
 

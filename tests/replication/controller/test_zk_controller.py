@@ -411,8 +411,10 @@ def test_a_new_topics_states_are_written_in_one_write_and_its_deletion_in_anothe
                 expected = (3, 4, [3, 1]) if p == 7 else (1 + p % 3, 0, [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3])
                 await until(c.has_state("batch", p, expected))
             await c.controller.idle()
-            # the fence, the state and its partition znode of each new partition (the parent existed)
-            assert writes == [1 + 2 * (partitions - 1)]
+            # A new topic's states are first written without looking (its parent and partition znodes created too),
+            # which fails here; then the fence, the state and its partition znode of each new partition (the parent
+            # existed), in one write.
+            assert writes == [2 + 2 * partitions, 1 + 2 * (partitions - 1)]
             writes.clear()
             await c.admin.create(DeleteTopicsTopicZNode.path("batch"))
 
@@ -456,6 +458,7 @@ def test_a_topic_of_more_partitions_than_one_write_takes_is_created_and_deleted_
                 return await c.admin.exists(DeleteTopicsTopicZNode.path("large")) is None
             await until(deleted)
             assert await c.admin.exists(TopicZNode.path("large")) is None
-            assert [len(ops) for ops in writes[:3]] == [2 * 16, 2 * 16, 2 * 8 + 2]
-            assert writes[2][-1].path == TopicZNode.path("large")
+            assert [len(ops) for ops in writes[:3]] == [2 * 16, 2 * 16, 2 * 8 + 3]
+            # the topic znode in the last, with its config (one write: no config left behind a deleted topic)
+            assert [op.path for op in writes[2][-2:]] == [TopicZNode.path("large"), ConfigEntityZNode.path("topics", "large")]
     run(main())
