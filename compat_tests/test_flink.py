@@ -201,9 +201,11 @@ class Output:
     def count(self) -> int:
         return sum(map(len, self.by_key.values()))
 
-    def wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+    def wait(self, done: Callable[[], bool], timeout: float, what: str, job: FlinkJob | None = None) -> None:
         deadline = time.monotonic() + timeout
         while not done():
+            if job is not None and job.proc.poll() is not None:
+                raise AssertionError(f"{what}: the job ended ({job.proc.returncode}); see {job.log}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what}: not within {timeout:.0f} s (output has {self.count()} records)")
             self.poll()
@@ -285,19 +287,19 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     output = Output(target.bootstrap, sink, 3)
     job = FlinkJob(compiled, log, **args)
     try:
-        output.wait(lambda: output.count() >= FIRST // 2, DEADLINE, "the job's first output")
+        output.wait(lambda: output.count() >= FIRST // 2, DEADLINE, "the job's first output", job)
         for f in admin.create_partitions([NewPartitions(source, 3)]).values():
             f.result()
         producing = Background(records.produce, SECOND, 3, 0.1)
         # the new partition's records in the output: the source discovered it
-        output.wait(lambda: any(k.startswith("p2-") for k in output.by_key), DEADLINE, "the added partition's output")
+        output.wait(lambda: any(k.startswith("p2-") for k in output.by_key), DEADLINE, "the added partition's output", job)
         job.kill()
         producing.join()
         restarted_from = last_checkpoint(root / f"checkpoints-{name}")
         job = FlinkJob(compiled, log, **args, restore=str(restarted_from))
         if target.kill is not None:
             victim = leader_of(target.bootstrap, sink, 0)
-            output.wait(lambda: output.count() > FIRST + SECOND // 2, DEADLINE, "the restarted job's output")
+            output.wait(lambda: output.count() > FIRST + SECOND // 2, DEADLINE, "the restarted job's output", job)
             producing = Background(records.produce, THIRD, 3, 0.1)
             target.kill(victim)
             producing.join()
@@ -305,10 +307,10 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
             records.produce(THIRD, 3)
         expected = records.sent
         if mode == "exactly_once":
-            output.wait(lambda: output.count() >= records.total(), DEADLINE, "every record in the output")
+            output.wait(lambda: output.count() >= records.total(), DEADLINE, "every record in the output", job)
         else:
             output.wait(lambda: {k: first_occurrences(v) for k, v in output.by_key.items()} == expected, DEADLINE,
-                        "every record in the output")
+                        "every record in the output", job)
         output.poll(3.0)  # anything more (a duplicate) that was going to arrive
         ends = {p: n for p, n in records.next.items()}
         deadline = time.monotonic() + DEADLINE

@@ -20,6 +20,7 @@ import java.util.HashMap;
 import java.util.Map;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
@@ -37,7 +38,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
-import org.apache.kafka.clients.producer.ProducerRecord;
 
 public class FlinkKafkaJob {
 
@@ -56,19 +56,17 @@ public class FlinkKafkaJob {
         }
     }
 
-    /** The output record: the input's key, its value upper-cased (Kafka's default partitioner places it by key). */
-    static final class Keyed implements KafkaRecordSerializationSchema<String> {
-        private final String topic;
+    /** One field of "partition \t key \t value" as the output record's key (field 1) or value (field 2). */
+    static final class Field implements SerializationSchema<String> {
+        private final int index;
 
-        Keyed(String topic) {
-            this.topic = topic;
+        Field(int index) {
+            this.index = index;
         }
 
         @Override
-        public ProducerRecord<byte[], byte[]> serialize(String line, KafkaSinkContext context, Long timestamp) {
-            String[] f = line.split("\t", 3);
-            return new ProducerRecord<>(topic, f[1].getBytes(StandardCharsets.UTF_8),
-                    f[2].getBytes(StandardCharsets.UTF_8));
+        public byte[] serialize(String line) {
+            return line.split("\t", 3)[index].getBytes(StandardCharsets.UTF_8);
         }
     }
 
@@ -127,7 +125,12 @@ public class FlinkKafkaJob {
         });
         KafkaSinkBuilder<String> sink = KafkaSink.<String>builder()
                 .setBootstrapServers(a.get("bootstrap"))
-                .setRecordSerializer(new Keyed(a.get("output")))
+                // the builder's schema names its topic, which POOLING needs; no partitioner: Kafka's, by key
+                .setRecordSerializer(KafkaRecordSerializationSchema.<String>builder()
+                        .setTopic(a.get("output"))
+                        .setKeySerializationSchema(new Field(1))
+                        .setValueSerializationSchema(new Field(2))
+                        .build())
                 // below Kafka's default transaction.max.timeout.ms (15 min; the connector's default is 1 h)
                 .setProperty("transaction.timeout.ms", "120000");
         if (mode.equals("exactly_once")) {
