@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ cluster: $(STAMP)
 	$(VENV)/bin/pykbroker local-cluster $(ARGS)
 
 ## deps: everything the tests need on a fresh machine (Python deps, kcat, the S3 server, Apache ZooKeeper's, Kafka's,
-##       Spark's Kafka and Kafka Streams' jars, the franz-go program of compat_tests/franz, KafkaJS's npm packages)
+##       Spark's Kafka, Kafka Streams' and Flink's jars, the franz-go program of compat_tests/franz, KafkaJS's npm packages)
 deps: $(STAMP)
 	bash tools/install_system_deps.sh
 	bash tools/s3/install.sh
@@ -42,6 +42,7 @@ deps: $(STAMP)
 		bash compat_tests/jvm/streams/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/connect/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/mirror/fetch_jars.sh >/dev/null; \
+		bash compat_tests/jvm/flink/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
 	bash compat_tests/kafkajs/install.sh >/dev/null
@@ -226,7 +227,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -312,3 +313,10 @@ test-sarama-suite-slow: deps
 ##                   authorizer (~8 min)
 test-mirror-slow: deps
 	PYKBROKER_MIRROR_SLOW=1 $(PY) -m pytest compat_tests/test_mirror_maker.py $(ARGS)
+
+## test-flink-slow: Apache Flink 2.2's Kafka connector (5.0.0-2.2) as a real job on one node and on 3 brokers, judged by
+##                  Kafka 4.4 running the same job: KafkaSource with partition discovery, KafkaSink EXACTLY_ONCE (default
+##                  and POOLING transaction naming) and AT_LEAST_ONCE through a kill -9 of the job and a restart from its
+##                  checkpoint, a broker's kill -9 on 3 brokers, and a bounded KafkaSource read
+test-flink-slow: deps
+	PYKBROKER_FLINK_SLOW=1 $(PY) -m pytest compat_tests/test_flink.py $(ARGS)
