@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,8 @@ deps: $(STAMP)
 		bash compat_tests/jvm/connect/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/mirror/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/flink/fetch_jars.sh >/dev/null; \
+
+		bash compat_tests/jvm/spring/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
 	bash compat_tests/kafkajs/install.sh >/dev/null
@@ -227,7 +229,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -320,3 +322,10 @@ test-mirror-slow: deps
 ##                  checkpoint, a broker's kill -9 on 3 brokers, and a bounded KafkaSource read
 test-flink-slow: deps
 	PYKBROKER_FLINK_SLOW=1 $(PY) -m pytest compat_tests/test_flink.py $(ARGS)
+
+## test-spring-slow: a Spring for Apache Kafka 4.1 application (plain Spring, Java clients 4.4: KafkaAdmin, KafkaTemplate,
+##                   transactions, @KafkaListener containers, error handlers and DLTs, @RetryableTopic, request/reply)
+##                   on one node and on 3 brokers through a kill -9, classic and KIP-848 groups, judged by Kafka 4.4
+##                   running the same application (~15 min)
+test-spring-slow: deps
+	PYKBROKER_SPRING_SLOW=1 $(PY) -m pytest compat_tests/test_spring_kafka.py $(ARGS)
