@@ -42,6 +42,11 @@ log = logging.getLogger("pykbroker.connection")
 
 # Frames buffered beyond this pause reading from the socket until the backlog drains.
 MAX_PENDING_FRAMES = 64
+# Answers queued in this event-loop pass are written before a request larger than this is handled: its
+# handling (a produced batch's validation and append) takes long enough that the client, which can only
+# have a few requests in flight (a producer's max.in.flight.requests.per.connection), would otherwise wait
+# idle for answers that are ready. Smaller pipelined requests keep their answers in one write per pass.
+ANSWER_BEFORE_FRAME_BYTES = 4096
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -261,6 +266,8 @@ class Connection(asyncio.BufferedProtocol):
                     await self._wakeup.wait()
                     continue
                 frame_bytes = self.pending.popleft()
+                if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
+                    self.writer.flush()  # answers queued in this pass go now, not after this request's handling
                 arrived = self.arrived.popleft()
                 self.channel.dequeue()
                 if "backlog" in self._muted and len(self.pending) < MAX_PENDING_FRAMES // 2:

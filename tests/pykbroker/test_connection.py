@@ -318,3 +318,97 @@ def test_a_decompression_bomb_is_refused_with_corrupt_message(broker):
             assert response.responses[0].partition_responses[0].error_code == expected
         assert _rss_mb(broker.proc.pid) - before < 150
     assert_still_serving(broker)
+
+
+class _RecordingTransport:
+    """A transport that keeps each write apart, to see which answers a connection writes together."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closing = False
+
+    def write(self, data) -> None:
+        self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closing = True
+
+    abort = close
+
+
+def test_answers_are_written_before_a_large_request_is_handled_and_small_ones_together(tmp_path):
+    """A producer has only a few requests in flight: the answer to one must not wait while the next (a
+    large batch) is handled. Small pipelined requests read in one pass are still answered in one write.
+    (In-process, with a transport that keeps each write apart: a socket would merge them.)"""
+    import asyncio
+
+    from pykbroker.connection import ANSWER_BEFORE_FRAME_BYTES, Connection
+    from pykbroker.embedded_broker import EmbeddedBroker
+    from wire import RequestHeader, build_simple_batch, encode_request_header
+    from wire.messages import ProduceRequest
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+    def request_frame(request, api_key: int, version: int, correlation_id: int) -> bytes:
+        w = Writer()
+        encode_request_header(w, RequestHeader(api_key, version, correlation_id, "test",
+                                               header_version=2 if version >= 9 or api_key == 18 and version >= 3 else 1))
+        request.encode_into(w, version)
+        return struct.pack(">i", len(w)) + w.getvalue()
+
+    batch = build_simple_batch([b"x" * 1000] * 8, timestamp=1_700_000_000_000)
+    produce = ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="no-such-topic", partition_data=[PartitionProduceData(index=0, records=batch)])])
+    large = request_frame(produce, 0, 9, 2)
+    assert len(large) > ANSWER_BEFORE_FRAME_BYTES + 4
+    small = [request_frame(ApiVersionsRequest(), 18, 0, i) for i in (1, 3, 4)]
+
+    with EmbeddedBroker(data_dir=tmp_path) as embedded:
+        server = embedded.server
+        assert server is not None and server.broker is not None and embedded._loop is not None
+
+        async def scenario() -> list[list[int]]:
+            for api_key in (0, 18):  # handlers imported beforehand: an import would end the pass
+                await server.broker.registry.load(api_key)
+            transport = _RecordingTransport()
+            conn = Connection(server.broker, server.config.listeners[0], None, server.quotas, server.channel)
+            conn.connection_made(transport)  # type: ignore[arg-type]
+            view = memoryview(small[0] + large + small[1] + small[2])
+            while view:  # one pass of reads, as a socket with all of it buffered
+                target = conn.get_buffer(-1)
+                n = min(len(target), len(view))
+                target[:n] = view[:n]
+                conn.buffer_updated(n)
+                view = view[n:]
+            deadline = time.monotonic() + 30
+            while sum(len(w) for w in transport.writes) < 4 * 4 + 4 * 6 or conn.busy:
+                assert time.monotonic() < deadline, transport.writes
+                await asyncio.sleep(0.01)
+            conn.close()
+            conn.connection_lost(None)
+            writes = []
+            for data in transport.writes:  # the correlation ids each write answers
+                ids, pos = [], 0
+                while pos < len(data):
+                    size, correlation_id = struct.unpack_from(">ii", data, pos)
+                    ids.append(correlation_id)
+                    pos += 4 + size
+                writes.append(ids)
+            return writes
+
+        writes = asyncio.run_coroutine_threadsafe(scenario(), embedded._loop).result(60)
+    assert writes == [[1], [2, 3, 4]]

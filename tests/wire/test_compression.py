@@ -109,6 +109,22 @@ def test_lz4_reads_frames_with_content_size_and_checksums() -> None:
     assert decompress(CompressionType.LZ4, packed + packed) == data + data
 
 
+def test_lz4_output_larger_than_one_output_chunk_comes_whole() -> None:
+    """Frames are decompressed LZ4_OUTPUT_CHUNK at a time: a frame ending on a chunk boundary, one longer than a
+    chunk and concatenated frames come out whole, and the size bound still counts across chunks."""
+    from wire._compression import LZ4_OUTPUT_CHUNK
+
+    exact, longer = os.urandom(2 * LZ4_OUTPUT_CHUNK), os.urandom(LZ4_OUTPUT_CHUNK + 12345)
+    for data in (exact, longer):
+        packed = compress(CompressionType.LZ4, data)
+        assert decompress(CompressionType.LZ4, packed) == data
+        assert decompress(CompressionType.LZ4, packed, max_size=len(data)) == data
+        with pytest.raises(CorruptRecordError, match="exceeds"):
+            decompress(CompressionType.LZ4, packed, max_size=len(data) - 1)
+    assert decompress(CompressionType.LZ4, compress(CompressionType.LZ4, exact) + compress(CompressionType.LZ4, longer),
+                      max_size=len(exact) + len(longer)) == exact + longer
+
+
 def test_zstd_with_and_without_content_size_and_several_frames() -> None:
     data = PAYLOADS["mixed 200k"]
     with_size = zstandard.ZstdCompressor().compress(data)
