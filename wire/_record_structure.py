@@ -13,7 +13,9 @@ a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 s
   (DefaultRecord.readPartiallyFrom): the length varint is only checked not negative (a length that does not
   match the fields is stored, as Kafka stores it), the fields read in order within the decompressed data,
   nothing left over; offset deltas other than 0..n-1 make Kafka rebuild the batch from records it never
-  read whole and fail: UNKNOWN_SERVER_ERROR.
+  read whole and fail: UNKNOWN_SERVER_ERROR. When the topic's compression.type rebuilds the batch, Kafka reads
+  the records whole (as an uncompressed batch's, an overlong length INVALID_RECORD) and renumbers their offsets
+  (storage.log_validator.maybe_recompress).
 
 Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
 value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
@@ -267,8 +269,16 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     _walk_uncompressed(buf, pos, end, count)
 
 
-def check_decompressed_records(data: Buffer, count: int) -> None:
-    """Kafka's in-place reading of a compressed batch's ``count`` records, decompressed to ``data``."""
+def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = True) -> None:
+    """Kafka's reading of a compressed batch's ``count`` records, decompressed to ``data``: in place (the topic keeps
+    the producer's codec), or whole, as when it rebuilds the batch in the topic's compression.type (a record's
+    length checked as in an uncompressed batch, an overlong one INVALID_RECORD; offset deltas renumbered)."""
+    if not in_place:
+        try:
+            _walk_uncompressed(data, 0, len(data), count)
+        except UndecodableBatchError as exc:
+            raise _invalid(str(exc)) from None
+        return
     end = len(data)
     pos = 0
     in_order = True

@@ -390,14 +390,16 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
 # -- validation on the produce path ----------------------------------------------------------------------
 
 
-def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> RecordBatchHeader:
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True,
+                   target_codec: int | None = None) -> RecordBatchHeader:
     """Check the batch at ``pos`` as Kafka does before appending it, and return its header.
 
     Always (CorruptRecordError): header present, magic 2, batch_length >= 49 and within ``buf``, a known
     codec, CRC. With ``from_client``: an lz4 frame descriptor Kafka's reader takes (UnsupportedLz4FrameError), and (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
     for AppendOrigin.CLIENT; InvalidRecordError): base_offset 0, last_offset_delta + 1 == records_count > 0,
     not a control batch, a base_sequence when there is a producer id; compressed data that decompresses
-    (UndecodableBatchError) and records Kafka can read (wire._record_structure).
+    (UndecodableBatchError) and records Kafka can read (wire._record_structure), read in place unless
+    ``target_codec`` (the topic's compression.type, None for "producer") is another codec.
     """
     header = parse_batch_header(buf, pos)
     (base_offset, batch_length, _, _, crc, attributes, last_offset_delta, _, _, producer_id, _, base_sequence,
@@ -435,7 +437,8 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
             except CorruptRecordError as exc:
                 raise UndecodableBatchError(str(exc)) from exc
             else:
-                check_decompressed_records(records, records_count)
+                check_decompressed_records(records, records_count,
+                                           in_place=target_codec is None or target_codec == codec)
     return header
 
 

@@ -31,6 +31,8 @@ def test_each_garbled_batch_gets_kafkas_answer_and_none_is_stored(broker):
             assert (high_watermark, stored) == (0, []), name
         else:
             assert high_watermark == 3, name
+            if name.startswith("lz4_topic"):  # rebuilt in lz4: renumbered, as Kafka's rebuild does
+                assert [offset for offset, _ in stored] == [0, 1, 2], name
 
 
 def test_a_client_reads_the_partition_after_every_refused_batch(broker):
