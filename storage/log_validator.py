@@ -39,6 +39,7 @@ from wire import (
     TimestampType,
     build_batch,
     decode_records,
+    decode_records_in_place,
     parse_batch_header,
     set_base_offset,
     set_log_append_time,
@@ -105,7 +106,14 @@ def validate_records(buf: WritableBuffer, batches: Batches, config: LogConfig, n
         if not (require_keys or producer_log_append_time or (create_time and (
                 before < _LONG_MAX or header.max_timestamp - now > after))):
             continue  # no rule needs the records: header-only, as the hot path must be
-        _, records = decode_records(buf, pos)
+        try:
+            _, records = decode_records(buf, pos)
+        except InvalidRecordError:
+            if not header.attributes & 0x07 or config.compression_type not in ("producer", header.compression.name.lower()):
+                raise
+            # Kafka reads a compressed batch it keeps in place without the record lengths: one whose lengths do not
+            # match its fields (which analyze_and_validate let through as Kafka does) is judged on what it reads
+            records = decode_records_in_place(buf, pos)
         errors: list[tuple[int, int, str]] = []  # (index in the batch, error code, message)
         for index, record in enumerate(records):
             if require_keys and record.key is None:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from wire._compression import InvalidRecordError, UndecodableBatchError
 
-__all__ = ["check_decompressed_records", "check_records"]
+__all__ = ["check_decompressed_records", "check_records", "read_in_place"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -279,24 +279,41 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
         except UndecodableBatchError as exc:
             raise _invalid(str(exc)) from None
         return
+    if not _read_in_place(data, count, None):
+        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+
+
+def read_in_place(data: Buffer, count: int) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """(offset delta, timestamp delta, key, value) of the ``count`` records in ``data`` as Kafka reads a compressed
+    batch in place, without the record lengths (its rules on keys and timestamps see these)."""
+    out: list[tuple[int, int, bytes | None, bytes | None]] = []
+    _read_in_place(data, count, out)
+    return out
+
+
+def _read_in_place(data: Buffer, count: int, out: list[tuple[int, int, bytes | None, bytes | None]] | None) -> bool:
+    """Kafka's DefaultRecord.readPartiallyFrom over ``count`` records (InvalidRecordError); whether their offset
+    deltas are 0..count-1. Appends each record's fields to ``out`` when given."""
     end = len(data)
     pos = 0
     in_order = True
+    fields: list[bytes | None] = [None, None]
     for index in range(count):
         try:
             size, pos = _varint(data, pos, end, 5)
             if size < 0:
                 raise _invalid(f"Invalid record size: {size} is negative.")
-            _, pos = _varint(data, pos + 1, end, 10)  # attributes (read past the end: -1), timestamp delta
+            timestamp_delta, pos = _varint(data, pos + 1, end, 10)  # attributes (past the end: -1), timestamp
             offset_delta, pos = _varint(data, pos, end, 5)
             if offset_delta != index:
                 in_order = False
-            for _ in range(2):  # key, value
+            for i in range(2):  # key, value
                 length, pos = _varint(data, pos, end, 5)
                 if length > 0:
                     pos += length
                     if pos > end:
                         raise _invalid("Reached end of input stream before skipping all bytes.")
+                fields[i] = None if length < 0 else bytes(data[pos - length:pos]) if length else b""
             headers, pos = _varint(data, pos, end, 5)
             if headers < 0:
                 raise _invalid(f"Found invalid number of record headers {headers}")
@@ -314,7 +331,8 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
                         raise _invalid("Reached end of input stream before skipping all bytes.")
         except (IndexError, ValueError):
             raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+        if out is not None:
+            out.append((offset_delta, timestamp_delta, fields[0], fields[1]))
     if pos != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
-    if not in_order:
-        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+    return in_order

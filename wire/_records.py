@@ -40,7 +40,7 @@ from wire._compression import (
     decompress,
 )
 from wire._primitives import append_uvarint
-from wire._record_structure import check_decompressed_records, check_records
+from wire._record_structure import check_decompressed_records, check_records, read_in_place
 
 __all__ = [
     "COMPRESSION_CODEC_MASK",
@@ -67,6 +67,7 @@ __all__ = [
     "build_control_batch",
     "build_simple_batch",
     "decode_records",
+    "decode_records_in_place",
     "iter_batch_headers",
     "parse_batch_header",
     "parse_control_record",
@@ -614,6 +615,14 @@ def _records_data(buf: Buffer, pos: int, max_decompressed_size: int | None) -> t
     if codec is CompressionType.NONE:
         return header, bytes(body)
     return header, decompress(codec, body, max_decompressed_size)
+
+
+def decode_records_in_place(buf: Buffer, pos: int = 0) -> list[Record]:
+    """The records of the compressed batch at ``pos`` as Kafka reads them in place (wire._record_structure): without
+    their lengths (a batch whose lengths do not match its fields reads), without their headers."""
+    header, data = _records_data(buf, pos, MAX_DECOMPRESSED_BATCH_SIZE)
+    return [Record(offset_delta, timestamp_delta, key, value)
+            for offset_delta, timestamp_delta, key, value in read_in_place(data, header.records_count)]
 
 
 def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,

@@ -150,8 +150,7 @@ CASES: dict[str, tuple[str, bytes]] = {
                                                         + tail(), 3)),
     "compacted_gzip_null_key": ("compacted", batch(good(1) + record(body(1, None)) + record(body(2, None)), 3,
                                                    codec=GZ)),
-    # a topic of its own: the one case pykbroker answers otherwise (compat_tests/differential_allowlist.py)
-    "compacted_gzip_size_beyond_record": ("compacted_lengths", batch(record(body(0), len(body(0)) + 1)
+    "compacted_gzip_size_beyond_record": ("compacted", batch(record(body(0), len(body(0)) + 1)
                                                              + tail(), 3, codec=GZ)),
 }
 
@@ -175,7 +174,7 @@ KAFKA_44: dict[str, int] = {
     "lz4_topic_size_varint_too_long": -1, "lz4_topic_gzip_size_beyond_record": 87,
     "lz4_topic_gzip_size_varint_too_long": 87, "lz4_topic_gzip_offset_deltas_out_of_order": 0,
     "compacted_size_beyond_record": 87, "compacted_gzip_null_key": 87,
-    "compacted_gzip_size_beyond_record": 0,  # pykbroker: 87 (compat_tests/differential_allowlist.py)
+    "compacted_gzip_size_beyond_record": 0,
 }
 
 

@@ -12,9 +12,6 @@ from wire import ErrorCode
 from wire.messages import CreateTopicsRequest
 from wire.messages.create_topics_request import CreatableTopic
 
-# The one case pykbroker answers otherwise (compat_tests/differential_allowlist.py).
-DIFFERS = {"compacted_gzip_size_beyond_record": ErrorCode.INVALID_RECORD}
-
 
 def test_each_garbled_batch_gets_kafkas_answer_and_none_is_stored(broker):
     with RawClient(broker.bootstrap) as c:
@@ -22,7 +19,7 @@ def test_each_garbled_batch_gets_kafkas_answer_and_none_is_stored(broker):
     for name in CASES:
         code, message, record_errors = got[name]  # type: ignore[misc]
         high_watermark, stored = got[f"{name} read back"]  # type: ignore[misc]
-        assert code == DIFFERS.get(name, KAFKA_44[name]), name
+        assert code == KAFKA_44[name], name
         if name == "compacted_gzip_null_key":
             assert [index for index, _ in record_errors] == [1, 2] and message.startswith("One or more records")
         else:
