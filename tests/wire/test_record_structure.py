@@ -82,3 +82,27 @@ def test_compressed_records_out_of_order_cannot_be_rebuilt():
     assert outcome(structure.check_decompressed_records, data, 3) is UndecodableBatchError
     assert outcome(structure.check_decompressed_records, record(body(0)) + record(body(1)), 2) is None
     assert CompressionType.GZIP  # the compressed cases above are gzip (garbled_batches.GZ)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=st.lists(st.tuples(st.integers(-1, 12), st.integers(-1, 200), st.integers(0, 2),
+                                  st.integers(-100, 100_000)), min_size=1, max_size=20),
+       flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+       cut=st.integers(-3, 3), count_delta=st.integers(-1, 1))
+def test_the_walk_refuses_what_the_record_decoder_refuses(records, flips, cut, count_delta):
+    """Records of varying layouts garbled at random: accepted exactly when wire's whole-record decoder (another
+    implementation of the same reading) decodes them."""
+    from wire._records import _decode_record_list
+    data = bytearray(b"".join(record(body(i, b"k" * key if key >= 0 else None, b"v" * value if value >= 0 else None,
+                                          [(b"h", b"x" * h) for h in range(headers)], ts_field=varint(ts)))
+                              for i, (key, value, headers, ts) in enumerate(records)))
+    for at, xor in flips:
+        data[at % len(data)] ^= xor
+    data = data[:len(data) + cut] if cut < 0 else data + b"\x00" * cut
+    count = len(records) + count_delta
+    try:
+        _decode_record_list(bytes(data), count)
+        decoded = True
+    except InvalidRecordError:
+        decoded = False
+    assert (outcome(structure.check_records, data, 0, len(data), count) is None) == decoded
