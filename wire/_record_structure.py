@@ -223,8 +223,11 @@ class _Patterns(NamedTuple):
 _NEVER = re.compile(b"(?!)")
 _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
-# The layout that matched last: a producer's next batch most likely has it too.
+# The layout that matched last: a producer's next batch most likely has it too; then the others that matched
+# lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
 _last = _Patterns(1, _NEVER, _NEVER, _NEVER)
+_recent: list[_Patterns] = []
+_MAX_RECENT = 8
 
 
 def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
@@ -240,22 +243,38 @@ def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
 
 def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     global _last
-    layout = _layout(buf, pos, end, count)
-    if layout is not None:
+    for patterns in _recent:
+        if patterns is not _last and _matches(patterns, buf, pos, end, count):
+            break
+    else:
+        layout = _layout(buf, pos, end, count)
+        if layout is None:
+            _walk_uncompressed(buf, pos, end, count)
+            return
         key = layout.source + b"\n" + layout.fixed
-        patterns = _layouts.get(key)
+        patterns = _layouts.get(key)  # type: ignore[assignment]
         if patterns is None:
             if len(_layouts) >= _MAX_LAYOUTS:
                 _layouts.clear()
             patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
                                                  re.compile(b"(?s)" + layout.source))
-        if (end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None) or (
-                patterns.run.fullmatch(buf, pos, end) is not None
-                and patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count):
-            _last = patterns
+        if not _matches(patterns, buf, pos, end, count):
+            _walk_uncompressed(buf, pos, end, count)
             return
-    _walk_uncompressed(buf, pos, end, count)
+    _last = patterns
+    if patterns in _recent:
+        _recent.remove(patterns)
+    _recent.insert(0, patterns)
+    del _recent[_MAX_RECENT:]
+
+
+def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -> bool:
+    """Whether ``buf[pos:end]`` is ``count`` records of the layout (as check_records tries ``_last``)."""
+    if end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None:
+        return True
+    return patterns.run.fullmatch(buf, pos, end) is not None and \
+        patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count
 
 
 def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = True) -> None:

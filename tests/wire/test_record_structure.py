@@ -106,3 +106,16 @@ def test_the_walk_refuses_what_the_record_decoder_refuses(records, flips, cut, c
     except InvalidRecordError:
         decoded = False
     assert (outcome(structure.check_records, data, 0, len(data), count) is None) == decoded
+
+
+def test_layouts_seen_lately_are_tried_before_a_layout_is_read(monkeypatch):
+    """Producers of several layouts taking turns: each batch matches a recent layout, none is read again."""
+    batches = [(uniform(10, 3, 100, 0), 10), (uniform(20, -1, 1000, 1), 20), (uniform(5, 8, 10, 2), 5)]
+    for data, n in batches:
+        assert outcome(structure.check_records, data, 0, len(data), n) is None
+
+    def unexpected(*args):
+        raise AssertionError("a recent layout was read again")
+    monkeypatch.setattr(structure, "_layout", unexpected)
+    for data, n in [batches[0], batches[2], batches[1], batches[0]]:
+        assert outcome(structure.check_records, data, 0, len(data), n) is None
