@@ -37,6 +37,7 @@ from wire import (
     Record,
     RecordBatchHeader,
     TimestampType,
+    UnrebuildableBatchError,
     build_batch,
     decode_records,
     decode_records_in_place,
@@ -57,8 +58,11 @@ _LONG_MAX = (1 << 63) - 1
 _NO_TIMESTAMP = -1
 
 
-def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, name: str) -> tuple[Batches, WritableBuffer]:
-    """Structural checks of every batch (Kafka's analyzeAndValidateRecords); returns (batches, buf)."""
+def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, name: str,
+                         deferred: list[UnrebuildableBatchError] | None = None) -> tuple[Batches, WritableBuffer]:
+    """Structural checks of every batch (Kafka's analyzeAndValidateRecords); returns (batches, buf). A batch Kafka
+    refuses only when rebuilding it (after its records' own refusals: validate_records) goes to ``deferred`` when
+    given, its error for the caller to raise then."""
     batches: Batches = []
     end = len(buf)
     pos = 0
@@ -75,7 +79,13 @@ def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, na
             header = parse_batch_header(buf, pos)
             if pos + header.batch_length + LOG_OVERHEAD > end:
                 break  # a partial batch at the end of a fetch response
-        header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT, target_codec=target_codec)
+        try:
+            header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT, target_codec=target_codec)
+        except UnrebuildableBatchError as exc:
+            if deferred is None:
+                raise
+            deferred.append(exc)
+            header = parse_batch_header(buf, pos)
         size = header.batch_length + LOG_OVERHEAD
         if size > max_size and not follower:
             raise RecordTooLargeError(

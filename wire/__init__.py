@@ -20,6 +20,7 @@ from wire._compression import (
     CorruptRecordError,
     DecompressedSizeError,
     RecordError,
+    UnrebuildableBatchError,
     compress,
     decompress,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "Record",
     "RecordBatchHeader",
     "RecordError",
+    "UnrebuildableBatchError",
     "RECORD_BATCH_OVERHEAD",
     "RequestHeader",
     "REQUESTS",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from wire._compression import InvalidRecordError, UndecodableBatchError
+from wire._compression import InvalidRecordError, UndecodableBatchError, UnrebuildableBatchError
 
 __all__ = ["check_decompressed_records", "check_records", "read_in_place"]
 
@@ -288,7 +288,7 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
             raise _invalid(str(exc)) from None
         return
     if not _read_in_place(data, count, None):
-        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+        raise UnrebuildableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
 
 
 def read_in_place(data: Buffer, count: int) -> list[tuple[int, int, bytes | None, bytes | None]]:

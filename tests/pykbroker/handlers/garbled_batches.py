@@ -150,12 +150,15 @@ CASES: dict[str, tuple[str, bytes]] = {
                                                         + tail(), 3)),
     "compacted_gzip_null_key": ("compacted", batch(good(1) + record(body(1, None)) + record(body(2, None)), 3,
                                                    codec=GZ)),
+    # Kafka refuses the keyless record before failing to rebuild the batch (its offsets out of order)
+    "compacted_gzip_null_key_out_of_order": ("compacted", batch(record(body(0, None)) + record(body(2))
+                                                                + record(body(1)), 3, codec=GZ)),
     "compacted_gzip_size_beyond_record": ("compacted", batch(record(body(0), len(body(0)) + 1)
                                                              + tail(), 3, codec=GZ)),
 }
 
 # What Kafka 4.4 answers each case (error code; no message and no record errors but for the compacted topic's
-# keyless records), seen with these bytes against a Kafka 4.4 single node: 0 stores the batch, whole.
+# keyless records, RECORD_ERRORS), seen with these bytes against a Kafka 4.4 single node: 0 stores the batch, whole.
 KAFKA_44: dict[str, int] = {
     "well_formed": 0, "size_beyond_record": 87, "size_short_of_record": 87, "size_past_batch": 87,
     "size_negative": 87, "size_varint_too_long": -1, "offset_varint_too_long": 87, "timestamp_varlong_too_long": 87,
@@ -173,9 +176,12 @@ KAFKA_44: dict[str, int] = {
     "lz4_topic_offset_deltas_out_of_order": 0, "lz4_topic_offset_deltas_with_gap": 0,  # stored as offsets 0, 1, 2
     "lz4_topic_size_varint_too_long": -1, "lz4_topic_gzip_size_beyond_record": 87,
     "lz4_topic_gzip_size_varint_too_long": 87, "lz4_topic_gzip_offset_deltas_out_of_order": 0,
-    "compacted_size_beyond_record": 87, "compacted_gzip_null_key": 87,
+    "compacted_size_beyond_record": 87, "compacted_gzip_null_key": 87, "compacted_gzip_null_key_out_of_order": 87,
     "compacted_gzip_size_beyond_record": 0,
 }
+
+# The cases answered with record errors (the batch indexes of the refused records) and Kafka's message for them.
+RECORD_ERRORS: dict[str, list[int]] = {"compacted_gzip_null_key": [1, 2], "compacted_gzip_null_key_out_of_order": [0]}
 
 
 def _create(c, name: str, **configs: str) -> None:
