@@ -53,11 +53,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     "KIP-966's elections from eligible leader replicas are KRaft's controller's; pykbroker's ZooKeeper controller "
     "keeps no ELR (only one node's log-dir hand-over does) and elects from the ISR (unclean: outside it, counted in "
     "UncleanLeaderElectionsPerSec).",
-    ("garbled_records", "compacted_gzip_size_beyond_record"): "A compressed batch whose record lengths do not span "
-    "their fields, on a compacted topic: Kafka reads it in place without the lengths and stores it (its consumers "
-    "cannot read it); pykbroker reads the keys with its whole-record decoder, which refuses it (INVALID_RECORD).",
-    ("garbled_records", "compacted_lengths read back"): "The batch Kafka stores and pykbroker refuses (above), on "
-    "its topic.",
 }
 
 

@@ -34,6 +34,7 @@ from wire import (
     scan_batches,
     validate_batch,
 )
+from wire._record_structure import check_decompressed_records, check_records, read_in_place
 
 # The frame reader's limit in the target: small, so the fuzzer can reach it.
 FUZZ_MAX_FRAME = 1 << 20
@@ -107,6 +108,13 @@ def record_batches(data: bytes) -> None:
         validate_batch(data, 0, from_client=True)
     except RecordError:
         pass
+    count = data[0] if data else 1
+    for check in (lambda: check_records(data, 1, len(data), count), lambda: check_decompressed_records(data[1:], count),
+                  lambda: read_in_place(data[1:], count)):
+        try:  # a client batch's record checks, past its CRC (the first byte: the record count)
+            check()
+        except RecordError:
+            pass
     try:  # past the CRC check too: a producer can send a bad batch with a good CRC
         _, records = decode_records(data, 0, max_decompressed_size=FUZZ_MAX_DECOMPRESSED)
     except RecordError:

@@ -69,6 +69,7 @@ from wire import (
     CorruptRecordError,
     RecordBatchHeader,
     TimestampType,
+    UnrebuildableBatchError,
     decode_records,
 )
 
@@ -428,7 +429,8 @@ class Log:
         config = self.config
         with self.lock:
             self._check_online()
-            batches, buf = log_validator.analyze_and_validate(buf, origin, config, self.name)
+            unrebuildable: list[UnrebuildableBatchError] = []
+            batches, buf = log_validator.analyze_and_validate(buf, origin, config, self.name, unrebuildable)
             if not batches:
                 return LogAppendInfo(-1, -1, -1, -1, None, self._log_start_offset, 0, 0, 0)
             now = self.time_ms()
@@ -438,6 +440,8 @@ class Log:
                     log_append_time = log_append_time_ms if log_append_time_ms is not None else now
                 log_validator.validate_records(buf, batches, config, self.name, now,
                                                require_keys=config.compact and origin == AppendOrigin.CLIENT)
+                if unrebuildable:  # after the records' own refusals, as Kafka's rebuild fails after them
+                    raise unrebuildable[0]
                 if origin == AppendOrigin.CLIENT:
                     buf, batches = log_validator.maybe_recompress(buf, batches, config)
                 batches = log_validator.assign_offsets(buf, batches, self.local.log_end_offset, leader_epoch,

@@ -10,7 +10,8 @@ with UnifiedLog.analyzeAndValidateRecords).
   raises RecordValidationError (INVALID_TIMESTAMP when any timestamp is refused, else INVALID_RECORD),
   with Kafka's messages. Records are decoded only when a rule needs them: compacted topics, a finite
   before-bound, a header max timestamp past the after-bound, a producer's LogAppendTime batch.
-* ``maybe_recompress`` — into the topic's compression.type when it is not "producer".
+* ``maybe_recompress`` — into the topic's compression.type when it is not "producer", the records' offset deltas
+  renumbered 0..n-1 as Kafka's rebuild does.
 * ``assign_offsets`` / ``check_follower_offsets`` — a leader rewrites base offsets (and leader epoch, and
   LogAppendTime) in the batch headers; a follower's offsets must follow the log end offset, in order.
 
@@ -36,8 +37,10 @@ from wire import (
     Record,
     RecordBatchHeader,
     TimestampType,
+    UnrebuildableBatchError,
     build_batch,
     decode_records,
+    decode_records_in_place,
     parse_batch_header,
     set_base_offset,
     set_log_append_time,
@@ -55,13 +58,20 @@ _LONG_MAX = (1 << 63) - 1
 _NO_TIMESTAMP = -1
 
 
-def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, name: str) -> tuple[Batches, WritableBuffer]:
-    """Structural checks of every batch (Kafka's analyzeAndValidateRecords); returns (batches, buf)."""
+def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, name: str,
+                         deferred: list[UnrebuildableBatchError] | None = None) -> tuple[Batches, WritableBuffer]:
+    """Structural checks of every batch (Kafka's analyzeAndValidateRecords); returns (batches, buf). A batch Kafka
+    refuses only when rebuilding it (after its records' own refusals: validate_records) goes to ``deferred`` when
+    given, its error for the caller to raise then."""
     batches: Batches = []
     end = len(buf)
     pos = 0
     max_size = config.max_message_bytes
     follower = origin == AppendOrigin.REPLICATION
+    target = config.compression_type
+    # the codec a client's batch is rebuilt in (Kafka then reads its records whole), None when kept as sent
+    target_codec = None if target == "producer" else \
+        CompressionType.NONE if target == "uncompressed" else CompressionType[target.upper()]
     while pos < end:
         if follower:
             if end - pos < RECORD_BATCH_OVERHEAD:
@@ -69,7 +79,13 @@ def analyze_and_validate(buf: WritableBuffer, origin: str, config: LogConfig, na
             header = parse_batch_header(buf, pos)
             if pos + header.batch_length + LOG_OVERHEAD > end:
                 break  # a partial batch at the end of a fetch response
-        header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT)
+        try:
+            header = validate_batch(buf, pos, from_client=origin == AppendOrigin.CLIENT, target_codec=target_codec)
+        except UnrebuildableBatchError as exc:
+            if deferred is None:
+                raise
+            deferred.append(exc)
+            header = parse_batch_header(buf, pos)
         size = header.batch_length + LOG_OVERHEAD
         if size > max_size and not follower:
             raise RecordTooLargeError(
@@ -100,7 +116,14 @@ def validate_records(buf: WritableBuffer, batches: Batches, config: LogConfig, n
         if not (require_keys or producer_log_append_time or (create_time and (
                 before < _LONG_MAX or header.max_timestamp - now > after))):
             continue  # no rule needs the records: header-only, as the hot path must be
-        _, records = decode_records(buf, pos)
+        try:
+            _, records = decode_records(buf, pos)
+        except InvalidRecordError:
+            if not header.attributes & 0x07 or config.compression_type not in ("producer", header.compression.name.lower()):
+                raise
+            # Kafka reads a compressed batch it keeps in place without the record lengths: one whose lengths do not
+            # match its fields (which analyze_and_validate let through as Kafka does) is judged on what it reads
+            records = decode_records_in_place(buf, pos)
         errors: list[tuple[int, int, str]] = []  # (index in the batch, error code, message)
         for index, record in enumerate(records):
             if require_keys and record.key is None:
@@ -154,12 +177,14 @@ def maybe_recompress(buf: WritableBuffer, batches: Batches, config: LogConfig) -
              CompressionType.ZSTD: config.compression_zstd_level}.get(target)
     for pos, header in batches:
         _, records = decode_records(buf, pos)
+        for index, record in enumerate(records):  # Kafka renumbers the records it rebuilds
+            record.offset_delta = index
         rebuilt = build_batch(records, base_offset=header.base_offset, base_timestamp=header.base_timestamp,
                               compression=target, producer_id=header.producer_id,
                               producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
                               is_transactional=header.is_transactional,
                               timestamp_type=header.timestamp_type, max_timestamp=header.max_timestamp,
-                              last_offset_delta=header.last_offset_delta,
+                              last_offset_delta=len(records) - 1,
                               compression_level=level if level is not None and level >= 0 else None)
         new_batches.append((len(out), parse_batch_header(rebuilt, 0)))
         out += rebuilt

@@ -32,7 +32,7 @@ import zstandard
 
 from wire._errors import ErrorCode
 
-__all__ = ["CompressionType", "CorruptRecordError", "InvalidRecordError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
+__all__ = ["CompressionType", "CorruptRecordError", "InvalidRecordError", "UnrebuildableBatchError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
            "check_lz4_descriptor", "compress", "decompress"]
 
 
@@ -70,6 +70,11 @@ class UndecodableBatchError(RecordError):
     KafkaException with UNKNOWN_SERVER_ERROR (and no message), as for an LZ4 frame it refuses."""
 
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class UnrebuildableBatchError(UndecodableBatchError):
+    """A compressed client batch kept in place whose offset deltas are not 0..n-1: Kafka rebuilds it from records it
+    read partially and fails (UNKNOWN_SERVER_ERROR), after refusing any of its records (storage.log_validator)."""
 
 
 class CompressionType(IntEnum):

@@ -13,7 +13,9 @@ a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 s
   (DefaultRecord.readPartiallyFrom): the length varint is only checked not negative (a length that does not
   match the fields is stored, as Kafka stores it), the fields read in order within the decompressed data,
   nothing left over; offset deltas other than 0..n-1 make Kafka rebuild the batch from records it never
-  read whole and fail: UNKNOWN_SERVER_ERROR.
+  read whole and fail: UNKNOWN_SERVER_ERROR. When the topic's compression.type rebuilds the batch, Kafka reads
+  the records whole (as an uncompressed batch's, an overlong length INVALID_RECORD) and renumbers their offsets
+  (storage.log_validator.maybe_recompress).
 
 Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
 value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
@@ -28,9 +30,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from wire._compression import InvalidRecordError, UndecodableBatchError
+from wire._compression import InvalidRecordError, UndecodableBatchError, UnrebuildableBatchError
 
-__all__ = ["check_decompressed_records", "check_records"]
+__all__ = ["check_decompressed_records", "check_records", "read_in_place"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -99,21 +101,24 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
             pos += 1  # attributes
             pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 10)[1]  # timestamp delta
             pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 5)[1]  # offset delta
-            for _ in range(2):  # key, value: a length (odd when negative: no bytes), then its bytes
-                b = data[pos]
-                if b < 0x80:
-                    pos += 1 if b & 1 else 1 + (b >> 1)
-                else:
-                    c = data[pos + 1]
-                    if c < 0x80:
-                        pos += 2 if b & 1 else 2 + (((b & 0x7F) | (c << 7)) >> 1)
-                    else:
-                        length, pos = varint(data, pos, end, 5)
-                        if length > 0:
-                            pos += length
-                if pos > end:
-                    raise IndexError
-            if data[pos] == 0:  # no headers
+            # key, then value: a length (odd when negative: no bytes), then its bytes
+            b = data[pos]
+            if b < 0x80:
+                pos += 1 if b & 1 else 1 + (b >> 1)
+            else:
+                length, pos = varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+            b = data[pos]  # past the end: IndexError
+            if b < 0x80:
+                pos += 1 if b & 1 else 1 + (b >> 1)
+            elif data[pos + 1] < 0x80:
+                pos += 2 if b & 1 else 2 + (((b & 0x7F) | (data[pos + 1] << 7)) >> 1)
+            else:
+                length, pos = varint(data, pos, end, 5)
+                if length > 0:
+                    pos += length
+            if pos < end and data[pos] == 0:  # no headers (past the end: the else reads, IndexError)
                 pos += 1
             else:
                 headers, pos = varint(data, pos, end, 5)
@@ -139,12 +144,6 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
 
 
-def _exact(buf: Buffer, pos: int, end: int) -> tuple[bytes, int, int]:
-    """(regex source matching the varint at ``pos`` byte for byte, its value, the position after it)."""
-    value, after = _varint(buf, pos, end, 5)
-    return re.escape(bytes(buf[pos:after])), value, after
-
-
 def _zigzag(value: int) -> bytes:
     u = (value << 1) ^ (value >> 31)
     out = bytearray()
@@ -162,15 +161,14 @@ class _Layout(NamedTuple):
     source: bytes  # regex source of one record of the layout
     fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
     first: int  # the first record's length, length varint included
-    sizes: frozenset[int]  # the record lengths (the varint's value) the layout allows
-    shortest: int  # the least and most bytes a record of the layout takes
-    longest: int
 
 
-def _layout(buf: Buffer, pos: int, end: int) -> _Layout | None:
+def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
     """The layout of the record at ``pos``: its key and value lengths and headers, any attributes, and timestamp
-    and offset deltas of 1 to 3 bytes each (its length following their widths); None when that record cannot be
-    read (the walk then says why) or has another layout (non-minimal length)."""
+    and offset deltas of 1 to 3 bytes each (its length following their widths). None when that record cannot be
+    read (the walk then says why), has another layout (a non-minimal length), or the batch cannot be ``count``
+    records of it (its length out of the layout's bounds, its second record's length not one the layout allows):
+    a batch of varying records must not compile a layout each."""
     try:
         size, body = _varint(buf, pos, end, 5)
         _, p = _varint(buf, body + 1, end, 10)
@@ -178,38 +176,39 @@ def _layout(buf: Buffer, pos: int, end: int) -> _Layout | None:
         _, after = _varint(buf, p, end, 5)
         offset_width = after - p
         p = after
-        parts = []
-        for _ in range(2):  # key, value
-            src, length, p = _exact(buf, p, end)
-            parts.append(src)
-            if length > 0:
-                parts.append(b".{%d}" % length)
-                p += length
-        src, headers, p = _exact(buf, p, end)
-        parts.append(src)
-        if not 0 <= headers <= 64:
+        literals = []  # (start, end, bytes that follow) of the varints the layout keeps as they are
+        for i in range(2 + 1):  # key, value, then the header count
+            length, after = _varint(buf, p, end, 5)
+            literals.append((p, after, length if i < 2 and length > 0 else 0))
+            p = after + (length if i < 2 and length > 0 else 0)
+        headers = literals[-1]
+        header_count = _varint(buf, headers[0], end, 5)[0]
+        if not 0 <= header_count <= 64:
             return None
-        for i in range(headers * 2):
-            src, length, p = _exact(buf, p, end)
+        for i in range(header_count * 2):
+            length, after = _varint(buf, p, end, 5)
             if length < 0 and i % 2 == 0:
                 return None  # a negative header key size
-            parts.append(src)
-            if length > 0:
-                parts.append(b".{%d}" % length)
-                p += length
+            literals.append((p, after, max(length, 0)))
+            p = after + max(length, 0)
+        if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
+            return None
+        base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
+        if not count * (len(_zigzag(base)) + base) <= end - pos <= count * (len(_zigzag(base + 4)) + base + 4):
+            return None
+        if count > 1 and not base <= _varint(buf, p, end, 5)[0] < base + 5:
+            return None
     except (IndexError, ValueError):
         return None
-    if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
-        return None
-    base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
+    tail = b"".join(re.escape(bytes(buf[start:stop])) + (b".{%d}" % following if following else b"")
+                    for start, stop, following in literals)
     alternatives = []
     for extra in range(5):
         widths = [(t, extra + 2 - t) for t in (1, 2, 3) if 1 <= extra + 2 - t <= 3]
         alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
                             + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
-    fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + b"".join(parts)
-    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + b"".join(parts), fixed, p - pos,
-                   frozenset(range(base, base + 5)), len(_zigzag(base)) + base, len(_zigzag(base + 4)) + base + 4)
+    fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + tail
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos)
 
 
 class _Patterns(NamedTuple):
@@ -224,8 +223,11 @@ class _Patterns(NamedTuple):
 _NEVER = re.compile(b"(?!)")
 _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
-# The layout that matched last: a producer's next batch most likely has it too.
+# The layout that matched last: a producer's next batch most likely has it too; then the others that matched
+# lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
 _last = _Patterns(1, _NEVER, _NEVER, _NEVER)
+_recent: list[_Patterns] = []
+_MAX_RECENT = 8
 
 
 def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
@@ -241,52 +243,85 @@ def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
 
 def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     global _last
-    layout = _layout(buf, pos, end)
-    # a layout is compiled only for a batch that may have it: its length within the layout's bounds and its
-    # second record as long as the layout allows (a batch of varying records must not compile one per batch)
-    plausible = layout is not None and count * layout.shortest <= end - pos <= count * layout.longest
-    if layout is not None and plausible and count > 1:
-        try:
-            plausible = _varint(buf, pos + layout.first, end, 5)[0] in layout.sizes
-        except (IndexError, ValueError):
-            plausible = False
-    if layout is not None and plausible:
+    for patterns in _recent:
+        if patterns is not _last and _matches(patterns, buf, pos, end, count):
+            break
+    else:
+        layout = _layout(buf, pos, end, count)
+        if layout is None:
+            _walk_uncompressed(buf, pos, end, count)
+            return
         key = layout.source + b"\n" + layout.fixed
-        patterns = _layouts.get(key)
+        patterns = _layouts.get(key)  # type: ignore[assignment]
         if patterns is None:
             if len(_layouts) >= _MAX_LAYOUTS:
                 _layouts.clear()
             patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
                                                  re.compile(b"(?s)" + layout.source))
-        if (end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None) or (
-                patterns.run.fullmatch(buf, pos, end) is not None
-                and patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count):
-            _last = patterns
+        if not _matches(patterns, buf, pos, end, count):
+            _walk_uncompressed(buf, pos, end, count)
             return
-    _walk_uncompressed(buf, pos, end, count)
+    _last = patterns
+    if patterns in _recent:
+        _recent.remove(patterns)
+    _recent.insert(0, patterns)
+    del _recent[_MAX_RECENT:]
 
 
-def check_decompressed_records(data: Buffer, count: int) -> None:
-    """Kafka's in-place reading of a compressed batch's ``count`` records, decompressed to ``data``."""
+def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -> bool:
+    """Whether ``buf[pos:end]`` is ``count`` records of the layout (as check_records tries ``_last``)."""
+    if end - pos == count * patterns.stride and patterns.fixed_run.fullmatch(buf, pos, end) is not None:
+        return True
+    return patterns.run.fullmatch(buf, pos, end) is not None and \
+        patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count
+
+
+def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = True) -> None:
+    """Kafka's reading of a compressed batch's ``count`` records, decompressed to ``data``: in place (the topic keeps
+    the producer's codec), or whole, as when it rebuilds the batch in the topic's compression.type (a record's
+    length checked as in an uncompressed batch, an overlong one INVALID_RECORD; offset deltas renumbered)."""
+    if not in_place:
+        try:
+            _walk_uncompressed(data, 0, len(data), count)
+        except UndecodableBatchError as exc:
+            raise _invalid(str(exc)) from None
+        return
+    if not _read_in_place(data, count, None):
+        raise UnrebuildableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+
+
+def read_in_place(data: Buffer, count: int) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """(offset delta, timestamp delta, key, value) of the ``count`` records in ``data`` as Kafka reads a compressed
+    batch in place, without the record lengths (its rules on keys and timestamps see these)."""
+    out: list[tuple[int, int, bytes | None, bytes | None]] = []
+    _read_in_place(data, count, out)
+    return out
+
+
+def _read_in_place(data: Buffer, count: int, out: list[tuple[int, int, bytes | None, bytes | None]] | None) -> bool:
+    """Kafka's DefaultRecord.readPartiallyFrom over ``count`` records (InvalidRecordError); whether their offset
+    deltas are 0..count-1. Appends each record's fields to ``out`` when given."""
     end = len(data)
     pos = 0
     in_order = True
+    fields: list[bytes | None] = [None, None]
     for index in range(count):
         try:
             size, pos = _varint(data, pos, end, 5)
             if size < 0:
                 raise _invalid(f"Invalid record size: {size} is negative.")
-            _, pos = _varint(data, pos + 1, end, 10)  # attributes (read past the end: -1), timestamp delta
+            timestamp_delta, pos = _varint(data, pos + 1, end, 10)  # attributes (past the end: -1), timestamp
             offset_delta, pos = _varint(data, pos, end, 5)
             if offset_delta != index:
                 in_order = False
-            for _ in range(2):  # key, value
+            for i in range(2):  # key, value
                 length, pos = _varint(data, pos, end, 5)
                 if length > 0:
                     pos += length
                     if pos > end:
                         raise _invalid("Reached end of input stream before skipping all bytes.")
+                fields[i] = None if length < 0 else bytes(data[pos - length:pos]) if length else b""
             headers, pos = _varint(data, pos, end, 5)
             if headers < 0:
                 raise _invalid(f"Found invalid number of record headers {headers}")
@@ -304,7 +339,8 @@ def check_decompressed_records(data: Buffer, count: int) -> None:
                         raise _invalid("Reached end of input stream before skipping all bytes.")
         except (IndexError, ValueError):
             raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+        if out is not None:
+            out.append((offset_delta, timestamp_delta, fields[0], fields[1]))
     if pos != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
-    if not in_order:
-        raise UndecodableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+    return in_order

@@ -40,7 +40,7 @@ from wire._compression import (
     decompress,
 )
 from wire._primitives import append_uvarint
-from wire._record_structure import check_decompressed_records, check_records
+from wire._record_structure import check_decompressed_records, check_records, read_in_place
 
 __all__ = [
     "COMPRESSION_CODEC_MASK",
@@ -67,6 +67,7 @@ __all__ = [
     "build_control_batch",
     "build_simple_batch",
     "decode_records",
+    "decode_records_in_place",
     "iter_batch_headers",
     "parse_batch_header",
     "parse_control_record",
@@ -390,14 +391,16 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
 # -- validation on the produce path ----------------------------------------------------------------------
 
 
-def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> RecordBatchHeader:
+def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True,
+                   target_codec: int | None = None) -> RecordBatchHeader:
     """Check the batch at ``pos`` as Kafka does before appending it, and return its header.
 
     Always (CorruptRecordError): header present, magic 2, batch_length >= 49 and within ``buf``, a known
     codec, CRC. With ``from_client``: an lz4 frame descriptor Kafka's reader takes (UnsupportedLz4FrameError), and (UnifiedLog.analyzeAndValidateRecords and LogValidator.validateBatch
     for AppendOrigin.CLIENT; InvalidRecordError): base_offset 0, last_offset_delta + 1 == records_count > 0,
     not a control batch, a base_sequence when there is a producer id; compressed data that decompresses
-    (UndecodableBatchError) and records Kafka can read (wire._record_structure).
+    (UndecodableBatchError) and records Kafka can read (wire._record_structure), read in place unless
+    ``target_codec`` (the topic's compression.type, None for "producer") is another codec.
     """
     header = parse_batch_header(buf, pos)
     (base_offset, batch_length, _, _, crc, attributes, last_offset_delta, _, _, producer_id, _, base_sequence,
@@ -435,7 +438,8 @@ def validate_batch(buf: Buffer, pos: int = 0, *, from_client: bool = True) -> Re
             except CorruptRecordError as exc:
                 raise UndecodableBatchError(str(exc)) from exc
             else:
-                check_decompressed_records(records, records_count)
+                check_decompressed_records(records, records_count,
+                                           in_place=target_codec is None or target_codec == codec)
     return header
 
 
@@ -611,6 +615,14 @@ def _records_data(buf: Buffer, pos: int, max_decompressed_size: int | None) -> t
     if codec is CompressionType.NONE:
         return header, bytes(body)
     return header, decompress(codec, body, max_decompressed_size)
+
+
+def decode_records_in_place(buf: Buffer, pos: int = 0) -> list[Record]:
+    """The records of the compressed batch at ``pos`` as Kafka reads them in place (wire._record_structure): without
+    their lengths (a batch whose lengths do not match its fields reads), without their headers."""
+    header, data = _records_data(buf, pos, MAX_DECOMPRESSED_BATCH_SIZE)
+    return [Record(offset_delta, timestamp_delta, key, value)
+            for offset_delta, timestamp_delta, key, value in read_in_place(data, header.records_count)]
 
 
 def decode_records_from(buf: Buffer, pos: int, first_offset: int, *,

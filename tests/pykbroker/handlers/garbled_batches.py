@@ -87,7 +87,7 @@ def batch(records: bytes, count: int, *, codec: CompressionType = CompressionTyp
 
 GZ = CompressionType.GZIP
 
-# (topic, batch): "plain" and "compacted*" (cleanup.policy=compact) topics; what each case is named for is garbled, all else is right
+# (topic, batch): "plain", "lz4_topic" (compression.type=lz4) and "compacted*" (cleanup.policy=compact) topics; what each case is named for is garbled, all else is right
 CASES: dict[str, tuple[str, bytes]] = {
     "well_formed": ("plain", batch(good(), 3)),
     "size_beyond_record": ("plain", batch(record(body(0), len(body(0)) + 1) + tail(), 3)),
@@ -136,17 +136,29 @@ CASES: dict[str, tuple[str, bytes]] = {
     "gzip_offset_deltas_from_1": ("plain", batch(record(body(1)) + record(body(2)) + record(body(3)), 3, codec=GZ)),
     "header_value_null": ("plain", batch(record(body(0, headers=[(b"h", None)])) + tail(), 3)),
     "timestamp_delta_negative": ("plain", batch(record(body(0, ts_field=varint(-5))) + tail(), 3)),
+    # a topic whose compression.type (lz4) rebuilds every other batch: Kafka reads those records whole, renumbered
+    "lz4_topic_offset_deltas_out_of_order": ("lz4_topic", batch(record(body(0)) + record(body(2)) + record(body(1)), 3)),
+    "lz4_topic_offset_deltas_with_gap": ("lz4_topic", batch(record(body(0)) + record(body(1)) + record(body(7)), 3)),
+    "lz4_topic_size_varint_too_long": ("lz4_topic", batch(record(body(0), size_field=b"\xff\xff\xff\xff\xff\x01")
+                                                          + tail(), 3)),
+    "lz4_topic_gzip_size_beyond_record": ("lz4_topic", batch(record(body(0), len(body(0)) + 1) + tail(), 3, codec=GZ)),
+    "lz4_topic_gzip_size_varint_too_long": ("lz4_topic", batch(record(body(0), size_field=b"\xff\xff\xff\xff\xff\x01")
+                                                               + tail(), 3, codec=GZ)),
+    "lz4_topic_gzip_offset_deltas_out_of_order": ("lz4_topic", batch(record(body(0)) + record(body(2))
+                                                                     + record(body(1)), 3, codec=GZ)),
     "compacted_size_beyond_record": ("compacted", batch(record(body(0), len(body(0)) + 1)
                                                         + tail(), 3)),
     "compacted_gzip_null_key": ("compacted", batch(good(1) + record(body(1, None)) + record(body(2, None)), 3,
                                                    codec=GZ)),
-    # a topic of its own: the one case pykbroker answers otherwise (compat_tests/differential_allowlist.py)
-    "compacted_gzip_size_beyond_record": ("compacted_lengths", batch(record(body(0), len(body(0)) + 1)
+    # Kafka refuses the keyless record before failing to rebuild the batch (its offsets out of order)
+    "compacted_gzip_null_key_out_of_order": ("compacted", batch(record(body(0, None)) + record(body(2))
+                                                                + record(body(1)), 3, codec=GZ)),
+    "compacted_gzip_size_beyond_record": ("compacted", batch(record(body(0), len(body(0)) + 1)
                                                              + tail(), 3, codec=GZ)),
 }
 
 # What Kafka 4.4 answers each case (error code; no message and no record errors but for the compacted topic's
-# keyless records), seen with these bytes against a Kafka 4.4 single node: 0 stores the batch, whole.
+# keyless records, RECORD_ERRORS), seen with these bytes against a Kafka 4.4 single node: 0 stores the batch, whole.
 KAFKA_44: dict[str, int] = {
     "well_formed": 0, "size_beyond_record": 87, "size_short_of_record": 87, "size_past_batch": 87,
     "size_negative": 87, "size_varint_too_long": -1, "offset_varint_too_long": 87, "timestamp_varlong_too_long": 87,
@@ -161,9 +173,15 @@ KAFKA_44: dict[str, int] = {
     "gzip_negative_header_count": 87, "gzip_key_past_batch": 87, "gzip_offset_varint_too_long": 87,
     "gzip_offset_deltas_out_of_order": -1, "gzip_size_negative": 87, "gzip_offset_deltas_from_1": -1,
     "header_value_null": 0, "timestamp_delta_negative": 0,
-    "compacted_size_beyond_record": 87, "compacted_gzip_null_key": 87,
-    "compacted_gzip_size_beyond_record": 0,  # pykbroker: 87 (compat_tests/differential_allowlist.py)
+    "lz4_topic_offset_deltas_out_of_order": 0, "lz4_topic_offset_deltas_with_gap": 0,  # stored as offsets 0, 1, 2
+    "lz4_topic_size_varint_too_long": -1, "lz4_topic_gzip_size_beyond_record": 87,
+    "lz4_topic_gzip_size_varint_too_long": 87, "lz4_topic_gzip_offset_deltas_out_of_order": 0,
+    "compacted_size_beyond_record": 87, "compacted_gzip_null_key": 87, "compacted_gzip_null_key_out_of_order": 87,
+    "compacted_gzip_size_beyond_record": 0,
 }
+
+# The cases answered with record errors (the batch indexes of the refused records) and Kafka's message for them.
+RECORD_ERRORS: dict[str, list[int]] = {"compacted_gzip_null_key": [1, 2], "compacted_gzip_null_key_out_of_order": [0]}
 
 
 def _create(c, name: str, **configs: str) -> None:
@@ -208,7 +226,8 @@ def garbled_records(c, cases: dict[str, tuple[str, bytes]] = CASES, prefix: str 
     for name, (kind, data) in cases.items():
         topic = f"{prefix}-{name if topic_per_case else kind}".replace("_", "-")
         if topic not in created:
-            _create(c, topic, **({"cleanup.policy": "compact"} if kind.startswith("compacted") else {}))
+            _create(c, topic, **({"cleanup.policy": "compact"} if kind.startswith("compacted")
+                                 else {"compression.type": "lz4"} if kind == "lz4_topic" else {}))
             created.add(topic)
         out[name] = produce(c, topic, data)
         if topic_per_case:
