@@ -94,6 +94,8 @@ async def _measure(dispatcher: Dispatcher, frames: list[bytes]) -> dict[str, flo
         for data in rest[start:start + BLOCK]:
             await dispatcher.dispatch(bytearray(data), "User:ANONYMOUS")
         blocks.append((time.thread_time() - began) / BLOCK)
+    for data in rest[len(blocks) * BLOCK:]:  # less than a block left: sent too (every request must be appended)
+        await dispatcher.dispatch(bytearray(data), "User:ANONYMOUS")
     return {"bytecodes": counts["bytecodes"] / TRACED, "calls": counts["calls"] / TRACED,
             "cpu_us": min(blocks) * 1e6 if blocks else float("nan")}
 

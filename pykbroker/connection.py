@@ -84,7 +84,8 @@ class Connection(asyncio.BufferedProtocol):
         self._muted: set[str] = set()  # why reading is paused (see the module docstring)
         self._closed = False
         self._task: asyncio.Task | None = None
-        self._last_read = asyncio.get_running_loop().time()
+        self._loop = asyncio.get_running_loop()  # kept: each get_running_loop() costs a getpid() syscall
+        self._last_read = self._loop.time()
 
     @property
     def last_active(self) -> float:
@@ -105,7 +106,7 @@ class Connection(asyncio.BufferedProtocol):
             self._start_security(transport)
         if self.broker.metrics is not None:
             self.broker.metrics.connection_created(self.listener_name)
-        self._task = asyncio.get_running_loop().create_task(self._serve())
+        self._task = self._loop.create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.frames.get_buffer()
@@ -113,7 +114,7 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
-        self._last_read = asyncio.get_running_loop().time()
+        self._last_read = self._loop.time()
         self.frames.buffer_updated(nbytes)
         self._take_frames()
 

@@ -45,7 +45,7 @@ class ResponseWriter:
     """
 
     __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write",
-                 "_unsent")
+                 "_unsent", "_loop")
 
     def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None]) -> None:
         self.transport = transport
@@ -57,6 +57,7 @@ class ResponseWriter:
         self.closed = False
         self.last_write = 0.0
         self._unsent = 0  # the transport's buffered bytes when last looked at, while blocked
+        self._loop = asyncio.get_running_loop()  # kept: each get_running_loop() costs a getpid() syscall
 
     # -- flow control, from the protocol -------------------------------------------------------------
     def pause_writing(self) -> None:
@@ -110,7 +111,7 @@ class ResponseWriter:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Queue ``data`` for the socket; the first queued part schedules one flush for this loop pass."""
         if not self._out:
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._loop.call_soon(self.flush)
         self._out.append(data)
 
     def flush(self) -> None:
@@ -121,7 +122,7 @@ class ResponseWriter:
         self._out = []
         if self.closed or self.transport.is_closing():
             return
-        self.last_write = asyncio.get_running_loop().time()
+        self.last_write = self._loop.time()
         if len(out) == 1:
             self.transport.write(out[0])
             return
@@ -185,7 +186,7 @@ class ResponseWriter:
             else:
                 raise
         if sent > start:
-            self.last_write = asyncio.get_running_loop().time()
+            self.last_write = self._loop.time()
         return sent
 
 

@@ -8,10 +8,14 @@ entries, as in Kafka, except that trailing all-zero entries (a preallocated inde
 the list, as kafka-dump-log reads them. Nothing is checksummed: after a crash, recovery rebuilds indexes
 from the log.
 
-In memory the entries are two ``array('q')`` (keys and values, absolute offsets), searched with bisect,
-and every new entry is also written with one ``pwrite`` (no mmap: nothing to unmap before deleting, and
-a full disk is an OSError, not a SIGBUS). Loading reads the file in chunks and stops at the zero-filled
-tail. The file descriptor is opened by the first entry written and closed when the index is trimmed
+In memory the entries are two ``array('q')`` (keys and values, absolute offsets), searched with bisect.
+New entries are also kept packed and written to the file with one ``pwrite`` per PENDING_BYTES of them, and
+before anything that needs the file whole: fsync (flush), resize and trim (roll, close), releasing the
+descriptor; so a produce request costs no index syscall (it cost one per index per batch). Only a crash
+loses the unwritten entries, and after a crash recovery rebuilds the indexes of every segment past the
+recovery point, which a flush (that writes them) moves. No mmap: nothing to unmap before deleting, and a
+full disk is an OSError, not a SIGBUS. Loading reads the file in chunks and stops at the zero-filled
+tail. The file descriptor is opened by the first entries written and closed when the index is trimmed
 (its segment rolled or recovered): a broker with thousands of partitions holds one per index being
 written, not two per segment (Kafka's LazyIndex and its mmaps hold none). Writers are serialized by the
 owning log's lock; lookups may run on any thread.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from array import array
 
 from storage.errors import CorruptIndexError
@@ -29,6 +34,7 @@ __all__ = ["AbstractIndex", "INT32_MAX"]
 
 INT32_MAX = (1 << 31) - 1
 _READ_CHUNK = 96 * 1024  # bytes read at a time when loading: a multiple of both entry sizes (8, 12)
+PENDING_BYTES = 4096  # new entries written together once this many bytes of them wait (one page)
 
 
 class AbstractIndex:
@@ -47,6 +53,11 @@ class AbstractIndex:
         self._fd: int | None = None  # opened by the first entry written (see _require_fd)
         self._closed = False
         self._dirty = False  # written (or resized) since the last fsync
+        self._pending = bytearray()  # packed entries not yet written, from entry ``_written`` on
+        self._written = 0  # entries written to the file (those after it are in ``_pending``)
+        # Held while ``_pending`` and ``_written`` change: a flush (fsync) on a storage thread writes what waits
+        # while the log's owner appends (Log.flush does not hold the log's lock while it flushes).
+        self._pending_lock = threading.Lock()
         try:
             length = os.stat(path).st_size
         except FileNotFoundError:
@@ -66,6 +77,7 @@ class AbstractIndex:
             self._dirty = True
         elif length > 0:
             self._load_file()
+            self._written = len(self.keys)
         self.length = length
         self.max_index_size = max_index_size if max_index_size > 0 else self.length
         self.max_entries = self.length // self.ENTRY_SIZE
@@ -142,11 +154,29 @@ class AbstractIndex:
 
     # -- writes ---------------------------------------------------------------------------------------
     def _write_entry(self, key: int, value: int, packed: bytes) -> None:
-        n = len(self.keys)
-        os.pwrite(self._require_fd(), packed, n * self.ENTRY_SIZE)
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+        with self._pending_lock:
+            pending = self._pending
+            pending += packed
+            self.keys.append(key)
+            self.values.append(value)
+            if len(pending) >= PENDING_BYTES:
+                self._write_pending()
+
+    def write_pending(self) -> None:
+        """Write the entries kept in memory since the last write (see the module docstring); any thread."""
+        with self._pending_lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        os.pwrite(self._require_fd(), pending, self._written * self.ENTRY_SIZE)
+        self._written += len(pending) // self.ENTRY_SIZE
+        self._pending = bytearray()
         self._dirty = True
-        self.keys.append(key)
-        self.values.append(value)
 
     def _require_fd(self) -> int:
         """The open file, opened now if needed: an index holds a descriptor only while entries are being
@@ -159,14 +189,22 @@ class AbstractIndex:
         return self._fd
 
     def release(self) -> None:
-        """Close the descriptor (if open) and keep the entries: the next write opens it again."""
+        """Write what waits, close the descriptor (if open) and keep the entries: the next write opens it again."""
+        if not self._closed:
+            self.write_pending()
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
 
     def truncate_to_entries(self, n: int) -> None:
-        del self.keys[n:]
-        del self.values[n:]
+        with self._pending_lock:
+            del self.keys[n:]
+            del self.values[n:]
+            if n < self._written:  # the file's later entries are stale, as in Kafka: the next ones overwrite them
+                self._written = n
+                self._pending = bytearray()
+            else:
+                del self._pending[(n - self._written) * self.ENTRY_SIZE:]
 
     def truncate(self) -> None:
         """Remove every entry (the file keeps its preallocated size)."""
@@ -182,6 +220,7 @@ class AbstractIndex:
         rounded = max(self._round_down(new_size), len(self.keys) * self.ENTRY_SIZE)
         if rounded == self.length:
             return False
+        self.write_pending()
         if self._fd is None:
             if self._closed:
                 raise ValueError(f"index {self.path} is closed")
@@ -200,7 +239,10 @@ class AbstractIndex:
         self.release()
 
     def flush(self) -> None:
-        if not self._dirty or self._closed:
+        if self._closed:
+            return
+        self.write_pending()
+        if not self._dirty:
             return
         if self._fd is not None:
             os.fsync(self._fd)
@@ -229,6 +271,8 @@ class AbstractIndex:
     def close_handler(self) -> None:
         """Close without writing anything (the directory may have failed)."""
         self._closed = True
+        with self._pending_lock:
+            self._pending = bytearray()
         self.release()
 
     def rename(self, new_path: str) -> None:

@@ -20,6 +20,9 @@ def test_append_lookup_and_on_disk_format(tmp_path):
     assert index.lookup(119) == (110, 4096)
     assert index.lookup(1000) == (120, 9000)
     with open(path, "rb") as f:
+        assert f.read(24) == bytes(24)  # entries are written together (a page of them, or at a flush or trim)
+    index.flush()
+    with open(path, "rb") as f:
         assert f.read(24) == struct.pack(">iiiiii", 5, 0, 10, 4096, 20, 9000)
     index.close()
     assert os.path.getsize(path) == 24  # trimmed on close
@@ -72,7 +75,8 @@ def test_zero_tail_of_an_untrimmed_index_is_not_entries(tmp_path):
     index = OffsetIndex(path, 0, 1024)
     index.append(3, 0)
     index.append(9, 500)
-    index.close_handler()  # a crash: the preallocated file is never trimmed
+    index.flush()
+    index.close_handler()  # a crash after a flush: the preallocated file is never trimmed
     assert os.path.getsize(path) == 1024
     loaded = OffsetIndex(path, 0, 1024)
     assert list(loaded.keys) == [3, 9]
@@ -110,6 +114,8 @@ def test_a_descriptor_is_held_only_while_entries_are_written(tmp_path):
     index = OffsetIndex(path, 0, 800)
     assert path not in open_fds()  # created and preallocated, then closed
     index.append(5, 100)
+    assert path not in open_fds()  # the entry waits in memory for a page of others, a flush or a trim
+    index.flush()
     assert path in open_fds()  # the active segment's index keeps its descriptor for the next entries
     index.trim_to_valid_size()  # rolled: read-only from now on, entries stay in memory
     assert path not in open_fds() and index.lookup(7) == (5, 100)
@@ -137,4 +143,58 @@ def test_an_untrimmed_index_loads_up_to_its_zero_tail(tmp_path, monkeypatch):
     assert [again.entry(i) for i in range(again.entries)] == [(10, 4096), (20, 8192), (30, 12288)]
     assert sum(read) < 1024 * 1024  # the zero tail is not read whole
     again.sanity_check()
+    again.close()
+
+
+def test_entries_are_written_a_page_at_a_time_and_truncation_drops_unwritten_ones(tmp_path):
+    from storage.index import PENDING_BYTES
+
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 64 * 1024)
+    per_page = PENDING_BYTES // 8
+    for i in range(per_page + 10):
+        index.append(10 * (i + 1), 100 * i)
+
+    def on_disk(n: int) -> list[tuple[int, int]]:
+        with open(path, "rb") as f:
+            data = f.read(8 * n)
+        return [struct.unpack_from(">ii", data, 8 * k) for k in range(n)]
+
+    assert on_disk(per_page + 10) == [(10 * (i + 1), 100 * i) for i in range(per_page)] + [(0, 0)] * 10
+    index.truncate_to(10 * (per_page + 5))  # keeps 5 of the unwritten entries
+    index.append(10 * (per_page + 5) + 1, 100 * (per_page + 5))
+    index.truncate_to(10 * (per_page - 2))  # below what is written: the file's later entries are stale
+    index.append(10 * (per_page - 2) + 3, 100 * (per_page - 3) + 1)
+    index.flush()
+    expected = [(10 * (i + 1), 100 * i) for i in range(per_page - 3)] + [(10 * (per_page - 2) + 3, 100 * (per_page - 3) + 1)]
+    assert on_disk(per_page - 2) == expected
+    index.close()
+    assert os.path.getsize(path) == 8 * (per_page - 2)
+    again = OffsetIndex(path, 0, 64 * 1024)
+    assert list(zip(again.keys, again.values, strict=True)) == expected
+    again.close()
+
+
+def test_a_flush_on_another_thread_while_entries_are_appended_writes_each_once(tmp_path):
+    import threading
+
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 1024 * 1024)
+    done = threading.Event()
+
+    def flush() -> None:
+        while not done.is_set():
+            index.flush()
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    try:
+        for i in range(20_000):
+            index.append(i + 1, i)
+    finally:
+        done.set()
+        flusher.join()
+    index.close()
+    again = OffsetIndex(path, 0, 1024 * 1024)
+    assert list(again.keys) == list(range(1, 20_001)) and list(again.values) == list(range(20_000))
     again.close()

@@ -21,6 +21,7 @@ def test_maybe_append_lookup_format(tmp_path):
     assert index.lookup(5000) == (2000, 60)
     with pytest.raises(ValueError):
         index.maybe_append(3000, 59)  # offsets may not go back
+    index.flush()  # entries are written together (a page of them, or at a flush or trim)
     with open(path, "rb") as f:
         assert f.read(24) == struct.pack(">qiqi", 1000, 5, 2000, 10)
     index.close()
