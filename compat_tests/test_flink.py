@@ -11,8 +11,9 @@ Kafka 4.4 KRaft cluster), one side at a time:
    partition's records reach the output (discovery worked), the JVM is killed (kill -9) with its transaction open;
 3. the job restarts from its last retained checkpoint, so the sink must commit or abort the transactions it left
    (EXACTLY_ONCE: the connector's default naming, which aborts by probing transactional ids, and POOLING, which
-   finds them with ListTransactions and DescribeTransactions); on 3 brokers the leader of the output's partition 0
-   is killed (kill -9) while more records are produced, and stays dead;
+   finds them with ListTransactions and DescribeTransactions); on 3 brokers a broker is killed (kill -9) while more
+   records are produced, and stays dead: the leader of the output's partition 0 (default naming) or the
+   coordinator of an ongoing transaction of the sink (POOLING);
 4. once the output holds every record and the group has committed the input's end, a bounded (batch-mode)
    KafkaSource job reads the output from the earliest to the latest offsets and prints it.
 
@@ -32,6 +33,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +44,8 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from compat_tests.conftest import KAFKA_44, judge_jars, pykbroker_cluster, started_kafka_cluster
 from compat_tests.jvm.kafka_broker import KafkaBroker
-from pykbroker.testing import BrokerProcess
+from pykbroker.testing import BrokerProcess, RawClient, free_port
+from wire.messages import ListTransactionsRequest
 
 SLOW = os.environ.get("PYKBROKER_FLINK_SLOW") == "1"
 pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_FLINK_SLOW=1 (make test-flink-slow)")
@@ -97,14 +100,25 @@ class Target:
     bootstrap: str
     replication: int
     kill: Callable[[int], None] | None = None
-    killed: list[int] = field(default_factory=list)
+    nodes: dict[int, str] = field(default_factory=dict)  # 3 brokers: node id -> its address
+    requests: Callable[[], dict[str, float]] = dict  # pykbroker's one node: requests served, by API
+
+
+def requests_served(port: int) -> dict[str, float]:
+    """kafka.network RequestsPerSec by API (all versions), from a pykbroker's Prometheus page."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    counts: dict[str, float] = {}
+    for m in re.finditer(r'^kafka_network_requestmetrics_requestspersec\S*request="(\w+)"\S* (\S+)$', text, re.M):
+        counts[m.group(1)] = counts.get(m.group(1), 0.0) + float(m.group(2))
+    return counts
 
 
 @contextlib.contextmanager
 def kafka_target(mode: str, root: Path) -> Iterator[Target]:
     if mode == "cluster":
         with started_kafka_cluster(judge_jars(KAFKA_44), root, heap=KAFKA_HEAP) as cluster:
-            yield Target(cluster.bootstrap, 3, lambda node: cluster.node(node).kill())
+            yield Target(cluster.bootstrap, 3, lambda node: cluster.node(node).kill(),
+                         {n.node_id: n.bootstrap for n in cluster.nodes})
         return
     node = KafkaBroker(judge_jars(KAFKA_44), root, heap=KAFKA_HEAP)
     try:
@@ -119,10 +133,12 @@ def kafka_target(mode: str, root: Path) -> Iterator[Target]:
 def pykbroker_target(mode: str, root: Path) -> Iterator[Target]:
     if mode == "cluster":
         with contextlib.contextmanager(pykbroker_cluster)(root) as cluster:
-            yield Target(cluster.bootstrap, 3, lambda node: cluster.broker(node).kill())
+            yield Target(cluster.bootstrap, 3, lambda node: cluster.broker(node).kill(),
+                         {n: b.bootstrap for n, b in cluster.brokers.items()})
         return
-    with BrokerProcess(root / "broker") as broker:
-        yield Target(broker.bootstrap, 1)
+    port = free_port()
+    with BrokerProcess(root / "broker", {"metrics.port": str(port)}) as broker:
+        yield Target(broker.bootstrap, 1, requests=lambda: requests_served(port))
 
 
 def key_of(partition: int, i: int) -> str:
@@ -228,6 +244,21 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     return metadata.topics[topic].partitions[partition].leader
 
 
+def transaction_coordinator(target: Target, prefix: str) -> int:
+    """The broker coordinating an ongoing transaction of the sink (asked with ListTransactions, each broker
+    listing those it coordinates); the lowest such node id."""
+    deadline = time.monotonic() + 60
+    while True:
+        for node, address in sorted(target.nodes.items()):
+            with RawClient(address) as client:
+                answer = client.request(ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
+                                                                duration_filter=-1), 1)
+            if any(t.transactional_id.startswith(prefix) for t in answer.transaction_states):
+                return node
+        assert time.monotonic() < deadline, f"no broker lists an ongoing transaction of {prefix}"
+        time.sleep(0.2)
+
+
 def last_checkpoint(root: Path) -> Path:
     """The newest completed checkpoint (a chk-N directory with its _metadata) the job retained under ``root``."""
     done = sorted(root.glob("*/chk-*/_metadata"), key=lambda p: p.stat().st_mtime)
@@ -298,9 +329,11 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
         restarted_from = last_checkpoint(root / f"checkpoints-{name}")
         job = FlinkJob(compiled, log, **args, restore=str(restarted_from))
         if target.kill is not None:
-            victim = leader_of(target.bootstrap, sink, 0)
             output.wait(lambda: output.count() > FIRST + SECOND // 2, DEADLINE, "the restarted job's output", job)
             producing = Background(records.produce, THIRD, 3, 0.1)
+            # the default naming's run loses a leader of the output, POOLING's a transaction coordinator
+            victim = (leader_of(target.bootstrap, sink, 0) if naming == "DEFAULT"
+                      else transaction_coordinator(target, args["prefix"]))
             target.kill(victim)
             producing.join()
         else:
@@ -333,7 +366,8 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     got = output.by_key if mode == "exactly_once" else {k: first_occurrences(v) for k, v in output.by_key.items()}
     return {"output": got, "expected": expected, "duplicates": output.count() - records.total(),
             "partition_of": output.partition_of, "committed": offsets, "ends": ends,
-            "bounded_same": read == output.by_key, "errors": errors(log), "bounded_errors": errors(bounded.log)}
+            "bounded_same": read == output.by_key, "errors": errors(log), "bounded_errors": errors(bounded.log),
+            "requests": target.requests()}
 
 
 def judge(expected: dict, got: dict) -> None:
@@ -362,6 +396,9 @@ def test_flink_job_on_one_node(job_classes, tmp_path, mode: str, naming: str) ->
     expected = observe(kafka_target, "single", tmp_path / "kafka", job_classes, mode, naming)
     got = observe(pykbroker_target, "single", tmp_path / "pykbroker", job_classes, mode, naming)
     judge(expected, got)
+    if naming == "POOLING":  # what sets POOLING apart: it finds lingering transactions (the output's producers, listed)
+        assert got["requests"].get("DescribeProducers", 0) > 0, got["requests"]
+        assert got["requests"].get("ListTransactions", 0) > 0, got["requests"]
 
 
 @pytest.mark.timeout(1800)
