@@ -14,8 +14,10 @@ Kafka 4.4 KRaft cluster), one side at a time:
    finds them with ListTransactions and DescribeTransactions); on 3 brokers a broker is killed (kill -9) while more
    records are produced, and stays dead: the leader of the output's partition 0 (default naming) or the
    coordinator of an ongoing transaction of the sink (POOLING);
-4. once the output holds every record and the group has committed the input's end, a bounded (batch-mode)
-   KafkaSource job reads the output from the earliest to the latest offsets and prints it.
+4. once the output holds every record and the group has committed the input's end, another producer leaves a
+   transaction open on the output, and a bounded (batch-mode) KafkaSource job reads the output (read_committed)
+   from the earliest to the latest offsets and prints it: it prints every committed record, then waits at the open
+   transaction (its stopping offsets are the ends, past the last stable offsets) and ends once it is aborted.
 
 Judged, equal on both: the output read with read_committed (EXACTLY_ONCE: every record once, in per-key order;
 AT_LEAST_ONCE: every record, first occurrences in per-key order, duplicates allowed), the consumer group's committed
@@ -352,9 +354,26 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     finally:
         job.kill()
         output.close()
+    # an open transaction on every output partition: the bounded read (read_committed) prints every committed
+    # record, then waits at the last stable offsets (its stopping offsets are the ends) until the transaction ends
+    lingering = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": f"lingering-{name}",
+                          "transaction.timeout.ms": 600000})  # open for as long as the bounded job may take
+    lingering.init_transactions(60)
+    lingering.begin_transaction()
+    for p in range(3):
+        lingering.produce(sink, key="lingering", value=f"open-{p}", partition=p)
+    assert lingering.flush(60) == 0
     bounded = FlinkJob(compiled, root / f"{name}-bounded.log", bootstrap=target.bootstrap, input=sink,
                        output="-", group=f"{group}-bounded", mode="bounded")
     try:
+        deadline = time.monotonic() + DEADLINE
+        while bounded.log.read_text(errors="replace").count("RECORD ") < output.count():
+            assert bounded.proc.poll() is None, f"the bounded job ended early: see {bounded.log}"
+            assert time.monotonic() < deadline, f"the bounded job did not print every record: see {bounded.log}"
+            time.sleep(0.5)
+        time.sleep(5)  # (Kafka's waits as long as the transaction is open: this one must still be waiting)
+        waited_for_transaction = bounded.proc.poll() is None
+        lingering.abort_transaction(60)
         assert bounded.wait(DEADLINE) == 0, f"the bounded job failed: see {bounded.log}"
     finally:
         bounded.kill()
@@ -366,7 +385,7 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     got = output.by_key if mode == "exactly_once" else {k: first_occurrences(v) for k, v in output.by_key.items()}
     return {"output": got, "expected": expected, "duplicates": output.count() - records.total(),
             "partition_of": output.partition_of, "committed": offsets, "ends": ends,
-            "bounded_same": read == output.by_key, "errors": errors(log), "bounded_errors": errors(bounded.log),
+            "bounded_same": read == output.by_key, "bounded_waited_for_transaction": waited_for_transaction, "errors": errors(log), "bounded_errors": errors(bounded.log),
             "requests": target.requests()}
 
 
@@ -376,7 +395,7 @@ def judge(expected: dict, got: dict) -> None:
         assert seen["output"] == seen["expected"], f"{side}: the output is not every record once in per-key order"
         assert seen["committed"] == seen["ends"], f"{side}: the group did not commit the input's end"
         assert seen["bounded_same"], f"{side}: the bounded read is not what the output holds"
-    same = ("output", "partition_of", "committed", "errors", "bounded_errors")
+    same = ("output", "partition_of", "committed", "errors", "bounded_errors", "bounded_waited_for_transaction")
     assert {k: got[k] for k in same} == {k: expected[k] for k in same}
 
 
@@ -385,7 +404,8 @@ def observe(side: Callable[[str, Path], contextlib.AbstractContextManager[Target
     with side(topology, root) as target:
         seen = run_job(target, compiled, root, mode, naming)
     print(f"{root.name}: {sum(map(len, seen['output'].values()))} records, {seen['duplicates']} duplicates, "
-          f"committed {seen['committed']}, errors {seen['errors']}")
+          f"committed {seen['committed']}, errors {seen['errors']}, "
+          f"bounded read waited for the open transaction: {seen['bounded_waited_for_transaction']}")
     return seen
 
 
