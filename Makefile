@@ -316,6 +316,6 @@ test-mirror-slow: deps
 ##                  Kafka 4.4 running the same job: KafkaSource with partition discovery, KafkaSink EXACTLY_ONCE (default
 ##                  and POOLING transaction naming) and AT_LEAST_ONCE through a kill -9 of the job and a restart from its
 ##                  checkpoint, a broker's kill -9 on 3 brokers, and a bounded KafkaSource read past an open transaction
-##                  (~17 min)
+##                  (~11 min)
 test-flink-slow: deps
 	PYKBROKER_FLINK_SLOW=1 $(PY) -m pytest compat_tests/test_flink.py $(ARGS)
