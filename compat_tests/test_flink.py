@@ -11,10 +11,13 @@ Kafka 4.4 KRaft cluster), one side at a time:
    partition's records reach the output (discovery worked), the JVM is killed (kill -9) with its transaction open;
 3. the job restarts from its last retained checkpoint, so the sink must commit or abort the transactions it left
    (EXACTLY_ONCE: the connector's default naming, which aborts by probing transactional ids, and POOLING, which
-   finds them with ListTransactions and DescribeTransactions); on 3 brokers the leader of the output's partition 0
-   is killed (kill -9) while more records are produced, and stays dead;
-4. once the output holds every record and the group has committed the input's end, a bounded (batch-mode)
-   KafkaSource job reads the output from the earliest to the latest offsets and prints it.
+   finds them with ListTransactions and DescribeTransactions); on 3 brokers a broker is killed (kill -9) while more
+   records are produced, and stays dead: the leader of the output's partition 0 (default naming) or the
+   coordinator of an ongoing transaction of the sink (POOLING);
+4. once the output holds every record and the group has committed the input's end, another producer leaves a
+   transaction open on the output, and a bounded (batch-mode) KafkaSource job reads the output (read_committed)
+   from the earliest to the latest offsets and prints it: it prints every committed record, then waits at the open
+   transaction (its stopping offsets are the ends, past the last stable offsets) and ends once it is aborted.
 
 Judged, equal on both: the output read with read_committed (EXACTLY_ONCE: every record once, in per-key order;
 AT_LEAST_ONCE: every record, first occurrences in per-key order, duplicates allowed), the consumer group's committed
@@ -32,6 +35,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +46,8 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from compat_tests.conftest import KAFKA_44, judge_jars, pykbroker_cluster, started_kafka_cluster
 from compat_tests.jvm.kafka_broker import KafkaBroker
-from pykbroker.testing import BrokerProcess
+from pykbroker.testing import BrokerProcess, RawClient, free_port
+from wire.messages import ListTransactionsRequest
 
 SLOW = os.environ.get("PYKBROKER_FLINK_SLOW") == "1"
 pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_FLINK_SLOW=1 (make test-flink-slow)")
@@ -97,14 +102,25 @@ class Target:
     bootstrap: str
     replication: int
     kill: Callable[[int], None] | None = None
-    killed: list[int] = field(default_factory=list)
+    nodes: dict[int, str] = field(default_factory=dict)  # 3 brokers: node id -> its address
+    requests: Callable[[], dict[str, float]] = dict  # pykbroker's one node: requests served, by API
+
+
+def requests_served(port: int) -> dict[str, float]:
+    """kafka.network RequestsPerSec by API (all versions), from a pykbroker's Prometheus page."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    counts: dict[str, float] = {}
+    for m in re.finditer(r'^kafka_network_requestmetrics_requestspersec\S*request="(\w+)"\S* (\S+)$', text, re.M):
+        counts[m.group(1)] = counts.get(m.group(1), 0.0) + float(m.group(2))
+    return counts
 
 
 @contextlib.contextmanager
 def kafka_target(mode: str, root: Path) -> Iterator[Target]:
     if mode == "cluster":
         with started_kafka_cluster(judge_jars(KAFKA_44), root, heap=KAFKA_HEAP) as cluster:
-            yield Target(cluster.bootstrap, 3, lambda node: cluster.node(node).kill())
+            yield Target(cluster.bootstrap, 3, lambda node: cluster.node(node).kill(),
+                         {n.node_id: n.bootstrap for n in cluster.nodes})
         return
     node = KafkaBroker(judge_jars(KAFKA_44), root, heap=KAFKA_HEAP)
     try:
@@ -119,10 +135,12 @@ def kafka_target(mode: str, root: Path) -> Iterator[Target]:
 def pykbroker_target(mode: str, root: Path) -> Iterator[Target]:
     if mode == "cluster":
         with contextlib.contextmanager(pykbroker_cluster)(root) as cluster:
-            yield Target(cluster.bootstrap, 3, lambda node: cluster.broker(node).kill())
+            yield Target(cluster.bootstrap, 3, lambda node: cluster.broker(node).kill(),
+                         {n: b.bootstrap for n, b in cluster.brokers.items()})
         return
-    with BrokerProcess(root / "broker") as broker:
-        yield Target(broker.bootstrap, 1)
+    port = free_port()
+    with BrokerProcess(root / "broker", {"metrics.port": str(port)}) as broker:
+        yield Target(broker.bootstrap, 1, requests=lambda: requests_served(port))
 
 
 def key_of(partition: int, i: int) -> str:
@@ -228,6 +246,21 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     return metadata.topics[topic].partitions[partition].leader
 
 
+def transaction_coordinator(target: Target, prefix: str) -> int:
+    """The broker coordinating an ongoing transaction of the sink (asked with ListTransactions, each broker
+    listing those it coordinates); the lowest such node id."""
+    deadline = time.monotonic() + 60
+    while True:
+        for node, address in sorted(target.nodes.items()):
+            with RawClient(address) as client:
+                answer = client.request(ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
+                                                                duration_filter=-1), 1)
+            if any(t.transactional_id.startswith(prefix) for t in answer.transaction_states):
+                return node
+        assert time.monotonic() < deadline, f"no broker lists an ongoing transaction of {prefix}"
+        time.sleep(0.2)
+
+
 def last_checkpoint(root: Path) -> Path:
     """The newest completed checkpoint (a chk-N directory with its _metadata) the job retained under ``root``."""
     done = sorted(root.glob("*/chk-*/_metadata"), key=lambda p: p.stat().st_mtime)
@@ -298,9 +331,11 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
         restarted_from = last_checkpoint(root / f"checkpoints-{name}")
         job = FlinkJob(compiled, log, **args, restore=str(restarted_from))
         if target.kill is not None:
-            victim = leader_of(target.bootstrap, sink, 0)
             output.wait(lambda: output.count() > FIRST + SECOND // 2, DEADLINE, "the restarted job's output", job)
             producing = Background(records.produce, THIRD, 3, 0.1)
+            # the default naming's run loses a leader of the output, POOLING's a transaction coordinator
+            victim = (leader_of(target.bootstrap, sink, 0) if naming == "DEFAULT"
+                      else transaction_coordinator(target, args["prefix"]))
             target.kill(victim)
             producing.join()
         else:
@@ -319,9 +354,26 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     finally:
         job.kill()
         output.close()
+    # an open transaction on every output partition: the bounded read (read_committed) prints every committed
+    # record, then waits at the last stable offsets (its stopping offsets are the ends) until the transaction ends
+    lingering = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": f"lingering-{name}",
+                          "transaction.timeout.ms": 600000})  # open for as long as the bounded job may take
+    lingering.init_transactions(60)
+    lingering.begin_transaction()
+    for p in range(3):
+        lingering.produce(sink, key="lingering", value=f"open-{p}", partition=p)
+    assert lingering.flush(60) == 0
     bounded = FlinkJob(compiled, root / f"{name}-bounded.log", bootstrap=target.bootstrap, input=sink,
                        output="-", group=f"{group}-bounded", mode="bounded")
     try:
+        deadline = time.monotonic() + DEADLINE
+        while bounded.log.read_text(errors="replace").count("RECORD ") < output.count():
+            assert bounded.proc.poll() is None, f"the bounded job ended early: see {bounded.log}"
+            assert time.monotonic() < deadline, f"the bounded job did not print every record: see {bounded.log}"
+            time.sleep(0.5)
+        time.sleep(5)  # (Kafka's waits as long as the transaction is open: this one must still be waiting)
+        waited_for_transaction = bounded.proc.poll() is None
+        lingering.abort_transaction(60)
         assert bounded.wait(DEADLINE) == 0, f"the bounded job failed: see {bounded.log}"
     finally:
         bounded.kill()
@@ -333,7 +385,8 @@ def run_job(target: Target, compiled: tuple[Path, Path], root: Path, mode: str, 
     got = output.by_key if mode == "exactly_once" else {k: first_occurrences(v) for k, v in output.by_key.items()}
     return {"output": got, "expected": expected, "duplicates": output.count() - records.total(),
             "partition_of": output.partition_of, "committed": offsets, "ends": ends,
-            "bounded_same": read == output.by_key, "errors": errors(log), "bounded_errors": errors(bounded.log)}
+            "bounded_same": read == output.by_key, "bounded_waited_for_transaction": waited_for_transaction, "errors": errors(log), "bounded_errors": errors(bounded.log),
+            "requests": target.requests()}
 
 
 def judge(expected: dict, got: dict) -> None:
@@ -342,7 +395,7 @@ def judge(expected: dict, got: dict) -> None:
         assert seen["output"] == seen["expected"], f"{side}: the output is not every record once in per-key order"
         assert seen["committed"] == seen["ends"], f"{side}: the group did not commit the input's end"
         assert seen["bounded_same"], f"{side}: the bounded read is not what the output holds"
-    same = ("output", "partition_of", "committed", "errors", "bounded_errors")
+    same = ("output", "partition_of", "committed", "errors", "bounded_errors", "bounded_waited_for_transaction")
     assert {k: got[k] for k in same} == {k: expected[k] for k in same}
 
 
@@ -351,7 +404,8 @@ def observe(side: Callable[[str, Path], contextlib.AbstractContextManager[Target
     with side(topology, root) as target:
         seen = run_job(target, compiled, root, mode, naming)
     print(f"{root.name}: {sum(map(len, seen['output'].values()))} records, {seen['duplicates']} duplicates, "
-          f"committed {seen['committed']}, errors {seen['errors']}")
+          f"committed {seen['committed']}, errors {seen['errors']}, "
+          f"bounded read waited for the open transaction: {seen['bounded_waited_for_transaction']}")
     return seen
 
 
@@ -362,6 +416,9 @@ def test_flink_job_on_one_node(job_classes, tmp_path, mode: str, naming: str) ->
     expected = observe(kafka_target, "single", tmp_path / "kafka", job_classes, mode, naming)
     got = observe(pykbroker_target, "single", tmp_path / "pykbroker", job_classes, mode, naming)
     judge(expected, got)
+    if naming == "POOLING":  # what sets POOLING apart: it finds lingering transactions (the output's producers, listed)
+        assert got["requests"].get("DescribeProducers", 0) > 0, got["requests"]
+        assert got["requests"].get("ListTransactions", 0) > 0, got["requests"]
 
 
 @pytest.mark.timeout(1800)
