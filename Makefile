@@ -43,7 +43,6 @@ deps: $(STAMP)
 		bash compat_tests/jvm/connect/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/mirror/fetch_jars.sh >/dev/null; \
 		bash compat_tests/jvm/flink/fetch_jars.sh >/dev/null; \
-
 		bash compat_tests/jvm/spring/fetch_jars.sh >/dev/null; \
 	else echo "java not found: the JVM tests will be skipped"; fi
 	bash compat_tests/franz/build.sh >/dev/null
