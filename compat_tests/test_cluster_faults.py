@@ -357,8 +357,8 @@ def test_a_full_log_dir_hands_its_partitions_to_the_other_replicas(tmp_path):
 def test_a_topic_deleted_and_created_again_around_kill_9s_serves_only_its_new_records(tmp_path):
     """A broker applies a CreateTopics or DeleteTopics after the answer: its logs are created, and a deleted
     topic's logs renamed, a moment later. A broker killed with -9 right after each answer still converges: at its
-    next start a deleted topic's log (renamed or not) is gone, the topic created again under the same name starts
-    empty on it, and what is written then is read back from it as leader, never a record of the old topic."""
+    next start a deleted topic's log is out of the way (renamed -delete before the kill, or -stray at the start),
+    the topic created again under the same name starts empty on it, and what is written then is read back from it as leader, never a record of the old topic."""
     from confluent_kafka import ElectionType
 
     with ClusterProcesses(tmp_path, size=3) as cluster:

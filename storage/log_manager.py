@@ -527,6 +527,26 @@ class LogManager:
         self._rename_deleted_log(log_)
         return log_
 
+    def mark_stray(self, topic: str, partition: int) -> Log | None:
+        """Take ``topic-partition`` out and rename its dir ``...-stray``, kept (never loaded again, the operator's
+        to remove), as Kafka keeps the log of a topic its metadata does not know at start."""
+        with self._lock:
+            log_ = self._logs.pop((topic, partition), None)
+        if log_ is None:
+            return None
+        with log_.lock:
+            log_.deleted = True
+            new_dir = os.path.join(log_.parent_dir, f"{os.path.basename(log_.dir)}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
+            log_.close_handlers()
+            try:
+                os.rename(log_.dir, new_dir)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(log_.parent_dir, f"Error while renaming dir for "
+                                                               f"{log_.name} in log dir {log_.parent_dir}", exc)
+                raise KafkaStorageError(str(exc)) from exc
+        log.warning("Log for partition %s is marked as stray and renamed to %s", log_.name, new_dir)
+        return log_
+
     @property
     def renames_pending(self) -> int:
         """Logs deleted with ``defer_rename`` still in their dirs."""
