@@ -17,12 +17,19 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.jvm.kafka_broker import jars_dir
 from pykbroker.testing import ClusterProcesses, RawClient
-from wire import ErrorCode
-from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire import ErrorCode, build_simple_batch
+from wire.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 
@@ -506,6 +513,25 @@ def test_many_topics_created_extended_and_deleted_in_one_request_each_reach_ever
         assert [(t.name, t.error_code, t.num_partitions) for t in created.topics] == [(n, 0, 16) for n in names]
         assert len({t.topic_id for t in created.topics}) == len(names)
         assert led(16)(metadata(handling))
+        # At once, a record to each topic's partition 0 through its leader: the leader may not have applied the
+        # change yet (its log is created a moment after its image), and then answers as a Kafka 4.4 broker that
+        # has not: a retriable NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION (or waits for the log); an
+        # acknowledged record is the partition's first.
+        with RawClient(handling) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names],
+                                           allow_auto_topic_creation=False), 12)
+        address = {b.node_id: f"{b.host}:{b.port}" for b in md.brokers}
+        answers = []
+        for t in md.topics:
+            leader = next(p.leader_id for p in t.partitions if p.partition_index == 0)
+            with RawClient(address[leader]) as c:
+                r = c.request(ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+                    name=t.name, partition_data=[PartitionProduceData(
+                        index=0, records=build_simple_batch([b"first"], timestamp=0))])]), 9)
+            answers.append(r.responses[0].partition_responses[0])
+        assert {a.error_code for a in answers} <= {ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}, answers
+        assert all(a.base_offset == 0 for a in answers if a.error_code == ErrorCode.NONE), answers
         everywhere(led(16))
 
         added = admin.request(CreatePartitionsRequest(topics=[

@@ -351,3 +351,43 @@ def test_a_full_log_dir_hands_its_partitions_to_the_other_replicas(tmp_path):
     finally:
         cluster.close()
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+@slow
+def test_a_topic_deleted_and_created_again_around_kill_9s_serves_only_its_new_records(tmp_path):
+    """A broker applies a CreateTopics or DeleteTopics after the answer: its logs are created, and a deleted
+    topic's logs renamed, a moment later. A broker killed with -9 right after each answer still converges: at its
+    next start a deleted topic's log is out of the way (renamed -delete before the kill, or -stray at the start),
+    the topic created again under the same name starts empty on it, and what is written then is read back from it as leader, never a record of the old topic."""
+    from confluent_kafka import ElectionType
+
+    with ClusterProcesses(tmp_path, size=3) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topic = unique("again")
+        # (not creating the topic again itself when it refreshes its metadata after the deletion)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "message.timeout.ms": 60_000,
+                             "allow.auto.create.topics": False})
+
+        def write(values: list[bytes]) -> None:
+            for v in values:
+                producer.produce(topic, v, partition=0)
+            assert producer.flush(60) == 0
+
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[3, 1, 2]])])[topic].result(30)
+        write([b"old-%d" % i for i in range(20)])
+        admin.delete_topics([topic])[topic].result(30)
+        cluster.broker(3).kill()  # before (or while) it renames the deleted log
+        cluster.broker(3).start()
+        cluster.wait_for_brokers(3)
+        wait_for(lambda: topic not in admin.list_topics(timeout=10).topics, "the deletion everywhere")
+
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[3, 1, 2]])])[topic].result(30)
+        cluster.broker(3).kill()  # before (or while) it creates the new log
+        cluster.broker(3).start()
+        cluster.wait_for_brokers(3)
+        wait_for(lambda: partition_state(admin, topic).get(0, (-1, []))[1] == [1, 2, 3], "a full ISR")
+        if partition_state(admin, topic)[0][0] != 3:  # led elsewhere while it was down: back to it
+            admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(60)
+        wait_for(lambda: partition_state(admin, topic)[0] == (3, [1, 2, 3]), "broker 3 leading")
+        write([b"new-%d" % i for i in range(5)])
+        assert [v for _, v in read_partition(cluster.bootstrap, topic, 0)] == [b"new-%d" % i for i in range(5)]

@@ -22,8 +22,8 @@ its image shows the change, as Kafka's controller answers once the change is com
 follows in slices between other requests, as Kafka's brokers create and delete logs after the metadata changed:
 new logs by ``PendingLogs`` (a produce waits for them; a fetch meanwhile is NOT_LEADER_OR_FOLLOWER, as on a Kafka
 broker that has not applied the change yet), deleted topics' log dirs renamed by ``LogManager.rename_deleted`` (a
-log created again under the same name first renames the old one; a broker killed before the renames deletes the
-logs of topics no longer in the metadata at its next start, ``HandOver.delete_stray_logs``). Measured on three
+log created again under the same name first renames the old one; a broker killed before the renames finds them
+stray at its next start, ``LeadershipHandOver.delete_stray_logs``). Measured on three
 brokers under load: ten topics of 12 partitions created at 120 logs a broker (1.5 to 4 ms each) and deleted at
 120 renames (3.7 ms each) kept both answers waiting up to 0.5 s.
 """

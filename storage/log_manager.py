@@ -456,16 +456,7 @@ class LogManager:
             future = self._future_logs.pop((topic, partition), None)
         if future is None:
             return None
-        with future.lock:
-            future.deleted = True
-            new_dir = os.path.join(future.parent_dir, f"{topic_partition_dir_name(topic, partition)}."
-                                   f"{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
-            try:
-                os.rename(future.dir, new_dir)
-            except OSError as exc:
-                self.failure_channel.maybe_add_offline_log_dir(future.parent_dir, f"Error while renaming dir for "
-                                                               f"{future.name} in log dir {future.parent_dir}", exc)
-                raise KafkaStorageError(str(exc)) from exc
+        new_dir = self._rename_away(future, DELETE_DIR_SUFFIX, topic_partition_dir_name(topic, partition))
         log.info("The future log of %s is renamed to %s and is scheduled for deletion", future.name, new_dir)
 
         def remove() -> None:
@@ -527,6 +518,18 @@ class LogManager:
         self._rename_deleted_log(log_)
         return log_
 
+    def mark_stray(self, topic: str, partition: int) -> Log | None:
+        """Take ``topic-partition`` out and rename its dir ``...-stray``, kept (never loaded again, the operator's
+        to remove), as Kafka keeps the log of a topic its metadata does not know at start."""
+        with self._lock:
+            log_ = self._logs.pop((topic, partition), None)
+        if log_ is None:
+            return None
+        new_dir = self._rename_away(log_, STRAY_DIR_SUFFIX)
+        log_.close_handlers()
+        log.warning("Log for partition %s is marked as stray and renamed to %s", log_.name, new_dir)
+        return log_
+
     @property
     def renames_pending(self) -> int:
         """Logs deleted with ``defer_rename`` still in their dirs."""
@@ -551,16 +554,22 @@ class LogManager:
             except KafkaStorageError as exc:  # its dir went offline: dropped with the dir
                 log.error("Could not rename the deleted log of %s: %s", log_.name, exc)
 
-    def _rename_deleted_log(self, log_: Log) -> None:
+    def _rename_away(self, log_: Log, suffix: str, base: str | None = None) -> str:
+        """Mark ``log_`` deleted and rename its dir ``<base>.<uuid><suffix>`` (base: its dir's name); the new dir.
+        KafkaStorageError (its log dir taken offline) when the rename fails."""
         with log_.lock:
             log_.deleted = True
-            new_dir = os.path.join(log_.parent_dir, f"{os.path.basename(log_.dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            new_dir = os.path.join(log_.parent_dir, f"{base or os.path.basename(log_.dir)}.{uuid.uuid4().hex}{suffix}")
             try:
                 os.rename(log_.dir, new_dir)
             except OSError as exc:
                 self.failure_channel.maybe_add_offline_log_dir(log_.parent_dir, f"Error while renaming dir for "
                                                                f"{log_.name} in log dir {log_.parent_dir}", exc)
                 raise KafkaStorageError(str(exc)) from exc
+        return new_dir
+
+    def _rename_deleted_log(self, log_: Log) -> None:
+        new_dir = self._rename_away(log_, DELETE_DIR_SUFFIX)
         log.info("Log for partition %s is renamed to %s and is scheduled for deletion", log_.name, new_dir)
         if self.cleaner is not None and self._started:
             self.cleaner.update_checkpoint(log_, None)

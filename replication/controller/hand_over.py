@@ -291,16 +291,23 @@ class LeadershipHandOver:
         return len(writes) - len(conflicted), stuck, conflicted
 
     def delete_stray_logs(self) -> None:
-        """Logs of partitions reassigned away while this broker was down, and logs (with a topic id) of topics the
-        metadata no longer has under that id (deleted while this broker was down, or before it renamed their
-        dirs): deleted at start, as Kafka's broker deletes stray replicas."""
+        """Stray logs at start, as Kafka's broker finds them: of partitions reassigned away while this broker was
+        down, and (with a topic id) of a topic created again under the same name meanwhile: deleted; of a topic the
+        metadata does not have (deleted while this broker was down, or before it renamed the dirs): renamed
+        ``-stray`` and kept, as Kafka keeps them (a metadata read wrongly empty must not cost data)."""
         image = self.metadata.image
         for lg in self.log_manager.all_logs():
             topic, partition = lg.topic, lg.partition
             current = image.topics.get(topic)
-            if lg.topic_id is not None and (current is None or (current.topic_id.int and current.topic_id != lg.topic_id)):
-                log.info("broker %d: deleting stray log %s-%d (topic id %s is not in the metadata)", self.node_id,
+            if lg.topic_id is not None and current is None:
+                log.info("broker %d: stray log %s-%d (topic id %s): the topic is not in the metadata", self.node_id,
                          topic, partition, lg.topic_id)
+                self.log_manager.mark_stray(topic, partition)
+                continue
+            if lg.topic_id is not None and current is not None and current.topic_id.int \
+                    and current.topic_id != lg.topic_id:
+                log.info("broker %d: deleting stray log %s-%d (topic id %s; the topic's is now %s)", self.node_id,
+                         topic, partition, lg.topic_id, current.topic_id)
                 self.log_manager.delete_log(topic, partition)
                 continue
             p = image.partition(topic, partition)

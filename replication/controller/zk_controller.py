@@ -744,8 +744,7 @@ class ZkController:
         await self.store.set_reassign_partitions_request(remaining)
 
     async def _delete_topic(self, name: str) -> None:
-        await self.store.delete_topic_znode(name)  # with its config
+        await self.store.delete_topic(name)  # its znodes, config and deletion request
         self.context.assignments.pop(name, None)
         self._forget_moves(name)
-        await self.store.delete_topic_deletion(name)
         log.info("controller %d: deleted topic %s", self.broker_id, name)

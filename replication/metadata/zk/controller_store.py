@@ -261,12 +261,13 @@ class ZkControllerStore:
         """Topics with a pending deletion request; ``watch`` fires when the requests change."""
         return await self.zk.get_children(DeleteTopicsZNode.path, watch=watch) or []
 
-    async def delete_topic_znode(self, topic: str) -> None:
-        """The topic's assignment, partition states and config: children before parents in multis of up to
-        ``STATES_PER_MULTI`` partitions, the topic znode and its config in the last (every broker sees the topic go
-        at once, not partition by partition, each a round trip, as a recursive delete had it). Each partition znode
-        is taken to hold only its state (Kafka's layout, not read per partition: 24 reads before a topic of 24
-        partitions could go); recursively when the tree holds more or changed meanwhile."""
+    async def delete_topic(self, topic: str) -> None:
+        """The topic's assignment, partition states, config and deletion request: children before parents in
+        multis of up to ``STATES_PER_MULTI`` partitions, the topic znode, its config and the request in the last,
+        fenced (every broker sees the topic go at once, not partition by partition, each a round trip, as a
+        recursive delete had it; and the request goes with it, one write less). Each partition znode is taken to
+        hold only its state (Kafka's layout, not read per partition: 24 reads before a topic of 24 partitions could
+        go); recursively when the tree holds more or changed meanwhile, the request then removed after."""
         root = TopicZNode.path(topic)
         config = ConfigEntityZNode.path("topics", topic)
         partitions, config_stat = await asyncio.gather(self.zk.get_children(TopicPartitionsZNode.path(topic)),
@@ -282,15 +283,18 @@ class ZkControllerStore:
         batches[-1].append(DeleteOp(root))
         if config_stat is not None:
             batches[-1].append(DeleteOp(config))
+        batches[-1].append(DeleteOp(DeleteTopicsTopicZNode.path(topic)))
         try:
-            for ops in batches:
+            for ops in batches[:-1]:
                 await self.zk.multi(ops)
+            await self.election.fenced_multi(batches[-1])
         except ZooKeeperMultiError as exc:
             if not isinstance(exc.error, (NoNodeError, NotEmptyError)):
                 raise
             if await self.zk.exists(root) is not None:
                 await self.zk.delete(root, recursive=True)
             await self.delete_topic_configs(topic)
+            await self.delete_topic_deletion(topic)
 
     async def delete_topic_configs(self, topic: str) -> None:
         try:

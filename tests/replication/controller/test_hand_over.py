@@ -5,6 +5,7 @@ back at start its partitions are led here again; lost replicas are named as Kafk
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -90,7 +91,8 @@ def test_a_single_node_names_its_replica_lost_only_while_its_partition_is_offlin
 def test_stray_logs_of_deleted_topics_and_of_replicas_moved_away_are_deleted_at_start(tmp_path, dirs):
     """A broker killed before it renamed a deleted topic's logs (they are renamed after the image is applied),
     or down while a topic was deleted, or created again under the same name, finds their logs at its next start:
-    deleted, as Kafka deletes stray replicas; the current topic's logs, and logs without a topic id, stay."""
+    those of a topic created again (or moved away) deleted, those of a topic gone renamed -stray and kept, as Kafka
+    keeps them; the current topic's logs, and logs without a topic id, stay."""
     async def test() -> None:
         (tmp_path / "meta").mkdir()
         store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
@@ -109,6 +111,8 @@ def test_stray_logs_of_deleted_topics_and_of_replicas_moved_away_are_deleted_at_
             log_manager.get_or_create_log("no-id", 0, None, LogConfig())  # nothing to tell it by
             hand_over(store, log_manager).delete_stray_logs()
             assert sorted(lg.topic for lg in log_manager.all_logs()) == ["kept", "no-id"]
+            kept = sorted(n.rsplit(".", 1)[0] for n in os.listdir(dirs[0]) if n.endswith("-stray"))
+            assert kept == ["gone-0"]
         finally:
             log_manager.shutdown()
 

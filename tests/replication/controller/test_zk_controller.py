@@ -422,8 +422,9 @@ def test_a_new_topics_states_are_written_in_one_write_and_its_deletion_in_anothe
                 return await c.admin.exists(DeleteTopicsTopicZNode.path("batch")) is None
             await until(deleted)
             assert await c.admin.exists(TopicZNode.path("batch")) is None
-            # the topic's tree in one delete (state and partition znode of each, parent, topic), then the request
-            assert writes[0] == 2 * partitions + 2
+            # the topic's tree and the request in one fenced delete (the fence, state and partition znode of each,
+            # parent, topic, request)
+            assert writes == [1 + 2 * partitions + 3]
     run(main())
 
 
@@ -458,7 +459,8 @@ def test_a_topic_of_more_partitions_than_one_write_takes_is_created_and_deleted_
                 return await c.admin.exists(DeleteTopicsTopicZNode.path("large")) is None
             await until(deleted)
             assert await c.admin.exists(TopicZNode.path("large")) is None
-            assert [len(ops) for ops in writes[:3]] == [2 * 16, 2 * 16, 2 * 8 + 3]
-            # the topic znode in the last, with its config (one write: no config left behind a deleted topic)
-            assert [op.path for op in writes[2][-2:]] == [TopicZNode.path("large"), ConfigEntityZNode.path("topics", "large")]
+            assert [len(ops) for ops in writes] == [2 * 16, 2 * 16, 1 + 2 * 8 + 4]
+            # the topic znode in the last (fenced), with its config and the request: nothing left behind
+            assert [op.path for op in writes[2][-3:]] == [TopicZNode.path("large"), ConfigEntityZNode.path("topics", "large"),
+                                                          DeleteTopicsTopicZNode.path("large")]
     run(main())
