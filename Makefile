@@ -129,7 +129,7 @@ differential-cluster-ops: deps
 ##        and a full log dir on broker 1, its partition's leadership moved away (test_differential_disk_faults, ~1 min)
 ##        and broker 1's only log dir turned read-only: it halts, the others lead on (test_differential_read_only_dir)
 differential-cluster: deps
-	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or stalled or recreated or (share_groups and tool) or (tuned and retention)" $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or share_renew_and_request_errors or stalled or recreated or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_streams_groups.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)

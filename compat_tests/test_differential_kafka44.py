@@ -36,6 +36,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - DescribeShareGroupOffsets v1's lag over transactional data (aborted, committed and open transactions, markers)
   for read_uncommitted and read_committed groups, after DeleteRecords, for unknown groups and topics; the ranges
   a fetch of several batches and of transaction markers acquires.
+- ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
+  unknown acknowledge types, wrong epochs and members (top-level errors without messages).
 """
 
 from __future__ import annotations
@@ -1516,6 +1518,73 @@ def share_offsets_lag(c: RawClient) -> Observations:
     return out
 
 
+def share_renew_and_request_errors(c: RawClient) -> Observations:
+    """ShareFetch and ShareAcknowledge v2 refused or partly refused, each in a share session of its own group (so
+    that no state is shared): a renewing ShareFetch (is_renew_ack) with fetch fields set, and with them 0; a RENEW
+    without is_renew_ack (ShareFetch: the partition's acknowledge error, the fetch goes on; ShareAcknowledge) and an
+    unknown type with it; acknowledgements at epoch 0, at a wrong epoch, with an empty member id and without a
+    session. Top-level codes and messages, partitions' codes."""
+    t = "k44-rr-t"
+    infos = _share_setup(c, "k44-rr-0", {t: 1}, records=10)
+    tid = infos[t].topic_id
+    out: Observations = {}
+
+    def fetch(group: str, member: str, epoch: int, acks=(), renew=False, fields: int = 1):
+        r = c.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=300 * fields, min_bytes=fields,
+            max_bytes=(1 << 20) * fields, max_records=2 * fields, batch_size=2, share_acquire_mode=1,
+            is_renew_ack=renew, topics=[ShareFetchTopic(topic_id=tid, partitions=[ShareFetchPartition(
+                partition_index=0, acknowledgement_batches=[ShareFetchAck(first_offset=f, last_offset=la,
+                                                                          acknowledge_types=k)
+                                                            for f, la, k in acks])])]), 2)
+        return (r.error_code, r.error_message, [(p.error_code, p.error_message, p.acknowledge_error_code,
+                                                 p.acknowledge_error_message,
+                                                 [(x.first_offset, x.last_offset, x.delivery_count)
+                                                  for x in p.acquired_records]) for x in r.responses
+                                                for p in x.partitions])
+
+    def acknowledge(group: str, member: str, epoch: int, acks, renew=False):
+        r = c.request(ShareAcknowledgeRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, is_renew_ack=renew, topics=[ShareAckTopic(
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+        return r.error_code, r.error_message, [(p.error_code, p.error_message) for x in r.responses
+                                               for p in x.partitions]
+
+    def session(n: int) -> tuple[str, str, int]:
+        """A member of group k44-rr-``n`` holding offsets 0-1: (group, member, next session epoch)."""
+        group, member = f"k44-rr-{n}", "r" * 22
+        if n:
+            _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                           lambda r: r.coordinators[0].error_code)
+            _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+        _share_member_assigned(c, group, member, [t])
+        got, epoch = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)], max_records=2, mode=1))
+        out[f"acquired ({n})"] = got[1][0][5]
+        return group, member, epoch
+
+    g, m, e = session(0)
+    out["renewing fetch with fetch fields"] = fetch(g, m, e, [(0, 0, [4])], renew=True)
+    out["renewing fetch with them 0"] = fetch(g, m, e, [(0, 0, [4])], renew=True, fields=0)
+    out["renewing fetch accepting"] = fetch(g, m, e + 1, [(1, 1, [1])], renew=True, fields=0)
+    g, m, e = session(1)
+    out["fetch with a RENEW"] = fetch(g, m, e, [(0, 0, [4])])
+    out["acknowledge with a RENEW"] = acknowledge(g, m, e + 1, [(0, 0, [4])])
+    out["acknowledge with type 5"] = acknowledge(g, m, e + 2, [(1, 1, [5])], renew=True)
+    out["acknowledge at epoch 0"] = acknowledge(g, m, 0, [(0, 0, [1])])
+    out["acknowledge at a wrong epoch"] = acknowledge(g, m, e + 9, [(0, 0, [1])])
+    out["fetch at a wrong epoch"] = fetch(g, m, e + 9)
+    out["fetch acknowledging at epoch 0"] = fetch(g, m, 0, [(0, 0, [1])])
+    out["acknowledge with an empty member id"] = acknowledge(g, "", e + 3, [(0, 0, [1])])
+    out["fetch with an empty member id"] = fetch(g, "", e + 3)
+    out["acknowledge without a session"] = acknowledge(g, "z" * 22, 1, [(0, 0, [1])])
+    out["fetch without a session"] = fetch(g, "z" * 22, 1)
+    for n in (0, 1):
+        c.request(ShareGroupHeartbeatRequest(group_id=f"k44-rr-{n}", member_id="r" * 22, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1529,7 +1598,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_state_records": share_state_records,
     "share_acknowledge_unknown_partitions": share_acknowledge_unknown_partitions,
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
-    "share_offsets_lag": share_offsets_lag,
+    "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
 }
 
 
@@ -1555,7 +1624,8 @@ def fresh_kafka():
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
-                                                        "share_acknowledge_unknown_partitions", "share_offsets_lag")))
+                                                        "share_acknowledge_unknown_partitions", "share_offsets_lag",
+                                                        "share_renew_and_request_errors")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

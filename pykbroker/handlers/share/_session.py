@@ -27,19 +27,25 @@ def parse_acks(group_id: str, topics) -> dict[Key, list[tuple[int, int, list[int
     return out if any(out.values()) else {}
 
 
-def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> bool:
+def invalid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> set[Key]:
+    """The partitions with an acknowledgement batch of an unknown type (RENEW without ``is_renew_ack``): Kafka 4.4
+    answers each INVALID_REQUEST (no message) and applies none of its batches; the others go on."""
     highest = 4 if renew_allowed else 3
-    return all(types and all(0 <= t <= highest for t in types) for batches in acks.values() for _, _, types in batches)
+    return {key for key, batches in acks.items()
+            if not all(types and all(0 <= t <= highest for t in types) for _, _, types in batches)}
 
 
 async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
-                      readable: set[uuid.UUID]) -> dict[Key, int]:
+                      readable: set[uuid.UUID], renew_allowed: bool) -> dict[Key, int]:
     """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, a
     partition the topic does not have UNKNOWN_TOPIC_OR_PARTITION, topics the principal may not READ (not in
     ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka 4.4."""
     topics_by_id = ctx.metadata.topics_by_id
-    known = {k: v for k, v in acks.items() if k[1] in readable and partition_exists(ctx, k[1], k[2])}
+    invalid = invalid_ack_types(acks, renew_allowed)
+    known = {k: v for k, v in acks.items()
+             if k[1] in readable and partition_exists(ctx, k[1], k[2]) and k not in invalid}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
+    codes |= {k: ErrorCode.INVALID_REQUEST for k in invalid if k[1] in readable and partition_exists(ctx, k[1], k[2])}
     for key in acks:
         codes.setdefault(key, ErrorCode.UNKNOWN_TOPIC_ID if key[1] not in topics_by_id
                          else ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] not in readable
@@ -81,4 +87,4 @@ def session_for(ctx: RequestContext, group_id: str, member_id: str, epoch: int,
     return session
 
 
-__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "session_for", "valid_ack_types"]
+__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "invalid_ack_types", "session_for"]
