@@ -38,6 +38,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   a fetch of several batches and of transaction markers acquires.
 - ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
   unknown acknowledge types, wrong epochs and members (top-level errors without messages).
+- Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
+  SharePartition's messages, per offset or per batch.
 """
 
 from __future__ import annotations
@@ -1585,6 +1587,49 @@ def share_renew_and_request_errors(c: RawClient) -> Observations:
     return out
 
 
+def share_acknowledge_refusals(c: RawClient) -> Observations:
+    """Acknowledgements a share-partition refuses, with Kafka 4.4's codes and messages: after a record-limit
+    acquisition of 2 of a batch of 10, of offsets in flight never delivered (per offset), past the records in flight
+    (its first or its last offset: INVALID_REQUEST) and of offsets no longer held; by another member, of records
+    acquired whole (per batch, also with per-offset types); and an accepted batch accepted again."""
+    t = "k44-ar-t"
+    tid = _share_setup(c, "k44-ar-0", {t: 1}, records=10)[t].topic_id
+    out: Observations = {}
+
+    def acknowledge(group: str, member: str, epoch: int, acks):
+        r = c.request(ShareAcknowledgeRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, topics=[ShareAckTopic(
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+        return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
+
+    a, b = "a" * 22, "b" * 22
+    g = "k44-ar-0"
+    _share_member_assigned(c, g, a, [t])
+    got, e = _until_acquired(lambda n: _share_fetch(c, g, a, n, [(tid, 0)], max_records=2, mode=1))
+    out["record-limit acquired"] = got[1][0][5]
+    for i, acks in enumerate(([(5, 5, [1])], [(1, 5, [1])], [(12, 12, [1])], [(8, 12, [1])], [(1, 1, [1])],
+                              [(1, 2, [1, 1])])):
+        out[f"acknowledge {acks}"] = acknowledge(g, a, e + i, acks)
+    g = "k44-ar-1"
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[g]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, g, "share.auto.offset.reset", "earliest")
+    _share_member_assigned(c, g, a, [t])
+    _share_member_assigned(c, g, b, [t])
+    got, e = _until_acquired(lambda n: _share_fetch(c, g, a, n, [(tid, 0)], max_records=10))
+    out["acquired whole"] = got[1][0][5]
+    _share_fetch(c, g, b, 0, [(tid, 0)], wait_ms=100)
+    for i, acks in enumerate(([(0, 9, [1])], [(3, 4, [1])], [(3, 4, [1, 1])])):
+        out[f"another member acknowledges {acks}"] = acknowledge(g, b, 1 + i, acks)
+    out["accept 0-9"] = acknowledge(g, a, e, [(0, 9, [1])])
+    out["accept 0-9 again"] = acknowledge(g, a, e + 1, [(0, 9, [1])])
+    for n, m in ((0, a), (1, a), (1, b)):
+        c.request(ShareGroupHeartbeatRequest(group_id=f"k44-ar-{n}", member_id=m, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1599,6 +1644,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_acknowledge_unknown_partitions": share_acknowledge_unknown_partitions,
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
     "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
+    "share_acknowledge_refusals": share_acknowledge_refusals,
 }
 
 
@@ -1625,7 +1671,7 @@ def fresh_kafka():
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
-                                                        "share_renew_and_request_errors")))
+                                                        "share_renew_and_request_errors", "share_acknowledge_refusals")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -52,6 +52,8 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
 
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
+
 SharePartitionKey = tuple[str, uuid.UUID, int]
 # (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
 DeadLetterSink = Callable[[str, str, int, int, int, int, str, Callable[[], None]], bool]
@@ -355,11 +357,13 @@ class SharePartitionManager:
 
     # -- acknowledge -------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str,
-                          acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]]) -> dict[SharePartitionKey, int]:
+                          acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]],
+                          ) -> dict[SharePartitionKey, tuple[int, str | None]]:
         """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
-        Kafka 4.4's SharePartitionManager answers a partition missing from its cache."""
-        out: dict[SharePartitionKey, int] = {}
+        Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
+        refused batch answers its SharePartition message. (code, message) per partition."""
+        out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():
             entry = self._entries.get(key)
@@ -368,10 +372,10 @@ class SharePartitionManager:
                 self._drop(key, "leadership changed")
                 entry = None
             if entry is None or entry.partition is None:  # not loaded here (Kafka's partition cache)
-                out[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            code = ErrorCode.NONE
+            result: tuple[int, str | None] = (ErrorCode.NONE, None)
             applied = False
             for first, last, types in batches:
                 try:
@@ -380,8 +384,9 @@ class SharePartitionManager:
                 except InvalidRecordStateError as exc:
                     log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
                              sp.topic, sp.partition, exc)
-                    code = ErrorCode.INVALID_RECORD_STATE
-            out[key] = code
+                    result = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
+                              str(exc))
+            out[key] = result
             if applied:  # nothing changed, nothing written (a start offset not yet persisted waits too)
                 touched.append(key)
         for key in touched:
@@ -389,8 +394,8 @@ class SharePartitionManager:
                 await self.persist(key)
             except Exception as exc:
                 log.warning("share group %s: writing the state of %s-%d failed: %s", group_id, key[1], key[2], exc)
-                if out[key] == ErrorCode.NONE:
-                    out[key] = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+                if out[key][0] == ErrorCode.NONE:
+                    out[key] = (getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR), None)
         return out
 
     async def release_member(self, group_id: str, member_id: str, keys: list[SharePartitionKey] | None = None) -> None:

@@ -20,7 +20,6 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
-    acknowledge_message,
     close_session,
     parse_acks,
     session_for,
@@ -68,9 +67,9 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    for (_, topic_id, index), code in codes.items():
+    for (_, topic_id, index), (code, message) in codes.items():
         by_topic.setdefault(topic_id, []).append(PartitionData(
-            partition_index=index, error_code=code, error_message=acknowledge_message(ctx, topic_id, index, code),
+            partition_index=index, error_code=code, error_message=message,
             current_leader=_leader(ctx, topic_id, index, code)))
     lock_ms = service(ctx).settings(group_id).record_lock_duration_ms
     return ShareAcknowledgeResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,

@@ -37,7 +37,6 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
-    acknowledge_message,
     close_session,
     parse_acks,
     partition_exists,
@@ -138,7 +137,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     for topic_id, index in wanted:
         key = (group_id, topic_id, index)
         result = results.get(key)
-        ack_code = ack_codes.get(key)
+        ack_code, ack_message = ack_codes.get(key, (None, None))
         if result is not None and result.omitted and ack_code is None:
             continue
         if topic_id not in ctx.metadata.topics_by_id:
@@ -153,7 +152,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 continue
             data = PartitionData(
                 partition_index=index, error_code=error, acknowledge_error_code=ack_code or ErrorCode.NONE,
-                acknowledge_error_message=acknowledge_message(ctx, topic_id, index, ack_code),
+                acknowledge_error_message=ack_message,
                 current_leader=_leader(ctx, topic_id, index, error), records=records,
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                   delivery_count=a.delivery_count) for a in acquired])
