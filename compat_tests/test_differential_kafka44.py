@@ -38,6 +38,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   a fetch of several batches and of transaction markers acquires.
 - ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
   unknown acknowledge types, wrong epochs and members (top-level errors without messages).
+- A compacted topic's gap between two batches: acquired with them in one range; the lag once all is accepted.
 - Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
   SharePartition's messages, per offset or per batch.
 """
@@ -1630,6 +1631,74 @@ def share_acknowledge_refusals(c: RawClient) -> Observations:
     return out
 
 
+def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
+    """(first, last) offsets of every batch of ``topic`` partition 0 (a fetch answers one segment: read on)."""
+    from wire import iter_batch_headers
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for _ in range(50):
+        r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                                   session_id=0, session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[
+                                       FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=-1,
+                                                      last_fetched_epoch=-1, log_start_offset=-1,
+                                                      partition_max_bytes=1 << 20)])],
+                                   forgotten_topics_data=[], rack_id=""), 12)
+        got = [(h.base_offset, h.last_offset) for _, h in iter_batch_headers(r.responses[0].partitions[0].records
+                                                                              or b"")]
+        if not got:
+            break
+        out += got
+        offset = got[-1][1] + 1
+    return out
+
+
+def share_compacted_gaps(c: RawClient) -> Observations:
+    """A compacted topic whose cleaner removed a batch between two others (offsets 1-2): the range a share fetch from
+    the earliest offset acquires (the gap inside it), a release of the whole range and the redelivery, the accept of
+    what that fetch acquired and DescribeShareGroupOffsets v1's lag then."""
+    group, t = "k44-cg", "k44-cg-t"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=t, num_partitions=-1, replication_factor=-1, assignments=[
+        CreatableReplicaAssignment(partition_index=0, broker_ids=[1])], configs=[
+        CreatableTopicConfig(name=n, value=v) for n, v in (("cleanup.policy", "compact"), ("segment.ms", "100"),
+                                                          ("min.cleanable.dirty.ratio", "0.01"),
+                                                          ("delete.retention.ms", "0"))])], timeout_ms=10_000), 7)
+    tid = c.wait_for_topics(t)[t].topic_id
+    for keys in ([b"c"], [b"a", b"b"], [b"a", b"b"], [b"d"], [b"e"], [b"f"]):  # a segment each (segment.ms)
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"v"] * len(keys), keys=keys,
+                                                                     timestamp=int(time.time() * 1000)))])]), 11)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 90
+    while (1, 2) in (ranges := _batch_ranges(c, t)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    out: Observations = {"batches": ranges}
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+    member = "g" * 22
+    _share_member_assigned(c, group, member, [t])
+    got, session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)], max_records=100))
+    out["acquired"] = got
+    last = got[1][0][5][-1][1] if got[1] and got[1][0][5] else 0
+    r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=session, topics=[
+        ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+            ShareAckBatch(first_offset=0, last_offset=last, acknowledge_types=[2])])])]), 2)
+    out["release all"] = (r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions])
+    out["fetch"] = _share_fetch(c, group, member, session + 1, [(tid, 0)], max_records=100)
+    held = [r for p in out["fetch"][1] for r in p[5]]
+    out["accept"] = _share_fetch(c, group, member, session + 2, [(tid, 0)],
+                                 {(tid, 0): [(f, la, 1) for f, la, _ in held]}, wait_ms=0)[0]
+    deadline = time.monotonic() + 15
+    while _state_summary(c, group, tid)[0][3] < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+        group_id=group, topics=[DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=[0])])]), 1)
+    out["offsets"] = [(p.start_offset, p.lag, p.error_code) for g in r.groups for x in g.topics for p in x.partitions]
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1644,7 +1713,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_acknowledge_unknown_partitions": share_acknowledge_unknown_partitions,
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
     "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
-    "share_acknowledge_refusals": share_acknowledge_refusals,
+    "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
 }
 
 
@@ -1671,7 +1740,8 @@ def fresh_kafka():
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
-                                                        "share_renew_and_request_errors", "share_acknowledge_refusals")))
+                                                        "share_renew_and_request_errors", "share_acknowledge_refusals",
+                                                        "share_compacted_gaps")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

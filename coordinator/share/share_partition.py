@@ -180,15 +180,20 @@ class SharePartition:
         ``record_limit`` (Kafka's batch-optimized mode may pass the limit to end at a batch boundary).
         ``archive(offset)`` says which fresh offsets are archived rather than delivered (aborted transactions under
         read_committed). Acquired offsets with one delivery count form one range across adjacent batches, as
-        Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them)."""
+        Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them),
+        offsets compacted away between them included (the client acknowledges those as gaps)."""
         token = self._next_token
         self._next_token += 1
         acquired: list[AcquiredRecords] = []
         taken = 0
         run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
+        previous_last = -1
         for first, last in batches:
             if taken >= max_records:
                 break
+            if 0 <= previous_last < first - 1:
+                first = previous_last + 1  # offsets compacted away between two batches are acquired with them
+            previous_last = last
             if run_first >= 0 and first != acquired_end:
                 acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
                 run_first = -1
@@ -197,7 +202,8 @@ class SharePartition:
                     break
                 gap = self.end_offset
                 self._grow(last + 1)
-                if first > gap:  # offsets without a record (compacted away, or before the log start): archived
+                if first > gap:  # offsets without a record before the first batch read (compacted away, or
+                    # before the log start): archived
                     for off in range(gap, first):
                         self._states[off - self.start_offset] = _ARCHIVED
                     self._dirty.mark(gap, first - 1)
