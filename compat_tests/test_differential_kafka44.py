@@ -38,6 +38,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   a fetch of several batches and of transaction markers acquires.
 - ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
   unknown acknowledge types, wrong epochs and members (top-level errors without messages).
+- The group's share.delivery.count.limit with a dead-letter queue: a record released at the limit as a dead letter.
 - A compacted topic's gap between two batches: acquired with them in one range; the lag once all is accepted.
 - Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
   SharePartition's messages, per offset or per batch.
@@ -1699,6 +1700,37 @@ def share_compacted_gaps(c: RawClient) -> Observations:
     return out
 
 
+def share_delivery_count_limit(c: RawClient) -> Observations:
+    """The group config share.delivery.count.limit (2 here; the broker's default is 5) with a dead-letter queue: a
+    record released at the limit goes to the DLQ with the cause "Offset delivery count exceeded the threshold.",
+    beside one rejected in the same acknowledgement (per-offset types), and is not delivered again."""
+    group, t, dlq = "k44-dx", "k44-dx-t", "dlq.k44-dx"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=dlq, num_partitions=1, replication_factor=1, configs=[
+        CreatableTopicConfig(name="errors.deadletterqueue.group.enable", value="true")])], timeout_ms=10_000), 7)
+    tid = _share_setup(c, group, {t: 1}, records=3)[t].topic_id
+    c.wait_for_topics(dlq)
+    out: Observations = {n: _set_group_config(c, group, n, v) for n, v in (
+        ("errors.deadletterqueue.topic.name", dlq), ("share.delivery.count.limit", "2"))}
+    member = "d" * 22
+    _share_member_assigned(c, group, member, [t])
+
+    def acknowledge(epoch: int, types: list[int]):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch, topics=[
+            ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                ShareAckBatch(first_offset=0, last_offset=2, acknowledge_types=types)])])]), 2)
+        return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
+
+    out["fetched"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)]))
+    out["release"] = acknowledge(session, [2])
+    out["fetched again"] = _share_fetch(c, group, member, session + 1, [(tid, 0)])
+    out["release 0, reject 1, accept 2"] = acknowledge(session + 2, [2, 3, 1])
+    out["dead letters"] = [(k, v, sorted(h)) for k, v, h in _records_of(c, dlq, 2)]
+    out["nothing to fetch"] = _share_fetch(c, group, member, session + 3, [(tid, 0)], wait_ms=200)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1714,6 +1746,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
     "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
     "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
+    "share_delivery_count_limit": share_delivery_count_limit,
 }
 
 
@@ -1741,7 +1774,7 @@ def fresh_kafka():
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
                                                         "share_renew_and_request_errors", "share_acknowledge_refusals",
-                                                        "share_compacted_gaps")))
+                                                        "share_compacted_gaps", "share_delivery_count_limit")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)
