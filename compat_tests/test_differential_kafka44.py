@@ -38,6 +38,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   a fetch of several batches and of transaction markers acquires.
 - ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
   unknown acknowledge types, wrong epochs and members (top-level errors without messages).
+- The group's share.renew.acknowledge.enable=false: RENEW refused per partition.
 - The group's share.delivery.count.limit with a dead-letter queue: a record released at the limit as a dead letter.
 - A compacted topic's gap between two batches: acquired with them in one range; the lag once all is accepted.
 - Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
@@ -1731,6 +1732,39 @@ def share_delivery_count_limit(c: RawClient) -> Observations:
     return out
 
 
+def share_renew_disabled(c: RawClient) -> Observations:
+    """A group with share.renew.acknowledge.enable=false: a RENEW in a renewing ShareAcknowledge and ShareFetch,
+    then an accept of the same records (whether the renew took them from the member)."""
+    group, t = "k44-rd", "k44-rd-t"
+    tid = _share_setup(c, group, {t: 1}, records=4)[t].topic_id
+    out: Observations = {"config": _set_group_config(c, group, "share.renew.acknowledge.enable", "false")}
+    member = "n" * 22
+    _share_member_assigned(c, group, member, [t])
+
+    def acknowledge(epoch: int, first: int, last: int, types: list[int], renew: bool):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch,
+                                              is_renew_ack=renew, topics=[ShareAckTopic(topic_id=tid, partitions=[
+                                                  ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                                                      ShareAckBatch(first_offset=first, last_offset=last,
+                                                                    acknowledge_types=types)])])]), 2)
+        return (r.error_code, r.error_message, r.acquisition_lock_timeout_ms,
+                [(p.error_code, p.error_message) for x in r.responses for p in x.partitions])
+
+    out["fetched"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)]))
+    out["renew 0-1"] = acknowledge(session, 0, 1, [4], True)
+    r = c.request(ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=session + 1, max_wait_ms=0,
+                                    min_bytes=0, max_bytes=0, max_records=0, batch_size=0, is_renew_ack=True,
+                                    topics=[ShareFetchTopic(topic_id=tid, partitions=[ShareFetchPartition(
+                                        partition_index=0, acknowledgement_batches=[ShareFetchAck(
+                                            first_offset=2, last_offset=2, acknowledge_types=[4])])])]), 2)
+    out["renewing fetch of 2"] = (r.error_code, [(p.error_code, p.acknowledge_error_code, p.acknowledge_error_message)
+                                                 for x in r.responses for p in x.partitions])
+    out["accept 0-3"] = acknowledge(session + 2, 0, 3, [1], False)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1746,7 +1780,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
     "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
     "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
-    "share_delivery_count_limit": share_delivery_count_limit,
+    "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
 }
 
 
@@ -1774,7 +1808,8 @@ def fresh_kafka():
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
                                                         "share_renew_and_request_errors", "share_acknowledge_refusals",
-                                                        "share_compacted_gaps", "share_delivery_count_limit")))
+                                                        "share_compacted_gaps", "share_delivery_count_limit",
+                                                        "share_renew_disabled")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

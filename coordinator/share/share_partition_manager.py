@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
 from coordinator.share.persister import SharePersister
+from coordinator.share.record_state import AcknowledgeType
 from coordinator.share.share_partition import (
     AcquiredRecords,
     InvalidRecordStateError,
@@ -53,6 +54,8 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # share.renew.acknowledge.enable=false
+RENEW = int(AcknowledgeType.RENEW)
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 # (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
@@ -68,6 +71,7 @@ class ShareGroupSettings:
     record_lock_duration_ms: int = 30_000
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
+    renew_enabled: bool = True  # share.renew.acknowledge.enable
 
 
 @dataclass
@@ -362,7 +366,8 @@ class SharePartitionManager:
         """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
-        refused batch answers its SharePartition message. (code, message) per partition."""
+        refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
+        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():
@@ -377,6 +382,9 @@ class SharePartitionManager:
             sp = entry.partition
             result: tuple[int, str | None] = (ErrorCode.NONE, None)
             applied = False
+            if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
+                out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
+                continue
             for first, last, types in batches:
                 try:
                     sp.acknowledge(member_id, first, last, types)
