@@ -112,7 +112,9 @@ differential-cluster-ops: deps
 ##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
 ##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) and share-partition
-##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters
+##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters, and the
+##        share scenarios of refused acknowledgements, lag over transactions, compacted gaps (a minute: the log
+##        cleaner), the group's delivery count limit and renew switch (about 2 min together)
 ##        and the single-node scenarios of half a minute each: the stalled share consumer, a share consumer's topic
 ##        deleted and recreated, kafka-share-groups and the tuned retention scenario
 ##        and the Streams-group scenarios (test_differential_streams_groups) on the 3-node clusters
