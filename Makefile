@@ -114,7 +114,9 @@ differential-cluster-ops: deps
 ##        scenario client's split of partition requests by leader (test_leader_split); Kafka 4.4's tools swept
 ##        over both clusters (test_cluster_kafka_tools: quorum, features, configs, log dirs, offsets, ~4 min);
 ##        share groups at share.version 2 (test_differential_kafka44's share_groups_v2, 30 s) and share-partition
-##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters
+##        initialization (share_initialization, 25 s) on one Kafka 4.4 node and on the 3-node clusters, and the
+##        share scenarios of refused acknowledgements, lag over transactions, compacted gaps (a minute: the log
+##        cleaner), the group's delivery count limit and renew switch (about 2 min together)
 ##        and the single-node scenarios of half a minute each: the stalled share consumer, a share consumer's topic
 ##        deleted and recreated, kafka-share-groups and the tuned retention scenario
 ##        and the Streams-group scenarios (test_differential_streams_groups) on the 3-node clusters
@@ -134,6 +136,8 @@ differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or stalled or recreated or (share_scenario and (three or reject)) or (share_groups and tool) or (tuned and retention)" $(ARGS)
 
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or stalled or recreated or (share_groups and tool) or (tuned and retention)" $(ARGS)
+
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or share_renew_and_request_errors or share_acknowledge_refusals or share_compacted_gaps or share_delivery_count_limit or share_renew_disabled or stalled or recreated or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_STREAMS_SLOW=1 $(PY) -m pytest compat_tests/test_differential_streams_groups.py -k cluster- $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_restart.py $(ARGS)

@@ -38,6 +38,13 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - DescribeShareGroupOffsets v1's lag over transactional data (aborted, committed and open transactions, markers)
   for read_uncommitted and read_committed groups, after DeleteRecords, for unknown groups and topics; the ranges
   a fetch of several batches and of transaction markers acquires.
+- ShareFetch/ShareAcknowledge v2 refusals: a renewing fetch with fetch fields set, RENEW without is_renew_ack,
+  unknown acknowledge types, wrong epochs and members (top-level errors without messages).
+- The group's share.renew.acknowledge.enable=false: RENEW refused per partition.
+- The group's share.delivery.count.limit with a dead-letter queue: a record released at the limit as a dead letter.
+- A compacted topic's gap between two batches: acquired with them in one range; the lag once all is accepted.
+- Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
+  SharePartition's messages, per offset or per batch.
 """
 
 from __future__ import annotations
@@ -1276,10 +1283,11 @@ def _until_acquired(fetch: Callable[[int], tuple], timeout: float = 30.0) -> tup
 
 
 def share_acknowledge_unknown_partitions(c: RawClient) -> Observations:
-    """A ShareAcknowledge (ordinary, then closing) naming beside a held record: a partition index the topic does not
-    have, a topic id nobody has, a topic the group is not subscribed to (no share-partition loaded or initialized)
-    and, on a cluster, a partition another broker leads: each partition's error code and message, the top-level
-    error, and the records the valid acknowledgement accepted."""
+    """A ShareAcknowledge (ordinary, then closing) naming beside a held record: a partition of the topic not loaded
+    on the broker asked (one node: never fetched; a cluster: led by another broker), a partition index the topic
+    does not have, a topic id nobody has, a topic the group is not subscribed to (never initialized): each
+    partition's error code, message and current leader, the top-level error and the state the valid
+    acknowledgement left; then the same acknowledgements piggybacked on another member's ShareFetch."""
     from compat_tests.routing_client import RoutingClient
     group, t, u = "k44-au", "k44-au-t", "k44-au-u"
     infos = _share_setup(c, group, {t: 2, u: 1})
@@ -1317,7 +1325,10 @@ def share_acknowledge_unknown_partitions(c: RawClient) -> Observations:
         acks[(tid, 1)] = [(0, 0, 1)]
     names[UNKNOWN_ID] = "unknown"
     fetched = _share_fetch(direct, group, other, session, list(acks), acks, wait_ms=200, names=names)
-    out["fetch acknowledging them"] = (fetched[0], sorted(fetched[1], key=repr))
+    # u's fetch error is UNKNOWN_SERVER_ERROR or none (no records either way), as Kafka's failed initialization of
+    # the share-partition ends before or after the fetch completes (see share_fetch_uninitialized)
+    out["fetch acknowledging them"] = (fetched[0], sorted(
+        (p[:2] + (p[2] in (0, ErrorCode.UNKNOWN_SERVER_ERROR),) + p[3:]) if p[0] == u else p for p in fetched[1]))
     out["closing fetch acknowledging them"] = _share_fetch(direct, group, other, -1, [], acks, names=names)
     deadline = time.monotonic() + 30
     while _state_summary(c, group, tid)[0][3] < 1 and time.monotonic() < deadline:
@@ -1515,6 +1526,248 @@ def share_offsets_lag(c: RawClient) -> Observations:
     return out
 
 
+def share_renew_and_request_errors(c: RawClient) -> Observations:
+    """ShareFetch and ShareAcknowledge v2 refused or partly refused, each in a share session of its own group (so
+    that no state is shared): a renewing ShareFetch (is_renew_ack) with fetch fields set, and with them 0; a RENEW
+    without is_renew_ack (ShareFetch: the partition's acknowledge error, the fetch goes on; ShareAcknowledge) and an
+    unknown type with it; acknowledgements at epoch 0, at a wrong epoch, with an empty member id and without a
+    session. Top-level codes and messages, partitions' codes."""
+    t = "k44-rr-t"
+    infos = _share_setup(c, "k44-rr-0", {t: 1}, records=10)
+    tid = infos[t].topic_id
+    out: Observations = {}
+
+    def fetch(group: str, member: str, epoch: int, acks=(), renew=False, fields: int = 1):
+        r = c.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=300 * fields, min_bytes=fields,
+            max_bytes=(1 << 20) * fields, max_records=2 * fields, batch_size=2, share_acquire_mode=1,
+            is_renew_ack=renew, topics=[ShareFetchTopic(topic_id=tid, partitions=[ShareFetchPartition(
+                partition_index=0, acknowledgement_batches=[ShareFetchAck(first_offset=f, last_offset=la,
+                                                                          acknowledge_types=k)
+                                                            for f, la, k in acks])])]), 2)
+        return (r.error_code, r.error_message, [(p.error_code, p.error_message, p.acknowledge_error_code,
+                                                 p.acknowledge_error_message,
+                                                 [(x.first_offset, x.last_offset, x.delivery_count)
+                                                  for x in p.acquired_records]) for x in r.responses
+                                                for p in x.partitions])
+
+    def acknowledge(group: str, member: str, epoch: int, acks, renew=False):
+        r = c.request(ShareAcknowledgeRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, is_renew_ack=renew, topics=[ShareAckTopic(
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+        return r.error_code, r.error_message, [(p.error_code, p.error_message) for x in r.responses
+                                               for p in x.partitions]
+
+    def session(n: int) -> tuple[str, str, int]:
+        """A member of group k44-rr-``n`` holding offsets 0-1: (group, member, next session epoch)."""
+        group, member = f"k44-rr-{n}", "r" * 22
+        if n:
+            _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                           lambda r: r.coordinators[0].error_code)
+            _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+        _share_member_assigned(c, group, member, [t])
+        got, epoch = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)], max_records=2, mode=1))
+        out[f"acquired ({n})"] = got[1][0][5]
+        return group, member, epoch
+
+    g, m, e = session(0)
+    out["renewing fetch with fetch fields"] = fetch(g, m, e, [(0, 0, [4])], renew=True)
+    out["renewing fetch with them 0"] = fetch(g, m, e, [(0, 0, [4])], renew=True, fields=0)
+    out["renewing fetch accepting"] = fetch(g, m, e + 1, [(1, 1, [1])], renew=True, fields=0)
+    g, m, e = session(1)
+    out["fetch with a RENEW"] = fetch(g, m, e, [(0, 0, [4])])
+    out["acknowledge with a RENEW"] = acknowledge(g, m, e + 1, [(0, 0, [4])])
+    out["acknowledge with type 5"] = acknowledge(g, m, e + 2, [(1, 1, [5])], renew=True)
+    out["acknowledge at epoch 0"] = acknowledge(g, m, 0, [(0, 0, [1])])
+    out["acknowledge at a wrong epoch"] = acknowledge(g, m, e + 9, [(0, 0, [1])])
+    out["fetch at a wrong epoch"] = fetch(g, m, e + 9)
+    out["fetch acknowledging at epoch 0"] = fetch(g, m, 0, [(0, 0, [1])])
+    out["acknowledge with an empty member id"] = acknowledge(g, "", e + 3, [(0, 0, [1])])
+    out["fetch with an empty member id"] = fetch(g, "", e + 3)
+    out["acknowledge without a session"] = acknowledge(g, "z" * 22, 1, [(0, 0, [1])])
+    out["fetch without a session"] = fetch(g, "z" * 22, 1)
+    for n in (0, 1):
+        c.request(ShareGroupHeartbeatRequest(group_id=f"k44-rr-{n}", member_id="r" * 22, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
+def share_acknowledge_refusals(c: RawClient) -> Observations:
+    """Acknowledgements a share-partition refuses, with Kafka 4.4's codes and messages: after a record-limit
+    acquisition of 2 of a batch of 10, of offsets in flight never delivered (per offset), past the records in flight
+    (its first or its last offset: INVALID_REQUEST) and of offsets no longer held; by another member, of records
+    acquired whole (per batch, also with per-offset types); and an accepted batch accepted again."""
+    t = "k44-ar-t"
+    tid = _share_setup(c, "k44-ar-0", {t: 1}, records=10)[t].topic_id
+    out: Observations = {}
+
+    def acknowledge(group: str, member: str, epoch: int, acks):
+        r = c.request(ShareAcknowledgeRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, topics=[ShareAckTopic(
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+        return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
+
+    a, b = "a" * 22, "b" * 22
+    g = "k44-ar-0"
+    _share_member_assigned(c, g, a, [t])
+    got, e = _until_acquired(lambda n: _share_fetch(c, g, a, n, [(tid, 0)], max_records=2, mode=1))
+    out["record-limit acquired"] = got[1][0][5]
+    for i, acks in enumerate(([(5, 5, [1])], [(1, 5, [1])], [(12, 12, [1])], [(8, 12, [1])], [(1, 1, [1])],
+                              [(1, 2, [1, 1])])):
+        out[f"acknowledge {acks}"] = acknowledge(g, a, e + i, acks)
+    g = "k44-ar-1"
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[g]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, g, "share.auto.offset.reset", "earliest")
+    _share_member_assigned(c, g, a, [t])
+    _share_member_assigned(c, g, b, [t])
+    got, e = _until_acquired(lambda n: _share_fetch(c, g, a, n, [(tid, 0)], max_records=10))
+    out["acquired whole"] = got[1][0][5]
+    _share_fetch(c, g, b, 0, [(tid, 0)], wait_ms=100)
+    for i, acks in enumerate(([(0, 9, [1])], [(3, 4, [1])], [(3, 4, [1, 1])])):
+        out[f"another member acknowledges {acks}"] = acknowledge(g, b, 1 + i, acks)
+    out["accept 0-9"] = acknowledge(g, a, e, [(0, 9, [1])])
+    out["accept 0-9 again"] = acknowledge(g, a, e + 1, [(0, 9, [1])])
+    for n, m in ((0, a), (1, a), (1, b)):
+        c.request(ShareGroupHeartbeatRequest(group_id=f"k44-ar-{n}", member_id=m, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
+def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
+    """(first, last) offsets of every batch of ``topic`` partition 0 (a fetch answers one segment: read on)."""
+    from wire import iter_batch_headers
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for _ in range(50):
+        r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                                   session_id=0, session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[
+                                       FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=-1,
+                                                      last_fetched_epoch=-1, log_start_offset=-1,
+                                                      partition_max_bytes=1 << 20)])],
+                                   forgotten_topics_data=[], rack_id=""), 12)
+        got = [(h.base_offset, h.last_offset) for _, h in iter_batch_headers(r.responses[0].partitions[0].records
+                                                                              or b"")]
+        if not got:
+            break
+        out += got
+        offset = got[-1][1] + 1
+    return out
+
+
+def share_compacted_gaps(c: RawClient) -> Observations:
+    """A compacted topic whose cleaner removed a batch between two others (offsets 1-2): the range a share fetch from
+    the earliest offset acquires (the gap inside it), a release of the whole range and the redelivery, the accept of
+    what that fetch acquired and DescribeShareGroupOffsets v1's lag then."""
+    group, t = "k44-cg", "k44-cg-t"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=t, num_partitions=-1, replication_factor=-1, assignments=[
+        CreatableReplicaAssignment(partition_index=0, broker_ids=[1])], configs=[
+        CreatableTopicConfig(name=n, value=v) for n, v in (("cleanup.policy", "compact"), ("segment.ms", "100"),
+                                                          ("min.cleanable.dirty.ratio", "0.01"),
+                                                          ("delete.retention.ms", "0"))])], timeout_ms=10_000), 7)
+    tid = c.wait_for_topics(t)[t].topic_id
+    for keys in ([b"c"], [b"a", b"b"], [b"a", b"b"], [b"d"], [b"e"], [b"f"]):  # a segment each (segment.ms)
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"v"] * len(keys), keys=keys,
+                                                                     timestamp=int(time.time() * 1000)))])]), 11)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 90
+    while (1, 2) in (ranges := _batch_ranges(c, t)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    out: Observations = {"batches": ranges}
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+    member = "g" * 22
+    _share_member_assigned(c, group, member, [t])
+    got, session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)], max_records=100))
+    out["acquired"] = got
+    last = got[1][0][5][-1][1] if got[1] and got[1][0][5] else 0
+    r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=session, topics=[
+        ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+            ShareAckBatch(first_offset=0, last_offset=last, acknowledge_types=[2])])])]), 2)
+    out["release all"] = (r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions])
+    out["fetch"] = _share_fetch(c, group, member, session + 1, [(tid, 0)], max_records=100)
+    held = [r for p in out["fetch"][1] for r in p[5]]
+    out["accept"] = _share_fetch(c, group, member, session + 2, [(tid, 0)],
+                                 {(tid, 0): [(f, la, 1) for f, la, _ in held]}, wait_ms=0)[0]
+    deadline = time.monotonic() + 15
+    while _state_summary(c, group, tid)[0][3] < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+        group_id=group, topics=[DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=[0])])]), 1)
+    out["offsets"] = [(p.start_offset, p.lag, p.error_code) for g in r.groups for x in g.topics for p in x.partitions]
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_delivery_count_limit(c: RawClient) -> Observations:
+    """The group config share.delivery.count.limit (2 here; the broker's default is 5) with a dead-letter queue: a
+    record released at the limit goes to the DLQ with the cause "Offset delivery count exceeded the threshold.",
+    beside one rejected in the same acknowledgement (per-offset types), and is not delivered again."""
+    group, t, dlq = "k44-dx", "k44-dx-t", "dlq.k44-dx"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=dlq, num_partitions=1, replication_factor=1, configs=[
+        CreatableTopicConfig(name="errors.deadletterqueue.group.enable", value="true")])], timeout_ms=10_000), 7)
+    tid = _share_setup(c, group, {t: 1}, records=3)[t].topic_id
+    c.wait_for_topics(dlq)
+    out: Observations = {n: _set_group_config(c, group, n, v) for n, v in (
+        ("errors.deadletterqueue.topic.name", dlq), ("share.delivery.count.limit", "2"))}
+    member = "d" * 22
+    _share_member_assigned(c, group, member, [t])
+
+    def acknowledge(epoch: int, types: list[int]):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch, topics=[
+            ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                ShareAckBatch(first_offset=0, last_offset=2, acknowledge_types=types)])])]), 2)
+        return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
+
+    out["fetched"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)]))
+    out["release"] = acknowledge(session, [2])
+    out["fetched again"] = _share_fetch(c, group, member, session + 1, [(tid, 0)])
+    out["release 0, reject 1, accept 2"] = acknowledge(session + 2, [2, 3, 1])
+    out["dead letters"] = [(k, v, sorted(h)) for k, v, h in _records_of(c, dlq, 2)]
+    out["nothing to fetch"] = _share_fetch(c, group, member, session + 3, [(tid, 0)], wait_ms=200)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_renew_disabled(c: RawClient) -> Observations:
+    """A group with share.renew.acknowledge.enable=false: a RENEW in a renewing ShareAcknowledge and ShareFetch,
+    then an accept of the same records (whether the renew took them from the member)."""
+    group, t = "k44-rd", "k44-rd-t"
+    tid = _share_setup(c, group, {t: 1}, records=4)[t].topic_id
+    out: Observations = {"config": _set_group_config(c, group, "share.renew.acknowledge.enable", "false")}
+    member = "n" * 22
+    _share_member_assigned(c, group, member, [t])
+
+    def acknowledge(epoch: int, first: int, last: int, types: list[int], renew: bool):
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch,
+                                              is_renew_ack=renew, topics=[ShareAckTopic(topic_id=tid, partitions=[
+                                                  ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                                                      ShareAckBatch(first_offset=first, last_offset=last,
+                                                                    acknowledge_types=types)])])]), 2)
+        return (r.error_code, r.error_message, r.acquisition_lock_timeout_ms,
+                [(p.error_code, p.error_message) for x in r.responses for p in x.partitions])
+
+    out["fetched"], session = _until_acquired(lambda e: _share_fetch(c, group, member, e, [(tid, 0)]))
+    out["renew 0-1"] = acknowledge(session, 0, 1, [4], True)
+    r = c.request(ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=session + 1, max_wait_ms=0,
+                                    min_bytes=0, max_bytes=0, max_records=0, batch_size=0, is_renew_ack=True,
+                                    topics=[ShareFetchTopic(topic_id=tid, partitions=[ShareFetchPartition(
+                                        partition_index=0, acknowledgement_batches=[ShareFetchAck(
+                                            first_offset=2, last_offset=2, acknowledge_types=[4])])])]), 2)
+    out["renewing fetch of 2"] = (r.error_code, [(p.error_code, p.acknowledge_error_code, p.acknowledge_error_message)
+                                                 for x in r.responses for p in x.partitions])
+    out["accept 0-3"] = acknowledge(session + 2, 0, 3, [1], False)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1529,7 +1782,9 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_state_records": share_state_records,
     "share_acknowledge_unknown_partitions": share_acknowledge_unknown_partitions,
     "share_batch_straddling_start": share_batch_straddling_start, "share_session_close": share_session_close,
-    "share_offsets_lag": share_offsets_lag,
+    "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
+    "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
+    "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
 }
 
 
@@ -1555,7 +1810,10 @@ def fresh_kafka():
 
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
-                                                        "share_acknowledge_unknown_partitions", "share_offsets_lag")))
+                                                        "share_acknowledge_unknown_partitions", "share_offsets_lag",
+                                                        "share_renew_and_request_errors", "share_acknowledge_refusals",
+                                                        "share_compacted_gaps", "share_delivery_count_limit",
+                                                        "share_renew_disabled")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -50,7 +50,22 @@ DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
 
 
 class InvalidRecordStateError(Exception):
-    """An acknowledgement of records the member does not hold (INVALID_RECORD_STATE)."""
+    """An acknowledgement of records the member does not hold (INVALID_RECORD_STATE), or (``invalid_request``)
+    of offsets past the records in flight (INVALID_REQUEST); the message is Kafka 4.4's SharePartition's."""
+
+    def __init__(self, message: str, invalid_request: bool = False) -> None:
+        super().__init__(message)
+        self.invalid_request = invalid_request
+
+
+# Kafka 4.4's SharePartition messages for acknowledgements it refuses (the partition's error message)
+NOT_IN_CACHE = "Batch record not found. The request batch offsets are not found in the cache."
+FIRST_PAST_ACQUIRED = "Batch record not found. The first offset in request is past acquired records."
+LAST_PAST_ACQUIRED = "Batch record not found. The last offset in request is past acquired records."
+BATCH_NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the acquired state."
+BATCH_NOT_OWNED = "Member is not the owner of batch record"
+OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
+OFFSET_NOT_OWNED = "Member is not the owner of offset"
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,7 @@ class Acquisition:
     member_id: str
     handle: TimerHandle | None = None
     held: int = 0  # offsets still held; the acquisition is dropped at 0
+    size: int = 0  # offsets acquired: while all are held, Kafka's in-flight batch is whole (not tracked per offset)
 
 
 _NOBODY = Acquisition("")
@@ -164,15 +180,20 @@ class SharePartition:
         ``record_limit`` (Kafka's batch-optimized mode may pass the limit to end at a batch boundary).
         ``archive(offset)`` says which fresh offsets are archived rather than delivered (aborted transactions under
         read_committed). Acquired offsets with one delivery count form one range across adjacent batches, as
-        Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them)."""
+        Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them),
+        offsets compacted away between them included (the client acknowledges those as gaps)."""
         token = self._next_token
         self._next_token += 1
         acquired: list[AcquiredRecords] = []
         taken = 0
         run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
+        previous_last = -1
         for first, last in batches:
             if taken >= max_records:
                 break
+            if 0 <= previous_last < first - 1:
+                first = previous_last + 1  # offsets compacted away between two batches are acquired with them
+            previous_last = last
             if run_first >= 0 and first != acquired_end:
                 acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
                 run_first = -1
@@ -181,7 +202,8 @@ class SharePartition:
                     break
                 gap = self.end_offset
                 self._grow(last + 1)
-                if first > gap:  # offsets without a record (compacted away, or before the log start): archived
+                if first > gap:  # offsets without a record before the first batch read (compacted away, or
+                    # before the log start): archived
                     for off in range(gap, first):
                         self._states[off - self.start_offset] = _ARCHIVED
                     self._dirty.mark(gap, first - 1)
@@ -211,7 +233,7 @@ class SharePartition:
         if run_first >= 0:
             acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
         if taken:
-            acquisition = Acquisition(member_id, held=taken)
+            acquisition = Acquisition(member_id, held=taken, size=taken)
             acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
                                                        lambda: self._lock_expired(token))
             self._acquisitions[token] = acquisition
@@ -236,13 +258,9 @@ class SharePartition:
             log.debug("share group %s %s-%d: acknowledgement of %d-%d below the start offset %d skipped",
                       self.group_id, self.topic, self.partition, first, last, self.start_offset)
             return
+        self._check_acquired(member_id, first, last, per_offset=len(types) > 1)
         lo = first - self.start_offset
         hi = lo + n
-        if lo < 0 or hi > len(self._states) or self._states.count(_ACQUIRED, lo, hi) != n:
-            raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired")
-        for token in set(self._tokens[lo:hi]):
-            if self._acquisitions.get(token, _NOBODY).member_id != member_id:
-                raise InvalidRecordStateError(f"offsets {first}-{last} are not all acquired by member {member_id}")
         if len(types) == 1 and types[0] in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.GAP):
             # the common case, in slices: one state for the whole range
             self._drop_holds(lo, hi)
@@ -267,6 +285,27 @@ class SharePartition:
         self._dirty.mark(first, last)
         self._advance_start()
 
+    def _check_acquired(self, member_id: str, first: int, last: int, per_offset: bool) -> None:
+        """Raise InvalidRecordStateError unless ``member_id`` holds every offset of ``first..last``, with Kafka
+        4.4's message: offsets past the records in flight are an invalid request; else the first offset not
+        acquired, or acquired by another member, decides. Kafka words it per offset or per batch as its in-flight
+        batch is tracked per offset or not, approximated here: held by another member, per batch while that
+        acquisition is whole; not acquired, per offset for offsets never delivered (a partial acquisition) or
+        per-offset acknowledge types, else per batch."""
+        if not self._states:
+            raise InvalidRecordStateError(NOT_IN_CACHE)
+        if first > self.end_offset - 1:
+            raise InvalidRecordStateError(FIRST_PAST_ACQUIRED, invalid_request=True)
+        if last > self.end_offset - 1:
+            raise InvalidRecordStateError(LAST_PAST_ACQUIRED, invalid_request=True)
+        for i in range(first - self.start_offset, last + 1 - self.start_offset):
+            if i < 0 or self._states[i] != _ACQUIRED:
+                whole = i >= 0 and self._counts[i] > 0 and not per_offset
+                raise InvalidRecordStateError(BATCH_NOT_ACQUIRED if whole else OFFSET_NOT_ACQUIRED)
+            holder = self._acquisitions.get(self._tokens[i], _NOBODY)
+            if holder.member_id != member_id:
+                raise InvalidRecordStateError(BATCH_NOT_OWNED if holder.held == holder.size else OFFSET_NOT_OWNED)
+
     def _drop_holds(self, lo: int, hi: int) -> None:
         """``_drop_hold`` for every index in ``lo..hi-1`` at once."""
         for token, held in Counter(self._tokens[lo:hi]).items():
@@ -284,7 +323,7 @@ class SharePartition:
         self._drop_hold(i)
         token = self._next_token
         self._next_token += 1
-        acquisition = Acquisition(member_id, held=1)
+        acquisition = Acquisition(member_id, held=1, size=1)
         acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
                                                    lambda: self._lock_expired(token))
         self._acquisitions[token] = acquisition

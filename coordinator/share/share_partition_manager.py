@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
 from coordinator.share.persister import SharePersister
+from coordinator.share.record_state import AcknowledgeType
 from coordinator.share.share_partition import (
     AcquiredRecords,
     InvalidRecordStateError,
@@ -51,6 +52,10 @@ from wire import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, ErrorCode, iter_bat
 __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 
 log = logging.getLogger("pykbroker.coordinator.share")
+
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # share.renew.acknowledge.enable=false
+RENEW = int(AcknowledgeType.RENEW)
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 # (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
@@ -66,6 +71,7 @@ class ShareGroupSettings:
     record_lock_duration_ms: int = 30_000
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
+    renew_enabled: bool = True  # share.renew.acknowledge.enable
 
 
 @dataclass
@@ -355,11 +361,14 @@ class SharePartitionManager:
 
     # -- acknowledge -------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str,
-                          acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]]) -> dict[SharePartitionKey, int]:
+                          acks: dict[SharePartitionKey, list[tuple[int, int, list[int]]]],
+                          ) -> dict[SharePartitionKey, tuple[int, str | None]]:
         """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
-        Kafka 4.4's SharePartitionManager answers a partition missing from its cache."""
-        out: dict[SharePartitionKey, int] = {}
+        Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
+        refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
+        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). (code, message) per partition."""
+        out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():
             entry = self._entries.get(key)
@@ -368,11 +377,14 @@ class SharePartitionManager:
                 self._drop(key, "leadership changed")
                 entry = None
             if entry is None or entry.partition is None:  # not loaded here (Kafka's partition cache)
-                out[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            code = ErrorCode.NONE
+            result: tuple[int, str | None] = (ErrorCode.NONE, None)
             applied = False
+            if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
+                out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
+                continue
             for first, last, types in batches:
                 try:
                     sp.acknowledge(member_id, first, last, types)
@@ -380,8 +392,9 @@ class SharePartitionManager:
                 except InvalidRecordStateError as exc:
                     log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
                              sp.topic, sp.partition, exc)
-                    code = ErrorCode.INVALID_RECORD_STATE
-            out[key] = code
+                    result = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
+                              str(exc))
+            out[key] = result
             if applied:  # nothing changed, nothing written (a start offset not yet persisted waits too)
                 touched.append(key)
         for key in touched:
@@ -389,8 +402,8 @@ class SharePartitionManager:
                 await self.persist(key)
             except Exception as exc:
                 log.warning("share group %s: writing the state of %s-%d failed: %s", group_id, key[1], key[2], exc)
-                if out[key] == ErrorCode.NONE:
-                    out[key] = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
+                if out[key][0] == ErrorCode.NONE:
+                    out[key] = (getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR), None)
         return out
 
     async def release_member(self, group_id: str, member_id: str, keys: list[SharePartitionKey] | None = None) -> None:

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 from coordinator.runtime.errors import ApiError
 from coordinator.share.service import ShareGroupService
 from coordinator.share.share_group import ShareGroup
+from coordinator.share.share_partition_manager import UNKNOWN_TOPIC_MESSAGE
 from pykbroker.context import RequestContext
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from wire import ErrorCode
 
 __all__ = ["UNKNOWN_TOPIC_MESSAGE", "client_host", "enabled", "leader_of", "member_id_valid", "readable_topic_ids", "service", "share_group"]
 
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def enabled(ctx: RequestContext) -> bool:

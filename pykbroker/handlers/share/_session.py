@@ -6,10 +6,10 @@ import uuid
 
 from coordinator.share.share_session import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
 from pykbroker.context import RequestContext
-from pykbroker.handlers.share._common import UNKNOWN_TOPIC_MESSAGE, service
+from pykbroker.handlers.share._common import service
 from wire import ErrorCode
 
-__all__ = ["acknowledge", "acknowledge_message", "close_session", "parse_acks", "partition_exists"]
+__all__ = ["acknowledge", "close_session", "parse_acks", "partition_exists"]
 
 
 Key = tuple[str, uuid.UUID, int]
@@ -27,23 +27,31 @@ def parse_acks(group_id: str, topics) -> dict[Key, list[tuple[int, int, list[int
     return out if any(out.values()) else {}
 
 
-def valid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> bool:
+def invalid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> set[Key]:
+    """The partitions with an acknowledgement batch of an unknown type (RENEW without ``is_renew_ack``): Kafka 4.4
+    answers each INVALID_REQUEST (no message) and applies none of its batches; the others go on."""
     highest = 4 if renew_allowed else 3
-    return all(types and all(0 <= t <= highest for t in types) for batches in acks.values() for _, _, types in batches)
+    return {key for key, batches in acks.items()
+            if not all(types and all(0 <= t <= highest for t in types) for _, _, types in batches)}
 
 
 async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
-                      readable: set[uuid.UUID]) -> dict[Key, int]:
-    """Apply acknowledgements of partitions the broker hosts; unknown topic ids answer UNKNOWN_TOPIC_ID, a
-    partition the topic does not have UNKNOWN_TOPIC_OR_PARTITION, topics the principal may not READ (not in
-    ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka 4.4."""
+                      readable: set[uuid.UUID], renew_allowed: bool) -> dict[Key, tuple[int, str | None]]:
+    """Apply acknowledgements of partitions the broker hosts: (code, message) per partition. Unknown topic ids
+    answer UNKNOWN_TOPIC_ID, a partition the topic does not have UNKNOWN_TOPIC_OR_PARTITION (no message: refused
+    before Kafka 4.4's share-partition manager, which gives one for a partition it has not loaded), topics the
+    principal may not READ (not in ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka 4.4."""
     topics_by_id = ctx.metadata.topics_by_id
-    known = {k: v for k, v in acks.items() if k[1] in readable and partition_exists(ctx, k[1], k[2])}
+    invalid = invalid_ack_types(acks, renew_allowed)
+    known = {k: v for k, v in acks.items()
+             if k[1] in readable and partition_exists(ctx, k[1], k[2]) and k not in invalid}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
+    codes |= {k: (ErrorCode.INVALID_REQUEST, None) for k in invalid
+              if k[1] in readable and partition_exists(ctx, k[1], k[2])}
     for key in acks:
-        codes.setdefault(key, ErrorCode.UNKNOWN_TOPIC_ID if key[1] not in topics_by_id
-                         else ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] not in readable
-                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        codes.setdefault(key, (ErrorCode.UNKNOWN_TOPIC_ID if key[1] not in topics_by_id
+                               else ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[1] not in readable
+                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
     return codes
 
 
@@ -51,15 +59,6 @@ def partition_exists(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> bo
     """Whether the topic is known and has partition ``index``."""
     topic = ctx.metadata.topics_by_id.get(topic_id)
     return topic is not None and 0 <= index < len(topic.partitions)
-
-
-def acknowledge_message(ctx: RequestContext, topic_id: uuid.UUID, index: int, code: int | None) -> str | None:
-    """The message of a partition's acknowledge error: Kafka 4.4's share-partition manager answers a partition it
-    has not loaded (not fetched here, not led here, never initialized) with UNKNOWN_TOPIC_OR_PARTITION and the
-    error's default message; a partition the topic does not have is refused before, without one."""
-    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and partition_exists(ctx, topic_id, index):
-        return UNKNOWN_TOPIC_MESSAGE
-    return None
 
 
 async def close_session(ctx: RequestContext, group_id: str, member_id: str) -> None:
@@ -81,4 +80,4 @@ def session_for(ctx: RequestContext, group_id: str, member_id: str, epoch: int,
     return session
 
 
-__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "session_for", "valid_ack_types"]
+__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "invalid_ack_types", "session_for"]

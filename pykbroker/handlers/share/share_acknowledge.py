@@ -6,8 +6,9 @@ partition answers its acknowledgement's error (INVALID_RECORD_STATE for records 
 Kafka 4.4: a partition this broker has not loaded (never fetched here, not led here, not initialized)
 UNKNOWN_TOPIC_OR_PARTITION with its default message, a partition the topic does not have the same code without
 one, an unknown topic id UNKNOWN_TOPIC_ID; the current leader only with NOT_LEADER_OR_FOLLOWER.
-v2: RENEW (type 4) restarts the acquisition locks when ``is_renew_ack``. UNSUPPORTED_VERSION while share
-groups are off.
+v2: RENEW (type 4) restarts the acquisition locks when ``is_renew_ack`` (else, and for unknown types, the
+partition answers INVALID_REQUEST). Top-level errors carry no message, as Kafka 4.4's. UNSUPPORTED_VERSION while
+share groups are off.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
-    acknowledge_message,
     close_session,
     parse_acks,
     session_for,
-    valid_ack_types,
 )
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
@@ -40,7 +39,8 @@ log = logging.getLogger("pykbroker.handlers.share_acknowledge")
 
 def error_response(request: ShareAcknowledgeRequest | None, version: int, code: int,
                    message: str | None = None) -> ShareAcknowledgeResponse:
-    return ShareAcknowledgeResponse(error_code=code, error_message=message, responses=[])
+    """Kafka 4.4's ShareAcknowledgeRequest.getErrorResponse: the code only (``message`` is for the log)."""
+    return ShareAcknowledgeResponse(error_code=code, responses=[])
 
 
 @handler(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, error_response=error_response)
@@ -57,20 +57,19 @@ async def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledg
         return error_response(request, ctx.api_version, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
                               "Acknowledge request cannot open a share session")
     acks = parse_acks(group_id, request.topics)
-    if not valid_ack_types(acks, ctx.api_version >= 2 and request.is_renew_ack):
-        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid acknowledge type")
     try:
         session_for(ctx, group_id, member_id, epoch, [])
     except ShareSessionError as exc:
         log.info("ShareAcknowledge of group %s member %s refused: %s (%s)", group_id, member_id, exc, ctx.describe())
         return error_response(request, ctx.api_version, exc.code, str(exc))
-    codes = await acknowledge(ctx, group_id, member_id, acks, readable_topic_ids(ctx, {k[1] for k in acks}))
+    codes = await acknowledge(ctx, group_id, member_id, acks, readable_topic_ids(ctx, {k[1] for k in acks}),
+                              ctx.api_version >= 2 and request.is_renew_ack)
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     by_topic: dict = {}
-    for (_, topic_id, index), code in codes.items():
+    for (_, topic_id, index), (code, message) in codes.items():
         by_topic.setdefault(topic_id, []).append(PartitionData(
-            partition_index=index, error_code=code, error_message=acknowledge_message(ctx, topic_id, index, code),
+            partition_index=index, error_code=code, error_message=message,
             current_leader=_leader(ctx, topic_id, index, code)))
     lock_ms = service(ctx).settings(group_id).record_lock_duration_ms
     return ShareAcknowledgeResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,

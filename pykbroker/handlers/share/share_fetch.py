@@ -13,7 +13,10 @@
   request's own acknowledgements release. Only a fetch that found nothing and may wait (``max_wait_ms`` > 0)
   acquires them, woken by their release (with their delivery count raised). With ``max_wait_ms`` 0 they stay
   available for the next fetch, as Kafka 4.4 answers.
-- v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records.
+- v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records; max_bytes, min_bytes,
+  max_records and max_wait_ms must then be 0 (else INVALID_REQUEST, the session epoch not advanced). A RENEW
+  without it, or an unknown type, is the partition's acknowledge error INVALID_REQUEST; the fetch goes on.
+- Top-level errors carry no message, as Kafka 4.4's (its getErrorResponse keeps the code only).
 - A full session (epoch 0) answers every partition; later requests only those with records, errors or
   acknowledgement results. The current leader is filled only for NOT_LEADER_OR_FOLLOWER and
   FENCED_LEADER_EPOCH (zeros else, as Kafka 4.4). A request that acknowledges anything has an acknowledgement result for every partition
@@ -34,12 +37,10 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.share._common import enabled, leader_of, member_id_valid, readable_topic_ids, service
 from pykbroker.handlers.share._session import (
     acknowledge,
-    acknowledge_message,
     close_session,
     parse_acks,
     partition_exists,
     session_for,
-    valid_ack_types,
 )
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
@@ -59,7 +60,8 @@ RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit
 
 def error_response(request: ShareFetchRequest | None, version: int, code: int,
                    message: str | None = None) -> ShareFetchResponse:
-    return ShareFetchResponse(error_code=code, error_message=message, responses=[])
+    """Kafka 4.4's ShareFetchRequest.getErrorResponse: the code only (``message`` is for the log)."""
+    return ShareFetchResponse(error_code=code, responses=[])
 
 
 @handler(ApiKey.SHARE_FETCH, 1, 2, error_response=error_response)
@@ -73,12 +75,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
                               "Invalid group id or member id in the request.")
     renew = ctx.api_version >= 2 and request.is_renew_ack
+    if renew and (request.max_bytes or request.min_bytes or request.max_records or request.max_wait_ms):
+        log.info("ShareFetch of group %s member %s refused: a renewing fetch must set maxBytes, minBytes, "
+                 "maxRecords and maxWaitMs to 0 (%s)", group_id, member_id, ctx.describe())
+        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST)
     acks = parse_acks(group_id, request.topics)
     if acks and epoch == INITIAL_EPOCH:
         return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST,
                               "Acknowledge data present on initial epoch")
-    if not valid_ack_types(acks, ctx.api_version >= 2):
-        return error_response(request, ctx.api_version, ErrorCode.INVALID_REQUEST, "Invalid acknowledge type")
     svc = service(ctx)
     added = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     forgotten = [(f.topic_id, p) for f in request.forgotten_topics_data for p in f.partitions]
@@ -108,7 +112,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
 
     # The first acquisition attempt goes before the acknowledgements land (see the docstring).
     first = await fetch(0) if fetching and acks else {}
-    ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable) if acks else {}
+    ack_codes = await acknowledge(ctx, group_id, member_id, acks, readable, renew) if acks else {}
     if epoch == FINAL_EPOCH:
         await close_session(ctx, group_id, member_id)
     elif fetching:
@@ -133,7 +137,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     for topic_id, index in wanted:
         key = (group_id, topic_id, index)
         result = results.get(key)
-        ack_code = ack_codes.get(key)
+        ack_code, ack_message = ack_codes.get(key, (None, None))
         if result is not None and result.omitted and ack_code is None:
             continue
         if topic_id not in ctx.metadata.topics_by_id:
@@ -148,7 +152,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 continue
             data = PartitionData(
                 partition_index=index, error_code=error, acknowledge_error_code=ack_code or ErrorCode.NONE,
-                acknowledge_error_message=acknowledge_message(ctx, topic_id, index, ack_code),
+                acknowledge_error_message=ack_message,
                 current_leader=_leader(ctx, topic_id, index, error), records=records,
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                   delivery_count=a.delivery_count) for a in acquired])
