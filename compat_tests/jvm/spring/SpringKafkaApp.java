@@ -101,6 +101,7 @@ public class SpringKafkaApp {
     static final List<Integer> batchSizes = new CopyOnWriteArrayList<>();
     static final List<String> acks = new CopyOnWriteArrayList<>();
     static final List<String> seeks = new CopyOnWriteArrayList<>();
+    static final List<String> assigned = new CopyOnWriteArrayList<>();
     static final List<String> paused = new CopyOnWriteArrayList<>();
     static final Map<String, Integer> errorAttempts = new ConcurrentHashMap<>();
     static final Map<String, Integer> retryAttempts = new ConcurrentHashMap<>();
@@ -202,7 +203,11 @@ public class SpringKafkaApp {
         }
 
         @Bean
-        public KafkaTemplate<String, String> template() { return new KafkaTemplate<>(producerFactory()); }
+        public KafkaTemplate<String, String> template() {
+            KafkaTemplate<String, String> template = new KafkaTemplate<>(producerFactory());
+            template.setConsumerFactory(consumerFactory());
+            return template;
+        }
 
         @Bean
         public KafkaTemplate<String, String> txTemplate() {
@@ -332,6 +337,12 @@ public class SpringKafkaApp {
         @KafkaListener(id = "server", topics = "${p}requests", groupId = "${p}server-group")
         @SendTo
         public String serve(String request) { return request.toUpperCase(); }
+
+        // Partitions assigned explicitly, from an initial offset: no group membership, offsets committed to the group
+        @KafkaListener(id = "assigned", groupId = "${p}assigned-group", autoStartup = "false", topicPartitions =
+                @org.springframework.kafka.annotation.TopicPartition(topic = "${p}orders", partitionOffsets =
+                        @org.springframework.kafka.annotation.PartitionOffset(partition = "1", initialOffset = "2")))
+        public void assigned(ConsumerRecord<String, String> r) { assigned.add(rec(r)); }
 
         @KafkaListener(id = "failover", topics = "${p}failover", groupId = "${p}failover-group", autoStartup = "false")
         public void failover(ConsumerRecord<String, String> r) { failover.add(r.value()); }
@@ -485,6 +496,24 @@ public class SpringKafkaApp {
         return out;
     }
 
+    /** The exception chain's classes and messages (topic names without the prefix). */
+    static List<String> chain(Throwable e) {
+        List<String> out = new ArrayList<>();
+        for (Throwable c = e; c != null && out.size() < 5; c = c.getCause()) {
+            out.add(c.getClass().getName() + ": " + (c.getMessage() == null ? null : c.getMessage().replace(prefix, "")));
+        }
+        return out;
+    }
+
+    static Object refusal(KafkaAdmin admin, NewTopic topic) {
+        try {
+            admin.createOrModifyTopics(topic);
+            return "accepted";
+        } catch (Exception e) {
+            return chain(e);
+        }
+    }
+
     interface Phase {
         void run() throws Exception;
     }
@@ -530,10 +559,28 @@ public class SpringKafkaApp {
                     .config("max.message.bytes", "200000").build());
             // A topic declared again with fewer partitions: KafkaAdmin logs it and leaves the topic alone.
             kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("batch")).partitions(1).replicas(replication).build());
-            Map<String, TopicDescription> d = kafkaAdmin.describeTopics(t("grow"), t("batch"));
+            // Topics the broker refuses: what KafkaAdmin throws (its cause is the broker's error and message).
+            report.put("admin.refused.replication", refusal(kafkaAdmin, TopicBuilder.name(t("too-many-replicas"))
+                    .partitions(1).replicas(replication + 3).build()));
+            report.put("admin.refused.config", refusal(kafkaAdmin, TopicBuilder.name(t("bad-config"))
+                    .partitions(1).replicas(replication).config("cleanup.policy", "sometimes").build()));
+            report.put("admin.refused.alter", refusal(kafkaAdmin, TopicBuilder.name(t("grow")).partitions(4)
+                    .replicas(replication).config("retention.ms", "7200000").config("cleanup.policy", "compact")
+                    .config("max.message.bytes", "200000").config("min.insync.replicas", "-3").build()));
+            try {
+                kafkaAdmin.describeTopics(t("missing"));
+                report.put("admin.describeMissing", "described");
+            } catch (Exception e) {
+                report.put("admin.describeMissing", chain(e));
+            }
             Map<String, Object> m = new TreeMap<>();
-            d.forEach((k, v) -> m.put(strip(k), v.partitions().size()));
-            report.put("admin.describeTopics.partitions", m);
+            kafkaAdmin.describeTopics(t("grow"), t("batch")).forEach((k, v) -> m.put(strip(k), v.partitions().size()));
+            report.put("admin.describeTopics.immediately", m);
+            await("grow described with 4 partitions", 30,
+                    () -> kafkaAdmin.describeTopics(t("grow")).get(t("grow")).partitions().size() == 4);
+            Map<String, Object> settled = new TreeMap<>();
+            kafkaAdmin.describeTopics(t("grow"), t("batch")).forEach((k, v) -> settled.put(strip(k), v.partitions().size()));
+            report.put("admin.describeTopics.partitions", settled);
         });
 
         phase("orders", () -> {
@@ -558,12 +605,25 @@ public class SpringKafkaApp {
             for (var f : futures) {
                 sent.add("async " + meta(f.get(30, TimeUnit.SECONDS).getRecordMetadata()));
             }
+            // A topic nobody declared: created by the broker on the first send (auto.create.topics.enable)
+            sent.add("auto-created " + meta(template.send(t("auto"), "a", "auto").get(60, TimeUnit.SECONDS).getRecordMetadata()));
             report.put("orders.sent", sent);
+            ConsumerRecord<String, String> one = template.receive(t("orders"), 2, 4, Duration.ofSeconds(30));
+            report.put("orders.templateReceive", one == null ? null : rec(one));
             await("16 records in orders", 60, () -> orders.size() >= 16);
             Thread.sleep(500);
             report.put("orders.received", sorted(orders));
             Map<String, Collection<TopicPartition>> a = c.getAssignmentsByClientId();
             report.put("orders.partitionsPerConsumer", a.values().stream().map(Collection::size).sorted().collect(Collectors.toList()));
+        });
+
+        phase("assigned", () -> {
+            registry.getListenerContainer("assigned").start();
+            await("orders/1 from offset 2", 60, () -> assigned.size() >= 3);
+            Thread.sleep(1000);
+            registry.getListenerContainer("assigned").stop();
+            report.put("assigned.received", new ArrayList<>(assigned));
+            report.put("assigned.committed", committed(admin, "assigned-group"));
         });
 
         phase("batch", () -> {
@@ -753,6 +813,14 @@ public class SpringKafkaApp {
                 groups.put(g, committed(admin, g));
             }
             report.put("committed", groups);
+            Map<String, Object> described = new TreeMap<>();
+            List<String> names = new ArrayList<>(groups.keySet());
+            names.add("assigned-group");
+            Map<String, org.apache.kafka.clients.admin.ConsumerGroupDescription> ds = admin.describeConsumerGroups(
+                    names.stream().map(SpringKafkaApp::t).collect(Collectors.toList())).all().get(30, TimeUnit.SECONDS);
+            ds.forEach((g, d) -> described.put(strip(g), d.type() + " " + d.groupState() + " simple=" + d.isSimpleConsumerGroup()
+                    + " members=" + d.members().size() + " assignor=" + d.partitionAssignor()));
+            report.put("groups", described);
             List<String> ours = admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
                     .filter(n -> n.startsWith(prefix)).sorted().collect(Collectors.toList());
             report.put("topics", describe(admin, ours));
