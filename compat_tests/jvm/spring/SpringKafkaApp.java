@@ -182,6 +182,7 @@ public class SpringKafkaApp {
         @Bean public NewTopic rpwOut() { return TopicBuilder.name(t("rpw-out")).partitions(2).replicas(replication).build(); }
         @Bean public NewTopic requests() { return TopicBuilder.name(t("requests")).partitions(2).replicas(replication).build(); }
         @Bean public NewTopic replies() { return TopicBuilder.name(t("replies")).partitions(2).replicas(replication).build(); }
+        @Bean public NewTopic failoverOut() { return TopicBuilder.name(t("failover-out")).partitions(3).replicas(replication).build(); }
         @Bean public NewTopic failoverTopic() { return TopicBuilder.name(t("failover")).partitions(3).replicas(replication).build(); }
 
         @Bean
@@ -277,6 +278,16 @@ public class SpringKafkaApp {
             return f;
         }
 
+        // Read-process-write through a broker's kill -9: retried (rolled back and sought) until it goes through
+        @Bean
+        public ConcurrentKafkaListenerContainerFactory<String, String> failoverFactory() {
+            ConcurrentKafkaListenerContainerFactory<String, String> f = new ConcurrentKafkaListenerContainerFactory<>();
+            f.setConsumerFactory(consumerFactory());
+            f.getContainerProperties().setKafkaAwareTransactionManager(kafkaTransactionManager());
+            f.setCommonErrorHandler(new DefaultErrorHandler(new FixedBackOff(500L, 600L)));
+            return f;
+        }
+
         @Bean
         public ConcurrentMessageListenerContainer<String, String> repliesContainer() {
             ContainerProperties props = new ContainerProperties(t("replies"));
@@ -344,8 +355,12 @@ public class SpringKafkaApp {
                         @org.springframework.kafka.annotation.PartitionOffset(partition = "1", initialOffset = "2")))
         public void assigned(ConsumerRecord<String, String> r) { assigned.add(rec(r)); }
 
-        @KafkaListener(id = "failover", topics = "${p}failover", groupId = "${p}failover-group", autoStartup = "false")
-        public void failover(ConsumerRecord<String, String> r) { failover.add(r.value()); }
+        @KafkaListener(id = "failover", topics = "${p}failover", groupId = "${p}failover-group", autoStartup = "false",
+                containerFactory = "failoverFactory")
+        public void failover(ConsumerRecord<String, String> r) {
+            ReadProcessWrite.txTemplate.send(t("failover-out"), r.key(), r.value() + "-out");
+            failover.add(r.value());
+        }
     }
 
     public static class SeekListener extends AbstractConsumerSeekAware {
@@ -802,14 +817,23 @@ public class SpringKafkaApp {
                 }
                 await("300 records through the failover", 180, () -> failover.size() >= 300);
                 report.put("failover.distinct", failover.size());
+                // exactly once: every input's output committed once, though the listener may have seen it twice
+                List<ConsumerRecord<String, byte[]>> outRecords = readAll(t("failover-out"), 300, true);
+                report.put("failover.outputCommitted", outRecords.size());
+                report.put("failover.outputDistinct", outRecords.stream()
+                        .map(r -> new String(r.value(), StandardCharsets.UTF_8)).distinct().count());
             });
         }
 
         phase("shutdown", () -> {
             registry.stop();
             Map<String, Object> groups = new TreeMap<>();
-            for (String g : List.of("orders-group", "batch-group", "acks-group", "seek-group", "pause-group",
-                    "errors-group", "poison-group", "rpw-group", "server-group", "retry-group")) {
+            List<String> ours = new ArrayList<>(List.of("orders-group", "batch-group", "acks-group", "seek-group",
+                    "pause-group", "errors-group", "poison-group", "rpw-group", "server-group", "retry-group"));
+            if (withFailover) {
+                ours.add("failover-group");
+            }
+            for (String g : ours) {
                 groups.put(g, committed(admin, g));
             }
             report.put("committed", groups);
@@ -821,9 +845,9 @@ public class SpringKafkaApp {
             ds.forEach((g, d) -> described.put(strip(g), d.type() + " " + d.groupState() + " simple=" + d.isSimpleConsumerGroup()
                     + " members=" + d.members().size() + " assignor=" + d.partitionAssignor()));
             report.put("groups", described);
-            List<String> ours = admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
+            List<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
                     .filter(n -> n.startsWith(prefix)).sorted().collect(Collectors.toList());
-            report.put("topics", describe(admin, ours));
+            report.put("topics", describe(admin, topics));
         });
         admin.close();
         ctx.close();
