@@ -588,6 +588,20 @@ public class SpringKafkaApp {
             } catch (Exception e) {
                 report.put("admin.describeMissing", chain(e));
             }
+            if (replication == 3) {
+                // Replicas placed by the application (brokers 1-3): the order kept, the first the leader
+                kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("placed")).assignReplicas(0, List.of(1, 2, 3))
+                        .assignReplicas(1, List.of(3, 1, 2)).assignReplicas(2, List.of(2, 3, 1)).build());
+                List<String> placed = new ArrayList<>();
+                kafkaAdmin.describeTopics(t("placed")).get(t("placed")).partitions().forEach(p -> placed.add(
+                        p.partition() + " replicas=" + p.replicas().stream().map(n -> n.id()).collect(Collectors.toList())
+                        + " leader=" + (p.leader() == null ? null : p.leader().id())));
+                report.put("admin.placedReplicas", placed);
+                // more partitions for an application-placed topic (KafkaAdmin lets the broker place them)
+                kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("placed")).partitions(5).replicas(3).build());
+                await("placed described with 5 partitions", 30,
+                        () -> kafkaAdmin.describeTopics(t("placed")).get(t("placed")).partitions().size() == 5);
+            }
             Map<String, Object> m = new TreeMap<>();
             kafkaAdmin.describeTopics(t("grow"), t("batch")).forEach((k, v) -> m.put(strip(k), v.partitions().size()));
             report.put("admin.describeTopics.immediately", m);
