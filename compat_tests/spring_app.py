@@ -2,7 +2,9 @@
 
 ``spring_jars`` fetches spring-kafka 4.1 with the Java clients 4.4 (Maven Central, cached) and compiles the
 application once per session; ``SpringApp`` runs it against a bootstrap and returns the JSON report of what it
-observed, with the exceptions it logged at ERROR (``errors``: the logger and the exception's class).
+observed, with the exceptions it logged at ERROR (``errors``: the logger and the exception's class) and its warnings
+(``warnings``: the distinct WARN lines, numbers and names normalized, but connections refused; ``retried``: those of
+requests the client retried).
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ HERE = Path(__file__).resolve().parent / "jvm" / "spring"
 APP = HERE / "SpringKafkaApp.java"
 FETCH_JARS = HERE / "fetch_jars.sh"
 READY_TO_KILL = "READY-TO-KILL"
+RETRIED = ", retrying ("  # the clients' warning of a request they retry (e.g. a Produce answered CONCURRENT_TRANSACTIONS)
 # "HH:MM:SS.mmm LEVEL Logger: message @@ex:exception class: its message" (see log4j2.properties)
 LOG_LINE = re.compile(r"^\S+ (?P<level>[A-Z]+)\s+(?P<logger>\S+): .* @@ex:(?P<exception>[\w.$]*)")
+
+
+def warning(line: str, prefix: str) -> str:
+    """A WARN line without its time, the run's prefix, numbers (ids, ports, offsets) and addresses."""
+    text = line.split(" ", 1)[1].replace(prefix, "")
+    return re.sub(r"\d+", "N", text)[:300]
 
 
 def spring_classpath(build: Path) -> str | None:
@@ -42,7 +51,7 @@ def spring_classpath(build: Path) -> str | None:
 def run_app(classpath: str, bootstrap: str, root: Path, *, protocol: str = "classic", replication: int = 1,
             kill: Callable[[], None] | None = None, timeout: float = 900.0) -> dict:
     """Run the application once (topic and group names under a fresh prefix) and return its report, plus
-    ``errors``: the sorted distinct (logger, exception class) pairs it logged at ERROR. ``kill``: called half-way
+    ``errors``: the sorted distinct (logger, exception class) pairs it logged at ERROR, and ``warnings``. ``kill``: called half-way
     through the failover phase (which runs only with it)."""
     root.mkdir(parents=True, exist_ok=True)
     prefix = f"sp{uuid.uuid4().hex[:6]}-"
@@ -72,8 +81,12 @@ def run_app(classpath: str, bootstrap: str, root: Path, *, protocol: str = "clas
     if proc.returncode != 0 or not report_path.exists():
         raise AssertionError(f"the Spring application exited with {proc.returncode}; its log:\n{text[-20000:]}")
     report = json.loads(report_path.read_text())
-    report["errors"] = sorted({f"{m['logger']} {m['exception'] or '-'}" for m in map(LOG_LINE.match, text.splitlines())
-                               if m is not None and m["level"] == "ERROR"})
+    lines = [m for m in map(LOG_LINE.match, text.splitlines()) if m is not None]
+    report["errors"] = sorted({f"{m['logger']} {m['exception'] or '-'}" for m in lines if m["level"] == "ERROR"})
+    warnings = {warning(m.string, prefix) for m in lines if m["level"] == "WARN"
+                and "could not be established" not in m.string}
+    report["retried"] = sorted(w for w in warnings if RETRIED in w)
+    report["warnings"] = sorted(w for w in warnings if RETRIED not in w)
     print(f"Spring application on {bootstrap} ({protocol}): log in {log_path}\n"
           + "\n".join(line for line in text.splitlines() if line.startswith("PHASE ")))
     return report

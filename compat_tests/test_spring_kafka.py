@@ -9,7 +9,7 @@ transaction, @KafkaListener containers (concurrency 3 in a group, a batch listen
 container stop and restart, seekToTimestamp through ConsumerSeekAware, pause/resume), DefaultErrorHandler with a
 DeadLetterPublishingRecoverer, @RetryableTopic with its retry and DLT topics, a poison record through
 ErrorHandlingDeserializer, ReplyingKafkaTemplate request/reply, and on 3 brokers a kill -9 of the broker
-coordinating a listener's group while records flow. What it observes (records per listener with partitions and
+coordinating a read-process-write listener's group while records flow (every output committed exactly once). What it observes (records per listener with partitions and
 offsets, DLT records and their Spring headers but stack traces and timestamps, the topics and their configs,
 committed offsets, replies, the exceptions logged at ERROR) must be the same on pykbroker as on Kafka 4.4, with
 group.protocol=classic and with group.protocol=consumer (KIP-848).
@@ -20,25 +20,26 @@ Everything here is slow (a minute or more a run): ``PYKBROKER_SPRING_SLOW=1`` (`
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from compat_tests.conftest import KAFKA_44
-from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from compat_tests.spring_app import run_app, spring_classpath
-from compat_tests.test_kafka_streams import group_coordinator
-from pykbroker.testing import BrokerProcess, ClusterProcesses
+from compat_tests.test_kafka_streams import group_coordinator, three_brokers
+from pykbroker.testing import BrokerProcess
 
 SLOW = os.environ.get("PYKBROKER_SPRING_SLOW") == "1"
 pytestmark = pytest.mark.skipif(not SLOW, reason="set PYKBROKER_SPRING_SLOW=1 (make test-spring-slow)")
 PROTOCOLS = ["classic", "consumer"]
-# Three brokers, three replicas of every topic of which two must be in sync, as the Streams suite's clusters.
-CLUSTER = {"default.replication.factor": "3", "min.insync.replicas": "2"}
-# Keys of the report that may differ for a reason of timing, not of the broker (none yet).
-TIMING: dict[str, str] = {}
+# Keys of the report that may differ for a reason of timing, not of the broker: printed, not compared.
+TIMING = {
+    "admin.describeTopics.immediately":
+        "a topic described right after KafkaAdmin raised its partitions: Kafka 4.4 answers from the broker's metadata"
+        " image, which catches up with the controller's CreatePartitions a moment later (seen with 2 partitions"
+        " still, then 4); pykbroker answers from the committed metadata at once. Compared once settled",
+    "retried": "requests the client retried: a Produce answered CONCURRENT_TRANSACTIONS while the markers of the"
+               " producer's previous transaction were being written (seen on both, or neither, run by run)",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +50,14 @@ def classpath(tmp_path_factory) -> str:
     return found
 
 
-def assert_same(expected: dict, got: dict) -> None:
-    for key, reason in TIMING.items():
+# On 3 brokers through a kill -9, the warnings logged (retries of requests the dead broker or a pending transaction
+# answered) depend on when leaders moved and markers were written: printed, not compared.
+CLUSTER_TIMING = {**TIMING, "warnings": "what the clients logged through a kill -9 depends on when leaders moved (a"
+                                        " Produce answered NOT_LEADER_OR_FOLLOWER, a bootstrap broker disconnected)"}
+
+
+def assert_same(expected: dict, got: dict, timing: dict[str, str] = TIMING) -> None:
+    for key, reason in timing.items():
         if expected.get(key) != got.get(key):
             print(f"{key} differs ({reason}):\n  kafka={expected.get(key)!r}\n  pykbroker={got.get(key)!r}")
         expected.pop(key, None)
@@ -70,32 +77,16 @@ def test_spring_application_on_one_node(classpath, tmp_path, kafka44_judge, prot
     assert_same(expected, got)
 
 
-@contextmanager
-def three_brokers(root: Path, broker: str) -> Iterator[tuple[str, Callable[[int], None]]]:
-    """Three pykbroker brokers (with their ZooKeeper) or three Kafka 4.4 KRaft nodes with CLUSTER's settings: their
-    bootstrap and a kill -9 of a node by id."""
-    if broker == "pykbroker":
-        with ClusterProcesses(root / "cluster", 3, CLUSTER) as cluster:
-            yield cluster.bootstrap, lambda n: cluster.broker(n).kill()
-        return
-    kafka_jars = jars_dir(KAFKA_44)
-    assert kafka_jars is not None
-    with KafkaCluster(kafka_jars, root / "kafka", 3, overrides=CLUSTER) as kafka:
-        try:
-            yield kafka.bootstrap, lambda n: kafka.node(n).kill()
-        finally:
-            for node in kafka.nodes:
-                node.kill()
-
-
 def run_on_three(classpath: str, root: Path, broker: str, protocol: str) -> dict:
+    """The application on three ``broker`` ("pykbroker" or "kafka") with three replicas of every topic, two in sync
+    (the Streams suite's clusters), the coordinator of its failover listener's group killed with -9 mid-run."""
     with three_brokers(root, broker) as (bootstrap, kill):
         def kill_the_coordinator() -> None:
             # the prefix is the application's: find the failover group by asking for its coordinator by name
-            node = group_coordinator(bootstrap, failover_group(root / broker))
+            node = group_coordinator(bootstrap, failover_group(root / f"{broker}-app"))
             print(f"{broker}: killing broker {node}, the coordinator of the failover listener's group")
             kill(node)
-        return run_app(classpath, bootstrap, root / broker, protocol=protocol, replication=3,
+        return run_app(classpath, bootstrap, root / f"{broker}-app", protocol=protocol, replication=3,
                        kill=kill_the_coordinator)
 
 
@@ -114,4 +105,5 @@ def test_spring_application_on_three_brokers_through_a_kill(classpath, tmp_path,
     got = run_on_three(classpath, tmp_path, "pykbroker", protocol)
     assert not [k for k in expected if k.endswith(".failed")], expected
     assert expected.get("failover.distinct") == 300, expected
-    assert_same(expected, got)
+    assert expected.get("failover.outputCommitted") == expected.get("failover.outputDistinct") == 300, expected
+    assert_same(expected, got, CLUSTER_TIMING)

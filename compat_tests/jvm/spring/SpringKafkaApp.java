@@ -101,6 +101,7 @@ public class SpringKafkaApp {
     static final List<Integer> batchSizes = new CopyOnWriteArrayList<>();
     static final List<String> acks = new CopyOnWriteArrayList<>();
     static final List<String> seeks = new CopyOnWriteArrayList<>();
+    static final List<String> assigned = new CopyOnWriteArrayList<>();
     static final List<String> paused = new CopyOnWriteArrayList<>();
     static final Map<String, Integer> errorAttempts = new ConcurrentHashMap<>();
     static final Map<String, Integer> retryAttempts = new ConcurrentHashMap<>();
@@ -181,6 +182,7 @@ public class SpringKafkaApp {
         @Bean public NewTopic rpwOut() { return TopicBuilder.name(t("rpw-out")).partitions(2).replicas(replication).build(); }
         @Bean public NewTopic requests() { return TopicBuilder.name(t("requests")).partitions(2).replicas(replication).build(); }
         @Bean public NewTopic replies() { return TopicBuilder.name(t("replies")).partitions(2).replicas(replication).build(); }
+        @Bean public NewTopic failoverOut() { return TopicBuilder.name(t("failover-out")).partitions(3).replicas(replication).build(); }
         @Bean public NewTopic failoverTopic() { return TopicBuilder.name(t("failover")).partitions(3).replicas(replication).build(); }
 
         @Bean
@@ -202,7 +204,11 @@ public class SpringKafkaApp {
         }
 
         @Bean
-        public KafkaTemplate<String, String> template() { return new KafkaTemplate<>(producerFactory()); }
+        public KafkaTemplate<String, String> template() {
+            KafkaTemplate<String, String> template = new KafkaTemplate<>(producerFactory());
+            template.setConsumerFactory(consumerFactory());
+            return template;
+        }
 
         @Bean
         public KafkaTemplate<String, String> txTemplate() {
@@ -272,6 +278,16 @@ public class SpringKafkaApp {
             return f;
         }
 
+        // Read-process-write through a broker's kill -9: retried (rolled back and sought) until it goes through
+        @Bean
+        public ConcurrentKafkaListenerContainerFactory<String, String> failoverFactory() {
+            ConcurrentKafkaListenerContainerFactory<String, String> f = new ConcurrentKafkaListenerContainerFactory<>();
+            f.setConsumerFactory(consumerFactory());
+            f.getContainerProperties().setKafkaAwareTransactionManager(kafkaTransactionManager());
+            f.setCommonErrorHandler(new DefaultErrorHandler(new FixedBackOff(500L, 600L)));
+            return f;
+        }
+
         @Bean
         public ConcurrentMessageListenerContainer<String, String> repliesContainer() {
             ContainerProperties props = new ContainerProperties(t("replies"));
@@ -333,8 +349,18 @@ public class SpringKafkaApp {
         @SendTo
         public String serve(String request) { return request.toUpperCase(); }
 
-        @KafkaListener(id = "failover", topics = "${p}failover", groupId = "${p}failover-group", autoStartup = "false")
-        public void failover(ConsumerRecord<String, String> r) { failover.add(r.value()); }
+        // Partitions assigned explicitly, from an initial offset: no group membership, offsets committed to the group
+        @KafkaListener(id = "assigned", groupId = "${p}assigned-group", autoStartup = "false", topicPartitions =
+                @org.springframework.kafka.annotation.TopicPartition(topic = "${p}orders", partitionOffsets =
+                        @org.springframework.kafka.annotation.PartitionOffset(partition = "1", initialOffset = "2")))
+        public void assigned(ConsumerRecord<String, String> r) { assigned.add(rec(r)); }
+
+        @KafkaListener(id = "failover", topics = "${p}failover", groupId = "${p}failover-group", autoStartup = "false",
+                containerFactory = "failoverFactory")
+        public void failover(ConsumerRecord<String, String> r) {
+            ReadProcessWrite.txTemplate.send(t("failover-out"), r.key(), r.value() + "-out");
+            failover.add(r.value());
+        }
     }
 
     public static class SeekListener extends AbstractConsumerSeekAware {
@@ -485,6 +511,24 @@ public class SpringKafkaApp {
         return out;
     }
 
+    /** The exception chain's classes and messages (topic names without the prefix). */
+    static List<String> chain(Throwable e) {
+        List<String> out = new ArrayList<>();
+        for (Throwable c = e; c != null && out.size() < 5; c = c.getCause()) {
+            out.add(c.getClass().getName() + ": " + (c.getMessage() == null ? null : c.getMessage().replace(prefix, "")));
+        }
+        return out;
+    }
+
+    static Object refusal(KafkaAdmin admin, NewTopic topic) {
+        try {
+            admin.createOrModifyTopics(topic);
+            return "accepted";
+        } catch (Exception e) {
+            return chain(e);
+        }
+    }
+
     interface Phase {
         void run() throws Exception;
     }
@@ -530,10 +574,42 @@ public class SpringKafkaApp {
                     .config("max.message.bytes", "200000").build());
             // A topic declared again with fewer partitions: KafkaAdmin logs it and leaves the topic alone.
             kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("batch")).partitions(1).replicas(replication).build());
-            Map<String, TopicDescription> d = kafkaAdmin.describeTopics(t("grow"), t("batch"));
+            // Topics the broker refuses: what KafkaAdmin throws (its cause is the broker's error and message).
+            report.put("admin.refused.replication", refusal(kafkaAdmin, TopicBuilder.name(t("too-many-replicas"))
+                    .partitions(1).replicas(replication + 3).build()));
+            report.put("admin.refused.config", refusal(kafkaAdmin, TopicBuilder.name(t("bad-config"))
+                    .partitions(1).replicas(replication).config("cleanup.policy", "sometimes").build()));
+            report.put("admin.refused.alter", refusal(kafkaAdmin, TopicBuilder.name(t("grow")).partitions(4)
+                    .replicas(replication).config("retention.ms", "7200000").config("cleanup.policy", "compact")
+                    .config("max.message.bytes", "200000").config("min.insync.replicas", "-3").build()));
+            try {
+                kafkaAdmin.describeTopics(t("missing"));
+                report.put("admin.describeMissing", "described");
+            } catch (Exception e) {
+                report.put("admin.describeMissing", chain(e));
+            }
+            if (replication == 3) {
+                // Replicas placed by the application (brokers 1-3): the order kept, the first the leader
+                kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("placed")).assignReplicas(0, List.of(1, 2, 3))
+                        .assignReplicas(1, List.of(3, 1, 2)).assignReplicas(2, List.of(2, 3, 1)).build());
+                List<String> placed = new ArrayList<>();
+                kafkaAdmin.describeTopics(t("placed")).get(t("placed")).partitions().forEach(p -> placed.add(
+                        p.partition() + " replicas=" + p.replicas().stream().map(n -> n.id()).collect(Collectors.toList())
+                        + " leader=" + (p.leader() == null ? null : p.leader().id())));
+                report.put("admin.placedReplicas", placed);
+                // more partitions for an application-placed topic (KafkaAdmin lets the broker place them)
+                kafkaAdmin.createOrModifyTopics(TopicBuilder.name(t("placed")).partitions(5).replicas(3).build());
+                await("placed described with 5 partitions", 30,
+                        () -> kafkaAdmin.describeTopics(t("placed")).get(t("placed")).partitions().size() == 5);
+            }
             Map<String, Object> m = new TreeMap<>();
-            d.forEach((k, v) -> m.put(strip(k), v.partitions().size()));
-            report.put("admin.describeTopics.partitions", m);
+            kafkaAdmin.describeTopics(t("grow"), t("batch")).forEach((k, v) -> m.put(strip(k), v.partitions().size()));
+            report.put("admin.describeTopics.immediately", m);
+            await("grow described with 4 partitions", 30,
+                    () -> kafkaAdmin.describeTopics(t("grow")).get(t("grow")).partitions().size() == 4);
+            Map<String, Object> settled = new TreeMap<>();
+            kafkaAdmin.describeTopics(t("grow"), t("batch")).forEach((k, v) -> settled.put(strip(k), v.partitions().size()));
+            report.put("admin.describeTopics.partitions", settled);
         });
 
         phase("orders", () -> {
@@ -558,12 +634,25 @@ public class SpringKafkaApp {
             for (var f : futures) {
                 sent.add("async " + meta(f.get(30, TimeUnit.SECONDS).getRecordMetadata()));
             }
+            // A topic nobody declared: created by the broker on the first send (auto.create.topics.enable)
+            sent.add("auto-created " + meta(template.send(t("auto"), "a", "auto").get(60, TimeUnit.SECONDS).getRecordMetadata()));
             report.put("orders.sent", sent);
+            ConsumerRecord<String, String> one = template.receive(t("orders"), 2, 4, Duration.ofSeconds(30));
+            report.put("orders.templateReceive", one == null ? null : rec(one));
             await("16 records in orders", 60, () -> orders.size() >= 16);
             Thread.sleep(500);
             report.put("orders.received", sorted(orders));
             Map<String, Collection<TopicPartition>> a = c.getAssignmentsByClientId();
             report.put("orders.partitionsPerConsumer", a.values().stream().map(Collection::size).sorted().collect(Collectors.toList()));
+        });
+
+        phase("assigned", () -> {
+            registry.getListenerContainer("assigned").start();
+            await("orders/1 from offset 2", 60, () -> assigned.size() >= 3);
+            Thread.sleep(1000);
+            registry.getListenerContainer("assigned").stop();
+            report.put("assigned.received", new ArrayList<>(assigned));
+            report.put("assigned.committed", committed(admin, "assigned-group"));
         });
 
         phase("batch", () -> {
@@ -742,20 +831,37 @@ public class SpringKafkaApp {
                 }
                 await("300 records through the failover", 180, () -> failover.size() >= 300);
                 report.put("failover.distinct", failover.size());
+                // exactly once: every input's output committed once, though the listener may have seen it twice
+                List<ConsumerRecord<String, byte[]>> outRecords = readAll(t("failover-out"), 300, true);
+                report.put("failover.outputCommitted", outRecords.size());
+                report.put("failover.outputDistinct", outRecords.stream()
+                        .map(r -> new String(r.value(), StandardCharsets.UTF_8)).distinct().count());
             });
         }
 
         phase("shutdown", () -> {
             registry.stop();
             Map<String, Object> groups = new TreeMap<>();
-            for (String g : List.of("orders-group", "batch-group", "acks-group", "seek-group", "pause-group",
-                    "errors-group", "poison-group", "rpw-group", "server-group", "retry-group")) {
+            List<String> ours = new ArrayList<>(List.of("orders-group", "batch-group", "acks-group", "seek-group",
+                    "pause-group", "errors-group", "poison-group", "rpw-group", "server-group", "retry-group"));
+            if (withFailover) {
+                ours.add("failover-group");
+            }
+            for (String g : ours) {
                 groups.put(g, committed(admin, g));
             }
             report.put("committed", groups);
-            List<String> ours = admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
+            Map<String, Object> described = new TreeMap<>();
+            List<String> names = new ArrayList<>(groups.keySet());
+            names.add("assigned-group");
+            Map<String, org.apache.kafka.clients.admin.ConsumerGroupDescription> ds = admin.describeConsumerGroups(
+                    names.stream().map(SpringKafkaApp::t).collect(Collectors.toList())).all().get(30, TimeUnit.SECONDS);
+            ds.forEach((g, d) -> described.put(strip(g), d.type() + " " + d.groupState() + " simple=" + d.isSimpleConsumerGroup()
+                    + " members=" + d.members().size() + " assignor=" + d.partitionAssignor()));
+            report.put("groups", described);
+            List<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
                     .filter(n -> n.startsWith(prefix)).sorted().collect(Collectors.toList());
-            report.put("topics", describe(admin, ours));
+            report.put("topics", describe(admin, topics));
         });
         admin.close();
         ctx.close();
