@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -232,7 +232,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -253,11 +253,13 @@ test-franz-slow: deps
 test-cluster-bench-slow: deps
 	PYKBROKER_CLUSTER_BENCH_SLOW=1 $(PY) -m pytest tests/bench/test_cluster_bench.py $(ARGS)
 
-## test-rdkafka-suite-slow: librdkafka's own integration tests (the set of compat_tests/rdkafka_suite that passes on
-##                          Kafka 4.4) on one pykbroker node, on 3 brokers, and its consumer group tests with KIP-848's
-##                          protocol (about 35 minutes); builds the test runner once (minutes, cached); skipped
-##                          without a C compiler. A run against Kafka 4.4 itself:
-##                          `python -m compat_tests.rdkafka_suite --target kafka` (or kafka-cluster)
+## test-rdkafka-suite-slow: librdkafka's own integration tests (the sets of compat_tests/rdkafka_suite that pass on
+##                          Kafka 4.4) in the runner's quick mode on one pykbroker node, on 3 brokers, its consumer
+##                          group tests with KIP-848's protocol, the noautocreate scenario's and the ACL tests on brokers
+##                          of their own, Kafka's scripts from a KAFKA_PATH of Kafka 4.4's jars (about 45 minutes);
+##                          builds the test runner once (minutes, cached); skipped without a C compiler. A run against
+##                          Kafka 4.4 itself: `python -m compat_tests.rdkafka_suite --target kafka` (or kafka-cluster;
+##                          --scenario noautocreate|acl, --full)
 test-rdkafka-suite-slow: deps
 	PYKBROKER_RDKAFKA_SUITE_SLOW=1 $(PY) -m pytest compat_tests/test_rdkafka_suite.py $(ARGS)
 
@@ -333,3 +335,8 @@ test-flink-slow: deps
 ##                   running the same application (~15 min)
 test-spring-slow: deps
 	PYKBROKER_SPRING_SLOW=1 $(PY) -m pytest compat_tests/test_spring_kafka.py $(ARGS)
+
+## test-rdkafka-suite-full-slow: test-rdkafka-suite-slow in the runner's full mode (more messages, the sub-tests and
+##                               tests quick mode skips, e.g. 0082), PYKBROKER_RDKAFKA_SUITE_FULL=1 (about 80 minutes)
+test-rdkafka-suite-full-slow: deps
+	PYKBROKER_RDKAFKA_SUITE_SLOW=1 PYKBROKER_RDKAFKA_SUITE_FULL=1 $(PY) -m pytest compat_tests/test_rdkafka_suite.py $(ARGS)

@@ -1,32 +1,43 @@
-"""librdkafka's own integration test suite (the chosen set of compat_tests/rdkafka_suite, every one of which passes
+"""librdkafka's own integration test suite (the chosen sets of compat_tests/rdkafka_suite, every one of which passes
 on Apache Kafka 4.4) against pykbroker, on one node and on a 3-broker cluster: every test must pass. Slow (the
 runner is built once, minutes; each run takes minutes; the consumer group tests run once more with KIP-848's
-protocol): ``make test-rdkafka-suite-slow``
-(PYKBROKER_RDKAFKA_SUITE_SLOW=1). Skipped on a machine without a C compiler.
+protocol; the tests needing Kafka's scripts get a KAFKA_PATH made of Kafka 4.4's jars, and the noautocreate and
+ACL scenarios run on brokers of their own): ``make test-rdkafka-suite-slow`` (PYKBROKER_RDKAFKA_SUITE_SLOW=1), in
+the runner's quick mode; its full mode (more messages, the sub-tests quick mode skips) with
+PYKBROKER_RDKAFKA_SUITE_FULL=1 (``make test-rdkafka-suite-full-slow``). Skipped on a machine without a C compiler.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
+from compat_tests.jvm.kafka_broker import jars_dir
 from compat_tests.rdkafka_suite import (
+    ACL,
     CLUSTER,
-    CLUSTER_SCENARIO,
     CONSUMER_PROTOCOL,
-    SCENARIO,
+    NOAUTOCREATE,
+    NOAUTOCREATE_CLUSTER,
     SINGLE,
+    broker_settings,
+    chosen,
     run_suite,
     runner_path,
+    runner_scenario,
     verdict,
 )
+from compat_tests.rdkafka_suite.kafka_path import kafka_path
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_RDKAFKA_SUITE_SLOW") != "1",
                                  reason="minutes: make test-rdkafka-suite-slow (PYKBROKER_RDKAFKA_SUITE_SLOW=1)"),
               pytest.mark.timeout(5400)]  # a build (minutes, once) and a run of up to an hour (run_suite's bound)
+
+QUICK = os.environ.get("PYKBROKER_RDKAFKA_SUITE_FULL") != "1"
 
 
 @pytest.fixture(scope="module")
@@ -37,30 +48,48 @@ def runner():
     return found
 
 
+@pytest.fixture(scope="module")
+def kafka_home() -> Path:
+    """A KAFKA_PATH of Kafka 4.4's jars, for the tests running kafka-topics.sh, kafka-acls.sh, Java clients."""
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka 4.4's jars are needed for the suite's Kafka scripts (java, Maven: make deps)")
+    return kafka_path(jars)
+
+
 def assert_all_passed(outcomes, tests: str, log) -> None:
     failed, not_passed = verdict(outcomes, tests)
     assert not failed and not not_passed, f"failed: {failed}; without a pass: {not_passed}; the runner's log: {log}"
 
 
-def test_rdkafka_suite_single_node(runner, tmp_path):
-    with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
-        outcomes, log = run_suite(runner, broker.bootstrap, SINGLE, tmp_path / "run")
+@pytest.mark.parametrize("scenario,tests", [("default", SINGLE), ("noautocreate", NOAUTOCREATE), ("acl", ACL)])
+def test_rdkafka_suite_single_node(runner, kafka_home, tmp_path, scenario, tests):
+    tests = chosen(tests, QUICK)
+    with BrokerProcess(tmp_path / "broker", overrides=broker_settings(scenario, cluster=False),
+                       log_path=tmp_path / "broker.log") as broker:
+        outcomes, log = run_suite(runner, broker.bootstrap, tests, tmp_path / "run", quick=QUICK,
+                                  scenario=runner_scenario(scenario), kafka_path=kafka_home)
         assert broker.alive, broker.log()[-5000:]
-    assert_all_passed(outcomes, SINGLE, log)
+    assert_all_passed(outcomes, tests, log)
 
 
-def test_rdkafka_suite_consumer_group_protocol(runner, tmp_path):
+def test_rdkafka_suite_consumer_group_protocol(runner, kafka_home, tmp_path):
     """The consumer group tests with KIP-848's protocol (group.protocol=consumer) on one node."""
-    with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
-        outcomes, log = run_suite(runner, broker.bootstrap, CONSUMER_PROTOCOL, tmp_path / "run",
-                                  env={"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"})
+    with BrokerProcess(tmp_path / "broker", overrides=broker_settings("default", cluster=False),
+                       log_path=tmp_path / "broker.log") as broker:
+        outcomes, log = run_suite(runner, broker.bootstrap, CONSUMER_PROTOCOL, tmp_path / "run", quick=QUICK,
+                                  env={"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"}, kafka_path=kafka_home)
         assert broker.alive, broker.log()[-5000:]
     assert_all_passed(outcomes, CONSUMER_PROTOCOL, log)
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
-def test_rdkafka_suite_cluster(runner, tmp_path):
-    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
-        outcomes, log = run_suite(runner, cluster.bootstrap, CLUSTER, tmp_path / "run")
+@pytest.mark.parametrize("scenario,tests",
+                         [("default", CLUSTER), ("noautocreate", NOAUTOCREATE_CLUSTER), ("acl", ACL)])
+def test_rdkafka_suite_cluster(runner, kafka_home, tmp_path, scenario, tests):
+    tests = chosen(tests, QUICK)
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=broker_settings(scenario, cluster=True)) as cluster:
+        outcomes, log = run_suite(runner, cluster.bootstrap, tests, tmp_path / "run", quick=QUICK,
+                                  scenario=runner_scenario(scenario), kafka_path=kafka_home)
         assert all(b.alive for b in cluster.brokers.values())
-    assert_all_passed(outcomes, CLUSTER, log)
+    assert_all_passed(outcomes, tests, log)

@@ -17,40 +17,45 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from compat_tests.jvm.kafka_broker import jars_dir
 from compat_tests.rdkafka_suite import (
     CLUSTER,
-    CLUSTER_SCENARIO,
-    SCENARIO,
+    SCENARIOS,
     SINGLE,
+    broker_settings,
+    chosen,
     run_suite,
     runner_path,
+    runner_scenario,
     verdict,
 )
+from compat_tests.rdkafka_suite.kafka_path import kafka_path
 
 TARGETS = ("kafka", "kafka-cluster", "pykbroker", "pykbroker-cluster")
 
 
 @contextlib.contextmanager
-def started(target: str, root: Path) -> Iterator[str]:
-    """Start ``target`` under ``root``; yields its bootstrap, stops it after."""
+def started(target: str, root: Path, scenario: str) -> Iterator[str]:
+    """Start ``target`` under ``root`` with ``scenario``'s settings; yields its bootstrap, stops it after."""
+    settings = broker_settings(scenario, target.endswith("cluster"))
     if target == "pykbroker":
         from pykbroker.testing import BrokerProcess
-        with BrokerProcess(root / "broker", overrides=SCENARIO, log_path=root / "broker.log") as broker:
+        with BrokerProcess(root / "broker", overrides=settings, log_path=root / "broker.log") as broker:
             yield broker.bootstrap
     elif target == "pykbroker-cluster":
         from pykbroker.testing import ClusterProcesses
-        with ClusterProcesses(root, size=3, overrides=CLUSTER_SCENARIO) as cluster:
+        with ClusterProcesses(root, size=3, overrides=settings) as cluster:
             yield cluster.bootstrap
     else:
-        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
+        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
         jars = jars_dir("4.4.0")
         if jars is None:
             raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
         if target == "kafka":
-            with KafkaBroker(jars, root / "kafka", overrides=SCENARIO) as kafka:
+            with KafkaBroker(jars, root / "kafka", overrides=settings) as kafka:
                 yield kafka.bootstrap
         else:
-            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=CLUSTER_SCENARIO)
+            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=settings)
             try:
                 nodes.start()
                 yield nodes.bootstrap
@@ -69,6 +74,12 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--group-protocol", choices=("classic", "consumer"),
                         help="the consumers' group.protocol (TEST_CONSUMER_GROUP_PROTOCOL; the runner's default: classic)")
+    parser.add_argument("--full", action="store_true", help="the runner's full mode (default: quick, -Q)")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="default",
+                        help="the broker settings (default, noautocreate: no auto-created topics, the runner runs only "
+                             "that scenario's tests; acl: ACLs in force, no super user)")
+    parser.add_argument("--no-kafka-path", action="store_true",
+                        help="no KAFKA_PATH (the tests needing Kafka's scripts then skip or fail)")
     parser.add_argument("--debug", help="librdkafka debug contexts (TEST_DEBUG), e.g. protocol,cgrp")
     args = parser.parse_args()
     runner = runner_path()
@@ -80,16 +91,19 @@ def main() -> int:
     env = {"TEST_DEBUG": args.debug} if args.debug else {}
     if args.group_protocol:
         env["TEST_CONSUMER_GROUP_PROTOCOL"] = args.group_protocol
-    tests = args.tests or (CLUSTER if args.target.endswith("cluster") else SINGLE)
+    tests = args.tests or chosen(CLUSTER if args.target.endswith("cluster") else SINGLE, not args.full)
+    jars = None if args.no_kafka_path else jars_dir()
     with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir))
-        outcomes, log = run_suite(runner, bootstrap, tests, workdir / "run", parallel=args.parallel, env=env)
+        bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir, args.scenario))
+        outcomes, log = run_suite(runner, bootstrap, tests, workdir / "run", parallel=args.parallel, env=env,
+                                  quick=not args.full, scenario=runner_scenario(args.scenario),
+                                  kafka_path=kafka_path(jars) if jars else None)
     ran = [o for o in outcomes.values() if o.name[:4] in tests.split(",") and o.state != "SKIPPED"]
     for outcome in ran:
         print(f"{outcome.name:45} {outcome.state:8} {outcome.seconds:8.1f}s {outcome.reason}")
     failed, not_passed = verdict(outcomes, tests)
     passed = sum(o.state == "PASSED" for o in ran)
-    print(f"{args.bootstrap or args.target}: {passed} passed, {len(failed)} failed; numbers without a passed test: "
+    print(f"{args.bootstrap or args.target} ({'full' if args.full else 'quick'}, {args.scenario}): {passed} passed, {len(failed)} failed; numbers without a passed test: "
           f"{','.join(not_passed) or 'none'}; log: {log}")
     return 1 if failed or not_passed else 0
 
