@@ -23,7 +23,7 @@ fixed-size records) are checked by C-level regular-expression matches, a step pe
 and tried first for the next batch: records as wide as the first tiling the batch (the count times their length);
 else a run of the layout's records from end to end (which can be read one way only), counted by ``Pattern.subn``.
 Batches of varying value lengths (one key length and headers layout) take one match a record capturing its length
-varints, Python jumping the value (~45 bytecodes a record, the walk 175 to 330); what neither reads is walked
+varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330); what neither reads is walked
 record by record in Python, from the first record not read whole.
 """
 
@@ -178,6 +178,9 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
         _, after = _varint(buf, p, end, 5)
         offset_width = after - p
         p = after
+        base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas (varying batches: None)
+        if not count * (len(_zigzag(base)) + base) <= end - pos <= count * (len(_zigzag(base + 4)) + base + 4):
+            return None
         literals = []  # (start, end, bytes that follow) of the varints the layout keeps as they are
         for i in range(2 + 1):  # key, value, then the header count
             length, after = _varint(buf, p, end, 5)
@@ -194,9 +197,6 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
             literals.append((p, after, max(length, 0)))
             p = after + max(length, 0)
         if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
-            return None
-        base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
-        if not count * (len(_zigzag(base)) + base) <= end - pos <= count * (len(_zigzag(base + 4)) + base + 4):
             return None
         if count > 1 and not base <= _varint(buf, p, end, 5)[0] < base + 5:
             return None
@@ -348,21 +348,20 @@ def _run(data: bytes, start: int, count: int, steps: _Steps) -> tuple[int, int]:
         return 0, start
     step, span, value_length, width = steps.step, _SPAN, _LENGTH, steps.suffix_width
     size, value = m.groups()
-    end = start + span[size]  # the record's end by its length
-    p = m.end() + value_length[value]  # its value's end
-    if p + width != end:
+    due = start + span[size] - width  # where the record's value ends by its length (a record starts at due + width)
+    p = m.end() + value_length[value]  # where it ends by its value's
+    if p != due:
         return 0, start
     for i in range(1, count):
         m = step.match(data, p)  # the previous record's suffix, then this record's head
         if m is None:
-            return (i, end) if steps.suffix.match(data, p) else (i - 1, start)
+            return (i, due + width) if steps.suffix.match(data, p) else (i - 1, due + width - span[size])
         size, value = m.groups()
-        start = end
-        end += span[size]
+        due += span[size]
         p = m.end() + value_length[value]
-        if p + width != end:
-            return i, start
-    return (count, end) if steps.suffix.match(data, p) else (count - 1, start)
+        if p != due:
+            return i, due + width - span[size]
+    return (count, due + width) if steps.suffix.match(data, p) else (count - 1, due + width - span[size])
 
 
 def _check_varying(buf: Buffer, pos: int, end: int, count: int) -> None:
