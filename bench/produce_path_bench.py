@@ -3,10 +3,11 @@
     python -m bench produce-path         # PRODUCE_PATH_REQUESTS=5000 for more CPU-time blocks
 
 Requests shaped as the Java producer of ``python -m bench broker`` sends them with 1 KiB records (Produce
-v13, one partition, one batch of 54 records of 1 KiB: what ProducerPerformance's batches averaged there) go
-through an embedded broker's ``Dispatcher.dispatch`` in its own event loop, with the response written to
+v13, one partition, one batch of 54 records of 1 KiB: what ProducerPerformance's batches averaged there; and of
+800 to 1,200-byte values, as producers of JSON send, whose batches have no one record layout) go through an embedded broker's ``Dispatcher.dispatch`` in its own event loop, with the response written to
 nowhere: decode, validation, log append, indexes, producer state, acks=all wait and response encoding, but no
-socket. For acks=1 (no producer id, as the Java producer without idempotence) and idempotent acks=all:
+socket. For acks=1 (no producer id, as the Java producer without idempotence), idempotent acks=all and acks=1 of
+varying record sizes:
 
 - bytecodes and Python calls per request, counted by a tracer over 100 requests: the same on every run of the
   same code, whatever else the machine does (a change of the produce path shows as a change of this number);
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 import time
 from types import FrameType
@@ -49,12 +51,17 @@ class _Nowhere:
         return 0
 
 
-def produce_frames(topic_id: Any, count: int, acks: int, idempotent: bool) -> list[bytes]:
-    """``count`` Produce v13 request frames (header and body) of one batch each, sequences following."""
+def produce_frames(topic_id: Any, count: int, acks: int, idempotent: bool, varying: bool = False) -> list[bytes]:
+    """``count`` Produce v13 request frames (header and body) of one batch each, sequences following; ``varying``:
+    values of 800 to 1,200 bytes (the same on every run), else all of RECORD_SIZE."""
     value = os.urandom(RECORD_SIZE)
+    sizes = random.Random(0)
     records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value) for i in range(RECORDS_PER_REQUEST)]
     frames = []
     for n in range(count):
+        if varying:
+            records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value[:sizes.randint(800, 1200)])
+                       for i in range(RECORDS_PER_REQUEST)]
         batch = build_batch(records, base_timestamp=int(time.time() * 1000),
                             producer_id=PRODUCER_ID if idempotent else -1, producer_epoch=0 if idempotent else -1,
                             base_sequence=n * RECORDS_PER_REQUEST if idempotent else -1)
@@ -100,7 +107,7 @@ async def _measure(dispatcher: Dispatcher, frames: list[bytes]) -> dict[str, flo
             "cpu_us": min(blocks) * 1e6 if blocks else float("nan")}
 
 
-def run(requests: int, acks: int, idempotent: bool) -> dict[str, float]:
+def run(requests: int, acks: int, idempotent: bool, varying: bool = False) -> dict[str, float]:
     """One workload on a fresh embedded broker; raises unless every request's records were appended."""
     with EmbeddedBroker({"num.partitions": "1", "auto.create.topics.enable": "false"}) as embedded:
         server = embedded.server
@@ -126,7 +133,7 @@ def run(requests: int, acks: int, idempotent: bool) -> dict[str, float]:
                     raise RuntimeError("the topic produce-path was not created within 30 s")
                 await asyncio.sleep(0.01)
             topic_id = broker.metadata.image.topics["produce-path"].topic_id
-            frames = produce_frames(topic_id, requests, acks, idempotent)
+            frames = produce_frames(topic_id, requests, acks, idempotent, varying)
             figures = await _measure(dispatcher, frames)
             partition = broker.replica_manager.get_partition("produce-path", 0)
             assert partition is not None
@@ -141,9 +148,11 @@ def run(requests: int, acks: int, idempotent: bool) -> dict[str, float]:
 def main(requests: int | None = None) -> dict[str, dict[str, float]]:
     requests = requests or int(os.environ.get("PRODUCE_PATH_REQUESTS", "2200"))
     out = {}
-    for label, acks, idempotent in (("acks=1", 1, False), ("acks=all idempotent", -1, True)):
-        figures = out[label] = run(requests, acks, idempotent)
-        print(f"  produce {RECORDS_PER_REQUEST} x {RECORD_SIZE} B, {label:<20} {figures['bytecodes']:7.0f} bytecodes "
+    for label, acks, idempotent, varying in (("acks=1", 1, False, False), ("acks=all idempotent", -1, True, False),
+                                             ("acks=1 varying", 1, False, True)):
+        figures = out[label] = run(requests, acks, idempotent, varying)
+        size = "800-1200" if varying else RECORD_SIZE
+        print(f"  produce {RECORDS_PER_REQUEST} x {size!s:<8} B, {label:<20} {figures['bytecodes']:7.0f} bytecodes "
               f"{figures['calls']:5.0f} Python calls {figures['cpu_us']:7.1f} CPU us per request", flush=True)
     return out
 

@@ -22,7 +22,9 @@ value lengths and headers, any timestamp and offset deltas of up to 3 bytes each
 fixed-size records) are checked by C-level regular-expression matches, a step per record, compiled once per layout
 and tried first for the next batch: records as wide as the first tiling the batch (the count times their length);
 else a run of the layout's records from end to end (which can be read one way only), counted by ``Pattern.subn``.
-Other batches are walked record by record in Python.
+Batches of varying value lengths (one key length and headers layout) take one match a record capturing its length
+varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330); what neither reads is walked
+record by record in Python, from the first record not read whole.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
         _, after = _varint(buf, p, end, 5)
         offset_width = after - p
         p = after
+        base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas (varying batches: None)
+        if not count * (len(_zigzag(base)) + base) <= end - pos <= count * (len(_zigzag(base + 4)) + base + 4):
+            return None
         literals = []  # (start, end, bytes that follow) of the varints the layout keeps as they are
         for i in range(2 + 1):  # key, value, then the header count
             length, after = _varint(buf, p, end, 5)
@@ -192,9 +197,6 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
             literals.append((p, after, max(length, 0)))
             p = after + max(length, 0)
         if p - body != size or p > end or timestamp_width > 3 or offset_width > 3 or buf[pos:body] != _zigzag(size):
-            return None
-        base = size - timestamp_width - offset_width + 2  # the length with one-byte deltas
-        if not count * (len(_zigzag(base)) + base) <= end - pos <= count * (len(_zigzag(base + 4)) + base + 4):
             return None
         if count > 1 and not base <= _varint(buf, p, end, 5)[0] < base + 5:
             return None
@@ -249,7 +251,7 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
     else:
         layout = _layout(buf, pos, end, count)
         if layout is None:
-            _walk_uncompressed(buf, pos, end, count)
+            _check_varying(buf, pos, end, count)
             return
         key = layout.source + b"\n" + layout.fixed
         patterns = _layouts.get(key)  # type: ignore[assignment]
@@ -260,7 +262,7 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
                                                  re.compile(b"(?s)" + layout.source))
         if not _matches(patterns, buf, pos, end, count):
-            _walk_uncompressed(buf, pos, end, count)
+            _check_varying(buf, pos, end, count)
             return
     _last = patterns
     if patterns in _recent:
@@ -275,6 +277,114 @@ def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -
         return True
     return patterns.run.fullmatch(buf, pos, end) is not None and \
         patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count
+
+
+# Batches of varying records (what producers send of JSON values of different lengths): a layout of one record
+# (its key length, or a null key, and its header count, key and value lengths) with any value length of up to two
+# bytes, any attributes and deltas, checked by one regular-expression match per record (C level) capturing the
+# record's and the value's length varints, then Python jumping the value and checking the length adds up. A record
+# the step does not read is left to the walk, from the first record not read whole (same answer: the walk's state
+# at a record's start is its position only).
+_EVEN = b"".join(re.escape(bytes([b])) for b in range(0, 0x80, 2))
+_EVEN_HIGH = b"".join(re.escape(bytes([b])) for b in range(0x80, 0x100, 2))
+_LENGTH_SOURCE = b"([" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _SPAN
+_VALUE_SOURCE = b"(\\x01|[" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _LENGTH
+_DELTAS_SOURCE = b".[\\x80-\\xff]{0,9}[\\x00-\\x7f][\\x80-\\xff]{0,4}[\\x00-\\x7f]"  # attributes, timestamp, offset
+_SPAN = {_zigzag(n): len(_zigzag(n)) + n for n in range(1 << 13)}  # a record length varint: the record's width
+_LENGTH = {_zigzag(n): n for n in range(1 << 13)} | {_zigzag(-1): 0}  # a value length varint: its bytes (null: 0)
+
+
+class _Steps(NamedTuple):
+    """A layout of varying value lengths compiled: its first record; a record after the previous one's suffix; the
+    suffix (header count and headers) alone, of ``suffix_width`` bytes."""
+    first: re.Pattern[bytes]
+    step: re.Pattern[bytes]
+    suffix: re.Pattern[bytes]
+    suffix_width: int
+
+
+_steps: dict[bytes, _Steps] = {}
+_last_steps: _Steps | None = None
+
+
+def _steps_at(data: bytes, start: int) -> _Steps | None:
+    """The varying layout of the record at ``start``; None when it has none (the walk reads it)."""
+    try:
+        _, p = _varint(data, start, len(data), 5)
+        _, p = _varint(data, p + 1, len(data), 10)
+        _, key_at = _varint(data, p, len(data), 5)
+        length, p = _varint(data, key_at, len(data), 5)
+        key_source = re.escape(data[key_at:p]) + (b".{%d}" % length if length > 0 else b"")
+        length, p = _varint(data, p + max(length, 0), len(data), 5)
+        suffix = p + max(length, 0)
+        headers, p = _varint(data, suffix, len(data), 5)
+        if not 0 <= headers <= 64:
+            return None
+        parts = [re.escape(data[suffix:p])]
+        for i in range(headers * 2):
+            length, after = _varint(data, p, len(data), 5)
+            if length < 0 and i % 2 == 0:
+                return None  # a negative header key size
+            parts.append(re.escape(data[p:after]) + (b".{%d}" % length if length > 0 else b""))
+            p = after + max(length, 0)
+    except (IndexError, ValueError):
+        return None
+    suffix_source = b"".join(parts)
+    key = key_source + b"\n" + suffix_source
+    steps = _steps.get(key)
+    if steps is None:
+        if len(_steps) >= _MAX_LAYOUTS:
+            _steps.clear()
+        head = _LENGTH_SOURCE + _DELTAS_SOURCE + key_source + _VALUE_SOURCE
+        steps = _steps[key] = _Steps(re.compile(b"(?s)" + head), re.compile(b"(?s)" + suffix_source + head),
+                                     re.compile(b"(?s)" + suffix_source), p - suffix)
+    return steps
+
+
+def _run(data: bytes, start: int, count: int, steps: _Steps) -> tuple[int, int]:
+    """How many of ``count`` records from ``start`` the layout reads whole, and where the next one starts."""
+    m = steps.first.match(data, start)
+    if m is None:
+        return 0, start
+    step, span, value_length, width = steps.step, _SPAN, _LENGTH, steps.suffix_width
+    size, value = m.groups()
+    due = start + span[size] - width  # where the record's value ends by its length (a record starts at due + width)
+    p = m.end() + value_length[value]  # where it ends by its value's
+    if p != due:
+        return 0, start
+    for i in range(1, count):
+        m = step.match(data, p)  # the previous record's suffix, then this record's head
+        if m is None:
+            return (i, due + width) if steps.suffix.match(data, p) else (i - 1, due + width - span[size])
+        size, value = m.groups()
+        due += span[size]
+        p = m.end() + value_length[value]
+        if p != due:
+            return i, due + width - span[size]
+    return (count, due + width) if steps.suffix.match(data, p) else (count - 1, due + width - span[size])
+
+
+def _check_varying(buf: Buffer, pos: int, end: int, count: int) -> None:
+    """check_records of a batch of varying records: steps of varying layouts, what they do not read walked."""
+    global _last_steps
+    data = bytes(memoryview(buf)[pos:end])  # a copy: length varints matched are hashable, the batch's end its end
+    start = done = 0
+    steps = _last_steps
+    for _ in range(4):  # layouts changing within the batch: a few read, then the walk
+        if done >= count:
+            break
+        n, start = _run(data, start, count - done, steps) if steps is not None else (0, start)
+        if n == 0:
+            steps = _steps_at(data, start)
+            if steps is None:
+                break
+            n, start = _run(data, start, count - done, steps)
+            if n == 0:
+                break
+        _last_steps = steps
+        done += n
+    if done < count or start != len(data):
+        _walk_uncompressed(data, start, len(data), count - done)
 
 
 def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = True) -> None:
