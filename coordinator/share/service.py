@@ -18,7 +18,7 @@ and then marks them initialized (or, on failure, no longer initializing, so a la
 The broker gives it callables for what lives above this layer (topic lookups, group configs, creating the
 state topic), so nothing here imports pykbroker. ``settings(group_id)`` merges the broker's ``group.share.*``
 defaults with the group's configs (``share.auto.offset.reset``, ``share.isolation.level``,
-``share.record.lock.duration.ms``).
+``share.record.lock.duration.ms``, ``share.delivery.count.limit``, ``share.partition.max.record.locks``).
 """
 
 from __future__ import annotations
@@ -168,8 +168,10 @@ class ShareGroupService:
             auto_offset_reset=configs.get("share.auto.offset.reset", "latest").lower(),
             read_committed=configs.get("share.isolation.level", "read_uncommitted").lower() == "read_committed",
             record_lock_duration_ms=lock_ms,
-            delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
-            max_record_locks=int(self.config("group.share.partition.max.record.locks")))
+            delivery_count_limit=int(configs.get("share.delivery.count.limit",
+                                                 self.config("group.share.delivery.count.limit"))),
+            max_record_locks=int(configs.get("share.partition.max.record.locks",
+                                             self.config("group.share.partition.max.record.locks"))))
 
     async def groups_with_state(self) -> None:
         """Groups known only from __share_group_state (after a restart, before any member is back) are

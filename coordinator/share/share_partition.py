@@ -167,6 +167,8 @@ class SharePartition:
         self._next_token += 1
         acquired: list[AcquiredRecords] = []
         taken = 0
+        # runs of consecutive offsets with one delivery count, across log batches (Kafka answers one range)
+        run_first = run_last = run_count = -1
         for first, last in batches:
             if taken >= max_records:
                 break
@@ -180,8 +182,6 @@ class SharePartition:
                         self._states[off - self.start_offset] = _ARCHIVED
                     self._dirty.mark(gap, first - 1)
             lo = max(first, self.start_offset)
-            run_first = -1
-            run_count = -1
             for off in range(lo, last + 1):
                 i = off - self.start_offset
                 ok = self._states[i] == _AVAILABLE and (not record_limit or taken < max_records)
@@ -195,16 +195,18 @@ class SharePartition:
                     self._counts[i] = count
                     self._tokens[i] = token
                     taken += 1
-                    if run_first >= 0 and count == run_count:
+                    if run_first >= 0 and count == run_count and off == run_last + 1:
+                        run_last = off
                         continue
                     if run_first >= 0:
-                        acquired.append(AcquiredRecords(run_first, off - 1, run_count))
-                    run_first, run_count = off, count
+                        acquired.append(AcquiredRecords(run_first, run_last, run_count))
+                    run_first = run_last = off
+                    run_count = count
                 elif run_first >= 0:
-                    acquired.append(AcquiredRecords(run_first, off - 1, run_count))
+                    acquired.append(AcquiredRecords(run_first, run_last, run_count))
                     run_first = -1
-            if run_first >= 0:
-                acquired.append(AcquiredRecords(run_first, last, run_count))
+        if run_first >= 0:
+            acquired.append(AcquiredRecords(run_first, run_last, run_count))
         if taken:
             acquisition = Acquisition(member_id, held=taken)
             acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
