@@ -475,3 +475,24 @@ def test_a_groups_record_lock_and_delivery_count_limits_bound_its_share_partitio
         # released, the records come back with delivery count 2; released again at the limit of 2 they are archived
         assert acquired(fetch(c, "g-limits", m, 1, tid, acks={0: [(0, 99, [RELEASE])]})) == [(0, 99, 2)]
         assert acquired(fetch(c, "g-limits", m, 2, tid, acks={0: [(0, 99, [RELEASE])]})) == [(100, 149, 1)]
+
+
+def test_a_member_that_resubscribes_loses_the_topics_it_left_at_once(broker):
+    """A heartbeat naming a new subscription answers the member's assignment without the topics it left, at the same
+    member epoch, while the next target assignment waits for share.assignment.interval.ms (KIP-1263), as Kafka 4.4
+    answers. pykbroker kept the old assignment until then: confluent-kafka-python's
+    test_resubscribe_to_different_topic got records of the topic it had left."""
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        create_topic(c, "resub-a")
+        create_topic(c, "resub-b")
+        m, r = join(c, "g-resub", "resub-a")
+        epoch = r.member_epoch
+        r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=GROUP, resource_name="g-resub", configs=[
+                AlterableConfig(name="share.assignment.interval.ms", config_operation=0, value="15000")])]), 1)
+        assert r.responses[0].error_code == ErrorCode.NONE, r
+        r = c.request(ShareGroupHeartbeatRequest(group_id="g-resub", member_id=m, member_epoch=epoch,
+                                                 subscribed_topic_names=["resub-b"]), 1)
+        assert r.error_code == ErrorCode.NONE, r
+        assert (r.member_epoch, r.assignment.topic_partitions) == (epoch, [])
