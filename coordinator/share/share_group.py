@@ -262,7 +262,7 @@ class ShareGroupCoordinator:
             group.group_epoch += 1
         member.rack_id = rack_id if rack_id is not None else member.rack_id
         self._maybe_reassign(group, bumped=group.group_epoch != epoch_before)
-        target = group.target.get(member_id, {})
+        target = self._subscribed_part(member, group.target.get(member_id, {}))
         # as Kafka: the assignment goes with a full request (a join, or one naming the subscription) or when it changed
         new_assignment = {t: sorted(p) for t, p in target.items() if p}
         send = member_epoch == JOIN_GROUP_MEMBER_EPOCH or subscribed_topic_names is not None \
@@ -275,6 +275,14 @@ class ShareGroupCoordinator:
         return HeartbeatResult(ErrorCode.NONE, member_id, member.member_epoch, self.heartbeat_interval_ms,
                                {t: sorted(p) for t, p in target.items()} if send else None,
                                initialize=self._start_initializing(group))
+
+    def _subscribed_part(self, member: ShareMember, assignment: Assignment) -> Assignment:
+        """The member's target assignment without the topics it no longer subscribes: as Kafka 4.4, a member that
+        changes its subscription loses those at once (at the same member epoch), while the next target assignment
+        may wait for share.assignment.interval.ms."""
+        ids = {info.topic_id for name in member.subscribed_topic_names
+               if (info := self.topics.by_name(name)) is not None}
+        return {t: p for t, p in assignment.items() if t in ids}
 
     def _initialized_assignment_pending(self, group: ShareGroup) -> bool:
         """Kafka's initializedAssignmentPending: a subscribed topic's initialized partitions are not exactly those

@@ -452,3 +452,48 @@ def test_rejected_and_exhausted_records_go_to_the_dead_letter_queue(broker):
              "__dlq.errors.message": b"Offset delivery count exceeded the threshold."}]
         from wire.messages import MetadataRequest
         assert "dlq.missing" not in {t.name for t in c.request(MetadataRequest(topics=None), 12).topics}
+
+
+def test_a_groups_record_lock_and_delivery_count_limits_bound_its_share_partitions(broker):
+    """share.partition.max.record.locks and share.delivery.count.limit set on the group apply to its
+    share-partitions, not the broker's group.share.* values (they were stored and described, never applied:
+    confluent-kafka-python's test_partition_max_record_locks_caps_in_flight got 200 records in one poll under a
+    cap of 100, as Kafka 4.4 never gives)."""
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "limits")
+        r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=GROUP, resource_name="g-limits", configs=[
+                AlterableConfig(name="share.partition.max.record.locks", config_operation=0, value="100"),
+                AlterableConfig(name="share.delivery.count.limit", config_operation=0, value="2")])]), 1)
+        assert r.responses[0].error_code == ErrorCode.NONE, r
+        m, _ = join(c, "g-limits", "limits")
+        for _ in range(3):
+            produce(c, "limits", 50)
+        # whole batches while the share-partition holds fewer than 100 records: 0-99, not the third batch, in one
+        # range of acquired records as Kafka answers consecutive batches
+        assert acquired(fetch(c, "g-limits", m, 0, tid)) == [(0, 99, 1)]
+        # released, the records come back with delivery count 2; released again at the limit of 2 they are archived
+        assert acquired(fetch(c, "g-limits", m, 1, tid, acks={0: [(0, 99, [RELEASE])]})) == [(0, 99, 2)]
+        assert acquired(fetch(c, "g-limits", m, 2, tid, acks={0: [(0, 99, [RELEASE])]})) == [(100, 149, 1)]
+
+
+def test_a_member_that_resubscribes_loses_the_topics_it_left_at_once(broker):
+    """A heartbeat naming a new subscription answers the member's assignment without the topics it left, at the same
+    member epoch, while the next target assignment waits for share.assignment.interval.ms (KIP-1263), as Kafka 4.4
+    answers. pykbroker kept the old assignment until then: confluent-kafka-python's
+    test_resubscribe_to_different_topic got records of the topic it had left."""
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        create_topic(c, "resub-a")
+        create_topic(c, "resub-b")
+        m, r = join(c, "g-resub", "resub-a")
+        epoch = r.member_epoch
+        r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=GROUP, resource_name="g-resub", configs=[
+                AlterableConfig(name="share.assignment.interval.ms", config_operation=0, value="15000")])]), 1)
+        assert r.responses[0].error_code == ErrorCode.NONE, r
+        r = c.request(ShareGroupHeartbeatRequest(group_id="g-resub", member_id=m, member_epoch=epoch,
+                                                 subscribed_topic_names=["resub-b"]), 1)
+        assert r.error_code == ErrorCode.NONE, r
+        assert (r.member_epoch, r.assignment.topic_partitions) == (epoch, [])
