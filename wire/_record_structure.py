@@ -23,8 +23,9 @@ fixed-size records) are checked by C-level regular-expression matches, a step pe
 and tried first for the next batch: records as wide as the first tiling the batch (the count times their length);
 else a run of the layout's records from end to end (which can be read one way only), counted by ``Pattern.subn``.
 Batches of varying value lengths (one key length and headers layout) take one match a record capturing its length
-varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330); what neither reads is walked
-record by record in Python, from the first record not read whole.
+varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330), compiled when a batch starts with
+it a second time; what neither reads (records of changing key lengths, values of 8 KiB or more) is walked record by
+record in Python, from the first record not read whole.
 """
 
 from __future__ import annotations
@@ -304,6 +305,7 @@ class _Steps(NamedTuple):
 
 
 _steps: dict[bytes, _Steps] = {}
+_seen: set[bytes] = set()
 _last_steps: _Steps | None = None
 
 
@@ -333,6 +335,11 @@ def _steps_at(data: bytes, start: int) -> _Steps | None:
     key = key_source + b"\n" + suffix_source
     steps = _steps.get(key)
     if steps is None:
+        if key not in _seen:  # compiled when seen again: records of layouts seen once (changing keys) are walked
+            if len(_seen) >= 4 * _MAX_LAYOUTS:
+                _seen.clear()
+            _seen.add(key)
+            return None
         if len(_steps) >= _MAX_LAYOUTS:
             _steps.clear()
         head = _LENGTH_SOURCE + _DELTAS_SOURCE + key_source + _VALUE_SOURCE
@@ -343,7 +350,7 @@ def _steps_at(data: bytes, start: int) -> _Steps | None:
 
 def _run(data: bytes, start: int, count: int, steps: _Steps) -> tuple[int, int]:
     """How many of ``count`` records from ``start`` the layout reads whole, and where the next one starts."""
-    m = steps.first.match(data, start)
+    m = steps.first.match(data, start) if count > 0 else None
     if m is None:
         return 0, start
     step, span, value_length, width = steps.step, _SPAN, _LENGTH, steps.suffix_width
@@ -368,19 +375,15 @@ def _check_varying(buf: Buffer, pos: int, end: int, count: int) -> None:
     """check_records of a batch of varying records: steps of varying layouts, what they do not read walked."""
     global _last_steps
     data = bytes(memoryview(buf)[pos:end])  # a copy: length varints matched are hashable, the batch's end its end
-    start = done = 0
-    steps = _last_steps
-    for _ in range(4):  # layouts changing within the batch: a few read, then the walk
-        if done >= count:
+    n, start = _run(data, 0, count, _last_steps) if _last_steps is not None else (0, 0)
+    done = n
+    while done < count and (done == 0 or n >= 8):  # the layout read first, or one changing after a run of records
+        steps = _steps_at(data, start)
+        if steps is None:
             break
-        n, start = _run(data, start, count - done, steps) if steps is not None else (0, start)
+        n, start = _run(data, start, count - done, steps)
         if n == 0:
-            steps = _steps_at(data, start)
-            if steps is None:
-                break
-            n, start = _run(data, start, count - done, steps)
-            if n == 0:
-                break
+            break
         _last_steps = steps
         done += n
     if done < count or start != len(data):
