@@ -321,7 +321,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         for gone in set(topics) - names:
             self._forget_watches(gone)
             del topics[gone]
-        for topic in await asyncio.gather(*(self._read_topic(name, new=True) for name in names - set(topics))):
+        for topic in await asyncio.gather(*(self._read_topic(name) for name in names - set(topics))):
             if topic is not None:
                 topics[topic.name] = topic
         if topics.keys() != image.topics.keys():
@@ -356,13 +356,8 @@ class ZooKeeperMetadataStore(PublishedImage):
         for key in [k for k in self._partition_watches if k[0] == name]:
             del self._partition_watches[key]
 
-    async def _read_topic(self, name: str, *, new: bool = False, known: TopicState | None = None) -> TopicState | None:
-        """A topic as ZooKeeper has it now (watches armed), or None when it is gone or unreadable.
-
-        ``new``: a topic just created, whose partition states the controller has likely not written yet (looked for
-        first, one read each instead of two). ``known``: the topic as the image has it; its partitions, whose
-        state watches are armed, keep their states (their replicas from the topic znode), and only new ones are
-        read (a CreatePartitions doubling ten topics of 12 partitions reread 240 states, not 120)."""
+    async def _read_topic(self, name: str) -> TopicState | None:
+        """A topic as ZooKeeper has it now (watches armed), or None when it is gone or unreadable."""
         found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
         if found is None or found[0] is None:
             return None
@@ -371,32 +366,21 @@ class ZooKeeperMetadataStore(PublishedImage):
         except ZNodeDecodeError as exc:
             log.warning("ignoring unreadable topic %s: %s", name, exc)
             return None
-        topic_id = _topic_uuid(assignment.topic_id)
-        kept = known.partitions if known is not None and known.topic_id == topic_id else ()
-
-        async def partition(p: int) -> PartitionState:
-            adding, removing = assignment.adding_replicas.get(p, ()), assignment.removing_replicas.get(p, ())
-            if p < len(kept):
-                return replace(kept[p], replicas=tuple(assignment.partitions[p]), adding_replicas=tuple(adding),
-                               removing_replicas=tuple(removing))
-            return await self._read_partition(name, p, assignment.partitions[p], adding, removing,
-                                              likely_missing=new or bool(kept))
-
-        partitions = await asyncio.gather(*(partition(p) for p in sorted(assignment.partitions)))
+        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p],
+                                                                 assignment.adding_replicas.get(p, ()),
+                                                                 assignment.removing_replicas.get(p, ()))
+                                            for p in sorted(assignment.partitions)))
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
-        return TopicState(name, topic_id, tuple(partitions), configs)
+        return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
 
     async def _read_partition(self, name: str, partition: int, replicas: list[int], adding: Any = (),
-                              removing: Any = (), likely_missing: bool = False) -> PartitionState:
+                              removing: Any = ()) -> PartitionState:
         """A partition's state (``replicas`` and the moving ones from the topic znode); before the controller
-        wrote it: no leader, and its creation is watched (``likely_missing``: looked for first)."""
+        wrote it: no leader, and its creation is watched."""
         path = TopicPartitionStateZNode.path(name, partition)
-        watch = self._partition_watch(name, partition)
-        if likely_missing and await self.zk.exists(path, watch=watch) is None:
-            return PartitionState(partition, -1, 0, tuple(replicas), (), 0, tuple(adding), tuple(removing))
-        found = await self.zk.get(path, watch=watch)
-        if found is None and await self.zk.exists(path, watch=watch) is not None:
+        found = await self.zk.get(path, watch=self._partition_watch(name, partition))
+        if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:
             # Created between the two reads: the exists watch would only fire on its next change, so read it now.
             found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is not None:
@@ -419,8 +403,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         await self._load_topics_named(changed)
 
     async def _load_topics_named(self, names: list[str]) -> None:
-        known = self._image.topics
-        read = await asyncio.gather(*(self._read_topic(name, known=known.get(name)) for name in names))
+        read = await asyncio.gather(*(self._read_topic(name) for name in names))
         image = self._image
         topics = dict(image.topics)
         by_id = dict(image.topics_by_id)
