@@ -31,10 +31,22 @@ def cluster_action_allowed(ctx: RequestContext) -> bool:
     return authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
 
 
+# the coordinator runtime's errors, which Kafka 4.4's ShareCoordinatorService answers as "Unable to <operation>: "
+# and the exception's message (its default message here)
+_RUNTIME_ERRORS: dict[int, str] = {
+    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+}
+
+
 async def per_partition(ctx: RequestContext, group_id: str, topics,
-                        operation: Callable[[Key, Any], Awaitable[Any]]) -> list[tuple[uuid.UUID, Any, int, str | None, Any]]:
+                        operation: Callable[[Key, Any], Awaitable[Any]],
+                        what: str = "") -> list[tuple[uuid.UUID, Any, int, str | None, Any]]:
     """Run ``operation(key, partition data)`` on the local share coordinator for every partition of ``topics``;
-    returns ``(topic id, partition data, error code, error message, result)`` in request order."""
+    returns ``(topic id, partition data, error code, error message, result)`` in request order. ``what`` (e.g.
+    "read share group state") words a coordinator error as Kafka 4.4 does: "Unable to read share group state: This
+    is not the correct coordinator."."""
     out: list[tuple[uuid.UUID, Any, int, str | None, Any]] = []
     for t in topics:
         for p in t.partitions:
@@ -42,7 +54,10 @@ async def per_partition(ctx: RequestContext, group_id: str, topics,
             try:
                 out.append((t.topic_id, p, ErrorCode.NONE, None, await operation(key, p)))
             except ApiError as exc:
-                out.append((t.topic_id, p, exc.error_code, exc.message, None))
+                message = exc.message
+                if what and exc.error_code in _RUNTIME_ERRORS:
+                    message = f"Unable to {what}: {exc.message or _RUNTIME_ERRORS[exc.error_code]}"
+                out.append((t.topic_id, p, exc.error_code, message, None))
             except Exception as exc:
                 log.warning("share state of group %s topic %s partition %d failed: %s (%s)", group_id, t.topic_id,
                             p.partition, exc, ctx.describe())

@@ -29,6 +29,7 @@ async def handle_delete_share_group_state(ctx: RequestContext, request: DeleteSh
     if not cluster_action_allowed(ctx):
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sc = coordinator(ctx)
-    rows = await per_partition(ctx, request.group_id, request.topics, lambda key, p: sc.delete_state(key))
+    rows = await per_partition(ctx, request.group_id, request.topics, lambda key, p: sc.delete_state(key),
+                               what="delete share group state")
     return DeleteShareGroupStateResponse(results=[DeleteStateResult(topic_id=t, partitions=ps)
                                                   for t, ps in by_topic(rows, _result).items()])

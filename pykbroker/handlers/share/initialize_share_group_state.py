@@ -30,6 +30,7 @@ async def handle_initialize_share_group_state(ctx: RequestContext, request: Init
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sc = coordinator(ctx)
     rows = await per_partition(ctx, request.group_id, request.topics,
-                               lambda key, p: sc.initialize_state(key, p.state_epoch, p.start_offset))
+                               lambda key, p: sc.initialize_state(key, p.state_epoch, p.start_offset),
+                               what="initialize share group state")
     return InitializeShareGroupStateResponse(results=[InitializeStateResult(topic_id=t, partitions=ps)
                                                       for t, ps in by_topic(rows, _result).items()])

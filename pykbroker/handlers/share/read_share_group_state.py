@@ -38,6 +38,7 @@ async def handle_read_share_group_state(ctx: RequestContext, request: ReadShareG
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sc = coordinator(ctx)
     rows = await per_partition(ctx, request.group_id, request.topics,
-                               lambda key, p: sc.read_state_request(key, p.leader_epoch))
+                               lambda key, p: sc.read_state_request(key, p.leader_epoch),
+                               what="read share group state")
     return ReadShareGroupStateResponse(results=[ReadStateResult(topic_id=t, partitions=ps)
                                                 for t, ps in by_topic(rows, _result).items()])

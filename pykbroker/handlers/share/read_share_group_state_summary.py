@@ -39,6 +39,7 @@ async def handle_read_share_group_state_summary(ctx: RequestContext, request: Re
     if not cluster_action_allowed(ctx):
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sc = coordinator(ctx)
-    rows = await per_partition(ctx, request.group_id, request.topics, lambda key, p: sc.read_summary(key))
+    rows = await per_partition(ctx, request.group_id, request.topics, lambda key, p: sc.read_summary(key),
+                               what="read share group state summary")
     return ReadShareGroupStateSummaryResponse(results=[ReadStateSummaryResult(topic_id=t, partitions=ps)
                                                        for t, ps in by_topic(rows, _result).items()])

@@ -39,6 +39,7 @@ async def handle_write_share_group_state(ctx: RequestContext, request: WriteShar
         return sc.write_state(key, p.state_epoch, p.leader_epoch, p.start_offset, batches,
                               p.delivery_complete_count if ctx.api_version >= 1 else -1)
 
-    rows = await per_partition(ctx, request.group_id, request.topics, write)
+    rows = await per_partition(ctx, request.group_id, request.topics, write,
+                               what="write share group state")
     return WriteShareGroupStateResponse(results=[WriteStateResult(topic_id=t, partitions=ps)
                                                  for t, ps in by_topic(rows, _result).items()])
