@@ -84,8 +84,7 @@ def test_rdkafka_suite_consumer_group_protocol(runner, kafka_home, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
-@pytest.mark.parametrize("scenario,tests",
-                         [("default", CLUSTER), ("noautocreate", NOAUTOCREATE_CLUSTER), ("acl", ACL)])
+@pytest.mark.parametrize("scenario,tests", [("default", CLUSTER), ("noautocreate", NOAUTOCREATE_CLUSTER)])
 def test_rdkafka_suite_cluster(runner, kafka_home, tmp_path, scenario, tests):
     tests = chosen(tests, QUICK)
     with ClusterProcesses(tmp_path / "cluster", size=3, overrides=broker_settings(scenario, cluster=True)) as cluster:

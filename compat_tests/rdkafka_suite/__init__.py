@@ -22,8 +22,10 @@ KAFKA_VERSION = "4.4.0"  # the broker version the runner assumes (TEST_KAFKA_VER
 # to 3 on a cluster; an authorizer for 0081's ACL calls, every (PLAINTEXT, ANONYMOUS) client a super user. The same
 # broker settings on both sides of a comparison. group.initial.rebalance.delay.ms keeps Kafka's 3000 ms, as the
 # suite assumes (its brokers, trivup's, keep it; 0113 says so): the tests starting two consumers at once (0089,
-# 0102, 0113) expect both in a new group's first generation, which a delay of 0 leaves to a race.
-SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4",
+# 0102, 0113) expect both in a new group's first generation, which a delay of 0 leaves to a race. No time retention
+# (log.retention.ms=-1): 0052 produces records stamped in 1970, which a broker's retention pass (30 s after start,
+# then every 5 min: Kafka's and pykbroker's defaults) deletes, active segment and all, if it falls within the test.
+SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4", "log.retention.ms": "-1",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}
 CLUSTER_SCENARIO = {**SCENARIO, "default.replication.factor": "3"}
@@ -67,7 +69,9 @@ CONSUMER_PROTOCOL = ("0018,0019,0026,0029,0030,0033,0034,0040,0050,0051,0056,006
 # topics of replication factor 3.
 NOAUTOCREATE = "0045"
 NOAUTOCREATE_CLUSTER = "0045,0107,0111"
-# The tests denying a topic with kafka-acls.sh (on brokers with ACL_SCENARIO's settings).
+# The tests denying a topic with kafka-acls.sh (on brokers with ACL_SCENARIO's settings), one node only: a Kafka 4.4
+# KRaft cluster with an authorizer needs its controllers' principal to be a super user (their Vote requests are
+# refused otherwise, and the cluster never starts), and every PLAINTEXT client is that same ANONYMOUS principal.
 ACL = "0109,0115,0119"
 
 
