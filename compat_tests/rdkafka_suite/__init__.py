@@ -59,6 +59,11 @@ SINGLE = ("0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0016,0017,0018
           "0091,0093,0099,0102,0112,0113,0114,0118,0122,0123,0125,0127,0129,0130,0132,0137,0140,0170,0171,0172,"
           "0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185")
 FULL_ONLY = ("0082",)  # skipped whole in quick mode
+# Quick mode only: 0113's full mode (its sub-tests c_ onwards) fails on Kafka 4.4 itself, twice in two runs, at its
+# first sub-test (a_assign_tests: "Expecting a consumed message" within 5 s), so nothing judges the rest there (on
+# pykbroker it got to v_commit_during_rebalance, whose commit in a revoke callback got REBALANCE_IN_PROGRESS, what
+# Kafka answers a commit of the current generation while the group completes a rebalance).
+QUICK_ONLY = ("0113",)
 # 0103 creates topics of replication factor 3.
 CLUSTER = SINGLE + ",0103"
 # The consumer group tests of SINGLE that run with group.protocol=consumer too (KIP-848:
@@ -76,8 +81,8 @@ ACL = "0109,0115,0119"
 
 
 def chosen(tests: str, quick: bool) -> str:
-    """``tests`` without those quick mode skips whole when ``quick``."""
-    return ",".join(t for t in tests.split(",") if not (quick and t in FULL_ONLY))
+    """``tests`` without those quick mode skips whole when ``quick``, without QUICK_ONLY's when not."""
+    return ",".join(t for t in tests.split(",") if t not in (FULL_ONLY if quick else QUICK_ONLY))
 
 
 _FAILED = re.compile(r'^### Test "(\d{4}_\w+)[^"]*" failed at [^\n]*###\n(.*)$', re.MULTILINE)
