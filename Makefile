@@ -333,6 +333,7 @@ test-spring-slow: deps
 	PYKBROKER_SPRING_SLOW=1 $(PY) -m pytest compat_tests/test_spring_kafka.py $(ARGS)
 
 ## test-rdkafka-suite-full-slow: test-rdkafka-suite-slow in the runner's full mode (more messages, the sub-tests and
-##                               tests quick mode skips, e.g. 0082), PYKBROKER_RDKAFKA_SUITE_FULL=1 (about 80 minutes)
+##                               tests quick mode skips, e.g. 0082), PYKBROKER_RDKAFKA_SUITE_FULL=1 (two hours or more:
+##                               one node's default set alone took 30 min up to 0170, and 0170 took 5 min of it)
 test-rdkafka-suite-full-slow: deps
 	PYKBROKER_RDKAFKA_SUITE_SLOW=1 PYKBROKER_RDKAFKA_SUITE_FULL=1 $(PY) -m pytest compat_tests/test_rdkafka_suite.py $(ARGS)

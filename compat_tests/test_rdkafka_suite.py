@@ -75,17 +75,17 @@ def test_rdkafka_suite_single_node(runner, kafka_home, tmp_path, scenario, tests
 
 def test_rdkafka_suite_consumer_group_protocol(runner, kafka_home, tmp_path):
     """The consumer group tests with KIP-848's protocol (group.protocol=consumer) on one node."""
+    tests = chosen(CONSUMER_PROTOCOL, QUICK)
     with BrokerProcess(tmp_path / "broker", overrides=broker_settings("default", cluster=False),
                        log_path=tmp_path / "broker.log") as broker:
-        outcomes, log = run_suite(runner, broker.bootstrap, CONSUMER_PROTOCOL, tmp_path / "run", quick=QUICK,
+        outcomes, log = run_suite(runner, broker.bootstrap, tests, tmp_path / "run", quick=QUICK,
                                   env={"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"}, kafka_path=kafka_home)
         assert broker.alive, broker.log()[-5000:]
-    assert_all_passed(outcomes, CONSUMER_PROTOCOL, log)
+    assert_all_passed(outcomes, tests, log)
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
-@pytest.mark.parametrize("scenario,tests",
-                         [("default", CLUSTER), ("noautocreate", NOAUTOCREATE_CLUSTER), ("acl", ACL)])
+@pytest.mark.parametrize("scenario,tests", [("default", CLUSTER), ("noautocreate", NOAUTOCREATE_CLUSTER)])
 def test_rdkafka_suite_cluster(runner, kafka_home, tmp_path, scenario, tests):
     tests = chosen(tests, QUICK)
     with ClusterProcesses(tmp_path / "cluster", size=3, overrides=broker_settings(scenario, cluster=True)) as cluster:

@@ -22,8 +22,10 @@ KAFKA_VERSION = "4.4.0"  # the broker version the runner assumes (TEST_KAFKA_VER
 # to 3 on a cluster; an authorizer for 0081's ACL calls, every (PLAINTEXT, ANONYMOUS) client a super user. The same
 # broker settings on both sides of a comparison. group.initial.rebalance.delay.ms keeps Kafka's 3000 ms, as the
 # suite assumes (its brokers, trivup's, keep it; 0113 says so): the tests starting two consumers at once (0089,
-# 0102, 0113) expect both in a new group's first generation, which a delay of 0 leaves to a race.
-SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4",
+# 0102, 0113) expect both in a new group's first generation, which a delay of 0 leaves to a race. No time retention
+# (log.retention.ms=-1): 0052 produces records stamped in 1970, which a broker's retention pass (30 s after start,
+# then every 5 min: Kafka's and pykbroker's defaults) deletes, active segment and all, if it falls within the test.
+SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4", "log.retention.ms": "-1",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}
 CLUSTER_SCENARIO = {**SCENARIO, "default.replication.factor": "3"}
@@ -57,6 +59,11 @@ SINGLE = ("0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0016,0017,0018
           "0091,0093,0099,0102,0112,0113,0114,0118,0122,0123,0125,0127,0129,0130,0132,0137,0140,0170,0171,0172,"
           "0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185")
 FULL_ONLY = ("0082",)  # skipped whole in quick mode
+# Quick mode only: 0113's full mode (its sub-tests c_ onwards) fails on Kafka 4.4 itself, twice in two runs, at its
+# first sub-test (a_assign_tests: "Expecting a consumed message" within 5 s), so nothing judges the rest there (on
+# pykbroker it got to v_commit_during_rebalance, whose commit in a revoke callback got REBALANCE_IN_PROGRESS, what
+# Kafka answers a commit of the current generation while the group completes a rebalance).
+QUICK_ONLY = ("0113",)
 # 0103 creates topics of replication factor 3.
 CLUSTER = SINGLE + ",0103"
 # The consumer group tests of SINGLE that run with group.protocol=consumer too (KIP-848:
@@ -67,13 +74,15 @@ CONSUMER_PROTOCOL = ("0018,0019,0026,0029,0030,0033,0034,0040,0050,0051,0056,006
 # topics of replication factor 3.
 NOAUTOCREATE = "0045"
 NOAUTOCREATE_CLUSTER = "0045,0107,0111"
-# The tests denying a topic with kafka-acls.sh (on brokers with ACL_SCENARIO's settings).
+# The tests denying a topic with kafka-acls.sh (on brokers with ACL_SCENARIO's settings), one node only: a Kafka 4.4
+# KRaft cluster with an authorizer needs its controllers' principal to be a super user (their Vote requests are
+# refused otherwise, and the cluster never starts), and every PLAINTEXT client is that same ANONYMOUS principal.
 ACL = "0109,0115,0119"
 
 
 def chosen(tests: str, quick: bool) -> str:
-    """``tests`` without those quick mode skips whole when ``quick``."""
-    return ",".join(t for t in tests.split(",") if not (quick and t in FULL_ONLY))
+    """``tests`` without those quick mode skips whole when ``quick``, without QUICK_ONLY's when not."""
+    return ",".join(t for t in tests.split(",") if t not in (FULL_ONLY if quick else QUICK_ONLY))
 
 
 _FAILED = re.compile(r'^### Test "(\d{4}_\w+)[^"]*" failed at [^\n]*###\n(.*)$', re.MULTILINE)
