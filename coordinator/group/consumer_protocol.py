@@ -635,10 +635,10 @@ class ConsumerProtocol:
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
                    target_epoch: int, target: Partitions, owned, records: list[rec.CoordinatorRecord],
-                   ) -> ConsumerGroupMember:
-        if member.is_reconciled_to(target_epoch):
+                   subscription_changed: bool = False) -> ConsumerGroupMember:
+        if member.is_reconciled_to(target_epoch) and not subscription_changed:
             return member
-        updated = next_assignment(member, target_epoch, target, group.partition_epoch, owned)
+        updated = next_assignment(member, target_epoch, target, group.partition_epoch, owned, subscription_changed)
         if updated != member:
             records.append(updated.current_assignment_record(group.group_id))
             self.maybe_schedule_rebalance_timeout(group.group_id, updated)
@@ -674,7 +674,11 @@ class ConsumerProtocol:
         if group_epoch > group.assignment_epoch and self._can_compute_next_target_assignment(group):
             target = self._update_target_assignment(group, group_epoch, member, updated, resolved, records)
             return group_epoch, target, group_epoch
-        return group.assignment_epoch, group.target_for(updated.member_id, updated.instance_id), group_epoch
+        # the last target, without the topics the member no longer subscribes (Kafka 4.4 revokes them at once while
+        # the next target assignment waits for consumer.assignment.interval.ms, KIP-1263)
+        subscribed = self._member_topic_ids(updated, resolved)
+        target = {t: p for t, p in group.target_for(updated.member_id, updated.instance_id).items() if t in subscribed}
+        return group.assignment_epoch, target, group_epoch
 
     def _consumer_group_heartbeat(self, info: RequestInfo,
                                   request: ConsumerGroupHeartbeatRequest) -> CoordinatorResult:
@@ -703,7 +707,10 @@ class ConsumerProtocol:
         updated = replace(updated, client_id=info.client_id, client_host=info.client_host,
                           classic_member_metadata=None)
         target_epoch, target, _ = self._member_update(group, member, updated, records, info)
-        reconciled = self._reconcile(group, updated, target_epoch, target, owned if not create else [], records)
+        reconciled = self._reconcile(group, updated, target_epoch, target, owned if not create else [], records,
+                                     subscription_changed=not create and (
+                                         updated.subscribed_topic_names != member.subscribed_topic_names
+                                         or updated.subscribed_topic_regex != member.subscribed_topic_regex))
         self.schedule_consumer_session_timeout(group.group_id, reconciled.member_id)
         response = ConsumerGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,

@@ -31,10 +31,13 @@ def _owns_any(owned: Owned, partitions: Mapping[UUID, frozenset[int]]) -> bool:
 
 
 def next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Mapping[UUID, frozenset[int]],
-                    partition_epoch: PartitionEpoch, owned: Owned) -> ConsumerGroupMember:
+                    partition_epoch: PartitionEpoch, owned: Owned,
+                    subscription_changed: bool = False) -> ConsumerGroupMember:
     """The member after one reconciliation step towards ``target`` at ``target_epoch``, each partition it keeps
-    with the epoch it was first assigned at and each new one with the new member epoch (KIP-1251)."""
-    updated = _next(member, target_epoch, target, partition_epoch, owned)
+    with the epoch it was first assigned at and each new one with the new member epoch (KIP-1251). A stable
+    member whose subscription changed (``subscription_changed``; ``target`` holds only its subscribed topics)
+    gives up the partitions of the topics it left at its epoch, as Kafka's updateCurrentAssignment."""
+    updated = _next(member, target_epoch, target, partition_epoch, owned, subscription_changed)
     if updated is member:
         return member
     return replace(updated, assignment_epochs={
@@ -44,10 +47,10 @@ def next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Mapp
 
 
 def _next(member: ConsumerGroupMember, target_epoch: int, target: Mapping[UUID, frozenset[int]],
-          partition_epoch: PartitionEpoch, owned: Owned) -> ConsumerGroupMember:
+          partition_epoch: PartitionEpoch, owned: Owned, subscription_changed: bool) -> ConsumerGroupMember:
     state = member.state
     if state is MemberState.STABLE:
-        if member.member_epoch != target_epoch:
+        if member.member_epoch != target_epoch or subscription_changed:
             return _compute(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
         return member
     if state is MemberState.UNREVOKED_PARTITIONS:

@@ -25,6 +25,8 @@
   a topic the group is not subscribed to) gets no records and no state: UNKNOWN_SERVER_ERROR once the fetch
   waited out ``max_wait_ms`` empty, left out when other partitions answer records (Kafka 4.4's answers).
   UNSUPPORTED_VERSION while share groups are off.
+- Client quotas: the answered bytes count against ``consumer_byte_rate``; over it the answer carries a throttle
+  time the broker waits out, with its records (they are acquired already).
 """
 
 from __future__ import annotations
@@ -157,7 +159,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                   delivery_count=a.delivery_count) for a in acquired])
         by_topic.setdefault(topic_id, []).append(data)
-    return ShareFetchResponse(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
+    # consumer_byte_rate binds a share consumer as a consumer: the bytes it is answered count,
+    # and over the quota it is told to wait, as Kafka 4.4's throttle_cb tests see. The acquired records still go
+    # with the answer (they are locked for this member; answering nothing would strand them until the lock expires).
+    size = sum(len(d.records or b"") for parts in by_topic.values() for d in parts)
+    throttle_ms = ctx.broker.fetch_quota.record(ctx.user, ctx.client_id or "", size, ctx.broker.now_ms())
+    ctx.throttle_ms = max(ctx.throttle_ms, throttle_ms)  # the connection adds request_percentage's
+    return ShareFetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
+                              acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
                               responses=[ShareFetchableTopicResponse(topic_id=t, partitions=parts)
                                          for t, parts in by_topic.items()], node_endpoints=[])
 

@@ -419,3 +419,27 @@ async def test_a_new_target_assignment_waits_for_the_assignment_interval():
     again = await c.consumer_group_heartbeat(info(1), join("m3"))
     assert again.member_epoch == h.group(G).group_epoch and assigned(again) == {A: {0, 1, 2, 3}}
     await h.assert_replay_matches()
+
+
+@run
+async def test_a_member_that_resubscribes_gives_up_the_topics_it_left_at_once():
+    """A member that changes its subscription within consumer.assignment.interval.ms of the last assignment is
+    asked at once, at its epoch, to revoke the partitions of the topics it left, and stays at that epoch with
+    nothing once it has; the next target assignment gives it the new topic after the interval. Kafka 4.4 answers so
+    (raw heartbeats against a Kafka 4.4 node: [] at epoch 2, then b at epoch 3 a second later); pykbroker kept the
+    topic it had left until the interval passed."""
+    from coordinator.group.config import GroupCoordinatorConfig
+    h = Harness(GroupCoordinatorConfig(offsets_topic_num_partitions=5, group_initial_rebalance_delay_ms=0))
+    c = h.coordinator
+    first = await c.consumer_group_heartbeat(info(1), join("m1"))
+    assert (first.member_epoch, assigned(first)) == (2, {A: {0, 1, 2, 3}})
+    moved = await c.consumer_group_heartbeat(info(1), hb("m1", 2, topics=["b"], owned={A: {0, 1, 2, 3}},
+                                                             rebalance_timeout_ms=30_000))
+    assert (moved.member_epoch, assigned(moved)) == (2, {})
+    revoked = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={}))
+    assert (revoked.member_epoch, assigned(revoked)) == (2, None)
+    assert h.group(G).members["m1"].state is MemberState.STABLE
+    await h.advance(1000)
+    due = await c.consumer_group_heartbeat(info(1), hb("m1", 2, owned={}))
+    assert (due.member_epoch, assigned(due)) == (3, {B: {0, 1}})
+    await h.assert_replay_matches()

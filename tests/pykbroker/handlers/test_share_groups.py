@@ -497,3 +497,22 @@ def test_a_member_that_resubscribes_loses_the_topics_it_left_at_once(broker):
                                                  subscribed_topic_names=["resub-b"]), 1)
         assert r.error_code == ErrorCode.NONE, r
         assert (r.member_epoch, r.assignment.topic_partitions) == (epoch, [])
+
+
+def test_a_share_consumer_over_its_consumer_byte_rate_is_told_to_wait(broker):
+    """consumer_byte_rate binds a share consumer: the bytes ShareFetch answers count and over the quota the answer
+    carries a throttle time (with the records it acquired). pykbroker never throttled ShareFetch:
+    confluent-kafka-python's throttle_cb tests, which pass on Kafka 4.4, saw no throttle event."""
+    from wire.messages import AlterClientQuotasRequest
+    from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
+    with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap, client_id="share-slow") as slow:
+        enable(c)
+        tid = create_topic(c, "share-quota")
+        r = c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+            entity=[EntityData(entity_type="client-id", entity_name="share-slow")],
+            ops=[OpData(key="consumer_byte_rate", value=1024.0, remove=False)])]), 1)
+        assert r.entries[0].error_code == ErrorCode.NONE
+        m, _ = join(slow, "g-quota", "share-quota")
+        produce(c, "share-quota", 2000)
+        fetched = fetch(slow, "g-quota", m, 0, tid, max_records=2000)
+        assert acquired(fetched) == [(0, 1999, 1)] and fetched.throttle_time_ms > 0
