@@ -1214,15 +1214,17 @@ def group_configs(c: RawClient) -> Observations:
 def classic_first_generation(c: RawClient) -> Observations:
     """How a classic group forms its first generations (Kafka's GroupMetadataManager): KIP-394 pending members
     (MEMBER_ID_REQUIRED first), the initial delayed join that gathers members joining concurrently (static and
-    dynamic, two and three), and a join phase that waits for every known member, pending ones included."""
+    dynamic, two and three), and a join phase that waits for every known member, pending ones included (one that never
+    rejoins until its session expires)."""
     import select
     create(c, topic("fg-t", partitions=3))
     c.wait_for_topics("fg-t")
     host, port = c.sock.getpeername()[:2]
     out: Observations = {}
 
-    def join_request(group: str, member_id: str, instance: str | None = None) -> JoinGroupRequest:
-        return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+    def join_request(group: str, member_id: str, instance: str | None = None,
+                     session_timeout_ms: int = 10_000) -> JoinGroupRequest:
+        return JoinGroupRequest(group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=10_000,
                                 member_id=member_id, group_instance_id=instance, protocol_type="consumer",
                                 protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription("fg-t"))])
 
@@ -1242,8 +1244,8 @@ def classic_first_generation(c: RawClient) -> Observations:
             self.generation = -1
             self.leader = -1
 
-        def member_id_required(self, i: int) -> int:
-            r = self.clients[i].request(join_request(self.group, ""), 7)
+        def member_id_required(self, i: int, session_timeout_ms: int = 10_000) -> int:
+            r = self.clients[i].request(join_request(self.group, "", session_timeout_ms=session_timeout_ms), 7)
             self.ids[i] = r.member_id
             return r.error_code
 
@@ -1330,6 +1332,24 @@ def classic_first_generation(c: RawClient) -> Observations:
     out["pending wait: answered while a member is pending"] = answered_within(m.clients[m.leader], 1.5)
     m.send_join(2)
     out["pending wait: generation with the pending member"] = sorted(m.receive_join(i) for i in range(3))
+    m.close()
+
+    # A pending member that never rejoins (a librdkafka consumer whose subscription changed while its first
+    # JoinGroup was in flight discards the MEMBER_ID_REQUIRED answer and joins again with an empty id) holds the
+    # next join phase until its session times out, on Kafka 4.4 as here (librdkafka's 0045_subscribe_many_updates
+    # shows ~3 s stalls on both).
+    m = Members("fg-pending-abandoned", 2, False)
+    session = 6_000  # group.min.session.timeout.ms
+    out["abandoned: member ids"] = [m.member_id_required(1, session), m.member_id_required(0)]
+    abandoned_at = time.monotonic()
+    out["abandoned: first generation"] = m.join_all([0])
+    out["abandoned: leader syncs"] = m.sync(0, leader=True)
+    m.send_join(0)
+    out["abandoned: rejoin answered at once"] = answered_within(m.clients[0], 1.0)
+    out["abandoned: second generation"] = m.receive_join(0)
+    out["abandoned: held until its session expired"] = time.monotonic() - abandoned_at >= 0.95 * session / 1000
+    out["abandoned: its late join"] = m.clients[1].request(join_request(m.group, m.ids[1], session_timeout_ms=session),
+                                                           7).error_code
     m.close()
     return out
 

@@ -179,9 +179,11 @@ class IcebergService:
         """Start, reconfigure or stop translators for the topics of ``new`` (a metadata listener)."""
         if self._closed:
             return
-        self.image = new
+        seen, self.image = self.image, new
         for name, topic in new.topics.items():
-            if old is not None and old.topics.get(name) is topic and name in self.translators:
+            # A topic this writer has already seen unchanged keeps its translator, or its lack of one: parsing every
+            # topic's configs on every metadata change made creating many topics quadratic.
+            if seen is not None and seen.topics.get(name) is topic:
                 continue
             config = _iceberg_config(topic)
             current = self.translators.get(name)
