@@ -25,7 +25,9 @@ else a run of the layout's records from end to end (which can be read one way on
 Batches of varying value lengths (one key length and headers layout) take one match a record capturing its length
 varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330), compiled when a batch starts with
 it a second time; what neither reads (records of changing key lengths, values of 8 KiB or more) is walked record by
-record in Python, from the first record not read whole.
+record in Python, from the first record not read whole. A compressed batch kept as sent goes through the same
+checks on its decompressed records (their strict reading implies Kafka's in-place one), then a walk of its offset
+deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses.
 """
 
 from __future__ import annotations
