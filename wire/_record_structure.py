@@ -36,6 +36,7 @@ import re
 from typing import NamedTuple
 
 from wire._compression import InvalidRecordError, UndecodableBatchError, UnrebuildableBatchError
+from wire._primitives import _uvarint_bytes
 
 __all__ = ["check_decompressed_records", "check_records", "read_in_place"]
 
@@ -150,13 +151,8 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
 
 
 def _zigzag(value: int) -> bytes:
-    u = (value << 1) ^ (value >> 31)
-    out = bytearray()
-    while u >= 0x80:
-        out.append(u & 0x7F | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+    """``value`` as the minimal zigzag varint a record length or field length is written in."""
+    return _uvarint_bytes(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 _WIDTH = {1: b"[\\x00-\\x7f]", 2: b"[\\x80-\\xff][\\x00-\\x7f]", 3: b"[\\x80-\\xff]{2}[\\x00-\\x7f]"}
