@@ -27,7 +27,13 @@ varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330),
 it a second time; what neither reads (records of changing key lengths, values of 8 KiB or more) is walked record by
 record in Python, from the first record not read whole. A compressed batch kept as sent goes through the same
 checks on its decompressed records (their strict reading implies Kafka's in-place one), then a walk of its offset
-deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses.
+deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses. Before those, the layout that
+matched last reads it in one C-level pass: records as wide as the first, their one-byte offset deltas sliced out at the
+stride and compared with 0..n-1 (up to 64 records); else ``Pattern.split`` by the layout's record as Kafka reads it in
+place, its offset delta captured, compared with the split that n records in order give (empty gaps between the minimal
+varints 0..n-1; a batch not of the layout stops the split at once): a Java producer's lz4 batch of 160 records of 100 B
+~25 us and ~60 bytecodes, where the checks and the walk took ~75 us; 54 of 1 KiB ~3 us, where ~17. Whatever these do not
+accept goes the way above, which decides.
 """
 
 from __future__ import annotations
@@ -156,12 +162,16 @@ def _zigzag(value: int) -> bytes:
 
 
 _WIDTH = {1: b"[\\x00-\\x7f]", 2: b"[\\x80-\\xff][\\x00-\\x7f]", 3: b"[\\x80-\\xff]{2}[\\x00-\\x7f]"}
+_VARINT = b"[\\x80-\\xff]{0,4}[\\x00-\\x7f]"  # any varint Kafka's ByteUtils.readVarint reads
+_VARLONG = b"[\\x80-\\xff]{0,9}[\\x00-\\x7f]"  # any varlong its readVarlong reads
 
 
 class _Layout(NamedTuple):
     source: bytes  # regex source of one record of the layout
     fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
     first: int  # the first record's length, length varint included
+    in_place: bytes  # regex source of one record of the layout as Kafka reads it in place, its offset delta a group
+    offset_at: int  # where a record whose deltas are as wide as the first's has its offset delta (-1: not 1 byte)
 
 
 def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
@@ -209,16 +219,23 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
         alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
                             + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
     fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + tail
-    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos)
+    lengths = b"|".join(re.escape(_zigzag(base + extra)) for extra in range(5))
+    in_place = b"(?:" + lengths + b")." + _VARLONG + b"(" + _VARINT + b")" + tail
+    offset_at = len(_zigzag(size)) + 1 + timestamp_width if offset_width == 1 else -1
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, offset_at)
 
 
 class _Patterns(NamedTuple):
     """A layout compiled: its records with the first one's delta widths, a batch of them tiled (fast: a stride
-    known, no alternatives); and with any widths, a run of them (one way to read it only) and one (to count)."""
+    known, no alternatives); and with any widths, a run of them (one way to read it only) and one (to count); one
+    read in place, its offset delta captured, or else the rest of the data (a compressed batch split by it, which stops
+    at the first record not of the layout); where a record as wide as the first has its offset delta."""
     stride: int
     fixed_run: re.Pattern[bytes]
     run: re.Pattern[bytes]
     one: re.Pattern[bytes]
+    in_place: re.Pattern[bytes]
+    offset_at: int
 
 
 _NEVER = re.compile(b"(?!)")
@@ -226,7 +243,7 @@ _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
 # The layout that matched last: a producer's next batch most likely has it too; then the others that matched
 # lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
-_last = _Patterns(1, _NEVER, _NEVER, _NEVER)
+_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, -1)
 _recent: list[_Patterns] = []
 _MAX_RECENT = 8
 
@@ -259,7 +276,8 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
                 _layouts.clear()
             patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
-                                                 re.compile(b"(?s)" + layout.source))
+                                                 re.compile(b"(?s)" + layout.source),
+                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"), layout.offset_at)
         if not _matches(patterns, buf, pos, end, count):
             _check_varying(buf, pos, end, count)
             return
@@ -288,7 +306,7 @@ _EVEN = b"".join(re.escape(bytes([b])) for b in range(0, 0x80, 2))
 _EVEN_HIGH = b"".join(re.escape(bytes([b])) for b in range(0x80, 0x100, 2))
 _LENGTH_SOURCE = b"([" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _SPAN
 _VALUE_SOURCE = b"(\\x01|[" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _LENGTH
-_DELTAS_SOURCE = b".[\\x80-\\xff]{0,9}[\\x00-\\x7f][\\x80-\\xff]{0,4}[\\x00-\\x7f]"  # attributes, timestamp, offset
+_DELTAS_SOURCE = b"." + _VARLONG + _VARINT  # attributes, timestamp, offset
 _SPAN = {_zigzag(n): len(_zigzag(n)) + n for n in range(1 << 13)}  # a record length varint: the record's width
 _LENGTH = {_zigzag(n): n for n in range(1 << 13)} | {_zigzag(-1): 0}  # a value length varint: its bytes (null: 0)
 
@@ -398,6 +416,13 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
         except UndecodableBatchError as exc:
             raise _invalid(str(exc)) from None
         return
+    last = _last  # most likely the layout of this producer's previous batch
+    if len(data) == count * last.stride and count <= 64 and last.offset_at >= 0 and \
+            last.fixed_run.fullmatch(data) is not None and data[last.offset_at::last.stride] == _SMALL_DELTAS[:count]:
+        return  # records of the layout, each as wide as the first, their one-byte offset deltas 0..count-1
+    parts = last.in_place.split(data)
+    if len(parts) == 2 * count + 1 and parts == _in_order(count):
+        return  # records of the layout from end to end (no gaps between), offset deltas 0..count-1
     try:
         check_records(data, 0, len(data), count)  # the stricter reading, at C speed for most producers' batches
     except (InvalidRecordError, UndecodableBatchError):
@@ -406,6 +431,22 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
         in_order = _offset_deltas_in_order(data, count)  # read whole: in place too
     if not in_order:
         raise UnrebuildableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+
+
+_SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
+_in_order_splits: dict[int, list[bytes]] = {}
+
+
+def _in_order(count: int) -> list[bytes]:
+    """What a layout's ``in_place`` pattern splits ``count`` records of offset deltas 0..count-1 into: the offset
+    deltas as minimal varints between empty gaps."""
+    parts = _in_order_splits.get(count)
+    if parts is None:
+        if len(_in_order_splits) >= _MAX_LAYOUTS:
+            _in_order_splits.clear()
+        parts = _in_order_splits[count] = [b""] * (2 * count + 1)
+        parts[1::2] = [_zigzag(index) for index in range(count)]
+    return parts
 
 
 def _offset_deltas_in_order(data: Buffer, count: int) -> bool:

@@ -109,6 +109,72 @@ def test_the_walk_refuses_what_the_record_decoder_refuses(records, flips, cut, c
     assert (outcome(structure.check_records, data, 0, len(data), count) is None) == decoded
 
 
+def in_place_reference(data: bytes | bytearray, count: int) -> None:
+    """Kafka's in-place reading alone (what check_decompressed_records answers, however it gets there)."""
+    if not structure._read_in_place(data, count, None):
+        raise structure.UnrebuildableBatchError("offset deltas out of order")
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 200), key=st.integers(-1, 20), value=st.integers(-1, 300), headers=st.integers(0, 2),
+       step=st.sampled_from([0, 1, 40, 3000]), swap=st.one_of(st.none(), st.tuples(st.integers(), st.integers())),
+       offset_field=st.one_of(st.none(), st.tuples(st.integers(), st.sampled_from([b"\x80\x00", b"\x02", b"\x81\x01"]))),
+       flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=2),
+       cut=st.integers(-2, 2), count_delta=st.integers(-1, 1))
+def test_compressed_records_of_the_last_layout_decide_as_kafka_reads_them_in_place(n, key, value, headers, step, swap,
+                                                                                   offset_field, flips, cut,
+                                                                                   count_delta):
+    """A compressed batch of the layout that matched last (its one-byte offset deltas sliced out, or the batch split
+    by the layout's record): records swapped, an offset delta rewritten (overlong too), garbled at random, accept
+    and refuse as Kafka's in-place reading does."""
+    def one(i: int, field: bytes | None = None) -> bytes:
+        return record(body(i, b"k" * key if key >= 0 else None, b"v" * value if value >= 0 else None,
+                           [(b"h%d" % h, b"x" * h) for h in range(headers)], ts_field=varint(i * step),
+                           offset_field=field))
+    good = [one(i) for i in range(n)]
+    primer = b"".join(good)
+    assert outcome(structure.check_decompressed_records, primer, n) is None  # the layout matched last now
+    records = list(good)
+    if swap is not None:
+        i, j = swap[0] % n, swap[1] % n
+        records[i], records[j] = records[j], records[i]
+    if offset_field is not None:
+        i = offset_field[0] % n
+        records[i] = one(i, offset_field[1])
+    data = bytearray(b"".join(records))
+    for at, xor in flips:
+        data[at % len(data)] ^= xor
+    data = data[:len(data) + cut] if cut < 0 else data + b"\x00" * cut
+    count = n + count_delta
+    assert outcome(structure.check_decompressed_records, bytes(data), count) \
+        == outcome(in_place_reference, bytes(data), count)
+
+
+@pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
+def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
+    """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
+    timestamp deltas one to two bytes wide: read in a C-level pass or two, a few dozen bytecodes a batch (the walk of
+    their offset deltas alone took ~20 a record)."""
+    import sys
+    data = b"".join(record(body(i, None, bytes([65 + i % 26]) * size, ts_field=varint(i * step))) for i in range(n))
+    for _ in range(2):  # its layout read and compiled, then what n records in order split into made
+        assert outcome(structure.check_decompressed_records, data, n) is None
+    counted = [0]
+
+    def trace(frame, event, _arg):
+        if event == "call":
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            counted[0] += 1
+        return trace
+    sys.settrace(trace)
+    try:
+        assert outcome(structure.check_decompressed_records, data, n) is None
+    finally:
+        sys.settrace(None)
+    assert counted[0] < 100, counted[0]
+
+
 def test_layouts_seen_lately_are_tried_before_a_layout_is_read(monkeypatch):
     """Producers of several layouts taking turns: each batch matches a recent layout, none is read again."""
     batches = [(uniform(10, 3, 100, 0), 10), (uniform(20, -1, 1000, 1), 20), (uniform(5, 8, 10, 2), 5)]
