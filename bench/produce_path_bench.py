@@ -4,10 +4,12 @@
 
 Requests shaped as the Java producer of ``python -m bench broker`` sends them with 1 KiB records (Produce
 v13, one partition, one batch of 54 records of 1 KiB: what ProducerPerformance's batches averaged there; and of
-800 to 1,200-byte values, as producers of JSON send, whose batches have no one record layout) go through an embedded broker's ``Dispatcher.dispatch`` in its own event loop, with the response written to
-nowhere: decode, validation, log append, indexes, producer state, acks=all wait and response encoding, but no
-socket. For acks=1 (no producer id, as the Java producer without idempotence), idempotent acks=all and acks=1 of
-varying record sizes:
+800 to 1,200-byte values, as producers of JSON send, whose batches have no one record layout) go through an embedded
+broker's ``Dispatcher.dispatch`` in its own event loop, with the response written to nowhere: decode, validation, log
+append, indexes, producer state, acks=all wait and response encoding, but no socket. For acks=1 (no producer id, as
+the Java producer without idempotence), idempotent acks=all and acks=1 of varying record sizes; then lz4 batches kept
+as sent, as ProducerPerformance's with compression.type=lz4 (records of random capital letters, a frame without
+content size): 160 records of 100 B and 54 of 1 KiB, acks=1:
 
 - bytecodes and Python calls per request, counted by a tracer over 100 requests: the same on every run of the
   same code, whatever else the machine does (a change of the produce path shows as a change of this number);
@@ -27,7 +29,7 @@ from typing import Any
 from pykbroker.dispatch import Dispatcher
 from pykbroker.embedded_broker import EmbeddedBroker
 from pykbroker.response_writer import ResponseWriter
-from wire import ApiKey, Record, RequestHeader, Writer, build_batch, encode_request_header
+from wire import ApiKey, CompressionType, Record, RequestHeader, Writer, build_batch, encode_request_header
 from wire.messages import ProduceRequest
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
@@ -36,6 +38,7 @@ RECORD_SIZE = 1024
 TRACED = 100  # requests counted bytecode by bytecode
 BLOCK = 250  # requests per CPU-time block
 PRODUCER_ID = 1000
+NONE = CompressionType.NONE
 
 
 class _Nowhere:
@@ -51,20 +54,31 @@ class _Nowhere:
         return 0
 
 
-def produce_frames(topic_id: Any, count: int, acks: int, idempotent: bool, varying: bool = False) -> list[bytes]:
+_CAPITALS = bytes(65 + b % 26 for b in range(256))  # random bytes to ProducerPerformance's random capital letters
+
+
+def produce_frames(topic_id: Any, count: int, acks: int, idempotent: bool, varying: bool = False,
+                   compression: CompressionType = CompressionType.NONE, records_per_request: int = RECORDS_PER_REQUEST,
+                   record_size: int = RECORD_SIZE) -> list[bytes]:
     """``count`` Produce v13 request frames (header and body) of one batch each, sequences following; ``varying``:
-    values of 800 to 1,200 bytes (the same on every run), else all of RECORD_SIZE."""
+    values of 800 to 1,200 bytes (the same on every run), else all of ``record_size``; compressed batches have
+    values of random capital letters, each its own (ProducerPerformance's), and timestamp deltas of a few ms."""
     value = os.urandom(RECORD_SIZE)
     sizes = random.Random(0)
-    records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value) for i in range(RECORDS_PER_REQUEST)]
+    records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value[:record_size])
+               for i in range(records_per_request)]
     frames = []
     for n in range(count):
         if varying:
             records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value[:sizes.randint(800, 1200)])
-                       for i in range(RECORDS_PER_REQUEST)]
-        batch = build_batch(records, base_timestamp=int(time.time() * 1000),
+                       for i in range(records_per_request)]
+        elif compression != CompressionType.NONE:
+            letters = os.urandom(records_per_request * record_size).translate(_CAPITALS)
+            records = [Record(offset_delta=i, timestamp_delta=i * 5 // records_per_request, key=None,
+                              value=letters[i * record_size:(i + 1) * record_size]) for i in range(records_per_request)]
+        batch = build_batch(records, base_timestamp=int(time.time() * 1000), compression=compression,
                             producer_id=PRODUCER_ID if idempotent else -1, producer_epoch=0 if idempotent else -1,
-                            base_sequence=n * RECORDS_PER_REQUEST if idempotent else -1)
+                            base_sequence=n * records_per_request if idempotent else -1)
         request = ProduceRequest(transactional_id=None, acks=acks, timeout_ms=30_000, topic_data=[
             TopicProduceData(topic_id=topic_id, partition_data=[PartitionProduceData(index=0, records=batch)])])
         w = Writer()
@@ -107,7 +121,9 @@ async def _measure(dispatcher: Dispatcher, frames: list[bytes]) -> dict[str, flo
             "cpu_us": min(blocks) * 1e6 if blocks else float("nan")}
 
 
-def run(requests: int, acks: int, idempotent: bool, varying: bool = False) -> dict[str, float]:
+def run(requests: int, acks: int, idempotent: bool, varying: bool = False,
+        compression: CompressionType = CompressionType.NONE, records_per_request: int = RECORDS_PER_REQUEST,
+        record_size: int = RECORD_SIZE) -> dict[str, float]:
     """One workload on a fresh embedded broker; raises unless every request's records were appended."""
     with EmbeddedBroker({"num.partitions": "1", "auto.create.topics.enable": "false"}) as embedded:
         server = embedded.server
@@ -133,13 +149,14 @@ def run(requests: int, acks: int, idempotent: bool, varying: bool = False) -> di
                     raise RuntimeError("the topic produce-path was not created within 30 s")
                 await asyncio.sleep(0.01)
             topic_id = broker.metadata.image.topics["produce-path"].topic_id
-            frames = produce_frames(topic_id, requests, acks, idempotent, varying)
+            frames = produce_frames(topic_id, requests, acks, idempotent, varying, compression, records_per_request,
+                                    record_size)
             figures = await _measure(dispatcher, frames)
             partition = broker.replica_manager.get_partition("produce-path", 0)
             assert partition is not None
             appended = partition.log.log_end_offset
-            if appended != requests * RECORDS_PER_REQUEST:
-                raise RuntimeError(f"{appended} records appended, {requests * RECORDS_PER_REQUEST} produced")
+            if appended != requests * records_per_request:
+                raise RuntimeError(f"{appended} records appended, {requests * records_per_request} produced")
             return figures
 
         return asyncio.run_coroutine_threadsafe(setup_and_measure(), loop).result(600)
@@ -148,11 +165,16 @@ def run(requests: int, acks: int, idempotent: bool, varying: bool = False) -> di
 def main(requests: int | None = None) -> dict[str, dict[str, float]]:
     requests = requests or int(os.environ.get("PRODUCE_PATH_REQUESTS", "2200"))
     out = {}
-    for label, acks, idempotent, varying in (("acks=1", 1, False, False), ("acks=all idempotent", -1, True, False),
-                                             ("acks=1 varying", 1, False, True)):
-        figures = out[label] = run(requests, acks, idempotent, varying)
-        size = "800-1200" if varying else RECORD_SIZE
-        print(f"  produce {RECORDS_PER_REQUEST} x {size!s:<8} B, {label:<20} {figures['bytecodes']:7.0f} bytecodes "
+    lz4 = CompressionType.LZ4
+    for label, acks, idempotent, varying, codec, count, size in (
+            ("acks=1", 1, False, False, NONE, RECORDS_PER_REQUEST, RECORD_SIZE),
+            ("acks=all idempotent", -1, True, False, NONE, RECORDS_PER_REQUEST, RECORD_SIZE),
+            ("acks=1 varying", 1, False, True, NONE, RECORDS_PER_REQUEST, RECORD_SIZE),
+            ("acks=1 lz4", 1, False, False, lz4, 160, 100), ("acks=1 lz4", 1, False, False, lz4, 54, 1024)):
+        figures = out[f"{label} {count} x {size}" if codec != NONE else label] = run(
+            requests, acks, idempotent, varying, codec, count, size)
+        sizes = "800-1200" if varying else size
+        print(f"  produce {count:3} x {sizes!s:<8} B, {label:<20} {figures['bytecodes']:7.0f} bytecodes "
               f"{figures['calls']:5.0f} Python calls {figures['cpu_us']:7.1f} CPU us per request", flush=True)
     return out
 

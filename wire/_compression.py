@@ -116,7 +116,7 @@ _ZSTD_MIN_FEED = 64
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
-_local = threading.local()  # zstd contexts are not thread-safe; compression runs in worker threads
+_local = threading.local()  # zstd and lz4 contexts are not thread-safe; compression runs in worker threads
 
 
 def _zstd_dctx() -> zstandard.ZstdDecompressor:
@@ -276,27 +276,40 @@ def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
         raise UnsupportedLz4FrameError(f"Version {flg >> 6} is unsupported")
 
 
+def _lz4_context() -> object:
+    """This thread's lz4 decompression context (reused: a fresh one per batch costs its allocation and its two
+    block buffers; a frame read to its end leaves it ready for the next; after an error it is replaced)."""
+    context = getattr(_local, "lz4", None)
+    if context is None:
+        context = _local.lz4 = lz4.frame.create_decompression_context()
+    return context
+
+
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    """One or more frames, LZ4_OUTPUT_CHUNK of output at a time (python-lz4 allocates max_length bytes before it
+    decompresses), the batch's memoryview read in place."""
+    context = _lz4_context()
     parts: list[bytes] = []
     total = 0
-    rest: bytes | bytearray | memoryview = data
-    while True:
-        d = lz4.frame.LZ4FrameDecompressor()
-        feed = rest
-        while True:  # LZ4_OUTPUT_CHUNK at a time (python-lz4 allocates max_length bytes before it decompresses)
-            chunk = LZ4_OUTPUT_CHUNK
-            part = d.decompress(feed, max_length=chunk if max_size is None else min(chunk, max_size - total + 1))
-            feed = b""
+    pos = 0
+    end = len(data)
+    try:
+        while True:
+            chunk = LZ4_OUTPUT_CHUNK if max_size is None else min(LZ4_OUTPUT_CHUNK, max_size - total + 1)
+            part, read, frame_end = lz4.frame.decompress_chunk(context, data[pos:] if pos else data, max_length=chunk)
+            pos += read
             total += len(part)
             _check_size(total, max_size)
+            if frame_end and pos == end and not parts:
+                return part  # a producer's batch: one frame, one chunk
             parts.append(part)
-            if d.eof or d.needs_input or not part:
-                break
-        if not d.eof:
-            raise CorruptRecordError("truncated lz4 frame")
-        rest = d.unused_data
-        if not rest:
-            return b"".join(parts)
+            if frame_end and pos == end:
+                return b"".join(parts)
+            if not frame_end and (pos == end and len(part) < chunk or not read and not part):
+                raise CorruptRecordError("truncated lz4 frame")
+    except BaseException:
+        _local.lz4 = None  # a frame left midway: a fresh context next (a reset keeps the frame's remaining size)
+        raise
 
 
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import struct
 
 import pytest
@@ -210,3 +211,66 @@ def test_damaged_streams_only_raise_record_errors(codec: CompressionType, data: 
 @given(codec=st.sampled_from(CODECS), data=st.binary(max_size=5000))
 def test_round_trip_property(codec: CompressionType, data: bytes) -> None:
     assert decompress(codec, compress(codec, data)) == data
+
+
+def _chunked_reference(data: bytes, max_size: int | None, chunk: int) -> bytes:
+    """Frames read by python-lz4's LZ4FrameDecompressor (a fresh one a frame), ``chunk`` bytes of output at a time."""
+    import lz4.frame
+
+    parts: list[bytes] = []
+    rest = data
+    while True:
+        d = lz4.frame.LZ4FrameDecompressor()
+        feed = rest
+        while True:
+            part = d.decompress(feed, max_length=chunk)
+            feed = b""
+            parts.append(part)
+            if max_size is not None and sum(map(len, parts)) > max_size:
+                raise CorruptRecordError("exceeds")
+            if d.eof or d.needs_input or not part:
+                break
+        if not d.eof:
+            raise CorruptRecordError("truncated lz4 frame")
+        rest = d.unused_data
+        if not rest:
+            return b"".join(parts)
+
+
+def _outcome(read, *args) -> bytes | str:
+    try:
+        return read(*args)
+    except (RecordError, RuntimeError) as exc:
+        return "DecompressedSizeError" if "exceeds" in str(exc) else "error"
+
+
+@settings(max_examples=150, deadline=None)
+@given(size=st.integers(0, 150_000), checksums=st.booleans(), store_size=st.booleans(), frames=st.integers(1, 2),
+       damage=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=3),
+       cut=st.integers(-6, 0), max_size=st.sampled_from([None, 1 << 20, 70_000]),
+       chunk=st.sampled_from([64 << 10, 100_000, 8 << 20]))
+def test_lz4_frames_read_by_one_reused_context_answer_as_a_fresh_decompressor_each(size, checksums, store_size, frames,
+                                                                                   damage, cut, max_size, chunk) -> None:
+    """Frames read by this thread's one lz4 context (reset after an error), from the batch's memoryview: the same output
+    or refusal as a fresh LZ4FrameDecompressor a frame, for frames damaged or cut, concatenated, with checksums and
+    content sizes, in chunks of output, over and under the size bound; and the next good frame reads after any."""
+    import lz4.frame
+
+    from wire import _compression
+
+    data = random.Random(size).randbytes(size // 2) + b"a" * (size - size // 2)
+    packed = bytearray(b"".join(lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                                   store_size=store_size, content_checksum=checksums,
+                                                   block_checksum=checksums) for _ in range(frames)))
+    for at, value in damage:
+        packed[at % len(packed)] = value
+    packed = packed[:len(packed) + cut] if cut else packed
+    default = _compression.LZ4_OUTPUT_CHUNK
+    _compression.LZ4_OUTPUT_CHUNK = chunk
+    try:
+        ours = _outcome(decompress, CompressionType.LZ4, memoryview(packed), max_size)
+    finally:
+        _compression.LZ4_OUTPUT_CHUNK = default
+    assert ours == _outcome(_chunked_reference, bytes(packed), max_size, chunk)
+    good = compress(CompressionType.LZ4, b"next batch" * 100)
+    assert decompress(CompressionType.LZ4, good) == b"next batch" * 100
