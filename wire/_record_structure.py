@@ -28,12 +28,13 @@ it a second time; what neither reads (records of changing key lengths, values of
 record in Python, from the first record not read whole. A compressed batch kept as sent goes through the same
 checks on its decompressed records (their strict reading implies Kafka's in-place one), then a walk of its offset
 deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses. Before those, the layout that
-matched last reads it in one C-level pass: records as wide as the first, their one-byte offset deltas sliced out at the
-stride and compared with 0..n-1 (up to 64 records); else ``Pattern.split`` by the layout's record as Kafka reads it in
-place, its offset delta captured, compared with the split that n records in order give (empty gaps between the minimal
-varints 0..n-1; a batch not of the layout stops the split at once): a Java producer's lz4 batch of 160 records of 100 B
-~25 us and ~60 bytecodes, where the checks and the walk took ~75 us; 54 of 1 KiB ~3 us, where ~17. Whatever these do not
-accept goes the way above, which decides.
+matched last reads it in C-level passes: records as wide as the first (to the 64th, then one byte wider, their offset
+deltas of two bytes), matched by their fixed patterns, their offset deltas sliced out at the stride and compared with
+0..n-1; else ``Pattern.split`` by the layout's record as Kafka reads it in place, its offset delta captured, compared
+with the split that n records in order give (empty gaps between the minimal varints 0..n-1; a batch not of the layout
+stops the split at once). A Java producer's lz4 batch of 160 records of 100 B: ~12 us and ~110 bytecodes (split, when
+its timestamp deltas change width: ~25 us), where the checks and the walk took ~75 us; 54 of 1 KiB ~3 us, where ~17.
+Whatever these do not accept goes the way above, which decides.
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ class _Layout(NamedTuple):
     first: int  # the first record's length, length varint included
     in_place: bytes  # regex source of one record of the layout as Kafka reads it in place, its offset delta a group
     offset_at: int  # where a record whose deltas are as wide as the first's has its offset delta (-1: not 1 byte)
+    wide: bytes  # regex source of one record whose timestamp delta is as wide as the first's, its offset delta 2 bytes
+    wide_stride: int  # its length, length varint included
+    wide_at: int  # where it has its offset delta
 
 
 def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
@@ -222,7 +226,9 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
     lengths = b"|".join(re.escape(_zigzag(base + extra)) for extra in range(5))
     in_place = b"(?:" + lengths + b")." + _VARLONG + b"(" + _VARINT + b")" + tail
     offset_at = len(_zigzag(size)) + 1 + timestamp_width if offset_width == 1 else -1
-    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, offset_at)
+    wide = re.escape(_zigzag(size + 1)) + b"." + _WIDTH[timestamp_width] + _WIDTH[2] + tail
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, offset_at, wide,
+                   len(_zigzag(size + 1)) + size + 1, len(_zigzag(size + 1)) + 1 + timestamp_width)
 
 
 class _Patterns(NamedTuple):
@@ -236,6 +242,9 @@ class _Patterns(NamedTuple):
     one: re.Pattern[bytes]
     in_place: re.Pattern[bytes]
     offset_at: int
+    wide_run: re.Pattern[bytes]  # records as wide as the first but their offset deltas of two bytes (from the 65th)
+    wide_stride: int
+    wide_at: int
 
 
 _NEVER = re.compile(b"(?!)")
@@ -243,7 +252,7 @@ _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
 # The layout that matched last: a producer's next batch most likely has it too; then the others that matched
 # lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
-_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, -1)
+_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, -1, _NEVER, 1, 0)
 _recent: list[_Patterns] = []
 _MAX_RECENT = 8
 
@@ -277,7 +286,9 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
             patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
                                                  re.compile(b"(?s)" + layout.source),
-                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"), layout.offset_at)
+                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"), layout.offset_at,
+                                                 re.compile(b"(?s)(?:" + layout.wide + b")*"), layout.wide_stride,
+                                                 layout.wide_at)
         if not _matches(patterns, buf, pos, end, count):
             _check_varying(buf, pos, end, count)
             return
@@ -417,9 +428,19 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
             raise _invalid(str(exc)) from None
         return
     last = _last  # most likely the layout of this producer's previous batch
-    if len(data) == count * last.stride and count <= 64 and last.offset_at >= 0 and \
-            last.fixed_run.fullmatch(data) is not None and data[last.offset_at::last.stride] == _SMALL_DELTAS[:count]:
-        return  # records of the layout, each as wide as the first, their one-byte offset deltas 0..count-1
+    stride, at = last.stride, last.offset_at
+    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
+        if count <= 64:
+            if len(data) == count * stride and last.fixed_run.fullmatch(data) is not None and \
+                    data[at::stride] == _SMALL_DELTAS[:count]:
+                return
+        else:
+            split, wide_stride, wide_at = 64 * stride, last.wide_stride, last.wide_at
+            if len(data) - split == (count - 64) * wide_stride and last.fixed_run.fullmatch(data, 0, split) is not None \
+                    and last.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
+                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
+                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
+                return
     parts = last.in_place.split(data)
     if len(parts) == 2 * count + 1 and parts == _in_order(count):
         return  # records of the layout from end to end (no gaps between), offset deltas 0..count-1
@@ -434,6 +455,8 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
+_WIDE_LOW = bytes(index << 1 & 0x7F | 0x80 for index in range(64, 8192))  # 64..8191 (two bytes each): first bytes
+_WIDE_HIGH = bytes(index >> 6 for index in range(64, 8192))  # and second bytes
 _in_order_splits: dict[int, list[bytes]] = {}
 
 

@@ -153,7 +153,7 @@ def test_compressed_records_of_the_last_layout_decide_as_kafka_reads_them_in_pla
 @pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
 def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
     """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
-    timestamp deltas one to two bytes wide: read in a C-level pass or two, a few dozen bytecodes a batch (the walk of
+    timestamp deltas one to two bytes wide: read in C-level passes, about a hundred bytecodes a batch (the walk of
     their offset deltas alone took ~20 a record)."""
     import sys
     data = b"".join(record(body(i, None, bytes([65 + i % 26]) * size, ts_field=varint(i * step))) for i in range(n))
@@ -172,7 +172,7 @@ def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
         assert outcome(structure.check_decompressed_records, data, n) is None
     finally:
         sys.settrace(None)
-    assert counted[0] < 100, counted[0]
+    assert counted[0] < 150, counted[0]
 
 
 def test_layouts_seen_lately_are_tried_before_a_layout_is_read(monkeypatch):
