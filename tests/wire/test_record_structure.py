@@ -150,6 +150,21 @@ def test_compressed_records_of_the_last_layout_decide_as_kafka_reads_them_in_pla
         == outcome(in_place_reference, bytes(data), count)
 
 
+@settings(max_examples=100, deadline=None)
+@given(records=st.lists(st.tuples(st.integers(-1, 3), st.integers(-1, 9000), st.integers(0, 300)), min_size=1,
+                        max_size=80),
+       rewrite=st.one_of(st.none(), st.tuples(st.integers(), st.sampled_from([b"\x80\x00", b"\x02", b"\x81\x01"]))))
+def test_compressed_records_of_varying_layouts_decide_as_kafka_reads_them_in_place(records, rewrite):
+    """Records of varying keys and values (checked by the steps or the walk, then their offset deltas by a match a
+    record), one offset delta rewritten (overlong too): accepted and refused as Kafka's in-place reading does."""
+    fields = [(b"k" * key if key >= 0 else None, b"v" * value if value >= 0 else None, ts) for key, value, ts in records]
+    where = rewrite[0] % len(records) if rewrite is not None else -1
+    data = b"".join(record(body(i, key, value, ts_field=varint(ts), offset_field=rewrite[1] if i == where else None))
+                    for i, (key, value, ts) in enumerate(fields))
+    assert outcome(structure.check_decompressed_records, data, len(records)) \
+        == outcome(in_place_reference, data, len(records))
+
+
 @pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
 def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
     """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
