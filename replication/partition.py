@@ -271,7 +271,8 @@ class Partition:
         self.require_leader()
         # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
         # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
-        if required_acks == -1 and len(self.isr) < (min_isr := self.effective_min_isr(min_insync_replicas)):
+        if required_acks == -1 and len(self.isr) < min_insync_replicas \
+                and len(self.isr) < (min_isr := self.effective_min_isr(min_insync_replicas)):
             raise PartitionError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "
@@ -295,7 +296,7 @@ class Partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return None
-        if len(self.isr) < self.effective_min_isr(min_insync_replicas):
+        if len(self.isr) < min_insync_replicas and len(self.isr) < self.effective_min_isr(min_insync_replicas):
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
 

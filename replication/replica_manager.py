@@ -481,6 +481,12 @@ class ReplicaManager:
 
     async def _wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
                                         results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
+        if len(appended) == 1:  # what a producer sends (one partition per leader): settled at once on one replica
+            [(tp, (p, required_offset))] = appended.items()
+            if self.partitions.get(tp) is p:
+                code = p.acks_all_error(required_offset, p.log.config.min_insync_replicas)
+                if code == ErrorCode.NONE:
+                    return
         # Known once something has to wait (a single replica's appends never do).
         loop: asyncio.AbstractEventLoop | None = None
         deadline = 0.0

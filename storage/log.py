@@ -65,7 +65,9 @@ from storage.scheduler import InlineScheduler
 from storage.segment import TimestampAndOffset
 from storage.transaction_index import AbortedTxn
 from wire import (
+    CONTROL_FLAG_MASK,
     LOG_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
     CorruptRecordError,
     RecordBatchHeader,
     TimestampType,
@@ -74,6 +76,8 @@ from wire import (
 )
 
 log = logging.getLogger("storage.log")
+
+_TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
 
 # Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
 # broker's metrics; None: nobody listens).
@@ -449,11 +453,21 @@ class Log:
             else:
                 batches = log_validator.check_follower_offsets(batches, self.local.log_end_offset, self.name)
 
-            # Producer state: a retry of a batch already in the log answers with its original offsets.
-            duplicate = self._find_duplicate(batches, origin)
-            if duplicate is not None:
-                return duplicate
-            updates, completed = self._prepare_producer_updates(buf, batches, origin)
+            # Producer state: a retry of a batch already in the log answers with its original offsets. An
+            # idempotent producer's next batch (the usual case) skips the general checks (continued_entry).
+            continued = None
+            if len(batches) == 1 and origin == AppendOrigin.CLIENT:
+                header = batches[0][1]
+                if header.producer_id >= 0 and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
+                    continued = self.producer_state.continued_entry(header)
+            if continued is not None:
+                updates: dict[int, ProducerAppendInfo] = {}
+                completed: list[CompletedTxn] = []
+            else:
+                duplicate = self._find_duplicate(batches, origin)
+                if duplicate is not None:
+                    return duplicate
+                updates, completed = self._prepare_producer_updates(buf, batches, origin)
 
             first_offset = batches[0][1].base_offset
             last_header = batches[-1][1]
@@ -488,6 +502,8 @@ class Log:
                 if self._high_watermark > local.log_end_offset:
                     self._high_watermark = local.log_end_offset
                 producer_state = self.producer_state
+                if continued is not None:
+                    producer_state.continue_entry(continued, last_header)
                 for info in updates.values():
                     producer_state.update(info)
                 for txn in completed:

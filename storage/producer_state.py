@@ -478,6 +478,30 @@ class ProducerStateManager:
             return
         self.clear_verification_state_entry(header.producer_id)
 
+    def continued_entry(self, header: RecordBatchHeader) -> ProducerStateEntry | None:
+        """The producer's entry when ``header``, a client's non-transactional data batch, just continues it: same
+        epoch, no open transaction or transaction check, and the next sequence. What ProducerAppendInfo checks
+        and applies then comes down to ``continue_entry`` (an idempotent producer's every batch: acks=all
+        producers are idempotent by default). Such a batch is no retry of a kept one (those end before it).
+        None otherwise: the full checks decide."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None or entry.producer_epoch != header.producer_epoch or not entry.batch_metadata \
+                or entry.current_txn_first_offset is not None or header.producer_id in self.verification_states:
+            return None
+        last_seq = entry.batch_metadata[-1].last_seq
+        first_seq = header.base_sequence
+        if first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX):
+            return entry
+        return None
+
+    @staticmethod
+    def continue_entry(entry: ProducerStateEntry, header: RecordBatchHeader) -> None:
+        """Apply a batch ``continued_entry`` accepted, once it is in the log (its offsets assigned)."""
+        last_offset_delta = header.last_offset_delta
+        entry.add_batch_metadata(BatchMetadata(header.last_sequence, header.base_offset + last_offset_delta,
+                                               last_offset_delta, header.max_timestamp))
+        entry.last_timestamp = header.max_timestamp
+
     def update(self, info: ProducerAppendInfo) -> None:
         entry = self.producers.get(info.producer_id)
         if entry is None:

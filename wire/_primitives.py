@@ -129,7 +129,20 @@ class Reader:
     def uvarint(self) -> int:
         """Unsigned LEB128 varint (at most 5 bytes, as Kafka's ``readUnsignedVarint``)."""
         buf, pos, end = self.buf, self.pos, self.end
-        if pos < end and (b := buf[pos]) < 0x80:  # one byte: most lengths and tag counts
+        if pos + 2 < end:  # three bytes there: up to three read inline (a produced batch's length takes three)
+            b = buf[pos]
+            if b < 0x80:  # one byte: most lengths and tag counts
+                self.pos = pos + 1
+                return b
+            c = buf[pos + 1]
+            if c < 0x80:
+                self.pos = pos + 2
+                return (b & 0x7F) | (c << 7)
+            d = buf[pos + 2]
+            if d < 0x80:
+                self.pos = pos + 3
+                return (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
+        elif pos < end and (b := buf[pos]) < 0x80:
             self.pos = pos + 1
             return b
         result = 0

@@ -5,6 +5,7 @@ import pytest
 
 from storage import (
     CorruptRecordError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTimestampError,
     KafkaStorageError,
@@ -14,6 +15,7 @@ from storage import (
     RecordTooLargeError,
 )
 from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from storage.producer_state import ProducerStateManager
 from wire import CompressionType, TimestampType, build_control_batch, iter_batch_headers, parse_batch_header
 
 from .conftest import batch, keyed_batch, open_log, read_all, small_config
@@ -237,6 +239,35 @@ def test_idempotent_producer_duplicates_and_gaps(log_dir):
     log.append_as_leader(batch([b"c"], producer_id=9, producer_epoch=0, base_sequence=2), 0)
     assert log.producer_state.last_entry(9).last_seq == 2
     log.close()
+
+
+def _idempotent_run(log) -> list:
+    """Continuing batches, retries of kept ones, gaps, a new epoch and a batch in an old one: each append's answer
+    (offsets or the error's class), and the producer state after them."""
+    answers: list = []
+    for i, (epoch, seq, count) in enumerate([(0, 0, 2), (0, 2, 3), (0, 5, 1), (0, 2, 3), (0, 9, 1), (0, 6, 1), (0, 0, 2), (1, 0, 2),
+                                             (1, 2, 1), (0, 7, 1), (1, 3, 2), (1, 0, 2), (1, 5, 1), (1, 4, 1)]):
+        try:
+            info = log.append_as_leader(batch([b"v"] * count, producer_id=9, producer_epoch=epoch, base_sequence=seq,
+                                              timestamp=1_700_000_000_000 + i), 0)
+            answers.append((info.first_offset, info.last_offset, info.duplicate))
+        except (OutOfOrderSequenceError, InvalidProducerEpochError) as exc:
+            answers.append(type(exc).__name__)
+    entry = log.producer_state.last_entry(9)
+    log.close()
+    return [answers, entry.producer_epoch, entry.last_timestamp, entry.current_txn_first_offset,
+            [(b.last_seq, b.last_offset, b.offset_delta, b.timestamp) for b in entry.batch_metadata]]
+
+
+def test_an_idempotent_producers_next_batch_is_checked_and_kept_as_by_the_full_checks(log_dir, tmp_path,
+                                                                                      monkeypatch):
+    """Log._append's short way for the next batch of a producer (ProducerStateManager.continued_entry) answers
+    and leaves the producer state as the full checks (ProducerAppendInfo) do, for retries, gaps and epochs."""
+    short = _idempotent_run(open_log(log_dir))
+    monkeypatch.setattr(ProducerStateManager, "continued_entry", lambda self, header: None)
+    assert short == _idempotent_run(open_log(str(tmp_path / "topic-1")))
+    assert short[0][3] == (2, 4, True) and short[0][4] == "OutOfOrderSequenceError"  # a retry, a gap
+    assert short[0][9] == "InvalidProducerEpochError"
 
 
 def test_a_later_transactional_batch_waits_for_an_earlier_one_whose_check_failed(log_dir):

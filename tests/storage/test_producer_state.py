@@ -50,6 +50,27 @@ def test_only_five_batches_are_kept(tmp_path):
     assert [b.last_seq for b in psm.last_entry(7).batch_metadata] == [3, 4, 5, 6, 7]
 
 
+def test_a_continued_entry_is_the_next_sequence_of_the_same_epoch_only(tmp_path):
+    """continued_entry: Log._append's short way, for what surely passes the full checks (wrapping past INT32_MAX
+    as Kafka's sequences do); anything else is left to them."""
+    psm = ProducerStateManager(str(tmp_path))
+    assert psm.continued_entry(header(0, seq=0)) is None  # a producer not seen yet
+    psm.check_and_update(header(0, seq=0, count=2))
+    entry = psm.last_entry(7)
+    assert psm.continued_entry(header(2, seq=2)) is entry
+    assert psm.continued_entry(header(2, seq=3)) is None and psm.continued_entry(header(2, seq=0)) is None
+    assert psm.continued_entry(header(2, epoch=1, seq=0)) is None
+    psm.continue_entry(entry, header(2, seq=2, count=3))
+    assert (entry.last_seq, entry.last_data_offset, entry.last_offset_delta) == (4, 4, 2)
+    entry.batch_metadata[-1].last_seq = (1 << 31) - 1
+    assert psm.continued_entry(header(5, seq=0)) is entry
+    psm.maybe_create_verification_state_entry(7, 0, 0, False, 0)  # a transactional check pending: full checks
+    assert psm.continued_entry(header(5, seq=0)) is None
+    psm.clear_verification_state_entry(7)
+    psm.check_and_update(header(5, seq=0, transactional=True))
+    assert psm.continued_entry(header(6, seq=1)) is None  # a transaction open
+
+
 def test_transactions_and_last_stable_offset(tmp_path):
     psm = ProducerStateManager(str(tmp_path))
     psm.check_and_update(header(10, pid=1, transactional=True))

@@ -97,6 +97,19 @@ def test_varints_match_kafka_python(u: int, i: int, q: int) -> None:
     assert r.remaining() == 0
 
 
+@pytest.mark.parametrize("value", [0, 127, 128, 16_383, 16_384, 65_537, 2_097_151, 2_097_152, (1 << 32) - 1])
+def test_uvarint_of_every_width_is_read_at_any_place_and_end(value: int) -> None:
+    """The one- to three-byte varints read inline and the longer ones read in the loop, at a buffer's end, before
+    other bytes and within a reader's ``end``; cut anywhere, they are truncated."""
+    raw = written("uvarint", value)
+    for tail in (b"", b"\x00", b"\xff\xff\xff"):
+        r = Reader(b"\x05" + raw + tail, 1)
+        assert (r.uvarint(), r.pos) == (value, 1 + len(raw))
+    for cut in range(len(raw)):
+        with pytest.raises(DecodeError, match="truncated"):
+            Reader(raw + b"\x00\x00\x00", 0, cut).uvarint()
+
+
 def test_varint_too_long_or_truncated_is_a_decode_error() -> None:
     with pytest.raises(DecodeError):
         Reader(b"\xff\xff\xff\xff\xff\x01").uvarint()  # 6 bytes: more than an int32 can take
