@@ -573,10 +573,11 @@ def _kafka_parser(kafka_type: str) -> Callable[[str, str], Any]:
 
 # Every other property Kafka 4.4's broker defines (pykbroker.kafka_broker_configs, generated from its jars):
 # accepted, checked by type, and reported once at start as having no effect here.
+_SERVED = frozenset(d.name for d in CONFIG_DEFS)
 CONFIG_DEFS += tuple(
     ConfigDef(name, _kafka_parser(key.type), key.default, "Accepted for compatibility with Kafka; no effect in pykbroker.",
               inert=True)
-    for name, key in KAFKA_BROKER_CONFIGS.items() if name not in {d.name for d in CONFIG_DEFS})
+    for name, key in KAFKA_BROKER_CONFIGS.items() if name not in _SERVED)
 
 _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 

@@ -11,6 +11,9 @@ backend, with its settings under Kafka's ``rsm.config.`` prefix:
 
 ``__remote_log_metadata`` has ``rlmm.config.remote.log.metadata.topic.num.partitions`` partitions (50) and
 ``rlmm.config.remote.log.metadata.topic.replication.factor`` replicas (3; one on a single node).
+
+The tiered-storage modules (the remote log manager, its metadata manager, the object stores) are imported only
+when it is enabled: a broker without it does not pay for them at start.
 """
 
 from __future__ import annotations
@@ -20,19 +23,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pykbroker.config import Config, ConfigError
-from replication.remote_log_manager import RemoteLogManager
-from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME, TopicBasedRemoteLogMetadataManager
-from replication.rlm_quota import RLMQuotaManager
-from storage.remote.object_store import LocalFileObjectStore, ObjectStore
-from storage.remote.reader import ChunkCache, RemoteLogReader
-from storage.remote.storage_manager import RemoteStorageManager
 from wire import ErrorCode
 
 if TYPE_CHECKING:
     from pykbroker.internal_topics import InternalTopics
     from replication.broker_client import BrokerClientPool
     from replication.metadata.image import MetadataWriter
+    from replication.remote_log_manager import RemoteLogManager
     from replication.replica_manager import ReplicaManager
+    from storage.remote.object_store import ObjectStore
 
 log = logging.getLogger("pykbroker.remote_storage")
 
@@ -57,6 +56,8 @@ def _rlmm_int(config: Config, name: str, default: int) -> int:
 
 def object_store_from_config(config: Config) -> ObjectStore:
     """The backend ``remote.log.storage.manager.class.name`` names; ConfigError naming what is missing."""
+    from storage.remote.object_store import LocalFileObjectStore
+
     class_name = config["remote.log.storage.manager.class.name"]
     if class_name == LOCAL_TIERED_STORAGE:
         root = _rsm(config, "dir")
@@ -85,6 +86,12 @@ def build_remote_log_manager(config: Config, node_id: int, replica_manager: Repl
     replica manager and gives its aux-state builder to the replica fetchers)."""
     if not config["remote.log.storage.system.enable"]:
         return None
+    from replication.remote_log_manager import RemoteLogManager
+    from replication.remote_log_metadata import TopicBasedRemoteLogMetadataManager
+    from replication.rlm_quota import RLMQuotaManager
+    from storage.remote.reader import ChunkCache, RemoteLogReader
+    from storage.remote.storage_manager import RemoteStorageManager
+
     store = object_store_from_config(config)
     rsm = RemoteStorageManager(store)
     reader = RemoteLogReader(rsm, ChunkCache(config["remote.log.index.file.cache.total.size.bytes"]))
@@ -140,6 +147,8 @@ def build_remote_log_manager(config: Config, node_id: int, replica_manager: Repl
 async def ensure_remote_log_metadata_topic(config: Config, metadata: MetadataWriter,
                                            internal_topics: InternalTopics) -> bool:
     """Create ``__remote_log_metadata`` when it is missing; False while a cluster has too few brokers for it."""
+    from replication.remote_log_metadata import REMOTE_LOG_METADATA_TOPIC_NAME
+
     if REMOTE_LOG_METADATA_TOPIC_NAME in metadata.image.topics:
         return True
     try:

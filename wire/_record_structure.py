@@ -41,6 +41,7 @@ Whatever these do not accept goes the way above, which decides; its offset delta
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import NamedTuple
 
 from wire._compression import InvalidRecordError, UndecodableBatchError, UnrebuildableBatchError
@@ -316,11 +317,19 @@ def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -
 # at a record's start is its position only).
 _EVEN = b"".join(re.escape(bytes([b])) for b in range(0, 0x80, 2))
 _EVEN_HIGH = b"".join(re.escape(bytes([b])) for b in range(0x80, 0x100, 2))
-_LENGTH_SOURCE = b"([" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _SPAN
-_VALUE_SOURCE = b"(\\x01|[" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _LENGTH
+_LENGTH_SOURCE = b"([" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly _length_tables()[0]'s keys
+_VALUE_SOURCE = b"(\\x01|[" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly _length_tables()[1]'s keys
 _DELTAS_SOURCE = b"." + _VARLONG + _VARINT  # attributes, timestamp, offset
-_SPAN = {_zigzag(n): len(_zigzag(n)) + n for n in range(1 << 13)}  # a record length varint: the record's width
-_LENGTH = {_zigzag(n): n for n in range(1 << 13)} | {_zigzag(-1): 0}  # a value length varint: its bytes (null: 0)
+
+
+@cache
+def _length_tables() -> tuple[dict[bytes, int], dict[bytes, int]]:
+    """The keys of the length sources' matches: a record length varint -> the record's width (``_LENGTH_SOURCE``);
+    a value length varint -> its bytes, null 0 (``_VALUE_SOURCE``). Built on first use (~6 ms), not at import: every
+    broker start imports this module (the tables built at import were 20 ms of it)."""
+    varints = [_zigzag(n) for n in range(1 << 13)]
+    return ({v: len(v) + n for n, v in enumerate(varints)},
+            {v: n for n, v in enumerate(varints)} | {_zigzag(-1): 0})
 
 
 class _Steps(NamedTuple):
@@ -381,7 +390,8 @@ def _run(data: bytes, start: int, count: int, steps: _Steps) -> tuple[int, int]:
     m = steps.first.match(data, start) if count > 0 else None
     if m is None:
         return 0, start
-    step, span, value_length, width = steps.step, _SPAN, _LENGTH, steps.suffix_width
+    span, value_length = _length_tables()
+    step, width = steps.step, steps.suffix_width
     size, value = m.groups()
     due = start + span[size] - width  # where the record's value ends by its length (a record starts at due + width)
     p = m.end() + value_length[value]  # where it ends by its value's
@@ -482,7 +492,7 @@ def _offset_deltas_in_order(data: Buffer, count: int) -> bool:
     length jumping to the next record (~18 bytecodes a record); the walk decides the rest (lengths of 8 KiB or more,
     an offset delta not minimal or out of order)."""
     match = _HEAD.match
-    span = _SPAN
+    span = _length_tables()[0]
     pos = 0
     for delta in _in_order(count)[1::2]:
         m = match(data, pos)

@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import crc32c
-
 from pykbroker.client_metrics import configs as cm
 from wire import ZERO_UUID, DecompressedSizeError, ErrorCode
 from wire.java import JavaConcurrentHashMap, hash_set_capacity, hash_set_order, int32, uuid_hash
@@ -107,6 +105,8 @@ def _matches(subscription: cm.Subscription, attributes: Mapping[str, str | None]
 
 def subscription_id(metrics: list[str], push_interval_ms: int, client_instance_id: uuid.UUID) -> int:
     """Kafka's: CRC32C of the metric set's text and the interval, XORed with the instance id's hash code."""
+    import crc32c  # here, not at the top: importing it costs ~20 ms of start-up (see wire._records)
+
     text = "[" + ", ".join(metrics) + "]" + str(push_interval_ms)
     return int32(crc32c.crc32c(text.encode())) ^ uuid_hash(client_instance_id)
 

@@ -150,14 +150,16 @@ class IcebergService:
     """Every Iceberg translator of one broker (see the module docstring)."""
 
     def __init__(self, settings: Mapping[str, Any], data_dir: str, replica_manager: ReplicaManager) -> None:
-        from pykbroker.iceberg.tables import s3_properties
-
         # An s3:// warehouse, or a REST catalog whose tables are in S3 (it may name the endpoint itself).
         s3_set = any(settings[f"iceberg.s3.{n}"] for n in ("endpoint", "region", "access.key.id"))
-        io = s3_properties(settings["iceberg.s3.endpoint"], settings["iceberg.s3.region"],
-                           settings["iceberg.s3.access.key.id"], settings["iceberg.s3.secret.access.key"],
-                           bool(settings["iceberg.s3.path.style.access"])) \
-            if s3_set or str(settings["iceberg.warehouse"]).startswith(("s3://", "s3a://")) else {}
+        io: dict[str, str] = {}
+        if s3_set or str(settings["iceberg.warehouse"]).startswith(("s3://", "s3a://")):
+            # Imported here: every broker builds this service at start, and most have no Iceberg topic.
+            from pykbroker.iceberg.tables import s3_properties
+
+            io = s3_properties(settings["iceberg.s3.endpoint"], settings["iceberg.s3.region"],
+                               settings["iceberg.s3.access.key.id"], settings["iceberg.s3.secret.access.key"],
+                               bool(settings["iceberg.s3.path.style.access"]))
         self.settings = _Settings(settings["iceberg.catalog.type"], settings["iceberg.catalog.uri"],
                                   settings["iceberg.warehouse"], settings["iceberg.catalog.namespace"], data_dir, io)
         self.replica_manager = replica_manager
