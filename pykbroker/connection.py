@@ -80,7 +80,7 @@ class Connection(asyncio.BufferedProtocol):
         self.dispatcher: Dispatcher | None = None
         self.peer = "?"
         self.ip = ip  # the client's address, for max.connections.per.ip
-        self._wakeup = asyncio.Event()
+        self._wakeup: asyncio.Future[None] | None = None  # what the request loop awaits while nothing is pending
         self._muted: set[str] = set()  # why reading is paused (see the module docstring)
         self._closed = False
         self._task: asyncio.Task | None = None
@@ -100,7 +100,7 @@ class Connection(asyncio.BufferedProtocol):
         sock_fd = None if tls else socket_fd(transport)  # sendfile would bypass TLS: copy instead
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.writer = ResponseWriter(self.transport, sock_fd, self.close)
+        self.writer = ResponseWriter(self.transport, sock_fd, self.close, self.pending)
         self.dispatcher = Dispatcher(self.broker, self.listener, self.peer, self.writer)
         if self.security is not None:
             self._start_security(transport)
@@ -137,12 +137,18 @@ class Connection(asyncio.BufferedProtocol):
             assert self._pool is not None
             self._pool.wait(self._memory_released)
         if pending:
-            self._wakeup.set()
+            self._wake()
             if len(pending) > MAX_PENDING_FRAMES:
                 self._mute("backlog")
         if channel.queued >= channel.queued_max_requests and "queue" not in self._muted:
             self._mute("queue")
             channel.wait(self._queue_has_room)
+
+    def _wake(self) -> None:
+        """Wake the request loop if it waits for frames (a future of its own: no asyncio.Event look-ups)."""
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
 
     def _memory_released(self) -> None:
         if not self._closed:
@@ -169,7 +175,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.writer is not None:
             self.writer.closed = True
             self.writer.resume_writing()
-        self._wakeup.set()
+        self._wake()
         self.broker.connection_closed(self.peer)  # share sessions of this client end with it
         if self.broker.metrics is not None:
             self.broker.metrics.connection_closed(self.listener_name)
@@ -263,8 +269,11 @@ class Connection(asyncio.BufferedProtocol):
         try:
             while not self._closed:
                 if not self.pending:
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
+                    self._wakeup = self._loop.create_future()
+                    try:
+                        await self._wakeup
+                    finally:
+                        self._wakeup = None
                     continue
                 frame_bytes = self.pending.popleft()
                 if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
@@ -315,7 +324,7 @@ class Connection(asyncio.BufferedProtocol):
             if self.writer is not None:
                 self.writer.close()
             self._closed = True
-            self._wakeup.set()
+            self._wake()
             if self.transport is not None:
                 if abort:
                     self.transport.abort()

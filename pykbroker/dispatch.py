@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Generator
+from typing import TYPE_CHECKING, Any
 
 from wire import (
     ApiKey,
@@ -40,6 +41,34 @@ _REQUEST_QUOTA_EXEMPT = frozenset({ApiKey.WRITE_TXN_MARKERS})
 
 class CloseConnection(Exception):
     """Raised by dispatch (or a handler) when the only correct answer is to close the connection."""
+
+
+class _Rest:
+    """Awaitable of the rest of a coroutine whose first step already ran (and yielded ``first``): the task
+    awaiting it waits on what the coroutine waits on, and delivers results and exceptions (cancellation)."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self.coro
+        yielded = self.first
+        while True:
+            try:
+                value = yield yielded
+            except BaseException as exc:  # noqa: BLE001 - delivered to the coroutine at its await
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                yielded = coro.send(value)
+            except StopIteration as done:
+                return done.value
 
 
 class Dispatcher:
@@ -99,6 +128,7 @@ class Dispatcher:
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them
         started = handled = time.perf_counter() if metrics is not None else 0.0
+        waited = False  # the handler waited (a long poll woken by an append, say): its answer goes at once
         try:
             if request is None:
                 assert entry.error_response is not None
@@ -106,9 +136,17 @@ class Dispatcher:
             elif ctx.measure_time or metrics is not None:
                 handled, response = run_timed(entry.handle(ctx, request), ctx, started or time.perf_counter())
                 if not handled:  # it waits: the rest is timed step by step
+                    waited = True
                     response = await response
             else:
-                response = await entry.handle(ctx, request)
+                coro = entry.handle(ctx, request)
+                try:
+                    first = coro.send(None)  # most handlers answer in their first step
+                except StopIteration as done:
+                    response = done.value
+                else:
+                    waited = True
+                    response = await _Rest(coro, first)
         except CloseConnection:
             raise
         except Exception:
@@ -125,7 +163,7 @@ class Dispatcher:
                 apply_request_throttle(ctx, response)
                 send_started = time.perf_counter()
             await self.writer.send(response, correlation_id, api_version,
-                                   response_header_version(api_key, api_version))
+                                   response_header_version(api_key, api_version), at_once=waited)
             if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import cast
 
 from wire import FileRegion, Writer, encode_response_header, frame
@@ -41,13 +41,15 @@ class ResponseWriter:
 
     ``sock_fd`` is the plain socket's descriptor for ``sendfile`` (None on TLS, where bytes must go
     through the transport). ``on_peer_gone`` is called when the client went away mid-sendfile.
-    ``last_write`` is the loop time of the last write, for connections.max.idle.ms.
+    ``last_write`` is the loop time of the last write, for connections.max.idle.ms. ``waiting`` holds the
+    connection's requests not handled yet: while some wait, no answer is written at once (see ``send``).
     """
 
     __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write",
-                 "_unsent", "_loop")
+                 "_unsent", "_loop", "_flush_handle", "_waiting")
 
-    def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None]) -> None:
+    def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None],
+                 waiting: Sized = ()) -> None:
         self.transport = transport
         self._sock_fd = sock_fd
         self._on_peer_gone = on_peer_gone
@@ -58,6 +60,8 @@ class ResponseWriter:
         self.last_write = 0.0
         self._unsent = 0  # the transport's buffered bytes when last looked at, while blocked
         self._loop = asyncio.get_running_loop()  # kept: each get_running_loop() costs a getpid() syscall
+        self._flush_handle: asyncio.Handle | None = None  # the end-of-pass flush, while parts are queued
+        self._waiting = waiting
 
     # -- flow control, from the protocol -------------------------------------------------------------
     def pause_writing(self) -> None:
@@ -79,8 +83,15 @@ class ResponseWriter:
         """True while the transport's buffer is over its high-water mark (the client is not reading)."""
         return not self._can_write.is_set()
 
-    async def send(self, response, correlation_id: int, version: int, header_version: int) -> None:
-        """Encode and queue a response; returns once the transport can take more (backpressure)."""
+    async def send(self, response, correlation_id: int, version: int, header_version: int,
+                   at_once: bool = False) -> None:
+        """Encode and queue a response; returns once the transport can take more (backpressure).
+
+        ``at_once``: written now (after what is queued) rather than at the end of the loop pass, for the answer
+        of a request that waited: woken by an event (an append), it has nothing to be coalesced with, and
+        should leave before the answers queued by whoever caused the event (the producer's). Unless more of
+        the connection's requests wait: their answers go together at the end of the pass.
+        """
         if self.closed:
             return
         w = Writer()
@@ -92,7 +103,12 @@ class ResponseWriter:
             if all(isinstance(p, (bytes, bytearray, memoryview)) and len(p) < WRITE_ALONE for p in parts):
                 parts = [b"".join(cast(list[bytes], parts))]
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
-            self.write(frame(len(w)) + cast(bytes, parts[0]))
+            data = frame(len(w)) + cast(bytes, parts[0])
+            if at_once and not self._waiting:
+                self._out.append(data)
+                self.flush()
+            else:
+                self.write(data)
             parts = []
         else:
             self.write(frame(len(w)))
@@ -111,7 +127,7 @@ class ResponseWriter:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Queue ``data`` for the socket; the first queued part schedules one flush for this loop pass."""
         if not self._out:
-            self._loop.call_soon(self.flush)
+            self._flush_handle = self._loop.call_soon(self.flush)
         self._out.append(data)
 
     def flush(self) -> None:
@@ -120,6 +136,9 @@ class ResponseWriter:
         if not out:
             return
         self._out = []
+        if self._flush_handle is not None:  # flushed before the end of the pass: nothing left for it
+            self._flush_handle.cancel()
+            self._flush_handle = None
         if self.closed or self.transport.is_closing():
             return
         self.last_write = self._loop.time()

@@ -474,7 +474,12 @@ class ReplicaManager:
         """
         if self.pending_logs and origin == AppendOrigin.CLIENT:
             await self.pending_logs.wait_for(entries, timeout_ms / 1000)
+        woken = self.watchers.woken
         results, appended = self._append_local(entries, required_acks, origin)
+        if self.watchers.woken != woken:
+            # The append woke long polls (a consumer or follower at the log end): they answer first, in this
+            # loop pass, before this request's own answer is built (Kafka completes them on the append too).
+            await asyncio.sleep(0)
         if required_acks == -1 and appended:
             await self._wait_for_high_watermarks(appended, results, timeout_ms)
         return results

@@ -17,16 +17,17 @@ class PartitionWatchers:
     """Futures keyed by partition. Event-loop only."""
 
     def __init__(self) -> None:
-        self._waiters: dict[Hashable, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[Hashable, set[asyncio.Future[bool]]] = {}
+        self.woken = 0  # waiters woken so far: a caller compares it before and after a change
 
-    def watch(self, keys: Iterable[Hashable]) -> asyncio.Future[None]:
-        """A future completed by the next ``notify`` of any of ``keys``."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def watch(self, keys: Iterable[Hashable]) -> asyncio.Future[bool]:
+        """A future completed (True) by the next ``notify`` of any of ``keys``."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         for key in keys:
             self._waiters.setdefault(key, set()).add(fut)
         return fut
 
-    def unwatch(self, fut: asyncio.Future[None], keys: Iterable[Hashable]) -> None:
+    def unwatch(self, fut: asyncio.Future[bool], keys: Iterable[Hashable]) -> None:
         for key in keys:
             waiters = self._waiters.get(key)
             if waiters is not None:
@@ -38,9 +39,10 @@ class PartitionWatchers:
         """Wake everything waiting on ``key``."""
         waiters = self._waiters.pop(key, None)
         if waiters:
+            self.woken += len(waiters)
             for fut in waiters:
                 if not fut.done():
-                    fut.set_result(None)
+                    fut.set_result(True)
 
     def notify_all(self) -> None:
         """Wake everything waiting on any key."""
@@ -51,15 +53,22 @@ class PartitionWatchers:
         return len(self._waiters.get(key, ()))
 
     async def wait(self, keys: Sequence[Hashable], timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for any of ``keys`` to change; True if one did."""
+        """Wait up to ``timeout`` seconds for any of ``keys`` to change; True if one did.
+
+        The timer completes the future itself (False) rather than cancelling the task as asyncio.timeout
+        would: a wake-up costs no exception, and no look-ups of the running loop and task (a getpid each).
+        """
         if timeout <= 0:
             return False
         fut = self.watch(keys)
+        timer = fut.get_loop().call_later(timeout, _expire, fut)
         try:
-            async with asyncio.timeout(timeout):
-                await fut
-            return True
-        except TimeoutError:
-            return False
+            return await fut
         finally:
+            timer.cancel()
             self.unwatch(fut, keys)
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)
