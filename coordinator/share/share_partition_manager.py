@@ -367,7 +367,8 @@ class SharePartitionManager:
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
         refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
-        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). (code, message) per partition."""
+        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
+        none. (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():
@@ -380,23 +381,21 @@ class SharePartitionManager:
                 out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            result: tuple[int, str | None] = (ErrorCode.NONE, None)
-            applied = False
             if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
                 out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
                 continue
-            for first, last, types in batches:
-                try:
-                    sp.acknowledge(member_id, first, last, types)
-                    applied = True
-                except InvalidRecordStateError as exc:
-                    log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
-                             sp.topic, sp.partition, exc)
-                    result = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
-                              str(exc))
-            out[key] = result
-            if applied:  # nothing changed, nothing written (a start offset not yet persisted waits too)
-                touched.append(key)
+            out[key] = (ErrorCode.NONE, None)
+            if not batches:
+                continue
+            try:
+                sp.acknowledge_batches(member_id, batches)  # all or none, as Kafka's SharePartition
+            except InvalidRecordStateError as exc:
+                log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
+                         sp.topic, sp.partition, exc)
+                out[key] = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
+                            str(exc))
+                continue  # nothing changed, nothing written (a start offset not yet persisted waits too)
+            touched.append(key)
         for key in touched:
             try:
                 await self.persist(key)
