@@ -47,6 +47,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   SharePartition's messages, per offset or per batch.
 - The same offsets acknowledged twice in one request (ShareAcknowledge and ShareFetch), batches out of order, a
   partition named twice: codes, messages, and whether any of the request's batches applied.
+- The start offset and the __share_group_state records around dead-letter writes (KIP-1191): what the leader writes
+  when records go ARCHIVING and when the DLQ write archives them, and DescribeShareGroupOffsets v1 after.
 - How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
   part, record-limit acquisitions, another member's batch beside the member's own).
 """
@@ -2013,6 +2015,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
     "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
     "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
+    "share_dead_letter_offsets": share_dead_letter_offsets,
 }
 
 
@@ -2042,7 +2045,7 @@ def fresh_kafka():
                                                         "share_renew_and_request_errors", "share_acknowledge_refusals",
                                                         "share_compacted_gaps", "share_delivery_count_limit",
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
-                                                        "share_acknowledge_not_held")))
+                                                        "share_acknowledge_not_held", "share_dead_letter_offsets")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

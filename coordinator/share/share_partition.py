@@ -566,7 +566,7 @@ class SharePartition:
         for i in range(n):
             self._drop_hold(i)
             self._states[i] = _ARCHIVED
-        self._remember_trimmed(n)
+        self._remember_trimmed(n, written_too=True)
         del self._states[:n]
         del self._counts[:n]
         del self._tokens[:n]
@@ -575,9 +575,18 @@ class SharePartition:
         self._forget_in_flight_below()
         self._advance_start()
 
-    def _remember_trimmed(self, n: int) -> None:
-        """The first ``n`` (terminal) offsets leave the window: keep their states for the next write."""
-        self._trimmed.extend(self._runs(0, n))
+    def _remember_trimmed(self, n: int, written_too: bool = False) -> None:
+        """The first ``n`` (terminal) offsets leave the window: keep the states of those not written yet (changed
+        since the last write; ``written_too``: all) for the next write, which carries what changed only, as Kafka's
+        writes carry the batches of the change they persist."""
+        lo, hi = 0, n
+        if not written_too:
+            if self._dirty.low is None:
+                return
+            lo = max(0, self._dirty.low - self.start_offset)
+            hi = min(n, self._dirty.high + 1 - self.start_offset)
+        if lo < hi:
+            self._trimmed.extend(self._runs(lo, hi))
         if len(self._trimmed) > 64:
             self._trimmed = combine(self._trimmed)
 
