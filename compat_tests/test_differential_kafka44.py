@@ -49,6 +49,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   partition named twice: codes, messages, and whether any of the request's batches applied.
 - The start offset and the __share_group_state records around dead-letter writes (KIP-1191): what the leader writes
   when records go ARCHIVING and when the DLQ write archives them, and DescribeShareGroupOffsets v1 after.
+- A share consumer over its consumer_byte_rate: which ShareFetch answers are empty and throttled, what stays locked.
 - How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
   part, record-limit acquisitions, another member's batch beside the member's own).
 """
@@ -1947,16 +1948,17 @@ def share_dead_letter_offsets(c: RawClient) -> Observations:
 
 
 def share_fetch_throttled(c: RawClient) -> Observations:
-    """A share consumer over its consumer_byte_rate (1 KiB/s for its client id): three ShareFetches of 10 records of
-    2 KB each in a row, each answer's records (acquired ranges, whether record bytes came) and whether it carries
-    a throttle time, then an accept of what was acquired. Throttle times themselves vary and are not compared."""
+    """A share consumer over its consumer_byte_rate (1 KiB/s for its client id, 10 KiB in Kafka's 10 s quota window):
+    ShareFetches of 10 records of 300 bytes each in a row, each answer's partitions (acquired ranges, whether record
+    bytes came) and whether it carries a throttle time; then the records a second member gets and an accept of
+    what the first one was answered. Throttle times themselves vary and are not compared."""
     from wire.messages import AlterClientQuotasRequest
     from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
     group, t, client_id = "k44-qt", "k44-qt-t", "k44-qt-client"
     tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
-    for n in range(3):
+    for n in range(6):
         c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
-            PartitionProduceData(index=0, records=build_simple_batch([bytes([65 + n]) * 2000] * 10,
+            PartitionProduceData(index=0, records=build_simple_batch([bytes([65 + n]) * 300] * 10,
                                                                      timestamp=int(time.time() * 1000)))])]), 11)
     r = c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
         entity=[EntityData(entity_type="client-id", entity_name=client_id)],
@@ -1974,23 +1976,30 @@ def share_fetch_throttled(c: RawClient) -> Observations:
             parts = [p for x in r.responses for p in x.partitions]
             return (r.error_code, [(p.error_code, [(a.first_offset, a.last_offset, a.delivery_count)
                                                    for a in p.acquired_records], bool(p.records)) for p in parts],
-                    r.throttle_time_ms > 0)
+                    r.throttle_time_ms > 0, r.acquisition_lock_timeout_ms)
 
         got, deadline, epoch = fetch(0), time.monotonic() + 30, 1
         while not any(p[1] for p in got[1]) and time.monotonic() < deadline:
             got, epoch = fetch(epoch), epoch + 1
-        out["first fetch"] = got
-        out["second fetch"] = fetch(epoch)
-        out["third fetch"] = fetch(epoch + 1)
-        r = slow.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch + 2,
+        out["fetch 1"] = got
+        answered = [a for p in got[1] for a in p[1]]
+        for n in range(2, 6):
+            out[f"fetch {n}"] = got = fetch(epoch)
+            answered += [a for p in got[1] for a in p[1]]
+            epoch += 1
+        other = "w" * 22
+        _share_member_assigned(c, group, other, [t])
+        out["another member fetches"] = _share_fetch(c, group, other, 0, [(tid, 0)], max_records=100)[1][0][5]
+        r = slow.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch,
                                                  topics=[ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(
                                                      partition_index=0, acknowledgement_batches=[ShareAckBatch(
-                                                         first_offset=0, last_offset=29, acknowledge_types=[1])])])]),
-                         2)
-        out["accept 0-29"] = (r.error_code, [(p.error_code, p.error_message) for x in r.responses
-                                             for p in x.partitions])
-        slow.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
-                                                subscribed_topic_names=None), 1)
+                                                         first_offset=f, last_offset=la, acknowledge_types=[1])
+                                                         for f, la, _ in answered])])]), 2)
+        out["accept what was answered"] = (r.error_code, [(p.error_code, p.error_message) for x in r.responses
+                                                          for p in x.partitions])
+        for m in (member, other):
+            slow.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                                    subscribed_topic_names=None), 1)
     c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
         entity=[EntityData(entity_type="client-id", entity_name=client_id)],
         ops=[OpData(key="consumer_byte_rate", value=0.0, remove=True)])]), 1)
@@ -2015,7 +2024,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
     "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
     "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
-    "share_dead_letter_offsets": share_dead_letter_offsets,
+    "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
 }
 
 
@@ -2045,7 +2054,8 @@ def fresh_kafka():
                                                         "share_renew_and_request_errors", "share_acknowledge_refusals",
                                                         "share_compacted_gaps", "share_delivery_count_limit",
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
-                                                        "share_acknowledge_not_held", "share_dead_letter_offsets")))
+                                                        "share_acknowledge_not_held", "share_dead_letter_offsets",
+                                                        "share_fetch_throttled")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)
