@@ -45,6 +45,13 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - A compacted topic's gap between two batches: acquired with them in one range; the lag once all is accepted.
 - Acknowledgements a share-partition refuses (not acquired, another member's, past the records in flight): codes and
   SharePartition's messages, per offset or per batch.
+- The same offsets acknowledged twice in one request (ShareAcknowledge and ShareFetch), batches out of order, a
+  partition named twice: codes, messages, and whether any of the request's batches applied.
+- The start offset and the __share_group_state records around dead-letter writes (KIP-1191): what the leader writes
+  when records go ARCHIVING and when the DLQ write archives them, and DescribeShareGroupOffsets v1 after.
+- A share consumer over its consumer_byte_rate: which ShareFetch answers are empty and throttled, what stays locked.
+- How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
+  part, record-limit acquisitions, another member's batch beside the member's own).
 """
 
 from __future__ import annotations
@@ -1226,7 +1233,7 @@ def share_state_records(c: RawClient) -> Observations:
 def _share_setup(c: RawClient, group: str, topics: dict[str, int], records: int = 10,
                  reset: str | None = "earliest") -> dict:
     """Create ``topics`` (name -> partitions, each led by broker 1 on one node; on a cluster partition i by broker
-    i + 1), produce one batch of ``records`` to partition 0 of each, find ``group``'s coordinator and set its
+    i + 1), produce one batch of ``records`` (if any) to partition 0 of each, find ``group``'s coordinator and set its
     share.auto.offset.reset: the topics' metadata by name."""
     from compat_tests.routing_client import RoutingClient
     cluster = isinstance(c, RoutingClient)
@@ -1235,7 +1242,7 @@ def _share_setup(c: RawClient, group: str, topics: dict[str, int], records: int 
             CreatableReplicaAssignment(partition_index=i, broker_ids=[i % 3 + 1 if cluster else 1]) for i in range(k)])
         for n, k in topics.items()], timeout_ms=10_000), 7)
     infos = c.wait_for_topics(*topics)
-    for name in topics:
+    for name in topics if records else ():
         c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=name, partition_data=[
             PartitionProduceData(index=0, records=build_simple_batch([b"v%d" % i for i in range(records)],
                                                                      timestamp=int(time.time() * 1000)))])]), 11)
@@ -1768,6 +1775,237 @@ def share_renew_disabled(c: RawClient) -> Observations:
     return out
 
 
+def _acknowledger(c: RawClient, group: str, tid: uuid.UUID) -> Callable:
+    """``acknowledge(member, session epoch, [(first, last, types)], renew=False)``: one ShareAcknowledge v2 of
+    ``tid``-0: (top-level error, [(partition error, message)])."""
+    def acknowledge(member: str, epoch: int, acks, renew: bool = False):
+        r = c.request(ShareAcknowledgeRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, is_renew_ack=renew, topics=[ShareAckTopic(
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+        return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
+    return acknowledge
+
+
+def share_acknowledge_overlaps(c: RawClient) -> Observations:
+    """The same offsets acknowledged twice in one request, by the member holding a batch of 10 (acquired whole):
+    the whole batch twice, batches overlapping by one offset (accept twice, accept then release, accept then
+    reject, per-offset types), a batch inside the one before, batches out of order, the partition named twice, and
+    overlapping batches piggybacked on a ShareFetch. Each answer (code and message), and after each refusal
+    whether its first batch was applied: a RENEW of those offsets (0 while the member still holds them). Kafka 4.4
+    refuses a partition's batches that are out of order or overlap by more than one offset (INVALID_REQUEST), and
+    applies the rest all or none (an offset acknowledged twice: INVALID_RECORD_STATE, nothing applied); a partition
+    named twice is acknowledged as its last entry says. Last, an accept of what is left."""
+    group, t = "k44-ao", "k44-ao-t"
+    tid = _share_setup(c, group, {t: 1}, records=10)[t].topic_id
+    member = "o" * 22
+    _share_member_assigned(c, group, member, [t])
+    got, epoch = _until_acquired(lambda n: _share_fetch(c, group, member, n, [(tid, 0)], max_records=10))
+    out: Observations = {"acquired": got[1][0][5]}
+    acknowledge = _acknowledger(c, group, tid)
+    cases = (("the whole batch twice", [(0, 9, [1]), (0, 9, [1])]),
+             ("overlapping by one, accept twice", [(0, 1, [1]), (1, 2, [1])]),
+             ("overlapping by one, accept then release", [(0, 1, [1]), (1, 2, [2])]),
+             ("one offset, accept then reject", [(3, 3, [1]), (3, 3, [3])]),
+             ("per-offset types overlapping", [(4, 5, [1, 2]), (5, 6, [1, 1])]),
+             ("a batch inside the one before", [(6, 8, [1]), (7, 7, [2])]),
+             ("out of order", [(8, 8, [1]), (6, 6, [1])]),
+             ("a batch with its first offset past its last", [(9, 8, [1])]))
+    for name, acks in cases:
+        out[name] = acknowledge(member, epoch, acks)
+        first, last = acks[0][0], max(acks[0][:2])
+        out[f"{name}: renew {first}-{last}"] = acknowledge(member, epoch + 1, [(first, last, [4])], renew=True)
+        epoch += 2
+    r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch, topics=[
+        ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
+            ShareAckBatch(first_offset=off, last_offset=off, acknowledge_types=[1])]) for off in (8, 9)])]), 2)
+    out["the partition named twice (8, then 9)"] = [(p.error_code, p.error_message) for x in r.responses
+                                                    for p in x.partitions]
+    out["the partition named twice: renew 8"] = acknowledge(member, epoch + 1, [(8, 8, [4])], renew=True)
+    out["the partition named twice: renew 9"] = acknowledge(member, epoch + 2, [(9, 9, [4])], renew=True)
+    epoch += 1
+    fetched = _share_fetch(c, group, member, epoch + 2, [(tid, 0)], {(tid, 0): [(0, 1, 1), (1, 2, 2)]}, wait_ms=100)
+    out["a fetch acknowledging overlapping batches"] = fetched
+    out["a fetch acknowledging overlapping batches: renew 0-1"] = acknowledge(member, epoch + 3, [(0, 1, [4])],
+                                                                              renew=True)
+    out["accept 0-8"] = acknowledge(member, epoch + 4, [(0, 8, [1])])
+    c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                         subscribed_topic_names=None), 1)
+    return out
+
+
+def share_acknowledge_not_held(c: RawClient) -> Observations:
+    """How Kafka 4.4 words an acknowledgement of records the member does not hold, per batch or per offset as its
+    in-flight batch is tracked whole or per offset: a batch of 10 released whole and acknowledged in part (one type,
+    per-offset types); acquired whole again, accepted in part (tracked per offset from then on), the rest released
+    and an offset of it acknowledged, acquired again and accepted from below the start offset; a second batch acquired by another member and an acknowledgement spanning
+    both; in another group, a record-limit acquisition of 2 of a batch of 10 and then of 2 more, acknowledged by
+    another member, and the first member's acknowledgement of offsets it held before."""
+    group, t = "k44-nh", "k44-nh-t"
+    tid = _share_setup(c, group, {t: 1}, records=10)[t].topic_id
+    a, b = "a" * 22, "b" * 22
+    _share_member_assigned(c, group, a, [t])
+    acknowledge = _acknowledger(c, group, tid)
+    got, e = _until_acquired(lambda n: _share_fetch(c, group, a, n, [(tid, 0)], max_records=10))
+    out: Observations = {"acquired": got[1][0][5]}
+    steps = (("release all", [(0, 9, [2])]), ("accept 3-4", [(3, 4, [1])]),
+             ("accept 3-4 per offset", [(3, 4, [1, 1])]), ("accept 0-9", [(0, 9, [1])]))
+    for name, acks in steps:
+        out[name] = acknowledge(a, e, acks)
+        e += 1
+    out["acquired again"] = _share_fetch(c, group, a, e, [(tid, 0)], max_records=10)[1][0][5]
+    steps = (("accept 0-1", [(0, 1, [1])]), ("release 2-9", [(2, 9, [2])]), ("accept 5", [(5, 5, [1])]),
+             ("accept 5-6 per offset", [(5, 6, [1, 1])]))
+    for name, acks in steps:
+        out[name] = acknowledge(a, e + 1, acks)
+        e += 1
+    out["acquired a third time"] = _share_fetch(c, group, a, e + 1, [(tid, 0)], max_records=10)[1][0][5]
+    out["accept 1-2, 1 below the start offset"] = acknowledge(a, e + 2, [(1, 2, [1])])
+    e += 3
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"w%d" % i for i in range(5)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+    _share_member_assigned(c, group, b, [t])
+    got, eb = _until_acquired(lambda n: _share_fetch(c, group, b, n, [(tid, 0)], max_records=10))
+    out["another member acquires the second batch"] = got[1][0][5]
+    out["accept 2-12"] = acknowledge(a, e, [(2, 12, [1])])
+    out["another member accepts 2-12"] = acknowledge(b, eb, [(2, 12, [1])])
+    out["another member accepts 11-12 per offset"] = acknowledge(b, eb + 1, [(11, 12, [1, 1])])
+    out["another member accepts 4"] = acknowledge(b, eb + 2, [(4, 4, [1])])
+
+    g = group + "-1"
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[g]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, g, "share.auto.offset.reset", "earliest")
+    _share_member_assigned(c, g, a, [t])
+    _share_member_assigned(c, g, b, [t])
+    acknowledge = _acknowledger(c, g, tid)
+    got, e = _until_acquired(lambda n: _share_fetch(c, g, a, n, [(tid, 0)], max_records=2, mode=1))
+    out["record-limit acquired"] = got[1][0][5]
+    out["record-limit acquired again"] = _share_fetch(c, g, a, e, [(tid, 0)], max_records=2, mode=1)[1][0][5]
+    out["another member acquires one"] = _share_fetch(c, g, b, 0, [(tid, 0)], max_records=1, mode=1)[1][0][5]
+    for i, acks in enumerate(([(2, 3, [1])], [(0, 3, [1])], [(2, 3, [1, 1])], [(4, 4, [1])])):
+        out[f"another member acknowledges {acks}"] = acknowledge(b, 1 + i, acks)
+    out["record-limit: release 0-3"] = acknowledge(a, e + 1, [(0, 3, [2])])
+    out["record-limit: accept 0-1"] = acknowledge(a, e + 2, [(0, 1, [1])])
+    for n, m in ((group, a), (group, b), (g, a), (g, b)):
+        c.request(ShareGroupHeartbeatRequest(group_id=n, member_id=m, member_epoch=-1, subscribed_topic_names=None),
+                  1)
+    return out
+
+
+def _settled_state_records(c: RawClient, group: str, topic_id: uuid.UUID, quiet: float = 3.0) -> list:
+    """``_share_state_records`` once no new record came for ``quiet`` seconds (30 s at most)."""
+    deadline = time.monotonic() + 30
+    seen, since = _share_state_records(c, group, topic_id, 1), time.monotonic()
+    while time.monotonic() - since < quiet and time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = _share_state_records(c, group, topic_id, 0)
+        if len(now) != len(seen):
+            seen, since = now, time.monotonic()
+    return seen
+
+
+def share_dead_letter_offsets(c: RawClient) -> Observations:
+    """The share-partition start offset around dead-letter writes (share.version 2, KIP-1191): a member accepts 0,
+    rejects 1 and accepts 2-4 of 5 records in one acknowledgement, then rejects 5-7, the last records. The
+    __share_group_state records the leader writes (start offsets, states, delivery complete counts) once they
+    settle, and DescribeShareGroupOffsets v1's start offset and lag after each step."""
+    group, t, dlq = "k44-dl", "k44-dl-t", "dlq.k44-dl"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=dlq, num_partitions=1, replication_factor=1, configs=[
+        CreatableTopicConfig(name="errors.deadletterqueue.group.enable", value="true")])], timeout_ms=10_000), 7)
+    tid = _share_setup(c, group, {t: 1}, records=5)[t].topic_id
+    c.wait_for_topics(dlq)
+    out: Observations = {"dlq config": _set_group_config(c, group, "errors.deadletterqueue.topic.name", dlq)}
+    member = "l" * 22
+    _share_member_assigned(c, group, member, [t])
+    acknowledge = _acknowledger(c, group, tid)
+
+    def offsets():
+        r = c.request(DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=[DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=[0])])]), 1)
+        return [(p.start_offset, p.lag, p.error_code) for g in r.groups for x in g.topics for p in x.partitions]
+
+    got, e = _until_acquired(lambda n: _share_fetch(c, group, member, n, [(tid, 0)]))
+    out["acquired"] = got[1][0][5]
+    out["accept 0, reject 1, accept 2-4"] = acknowledge(member, e, [(0, 4, [1, 3, 1, 1, 1])])
+    out["dead letters"] = len(_records_of(c, dlq, 1))
+    out["records"] = _settled_state_records(c, group, tid)
+    out["offsets"] = offsets()
+    out["summary"] = _state_summary(c, group, tid)
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"x%d" % i for i in range(3)],
+                                                                 timestamp=int(time.time() * 1000)))])]), 11)
+    out["acquired the rest"] = _share_fetch(c, group, member, e + 1, [(tid, 0)], wait_ms=2000)[1][0][5]
+    out["reject 5-7"] = acknowledge(member, e + 2, [(5, 7, [3])])
+    out["dead letters at the end"] = len(_records_of(c, dlq, 4))
+    out["records at the end"] = _settled_state_records(c, group, tid)
+    out["offsets at the end"] = offsets()
+    out["summary at the end"] = _state_summary(c, group, tid)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_fetch_throttled(c: RawClient) -> Observations:
+    """A share consumer over its consumer_byte_rate (1 KiB/s for its client id, 10 KiB in Kafka's 10 s quota window):
+    ShareFetches of 10 records of 300 bytes each in a row, each answer's partitions (acquired ranges, whether record
+    bytes came) and whether it carries a throttle time; then the records a second member gets and an accept of
+    what the first one was answered. Throttle times themselves vary and are not compared."""
+    from wire.messages import AlterClientQuotasRequest
+    from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
+    group, t, client_id = "k44-qt", "k44-qt-t", "k44-qt-client"
+    tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
+    for n in range(6):
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([bytes([65 + n]) * 300] * 10,
+                                                                     timestamp=int(time.time() * 1000)))])]), 11)
+    r = c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="client-id", entity_name=client_id)],
+        ops=[OpData(key="consumer_byte_rate", value=1024.0, remove=False)])]), 1)
+    out: Observations = {"quota": [e.error_code for e in r.entries]}
+    member = "q" * 22
+    with type(c)(c.bootstrap, 30, client_id) as slow:
+        _share_member_assigned(slow, group, member, [t])
+
+        def fetch(epoch: int):
+            r = slow.request(ShareFetchRequest(
+                group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=500, min_bytes=1,
+                max_bytes=1 << 20, max_records=10, batch_size=10, topics=[ShareFetchTopic(
+                    topic_id=tid, partitions=[ShareFetchPartition(partition_index=0)])]), 2)
+            parts = [p for x in r.responses for p in x.partitions]
+            return (r.error_code, [(p.error_code, [(a.first_offset, a.last_offset, a.delivery_count)
+                                                   for a in p.acquired_records], bool(p.records)) for p in parts],
+                    r.throttle_time_ms > 0, r.acquisition_lock_timeout_ms)
+
+        got, deadline, epoch = fetch(0), time.monotonic() + 30, 1
+        while not any(p[1] for p in got[1]) and time.monotonic() < deadline:
+            got, epoch = fetch(epoch), epoch + 1
+        out["fetch 1"] = got
+        answered = [a for p in got[1] for a in p[1]]
+        for n in range(2, 6):
+            out[f"fetch {n}"] = got = fetch(epoch)
+            answered += [a for p in got[1] for a in p[1]]
+            epoch += 1
+        other = "w" * 22
+        _share_member_assigned(c, group, other, [t])
+        out["another member fetches"] = _share_fetch(c, group, other, 0, [(tid, 0)], max_records=100)[1][0][5]
+        r = slow.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch,
+                                                 topics=[ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(
+                                                     partition_index=0, acknowledgement_batches=[ShareAckBatch(
+                                                         first_offset=f, last_offset=la, acknowledge_types=[1])
+                                                         for f, la, _ in answered])])]), 2)
+        out["accept what was answered"] = (r.error_code, [(p.error_code, p.error_message) for x in r.responses
+                                                          for p in x.partitions])
+        for m in (member, other):
+            slow.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                                    subscribed_topic_names=None), 1)
+    c.request(AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="client-id", entity_name=client_id)],
+        ops=[OpData(key="consumer_byte_rate", value=0.0, remove=True)])]), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -1785,6 +2023,8 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_offsets_lag": share_offsets_lag, "share_renew_and_request_errors": share_renew_and_request_errors,
     "share_acknowledge_refusals": share_acknowledge_refusals, "share_compacted_gaps": share_compacted_gaps,
     "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
+    "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
+    "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
 }
 
 
@@ -1813,7 +2053,9 @@ def fresh_kafka():
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
                                                         "share_renew_and_request_errors", "share_acknowledge_refusals",
                                                         "share_compacted_gaps", "share_delivery_count_limit",
-                                                        "share_renew_disabled")))
+                                                        "share_renew_disabled", "share_acknowledge_overlaps",
+                                                        "share_acknowledge_not_held", "share_dead_letter_offsets",
+                                                        "share_fetch_throttled")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

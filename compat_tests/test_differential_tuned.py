@@ -5,7 +5,8 @@ against pykbroker, and every difference not in ``differential_allowlist.ALLOWED`
 with PYKBROKER_SLOW_DIFFERENTIAL=1 (``make differential-cluster``) on 3 pykbroker brokers against a 3-node
 Kafka 4.4 KRaft cluster, both tuned alike. Both brokers run
 with the settings of ``TUNED``: retention checked every 500 ms from the start, the first rebalance of a
-group not delayed — what a user sets to see these behaviours within seconds.
+group not delayed — what a user sets to see these behaviours within seconds — and group configs' broker
+defaults set in the properties (their described sources).
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
 TUNED = {"log.retention.check.interval.ms": "500", "log.initial.task.delay.ms": "0",
-         "group.initial.rebalance.delay.ms": "0"}
+         "group.initial.rebalance.delay.ms": "0",
+         # broker defaults of group configs (group_config_sources), one of each protocol's
+         "group.share.record.lock.duration.ms": "20000", "group.share.delivery.count.limit": "4",
+         "group.consumer.heartbeat.interval.ms": "6000", "group.streams.num.standby.replicas": "1"}
 
 
 def configs(**kv: str) -> list[CreatableTopicConfig]:
@@ -109,8 +113,40 @@ def broker_config_definitions(c: RawClient) -> Observations:
     return out
 
 
+def group_config_sources(c: RawClient) -> Observations:
+    """A group's configs when the broker's properties set their group.* defaults (TUNED): each described with the
+    broker's value and source (STATIC_BROKER_CONFIG) and its synonyms (the property as set, then its default), for a
+    group without configs and after the group sets one of them (GROUP_CONFIG first). Kafka 4.4 does not take these
+    properties dynamically: refused as a cluster default."""
+    from wire.messages import IncrementalAlterConfigsRequest
+    from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
+
+    def alter(resource_type: int, name: str, config: str, value: str):
+        r = c.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
+            resource_type=resource_type, resource_name=name, configs=[AlterableConfig(
+                name=config, config_operation=0, value=value)])]), 1)
+        return r.responses[0].error_code, r.responses[0].error_message
+
+    def describe(until: Callable[[list], bool] = lambda got: True):
+        deadline = time.monotonic() + 10
+        while True:
+            r = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=32, resource_name="gcs-group", configuration_keys=None)], include_synonyms=True), 4)
+            got = sorted((e.name, e.value, e.config_source, [(s.name, s.value, s.source) for s in e.synonyms])
+                         for e in r.results[0].configs)
+            if until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+    out: Observations = {"described": describe()}
+    out["set as a cluster default"] = alter(4, "", "group.share.record.lock.duration.ms", "25000")
+    out["set by the group"] = alter(32, "gcs-group", "share.record.lock.duration.ms", "25000")
+    out["described with the group's"] = describe(lambda got: any(e[2] == 8 for e in got))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "retention": retention, "broker_config_definitions": broker_config_definitions,
+    "group_config_sources": group_config_sources,
 }
 
 

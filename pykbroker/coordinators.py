@@ -139,7 +139,8 @@ class Coordinators:
                 existing_topics=lambda: self.metadata.image.topics,
                 send=self._send_to_broker if self.cluster_mode else None,
                 coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
-                group_coordinator=self.group, dead_letters=self._dead_letter_sink())
+                group_coordinator=self.group, dead_letters=self._dead_letter_sink(),
+                dead_letters_enabled=lambda group_id: self.dead_letters.enabled(group_id))
         return self._share
 
     def _dead_letter_sink(self):

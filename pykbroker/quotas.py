@@ -208,6 +208,12 @@ class QuotaManager:
                 return value, tags
         return None
 
+    def max_value_in_window(self, user: str, client_id: str) -> float:
+        """The most a quota lets (user, client id) use in one measured window, ``inf`` without one (Kafka's
+        maxValueInQuotaWindow: the quota times the samples but the current one); ShareFetch reads no more."""
+        bound = self._bound(user, client_id or "")
+        return float("inf") if bound is None else bound[0] * (self.samples - 1) * self.window_ms / 1000
+
     def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
         """Count ``value`` bytes; the throttle time in ms (0 within the quota)."""
         bound = self._bound(user, client_id or "")

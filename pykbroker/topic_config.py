@@ -18,7 +18,7 @@ from storage import LogConfig
 from storage.config import validate_remote_storage
 from storage.errors import LogConfigError
 
-__all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries",
+__all__ = ["ConfigEntry", "ConfigSource", "ConfigType", "TOPIC_CONFIGS", "broker_config_entries", "config_synonyms",
            "static_layers", "topic_config_entries", "topic_config_error"]
 
 
@@ -201,7 +201,7 @@ def described_defaults() -> dict[str, str]:
         d.name in KAFKA_BROKER_CONFIGS and KAFKA_BROKER_CONFIGS[d.name].default is None)}
 
 
-def _synonyms(layers: Layers, names: Sequence[str], name: str) -> list[tuple[str, str | None, int]]:
+def config_synonyms(layers: Layers, names: Sequence[str], name: str) -> list[tuple[str, str | None, int]]:
     """ConfigHelper.configSynonyms: every layer's value of every synonym (layer by layer), from ``name`` on."""
     found: list[tuple[str, str | None, int]] = [(n, values[n], source) for values, source in layers for n in names
                                                 if n in values]
@@ -229,7 +229,7 @@ def topic_config_entries(layers: Layers | Config, topic_configs: Mapping[str, st
     for name, spec in sorted(TOPIC_CONFIGS.items()):
         if name in _ICEBERG_DEFAULTS and not iceberg:
             continue
-        synonyms = _synonyms(layers, spec.synonyms, spec.synonyms[0]) if spec.synonyms else []
+        synonyms = config_synonyms(layers, spec.synonyms, spec.synonyms[0]) if spec.synonyms else []
         if name in topic_configs:
             synonyms.insert(0, (name, topic_configs[name], ConfigSource.TOPIC_CONFIG))
         value = topic_configs[name] if name in topic_configs else defaults.get(name, _ICEBERG_DEFAULTS.get(name))
@@ -253,7 +253,7 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         kafka_key = KAFKA_BROKER_CONFIGS.get(d.name)
         sensitive = any(word in d.name for word in _SENSITIVE_WORDS) or (
             kafka_key is not None and kafka_key.type == "PASSWORD")
-        synonyms = _synonyms(layers, synonyms_of(d.name), d.name)
+        synonyms = config_synonyms(layers, synonyms_of(d.name), d.name)
         if (kafka_key is None or kafka_key.internal) and all(
                 source == ConfigSource.DEFAULT_CONFIG for _, _, source in synonyms):
             continue  # Kafka describes an internal config, or a name it does not define, only where it is set
@@ -271,7 +271,7 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
     # Dynamic-only properties (the broker quotas: replication throttle rates, the log-dir copy rate) where a layer
     # sets them, as Kafka 4.4 describes them (its QuotaConfig definitions: typed, not sensitive, dynamic).
     for name in sorted({n for values, _ in layers for n in values if n not in known and dynamic(n) and type_of(n)}):
-        synonyms = _synonyms(layers, synonyms_of(name), name)
+        synonyms = config_synonyms(layers, synonyms_of(name), name)
         entries.append(ConfigEntry(name, synonyms[0][1] if synonyms else None, synonyms[0][2] if synonyms
                                    else ConfigSource.DEFAULT_CONFIG, type_of(name) or ConfigType.UNKNOWN, False,
                                    False, None, tuple(synonyms)))
@@ -281,7 +281,7 @@ def broker_config_entries(layers: Layers | Config, dynamic: Callable[[str], bool
         base = name.split(".", 3)[3] if name.count(".") >= 3 else name
         kafka_key = KAFKA_BROKER_CONFIGS.get(base)
         sensitive = kafka_key is None or kafka_key.type == "PASSWORD"
-        synonyms = _synonyms(layers, synonyms_of(name), name)
+        synonyms = config_synonyms(layers, synonyms_of(name), name)
         value = None if sensitive else (synonyms[0][1] if synonyms else None)
         if sensitive:
             synonyms = [(n, None, s) for n, _, s in synonyms]

@@ -59,12 +59,14 @@ class ShareGroupService:
                  partition_leader: Callable[[int], int | None] | None = None, clock: Clock | None = None,
                  existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None,
                  coordinates: Callable[[str], bool] = lambda group_id: True, group_coordinator: Any = None,
-                 dead_letters: DeadLetterSink | None = None) -> None:
+                 dead_letters: DeadLetterSink | None = None,
+                 dead_letters_enabled: Callable[[str], bool] = lambda group_id: True) -> None:
         """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
         a single node, where every __share_group_state partition is led here). ``coordinates(group_id)``: whether
         this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition).
         ``group_coordinator``: the ``GroupCoordinator`` whose shards hold the share groups' membership.
-        ``dead_letters``: the share groups' dead-letter queue (KIP-1191), None for none."""
+        ``dead_letters``: the share groups' dead-letter queue (KIP-1191), None for none; ``dead_letters_enabled``:
+        whether a group has one."""
         self.group_coordinator = group_coordinator
         self.coordinates = coordinates
         self._topic_name = topic_name
@@ -78,7 +80,7 @@ class ShareGroupService:
         self.persister = SharePersister(node_id, self.coordinator, send,
                                         timeout_ms=int(config("request.timeout.ms")))
         self.partitions = SharePartitionManager(replica_manager, self.persister, topic_name, self.settings,
-                                                self.clock, dead_letters)
+                                                self.clock, dead_letters, dead_letters_enabled)
         self.sessions = ShareSessionCache(config("group.share.max.share.sessions"))
         self._tasks: set[asyncio.Task] = set()
         self._topic_deletions: dict[uuid.UUID, asyncio.Future] = {}

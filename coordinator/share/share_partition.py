@@ -8,6 +8,10 @@ State, for offsets ``start_offset .. end_offset - 1`` (the in-flight window; eve
   lock for one member: its timer returns the offsets it still holds to AVAILABLE (or ARCHIVED at the
   delivery count limit) when ``record_lock_duration_ms`` passes.
 
+- ``_in_flight``: Kafka's in-flight batches over the window (the new offsets each fetch acquired, or the persisted
+  state batches after a load), each tracked whole or per offset as Kafka's SharePartition tracks it. They decide
+  how a refused acknowledgement is worded (per batch or per offset), nothing else.
+
 So an in-flight record costs 11 bytes plus its share of one Acquisition. The window only grows by
 acquiring records at ``end_offset`` and only while it holds fewer than ``max_record_locks`` offsets; it
 shrinks at the front when the first records reach a terminal state (the start offset moves on).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import logging
 import uuid
 from array import array
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +49,7 @@ __all__ = ["CLIENT_REJECT", "DELIVERY_COUNT_EXCEEDED", "AcquiredRecords", "Inval
 log = logging.getLogger("pykbroker.coordinator.share")
 
 _AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVING, _ARCHIVED = (int(s) for s in RecordState)
+_ACQUIRED_BYTE = bytes((_ACQUIRED,))
 # Kafka's ShareGroupDLQManager causes, the __dlq.errors.message header of a dead letter
 CLIENT_REJECT = "Offset rejected by client."
 DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
@@ -68,6 +74,10 @@ OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acqu
 OFFSET_NOT_OWNED = "Member is not the owner of offset"
 
 
+def _first_of(batch: _InFlightBatch) -> int:
+    return batch.first
+
+
 @dataclass(frozen=True)
 class SharePartitionConfig:
     record_lock_duration_ms: int = 30_000
@@ -87,10 +97,21 @@ class Acquisition:
     member_id: str
     handle: TimerHandle | None = None
     held: int = 0  # offsets still held; the acquisition is dropped at 0
-    size: int = 0  # offsets acquired: while all are held, Kafka's in-flight batch is whole (not tracked per offset)
 
 
 _NOBODY = Acquisition("")
+
+
+@dataclass(slots=True)
+class _InFlightBatch:
+    """One of Kafka's in-flight batches (a SharePartition cachedState entry): the range of new offsets one fetch
+    acquired, or a persisted state batch after a load. Kafka tracks it whole (one state and one member for all its
+    offsets) until an acquisition or acknowledgement of part of it makes it track it per offset, for good; which of
+    the two decides how a refused acknowledgement is worded. Only the bounds and that flag live here."""
+
+    first: int
+    last: int
+    per_offset: bool = False
 
 
 @dataclass
@@ -124,6 +145,7 @@ class SharePartition:
     _dirty: _Dirty = field(default_factory=_Dirty)
     _start_to_write: int = 0
     _trimmed: list[StateBatch] = field(default_factory=list)  # terminal records that left the window, unwritten
+    _in_flight: list[_InFlightBatch] = field(default_factory=list)  # Kafka's in-flight batches, by first offset
 
     # -- load --------------------------------------------------------------------------------------------
     def load(self, start_offset: int, batches: list[StateBatch], state_epoch: int = 0) -> None:
@@ -140,6 +162,8 @@ class SharePartition:
                 i = off - start_offset
                 self._states[i] = _AVAILABLE if b.delivery_state == _ACQUIRED else b.delivery_state
                 self._counts[i] = b.delivery_count
+        self._in_flight = [_InFlightBatch(b.first_offset, b.last_offset)
+                           for b in sorted(batches, key=lambda b: b.first_offset) if b.last_offset >= start_offset]
         self._advance_start()
         self._dirty = _Dirty()
         self._trimmed = []
@@ -188,6 +212,7 @@ class SharePartition:
         taken = 0
         run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
         previous_last = -1
+        new_first = -1  # the first new offset (past the end offset) read: Kafka's in-flight batch of this fetch
         for first, last in batches:
             if taken >= max_records:
                 break
@@ -201,6 +226,8 @@ class SharePartition:
                 if len(self._states) >= self.config.max_record_locks and first >= self.end_offset:
                     break
                 gap = self.end_offset
+                if new_first < 0:
+                    new_first = max(first, gap)
                 self._grow(last + 1)
                 if first > gap:  # offsets without a record before the first batch read (compacted away, or
                     # before the log start): archived
@@ -232,13 +259,32 @@ class SharePartition:
             acquired_end = last + 1
         if run_first >= 0:
             acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
+        if new_first >= 0:
+            self._in_flight.append(_InFlightBatch(new_first, self.end_offset - 1))
         if taken:
-            acquisition = Acquisition(member_id, held=taken, size=taken)
+            acquisition = Acquisition(member_id, held=taken)
             acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
                                                        lambda: self._lock_expired(token))
             self._acquisitions[token] = acquisition
+            self._track_partly_acquired(token, acquired[0].first_offset, acquired[-1].last_offset)
         self._advance_start()
         return acquired
+
+    def _track_partly_acquired(self, token: int, first: int, last: int) -> None:
+        """Kafka acquires a whole in-flight batch as one, or part of one per offset, which it then tracks per offset:
+        every in-flight batch among ``first..last`` that acquisition ``token`` took only part of."""
+        tokens, start = self._tokens, self.start_offset
+        for batch in self._in_flight_between(first, last):
+            if not batch.per_offset and any(
+                    t != token for t in tokens[max(batch.first, start) - start:batch.last + 1 - start]):
+                batch.per_offset = True
+
+    def _in_flight_between(self, first: int, last: int) -> list[_InFlightBatch]:
+        """The in-flight batches holding any of ``first..last``, from the one holding ``first`` (its floor) on."""
+        batches = self._in_flight
+        i = max(bisect_right(batches, first, key=_first_of) - 1, 0)
+        j = bisect_right(batches, last, key=_first_of)
+        return [b for b in batches[i:j] if b.last >= first]
 
     def _grow(self, end: int) -> None:
         extra = end - self.end_offset
@@ -249,19 +295,37 @@ class SharePartition:
 
     # -- acknowledge -------------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int]) -> None:
-        """Apply one acknowledgement batch (one type for the range, or one per offset); all or nothing. A batch
-        wholly below the start offset is done already and is skipped without an error, as Kafka 4.4 does."""
-        n = last - first + 1
-        if n <= 0 or (len(types) != 1 and len(types) != n):
-            raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
+        """One acknowledgement batch: ``acknowledge_batches`` of it alone."""
+        self.acknowledge_batches(member_id, [(first, last, types)])
+
+    def acknowledge_batches(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> None:
+        """Apply a request's acknowledgement batches of this share-partition (one type for a batch's range, or one
+        per offset), all or none, as Kafka 4.4's SharePartition: each is checked in order against the state before
+        the request, offsets an earlier batch acknowledged counting as no longer acquired, and the first refusal
+        raises InvalidRecordStateError with nothing applied (in-flight batches the checks made Kafka track per offset
+        stay so). A batch wholly below the start offset is done already and is skipped without an error, as are
+        the offsets of a batch below it."""
+        touched: set[int] = set()
+        for first, last, types in batches:
+            if last < first or (len(types) != 1 and len(types) != last - first + 1):
+                raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types",
+                                              invalid_request=True)
+            if last >= self.start_offset:
+                self._check_acquired(member_id, first, last, types, touched)
+        for first, last, types in batches:
+            self._apply(member_id, first, last, types)
+
+    def _apply(self, member_id: str, first: int, last: int, types: list[int]) -> None:
+        """One checked acknowledgement batch: its offsets in the window the member holds change state."""
         if last < self.start_offset:
             log.debug("share group %s %s-%d: acknowledgement of %d-%d below the start offset %d skipped",
                       self.group_id, self.topic, self.partition, first, last, self.start_offset)
             return
-        self._check_acquired(member_id, first, last, per_offset=len(types) > 1)
-        lo = first - self.start_offset
-        hi = lo + n
-        if len(types) == 1 and types[0] in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.GAP):
+        lo = max(first, self.start_offset) - self.start_offset
+        hi = last + 1 - self.start_offset
+        n = hi - lo
+        if len(types) == 1 and types[0] in (AcknowledgeType.ACCEPT, AcknowledgeType.REJECT, AcknowledgeType.GAP) \
+                and self._states.count(_ACQUIRED_BYTE, lo, hi) == n:
             # the common case, in slices: one state for the whole range
             self._drop_holds(lo, hi)
             state = _ACKNOWLEDGED if types[0] == AcknowledgeType.ACCEPT else _ARCHIVED
@@ -270,7 +334,9 @@ class SharePartition:
                 self._dead_letters(lo, hi, CLIENT_REJECT)
         else:
             for i in range(lo, hi):
-                kind = types[0] if len(types) == 1 else types[i - lo]
+                if self._states[i] != _ACQUIRED:  # an offset no in-flight batch holds (a gap): nothing to do
+                    continue
+                kind = types[0] if len(types) == 1 else types[i + self.start_offset - first]
                 if kind == AcknowledgeType.RENEW:
                     self._renew(i, member_id)
                 elif kind == AcknowledgeType.ACCEPT:
@@ -282,29 +348,69 @@ class SharePartition:
                     self._finish(i, _ARCHIVED)
                     if kind == AcknowledgeType.REJECT:
                         self._dead_letters(i, i + 1, CLIENT_REJECT)
-        self._dirty.mark(first, last)
+        self._dirty.mark(max(first, self.start_offset), last)
         self._advance_start()
 
-    def _check_acquired(self, member_id: str, first: int, last: int, per_offset: bool) -> None:
-        """Raise InvalidRecordStateError unless ``member_id`` holds every offset of ``first..last``, with Kafka
-        4.4's message: offsets past the records in flight are an invalid request; else the first offset not
-        acquired, or acquired by another member, decides. Kafka words it per offset or per batch as its in-flight
-        batch is tracked per offset or not, approximated here: held by another member, per batch while that
-        acquisition is whole; not acquired, per offset for offsets never delivered (a partial acquisition) or
-        per-offset acknowledge types, else per batch."""
-        if not self._states:
+    def _check_acquired(self, member_id: str, first: int, last: int, types: list[int], touched: set[int]) -> None:
+        """Raise InvalidRecordStateError unless ``member_id`` holds every offset of ``first..last`` at or above the
+        start offset that Kafka's in-flight batches hold, none of them in ``touched`` (acknowledged by an earlier
+        batch of the request; the offsets this one acknowledges are added). Kafka 4.4's checks and words: offsets
+        past the in-flight batches are an invalid request; an in-flight batch tracked whole is refused whole (not
+        acquired, or another member's: worded per batch), one tracked per offset (or acknowledged in part, or per
+        offset, or straddling the start offset: then tracked per offset from now on) by its first offset refused."""
+        batches, start = self._in_flight, self.start_offset
+        i = bisect_right(batches, first, key=_first_of) - 1
+        if i < 0 and first < start <= last:
+            i = bisect_right(batches, start, key=_first_of) - 1
+        if i < 0:
             raise InvalidRecordStateError(NOT_IN_CACHE)
-        if first > self.end_offset - 1:
+        sub = batches[i:bisect_right(batches, last, key=_first_of)]
+        if sub[-1].last < first:
             raise InvalidRecordStateError(FIRST_PAST_ACQUIRED, invalid_request=True)
-        if last > self.end_offset - 1:
+        if last > sub[-1].last:
             raise InvalidRecordStateError(LAST_PAST_ACQUIRED, invalid_request=True)
-        for i in range(first - self.start_offset, last + 1 - self.start_offset):
-            if i < 0 or self._states[i] != _ACQUIRED:
-                whole = i >= 0 and self._counts[i] > 0 and not per_offset
-                raise InvalidRecordStateError(BATCH_NOT_ACQUIRED if whole else OFFSET_NOT_ACQUIRED)
-            holder = self._acquisitions.get(self._tokens[i], _NOBODY)
-            if holder.member_id != member_id:
-                raise InvalidRecordStateError(BATCH_NOT_OWNED if holder.held == holder.size else OFFSET_NOT_OWNED)
+        for batch in sub:
+            if batch.last < start:
+                continue
+            if not batch.per_offset:
+                holder = self._batch_member(batch, touched)
+                if holder is None:
+                    batch.per_offset = True  # its offsets went separate ways: checked one by one
+                elif holder == "":
+                    raise InvalidRecordStateError(BATCH_NOT_ACQUIRED)
+                elif holder != member_id:
+                    raise InvalidRecordStateError(BATCH_NOT_OWNED)
+            whole = batch.first >= first and batch.last <= last
+            if not whole or batch.per_offset or len(types) > 1 or batch.first < start:
+                batch.per_offset = True
+                for off in range(max(first, batch.first, start), min(last, batch.last) + 1):
+                    k = off - start
+                    if self._states[k] != _ACQUIRED or off in touched:
+                        raise InvalidRecordStateError(OFFSET_NOT_ACQUIRED)
+                    if self._acquisitions.get(self._tokens[k], _NOBODY).member_id != member_id:
+                        raise InvalidRecordStateError(OFFSET_NOT_OWNED)
+                    if (types[0] if len(types) == 1 else types[off - first]) != AcknowledgeType.RENEW:
+                        touched.add(off)
+            elif types[0] != AcknowledgeType.RENEW:
+                touched.update(range(batch.first, batch.last + 1))
+
+    def _batch_member(self, batch: _InFlightBatch, touched: set[int]) -> str | None:
+        """The member holding a whole in-flight batch ("" when it is not acquired, or acknowledged earlier in the
+        request), or None when its offsets are in different hands (then Kafka would track it per offset)."""
+        start = self.start_offset
+        lo, hi = max(batch.first, start) - start, batch.last + 1 - start
+        if touched and not touched.isdisjoint(range(lo + start, hi + start)):
+            return ""
+        acquired = self._states.count(_ACQUIRED_BYTE, lo, hi)
+        if acquired == 0:
+            return ""
+        if acquired != hi - lo:
+            return None
+        tokens = self._tokens[lo:hi]
+        if tokens.count(tokens[0]) == len(tokens):
+            return self._acquisitions.get(tokens[0], _NOBODY).member_id
+        members = {self._acquisitions.get(t, _NOBODY).member_id for t in set(tokens)}
+        return members.pop() if len(members) == 1 else None
 
     def _drop_holds(self, lo: int, hi: int) -> None:
         """``_drop_hold`` for every index in ``lo..hi-1`` at once."""
@@ -323,7 +429,7 @@ class SharePartition:
         self._drop_hold(i)
         token = self._next_token
         self._next_token += 1
-        acquisition = Acquisition(member_id, held=1, size=1)
+        acquisition = Acquisition(member_id, held=1)
         acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
                                                    lambda: self._lock_expired(token))
         self._acquisitions[token] = acquisition
@@ -441,6 +547,16 @@ class SharePartition:
             del self._tokens[:n]
             self.start_offset += n
             self._dirty.start_moved = True
+            self._forget_in_flight_below()
+
+    def _forget_in_flight_below(self) -> None:
+        """In-flight batches wholly below the start offset are done (one straddling it stays, as Kafka's)."""
+        batches = self._in_flight
+        n = 0
+        while n < len(batches) and batches[n].last < self.start_offset:
+            n += 1
+        if n:
+            del batches[:n]
 
     def move_start(self, offset: int) -> None:
         """Records below ``offset`` are gone (log start moved, or offsets were reset): archive them."""
@@ -450,17 +566,27 @@ class SharePartition:
         for i in range(n):
             self._drop_hold(i)
             self._states[i] = _ARCHIVED
-        self._remember_trimmed(n)
+        self._remember_trimmed(n, written_too=True)
         del self._states[:n]
         del self._counts[:n]
         del self._tokens[:n]
         self.start_offset = offset
         self._dirty.start_moved = True
+        self._forget_in_flight_below()
         self._advance_start()
 
-    def _remember_trimmed(self, n: int) -> None:
-        """The first ``n`` (terminal) offsets leave the window: keep their states for the next write."""
-        self._trimmed.extend(self._runs(0, n))
+    def _remember_trimmed(self, n: int, written_too: bool = False) -> None:
+        """The first ``n`` (terminal) offsets leave the window: keep the states of those not written yet (changed
+        since the last write; ``written_too``: all) for the next write, which carries what changed only, as Kafka's
+        writes carry the batches of the change they persist."""
+        lo, hi = 0, n
+        if not written_too:
+            if self._dirty.low is None:
+                return
+            lo = max(0, self._dirty.low - self.start_offset)
+            hi = min(n, self._dirty.high + 1 - self.start_offset)
+        if lo < hi:
+            self._trimmed.extend(self._runs(lo, hi))
         if len(self._trimmed) > 64:
             self._trimmed = combine(self._trimmed)
 

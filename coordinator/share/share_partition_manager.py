@@ -92,16 +92,22 @@ class _Entry:
         self.ready: asyncio.Future | None = None
         self.write_lock = asyncio.Lock()
         self.leader_epoch = -1  # the topic partition's leader epoch when the share-partition was loaded
+        # records given up on (first, last, delivery count, cause), ARCHIVING: handed to the dead-letter queue once
+        # the state write carrying that is done, as Kafka's SharePartition starts its DLQ write after the state write
+        self.dead_letters: list[tuple[int, int, int, str]] = []
 
 
 class SharePartitionManager:
     def __init__(self, replica_manager, persister: SharePersister, topic_name: Callable[[uuid.UUID], str | None],
                  settings: Callable[[str], ShareGroupSettings], clock: Clock,
-                 dead_letters: DeadLetterSink | None = None) -> None:
-        """``dead_letters(group, topic, partition, first, last, delivery count, cause)``: where records a group
-        gives up on go (the broker's share-group dead-letter queue, KIP-1191), None for nowhere."""
+                 dead_letters: DeadLetterSink | None = None,
+                 dead_letters_enabled: Callable[[str], bool] = lambda group_id: True) -> None:
+        """``dead_letters(group, topic, partition, first, last, delivery count, cause, done)``: where records a group
+        gives up on go (the broker's share-group dead-letter queue, KIP-1191), None for nowhere;
+        ``dead_letters_enabled(group)``: whether the group has one (its records are then ARCHIVING until written)."""
         self._rm = replica_manager
         self._dead_letters = dead_letters
+        self._dead_letters_enabled = dead_letters_enabled
         self.persister = persister
         self._topic_name = topic_name
         self._settings = settings
@@ -192,22 +198,39 @@ class SharePartitionManager:
         sp.resume_dead_letters()  # ARCHIVING records a previous leader had not written to the DLQ yet
         entry.leader_epoch = leader_epoch
         entry.partition = sp
+        letters, entry.dead_letters = entry.dead_letters, []
+        self._hand_over(key, entry, letters)  # those are persisted as ARCHIVING already
         if sp.has_dirty():
             asyncio.ensure_future(self._persist_logged(key))
         if state.start_offset < 0:
             sp.force_start_write()  # after the check above: the offset goes with the next write, not its own
 
     def _dead_letter_of(self, key: SharePartitionKey, topic: str) -> Callable[[int, int, int, str], bool] | None:
-        """A share-partition's ``dead_letter``: hands records to the dead-letter queue, which says whether it takes
-        them; once written they are ARCHIVED and the state is persisted."""
-        sink = self._dead_letters
-        if sink is None:
+        """A share-partition's ``dead_letter``: whether the group's dead-letter queue takes the records; those it
+        takes are handed to it once their ARCHIVING state is written (``_hand_over``), and once written there
+        they are ARCHIVED and that is persisted."""
+        if self._dead_letters is None:
             return None
 
-        def hand_over(first: int, last: int, count: int, cause: str) -> bool:
-            return sink(key[0], topic, key[2], first, last, count, cause,
-                        lambda: self._dead_letters_written(key, first, last))
-        return hand_over
+        def take(first: int, last: int, count: int, cause: str) -> bool:
+            entry = self._entries.get(key)
+            if entry is None or not self._dead_letters_enabled(key[0]):
+                return False
+            entry.dead_letters.append((first, last, count, cause))
+            return True
+        return take
+
+    def _hand_over(self, key: SharePartitionKey, entry: _Entry, letters: list[tuple[int, int, int, str]]) -> None:
+        """Give the dead-letter queue ``letters``, records ``entry`` took for it whose ARCHIVING state is written;
+        those it no longer takes (the group's queue went meanwhile) are archived at once."""
+        sink = self._dead_letters
+        if sink is None or entry.partition is None:
+            return
+        for first, last, count, cause in letters:
+            def done(first: int = first, last: int = last) -> None:
+                self._dead_letters_written(key, first, last)
+            if not sink(key[0], entry.partition.topic, key[2], first, last, count, cause, done):
+                done()
 
     def _dead_letters_written(self, key: SharePartitionKey, first: int, last: int) -> None:
         entry = self._entries.get(key)
@@ -260,13 +283,19 @@ class SharePartitionManager:
             if not sp.has_dirty():
                 return
             start, batches = sp.take_dirty()
+            letters, entry.dead_letters = entry.dead_letters, []
             try:
                 await self.persister.write_state(key, sp.state_epoch, entry.leader_epoch, start, batches,
                                                  sp.delivery_complete_count(start))
             except ApiError as exc:
+                entry.dead_letters[:0] = letters  # with the next write that succeeds
                 if exc.error_code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
                     self._drop(key, f"its state write was fenced: {ErrorCode(exc.error_code).name}")
                 raise
+            except BaseException:
+                entry.dead_letters[:0] = letters
+                raise
+            self._hand_over(key, entry, letters)
 
     # -- fetch -------------------------------------------------------------------------------------------
     async def fetch(self, group_id: str, member_id: str, keys: list[SharePartitionKey], *, max_wait_ms: int,
@@ -367,7 +396,8 @@ class SharePartitionManager:
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
         refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
-        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). (code, message) per partition."""
+        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
+        none. (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():
@@ -380,23 +410,21 @@ class SharePartitionManager:
                 out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            result: tuple[int, str | None] = (ErrorCode.NONE, None)
-            applied = False
             if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
                 out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
                 continue
-            for first, last, types in batches:
-                try:
-                    sp.acknowledge(member_id, first, last, types)
-                    applied = True
-                except InvalidRecordStateError as exc:
-                    log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
-                             sp.topic, sp.partition, exc)
-                    result = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
-                              str(exc))
-            out[key] = result
-            if applied:  # nothing changed, nothing written (a start offset not yet persisted waits too)
-                touched.append(key)
+            out[key] = (ErrorCode.NONE, None)
+            if not batches:
+                continue
+            try:
+                sp.acknowledge_batches(member_id, batches)  # all or none, as Kafka's SharePartition
+            except InvalidRecordStateError as exc:
+                log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
+                         sp.topic, sp.partition, exc)
+                out[key] = (ErrorCode.INVALID_REQUEST if exc.invalid_request else ErrorCode.INVALID_RECORD_STATE,
+                            str(exc))
+                continue  # nothing changed, nothing written (a start offset not yet persisted waits too)
+            touched.append(key)
         for key in touched:
             try:
                 await self.persist(key)

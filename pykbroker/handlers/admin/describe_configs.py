@@ -22,7 +22,9 @@ from pykbroker.topic_config import (
     ConfigEntry,
     ConfigSource,
     ConfigType,
+    Layers,
     broker_config_entries,
+    config_synonyms,
     topic_config_entries,
 )
 from pykbroker.topic_names import topic_name_error
@@ -96,7 +98,8 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
         if not r.resource_name:
             return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
         return ErrorCode.NONE, None, group_config_entries(ctx.metadata.group_configs.get(r.resource_name, {}),
-                                                          lambda name: broker.dynamic_config.current[name])
+                                                          lambda name: broker.dynamic_config.current[name],
+                                                          broker.dynamic_config.layers())
     if r.resource_type == CLIENT_METRICS:
         if not r.resource_name:
             return ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty", []
@@ -105,20 +108,26 @@ def describe(ctx: RequestContext, r: DescribeConfigsResource) -> tuple[int, str 
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}", []
 
 
-def group_config_entries(stored: Mapping[str, str], broker_property) -> list[ConfigEntry]:
-    """A group's configs: its own (GROUP_CONFIG) or the broker's default, in Kafka's order; the synonyms are the
-    group's value and the default under its broker property's name (the config's own without one), as Kafka 4.4."""
+def group_config_entries(stored: Mapping[str, str], broker_property, layers: Layers) -> list[ConfigEntry]:
+    """A group's configs: its own (GROUP_CONFIG) or the broker's value, in Kafka's order; as Kafka 4.4's
+    ConfigHelper, the synonyms are the group's value and then its broker property's value in each of the broker's
+    ``layers`` that sets it (this broker's dynamic config, the cluster's, the static properties, the default), or
+    the config's own default without one, and the source is the first synonym's."""
     defaults = group_config.defaults(broker_property)
     entries = []
     for name in group_config.describe_order():
         d = group_config.GROUP_CONFIGS[name]
-        default = (d.broker_default or name, defaults[name], ConfigSource.DEFAULT_CONFIG)
-        if name in stored:
-            value, source = stored[name], ConfigSource.GROUP_CONFIG
-            synonyms: tuple[tuple[str, str | None, int], ...] = ((name, value, source), default)
+        if d.broker_default:
+            synonyms = config_synonyms(layers, broker_config_synonyms(d.broker_default), d.broker_default)
         else:
-            value, source, synonyms = defaults[name], ConfigSource.DEFAULT_CONFIG, (default,)
-        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, synonyms))
+            synonyms = [(name, defaults[name], ConfigSource.DEFAULT_CONFIG)]
+        if name in stored:
+            value = stored[name]
+            synonyms.insert(0, (name, value, ConfigSource.GROUP_CONFIG))
+        else:
+            value = defaults[name]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        entries.append(ConfigEntry(name, value, source, d.config_type, False, False, d.doc, tuple(synonyms)))
     return entries
 
 

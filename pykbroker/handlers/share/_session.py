@@ -18,21 +18,32 @@ Key = tuple[str, uuid.UUID, int]
 def parse_acks(group_id: str, topics) -> dict[Key, list[tuple[int, int, list[int]]]]:
     """{(group, topic id, partition): [(first, last, types)]} of the request's acknowledgement batches. When the
     request acknowledges anything, every partition it names is there (without batches: nothing to apply), as Kafka
-    4.4 acknowledges them all and answers each with its acknowledge error code; else it is empty."""
+    4.4 acknowledges them all and answers each with its acknowledge error code; else it is empty. A partition named
+    twice has the batches of its last entry, as in Kafka's map of them."""
     out: dict[Key, list[tuple[int, int, list[int]]]] = {}
     for t in topics:
         for p in t.partitions:
-            out.setdefault((group_id, t.topic_id, p.partition_index), []).extend(
-                (b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in p.acknowledgement_batches)
+            out[(group_id, t.topic_id, p.partition_index)] = [
+                (b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in p.acknowledgement_batches]
     return out if any(out.values()) else {}
 
 
-def invalid_ack_types(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> set[Key]:
-    """The partitions with an acknowledgement batch of an unknown type (RENEW without ``is_renew_ack``): Kafka 4.4
-    answers each INVALID_REQUEST (no message) and applies none of its batches; the others go on."""
+def invalid_ack_batches(acks: dict[Key, list[tuple[int, int, list[int]]]], renew_allowed: bool) -> set[Key]:
+    """The partitions Kafka 4.4's KafkaApis refuses before its share-partitions see them (INVALID_REQUEST, no
+    message; the others go on): a batch whose first offset is past its last, that starts before the previous batch
+    of the partition ends (out of order, or inside it: overlapping by its last offset alone passes), without types
+    or with neither one type nor one per offset, or of an unknown type (RENEW without ``is_renew_ack``)."""
     highest = 4 if renew_allowed else 3
-    return {key for key, batches in acks.items()
-            if not all(types and all(0 <= t <= highest for t in types) for _, _, types in batches)}
+    invalid = set()
+    for key, batches in acks.items():
+        previous_last = -1
+        for first, last, types in batches:
+            if first > last or first < previous_last or not types \
+                    or (len(types) > 1 and last - first != len(types) - 1) or not all(0 <= t <= highest for t in types):
+                invalid.add(key)
+                break
+            previous_last = last
+    return invalid
 
 
 async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
@@ -42,7 +53,7 @@ async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, acks,
     before Kafka 4.4's share-partition manager, which gives one for a partition it has not loaded), topics the
     principal may not READ (not in ``readable``) TOPIC_AUTHORIZATION_FAILED, as Kafka 4.4."""
     topics_by_id = ctx.metadata.topics_by_id
-    invalid = invalid_ack_types(acks, renew_allowed)
+    invalid = invalid_ack_batches(acks, renew_allowed)
     known = {k: v for k, v in acks.items()
              if k[1] in readable and partition_exists(ctx, k[1], k[2]) and k not in invalid}
     codes = await service(ctx).partitions.acknowledge(group_id, member_id, known) if known else {}
@@ -80,4 +91,4 @@ def session_for(ctx: RequestContext, group_id: str, member_id: str, epoch: int,
     return session
 
 
-__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "invalid_ack_types", "session_for"]
+__all__ += ["FINAL_EPOCH", "INITIAL_EPOCH", "ShareSessionError", "invalid_ack_batches", "session_for"]

@@ -25,8 +25,10 @@
   a topic the group is not subscribed to) gets no records and no state: UNKNOWN_SERVER_ERROR once the fetch
   waited out ``max_wait_ms`` empty, left out when other partitions answer records (Kafka 4.4's answers).
   UNSUPPORTED_VERSION while share groups are off.
-- Client quotas: the answered bytes count against ``consumer_byte_rate``; over it the answer carries a throttle
-  time the broker waits out, with its records (they are acquired already).
+- Client quotas: no more than ``consumer_byte_rate`` allows in one quota window is read; the answered bytes count
+  against it, and over it (or over ``request_percentage``) the answer is empty with a throttle time the broker
+  waits out, the bytes not counted, as Kafka 4.4's: what was acquired stays locked to the member until its lock
+  expires.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from pykbroker.handlers.share._session import (
     session_for,
 )
 from pykbroker.registry import handler
+from pykbroker.request_time import request_throttle_ms
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import ShareFetchRequest, ShareFetchResponse
@@ -106,10 +109,13 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if fetching and epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
         await svc.partitions.revalidate(keys)
 
+    # as Kafka 4.4: no more than the client's consumer_byte_rate quota allows in one window is read
+    max_bytes = int(min(request.max_bytes, ctx.broker.fetch_quota.max_value_in_window(ctx.user, ctx.client_id or "")))
+
     async def fetch(max_wait_ms: int) -> dict:
         return await svc.partitions.fetch(
-            group_id, member_id, keys, max_wait_ms=max_wait_ms, min_bytes=request.min_bytes,
-            max_bytes=request.max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
+            group_id, member_id, keys, max_wait_ms=max_wait_ms, min_bytes=min(request.min_bytes, max_bytes),
+            max_bytes=max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
             record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT)
 
     # The first acquisition attempt goes before the acknowledgements land (see the docstring).
@@ -159,12 +165,20 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 acquired_records=[AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                   delivery_count=a.delivery_count) for a in acquired])
         by_topic.setdefault(topic_id, []).append(data)
-    # consumer_byte_rate binds a share consumer as a consumer: the bytes it is answered count,
-    # and over the quota it is told to wait, as Kafka 4.4's throttle_cb tests see. The acquired records still go
-    # with the answer (they are locked for this member; answering nothing would strand them until the lock expires).
+    # consumer_byte_rate binds a share consumer as a consumer: the bytes it is answered count, and over the quota
+    # (or request_percentage's) the answer is empty, the bytes taken back, and it is told to wait, as Kafka 4.4
+    # answers: the records acquired for it stay locked to the member until their lock expires.
     size = sum(len(d.records or b"") for parts in by_topic.values() for d in parts)
-    throttle_ms = ctx.broker.fetch_quota.record(ctx.user, ctx.client_id or "", size, ctx.broker.now_ms())
-    ctx.throttle_ms = max(ctx.throttle_ms, throttle_ms)  # the connection adds request_percentage's
+    quota = ctx.broker.fetch_quota
+    throttle_ms = quota.record(ctx.user, ctx.client_id or "", size, ctx.broker.now_ms())
+    if ctx.measure_time:
+        throttle_ms = max(throttle_ms, request_throttle_ms(ctx))
+    if throttle_ms > 0:
+        quota.unrecord(ctx.user, ctx.client_id or "", size, ctx.broker.now_ms())
+        ctx.throttle_ms = throttle_ms
+        return ShareFetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
+                                  acquisition_lock_timeout_ms=settings.record_lock_duration_ms, responses=[],
+                                  node_endpoints=[])
     return ShareFetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms,
                               acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
                               responses=[ShareFetchableTopicResponse(topic_id=t, partitions=parts)

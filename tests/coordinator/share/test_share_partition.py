@@ -57,8 +57,8 @@ def test_accept_moves_the_start_offset_and_only_the_holder_may_acknowledge():
     assert p.take_dirty() == (0, [B(0, 4, 2, 1)])
     p.acknowledge("m1", 0, 4, [A.RELEASE])  # below the start offset: done already, skipped as by Kafka 4.4
     assert p.start_offset == 5 and not p.has_dirty()
-    with pytest.raises(InvalidRecordStateError):
-        p.acknowledge("m1", 4, 5, [A.ACCEPT])  # from below the start into the window: 4 is not acquired
+    p.acknowledge("m1", 4, 5, [A.ACCEPT])  # from below the start into the window: 4 is skipped, 5 accepted (Kafka)
+    assert p.start_offset == 6
 
 
 def test_release_redelivers_with_a_higher_count_and_reject_archives():
@@ -241,3 +241,42 @@ def test_the_delivery_complete_count_is_the_records_done_at_or_above_the_written
     assert (start, p.start_offset, p.delivery_complete_count(start)) == (0, 3, 4)
     start, _ = p.take_dirty()
     assert (start, p.delivery_complete_count(start)) == (3, 1)
+
+
+def refusal(p, member, batches) -> str:
+    with pytest.raises(InvalidRecordStateError) as exc:
+        p.acknowledge_batches(member, batches)
+    return str(exc.value)
+
+
+def test_a_requests_batches_apply_all_or_none():
+    """Kafka 4.4 checks a partition's batches in order against the state before the request and applies none when
+    one is refused: an offset acknowledged twice is no longer acquired the second time."""
+    p = sp()
+    p.acquire("m1", [(0, 9)], 100)
+    assert refusal(p, "m1", [(0, 1, [A.ACCEPT]), (1, 2, [A.RELEASE])]) == \
+        "The offset cannot be acknowledged. The offset is not acquired."
+    assert p.start_offset == 0 and p.state_of(0) == (S.ACQUIRED, 1) and not p.has_dirty()
+    p.acknowledge_batches("m1", [(0, 1, [A.ACCEPT]), (2, 2, [A.RENEW]), (2, 3, [A.ACCEPT])])  # a RENEW holds on
+    assert p.start_offset == 4
+
+
+def test_refusals_are_worded_as_kafka_tracks_its_in_flight_batch():
+    """Per batch while Kafka tracks the in-flight batch whole (released whole, another member's whole acquisition,
+    even with per-offset types), per offset once part of it was acquired or acknowledged."""
+    p = sp()
+    p.acquire("m1", [(0, 9)], 100)
+    assert refusal(p, "m2", [(3, 4, [A.ACCEPT, A.ACCEPT])]) == "Member is not the owner of batch record"
+    p.acknowledge("m1", 0, 9, [A.RELEASE])
+    assert refusal(p, "m1", [(3, 4, [A.ACCEPT, A.ACCEPT])]) == \
+        "The batch cannot be acknowledged. The batch is not in the acquired state."
+    p.acquire("m1", [(0, 9)], 100)
+    p.acknowledge("m1", 0, 1, [A.ACCEPT])
+    p.acknowledge("m1", 2, 9, [A.RELEASE])
+    assert refusal(p, "m1", [(5, 5, [A.ACCEPT])]) == "The offset cannot be acknowledged. The offset is not acquired."
+    q = sp()
+    assert q.acquire("m1", [(0, 9)], 2, record_limit=True) == [AcquiredRecords(0, 1, 1)]
+    assert q.acquire("m1", [(0, 9)], 2, record_limit=True) == [AcquiredRecords(2, 3, 1)]
+    assert refusal(q, "m2", [(2, 3, [A.ACCEPT])]) == "Member is not the owner of offset"
+    assert refusal(q, "m1", [(12, 12, [A.ACCEPT])]) == \
+        "Batch record not found. The first offset in request is past acquired records."

@@ -501,8 +501,9 @@ def test_a_member_that_resubscribes_loses_the_topics_it_left_at_once(broker):
 
 def test_a_share_consumer_over_its_consumer_byte_rate_is_told_to_wait(broker):
     """consumer_byte_rate binds a share consumer: the bytes ShareFetch answers count and over the quota the answer
-    carries a throttle time (with the records it acquired). pykbroker never throttled ShareFetch:
-    confluent-kafka-python's throttle_cb tests, which pass on Kafka 4.4, saw no throttle event."""
+    is empty with a throttle time, as Kafka 4.4's (share_fetch_throttled in test_differential_kafka44): what was
+    acquired stays locked to the member. pykbroker once never throttled ShareFetch (confluent-kafka-python's
+    throttle_cb tests, which pass on Kafka 4.4, saw no throttle event), then answered the records with it."""
     from wire.messages import AlterClientQuotasRequest
     from wire.messages.alter_client_quotas_request import EntityData, EntryData, OpData
     with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap, client_id="share-slow") as slow:
@@ -514,5 +515,7 @@ def test_a_share_consumer_over_its_consumer_byte_rate_is_told_to_wait(broker):
         assert r.entries[0].error_code == ErrorCode.NONE
         m, _ = join(slow, "g-quota", "share-quota")
         produce(c, "share-quota", 2000)
-        fetched = fetch(slow, "g-quota", m, 0, tid, max_records=2000)
-        assert acquired(fetched) == [(0, 1999, 1)] and fetched.throttle_time_ms > 0
+        fetched = fetch(slow, "g-quota", m, 0, tid, max_records=2000)  # one batch of 2000: more than 10 s of quota
+        assert fetched.responses == [] and fetched.throttle_time_ms > 0
+        other, _ = join(c, "g-quota", "share-quota")
+        assert acquired(fetch(c, "g-quota", other, 0, tid, max_records=2000)) == []  # locked to the first member
