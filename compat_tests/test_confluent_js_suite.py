@@ -1,0 +1,58 @@
+"""@confluentinc/kafka-javascript's own broker tests (its KafkaJS-compatible API's test/promisified under jest, its
+node-rdkafka API's e2e under mocha; librdkafka underneath) against pykbroker, on one node and on a 3-broker cluster:
+every test must pass except the ones that fail on Apache Kafka 4.4 too (EXPECTED_FAILURES). Slow (minutes):
+``make test-confluent-js-suite-slow`` (PYKBROKER_CONFLUENT_JS_SLOW=1). Skipped when the suite cannot be built here
+(no node/npm/C++ compiler, or neither CKJS_SOURCE nor GitHub gives its source: compat_tests/confluent_js/install.sh).
+A run against Kafka 4.4 itself: ``python -m compat_tests.confluent_js --target kafka`` (or kafka-cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from compat_tests.confluent_js import CLUSTER_SCENARIO, SCENARIO, run_e2e, run_promisified, suite_dir
+from pykbroker.testing import BrokerProcess, ClusterProcesses
+
+pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
+                                reason="minutes: make test-confluent-js-suite-slow (PYKBROKER_CONFLUENT_JS_SLOW=1)")
+
+# Tests of the suite that fail on Kafka 4.4 too, by target.
+EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": frozenset(), "cluster": frozenset()}
+
+
+@pytest.fixture(scope="module")
+def suite():
+    found = suite_dir()
+    if found is None:
+        pytest.skip("confluent-kafka-javascript's suite cannot be built here (compat_tests/confluent_js/install.sh)")
+    return found
+
+
+def run_both(suite, bootstrap, workdir) -> dict:
+    found, _ = run_promisified(suite, bootstrap, workdir)
+    e2e, _ = run_e2e(suite, bootstrap, workdir)
+    return {**found, **e2e}
+
+
+def assert_passed(found, workdir, expected: frozenset[str]) -> None:
+    assert found, f"the suite reported no test; its output is under {workdir}"
+    bad = sorted(f"{name}: {o.reason}" for name, o in found.items() if o.state == "failed" and name not in expected)
+    assert not bad, f"failed: {bad}; the output is under {workdir}"
+
+
+def test_confluent_js_suite_single_node(suite, tmp_path):
+    with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
+        found = run_both(suite, broker.bootstrap, tmp_path)
+        assert broker.alive, broker.log()[-5000:]
+    assert_passed(found, tmp_path, EXPECTED_FAILURES["single"])
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
+def test_confluent_js_suite_cluster(suite, tmp_path):
+    with ClusterProcesses(tmp_path / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
+        found = run_both(suite, cluster.bootstrap, tmp_path)
+        assert all(b.alive for b in cluster.brokers.values())
+    assert_passed(found, tmp_path, EXPECTED_FAILURES["cluster"])
