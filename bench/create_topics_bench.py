@@ -1,9 +1,10 @@
 """CreateTopics on a cluster: a three-broker pykbroker cluster (ZooKeeper) against a three-node Apache Kafka 4.4
-KRaft cluster, on this machine, in one run, with the same requests.
+KRaft cluster, on this machine, in one run, with the same requests; or (``BENCH_NODES=1``) a single pykbroker node
+(its embedded metadata store) against a single Kafka 4.4 node (KRaft, combined broker and controller), RF 1.
 
     python -m bench create-topics    # BENCH_TOPICS=10 topics x BENCH_PARTITIONS=12 partitions, RF 3, in one request;
                                      # BENCH_REPEAT=3 rounds (new topics each), interleaved between the clusters;
-                                     # BENCH_BROKERS=pykbroker,kafka
+                                     # BENCH_BROKERS=pykbroker,kafka; BENCH_NODES=3 (or 1)
 
 What applications do at start (Kafka Streams' internal topics, Connect's and MirrorMaker's): one CreateTopics
 request naming every topic, sent to the controller as the admin clients send it. Figures (median of the rounds):
@@ -14,6 +15,7 @@ request naming every topic, sent to the controller as the admin clients send it.
   doubling each topic (until every broker shows the new partitions with leaders);
 - "cpu": the CPU seconds the cluster's brokers spent on the round (all three operations), a figure the machine's
   other load disturbs less than the times.
+The machine's load average (1 min) is printed with each round: the times mean little without it.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.broker_bench import jars_dir
-from compat_tests.jvm.kafka_broker import KafkaCluster
-from pykbroker.testing import ClusterProcesses, RawClient
+from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
+from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
 from wire import ErrorCode
 from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
 from wire.messages.create_partitions_request import CreatePartitionsTopic
@@ -87,19 +89,39 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def broker_pids(cluster: ClusterProcesses | KafkaCluster) -> list[int]:
-    processes = cluster.nodes if isinstance(cluster, KafkaCluster) else cluster.brokers.values()
+Brokers = ClusterProcesses | KafkaCluster | BrokerProcess | KafkaBroker
+
+
+def broker_pids(cluster: Brokers) -> list[int]:
+    if isinstance(cluster, BrokerProcess | KafkaBroker):
+        processes: list = [cluster]
+    else:
+        processes = list(cluster.nodes if isinstance(cluster, KafkaCluster) else cluster.brokers.values())
     return [p.proc.pid for p in processes if p.proc is not None]
 
 
-def create_round(bootstrap: str, prefix: str, topics: int, partitions: int) -> dict[str, float]:
+def start_brokers(name: str, root: Path, nodes: int) -> Brokers | None:
+    """pykbroker or Kafka 4.4 (None when its jars cannot be had): a cluster of three, or one node."""
+    if name == "pykbroker":
+        return BrokerProcess(root / "pykbroker") if nodes == 1 else ClusterProcesses(root / "pykbroker", size=3)
+    jars = jars_dir()
+    if jars is None:
+        return None
+    if nodes == 1:
+        return KafkaBroker(jars, root / "kafka", heap="-Xmx1g", quick_start=False)
+    return KafkaCluster(jars, root / "kafka", heap="-Xmx1g", quick_start=False)
+
+
+def create_round(bootstrap: str, prefix: str, topics: int, partitions: int, replication: int = 3
+                 ) -> dict[str, float]:
     """One round: create, add partitions, delete; seconds to each answer and to each change on every broker."""
     names = [f"{prefix}-{i}" for i in range(topics)]
     figures: dict[str, float] = {}
     with RawClient(controller(bootstrap), timeout=TIMEOUT_MS / 1000 + 10) as admin:
         started = time.perf_counter()
         r = admin.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=partitions,
-                                                                     replication_factor=3) for n in names],
+                                                                     replication_factor=replication)
+                                                      for n in names],
                                               timeout_ms=TIMEOUT_MS), 7)
         figures["create answer"] = time.perf_counter() - started
         failed = [(t.name, t.error_code, t.error_message) for t in r.topics if t.error_code != ErrorCode.NONE]
@@ -136,27 +158,29 @@ def main() -> None:
     partitions = int(os.environ.get("BENCH_PARTITIONS", "12"))
     repeat = max(1, int(os.environ.get("BENCH_REPEAT", "3")))
     wanted = os.environ.get("BENCH_BROKERS", "pykbroker,kafka").split(",")
+    nodes = 1 if os.environ.get("BENCH_NODES", "3") == "1" else 3
+    replication = 1 if nodes == 1 else 3
     root = Path(tempfile.mkdtemp(prefix="create-topics-bench-"))
-    clusters: dict[str, ClusterProcesses | KafkaCluster] = {}
+    clusters: dict[str, Brokers] = {}
     try:
-        if "pykbroker" in wanted:
-            clusters["pykbroker"] = ClusterProcesses(root / "pykbroker", size=3)
-        jars = jars_dir() if "kafka" in wanted else None
-        if jars is not None:
-            clusters["kafka"] = KafkaCluster(jars, root / "kafka", heap="-Xmx1g", quick_start=False)
+        for name in ("pykbroker", "kafka"):
+            brokers = start_brokers(name, root, nodes) if name in wanted else None
+            if brokers is not None:
+                clusters[name] = brokers
         for cluster in clusters.values():
             cluster.start()
-        print(f"{topics} topics x {partitions} partitions, RF 3, one request; {repeat} rounds", flush=True)
+        print(f"{topics} topics x {partitions} partitions, RF {replication}, {nodes} node(s), one request; "
+              f"{repeat} rounds", flush=True)
         runs: dict[str, dict[str, list[float]]] = {name: {} for name in clusters}
         order = list(clusters)
         for i in range(repeat):
             for name in order if i % 2 == 0 else order[::-1]:
                 pids = broker_pids(clusters[name])
                 cpu = cpu_seconds(pids)
-                figures = create_round(clusters[name].bootstrap, f"bench-{i}", topics, partitions)
+                figures = create_round(clusters[name].bootstrap, f"bench-{i}", topics, partitions, replication)
                 figures["cpu"] = cpu_seconds(pids) - cpu
-                print(f"  {name:<10} round {i + 1}: " + ", ".join(f"{k} {v:.3f} s" for k, v in figures.items()),
-                      flush=True)
+                print(f"  {name:<10} round {i + 1}: " + ", ".join(f"{k} {v:.3f} s" for k, v in figures.items())
+                      + f" (load {os.getloadavg()[0]:.1f})", flush=True)
                 for k, v in figures.items():
                     runs[name].setdefault(k, []).append(v)
         metrics = list(next(iter(runs.values())))

@@ -54,7 +54,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -574,28 +574,42 @@ class LogCleaner:
     def _checkpoint_file(self, log_dir: str) -> OffsetCheckpointFile:
         return OffsetCheckpointFile(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
 
+    def _offsets(self, log_dir: str) -> dict[tuple[str, int], int]:
+        """The checkpointed offsets of ``log_dir``, read once (the caller holds the lock)."""
+        offsets = self._checkpoints.get(log_dir)
+        if offsets is None:
+            try:
+                offsets = self._checkpoint_file(log_dir).read()
+            except Exception as exc:  # noqa: BLE001 - a bad checkpoint means: clean from the start
+                log.warning("ignoring cleaner checkpoint in %s: %s", log_dir, exc)
+                offsets = {}
+            self._checkpoints[log_dir] = offsets
+        return offsets
+
     def checkpointed_offset(self, log_: Log) -> int | None:
         with self._lock:
-            offsets = self._checkpoints.get(log_.parent_dir)
-            if offsets is None:
-                try:
-                    offsets = self._checkpoint_file(log_.parent_dir).read()
-                except Exception as exc:  # noqa: BLE001 - a bad checkpoint means: clean from the start
-                    log.warning("ignoring cleaner checkpoint in %s: %s", log_.parent_dir, exc)
-                    offsets = {}
-                self._checkpoints[log_.parent_dir] = offsets
-            return offsets.get((log_.topic, log_.partition))
+            return self._offsets(log_.parent_dir).get((log_.topic, log_.partition))
 
     def update_checkpoint(self, log_: Log, offset: int | None) -> None:
+        self.update_checkpoints(log_.parent_dir, {(log_.topic, log_.partition): offset})
+
+    def update_checkpoints(self, log_dir: str, changes: Mapping[tuple[str, int], int | None]) -> None:
+        """Set (None: remove) the checkpointed offsets of ``log_dir``'s partitions in ``changes``, in one write of
+        the checkpoint; none when nothing changes (the deleted logs of a topic never cleaned: deleting 800 of them
+        wrote it, two fsyncs each, 800 times)."""
         with self._lock:
-            offsets = self._checkpoints.setdefault(log_.parent_dir, {})
-            key = (log_.topic, log_.partition)
-            if offset is None:
-                offsets.pop(key, None)
-            else:
-                offsets[key] = offset
+            offsets = self._offsets(log_dir)
+            changed = False
+            for key, offset in changes.items():
+                if offset is None:
+                    changed |= offsets.pop(key, None) is not None
+                elif offsets.get(key) != offset:
+                    offsets[key] = offset
+                    changed = True
+            if not changed:
+                return
             snapshot = dict(offsets)
-        self._checkpoint_file(log_.parent_dir).write(snapshot)
+        self._checkpoint_file(log_dir).write(snapshot)
 
     # -- one pass ---------------------------------------------------------------------------------------
     def grab_filthiest_log(self) -> LogToClean | None:

@@ -10,6 +10,7 @@ Kafka's format. Access is from the event loop only (single writer).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -124,6 +125,9 @@ class EmbeddedMetadataStore(PublishedImage):
         # Topic name -> (the TopicState last written, its JSON in the file): see _commit.
         self._topic_json: dict[str, tuple[TopicState, str]] = {}
         self._load()
+        # The newest image, written or about to be (every write builds on it); ``_image`` is the one published.
+        self._head = self._image
+        self._committing: list[asyncio.Future[None]] = []  # writes waiting for the head to be written
 
     # -- persistence -----------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -164,9 +168,48 @@ class EmbeddedMetadataStore(PublishedImage):
             features_epoch=features_epoch,
         )
 
-    def _commit(self, new: MetadataImage) -> None:
-        """Persist ``new`` (as the next offset), make it current, then tell the listeners."""
-        new = replace(new, offset=self._image.offset + 1)
+    async def _commit(self, new: MetadataImage) -> None:
+        """Make ``new`` the head (as the next offset) and return once it is durable and published.
+
+        Group commit: the writes of one pass of the event loop (a CreateTopics request's topics, written together
+        by its handler) become one file write and one published image, as Kafka's controller commits a request's
+        records in one batch; each waits until that write is done (an error fails them all)."""
+        self._head = replace(new, offset=self._head.offset + 1)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._committing.append(done)
+        if len(self._committing) == 1:
+            loop.call_soon(self._write_head)
+        await done
+
+    def _write_head(self) -> None:
+        """Persist the head, make it the published image, then tell the listeners; then the writes waiting for
+        it return (with the exception, if writing or a listener failed)."""
+        waiting, self._committing = self._committing, []
+        failure: BaseException | None = None
+        try:
+            self._persist(self._head)
+        except Exception as exc:  # noqa: BLE001 - every write of the batch fails with it
+            self._head = self._image
+            failure = exc
+        else:
+            old, self._image = self._image, self._head
+            for listener in self._listeners:
+                try:
+                    listener(old, self._image)
+                except Exception as exc:  # noqa: BLE001 - committed; the writers learn that applying it failed
+                    log.exception("applying metadata offset %d failed", self._image.offset)
+                    failure = failure or exc
+        for done in waiting:
+            if done.done():
+                continue
+            if failure is None:
+                done.set_result(None)
+            else:
+                done.set_exception(failure)
+
+    def _persist(self, new: MetadataImage) -> None:
+        """Write ``new`` to the metadata file (atomically, fsynced)."""
         doc = {
             "version": 1,
             "offset": new.offset,
@@ -189,9 +232,6 @@ class EmbeddedMetadataStore(PublishedImage):
         body = json.dumps(doc, separators=(",", ":"))
         topics = ",".join(encoded for _, encoded in self._topic_json.values())
         atomic_write(self.path, f'{body[:-1]},"topics":[{topics}]}}'.encode())
-        old, self._image = self._image, new
-        for listener in self._listeners:
-            listener(old, new)
 
     def _encoded_topic(self, t: TopicState) -> tuple[TopicState, str]:
         """``t`` and its JSON in the metadata file (as last written when ``t`` is unchanged)."""
@@ -209,7 +249,7 @@ class EmbeddedMetadataStore(PublishedImage):
         }, separators=(",", ":"))
 
     def _with_topic(self, topic: TopicState) -> MetadataImage:
-        image = self._image
+        image = self._head
         topics = dict(image.topics)
         by_id = dict(image.topics_by_id)
         topics[topic.name] = topic
@@ -219,44 +259,44 @@ class EmbeddedMetadataStore(PublishedImage):
     # -- writing ---------------------------------------------------------------------------------------
     async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
         """Create a topic with one replica list per partition; the first replica leads."""
-        if name in self._image.topics:
+        if name in self._head.topics:
             raise KeyError(name)
         partitions = tuple(PartitionState(i, replicas[0], 0, tuple(replicas), tuple(replicas))
                            for i, replicas in enumerate(assignments))
         topic = TopicState(name, new_uuid(), partitions, configs)
-        self._commit(self._with_topic(topic))
+        await self._commit(self._with_topic(topic))
         return topic
 
     async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
-        topic = self._image.topics[name]
+        topic = self._head.topics[name]
         start = len(topic.partitions)
         added = tuple(PartitionState(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
                       for i, replicas in enumerate(assignments))
         topic = replace(topic, partitions=topic.partitions + added)
-        self._commit(self._with_topic(topic))
+        await self._commit(self._with_topic(topic))
         return topic
 
     async def delete_topic(self, name: str) -> TopicState:
-        image = self._image
+        image = self._head
         topic = image.topics[name]
         topics = {k: v for k, v in image.topics.items() if k != name}
         by_id = {k: v for k, v in image.topics_by_id.items() if k != topic.topic_id}
-        self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
+        await self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
         return topic
 
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        self._commit(self._with_topic(replace(self._image.topics[name], configs=configs)))
+        await self._commit(self._with_topic(replace(self._head.topics[name], configs=configs)))
 
     async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
         """Replace one partition's state if its partition epoch is still the one ``state`` was made from
         (``state.partition_epoch`` - 1); the committed state with its new epoch, None if refused."""
-        current = self._image.partition(topic, partition)
+        current = self._head.partition(topic, partition)
         if current is None or current.partition_epoch != state.partition_epoch - 1:
             return None
-        t = self._image.topics[topic]
+        t = self._head.topics[topic]
         parts = list(t.partitions)
         parts[partition] = state
-        self._commit(self._with_topic(replace(t, partitions=tuple(parts))))
+        await self._commit(self._with_topic(replace(t, partitions=tuple(parts))))
         return state
 
     async def restart_leaderships(self) -> int:
@@ -265,47 +305,47 @@ class EmbeddedMetadataStore(PublishedImage):
         (leader none, epoch + 1) and elects it once unfenced (epoch + 1), after a clean stop as after kill -9, so
         a client's cached epoch and the leader-epoch cache see a new leadership, as on Kafka."""
         restarted = 0
-        topics = dict(self._image.topics)
-        for name, t in self._image.topics.items():
+        topics = dict(self._head.topics)
+        for name, t in self._head.topics.items():
             parts = tuple(replace(p, leader_epoch=p.leader_epoch + 2, partition_epoch=p.partition_epoch + 2)
                           if p.leader == self.node_id else p for p in t.partitions)
             if parts != t.partitions:
                 restarted += sum(p.leader == self.node_id for p in parts)
                 topics[name] = replace(t, partitions=parts)
         if restarted:
-            self._commit(replace(self._image, topics=_frozen(topics),
+            await self._commit(replace(self._head, topics=_frozen(topics),
                                  topics_by_id=_frozen({t.topic_id: t for t in topics.values()})))
         return restarted
 
     async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
-        configs_by_name = dict(self._image.broker_configs)
+        configs_by_name = dict(self._head.broker_configs)
         for resource_name, configs in changes.items():
             if configs:
                 configs_by_name[resource_name] = _frozen(configs)
             else:
                 configs_by_name.pop(resource_name, None)
-        self._commit(replace(self._image, broker_configs=_frozen(configs_by_name)))
+        await self._commit(replace(self._head, broker_configs=_frozen(configs_by_name)))
 
     async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
         """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
         removed keeps its (empty) entry: ListConfigResources still lists it."""
-        group_configs = dict(self._image.group_configs)
+        group_configs = dict(self._head.group_configs)
         group_configs[group_id] = _frozen(configs)
-        self._commit(replace(self._image, group_configs=_frozen(group_configs)))
+        await self._commit(replace(self._head, group_configs=_frozen(group_configs)))
 
     async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace the configs of one CLIENT_METRICS resource; with none left the subscription is gone."""
-        subscriptions = dict(self._image.client_metrics_configs)
+        subscriptions = dict(self._head.client_metrics_configs)
         if configs:
             subscriptions[name] = _frozen(configs)
         else:
             subscriptions.pop(name, None)
-        self._commit(replace(self._image, client_metrics_configs=_frozen(subscriptions)))
+        await self._commit(replace(self._head, client_metrics_configs=_frozen(subscriptions)))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; an entity without values is forgotten."""
-        quotas = dict(self._image.client_quotas)
+        quotas = dict(self._head.client_quotas)
         for entity, changes in alterations:
             values = dict(quotas.get(entity, {}))
             for key, value in changes.items():
@@ -317,16 +357,16 @@ class EmbeddedMetadataStore(PublishedImage):
                 quotas[entity] = _frozen(values)
             else:
                 quotas.pop(entity, None)
-        self._commit(replace(self._image, client_quotas=_frozen(quotas)))
+        await self._commit(replace(self._head, client_quotas=_frozen(quotas)))
 
     async def set_finalized_features(self, levels: Mapping[str, int]) -> None:
         """Replace the finalized feature levels (UpdateFeatures); the change's offset becomes their epoch."""
-        self._commit(replace(self._image, finalized_features=_frozen(levels), features_epoch=self._image.offset + 1))
+        await self._commit(replace(self._head, finalized_features=_frozen(levels), features_epoch=self._head.offset + 1))
 
     async def update_finalized_features(self, change: Callable[[Mapping[str, int]], Mapping[str, int]]
                                         ) -> tuple[Mapping[str, int], Mapping[str, int]]:
         """``change`` applied to the current levels and stored (one writer: no race); returns (old, new)."""
-        old = self._image.finalized_features
+        old = self._head.finalized_features
         new = dict(change(old))
         if new != dict(old):
             await self.set_finalized_features(new)
@@ -335,7 +375,7 @@ class EmbeddedMetadataStore(PublishedImage):
     async def alter_scram_credentials(self, deletions: list[tuple[str, int]],
                                       upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
         """Remove (user, mechanism) credentials and store (user, mechanism, iterations, salt, salted password)."""
-        credentials = {user: dict(by_mechanism) for user, by_mechanism in self._image.scram_credentials.items()}
+        credentials = {user: dict(by_mechanism) for user, by_mechanism in self._head.scram_credentials.items()}
         for user, mechanism in deletions:
             by_mechanism = credentials.get(user, {})
             by_mechanism.pop(mechanism, None)
@@ -343,13 +383,14 @@ class EmbeddedMetadataStore(PublishedImage):
                 credentials.pop(user, None)
         for user, mechanism, iterations, salt, salted_password in upsertions:
             credentials.setdefault(user, {})[mechanism] = (iterations, salt.hex(), salted_password.hex())
-        self._commit(replace(self._image, scram_credentials=_frozen(
+        await self._commit(replace(self._head, scram_credentials=_frozen(
             {user: _frozen(by_mechanism) for user, by_mechanism in credentials.items()})))
 
     async def register_broker(self, broker: BrokerImage) -> None:
-        """This node's registration: live while the process runs, so not persisted."""
+        """This node's registration: live while the process runs, so not persisted (published at once)."""
+        self._head = replace(self._head, brokers=_frozen({**self._head.brokers, broker.node_id: broker}))
         old = self._image
-        self._image = replace(old, brokers=_frozen({**old.brokers, broker.node_id: broker}))
+        self._image = replace(old, brokers=self._head.brokers)
         for listener in self._listeners:
             listener(old, self._image)
 
@@ -362,7 +403,7 @@ class EmbeddedMetadataStore(PublishedImage):
         """Add and remove ACL bindings in one durable change."""
         gone = set(removed)
         self._acls = [a for a in self._acls if a not in gone] + [a for a in added if a not in self._acls]
-        self._commit(self._image)
+        await self._commit(self._head)
 
     # -- delegation tokens (replication.metadata.tokens.TokenStore) -------------------------------
     def load_delegation_tokens(self) -> list[TokenInformation]:
@@ -370,11 +411,11 @@ class EmbeddedMetadataStore(PublishedImage):
 
     async def put_delegation_token(self, token: TokenInformation) -> None:
         self._delegation_tokens[token.token_id] = token.to_json()
-        self._commit(self._image)
+        await self._commit(self._head)
 
     async def remove_delegation_token(self, token_id: str) -> None:
         if self._delegation_tokens.pop(token_id, None) is not None:
-            self._commit(self._image)
+            await self._commit(self._head)
 
 
 def _frozen(d: Mapping) -> Mapping:

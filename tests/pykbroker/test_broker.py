@@ -8,7 +8,11 @@ from confluent_kafka import KafkaError
 from coordinator.group import GROUP_METADATA_TOPIC_NAME
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker import broker
-from pykbroker.testing import BrokerProcess
+from pykbroker.testing import BrokerProcess, RawClient
+from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire.messages.create_partitions_request import CreatePartitionsTopic
+from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.delete_topics_request import DeleteTopicState
 
 
 def test_coordinator_topic_names_match_the_coordinators():
@@ -64,3 +68,37 @@ def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(t
         assert _values(b.bootstrap, "big", partitions) == [b"acked"] * partitions
         _produce_to_every_partition(b.bootstrap, "bigger", partitions, b"later")
         assert _values(b.bootstrap, "bigger", partitions) == [b"later"] * partitions
+
+
+def test_every_topic_of_one_create_topics_survives_kill_9_right_after_the_answer(tmp_path):
+    """A request's topics are committed together (one metadata write): each one answered created is there after
+    kill -9 at once, with its id and partitions; so are the changes of a CreatePartitions and a DeleteTopics."""
+
+    def topics(bootstrap: str) -> dict[str, tuple[object, int]]:
+        """Each topic's id and partition count (every partition led by the node)."""
+        with RawClient(bootstrap, timeout=60) as c:
+            md = c.request(MetadataRequest(topics=None), 12)
+        return {t.name: (t.topic_id, len([p for p in t.partitions if p.leader_id == md.brokers[0].node_id]))
+                for t in md.topics if not t.name.startswith("__")}
+
+    def create(c: RawClient, names: list[str]) -> dict[str, object]:
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=4, replication_factor=1)
+                                                  for n in names], timeout_ms=60_000), 7)
+        assert [t.error_code for t in r.topics] == [0] * len(names)
+        return {t.name: t.topic_id for t in r.topics}
+
+    with BrokerProcess(tmp_path / "b") as b:
+        with RawClient(b.bootstrap, timeout=60) as c:
+            first = create(c, [f"a{i}" for i in range(6)])
+            added = c.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(name=f"a{i}", count=6,
+                                                                                    assignments=None)
+                                                              for i in range(3)], timeout_ms=60_000), 3)
+            assert [t.error_code for t in added.results] == [0] * 3
+            deleted = c.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=f"a{i}") for i in range(3, 6)],
+                                                    timeout_ms=60_000), 6)
+            assert [t.error_code for t in deleted.responses] == [0] * 3
+            second = create(c, [f"b{i}" for i in range(6)])
+        b.kill()  # right after the answer
+        b.start(timeout=120)
+        assert topics(b.bootstrap) == {**{f"a{i}": (first[f"a{i}"], 6) for i in range(3)},
+                                       **{name: (topic_id, 4) for name, topic_id in second.items()}}

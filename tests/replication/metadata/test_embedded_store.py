@@ -119,3 +119,64 @@ def test_a_restart_leads_every_partition_of_the_node_two_epochs_on_in_one_commit
     assert reopened.image.topics_by_id[reopened.image.topics["a"].topic_id].partitions[0] == led
     again = EmbeddedMetadataStore(tmp_path, node_id=1, cluster_id="c1")
     assert again.image.topics["a"].partitions[0].leader_epoch == 2  # durable
+
+
+def test_the_writes_of_one_loop_pass_are_one_file_write_and_one_image(tmp_path, monkeypatch):
+    """A CreateTopics of ten topics writes each topic concurrently: one fsynced write and one published image for
+    all of them (as Kafka's controller commits a request's records in one batch), not ten."""
+    import replication.metadata.embedded_store as embedded_store
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    run(store.create_topic("old", [[1]], {}))
+    seen: list[tuple[MetadataImage, MetadataImage]] = []
+    store.subscribe(lambda old, new: seen.append((old, new)))
+    writes: list[str] = []
+    real_write = embedded_store.atomic_write
+    monkeypatch.setattr(embedded_store, "atomic_write", lambda path, data: (writes.append(path), real_write(path, data)))
+
+    async def request() -> list:
+        return await asyncio.gather(*(store.create_topic(f"t{i}", [[1]] * 3, {}) for i in range(10)),
+                                    store.delete_topic("old"), store.set_broker_configs({"": {"k": "v"}}))
+    created = run(request())
+    assert len(writes) == 1 and len(seen) == 1
+    old, new = seen[0]
+    assert "old" in old.topics and set(new.topics) == {f"t{i}" for i in range(10)}
+    assert new.offset == old.offset + 12 and store.image is new and dict(new.broker_configs[""]) == {"k": "v"}
+    assert [new.topics[f"t{i}"] for i in range(10)] == created[:10]
+    reopened = EmbeddedMetadataStore(tmp_path, node_id=1).image
+    assert reopened.topics == new.topics and reopened.offset == new.offset
+    # Writes in later passes are later commits, each built on the one before.
+    run(store.add_partitions("t0", [[1]]))
+    run(store.add_partitions("t0", [[1]]))
+    assert len(writes) == 3 and len(store.image.topics["t0"].partitions) == 5
+
+
+def test_a_write_that_cannot_be_persisted_fails_every_write_of_its_batch_and_publishes_nothing(tmp_path, monkeypatch):
+    import replication.metadata.embedded_store as embedded_store
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    seen: list[MetadataImage] = []
+    store.subscribe(lambda old, new: seen.append(new))
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(embedded_store, "atomic_write", full_disk)
+
+    async def request() -> list:
+        return await asyncio.gather(store.create_topic("a", [[1]], {}), store.create_topic("b", [[1]], {}),
+                                    return_exceptions=True)
+    results = run(request())
+    assert all(isinstance(r, OSError) for r in results) and not seen and store.image.topics == {}
+    monkeypatch.undo()
+    run(store.create_topic("a", [[1]], {}))  # the failed batch left nothing behind: "a" is new
+    assert set(store.image.topics) == {"a"} and store.image.offset == 1
+    assert set(EmbeddedMetadataStore(tmp_path, node_id=1).image.topics) == {"a"}
+
+
+def test_a_listener_that_fails_fails_the_write_after_it_is_committed(tmp_path):
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+
+    def broken(old, new):
+        raise RuntimeError("cannot apply")
+    store.subscribe(broken)
+    with pytest.raises(RuntimeError, match="cannot apply"):
+        run(store.create_topic("a", [[1]], {}))
+    assert "a" in store.image.topics and "a" in EmbeddedMetadataStore(tmp_path, node_id=1).image.topics
