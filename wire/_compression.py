@@ -24,6 +24,7 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from enum import IntEnum
 
 import lz4.frame
@@ -171,26 +172,19 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
 def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
                max_size: int | None = None) -> bytes:
     """Decompress a batch's records section; raises CorruptRecordError on bad input or above ``max_size``."""
-    try:
-        codec = CompressionType(codec)
-    except ValueError:
-        raise CorruptRecordError(f"unknown compression codec id {codec}") from None
-    if codec is CompressionType.NONE:
+    read = _READERS.get(codec)  # an int or its CompressionType: no enum lookup on the produce path
+    if read is None:
+        if codec != CompressionType.NONE:
+            raise CorruptRecordError(f"unknown compression codec id {codec}")
         out = bytes(data)
         _check_size(len(out), max_size)
         return out
     try:
-        if codec is CompressionType.GZIP:
-            return _gunzip(data, max_size)
-        if codec is CompressionType.SNAPPY:
-            return _unsnappy(data, max_size)
-        if codec is CompressionType.LZ4:
-            return _unlz4(data, max_size)
-        return _unzstd(data, max_size)
+        return read(data, max_size)
     except RecordError:
         raise
     except Exception as e:  # zlib.error, snappy.UncompressError, RuntimeError (lz4), ZstdError, ...
-        raise CorruptRecordError(f"invalid {codec.name.lower()} data: {e}") from e
+        raise CorruptRecordError(f"invalid {CompressionType(codec).name.lower()} data: {e}") from e
 
 
 def _check_size(size: int, max_size: int | None) -> None:
@@ -343,3 +337,8 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes
         # Input fed past the end of this frame is handed back; it starts the next frame.
         pos -= len(d.unused_data)
     return b"".join(parts)
+
+
+_READERS: dict[int, Callable[[bytes | bytearray | memoryview, int | None], bytes]] = {
+    CompressionType.GZIP: _gunzip, CompressionType.SNAPPY: _unsnappy, CompressionType.LZ4: _unlz4,
+    CompressionType.ZSTD: _unzstd}
