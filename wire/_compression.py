@@ -306,6 +306,38 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
         raise
 
 
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ZSTD_MAX_BLOCK = 128 << 10  # a block's most output (less when the frame's window is smaller)
+_ZSTD_AT_ONCE = 8 << 20  # the largest bound decompressed at once (python-zstandard allocates it up front)
+
+
+def _zstd_bound(data: bytes | bytearray | memoryview) -> int:
+    """The most output ``data`` can decompress to when it is one zstd frame without a content size (as zstd-jni's
+    stream writes Java's): its blocks counted, a raw or RLE block at its size, a compressed one at most the block
+    maximum; 0 when it is not such a frame, or its blocks do not end the data."""
+    n = len(data)
+    if n < 9 or data[:4] != _ZSTD_MAGIC:
+        return 0
+    descriptor = data[4]
+    if descriptor & 0xE8:  # a content size, a single segment (one too) or the reserved bit
+        return 0
+    window = data[5]
+    block_max = min(_ZSTD_MAX_BLOCK, (1 << 10 + (window >> 3)) * (8 + (window & 7)) // 8)
+    pos = 6 + (0, 1, 2, 4)[descriptor & 3]  # the dictionary id
+    bound = 0
+    while pos + 3 <= n:
+        header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+        size = header >> 3
+        kind = header >> 1 & 3
+        if kind == 3:
+            return 0
+        bound += block_max if kind == 2 else size
+        pos += 3 + (1 if kind == 1 else size)
+        if header & 1:  # the last block, then the content checksum
+            return bound if pos + (4 if descriptor & 0x04 else 0) == n else 0
+    return 0
+
+
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
     dctx = _zstd_dctx()
     size = zstandard.frame_content_size(data)
@@ -315,6 +347,13 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes
             return dctx.decompress(data, allow_extra_data=False)
         except zstandard.ZstdError:
             pass  # more than one frame, or bad data: the streaming path below tells which
+    else:
+        bound = _zstd_bound(data)  # Java's frames: decompressed at once into their bound, when within max_size
+        if 0 < bound <= _ZSTD_AT_ONCE and (max_size is None or bound <= max_size):
+            try:
+                return dctx.decompress(data, max_output_size=bound, allow_extra_data=False)
+            except zstandard.ZstdError:
+                pass  # bad data: the streaming path below says how
     view = memoryview(data)
     n = len(view)
     parts: list[bytes] = []
