@@ -429,30 +429,37 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
             raise _invalid(str(exc)) from None
         return
     last = _last  # most likely the layout of this producer's previous batch
-    stride, at = last.stride, last.offset_at
-    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
-        if count <= 64:
-            if len(data) == count * stride and last.fixed_run.fullmatch(data) is not None and \
-                    data[at::stride] == _SMALL_DELTAS[:count]:
-                return
-        else:
-            split, wide_stride, wide_at = 64 * stride, last.wide_stride, last.wide_at
-            if len(data) - split == (count - 64) * wide_stride and last.fixed_run.fullmatch(data, 0, split) is not None \
-                    and last.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
-                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
-                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
-                return
-    parts = last.in_place.split(data)
-    if len(parts) == 2 * count + 1 and parts == _in_order(count):
-        return  # records of the layout from end to end (no gaps between), offset deltas 0..count-1
+    if _in_order_as(last, data, count):
+        return
     try:
         check_records(data, 0, len(data), count)  # the stricter reading, at C speed for most producers' batches
     except (InvalidRecordError, UndecodableBatchError):
         in_order = _read_in_place(data, count, None)  # Kafka's laxer in-place reading decides
-    else:
-        in_order = _offset_deltas_in_order(data, count)  # read whole: in place too
+    else:  # read whole: in place too (by a layout seen lately, now the last: its passes again, else a walk)
+        in_order = _last is not last and _in_order_as(_last, data, count) or _offset_deltas_in_order(data, count)
     if not in_order:
         raise UnrebuildableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+
+
+def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
+    """Whether ``data`` is ``count`` records of the layout in order, Kafka reading them in place: its fixed-stride
+    passes and offset-delta slices, or its split (False: maybe not, the checks decide)."""
+    stride, at = patterns.stride, patterns.offset_at
+    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
+        if count <= 64:
+            if len(data) == count * stride and patterns.fixed_run.fullmatch(data) is not None and \
+                    data[at::stride] == _SMALL_DELTAS[:count]:
+                return True
+        else:
+            split, wide_stride, wide_at = 64 * stride, patterns.wide_stride, patterns.wide_at
+            if len(data) - split == (count - 64) * wide_stride and \
+                    patterns.fixed_run.fullmatch(data, 0, split) is not None and \
+                    patterns.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
+                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
+                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
+                return True
+    parts = patterns.in_place.split(data)  # records of the layout from end to end, no gaps between
+    return len(parts) == 2 * count + 1 and parts == _in_order(count)
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
