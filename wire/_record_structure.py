@@ -113,8 +113,18 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
         start = pos
         try:
             pos += 1  # attributes
-            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 10)[1]  # timestamp delta
-            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 5)[1]  # offset delta
+            if data[pos] < 0x80:  # timestamp delta
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                pos += 2
+            else:
+                pos = varint(data, pos, end, 10)[1]
+            if data[pos] < 0x80:  # offset delta (two bytes from the 65th record)
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                pos += 2
+            else:
+                pos = varint(data, pos, end, 5)[1]
             # key, then value: a length (odd when negative: no bytes), then its bytes
             b = data[pos]
             if b < 0x80:
