@@ -259,8 +259,8 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
     """Kafka's KafkaLZ4BlockInputStream checks a frame's FLG byte before reading it; liblz4 reads all of these, and so
     does ``decompress`` (batches stored before this check existed stay readable): a produce checks it (validate_batch)."""
-    if len(frame) < 5 or bytes(frame[:4]) != _LZ4_MAGIC:
-        return  # not a frame: the decompressor says what is wrong
+    if len(frame) < 5 or frame[4] & 0xE3 == 0x60 or bytes(frame[:4]) != _LZ4_MAGIC:
+        return  # a FLG byte Kafka takes (version 1, independent blocks), or not a frame: the decompressor says more
     flg = frame[4]
     if flg & 0x03:
         raise UnsupportedLz4FrameError("Reserved0 field must be 0" if flg & 0x01 else "Reserved1 field must be 0")

@@ -302,3 +302,20 @@ def test_zstd_frames_without_content_size_read_at_once_answer_as_streamed(size, 
     assert _outcome(decompress, CompressionType.ZSTD, memoryview(packed), max_size) == streamed
     if not damage and not cut and frames == 1:  # Java's frame: its bound holds its output
         assert bound(bytes(packed)) >= len(data)
+
+
+def test_lz4_frame_descriptors_kafka_refuses() -> None:
+    """Kafka's reader refuses a FLG byte with a reserved bit, dependent blocks or a version other than 1, in that
+    order; anything not a frame is left to the decompressor."""
+    from wire._compression import UnsupportedLz4FrameError, check_lz4_descriptor
+
+    for flg in range(256):
+        expected = "Reserved0" if flg & 1 else "Reserved1" if flg & 2 else "Dependent" if not flg & 0x20 else \
+            "Version" if flg >> 6 != 1 else None
+        try:
+            check_lz4_descriptor(memoryview(b"\x04\x22\x4d\x18" + bytes([flg, 0x40]) + b"\x00" * 5))
+            refused = None
+        except UnsupportedLz4FrameError as exc:
+            refused = str(exc).split()[0]
+        assert refused == expected, flg
+        check_lz4_descriptor(b"\x04\x22\x4d\x19" + bytes([flg]))  # not a frame
