@@ -14,6 +14,9 @@ kafka-python); concatenated gzip members; lz4 frames with or without content siz
 ``check_lz4_descriptor``: UNKNOWN_SERVER_ERROR as on Kafka); zstd frames with or without content size (Java's
 streaming writer omits it), one or several.
 
+On the produce path: an lz4 frame is read by one python-lz4 context per thread (from the batch's memoryview); a zstd
+frame without a content size (Java's) is decompressed at once into the bound its block headers give.
+
 Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
 bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
 memory is spent).
