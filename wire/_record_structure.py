@@ -469,24 +469,28 @@ def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
                     and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
                 return True
     parts = patterns.in_place.split(data)  # records of the layout from end to end, no gaps between
-    return len(parts) == 2 * count + 1 and parts == _in_order(count)
+    return len(parts) == 2 * count + 1 and count <= _MAX_IN_ORDER and parts == _in_order(count)
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
 _WIDE_LOW = bytes(index << 1 & 0x7F | 0x80 for index in range(64, 8192))  # 64..8191 (two bytes each): first bytes
 _WIDE_HIGH = bytes(index >> 6 for index in range(64, 8192))  # and second bytes
-_in_order_splits: dict[int, list[bytes]] = {}
+_MAX_IN_ORDER = 8192  # the records whose offset deltas are compared at C level (two-byte deltas at most)
+_deltas: list[bytes] = []  # the minimal varints of 0, 1, ..., made as far as a batch needed them
+_in_order_splits: dict[int, list[bytes]] = {}  # at most 64 counts, each a list of at most 16,385 references
+_MAX_SPLITS = 64
 
 
 def _in_order(count: int) -> list[bytes]:
-    """What a layout's ``in_place`` pattern splits ``count`` records of offset deltas 0..count-1 into: the offset
-    deltas as minimal varints between empty gaps."""
+    """What a layout's ``in_place`` pattern splits ``count`` (at most _MAX_IN_ORDER) records of offset deltas
+    0..count-1 into: the offset deltas as minimal varints between empty gaps."""
     parts = _in_order_splits.get(count)
     if parts is None:
-        if len(_in_order_splits) >= _MAX_LAYOUTS:
+        _deltas.extend(_zigzag(index) for index in range(len(_deltas), count))
+        if len(_in_order_splits) >= _MAX_SPLITS:
             _in_order_splits.clear()
         parts = _in_order_splits[count] = [b""] * (2 * count + 1)
-        parts[1::2] = [_zigzag(index) for index in range(count)]
+        parts[1::2] = _deltas[:count]
     return parts
 
 
@@ -498,6 +502,8 @@ def _offset_deltas_in_order(data: Buffer, count: int) -> bool:
     record (C level) capturing its length varint and offset delta, compared with the minimal varint of its index, the
     length jumping to the next record (~18 bytecodes a record); the walk decides the rest (lengths of 8 KiB or more,
     an offset delta not minimal or out of order)."""
+    if count > _MAX_IN_ORDER:
+        return _offset_deltas_walked(data, count)
     match = _HEAD.match
     span = _SPAN
     pos = 0

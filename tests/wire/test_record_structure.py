@@ -184,6 +184,18 @@ def test_compressed_records_of_varying_layouts_decide_as_kafka_reads_them_in_pla
         == outcome(in_place_reference, data, len(records))
 
 
+def test_a_compressed_batch_of_more_records_than_two_byte_offset_deltas_is_walked():
+    """9,000 records (offset deltas of three bytes from the 8,193rd: not compared at C level, no split of that many
+    kept): accepted in order, refused with the last two swapped."""
+    records = [record(body(i, None, b"v")) for i in range(9000)]
+    data = b"".join(records)
+    for _ in range(2):
+        assert outcome(structure.check_decompressed_records, data, 9000) is None
+    swapped = b"".join(records[:-2] + [records[-1], records[-2]])
+    assert outcome(structure.check_decompressed_records, swapped, 9000) == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert max(structure._in_order_splits, default=0) <= structure._MAX_IN_ORDER
+
+
 @pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
 def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
     """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
