@@ -468,8 +468,10 @@ def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
                     and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
                     and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
                 return True
+    if count > _MAX_IN_ORDER:
+        return False
     parts = patterns.in_place.split(data)  # records of the layout from end to end, no gaps between
-    return len(parts) == 2 * count + 1 and count <= _MAX_IN_ORDER and parts == _in_order(count)
+    return len(parts) == 2 * count + 1 and parts == _in_order(count)
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
