@@ -276,8 +276,8 @@ def test_lz4_frames_read_by_one_reused_context_answer_as_a_fresh_decompressor_ea
     assert decompress(CompressionType.LZ4, good) == b"next batch" * 100
 
 
-@settings(max_examples=150, deadline=None)
-@given(size=st.integers(0, 400_000), checksum=st.booleans(), frames=st.integers(1, 2), level=st.sampled_from([1, 3, 19]),
+@settings(max_examples=100, deadline=None)
+@given(size=st.integers(0, 150_000), checksum=st.booleans(), frames=st.integers(1, 2), level=st.sampled_from([1, 3]),
        damage=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=3),
        cut=st.integers(-6, 0), max_size=st.sampled_from([None, 1 << 20, 70_000]))
 def test_zstd_frames_without_content_size_read_at_once_answer_as_streamed(size, checksum, frames, level, damage, cut,
