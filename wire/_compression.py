@@ -14,6 +14,9 @@ kafka-python); concatenated gzip members; lz4 frames with or without content siz
 ``check_lz4_descriptor``: UNKNOWN_SERVER_ERROR as on Kafka); zstd frames with or without content size (Java's
 streaming writer omits it), one or several.
 
+On the produce path: an lz4 frame is read by one python-lz4 context per thread (from the batch's memoryview); a zstd
+frame without a content size (Java's) is decompressed at once into the bound its block headers give.
+
 Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
 bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
 memory is spent).
@@ -24,6 +27,7 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from enum import IntEnum
 
 import lz4.frame
@@ -171,26 +175,19 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
 def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
                max_size: int | None = None) -> bytes:
     """Decompress a batch's records section; raises CorruptRecordError on bad input or above ``max_size``."""
-    try:
-        codec = CompressionType(codec)
-    except ValueError:
-        raise CorruptRecordError(f"unknown compression codec id {codec}") from None
-    if codec is CompressionType.NONE:
+    read = _READERS.get(codec)  # an int or its CompressionType: no enum lookup on the produce path
+    if read is None:
+        if codec != CompressionType.NONE:
+            raise CorruptRecordError(f"unknown compression codec id {codec}")
         out = bytes(data)
         _check_size(len(out), max_size)
         return out
     try:
-        if codec is CompressionType.GZIP:
-            return _gunzip(data, max_size)
-        if codec is CompressionType.SNAPPY:
-            return _unsnappy(data, max_size)
-        if codec is CompressionType.LZ4:
-            return _unlz4(data, max_size)
-        return _unzstd(data, max_size)
+        return read(data, max_size)
     except RecordError:
         raise
     except Exception as e:  # zlib.error, snappy.UncompressError, RuntimeError (lz4), ZstdError, ...
-        raise CorruptRecordError(f"invalid {codec.name.lower()} data: {e}") from e
+        raise CorruptRecordError(f"invalid {CompressionType(codec).name.lower()} data: {e}") from e
 
 
 def _check_size(size: int, max_size: int | None) -> None:
@@ -265,8 +262,8 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
     """Kafka's KafkaLZ4BlockInputStream checks a frame's FLG byte before reading it; liblz4 reads all of these, and so
     does ``decompress`` (batches stored before this check existed stay readable): a produce checks it (validate_batch)."""
-    if len(frame) < 5 or bytes(frame[:4]) != _LZ4_MAGIC:
-        return  # not a frame: the decompressor says what is wrong
+    if len(frame) < 5 or frame[4] & 0xE3 == 0x60 or bytes(frame[:4]) != _LZ4_MAGIC:
+        return  # a FLG byte Kafka takes (version 1, independent blocks), or not a frame: the decompressor says more
     flg = frame[4]
     if flg & 0x03:
         raise UnsupportedLz4FrameError("Reserved0 field must be 0" if flg & 0x01 else "Reserved1 field must be 0")
@@ -312,6 +309,38 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
         raise
 
 
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ZSTD_MAX_BLOCK = 128 << 10  # a block's most output (less when the frame's window is smaller)
+_ZSTD_AT_ONCE = 8 << 20  # the largest bound decompressed at once (python-zstandard allocates it up front)
+
+
+def _zstd_bound(data: bytes | bytearray | memoryview) -> int:
+    """The most output ``data`` can decompress to when it is one zstd frame without a content size (as zstd-jni's
+    stream writes Java's): its blocks counted, a raw or RLE block at its size, a compressed one at most the block
+    maximum; 0 when it is not such a frame, or its blocks do not end the data."""
+    n = len(data)
+    if n < 9 or data[:4] != _ZSTD_MAGIC:
+        return 0
+    descriptor = data[4]
+    if descriptor & 0xE8:  # a content size, a single segment (one too) or the reserved bit
+        return 0
+    window = data[5]
+    block_max = min(_ZSTD_MAX_BLOCK, (1 << 10 + (window >> 3)) * (8 + (window & 7)) // 8)
+    pos = 6 + (0, 1, 2, 4)[descriptor & 3]  # the dictionary id
+    bound = 0
+    while pos + 3 <= n:
+        header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+        size = header >> 3
+        kind = header >> 1 & 3
+        if kind == 3:
+            return 0
+        bound += block_max if kind == 2 else size
+        pos += 3 + (1 if kind == 1 else size)
+        if header & 1:  # the last block, then the content checksum
+            return bound if pos + (4 if descriptor & 0x04 else 0) == n else 0
+    return 0
+
+
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
     dctx = _zstd_dctx()
     size = zstandard.frame_content_size(data)
@@ -321,6 +350,13 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes
             return dctx.decompress(data, allow_extra_data=False)
         except zstandard.ZstdError:
             pass  # more than one frame, or bad data: the streaming path below tells which
+    else:
+        bound = _zstd_bound(data)  # Java's frames: decompressed at once into their bound, when within max_size
+        if 0 < bound <= _ZSTD_AT_ONCE and (max_size is None or bound <= max_size):
+            try:
+                return dctx.decompress(data, max_output_size=bound, allow_extra_data=False)
+            except zstandard.ZstdError:
+                pass  # bad data: the streaming path below says how
     view = memoryview(data)
     n = len(view)
     parts: list[bytes] = []
@@ -343,3 +379,8 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes
         # Input fed past the end of this frame is handed back; it starts the next frame.
         pos -= len(d.unused_data)
     return b"".join(parts)
+
+
+_READERS: dict[int, Callable[[bytes | bytearray | memoryview, int | None], bytes]] = {
+    CompressionType.GZIP: _gunzip, CompressionType.SNAPPY: _unsnappy, CompressionType.LZ4: _unlz4,
+    CompressionType.ZSTD: _unzstd}

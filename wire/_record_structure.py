@@ -114,8 +114,18 @@ def _walk_uncompressed(buf: Buffer, pos: int, end: int, count: int) -> None:
         start = pos
         try:
             pos += 1  # attributes
-            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 10)[1]  # timestamp delta
-            pos = pos + 1 if data[pos] < 0x80 else varint(data, pos, end, 5)[1]  # offset delta
+            if data[pos] < 0x80:  # timestamp delta
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                pos += 2
+            else:
+                pos = varint(data, pos, end, 10)[1]
+            if data[pos] < 0x80:  # offset delta (two bytes from the 65th record)
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                pos += 2
+            else:
+                pos = varint(data, pos, end, 5)[1]
             # key, then value: a length (odd when negative: no bytes), then its bytes
             b = data[pos]
             if b < 0x80:
@@ -439,47 +449,60 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
             raise _invalid(str(exc)) from None
         return
     last = _last  # most likely the layout of this producer's previous batch
-    stride, at = last.stride, last.offset_at
-    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
-        if count <= 64:
-            if len(data) == count * stride and last.fixed_run.fullmatch(data) is not None and \
-                    data[at::stride] == _SMALL_DELTAS[:count]:
-                return
-        else:
-            split, wide_stride, wide_at = 64 * stride, last.wide_stride, last.wide_at
-            if len(data) - split == (count - 64) * wide_stride and last.fixed_run.fullmatch(data, 0, split) is not None \
-                    and last.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
-                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
-                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
-                return
-    parts = last.in_place.split(data)
-    if len(parts) == 2 * count + 1 and parts == _in_order(count):
-        return  # records of the layout from end to end (no gaps between), offset deltas 0..count-1
+    if _in_order_as(last, data, count):
+        return
     try:
         check_records(data, 0, len(data), count)  # the stricter reading, at C speed for most producers' batches
     except (InvalidRecordError, UndecodableBatchError):
         in_order = _read_in_place(data, count, None)  # Kafka's laxer in-place reading decides
-    else:
-        in_order = _offset_deltas_in_order(data, count)  # read whole: in place too
+    else:  # read whole: in place too (by a layout seen lately, now the last: its passes again, else a walk)
+        in_order = _last is not last and _in_order_as(_last, data, count) or _offset_deltas_in_order(data, count)
     if not in_order:
         raise UnrebuildableBatchError("offset deltas are not 0 to records_count - 1: Kafka cannot rebuild the batch")
+
+
+def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
+    """Whether ``data`` is ``count`` records of the layout in order, Kafka reading them in place: its fixed-stride
+    passes and offset-delta slices, or its split (False: maybe not, the checks decide)."""
+    stride, at = patterns.stride, patterns.offset_at
+    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
+        if count <= 64:
+            if len(data) == count * stride and patterns.fixed_run.fullmatch(data) is not None and \
+                    data[at::stride] == _SMALL_DELTAS[:count]:
+                return True
+        else:
+            split, wide_stride, wide_at = 64 * stride, patterns.wide_stride, patterns.wide_at
+            if len(data) - split == (count - 64) * wide_stride and \
+                    patterns.fixed_run.fullmatch(data, 0, split) is not None and \
+                    patterns.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
+                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
+                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
+                return True
+    if count > _MAX_IN_ORDER:
+        return False
+    parts = patterns.in_place.split(data)  # records of the layout from end to end, no gaps between
+    return len(parts) == 2 * count + 1 and parts == _in_order(count)
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
 _WIDE_LOW = bytes(index << 1 & 0x7F | 0x80 for index in range(64, 8192))  # 64..8191 (two bytes each): first bytes
 _WIDE_HIGH = bytes(index >> 6 for index in range(64, 8192))  # and second bytes
-_in_order_splits: dict[int, list[bytes]] = {}
+_MAX_IN_ORDER = 8192  # the records whose offset deltas are compared at C level (two-byte deltas at most)
+_deltas: list[bytes] = []  # the minimal varints of 0, 1, ..., made as far as a batch needed them
+_in_order_splits: dict[int, list[bytes]] = {}  # at most 64 counts, each a list of at most 16,385 references
+_MAX_SPLITS = 64
 
 
 def _in_order(count: int) -> list[bytes]:
-    """What a layout's ``in_place`` pattern splits ``count`` records of offset deltas 0..count-1 into: the offset
-    deltas as minimal varints between empty gaps."""
+    """What a layout's ``in_place`` pattern splits ``count`` (at most _MAX_IN_ORDER) records of offset deltas
+    0..count-1 into: the offset deltas as minimal varints between empty gaps."""
     parts = _in_order_splits.get(count)
     if parts is None:
-        if len(_in_order_splits) >= _MAX_LAYOUTS:
+        _deltas.extend(_zigzag(index) for index in range(len(_deltas), count))
+        if len(_in_order_splits) >= _MAX_SPLITS:
             _in_order_splits.clear()
         parts = _in_order_splits[count] = [b""] * (2 * count + 1)
-        parts[1::2] = [_zigzag(index) for index in range(count)]
+        parts[1::2] = _deltas[:count]
     return parts
 
 
@@ -491,6 +514,8 @@ def _offset_deltas_in_order(data: Buffer, count: int) -> bool:
     record (C level) capturing its length varint and offset delta, compared with the minimal varint of its index, the
     length jumping to the next record (~18 bytecodes a record); the walk decides the rest (lengths of 8 KiB or more,
     an offset delta not minimal or out of order)."""
+    if count > _MAX_IN_ORDER:
+        return _offset_deltas_walked(data, count)
     match = _HEAD.match
     span = _length_tables()[0]
     pos = 0

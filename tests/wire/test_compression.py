@@ -274,3 +274,48 @@ def test_lz4_frames_read_by_one_reused_context_answer_as_a_fresh_decompressor_ea
     assert ours == _outcome(_chunked_reference, bytes(packed), max_size, chunk)
     good = compress(CompressionType.LZ4, b"next batch" * 100)
     assert decompress(CompressionType.LZ4, good) == b"next batch" * 100
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.integers(0, 150_000), checksum=st.booleans(), frames=st.integers(1, 2), level=st.sampled_from([1, 3]),
+       damage=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=3),
+       cut=st.integers(-6, 0), max_size=st.sampled_from([None, 1 << 20, 70_000]))
+def test_zstd_frames_without_content_size_read_at_once_answer_as_streamed(size, checksum, frames, level, damage, cut,
+                                                                           max_size) -> None:
+    """A zstd frame without a content size (Java's) decompressed at once into the bound its blocks give: the same
+    output or refusal as the streamed reading, for frames damaged or cut, concatenated, over and under the bound."""
+    from wire import _compression
+
+    data = random.Random(size).randbytes(size // 3) + b"abc" * (size // 3)
+    packed = bytearray(b"".join(zstandard.ZstdCompressor(level=level, write_content_size=False,
+                                                         write_checksum=checksum).compress(data)
+                                for _ in range(frames)))
+    for at, value in damage:
+        packed[at % len(packed)] = value
+    packed = packed[:len(packed) + cut] if cut else packed
+    bound = _compression._zstd_bound
+    try:
+        _compression._zstd_bound = lambda _data: 0  # the streamed reading only
+        streamed = _outcome(decompress, CompressionType.ZSTD, bytes(packed), max_size)
+    finally:
+        _compression._zstd_bound = bound
+    assert _outcome(decompress, CompressionType.ZSTD, memoryview(packed), max_size) == streamed
+    if not damage and not cut and frames == 1:  # Java's frame: its bound holds its output
+        assert bound(bytes(packed)) >= len(data)
+
+
+def test_lz4_frame_descriptors_kafka_refuses() -> None:
+    """Kafka's reader refuses a FLG byte with a reserved bit, dependent blocks or a version other than 1, in that
+    order; anything not a frame is left to the decompressor."""
+    from wire._compression import UnsupportedLz4FrameError, check_lz4_descriptor
+
+    for flg in range(256):
+        expected = "Reserved0" if flg & 1 else "Reserved1" if flg & 2 else "Dependent" if not flg & 0x20 else \
+            "Version" if flg >> 6 != 1 else None
+        try:
+            check_lz4_descriptor(memoryview(b"\x04\x22\x4d\x18" + bytes([flg, 0x40]) + b"\x00" * 5))
+            refused = None
+        except UnsupportedLz4FrameError as exc:
+            refused = str(exc).split()[0]
+        assert refused == expected, flg
+        check_lz4_descriptor(b"\x04\x22\x4d\x19" + bytes([flg]))  # not a frame

@@ -23,6 +23,25 @@ def outcome(check, *args) -> int | None:
     return None
 
 
+def bytecodes(call) -> int:
+    """How many bytecodes ``call()`` runs (and must answer None)."""
+    import sys
+    counted = [0]
+
+    def trace(frame, event, _arg):
+        if event == "call":
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            counted[0] += 1
+        return trace
+    sys.settrace(trace)
+    try:
+        assert call() is None
+    finally:
+        sys.settrace(None)
+    return counted[0]
+
+
 def records_of(data: bytes) -> tuple[bytes, int]:
     count = int.from_bytes(data[57:61], "big")
     if data[22] & 0x07:
@@ -165,29 +184,28 @@ def test_compressed_records_of_varying_layouts_decide_as_kafka_reads_them_in_pla
         == outcome(in_place_reference, data, len(records))
 
 
+def test_a_compressed_batch_of_more_records_than_two_byte_offset_deltas_is_walked():
+    """9,000 records (offset deltas of three bytes from the 8,193rd: not compared at C level, no split of that many
+    kept): accepted in order, refused with the last two swapped."""
+    records = [record(body(i, None, b"v")) for i in range(9000)]
+    data = b"".join(records)
+    for _ in range(2):
+        assert outcome(structure.check_decompressed_records, data, 9000) is None
+    swapped = b"".join(records[:-2] + [records[-1], records[-2]])
+    assert outcome(structure.check_decompressed_records, swapped, 9000) == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert max(structure._in_order_splits, default=0) <= structure._MAX_IN_ORDER
+
+
 @pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
 def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
     """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
     timestamp deltas one to two bytes wide: read in C-level passes, about a hundred bytecodes a batch (the walk of
     their offset deltas alone took ~20 a record)."""
-    import sys
     data = b"".join(record(body(i, None, bytes([65 + i % 26]) * size, ts_field=varint(i * step))) for i in range(n))
     for _ in range(2):  # its layout read and compiled, then what n records in order split into made
         assert outcome(structure.check_decompressed_records, data, n) is None
-    counted = [0]
-
-    def trace(frame, event, _arg):
-        if event == "call":
-            frame.f_trace_opcodes = True
-        elif event == "opcode":
-            counted[0] += 1
-        return trace
-    sys.settrace(trace)
-    try:
-        assert outcome(structure.check_decompressed_records, data, n) is None
-    finally:
-        sys.settrace(None)
-    assert counted[0] < 150, counted[0]
+    counted = bytecodes(lambda: outcome(structure.check_decompressed_records, data, n))
+    assert counted < 150, counted
 
 
 def test_layouts_seen_lately_are_tried_before_a_layout_is_read(monkeypatch):
@@ -233,24 +251,11 @@ def test_a_batch_of_varying_values_is_stepped_not_walked(key, headers):
     """54 records of 800 to 1200-byte values (null keys and no headers; keys and a header): about 40 bytecodes a
     record, where the walk takes 175 to 330."""
     import random
-    import sys
     rnd = random.Random(key)
     sizes = [rnd.randint(800, 1200) for _ in range(54)]
     data = bytearray(varying(sizes, key, headers))
     for _ in range(2):  # the layout seen, then compiled
         assert outcome(structure.check_records, data, 0, len(data), 54) is None
-    counted = [0]
-
-    def trace(frame, event, _arg):
-        if event == "call":
-            frame.f_trace_opcodes = True
-        elif event == "opcode":
-            counted[0] += 1
-        return trace
-    sys.settrace(trace)
-    try:
-        assert outcome(structure.check_records, data, 0, len(data), 54) is None
-    finally:
-        sys.settrace(None)
+    counted = bytecodes(lambda: outcome(structure.check_records, data, 0, len(data), 54))
     # ~38 a record: ~2,500, more with recent one-layout patterns tried first (walked: 9,368 and 17,978)
-    assert counted[0] < 4000, counted[0]
+    assert counted < 4000, counted
