@@ -39,6 +39,7 @@ from wire import (
     ZERO_UUID,
     ApiKey,
     ErrorCode,
+    decode_produce_request,
     parse_batch_header,
 )
 from wire.messages import ProduceRequest, ProduceResponse
@@ -155,7 +156,7 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
     return False
 
 
-@handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
+@handler(ApiKey.PRODUCE, 0, 13, error_response=error_response, decode=decode_produce_request)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
