@@ -289,8 +289,10 @@ _EVEN_HIGH = b"".join(re.escape(bytes([b])) for b in range(0x80, 0x100, 2))
 _LENGTH_SOURCE = b"([" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _SPAN
 _VALUE_SOURCE = b"(\\x01|[" + _EVEN + b"]|[" + _EVEN_HIGH + b"][\\x01-\\x7f])"  # exactly the keys of _LENGTH
 _DELTAS_SOURCE = b".[\\x80-\\xff]{0,9}[\\x00-\\x7f][\\x80-\\xff]{0,4}[\\x00-\\x7f]"  # attributes, timestamp, offset
-_SPAN = {_zigzag(n): len(_zigzag(n)) + n for n in range(1 << 13)}  # a record length varint: the record's width
-_LENGTH = {_zigzag(n): n for n in range(1 << 13)} | {_zigzag(-1): 0}  # a value length varint: its bytes (null: 0)
+# _zigzag(n) of 0 <= n < 8192, built directly (a call each cost the broker's start ~40 ms): one byte below 64
+_ZIGZAGS = [bytes((2 * n,)) if n < 64 else bytes(((2 * n) & 0x7F | 0x80, n >> 6)) for n in range(1 << 13)]
+_SPAN = {v: len(v) + n for n, v in enumerate(_ZIGZAGS)}  # a record length varint: the record's width
+_LENGTH = dict(zip(_ZIGZAGS, range(1 << 13), strict=True)) | {_zigzag(-1): 0}  # a value length varint: its bytes (null: 0)
 
 
 class _Steps(NamedTuple):
