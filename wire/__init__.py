@@ -38,7 +38,7 @@ from wire._headers import (
 )
 from wire._message import FieldSpec, Message
 from wire._primitives import ZERO_UUID, DecodeError, FileRegion, Reader, Writer
-from wire._produce_request import decode_produce_request
+from wire._produce import ProduceAnswer, decode_produce_request
 from wire._records import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -96,6 +96,7 @@ __all__ = [
     "decode_records_in_place",
     "decode_records_from",
     "decode_produce_request",
+    "ProduceAnswer",
     "decode_request_header",
     "decode_response_header",
     "decompress",

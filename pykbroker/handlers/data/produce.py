@@ -39,6 +39,7 @@ from wire import (
     ZERO_UUID,
     ApiKey,
     ErrorCode,
+    ProduceAnswer,
     decode_produce_request,
     parse_batch_header,
 )
@@ -253,5 +254,5 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
-    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms,
-                           node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])
+    return ProduceAnswer(responses=responses, throttle_time_ms=ctx.throttle_ms,
+                         node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])
