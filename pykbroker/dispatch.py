@@ -117,7 +117,7 @@ class Dispatcher:
                 request = None  # advertised for old clients but refused by the handler's error responder
             else:
                 # Like Kafka, bytes after the body are ignored: librdkafka sends some with Metadata v13.
-                request = entry.request_class.decode_from(r, api_version)
+                request = entry.decode(r, api_version)  # type: ignore[misc]  # set by ApiHandler
         except DecodeError as exc:
             log.warning("closing connection from %s: cannot decode %s v%d (correlation_id=%d): %s",
                         self.peer, entry.name, api_version, correlation_id, exc)

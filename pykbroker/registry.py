@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pykbroker.handlers import SERVED_APIS
-from wire import REQUESTS, RESPONSES, ApiKey, Message
+from wire import REQUESTS, RESPONSES, ApiKey, Message, Reader
 
 if TYPE_CHECKING:
     from pykbroker.context import RequestContext
@@ -38,6 +38,13 @@ class ApiHandler:
     error_response: ErrorResponder | None
     request_class: type[Message]
     response_class: type
+    # Reads a request body (Reader, version): the generated codec's decode_from unless the API has a faster one
+    # (wire.decode_produce_request) that gives the same requests and errors.
+    decode: Callable[[Reader, int], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.decode is None:
+            object.__setattr__(self, "decode", self.request_class.decode_from)
 
     @property
     def name(self) -> str:
@@ -107,13 +114,14 @@ class Registry:
 REGISTRY = Registry(SERVED_APIS)
 
 
-def handler(api_key: ApiKey, min_version: int, max_version: int, *,
-            error_response: ErrorResponder | None = None) -> Callable[[Handler], Handler]:
-    """Register the decorated coroutine as the handler of ``api_key`` for the given versions."""
+def handler(api_key: ApiKey, min_version: int, max_version: int, *, error_response: ErrorResponder | None = None,
+            decode: Callable[[Reader, int], Any] | None = None) -> Callable[[Handler], Handler]:
+    """Register the decorated coroutine as the handler of ``api_key`` for the given versions (``decode``: see
+    ApiHandler)."""
 
     def register(fn: Handler) -> Handler:
         REGISTRY.register(ApiHandler(int(api_key), min_version, max_version, fn, error_response,
-                                     REQUESTS[int(api_key)], RESPONSES[int(api_key)]))
+                                     REQUESTS[int(api_key)], RESPONSES[int(api_key)], decode))
         return fn
 
     return register

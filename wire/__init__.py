@@ -38,6 +38,7 @@ from wire._headers import (
 )
 from wire._message import FieldSpec, Message
 from wire._primitives import ZERO_UUID, DecodeError, FileRegion, Reader, Writer
+from wire._produce import ProduceAnswer, decode_produce_request
 from wire._records import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -94,6 +95,8 @@ __all__ = [
     "decode_records",
     "decode_records_in_place",
     "decode_records_from",
+    "decode_produce_request",
+    "ProduceAnswer",
     "decode_request_header",
     "decode_response_header",
     "decompress",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
+from typing import cast
 
 from wire._errors import ApiKey
 from wire._primitives import Reader, Writer
@@ -20,6 +22,9 @@ class RequestHeader:
     header_version: int = 1
     tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
+
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+_WITH_CLIENT_ID_LENGTH = struct.Struct(">hhih")
 
 # api key -> its first flexible version (None: never flexible), filled on first use: this runs twice
 # per request, and REQUESTS imports message classes lazily.
@@ -50,22 +55,30 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def peek_request_header(r: Reader) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) without consuming: enough to answer any request with an error."""
     pos = r.pos
+    if r.end - pos >= _KEY_VERSION_CORRELATION.size:  # every request (one unpack: this runs for each)
+        return cast(tuple[int, int, int], _KEY_VERSION_CORRELATION.unpack_from(r.buf, pos))
     try:
-        return r.int16(), r.int16(), r.int32()
+        return r.int16(), r.int16(), r.int32()  # raises DecodeError
     finally:
         r.pos = pos
 
 
 def decode_request_header(r: Reader) -> RequestHeader:
     """Decode a request header; the header version follows from the api key and version."""
-    api_key = r.int16()
-    api_version = r.int16()
-    correlation_id = r.int32()
+    pos = r.pos
+    if r.end - pos >= _WITH_CLIENT_ID_LENGTH.size:  # the fixed fields and the client id's length in one unpack
+        api_key, api_version, correlation_id, n = _WITH_CLIENT_ID_LENGTH.unpack_from(r.buf, pos)
+        r.pos = pos + _WITH_CLIENT_ID_LENGTH.size
+        client_id = None if n < 0 else r._text(r._length(n))  # as Reader.nullable_string
+    else:
+        api_key = r.int16()
+        api_version = r.int16()
+        correlation_id = r.int32()
+        client_id = r.nullable_string()
     version = request_header_version(api_key, api_version)
-    client_id = r.nullable_string()
     tags: dict[int, bytes] = {}
-    if version >= 2:
-        tags = {k: bytes(v) for k, v in r.tagged_fields().items()}
+    if version >= 2 and (fields := r.tagged_fields()):
+        tags = {k: bytes(v) for k, v in fields.items()}
     return RequestHeader(api_key, api_version, correlation_id, client_id, version, tags)
 
 

@@ -25,7 +25,13 @@ from pykbroker.connection import CloseConnection
 from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import LeaderHints
 from pykbroker.registry import handler
-from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    filter_by_authorized,
+    has_authorizer,
+)
 from pykbroker.transaction_checks import check_transactional_writes
 from wire import (
     RECORD_BATCH_OVERHEAD,
@@ -33,6 +39,8 @@ from wire import (
     ZERO_UUID,
     ApiKey,
     ErrorCode,
+    ProduceAnswer,
+    decode_produce_request,
     parse_batch_header,
 )
 from wire.messages import ProduceRequest, ProduceResponse
@@ -149,7 +157,7 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
     return False
 
 
-@handler(ApiKey.PRODUCE, 0, 13, error_response=error_response)
+@handler(ApiKey.PRODUCE, 0, 13, error_response=error_response, decode=decode_produce_request)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
@@ -171,16 +179,17 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     transactional: dict[tuple[int, int], tuple[str, Any]] = {}  # batches to check with the coordinator first
     names: list[str | None] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name) for t in request.topic_data]
+    # None: no authorizer, every topic writable (nothing to count or look up per partition)
     writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [
         topic.name if by_id and topic is not None else t.name for t, topic in zip(request.topic_data, topics, strict=True)
-        if topic is not None or not by_id for _ in t.partition_data])
+        if topic is not None or not by_id for _ in t.partition_data]) if has_authorizer(ctx) else None
     for ti, t in enumerate(request.topic_data):
         topic = topics[ti]
         names.append(topic.name if topic else None)
         for pi, p in enumerate(t.partition_data):
             if topic is None and by_id:
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID
-            elif (topic.name if topic else t.name) not in writable:
+            elif writable is not None and (topic.name if topic else t.name) not in writable:
                 errors[(ti, pi)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif topic is None:
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -245,5 +254,5 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
-    return ProduceResponse(responses=responses, throttle_time_ms=ctx.throttle_ms,
-                           node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])
+    return ProduceAnswer(responses=responses, throttle_time_ms=ctx.throttle_ms,
+                         node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])
