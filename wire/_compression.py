@@ -17,6 +17,9 @@ streaming writer omits it), one or several.
 Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
 bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
 memory is spent).
+
+The codec libraries (snappy, lz4, zstandard) are imported by the first batch that needs each: every broker
+imports this module at start, before any compressed batch arrives.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ import struct
 import threading
 import zlib
 from enum import IntEnum
-
-import lz4.frame
-import snappy
-import zstandard
+from typing import TYPE_CHECKING
 
 from wire._errors import ErrorCode
+
+if TYPE_CHECKING:
+    import zstandard
 
 __all__ = ["CompressionType", "CorruptRecordError", "InvalidRecordError", "UnrebuildableBatchError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
            "check_lz4_descriptor", "compress", "decompress"]
@@ -122,6 +125,8 @@ _local = threading.local()  # zstd contexts are not thread-safe; compression run
 def _zstd_dctx() -> zstandard.ZstdDecompressor:
     dctx = getattr(_local, "dctx", None)
     if dctx is None:
+        import zstandard
+
         dctx = _local.dctx = zstandard.ZstdDecompressor()
     return dctx
 
@@ -132,6 +137,8 @@ def _zstd_cctx(level: int) -> zstandard.ZstdCompressor:
         cctxs = _local.cctxs = {}
     cctx = cctxs.get(level)
     if cctx is None:
+        import zstandard
+
         cctx = cctxs[level] = zstandard.ZstdCompressor(level=level)
     return cctx
 
@@ -147,6 +154,8 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
         c = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return c.compress(data) + c.flush()
     if codec is CompressionType.SNAPPY:
+        import snappy
+
         view = memoryview(data)
         parts = [_XERIAL_HEADER]
         for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
@@ -155,6 +164,8 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
             parts.append(block)
         return b"".join(parts)
     if codec is CompressionType.LZ4:
+        import lz4.frame
+
         return lz4.frame.compress(
             data,
             compression_level=_LZ4_FAST if level == DEFAULT_LEVELS[CompressionType.LZ4] else level,
@@ -230,6 +241,8 @@ def _snappy_raw_length(data: bytes | memoryview, pos: int, end: int) -> int:
 
 
 def _unsnappy(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    import snappy
+
     view = memoryview(data)
     n = len(view)
     if not (n >= _XERIAL_HEADER_SIZE and view[:8] == _XERIAL_MAGIC):
@@ -277,6 +290,8 @@ def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
 
 
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    import lz4.frame
+
     parts: list[bytes] = []
     total = 0
     rest: bytes | bytearray | memoryview = data
@@ -300,6 +315,8 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
 
 
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    import zstandard
+
     dctx = _zstd_dctx()
     size = zstandard.frame_content_size(data)
     if size >= 0:  # content size in the header (librdkafka, python): one allocation, no streaming
