@@ -40,6 +40,7 @@ NOT_AT_START = {
     "kazoo": "zookeeper.connect",
     "replication.metadata.zk": "zookeeper.connect",
     "replication.controller.zk_controller": "zookeeper.connect",
+    "replication.replica_fetcher": "a partition followed from another broker (zookeeper.connect)",
     "replication.remote_log_manager": "remote.log.storage.system.enable",
     "storage.remote": "remote.log.storage.system.enable",
     "pyiceberg": "a topic's iceberg.mode",
