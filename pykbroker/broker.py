@@ -39,7 +39,7 @@ from replication.metadata.features import SHARE_VERSION, STREAMS_VERSION
 from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
-from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from replication.replica_fetcher_manager import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import MetadataIsrUpdater, ReplicaManager
 from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager

@@ -17,7 +17,8 @@ every partition this broker follows from that leader, as Kafka's fetcher does:
 With a follower replication throttle (``quota``), a partition this broker is not in the ISR of and the
 throttle names is left out of fetches while the throttle is spent (Kafka's shouldFollowerThrottle), and
 the bytes it brings count against it.
-``ReplicaFetcherManager`` starts and stops fetchers as partitions change leaders. Event-loop only.
+``replication.replica_fetcher_manager.ReplicaFetcherManager`` starts and stops fetchers as partitions change
+leaders. Event-loop only.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from replication.broker_client import BrokerClient, BrokerConnectionError
 from replication.catch_up_progress import CatchUpProgress
 from replication.fetch_session import INITIAL_EPOCH
 from replication.partition import Partition
+from replication.replica_fetcher_manager import FetcherConfig
 from replication.replica_manager import ReplicationQuota
 from wire import ErrorCode
 from wire.messages import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
@@ -39,7 +40,7 @@ from wire.messages.fetch_request import FetchPartition as FetchRequestPartition
 from wire.messages.fetch_request import FetchTopic, ForgottenTopic, ReplicaState
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 
-__all__ = ["FetcherConfig", "ReplicaFetcher", "ReplicaFetcherManager"]
+__all__ = ["ReplicaFetcher"]
 
 log = logging.getLogger("replication.replica_fetcher")
 
@@ -54,21 +55,6 @@ TopicPartition = tuple[str, int]
 # How soon a follower asks again a leader that does not know its epoch yet.
 UNKNOWN_EPOCH_RETRY_S = 0.1
 THROTTLE_RECHECK_S = 0.1  # how soon a partition left out by a spent throttle is considered again
-
-
-@dataclass(frozen=True, slots=True)
-class FetcherConfig:
-    """The follower's replica.* settings, with Kafka's defaults."""
-
-    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
-    min_bytes: int = 1  # replica.fetch.min.bytes
-    partition_max_bytes: int = 1_048_576  # replica.fetch.max.bytes
-    response_max_bytes: int = 10_485_760  # replica.fetch.response.max.bytes
-    backoff_ms: int = 1_000  # replica.fetch.backoff.ms
-    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
-    # follower.fetch.last.tiered.offset.enable (KIP-1023): an empty replica of a tiered topic starts after the
-    # leader's last tiered offset instead of at its local log start.
-    fetch_last_tiered_offset: bool = False
 
 
 class ReplicaFetcher:
@@ -379,62 +365,3 @@ class ReplicaFetcher:
                      ErrorCode(answer.error_code).name)
             return None
         return answer.offset
-
-
-class ReplicaFetcherManager:
-    """Which leader each followed partition is fetched from; one fetcher per leader broker."""
-
-    def __init__(self, node_id: int, partition_lookup: Callable[[str, int], Partition | None],
-                 endpoint_lookup: Callable[[int], tuple[str, int] | None], config: FetcherConfig,
-                 quota: ReplicationQuota | None = None,
-                 remote_aux_state: Callable[[Partition, int], Awaitable[None]] | None = None) -> None:
-        """``remote_aux_state``: with tiered storage, builds a follower's state when the leader's log start is
-        only in remote storage (``RemoteLogManager.build_remote_log_aux_state``)."""
-        self.node_id = node_id
-        self.quota = quota
-        self._partition = partition_lookup
-        self._endpoint = endpoint_lookup
-        self.config = config
-        self.fetchers: dict[int, ReplicaFetcher] = {}
-        self._leader_of: dict[TopicPartition, int] = {}
-        self.remote_aux_state = remote_aux_state
-
-    def follow(self, topic: str, partition: int, leader_id: int) -> None:
-        """Fetch ``topic-partition`` from ``leader_id`` (moving it from its previous leader's fetcher)."""
-        tp = (topic, partition)
-        previous = self._leader_of.get(tp)
-        if previous == leader_id and leader_id in self.fetchers:
-            self.fetchers[leader_id].add_partitions([tp])  # a new epoch: fetch again at once
-            return
-        self.unfollow(topic, partition)
-        if leader_id < 0:
-            return
-        endpoint = self._endpoint(leader_id)
-        if endpoint is None:
-            log.warning("%s-%d: leader %d has no known endpoint; not fetching", topic, partition, leader_id)
-            return
-        fetcher = self.fetchers.get(leader_id)
-        if fetcher is None or (fetcher.client.host, fetcher.client.port) != endpoint:
-            fetcher = ReplicaFetcher(self.node_id, leader_id, BrokerClient(
-                leader_id, endpoint[0], endpoint[1], client_id=f"broker-{self.node_id}-fetcher-{leader_id}",
-                timeout_ms=self.config.socket_timeout_ms), self._partition, self.config, self.quota,
-                self.remote_aux_state)
-            old = self.fetchers.pop(leader_id, None)
-            if old is not None:
-                fetcher.add_partitions(list(old.partitions))
-                asyncio.get_running_loop().create_task(old.close())
-            self.fetchers[leader_id] = fetcher
-        fetcher.add_partitions([tp])
-        self._leader_of[tp] = leader_id
-
-    def unfollow(self, topic: str, partition: int) -> None:
-        tp = (topic, partition)
-        leader_id = self._leader_of.pop(tp, None)
-        if leader_id is not None and leader_id in self.fetchers:
-            self.fetchers[leader_id].remove_partitions([tp])
-
-    async def close(self) -> None:
-        for fetcher in self.fetchers.values():
-            await fetcher.close()
-        self.fetchers.clear()
-        self._leader_of.clear()

@@ -20,6 +20,9 @@ frame without a content size (Java's) is decompressed at once into the bound its
 Every failure on bad input is a ``CorruptRecordError``; library exceptions never escape. ``max_size``
 bounds the decompressed size (a decompression bomb becomes a ``CorruptRecordError``, found before the
 memory is spent).
+
+The codec libraries (snappy, lz4, zstandard) are imported by the first batch that needs each: every broker
+imports this module at start, before any compressed batch arrives.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ import threading
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
-
-import lz4.frame
-import snappy
-import zstandard
+from typing import TYPE_CHECKING
 
 from wire._errors import ErrorCode
+
+if TYPE_CHECKING:
+    import zstandard
 
 __all__ = ["CompressionType", "CorruptRecordError", "InvalidRecordError", "UnrebuildableBatchError", "RecordError", "UndecodableBatchError", "UnsupportedLz4FrameError",
            "check_lz4_descriptor", "compress", "decompress"]
@@ -126,6 +129,8 @@ _local = threading.local()  # zstd and lz4 contexts are not thread-safe; compres
 def _zstd_dctx() -> zstandard.ZstdDecompressor:
     dctx = getattr(_local, "dctx", None)
     if dctx is None:
+        import zstandard
+
         dctx = _local.dctx = zstandard.ZstdDecompressor()
     return dctx
 
@@ -136,6 +141,8 @@ def _zstd_cctx(level: int) -> zstandard.ZstdCompressor:
         cctxs = _local.cctxs = {}
     cctx = cctxs.get(level)
     if cctx is None:
+        import zstandard
+
         cctx = cctxs[level] = zstandard.ZstdCompressor(level=level)
     return cctx
 
@@ -151,6 +158,8 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
         c = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return c.compress(data) + c.flush()
     if codec is CompressionType.SNAPPY:
+        import snappy
+
         view = memoryview(data)
         parts = [_XERIAL_HEADER]
         for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
@@ -159,6 +168,8 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
             parts.append(block)
         return b"".join(parts)
     if codec is CompressionType.LZ4:
+        import lz4.frame
+
         return lz4.frame.compress(
             data,
             compression_level=_LZ4_FAST if level == DEFAULT_LEVELS[CompressionType.LZ4] else level,
@@ -227,6 +238,8 @@ def _snappy_raw_length(data: bytes | memoryview, pos: int, end: int) -> int:
 
 
 def _unsnappy(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    import snappy
+
     view = memoryview(data)
     n = len(view)
     if not (n >= _XERIAL_HEADER_SIZE and view[:8] == _XERIAL_MAGIC):
@@ -278,6 +291,8 @@ def _lz4_context() -> object:
     block buffers; a frame read to its end leaves it ready for the next; after an error it is replaced)."""
     context = getattr(_local, "lz4", None)
     if context is None:
+        import lz4.frame
+
         context = _local.lz4 = lz4.frame.create_decompression_context()
     return context
 
@@ -285,6 +300,8 @@ def _lz4_context() -> object:
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
     """One or more frames, LZ4_OUTPUT_CHUNK of output at a time (python-lz4 allocates max_length bytes before it
     decompresses), the batch's memoryview read in place."""
+    import lz4.frame
+
     context = _lz4_context()
     parts: list[bytes] = []
     total = 0
@@ -342,6 +359,8 @@ def _zstd_bound(data: bytes | bytearray | memoryview) -> int:
 
 
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
+    import zstandard
+
     dctx = _zstd_dctx()
     size = zstandard.frame_content_size(data)
     if size >= 0:  # content size in the header (librdkafka, python): one allocation, no streaming

@@ -15,7 +15,7 @@ from pykbroker.server import Server
 from replication.broker_client import BrokerClient
 from replication.metadata import embedded_store as metadata_store
 from replication.metadata.image import PartitionState
-from replication.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from replication.replica_fetcher_manager import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import ReplicaManager
 from storage import LogConfig, LogManager
 from wire import ErrorCode, build_simple_batch, decode_records, iter_batch_headers
