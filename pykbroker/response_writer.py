@@ -123,6 +123,8 @@ class ResponseWriter:
                     await self._write_region(part)
                 finally:
                     _release(part)
+        if parts:  # the bytes after the records (a few) go now: the client cannot use the response without them
+            self.flush()
         if not self._can_write.is_set():
             await self._can_write.wait()
 
