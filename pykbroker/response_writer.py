@@ -4,7 +4,9 @@ Responses are queued and written once per pass of the event loop (as Redis write
 the loop sleeps): a client that pipelines requests (a producer's in-flight batches) gets the answers
 to all the frames handled in one pass in one write, and no answer waits for anything but that pass. A
 connection flushes before it handles a large request (pykbroker.connection.ANSWER_BEFORE_FRAME_BYTES), so an
-answer never waits for the handling of a produced batch behind it.
+answer never waits for the handling of a produced batch behind it. The answer of a request that waited (a long
+poll woken by an append) is written at once: nothing is coalesced with it, and it should not wait for the rest
+of the pass (the producer's answer, whose append woke it).
 
 A Fetch response's records are file regions. Small ones (a consumer that keeps up) are read with
 ``pread`` into the response's one write; large ones go with ``sendfile`` while the socket takes them,
@@ -121,6 +123,8 @@ class ResponseWriter:
                     await self._write_region(part)
                 finally:
                     _release(part)
+        if parts:  # the bytes after the records (a few) go now: the client cannot use the response without them
+            self.flush()
         if not self._can_write.is_set():
             await self._can_write.wait()
 

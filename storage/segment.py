@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+from bisect import bisect_left
 from collections.abc import Callable
+from operator import itemgetter
 from typing import NamedTuple
 
 from storage.errors import LogSegmentOffsetOverflowError
@@ -44,6 +46,7 @@ SWAP_FILE_SUFFIX = ".swap"
 DELETED_FILE_SUFFIX = ".deleted"
 # Appended batches a segment remembers for reads at the tail (see LogSegment.translate_offset).
 RECENT_BATCHES = 16
+_LAST_OFFSET = itemgetter(1)  # of a remembered batch (base offset, last offset, position, size)
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -223,11 +226,9 @@ class LogSegment:
         recent = self._recent_batches
         # Offsets only grow, so no batch before the remembered ones can hold an offset >= their first base.
         if recent and recent[0][0] <= offset <= recent[-1][1]:
-            for _base, last, position, size in recent:
-                if last >= offset:
-                    if position >= starting_position:
-                        return LogOffsetPosition(last, position, size)
-                    break
+            _base, last, position, size = recent[bisect_left(recent, offset, key=_LAST_OFFSET)]  # first last >= offset
+            if position >= starting_position:
+                return LogOffsetPosition(last, position, size)
         mapping = self.offset_index.lookup(offset)
         for pos, header in self.log.batches_from(max(mapping.position, starting_position)):
             if header.base_offset + header.last_offset_delta >= offset:

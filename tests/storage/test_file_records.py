@@ -62,3 +62,16 @@ def test_offset_index_lookup_is_the_greatest_lower_bound(tmp_path_factory, relat
     reloaded = OffsetIndex(path, 1000, 1024)
     assert list(reloaded.keys) == [1000 + r for r in entries]
     reloaded.close()
+
+
+def test_batches_from_walks_batches_of_every_size_across_its_growing_reads(tmp_path):
+    records = FileRecords(str(tmp_path / "0.log"), create=True)
+    sizes = [30, 5000, 30, 300, 200_000, 30, *[700] * 300, 90_000, 30]  # small, and larger than any one read
+    expected = []
+    for n in sizes:
+        expected.append(records.size)
+        records.append(batch([b"v" * n]))
+    assert [pos for pos, _ in records.batches_from()] == expected
+    assert [pos for pos, _ in records.batches_from(expected[3])] == expected[3:]
+    assert [pos for pos, _ in records.batches_from(0, expected[-1])] == expected[:-1]  # a batch past ``end`` is left out
+    records.close()
