@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-setup-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-setup-slow test-chaos-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -228,7 +228,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-setup-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-setup-slow test-chaos-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -342,3 +342,8 @@ test-rdkafka-suite-full-slow: deps
 ##                  run from it (~40 s; make test installs it over the runtime dependencies of the test venv)
 test-setup-slow: deps
 	PYKBROKER_SETUP_SLOW=1 $(PY) -m pytest tests/test_setup.py -k fresh_venv $(ARGS)
+
+## test-chaos-slow: the fixed-seed fault campaign of tests/chaos/test_campaign.py with a minute of faults (~1.5 min;
+##                  make test runs 20 s of them)
+test-chaos-slow: deps
+	PYKBROKER_CHAOS_SLOW=1 $(PY) -m pytest tests/chaos/test_campaign.py -k 60s $(ARGS)
