@@ -166,11 +166,15 @@ test-cluster-slow: deps
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
 
-## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~4 min): membership in __consumer_offsets
+## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~5 min): membership in __consumer_offsets
 ##                  (Kafka's dump-log decodes our records; kill -9 of the coordinator, single node and a 3-broker
-##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster
+##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster; on one node
+##                  the release and delivery-limit scenarios, Kafka 4.2's Java share consumers and a kill -9 under
+##                  the Java share consumer (~75 s)
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
+	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_groups.py compat_tests/test_share_groups_cluster.py \
+		-k "not cluster- and ((share_scenario and (release or delivery)) or java_share_consumer_as or single_node_during_java)" $(ARGS)
 
 ## test-tiered-slow: tiered storage beyond `make test` (~3 min) on a 3-broker cluster: the leader killed while
 ##                   copying (its successor goes on, it rejoins: the aux-state meters), a tiered partition reassigned,
