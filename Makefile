@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 
-.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-confluent-js-suite-slow
+.PHONY: run cluster test test-fast lint gen gen-check bench bench-tiered bench-scale chaos chaos-kill-loop clean deps fuzz fuzz-live log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-confluent-js-suite-slow test-setup-slow test-chaos-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -166,11 +166,15 @@ test-cluster-slow: deps
 log-dirs: deps
 	PYKBROKER_LOG_DIRS_TESTS=1 $(PY) -m pytest compat_tests/test_cluster_log_dirs.py compat_tests/test_differential_log_dirs.py $(ARGS)
 
-## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~4 min): membership in __consumer_offsets
+## test-share-slow: share groups judged by Kafka 4.2 beyond `make test` (~5 min): membership in __consumer_offsets
 ##                  (Kafka's dump-log decodes our records; kill -9 of the coordinator, single node and a 3-broker
-##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster
+##                  cluster), offsets reset / lag / topic deletion across the brokers of a cluster; on one node
+##                  the release and delivery-limit scenarios, Kafka 4.2's Java share consumers and a kill -9 under
+##                  the Java share consumer (~75 s)
 test-share-slow: deps
 	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_group_membership.py compat_tests/test_share_groups_cluster_admin.py $(ARGS)
+	PYKBROKER_SHARE_SLOW=1 $(PY) -m pytest compat_tests/test_share_groups.py compat_tests/test_share_groups_cluster.py \
+		-k "not cluster- and ((share_scenario and (release or delivery)) or java_share_consumer_as or single_node_during_java)" $(ARGS)
 
 ## test-tiered-slow: tiered storage beyond `make test` (~3 min) on a 3-broker cluster: the leader killed while
 ##                   copying (its successor goes on, it rejoins: the aux-state meters), a tiered partition reassigned,
@@ -228,7 +232,7 @@ test-console-slow: deps
 ##            Kafka 3.9.1, the differential scenarios on a cluster judged by Kafka 4.4, share groups judged by
 ##            Kafka 4.2, throttle precision, tiered storage, Iceberg tables, the console on a cluster, Kafka Streams
 ##            applications; about 40 minutes)
-test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-confluent-js-suite-slow
+test-slow: log-dirs differential-cluster-ops differential-cluster test-share-slow test-cluster-slow test-tiered-slow test-iceberg-slow test-console-slow test-streams-slow test-telemetry-slow test-franz-slow test-cluster-bench-slow test-rdkafka-suite-slow test-franz-suite-slow test-connect-slow test-python-suites-slow test-spark-slow test-kafkago-suite-slow test-confluent-suites-slow test-kafkajs-slow test-sarama-suite-slow test-mirror-slow test-flink-slow test-spring-slow test-rdkafka-suite-full-slow test-confluent-js-suite-slow test-setup-slow test-chaos-slow
 
 clean:
 	rm -rf data build *.egg-info .pytest_cache
@@ -346,3 +350,13 @@ test-rdkafka-suite-full-slow: deps
 ##                               python -m compat_tests.confluent_js --target kafka (or kafka-cluster)
 test-confluent-js-suite-slow: deps
 	PYKBROKER_CONFLUENT_JS_SLOW=1 $(PY) -m pytest compat_tests/test_confluent_js_suite.py $(ARGS)
+
+## test-setup-slow: the wheel installed by pip in a fresh venv with its dependencies from the package index, a broker
+##                  run from it (~40 s; make test installs it over the runtime dependencies of the test venv)
+test-setup-slow: deps
+	PYKBROKER_SETUP_SLOW=1 $(PY) -m pytest tests/test_setup.py -k fresh_venv $(ARGS)
+
+## test-chaos-slow: the fixed-seed fault campaign of tests/chaos/test_campaign.py with a minute of faults (~1.5 min;
+##                  make test runs 20 s of them)
+test-chaos-slow: deps
+	PYKBROKER_CHAOS_SLOW=1 $(PY) -m pytest tests/chaos/test_campaign.py -k 60s $(ARGS)

@@ -1,5 +1,6 @@
 """One campaign: a cluster of ``brokers`` (3 or 5) on ZooKeeper, the workloads, the nemesis for ``duration``
-seconds, then heal, read everything back, check, print the verdict and write ``history.json`` and ``timeline.html``."""
+seconds once every workload is under way, then heal, read everything back, check, print the verdict and write
+``history.json`` and ``timeline.html``."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ LAG_MS = 3000
 SESSION_MS = 8000
 DISK_MB = 64  # each broker's log dir, a tmpfs, when the mix has disk-full
 STOP_S = 45.0  # a consumer's last commit and close; past it the member is killed and named in the verdict
+WARM_UP_S = 90.0  # at most this long for every workload's first acknowledgement or read before the first fault
 
 
 @dataclass
@@ -79,6 +81,24 @@ def duplicate_origins(history: History, root: Path) -> list[Origin]:
         if len(offsets) > 1:
             wanted[(topic, partition)].update(offsets)
     return [o for (topic, partition), offsets in wanted.items() for o in origins(root, topic, partition, offsets)]
+
+
+def under_way(history: History, writers: list[str], readers: list[str]) -> list[str]:
+    """The workloads of ``writers`` (producer names: a record acknowledged; ``txn``: a transaction committed) and
+    ``readers`` (consumers' reader names: a record read) that have not done so yet."""
+    acked = {p.producer.split(".")[0] for p in history.snapshot("produced") if p.ok and p.txn in ("", "committed")}
+    read = {c.reader for c in history.snapshot("consumed")}
+    return [w for w in writers if w not in acked] + [r for r in readers if r not in read]
+
+
+def warm_up(history: History, writers: list[str], readers: list[str], log, clock) -> None:
+    """Wait (at most ``WARM_UP_S``) until every workload is under way: on a loaded machine the JVM clients and the
+    transactional producer take seconds to start, and a short campaign's faults would otherwise come and go before
+    they wrote or read anything. A workload still idle after it is named; its own error says whether it ever ran."""
+    deadline = time.monotonic() + WARM_UP_S
+    while (idle := under_way(history, writers, readers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log(f"workloads under way ({clock():.1f}s)" + (f"; still idle: {', '.join(idle)}" if idle else ""))
 
 
 def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: float = 100.0,
@@ -147,8 +167,11 @@ def run(duration: float, seed: int, faults: list[str], out_dir: Path, rate: floa
             nemesis = Nemesis(cluster, history, clock, rng, topic="acks", group="chaos-group", lag_ms=LAG_MS,
                               session_ms=SESSION_MS, hold=hold)
             try:
-                time.sleep(2.0)
-                while clock() < duration:
+                warm_up(history, [w.name for w in (*producers, txn)],
+                        [f"group:{group.group}:m{i}" for i in range(group.count)]
+                        + [f"group:{m.group}:{m.name}" for m in java_group], log, clock)
+                faults_from = clock()
+                while clock() - faults_from < duration:
                     time.sleep(rng.uniform(*gap))
                     kind = rng.choice(faults)
                     try:

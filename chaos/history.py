@@ -121,6 +121,11 @@ class History:
                     return
         raise TypeError(f"not a history item: {item!r}")
 
+    def snapshot(self, name: str) -> list:
+        """A copy of one of the lists (``produced``, ``consumed``, ...) while the workloads still append to it."""
+        with self._lock:
+            return list(getattr(self, name))
+
     def to_json(self) -> str:
         with self._lock:
             data = {f.name: getattr(self, f.name) for f in fields(self)}

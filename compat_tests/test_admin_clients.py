@@ -1,13 +1,9 @@
-"""Topic and config administration with the stock admin clients: confluent-kafka, kafka-python, Kafka's CLI."""
+"""Topic and config administration with the stock admin clients: confluent-kafka, kafka-python (Kafka's CLI,
+kafka-topics and kafka-configs: test_java_tools)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
-
-from compat_tests.jvm.kafka_broker import jars_dir
 
 
 def test_confluent_admin_round_trip(broker):
@@ -61,29 +57,6 @@ def test_kafka_python_admin_round_trip(broker):
         assert "adm-k" not in admin.list_topics()
     finally:
         admin.close()
-
-
-@pytest.mark.skipif(shutil.which("java") is None, reason="needs java and Kafka's jars (compat_tests/jvm/fetch_jars.sh)")
-def test_kafka_cli_tools(broker):
-    jars = jars_dir()
-    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
-
-    def tool(main_class: str, *args: str) -> str:
-        result = subprocess.run(["java", "-Xmx256m", "-cp", f"{jars}/*", main_class, "--bootstrap-server",
-                                 broker.bootstrap, *args], capture_output=True, text=True, timeout=60)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    topics, configs = "org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.ConfigCommand"
-    assert "Created topic adm-j." in tool(topics, "--create", "--topic", "adm-j", "--partitions", "2",
-                                         "--config", "retention.ms=1000")
-    assert "PartitionCount: 2" in tool(topics, "--describe", "--topic", "adm-j")
-    tool(configs, "--entity-type", "topics", "--entity-name", "adm-j", "--alter", "--add-config", "retention.ms=2000")
-    assert "retention.ms=2000" in tool(configs, "--entity-type", "topics", "--entity-name", "adm-j", "--describe")
-    tool(topics, "--alter", "--topic", "adm-j", "--partitions", "3")
-    assert "PartitionCount: 3" in tool(topics, "--describe", "--topic", "adm-j")
-    tool(topics, "--delete", "--topic", "adm-j")
-    assert "adm-j" not in tool(topics, "--list").split()
 
 
 def test_confluent_delete_records_describe_topics_and_log_dirs(broker):

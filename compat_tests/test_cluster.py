@@ -117,8 +117,14 @@ def test_every_client_writes_with_acks_all_and_reads_back_from_every_leader(clus
     from kafka import KafkaConsumer
     kc = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
                        consumer_timeout_ms=10_000, group_id=unique("kc"))
-    assert len([m for m in kc]) == 300
+    read = []
+    for m in kc:  # up to 10 s without a record; stopped at the 300th (iterating to the timeout cost 10 s)
+        read.append(m.value)
+        if len(read) == 300:
+            break
+    extra = kc.poll(timeout_ms=500)
     kc.close()
+    assert len(read) == 300 and not any(extra.values()), (len(read), extra)
 
     async def aiokafka_consume() -> int:
         from aiokafka import AIOKafkaConsumer

@@ -3,7 +3,10 @@
 Every scenario runs against Kafka 4.2 (``kafka_share_judge``, where share groups are released and on by
 default) and against pykbroker (share.version finalized with UpdateFeatures, as ``kafka-features upgrade``
 does); each returns observations that must be equal. On one node, and with PYKBROKER_SLOW_DIFFERENTIAL=1
-(``make differential-cluster``) on 3 pykbroker brokers judged by a 3-node Kafka 4.2 KRaft cluster. Clients: confluent-kafka's ShareConsumer (librdkafka)
+(``make differential-cluster``) on 3 pykbroker brokers judged by a 3-node Kafka 4.2 KRaft cluster; the one-node
+runs of the release, delivery-limit and Java consumer scenarios (a minute together; in make test the raw-protocol
+tests of tests/pykbroker/handlers/test_share_groups.py cover release and the delivery count limit,
+test_share_groups_cluster the Java KafkaShareConsumer) with PYKBROKER_SHARE_SLOW=1 (``make test-share-slow``). Clients: confluent-kafka's ShareConsumer (librdkafka)
 and Kafka 4.2's own tools (``kafka-share-groups``, i.e. ShareGroupCommand, and the console share consumer,
 both on the Java KafkaShareConsumer / Admin client). Group configs are set with IncrementalAlterConfigs on
 GROUP resources, as ``kafka-configs --entity-type groups`` does.
@@ -11,6 +14,7 @@ GROUP resources, as ``kafka-configs --entity-type groups`` does.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -52,6 +56,15 @@ if shutil.which("java") is None:
 GROUP = 32  # ConfigResource.Type.GROUP
 JAVA = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 LOCK_MS = 15_000  # the smallest share.record.lock.duration.ms Kafka allows by default
+share_slow = pytest.mark.skipif(os.environ.get("PYKBROKER_SHARE_SLOW") != "1",
+                                reason="one node's share scenario beyond make test: make test-share-slow "
+                                       "(PYKBROKER_SHARE_SLOW=1)")
+
+
+def share_slow_on_one_node(params: list, names: tuple[str, ...]) -> list:
+    """``differential_params``' parameters, those of ``names`` on one node run by make test-share-slow only."""
+    return [pytest.param(*p.values, id=p.id, marks=[*p.marks, share_slow]) if p.values == ("single", p.id)
+            and p.id in names else p for p in params]
 
 
 # -- set-up, the same on both brokers ----------------------------------------------------------------------
@@ -381,10 +394,10 @@ def share_targets(request, mode: str) -> tuple[str, str]:
     return kafka, pykbroker
 
 
-@pytest.mark.parametrize(("mode", "name"), differential_params(list(SCENARIOS), (), tuple(SCENARIOS),
-                                                             single_slow=("stalled consumer", "recreated topic",
-                                                                          "three consumers, two partitions",
-                                                                          "reject archives")))
+@pytest.mark.parametrize(("mode", "name"), share_slow_on_one_node(differential_params(
+    list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("stalled consumer", "recreated topic",
+                                                        "three consumers, two partitions", "reject archives")),
+    ("release redelivers", "delivery limit")))
 def test_share_scenario_as_kafka_4_2(mode, name, request):
     run = SCENARIOS[name]
     kafka, pykbroker = share_targets(request, mode)
@@ -520,7 +533,8 @@ def java_share_consumers(jars: Path, bootstrap: str) -> dict:
             "perf records": [f.strip() for f in perf.stdout.strip().splitlines()[-1].split(",")][5]}
 
 
-@pytest.mark.parametrize(("mode", "name"), differential_params(["java"], (), ("java",)))
+@pytest.mark.parametrize(("mode", "name"), share_slow_on_one_node(differential_params(["java"], (), ("java",)),
+                                                                 ("java",)))
 def test_java_share_consumer_as_kafka_4_2(mode, name, jars, request):
     kafka, pykbroker = share_targets(request, mode)
     expected = java_share_consumers(jars, kafka)

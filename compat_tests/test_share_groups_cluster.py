@@ -3,11 +3,14 @@ accepts every record while the leader of the partition it reads is killed with `
 (restarted) and in a 3-broker ZooKeeper cluster, where the killed broker also coordinates the group and the
 share-partition's state: the partition's leadership, the group and the __share_group_state partition move to
 other brokers, and the new leader loads the share-partition's state from the new share coordinator. No record
-whose acceptance the broker confirmed is delivered again, and every record is accepted in the end.
+whose acceptance the broker confirmed is delivered again, and every record is accepted in the end. The single
+node's run is in make test-share-slow (PYKBROKER_SHARE_SLOW=1): test_share_groups' kill -9 test covers one node
+with librdkafka's share consumer, the cluster's run here Java's through kill -9.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -138,6 +141,8 @@ def coordinator_of(bootstrap: str, key_type: int, key: str) -> int:
             time.sleep(0.2)
 
 
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SHARE_SLOW") != "1",
+                    reason="one node's kill -9 under the Java share consumer: make test-share-slow (PYKBROKER_SHARE_SLOW=1)")
 def test_kill_9_of_a_single_node_during_java_share_consumption(jars, tmp_path):
     b = BrokerProcess(tmp_path / "broker").start()
     try:
