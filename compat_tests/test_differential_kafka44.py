@@ -50,6 +50,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - The start offset and the __share_group_state records around dead-letter writes (KIP-1191): what the leader writes
   when records go ARCHIVING and when the DLQ write archives them, and DescribeShareGroupOffsets v1 after.
 - A share consumer over its consumer_byte_rate: which ShareFetch answers are empty and throttled, what stays locked.
+- ShareFetch's batch_size: the ranges new records are acquired in (cut at log batch boundaries), each an in-flight
+  batch of its own.
 - How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
   part, record-limit acquisitions, another member's batch beside the member's own).
 """
@@ -2006,6 +2008,49 @@ def share_fetch_throttled(c: RawClient) -> Observations:
     return out
 
 
+def share_batch_size(c: RawClient) -> Observations:
+    """ShareFetch's batch_size in batch-optimized acquisition: new records past it are answered in ranges of at least
+    batch_size records cut at log batch boundaries (5 batches of 2 with batch size 3: 0-3, 4-7, 8-9), each an
+    in-flight batch of its own (another member's acknowledgement of two of them is refused per batch; the member's
+    across two of them accepted); a log batch larger than batch_size is not cut; a release and the redelivery."""
+    group, t = "k44-bs", "k44-bs-t"
+    tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
+    for n in range(5):
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"b%d" % n] * 2,
+                                                                     timestamp=int(time.time() * 1000)))])]), 11)
+    a, b = "a" * 22, "b" * 22
+    _share_member_assigned(c, group, a, [t])
+    _share_member_assigned(c, group, b, [t])
+    acknowledge = _acknowledger(c, group, tid)
+
+    def fetch(member: str, epoch: int, batch_size: int, wait_ms: int = 500):
+        r = c.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms, min_bytes=1,
+            max_bytes=1 << 20, max_records=10, batch_size=batch_size, topics=[ShareFetchTopic(
+                topic_id=tid, partitions=[ShareFetchPartition(partition_index=0)])]), 2)
+        return [[(x.first_offset, x.last_offset, x.delivery_count) for x in p.acquired_records]
+                for y in r.responses for p in y.partitions]
+
+    got, epoch, deadline = fetch(a, 0, 3), 1, time.monotonic() + 30
+    while not any(got) and time.monotonic() < deadline:
+        got, epoch = fetch(a, epoch, 3), epoch + 1
+    out: Observations = {"batch size 3": got}
+    fetch(b, 0, 3, wait_ms=100)
+    out["another member accepts 2-5"] = acknowledge(b, 1, [(2, 5, [1])])
+    out["accept 3-4"] = acknowledge(a, epoch, [(3, 4, [1])])
+    out["release 5-7"] = acknowledge(a, epoch + 1, [(5, 7, [2])])
+    out["redelivered with batch size 1"] = fetch(a, epoch + 2, 1)
+    c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=t, partition_data=[
+        PartitionProduceData(index=0, records=build_simple_batch([b"big"] * 10, timestamp=int(time.time() * 1000)))])]),
+              11)
+    out["a batch of 10 with batch size 3"] = fetch(b, 2, 3)
+    for m in (a, b):
+        c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -2025,6 +2070,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
     "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
     "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
+    "share_batch_size": share_batch_size,
 }
 
 
@@ -2055,7 +2101,7 @@ def fresh_kafka():
                                                         "share_compacted_gaps", "share_delivery_count_limit",
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
-                                                        "share_fetch_throttled")))
+                                                        "share_fetch_throttled", "share_batch_size")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -37,7 +37,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, pairwise
 
 from coordinator.runtime.clock import Clock, TimerHandle
 from coordinator.share.record_state import AcknowledgeType, RecordState
@@ -76,6 +76,34 @@ OFFSET_NOT_OWNED = "Member is not the owner of offset"
 
 def _first_of(batch: _InFlightBatch) -> int:
     return batch.first
+
+
+def _batch_size_cuts(batches: list[tuple[int, int]], first: int, last: int, batch_size: int) -> list[int]:
+    """Where Kafka's createBatches cuts new offsets ``first..last`` into ranges of at least ``batch_size``: at each
+    log batch start that many past the current range's first offset (none when they are not more than that)."""
+    if batch_size <= 0 or last - first + 1 <= batch_size:
+        return []
+    cuts, current = [], first
+    for base, _ in batches:
+        if base > last:
+            break
+        if base - current >= batch_size:
+            cuts.append(base)
+            current = base
+    return cuts
+
+
+def _cut(acquired: list[AcquiredRecords], cuts: list[int]) -> list[AcquiredRecords]:
+    """``acquired`` with every range holding one of ``cuts`` (but as its first offset) split there."""
+    out = []
+    for a in acquired:
+        first = a.first_offset
+        for cut in cuts:
+            if first < cut <= a.last_offset:
+                out.append(AcquiredRecords(first, cut - 1, a.delivery_count))
+                first = cut
+        out.append(AcquiredRecords(first, a.last_offset, a.delivery_count))
+    return out
 
 
 @dataclass(frozen=True)
@@ -198,14 +226,17 @@ class SharePartition:
         return self._states.find(_AVAILABLE) >= 0 or len(self._states) < self.config.max_record_locks
 
     def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int,
-                record_limit: bool = False, archive: Callable[[int], bool] | None = None) -> list[AcquiredRecords]:
+                record_limit: bool = False, archive: Callable[[int], bool] | None = None,
+                batch_size: int = 0) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` the available offsets of ``batches`` ((first, last) of each log batch read
         from ``next_fetch_offset``, control batches included), at most ``max_records`` — whole batches unless
         ``record_limit`` (Kafka's batch-optimized mode may pass the limit to end at a batch boundary).
         ``archive(offset)`` says which fresh offsets are archived rather than delivered (aborted transactions under
         read_committed). Acquired offsets with one delivery count form one range across adjacent batches, as
         Kafka 4.4 answers a fetch of several batches with one AcquiredRecords (its in-flight batch spans them),
-        offsets compacted away between them included (the client acknowledges those as gaps)."""
+        offsets compacted away between them included (the client acknowledges those as gaps); new offsets past
+        ``batch_size`` of them (batch-optimized) are cut into ranges of at least that many at log batch boundaries,
+        each an in-flight batch of its own, as Kafka 4.4's createBatches."""
         token = self._next_token
         self._next_token += 1
         acquired: list[AcquiredRecords] = []
@@ -260,7 +291,11 @@ class SharePartition:
         if run_first >= 0:
             acquired.append(AcquiredRecords(run_first, acquired_end - 1, run_count))
         if new_first >= 0:
-            self._in_flight.append(_InFlightBatch(new_first, self.end_offset - 1))
+            cuts = [] if record_limit else _batch_size_cuts(batches, new_first, self.end_offset - 1, batch_size)
+            bounds = [new_first, *cuts, self.end_offset]
+            self._in_flight.extend(_InFlightBatch(lo, hi - 1) for lo, hi in pairwise(bounds))
+            if cuts:
+                acquired = _cut(acquired, cuts)
         if taken:
             acquisition = Acquisition(member_id, held=taken)
             acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,

@@ -299,10 +299,12 @@ class SharePartitionManager:
 
     # -- fetch -------------------------------------------------------------------------------------------
     async def fetch(self, group_id: str, member_id: str, keys: list[SharePartitionKey], *, max_wait_ms: int,
-                    min_bytes: int, max_bytes: int, max_records: int, record_limit: bool) -> dict[SharePartitionKey, ShareFetchResult]:
+                    min_bytes: int, max_bytes: int, max_records: int, record_limit: bool,
+                    batch_size: int = 0) -> dict[SharePartitionKey, ShareFetchResult]:
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         while True:
-            results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit)
+            results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit,
+                                             batch_size)
             got = sum(len(r.records) for r in results.values() if r.acquired)
             if got >= max(1, min_bytes) or any(r.error_code and not r.uninitialized for r in results.values()) \
                     or not keys:
@@ -313,10 +315,11 @@ class SharePartitionManager:
             watch = [(self._topic_name(k[1]), k[2]) for k in keys if self._topic_name(k[1]) is not None]
             if not await self._rm.wait_for(watch, remaining):
                 return _answered(await self._fetch_once(group_id, member_id, keys, max_bytes, max_records,
-                                                        record_limit))
+                                                        record_limit, batch_size))
 
     async def _fetch_once(self, group_id: str, member_id: str, keys: list[SharePartitionKey], max_bytes: int,
-                          max_records: int, record_limit: bool) -> dict[SharePartitionKey, ShareFetchResult]:
+                          max_records: int, record_limit: bool,
+                          batch_size: int = 0) -> dict[SharePartitionKey, ShareFetchResult]:
         out: dict[SharePartitionKey, ShareFetchResult] = {}
         budget = max_bytes
         records_left = max_records
@@ -333,13 +336,13 @@ class SharePartitionManager:
             if budget <= 0 or records_left <= 0 or not sp.can_acquire():
                 out[key] = ShareFetchResult()
                 continue
-            out[key] = result = self._acquire(sp, member_id, budget, records_left, record_limit)
+            out[key] = result = self._acquire(sp, member_id, budget, records_left, record_limit, batch_size)
             budget -= len(result.records)
             records_left -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired or [])
         return out
 
     def _acquire(self, sp: SharePartition, member_id: str, max_bytes: int, max_records: int,
-                 record_limit: bool) -> ShareFetchResult:
+                 record_limit: bool, batch_size: int = 0) -> ShareFetchResult:
         settings = self._settings(sp.group_id)
         offset = sp.next_fetch_offset()
         fetched = self._rm.read_partitions([FetchPartition(sp.topic, sp.partition, offset, max_bytes)], max_bytes,
@@ -379,7 +382,7 @@ class SharePartitionManager:
             elif header.attributes & TRANSACTIONAL_FLAG_MASK and starts and starts[0] <= first:
                 skip.update(range(first, last + 1))
         # aborted records are archived in memory only: written with the next acknowledgement, as Kafka 4.4 does
-        acquired = sp.acquire(member_id, ranges, max_records, record_limit,
+        acquired = sp.acquire(member_id, ranges, max_records, record_limit, batch_size=batch_size,
                               archive=(lambda off: off in skip) if skip else None)
         if not acquired:
             return ShareFetchResult()

@@ -7,7 +7,8 @@
 - Records come from the first available offset of each share-partition, whole batches up to
   ``max_records`` (v2 ``share_acquire_mode`` 1 stops at exactly ``max_records``), long-polling up to
   ``max_wait_ms`` for ``min_bytes``. Each partition answers its acquired ranges with their delivery count
-  and the batches holding them; ``acquisition_lock_timeout_ms`` is the group's lock duration.
+  and the batches holding them (new records past ``batch_size`` in ranges of at least that many, cut at log
+  batch boundaries); ``acquisition_lock_timeout_ms`` is the group's lock duration.
 - Piggybacked acknowledgements and the acquisition run as in Kafka 4.4, where they start together and a
   record's new state counts once persisted: the first acquisition attempt does not see the records this
   request's own acknowledgements release. Only a fetch that found nothing and may wait (``max_wait_ms`` > 0)
@@ -116,7 +117,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         return await svc.partitions.fetch(
             group_id, member_id, keys, max_wait_ms=max_wait_ms, min_bytes=min(request.min_bytes, max_bytes),
             max_bytes=max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
-            record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT)
+            record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT,
+            batch_size=request.batch_size)
 
     # The first acquisition attempt goes before the acknowledgements land (see the docstring).
     first = await fetch(0) if fetching and acks else {}

@@ -280,3 +280,16 @@ def test_refusals_are_worded_as_kafka_tracks_its_in_flight_batch():
     assert refusal(q, "m2", [(2, 3, [A.ACCEPT])]) == "Member is not the owner of offset"
     assert refusal(q, "m1", [(12, 12, [A.ACCEPT])]) == \
         "Batch record not found. The first offset in request is past acquired records."
+
+
+def test_new_records_past_the_batch_size_are_cut_at_log_batch_boundaries():
+    """Kafka 4.4's createBatches: batch-optimized acquisition of more new records than batch_size answers ranges of at
+    least batch_size records, cut where a log batch starts, each an in-flight batch of its own; a log batch is
+    never cut, and record-limit acquisition is not cut."""
+    p = sp()
+    batches = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]
+    assert p.acquire("m1", batches, 10, batch_size=3) == [AcquiredRecords(0, 3, 1), AcquiredRecords(4, 7, 1),
+                                                          AcquiredRecords(8, 9, 1)]
+    assert refusal(p, "m2", [(2, 5, [A.ACCEPT])]) == "Member is not the owner of batch record"
+    assert p.acquire("m1", [(10, 19)], 10, batch_size=3) == [AcquiredRecords(10, 19, 1)]
+    assert sp().acquire("m1", batches, 10, record_limit=True, batch_size=3) == [AcquiredRecords(0, 9, 1)]
