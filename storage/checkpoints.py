@@ -136,10 +136,16 @@ def topic_id_from_string(text: str) -> uuid.UUID:
 
 
 class PartitionMetadataFile:
-    """``partition.metadata``: the topic id of the partition directory (KIP-516)."""
+    """``partition.metadata``: the topic id of the partition directory (KIP-516).
+
+    As Kafka's (UnifiedLog.assignTopicId, PartitionMetadataFile.record/maybeFlush): ``record`` only remembers the
+    id (``recorded``), and the owner's scheduler thread writes it (``write_temp``, then ``commit_temp``: temp file
+    written and fsynced, renamed over the file, directory fsynced), so that creating thousands of partitions waits
+    for no file write and no fsync on the event loop. Until then ``recorded`` is the partition's id."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.recorded: uuid.UUID | None = None  # recorded, not written yet
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
@@ -148,22 +154,36 @@ class PartitionMetadataFile:
         atomic_write(self.path, self._content(topic_id))
 
     def record(self, topic_id: uuid.UUID) -> None:
-        """Write the file (temp file renamed over it) without waiting for the disk; ``flush()`` makes it
-        durable. Kafka's UnifiedLog.assignTopicId records the id and flushes the file on its scheduler, so
-        that creating thousands of partitions does not wait for two fsyncs each."""
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(self._content(topic_id))
-        os.replace(tmp, self.path)
+        """Remember ``topic_id``; ``write_temp`` and ``commit_temp`` write it."""
+        self.recorded = topic_id
 
-    def flush(self) -> None:
-        """fsync the file and its directory (after ``record``)."""
-        fd = os.open(self.path, os.O_RDONLY)
+    def write_temp(self, topic_id: uuid.UUID) -> str:
+        """``<path>.tmp`` holding ``topic_id``, written and fsynced; its path."""
+        tmp = self.path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            os.write(fd, self._content(topic_id))
             os.fsync(fd)
         finally:
             os.close(fd)
+        return tmp
+
+    def commit_temp(self, tmp: str, topic_id: uuid.UUID) -> None:
+        """Rename ``tmp`` (from ``write_temp(topic_id)``) over the file; ``topic_id`` is then no longer pending
+        (unless another was recorded meanwhile). The caller fsyncs the directory (``sync_dir``)."""
+        os.replace(tmp, self.path)
+        if self.recorded == topic_id:
+            self.recorded = None
+
+    def sync_dir(self) -> None:
         fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def flush(self) -> None:
+        """Write the recorded id now (temp file fsynced, renamed, directory fsynced), if any."""
+        topic_id = self.recorded
+        if topic_id is not None:
+            self.commit_temp(self.write_temp(topic_id), topic_id)
+            self.sync_dir()
 
     @staticmethod
     def _content(topic_id: uuid.UUID) -> bytes:

@@ -163,12 +163,13 @@ class FileRecords:
     serializes append/truncate; reads by position are safe from any thread.
     """
 
-    def __init__(self, path: str, *, create: bool = False) -> None:
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+    def __init__(self, path: str, *, create: bool = False, new_file: bool = False) -> None:
+        """``new_file``: create ``path``, which must not exist (its directory was just created): it is empty."""
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if new_file else os.O_CREAT if create else 0)
         fd = os.open(path, flags, 0o644)
         self.path = path
         self.file = SharedFile(fd, path)
-        self.size = os.fstat(fd).st_size
+        self.size = 0 if new_file else os.fstat(fd).st_size
 
     # -- writes ---------------------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> int:

@@ -43,7 +43,9 @@ class AbstractIndex:
     ENTRY_SIZE: int = 0
     _STRUCT: struct.Struct
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, *, writable: bool = True) -> None:
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, *, writable: bool = True,
+                 new_file: bool = False) -> None:
+        """``new_file``: ``path`` cannot exist yet (its segment's directory was just created): not looked for."""
         self.path = path
         self.base_offset = base_offset
         self.writable = writable
@@ -59,7 +61,7 @@ class AbstractIndex:
         # while the log's owner appends (Log.flush does not hold the log's lock while it flushes).
         self._pending_lock = threading.Lock()
         try:
-            length = os.stat(path).st_size
+            length = 0 if new_file else os.stat(path).st_size
         except FileNotFoundError:
             if not writable:
                 raise

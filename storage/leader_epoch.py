@@ -28,11 +28,14 @@ class LeaderEpochFileCache:
     """(epoch, start_offset) entries of one partition (see the module docstring)."""
 
     def __init__(self, checkpoint: LeaderEpochCheckpointFile,
-                 persist: Callable[[Callable[[], None]], None] | None = None) -> None:
+                 persist: Callable[[Callable[[], None]], None] | None = None, *, new_dir: bool = False) -> None:
+        """``new_dir``: the partition directory was just created, so there is no checkpoint to read."""
         self.checkpoint = checkpoint
         self._persist = persist
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        if new_dir:
+            return
         try:
             entries = checkpoint.read()
         except CorruptCheckpointError as exc:

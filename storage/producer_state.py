@@ -305,7 +305,9 @@ def control_marker(buf: bytes | bytearray | memoryview, pos: int) -> tuple[Contr
 class ProducerStateManager:
     """Producer ids of one partition, their snapshots, and the open transactions (module docstring)."""
 
-    def __init__(self, log_dir: str, partition: str = "", *, producer_id_expiration_ms: int = 86_400_000) -> None:
+    def __init__(self, log_dir: str, partition: str = "", *, producer_id_expiration_ms: int = 86_400_000,
+                 new_dir: bool = False) -> None:
+        """``new_dir``: ``log_dir`` was just created, so there are no snapshots to list."""
         self.log_dir = log_dir
         self.partition = partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -316,7 +318,8 @@ class ProducerStateManager:
         self.last_map_offset = 0
         self.last_snap_offset = 0
         self.snapshots: dict[int, str] = {}
-        self._load_snapshot_list()
+        if not new_dir:
+            self._load_snapshot_list()
 
     # -- snapshots on disk -----------------------------------------------------------------------------
     def _load_snapshot_list(self) -> None:

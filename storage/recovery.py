@@ -132,8 +132,11 @@ class LogLoader:
     def __init__(self, directory: str, name: str, config: LogConfig, *, time_ms: Callable[[], int], scheduler,
                  had_clean_shutdown: bool, log_start_offset: int, recovery_point: int,
                  producer_state: ProducerStateManager, leader_epoch_cache: LeaderEpochFileCache,
-                 log_progress: bool = True) -> None:
+                 log_progress: bool = True, new_dir: bool = False) -> None:
+        """``new_dir``: ``directory`` was just created (a new partition): there is nothing to list, clean up or
+        recover, only the first segment to create."""
         self.dir = directory
+        self.new_dir = new_dir
         self._names: set[str] | None = None  # the directory's names, listed by step 1 (None: list again)
         self.name = name
         self.config = config
@@ -153,19 +156,21 @@ class LogLoader:
                                file_already_exists=True, suffix=suffix)
 
     def load(self) -> LoadedLogOffsets:
-        swap_files = self._remove_temp_files_and_collect_swap_files()
-        self._load_segment_files()
-        for swap in swap_files:
-            self._complete_swap(swap)
-        if self.had_clean_shutdown:
-            if self.log_progress:
-                log.debug("Skipping recovery of %s: the log dir was shut down cleanly", self.name)
-        else:
-            self._recover_log()
+        if not self.new_dir:
+            swap_files = self._remove_temp_files_and_collect_swap_files()
+            self._load_segment_files()
+            for swap in swap_files:
+                self._complete_swap(swap)
+            if self.had_clean_shutdown:
+                if self.log_progress:
+                    log.debug("Skipping recovery of %s: the log dir was shut down cleanly", self.name)
+            else:
+                self._recover_log()
         last = self.segments.last_segment()
         if last is None:
             segment = LogSegment.open(self.dir, self.log_start_offset, index_interval_bytes=self.config.index_interval_bytes,
-                                      max_index_size=self.config.max_index_size, time_ms=self.time_ms)
+                                      max_index_size=self.config.max_index_size, time_ms=self.time_ms,
+                                      new_dir=self.new_dir)
             self.segments.add(segment)
             log_end_offset = self.log_start_offset
         else:

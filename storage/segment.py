@@ -108,13 +108,17 @@ class LogSegment:
     @classmethod
     def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
              time_ms: Callable[[], int], roll_jitter_ms: int = 0, file_already_exists: bool = False,
-             suffix: str = "") -> LogSegment:
+             suffix: str = "", new_dir: bool = False) -> LogSegment:
+        """``new_dir``: ``directory`` was just created, so none of the segment's files exists: the indexes are
+        created without looking for them first."""
         prefix = os.path.join(directory, filename_prefix_from_offset(base_offset))
-        log_file = FileRecords(prefix + LOG_FILE_SUFFIX + suffix, create=not file_already_exists)
+        log_file = FileRecords(prefix + LOG_FILE_SUFFIX + suffix, create=not file_already_exists, new_file=new_dir)
         try:
-            offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX + suffix, base_offset, max_index_size)
-            time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX + suffix, base_offset, max_index_size)
-            txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX + suffix, base_offset)
+            offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX + suffix, base_offset, max_index_size,
+                                       new_file=new_dir)
+            time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX + suffix, base_offset, max_index_size,
+                                   new_file=new_dir)
+            txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX + suffix, base_offset, new_file=new_dir)
         except BaseException:
             log_file.close()
             raise

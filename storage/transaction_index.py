@@ -71,13 +71,14 @@ def collect_aborted_txns(entries: list[AbortedTxn], fetch_offset: int, upper_bou
 class TransactionIndex:
     """``<base_offset>.txnindex`` (see the module docstring)."""
 
-    def __init__(self, path: str, base_offset: int) -> None:
+    def __init__(self, path: str, base_offset: int, *, new_file: bool = False) -> None:
+        """``new_file``: ``path`` cannot exist yet (created by the first aborted transaction): not looked for."""
         self.path = path
         self.base_offset = base_offset
         self.entries: list[AbortedTxn] = []
         self.corrupt_reason: str | None = None
         self._fd: int | None = None
-        if os.path.exists(path):
+        if not new_file and os.path.exists(path):
             self._fd = os.open(path, os.O_RDWR)
             self._load(os.pread(self._fd, os.fstat(self._fd).st_size, 0))
 

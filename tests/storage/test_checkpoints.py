@@ -55,15 +55,24 @@ def test_partition_metadata_is_kafkas_text(tmp_path):
     assert topic_id_from_string(topic_id_to_string(topic_id)) == topic_id
 
 
-def test_partition_metadata_recorded_now_and_made_durable_by_flush(tmp_path):
+def test_partition_metadata_recorded_now_and_written_by_flush(tmp_path):
+    """As Kafka's assignTopicId: a new partition only records its id; the scheduler writes the file."""
     topic_id = uuid.UUID("a2d3f0b4-5c6e-4f70-8a9b-0c1d2e3f4a5b")
     path = str(tmp_path / "partition.metadata")
     f = PartitionMetadataFile(path)
-    f.record(topic_id)  # what a new partition does; the fsync follows on the scheduler (Kafka's assignTopicId)
-    assert f.read() == topic_id and not os.path.exists(path + ".tmp")
+    f.record(topic_id)
+    assert f.recorded == topic_id and not os.path.exists(path)
     f.flush()
     with open(path) as fh:
         assert fh.read() == f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}"
+    assert f.recorded is None and not os.path.exists(path + ".tmp") and f.read() == topic_id
+    f.flush()  # nothing recorded: nothing written
+    other = uuid.uuid4()
+    f.record(other)
+    tmp = f.write_temp(other)
+    f.record(topic_id)  # recorded again while the first write was under way: still to be written
+    f.commit_temp(tmp, other)
+    assert f.read() == other and f.recorded == topic_id
 
 
 def test_kafka_uuid_string_matches_javas_base64_url_encoding():

@@ -31,8 +31,8 @@ def test_create_spread_over_dirs_and_reload(tmp_path):
         for i in range(10):
             lg.append_as_leader(batch([b"m%d" % i]), 0)
         lg.maybe_increment_high_watermark(7)
+    m.shutdown()  # partition.metadata is written by the scheduler (as Kafka's), at the latest when it drains
     assert PartitionMetadataFile(os.path.join(logs[0].dir, "partition.metadata")).read() == topic_id
-    m.shutdown()
     for d in dirs:
         assert (d / ".kafka_cleanshutdown").exists()
         cp = OffsetCheckpointFile(str(d / "recovery-point-offset-checkpoint")).read()
@@ -340,4 +340,63 @@ def test_a_dynamically_cordoned_dir_takes_no_new_log(tmp_path):
     assert os.path.dirname(m.get_or_create_log("forced", 0, uuid.uuid4()).dir) in {str(d) for d in dirs}
     m.update_cordoned_log_dirs([])
     assert not m.all_cordoned
+    m.shutdown()
+
+
+class _QueuedScheduler:
+    """Runs the scheduled tasks when the test says so (the scheduler thread's work, made visible)."""
+
+    def __init__(self) -> None:
+        self.tasks: list = []
+
+    def schedule_once(self, name, fn, delay_ms=0) -> None:
+        self.tasks.append(fn)
+
+    def run(self) -> None:
+        while self.tasks:
+            self.tasks.pop(0)()
+
+
+def test_a_new_log_makes_only_its_segment_files_and_its_topic_id_follows_on_the_scheduler(tmp_path):
+    """Creating a log in a directory it creates looks for nothing there: the first segment's .log, .index and
+    .timeindex are made (Kafka creates the same three), the topic id is recorded and written with the leader-epoch
+    checkpoint on the scheduler thread, as Kafka's assignTopicId; a different id is refused either way."""
+    from storage import InconsistentTopicIdError, Log
+    from storage.log_dir_failure import LogDirFailureChannel
+
+    scheduler, failures = _QueuedScheduler(), LogDirFailureChannel()
+    topic_id = uuid.uuid4()
+    directory = str(tmp_path / "t-0")
+    log_ = Log.open(directory, small_config(), scheduler=scheduler, topic_id=topic_id, failure_channel=failures)
+    log_.assign_epoch_start_offset(0, 0)
+    assert sorted(os.listdir(directory)) == ["00000000000000000000.index", "00000000000000000000.log",
+                                             "00000000000000000000.timeindex"]
+    assert log_.topic_id == topic_id and log_.log_end_offset == 0
+    with pytest.raises(InconsistentTopicIdError):
+        log_.assign_topic_id(uuid.uuid4())
+    scheduler.run()
+    assert PartitionMetadataFile(os.path.join(directory, "partition.metadata")).read() == topic_id
+    assert "leader-epoch-checkpoint" in os.listdir(directory) and not failures.offline_dirs
+    log_.append_as_leader(batch([b"a", b"b"]), 0)
+    log_.flush()
+    log_.close()
+    again = Log.open(directory, small_config(), scheduler=scheduler)  # an existing directory is loaded
+    assert again.topic_id == topic_id and again.log_end_offset == 2 and again.latest_epoch == 0
+    with pytest.raises(InconsistentTopicIdError):
+        again.assign_topic_id(uuid.uuid4())
+    again.close()
+
+
+def test_a_topic_id_still_to_be_written_when_its_log_is_deleted_takes_no_log_dir_offline(tmp_path):
+    m = manager([tmp_path / "d"])
+    scheduler, real = _QueuedScheduler(), m.scheduler
+    m.scheduler = scheduler  # the logs created now queue their background work here
+    first = m.get_or_create_log("t", 0, uuid.uuid4())
+    m.delete_log("t", 0)  # renamed -delete before its topic id was written
+    second_id = uuid.uuid4()
+    second = m.get_or_create_log("t", 0, second_id)  # the topic created again under another id
+    scheduler.run()
+    assert first.deleted and not m.failure_channel.offline_dirs
+    assert PartitionMetadataFile(os.path.join(second.dir, "partition.metadata")).read() == second_id
+    m.scheduler = real
     m.shutdown()
