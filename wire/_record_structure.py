@@ -28,12 +28,13 @@ it a second time; what neither reads (records of changing key lengths, values of
 record in Python, from the first record not read whole. A compressed batch kept as sent goes through the same
 checks on its decompressed records (their strict reading implies Kafka's in-place one), then a walk of its offset
 deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses. Before those, the layout that
-matched last reads it in C-level passes: records as wide as the first (to the 64th, then one byte wider, their offset
-deltas of two bytes), matched by their fixed patterns, their offset deltas sliced out at the stride and compared with
-0..n-1; else ``Pattern.split`` by the layout's record as Kafka reads it in place, its offset delta captured, compared
-with the split that n records in order give (empty gaps between the minimal varints 0..n-1; a batch not of the layout
-stops the split at once). A Java producer's lz4 batch of 160 records of 100 B: ~12 us and ~110 bytecodes (split, when
-its timestamp deltas change width: ~25 us), where the checks and the walk took ~75 us; 54 of 1 KiB ~3 us, where ~17.
+matched last reads it in C-level passes: one match of runs of records of one width each, their timestamp and offset
+delta widths never shrinking (a producer's timestamps and offsets only grow), each run's offset deltas sliced out at
+its stride and compared with its part of 0..n-1; else ``Pattern.split`` by the layout's record as Kafka reads it in
+place, its offset delta captured, compared with the split that n records in order give (empty gaps between the minimal
+varints 0..n-1; a batch not of the layout stops the split at once). A Java producer's lz4 batch of 160 records of 100 B:
+~12 us and ~200 bytecodes (timestamp deltas of one byte or growing to two alike), where the checks and the walk took
+~75 us; 54 of 1 KiB ~4 us, where ~17.
 Whatever these do not accept goes the way above, which decides; its offset deltas are then matched a record at a time
 (~30 bytecodes a record where the walk took ~70): 54 records of 800 to 1,200 bytes ~4,300 bytecodes, was ~6,400.
 """
@@ -184,10 +185,8 @@ class _Layout(NamedTuple):
     fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
     first: int  # the first record's length, length varint included
     in_place: bytes  # regex source of one record of the layout as Kafka reads it in place, its offset delta a group
-    offset_at: int  # where a record whose deltas are as wide as the first's has its offset delta (-1: not 1 byte)
-    wide: bytes  # regex source of one record whose timestamp delta is as wide as the first's, its offset delta 2 bytes
-    wide_stride: int  # its length, length varint included
-    wide_at: int  # where it has its offset delta
+    staircase: bytes  # regex source of a batch of the layout whose delta widths never shrink (a group a width pair)
+    steps: tuple[tuple[bool, int, int], ...]  # each group's: offset deltas of two bytes, record width, their place
 
 
 def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
@@ -237,26 +236,31 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
     fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + tail
     lengths = b"|".join(re.escape(_zigzag(base + extra)) for extra in range(5))
     in_place = b"(?:" + lengths + b")." + _VARLONG + b"(" + _VARINT + b")" + tail
-    offset_at = len(_zigzag(size)) + 1 + timestamp_width if offset_width == 1 else -1
-    wide = re.escape(_zigzag(size + 1)) + b"." + _WIDTH[timestamp_width] + _WIDTH[2] + tail
-    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, offset_at, wide,
-                   len(_zigzag(size + 1)) + size + 1, len(_zigzag(size + 1)) + 1 + timestamp_width)
+    staircase = []
+    steps = []
+    for offset in (1, 2):  # offset deltas of one byte (to the 64th record), then two; timestamp deltas of 1 or 2
+        for timestamp in (1, 2):  # (of 3 bytes, 8 s or more after the first record's: the split reads them)
+            length = base + timestamp + offset - 2
+            staircase.append(b"((?:" + re.escape(_zigzag(length)) + b"." + _WIDTH[timestamp] + _WIDTH[offset] + tail
+                             + b")*)")
+            steps.append((offset == 2, len(_zigzag(length)) + length, len(_zigzag(length)) + 1 + timestamp))
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, b"".join(staircase),
+                   tuple(steps))
 
 
 class _Patterns(NamedTuple):
     """A layout compiled: its records with the first one's delta widths, a batch of them tiled (fast: a stride
     known, no alternatives); and with any widths, a run of them (one way to read it only) and one (to count); one
     read in place, its offset delta captured, or else the rest of the data (a compressed batch split by it, which stops
-    at the first record not of the layout); where a record as wide as the first has its offset delta."""
+    at the first record not of the layout); a batch of it whose delta widths never shrink, and where its groups' records
+    have their offset deltas."""
     stride: int
     fixed_run: re.Pattern[bytes]
     run: re.Pattern[bytes]
     one: re.Pattern[bytes]
     in_place: re.Pattern[bytes]
-    offset_at: int
-    wide_run: re.Pattern[bytes]  # records as wide as the first but their offset deltas of two bytes (from the 65th)
-    wide_stride: int
-    wide_at: int
+    staircase: re.Pattern[bytes]
+    steps: tuple[tuple[bool, int, int], ...]
 
 
 _NEVER = re.compile(b"(?!)")
@@ -264,7 +268,7 @@ _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
 # The layout that matched last: a producer's next batch most likely has it too; then the others that matched
 # lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
-_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, -1, _NEVER, 1, 0)
+_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, _NEVER, ())
 _recent: list[_Patterns] = []
 _MAX_RECENT = 8
 
@@ -298,9 +302,8 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
             patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
                                                  re.compile(b"(?s)(?:" + layout.source + b")*"),
                                                  re.compile(b"(?s)" + layout.source),
-                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"), layout.offset_at,
-                                                 re.compile(b"(?s)(?:" + layout.wide + b")*"), layout.wide_stride,
-                                                 layout.wide_at)
+                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"),
+                                                 re.compile(b"(?s)" + layout.staircase), layout.steps)
         if not _matches(patterns, buf, pos, end, count):
             _check_varying(buf, pos, end, count)
             return
@@ -462,21 +465,25 @@ def check_decompressed_records(data: Buffer, count: int, *, in_place: bool = Tru
 
 
 def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
-    """Whether ``data`` is ``count`` records of the layout in order, Kafka reading them in place: its fixed-stride
-    passes and offset-delta slices, or its split (False: maybe not, the checks decide)."""
-    stride, at = patterns.stride, patterns.offset_at
-    if at >= 0:  # records as wide as the first (offset deltas of one byte to the 64th, of two after)
-        if count <= 64:
-            if len(data) == count * stride and patterns.fixed_run.fullmatch(data) is not None and \
-                    data[at::stride] == _SMALL_DELTAS[:count]:
-                return True
+    """Whether ``data`` is ``count`` records of the layout in order, Kafka reading them in place: runs of records of
+    one width each, their delta widths never shrinking (a producer's timestamps and offsets only grow), their offset
+    deltas sliced out at the run's stride; or its split (False: maybe not, the checks decide)."""
+    m = patterns.staircase.fullmatch(data)
+    if m is not None:
+        index = 0
+        for (start, end), (wide, width, at) in zip(m.regs[1:], patterns.steps, strict=True):
+            if start == end:
+                continue
+            n = (end - start) // width
+            if not wide:
+                if data[start + at:end:width] != _SMALL_DELTAS[index:index + n]:
+                    break
+            elif index < 64 or data[start + at:end:width] != _WIDE_LOW[index - 64:index - 64 + n] or \
+                    data[start + at + 1:end:width] != _WIDE_HIGH[index - 64:index - 64 + n]:
+                break
+            index += n
         else:
-            split, wide_stride, wide_at = 64 * stride, patterns.wide_stride, patterns.wide_at
-            if len(data) - split == (count - 64) * wide_stride and \
-                    patterns.fixed_run.fullmatch(data, 0, split) is not None and \
-                    patterns.wide_run.fullmatch(data, split) is not None and data[at:split:stride] == _SMALL_DELTAS \
-                    and data[split + wide_at::wide_stride] == _WIDE_LOW[:count - 64] \
-                    and data[split + wide_at + 1::wide_stride] == _WIDE_HIGH[:count - 64]:
+            if index == count:
                 return True
     if count > _MAX_IN_ORDER:
         return False
