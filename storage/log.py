@@ -2,7 +2,10 @@
 
 On disk: the partition directory ``<topic>-<partition>`` (segments, ``*.snapshot`` producer state,
 ``leader-epoch-checkpoint``, ``partition.metadata``); its offsets live in the data-dir checkpoints the log
-manager writes (recovery point, log start offset, high watermark).
+manager writes (recovery point, log start offset, high watermark). A new log makes its first segment's ``.log``,
+``.index`` and ``.timeindex`` (as Kafka); its leader-epoch checkpoint and ``partition.metadata`` are written by
+the scheduler thread ``CHECKPOINT_WRITE_DELAY_MS`` later (or at close), as nothing waits for them: after a crash,
+recovery rebuilds the epochs from the batches and the metadata gives the topic id again.
 
 Offsets: ``log_start_offset <= high_watermark <= log_end_offset``; ``last_stable_offset <= high_watermark``
 (the first offset of an undecided or unreplicated transaction, else the high watermark). An offset, once
