@@ -13,6 +13,9 @@ request naming every topic, sent to the controller as the admin clients send it.
   every topic with a leader;
 - the same for one DeleteTopics of them all (until no broker's Metadata names any) and for one CreatePartitions
   doubling each topic (until every broker shows the new partitions with leaders);
+- on one node, "writable": until a produce (acks=1) of one record to every partition (the new ones, after
+  CreatePartitions) has been acknowledged, partitions refused asked again every 50 ms: a broker that answers
+  before it has created the logs shows here what that bought;
 - "cpu": the CPU seconds the cluster's brokers spent on the round (all three operations), a figure the machine's
   other load disturbs less than the times.
 The machine's load average (1 min) is printed with each round: the times mean little without it.
@@ -31,12 +34,19 @@ from pathlib import Path
 from bench.broker_bench import jars_dir
 from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
-from wire import ErrorCode
-from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire import ErrorCode, build_simple_batch
+from wire.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
 TIMEOUT_MS = 60_000
 
@@ -70,6 +80,28 @@ def gone_everywhere(bootstrap: str, topics: list[str]) -> bool:
         if any(t.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in md.topics):
             return False
     return True
+
+
+def produce_everywhere(address: str, partitions: dict[str, range], timeout: float = 120.0) -> None:
+    """One record to each partition of ``partitions`` on the node ``address``, acknowledged (acks=1); partitions
+    refused are asked again every 50 ms."""
+    batch = build_simple_batch([b"x"], timestamp=int(time.time() * 1000))
+    todo = {(name, p) for name, ps in partitions.items() for p in ps}
+    deadline = time.monotonic() + timeout
+    with RawClient(address, timeout=timeout) as c:
+        while todo:
+            by_topic: dict[str, list[int]] = {}
+            for name, p in sorted(todo):
+                by_topic.setdefault(name, []).append(p)
+            r = c.request(ProduceRequest(acks=1, timeout_ms=int(timeout * 1000), topic_data=[
+                TopicProduceData(name=name, partition_data=[PartitionProduceData(index=p, records=batch) for p in ps])
+                for name, ps in by_topic.items()]), 11)
+            todo = {(t.name, p.index) for t in r.responses for p in t.partition_responses
+                    if p.error_code != ErrorCode.NONE}
+            if todo:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{len(todo)} partitions still refuse a produce")
+                time.sleep(0.05)
 
 
 def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
@@ -114,7 +146,9 @@ def start_brokers(name: str, root: Path, nodes: int) -> Brokers | None:
 
 def create_round(bootstrap: str, prefix: str, topics: int, partitions: int, replication: int = 3
                  ) -> dict[str, float]:
-    """One round: create, add partitions, delete; seconds to each answer and to each change on every broker."""
+    """One round: create, add partitions, delete; seconds to each answer and to each change on every broker (on
+    one node also until every new partition takes a produce)."""
+    single = "," not in bootstrap
     names = [f"{prefix}-{i}" for i in range(topics)]
     figures: dict[str, float] = {}
     with RawClient(controller(bootstrap), timeout=TIMEOUT_MS / 1000 + 10) as admin:
@@ -129,6 +163,9 @@ def create_round(bootstrap: str, prefix: str, topics: int, partitions: int, repl
             raise RuntimeError(f"CreateTopics failed: {failed}")
         wait_until(lambda: leaders_everywhere(bootstrap, dict.fromkeys(names, partitions)), "leaders")
         figures["create visible"] = time.perf_counter() - started
+        if single:
+            produce_everywhere(bootstrap, dict.fromkeys(names, range(partitions)))
+            figures["create writable"] = time.perf_counter() - started
 
         started = time.perf_counter()
         r = admin.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(name=n, count=2 * partitions,
@@ -140,6 +177,9 @@ def create_round(bootstrap: str, prefix: str, topics: int, partitions: int, repl
             raise RuntimeError(f"CreatePartitions failed: {failed}")
         wait_until(lambda: leaders_everywhere(bootstrap, dict.fromkeys(names, 2 * partitions)), "new leaders")
         figures["add partitions visible"] = time.perf_counter() - started
+        if single:
+            produce_everywhere(bootstrap, dict.fromkeys(names, range(partitions, 2 * partitions)))
+            figures["add partitions writable"] = time.perf_counter() - started
 
         started = time.perf_counter()
         r = admin.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=n) for n in names],

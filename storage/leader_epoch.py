@@ -34,6 +34,9 @@ class LeaderEpochFileCache:
         self._persist = persist
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        # Changes handed to ``persist`` and changes written by it (numbered): ``write_pending`` writes the
+        # entries when a write handed over has not run yet (a close before the delayed write).
+        self._handed = self._written = 0
         if new_dir:
             return
         try:
@@ -144,11 +147,23 @@ class LeaderEpochFileCache:
 
     def _flush(self) -> None:
         entries = self.entries()
-        write = lambda: self.checkpoint.write(entries)  # noqa: E731 - captured now, written later
+        self._handed += 1
+        number = self._handed
+
+        def write() -> None:  # the entries as they are now, written later
+            self.checkpoint.write(entries)
+            self._written = max(self._written, number)
         if self._persist is None:
             write()
         else:
             self._persist(write)
+
+    def write_pending(self) -> None:
+        """Write the entries now if a change handed to ``persist`` is not written yet (at close)."""
+        if self._written < self._handed:
+            number = self._handed
+            self.checkpoint.write(self.entries())
+            self._written = max(self._written, number)
 
     def write_now(self) -> None:
         self.checkpoint.write(self.entries())

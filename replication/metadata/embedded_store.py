@@ -4,7 +4,8 @@ and the ACLs and delegation tokens (their information, never their HMACs) that t
 manager keep in memory, behind their small store interfaces (``AclStore``, ``TokenStore``).
 
 On disk: ``<first log dir>/__cluster_metadata.json`` (compact JSON), rewritten atomically (temp file, fsync,
-rename, fsync dir) on every change; ``meta.properties`` in every log dir holds the cluster id and node id in
+rename, fsync dir) once for all the changes of one pass of the event loop (group commit: a request's topics
+together), each answered once written; ``meta.properties`` in every log dir holds the cluster id and node id in
 Kafka's format. Access is from the event loop only (single writer).
 """
 

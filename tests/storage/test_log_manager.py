@@ -400,3 +400,26 @@ def test_a_topic_id_still_to_be_written_when_its_log_is_deleted_takes_no_log_dir
     assert PartitionMetadataFile(os.path.join(second.dir, "partition.metadata")).read() == second_id
     m.scheduler = real
     m.shutdown()
+
+
+def test_checkpoint_writes_waiting_on_the_scheduler_are_made_at_shutdown_and_dropped_with_a_deleted_log(
+        tmp_path, caplog):
+    """The leader-epoch checkpoint and partition.metadata are written CHECKPOINT_WRITE_DELAY_MS later: a shutdown
+    before then writes them when it closes the log; a log deleted before then is not written, quietly."""
+    topic_id = uuid.uuid4()
+    m = manager([tmp_path / "d"])
+    kept = m.get_or_create_log("kept", 0, topic_id)
+    kept.assign_epoch_start_offset(3, 0)
+    gone = m.get_or_create_log("gone", 0, uuid.uuid4())
+    gone.assign_epoch_start_offset(1, 0)
+    m.delete_log("gone", 0)
+    time.sleep(0.6)  # the delayed writes of the deleted log ran (and found its directory renamed)
+    kept.append_as_leader(batch([b"a"]), 3)
+    kept.assign_epoch_start_offset(4, 1)
+    kept.append_as_leader(batch([b"b"]), 4)
+    m.shutdown()
+    assert not m.failure_channel.offline_dirs and "Uncaught exception" not in caplog.text
+    m = manager([tmp_path / "d"])
+    again = m.get_log("kept", 0)
+    assert again.topic_id == topic_id and again.leader_epoch_cache.entries() == [(3, 0), (4, 1)]
+    m.shutdown()

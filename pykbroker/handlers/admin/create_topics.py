@@ -68,16 +68,19 @@ TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 
-def _over_limits(ctx: RequestContext, single: list[CreatableTopic]) -> str | None:
+Plan = tuple[int, str | None, list[list[int]]]
+
+
+def _over_limits(ctx: RequestContext, single: list[CreatableTopic], plans: dict[str, Plan]) -> str | None:
     """Kafka's per-request limits over the topics the controller gets (distinct, authorized): the
-    POLICY_VIOLATION message for each of them, or None."""
+    POLICY_VIOLATION message for each of them, or None. ``plans``: each topic's plan_topic, filled here."""
     total_partitions = sum(len(t.assignments) if t.assignments else ctx.broker.config.num_partitions
                            if t.num_partitions == -1 else max(t.num_partitions, 0) for t in single)
     if total_partitions > MAX_PARTITIONS_PER_BATCH:
         return TOO_MANY_PARTITIONS
     records = 0
     for t in single:
-        code, _, assignments = plan_topic(ctx, t)
+        code, _, assignments = plans[t.name] = plan_topic(ctx, t)
         if code == ErrorCode.NONE:
             records += 1 + len(assignments) + len(t.configs)
     return TOO_MANY_RECORDS if records > MAX_RECORDS_PER_USER_OP else None
@@ -104,7 +107,7 @@ def collision_error(name: str, existing: list[str]) -> str | None:
     return None
 
 
-def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> tuple[int, str | None, list[list[int]]]:
+def plan_topic(ctx: RequestContext, topic: CreatableTopic) -> Plan:
     """(error code, message, one replica list per partition) for one requested topic."""
     broker = ctx.broker
     name = topic.name
@@ -175,9 +178,13 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
     creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
         filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
-    over_limits = _over_limits(ctx, [t for t in request.topics if t.name in creatable])  # the controller's checks
+    plans: dict[str, Plan] = {}
+    over_limits = _over_limits(ctx, [t for t in request.topics if t.name in creatable], plans)  # the controller's
     configs_visible = filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names,
                                            log_if_denied=False)
+    # The configs answered, once per distinct set of configs (most requests give every topic the same, or none).
+    layers, defaults = broker.dynamic_config.layers(), broker.default_log_config.to_properties()
+    described: dict[frozenset[tuple[str, str]], list[CreatableTopicConfigs]] = {}
     for topic in request.topics:
         name = topic.name
         if counts[name] > 1:
@@ -195,7 +202,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         if over_limits is not None:
             results.append(_failed(name, ErrorCode.POLICY_VIOLATION, over_limits))
             continue
-        code, message, assignments = plan_topic(ctx, topic)
+        code, message, assignments = plans[name] if name in plans else plan_topic(ctx, topic)
         if code != ErrorCode.NONE:
             log.info("CreateTopics %s refused: %s (%s)", name, message, ctx.describe())
             results.append(_failed(name, code, message))
@@ -207,11 +214,13 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             result.num_partitions = result.replication_factor = -1
             result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
-            result.configs = [
-                CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
-                                      is_sensitive=e.sensitive)
-                for e in topic_config_entries(broker.dynamic_config.layers(), configs,
-                                              broker.default_log_config.to_properties())]
+            key = frozenset(configs.items())
+            if key not in described:
+                described[key] = [
+                    CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                                          is_sensitive=e.sensitive)
+                    for e in topic_config_entries(layers, configs, defaults)]
+            result.configs = described[key]
         results.append(result)
         planned.append((result, assignments, configs))
     if not request.validate_only:
