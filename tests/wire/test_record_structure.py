@@ -72,7 +72,7 @@ def uniform(n: int, key: int, value: int, headers: int, step: int = 0) -> bytes:
 
 
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 70), key=st.integers(-1, 20), value=st.integers(-1, 300), headers=st.integers(0, 3),
+@given(n=st.integers(1, 140), key=st.integers(-1, 20), value=st.integers(-1, 300), headers=st.integers(0, 3),
        step=st.sampled_from([0, 1, 40, 3000, 200_000]),
        flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
        cut=st.integers(-3, 3), count_delta=st.integers(-1, 1))
@@ -89,6 +89,19 @@ def test_the_layout_match_decides_as_the_walk(n, key, value, headers, step, flip
     count = n + count_delta
     assert outcome(structure.check_records, data, 0, len(data), count) \
         == outcome(structure._walk_uncompressed, data, 0, len(data), count)
+
+
+def test_records_whose_offset_deltas_widen_at_the_65th_are_tiled_in_two_runs():
+    """ProducerPerformance's 100 B batches (~590 records, timestamp deltas of one byte): the offset delta takes two
+    bytes from the 65th record on, and the batch is two fixed runs, not the alternatives' run counted again."""
+    good = uniform(300, -1, 100, 0)
+    assert outcome(structure.check_records, good, 0, len(good), 300) is None
+    assert structure._tiled(structure._last, good, 0, len(good), 300)
+    assert not structure._tiled(structure._last, good, 0, len(good), 299)
+    assert outcome(structure.check_records, good, 0, len(good), 299) == ErrorCode.INVALID_RECORD
+    short = good[:-1]
+    assert outcome(structure.check_records, short, 0, len(short), 300) \
+        == outcome(structure._walk_uncompressed, short, 0, len(short), 300)
 
 
 def test_a_batch_of_mixed_layouts_is_walked():
