@@ -48,7 +48,7 @@ def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended, deadline = [], 0, time.monotonic() + 120
     while ended < partitions and time.monotonic() < deadline:
-        for msg in consumer.consume(1000, 1.0):
+        for msg in consumer.consume(1000, 0.2):
             if msg.error() is None:
                 values.append(msg.value())
             elif msg.error().code() == KafkaError._PARTITION_EOF:
