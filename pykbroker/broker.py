@@ -351,9 +351,10 @@ class Broker:
             self._apply_broker_configs(self.metadata.image)
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         offline_at_start = self.hand_over.mark_offline_at_start()
-        if self.cluster_mode:
-            self.hand_over.delete_stray_logs()
-        else:
+        # Logs the metadata no longer has (a broker killed between a DeleteTopics' commit and the renames): on a
+        # single node as in a cluster, before any partition is hosted.
+        self.hand_over.delete_stray_logs()
+        if not self.cluster_mode:
             assert isinstance(self.metadata, EmbeddedMetadataStore)
             restarted = await self.metadata.restart_leaderships()
             if restarted:

@@ -1,6 +1,7 @@
-"""The broker: its copies of the coordinators' topic names (kept so that start-up needs no coordinator), and the
-hosting of large topics whose logs are created in the background."""
+"""The broker: its copies of the coordinators' topic names (kept so that start-up needs no coordinator), the
+hosting of large topics whose logs are created in the background, and stray logs at start on a single node."""
 
+import json
 import time
 
 from confluent_kafka import KafkaError
@@ -13,6 +14,7 @@ from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTo
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.metadata_request import MetadataRequestTopic
 
 
 def test_coordinator_topic_names_match_the_coordinators():
@@ -46,7 +48,7 @@ def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended, deadline = [], 0, time.monotonic() + 120
     while ended < partitions and time.monotonic() < deadline:
-        for msg in consumer.consume(1000, 1.0):
+        for msg in consumer.consume(1000, 0.2):
             if msg.error() is None:
                 values.append(msg.value())
             elif msg.error().code() == KafkaError._PARTITION_EOF:
@@ -102,3 +104,36 @@ def test_every_topic_of_one_create_topics_survives_kill_9_right_after_the_answer
         b.start(timeout=120)
         assert topics(b.bootstrap) == {**{f"a{i}": (first[f"a{i}"], 6) for i in range(3)},
                                        **{name: (topic_id, 4) for name, topic_id in second.items()}}
+
+
+# -- stray logs at start: the same road as a cluster's (LeadershipHandOver.delete_stray_logs) ---------------------
+def test_a_log_whose_topic_the_metadata_lost_is_renamed_stray_at_start_and_the_topic_can_be_created_again(tmp_path):
+    """A single node killed between a DeleteTopics' metadata commit and the rename of the topic's log finds at its
+    next start a log the metadata does not have: renamed ``-stray`` and kept (as Kafka keeps it), not served, and
+    the topic created again under the same name serves only its new records (no InconsistentTopicIdError)."""
+    with BrokerProcess(tmp_path / "b") as b:
+        _create(b.bootstrap, "t", 1)
+        _produce_to_every_partition(b.bootstrap, "t", 1, b"old")
+        logs = b.data_dir / "logs"
+        deadline = time.monotonic() + 30  # the topic id is written 300 ms after the log is created
+        while not (logs / "t-0" / "partition.metadata").exists():
+            assert time.monotonic() < deadline, "partition.metadata never written"
+            time.sleep(0.05)
+        b.kill()
+        # The metadata file as the DeleteTopics' commit left it: the topic gone, its log still in place.
+        meta = logs / "__cluster_metadata.json"
+        doc = json.loads(meta.read_text())
+        assert [t["name"] for t in doc["topics"]] == ["t"]
+        doc["topics"] = []
+        meta.write_text(json.dumps(doc))
+        b.start()
+        stray = [d for d in logs.iterdir() if d.name.endswith("-stray")]
+        assert [d.name.split(".")[0] for d in stray] == ["t-0"] and not (logs / "t-0").exists()
+        assert sum(f.stat().st_size for f in stray[0].glob("*.log")) > 0  # kept, with its records
+        with RawClient(b.bootstrap, timeout=60) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")],
+                                           allow_auto_topic_creation=False), 12)
+            assert [(t.name, t.error_code) for t in md.topics] == [("t", 3)]  # UNKNOWN_TOPIC_OR_PARTITION
+        _create(b.bootstrap, "t", 1)
+        _produce_to_every_partition(b.bootstrap, "t", 1, b"new")
+        assert _values(b.bootstrap, "t", 1) == [b"new"]
