@@ -19,10 +19,14 @@ class PartitionWatchers:
     def __init__(self) -> None:
         self._waiters: dict[Hashable, set[asyncio.Future[bool]]] = {}
         self.woken = 0  # waiters woken so far: a caller compares it before and after a change
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last watch
 
     def watch(self, keys: Iterable[Hashable]) -> asyncio.Future[bool]:
         """A future completed (True) by the next ``notify`` of any of ``keys``."""
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None or not loop.is_running():  # each get_running_loop() costs a getpid() syscall
+            loop = self._loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         for key in keys:
             self._waiters.setdefault(key, set()).add(fut)
         return fut

@@ -34,8 +34,8 @@ __all__ = ["FileRecords", "FileRegion", "SharedFile", "ScanResult", "fsync_dir",
 _LENGTH = struct.Struct(">qi")  # base_offset, batch_length
 _SCAN_CHUNK = 8 * 1024 * 1024  # recovery reads this much at a time (a batch larger than it gets its own read)
 MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
-# batches_from's reads of batch headers: the first covers an index interval (4 KiB by default) of small batches,
-# the next ones double up to the largest.
+# batches_from's reads of batch headers: one covers an index interval (4 KiB by default) of small batches; reads
+# through runs of small batches double up to the largest.
 HEADER_READ_AHEAD_MIN = 8 * 1024
 HEADER_READ_AHEAD_MAX = 64 * 1024
 
@@ -242,11 +242,13 @@ class FileRecords:
                 return
             offset_in = position - buffer_start
             if offset_in + RECORD_BATCH_OVERHEAD > len(buf):
-                # Read ahead: headers of small batches come in one pread instead of one each. The first read is
-                # small (a fetch's offset lookup wants one header, of a batch that may be 1 MB), later ones grow.
+                # Read ahead: headers of small batches come in one pread instead of one each. A read is small
+                # (a fetch's offset lookup wants a header or two, of batches that may be 1 MB each) unless the
+                # walk went through the whole previous one: small batches, then it doubles.
+                read_ahead = min(read_ahead * 2, HEADER_READ_AHEAD_MAX) if buf and offset_in <= len(buf) \
+                    else HEADER_READ_AHEAD_MIN
                 buffer_start = position
                 buf = os.pread(fd, min(read_ahead, limit - position), position)
-                read_ahead = min(read_ahead * 2, HEADER_READ_AHEAD_MAX)
                 offset_in = 0
                 if len(buf) < RECORD_BATCH_OVERHEAD:
                     return
