@@ -27,7 +27,6 @@ from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManage
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.remote_storage import build_remote_log_manager
 from pykbroker.replication_quota import ReplicationQuotaManager
-from pykbroker.security.authorizer import build_authorizer
 from pykbroker.security.delegation_tokens import DelegationTokenManager
 from pykbroker.security.listeners import ListenerSecurity
 from pykbroker.security.tls import reload_stores
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from coordinator.share.service import ShareGroupService
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.metrics.recorder import Recorder
+    from pykbroker.security.authorizer import StandardAuthorizer
     from replication.controller.zk_controller import ZkController
     from replication.metadata.image import MetadataWriter
     from replication.metadata.zk.cluster import ZooKeeperCluster
@@ -87,7 +87,7 @@ class Broker:
         self.admin = AdminManager(config, self.metadata, lambda: self.publisher.deletions_done())
         # ACLs: the embedded store's, or ZooKeeper's /kafka-acl in a cluster (loaded when the broker starts).
         self.acl_store = self._acl_store()
-        self.authorizer = build_authorizer(config, self.acl_store)  # None without authorizer.class.name
+        self.authorizer = self._authorizer()  # None without authorizer.class.name
         self.delegation_tokens = self._delegation_token_manager()
         # Static properties < cluster-wide dynamic defaults < this broker's dynamic configs.
         self.dynamic_config = DynamicBrokerConfig(config, self.metadata.image.broker_configs.get("", {}),
@@ -288,6 +288,14 @@ class Broker:
         if self.zk is None:
             return self.metadata
         return self.zk.acl_store
+
+    def _authorizer(self) -> StandardAuthorizer | None:
+        """The authorizer ``authorizer.class.name`` asks for; without it, its module is not even imported."""
+        if not self.config["authorizer.class.name"]:
+            return None
+        from pykbroker.security.authorizer import build_authorizer
+
+        return build_authorizer(self.config, self.acl_store)
 
     def _delegation_token_manager(self) -> DelegationTokenManager:
         """Tokens in the embedded store, or in ZooKeeper's /delegation_token in a cluster (loaded at start)."""

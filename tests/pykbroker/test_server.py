@@ -51,6 +51,7 @@ NOT_AT_START = {
     "fastavro": "the schema registry",
     "google.protobuf": "the schema registry / the first telemetry push",
     "opentelemetry": "the first telemetry push",
+    "pykbroker.security.authorizer": "authorizer.class.name",
     "cryptography": "TLS key stores",
     "pykbroker.security.certs": "TLS key stores",
     "pykbroker.security.scram": "a SASL listener",
