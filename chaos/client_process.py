@@ -195,12 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", required=True)
     parser.add_argument("--options", required=True, help="the workload's keyword arguments, as JSON")
     args = parser.parse_args(argv)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGTERM's handler only appends to a list: an Event.set() there could deadlock the Event.wait() it interrupts
+    # (the handler runs in the main thread, which may hold the Event's lock), and the producer then went on
+    # writing until the campaign killed it 150 s later ("did not stop within 150.0s")
+    terminated: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: terminated.append(signum))
     workload = build(args.kind, args.name, json.loads(args.options)).start()
-    while not stop.wait(0.5):
-        if not workload.is_alive():
-            break  # it ended on its own: an error it could not handle
+    while not terminated and workload.is_alive():  # else it ended on its own: an error it could not handle
+        time.sleep(0.2)
     workload.stop()
     stats: dict[str, Any] = {"errors": workload.errors}
     if isinstance(workload, TransactionWorkload):

@@ -16,6 +16,7 @@ import pytest
 
 from compat_tests.differential_allowlist import ALLOWED
 from compat_tests.jvm.kafka_broker import jars_dir
+from compat_tests.jvm.single_file import run_args
 from pykbroker.testing import BrokerProcess
 
 DRIVER = Path(__file__).resolve().parent / "jvm" / "AdminDriver.java"
@@ -27,7 +28,7 @@ if shutil.which("java") is None:
 def observe(bootstrap: str) -> dict[str, str]:
     jars = jars_dir()
     assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars"
-    done = subprocess.run(["java", "-cp", f"{jars}/*", str(DRIVER), bootstrap], capture_output=True, text=True,
+    done = subprocess.run(["java", *run_args(DRIVER, jars), bootstrap], capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, f"AdminDriver against {bootstrap} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     lines = [line.removeprefix("OBSERVED ") for line in done.stdout.splitlines() if line.startswith("OBSERVED ")]

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, KafkaBroker, jars_dir
+from compat_tests.jvm.single_file import run_args
 from compat_tests.test_share_groups import create_topic, enable_share_groups, produce, set_group_configs
 from compat_tests.test_share_groups_cluster import DRIVER, JAVA, Driver, coordinator_of, judge, leader_of
 from pykbroker.testing import BrokerProcess, ClusterProcesses, RawClient
@@ -90,7 +91,7 @@ def shape(decoded: list[tuple[dict, dict | None]], group: str) -> dict[str, set]
 
 
 def run_driver(jars: Path, bootstrap: str, group: str, topic: str, count: int) -> list[str]:
-    proc = subprocess.run([*JAVA, "-cp", f"{jars}/*", str(DRIVER), bootstrap, group, topic, str(count), "60"],
+    proc = subprocess.run([*JAVA, *run_args(DRIVER, jars), bootstrap, group, topic, str(count), "60"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and f"DONE {count}" in proc.stdout, (proc.stdout[-2000:], proc.stderr[-2000:])
     return proc.stdout.splitlines()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, jars_dir
+from compat_tests.jvm.single_file import run_args
 from compat_tests.test_share_groups import produce
 from pykbroker.testing import BrokerProcess, RawClient, free_port
 from wire import ErrorCode
@@ -77,7 +78,7 @@ def secured(tmp_path_factory):
 
 def consume_as(secured, user: str, seconds: int, *extra: str) -> list[str]:
     jars, address, topic, groups = secured
-    done = subprocess.run([*JAVA, "-cp", f"{jars}/*", str(DRIVER), address, groups[user], topic, str(COUNT),
+    done = subprocess.run([*JAVA, *run_args(DRIVER, jars), address, groups[user], topic, str(COUNT),
                            str(seconds), "0", "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
                            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
                            f'username="{user}" password="{user}-secret";', *extra],

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.jvm.kafka_broker import SHARE_GROUPS_JUDGE, jars_dir
+from compat_tests.jvm.single_file import run_args
 from compat_tests.test_share_groups import enable_share_groups, produce, set_group_configs
 from coordinator.group.partitioner import partition_for
 from coordinator.share.coordinator import coordinator_key
@@ -63,7 +64,7 @@ class Driver:
     def __init__(self, jars: Path, bootstrap: str, group: str, topic: str, count: int, seconds: int,
                  pause_ms: int = PAUSE_MS) -> None:
         # 100 records a poll and a pause after each: consumption lasts long enough to kill a broker in its middle
-        self.proc = subprocess.Popen([*JAVA, "-cp", f"{jars}/*", str(DRIVER), bootstrap, group, topic, str(count),
+        self.proc = subprocess.Popen([*JAVA, *run_args(DRIVER, jars), bootstrap, group, topic, str(count),
                                       str(seconds), str(pause_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL)
         self.lines: list[str] = []
