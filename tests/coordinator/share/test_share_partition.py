@@ -293,3 +293,18 @@ def test_new_records_past_the_batch_size_are_cut_at_log_batch_boundaries():
     assert refusal(p, "m2", [(2, 5, [A.ACCEPT])]) == "Member is not the owner of batch record"
     assert p.acquire("m1", [(10, 19)], 10, batch_size=3) == [AcquiredRecords(10, 19, 1)]
     assert sp().acquire("m1", batches, 10, record_limit=True, batch_size=3) == [AcquiredRecords(0, 9, 1)]
+
+
+def test_records_delivered_often_are_redelivered_fewer_at_a_time():
+    """Kafka 4.4 isolates a poison record: from half the delivery count limit on (3 of 5) a batch is redelivered
+    halved for each delivery past it, and a record on its last delivery alone (seen against a 4.4 node)."""
+    p = sp()
+    seen = []
+    got = p.acquire("m1", [(0, 9)], 10)
+    while got:
+        seen.append([(a.first_offset, a.last_offset, a.delivery_count) for a in got])
+        for a in got:
+            p.acknowledge("m1", a.first_offset, a.last_offset, [A.RELEASE])
+        got = p.acquire("m1", [(0, 9)], 10)
+    assert seen[:10] == [[(0, 9, 1)], [(0, 9, 2)], [(0, 9, 3)], [(0, 4, 4)], [(0, 0, 5)], [(1, 1, 5)], [(2, 2, 5)],
+                         [(3, 3, 5)], [(4, 4, 5)], [(5, 9, 4)]]
