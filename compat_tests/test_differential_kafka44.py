@@ -2014,7 +2014,8 @@ def share_batch_size(c: RawClient) -> Observations:
     """ShareFetch's batch_size in batch-optimized acquisition: new records past it are answered in ranges of at least
     batch_size records cut at log batch boundaries (5 batches of 2 with batch size 3: 0-3, 4-7, 8-9), each an
     in-flight batch of its own (another member's acknowledgement of two of them is refused per batch; the member's
-    across two of them accepted); a log batch larger than batch_size is not cut; a release and the redelivery."""
+    across two of them accepted); a log batch larger than batch_size is not cut; releases and redeliveries (one
+    range per in-flight batch redelivered, adjacent or not)."""
     group, t = "k44-bs", "k44-bs-t"
     tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
     for n in range(5):
@@ -2047,6 +2048,9 @@ def share_batch_size(c: RawClient) -> Observations:
         PartitionProduceData(index=0, records=build_simple_batch([b"big"] * 10, timestamp=int(time.time() * 1000)))])]),
               11)
     out["a batch of 10 with batch size 3"] = fetch(b, 2, 3)
+    out["release 0-2 and 8-9"] = acknowledge(a, epoch + 3, [(0, 2, [2]), (8, 9, [2])])
+    out["release 10-19"] = acknowledge(b, 3, [(10, 19, [2])])
+    out["redelivered: a range per in-flight batch"] = fetch(a, epoch + 4, 20)
     for m in (a, b):
         c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
                                              subscribed_topic_names=None), 1)

@@ -246,6 +246,7 @@ class SharePartition:
             return self._acquire_throttled(member_id, token, batches[0][0], batches[-1][1], max_records, record_limit)
         acquired: list[AcquiredRecords] = []
         taken = 0
+        cut_at = self._in_flight_starts()
         run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
         previous_last = -1
         new_first = -1  # the first new offset (past the end offset) read: Kafka's in-flight batch of this fetch
@@ -284,7 +285,7 @@ class SharePartition:
                     self._counts[i] = count
                     self._tokens[i] = token
                     taken += 1
-                    if run_first >= 0 and count == run_count:
+                    if run_first >= 0 and count == run_count and off not in cut_at:
                         continue
                     if run_first >= 0:
                         acquired.append(AcquiredRecords(run_first, off - 1, run_count))
@@ -366,11 +367,13 @@ class SharePartition:
             elif len(available) == hi - lo + 1:
                 taken.extend(range(lo, hi + 1))
         acquired: list[AcquiredRecords] = []
+        cut_at = self._in_flight_starts()
         for i in taken:
             count = counts[i] + 1
             states[i], counts[i], self._tokens[i] = _ACQUIRED, count, token
             off = start + i
-            if acquired and acquired[-1].last_offset == off - 1 and acquired[-1].delivery_count == count:
+            if acquired and acquired[-1].last_offset == off - 1 and acquired[-1].delivery_count == count \
+                    and off not in cut_at:
                 acquired[-1] = AcquiredRecords(acquired[-1].first_offset, off, count)
             else:
                 acquired.append(AcquiredRecords(off, off, count))
@@ -381,6 +384,11 @@ class SharePartition:
             self._acquisitions[token] = acquisition
             self._track_partly_acquired(token, acquired[0].first_offset, acquired[-1].last_offset)
         return acquired
+
+    def _in_flight_starts(self) -> set[int]:
+        """Where an acquired range ends before the next one starts, as Kafka answers one range per in-flight batch
+        it redelivers: the first offset of every in-flight batch, and the end offset (new records)."""
+        return {b.first for b in self._in_flight} | {self.end_offset}
 
     def _track_partly_acquired(self, token: int, first: int, last: int) -> None:
         """Kafka acquires a whole in-flight batch as one, or part of one per offset, which it then tracks per offset:
