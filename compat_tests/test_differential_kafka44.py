@@ -52,6 +52,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - A share consumer over its consumer_byte_rate: which ShareFetch answers are empty and throttled, what stays locked.
 - ShareFetch's batch_size: the ranges new records are acquired in (cut at log batch boundaries), each an in-flight
   batch of its own.
+- Redelivery of a batch released again and again: fewer records at a time once delivered half the delivery count
+  limit, one at a time on its last delivery.
 - How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
   part, record-limit acquisitions, another member's batch beside the member's own).
 """
@@ -2012,7 +2014,8 @@ def share_batch_size(c: RawClient) -> Observations:
     """ShareFetch's batch_size in batch-optimized acquisition: new records past it are answered in ranges of at least
     batch_size records cut at log batch boundaries (5 batches of 2 with batch size 3: 0-3, 4-7, 8-9), each an
     in-flight batch of its own (another member's acknowledgement of two of them is refused per batch; the member's
-    across two of them accepted); a log batch larger than batch_size is not cut; a release and the redelivery."""
+    across two of them accepted); a log batch larger than batch_size is not cut; releases and redeliveries (one
+    range per in-flight batch redelivered, adjacent or not)."""
     group, t = "k44-bs", "k44-bs-t"
     tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
     for n in range(5):
@@ -2045,9 +2048,36 @@ def share_batch_size(c: RawClient) -> Observations:
         PartitionProduceData(index=0, records=build_simple_batch([b"big"] * 10, timestamp=int(time.time() * 1000)))])]),
               11)
     out["a batch of 10 with batch size 3"] = fetch(b, 2, 3)
+    out["release 0-2 and 8-9"] = acknowledge(a, epoch + 3, [(0, 2, [2]), (8, 9, [2])])
+    out["release 10-19"] = acknowledge(b, 3, [(10, 19, [2])])
+    out["redelivered: a range per in-flight batch"] = fetch(a, epoch + 4, 20)
     for m in (a, b):
         c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
                                              subscribed_topic_names=None), 1)
+    return out
+
+
+def share_poison_redelivery(c: RawClient) -> Observations:
+    """Records delivered often are redelivered fewer at a time (Kafka 4.4 isolates a poison record): a batch of 10
+    released after every delivery (the group's delivery count limit is the default 5) is redelivered whole twice,
+    then half of it (at delivery 4), then one record at a time on its last delivery; what each fetch acquires."""
+    group, t = "k44-pr", "k44-pr-t"
+    tid = _share_setup(c, group, {t: 1}, records=10)[t].topic_id
+    member = "p" * 22
+    _share_member_assigned(c, group, member, [t])
+    acknowledge = _acknowledger(c, group, tid)
+    got, epoch = _until_acquired(lambda n: _share_fetch(c, group, member, n, [(tid, 0)], max_records=10))
+    out: Observations = {}
+    for n in range(1, 11):
+        ranges = got[1][0][5] if got[1] else []
+        out[f"delivery {n}"] = ranges
+        for first, last, _ in ranges:
+            acknowledge(member, epoch, [(first, last, [2])])
+            epoch += 1
+        got = _share_fetch(c, group, member, epoch, [(tid, 0)], max_records=10, wait_ms=200)
+        epoch += 1
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
     return out
 
 
@@ -2070,7 +2100,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_delivery_count_limit": share_delivery_count_limit, "share_renew_disabled": share_renew_disabled,
     "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
     "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
-    "share_batch_size": share_batch_size,
+    "share_batch_size": share_batch_size, "share_poison_redelivery": share_poison_redelivery,
 }
 
 
@@ -2101,7 +2131,8 @@ def fresh_kafka():
                                                         "share_compacted_gaps", "share_delivery_count_limit",
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
-                                                        "share_fetch_throttled", "share_batch_size")))
+                                                        "share_fetch_throttled", "share_batch_size",
+                                                        "share_poison_redelivery")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

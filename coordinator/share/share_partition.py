@@ -16,6 +16,9 @@ So an in-flight record costs 11 bytes plus its share of one Acquisition. The win
 acquiring records at ``end_offset`` and only while it holds fewer than ``max_record_locks`` offsets; it
 shrinks at the front when the first records reach a terminal state (the start offset moves on).
 
+Records delivered half the delivery count limit times or more are redelivered fewer at a time and a record on
+its last delivery alone (``_acquire_throttled``: Kafka 4.4's isolation of a poison record).
+
 A record given up on — REJECTed, or released (acknowledgement, lock expiry, member gone) at the delivery count
 limit — is passed to ``dead_letter`` (first, last, delivery count, cause) when set: when the share group's
 dead-letter queue (KIP-1191) takes it (True), it stays ARCHIVING (holding the start offset, persisted as such)
@@ -239,8 +242,11 @@ class SharePartition:
         each an in-flight batch of its own, as Kafka 4.4's createBatches."""
         token = self._next_token
         self._next_token += 1
+        if batches and self._redelivery_throttled(batches[0][0], batches[-1][1]):
+            return self._acquire_throttled(member_id, token, batches[0][0], batches[-1][1], max_records, record_limit)
         acquired: list[AcquiredRecords] = []
         taken = 0
+        cut_at = self._in_flight_starts()
         run_first = run_count = acquired_end = -1  # the open range: it runs on over adjacent batches, as Kafka's in-flight batch
         previous_last = -1
         new_first = -1  # the first new offset (past the end offset) read: Kafka's in-flight batch of this fetch
@@ -279,7 +285,7 @@ class SharePartition:
                     self._counts[i] = count
                     self._tokens[i] = token
                     taken += 1
-                    if run_first >= 0 and count == run_count:
+                    if run_first >= 0 and count == run_count and off not in cut_at:
                         continue
                     if run_first >= 0:
                         acquired.append(AcquiredRecords(run_first, off - 1, run_count))
@@ -304,6 +310,85 @@ class SharePartition:
             self._track_partly_acquired(token, acquired[0].first_offset, acquired[-1].last_offset)
         self._advance_start()
         return acquired
+
+    # -- redelivery of records delivered often (Kafka 4.4 isolates a poison record) ----------------------------------
+    def _throttle_limit(self) -> int:
+        """Kafka's throttleRecordsDeliveryLimit: records delivered this often are redelivered fewer at a time."""
+        return max(2, -(-self.config.delivery_count_limit // 2))
+
+    def _redelivery_throttled(self, first: int, last: int) -> bool:
+        """Whether an available offset of ``first..last`` in the window was delivered the throttle limit or more."""
+        lo, hi = max(first, self.start_offset) - self.start_offset, min(last + 1, self.end_offset) - self.start_offset
+        limit = self._throttle_limit()
+        return any(self._states[i] == _AVAILABLE and self._counts[i] >= limit for i in range(lo, hi))
+
+    def _acquire_throttled(self, member_id: str, token: int, first: int, last: int, max_records: int,
+                           record_limit: bool) -> list[AcquiredRecords]:
+        """Kafka 4.4's acquisition over its in-flight batches when one of ``first..last`` (the batches read) holds
+        available records delivered the throttle limit (half the delivery count limit, at least 2) or more times:
+        in-flight batches before it as usual; that one, only if nothing was acquired before it, tracked per offset
+        and at most its size halved for each delivery past the limit (at least 1), a record on its last delivery
+        but one only first and a record on its last delivery alone; then nothing more (no new records)."""
+        limit, most = self._throttle_limit(), self.config.delivery_count_limit
+        start, states, counts = self.start_offset, self._states, self._counts
+        taken: list[int] = []  # window indexes acquired, in order
+        for batch in self._in_flight_between(max(first, start), min(last, self.end_offset - 1)):
+            if len(taken) >= max_records:
+                break
+            lo, hi = max(batch.first, first, start) - start, min(batch.last, last) - start
+            available = [i for i in range(lo, hi + 1) if states[i] == _AVAILABLE]
+            whole_lo = max(batch.first, start) - start
+            if batch.per_offset:
+                throttle = any(counts[i] >= limit for i in available)
+            else:
+                throttle = counts[whole_lo] >= limit
+            if throttle and taken:
+                break
+            size = batch.last - batch.first + 1
+            whole = batch.first >= first and batch.last <= last
+            if not whole or batch.per_offset or throttle or (record_limit and size > max_records - len(taken)):
+                if not batch.per_offset and len(available) != batch.last + 1 - start - whole_lo:
+                    continue  # a batch tracked whole that is not available as a whole
+                batch.per_offset = True
+                got, cap = 0, -1
+                for i in available:
+                    count = counts[i]
+                    if most > 2 and count == most - 1 and got:
+                        break  # on its last delivery but one: first in a fetch of its own
+                    if count >= limit and cap < 0:
+                        cap = max(1, size >> (count - limit + 1))
+                    taken.append(i)
+                    got += 1
+                    if (most > 2 and count + 1 == most) or (record_limit and len(taken) >= max_records) \
+                            or got == cap:
+                        break
+                if throttle and got:
+                    break
+            elif len(available) == hi - lo + 1:
+                taken.extend(range(lo, hi + 1))
+        acquired: list[AcquiredRecords] = []
+        cut_at = self._in_flight_starts()
+        for i in taken:
+            count = counts[i] + 1
+            states[i], counts[i], self._tokens[i] = _ACQUIRED, count, token
+            off = start + i
+            if acquired and acquired[-1].last_offset == off - 1 and acquired[-1].delivery_count == count \
+                    and off not in cut_at:
+                acquired[-1] = AcquiredRecords(acquired[-1].first_offset, off, count)
+            else:
+                acquired.append(AcquiredRecords(off, off, count))
+        if taken:
+            acquisition = Acquisition(member_id, held=len(taken))
+            acquisition.handle = self.clock.call_later(self.config.record_lock_duration_ms,
+                                                       lambda: self._lock_expired(token))
+            self._acquisitions[token] = acquisition
+            self._track_partly_acquired(token, acquired[0].first_offset, acquired[-1].last_offset)
+        return acquired
+
+    def _in_flight_starts(self) -> set[int]:
+        """Where an acquired range ends before the next one starts, as Kafka answers one range per in-flight batch
+        it redelivers: the first offset of every in-flight batch, and the end offset (new records)."""
+        return {b.first for b in self._in_flight} | {self.end_offset}
 
     def _track_partly_acquired(self, token: int, first: int, last: int) -> None:
         """Kafka acquires a whole in-flight batch as one, or part of one per offset, which it then tracks per offset:

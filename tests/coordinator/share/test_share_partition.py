@@ -293,3 +293,27 @@ def test_new_records_past_the_batch_size_are_cut_at_log_batch_boundaries():
     assert refusal(p, "m2", [(2, 5, [A.ACCEPT])]) == "Member is not the owner of batch record"
     assert p.acquire("m1", [(10, 19)], 10, batch_size=3) == [AcquiredRecords(10, 19, 1)]
     assert sp().acquire("m1", batches, 10, record_limit=True, batch_size=3) == [AcquiredRecords(0, 9, 1)]
+
+
+def test_records_delivered_often_are_redelivered_fewer_at_a_time():
+    """Kafka 4.4 isolates a poison record: from half the delivery count limit on (3 of 5) a batch is redelivered
+    halved for each delivery past it, and a record on its last delivery alone (seen against a 4.4 node)."""
+    p = sp()
+    seen = []
+    got = p.acquire("m1", [(0, 9)], 10)
+    while got:
+        seen.append([(a.first_offset, a.last_offset, a.delivery_count) for a in got])
+        for a in got:
+            p.acknowledge("m1", a.first_offset, a.last_offset, [A.RELEASE])
+        got = p.acquire("m1", [(0, 9)], 10)
+    assert seen[:10] == [[(0, 9, 1)], [(0, 9, 2)], [(0, 9, 3)], [(0, 4, 4)], [(0, 0, 5)], [(1, 1, 5)], [(2, 2, 5)],
+                         [(3, 3, 5)], [(4, 4, 5)], [(5, 9, 4)]]
+
+
+def test_a_redelivery_answers_a_range_per_in_flight_batch():
+    """Kafka 4.4 redelivers each in-flight batch as a range of its own, adjacent ones too."""
+    p = sp()
+    batches = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]
+    p.acquire("m1", batches, 10, batch_size=3)
+    p.acknowledge_batches("m1", [(0, 3, [A.RELEASE]), (4, 5, [A.RELEASE]), (6, 7, [A.RELEASE])])
+    assert p.acquire("m1", batches, 10) == [AcquiredRecords(0, 3, 2), AcquiredRecords(4, 7, 2)]
