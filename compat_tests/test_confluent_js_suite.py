@@ -13,7 +13,15 @@ import shutil
 
 import pytest
 
-from compat_tests.confluent_js import CLUSTER_SCENARIO, SCENARIO, run_e2e, run_promisified, suite_dir
+from compat_tests.confluent_js import (
+    CLUSTER_SCENARIO,
+    E2E_CLUSTER_SCENARIO,
+    E2E_SCENARIO,
+    SCENARIO,
+    run_e2e,
+    run_promisified,
+    suite_dir,
+)
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
@@ -31,12 +39,6 @@ def suite():
     return found
 
 
-def run_both(suite, bootstrap, workdir) -> dict:
-    found, _ = run_promisified(suite, bootstrap, workdir)
-    e2e, _ = run_e2e(suite, bootstrap, workdir)
-    return {**found, **e2e}
-
-
 def assert_passed(found, workdir, expected: frozenset[str]) -> None:
     assert found, f"the suite reported no test; its output is under {workdir}"
     bad = sorted(f"{name}: {o.reason}" for name, o in found.items() if o.state == "failed" and name not in expected)
@@ -45,7 +47,10 @@ def assert_passed(found, workdir, expected: frozenset[str]) -> None:
 
 def test_confluent_js_suite_single_node(suite, tmp_path):
     with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
-        found = run_both(suite, broker.bootstrap, tmp_path)
+        found, _ = run_promisified(suite, broker.bootstrap, tmp_path)
+        assert broker.alive, broker.log()[-5000:]
+    with BrokerProcess(tmp_path / "e2e", overrides=E2E_SCENARIO, log_path=tmp_path / "e2e.log") as broker:
+        found.update(run_e2e(suite, broker.bootstrap, tmp_path)[0])
         assert broker.alive, broker.log()[-5000:]
     assert_passed(found, tmp_path, EXPECTED_FAILURES["single"])
 
@@ -53,6 +58,9 @@ def test_confluent_js_suite_single_node(suite, tmp_path):
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 def test_confluent_js_suite_cluster(suite, tmp_path):
     with ClusterProcesses(tmp_path / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
-        found = run_both(suite, cluster.bootstrap, tmp_path)
+        found, _ = run_promisified(suite, cluster.bootstrap, tmp_path)
+        assert all(b.alive for b in cluster.brokers.values())
+    with ClusterProcesses(tmp_path / "e2e", size=3, overrides=E2E_CLUSTER_SCENARIO) as cluster:
+        found.update(run_e2e(suite, cluster.bootstrap, tmp_path)[0])
         assert all(b.alive for b in cluster.brokers.values())
     assert_passed(found, tmp_path, EXPECTED_FAILURES["cluster"])
