@@ -27,8 +27,21 @@ from pykbroker.testing import BrokerProcess, ClusterProcesses
 pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
                                 reason="minutes: make test-confluent-js-suite-slow (PYKBROKER_CONFLUENT_JS_SLOW=1)")
 
-# Tests of the suite that fail on Kafka 4.4 too, by target.
-EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": frozenset(), "cluster": frozenset()}
+# e2e tests that fail on Kafka 4.4 as well (one node, 2026-11-29, the same 6 on both): an empty key or value comes
+# back to the consumer as null; the partition.eof ones want an EOF before a record produced 4 s after subscribing,
+# inside the group's 3 s initial rebalance delay; groups.spec's times out at 120 s.
+_FAIL_ON_KAFKA = frozenset({
+    "e2e/both.spec.js::Consumer/Producer should be able to produce and consume messages: empty buffer key and empty "
+    "value",
+    "e2e/both.spec.js::Consumer/Producer should be able to produce and consume messages: empty key and empty value",
+    "e2e/both.spec.js::Consumer/Producer should emit 'partition.eof' events in consumeLoop",
+    "e2e/both.spec.js::Consumer/Producer should emit partition.eof when already at end of partition",
+    "e2e/groups.spec.js::Consumer group/Producer should be able to commit, read committed and restart from the "
+    "committed offset",
+    "e2e/producer.spec.js::Producer with_dr_msg_cb should produce a message with an empty payload and empty key "
+    "(https://github.com/confluentinc/confluent-kafka-javascript/issues/117)",
+})
+EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "cluster": _FAIL_ON_KAFKA}
 
 
 @pytest.fixture(scope="module")
