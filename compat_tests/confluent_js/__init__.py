@@ -97,7 +97,7 @@ def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | 
             continue
         report = workdir / f"jest-{tag}-{file.replace('/', '_')}.json"
         report.unlink(missing_ok=True)
-        code = _run(["node", "node_modules/.bin/jest", "--ci", "--runInBand", "--no-colors", "--coverage=false",
+        code = _run(["node", "node_modules/.bin/jest", "--ci", "--runInBand", "--forceExit", "--no-colors", "--coverage=false",
                      "--json", f"--outputFile={report}", "--", f"^{suite.resolve()}/{file}$"], suite,
                     _env(bootstrap, protocol), log, timeout)
         if not report.exists():
