@@ -13,14 +13,35 @@ import shutil
 
 import pytest
 
-from compat_tests.confluent_js import CLUSTER_SCENARIO, SCENARIO, run_e2e, run_promisified, suite_dir
+from compat_tests.confluent_js import (
+    CLUSTER_SCENARIO,
+    E2E_CLUSTER_SCENARIO,
+    E2E_SCENARIO,
+    SCENARIO,
+    run_e2e,
+    run_promisified,
+    suite_dir,
+)
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
 pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
                                 reason="minutes: make test-confluent-js-suite-slow (PYKBROKER_CONFLUENT_JS_SLOW=1)")
 
-# Tests of the suite that fail on Kafka 4.4 too, by target.
-EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": frozenset(), "cluster": frozenset()}
+# e2e tests that fail on Kafka 4.4 as well (one node, 2026-11-29, the same 6 on both): an empty key or value comes
+# back to the consumer as null; the partition.eof ones want an EOF before a record produced 4 s after subscribing,
+# inside the group's 3 s initial rebalance delay; groups.spec's times out at 120 s.
+_FAIL_ON_KAFKA = frozenset({
+    "e2e/both.spec.js::Consumer/Producer should be able to produce and consume messages: empty buffer key and empty "
+    "value",
+    "e2e/both.spec.js::Consumer/Producer should be able to produce and consume messages: empty key and empty value",
+    "e2e/both.spec.js::Consumer/Producer should emit 'partition.eof' events in consumeLoop",
+    "e2e/both.spec.js::Consumer/Producer should emit partition.eof when already at end of partition",
+    "e2e/groups.spec.js::Consumer group/Producer should be able to commit, read committed and restart from the "
+    "committed offset",
+    "e2e/producer.spec.js::Producer with_dr_msg_cb should produce a message with an empty payload and empty key "
+    "(https://github.com/confluentinc/confluent-kafka-javascript/issues/117)",
+})
+EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "cluster": _FAIL_ON_KAFKA}
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +52,6 @@ def suite():
     return found
 
 
-def run_both(suite, bootstrap, workdir) -> dict:
-    found, _ = run_promisified(suite, bootstrap, workdir)
-    e2e, _ = run_e2e(suite, bootstrap, workdir)
-    return {**found, **e2e}
-
-
 def assert_passed(found, workdir, expected: frozenset[str]) -> None:
     assert found, f"the suite reported no test; its output is under {workdir}"
     bad = sorted(f"{name}: {o.reason}" for name, o in found.items() if o.state == "failed" and name not in expected)
@@ -45,7 +60,10 @@ def assert_passed(found, workdir, expected: frozenset[str]) -> None:
 
 def test_confluent_js_suite_single_node(suite, tmp_path):
     with BrokerProcess(tmp_path / "broker", overrides=SCENARIO, log_path=tmp_path / "broker.log") as broker:
-        found = run_both(suite, broker.bootstrap, tmp_path)
+        found, _ = run_promisified(suite, broker.bootstrap, tmp_path)
+        assert broker.alive, broker.log()[-5000:]
+    with BrokerProcess(tmp_path / "e2e", overrides=E2E_SCENARIO, log_path=tmp_path / "e2e.log") as broker:
+        found.update(run_e2e(suite, broker.bootstrap, tmp_path)[0])
         assert broker.alive, broker.log()[-5000:]
     assert_passed(found, tmp_path, EXPECTED_FAILURES["single"])
 
@@ -53,6 +71,9 @@ def test_confluent_js_suite_single_node(suite, tmp_path):
 @pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 def test_confluent_js_suite_cluster(suite, tmp_path):
     with ClusterProcesses(tmp_path / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
-        found = run_both(suite, cluster.bootstrap, tmp_path)
+        found, _ = run_promisified(suite, cluster.bootstrap, tmp_path)
+        assert all(b.alive for b in cluster.brokers.values())
+    with ClusterProcesses(tmp_path / "e2e", size=3, overrides=E2E_CLUSTER_SCENARIO) as cluster:
+        found.update(run_e2e(suite, cluster.bootstrap, tmp_path)[0])
         assert all(b.alive for b in cluster.brokers.values())
     assert_passed(found, tmp_path, EXPECTED_FAILURES["cluster"])

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from compat_tests.confluent_js import (
     CLUSTER_SCENARIO,
+    E2E_CLUSTER_SCENARIO,
+    E2E_SCENARIO,
     SCENARIO,
     TARGETS,
     run_e2e,
@@ -32,16 +34,18 @@ from compat_tests.confluent_js import (
 
 
 @contextlib.contextmanager
-def started(target: str, root: Path) -> Iterator[str]:
-    """Start ``target`` under ``root``; yields its bootstrap, stops it after."""
+def started(target: str, root: Path, e2e: bool = False) -> Iterator[str]:
+    """Start ``target`` under ``root`` with the promisified tests' settings (``e2e``: e2e's); yields its bootstrap,
+    stops it after."""
+    single, many = (E2E_SCENARIO, E2E_CLUSTER_SCENARIO) if e2e else (SCENARIO, CLUSTER_SCENARIO)
     if target == "pykbroker":
         from pykbroker.testing import BrokerProcess
-        with BrokerProcess(root / "broker", overrides=SCENARIO, log_path=root / "broker.log") as broker:
+        with BrokerProcess(root / "broker", overrides=single, log_path=root / "broker.log") as broker:
             broker.start()
             yield broker.bootstrap
     elif target == "pykbroker-cluster":
         from pykbroker.testing import ClusterProcesses
-        with ClusterProcesses(root / "cluster", size=3, overrides=CLUSTER_SCENARIO) as cluster:
+        with ClusterProcesses(root / "cluster", size=3, overrides=many) as cluster:
             yield cluster.bootstrap
     else:
         from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
@@ -49,10 +53,10 @@ def started(target: str, root: Path) -> Iterator[str]:
         if jars is None:
             raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
         if target == "kafka":
-            with KafkaBroker(jars, root / "kafka", overrides=SCENARIO) as kafka:
+            with KafkaBroker(jars, root / "kafka", overrides=single) as kafka:
                 yield kafka.bootstrap
         else:
-            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=CLUSTER_SCENARIO)
+            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=many)
             try:
                 nodes.start()
                 yield nodes.bootstrap
@@ -79,13 +83,15 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"confluent-js-{args.target}-"))
     workdir.mkdir(parents=True, exist_ok=True)
     found = {}
-    with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir))
-        if args.only != "e2e":
+    if args.only != "e2e":
+        with contextlib.ExitStack() as stack:
+            bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir / "promisified"))
             part, log = run_promisified(suite, bootstrap, workdir, args.protocol, args.select)
             print(f"promisified: {tally(part)}; jest's output: {log}")
             found.update(part)
-        if args.only != "promisified":
+    if args.only != "promisified":
+        with contextlib.ExitStack() as stack:
+            bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir / "e2e", e2e=True))
             part, log = run_e2e(suite, bootstrap, workdir, args.select)
             print(f"e2e: {tally(part)}; mocha's output: {log}")
             found.update(part)
