@@ -48,22 +48,10 @@ def started(target: str, root: Path, e2e: bool = False) -> Iterator[str]:
         with ClusterProcesses(root / "cluster", size=3, overrides=many) as cluster:
             yield cluster.bootstrap
     else:
-        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
-        jars = jars_dir("4.4.0")
-        if jars is None:
-            raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
-        if target == "kafka":
-            with KafkaBroker(jars, root / "kafka", overrides=single) as kafka:
-                yield kafka.bootstrap
-        else:
-            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=many)
-            try:
-                nodes.start()
-                yield nodes.bootstrap
-            finally:
-                for node in nodes.nodes:
-                    node.kill()
-                nodes.close()
+        from compat_tests.jvm.kafka_broker import started_kafka_44
+        on_cluster = target == "kafka-cluster"
+        with started_kafka_44(root, on_cluster, many if on_cluster else single) as bootstrap:
+            yield bootstrap
 
 
 def main() -> int:

@@ -10,12 +10,15 @@ needs are set, everything else is Kafka's default. Used by the differential test
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pykbroker.testing import free_port, wait_for_api_versions
 
@@ -208,3 +211,24 @@ class KafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def started_kafka_44(root: Path, cluster: bool, overrides: dict[str, str], **broker_args: Any) -> Iterator[str]:
+    """Kafka 4.4 under ``root`` for a client suite's run: one node (``broker_args`` to its KafkaBroker) or a
+    3-node cluster, killed after; yields its bootstrap. Exits with a message when the jars cannot be had."""
+    jars = jars_dir("4.4.0")
+    if jars is None:
+        raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
+    if not cluster:
+        with KafkaBroker(jars, root / "kafka", overrides=overrides, **broker_args) as kafka:
+            yield kafka.bootstrap
+        return
+    nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=overrides)
+    try:
+        nodes.start()
+        yield nodes.bootstrap
+    finally:
+        for node in nodes.nodes:
+            node.kill()
+        nodes.close()

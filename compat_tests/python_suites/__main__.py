@@ -47,23 +47,14 @@ def started(target: str, root: Path) -> Iterator[str]:
             yield cluster.bootstrap
         finally:
             cluster.close()
+    elif target == "kafka":
+        from compat_tests.jvm.kafka_broker import started_kafka_44
+        with started_kafka_44(root, False, SCENARIO, node_id=NODE_ID) as bootstrap:
+            yield bootstrap
     else:
-        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster, jars_dir
-        jars = jars_dir("4.4.0")
-        if jars is None:
-            raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
-        if target == "kafka":
-            with KafkaBroker(jars, root / "kafka", overrides=SCENARIO, node_id=NODE_ID) as kafka:
-                yield kafka.bootstrap
-        else:
-            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=CLUSTER_SCENARIO)
-            try:
-                nodes.start()
-                yield nodes.bootstrap
-            finally:
-                for node in nodes.nodes:
-                    node.kill()
-                nodes.close()
+        from compat_tests.jvm.kafka_broker import started_kafka_44
+        with started_kafka_44(root, True, CLUSTER_SCENARIO) as bootstrap:
+            yield bootstrap
 
 
 def main() -> int:

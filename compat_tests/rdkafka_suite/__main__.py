@@ -47,22 +47,9 @@ def started(target: str, root: Path, scenario: str) -> Iterator[str]:
         with ClusterProcesses(root, size=3, overrides=settings) as cluster:
             yield cluster.bootstrap
     else:
-        from compat_tests.jvm.kafka_broker import KafkaBroker, KafkaCluster
-        jars = jars_dir("4.4.0")
-        if jars is None:
-            raise SystemExit("Kafka 4.4's jars are not available (java and Maven are needed)")
-        if target == "kafka":
-            with KafkaBroker(jars, root / "kafka", overrides=settings) as kafka:
-                yield kafka.bootstrap
-        else:
-            nodes = KafkaCluster(jars, root / "kafka-cluster", overrides=settings)
-            try:
-                nodes.start()
-                yield nodes.bootstrap
-            finally:
-                for node in nodes.nodes:
-                    node.kill()
-                nodes.close()
+        from compat_tests.jvm.kafka_broker import started_kafka_44
+        with started_kafka_44(root, target == "kafka-cluster", settings) as bootstrap:
+            yield bootstrap
 
 
 def main() -> int:
