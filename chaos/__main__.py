@@ -77,8 +77,8 @@ def run_isolated(argv: list[str], seed: int, out: Path) -> int:
 
 
 def reap(group: int, out: Path) -> int:
-    """Kill what is left of process group ``group``, unmount every mount under ``out``; returns how many
-    processes were left."""
+    """Kill what is left of process group ``group`` (waiting up to 10 s for it to be gone), unmount every mount
+    under ``out``; returns how many processes were left."""
     left = []
     for pid in group_members(group):
         try:
@@ -92,6 +92,11 @@ def reap(group: int, out: Path) -> int:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    # a killed process lives on until the kernel has torn it down (a moment on a loaded machine): wait for that,
+    # so that its open files no longer hold the mounts below and a caller finds the group gone
+    deadline = time.monotonic() + 10
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.02)
     root = str(out.resolve())
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     for mount in sorted((m for m in mounts if m.startswith(root + "/")), key=len, reverse=True):
