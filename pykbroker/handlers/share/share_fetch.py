@@ -13,7 +13,9 @@
   record's new state counts once persisted: the first acquisition attempt does not see the records this
   request's own acknowledgements release. Only a fetch that found nothing and may wait (``max_wait_ms`` > 0)
   acquires them, woken by their release (with their delivery count raised). With ``max_wait_ms`` 0 they stay
-  available for the next fetch, as Kafka 4.4 answers.
+  available for the next fetch, as Kafka 4.4 answers. (Kafka's fetch is not ordered after the persist: it
+  acquires the released records instead when the persist wins, e.g. while the previous fetch still holds the
+  share-partition's fetch lock, released after its answer is sent. pykbroker always answers the usual order.)
 - v2: ``is_renew_ack`` means only acknowledgements (RENEW allowed), no new records; max_bytes, min_bytes,
   max_records and max_wait_ms must then be 0 (else INVALID_REQUEST, the session epoch not advanced). A RENEW
   without it, or an unknown type, is the partition's acknowledge error INVALID_REQUEST; the fetch goes on.
