@@ -144,7 +144,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
         replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 
-    throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
+    # Without a consumer_byte_rate quota nothing is counted (recording would find no quota to count against).
+    throttle_ms = 0 if replica_id >= 0 or not broker.fetch_quota.enabled() else broker.fetch_quota.record(
         ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
     if ctx.measure_time:  # request_percentage: the larger throttle wins, as in Kafka's handleFetchRequest
         throttle_ms = max(throttle_ms, request_throttle_ms(ctx))
