@@ -177,6 +177,7 @@ class SharePartition:
     _start_to_write: int = 0
     _trimmed: list[StateBatch] = field(default_factory=list)  # terminal records that left the window, unwritten
     _in_flight: list[_InFlightBatch] = field(default_factory=list)  # Kafka's in-flight batches, by first offset
+    read_offset: int = -1  # the fetch offset of its last first-pass read (Kafka's fetchOffsetMetadata)
 
     # -- load --------------------------------------------------------------------------------------------
     def load(self, start_offset: int, batches: list[StateBatch], state_epoch: int = 0) -> None:

@@ -1,8 +1,9 @@
 """Fetch v4-18.
 
 - Long poll: answer once ``min_bytes`` are available or ``max_wait_ms`` passed, woken by appends (no
-  sleep loops). ``max_bytes`` bounds the response, ``partition_max_bytes`` each partition, except that
-  the first partition with data always gets at least one whole batch.
+  sleep loops). ``max_bytes`` (capped by the broker's ``fetch.max.bytes``) bounds the response,
+  ``partition_max_bytes`` each partition, except that the first partition with data always gets at least one
+  whole batch.
 - v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
 - v5+: log_start_offset. v7+: fetch sessions (KIP-227): full and incremental, forgotten topics.
 - v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id and
@@ -136,7 +137,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     max_wait_ms = 0 if has_unknown and not allowed else request.max_wait_ms
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
+        max_bytes=min(request.max_bytes if version >= 3 else UNBOUNDED, broker.config.fetch_max_bytes),
+        read_committed=read_committed,
         replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 
     throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
