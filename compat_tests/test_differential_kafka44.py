@@ -58,6 +58,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   part, record-limit acquisitions, another member's batch beside the member's own).
 - Which of a session's partitions a ShareFetch serves when max_records binds (rotated by the session epoch, those
   that answered records last).
+- With share.renew.acknowledge.enable=false, where a RENEW is refused among the other acknowledgement checks.
 - ShareFetch's max_bytes shared among partitions, and ShareFetch and Fetch capped by the broker's fetch.max.bytes
   (brokers of their own with fetch.max.bytes 1024).
 """
@@ -2229,6 +2230,41 @@ def share_fetch_max_bytes(c: RawClient) -> Observations:
     return out
 
 
+def share_renew_disabled_order(c: RawClient) -> Observations:
+    """A group with share.renew.acknowledge.enable=false, member a holding 0-3 and b 4-7 (batches of 4): renewing
+    ShareAcknowledge requests mixing RENEWs of a's records, of b's and of records past those acquired with ACCEPTs,
+    in either order, per batch and per offset. Kafka 4.4 refuses a RENEW where its SharePartition meets it, after
+    the checks of the batches before it and of its own records (not owned, not acquired, past the acquired ones);
+    then whether anything applied (an accept of a's batch)."""
+    group, t = "k44-ro", "k44-ro-t"
+    tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
+    out: Observations = {"config": _set_group_config(c, group, "share.renew.acknowledge.enable", "false")}
+    _produce_batches(c, t, 1, 3, 4)  # batches 0-3, 4-7, 8-11
+    a, b = "a" * 22, "b" * 22
+    _share_member_assigned(c, group, a, [t])
+    _share_member_assigned(c, group, b, [t])
+    acknowledge = _acknowledger(c, group, tid)
+    got, ea = _until_acquired(lambda n: _share_fetch(c, group, a, n, [(tid, 0)], max_records=4))
+    out["a acquired"] = got[1][0][5] if got[1] else []
+    got, _ = _until_acquired(lambda n: _share_fetch(c, group, b, n, [(tid, 0)], max_records=4))
+    out["b acquired"] = got[1][0][5] if got[1] else []
+    for name, batches in (("renew of b's batch", [(4, 7, [4])]),
+                          ("renew of records past the acquired", [(8, 11, [4])]),
+                          ("accept 0, then renew 1", [(0, 0, [1]), (1, 1, [4])]),
+                          ("renew 0, then accept b's 4", [(0, 0, [4]), (4, 4, [1])]),
+                          ("accept 1, then renew b's 4", [(1, 1, [1]), (4, 4, [4])]),
+                          ("accept and renew per offset", [(0, 1, [1, 4])]),
+                          ("renew a's whole batch", [(0, 3, [4])]),
+                          ("renew and accept per offset of b's batch", [(4, 5, [4, 1])])):
+        out[name] = acknowledge(a, ea, batches, renew=True)
+        ea += 1
+    out["accept a's batch"] = acknowledge(a, ea, [(0, 3, [1])])
+    for m in (a, b):
+        c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -2250,6 +2286,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
     "share_batch_size": share_batch_size, "share_poison_redelivery": share_poison_redelivery,
     "share_fetch_rotation": share_fetch_rotation, "share_fetch_max_bytes": share_fetch_max_bytes,
+    "share_renew_disabled_order": share_renew_disabled_order,
 }
 
 
@@ -2312,7 +2349,8 @@ def test_share_fetch_and_fetch_capped_by_the_brokers_fetch_max_bytes(request):
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
                                                         "share_fetch_throttled", "share_batch_size",
-                                                        "share_poison_redelivery", "share_fetch_max_bytes")))
+                                                        "share_poison_redelivery", "share_fetch_max_bytes",
+                                                        "share_renew_disabled_order")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
 from coordinator.share.persister import SharePersister
-from coordinator.share.record_state import AcknowledgeType
 from coordinator.share.share_partition import (
     AcquiredRecords,
     InvalidRecordStateError,
@@ -54,8 +53,6 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
-RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # share.renew.acknowledge.enable=false
-RENEW = int(AcknowledgeType.RENEW)
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 # (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
@@ -424,8 +421,8 @@ class SharePartitionManager:
         """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
-        refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
-        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
+        refused batch answers its SharePartition message, a RENEW of records the member holds while the group's
+        share.renew.acknowledge.enable is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
         none. (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
@@ -439,14 +436,11 @@ class SharePartitionManager:
                 out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
-                out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
-                continue
             out[key] = (ErrorCode.NONE, None)
             if not batches:
                 continue
-            try:
-                sp.acknowledge_batches(member_id, batches)  # all or none, as Kafka's SharePartition
+            try:  # all or none, as Kafka's SharePartition
+                sp.acknowledge_batches(member_id, batches, self._settings(group_id).renew_enabled)
             except InvalidRecordStateError as exc:
                 log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
                          sp.topic, sp.partition, exc)
