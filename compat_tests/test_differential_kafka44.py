@@ -56,11 +56,17 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   limit, one at a time on its last delivery.
 - How "not held" is worded as Kafka tracks its in-flight batches whole or per offset (released whole, accepted in
   part, record-limit acquisitions, another member's batch beside the member's own).
+- Which of a session's partitions a ShareFetch serves when max_records binds (rotated by the session epoch, those
+  that answered records last).
+- With share.renew.acknowledge.enable=false, where a RENEW is refused among the other acknowledgement checks.
+- ShareFetch's max_bytes shared among partitions, and ShareFetch and Fetch capped by the broker's fetch.max.bytes
+  (brokers of their own with fetch.max.bytes 1024).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import struct
 import time
@@ -1259,9 +1265,10 @@ def _share_setup(c: RawClient, group: str, topics: dict[str, int], records: int 
 
 def _share_fetch(c, group: str, member: str, session: int, parts: list[tuple[uuid.UUID, int]],
                  acks: dict[tuple[uuid.UUID, int], list[tuple[int, int, int]]] | None = None, wait_ms: int = 500,
-                 max_records: int = 10, mode: int = 0, names: dict | None = None):
-    """One ShareFetch v2 of ``parts``: (error, [(topic, partition, error, acknowledge error, acquired ranges, offsets
-    of the records answered)])."""
+                 max_records: int = 10, mode: int = 0, names: dict | None = None, batch_size: int | None = None,
+                 max_bytes: int = 1 << 20):
+    """One ShareFetch v2 of ``parts`` (``batch_size`` ``max_records`` unless given): (error, [(topic, partition,
+    error, acknowledge error, acquired ranges, offsets of the records answered)])."""
     from wire import decode_records, iter_batch_headers
     acks = acks or {}
     topics: dict[uuid.UUID, list] = {}
@@ -1270,7 +1277,8 @@ def _share_fetch(c, group: str, member: str, session: int, parts: list[tuple[uui
             ShareFetchAck(first_offset=f, last_offset=la, acknowledge_types=[k]) for f, la, k in acks.get((t, i), [])]))
     r = c.request(ShareFetchRequest(
         group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=wait_ms, min_bytes=1,
-        max_bytes=1 << 20, max_records=max_records, batch_size=max_records, share_acquire_mode=mode,
+        max_bytes=max_bytes, max_records=max_records,
+        batch_size=max_records if batch_size is None else batch_size, share_acquire_mode=mode,
         topics=[ShareFetchTopic(topic_id=t, partitions=p) for t, p in topics.items()]), 2)
 
     def offsets(data: bytes | None) -> list[int]:
@@ -1793,14 +1801,16 @@ def share_renew_disabled(c: RawClient) -> Observations:
     return out
 
 
-def _acknowledger(c: RawClient, group: str, tid: uuid.UUID) -> Callable:
+def _acknowledger(c: RawClient, group: str, tid: uuid.UUID, partitions: int = 1) -> Callable:
     """``acknowledge(member, session epoch, [(first, last, types)], renew=False)``: one ShareAcknowledge v2 of
-    ``tid``-0: (top-level error, [(partition error, message)])."""
+    ``tid``-0 (the same batches for each of ``tid``'s first ``partitions``): (top-level error, [(partition error,
+    message)])."""
     def acknowledge(member: str, epoch: int, acks, renew: bool = False):
         r = c.request(ShareAcknowledgeRequest(
             group_id=group, member_id=member, share_session_epoch=epoch, is_renew_ack=renew, topics=[ShareAckTopic(
-                topic_id=tid, partitions=[ShareAckPartition(partition_index=0, acknowledgement_batches=[
-                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])])]), 2)
+                topic_id=tid, partitions=[ShareAckPartition(partition_index=i, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=k) for f, la, k in acks])
+                    for i in range(partitions)])]), 2)
         return r.error_code, [(p.error_code, p.error_message) for x in r.responses for p in x.partitions]
     return acknowledge
 
@@ -2095,6 +2105,166 @@ def share_poison_redelivery(c: RawClient) -> Observations:
     return out
 
 
+# -- ShareFetch's order of partitions and its byte limits ----------------------------------------------------------
+def _produce_batches(c: RawClient, topic: str, partitions: int, batches: int, records: int, size: int = 10) -> None:
+    """``batches`` batches of ``records`` records of ``size`` bytes to each of ``topic``'s first ``partitions``."""
+    for b in range(batches):
+        c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(name=topic, partition_data=[
+            PartitionProduceData(index=i, records=build_simple_batch(
+                [(b"%d" % (b * records + n)).ljust(size, b".") for n in range(records)],
+                timestamp=int(time.time() * 1000))) for i in range(partitions)])]), 11)
+
+
+def _share_partitions_assigned(c: RawClient, group: str, member: str, topic: str, partitions: int,
+                               batches: int, records: int) -> uuid.UUID:
+    """``topic`` with ``partitions`` all led by broker 1 (one ShareFetch reaches them all on a cluster too), each
+    holding ``batches`` batches of ``records`` records; ``group`` reading it from the earliest offset and ``member``
+    joined until all of them are assigned (Kafka 4.4 assigns a share-partition once initialized): the topic id."""
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(
+        name=topic, num_partitions=-1, replication_factor=-1, assignments=[
+            CreatableReplicaAssignment(partition_index=i, broker_ids=[1]) for i in range(partitions)])],
+        timeout_ms=10_000), 7)
+    tid = c.wait_for_topics(topic)[topic].topic_id
+    _produce_batches(c, topic, partitions, batches, records)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+    _set_group_config(c, group, "share.delivery.count.limit", "10")  # no redelivery throttled in these scenarios
+    epoch, assigned = _share_member_assigned(c, group, member, [topic])
+    everything, deadline = [(tid, list(range(partitions)))], time.monotonic() + 30
+    while assigned != everything and time.monotonic() < deadline:
+        time.sleep(0.2)
+        r = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch,
+                                                 subscribed_topic_names=None), 1)
+        epoch = r.member_epoch if r.error_code == ErrorCode.NONE else epoch
+        assigned = [] if r.assignment is None else [(x.topic_id, sorted(x.partitions))
+                                                   for x in r.assignment.topic_partitions]
+    return tid
+
+
+def share_fetch_rotation(c: RawClient) -> Observations:
+    """Which partition a session's ShareFetch serves when max_records binds: three partitions of 4 batches of 2
+    records, all acquired and released, then fetches of max_records 2 (one batch) at every other session epoch, each
+    batch accepted by a ShareAcknowledge in between. Kafka 4.4 tries the session's partitions rotated by the session
+    epoch (round robin), moves a partition that answered records to the end of the session, and reads a partition
+    whose next fetch offset moved since its last read after the others (DelayedShareFetch's second log read)."""
+    group, t, member = "k44-rot", "k44-rot-t", "o" * 22
+    tid = _share_partitions_assigned(c, group, member, t, 3, 4, 2)
+    parts = [(tid, i) for i in range(3)]
+    release = _acknowledger(c, group, tid, partitions=3)
+    # Every share-partition loaded (one session's fetches until all three answered, as many as Kafka's loading
+    # takes) and all released; then in a new session all acquired again (each read from offset 0 whatever the first
+    # session read) and released: the fetches below start from the same state on every broker.
+    deadline, session, held = time.monotonic() + 30, 0, set()
+    while len(held) < 3 and time.monotonic() < deadline:
+        got = _share_fetch(c, group, member, session, parts, max_records=100, batch_size=2, wait_ms=200)
+        held |= {p[1] for p in got[1] if p[5]}
+        session += 1
+    out: Observations = {"loaded": sorted(held), "released": release(member, session, [(0, 7, [2])])}
+    _share_fetch(c, group, member, -1, [])
+    got = _share_fetch(c, group, member, 0, parts, max_records=100, batch_size=2, wait_ms=200)
+    out["acquired in a new session"] = sorted((p[1], p[5]) for p in got[1])
+    out["released again"] = release(member, 1, [(0, 7, [2])])
+    epoch = 2
+    for _ in range(7):
+        got = _share_fetch(c, group, member, epoch, parts, max_records=2, wait_ms=200)
+        out[f"fetch at epoch {epoch}"] = (got[0], sorted((p[1], p[2], p[4][0], p[5]) for p in got[1]))
+        r = c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch + 1, topics=[
+            ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=p[1], acknowledgement_batches=[
+                ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=[1]) for f, la, _ in p[5]])
+                for p in got[1] if p[5]])]), 2)
+        out[f"accept at epoch {epoch + 1}"] = [(p.partition_index, p.error_code) for x in r.responses
+                                               for p in x.partitions]
+        epoch += 2
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_fetch_max_bytes(c: RawClient) -> Observations:
+    """ShareFetch's max_bytes over two partitions, each holding 4 batches of 5 records (606 bytes a batch): fetched
+    together under 1 MiB (capped by the broker's fetch.max.bytes where it is set), 100 (less than a batch) and 2600
+    bytes, one partition alone under 1500, every fetch in a new session and its records released before the next:
+    what each partition acquires and answers (Kafka 4.4 shares max_bytes equally among the partitions read, the
+    first with data getting a batch at least); and a Fetch of both under 1 MiB. A first record per partition,
+    accepted, loads the share-partitions, and a fetch with nothing to read leaves both read at the same offset."""
+    group, t, member = "k44-mb", "k44-mb-t", "y" * 22
+    tid = _share_partitions_assigned(c, group, member, t, 2, 1, 1)
+    both = [(tid, 0), (tid, 1)]
+
+    def acknowledge(got: tuple, kind: int) -> None:
+        """Acknowledge what ``got`` acquired (a ShareAcknowledge, answered once persisted), close the session."""
+        held = [(p[1], p[5]) for p in got[1] if p[5]]
+        if held:
+            c.request(ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=1, topics=[
+                ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=i, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=[kind]) for f, la, _ in ranges])
+                    for i, ranges in held])]), 2)
+        _share_fetch(c, group, member, -1, [])
+
+    loaded: set[int] = set()
+    deadline = time.monotonic() + 30
+    while loaded != {0, 1} and time.monotonic() < deadline:
+        got = _share_fetch(c, group, member, 0, both, wait_ms=200)
+        loaded |= {p[1] for p in got[1] if p[5]}
+        acknowledge(got, 1)
+    out: Observations = {"loaded": sorted(loaded)}
+    _share_fetch(c, group, member, 0, both, wait_ms=50)
+    _share_fetch(c, group, member, -1, [])
+    _produce_batches(c, t, 2, 4, 5, size=100)
+    for parts, max_bytes in ((both, 1 << 20), ([(tid, 0)], 1500), (both, 100), (both, 2600)):
+        got = _share_fetch(c, group, member, 0, parts, max_records=100, wait_ms=200, max_bytes=max_bytes)
+        out[f"{len(parts)} partitions, max_bytes {max_bytes}"] = (got[0], sorted(
+            (p[1], p[2], p[5], p[6]) for p in got[1]))
+        acknowledge(got, 2)
+    r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                               session_id=0, session_epoch=-1, topics=[FetchTopic(topic=t, partitions=[
+                                   FetchPartition(partition=i, fetch_offset=1, current_leader_epoch=-1,
+                                                  last_fetched_epoch=-1, log_start_offset=-1,
+                                                  partition_max_bytes=1 << 20) for i in (0, 1)])],
+                               forgotten_topics_data=[], rack_id=""), 12)
+    out["Fetch of both, max_bytes 1048576"] = sorted((p.partition_index, p.error_code, len(p.records or b""))
+                                                     for x in r.responses for p in x.partitions)
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
+def share_renew_disabled_order(c: RawClient) -> Observations:
+    """A group with share.renew.acknowledge.enable=false, member a holding 0-3 and b 4-7 (batches of 4): renewing
+    ShareAcknowledge requests mixing RENEWs of a's records, of b's and of records past those acquired with ACCEPTs,
+    in either order, per batch and per offset. Kafka 4.4 refuses a RENEW where its SharePartition meets it, after
+    the checks of the batches before it and of its own records (not owned, not acquired, past the acquired ones);
+    then whether anything applied (an accept of a's batch)."""
+    group, t = "k44-ro", "k44-ro-t"
+    tid = _share_setup(c, group, {t: 1}, records=0)[t].topic_id
+    out: Observations = {"config": _set_group_config(c, group, "share.renew.acknowledge.enable", "false")}
+    _produce_batches(c, t, 1, 3, 4)  # batches 0-3, 4-7, 8-11
+    a, b = "a" * 22, "b" * 22
+    _share_member_assigned(c, group, a, [t])
+    _share_member_assigned(c, group, b, [t])
+    acknowledge = _acknowledger(c, group, tid)
+    got, ea = _until_acquired(lambda n: _share_fetch(c, group, a, n, [(tid, 0)], max_records=4))
+    out["a acquired"] = got[1][0][5] if got[1] else []
+    got, _ = _until_acquired(lambda n: _share_fetch(c, group, b, n, [(tid, 0)], max_records=4))
+    out["b acquired"] = got[1][0][5] if got[1] else []
+    for name, batches in (("renew of b's batch", [(4, 7, [4])]),
+                          ("renew of records past the acquired", [(8, 11, [4])]),
+                          ("accept 0, then renew 1", [(0, 0, [1]), (1, 1, [4])]),
+                          ("renew 0, then accept b's 4", [(0, 0, [4]), (4, 4, [1])]),
+                          ("accept 1, then renew b's 4", [(1, 1, [1]), (4, 4, [4])]),
+                          ("accept and renew per offset", [(0, 1, [1, 4])]),
+                          ("renew a's whole batch", [(0, 3, [4])]),
+                          ("renew and accept per offset of b's batch", [(4, 5, [4, 1])])):
+        out[name] = acknowledge(a, ea, batches, renew=True)
+        ea += 1
+    out["accept a's batch"] = acknowledge(a, ea, [(0, 3, [1])])
+    for m in (a, b):
+        c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                             subscribed_topic_names=None), 1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
@@ -2115,6 +2285,8 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_acknowledge_overlaps": share_acknowledge_overlaps, "share_acknowledge_not_held": share_acknowledge_not_held,
     "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
     "share_batch_size": share_batch_size, "share_poison_redelivery": share_poison_redelivery,
+    "share_fetch_rotation": share_fetch_rotation, "share_fetch_max_bytes": share_fetch_max_bytes,
+    "share_renew_disabled_order": share_renew_disabled_order,
 }
 
 
@@ -2138,6 +2310,37 @@ def fresh_kafka():
         yield kafka
 
 
+FETCH_MAX_BYTES = {"fetch.max.bytes": "1024"}
+
+
+@pytest.fixture(scope="module")
+def kafka_fetch_max_bytes():
+    """A Kafka 4.4 whose fetch.max.bytes is 1024 (its least)."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed: the differential tests need Apache Kafka from the Maven jars")
+    jars = jars_dir()
+    assert jars is not None, "compat_tests/jvm/fetch_jars.sh could not fetch Kafka's jars (is Maven installed?)"
+    with KafkaBroker(jars, overrides=FETCH_MAX_BYTES) as kafka:
+        yield kafka
+
+
+@pytest.fixture(scope="module")
+def broker_fetch_max_bytes(tmp_path_factory):
+    """A pykbroker whose fetch.max.bytes is 1024."""
+    from pykbroker.testing import BrokerProcess
+    with BrokerProcess(tmp_path_factory.mktemp("fetch-max-bytes"), overrides=FETCH_MAX_BYTES) as b:
+        yield b
+
+
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                    reason="slow scenario: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+def test_share_fetch_and_fetch_capped_by_the_brokers_fetch_max_bytes(request):
+    """share_fetch_max_bytes against brokers whose fetch.max.bytes (1024) is below every request's max_bytes."""
+    expected, got = observe_both(request, "single", share_fetch_max_bytes, "kafka_fetch_max_bytes",
+                                 "broker_fetch_max_bytes")
+    assert_same_observations("single", "share_fetch_max_bytes", expected, got)
+
+
 @pytest.mark.parametrize(("mode", "scenario"), differential_params(
     list(SCENARIOS), (), tuple(SCENARIOS), single_slow=("share_groups_v2", "share_initialization", "share_state_epochs",
                                                         "share_acknowledge_unknown_partitions", "share_offsets_lag",
@@ -2146,7 +2349,8 @@ def fresh_kafka():
                                                         "share_renew_disabled", "share_acknowledge_overlaps",
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
                                                         "share_fetch_throttled", "share_batch_size",
-                                                        "share_poison_redelivery")))
+                                                        "share_poison_redelivery", "share_fetch_max_bytes",
+                                                        "share_renew_disabled_order")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

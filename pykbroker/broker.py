@@ -22,7 +22,13 @@ from pykbroker.internal_topics import (  # noqa: F401 (named here for tests and 
     TRANSACTION_STATE_TOPIC_NAME,
     InternalTopics,
 )
-from pykbroker.metadata_publisher import DEFERRED_LOG_WORK_DELAY, SYNC_NEW_LOGS, BrokerMetadataPublisher  # noqa: F401
+from pykbroker.metadata_publisher import (  # noqa: F401
+    DEFERRED_LOG_WORK_DELAY,
+    SINGLE_NODE_LOG_WORK_DELAY,
+    SINGLE_NODE_SYNC_NEW_LOGS,
+    SYNC_NEW_LOGS,
+    BrokerMetadataPublisher,
+)
 from pykbroker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaManager, RequestQuotaManager
 from pykbroker.registry import REGISTRY, Registry
 from pykbroker.remote_storage import build_remote_log_manager
@@ -35,7 +41,7 @@ from replication.controller.hand_over import LeadershipHandOver
 from replication.fetch_session import FetchSessionCache
 from replication.metadata.embedded_store import EmbeddedMetadataStore, load_or_create_cluster_id
 from replication.metadata.features import SHARE_VERSION, STREAMS_VERSION
-from replication.metadata.image import BrokerImage, Endpoint, MetadataImage
+from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.metadata.tokens import TokenStore
 from replication.pending_logs import PendingLogs
 from replication.replica_fetcher_manager import FetcherConfig, ReplicaFetcherManager
@@ -108,8 +114,9 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         # Logs of partitions assigned here created in the background; the publisher hosts them once they exist.
+        log_work_delay = DEFERRED_LOG_WORK_DELAY if self.cluster_mode else SINGLE_NODE_LOG_WORK_DELAY
         self.pending_logs = PendingLogs(self.log_manager, lambda created, failed: self.publisher.logs_created(
-            created, failed, self.metadata.image), start_delay=DEFERRED_LOG_WORK_DELAY if self.cluster_mode else 0.0)
+            created, failed, self.metadata.image), start_delay=log_work_delay)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),
@@ -122,7 +129,7 @@ class Broker:
         self.broker_clients = BrokerClientPool(self.node_id, self._inter_broker_endpoint,
                                                timeout_ms=config["request.timeout.ms"],
                                                max_idle_ms=config["connections.max.idle.ms"])
-        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self.admin.create_topic,
+        self.internal_topics = InternalTopics(config, self.node_id, self.metadata, self._create_own_topic,
                                               self.broker_racks, spawn=self._spawn)
         # Tiered storage (KIP-405); None when off. Reads of remote offsets go through the replica manager, and
         # followers build their remote aux state (the leader's log start is only in remote storage) through it.
@@ -175,7 +182,10 @@ class Broker:
             apply_broker_configs=self._apply_broker_configs, spawn=self._spawn,
             shutting_down=lambda: self.hand_over.shutting_down,
             topic_configs_changed=self.controller.topic_configs_changed if self.zk is not None else None,
-            defer_log_work=self.cluster_mode)
+            defer_log_work=True, log_work_delay=log_work_delay,
+            sync_new_logs=None if self.cluster_mode else SINGLE_NODE_SYNC_NEW_LOGS,
+            deleted_logs_renamed=self.metadata.forget_deleted_topics
+            if isinstance(self.metadata, EmbeddedMetadataStore) else None)
         # Client telemetry (KIP-714): subscriptions from the image; pushes go to the Prometheus receiver when on.
         self.telemetry_receiver = PrometheusTelemetryReceiver() if config["metrics.client.telemetry.enable"] else None
         self.client_metrics = ClientMetricsManager(lambda: self.metadata.image.client_metrics_configs,
@@ -187,6 +197,16 @@ class Broker:
         # server starts it once the listeners are bound; decoders (Iceberg topics, the console) look schemas up in it.
         self.schema_registry: Any = None
         self.iceberg.schema_registry = self.schema_registry_for_decoding
+
+    async def _create_own_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState:
+        """A topic the broker creates itself (a coordinator's, auto-created, a Streams group's or a dead-letter one):
+        on a single node its logs are waited for too, so that the coordinators' first requests find their topic's
+        partitions loaded (the logs beyond SINGLE_NODE_SYNC_NEW_LOGS follow the metadata commit)."""
+        topic = await self.admin.create_topic(name, assignments, configs)
+        if not self.cluster_mode:
+            await self.pending_logs.wait_for([(name, p) for p in range(len(assignments))],
+                                             self.config["request.timeout.ms"] / 1000)
+        return topic
 
     def schema_registry_for_decoding(self) -> Any:
         """The schema registry decoders look schemas up in: the served one, or (schema.registry.listeners unset)
@@ -360,8 +380,13 @@ class Broker:
         await asyncio.to_thread(self.log_manager.startup, self.log_config_for_topic)
         offline_at_start = self.hand_over.mark_offline_at_start()
         # Logs the metadata no longer has (a broker killed between a DeleteTopics' commit and the renames): on a
-        # single node as in a cluster, before any partition is hosted.
-        self.hand_over.delete_stray_logs()
+        # single node as in a cluster, before any partition is hosted; a single node's store names the topics it
+        # deleted whose logs were not yet renamed, and those are deleted rather than kept stray.
+        if isinstance(self.metadata, EmbeddedMetadataStore):
+            self.hand_over.delete_stray_logs(self.metadata.deleted_topics)
+            self.metadata.forget_deleted_topics()
+        else:
+            self.hand_over.delete_stray_logs()
         if not self.cluster_mode:
             assert isinstance(self.metadata, EmbeddedMetadataStore)
             restarted = await self.metadata.restart_leaderships()

@@ -323,6 +323,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("num.recovery.threads.per.data.dir", _int(1, _I32), "2", "Threads for log recovery at start."),
     # -- requests ------------------------------------------------------------------------------------
     ConfigDef("socket.request.max.bytes", _int(1, _I32), "104857600", "Largest request frame accepted."),
+    ConfigDef("fetch.max.bytes", _int(1024, _I32), "57671680",
+              "Most bytes a consumer's Fetch or ShareFetch is answered (the request's max_bytes caps it too)."),
     ConfigDef("connections.max.idle.ms", _int(-1, _MAX), "600000", "Close connections idle this long."),
     # pykbroker's own (Kafka has JMX instead): Prometheus metrics and a read-only console page over HTTP.
     ConfigDef("metrics.port", _int(-1, 65535), "-1",
@@ -699,6 +701,7 @@ class Config:
             raise ConfigError("metrics.client.telemetry.enable: the pushed client metrics are served on the metrics "
                               "endpoint; set metrics.port too")
         self.socket_request_max_bytes: int = v["socket.request.max.bytes"]
+        self.fetch_max_bytes: int = v["fetch.max.bytes"]
         if 0 < v["queued.max.request.bytes"] < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")  # Kafka's
         self.max_connections_per_ip_overrides = _connection_overrides(v["max.connections.per.ip.overrides"])

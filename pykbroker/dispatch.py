@@ -37,6 +37,7 @@ log = logging.getLogger("pykbroker.connection")
 MIN_REQUEST_SIZE = 10
 # Requests never throttled by request quotas: Kafka's cluster actions (sendResponseExemptThrottle).
 _REQUEST_QUOTA_EXEMPT = frozenset({ApiKey.WRITE_TXN_MARKERS})
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class CloseConnection(Exception):
@@ -162,8 +163,10 @@ class Dispatcher:
             if ctx.measure_time:
                 apply_request_throttle(ctx, response)
                 send_started = time.perf_counter()
+            # The response header is v1 for a flexible request (header v2), but ApiVersions' always v0.
             await self.writer.send(response, correlation_id, api_version,
-                                   response_header_version(api_key, api_version), at_once=waited)
+                                   1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0,
+                                   at_once=waited)
             if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests

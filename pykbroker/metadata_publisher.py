@@ -9,21 +9,24 @@ with the image before it, on every broker alike, whichever broker made the chang
   on one of them, is still deciding its leaders): this broker leads it (a coordinator partition: its
   coordinator loads it) or follows its leader (a replica fetcher; a coordinator partition led here before is
   unloaded), and a partition reassigned away is stopped and its log deleted. A partition whose log does not
-  exist yet gets it on the loop, up to ``SYNC_NEW_LOGS`` per image; the others are hosted once
-  ``PendingLogs`` has created theirs in the background (``logs_created``);
+  exist yet gets it on the loop, up to ``sync_new_logs`` per image (``SYNC_NEW_LOGS`` at start, ``host_all``);
+  the others are hosted once ``PendingLogs`` has created theirs in the background (``logs_created``);
 - a topic's configs changed: its logs take them (and the controller, which elects with them, is told);
 - a topic deleted (or deleted and created again between two images): its partitions are dropped (pending
   logs, fetchers, logs, fetch sessions), and the coordinators drop what they keep of it: committed offsets
   and share-partition state.
 
-With ``defer_log_work`` (a cluster) no log is created or renamed while an image is applied: the new image is
-every broker's answer to a client at once (the broker that handled a CreateTopics or DeleteTopics answers when
-its image shows the change, as Kafka's controller answers once the change is committed), and the file work
-follows in slices between other requests, as Kafka's brokers create and delete logs after the metadata changed:
+With ``defer_log_work`` (every broker, a single node's as a cluster's) no log is renamed, and no more than
+``sync_new_logs`` created (a cluster: none; a single node: ``SINGLE_NODE_SYNC_NEW_LOGS``), while an image is applied:
+the new image is every broker's answer to a client at once (the broker that handled a CreateTopics,
+CreatePartitions or DeleteTopics answers when its image shows the change, as Kafka's controller answers once the
+change is committed), and the file work follows ``log_work_delay`` later in slices between other requests, as
+Kafka's brokers create and delete logs after the metadata changed:
 new logs by ``PendingLogs`` (a produce waits for them; a fetch meanwhile is NOT_LEADER_OR_FOLLOWER, as on a Kafka
 broker that has not applied the change yet), deleted topics' log dirs renamed by ``LogManager.rename_deleted`` (a
 log created again under the same name first renames the old one; a broker killed before the renames finds them
-stray at its next start, ``LeadershipHandOver.delete_stray_logs``). Measured on three
+stray at its next start, ``LeadershipHandOver.delete_stray_logs``, where a single node, whose store remembers the
+deleted topics until ``deleted_logs_renamed``, deletes them instead). Measured on three
 brokers under load: ten topics of 12 partitions created at 120 logs a broker (1.5 to 4 ms each) and deleted at
 120 renames (3.7 ms each) kept both answers waiting up to 0.5 s.
 """
@@ -42,18 +45,34 @@ if TYPE_CHECKING:
     from replication.partition import Partition
     from storage import LogConfig
 
-__all__ = ["DEFERRED_LOG_WORK_DELAY", "SYNC_NEW_LOGS", "BrokerMetadataPublisher"]
+__all__ = [
+    "DEFERRED_LOG_WORK_DELAY",
+    "SINGLE_NODE_LOG_WORK_DELAY",
+    "SINGLE_NODE_SYNC_NEW_LOGS",
+    "SYNC_NEW_LOGS",
+    "BrokerMetadataPublisher",
+]
 
-# New logs one published image creates on the event loop (about 1.5 ms each) on a single node: a topic of up to
-# this many partitions (the internal topics' 50 included) serves as soon as CreateTopics answers; the logs of larger
-# creations follow in the background (replication/pending_logs.py), their partitions led in the metadata at once.
+# New logs created on the event loop (about 1.5 ms each) when the broker starts (``host_all``) or when an image is
+# applied without ``defer_log_work``; the others follow in the background (replication/pending_logs.py), their
+# partitions led in the metadata at once.
 SYNC_NEW_LOGS = 64
+# A single node's new logs created while an image is applied, before the CreateTopics or CreatePartitions answer:
+# a topic of a few partitions then serves every request as soon as it is answered, as before (scripts and tests
+# that do not retry a Fetch or ListOffsets rely on it); the logs of larger changes follow the answer, as on Kafka,
+# whose answer comes once the change is committed and whose broker creates the logs when it applies the change
+# (a request meanwhile: NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION, both retried by clients; a produce
+# here waits for its logs instead). 10 topics x 40 partitions: the answer no longer waits for 64 logs (~0.1 s).
+SINGLE_NODE_SYNC_NEW_LOGS = 8
 
 # The longest a deleted topics' renames hold the loop before it serves others again (as PendingLogs' slices).
 RENAME_SLICE_SECONDS = 0.02
 # With defer_log_work: how long after an image the file work starts, so that the answers waiting for the image
-# (a few hops through the event loop) go out before the first slice rather than one slice per hop.
+# (a few hops through the event loop) go out before the first slice rather than one slice per hop. A cluster
+# broker's answers wait for ZooKeeper's watches; a single node's commit is a few loop hops from its answer, and a
+# longer delay only makes a client that asks at once for a new partition retry (NOT_LEADER_OR_FOLLOWER).
 DEFERRED_LOG_WORK_DELAY = 0.05
+SINGLE_NODE_LOG_WORK_DELAY = 0.002
 
 log = logging.getLogger("pykbroker.broker")
 
@@ -74,7 +93,11 @@ class BrokerMetadataPublisher:
     """Applies each new image of broker ``node_id``'s metadata to its replica manager, replica fetchers, logs
     and coordinators. ``shutting_down()``: controlled shutdown began (partitions followed here then fetch
     nothing); ``topic_configs_changed(name)``: the controller's hook (cluster mode); ``spawn`` runs a task;
-    ``defer_log_work``: create and rename logs after an image is applied, not while (cluster mode)."""
+    ``defer_log_work``: rename logs and create all but ``sync_new_logs`` (default none) ``log_work_delay`` seconds
+    after an image is applied, not while (False: the first ``SYNC_NEW_LOGS`` new logs are created while and deleted
+    logs renamed; the unit tests use it to see an image's effect at once);
+    ``deleted_logs_renamed``: called once every deleted log so far has been renamed (a single node's store then
+    forgets the deleted topics it kept for a restart)."""
 
     def __init__(self, node_id: int, *, replica_manager: Any, replica_fetchers: Any, log_manager: Any,
                  pending_logs: Any, fetch_sessions: Any, coordinators: CoordinatorListener,
@@ -82,7 +105,9 @@ class BrokerMetadataPublisher:
                  apply_broker_configs: Callable[[MetadataImage], None],
                  spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task],
                  shutting_down: Callable[[], bool] = lambda: False,
-                 topic_configs_changed: Callable[[str], None] | None = None, defer_log_work: bool = False) -> None:
+                 topic_configs_changed: Callable[[str], None] | None = None, defer_log_work: bool = False,
+                 log_work_delay: float = DEFERRED_LOG_WORK_DELAY, sync_new_logs: int | None = None,
+                 deleted_logs_renamed: Callable[[], None] | None = None) -> None:
         self.node_id = node_id
         self.replica_manager = replica_manager
         self.replica_fetchers = replica_fetchers
@@ -96,6 +121,9 @@ class BrokerMetadataPublisher:
         self.shutting_down = shutting_down
         self.topic_configs_changed = topic_configs_changed
         self.defer_log_work = defer_log_work
+        self.log_work_delay = log_work_delay
+        self.sync_new_logs = sync_new_logs if sync_new_logs is not None else 0 if defer_log_work else SYNC_NEW_LOGS
+        self.deleted_logs_renamed = deleted_logs_renamed
         self._deletions: set[asyncio.Task] = set()  # the coordinators dropping deleted topics' state
         self._renames: asyncio.Task | None = None  # deleted topics' log dirs being renamed
 
@@ -103,7 +131,7 @@ class BrokerMetadataPublisher:
         """Make this broker match a newly published image (a store's subscriber)."""
         if new.broker_configs is not old.broker_configs:
             self.apply_broker_configs(new)
-        new_logs = 0 if self.defer_log_work else SYNC_NEW_LOGS
+        new_logs = self.sync_new_logs
         for name, topic in new.topics.items():
             before = old.topics.get(name)
             if before is not None and before.topic_id != topic.topic_id:
@@ -233,11 +261,11 @@ class BrokerMetadataPublisher:
 
     async def _rename_deleted(self) -> None:
         """Rename deleted logs' dirs in slices of ``RENAME_SLICE_SECONDS``, other work served between them."""
-        await asyncio.sleep(DEFERRED_LOG_WORK_DELAY)
-        while True:
-            if not self.log_manager.rename_deleted(RENAME_SLICE_SECONDS):
-                return
+        await asyncio.sleep(self.log_work_delay)
+        while self.log_manager.rename_deleted(RENAME_SLICE_SECONDS):
             await asyncio.sleep(0)
+        if self.deleted_logs_renamed is not None:
+            self.deleted_logs_renamed()
 
     async def deletions_done(self) -> None:
         """Wait until the coordinators have dropped the state of every topic deleted so far (a single node's

@@ -22,7 +22,6 @@ import asyncio
 import errno
 import os
 from collections.abc import Callable, Sized
-from typing import cast
 
 from wire import FileRegion, Writer, encode_response_header, frame
 
@@ -35,6 +34,7 @@ REGION_CHUNK = 1 << 20
 # Queued bytes at least this large (records of a remote read) are handed to the transport on their own, not
 # joined with the rest: the socket takes them without a copy when it can.
 WRITE_ALONE = 65536
+_IN_MEMORY = (bytes, bytearray, memoryview)
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
 
@@ -101,11 +101,24 @@ class ResponseWriter:
         response.encode_into(w, version)
         parts = w.parts()
         if len(parts) > 1:
-            parts = [_small_region_read(p) for p in parts]
-            if all(isinstance(p, (bytes, bytearray, memoryview)) and len(p) < WRITE_ALONE for p in parts):
-                parts = [b"".join(cast(list[bytes], parts))]
+            # Small file regions become their bytes (each released); all small: one part, written as one.
+            joined = True
+            for i, part in enumerate(parts):
+                if not isinstance(part, _IN_MEMORY):
+                    if part.size >= COPY_REGIONS_BELOW:
+                        joined = False
+                        continue
+                    region = part
+                    try:
+                        parts[i] = part = _read_region(region)
+                    finally:
+                        _release(region)
+                if joined and len(part) >= WRITE_ALONE:
+                    joined = False
+            if joined:
+                parts = [b"".join(parts)]  # type: ignore[arg-type]  # every part is bytes now
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
-            data = frame(len(w)) + cast(bytes, parts[0])
+            data = frame(len(w)) + parts[0]  # type: ignore[operator]  # bytes: regions are more than one part
             if at_once and not self._waiting:
                 self._out.append(data)
                 self.flush()
@@ -211,16 +224,6 @@ class ResponseWriter:
         if sent > start:
             self.last_write = self._loop.time()
         return sent
-
-
-def _small_region_read(part):
-    """A file region below COPY_REGIONS_BELOW as its bytes (the region released); anything else as it is."""
-    if isinstance(part, (bytes, bytearray, memoryview)) or part.size >= COPY_REGIONS_BELOW:
-        return part
-    try:
-        return _read_region(part)
-    finally:
-        _release(part)
 
 
 def _release(region: FileRegion) -> None:

@@ -51,12 +51,15 @@ def kill_process(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def wait_for_api_versions(host: str, port: int, timeout: float) -> None:
-    """Block until the broker answers an ApiVersions v0 request, or raise TimeoutError."""
+def wait_for_api_versions(host: str, port: int, timeout: float, process: subprocess.Popen | None = None) -> None:
+    """Block until the broker answers an ApiVersions v0 request, or raise TimeoutError (at once if ``process``,
+    the broker's, exits meanwhile)."""
     request = struct.pack(">hhih", 18, 0, 0, -1)
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise TimeoutError(f"the broker exited with {process.returncode} before it answered ApiVersions")
         try:
             with socket.create_connection((host, port), timeout=1) as s:
                 s.sendall(struct.pack(">i", len(request)) + request)
@@ -79,6 +82,9 @@ class BrokerProcess:
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
+        # A port free_port() picked may be taken by another socket before the broker binds it: the first start
+        # then tries another one (a given port, or one clients already know after a start, is kept).
+        self._may_move_port = port is None
         self.overrides = dict(overrides or {})
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
         self.env: dict[str, str] = {}  # added to this process' environment (the chaos clock shift's LD_PRELOAD)
@@ -113,17 +119,33 @@ class BrokerProcess:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._write_properties()
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
-        log.close()
+        for _ in range(5):
+            self._write_properties()
+            log = open(self.log_path, "ab")
+            log_start = log.tell()
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
+            log.close()
+            try:
+                wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
+            except TimeoutError:
+                self.kill()
+                if self._may_move_port and self._lost_port(log_start):
+                    self.port = free_port()
+                    continue
+                raise RuntimeError(f"broker did not start; its log:\n{self.log()}") from None
+            self._may_move_port = False
+            return self
+        raise RuntimeError(f"broker did not start: every free port tried was taken first; its log:\n{self.log()}")
+
+    def _lost_port(self, log_start: int) -> bool:
+        """Whether this start's log (from ``log_start``) says another socket holds its port."""
         try:
-            wait_for_api_versions("127.0.0.1", self.port, timeout)
-        except TimeoutError:
-            self.kill()
-            raise RuntimeError(f"broker did not start; its log:\n{self.log()}") from None
-        return self
+            with open(self.log_path, "rb") as f:
+                f.seek(log_start)
+                return f"127.0.0.1:{self.port} is already in use".encode() in f.read()
+        except OSError:
+            return False
 
     def log(self) -> str:
         try:

@@ -532,7 +532,9 @@ class ReplicaManager:
         out: list[FetchedPartition] = []
         remaining = max_bytes
         from_follower = replica_id >= 0
-        now_ms = self.time_ms() if from_follower or client_metadata is not None else 0
+        # The time, for a follower's fetch state and for choosing a preferred read replica (not asked otherwise).
+        selecting = client_metadata is not None and self.replica_selector is not None
+        now_ms = self.time_ms() if from_follower or selecting else 0
         for fp in wanted:
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from wire._errors import ApiKey
-from wire._primitives import Reader, Writer
+from wire._primitives import DecodeError, Reader, Writer
 from wire.messages import REQUESTS
 
 
@@ -65,21 +65,35 @@ def peek_request_header(r: Reader) -> tuple[int, int, int]:
 
 def decode_request_header(r: Reader) -> RequestHeader:
     """Decode a request header; the header version follows from the api key and version."""
-    pos = r.pos
-    if r.end - pos >= _WITH_CLIENT_ID_LENGTH.size:  # the fixed fields and the client id's length in one unpack
-        api_key, api_version, correlation_id, n = _WITH_CLIENT_ID_LENGTH.unpack_from(r.buf, pos)
-        r.pos = pos + _WITH_CLIENT_ID_LENGTH.size
-        client_id = None if n < 0 else r._text(r._length(n))  # as Reader.nullable_string
+    pos, buf, end = r.pos, r.buf, r.end
+    if end - pos >= 10:  # the fixed fields and the client id's length in one unpack, the client id inline
+        api_key, api_version, correlation_id, n = _WITH_CLIENT_ID_LENGTH.unpack_from(buf, pos)
+        pos += 10
+        if n < 0:
+            client_id = None
+        elif n <= end - pos:
+            try:
+                client_id = str(buf[pos:pos + n], "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DecodeError(f"invalid UTF-8 in string: {exc}") from None
+            pos += n
+        else:
+            raise DecodeError(f"length {n} exceeds the {end - pos} bytes left")
+        r.pos = pos
     else:
         api_key = r.int16()
         api_version = r.int16()
         correlation_id = r.int32()
         client_id = r.nullable_string()
     version = request_header_version(api_key, api_version)
-    tags: dict[int, bytes] = {}
-    if version >= 2 and (fields := r.tagged_fields()):
-        tags = {k: bytes(v) for k, v in fields.items()}
-    return RequestHeader(api_key, api_version, correlation_id, client_id, version, tags)
+    if version < 2:
+        return RequestHeader(api_key, api_version, correlation_id, client_id, version, {})
+    if pos < end and buf[pos] == 0 and r.pos == pos:  # no tagged fields: what every client sends
+        r.pos = pos + 1
+        return RequestHeader(api_key, api_version, correlation_id, client_id, version, {})
+    fields = r.tagged_fields()
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version,
+                         {k: bytes(v) for k, v in fields.items()})
 
 
 def encode_request_header(w: Writer, header: RequestHeader) -> None:

@@ -75,6 +75,7 @@ BATCH_NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the 
 BATCH_NOT_OWNED = "Member is not the owner of batch record"
 OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
 OFFSET_NOT_OWNED = "Member is not the owner of offset"
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # share.renew.acknowledge.enable=false
 
 
 def _first_of(batch: _InFlightBatch) -> int:
@@ -177,6 +178,7 @@ class SharePartition:
     _start_to_write: int = 0
     _trimmed: list[StateBatch] = field(default_factory=list)  # terminal records that left the window, unwritten
     _in_flight: list[_InFlightBatch] = field(default_factory=list)  # Kafka's in-flight batches, by first offset
+    read_offset: int = -1  # the fetch offset of its last first-pass read (Kafka's fetchOffsetMetadata)
 
     # -- load --------------------------------------------------------------------------------------------
     def load(self, start_offset: int, batches: list[StateBatch], state_epoch: int = 0) -> None:
@@ -418,20 +420,22 @@ class SharePartition:
         """One acknowledgement batch: ``acknowledge_batches`` of it alone."""
         self.acknowledge_batches(member_id, [(first, last, types)])
 
-    def acknowledge_batches(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> None:
+    def acknowledge_batches(self, member_id: str, batches: list[tuple[int, int, list[int]]],
+                            renew_enabled: bool = True) -> None:
         """Apply a request's acknowledgement batches of this share-partition (one type for a batch's range, or one
         per offset), all or none, as Kafka 4.4's SharePartition: each is checked in order against the state before
         the request, offsets an earlier batch acknowledged counting as no longer acquired, and the first refusal
         raises InvalidRecordStateError with nothing applied (in-flight batches the checks made Kafka track per offset
-        stay so). A batch wholly below the start offset is done already and is skipped without an error, as are
-        the offsets of a batch below it."""
+        stay so). A RENEW while the group's share.renew.acknowledge.enable is false (``renew_enabled``) is refused
+        where Kafka meets it: after the checks that the member holds its records. A batch wholly below the start
+        offset is done already and is skipped without an error, as are the offsets of a batch below it."""
         touched: set[int] = set()
         for first, last, types in batches:
             if last < first or (len(types) != 1 and len(types) != last - first + 1):
                 raise InvalidRecordStateError(f"bad acknowledgement batch {first}-{last} with {len(types)} types",
                                               invalid_request=True)
             if last >= self.start_offset:
-                self._check_acquired(member_id, first, last, types, touched)
+                self._check_acquired(member_id, first, last, types, touched, renew_enabled)
         for first, last, types in batches:
             self._apply(member_id, first, last, types)
 
@@ -471,7 +475,8 @@ class SharePartition:
         self._dirty.mark(max(first, self.start_offset), last)
         self._advance_start()
 
-    def _check_acquired(self, member_id: str, first: int, last: int, types: list[int], touched: set[int]) -> None:
+    def _check_acquired(self, member_id: str, first: int, last: int, types: list[int], touched: set[int],
+                        renew_enabled: bool = True) -> None:
         """Raise InvalidRecordStateError unless ``member_id`` holds every offset of ``first..last`` at or above the
         start offset that Kafka's in-flight batches hold, none of them in ``touched`` (acknowledged by an earlier
         batch of the request; the offsets this one acknowledges are added). Kafka 4.4's checks and words: offsets
@@ -511,8 +516,12 @@ class SharePartition:
                         raise InvalidRecordStateError(OFFSET_NOT_OWNED)
                     if (types[0] if len(types) == 1 else types[off - first]) != AcknowledgeType.RENEW:
                         touched.add(off)
+                    elif not renew_enabled:
+                        raise InvalidRecordStateError(RENEW_DISABLED)
             elif types[0] != AcknowledgeType.RENEW:
                 touched.update(range(batch.first, batch.last + 1))
+            elif not renew_enabled:
+                raise InvalidRecordStateError(RENEW_DISABLED)
 
     def _batch_member(self, batch: _InFlightBatch, touched: set[int]) -> str | None:
         """The member holding a whole in-flight batch ("" when it is not acquired, or acknowledged earlier in the

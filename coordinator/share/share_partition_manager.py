@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.errors import ApiError
 from coordinator.share.persister import SharePersister
-from coordinator.share.record_state import AcknowledgeType
 from coordinator.share.share_partition import (
     AcquiredRecords,
     InvalidRecordStateError,
@@ -46,7 +45,7 @@ from coordinator.share.share_partition import (
     SharePartitionConfig,
 )
 from replication.partition import read_bytes
-from replication.replica_manager import FetchPartition
+from replication.replica_manager import FetchedPartition, FetchPartition
 from wire import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, ErrorCode, iter_batch_headers
 
 __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
@@ -54,8 +53,6 @@ __all__ = ["ShareFetchResult", "SharePartitionManager", "ShareGroupSettings"]
 log = logging.getLogger("pykbroker.coordinator.share")
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
-RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # share.renew.acknowledge.enable=false
-RENEW = int(AcknowledgeType.RENEW)
 
 SharePartitionKey = tuple[str, uuid.UUID, int]
 # (group id, topic, partition, first offset, last offset, delivery count, cause, called once written) -> taken
@@ -300,7 +297,11 @@ class SharePartitionManager:
     # -- fetch -------------------------------------------------------------------------------------------
     async def fetch(self, group_id: str, member_id: str, keys: list[SharePartitionKey], *, max_wait_ms: int,
                     min_bytes: int, max_bytes: int, max_records: int, record_limit: bool,
-                    batch_size: int = 0) -> dict[SharePartitionKey, ShareFetchResult]:
+                    batch_size: int = 0, session_epoch: int = 0) -> dict[SharePartitionKey, ShareFetchResult]:
+        """Acquire records of ``keys`` (the session's partitions in its order) for the member, as Kafka 4.4's
+        fetchMessages: the order is rotated by ``session_epoch`` (round robin, from epoch 1 on) so that no
+        partition starves the others when ``max_records`` or ``max_bytes`` binds."""
+        keys = _rotated(keys, session_epoch)
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         while True:
             results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit,
@@ -320,9 +321,14 @@ class SharePartitionManager:
     async def _fetch_once(self, group_id: str, member_id: str, keys: list[SharePartitionKey], max_bytes: int,
                           max_records: int, record_limit: bool,
                           batch_size: int = 0) -> dict[SharePartitionKey, ShareFetchResult]:
+        """One read and acquisition, as Kafka 4.4's DelayedShareFetch: every share-partition that can acquire gets
+        an equal share of ``max_bytes`` (the remainder to the first); those whose next fetch offset moved since
+        their last read are read first (one pass over the log: the first with data may pass its share by a
+        batch), the others in a second pass, and records are acquired (up to ``max_records`` in all) from the
+        second pass's partitions first, then the first's: a partition that just answered records comes after
+        the rest."""
         out: dict[SharePartitionKey, ShareFetchResult] = {}
-        budget = max_bytes
-        records_left = max_records
+        ready: list[tuple[SharePartitionKey, SharePartition]] = []
         for key in keys:
             try:
                 sp = await self.share_partition(key)
@@ -333,20 +339,36 @@ class SharePartitionManager:
                 log.warning("share group %s: share-partition %s-%d unavailable: %s", group_id, key[1], key[2], exc)
                 out[key] = ShareFetchResult(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
                 continue
-            if budget <= 0 or records_left <= 0 or not sp.can_acquire():
-                out[key] = ShareFetchResult()
-                continue
-            out[key] = result = self._acquire(sp, member_id, budget, records_left, record_limit, batch_size)
-            budget -= len(result.records)
-            records_left -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired or [])
+            out[key] = ShareFetchResult()
+            if sp.can_acquire():
+                ready.append((key, sp))
+        if not ready or max_bytes <= 0 or max_records <= 0:
+            return out
+        share, extra = divmod(max_bytes, len(ready))
+        offsets = {key: sp.next_fetch_offset() for key, sp in ready}
+        moved = [(key, sp) for key, sp in ready if sp.read_offset != offsets[key]]
+        settled = [(key, sp) for key, sp in ready if sp.read_offset == offsets[key]]
+        reads: dict[SharePartitionKey, FetchedPartition] = {}
+        for part in (moved, settled):
+            wanted = [FetchPartition(sp.topic, sp.partition, offsets[key], share + (extra if key == ready[0][0] else 0))
+                      for key, sp in part]
+            for (key, sp), fetched in zip(part, self._rm.read_partitions(wanted, max_bytes, self._settings(
+                    group_id).read_committed), strict=True):
+                if part is moved and fetched.error_code == ErrorCode.NONE:
+                    sp.read_offset = offsets[key]
+                reads[key] = fetched
+        records_left = max_records
+        for key, sp in settled + moved:
+            if records_left > 0 or reads[key].error_code != ErrorCode.NONE:
+                out[key] = result = self._acquire(sp, member_id, offsets[key], reads[key], records_left,
+                                                  record_limit, batch_size)
+                records_left -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired or [])
         return out
 
-    def _acquire(self, sp: SharePartition, member_id: str, max_bytes: int, max_records: int,
+    def _acquire(self, sp: SharePartition, member_id: str, offset: int, fetched: FetchedPartition, max_records: int,
                  record_limit: bool, batch_size: int = 0) -> ShareFetchResult:
+        """Acquire what ``fetched`` (the log read from ``offset``) holds for the member."""
         settings = self._settings(sp.group_id)
-        offset = sp.next_fetch_offset()
-        fetched = self._rm.read_partitions([FetchPartition(sp.topic, sp.partition, offset, max_bytes)], max_bytes,
-                                           settings.read_committed)[0]
         if fetched.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             partition = self._rm.get_partition(sp.topic, sp.partition)
             if partition is not None and offset < partition.log.log_start_offset:
@@ -354,14 +376,15 @@ class SharePartitionManager:
             return ShareFetchResult()
         if fetched.error_code != ErrorCode.NONE:
             return ShareFetchResult(fetched.error_code)
-        data = read_bytes(fetched.read.records)
-        if not data:
+        read = fetched.read
+        data = read_bytes(read.records) if read is not None else b""
+        if read is None or not data:
             return ShareFetchResult()
         # read_committed: per producer, the first offsets of its aborted transactions in this read, in order;
         # a transaction runs from its first offset to the producer's next control batch (the ABORT marker)
         aborted: dict[int, list[int]] = {}
         if settings.read_committed:
-            for a in sorted(fetched.read.aborted_transactions or [], key=lambda a: a.first_offset):
+            for a in sorted(read.aborted_transactions or [], key=lambda a: a.first_offset):
                 aborted.setdefault(a.producer_id, []).append(a.first_offset)
         ranges: list[tuple[int, int]] = []
         spans: list[tuple[int, int, int, int]] = []  # first, last, byte start, byte end
@@ -398,8 +421,8 @@ class SharePartitionManager:
         """Apply each partition's acknowledgement batches; the error code per partition once persisted. A
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
-        refused batch answers its SharePartition message, a RENEW while the group's share.renew.acknowledge.enable
-        is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
+        refused batch answers its SharePartition message, a RENEW of records the member holds while the group's
+        share.renew.acknowledge.enable is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
         none. (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
@@ -413,14 +436,11 @@ class SharePartitionManager:
                 out[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
                 continue
             sp = entry.partition
-            if not self._settings(group_id).renew_enabled and any(RENEW in types for _, _, types in batches):
-                out[key] = (ErrorCode.INVALID_RECORD_STATE, RENEW_DISABLED)  # none of its batches applied
-                continue
             out[key] = (ErrorCode.NONE, None)
             if not batches:
                 continue
-            try:
-                sp.acknowledge_batches(member_id, batches)  # all or none, as Kafka's SharePartition
+            try:  # all or none, as Kafka's SharePartition
+                sp.acknowledge_batches(member_id, batches, self._settings(group_id).renew_enabled)
             except InvalidRecordStateError as exc:
                 log.info("share group %s member %s %s-%d: acknowledgement refused: %s", group_id, member_id,
                          sp.topic, sp.partition, exc)
@@ -492,6 +512,15 @@ class SharePartitionManager:
             if entry.partition is not None:
                 entry.partition.close()
         self._entries.clear()
+
+
+def _rotated(keys: list[SharePartitionKey], session_epoch: int) -> list[SharePartitionKey]:
+    """Kafka's PartitionRotateStrategy (round robin): the session's partitions starting at ``session_epoch``
+    modulo their number, from epoch 1 on."""
+    if len(keys) < 2 or session_epoch < 1:
+        return keys
+    at = session_epoch % len(keys)
+    return keys[at:] + keys[:at]
 
 
 def _answered(results: dict[SharePartitionKey, ShareFetchResult]) -> dict[SharePartitionKey, ShareFetchResult]:

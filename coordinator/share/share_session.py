@@ -82,6 +82,13 @@ class ShareSessionCache:
         for tp in added:
             session.partitions[tp] = None
 
+    def answered_records(self, session: ShareSession, partitions: list[TopicIdPartition]) -> None:
+        """``partitions`` answered records: they move to the end of the session, as in Kafka 4.4's
+        ShareSessionContext (with the rotation by epoch, the order the next fetch reads them in)."""
+        for tp in partitions:
+            if session.partitions.pop(tp, False) is None:
+                session.partitions[tp] = None
+
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
 

@@ -370,6 +370,7 @@ async function tailLoop() {
   $("messages").innerHTML = RECORD_HEAD;
   shown = [];
   $("messages-info").textContent = "tailing: new records appear at the top";
+  delete document.body.dataset.tailPositions;
   while (tailing === me) {
     try {
       const q = new URLSearchParams({topic: me.topic});
@@ -377,6 +378,7 @@ async function tailLoop() {
       const d = await api("tail?" + q);
       if (tailing !== me) break;
       me.positions = d.positions;
+      document.body.dataset.tailPositions = JSON.stringify(d.positions);  // where the tail reads from now
       if (d.records.length) {
         const head = $("messages").querySelector("tr");
         d.records.reverse();

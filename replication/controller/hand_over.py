@@ -13,7 +13,9 @@ import asyncio
 import functools
 import logging
 import os
-from collections.abc import Callable, Coroutine
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from replication.controller.elections import (
@@ -290,15 +292,25 @@ class LeadershipHandOver:
                       for (name, state, _), done in zip(writes, committed, strict=True) if done is None]
         return len(writes) - len(conflicted), stuck, conflicted
 
-    def delete_stray_logs(self) -> None:
+    def delete_stray_logs(self, deleted_topics: Mapping[uuid.UUID, str] = MappingProxyType({})) -> None:
         """Stray logs at start, as Kafka's broker finds them: of partitions reassigned away while this broker was
         down, and (with a topic id) of a topic created again under the same name meanwhile: deleted; of a topic the
         metadata does not have (deleted while this broker was down, or before it renamed the dirs): renamed
-        ``-stray`` and kept, as Kafka keeps them (a metadata read wrongly empty must not cost data)."""
+        ``-stray`` and kept, as Kafka keeps them (a metadata read wrongly empty must not cost data) — unless the
+        metadata names the topic in ``deleted_topics`` (id -> name: a single node's store, which remembers the
+        topics it deleted until their logs are renamed): deleted then, as the rename would have (a log without a
+        topic id, killed before its ``partition.metadata`` was written, by its name)."""
         image = self.metadata.image
+        deleted_names = set(deleted_topics.values())
         for lg in self.log_manager.all_logs():
             topic, partition = lg.topic, lg.partition
             current = image.topics.get(topic)
+            if current is None and (lg.topic_id in deleted_topics if lg.topic_id is not None
+                                    else topic in deleted_names):
+                log.info("broker %d: deleting the log of %s-%d (topic id %s): its topic was deleted before the "
+                         "broker stopped", self.node_id, topic, partition, lg.topic_id)
+                self.log_manager.delete_log(topic, partition)
+                continue
             if lg.topic_id is not None and current is None:
                 log.info("broker %d: stray log %s-%d (topic id %s): the topic is not in the metadata", self.node_id,
                          topic, partition, lg.topic_id)

@@ -125,6 +125,10 @@ class EmbeddedMetadataStore(PublishedImage):
         self._delegation_tokens: dict[str, dict] = {}
         # Topic name -> (the TopicState last written, its JSON in the file): see _commit.
         self._topic_json: dict[str, tuple[TopicState, str]] = {}
+        # Deleted topics (id -> name) whose logs may still be in place: the broker renames them after the
+        # DeleteTopics answer (as Kafka's brokers do after the commit), so a start after kill -9 deletes the logs
+        # of these topics rather than keeping them stray. Written with every commit until forget_deleted_topics.
+        self._deleted_topics: dict[uuid.UUID, str] = {}
         self._load()
         # The newest image, written or about to be (every write builds on it); ``_image`` is the one published.
         self._head = self._image
@@ -141,6 +145,7 @@ class EmbeddedMetadataStore(PublishedImage):
                   for t in doc.get("topics", [])]
         self._acls = [AclBinding.from_json(a) for a in doc.get("acls", [])]
         self._delegation_tokens = {t["token_id"]: t for t in doc.get("delegation_tokens", [])}
+        self._deleted_topics = {uuid_from_kafka_string(t["topic_id"]): t["name"] for t in doc.get("deleted_topics", [])}
         features = dict(self._image.finalized_features)
         features_epoch = self._image.features_epoch
         if "finalized_features" in doc:
@@ -225,6 +230,8 @@ class EmbeddedMetadataStore(PublishedImage):
             "features_epoch": new.features_epoch,
             "acls": [a.to_json() for a in self._acls],
             "delegation_tokens": list(self._delegation_tokens.values()),
+            "deleted_topics": [{"name": name, "topic_id": uuid_to_kafka_string(topic_id)}
+                               for topic_id, name in self._deleted_topics.items()],
         }
         # Every commit writes every topic: each topic's JSON is kept while its TopicState is unchanged, and the
         # encoding is compact (json's C encoder serves only indent=None), else creating or deleting topics one by
@@ -278,12 +285,30 @@ class EmbeddedMetadataStore(PublishedImage):
         return topic
 
     async def delete_topic(self, name: str) -> TopicState:
+        """Delete a topic; it is remembered in ``deleted_topics`` (in the same write) until its logs are renamed."""
         image = self._head
         topic = image.topics[name]
         topics = {k: v for k, v in image.topics.items() if k != name}
         by_id = {k: v for k, v in image.topics_by_id.items() if k != topic.topic_id}
-        await self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
+        self._deleted_topics[topic.topic_id] = name
+        try:
+            await self._commit(replace(image, topics=_frozen(topics), topics_by_id=_frozen(by_id)))
+        except Exception:
+            if topic.topic_id in self._image.topics_by_id:  # not deleted after all
+                self._deleted_topics.pop(topic.topic_id, None)
+            raise
         return topic
+
+    @property
+    def deleted_topics(self) -> Mapping[uuid.UUID, str]:
+        """Topics deleted (id -> name) whose logs the broker may not have renamed yet (see delete_topic)."""
+        return MappingProxyType(self._deleted_topics)
+
+    def forget_deleted_topics(self) -> None:
+        """The broker renamed the logs of every topic deleted in the published image: stop naming them (from the
+        next write on; a start finding them named again finds no log of theirs)."""
+        published = self._image.topics_by_id
+        self._deleted_topics = {i: n for i, n in self._deleted_topics.items() if i in published}
 
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         await self._commit(self._with_topic(replace(self._head.topics[name], configs=configs)))

@@ -10,10 +10,17 @@ from coordinator.group import GROUP_METADATA_TOPIC_NAME
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker import broker
 from pykbroker.testing import BrokerProcess, RawClient
-from wire.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
+from wire.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+)
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
 
 
@@ -104,6 +111,53 @@ def test_every_topic_of_one_create_topics_survives_kill_9_right_after_the_answer
         b.start(timeout=120)
         assert topics(b.bootstrap) == {**{f"a{i}": (first[f"a{i}"], 6) for i in range(3)},
                                        **{name: (topic_id, 4) for name, topic_id in second.items()}}
+
+
+def test_a_topic_deleted_right_before_kill_9_stays_deleted_and_its_logs_are_deleted_at_start(tmp_path):
+    """DeleteTopics answers once the deletion is committed and the logs are renamed ``-delete`` after the answer (as
+    Kafka's brokers rename them once they apply the change). A node killed before the renames finds the logs at its
+    next start with the metadata naming the deleted topic: they are deleted (not kept stray: one whose topic id was
+    not written yet too, by name), the topic stays deleted and the other topics keep their records."""
+    with BrokerProcess(tmp_path / "b") as b:
+        _create(b.bootstrap, "gone", 2)
+        _create(b.bootstrap, "kept", 1)
+        with RawClient(b.bootstrap, timeout=60) as c:
+            kept_id = c.wait_for_topics("kept")["kept"].topic_id
+        _produce_to_every_partition(b.bootstrap, "gone", 2, b"old")
+        _produce_to_every_partition(b.bootstrap, "kept", 1, b"kept")
+        logs = b.data_dir / "logs"
+        deadline = time.monotonic() + 30  # the topic id is written 300 ms after the log is created
+        while not all((logs / f"gone-{p}" / "partition.metadata").exists() for p in range(2)):
+            assert time.monotonic() < deadline, "partition.metadata never written"
+            time.sleep(0.05)
+        with RawClient(b.bootstrap, timeout=60) as c:
+            r = c.request(DeleteTopicsRequest(topics=[DeleteTopicState(name="gone")], timeout_ms=60_000), 6)
+            assert [t.error_code for t in r.responses] == [0]
+        b.kill()  # right after the answer
+        # The kill may have come after the renames: the dirs as they were before them (the renames change nothing
+        # else), and gone-1 as if killed before its topic id was written.
+        for d in logs.iterdir():
+            if d.name.startswith("gone-") and d.name.endswith("-delete"):
+                d.rename(logs / d.name.split(".")[0])
+        (logs / "gone-1" / "partition.metadata").unlink()
+        doc = json.loads((logs / "__cluster_metadata.json").read_text())
+        assert [t["name"] for t in doc["topics"]] == ["kept"]
+        assert [t["name"] for t in doc["deleted_topics"]] == ["gone"]
+        b.overrides["log.segment.delete.delay.ms"] = "0"  # the renamed dirs are removed at once
+        b.start()
+        deadline = time.monotonic() + 30
+        while any(d.name.startswith("gone-") for d in logs.iterdir()):
+            assert not any(d.name.endswith("-stray") for d in logs.iterdir())
+            assert time.monotonic() < deadline, sorted(d.name for d in logs.iterdir())
+            time.sleep(0.05)
+        with RawClient(b.bootstrap, timeout=60) as c:
+            md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="gone")],
+                                           allow_auto_topic_creation=False), 12)
+            assert [(t.name, t.error_code) for t in md.topics] == [("gone", 3)]  # UNKNOWN_TOPIC_OR_PARTITION
+            assert c.wait_for_topics("kept")["kept"].topic_id == kept_id
+            ends = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+                name="kept", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 8)
+            assert ends.topics[0].partitions[0].offset == 1
 
 
 # -- stray logs at start: the same road as a cluster's (LeadershipHandOver.delete_stray_logs) ---------------------

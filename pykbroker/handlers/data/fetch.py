@@ -1,8 +1,9 @@
 """Fetch v4-18.
 
 - Long poll: answer once ``min_bytes`` are available or ``max_wait_ms`` passed, woken by appends (no
-  sleep loops). ``max_bytes`` bounds the response, ``partition_max_bytes`` each partition, except that
-  the first partition with data always gets at least one whole batch.
+  sleep loops). ``max_bytes`` (capped by the broker's ``fetch.max.bytes``) bounds the response,
+  ``partition_max_bytes`` each partition, except that the first partition with data always gets at least one
+  whole batch.
 - v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
 - v5+: log_start_offset. v7+: fetch sessions (KIP-227): full and incremental, forgotten topics.
 - v9+: current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v11+: rack_id and
@@ -17,16 +18,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from pykbroker.context import RequestContext
-from pykbroker.handlers.data._leader_hints import LeaderHints
+from pykbroker.handlers.data._leader_hints import HINTED_ERRORS, LeaderHints
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
 from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
-from replication.replica_manager import FetchPartition
+from replication.replica_manager import FetchedPartition, FetchPartition
 from storage import release_records
-from wire import ZERO_UUID, ApiKey, ErrorCode
+from wire import ZERO_UUID, ApiKey, ErrorCode, FetchAnswer, decode_fetch_request
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_response import (
     AbortedTransaction,
@@ -35,9 +37,13 @@ from wire.messages.fetch_response import (
     LeaderIdAndEpoch,
     NodeEndpoint,
     PartitionData,
+    SnapshotId,
 )
 
 READ_COMMITTED = 1
+# A healthy partition's tagged structs, at their defaults (not written): shared, never changed in place (a
+# partition that has one is given its own), so an answer does not build three per partition.
+_NO_DIVERGING_EPOCH, _NO_LEADER, _NO_SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 # Fetch v0-2 had no max_bytes; Kafka treats it as unbounded.
 UNBOUNDED = 2**31 - 1
 # A partition's answers that Kafka's ReplicaManager.readFromLog expects (leadership moving, a stale epoch, an
@@ -74,7 +80,7 @@ def _add(responses: list[FetchableTopicResponse], topic: str, topic_id: uuid.UUI
         responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=list(parts)))
 
 
-@handler(ApiKey.FETCH, 4, 18, error_response=error_response)
+@handler(ApiKey.FETCH, 4, 18, error_response=error_response, decode=decode_fetch_request)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
@@ -136,10 +142,12 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     max_wait_ms = 0 if has_unknown and not allowed else request.max_wait_ms
     fetched = await broker.replica_manager.fetch(
         wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes if version >= 3 else UNBOUNDED, read_committed=read_committed,
+        max_bytes=min(request.max_bytes if version >= 3 else UNBOUNDED, broker.config.fetch_max_bytes),
+        read_committed=read_committed,
         replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 
-    throttle_ms = 0 if replica_id >= 0 else broker.fetch_quota.record(
+    # Without a consumer_byte_rate quota nothing is counted (recording would find no quota to count against).
+    throttle_ms = 0 if replica_id >= 0 or not broker.fetch_quota.enabled() else broker.fetch_quota.record(
         ctx.user, ctx.client_id or "", sum(fp.size for fp in fetched), broker.now_ms())
     if ctx.measure_time:  # request_percentage: the larger throttle wins, as in Kafka's handleFetchRequest
         throttle_ms = max(throttle_ms, request_throttle_ms(ctx))
@@ -164,12 +172,15 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     # gets all of them in turn instead of one after another.
     responses: list[FetchableTopicResponse] = []
     with_records: list[CachedPartition] = []
-    hints = LeaderHints(store, ctx.listener.name)
-    fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
-    for cp in fctx.partitions:
-        found = fetched_by.get((cp.topic, cp.partition))
+    hints: LeaderHints | None = None  # built for the first partition answered with a hinted error
+    incremental, recorded = fctx.incremental, fctx.session is not None  # sessionless: nothing to record
+    if len(allowed) == len(fctx.partitions):  # every partition read (allowed is theirs, in order)
+        found_in: Iterable[tuple[CachedPartition, FetchedPartition | None]] = zip(allowed, fetched, strict=True)
+    else:
+        fetched_by = {(cp.topic, cp.partition): fp for cp, fp in zip(allowed, fetched, strict=True)}
+        found_in = [(cp, fetched_by.get((cp.topic, cp.partition))) for cp in fctx.partitions]
+    for cp, found in found_in:
         read = found.read if found is not None else None
-        size = found.size if found is not None else 0
         if cp.topic is None:
             data = _partition_error(cp.partition, ErrorCode.UNKNOWN_TOPIC_ID)
         elif found is None:
@@ -190,20 +201,25 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 aborted_transactions=aborted,
                 preferred_read_replica=found.preferred_read_replica,
                 records=read.records,
+                diverging_epoch=_NO_DIVERGING_EPOCH if read.diverging_epoch is None else EpochEndOffset(
+                    epoch=read.diverging_epoch[0], end_offset=read.diverging_epoch[1]),
+                current_leader=_NO_LEADER,
+                snapshot_id=_NO_SNAPSHOT,
             )
-            if read.diverging_epoch is not None:
-                data.diverging_epoch = EpochEndOffset(epoch=read.diverging_epoch[0],
-                                                      end_offset=read.diverging_epoch[1])
-        leader = hints.leader(cp.topic, cp.partition, data.error_code) if cp.topic is not None else None
-        if leader is not None:
-            data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
-        diverged = read is not None and read.diverging_epoch is not None
-        if fctx.incremental and not cp.needs_response(
-            has_records=size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
-            last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
-        ) and not diverged:
-            continue
-        if not fctx.incremental:
+        if data.error_code in HINTED_ERRORS and cp.topic is not None:
+            if hints is None:
+                hints = LeaderHints(store, ctx.listener.name)
+            leader = hints.leader(cp.topic, cp.partition, data.error_code)
+            if leader is not None:
+                data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+        size = found.size if found is not None else 0
+        if incremental:
+            if not cp.needs_response(
+                has_records=size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
+                last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
+            ) and (read is None or read.diverging_epoch is None):
+                continue
+        elif recorded:
             cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
                               last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset)
         if size > 0:
@@ -214,5 +230,5 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             fctx.session.partitions.move_to_end(cp.key(by_id))
     for (unknown, topic_id), parts in unresolved.items():  # after the session's, as Kafka's erroneous partitions
         _add(responses, unknown or "", topic_id, parts)
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
-                         node_endpoints=hints.node_endpoints(NodeEndpoint))
+    return FetchAnswer(error_code=ErrorCode.NONE, session_id=fctx.response_session_id, responses=responses,
+                       node_endpoints=hints.node_endpoints(NodeEndpoint) if hints is not None else [])

@@ -6,7 +6,10 @@
   a missing session SHARE_SESSION_NOT_FOUND (top-level errors).
 - Records come from the first available offset of each share-partition, whole batches up to
   ``max_records`` (v2 ``share_acquire_mode`` 1 stops at exactly ``max_records``), long-polling up to
-  ``max_wait_ms`` for ``min_bytes``. Each partition answers its acquired ranges with their delivery count
+  ``max_wait_ms`` for ``min_bytes``. ``max_bytes`` is capped by the broker's ``fetch.max.bytes`` and shared
+  equally among the share-partitions read. As Kafka 4.4, the session's partitions are tried in an order rotated
+  by the session epoch, and a partition that answered records moves to the end of the session, so that none
+  starves the others when ``max_records`` or ``max_bytes`` binds. Each partition answers its acquired ranges with their delivery count
   and the batches holding them (new records past ``batch_size`` in ranges of at least that many, cut at log
   batch boundaries); ``acquisition_lock_timeout_ms`` is the group's lock duration.
 - Piggybacked acknowledgements and the acquisition run as in Kafka 4.4, where they start together and a
@@ -112,15 +115,17 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if fetching and epoch == INITIAL_EPOCH:  # offsets may have been reset since this broker cached a share-partition
         await svc.partitions.revalidate(keys)
 
-    # as Kafka 4.4: no more than the client's consumer_byte_rate quota allows in one window is read
-    max_bytes = int(min(request.max_bytes, ctx.broker.fetch_quota.max_value_in_window(ctx.user, ctx.client_id or "")))
+    # as Kafka 4.4: no more than the broker's fetch.max.bytes and the client's consumer_byte_rate quota allows in one
+    # window is read
+    max_bytes = int(min(request.max_bytes, ctx.broker.config.fetch_max_bytes,
+                        ctx.broker.fetch_quota.max_value_in_window(ctx.user, ctx.client_id or "")))
 
     async def fetch(max_wait_ms: int) -> dict:
         return await svc.partitions.fetch(
             group_id, member_id, keys, max_wait_ms=max_wait_ms, min_bytes=min(request.min_bytes, max_bytes),
             max_bytes=max_bytes, max_records=request.max_records if request.max_records > 0 else 500,
             record_limit=ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT,
-            batch_size=request.batch_size)
+            batch_size=request.batch_size, session_epoch=epoch)
 
     # The first acquisition attempt goes before the acknowledgements land (see the docstring).
     first = await fetch(0) if fetching and acks else {}
@@ -137,6 +142,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             results |= first
         else:
             results |= await fetch(request.max_wait_ms)
+        if epoch > INITIAL_EPOCH:
+            svc.sessions.answered_records(session, [(k[1], k[2]) for k, r in results.items() if r.acquired])
 
     full = epoch == INITIAL_EPOCH
     wanted = list(session.partitions) if epoch != FINAL_EPOCH else []

@@ -243,10 +243,25 @@ def test_the_delivery_complete_count_is_the_records_done_at_or_above_the_written
     assert (start, p.delivery_complete_count(start)) == (3, 1)
 
 
-def refusal(p, member, batches) -> str:
+def refusal(p, member, batches, renew_enabled=True) -> str:
     with pytest.raises(InvalidRecordStateError) as exc:
-        p.acknowledge_batches(member, batches)
+        p.acknowledge_batches(member, batches, renew_enabled)
     return str(exc.value)
+
+
+def test_a_disabled_renew_is_refused_where_kafka_meets_it():
+    """share.renew.acknowledge.enable=false: a RENEW of records the member holds is refused (nothing applies), but
+    the checks of the batches before it and of its own records come first, as in Kafka 4.4's SharePartition."""
+    p = sp()
+    p.acquire("m1", [(0, 3)], 100)
+    p.acquire("m2", [(4, 7)], 100)
+    disabled = "Renewing acquisition locks is not enabled for the group."
+    assert refusal(p, "m1", [(4, 7, [A.RENEW])], False) == "Member is not the owner of batch record"
+    assert refusal(p, "m1", [(1, 1, [A.ACCEPT]), (4, 4, [A.RENEW])], False) == "Member is not the owner of batch record"
+    assert refusal(p, "m1", [(0, 0, [A.ACCEPT]), (1, 1, [A.RENEW])], False) == disabled
+    assert refusal(p, "m1", [(2, 2, [A.RENEW]), (5, 5, [A.ACCEPT])], False) == disabled
+    assert refusal(p, "m1", [(0, 3, [A.RENEW])], False) == disabled
+    assert p.state_of(0) == (S.ACQUIRED, 1) and not p.has_dirty()
 
 
 def test_a_requests_batches_apply_all_or_none():

@@ -111,7 +111,9 @@ def test_produce_a_message_and_see_it_arrive_in_the_live_tail(broker, browser):
     browser.wait("document.body.dataset.browsed")
     browser.click("tail-toggle")
     browser.wait("document.getElementById('messages-info').textContent.startsWith('tailing')")
-    time.sleep(1.5)  # the tail's first answer (the end offsets) before the record is produced
+    # the tail's first answer (the end offsets it reads from) before the record is produced: produced earlier,
+    # the record is below those ends and never shown
+    assert json.loads(browser.wait("document.body.dataset.tailPositions")) == {"0": RECORDS}
     browser.fill("produce-key", "hello-key")
     browser.fill("produce-value", '{"hello": "console"}')
     browser.fill("produce-headers", "trace=abc")

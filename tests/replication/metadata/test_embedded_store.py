@@ -180,3 +180,27 @@ def test_a_listener_that_fails_fails_the_write_after_it_is_committed(tmp_path):
     with pytest.raises(RuntimeError, match="cannot apply"):
         run(store.create_topic("a", [[1]], {}))
     assert "a" in store.image.topics and "a" in EmbeddedMetadataStore(tmp_path, node_id=1).image.topics
+
+
+def test_a_deleted_topic_is_named_in_the_file_until_its_logs_are_renamed(tmp_path, monkeypatch):
+    """The DeleteTopics' own write names the deleted topic (a start after kill -9 deletes its logs rather than keep
+    them stray); once the broker renamed them the next write no longer does; a delete that failed names nothing."""
+    store = EmbeddedMetadataStore(tmp_path, node_id=1)
+    gone = run(store.create_topic("gone", [[1]], {}))
+    kept = run(store.create_topic("kept", [[1]], {}))
+    run(store.delete_topic("gone"))
+    assert dict(EmbeddedMetadataStore(tmp_path, node_id=1).deleted_topics) == {gone.topic_id: "gone"}
+    store.forget_deleted_topics()
+    assert dict(store.deleted_topics) == {}
+    run(store.create_topic("other", [[1]], {}))
+    assert dict(EmbeddedMetadataStore(tmp_path, node_id=1).deleted_topics) == {}
+
+    import replication.metadata.embedded_store as embedded_store
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(embedded_store, "atomic_write", full_disk)
+    with pytest.raises(OSError):
+        run(store.delete_topic("kept"))
+    monkeypatch.undo()
+    assert dict(store.deleted_topics) == {} and store.image.topics["kept"] == kept
