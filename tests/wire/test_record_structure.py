@@ -215,16 +215,17 @@ def test_a_compressed_batch_of_more_records_than_two_byte_offset_deltas_is_walke
     assert max(structure._in_order_splits, default=0) <= structure._MAX_IN_ORDER
 
 
-@pytest.mark.parametrize("n, size, step", [(160, 100, 0), (54, 1024, 0), (160, 100, 3), (54, 1024, 3)])
-def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step):
+@pytest.mark.parametrize("n, size, step, most", [(160, 100, 0, 200), (54, 1024, 0, 100), (160, 100, 3, 270),
+                                                 (54, 1024, 3, 200)])
+def test_a_compressed_batch_of_the_last_layout_takes_no_walk(n, size, step, most):
     """Java producers' lz4 batches (160 records of 100 B, offset deltas of two bytes from the 65th; 54 of 1 KiB), their
-    timestamp deltas one to two bytes wide: read in C-level passes, about 200 bytecodes a batch (the walk of
-    their offset deltas alone took ~20 a record)."""
+    timestamp deltas one to two bytes wide: read in C-level passes, about 80 (one run) to 250 bytecodes a batch (the
+    walk of their offset deltas alone took ~20 a record)."""
     data = b"".join(record(body(i, None, bytes([65 + i % 26]) * size, ts_field=varint(i * step))) for i in range(n))
     for _ in range(2):  # its layout read and compiled, then what n records in order split into made
         assert outcome(structure.check_decompressed_records, data, n) is None
     counted = bytecodes(lambda: outcome(structure.check_decompressed_records, data, n))
-    assert counted < 250, counted
+    assert counted < most, counted
 
 
 def test_layouts_seen_lately_are_tried_before_a_layout_is_read(monkeypatch):
