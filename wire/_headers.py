@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import cast
 
 from wire._errors import ApiKey
 from wire._primitives import DecodeError, Reader, Writer
@@ -57,8 +56,8 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def peek_request_header(r: Reader) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) without consuming: enough to answer any request with an error."""
     pos = r.pos
-    if r.end - pos >= _KEY_VERSION_CORRELATION.size:  # every request (one unpack: this runs for each)
-        return cast(tuple[int, int, int], _KEY_VERSION_CORRELATION.unpack_from(r.buf, pos))
+    if r.end - pos >= 8:  # every request (one unpack: this runs for each)
+        return _KEY_VERSION_CORRELATION.unpack_from(r.buf, pos)
     try:
         return r.int16(), r.int16(), r.int32()  # raises DecodeError
     finally:
