@@ -14,6 +14,7 @@ from wire import build_simple_batch
 from wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
     FetchRequest,
     ListOffsetsRequest,
@@ -22,6 +23,7 @@ from wire.messages import (
 )
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.delete_topics_request import DeleteTopicState
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
@@ -71,8 +73,8 @@ def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
 
 def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(tmp_path):
     """CreateTopics answers before most logs exist (as Kafka's, once the metadata is committed): a produce sent right
-    after the answer waits for its logs and every partition acknowledges it, a fetch meanwhile is at worst
-    NOT_LEADER_OR_FOLLOWER (retriable); kill -9 then loses nothing acknowledged, and a topic killed before any of
+    after the answer waits for its logs and every partition acknowledges it, a fetch or DeleteRecords meanwhile is at
+    worst NOT_LEADER_OR_FOLLOWER (retriable); kill -9 then loses nothing acknowledged, and a topic killed before any of
     its logs existed is created at the restart."""
     partitions = broker.SINGLE_NODE_SYNC_NEW_LOGS + 92
 
@@ -92,6 +94,9 @@ def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(t
             f = c.request(FetchRequest(max_wait_ms=0, min_bytes=1, topics=[FetchTopic(topic="bigger", partitions=[
                 FetchPartition(partition=partitions - 1, fetch_offset=0, partition_max_bytes=1024)])]), 12)
             assert f.responses[0].partitions[0].error_code in (0, 6)  # NONE, NOT_LEADER_OR_FOLLOWER
+            d = c.request(DeleteRecordsRequest(timeout_ms=60_000, topics=[DeleteRecordsTopic(name="bigger", partitions=[
+                DeleteRecordsPartition(partition_index=partitions - 1, offset=0)])]), 2)
+            assert d.topics[0].partitions[0].error_code in (0, 6)  # as Kafka's: never UNKNOWN_TOPIC_OR_PARTITION
         b.kill()
         b.start(timeout=120)
         assert _values(b.bootstrap, "big", partitions) == [b"acked"] * partitions
