@@ -324,8 +324,8 @@ test-mirror-slow: deps
 ## test-flink-slow: Apache Flink 2.2's Kafka connector (5.0.0-2.2) as a real job on one node and on 3 brokers, judged by
 ##                  Kafka 4.4 running the same job: KafkaSource with partition discovery, KafkaSink EXACTLY_ONCE (default
 ##                  and POOLING transaction naming) and AT_LEAST_ONCE through a kill -9 of the job and a restart from its
-##                  checkpoint, a broker's kill -9 on 3 brokers, and a bounded KafkaSource read past an open transaction
-##                  (~11 min)
+##                  checkpoint, each through a broker's kill -9 on 3 brokers too, and a bounded KafkaSource read past an
+##                  open transaction (~15 min)
 test-flink-slow: deps
 	PYKBROKER_FLINK_SLOW=1 $(PY) -m pytest compat_tests/test_flink.py $(ARGS)
 

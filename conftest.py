@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pykbroker.testing import BrokerProcess
+
+# Property tests check results, not speed: no per-example deadline (200 ms by default; a process descheduled on
+# a loaded machine overran it and Hypothesis failed the test as Flaky, "Unreliable test timings") and no
+# too_slow health check on generation. Tests that set their own settings keep them.
+settings.register_profile("pykbroker", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("pykbroker")
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,16 @@
 """@confluentinc/kafka-javascript's own broker tests (its KafkaJS-compatible API's test/promisified under jest, its
-node-rdkafka API's e2e under mocha; librdkafka underneath) against pykbroker, on one node and on a 3-broker cluster:
-every test must pass except the ones that fail on Apache Kafka 4.4 too (EXPECTED_FAILURES). Slow (minutes):
+node-rdkafka API's e2e under mocha; librdkafka underneath) against pykbroker, on one node and on a 3-broker cluster,
+test/promisified once more with KIP-848's consumer group protocol (TEST_CONSUMER_GROUP_PROTOCOL=consumer, as the
+project's CI runs it): every test must pass except the ones that fail on Apache Kafka 4.4 too (EXPECTED_FAILURES). Slow (minutes):
 ``make test-confluent-js-suite-slow`` (PYKBROKER_CONFLUENT_JS_SLOW=1). Skipped when the suite cannot be built here
 (no node/npm/C++ compiler, or neither CKJS_SOURCE nor GitHub gives its source: compat_tests/confluent_js/install.sh).
-A run against Kafka 4.4 itself: ``python -m compat_tests.confluent_js --target kafka`` (or kafka-cluster).
+A run against Kafka 4.4 itself: ``python -m compat_tests.confluent_js --target kafka`` (or kafka-cluster; with
+``--only promisified --protocol consumer``, the KIP-848 round).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
@@ -42,6 +45,8 @@ _FAIL_ON_KAFKA = frozenset({
     "(https://github.com/confluentinc/confluent-kafka-javascript/issues/117)",
 })
 EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "cluster": _FAIL_ON_KAFKA}
+# test/promisified with the consumer group protocol: the tests failing on Kafka 4.4 as well, one node and three.
+EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {"single": frozenset(), "cluster": frozenset()}
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +82,21 @@ def test_confluent_js_suite_cluster(suite, tmp_path):
         found.update(run_e2e(suite, cluster.bootstrap, tmp_path)[0])
         assert all(b.alive for b in cluster.brokers.values())
     assert_passed(found, tmp_path, EXPECTED_FAILURES["cluster"])
+
+
+@pytest.mark.parametrize("topology", ["single", "cluster"])
+def test_confluent_js_suite_consumer_group_protocol(suite, tmp_path, topology):
+    """test/promisified with group.protocol=consumer (KIP-848) on one node and on 3 brokers."""
+    if topology == "cluster" and shutil.which("java") is None:
+        pytest.skip("ZooKeeper needs java")
+    with contextlib.ExitStack() as stack:
+        if topology == "single":
+            broker = stack.enter_context(BrokerProcess(tmp_path / "broker", overrides=SCENARIO,
+                                                       log_path=tmp_path / "broker.log"))
+            brokers, bootstrap = [broker], broker.bootstrap
+        else:
+            cluster = stack.enter_context(ClusterProcesses(tmp_path / "cluster", size=3, overrides=CLUSTER_SCENARIO))
+            brokers, bootstrap = list(cluster.brokers.values()), cluster.bootstrap
+        found, _ = run_promisified(suite, bootstrap, tmp_path, protocol="consumer")
+        assert all(b.alive for b in brokers)
+    assert_passed(found, tmp_path, EXPECTED_CONSUMER_PROTOCOL_FAILURES[topology])

@@ -3,8 +3,8 @@
 FlinkKafkaJob (compat_tests/jvm/flink, compiled here against the jars fetch_jars.sh caches; a local MiniCluster in
 one JVM, parallelism 2) reads ``in-*`` with KafkaSource (the committed offsets, else the earliest; read_committed;
 partition discovery every second), upper-cases each value and writes ``out-*`` with KafkaSink, keyed as its input,
-checkpointing every second. Each scenario, on one node and on 3 brokers (pykbroker's cluster kit against a 3-node
-Kafka 4.4 KRaft cluster), one side at a time:
+checkpointing every second. Each scenario (the sink EXACTLY_ONCE with either transaction naming, or AT_LEAST_ONCE),
+on one node and on 3 brokers (pykbroker's cluster kit against a 3-node Kafka 4.4 KRaft cluster), one side at a time:
 
 1. 120 records on the input's 2 partitions; the job starts;
 2. a partition is added to the input and records are produced to all 3 while the job runs; once the new
@@ -12,8 +12,9 @@ Kafka 4.4 KRaft cluster), one side at a time:
 3. the job restarts from its last retained checkpoint, so the sink must commit or abort the transactions it left
    (EXACTLY_ONCE: the connector's default naming, which aborts by probing transactional ids, and POOLING, which
    finds them with ListTransactions and DescribeTransactions); on 3 brokers a broker is killed (kill -9) while more
-   records are produced, and stays dead: the leader of the output's partition 0 (default naming) or the
-   coordinator of an ongoing transaction of the sink (POOLING);
+   records are produced, and stays dead: the leader of the output's partition 0 (default naming, and
+   AT_LEAST_ONCE: its producer retries the batches the dead leader did not acknowledge) or the coordinator of an
+   ongoing transaction of the sink (POOLING);
 4. once the output holds every record and the group has committed the input's end, another producer leaves a
    transaction open on the output, and a bounded (batch-mode) KafkaSource job reads the output (read_committed)
    from the earliest to the latest offsets and prints it: it prints every committed record, then waits at the open
@@ -422,8 +423,9 @@ def test_flink_job_on_one_node(job_classes, tmp_path, mode: str, naming: str) ->
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("naming", ["DEFAULT", "POOLING"])
-def test_flink_job_through_a_broker_kill_on_three_brokers(job_classes, tmp_path, naming: str) -> None:
-    expected = observe(kafka_target, "cluster", tmp_path / "kafka", job_classes, "exactly_once", naming)
-    got = observe(pykbroker_target, "cluster", tmp_path / "pykbroker", job_classes, "exactly_once", naming)
+@pytest.mark.parametrize(("mode", "naming"), [("exactly_once", "DEFAULT"), ("exactly_once", "POOLING"),
+                                              ("at_least_once", "DEFAULT")])
+def test_flink_job_through_a_broker_kill_on_three_brokers(job_classes, tmp_path, mode: str, naming: str) -> None:
+    expected = observe(kafka_target, "cluster", tmp_path / "kafka", job_classes, mode, naming)
+    got = observe(pykbroker_target, "cluster", tmp_path / "pykbroker", job_classes, mode, naming)
     judge(expected, got)

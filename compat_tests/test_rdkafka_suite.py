@@ -1,14 +1,15 @@
 """librdkafka's own integration test suite (the chosen sets of compat_tests/rdkafka_suite, every one of which passes
 on Apache Kafka 4.4) against pykbroker, on one node and on a 3-broker cluster: every test must pass. Slow (the
 runner is built once, minutes; each run takes minutes; the consumer group tests run once more with KIP-848's
-protocol; the tests needing Kafka's scripts get a KAFKA_PATH made of Kafka 4.4's jars, and the noautocreate and
-ACL scenarios run on brokers of their own): ``make test-rdkafka-suite-slow`` (PYKBROKER_RDKAFKA_SUITE_SLOW=1), in
+protocol, on one node and on 3 brokers; the tests needing Kafka's scripts get a KAFKA_PATH made of Kafka 4.4's
+jars, and the noautocreate and ACL scenarios run on brokers of their own): ``make test-rdkafka-suite-slow`` (PYKBROKER_RDKAFKA_SUITE_SLOW=1), in
 the runner's quick mode; its full mode (more messages, the sub-tests quick mode skips) with
 PYKBROKER_RDKAFKA_SUITE_FULL=1 (``make test-rdkafka-suite-full-slow``). Skipped on a machine without a C compiler.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -73,14 +74,25 @@ def test_rdkafka_suite_single_node(runner, kafka_home, tmp_path, scenario, tests
     assert_all_passed(outcomes, tests, log)
 
 
-def test_rdkafka_suite_consumer_group_protocol(runner, kafka_home, tmp_path):
-    """The consumer group tests with KIP-848's protocol (group.protocol=consumer) on one node."""
+@pytest.mark.parametrize("topology", ["single", "cluster"])
+def test_rdkafka_suite_consumer_group_protocol(runner, kafka_home, tmp_path, topology):
+    """The consumer group tests with KIP-848's protocol (group.protocol=consumer) on one node and on 3 brokers."""
+    if topology == "cluster" and shutil.which("java") is None:
+        pytest.skip("ZooKeeper needs java")
     tests = chosen(CONSUMER_PROTOCOL, QUICK)
-    with BrokerProcess(tmp_path / "broker", overrides=broker_settings("default", cluster=False),
-                       log_path=tmp_path / "broker.log") as broker:
-        outcomes, log = run_suite(runner, broker.bootstrap, tests, tmp_path / "run", quick=QUICK,
+    on_cluster = topology == "cluster"
+    with contextlib.ExitStack() as stack:
+        if on_cluster:
+            cluster = stack.enter_context(ClusterProcesses(tmp_path / "cluster", size=3,
+                                                           overrides=broker_settings("default", cluster=True)))
+            brokers, bootstrap = list(cluster.brokers.values()), cluster.bootstrap
+        else:
+            broker = stack.enter_context(BrokerProcess(tmp_path / "broker", log_path=tmp_path / "broker.log",
+                                                       overrides=broker_settings("default", cluster=False)))
+            brokers, bootstrap = [broker], broker.bootstrap
+        outcomes, log = run_suite(runner, bootstrap, tests, tmp_path / "run", quick=QUICK,
                                   env={"TEST_CONSUMER_GROUP_PROTOCOL": "consumer"}, kafka_path=kafka_home)
-        assert broker.alive, broker.log()[-5000:]
+        assert all(b.alive for b in brokers)
     assert_all_passed(outcomes, tests, log)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wire import RequestHeader
+from wire import ErrorCode, RequestHeader
 
 # Kafka's principal of unauthenticated connections (PLAINTEXT, and SSL without a client certificate).
 ANONYMOUS = "User:ANONYMOUS"
@@ -69,6 +69,14 @@ class RequestContext:
     def user(self) -> str:
         """The principal's name, as client quotas key users (Kafka's ``principal.getName``)."""
         return self.principal.split(":", 1)[1]
+
+    def not_hosted_error(self, topic: str, partition: int) -> int:
+        """Kafka's code for a partition this broker does not host (getPartitionOrError): NOT_LEADER_OR_FOLLOWER when
+        the metadata has it (its log still being created after CreateTopics answered, or led elsewhere), which
+        clients retry after refreshing their metadata, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if self.metadata.partition(topic, partition) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def describe(self) -> str:
         """Ids for log lines."""

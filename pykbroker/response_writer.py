@@ -110,15 +110,16 @@ class ResponseWriter:
                         continue
                     region = part
                     try:
-                        parts[i] = part = _read_region(region)
+                        parts[i] = part = region.read_bytes()
                     finally:
-                        _release(region)
+                        region.release()
                 if joined and len(part) >= WRITE_ALONE:
                     joined = False
             if joined:
                 parts = [b"".join(parts)]  # type: ignore[arg-type]  # every part is bytes now
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
-            data = frame(len(w)) + parts[0]  # type: ignore[operator]  # bytes: regions are more than one part
+            body = parts[0]
+            data = frame(len(body)) + body  # type: ignore[arg-type,operator]  # bytes: regions make more parts
             if at_once and not self._waiting:
                 self._out.append(data)
                 self.flush()

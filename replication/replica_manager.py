@@ -615,12 +615,14 @@ class ReplicaManager:
         keys = [(fp.topic, fp.partition) for fp in wanted]
         while True:
             result = self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
-            if any(r.remote_pending for r in result):
-                await self._read_remote(result, max_bytes, read_committed)
-                return result
-            total = sum(r.size for r in result)
-            if (total >= min_bytes or any(r.error_code or r.preferred_read_replica >= 0 for r in result)
-                    or not wanted or self._closing):
+            total, answer_now = 0, not wanted or self._closing
+            for r in result:  # one pass: remote reads pending, bytes read, errors and preferred replicas
+                if r.remote_pending:
+                    await self._read_remote(result, max_bytes, read_committed)
+                    return result
+                total += r.size
+                answer_now = answer_now or bool(r.error_code) or r.preferred_read_replica >= 0
+            if total >= min_bytes or answer_now:
                 return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -744,8 +744,10 @@ class Log:
                     f"Received request for offset {fetch_offset} for partition {self.name}, but we only have log "
                     f"segments from offset {self._log_start_offset} up to {leo}.")
             limit = leo if max_offset is None else min(max_offset, leo)
-            with self._io("reading the log"):
+            try:  # as ``with self._io(...)``, without the guard object on every read (a long poll's, per message)
                 return self.local.read(fetch_offset, max_bytes, limit, min_one_message)
+            except OSError as exc:
+                raise self._go_offline("reading the log", exc) from exc
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, upper_bound_offset) (read_committed fetches).

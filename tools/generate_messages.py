@@ -470,7 +470,13 @@ def emit_struct(e: Emitter, st: Struct, msg: Message, is_root: bool) -> None:
             for f in sorted(tagged_fields, key=lambda x: x.tag):
                 c_t = cond(f.tagged, msg)
                 d = default_expr(f)
-                test = f"self.{f.name} != {d}" if d != "None" else f"self.{f.name} is not None"
+                if f.struct is not None and not f.is_array and d != "None":
+                    # its field values against the default's, taken at import: no struct made per encode
+                    test = f"{f.struct.name}._slot_values(self.{f.name}) != {default_struct_name(f.struct.name)}"
+                    if f.nullable:  # null is written (as null), and has no field values
+                        test = f"(self.{f.name} is None or {test})"
+                else:
+                    test = f"self.{f.name} != {d}" if d != "None" else f"self.{f.name} is not None"
                 full = " and ".join(x for x in [c_t, test] if x)
                 e(3, f"if {full}:")
                 e(4, "_outer, w = w, Writer()")
@@ -530,6 +536,23 @@ def module_name(msg_name: str) -> str:
     return snake(msg_name).rstrip("_")
 
 
+def default_struct_name(struct_name: str) -> str:
+    """The module constant (the default struct's field values) a tagged struct field's values are compared with to
+    tell whether it is written."""
+    return f"_DEFAULT_{struct_name}"
+
+
+def tagged_default_structs(msg: Message) -> list[str]:
+    """Names of the structs that are the default of some tagged field of ``msg``, in the order first met."""
+    names: list[str] = []
+    for st in msg.structs:
+        for f in st.fields:
+            if f.tag is not None and f.struct is not None and not f.is_array and default_expr(f) != "None" \
+                    and f.struct.name not in names:
+                names.append(f.struct.name)
+    return names
+
+
 def render_module(msg: Message) -> str:
     e = Emitter()
     e(0, HEADER.format(source=msg.source).rstrip("\n"))
@@ -546,6 +569,11 @@ def render_module(msg: Message) -> str:
     e(0, "")
     for st in msg.structs:
         emit_struct(e, st, msg, st is msg.root)
+    defaults = tagged_default_structs(msg)
+    if defaults:
+        e(0, "# The field values of the default structs, which tagged struct fields are compared with when encoding.")
+        for name in defaults:
+            e(0, f"{default_struct_name(name)} = {name}._slot_values({name}())")
     while e.lines and e.lines[-1] == "":
         e.lines.pop()
     return "\n".join(e.lines) + "\n"

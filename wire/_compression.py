@@ -286,13 +286,18 @@ def check_lz4_descriptor(frame: bytes | bytearray | memoryview) -> None:
         raise UnsupportedLz4FrameError(f"Version {flg >> 6} is unsupported")
 
 
+_decompress_chunk: Callable[..., tuple[bytes, int, bool]] | None = None  # lz4.frame's, once imported
+
+
 def _lz4_context() -> object:
     """This thread's lz4 decompression context (reused: a fresh one per batch costs its allocation and its two
     block buffers; a frame read to its end leaves it ready for the next; after an error it is replaced)."""
+    global _decompress_chunk
     context = getattr(_local, "lz4", None)
     if context is None:
         import lz4.frame
 
+        _decompress_chunk = lz4.frame.decompress_chunk
         context = _local.lz4 = lz4.frame.create_decompression_context()
     return context
 
@@ -300,9 +305,9 @@ def _lz4_context() -> object:
 def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
     """One or more frames, LZ4_OUTPUT_CHUNK of output at a time (python-lz4 allocates max_length bytes before it
     decompresses), the batch's memoryview read in place."""
-    import lz4.frame
-
-    context = _lz4_context()
+    context = getattr(_local, "lz4", None) or _lz4_context()  # (no import statement and call a batch)
+    decompress_chunk = _decompress_chunk
+    assert decompress_chunk is not None  # set with the first context
     parts: list[bytes] = []
     total = 0
     pos = 0
@@ -310,7 +315,7 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int | None) -> bytes:
     try:
         while True:
             chunk = LZ4_OUTPUT_CHUNK if max_size is None else min(LZ4_OUTPUT_CHUNK, max_size - total + 1)
-            part, read, frame_end = lz4.frame.decompress_chunk(context, data[pos:] if pos else data, max_length=chunk)
+            part, read, frame_end = decompress_chunk(context, data[pos:] if pos else data, max_length=chunk)
             pos += read
             total += len(part)
             _check_size(total, max_size)

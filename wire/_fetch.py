@@ -20,9 +20,13 @@ import struct
 
 from wire._primitives import KEEP_RECORDS_APART, DecodeError, Reader, Writer
 from wire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
-from wire.messages.fetch_response import FetchResponse
+from wire.messages.fetch_response import EpochEndOffset, FetchResponse, LeaderIdAndEpoch, SnapshotId
 
-__all__ = ["FetchAnswer", "decode_fetch_request"]
+__all__ = ["FetchAnswer", "NO_DIVERGING_EPOCH", "NO_LEADER", "NO_SNAPSHOT", "decode_fetch_request"]
+
+# A partition answer's tagged structs at their defaults (not written), for answers to share rather than build three
+# per partition: never changed in place (a partition that has one is given its own).
+NO_DIVERGING_EPOCH, NO_LEADER, NO_SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 
 # replica id (v12-14), max wait, min bytes, max bytes, isolation level, session id, session epoch
 _REQUEST_V12 = struct.Struct(">iiiibii")
@@ -156,7 +160,7 @@ class FetchAnswer(FetchResponse):
             return
         buf = w.buf
         buf += _HEAD.pack(self.throttle_time_ms, self.error_code, self.session_id)
-        w.uvarint(len(self.responses) + 1)
+        _count(w, len(self.responses))
         pack, pack_int32 = _PARTITION.pack, _INT32.pack
         for topic in self.responses:
             if version >= 13:
@@ -164,7 +168,7 @@ class FetchAnswer(FetchResponse):
             else:
                 w.compact_string(topic.topic)
             partitions = topic.partitions
-            w.uvarint(len(partitions) + 1)
+            _count(w, len(partitions))
             for p in partitions:
                 buf += pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
                             p.log_start_offset)
@@ -172,7 +176,7 @@ class FetchAnswer(FetchResponse):
                 if aborted is None:
                     buf.append(0)
                 else:
-                    w.uvarint(len(aborted) + 1)
+                    _count(w, len(aborted))
                     for a in aborted:
                         buf += _ABORTED.pack(a.producer_id, a.first_offset, 0)
                 buf += pack_int32(p.preferred_read_replica)
@@ -180,7 +184,7 @@ class FetchAnswer(FetchResponse):
                 if records is None:
                     buf.append(0)
                 elif isinstance(records, (bytes, bytearray, memoryview)) and len(records) < KEEP_RECORDS_APART:
-                    w.uvarint(len(records) + 1)
+                    _count(w, len(records))
                     buf += records
                 else:
                     w.records(records, True)  # a file region (or large records): a part of its own
@@ -194,6 +198,8 @@ class FetchAnswer(FetchResponse):
         for topic in self.responses:
             for p in topic.partitions:
                 diverging, leader, snapshot = p.diverging_epoch, p.current_leader, p.snapshot_id
+                if diverging is NO_DIVERGING_EPOCH and leader is NO_LEADER and snapshot is NO_SNAPSHOT:
+                    continue  # the shared defaults (never changed in place)
                 if diverging.epoch != _NO_TAGS or diverging.end_offset != _NO_TAGS \
                         or leader.leader_id != _NO_TAGS or leader.leader_epoch != _NO_TAGS \
                         or snapshot.end_offset != _NO_TAGS or snapshot.epoch != _NO_TAGS:
@@ -207,3 +213,11 @@ class FetchAnswer(FetchResponse):
 
 
 FetchAnswer._slot_values = FetchResponse._slot_values  # its fields are FetchResponse's
+
+
+def _count(w: Writer, n: int) -> None:
+    """A compact array's or bytes' length (``n`` + 1 as a varint): one byte for the usual small ones."""
+    if n < 127:
+        w.buf.append(n + 1)
+    else:
+        w.uvarint(n + 1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import cast
 
 from wire._errors import ApiKey
 from wire._primitives import DecodeError, Reader, Writer
@@ -25,6 +24,8 @@ class RequestHeader:
 
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _WITH_CLIENT_ID_LENGTH = struct.Struct(">hhih")
+_CORRELATION = struct.Struct(">i")
+_CORRELATION_NO_TAGS = struct.Struct(">ix")  # and an empty tagged-field section (a zero byte)
 
 # api key -> its first flexible version (None: never flexible), filled on first use: this runs twice
 # per request, and REQUESTS imports message classes lazily.
@@ -55,8 +56,8 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def peek_request_header(r: Reader) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) without consuming: enough to answer any request with an error."""
     pos = r.pos
-    if r.end - pos >= _KEY_VERSION_CORRELATION.size:  # every request (one unpack: this runs for each)
-        return cast(tuple[int, int, int], _KEY_VERSION_CORRELATION.unpack_from(r.buf, pos))
+    if r.end - pos >= 8:  # every request (one unpack: this runs for each)
+        return _KEY_VERSION_CORRELATION.unpack_from(r.buf, pos)
     try:
         return r.int16(), r.int16(), r.int32()  # raises DecodeError
     finally:
@@ -107,9 +108,8 @@ def encode_request_header(w: Writer, header: RequestHeader) -> None:
 
 
 def encode_response_header(w: Writer, correlation_id: int, header_version: int) -> None:
-    w.int32(correlation_id)
-    if header_version >= 1:
-        w.empty_tagged_fields()
+    """The correlation id, and from v1 no tagged fields: one pack (this runs for every answer)."""
+    w.buf += (_CORRELATION_NO_TAGS if header_version >= 1 else _CORRELATION).pack(correlation_id)
 
 
 def decode_response_header(r: Reader, header_version: int) -> int:

@@ -17,28 +17,28 @@ a consumer cannot read is stored (judged with raw produces against a Kafka 4.4 s
   the records whole (as an uncompressed batch's, an overlong length INVALID_RECORD) and renumbers their offsets
   (storage.log_validator.maybe_recompress).
 
-Cost: a produce's uncompressed batch is the hot path. Batches whose records all have one layout (same key and
-value lengths and headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of
-fixed-size records) are checked by C-level regular-expression matches, a step per record, compiled once per layout
-and tried first for the next batch: records as wide as the first tiling the batch (the count times their length),
-or up to some record and one byte wider from there (offset deltas of two bytes from the 65th record: a 64 KiB batch
-of 100 B records, 117 -> 44 us); else a run of the layout's records from end to end (which can be read one way
-only), counted by ``Pattern.subn``.
+Cost: a produce's batch is the hot path. Batches whose records all have one layout (same key and value lengths and
+headers, any timestamp and offset deltas of up to 3 bytes each: what a producer sends of fixed-size records) are
+checked by C-level regular-expression matches compiled once per layout and tried first for the next batch. First
+the layout's staircase, one match for the whole batch, compressed or not: runs of records of one width each, a
+possessive group a run, their timestamp deltas of 1, 2, then 3 bytes and within each their offset deltas of 1 then 2
+(a producer's timestamps and offsets only grow, so their widths never shrink). A run's length counts its records;
+in a compressed batch kept as sent each run's offset deltas are also sliced out at its stride and compared with its
+part of 0..n-1. A Java producer's batches, process time: 590 records of 100 B uncompressed ~30 us (its offset deltas
+two bytes from the 65th record; timestamp deltas growing to two bytes took ~140 us as a run of alternatives counted
+again), 54 of 1 KiB ~3 us; lz4's 160 of 100 B ~10 us and ~180 to 240 bytecodes, 54 of 1 KiB ~4 us.
+Else, uncompressed, a run of the layout's records of any widths from end to end (which can be read one way only),
+counted by ``Pattern.subn``; compressed, ``Pattern.split`` by the layout's record as Kafka reads it in place, its
+offset delta captured, compared with the split that n records in order give (empty gaps between the minimal varints
+0..n-1; a batch not of the layout stops the split at once).
 Batches of varying value lengths (one key length and headers layout) take one match a record capturing its length
 varints, Python jumping the value (~38 bytecodes a record, the walk 175 to 330), compiled when a batch starts with
 it a second time; what neither reads (records of changing key lengths, values of 8 KiB or more) is walked record by
-record in Python, from the first record not read whole. A compressed batch kept as sent goes through the same
-checks on its decompressed records (their strict reading implies Kafka's in-place one), then a walk of its offset
-deltas alone; Kafka's laxer in-place reading runs only when the strict one refuses. Before those, the layout that
-matched last reads it in C-level passes: one match of runs of records of one width each, their timestamp and offset
-delta widths never shrinking (a producer's timestamps and offsets only grow), each run's offset deltas sliced out at
-its stride and compared with its part of 0..n-1; else ``Pattern.split`` by the layout's record as Kafka reads it in
-place, its offset delta captured, compared with the split that n records in order give (empty gaps between the minimal
-varints 0..n-1; a batch not of the layout stops the split at once). A Java producer's lz4 batch of 160 records of 100 B:
-~12 us and ~200 bytecodes (timestamp deltas of one byte or growing to two alike), where the checks and the walk took
-~75 us; 54 of 1 KiB ~4 us, where ~17.
-Whatever these do not accept goes the way above, which decides; its offset deltas are then matched a record at a time
-(~30 bytecodes a record where the walk took ~70): 54 records of 800 to 1,200 bytes ~4,300 bytecodes, was ~6,400.
+record in Python, from the first record not read whole. A compressed batch that neither C-level pass accepts goes
+through the same checks on its decompressed records (their strict reading implies Kafka's in-place one), then its
+offset deltas are matched a record at a time (~30 bytecodes a record where the walk took ~70: 54 records of 800 to
+1,200 bytes ~4,300 bytecodes, was ~6,400); Kafka's laxer in-place reading runs only when the strict one refuses, and
+decides.
 """
 
 from __future__ import annotations
@@ -184,13 +184,9 @@ _VARLONG = b"[\\x80-\\xff]{0,9}[\\x00-\\x7f]"  # any varlong its readVarlong rea
 
 class _Layout(NamedTuple):
     source: bytes  # regex source of one record of the layout
-    fixed: bytes  # regex source of one record of the layout whose deltas are as wide as the first record's
-    first: int  # the first record's length, length varint included
     in_place: bytes  # regex source of one record of the layout as Kafka reads it in place, its offset delta a group
     staircase: bytes  # regex source of a batch of the layout whose delta widths never shrink (a group a width pair)
     steps: tuple[tuple[bool, int, int], ...]  # each group's: offset deltas of two bytes, record width, their place
-    wider: bytes  # as ``fixed``, its offset delta a byte wider (records 64 on: a batch of more than 64); or b""
-    wider_first: int  # the length of such a record
 
 
 def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
@@ -237,39 +233,30 @@ def _layout(buf: Buffer, pos: int, end: int, count: int) -> _Layout | None:
         widths = [(t, extra + 2 - t) for t in (1, 2, 3) if 1 <= extra + 2 - t <= 3]
         alternatives.append(re.escape(_zigzag(base + extra)) + b".(?:"
                             + b"|".join(_WIDTH[t] + _WIDTH[o] for t, o in widths) + b")")
-    fixed = re.escape(_zigzag(size)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width] + tail
     lengths = b"|".join(re.escape(_zigzag(base + extra)) for extra in range(5))
     in_place = b"(?:" + lengths + b")." + _VARLONG + b"(" + _VARINT + b")" + tail
     staircase = []
     steps = []
-    for offset in (1, 2):  # offset deltas of one byte (to the 64th record), then two; timestamp deltas of 1 or 2
-        for timestamp in (1, 2):  # (of 3 bytes, 8 s or more after the first record's: the split reads them)
+    for timestamp in (1, 2, 3):  # timestamp deltas to 63 ms after the first record's, to 8 s, to 17 min
+        for offset in (1, 2):  # offset deltas of one byte (to the 64th record), then two (to the 8,192nd)
             length = base + timestamp + offset - 2
             staircase.append(b"((?:" + re.escape(_zigzag(length)) + b"." + _WIDTH[timestamp] + _WIDTH[offset] + tail
-                             + b")*)")
+                             + b")*+)")  # possessive: a record is of one run only (no backtracking state a record)
             steps.append((offset == 2, len(_zigzag(length)) + length, len(_zigzag(length)) + 1 + timestamp))
-    wider = re.escape(_zigzag(size + 1)) + b"." + _WIDTH[timestamp_width] + _WIDTH[offset_width + 1] + tail \
-        if offset_width < 3 else b""
-    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, fixed, p - pos, in_place, b"".join(staircase),
-                   tuple(steps), wider, len(_zigzag(size + 1)) + size + 1)
+    return _Layout(b"(?:" + b"|".join(alternatives) + b")" + tail, in_place, b"".join(staircase), tuple(steps))
 
 
 class _Patterns(NamedTuple):
-    """A layout compiled: its records with the first one's delta widths, a batch of them tiled (fast: a stride
-    known, no alternatives), then maybe records whose offset delta is a byte wider (a batch of more than 64
-    records: from the 65th); and with any widths, a run of them (one way to read it only) and one (to count); one
-    read in place, its offset delta captured, or else the rest of the data (a compressed batch split by it, which stops
-    at the first record not of the layout); a batch of it whose delta widths never shrink, and where its groups' records
-    have their offset deltas."""
-    stride: int
-    fixed_run: re.Pattern[bytes]
+    """A layout compiled: a batch of its records whose delta widths never shrink (runs of records of one width each,
+    a group a run) and each group's records' width (their lengths count them) and where they have their offset
+    deltas; with any widths, a run of them (one way to read it only) and one (to count); one read in place, its offset
+    delta captured, or else the rest of the data (a compressed batch split by it, which stops at the first record not
+    of the layout)."""
+    staircase: re.Pattern[bytes]
+    steps: tuple[tuple[bool, int, int], ...]
     run: re.Pattern[bytes]
     one: re.Pattern[bytes]
     in_place: re.Pattern[bytes]
-    staircase: re.Pattern[bytes]
-    steps: tuple[tuple[bool, int, int], ...]
-    wider_stride: int
-    wider_run: re.Pattern[bytes]
 
 
 _NEVER = re.compile(b"(?!)")
@@ -277,7 +264,7 @@ _layouts: dict[bytes, _Patterns] = {}
 _MAX_LAYOUTS = 256
 # The layout that matched last: a producer's next batch most likely has it too; then the others that matched
 # lately, most recent first (producers of several layouts take turns: each is tried before a layout is read).
-_last = _Patterns(1, _NEVER, _NEVER, _NEVER, _NEVER, _NEVER, (), 1, _NEVER)
+_last = _Patterns(_NEVER, (), _NEVER, _NEVER, _NEVER)
 _recent: list[_Patterns] = []
 _MAX_RECENT = 8
 
@@ -286,25 +273,36 @@ def check_records(buf: Buffer, pos: int, end: int, count: int) -> None:
     """Raise InvalidRecordError (or UndecodableBatchError) unless ``buf[pos:end]`` is ``count`` records Kafka
     reads (see the module's docstring)."""
     last = _last
-    if _tiled(last, buf, pos, end, count):
+    if _staircase_count(last, buf, pos, end) == count:
         return
     if last.run.fullmatch(buf, pos, end) is not None and last.one.subn(b"", memoryview(buf)[pos:end])[1] == count:
         return  # records of the layout from end to end, as many as the count says
     _check_records_slow(buf, pos, end, count)
 
 
-def _tiled(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -> bool:
-    """Whether ``buf[pos:end]`` is ``count`` records of the layout, each as wide as the first, or as wide up to some
-    record and one byte wider (their offset delta) from there to the end. Each piece's records have one width, so
-    its length counts them."""
-    m = patterns.fixed_run.match(buf, pos, end)  # as many as there are (the record length literal stops it)
-    if m is None:  # no layout yet (a star matches the empty string)
-        return False
-    p = m.end()
-    done = (p - pos) // patterns.stride
-    if p == end:
-        return done == count
-    return end - p == (count - done) * patterns.wider_stride and patterns.wider_run.fullmatch(buf, p, end) is not None
+def _staircase_count(patterns: _Patterns, buf: Buffer, pos: int, end: int) -> int:
+    """How many records of the layout ``buf[pos:end]`` is as runs of one width each, their delta widths never
+    shrinking (a producer's timestamps and offsets only grow); -1 when it is not. Each run's length counts its
+    records."""
+    m = patterns.staircase.fullmatch(buf, pos, end)
+    if m is None:
+        return -1
+    if m.end(1) == end:  # one run (records of up to 64 ms and 64 records)
+        return (end - pos) // patterns.steps[0][1]
+    count = 0
+    for (start, stop), step in zip(m.regs[1:], patterns.steps, strict=True):
+        count += (stop - start) // step[1]
+        if stop == end:  # the runs after it are empty
+            break
+    return count
+
+
+def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -> bool:
+    """Whether ``buf[pos:end]`` is ``count`` records of the layout (as check_records tries ``_last``)."""
+    if _staircase_count(patterns, buf, pos, end) == count:
+        return True
+    return patterns.run.fullmatch(buf, pos, end) is not None and \
+        patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count
 
 
 def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
@@ -317,17 +315,14 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
         if layout is None:
             _check_varying(buf, pos, end, count)
             return
-        key = layout.source + b"\n" + layout.fixed
-        patterns = _layouts.get(key)  # type: ignore[assignment]
+        patterns = _layouts.get(layout.source)  # type: ignore[assignment]
         if patterns is None:
             if len(_layouts) >= _MAX_LAYOUTS:
                 _layouts.clear()
-            patterns = _layouts[key] = _Patterns(layout.first, re.compile(b"(?s)(?:" + layout.fixed + b")*"),
-                                                 re.compile(b"(?s)(?:" + layout.source + b")*"),
-                                                 re.compile(b"(?s)" + layout.source),
-                                                 re.compile(b"(?s)" + layout.in_place + b"|.+"),
-                                                 re.compile(b"(?s)" + layout.staircase), layout.steps, layout.wider_first,
-                                                 re.compile(b"(?s)(?:" + layout.wider + b")*") if layout.wider else _NEVER)
+            patterns = _layouts[layout.source] = _Patterns(re.compile(b"(?s)" + layout.staircase), layout.steps,
+                                                           re.compile(b"(?s)(?:" + layout.source + b")*"),
+                                                           re.compile(b"(?s)" + layout.source),
+                                                           re.compile(b"(?s)" + layout.in_place + b"|.+"))
         if not _matches(patterns, buf, pos, end, count):
             _check_varying(buf, pos, end, count)
             return
@@ -336,14 +331,6 @@ def _check_records_slow(buf: Buffer, pos: int, end: int, count: int) -> None:
         _recent.remove(patterns)
     _recent.insert(0, patterns)
     del _recent[_MAX_RECENT:]
-
-
-def _matches(patterns: _Patterns, buf: Buffer, pos: int, end: int, count: int) -> bool:
-    """Whether ``buf[pos:end]`` is ``count`` records of the layout (as check_records tries ``_last``)."""
-    if _tiled(patterns, buf, pos, end, count):
-        return True
-    return patterns.run.fullmatch(buf, pos, end) is not None and \
-        patterns.one.subn(b"", memoryview(buf)[pos:end])[1] == count
 
 
 # Batches of varying records (what producers send of JSON values of different lengths): a layout of one record
@@ -494,6 +481,10 @@ def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
     deltas sliced out at the run's stride; or its split (False: maybe not, the checks decide)."""
     m = patterns.staircase.fullmatch(data)
     if m is not None:
+        size = len(data)
+        if m.end(1) == size:  # one run (records of up to 64 ms and 64 records: 1 KiB batches)
+            _, width, at = patterns.steps[0]
+            return size == count * width and data[at::width] == _SMALL_DELTAS[:count]
         index = 0
         for (start, end), (wide, width, at) in zip(m.regs[1:], patterns.steps, strict=True):
             if start == end:
@@ -502,12 +493,14 @@ def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
             if not wide:
                 if data[start + at:end:width] != _SMALL_DELTAS[index:index + n]:
                     break
-            elif index < 64 or data[start + at:end:width] != _WIDE_LOW[index - 64:index - 64 + n] or \
-                    data[start + at + 1:end:width] != _WIDE_HIGH[index - 64:index - 64 + n]:
+            elif data[start + at:end:width] != _WIDE_LOW[index:index + n] or \
+                    data[start + at + 1:end:width] != _WIDE_HIGH[index:index + n]:
                 break
             index += n
+            if end == size:  # the runs after it are empty
+                return index == count  # (else the split reads the same records: as many)
         else:
-            if index == count:
+            if count == 0:  # no records
                 return True
     if count > _MAX_IN_ORDER:
         return False
@@ -516,8 +509,10 @@ def _in_order_as(patterns: _Patterns, data: Buffer, count: int) -> bool:
 
 
 _SMALL_DELTAS = bytes(range(0, 128, 2))  # the offset deltas 0..63 as varints (one byte each)
-_WIDE_LOW = bytes(index << 1 & 0x7F | 0x80 for index in range(64, 8192))  # 64..8191 (two bytes each): first bytes
-_WIDE_HIGH = bytes(index >> 6 for index in range(64, 8192))  # and second bytes
+# The offset deltas 64..8191 as varints (two bytes each): first bytes, then second bytes; 0..63 have none (zeros: no
+# first byte of a two-byte varint is)
+_WIDE_LOW = bytes(64) + bytes(index << 1 & 0x7F | 0x80 for index in range(64, 8192))
+_WIDE_HIGH = bytes(64) + bytes(index >> 6 for index in range(64, 8192))
 _MAX_IN_ORDER = 8192  # the records whose offset deltas are compared at C level (two-byte deltas at most)
 _deltas: list[bytes] = []  # the minimal varints of 0, 1, ..., made as far as a batch needed them
 _in_order_splits: dict[int, list[bytes]] = {}  # at most 64 counts, each a list of at most 16,385 references

@@ -422,8 +422,8 @@ class SharePartitionManager:
         share-partition not loaded here (never fetched, or no longer led here) is UNKNOWN_TOPIC_OR_PARTITION, as
         Kafka 4.4's SharePartitionManager answers a partition missing from its cache, with the error's message; a
         refused batch answers its SharePartition message, a RENEW of records the member holds while the group's
-        share.renew.acknowledge.enable is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A partition's batches apply all or
-        none. (code, message) per partition."""
+        share.renew.acknowledge.enable is false refuses the partition's acknowledgements (INVALID_RECORD_STATE). A
+        partition's batches apply all or none. (code, message) per partition."""
         out: dict[SharePartitionKey, tuple[int, str | None]] = {}
         touched = []
         for key, batches in acks.items():

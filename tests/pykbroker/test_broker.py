@@ -10,18 +10,25 @@ from coordinator.group import GROUP_METADATA_TOPIC_NAME
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker import broker
 from pykbroker.testing import BrokerProcess, RawClient
+from wire import build_simple_batch
 from wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
+    FetchRequest,
     ListOffsetsRequest,
     MetadataRequest,
+    ProduceRequest,
 )
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
+from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 
 
 def test_coordinator_topic_names_match_the_coordinators():
@@ -29,7 +36,7 @@ def test_coordinator_topic_names_match_the_coordinators():
     assert broker.TRANSACTION_STATE_TOPIC_NAME == TRANSACTION_STATE_TOPIC_NAME
 
 
-# -- topics larger than SYNC_NEW_LOGS: led at once, logs created in the background ---------------------------
+# -- topics larger than SINGLE_NODE_SYNC_NEW_LOGS: led at once, logs created in the background ---------------------------
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -65,13 +72,31 @@ def _values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
 
 
 def test_a_large_topic_serves_at_once_and_survives_kill_9_right_after_creation(tmp_path):
-    """A produce to a partition whose log is still pending waits for it and is acknowledged; kill -9 then loses
-    nothing acknowledged, and a topic killed before any of its logs existed is created at the restart."""
-    partitions = broker.SYNC_NEW_LOGS + 36
+    """CreateTopics answers before most logs exist (as Kafka's, once the metadata is committed): a produce sent right
+    after the answer waits for its logs and every partition acknowledges it, a fetch or DeleteRecords meanwhile is at
+    worst NOT_LEADER_OR_FOLLOWER (retriable); kill -9 then loses nothing acknowledged, and a topic killed before any of
+    its logs existed is created at the restart."""
+    partitions = broker.SINGLE_NODE_SYNC_NEW_LOGS + 92
+
+    def create(c: RawClient, name: str) -> None:
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=partitions,
+                                                                 replication_factor=1)], timeout_ms=60_000), 7)
+        assert r.topics[0].error_code == 0
+
     with BrokerProcess(tmp_path / "b") as b:
-        _create(b.bootstrap, "big", partitions)
-        _produce_to_every_partition(b.bootstrap, "big", partitions, b"acked")
-        _create(b.bootstrap, "bigger", partitions)  # answered before its logs exist
+        with RawClient(b.bootstrap, timeout=60) as c:
+            create(c, "big")
+            r = c.request(ProduceRequest(acks=-1, timeout_ms=60_000, topic_data=[TopicProduceData(
+                name="big", partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
+                    [b"acked"], timestamp=int(time.time() * 1000))) for p in range(partitions)])]), 9)
+            assert [p.error_code for p in r.responses[0].partition_responses] == [0] * partitions
+            create(c, "bigger")  # answered before its logs exist
+            f = c.request(FetchRequest(max_wait_ms=0, min_bytes=1, topics=[FetchTopic(topic="bigger", partitions=[
+                FetchPartition(partition=partitions - 1, fetch_offset=0, partition_max_bytes=1024)])]), 12)
+            assert f.responses[0].partitions[0].error_code in (0, 6)  # NONE, NOT_LEADER_OR_FOLLOWER
+            d = c.request(DeleteRecordsRequest(timeout_ms=60_000, topics=[DeleteRecordsTopic(name="bigger", partitions=[
+                DeleteRecordsPartition(partition_index=partitions - 1, offset=0)])]), 2)
+            assert d.topics[0].partitions[0].error_code in (0, 6)  # as Kafka's: never UNKNOWN_TOPIC_OR_PARTITION
         b.kill()
         b.start(timeout=120)
         assert _values(b.bootstrap, "big", partitions) == [b"acked"] * partitions

@@ -69,8 +69,9 @@ def image(*topics: TopicState, broker_configs: dict | None = None) -> MetadataIm
 class Harness:
     """A publisher of broker NODE over real storage; ``actions`` lists what fetchers and coordinators heard."""
 
-    def __init__(self, log_manager: LogManager, defer_log_work: bool = False) -> None:
+    def __init__(self, log_manager: LogManager, defer_log_work: bool = False, sync_new_logs: int | None = None) -> None:
         self.actions: list = []
+        self.renamed_all = 0  # times the publisher said every deleted log so far is renamed
         self.broker_configs: list[MetadataImage] = []
         self.configs_changed: list[str] = []
         self.log_manager = log_manager
@@ -85,7 +86,12 @@ class Harness:
             coordinators=RecordingCoordinators(self.actions), log_config_for_topic=lambda name: LogConfig(),
             apply_broker_configs=self.broker_configs.append,
             spawn=lambda coro: asyncio.get_running_loop().create_task(coro),
-            topic_configs_changed=self.configs_changed.append, defer_log_work=defer_log_work)
+            topic_configs_changed=self.configs_changed.append, defer_log_work=defer_log_work,
+            sync_new_logs=sync_new_logs, deleted_logs_renamed=self._renamed_all)
+
+    def _renamed_all(self) -> None:
+        assert self.log_manager.renames_pending == 0
+        self.renamed_all += 1
 
     async def publish(self, new: MetadataImage) -> list:
         """Publish ``new`` after the current image; the actions it caused (deletions included)."""
@@ -242,6 +248,7 @@ def test_in_a_cluster_logs_are_created_and_renamed_after_the_image_is_applied(lo
         await h.publish(image())  # deleted: gone from the replica manager and the log manager at once ...
         assert h.hosted() == {} and log_manager.get_log("orders", 0) is None
         assert (dirs / "orders-0").exists() and log_manager.renames_pending == 2  # ... its dirs renamed later
+        assert h.renamed_all == 0
         again = topic("orders", (1, (1, 2)))
         await h.publish(image(again))
         await h.pending_logs.wait_for([("orders", 0)], timeout=30)
@@ -254,6 +261,29 @@ def test_in_a_cluster_logs_are_created_and_renamed_after_the_image_is_applied(lo
             await asyncio.sleep(0.05)
         assert log_manager.renames_pending == 0 and not (dirs / "orders-1").exists()
         assert len([d for d in dirs.iterdir() if d.name.endswith("-delete")]) == 2
+        for _ in range(200):  # then the store may forget the deleted topics (a single node's)
+            if h.renamed_all:
+                break
+            await asyncio.sleep(0.05)
+        assert h.renamed_all == 1
+        await h.pending_logs.close()
+
+    run(test)
+
+
+def test_a_single_node_creates_a_few_new_logs_while_applying_an_image_and_the_rest_after(log_manager):
+    """defer_log_work with sync_new_logs (a single node): a small topic is hosted as soon as its image is applied,
+    the logs beyond the budget follow in the background and their partitions are hosted then."""
+    async def test() -> None:
+        h = Harness(log_manager, defer_log_work=True, sync_new_logs=2)
+        small = topic("small", (1, (1,)), (1, (1,)))
+        await h.publish(image(small))
+        assert h.hosted() == {("small", 0): "leader", ("small", 1): "leader"} and len(h.pending_logs) == 0
+        big = topic("big", *[(1, (1,)) for _ in range(5)])
+        await h.publish(image(small, big))
+        assert len(h.hosted()) == 4 and len(h.pending_logs) == 3
+        await h.pending_logs.wait_for([("big", p) for p in range(5)], timeout=30)
+        assert len(h.hosted()) == 7 and all(state == "leader" for state in h.hosted().values())
         await h.pending_logs.close()
 
     run(test)

@@ -174,3 +174,28 @@ def test_release_scratch_drops_the_buffer_only_when_nothing_is_unread() -> None:
     assert reader.buffered == 0 and len(reader._scratch) == 0  # an idle connection holds no read buffer
     reader.feed(stream([b"third"]))
     assert reader.next_frame() == b"third"
+
+
+def test_a_released_scratch_buffer_serves_the_next_read_of_any_connection() -> None:
+    """Given back when nothing is unread, taken by the next reader that needs one (not zeroed: only what the socket
+    wrote is read), and never more than SCRATCH_POOL_SIZE of them kept."""
+    from wire import _frames
+
+    _frames._SCRATCH_POOL.clear()
+    first, second = FrameReader(), FrameReader()
+    first.feed(stream([b"a" * 300]))
+    assert first.next_frame() == b"a" * 300
+    used = first._scratch
+    first.release_scratch()
+    assert _frames._SCRATCH_POOL == [used] and len(first._scratch) == 0
+    second.feed(stream([b"bc"]))  # the buffer still holds the first connection's bytes after these
+    assert second._scratch is used and not _frames._SCRATCH_POOL
+    assert second.next_frame() == b"bc" and second.next_frame() is None
+    readers = [FrameReader() for _ in range(_frames.SCRATCH_POOL_SIZE + 3)]
+    for r in readers:
+        r.feed(stream([b"x"]))
+        assert r.next_frame() == b"x"
+    for r in readers:
+        r.release_scratch()
+    assert len(_frames._SCRATCH_POOL) == _frames.SCRATCH_POOL_SIZE
+    _frames._SCRATCH_POOL.clear()

@@ -166,7 +166,7 @@ class ConsumerGroupMemberMetadataValue(Message):
             w.nullable_string(self.server_assignor)
         if flexible:
             _tags: list[tuple[int, bytes]] = []
-            if self.classic_member_metadata != ClassicMemberMetadata():
+            if (self.classic_member_metadata is None or ClassicMemberMetadata._slot_values(self.classic_member_metadata) != _DEFAULT_ClassicMemberMetadata):
                 _outer, w = w, Writer()
                 if self.classic_member_metadata is None:
                     w.uvarint(0)
@@ -206,3 +206,7 @@ class ConsumerGroupMemberMetadataValue(Message):
 
 
 ConsumerGroupMemberMetadataValue.FIELDS = (FieldSpec('instance_id', 'string', (0, 32767), (0, 32767), None, None, None), FieldSpec('rack_id', 'string', (0, 32767), (0, 32767), None, None, None), FieldSpec('client_id', 'string', (0, 32767), None, None, None, None), FieldSpec('client_host', 'string', (0, 32767), None, None, None, None), FieldSpec('subscribed_topic_names', '[]string', (0, 32767), None, None, None, None), FieldSpec('subscribed_topic_regex', 'string', (0, 32767), (0, 32767), None, None, None), FieldSpec('rebalance_timeout_ms', 'int32', (0, 32767), None, None, None, None), FieldSpec('server_assignor', 'string', (0, 32767), (0, 32767), None, None, None), FieldSpec('classic_member_metadata', 'ClassicMemberMetadata', (0, 32767), (0, 32767), 0, (0, 32767), ClassicMemberMetadata))
+
+
+# The field values of the default structs, which tagged struct fields are compared with when encoding.
+_DEFAULT_ClassicMemberMetadata = ClassicMemberMetadata._slot_values(ClassicMemberMetadata())

@@ -337,7 +337,7 @@ class FetchRequest(Message):
                     w.nullable_string(self.cluster_id)
                 _tags.append((0, bytes(w.buf)))
                 w = _outer
-            if version >= 15 and self.replica_state != ReplicaState():
+            if version >= 15 and ReplicaState._slot_values(self.replica_state) != _DEFAULT_ReplicaState:
                 _outer, w = w, Writer()
                 self.replica_state.encode_into(w, version)
                 _tags.append((1, bytes(w.buf)))
@@ -396,3 +396,7 @@ class FetchRequest(Message):
 
 
 FetchRequest.FIELDS = (FieldSpec('cluster_id', 'string', (12, 32767), (12, 32767), 0, (12, 32767), None), FieldSpec('replica_id', 'int32', (0, 14), None, None, None, None), FieldSpec('replica_state', 'ReplicaState', (15, 32767), None, 1, (15, 32767), ReplicaState), FieldSpec('max_wait_ms', 'int32', (0, 32767), None, None, None, None), FieldSpec('min_bytes', 'int32', (0, 32767), None, None, None, None), FieldSpec('max_bytes', 'int32', (3, 32767), None, None, None, None), FieldSpec('isolation_level', 'int8', (4, 32767), None, None, None, None), FieldSpec('session_id', 'int32', (7, 32767), None, None, None, None), FieldSpec('session_epoch', 'int32', (7, 32767), None, None, None, None), FieldSpec('topics', '[]FetchTopic', (0, 32767), None, None, None, FetchTopic), FieldSpec('forgotten_topics_data', '[]ForgottenTopic', (7, 32767), None, None, None, ForgottenTopic), FieldSpec('rack_id', 'string', (11, 32767), None, None, None, None))
+
+
+# The field values of the default structs, which tagged struct fields are compared with when encoding.
+_DEFAULT_ReplicaState = ReplicaState._slot_values(ReplicaState())

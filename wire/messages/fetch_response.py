@@ -219,17 +219,17 @@ class PartitionData(Message):
         w.records(self.records, flexible)
         if flexible:
             _tags: list[tuple[int, bytes]] = []
-            if version >= 12 and self.diverging_epoch != EpochEndOffset():
+            if version >= 12 and EpochEndOffset._slot_values(self.diverging_epoch) != _DEFAULT_EpochEndOffset:
                 _outer, w = w, Writer()
                 self.diverging_epoch.encode_into(w, version)
                 _tags.append((0, bytes(w.buf)))
                 w = _outer
-            if version >= 12 and self.current_leader != LeaderIdAndEpoch():
+            if version >= 12 and LeaderIdAndEpoch._slot_values(self.current_leader) != _DEFAULT_LeaderIdAndEpoch:
                 _outer, w = w, Writer()
                 self.current_leader.encode_into(w, version)
                 _tags.append((1, bytes(w.buf)))
                 w = _outer
-            if version >= 12 and self.snapshot_id != SnapshotId():
+            if version >= 12 and SnapshotId._slot_values(self.snapshot_id) != _DEFAULT_SnapshotId:
                 _outer, w = w, Writer()
                 self.snapshot_id.encode_into(w, version)
                 _tags.append((2, bytes(w.buf)))
@@ -488,3 +488,9 @@ class FetchResponse(Message):
 
 
 FetchResponse.FIELDS = (FieldSpec('throttle_time_ms', 'int32', (1, 32767), None, None, None, None), FieldSpec('error_code', 'int16', (7, 32767), None, None, None, None), FieldSpec('session_id', 'int32', (7, 32767), None, None, None, None), FieldSpec('responses', '[]FetchableTopicResponse', (0, 32767), None, None, None, FetchableTopicResponse), FieldSpec('node_endpoints', '[]NodeEndpoint', (16, 32767), None, 0, (16, 32767), NodeEndpoint))
+
+
+# The field values of the default structs, which tagged struct fields are compared with when encoding.
+_DEFAULT_EpochEndOffset = EpochEndOffset._slot_values(EpochEndOffset())
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch._slot_values(LeaderIdAndEpoch())
+_DEFAULT_SnapshotId = SnapshotId._slot_values(SnapshotId())

@@ -147,7 +147,7 @@ class PartitionProduceResponse(Message):
             self.current_leader.encode_into(w, version)
         if flexible:
             _tags: list[tuple[int, bytes]] = []
-            if version >= 10 and self.current_leader != LeaderIdAndEpoch():
+            if version >= 10 and LeaderIdAndEpoch._slot_values(self.current_leader) != _DEFAULT_LeaderIdAndEpoch:
                 _outer, w = w, Writer()
                 self.current_leader.encode_into(w, version)
                 _tags.append((0, bytes(w.buf)))
@@ -390,3 +390,7 @@ class ProduceResponse(Message):
 
 
 ProduceResponse.FIELDS = (FieldSpec('responses', '[]TopicProduceResponse', (0, 32767), None, None, None, TopicProduceResponse), FieldSpec('throttle_time_ms', 'int32', (1, 32767), None, None, None, None), FieldSpec('node_endpoints', '[]NodeEndpoint', (10, 32767), None, 0, (10, 32767), NodeEndpoint))
+
+
+# The field values of the default structs, which tagged struct fields are compared with when encoding.
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch._slot_values(LeaderIdAndEpoch())

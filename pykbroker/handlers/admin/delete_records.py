@@ -27,8 +27,8 @@ def error_response(request: DeleteRecordsRequest | None, version: int, code: int
 def delete_before(ctx: RequestContext, topic: str, partition: int, offset: int) -> tuple[int, int]:
     """(error code, new low watermark) for one partition."""
     p = ctx.broker.replica_manager.partitions.get((topic, partition))
-    if p is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+    if p is None:  # as Kafka: NOT_LEADER_OR_FOLLOWER when the metadata has it (its log still being created)
+        return ctx.not_hosted_error(topic, partition), -1
     log_ = p.log
     if not log_.config.delete:
         log.info("DeleteRecords on %s-%d refused: cleanup.policy has no delete (%s)", topic, partition, ctx.describe())

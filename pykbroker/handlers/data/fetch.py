@@ -28,7 +28,16 @@ from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchedPartition, FetchPartition
 from storage import release_records
-from wire import ZERO_UUID, ApiKey, ErrorCode, FetchAnswer, decode_fetch_request
+from wire import (
+    NO_DIVERGING_EPOCH,
+    NO_LEADER,
+    NO_SNAPSHOT,
+    ZERO_UUID,
+    ApiKey,
+    ErrorCode,
+    FetchAnswer,
+    decode_fetch_request,
+)
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_response import (
     AbortedTransaction,
@@ -37,13 +46,9 @@ from wire.messages.fetch_response import (
     LeaderIdAndEpoch,
     NodeEndpoint,
     PartitionData,
-    SnapshotId,
 )
 
 READ_COMMITTED = 1
-# A healthy partition's tagged structs, at their defaults (not written): shared, never changed in place (a
-# partition that has one is given its own), so an answer does not build three per partition.
-_NO_DIVERGING_EPOCH, _NO_LEADER, _NO_SNAPSHOT = EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId()
 # Fetch v0-2 had no max_bytes; Kafka treats it as unbounded.
 UNBOUNDED = 2**31 - 1
 # A partition's answers that Kafka's ReplicaManager.readFromLog expects (leadership moving, a stale epoch, an
@@ -97,8 +102,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     requested: list[CachedPartition] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.topic) for t in request.topics]
     # A topic named but unknown is, as in Kafka, refused when the principal may not read it (not disclosed).
-    readable_unknown = _readable(ctx, request, [t.topic for t, topic in zip(request.topics, topics, strict=True)
-                                                if topic is None and not by_id for _ in t.partitions])
+    unknown_names = [] if by_id else [t.topic for t, topic in zip(request.topics, topics, strict=True)
+                                      if topic is None for _ in t.partitions]
+    readable_unknown = _readable(ctx, request, unknown_names) if unknown_names else set()
     for t, topic in zip(request.topics, topics, strict=True):
         if topic is None and not by_id:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if t.topic in readable_unknown \
@@ -201,10 +207,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 aborted_transactions=aborted,
                 preferred_read_replica=found.preferred_read_replica,
                 records=read.records,
-                diverging_epoch=_NO_DIVERGING_EPOCH if read.diverging_epoch is None else EpochEndOffset(
+                diverging_epoch=NO_DIVERGING_EPOCH if read.diverging_epoch is None else EpochEndOffset(
                     epoch=read.diverging_epoch[0], end_offset=read.diverging_epoch[1]),
-                current_leader=_NO_LEADER,
-                snapshot_id=_NO_SNAPSHOT,
+                current_leader=NO_LEADER,
+                snapshot_id=NO_SNAPSHOT,
             )
         if data.error_code in HINTED_ERRORS and cp.topic is not None:
             if hints is None:

@@ -27,7 +27,7 @@ def error_response(request: DescribeProducersRequest | None, version: int, code:
 def _describe(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
-        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        return PartitionResponse(partition_index=index, error_code=ctx.not_hosted_error(topic, index),
                                  error_message=None, active_producers=[])
     if not partition.is_leader:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
