@@ -1,7 +1,8 @@
 """Fetch v4-18.
 
 - Long poll: answer once ``min_bytes`` are available or ``max_wait_ms`` passed, woken by appends (no
-  sleep loops). ``max_bytes`` (capped by the broker's ``fetch.max.bytes``) bounds the response,
+  sleep loops). ``max_bytes`` (capped by the broker's ``fetch.max.bytes`` and, for a consumer, by what its
+  ``consumer_byte_rate`` quota allows in one window, as Kafka) bounds the response,
   ``partition_max_bytes`` each partition, except that the first partition with data always gets at least one
   whole batch.
 - v4+: isolation_level (read_committed reads up to the last stable offset, with aborted transactions).
@@ -146,9 +147,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     # once: a follower or consumer would spin).
     has_unknown = bool(unresolved) or any(cp.topic is None for cp in fctx.partitions)
     max_wait_ms = 0 if has_unknown and not allowed else request.max_wait_ms
+    # As Kafka's handleFetchRequest: a consumer reads no more than its consumer_byte_rate quota allows in one
+    # window (a follower is not bound), and min_bytes never asks for more than max_bytes.
+    max_bytes = min(request.max_bytes if version >= 3 else UNBOUNDED, broker.config.fetch_max_bytes)
+    if replica_id < 0 and broker.fetch_quota.enabled():
+        max_bytes = int(min(max_bytes, broker.fetch_quota.max_value_in_window(ctx.user, ctx.client_id or "")))
     fetched = await broker.replica_manager.fetch(
-        wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=request.min_bytes,
-        max_bytes=min(request.max_bytes if version >= 3 else UNBOUNDED, broker.config.fetch_max_bytes),
+        wanted, max_wait_ms=max(0, max_wait_ms), min_bytes=min(request.min_bytes, max_bytes), max_bytes=max_bytes,
         read_committed=read_committed,
         replica_id=replica_id, client_metadata=(request.rack_id or None,) if version >= 11 and replica_id < 0 else None)
 

@@ -66,6 +66,28 @@ def test_a_client_over_its_byte_rate_is_told_to_wait(broker):
         assert other.throttle_time_ms == 0 and len(other.responses[0].partitions[0].records) > 200_000
 
 
+def test_a_consumer_reads_no_more_than_its_quota_allows_in_one_window(broker):
+    """As Kafka's handleFetchRequest: max_bytes is capped by consumer_byte_rate times the quota window (1,000 B/s
+    over Kafka's 10 s: 10 kB), the first batch whole; a client without a quota reads all it asked for."""
+    def fetch(c: RawClient) -> int:
+        r = c.request(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchTopic(
+            topic="cq-cap", partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+                      12)
+        assert r.throttle_time_ms == 0
+        return len(r.responses[0].partitions[0].records)
+
+    with RawClient(broker.bootstrap, client_id="cq-capped") as capped, RawClient(broker.bootstrap) as admin:
+        admin.wait_for_topics("cq-cap", auto_create=True)
+        for _ in range(20):  # 20 batches of ~2 kB
+            produced = admin.request(ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name="cq-cap", partition_data=[PartitionProduceData(
+                    index=0, records=build_simple_batch([b"y" * 2_000], timestamp=int(time.time() * 1000)))])]), 9)
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        assert alter(admin, "cq-capped", consumer_byte_rate=1_000.0)[0][0] == 0
+        assert 2_000 < fetch(capped) <= 10_000
+        assert fetch(admin) > 40_000
+
+
 def test_a_client_over_its_request_percentage_is_throttled_one_window_at_most(broker):
     """request_percentage (Kafka's request quota): the broker's time on a client's requests, as a percentage of
     one thread. Over it, responses carry a throttle time of at most one quota window (1 s by default), a fetch
