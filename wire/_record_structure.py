@@ -24,9 +24,10 @@ the layout's staircase, one match for the whole batch, compressed or not: runs o
 possessive group a run, their timestamp deltas of 1, 2, then 3 bytes and within each their offset deltas of 1 then 2
 (a producer's timestamps and offsets only grow, so their widths never shrink). A run's length counts its records;
 in a compressed batch kept as sent each run's offset deltas are also sliced out at its stride and compared with its
-part of 0..n-1. A Java producer's batches, process time: 590 records of 100 B uncompressed ~30 us (its offset deltas
-two bytes from the 65th record; timestamp deltas growing to two bytes took ~140 us as a run of alternatives counted
-again), 54 of 1 KiB ~3 us; lz4's 160 of 100 B ~10 us and ~180 to 240 bytecodes, 54 of 1 KiB ~4 us.
+part of 0..n-1. A Java producer's batches, process time: 590 records of 100 B uncompressed ~25 us (its offset deltas
+two bytes from the 65th record; timestamp deltas growing to two bytes took ~115 us as a run of alternatives counted
+again), 63 of 1 KiB ~3 us; lz4's 564 of 100 B ~25 us and ~180 to 240 bytecodes, 58 of 1 KiB (one run: its offset
+deltas compared without a loop over the runs) ~3 us and ~70.
 Else, uncompressed, a run of the layout's records of any widths from end to end (which can be read one way only),
 counted by ``Pattern.subn``; compressed, ``Pattern.split`` by the layout's record as Kafka reads it in place, its
 offset delta captured, compared with the split that n records in order give (empty gaps between the minimal varints
