@@ -178,9 +178,13 @@ class LogSegment:
                     max_offset_in_messages: int, now: int, max_segment_ms: int) -> bool:
         size = self.log.size
         offset_index = self.offset_index
+        if size > 0:  # time_waited_for_roll, without its calls once the first batch's timestamp is known
+            ts = self._rolling_based_timestamp
+            waited = max_timestamp_in_messages - ts if ts is not None and ts >= 0 else \
+                self.time_waited_for_roll(now, max_timestamp_in_messages)
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return True
         return (size > max_segment_bytes - messages_size
-                or (size > 0 and self.time_waited_for_roll(now, max_timestamp_in_messages)
-                    > max_segment_ms - self.roll_jitter_ms)
                 or offset_index.is_full()
                 or self.time_index.is_full()
                 or not 0 <= max_offset_in_messages - offset_index.base_offset <= INT32_MAX)
@@ -220,7 +224,7 @@ class LogSegment:
             if self.bytes_since_last_index_entry > interval:
                 if not offset_index.is_full() and not time_index.is_full():
                     offset_index.append(header.last_offset, base_position + pos)
-                    time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
+                    time_index.maybe_append(max_so_far.timestamp, max_so_far.offset, skip_full_check=True)
                 self.bytes_since_last_index_entry = 0
             self.bytes_since_last_index_entry += header.batch_length + 12
 

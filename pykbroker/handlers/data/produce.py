@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
 from pykbroker.connection import CloseConnection
@@ -58,37 +59,51 @@ VALID_ACKS = (-1, 0, 1)
 HEADER_SIZE_UP_TO_MAGIC = 17  # base offset, length, partition leader epoch, magic
 MIN_RECORD_OVERHEAD = 14  # the smallest legacy message after its offset and length
 ZSTD = 4
+_INT32 = struct.Struct(">i")
+
+
+def _too_short(length: int) -> str:
+    return f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})"
 
 
 def _batch_at(records: bytes | memoryview, pos: int) -> int | None:
     """The size of the complete batch at ``pos``, None when there is none (a partial one is ignored)."""
     if len(records) - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+    length = _INT32.unpack_from(records, pos + 8)[0]
     if length < MIN_RECORD_OVERHEAD:
-        raise ValueError(f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})")
+        raise ValueError(_too_short(length))
     return length + 12 if len(records) - pos >= length + 12 else None
 
 
 def _records_error(version: int, records: bytes | memoryview) -> tuple[int, str] | None:
-    """Kafka's ProduceRequest.validateRecords: one magic-2 batch per partition (no zstd before v7)."""
-    try:
-        first = _batch_at(records, 0)
-        if first is None:
-            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least one " \
-                "record batch per partition"
-        if records[16] != 2:
-            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain " \
-                "record batches with magic version 2"
-        if version < 7 and records[22] & 0x07 == ZSTD:
-            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not " \
-                "allowed to use ZStandard compression"
-        if _batch_at(records, first) is not None:
-            return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain " \
-                "exactly one record batch per partition"
-    except ValueError as exc:
-        return ErrorCode.CORRUPT_MESSAGE, str(exc)
-    return None
+    """Kafka's ProduceRequest.validateRecords: one magic-2 batch per partition (no zstd before v7). The first
+    batch's framing is read here (every partition of every request), what may follow it by ``_batch_at``."""
+    size = len(records)
+    if size >= HEADER_SIZE_UP_TO_MAGIC:
+        length = _INT32.unpack_from(records, 8)[0]
+        if length < MIN_RECORD_OVERHEAD:
+            return ErrorCode.CORRUPT_MESSAGE, _too_short(length)
+        first = length + 12
+        if size >= first:
+            if records[16] != 2:
+                return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to " \
+                    "contain record batches with magic version 2"
+            if version < 7 and records[22] & 0x07 == ZSTD:
+                return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not " \
+                    "allowed to use ZStandard compression"
+            if size - first < HEADER_SIZE_UP_TO_MAGIC:  # the usual: nothing after the batch
+                return None
+            try:
+                second = _batch_at(records, first)
+            except ValueError as exc:
+                return ErrorCode.CORRUPT_MESSAGE, str(exc)
+            if second is not None:
+                return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to " \
+                    "contain exactly one record batch per partition"
+            return None
+    return ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least one record " \
+        "batch per partition"
 
 
 def error_response(request: ProduceRequest | None, version: int, code: int) -> ProduceResponse:
@@ -152,7 +167,7 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
         for p in t.partition_data:
             records = p.records
             if records is not None and len(records) >= 23 and records[16] == 2 \
-                    and int.from_bytes(records[21:23], "big") & TRANSACTIONAL_FLAG_MASK:
+                    and records[22] & TRANSACTIONAL_FLAG_MASK:  # the flag is in the attributes' low byte
                 return True
     return False
 
