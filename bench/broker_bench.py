@@ -347,6 +347,16 @@ class Workload:
     repeated: bool = True  # ``repeat`` runs and their median (latency too: one run can meet a burst of host noise)
     higher_is_better: bool = True
     prepare: Callable[[Target], None] | None = None
+    fresh_memory: bool = False  # the clean page cache is dropped before each run (see run_interleaved)
+
+
+def drop_page_cache() -> bool:
+    """Drop the kernel's clean page cache (written back first by the caller); False where this process may not."""
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1")
+        return True
+    except OSError:
+        return False
 
 
 def workloads(jars: Path | None, scale: float) -> list[Workload]:
@@ -366,13 +376,13 @@ def workloads(jars: Path | None, scale: float) -> list[Workload]:
                         cpu = cpu_seconds(t.pid()) - cpu
                         return {f"{label} (java) MB/s": r["mb_per_s"], f"{label} (java) records/s": r["records_per_s"],
                                 f"{label} (java) {CPU_PER_GB}": cpu / (records * size / 1e9)}
-                    out.append(Workload(f"{label} (java)", java))
+                    out.append(Workload(f"{label} (java)", java, fresh_memory=True))
                 if compression == "none":
                     def rdkafka(t: Target, i: int, label=label, topic=topic, records=records, size=size,
                                 acks=acks) -> dict[str, float]:
                         r = confluent_produce(t.bootstrap, f"{topic}-rdkafka-{i}", records, size, acks, "none")
                         return {f"{label} (librdkafka) MB/s": r["mb_per_s"]}
-                    out.append(Workload(f"{label} (librdkafka)", rdkafka))
+                    out.append(Workload(f"{label} (librdkafka)", rdkafka, fresh_memory=True))
 
     consume_records = max(1000, int(scale * 1024 * 1024))  # ~1 GiB of 1 KiB records at scale 1
 
@@ -410,14 +420,19 @@ def run_interleaved(targets: list[Target], work: list[Workload], repeat: int, re
     Run i of a workload goes to the brokers in turn, the order reversed every other run (A B, B A, A B):
     whatever slows this machine for a while (the kernel writing back dirty pages, another process) falls
     on both brokers rather than on whichever ran then. Before each run (and each set-up) the page cache is
-    written back (sync), so no run pays for the previous one's writes. A failed workload is skipped for
-    that broker, and the others' figures still come.
+    written back (sync), so no run pays for the previous one's writes; before a produce run it is also
+    dropped where the bench may (as root): by the 1 KiB rows the two brokers had written ~11 GB, more than the
+    memory free at the start, and the kernel reclaimed pages in the middle of runs (direct reclaim), charged
+    to whichever broker was writing then. A failed workload is skipped for that broker, and the others'
+    figures still come.
     """
     failures: list[str] = []
     cpu = {t.name: 0.0 for t in targets}
 
-    def timed(t: Target, what: Callable[..., object], *args: object) -> object:
+    def timed(t: Target, what: Callable[..., object], *args: object, fresh_memory: bool = False) -> object:
         os.sync()
+        if fresh_memory:
+            drop_page_cache()
         before = cpu_seconds(t.pid())
         try:
             return what(*args)
@@ -441,7 +456,7 @@ def run_interleaved(targets: list[Target], work: list[Workload], repeat: int, re
                 if t.name in broken:
                     continue
                 try:
-                    figures = timed(t, w.run, t, i)
+                    figures = timed(t, w.run, t, i, fresh_memory=w.fresh_memory)
                 except Exception as exc:  # one broken workload must not hide the others' figures
                     broken.add(t.name)
                     failures.append(f"{t.name}: {w.label}: {exc}")
@@ -509,7 +524,8 @@ def main(targets: list[str] | None = None, scale: float | None = None, *, java: 
     root = Path(tempfile.mkdtemp(prefix="broker-bench-"))
     try:
         print(f"machine: {os.cpu_count()} cores, {platform.platform()}; scale {scale}, {repeat} runs per "
-              f"throughput figure; load average {os.getloadavg()[0]:.1f}", flush=True)
+              f"throughput figure; load average {os.getloadavg()[0]:.1f}; page cache dropped before produce runs: "
+              f"{'yes' if os.access('/proc/sys/vm/drop_caches', os.W_OK) else 'no (not root)'}", flush=True)
         print(f"clients: {client_versions(jars)}", flush=True)
         volume = max(16, int(512 * scale))
         factories: dict[str, Callable[[], Target]] = {"pykbroker": lambda: PykbrokerTarget(root)}
