@@ -38,6 +38,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
+from replication.pending_logs import SLICE_GAP_SECONDS
+
 if TYPE_CHECKING:
     import uuid
 
@@ -263,7 +265,7 @@ class BrokerMetadataPublisher:
         """Rename deleted logs' dirs in slices of ``RENAME_SLICE_SECONDS``, other work served between them."""
         await asyncio.sleep(self.log_work_delay)
         while self.log_manager.rename_deleted(RENAME_SLICE_SECONDS):
-            await asyncio.sleep(0)
+            await asyncio.sleep(SLICE_GAP_SECONDS)
         if self.deleted_logs_renamed is not None:
             self.deleted_logs_renamed()
 
