@@ -27,16 +27,10 @@ from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchedPartition, FetchPartition
 from storage import release_records
-from wire import (
-    NO_DIVERGING_EPOCH,
-    NO_LEADER,
-    NO_SNAPSHOT,
-    ZERO_UUID,
-    ApiKey,
-    ErrorCode,
-    FetchAnswer,
-    decode_fetch_request,
-)
+from wire import ZERO_UUID, ApiKey, ErrorCode
+
+# The fetch codec loads with this handler (on the first Fetch), not at start: ``import wire`` does not import it.
+from wire._fetch import NO_DIVERGING_EPOCH, NO_LEADER, NO_SNAPSHOT, FetchAnswer, decode_fetch_request
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_response import (
     AbortedTransaction,
