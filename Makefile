@@ -152,10 +152,11 @@ differential-cluster: deps
 ##        an unclean election, a transactional copier through broker kills, a cancelled move and a controller kill;
 ##        a commit through kill -9 of its coordinator between PrepareCommit and CompleteCommit; a KIP-848 group
 ##        consuming everything on 3 brokers; leaders killed with -9 under acks=all load, no acknowledged record lost
-##        (make test's chaos campaign kills leaders too); a topic deleted and created again around kill -9s of its leader
+##        (make test's chaos campaign kills leaders too); a topic deleted and created again around kill -9s of its leader;
+##        the first transactional producer after a broker's kill -9 (__transaction_state placed on the dead broker too)
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
-		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py \
+		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py tests/pykbroker/test_internal_topics.py \
 		compat_tests/test_cluster_transaction_markers.py tests/replication/controller/test_hand_over_cluster.py -s $(ARGS)
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_faults.py compat_tests/test_cluster_reassignment.py \
 		-k "unclean or transactional_copier or cancelled_move or killed_leaders or created_again_around" $(ARGS)

@@ -190,22 +190,27 @@ def test_a_waiting_consumer_gets_a_record_within_milliseconds(broker):
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "1", "linger.ms": 0})
     producer.produce(topic, b"create", partition=0)
     producer.flush(10)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dp-wake", "fetch.wait.max.ms": 5000})
-    consumer.assign([TopicPartition(topic, 0, 1)])
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "dp-wake", "fetch.wait.max.ms": 30_000})
+    consumer.assign([TopicPartition(topic, 0, 0)])
     try:
-        assert consumer.poll(1.0) is None  # the consumer now waits in a 5 s long poll
+        # The consumer has read "create", so it is connected and waits in a 30 s long poll: once only a second of
+        # polling stood for that, and on a loaded machine the consumer's start-up (up to 2.3 s seen) was measured
+        # as the first wake-up latency
+        msg = consumer.poll(30)
+        assert msg is not None and msg.value() == b"create"
+        assert consumer.poll(1.0) is None
         latencies = []
         for i in range(5):
             sent = time.perf_counter()
             producer.produce(topic, str(i).encode(), partition=0)
             producer.flush(10)
-            msg = consumer.poll(5)
+            msg = consumer.poll(40)
             assert msg is not None and msg.value() == str(i).encode()
             latencies.append(time.perf_counter() - sent)
     finally:
         consumer.close()
     print(f"long-poll wake-up latencies: {[f'{x * 1000:.1f} ms' for x in latencies]}")
-    assert max(latencies) < 1.0  # woken by the append, not by fetch.wait.max.ms
+    assert max(latencies) < 3.0  # woken by the append, not by fetch.wait.max.ms (30 s)
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -145,18 +145,28 @@ class InternalTopics:
     def _assignment(self, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
         """Replicas of a coordinator topic: a single node holds one replica of each partition; a cluster
         places ``replication_factor`` of them, and refuses (COORDINATOR_NOT_AVAILABLE) until enough brokers
-        are registered, as Kafka does."""
+        are registered, as Kafka does. A broker that is down but was registered (it holds replicas of other
+        topics) counts, as Kafka 4.4's fenced brokers count: with too few live brokers the leader and the ISR
+        are live ones and the rest of the replicas go to the down brokers, which catch up when they are back
+        (Kafka's StripedReplicaPlacer), so that a 3-broker cluster that lost one still gets its first
+        transactional producer or share group going."""
         live = self.metadata.image.live_broker_ids() or [self.node_id]
         if not self.cluster_mode:
             return [[self.node_id] for _ in range(partitions)]
-        if len(live) < replication_factor:
+        if len(live) >= replication_factor:
+            return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
+        down = sorted({b for t in self.metadata.image.topics.values() for p in t.partitions for b in p.replicas}
+                      - set(live))
+        if len(live) + len(down) < replication_factor:
             # Imported here: a broker starts without importing the coordinators.
             from coordinator.runtime.errors import ApiError
 
             raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                            f"Number of alive brokers '{len(live)}' does not meet the required replication factor "
                            f"'{replication_factor}' for the {name} topic")
-        return assign_replicas(partitions, replication_factor, live, racks=self.broker_racks())
+        extra = replication_factor - len(live)
+        return [replicas + [down[(i + j) % len(down)] for j in range(extra)]
+                for i, replicas in enumerate(assign_replicas(partitions, len(live), live, racks=self.broker_racks()))]
 
     async def _create(self, name: str, assignment: list[list[int]], configs: dict[str, str]) -> None:
         """Create a coordinator topic on first use. Another broker asked at the same moment (or this one's

@@ -25,7 +25,6 @@ from wire._compression import (
     decompress,
 )
 from wire._errors import ApiKey, ErrorCode
-from wire._fetch import NO_DIVERGING_EPOCH, NO_LEADER, NO_SNAPSHOT, FetchAnswer, decode_fetch_request
 from wire._frames import DEFAULT_MAX_FRAME_SIZE, FrameError, FrameReader, frame
 from wire._headers import (
     RequestHeader,
@@ -96,12 +95,7 @@ __all__ = [
     "decode_records",
     "decode_records_in_place",
     "decode_records_from",
-    "decode_fetch_request",
     "decode_produce_request",
-    "FetchAnswer",
-    "NO_DIVERGING_EPOCH",
-    "NO_LEADER",
-    "NO_SNAPSHOT",
     "ProduceAnswer",
     "decode_request_header",
     "decode_response_header",

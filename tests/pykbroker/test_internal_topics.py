@@ -5,6 +5,7 @@ client hears COORDINATOR_NOT_AVAILABLE (retriable) until the topic has leaders, 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import threading
@@ -51,3 +52,31 @@ def test_brokers_racing_to_create_a_coordinator_topic_all_succeed_quietly(tmp_pa
             text = broker.log()
             assert not re.search(r"creating __\S+ failed", text), f"broker {i}:\n{text[-3000:]}"
             assert "KeyError" not in text, f"broker {i}:\n{text[-3000:]}"
+
+
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+                    reason="a 3-broker cluster and a kill -9, ~30 s: make test-cluster-slow (PYKBROKER_SLOW_CLUSTER=1)")
+def test_first_transactional_producer_after_a_broker_died(tmp_path):
+    """A 3-broker cluster loses a broker (kill -9) before anything transactional ran: Kafka 4.4 still creates
+    __transaction_state with replication factor 3 (the dead broker, registered but fenced, holds the third replica;
+    leaders and ISR live ones), so the first transactional producer gets going. Found by Flink's AT_LEAST_ONCE job
+    through a broker kill (compat_tests/test_flink.py), whose bounded read's transactional producer timed out."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with ClusterProcesses(tmp_path, size=3, overrides={"transaction.state.log.num.partitions": "6"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("t", 3, 3)])["t"].result(30)  # every broker holds replicas
+        cluster.broker(3).kill()
+        deadline = time.monotonic() + 60
+        while 3 in {b.id for b in admin.list_topics(timeout=10).brokers.values()}:  # its registration expired
+            assert time.monotonic() < deadline, "broker 3 still registered a minute after its kill -9"
+            time.sleep(0.5)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "first"})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("t", b"v", partition=0)
+        producer.commit_transaction(60)
+        topic = admin.list_topics("__transaction_state", timeout=10).topics["__transaction_state"]
+        assert {len(p.replicas) for p in topic.partitions.values()} == {3}
+        assert all(3 in p.replicas and p.leader != 3 and 3 not in p.isrs for p in topic.partitions.values())

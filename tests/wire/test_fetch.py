@@ -1,5 +1,5 @@
-"""wire.decode_fetch_request gives what the generated FetchRequest.decode_from gives, requests and errors;
-wire.FetchAnswer writes what the generated FetchResponse.encode_into writes (file regions kept as their own parts)."""
+"""wire._fetch.decode_fetch_request gives what the generated FetchRequest.decode_from gives, requests and errors;
+wire._fetch.FetchAnswer writes what the generated FetchResponse.encode_into writes (file regions kept as their own parts)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from wire import DecodeError, FetchAnswer, Reader, Writer, _fetch, decode_fetch_request
+from wire import DecodeError, Reader, Writer, _fetch
+from wire._fetch import FetchAnswer, decode_fetch_request
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_request import FetchPartition, FetchTopic, ForgottenTopic, ReplicaState
 from wire.messages.fetch_response import (

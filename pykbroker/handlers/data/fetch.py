@@ -25,20 +25,20 @@ from pykbroker.context import RequestContext
 from pykbroker.handlers.data._leader_hints import HINTED_ERRORS, LeaderHints
 from pykbroker.registry import handler
 from pykbroker.request_time import request_throttle_ms
-from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
+from pykbroker.security.auth_helper import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    filter_by_authorized,
+    has_authorizer,
+)
 from replication.fetch_session import FINAL_EPOCH, CachedPartition
 from replication.replica_manager import FetchedPartition, FetchPartition
 from storage import release_records
-from wire import (
-    NO_DIVERGING_EPOCH,
-    NO_LEADER,
-    NO_SNAPSHOT,
-    ZERO_UUID,
-    ApiKey,
-    ErrorCode,
-    FetchAnswer,
-    decode_fetch_request,
-)
+from wire import ZERO_UUID, ApiKey, ErrorCode
+
+# The fetch codec loads with this handler (on the first Fetch), not at start: ``import wire`` does not import it.
+from wire._fetch import NO_DIVERGING_EPOCH, NO_LEADER, NO_SNAPSHOT, FetchAnswer, decode_fetch_request
 from wire.messages import FetchRequest, FetchResponse
 from wire.messages.fetch_response import (
     AbortedTransaction,
@@ -137,15 +137,19 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     # Every partition of the session is authorized on every fetch (incremental ones too), as in Kafka: one the
     # principal may no longer read is answered TOPIC_AUTHORIZATION_FAILED instead of its records.
-    readable = _readable(ctx, request, [cp.topic for cp in fctx.partitions if cp.topic is not None])
-    allowed = [cp for cp in fctx.partitions if cp.topic is not None and cp.topic in readable]
+    named = [cp for cp in fctx.partitions if cp.topic is not None]
+    if has_authorizer(ctx):
+        readable = _readable(ctx, request, [cp.topic for cp in named if cp.topic is not None])
+        allowed = [cp for cp in named if cp.topic in readable]
+    else:
+        allowed = named  # without an authorizer every known topic may be read (followers' cluster action too)
     wanted = [FetchPartition(cp.topic or "", cp.partition, cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
                              cp.last_fetched_epoch if version >= 12 else -1, cp.log_start_offset)
               for cp in allowed]
     # As Kafka: a fetch with nothing to read but unknown topics is answered at once; with something to read it
     # waits as usual, unknown topics or not (a session holding an unknown topic id must not answer every fetch at
     # once: a follower or consumer would spin).
-    has_unknown = bool(unresolved) or any(cp.topic is None for cp in fctx.partitions)
+    has_unknown = bool(unresolved) or len(named) < len(fctx.partitions)
     max_wait_ms = 0 if has_unknown and not allowed else request.max_wait_ms
     # As Kafka's handleFetchRequest: a consumer reads no more than its consumer_byte_rate quota allows in one
     # window (a follower is not bound), and min_bytes never asks for more than max_bytes.
