@@ -1669,10 +1669,11 @@ def share_acknowledge_refusals(c: RawClient) -> Observations:
     return out
 
 
-def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
-    """(first, last) offsets of every batch of ``topic`` partition 0 (a fetch answers one segment: read on)."""
+def _segment_reads(c: RawClient, topic: str) -> list[list[tuple[int, int]]]:
+    """(first, last) offsets of the batches of ``topic`` partition 0, one list per Fetch read from offset 0 on: a
+    log read answers one segment (Kafka's and pykbroker's), so this shows the segment layout too."""
     from wire import iter_batch_headers
-    out: list[tuple[int, int]] = []
+    out: list[list[tuple[int, int]]] = []
     offset = 0
     for _ in range(50):
         r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
@@ -1685,7 +1686,7 @@ def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
                                                                               or b"")]
         if not got:
             break
-        out += got
+        out.append(got)
         offset = got[-1][1] + 1
     return out
 
@@ -1706,10 +1707,13 @@ def share_compacted_gaps(c: RawClient) -> Observations:
             PartitionProduceData(index=0, records=build_simple_batch([b"v"] * len(keys), keys=keys,
                                                                      timestamp=int(time.time() * 1000)))])]), 11)
         time.sleep(0.3)
+    # A share fetch acquires from one segment's read, so wait for the layout the cleaner ends in: every inactive
+    # segment cleaned into one (a pass that ran before the last roll left offset 6 in a segment of its own until
+    # the next pass, log.cleaner.backoff.ms later), beside the active one (offset 7).
     deadline = time.monotonic() + 90
-    while (1, 2) in (ranges := _batch_ranges(c, t)) and time.monotonic() < deadline:
+    while (len(reads := _segment_reads(c, t)) != 2 or (1, 2) in reads[0]) and time.monotonic() < deadline:
         time.sleep(0.5)
-    out: Observations = {"batches": ranges}
+    out: Observations = {"batches": [r for read in reads for r in read], "segments read": len(reads)}
     _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
                    lambda r: r.coordinators[0].error_code)
     _set_group_config(c, group, "share.auto.offset.reset", "earliest")
