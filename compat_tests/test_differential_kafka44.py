@@ -493,19 +493,32 @@ def assignment_epochs(c: RawClient) -> Observations:
 
 # -- KIP-1263: the consumer-group assignment interval --------------------------------------------------------
 def _set_group_config(c: RawClient, group: str, name: str, value: str) -> int:
-    """Set one group config and wait until the broker describes it (Kafka applies it asynchronously)."""
+    """Set one group config and wait until the broker describes it (Kafka applies it asynchronously); on a
+    cluster, until the group's coordinator describes it too: each broker applies the metadata change on its own,
+    and the coordinator goes by its own copy (a group joined meanwhile ran with the old value)."""
+    from compat_tests.routing_client import RoutingClient
     r = c.request(IncrementalAlterConfigsRequest(validate_only=False, resources=[AlterConfigsResource(
         resource_type=32, resource_name=group, configs=[AlterableConfig(name=name, config_operation=0, value=value)])]),
         1)
+    brokers = [c, c._connection(c.coordinator(group))] if isinstance(c, RoutingClient) else [c]
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        described = c.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
-            resource_type=32, resource_name=group, configuration_keys=[name])], include_synonyms=False,
-            include_documentation=False), 4).results[0]
-        if any(e.name == name and e.value == value for e in described.configs):
-            break
-        time.sleep(0.1)
+    for broker in brokers:
+        while time.monotonic() < deadline:
+            described = broker.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=32, resource_name=group, configuration_keys=[name])], include_synonyms=False,
+                include_documentation=False), 4).results[0]
+            if any(e.name == name and e.value == value for e in described.configs):
+                break
+            time.sleep(0.1)
     return r.responses[0].error_code
+
+
+def _paced_interval(c: RawClient) -> str:
+    """The paced groups' assignment interval: 1.5 s, 6 s on a cluster, where the second member's join must still
+    reach the coordinator within it after the first member's assignment on a machine loaded with six brokers (a
+    join after the interval gets a new assignment at once, and a new group epoch)."""
+    from compat_tests.routing_client import RoutingClient
+    return "6000" if isinstance(c, RoutingClient) else "1500"
 
 
 def _paced_group(c: RawClient, group: str, interval: str, share: bool = False) -> Observations:
@@ -557,15 +570,17 @@ def assignment_interval(c: RawClient) -> Observations:
     c.request(CreateTopicsRequest(topics=[CreatableTopic(name="k44-ai", num_partitions=4, replication_factor=1)],
                                   timeout_ms=10_000), 7)
     c.wait_for_topics("k44-ai")
-    return {f"{group} {key}": value for group, interval in (("k44-ai-paced", "1500"), ("k44-ai-at-once", "0"))
+    paced = _paced_interval(c)
+    return {f"{group} {key}": value for group, interval in (("k44-ai-paced", paced), ("k44-ai-at-once", "0"))
             for key, value in _paced_group(c, group, interval).items()}
 
 
 def share_assignment_interval(c: RawClient) -> Observations:
     """KIP-1263 for share groups, as Kafka 4.4's group coordinator applies share.assignment.interval.ms (default
     1000, the broker's group.share.assignment.interval.ms): the same steps as ``assignment_interval`` with
-    ShareGroupHeartbeat, at 1.5 s and 0, and a value out of the broker's range refused."""
-    out = {f"{group} {key}": value for group, interval in (("k44-sai-paced", "1500"), ("k44-sai-at-once", "0"))
+    ShareGroupHeartbeat, at 1.5 s (6 s on a cluster) and 0, and a value out of the broker's range refused."""
+    paced = _paced_interval(c)
+    out = {f"{group} {key}": value for group, interval in (("k44-sai-paced", paced), ("k44-sai-at-once", "0"))
            for key, value in _paced_group(c, group, interval, share=True).items()}
     r = c.request(IncrementalAlterConfigsRequest(validate_only=True, resources=[AlterConfigsResource(
         resource_type=32, resource_name="k44-sai-paced", configs=[AlterableConfig(
@@ -1669,10 +1684,11 @@ def share_acknowledge_refusals(c: RawClient) -> Observations:
     return out
 
 
-def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
-    """(first, last) offsets of every batch of ``topic`` partition 0 (a fetch answers one segment: read on)."""
+def _segment_reads(c: RawClient, topic: str) -> list[list[tuple[int, int]]]:
+    """(first, last) offsets of the batches of ``topic`` partition 0, one list per Fetch read from offset 0 on: a
+    log read answers one segment (Kafka's and pykbroker's), so this shows the segment layout too."""
     from wire import iter_batch_headers
-    out: list[tuple[int, int]] = []
+    out: list[list[tuple[int, int]]] = []
     offset = 0
     for _ in range(50):
         r = c.request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
@@ -1685,7 +1701,7 @@ def _batch_ranges(c: RawClient, topic: str) -> list[tuple[int, int]]:
                                                                               or b"")]
         if not got:
             break
-        out += got
+        out.append(got)
         offset = got[-1][1] + 1
     return out
 
@@ -1706,10 +1722,13 @@ def share_compacted_gaps(c: RawClient) -> Observations:
             PartitionProduceData(index=0, records=build_simple_batch([b"v"] * len(keys), keys=keys,
                                                                      timestamp=int(time.time() * 1000)))])]), 11)
         time.sleep(0.3)
+    # A share fetch acquires from one segment's read, so wait for the layout the cleaner ends in: every inactive
+    # segment cleaned into one (a pass that ran before the last roll left offset 6 in a segment of its own until
+    # the next pass, log.cleaner.backoff.ms later), beside the active one (offset 7).
     deadline = time.monotonic() + 90
-    while (1, 2) in (ranges := _batch_ranges(c, t)) and time.monotonic() < deadline:
+    while (len(reads := _segment_reads(c, t)) != 2 or (1, 2) in reads[0]) and time.monotonic() < deadline:
         time.sleep(0.5)
-    out: Observations = {"batches": ranges}
+    out: Observations = {"batches": [r for read in reads for r in read], "segments read": len(reads)}
     _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
                    lambda r: r.coordinators[0].error_code)
     _set_group_config(c, group, "share.auto.offset.reset", "earliest")
