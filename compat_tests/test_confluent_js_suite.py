@@ -45,8 +45,15 @@ _FAIL_ON_KAFKA = frozenset({
     "(https://github.com/confluentinc/confluent-kafka-javascript/issues/117)",
 })
 EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "cluster": _FAIL_ON_KAFKA}
-# test/promisified with the consumer group protocol: the tests failing on Kafka 4.4 as well, one node and three.
-EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {"single": frozenset(), "cluster": frozenset()}
+# test/promisified with the consumer group protocol: the tests failing on Kafka 4.4 as well. consumerCacheTests'
+# "does not hold up polling for non-message events" (a FIXME in the suite: "can be flaky when using KIP-848
+# protocol") consumed one record twice around the second consumer's join on Kafka 4.4 one node (1 of its 4 variants,
+# 2026-11-29) and on pykbroker (all 4, under a load of ~10 on 2 cores).
+_CACHE_TEST = ("test/promisified/consumer/consumerCacheTests.spec.js::Consumer message cache - isAutoCommit = {} - "
+               "partitionsConsumedConcurrently = {} - does not hold up polling for non-message events")
+_FLAKY_ON_KAFKA_848 = frozenset(_CACHE_TEST.format(auto, n) for auto in ("true", "false") for n in (1, 3))
+EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {"single": _FLAKY_ON_KAFKA_848,
+                                                                  "cluster": _FLAKY_ON_KAFKA_848}
 
 
 @pytest.fixture(scope="module")

@@ -303,20 +303,23 @@ class SharePartitionManager:
         partition starves the others when ``max_records`` or ``max_bytes`` binds."""
         keys = _rotated(keys, session_epoch)
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
+        held: dict[SharePartitionKey, ShareFetchResult] = {}  # acquired by earlier passes: answered with the rest
         while True:
-            results = await self._fetch_once(group_id, member_id, keys, max_bytes, max_records, record_limit,
-                                             batch_size)
-            got = sum(len(r.records) for r in results.values() if r.acquired)
-            if got >= max(1, min_bytes) or any(r.error_code and not r.uninitialized for r in results.values()) \
-                    or not keys:
+            got, taken = _sizes(held)
+            results = _merged(held, await self._fetch_once(group_id, member_id, keys, max_bytes - got,
+                                                           max_records - taken, record_limit, batch_size))
+            got, taken = _sizes(results)
+            if got >= max(1, min_bytes) or got >= max_bytes or taken >= max_records \
+                    or any(r.error_code and not r.uninitialized for r in results.values()) or not keys:
                 return _answered(results)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _answered(results)
+            held = {k: r for k, r in results.items() if r.acquired}
             watch = [(self._topic_name(k[1]), k[2]) for k in keys if self._topic_name(k[1]) is not None]
             if not await self._rm.wait_for(watch, remaining):
-                return _answered(await self._fetch_once(group_id, member_id, keys, max_bytes, max_records,
-                                                        record_limit, batch_size))
+                return _answered(_merged(held, await self._fetch_once(
+                    group_id, member_id, keys, max_bytes - got, max_records - taken, record_limit, batch_size)))
 
     async def _fetch_once(self, group_id: str, member_id: str, keys: list[SharePartitionKey], max_bytes: int,
                           max_records: int, record_limit: bool,
@@ -521,6 +524,28 @@ def _rotated(keys: list[SharePartitionKey], session_epoch: int) -> list[SharePar
         return keys
     at = session_epoch % len(keys)
     return keys[at:] + keys[:at]
+def _sizes(results: dict[SharePartitionKey, ShareFetchResult]) -> tuple[int, int]:
+    """The bytes and the records ``results`` acquired."""
+    acquired = [r for r in results.values() if r.acquired]
+    return (sum(len(r.records) for r in acquired),
+            sum(a.last_offset - a.first_offset + 1 for r in acquired for a in r.acquired or ()))
+
+
+def _merged(held: dict[SharePartitionKey, ShareFetchResult],
+            results: dict[SharePartitionKey, ShareFetchResult]) -> dict[SharePartitionKey, ShareFetchResult]:
+    """``results`` of a fetch's later pass with what its earlier passes acquired (``held``) in front: records acquired
+    stay the member's and must be answered, though the pass that acquired them did not reach min_bytes."""
+    if not held:
+        return results
+    out = dict(results)
+    for key, before in held.items():
+        now = out.get(key)
+        if now is None or not now.acquired:
+            out[key] = before
+        else:
+            out[key] = ShareFetchResult(records=before.records + now.records,
+                                        acquired=[*(before.acquired or ()), *now.acquired])
+    return out
 
 
 def _answered(results: dict[SharePartitionKey, ShareFetchResult]) -> dict[SharePartitionKey, ShareFetchResult]:

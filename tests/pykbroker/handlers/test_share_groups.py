@@ -3,6 +3,7 @@ admin APIs, the share.version switch, and state surviving kill -9."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -93,12 +94,12 @@ def join(c: RawClient, group: str, topic: str, member: str | None = None):
 
 
 def fetch(c: RawClient, group: str, member: str, epoch: int, topic_id, acks=None, wait_ms: int = 200,
-          partitions=(0,), version: int = 2, max_records: int = 500):
+          partitions=(0,), version: int = 2, max_records: int = 500, min_bytes: int = 1):
     parts = [FetchPartition(partition_index=p, acknowledgement_batches=[
         AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t) for f, la, t in (acks or {}).get(p, [])])
         for p in partitions]
     return c.request(ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms,
-                                       min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500,
+                                       min_bytes=min_bytes, max_bytes=1 << 20, max_records=max_records, batch_size=500,
                                        topics=[FetchTopic(topic_id=topic_id, partitions=parts)]), version)
 
 
@@ -275,6 +276,30 @@ def test_a_waiting_share_fetch_acquires_what_its_own_acknowledgements_release(br
                   wait_ms=1000)
         assert r.responses[0].partitions[0].acknowledge_error_code == ErrorCode.NONE
         assert acquired(r) == [(2, 2, 2)]
+
+
+def test_a_share_fetch_short_of_min_bytes_answers_every_record_it_acquired(broker):
+    """min_bytes beyond what the log holds: the fetch waits max_wait_ms and answers the records there, and those
+    appended while it waited, each once with delivery count 1 (librdkafka's 0180 with fetch.min.bytes=INT_MAX,
+    as on Kafka 4.4, which acquires only when it answers). pykbroker dropped from its answer what an earlier pass
+    of the wait had acquired, leaving it locked to the member until its lock expired."""
+    def offsets(response) -> list[tuple[int, int]]:
+        return [(o, n) for first, last, n in acquired(response) for o in range(first, last + 1)]
+
+    with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap) as other:
+        enable(c)
+        tid = create_topic(c, "min-bytes")
+        m, _ = join(c, "g-min-bytes", "min-bytes")
+        produce(c, "min-bytes", 1)
+        assert offsets(fetch(c, "g-min-bytes", m, 0, tid, wait_ms=300, min_bytes=1 << 30)) == [(0, 1)]
+        produce(c, "min-bytes", 1)
+        later = threading.Timer(0.3, produce, (other, "min-bytes", 2))
+        later.start()
+        try:
+            r = fetch(c, "g-min-bytes", m, 1, tid, wait_ms=1500, min_bytes=1 << 30)
+        finally:
+            later.join()
+        assert offsets(r) == [(1, 1), (2, 1), (3, 1)]
 
 
 def test_group_configs_are_checked_as_kafka_checks_them(broker):
