@@ -151,16 +151,16 @@ class LocalLog:
         The caller checked the range. Walks forward over segments that hold nothing at or after
         ``start_offset`` (compaction can empty a segment's tail).
         """
-        empty = FetchDataInfo(LogOffsetMetadata(start_offset), b"", False, start_offset)
-        if start_offset >= max_offset:
-            return empty
-        segment = self.segments.floor_segment(start_offset)
+        if start_offset >= max_offset:  # nothing to read (a long poll at the log end): the empty answer, built here
+            return FetchDataInfo(LogOffsetMetadata(start_offset), b"", False, start_offset)
+        segment, next_segment = self.segments.floor_and_higher_segment(start_offset)
         while segment is not None:
-            next_segment = self.segments.higher_segment(segment.base_offset)
-            if next_segment is None or max_offset < next_segment.base_offset:
-                max_position = self._position_of(segment, max_offset)
-            else:
+            if next_segment is not None and max_offset >= next_segment.base_offset:
                 max_position = segment.size
+            elif max_offset >= self.log_end_offset:  # a read of the log's tail (a woken long poll's): to the end
+                max_position = segment.size
+            else:
+                max_position = self._position_of(segment, max_offset)
             found = segment.read(start_offset, max_length, max_position, min_one_message)
             if found is not None:
                 metadata = LogOffsetMetadata(start_offset, segment.base_offset, found.position)
@@ -170,7 +170,9 @@ class LocalLog:
                 upper = self._upper_bound_offset(segment, next_segment, end)
                 return FetchDataInfo(metadata, found.region, found.first_entry_incomplete, upper)
             segment = next_segment
-        return empty
+            if segment is not None:
+                next_segment = self.segments.higher_segment(segment.base_offset)
+        return FetchDataInfo(LogOffsetMetadata(start_offset), b"", False, start_offset)
 
     def _position_of(self, segment: LogSegment, offset: int) -> int:
         """The position where the batch holding ``offset`` starts (the segment's size past its end)."""
@@ -181,9 +183,10 @@ class LocalLog:
 
     def _upper_bound_offset(self, segment: LogSegment, next_segment: LogSegment | None, end_position: int) -> int:
         index = segment.offset_index
+        keys = index.keys
         slot = bisect_left(index.values, end_position)
-        if slot < index.entries:
-            return index.keys[slot] + 1
+        if slot < len(keys):  # index.entries, without the property's call
+            return keys[slot] + 1
         return next_segment.base_offset if next_segment is not None else self.log_end_offset
 
     # -- truncation and deletion -------------------------------------------------------------------------

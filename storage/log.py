@@ -735,7 +735,8 @@ class Log:
         with self.lock:
             self._check_online()
             leo = self.local.log_end_offset
-            if self._log_start_offset <= fetch_offset < self.local_log_start_offset:
+            # fetch_offset < local_log_start_offset (the larger of the two), without the property's call
+            if self._log_start_offset <= fetch_offset < self._local_log_start_offset:
                 raise OffsetMovedToTieredStorageError(
                     f"Offset {fetch_offset} of partition {self.name} is in remote storage (local log start offset "
                     f"{self.local_log_start_offset})")

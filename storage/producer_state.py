@@ -551,12 +551,11 @@ class ProducerStateManager:
         return next(iter(self.ongoing_txns)) if self.ongoing_txns else None
 
     def first_unstable_offset(self) -> int | None:
-        candidates = []
-        if self.ongoing_txns:
-            candidates.append(next(iter(self.ongoing_txns)))
-        if self.unreplicated_txns:
-            candidates.append(min(self.unreplicated_txns))
-        return min(candidates) if candidates else None
+        ongoing, unreplicated = self.ongoing_txns, self.unreplicated_txns
+        if not ongoing:  # no transaction open (every non-transactional fetch's last stable offset): no list built
+            return min(unreplicated) if unreplicated else None
+        first = next(iter(ongoing))
+        return min(first, min(unreplicated)) if unreplicated else first
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO right after ``completed`` ends: the next open transaction of another producer, or after it."""

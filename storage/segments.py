@@ -74,6 +74,13 @@ class LogSegments:
         i = bisect_right(self._offsets, offset) - 1
         return self._segments[self._offsets[i]] if i >= 0 else None
 
+    def floor_and_higher_segment(self, offset: int) -> tuple[LogSegment | None, LogSegment | None]:
+        """``floor_segment(offset)`` and the segment after it (``higher_segment`` of its base offset), one search."""
+        offsets, segments = self._offsets, self._segments
+        i = bisect_right(offsets, offset)
+        return (segments[offsets[i - 1]] if i > 0 else None,
+                segments[offsets[i]] if 0 < i < len(offsets) else None)
+
     def lower_segment(self, offset: int) -> LogSegment | None:
         """The segment with the largest base offset < ``offset``."""
         i = bisect_left(self._offsets, offset) - 1

@@ -155,6 +155,32 @@ def test_read_semantics(log_dir):
     log.close()
 
 
+def test_every_read_across_segments_starts_at_its_batch_and_stops_at_its_bound(log_dir):
+    """Every fetch offset and bound over several segments (the tail of the active one among them: a woken long
+    poll's read): the batches from the one holding the offset, none at or past the bound, and an upper bound past
+    the last offset read (read_committed's aborted-transaction lookups)."""
+    log = open_log(log_dir, small_config(internal_segment_bytes=700, index_interval_bytes=0))
+    for i in range(12):
+        log.append_as_leader(batch([b"%02d" % i + b"v" * 100] * 2), 0)  # offsets 2i, 2i+1
+    assert log.num_segments > 3
+    leo = log.log_end_offset
+    bases_of_segments = [s.base_offset for s in log.segments.snapshot()]
+    for fetch_offset in range(leo + 1):
+        for max_offset in range(fetch_offset, leo + 1):
+            info = log.read(fetch_offset, 1 << 20, max_offset=max_offset)
+            bases = [h.base_offset for _, h in iter_batch_headers(info.records.read_bytes())] if info.size else []
+            # the batch holding max_offset is not read, nor any after it; a read stays in one segment
+            expected = [b for b in range(fetch_offset - fetch_offset % 2, leo, 2) if b + 1 < max_offset]
+            assert bases == expected[:len(bases)] and bool(bases) == bool(expected), (fetch_offset, max_offset)
+            if bases:
+                segment_end = next((b for b in bases_of_segments if b > bases[-1]), leo)
+                # every batch is indexed: the next batch's last offset + 1, else where the segment ends
+                upper = bases[-1] + 4 if bases[-1] + 2 < segment_end else bases[-1] + 2
+                assert info.next_offset_upper_bound == upper, (fetch_offset, max_offset)
+                info.records.release()
+    log.close()
+
+
 def test_region_survives_segment_deletion(log_dir):
     log = open_log(log_dir)
     for i in range(40):
