@@ -52,12 +52,13 @@ def runner_scenario(scenario: str) -> str:
 # 0077, 0109, 0113's Java client, 0115, 0119) need a KAFKA_PATH (see kafka_path). Not run: local, mock-cluster and
 # sockem tests (no broker needed: -L -E, and 0139, 0150, which run librdkafka's mock cluster); RapidJSON's (0053,
 # 0098, 0101, 0110: the runner is built without it); known issues (0028); SASL's (0135); MsgVersion 1 is gone from
-# Kafka 4 (0092).
+# Kafka 4 (0092); 0173, whose do_test_lock_timeout_redelivery fails on Kafka 4.4 as on pykbroker (its second poll
+# implicitly accepts the records whose lock expired, so none comes back: "Expected redelivered records, got 0").
 SINGLE = ("0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0016,0017,0018,0019,0020,0021,0022,0026,0029,"
           "0030,0031,0033,0034,0035,0036,0038,0039,0040,0041,0042,0044,0045,0048,0050,0051,0052,0054,0055,0056,"
           "0057,0059,0060,0061,0063,0064,0065,0067,0069,0070,0073,0077,0081,0082,0083,0084,0085,0086,0089,0090,"
           "0091,0093,0099,0102,0112,0113,0114,0118,0122,0123,0125,0127,0129,0130,0132,0137,0140,0170,0171,0172,"
-          "0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185")
+          "0174,0175,0176,0177,0178,0179,0180,0181,0184,0185")
 FULL_ONLY = ("0082",)  # skipped whole in quick mode
 # Quick mode only: 0113's full mode (its sub-tests c_ onwards) fails on Kafka 4.4 itself, twice in two runs, at its
 # first sub-test (a_assign_tests: "Expecting a consumed message" within 5 s), so nothing judges the rest there (on
