@@ -17,8 +17,9 @@ partition at a time; the same bytes as the generated encoder, which writes any o
 from __future__ import annotations
 
 import struct
+from typing import Any
 
-from wire._primitives import KEEP_RECORDS_APART, DecodeError, Reader, Writer
+from wire._primitives import KEEP_RECORDS_APART, Reader, Writer, decode_usual_or_generated
 from wire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from wire.messages.fetch_response import EpochEndOffset, FetchResponse, LeaderIdAndEpoch, SnapshotId
 
@@ -45,16 +46,19 @@ _NO_TAGS = -1  # the tagged structs' fields when at their defaults (every one is
 
 def decode_fetch_request(r: Reader, version: int) -> FetchRequest:
     """FetchRequest.decode_from, inline for the usual requests of v12 and later."""
-    if version >= 12:
-        start = r.pos
-        try:
-            request = _decode_flexible(r, version)
-        except (IndexError, UnicodeDecodeError, DecodeError, struct.error):  # the generated codec is to tell
-            request = None
-        if request is not None:
-            return request
-        r.pos = start
-    return FetchRequest.decode_from(r, version)
+    return decode_usual_or_generated(r, version, 12, _decode_flexible, FetchRequest.decode_from)
+
+
+def _topic_key(r: Reader, pos: int, by_id: bool) -> tuple[Any, int]:
+    """A topic's id (v13+) or name at ``pos`` and the position after it; None for a name not of the usual shape."""
+    if by_id:
+        r.pos = pos
+        return r.uuid(), r.pos
+    buf = r.buf
+    n = buf[pos] - 1
+    if not 0 <= n <= 126 or pos + 1 + n > r.end:
+        return None, pos
+    return str(buf[pos + 1:pos + 1 + n], "utf-8"), pos + 1 + n
 
 
 def _decode_flexible(r: Reader, version: int) -> FetchRequest | None:
@@ -80,16 +84,10 @@ def _decode_flexible(r: Reader, version: int) -> FetchRequest | None:
     if not 0 <= count <= 126:
         return None
     for _ in range(count):
-        if by_id:
-            r.pos = pos
-            topic = FetchTopic(topic_id=r.uuid())
-            pos = r.pos
-        else:
-            n = buf[pos] - 1
-            if not 0 <= n <= 126 or pos + 1 + n > end:
-                return None
-            topic = FetchTopic(topic=str(buf[pos + 1:pos + 1 + n], "utf-8"))
-            pos += 1 + n
+        key, pos = _topic_key(r, pos, by_id)
+        if key is None:
+            return None
+        topic = FetchTopic(topic_id=key) if by_id else FetchTopic(topic=key)
         n = buf[pos] - 1
         pos += 1
         if not 0 <= n <= 126:
@@ -115,16 +113,10 @@ def _decode_flexible(r: Reader, version: int) -> FetchRequest | None:
     if not 0 <= count <= 126:
         return None
     for _ in range(count):
-        if by_id:
-            r.pos = pos
-            gone = ForgottenTopic(topic_id=r.uuid())
-            pos = r.pos
-        else:
-            n = buf[pos] - 1
-            if not 0 <= n <= 126 or pos + 1 + n > end:
-                return None
-            gone = ForgottenTopic(topic=str(buf[pos + 1:pos + 1 + n], "utf-8"))
-            pos += 1 + n
+        key, pos = _topic_key(r, pos, by_id)
+        if key is None:
+            return None
+        gone = ForgottenTopic(topic_id=key) if by_id else ForgottenTopic(topic=key)
         n = buf[pos] - 1
         pos += 1
         if not 0 <= n <= 126:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import builtins
 import struct
 import uuid
-from typing import Any, Protocol, cast
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, cast
 
-__all__ = ["DecodeError", "FileRegion", "Reader", "Writer", "ZERO_UUID", "RecordsLike"]
+__all__ = ["DecodeError", "FileRegion", "Reader", "Writer", "ZERO_UUID", "RecordsLike",
+           "decode_usual_or_generated"]
+
+T = TypeVar("T")
 
 ZERO_UUID = uuid.UUID(int=0)
 # UUIDs decoded so far by their 16 bytes (immutable values, shared): at most _UUIDS_KEPT, then no more are kept.
@@ -299,6 +303,23 @@ class Reader:
 
 
 _NO_TAGS: dict[int, memoryview] = {}
+
+
+def decode_usual_or_generated(r: Reader, version: int, since: int,
+                              usual: Callable[[Reader, int], T | None], generated: Callable[[Reader, int], T]) -> T:
+    """A request read by ``usual`` (an inline reader of its usual shape, for ``version`` >= ``since``), else by
+    ``generated`` from where ``r`` started: when ``usual`` answers None or its bytes do not decode, so the request
+    and its DecodeErrors are always the generated codec's."""
+    if version >= since:
+        start = r.pos
+        try:
+            request = usual(r, version)
+        except (IndexError, UnicodeDecodeError, DecodeError, struct.error):  # the generated codec is to tell
+            request = None
+        if request is not None:
+            return request
+        r.pos = start
+    return generated(r, version)
 
 
 def append_uvarint(out: bytearray, value: int) -> None:

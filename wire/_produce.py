@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from wire._primitives import MAX_COLLECTION_LENGTH, DecodeError, Reader, Writer
+from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated
 from wire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from wire.messages.produce_response import ProduceResponse
 
@@ -29,16 +29,7 @@ _PARTITION_END = b"\x01\x00\x00"
 
 def decode_produce_request(r: Reader, version: int) -> ProduceRequest:
     """ProduceRequest.decode_from, inline for the usual requests of v9 and later."""
-    if version >= 9:
-        start = r.pos
-        try:
-            request = _decode_flexible(r, version)
-        except (IndexError, UnicodeDecodeError, DecodeError, struct.error):  # the generated codec is to tell
-            request = None
-        if request is not None:
-            return request
-        r.pos = start
-    return ProduceRequest.decode_from(r, version)
+    return decode_usual_or_generated(r, version, 9, _decode_flexible, ProduceRequest.decode_from)
 
 
 def _decode_flexible(r: Reader, version: int) -> ProduceRequest | None:
