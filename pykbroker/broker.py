@@ -48,6 +48,7 @@ from replication.replica_fetcher_manager import FetcherConfig, ReplicaFetcherMan
 from replication.replica_manager import MetadataIsrUpdater, ReplicaManager
 from replication.replica_selector import selector_for
 from storage import LogConfig, LogManager
+from storage.log import TEST_LOG_WORK_DELAY_MS
 from wire import ApiKey, ErrorCode
 from wire.messages import ApiVersionsResponse
 from wire.messages.api_versions_response import ApiVersion
@@ -114,7 +115,8 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
         )
         # Logs of partitions assigned here created in the background; the publisher hosts them once they exist.
-        log_work_delay = DEFERRED_LOG_WORK_DELAY if self.cluster_mode else SINGLE_NODE_LOG_WORK_DELAY
+        log_work_delay = max(DEFERRED_LOG_WORK_DELAY if self.cluster_mode else SINGLE_NODE_LOG_WORK_DELAY,
+                             TEST_LOG_WORK_DELAY_MS / 1000)
         self.pending_logs = PendingLogs(self.log_manager, lambda created, failed: self.publisher.logs_created(
             created, failed, self.metadata.image), start_delay=log_work_delay)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,

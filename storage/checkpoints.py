@@ -157,9 +157,9 @@ class PartitionMetadataFile:
         """Remember ``topic_id``; ``write_temp`` and ``commit_temp`` write it."""
         self.recorded = topic_id
 
-    def write_temp(self, topic_id: uuid.UUID) -> str:
-        """``<path>.tmp`` holding ``topic_id``, written and fsynced; its path."""
-        tmp = self.path + ".tmp"
+    def write_temp(self, topic_id: uuid.UUID, suffix: str = ".tmp") -> str:
+        """``<path><suffix>`` holding ``topic_id``, written and fsynced; its path."""
+        tmp = self.path + suffix
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, self._content(topic_id))
@@ -179,10 +179,12 @@ class PartitionMetadataFile:
         fsync_dir(os.path.dirname(os.path.abspath(self.path)))
 
     def flush(self) -> None:
-        """Write the recorded id now (temp file fsynced, renamed, directory fsynced), if any."""
+        """Write the recorded id now (temp file fsynced, renamed, directory fsynced), if any. Called under the
+        owner's lock, its temp file is not the scheduler thread's (which writes its own without the lock: one file
+        for both, that thread's truncating open could land between this write and its rename)."""
         topic_id = self.recorded
         if topic_id is not None:
-            self.commit_temp(self.write_temp(topic_id), topic_id)
+            self.commit_temp(self.write_temp(topic_id, ".flush.tmp"), topic_id)
             self.sync_dir()
 
     @staticmethod

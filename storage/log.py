@@ -4,8 +4,9 @@ On disk: the partition directory ``<topic>-<partition>`` (segments, ``*.snapshot
 ``leader-epoch-checkpoint``, ``partition.metadata``); its offsets live in the data-dir checkpoints the log
 manager writes (recovery point, log start offset, high watermark). A new log makes its first segment's ``.log``,
 ``.index`` and ``.timeindex`` (as Kafka); its leader-epoch checkpoint and ``partition.metadata`` are written by
-the scheduler thread ``CHECKPOINT_WRITE_DELAY_MS`` later (or at close), as nothing waits for them: after a crash,
-recovery rebuilds the epochs from the batches and the metadata gives the topic id again.
+the scheduler thread ``CHECKPOINT_WRITE_DELAY_MS`` later (or at close; ``partition.metadata`` by the first append
+if sooner, as Kafka's, so that a log with records always names its topic id): after a crash, recovery rebuilds the
+epochs from the batches, and a log without a topic id is stray (``LeadershipHandOver.delete_stray_logs``).
 
 Offsets: ``log_start_offset <= high_watermark <= log_end_offset``; ``last_stable_offset <= high_watermark``
 (the first offset of an undecided or unreplicated transaction, else the high watermark). An offset, once
@@ -113,12 +114,17 @@ STRAY_DIR_SUFFIX = "-stray"
 _DIR_SUFFIXES = (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)
 
 
+# A test hook, PYKBROKER_TEST_LOG_WORK_DELAY_MS (unset: 0): the file work that follows an admin answer (these
+# writes, and the broker's background creation of new logs and renames of deleted ones) waits at least this long,
+# so that a test can kill -9 inside that window every time. It only delays work that is deferred anyway.
+TEST_LOG_WORK_DELAY_MS = int(os.environ.get("PYKBROKER_TEST_LOG_WORK_DELAY_MS") or 0)
+
 # How long the scheduler thread waits before writing a leader-epoch checkpoint or a partition.metadata (two fsyncs
 # each). A CreateTopics of hundreds of partitions makes their logs in a burst on the event loop; their writes, started
 # at once, made each file created meanwhile slower (the disk's journal, the interpreter's lock): measured on one node
-# creating 10 x 40 partitions under load, the answer came 25% sooner with them 300 ms later. Nothing waits for these
-# files (Kafka's are written after the answer too): after a crash recovery rebuilds the epochs, the metadata the id.
-CHECKPOINT_WRITE_DELAY_MS = 300
+# creating 10 x 40 partitions under load, the answer came 25% sooner with them 300 ms later. Only the first append
+# waits for partition.metadata (written then, as Kafka's); after a crash recovery rebuilds the epochs.
+CHECKPOINT_WRITE_DELAY_MS = max(300, TEST_LOG_WORK_DELAY_MS)
 
 
 def future_dir_name(topic: str, partition: int) -> str:
@@ -290,7 +296,8 @@ class Log:
     def _flush_partition_metadata(self) -> None:
         """Write the recorded topic id (Kafka's maybeFlushMetadataFile): the temp file is written and fsynced and
         the directory fsynced without the log's lock, which only the rename takes (skipped for a log deleted or
-        closed meanwhile), so that an append never waits for these fsyncs."""
+        closed meanwhile), so that an append after it never waits for these fsyncs (the first append writes the id
+        itself, with another temp file, if it comes first)."""
         file = self.partition_metadata_file
         topic_id = file.recorded
         if topic_id is None:
@@ -543,6 +550,10 @@ class Log:
                     f"maximum configured segment size of {config.segment_size}.")
             local = self.local
             try:  # as ``with self._io(...)``, without the guard object on every append
+                if self.partition_metadata_file.recorded is not None:
+                    # The topic id is on disk (fsynced, and its dir) before the first records (Kafka's append
+                    # calls maybeFlushMetadataFile): a log found without one at start has none, and is stray.
+                    self.partition_metadata_file.flush()
                 self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
                 local.append(last_offset, buf, batches)
                 epochs = self.leader_epoch_cache

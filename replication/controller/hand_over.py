@@ -293,34 +293,29 @@ class LeadershipHandOver:
         return len(writes) - len(conflicted), stuck, conflicted
 
     def delete_stray_logs(self, deleted_topics: Mapping[uuid.UUID, str] = MappingProxyType({})) -> None:
-        """Stray logs at start, as Kafka's broker finds them: of partitions reassigned away while this broker was
-        down, and (with a topic id) of a topic created again under the same name meanwhile: deleted; of a topic the
-        metadata does not have (deleted while this broker was down, or before it renamed the dirs): renamed
-        ``-stray`` and kept, as Kafka keeps them (a metadata read wrongly empty must not cost data) — unless the
-        metadata names the topic in ``deleted_topics`` (id -> name: a single node's store, which remembers the
-        topics it deleted until their logs are renamed): deleted then, as the rename would have (a log without a
-        topic id, killed before its ``partition.metadata`` was written, by its name)."""
+        """Stray logs at start, never served, as Kafka 4.4's broker finds them (LogManager.isStrayKraftReplica): a
+        log without a topic id (its partition.metadata is written before its first records: it has none), or whose
+        topic id the metadata does not have (its topic deleted while this broker was down or before it renamed the
+        dirs, or deleted and created again under the same name), is renamed ``-stray`` and kept, as Kafka keeps
+        it (a metadata read wrongly empty must not cost data), and the current topic's partition gets a new log;
+        a log of a partition reassigned away is deleted. ``deleted_topics`` (id -> name: a single node's store,
+        which remembers the topics it deleted until their logs are renamed): their logs are deleted, as the renames
+        would have (one without a topic id by its name, when no topic has that name now). A topic of ZooKeeper's
+        without an id (created before Kafka 2.8) has logs without one too: those stay."""
         image = self.metadata.image
         deleted_names = set(deleted_topics.values())
         for lg in self.log_manager.all_logs():
-            topic, partition = lg.topic, lg.partition
+            topic, partition, topic_id = lg.topic, lg.partition, lg.topic_id
             current = image.topics.get(topic)
-            if current is None and (lg.topic_id in deleted_topics if lg.topic_id is not None
-                                    else topic in deleted_names):
+            if topic_id in deleted_topics if topic_id is not None else current is None and topic in deleted_names:
                 log.info("broker %d: deleting the log of %s-%d (topic id %s): its topic was deleted before the "
-                         "broker stopped", self.node_id, topic, partition, lg.topic_id)
+                         "broker stopped", self.node_id, topic, partition, topic_id)
                 self.log_manager.delete_log(topic, partition)
                 continue
-            if lg.topic_id is not None and current is None:
-                log.info("broker %d: stray log %s-%d (topic id %s): the topic is not in the metadata", self.node_id,
-                         topic, partition, lg.topic_id)
+            if current is None or (current.topic_id.int and current.topic_id != topic_id):
+                log.info("broker %d: stray log %s-%d (topic id %s): the metadata's topic %s is %s", self.node_id,
+                         topic, partition, topic_id, topic, current.topic_id if current is not None else "absent")
                 self.log_manager.mark_stray(topic, partition)
-                continue
-            if lg.topic_id is not None and current is not None and current.topic_id.int \
-                    and current.topic_id != lg.topic_id:
-                log.info("broker %d: deleting stray log %s-%d (topic id %s; the topic's is now %s)", self.node_id,
-                         topic, partition, lg.topic_id, current.topic_id)
-                self.log_manager.delete_log(topic, partition)
                 continue
             p = image.partition(topic, partition)
             if p is not None and self.node_id not in p.replicas:

@@ -10,6 +10,7 @@ from coordinator.group import GROUP_METADATA_TOPIC_NAME
 from coordinator.transaction.metadata import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker import broker
 from pykbroker.testing import BrokerProcess, RawClient
+from storage.checkpoints import PartitionMetadataFile
 from wire import build_simple_batch
 from wire.messages import (
     CreatePartitionsRequest,
@@ -183,6 +184,59 @@ def test_a_topic_deleted_right_before_kill_9_stays_deleted_and_its_logs_are_dele
             ends = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
                 name="kept", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 8)
             assert ends.topics[0].partitions[0].offset == 1
+
+
+def test_a_topic_deleted_and_created_again_right_before_kill_9_serves_only_its_own_records(tmp_path):
+    """A topic deleted and created again under its name, then kill -9 before the broker renamed the old logs and
+    made the new ones that follow the answer (the last two; the window widened by the test hook
+    PYKBROKER_TEST_LOG_WORK_DELAY_MS, which only delays that file work: ~300 ms in production, where the old logs'
+    partition.metadata was not written yet either). As Kafka's, logs are told apart by topic id: the old topic's
+    records, whose log wrote its id before them, never appear in the new topic (their logs deleted, the store
+    naming that id deleted); the new topic's acknowledged records survive; its log killed before any record or
+    topic id (t-7) is stray, kept ``-stray``, and the partition gets a new log; the topic id stays the one
+    CreateTopics answered, also in partition.metadata."""
+    partitions = broker.SINGLE_NODE_SYNC_NEW_LOGS + 2
+
+    def create(c: RawClient, count: int) -> object:
+        r = c.request(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=count, replication_factor=1)],
+                                          timeout_ms=60_000), 7)
+        assert r.topics[0].error_code == 0
+        return r.topics[0].topic_id
+
+    def produce(c: RawClient, value: bytes, to: range) -> None:
+        r = c.request(ProduceRequest(acks=-1, timeout_ms=60_000, topic_data=[TopicProduceData(
+            name="t", partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
+                [value], timestamp=int(time.time() * 1000))) for p in to])]), 9)
+        assert [p.error_code for p in r.responses[0].partition_responses] == [0] * len(to)
+
+    b = BrokerProcess(tmp_path / "b")
+    b.env["PYKBROKER_TEST_LOG_WORK_DELAY_MS"] = "120000"
+    logs = b.data_dir / "logs"
+    with b:
+        with RawClient(b.bootstrap, timeout=60) as c:
+            create(c, 2)
+            grown = c.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(
+                name="t", count=partitions, assignments=None)], timeout_ms=60_000), 3)  # 8 logs: made at once
+            assert [t.error_code for t in grown.results] == [0]
+            produce(c, b"old", range(partitions))
+            r = c.request(DeleteTopicsRequest(topics=[DeleteTopicState(name="t")], timeout_ms=60_000), 6)
+            assert [t.error_code for t in r.responses] == [0]
+            topic_id = create(c, partitions)
+            produce(c, b"new", range(broker.SINGLE_NODE_SYNC_NEW_LOGS - 1))
+        b.kill()
+        assert sorted(d.name for d in logs.iterdir() if d.name.startswith("t-") and "." not in d.name) == sorted(
+            f"t-{p}" for p in range(partitions))  # t-8, t-9 the old topic's
+        b.env.clear()
+        b.start()
+        _produce_to_every_partition(b.bootstrap, "t", partitions, b"later")
+        assert sorted(_values(b.bootstrap, "t", partitions)) == \
+            [b"later"] * partitions + [b"new"] * (broker.SINGLE_NODE_SYNC_NEW_LOGS - 1)
+        stray = [d.name.split(".")[0] for d in logs.iterdir() if d.name.endswith("-stray")]
+        assert stray == [f"t-{broker.SINGLE_NODE_SYNC_NEW_LOGS - 1}"]
+        with RawClient(b.bootstrap, timeout=60) as c:
+            assert c.wait_for_topics("t")["t"].topic_id == topic_id
+        for p in range(partitions):
+            assert PartitionMetadataFile(str(logs / f"t-{p}" / "partition.metadata")).read() == topic_id
 
 
 # -- stray logs at start: the same road as a cluster's (LeadershipHandOver.delete_stray_logs) ---------------------

@@ -387,6 +387,55 @@ def test_a_new_log_makes_only_its_segment_files_and_its_topic_id_follows_on_the_
     again.close()
 
 
+def test_the_first_append_writes_the_topic_id_durably_before_its_records(tmp_path, monkeypatch):
+    """As Kafka's append (maybeFlushMetadataFile): partition.metadata still to be written on the scheduler is written
+    by the first append, before its records: its temp file fsynced, renamed, the dir fsynced, the segment still empty
+    (a log with records always names its topic id; one without is stray at start). The scheduler's write, caught
+    between its temp file and its rename by that append, is unharmed (each has its own temp file); later appends
+    write it no more."""
+    from storage import Log, checkpoints
+
+    scheduler = _QueuedScheduler()
+    topic_id = uuid.uuid4()
+    directory = str(tmp_path / "t-0")
+    log_ = Log.open(directory, small_config(), scheduler=scheduler, topic_id=topic_id)
+    segment = os.path.join(directory, "00000000000000000000.log")
+    path = os.path.join(directory, "partition.metadata")
+    synced: list[tuple[str, int]] = []
+    real_fsync, real_fsync_dir = os.fsync, checkpoints.fsync_dir
+
+    def fsync(fd: int) -> None:
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), os.path.getsize(segment)))
+        real_fsync(fd)
+
+    def fsync_dir(d: str) -> None:
+        synced.append((d, os.path.getsize(segment)))
+        real_fsync_dir(d)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(checkpoints, "fsync_dir", fsync_dir)
+    file = log_.partition_metadata_file
+    real_write_temp = file.write_temp
+
+    def write_temp_then_append(topic: uuid.UUID, suffix: str = ".tmp") -> str:
+        tmp = real_write_temp(topic, suffix)
+        if suffix == ".tmp":  # the scheduler's write, outside the log's lock: the first append comes now
+            log_.append_as_leader(batch([b"a"]), 0)
+        return tmp
+
+    monkeypatch.setattr(file, "write_temp", write_temp_then_append)
+    scheduler.run()
+    assert synced[:3] == [(path + ".tmp", 0), (path + ".flush.tmp", 0), (directory, 0)]  # then the epochs' file
+    assert os.path.getsize(segment) > 0 and PartitionMetadataFile(path).read() == topic_id
+    assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
+    synced.clear()
+    log_.append_as_leader(batch([b"b"]), 0)
+    scheduler.run()
+    assert [p for p, _ in synced if "partition.metadata" in p] == [] and log_.log_end_offset == 2
+    log_.close()
+    assert Log.open(directory, small_config(), scheduler=scheduler).topic_id == topic_id
+
+
 def test_a_topic_id_still_to_be_written_when_its_log_is_deleted_takes_no_log_dir_offline(tmp_path):
     m = manager([tmp_path / "d"])
     scheduler, real = _QueuedScheduler(), m.scheduler

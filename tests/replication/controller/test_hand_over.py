@@ -88,17 +88,18 @@ def test_a_single_node_names_its_replica_lost_only_while_its_partition_is_offlin
     asyncio.run(test())
 
 
-def test_stray_logs_of_deleted_topics_and_of_replicas_moved_away_are_deleted_at_start(tmp_path, dirs):
+def test_stray_logs_are_renamed_and_kept_and_logs_of_replicas_moved_away_are_deleted_at_start(tmp_path, dirs):
     """A broker killed before it renamed a deleted topic's logs (they are renamed after the image is applied),
     or down while a topic was deleted, or created again under the same name, finds their logs at its next start:
-    those of a topic created again (or moved away) deleted, those of a topic gone renamed -stray and kept, as Kafka
-    keeps them; the current topic's logs, and logs without a topic id, stay."""
+    as Kafka 4.4's (isStrayKraftReplica) a log whose topic id the metadata does not have (a topic gone, or created
+    again) or that has no topic id (none was written: no records were) is renamed -stray and kept, never served;
+    one moved away is deleted; the current topic's logs stay."""
     async def test() -> None:
         (tmp_path / "meta").mkdir()
         store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
         await store.register_broker(BrokerImage(NODE, ()))
         await store.create_topic("kept", [[NODE]], {})
-        await store.create_topic("again", [[NODE]], {})
+        await store.create_topic("again", [[NODE], [NODE]], {})
         await store.create_topic("moved", [[2]], {})
         log_manager = LogManager([dirs[0]], log_cleaner_enable=False)
         log_manager.startup()
@@ -106,13 +107,44 @@ def test_stray_logs_of_deleted_topics_and_of_replicas_moved_away_are_deleted_at_
             image = store.image
             log_manager.get_or_create_log("kept", 0, image.topics["kept"].topic_id, LogConfig())
             log_manager.get_or_create_log("again", 0, uuid.uuid4(), LogConfig())  # an earlier topic of that name
+            log_manager.get_or_create_log("again", 1, None, LogConfig())  # killed before its topic id was written
             log_manager.get_or_create_log("gone", 0, uuid.uuid4(), LogConfig())  # deleted meanwhile
             log_manager.get_or_create_log("moved", 0, image.topics["moved"].topic_id, LogConfig())
-            log_manager.get_or_create_log("no-id", 0, None, LogConfig())  # nothing to tell it by
+            log_manager.get_or_create_log("no-id", 0, None, LogConfig())
             hand_over(store, log_manager).delete_stray_logs()
-            assert sorted(lg.topic for lg in log_manager.all_logs()) == ["kept", "no-id"]
+            assert sorted(lg.name for lg in log_manager.all_logs()) == ["kept-0"]
             kept = sorted(n.rsplit(".", 1)[0] for n in os.listdir(dirs[0]) if n.endswith("-stray"))
-            assert kept == ["gone-0"]
+            assert kept == ["again-0", "again-1", "gone-0", "no-id-0"]
+            assert [n.rsplit(".", 1)[0] for n in os.listdir(dirs[0]) if n.startswith("moved-")] == ["moved-0"]
+            assert [n for n in os.listdir(dirs[0]) if n.startswith("moved-")][0].endswith("-delete")
+        finally:
+            log_manager.shutdown()
+
+    asyncio.run(test())
+
+
+def test_a_single_nodes_deleted_topics_logs_are_deleted_at_start_even_under_a_topic_created_again(tmp_path, dirs):
+    """A single node's store names the topics it deleted until their logs are renamed: their logs are deleted at
+    start (not kept stray), also when a topic of the same name exists again (another id), whose partition then gets
+    a new log; a log without a topic id is deleted by its name only while no topic has that name."""
+    async def test() -> None:
+        (tmp_path / "meta").mkdir()
+        store = EmbeddedMetadataStore(tmp_path / "meta", NODE, "cluster")
+        await store.register_broker(BrokerImage(NODE, ()))
+        await store.create_topic("again", [[NODE], [NODE]], {})
+        log_manager = LogManager([dirs[0]], log_cleaner_enable=False)
+        log_manager.startup()
+        try:
+            old_again, old_gone = uuid.uuid4(), uuid.uuid4()
+            log_manager.get_or_create_log("again", 0, old_again, LogConfig())
+            log_manager.get_or_create_log("again", 1, None, LogConfig())
+            log_manager.get_or_create_log("gone", 0, old_gone, LogConfig())
+            log_manager.get_or_create_log("gone", 1, None, LogConfig())
+            hand_over(store, log_manager).delete_stray_logs({old_again: "again", old_gone: "gone"})
+            assert log_manager.all_logs() == []
+            names = os.listdir(dirs[0])
+            assert [n.rsplit(".", 1)[0] for n in names if n.endswith("-stray")] == ["again-1"]
+            assert sorted(n.rsplit(".", 1)[0] for n in names if n.endswith("-delete")) == ["again-0", "gone-0", "gone-1"]
         finally:
             log_manager.shutdown()
 
