@@ -17,6 +17,7 @@ from wire.messages import (
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeTopicPartitionsRequest,
     FetchRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -26,6 +27,7 @@ from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsTopic
 from wire.messages.delete_topics_request import DeleteTopicState
+from wire.messages.describe_topic_partitions_request import TopicRequest
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
@@ -235,6 +237,9 @@ def test_a_topic_deleted_and_created_again_right_before_kill_9_serves_only_its_o
         assert stray == [f"t-{broker.SINGLE_NODE_SYNC_NEW_LOGS - 1}"]
         with RawClient(b.bootstrap, timeout=60) as c:
             assert c.wait_for_topics("t")["t"].topic_id == topic_id
+            described = c.request(DescribeTopicPartitionsRequest(topics=[TopicRequest(name="t")],
+                                                                 response_partition_limit=100), 0)
+            assert [(t.name, t.topic_id) for t in described.topics] == [("t", topic_id)]
         for p in range(partitions):
             assert PartitionMetadataFile(str(logs / f"t-{p}" / "partition.metadata")).read() == topic_id
 
