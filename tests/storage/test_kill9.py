@@ -17,6 +17,7 @@ from wire import decode_records, iter_batch_headers
 from .kill9_child import CONFIG, VALUE
 
 ROUNDS = 20
+MIN_ROUND_OFFSETS = 600  # 20 rounds: a log end past 12,000
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -70,8 +71,10 @@ def test_kill_minus_nine_many_times(tmp_path):
         child = subprocess.Popen([sys.executable, "-m", "tests.storage.kill9_child", directory, ack_path,
                                   str(round_)], cwd=REPO, env=env, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 30
-            while acked(ack_path) < 0:
+            # Each round appends at least MIN_ROUND_OFFSETS before the kill's random delay starts, so that the
+            # rounds cover many segments and rolls however slowly a loaded machine runs the child.
+            deadline = time.monotonic() + 60
+            while acked(ack_path) < last_end + MIN_ROUND_OFFSETS:
                 assert child.poll() is None, child.stderr.read().decode()
                 assert time.monotonic() < deadline, "the child never appended"
                 time.sleep(0.002)
@@ -86,5 +89,5 @@ def test_kill_minus_nine_many_times(tmp_path):
         assert end > acknowledged, f"round {round_}: acknowledged offset {acknowledged} lost (log end {end})"
         assert end >= last_end
         last_end = end
-    assert last_end > 10_000
+    assert last_end >= ROUNDS * MIN_ROUND_OFFSETS
     print(f"{ROUNDS} kills, {torn} left a torn batch that recovery cut off, log end offset {last_end}")
