@@ -454,7 +454,8 @@ class Log:
 
     # -- append ----------------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
-                         log_append_time_ms: int | None = None, origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
+                         log_append_time_ms: int | None = None, origin: str = AppendOrigin.CLIENT,
+                         keep_tail: bool = False) -> LogAppendInfo:
         """Validate, assign offsets to and append ``records`` (one or more v2 batches) as the leader.
 
         Every batch is checked (magic, lengths, CRC-32C, Kafka's client rules, size, timestamps, producer
@@ -464,9 +465,15 @@ class Log:
         records of a batch are decoded only when storage.log_validator needs them (keys on compacted topics,
         timestamps past a bound), for a
         topic-level compression.type that differs from the batch's codec, and for transaction markers.
+        ``keep_tail``: reads wait at the log end; the batch's bytes are kept for them until ``drop_tail``
+        (LocalLog.append).
         """
         return self._append(records, origin, leader_epoch=leader_epoch, assign_offsets=True,
-                            log_append_time_ms=log_append_time_ms)
+                            log_append_time_ms=log_append_time_ms, keep_tail=keep_tail)
+
+    def drop_tail(self) -> None:
+        """Forget the batch an ``append_as_leader(keep_tail=True)`` kept for the reads it woke."""
+        self.local.drop_tail()
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, offsets and epochs as given (CRC and order checked).
@@ -477,7 +484,7 @@ class Log:
                             log_append_time_ms=None)
 
     def _append(self, records: bytes | bytearray | memoryview, origin: str, *, leader_epoch: int | None,
-                assign_offsets: bool, log_append_time_ms: int | None) -> LogAppendInfo:
+                assign_offsets: bool, log_append_time_ms: int | None, keep_tail: bool = False) -> LogAppendInfo:
         # Offsets are assigned by rewriting batch headers in place: a writable buffer (a request's own
         # frame, see wire's FrameReader) is used as it is, anything else is copied once.
         buf = records if isinstance(records, bytearray) or (
@@ -544,7 +551,7 @@ class Log:
             local = self.local
             try:  # as ``with self._io(...)``, without the guard object on every append
                 self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
-                local.append(last_offset, buf, batches)
+                local.append(last_offset, buf, batches, keep_tail)
                 epochs = self.leader_epoch_cache
                 for _, header in batches:
                     if header.partition_leader_epoch >= 0:
