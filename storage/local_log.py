@@ -109,9 +109,9 @@ class LocalLog:
         position = segment.log.size
         segment.append(buf, batches)
         self.log_end_offset = last_offset + 1
-        if keep_tail and len(batches) == 1 and (size := len(buf)) <= TAIL_BYTES \
-                and batches[0][1].batch_length + LOG_OVERHEAD == size:  # the batch and nothing else
-            self._tail = (batches[0][1].base_offset, segment.base_offset, position, bytes(buf))
+        if keep_tail and len(batches) == 1 and (header := batches[0][1]).batch_length + LOG_OVERHEAD == len(buf) \
+                <= TAIL_BYTES:  # the batch and nothing else, small
+            self._tail = (header.base_offset, segment.base_offset, position, bytes(buf))
         else:
             self._tail = None
 

@@ -81,6 +81,9 @@ from wire import (
 log = logging.getLogger("storage.log")
 
 _TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
+# An append's producer-state updates and completed transactions when it has none (only iterated, never changed).
+_NO_UPDATES: dict = {}
+_NO_TXNS: list = []
 
 # Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
 # broker's metrics; None: nobody listens).
@@ -514,14 +517,17 @@ class Log:
 
             # Producer state: a retry of a batch already in the log answers with its original offsets. An
             # idempotent producer's next batch (the usual case) skips the general checks (continued_entry).
+            # A batch without a producer id (a producer that is not idempotent) has neither: no duplicate to find,
+            # no state to update.
             continued = None
-            if len(batches) == 1 and origin == AppendOrigin.CLIENT:
+            if len(batches) == 1:
                 header = batches[0][1]
-                if header.producer_id >= 0 and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
+                if header.producer_id >= 0 and origin == AppendOrigin.CLIENT \
+                        and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
                     continued = self.producer_state.continued_entry(header)
-            if continued is not None:
-                updates: dict[int, ProducerAppendInfo] = {}
-                completed: list[CompletedTxn] = []
+            if continued is not None or len(batches) == 1 and header.producer_id < 0:
+                updates: dict[int, ProducerAppendInfo] = _NO_UPDATES
+                completed: list[CompletedTxn] = _NO_TXNS
             else:
                 duplicate = self._find_duplicate(batches, origin)
                 if duplicate is not None:
