@@ -266,8 +266,10 @@ class Partition:
 
     # -- appends -------------------------------------------------------------------------------------
     def append_records_to_leader(self, records: bytes | bytearray | memoryview, required_acks: int,
-                                 min_insync_replicas: int, *, origin: str = AppendOrigin.CLIENT, now_ms: int = 0):
-        """Append as leader; returns the storage's append info. Raises PartitionError or storage errors."""
+                                 min_insync_replicas: int, *, origin: str = AppendOrigin.CLIENT, now_ms: int = 0,
+                                 keep_tail: bool = False):
+        """Append as leader; returns the storage's append info. Raises PartitionError or storage errors.
+        ``keep_tail``: reads wait at the log end (storage.Log.append_as_leader)."""
         self.require_leader()
         # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
         # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
@@ -278,7 +280,7 @@ class Partition:
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.topic}-{self.partition}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin, keep_tail=keep_tail)
         self.maybe_advance_high_watermark(now_ms)
         return info
 

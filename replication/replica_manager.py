@@ -424,6 +424,7 @@ class ReplicaManager:
         appended: dict[TopicPartition, tuple[Partition, int]] = {}
         now_ms = self.time_ms()
         metrics = self.metrics
+        waiting = self.watchers.keys()
         for tp, records in entries.items():
             p = self.partitions.get(tp)
             if p is None:
@@ -432,8 +433,10 @@ class ReplicaManager:
                     metrics.append_refused(tp[0])
                 continue
             try:
+                # Reads waiting at the log end (long polls, followers) will want this batch at once: it is kept for
+                # them (in memory, not read back from the file) until they had their turn (append_records).
                 info = p.append_records_to_leader(records, required_acks, p.log.config.min_insync_replicas,
-                                                  origin=origin, now_ms=now_ms)
+                                                  origin=origin, now_ms=now_ms, keep_tail=tp in waiting)
             except PartitionError as exc:
                 results[tp] = AppendResult(exc.code, error_message=exc.message)
                 _count_failed_append(metrics, tp, exc.code, exc.message)
@@ -480,6 +483,8 @@ class ReplicaManager:
             # The append woke long polls (a consumer or follower at the log end): they answer first, in this
             # loop pass, before this request's own answer is built (Kafka completes them on the append too).
             await asyncio.sleep(0)
+            for p, _ in appended.values():  # their reads are done: the batches kept for them go
+                p.log.drop_tail()
         if required_acks == -1 and appended:
             await self._wait_for_high_watermarks(appended, results, timeout_ms)
         return results

@@ -8,7 +8,7 @@ completes every future registered there. No polling, no sleep loops.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Container, Hashable, Iterable, Sequence
 
 __all__ = ["PartitionWatchers"]
 
@@ -55,6 +55,10 @@ class PartitionWatchers:
 
     def waiting(self, key: Hashable) -> int:
         return len(self._waiters.get(key, ()))
+
+    def keys(self) -> Container[Hashable]:
+        """The keys something waits on now (a live view: ``key in keys()``)."""
+        return self._waiters.keys()
 
     async def wait(self, keys: Sequence[Hashable], timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for any of ``keys`` to change; True if one did.

@@ -33,8 +33,13 @@ from storage.segment import (
     filename_prefix_from_offset,
 )
 from storage.segments import LogSegments
+from wire import LOG_OVERHEAD
 
 log = logging.getLogger("storage.local_log")
+
+# The largest append whose bytes a log keeps for the reads it wakes (see LocalLog.append): what the network layer
+# copies rather than sends with sendfile (pykbroker.response_writer.COPY_REGIONS_BELOW).
+TAIL_BYTES = 16384
 
 __all__ = ["FetchDataInfo", "LocalLog", "LogOffsetMetadata"]
 
@@ -48,7 +53,8 @@ class LogOffsetMetadata(NamedTuple):
 
 
 class FetchDataInfo(NamedTuple):
-    """A read's result: ``records`` is a FileRegion (sendfile-able) or ``b""`` when there is nothing."""
+    """A read's result: ``records`` is a FileRegion (sendfile-able), the bytes of a batch kept in memory
+    (``LocalLog.append``'s ``keep_tail``), or ``b""`` when there is nothing."""
 
     fetch_offset_metadata: LogOffsetMetadata
     records: FileRegion | bytes
@@ -75,6 +81,9 @@ class LocalLog:
         self._time_ms = time_ms
         self.scheduler = scheduler
         self.last_flush_time_ms = time_ms()
+        # The last append's batch while the reads it woke run (append(keep_tail=True) to drop_tail()): its base
+        # offset, the active segment's base offset, its position there and its bytes, exactly those written.
+        self._tail: tuple[int, int, int, bytes] | None = None
 
     # -- queries ---------------------------------------------------------------------------------------
     @property
@@ -88,9 +97,27 @@ class LocalLog:
         return self.log_end_offset - self.recovery_point
 
     # -- append and roll -------------------------------------------------------------------------------
-    def append(self, last_offset: int, buf: bytes | bytearray | memoryview, batches: list) -> None:
-        self.segments.active_segment.append(buf, batches)
+    def append(self, last_offset: int, buf: bytes | bytearray | memoryview, batches: list,
+               keep_tail: bool = False) -> None:
+        """Write ``batches`` (all of ``buf``) to the active segment.
+
+        ``keep_tail``: the caller wakes reads waiting at the log end (long polls, followers), which will ask for
+        this batch: a single batch of at most TAIL_BYTES is kept in memory until ``drop_tail``, and a read of
+        exactly it takes those bytes instead of a file region of the same bytes (no pread, no region to hold).
+        """
+        segment = self.segments.active_segment
+        position = segment.log.size
+        segment.append(buf, batches)
         self.log_end_offset = last_offset + 1
+        if keep_tail and len(batches) == 1 and (header := batches[0][1]).batch_length + LOG_OVERHEAD == len(buf) \
+                <= TAIL_BYTES:  # the batch and nothing else, small
+            self._tail = (header.base_offset, segment.base_offset, position, bytes(buf))
+        else:
+            self._tail = None
+
+    def drop_tail(self) -> None:
+        """Forget the batch ``append(keep_tail=True)`` kept (its reads had their turn)."""
+        self._tail = None
 
     def new_segment(self, base_offset: int) -> LogSegment:
         config = self.config
@@ -101,6 +128,7 @@ class LocalLog:
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log_end_offset)."""
         new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        self._tail = None  # kept only while its segment is the active one
         active = self.segments.last_segment()
         if new_offset in self.segments:
             if active is not None and active.base_offset == new_offset and active.size == 0:
@@ -153,6 +181,13 @@ class LocalLog:
         """
         if start_offset >= max_offset:  # nothing to read (a long poll at the log end): the empty answer, built here
             return FetchDataInfo(LogOffsetMetadata(start_offset), b"", False, start_offset)
+        tail = self._tail
+        if tail is not None and tail[0] == start_offset and max_offset >= self.log_end_offset and max_length >= 0 \
+                and (min_one_message or max_length >= len(tail[3])):
+            # The batch just appended, read whole to the log end (a woken long poll's read): the bytes the file
+            # region below would hold, and its bound (the log end: no offset index entry lies past the batch).
+            return FetchDataInfo(LogOffsetMetadata(start_offset, tail[1], tail[2]), tail[3], False,
+                                 self.log_end_offset)
         segment, next_segment = self.segments.floor_and_higher_segment(start_offset)
         while segment is not None:
             if next_segment is not None and max_offset >= next_segment.base_offset:
@@ -192,6 +227,7 @@ class LocalLog:
     # -- truncation and deletion -------------------------------------------------------------------------
     def truncate_to(self, target_offset: int) -> list[LogSegment]:
         """Remove everything at or after ``target_offset``; returns the segments deleted whole."""
+        self._tail = None
         deletable = [s for s in self.segments.snapshot() if s.base_offset > target_offset]
         self.remove_and_delete_segments(deletable, reason="truncation")
         floor = self.segments.floor_segment(target_offset)
@@ -203,6 +239,7 @@ class LocalLog:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> list[LogSegment]:
         """Delete every segment and start empty at ``new_offset``."""
+        self._tail = None
         old = self.segments.snapshot()
         self.remove_and_delete_segments(old, reason="truncate fully")
         self.segments.add(self.new_segment(new_offset))
@@ -214,6 +251,7 @@ class LocalLog:
         """Take ``segments`` out of the log now; rename them ``.deleted``; unlink after file.delete.delay.ms."""
         if not segments:
             return
+        self._tail = None
         for segment in segments:
             self.segments.remove(segment.base_offset)
         self.rename_and_schedule_delete(segments, reason)
@@ -242,6 +280,7 @@ class LocalLog:
         rename the replaced ones ``.deleted`` (scheduled for deletion); 3) drop the ``.swap`` suffix. Recovery
         finishes a swap interrupted after 1) and discards ``.cleaned`` files (storage.recovery).
         """
+        self._tail = None
         new_segments = sorted(new_segments, key=lambda s: s.base_offset)
         for segment in new_segments:
             segment.change_file_suffixes(".cleaned", SWAP_FILE_SUFFIX)

@@ -82,6 +82,9 @@ from wire import (
 log = logging.getLogger("storage.log")
 
 _TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
+# An append's producer-state updates and completed transactions when it has none (only iterated, never changed).
+_NO_UPDATES: dict = {}
+_NO_TXNS: list = []
 
 # Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
 # broker's metrics; None: nobody listens).
@@ -461,7 +464,8 @@ class Log:
 
     # -- append ----------------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
-                         log_append_time_ms: int | None = None, origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
+                         log_append_time_ms: int | None = None, origin: str = AppendOrigin.CLIENT,
+                         keep_tail: bool = False) -> LogAppendInfo:
         """Validate, assign offsets to and append ``records`` (one or more v2 batches) as the leader.
 
         Every batch is checked (magic, lengths, CRC-32C, Kafka's client rules, size, timestamps, producer
@@ -471,9 +475,15 @@ class Log:
         records of a batch are decoded only when storage.log_validator needs them (keys on compacted topics,
         timestamps past a bound), for a
         topic-level compression.type that differs from the batch's codec, and for transaction markers.
+        ``keep_tail``: reads wait at the log end; the batch's bytes are kept for them until ``drop_tail``
+        (LocalLog.append).
         """
         return self._append(records, origin, leader_epoch=leader_epoch, assign_offsets=True,
-                            log_append_time_ms=log_append_time_ms)
+                            log_append_time_ms=log_append_time_ms, keep_tail=keep_tail)
+
+    def drop_tail(self) -> None:
+        """Forget the batch an ``append_as_leader(keep_tail=True)`` kept for the reads it woke."""
+        self.local.drop_tail()
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, offsets and epochs as given (CRC and order checked).
@@ -484,7 +494,7 @@ class Log:
                             log_append_time_ms=None)
 
     def _append(self, records: bytes | bytearray | memoryview, origin: str, *, leader_epoch: int | None,
-                assign_offsets: bool, log_append_time_ms: int | None) -> LogAppendInfo:
+                assign_offsets: bool, log_append_time_ms: int | None, keep_tail: bool = False) -> LogAppendInfo:
         # Offsets are assigned by rewriting batch headers in place: a writable buffer (a request's own
         # frame, see wire's FrameReader) is used as it is, anything else is copied once.
         buf = records if isinstance(records, bytearray) or (
@@ -514,14 +524,17 @@ class Log:
 
             # Producer state: a retry of a batch already in the log answers with its original offsets. An
             # idempotent producer's next batch (the usual case) skips the general checks (continued_entry).
+            # A batch without a producer id (a producer that is not idempotent) has neither: no duplicate to find,
+            # no state to update.
             continued = None
-            if len(batches) == 1 and origin == AppendOrigin.CLIENT:
+            if len(batches) == 1:
                 header = batches[0][1]
-                if header.producer_id >= 0 and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
+                if header.producer_id >= 0 and origin == AppendOrigin.CLIENT \
+                        and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
                     continued = self.producer_state.continued_entry(header)
-            if continued is not None:
-                updates: dict[int, ProducerAppendInfo] = {}
-                completed: list[CompletedTxn] = []
+            if continued is not None or len(batches) == 1 and header.producer_id < 0:
+                updates: dict[int, ProducerAppendInfo] = _NO_UPDATES
+                completed: list[CompletedTxn] = _NO_TXNS
             else:
                 duplicate = self._find_duplicate(batches, origin)
                 if duplicate is not None:
@@ -555,7 +568,7 @@ class Log:
                     # calls maybeFlushMetadataFile): a log found without one at start has none, and is stray.
                     self.partition_metadata_file.flush()
                 self._maybe_roll(size, max_timestamp, first_offset, last_offset, now)
-                local.append(last_offset, buf, batches)
+                local.append(last_offset, buf, batches, keep_tail)
                 epochs = self.leader_epoch_cache
                 for _, header in batches:
                     if header.partition_leader_epoch >= 0:

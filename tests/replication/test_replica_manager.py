@@ -183,3 +183,29 @@ def test_an_unexpected_refusal_is_logged_and_an_expected_one_is_not(tmp_path, ca
     # As Kafka's ReplicaManager: an invalid record is an ERROR line naming the partition; a batch too large none.
     assert [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records] == \
         [("ERROR", f"Error processing append operation on partition {TOPIC}-0")]
+
+
+def test_a_woken_long_poll_reads_the_appended_batch_kept_in_memory_then_it_is_dropped(tmp_path):
+    """An append that wakes a long poll keeps its batch for it: the woken read gets those bytes (not a file region),
+    the same as the file holds, and once the append's answer is built nothing is kept; with no one waiting, nothing
+    is kept at all."""
+    async def scenario() -> None:
+        rm = leader(tmp_path, partitions=1)
+        batch = build_simple_batch([b"x" * 100], timestamp=1_700_000_000_000)
+        log_ = rm.get_partition(TOPIC, 0).log
+        await rm.append_records({(TOPIC, 0): batch}, -1, 1000)  # nobody waits: nothing kept
+        assert log_.local._tail is None
+        waiting = asyncio.ensure_future(rm.fetch([FetchPartition(TOPIC, 0, 1, 1 << 20)], max_wait_ms=10_000,
+                                                 min_bytes=1, max_bytes=1 << 20, read_committed=False))
+        while rm.watchers.waiting((TOPIC, 0)) == 0:
+            await asyncio.sleep(0)
+        result = await rm.append_records({(TOPIC, 0): batch}, -1, 1000)
+        assert result[(TOPIC, 0)].base_offset == 1 and waiting.done() and log_.local._tail is None
+        (fetched,) = waiting.result()
+        records = fetched.read.records
+        assert isinstance(records, bytes) and records[:8] == (1).to_bytes(8, "big")
+        from_file = log_.read(1, 1 << 20).records
+        assert records == from_file.read_bytes()
+        from_file.release()
+
+    asyncio.run(scenario())

@@ -181,6 +181,58 @@ def test_every_read_across_segments_starts_at_its_batch_and_stops_at_its_bound(l
     log.close()
 
 
+def _read_outcome(log, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool) -> tuple:
+    """What a read answers, as comparable values: its bytes, flags and bound, or the error it raised."""
+    try:
+        info = log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
+    except (OffsetOutOfRangeError, ValueError) as exc:
+        return (type(exc),)
+    records = info.records
+    data = records if isinstance(records, bytes) else records.read_bytes()
+    if not isinstance(records, bytes):
+        records.release()
+    return data, info.first_entry_incomplete, info.next_offset_upper_bound, info.size
+
+
+def test_a_kept_tail_reads_as_the_file_does(log_dir):
+    """A batch appended with keep_tail (reads wait at the log end) is read from memory exactly when a read takes it
+    whole to the log end, and every read (each offset, size limit, bound, min_one_message) answers what the file
+    answers once the tail is dropped: the same bytes, flags and upper bound, or the same error."""
+    log = open_log(log_dir, small_config(internal_segment_bytes=20_000, index_interval_bytes=300))
+    taken = 0
+    sizes = [1, 3, 1, 170, 2, 1, 1, 5, 1]  # 170 records of 100 B: past TAIL_BYTES (never kept); a roll on the way
+    for i, n in enumerate(sizes):
+        raw = batch([b"%02d" % i + b"v" * 98] * n)
+        info = log.append_as_leader(raw, 0, keep_tail=True)
+        leo, size = log.log_end_offset, len(raw)
+        cases = [(f, m, o, one) for f in range(max(0, info.first_offset - 2), leo + 1)
+                 for m in (-1, 0, 1, size - 1, size, size + 1, 1 << 20) for o in (leo - 1, leo, leo + 5)
+                 for one in (False, True)]
+        kept = [_read_outcome(log, *case) for case in cases]
+        taken += sum(1 for out in kept if len(out) > 1 and isinstance(out[0], bytes) and out[3]
+                     and log.local._tail is not None and out[0] == log.local._tail[3])
+        log.drop_tail()
+        assert kept == [_read_outcome(log, *case) for case in cases], i
+    assert taken > 0 and log.num_segments > 1
+    log.close()
+
+
+def test_a_kept_tail_goes_with_the_writes_that_change_the_log(log_dir):
+    """Truncation, a roll or the next append (kept or not) leave nothing of a kept tail to read."""
+    log = open_log(log_dir)
+    log.append_as_leader(batch([b"a"]), 0, keep_tail=True)
+    log.truncate_to(0)
+    log.append_as_leader(batch([b"bb"]), 0)
+    assert [v for _, _, v in read_all(log)] == [b"bb"]
+    log.append_as_leader(batch([b"c"]), 0, keep_tail=True)
+    log.roll()
+    assert log.local._tail is None
+    log.append_as_leader(batch([b"d"]), 0, keep_tail=True)
+    log.append_as_leader(batch([b"e"] * 2), 0)  # the batch kept before is no longer the tail
+    assert log.local._tail is None and [v for _, _, v in read_all(log)] == [b"bb", b"c", b"d", b"e", b"e"]
+    log.close()
+
+
 def test_region_survives_segment_deletion(log_dir):
     log = open_log(log_dir)
     for i in range(40):
