@@ -120,7 +120,11 @@ class ProduceAnswer(ProduceResponse):
             super().encode_into(w, version)
             return
         buf = w.buf
-        w.uvarint(len(self.responses) + 1)
+        count = len(self.responses) + 1  # a compact array's length: one byte up to 127 (the usual), else a varint
+        if count < 0x80:
+            buf.append(count)
+        else:
+            w.uvarint(count)
         pack, end = _PARTITION.pack, _PARTITION_END
         for topic in self.responses:
             if version >= 13:
@@ -128,7 +132,11 @@ class ProduceAnswer(ProduceResponse):
             else:
                 w.compact_string(topic.name)
             partitions = topic.partition_responses
-            w.uvarint(len(partitions) + 1)
+            count = len(partitions) + 1
+            if count < 0x80:
+                buf.append(count)
+            else:
+                w.uvarint(count)
             for p in partitions:
                 buf += pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
                 buf += end
