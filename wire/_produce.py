@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated
+from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated, uuid_at
 from wire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from wire.messages.produce_response import ProduceResponse
 
@@ -58,9 +58,8 @@ def _decode_flexible(r: Reader, version: int) -> ProduceRequest | None:
     topics = []
     for _ in range(topic_count):
         if version >= 13:
-            r.pos = pos
-            topic = TopicProduceData(topic_id=r.uuid())
-            pos = r.pos
+            topic = TopicProduceData(topic_id=uuid_at(buf, pos))
+            pos += 16
         else:
             n = buf[pos] - 1
             if not 0 <= n <= 126 or pos + 1 + n > end:
