@@ -30,13 +30,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from bench.produce_path_bench import produce_frames
-from pykbroker.dispatch import Dispatcher
+from bench.produce_path_bench import create_topic, produce_frames
 from pykbroker.embedded_broker import EmbeddedBroker
-from pykbroker.response_writer import ResponseWriter
-from wire import ApiKey, CompressionType, RequestHeader, Writer, encode_request_header
-from wire.messages import CreateTopicsRequest
-from wire.messages.create_topics_request import CreatableTopic
+from wire import CompressionType
 
 TRACED = 100  # requests counted bytecode by bytecode
 BLOCK = 200  # requests per CPU-time block
@@ -51,19 +47,6 @@ WORKLOADS = (
     ("java 1 KiB acks=all lz4", -1, True, LZ4, 58, 1024),
     ("rdkafka 100 B acks=1 none", 1, False, NONE, 590, 100),
 )
-
-
-class _Nowhere:
-    """A transport that takes every response (the topic's creation) and keeps none."""
-
-    def write(self, data: object) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def get_write_buffer_size(self) -> int:
-        return 0
 
 
 def _uvloop() -> asyncio.AbstractEventLoop:
@@ -130,22 +113,8 @@ def run(acks: int, idempotent: bool, compression: CompressionType, records_per_r
         assert server is not None and loop is not None and server.broker is not None
         broker = server.broker
 
-        async def create_topic() -> Any:
-            dispatcher = Dispatcher(broker, server.config.listeners[0], "127.0.0.1:0",
-                                    ResponseWriter(_Nowhere(), None, lambda: None))  # type: ignore[arg-type]
-            w = Writer()
-            encode_request_header(w, RequestHeader(ApiKey.CREATE_TOPICS, 7, 0, "bench", header_version=2))
-            CreateTopicsRequest(topics=[CreatableTopic(name="produce-socket", num_partitions=1, replication_factor=1)],
-                                timeout_ms=30_000).encode_into(w, 7)
-            await dispatcher.dispatch(bytearray(w.getvalue()), "User:ANONYMOUS")
-            deadline = time.monotonic() + 30
-            while broker.replica_manager.get_partition("produce-socket", 0) is None:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the topic produce-socket was not created within 30 s")
-                await asyncio.sleep(0.01)
-            return broker.metadata.image.topics["produce-socket"].topic_id
-
-        topic_id = asyncio.run_coroutine_threadsafe(create_topic(), loop).result(60)
+        topic_id = asyncio.run_coroutine_threadsafe(
+            create_topic(broker, server.config.listeners[0], "produce-socket"), loop).result(60)
         frames = produce_frames(topic_id, requests, acks, idempotent, compression=compression,
                                 records_per_request=records_per_request, record_size=record_size)
         tracer = _Tracer()
