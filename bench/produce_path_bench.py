@@ -42,7 +42,7 @@ PRODUCER_ID = 1000
 NONE = CompressionType.NONE
 
 
-class _Nowhere:
+class Nowhere:
     """A transport that takes every response and keeps none."""
 
     def write(self, data: object) -> None:
@@ -87,6 +87,25 @@ def produce_frames(topic_id: Any, count: int, acks: int, idempotent: bool, varyi
         request.encode_into(w, 13)
         frames.append(w.getvalue())
     return frames
+
+
+async def create_topic(broker: Any, listener: Any, name: str) -> Any:
+    """Create ``name`` (one partition) through CreateTopics as a client would; its topic id once its log exists."""
+    from wire.messages import CreateTopicsRequest
+    from wire.messages.create_topics_request import CreatableTopic
+
+    dispatcher = Dispatcher(broker, listener, "127.0.0.1:0", ResponseWriter(Nowhere(), None, lambda: None))  # type: ignore[arg-type]
+    w = Writer()
+    encode_request_header(w, RequestHeader(ApiKey.CREATE_TOPICS, 7, 0, "bench", header_version=2))
+    CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
+                        timeout_ms=30_000).encode_into(w, 7)
+    await dispatcher.dispatch(bytearray(w.getvalue()), "User:ANONYMOUS")
+    deadline = time.monotonic() + 30
+    while broker.replica_manager.get_partition(name, 0) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the topic {name} was not created within 30 s")
+        await asyncio.sleep(0.01)
+    return broker.metadata.image.topics[name].topic_id
 
 
 async def _measure(dispatcher: Dispatcher, frames: list[bytes]) -> dict[str, float]:
@@ -134,22 +153,9 @@ def run(requests: int, acks: int, idempotent: bool, varying: bool = False,
         assert broker is not None
 
         async def setup_and_measure() -> dict[str, float]:
-            from wire.messages import CreateTopicsRequest
-            from wire.messages.create_topics_request import CreatableTopic
-
-            writer = ResponseWriter(_Nowhere(), None, lambda: None)  # type: ignore[arg-type]
+            writer = ResponseWriter(Nowhere(), None, lambda: None)  # type: ignore[arg-type]
             dispatcher = Dispatcher(broker, server.config.listeners[0], "127.0.0.1:0", writer)
-            w = Writer()
-            encode_request_header(w, RequestHeader(ApiKey.CREATE_TOPICS, 7, 0, "bench", header_version=2))
-            CreateTopicsRequest(topics=[CreatableTopic(name="produce-path", num_partitions=1, replication_factor=1)],
-                                timeout_ms=30_000).encode_into(w, 7)
-            await dispatcher.dispatch(bytearray(w.getvalue()), "User:ANONYMOUS")
-            deadline = time.monotonic() + 30
-            while broker.replica_manager.get_partition("produce-path", 0) is None:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the topic produce-path was not created within 30 s")
-                await asyncio.sleep(0.01)
-            topic_id = broker.metadata.image.topics["produce-path"].topic_id
+            topic_id = await create_topic(broker, server.config.listeners[0], "produce-path")
             frames = produce_frames(topic_id, requests, acks, idempotent, varying, compression, records_per_request,
                                     record_size)
             figures = await _measure(dispatcher, frames)

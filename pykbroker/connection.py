@@ -121,11 +121,10 @@ class Connection(asyncio.BufferedProtocol):
     def _take_frames(self) -> None:
         """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""
         frames, pending, channel = self.frames, self.pending, self.channel
-        now = time.perf_counter()
         try:
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
-                self.arrived.append(now)
+                self.arrived.append(time.perf_counter())
                 channel.queued += 1
             frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:

@@ -5,7 +5,8 @@ with its own event loop, for Python tests that want no subprocess.
         producer = Producer({"bootstrap.servers": broker.bootstrap})
 
 It listens on 127.0.0.1 on a free port (port 0, bound by the server itself) with a temporary data dir,
-unless told otherwise. ``stop()`` (or leaving the ``with``) shuts the broker down as SIGTERM would,
+unless told otherwise, on asyncio's own event loop unless given a ``loop_factory`` (``uvloop.new_event_loop``, as
+``pykbroker`` runs). ``stop()`` (or leaving the ``with``) shuts the broker down as SIGTERM would,
 stops the loop's executor threads, closes the loop and removes the temporary dir: nothing of it is left
 in the process (threads, sockets, open files).
 """
@@ -16,6 +17,7 @@ import asyncio
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +36,8 @@ class EmbeddedBroker:
     """One pykbroker ``Server`` on a daemon thread; ``bootstrap`` is its address once started."""
 
     def __init__(self, properties: dict[str, str] | None = None, *, data_dir: str | Path | None = None,
-                 port: int = 0, host: str = "127.0.0.1") -> None:
+                 port: int = 0, host: str = "127.0.0.1",
+                 loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop) -> None:
         self._tmp: tempfile.TemporaryDirectory | None = None
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-embedded-")
@@ -43,6 +46,7 @@ class EmbeddedBroker:
         self.properties = {"listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(self.data_dir / "logs"),
                            **TEST_DEFAULTS, **{k: str(v) for k, v in (properties or {}).items()}}
         self.host = host
+        self._loop_factory = loop_factory  # uvloop.new_event_loop for a loop as ``pykbroker`` runs
         self.port: int | None = None
         self.server: Server | None = None  # while running
         self._thread: threading.Thread | None = None
@@ -83,7 +87,7 @@ class EmbeddedBroker:
         return self
 
     def _run(self, config: Config) -> None:
-        loop = self._loop = asyncio.new_event_loop()
+        loop = self._loop = self._loop_factory()
         try:
             loop.run_until_complete(self._serve(config))
         except BaseException as exc:  # reported to start() when the start failed

@@ -74,30 +74,32 @@ class LogConfig:
     # Kafka's testing-only override of segment.bytes (which must be >= 1 MiB): small segments in tests.
     internal_segment_bytes: int | None = field(default=None)
 
-    # -- derived -------------------------------------------------------------------------------------
-    @property
-    def compact(self) -> bool:
-        return CLEANUP_POLICY_COMPACT in self.cleanup_policy
+    # -- derived: computed once (the config is frozen), as every append reads them ------------------------
+    compact: bool = field(init=False, repr=False, compare=False)
+    # The roll size in bytes: internal.segment.bytes when set, else segment.bytes.
+    segment_size: int = field(init=False, repr=False, compare=False)
+    # segment.ms, capped by max.compaction.lag.ms on compacted topics (so dirty data gets rolled).
+    max_segment_ms: int = field(init=False, repr=False, compare=False)
+    timestamp_type: TimestampType = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        compact = CLEANUP_POLICY_COMPACT in self.cleanup_policy
+        derive = object.__setattr__  # (frozen)
+        derive(self, "compact", compact)
+        derive(self, "segment_size", self.internal_segment_bytes if self.internal_segment_bytes is not None
+               else self.segment_bytes)
+        derive(self, "max_segment_ms", min(self.max_compaction_lag_ms, self.segment_ms)
+               if compact and self.max_compaction_lag_ms > 0 else self.segment_ms)
+        derive(self, "timestamp_type", TimestampType.LOG_APPEND_TIME if self.message_timestamp_type == "LogAppendTime"
+               else TimestampType.CREATE_TIME)
 
     @property
     def delete(self) -> bool:
         return CLEANUP_POLICY_DELETE in self.cleanup_policy
 
     @property
-    def segment_size(self) -> int:
-        """The roll size in bytes: internal.segment.bytes when set, else segment.bytes."""
-        return self.internal_segment_bytes if self.internal_segment_bytes is not None else self.segment_bytes
-
-    @property
     def max_index_size(self) -> int:
         return self.segment_index_bytes
-
-    @property
-    def max_segment_ms(self) -> int:
-        """segment.ms, capped by max.compaction.lag.ms on compacted topics (so dirty data gets rolled)."""
-        if self.compact and self.max_compaction_lag_ms > 0:
-            return min(self.max_compaction_lag_ms, self.segment_ms)
-        return self.segment_ms
 
     @property
     def local_retention_ms_effective(self) -> int:
@@ -118,11 +120,6 @@ class LogConfig:
     def remote_copy_lag_bytes_effective(self) -> int:
         """remote.copy.lag.bytes, with -1 meaning the effective local.retention.bytes (KIP-1241)."""
         return self.local_retention_bytes_effective if self.remote_copy_lag_bytes == -1 else self.remote_copy_lag_bytes
-
-    @property
-    def timestamp_type(self) -> TimestampType:
-        return TimestampType.LOG_APPEND_TIME if self.message_timestamp_type == "LogAppendTime" \
-            else TimestampType.CREATE_TIME
 
     # -- parsing -------------------------------------------------------------------------------------
     @classmethod

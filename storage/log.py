@@ -478,8 +478,8 @@ class Log:
         ``keep_tail``: reads wait at the log end; the batch's bytes are kept for them until ``drop_tail``
         (LocalLog.append).
         """
-        return self._append(records, origin, leader_epoch=leader_epoch, assign_offsets=True,
-                            log_append_time_ms=log_append_time_ms, keep_tail=keep_tail)
+        return self._append(records, origin, leader_epoch=leader_epoch, log_append_time_ms=log_append_time_ms,
+                            keep_tail=keep_tail)
 
     def drop_tail(self) -> None:
         """Forget the batch an ``append_as_leader(keep_tail=True)`` kept for the reads it woke."""
@@ -490,11 +490,11 @@ class Log:
 
         A partial batch at the end (a fetch response may end with one) is dropped.
         """
-        return self._append(records, AppendOrigin.REPLICATION, leader_epoch=None, assign_offsets=False,
-                            log_append_time_ms=None)
+        return self._append(records, AppendOrigin.REPLICATION, leader_epoch=None, log_append_time_ms=None)
 
     def _append(self, records: bytes | bytearray | memoryview, origin: str, *, leader_epoch: int | None,
-                assign_offsets: bool, log_append_time_ms: int | None, keep_tail: bool = False) -> LogAppendInfo:
+                log_append_time_ms: int | None, keep_tail: bool = False) -> LogAppendInfo:
+        """Append as the leader of ``leader_epoch`` (offsets assigned), or as a follower (None: offsets as fetched)."""
         # Offsets are assigned by rewriting batch headers in place: a writable buffer (a request's own
         # frame, see wire's FrameReader) is used as it is, anything else is copied once.
         buf = records if isinstance(records, bytearray) or (
@@ -508,7 +508,7 @@ class Log:
                 return LogAppendInfo(-1, -1, -1, -1, None, self._log_start_offset, 0, 0, 0)
             now = self.time_ms()
             log_append_time = None
-            if assign_offsets:
+            if leader_epoch is not None:
                 if config.timestamp_type is TimestampType.LOG_APPEND_TIME:
                     log_append_time = log_append_time_ms if log_append_time_ms is not None else now
                 log_validator.validate_records(buf, batches, config, self.name, now,

@@ -38,13 +38,12 @@ from wire import (
     RecordBatchHeader,
     TimestampType,
     UnrebuildableBatchError,
+    assign_leader_offsets,
     build_batch,
     decode_records,
     decode_records_in_place,
     parse_batch_header,
-    set_base_offset,
     set_log_append_time,
-    set_partition_leader_epoch,
     validate_batch,
 )
 
@@ -191,18 +190,15 @@ def maybe_recompress(buf: WritableBuffer, batches: Batches, config: LogConfig) -
     return out, new_batches
 
 
-def assign_offsets(buf: WritableBuffer, batches: Batches, next_offset: int, leader_epoch: int | None,
+def assign_offsets(buf: WritableBuffer, batches: Batches, next_offset: int, leader_epoch: int,
                    log_append_time: int | None) -> Batches:
-    """A leader's offsets from ``next_offset`` on, rewritten in the headers (outside the CRC, except under
-    LogAppendTime, whose max timestamp rewrite recomputes it)."""
+    """A leader's offsets from ``next_offset`` on and its epoch, rewritten in the headers (outside the CRC, except
+    under LogAppendTime, whose max timestamp rewrite recomputes it)."""
     out = []
     for pos, header in batches:
-        set_base_offset(buf, pos, next_offset)
-        if leader_epoch is not None:
-            set_partition_leader_epoch(buf, pos, leader_epoch)
         if log_append_time is not None:
             set_log_append_time(buf, pos, log_append_time)
-        out.append((pos, parse_batch_header(buf, pos)))  # the header as rewritten (cheaper than _replace)
+        out.append((pos, assign_leader_offsets(buf, pos, next_offset, leader_epoch)))
         next_offset += header.last_offset_delta + 1
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from wire._primitives import KEEP_RECORDS_APART, Reader, Writer, decode_usual_or_generated
+from wire._primitives import KEEP_RECORDS_APART, Reader, Writer, decode_usual_or_generated, uuid_at
 from wire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from wire.messages.fetch_response import EpochEndOffset, FetchResponse, LeaderIdAndEpoch, SnapshotId
 
@@ -52,8 +52,7 @@ def decode_fetch_request(r: Reader, version: int) -> FetchRequest:
 def _topic_key(r: Reader, pos: int, by_id: bool) -> tuple[Any, int]:
     """A topic's id (v13+) or name at ``pos`` and the position after it; None for a name not of the usual shape."""
     if by_id:
-        r.pos = pos
-        return r.uuid(), r.pos
+        return uuid_at(r.buf, pos), pos + 16
     buf = r.buf
     n = buf[pos] - 1
     if not 0 <= n <= 126 or pos + 1 + n > r.end:

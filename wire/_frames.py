@@ -65,8 +65,11 @@ class FrameReader:
         if self._body is not None:
             return memoryview(self._body)[self._body_filled:]
         scratch = self._scratch
-        if self._pos == self._end:
+        if self._pos == self._end:  # nothing unread (between requests): the whole scratch buffer
             self._pos = self._end = 0
+            if not scratch:  # released when the last frame was taken: one from the pool, else a new one
+                scratch = self._scratch = _SCRATCH_POOL.pop() if _SCRATCH_POOL else bytearray(SCRATCH_SIZE)
+            return memoryview(scratch)
         if len(scratch) - self._end < SMALL_FRAME_SIZE + 4:
             unread = self._end - self._pos
             if len(scratch) - unread < SMALL_FRAME_SIZE + 4:  # first use, or bytes fed without taking frames

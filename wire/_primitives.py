@@ -121,14 +121,7 @@ class Reader:
         return _F64.unpack_from(self.buf, self._take(8))[0]
 
     def uuid(self) -> uuid.UUID:
-        pos = self._take(16)
-        raw = bytes(self.buf[pos : pos + 16])
-        value = _UUIDS.get(raw)
-        if value is None:  # uuid.UUID() is slow Python; the same few topic ids come in every request
-            value = uuid.UUID(bytes=raw)
-            if len(_UUIDS) < _UUIDS_KEPT:
-                _UUIDS[raw] = value
-        return value
+        return uuid_at(self.buf, self._take(16))
 
     def uvarint(self) -> int:
         """Unsigned LEB128 varint (at most 5 bytes, as Kafka's ``readUnsignedVarint``)."""
@@ -303,6 +296,20 @@ class Reader:
 
 
 _NO_TAGS: dict[int, memoryview] = {}
+
+
+def uuid_at(buf: bytes | bytearray | memoryview, pos: int) -> uuid.UUID:
+    """The UUID of the 16 bytes at ``pos`` (DecodeError when fewer are left): what Reader.uuid reads, for the inline
+    decoders, which read in place."""
+    raw = bytes(buf[pos:pos + 16])
+    value = _UUIDS.get(raw)
+    if value is None:  # uuid.UUID() is slow Python; the same few topic ids come in every request
+        if len(raw) != 16:
+            raise DecodeError(f"need 16 bytes at offset {pos}, have {len(raw)}")
+        value = uuid.UUID(bytes=raw)
+        if len(_UUIDS) < _UUIDS_KEPT:
+            _UUIDS[raw] = value
+    return value
 
 
 def decode_usual_or_generated(r: Reader, version: int, since: int,

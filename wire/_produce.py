@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated
+from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated, uuid_at
 from wire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from wire.messages.produce_response import ProduceResponse
 
@@ -58,9 +58,8 @@ def _decode_flexible(r: Reader, version: int) -> ProduceRequest | None:
     topics = []
     for _ in range(topic_count):
         if version >= 13:
-            r.pos = pos
-            topic = TopicProduceData(topic_id=r.uuid())
-            pos = r.pos
+            topic = TopicProduceData(topic_id=uuid_at(buf, pos))
+            pos += 16
         else:
             n = buf[pos] - 1
             if not 0 <= n <= 126 or pos + 1 + n > end:
@@ -120,7 +119,11 @@ class ProduceAnswer(ProduceResponse):
             super().encode_into(w, version)
             return
         buf = w.buf
-        w.uvarint(len(self.responses) + 1)
+        count = len(self.responses) + 1  # a compact array's length: one byte up to 127 (the usual), else a varint
+        if count < 0x80:
+            buf.append(count)
+        else:
+            w.uvarint(count)
         pack, end = _PARTITION.pack, _PARTITION_END
         for topic in self.responses:
             if version >= 13:
@@ -128,7 +131,11 @@ class ProduceAnswer(ProduceResponse):
             else:
                 w.compact_string(topic.name)
             partitions = topic.partition_responses
-            w.uvarint(len(partitions) + 1)
+            count = len(partitions) + 1
+            if count < 0x80:
+                buf.append(count)
+            else:
+                w.uvarint(count)
             for p in partitions:
                 buf += pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
                 buf += end

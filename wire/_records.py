@@ -372,6 +372,14 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
     _I32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
+def assign_leader_offsets(buf: bytearray | memoryview, pos: int, base_offset: int, epoch: int) -> RecordBatchHeader:
+    """A leader's append of a validated batch: its offsets from ``base_offset`` and the leader ``epoch`` written (both
+    outside the CRC, which stays valid); the header as rewritten (read again as it is: it was validated before)."""
+    _I64.pack_into(buf, pos, base_offset)
+    _I32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+    return _new_header(RecordBatchHeader, _unpack_header(buf, pos))
+
+
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
     """Mark the batch LOG_APPEND_TIME with ``timestamp`` as its max_timestamp, and recompute the CRC.
 

@@ -101,6 +101,18 @@ def _answer_fields(rnd: random.Random, usual: bool) -> dict:
     return {"responses": topics, "throttle_time_ms": rnd.choice([0, 250]), "node_endpoints": endpoints}
 
 
+@pytest.mark.parametrize("version", [9, 13])
+@pytest.mark.parametrize(("topics", "partitions"), [(126, 1), (127, 1), (200, 1), (1, 126), (1, 127), (2, 300)])
+def test_answers_with_counts_of_two_byte_varints_are_written_as_generated(version: int, topics: int,
+                                                                          partitions: int) -> None:
+    """Counts one byte holds and counts that take two (127 entries and more) give the generated encoder's bytes."""
+    fields = {"throttle_time_ms": 0, "responses": [TopicProduceResponse(
+        name=f"t{t}", topic_id=uuid.UUID(int=t + 1), partition_responses=[
+            PartitionProduceResponse(index=p, error_code=0, base_offset=p, log_append_time_ms=-1, log_start_offset=0)
+            for p in range(partitions)]) for t in range(topics)]}
+    assert ProduceAnswer(**fields).encode(version) == ProduceResponse(**fields).encode(version)
+
+
 @pytest.mark.parametrize("version", [3, 8, 9, 10, 12, 13])
 def test_answers_are_written_as_the_generated_codec_writes_them(version: int) -> None:
     """The usual answers packed, the others (record errors, messages, leader hints, endpoints) as generated: the

@@ -21,6 +21,7 @@ from wire import (
     Record,
     RecordError,
     TimestampType,
+    assign_leader_offsets,
     batch_crc_is_valid,
     build_batch,
     build_control_batch,
@@ -223,6 +224,17 @@ def test_offset_and_epoch_rewrites_keep_crc(codec: CompressionType) -> None:
     set_partition_leader_epoch(buf, 5, 17)
     h = validate_batch(buf, 5, from_client=False)
     assert (h.base_offset, h.partition_leader_epoch, h.last_offset) == (1234, 17, 1237)
+    assert buf[:5] == b"\xee" * 5
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.LZ4], ids=lambda c: c.name)
+def test_assign_leader_offsets_returns_the_header_as_rewritten(codec: CompressionType) -> None:
+    buf = bytearray(b"\xee" * 5) + build_batch(INTEROP_RECORDS, base_timestamp=T0, compression=codec, producer_id=7,
+                                               producer_epoch=1, base_sequence=40)
+    header = assign_leader_offsets(memoryview(buf), 5, 1234, 17)
+    assert header == validate_batch(buf, 5, from_client=False)  # and the CRC still holds
+    assert (header.base_offset, header.partition_leader_epoch, header.last_offset) == (1234, 17, 1237)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 1, 40)
     assert buf[:5] == b"\xee" * 5
 
 
