@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 from tests.pykbroker.console.browser import Browser
 
 TOPIC = "console-orders"
@@ -46,9 +46,8 @@ def rendered(browser: Browser, url: str) -> str:
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
-    port = free_port()
     broker = BrokerProcess(tmp_path_factory.mktemp("console"),
-                           overrides={"console.listener": f"127.0.0.1:{port}", "group.initial.rebalance.delay.ms": "0"})
+                           overrides={"console.listener": "127.0.0.1:0", "group.initial.rebalance.delay.ms": "0"})
     with broker:
         broker.start()
         producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
@@ -65,7 +64,7 @@ def console(tmp_path_factory):
             if m is not None and m.error() is None:
                 got += 1
         consumer.commit(offsets=[TopicPartition(TOPIC, 0, COMMITTED)], asynchronous=False)
-        yield broker, f"http://127.0.0.1:{port}/"
+        yield broker, broker.console_url
         consumer.close()
 
 
