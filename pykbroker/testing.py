@@ -376,8 +376,9 @@ class RawClient:
                 raise TimeoutError(f"topics not ready after {timeout}s: {response.topics}")
             time.sleep(0.05)
 
-    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
-        """True when the broker closes the connection within ``timeout``."""
+    def is_closed_by_peer(self, timeout: float = 30.0) -> bool:
+        """True when the broker closes the connection within ``timeout`` (a long default: a close that must come
+        costs only its own time; pass a short one to check that it does not come)."""
         self.sock.settimeout(timeout)
         try:
             return self.sock.recv(1) == b""
