@@ -49,14 +49,20 @@ def console(tmp_path_factory):
             "console.listener": "127.0.0.1:0", "console.write.actions.enable": "true"}) as broker:
         broker.start()
         url = broker.console_url
-        assert call(url, "api/topic/create", {"name": TOPIC, "partitions": PARTITIONS}) == (200, None)
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-        for i in range(PER_PARTITION):
-            for p in range(PARTITIONS):  # record i of each partition at BASE_TS + i*10 + p: a total order
-                producer.produce(TOPIC, json.dumps({"i": i, "p": p}).encode(), partition=p,
-                                 timestamp=BASE_TS + i * 10 + p)
-        assert producer.flush(30) == 0
+        events(broker, url, TOPIC)
         yield broker, url
+
+
+def events(broker: BrokerProcess, url: str, topic: str) -> None:
+    """``topic`` created through the console with PARTITIONS partitions of PER_PARTITION records each: record i of
+    each partition at BASE_TS + i*10 + p, a total order. Tests that change a topic's records use one of their
+    own, so that no test depends on which ran before it."""
+    assert call(url, "api/topic/create", {"name": topic, "partitions": PARTITIONS}) == (200, None)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(PER_PARTITION):
+        for p in range(PARTITIONS):
+            producer.produce(topic, json.dumps({"i": i, "p": p}).encode(), partition=p, timestamp=BASE_TS + i * 10 + p)
+    assert producer.flush(30) == 0
 
 
 def test_browse_positions_and_orders(console):
@@ -114,20 +120,27 @@ def test_kafkas_refusals_and_bad_input_are_answered_not_crashed_on(console):
 
 
 def test_delete_records_and_a_group_reset_preview(console):
-    _, url = console
-    assert call(url, "api/topic/delete-records", {"name": TOPIC, "partition": 0, "offset": 10}) == (200, 10)
-    _, d = call(url, f"api/topic?name={TOPIC}")
-    assert d["partitions"][0]["log_start_offset"] == 10
-    status, preview = call(url, "api/group/reset-preview", {"group": "g", "topic": TOPIC, "to": "earliest"})
+    broker, url = console
+    events(broker, url, "trimmed")
+
+    def groups() -> list[str]:
+        status, listed = call(url, "api/groups")
+        assert status == 200 and isinstance(listed, list)
+        return [g["group_id"] for g in listed]
+
+    assert call(url, "api/topic/delete-records", {"name": "trimmed", "partition": 0, "offset": 10}) == (200, 10)
+    _, d = call(url, "api/topic?name=trimmed")
+    assert d["partitions"][0]["log_start_offset"] == 10  # type: ignore[index]
+    status, preview = call(url, "api/group/reset-preview", {"group": "g", "topic": "trimmed", "to": "earliest"})
     assert status == 200
-    assert [(r["partition"], r["current"], r["new"], r["lag_after"]) for r in preview] == [
+    assert [(r["partition"], r["current"], r["new"], r["lag_after"]) for r in preview] == [  # type: ignore[union-attr]
         (0, None, 10, 90), (1, None, 0, 100), (2, None, 0, 100)]
-    assert call(url, "api/groups") == (200, [])  # the preview committed nothing
-    assert call(url, "api/group/reset", {"group": "g", "topic": TOPIC, "to": "latest"})[0] == 200
-    assert [g["group_id"] for g in call(url, "api/groups")[1]] == ["g"]  # type: ignore[union-attr]
+    assert "g" not in groups()  # the preview committed nothing
+    assert call(url, "api/group/reset", {"group": "g", "topic": "trimmed", "to": "latest"})[0] == 200
+    assert "g" in groups()
     assert call(url, "api/group?id=g&type=classic")[1]["lag"] == 0  # type: ignore[index]
     assert call(url, "api/group/delete", {"group": "g"}) == (200, None)
-    assert call(url, "api/groups") == (200, [])
+    assert "g" not in groups()
 
 
 def test_create_add_partitions_and_delete_a_topic(console):
@@ -160,16 +173,17 @@ def test_writes_are_off_unless_configured(tmp_path):
 
 def test_the_tail_follows_new_records_and_skips_ahead_when_far_behind(console):
     broker, url = console
-    status, start = call(url, f"api/tail?topic={TOPIC}")
+    events(broker, url, "tailed")  # its own: the records it adds would change what other tests browse
+    status, start = call(url, "api/tail?topic=tailed")
     assert status == 200 and start["records"] == []
     ends = {int(p): o for p, o in start["positions"].items()}
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     for i in range(250):
-        producer.produce(TOPIC, b"new-%d" % i, partition=1)
-    producer.produce(TOPIC, b"one", partition=2)
+        producer.produce("tailed", b"new-%d" % i, partition=1)
+    producer.produce("tailed", b"one", partition=2)
     assert producer.flush(30) == 0
     positions = json.dumps(start["positions"])
-    status, d = call(url, f"api/tail?topic={TOPIC}&positions={urllib.parse.quote(positions)}")
+    status, d = call(url, f"api/tail?topic=tailed&positions={urllib.parse.quote(positions)}")
     assert status == 200 and d["skipped"] == 50  # partition 1 was 250 behind: its newest 200 only
     got = {(r["partition"], r["offset"]) for r in d["records"]}
     assert got == {(1, ends[1] + 50 + i) for i in range(200)} | {(2, ends[2])}
