@@ -35,6 +35,11 @@ def consumer(broker, group: str, *topics: str, **config):
                       max_poll_interval_ms=config.pop("max_poll_interval_ms", 30_000), **config)
     if topics:
         c.subscribe(list(topics))
+        # Its topics' metadata before its first join: kafka-python 3.0.12 stalls in a rebalance it starts because
+        # its metadata changed since it last assigned as leader, when the JoinGroup is held past the poll that
+        # sent it (other members rejoining): need_rejoin() turns false once the assignment is made, no poll awaits
+        # the join, and the member stays REBALANCING without heartbeats until its session times out.
+        c.topics()
     return c
 
 
@@ -114,6 +119,7 @@ import time
 from kafka import KafkaConsumer
 c = KafkaConsumer('kp-kill', bootstrap_servers='{gbroker.bootstrap}', group_id='kp-kill-g', enable_auto_commit=False,
                   session_timeout_ms=2000, heartbeat_interval_ms=300)
+c.topics()  # its topic's metadata before its first join, as consumer() does
 while True:
     c.poll(timeout_ms=1000)
     if c.assignment():

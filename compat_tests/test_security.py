@@ -19,6 +19,7 @@ import pytest
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import salted_password
 from pykbroker.testing import BrokerProcess, RawClient, free_port
+from tests.clients import read_kafka_python
 from wire import ErrorCode
 from wire.messages import AlterUserScramCredentialsRequest
 from wire.messages.alter_user_scram_credentials_request import ScramCredentialUpsertion
@@ -147,12 +148,8 @@ def test_kafka_python(secured, protocol, mechanism):
     for i in range(5):
         producer.send(topic, f"m{i}".encode()).get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=topic, auto_offset_reset="earliest", consumer_timeout_ms=20000, **config)
-    got = []
-    for msg in consumer:
-        got.append(msg.value)
-        if len(got) == 5:
-            break
+    consumer = KafkaConsumer(topic, group_id=topic, auto_offset_reset="earliest", **config)
+    got = [m.value for m in read_kafka_python(consumer, 5)]
     consumer.close()
     assert got == [f"m{i}".encode() for i in range(5)]
 

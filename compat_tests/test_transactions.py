@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pykbroker.testing import BrokerProcess, RawClient
+from tests.clients import read_kafka_python
 
 ROOT = Path(__file__).resolve().parent.parent
 # Expired transactions are looked for every half second here (Kafka's default: every 10 s).
@@ -101,8 +102,8 @@ def test_kafka_python_transactions(tbroker):
     p.abort_transaction()
     p.close()
     c = KafkaConsumer(topic, bootstrap_servers=tbroker.bootstrap, auto_offset_reset="earliest",
-                      isolation_level="read_committed", consumer_timeout_ms=3000)
-    assert sorted(m.value.decode() for m in c) == ["c0", "c1", "c2"]
+                      isolation_level="read_committed")
+    assert sorted(m.value.decode() for m in read_kafka_python(c, 3)) == ["c0", "c1", "c2"]
     c.close()
     assert consume_all(tbroker.bootstrap, topic, "read_uncommitted", expect=6) == [
         "a0", "a1", "a2", "c0", "c1", "c2"]

@@ -25,7 +25,7 @@ import re
 from typing import Self
 
 from pykbroker.config import is_known_property
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 
 __all__ = ["KafkaContainer", "env_to_property"]
 
@@ -117,8 +117,8 @@ class KafkaContainer:
     def start(self, timeout: float = 30) -> Self:
         if self._broker is not None:
             return self
-        host_port = self.ports.get(self.port) or free_port()
-        broker = BrokerProcess(overrides=self.broker_properties(), port=host_port)
+        # no bound host port: BrokerProcess picks one, and moves it if another socket takes it first
+        broker = BrokerProcess(overrides=self.broker_properties(), port=self.ports.get(self.port))
         if self.cluster_id:
             log.info("with_cluster_id(%s): pykbroker makes its own cluster id", self.cluster_id)
         broker.start(timeout)

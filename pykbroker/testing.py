@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pykbroker import java_properties
@@ -27,10 +29,54 @@ __all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess",
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago (another socket may take it before a server binds it:
+    prefer port 0 where the server reports the port it bound, or a start that moves as ``_OnAFreePort``'s)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class _PortTaken(RuntimeError):
+    """A start failed because another socket held the server's port."""
+
+
+class _OnAFreePort:
+    """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. Another socket may
+    take a picked port before the server binds it: the first start then moves to another free port (a given
+    port, or one clients already know after a start, is kept and its loss reported)."""
+
+    port: int
+    _may_move_port: bool
+
+    def _pick_port(self, port: int | None) -> None:
+        self.port = port or free_port()
+        self._may_move_port = port is None
+
+    def _start_on_a_free_port(self, start_once: Callable[[], None], what: str) -> None:
+        """Run ``start_once`` (which raises _PortTaken, with the server stopped, when its log says the port was
+        taken) until the server starts, moving a picked port up to four times."""
+        for _ in range(5):
+            try:
+                start_once()
+            except _PortTaken as taken:
+                if not self._may_move_port:
+                    raise RuntimeError(str(taken)) from None
+                last = taken
+                self.port = free_port()
+                continue
+            self._may_move_port = False
+            return
+        raise RuntimeError(f"{what} did not start: every free port tried was taken first; {last}")
+
+
+def _read_from(path: Path, offset: int) -> str:
+    """What ``path`` holds past ``offset`` (a start's part of a log); "" if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def stop_process(proc: subprocess.Popen, timeout: float) -> None:
@@ -71,8 +117,15 @@ def wait_for_api_versions(host: str, port: int, timeout: float, process: subproc
     raise TimeoutError(f"no ApiVersions answer from {host}:{port} within {timeout}s ({last})")
 
 
-class BrokerProcess:
-    """A pykbroker subprocess on 127.0.0.1; ``bootstrap`` is its address. Restartable, killable."""
+_STARTED = re.compile(r"pykbroker started: ")
+_CONSOLE_AT = re.compile(r"serving the console at (\S+/) ")
+
+
+class BrokerProcess(_OnAFreePort):
+    """A pykbroker subprocess on 127.0.0.1; ``bootstrap`` is its address. Restartable, killable.
+
+    A console on ``console.listener`` 127.0.0.1:0 (any free port, so no other socket can take it first) is at
+    ``console_url`` once started."""
 
     def __init__(self, data_dir: str | Path | None = None, overrides: dict[str, str] | None = None,
                  port: int | None = None, log_path: str | Path | None = None) -> None:
@@ -81,14 +134,12 @@ class BrokerProcess:
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-")
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        # A port free_port() picked may be taken by another socket before the broker binds it: the first start
-        # then tries another one (a given port, or one clients already know after a start, is kept).
-        self._may_move_port = port is None
+        self._pick_port(port)
         self.overrides = dict(overrides or {})
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
         self.env: dict[str, str] = {}  # added to this process' environment (the chaos clock shift's LD_PRELOAD)
         self.proc: subprocess.Popen | None = None
+        self._log_start = 0
 
     @property
     def bootstrap(self) -> str:
@@ -114,38 +165,51 @@ class BrokerProcess:
             f.write(java_properties.dumps(self.properties()))
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
-        """Start the broker and wait for its first ApiVersions answer; a running broker is left as it is
+        """Start the broker and wait for its first ApiVersions answer (and, with a console or schema registry,
+        for the end of its start: they bind after the Kafka listeners); a running broker is left as it is
         (so ``with broker:`` after ``broker.start()`` does not start a second process)."""
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for _ in range(5):
-            self._write_properties()
-            log = open(self.log_path, "ab")
-            log_start = log.tell()
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
-            log.close()
-            try:
-                wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
-            except TimeoutError:
-                self.kill()
-                if self._may_move_port and self._lost_port(log_start):
-                    self.port = free_port()
-                    continue
-                raise RuntimeError(f"broker did not start; its log:\n{self.log()}") from None
-            self._may_move_port = False
-            return self
-        raise RuntimeError(f"broker did not start: every free port tried was taken first; its log:\n{self.log()}")
+        self._start_on_a_free_port(lambda: self._start_once(timeout), "broker")
+        return self
 
-    def _lost_port(self, log_start: int) -> bool:
-        """Whether this start's log (from ``log_start``) says another socket holds its port."""
+    def _start_once(self, timeout: float) -> None:
+        self._write_properties()
+        log = open(self.log_path, "ab")
+        self._log_start = log.tell()
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env={**os.environ, **self.env} if self.env else None)
+        log.close()
+        deadline = time.monotonic() + timeout
         try:
-            with open(self.log_path, "rb") as f:
-                f.seek(log_start)
-                return f"127.0.0.1:{self.port} is already in use".encode() in f.read()
-        except OSError:
-            return False
+            wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
+            if self.overrides.get("console.listener") or self.overrides.get("schema.registry.listeners"):
+                self._wait_for_log(_STARTED, deadline)
+        except TimeoutError:
+            self.kill()
+            if self._lost_port():
+                raise _PortTaken(f"127.0.0.1:{self.port} is already in use; its log:\n{self.log()}") from None
+            raise RuntimeError(f"broker did not start; its log:\n{self.log()}") from None
+
+    def _wait_for_log(self, pattern: re.Pattern[str], deadline: float) -> re.Match[str]:
+        """The first match of ``pattern`` in this start's log, once written; TimeoutError past ``deadline`` or
+        when the broker exits first."""
+        while True:
+            if found := pattern.search(_read_from(self.log_path, self._log_start)):
+                return found
+            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+                raise TimeoutError(f"no {pattern.pattern!r} in the broker's log")
+            time.sleep(0.02)
+
+    def _lost_port(self) -> bool:
+        """Whether this start's log says another socket holds its port."""
+        return f"127.0.0.1:{self.port} is already in use" in _read_from(self.log_path, self._log_start)
+
+    @property
+    def console_url(self) -> str:
+        """The console's address as this start bound it (``console.listener`` 127.0.0.1:0 picks any free port)."""
+        return self._wait_for_log(_CONSOLE_AT, time.monotonic() + 30)[1]
 
     def log(self) -> str:
         try:
@@ -312,8 +376,9 @@ class RawClient:
                 raise TimeoutError(f"topics not ready after {timeout}s: {response.topics}")
             time.sleep(0.05)
 
-    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
-        """True when the broker closes the connection within ``timeout``."""
+    def is_closed_by_peer(self, timeout: float = 30.0) -> bool:
+        """True when the broker closes the connection within ``timeout`` (a long default: a close that must come
+        costs only its own time; pass a short one to check that it does not come)."""
         self.sock.settimeout(timeout)
         try:
             return self.sock.recv(1) == b""
@@ -391,7 +456,7 @@ _LOGBACK = """<configuration>
 """
 
 
-class ZooKeeperProcess:
+class ZooKeeperProcess(_OnAFreePort):
     """A standalone Apache ZooKeeper server (a JVM subprocess) on 127.0.0.1; ``connect`` is its address.
 
     Free port and temp data dir unless given; ready when the ``srvr`` four-letter word reports a serving
@@ -411,7 +476,7 @@ class ZooKeeperProcess:
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-zk-")
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
-        self.port = port or free_port()
+        self._pick_port(port)
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -455,6 +520,10 @@ class ZooKeeperProcess:
     def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
         """Start the server and wait until it serves; returns self. Kills it and raises on failure."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._start_on_a_free_port(lambda: self._start_once(timeout), "ZooKeeper")
+        return self
+
+    def _start_once(self, timeout: float) -> None:
         cmd = self.command()
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         out = open(self.data_dir / "zookeeper.out", "ab")
@@ -465,27 +534,20 @@ class ZooKeeperProcess:
             if self.proc.poll() is not None:
                 code = self.proc.returncode
                 self.proc = None
+                if "java.net.BindException: Address already in use" in _read_from(self.log_path, self._log_start):
+                    raise _PortTaken(f"127.0.0.1:{self.port} is already in use; ZooKeeper's log:\n{self.log()}")
                 raise RuntimeError(f"ZooKeeper exited with {code}; its log:\n{self.log()}")
             try:
                 if "Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0):
-                    return self
+                    return
             except OSError:
                 pass
             # ZooKeeper's main thread can die (a missing class, a corrupt snapshot) while its network threads
             # keep the JVM alive and answering four-letter words with "not serving"
-            if time.monotonic() > deadline or self._main_died():
+            if time.monotonic() > deadline or "Thread[main," in _read_from(self.log_path, self._log_start):
                 self.kill()
                 raise RuntimeError(f"ZooKeeper did not serve within {timeout}s; its log:\n{self.log()}")
             time.sleep(0.05)
-
-    def _main_died(self) -> bool:
-        """Whether this run's log (past ``_log_start``) says the main thread died."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._log_start)
-                return b"Thread[main," in f.read()
-        except OSError:
-            return False
 
     def log(self, last: int = 40) -> str:
         """The last ``last`` lines of the server's console output and of its log."""

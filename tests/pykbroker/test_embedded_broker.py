@@ -11,12 +11,13 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 import pykbroker
 from pykbroker.config import ConfigError
 from pykbroker.embedded_broker import EmbeddedBroker
 from pykbroker.testing import RawClient
+from tests.clients import read_kafka_python
 
 
 def open_fds() -> set[str]:
@@ -88,8 +89,15 @@ def test_confluent_kafka_and_kafka_python_produce_and_consume_in_a_group():
         consumer.commit(asynchronous=False)
         consumer.close()
         assert got == [b"c0", b"c1", b"c2", b"k3"]
-        kc = KafkaConsumer("orders", bootstrap_servers=broker.bootstrap, group_id="g", consumer_timeout_ms=2000)
-        assert [m.value for m in kc] == []  # the group's committed offsets are where confluent-kafka left them
+        kc = KafkaConsumer("orders", bootstrap_servers=broker.bootstrap, group_id="g", enable_auto_commit=False)
+        deadline = time.monotonic() + 60
+        while not kc.assignment():  # joined (a fixed consumer_timeout_ms could end before the join)
+            assert not any(kc.poll(timeout_ms=500).values())
+            assert time.monotonic() < deadline
+        tp = TopicPartition("orders", 0)
+        # the group's committed offsets are where confluent-kafka left them: kafka-python starts there
+        assert kc.assignment() == {tp} and kc.committed(tp) == kc.position(tp) == 4
+        assert read_kafka_python(kc, 0) == []
         kc.close()
 
 
@@ -104,9 +112,8 @@ def test_two_embedded_brokers_side_by_side_and_a_restart_keeps_the_data(tmp_path
         assert producer.flush(15) == 0
     again = EmbeddedBroker(data_dir=tmp_path / "a").start()
     try:
-        consumer = KafkaConsumer("t", bootstrap_servers=again.bootstrap, auto_offset_reset="earliest",
-                                 consumer_timeout_ms=5000)
-        assert [m.value for m in consumer] == [b"kept"]
+        consumer = KafkaConsumer("t", bootstrap_servers=again.bootstrap, auto_offset_reset="earliest")
+        assert [m.value for m in read_kafka_python(consumer, 1)] == [b"kept"]
         consumer.close()
     finally:
         again.close()

@@ -52,12 +52,10 @@ def test_kafka_python_produce_and_group_consume(kafka_broker, kafka_topic):
         producer.send(kafka_topic, f"k{i}".encode()).get(10)
     producer.close()
     consumer = KafkaConsumer(kafka_topic, bootstrap_servers=kafka_broker.bootstrap, group_id="g-" + kafka_topic,
-                             auto_offset_reset="earliest", consumer_timeout_ms=20000)
-    got = []
-    for msg in consumer:
-        got.append(msg.value)
-        if len(got) == 5:
-            break
+                             auto_offset_reset="earliest")
+    got, deadline = [], time.monotonic() + 60  # not consumer_timeout_ms: its clock runs while the group forms
+    while len(got) < 5 and time.monotonic() < deadline:
+        got += [m.value for records in consumer.poll(timeout_ms=500).values() for m in records]
     consumer.close()
     assert sorted(got) == [f"k{i}".encode() for i in range(5)]
 

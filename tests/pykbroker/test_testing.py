@@ -1,4 +1,5 @@
-"""ZooKeeperProcess: a real standalone ZooKeeper that starts, serves kazoo, survives restarts and dies on demand."""
+"""ZooKeeperProcess: a real standalone ZooKeeper that starts, serves kazoo, survives restarts and dies on demand;
+a first start whose picked port another socket took moves to another, a given port taken fails the start."""
 
 from __future__ import annotations
 
@@ -51,7 +52,19 @@ def test_a_start_that_cannot_serve_raises_and_leaves_no_process(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         zk = ZooKeeperProcess(tmp_path / "zk", port=taken.getsockname()[1])
-        with pytest.raises(RuntimeError, match="ZooKeeper"):
+        with pytest.raises(RuntimeError, match=f"127.0.0.1:{taken.getsockname()[1]} is already in use"):
             zk.start(timeout=15)
     assert zk.proc is None
 
+
+
+def test_a_first_start_whose_free_port_was_taken_meanwhile_serves_on_another(tmp_path):
+    zk = ZooKeeperProcess(tmp_path / "zk")
+    taken = zk.port
+    with socket.socket() as holder:  # another process got the picked port before ZooKeeper bound it
+        holder.bind(("127.0.0.1", taken))
+        holder.listen()
+        with zk:
+            assert zk.port != taken
+            assert four_letter_word("127.0.0.1", zk.port, "ruok") == "imok"
+            assert "Address already in use" in zk.log_path.read_text()

@@ -89,7 +89,7 @@ def test_acks_all_completes_when_the_in_sync_follower_fetches_past_the_batch(tmp
         assert not produce.done()  # fetching offset 0 does not say the follower has offsets 0-1
         await rm.fetch([FetchPartition(TOPIC, 0, 2, 1 << 20)], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                        read_committed=False, replica_id=2)
-        result = (await asyncio.wait_for(produce, 1))[(TOPIC, 0)]
+        result = (await asyncio.wait_for(produce, 30))[(TOPIC, 0)]
         assert result.error_code == ErrorCode.NONE and result.base_offset == 0
         assert rm.get_partition(TOPIC, 0).log.high_watermark == 2
         await rm.close()
@@ -116,7 +116,7 @@ def test_a_waiting_acks_all_produce_learns_that_leadership_moved(tmp_path):
         produce = asyncio.create_task(rm.append_records({(TOPIC, 0): build_simple_batch([b"a"], timestamp=1_700_000_000_000)}, -1, 5000))
         await asyncio.sleep(0.01)
         rm.become_follower(TOPIC, 0, TOPIC_ID, 2, 1, [1, 2], [1, 2], LogConfig())
-        result = (await asyncio.wait_for(produce, 1))[(TOPIC, 0)]
+        result = (await asyncio.wait_for(produce, 30))[(TOPIC, 0)]
         assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         (fetched,) = rm.read_partitions([FetchPartition(TOPIC, 0, 0, 1 << 20)], 1 << 20, False)
         assert fetched.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -45,19 +45,24 @@ def wait_search(url: str) -> dict:
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
-    port = free_port()
     with BrokerProcess(tmp_path_factory.mktemp("api"), overrides={
-            "console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true"}) as broker:
+            "console.listener": "127.0.0.1:0", "console.write.actions.enable": "true"}) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{port}/"
-        assert call(url, "api/topic/create", {"name": TOPIC, "partitions": PARTITIONS}) == (200, None)
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-        for i in range(PER_PARTITION):
-            for p in range(PARTITIONS):  # record i of each partition at BASE_TS + i*10 + p: a total order
-                producer.produce(TOPIC, json.dumps({"i": i, "p": p}).encode(), partition=p,
-                                 timestamp=BASE_TS + i * 10 + p)
-        assert producer.flush(30) == 0
+        url = broker.console_url
+        events(broker, url, TOPIC)
         yield broker, url
+
+
+def events(broker: BrokerProcess, url: str, topic: str) -> None:
+    """``topic`` created through the console with PARTITIONS partitions of PER_PARTITION records each: record i of
+    each partition at BASE_TS + i*10 + p, a total order. Tests that change a topic's records use one of their
+    own, so that no test depends on which ran before it."""
+    assert call(url, "api/topic/create", {"name": topic, "partitions": PARTITIONS}) == (200, None)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(PER_PARTITION):
+        for p in range(PARTITIONS):
+            producer.produce(topic, json.dumps({"i": i, "p": p}).encode(), partition=p, timestamp=BASE_TS + i * 10 + p)
+    assert producer.flush(30) == 0
 
 
 def test_browse_positions_and_orders(console):
@@ -115,20 +120,27 @@ def test_kafkas_refusals_and_bad_input_are_answered_not_crashed_on(console):
 
 
 def test_delete_records_and_a_group_reset_preview(console):
-    _, url = console
-    assert call(url, "api/topic/delete-records", {"name": TOPIC, "partition": 0, "offset": 10}) == (200, 10)
-    _, d = call(url, f"api/topic?name={TOPIC}")
-    assert d["partitions"][0]["log_start_offset"] == 10
-    status, preview = call(url, "api/group/reset-preview", {"group": "g", "topic": TOPIC, "to": "earliest"})
+    broker, url = console
+    events(broker, url, "trimmed")
+
+    def groups() -> list[str]:
+        status, listed = call(url, "api/groups")
+        assert status == 200 and isinstance(listed, list)
+        return [g["group_id"] for g in listed]
+
+    assert call(url, "api/topic/delete-records", {"name": "trimmed", "partition": 0, "offset": 10}) == (200, 10)
+    _, d = call(url, "api/topic?name=trimmed")
+    assert d["partitions"][0]["log_start_offset"] == 10  # type: ignore[index]
+    status, preview = call(url, "api/group/reset-preview", {"group": "g", "topic": "trimmed", "to": "earliest"})
     assert status == 200
-    assert [(r["partition"], r["current"], r["new"], r["lag_after"]) for r in preview] == [
+    assert [(r["partition"], r["current"], r["new"], r["lag_after"]) for r in preview] == [  # type: ignore[union-attr]
         (0, None, 10, 90), (1, None, 0, 100), (2, None, 0, 100)]
-    assert call(url, "api/groups") == (200, [])  # the preview committed nothing
-    assert call(url, "api/group/reset", {"group": "g", "topic": TOPIC, "to": "latest"})[0] == 200
-    assert [g["group_id"] for g in call(url, "api/groups")[1]] == ["g"]  # type: ignore[union-attr]
+    assert "g" not in groups()  # the preview committed nothing
+    assert call(url, "api/group/reset", {"group": "g", "topic": "trimmed", "to": "latest"})[0] == 200
+    assert "g" in groups()
     assert call(url, "api/group?id=g&type=classic")[1]["lag"] == 0  # type: ignore[index]
     assert call(url, "api/group/delete", {"group": "g"}) == (200, None)
-    assert call(url, "api/groups") == (200, [])
+    assert "g" not in groups()
 
 
 def test_create_add_partitions_and_delete_a_topic(console):
@@ -146,10 +158,9 @@ def test_create_add_partitions_and_delete_a_topic(console):
 
 
 def test_writes_are_off_unless_configured(tmp_path):
-    port = free_port()
-    with BrokerProcess(tmp_path, overrides={"console.listener": f"127.0.0.1:{port}"}) as broker:
+    with BrokerProcess(tmp_path, overrides={"console.listener": "127.0.0.1:0"}) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{port}/"
+        url = broker.console_url
         status, session = call(url, "api/session")
         assert isinstance(session, dict) and session.pop("cluster_id")  # shown in the page's header
         assert (status, session) == (200, {"principal": "User:ANONYMOUS", "login_required": False,
@@ -162,16 +173,17 @@ def test_writes_are_off_unless_configured(tmp_path):
 
 def test_the_tail_follows_new_records_and_skips_ahead_when_far_behind(console):
     broker, url = console
-    status, start = call(url, f"api/tail?topic={TOPIC}")
+    events(broker, url, "tailed")  # its own: the records it adds would change what other tests browse
+    status, start = call(url, "api/tail?topic=tailed")
     assert status == 200 and start["records"] == []
     ends = {int(p): o for p, o in start["positions"].items()}
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     for i in range(250):
-        producer.produce(TOPIC, b"new-%d" % i, partition=1)
-    producer.produce(TOPIC, b"one", partition=2)
+        producer.produce("tailed", b"new-%d" % i, partition=1)
+    producer.produce("tailed", b"one", partition=2)
     assert producer.flush(30) == 0
     positions = json.dumps(start["positions"])
-    status, d = call(url, f"api/tail?topic={TOPIC}&positions={urllib.parse.quote(positions)}")
+    status, d = call(url, f"api/tail?topic=tailed&positions={urllib.parse.quote(positions)}")
     assert status == 200 and d["skipped"] == 50  # partition 1 was 250 behind: its newest 200 only
     got = {(r["partition"], r["offset"]) for r in d["records"]}
     assert got == {(1, ends[1] + 50 + i) for i in range(200)} | {(2, ends[2])}
@@ -193,20 +205,20 @@ def _as(url: str, path: str, body: object = None, cookie: str = "") -> tuple[int
 @pytest.mark.skipif(os.environ.get("PYKBROKER_CONSOLE_SLOW") != "1",
                     reason="half a minute: make test-console-slow (PYKBROKER_CONSOLE_SLOW=1)")
 def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
-    port, sasl_port, console_port = free_port(), free_port(), free_port()
+    port, sasl_port = free_port(), free_port()
     overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
                  "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
                  "listener.name.sasl_plaintext.plain.sasl.jaas.config":
                      'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";',
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                 "super.users": "User:ANONYMOUS;User:admin", "console.listener": f"127.0.0.1:{console_port}",
+                 "super.users": "User:ANONYMOUS;User:admin", "console.listener": "127.0.0.1:0",
                  "console.write.actions.enable": "true"}
     for m in ("scram-sha-256", "scram-sha-512"):
         overrides[f"listener.name.sasl_plaintext.{m}.sasl.jaas.config"] = \
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     with BrokerProcess(tmp_path, port=port, overrides=overrides) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{console_port}/"
+        url = broker.console_url
         status, d, _ = _as(url, "api/overview")
         assert status == 401 and d == {"error": "log in first", "code": "LOGIN_REQUIRED"}
         status, d, admin = _as(url, "api/login", {"username": "admin", "password": "admin-secret"})  # PLAIN
@@ -241,11 +253,10 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
 
 
 def test_a_share_groups_start_offsets_are_reset_and_described(tmp_path):
-    port = free_port()
-    with BrokerProcess(tmp_path, overrides={"console.listener": f"127.0.0.1:{port}", "group.share.enable": "true",
+    with BrokerProcess(tmp_path, overrides={"console.listener": "127.0.0.1:0", "group.share.enable": "true",
                                             "console.write.actions.enable": "true"}) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{port}/"
+        url = broker.console_url
         assert call(url, "api/topic/create", {"name": "jobs", "partitions": 2}) == (200, None)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
         for i in range(10):
@@ -269,7 +280,7 @@ def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
     ca = CertificateAuthority()
     server = ca.issue(CN="localhost")
     (tmp_path / "ca.pem").write_text(ca.pem)
-    port, tls_port, console_port = free_port(), free_port(), free_port()
+    port, tls_port = free_port(), free_port()
     with BrokerProcess(tmp_path / "data", port=port, overrides={
             "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{tls_port}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
@@ -280,9 +291,9 @@ def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
             "sasl.enabled.mechanisms": "PLAIN",
             "listener.name.sasl_ssl.plain.sasl.jaas.config":
                 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
-            "console.listener": f"127.0.0.1:{console_port}"}) as broker:
+            "console.listener": "127.0.0.1:0"}) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{console_port}/"
+        url = broker.console_url
         assert f"Kafka requests to 127.0.0.1:{tls_port} over TLS" in broker.log()
         assert _as(url, "api/login", {"username": "alice", "password": "nope"})[0] == 401
         status, d, alice = _as(url, "api/login", {"username": "alice", "password": "alice-secret"})
@@ -325,17 +336,17 @@ def test_the_console_is_served_over_https_with_the_brokers_key_store(tmp_path):
 
     ca = CertificateAuthority()
     server = ca.issue(CN="localhost")
-    port = free_port()
     with BrokerProcess(tmp_path / "data", overrides={
-            "console.listener": f"https://127.0.0.1:{port}", "ssl.keystore.type": "PEM",
+            "console.listener": "https://127.0.0.1:0", "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(server.write_pem(tmp_path / "server.pem"))}) as broker:
         broker.start()
-        assert f"serving the console at https://127.0.0.1:{port}/" in broker.log()
+        url = broker.console_url
+        assert url.startswith("https://127.0.0.1:")
         trusted = ssl.create_default_context(cadata=ca.pem)
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/api/session", context=trusted, timeout=30) as r:
+        with urllib.request.urlopen(f"{url}api/session", context=trusted, timeout=30) as r:
             assert json.loads(r.read())["principal"] == "User:ANONYMOUS"
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/", context=trusted, timeout=30) as r:
+        with urllib.request.urlopen(url, context=trusted, timeout=30) as r:
             assert b"pykbroker console" in r.read()
         with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP gets no answer
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/session", timeout=10)
+            urllib.request.urlopen(f"{url.replace('https:', 'http:')}api/session", timeout=10)
         assert broker.alive

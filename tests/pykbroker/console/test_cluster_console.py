@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pykbroker.testing import ClusterProcesses, free_port
+from pykbroker.testing import ClusterProcesses
 from replication.metadata.embedded_store import uuid_from_kafka_string
 from replication.remote_log_metadata import metadata_partition
 from tests.pykbroker.console.browser import Browser
@@ -40,15 +40,14 @@ def call(url: str, path: str, body: object = None) -> object:
 
 
 def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_path):
-    port = free_port()
     cluster = ClusterProcesses(tmp_path, size=2, overrides={
         "group.initial.rebalance.delay.ms": "0", "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "4"})
     try:  # started by hand (not ``with``): the console on broker 2 only
         cluster.zookeeper.start()
         cluster.add_broker(1)
-        cluster.add_broker(2, {"console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true"})
+        cluster.add_broker(2, {"console.listener": "127.0.0.1:0", "console.write.actions.enable": "true"})
         cluster.wait_for_brokers(2)
-        url = f"http://127.0.0.1:{port}/"
+        url = cluster.broker(2).console_url
         assert call(url, "api/topic/create", {"name": "spread", "partitions": 4, "replication_factor": 1}) is None
         topic = call(url, "api/topic?name=spread")
         assert isinstance(topic, dict)
@@ -126,7 +125,6 @@ def test_remote_sizes_of_partitions_led_by_the_other_broker(tmp_path, metadata_r
     partition when that topic has a replica on both brokers); the others the records their leader says are remote
     (ListOffsets v9: log start to latest tiered offset), as no Kafka request answers remote bytes. Never "–"
     once segments are copied."""
-    port = free_port()
     remote = tmp_path / "remote"
     cluster = ClusterProcesses(tmp_path, size=2, overrides={
         "remote.log.storage.system.enable": "true", "rsm.config.dir": str(remote),
@@ -139,9 +137,9 @@ def test_remote_sizes_of_partitions_led_by_the_other_broker(tmp_path, metadata_r
     try:
         cluster.zookeeper.start()
         cluster.add_broker(1)
-        cluster.add_broker(2, {"console.listener": f"127.0.0.1:{port}"})
+        cluster.add_broker(2, {"console.listener": "127.0.0.1:0"})
         cluster.wait_for_brokers(2)
-        url = f"http://127.0.0.1:{port}/"
+        url = cluster.broker(2).console_url
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic("tiered", 6, replica_assignment=[[1]] * 6, config={
             "remote.storage.enable": "true", "internal.segment.bytes": "20000", "local.retention.bytes": "1"})])["tiered"].result(30)

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 
 from pykbroker.console.lag_history import LagHistory
 from pykbroker.metrics.state import GroupView
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from tests.pykbroker.console.test_api import call
 from wire import ErrorCode
 from wire.messages import OffsetCommitRequest, StreamsGroupHeartbeatRequest
@@ -41,13 +41,12 @@ def test_samples_keep_totals_and_partitions_with_gaps_as_none():
 def test_share_and_streams_groups_are_sampled_on_their_coordinator(tmp_path):
     """A share group's lag is DescribeShareGroupOffsets' (from its share-partition start offsets), a streams
     group's its committed offsets' against the high watermarks; both sampled into the lag history."""
-    port = free_port()
     with BrokerProcess(tmp_path, overrides={
-            "console.listener": f"127.0.0.1:{port}", "group.share.enable": "true", "console.write.actions.enable": "true",
+            "console.listener": "127.0.0.1:0", "group.share.enable": "true", "console.write.actions.enable": "true",
             "group.streams.initial.rebalance.delay.ms": "0", "group.streams.assignment.interval.ms": "0"}) as broker, \
             RawClient(broker.bootstrap) as client:
         broker.start()
-        url = f"http://127.0.0.1:{port}/"
+        url = broker.console_url
         assert call(url, "api/topic/create", {"name": "in", "partitions": 2}) == (200, None)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
         for i in range(10):

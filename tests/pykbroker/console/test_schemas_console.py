@@ -39,15 +39,15 @@ ORDER = json.dumps({"$schema": "http://json-schema.org/draft-07/schema#", "title
 
 
 def start(tmp_path, *, url_setting: bool) -> tuple[BrokerProcess, str, str]:
-    registry_port, console_port = free_port(), free_port()
+    registry_port = free_port()
     registry = f"http://127.0.0.1:{registry_port}"
-    overrides = {"schema.registry.listeners": registry, "console.listener": f"127.0.0.1:{console_port}"}
+    overrides = {"schema.registry.listeners": registry, "console.listener": "127.0.0.1:0"}
     if url_setting:
         overrides["console.schema.registry.url"] = registry
     broker = BrokerProcess(tmp_path / "broker", overrides=overrides)
     broker.start()
     wait_http(registry)
-    return broker, registry, f"http://127.0.0.1:{console_port}/"
+    return broker, registry, broker.console_url
 
 
 def produce_serialized(bootstrap: str, registry: str) -> None:

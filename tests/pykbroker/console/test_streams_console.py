@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.streams_app import StreamsApp, produce_keys, streams_jars
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 from tests.pykbroker.console.browser import Browser
 from tests.pykbroker.console.test_workbench import shot
 
@@ -50,13 +50,12 @@ def test_a_streams_group_shows_its_processes_tasks_topology_and_lag(tmp_path):
     jars = streams_jars()
     if jars is None:
         pytest.skip("java or Maven is missing: Kafka Streams cannot run")
-    port = free_port()
     app_id = f"count-{uuid.uuid4().hex[:8]}"
     with BrokerProcess(tmp_path / "broker", overrides={
-            "console.listener": f"127.0.0.1:{port}",
+            "console.listener": "127.0.0.1:0",
             "console.write.actions.enable": "true"}) as broker:
         broker.start()
-        url = f"http://127.0.0.1:{port}/"
+        url = broker.console_url
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in (f"{app_id}-in", f"{app_id}-out")]).values():
             f.result(30)

@@ -40,10 +40,9 @@ def shot(browser: Browser, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    port = free_port()
     root = tmp_path_factory.mktemp("workbench")
     b = BrokerProcess(root / "broker",
-                      overrides={"console.listener": f"127.0.0.1:{port}", "console.write.actions.enable": "true",
+                      overrides={"console.listener": "127.0.0.1:0", "console.write.actions.enable": "true",
                                  "group.initial.rebalance.delay.ms": "0",
                                  # tiered storage, for the partition view's local and remote sizes
                                  "remote.log.storage.system.enable": "true", "rsm.config.dir": str(root / "remote"),
@@ -60,7 +59,6 @@ def broker(tmp_path_factory):
         consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": GROUP, "enable.auto.commit": False})
         consumer.commit(offsets=[TopicPartition(TOPIC, 0, COMMITTED)], asynchronous=False)
         consumer.close()  # the group is Empty: its offsets may be reset
-        b.console_url = f"http://127.0.0.1:{port}/"
         yield b
 
 
@@ -273,19 +271,18 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    port, sasl_port, console_port = free_port(), free_port(), free_port()
+    port, sasl_port = free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("secured"), port=port, overrides={
         "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS;User:admin", "console.listener": f"127.0.0.1:{console_port}",
+        "super.users": "User:ANONYMOUS;User:admin", "console.listener": "127.0.0.1:0",
         "console.write.actions.enable": "true"})
     with b:
         b.start()
         producer = Producer({"bootstrap.servers": b.bootstrap})
         producer.produce("secret", b'{"pin": 1234}')
         assert producer.flush(30) == 0
-        b.console_url = f"http://127.0.0.1:{console_port}/"
         yield b
 
 

@@ -80,7 +80,7 @@ def test_an_unknown_request_filter_closes_the_connection(secured):
     with RawClient(broker.bootstrap) as c:
         c.send(DescribeAclsRequest(resource_type_filter=0, resource_name_filter=None, pattern_type_filter=1,
                                    principal_filter=None, host_filter=None, operation=1, permission_type=1), 3)
-        assert c.is_closed_by_peer(5.0)
+        assert c.is_closed_by_peer()
 
 
 def test_authorizer_class_names():

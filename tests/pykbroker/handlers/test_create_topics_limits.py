@@ -26,7 +26,9 @@ def test_create_topics_refuses_more_than_10000_partitions_per_request(broker):
         started = time.monotonic()
         assert _create(c, CreatableTopic(name="huge", num_partitions=2_424_834, replication_factor=-1)) == [
             TOO_MANY_PARTITIONS]
-        assert time.monotonic() - started < 2  # refused before any partition is planned
+        # refused before any partition is planned: planning them would take about 11 s on an idle machine
+        # (9,998 take 0.05 s validate-only) and only longer on a loaded one, a refusal a few ms
+        assert time.monotonic() - started < 5
         assert _create(c, CreatableTopic(name="a", num_partitions=6000, replication_factor=-1),
                        CreatableTopic(name="b", num_partitions=6000, replication_factor=-1)) == [TOO_MANY_PARTITIONS] * 2
         # checked before the name and the replication factor

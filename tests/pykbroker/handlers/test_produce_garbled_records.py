@@ -7,6 +7,7 @@ from __future__ import annotations
 from kafka import KafkaConsumer, TopicPartition
 
 from pykbroker.testing import RawClient
+from tests.clients import read_kafka_python
 from tests.pykbroker.handlers.garbled_batches import (
     CASES,
     KAFKA_44,
@@ -52,17 +53,13 @@ def test_a_client_reads_the_partition_after_every_refused_batch(broker):
         for data in refused:
             assert produce(c, "gr-readable", data)[0] != ErrorCode.NONE
             assert produce(c, "gr-readable", batch(good(3), 3))[0] == ErrorCode.NONE
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=10_000)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
     try:
         tp = TopicPartition("gr-readable", 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         want = [(3 * i + j, b"k", b"value-%d" % j) for i in range(len(refused)) for j in range(3)]
-        seen = []
-        for m in consumer:  # up to 10 s without a record
-            seen.append((m.offset, m.key, m.value))
-            if len(seen) == len(want):
-                break
+        seen = [(m.offset, m.key, m.value) for m in read_kafka_python(consumer, len(want))]
     finally:
         consumer.close()
     assert seen == want
