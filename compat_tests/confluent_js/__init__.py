@@ -85,10 +85,12 @@ def _crashed(found: dict[str, Outcome], file: str, code: int, log: Path) -> None
 
 
 def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | None = None,
-                    select: str | None = None, timeout: float = 1200) -> tuple[dict[str, Outcome], Path]:
+                    select: str | None = None, name: str | None = None,
+                    timeout: float = 1200) -> tuple[dict[str, Outcome], Path]:
     """Jest over test/promisified against ``bootstrap``, one process a file (as ``--runInBand``; a crash loses one
     file's results, not the run's); ``protocol``: TEST_CONSUMER_GROUP_PROTOCOL, classic or consumer; ``select``: a
-    substring of the files to run. Each test's outcome by ``file::full name`` and jest's output file."""
+    substring of the files to run; ``name``: a regular expression of the tests' full names (jest's
+    ``--testNamePattern``, the others skipped). Each test's outcome by ``file::full name`` and jest's output file."""
     tag = protocol or "classic"
     log = workdir / f"jest-{tag}.log"
     found: dict[str, Outcome] = {}
@@ -97,8 +99,9 @@ def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | 
             continue
         report = workdir / f"jest-{tag}-{file.replace('/', '_')}.json"
         report.unlink(missing_ok=True)
+        named = [f"--testNamePattern={name}"] if name else []
         code = _run(["node", "node_modules/.bin/jest", "--ci", "--runInBand", "--forceExit", "--no-colors", "--coverage=false",
-                     "--json", f"--outputFile={report}", "--", f"^{suite.resolve()}/{file}$"], suite,
+                     "--json", f"--outputFile={report}", *named, "--", f"^{suite.resolve()}/{file}$"], suite,
                     _env(bootstrap, protocol), log, timeout)
         if not report.exists():
             _crashed(found, file, code, log)
