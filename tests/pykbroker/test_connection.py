@@ -448,7 +448,7 @@ def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
         while producer.request(produce(), 9).responses[0].partition_responses[0].error_code != ErrorCode.NONE:
             assert time.monotonic() < deadline, "the topic has no leader"
             time.sleep(0.1)
-        pipelined = b"".join(_framed(producer, produce(), 9, i) for i in range(1000, 1000 + frames))
+        pipelined = b"".join(producer.frame(produce(), 9, i) for i in range(1000, 1000 + frames))
 
         def answers() -> None:  # the producer's answers read as they come, as librdkafka does
             for _ in range(frames):
@@ -469,11 +469,3 @@ def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
         reader.join(60)
     assert statistics.median(sizes) < 50, sizes
 
-
-def _framed(client: RawClient, request, version: int, correlation_id: int) -> bytes:
-    from wire import RequestHeader, encode_request_header, request_header_version
-    w = Writer()
-    encode_request_header(w, RequestHeader(request.API_KEY, version, correlation_id, client.client_id,
-                                           request_header_version(request.API_KEY, version)))
-    request.encode_into(w, version)
-    return struct.pack(">i", len(w)) + w.getvalue()
