@@ -94,12 +94,12 @@ def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | 
     tag = protocol or "classic"
     log = workdir / f"jest-{tag}.log"
     found: dict[str, Outcome] = {}
+    named = [f"--testNamePattern={name}"] if name else []
     for file in promisified_files(suite):
         if select and select not in file:
             continue
         report = workdir / f"jest-{tag}-{file.replace('/', '_')}.json"
         report.unlink(missing_ok=True)
-        named = [f"--testNamePattern={name}"] if name else []
         code = _run(["node", "node_modules/.bin/jest", "--ci", "--runInBand", "--forceExit", "--no-colors", "--coverage=false",
                      "--json", f"--outputFile={report}", *named, "--", f"^{suite.resolve()}/{file}$"], suite,
                     _env(bootstrap, protocol), log, timeout)
@@ -110,11 +110,11 @@ def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | 
             if not result["assertionResults"] and result.get("message"):
                 found[f"{file}::(suite)"] = Outcome(f"{file}::(suite)", "failed", 0, result["message"][:300])
             for case in result["assertionResults"]:
-                name = f"{file}::{case['fullName']}"
+                key = f"{file}::{case['fullName']}"
                 state = {"pending": "skipped", "todo": "skipped", "disabled": "skipped"}.get(case["status"],
                                                                                          case["status"])
                 reason = (case.get("failureMessages") or [""])[0].splitlines()[0][:300] if state == "failed" else ""
-                found[name] = Outcome(name, state, (case.get("duration") or 0) / 1000, reason)
+                found[key] = Outcome(key, state, (case.get("duration") or 0) / 1000, reason)
     return found, log
 
 
