@@ -27,8 +27,11 @@ from compat_tests.confluent_js import (
 )
 from pykbroker.testing import BrokerProcess, ClusterProcesses
 
-pytestmark = pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
-                                reason="minutes: make test-confluent-js-suite-slow (PYKBROKER_CONFLUENT_JS_SLOW=1)")
+pytestmark = [pytest.mark.skipif(os.environ.get("PYKBROKER_CONFLUENT_JS_SLOW") != "1",
+                                 reason="minutes: make test-confluent-js-suite-slow (PYKBROKER_CONFLUENT_JS_SLOW=1)"),
+              # a build (minutes, once) and a run of the suite (~10 min a round; pyproject's 300 s ended the first
+              # round in its e2e half)
+              pytest.mark.timeout(5400)]
 
 # e2e tests that fail on Kafka 4.4 as well (one node, 2026-11-29, the same 6 on both): an empty key or value comes
 # back to the consumer as null; the partition.eof ones want an EOF before a record produced 4 s after subscribing,

@@ -283,18 +283,22 @@ class RawClient:
 
     def send(self, request, version: int, correlation_id: int | None = None) -> int:
         """Frame and send a generated request message; returns its correlation id."""
-        from wire import RequestHeader, Writer, encode_request_header, request_header_version
-
         if correlation_id is None:
             self._correlation_id += 1
             correlation_id = self._correlation_id
+        self.sock.sendall(self.frame(request, version, correlation_id))
+        return correlation_id
+
+    def frame(self, request, version: int, correlation_id: int) -> bytes:
+        """The frame ``send`` would send (to pipeline several in one write)."""
+        from wire import RequestHeader, Writer, encode_request_header, request_header_version
+
         w = Writer()
         encode_request_header(w, RequestHeader(request.API_KEY, version, correlation_id, self.client_id,
                                                request_header_version(request.API_KEY, version)))
         request.encode_into(w, version)
         body = w.getvalue()
-        self.sock.sendall(struct.pack(">i", len(body)) + body)
-        return correlation_id
+        return struct.pack(">i", len(body)) + body
 
     def recv_frame(self) -> bytes:
         """One response frame body; raises ConnectionError when the broker closed the connection."""

@@ -85,20 +85,23 @@ def _crashed(found: dict[str, Outcome], file: str, code: int, log: Path) -> None
 
 
 def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | None = None,
-                    select: str | None = None, timeout: float = 1200) -> tuple[dict[str, Outcome], Path]:
+                    select: str | None = None, name: str | None = None,
+                    timeout: float = 1200) -> tuple[dict[str, Outcome], Path]:
     """Jest over test/promisified against ``bootstrap``, one process a file (as ``--runInBand``; a crash loses one
     file's results, not the run's); ``protocol``: TEST_CONSUMER_GROUP_PROTOCOL, classic or consumer; ``select``: a
-    substring of the files to run. Each test's outcome by ``file::full name`` and jest's output file."""
+    substring of the files to run; ``name``: a regular expression of the tests' full names (jest's
+    ``--testNamePattern``, the others skipped). Each test's outcome by ``file::full name`` and jest's output file."""
     tag = protocol or "classic"
     log = workdir / f"jest-{tag}.log"
     found: dict[str, Outcome] = {}
+    named = [f"--testNamePattern={name}"] if name else []
     for file in promisified_files(suite):
         if select and select not in file:
             continue
         report = workdir / f"jest-{tag}-{file.replace('/', '_')}.json"
         report.unlink(missing_ok=True)
         code = _run(["node", "node_modules/.bin/jest", "--ci", "--runInBand", "--forceExit", "--no-colors", "--coverage=false",
-                     "--json", f"--outputFile={report}", "--", f"^{suite.resolve()}/{file}$"], suite,
+                     "--json", f"--outputFile={report}", *named, "--", f"^{suite.resolve()}/{file}$"], suite,
                     _env(bootstrap, protocol), log, timeout)
         if not report.exists():
             _crashed(found, file, code, log)
@@ -107,11 +110,11 @@ def run_promisified(suite: Path, bootstrap: str, workdir: Path, protocol: str | 
             if not result["assertionResults"] and result.get("message"):
                 found[f"{file}::(suite)"] = Outcome(f"{file}::(suite)", "failed", 0, result["message"][:300])
             for case in result["assertionResults"]:
-                name = f"{file}::{case['fullName']}"
+                key = f"{file}::{case['fullName']}"
                 state = {"pending": "skipped", "todo": "skipped", "disabled": "skipped"}.get(case["status"],
                                                                                          case["status"])
                 reason = (case.get("failureMessages") or [""])[0].splitlines()[0][:300] if state == "failed" else ""
-                found[name] = Outcome(name, state, (case.get("duration") or 0) / 1000, reason)
+                found[key] = Outcome(key, state, (case.get("duration") or 0) / 1000, reason)
     return found, log
 
 

@@ -3,11 +3,13 @@
     python -m compat_tests.confluent_js --target kafka                 # Kafka 4.4, one KRaft node: the judge
     python -m compat_tests.confluent_js --target pykbroker-cluster     # three pykbroker brokers and ZooKeeper
     python -m compat_tests.confluent_js --target pykbroker --only promisified -k test/promisified/admin/
+    python -m compat_tests.confluent_js --target kafka-cluster --only promisified --protocol consumer \
+        -k consumeMessages -t diffConcurrencyPartitions
     python -m compat_tests.confluent_js --bootstrap 127.0.0.1:9092 --protocol consumer
 
 Targets: kafka (Kafka 4.4, one KRaft node), kafka-cluster (three), pykbroker (one node), pykbroker-cluster (three
-brokers and ZooKeeper), all with the suite's broker settings. Prints each test that did not pass and the counts;
-writes every outcome to the workdir's outcomes.json; exits 1 when one failed.
+brokers and ZooKeeper), all with the suite's broker settings. Prints each test that did not pass (with -t, each
+that failed) and the counts; writes every outcome to the workdir's outcomes.json; exits 1 when one failed.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ def main() -> int:
     parser.add_argument("--bootstrap", help="run against this running broker instead of starting a target")
     parser.add_argument("--only", choices=("promisified", "e2e"), help="one half of the suite")
     parser.add_argument("--protocol", choices=("classic", "consumer"), help="the promisified tests' group protocol")
-    parser.add_argument("-k", dest="select", help="jest: a test path pattern; mocha: a --grep")
+    parser.add_argument("-k", dest="select", help="jest: a substring of the spec files' paths; mocha: a --grep")
+    parser.add_argument("-t", dest="name", help="jest: a regular expression of the tests' full names "
+                                                "(--testNamePattern), e.g. -t diffConcurrencyPartitions")
     parser.add_argument("--workdir", type=Path, help="where the brokers, the output and the results go")
     args = parser.parse_args()
     suite = suite_dir()
@@ -74,7 +78,7 @@ def main() -> int:
     if args.only != "e2e":
         with contextlib.ExitStack() as stack:
             bootstrap = args.bootstrap or stack.enter_context(started(args.target, workdir / "promisified"))
-            part, log = run_promisified(suite, bootstrap, workdir, args.protocol, args.select)
+            part, log = run_promisified(suite, bootstrap, workdir, args.protocol, args.select, args.name)
             print(f"promisified: {tally(part)}; jest's output: {log}")
             found.update(part)
     if args.only != "promisified":
@@ -84,7 +88,7 @@ def main() -> int:
             print(f"e2e: {tally(part)}; mocha's output: {log}")
             found.update(part)
     for outcome in found.values():
-        if outcome.state != "passed":
+        if outcome.state == "failed" or outcome.state != "passed" and not args.name:
             print(f"{outcome.state:8} {outcome.name} {outcome.reason}")
     (workdir / "outcomes.json").write_text(json.dumps({k: [o.state, o.reason] for k, o in found.items()}, indent=1))
     print(f"{args.bootstrap or args.target}: {tally(found)}; outcomes in {workdir / 'outcomes.json'}")

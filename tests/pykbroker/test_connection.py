@@ -365,13 +365,17 @@ class _RecordingTransport:
     abort = close
 
 
-def test_answers_are_written_before_a_large_request_is_handled_and_small_ones_together(tmp_path):
+def test_answers_are_written_before_a_large_request_is_handled_and_small_ones_together(tmp_path, monkeypatch):
     """A producer has only a few requests in flight: the answer to one must not wait while the next (a
     large batch) is handled. Small pipelined requests read in one pass are still answered in one write.
-    (In-process, with a transport that keeps each write apart: a socket would merge them.)"""
+    (In-process, with a transport that keeps each write apart: a socket would merge them. The connection's turn
+    is made long: on a loaded machine these four could take more than TURN_SECONDS.)"""
     import asyncio
 
+    from pykbroker import connection
     from pykbroker.connection import ANSWER_BEFORE_FRAME_BYTES, Connection
+
+    monkeypatch.setattr(connection, "TURN_SECONDS", 60.0)
     from pykbroker.embedded_broker import EmbeddedBroker
     from wire import RequestHeader, build_simple_batch, encode_request_header
     from wire.messages import ProduceRequest
@@ -426,3 +430,56 @@ def test_answers_are_written_before_a_large_request_is_handled_and_small_ones_to
 
         writes = asyncio.run_coroutine_threadsafe(scenario(), embedded._loop).result(60)
     assert writes == [[1], [2, 3, 4]]
+
+
+def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
+    """A librdkafka producer pipelines hundreds of one-record requests; Kafka serves each connection one request at
+    a time, so a consumer fetching the same partition gets a few records per answer. A connection that handled all
+    its buffered frames in one event-loop pass left the consumer's next Fetch unread until then: ~60 records per
+    answer (the frames of one read), and confluent-kafka-javascript's per-partition concurrency test never saw
+    several partitions in one batch. The connection hands the loop over every TURN_SECONDS."""
+    import statistics
+    import threading
+
+    from wire import build_simple_batch, iter_batch_headers
+    from wire.messages import CreateTopicsRequest, FetchRequest, ProduceRequest, ProduceResponse
+    from wire.messages.create_topics_request import CreatableTopic
+    from wire.messages.fetch_request import FetchPartition, FetchTopic
+    from wire.messages.produce_request import PartitionProduceData, TopicProduceData
+
+    topic, frames = "turns", 600
+    with RawClient(broker.bootstrap) as admin:
+        admin.request(CreateTopicsRequest(topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                                          timeout_ms=10_000), 5)
+
+    def produce(records: int = 1):
+        return ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(name=topic, partition_data=[
+            PartitionProduceData(index=0, records=build_simple_batch([b"v" * 1000] * records,
+                                                                     timestamp=1_700_000_000_000))])])
+
+    with RawClient(broker.bootstrap) as producer, RawClient(broker.bootstrap, timeout=60) as consumer:
+        deadline = time.monotonic() + 30
+        while producer.request(produce(), 9).responses[0].partition_responses[0].error_code != ErrorCode.NONE:
+            assert time.monotonic() < deadline, "the topic has no leader"
+            time.sleep(0.1)
+        pipelined = b"".join(producer.frame(produce(), 9, i) for i in range(1000, 1000 + frames))
+
+        def answers() -> None:  # the producer's answers read as they come, as librdkafka does
+            for _ in range(frames):
+                producer.recv(ProduceResponse, 9)
+
+        reader = threading.Thread(target=answers)
+        reader.start()
+        threading.Thread(target=producer.send_bytes, args=(pipelined,)).start()
+        offset, sizes = 1, []
+        while offset < frames + 1:
+            r = consumer.request(FetchRequest(max_wait_ms=2000, min_bytes=1, max_bytes=1 << 20, topics=[FetchTopic(
+                topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=offset, current_leader_epoch=-1,
+                                                        partition_max_bytes=1 << 20)])]), 12)
+            batches = list(iter_batch_headers(r.responses[0].partitions[0].records or b""))
+            assert batches, "the fetch waited 2 s for records being produced"
+            sizes.append(len(batches))
+            offset += len(batches)
+        reader.join(60)
+    assert statistics.median(sizes) < 50, sizes
+
