@@ -87,8 +87,16 @@ def open_catalog(catalog_type: str, uri: str, warehouse: str, data_dir: str,
     root = os.path.join(os.path.abspath(data_dir), "iceberg")
     if not uri or not warehouse:
         os.makedirs(os.path.join(root, "warehouse"), exist_ok=True)
-    return SqlCatalog(CATALOG_NAME, uri=uri or f"sqlite:///{root}/catalog.db",
-                      warehouse=warehouse or f"file://{root}/warehouse", **io)
+    props = {"uri": uri or f"sqlite:///{root}/catalog.db", "warehouse": warehouse or f"file://{root}/warehouse", **io}
+    try:
+        return SqlCatalog(CATALOG_NAME, **props)
+    except Exception as e:  # noqa: BLE001 - sqlalchemy's OperationalError, without importing sqlalchemy here
+        # SqlCatalog checks for its tables, then creates them: another process opening the same catalog at the
+        # same moment (a reader such as pyiceberg or Spark, another broker) can create them in between. Once
+        # they exist, a second open only checks.
+        if "already exists" not in str(e):
+            raise
+        return SqlCatalog(CATALOG_NAME, **props)
 
 
 def committed_offsets(table: Table, topic_id: str) -> dict[int, int]:

@@ -21,8 +21,11 @@ FAST = {"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "200"}
 
 
 def catalog(data_dir: Path):
-    root = data_dir / "logs" / "iceberg"
-    return pyiceberg_sql.SqlCatalog("pykbroker", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
+    """The broker's SQLite catalog, opened as the broker opens it (tolerating the broker creating its tables
+    at the same moment)."""
+    from pykbroker.iceberg.tables import open_catalog
+
+    return open_catalog("sql", "", "", os.fspath(data_dir / "logs"))
 
 
 def create(broker: BrokerProcess, name: str, partitions: int = 1, **configs: str) -> None:
