@@ -50,7 +50,8 @@ def run_go_tests(binary: Path, workdir: Path, env: dict[str, str], *, pattern: s
     kept: list[str] = []
     size = 0
     dropped = 0
-    with (open(output, "w") if output is not None else tempfile.TemporaryFile("w")) as out:  # written as it runs
+    # line-buffered: the file shows the run as it goes
+    with (open(output, "w", buffering=1) if output is not None else tempfile.TemporaryFile("w", buffering=1)) as out:
         proc = subprocess.Popen([str(binary), "-test.run", pattern, "-test.v", "-test.timeout", f"{timeout_s}s",
                                  *extra_args], env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace")
