@@ -287,7 +287,7 @@ class Coordinators:
         if self._marker_channel is None:
             from pykbroker.txn_marker_channel import TxnMarkerChannel
 
-            self._marker_channel = TxnMarkerChannel(self._write_txn_markers)
+            self._marker_channel = TxnMarkerChannel(self._write_txn_markers, self.spawn)
         return self._marker_channel
 
     async def _write_txn_markers(self, leader: int, markers: list) -> list:

@@ -14,8 +14,8 @@ the same producer waits for the next request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wire.messages.write_txn_markers_request import WritableTxnMarker
@@ -31,8 +31,11 @@ _Pending = tuple["WritableTxnMarker", "asyncio.Future[WritableTxnMarkerResult]"]
 class TxnMarkerChannel:
     """Per-broker queues of markers; ``write`` returns the marker's result once its request is answered."""
 
-    def __init__(self, send: SendMarkers) -> None:
+    def __init__(self, send: SendMarkers,
+                 spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] | None = None) -> None:
+        """``spawn``: starts a broker's background task (a queue's sender), ``asyncio.create_task`` by default."""
         self._send = send
+        self._spawn = spawn or asyncio.create_task
         self._queues: dict[int, list[_Pending]] = {}
         self._senders: dict[int, asyncio.Task[None]] = {}
 
@@ -41,10 +44,11 @@ class TxnMarkerChannel:
         future: asyncio.Future[WritableTxnMarkerResult] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(node_id, []).append((marker, future))
         if node_id not in self._senders:
-            self._senders[node_id] = asyncio.create_task(self._drain(node_id))
+            self._senders[node_id] = self._spawn(self._drain(node_id))
         return await future
 
     async def _drain(self, node_id: int) -> None:
+        batch: list[_Pending] = []
         try:
             while self._queues.get(node_id):
                 batch = self._next_batch(node_id)
@@ -53,24 +57,20 @@ class TxnMarkerChannel:
                 try:
                     results = await self._send(node_id, [marker for marker, _ in batch])
                 except Exception as exc:  # noqa: BLE001 - each caller retries its own markers
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
+                    _fail(batch, exc)
                     continue
                 by_producer = {r.producer_id: r for r in results}
                 for marker, future in batch:
+                    result = by_producer.get(marker.producer_id)
                     if future.done():
                         continue
-                    result = by_producer.get(marker.producer_id)
                     if result is None:
                         future.set_exception(RuntimeError(f"broker {node_id} answered no marker of producer id "
                                                           f"{marker.producer_id}"))
                     else:
                         future.set_result(result)
-        except BaseException as exc:
-            for _, future in self._queues.pop(node_id, []):
-                if not future.done():
-                    future.set_exception(exc if isinstance(exc, Exception) else RuntimeError("marker channel closed"))
+        except BaseException:  # cancelled (the broker stops): nobody is left waiting
+            _fail(batch + self._queues.pop(node_id, []), RuntimeError("the transaction marker channel stopped"))
             raise
         finally:
             self._senders.pop(node_id, None)
@@ -94,3 +94,9 @@ class TxnMarkerChannel:
         else:
             del self._queues[node_id]
         return batch
+
+
+def _fail(pending: list[_Pending], exc: Exception) -> None:
+    for _, future in pending:
+        if not future.done():
+            future.set_exception(exc)

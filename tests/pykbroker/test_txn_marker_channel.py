@@ -52,3 +52,31 @@ def test_queued_markers_share_the_next_request(kafka_broker, kafka_topic):
         r = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
             name=kafka_topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
     assert r.topics[0].partitions[0].offset == 5  # each marker is a record
+
+
+def test_a_stopped_channel_leaves_no_caller_waiting():
+    """The broker stops (its background tasks cancelled) with a request out and markers queued: every caller
+    hears an error rather than waiting forever."""
+    async def scenario() -> list[BaseException | None]:
+        never = asyncio.Event()
+
+        async def unanswered(node_id: int, markers: list[WritableTxnMarker]) -> list:
+            await never.wait()
+            return []
+
+        senders: list[asyncio.Task] = []
+
+        def spawn(coro):
+            senders.append(asyncio.ensure_future(coro))
+            return senders[-1]
+
+        channel = TxnMarkerChannel(unanswered, spawn)
+        writes = [asyncio.ensure_future(channel.write(2, marker(pid, "t", [0]))) for pid in (1, 1)]
+        for _ in range(3):
+            await asyncio.sleep(0)
+        senders[0].cancel()
+        done, _ = await asyncio.wait(writes, timeout=5)
+        return [w.exception() if w in done else None for w in writes]
+
+    errors = asyncio.run(scenario())
+    assert [type(e) for e in errors] == [RuntimeError, RuntimeError]
