@@ -179,3 +179,57 @@ def test_a_commit_survives_kill_9_of_its_coordinator_between_prepare_and_complet
         with RawClient(cluster.broker(survivor).bootstrap) as c:  # a retried EndTxn now hears it succeeded
             assert c.request(EndTxnRequest(transactional_id=TXN_ID, producer_id=pid, producer_epoch=epoch,
                                            committed=True), 3).error_code == ErrorCode.NONE
+
+
+def test_a_marker_whose_partition_waits_on_a_stalled_follower_holds_back_no_other(tmp_path):
+    """WriteTxnMarkers writes every partition of every marker at once, as Kafka's handler appends them: a marker on
+    a partition whose follower is stopped (still in the ISR, so its acks=all append waits) does not keep the
+    request's other partitions from their markers. Written one after the other, the healthy partition's marker
+    waited out the stalled one's request.timeout.ms."""
+    import signal
+    import threading
+
+    from wire.messages import WriteTxnMarkersRequest
+    from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
+
+    # The stopped follower stays in the ISR and registered for a minute; an append to its partition waits as long.
+    overrides = {"replica.lag.time.max.ms": "60000", "request.timeout.ms": "60000"}
+    with ClusterProcesses(tmp_path, size=3, overrides=overrides, zookeeper_session_timeout_ms=60_000) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        stalled, healthy = "marker-stalled", "marker-healthy"
+        for topic, replicas in ((stalled, [1, 3]), (healthy, [1, 2])):
+            admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(30)
+            wait_for(lambda t=topic, r=replicas: partition_state(admin, t) == {0: (1, r)}, f"{topic}'s ISR")
+
+        def high_watermark(topic: str) -> int:
+            with RawClient(cluster.broker(1).bootstrap) as c:
+                r = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+                    name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
+            return r.topics[0].partitions[0].offset
+
+        answer: list = []
+        request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+            producer_id=4242, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+            topics=[WritableTxnMarkerTopic(name=stalled, partition_indexes=[0]),
+                    WritableTxnMarkerTopic(name=healthy, partition_indexes=[0])])])
+
+        def send() -> None:
+            with RawClient(cluster.broker(1).bootstrap, timeout=120) as c:
+                answer.append(c.request(request, 1))
+
+        follower = cluster.broker(3).proc
+        assert follower is not None
+        os.kill(follower.pid, signal.SIGSTOP)
+        sender = threading.Thread(target=send, daemon=True)
+        try:
+            sender.start()
+            started = time.monotonic()
+            wait_for(lambda: high_watermark(healthy) == 1, "the healthy partition's marker", timeout=20)
+            assert time.monotonic() - started < 20 and not answer  # the stalled one still waits
+        finally:
+            os.kill(follower.pid, signal.SIGCONT)
+        sender.join(90)
+        assert answer, "no answer to WriteTxnMarkers once the follower was back"
+        codes = {t.name: [p.error_code for p in t.partitions] for t in answer[0].markers[0].topics}
+        assert codes == {stalled: [ErrorCode.NONE], healthy: [ErrorCode.NONE]}
+        assert high_watermark(stalled) == 1

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from coordinator.transaction.coordinator import TransactionCoordinator
     from pykbroker.config import Config
     from pykbroker.dynamic_config import DynamicBrokerConfig
+    from pykbroker.txn_marker_channel import TxnMarkerChannel
     from replication.broker_client import BrokerClientPool
     from replication.metadata.image import MetadataWriter, TopicState
     from replication.replica_manager import ReplicaManager
@@ -57,6 +58,7 @@ class Coordinators:
         self._transaction: TransactionCoordinator | None = None
         self._share: ShareGroupService | None = None
         self.dead_letters: Any = None  # the share groups' ShareGroupDeadLetters, built with ``share``
+        self._marker_channel: TxnMarkerChannel | None = None
 
     # -- the coordinators, built on first use ----------------------------------------------------------
     @property
@@ -268,21 +270,33 @@ class Coordinators:
     async def _send_txn_markers(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                 commit: bool, partitions: list[tuple[str, int]],
                                 transaction_version: int) -> dict[tuple[str, int], int]:
-        """WriteTxnMarkers to the broker leading ``partitions`` at the highest version both serve, as Kafka's
-        TransactionMarkerChannelManager through its NetworkClient: v2 with the transaction version (KIP-1228) when
-        the peer serves it, v1 (without) to an older one."""
-        from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+        """A transaction's marker to the broker leading ``partitions``, in the next WriteTxnMarkers to that broker
+        with every other transaction's queued for it (``TxnMarkerChannel``); each partition's error code."""
         from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
 
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
-        request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+        result = await self._txn_marker_channel().write(leader, WritableTxnMarker(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch, transaction_version=transaction_version,
-            topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+            topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()]))
+        return {(t.name, p.partition_index): p.error_code for t in result.topics for p in t.partitions}
+
+    def _txn_marker_channel(self) -> TxnMarkerChannel:
+        if self._marker_channel is None:
+            from pykbroker.txn_marker_channel import TxnMarkerChannel
+
+            self._marker_channel = TxnMarkerChannel(self._write_txn_markers, self.spawn)
+        return self._marker_channel
+
+    async def _write_txn_markers(self, leader: int, markers: list) -> list:
+        """One WriteTxnMarkers to ``leader`` at the highest version both serve, as Kafka's
+        TransactionMarkerChannelManager through its NetworkClient: v2 with the transaction version (KIP-1228) when
+        the peer serves it, v1 (without) to an older one."""
+        from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
         client = self.broker_clients.get(leader, TXN_MARKER_CHANNEL)
         version = await client.usable_version(WriteTxnMarkersRequest)
-        response = await client.request(request, version, WriteTxnMarkersResponse)
-        return {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
-                for p in t.partitions}
+        response = await client.request(WriteTxnMarkersRequest(markers=markers), version, WriteTxnMarkersResponse)
+        return list(response.markers)

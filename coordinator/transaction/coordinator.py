@@ -90,6 +90,11 @@ ADD_PARTITION_RETRY_MAX_S = 0.1
 # cluster that write (acks=all on __transaction_state) takes longer than Kafka's 100 ms retry window, and each
 # failed add costs the producer a retry backoff (100 ms doubling to 1 s), as Kafka's sub-millisecond writes never do.
 ADD_PARTITION_WAIT_FOR_ADD_MAX_S = 5.0
+# Transaction version 2: the next transaction's EndTxn (its epoch the one the previous EndTxn answered) that finds
+# the previous transaction still completing waits this long at most for it. Kafka answers it PRODUCER_FENCED in
+# that window, which on Kafka lasts milliseconds and on a busy pykbroker cluster hundreds of them: franz-go's
+# transactional consumers, aborting on a rebalance right after a commit, were fenced (its kgo TestTxnEtl).
+END_TXN_WAIT_FOR_COMPLETION_MAX_S = 5.0
 # The transaction.version a new cluster finalizes (replication.metadata.features); the coordinator asks for the current one.
 SERVER_TRANSACTION_VERSION = 2
 
@@ -504,12 +509,19 @@ class TransactionCoordinator:
 
         ``client_version`` 2 (EndTxn v5+, KIP-890): the epoch is bumped with every transaction (a new
         producer id once it is exhausted), a transaction that added nothing may be aborted, and a retry
-        is recognised by its epoch being one below the current one.
+        is recognised by its epoch being one below the current one. The next transaction's EndTxn that finds
+        the previous one still completing is judged once it is complete (``END_TXN_WAIT_FOR_COMPLETION_MAX_S``).
         """
         shard, metadata = await self._lookup(transactional_id)
         if metadata is None:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if client_version >= 2:
+            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and metadata.producer_id == producer_id \
+                    and epoch == metadata.producer_epoch \
+                    and await self._completed_within(transactional_id, END_TXN_WAIT_FOR_COMPLETION_MAX_S):
+                shard, metadata = await self._lookup(transactional_id)  # judged once the previous one is complete
+                if metadata is None:
+                    raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
             return await self._end_v2(shard, metadata, producer_id, epoch, commit)
         if metadata.producer_id != producer_id:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)

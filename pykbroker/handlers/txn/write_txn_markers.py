@@ -3,7 +3,8 @@
 v2 (KIP-1228) names the transaction version of each marker (0/1: the classic protocol, 2: KIP-890's, whose
 coordinator bumps the epoch with every transaction); the marker itself is written the same way.
 
-Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
+Every marker of a request, and every partition of a marker, is written at once (one append for a marker's data
+partitions). Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
 (``kafka-transactions.sh abort``) to end a hanging transaction. Markers on __consumer_offsets go
 through the group coordinator, which makes the transaction's offsets visible or drops them. A marker
 older than the partition's coordinator epoch gets TRANSACTION_COORDINATOR_FENCED.
@@ -11,6 +12,7 @@ older than the partition's coordinator epoch gets TRANSACTION_COORDINATOR_FENCED
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from coordinator.group.partitioner import GROUP_METADATA_TOPIC_NAME
@@ -41,24 +43,55 @@ def error_response(request: WriteTxnMarkersRequest | None, version: int, code: i
         for m in markers])
 
 
-async def _write(ctx: RequestContext, marker, tp: tuple[str, int]) -> int:
-    if tp[0] == GROUP_METADATA_TOPIC_NAME:
-        try:
-            await ctx.broker.group_coordinator.complete_transaction(
-                tp[1], marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result)
-        except Exception as exc:
-            return error_code(exc)
-        return ErrorCode.NONE
+async def _write_group_marker(ctx: RequestContext, marker, partition: int) -> int:
+    try:
+        await ctx.broker.group_coordinator.complete_transaction(
+            partition, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result)
+    except Exception as exc:
+        return error_code(exc)
+    return ErrorCode.NONE
+
+
+async def _write_marker(ctx: RequestContext, marker, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """One marker's error code on each of its partitions: the data partitions' control batches in one append
+    (one acks=all wait for them all, as Kafka's handler appends a marker's partitions together), the
+    __consumer_offsets ones through the group coordinator alongside."""
     batch = build_control_batch(ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT,
                                 producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                 timestamp=ctx.broker.now_ms(), partition_leader_epoch=-1,
                                 coordinator_epoch=marker.coordinator_epoch)
-    try:
-        result = (await ctx.broker.replica_manager.append_records(
-            {tp: batch}, -1, ctx.broker.config["request.timeout.ms"], origin=AppendOrigin.COORDINATOR))[tp]
-    except Exception as exc:
-        return storage_error_code(exc)[0]
-    return result.error_code
+    data: dict[tuple[str, int], bytes | memoryview] = {tp: batch for tp in partitions if tp[0] != GROUP_METADATA_TOPIC_NAME}
+    groups = [tp for tp in partitions if tp[0] == GROUP_METADATA_TOPIC_NAME]
+
+    async def append() -> dict[tuple[str, int], int]:
+        if not data:
+            return {}
+        try:
+            results = await ctx.broker.replica_manager.append_records(
+                data, -1, ctx.broker.config["request.timeout.ms"], origin=AppendOrigin.COORDINATOR)
+        except Exception as exc:
+            return dict.fromkeys(data, storage_error_code(exc)[0])
+        return {tp: result.error_code for tp, result in results.items()}
+
+    appended, group_codes = await asyncio.gather(
+        append(), asyncio.gather(*(_write_group_marker(ctx, marker, p) for _, p in groups)))
+    return {**appended, **dict(zip(groups, group_codes, strict=True))}
+
+
+async def _marker_result(ctx: RequestContext, marker) -> WritableTxnMarkerResult:
+    partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+    unknown = unknown_partitions(ctx, partitions)
+    codes = await _write_marker(ctx, marker, [tp for tp in partitions if tp not in unknown])
+    topics: dict[str, list[WritableTxnMarkerPartitionResult]] = {}
+    for tp in partitions:
+        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else codes[tp]
+        if code != ErrorCode.NONE:
+            log.info("%s marker of producer id %d on %s-%d refused: %s (%s)",
+                     "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, tp[0], tp[1],
+                     ErrorCode(code).name, ctx.describe())
+        topics.setdefault(tp[0], []).append(WritableTxnMarkerPartitionResult(partition_index=tp[1], error_code=code))
+    return WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+        WritableTxnMarkerTopicResult(name=name, partitions=ps) for name, ps in topics.items()])
 
 
 @handler(ApiKey.WRITE_TXN_MARKERS, 1, 2, error_response=error_response)
@@ -66,19 +99,8 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
     if not authorize_cluster(ctx, AclOperation.ALTER, log_if_denied=False) \
             and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         return error_response(request, ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    results = []
-    for marker in request.markers:
-        partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
-        unknown = unknown_partitions(ctx, partitions)
-        topics: dict[str, list[WritableTxnMarkerPartitionResult]] = {}
-        for tp in partitions:
-            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else await _write(ctx, marker, tp)
-            if code != ErrorCode.NONE:
-                log.info("%s marker of producer id %d on %s-%d refused: %s (%s)",
-                         "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, tp[0], tp[1],
-                         ErrorCode(code).name, ctx.describe())
-            topics.setdefault(tp[0], []).append(WritableTxnMarkerPartitionResult(partition_index=tp[1],
-                                                                                 error_code=code))
-        results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
-            WritableTxnMarkerTopicResult(name=name, partitions=ps) for name, ps in topics.items()]))
-    return WriteTxnMarkersResponse(markers=results)
+    # Every marker at once, each partition's in the request's order (Kafka's handler appends them all and
+    # answers when the last is replicated): one after the other, a coordinator's markers queued behind each
+    # partition's acks=all wait in turn, seconds under load on a cluster.
+    results = await asyncio.gather(*(_marker_result(ctx, marker) for marker in request.markers))
+    return WriteTxnMarkersResponse(markers=list(results))

@@ -717,3 +717,33 @@ async def test_a_clients_add_right_after_end_txn_waits_for_the_completion(tmp_pa
     metadata = await txn.describe("tv1")
     assert (metadata.state, metadata.partitions) == (S.ONGOING, {(DATA, 0)})
     await txn.close()
+
+
+@run
+async def test_the_next_transactions_end_txn_waits_for_the_previous_to_complete(tmp_path):
+    """Transaction version 2: a producer that commits and at once aborts its next transaction (franz-go on a
+    rebalance) sends EndTxn with the epoch the commit answered while the commit's markers may still be out. It is
+    answered once the commit is complete, as Kafka (whose markers take milliseconds) answers it, not PRODUCER_FENCED."""
+    node = Node(tmp_path)
+    broker2 = UnreachableLeader(node)
+    node.txn = txn = broker2.coordinator()
+    broker2.slow = asyncio.Event()
+    pid, epoch = await txn.init_producer_id("next-end", 60_000)
+    assert await txn.add_partition_from_write("next-end", pid, epoch, (DATA, 1)) == ErrorCode.NONE
+    assert await txn.end_transaction("next-end", pid, epoch, True, client_version=2) == (pid, epoch + 1)
+    abort = asyncio.ensure_future(txn.end_transaction("next-end", pid, epoch + 1, False, client_version=2))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not abort.done() and (await txn.describe("next-end")).state is S.PREPARE_COMMIT
+    broker2.slow.set()  # broker 2 takes the commit's marker: the commit completes, then the abort is judged
+    assert await abort == (pid, epoch + 2)
+    await completed(txn, "next-end")
+    assert (await txn.describe("next-end")).state is S.COMPLETE_ABORT
+    # A stale epoch in the window is still fenced at once, as Kafka fences it.
+    broker2.slow.clear()
+    assert await txn.add_partition_from_write("next-end", pid, epoch + 2, (DATA, 1)) == ErrorCode.NONE
+    assert await txn.end_transaction("next-end", pid, epoch + 2, True, client_version=2) == (pid, epoch + 3)
+    await raises(ErrorCode.PRODUCER_FENCED, txn.end_transaction("next-end", pid, epoch + 1, False, 2))
+    broker2.slow.set()
+    await completed(txn, "next-end")
+    await txn.close()
