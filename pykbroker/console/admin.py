@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+import time
 from typing import Any
 
 from pykbroker.console.kafka import KafkaSession, RequestError, check
@@ -74,6 +75,11 @@ SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 # How often (and how far apart) a request a loading coordinator answers with a retriable error is retried.
 LOADING_RETRIES = 40
 LOADING_BACKOFF_S = 0.25
+# Errors a just-created topic answers until this broker's metadata and its partitions' leaders have it, and
+# how long create_topic waits for them to go away.
+NOT_YET_KNOWN = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
+                           ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.BROKER_NOT_AVAILABLE})
+READABLE_TIMEOUT_S = 30.0
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_ITERATIONS = 8192
 SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -91,6 +97,29 @@ async def create_topic(session: KafkaSession, name: str, partitions: int, replic
     answer = await session.to_controller(CreateTopicsRequest(topics=[topic], timeout_ms=30_000, validate_only=False))
     [result] = answer.topics
     check(result.error_code, result.error_message, f"create topic {name}")
+    await _wait_readable(session, name)
+
+
+async def _wait_readable(session: KafkaSession, name: str, timeout_s: float = READABLE_TIMEOUT_S) -> None:
+    """Return once this broker's Metadata has ``name`` with a leader per partition and each leader answers
+    ListOffsets for it: CreateTopics answers once the controller committed the topic, before the brokers
+    applied it, and the page reads the topic right after "created". Another refusal (no DESCRIBE on the topic)
+    ends the wait: the topic is created either way."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            parts = await leaders(session, name)
+            if not parts or min(parts.values()) < 0:
+                raise RequestError(ErrorCode.LEADER_NOT_AVAILABLE, None, f"topic {name}")
+            await end_offsets(session, name, parts)
+            return
+        except RequestError as exc:
+            if exc.error not in NOT_YET_KNOWN:
+                return
+            if time.monotonic() >= deadline:
+                raise RequestError(exc.error, f"the topic was created, but is not readable after {timeout_s:.0f} s "
+                                   f"({exc}): see the brokers' logs", f"create topic {name}") from exc
+        await asyncio.sleep(LOADING_BACKOFF_S)
 
 
 async def delete_topic(session: KafkaSession, name: str) -> None:
