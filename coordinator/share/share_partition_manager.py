@@ -138,7 +138,9 @@ class SharePartitionManager:
             if self._leader_epoch(key) != self._entries[key].leader_epoch:
                 self._drop(key, "leadership changed")
 
-    async def share_partition(self, key: SharePartitionKey) -> SharePartition:
+    def _entry_for(self, key: SharePartitionKey) -> _Entry:
+        """The entry of ``key``, loading if not loaded yet (the loading started now if needed); _PartitionError at once
+        when this broker does not lead the partition."""
         entry = self._entries.get(key)
         epoch = self._leader_epoch(key)
         if entry is not None and entry.partition is not None and entry.leader_epoch != epoch:
@@ -149,10 +151,15 @@ class SharePartitionManager:
                                   if self._topic_name(key[1]) is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if entry is None:
             entry = self._entries[key] = _Entry()
+        if entry.partition is None and entry.ready is None:
+            entry.ready = asyncio.ensure_future(self._initialize(key, entry))
+        return entry
+
+    async def share_partition(self, key: SharePartitionKey) -> SharePartition:
+        entry = self._entry_for(key)
         if entry.partition is not None:
             return entry.partition
-        if entry.ready is None:
-            entry.ready = asyncio.ensure_future(self._initialize(key, entry))
+        assert entry.ready is not None
         try:
             await asyncio.shield(entry.ready)
         except Exception:
@@ -387,14 +394,20 @@ class SharePartitionManager:
         fetch of several new share-partitions answers the first loaded (on Kafka usually one of them) and the
         others come with its next fetches."""
         found: dict[SharePartitionKey, _Loaded] = {}
-        loading: dict[SharePartitionKey, asyncio.Task[SharePartition]] = {}
+        loading: dict[SharePartitionKey, tuple[_Entry, asyncio.Future]] = {}
         for key in keys:
-            entry = self._entries.get(key)
-            if entry is not None and entry.partition is not None and entry.leader_epoch == self._leader_epoch(key):
+            try:
+                entry = self._entry_for(key)
+            except _PartitionError as exc:
+                found[key] = exc
+                continue
+            if entry.partition is not None:
                 found[key] = entry.partition
-            else:
-                loading[key] = asyncio.ensure_future(self.share_partition(key))
-                loading[key].add_done_callback(_retrieved)
+                continue
+            assert entry.ready is not None
+            loading[key] = (entry, entry.ready)
+            # share_partition forgets a loading that failed, so that the next fetch tries again
+            asyncio.ensure_future(self.share_partition(key)).add_done_callback(_retrieved)
         if loading and not found:
             first: asyncio.Future[SharePartitionKey] = asyncio.get_running_loop().create_future()
 
@@ -403,14 +416,13 @@ class SharePartitionManager:
                     if not first.done():
                         first.set_result(key)
                 return call
-            for key, task in loading.items():
-                task.add_done_callback(done(key))
+            for key, (_, ready) in loading.items():
+                ready.add_done_callback(done(key))
             only = await first
-            task = loading.pop(only)
-            found[only] = task.exception() or task.result()
-        for key, task in loading.items():  # still loading, or failed meanwhile (an error at once, as Kafka's)
-            failed = task.exception() if task.done() else None
-            found[key] = failed if isinstance(failed, _PartitionError) else ShareFetchResult(loading=True)
+            entry, ready = loading.pop(only)
+            found[only] = _failure(ready) or entry.partition or ShareFetchResult(loading=True)
+        for key, (_, ready) in loading.items():  # still loading, or loaded after the first (a later pass serves it)
+            found[key] = _failure(ready) or ShareFetchResult(loading=True)
         return {key: found[key] for key in keys}
 
     def _acquire(self, sp: SharePartition, member_id: str, offset: int, fetched: FetchedPartition, max_records: int,
@@ -600,6 +612,13 @@ def _answered(results: dict[SharePartitionKey, ShareFetchResult]) -> dict[ShareP
             if r.uninitialized:
                 r.omitted = True
     return results
+
+
+def _failure(ready: asyncio.Future) -> BaseException | None:
+    """Why a share-partition's loading failed, None while it runs or once it succeeded."""
+    if not ready.done():
+        return None
+    return _PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR) if ready.cancelled() else ready.exception()
 
 
 def _retrieved(task: asyncio.Future) -> None:
