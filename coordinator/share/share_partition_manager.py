@@ -78,8 +78,8 @@ class ShareFetchResult:
     acquired: list[AcquiredRecords] | None = None
     acknowledge_error_code: int = ErrorCode.NONE
     uninitialized: bool = False  # no persisted state: an error only once the fetch has nothing else to answer
-    omitted: bool = False  # left out of the answer (uninitialized, and other partitions returned records)
-    loading: bool = False  # its state was still being read from the share coordinator: nothing acquired yet
+    omitted: bool = False  # left out of the answer (uninitialized, and other partitions returned records; loading)
+    loading: bool = False  # its state was still being read from the share coordinator: not read, left out
 
 
 class _Entry:
@@ -420,9 +420,9 @@ class SharePartitionManager:
                 ready.add_done_callback(done(key))
             only = await first
             entry, ready = loading.pop(only)
-            found[only] = _failure(ready) or entry.partition or ShareFetchResult(loading=True)
+            found[only] = _failure(ready) or entry.partition or ShareFetchResult(loading=True, omitted=True)
         for key, (_, ready) in loading.items():  # still loading, or loaded after the first (a later pass serves it)
-            found[key] = _failure(ready) or ShareFetchResult(loading=True)
+            found[key] = _failure(ready) or ShareFetchResult(loading=True, omitted=True)
         return {key: found[key] for key in keys}
 
     def _acquire(self, sp: SharePartition, member_id: str, offset: int, fetched: FetchedPartition, max_records: int,

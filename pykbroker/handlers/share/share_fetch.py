@@ -25,7 +25,8 @@
   max_records and max_wait_ms must then be 0 (else INVALID_REQUEST, the session epoch not advanced). A RENEW
   without it, or an unknown type, is the partition's acknowledge error INVALID_REQUEST; the fetch goes on.
 - Top-level errors carry no message, as Kafka 4.4's (its getErrorResponse keeps the code only).
-- A full session (epoch 0) answers every partition; later requests only those with records, errors or
+- A full session (epoch 0) answers every partition but those still loading (left out, as Kafka 4.4's answer leaves
+  out the share-partitions its fetch could not acquire); later requests only those with records, errors or
   acknowledgement results. The current leader is filled only for NOT_LEADER_OR_FOLLOWER and
   FENCED_LEADER_EPOCH (zeros else, as Kafka 4.4). A request that acknowledges anything has an acknowledgement result for every partition
   it names (error 0 for those without batches and for batches below the start offset, done already), a closing
