@@ -59,6 +59,7 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - Which of a session's partitions a ShareFetch serves when max_records binds (rotated by the session epoch, those
   that answered records last).
 - With share.renew.acknowledge.enable=false, where a RENEW is refused among the other acknowledgement checks.
+- A member's first ShareFetch of two new share-partitions: one answered (the first initialized), the other next.
 - ShareFetch's max_bytes shared among partitions, and ShareFetch and Fetch capped by the broker's fetch.max.bytes
   (brokers of their own with fetch.max.bytes 1024).
 """
@@ -2200,6 +2201,24 @@ def share_fetch_rotation(c: RawClient) -> Observations:
     return out
 
 
+def share_first_fetch(c: RawClient) -> Observations:
+    """A member's first ShareFetch of two new share-partitions holding a batch of 5 records each, then its next: Kafka
+    4.4's delayed share fetch acquires only share-partitions already initialized and completes as soon as one of them
+    finishes initializing, so the first answer names one partition (with its records), the next the other."""
+    group, t, member = "k44-ff", "k44-ff-t", "f" * 22
+    tid = _share_partitions_assigned(c, group, member, t, 2, 1, 5)
+    both = [(tid, 0), (tid, 1)]
+    first = _share_fetch(c, group, member, 0, both, wait_ms=2000)
+    second = _share_fetch(c, group, member, 1, both, wait_ms=2000)
+    out: Observations = {
+        "first": (first[0], sorted((p[2], p[5]) for p in first[1])),
+        "second": (second[0], sorted((p[2], p[5]) for p in second[1])),
+        "each partition once": sorted(p[1] for p in first[1] + second[1] if p[5])}
+    out["leave"] = c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1,
+                                                        subscribed_topic_names=None), 1).error_code
+    return out
+
+
 def share_fetch_max_bytes(c: RawClient) -> Observations:
     """ShareFetch's max_bytes over two partitions, each holding 4 batches of 5 records (606 bytes a batch): fetched
     together under 1 MiB (capped by the broker's fetch.max.bytes where it is set), 100 (less than a batch) and 2600
@@ -2305,7 +2324,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_dead_letter_offsets": share_dead_letter_offsets, "share_fetch_throttled": share_fetch_throttled,
     "share_batch_size": share_batch_size, "share_poison_redelivery": share_poison_redelivery,
     "share_fetch_rotation": share_fetch_rotation, "share_fetch_max_bytes": share_fetch_max_bytes,
-    "share_renew_disabled_order": share_renew_disabled_order,
+    "share_renew_disabled_order": share_renew_disabled_order, "share_first_fetch": share_first_fetch,
 }
 
 
@@ -2369,7 +2388,7 @@ def test_share_fetch_and_fetch_capped_by_the_brokers_fetch_max_bytes(request):
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
                                                         "share_fetch_throttled", "share_batch_size",
                                                         "share_poison_redelivery", "share_fetch_max_bytes",
-                                                        "share_renew_disabled_order")))
+                                                        "share_renew_disabled_order", "share_first_fetch")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -78,7 +78,8 @@ class ShareFetchResult:
     acquired: list[AcquiredRecords] | None = None
     acknowledge_error_code: int = ErrorCode.NONE
     uninitialized: bool = False  # no persisted state: an error only once the fetch has nothing else to answer
-    omitted: bool = False  # left out of the answer (uninitialized, and other partitions returned records)
+    omitted: bool = False  # left out of the answer (uninitialized, and other partitions returned records; loading)
+    loading: bool = False  # its state was still being read from the share coordinator: not read, left out
 
 
 class _Entry:
@@ -120,6 +121,10 @@ class SharePartitionManager:
             return None
         return partition.leader_epoch
 
+    def _is_loaded(self, key: SharePartitionKey) -> bool:
+        entry = self._entries.get(key)
+        return entry is not None and entry.partition is not None
+
     def _drop(self, key: SharePartitionKey, why: str) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.partition is not None:
@@ -133,7 +138,9 @@ class SharePartitionManager:
             if self._leader_epoch(key) != self._entries[key].leader_epoch:
                 self._drop(key, "leadership changed")
 
-    async def share_partition(self, key: SharePartitionKey) -> SharePartition:
+    def _entry_for(self, key: SharePartitionKey) -> _Entry:
+        """The entry of ``key``, loading if not loaded yet (the loading started now if needed); _PartitionError at once
+        when this broker does not lead the partition."""
         entry = self._entries.get(key)
         epoch = self._leader_epoch(key)
         if entry is not None and entry.partition is not None and entry.leader_epoch != epoch:
@@ -144,10 +151,15 @@ class SharePartitionManager:
                                   if self._topic_name(key[1]) is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if entry is None:
             entry = self._entries[key] = _Entry()
+        if entry.partition is None and entry.ready is None:
+            entry.ready = asyncio.ensure_future(self._initialize(key, entry))
+        return entry
+
+    async def share_partition(self, key: SharePartitionKey) -> SharePartition:
+        entry = self._entry_for(key)
         if entry.partition is not None:
             return entry.partition
-        if entry.ready is None:
-            entry.ready = asyncio.ensure_future(self._initialize(key, entry))
+        assert entry.ready is not None
         try:
             await asyncio.shield(entry.ready)
         except Exception:
@@ -195,6 +207,7 @@ class SharePartitionManager:
         sp.resume_dead_letters()  # ARCHIVING records a previous leader had not written to the DLQ yet
         entry.leader_epoch = leader_epoch
         entry.partition = sp
+        self._rm.notify(topic, index)  # the fetches waiting for it (Kafka completes its delayed share fetches)
         letters, entry.dead_letters = entry.dead_letters, []
         self._hand_over(key, entry, letters)  # those are persisted as ARCHIVING already
         if sp.has_dirty():
@@ -316,6 +329,8 @@ class SharePartitionManager:
             if remaining <= 0:
                 return _answered(results)
             held = {k: r for k, r in results.items() if r.acquired}
+            if any(r.loading and self._is_loaded(k) for k, r in results.items()):
+                continue  # loaded while this pass ran (its wake-up came before this wait): served at once
             watch = [(self._topic_name(k[1]), k[2]) for k in keys if self._topic_name(k[1]) is not None]
             if not await self._rm.wait_for(watch, remaining):
                 return _answered(_merged(held, await self._fetch_once(
@@ -332,19 +347,20 @@ class SharePartitionManager:
         the rest."""
         out: dict[SharePartitionKey, ShareFetchResult] = {}
         ready: list[tuple[SharePartitionKey, SharePartition]] = []
-        for key in keys:
-            try:
-                sp = await self.share_partition(key)
-            except _PartitionError as exc:
-                out[key] = ShareFetchResult(exc.code, uninitialized=exc.uninitialized)
+        for key, loaded in (await self._loaded(keys)).items():
+            if isinstance(loaded, ShareFetchResult):
+                out[key] = loaded
                 continue
-            except Exception as exc:
-                log.warning("share group %s: share-partition %s-%d unavailable: %s", group_id, key[1], key[2], exc)
-                out[key] = ShareFetchResult(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+            if isinstance(loaded, _PartitionError):
+                out[key] = ShareFetchResult(loaded.code, uninitialized=loaded.uninitialized)
+                continue
+            if not isinstance(loaded, SharePartition):
+                log.warning("share group %s: share-partition %s-%d unavailable: %s", group_id, key[1], key[2], loaded)
+                out[key] = ShareFetchResult(getattr(loaded, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
                 continue
             out[key] = ShareFetchResult()
-            if sp.can_acquire():
-                ready.append((key, sp))
+            if loaded.can_acquire():
+                ready.append((key, loaded))
         if not ready or max_bytes <= 0 or max_records <= 0:
             return out
         share, extra = divmod(max_bytes, len(ready))
@@ -367,6 +383,47 @@ class SharePartitionManager:
                                                   record_limit, batch_size)
                 records_left -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired or [])
         return out
+
+    async def _loaded(self, keys: list[SharePartitionKey]) -> dict[SharePartitionKey, _Loaded]:
+        """Each of ``keys`` (in order) with its share-partition if loaded, the error its loading raised, or a
+        ``loading`` result while it is still being loaded. As Kafka 4.4's DelayedShareFetch, which acquires only
+        share-partitions already initialized (their state read from the share coordinator) and is completed as
+        soon as one of them finishes initializing: share-partitions still loading are left to load in the
+        background (each wakes the fetches waiting on its partition once loaded, see ``_initialize``); when none
+        is loaded yet, the first to finish loading is waited for and is the only one served, so a member's first
+        fetch of several new share-partitions answers the first loaded (on Kafka usually one of them) and the
+        others come with its next fetches."""
+        found: dict[SharePartitionKey, _Loaded] = {}
+        loading: dict[SharePartitionKey, tuple[_Entry, asyncio.Future]] = {}
+        for key in keys:
+            try:
+                entry = self._entry_for(key)
+            except _PartitionError as exc:
+                found[key] = exc
+                continue
+            if entry.partition is not None:
+                found[key] = entry.partition
+                continue
+            assert entry.ready is not None
+            loading[key] = (entry, entry.ready)
+            # share_partition forgets a loading that failed, so that the next fetch tries again
+            asyncio.ensure_future(self.share_partition(key)).add_done_callback(_retrieved)
+        if loading and not found:
+            first: asyncio.Future[SharePartitionKey] = asyncio.get_running_loop().create_future()
+
+            def done(key: SharePartitionKey) -> Callable[[asyncio.Future], None]:
+                def call(_: asyncio.Future) -> None:
+                    if not first.done():
+                        first.set_result(key)
+                return call
+            for key, (_, ready) in loading.items():
+                ready.add_done_callback(done(key))
+            only = await first
+            entry, ready = loading.pop(only)
+            found[only] = _failure(ready) or entry.partition or ShareFetchResult(loading=True, omitted=True)
+        for key, (_, ready) in loading.items():  # still loading, or loaded after the first (a later pass serves it)
+            found[key] = _failure(ready) or ShareFetchResult(loading=True, omitted=True)
+        return {key: found[key] for key in keys}
 
     def _acquire(self, sp: SharePartition, member_id: str, offset: int, fetched: FetchedPartition, max_records: int,
                  record_limit: bool, batch_size: int = 0) -> ShareFetchResult:
@@ -557,8 +614,24 @@ def _answered(results: dict[SharePartitionKey, ShareFetchResult]) -> dict[ShareP
     return results
 
 
+def _failure(ready: asyncio.Future) -> BaseException | None:
+    """Why a share-partition's loading failed, None while it runs or once it succeeded."""
+    if not ready.done():
+        return None
+    return _PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR) if ready.cancelled() else ready.exception()
+
+
+def _retrieved(task: asyncio.Future) -> None:
+    """A share-partition's loading left to run in the background: its error is the next fetch's (not logged here)."""
+    if not task.cancelled():
+        task.exception()
+
+
 class _PartitionError(Exception):
     def __init__(self, code: int, *, uninitialized: bool = False) -> None:
         super().__init__(f"error {code}")
         self.code = code
         self.uninitialized = uninitialized
+
+
+_Loaded = SharePartition | ShareFetchResult | BaseException  # a share-partition, its loading, or why it failed

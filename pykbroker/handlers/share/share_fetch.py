@@ -9,7 +9,9 @@
   ``max_wait_ms`` for ``min_bytes``. ``max_bytes`` is capped by the broker's ``fetch.max.bytes`` and shared
   equally among the share-partitions read. As Kafka 4.4, the session's partitions are tried in an order rotated
   by the session epoch, and a partition that answered records moves to the end of the session, so that none
-  starves the others when ``max_records`` or ``max_bytes`` binds. Each partition answers its acquired ranges with their delivery count
+  starves the others when ``max_records`` or ``max_bytes`` binds. Only share-partitions already loaded are read; when none is
+  loaded yet, the first to load (its state read from the share coordinator) is the only one served, as Kafka 4.4
+  completes a delayed share fetch once one share-partition finishes initializing. Each partition answers its acquired ranges with their delivery count
   and the batches holding them (new records past ``batch_size`` in ranges of at least that many, cut at log
   batch boundaries); ``acquisition_lock_timeout_ms`` is the group's lock duration.
 - Piggybacked acknowledgements and the acquisition run as in Kafka 4.4, where they start together and a
@@ -23,7 +25,8 @@
   max_records and max_wait_ms must then be 0 (else INVALID_REQUEST, the session epoch not advanced). A RENEW
   without it, or an unknown type, is the partition's acknowledge error INVALID_REQUEST; the fetch goes on.
 - Top-level errors carry no message, as Kafka 4.4's (its getErrorResponse keeps the code only).
-- A full session (epoch 0) answers every partition; later requests only those with records, errors or
+- A full session (epoch 0) answers every partition but those still loading (left out, as Kafka 4.4's answer leaves
+  out the share-partitions its fetch could not acquire); later requests only those with records, errors or
   acknowledgement results. The current leader is filled only for NOT_LEADER_OR_FOLLOWER and
   FENCED_LEADER_EPOCH (zeros else, as Kafka 4.4). A request that acknowledges anything has an acknowledgement result for every partition
   it names (error 0 for those without batches and for batches below the start offset, done already), a closing

@@ -544,3 +544,23 @@ def test_a_share_consumer_over_its_consumer_byte_rate_is_told_to_wait(broker):
         assert fetched.responses == [] and fetched.throttle_time_ms > 0
         other, _ = join(c, "g-quota", "share-quota")
         assert acquired(fetch(c, "g-quota", other, 0, tid, max_records=2000)) == []  # locked to the first member
+
+
+def test_a_first_fetch_answers_the_share_partition_loaded_first_and_the_next_fetch_the_rest(broker):
+    """As Kafka 4.4, whose delayed share fetch acquires only share-partitions already initialized and completes as
+    soon as one finishes initializing: a member's first fetch of two new share-partitions with records answers one
+    of them alone, the other left out (librdkafka's 0179 expects one partition's records in its first batch), its
+    next fetch the other (Kafka 4.4 answered [0] then [1] in 6 runs out of 6)."""
+    with RawClient(broker.bootstrap) as c:
+        enable(c)
+        tid = create_topic(c, "first-loaded", partitions=2)
+        member, _ = join(c, "g-first-loaded", "first-loaded")
+        produce(c, "first-loaded", 5, partition=0)
+        produce(c, "first-loaded", 5, partition=1)
+        first = fetch(c, "g-first-loaded", member, 0, tid, partitions=(0, 1), wait_ms=2000)
+        with_records = [p.partition_index for t in first.responses for p in t.partitions if p.acquired_records]
+        assert len(with_records) == 1 and acquired(first) == [(0, 4, 1)], first
+        assert [p.partition_index for t in first.responses for p in t.partitions] == with_records, first
+        second = fetch(c, "g-first-loaded", member, 1, tid, partitions=(0, 1), wait_ms=2000)
+        assert [p.partition_index for t in second.responses for p in t.partitions if p.acquired_records] \
+            == [1 - with_records[0]] and acquired(second) == [(0, 4, 1)], second
