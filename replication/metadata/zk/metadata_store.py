@@ -378,6 +378,14 @@ class ZooKeeperMetadataStore(PublishedImage):
                               removing: Any = ()) -> PartitionState:
         """A partition's state (``replicas`` and the moving ones from the topic znode); before the controller
         wrote it: no leader, and its creation is watched."""
+        state = await self._read_state(name, partition, replicas, adding, removing)
+        return state if state is not None else PartitionState(partition, -1, 0, tuple(replicas), (), 0,
+                                                              tuple(adding), tuple(removing))
+
+    async def _read_state(self, name: str, partition: int, replicas: list[int], adding: Any = (),
+                          removing: Any = ()) -> PartitionState | None:
+        """A partition's state as ``_read_partition`` reads it; None when its state znode is missing (or
+        unreadable), the znode's creation then watched."""
         path = TopicPartitionStateZNode.path(name, partition)
         found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:
@@ -390,7 +398,7 @@ class ZooKeeperMetadataStore(PublishedImage):
                                       tuple(adding), tuple(removing))
             except ZNodeDecodeError as exc:
                 log.warning("ignoring unreadable %s: %s", path, exc)
-        return PartitionState(partition, -1, 0, tuple(replicas), (), 0, tuple(adding), tuple(removing))
+        return None
 
     async def _load_topic(self, name: str) -> None:
         await self._load_topics_named([name])
@@ -425,16 +433,22 @@ class ZooKeeperMetadataStore(PublishedImage):
     async def _load_changed_partitions(self) -> None:
         """Reread every partition whose state znode fired since the last reread, all reads at once, and publish
         one image with them: a new topic's states (the controller writes them in one multi) or a failed broker's
-        leaderships arrive together, one image for all of them rather than one per partition."""
+        leaderships arrive together, one image for all of them rather than one per partition. A state znode
+        found gone is not applied: only a deletion removes one (children before the topic znode), and Kafka 4.4
+        removes a topic from the image in one record, so the partitions keep their leaders until the topic's
+        own reread drops it whole (never leader-less in between, which handlers answered NOT_LEADER_OR_FOLLOWER
+        where Kafka answers UNKNOWN_TOPIC_OR_PARTITION)."""
         changed, self._changed_partitions = list(self._changed_partitions), {}
         image = self._image
         wanted = [(image.topics[name], partition) for name, partition in changed
                   if name in image.topics and partition < len(image.topics[name].partitions)]
-        read = await asyncio.gather(*(self._read_partition(
+        read = await asyncio.gather(*(self._read_state(
             topic.name, partition, list(current.replicas), current.adding_replicas, current.removing_replicas)
             for topic, partition in wanted for current in (topic.partitions[partition],)))
         states: dict[str, list[PartitionState]] = {}
         for (topic, partition), state in zip(wanted, read, strict=True):
+            if state is None:
+                continue  # the topic is being deleted (see above)
             latest = self._image.topics.get(topic.name)
             if latest is None or latest.topic_id != topic.topic_id or partition >= len(latest.partitions):
                 continue  # the topic went (or was recreated) meanwhile: its own reread publishes it

@@ -420,3 +420,48 @@ def test_offline_replicas_one_broker_announces_reach_the_other_and_go_with_its_s
             await close(b)
 
     run(scenario())
+
+
+def test_a_deleted_topic_leaves_every_image_at_once_never_leaderless(zk_server):
+    """Kafka 4.4 (KRaft) removes a topic in one record: a broker's image has it with its leaders, then not at
+    all. The controller deletes the state znodes before the topic znode (children first), so an image built
+    from each znode's watch showed the partitions leader-less in between, and handlers answered
+    NOT_LEADER_OR_FOLLOWER where Kafka answers UNKNOWN_TOPIC_OR_PARTITION (librdkafka's test 0181)."""
+    from replication.controller.zk_controller import ZkController
+    from replication.metadata.zk.controller_election import ControllerElection
+    from replication.metadata.zk.controller_store import ZkControllerStore
+
+    async def main():
+        a, b = await two_brokers(zk_server, with_controller=True)
+        election = ControllerElection(a.zk, 1)
+        controller = ZkController(ZkControllerStore(a.zk, election), 1)
+        seen: dict[int, list[object]] = {1: [], 2: []}
+
+        def recorder(node_id):
+            def record(_old, new):
+                t = new.topics.get("t")
+                seen[node_id].append(None if t is None else tuple(p.leader for p in t.partitions))
+            return record
+
+        try:
+            for store in (a, b):
+                await store.register_broker(BrokerImage(store.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9090),)))
+            await election.start()
+            await b.create_topic("t", [[1, 2], [2, 1]] * 4, {})
+            await eventually(lambda: all("t" in s.topics and all(p.leader >= 0 for p in s.topics["t"].partitions)
+                                         for s in (a, b)))
+            for store in (a, b):
+                store.subscribe(recorder(store.node_id))
+            await b.delete_topic("t")
+            await eventually(lambda: "t" not in a.topics and "t" not in b.topics)
+            await asyncio.sleep(0.3)  # any late reread would publish now
+            for node_id, images in seen.items():
+                shown = [leaders for leaders in images if leaders is not None]
+                assert all(-1 not in leaders for leaders in shown), (node_id, images)
+                assert images[-1] is None, (node_id, images)
+        finally:
+            await controller.close()
+            await election.close()
+            await close(a, b)
+
+    run(main())
