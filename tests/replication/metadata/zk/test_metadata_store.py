@@ -422,11 +422,16 @@ def test_offline_replicas_one_broker_announces_reach_the_other_and_go_with_its_s
     run(scenario())
 
 
-def test_a_deleted_topic_leaves_every_image_at_once_never_leaderless(zk_server):
+@pytest.mark.parametrize("states_per_multi", [500, 3])
+def test_a_deleted_topic_leaves_every_image_at_once_never_leaderless(zk_server, monkeypatch, states_per_multi):
     """Kafka 4.4 (KRaft) removes a topic in one record: a broker's image has it with its leaders, then not at
-    all. The controller deletes the state znodes before the topic znode (children first), so an image built
-    from each znode's watch showed the partitions leader-less in between, and handlers answered
-    NOT_LEADER_OR_FOLLOWER where Kafka answers UNKNOWN_TOPIC_OR_PARTITION (librdkafka's test 0181)."""
+    all. The controller deletes the state znodes before the topic znode (children first; in several writes when
+    the topic has more partitions than one write takes, 3 here), so an image built from each znode's watch
+    showed the partitions leader-less in between, and handlers answered NOT_LEADER_OR_FOLLOWER where Kafka
+    answers UNKNOWN_TOPIC_OR_PARTITION (librdkafka's test 0181)."""
+    from replication.metadata.zk import controller_store
+
+    monkeypatch.setattr(controller_store, "STATES_PER_MULTI", states_per_multi)
     from replication.controller.zk_controller import ZkController
     from replication.metadata.zk.controller_election import ControllerElection
     from replication.metadata.zk.controller_store import ZkControllerStore
