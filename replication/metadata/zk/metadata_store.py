@@ -34,7 +34,9 @@ deletion request) and the controller (``replication.controller.zk_controller``) 
 deletions out; the store waits for the image to show the result. Built ``with_controller=False`` (a
 single writer, tests), the store writes the initial states itself (leader = first replica, ISR = all
 replicas, leader epoch 0) and deletes directly. ``alter_partition`` is conditional on the partition epoch
-(the state znode's version).
+(the state znode's version). A deletion removes the state znodes before the topic znode; the image drops the
+topic whole, as Kafka 4.4's one RemoveTopicRecord does: a state znode found gone is not applied, and a topic read
+with states missing while its deletion is pending is left out, so no image shows it leader-less.
 """
 
 from __future__ import annotations
@@ -366,26 +368,26 @@ class ZooKeeperMetadataStore(PublishedImage):
         except ZNodeDecodeError as exc:
             log.warning("ignoring unreadable topic %s: %s", name, exc)
             return None
-        partitions = await asyncio.gather(*(self._read_partition(name, p, assignment.partitions[p],
-                                                                 assignment.adding_replicas.get(p, ()),
-                                                                 assignment.removing_replicas.get(p, ()))
-                                            for p in sorted(assignment.partitions)))
+        states = await asyncio.gather(*(self._read_state(name, p, assignment.partitions[p],
+                                                         assignment.adding_replicas.get(p, ()),
+                                                         assignment.removing_replicas.get(p, ()))
+                                        for p in sorted(assignment.partitions)))
+        if None in states and await self.zk.exists(DeleteTopicsTopicZNode.path(name)) is not None:
+            return None  # being deleted (its state znodes go first): gone at once, never leader-less
+        # before the controller wrote a state: no leader (Kafka's brokers wait for LeaderAndIsr)
+        partitions = [s if s is not None else PartitionState(
+            p, -1, 0, tuple(assignment.partitions[p]), (), 0, tuple(assignment.adding_replicas.get(p, ())),
+            tuple(assignment.removing_replicas.get(p, ())))
+            for p, s in zip(sorted(assignment.partitions), states, strict=True)]
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
         return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
 
-    async def _read_partition(self, name: str, partition: int, replicas: list[int], adding: Any = (),
-                              removing: Any = ()) -> PartitionState:
-        """A partition's state (``replicas`` and the moving ones from the topic znode); before the controller
-        wrote it: no leader, and its creation is watched."""
-        state = await self._read_state(name, partition, replicas, adding, removing)
-        return state if state is not None else PartitionState(partition, -1, 0, tuple(replicas), (), 0,
-                                                              tuple(adding), tuple(removing))
-
     async def _read_state(self, name: str, partition: int, replicas: list[int], adding: Any = (),
                           removing: Any = ()) -> PartitionState | None:
-        """A partition's state as ``_read_partition`` reads it; None when its state znode is missing (or
-        unreadable), the znode's creation then watched."""
+        """A partition's state (``replicas`` and the moving ones from the topic znode); None when its state znode
+        is missing (the controller has not written it yet, or the topic is being deleted) or unreadable, the
+        znode's creation then watched."""
         path = TopicPartitionStateZNode.path(name, partition)
         found = await self.zk.get(path, watch=self._partition_watch(name, partition))
         if found is None and await self.zk.exists(path, watch=self._partition_watch(name, partition)) is not None:

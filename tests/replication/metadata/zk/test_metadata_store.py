@@ -470,3 +470,24 @@ def test_a_deleted_topic_leaves_every_image_at_once_never_leaderless(zk_server, 
             await close(a, b)
 
     run(main())
+
+
+def test_a_topic_read_half_deleted_is_gone_and_one_not_yet_decided_is_leaderless(zk_server):
+    """A store (re)loading while a deletion is half done (some state znodes gone, the request pending: a
+    controller between two writes, or one that died) leaves the topic out rather than showing it leader-less;
+    a topic whose states the controller has not written yet, and no deletion pending, has no leaders."""
+    async def main():
+        a, b = await two_brokers(zk_server)
+        try:
+            await a.create_topic("half", [[1], [2], [1]], {})
+            await a.zk.create("/admin/delete_topics/half", make_parents=True)
+            await a.zk.delete(TopicPartitionStateZNode.path("half", 1))
+            await a.zk.create(TopicZNode.path("new"), TopicZNode.encode({0: [1]}, "AAAAAAAAAAAAAAAAAAAAAg"))
+            c = ZooKeeperMetadataStore(a.zk, 3, with_controller=True)  # a broker starting now
+            await c.start()
+            assert "half" not in c.topics
+            assert [p.leader for p in c.topics["new"].partitions] == [-1]
+        finally:
+            await close(a, b)
+
+    run(main())
