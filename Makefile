@@ -132,6 +132,7 @@ differential-cluster-ops: deps
 ##        and tiered storage shared by each cluster's brokers, its leader stopped (test_differential_tiered_storage, ~2 min)
 ##        and a full log dir on broker 1, its partition's leadership moved away (test_differential_disk_faults, ~1 min)
 ##        and broker 1's only log dir turned read-only: it halts, the others lead on (test_differential_read_only_dir)
+##        and a topic deleted while every node is asked about it (test_cluster_topic_deletion, the Kafka 4.4 side)
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or share_renew_and_request_errors or share_acknowledge_refusals or share_compacted_gaps or share_delivery_count_limit or share_renew_disabled or stalled or recreated or (share_scenario and (three or reject)) or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
@@ -144,6 +145,7 @@ differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 PYKBROKER_TIERED_SLOW=1 $(PY) -m pytest compat_tests/test_differential_tiered_storage.py -k cluster $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_disk_faults.py -k cluster $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential_read_only_dir.py -k cluster $(ARGS)
+	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_cluster_topic_deletion.py -k kafka_4_4 -s $(ARGS)
 
 ## test-cluster-slow: cluster tests of a minute or more each (not part of `make test`): a reassignment
 ##        throttled to 1 MB/s copies 75 MB within 20 % of the throttle; Kafka 4.4's kafka-features and

@@ -7,7 +7,9 @@ commit after the topic's deletion) saw NOT_LEADER_OR_FOLLOWER where it expects a
 Metadata, Produce, Fetch (by name and by id), ListOffsets and ShareAcknowledge (of records a share consumer
 holds) are sent to every broker in a loop from before the DeleteTopics until two seconds after its answer;
 each answer's codes are recorded. About 15 s of ZooKeeper and three brokers: with PYKBROKER_SLOW_CLUSTER=1
-(``make test-cluster-slow``); tests/replication/metadata/zk/test_metadata_store.py has the short slice.
+(``make test-cluster-slow``); tests/replication/metadata/zk/test_metadata_store.py has the short slice. The same
+scenario on a 3-node Kafka 4.4 KRaft cluster, the judge, with PYKBROKER_SLOW_DIFFERENTIAL=1
+(``make differential-cluster``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import uuid
 
 import pytest
 
+from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
 from pykbroker.testing import ClusterProcesses, RawClient
 from tests.pykbroker.handlers.test_share_groups import ACCEPT, enable, fetch, join
 from wire import ErrorCode, build_simple_batch
@@ -44,11 +47,7 @@ from wire.messages.share_acknowledge_request import (
     AcknowledgeTopic,
 )
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java"),
-    pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
-                       reason="ZooKeeper and three brokers, 15 s: make test-cluster-slow (PYKBROKER_SLOW_CLUSTER=1)"),
-]
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka need java")
 
 TOPIC, GROUP, PARTITIONS = "doomed", "g-doomed", 3
 LEADERLESS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE}
@@ -87,76 +86,96 @@ def _ask(c: RawClient, topic_id: uuid.UUID, held: dict[int, tuple[int, int]], se
     return codes
 
 
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",
+                    reason="ZooKeeper and three brokers, 15 s: make test-cluster-slow (PYKBROKER_SLOW_CLUSTER=1)")
 @pytest.mark.timeout(180)
 def test_every_broker_answers_a_deleted_topic_as_kafka_never_leader_less(tmp_path):
     with ClusterProcesses(tmp_path, size=3) as cluster:
-        with RawClient(cluster.broker(1).bootstrap, timeout=30) as admin:
-            enable(admin)
-            admin.request(CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
-                name=TOPIC, num_partitions=-1, replication_factor=-1, assignments=[
-                    CreatableReplicaAssignment(partition_index=p, broker_ids=[p + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1])
-                    for p in range(PARTITIONS)])]), 7)
-            described = admin.wait_for_topics(TOPIC, timeout=60)[TOPIC]
-            topic_id = described.topic_id
-            leaders = {p.partition_index: p.leader_id for p in described.partitions}
-            coordinator = admin.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), 4).coordinators[0]
-        # a share consumer holds one record of each partition (from each leader, in that leader's share session)
-        clients = {n: RawClient(cluster.broker(n).bootstrap, timeout=30) for n in (1, 2, 3)}
-        try:
-            for p, leader in leaders.items():
-                r = clients[leader].request(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[TopicProduceData(
-                    name=TOPIC, partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
-                        [b"v"], timestamp=int(time.time() * 1000)))])]), 9)
-                assert r.responses[0].partition_responses[0].error_code == ErrorCode.NONE, r
-            member, _ = join(clients[coordinator.node_id], GROUP, TOPIC)
-            held: dict[int, dict[int, tuple[int, int]]] = {n: {} for n in clients}
-            for n in clients:
-                mine = [p for p, leader in leaders.items() if leader == n]
-                deadline = time.monotonic() + 30
-                while mine and len(held[n]) < len(mine):
-                    assert time.monotonic() < deadline, f"broker {n} gave no records of {mine}"
-                    r = fetch(clients[n], GROUP, member, 0, topic_id, partitions=mine, wait_ms=500)
-                    for p in r.responses[0].partitions if r.responses else []:
-                        for a in p.acquired_records:
-                            held[n][p.partition_index] = (a.first_offset, a.last_offset)
-                    if len(held[n]) < len(mine):  # a new session for the next try
-                        fetch(clients[n], GROUP, member, -1, topic_id, partitions=[])
-            seen: dict[tuple[int, str], list[int]] = {}
-            errors: list[BaseException] = []
-            stop = threading.Event()
+        _deleted_while_asked({n: cluster.broker(n).bootstrap for n in (1, 2, 3)})
 
-            sessions = {n: [0, member] for n in clients}  # the fetch opened epoch 0; each acknowledgement the next
 
-            def hammer(n: int) -> None:
-                try:
-                    while not stop.is_set():
-                        for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
-                            seen.setdefault((n, api), []).extend(codes)
-                except BaseException as exc:  # noqa: BLE001 - reported by the test thread
-                    errors.append(exc)
+@pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_DIFFERENTIAL") != "1",
+                    reason="three Kafka 4.4 JVMs: make differential-cluster (PYKBROKER_SLOW_DIFFERENTIAL=1)")
+@pytest.mark.timeout(400)
+def test_kafka_4_4_answers_a_deleted_topic_the_same(tmp_path):
+    """The judge: the same scenario on a 3-node Kafka 4.4 KRaft cluster."""
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("Kafka 4.4's jars are needed (java, Maven: make deps)")
+    with KafkaCluster(jars, tmp_path, 3) as cluster:
+        _deleted_while_asked({n: cluster.node(n).bootstrap for n in (1, 2, 3)})
 
-            threads = [threading.Thread(target=hammer, args=(n,), daemon=True) for n in clients]
-            for t in threads:
-                t.start()
-            with RawClient(cluster.broker(1).bootstrap, timeout=60) as admin:
-                r = admin.request(DeleteTopicsRequest(topic_names=[TOPIC], timeout_ms=30_000), 5)
-                assert r.responses[0].error_code == ErrorCode.NONE, r
-            time.sleep(2.0)  # the loops go on asking every broker
-            stop.set()
-            for t in threads:
-                t.join(30)
-            assert not errors, errors
-            last: dict[tuple[int, str], list[int]] = {}
-            for n in clients:  # after the loops: every broker answers the deleted-topic codes
-                for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
-                    last[(n, api)] = codes
-        finally:
-            for c in clients.values():
-                c.close()
-        for (n, api), codes in sorted(seen.items()):
-            print(f"broker {n} {api} answered {sorted(set(codes))}, then {last.get((n, api))}")
-        leader_less = {k: sorted(set(v) & LEADERLESS) for k, v in seen.items() if set(v) & LEADERLESS}
-        assert not leader_less, f"leader-less answers while the topic was deleted: {leader_less}"
-        for (n, api), codes in last.items():
-            expected = DELETED[api]
-            assert set(codes) - {ErrorCode.NONE} == {expected}, (n, api, codes, seen.get((n, api)))
+
+def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
+    """Create the topic (broker n leads partition n - 1), have a share consumer hold a record of each partition,
+    delete the topic while every broker is asked about it, and judge what they answered."""
+    with RawClient(bootstraps[1], timeout=30) as admin:
+        enable(admin)
+        admin.request(CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
+            name=TOPIC, num_partitions=-1, replication_factor=-1, assignments=[
+                CreatableReplicaAssignment(partition_index=p, broker_ids=[p + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1])
+                for p in range(PARTITIONS)])]), 7)
+        described = admin.wait_for_topics(TOPIC, timeout=60)[TOPIC]
+        topic_id = described.topic_id
+        leaders = {p.partition_index: p.leader_id for p in described.partitions}
+        coordinator = admin.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), 4).coordinators[0]
+    # a share consumer holds one record of each partition (from each leader, in that leader's share session)
+    clients = {n: RawClient(bootstraps[n], timeout=30) for n in (1, 2, 3)}
+    try:
+        for p, leader in leaders.items():
+            r = clients[leader].request(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[TopicProduceData(
+                name=TOPIC, partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
+                    [b"v"], timestamp=int(time.time() * 1000)))])]), 9)
+            assert r.responses[0].partition_responses[0].error_code == ErrorCode.NONE, r
+        member, _ = join(clients[coordinator.node_id], GROUP, TOPIC)
+        held: dict[int, dict[int, tuple[int, int]]] = {n: {} for n in clients}
+        for n in clients:
+            mine = [p for p, leader in leaders.items() if leader == n]
+            deadline = time.monotonic() + 30
+            while mine and len(held[n]) < len(mine):
+                assert time.monotonic() < deadline, f"broker {n} gave no records of {mine}"
+                r = fetch(clients[n], GROUP, member, 0, topic_id, partitions=mine, wait_ms=500)
+                for p in r.responses[0].partitions if r.responses else []:
+                    for a in p.acquired_records:
+                        held[n][p.partition_index] = (a.first_offset, a.last_offset)
+                if len(held[n]) < len(mine):  # a new session for the next try
+                    fetch(clients[n], GROUP, member, -1, topic_id, partitions=[])
+        seen: dict[tuple[int, str], list[int]] = {}
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        sessions = {n: [0, member] for n in clients}  # the fetch opened epoch 0; each acknowledgement the next
+
+        def hammer(n: int) -> None:
+            try:
+                while not stop.is_set():
+                    for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
+                        seen.setdefault((n, api), []).extend(codes)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer, args=(n,), daemon=True) for n in clients]
+        for t in threads:
+            t.start()
+        with RawClient(bootstraps[1], timeout=60) as admin:
+            r = admin.request(DeleteTopicsRequest(topic_names=[TOPIC], timeout_ms=30_000), 5)
+            assert r.responses[0].error_code == ErrorCode.NONE, r
+        time.sleep(2.0)  # the loops go on asking every broker
+        stop.set()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors
+        last: dict[tuple[int, str], list[int]] = {}
+        for n in clients:  # after the loops: every broker answers the deleted-topic codes
+            for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
+                last[(n, api)] = codes
+    finally:
+        for c in clients.values():
+            c.close()
+    for (n, api), codes in sorted(seen.items()):
+        print(f"broker {n} {api} answered {sorted(set(codes))}, then {last.get((n, api))}")
+    leader_less = {k: sorted(set(v) & LEADERLESS) for k, v in seen.items() if set(v) & LEADERLESS}
+    assert not leader_less, f"leader-less answers while the topic was deleted: {leader_less}"
+    for (n, api), codes in last.items():
+        expected = DELETED[api]
+        assert set(codes) - {ErrorCode.NONE} == {expected}, (n, api, codes, seen.get((n, api)))
