@@ -5,7 +5,7 @@ state in between (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE). librdkafka's te
 commit after the topic's deletion) saw NOT_LEADER_OR_FOLLOWER where it expects a deleted-topic code.
 
 Metadata, Produce, Fetch (by name and by id), ListOffsets and ShareAcknowledge (of records a share consumer
-holds) are sent to every broker in a loop from before the DeleteTopics until two seconds after its answer;
+holds) are sent to every broker, OffsetCommit (by name and by id) to a group's coordinator, in a loop from before the DeleteTopics until two seconds after its answer;
 each answer's codes are recorded. About 15 s of ZooKeeper and three brokers: with PYKBROKER_SLOW_CLUSTER=1
 (``make test-cluster-slow``); tests/replication/metadata/zk/test_metadata_store.py has the short slice. The same
 scenario on a 3-node Kafka 4.4 KRaft cluster, the judge, with PYKBROKER_SLOW_DIFFERENTIAL=1
@@ -33,6 +33,7 @@ from wire.messages import (
     FindCoordinatorRequest,
     ListOffsetsRequest,
     MetadataRequest,
+    OffsetCommitRequest,
     ProduceRequest,
     ShareAcknowledgeRequest,
 )
@@ -40,6 +41,7 @@ from wire.messages.create_topics_request import CreatableReplicaAssignment, Crea
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
 from wire.messages.metadata_request import MetadataRequestTopic
+from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
 from wire.messages.share_acknowledge_request import (
     AcknowledgementBatch,
@@ -50,16 +52,20 @@ from wire.messages.share_acknowledge_request import (
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper and Kafka need java")
 
 TOPIC, GROUP, PARTITIONS = "doomed", "g-doomed", 3
+COMMITS = "g-doomed-commits"  # a classic group committing offsets of every partition (simple mode: no members)
 LEADERLESS = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE}
 # What each API answers for a deleted topic in Kafka 4.4 (by name: UNKNOWN_TOPIC_OR_PARTITION; by id: UNKNOWN_TOPIC_ID)
 DELETED = {"metadata": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "produce": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
            "fetch_by_name": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "fetch_by_id": ErrorCode.UNKNOWN_TOPIC_ID,
-           "list_offsets": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "share_acknowledge": ErrorCode.UNKNOWN_TOPIC_ID}
+           "list_offsets": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "share_acknowledge": ErrorCode.UNKNOWN_TOPIC_ID,
+           "offset_commit_by_name": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "offset_commit_by_id": ErrorCode.UNKNOWN_TOPIC_ID}
 
 
-def _ask(c: RawClient, topic_id: uuid.UUID, held: dict[int, tuple[int, int]], session: list) -> dict[str, list[int]]:
+def _ask(c: RawClient, topic_id: uuid.UUID, held: dict[int, tuple[int, int]], session: list,
+         coordinator: bool) -> dict[str, list[int]]:
     """One round of every API on this broker's connection about the partitions it led (``held``: the record of
-    each the share consumer holds), as clients ask leaders: the codes each answered (per partition)."""
+    each the share consumer holds), as clients ask leaders, and OffsetCommit of every partition if it is the
+    coordinator of ``COMMITS``: the codes each answered (per partition)."""
     parts = sorted(held)
     md = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)], allow_auto_topic_creation=False), 12)
     codes = {"metadata": [md.topics[0].error_code] + [p.error_code for p in md.topics[0].partitions]}
@@ -83,6 +89,13 @@ def _ask(c: RawClient, topic_id: uuid.UUID, held: dict[int, tuple[int, int]], se
                                                                            acknowledge_types=[ACCEPT])])
                                                   for p, (first, last) in held.items()])]), 1)
         codes["share_acknowledge"] = [r.error_code] + [p.error_code for t in r.responses for p in t.partitions]
+    if coordinator:
+        for key, version, topic in (("offset_commit_by_name", 9, OffsetCommitRequestTopic(name=TOPIC)),
+                                    ("offset_commit_by_id", 10, OffsetCommitRequestTopic(topic_id=topic_id))):
+            topic.partitions = [OffsetCommitRequestPartition(partition_index=p, committed_offset=0)
+                                for p in range(PARTITIONS)]
+            r = c.request(OffsetCommitRequest(group_id=COMMITS, topics=[topic]), version)
+            codes[key] = [p.error_code for t in r.topics for p in t.partitions]
     return codes
 
 
@@ -118,7 +131,8 @@ def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
         described = admin.wait_for_topics(TOPIC, timeout=60)[TOPIC]
         topic_id = described.topic_id
         leaders = {p.partition_index: p.leader_id for p in described.partitions}
-        coordinator = admin.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), 4).coordinators[0]
+        coordinator, committer = admin.request(FindCoordinatorRequest(
+            key_type=0, coordinator_keys=[GROUP, COMMITS]), 4).coordinators
     # a share consumer holds one record of each partition (from each leader, in that leader's share session)
     clients = {n: RawClient(bootstraps[n], timeout=30) for n in (1, 2, 3)}
     try:
@@ -149,7 +163,7 @@ def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
         def hammer(n: int) -> None:
             try:
                 while not stop.is_set():
-                    for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
+                    for api, codes in _ask(clients[n], topic_id, held[n], sessions[n], n == committer.node_id).items():
                         seen.setdefault((n, api), []).extend(codes)
             except BaseException as exc:  # noqa: BLE001 - reported by the test thread
                 errors.append(exc)
@@ -167,7 +181,7 @@ def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
         assert not errors, errors
         last: dict[tuple[int, str], list[int]] = {}
         for n in clients:  # after the loops: every broker answers the deleted-topic codes
-            for api, codes in _ask(clients[n], topic_id, held[n], sessions[n]).items():
+            for api, codes in _ask(clients[n], topic_id, held[n], sessions[n], n == committer.node_id).items():
                 last[(n, api)] = codes
     finally:
         for c in clients.values():
