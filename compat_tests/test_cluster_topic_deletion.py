@@ -131,8 +131,13 @@ def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
         described = admin.wait_for_topics(TOPIC, timeout=60)[TOPIC]
         topic_id = described.topic_id
         leaders = {p.partition_index: p.leader_id for p in described.partitions}
-        coordinator, committer = admin.request(FindCoordinatorRequest(
-            key_type=0, coordinator_keys=[GROUP, COMMITS]), 4).coordinators
+        deadline = time.monotonic() + 60
+        while True:  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is being created (Kafka creates it now)
+            coordinator, committer = admin.request(FindCoordinatorRequest(
+                key_type=0, coordinator_keys=[GROUP, COMMITS]), 4).coordinators
+            if coordinator.node_id >= 0 and committer.node_id >= 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     # a share consumer holds one record of each partition (from each leader, in that leader's share session)
     clients = {n: RawClient(bootstraps[n], timeout=30) for n in (1, 2, 3)}
     try:
