@@ -235,8 +235,10 @@ class Partition:
         if replica is None:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"Replica {replica_id} is not a replica of {self.topic}-{self.partition}")
+        moved = replica.log_end_offset != fetch_offset
         replica.update_fetch_state(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
-        self.maybe_advance_high_watermark(now_ms, lag_time_max_ms)
+        if moved:  # as Kafka's updateFollowerFetchState: the high watermark can only move if the follower's end did
+            self.maybe_advance_high_watermark(now_ms, lag_time_max_ms)
         if (self.pending_isr is None and replica_id not in self.isr and replica_id in self.replicas
                 and fetch_offset >= self.log.high_watermark and fetch_offset >= self.leader_epoch_start_offset):
             return self.isr + [replica_id]
@@ -330,6 +332,10 @@ class Partition:
         log_ = self.log
         hw = log_.high_watermark
         lso = log_.last_stable_offset
+        if from_follower and fetch_offset == log_.log_end_offset and last_fetched_epoch in (-1, log_.latest_epoch):
+            # A caught-up follower (most of a replica fetch session, each time any partition of it is written):
+            # nothing to read, and its last epoch is the latest, which ends at the log end, so no divergence.
+            return ReadResult(b"", hw, lso, log_.log_start_offset, [] if read_committed else None)
         if last_fetched_epoch >= 0:
             epoch, end_offset = log_.end_offset_for_epoch(last_fetched_epoch)
             if epoch < 0 or end_offset < 0:

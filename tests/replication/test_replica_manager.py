@@ -209,3 +209,38 @@ def test_a_woken_long_poll_reads_the_appended_batch_kept_in_memory_then_it_is_dr
         from_file.release()
 
     asyncio.run(scenario())
+
+
+def test_a_caught_up_followers_fetch_reads_no_log_and_tries_the_high_watermark_only_when_its_end_moved(
+        tmp_path, monkeypatch):
+    """A replica fetch session names every partition a follower follows from this leader (a third of the 150
+    internal-topic partitions), and each write to any of them wakes it: the caught-up rest must cost little."""
+    clock = Clock()
+    rm = replicated_leader(tmp_path, [1, 2], [1, 2], clock)
+    p = rm.get_partition(TOPIC, 0)
+    append(rm, 0, 3)  # offsets 0-2 in epoch 0 (acks=1)
+    log_reads: list[int] = []
+    tries: list[int] = []
+    read, advance = p.log.read, p.maybe_advance_high_watermark
+    monkeypatch.setattr(p.log, "read", lambda offset, *a, **kw: log_reads.append(offset) or read(offset, *a, **kw))
+    monkeypatch.setattr(p, "maybe_advance_high_watermark",
+                        lambda *a, **kw: tries.append(p.log.high_watermark) or advance(*a, **kw))
+
+    def follower_fetch(offset: int, last_epoch: int = 0):
+        (f,) = rm.read_partitions([FetchPartition(TOPIC, 0, offset, 1 << 20, -1, last_epoch)], 1 << 20, False,
+                                  replica_id=2)
+        return f
+
+    assert follower_fetch(0, -1).size > 0 and log_reads == [0] and tries == [0]
+    caught_up = follower_fetch(3)
+    assert caught_up.error_code == ErrorCode.NONE and caught_up.size == 0 and p.log.high_watermark == 3
+    assert log_reads == [0] and tries == [0, 0]  # no read at the log end; the follower's end moved: HW tried, moved
+    for _ in range(3):
+        assert follower_fetch(3).read.high_watermark == 3
+    assert log_reads == [0] and tries == [0, 0]  # nothing moved: neither read nor tried again
+
+    rm.become_leader(TOPIC, 0, TOPIC_ID, 2, [1, 2], [1, 2], LogConfig())
+    append(rm, 0, 2)  # offsets 3-4 in epoch 2
+    # At the log end with an older epoch than the latest: still checked, and found diverged (epoch 0 ended at 3).
+    diverged = follower_fetch(5, last_epoch=0)
+    assert diverged.error_code == ErrorCode.NONE and diverged.read.diverging_epoch == (0, 3)
