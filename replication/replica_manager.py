@@ -475,6 +475,18 @@ class ReplicaManager:
         A client's partitions led here whose logs are still being created are waited for (up to ``timeout_ms``)
         rather than refused, so that clients producing to a topic just created do not retry in a storm.
         """
+        results, appended = await self.append_records_locally(entries, required_acks, timeout_ms, origin=origin)
+        if required_acks == -1 and appended:
+            await self.wait_for_high_watermarks(appended, results, timeout_ms)
+        return results
+
+    async def append_records_locally(self, entries: dict[TopicPartition, bytes | memoryview], required_acks: int,
+                                     timeout_ms: int, *, origin: str = AppendOrigin.CLIENT
+                                     ) -> tuple[dict[TopicPartition, AppendResult], dict[TopicPartition, tuple[Partition, int]]]:
+        """The first half of ``append_records``: the leader's own append (acks=all checks min.insync.replicas
+        first), without waiting for the followers. Per-partition results, and for the appended partitions the
+        partition and the offset its high watermark must reach: what ``wait_for_high_watermarks`` waits for
+        (the coordinator runtime's pipelined writes wait for it apart, as Kafka's CoordinatorPartitionWriter)."""
         if self.pending_logs and origin == AppendOrigin.CLIENT:
             await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         woken = self.watchers.woken
@@ -485,12 +497,12 @@ class ReplicaManager:
             await asyncio.sleep(0)
             for p, _ in appended.values():  # their reads are done: the batches kept for them go
                 p.log.drop_tail()
-        if required_acks == -1 and appended:
-            await self._wait_for_high_watermarks(appended, results, timeout_ms)
-        return results
+        return results, appended
 
-    async def _wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
-                                        results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
+    async def wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
+                                       results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
+        """The second half of an acks=all append: until each of ``appended`` (``append_records_locally``'s) has
+        its high watermark at its offset; ``results`` of those that fail (or time out) are replaced by the error."""
         if len(appended) == 1:  # what a producer sends (one partition per leader): settled at once on one replica
             [(tp, (p, required_offset))] = appended.items()
             if self.partitions.get(tp) is p:

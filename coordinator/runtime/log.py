@@ -18,6 +18,13 @@ __transaction_state, __share_group_state) it leads, the runtime is given a ``Coo
     (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, ...); the
     coordinator maps it to the client error as Kafka does and drops the operation's state change.
 
+``await log.write(records, producer_id=-1, producer_epoch=-1) -> (last_offset, wait_committed)``
+    The same append in two halves (what the runtime uses, to pipeline a shard's writes as Kafka's
+    CoordinatorRuntime does): returns once the leader has written the batch, with the offset of its last
+    record and ``wait_committed`` — None when the batch is committed already, else a function whose
+    awaitable completes once the high watermark passes the batch (or raises CoordinatorLogError). A failure
+    of the leader's write raises at once and leaves no record.
+
 ``log.read_all()``
     Every record of the partition from the log start offset to the high watermark, in offset order,
     as ``(offset, key, value)`` tuples (``value is None`` for tombstones; control records are
@@ -41,7 +48,7 @@ time, so an implementation needs no locking of its own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 __all__ = ["CoordinatorLog", "CoordinatorLogFactory", "InMemoryCoordinatorLog", "InMemoryCoordinatorLogs", "LogEntry"]
@@ -57,6 +64,11 @@ class CoordinatorLog(Protocol):
     async def append(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
         """Append one batch atomically; the offset of its last record once committed."""
+        ...
+
+    async def write(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                    producer_epoch: int = -1) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        """Write one batch as the leader: the offset of its last record, and what waits for its commit."""
         ...
 
     async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
@@ -100,6 +112,11 @@ class InMemoryCoordinatorLog:
             entry = (len(self.entries), key, value)
             self.entries.append(entry if producer_id < 0 else (*entry, producer_id))
         return len(self.entries) - 1
+
+    async def write(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                    producer_epoch: int = -1) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        """``append``, committed at once (a subclass may hold commits back: tests of the pipeline)."""
+        return await self.append(records, producer_id=producer_id, producer_epoch=producer_epoch), None
 
     async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                             commit: bool) -> int:

@@ -3,7 +3,9 @@
 Appends are one v2 record batch per operation (no compression, create-time timestamps = now, no
 producer id), written as leader with acks=all; the offset of the batch's last record is returned once
 the append is acknowledged: committed to the whole ISR, or a CoordinatorLogError (REQUEST_TIMED_OUT
-after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``read_all`` reads the
+after ``append_timeout_ms``, as Kafka's offsets.commit.timeout.ms). ``write`` is the same append in two
+halves, as Kafka's CoordinatorPartitionWriter: the leader's own write (its offset at once), then the wait
+for the high watermark (None when it is already there: a single replica). ``read_all`` reads the
 partition from its log start offset to its log end and yields every record; records of
 transactional batches carry their producer id, and transaction markers are yielded as
 ``(offset, None, None, producer_id, commit)`` (see ``coordinator.runtime.log``).
@@ -11,7 +13,7 @@ transactional batches carry their producer id, and transaction markers are yield
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from coordinator.runtime.clock import Clock
@@ -50,10 +52,19 @@ class ReplicaCoordinatorLog:
 
     async def append(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
                      producer_epoch: int = -1) -> int:
+        last_offset, wait_committed = await self.write(records, producer_id=producer_id,
+                                                       producer_epoch=producer_epoch)
+        if wait_committed is not None:
+            await wait_committed()
+        return last_offset
+
+    async def write(self, records: Sequence[tuple[bytes | None, bytes | None]], *, producer_id: int = -1,
+                    producer_epoch: int = -1) -> tuple[int, Callable[[], Awaitable[None]] | None]:
         batch = build_simple_batch([v for _, v in records], keys=[k for k, _ in records],
                                    timestamp=self._clock.now_ms(), producer_id=producer_id,
                                    producer_epoch=producer_epoch, is_transactional=producer_id >= 0)
-        return await self._append(batch) + len(records) - 1
+        first, wait_committed = await self._write(batch)
+        return first + len(records) - 1, wait_committed
 
     async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                             commit: bool) -> int:
@@ -64,13 +75,30 @@ class ReplicaCoordinatorLog:
         return await self._append(marker)
 
     async def _append(self, batch: bytes) -> int:
-        """Append one batch as the coordinator; the offset of its first record."""
+        """Append one batch as the coordinator; the offset of its first record, once committed."""
+        first, wait_committed = await self._write(batch)
+        if wait_committed is not None:
+            await wait_committed()
+        return first
+
+    async def _write(self, batch: bytes) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        """Write one batch as the leader (min.insync.replicas checked first, as acks=all): the offset of its
+        first record, and what waits for its commit (None: committed already)."""
         tp = (self.topic, self.partition)
-        result = (await self._rm.append_records({tp: batch}, -1, self.append_timeout_ms,
-                                                origin=AppendOrigin.COORDINATOR))[tp]
+        results, appended = await self._rm.append_records_locally({tp: batch}, -1, self.append_timeout_ms,
+                                                                  origin=AppendOrigin.COORDINATOR)
+        result = results[tp]
         if result.error_code != ErrorCode.NONE:
             raise CoordinatorLogError(result.error_code, result.error_message)
-        return result.base_offset
+        partition, required_offset = appended[tp]
+        if partition.acks_all_error(required_offset, partition.log.config.min_insync_replicas) == ErrorCode.NONE:
+            return result.base_offset, None
+
+        async def wait_committed() -> None:
+            await self._rm.wait_for_high_watermarks(appended, results, self.append_timeout_ms)
+            if results[tp].error_code != ErrorCode.NONE:
+                raise CoordinatorLogError(results[tp].error_code, results[tp].error_message)
+        return result.base_offset, wait_committed
 
     @property
     def log_end_offset(self) -> int | None:

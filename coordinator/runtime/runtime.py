@@ -5,23 +5,33 @@ Kafka's CoordinatorRuntime in miniature, shared by the group (__consumer_offsets
 (the coordinator's state for that partition) and a queue drained by its own asyncio task, so shard
 state needs no locks. A write operation — a request or a due timeout — runs on that task:
 
-    result = operation(shard)            # reads the state, returns records + response
-    await log.append(encoded records)    # one batch, acks=all; the next operation waits for it
-    shard.replay(offset, record) ...     # the state changes (unless result.replay is False)
-    result.on_appended(None)             # e.g. answer parked SyncGroups
+    result = operation(shard)                # reads the state, returns records + response
+    await log.write(encoded records)         # one batch, written by the leader (not replicated yet)
+    shard.replay(offset, record) ...         # the state changes (unless result.replay is False)
+    ... the next operation runs at once: it sees this one's effect
+    ... once the high watermark passes the batch, in write order:
+    result.on_appended(None)                 # e.g. answer parked SyncGroups
     -> response
 
-Because the task awaits each append before taking the next operation, state and log never diverge:
-an operation sees the effect of every earlier one, and a failed append changes nothing that is
-record-backed (the error goes to the caller, mapped by ``map_append_error`` as Kafka maps append
-errors for that coordinator). Reads run without queuing; they see the state as of the last completed
-write.
+The writes are pipelined as Kafka's CoordinatorRuntime's: an operation's records are applied and written at
+once and its response is held until they are committed (acks=all), so one replication round trip commits
+every operation written meanwhile, instead of each waiting for its own before the next may run. An
+operation that writes nothing is answered at once, or with the writes before it when they are not committed
+yet (it may have seen their state), as Kafka's. Reads (``read``) run without queuing on the latest state and
+are answered once what they saw is committed, so no reader learns of a write that may still be lost (Kafka
+reads its last committed snapshot at once: the same answers, a round trip sooner under writes).
+
+A leader's write that fails leaves no record and changes nothing record-backed (the error goes to the
+caller, mapped by ``map_append_error`` as Kafka maps append errors for that coordinator). A commit that
+fails (timed out, leadership or the ISR lost) fails that operation and every later one still held, and the
+shard is reloaded from the log before the next operation runs: the log holds exactly what the leader wrote,
+which is what Kafka's coordinator keeps (or reverts to, for a write that never reached the log).
 
 Records are the truth: a shard is loaded (this node was elected leader of the partition) by
 replaying its whole log (``CoordinatorLog.read_all``) on its task before it serves anything;
 operations for a loading shard wait for the load to finish. Unloading (resignation) stops the task,
-fails the operation in flight and what is queued with NOT_COORDINATOR and tells the shard
-(``on_unloaded``).
+fails the operation in flight, the responses held and what is queued with NOT_COORDINATOR and tells the
+shard (``on_unloaded``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -91,7 +102,26 @@ class _Timeout:
     token: int
 
 
-_Item = _Write[Any] | _AsyncWrite[Any] | _Timeout
+class _Reload:
+    """Wakes the shard task to reload the shard (a commit failed)."""
+
+
+_Item = _Write[Any] | _AsyncWrite[Any] | _Timeout | _Reload
+
+
+@dataclass
+class _Held:
+    """An operation's answer, held until its records are committed (Kafka's deferred event).
+
+    ``wait_committed``: awaits the commit of its own records; None when it wrote none (it waits for the
+    writes before it) or they are committed already. ``done``: made for readers waiting on this entry;
+    True once committed, False once failed."""
+
+    wait_committed: Callable[[], Awaitable[None]] | None
+    future: asyncio.Future[Any] | None
+    response: Any
+    on_appended: Callable[[BaseException | None], None] | None
+    done: asyncio.Future[bool] | None = None
 
 
 class _ShardContext(Generic[ShardT]):
@@ -106,6 +136,11 @@ class _ShardContext(Generic[ShardT]):
         self.failed: BaseException | None = None
         self.busy = False
         self.task: asyncio.Task[None] | None = None
+        # Answers of written operations, in write order, until the high watermark passes their records.
+        self.held: deque[_Held] = deque()
+        self.committer: asyncio.Task[None] | None = None
+        # A commit failed: the shard is reloaded from the log before the next operation (the error given).
+        self.reload: ApiError | None = None
 
 
 class CoordinatorRuntime(Generic[ShardT]):
@@ -160,21 +195,27 @@ class CoordinatorRuntime(Generic[ShardT]):
             await self.unload(partition)
 
     async def _stop(self, ctx: _ShardContext[ShardT]) -> None:
-        if ctx.task is not None:
-            ctx.task.cancel()
-            try:
-                await ctx.task
-            except asyncio.CancelledError:
-                pass
-        if ctx.loaded.is_set() and ctx.failed is None:
+        for task in (ctx.task, ctx.committer):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        ctx.committer = None
+        while ctx.held:  # as Kafka's unload: the held answers fail (the shard answers its parked requests)
+            self._complete(ctx.held.popleft(), None, NotCoordinatorError(ErrorCode.NOT_COORDINATOR),
+                           call_on_appended=False)
+        if ctx.failed is None and (ctx.loaded.is_set() or ctx.reload is not None):
             try:
                 ctx.shard.on_unloaded()
             except Exception:
                 log.exception("error unloading %s-%d", self.topic, ctx.partition)
         ctx.timer.cancel_all()
+        ctx.loaded.set()  # readers waiting for a reload find the partition gone
         while not ctx.queue.empty():
             item = ctx.queue.get_nowait()
-            if not isinstance(item, _Timeout):
+            if not isinstance(item, (_Timeout, _Reload)):
                 _fail(item.future, NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
 
     async def _load(self, ctx: _ShardContext[ShardT]) -> None:
@@ -218,22 +259,16 @@ class CoordinatorRuntime(Generic[ShardT]):
 
     # -- the shard task ---------------------------------------------------------------------------------
     async def _run(self, ctx: _ShardContext[ShardT]) -> None:
-        try:
-            await self._load(ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.exception("loading %s-%d failed", self.topic, ctx.partition)
-            ctx.failed = exc
-            ctx.loaded.set()
-            while not ctx.queue.empty():
-                item = ctx.queue.get_nowait()
-                if not isinstance(item, _Timeout):
-                    _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        if not await self._load_or_fail(ctx):
             return
-        ctx.loaded.set()
         while True:
             item = await ctx.queue.get()
+            if ctx.reload is not None and not await self._reload(ctx):
+                if not isinstance(item, (_Timeout, _Reload)):
+                    _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                return
+            if isinstance(item, _Reload):
+                continue
             ctx.busy = True
             try:
                 if isinstance(item, _Timeout):
@@ -257,6 +292,35 @@ class CoordinatorRuntime(Generic[ShardT]):
             finally:
                 ctx.busy = False
 
+    async def _load_or_fail(self, ctx: _ShardContext[ShardT]) -> bool:
+        """Load the shard; False (the partition unusable here, what is queued failed) if that failed."""
+        try:
+            await self._load(ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("loading %s-%d failed", self.topic, ctx.partition)
+            ctx.failed = exc
+            ctx.loaded.set()
+            while not ctx.queue.empty():
+                item = ctx.queue.get_nowait()
+                if not isinstance(item, (_Timeout, _Reload)):
+                    _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return False
+        ctx.loaded.set()
+        return True
+
+    async def _reload(self, ctx: _ShardContext[ShardT]) -> bool:
+        """A fresh shard replayed from the log, after a commit failed (Kafka reverts to its snapshot)."""
+        ctx.reload = None
+        try:
+            ctx.shard.on_unloaded()
+        except Exception:
+            log.exception("error unloading %s-%d", self.topic, ctx.partition)
+        ctx.timer.cancel_all()
+        ctx.shard = self._shard_factory(ctx.partition, ctx.timer)
+        return await self._load_or_fail(ctx)
+
     async def _execute(self, ctx: _ShardContext[ShardT], operation: Operation[ShardT],
                        future: asyncio.Future[Any] | None, what: str) -> None:
         try:
@@ -270,42 +334,112 @@ class CoordinatorRuntime(Generic[ShardT]):
             return
         if result is None:
             result = CoordinatorResult()
+        if not result.records:  # answered now, or with the writes before it, whose state it may have seen
+            held = _Held(None, future, result.response, result.on_appended)
+            if ctx.held:
+                self._hold(ctx, held)
+            else:
+                self._complete(held, None, None)
+            return
+        encoded = [r.encode() for r in result.records]
         try:
-            await self._apply(ctx, result)
-        except ApiError as exc:
-            _fail(future, exc)
-            return
+            if result.producer_id >= 0:
+                last_offset, wait_committed = await ctx.log.write(encoded, producer_id=result.producer_id,
+                                                                  producer_epoch=result.producer_epoch)
+            else:
+                last_offset, wait_committed = await ctx.log.write(encoded)
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:
-            log.exception("%s-%d: applying the result of %s failed", self.topic, ctx.partition, what)
-            _fail(future, exc)
+            code = exc.error_code if isinstance(exc, CoordinatorLogError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            log.warning("%s-%d: append of %d records failed: %s", self.topic, ctx.partition, len(encoded), exc)
+            error = ApiError(self._map_append_error(code))
+            error.__cause__ = exc
+            self._complete(_Held(None, future, None, result.on_appended), exc, error)
             return
-        if future is not None and not future.done():
-            future.set_result(result.response)
-
-    async def _apply(self, ctx: _ShardContext[ShardT], result: CoordinatorResult[Any]) -> None:
-        if result.records:
-            encoded = [r.encode() for r in result.records]
+        held = _Held(wait_committed, future, result.response, result.on_appended)
+        if ctx.reload is not None:  # a commit failed meanwhile: this one goes too, the log replayed instead
+            self._complete(held, ctx.reload.__cause__, ctx.reload)
+            return
+        if result.replay:
+            first = last_offset - len(result.records) + 1
             try:
-                if result.producer_id >= 0:
-                    last_offset = await ctx.log.append(encoded, producer_id=result.producer_id,
-                                                       producer_epoch=result.producer_epoch)
-                else:
-                    last_offset = await ctx.log.append(encoded)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                code = exc.error_code if isinstance(exc, CoordinatorLogError) else ErrorCode.UNKNOWN_SERVER_ERROR
-                log.warning("%s-%d: append of %d records failed: %s", self.topic, ctx.partition,
-                            len(encoded), exc)
-                if result.on_appended is not None:
-                    result.on_appended(exc)
-                raise ApiError(self._map_append_error(code)) from exc
-            if result.replay:
-                first = last_offset - len(result.records) + 1
                 for i, record in enumerate(result.records):
                     _replay(ctx.shard, first + i, record, result.producer_id)
-        if result.on_appended is not None:
-            result.on_appended(None)
+            except Exception as exc:
+                log.exception("%s-%d: replaying the records of %s failed", self.topic, ctx.partition, what)
+                self._hold(ctx, held)
+                self._commit_failed(ctx, exc)
+                return
+        if wait_committed is None and not ctx.held:
+            self._complete(held, None, None)
+        else:
+            self._hold(ctx, held)
+
+    # -- held answers (Kafka's deferred events) ---------------------------------------------------------
+    def _hold(self, ctx: _ShardContext[ShardT], held: _Held) -> None:
+        ctx.held.append(held)
+        if ctx.committer is None:
+            ctx.committer = asyncio.get_running_loop().create_task(
+                self._commit(ctx), name=f"coordinator-{self.topic}-{ctx.partition}-commits")
+
+    async def _commit(self, ctx: _ShardContext[ShardT]) -> None:
+        """Answer the held operations in write order as their records are committed."""
+        me = asyncio.current_task()
+        try:
+            while ctx.held:
+                held = ctx.held[0]
+                if held.wait_committed is not None:
+                    try:
+                        await held.wait_committed()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        if ctx.held and ctx.held[0] is held:
+                            self._commit_failed(ctx, exc)
+                        return
+                if not ctx.held or ctx.held[0] is not held:  # failed meanwhile (a replay failed)
+                    return
+                ctx.held.popleft()
+                self._complete(held, None, None)
+        finally:
+            if ctx.committer is me:
+                ctx.committer = None
+
+    def _commit_failed(self, ctx: _ShardContext[ShardT], exc: BaseException) -> None:
+        """Fail every held answer and reload the shard from the log before the next operation."""
+        code = exc.error_code if isinstance(exc, CoordinatorLogError) else ErrorCode.UNKNOWN_SERVER_ERROR
+        log.warning("%s-%d: %d written operations failed (%s); the shard is reloaded from the log",
+                    self.topic, ctx.partition, len(ctx.held), exc)
+        error = ApiError(self._map_append_error(code))
+        error.__cause__ = exc
+        if ctx.committer is not None and ctx.committer is not asyncio.current_task():
+            ctx.committer.cancel()
+        ctx.committer = None
+        ctx.reload = error
+        ctx.loaded.clear()
+        ctx.timer.cancel_all()
+        while ctx.held:
+            self._complete(ctx.held.popleft(), exc, error)
+        ctx.queue.put_nowait(_Reload())
+
+    def _complete(self, held: _Held, exc: BaseException | None, error: BaseException | None, *,
+                  call_on_appended: bool = True) -> None:
+        """Answer a held operation: its response (``exc`` None) or ``error`` (``exc`` is the log's own)."""
+        if call_on_appended and held.on_appended is not None:
+            try:
+                held.on_appended(exc)
+            except Exception as callback_error:
+                log.exception("%s: completing a write failed", self.topic)
+                if error is None:
+                    error = callback_error
+        if error is None:
+            if held.future is not None and not held.future.done():
+                held.future.set_result(held.response)
+        else:
+            _fail(held.future, error)
+        if held.done is not None and not held.done.done():
+            held.done.set_result(error is None)
 
     # -- scheduling -------------------------------------------------------------------------------------
     async def _context(self, partition: int) -> _ShardContext[ShardT]:
@@ -314,6 +448,8 @@ class CoordinatorRuntime(Generic[ShardT]):
             raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
         if not ctx.loaded.is_set():
             await ctx.loaded.wait()
+            if self._contexts.get(partition) is not ctx:
+                raise NotCoordinatorError(ErrorCode.NOT_COORDINATOR)
         if ctx.failed is not None:
             raise NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return ctx
@@ -351,9 +487,18 @@ class CoordinatorRuntime(Generic[ShardT]):
         return future
 
     async def read(self, partition: int, reader: Callable[[ShardT], T]) -> T:
-        """``reader(shard)`` once the shard is loaded, without queuing behind writes."""
-        ctx = await self._context(partition)
-        return reader(ctx.shard)
+        """``reader(shard)`` once the shard is loaded, without queuing behind writes; its value once every
+        write it may have seen is committed (read again if one failed and the shard was reloaded)."""
+        while True:
+            ctx = await self._context(partition)
+            value = reader(ctx.shard)
+            if not ctx.held:
+                return value
+            last = ctx.held[-1]
+            if last.done is None:
+                last.done = asyncio.get_running_loop().create_future()
+            if await asyncio.shield(last.done):
+                return value
 
     def loaded_partitions(self) -> list[int]:
         return sorted(p for p in self._contexts if self.is_loaded(p))
@@ -371,7 +516,8 @@ class CoordinatorRuntime(Generic[ShardT]):
         idle_rounds = 0
         for _ in range(rounds):
             await asyncio.sleep(0)
-            if all(c.queue.empty() and not c.busy and c.loaded.is_set() for c in self._contexts.values()):
+            if all(c.queue.empty() and not c.busy and not c.held and c.loaded.is_set()
+                   for c in self._contexts.values()):
                 idle_rounds += 1
                 if idle_rounds >= 3:
                     return
