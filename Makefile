@@ -157,11 +157,14 @@ differential-cluster: deps
 ##        (make test's chaos campaign kills leaders too); a topic deleted and created again around kill -9s of its leader, and inside its
 ##        log-work window (stray by topic id: never the old topic's records);
 ##        the first transactional producer after a broker's kill -9 (__transaction_state placed on the dead broker too);
-##        a topic deleted while every broker is asked about it (never leader-less, Kafka 4.4's deleted-topic codes)
+##        a topic deleted while every broker is asked about it (never leader-less, Kafka 4.4's deleted-topic codes);
+##        pipelined offset commits of 8 groups of one partition through kill -9 of their coordinator (no acknowledged
+##        commit lost, on Kafka 4.4 too)
 test-cluster-slow: deps
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_throttle.py compat_tests/test_cluster_surface.py \
 		compat_tests/test_cluster_spark.py tests/pykbroker/test_coordinators.py tests/pykbroker/test_internal_topics.py \
-		compat_tests/test_cluster_transaction_markers.py tests/replication/controller/test_hand_over_cluster.py -s $(ARGS)
+		compat_tests/test_cluster_transaction_markers.py tests/replication/controller/test_hand_over_cluster.py \
+		compat_tests/test_cluster_coordinator_pipeline.py -s $(ARGS)
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_faults.py compat_tests/test_cluster_reassignment.py \
 		-k "unclean or transactional_copier or cancelled_move or killed_leaders or created_again" $(ARGS)
 	PYKBROKER_SLOW_CLUSTER=1 $(PY) -m pytest compat_tests/test_cluster_topic_deletion.py -s $(ARGS)

@@ -9,7 +9,9 @@ BENCH_SECONDS; the figure is commits per second and the p50/p99 latency of one c
   pipelining the shard's appends is about);
 - "spread": the groups hash to N different partitions led by the same broker.
 ``__consumer_offsets`` has three replicas (both clusters' defaults), so each commit is replicated before it is
-answered. The client is one thread with a selector (its cost is small next to a broker's).
+answered. The client is one thread with a selector (its cost is small next to a broker's). Each figure also gives
+the brokers' CPU time per commit (all three processes, user + system), steadier than rates on a busy machine.
+BENCH_FIGURES=one,same,spread picks figures.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 from compat_tests.jvm.kafka_broker import KafkaCluster, jars_dir
+from coordinator.group.partitioner import partition_for as group_partition_for
 from pykbroker.testing import ClusterProcesses, RawClient
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
@@ -32,16 +35,8 @@ TOPIC = "bench-offsets"
 OFFSETS_PARTITIONS = 50
 
 
-def java_hash(s: str) -> int:
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def partition_for(group: str) -> int:
-    h = java_hash(group)
-    return (abs(h) if h != -(1 << 31) else 0) % OFFSETS_PARTITIONS
+    return group_partition_for(group, OFFSETS_PARTITIONS)
 
 
 def coordinator_of(bootstrap: str, group: str) -> str:
@@ -155,7 +150,17 @@ def create_topic(bootstrap: str) -> None:
         c.wait_for_topics(TOPIC, timeout=60)
 
 
-def figures(name: str, bootstrap: str) -> list[tuple[str, str, float, float, float, int]]:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` (the brokers) have used."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def figures(name: str, bootstrap: str, pids: list[int]) -> list[tuple[str, str, float, float, float, int]]:
     create_topic(bootstrap)
     rows = []
     # The partition of a probe group, and its coordinator: every figure talks to that broker.
@@ -164,21 +169,26 @@ def figures(name: str, bootstrap: str) -> list[tuple[str, str, float, float, flo
     # Partitions led by that broker, for the spread figure.
     led = [p for p in range(OFFSETS_PARTITIONS)
            if coordinator_of(bootstrap, groups_on([p], f"lead{p}")[0]) == address]
+    wanted = os.environ.get("BENCH_FIGURES", "one,same,spread").split(",")
     for label, groups in [
-        ("1 conn, 1 group", groups_on([7], "one")),
-        ("16 conns, same partition", groups_on([7] * 16, "same")),
-        ("16 conns, spread", groups_on((led * 16)[:16], "spread")),
+        ("1 conn, 1 group", groups_on([7], "one") if "one" in wanted else []),
+        ("16 conns, same partition", groups_on([7] * 16, "same") if "same" in wanted else []),
+        ("16 conns, spread", groups_on((led * 16)[:16], "spread") if "spread" in wanted else []),
     ]:
+        if not groups:
+            continue
         for g in groups:
             coordinator_of(bootstrap, g)  # loads nothing new for same-partition groups; finds each
         drive(address, groups, WARMUP)  # loads the groups, warms a JIT
+        cpu_before = cpu_seconds(pids)
         rate, lat, errors = drive(address, groups, SECONDS)
+        cpu_ms = (cpu_seconds(pids) - cpu_before) * 1000 / max(len(lat), 1)
         lat.sort()
         p50 = statistics.median(lat) if lat else 0.0
         p99 = lat[int(len(lat) * 0.99) - 1] if lat else 0.0
         rows.append((name, label, rate, p50, p99, errors))
-        print(f"{name:9} {label:26} {rate:8.0f} commits/s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  errors {errors}",
-              flush=True)
+        print(f"{name:9} {label:26} {rate:8.0f} commits/s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
+              f"brokers' CPU {cpu_ms:5.2f} ms/commit  errors {errors}", flush=True)
     return rows
 
 
@@ -188,7 +198,8 @@ def main() -> None:
         root = Path(tmp)
         if only in (None, "pykbroker"):
             with ClusterProcesses(root / "pykbroker", size=3) as cluster:
-                figures("pykbroker", cluster.bootstrap)
+                figures("pykbroker", cluster.bootstrap,
+                        [b.proc.pid for b in cluster.brokers.values() if b.proc is not None])
         if only in (None, "kafka"):
             jars = jars_dir("4.4.0")
             if jars is None:
@@ -197,7 +208,7 @@ def main() -> None:
             kafka = KafkaCluster(jars, root / "kafka", heap="-Xmx1g", quick_start=False)
             kafka.start()
             try:
-                figures("kafka", kafka.bootstrap)
+                figures("kafka", kafka.bootstrap, [n.pid() for n in kafka.nodes])
             finally:
                 for n in kafka.nodes:
                     n.kill()

@@ -37,7 +37,8 @@ __transaction_state, __share_group_state) it leads, the runtime is given a ``Coo
     until a transaction marker of the producer ends the transaction.
 
 ``await log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit) -> offset``
-    Append a COMMIT or ABORT control batch (the transaction coordinator's marker) as the coordinator.
+    Append a COMMIT or ABORT control batch (the transaction coordinator's marker) as the coordinator;
+    ``write_marker`` is its two halves, as ``write``.
 
 Replay entries of transactional data carry the producer id as a fourth element, and a marker is the
 entry ``(offset, None, None, producer_id, commit)``.
@@ -74,6 +75,11 @@ class CoordinatorLog(Protocol):
     async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                             commit: bool) -> int:
         """Append a transaction marker; its offset."""
+        ...
+
+    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        """Write a transaction marker as the leader: its offset, and what waits for its commit."""
         ...
 
     def read_all(self) -> Iterable[LogEntry] | AsyncIterable[LogEntry]:
@@ -122,6 +128,10 @@ class InMemoryCoordinatorLog:
                             commit: bool) -> int:
         self.entries.append((len(self.entries), None, None, producer_id, commit))
         return len(self.entries) - 1
+
+    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        return await self.append_marker(producer_id, producer_epoch, coordinator_epoch, commit), None
 
     def read_all(self) -> Iterable[LogEntry]:
         return list(self.entries)

@@ -68,18 +68,18 @@ class ReplicaCoordinatorLog:
 
     async def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                             commit: bool) -> int:
+        offset, wait_committed = await self.write_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+        if wait_committed is not None:
+            await wait_committed()
+        return offset
+
+    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
         marker = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
                                      producer_id=producer_id, producer_epoch=producer_epoch,
                                      timestamp=self._clock.now_ms(), partition_leader_epoch=-1,
                                      coordinator_epoch=coordinator_epoch)
-        return await self._append(marker)
-
-    async def _append(self, batch: bytes) -> int:
-        """Append one batch as the coordinator; the offset of its first record, once committed."""
-        first, wait_committed = await self._write(batch)
-        if wait_committed is not None:
-            await wait_committed()
-        return first
+        return await self._write(marker)
 
     async def _write(self, batch: bytes) -> tuple[int, Callable[[], Awaitable[None]] | None]:
         """Write one batch as the leader (min.insync.replicas checked first, as acks=all): the offset of its

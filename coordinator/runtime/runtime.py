@@ -102,11 +102,20 @@ class _Timeout:
     token: int
 
 
+@dataclass
+class _Marker:
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    future: asyncio.Future[Any]
+
+
 class _Reload:
     """Wakes the shard task to reload the shard (a commit failed)."""
 
 
-_Item = _Write[Any] | _AsyncWrite[Any] | _Timeout | _Reload
+_Item = _Write[Any] | _AsyncWrite[Any] | _Marker | _Timeout | _Reload
 
 
 @dataclass
@@ -263,19 +272,21 @@ class CoordinatorRuntime(Generic[ShardT]):
             return
         while True:
             item = await ctx.queue.get()
-            if ctx.reload is not None and not await self._reload(ctx):
-                if not isinstance(item, (_Timeout, _Reload)):
-                    _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-                return
-            if isinstance(item, _Reload):
-                continue
             ctx.busy = True
             try:
-                if isinstance(item, _Timeout):
+                if ctx.reload is not None and not await self._reload(ctx):
+                    if not isinstance(item, (_Timeout, _Reload)):
+                        _fail(item.future, NotCoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                    return
+                if isinstance(item, _Reload):
+                    pass
+                elif isinstance(item, _Timeout):
                     timeout = ctx.timer.take(item.key, item.token)
                     if timeout is not None:
                         await self._execute(ctx, lambda _shard: timeout(),  # noqa: B023 - called at once
                                             None, f"timeout {item.key}")
+                elif isinstance(item, _Marker):
+                    await self._write_marker(ctx, item)
                 elif isinstance(item, _AsyncWrite):
                     try:
                         item.future.set_result(await item.operation(ctx))
@@ -286,7 +297,7 @@ class CoordinatorRuntime(Generic[ShardT]):
                 else:
                     await self._execute(ctx, item.operation, item.future, "write")
             except asyncio.CancelledError:
-                if not isinstance(item, _Timeout):  # unloaded while its append was in flight
+                if not isinstance(item, (_Timeout, _Reload)):  # unloaded while its append was in flight
                     _fail(item.future, NotCoordinatorError(ErrorCode.NOT_COORDINATOR))
                 raise
             finally:
@@ -358,23 +369,44 @@ class CoordinatorRuntime(Generic[ShardT]):
             self._complete(_Held(None, future, None, result.on_appended), exc, error)
             return
         held = _Held(wait_committed, future, result.response, result.on_appended)
+        first = last_offset - len(result.records) + 1
+
+        def replay() -> None:
+            if result.replay:
+                for i, record in enumerate(result.records):
+                    _replay(ctx.shard, first + i, record, result.producer_id)
+        self._written(ctx, held, what, replay)
+
+    def _written(self, ctx: _ShardContext[ShardT], held: _Held, what: str, replay: Callable[[], object]) -> None:
+        """The leader wrote ``held``'s records: ``replay`` them into the shard and hold the answer until they
+        are committed (answer at once when they are and nothing before them is held)."""
         if ctx.reload is not None:  # a commit failed meanwhile: this one goes too, the log replayed instead
             self._complete(held, ctx.reload.__cause__, ctx.reload)
             return
-        if result.replay:
-            first = last_offset - len(result.records) + 1
-            try:
-                for i, record in enumerate(result.records):
-                    _replay(ctx.shard, first + i, record, result.producer_id)
-            except Exception as exc:
-                log.exception("%s-%d: replaying the records of %s failed", self.topic, ctx.partition, what)
-                self._hold(ctx, held)
-                self._commit_failed(ctx, exc)
-                return
-        if wait_committed is None and not ctx.held:
+        try:
+            replay()
+        except Exception as exc:
+            log.exception("%s-%d: replaying the records of %s failed", self.topic, ctx.partition, what)
+            self._hold(ctx, held)
+            self._commit_failed(ctx, exc)
+            return
+        if held.wait_committed is None and not ctx.held:
             self._complete(held, None, None)
         else:
             self._hold(ctx, held)
+
+    async def _write_marker(self, ctx: _ShardContext[ShardT], marker: _Marker) -> None:
+        """A transaction marker, pipelined as a write: applied at once, answered once committed."""
+        try:
+            offset, wait_committed = await ctx.log.write_marker(marker.producer_id, marker.producer_epoch,
+                                                                marker.coordinator_epoch, marker.commit)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _fail(marker.future, exc)
+            return
+        self._written(ctx, _Held(wait_committed, marker.future, None, None), "a transaction marker",
+                      lambda: _replay_end_transaction(ctx.shard, offset, marker.producer_id, marker.commit))
 
     # -- held answers (Kafka's deferred events) ---------------------------------------------------------
     def _hold(self, ctx: _ShardContext[ShardT], held: _Held) -> None:
@@ -464,11 +496,10 @@ class CoordinatorRuntime(Generic[ShardT]):
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
                                    coordinator_epoch: int, commit: bool) -> None:
-        """Write a transaction marker to ``partition`` on its shard's task, then apply it to the shard."""
-        async def write_marker(ctx: _ShardContext[ShardT]) -> None:
-            offset = await ctx.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit)
-            _replay_end_transaction(ctx.shard, offset, producer_id, commit)
-        await self._enqueue(partition, lambda future: _AsyncWrite(write_marker, future))
+        """Write a transaction marker to ``partition`` on its shard's task and apply it to the shard; returns
+        once it is committed."""
+        await self._enqueue(partition, lambda future: _Marker(producer_id, producer_epoch, coordinator_epoch,
+                                                              commit, future))
 
     async def run(self, partition: int, operation: Callable[[_ShardContext[ShardT]], Awaitable[T]]) -> T:
         """Run an async ``operation`` on the shard's task: it may await I/O (its own appends through

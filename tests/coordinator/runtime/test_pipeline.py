@@ -24,7 +24,13 @@ class HeldLog(InMemoryCoordinatorLog):
 
     async def write(self, records, *, producer_id: int = -1, producer_epoch: int = -1):
         last = await self.append(records, producer_id=producer_id, producer_epoch=producer_epoch)
+        return last, self._waiting_for(last)
 
+    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool):
+        offset = await self.append_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+        return offset, self._waiting_for(offset)
+
+    def _waiting_for(self, last: int):
         async def wait_committed() -> None:
             while self.high_watermark <= last:
                 if self.failure is not None:
@@ -32,7 +38,7 @@ class HeldLog(InMemoryCoordinatorLog):
                 waiter = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
                 await waiter
-        return last, wait_committed
+        return wait_committed
 
     def commit(self, up_to: int | None = None) -> None:
         """Move the high watermark to ``up_to`` (default: the log end)."""
@@ -182,3 +188,19 @@ async def test_unloading_fails_the_held_answers_and_the_waiting_reads_with_not_c
     except Exception as exc:
         assert getattr(exc, "error_code", None) == ErrorCode.NOT_COORDINATOR
     await c.close()
+
+
+@run
+async def test_transaction_markers_are_pipelined_too():
+    h, log = await loaded_harness()
+    c = h.coordinator
+    partition = c.partition_for("g")
+    marker = asyncio.ensure_future(h.runtime.complete_transaction(partition, 42, 0, 0, True))
+    after = asyncio.ensure_future(c.commit_offsets(info(9), commit("g", {("a", 0): 5})))
+    await until(lambda: log.log_end_offset == 2)  # the marker and the next commit are both written
+    assert log.entries[0][1:] == (None, None, 42, True)
+    await idle()
+    assert not marker.done() and not after.done()
+    log.commit()
+    await marker
+    assert codes(await after) == {("a", 0): ErrorCode.NONE}
