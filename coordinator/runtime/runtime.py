@@ -531,6 +531,11 @@ class CoordinatorRuntime(Generic[ShardT]):
             if await asyncio.shield(last.done):
                 return value
 
+    async def loaded(self, partition: int) -> ShardT:
+        """The shard once loaded, at once even while writes are held: for a caller that keeps its own pending
+        state for what it has written (the transaction coordinator, as Kafka's TransactionStateManager)."""
+        return (await self._context(partition)).shard
+
     def loaded_partitions(self) -> list[int]:
         return sorted(p for p in self._contexts if self.is_loaded(p))
 

@@ -258,7 +258,7 @@ class TransactionCoordinator:
         """The shard of a partition this node leads, once loaded (a load that failed is started again)."""
         try:
             self._runtime.load(index)
-            return await self._runtime.read(index, lambda shard: shard)
+            return await self._runtime.loaded(index)
         except ApiError as exc:
             raise TxnError(exc.error_code) from None
 
