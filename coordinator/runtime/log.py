@@ -43,8 +43,9 @@ __transaction_state, __share_group_state) it leads, the runtime is given a ``Coo
 Replay entries of transactional data carry the producer id as a fourth element, and a marker is the
 entry ``(offset, None, None, producer_id, commit)``.
 
-Appends and reads of one partition are only ever issued by that partition's shard task, one at a
-time, so an implementation needs no locking of its own.
+Appends, writes and reads of one partition are only ever issued by that partition's shard task, one at a
+time, so an implementation needs no locking of its own; the ``wait_committed`` of its writes are awaited
+meanwhile (one at a time, in write order, by the shard's committer).
 """
 
 from __future__ import annotations
