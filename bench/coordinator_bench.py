@@ -11,7 +11,8 @@ BENCH_SECONDS; the figure is commits per second and the p50/p99 latency of one c
 ``__consumer_offsets`` has three replicas (both clusters' defaults), so each commit is replicated before it is
 answered. The client is one thread with a selector (its cost is small next to a broker's). Each figure also gives
 the brokers' CPU time per commit (all three processes, user + system), steadier than rates on a busy machine.
-BENCH_FIGURES=one,same,spread picks figures.
+BENCH_FIGURES=one,same,spread,txn picks figures; "txn": 8 confluent-kafka transactional producers, each committing
+its own group's offset (groups of one partition) in a transaction of its own, back to back (transactions/s).
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def figures(name: str, bootstrap: str, pids: list[int]) -> list[tuple[str, str, 
     # Partitions led by that broker, for the spread figure.
     led = [p for p in range(OFFSETS_PARTITIONS)
            if coordinator_of(bootstrap, groups_on([p], f"lead{p}")[0]) == address]
-    wanted = os.environ.get("BENCH_FIGURES", "one,same,spread").split(",")
+    wanted = os.environ.get("BENCH_FIGURES", "one,same,spread,txn").split(",")
     for label, groups in [
         ("1 conn, 1 group", groups_on([7], "one") if "one" in wanted else []),
         ("16 conns, same partition", groups_on([7] * 16, "same") if "same" in wanted else []),
@@ -189,7 +190,57 @@ def figures(name: str, bootstrap: str, pids: list[int]) -> list[tuple[str, str, 
         rows.append((name, label, rate, p50, p99, errors))
         print(f"{name:9} {label:26} {rate:8.0f} commits/s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  "
               f"brokers' CPU {cpu_ms:5.2f} ms/commit  errors {errors}", flush=True)
+    if "txn" in wanted:
+        transactions(name, bootstrap, pids, groups_on([7] * TXN_PRODUCERS, "txn"))
     return rows
+
+
+TXN_PRODUCERS = 8
+
+
+def transactions(name: str, bootstrap: str, pids: list[int], groups: list[str]) -> None:
+    """``TXN_PRODUCERS`` confluent-kafka producers, each committing its group's offset in a transaction of its own
+    (AddOffsetsToTxn, TxnOffsetCommit, EndTxn and a marker on the groups' one __consumer_offsets partition), back to
+    back; transactions per second."""
+    import threading
+
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    done = [0] * len(groups)
+    stop = threading.Event()
+    counting = threading.Event()
+
+    def loop(i: int, group: str) -> None:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{group}-txn"})
+        producer.init_transactions(60)
+        offset = 0
+        while not stop.is_set():
+            offset += 1
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction([TopicPartition(TOPIC, 0, offset)],
+                                                 consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+            if counting.is_set():
+                done[i] += 1
+        producer.flush(5)
+        consumer.close()
+
+    threads = [threading.Thread(target=loop, args=(i, g), daemon=True) for i, g in enumerate(groups)]
+    for t in threads:
+        t.start()
+    time.sleep(WARMUP + 2)  # the producers' ids and the coordinators' loads
+    counting.set()
+    cpu_before = cpu_seconds(pids)
+    started = time.perf_counter()
+    time.sleep(SECONDS)
+    count, elapsed = sum(done), time.perf_counter() - started
+    cpu_ms = (cpu_seconds(pids) - cpu_before) * 1000 / max(count, 1)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    print(f"{name:9} {f'{TXN_PRODUCERS} txn producers, offsets':26} {count / elapsed:8.0f} txns/s     "
+          f"brokers' CPU {cpu_ms:5.2f} ms/txn", flush=True)
 
 
 def main() -> None:
