@@ -18,8 +18,9 @@ once and its response is held until they are committed (acks=all), so one replic
 every operation written meanwhile, instead of each waiting for its own before the next may run. An
 operation that writes nothing is answered at once, or with the writes before it when they are not committed
 yet (it may have seen their state), as Kafka's. Reads (``read``) run without queuing on the latest state and
-are answered once what they saw is committed, so no reader learns of a write that may still be lost (Kafka
-reads its last committed snapshot at once: the same answers, a round trip sooner under writes).
+are answered once what they saw is committed, so no reader learns of a write that may still be lost. Kafka
+reads its last committed snapshot instead, at once; without snapshots this answers at most a round trip later,
+with what was committed by then (a client cannot tell the two apart: either answer is committed state).
 
 A leader's write that fails leaves no record and changes nothing record-backed (the error goes to the
 caller, mapped by ``map_append_error`` as Kafka maps append errors for that coordinator). A commit that
