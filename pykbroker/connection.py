@@ -37,19 +37,14 @@ if TYPE_CHECKING:
 
 from pykbroker.context import ANONYMOUS
 from pykbroker.dispatch import CloseConnection, Dispatcher
-from pykbroker.response_writer import ResponseWriter, socket_fd
+from pykbroker.response_writer import ANSWER_BEFORE_FRAME_BYTES, ResponseWriter, socket_fd
 
-__all__ = ["Connection", "CloseConnection", "MAX_PENDING_FRAMES"]
+__all__ = ["ANSWER_BEFORE_FRAME_BYTES", "Connection", "CloseConnection", "MAX_PENDING_FRAMES"]
 
 log = logging.getLogger("pykbroker.connection")
 
 # Frames buffered beyond this pause reading from the socket until the backlog drains.
 MAX_PENDING_FRAMES = 64
-# Answers queued in this event-loop pass are written before a request larger than this is handled: its
-# handling (a produced batch's validation and append) takes long enough that the client, which can only
-# have a few requests in flight (a producer's max.in.flight.requests.per.connection), would otherwise wait
-# idle for answers that are ready. Smaller pipelined requests keep their answers in one write per pass.
-ANSWER_BEFORE_FRAME_BYTES = 4096
 # How long a connection handles its buffered frames before it lets the event loop run once. A librdkafka producer
 # pipelines hundreds of one-record requests (max.in.flight 1,000,000); handled in one pass, a consumer reading the
 # same partitions got its records ~70 at a time from each partition (the frames of one pass) where Kafka 4.4 gives
@@ -84,7 +79,9 @@ class Connection(asyncio.BufferedProtocol):
         self.frames = FrameReader(broker.config.socket_request_max_bytes,
                                   self._pool.try_allocate if self._pool is not None else None)
         self.pending: deque[bytes | bytearray] = deque()
-        self.arrived: deque[float] = deque()  # when each pending frame was read (perf_counter), for metrics
+        # When each pending frame was read (perf_counter), for metrics' request queue time: only while metrics
+        # record (installed before the first connection), one clock read per socket read, not per frame.
+        self.arrived: deque[float] | None = deque() if broker.metrics is not None else None
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.dispatcher: Dispatcher | None = None
@@ -130,11 +127,13 @@ class Connection(asyncio.BufferedProtocol):
 
     def _take_frames(self) -> None:
         """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""
-        frames, pending, channel = self.frames, self.pending, self.channel
+        frames, pending, channel, arrived = self.frames, self.pending, self.channel, self.arrived
+        now = 0.0
         try:
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
-                self.arrived.append(time.perf_counter())
+                if arrived is not None:
+                    arrived.append(now or (now := time.perf_counter()))
                 channel.queued += 1
             frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:
@@ -195,7 +194,8 @@ class Connection(asyncio.BufferedProtocol):
                 self._pool.release(sum(len(f) for f in self.pending))
             n = len(self.pending)
             self.pending.clear()
-            self.arrived.clear()
+            if self.arrived is not None:
+                self.arrived.clear()
             self.channel.dequeue(n)
         if self._pool is not None and (held := self.frames.held_bytes()):
             self._pool.release(held)
@@ -292,7 +292,7 @@ class Connection(asyncio.BufferedProtocol):
                 frame_bytes = self.pending.popleft()
                 if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
                     self.writer.flush()  # answers queued in this pass go now, not after this request's handling
-                arrived = self.arrived.popleft()
+                arrived = self.arrived.popleft() if self.arrived is not None else 0.0
                 self.channel.dequeue()
                 if "backlog" in self._muted and len(self.pending) < MAX_PENDING_FRAMES // 2:
                     self._unmute("backlog")

@@ -129,7 +129,6 @@ class Dispatcher:
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them
         started = handled = time.perf_counter() if metrics is not None else 0.0
-        waited = False  # the handler waited (a long poll woken by an append, say): its answer goes at once
         try:
             if request is None:
                 assert entry.error_response is not None
@@ -137,7 +136,6 @@ class Dispatcher:
             elif ctx.measure_time or metrics is not None:
                 handled, response = run_timed(entry.handle(ctx, request), ctx, started or time.perf_counter())
                 if not handled:  # it waits: the rest is timed step by step
-                    waited = True
                     response = await response
             else:
                 coro = entry.handle(ctx, request)
@@ -146,7 +144,6 @@ class Dispatcher:
                 except StopIteration as done:
                     response = done.value
                 else:
-                    waited = True
                     response = await _Rest(coro, first)
         except CloseConnection:
             raise
@@ -165,8 +162,7 @@ class Dispatcher:
                 send_started = time.perf_counter()
             # The response header is v1 for a flexible request (header v2), but ApiVersions' always v0.
             await self.writer.send(response, correlation_id, api_version,
-                                   1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0,
-                                   at_once=waited)
+                                   1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0)
             if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests
