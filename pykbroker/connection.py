@@ -122,8 +122,8 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed:
             return
         self._last_read = self._loop.time()
-        self.frames.buffer_updated(nbytes)
-        self._take_frames()
+        if self.frames.buffer_updated(nbytes):  # else more of a large frame's body, still not whole
+            self._take_frames()
 
     def _take_frames(self) -> None:
         """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""

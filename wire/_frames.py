@@ -83,16 +83,20 @@ class FrameReader:
             self._pos, self._end = 0, unread
         return memoryview(scratch)[self._end:]
 
-    def buffer_updated(self, n: int) -> None:
-        """``n`` bytes were written at the start of the last ``get_buffer()``."""
+    def buffer_updated(self, n: int) -> bool:
+        """``n`` bytes were written at the start of the last ``get_buffer()``. False when no frame can have been
+        completed by them (they went to a large frame's body, which is not whole yet): ``next_frame`` would say
+        None, and the caller need not ask."""
         body = self._body
         if body is None:
             self._end += n
-            return
+            return True
         self._body_filled += n
         if self._body_filled == len(body):
             self._ready.append(body)
             self._body, self._body_filled = None, 0
+            return True
+        return False
 
     # -- sans-IO side --------------------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview) -> None:

@@ -126,11 +126,13 @@ def read_like_a_socket(reader: FrameReader, data: bytes, sizes: list[int]) -> li
         assert len(target) > 0
         n = min(len(target), len(data) - pos, max(1, sizes[i % len(sizes)]) if sizes else len(data))
         target[:n] = data[pos:pos + n]
-        reader.buffer_updated(n)
+        may_have_frames = reader.buffer_updated(n)
         pos += n
         i += 1
+        taken = len(out)
         while (f := reader.next_frame()) is not None:
             out.append(f)
+        assert may_have_frames or len(out) == taken  # False only when no frame can be whole: not asked then
     return out
 
 
@@ -149,12 +151,15 @@ def test_a_large_frame_is_read_into_a_buffer_of_its_own() -> None:
     reader = FrameReader()
     target = reader.get_buffer()
     target[:104] = frame(len(body)) + body[:100]
-    reader.buffer_updated(104)
+    assert reader.buffer_updated(104)  # the size prefix is read: frames may be asked for
     assert reader.next_frame() is None
     rest = reader.get_buffer()
     assert len(rest) == len(body) - 100  # exactly the rest of the body: one read can finish it
-    rest[:] = body[100:]
-    reader.buffer_updated(len(body) - 100)
+    rest[:50] = body[100:150]
+    assert not reader.buffer_updated(50)  # the body still not whole: nothing to ask for
+    rest = reader.get_buffer()
+    rest[:] = body[150:]
+    assert reader.buffer_updated(len(body) - 150)
     got = reader.next_frame()
     assert isinstance(got, bytearray) and got == body
     assert reader.next_frame() is None and reader.buffered == 0
