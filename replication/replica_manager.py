@@ -20,7 +20,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -51,7 +51,7 @@ class AppendResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    record_errors: Sequence[tuple[int, str | None]] = ()  # immutable: no list made for every append
 
 
 @dataclass(slots=True)
@@ -485,18 +485,21 @@ class ReplicaManager:
             await asyncio.sleep(0)
             for p, _ in appended.values():  # their reads are done: the batches kept for them go
                 p.log.drop_tail()
-        if required_acks == -1 and appended:
+        if required_acks == -1 and appended and not self._settled_at_once(appended):
             await self._wait_for_high_watermarks(appended, results, timeout_ms)
         return results
 
+    def _settled_at_once(self, appended: dict[TopicPartition, tuple[Partition, int]]) -> bool:
+        """What a producer sends (one partition per leader) on a single replica: its acks=all produce settled by the
+        append itself, answered without a waiting coroutine."""
+        if len(appended) != 1:
+            return False
+        [(tp, (p, required_offset))] = appended.items()
+        return self.partitions.get(tp) is p and \
+            p.acks_all_error(required_offset, p.log.config.min_insync_replicas) == ErrorCode.NONE
+
     async def _wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
                                         results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
-        if len(appended) == 1:  # what a producer sends (one partition per leader): settled at once on one replica
-            [(tp, (p, required_offset))] = appended.items()
-            if self.partitions.get(tp) is p:
-                code = p.acks_all_error(required_offset, p.log.config.min_insync_replicas)
-                if code == ErrorCode.NONE:
-                    return
         # Known once something has to wait (a single replica's appends never do).
         loop: asyncio.AbstractEventLoop | None = None
         deadline = 0.0
