@@ -78,6 +78,9 @@ class Connection(asyncio.BufferedProtocol):
         self.authenticator: SaslServerAuthenticator | None = None
         self.frames = FrameReader(broker.config.socket_request_max_bytes,
                                   self._pool.try_allocate if self._pool is not None else None)
+        # The transport asks the frame reader itself where the next bytes go (no call through this protocol for
+        # each of a request's reads): the protocol's get_buffer, bound before the transport looks it up.
+        self.get_buffer = self.frames.get_buffer  # type: ignore[method-assign]
         self.pending: deque[bytes | bytearray] = deque()
         # When each pending frame was read (perf_counter), for metrics' request queue time: only while metrics
         # record (installed before the first connection), one clock read per socket read, not per frame.
@@ -115,8 +118,8 @@ class Connection(asyncio.BufferedProtocol):
             self.broker.metrics.connection_created(self.listener_name)
         self._task = self._loop.create_task(self._serve())
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.frames.get_buffer()
+    def get_buffer(self, sizehint: int) -> memoryview:  # replaced by the frame reader's own in __init__
+        return self.frames.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:

@@ -60,8 +60,10 @@ class FrameReader:
         self.waiting_for_memory = False
 
     # -- BufferedProtocol side -----------------------------------------------------------------------
-    def get_buffer(self) -> memoryview:
-        """Where the next bytes go (never empty): the rest of a large frame's body, else free scratch."""
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next bytes go (never empty): the rest of a large frame's body, else free scratch. ``sizehint``
+        (asyncio's BufferedProtocol.get_buffer argument, so a protocol can hand this method to its transport) is
+        not used: the frame being read decides."""
         if self._body is not None:
             return memoryview(self._body)[self._body_filled:]
         scratch = self._scratch
