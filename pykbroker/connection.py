@@ -289,9 +289,6 @@ class Connection(asyncio.BufferedProtocol):
                         self._wakeup = None
                     turn_started = time.perf_counter()
                     continue
-                if time.perf_counter() - turn_started >= TURN_SECONDS:
-                    await asyncio.sleep(0)  # the others' turn (TURN_SECONDS); queued answers go out meanwhile
-                    turn_started = time.perf_counter()
                 frame_bytes = self.pending.popleft()
                 if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
                     self.writer.flush()  # answers queued in this pass go now, not after this request's handling
@@ -311,6 +308,11 @@ class Connection(asyncio.BufferedProtocol):
                     self._handling = False
                     if self._pool is not None:  # answered: its bytes leave the pool (Kafka's releaseBuffer)
                         self._pool.release(len(frame_bytes))
+                # The others' turn (TURN_SECONDS) before the next frame; queued answers go out meanwhile. Only asked
+                # while frames wait: without, the connection waits for its next read anyway (no clock read).
+                if self.pending and time.perf_counter() - turn_started >= TURN_SECONDS:
+                    await asyncio.sleep(0)
+                    turn_started = time.perf_counter()
         except CloseConnection:
             self.close()
         except asyncio.CancelledError:
