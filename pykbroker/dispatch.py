@@ -107,7 +107,8 @@ class Dispatcher:
             raise CloseConnection
         if not entry.serves(api_version):
             if api_key == ApiKey.API_VERSIONS:
-                await self.writer.send(broker.unsupported_api_versions_response(), correlation_id, 0, 0)
+                if (sending := self.writer.send(broker.unsupported_api_versions_response(), correlation_id, 0, 0)) is not None:
+                    await sending
                 return 0
             log.warning("closing connection from %s: %s v%d is not served (versions %d-%d, correlation_id=%d)",
                         self.peer, entry.name, api_version, entry.min_version, entry.max_version, correlation_id)
@@ -161,8 +162,9 @@ class Dispatcher:
                 apply_request_throttle(ctx, response)
                 send_started = time.perf_counter()
             # The response header is v1 for a flexible request (header v2), but ApiVersions' always v0.
-            await self.writer.send(response, correlation_id, api_version,
-                                   1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0)
+            if (sending := self.writer.send(response, correlation_id, api_version,
+                                            1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0)) is not None:
+                await sending  # file regions, or a client that does not read
             if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests
@@ -188,5 +190,6 @@ class Dispatcher:
             request = entry.request_class.decode_from(r, api_version)
         except (DecodeError, ValueError):
             return
-        await self.writer.send(entry.error_response(request, api_version, code), correlation_id, api_version,
-                               response_header_version(api_key, api_version))
+        if (sending := self.writer.send(entry.error_response(request, api_version, code), correlation_id, api_version,
+                                        response_header_version(api_key, api_version))) is not None:
+            await sending

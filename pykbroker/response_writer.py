@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Awaitable, Callable, Sequence, Sized
 
 from wire import FileRegion, Writer, encode_response_header, frame
 
@@ -90,14 +90,16 @@ class ResponseWriter:
         """True while the transport's buffer is over its high-water mark (the client is not reading)."""
         return not self._can_write.is_set()
 
-    async def send(self, response, correlation_id: int, version: int, header_version: int) -> None:
-        """Encode and queue a response; returns once the transport can take more (backpressure).
+    def send(self, response, correlation_id: int, version: int, header_version: int) -> Awaitable[object] | None:
+        """Encode and queue a response. None when that is all; else what to await: the rest of a response with file
+        regions (sent as the socket takes them), or the transport taking more (backpressure). The usual answer
+        (bytes, a socket that keeps up) costs no coroutine.
 
         Written now (after what is queued) rather than at the end of the loop pass when it has nothing to be
         coalesced with (see the module docstring): no call_soon hop to the end of the pass, nor its cancellation.
         """
         if self.closed:
-            return
+            return None
         w = Writer()
         encode_response_header(w, correlation_id, header_version)
         response.encode_into(w, version)
@@ -128,9 +130,12 @@ class ResponseWriter:
                 self.flush()
             else:
                 self.write(data)
-            parts = []
-        else:
-            self.write(frame(len(w)))
+            return None if self._can_write.is_set() else self._can_write.wait()
+        self.write(frame(len(w)))
+        return self._send_parts(parts)
+
+    async def _send_parts(self, parts: list) -> None:
+        """The parts of a response with file regions, after its size: regions with sendfile, bytes queued."""
         for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
                 self.write(part)
@@ -140,8 +145,7 @@ class ResponseWriter:
                     await self._write_region(part)
                 finally:
                     _release(part)
-        if parts:  # the bytes after the records (a few) go now: the client cannot use the response without them
-            self.flush()
+        self.flush()  # the bytes after the records (a few) go now: the client cannot use the response without them
         if not self._can_write.is_set():
             await self._can_write.wait()
 
