@@ -81,7 +81,7 @@ class Connection(asyncio.BufferedProtocol):
         # The transport asks the frame reader itself where the next bytes go (no call through this protocol for
         # each of a request's reads): the protocol's get_buffer, bound before the transport looks it up.
         self.get_buffer = self.frames.get_buffer  # type: ignore[method-assign]
-        self.pending: deque[bytes | bytearray] = deque()
+        self.pending: deque[bytes | bytearray | memoryview] = deque()  # frames (wire.FrameReader's)
         # When each pending frame was read (perf_counter), for metrics' request queue time: only while metrics
         # record (installed before the first connection), one clock read per socket read, not per frame.
         self.arrived: deque[float] | None = deque() if broker.metrics is not None else None
@@ -235,11 +235,11 @@ class Connection(asyncio.BufferedProtocol):
                 self.broker.now_ms, self.peer, tokens.scram_credential if tokens is not None else None)
             self.frames.max_frame_size = security.max_receive_size
 
-    async def _authenticate(self, data: bytes | bytearray) -> bool:
+    async def _authenticate(self, data: bytes | bytearray | memoryview) -> bool:
         """One frame through the SASL authenticator; True when it is to be served as an ordinary request."""
         auth = self.authenticator
         assert auth is not None and self.writer is not None and self.dispatcher is not None
-        step = auth.receive(data)
+        step = auth.receive(bytes(data) if isinstance(data, memoryview) else data)  # (a large frame read ahead)
         if step.dispatch:
             return True
         delay_ms = self.broker.config["connection.failed.authentication.delay.ms"] if step.delayed else 0
@@ -321,7 +321,7 @@ class Connection(asyncio.BufferedProtocol):
             log.exception("unexpected error on connection from %s; closing it", self.peer)
             self.close()
 
-    async def _authenticated(self, data: bytes | bytearray) -> bool:
+    async def _authenticated(self, data: bytes | bytearray | memoryview) -> bool:
         """On a SASL listener: True when ``data`` is to be dispatched as an ordinary request."""
         auth = self.authenticator
         assert auth is not None

@@ -85,7 +85,7 @@ class Dispatcher:
         self.last_sent = 0.0  # when the previous response was written (metrics: queue time starts after it)
         self.client_information = ClientInformation()  # what the client's ApiVersions said it is
 
-    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False,
+    async def dispatch(self, data: bytes | bytearray | memoryview, principal: str, token_authenticated: bool = False,
                        arrived: float = 0.0) -> int:
         """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token),
         read at ``arrived`` (perf_counter, for metrics' request queue time); returns the throttle (ms) to
@@ -178,7 +178,7 @@ class Dispatcher:
                             send_started, sent, ctx.throttle_ms)
         return ctx.throttle_ms
 
-    async def answer_with_error(self, data: bytes | bytearray, code: int) -> None:
+    async def answer_with_error(self, data: bytes | bytearray | memoryview, code: int) -> None:
         """Answer a request with its API's error response (as Kafka does for requests during SASL), if it parses."""
         r = Reader(data)
         try:
