@@ -3,6 +3,7 @@ does not move it.
 
     python -m bench produce-socket                  # every workload
     PRODUCE_SOCKET_TOP=25 python -m bench produce-socket   # and the functions that cost the most, per workload
+    PRODUCE_SOCKET_ONLY="acks=all" python -m bench produce-socket   # only the workloads whose label this regex finds
 
 ``python -m bench produce-path`` hands request frames to the dispatcher; this sends them over a real TCP
 connection to an embedded broker on uvloop (as ``pykbroker`` runs), so the count also covers what every request
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import struct
 import sys
@@ -162,8 +164,11 @@ def _error_code(answer: bytes) -> int:
 
 def main() -> dict[str, dict[str, float]]:
     top = int(os.environ.get("PRODUCE_SOCKET_TOP", "0"))
+    only = re.compile(os.environ.get("PRODUCE_SOCKET_ONLY", ""))
     out = {}
     for label, acks, idempotent, compression, count, size in WORKLOADS:
+        if not only.search(label):
+            continue
         figures = run(acks, idempotent, compression, count, size)
         out[label] = {k: v for k, v in figures.items() if isinstance(v, float)}
         print(f"  {label:<27} ({count:3} x {size:4} B) {figures['bytecodes']:7.0f} bytecodes {figures['calls']:5.0f} "

@@ -37,19 +37,14 @@ if TYPE_CHECKING:
 
 from pykbroker.context import ANONYMOUS
 from pykbroker.dispatch import CloseConnection, Dispatcher
-from pykbroker.response_writer import ResponseWriter, socket_fd
+from pykbroker.response_writer import ANSWER_BEFORE_FRAME_BYTES, ResponseWriter, socket_fd
 
-__all__ = ["Connection", "CloseConnection", "MAX_PENDING_FRAMES"]
+__all__ = ["ANSWER_BEFORE_FRAME_BYTES", "Connection", "CloseConnection", "MAX_PENDING_FRAMES"]
 
 log = logging.getLogger("pykbroker.connection")
 
 # Frames buffered beyond this pause reading from the socket until the backlog drains.
 MAX_PENDING_FRAMES = 64
-# Answers queued in this event-loop pass are written before a request larger than this is handled: its
-# handling (a produced batch's validation and append) takes long enough that the client, which can only
-# have a few requests in flight (a producer's max.in.flight.requests.per.connection), would otherwise wait
-# idle for answers that are ready. Smaller pipelined requests keep their answers in one write per pass.
-ANSWER_BEFORE_FRAME_BYTES = 4096
 # How long a connection handles its buffered frames before it lets the event loop run once. A librdkafka producer
 # pipelines hundreds of one-record requests (max.in.flight 1,000,000); handled in one pass, a consumer reading the
 # same partitions got its records ~70 at a time from each partition (the frames of one pass) where Kafka 4.4 gives
@@ -83,8 +78,13 @@ class Connection(asyncio.BufferedProtocol):
         self.authenticator: SaslServerAuthenticator | None = None
         self.frames = FrameReader(broker.config.socket_request_max_bytes,
                                   self._pool.try_allocate if self._pool is not None else None)
-        self.pending: deque[bytes | bytearray] = deque()
-        self.arrived: deque[float] = deque()  # when each pending frame was read (perf_counter), for metrics
+        # The transport asks the frame reader itself where the next bytes go (no call through this protocol for
+        # each of a request's reads): the protocol's get_buffer, bound before the transport looks it up.
+        self.get_buffer = self.frames.get_buffer  # type: ignore[method-assign]
+        self.pending: deque[bytes | bytearray | memoryview] = deque()  # frames (wire.FrameReader's)
+        # When each pending frame was read (perf_counter), for metrics' request queue time: only while metrics
+        # record (installed before the first connection), one clock read per socket read, not per frame.
+        self.arrived: deque[float] | None = deque() if broker.metrics is not None else None
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.dispatcher: Dispatcher | None = None
@@ -118,23 +118,25 @@ class Connection(asyncio.BufferedProtocol):
             self.broker.metrics.connection_created(self.listener_name)
         self._task = self._loop.create_task(self._serve())
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.frames.get_buffer()
+    def get_buffer(self, sizehint: int) -> memoryview:  # replaced by the frame reader's own in __init__
+        return self.frames.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
         self._last_read = self._loop.time()
-        self.frames.buffer_updated(nbytes)
-        self._take_frames()
+        if self.frames.buffer_updated(nbytes):  # else more of a large frame's body, still not whole
+            self._take_frames()
 
     def _take_frames(self) -> None:
         """Move whole frames to ``pending`` (queued in the request channel); mute what must wait."""
-        frames, pending, channel = self.frames, self.pending, self.channel
+        frames, pending, channel, arrived = self.frames, self.pending, self.channel, self.arrived
+        now = 0.0
         try:
             while (f := frames.next_frame()) is not None:
                 pending.append(f)
-                self.arrived.append(time.perf_counter())
+                if arrived is not None:
+                    arrived.append(now or (now := time.perf_counter()))
                 channel.queued += 1
             frames.release_scratch()  # idle connections hold no read buffer
         except FrameError as exc:
@@ -195,7 +197,8 @@ class Connection(asyncio.BufferedProtocol):
                 self._pool.release(sum(len(f) for f in self.pending))
             n = len(self.pending)
             self.pending.clear()
-            self.arrived.clear()
+            if self.arrived is not None:
+                self.arrived.clear()
             self.channel.dequeue(n)
         if self._pool is not None and (held := self.frames.held_bytes()):
             self._pool.release(held)
@@ -232,11 +235,11 @@ class Connection(asyncio.BufferedProtocol):
                 self.broker.now_ms, self.peer, tokens.scram_credential if tokens is not None else None)
             self.frames.max_frame_size = security.max_receive_size
 
-    async def _authenticate(self, data: bytes | bytearray) -> bool:
+    async def _authenticate(self, data: bytes | bytearray | memoryview) -> bool:
         """One frame through the SASL authenticator; True when it is to be served as an ordinary request."""
         auth = self.authenticator
         assert auth is not None and self.writer is not None and self.dispatcher is not None
-        step = auth.receive(data)
+        step = auth.receive(bytes(data) if isinstance(data, memoryview) else data)  # (a large frame read ahead)
         if step.dispatch:
             return True
         delay_ms = self.broker.config["connection.failed.authentication.delay.ms"] if step.delayed else 0
@@ -286,13 +289,10 @@ class Connection(asyncio.BufferedProtocol):
                         self._wakeup = None
                     turn_started = time.perf_counter()
                     continue
-                if time.perf_counter() - turn_started >= TURN_SECONDS:
-                    await asyncio.sleep(0)  # the others' turn (TURN_SECONDS); queued answers go out meanwhile
-                    turn_started = time.perf_counter()
                 frame_bytes = self.pending.popleft()
                 if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
                     self.writer.flush()  # answers queued in this pass go now, not after this request's handling
-                arrived = self.arrived.popleft()
+                arrived = self.arrived.popleft() if self.arrived is not None else 0.0
                 self.channel.dequeue()
                 if "backlog" in self._muted and len(self.pending) < MAX_PENDING_FRAMES // 2:
                     self._unmute("backlog")
@@ -308,6 +308,11 @@ class Connection(asyncio.BufferedProtocol):
                     self._handling = False
                     if self._pool is not None:  # answered: its bytes leave the pool (Kafka's releaseBuffer)
                         self._pool.release(len(frame_bytes))
+                # The others' turn (TURN_SECONDS) before the next frame; queued answers go out meanwhile. Only asked
+                # while frames wait: without, the connection waits for its next read anyway (no clock read).
+                if self.pending and time.perf_counter() - turn_started >= TURN_SECONDS:
+                    await asyncio.sleep(0)
+                    turn_started = time.perf_counter()
         except CloseConnection:
             self.close()
         except asyncio.CancelledError:
@@ -316,7 +321,7 @@ class Connection(asyncio.BufferedProtocol):
             log.exception("unexpected error on connection from %s; closing it", self.peer)
             self.close()
 
-    async def _authenticated(self, data: bytes | bytearray) -> bool:
+    async def _authenticated(self, data: bytes | bytearray | memoryview) -> bool:
         """On a SASL listener: True when ``data`` is to be dispatched as an ordinary request."""
         auth = self.authenticator
         assert auth is not None

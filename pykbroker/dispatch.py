@@ -85,7 +85,7 @@ class Dispatcher:
         self.last_sent = 0.0  # when the previous response was written (metrics: queue time starts after it)
         self.client_information = ClientInformation()  # what the client's ApiVersions said it is
 
-    async def dispatch(self, data: bytes | bytearray, principal: str, token_authenticated: bool = False,
+    async def dispatch(self, data: bytes | bytearray | memoryview, principal: str, token_authenticated: bool = False,
                        arrived: float = 0.0) -> int:
         """Handle one request frame as ``principal`` (``token_authenticated``: with a delegation token),
         read at ``arrived`` (perf_counter, for metrics' request queue time); returns the throttle (ms) to
@@ -107,7 +107,8 @@ class Dispatcher:
             raise CloseConnection
         if not entry.serves(api_version):
             if api_key == ApiKey.API_VERSIONS:
-                await self.writer.send(broker.unsupported_api_versions_response(), correlation_id, 0, 0)
+                if (sending := self.writer.send(broker.unsupported_api_versions_response(), correlation_id, 0, 0)) is not None:
+                    await sending
                 return 0
             log.warning("closing connection from %s: %s v%d is not served (versions %d-%d, correlation_id=%d)",
                         self.peer, entry.name, api_version, entry.min_version, entry.max_version, correlation_id)
@@ -129,7 +130,6 @@ class Dispatcher:
         ctx.measure_time = api_key not in _REQUEST_QUOTA_EXEMPT and broker.request_quota.enabled()
         metrics = broker.metrics  # None while metrics and console are off: nothing is timed for them
         started = handled = time.perf_counter() if metrics is not None else 0.0
-        waited = False  # the handler waited (a long poll woken by an append, say): its answer goes at once
         try:
             if request is None:
                 assert entry.error_response is not None
@@ -137,7 +137,6 @@ class Dispatcher:
             elif ctx.measure_time or metrics is not None:
                 handled, response = run_timed(entry.handle(ctx, request), ctx, started or time.perf_counter())
                 if not handled:  # it waits: the rest is timed step by step
-                    waited = True
                     response = await response
             else:
                 coro = entry.handle(ctx, request)
@@ -146,7 +145,6 @@ class Dispatcher:
                 except StopIteration as done:
                     response = done.value
                 else:
-                    waited = True
                     response = await _Rest(coro, first)
         except CloseConnection:
             raise
@@ -164,9 +162,9 @@ class Dispatcher:
                 apply_request_throttle(ctx, response)
                 send_started = time.perf_counter()
             # The response header is v1 for a flexible request (header v2), but ApiVersions' always v0.
-            await self.writer.send(response, correlation_id, api_version,
-                                   1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0,
-                                   at_once=waited)
+            if (sending := self.writer.send(response, correlation_id, api_version,
+                                            1 if header.header_version >= 2 and api_key != _API_VERSIONS else 0)) is not None:
+                await sending  # file regions, or a client that does not read
             if metrics is not None or ctx.measure_time:
                 sent = time.perf_counter()
             if ctx.measure_time:  # sending counts against the client's next requests
@@ -180,7 +178,7 @@ class Dispatcher:
                             send_started, sent, ctx.throttle_ms)
         return ctx.throttle_ms
 
-    async def answer_with_error(self, data: bytes | bytearray, code: int) -> None:
+    async def answer_with_error(self, data: bytes | bytearray | memoryview, code: int) -> None:
         """Answer a request with its API's error response (as Kafka does for requests during SASL), if it parses."""
         r = Reader(data)
         try:
@@ -192,5 +190,6 @@ class Dispatcher:
             request = entry.request_class.decode_from(r, api_version)
         except (DecodeError, ValueError):
             return
-        await self.writer.send(entry.error_response(request, api_version, code), correlation_id, api_version,
-                               response_header_version(api_key, api_version))
+        if (sending := self.writer.send(entry.error_response(request, api_version, code), correlation_id, api_version,
+                                        response_header_version(api_key, api_version))) is not None:
+            await sending

@@ -3,10 +3,10 @@
 Responses are queued and written once per pass of the event loop (as Redis writes its replies before
 the loop sleeps): a client that pipelines requests (a producer's in-flight batches) gets the answers
 to all the frames handled in one pass in one write, and no answer waits for anything but that pass. A
-connection flushes before it handles a large request (pykbroker.connection.ANSWER_BEFORE_FRAME_BYTES), so an
-answer never waits for the handling of a produced batch behind it. The answer of a request that waited (a long
-poll woken by an append) is written at once: nothing is coalesced with it, and it should not wait for the rest
-of the pass (the producer's answer, whose append woke it).
+connection flushes before it handles a large request (ANSWER_BEFORE_FRAME_BYTES), so an answer never waits for
+the handling of a produced batch behind it. An answer with nothing to be coalesced with is written at once: when
+none of the connection's requests waits (frames read later are read in a later pass), or the next is large. A
+long poll woken by an append is so answered before the producer's answer, whose append woke it.
 
 A Fetch response's records are file regions. Small ones (a consumer that keeps up) are read with
 ``pread`` into the response's one write; large ones go with ``sendfile`` while the socket takes them,
@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Callable, Sized
+from collections.abc import Awaitable, Callable, Sequence, Sized
 
 from wire import FileRegion, Writer, encode_response_header, frame
 
@@ -34,6 +34,11 @@ REGION_CHUNK = 1 << 20
 # Queued bytes at least this large (records of a remote read) are handed to the transport on their own, not
 # joined with the rest: the socket takes them without a copy when it can.
 WRITE_ALONE = 65536
+# Answers queued in this event-loop pass are written before a request larger than this is handled: its
+# handling (a produced batch's validation and append) takes long enough that the client, which can only
+# have a few requests in flight (a producer's max.in.flight.requests.per.connection), would otherwise wait
+# idle for answers that are ready. Smaller pipelined requests keep their answers in one write per pass.
+ANSWER_BEFORE_FRAME_BYTES = 4096
 _IN_MEMORY = (bytes, bytearray, memoryview)
 _SENDFILE_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK}
 
@@ -44,14 +49,14 @@ class ResponseWriter:
     ``sock_fd`` is the plain socket's descriptor for ``sendfile`` (None on TLS, where bytes must go
     through the transport). ``on_peer_gone`` is called when the client went away mid-sendfile.
     ``last_write`` is the loop time of the last write, for connections.max.idle.ms. ``waiting`` holds the
-    connection's requests not handled yet: while some wait, no answer is written at once (see ``send``).
+    connection's requests not handled yet: while the next is a small one, answers wait for the end of the pass.
     """
 
     __slots__ = ("transport", "_sock_fd", "_on_peer_gone", "_out", "_can_write", "closed", "last_write",
                  "_unsent", "_loop", "_flush_handle", "_waiting")
 
     def __init__(self, transport: asyncio.Transport, sock_fd: int | None, on_peer_gone: Callable[[], None],
-                 waiting: Sized = ()) -> None:
+                 waiting: Sequence[Sized] = ()) -> None:
         self.transport = transport
         self._sock_fd = sock_fd
         self._on_peer_gone = on_peer_gone
@@ -85,17 +90,16 @@ class ResponseWriter:
         """True while the transport's buffer is over its high-water mark (the client is not reading)."""
         return not self._can_write.is_set()
 
-    async def send(self, response, correlation_id: int, version: int, header_version: int,
-                   at_once: bool = False) -> None:
-        """Encode and queue a response; returns once the transport can take more (backpressure).
+    def send(self, response, correlation_id: int, version: int, header_version: int) -> Awaitable[object] | None:
+        """Encode and queue a response. None when that is all; else what to await: the rest of a response with file
+        regions (sent as the socket takes them), or the transport taking more (backpressure). The usual answer
+        (bytes, a socket that keeps up) costs no coroutine.
 
-        ``at_once``: written now (after what is queued) rather than at the end of the loop pass, for the answer
-        of a request that waited: woken by an event (an append), it has nothing to be coalesced with, and
-        should leave before the answers queued by whoever caused the event (the producer's). Unless more of
-        the connection's requests wait: their answers go together at the end of the pass.
+        Written now (after what is queued) rather than at the end of the loop pass when it has nothing to be
+        coalesced with (see the module docstring): no call_soon hop to the end of the pass, nor its cancellation.
         """
         if self.closed:
-            return
+            return None
         w = Writer()
         encode_response_header(w, correlation_id, header_version)
         response.encode_into(w, version)
@@ -120,14 +124,18 @@ class ResponseWriter:
         if len(parts) == 1:  # no file regions: queued, written with whatever else this loop pass answers
             body = parts[0]
             data = frame(len(body)) + body  # type: ignore[arg-type,operator]  # bytes: regions make more parts
-            if at_once and not self._waiting:
+            waiting = self._waiting
+            if not waiting or len(waiting[0]) > ANSWER_BEFORE_FRAME_BYTES:
                 self._out.append(data)
                 self.flush()
             else:
                 self.write(data)
-            parts = []
-        else:
-            self.write(frame(len(w)))
+            return None if self._can_write.is_set() else self._can_write.wait()
+        self.write(frame(len(w)))
+        return self._send_parts(parts)
+
+    async def _send_parts(self, parts: list) -> None:
+        """The parts of a response with file regions, after its size: regions with sendfile, bytes queued."""
         for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
                 self.write(part)
@@ -137,8 +145,7 @@ class ResponseWriter:
                     await self._write_region(part)
                 finally:
                     _release(part)
-        if parts:  # the bytes after the records (a few) go now: the client cannot use the response without them
-            self.flush()
+        self.flush()  # the bytes after the records (a few) go now: the client cannot use the response without them
         if not self._can_write.is_set():
             await self._can_write.wait()
 

@@ -20,7 +20,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -51,7 +51,7 @@ class AppendResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    record_errors: Sequence[tuple[int, str | None]] = ()  # immutable: no list made for every append
 
 
 @dataclass(slots=True)
@@ -474,9 +474,19 @@ class ReplicaManager:
         ``origin`` COORDINATOR: coordinator records and transaction markers (no sequence checks).
         A client's partitions led here whose logs are still being created are waited for (up to ``timeout_ms``)
         rather than refused, so that clients producing to a topic just created do not retry in a storm.
+        (``append_records_locally`` then ``wait_for_high_watermarks``, inlined: the produce path's cost.)
         """
-        results, appended = await self.append_records_locally(entries, required_acks, timeout_ms, origin=origin)
-        if required_acks == -1 and appended:
+        if self.pending_logs and origin == AppendOrigin.CLIENT:
+            await self.pending_logs.wait_for(entries, timeout_ms / 1000)
+        woken = self.watchers.woken
+        results, appended = self._append_local(entries, required_acks, origin)
+        if self.watchers.woken != woken:
+            # The append woke long polls (a consumer or follower at the log end): they answer first, in this
+            # loop pass, before this request's own answer is built (Kafka completes them on the append too).
+            await asyncio.sleep(0)
+            for p, _ in appended.values():  # their reads are done: the batches kept for them go
+                p.log.drop_tail()
+        if required_acks == -1 and appended and not self._settled_at_once(appended):
             await self.wait_for_high_watermarks(appended, results, timeout_ms)
         return results
 
@@ -491,24 +501,25 @@ class ReplicaManager:
             await self.pending_logs.wait_for(entries, timeout_ms / 1000)
         woken = self.watchers.woken
         results, appended = self._append_local(entries, required_acks, origin)
-        if self.watchers.woken != woken:
-            # The append woke long polls (a consumer or follower at the log end): they answer first, in this
-            # loop pass, before this request's own answer is built (Kafka completes them on the append too).
+        if self.watchers.woken != woken:  # as append_records: the woken reads answer first
             await asyncio.sleep(0)
-            for p, _ in appended.values():  # their reads are done: the batches kept for them go
+            for p, _ in appended.values():
                 p.log.drop_tail()
         return results, appended
+
+    def _settled_at_once(self, appended: dict[TopicPartition, tuple[Partition, int]]) -> bool:
+        """What a producer sends (one partition per leader) on a single replica: its acks=all produce settled by the
+        append itself, answered without a waiting coroutine."""
+        if len(appended) != 1:
+            return False
+        [(tp, (p, required_offset))] = appended.items()
+        return self.partitions.get(tp) is p and \
+            p.acks_all_error(required_offset, p.log.config.min_insync_replicas) == ErrorCode.NONE
 
     async def wait_for_high_watermarks(self, appended: dict[TopicPartition, tuple[Partition, int]],
                                        results: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
         """The second half of an acks=all append: until each of ``appended`` (``append_records_locally``'s) has
         its high watermark at its offset; ``results`` of those that fail (or time out) are replaced by the error."""
-        if len(appended) == 1:  # what a producer sends (one partition per leader): settled at once on one replica
-            [(tp, (p, required_offset))] = appended.items()
-            if self.partitions.get(tp) is p:
-                code = p.acks_all_error(required_offset, p.log.config.min_insync_replicas)
-                if code == ErrorCode.NONE:
-                    return
         # Known once something has to wait (a single replica's appends never do).
         loop: asyncio.AbstractEventLoop | None = None
         deadline = 0.0

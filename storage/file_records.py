@@ -176,12 +176,13 @@ class FileRecords:
         """Write ``data`` at the end; returns its position. On an OSError the tail is cut back first."""
         position = self.size
         fd = self.file.fileno()
-        view = memoryview(data)
-        total = len(view)
-        written = 0
+        total = len(data)
         try:
-            while written < total:
-                written += os.pwrite(fd, view[written:], position + written)
+            written = os.pwrite(fd, data, position)  # all of it, but for a short write (then the rest, in a loop)
+            if written < total:
+                view = memoryview(data)
+                while written < total:
+                    written += os.pwrite(fd, view[written:], position + written)
         except OSError:
             try:
                 os.ftruncate(fd, position)

@@ -515,7 +515,7 @@ class Log:
                                                require_keys=config.compact and origin == AppendOrigin.CLIENT)
                 if unrebuildable:  # after the records' own refusals, as Kafka's rebuild fails after them
                     raise unrebuildable[0]
-                if origin == AppendOrigin.CLIENT:
+                if origin == AppendOrigin.CLIENT and config.compression_type != "producer":
                     buf, batches = log_validator.maybe_recompress(buf, batches, config)
                 batches = log_validator.assign_offsets(buf, batches, self.local.log_end_offset, leader_epoch,
                                                        log_append_time)

@@ -15,7 +15,7 @@ from bisect import bisect_right
 from typing import NamedTuple
 
 from storage.errors import CorruptIndexError
-from storage.index import AbstractIndex
+from storage.index import INT32_MAX, AbstractIndex
 
 __all__ = ["OffsetIndex", "OffsetPosition"]
 
@@ -55,12 +55,16 @@ class OffsetIndex(AbstractIndex):
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); offsets must increase and the index must not be full."""
-        if self.is_full():
+        keys = self.keys
+        if len(keys) >= self.max_entries:  # is_full(), on every produce that adds an entry
             raise ValueError(f"Attempt to append to a full index (size = {self.entries}).")
-        if self.keys and offset <= self.keys[-1]:
+        if keys and offset <= keys[-1]:
             raise ValueError(f"Attempt to append an offset ({offset}) to position {self.entries} no larger "
-                             f"than the last offset appended ({self.keys[-1]}) to {self.path}.")
-        self._write_entry(offset, position, _ENTRY.pack(self.relative_offset(offset), position))
+                             f"than the last offset appended ({keys[-1]}) to {self.path}.")
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            self.relative_offset(offset)  # raises
+        self._write_entry(offset, position, _ENTRY.pack(relative, position))
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

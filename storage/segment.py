@@ -195,7 +195,7 @@ class LogSegment:
         if not batches:
             return
         largest_offset = batches[-1][1].last_offset
-        if not self.offset_index.can_append_offset(largest_offset):
+        if not 0 <= largest_offset - self.offset_index.base_offset <= INT32_MAX:  # offset_index.can_append_offset
             raise LogSegmentOffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment {self}")
         base_position = self.log.size

@@ -17,7 +17,7 @@ from bisect import bisect_right
 from typing import NamedTuple
 
 from storage.errors import CorruptIndexError
-from storage.index import AbstractIndex
+from storage.index import INT32_MAX, AbstractIndex
 
 __all__ = ["TimeIndex", "TimestampOffset", "NO_TIMESTAMP"]
 
@@ -66,17 +66,24 @@ class TimeIndex(AbstractIndex):
         """Append (timestamp, offset) if ``timestamp`` is larger than the last entry's."""
         if not skip_full_check and self.is_full():
             raise ValueError(f"Attempt to append to a full time index (size = {self.entries}).")
-        if self.keys:
+        keys = self.keys
+        if keys:
             if offset < self.values[-1]:
                 raise ValueError(f"Attempt to append an offset ({offset}) to slot {self.entries} no larger than "
                                  f"the last offset appended ({self.values[-1]}) to {self.path}.")
-            if timestamp < self.keys[-1]:
+            last = keys[-1]  # the last entry's timestamp (no tuple built)
+            if timestamp < last:
                 raise ValueError(f"Attempt to append a timestamp ({timestamp}) to slot {self.entries} no larger "
-                                 f"than the last timestamp appended ({self.keys[-1]}) to {self.path}.")
-        if timestamp > (self.keys[-1] if self.keys else NO_TIMESTAMP):  # the last entry's (no tuple built)
-            if len(self.keys) >= self.max_entries:
-                self.resize((len(self.keys) + 1) * self.ENTRY_SIZE)  # the reserved slot of a trimmed index
-            self._write_entry(timestamp, offset, _ENTRY.pack(timestamp, self.relative_offset(offset)))
+                                 f"than the last timestamp appended ({last}) to {self.path}.")
+        else:
+            last = NO_TIMESTAMP
+        if timestamp > last:
+            if len(keys) >= self.max_entries:
+                self.resize((len(keys) + 1) * self.ENTRY_SIZE)  # the reserved slot of a trimmed index
+            relative = offset - self.base_offset
+            if not 0 <= relative <= INT32_MAX:
+                self.relative_offset(offset)  # raises
+            self._write_entry(timestamp, offset, _ENTRY.pack(timestamp, relative))
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

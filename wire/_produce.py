@@ -115,10 +115,11 @@ class ProduceAnswer(ProduceResponse):
     __slots__ = ()
 
     def encode_into(self, w: Writer, version: int) -> None:
-        if version < 9 or self.node_endpoints or not self._packs():
+        if version < 9 or self.node_endpoints:
             super().encode_into(w, version)
             return
         buf = w.buf
+        start = len(buf)  # a partition answer that does not pack: written again from here by the generated encoder
         count = len(self.responses) + 1  # a compact array's length: one byte up to 127 (the usual), else a varint
         if count < 0x80:
             buf.append(count)
@@ -137,21 +138,17 @@ class ProduceAnswer(ProduceResponse):
             else:
                 w.uvarint(count)
             for p in partitions:
+                leader = p.current_leader
+                if p.record_errors or p.error_message is not None or leader.leader_id != -1 \
+                        or leader.leader_epoch != -1:
+                    del buf[start:]
+                    super().encode_into(w, version)
+                    return
                 buf += pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
                 buf += end
             buf.append(0)  # the topic's tagged fields
         buf += _INDEX.pack(self.throttle_time_ms)
         buf.append(0)  # no tagged fields: no node endpoints
-
-    def _packs(self) -> bool:
-        """Whether every partition answer is one _PARTITION and _PARTITION_END."""
-        for topic in self.responses:
-            for p in topic.partition_responses:
-                leader = p.current_leader
-                if p.record_errors or p.error_message is not None or leader.leader_id != -1 \
-                        or leader.leader_epoch != -1:
-                    return False
-        return True
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProduceResponse):

@@ -1,5 +1,6 @@
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,4 +75,30 @@ def test_batches_from_walks_batches_of_every_size_across_its_growing_reads(tmp_p
     assert [pos for pos, _ in records.batches_from()] == expected
     assert [pos for pos, _ in records.batches_from(expected[3])] == expected[3:]
     assert [pos for pos, _ in records.batches_from(0, expected[-1])] == expected[:-1]  # a batch past ``end`` is left out
+    records.close()
+
+
+def test_an_append_written_in_short_writes_is_whole_and_a_failed_one_leaves_nothing(tmp_path, monkeypatch):
+    """pwrite may write less than asked: the rest follows until all of it is written. A write that fails cuts the
+    file back to where the append started."""
+    from storage import file_records
+
+    records = FileRecords(str(tmp_path / "0.log"), create=True)
+    one, two = batch([b"a" * 50]), batch([b"b" * 3000])
+    records.append(one)
+    real = os.pwrite
+    monkeypatch.setattr(file_records.os, "pwrite", lambda fd, data, at: real(fd, bytes(data)[:700], at))
+    assert records.append(bytearray(two)) == len(one)
+    assert records.size == len(one) + len(two)
+    with open(records.path, "rb") as f:
+        assert f.read() == one + two
+
+    def full(fd, data, at):
+        real(fd, bytes(data)[:100], at)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(file_records.os, "pwrite", full)
+    with pytest.raises(OSError):
+        records.append(two)
+    assert records.size == os.path.getsize(records.path) == len(one) + len(two)
     records.close()

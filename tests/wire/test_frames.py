@@ -126,11 +126,13 @@ def read_like_a_socket(reader: FrameReader, data: bytes, sizes: list[int]) -> li
         assert len(target) > 0
         n = min(len(target), len(data) - pos, max(1, sizes[i % len(sizes)]) if sizes else len(data))
         target[:n] = data[pos:pos + n]
-        reader.buffer_updated(n)
+        may_have_frames = reader.buffer_updated(n)
         pos += n
         i += 1
+        taken = len(out)
         while (f := reader.next_frame()) is not None:
             out.append(f)
+        assert may_have_frames or len(out) == taken  # False only when no frame can be whole: not asked then
     return out
 
 
@@ -149,12 +151,15 @@ def test_a_large_frame_is_read_into_a_buffer_of_its_own() -> None:
     reader = FrameReader()
     target = reader.get_buffer()
     target[:104] = frame(len(body)) + body[:100]
-    reader.buffer_updated(104)
+    assert reader.buffer_updated(104)  # the size prefix is read: frames may be asked for
     assert reader.next_frame() is None
     rest = reader.get_buffer()
     assert len(rest) == len(body) - 100  # exactly the rest of the body: one read can finish it
-    rest[:] = body[100:]
-    reader.buffer_updated(len(body) - 100)
+    rest[:50] = body[100:150]
+    assert not reader.buffer_updated(50)  # the body still not whole: nothing to ask for
+    rest = reader.get_buffer()
+    rest[:] = body[150:]
+    assert reader.buffer_updated(len(body) - 150)
     got = reader.next_frame()
     assert isinstance(got, bytearray) and got == body
     assert reader.next_frame() is None and reader.buffered == 0
@@ -199,3 +204,76 @@ def test_a_released_scratch_buffer_serves_the_next_read_of_any_connection() -> N
         r.release_scratch()
     assert len(_frames._SCRATCH_POOL) == _frames.SCRATCH_POOL_SIZE
     _frames._SCRATCH_POOL.clear()
+
+
+def _read(reader: FrameReader, data: bytes) -> bool:
+    """One socket read of ``data`` (it must fit the buffer offered); buffer_updated's answer."""
+    target = reader.get_buffer()
+    assert len(target) >= len(data)
+    target[:len(data)] = data
+    return reader.buffer_updated(len(data))
+
+
+def test_after_a_large_frame_the_next_is_read_ahead_in_one_read_into_a_buffer_of_its_own() -> None:
+    """A producer's batches come one after the other: after a large frame the next read offers room for one an eighth
+    larger, so the next batch comes in one read, the frame a writable view of that buffer (no copy out of the scratch
+    buffer); parts of it in several reads too; what else is read there goes on as if read into the scratch buffer."""
+    from wire import _frames
+
+    first, second, third = b"a" * 20_000, b"b" * 21_000, b"c" * 22_400
+    reader = FrameReader()
+    _read(reader, frame(len(first)) + first[:1000])  # the first large frame: size first, its own buffer after
+    assert reader.next_frame() is None
+    assert _read(reader, first[1000:])
+    assert reader.next_frame() == first
+    ahead = reader.get_buffer()
+    assert len(ahead) == 4 + 20_000 + 20_000 // 8  # the next is read ahead, with room for one an eighth larger
+    assert reader.get_buffer().obj is ahead.obj  # a read that found nothing keeps it (no new buffer each time)
+    assert _read(reader, frame(len(second)) + second)  # whole in one read
+    got = reader.next_frame()
+    assert isinstance(got, memoryview) and not got.readonly and got == second
+    assert reader.buffered == 0
+    # in two reads, with the start of the next frames after it
+    assert not _read(reader, frame(len(third)) + third[:5000])
+    assert reader.next_frame() is None
+    tail = frame(1) + b"x" + frame(len(first))[:2]
+    assert _read(reader, third[5000:])
+    assert reader.next_frame() == third
+    assert _read(reader, tail)  # read ahead: one small frame and two bytes of a size go to the scratch buffer
+    assert reader.next_frame() == b"x" and reader.next_frame() is None
+    reader.feed(frame(len(first))[2:] + first)
+    assert reader.next_frame() == first  # through the scratch buffer, as before
+    # a frame larger than the room: through the scratch buffer too, and the room follows it
+    big = b"d" * 40_000
+    assert _read(reader, frame(len(big)) + big[:10_000])
+    assert reader.next_frame() is None
+    assert _read(reader, big[10_000:])
+    assert reader.next_frame() == big
+    assert len(reader.get_buffer()) == 4 + 40_000 + 40_000 // 8
+    # a small frame ends the reading ahead; frames larger than READ_AHEAD_MAX are never read ahead
+    assert _read(reader, frame(3) + b"abc")
+    assert reader.next_frame() == b"abc"
+    assert len(reader.get_buffer()) == _frames.SCRATCH_SIZE
+    huge = bytes(_frames.READ_AHEAD_MAX + 1)
+    reader.feed(frame(len(huge)) + huge)
+    assert reader.next_frame() == huge
+    assert len(reader.get_buffer()) == _frames.SCRATCH_SIZE
+
+
+def test_a_bad_size_read_ahead_is_refused_as_ever() -> None:
+    for size in (-1, 30_000):
+        reader = FrameReader(max_frame_size=25_000)
+        reader.feed(frame(20_000) + bytes(20_000))
+        assert reader.next_frame() == bytes(20_000)
+        _read(reader, struct.pack(">i", size) + b"zz")
+        with pytest.raises(FrameError):
+            reader.next_frame()
+
+
+def test_no_reading_ahead_with_a_memory_pool() -> None:
+    """With queued.max.request.bytes each frame's bytes are allocated from the pool once its size is known: never
+    ahead of it."""
+    reader = FrameReader(allocate=lambda size: True)
+    reader.feed(frame(20_000) + bytes(20_000))
+    assert isinstance(reader.next_frame(), bytearray)
+    assert len(reader.get_buffer()) == 16384

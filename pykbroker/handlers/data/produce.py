@@ -192,7 +192,6 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     errors: dict[tuple[int, int], int] = {}  # (topic index, partition index) -> code for unresolvable entries
     entries = {}
     transactional: dict[tuple[int, int], tuple[str, Any]] = {}  # batches to check with the coordinator first
-    names: list[str | None] = []
     topics = [store.topics_by_id.get(t.topic_id) if by_id else store.topics.get(t.name) for t in request.topic_data]
     # None: no authorizer, every topic writable (nothing to count or look up per partition)
     writable = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [
@@ -200,7 +199,6 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         if topic is not None or not by_id for _ in t.partition_data]) if has_authorizer(ctx) else None
     for ti, t in enumerate(request.topic_data):
         topic = topics[ti]
-        names.append(topic.name if topic else None)
         for pi, p in enumerate(t.partition_data):
             if topic is None and by_id:
                 errors[(ti, pi)] = ErrorCode.UNKNOWN_TOPIC_ID
@@ -243,14 +241,20 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     hints: LeaderHints | None = None  # made for the first partition in error (most responses have none)
     for ti, t in enumerate(request.topic_data):
         parts = []
+        topic = topics[ti]
         for pi, p in enumerate(t.partition_data):
-            refused = errors.get((ti, pi))
+            refused = errors.get((ti, pi)) if errors else None
             if refused is not None:
                 parts.append(PartitionProduceResponse(index=p.index, error_code=refused, base_offset=-1))
                 continue
-            name = names[ti]
-            assert name is not None  # a partition not refused above is of a known topic
+            assert topic is not None  # a partition not refused above is of a known topic
+            name = topic.name
             r = results[(name, p.index)]
+            if not r.error_code:  # appended (the usual): no record errors, message nor leader hint
+                parts.append(PartitionProduceResponse(index=p.index, base_offset=r.base_offset,
+                                                      log_append_time_ms=r.log_append_time_ms,
+                                                      log_start_offset=r.log_start_offset))
+                continue
             answer = PartitionProduceResponse(
                 index=p.index,
                 error_code=r.error_code,
@@ -261,11 +265,10 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                                for i, m in r.record_errors] if r.record_errors else [],
                 error_message=r.error_message,
             )
-            if r.error_code:
-                hints = hints or LeaderHints(ctx.metadata, ctx.listener.name)
-                leader = hints.leader(name, p.index, r.error_code)
-                if leader is not None:
-                    answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+            hints = hints or LeaderHints(ctx.metadata, ctx.listener.name)
+            leader = hints.leader(name, p.index, r.error_code)
+            if leader is not None:
+                answer.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
             parts.append(answer)
         responses.append(TopicProduceResponse(name=t.name if not by_id else "", topic_id=t.topic_id if by_id else ZERO_UUID,
                                               partition_responses=parts))
