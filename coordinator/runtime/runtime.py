@@ -347,11 +347,10 @@ class CoordinatorRuntime(Generic[ShardT]):
         if result is None:
             result = CoordinatorResult()
         if not result.records:  # answered now, or with the writes before it, whose state it may have seen
-            held = _Held(None, future, result.response, result.on_appended)
             if ctx.held:
-                self._hold(ctx, held)
+                self._hold(ctx, _Held(None, future, result.response, result.on_appended))
             else:
-                self._complete(held, None, None)
+                self._answer(future, result.response, result.on_appended)
             return
         encoded = [r.encode() for r in result.records]
         try:
@@ -369,32 +368,22 @@ class CoordinatorRuntime(Generic[ShardT]):
             error.__cause__ = exc
             self._complete(_Held(None, future, None, result.on_appended), exc, error)
             return
-        held = _Held(wait_committed, future, result.response, result.on_appended)
-        first = last_offset - len(result.records) + 1
-
-        def replay() -> None:
-            if result.replay:
+        if ctx.reload is not None:  # a commit failed meanwhile: this one goes too, the log replayed instead
+            self._complete(_Held(None, future, None, result.on_appended), ctx.reload.__cause__, ctx.reload)
+            return
+        if result.replay:
+            first = last_offset - len(result.records) + 1
+            try:
                 for i, record in enumerate(result.records):
                     _replay(ctx.shard, first + i, record, result.producer_id)
-        self._written(ctx, held, what, replay)
-
-    def _written(self, ctx: _ShardContext[ShardT], held: _Held, what: str, replay: Callable[[], object]) -> None:
-        """The leader wrote ``held``'s records: ``replay`` them into the shard and hold the answer until they
-        are committed (answer at once when they are and nothing before them is held)."""
-        if ctx.reload is not None:  # a commit failed meanwhile: this one goes too, the log replayed instead
-            self._complete(held, ctx.reload.__cause__, ctx.reload)
-            return
-        try:
-            replay()
-        except Exception as exc:
-            log.exception("%s-%d: replaying the records of %s failed", self.topic, ctx.partition, what)
-            self._hold(ctx, held)
-            self._commit_failed(ctx, exc)
-            return
-        if held.wait_committed is None and not ctx.held:
-            self._complete(held, None, None)
+            except Exception as exc:
+                self._replay_failed(ctx, _Held(wait_committed, future, result.response, result.on_appended),
+                                    what, exc)
+                return
+        if wait_committed is None and not ctx.held:  # committed already (one replica), nothing held before it
+            self._answer(future, result.response, result.on_appended)
         else:
-            self._hold(ctx, held)
+            self._hold(ctx, _Held(wait_committed, future, result.response, result.on_appended))
 
     async def _write_marker(self, ctx: _ShardContext[ShardT], marker: _Marker) -> None:
         """A transaction marker, pipelined as a write: applied at once, answered once committed."""
@@ -406,8 +395,25 @@ class CoordinatorRuntime(Generic[ShardT]):
         except Exception as exc:
             _fail(marker.future, exc)
             return
-        self._written(ctx, _Held(wait_committed, marker.future, None, None), "a transaction marker",
-                      lambda: _replay_end_transaction(ctx.shard, offset, marker.producer_id, marker.commit))
+        held = _Held(wait_committed, marker.future, None, None)
+        if ctx.reload is not None:
+            self._complete(held, ctx.reload.__cause__, ctx.reload)
+            return
+        try:
+            _replay_end_transaction(ctx.shard, offset, marker.producer_id, marker.commit)
+        except Exception as exc:
+            self._replay_failed(ctx, held, "a transaction marker", exc)
+            return
+        if wait_committed is None and not ctx.held:
+            self._complete(held, None, None)
+        else:
+            self._hold(ctx, held)
+
+    def _replay_failed(self, ctx: _ShardContext[ShardT], held: _Held, what: str, exc: Exception) -> None:
+        """Records written but not replayed: the shard no longer matches its log, which it is reloaded from."""
+        log.exception("%s-%d: replaying the records of %s failed", self.topic, ctx.partition, what)
+        self._hold(ctx, held)
+        self._commit_failed(ctx, exc)
 
     # -- held answers (Kafka's deferred events) ---------------------------------------------------------
     def _hold(self, ctx: _ShardContext[ShardT], held: _Held) -> None:
@@ -455,6 +461,19 @@ class CoordinatorRuntime(Generic[ShardT]):
         while ctx.held:
             self._complete(ctx.held.popleft(), exc, error)
         ctx.queue.put_nowait(_Reload())
+
+    def _answer(self, future: asyncio.Future[Any] | None, response: Any,
+                on_appended: Callable[[BaseException | None], None] | None) -> None:
+        """Answer an operation whose records are committed (what ``_complete`` does, without a held entry)."""
+        if on_appended is not None:
+            try:
+                on_appended(None)
+            except Exception as callback_error:
+                log.exception("%s: completing a write failed", self.topic)
+                _fail(future, callback_error)
+                return
+        if future is not None and not future.done():
+            future.set_result(response)
 
     def _complete(self, held: _Held, exc: BaseException | None, error: BaseException | None, *,
                   call_on_appended: bool = True) -> None:
