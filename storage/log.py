@@ -577,14 +577,15 @@ class Log:
                             epochs.assign(header.partition_leader_epoch, header.base_offset)
                 if self._high_watermark > local.log_end_offset:
                     self._high_watermark = local.log_end_offset
-                producer_state = self.producer_state
                 if continued is not None:
-                    producer_state.continue_entry(continued, last_header)
-                for info in updates.values():
-                    producer_state.update(info)
-                for txn in completed:
-                    self._complete_txn(txn)
-                producer_state.update_map_end_offset(last_offset + 1)
+                    self.producer_state.continue_entry(continued, last_header, last_offset)
+                else:
+                    producer_state = self.producer_state
+                    for info in updates.values():
+                        producer_state.update(info)
+                    for txn in completed:
+                        self._complete_txn(txn)
+                    producer_state.update_map_end_offset(last_offset + 1)
             except OSError as exc:
                 raise self._go_offline("appending to the log", exc) from exc
             if config.flush_messages < _LONG_MAX and local.unflushed_messages() >= config.flush_messages:
