@@ -580,7 +580,8 @@ class ProducerStateManager:
         self.unreplicated_txns[completed.first_offset] = (pid, completed.last_offset)
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
-        self._remove_unreplicated(high_watermark)
+        if self.unreplicated_txns:  # the usual case (none): no call on every high watermark move
+            self._remove_unreplicated(high_watermark)
 
     def _remove_unreplicated(self, offset: int) -> None:
         if not self.unreplicated_txns:  # the usual case: no list built on every high watermark move
