@@ -81,7 +81,6 @@ from wire import (
 log = logging.getLogger("storage.log")
 
 _TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
-# An append's producer-state updates and completed transactions when it has none (only iterated, never changed).
 
 # Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
 # broker's metrics; None: nobody listens).
