@@ -206,7 +206,7 @@ class Partition:
     def maybe_advance_high_watermark(self, now_ms: int, lag_time_max_ms: int = 0) -> bool:
         """Leader: move the high watermark to the smallest log end offset among the (maximal) ISR and the
         followers caught up within ``lag_time_max_ms``; never backwards. True if it moved."""
-        if not self.is_leader:
+        if self.leader_id != self.node_id:  # not is_leader: this runs on every append
             return False
         new_hw = self.log.log_end_offset
         if self.remote_replicas:
@@ -272,7 +272,9 @@ class Partition:
                                  keep_tail: bool = False):
         """Append as leader; returns the storage's append info. Raises PartitionError or storage errors.
         ``keep_tail``: reads wait at the log end (storage.Log.append_as_leader)."""
-        self.require_leader()
+        log_ = self.log
+        if self.leader_id != self.node_id or log_.is_offline:
+            self.require_leader()  # raises (the offline check first)
         # As Kafka's effectiveMinIsr: min.insync.replicas above the replication factor counts as the
         # replication factor (a single replica with min.insync.replicas=2 takes acks=all produces).
         if required_acks == -1 and len(self.isr) < min_insync_replicas \
@@ -282,7 +284,7 @@ class Partition:
                 f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.topic}-{self.partition}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin, keep_tail=keep_tail)
+        info = log_.append_as_leader(records, self.leader_epoch, origin=origin, keep_tail=keep_tail)
         self.maybe_advance_high_watermark(now_ms)
         return info
 
@@ -296,7 +298,7 @@ class Partition:
         has meanwhile shrunk below min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND); leadership
         lost is NOT_LEADER_OR_FOLLOWER.
         """
-        if not self.is_leader:
+        if self.leader_id != self.node_id:  # not is_leader: this runs on every acks=all append
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return None

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from replication.metadata.image import MetadataWriter
 from replication.partition import Partition, PartitionError, ReadResult
@@ -42,9 +42,9 @@ __all__ = ["AppendResult", "FetchPartition", "LogDirInfo", "ReplicaLogInfo", "Fe
 TopicPartition = tuple[str, int]
 
 
-@dataclass(slots=True)
-class AppendResult:
-    """Outcome of one partition's append, as Produce reports it."""
+class AppendResult(NamedTuple):
+    """Outcome of one partition's append, as Produce reports it (a successful append's is made by
+    ``tuple.__new__``: no Python call)."""
 
     error_code: int = ErrorCode.NONE
     base_offset: int = -1
@@ -52,6 +52,9 @@ class AppendResult:
     log_start_offset: int = -1
     error_message: str | None = None
     record_errors: Sequence[tuple[int, str | None]] = ()  # immutable: no list made for every append
+
+
+_new_result = tuple.__new__
 
 
 @dataclass(slots=True)
@@ -452,12 +455,9 @@ class ReplicaManager:
                 results[tp] = AppendResult(code, error_message=message, record_errors=record_errors,
                                            log_start_offset=p.log.log_start_offset)
                 continue
-            results[tp] = AppendResult(
-                ErrorCode.NONE,
-                base_offset=info.first_offset,
-                log_append_time_ms=info.log_append_time if info.log_append_time is not None else -1,
-                log_start_offset=p.log.log_start_offset,
-            )
+            results[tp] = _new_result(AppendResult, (
+                ErrorCode.NONE, info.first_offset, info.log_append_time if info.log_append_time is not None else -1,
+                info.log_start_offset, None, ()))
             # A retry answered from producer state waits for its original records; an empty append for none.
             appended[tp] = (p, info.last_offset + 1 if info.last_offset >= 0 else p.log.log_end_offset)
             if metrics is not None and not info.duplicate:

@@ -36,8 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from storage import log_validator
 from storage.checkpoints import (
@@ -82,9 +81,6 @@ from wire import (
 log = logging.getLogger("storage.log")
 
 _TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
-# An append's producer-state updates and completed transactions when it has none (only iterated, never changed).
-_NO_UPDATES: dict = {}
-_NO_TXNS: list = []
 
 # Told how long each flush (fsync) took, in ms, on the flushing thread: Kafka's LogFlushStats (set by the
 # broker's metrics; None: nobody listens).
@@ -152,9 +148,8 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(slots=True)
-class LogAppendInfo:
-    """What an append did (Kafka's LogAppendInfo).
+class LogAppendInfo(NamedTuple):
+    """What an append did (Kafka's LogAppendInfo); an append makes it with ``tuple.__new__`` (no Python call).
 
     ``offset_of_max_timestamp`` is the last offset of the batch with the largest timestamp (Kafka's
     shallow offset). ``log_append_time`` is set when the topic uses LogAppendTime, else None.
@@ -173,6 +168,9 @@ class LogAppendInfo:
     valid_bytes: int
     last_leader_epoch: int = -1
     duplicate: bool = False
+
+
+_new_append_info = tuple.__new__
 
 
 class Log:
@@ -497,11 +495,12 @@ class Log:
         """Append as the leader of ``leader_epoch`` (offsets assigned), or as a follower (None: offsets as fetched)."""
         # Offsets are assigned by rewriting batch headers in place: a writable buffer (a request's own
         # frame, see wire's FrameReader) is used as it is, anything else is copied once.
-        buf = records if isinstance(records, bytearray) or (
-            isinstance(records, memoryview) and not records.readonly) else bytearray(records)
+        buf = records if (isinstance(records, memoryview) and not records.readonly) or isinstance(records, bytearray) \
+            else bytearray(records)
         config = self.config
         with self.lock:
-            self._check_online()
+            if self._closed or self.failure_channel.is_offline(self.parent_dir):
+                self._check_online()  # raises
             unrebuildable: list[UnrebuildableBatchError] = []
             batches, buf = log_validator.analyze_and_validate(buf, origin, config, self.name, unrebuildable)
             if not batches:
@@ -527,28 +526,22 @@ class Log:
             # A batch without a producer id (a producer that is not idempotent) has neither: no duplicate to find,
             # no state to update.
             continued = None
-            if len(batches) == 1:
-                header = batches[0][1]
-                if header.producer_id >= 0 and origin == AppendOrigin.CLIENT \
-                        and not header.attributes & _TRANSACTIONAL_OR_CONTROL:
-                    continued = self.producer_state.continued_entry(header)
-            if continued is not None or len(batches) == 1 and header.producer_id < 0:
-                updates: dict[int, ProducerAppendInfo] = _NO_UPDATES
-                completed: list[CompletedTxn] = _NO_TXNS
-            else:
-                duplicate = self._find_duplicate(batches, origin)
-                if duplicate is not None:
-                    return duplicate
-                updates, completed = self._prepare_producer_updates(buf, batches, origin)
-
-            first_offset = batches[0][1].base_offset
             last_header = batches[-1][1]
             last_offset = last_header.base_offset + last_header.last_offset_delta
             if len(batches) == 1:  # what a client sends: the loop below, for one batch
+                first_offset = last_header.base_offset
+                if last_header.producer_id < 0:
+                    producer_checks = False
+                else:
+                    if origin == AppendOrigin.CLIENT and not last_header.attributes & _TRANSACTIONAL_OR_CONTROL:
+                        continued = self.producer_state.continued_entry(last_header)
+                    producer_checks = continued is None
                 max_timestamp, offset_of_max = (last_header.max_timestamp, last_offset) \
                     if last_header.max_timestamp > -1 else (-1, first_offset)
                 records_count = last_header.records_count
             else:
+                producer_checks = True
+                first_offset = batches[0][1].base_offset
                 max_timestamp, offset_of_max = -1, first_offset
                 records_count = 0
                 for _, header in batches:
@@ -556,6 +549,11 @@ class Log:
                         max_timestamp = header.max_timestamp
                         offset_of_max = header.base_offset + header.last_offset_delta
                     records_count += header.records_count
+            if producer_checks:
+                duplicate = self._find_duplicate(batches, origin)
+                if duplicate is not None:
+                    return duplicate
+                updates, completed = self._prepare_producer_updates(buf, batches, origin)
             size = len(buf)
             if size > config.segment_size:
                 raise RecordBatchTooLargeError(
@@ -577,21 +575,24 @@ class Log:
                             epochs.assign(header.partition_leader_epoch, header.base_offset)
                 if self._high_watermark > local.log_end_offset:
                     self._high_watermark = local.log_end_offset
-                producer_state = self.producer_state
                 if continued is not None:
-                    producer_state.continue_entry(continued, last_header)
-                for info in updates.values():
-                    producer_state.update(info)
-                for txn in completed:
-                    self._complete_txn(txn)
-                producer_state.update_map_end_offset(last_offset + 1)
+                    self.producer_state.continue_entry(continued, last_header, last_offset)
+                elif producer_checks:
+                    producer_state = self.producer_state
+                    for info in updates.values():
+                        producer_state.update(info)
+                    for txn in completed:
+                        self._complete_txn(txn)
+                    producer_state.update_map_end_offset(last_offset + 1)
+                else:  # no producer id: no producer state to change
+                    self.producer_state.update_map_end_offset(last_offset + 1)
             except OSError as exc:
                 raise self._go_offline("appending to the log", exc) from exc
             if config.flush_messages < _LONG_MAX and local.unflushed_messages() >= config.flush_messages:
                 self.schedule_flush()
-            return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max, log_append_time,
-                                 self._log_start_offset, records_count, len(batches), size,
-                                 last_header.partition_leader_epoch)
+            return _new_append_info(LogAppendInfo, (
+                first_offset, last_offset, max_timestamp, offset_of_max, log_append_time, self._log_start_offset,
+                records_count, len(batches), size, last_header.partition_leader_epoch, False))
 
     def _find_duplicate(self, batches: list[tuple[int, RecordBatchHeader]], origin: str) -> LogAppendInfo | None:
         if origin != AppendOrigin.CLIENT:

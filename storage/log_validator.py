@@ -31,6 +31,7 @@ from storage.producer_state import AppendOrigin
 from wire import (
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
     CompressionType,
     ErrorCode,
     InvalidRecordError,
@@ -111,7 +112,7 @@ def validate_records(buf: WritableBuffer, batches: Batches, config: LogConfig, n
     before = config.message_timestamp_before_max_ms
     after = config.message_timestamp_after_max_ms
     for pos, header in batches:
-        producer_log_append_time = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+        producer_log_append_time = header.attributes & TIMESTAMP_TYPE_MASK != 0  # LogAppendTime set by the producer
         if not (require_keys or producer_log_append_time or (create_time and (
                 before < _LONG_MAX or header.max_timestamp - now > after))):
             continue  # no rule needs the records: header-only, as the hot path must be

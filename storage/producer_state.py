@@ -29,6 +29,7 @@ import struct
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 from storage.errors import (
@@ -77,9 +78,8 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
-@dataclass(slots=True)
-class BatchMetadata:
-    """Sequences and offsets of one appended batch of a producer."""
+class BatchMetadata(NamedTuple):
+    """Sequences and offsets of one appended batch of a producer (immutable: a retry is answered from it)."""
 
     last_seq: int
     last_offset: int
@@ -95,6 +95,11 @@ class BatchMetadata:
         return self.last_offset - self.offset_delta
 
 
+_new_batch_metadata = tuple.__new__  # BatchMetadata made without a call of Python code: tuple.__new__(cls, fields)
+# A producer's kept batches: appending a sixth drops the first.
+_batch_deque: partial[deque[BatchMetadata]] = partial(deque, maxlen=NUM_BATCHES_TO_RETAIN)
+
+
 @dataclass(slots=True)
 class ProducerStateEntry:
     """One producer id's state (its last five batches, epoch, coordinator epoch, open transaction)."""
@@ -104,7 +109,7 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
-    batch_metadata: deque[BatchMetadata] = field(default_factory=deque)
+    batch_metadata: deque[BatchMetadata] = field(default_factory=_batch_deque)
 
     @property
     def is_empty(self) -> bool:
@@ -134,9 +139,7 @@ class ProducerStateEntry:
         return False
 
     def add_batch_metadata(self, batch: BatchMetadata) -> None:
-        if len(self.batch_metadata) == NUM_BATCHES_TO_RETAIN:
-            self.batch_metadata.popleft()
-        self.batch_metadata.append(batch)
+        self.batch_metadata.append(batch)  # the oldest of five goes (maxlen)
 
     def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int,
                   timestamp: int) -> None:
@@ -497,13 +500,18 @@ class ProducerStateManager:
             return entry
         return None
 
-    @staticmethod
-    def continue_entry(entry: ProducerStateEntry, header: RecordBatchHeader) -> None:
-        """Apply a batch ``continued_entry`` accepted, once it is in the log (its offsets assigned)."""
-        last_offset_delta = header.last_offset_delta
-        entry.add_batch_metadata(BatchMetadata(header.last_sequence, header.base_offset + last_offset_delta,
-                                               last_offset_delta, header.max_timestamp))
-        entry.last_timestamp = header.max_timestamp
+    def continue_entry(self, entry: ProducerStateEntry, header: RecordBatchHeader, last_offset: int) -> None:
+        """Apply a batch ``continued_entry`` accepted, once it is in the log (its offsets assigned, the last one
+        ``last_offset``): what ``ProducerAppendInfo.append`` and ``update`` then do, and the map's end offset moves
+        past it (``update_map_end_offset``)."""
+        offset_delta = header.last_offset_delta
+        last_seq = header.base_sequence + offset_delta  # header.last_sequence: never NO_SEQUENCE here
+        if last_seq > INT32_MAX:  # sequences wrap to 0 (Kafka's incrementSequence)
+            last_seq -= INT32_MAX + 1
+        timestamp = header.max_timestamp
+        entry.batch_metadata.append(_new_batch_metadata(BatchMetadata, (last_seq, last_offset, offset_delta, timestamp)))
+        entry.last_timestamp = timestamp
+        self.last_map_offset = last_offset + 1
 
     def update(self, info: ProducerAppendInfo) -> None:
         entry = self.producers.get(info.producer_id)
@@ -572,7 +580,8 @@ class ProducerStateManager:
         self.unreplicated_txns[completed.first_offset] = (pid, completed.last_offset)
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
-        self._remove_unreplicated(high_watermark)
+        if self.unreplicated_txns:  # the usual case (none): no call on every high watermark move
+            self._remove_unreplicated(high_watermark)
 
     def _remove_unreplicated(self, offset: int) -> None:
         if not self.unreplicated_txns:  # the usual case: no list built on every high watermark move

@@ -213,7 +213,9 @@ class LogSegment:
         self._recent_batches = (self._recent_batches + added)[-RECENT_BATCHES:]
 
     def _index_batches(self, base_position: int, batches: list[tuple[int, RecordBatchHeader]]) -> None:
-        max_so_far = self.max_timestamp_and_offset_so_far
+        max_so_far = self._max_timestamp_and_offset
+        if max_so_far is None:  # max_timestamp_and_offset_so_far, without its call once known
+            max_so_far = self.max_timestamp_and_offset_so_far
         interval = self.index_interval_bytes
         offset_index = self.offset_index
         time_index = self.time_index

@@ -38,7 +38,7 @@ from wire._headers import (
 )
 from wire._message import FieldSpec, Message
 from wire._primitives import ZERO_UUID, DecodeError, FileRegion, Reader, Writer
-from wire._produce import ProduceAnswer, decode_produce_request
+from wire._produce import NO_CURRENT_LEADER, NO_RECORD_ERRORS, ProduceAnswer, decode_produce_request
 from wire._records import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -98,6 +98,8 @@ __all__ = [
     "decode_records_from",
     "decode_produce_request",
     "ProduceAnswer",
+    "NO_CURRENT_LEADER",
+    "NO_RECORD_ERRORS",
     "decode_request_header",
     "decode_response_header",
     "decompress",

@@ -15,9 +15,14 @@ import struct
 
 from wire._primitives import MAX_COLLECTION_LENGTH, Reader, Writer, decode_usual_or_generated, uuid_at
 from wire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
-from wire.messages.produce_response import ProduceResponse
+from wire.messages.produce_response import BatchIndexAndErrorMessage, LeaderIdAndEpoch, ProduceResponse
 
-__all__ = ["ProduceAnswer", "decode_produce_request"]
+__all__ = ["NO_CURRENT_LEADER", "NO_RECORD_ERRORS", "ProduceAnswer", "decode_produce_request"]
+
+# A partition answer's defaults, shared (never changed) by the answers of appended partitions: no leader hint, no
+# record errors. ProduceAnswer packs a partition answer holding them without looking at their fields.
+NO_CURRENT_LEADER = LeaderIdAndEpoch()
+NO_RECORD_ERRORS: list[BatchIndexAndErrorMessage] = []
 
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _INDEX = struct.Struct(">i")
@@ -139,8 +144,8 @@ class ProduceAnswer(ProduceResponse):
                 w.uvarint(count)
             for p in partitions:
                 leader = p.current_leader
-                if p.record_errors or p.error_message is not None or leader.leader_id != -1 \
-                        or leader.leader_epoch != -1:
+                if p.record_errors or p.error_message is not None or leader is not NO_CURRENT_LEADER and (
+                        leader.leader_id != -1 or leader.leader_epoch != -1):
                     del buf[start:]
                     super().encode_into(w, version)
                     return

@@ -1,6 +1,8 @@
 """kill -9 at random moments while a real child process appends (tests/storage/kill9_child.py): after
 recovery every acknowledged batch is there, batches are contiguous and intact, and nothing follows the
-last whole batch (a torn one is cut off)."""
+last whole batch (a torn one is cut off); the idempotent producer's state is the last batch's (its sequence and
+offsets, from the snapshots and the segments after them), and a retry of that batch is answered as a duplicate with
+its original offsets."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import time
 from storage import Log
 from wire import decode_records, iter_batch_headers
 
-from .kill9_child import CONFIG, VALUE
+from .kill9_child import CONFIG, PRODUCER_ID, VALUE
 
 ROUNDS = 20
 MIN_ROUND_OFFSETS = 600  # 20 rounds: a log end past 12,000
@@ -41,11 +43,13 @@ def verify(directory: str) -> tuple[int, int]:
     log = Log.open(directory, CONFIG, log_recovery_progress=False)
     try:
         expected = log.segments.first_segment().base_offset
+        last_batch = None
         for segment in log.segments.snapshot():
             data = segment.log.read(0, segment.size)
             end = 0
             last = None
             for pos, header in iter_batch_headers(data):
+                last_batch = (header, data[pos:pos + header.batch_length + 12])
                 assert header.base_offset == expected, (segment, header.base_offset, expected)
                 expected = header.base_offset + header.last_offset_delta + 1
                 end = pos + header.batch_length + 12
@@ -55,6 +59,17 @@ def verify(directory: str) -> tuple[int, int]:
                 _, records = decode_records(data, last)
                 assert all(r.key == b"key-%d" % r.offset_delta and VALUE.startswith(r.value) for r in records)
         assert expected == log.log_end_offset
+        if last_batch is not None:
+            header, batch = last_batch
+            entry = log.producer_state.last_entry(PRODUCER_ID)
+            assert entry is not None and (entry.last_seq, entry.last_data_offset) == (
+                header.last_sequence, header.base_offset + header.last_offset_delta)
+            sent = bytearray(batch)
+            sent[:8] = bytes(8)  # base offset 0, as the producer sent it (outside the CRC)
+            retry = log.append_as_leader(sent, 1)  # DUPLICATE_SEQUENCE_NUMBER's answer: nothing written
+            assert retry.duplicate and (retry.first_offset, retry.last_offset) == (
+                header.base_offset, header.base_offset + header.last_offset_delta)
+            assert log.log_end_offset == expected
         return log.log_end_offset, before - on_disk_bytes(directory)
     finally:
         log.close_handlers()  # no clean close: the next child recovers again

@@ -60,9 +60,14 @@ def test_a_continued_entry_is_the_next_sequence_of_the_same_epoch_only(tmp_path)
     assert psm.continued_entry(header(2, seq=2)) is entry
     assert psm.continued_entry(header(2, seq=3)) is None and psm.continued_entry(header(2, seq=0)) is None
     assert psm.continued_entry(header(2, epoch=1, seq=0)) is None
-    psm.continue_entry(entry, header(2, seq=2, count=3))
-    assert (entry.last_seq, entry.last_data_offset, entry.last_offset_delta) == (4, 4, 2)
-    entry.batch_metadata[-1].last_seq = (1 << 31) - 1
+    psm.continue_entry(entry, header(2, seq=2, count=3), 4)
+    assert (entry.last_seq, entry.last_data_offset, entry.last_offset_delta, psm.last_map_offset) == (4, 4, 2, 5)
+    entry.batch_metadata[-1] = entry.batch_metadata[-1]._replace(last_seq=(1 << 31) - 4)
+    across = header(5, seq=(1 << 31) - 3, count=4)  # its last sequence wraps to 0
+    assert psm.continued_entry(across) is entry
+    psm.continue_entry(entry, across, 8)
+    assert entry.last_seq == across.last_sequence == 0 and entry.batch_metadata[-1].first_seq == (1 << 31) - 3
+    entry.batch_metadata[-1] = entry.batch_metadata[-1]._replace(last_seq=(1 << 31) - 1)
     assert psm.continued_entry(header(5, seq=0)) is entry
     psm.maybe_create_verification_state_entry(7, 0, 0, False, 0)  # a transactional check pending: full checks
     assert psm.continued_entry(header(5, seq=0)) is None

@@ -35,6 +35,8 @@ from pykbroker.security.auth_helper import (
 )
 from pykbroker.transaction_checks import check_transactional_writes
 from wire import (
+    NO_CURRENT_LEADER,
+    NO_RECORD_ERRORS,
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK,
     ZERO_UUID,
@@ -253,7 +255,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             if not r.error_code:  # appended (the usual): no record errors, message nor leader hint
                 parts.append(PartitionProduceResponse(index=p.index, base_offset=r.base_offset,
                                                       log_append_time_ms=r.log_append_time_ms,
-                                                      log_start_offset=r.log_start_offset))
+                                                      log_start_offset=r.log_start_offset,
+                                                      record_errors=NO_RECORD_ERRORS, current_leader=NO_CURRENT_LEADER))
                 continue
             answer = PartitionProduceResponse(
                 index=p.index,
