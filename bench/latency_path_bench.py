@@ -3,8 +3,10 @@
     python -m bench latency-path
 
 The cycle of ``python -m bench broker``'s librdkafka latency workload, in an embedded broker with its two
-connections' answers written to transports that count: a consumer's Fetch (v16, no session, as librdkafka sends
-it) waits at the log end, a Produce of one small record (acks=all) arrives, the Fetch is answered. Bytecodes and
+connections' answers written to transports that count: a consumer's Fetch waits at the log end, a Produce of one
+small record (acks=all) arrives, the Fetch is answered. The requests are librdkafka 2.16's (as a broker sees them
+from that workload): Fetch v16 without a session, read_committed (librdkafka's default isolation.level), the
+partition's current leader epoch; Produce v10, the topic by name. Bytecodes and
 Python calls of the broker's own code (the asyncio loop's machinery left out: uvloop runs it in C), per message:
 
 - the Fetch, from its frame until it waits;
@@ -90,11 +92,11 @@ async def _cycles(broker: Any, listener: Any) -> dict[str, float]:
     totals = {"fetch until it waits": 0, "critical path": 0, "produce and answers": 0, "calls": 0}
     for n in range(2 * MESSAGES):
         fetch = _frame(ApiKey.FETCH, 16, FetchRequest(
-            max_wait_ms=30_000, min_bytes=1, max_bytes=52428800, session_id=0, session_epoch=-1,
+            max_wait_ms=30_000, min_bytes=1, max_bytes=52428800, isolation_level=1, session_id=0, session_epoch=-1,
             topics=[FetchTopic(topic_id=topic_id, partitions=[FetchPartition(
-                partition=0, fetch_offset=n, partition_max_bytes=1 << 20)])]), n)
-        produce = _frame(ApiKey.PRODUCE, 13, ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
-            topic_id=topic_id, partition_data=[PartitionProduceData(
+                partition=0, current_leader_epoch=0, fetch_offset=n, partition_max_bytes=1 << 20)])]), n)
+        produce = _frame(ApiKey.PRODUCE, 10, ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+            name="latency", partition_data=[PartitionProduceData(
                 index=0, records=build_simple_batch([b"%.6f" % time.time()], timestamp=int(time.time() * 1000)))])]), n)
         counted = n >= MESSAGES
         start = dict(counts)
