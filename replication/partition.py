@@ -358,6 +358,9 @@ class Partition:
             records = b""
         aborted = None
         if read_committed:
-            upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
-            aborted = log_.collect_aborted_transactions(fetch_offset, upper)
+            if fetch_offset >= max_offset:  # nothing to read (a long poll at the last stable offset): Kafka's
+                aborted = []  # emptyFetchDataInfo answers no aborted transactions, without a search
+            else:
+                upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
+                aborted = log_.collect_aborted_transactions(fetch_offset, upper)
         return ReadResult(records, hw, lso, log_.log_start_offset, aborted)

@@ -81,6 +81,13 @@ class LogSegments:
         return (segments[offsets[i - 1]] if i > 0 else None,
                 segments[offsets[i]] if 0 < i < len(offsets) else None)
 
+    def from_floor(self, offset: int) -> Iterator[LogSegment]:
+        """``floor_segment(offset)`` and every segment after it (all of them when none is at or below ``offset``),
+        one at a time: a read at the log's tail looks at the last segment only, not at a list of them all."""
+        offsets, segments = self._offsets, self._segments
+        for i in range(max(0, bisect_right(offsets, offset) - 1), len(offsets)):
+            yield segments[offsets[i]]
+
     def lower_segment(self, offset: int) -> LogSegment | None:
         """The segment with the largest base offset < ``offset``."""
         i = bisect_left(self._offsets, offset) - 1
