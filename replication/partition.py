@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage import AppendOrigin, FileRegion, records_bytes, release_records
 from wire import ErrorCode
@@ -45,11 +45,11 @@ class ReadResult:
     log_start_offset: int
     aborted_transactions: list | None = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) when the fetcher's log diverged
+    size: int = field(init=False)  # the records' bytes: asked by the fetch's byte budget, its wait and its answer
 
-    @property
-    def size(self) -> int:
+    def __post_init__(self) -> None:
         r = self.records
-        return r.size if isinstance(r, FileRegion) else len(r)
+        self.size = r.size if isinstance(r, FileRegion) else len(r)
 
 
 @dataclass(slots=True)

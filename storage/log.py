@@ -784,6 +784,8 @@ class Log:
         with self.lock:
             found: list[AbortedTxn] = []
             for segment in self.local.segments.from_floor(start_offset):
+                if not segment.txn_index.entries:  # no abort marker in this segment (most: no transactions at all)
+                    continue
                 result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
                 found.extend(result.aborted_transactions)
                 if result.is_complete:

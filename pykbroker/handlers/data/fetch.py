@@ -78,12 +78,13 @@ def _readable(ctx: RequestContext, request: FetchRequest, names: list[str]) -> s
 
 
 def _add(responses: list[FetchableTopicResponse], topic: str, topic_id: uuid.UUID, parts: list[PartitionData]) -> None:
-    """Append ``parts`` to the last topic entry when it is the same topic, else as a new entry."""
+    """Append ``parts`` (a list of its own, kept) to the last topic entry when it is the same topic, else as a new
+    entry."""
     last = responses[-1] if responses else None
     if last is not None and last.topic == topic and last.topic_id == topic_id:
         last.partitions.extend(parts)
     else:
-        responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=list(parts)))
+        responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=parts))
 
 
 @handler(ApiKey.FETCH, 4, 18, error_response=error_response, decode=decode_fetch_request)
