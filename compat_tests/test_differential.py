@@ -1427,6 +1427,56 @@ def transaction_end_window(c: RawClient) -> Observations:
     return out
 
 
+def read_committed_at_the_last_stable_offset(c: RawClient) -> Observations:
+    """read_committed fetches below, at and past the last stable offset while an aborted transaction spans it (its
+    batches at 0 and 2, another producer's open transaction at 1): at and past it nothing is read, and Kafka's
+    LocalLog.read answers no aborted transactions for a read with nothing to read."""
+    create(c, topic("txn-lso"))
+    c.wait_for_topics("txn-lso")
+    producers: dict[str, tuple[int, int]] = {}
+    for txn_id in ("dtx-aborted", "dtx-open"):
+        retried(c, FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id]), 4,
+                lambda r: r.coordinators[0].error_code)
+        init = retried(c, InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000), 5,
+                       lambda r: r.error_code)
+        producers[txn_id] = (init.producer_id, init.producer_epoch)
+
+    def produce(txn_id: str, seq: int) -> tuple[int, int]:
+        pid, epoch = producers[txn_id]
+        request = ProduceRequest(acks=-1, timeout_ms=5000, transactional_id=txn_id, topic_data=[TopicProduceData(
+            name="txn-lso", partition_data=[PartitionProduceData(
+                index=0, records=producer_batch(pid, epoch, seq, count=1, transactional=True))])])
+        p = retried(c, request, 12, lambda r: r.responses[0].partition_responses[0].error_code)
+        return p.responses[0].partition_responses[0].error_code, p.responses[0].partition_responses[0].base_offset
+
+    def end(txn_id: str, commit: bool) -> int:
+        pid, epoch = producers[txn_id]
+        code = retried(c, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                                        committed=commit), 5, lambda r: r.error_code).error_code
+        deadline = time.monotonic() + 10  # Kafka answers once the decision is written, the markers follow
+        while c.request(DescribeTransactionsRequest(transactional_ids=[txn_id]), 0).transaction_states[0] \
+                .transaction_state.startswith("Prepare") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return code
+
+    def fetch(offset: int) -> tuple:
+        request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=1, topics=[FetchTopic(
+            topic="txn-lso", partitions=[FetchPartition(partition=0, fetch_offset=offset,
+                                                         partition_max_bytes=1 << 20)])])
+        p = c.request(request, 12).responses[0].partitions[0]
+        aborted = None if p.aborted_transactions is None else sorted(
+            (a.producer_id == producers["dtx-aborted"][0], a.first_offset) for a in p.aborted_transactions)
+        return p.error_code, p.high_watermark, p.last_stable_offset, aborted, len(p.records or b"") > 0
+
+    out: Observations = {"writes": [produce("dtx-aborted", 0), produce("dtx-open", 0), produce("dtx-aborted", 1)]}
+    out["abort"] = end("dtx-aborted", False)
+    for offset in (0, 1, 2, 4):  # below the last stable offset, at it, past it, at the log end
+        out[f"fetch at {offset}"] = fetch(offset)
+    out["abort the open one"] = end("dtx-open", False)
+    out["fetch at 1 after"] = fetch(1)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions": api_versions, "metadata": metadata, "create_topics": create_topics,
     "topic_configs": topic_configs, "partitions_admin": partitions_admin, "produce_and_fetch": produce_and_fetch,
@@ -1436,6 +1486,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "broker_configs": broker_configs, "record_errors": record_errors, "listener_configs": listener_configs,
     "group_configs": group_configs, "classic_first_generation": classic_first_generation,
     "transaction_end_window": transaction_end_window,
+    "read_committed_at_the_last_stable_offset": read_committed_at_the_last_stable_offset,
 }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage import AppendOrigin, FileRegion, records_bytes, release_records
 from wire import ErrorCode
@@ -45,11 +45,11 @@ class ReadResult:
     log_start_offset: int
     aborted_transactions: list | None = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) when the fetcher's log diverged
+    size: int = field(init=False)  # the records' bytes: asked by the fetch's byte budget, its wait and its answer
 
-    @property
-    def size(self) -> int:
+    def __post_init__(self) -> None:
         r = self.records
-        return r.size if isinstance(r, FileRegion) else len(r)
+        self.size = r.size if isinstance(r, FileRegion) else len(r)
 
 
 @dataclass(slots=True)
@@ -360,6 +360,9 @@ class Partition:
             records = b""
         aborted = None
         if read_committed:
-            upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
-            aborted = log_.collect_aborted_transactions(fetch_offset, upper)
+            if fetch_offset >= max_offset:  # nothing to read (a long poll at the last stable offset): Kafka's
+                aborted = []  # emptyFetchDataInfo answers no aborted transactions, without a search
+            else:
+                upper = info.next_offset_upper_bound if info.next_offset_upper_bound >= 0 else max_offset
+                aborted = log_.collect_aborted_transactions(fetch_offset, upper)
         return ReadResult(records, hw, lso, log_.log_start_offset, aborted)

@@ -648,8 +648,10 @@ class ReplicaManager:
                 if r.remote_pending:
                     await self._read_remote(result, max_bytes, read_committed)
                     return result
-                total += r.size
-                answer_now = answer_now or bool(r.error_code) or r.preferred_read_replica >= 0
+                if (read := r.read) is not None:
+                    total += read.size
+                if r.error_code or r.preferred_read_replica >= 0:
+                    answer_now = True
             if total >= min_bytes or answer_now:
                 return result
             remaining = deadline - time.monotonic()

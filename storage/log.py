@@ -784,11 +784,9 @@ class Log:
         """
         with self.lock:
             found: list[AbortedTxn] = []
-            floor = self.local.segments.floor_segment(start_offset)
-            segments = self.local.segments.snapshot()
-            if floor is not None:
-                segments = [s for s in segments if s.base_offset >= floor.base_offset]
-            for segment in segments:
+            for segment in self.local.segments.from_floor(start_offset):
+                if not segment.txn_index.entries:  # no abort marker in this segment (most: no transactions at all)
+                    continue
                 result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
                 found.extend(result.aborted_transactions)
                 if result.is_complete:

@@ -149,6 +149,7 @@ class FetchAnswer(FetchResponse):
         if version < 12 or self.node_endpoints or not self._packs():
             super().encode_into(w, version)
             return
+        # Array and bytes lengths are compact (n + 1 as a varint): one byte for the usual ones, written inline.
         buf = w.buf
         buf += _HEAD.pack(self.throttle_time_ms, self.error_code, self.session_id)
         _count(w, len(self.responses))
@@ -159,13 +160,16 @@ class FetchAnswer(FetchResponse):
             else:
                 w.compact_string(topic.topic)
             partitions = topic.partitions
-            _count(w, len(partitions))
+            if (n := len(partitions)) < 127:
+                buf.append(n + 1)
+            else:
+                w.uvarint(n + 1)
             for p in partitions:
                 buf += pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
                             p.log_start_offset)
                 aborted = p.aborted_transactions
-                if aborted is None:
-                    buf.append(0)
+                if not aborted:
+                    buf.append(0 if aborted is None else 1)  # null, or empty (read_committed without aborts)
                 else:
                     _count(w, len(aborted))
                     for a in aborted:
@@ -174,8 +178,11 @@ class FetchAnswer(FetchResponse):
                 records = p.records
                 if records is None:
                     buf.append(0)
-                elif isinstance(records, (bytes, bytearray, memoryview)) and len(records) < KEEP_RECORDS_APART:
-                    _count(w, len(records))
+                elif isinstance(records, (bytes, bytearray, memoryview)) and (n := len(records)) < KEEP_RECORDS_APART:
+                    if n < 127:
+                        buf.append(n + 1)
+                    else:
+                        w.uvarint(n + 1)
                     buf += records
                 else:
                     w.records(records, True)  # a file region (or large records): a part of its own

@@ -9,7 +9,7 @@ import pytest
 
 from replication.partition import Partition, PartitionError
 from storage import Log, LogConfig
-from wire import ErrorCode, build_simple_batch
+from wire import ErrorCode, Record, build_batch, build_control_batch, build_simple_batch
 
 LAG_MS = 10_000
 
@@ -194,3 +194,27 @@ def test_a_shrink_committed_late_does_not_drop_the_expansion_proposed_since(tmp_
     assert p.isr == [1, 2, 3] and p.pending_isr is None
     p.update_follower_fetch_state(3, 20, 0, now_ms=70, lag_time_max_ms=LAG_MS)
     assert p.log.high_watermark == 20 and p.acks_all_error(20, 2) == ErrorCode.NONE
+
+
+
+def test_a_read_committed_read_with_nothing_to_read_answers_no_aborted_transactions(tmp_path):
+    """As Kafka's LocalLog.read (emptyFetchDataInfo): at or past the last stable offset nothing is read and the
+    answer's aborted transactions are empty, without a search, even when an aborted transaction spans the offset."""
+    p = leader(tmp_path, [1], [1])
+
+    def txn(producer_id: int, sequence: int) -> bytes:
+        return build_batch([Record(0, 0, None, b"t")], base_timestamp=1, producer_id=producer_id, producer_epoch=0,
+                           base_sequence=sequence, is_transactional=True)
+
+    for records in (txn(4, 0), txn(5, 0), txn(4, 1)):  # offsets 0-2: producer 5's transaction at 1 stays open
+        p.append_records_to_leader(records, 1, 1)
+    p.append_records_to_leader(build_control_batch(0, producer_id=4, producer_epoch=0, timestamp=1,
+                                                   partition_leader_epoch=0, coordinator_epoch=0),
+                               1, 1, origin="coordinator")  # producer 4's aborted: 0-2, its marker at 3
+    assert p.log.high_watermark == 4 and p.log.last_stable_offset == 1
+    read = p.read(0, 1 << 20, read_committed=True, min_one_message=True)
+    assert read.size > 0 and [(t.producer_id, t.first_offset) for t in read.aborted_transactions] == [(4, 0)]
+    for offset in (1, 2, 4):  # at the last stable offset, past it, at the log end
+        read = p.read(offset, 1 << 20, read_committed=True, min_one_message=True)
+        assert read.records == b"" and read.aborted_transactions == []
+    assert p.read(1, 1 << 20, read_committed=False, min_one_message=True).aborted_transactions is None

@@ -78,12 +78,13 @@ def _readable(ctx: RequestContext, request: FetchRequest, names: list[str]) -> s
 
 
 def _add(responses: list[FetchableTopicResponse], topic: str, topic_id: uuid.UUID, parts: list[PartitionData]) -> None:
-    """Append ``parts`` to the last topic entry when it is the same topic, else as a new entry."""
+    """Append ``parts`` (a list of its own, kept) to the last topic entry when it is the same topic, else as a new
+    entry."""
     last = responses[-1] if responses else None
     if last is not None and last.topic == topic and last.topic_id == topic_id:
         last.partitions.extend(parts)
     else:
-        responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=list(parts)))
+        responses.append(FetchableTopicResponse(topic=topic, topic_id=topic_id, partitions=parts))
 
 
 @handler(ApiKey.FETCH, 4, 18, error_response=error_response, decode=decode_fetch_request)
@@ -215,8 +216,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         else:
             aborted = None
             if read_committed:
+                txns = read.aborted_transactions
                 aborted = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                           for a in (read.aborted_transactions or [])]
+                           for a in txns] if txns else []
             data = PartitionData(
                 partition_index=cp.partition,
                 error_code=found.error_code,
@@ -237,7 +239,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             leader = hints.leader(cp.topic, cp.partition, data.error_code)
             if leader is not None:
                 data.current_leader = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
-        size = found.size if found is not None else 0
+        size = read.size if read is not None else 0
         if incremental:
             if not checked and not cp.needs_response(
                 has_records=size > 0, error_code=data.error_code, high_watermark=data.high_watermark,
@@ -247,10 +249,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         elif recorded:
             cp.needs_response(has_records=False, error_code=data.error_code, high_watermark=data.high_watermark,
                               last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset)
-        if size > 0:
+        if size > 0 and incremental:
             with_records.append(cp)
         _add(responses, "" if by_id else cp.topic or "", cp.topic_id if by_id else ZERO_UUID, [data])
-    if fctx.incremental and fctx.session is not None:
+    if incremental and fctx.session is not None:
         for cp in with_records:
             fctx.session.partitions.move_to_end(cp.key(by_id))
     for (unknown, topic_id), parts in unresolved.items():  # after the session's, as Kafka's erroneous partitions
