@@ -97,19 +97,22 @@ async def create_topic(session: KafkaSession, name: str, partitions: int, replic
     answer = await session.to_controller(CreateTopicsRequest(topics=[topic], timeout_ms=30_000, validate_only=False))
     [result] = answer.topics
     check(result.error_code, result.error_message, f"create topic {name}")
-    await _wait_readable(session, name)
+    await _wait_readable(session, name, partitions, "create topic", "the topic was created, but is not readable")
 
 
-async def _wait_readable(session: KafkaSession, name: str, timeout_s: float = READABLE_TIMEOUT_S) -> None:
-    """Return once this broker's Metadata has ``name`` with a leader per partition and each leader answers
-    ListOffsets for it: CreateTopics answers once the controller committed the topic, before the brokers
-    applied it, and the page reads the topic right after "created". Another refusal (no DESCRIBE on the topic)
-    ends the wait: the topic is created either way."""
+async def _wait_readable(session: KafkaSession, name: str, count: int, action: str, done: str,
+                         timeout_s: float = READABLE_TIMEOUT_S) -> None:
+    """Return once this broker's Metadata has ``count`` partitions of ``name`` (at least one for -1, the
+    broker's default), each with a leader, and each leader answers ListOffsets for them: CreateTopics and
+    CreatePartitions answer once the controller committed the change, before the brokers applied it, and the
+    page reads the topic right after "created" or "partitions added". Another refusal (no DESCRIBE on the
+    topic) ends the wait: the change is made either way. After ``timeout_s`` the error names ``action`` and
+    says what is ``done``."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             parts = await leaders(session, name)
-            if not parts or min(parts.values()) < 0:
+            if not parts or min(parts.values()) < 0 or len(parts) < count:
                 raise RequestError(ErrorCode.LEADER_NOT_AVAILABLE, None, f"topic {name}")
             await end_offsets(session, name, parts)
             return
@@ -117,8 +120,8 @@ async def _wait_readable(session: KafkaSession, name: str, timeout_s: float = RE
             if exc.error not in NOT_YET_KNOWN:
                 return
             if time.monotonic() >= deadline:
-                raise RequestError(exc.error, f"the topic was created, but is not readable after {timeout_s:.0f} s "
-                                   f"({exc}): see the brokers' logs", f"create topic {name}") from exc
+                raise RequestError(exc.error, f"{done} after {timeout_s:.0f} s ({exc}): see the brokers' logs",
+                                   f"{action} {name}") from exc
         await asyncio.sleep(LOADING_BACKOFF_S)
 
 
@@ -134,6 +137,7 @@ async def create_partitions(session: KafkaSession, name: str, count: int) -> Non
         validate_only=False))
     [result] = answer.results
     check(result.error_code, result.error_message, f"add partitions to {name}")
+    await _wait_readable(session, name, count, "add partitions to", "the partitions were added, but are not readable")
 
 
 async def delete_records(session: KafkaSession, name: str, partition: int, offset: int) -> int:

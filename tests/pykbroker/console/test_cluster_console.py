@@ -105,6 +105,16 @@ def test_one_brokers_console_reads_and_writes_partitions_led_by_the_other(tmp_pa
                 browser.goto(url + f"#/group/{there}?type=classic")
                 assert browser.wait("document.body.dataset.lagSamples") == "1"
                 assert browser.text("group-lag-span") == "since this page opened"
+        # partitions added through broker 2's console are readable as soon as it answers, on whichever broker
+        # leads them (CreatePartitions answers once the controller committed them, before the leaders have logs)
+        assert call(url, "api/topic/partitions", {"name": "spread", "count": 8}) is None
+        grown = call(url, "api/topic?name=spread")
+        assert isinstance(grown, dict) and [p["high_watermark"] for p in grown["partitions"][4:]] == [0] * 4, grown
+        d = call(url, "api/messages?topic=spread&start=beginning&order=oldest&limit=1000")
+        assert isinstance(d, dict) and len(d["records"]) == 41, d
+        for p in range(4, 8):
+            produced = call(url, "api/produce", {"topic": "spread", "partition": p, "value": f"new {p}"})
+            assert isinstance(produced, dict) and produced["offset"] == 0, (p, produced)
         # a broker down (kill -9): the other's console still answers, with what it can reach
         cluster.broker(1).kill()
         overview = call(url, "api/overview")
