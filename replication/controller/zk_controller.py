@@ -9,7 +9,8 @@ assignment and the pending deletions, and keeps every partition's state znode ri
   ``unclean.leader.election.enable`` (the topic's, else the broker default) allows a live replica outside
   the ISR (``offline_partition_election``);
 - a broker that comes back leads the offline partitions whose ISR it is in;
-- ``/admin/delete_topics/<t>`` deletes the topic's znodes and configs, then the request;
+- ``/admin/delete_topics/<t>`` deletes the topic's znodes and configs, then the request (the requests pending at
+  once in one multi, as new topics found at once get their states in one: brokers list them all or none);
 - partition reassignments (AlterPartitionReassignments, or the legacy ``/admin/reassign_partitions`` znode)
   run as Kafka's ``onPartitionReassignment`` (``replication.controller.reassignment``): the topic znode gets the full
   replica set with ``adding_replicas``/``removing_replicas``, the state znode of each moving partition is
@@ -53,6 +54,7 @@ from replication.controller.reassignment import (
 from replication.metadata.zk.controller_election import ControllerMovedError
 from replication.metadata.zk.controller_store import (
     REASSIGN_PARTITIONS_PATH,
+    STATES_PER_MULTI,
     StaleWriteError,
     ZkControllerStore,
     ZNodeDecodeError,
@@ -404,8 +406,13 @@ class ZkController:
                 await self._elect_one(tp, preferred=True)
 
     async def _deletions_changed(self, _arg: Any) -> None:
-        pending = await self.store.topic_deletions(watch=self._watch("deletions"))
-        await asyncio.gather(*(self._delete_topic(name) for name in sorted(pending)))  # each its own writes
+        pending = sorted(await self.store.topic_deletions(watch=self._watch("deletions")))
+        if pending:  # together: every broker drops them in one image (Kafka 4.4 removes them in one batch)
+            await self.store.delete_topics(pending)
+        for name in pending:
+            self.context.assignments.pop(name, None)
+            self._forget_moves(name)
+            log.info("controller %d: deleted topic %s", self.broker_id, name)
 
     # -- decisions -------------------------------------------------------------------------------------
     def _all_partitions(self) -> list[TopicPartition]:
@@ -481,12 +488,25 @@ class ZkController:
                          topic, exc.reason)
                 left.extend((topic, p) for p in sorted(initial_states))
                 return
-            for p, state in sorted(initial_states.items()):
-                log.info("controller %d: %s-%d online, leader %d, isr %s, leader epoch %d", self.broker_id, topic, p,
-                         state.leader, list(state.isr), state.leader_epoch)
+            self._log_online(topic, initial_states)
 
+        if parents_exist is False and len(by_topic) > 1 and \
+                sum(len(states) for states in by_topic.values()) <= STATES_PER_MULTI:
+            try:  # topics created together (one CreateTopics) get their leaders together
+                await self.store.create_new_topics_states(by_topic)
+            except StaleWriteError:
+                pass  # one of them raced: each topic alone
+            else:
+                for topic, initial_states in sorted(by_topic.items()):
+                    self._log_online(topic, initial_states)
+                return left
         await asyncio.gather(*(create(topic, states) for topic, states in by_topic.items()))  # topics at once
         return left
+
+    def _log_online(self, topic: str, states: dict[int, LeaderAndIsr]) -> None:
+        for p, state in sorted(states.items()):
+            log.info("controller %d: %s-%d online, leader %d, isr %s, leader epoch %d", self.broker_id, topic, p,
+                     state.leader, list(state.isr), state.leader_epoch)
 
     async def _read_states(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[LeaderAndIsr, int] | None]:
         """Every partition's state, up to ``RECONCILE_IN_FLIGHT`` reads pipelined at once."""
@@ -743,8 +763,3 @@ class ZkController:
     async def _write_legacy(self, remaining: dict[TopicPartition, list[int]]) -> None:
         await self.store.set_reassign_partitions_request(remaining)
 
-    async def _delete_topic(self, name: str) -> None:
-        await self.store.delete_topic(name)  # its znodes, config and deletion request
-        self.context.assignments.pop(name, None)
-        self._forget_moves(name)
-        log.info("controller %d: deleted topic %s", self.broker_id, name)

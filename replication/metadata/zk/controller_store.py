@@ -44,7 +44,7 @@ from replication.metadata.zk.znodes import (
 )
 
 __all__ = ["ZkControllerStore", "StaleWriteError", "LeaderAndIsrLike", "PartitionState", "TopicAssignment",
-           "ZNodeDecodeError", "REASSIGN_PARTITIONS_PATH"]
+           "ZNodeDecodeError", "REASSIGN_PARTITIONS_PATH", "STATES_PER_MULTI"]
 
 TopicPartition = tuple[str, int]
 # The legacy reassignment request's znode, for the controller's log lines.
@@ -216,6 +216,22 @@ class ZkControllerStore:
                     raise _stale(exc) from None
                 ops = []
 
+    async def create_new_topics_states(self, states: Mapping[str, Mapping[int, LeaderAndIsrLike]]) -> None:
+        """The first states of several new topics (their partitions' znodes missing, as an admin client writes
+        only the topic znodes) in one fenced multi: Kafka 4.4 commits a CreateTopics' topics in one batch, so a
+        broker lists them all, with their leaders, or none. ``StaleWriteError`` as ``create_partition_states``
+        (nothing was written)."""
+        ops: list[CreateOp] = []
+        for topic, topic_states in states.items():
+            ops.append(CreateOp(TopicPartitionsZNode.path(topic)))
+            for p in sorted(topic_states):
+                ops += [CreateOp(TopicPartitionZNode.path(topic, p)),
+                        CreateOp(TopicPartitionStateZNode.path(topic, p), self._encode_state(topic_states[p]))]
+        try:
+            await self.election.fenced_multi(ops)
+        except ZooKeeperMultiError as exc:
+            raise _stale(exc) from None
+
     async def set_partition_state(self, tp: TopicPartition, state: LeaderAndIsrLike, version: int) -> None:
         """The partition's new state if its state is still at ``version`` (fenced); ``StaleWriteError`` when a
         leader changed the ISR meanwhile or the topic went."""
@@ -295,6 +311,44 @@ class ZkControllerStore:
                 await self.zk.delete(root, recursive=True)
             await self.delete_topic_configs(topic)
             await self.delete_topic_deletion(topic)
+
+    async def delete_topics(self, topics: Sequence[str]) -> None:
+        """Several topics' znodes, configs and deletion requests as ``delete_topic``, the topic znodes of them all
+        in the last multi: Kafka 4.4 removes a DeleteTopics request's topics in one batch of records, so a broker
+        lists them all or none. Each topic alone (``delete_topic``) when that multi fails (one of them changed
+        meanwhile, or has no topic znode left)."""
+        if len(topics) == 1:
+            await self.delete_topic(topics[0])
+            return
+        found = await asyncio.gather(*(asyncio.gather(self.zk.get_children(TopicPartitionsZNode.path(t)),
+                                                      self.zk.exists(ConfigEntityZNode.path("topics", t)))
+                                       for t in topics))
+        batches: list[list[DeleteOp]] = [[]]
+        last: list[DeleteOp] = []
+        count = 0
+        for topic, (partitions, config_stat) in zip(topics, found, strict=True):
+            for p in partitions or ():
+                if count and count % STATES_PER_MULTI == 0:
+                    batches.append([])
+                count += 1
+                path = f"{TopicPartitionsZNode.path(topic)}/{p}"
+                batches[-1] += [DeleteOp(f"{path}/state"), DeleteOp(path)]
+            if partitions is not None:
+                batches[-1].append(DeleteOp(TopicPartitionsZNode.path(topic)))
+            last.append(DeleteOp(TopicZNode.path(topic)))
+            if config_stat is not None:
+                last.append(DeleteOp(ConfigEntityZNode.path("topics", topic)))
+            last.append(DeleteOp(DeleteTopicsTopicZNode.path(topic)))
+        batches[-1] += last
+        try:
+            for ops in batches[:-1]:
+                await self.zk.multi(ops)
+            await self.election.fenced_multi(batches[-1])
+        except ZooKeeperMultiError as exc:
+            if not isinstance(exc.error, (NoNodeError, NotEmptyError)):
+                raise
+            for topic in topics:
+                await self.delete_topic(topic)
 
     async def delete_topic_configs(self, topic: str) -> None:
         try:

@@ -37,6 +37,13 @@ replicas, leader epoch 0) and deletes directly. ``alter_partition`` is condition
 (the state znode's version). A deletion removes the state znodes before the topic znode; the image drops the
 topic whole, as Kafka 4.4's one RemoveTopicRecord does: a state znode found gone is not applied, and a topic read
 with states missing while its deletion is pending is left out, so no image shows it leader-less.
+
+A request's topics go together, as Kafka 4.4 commits a CreateTopics' or DeleteTopics' records in one batch and a
+broker lists them all, with their leaders, or none: the topics (or deletion requests) asked for in one pass of the
+event loop are one multi, the controller writes their states (or deletes them) in one, a topic whose states are
+not all written yet is left out of the image (partitions added: the topic as it was) until they are, every such
+topic then read again together, and a topic found gone makes the topic list reread, so the others its multi
+removed go in the same image.
 """
 
 from __future__ import annotations
@@ -236,6 +243,12 @@ class ZooKeeperMetadataStore(PublishedImage):
         # Partitions whose state znode fired and that have not been read again yet (one reread for them all).
         self._changed_partitions: dict[tuple[str, int], None] = {}
         self._changed_topics: dict[str, None] = {}  # topic znodes whose watch fired, reread together
+        # Topics (or partitions added to them) left out of the image until the controller wrote their states.
+        self._unready: set[str] = set()
+        self._deletion_requests: dict[str, asyncio.Future] = {}  # asked for in this pass of the loop (one multi)
+        self._tasks: set[asyncio.Task] = set()
+        # Topics asked for in this pass of the loop (one multi): name, assignments, configs, topic id, the answer.
+        self._creations: list[tuple[str, list[list[int]], Mapping[str, str], str, asyncio.Future]] = []
 
     def _publish(self, **changes: Any) -> None:
         old = self._image
@@ -323,7 +336,14 @@ class ZooKeeperMetadataStore(PublishedImage):
         for gone in set(topics) - names:
             self._forget_watches(gone)
             del topics[gone]
-        for topic in await asyncio.gather(*(self._read_topic(name) for name in names - set(topics))):
+        added = sorted(names - set(topics))
+        read = await asyncio.gather(*(self._read_topic(name) for name in added))
+        if any(name in self._unready for name in added):
+            # One still has no states while others have theirs: the controller's multi giving a CreateTopics' topics
+            # their leaders landed between the reads. Held back with it, they all come with its states' watch.
+            self._unready.update(added)
+            read = []
+        for topic in read:
             if topic is not None:
                 topics[topic.name] = topic
         if topics.keys() != image.topics.keys():
@@ -362,6 +382,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         """A topic as ZooKeeper has it now (watches armed), or None when it is gone or unreadable."""
         found = await self.zk.get(TopicZNode.path(name), watch=self._topic_watch(name))
         if found is None or found[0] is None:
+            self._unready.discard(name)
             return None
         try:
             assignment = TopicZNode.decode(name, found[0])
@@ -372,16 +393,23 @@ class ZooKeeperMetadataStore(PublishedImage):
                                                          assignment.adding_replicas.get(p, ()),
                                                          assignment.removing_replicas.get(p, ()))
                                         for p in sorted(assignment.partitions)))
-        if None in states and await self.zk.exists(DeleteTopicsTopicZNode.path(name)) is not None:
-            return None  # being deleted (its state znodes go first): gone at once, never leader-less
-        # before the controller wrote a state: no leader (Kafka's brokers wait for LeaderAndIsr)
-        partitions = [s if s is not None else PartitionState(
-            p, -1, 0, tuple(assignment.partitions[p]), (), 0, tuple(assignment.adding_replicas.get(p, ())),
-            tuple(assignment.removing_replicas.get(p, ())))
-            for p, s in zip(sorted(assignment.partitions), states, strict=True)]
+        partitions = list(states)
+        self._unready.discard(name)
+        if None in states:
+            if await self.zk.exists(DeleteTopicsTopicZNode.path(name)) is not None:
+                return None  # being deleted (its state znodes go first): gone at once, never leader-less
+            # States the controller has not written yet: Kafka 4.4 commits a topic's (or new partitions') records
+            # in one batch, so no broker lists it without leaders. A new topic is left out, partitions added to a
+            # known one are, until every state is there (their watches reread all such topics together).
+            self._unready.add(name)
+            known = self._image.topics.get(name)
+            if known is None or known.topic_id != _topic_uuid(assignment.topic_id):
+                return None
+            partitions = [s if s is not None else known.partitions[p]
+                          for p, s in zip(sorted(assignment.partitions), states[:len(known.partitions)], strict=False)]
         config = await self.zk.get(ConfigEntityZNode.path("topics", name))
         configs = ConfigEntityZNode.decode(config[0]) if config is not None else {}
-        return TopicState(name, _topic_uuid(assignment.topic_id), tuple(partitions), configs)
+        return TopicState(name, _topic_uuid(assignment.topic_id), tuple(p for p in partitions if p is not None), configs)
 
     async def _read_state(self, name: str, partition: int, replicas: list[int], adding: Any = (),
                           removing: Any = ()) -> PartitionState | None:
@@ -417,7 +445,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         image = self._image
         topics = dict(image.topics)
         by_id = dict(image.topics_by_id)
-        changed = False
+        changed = gone = False
         for name, topic in zip(names, read, strict=True):
             old = topics.pop(name, None)
             if old is not None:
@@ -428,7 +456,14 @@ class ZooKeeperMetadataStore(PublishedImage):
                 changed = True
             elif old is not None:
                 self._forget_watches(name)
-                changed = True
+                changed = gone = True
+        if gone:
+            # A DeleteTopics of several topics goes in one ZooKeeper multi, as Kafka 4.4 removes them in one batch:
+            # every topic that multi removed leaves this image with the one whose watch fired first.
+            listed = set(await self.zk.get_children(TopicsZNode.path) or [])
+            for name in [n for n in topics if n not in listed]:
+                by_id.pop(topics.pop(name).topic_id, None)
+                self._forget_watches(name)
         if changed:
             self._publish(topics=_frozen(topics), topics_by_id=_frozen(by_id))
 
@@ -441,6 +476,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         own reread drops it whole (never leader-less in between, which handlers answered NOT_LEADER_OR_FOLLOWER
         where Kafka answers UNKNOWN_TOPIC_OR_PARTITION)."""
         changed, self._changed_partitions = list(self._changed_partitions), {}
+        unready = any(name in self._unready for name, _ in changed)
         image = self._image
         wanted = [(image.topics[name], partition) for name, partition in changed
                   if name in image.topics and partition < len(image.topics[name].partitions)]
@@ -460,6 +496,8 @@ class ZooKeeperMetadataStore(PublishedImage):
                 states.setdefault(topic.name, []).append(state)
         if states:
             self._put_partitions(states)
+        if unready:  # a state of a topic (or of partitions) left out: every such topic read again, in one image
+            await self._load_topics_named(sorted(self._unready))
 
     def _put_partition(self, name: str, state: PartitionState) -> None:
         self._put_partitions({name: [state]})
@@ -669,33 +707,26 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     # -- writing -------------------------------------------------------------------------------------------
     async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState:
-        """Create a topic as Kafka's AdminZkClient does: its config znode and its assignment, in one multi.
+        """Create a topic as Kafka's AdminZkClient does: its config znode and its assignment, in one multi (with
+        the other topics asked for in the same pass of the event loop, a CreateTopics' topics: the controller
+        finds them together and gives them their leaders in one multi, as Kafka 4.4 commits them in one batch).
         With a controller, wait (up to ``admin_timeout_s``) until it has written every partition's state,
         as Kafka's CreateTopics waits for leaders; without one, write those states here (leader = first
         replica, ISR = all replicas). Returns the topic as the image has it. Raises ``KeyError`` if it exists."""
         topic_id = generate_cluster_id()  # Kafka's Uuid.randomUuid, as for the cluster id
-        epoch = self.controller_epoch()
-        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id))]
-        if not self.with_controller:
-            ops.append(CreateOp(TopicPartitionsZNode.path(name)))
-            for p, replicas in enumerate(assignments):
-                ops += [CreateOp(TopicPartitionZNode.path(name, p)),
-                        CreateOp(TopicPartitionStateZNode.path(name, p),
-                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
-        config_path = ConfigEntityZNode.path("topics", name)
-        if await self.zk.exists(config_path) is None:
-            ops.insert(0, CreateOp(config_path, ConfigEntityZNode.encode(configs)))
-        elif await self.zk.exists(TopicZNode.path(name)) is None:  # left by an old topic of that name
-            await self.zk.set(config_path, ConfigEntityZNode.encode(configs))
-        try:
-            await self.zk.multi(ops)
-        except ZooKeeperMultiError as exc:
-            if isinstance(exc.error, NodeExistsError):
-                raise KeyError(name) from None
-            raise
+        future = asyncio.get_running_loop().create_future()
+        if not self._creations:
+            asyncio.get_running_loop().call_soon(self._spawn, self._write_creations)
+        self._creations.append((name, assignments, configs, topic_id, future))
+        await future
         log.info("created topic %s (id %s) with %d partitions", name, topic_id, len(assignments))
         await self._wait_for_watches(name, lambda image: _states_written(image, name, len(assignments)))
-        return self._image.topics[name]
+        created = self._image.topics.get(name)
+        if created is None:  # no controller wrote its states in time: not in the image yet, no leaders
+            created = TopicState(name, _topic_uuid(topic_id), tuple(
+                PartitionState(p, -1, 0, tuple(replicas), (), 0) for p, replicas in enumerate(assignments)),
+                dict(configs))
+        return created
 
     async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
         """Append partitions: the topic znode is rewritten conditionally on its version, with the new
@@ -742,12 +773,7 @@ class ZooKeeperMetadataStore(PublishedImage):
         deletion that cannot finish, a replica being offline, stays pending as in Kafka). Without a
         controller this store does the removal. Returns the topic as it was; ``KeyError`` if unknown."""
         topic = self._image.topics.get(name)
-        if await self.zk.exists(TopicZNode.path(name)) is None:
-            raise KeyError(name)
-        try:
-            await self.zk.create(DeleteTopicsTopicZNode.path(name), make_parents=True)
-        except NodeExistsError:
-            pass
+        await self._request_deletion(name)
         if self.with_controller:
             await self.wait_for(lambda image: name not in image.topics, self.admin_timeout_s)
             return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
@@ -764,6 +790,93 @@ class ZooKeeperMetadataStore(PublishedImage):
         async with self._lock:
             await self._load_topic(name)
         return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
+
+    async def _write_creations(self) -> None:
+        """The topics asked for in one pass of the loop: one multi, or (one exists) a multi each."""
+        batch, self._creations = self._creations, []
+        try:
+            ops = await asyncio.gather(*(self._creation_ops(*creation[:4]) for creation in batch))
+            try:
+                await self.zk.multi([op for topic_ops in ops for op in topic_ops])
+                results: list[BaseException | None] = [None] * len(batch)
+            except ZooKeeperMultiError:
+                results = []
+                for topic_ops, creation in zip(ops, batch, strict=True):
+                    try:
+                        await self.zk.multi(topic_ops)
+                        results.append(None)
+                    except ZooKeeperMultiError as exc:
+                        if not isinstance(exc.error, NodeExistsError):
+                            raise
+                        results.append(KeyError(creation[0]))
+        except Exception as exc:  # noqa: BLE001 - each asker gets it
+            results = [exc] * len(batch)
+        for creation, result in zip(batch, results, strict=True):
+            if result is None:
+                creation[4].set_result(None)
+            else:
+                creation[4].set_exception(result)
+
+    async def _creation_ops(self, name: str, assignments: list[list[int]], configs: Mapping[str, str],
+                            topic_id: str) -> list:
+        """The multi's operations creating one topic (its config znode set first when an old topic left one)."""
+        epoch = self.controller_epoch()
+        ops: list = [CreateOp(TopicZNode.path(name), TopicZNode.encode(dict(enumerate(assignments)), topic_id))]
+        if not self.with_controller:
+            ops.append(CreateOp(TopicPartitionsZNode.path(name)))
+            for p, replicas in enumerate(assignments):
+                ops += [CreateOp(TopicPartitionZNode.path(name, p)),
+                        CreateOp(TopicPartitionStateZNode.path(name, p),
+                                 TopicPartitionStateZNode.encode(replicas[0], 0, replicas, epoch))]
+        config_path = ConfigEntityZNode.path("topics", name)
+        if await self.zk.exists(config_path) is None:
+            ops.insert(0, CreateOp(config_path, ConfigEntityZNode.encode(configs)))
+        elif await self.zk.exists(TopicZNode.path(name)) is None:  # left by an old topic of that name
+            await self.zk.set(config_path, ConfigEntityZNode.encode(configs))
+        return ops
+
+    def _spawn(self, coro_fn: Callable[[], Any]) -> None:
+        task = asyncio.ensure_future(coro_fn())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _request_deletion(self, name: str) -> asyncio.Future:
+        """Ask for ``name``'s deletion (``KeyError`` if there is no such topic): the requests of one pass of the
+        event loop (a DeleteTopics' topics, asked for together) are created in one multi, so the controller
+        finds them together and deletes them in one multi (Kafka 4.4 removes them in one batch of records)."""
+        future = self._deletion_requests.get(name)
+        if future is None:
+            if not self._deletion_requests:
+                asyncio.get_running_loop().call_soon(self._spawn, self._write_deletion_requests)
+            future = self._deletion_requests[name] = asyncio.get_running_loop().create_future()
+        return future
+
+    async def _write_deletion_requests(self) -> None:
+        batch, self._deletion_requests = self._deletion_requests, {}
+        names = list(batch)
+        try:
+            found = await asyncio.gather(*(self.zk.exists(TopicZNode.path(name)) for name in names))
+            known = [name for name, stat in zip(names, found, strict=True) if stat is not None]
+            try:
+                if known:
+                    await self.zk.multi([CreateOp(DeleteTopicsTopicZNode.path(name)) for name in known])
+            except ZooKeeperMultiError:  # one asked for already (or the parent missing): each alone
+                for name in known:
+                    try:
+                        await self.zk.create(DeleteTopicsTopicZNode.path(name), make_parents=True)
+                    except NodeExistsError:
+                        pass
+        except Exception as exc:  # noqa: BLE001 - each asker gets it
+            for future in batch.values():
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for name, stat in zip(names, found, strict=True):
+            if not batch[name].done():
+                if stat is None:
+                    batch[name].set_exception(KeyError(name))
+                else:
+                    batch[name].set_result(None)
 
     async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
         """Write one partition's leader and ISR if its partition epoch (the state znode's version) is still
