@@ -132,7 +132,8 @@ differential-cluster-ops: deps
 ##        and tiered storage shared by each cluster's brokers, its leader stopped (test_differential_tiered_storage, ~2 min)
 ##        and a full log dir on broker 1, its partition's leadership moved away (test_differential_disk_faults, ~1 min)
 ##        and broker 1's only log dir turned read-only: it halts, the others lead on (test_differential_read_only_dir)
-##        and a topic deleted while every node is asked about it (test_cluster_topic_deletion, the Kafka 4.4 side)
+##        and a topic deleted while every node is asked about it, then deleted and created again at once, one node and
+##        three, with the other lifecycle windows (test_cluster_topic_deletion, the Kafka 4.4 side, ~2 min)
 differential-cluster: deps
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_differential.py compat_tests/test_differential_kafka44.py compat_tests/test_differential_cluster.py compat_tests/test_differential_tuned.py compat_tests/test_share_groups.py compat_tests/test_cluster_kafka_tools.py -k "cluster- or classic_first_generation or share_groups_v2 or share_initialization or share_state_epochs or share_acknowledge_unknown_partitions or share_offsets_lag or share_renew_and_request_errors or share_acknowledge_refusals or share_compacted_gaps or share_delivery_count_limit or share_renew_disabled or stalled or recreated or (share_scenario and (three or reject)) or (share_groups and tool) or (tuned and retention)" $(ARGS)
 	PYKBROKER_SLOW_DIFFERENTIAL=1 $(PY) -m pytest compat_tests/test_leader_split.py $(ARGS)
@@ -157,7 +158,9 @@ differential-cluster: deps
 ##        (make test's chaos campaign kills leaders too); a topic deleted and created again around kill -9s of its leader, and inside its
 ##        log-work window (stray by topic id: never the old topic's records);
 ##        the first transactional producer after a broker's kill -9 (__transaction_state placed on the dead broker too);
-##        a topic deleted while every broker is asked about it (never leader-less, Kafka 4.4's deleted-topic codes);
+##        a topic deleted while every broker is asked about it (never leader-less, Kafka 4.4's deleted-topic codes), then
+##        deleted and created again at once on one broker and three (starts empty, new id), ten topics created and deleted
+##        in one request (listed all or none);
 ##        pipelined offset commits of 8 groups of one partition through kill -9 of their coordinator (no acknowledged
 ##        commit lost, on Kafka 4.4 too)
 test-cluster-slow: deps
