@@ -338,11 +338,14 @@ class ZooKeeperMetadataStore(PublishedImage):
             del topics[gone]
         added = sorted(names - set(topics))
         read = await asyncio.gather(*(self._read_topic(name) for name in added))
-        if any(name in self._unready for name in added):
-            # One still has no states while others have theirs: the controller's multi giving a CreateTopics' topics
-            # their leaders landed between the reads. Held back with it, they all come with its states' watch.
-            self._unready.update(added)
-            read = []
+        if None in read and any(t is not None for t in read):
+            # Some have their states and others not: the controller's multi giving a CreateTopics' topics their
+            # leaders may have landed between the reads. Read after those that found it, the others find it too
+            # if it was theirs; if they still have none, it was not (the controller has not decided them yet).
+            unready = [i for i, t in enumerate(read) if t is None]
+            for i, topic in zip(unready, await asyncio.gather(*(self._read_topic(added[i]) for i in unready)),
+                                strict=True):
+                read[i] = topic
         for topic in read:
             if topic is not None:
                 topics[topic.name] = topic
