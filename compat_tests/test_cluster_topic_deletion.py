@@ -426,6 +426,7 @@ def _created_again(bootstraps: dict[int, str]) -> dict[str, object]:
         listed = _listed_meanwhile(bootstraps, admin, admin2)
         seen["ten at once, listed while created"] = sorted(listed["created"])
         seen["ten at once, listed while deleted"] = sorted(listed["deleted"])
+        seen.update(_raced(bootstraps))
     for key, value in windows.items():
         print(f"window {key}: {value}")
     for key, value in seen.items():
@@ -478,6 +479,44 @@ def _listed_meanwhile(bootstraps: dict[int, str], admin: RawClient, admin2: RawC
     return listed
 
 
+def _raced(bootstraps: dict[int, str], rounds: int = 4) -> dict[str, object]:
+    """A topic created at once through every broker (three connections to the one node), then deleted through
+    broker 1 and at once created again through another: what each answered, every round."""
+    answers: set[tuple] = set()
+    again: set[tuple] = set()
+    hosts = [bootstraps[n] for n in sorted(bootstraps)] * (3 if len(bootstraps) == 1 else 1)
+    for i in range(rounds):
+        name = f"race-{i}"
+        clients = [RawClient(b, timeout=30) for b in hosts]
+        try:
+            created: list[tuple] = [()] * len(clients)
+            start = threading.Barrier(len(clients))
+
+            def create(k: int, name: str = name, clients: list[RawClient] = clients, created: list[tuple] = created,
+                       start: threading.Barrier = start) -> None:
+                start.wait()
+                r = clients[k].request(CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
+                    name=name, num_partitions=3, replication_factor=len(bootstraps))]), 7).topics[0]
+                created[k] = (r.error_code, (r.error_message or "").replace(name, "<t>"))
+
+            threads = [threading.Thread(target=create, args=(k,)) for k in range(len(clients))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            answers.add(tuple(sorted(created)))
+            deleted = clients[0].request(DeleteTopicsRequest(topic_names=[name], timeout_ms=30_000), 5).responses[0]
+            r = clients[1].request(CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
+                name=name, num_partitions=3, replication_factor=len(bootstraps))]), 7).topics[0]
+            again.add((deleted.error_code, r.error_code, r.error_message))
+            clients[0].request(DeleteTopicsRequest(topic_names=[name], timeout_ms=30_000), 5)
+        finally:
+            for c in clients:
+                c.close()
+    return {"created at once through every broker": sorted(answers),
+            "again: deleted through one, created through another": sorted(again)}
+
+
 def _judged(observed: dict[str, object]) -> None:
     """What Kafka 4.4 answered in ``_created_again``, on one node and on three (every run alike)."""
     unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -504,6 +543,11 @@ def _judged(observed: dict[str, object]) -> None:
     # a request's ten topics are listed all or none, never without leaders (-1)
     assert observed["ten at once, listed while created"] == [0, 10]
     assert observed["ten at once, listed while deleted"] == [0, 10]
+    # the same name created at once through every broker: one created it, the others answer it exists
+    exists = (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic '<t>' already exists.")
+    assert observed["created at once through every broker"] == [((0, ""), exists, exists)]
+    # deleted through broker 1, created again at once through broker 2: both succeed, every round
+    assert observed["again: deleted through one, created through another"] == [(0, 0, None)]
 
 
 @pytest.mark.skipif(os.environ.get("PYKBROKER_SLOW_CLUSTER") != "1",

@@ -8,7 +8,7 @@ Each writes the cluster metadata and returns; every broker then acts on the publ
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from pykbroker.config import Config
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS
@@ -39,6 +39,11 @@ class AdminManager:
         log.info("created topic %s (id %s) with %d partitions", name, uuid_to_kafka_string(topic.topic_id),
                  len(assignments))
         return topic
+
+    async def catch_up(self, names: Collection[str]) -> None:
+        """Until this broker's metadata has topics ``names`` as the cluster has them now (a moment after another
+        broker's write): CreateTopics, DeleteTopics and CreatePartitions decide on that, as Kafka's controller."""
+        await self.metadata.catch_up(names)
 
     async def delete_topic(self, name: str) -> None:
         """Delete a topic; every broker's publisher drops its partitions, offsets and share state once the

@@ -17,7 +17,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -283,6 +283,9 @@ class EmbeddedMetadataStore(PublishedImage):
         topic = replace(topic, partitions=topic.partitions + added)
         await self._commit(self._with_topic(topic))
         return topic
+
+    async def catch_up(self, names: Collection[str]) -> None:
+        """The image is this store's own: nothing to wait for."""
 
     async def delete_topic(self, name: str) -> TopicState:
         """Delete a topic; it is remembered in ``deleted_topics`` (in the same write) until its logs are renamed."""

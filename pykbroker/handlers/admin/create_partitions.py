@@ -77,6 +77,7 @@ async def handle_create_partitions(ctx: RequestContext, request: CreatePartition
     results = []
     adding: list[tuple[str, list[list[int]]]] = []
     alterable = filter_by_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, [n for n, c in counts.items() if c == 1])
+    await ctx.broker.admin.catch_up(alterable)  # a topic another broker created or deleted a moment ago
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,

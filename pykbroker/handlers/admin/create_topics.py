@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
@@ -26,6 +27,10 @@ from wire import ApiKey, ErrorCode
 from wire.messages import CreateTopicsRequest, CreateTopicsResponse
 from wire.messages.create_topics_request import CreatableTopic
 from wire.messages.create_topics_response import CreatableTopicConfigs, CreatableTopicResult
+
+if TYPE_CHECKING:
+    from pykbroker.services import BrokerServices
+    from replication.metadata.image import TopicState
 
 log = logging.getLogger("pykbroker.handlers.create_topics")
 
@@ -176,6 +181,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     planned: list[tuple[CreatableTopicResult, list[list[int]], dict[str, str]]] = []  # to create, in order
     answered: set[str] = set()
     names = [n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA_TOPIC]
+    await broker.admin.catch_up(names)  # a topic another broker created or deleted a moment ago
     creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False) else \
         filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
     plans: dict[str, Plan] = {}
@@ -226,8 +232,20 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     if not request.validate_only:
         # Every topic at once, as Kafka's controller creates a request's topics in one batch: each is its own
         # ZooKeeper write, and the answer waits for all their leaders together instead of one after another.
-        created = await asyncio.gather(*(broker.admin.create_topic(result.name, assignments, configs)
+        created = await asyncio.gather(*(_create(broker, result.name, assignments, configs)
                                          for result, assignments, configs in planned))
         for (result, _assignments, _configs), state in zip(planned, created, strict=True):
-            result.topic_id = state.topic_id
+            if state is None:  # created meanwhile through another broker (Kafka's controller orders them)
+                at = next(i for i, r in enumerate(results) if r is result)
+                results[at] = _failed(result.name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{result.name}' already exists.")
+            else:
+                result.topic_id = state.topic_id
     return CreateTopicsResponse(topics=results)
+
+
+async def _create(broker: BrokerServices, name: str, assignments: list[list[int]], configs: dict[str, str]) -> TopicState | None:
+    """The topic created, or None when it exists already (another broker created it since this one planned)."""
+    try:
+        return await broker.admin.create_topic(name, assignments, configs)
+    except KeyError:
+        return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from pykbroker.context import RequestContext
 from pykbroker.registry import handler
@@ -17,6 +18,9 @@ from pykbroker.security.auth_helper import AclOperation, ResourceType, authorize
 from wire import ApiKey, ErrorCode
 from wire.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from wire.messages.delete_topics_response import DeletableTopicResult
+
+if TYPE_CHECKING:
+    from pykbroker.services import BrokerServices
 
 log = logging.getLogger("pykbroker.handlers.delete_topics")
 
@@ -55,6 +59,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         results.append(DeletableTopicResult(name=name, topic_id=topic_id, error_code=code, error_message=message))
 
     names = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+    await broker.admin.catch_up(names)  # a topic another broker created or deleted a moment ago
     ids = [i for n, i in wanted if n is None and i != ZERO_UUID]
     for name, topic_id in wanted:
         if name is None and topic_id == ZERO_UUID:
@@ -100,8 +105,20 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
             to_delete[topic.name] = topic_id
     # Every topic at once (Kafka's controller deletes a request's topics together): the answer waits for the
     # slowest, not for the sum.
-    await asyncio.gather(*(broker.admin.delete_topic(name) for name in to_delete))
-    for name, topic_id in to_delete.items():
+    deleted = await asyncio.gather(*(_delete(broker, name) for name in to_delete))
+    for (name, topic_id), done in zip(to_delete.items(), deleted, strict=True):
+        if not done:  # deleted meanwhile through another broker
+            answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            continue
         log.info("deleted topic %s (id %s) on request (%s)", name, topic_id, ctx.describe())
         answer(name, topic_id, ErrorCode.NONE)
     return DeleteTopicsResponse(responses=results)
+
+
+async def _delete(broker: BrokerServices, name: str) -> bool:
+    """Delete ``name``; False when it is gone already."""
+    try:
+        await broker.admin.delete_topic(name)
+        return True
+    except KeyError:
+        return False

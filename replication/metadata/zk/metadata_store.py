@@ -114,6 +114,9 @@ GROUPS = "groups"  # the config entity type of GROUP resources
 CLIENT_METRICS = "client-metrics"  # the config entity type of CLIENT_METRICS resources (KIP-714 subscriptions)
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 _EMPTY: Mapping = MappingProxyType({})
+# The longest an admin request waits for this broker's image to show a topic as ZooKeeper has it (catch_up): watches
+# bring it within milliseconds; longer, the request goes on with the image as it is.
+CATCH_UP_TIMEOUT_S = 5.0
 
 
 def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -769,6 +772,33 @@ class ZooKeeperMetadataStore(PublishedImage):
             return
         async with self._lock:
             await self._load_topic(name)
+
+    async def catch_up(self, names: Collection[str]) -> None:
+        """Until this image has topics ``names`` as ZooKeeper has them (present or gone, same topic id), up to
+        ``CATCH_UP_TIMEOUT_S``: a topic another broker created or deleted a moment ago reaches this one by its
+        watches, and a CreateTopics, DeleteTopics or CreatePartitions here must not answer TOPIC_ALREADY_EXISTS or
+        UNKNOWN_TOPIC_OR_PARTITION from before (Kafka's brokers forward them to the controller). A topic whose
+        states the controller has not written yet is left out of the image meanwhile: not waited for."""
+        names = list(dict.fromkeys(names))
+        found = await asyncio.gather(*(self.zk.get(TopicZNode.path(name)) for name in names))
+        wanted: dict[str, uuid.UUID | None] = {}
+        for name, znode in zip(names, found, strict=True):
+            try:
+                wanted[name] = None if znode is None or znode[0] is None else \
+                    _topic_uuid(TopicZNode.decode(name, znode[0]).topic_id)
+            except ZNodeDecodeError:
+                continue
+
+        def caught_up(image: MetadataImage) -> bool:
+            for name, topic_id in wanted.items():
+                shown = image.topics.get(name)
+                if shown is None and topic_id is not None and name not in self._unready:
+                    return False
+                if shown is not None and shown.topic_id != topic_id:
+                    return False
+            return True
+
+        await self.wait_for(caught_up, min(CATCH_UP_TIMEOUT_S, self.admin_timeout_s))
 
     async def delete_topic(self, name: str) -> TopicState:
         """Delete a topic as Kafka does: ``/admin/delete_topics/<t>`` asks for it; the controller removes the
