@@ -164,7 +164,17 @@ def _deleted_while_asked(bootstraps: dict[int, str]) -> None:
                 name=TOPIC, partition_data=[PartitionProduceData(index=p, records=build_simple_batch(
                     [b"v"], timestamp=int(time.time() * 1000)))])]), 9)
             assert r.responses[0].partition_responses[0].error_code == ErrorCode.NONE, r
-        member, _ = join(clients[coordinator.node_id], GROUP, TOPIC)
+        deadline = time.monotonic() + 60
+        while True:  # Kafka 4.4 answered NOT_COORDINATOR once, its new __consumer_offsets partition not yet led there
+            try:
+                member, _ = join(clients[coordinator.node_id], GROUP, TOPIC)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+                coordinator = clients[1].request(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]),
+                                                 4).coordinators[0]
         held: dict[int, dict[int, tuple[int, int]]] = {n: {} for n in clients}
         for n in clients:
             mine = [p for p, leader in leaders.items() if leader == n]
