@@ -52,8 +52,10 @@ class AdminManager:
         await self._deletions_done()
         log.info("deleted topic %s", name)
 
-    async def create_partitions(self, name: str, new_assignments: list[list[int]]) -> None:
-        await self.metadata.add_partitions(name, new_assignments)
+    async def create_partitions(self, name: str, new_assignments: list[list[int]], expected: int) -> None:
+        """Add partitions to a topic planned with ``expected`` partitions (``PartitionCountChanged`` if it has
+        another count now, ``KeyError`` if it is gone)."""
+        await self.metadata.add_partitions(name, new_assignments, expected)
 
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the topic's explicitly set configs; live logs pick them up at once."""

@@ -527,8 +527,10 @@ class ReplicaManager:
         while True:
             for tp, (p, required_offset) in list(waiting.items()):
                 current = self.partitions.get(tp)
-                code = ErrorCode.NOT_LEADER_OR_FOLLOWER if current is not p else p.acks_all_error(
-                    required_offset, p.log.config.min_insync_replicas)
+                # No longer hosted: as Kafka's DelayedProduce (getPartitionOrError), UNKNOWN_TOPIC_OR_PARTITION once
+                # its topic left the metadata (deleted while the produce waited for its followers)
+                code = self._not_hosted_error(tp) if current is None else ErrorCode.NOT_LEADER_OR_FOLLOWER \
+                    if current is not p else p.acks_all_error(required_offset, p.log.config.min_insync_replicas)
                 if code is None:
                     continue
                 del waiting[tp]

@@ -28,6 +28,7 @@ from replication.metadata.image import (
     BrokerImage,
     MetadataImage,
     MetadataListener,
+    PartitionCountChanged,
     PartitionState,
     PublishedImage,
     TopicState,
@@ -275,9 +276,11 @@ class EmbeddedMetadataStore(PublishedImage):
         await self._commit(self._with_topic(topic))
         return topic
 
-    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+    async def add_partitions(self, name: str, assignments: list[list[int]], expected: int | None = None) -> TopicState:
         topic = self._head.topics[name]
         start = len(topic.partitions)
+        if expected is not None and start != expected:
+            raise PartitionCountChanged(start)
         added = tuple(PartitionState(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
                       for i, replicas in enumerate(assignments))
         topic = replace(topic, partitions=topic.partitions + added)

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 from wire import ErrorCode
 
-__all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionState",
+__all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionCountChanged",
+           "PartitionState",
            "TopicState", "PublishedImage", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
 
 NO_LEADER = -1
@@ -224,6 +225,15 @@ class PublishedImage:
         return self._image.offset
 
 
+class PartitionCountChanged(Exception):
+    """``add_partitions`` refused: the topic no longer has the partition count the caller planned from (another
+    request added partitions meanwhile); ``count`` is the one it has."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"the topic has {count} partitions")
+        self.count = count
+
+
 class MetadataWriter(Protocol):
     """The writes a metadata store takes; each publishes a new image once committed."""
 
@@ -234,7 +244,10 @@ class MetadataWriter(Protocol):
 
     async def create_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicState: ...
 
-    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState: ...
+    async def add_partitions(self, name: str, assignments: list[list[int]], expected: int | None = None) -> TopicState:
+        """Append partitions; ``expected``: the count the caller planned from (``PartitionCountChanged`` when the
+        topic has another by the time the store writes: Kafka's controller refuses the later of two requests)."""
+        ...
 
     async def delete_topic(self, name: str) -> TopicState: ...
 

@@ -125,6 +125,23 @@ def test_a_waiting_acks_all_produce_learns_that_leadership_moved(tmp_path):
     asyncio.run(scenario())
 
 
+def test_a_waiting_acks_all_produce_whose_topic_is_deleted_answers_unknown_topic(tmp_path):
+    """Kafka 4.4's DelayedProduce asks getPartitionOrError: a partition no longer hosted is NOT_LEADER_OR_FOLLOWER
+    only while the metadata still has it; deleted, UNKNOWN_TOPIC_OR_PARTITION (seen on 3 brokers: a produce
+    waiting for its followers when the DeleteTopics landed answered NOT_LEADER_OR_FOLLOWER)."""
+    async def scenario() -> None:
+        rm = replicated_leader(tmp_path, [1, 2], [1, 2], Clock())
+        produce = asyncio.create_task(rm.append_records({(TOPIC, 0): build_simple_batch([b"a"], timestamp=1_700_000_000_000)}, -1, 5000))
+        await asyncio.sleep(0.01)
+        rm.in_metadata = lambda _topic, _partition: False  # the topic left the image, then its partitions go
+        rm.delete_partitions(TOPIC)
+        result = (await asyncio.wait_for(produce, 30))[(TOPIC, 0)]
+        assert result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        await rm.close()
+
+    asyncio.run(scenario())
+
+
 def test_the_isr_expands_when_a_follower_catches_up_and_shrinks_when_it_lags(tmp_path):
     async def scenario() -> None:
         clock = Clock()

@@ -10,12 +10,15 @@ from pykbroker.handlers.admin.create_topics import MAX_RECORDS_PER_USER_OP, plac
 from pykbroker.registry import handler
 from pykbroker.security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from replication.assignment import assign_replicas, start_index_for_new_partitions
+from replication.metadata.image import PartitionCountChanged
 from wire import ApiKey, ErrorCode
 from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
 from wire.messages.create_partitions_request import CreatePartitionsTopic
 from wire.messages.create_partitions_response import CreatePartitionsTopicResult
 
 log = logging.getLogger("pykbroker.handlers.create_partitions")
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+PLAN_ATTEMPTS = 5  # plans of one topic's new partitions, other requests adding partitions to it meanwhile
 
 
 def error_response(request: CreatePartitionsRequest | None, version: int, code: int) -> CreatePartitionsResponse:
@@ -24,17 +27,24 @@ def error_response(request: CreatePartitionsRequest | None, version: int, code: 
                                              for t in topics])
 
 
+def _no_increase(topic: CreatePartitionsTopic, current: int) -> tuple[int, str] | None:
+    """Kafka's refusal of a count that does not grow a topic of ``current`` partitions."""
+    if topic.count == current:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+    if topic.count < current:
+        return (ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {current} partition(s); "
+                f"{topic.count} would not be an increase.")
+    return None
+
+
 def plan(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[int, str | None, list[list[int]]]:
     """(error code, message, replica lists of the new partitions)."""
     state = ctx.metadata.topics.get(topic.name)
     if state is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", []
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE, []
     current = len(state.partitions)
-    if topic.count == current:
-        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).", []
-    if topic.count < current:
-        return (ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {current} partition(s); "
-                f"{topic.count} would not be an increase.", [])
+    if (refused := _no_increase(topic, current)) is not None:
+        return (*refused, [])
     additional = topic.count - current
     if additional > MAX_RECORDS_PER_USER_OP:  # as Kafka 4.4: its controller's bounded record list overflows
         return ErrorCode.UNKNOWN_SERVER_ERROR, None, []
@@ -75,7 +85,7 @@ async def handle_create_partitions(ctx: RequestContext, request: CreatePartition
     for t in request.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     results = []
-    adding: list[tuple[str, list[list[int]]]] = []
+    adding: list[tuple[CreatePartitionsTopicResult, CreatePartitionsTopic, list[list[int]]]] = []
     alterable = filter_by_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, [n for n, c in counts.items() if c == 1])
     await ctx.broker.admin.catch_up(alterable)  # a topic another broker created or deleted a moment ago
     for topic in request.topics:
@@ -88,11 +98,36 @@ async def handle_create_partitions(ctx: RequestContext, request: CreatePartition
                                                        error_message=None))
             continue
         code, message, assignments = plan(ctx, topic)
+        result = CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message)
         if code == ErrorCode.NONE and not request.validate_only:
-            adding.append((topic.name, assignments))
-        results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
+            adding.append((result, topic, assignments))
+        results.append(result)
     # Every topic's new partitions at once: the answer waits for the slowest topic's leaders, not for the sum.
-    await asyncio.gather(*(ctx.broker.admin.create_partitions(name, assignments) for name, assignments in adding))
-    for name, assignments in adding:
-        log.info("topic %s now has %d more partitions (%s)", name, len(assignments), ctx.describe())
+    await asyncio.gather(*(_add(ctx, result, topic, assignments) for result, topic, assignments in adding))
     return CreatePartitionsResponse(results=results)
+
+
+async def _add(ctx: RequestContext, result: CreatePartitionsTopicResult, topic: CreatePartitionsTopic,
+               assignments: list[list[int]]) -> None:
+    """Add the planned partitions, answered in ``result``. Another broker may have added some since the plan
+    (Kafka's controller takes such requests one after the other): refused as Kafka refuses the later one, or, the
+    topic still smaller than asked, planned again; a topic deleted meanwhile is unknown."""
+    for _attempt in range(PLAN_ATTEMPTS):
+        try:
+            await ctx.broker.admin.create_partitions(topic.name, assignments, topic.count - len(assignments))
+            log.info("topic %s now has %d more partitions (%s)", topic.name, len(assignments), ctx.describe())
+            return
+        except KeyError:
+            result.error_code, result.error_message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE
+            return
+        except PartitionCountChanged as changed:
+            if (refused := _no_increase(topic, changed.count)) is not None:
+                result.error_code, result.error_message = refused
+                return
+        await ctx.broker.admin.catch_up([topic.name])
+        await asyncio.sleep(0)  # a single node's commit of the other request: published in a pass or two
+        code, message, assignments = plan(ctx, topic)
+        result.error_code, result.error_message = code, message
+        if code != ErrorCode.NONE:
+            return
+    result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None

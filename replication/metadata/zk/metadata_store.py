@@ -66,6 +66,7 @@ from replication.metadata.image import (
     Endpoint,
     MetadataImage,
     MetadataListener,
+    PartitionCountChanged,
     PartitionState,
     PublishedImage,
     TopicState,
@@ -734,15 +735,18 @@ class ZooKeeperMetadataStore(PublishedImage):
                 dict(configs))
         return created
 
-    async def add_partitions(self, name: str, assignments: list[list[int]]) -> TopicState:
+    async def add_partitions(self, name: str, assignments: list[list[int]], expected: int | None = None) -> TopicState:
         """Append partitions: the topic znode is rewritten conditionally on its version, with the new
-        partitions' states in the same multi."""
+        partitions' states in the same multi (without a controller). ``PartitionCountChanged`` when the topic has
+        not ``expected`` partitions (another broker added some meanwhile)."""
         while True:
             found = await self.zk.get(TopicZNode.path(name))
             if found is None:
                 raise KeyError(name)
             current = TopicZNode.decode(name, found[0])
             start = len(current.partitions)
+            if expected is not None and start != expected:
+                raise PartitionCountChanged(start)
             partitions = {**current.partitions, **{start + i: r for i, r in enumerate(assignments)}}
             epoch = self.controller_epoch()
             ops: list = [SetDataOp(TopicZNode.path(name), TopicZNode.encode(
@@ -798,6 +802,11 @@ class ZooKeeperMetadataStore(PublishedImage):
                     return False
             return True
 
+        hidden = [name for name, topic_id in wanted.items()
+                  if topic_id is not None and name not in self._image.topics and name in self._unready]
+        if hidden:  # read before the controller wrote their states, which may be there now: read again
+            async with self._lock:
+                await self._load_topics_named(hidden)
         await self.wait_for(caught_up, min(CATCH_UP_TIMEOUT_S, self.admin_timeout_s))
 
     async def delete_topic(self, name: str) -> TopicState:
