@@ -403,6 +403,22 @@ def _created_again(bootstraps: dict[int, str]) -> dict[str, object]:
         windows["altered, described"] = {n: (ms, all_) for n, (_, ms, all_) in altered.items()}
         seen["altered, described"] = sorted({a[1] for _, _, all_ in altered.values() for a in all_})
 
+        # altered through broker 1, then at once another key through broker 2: both kept (applied to what the
+        # cluster has, not to broker 2's image of before), every round
+        kept = set()
+        for i in range(4):
+            for c, key, value in ((admin, "retention.ms", str(3_600_000 + i)), (admin2, "segment.ms", str(7_200_000 + i))):
+                r = c.request(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+                    resource_type=2, resource_name=AGAIN, configs=[AlterableConfig(
+                        name=key, config_operation=0, value=value)])]), 1)
+                assert r.responses[0].error_code == ErrorCode.NONE, r
+            time.sleep(0.2)
+            r = admin.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=2, resource_name=AGAIN, configuration_keys=["retention.ms", "segment.ms"])]), 4)
+            kept.add(tuple((cfg.name, cfg.value == str(base + i), cfg.config_source) for cfg in r.results[0].configs
+                           for base in [3_600_000 if cfg.name == "retention.ms" else 7_200_000]))
+        seen["altered through two brokers, kept"] = sorted(kept)
+
         # partitions added → in every broker's Metadata
         r = admin.request(CreatePartitionsRequest(topics=[CreatePartitionsTopic(name=AGAIN, count=PARTITIONS + 3,
                                                                                 assignments=None)],
@@ -580,6 +596,7 @@ def _judged(observed: dict[str, object]) -> None:
     # ms (pykbroker: 1-2 ms after the answer, seen once in five; Kafka's brokers apply the record after its commit
     # too, its first answers came 6-17 ms after and had the new value)
     assert set(observed["altered, described"]) - {(0, ("604800000", 5))} == {(0, ("7200000", 1))}
+    assert observed["altered through two brokers, kept"] == [(("retention.ms", True, 1), ("segment.ms", True, 1))]
     # new partitions: in Metadata with their leaders (a broker other than the one that answered may list the old
     # count for a few ms: pykbroker did once, 6 ms after the answer; Kafka's brokers apply the record after its
     # commit too); their leaders answer NOT_LEADER_OR_FOLLOWER until their logs exist (Kafka one node: ~80 ms)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 from pykbroker.config import Config
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS
+from pykbroker.topic_names import topic_name_error
 from replication.metadata.embedded_store import uuid_to_kafka_string
 from replication.metadata.image import MetadataWriter, TopicState
 
@@ -42,8 +43,9 @@ class AdminManager:
 
     async def catch_up(self, names: Collection[str]) -> None:
         """Until this broker's metadata has topics ``names`` as the cluster has them now (a moment after another
-        broker's write): CreateTopics, DeleteTopics and CreatePartitions decide on that, as Kafka's controller."""
-        await self.metadata.catch_up(names)
+        broker's write): CreateTopics, DeleteTopics, CreatePartitions and AlterConfigs decide on that, as Kafka's
+        controller. Names no topic can have are left out (their requests are refused without looking)."""
+        await self.metadata.catch_up([name for name in names if topic_name_error(name) is None])
 
     async def delete_topic(self, name: str) -> None:
         """Delete a topic; every broker's publisher drops its partitions, offsets and share state once the

@@ -255,6 +255,7 @@ def _alter_error(request: AlterConfigsRequest | None, version: int, code: int) -
 @handler(ApiKey.ALTER_CONFIGS, 0, 2, error_response=_alter_error)
 async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
+    await ctx.broker.admin.catch_up([r.resource_name for r in request.resources if r.resource_type == TOPIC])
     for r in request.resources:
         code: int
         message: str | None
@@ -299,6 +300,9 @@ def _incremental_error(request: IncrementalAlterConfigsRequest | None, version: 
 async def handle_incremental_alter_configs(ctx: RequestContext, request: IncrementalAlterConfigsRequest
                                            ) -> IncrementalAlterConfigsResponse:
     responses = []
+    # Kafka's controller applies the operations to the configs it has: a topic altered through another broker a
+    # moment ago is altered from that, not from this broker's image of before (which would undo it)
+    await ctx.broker.admin.catch_up([r.resource_name for r in request.resources if r.resource_type == TOPIC])
     for r in request.resources:
         code: int
         message: str | None

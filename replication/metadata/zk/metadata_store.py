@@ -778,32 +778,37 @@ class ZooKeeperMetadataStore(PublishedImage):
             await self._load_topic(name)
 
     async def catch_up(self, names: Collection[str]) -> None:
-        """Until this image has topics ``names`` as ZooKeeper has them (present or gone, same topic id), up to
-        ``CATCH_UP_TIMEOUT_S``: a topic another broker created or deleted a moment ago reaches this one by its
-        watches, and a CreateTopics, DeleteTopics or CreatePartitions here must not answer TOPIC_ALREADY_EXISTS or
-        UNKNOWN_TOPIC_OR_PARTITION from before (Kafka's brokers forward them to the controller). A topic whose
-        states the controller has not written yet is left out of the image meanwhile: not waited for."""
+        """Until this image has topics ``names`` as ZooKeeper has them (present or gone, same topic id, same
+        configs), up to ``CATCH_UP_TIMEOUT_S``: a topic another broker created, deleted or altered a moment ago
+        reaches this one by its watches, and a CreateTopics, DeleteTopics, CreatePartitions or AlterConfigs here must
+        not decide on what it was before (Kafka's brokers forward them to the controller: an incremental alteration
+        through another broker right after one here lost it). A topic whose states the controller has not written
+        yet is left out of the image meanwhile: not waited for."""
         names = list(dict.fromkeys(names))
-        found = await asyncio.gather(*(self.zk.get(TopicZNode.path(name)) for name in names))
-        wanted: dict[str, uuid.UUID | None] = {}
-        for name, znode in zip(names, found, strict=True):
+        found = await asyncio.gather(*(asyncio.gather(self.zk.get(TopicZNode.path(name)),
+                                                      self.zk.get(ConfigEntityZNode.path("topics", name)))
+                                       for name in names))
+        wanted: dict[str, tuple[uuid.UUID, dict[str, str]] | None] = {}
+        for name, (znode, config) in zip(names, found, strict=True):
             try:
-                wanted[name] = None if znode is None or znode[0] is None else \
-                    _topic_uuid(TopicZNode.decode(name, znode[0]).topic_id)
+                wanted[name] = None if znode is None or znode[0] is None else (
+                    _topic_uuid(TopicZNode.decode(name, znode[0]).topic_id),
+                    ConfigEntityZNode.decode(config[0]) if config is not None else {})
             except ZNodeDecodeError:
                 continue
 
         def caught_up(image: MetadataImage) -> bool:
-            for name, topic_id in wanted.items():
+            for name, topic in wanted.items():
                 shown = image.topics.get(name)
-                if shown is None and topic_id is not None and name not in self._unready:
-                    return False
-                if shown is not None and shown.topic_id != topic_id:
+                if shown is None:
+                    if topic is not None and name not in self._unready:
+                        return False
+                elif topic is None or shown.topic_id != topic[0] or dict(shown.configs) != topic[1]:
                     return False
             return True
 
-        hidden = [name for name, topic_id in wanted.items()
-                  if topic_id is not None and name not in self._image.topics and name in self._unready]
+        hidden = [name for name, topic in wanted.items()
+                  if topic is not None and name not in self._image.topics and name in self._unready]
         if hidden:  # read before the controller wrote their states, which may be there now: read again
             async with self._lock:
                 await self._load_topics_named(hidden)
