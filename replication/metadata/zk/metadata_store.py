@@ -118,6 +118,9 @@ _EMPTY: Mapping = MappingProxyType({})
 # The longest an admin request waits for this broker's image to show a topic as ZooKeeper has it (catch_up): watches
 # bring it within milliseconds; longer, the request goes on with the image as it is.
 CATCH_UP_TIMEOUT_S = 5.0
+# The most a multi creating a request's topics carries (paths and data): ZooKeeper refuses requests over 1 MB
+# (jute.maxbuffer); beyond it the topics go in several multis.
+CREATE_MULTI_BYTES = 512 * 1024
 
 
 def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -839,23 +842,32 @@ class ZooKeeperMetadataStore(PublishedImage):
         return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
 
     async def _write_creations(self) -> None:
-        """The topics asked for in one pass of the loop: one multi, or (one exists) a multi each."""
+        """The topics asked for in one pass of the loop: one multi (up to ``CREATE_MULTI_BYTES``: ZooKeeper refuses
+        a request over 1 MB), or (one exists) a multi each."""
         batch, self._creations = self._creations, []
         try:
             ops = await asyncio.gather(*(self._creation_ops(*creation[:4]) for creation in batch))
-            try:
-                await self.zk.multi([op for topic_ops in ops for op in topic_ops])
-                results: list[BaseException | None] = [None] * len(batch)
-            except ZooKeeperMultiError:
-                results = []
-                for topic_ops, creation in zip(ops, batch, strict=True):
-                    try:
-                        await self.zk.multi(topic_ops)
-                        results.append(None)
-                    except ZooKeeperMultiError as exc:
-                        if not isinstance(exc.error, NodeExistsError):
-                            raise
-                        results.append(KeyError(creation[0]))
+            chunks: list[list[int]] = [[]]
+            size = 0
+            for i, topic_ops in enumerate(ops):
+                topic_size = sum(len(op.path) + len(getattr(op, "data", None) or b"") for op in topic_ops)
+                if chunks[-1] and size + topic_size > CREATE_MULTI_BYTES:
+                    chunks.append([])
+                    size = 0
+                chunks[-1].append(i)
+                size += topic_size
+            results: list[BaseException | None] = [None] * len(batch)
+            for chunk in chunks:
+                try:
+                    await self.zk.multi([op for i in chunk for op in ops[i]])
+                except ZooKeeperMultiError:
+                    for i in chunk:
+                        try:
+                            await self.zk.multi(ops[i])
+                        except ZooKeeperMultiError as exc:
+                            if not isinstance(exc.error, NodeExistsError):
+                                raise
+                            results[i] = KeyError(batch[i][0])
         except Exception as exc:  # noqa: BLE001 - each asker gets it
             results = [exc] * len(batch)
         for creation, result in zip(batch, results, strict=True):

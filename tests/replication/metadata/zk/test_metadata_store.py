@@ -524,6 +524,36 @@ def test_topics_created_or_deleted_together_reach_every_image_together_with_thei
     run(main())
 
 
+def test_topics_created_together_beyond_one_multis_size_go_in_several(zk_server, monkeypatch):
+    """ZooKeeper refuses a request over 1 MB: a CreateTopics of many large topics is split into multis of up to
+    CREATE_MULTI_BYTES (1100 bytes here: two topics); one that exists is refused alone, the others are created."""
+    from replication.metadata.zk import metadata_store
+
+    monkeypatch.setattr(metadata_store, "CREATE_MULTI_BYTES", 1100)
+
+    async def main():
+        a, b = await two_brokers(zk_server)
+        try:
+            await a.create_topic("x3", [[1]], {})
+            multi = a.zk.multi
+            writes: list[int] = []
+
+            async def counting(ops):
+                writes.append(len(ops))
+                return await multi(ops)
+            a.zk.multi = counting  # type: ignore[method-assign]
+            names = [f"x{i}" for i in range(6)]
+            created = await asyncio.gather(*(a.create_topic(n, [[1], [2]], {"retention.ms": "1"}) for n in names),
+                                           return_exceptions=True)
+            assert [type(c).__name__ for c in created] == ["TopicState"] * 3 + ["KeyError"] + ["TopicState"] * 2
+            assert writes == [14, 13, 7, 6, 14], writes  # x0 x1, x2 x3 refused: x2, x3, then x4 x5
+            await eventually(lambda: all(n in b.topics for n in names))
+        finally:
+            await close(a, b)
+
+    run(main())
+
+
 def test_a_topic_read_half_deleted_is_gone_and_one_not_yet_decided_comes_with_its_leaders(zk_server):
     """A store (re)loading while a deletion is half done (some state znodes gone, the request pending: a
     controller between two writes, or one that died) leaves the topic out rather than showing it leader-less;
