@@ -5,6 +5,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
   is compared decoded (its epoch is the metadata offset, which no two brokers share); v5 naming another cluster
   or node, or only one of them, and a version newer than served.
+- 4.4's protocol limits: arrays of 1,000,000 elements and tagged-field sections of 10,000 fields read, one more
+  refused (the connection closed).
 - UnregisterBroker, UnregisterController, AddRaftVoter, RemoveRaftVoter as a broker whose quorum is static.
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
@@ -259,6 +261,49 @@ def api_versions_bytes(c: RawClient) -> Observations:
     bad_name = ApiVersionsRequest(client_software_name="-diff", client_software_version="1", cluster_id="x", node_id=7)
     out["v5 bad software name and another cluster"] = _api_versions_raw(c, 5, bad_name).hex()
     out["v6"] = _api_versions_raw(c, 6, plain).hex()
+    return out
+
+
+# -- protocol limits ----------------------------------------------------------------------------------------
+def _answered_or_closed(c: RawClient, frame_body: bytes) -> object:
+    """The answer's first 11 bytes (ListTransactions v1: correlation id, header tags, throttle, error code;
+    ApiVersions v3: correlation id, error code, the first key's range) on a fresh connection, or "closed" when the
+    broker drops the connection instead of answering."""
+    host, port = c.sock.getpeername()[:2]
+    with RawClient(f"{host}:{port}", timeout=60) as raw:
+        try:
+            raw.send_bytes(struct.pack(">i", len(frame_body)) + frame_body)
+            return raw.recv_frame()[:11].hex()
+        except OSError:  # ConnectionError (EOF, reset, broken pipe) and a timeout alike: no answer
+            return "closed"
+
+
+def protocol_limits(c: RawClient) -> Observations:
+    """Kafka 4.4's MessageUtil limits: an array of 1,000,000 elements is read, one of 1,000,001 is a malformed
+    request (the connection is closed) however many bytes follow; a tagged-field section of 10,000 fields is read
+    and one of 10,001 is not, in the request header and in the body. Arrays: ListTransactions v1's
+    producer_id_filters (producer id 1 a million times, 8 MB); tagged fields: unknown tags of ApiVersions v3."""
+    out: Observations = {}
+    for n in (1_000_000, 1_000_001):
+        w = Writer()
+        encode_request_header(w, RequestHeader(66, 1, 7, "diff", request_header_version(66, 1)))
+        w.uvarint(1)  # no state filters
+        w.uvarint(n + 1)  # n producer id filters, then duration_filter -1 and no tagged fields
+        body = w.getvalue() + struct.pack(">q", 1) * n + struct.pack(">q", -1) + b"\x00"
+        out[f"ListTransactions v1 with {n} producer ids"] = _answered_or_closed(c, body)
+    for n in (10_000, 10_001):
+        tags = [(tag, b"") for tag in range(n)]
+        for where in ("header", "body"):
+            w = Writer()
+            w.int16(18)
+            w.int16(3)
+            w.int32(7)
+            w.string("diff")
+            w.tagged_fields(tags if where == "header" else [])
+            w.compact_string("diff")
+            w.compact_string("1")
+            w.tagged_fields(tags if where == "body" else [])
+            out[f"ApiVersions v3 with {n} tagged fields in the {where}"] = _answered_or_closed(c, w.getvalue())
     return out
 
 
@@ -2304,7 +2349,7 @@ def share_renew_disabled_order(c: RawClient) -> Observations:
 
 
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
-    "api_versions_bytes": api_versions_bytes, "registrations": registrations,
+    "api_versions_bytes": api_versions_bytes, "protocol_limits": protocol_limits, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
     "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
