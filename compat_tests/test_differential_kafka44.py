@@ -5,10 +5,13 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - ApiVersions byte for byte for v0-v5 requests (key ranges, order, throttle, tagged fields): the features part
   is compared decoded (its epoch is the metadata offset, which no two brokers share); v5 naming another cluster
   or node, or only one of them, and a version newer than served.
+- 4.4's protocol limits: arrays of 1,000,000 elements and tagged-field sections of 10,000 fields read, one more
+  refused (the connection closed).
 - UnregisterBroker, UnregisterController, AddRaftVoter, RemoveRaftVoter as a broker whose quorum is static.
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
 - DeleteGroups v2 and v3 (v3's per-group message).
+- WriteTxnMarkers v2's transaction version (KIP-1228): a version-2 marker of an open transaction's own epoch refused.
 - The order of Fetch answers and of incremental fetch sessions.
 - Offset commits with an older member epoch (KIP-1251's assignment epochs).
 - Dynamic cordoned.log.dirs (KIP-1066): per broker and cluster-wide, its validation, DescribeLogDirs v5's
@@ -132,6 +135,7 @@ from wire.messages import (
     UnregisterBrokerRequest,
     UnregisterControllerRequest,
     WriteShareGroupStateRequest,
+    WriteTxnMarkersRequest,
 )
 from wire.messages.add_raft_voter_request import Listener
 from wire.messages.alter_share_group_offsets_request import (
@@ -157,6 +161,7 @@ from wire.messages.describe_share_group_offsets_request import (
 from wire.messages.fetch_request import FetchPartition, FetchTopic
 from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 from wire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsTopic
+from wire.messages.metadata_request import MetadataRequestTopic
 from wire.messages.offset_commit_request import OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from wire.messages.offset_fetch_request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from wire.messages.produce_request import PartitionProduceData, TopicProduceData
@@ -177,6 +182,7 @@ from wire.messages.txn_offset_commit_request import (
 from wire.messages.write_share_group_state_request import PartitionData as WritePartition
 from wire.messages.write_share_group_state_request import StateBatch as WriteBatch
 from wire.messages.write_share_group_state_request import WriteStateData
+from wire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic
 
 Observations = dict[str, object]
 UNKNOWN_ID = uuid.UUID(int=12345)
@@ -259,6 +265,49 @@ def api_versions_bytes(c: RawClient) -> Observations:
     bad_name = ApiVersionsRequest(client_software_name="-diff", client_software_version="1", cluster_id="x", node_id=7)
     out["v5 bad software name and another cluster"] = _api_versions_raw(c, 5, bad_name).hex()
     out["v6"] = _api_versions_raw(c, 6, plain).hex()
+    return out
+
+
+# -- protocol limits ----------------------------------------------------------------------------------------
+def _answered_or_closed(c: RawClient, frame_body: bytes) -> object:
+    """The answer's first 11 bytes (ListTransactions v1: correlation id, header tags, throttle, error code;
+    ApiVersions v3: correlation id, error code, the first key's range) on a fresh connection, or "closed" when the
+    broker drops the connection instead of answering."""
+    host, port = c.sock.getpeername()[:2]
+    with RawClient(f"{host}:{port}", timeout=60) as raw:
+        try:
+            raw.send_bytes(struct.pack(">i", len(frame_body)) + frame_body)
+            return raw.recv_frame()[:11].hex()
+        except OSError:  # ConnectionError (EOF, reset, broken pipe) and a timeout alike: no answer
+            return "closed"
+
+
+def protocol_limits(c: RawClient) -> Observations:
+    """Kafka 4.4's MessageUtil limits: an array of 1,000,000 elements is read, one of 1,000,001 is a malformed
+    request (the connection is closed) however many bytes follow; a tagged-field section of 10,000 fields is read
+    and one of 10,001 is not, in the request header and in the body. Arrays: ListTransactions v1's
+    producer_id_filters (producer id 1 a million times, 8 MB); tagged fields: unknown tags of ApiVersions v3."""
+    out: Observations = {}
+    for n in (1_000_000, 1_000_001):
+        w = Writer()
+        encode_request_header(w, RequestHeader(66, 1, 7, "diff", request_header_version(66, 1)))
+        w.uvarint(1)  # no state filters
+        w.uvarint(n + 1)  # n producer id filters, then duration_filter -1 and no tagged fields
+        body = w.getvalue() + struct.pack(">q", 1) * n + struct.pack(">q", -1) + b"\x00"
+        out[f"ListTransactions v1 with {n} producer ids"] = _answered_or_closed(c, body)
+    for n in (10_000, 10_001):
+        tags = [(tag, b"") for tag in range(n)]
+        for where in ("header", "body"):
+            w = Writer()
+            w.int16(18)
+            w.int16(3)
+            w.int32(7)
+            w.string("diff")
+            w.tagged_fields(tags if where == "header" else [])
+            w.compact_string("diff")
+            w.compact_string("1")
+            w.tagged_fields(tags if where == "body" else [])
+            out[f"ApiVersions v3 with {n} tagged fields in the {where}"] = _answered_or_closed(c, w.getvalue())
     return out
 
 
@@ -367,6 +416,59 @@ def list_offsets_specials(c: RawClient) -> Observations:
                     partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])]), version)
             p = r.topics[0].partitions[0]
             out[f"{timestamp} v{version}"] = (p.error_code, p.offset, p.leader_epoch if version >= 4 else None)
+    return out
+
+
+# -- WriteTxnMarkers v2 ------------------------------------------------------------------------------------
+def txn_marker_versions(c: RawClient) -> Observations:
+    """WriteTxnMarkers v2's transaction version (KIP-1228), sent to the partition's leader as a transaction
+    coordinator sends it: with a transaction open at the producer's epoch, a version-2 ABORT of that same epoch is
+    refused (INVALID_PRODUCER_EPOCH) and one of the next epoch written; its retry at that epoch, now that nothing
+    is open, written again; a v1 marker (version 0) of the older epoch refused and of the current one written. The
+    log end offset shows which markers were written. Then the client aborts (EndTxn) the transaction the
+    coordinator still holds open."""
+    topic, transactional_id = "k44-wtm", "k44-wtm-tx"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=-1)],
+                                  timeout_ms=10_000), 7)
+    c.wait_for_topics(topic)
+    metadata = c.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 12)
+    leader = metadata.topics[0].partitions[0].leader_id
+    address = next(f"{b.host}:{b.port}" for b in metadata.brokers if b.node_id == leader)
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    init = _until_settled(lambda: c.request(InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1), 5),
+        lambda r: r.error_code)
+    pid, epoch = init.producer_id, init.producer_epoch
+    out: Observations = {"init epoch": epoch}
+    with RawClient(address, timeout=30) as lc:
+        batch = build_simple_batch([b"x"] * 2, timestamp=int(time.time() * 1000), producer_id=pid,
+                                   producer_epoch=epoch, base_sequence=0, is_transactional=True)
+        r = _until_settled(lambda: lc.request(ProduceRequest(
+            acks=-1, timeout_ms=5000, transactional_id=transactional_id, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])]), 12),
+            lambda r: r.responses[0].partition_responses[0].error_code)
+        out["produce"] = r.responses[0].partition_responses[0].error_code
+
+        def marker(version: int, producer_epoch: int, transaction_version: int = 0) -> int:
+            r = lc.request(WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+                producer_id=pid, producer_epoch=producer_epoch, transaction_result=False, coordinator_epoch=0,
+                transaction_version=transaction_version, topics=[WritableTxnMarkerTopic(
+                    name=topic, partition_indexes=[0])])]), version)
+            return r.markers[0].topics[0].partitions[0].error_code
+
+        out["v2 tv2 same epoch, transaction open"] = marker(2, epoch, 2)
+        out["v2 tv2 next epoch"] = marker(2, epoch + 1, 2)
+        out["v2 tv2 next epoch again"] = marker(2, epoch + 1, 2)
+        out["v1 older epoch"] = marker(1, epoch)
+        out["v1 current epoch"] = marker(1, epoch + 1)
+        r = lc.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+            ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 8)
+        out["log end offset"] = r.topics[0].partitions[0].offset
+    end = _until_settled(lambda: c.request(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
+                                                         producer_epoch=epoch, committed=False), 5),
+                         lambda r: r.error_code)
+    out["end txn"] = end.error_code
     return out
 
 
@@ -2304,9 +2406,9 @@ def share_renew_disabled_order(c: RawClient) -> Observations:
 
 
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
-    "api_versions_bytes": api_versions_bytes, "registrations": registrations,
+    "api_versions_bytes": api_versions_bytes, "protocol_limits": protocol_limits, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
-    "delete_groups": delete_groups, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
+    "delete_groups": delete_groups, "txn_marker_versions": txn_marker_versions, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
     "share_groups_v2": share_groups_v2, "share_assignment_interval": share_assignment_interval,
     "regex_internal_topics": regex_internal_topics,

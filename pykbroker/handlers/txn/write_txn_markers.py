@@ -1,7 +1,10 @@
 """WriteTxnMarkers v1-2: write COMMIT/ABORT markers to partitions this broker leads.
 
 v2 (KIP-1228) names the transaction version of each marker (0/1: the classic protocol, 2: KIP-890's, whose
-coordinator bumps the epoch with every transaction); the marker itself is written the same way.
+coordinator bumps the epoch with every transaction); the marker itself is written the same way, but a version-2
+marker must carry a newer epoch than the producer's on the partition while its transaction is open (the same
+epoch is a zombie's: INVALID_PRODUCER_EPOCH), as Kafka 4.4's ProducerAppendInfo.checkProducerEpoch; v1 markers
+are version 0.
 
 Every marker of a request, and every partition of a marker, is written at once (one append for a marker's data
 partitions). Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
@@ -52,6 +55,23 @@ async def _write_group_marker(ctx: RequestContext, marker, partition: int) -> in
     return ErrorCode.NONE
 
 
+_MAX_EPOCH = 32767
+
+
+def _same_epoch_refused(ctx: RequestContext, marker, tp: tuple[str, int]) -> bool:
+    """A transaction-version-2 marker of the producer's current epoch on a partition this broker leads, while the
+    producer's transaction there is open (Kafka 4.4 lets the same epoch through only as the retry of a completed
+    transaction, or at the epoch's maximum). An older epoch is refused by the append itself, in every version."""
+    if marker.transaction_version < 2 or marker.producer_epoch == _MAX_EPOCH:
+        return False
+    partition = ctx.broker.replica_manager.get_partition(*tp)
+    if partition is None or not partition.is_leader:
+        return False  # the append answers it (not hosted, not the leader)
+    entry = partition.log.producer_state.producers.get(marker.producer_id)
+    return (entry is not None and entry.producer_epoch == marker.producer_epoch
+            and entry.current_txn_first_offset is not None)
+
+
 async def _write_marker(ctx: RequestContext, marker, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """One marker's error code on each of its partitions: the data partitions' control batches in one append
     (one acks=all wait for them all, as Kafka's handler appends a marker's partitions together), the
@@ -60,7 +80,10 @@ async def _write_marker(ctx: RequestContext, marker, partitions: list[tuple[str,
                                 producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                 timestamp=ctx.broker.now_ms(), partition_leader_epoch=-1,
                                 coordinator_epoch=marker.coordinator_epoch)
-    data: dict[tuple[str, int], bytes | memoryview] = {tp: batch for tp in partitions if tp[0] != GROUP_METADATA_TOPIC_NAME}
+    refused = {tp: ErrorCode.INVALID_PRODUCER_EPOCH for tp in partitions
+               if tp[0] != GROUP_METADATA_TOPIC_NAME and _same_epoch_refused(ctx, marker, tp)}
+    data: dict[tuple[str, int], bytes | memoryview] = {tp: batch for tp in partitions
+                                                       if tp[0] != GROUP_METADATA_TOPIC_NAME and tp not in refused}
     groups = [tp for tp in partitions if tp[0] == GROUP_METADATA_TOPIC_NAME]
 
     async def append() -> dict[tuple[str, int], int]:
@@ -75,7 +98,7 @@ async def _write_marker(ctx: RequestContext, marker, partitions: list[tuple[str,
 
     appended, group_codes = await asyncio.gather(
         append(), asyncio.gather(*(_write_group_marker(ctx, marker, p) for _, p in groups)))
-    return {**appended, **dict(zip(groups, group_codes, strict=True))}
+    return {**refused, **appended, **dict(zip(groups, group_codes, strict=True))}
 
 
 async def _marker_result(ctx: RequestContext, marker) -> WritableTxnMarkerResult:
