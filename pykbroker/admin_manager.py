@@ -8,7 +8,7 @@ Each writes the cluster metadata and returns; every broker then acts on the publ
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from pykbroker.config import Config
 from pykbroker.dynamic_config import MIN_INSYNC_REPLICAS
@@ -59,14 +59,19 @@ class AdminManager:
         another count now, ``KeyError`` if it is gone)."""
         await self.metadata.add_partitions(name, new_assignments, expected)
 
-    async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Replace the topic's explicitly set configs; live logs pick them up at once."""
-        await self.metadata.set_topic_configs(name, configs)
+    async def alter_topic_configs(self, name: str, configs: dict[str, str],
+                                  base: Mapping[str, str] | None = None) -> None:
+        """Replace the topic's explicitly set configs, or (``base``: what they were made from) change the keys
+        that differ from it; live logs pick them up at once."""
+        await self.metadata.set_topic_configs(name, configs, base)
 
     # -- dynamic broker configs --------------------------------------------------------------------------
-    async def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
-        """Store the dynamic configs of one BROKER resource; the published image applies them at once."""
-        await self.metadata.set_broker_configs({resource_name: configs})
+    async def alter_broker_configs(self, resource_name: str, configs: dict[str, str],
+                                   base: Mapping[str, str] | None = None) -> None:
+        """Store the dynamic configs of one BROKER resource (``base``: as for topics); the published image applies
+        them at once."""
+        await self.metadata.set_broker_configs({resource_name: configs},
+                                               None if base is None else {resource_name: base})
 
     @property
     def elr_enabled(self) -> bool:

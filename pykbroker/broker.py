@@ -43,7 +43,7 @@ from replication.metadata.embedded_store import EmbeddedMetadataStore, load_or_c
 from replication.metadata.features import SHARE_VERSION, STREAMS_VERSION
 from replication.metadata.image import BrokerImage, Endpoint, MetadataImage, TopicState
 from replication.metadata.tokens import TokenStore
-from replication.pending_logs import PendingLogs
+from replication.pending_logs import SMALL_START_DELAY, PendingLogs
 from replication.replica_fetcher_manager import FetcherConfig, ReplicaFetcherManager
 from replication.replica_manager import MetadataIsrUpdater, ReplicaManager
 from replication.replica_selector import selector_for
@@ -118,7 +118,8 @@ class Broker:
         log_work_delay = max(DEFERRED_LOG_WORK_DELAY if self.cluster_mode else SINGLE_NODE_LOG_WORK_DELAY,
                              TEST_LOG_WORK_DELAY_MS / 1000)
         self.pending_logs = PendingLogs(self.log_manager, lambda created, failed: self.publisher.logs_created(
-            created, failed, self.metadata.image), start_delay=log_work_delay)
+            created, failed, self.metadata.image), start_delay=log_work_delay,
+            small_start_delay=None if TEST_LOG_WORK_DELAY_MS else SMALL_START_DELAY)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id,
                                               replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
                                               isr_updater=MetadataIsrUpdater(self.metadata),

@@ -72,7 +72,8 @@ RENAME_SLICE_SECONDS = 0.02
 # With defer_log_work: how long after an image the file work starts, so that the answers waiting for the image
 # (a few hops through the event loop) go out before the first slice rather than one slice per hop. A cluster
 # broker's answers wait for ZooKeeper's watches; a single node's commit is a few loop hops from its answer, and a
-# longer delay only makes a client that asks at once for a new partition retry (NOT_LEADER_OR_FOLLOWER).
+# longer delay only makes a client that asks at once for a new partition retry (NOT_LEADER_OR_FOLLOWER). A few new
+# logs (replication.pending_logs.SMALL_BATCH_LOGS) start sooner: only a burst waits this long.
 DEFERRED_LOG_WORK_DELAY = 0.05
 SINGLE_NODE_LOG_WORK_DELAY = 0.002
 

@@ -32,6 +32,7 @@ from replication.metadata.image import (
     PartitionState,
     PublishedImage,
     TopicState,
+    config_change,
 )
 from replication.metadata.tokens import TokenInformation
 from storage.file_records import atomic_write
@@ -316,8 +317,10 @@ class EmbeddedMetadataStore(PublishedImage):
         published = self._image.topics_by_id
         self._deleted_topics = {i: n for i, n in self._deleted_topics.items() if i in published}
 
-    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        await self._commit(self._with_topic(replace(self._head.topics[name], configs=configs)))
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None:
+        t = self._head.topics[name]
+        await self._commit(self._with_topic(replace(t, configs=config_change(configs, base)(t.configs))))
 
     async def alter_partition(self, topic: str, partition: int, state: PartitionState) -> PartitionState | None:
         """Replace one partition's state if its partition epoch is still the one ``state`` was made from
@@ -349,26 +352,32 @@ class EmbeddedMetadataStore(PublishedImage):
                                  topics_by_id=_frozen({t.topic_id: t for t in topics.values()})))
         return restarted
 
-    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
-        """Replace the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]],
+                                 bases: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        """Change the dynamic configs of each BROKER resource named in ``changes`` (in one write)."""
         configs_by_name = dict(self._head.broker_configs)
-        for resource_name, configs in changes.items():
+        for resource_name, given in changes.items():
+            configs = config_change(given, None if bases is None else bases.get(resource_name, {}))(
+                configs_by_name.get(resource_name, {}))
             if configs:
                 configs_by_name[resource_name] = _frozen(configs)
             else:
                 configs_by_name.pop(resource_name, None)
         await self._commit(replace(self._head, broker_configs=_frozen(configs_by_name)))
 
-    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
-        """Replace the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None:
+        """Change the configs of one GROUP resource. As Kafka's controller, a group whose configs were all
         removed keeps its (empty) entry: ListConfigResources still lists it."""
         group_configs = dict(self._head.group_configs)
-        group_configs[group_id] = _frozen(configs)
+        group_configs[group_id] = _frozen(config_change(configs, base)(group_configs.get(group_id, {})))
         await self._commit(replace(self._head, group_configs=_frozen(group_configs)))
 
-    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        """Replace the configs of one CLIENT_METRICS resource; with none left the subscription is gone."""
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str],
+                                         base: Mapping[str, str] | None = None) -> None:
+        """Change the configs of one CLIENT_METRICS resource; with none left the subscription is gone."""
         subscriptions = dict(self._head.client_metrics_configs)
+        configs = config_change(configs, base)(subscriptions.get(name, {}))
         if configs:
             subscriptions[name] = _frozen(configs)
         else:

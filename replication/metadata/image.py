@@ -20,7 +20,8 @@ from wire import ErrorCode
 
 __all__ = ["BrokerImage", "Endpoint", "MetadataImage", "MetadataListener", "MetadataWriter", "PartitionCountChanged",
            "PartitionState",
-           "TopicState", "PublishedImage", "INTERNAL_TOPICS", "NO_LEADER", "live_endpoints", "partition_leader_view"]
+           "TopicState", "PublishedImage", "INTERNAL_TOPICS", "NO_LEADER", "config_change", "live_endpoints",
+           "partition_leader_view"]
 
 NO_LEADER = -1
 INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
@@ -146,6 +147,29 @@ class MetadataImage:
         return sorted(self.brokers)
 
 
+def config_change(configs: Mapping[str, str], base: Mapping[str, str] | None = None
+                  ) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """A config entity's change, to apply to what the store holds when it writes (again after a conflict).
+
+    ``base`` None: the entity's configs become ``configs`` (AlterConfigs replaces the whole set). Otherwise the
+    caller made ``configs`` from ``base`` (its image): only the keys it set, changed or removed are changed, so an
+    incremental alteration of other keys written meanwhile (through another broker) is kept, as Kafka's controller,
+    which applies each request to what it has committed, keeps it."""
+    if base is None:
+        return lambda _old: dict(configs)
+    changed = {k: configs.get(k) for k in base.keys() | configs.keys() if base.get(k) != configs.get(k)}
+
+    def apply(old: Mapping[str, str]) -> dict[str, str]:
+        new = dict(old)
+        for key, value in changed.items():
+            if value is None:
+                new.pop(key, None)
+            else:
+                new[key] = value
+        return new
+    return apply
+
+
 def live_endpoints(image: MetadataImage, listener: str) -> list[tuple[BrokerImage, Endpoint]]:
     """The registered brokers reachable on ``listener`` (as Kafka, brokers without it are left out), by id."""
     out = []
@@ -257,13 +281,18 @@ class MetadataWriter(Protocol):
         cluster learns of another's writes a moment later. A single node's image is the store's: at once."""
         ...
 
-    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None: ...
+    # the config setters: ``base``, the configs the caller made ``configs`` from (see ``config_change``)
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None: ...
 
-    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None: ...
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]],
+                                 bases: Mapping[str, Mapping[str, str]] | None = None) -> None: ...
 
-    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None: ...
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None: ...
 
-    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None: ...
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str],
+                                         base: Mapping[str, str] | None = None) -> None: ...
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None: ...
 

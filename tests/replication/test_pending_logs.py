@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from replication.pending_logs import PendingLogs
+from replication.pending_logs import SMALL_BATCH_LOGS, SMALL_START_DELAY, PendingLogs
 from storage import LogConfig, LogManager
 
 
@@ -108,3 +108,24 @@ def test_a_log_that_cannot_be_created_is_reported_failed(tmp_path):
         log_manager.shutdown()
     assert created == [("fine", 0)]
     assert [tp for tp, _ in failures] == [("blocked", 0)]
+
+
+def test_a_few_logs_start_at_once_a_burst_waits_for_the_start_delay(log_manager):
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        few = PendingLogs(log_manager, lambda created, failed: None, start_delay=5.0,
+                         small_start_delay=SMALL_START_DELAY)
+        started = loop.time()
+        for p in range(SMALL_BATCH_LOGS):
+            few.add("few", p, uuid.uuid4(), LogConfig())
+        await few.wait_for([("few", p) for p in range(SMALL_BATCH_LOGS)], timeout=5.0)
+        assert not few and loop.time() - started < 4.0  # a new topic's partitions serve soon after the answer
+        burst = PendingLogs(log_manager, lambda created, failed: None, start_delay=0.5,
+                           small_start_delay=SMALL_START_DELAY)
+        started = loop.time()
+        for p in range(SMALL_BATCH_LOGS + 1):
+            burst.add("burst", p, uuid.uuid4(), LogConfig())
+        await burst.wait_for([("burst", 0)], timeout=5.0)
+        assert loop.time() - started >= 0.5  # batched behind the answers that published it
+
+    asyncio.run(run())

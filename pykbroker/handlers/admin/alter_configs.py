@@ -74,9 +74,10 @@ def apply_operations(current: dict[str, str], ops: list[tuple[str, int, str | No
     return result, None
 
 
-async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, str | None], validate_only: bool
-                      ) -> tuple[int, str | None]:
-    """Validate and (unless validate_only) store ``new_configs`` as the topic's configs."""
+async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, str | None], validate_only: bool,
+                      base: Mapping[str, str] | None = None) -> tuple[int, str | None]:
+    """Validate and (unless validate_only) store ``new_configs`` as the topic's configs (``base``: the configs an
+    incremental alteration made them from; the store then changes only the keys it changed)."""
     message = topic_name_error(name)
     if message is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, message
@@ -88,7 +89,8 @@ async def alter_topic(ctx: RequestContext, name: str, new_configs: Mapping[str, 
     if message is not None:
         return ErrorCode.INVALID_CONFIG, message
     if not validate_only:
-        await ctx.broker.admin.alter_topic_configs(name, {k: v for k, v in new_configs.items() if v is not None})
+        await ctx.broker.admin.alter_topic_configs(name, {k: v for k, v in new_configs.items() if v is not None},
+                                                   base)
         log.info("configs of topic %s are now %s (%s)", name, new_configs, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -158,7 +160,7 @@ async def alter_broker(ctx: RequestContext, resource_name: str, configs: list[tu
     except dynamic_config.DynamicConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        await broker.admin.alter_broker_configs(resource_name, new)
+        await broker.admin.alter_broker_configs(resource_name, new, stored if configs is not None else None)
         log.info("dynamic configs of broker resource '%s' are now %s (%s)", resource_name,
                  {k: v if dynamic_config.config_type_of(k) != ConfigType.PASSWORD else "[hidden]"
                   for k, v in new.items()}, ctx.describe())
@@ -190,11 +192,11 @@ async def alter_group_incremental(ctx: RequestContext, group_id: str, ops: list[
             kept = current + [v for v in given if v not in current] if op == APPEND else \
                 [v for v in current if v not in given]
             configs[name] = ",".join(kept)
-    return await alter_group(ctx, group_id, configs, validate_only)
+    return await alter_group(ctx, group_id, configs, validate_only, ctx.metadata.group_configs.get(group_id, {}))
 
 
-async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, str | None], validate_only: bool
-                      ) -> tuple[int, str | None]:
+async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, str | None], validate_only: bool,
+                      base: Mapping[str, str] | None = None) -> tuple[int, str | None]:
     """A GROUP resource's whole new set of configs: checked against the broker's group.* bounds, stored with the
     group's metadata (the coordinator reads them from there), as Kafka's controller does."""
     if not group_id:
@@ -209,13 +211,13 @@ async def alter_group(ctx: RequestContext, group_id: str, configs: Mapping[str, 
     except group_config.GroupConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        await broker.metadata.set_group_configs(group_id, values)
+        await broker.metadata.set_group_configs(group_id, values, base)
         log.info("configs of group %s are now %s (%s)", group_id, configs, ctx.describe())
     return ErrorCode.NONE, None
 
 
 async def alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
-                               validate_only: bool) -> tuple[int, str | None]:
+                               validate_only: bool, whole: bool = False) -> tuple[int, str | None]:
     """A CLIENT_METRICS resource (a KIP-714 subscription): SET and DELETE (the legacy AlterConfigs: SETs of a whole
     new set), checked as Kafka's ClientMetricsConfigs.validate, stored in the metadata. Kafka 4.4 refuses APPEND and
     SUBTRACT even on its two LIST configs (its controller knows no client-metrics config types): so do we."""
@@ -224,7 +226,8 @@ async def alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[s
     nulls = [n for n, op, value in ops if op != DELETE and value is None]
     if nulls:
         return ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
-    configs = dict(ctx.metadata.client_metrics_configs.get(name, {}))
+    base = dict(ctx.metadata.client_metrics_configs.get(name, {}))
+    configs = dict(base)
     for key, op, value in ops:
         if op == SET:
             configs[key] = value  # type: ignore[assignment]
@@ -240,7 +243,7 @@ async def alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[s
     except client_metrics_configs.ClientMetricsConfigError as exc:
         return exc.code, exc.message
     if not validate_only:
-        await ctx.broker.metadata.set_client_metrics_configs(name, configs)
+        await ctx.broker.metadata.set_client_metrics_configs(name, configs, None if whole else base)
         log.info("configs of client metrics subscription %s are now %s (%s)", name, configs, ctx.describe())
     return ErrorCode.NONE, None
 
@@ -278,7 +281,7 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         elif r.resource_type == CLIENT_METRICS:
             code, message = await alter_client_metrics(ctx, r.resource_name, [
                 (k, DELETE, None) for k in ctx.metadata.client_metrics_configs.get(r.resource_name, {})] + [
-                (c.name, SET, c.value) for c in r.configs], request.validate_only)
+                (c.name, SET, c.value) for c in r.configs], request.validate_only, whole=True)
         elif r.resource_type == BROKER_LOGGER:  # as Kafka: the legacy AlterConfigs does not know BROKER_LOGGER
             code, message = ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}"
         else:
@@ -320,7 +323,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Increme
             if message is not None:
                 code = ErrorCode.INVALID_CONFIG
             else:
-                code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only)
+                code, message = await alter_topic(ctx, r.resource_name, new, request.validate_only, current)
         elif r.resource_type == GROUP:
             code, message = await alter_group_incremental(ctx, r.resource_name, [
                 (c.name, c.config_operation, c.value) for c in r.configs], request.validate_only)

@@ -70,6 +70,7 @@ from replication.metadata.image import (
     PartitionState,
     PublishedImage,
     TopicState,
+    config_change,
 )
 from replication.metadata.quota_entities import CLIENT_ID, IP, IP_KEYS, USER, USER_AND_CLIENT_KEYS
 from replication.metadata.zk.broker_registration import BrokerRegistration, live_brokers, quorum_voters
@@ -121,11 +122,6 @@ CATCH_UP_TIMEOUT_S = 5.0
 # The most a multi creating a request's topics carries (paths and data): ZooKeeper refuses requests over 1 MB
 # (jute.maxbuffer); beyond it the topics go in several multis.
 CREATE_MULTI_BYTES = 512 * 1024
-
-
-def _replaced_by(configs: Mapping[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
-    """A config entity change that replaces whatever the entity held with ``configs``."""
-    return lambda _old: dict(configs)
 
 
 def _frozen(d: Mapping) -> Mapping:
@@ -957,7 +953,9 @@ class ZooKeeperMetadataStore(PublishedImage):
 
     async def _write_entity(self, config_type: str, entity_path: str,
                             change: Callable[[dict[str, str]], dict[str, str]]) -> None:
-        """Read-modify-write of one config entity (conditional on its version), then a change notification."""
+        """Read-modify-write of one config entity, then a change notification: every config write goes through
+        here. The write is conditional on the version read; when another broker wrote in between (BadVersion),
+        ``change`` is applied again to what it wrote."""
         path = ConfigEntityZNode.path(config_type, entity_path)
         while True:
             found = await self.zk.get(path)
@@ -976,23 +974,28 @@ class ZooKeeperMetadataStore(PublishedImage):
         async with self._lock:
             await self._load_entity(config_type, entity_path)
 
-    async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None:
         if await self.zk.exists(TopicZNode.path(name)) is None:
             raise KeyError(name)
-        await self._write_entity("topics", name, lambda _old: dict(configs))
+        await self._write_entity("topics", name, config_change(configs, base))
 
-    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]]) -> None:
-        """Replace the dynamic configs of each BROKER resource ("" is the cluster default)."""
+    async def set_broker_configs(self, changes: Mapping[str, Mapping[str, str]],
+                                 bases: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        """Change the dynamic configs of each BROKER resource ("" is the cluster default)."""
         for resource_name, configs in changes.items():
-            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY, _replaced_by(configs))
+            await self._write_entity("brokers", resource_name or DEFAULT_ENTITY,
+                                     config_change(configs, None if bases is None else bases.get(resource_name, {})))
 
-    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
-        """Replace a GROUP resource's configs (none left: the entity is emptied, as Kafka deletes them)."""
-        await self._write_entity(GROUPS, sanitize(group_id), _replaced_by(configs))
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str],
+                                base: Mapping[str, str] | None = None) -> None:
+        """Change a GROUP resource's configs (none left: the entity is emptied, as Kafka deletes them)."""
+        await self._write_entity(GROUPS, sanitize(group_id), config_change(configs, base))
 
-    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        """Replace a CLIENT_METRICS resource's configs in ``/config/client-metrics/<name>``."""
-        await self._write_entity(CLIENT_METRICS, sanitize(name), _replaced_by(configs))
+    async def set_client_metrics_configs(self, name: str, configs: Mapping[str, str],
+                                         base: Mapping[str, str] | None = None) -> None:
+        """Change a CLIENT_METRICS resource's configs in ``/config/client-metrics/<name>``."""
+        await self._write_entity(CLIENT_METRICS, sanitize(name), config_change(configs, base))
 
     async def alter_client_quotas(self, alterations: list[tuple[frozenset, dict[str, float | None]]]) -> None:
         """Set (or, with None, remove) quota values of each entity; other keys of the znode (a user's SCRAM
