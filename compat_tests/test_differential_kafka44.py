@@ -63,6 +63,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
   that answered records last).
 - With share.renew.acknowledge.enable=false, where a RENEW is refused among the other acknowledgement checks.
 - A member's first ShareFetch of two new share-partitions: one answered (the first initialized), the other next.
+- A share session ending (ShareAcknowledge or ShareFetch epoch -1, its connection closing) while another member's
+  ShareFetch waits on its two partitions: the waiting fetch gets both partitions' released records at once.
 - ShareFetch's max_bytes shared among partitions, and ShareFetch and Fetch capped by the broker's fetch.max.bytes
   (brokers of their own with fetch.max.bytes 1024).
 """
@@ -129,6 +131,7 @@ from wire.messages import (
     RemoveRaftVoterRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
+    ShareFetchResponse,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
     TxnOffsetCommitRequest,
@@ -2321,6 +2324,79 @@ def share_first_fetch(c: RawClient) -> Observations:
     return out
 
 
+def share_session_close_release_order(c: RawClient) -> Observations:
+    """Member a holds the records of two partitions (a batch of 5 each) when its share session ends, while member b's
+    ShareFetch of both waits (3 s): what b's waiting fetch answers, and b's next fetch. In Kafka 4.4 records a session
+    releases are acquirable only once the state write releasing them completes, each share-partition's write
+    completing in the order of a's session, and the first completion completes b's delayed fetch: it answers that
+    partition alone, the next fetch the other. Ended by ShareAcknowledge epoch -1, by ShareFetch epoch -1 (a's
+    session naming partition 1 first) and by a's connection closing; a new group each time."""
+    from compat_tests.routing_client import RoutingClient
+    t = "k44-ro-t"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(
+        name=t, num_partitions=-1, replication_factor=-1, assignments=[
+            CreatableReplicaAssignment(partition_index=i, broker_ids=[1]) for i in range(2)])], timeout_ms=10_000), 7)
+    tid = c.wait_for_topics(t)[t].topic_id
+    _produce_batches(c, t, 2, 1, 5)
+    leader = c.leader(t, 0) if isinstance(c, RoutingClient) else c.bootstrap
+    a_id, b_id = "a" * 22, "b" * 22
+    out: Observations = {}
+
+    def fetch_request(member: str, epoch: int, parts: list[int], wait_ms: int) -> ShareFetchRequest:
+        return ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms,
+                                 min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                                 topics=[ShareFetchTopic(topic_id=tid, partitions=[
+                                     ShareFetchPartition(partition_index=i) for i in parts])] if parts else [])
+
+    def acquired(r) -> list:
+        return sorted((p.partition_index, [(x.first_offset, x.last_offset, x.delivery_count)
+                                           for x in p.acquired_records])
+                      for x in r.responses for p in x.partitions if p.acquired_records)
+
+    for n, (end, order) in enumerate((("ShareAcknowledge -1", [0, 1]), ("ShareFetch -1", [1, 0]),
+                                      ("connection closed", [0, 1]))):
+        group = f"k44-ro-{n}"
+        _until_settled(lambda group=group: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                       lambda r: r.coordinators[0].error_code)
+        _set_group_config(c, group, "share.auto.offset.reset", "earliest")
+        _share_member_assigned(c, group, a_id, [t])
+        _share_member_assigned(c, group, b_id, [t])
+        a, b = RawClient(leader, timeout=30), RawClient(leader, timeout=30)
+        held: dict[int, list] = {}
+        epoch, deadline = 0, time.monotonic() + 30
+        while len(held) < 2 and time.monotonic() < deadline:  # a's first fetch may answer one partition only
+            r = a.request(fetch_request(a_id, epoch, order if epoch == 0 else [], 500), 2)
+            held |= dict(acquired(r))
+            epoch += 1
+        out[f"{end}: a holds"] = sorted(held.items())
+        b.send(fetch_request(b_id, 0, [0, 1], 3000), 2)
+        time.sleep(0.5)  # b's fetch waits: every record is a's
+        if end == "ShareAcknowledge -1":
+            r = a.request(ShareAcknowledgeRequest(group_id=group, member_id=a_id, share_session_epoch=-1, topics=[]), 2)
+            out[f"{end}: answer"] = (r.error_code, [(x.topic_id == tid, p.partition_index, p.error_code)
+                                                    for x in r.responses for p in x.partitions])
+        elif end == "ShareFetch -1":
+            r = a.request(fetch_request(a_id, -1, [], 0), 2)
+            out[f"{end}: answer"] = (r.error_code, acquired(r))
+        a.close()
+        _, r = b.recv(ShareFetchResponse, 2)
+        first = acquired(r)
+        out[f"{end}: b's waiting fetch"] = (r.error_code, first)
+        r = b.request(fetch_request(b_id, 1, [], 3000), 2)
+        out[f"{end}: b's next fetch"] = (r.error_code, acquired(r))
+        got = first + acquired(r)
+        if got:  # b accepts what it got, then ends its session
+            b.request(ShareAcknowledgeRequest(group_id=group, member_id=b_id, share_session_epoch=2, topics=[
+                ShareAckTopic(topic_id=tid, partitions=[ShareAckPartition(partition_index=i, acknowledgement_batches=[
+                    ShareAckBatch(first_offset=f, last_offset=la, acknowledge_types=[1]) for f, la, _ in ranges])
+                    for i, ranges in got])]), 2)
+        b.close()
+        for m in (a_id, b_id):
+            c.request(ShareGroupHeartbeatRequest(group_id=group, member_id=m, member_epoch=-1,
+                                                 subscribed_topic_names=None), 1)
+    return out
+
+
 def share_fetch_max_bytes(c: RawClient) -> Observations:
     """ShareFetch's max_bytes over two partitions, each holding 4 batches of 5 records (606 bytes a batch): fetched
     together under 1 MiB (capped by the broker's fetch.max.bytes where it is set), 100 (less than a batch) and 2600
@@ -2427,6 +2503,7 @@ SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "share_batch_size": share_batch_size, "share_poison_redelivery": share_poison_redelivery,
     "share_fetch_rotation": share_fetch_rotation, "share_fetch_max_bytes": share_fetch_max_bytes,
     "share_renew_disabled_order": share_renew_disabled_order, "share_first_fetch": share_first_fetch,
+    "share_session_close_release_order": share_session_close_release_order,
 }
 
 
@@ -2490,7 +2567,8 @@ def test_share_fetch_and_fetch_capped_by_the_brokers_fetch_max_bytes(request):
                                                         "share_acknowledge_not_held", "share_dead_letter_offsets",
                                                         "share_fetch_throttled", "share_batch_size",
                                                         "share_poison_redelivery", "share_fetch_max_bytes",
-                                                        "share_renew_disabled_order", "share_first_fetch")))
+                                                        "share_renew_disabled_order", "share_first_fetch",
+                                                        "share_session_close_release_order")))
 def test_pykbroker_observes_what_kafka_44_observes(mode, scenario, request):
     expected, got = observe_both(request, mode, SCENARIOS[scenario], "fresh_kafka", "judged_broker")
     assert_same_observations(mode, scenario, expected, got)

@@ -84,6 +84,7 @@ class Coordinators:
                                                         append_timeout_ms=self.config["offsets.commit.timeout.ms"]),
                 clock=clock,
                 partition_leader=lambda p: topics.partition_leader(GROUP_METADATA_TOPIC_NAME, p),
+                partition_hosted=lambda p: self._leads(GROUP_METADATA_TOPIC_NAME, p),
                 ensure_offsets_topic=topics.ensure_offsets_topic,
                 group_configs=GroupConfigs(lambda: self.metadata.image.group_configs,
                                            lambda name: self.dynamic_config.current[name]))
@@ -109,7 +110,8 @@ class Coordinators:
                 partition_leader=lambda p: topics.partition_leader(TRANSACTION_STATE_TOPIC_NAME, p),
                 coordinator_epoch=self._transaction_state_leader_epoch, clock=clock,
                 transaction_version=lambda: self.metadata.image.finalized_features.get(TRANSACTION_VERSION, 0),
-                data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers)
+                data_partition_leader=self._partition_leader, remote_markers=self._send_txn_markers,
+                partition_hosted=lambda p: self._leads(TRANSACTION_STATE_TOPIC_NAME, p))
         return self._transaction
 
     @property
@@ -142,7 +144,8 @@ class Coordinators:
                 send=self._send_to_broker if self.cluster_mode else None,
                 coordinates=self._coordinates_group if self.cluster_mode else (lambda group_id: True),
                 group_coordinator=self.group, dead_letters=self._dead_letter_sink(),
-                dead_letters_enabled=lambda group_id: self.dead_letters.enabled(group_id))
+                dead_letters_enabled=lambda group_id: self.dead_letters.enabled(group_id),
+                partition_hosted=lambda p: self._leads(SHARE_GROUP_STATE_TOPIC_NAME, p))
         return self._share
 
     def _dead_letter_sink(self):
@@ -261,6 +264,11 @@ class Coordinators:
         """The coordinator epoch of a __transaction_state partition: its leader epoch."""
         p = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC_NAME, partition)
         return max(p.leader_epoch, 0) if p is not None else 0
+
+    def _leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker's replica manager leads ``topic-partition`` (a coordinator loads it only then)."""
+        p = self.replica_manager.get_partition(topic, partition)
+        return p is not None and p.is_leader
 
     def _partition_leader(self, topic: str, partition: int) -> int | None:
         """The leader of ``topic-partition`` in the current image (-1: none), None when it does not exist."""

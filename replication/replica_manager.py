@@ -315,7 +315,12 @@ class ReplicaManager:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER if self.in_metadata(*tp) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def _on_high_watermark_changed(self, p: Partition) -> None:
-        self.watchers.notify((p.topic, p.partition))
+        # Delayed produces and consumers' fetches; a follower's fetch reads to the log end and gains nothing, as
+        # Kafka's delayed follower fetch is not completed by the leader's high watermark (the follower learns it
+        # with its next answer). Each acknowledgement of a share consumer writes __share_group_state, and its
+        # high watermark move woke a follower's fetch of every partition it follows here for nothing.
+        self.watchers.notify_except_followers((p.topic, p.partition))
+
     def stop_replica(self, topic: str, partition: int) -> None:
         """This broker no longer holds ``topic-partition`` (reassigned away): stop serving it, delete its log."""
         p = self.partitions.pop((topic, partition), None)
@@ -659,7 +664,7 @@ class ReplicaManager:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return result
-            if not await self.watchers.wait(keys, remaining):
+            if not await self.watchers.wait(keys, remaining, replica_id >= 0):
                 return self.read_partitions(wanted, max_bytes, read_committed, replica_id, client_metadata)
 
     async def _read_remote(self, result: list[FetchedPartition], max_bytes: int, read_committed: bool) -> None:
@@ -714,8 +719,9 @@ class ReplicaManager:
         return await self.watchers.wait(keys, timeout_s)
 
     def notify(self, topic: str, partition: int) -> None:
-        """Offsets of ``topic-partition`` moved (append, high watermark, last stable offset)."""
-        self.watchers.notify((topic, partition))
+        """Something below ``topic-partition``'s log end changed for its readers (a share-partition loaded or
+        released records): the fetches and produces waiting on it are woken, followers' fetches not."""
+        self.watchers.notify_except_followers((topic, partition))
 
     # -- ISR -----------------------------------------------------------------------------------------
     def _submit_isr(self, p: Partition, isr: list[int]) -> None:

@@ -95,13 +95,17 @@ class GroupCoordinator:
                  log_factory: CoordinatorLogFactory, clock: Clock | None = None,
                  partition_leader: Callable[[int], int | None] | None = None,
                  ensure_offsets_topic: Callable[[], Any] | None = None,
-                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4, group_configs: GroupConfigs | None = None) -> None:
+                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4, group_configs: GroupConfigs | None = None,
+                 partition_hosted: Callable[[int], bool] | None = None) -> None:
+        """``partition_hosted(partition)``: whether this broker leads that __consumer_offsets partition in its
+        replica manager (its log exists and the election was applied); None: always (a single node's tests)."""
         self.config = config
         self.group_configs = group_configs
         self.node_id = node_id
         self.topics = topics
         self.clock = clock or SystemClock()
         self._partition_leader = partition_leader or (lambda _partition: node_id)
+        self._partition_hosted = partition_hosted or (lambda _partition: True)
         self._ensure_offsets_topic = ensure_offsets_topic
         self._offsets_topic_ready = False
         self._offsets_topic_creation: asyncio.Future | None = None
@@ -154,11 +158,19 @@ class GroupCoordinator:
         """Load every __consumer_offsets partition this node leads (idempotent)."""
         for partition in range(self.num_partitions):
             if self._partition_leader(partition) == self.node_id:
-                self.runtime.load(partition)
+                self._load(partition)
         self._started = True
 
     def on_election(self, partition: int) -> None:
         self.runtime.load(partition)
+
+    def _load(self, partition: int) -> None:
+        """Load ``partition`` once this broker hosts it as leader. The image may name this broker its leader before the
+        replica manager leads it (its log still being created in the background, as just after the topic's creation;
+        the image not applied yet): the election loads it then (``on_election``), as Kafka's coordinators load only
+        on their broker's election. Loading it before failed ("not hosted here") and was retried on every request."""
+        if self._partition_hosted(partition):
+            self.runtime.load(partition)
 
     async def on_resignation(self, partition: int) -> None:
         await self.runtime.unload(partition)
@@ -171,7 +183,7 @@ class GroupCoordinator:
         partition = self.partition_for(group_id)
         if self._partition_leader(partition) != self.node_id:
             raise ApiError(ErrorCode.NOT_COORDINATOR)
-        self.runtime.load(partition)
+        self._load(partition)
         return partition
 
     async def _write(self, group_id: str, operation) -> Any:
@@ -387,7 +399,7 @@ class GroupCoordinator:
         await self._ready()
         if self._partition_leader(partition) != self.node_id:
             raise ApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        self.runtime.load(partition)
+        self._load(partition)
         await self.runtime.complete_transaction(partition, producer_id, producer_epoch, coordinator_epoch, commit)
 
     async def delete_offsets(self, info: RequestInfo, request: OffsetDeleteRequest) -> OffsetDeleteResponse:

@@ -40,12 +40,16 @@ class ShareCoordinator:
     def __init__(self, node_id: int, num_partitions: int, log_factory: CoordinatorLogFactory, *,
                  clock: Clock | None = None, snapshot_every: int = 500,
                  partition_leader: Callable[[int], int | None] | None = None,
-                 ensure_state_topic: Callable[[], Any] | None = None) -> None:
+                 ensure_state_topic: Callable[[], Any] | None = None,
+                 partition_hosted: Callable[[int], bool] | None = None) -> None:
+        """``partition_hosted(partition)``: whether this broker leads that __share_group_state partition in its
+        replica manager (its log exists and the election was applied); None: always."""
         self.node_id = node_id
         self.num_partitions = num_partitions
         self.clock = clock or SystemClock()
         self.snapshot_every = snapshot_every
         self._partition_leader = partition_leader or (lambda _p: node_id)
+        self._partition_hosted = partition_hosted or (lambda _p: True)
         self._ensure_state_topic = ensure_state_topic
         self._ready_future: asyncio.Future | None = None
         self.runtime = CoordinatorRuntime(self._new_shard, log_factory, self.clock, decode_record=decode_record,
@@ -62,7 +66,7 @@ class ShareCoordinator:
     def load_all(self) -> None:
         for partition in range(self.num_partitions):
             if self._partition_leader(partition) == self.node_id:
-                self.runtime.load(partition)
+                self._load(partition)
 
     async def ready(self) -> None:
         """__share_group_state exists (created on first use) and the partitions led here are loading."""
@@ -91,6 +95,14 @@ class ShareCoordinator:
         """This node leads __share_group_state-``partition`` now: load it by replaying it."""
         self.runtime.load(partition)
 
+    def _load(self, partition: int) -> None:
+        """Load ``partition`` once this broker hosts it as leader. The image may name this broker its leader before the
+        replica manager leads it (its log still being created in the background, as just after the topic's creation;
+        the image not applied yet): the election loads it then (``on_election``), as Kafka's coordinators load only
+        on their broker's election. Loading it before failed ("not hosted here") and was retried on every request."""
+        if self._partition_hosted(partition):
+            self.runtime.load(partition)
+
     async def on_resignation(self, partition: int) -> None:
         """Another node leads it now: stop serving it (its requests get NOT_COORDINATOR)."""
         await self.runtime.unload(partition)
@@ -104,7 +116,7 @@ class ShareCoordinator:
         partition = self.partition_for(key)
         if self._partition_leader(partition) != self.node_id:
             raise ApiError(ErrorCode.NOT_COORDINATOR)
-        self.runtime.load(partition)
+        self._load(partition)
         return partition
 
     # -- the persister's operations --------------------------------------------------------------------
@@ -149,7 +161,7 @@ class ShareCoordinator:
         for partition in range(self.num_partitions):
             if self._partition_leader(partition) != self.node_id:
                 continue
-            self.runtime.load(partition)
+            self._load(partition)
             states = await self.runtime.read(partition, lambda shard: dict(shard.state))
             out.update({k: v for k, v in states.items() if group_id is None or k[0] == group_id})
         return out

@@ -60,13 +60,15 @@ class ShareGroupService:
                  existing_topics: Callable[[], Any] = lambda: (), send: Send | None = None,
                  coordinates: Callable[[str], bool] = lambda group_id: True, group_coordinator: Any = None,
                  dead_letters: DeadLetterSink | None = None,
-                 dead_letters_enabled: Callable[[str], bool] = lambda group_id: True) -> None:
+                 dead_letters_enabled: Callable[[str], bool] = lambda group_id: True,
+                 partition_hosted: Callable[[int], bool] | None = None) -> None:
         """``send(node_id, request, version, response_class)``: the inter-broker transport of a cluster (None on
         a single node, where every __share_group_state partition is led here). ``coordinates(group_id)``: whether
         this node is the group's coordinator (in a cluster, the leader of its __consumer_offsets partition).
         ``group_coordinator``: the ``GroupCoordinator`` whose shards hold the share groups' membership.
         ``dead_letters``: the share groups' dead-letter queue (KIP-1191), None for none; ``dead_letters_enabled``:
-        whether a group has one."""
+        whether a group has one. ``partition_hosted(partition)``: whether this broker leads that __share_group_state
+        partition in its replica manager."""
         self.group_coordinator = group_coordinator
         self.coordinates = coordinates
         self._topic_name = topic_name
@@ -76,7 +78,8 @@ class ShareGroupService:
         self.coordinator = ShareCoordinator(
             node_id, config("share.coordinator.state.topic.num.partitions"), log_factory, clock=self.clock,
             snapshot_every=config("share.coordinator.snapshot.update.records.per.snapshot"),
-            partition_leader=partition_leader, ensure_state_topic=ensure_state_topic)
+            partition_leader=partition_leader, ensure_state_topic=ensure_state_topic,
+            partition_hosted=partition_hosted)
         self.persister = SharePersister(node_id, self.coordinator, send,
                                         timeout_ms=int(config("request.timeout.ms")))
         self.partitions = SharePartitionManager(replica_manager, self.persister, topic_name, self.settings,

@@ -518,12 +518,20 @@ class SharePartitionManager:
         return out
 
     async def release_member(self, group_id: str, member_id: str, keys: list[SharePartitionKey] | None = None) -> None:
-        """Release what ``member_id`` holds (its share session closed, or it left or expired)."""
-        for key, entry in list(self._entries.items()):
-            if key[0] != group_id or entry.partition is None or (keys is not None and key not in keys):
-                continue
-            if entry.partition.release_member(member_id):
-                await self._persist_logged(key)
+        """Release what ``member_id`` holds (its share session closed, or it left or expired) in every share-partition
+        of ``keys`` (the session's, in its order; None: all of the group's) at once, then write their states. As Kafka
+        4.4's releaseSession, which starts every partition's release before any write completes: a fetch of another
+        member waiting on them gets the records of all of them (seen against a 4.4 node: both partitions of a closed
+        session in one answer; releasing and writing one partition after the other answered one, then the other)."""
+        if keys is None:
+            keys = [key for key in self._entries if key[0] == group_id]
+        released = []
+        for key in keys:
+            entry = self._entries.get(key)
+            if entry is not None and entry.partition is not None and entry.partition.release_member(member_id):
+                released.append(key)
+        if released:
+            await asyncio.gather(*(self._persist_logged(key) for key in released))
 
     async def revalidate(self, keys: list[SharePartitionKey]) -> None:
         """A new share session names ``keys``: a cached share-partition holding no acquired records is dropped if

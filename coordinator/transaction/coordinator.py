@@ -156,10 +156,13 @@ class TransactionCoordinator:
                  clock: Clock,
                  transaction_version: Callable[[], int] = lambda: SERVER_TRANSACTION_VERSION,
                  data_partition_leader: Callable[[str, int], int | None] = lambda _t, _p: None,
-                 remote_markers: RemoteMarkers | None = None) -> None:
+                 remote_markers: RemoteMarkers | None = None,
+                 partition_hosted: Callable[[int], bool] = lambda _p: True) -> None:
         """``transaction_version``: the finalized transaction.version, which aborts the broker starts follow.
         ``data_partition_leader(topic, partition)``: who leads a partition of the transaction (None: this
-        broker or unknown); markers for partitions led elsewhere go through ``remote_markers``."""
+        broker or unknown); markers for partitions led elsewhere go through ``remote_markers``.
+        ``partition_hosted(partition)``: whether this broker leads that __transaction_state partition in its replica
+        manager (its log exists and the election was applied)."""
         self.config = config
         self.node_id = node_id
         self._rm = replica_manager
@@ -167,6 +170,7 @@ class TransactionCoordinator:
         self._producer_ids = producer_ids
         self._ensure_state_topic = ensure_state_topic
         self._partition_leader = partition_leader
+        self._partition_hosted = partition_hosted
         self._coordinator_epoch = coordinator_epoch
         self._now_ms = clock.now_ms
         self._transaction_version = transaction_version
@@ -203,7 +207,7 @@ class TransactionCoordinator:
     def load_all(self) -> None:
         for index in range(self.config.num_partitions):
             if self._partition_leader(index) == self.node_id:
-                self._runtime.load(index)
+                self._load(index)
         self._started = True
         if self._background is None:
             self._background = asyncio.get_running_loop().create_task(self._run_background(),
@@ -231,6 +235,14 @@ class TransactionCoordinator:
         else:
             self._runtime.load(index)
 
+    def _load(self, partition: int) -> None:
+        """Load ``partition`` once this broker hosts it as leader. The image may name this broker its leader before the
+        replica manager leads it (its log still being created in the background, as just after the topic's creation;
+        the image not applied yet): the election loads it then (``on_election``), as Kafka's coordinators load only
+        on their broker's election. Loading it before failed ("not hosted here") and was retried on every request."""
+        if self._partition_hosted(partition):
+            self._runtime.load(partition)
+
     def on_resignation(self, index: int) -> None:
         """Another broker leads __transaction_state-``index`` now: forget its transactions (NOT_COORDINATOR)."""
         if self._runtime.is_loaded(index):
@@ -257,7 +269,7 @@ class TransactionCoordinator:
     async def _shard(self, index: int) -> TransactionStateShard:
         """The shard of a partition this node leads, once loaded (a load that failed is started again)."""
         try:
-            self._runtime.load(index)
+            self._load(index)
             return await self._runtime.loaded(index)
         except ApiError as exc:
             raise TxnError(exc.error_code) from None

@@ -261,3 +261,45 @@ def test_a_caught_up_followers_fetch_reads_no_log_and_tries_the_high_watermark_o
     # At the log end with an older epoch than the latest: still checked, and found diverged (epoch 0 ended at 3).
     diverged = follower_fetch(5, last_epoch=0)
     assert diverged.error_code == ErrorCode.NONE and diverged.read.diverging_epoch == (0, 3)
+
+
+def test_a_followers_parked_fetch_is_woken_by_new_data_not_by_the_high_watermark(tmp_path, monkeypatch):
+    """As Kafka's delayed follower fetch: a follower parked at the log end is not woken (and does not read its
+    session's partitions again) when another follower moves the high watermark; a consumer waiting for the high
+    watermark is, and an append wakes the follower."""
+    async def scenario() -> None:
+        rm = replicated_leader(tmp_path, [1, 2, 3], [1, 2, 3], Clock())
+        append_task = asyncio.create_task(rm.append_records(
+            {(TOPIC, 0): build_simple_batch([b"a", b"b"], timestamp=1_700_000_000_000)}, -1, 5000))
+        await asyncio.sleep(0)
+        for follower in (2, 3):  # both fetch the batch
+            await rm.fetch([FetchPartition(TOPIC, 0, 0, 1 << 20)], max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                           read_committed=False, replica_id=follower)
+        reads: list[int] = []
+        read_partitions = rm.read_partitions
+        monkeypatch.setattr(rm, "read_partitions",
+                            lambda wanted, *a, **kw: reads.append(kw.get("replica_id", a[2] if len(a) > 2 else -1))
+                            or read_partitions(wanted, *a, **kw))
+        parked = asyncio.create_task(rm.fetch([FetchPartition(TOPIC, 0, 2, 1 << 20)], max_wait_ms=10_000,
+                                              min_bytes=1, max_bytes=1 << 20, read_committed=False, replica_id=2))
+        consumer = asyncio.create_task(rm.fetch([FetchPartition(TOPIC, 0, 0, 1 << 20)], max_wait_ms=10_000,
+                                                min_bytes=1, max_bytes=1 << 20, read_committed=False))
+        while rm.watchers.waiting((TOPIC, 0)) < 2:
+            await asyncio.sleep(0)
+        reads.clear()
+        # broker 3 fetches past the batch: the high watermark moves to 2 (broker 2 is there already)
+        await rm.fetch([FetchPartition(TOPIC, 0, 2, 1 << 20)], max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       read_committed=False, replica_id=3)
+        assert rm.get_partition(TOPIC, 0).log.high_watermark == 2
+        assert (await asyncio.wait_for(append_task, 30))[(TOPIC, 0)].error_code == ErrorCode.NONE
+        (fetched,) = await asyncio.wait_for(consumer, 30)
+        assert fetched.size > 0
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not parked.done() and reads == [3, -1]  # broker 3's fetch, the consumer's woken read; not broker 2's
+        await rm.append_records({(TOPIC, 0): build_simple_batch([b"c"], timestamp=1_700_000_000_000)}, 1, 5000)
+        (fetched,) = await asyncio.wait_for(parked, 30)
+        assert fetched.size > 0
+        await rm.close()
+
+    asyncio.run(scenario())
