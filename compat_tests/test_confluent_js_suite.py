@@ -73,8 +73,10 @@ EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA,
 _CACHE_TEST = ("test/promisified/consumer/consumerCacheTests.spec.js::Consumer message cache - isAutoCommit = {} - "
                "partitionsConsumedConcurrently = {} - does not hold up polling for non-message events")
 _FLAKY_ON_KAFKA_848 = frozenset(_CACHE_TEST.format(auto, n) for auto in ("true", "false") for n in (1, 3))
-EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {"single": _FLAKY_ON_KAFKA_848,
-                                                                  "cluster": _FLAKY_ON_KAFKA_848}
+# The read-back races above, with the consumer group protocol too: 3 rounds each on 3 brokers, Kafka 4.4 failed one
+# of the two files' tests in 3 of 3, pykbroker in 0 of 3 (1 of 1 earlier: commit's "with metadata", offset 8 where 10).
+EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {
+    "single": _FLAKY_ON_KAFKA_848, "cluster": _FLAKY_ON_KAFKA_848 | _RACE_ON_KAFKA_CLUSTER}
 
 
 @pytest.fixture(scope="module")
