@@ -47,7 +47,25 @@ _FAIL_ON_KAFKA = frozenset({
     "e2e/producer.spec.js::Producer with_dr_msg_cb should produce a message with an empty payload and empty key "
     "(https://github.com/confluentinc/confluent-kafka-javascript/issues/117)",
 })
-EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "cluster": _FAIL_ON_KAFKA}
+# test/promisified tests that race on a 3-node Kafka 4.4 cluster: the KafkaJS API's commitOffsets resolves once
+# librdkafka has queued the commit (commitAsync), and the tests read the offsets back (admin.fetchOffsets, or the next
+# consumer's start) at their next 50 ms poll, before the commit's replication to 3 replicas ends. 2026-11-29, the two
+# files 5 rounds each, interleaved, a fresh cluster a round, load 12-14 on 2 cores: fetch_offsets failed in 5 of 5
+# rounds on Kafka 4.4 (7 tests: "[]", one topic of two, offset -1001) and 0 of 5 on pykbroker; commit in 3 of 5 on
+# Kafka 4.4 (31 records where 30, offset 8 where 10) and 0 of 5 on pykbroker. pykbroker failed them in 2 of 4 earlier
+# rounds (load ~25) the same way: its OffsetFetch answered while the commit was still replicating.
+_FETCH_OFFSETS = "test/promisified/admin/fetch_offsets.spec.js::fetchOffset function "
+_COMMIT = "test/promisified/consumer/commit.spec.js::Consumer commit "
+_RACE_ON_KAFKA_CLUSTER = frozenset({
+    _FETCH_OFFSETS + "should return correct offset after consuming messages",
+    _FETCH_OFFSETS + "should return correct offset after consuming messages with specific partitions",
+    _FETCH_OFFSETS + "should handle unset or null topics",
+    _FETCH_OFFSETS + "should handle multiple topics each with more than 1 partition",
+    _COMMIT + "should commit offsets",
+    _COMMIT + "should commit offsets with metadata",
+})
+EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA,
+                                                "cluster": _FAIL_ON_KAFKA | _RACE_ON_KAFKA_CLUSTER}
 # test/promisified with the consumer group protocol: the tests failing on Kafka 4.4 as well. consumerCacheTests'
 # "does not hold up polling for non-message events" (a FIXME in the suite: "can be flaky when using KIP-848
 # protocol") consumed one record twice around the second consumer's join on Kafka 4.4 one node (1 of its 4 variants,
@@ -55,8 +73,10 @@ EXPECTED_FAILURES: dict[str, frozenset[str]] = {"single": _FAIL_ON_KAFKA, "clust
 _CACHE_TEST = ("test/promisified/consumer/consumerCacheTests.spec.js::Consumer message cache - isAutoCommit = {} - "
                "partitionsConsumedConcurrently = {} - does not hold up polling for non-message events")
 _FLAKY_ON_KAFKA_848 = frozenset(_CACHE_TEST.format(auto, n) for auto in ("true", "false") for n in (1, 3))
-EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {"single": _FLAKY_ON_KAFKA_848,
-                                                                  "cluster": _FLAKY_ON_KAFKA_848}
+# The read-back races above, with the consumer group protocol too: 3 rounds each on 3 brokers, Kafka 4.4 failed one
+# of the two files' tests in 3 of 3, pykbroker in 0 of 3 (1 of 1 earlier: commit's "with metadata", offset 8 where 10).
+EXPECTED_CONSUMER_PROTOCOL_FAILURES: dict[str, frozenset[str]] = {
+    "single": _FLAKY_ON_KAFKA_848, "cluster": _FLAKY_ON_KAFKA_848 | _RACE_ON_KAFKA_CLUSTER}
 
 
 @pytest.fixture(scope="module")

@@ -817,11 +817,30 @@ class ZooKeeperMetadataStore(PublishedImage):
         """Delete a topic as Kafka does: ``/admin/delete_topics/<t>`` asks for it; the controller removes the
         topic's znodes and config, then the request (this store waits for that up to ``admin_timeout_s``; a
         deletion that cannot finish, a replica being offline, stays pending as in Kafka). Without a
-        controller this store does the removal. Returns the topic as it was; ``KeyError`` if unknown."""
+        controller this store does the removal. Returns the topic as it was; ``KeyError`` if unknown.
+
+        The wait ends when this broker's image no longer has the topic of the id deleted: a client may create the
+        name again at once (a producer's Metadata with auto.create.topics.enable), and the watch's reread then finds
+        the new topic, never the name missing. Waiting for the name held the answer for ``admin_timeout_s`` (30 s)
+        and, as a connection's requests are served in order, the admin's next DeleteTopics behind it: Kafka 4.4
+        answers at once (confluent-kafka-javascript's fetch_offsets test timed out deleting its second topic)."""
         topic = self._image.topics.get(name)
-        await self._request_deletion(name)
+        requested = self._request_deletion(name)  # written in the next pass: the read below finds the topic deleted
+        try:
+            found = await self.zk.get(TopicZNode.path(name))
+        finally:
+            await requested  # KeyError: no such topic
+        deleted_id: uuid.UUID | None = None
+        if found is not None:
+            try:
+                deleted_id = _topic_uuid(TopicZNode.decode(name, found[0]).topic_id)
+            except (ZNodeDecodeError, ValueError):  # unreadable: the name's absence is all there is to wait for
+                pass
         if self.with_controller:
-            await self.wait_for(lambda image: name not in image.topics, self.admin_timeout_s)
+            def gone(image: MetadataImage) -> bool:
+                now = image.topics.get(name)
+                return now is None or (deleted_id is not None and now.topic_id != deleted_id)
+            await self.wait_for(gone, self.admin_timeout_s)
             return topic if topic is not None else TopicState(name, uuid.UUID(int=0), ())
         await self.zk.delete(TopicZNode.path(name), recursive=True)
         try:

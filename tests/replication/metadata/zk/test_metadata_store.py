@@ -405,6 +405,57 @@ def test_with_the_controller_creation_and_deletion_go_through_it_as_in_kafka(zk_
     run(main())
 
 
+
+def test_a_deletion_answers_when_the_name_is_created_again_before_this_broker_sees_it_gone(zk_server):
+    """A producer's Metadata (auto.create.topics.enable) may create a deleted topic's name again before the broker
+    that asked for the deletion rereads it: its image then goes from the old topic to the new one, never without
+    the name. The deletion is done all the same (Kafka 4.4 answers at once); waiting for the name to go held the
+    answer, and the admin's next request on that connection, for admin_timeout_s."""
+    from replication.controller.zk_controller import ZkController
+    from replication.metadata.zk.controller_election import ControllerElection
+    from replication.metadata.zk.controller_store import ZkControllerStore
+
+    async def main():
+        a, b = await two_brokers(zk_server, with_controller=True)
+        election = ControllerElection(a.zk, 1)
+        controller = ZkController(ZkControllerStore(a.zk, election), 1)
+        recreated = asyncio.Event()
+        reread = b._in_task
+
+        def held(coro_fn, *args):  # b's watches reread only once the name exists again
+            async def later(*args):
+                await recreated.wait()
+                await coro_fn(*args)
+            reread(later, *args)
+
+        async def create_again():
+            while await a.zk.exists("/brokers/topics/t") is not None:
+                await asyncio.sleep(0.01)
+            topic = await a.create_topic("t", [[2, 1]], {})
+            recreated.set()
+            return topic
+
+        try:
+            for store in (a, b):
+                await store.register_broker(BrokerImage(store.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9090),)))
+            await election.start()
+            old = await b.create_topic("t", [[1, 2], [2, 1]], {})
+            b.admin_timeout_s = 10.0
+            b._in_task = held
+            again = asyncio.ensure_future(create_again())
+            started = time.monotonic()
+            deleted = await b.delete_topic("t")
+            assert time.monotonic() - started < 5, "the answer waited for the name to go"
+            new = await again
+            assert deleted.topic_id == old.topic_id != new.topic_id
+            await eventually(lambda: b.topics.get("t") is not None and b.topics["t"].topic_id == new.topic_id)
+        finally:
+            await controller.close()
+            await election.close()
+            await close(a, b)
+
+    run(main())
+
 def test_offline_replicas_one_broker_announces_reach_the_other_and_go_with_its_session(zk_server):
     async def scenario() -> None:
         a, b = await two_brokers(zk_server)
