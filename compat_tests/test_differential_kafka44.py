@@ -11,7 +11,8 @@ brokers, failing on every difference not in ``differential_allowlist.ALLOWED``.
 - OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id (ids normalized: each broker has its own).
 - ListOffsets' special timestamps against every version that may or may not accept them (-6: v11).
 - DeleteGroups v2 and v3 (v3's per-group message).
-- WriteTxnMarkers v2's transaction version (KIP-1228): a version-2 marker of an open transaction's own epoch refused.
+- WriteTxnMarkers v2's transaction version (KIP-1228): a version-2 marker of an open transaction's own epoch refused,
+  on a data partition and on __consumer_offsets (the transaction's offsets stay pending).
 - The order of Fetch answers and of incremental fetch sessions.
 - Offset commits with an older member epoch (KIP-1251's assignment epochs).
 - Dynamic cordoned.log.dirs (KIP-1066): per broker and cluster-wide, its validation, DescribeLogDirs v5's
@@ -87,6 +88,7 @@ from compat_tests.conftest import (
     observe_both,
 )
 from compat_tests.jvm.kafka_broker import KafkaBroker, jars_dir
+from coordinator.group.partitioner import partition_for
 from pykbroker.testing import RawClient
 from storage.checkpoints import topic_id_to_string
 from tests.pykbroker.handlers.garbled_batches import garbled_records
@@ -100,6 +102,7 @@ from wire import (
     request_header_version,
 )
 from wire.messages import (
+    AddOffsetsToTxnRequest,
     AddRaftVoterRequest,
     AlterShareGroupOffsetsRequest,
     ApiVersionsRequest,
@@ -468,6 +471,66 @@ def txn_marker_versions(c: RawClient) -> Observations:
         r = lc.request(ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
             ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 8)
         out["log end offset"] = r.topics[0].partitions[0].offset
+    end = _until_settled(lambda: c.request(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
+                                                         producer_epoch=epoch, committed=False), 5),
+                         lambda r: r.error_code)
+    out["end txn"] = end.error_code
+    return out
+
+
+def txn_group_marker_versions(c: RawClient) -> Observations:
+    """txn_marker_versions on ``__consumer_offsets``: a transaction's offsets committed (AddOffsetsToTxn,
+    TxnOffsetCommit), then WriteTxnMarkers v2 sent to the group's coordinator as a transaction coordinator sends
+    it. Kafka 4.4's group coordinator hands the transaction version to its append (completeTransaction), so a
+    version-2 ABORT of the open transaction's own epoch is refused (INVALID_PRODUCER_EPOCH) and the offsets stay
+    pending (a require_stable fetch: UNSTABLE_OFFSET_COMMIT); one of the next epoch aborts them, its retry is
+    written again, and the client's EndTxn follows."""
+    topic, group, transactional_id = "k44-wtmg", "k44-wtmg-g", "k44-wtmg-tx"
+    c.request(CreateTopicsRequest(topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=-1)],
+                                  timeout_ms=10_000), 7)
+    c.wait_for_topics(topic)
+    found = _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+                           lambda r: r.coordinators[0].error_code).coordinators[0]
+    offsets_topic = c.request(MetadataRequest(topics=[MetadataRequestTopic(name="__consumer_offsets")]), 12).topics[0]
+    partition = partition_for(group, len(offsets_topic.partitions))
+    _until_settled(lambda: c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4),
+                   lambda r: r.coordinators[0].error_code)
+    init = _until_settled(lambda: c.request(InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1), 5),
+        lambda r: r.error_code)
+    pid, epoch = init.producer_id, init.producer_epoch
+    out: Observations = {"init epoch": epoch}
+    added = _until_settled(lambda: c.request(AddOffsetsToTxnRequest(
+        transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch, group_id=group), 3),
+        lambda r: r.error_code)
+    out["add offsets"] = added.error_code
+    with RawClient(f"{found.host}:{found.port}", timeout=30) as gc:
+        committed = _until_settled(lambda: gc.request(TxnOffsetCommitRequest(
+            transactional_id=transactional_id, group_id=group, producer_id=pid, producer_epoch=epoch,
+            generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            topics=[TxnOffsetCommitRequestTopic(name=topic, partitions=[TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata="")])]), 3),
+            _retriable_partition_error)
+        out["txn offset commit"] = committed.topics[0].partitions[0].error_code
+
+        def marker(producer_epoch: int) -> int:
+            r = gc.request(WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+                producer_id=pid, producer_epoch=producer_epoch, transaction_result=False, coordinator_epoch=0,
+                transaction_version=2, topics=[WritableTxnMarkerTopic(
+                    name="__consumer_offsets", partition_indexes=[partition])])]), 2)
+            return r.markers[0].topics[0].partitions[0].error_code
+
+        def stable_fetch() -> tuple[int, list[tuple[int, int]]]:
+            g = gc.request(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+                group_id=group, member_id=None, member_epoch=-1, topics=[
+                    OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])], require_stable=True), 8).groups[0]
+            return g.error_code, [(p.committed_offset, p.error_code) for t in g.topics for p in t.partitions]
+
+        out["v2 tv2 same epoch, transaction open"] = marker(epoch)
+        out["stable fetch after the refused marker"] = stable_fetch()
+        out["v2 tv2 next epoch"] = marker(epoch + 1)
+        out["stable fetch after the abort"] = stable_fetch()
+        out["v2 tv2 next epoch again"] = marker(epoch + 1)
     end = _until_settled(lambda: c.request(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
                                                          producer_epoch=epoch, committed=False), 5),
                          lambda r: r.error_code)
@@ -2484,7 +2547,8 @@ def share_renew_disabled_order(c: RawClient) -> Observations:
 SCENARIOS: dict[str, Callable[[RawClient], Observations]] = {
     "api_versions_bytes": api_versions_bytes, "protocol_limits": protocol_limits, "registrations": registrations,
     "offsets_by_topic_id": offsets_by_topic_id, "list_offsets_specials": list_offsets_specials,
-    "delete_groups": delete_groups, "txn_marker_versions": txn_marker_versions, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
+    "delete_groups": delete_groups, "txn_marker_versions": txn_marker_versions,
+    "txn_group_marker_versions": txn_group_marker_versions, "fetch_order": fetch_order, "assignment_epochs": assignment_epochs,
     "assignment_interval": assignment_interval, "cordoned_log_dirs": cordoned_log_dirs,
     "share_groups_v2": share_groups_v2, "share_assignment_interval": share_assignment_interval,
     "regex_internal_topics": regex_internal_topics,

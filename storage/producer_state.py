@@ -324,6 +324,17 @@ class ProducerStateManager:
         if not new_dir:
             self._load_snapshot_list()
 
+    def marker_epoch_fenced(self, producer_id: int, producer_epoch: int, transaction_version: int) -> bool:
+        """A transaction-version-2 marker (WriteTxnMarkers v2, KIP-1228) of the producer's current epoch while
+        its transaction is open here: a zombie coordinator's, refused with INVALID_PRODUCER_EPOCH (Kafka 4.4
+        lets the same epoch through only as the retry of a completed transaction, or at the epoch's maximum).
+        An older epoch is refused by the append itself, in every version."""
+        if transaction_version < 2 or producer_epoch == 32767:
+            return False
+        entry = self.producers.get(producer_id)
+        return (entry is not None and entry.producer_epoch == producer_epoch
+                and entry.current_txn_first_offset is not None)
+
     # -- snapshots on disk -----------------------------------------------------------------------------
     def _load_snapshot_list(self) -> None:
         self.snapshots = {}

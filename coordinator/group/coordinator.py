@@ -394,13 +394,16 @@ class GroupCoordinator:
                 for t in request.topics])
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
-                                   coordinator_epoch: int, commit: bool) -> None:
-        """Write a transaction marker to ``__consumer_offsets-<partition>`` (the transaction coordinator's call)."""
+                                   coordinator_epoch: int, commit: bool, *, transaction_version: int = 0) -> None:
+        """Write a transaction marker to ``__consumer_offsets-<partition>`` (the transaction coordinator's call);
+        a transaction-version-2 marker of the producer's current epoch while its transaction is open there is
+        refused (INVALID_PRODUCER_EPOCH), as on a data partition."""
         await self._ready()
         if self._partition_leader(partition) != self.node_id:
             raise ApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._load(partition)
-        await self.runtime.complete_transaction(partition, producer_id, producer_epoch, coordinator_epoch, commit)
+        await self.runtime.complete_transaction(partition, producer_id, producer_epoch, coordinator_epoch, commit,
+                                                transaction_version=transaction_version)
 
     async def delete_offsets(self, info: RequestInfo, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         if not request.group_id:

@@ -79,7 +79,8 @@ class CoordinatorLog(Protocol):
         ...
 
     async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+                           commit: bool, *, transaction_version: int = 0
+                           ) -> tuple[int, Callable[[], Awaitable[None]] | None]:
         """Write a transaction marker as the leader: its offset, and what waits for its commit."""
         ...
 
@@ -131,7 +132,8 @@ class InMemoryCoordinatorLog:
         return len(self.entries) - 1
 
     async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+                           commit: bool, *, transaction_version: int = 0
+                           ) -> tuple[int, Callable[[], Awaitable[None]] | None]:
         return await self.append_marker(producer_id, producer_epoch, coordinator_epoch, commit), None
 
     def read_all(self) -> Iterable[LogEntry]:

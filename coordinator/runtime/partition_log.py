@@ -74,7 +74,14 @@ class ReplicaCoordinatorLog:
         return offset
 
     async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                           commit: bool) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+                           commit: bool, *, transaction_version: int = 0
+                           ) -> tuple[int, Callable[[], Awaitable[None]] | None]:
+        # Checked on the shard's task, so after every append queued before it (Kafka: the log's own check).
+        partition = self._rm.get_partition(self.topic, self.partition)
+        if partition is not None and partition.log.producer_state.marker_epoch_fenced(
+                producer_id, producer_epoch, transaction_version):
+            raise CoordinatorLogError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                      f"producer {producer_id} epoch {producer_epoch}: transaction still open")
         marker = build_control_batch(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
                                      producer_id=producer_id, producer_epoch=producer_epoch,
                                      timestamp=self._clock.now_ms(), partition_leader_epoch=-1,

@@ -110,6 +110,7 @@ class _Marker:
     coordinator_epoch: int
     commit: bool
     future: asyncio.Future[Any]
+    transaction_version: int = 0
 
 
 class _Reload:
@@ -389,7 +390,8 @@ class CoordinatorRuntime(Generic[ShardT]):
         """A transaction marker, pipelined as a write: applied at once, answered once committed."""
         try:
             offset, wait_committed = await ctx.log.write_marker(marker.producer_id, marker.producer_epoch,
-                                                                marker.coordinator_epoch, marker.commit)
+                                                                marker.coordinator_epoch, marker.commit,
+                                                                transaction_version=marker.transaction_version)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -515,11 +517,11 @@ class CoordinatorRuntime(Generic[ShardT]):
         return self._enqueue(partition, lambda future: _Write(operation, future))
 
     async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
-                                   coordinator_epoch: int, commit: bool) -> None:
+                                   coordinator_epoch: int, commit: bool, *, transaction_version: int = 0) -> None:
         """Write a transaction marker to ``partition`` on its shard's task and apply it to the shard; returns
         once it is committed."""
         await self._enqueue(partition, lambda future: _Marker(producer_id, producer_epoch, coordinator_epoch,
-                                                              commit, future))
+                                                              commit, future, transaction_version))
 
     async def run(self, partition: int, operation: Callable[[_ShardContext[ShardT]], Awaitable[T]]) -> T:
         """Run an async ``operation`` on the shard's task: it may await I/O (its own appends through

@@ -9,7 +9,9 @@ are version 0.
 Every marker of a request, and every partition of a marker, is written at once (one append for a marker's data
 partitions). Sent by transaction coordinators to partition leaders, and by the admin client's abortTransaction
 (``kafka-transactions.sh abort``) to end a hanging transaction. Markers on __consumer_offsets go
-through the group coordinator, which makes the transaction's offsets visible or drops them. A marker
+through the group coordinator, which makes the transaction's offsets visible or drops them; it passes the
+transaction version on, so the same epoch check guards them (Kafka 4.4's completeTransaction; refused, the
+offsets stay pending). A marker
 older than the partition's coordinator epoch gets TRANSACTION_COORDINATOR_FENCED.
 """
 
@@ -49,27 +51,20 @@ def error_response(request: WriteTxnMarkersRequest | None, version: int, code: i
 async def _write_group_marker(ctx: RequestContext, marker, partition: int) -> int:
     try:
         await ctx.broker.group_coordinator.complete_transaction(
-            partition, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result)
+            partition, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.transaction_result,
+            transaction_version=marker.transaction_version)
     except Exception as exc:
         return error_code(exc)
     return ErrorCode.NONE
 
 
-_MAX_EPOCH = 32767
-
-
 def _same_epoch_refused(ctx: RequestContext, marker, tp: tuple[str, int]) -> bool:
-    """A transaction-version-2 marker of the producer's current epoch on a partition this broker leads, while the
-    producer's transaction there is open (Kafka 4.4 lets the same epoch through only as the retry of a completed
-    transaction, or at the epoch's maximum). An older epoch is refused by the append itself, in every version."""
-    if marker.transaction_version < 2 or marker.producer_epoch == _MAX_EPOCH:
-        return False
+    """``ProducerStateManager.marker_epoch_fenced`` on a data partition this broker leads."""
     partition = ctx.broker.replica_manager.get_partition(*tp)
     if partition is None or not partition.is_leader:
         return False  # the append answers it (not hosted, not the leader)
-    entry = partition.log.producer_state.producers.get(marker.producer_id)
-    return (entry is not None and entry.producer_epoch == marker.producer_epoch
-            and entry.current_txn_first_offset is not None)
+    return partition.log.producer_state.marker_epoch_fenced(marker.producer_id, marker.producer_epoch,
+                                                            marker.transaction_version)
 
 
 async def _write_marker(ctx: RequestContext, marker, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -26,7 +26,8 @@ class HeldLog(InMemoryCoordinatorLog):
         last = await self.append(records, producer_id=producer_id, producer_epoch=producer_epoch)
         return last, self._waiting_for(last)
 
-    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool):
+    async def write_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
+                           transaction_version: int = 0):
         offset = await self.append_marker(producer_id, producer_epoch, coordinator_epoch, commit)
         return offset, self._waiting_for(offset)
 
