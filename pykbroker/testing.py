@@ -24,16 +24,36 @@ from pathlib import Path
 
 from pykbroker import java_properties
 
-__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "kill_process", "stop_process",
-           "wait_for_api_versions", "zookeeper_jars"]
+__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "kill_process",
+           "reserve_port", "stop_process", "wait_for_api_versions", "zookeeper_jars"]
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (another socket may take it before a server binds it:
-    prefer port 0 where the server reports the port it bound, or a start that moves as ``_OnAFreePort``'s)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 reserved for about a minute for a server that binds it with SO_REUSEADDR (every
+    server of the tests does: asyncio's, the JVM's, Go's, Node's), for configs that must name a port up front.
+
+    A port merely bound and closed could be handed to another process's bind(0) or connect() before the server
+    binds it. Here the port ends in TIME_WAIT (its end of a loopback connection closes first), and Linux hands
+    out no port in TIME_WAIT, to bind(0) nor to connect(), until it expires (60 s), while a bind that sets
+    SO_REUSEADDR may take it at once. Port 0, where the server reports the port it bound, needs no reservation."""
+    return reserve_port(0)
+
+
+def reserve_port(port: int) -> int:
+    """Reserve ``port`` (0: any free one) on 127.0.0.1 as free_port() does and return it; OSError if it is taken."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the TIME_WAIT end inherits it
+        if port:  # a port in TIME_WAIT (reserved already) is taken too: SO_REUSEADDR would let this bind through
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", port))
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            accepted.close()  # the port's end closes first: it is the one left in TIME_WAIT
+            client.recv(1)  # the FIN: the port's end now waits for the client's, which closing sends
+    return port
 
 
 class _PortTaken(RuntimeError):
@@ -41,9 +61,9 @@ class _PortTaken(RuntimeError):
 
 
 class _OnAFreePort:
-    """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. Another socket may
-    take a picked port before the server binds it: the first start then moves to another free port (a given
-    port, or one clients already know after a start, is kept and its loss reported)."""
+    """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. A server that binds
+    that very port with SO_REUSEADDR may still take it first: the first start then moves to another free port (a
+    given port, or one clients already know after a start, is kept and its loss reported)."""
 
     port: int
     _may_move_port: bool

@@ -1,6 +1,7 @@
 """BrokerProcess: the port free_port() picked may be taken by another socket before the broker binds it (the
-console's SCRAM test lost such a race in a fresh-clone run); the first start then moves to another free port,
-while a port the caller gave stays and its loss is reported at once."""
+console's SCRAM test lost such a race in a fresh-clone run, before free_port() reserved its ports; a server that
+binds that very port with SO_REUSEADDR still can); the first start then moves to another free port, while a port
+the caller gave stays and its loss is reported at once."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from wire.messages import ApiVersionsRequest
 
 
 def _hold(port: int) -> socket.socket:
-    """A listening socket on ``port``, as another process that got it first."""
+    """A listening socket on ``port``, as another process that got it first (SO_REUSEADDR: as a server binding
+    it, which free_port()'s reservation lets through)."""
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", port))
     s.listen()
     return s

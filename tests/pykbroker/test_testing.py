@@ -62,6 +62,7 @@ def test_a_first_start_whose_free_port_was_taken_meanwhile_serves_on_another(tmp
     zk = ZooKeeperProcess(tmp_path / "zk")
     taken = zk.port
     with socket.socket() as holder:  # another process got the picked port before ZooKeeper bound it
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a server (free_port() reserves it)
         holder.bind(("127.0.0.1", taken))
         holder.listen()
         with zk:
