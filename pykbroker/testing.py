@@ -39,13 +39,15 @@ def free_port() -> int:
     return reserve_port(0)
 
 
-def reserve_port(port: int) -> int:
-    """Reserve ``port`` (0: any free one) on 127.0.0.1 as free_port() does and return it; OSError if it is taken."""
+def reserve_port(port: int, *, again: bool = False) -> int:
+    """Reserve ``port`` (0: any free one) on 127.0.0.1 as free_port() does and return it; OSError if it is taken.
+    ``again``: the port is the caller's (a stopped server's, for its restart): reserve it afresh even while a
+    reservation or a closed connection holds it, and fail only if a socket listens on it."""
+    if port and not again:  # a port in TIME_WAIT (reserved already) is taken too: SO_REUSEADDR would get through
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))
     with socket.socket() as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the TIME_WAIT end inherits it
-        if port:  # a port in TIME_WAIT (reserved already) is taken too: SO_REUSEADDR would let this bind through
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", port))
         listener.bind(("127.0.0.1", port))
         listener.listen(1)
         port = listener.getsockname()[1]
@@ -63,7 +65,9 @@ class _PortTaken(RuntimeError):
 class _OnAFreePort:
     """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. A server that binds
     that very port with SO_REUSEADDR may still take it first: the first start then moves to another free port (a
-    given port, or one clients already know after a start, is kept and its loss reported)."""
+    given port, or one clients already know after a start, is kept and its loss reported). A stopped or killed
+    server's port stays reserved (as free_port's) for its restart; whether the server that answers on the port is
+    this process's own is checked at every start, since a foreign one would answer the readiness probe too."""
 
     port: int
     _may_move_port: bool
@@ -87,6 +91,14 @@ class _OnAFreePort:
             self._may_move_port = False
             return
         raise RuntimeError(f"{what} did not start: every free port tried was taken first; {last}")
+
+    def _keep_port(self) -> None:
+        """After the server exited: hold its port in TIME_WAIT (see free_port) so that no bind(0) or connect() of
+        another process gets it before a restart binds it again; nothing to do if a socket listens on it."""
+        try:
+            reserve_port(self.port, again=True)
+        except OSError:
+            pass
 
 
 def _read_from(path: Path, offset: int) -> str:
@@ -204,6 +216,9 @@ class BrokerProcess(_OnAFreePort):
         deadline = time.monotonic() + timeout
         try:
             wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
+            # the answer may have come from another server that took the port (a restart's port is kept but not
+            # held while the broker is down): only this broker's own log says it bound the port
+            self._wait_for_log(re.compile(rf"listening on \w+://\S*:{self.port} \("), deadline)
             if self.overrides.get("console.listener") or self.overrides.get("schema.registry.listeners"):
                 self._wait_for_log(_STARTED, deadline)
         except TimeoutError:
@@ -254,6 +269,7 @@ class BrokerProcess(_OnAFreePort):
                 self.proc.wait()
         code = self.proc.returncode
         self.proc = None
+        self._keep_port()
         return code
 
     def kill(self) -> None:
@@ -263,6 +279,7 @@ class BrokerProcess(_OnAFreePort):
                 os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             self.proc = None
+            self._keep_port()
 
     def restart(self, *, hard: bool = False) -> BrokerProcess:
         if hard:
@@ -523,7 +540,7 @@ class ZooKeeperProcess(_OnAFreePort):
             "tickTime": self.tick_time_ms, "dataDir": self.data_dir / "data", "clientPort": self.port,
             "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0,
             "minSessionTimeout": self.min_session_timeout_ms, "maxSessionTimeout": self.max_session_timeout_ms,
-            "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+            "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons,conf",
             # a test server: no fsync per write (ZooKeeper's own tests do the same)
             "forceSync": "no",
         }
@@ -562,7 +579,10 @@ class ZooKeeperProcess(_OnAFreePort):
                     raise _PortTaken(f"127.0.0.1:{self.port} is already in use; ZooKeeper's log:\n{self.log()}")
                 raise RuntimeError(f"ZooKeeper exited with {code}; its log:\n{self.log()}")
             try:
-                if "Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0):
+                # a restart's port is kept but not held while ZooKeeper is down: the server that answers may be
+                # another one that took it (whose sessions are not this one's), so its data dir must be this one's
+                if ("Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0)
+                        and self._serves_our_data()):
                     return
             except OSError:
                 pass
@@ -572,6 +592,12 @@ class ZooKeeperProcess(_OnAFreePort):
                 self.kill()
                 raise RuntimeError(f"ZooKeeper did not serve within {timeout}s; its log:\n{self.log()}")
             time.sleep(0.05)
+
+    def _serves_our_data(self) -> bool:
+        """Whether the server on this port is this one (ZooKeeper's ``conf`` names its data dir); a foreign one is
+        the port lost (this start's JVM will fail to bind it and exit: the start waits for that)."""
+        return f"dataDir={self.data_dir / 'data' / 'version-2'}\n" in four_letter_word(
+            "127.0.0.1", self.port, "conf", timeout=1.0)
 
     def log(self, last: int = 40) -> str:
         """The last ``last`` lines of the server's console output and of its log."""
@@ -591,13 +617,15 @@ class ZooKeeperProcess(_OnAFreePort):
         """Graceful stop (SIGTERM), SIGKILL if it does not exit within ``timeout``."""
         if self.proc is not None:
             stop_process(self.proc, timeout)
-        self.proc = None
+            self.proc = None
+            self._keep_port()
 
     def kill(self) -> None:
         """``kill -9`` of the server: clients see their connection drop."""
         if self.proc is not None:
             kill_process(self.proc)
             self.proc = None
+            self._keep_port()
 
     def restart(self, *, hard: bool = False) -> ZooKeeperProcess:
         if hard:
