@@ -289,6 +289,8 @@ class Connection(asyncio.BufferedProtocol):
                 if time.perf_counter() - turn_started >= TURN_SECONDS:
                     await asyncio.sleep(0)  # the others' turn (TURN_SECONDS); queued answers go out meanwhile
                     turn_started = time.perf_counter()
+                    if self._closed or not self.pending:
+                        continue  # closed meanwhile (a client gone: connection_lost dropped its pending frames)
                 frame_bytes = self.pending.popleft()
                 if len(frame_bytes) > ANSWER_BEFORE_FRAME_BYTES and self.writer is not None:
                     self.writer.flush()  # answers queued in this pass go now, not after this request's handling
