@@ -92,13 +92,18 @@ class _OnAFreePort:
             return
         raise RuntimeError(f"{what} did not start: every free port tried was taken first; {last}")
 
+    def _ports(self) -> set[int]:
+        """The ports this server binds (kept for its restart)."""
+        return {self.port}
+
     def _keep_port(self) -> None:
-        """After the server exited: hold its port in TIME_WAIT (see free_port) so that no bind(0) or connect() of
-        another process gets it before a restart binds it again; nothing to do if a socket listens on it."""
-        try:
-            reserve_port(self.port, again=True)
-        except OSError:
-            pass
+        """After the server exited: hold its ports in TIME_WAIT (see free_port) so that no bind(0) or connect() of
+        another process gets them before a restart binds them again; nothing to do for one a socket listens on."""
+        for port in self._ports() - {0}:
+            try:
+                reserve_port(port, again=True)
+            except OSError:
+                pass
 
 
 def _read_from(path: Path, offset: int) -> str:
@@ -150,14 +155,20 @@ def wait_for_api_versions(host: str, port: int, timeout: float, process: subproc
 
 
 _STARTED = re.compile(r"pykbroker started: ")
+_LISTENING = re.compile(r"listening on (\w+)://\S*:(\d+) \(")
 _CONSOLE_AT = re.compile(r"serving the console at (\S+/) ")
+_REGISTRY_AT = re.compile(r"serving Confluent's Schema Registry API at (\S+)/ ")
 
 
 class BrokerProcess(_OnAFreePort):
     """A pykbroker subprocess on 127.0.0.1; ``bootstrap`` is its address. Restartable, killable.
 
     A console on ``console.listener`` 127.0.0.1:0 (any free port, so no other socket can take it first) is at
-    ``console_url`` once started."""
+    ``console_url`` once started.
+
+    Listeners given port 0 in ``listeners`` are bound by the broker on any free port, which no other socket can
+    take first: ``address(name)`` reads them back once started, and a restart binds the same ports again (clients
+    know them). ``port=0`` does so for the first listener too, whose address is then ``bootstrap`` once started."""
 
     def __init__(self, data_dir: str | Path | None = None, overrides: dict[str, str] | None = None,
                  port: int | None = None, log_path: str | Path | None = None) -> None:
@@ -166,9 +177,14 @@ class BrokerProcess(_OnAFreePort):
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-")
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
-        self._pick_port(port)
+        if port == 0:  # bound by the broker, read back from its log
+            self.port, self._may_move_port = 0, False
+        else:
+            self._pick_port(port)
         self.overrides = dict(overrides or {})
-        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
+        self.listener_ports: dict[str, int] = {}  # listener name -> the port this broker bound (after a start)
+        self.log_path = Path(log_path) if log_path else \
+            self.data_dir.parent / f"broker-{self.port or self.data_dir.name}.log"
         self.env: dict[str, str] = {}  # added to this process' environment (the chaos clock shift's LD_PRELOAD)
         self.proc: subprocess.Popen | None = None
         self._log_start = 0
@@ -190,11 +206,23 @@ class BrokerProcess(_OnAFreePort):
     def command(self) -> list[str]:
         return [sys.executable, "-m", "pykbroker.cli", str(self.properties_path)]
 
+    def _ports(self) -> set[int]:
+        return {self.port, *self.listener_ports.values()}
+
+    def address(self, listener: str) -> str:
+        """``127.0.0.1:port`` of ``listener`` as this broker bound it (its port 0: any free one)."""
+        return f"127.0.0.1:{self.listener_ports[listener]}"
+
     def _write_properties(self) -> None:
+        properties = self.properties()
+        if self.listener_ports:  # a restart binds the ports clients know, port 0 listeners' included
+            properties["listeners"] = re.sub(
+                r"(\w+)(://[^,]*):0(?=,|$)",
+                lambda m: f"{m[1]}{m[2]}:{self.listener_ports.get(m[1], 0)}", properties["listeners"])
         path = self.properties_path
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(java_properties.dumps(self.properties()))
+            f.write(java_properties.dumps(properties))
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         """Start the broker and wait for its first ApiVersions answer (and, with a console or schema registry,
@@ -215,10 +243,14 @@ class BrokerProcess(_OnAFreePort):
         log.close()
         deadline = time.monotonic() + timeout
         try:
+            if self.port == 0:  # the first listener's port, as the broker bound it
+                self.port = int(self._wait_for_log(_LISTENING, deadline)[2])
             wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
             # the answer may have come from another server that took the port (a restart's port is kept but not
             # held while the broker is down): only this broker's own log says it bound the port
             self._wait_for_log(re.compile(rf"listening on \w+://\S*:{self.port} \("), deadline)
+            self.listener_ports = {name: int(port) for name, port in
+                                   _LISTENING.findall(_read_from(self.log_path, self._log_start))}
             if self.overrides.get("console.listener") or self.overrides.get("schema.registry.listeners"):
                 self._wait_for_log(_STARTED, deadline)
         except TimeoutError:
@@ -245,6 +277,12 @@ class BrokerProcess(_OnAFreePort):
     def console_url(self) -> str:
         """The console's address as this start bound it (``console.listener`` 127.0.0.1:0 picks any free port)."""
         return self._wait_for_log(_CONSOLE_AT, time.monotonic() + 30)[1]
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The schema registry's address (no trailing slash) as this start bound its first of
+        ``schema.registry.listeners`` (port 0 picks any free port)."""
+        return self._wait_for_log(_REGISTRY_AT, time.monotonic() + 30)[1]
 
     def log(self) -> str:
         try:

@@ -61,3 +61,18 @@ def test_a_restart_whose_port_another_server_took_fails_instead_of_using_that_se
         assert not b.alive
     finally:
         b.close()
+
+
+def test_listeners_on_port_0_are_read_back_and_bound_again_by_a_restart(tmp_path):
+    """No port is picked before the broker binds it: every listener binds port 0, BrokerProcess reads the ports
+    from the broker's log, and a restart binds the same ones (clients know them)."""
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}
+    with BrokerProcess(tmp_path / "b", port=0, overrides=overrides) as b:
+        addresses = (b.bootstrap, b.address("PLAINTEXT"), b.address("OTHER"))
+        assert b.port != 0 and addresses[0] == addresses[1] != addresses[2]
+        b.restart()
+        assert (b.bootstrap, b.address("PLAINTEXT"), b.address("OTHER")) == addresses
+        for address in addresses[1:]:
+            with RawClient(address) as c:
+                assert c.request(ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
