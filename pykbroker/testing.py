@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -513,6 +514,28 @@ def zookeeper_jars() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def compiled_java(source: Path, classpath: str, cache: Path) -> Path | None:
+    """The folder of ``source``'s classes compiled against ``classpath`` (once, into a folder of ``cache`` per source
+    and classpath); None without ``javac``."""
+    if shutil.which("javac") is None:
+        return None
+    digest = hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:16]
+    classes = cache / f"{source.stem}-{digest}"
+    if not (classes / f"{source.stem}.class").is_file():
+        building = classes.with_name(f"{classes.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        subprocess.run(["javac", "-nowarn", "-d", str(building), "-cp", classpath, str(source)], check=True,
+                       timeout=300, stdin=subprocess.DEVNULL, capture_output=True)
+        try:
+            building.rename(classes)  # whole or not at all; another process may have been first
+        except OSError:
+            shutil.rmtree(building, ignore_errors=True)
+    return classes
+
+
+ZOOKEEPER_CNXN_FACTORY = ZOOKEEPER_FETCH_JARS.parent / "DatabaseFirstCnxnFactory.java"
+
+
 def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
     """Send one of ZooKeeper's four-letter-word commands (``ruok``, ``srvr``, ``mntr``) and return the answer."""
     with socket.create_connection((host, port), timeout=timeout) as s:
@@ -590,11 +613,20 @@ class ZooKeeperProcess(_OnAFreePort):
     def command(self) -> list[str]:
         if shutil.which("java") is None:
             raise RuntimeError("java is required to run ZooKeeper (Java 17: apt-get install openjdk-17-jre-headless)")
+        classpath = f"{zookeeper_jars()}/*"
+        # a client reconnecting while a restarted ZooKeeper loads its data would hang (see the factory's source)
+        try:
+            factory = compiled_java(ZOOKEEPER_CNXN_FACTORY, classpath, ZOOKEEPER_FETCH_JARS.parent / ".cache" /
+                                    "classes") if ZOOKEEPER_CNXN_FACTORY.is_file() else None
+        except (subprocess.SubprocessError, OSError):
+            factory = None  # ZooKeeper's own factory, with its startup window
+        if factory is not None:
+            classpath += f"{os.pathsep}{factory}"
         return ["java", self.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 f"-Dlogback.configurationFile={self.data_dir / 'logback.xml'}",
                 "-Dzookeeper.jmx.log4j.disable=true",
-                "-cp", f"{zookeeper_jars()}/*", "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(self._write_config())]
+                *([f"-Dzookeeper.serverCnxnFactory={ZOOKEEPER_CNXN_FACTORY.stem}"] if factory is not None else []),
+                "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(self._write_config())]
 
     def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
         """Start the server and wait until it serves; returns self. Kills it and raises on failure."""
