@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pykbroker.security.certs import CertificateAuthority
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from wire.messages import ConsumerGroupDescribeRequest, CreateAclsRequest, CreateTopicsRequest
 from wire.messages.create_acls_request import AclCreation
 from wire.messages.create_topics_request import CreatableTopic
@@ -46,8 +46,8 @@ def secured(tmp_path_factory):
     client = ca.issue(server=False, CN="writer", O="pykbroker")
     (d / "client.key").write_text(client.key_pem)
     (d / "client.pem").write_text(client.chain_pem)
-    ports = {p: free_port() for p in ("PLAINTEXT", "SASL_PLAINTEXT", "SSL")}
-    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:{port}" for p, port in ports.items()),
+    names = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL")
+    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:0" for p in names),  # bound by the broker
                  "ssl.keystore.type": "PEM",
                  "ssl.keystore.location": str(ca.issue(CN="localhost").write_pem(d / "server.pem")),
                  "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca_file),
@@ -60,7 +60,7 @@ def secured(tmp_path_factory):
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users": "User:ANONYMOUS;User:admin",
                  "group.initial.rebalance.delay.ms": "0"}
-    with BrokerProcess(d / "data", port=ports["PLAINTEXT"], overrides=overrides) as b:
+    with BrokerProcess(d / "data", port=0, overrides=overrides) as b:
         with RawClient(b.bootstrap) as c:
             c.request(CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
                                                   for n in ("granted", "denied")], timeout_ms=10_000), 7)
@@ -68,7 +68,7 @@ def secured(tmp_path_factory):
                 resource_type=t, resource_name=n, resource_pattern_type=p, principal=u, host="*", operation=o,
                 permission_type=perm) for t, n, p, u, o, perm in ACLS]), 3)
             assert all(x.error_code == 0 for x in r.results)
-        yield b, {p: f"127.0.0.1:{port}" for p, port in ports.items()}, ca_file, d
+        yield b, {p: b.address(p) for p in names}, ca_file, d
         assert b.alive, b.log()
 
 

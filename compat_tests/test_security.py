@@ -18,7 +18,7 @@ import pytest
 
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import salted_password
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from tests.clients import read_kafka_python
 from wire import ErrorCode
 from wire.messages import AlterUserScramCredentialsRequest
@@ -44,8 +44,8 @@ def secured(tmp_path_factory):
     ca = CertificateAuthority()
     ca_file = d / "ca.pem"
     ca_file.write_text(ca.pem)
-    ports = {p: free_port() for p in ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")}
-    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:{port}" for p, port in ports.items()),
+    names = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
+    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:0" for p in names),  # bound by the broker
                  "ssl.keystore.type": "PEM",
                  "ssl.keystore.location": str(ca.issue(CN="localhost").write_pem(d / "server.pem")),
                  "sasl.enabled.mechanisms": ",".join(MECHANISMS),
@@ -54,7 +54,7 @@ def secured(tmp_path_factory):
         overrides[f"listener.name.{listener}.plain.sasl.jaas.config"] = PLAIN_JAAS
         for m in MECHANISMS[1:]:
             overrides[f"listener.name.{listener}.{m.lower()}.sasl.jaas.config"] = SCRAM_JAAS
-    with BrokerProcess(d / "data", port=ports["PLAINTEXT"], overrides=overrides) as b:
+    with BrokerProcess(d / "data", port=0, overrides=overrides) as b:
         with RawClient(b.bootstrap) as c:
             for user, password in SCRAM_USERS.items():
                 for mechanism, mtype in (("SCRAM-SHA-256", 1), ("SCRAM-SHA-512", 2)):
@@ -63,7 +63,7 @@ def secured(tmp_path_factory):
                                                                                       8192))
                     result = c.request(AlterUserScramCredentialsRequest(deletions=[], upsertions=[upsert]), 0)
                     assert result.results[0].error_code == ErrorCode.NONE
-        yield b, {p: f"127.0.0.1:{port}" for p, port in ports.items()}, ca_file
+        yield b, {p: b.address(p) for p in names}, ca_file
         assert b.alive, b.log()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import ScramClient, plain_token, salted_password
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from wire.messages import (
     AlterUserScramCredentialsRequest,
     CreateDelegationTokenRequest,
@@ -41,10 +41,10 @@ SALT = b"salt-for-logs"
 def broker(tmp_path_factory):
     d = tmp_path_factory.mktemp("security-logs")
     ca = CertificateAuthority()
-    ports = {p: free_port() for p in ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL")}
+    names = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL")
     jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
             f'user_alice="{PLAIN_PASSWORD}" user_admin="{PLAIN_PASSWORD}";')
-    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:{port}" for p, port in ports.items()),
+    overrides = {"listeners": ",".join(f"{p}://127.0.0.1:0" for p in names),  # bound by the broker
                  "ssl.keystore.type": "PEM", "ssl.key.password": KEYSTORE_PASSWORD,
                  "ssl.keystore.location": str(ca.issue(CN="localhost").write_pem(d / "server.pem",
                                                                                  KEYSTORE_PASSWORD)),
@@ -57,8 +57,8 @@ def broker(tmp_path_factory):
                  "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                  "super.users": "User:ANONYMOUS;User:admin",
                  "delegation.token.secret.key": TOKEN_SECRET}
-    with BrokerProcess(d / "data", port=ports["PLAINTEXT"], overrides=overrides) as b:
-        yield b, f"127.0.0.1:{ports['SASL_PLAINTEXT']}"
+    with BrokerProcess(d / "data", port=0, overrides=overrides) as b:
+        yield b, b.address("SASL_PLAINTEXT")
 
 
 def plain(address: str, user: str, password: str) -> RawClient:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -24,16 +25,38 @@ from pathlib import Path
 
 from pykbroker import java_properties
 
-__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "kill_process", "stop_process",
-           "wait_for_api_versions", "zookeeper_jars"]
+__all__ = ["BrokerProcess", "ClusterProcesses", "RawClient", "ZooKeeperProcess", "free_port", "kill_process",
+           "reserve_port", "stop_process", "wait_for_api_versions", "zookeeper_jars"]
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (another socket may take it before a server binds it:
-    prefer port 0 where the server reports the port it bound, or a start that moves as ``_OnAFreePort``'s)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 reserved for about a minute for a server that binds it with SO_REUSEADDR (every
+    server of the tests does: asyncio's, the JVM's, Go's, Node's), for configs that must name a port up front.
+
+    A port merely bound and closed could be handed to another process's bind(0) or connect() before the server
+    binds it. Here the port ends in TIME_WAIT (its end of a loopback connection closes first), and Linux hands
+    out no port in TIME_WAIT, to bind(0) nor to connect(), until it expires (60 s), while a bind that sets
+    SO_REUSEADDR may take it at once. Port 0, where the server reports the port it bound, needs no reservation."""
+    return reserve_port(0)
+
+
+def reserve_port(port: int, *, again: bool = False) -> int:
+    """Reserve ``port`` (0: any free one) on 127.0.0.1 as free_port() does and return it; OSError if it is taken.
+    ``again``: the port is the caller's (a stopped server's, for its restart): reserve it afresh even while a
+    reservation or a closed connection holds it, and fail only if a socket listens on it."""
+    if port and not again:  # a port in TIME_WAIT (reserved already) is taken too: SO_REUSEADDR would get through
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the TIME_WAIT end inherits it
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            accepted.close()  # the port's end closes first: it is the one left in TIME_WAIT
+            client.recv(1)  # the FIN: the port's end now waits for the client's, which closing sends
+    return port
 
 
 class _PortTaken(RuntimeError):
@@ -41,9 +64,11 @@ class _PortTaken(RuntimeError):
 
 
 class _OnAFreePort:
-    """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. Another socket may
-    take a picked port before the server binds it: the first start then moves to another free port (a given
-    port, or one clients already know after a start, is kept and its loss reported)."""
+    """A server process on 127.0.0.1 whose port free_port() picked unless the caller gave one. A server that binds
+    that very port with SO_REUSEADDR may still take it first: the first start then moves to another free port (a
+    given port, or one clients already know after a start, is kept and its loss reported). A stopped or killed
+    server's port stays reserved (as free_port's) for its restart; whether the server that answers on the port is
+    this process's own is checked at every start, since a foreign one would answer the readiness probe too."""
 
     port: int
     _may_move_port: bool
@@ -67,6 +92,19 @@ class _OnAFreePort:
             self._may_move_port = False
             return
         raise RuntimeError(f"{what} did not start: every free port tried was taken first; {last}")
+
+    def _ports(self) -> set[int]:
+        """The ports this server binds (kept for its restart)."""
+        return {self.port}
+
+    def _keep_port(self) -> None:
+        """After the server exited: hold its ports in TIME_WAIT (see free_port) so that no bind(0) or connect() of
+        another process gets them before a restart binds them again; nothing to do for one a socket listens on."""
+        for port in self._ports() - {0}:
+            try:
+                reserve_port(port, again=True)
+            except OSError:
+                pass
 
 
 def _read_from(path: Path, offset: int) -> str:
@@ -118,14 +156,20 @@ def wait_for_api_versions(host: str, port: int, timeout: float, process: subproc
 
 
 _STARTED = re.compile(r"pykbroker started: ")
+_LISTENING = re.compile(r"listening on (\w+)://\S*:(\d+) \(")
 _CONSOLE_AT = re.compile(r"serving the console at (\S+/) ")
+_REGISTRY_AT = re.compile(r"serving Confluent's Schema Registry API at (\S+)/ ")
 
 
 class BrokerProcess(_OnAFreePort):
     """A pykbroker subprocess on 127.0.0.1; ``bootstrap`` is its address. Restartable, killable.
 
     A console on ``console.listener`` 127.0.0.1:0 (any free port, so no other socket can take it first) is at
-    ``console_url`` once started."""
+    ``console_url`` once started.
+
+    Listeners given port 0 in ``listeners`` are bound by the broker on any free port, which no other socket can
+    take first: ``address(name)`` reads them back once started, and a restart binds the same ports again (clients
+    know them). ``port=0`` does so for the first listener too, whose address is then ``bootstrap`` once started."""
 
     def __init__(self, data_dir: str | Path | None = None, overrides: dict[str, str] | None = None,
                  port: int | None = None, log_path: str | Path | None = None) -> None:
@@ -134,9 +178,14 @@ class BrokerProcess(_OnAFreePort):
             self._tmp = tempfile.TemporaryDirectory(prefix="pykbroker-")
             data_dir = self._tmp.name
         self.data_dir = Path(data_dir)
-        self._pick_port(port)
+        if port == 0:  # bound by the broker, read back from its log
+            self.port, self._may_move_port = 0, False
+        else:
+            self._pick_port(port)
         self.overrides = dict(overrides or {})
-        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"broker-{self.port}.log"
+        self.listener_ports: dict[str, int] = {}  # listener name -> the port this broker bound (after a start)
+        self.log_path = Path(log_path) if log_path else \
+            self.data_dir.parent / f"broker-{self.port or self.data_dir.name}.log"
         self.env: dict[str, str] = {}  # added to this process' environment (the chaos clock shift's LD_PRELOAD)
         self.proc: subprocess.Popen | None = None
         self._log_start = 0
@@ -158,11 +207,23 @@ class BrokerProcess(_OnAFreePort):
     def command(self) -> list[str]:
         return [sys.executable, "-m", "pykbroker.cli", str(self.properties_path)]
 
+    def _ports(self) -> set[int]:
+        return {self.port, *self.listener_ports.values()}
+
+    def address(self, listener: str) -> str:
+        """``127.0.0.1:port`` of ``listener`` as this broker bound it (its port 0: any free one)."""
+        return f"127.0.0.1:{self.listener_ports[listener]}"
+
     def _write_properties(self) -> None:
+        properties = self.properties()
+        if self.listener_ports:  # a restart binds the ports clients know, port 0 listeners' included
+            properties["listeners"] = re.sub(
+                r"(\w+)(://[^,]*):0(?=,|$)",
+                lambda m: f"{m[1]}{m[2]}:{self.listener_ports.get(m[1], 0)}", properties["listeners"])
         path = self.properties_path
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(java_properties.dumps(self.properties()))
+            f.write(java_properties.dumps(properties))
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         """Start the broker and wait for its first ApiVersions answer (and, with a console or schema registry,
@@ -183,7 +244,14 @@ class BrokerProcess(_OnAFreePort):
         log.close()
         deadline = time.monotonic() + timeout
         try:
+            if self.port == 0:  # the first listener's port, as the broker bound it
+                self.port = int(self._wait_for_log(_LISTENING, deadline)[2])
             wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
+            # the answer may have come from another server that took the port (a restart's port is kept but not
+            # held while the broker is down): only this broker's own log says it bound the port
+            self._wait_for_log(re.compile(rf"listening on \w+://\S*:{self.port} \("), deadline)
+            self.listener_ports = {name: int(port) for name, port in
+                                   _LISTENING.findall(_read_from(self.log_path, self._log_start))}
             if self.overrides.get("console.listener") or self.overrides.get("schema.registry.listeners"):
                 self._wait_for_log(_STARTED, deadline)
         except TimeoutError:
@@ -211,6 +279,12 @@ class BrokerProcess(_OnAFreePort):
         """The console's address as this start bound it (``console.listener`` 127.0.0.1:0 picks any free port)."""
         return self._wait_for_log(_CONSOLE_AT, time.monotonic() + 30)[1]
 
+    @property
+    def schema_registry_url(self) -> str:
+        """The schema registry's address (no trailing slash) as this start bound its first of
+        ``schema.registry.listeners`` (port 0 picks any free port)."""
+        return self._wait_for_log(_REGISTRY_AT, time.monotonic() + 30)[1]
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")
@@ -234,6 +308,7 @@ class BrokerProcess(_OnAFreePort):
                 self.proc.wait()
         code = self.proc.returncode
         self.proc = None
+        self._keep_port()
         return code
 
     def kill(self) -> None:
@@ -243,6 +318,7 @@ class BrokerProcess(_OnAFreePort):
                 os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             self.proc = None
+            self._keep_port()
 
     def restart(self, *, hard: bool = False) -> BrokerProcess:
         if hard:
@@ -438,6 +514,28 @@ def zookeeper_jars() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def compiled_java(source: Path, classpath: str, cache: Path) -> Path | None:
+    """The folder of ``source``'s classes compiled against ``classpath`` (once, into a folder of ``cache`` per source
+    and classpath); None without ``javac``."""
+    if shutil.which("javac") is None:
+        return None
+    digest = hashlib.sha256(source.read_bytes() + classpath.encode()).hexdigest()[:16]
+    classes = cache / f"{source.stem}-{digest}"
+    if not (classes / f"{source.stem}.class").is_file():
+        building = classes.with_name(f"{classes.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        subprocess.run(["javac", "-nowarn", "-d", str(building), "-cp", classpath, str(source)], check=True,
+                       timeout=300, stdin=subprocess.DEVNULL, capture_output=True)
+        try:
+            building.rename(classes)  # whole or not at all; another process may have been first
+        except OSError:
+            shutil.rmtree(building, ignore_errors=True)
+    return classes
+
+
+ZOOKEEPER_CNXN_FACTORY = ZOOKEEPER_FETCH_JARS.parent / "DatabaseFirstCnxnFactory.java"
+
+
 def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
     """Send one of ZooKeeper's four-letter-word commands (``ruok``, ``srvr``, ``mntr``) and return the answer."""
     with socket.create_connection((host, port), timeout=timeout) as s:
@@ -503,7 +601,7 @@ class ZooKeeperProcess(_OnAFreePort):
             "tickTime": self.tick_time_ms, "dataDir": self.data_dir / "data", "clientPort": self.port,
             "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0,
             "minSessionTimeout": self.min_session_timeout_ms, "maxSessionTimeout": self.max_session_timeout_ms,
-            "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+            "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons,conf",
             # a test server: no fsync per write (ZooKeeper's own tests do the same)
             "forceSync": "no",
         }
@@ -515,11 +613,20 @@ class ZooKeeperProcess(_OnAFreePort):
     def command(self) -> list[str]:
         if shutil.which("java") is None:
             raise RuntimeError("java is required to run ZooKeeper (Java 17: apt-get install openjdk-17-jre-headless)")
+        classpath = f"{zookeeper_jars()}/*"
+        # a client reconnecting while a restarted ZooKeeper loads its data would hang (see the factory's source)
+        try:
+            factory = compiled_java(ZOOKEEPER_CNXN_FACTORY, classpath, ZOOKEEPER_FETCH_JARS.parent / ".cache" /
+                                    "classes") if ZOOKEEPER_CNXN_FACTORY.is_file() else None
+        except (subprocess.SubprocessError, OSError):
+            factory = None  # ZooKeeper's own factory, with its startup window
+        if factory is not None:
+            classpath += f"{os.pathsep}{factory}"
         return ["java", self.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 f"-Dlogback.configurationFile={self.data_dir / 'logback.xml'}",
                 "-Dzookeeper.jmx.log4j.disable=true",
-                "-cp", f"{zookeeper_jars()}/*", "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(self._write_config())]
+                *([f"-Dzookeeper.serverCnxnFactory={ZOOKEEPER_CNXN_FACTORY.stem}"] if factory is not None else []),
+                "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(self._write_config())]
 
     def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
         """Start the server and wait until it serves; returns self. Kills it and raises on failure."""
@@ -542,7 +649,10 @@ class ZooKeeperProcess(_OnAFreePort):
                     raise _PortTaken(f"127.0.0.1:{self.port} is already in use; ZooKeeper's log:\n{self.log()}")
                 raise RuntimeError(f"ZooKeeper exited with {code}; its log:\n{self.log()}")
             try:
-                if "Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0):
+                # a restart's port is kept but not held while ZooKeeper is down: the server that answers may be
+                # another one that took it (whose sessions are not this one's), so its data dir must be this one's
+                if ("Mode: standalone" in four_letter_word("127.0.0.1", self.port, "srvr", timeout=1.0)
+                        and self._serves_our_data()):
                     return
             except OSError:
                 pass
@@ -552,6 +662,12 @@ class ZooKeeperProcess(_OnAFreePort):
                 self.kill()
                 raise RuntimeError(f"ZooKeeper did not serve within {timeout}s; its log:\n{self.log()}")
             time.sleep(0.05)
+
+    def _serves_our_data(self) -> bool:
+        """Whether the server on this port is this one (ZooKeeper's ``conf`` names its data dir); a foreign one is
+        the port lost (this start's JVM will fail to bind it and exit: the start waits for that)."""
+        return f"dataDir={self.data_dir / 'data' / 'version-2'}\n" in four_letter_word(
+            "127.0.0.1", self.port, "conf", timeout=1.0)
 
     def log(self, last: int = 40) -> str:
         """The last ``last`` lines of the server's console output and of its log."""
@@ -571,13 +687,15 @@ class ZooKeeperProcess(_OnAFreePort):
         """Graceful stop (SIGTERM), SIGKILL if it does not exit within ``timeout``."""
         if self.proc is not None:
             stop_process(self.proc, timeout)
-        self.proc = None
+            self.proc = None
+            self._keep_port()
 
     def kill(self) -> None:
         """``kill -9`` of the server: clients see their connection drop."""
         if self.proc is not None:
             kill_process(self.proc)
             self.proc = None
+            self._keep_port()
 
     def restart(self, *, hard: bool = False) -> ZooKeeperProcess:
         if hard:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pykbroker.testing import free_port, wait_for_api_versions
+from pykbroker.testing import free_port, reserve_port, wait_for_api_versions
 
 HERE = Path(__file__).resolve().parent
 FETCH_JARS = HERE / "fetch_jars.sh"
@@ -39,6 +39,23 @@ def jars_dir(version: str | None = None) -> Path | None:
     except (subprocess.SubprocessError, OSError):
         return None
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a listening TCP socket on ``port`` (Linux's /proc; True where there is none):
+    an answer on a port may come from another server that bound it first."""
+    try:
+        tables = [Path(f"/proc/net/{t}").read_text().splitlines()[1:] for t in ("tcp", "tcp6")]
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return True
+    inodes = {f"socket:[{fields[9]}]" for table in tables for fields in map(str.split, table)
+              if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port}  # 0A: LISTEN
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+    return False
 
 
 class KafkaBroker:
@@ -120,10 +137,12 @@ class KafkaBroker:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         try:
-            wait_for_api_versions("127.0.0.1", self.port, timeout)
-        except TimeoutError:
+            wait_for_api_versions("127.0.0.1", self.port, timeout, self.proc)
+            if not listens(self.proc.pid, self.port):  # another server answered: it took the port first
+                raise TimeoutError(f"127.0.0.1:{self.port} is already in use by another process")
+        except TimeoutError as exc:
             self.stop()
-            raise RuntimeError(f"Kafka did not start; its log:\n{self.log_path.read_text(errors='replace')}") from None
+            raise RuntimeError(f"Kafka did not start ({exc}); its log:\n{self.log_path.read_text(errors='replace')}") from None
         return time.perf_counter() - started
 
     def pid(self) -> int:
@@ -138,13 +157,21 @@ class KafkaBroker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proc = None
+        self._keep_ports()
 
     def kill(self) -> None:
         """SIGKILL, as a crash."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._keep_ports()
+
+    def _keep_ports(self) -> None:
+        """After the process exited: its ports stay reserved (see free_port) for a restart, which binds them again."""
+        if self.proc is not None:
+            for port in (self.port, self.controller_port):
+                with contextlib.suppress(OSError):  # a socket listens there (another node's controller port)
+                    reserve_port(port, again=True)
         self.proc = None
 
     def close(self) -> None:

@@ -432,6 +432,61 @@ def test_answers_are_written_before_a_large_request_is_handled_and_small_ones_to
     assert writes == [[1], [2, 3, 4]]
 
 
+def test_a_client_gone_while_its_next_frame_waits_for_its_turn_ends_the_connection_quietly(tmp_path, monkeypatch,
+                                                                                           caplog):
+    """A connection hands the loop over between two buffered frames (TURN_SECONDS); a client that goes away during
+    that hand-over has its pending frames dropped (connection_lost), and the connection must then stop rather than
+    take the next one from the emptied queue (an IndexError logged as "unexpected error on connection": found by
+    the live fuzzer on a loaded machine, where a turn often runs out). Here every frame's turn runs out, and the
+    client is gone right after the first answer."""
+    import asyncio
+
+    from pykbroker import connection
+    from pykbroker.connection import Connection
+    from pykbroker.embedded_broker import EmbeddedBroker
+    from wire import RequestHeader, encode_request_header
+
+    monkeypatch.setattr(connection, "TURN_SECONDS", 0.0)
+
+    def api_versions_frame(correlation_id: int) -> bytes:
+        w = Writer()
+        encode_request_header(w, RequestHeader(18, 0, correlation_id, "test", header_version=1))
+        ApiVersionsRequest().encode_into(w, 0)
+        return struct.pack(">i", len(w)) + w.getvalue()
+
+    with EmbeddedBroker(data_dir=tmp_path) as embedded:
+        server = embedded.server
+        assert server is not None and server.broker is not None and embedded._loop is not None
+
+        async def scenario() -> None:
+            await server.broker.registry.load(18)  # the handler imported beforehand
+            loop = asyncio.get_running_loop()
+            conn = Connection(server.broker, server.config.listeners[0], None, server.quotas, server.channel)
+            conn.connection_made(_RecordingTransport())  # type: ignore[arg-type]
+            assert conn.dispatcher is not None and conn._task is not None
+            dispatcher = conn.dispatcher
+
+            class ClientGoneAfterTheAnswer:  # the serving task, not started yet, takes this dispatcher
+                def __getattr__(self, name: str):
+                    return getattr(dispatcher, name)
+
+                async def dispatch(self, *args):
+                    answered = await dispatcher.dispatch(*args)
+                    loop.call_soon(conn.connection_lost, None)  # runs while the next frame waits for its turn
+                    return answered
+
+            conn.dispatcher = ClientGoneAfterTheAnswer()  # type: ignore[assignment]
+            data = b"".join(api_versions_frame(i) for i in range(3))
+            target = conn.get_buffer(-1)
+            target[:len(data)] = data
+            conn.buffer_updated(len(data))
+            await asyncio.wait_for(conn._task, 10)
+            assert not conn.pending and not conn.busy
+
+        asyncio.run_coroutine_threadsafe(scenario(), embedded._loop).result(60)
+    assert "unexpected error on connection" not in caplog.text
+
+
 def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
     """A librdkafka producer pipelines hundreds of one-record requests; Kafka serves each connection one request at
     a time, so a consumer fetching the same partition gets a few records per answer. A connection that handled all

@@ -16,20 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from pykbroker.testing import RawClient, free_port
+from pykbroker.testing import RawClient, free_port, reserve_port
 from wire.messages import MetadataRequest
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java")
 
 
 def two_free_ports() -> int:
-    """A base port whose next port is free too."""
+    """A base port whose next port is free too, both reserved (see free_port)."""
     for _ in range(50):
         base = free_port()
         try:
-            import socket
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", base + 1))
+            reserve_port(base + 1)
             return base
         except OSError:
             continue

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Producer
 
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 
 TOPIC = "events"
 PARTITIONS = 3
@@ -205,8 +205,7 @@ def _as(url: str, path: str, body: object = None, cookie: str = "") -> tuple[int
 @pytest.mark.skipif(os.environ.get("PYKBROKER_CONSOLE_SLOW") != "1",
                     reason="half a minute: make test-console-slow (PYKBROKER_CONSOLE_SLOW=1)")
 def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
-    port, sasl_port = free_port(), free_port()
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",  # bound by the broker
                  "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
                  "listener.name.sasl_plaintext.plain.sasl.jaas.config":
                      'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";',
@@ -216,7 +215,7 @@ def test_scram_users_set_through_the_console_log_in_to_it(tmp_path):
     for m in ("scram-sha-256", "scram-sha-512"):
         overrides[f"listener.name.sasl_plaintext.{m}.sasl.jaas.config"] = \
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    with BrokerProcess(tmp_path, port=port, overrides=overrides) as broker:
+    with BrokerProcess(tmp_path, port=0, overrides=overrides) as broker:
         broker.start()
         url = broker.console_url
         status, d, _ = _as(url, "api/overview")
@@ -280,9 +279,8 @@ def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
     ca = CertificateAuthority()
     server = ca.issue(CN="localhost")
     (tmp_path / "ca.pem").write_text(ca.pem)
-    port, tls_port = free_port(), free_port()
-    with BrokerProcess(tmp_path / "data", port=port, overrides={
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{tls_port}",
+    with BrokerProcess(tmp_path / "data", port=0, overrides={
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
             "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
             "listener.name.sasl_ssl.ssl.keystore.location": str(server.write_pem(tmp_path / "server.pem")),
@@ -294,7 +292,7 @@ def test_on_a_sasl_ssl_listener_the_console_logs_in_over_tls(tmp_path):
             "console.listener": "127.0.0.1:0"}) as broker:
         broker.start()
         url = broker.console_url
-        assert f"Kafka requests to 127.0.0.1:{tls_port} over TLS" in broker.log()
+        assert f"Kafka requests to {broker.address('SASL_SSL')} over TLS" in broker.log()
         assert _as(url, "api/login", {"username": "alice", "password": "nope"})[0] == 401
         status, d, alice = _as(url, "api/login", {"username": "alice", "password": "alice-secret"})
         assert status == 200 and d == {"principal": "User:alice"}

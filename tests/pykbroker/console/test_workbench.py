@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 from tests.pykbroker.console.browser import Browser
 
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None,
@@ -271,9 +271,8 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    port, sasl_port = free_port(), free_port()
-    b = BrokerProcess(tmp_path_factory.mktemp("secured"), port=port, overrides={
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+    b = BrokerProcess(tmp_path_factory.mktemp("secured"), port=0, overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",  # bound by the broker
         "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS;User:admin", "console.listener": "127.0.0.1:0",

@@ -7,7 +7,7 @@ import pytest
 
 from pykbroker.config import Config, ConfigError
 from pykbroker.security.client import plain_token
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
     CreateAclsRequest,
@@ -30,16 +30,15 @@ WRITE_ORDERS = AclCreation(resource_type=2, resource_name="orders", resource_pat
 
 @pytest.fixture
 def secured(tmp_path):
-    sasl_port, port = free_port(), free_port()
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",  # bound by the broker
                  "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users": "User:ANONYMOUS"}
-    with BrokerProcess(tmp_path / "data", port=port, overrides=overrides) as b:
+    with BrokerProcess(tmp_path / "data", port=0, overrides=overrides) as b:
         with RawClient(b.bootstrap) as c:
             c.request(CreateTopicsRequest(topics=[CreatableTopic(name="orders", num_partitions=1,
                                                                  replication_factor=1)], timeout_ms=10_000), 7)
-        yield b, f"127.0.0.1:{sasl_port}"
+        yield b, b.address("SASL_PLAINTEXT")
 
 
 def produce_as_alice(address: str) -> int:

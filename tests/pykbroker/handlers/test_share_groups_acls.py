@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from pykbroker.security.client import plain_token
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from storage.checkpoints import topic_id_to_string
 from tests.pykbroker.handlers.test_share_groups import acquired, create_topic, earliest, fetch, produce
 from wire import ErrorCode
@@ -65,12 +65,11 @@ def acl(resource_type: int, name: str, operation: int, user: str = "alice") -> A
 def secured(tmp_path_factory):
     """(broker, SASL address, {topic: id}): alice may READ the group and the topic 'open', only DESCRIBE 'seen';
     'closed' is hers to nothing. 'open' and 'closed' have records, and the group has state on both."""
-    sasl_port, port = free_port(), free_port()
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",  # bound by the broker
                  "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users": "User:ANONYMOUS", "group.share.enable": "true"}
-    with BrokerProcess(tmp_path_factory.mktemp("share-acls"), port=port, overrides=overrides) as b:
+    with BrokerProcess(tmp_path_factory.mktemp("share-acls"), port=0, overrides=overrides) as b:
         with RawClient(b.bootstrap) as c:
             ids = {name: create_topic(c, name) for name in ("open", "seen", "closed")}
             produce(c, "open", 3)
@@ -89,7 +88,7 @@ def secured(tmp_path_factory):
             got = fetch(c, GROUP, member, 1, ids["closed"], wait_ms=2000)
             assert acquired(got) == [(0, 2, 1)], got
             c.request(ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=-1), 1)
-        yield b, f"127.0.0.1:{sasl_port}", ids
+        yield b, b.address("SASL_PLAINTEXT"), ids
         assert b.alive, b.log()
 
 

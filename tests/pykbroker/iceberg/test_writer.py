@@ -58,10 +58,9 @@ def wait_rows(data_dir: Path, name: str, count: int, timeout: float = 60) -> lis
 def shared(tmp_path_factory):
     """One broker for the tests that neither restart nor reconfigure it (each uses topics of its own)."""
     data_dir = tmp_path_factory.mktemp("iceberg")
-    registry = free_port()
     with BrokerProcess(data_dir, overrides={"metrics.port": str(free_port()),
-                                            "schema.registry.listeners": f"http://127.0.0.1:{registry}"}) as broker:
-        broker.registry_url = f"http://127.0.0.1:{registry}"  # type: ignore[attr-defined]
+                                            "schema.registry.listeners": "http://127.0.0.1:0"}) as broker:
+        broker.registry_url = broker.schema_registry_url  # type: ignore[attr-defined]
         yield broker
         assert broker.alive, f"the broker died during the tests; its log:\n{broker.log()}"
 

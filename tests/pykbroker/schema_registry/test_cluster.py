@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-from pykbroker.testing import ClusterProcesses, free_port
+from pykbroker.testing import ClusterProcesses
 from tests.pykbroker.schema_registry.test_serializers import wait_http
 
 pytestmark = [pytest.mark.skipif(shutil.which("java") is None, reason="ZooKeeper needs java"),
@@ -45,9 +45,8 @@ def test_every_broker_serves_one_registry_through_a_killed_leader(tmp_path):
     with ClusterProcesses(tmp_path / "cluster", size=0) as cluster:
         urls = {}
         for node in (1, 2, 3):
-            port = free_port()
-            cluster.add_broker(node, {"schema.registry.listeners": f"http://127.0.0.1:{port}"})
-            urls[node] = f"http://127.0.0.1:{port}"
+            broker = cluster.add_broker(node, {"schema.registry.listeners": "http://127.0.0.1:0"})  # any free port
+            urls[node] = broker.schema_registry_url
         cluster.wait_for_brokers(3)
         for url in urls.values():
             wait_http(url)

@@ -23,7 +23,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from pykbroker.schema_registry.security import subject_topic
 from pykbroker.security.certs import CertificateAuthority
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 from tests.pykbroker.schema_registry.test_serializers import USER_V1, USER_V2
 
 
@@ -42,13 +42,13 @@ def test_basic_authentication_acls_and_https(tmp_path, monkeypatch):
     ca = CertificateAuthority()
     ca_path = tmp_path / "ca.pem"
     ca_path.write_text(ca.pem)
-    port = free_port()
-    overrides = {"schema.registry.listeners": f"https://127.0.0.1:{port}", "ssl.keystore.type": "PEM",
+    overrides = {"schema.registry.listeners": "https://127.0.0.1:0", "ssl.keystore.type": "PEM",  # any free port
                  "ssl.keystore.location": str(ca.issue(CN="localhost").write_pem(tmp_path / "server.pem")),
                  "schema.registry.authentication.method": "BASIC", "schema.registry.authorization.enable": "true",
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users": "User:ANONYMOUS;User:admin"}
     with BrokerProcess(tmp_path / "data", overrides=overrides) as broker:
+        port = int(broker.schema_registry_url.rsplit(":", 1)[1])
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.alter_user_scram_credentials([
             UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), f"{user}-pw".encode())

@@ -20,7 +20,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from pykbroker.schema_registry.wire_format import RegisteredSchema, decode
-from pykbroker.testing import BrokerProcess, free_port
+from pykbroker.testing import BrokerProcess
 
 USER_V1 = json.dumps({"type": "record", "name": "User", "namespace": "example", "fields": [
     {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]})
@@ -48,10 +48,9 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    port = free_port()
     with BrokerProcess(tmp_path_factory.mktemp("registry"), overrides={
-            "schema.registry.listeners": f"http://127.0.0.1:{port}"}) as broker:
-        url = f"http://127.0.0.1:{port}"
+            "schema.registry.listeners": "http://127.0.0.1:0"}) as broker:  # any free port, read back
+        url = broker.schema_registry_url
         wait_http(url)
         yield broker, url
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pykbroker.security.client import ScramClient, plain_token, salted_password
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode
 from wire.messages import (
     AlterUserScramCredentialsRequest,
@@ -36,9 +36,9 @@ MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 REAUTH_MS = 3000
 
 
-def sasl_overrides(port: int, sasl_port: int, reauth_port: int) -> dict[str, str]:
-    out = {"listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
-                        f"REAUTH://127.0.0.1:{reauth_port}",
+def sasl_overrides() -> dict[str, str]:
+    """Every listener on port 0: bound by the broker (BrokerProcess(port=0)), read back with its address()."""
+    out = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,REAUTH://127.0.0.1:0",
            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,REAUTH:SASL_PLAINTEXT",
            "sasl.enabled.mechanisms": ",".join(MECHANISMS),
            "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS)}
@@ -52,9 +52,7 @@ def sasl_overrides(port: int, sasl_port: int, reauth_port: int) -> dict[str, str
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory):
     """(broker, SASL_PLAINTEXT address, REAUTH address) with SCRAM users alice (both mechanisms) and bob."""
-    port, sasl_port, reauth_port = free_port(), free_port(), free_port()
-    with BrokerProcess(tmp_path_factory.mktemp("sasl"), port=port,
-                       overrides=sasl_overrides(port, sasl_port, reauth_port)) as b:
+    with BrokerProcess(tmp_path_factory.mktemp("sasl"), port=0, overrides=sasl_overrides()) as b:
         with RawClient(b.bootstrap) as c:
             for user, password in (("alice", "alice-scram"), ("bob", "bob-scram")):
                 for m, mtype in (("SCRAM-SHA-256", 1), ("SCRAM-SHA-512", 2)):  # one per request: Kafka's rule
@@ -63,7 +61,7 @@ def brokers(tmp_path_factory):
                                                       salted_password=salted_password(m, password, salt, 4096))
                     response = c.request(AlterUserScramCredentialsRequest(deletions=[], upsertions=[upsert]), 0)
                     assert response.results[0].error_code == ErrorCode.NONE
-        yield b, f"127.0.0.1:{sasl_port}", f"127.0.0.1:{reauth_port}"
+        yield b, b.address("SASL_PLAINTEXT"), b.address("REAUTH")
         assert b.alive, b.log()
 
 
@@ -284,10 +282,9 @@ def test_handshake_after_authentication_without_lifetime_is_illegal(sasl):
 def test_failed_authentication_is_answered_and_closed_after_the_configured_delay(tmp_path):
     """connection.failed.authentication.delay.ms (Kafka's default 100) holds back a failed login's answer and
     close, for a wrong password and an unsupported mechanism alike; other connections are served meanwhile."""
-    port, sasl_port, reauth_port = free_port(), free_port(), free_port()
-    overrides = {**sasl_overrides(port, sasl_port, reauth_port), "connection.failed.authentication.delay.ms": "1000"}
-    with BrokerProcess(tmp_path, port=port, overrides=overrides) as b:
-        sasl = f"127.0.0.1:{sasl_port}"
+    overrides = {**sasl_overrides(), "connection.failed.authentication.delay.ms": "1000"}
+    with BrokerProcess(tmp_path, port=0, overrides=overrides) as b:
+        sasl = b.address("SASL_PLAINTEXT")
         with RawClient(sasl) as wrong, RawClient(sasl) as unsupported:
             handshake(wrong, "PLAIN")
             started = time.monotonic()

@@ -12,7 +12,7 @@ from pykbroker.config import Config, ConfigError
 from pykbroker.security.certs import CertificateAuthority
 from pykbroker.security.client import plain_token
 from pykbroker.security.listeners import listener_security
-from pykbroker.testing import BrokerProcess, RawClient, free_port
+from pykbroker.testing import BrokerProcess, RawClient
 from wire import ErrorCode, build_simple_batch
 from wire.messages import (
     AlterClientQuotasRequest,
@@ -41,10 +41,10 @@ def tls_broker(tmp_path_factory, ca):
     """A broker with PLAINTEXT, SSL (PEM file), CERTS (PKCS12, client auth required) and SASL_SSL (inline PEM)."""
     d = tmp_path_factory.mktemp("tls")
     server = ca.issue(CN="localhost")
-    ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "CERTS", "SASL_SSL")}
+    names = ("PLAINTEXT", "SSL", "CERTS", "SASL_SSL")
     (d / "ca.pem").write_text(ca.pem)
     overrides = {
-        "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+        "listeners": ",".join(f"{n}://127.0.0.1:0" for n in names),  # bound by the broker, read back
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CERTS:SSL,SASL_SSL:SASL_SSL",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(server.write_pem(d / "server.pem", password="key-pass")),
@@ -64,8 +64,8 @@ def tls_broker(tmp_path_factory, ca):
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
     }
-    with BrokerProcess(d / "data", port=ports["PLAINTEXT"], overrides=overrides) as b:
-        yield b, {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+    with BrokerProcess(d / "data", port=0, overrides=overrides) as b:
+        yield b, {n: b.address(n) for n in names}
         assert b.alive, b.log()
 
 
@@ -175,13 +175,12 @@ def test_a_per_broker_keystore_change_is_reloaded_for_new_connections(tmp_path, 
     from wire.messages.incremental_alter_configs_request import AlterableConfig, AlterConfigsResource
 
     first, second = ca.issue(CN="first"), ca.issue(CN="second")
-    ports = {"PLAINTEXT": free_port(), "SSL": free_port()}
-    overrides = {"listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
                  "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL", "ssl.keystore.type": "PEM",
                  "ssl.keystore.location": str(first.write_pem(tmp_path / "first.pem"))}
 
     def served_common_name() -> str:
-        with RawClient(f"127.0.0.1:{ports['SSL']}", ssl_context=client_context(ca)) as c:
+        with RawClient(b.address("SSL"), ssl_context=client_context(ca)) as c:
             subject = dict(x[0] for x in c.sock.getpeercert()["subject"])
             return subject["commonName"]
 
@@ -192,10 +191,9 @@ def test_a_per_broker_keystore_change_is_reloaded_for_new_connections(tmp_path, 
                 AlterableConfig(name="listener.name.ssl.ssl.keystore.type", config_operation=0, value="PEM")])]), 1)
         return r.responses[0].error_code, r.responses[0].error_message
 
-    with BrokerProcess(tmp_path / "data", port=ports["PLAINTEXT"], overrides=overrides) as b, \
-            RawClient(b.bootstrap) as admin:
+    with BrokerProcess(tmp_path / "data", port=0, overrides=overrides) as b, RawClient(b.bootstrap) as admin:
         assert served_common_name() == "first"
-        with RawClient(f"127.0.0.1:{ports['SSL']}", ssl_context=client_context(ca)) as open_before:
+        with RawClient(b.address("SSL"), ssl_context=client_context(ca)) as open_before:
             assert alter(admin, str(second.write_pem(tmp_path / "second.pem"))) == (ErrorCode.NONE, None)
             assert served_common_name() == "second"
             assert open_before.request(MetadataRequest(topics=[]), 12).brokers  # open connections keep serving

@@ -185,14 +185,16 @@ def test_a_server_restart_within_the_session_timeout_keeps_the_session(tmp_path)
         try:
             await zk.create("/ephemeral", b"x", ephemeral=True)
             await asyncio.to_thread(server.restart, hard=True)
-            data, _ = await zk.get("/ephemeral")  # waits for the reconnection, then reads
-            assert data == b"x"
+            got = await zk.get("/ephemeral")  # waits for the reconnection, then reads
+            assert got is not None and got[0] == b"x", (
+                f"the ephemeral znode is gone: session 0x{session or 0:x} -> 0x{zk.session_id or 0:x}, expired: "
+                f"{expired.is_set()}; ZooKeeper's log:\n{server.log()}")
             assert zk.session_id == session and not expired.is_set()
         finally:
             await zk.close()
 
     with ZooKeeperProcess(tmp_path / "zk") as server:
-        run(main(server))
+        run(main(server), limit=120)  # the restart (up to 30 s) and the reconnection (up to 30 s) report first
 
 
 def test_no_server_gives_a_connection_timeout(tmp_path):

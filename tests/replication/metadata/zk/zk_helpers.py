@@ -9,9 +9,9 @@ from kazoo.client import KazooClient
 from replication.metadata.zk.client import ZooKeeperClient
 
 
-def run(coro):
-    """Run a test's coroutine with an overall limit."""
-    return asyncio.run(asyncio.wait_for(coro, 60))
+def run(coro, limit: float = 60):
+    """Run a test's coroutine with an overall limit (above the sum of the test's own bounds, which say more)."""
+    return asyncio.run(asyncio.wait_for(coro, limit))
 
 
 def expire_session(server_connect: str, client: ZooKeeperClient) -> None:
