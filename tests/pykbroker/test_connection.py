@@ -497,8 +497,8 @@ def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
     the backlog sent at once (3,000 frames; ~67 per answer here with the connection's turns, 75-150 without them,
     the reads of the transport then bounding a pass). The answer size is set by the consumer's round trip against
     the broker's speed (~40 us a request here), so it cannot tell turns from reads apart; the turns themselves are
-    pinned in-process (test_a_client_gone_while_its_next_frame_waits_for_its_turn_ends_the_connection_quietly). The consumer runs in a
-    process of its own: in this one, the GIL shared with the producer's threads set the sizes (stop 25: 600 frames
+    pinned in-process (test_a_client_gone_while_its_next_frame_waits_for_its_turn_ends_the_connection_quietly).
+    The consumer runs in a process of its own: in this one, the GIL shared with the producer's threads set the sizes (stop 25: 600 frames
     of 1 KiB failed `median < 50` on a quiet machine once the broker got faster)."""
     import multiprocessing
     import statistics
@@ -556,5 +556,5 @@ def test_a_pipelining_producer_leaves_turns_to_a_consumer_reading_along(broker):
             if reader.is_alive():
                 reader.kill()
     assert sizes[-1], f"the fetch waited 2 s for records being produced: {sizes}"
-    assert statistics.median(sizes) < 300, sizes  # without turns: the frames of a whole read (3,000 here, all sent at once)
+    assert statistics.median(sizes) < 300, sizes  # starved: the backlog's 3,000 in a few answers
 
