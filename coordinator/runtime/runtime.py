@@ -178,6 +178,14 @@ class CoordinatorRuntime(Generic[ShardT]):
         ctx = self._contexts.get(partition)
         return ctx is not None and ctx.failed is None
 
+    def load_if_hosted(self, partition: int, hosted: Callable[[int], bool]) -> None:
+        """Load ``partition`` once this broker hosts it as leader (``hosted``). The image may name this broker its
+        leader before the replica manager leads it (its log still being created in the background, as just after the
+        topic's creation; the image not applied yet): the election loads it then, as Kafka's coordinators load only
+        on their broker's election. Loading it before failed ("not hosted here") and was retried on every request."""
+        if hosted(partition):
+            self.load(partition)
+
     def load(self, partition: int) -> None:
         """Start loading ``partition`` (this node became its leader); no-op if already loaded or loading.
         A load that failed is started again."""

@@ -96,12 +96,8 @@ class ShareCoordinator:
         self.runtime.load(partition)
 
     def _load(self, partition: int) -> None:
-        """Load ``partition`` once this broker hosts it as leader. The image may name this broker its leader before the
-        replica manager leads it (its log still being created in the background, as just after the topic's creation;
-        the image not applied yet): the election loads it then (``on_election``), as Kafka's coordinators load only
-        on their broker's election. Loading it before failed ("not hosted here") and was retried on every request."""
-        if self._partition_hosted(partition):
-            self.runtime.load(partition)
+        """Load ``partition`` once this broker leads it (``CoordinatorRuntime.load_if_hosted``)."""
+        self.runtime.load_if_hosted(partition, self._partition_hosted)
 
     async def on_resignation(self, partition: int) -> None:
         """Another node leads it now: stop serving it (its requests get NOT_COORDINATOR)."""
