@@ -52,8 +52,11 @@ def reserve_port(port: int, *, again: bool = False) -> int:
         listener.bind(("127.0.0.1", port))
         listener.listen(1)
         port = listener.getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)) as client:
-            accepted, _ = listener.accept()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            accepted, peer = listener.accept()
+            while peer != client.getsockname():  # a client reconnecting to a killed server's port got in first
+                accepted.close()
+                accepted, peer = listener.accept()
             accepted.close()  # the port's end closes first: it is the one left in TIME_WAIT
             client.recv(1)  # the FIN: the port's end now waits for the client's, which closing sends
     return port
